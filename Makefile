@@ -1,0 +1,47 @@
+# The two commands of the README. Both are idempotent: a second run reuses .venv.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+export QT_QPA_PLATFORM_PLUGIN_PATH :=
+
+.PHONY: run test venv deps pull-default check-system package bench clean screenshots
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml constraints.txt
+	$(BIN)/pip install -q -c constraints.txt -e .
+	touch $@
+
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
+	touch $@
+
+check-system:
+	@$(PY) packaging/check_system.py
+
+pull-default: $(STAMP)
+	$(BIN)/python -m explorer pull smollm2-135m --quiet || echo "Could not pull smollm2-135m; the app will open the bundled model instead."
+
+run: check-system $(STAMP) pull-default
+	$(BIN)/transformer-explorer
+
+test: check-system $(TEST_STAMP)
+	$(BIN)/python -m explorer pull smollm2-135m --quiet || echo "smollm2-135m not pulled: its real-model tests will be skipped"
+	$(BIN)/lint-imports
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+
+bench: $(TEST_STAMP)
+	$(BIN)/python bench/run_all.py
+
+package: $(TEST_STAMP)
+	bash packaging/build.sh
+
+screenshots: $(STAMP)
+	bash packaging/screenshots.sh
+
+clean:
+	rm -rf $(VENV) build dist

@@ -1,0 +1,5 @@
+import sys
+
+from explorer.cli import main
+
+sys.exit(main())

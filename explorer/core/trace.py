@@ -1,0 +1,271 @@
+"""The trace: everything the model computed, step by step, as frozen numpy records.
+
+The engine writes one `StepRecord` per call to prefill/step; the app only reads.
+Imports numpy only (an import-linter contract enforces it), so the panels depend
+on nothing heavier.
+
+Notation (per layer l, head h): X is the normed attention input, Q_h = X W_h^Q,
+K_h = X W_h^K, V_h = X W_h^V, S = Q_h K_h^T * scale (+ mask), A = softmax(S),
+head output O_h = A V_h. Attention is always N_Q x N_KV: a step's new query rows
+against every key position the cache holds at that moment.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the panels need to know about the model that produced a trace."""
+
+    name: str
+    family: str                      # "gpt2", "llama", "gemma3", "deepseek", "bert", "encdec", ...
+    attention: str                   # "mha" | "mqa" | "gqa" | "mla"
+    n_layers: int
+    n_heads: int                     # N_Q heads
+    n_kv_heads: int                  # N_KV heads (1 for MLA's shared latent is not implied: see mla_rank)
+    d_model: int
+    d_qk: int                        # per-head query/key width (MLA: nope + rope)
+    d_v: int                         # per-head value width
+    vocab_size: int
+    max_positions: int
+    n_params: int
+    dtype: str                       # compute dtype, e.g. "float32"
+    device: str
+    layer_kinds: tuple[str, ...]     # per layer: "causal" | "sliding" | "full"
+    sliding_window: int | None = None
+    positional: str = "rope"         # "rope" | "learned" | "sinusoidal" | "none"
+    mla_rank: int | None = None      # d_c, the latent width of MLA
+    mla_rope_dim: int | None = None  # d_R, the decoupled RoPE key width of MLA
+    is_encoder_only: bool = False
+    is_encoder_decoder: bool = False
+
+
+@dataclass(frozen=True)
+class AttentionRecord:
+    """One attention sublayer at one step: the new query rows against the cache.
+
+    n_new is the number of query tokens this step (prompt length at prefill, 1
+    when decoding); n_kv is the number of key positions visible in the cache.
+    """
+
+    q: np.ndarray                 # (N_Q, n_new, d_qk)   after RoPE
+    k: np.ndarray                 # (N_KV, n_new, d_qk)  keys of the new tokens, after RoPE
+    v: np.ndarray                 # (N_KV, n_new, d_v)   values of the new tokens
+    weights: np.ndarray           # (N_Q, n_new, n_kv)   A = softmax(S); exactly 0 where masked
+    mask: np.ndarray              # (n_new, n_kv) bool   True where query may attend key
+    kv_positions: np.ndarray      # (n_kv,) int          absolute position of each key column
+    scale: float                  # the factor in S = Q K^T * scale
+    q_pre_rope: np.ndarray | None = None   # (N_Q, n_new, d_qk) where RoPE changes Q
+    k_pre_rope: np.ndarray | None = None   # (N_KV, n_new, d_qk)
+    head_out: np.ndarray | None = None     # (N_Q, n_new, d_v)  O_h = A V_h
+    latent: np.ndarray | None = None       # (n_new, d_c)  MLA's c_KV, what its cache holds
+    k_rope: np.ndarray | None = None       # (n_new, d_R)  MLA's decoupled RoPE key
+    softcap: float | None = None           # tanh soft-capping of scores, where the model has it
+
+    @property
+    def n_new(self) -> int:
+        return int(self.weights.shape[1])
+
+    @property
+    def n_kv(self) -> int:
+        return int(self.weights.shape[2])
+
+
+@dataclass(frozen=True)
+class LayerRecord:
+    """One transformer block at one step."""
+
+    x: np.ndarray                        # (n_new, d_model)  normed attention input X
+    attn: AttentionRecord                # self-attention
+    residual_norm: np.ndarray            # (n_new,) ||h|| of the residual stream after the block
+    kv_bytes_in_use: int                 # this layer's cache bytes holding live tokens
+    kv_bytes_allocated: int              # this layer's preallocated cache bytes
+    cross: AttentionRecord | None = None  # encoder-decoder cross-attention (Q: decoder, K/V: C)
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One call into the engine: the prefill of a prompt, or one decoding step."""
+
+    kind: str                            # "prefill" | "decode" | "encode"
+    positions: np.ndarray                # (n_new,) int  absolute positions of the new tokens
+    token_ids: np.ndarray                # (n_new,) int  the input ids of this step
+    token_text: tuple[str, ...]          # display strings of those ids
+    embeddings: np.ndarray               # (n_new, d_model)  the rows E[id]
+    layers: tuple[LayerRecord, ...]
+    top_ids: np.ndarray                  # (n_new, k) int   next-token candidates at each new position
+    top_probs: np.ndarray                # (n_new, k) float probabilities of those candidates
+    chosen_id: int | None = None         # the token chosen after this step (sampled or forced)
+    forced: bool = False                 # whether chosen_id was forced by the user
+    pos_embeddings: np.ndarray | None = None  # (n_new, d_model) learned/sinusoidal positions
+    ms: float = 0.0                      # wall time of the model step
+
+    @property
+    def n_new(self) -> int:
+        return int(self.token_ids.shape[0])
+
+
+@dataclass(frozen=True)
+class Trace:
+    """The whole recorded run: the model info plus one record per step.
+
+    Immutable: the engine returns a new Trace after each step (sharing the old
+    records), so a panel holding an old trace never sees it change.
+    """
+
+    model: ModelInfo
+    steps: tuple[StepRecord, ...] = ()
+    encoder: StepRecord | None = None     # the encoder pass of an encoder-decoder
+    rope_inv_freq: np.ndarray | None = None  # (d_qk/2,) for the embeddings panel's angle plot
+    _cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+    # ----- tokens -------------------------------------------------------
+    @cached_property
+    def token_ids(self) -> np.ndarray:
+        """All input ids fed so far, in order: (T,)."""
+        if not self.steps:
+            return np.zeros(0, dtype=np.int64)
+        return np.concatenate([s.token_ids for s in self.steps]).astype(np.int64)
+
+    @cached_property
+    def token_text(self) -> tuple[str, ...]:
+        return tuple(t for s in self.steps for t in s.token_text)
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.token_ids.shape[0])
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.steps)
+
+    def step_of_position(self, position: int) -> int:
+        """Index of the step that fed the token at `position`."""
+        offset = 0
+        for index, step in enumerate(self.steps):
+            offset += step.n_new
+            if position < offset:
+                return index
+        raise IndexError(position)
+
+    # ----- attention, assembled from per-step rows ------------------------
+    def attention(self, layer: int, upto_step: int | None = None, cross: bool = False) -> np.ndarray:
+        """Dense attention weights of one layer: (N_Q, T_q, T_kv), zero where masked."""
+        return self._assemble(layer, upto_step, cross, "weights")
+
+    def mask(self, layer: int, upto_step: int | None = None, cross: bool = False) -> np.ndarray:
+        """Dense boolean mask of one layer: (T_q, T_kv), True where attention is allowed."""
+        return self._assemble(layer, upto_step, cross, "mask")
+
+    def scores(self, layer: int, head: int, upto_step: int | None = None, cross: bool = False) -> np.ndarray:
+        """Pre-softmax scores S = Q K^T * scale of one head with the mask applied (-inf): (T_q, T_kv).
+
+        Recomputed from the recorded Q and K, which is exact for what the model
+        computed (the recorded Q and K are the ones it multiplied).
+        """
+        q = self.q(layer, head, upto_step, cross)               # (T_q, d_qk)
+        k = self.k(layer, self.kv_head_of(head), upto_step, cross)  # (T_kv, d_qk)
+        record = self._attn_records(layer, cross)[0]
+        s = (q.astype(np.float32) @ k.astype(np.float32).T) * record.scale
+        if record.softcap:
+            s = record.softcap * np.tanh(s / record.softcap)
+        m = self.mask(layer, upto_step, cross)
+        return np.where(m, s, -np.inf).astype(np.float32)
+
+    def q(self, layer: int, head: int, upto_step: int | None = None, cross: bool = False) -> np.ndarray:
+        """Q_h for every query position so far: (T_q, d_qk)."""
+        recs = self._attn_records(layer, cross, upto_step)
+        return np.concatenate([r.q[head] for r in recs], axis=0)
+
+    def k(self, layer: int, kv_head: int, upto_step: int | None = None, cross: bool = False) -> np.ndarray:
+        """K of one K/V head for every key position so far: (T_kv, d_qk)."""
+        recs = self._kv_records(layer, cross, upto_step)
+        return np.concatenate([r.k[kv_head] for r in recs], axis=0)
+
+    def v(self, layer: int, kv_head: int, upto_step: int | None = None, cross: bool = False) -> np.ndarray:
+        """V of one K/V head for every key position so far: (T_kv, d_v)."""
+        recs = self._kv_records(layer, cross, upto_step)
+        return np.concatenate([r.v[kv_head] for r in recs], axis=0)
+
+    def kv_head_of(self, head: int) -> int:
+        """The K/V head that query head `head` reads (GQA grouping; MLA expands per head)."""
+        group = max(1, self.model.n_heads // max(1, self.model.n_kv_heads))
+        return head // group
+
+    def query_heads_of(self, kv_head: int) -> list[int]:
+        group = max(1, self.model.n_heads // max(1, self.model.n_kv_heads))
+        return list(range(kv_head * group, (kv_head + 1) * group))
+
+    # ----- KV cache ---------------------------------------------------------
+    def kv_bytes_in_use(self, upto_step: int | None = None) -> np.ndarray:
+        """Cache bytes in use per layer after the given step: (L,)."""
+        step = self._step_slice(upto_step)[-1]
+        return np.array([layer.kv_bytes_in_use for layer in step.layers], dtype=np.int64)
+
+    def kv_bytes_allocated(self, upto_step: int | None = None) -> np.ndarray:
+        step = self._step_slice(upto_step)[-1]
+        return np.array([layer.kv_bytes_allocated for layer in step.layers], dtype=np.int64)
+
+    def nbytes(self) -> int:
+        """Memory held by the trace's arrays."""
+        total = 0
+        for step in self.steps + ((self.encoder,) if self.encoder else ()):
+            total += _nbytes_of(step)
+        return total
+
+    # ----- helpers ------------------------------------------------------------
+    def _step_slice(self, upto_step: int | None) -> tuple[StepRecord, ...]:
+        if not self.steps:
+            raise ValueError("the trace has no steps yet")
+        end = len(self.steps) if upto_step is None else upto_step + 1
+        return self.steps[:end]
+
+    def _attn_records(self, layer: int, cross: bool, upto_step: int | None = None) -> list[AttentionRecord]:
+        steps = self._step_slice(upto_step)
+        return [(s.layers[layer].cross if cross else s.layers[layer].attn) for s in steps]
+
+    def _kv_records(self, layer: int, cross: bool, upto_step: int | None) -> list[AttentionRecord]:
+        if cross:
+            # Cross-attention K/V come once from the encoder output C.
+            return [self.steps[0].layers[layer].cross]
+        if self.encoder is not None and self.model.is_encoder_only:
+            return [self.encoder.layers[layer].attn]
+        return self._attn_records(layer, cross, upto_step)
+
+    def _assemble(self, layer: int, upto_step: int | None, cross: bool, what: str) -> np.ndarray:
+        key = (what, layer, upto_step if upto_step is not None else len(self.steps) - 1, cross)
+        if key in self._cache:
+            return self._cache[key]
+        recs = self._attn_records(layer, cross, upto_step)
+        t_q = sum(r.n_new for r in recs)
+        t_kv = max(int(r.kv_positions.max()) + 1 for r in recs) if not cross else recs[0].n_kv
+        n_heads = recs[0].weights.shape[0]
+        if what == "weights":
+            out = np.zeros((n_heads, t_q, t_kv), dtype=recs[0].weights.dtype)
+        else:
+            out = np.zeros((t_q, t_kv), dtype=bool)
+        row = 0
+        for r in recs:
+            cols = r.kv_positions if not cross else np.arange(r.n_kv)
+            rows = slice(row, row + r.n_new)
+            if what == "weights":
+                out[:, rows, cols] = r.weights
+            else:
+                out[rows, cols] = r.mask
+            row += r.n_new
+        self._cache[key] = out
+        return out
+
+
+def _nbytes_of(obj) -> int:
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes)
+    if isinstance(obj, (tuple, list)):
+        return sum(_nbytes_of(o) for o in obj)
+    if hasattr(obj, "__dataclass_fields__"):
+        return sum(_nbytes_of(getattr(obj, f)) for f in obj.__dataclass_fields__ if not f.startswith("_"))
+    return 0

@@ -1,0 +1,57 @@
+"""Say exactly which system packages Qt needs and which are missing.
+
+Run by `make run` and `make test` before anything else. On Debian/Ubuntu it
+checks the packages with dpkg; elsewhere it checks the shared libraries.
+Exits 2 with the apt-get line to run when something is missing.
+"""
+from __future__ import annotations
+
+import ctypes.util
+import shutil
+import subprocess
+import sys
+
+# Needed to import Qt at all, even offscreen, and to draw text.
+QT_IMPORT = ["libegl1", "libgl1", "libxkbcommon0", "libfontconfig1", "libfreetype6",
+             "libdbus-1-3", "libglib2.0-0", "fonts-dejavu-core", "fonts-wqy-microhei"]
+# Needed for a real window on X11.
+QT_WINDOW = ["libxcb-cursor0", "libxcb-icccm4", "libxcb-keysyms1", "libxkbcommon-x11-0",
+             "libxcb-image0", "libxcb-randr0", "libxcb-render-util0", "libxcb-shape0", "libxcb-xkb1"]
+# Library names to look for where dpkg is absent.
+LIBRARIES = ["EGL", "GL", "xkbcommon", "fontconfig", "freetype", "dbus-1", "glib-2.0"]
+
+
+def missing_debian_packages(packages: list[str]) -> list[str]:
+    missing = []
+    for name in packages:
+        out = subprocess.run(["dpkg-query", "-W", "-f=${Status}", name],
+                             capture_output=True, text=True)
+        if "install ok installed" not in out.stdout:
+            missing.append(name)
+    return missing
+
+
+def main() -> int:
+    if not sys.platform.startswith("linux"):
+        return 0
+    if shutil.which("dpkg-query"):
+        needed = missing_debian_packages(QT_IMPORT)
+        window = missing_debian_packages(QT_WINDOW)
+        if window:
+            print("For a real window, also install: sudo apt-get install -y " + " ".join(window),
+                  file=sys.stderr)
+        if needed:
+            print("Qt needs system packages that are missing. Install them with:\n"
+                  "  sudo apt-get install -y " + " ".join(needed), file=sys.stderr)
+            return 2
+        return 0
+    absent = [lib for lib in LIBRARIES if ctypes.util.find_library(lib) is None]
+    if absent:
+        print("Qt needs these shared libraries, which were not found: " + ", ".join(absent)
+              + " (on Debian: apt-get install " + " ".join(QT_IMPORT) + ")", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
