@@ -1,0 +1,101 @@
+"""The app's narrow door into the core: everything the worker calls, in one object.
+
+The core imports torch, so it is imported lazily, on the worker thread, the first
+time a model is needed; the window opens without waiting for torch. Tests pass a
+`CoreApi` built from doubles instead of `CoreApi.real()`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from explorer.core.trace import ModelInfo
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """The decoding choices the toolbar offers; temperature 0 means greedy."""
+
+    temperature: float = 0.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int = 0
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature <= 0.0
+
+    def as_dict(self) -> dict:
+        return {"temperature": self.temperature, "top_k": self.top_k, "top_p": self.top_p, "seed": self.seed}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SamplingSettings":
+        return cls(temperature=float(d.get("temperature", 0.0)), top_k=int(d.get("top_k", 0)),
+                   top_p=float(d.get("top_p", 1.0)), seed=int(d.get("seed", 0)))
+
+
+@dataclass(frozen=True)
+class LoadedSummary:
+    """What the GUI may hold about a loaded model: no torch objects inside."""
+
+    name: str
+    path: str
+    info: ModelInfo
+    tokenizer: Any                   # explorer.core.tokens.TextTokenizer (pure tokenizers, no torch)
+    license: str | None
+    device: str
+    dtype: str
+
+    @classmethod
+    def of(cls, loaded, request) -> "LoadedSummary":
+        return cls(name=str(getattr(loaded, "name", request.path)), path=str(getattr(loaded, "path", request.path)),
+                   info=loaded.info, tokenizer=loaded.tokenizer, license=getattr(loaded, "license", None),
+                   device=request.device, dtype=request.dtype)
+
+
+@dataclass(frozen=True)
+class CoreApi:
+    """The five things the worker needs from the core."""
+
+    load_model: Callable                   # (path, device=, dtype=, progress=) -> LoadedModel
+    make_decoder: Callable                 # (loaded, SamplingSettings) -> Decoder
+    sampling: Callable                     # SamplingSettings -> core Sampling
+    available_devices: Callable            # () -> {device: [dtype, ...]}
+    ids: Callable = lambda ids: np.asarray(ids, dtype=np.int64)
+
+    @classmethod
+    def real(cls) -> "CoreApi":
+        return cls(load_model=_real_load_model, make_decoder=_real_make_decoder, sampling=_real_sampling,
+                   available_devices=_real_available_devices)
+
+
+def _real_load_model(path, device="cpu", dtype="float32", progress=None):
+    from explorer.core.runtime import load_model
+
+    return load_model(path, device=device, dtype=dtype, progress=progress)
+
+
+def _real_sampling(settings: SamplingSettings):
+    from explorer.core.decode import Sampling
+
+    return Sampling(temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p,
+                    seed=settings.seed)
+
+
+def _real_make_decoder(loaded, settings: SamplingSettings):
+    from explorer.core.decode import Decoder, RecordOptions
+
+    return Decoder(loaded, record=RecordOptions(), sampling=_real_sampling(settings))
+
+
+def _real_available_devices() -> dict[str, list[str]]:
+    from explorer.core.runtime import available_devices
+
+    return available_devices()
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """torch.cuda.OutOfMemoryError (or MPS's RuntimeError), recognised without importing torch."""
+    return type(error).__name__ == "OutOfMemoryError" or "out of memory" in str(error).lower()

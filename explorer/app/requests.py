@@ -1,0 +1,174 @@
+"""What the GUI asks the model thread to do, and the queue that coalesces those asks.
+
+A request that has not started yet may be merged with the next one (Step + Step
+is Step(2); Step + Back cancel out) or dropped when a newer request makes it
+pointless (a new prompt drops the steps queued for the old one). Every change
+happens under one lock, so the GUI thread and the model thread can never see
+half a queue.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, replace
+
+
+class Cancelled(Exception):
+    """The running request was cancelled; the worker drops it silently."""
+
+
+@dataclass(frozen=True)
+class Load:
+    path: str
+    device: str = "cpu"
+    dtype: str = "float32"
+    seq: int = -1
+
+
+@dataclass(frozen=True)
+class Prefill:
+    ids: tuple[int, ...]
+    seq: int = -1
+
+
+@dataclass(frozen=True)
+class Step:
+    count: int = 1
+    seq: int = -1
+
+
+@dataclass(frozen=True)
+class Back:
+    count: int = 1
+    seq: int = -1
+
+
+@dataclass(frozen=True)
+class Force:
+    token_id: int
+    at_steps: int                   # the trace length the person was looking at when choosing
+    seq: int = -1
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Rebuild a trace exactly: prefill `ids`, then step, forcing `forced` (step index, id) on the way."""
+
+    ids: tuple[int, ...]
+    forced: tuple[tuple[int, int], ...] = ()
+    n_steps: int = 1
+    seq: int = -1
+
+
+@dataclass(frozen=True)
+class SetSampling:
+    sampling: object
+    seq: int = -1
+
+
+_DECODING = (Prefill, Step, Back, Force, Replay)
+
+
+class RequestQueue:
+    """A locked FIFO of requests with coalescing, cancellation and a 'closed' state."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._pending: list = []
+        self._running = None
+        self._cancelled: set[int] = set()
+        self._next_seq = 0
+        self._closed = False
+
+    # ----- GUI thread -------------------------------------------------------------
+    def push(self, request) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            request = replace(request, seq=self._next_seq)
+            self._next_seq += 1
+            self._coalesce(request)
+            self._lock.notify_all()
+
+    def cancel(self) -> None:
+        """Drop every queued load and decoding request and cancel the running one."""
+        with self._lock:
+            self._pending = [r for r in self._pending if isinstance(r, SetSampling)]
+            if self._running is not None:
+                self._cancelled.add(self._running.seq)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._pending = []
+            if self._running is not None:
+                self._cancelled.add(self._running.seq)
+            self._lock.notify_all()
+
+    def idle(self) -> bool:
+        with self._lock:
+            return not self._pending and self._running is None
+
+    def pending_steps(self) -> int:
+        with self._lock:
+            return sum(r.count for r in self._pending if isinstance(r, Step))
+
+    def pending(self) -> list:
+        with self._lock:
+            return list(self._pending)
+
+    # ----- model thread -----------------------------------------------------------
+    def take(self):
+        """Block until a request is queued and return it; None once the queue is closed."""
+        with self._lock:
+            while not self._pending and not self._closed:
+                self._lock.wait()
+            if self._closed:
+                return None
+            self._running = self._pending.pop(0)
+            return self._running
+
+    def finish(self, request) -> None:
+        with self._lock:
+            if self._running is request:
+                self._running = None
+            self._cancelled.discard(request.seq)
+
+    def is_cancelled(self, request) -> bool:
+        with self._lock:
+            return self._closed or request.seq in self._cancelled
+
+    def check(self, request) -> None:
+        if self.is_cancelled(request):
+            raise Cancelled()
+
+    # ----- coalescing (lock held) -----------------------------------------------------
+    def _coalesce(self, request) -> None:
+        last = self._pending[-1] if self._pending else None
+        if isinstance(request, Load):
+            self._pending = [r for r in self._pending if isinstance(r, SetSampling)]
+            self._cancel_running(lambda running: True)
+        elif isinstance(request, (Prefill, Replay)):
+            self._pending = [r for r in self._pending if not isinstance(r, _DECODING)]
+            self._cancel_running(lambda running: isinstance(running, _DECODING))
+        elif isinstance(request, Step) and isinstance(last, Step):
+            self._pending[-1] = replace(last, count=last.count + request.count, seq=request.seq)
+            return
+        elif isinstance(request, Back) and isinstance(last, Step):
+            if last.count > request.count:
+                self._pending[-1] = replace(last, count=last.count - request.count, seq=request.seq)
+            else:
+                self._pending.pop()
+                if last.count < request.count:
+                    self._coalesce(replace(request, count=request.count - last.count))
+            return
+        elif isinstance(request, Back) and isinstance(last, Back):
+            self._pending[-1] = replace(last, count=last.count + request.count, seq=request.seq)
+            return
+        elif isinstance(request, SetSampling) and isinstance(last, SetSampling):
+            self._pending[-1] = request
+            return
+        self._pending.append(request)
+
+    def _cancel_running(self, applies) -> None:
+        if self._running is not None and applies(self._running):
+            self._cancelled.add(self._running.seq)

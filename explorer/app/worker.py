@@ -1,0 +1,306 @@
+"""The model runs here, on its own thread, so the GUI thread never waits on torch.
+
+The GUI pushes requests into a `RequestQueue`. Requests that have not started yet
+are coalesced: three Step presses become one Step(3), a Back eats a queued Step,
+and a new Prefill or Load drops the decoding queued behind the old prompt and
+cancels the one in flight. The thread drains the queue and hands back a new,
+immutable Trace after every change through Qt signals. Only this thread touches
+the Decoder, so a trace a panel holds can never change under it.
+
+The worker is a daemon `threading.Thread` rather than a QThread: a QThread still
+running when the app quits aborts the process, while a daemon thread busy in a
+long torch call simply ends with it. Its signals are emitted from that thread
+and delivered, queued, to `ModelWorker` on the GUI thread.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, replace
+
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
+
+from explorer.app.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory
+from explorer.app.requests import Back, Cancelled, Force, Load, Prefill, Replay, RequestQueue, SetSampling, Step
+from explorer.core.errors import ExplorerError
+
+__all__ = ["ModelWorker", "SamplingSettings", "LoadedSummary"]
+
+
+class _Emitter(QObject):
+    """Signals emitted from the worker thread; Qt queues them to the GUI thread."""
+
+    trace_ready = Signal(object)
+    model_loaded = Signal(object)
+    failed = Signal(str)
+    notice = Signal(str)
+    progress = Signal(float, str)
+    devices_found = Signal(object)
+    state_changed = Signal()
+
+
+@dataclass
+class _State:
+    """What the worker thread holds: the core objects. Touched only on that thread."""
+
+    loaded: object = None
+    decoder: object = None
+    load_request: Load | None = None
+
+
+class _DecodeLoop:
+    """The worker thread's side: takes requests off the queue and runs them on the core."""
+
+    def __init__(self, queue: RequestQueue, emitter: _Emitter, core: CoreApi) -> None:
+        self._queue = queue
+        self._emit = emitter
+        self._core = core
+        self._state = _State()
+        self._sampling = SamplingSettings()
+        self._handlers = {Load: self._load, Prefill: self._prefill, Step: self._step, Back: self._back,
+                          Force: self._force, Replay: self._replay, SetSampling: self._set_sampling}
+
+    def run_forever(self) -> None:
+        try:
+            self._emit.devices_found.emit(self._core.available_devices())
+        except Exception as error:  # the device probe must never stop the worker
+            self._emit.notice.emit(f"Could not list devices ({error}); using the CPU.")
+            self._emit.devices_found.emit({"cpu": ["float32"]})
+        while True:
+            request = self._queue.take()
+            if request is None:
+                return
+            self._run_one(request)
+
+    def _run_one(self, request) -> None:
+        try:
+            self._attempt(request, self._handlers[type(request)])
+        finally:
+            self._queue.finish(request)
+            self._emit.state_changed.emit()
+
+    def _attempt(self, request, handler) -> None:
+        try:
+            handler(request)
+        except Cancelled:
+            pass
+        except ExplorerError as error:
+            self._emit.failed.emit(str(error))
+        except Exception as error:
+            if is_out_of_memory(error) and self._device_for(request) != "cpu":
+                self._attempt(request, self._fall_back_to_cpu)
+            else:
+                traceback.print_exc(file=sys.stderr)
+                self._emit.failed.emit(f"Internal error in {type(request).__name__.lower()}: {error}")
+
+    # ----- requests ---------------------------------------------------------------
+    def _load(self, request: Load) -> None:
+        def progress(*args, **kwargs) -> None:
+            if self._queue.is_cancelled(request):
+                raise Cancelled()
+            fraction, message = _progress_of(args, kwargs)
+            self._emit.progress.emit(fraction, message)
+
+        loaded = self._core.load_model(request.path, device=request.device, dtype=request.dtype,
+                                       progress=progress)
+        self._queue.check(request)
+        decoder = self._core.make_decoder(loaded, self._sampling)
+        self._state = _State(loaded=loaded, decoder=decoder, load_request=request)
+        self._emit.model_loaded.emit(LoadedSummary.of(loaded, request))
+
+    def _prefill(self, request: Prefill) -> None:
+        decoder = self._decoder()
+        self._emit.trace_ready.emit(decoder.prefill(self._core.ids(request.ids)))
+
+    def _step(self, request: Step) -> None:
+        decoder = self._decoder(need_trace=True)
+        for _ in range(request.count):
+            self._queue.check(request)
+            self._emit.trace_ready.emit(decoder.step())
+
+    def _back(self, request: Back) -> None:
+        decoder = self._decoder(need_trace=True)
+        count = min(request.count, decoder.trace.n_steps - 1)
+        if count <= 0:
+            return
+        for _ in range(count):
+            trace = decoder.back()
+        self._emit.trace_ready.emit(trace)
+
+    def _force(self, request: Force) -> None:
+        decoder = self._decoder(need_trace=True)
+        while decoder.trace.n_steps > max(1, request.at_steps):
+            decoder.back()
+        self._emit.trace_ready.emit(decoder.force(request.token_id))
+
+    def _replay(self, request: Replay) -> None:
+        decoder = self._decoder()
+        trace = decoder.prefill(self._core.ids(request.ids))
+        forced = dict(request.forced)
+        for index in range(request.n_steps):
+            self._queue.check(request)
+            if index in forced:
+                trace = decoder.force(forced[index])
+            if index < request.n_steps - 1:
+                trace = decoder.step()
+        self._emit.trace_ready.emit(trace)
+
+    def _set_sampling(self, request: SetSampling) -> None:
+        self._sampling = request.sampling
+        if self._state.decoder is not None:
+            self._state.decoder.set_sampling(self._core.sampling(request.sampling))
+
+    # ----- helpers ----------------------------------------------------------------
+    def _decoder(self, need_trace: bool = False):
+        decoder = self._state.decoder
+        if decoder is None:
+            raise ExplorerError("No model is loaded yet; open one from the Model menu first.")
+        if need_trace and not decoder.trace.steps:
+            raise ExplorerError("Nothing has been run yet; press Run to prefill the prompt first.")
+        return decoder
+
+    def _device_for(self, request) -> str:
+        if isinstance(request, Load):
+            return request.device
+        loaded_by = self._state.load_request
+        return loaded_by.device if loaded_by is not None else "cpu"
+
+    def _fall_back_to_cpu(self, failed_request) -> None:
+        """The GPU ran out of memory: reload the same model on the CPU, replay the trace, retry."""
+        old = self._state
+        was_load = isinstance(failed_request, Load)
+        source = failed_request if was_load else old.load_request
+        trace = None if was_load or old.decoder is None else old.decoder.trace
+        self._emit.notice.emit(f"Out of memory on {source.device}; the model now runs on the CPU.")
+        self._state = _State()
+        self._load(replace(source, device="cpu"))
+        if trace is not None and trace.steps:
+            self._replay(Replay(**replay_arguments(trace)))
+        if not was_load:
+            self._handlers[type(failed_request)](failed_request)
+
+
+def replay_arguments(trace) -> dict:
+    """The prompt ids, forced tokens and step count that rebuild `trace` exactly."""
+    forced = tuple((index, int(step.chosen_id)) for index, step in enumerate(trace.steps) if step.forced)
+    return {"ids": tuple(int(i) for i in trace.steps[0].token_ids), "forced": forced, "n_steps": trace.n_steps}
+
+
+def _progress_of(args, kwargs) -> tuple[float, str]:
+    """Read a loader's progress callback arguments, whatever their order: a fraction and a message."""
+    fraction, message = -1.0, ""
+    for value in list(args) + list(kwargs.values()):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and fraction < 0:
+            fraction = float(value)
+        elif isinstance(value, str) and not message:
+            message = value
+    return fraction, message
+
+
+class ModelWorker(QObject):
+    """The GUI's handle on the model thread: push requests, receive traces and errors as signals."""
+
+    trace_ready = Signal(object)        # Trace, the newest state of the decoder
+    model_loaded = Signal(object)       # LoadedSummary
+    failed = Signal(str)                # one sentence for a dialog
+    notice = Signal(str)                # something the person should know, e.g. a CPU fallback
+    progress = Signal(float, str)       # loading progress in [0, 1] (negative: unknown) and a message
+    devices_found = Signal(object)      # {device: [dtypes]}
+    busy_changed = Signal(bool)
+
+    def __init__(self, core: CoreApi | None = None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._queue = RequestQueue()
+        self._emitter = _Emitter()
+        self._busy = False
+        self._latest_trace = None
+        self._emitter.trace_ready.connect(self._on_trace_ready)
+        self._emitter.model_loaded.connect(self.model_loaded)
+        self._emitter.failed.connect(self.failed)
+        self._emitter.notice.connect(self.notice)
+        self._emitter.progress.connect(self.progress)
+        self._emitter.devices_found.connect(self.devices_found)
+        self._emitter.state_changed.connect(self._on_state_changed)
+        loop = _DecodeLoop(self._queue, self._emitter, core or CoreApi.real())
+        self._thread = threading.Thread(target=loop.run_forever, name="model-worker", daemon=True)
+        self._thread.start()
+
+    # ----- requests (GUI thread) -----------------------------------------------------
+    def load(self, path: str, device: str = "cpu", dtype: str = "float32") -> None:
+        self._push(Load(path=str(path), device=device, dtype=dtype))
+
+    def prefill(self, ids) -> None:
+        self._push(Prefill(ids=tuple(int(i) for i in ids)))
+
+    def step(self, count: int = 1) -> None:
+        self._push(Step(count=count))
+
+    def back(self, count: int = 1) -> None:
+        self._push(Back(count=count))
+
+    def force(self, token_id: int, at_steps: int) -> None:
+        """Branch: make `token_id` the choice after step `at_steps` (the step the person was looking at)."""
+        self._push(Force(token_id=int(token_id), at_steps=int(at_steps)))
+
+    def replay(self, ids, forced=(), n_steps: int = 1) -> None:
+        self._push(Replay(ids=tuple(int(i) for i in ids), forced=tuple(forced), n_steps=int(n_steps)))
+
+    def set_sampling(self, sampling: SamplingSettings) -> None:
+        self._push(SetSampling(sampling=sampling))
+
+    def cancel(self) -> None:
+        """Drop what is queued and stop what runs at its next step or progress report."""
+        self._queue.cancel()
+
+    def shutdown(self, timeout_s: float = 5.0) -> bool:
+        """Cancel everything and let the thread end; True when it ended within the timeout."""
+        self._queue.close()
+        self._thread.join(timeout_s)
+        return not self._thread.is_alive()
+
+    # ----- state ------------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        return self._busy
+
+    def pending_steps(self) -> int:
+        return self._queue.pending_steps()
+
+    def _push(self, request) -> None:
+        self._queue.push(request)
+        self._set_busy(True)
+
+    @Slot(object)
+    def _on_trace_ready(self, trace) -> None:
+        # Traces that arrive together are coalesced: only the newest is handed on.
+        if self._latest_trace is None:
+            QTimer.singleShot(0, self._flush_trace)
+        self._latest_trace = trace
+
+    def _flush_trace(self) -> None:
+        trace, self._latest_trace = self._latest_trace, None
+        if trace is not None:
+            self.trace_ready.emit(trace)
+
+    @Slot()
+    def _on_state_changed(self) -> None:
+        self._flush_trace()
+        self._set_busy(not self._queue.idle())
+
+    def _set_busy(self, busy: bool) -> None:
+        if busy != self._busy:
+            self._busy = busy
+            self.busy_changed.emit(busy)
+
+
+def wait_until_idle(worker: ModelWorker, app, timeout_s: float = 120.0) -> bool:
+    """Process events until the worker has nothing left to do (for the self-test and scripts)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        app.processEvents()
+        if not worker.busy:
+            return True
+        time.sleep(0.01)
+    return False
