@@ -1,0 +1,385 @@
+"""What the KV cache holds under MHA, GQA, MQA and MLA, from a model's real dimensions.
+
+Every attention variant exists to shrink the cache that decoding keeps per token
+(the DeepSeek-V2 paper, Table 1, per token and per layer, in elements):
+
+    MHA  2 · n_h · d_h        every query head has its own K and V
+    GQA  2 · n_g · d_h        n_g K/V heads, each shared by n_h / n_g query heads
+    MQA  2 · d_h              one K/V head shared by all
+    MLA  d_c + d_R            a latent c_KV of rank d_c plus one decoupled RoPE key
+
+A sliding-window layer (Mistral, Gemma 3's local layers) keeps at most W tokens,
+so its bytes stop growing at W. Everything here reads a Hugging Face style
+config dict (what config.json holds) and uses numpy only: the table works for
+models far too big to load. The paged model is PagedAttention's (Kwon et al.,
+2023): each layer's cache is a list of fixed-size blocks, the last one partly
+filled.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from explorer.core.errors import ModelLoadError, UnsupportedModelError
+
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1}
+DEFAULT_BLOCK_SIZE = 16
+
+
+@dataclass(frozen=True)
+class CacheShape:
+    """The dimensions of a model that decide its KV-cache size."""
+
+    model_type: str
+    n_layers: int
+    n_heads: int                      # N_Q
+    n_kv_heads: int                   # N_KV of the native variant (MLA: n_heads, expanded)
+    d_k: int                          # per-head key width a K/V cache would hold (the paper's d_h)
+    d_v: int                          # per-head value width
+    windows: tuple[int | None, ...]   # per layer: None = full attention, W = sliding window
+    max_positions: int
+    rope: bool                        # whether keys carry RoPE (MLA then needs a decoupled d_R)
+    mla_rank: int | None = None       # d_c of a native MLA model
+    mla_rope_dim: int | None = None   # d_R of a native MLA model
+
+    @property
+    def layer_kinds(self) -> tuple[str, ...]:
+        return tuple("full" if w is None else "sliding" for w in self.windows)
+
+    @property
+    def native(self) -> str:
+        """The variant name this model was trained with."""
+        if self.mla_rank is not None:
+            return f"mla-{self.mla_rank}"
+        return _kv_variant_name(self.n_kv_heads, self.n_heads)
+
+    def tokens_held(self, tokens: int) -> np.ndarray:
+        """Tokens each layer's cache holds after `tokens` tokens: (L,) min(N, W_l)."""
+        return np.array([tokens if w is None else min(tokens, w) for w in self.windows], dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way to cache K/V for this model, with its per-token width per layer."""
+
+    name: str                 # "mha" | "gqa-<kv_heads>" | "mqa" | "mla-<rank>"
+    kind: str                 # "mha" | "gqa" | "mqa" | "mla"
+    kv_heads: int | None      # None for MLA, whose latent is shared by all heads
+    elements_per_layer: int   # cached numbers per token per layer
+    native: bool = False
+    latent_rank: int | None = None   # d_c (MLA)
+    rope_dim: int | None = None      # d_R (MLA)
+
+    def bytes_per_token(self, shape: CacheShape, dtype: str) -> int:
+        """Bytes one more token adds, summed over all layers (before any window fills)."""
+        return self.elements_per_layer * shape.n_layers * dtype_bytes(dtype)
+
+    def bytes_total(self, shape: CacheShape, tokens: int, dtype: str) -> int:
+        """Bytes held after `tokens` tokens: sum over layers of min(N, W_l) · width."""
+        held = int(shape.tokens_held(tokens).sum())
+        return held * self.elements_per_layer * dtype_bytes(dtype)
+
+    def bytes_curve(self, shape: CacheShape, tokens: np.ndarray, dtype: str) -> np.ndarray:
+        """bytes_total at each entry of `tokens` (for a bytes-against-tokens plot)."""
+        tokens = np.asarray(tokens, dtype=np.int64)
+        held = np.zeros_like(tokens)
+        for window in shape.windows:
+            held += tokens if window is None else np.minimum(tokens, window)
+        return held * self.elements_per_layer * dtype_bytes(dtype)
+
+
+@dataclass(frozen=True)
+class VariantRow:
+    """One line of the comparison table."""
+
+    variant: Variant
+    dtype: str
+    tokens: int
+    bytes_per_token: int
+    bytes_total: int
+    ratio_to_mha: float        # bytes_per_token / MHA's bytes_per_token
+
+    def as_json(self) -> dict:
+        return {"variant": self.variant.name, "kv_heads": self.variant.kv_heads,
+                "bytes_per_token": self.bytes_per_token, "bytes_total": self.bytes_total,
+                "native": self.variant.native}
+
+
+@dataclass(frozen=True)
+class PagedLayout:
+    """A PagedAttention view of one variant's cache: per layer, fixed-size blocks."""
+
+    block_size: int
+    tokens_per_layer: np.ndarray    # (L,) tokens each layer holds
+    blocks_per_layer: np.ndarray    # (L,) ceil(tokens / block_size)
+    bytes_per_block: int            # one block of one layer
+    bytes_per_slot: int             # one token of one layer
+
+    @property
+    def last_block_fill(self) -> np.ndarray:
+        """Tokens in each layer's last block: (L,), 0 where a layer has no block."""
+        rest = self.tokens_per_layer - (self.blocks_per_layer - 1) * self.block_size
+        return np.where(self.blocks_per_layer > 0, rest, 0)
+
+    @property
+    def bytes_in_use(self) -> np.ndarray:
+        return self.tokens_per_layer * self.bytes_per_slot
+
+    @property
+    def bytes_allocated(self) -> np.ndarray:
+        return self.blocks_per_layer * self.bytes_per_block
+
+    @property
+    def fragmentation(self) -> float:
+        """Internal fragmentation: the share of allocated slots that hold no token."""
+        slots = int(self.blocks_per_layer.sum()) * self.block_size
+        return 0.0 if slots == 0 else 1.0 - int(self.tokens_per_layer.sum()) / slots
+
+
+def dtype_bytes(dtype: str) -> int:
+    try:
+        return DTYPE_BYTES[dtype]
+    except KeyError:
+        raise ModelLoadError(f"Unknown cache dtype {dtype!r}; choose one of {', '.join(DTYPE_BYTES)}.") from None
+
+
+# ----- reading a config --------------------------------------------------------
+
+_ALIASES = {
+    "n_layers": ("num_hidden_layers", "n_layer", "num_layers"),
+    "n_heads": ("num_attention_heads", "n_head"),
+    "d_model": ("hidden_size", "n_embd", "d_model"),
+    "max_positions": ("max_position_embeddings", "n_positions", "n_ctx"),
+}
+
+
+def _get(config: dict, quantity: str, source: str) -> int:
+    for key in _ALIASES[quantity]:
+        if config.get(key) is not None:
+            return int(config[key])
+    raise ModelLoadError(f"{source} has no {_ALIASES[quantity][0]}, so its KV cache cannot be sized.")
+
+
+def _no_windows(config: dict, n_layers: int) -> tuple[int | None, ...]:
+    return (None,) * n_layers
+
+
+def _windows_from_layer_types(config: dict, n_layers: int) -> tuple[int | None, ...] | None:
+    types = config.get("layer_types")
+    if not types:
+        return None
+    window = config.get("sliding_window")
+    return tuple(window if (t == "sliding_attention" and window) else None for t in types[:n_layers])
+
+
+def _mistral_windows(config: dict, n_layers: int) -> tuple[int | None, ...]:
+    listed = _windows_from_layer_types(config, n_layers)
+    return listed if listed is not None else (config.get("sliding_window"),) * n_layers
+
+
+def _qwen_windows(config: dict, n_layers: int) -> tuple[int | None, ...]:
+    # Qwen configs carry a sliding_window even when use_sliding_window is false.
+    if not config.get("use_sliding_window") or not config.get("sliding_window"):
+        return (None,) * n_layers
+    first = int(config.get("max_window_layers", n_layers))
+    return tuple(config["sliding_window"] if i >= first else None for i in range(n_layers))
+
+
+def _gemma3_windows(config: dict, n_layers: int) -> tuple[int | None, ...]:
+    listed = _windows_from_layer_types(config, n_layers)
+    if listed is not None:
+        return listed
+    pattern = int(config.get("sliding_window_pattern") or 6)   # 5 local : 1 global
+    window = config.get("sliding_window") or 4096
+    return tuple(None if (i + 1) % pattern == 0 else window for i in range(n_layers))
+
+
+@dataclass(frozen=True)
+class _Family:
+    windows: Callable[[dict, int], tuple[int | None, ...]]
+    rope: bool = True
+    mla: bool = False
+
+
+FAMILIES = {
+    "llama": _Family(_no_windows),
+    "mistral": _Family(_mistral_windows),
+    "qwen2": _Family(_qwen_windows),
+    "qwen3": _Family(_qwen_windows),
+    "gemma3_text": _Family(_gemma3_windows),
+    "gpt2": _Family(_no_windows, rope=False),
+    "bert": _Family(_no_windows, rope=False),
+    "deepseek_v2": _Family(_no_windows, mla=True),
+    "deepseek_v3": _Family(_no_windows, mla=True),
+}
+
+
+def cache_shape(config: dict, source: str = "the config") -> CacheShape:
+    """Read the cache-relevant dimensions from a Hugging Face style config dict."""
+    if config.get("model_type") == "gemma3" and isinstance(config.get("text_config"), dict):
+        config = {"model_type": "gemma3_text", **config["text_config"]}
+    model_type = config.get("model_type")
+    family = FAMILIES.get(model_type)
+    if family is None:
+        raise UnsupportedModelError(
+            f"{source} has model_type {model_type!r}; the KV table knows {', '.join(sorted(FAMILIES))}.")
+    n_layers, n_heads = _get(config, "n_layers", source), _get(config, "n_heads", source)
+    windows = family.windows(config, n_layers)
+    max_positions = _get(config, "max_positions", source)
+    if family.mla:
+        return _mla_shape(config, model_type, n_layers, n_heads, windows, max_positions, source)
+    d_head = config.get("head_dim") or _get(config, "d_model", source) // n_heads
+    n_kv = int(config.get("num_key_value_heads") or n_heads)
+    if n_kv <= 0 or n_heads % n_kv:
+        raise ModelLoadError(f"{source} has {n_kv} key/value heads, which do not divide {n_heads} query heads.")
+    return CacheShape(model_type, n_layers, n_heads, n_kv, int(d_head), int(d_head), windows,
+                      max_positions, family.rope)
+
+
+def _mla_shape(config, model_type, n_layers, n_heads, windows, max_positions, source) -> CacheShape:
+    missing = [k for k in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+               if config.get(k) is None]
+    if missing:
+        raise ModelLoadError(f"{source} is {model_type} but lacks {', '.join(missing)}.")
+    # The paper's d_h is the per-head width without the decoupled RoPE part.
+    return CacheShape(model_type, n_layers, n_heads, n_heads, int(config["qk_nope_head_dim"]),
+                      int(config["v_head_dim"]), windows, max_positions, True,
+                      mla_rank=int(config["kv_lora_rank"]), mla_rope_dim=int(config["qk_rope_head_dim"]))
+
+
+# ----- the variants ------------------------------------------------------------
+
+def _kv_variant_name(kv_heads: int, n_heads: int) -> str:
+    if kv_heads == n_heads:
+        return "mha"
+    return "mqa" if kv_heads == 1 else f"gqa-{kv_heads}"
+
+
+def default_ranks(shape: CacheShape) -> list[int]:
+    """MLA latent ranks worth showing: 2, 4 (DeepSeek's choice d_c = 4 d_h) and 8 times d_h."""
+    if shape.mla_rank is not None:
+        return [shape.mla_rank]
+    mha = shape.n_heads * (shape.d_k + shape.d_v)
+    ranks = [m * shape.d_k for m in (2, 4, 8)]
+    return [r for r in ranks if r + mla_rope_dim(shape) < mha] or [ranks[0]]
+
+
+def mla_rope_dim(shape: CacheShape) -> int:
+    """d_R: native where the model has MLA; d_h / 2 for RoPE models (as DeepSeek); 0 without RoPE."""
+    if shape.mla_rope_dim is not None:
+        return shape.mla_rope_dim
+    return shape.d_k // 2 if shape.rope else 0
+
+
+def variants(shape: CacheShape, ranks: list[int] | None = None) -> list[Variant]:
+    """MHA, every GQA whose K/V head count divides n_heads, MQA, then MLA at each rank."""
+    width = shape.d_k + shape.d_v
+    native = shape.native
+    out = []
+    for kv_heads in sorted((g for g in range(1, shape.n_heads + 1) if shape.n_heads % g == 0), reverse=True):
+        name = _kv_variant_name(kv_heads, shape.n_heads)
+        kind = name.split("-")[0]
+        out.append(Variant(name, kind, kv_heads, kv_heads * width, native=(name == native)))
+    d_rope = mla_rope_dim(shape)
+    chosen = set(default_ranks(shape) if ranks is None else ranks)
+    if shape.mla_rank is not None:
+        chosen.add(shape.mla_rank)
+    for rank in sorted(chosen):
+        if rank <= 0:
+            raise ModelLoadError(f"MLA latent rank {rank} must be a positive number.")
+        name = f"mla-{rank}"
+        out.append(Variant(name, "mla", None, rank + d_rope, native=(name == native),
+                           latent_rank=rank, rope_dim=d_rope))
+    return out
+
+
+def compare(shape: CacheShape, tokens: int | None = None, dtype: str = "bfloat16",
+            ranks: list[int] | None = None) -> list[VariantRow]:
+    """The comparison table: every variant's bytes per token and for `tokens` tokens."""
+    tokens = shape.max_positions if tokens is None else int(tokens)
+    if tokens < 0:
+        raise ModelLoadError(f"Token count {tokens} must not be negative.")
+    rows = []
+    all_variants = variants(shape, ranks)
+    mha = all_variants[0].bytes_per_token(shape, dtype)
+    for variant in all_variants:
+        per_token = variant.bytes_per_token(shape, dtype)
+        rows.append(VariantRow(variant, dtype, tokens, per_token,
+                               variant.bytes_total(shape, tokens, dtype), per_token / mha))
+    return rows
+
+
+def native_variant(shape: CacheShape) -> Variant:
+    return next(v for v in variants(shape) if v.native)
+
+
+def paged_layout(shape: CacheShape, variant: Variant, tokens: int, dtype: str,
+                 block_size: int = DEFAULT_BLOCK_SIZE) -> PagedLayout:
+    """Blocks per layer = ceil(tokens held / block size); sliding layers hold at most W."""
+    if block_size <= 0:
+        raise ModelLoadError(f"Block size {block_size} must be a positive number of tokens.")
+    held = shape.tokens_held(int(tokens))
+    blocks = -(-held // block_size)   # ceil
+    slot = variant.elements_per_layer * dtype_bytes(dtype)
+    return PagedLayout(block_size, held, blocks, slot * block_size, slot)
+
+
+def mla_expanded_elements(shape: CacheShape) -> int | None:
+    """Per token per layer, what DeepSeek's naive reference path caches: K (nope + rope) and V per head."""
+    if shape.mla_rank is None:
+        return None
+    return shape.n_heads * (shape.d_k + shape.mla_rope_dim + shape.d_v)
+
+
+# ----- presentation --------------------------------------------------------------
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+        n /= 1024
+    return f"{n:.2f} TiB"
+
+
+HEADER = ("variant", "kv_heads", "elements_per_token_per_layer", "bytes_per_token",
+          "tokens", "bytes_total", "ratio_to_mha", "native")
+
+
+def table_records(rows: list[VariantRow]) -> list[tuple]:
+    return [(r.variant.name, "" if r.variant.kv_heads is None else r.variant.kv_heads,
+             r.variant.elements_per_layer, r.bytes_per_token, r.tokens, r.bytes_total,
+             round(r.ratio_to_mha, 6), r.variant.native) for r in rows]
+
+
+def to_csv(rows: list[VariantRow]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(HEADER)
+    writer.writerows(table_records(rows))
+    return buffer.getvalue()
+
+
+def format_table(shape: CacheShape, rows: list[VariantRow], name: str = "") -> str:
+    """A plain-text table for the terminal, the native variant marked with *."""
+    dtype, tokens = rows[0].dtype, rows[0].tokens
+    kinds = shape.layer_kinds
+    n_sliding = kinds.count("sliding")
+    layers = f"{shape.n_layers} layers" + (
+        f" ({n_sliding} sliding W={next(w for w in shape.windows if w)}, {len(kinds) - n_sliding} full)"
+        if n_sliding else "")
+    lines = [f"{name or shape.model_type}: {layers}, {shape.n_heads} heads, d_h={shape.d_k}, "
+             f"{tokens} tokens at {dtype}",
+             f"  {'variant':<10}{'kv heads':>9}{'elem/tok/layer':>16}{'bytes/token':>14}"
+             f"{'total':>14}{'vs MHA':>9}"]
+    for r in rows:
+        mark = "*" if r.variant.native else " "
+        heads = "-" if r.variant.kv_heads is None else str(r.variant.kv_heads)
+        lines.append(f"{mark} {r.variant.name:<10}{heads:>9}{r.variant.elements_per_layer:>16}"
+                     f"{human_bytes(r.bytes_per_token):>14}{human_bytes(r.bytes_total):>14}"
+                     f"{r.ratio_to_mha:>9.4f}")
+    lines.append("* the model's own variant")
+    return "\n".join(lines)

@@ -1,0 +1,143 @@
+"""`python -m explorer kv`: the model's KV cache under MHA, GQA, MQA and MLA, as a table or JSON.
+
+Reads only the model's dimensions (config.json, or a GGUF file's metadata), so it
+works for models no laptop holds, e.g. `--model resources/configs/deepseek-v2`.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from explorer.core import kv_variants as kv
+from explorer.core.errors import ExplorerError, ModelLoadError
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--model", required=True,
+                        help="model folder, folder with only config.json, config.json file or .gguf file")
+    parser.add_argument("--tokens", type=int, default=None,
+                        help="context length for the totals (default: the model's context length)")
+    parser.add_argument("--dtype", choices=("float32", "bfloat16", "int8"), default="float32",
+                        help="cache element type (default float32, what the engine computes in)")
+    parser.add_argument("--rank", type=int, nargs="+", action="extend", default=None, metavar="R",
+                        help="MLA latent ranks d_c to compare (default 2, 4 and 8 times d_h)")
+    parser.add_argument("--block-size", type=int, default=kv.DEFAULT_BLOCK_SIZE,
+                        help="tokens per block of the paged view of the native cache (default 16)")
+    parser.add_argument("--json", action="store_true", help="print one JSON list, one object per variant")
+
+
+def run(args) -> int:
+    config, name = read_config(args.model)
+    shape = kv.cache_shape(config, source=str(args.model))
+    if args.tokens is not None and args.tokens < 0:
+        raise ExplorerError(f"--tokens {args.tokens} must not be negative.")
+    rows = kv.compare(shape, tokens=args.tokens, dtype=args.dtype, ranks=args.rank)
+    if args.json:
+        print(json.dumps([row.as_json() for row in rows]))
+        return 0
+    print(kv.format_table(shape, rows, name))
+    print(_paged_summary(shape, rows, args.block_size))
+    return 0
+
+
+def _paged_summary(shape: kv.CacheShape, rows: list[kv.VariantRow], block_size: int) -> str:
+    native = next(row for row in rows if row.variant.native)
+    layout = kv.paged_layout(shape, native.variant, native.tokens, native.dtype, block_size)
+    return (f"paged ({block_size}-token blocks): {int(layout.blocks_per_layer.sum())} blocks over "
+            f"{shape.n_layers} layers, {kv.human_bytes(int(layout.bytes_allocated.sum()))} allocated, "
+            f"internal fragmentation {100 * layout.fragmentation:.2f}%")
+
+
+def read_config(path_text: str) -> tuple[dict, str]:
+    """The Hugging Face style config dict of a model folder, config.json or .gguf file, and a name."""
+    path = Path(path_text).expanduser()
+    if not path.exists():
+        raise ModelLoadError(f"{path_text} does not exist.")
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ModelLoadError(f"{path_text} is a folder without a config.json.")
+        return _read_json(path / "config.json"), path.name
+    if path.suffix.lower() == ".gguf":
+        return gguf_config(path), path.stem
+    if path.suffix.lower() == ".json":
+        return _read_json(path), path.parent.name
+    raise ModelLoadError(f"{path_text} is neither a model folder, a config.json nor a .gguf file.")
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ModelLoadError(f"{path} is not readable JSON ({error.__class__.__name__}).") from None
+    if not isinstance(config, dict):
+        raise ModelLoadError(f"{path} does not hold a JSON object.")
+    return config
+
+
+def gguf_config(path: Path) -> dict:
+    """A GGUF file's dimensions as a config dict: the loaders' reading when it offers one, else ours."""
+    try:
+        from explorer.core.loaders import gguf as gguf_loader
+        reader = getattr(gguf_loader, "read_hf_config", None) or getattr(gguf_loader, "hf_config_of", None)
+    except ImportError:
+        reader = None
+    if reader is not None:
+        return reader(path)
+    return gguf_metadata_config(path)
+
+
+_GGUF_MODEL_TYPES = {"llama": "llama", "mistral": "mistral", "gemma3": "gemma3_text", "qwen2": "qwen2",
+                     "qwen3": "qwen3", "gpt2": "gpt2", "deepseek2": "deepseek_v2", "bert": "bert"}
+
+# config.json key <- GGUF metadata key (after "<arch>.")
+_GGUF_KEYS = {
+    "num_hidden_layers": "block_count",
+    "num_attention_heads": "attention.head_count",
+    "num_key_value_heads": "attention.head_count_kv",
+    "hidden_size": "embedding_length",
+    "max_position_embeddings": "context_length",
+    "head_dim": "attention.key_length",
+    "sliding_window": "attention.sliding_window",
+    "kv_lora_rank": "attention.kv_lora_rank",
+    "qk_rope_head_dim": "rope.dimension_count",
+    "v_head_dim": "attention.value_length",
+}
+
+
+def gguf_metadata_config(path: Path) -> dict:
+    """Read only the metadata of a GGUF file (no tensor data) into a config dict."""
+    import gguf
+
+    try:
+        reader = gguf.GGUFReader(str(path))
+    except Exception as error:  # the gguf reader raises bare ValueErrors and struct errors
+        raise ModelLoadError(f"{path} is not a readable GGUF file ({error}).") from None
+    fields = {name: _field_value(field) for name, field in reader.fields.items()}
+    arch = fields.get("general.architecture")
+    if arch not in _GGUF_MODEL_TYPES:
+        raise ModelLoadError(f"{path} has GGUF architecture {arch!r}, which the KV table does not know.")
+    config = {"model_type": _GGUF_MODEL_TYPES[arch]}
+    for key, gguf_key in _GGUF_KEYS.items():
+        value = fields.get(f"{arch}.{gguf_key}")
+        if value is not None:
+            config[key] = max(value) if isinstance(value, list) else value
+    if arch == "gemma3":
+        config["sliding_window_pattern"] = 6   # llama.cpp's fixed 5 local : 1 global
+    if arch == "deepseek2":
+        _deepseek_head_dims(config, fields, arch)
+    return config
+
+
+def _deepseek_head_dims(config: dict, fields: dict, arch: str) -> None:
+    key_length = fields.get(f"{arch}.attention.key_length_mla") or config.get("head_dim")
+    config["v_head_dim"] = fields.get(f"{arch}.attention.value_length_mla") or config.get("v_head_dim")
+    if key_length is not None and config.get("qk_rope_head_dim") is not None:
+        config["qk_nope_head_dim"] = key_length - config["qk_rope_head_dim"]
+
+
+def _field_value(field):
+    try:
+        value = field.contents()
+    except Exception:   # unusual field types: not needed for the cache's dimensions
+        return None
+    return value
