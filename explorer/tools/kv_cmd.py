@@ -75,14 +75,24 @@ def _read_json(path: Path) -> dict:
 
 
 def gguf_config(path: Path) -> dict:
-    """A GGUF file's dimensions as a config dict: the loaders' reading when it offers one, else ours."""
+    """A GGUF file's dimensions as a config dict, from its header only (no tensor data).
+
+    The loaders' config builders come first (they are what the engine would run);
+    an architecture they do not build, or a detail only the weights need (such as
+    Llama 3's rope_freqs), falls back to reading the metadata keys directly.
+    """
     try:
-        from explorer.core.loaders import gguf as gguf_loader
-        reader = getattr(gguf_loader, "read_hf_config", None) or getattr(gguf_loader, "hf_config_of", None)
+        from explorer.core.loaders.gguf import CONFIG_BUILDERS
+        from explorer.core.loaders.gguf_header import read_gguf_header
     except ImportError:
-        reader = None
-    if reader is not None:
-        return reader(path)
+        return gguf_metadata_config(path)
+    header = read_gguf_header(path)
+    builder = CONFIG_BUILDERS.get(header.architecture)
+    if builder is not None:
+        try:
+            return builder(header, str(path))
+        except ExplorerError:
+            pass
     return gguf_metadata_config(path)
 
 
