@@ -1,0 +1,320 @@
+"""ModelConfig: the numbers that fix a decoder-only transformer, read from a config.json dict.
+
+One frozen dataclass for every family; a family is a table row of choices
+(norm, activation, positions, attention kind), never a separate model.
+`ModelConfig.from_hf` reads both the transformers-4 style (`rope_theta`,
+`rope_scaling`) and the transformers-5 style (`rope_parameters`, possibly
+nested per layer type as Gemma 3 writes it).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from explorer.core.errors import UnsupportedModelError
+
+
+@dataclass(frozen=True)
+class RopeSpec:
+    """Rotary position embedding parameters (RoFormer; llama3 and YaRN frequency scaling)."""
+
+    theta: float = 10000.0
+    kind: str = "default"              # "default" | "linear" | "llama3" | "yarn"
+    factor: float = 1.0
+    low_freq_factor: float = 1.0       # llama3
+    high_freq_factor: float = 4.0      # llama3
+    original_max_positions: int = 0    # llama3, yarn
+    beta_fast: float = 32.0            # yarn
+    beta_slow: float = 1.0             # yarn
+    mscale: float = 0.0                # yarn (DeepSeek)
+    mscale_all_dim: float = 0.0        # yarn (DeepSeek)
+    attention_factor: float | None = None
+    truncate: bool = True
+    partial_rotary_factor: float = 1.0
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Everything the blocks need; names follow the notation of the app (d_model, N_Q, N_KV, d_qk)."""
+
+    family: str                        # "llama" | "mistral" | "qwen2" | "qwen3" | "gpt2" | "gemma3" | "deepseek_v2" | "deepseek_v3"
+    vocab_size: int
+    d_model: int
+    n_layers: int
+    n_heads: int                       # N_Q
+    n_kv_heads: int                    # N_KV (MLA: n_heads, keys are expanded per head)
+    d_head: int                        # d_qk of dense attention
+    d_ff: int
+    max_positions: int
+    norm: str = "rms"                  # "rms" | "rms_offset" (Gemma: x * (1 + w)) | "layer"
+    norm_eps: float = 1e-6
+    activation: str = "silu"           # key of model.ACTIVATIONS
+    ffn: str = "gated"                 # "gated" (W_down(act(X W_gate) * X W_up)) | "mlp" (W_out act(X W_in))
+    positional: str = "rope"           # "rope" | "learned"
+    qkv_bias: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False
+    qk_norm: bool = False              # RMSNorm on each head's q and k (Qwen3, Gemma 3)
+    sandwich_norm: bool = False        # Gemma: norms after attention and after the FFN too
+    tie_embeddings: bool = False
+    embed_scale: float = 1.0           # Gemma: sqrt(d_model)
+    attn_scale: float = 0.0            # the factor in S = Q K^T * scale
+    attn_scale_by_layer: bool = False  # GPT-2's scale_attn_by_inverse_layer_idx
+    attn_softcap: float | None = None
+    final_softcap: float | None = None
+    layer_kinds: tuple[str, ...] = ()  # per layer: "causal" | "sliding"
+    sliding_window: int | None = None
+    rope: RopeSpec = field(default_factory=RopeSpec)
+    rope_local: RopeSpec | None = None  # Gemma 3 sliding layers
+    rope_interleave: bool = False       # rotate pairs (x0, x1), (x2, x3) instead of halves
+    bos_token_id: int | None = None
+    eos_token_id: int | None = None
+    # ----- Multi-head Latent Attention (DeepSeek V2/V3) -----
+    mla: bool = False
+    q_lora_rank: int | None = None
+    kv_lora_rank: int = 0              # d_c
+    qk_nope_dim: int = 0
+    qk_rope_dim: int = 0               # d_R
+    v_head_dim: int = 0
+    # ----- Mixture of experts (DeepSeek) -----
+    n_routed_experts: int = 0
+    n_shared_experts: int = 0
+    experts_per_token: int = 0
+    moe_d_ff: int = 0
+    first_dense_layers: int = 0
+    routed_scaling: float = 1.0
+    router_score: str = "softmax"      # "softmax" (V2) | "sigmoid" (V3)
+    router_groups: str = "greedy"      # "greedy" | "group_limited_greedy" (V2) | "noaux_tc" (V3)
+    n_group: int = 1
+    topk_group: int = 1
+    norm_topk_prob: bool = False
+
+    # ----- derived -----------------------------------------------------------
+    @property
+    def d_qk(self) -> int:
+        return self.qk_nope_dim + self.qk_rope_dim if self.mla else self.d_head
+
+    @property
+    def d_v(self) -> int:
+        return self.v_head_dim if self.mla else self.d_head
+
+    @property
+    def attention_kind(self) -> str:
+        if self.mla:
+            return "mla"
+        if self.n_kv_heads == self.n_heads:
+            return "mha"
+        return "mqa" if self.n_kv_heads == 1 else "gqa"
+
+    def is_moe_layer(self, layer: int) -> bool:
+        return self.n_routed_experts > 0 and layer >= self.first_dense_layers
+
+    def scale_of_layer(self, layer: int) -> float:
+        return self.attn_scale / (layer + 1) if self.attn_scale_by_layer else self.attn_scale
+
+    @staticmethod
+    def from_hf(d: dict) -> "ModelConfig":
+        """Read a transformers config.json dict (transformers 4 or 5 style)."""
+        model_type = str(d.get("model_type") or "")
+        if model_type == "gemma3" and "text_config" in d:
+            d = {**d["text_config"], "model_type": "gemma3_text"}
+            model_type = "gemma3_text"
+        reader = _READERS.get(model_type)
+        if reader is None:
+            names = ", ".join(sorted(_READERS))
+            raise UnsupportedModelError(
+                f"model_type {model_type!r} is not supported (supported: {names})")
+        try:
+            return reader(d)
+        except (KeyError, TypeError, ValueError) as error:
+            raise UnsupportedModelError(f"config of model_type {model_type!r} is incomplete or invalid: {error!r}") from None
+
+
+# ----- RoPE parameters, both config styles ------------------------------------
+def _rope_spec(params: dict | None, theta_default: float, max_positions: int, d: dict) -> RopeSpec:
+    params = dict(params or {})
+    kind = params.get("rope_type", params.get("type", "default")) or "default"
+    if kind not in ("default", "linear", "llama3", "yarn"):
+        raise UnsupportedModelError(f"RoPE type {kind!r} is not supported")
+    original = params.get("original_max_position_embeddings") or d.get("original_max_position_embeddings") or max_positions
+    return RopeSpec(
+        theta=float(params.get("rope_theta", theta_default)),
+        kind=kind,
+        factor=float(params.get("factor") or 1.0),
+        low_freq_factor=float(params.get("low_freq_factor", 1.0)),
+        high_freq_factor=float(params.get("high_freq_factor", 4.0)),
+        original_max_positions=int(original),
+        beta_fast=float(params.get("beta_fast") or 32.0),
+        beta_slow=float(params.get("beta_slow") or 1.0),
+        mscale=float(params.get("mscale") or 0.0),
+        mscale_all_dim=float(params.get("mscale_all_dim") or 0.0),
+        attention_factor=params.get("attention_factor"),
+        truncate=bool(params.get("truncate", True)),
+        partial_rotary_factor=float(params.get("partial_rotary_factor", d.get("partial_rotary_factor") or 1.0)),
+    )
+
+
+def _global_rope(d: dict) -> RopeSpec:
+    """rope_scaling + rope_theta (transformers 4) or rope_parameters (transformers 5)."""
+    max_positions = int(d.get("max_position_embeddings", 2048))
+    params = d.get("rope_parameters") or d.get("rope_scaling") or {}
+    if "full_attention" in params:
+        params = params["full_attention"] or {}
+    return _rope_spec(params, float(d.get("rope_theta", 10000.0)), max_positions, d)
+
+
+def _first_id(value) -> int | None:
+    if isinstance(value, list):
+        return int(value[0]) if value else None
+    return None if value is None else int(value)
+
+
+# ----- families -----------------------------------------------------------------
+def _llama(d: dict, family: str = "llama") -> ModelConfig:
+    n_heads = int(d["num_attention_heads"])
+    d_model = int(d["hidden_size"])
+    d_head = int(d.get("head_dim") or d_model // n_heads)
+    n_layers = int(d["num_hidden_layers"])
+    return ModelConfig(
+        family=family,
+        vocab_size=int(d["vocab_size"]),
+        d_model=d_model,
+        n_layers=n_layers,
+        n_heads=n_heads,
+        n_kv_heads=int(d.get("num_key_value_heads") or n_heads),
+        d_head=d_head,
+        d_ff=int(d["intermediate_size"]),
+        max_positions=int(d.get("max_position_embeddings", 2048)),
+        norm_eps=float(d.get("rms_norm_eps", 1e-6)),
+        activation=str(d.get("hidden_act", "silu")),
+        qkv_bias=bool(d.get("attention_bias", False)),
+        o_bias=bool(d.get("attention_bias", False)),
+        mlp_bias=bool(d.get("mlp_bias", False)),
+        tie_embeddings=bool(d.get("tie_word_embeddings", False)),
+        attn_scale=d_head ** -0.5,
+        layer_kinds=_layer_kinds(d, n_layers),
+        sliding_window=_sliding_window(d),
+        rope=_global_rope(d),
+        bos_token_id=_first_id(d.get("bos_token_id")),
+        eos_token_id=_first_id(d.get("eos_token_id")),
+    )
+
+
+def _sliding_window(d: dict) -> int | None:
+    if d.get("use_sliding_window") is False:
+        return None
+    window = d.get("sliding_window")
+    return int(window) if window else None
+
+
+def _layer_kinds(d: dict, n_layers: int) -> tuple[str, ...]:
+    """Per layer "causal" or "sliding", from layer_types or (Qwen2) max_window_layers."""
+    window = _sliding_window(d)
+    types = d.get("layer_types")
+    if types:
+        return tuple("sliding" if t == "sliding_attention" and window else "causal" for t in types)
+    if window is None:
+        return ("causal",) * n_layers
+    first_sliding = int(d.get("max_window_layers", 0)) if "max_window_layers" in d else 0
+    return tuple("sliding" if i >= first_sliding else "causal" for i in range(n_layers))
+
+
+def _qwen2(d: dict) -> ModelConfig:
+    return replace(_llama(d, "qwen2"), qkv_bias=True, o_bias=False)
+
+
+def _qwen3(d: dict) -> ModelConfig:
+    return replace(_llama(d, "qwen3"), qk_norm=True)
+
+
+def _mistral(d: dict) -> ModelConfig:
+    config = _llama(d, "mistral")
+    return replace(config, layer_kinds=("sliding" if config.sliding_window else "causal",) * config.n_layers)
+
+
+def _gemma3(d: dict) -> ModelConfig:
+    d = dict(d)
+    d.setdefault("hidden_act", d.get("hidden_activation", "gelu_pytorch_tanh"))
+    d.setdefault("tie_word_embeddings", True)
+    d.setdefault("sliding_window", 4096)
+    n_layers = int(d["num_hidden_layers"])
+    if not d.get("layer_types"):
+        pattern = int(d.get("sliding_window_pattern", 6))
+        d["layer_types"] = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(n_layers)]
+    config = _llama(d, "gemma3")
+    params = d.get("rope_parameters") or {}
+    max_positions = config.max_positions
+    if "sliding_attention" in params:
+        local = _rope_spec(params["sliding_attention"], 10000.0, max_positions, d)
+        rope = _rope_spec(params.get("full_attention"), 1_000_000.0, max_positions, d)
+    else:
+        local = _rope_spec(None, float(d.get("rope_local_base_freq", 10000.0)), max_positions, d)
+        rope = _rope_spec(d.get("rope_scaling"), float(d.get("rope_theta", 1_000_000.0)), max_positions, d)
+    return replace(
+        config, norm="rms_offset", qk_norm=True, sandwich_norm=True,
+        embed_scale=math.sqrt(config.d_model),
+        attn_scale=float(d.get("query_pre_attn_scalar", config.d_head)) ** -0.5,
+        attn_softcap=d.get("attn_logit_softcapping"), final_softcap=d.get("final_logit_softcapping"),
+        rope=rope, rope_local=local)
+
+
+def _gpt2(d: dict) -> ModelConfig:
+    d_model = int(d["n_embd"])
+    n_heads = int(d["n_head"])
+    n_layers = int(d["n_layer"])
+    d_head = d_model // n_heads
+    return ModelConfig(
+        family="gpt2", vocab_size=int(d["vocab_size"]), d_model=d_model, n_layers=n_layers,
+        n_heads=n_heads, n_kv_heads=n_heads, d_head=d_head,
+        d_ff=int(d.get("n_inner") or 4 * d_model),
+        max_positions=int(d.get("n_positions", 1024)),
+        norm="layer", norm_eps=float(d.get("layer_norm_epsilon", 1e-5)),
+        activation=str(d.get("activation_function", "gelu_new")), ffn="mlp", positional="learned",
+        qkv_bias=True, o_bias=True, mlp_bias=True,
+        tie_embeddings=bool(d.get("tie_word_embeddings", True)),
+        attn_scale=d_head ** -0.5 if d.get("scale_attn_weights", True) else 1.0,
+        attn_scale_by_layer=bool(d.get("scale_attn_by_inverse_layer_idx", False)),
+        layer_kinds=("causal",) * n_layers,
+        bos_token_id=_first_id(d.get("bos_token_id")), eos_token_id=_first_id(d.get("eos_token_id")),
+    )
+
+
+def _deepseek(d: dict, family: str) -> ModelConfig:
+    config = _llama(d, family)
+    nope, rope_dim, v_dim = int(d["qk_nope_head_dim"]), int(d["qk_rope_head_dim"]), int(d["v_head_dim"])
+    rope = config.rope
+    scale = (nope + rope_dim) ** -0.5
+    if rope.kind != "default" and rope.mscale_all_dim:
+        mscale = 0.1 * rope.mscale_all_dim * math.log(rope.factor) + 1.0 if rope.factor > 1 else 1.0
+        scale = scale * mscale * mscale
+    v3 = family == "deepseek_v3"
+    n_experts = int(d.get("n_routed_experts") or 0)
+    return replace(
+        config, n_kv_heads=config.n_heads, d_head=rope_dim, attn_scale=scale, qkv_bias=False,
+        o_bias=bool(d.get("attention_bias", False)),
+        rope_interleave=bool(d.get("rope_interleave", True)) if v3 else True,
+        mla=True, q_lora_rank=d.get("q_lora_rank"), kv_lora_rank=int(d["kv_lora_rank"]),
+        qk_nope_dim=nope, qk_rope_dim=rope_dim, v_head_dim=v_dim,
+        n_routed_experts=n_experts, n_shared_experts=int(d.get("n_shared_experts") or 0),
+        experts_per_token=int(d.get("num_experts_per_tok") or 0),
+        moe_d_ff=int(d.get("moe_intermediate_size") or 0),
+        first_dense_layers=int(d.get("first_k_dense_replace") or 0),
+        routed_scaling=float(d.get("routed_scaling_factor") or 1.0),
+        router_score="sigmoid" if v3 else "softmax",
+        router_groups="noaux_tc" if v3 else str(d.get("topk_method") or "greedy"),
+        n_group=int(d.get("n_group") or 1), topk_group=int(d.get("topk_group") or 1),
+        norm_topk_prob=bool(d.get("norm_topk_prob", False)) if v3 else False,
+    )
+
+
+_READERS = {
+    "llama": _llama,
+    "smollm": _llama,
+    "mistral": _mistral,
+    "qwen2": _qwen2,
+    "qwen3": _qwen3,
+    "gpt2": _gpt2,
+    "gemma3_text": _gemma3,
+    "deepseek_v2": lambda d: _deepseek(d, "deepseek_v2"),
+    "deepseek_v3": lambda d: _deepseek(d, "deepseek_v3"),
+}

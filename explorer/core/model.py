@@ -1,0 +1,165 @@
+"""A decoder-only transformer, chosen piece by piece from a ModelConfig.
+
+    h_0 = E[ids] * embed_scale (+ P[positions])
+    for each block:  X = Norm(h);  h = h + Attention(X);  h = h + FFN(Norm(h))
+    logits = Norm(h) W_U
+
+GPT-2, Llama/Mistral/Qwen, Gemma 3 and DeepSeek differ only in the tables
+below (norm, activation, FFN, attention kind), never in copies of this file.
+Shapes have no batch dimension: the explorer follows one sequence, (T, d).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from explorer.core.attention import SelfAttention, StepContext
+from explorer.core.config import ModelConfig
+from explorer.core.mla import LatentAttention
+from explorer.core.moe import GatedMLP, MoE
+from explorer.core.rope import Rotary
+
+
+class RMSNorm(nn.Module):
+    """RMSNorm(x) = w * x / sqrt(mean(x^2) + eps)  (Zhang & Sennrich 2019), computed in float32."""
+
+    def __init__(self, dim: int, eps: float = 1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def normalized(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.float()
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.weight * self.normalized(x).to(x.dtype)
+
+
+class OffsetRMSNorm(RMSNorm):
+    """Gemma's RMSNorm: x / rms(x) * (1 + w), with w stored zero-centred."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (self.normalized(x) * (1.0 + self.weight.float())).to(x.dtype)
+
+
+class LayerNorm(nn.LayerNorm):
+    """LayerNorm(x) = w * (x - mean) / sqrt(var + eps) + b  (Ba et al. 2016), as GPT-2 uses."""
+
+    def __init__(self, dim: int, eps: float = 1e-5):
+        super().__init__(dim, eps=eps)
+
+
+def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    return F.gelu(x, approximate="tanh")
+
+
+def gelu_new(x: torch.Tensor) -> torch.Tensor:
+    """GPT-2's GELU, written out as in its original code."""
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+NORMS = {"rms": RMSNorm, "rms_offset": OffsetRMSNorm, "layer": LayerNorm}
+ACTIVATIONS = {"silu": F.silu, "swish": F.silu, "gelu": F.gelu, "relu": F.relu, "gelu_new": gelu_new,
+               "gelu_pytorch_tanh": gelu_tanh, "gelu_fast": gelu_tanh}
+
+
+class MLP(nn.Module):
+    """FFN(x) = act(x W_in + b_in) W_out + b_out  (GPT-2)."""
+
+    def __init__(self, d_model: int, d_ff: int, activation, bias: bool = True):
+        super().__init__()
+        self.w_in = nn.Linear(d_model, d_ff, bias=bias)
+        self.w_out = nn.Linear(d_ff, d_model, bias=bias)
+        self.act = activation
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w_out(self.act(self.w_in(x)))
+
+
+def _feed_forward(config: ModelConfig, layer: int) -> nn.Module:
+    activation = ACTIVATIONS[config.activation]
+    if config.is_moe_layer(layer):
+        return MoE(config, activation)
+    if config.ffn == "mlp":
+        return MLP(config.d_model, config.d_ff, activation, config.mlp_bias)
+    return GatedMLP(config.d_model, config.d_ff, activation, config.mlp_bias)
+
+
+class Block(nn.Module):
+    """Pre-norm block: h += Attn(Norm(h)); h += FFN(Norm(h)). Gemma adds a norm after each sublayer."""
+
+    def __init__(self, config: ModelConfig, layer: int):
+        super().__init__()
+        norm = NORMS[config.norm]
+        self.layer = layer
+        self.attn_norm = norm(config.d_model, config.norm_eps)
+        self.attn = (LatentAttention if config.mla else SelfAttention)(config, layer, norm)
+        self.ffn_norm = norm(config.d_model, config.norm_eps)
+        self.ffn = _feed_forward(config, layer)
+        self.post_attn_norm = norm(config.d_model, config.norm_eps) if config.sandwich_norm else None
+        self.post_ffn_norm = norm(config.d_model, config.norm_eps) if config.sandwich_norm else None
+
+    def forward(self, h: torch.Tensor, step: StepContext, cache=None, capture=None) -> torch.Tensor:
+        x = self.attn_norm(h)                                                    # X: (T, d_model)
+        a = self.attn(x, step, cache, capture)
+        if self.post_attn_norm is not None:
+            a = self.post_attn_norm(a)
+        h = h + a
+        f = self.ffn(self.ffn_norm(h))
+        if self.post_ffn_norm is not None:
+            f = self.post_ffn_norm(f)
+        h = h + f                                                                # (T, d_model)
+        if capture is not None:
+            capture.record(self.layer, x=x, residual=h)
+        return h
+
+
+class Transformer(nn.Module):
+    """Embeddings, a stack of blocks, the final norm and the unembedding W_U."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.vocab_size, config.d_model)             # E
+        self.pos = nn.Embedding(config.max_positions, config.d_model) if config.positional == "learned" else None
+        self.layers = nn.ModuleList(Block(config, i) for i in range(config.n_layers))
+        self.norm = NORMS[config.norm](config.d_model, config.norm_eps)
+        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)  # W_U
+        self.rotaries = self._rotaries(config)
+
+    @staticmethod
+    def _rotaries(config: ModelConfig) -> dict[str, Rotary]:
+        if config.positional != "rope":
+            return {}
+        tables = {"global": Rotary(config.rope, config.d_head, config.rope_interleave)}
+        if config.rope_local is not None:
+            tables["local"] = Rotary(config.rope_local, config.d_head, config.rope_interleave)
+        return tables
+
+    def embed_tokens(self, ids: torch.Tensor, step: StepContext) -> torch.Tensor:
+        h = self.embed(ids)                                                      # E[ids]: (T, d_model)
+        if self.config.embed_scale != 1.0:
+            h = h * torch.tensor(self.config.embed_scale, dtype=h.dtype)
+        if self.pos is not None:
+            h = h + self.pos(step.positions)                                     # + P[positions]
+        return h
+
+    def forward(self, ids: torch.Tensor, positions: np.ndarray, cache=None, capture=None) -> torch.Tensor:
+        """Final-normed hidden states (T, d_model) of the new tokens; `cache` holds earlier ones."""
+        weight = self.embed.weight
+        step = StepContext(positions, weight.device, weight.dtype, self.rotaries)
+        h = self.embed_tokens(ids, step)
+        for i, block in enumerate(self.layers):
+            h = block(h, step, None if cache is None else cache.layers[i], capture)
+        return self.norm(h)
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """logits = h W_U (T, V); Gemma caps them with c * tanh(logits / c)."""
+        logits = self.lm_head(hidden)
+        cap = self.config.final_softcap
+        return torch.tanh(logits / cap) * cap if cap else logits

@@ -1,0 +1,119 @@
+"""Build a model from a config dict and HF-named tensors; load one from disk.
+
+`build_model` is the one place where a checkpoint becomes a module: the config
+chooses the pieces (model.py), the family's table renames the weights
+(weights.py), and every name and shape is checked before assignment.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from explorer.core.config import ModelConfig
+from explorer.core.errors import ModelLoadError
+from explorer.core.model import Transformer
+from explorer.core.trace import ModelInfo
+from explorer.core.weights import map_weights, validate
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@dataclass
+class LoadedModel:
+    """A ready model: the module, its config, its tokenizer and what the panels need to know."""
+
+    model: Transformer
+    config: ModelConfig
+    tokenizer: Any            # explorer.core.tokens.TextTokenizer, or None for a bare test model
+    info: ModelInfo
+    name: str
+    path: Path | None = None
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    if name not in DTYPES:
+        raise ModelLoadError(f"dtype {name!r} is not one of {', '.join(DTYPES)}")
+    return DTYPES[name]
+
+
+def resolve_device(name: str) -> torch.device:
+    """'cpu', 'cuda', 'cuda:1', 'mps' or 'auto'; an absent device is a user error."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "mps" if _mps_available() else "cpu"
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ModelLoadError(f"device {name!r} is not available on this machine (no CUDA)")
+    if name == "mps" and not _mps_available():
+        raise ModelLoadError("device 'mps' is not available on this machine")
+    try:
+        return torch.device(name)
+    except RuntimeError:
+        raise ModelLoadError(f"device {name!r} is not a device name (use cpu, cuda or mps)") from None
+
+
+def _mps_available() -> bool:
+    return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+
+
+def build_model(hf_config: dict, tensors: dict[str, torch.Tensor], source: str = "checkpoint",
+                device: str = "cpu", dtype: str = "float32") -> tuple[Transformer, ModelConfig]:
+    """Assemble a Transformer from a transformers config dict and HF-named tensors (validated)."""
+    config = ModelConfig.from_hf(hf_config)
+    with torch.device("meta"):
+        model = Transformer(config)
+    expected = model.state_dict()
+    mapped = map_weights(config.family, tensors, config.n_layers, source)
+    tied = config.tie_embeddings and "lm_head.weight" not in mapped
+    if tied and "embed.weight" in mapped:
+        mapped["lm_head.weight"] = mapped["embed.weight"]
+    validate(mapped, expected, source)
+    target_device, target_dtype = resolve_device(device), torch_dtype(dtype)
+    converted = {name: tensor.to(device=target_device, dtype=target_dtype) for name, tensor in mapped.items()}
+    if tied:
+        converted["lm_head.weight"] = converted["embed.weight"]
+    model.load_state_dict(converted, assign=True, strict=True)
+    for module in model.modules():          # assign=True keeps the given tensors; make them Parameters again
+        for key, value in list(module._parameters.items()):
+            if value is not None and not isinstance(value, torch.nn.Parameter):
+                module._parameters[key] = torch.nn.Parameter(value, requires_grad=False)
+    if tied:
+        model.lm_head.weight = model.embed.weight
+    model.requires_grad_(False)
+    return model.eval(), config
+
+
+def model_info(model: Transformer, config: ModelConfig, name: str) -> ModelInfo:
+    weight = model.embed.weight
+    n_params = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+    return ModelInfo(
+        name=name, family=config.family, attention=config.attention_kind, n_layers=config.n_layers,
+        n_heads=config.n_heads, n_kv_heads=config.n_kv_heads, d_model=config.d_model,
+        d_qk=config.d_qk, d_v=config.d_v, vocab_size=config.vocab_size, max_positions=config.max_positions,
+        n_params=int(n_params), dtype=str(weight.dtype).removeprefix("torch."), device=str(weight.device),
+        layer_kinds=config.layer_kinds, sliding_window=config.sliding_window, positional=config.positional,
+        mla_rank=config.kv_lora_rank if config.mla else None,
+        mla_rope_dim=config.qk_rope_dim if config.mla else None,
+    )
+
+
+def from_tensors(hf_config: dict, tensors: dict[str, torch.Tensor], name: str = "model", tokenizer=None,
+                 device: str = "cpu", dtype: str = "float32", path: Path | None = None) -> LoadedModel:
+    """A LoadedModel from in-memory weights (tests, trained models, converted checkpoints)."""
+    model, config = build_model(hf_config, tensors, source=name, device=device, dtype=dtype)
+    return LoadedModel(model=model, config=config, tokenizer=tokenizer, info=model_info(model, config, name),
+                       name=name, path=path)
+
+
+def load_model(path_or_checkpoint, device: str = "cpu", dtype: str = "float32", progress=None) -> LoadedModel:
+    """Open a HF folder or GGUF file (or take an opened Checkpoint) and build the model from it."""
+    checkpoint = path_or_checkpoint
+    if isinstance(path_or_checkpoint, (str, Path)):
+        from explorer.core.loaders import open_checkpoint
+
+        checkpoint = open_checkpoint(path_or_checkpoint, progress=progress)
+    with torch.inference_mode():
+        return from_tensors(checkpoint.hf_config, checkpoint.tensors, name=checkpoint.name,
+                            tokenizer=checkpoint.tokenizer, device=device, dtype=dtype,
+                            path=Path(checkpoint.path) if checkpoint.path else None)

@@ -1,0 +1,181 @@
+"""Hugging Face state_dict names -> our module names, one declarative table per family.
+
+A rule maps one HF name pattern (`{i}` = layer, `{p}` = weight|bias) to one or
+more internal names and a transform (GPT-2's Conv1D stores W transposed and
+fuses Q, K, V; transformers 5 fuses each expert's gate and up projections).
+`map_weights` applies the table and checks every name, shape and dtype
+against the model the config builds, so a wrong checkpoint fails with one
+sentence instead of a traceback.
+"""
+from __future__ import annotations
+
+import re
+
+import torch
+
+from explorer.core.errors import ModelLoadError
+
+
+def _same(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    return (t,)
+
+
+def _transposed(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    return (t.t() if t.dim() == 2 else t,)
+
+
+def _conv1d_qkv(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """GPT-2 c_attn: (d, 3d) weight or (3d,) bias -> W^Q, W^K, W^V as (d, d) Linear weights."""
+    return tuple(part.t() if t.dim() == 2 else part for part in t.chunk(3, dim=-1))
+
+
+def _gate_up(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Stacked experts (E, 2 d_ff, d) -> W_gate, W_up, each (E, d_ff, d)."""
+    return tuple(t.chunk(2, dim=1))
+
+
+_ATTN = {f"model.layers.{{i}}.self_attn.{n}_proj.{{p}}": (f"layers.{{i}}.attn.w{n}.{{p}}",) for n in "qkvo"}
+_GATED = {f"model.layers.{{i}}.mlp.{n}_proj.weight": (f"layers.{{i}}.ffn.w_{n}.weight",) for n in ("gate", "up", "down")}
+_GATED_BIAS = {f"model.layers.{{i}}.mlp.{n}_proj.bias": (f"layers.{{i}}.ffn.w_{n}.bias",) for n in ("gate", "up", "down")}
+_COMMON = {
+    "model.embed_tokens.weight": ("embed.weight",),
+    "model.norm.weight": ("norm.weight",),
+    "lm_head.weight": ("lm_head.weight",),
+    "model.layers.{i}.input_layernorm.weight": ("layers.{i}.attn_norm.weight",),
+}
+
+DENSE = {
+    **_COMMON, **_ATTN, **_GATED, **_GATED_BIAS,
+    "model.layers.{i}.post_attention_layernorm.weight": ("layers.{i}.ffn_norm.weight",),
+    "model.layers.{i}.self_attn.q_norm.weight": ("layers.{i}.attn.q_norm.weight",),
+    "model.layers.{i}.self_attn.k_norm.weight": ("layers.{i}.attn.k_norm.weight",),
+}
+
+GEMMA3 = {
+    **DENSE,
+    "model.layers.{i}.post_attention_layernorm.weight": ("layers.{i}.post_attn_norm.weight",),
+    "model.layers.{i}.pre_feedforward_layernorm.weight": ("layers.{i}.ffn_norm.weight",),
+    "model.layers.{i}.post_feedforward_layernorm.weight": ("layers.{i}.post_ffn_norm.weight",),
+}
+
+GPT2 = {
+    "wte.weight": ("embed.weight",),
+    "wpe.weight": ("pos.weight",),
+    "ln_f.{p}": ("norm.{p}",),
+    "lm_head.weight": ("lm_head.weight",),
+    "h.{i}.ln_1.{p}": ("layers.{i}.attn_norm.{p}",),
+    "h.{i}.ln_2.{p}": ("layers.{i}.ffn_norm.{p}",),
+    "h.{i}.attn.c_attn.{p}": (("layers.{i}.attn.wq.{p}", "layers.{i}.attn.wk.{p}", "layers.{i}.attn.wv.{p}"), _conv1d_qkv),
+    "h.{i}.attn.c_proj.{p}": ("layers.{i}.attn.wo.{p}", _transposed),
+    "h.{i}.mlp.c_fc.{p}": ("layers.{i}.ffn.w_in.{p}", _transposed),
+    "h.{i}.mlp.c_proj.{p}": ("layers.{i}.ffn.w_out.{p}", _transposed),
+}
+
+_MLA = {
+    "model.layers.{i}.self_attn.q_proj.weight": ("layers.{i}.attn.wq.weight",),
+    "model.layers.{i}.self_attn.q_a_proj.{p}": ("layers.{i}.attn.wq_a.{p}",),
+    "model.layers.{i}.self_attn.q_a_layernorm.weight": ("layers.{i}.attn.q_norm.weight",),
+    "model.layers.{i}.self_attn.q_b_proj.weight": ("layers.{i}.attn.wq_b.weight",),
+    "model.layers.{i}.self_attn.kv_a_proj_with_mqa.{p}": ("layers.{i}.attn.wkv_a.{p}",),
+    "model.layers.{i}.self_attn.kv_a_layernorm.weight": ("layers.{i}.attn.kv_norm.weight",),
+    "model.layers.{i}.self_attn.kv_b_proj.weight": ("layers.{i}.attn.wkv_b.weight",),
+    "model.layers.{i}.self_attn.o_proj.{p}": ("layers.{i}.attn.wo.{p}",),
+}
+DEEPSEEK = {
+    **_COMMON, **_GATED, **_MLA,
+    "model.layers.{i}.post_attention_layernorm.weight": ("layers.{i}.ffn_norm.weight",),
+    "model.layers.{i}.mlp.gate.weight": ("layers.{i}.ffn.router.weight",),
+    "model.layers.{i}.mlp.gate.e_score_correction_bias": ("layers.{i}.ffn.router.bias",),
+    "model.layers.{i}.mlp.experts.gate_up_proj": (("layers.{i}.ffn.experts.w_gate", "layers.{i}.ffn.experts.w_up"), _gate_up),
+    "model.layers.{i}.mlp.experts.down_proj": ("layers.{i}.ffn.experts.w_down",),
+    **{f"model.layers.{{i}}.mlp.shared_experts.{n}_proj.weight": (f"layers.{{i}}.ffn.shared.w_{n}.weight",)
+       for n in ("gate", "up", "down")},
+}
+
+TABLES = {"llama": DENSE, "mistral": DENSE, "qwen2": DENSE, "qwen3": DENSE, "gemma3": GEMMA3,
+          "gpt2": GPT2, "deepseek_v2": DEEPSEEK, "deepseek_v3": DEEPSEEK}
+
+# Names that hold no weights of the language model (buffers, other towers) and are skipped.
+IGNORED = re.compile(r"(.*rotary_emb\.inv_freq|h\.\d+\.attn\.(masked_)?bias|vision_tower\..*|multi_modal_projector\..*)$")
+PREFIXES = (("transformer.", ""), ("model.language_model.", "model."), ("language_model.model.", "model."),
+            ("language_model.lm_head.", "lm_head."))
+_PER_EXPERT = re.compile(r"^(.*\.mlp\.experts)\.(\d+)\.(gate|up|down)_proj\.weight$")
+
+
+def _compile(table: dict) -> list[tuple[re.Pattern, tuple[str, ...], callable]]:
+    rules = []
+    for hf_pattern, spec in table.items():
+        targets, transform = (spec[0], spec[1]) if len(spec) == 2 else (spec[0], _same)
+        targets = targets if isinstance(targets, tuple) else (targets,)
+        regex = re.escape(hf_pattern).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{p\}", r"(?P<p>weight|bias)")
+        rules.append((re.compile(f"^{regex}$"), targets, transform))
+    return rules
+
+
+def _normalized_names(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    out = {}
+    for name, tensor in tensors.items():
+        for prefix, replacement in PREFIXES:
+            if name.startswith(prefix):
+                name = replacement + name[len(prefix):]
+                break
+        out[name] = tensor
+    return _stack_experts(out)
+
+
+def _stack_experts(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Per-expert checkpoint names (experts.{e}.gate_proj) -> the stacked transformers-5 form."""
+    groups: dict[str, dict[tuple[str, int], torch.Tensor]] = {}
+    out = {}
+    for name, tensor in tensors.items():
+        match = _PER_EXPERT.match(name)
+        if match:
+            groups.setdefault(match[1], {})[(match[3], int(match[2]))] = tensor
+        else:
+            out[name] = tensor
+    for base, parts in groups.items():
+        n = 1 + max(e for _, e in parts)
+        try:
+            gate_up = [torch.cat((parts[("gate", e)], parts[("up", e)])) for e in range(n)]
+            out[f"{base}.gate_up_proj"] = torch.stack(gate_up)                       # (E, 2 d_ff, d)
+            out[f"{base}.down_proj"] = torch.stack([parts[("down", e)] for e in range(n)])  # (E, d, d_ff)
+        except KeyError as missing:
+            raise ModelLoadError(f"{base} lacks expert weight {missing.args[0]}") from None
+    return out
+
+
+def map_weights(family: str, tensors: dict[str, torch.Tensor], n_layers: int, source: str) -> dict[str, torch.Tensor]:
+    """Rename (and transform) HF tensors into our names; unknown names raise ModelLoadError."""
+    rules = _compile(TABLES[family])
+    mapped: dict[str, torch.Tensor] = {}
+    for name, tensor in _normalized_names(tensors).items():
+        if IGNORED.match(name):
+            continue
+        for regex, targets, transform in rules:
+            match = regex.match(name)
+            if match:
+                if "i" in match.groupdict() and int(match["i"]) >= n_layers and family == "deepseek_v3":
+                    break  # DeepSeek-V3's multi-token-prediction layer is not part of decoding
+                fields = {k: v for k, v in match.groupdict().items() if v is not None}
+                for target, part in zip(targets, transform(tensor)):
+                    mapped[target.format(**fields)] = part
+                break
+        else:
+            raise ModelLoadError(f"{source}: weight {name!r} is not part of a {family} model")
+    return mapped
+
+
+def validate(mapped: dict[str, torch.Tensor], expected: dict[str, torch.Tensor], source: str) -> None:
+    """Every expected weight present, with the expected shape and a floating dtype; nothing extra."""
+    for name, like in expected.items():
+        if name not in mapped:
+            raise ModelLoadError(f"{source} lacks the weight {name} of shape {tuple(like.shape)}")
+        tensor = mapped[name]
+        if tuple(tensor.shape) != tuple(like.shape):
+            raise ModelLoadError(
+                f"{source}: weight {name} has shape {tuple(tensor.shape)}, the config expects {tuple(like.shape)}")
+        if not tensor.is_floating_point():
+            raise ModelLoadError(f"{source}: weight {name} has dtype {tensor.dtype}, expected a floating point type")
+    extra = sorted(set(mapped) - set(expected))
+    if extra:
+        raise ModelLoadError(f"{source}: weight {extra[0]} does not fit the config (layer count or options differ)")
