@@ -1,0 +1,222 @@
+"""Open a single .gguf file as Hugging Face-style config + float32 tensors + tokenizer.
+
+GGUF (llama.cpp) stores metadata under `<arch>.*` keys and weights under short
+names (`blk.3.attn_q.weight`), often quantized. We map both back to what a
+transformers checkpoint would hold, so the engine builds GGUF and safetensors
+models with the same code:
+- the config from a declarative key table per architecture (`llama`, `gemma3`);
+- tensor names from a declarative name table;
+- tensors dequantized with `gguf.quants.dequantize` into float32;
+- llama: llama.cpp's converter permutes W^Q and W^K rows (HF's rotate-half RoPE
+  -> GGML's interleaved RoPE); we undo that permutation;
+- gemma3: llama.cpp's converter stores every RMSNorm weight as (1 + w) because
+  Gemma's norm computes x * (1 + w); we subtract 1 to get the HF weight back.
+"""
+from __future__ import annotations
+
+import re
+import struct
+from pathlib import Path
+
+import gguf
+import numpy as np
+import torch
+
+from explorer.core.errors import ModelLoadError, UnsupportedModelError
+from explorer.core.loaders.gguf_header import GGUFHeader, read_gguf_header, tensor_bytes
+from explorer.core.loaders.gguf_tokenizer import tokenizer_from_gguf
+
+# GGUF tensor name (with {i} for the block) -> HF transformers state_dict name.
+_COMMON_NAMES = {
+    "token_embd.weight": "model.embed_tokens.weight",
+    "output_norm.weight": "model.norm.weight",
+    "output.weight": "lm_head.weight",
+    "blk.{i}.attn_norm.weight": "model.layers.{i}.input_layernorm.weight",
+    "blk.{i}.attn_q.weight": "model.layers.{i}.self_attn.q_proj.weight",
+    "blk.{i}.attn_k.weight": "model.layers.{i}.self_attn.k_proj.weight",
+    "blk.{i}.attn_v.weight": "model.layers.{i}.self_attn.v_proj.weight",
+    "blk.{i}.attn_output.weight": "model.layers.{i}.self_attn.o_proj.weight",
+    "blk.{i}.ffn_gate.weight": "model.layers.{i}.mlp.gate_proj.weight",
+    "blk.{i}.ffn_up.weight": "model.layers.{i}.mlp.up_proj.weight",
+    "blk.{i}.ffn_down.weight": "model.layers.{i}.mlp.down_proj.weight",
+}
+TENSOR_NAMES = {
+    "llama": {
+        **_COMMON_NAMES,
+        "blk.{i}.ffn_norm.weight": "model.layers.{i}.post_attention_layernorm.weight",
+    },
+    "gemma3": {
+        **_COMMON_NAMES,
+        "blk.{i}.attn_q_norm.weight": "model.layers.{i}.self_attn.q_norm.weight",
+        "blk.{i}.attn_k_norm.weight": "model.layers.{i}.self_attn.k_norm.weight",
+        "blk.{i}.post_attention_norm.weight": "model.layers.{i}.post_attention_layernorm.weight",
+        "blk.{i}.ffn_norm.weight": "model.layers.{i}.pre_feedforward_layernorm.weight",
+        "blk.{i}.post_ffw_norm.weight": "model.layers.{i}.post_feedforward_layernorm.weight",
+    },
+}
+# HF config key -> (GGUF key under "<arch>.", default); None default means required.
+_COMMON_KEYS = {
+    "hidden_size": ("embedding_length", None),
+    "intermediate_size": ("feed_forward_length", None),
+    "num_hidden_layers": ("block_count", None),
+    "num_attention_heads": ("attention.head_count", None),
+    "rms_norm_eps": ("attention.layer_norm_rms_epsilon", 1e-6),
+    "rope_theta": ("rope.freq_base", 10000.0),
+    "max_position_embeddings": ("context_length", 2048),
+}
+GEMMA3_SLIDING_PATTERN = 6  # every 6th layer is global (llama.cpp: hparams.set_swa_pattern(6))
+GEMMA3_LOCAL_ROPE_BASE = 10000.0  # llama.cpp: rope_freq_base_train_swa
+_BLOCK = re.compile(r"^blk\.(\d+)\.")
+
+
+def hf_name(arch: str, gguf_name: str) -> str | None:
+    """HF state_dict name of a GGUF tensor, or None if the table does not know it."""
+    match = _BLOCK.match(gguf_name)
+    key = _BLOCK.sub("blk.{i}.", gguf_name) if match else gguf_name
+    target = TENSOR_NAMES[arch].get(key)
+    if target is None:
+        return None
+    return target.format(i=match.group(1)) if match else target
+
+
+def _scalar(header: GGUFHeader, key: str, default, source: str):
+    value = header.get(key, default)
+    if value is None:
+        raise ModelLoadError(f"{source} lacks the metadata key {header.architecture}.{key}.")
+    if isinstance(value, dict):  # an array, e.g. per-layer head counts
+        raise UnsupportedModelError(f"{source} has per-layer values for {header.architecture}.{key}, which are not supported.")
+    return value
+
+
+def _common_config(header: GGUFHeader, source: str) -> dict:
+    config = {hf: _scalar(header, key, default, source) for hf, (key, default) in _COMMON_KEYS.items()}
+    heads = config["num_attention_heads"]
+    config["num_key_value_heads"] = _scalar(header, "attention.head_count_kv", heads, source)
+    config["head_dim"] = _scalar(header, "attention.key_length", config["hidden_size"] // heads, source)
+    embed = next((t for t in header.tensors if t.name == "token_embd.weight"), None)
+    if embed is None:
+        raise ModelLoadError(f"{source} has no token_embd.weight tensor.")
+    config["vocab_size"] = embed.shape[0]
+    config["tie_word_embeddings"] = not any(t.name == "output.weight" for t in header.tensors)
+    for hf, key in (("bos_token_id", "bos_token_id"), ("eos_token_id", "eos_token_id"), ("pad_token_id", "padding_token_id")):
+        if f"tokenizer.ggml.{key}" in header.metadata:
+            config[hf] = int(header.metadata[f"tokenizer.ggml.{key}"])
+    config["torch_dtype"] = "float32"
+    config["rope_scaling"] = _rope_scaling(header, source)
+    return config
+
+
+def _rope_scaling(header: GGUFHeader, source: str) -> dict | None:
+    if any(t.name == "rope_freqs.weight" for t in header.tensors):
+        raise UnsupportedModelError(f"{source} stores Llama 3 RoPE scaling as rope_freqs, which is not supported yet.")
+    kind = header.get("rope.scaling.type")
+    factor = header.get("rope.scaling.factor")
+    if kind in (None, "none") or not factor:
+        return None
+    if kind != "linear":
+        raise UnsupportedModelError(f"{source} uses RoPE scaling {kind!r}; only 'linear' is supported for GGUF.")
+    return {"rope_type": "linear", "factor": float(factor)}
+
+
+def llama_config(header: GGUFHeader, source: str) -> dict:
+    config = _common_config(header, source)
+    config.update(model_type="llama", architectures=["LlamaForCausalLM"], hidden_act="silu",
+                  attention_bias=False, mlp_bias=False)
+    return config
+
+
+def gemma3_config(header: GGUFHeader, source: str) -> dict:
+    config = _common_config(header, source)
+    layers = config["num_hidden_layers"]
+    head_dim = config["head_dim"]
+    config.update(
+        model_type="gemma3_text", architectures=["Gemma3ForCausalLM"], hidden_activation="gelu_pytorch_tanh",
+        attention_bias=False, attn_logit_softcapping=None, final_logit_softcapping=None,
+        sliding_window=int(_scalar(header, "attention.sliding_window", 512, source)),
+        sliding_window_pattern=GEMMA3_SLIDING_PATTERN,
+        layer_types=["full_attention" if (i + 1) % GEMMA3_SLIDING_PATTERN == 0 else "sliding_attention"
+                     for i in range(layers)],
+        rope_local_base_freq=GEMMA3_LOCAL_ROPE_BASE,
+        # llama.cpp: Gemma 3 27B scales queries by 1/sqrt(d_model / heads), the others by 1/sqrt(head_dim).
+        query_pre_attn_scalar=(config["hidden_size"] // config["num_attention_heads"]) if layers == 62 else head_dim,
+    )
+    return config
+
+
+CONFIG_BUILDERS = {"llama": llama_config, "gemma3": gemma3_config}
+
+
+def unpermute_rows(weight: torch.Tensor, heads: int) -> torch.Tensor:
+    """Undo convert_hf_to_gguf's `permute`: rows (h, d/2, 2) back to HF's (h, 2, d/2) per head."""
+    rows = weight.shape[0]
+    return (weight.reshape(heads, rows // heads // 2, 2, *weight.shape[1:])
+            .transpose(1, 2).reshape(weight.shape))
+
+
+def permute_rows(weight: torch.Tensor, heads: int) -> torch.Tensor:
+    """convert_hf_to_gguf's `permute` (HF rotate-half row order -> GGML interleaved pairs)."""
+    rows = weight.shape[0]
+    return (weight.reshape(heads, 2, rows // heads // 2, *weight.shape[1:])
+            .transpose(1, 2).reshape(weight.shape))
+
+
+def _dequantize(tensor, source: str) -> torch.Tensor:
+    try:
+        values = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
+    except NotImplementedError:
+        raise UnsupportedModelError(
+            f"{source}: tensor {tensor.name} uses quantization type {tensor.tensor_type.name}, which cannot be dequantized."
+        ) from None
+    shape = tuple(int(d) for d in reversed(tensor.shape))
+    return torch.from_numpy(np.array(values, dtype=np.float32).reshape(shape))
+
+
+def _fix_convention(arch: str, name: str, weight: torch.Tensor, config: dict) -> torch.Tensor:
+    if arch == "llama" and name.endswith("self_attn.q_proj.weight"):
+        return unpermute_rows(weight, config["num_attention_heads"])
+    if arch == "llama" and name.endswith("self_attn.k_proj.weight"):
+        return unpermute_rows(weight, config["num_key_value_heads"])
+    if arch == "gemma3" and name.endswith("norm.weight"):
+        return weight - 1.0
+    return weight
+
+
+def open_reader(path: Path) -> gguf.GGUFReader:
+    try:
+        return gguf.GGUFReader(path)
+    except (ValueError, OSError, struct.error) as error:
+        raise ModelLoadError(f"{path} cannot be parsed as GGUF: {error}.") from None
+
+
+def read_tensors(reader: gguf.GGUFReader, arch: str, config: dict, source: str,
+                 progress=None) -> dict[str, torch.Tensor]:
+    """Every tensor of the file, dequantized to float32, under its HF name and convention."""
+    tensors = {}
+    for index, tensor in enumerate(reader.tensors):
+        name = hf_name(arch, tensor.name)
+        if name is None:
+            raise UnsupportedModelError(f"{source} holds the tensor {tensor.name}, which the {arch} loader does not know.")
+        tensors[name] = _fix_convention(arch, name, _dequantize(tensor, source), config)
+        if progress is not None:
+            progress((index + 1) / len(reader.tensors), f"dequantizing {tensor.name}")
+    return tensors
+
+
+def read_gguf(path: str | Path, progress=None) -> tuple[dict, dict[str, torch.Tensor], object, str | None]:
+    """(hf_config, tensors, TextTokenizer, license) of a .gguf file; errors name the file."""
+    path = Path(path)
+    source = str(path)
+    header = read_gguf_header(path)
+    for info in header.tensors:
+        tensor_bytes(info, source)  # raises UnsupportedModelError naming an unknown quantization type
+    arch = header.architecture
+    if arch not in CONFIG_BUILDERS:
+        raise UnsupportedModelError(
+            f"{source} holds the architecture {arch!r}; GGUF files of 'llama' and 'gemma3' are supported.")
+    config = CONFIG_BUILDERS[arch](header, source)
+    reader = open_reader(path)
+    meta = {key: field.contents() for key, field in reader.fields.items() if key.startswith("tokenizer.ggml.")}
+    tokenizer = tokenizer_from_gguf(meta, source)
+    tensors = read_tensors(reader, arch, config, source, progress)
+    license_name = header.metadata.get("general.license")
+    return config, tensors, tokenizer, (str(license_name) if license_name else None)

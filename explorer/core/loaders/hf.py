@@ -1,0 +1,188 @@
+"""Open a Hugging Face model folder: config.json, *.safetensors (single or sharded), tokenizer.json.
+
+Every file is untrusted. The config may not ask for custom code; safetensors
+headers are checked (JSON, known dtypes, offsets inside the file and consistent
+with each shape) before `safetensors.safe_open` reads a byte of data; pickle
+checkpoints are refused, never unpickled.
+"""
+from __future__ import annotations
+
+import json
+import re
+import struct
+from pathlib import Path
+
+import torch
+import tokenizers
+from safetensors import SafetensorError, safe_open
+
+from explorer.core.errors import ModelLoadError, UnsupportedModelError
+from explorer.core.tokens import TextTokenizer
+
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt")
+DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
+               "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
+FLOAT_DTYPES = {"F64", "F32", "F16", "BF16"}
+MAX_HEADER_BYTES = 100_000_000
+CONVERT_HINT = ("convert it to safetensors in an environment you trust, e.g. "
+                "safetensors.torch.save_file(torch.load(FILE, weights_only=True), 'model.safetensors')")
+
+
+def read_json(path: Path) -> dict:
+    """A JSON object from a file, or ModelLoadError naming the file."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelLoadError(f"{path} does not exist.") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ModelLoadError(f"{path} is not valid JSON ({error}).") from None
+    if not isinstance(value, dict):
+        raise ModelLoadError(f"{path} does not hold a JSON object.")
+    return value
+
+
+def refuse_custom_code(config: dict, path: Path) -> None:
+    """Refuse configs that would run code shipped with the model."""
+    if config.get("trust_remote_code") or config.get("auto_map"):
+        names = ", ".join(sorted(str(v) for v in (config.get("auto_map") or {}).values())) or "trust_remote_code"
+        raise UnsupportedModelError(
+            f"{path} asks to run custom code shipped with the model ({names}); Transformer Explorer runs only its own code.")
+
+
+def read_config(folder: Path) -> dict:
+    path = folder / "config.json"
+    if not path.is_file():
+        raise ModelLoadError(f"{folder} has no config.json, so it is not a Hugging Face model folder.")
+    config = read_json(path)
+    refuse_custom_code(config, path)
+    return config
+
+
+def weight_files(folder: Path) -> list[Path]:
+    """The safetensors files of a folder (sharded via the index, else all); pickles only -> refused."""
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        weight_map = read_json(index).get("weight_map")
+        if not isinstance(weight_map, dict) or not weight_map:
+            raise ModelLoadError(f"{index} has no weight_map.")
+        files = [folder / name for name in sorted(set(map(str, weight_map.values())))]
+        for file in files:
+            if file.parent != folder or not file.is_file():
+                raise ModelLoadError(f"{index} names the shard {file.name}, which is missing from {folder}.")
+        return files
+    files = sorted(folder.glob("*.safetensors"))
+    if files:
+        return files
+    pickles = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
+    if pickles:
+        raise UnsupportedModelError(
+            f"{folder} holds only pickle checkpoints ({', '.join(pickles)}), which are never unpickled here; {CONVERT_HINT}.")
+    raise ModelLoadError(f"{folder} has no *.safetensors weights.")
+
+
+def read_safetensors_header(path: Path) -> dict:
+    """The JSON header of a safetensors file, checked against the file's size; errors name the file."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            prefix = handle.read(8)
+            if len(prefix) < 8:
+                raise ModelLoadError(f"{path} is truncated: it is shorter than a safetensors header.")
+            header_len = struct.unpack("<Q", prefix)[0]
+            if header_len > min(MAX_HEADER_BYTES, size - 8):
+                raise ModelLoadError(f"{path} is truncated or corrupt: its header claims {header_len} bytes.")
+            header = json.loads(handle.read(header_len).decode("utf-8"))
+    except OSError as error:
+        raise ModelLoadError(f"{path} cannot be read ({error.strerror or error}).") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ModelLoadError(f"{path} is corrupt: its safetensors header is not valid JSON.") from None
+    if not isinstance(header, dict):
+        raise ModelLoadError(f"{path} is corrupt: its safetensors header is not a JSON object.")
+    _check_entries(header, path, data_bytes=size - 8 - header_len)
+    return header
+
+
+def _check_entries(header: dict, path: Path, data_bytes: int) -> None:
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        if not isinstance(entry, dict) or {"dtype", "shape", "data_offsets"} - set(entry):
+            raise ModelLoadError(f"{path} is corrupt: the header entry for {name} lacks dtype, shape or data_offsets.")
+        dtype, shape, (start, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
+        if dtype not in DTYPE_BYTES:
+            raise ModelLoadError(f"{path}: tensor {name} has the unknown dtype {dtype!r}.")
+        if end > data_bytes:
+            raise ModelLoadError(
+                f"{path} is truncated or its header lies: tensor {name} ends at byte {end} of {data_bytes} data bytes.")
+        count = 1
+        for dim in shape:
+            count *= int(dim)
+        if not 0 <= start <= end or end - start != count * DTYPE_BYTES[dtype]:
+            raise ModelLoadError(
+                f"{path}: the header of tensor {name} lies: shape {shape} in {dtype} needs "
+                f"{count * DTYPE_BYTES[dtype]} bytes, not {end - start}.")
+        if dtype not in FLOAT_DTYPES and name.endswith((".weight", ".bias")):
+            raise ModelLoadError(f"{path}: tensor {name} has dtype {dtype}, but weights must be floating point.")
+
+
+def read_safetensors(files: list[Path], progress=None) -> dict[str, torch.Tensor]:
+    """All tensors of the given files, after checking each header; duplicate names are refused."""
+    tensors: dict[str, torch.Tensor] = {}
+    for number, path in enumerate(files):
+        read_safetensors_header(path)
+        try:
+            with safe_open(str(path), framework="pt") as handle:
+                for name in handle.keys():
+                    if name in tensors:
+                        raise ModelLoadError(f"{path} repeats the tensor {name} found in another shard.")
+                    tensors[name] = handle.get_tensor(name)
+        except (SafetensorError, RuntimeError, OSError) as error:
+            raise ModelLoadError(f"{path} is corrupt and cannot be read ({error}).") from None
+        if progress is not None:
+            progress((number + 1) / len(files), f"read {path.name}")
+    return tensors
+
+
+def read_tokenizer(folder: Path, config: dict) -> TextTokenizer:
+    path = folder / "tokenizer.json"
+    if not path.is_file():
+        raise ModelLoadError(
+            f"{folder} has no tokenizer.json; the explorer needs the fast-tokenizer file next to the weights.")
+    try:
+        tokenizer = tokenizers.Tokenizer.from_file(str(path))
+    except Exception as error:  # tokenizers raises a bare Exception for malformed files
+        raise ModelLoadError(f"{path} is not a valid tokenizer file ({str(error).splitlines()[0][:120]}).") from None
+    settings = read_json(folder / "tokenizer_config.json") if (folder / "tokenizer_config.json").is_file() else {}
+    refuse_custom_code(settings, folder / "tokenizer_config.json")
+    return TextTokenizer(
+        tokenizer,
+        add_bos=bool(settings.get("add_bos_token", False)),
+        bos_id=_int_or_none(config.get("bos_token_id")),
+        eos_id=_int_or_none(config.get("eos_token_id")),
+    )
+
+
+def _int_or_none(value) -> int | None:
+    if isinstance(value, list):
+        value = value[0] if value else None
+    return int(value) if isinstance(value, int) else None
+
+
+def read_license(folder: Path) -> str | None:
+    """The `license:` of the model card's front matter, if any."""
+    card = folder / "README.md"
+    if not card.is_file():
+        return None
+    text = card.read_text(encoding="utf-8", errors="replace")[:4000]
+    match = re.search(r"^license:\s*(\S+)", text, re.MULTILINE)
+    return match.group(1) if match else None
+
+
+def read_hf_folder(folder: str | Path, progress=None):
+    """(hf_config, tensors, TextTokenizer, license) of a Hugging Face folder; errors name the file."""
+    folder = Path(folder)
+    config = read_config(folder)
+    files = weight_files(folder)
+    tokenizer = read_tokenizer(folder, config)
+    tensors = read_safetensors(files, progress)
+    return config, tensors, tokenizer, read_license(folder)

@@ -1,0 +1,200 @@
+"""Text -> Tokens: the ids a model sees, and what each one looks like to a person.
+
+`TextTokenizer` wraps a `tokenizers.Tokenizer` (from a tokenizer.json or built
+from a GGUF vocabulary). Every token keeps its id, a display string in which
+spaces, newlines and raw bytes are visible, its character span in the text the
+user typed, whether it is special, and the exact bytes it stands for.
+
+Three vocabularies spell bytes differently, and each is mapped back here:
+byte-level BPE (GPT-2, SmolLM: 'Ġ' is a space, 'Ċ' a newline), SentencePiece
+('▁' is a space, '<0xE2>' a raw byte), and WordPiece ('##' continues a word).
+"""
+from __future__ import annotations
+
+import codecs
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import tokenizers
+
+SPACE, NEWLINE, TAB, RETURN = "␣", "↵", "⇥", "␍"
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_BYTE_PIECE = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
+_SPECIAL_NAMES = {
+    "bos": ("<|begin_of_text|>", "<bos>", "<s>", "[CLS]", "<|endoftext|>"),
+    "eos": ("<|end_of_text|>", "<|eot_id|>", "<eos>", "</s>", "[SEP]", "<|endoftext|>"),
+}
+
+
+def _hex_bytes(error: UnicodeDecodeError) -> tuple[str, int]:
+    """Decode error handler: show bytes that are not (yet) a whole character as <0xNN>."""
+    bad = error.object[error.start:error.end]
+    return "".join(f"<0x{b:02X}>" for b in bad), error.end
+
+
+codecs.register_error("explorer_hex", _hex_bytes)
+
+
+def sanitize(text: str) -> str:
+    """Replace lone surrogates (e.g. from a broken clipboard) by U+FFFD, keeping every offset."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def visible(text: str) -> str:
+    """Make whitespace and control characters visible: ' '->'␣', '\\n'->'↵', '\\t'->'⇥', C0 -> control pictures."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch == " ":
+            out.append(SPACE)
+        elif ch == "\n":
+            out.append(NEWLINE)
+        elif ch == "\t":
+            out.append(TAB)
+        elif ch == "\r":
+            out.append(RETURN)
+        elif code < 0x20:
+            out.append(chr(0x2400 + code))
+        elif code == 0x7F:
+            out.append("␡")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def bytes_to_display(raw: bytes) -> str:
+    """Readable form of a token's bytes: UTF-8 where it decodes, <0xNN> where it does not."""
+    return visible(raw.decode("utf-8", errors="explorer_hex"))
+
+
+@lru_cache(maxsize=1)
+def byte_level_alphabet() -> dict[str, int]:
+    """GPT-2's byte <-> printable-character table, inverted: char -> byte (e.g. 'Ġ' -> 0x20)."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) \
+        + list(range(ord("®"), ord("ÿ") + 1))
+    chars, extra = {}, 0
+    for byte in range(256):
+        if byte in printable:
+            chars[chr(byte)] = byte
+        else:
+            chars[chr(256 + extra)] = byte
+            extra += 1
+    return chars
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """A tokenized text: one entry per token, in order.
+
+    ids: (n,) int64; text: display strings; spans: (start, end) character offsets
+    into `source` (the text as tokenized, with lone surrogates replaced); special: (n,) bool;
+    raw: the bytes each token stands for (b"" for special tokens).
+    """
+
+    ids: np.ndarray
+    text: tuple[str, ...]
+    spans: tuple[tuple[int, int], ...]
+    special: np.ndarray
+    raw: tuple[bytes, ...]
+    source: str = ""
+
+    def __len__(self) -> int:
+        return int(self.ids.shape[0])
+
+
+def _vocabulary_kind(config: dict) -> str:
+    """'byte_level', 'wordpiece' or 'sentencepiece': how the vocabulary spells bytes."""
+    blob = json.dumps([config.get("pre_tokenizer"), config.get("decoder")])
+    if '"ByteLevel"' in blob:
+        return "byte_level"
+    if (config.get("model") or {}).get("type") == "WordPiece":
+        return "wordpiece"
+    return "sentencepiece"
+
+
+class TextTokenizer:
+    """A `tokenizers.Tokenizer` plus the few facts a decoder needs: BOS/EOS ids and whether to add BOS.
+
+    Padding and truncation are switched off: the explorer shows every token of the text.
+    """
+
+    def __init__(self, tokenizer: tokenizers.Tokenizer, add_bos: bool = False,
+                 bos_id: int | None = None, eos_id: int | None = None):
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        self.tokenizer = tokenizer
+        self.add_bos = bool(add_bos)
+        self.bos_id = bos_id if bos_id is not None else self._find_special("bos")
+        self.eos_id = eos_id if eos_id is not None else self._find_special("eos")
+        config = json.loads(tokenizer.to_str())
+        self.kind = _vocabulary_kind(config)
+        self._special_ids = {t.get("id") for t in config.get("added_tokens", []) if t.get("special")}
+        self._byte_chars = byte_level_alphabet()
+
+    def _find_special(self, which: str) -> int | None:
+        for name in _SPECIAL_NAMES[which]:
+            token_id = self.tokenizer.token_to_id(name)
+            if token_id is not None:
+                return token_id
+        return None
+
+    @property
+    def vocab_size(self) -> int:
+        return self.tokenizer.get_vocab_size(with_added_tokens=True)
+
+    def is_special(self, token_id: int) -> bool:
+        return token_id in self._special_ids
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes a token stands for; special tokens stand for none."""
+        piece = self.tokenizer.id_to_token(int(token_id))
+        if piece is None or self.is_special(token_id):
+            return b""
+        if self.kind == "byte_level":
+            table = self._byte_chars
+            if all(ch in table for ch in piece):
+                return bytes(table[ch] for ch in piece)
+            return piece.encode("utf-8")
+        match = _BYTE_PIECE.match(piece)
+        if match:
+            return bytes([int(match.group(1), 16)])
+        if self.kind == "wordpiece":
+            return piece[2:].encode("utf-8") if piece.startswith("##") else piece.encode("utf-8")
+        return piece.replace("▁", " ").encode("utf-8")
+
+    def display(self, token_id: int) -> str:
+        """How one vocabulary entry is shown: visible spaces/newlines, raw bytes as <0xNN>."""
+        token_id = int(token_id)
+        piece = self.tokenizer.id_to_token(token_id)
+        if piece is None:
+            return f"<id {token_id}>"
+        if self.is_special(token_id):
+            return piece
+        if self.kind == "wordpiece":
+            return visible(piece)
+        return bytes_to_display(self.token_bytes(token_id))
+
+    def encode(self, text: str) -> Tokens:
+        """Tokenize any text (empty, huge, emoji, broken surrogates) without raising."""
+        source = sanitize(text)
+        encoding = self.tokenizer.encode(source, add_special_tokens=True)
+        ids, spans = list(encoding.ids), [tuple(span) for span in encoding.offsets]
+        if self.add_bos and self.bos_id is not None and (not ids or ids[0] != self.bos_id):
+            ids.insert(0, self.bos_id)
+            spans.insert(0, (0, 0))
+        special = np.array([self.is_special(i) for i in ids], dtype=bool)
+        return Tokens(
+            ids=np.asarray(ids, dtype=np.int64),
+            text=tuple(self.display(i) for i in ids),
+            spans=tuple((int(a), int(b)) for a, b in spans),
+            special=special,
+            raw=tuple(self.token_bytes(i) for i in ids),
+            source=source,
+        )
+
+    def decode(self, ids) -> str:
+        """The text of a sequence of ids, special tokens included."""
+        return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=False)
