@@ -35,6 +35,8 @@ class Session(QObject):
     error_raised = Signal(str)            # one sentence for a dialog
     force_requested = Signal(int)         # a panel asks to branch on this token id
     step_requested = Signal()
+    logit_lens_requested = Signal(int)    # a panel asks for the per-layer logit lens at this position
+    logit_lens_ready = Signal(object)     # the answer: {"position": int, "ids": (L, k), "probs": (L, k)}
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -43,6 +45,7 @@ class Session(QObject):
         self._selection = Selection()
         self._model: ModelInfo | None = None
         self._busy = False
+        self._token_display = None
 
     # ----- read -----------------------------------------------------------------
     @property
@@ -101,6 +104,14 @@ class Session(QObject):
             return
         self._selection = selection
         self.selection_changed.emit(selection)
+
+    def set_token_display(self, display) -> None:
+        """The loaded tokenizer's `display(id) -> str`, so panels can name vocabulary ids."""
+        self._token_display = display
+
+    def display_token(self, token_id: int) -> str:
+        """A vocabulary id as visible text (`#id` while no tokenizer is known)."""
+        return self._token_display(int(token_id)) if self._token_display else f"#{int(token_id)}"
 
     def report_error(self, message: str) -> None:
         self.error_raised.emit(message)

@@ -1,0 +1,255 @@
+"""Exports: attention maps as PNG (chosen pixel size) or SVG with token labels and a
+colour bar, raw matrices as CSV or .npy, and numbered frames of every step.
+
+Every file is written to a temporary name in the target folder and moved into
+place with `os.replace`, so a failed export never leaves half a file. A path the
+person cannot write raises an `ExplorerError` with one sentence.
+"""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from pyqtgraph.exporters import ImageExporter, SVGExporter
+from PySide6.QtCore import QSettings
+
+from explorer.core.errors import ExplorerError
+from explorer.core.trace import Trace
+
+IMAGE_SUFFIXES = (".png", ".svg")
+DATA_SUFFIXES = (".csv", ".npy")
+DEFAULT_SIZE = (1000, 800)
+
+
+class ExportError(ExplorerError):
+    """An export could not be written where the person asked."""
+
+
+# ----- files --------------------------------------------------------------------------
+def check_writable(path: Path) -> Path:
+    """Raise a one-sentence ExportError unless a file can be created at `path`."""
+    path = Path(path).expanduser()
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.exists():
+        raise ExportError(f"Cannot write {path}: the folder {folder} does not exist.")
+    if not folder.is_dir():
+        raise ExportError(f"Cannot write {path}: {folder} is a file, not a folder.")
+    if path.is_dir():
+        raise ExportError(f"Cannot write {path}: it is a folder.")
+    if not os.access(folder, os.W_OK):
+        raise ExportError(f"Cannot write {path}: the folder {folder} is not writable.")
+    return path
+
+
+def atomic_write(path: Path, write: Callable[[str], None]) -> Path:
+    """Call `write(temporary_path)`, then move the result onto `path` in one step."""
+    path = check_writable(Path(path))
+    try:
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
+        os.close(handle)
+    except OSError as error:
+        raise ExportError(f"Cannot write {path}: {error.strerror or error}.") from None
+    try:
+        write(temporary)
+        os.replace(temporary, path)
+    except OSError as error:
+        raise ExportError(f"Cannot write {path}: {error.strerror or error}.") from None
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+    return path
+
+
+def _suffix(path: Path, allowed: tuple[str, ...]) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix not in allowed:
+        names = ", ".join(allowed)
+        raise ExportError(f"Cannot export to {path}: the file name must end in one of {names}.")
+    return suffix
+
+
+# ----- raw matrices ------------------------------------------------------------------------
+def save_matrix(matrix: np.ndarray, path: Path, header: str = "") -> Path:
+    """Write a 2-D or 3-D matrix as .npy (as is) or .csv (3-D stacked head after head)."""
+    matrix = np.asarray(matrix)
+    if _suffix(path, DATA_SUFFIXES) == ".npy":
+        def write(temporary):
+            with open(temporary, "wb") as handle:
+                np.save(handle, matrix)
+    else:
+        rows = matrix.reshape(-1, matrix.shape[-1]) if matrix.ndim == 3 else matrix
+        if matrix.ndim == 3:
+            header = f"{header} heads stacked: row h*{matrix.shape[1]}+q".strip()
+
+        def write(temporary):
+            np.savetxt(temporary, rows, delimiter=",", fmt="%.9g", header=header)
+    return atomic_write(path, write)
+
+
+def raw_attention(trace: Trace, layer: int, head: int | str, step: int | None = None,
+                  values: str = "weights", cross: bool = False) -> np.ndarray:
+    """The trace's own matrix: weights (0 where masked) or scores (-inf where masked)."""
+    heads = range(trace.model.n_heads) if head == "all" else [int(head)]
+    if values == "scores":
+        stack = np.stack([trace.scores(layer, h, step, cross) for h in heads])
+    else:
+        stack = trace.attention(layer, step, cross)[list(heads)]
+    return stack if head == "all" else stack[0]
+
+
+# ----- images ------------------------------------------------------------------------------
+def save_figure(figure, path: Path, width: int, height: int) -> Path:
+    """PNG at exactly width × height pixels, or SVG with that size, of a laid-out figure."""
+    if _suffix(path, IMAGE_SUFFIXES) == ".png":
+        exporter = ImageExporter(figure.ci)
+        exporter.parameters()["width"] = int(width)
+        exporter.parameters().param("height").setValue(int(height), blockSignal=exporter.heightChanged)
+        image = exporter.export(toBytes=True)
+
+        def write(temporary):
+            if not image.save(temporary, "PNG"):
+                raise OSError(f"Qt could not encode a {width}×{height} PNG")
+    else:
+        exporter = SVGExporter(figure.ci)
+        exporter.parameters()["width"] = float(width)
+        exporter.parameters().param("height").setValue(float(height), blockSignal=exporter.heightChanged)
+        svg = exporter.export(toBytes=True).decode("utf-8")
+        svg = re.sub(r"<svg ", f'<svg width="{int(width)}" height="{int(height)}" ', svg, count=1)
+
+        def write(temporary):
+            Path(temporary).write_text(svg, encoding="utf-8")
+    return atomic_write(path, write)
+
+
+def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str, step: int | None = None,
+                     values: str = "weights", log: bool = False, cross: bool = False,
+                     size: tuple[int, int] = DEFAULT_SIZE) -> Path:
+    """One head, all heads of a layer (`head="all"`) or the full grid (`layer="all"`) to any format."""
+    path = Path(path)
+    if not trace or not trace.steps:
+        raise ExportError(f"Cannot export {path}: there is no trace yet; run the model first.")
+    suffix = _suffix(path, IMAGE_SUFFIXES + DATA_SUFFIXES)
+    check_writable(path)
+    _check_indices(trace, layer, head)
+    if suffix in DATA_SUFFIXES:
+        if layer == "all":
+            raise ExportError(f"Cannot export {path}: raw matrices need one layer, not 'all'.")
+        matrix = raw_attention(trace, int(layer), head, step, values, cross)
+        return save_matrix(matrix, path, header=f"{values} layer {layer} head {head}")
+    from explorer.app.figures import attention_figure
+
+    figure = attention_figure(trace, layer, head, size[0], size[1], step, values, log, cross)
+    try:
+        return save_figure(figure, path, *size)
+    finally:
+        figure.close()
+        figure.deleteLater()
+
+
+def export_frames(trace: Trace, path: Path, layer: int | str, head: int | str, **options) -> list[Path]:
+    """'Export every step': `frame.png` becomes frame_0000.png, frame_0001.png, ... one per step."""
+    path = Path(path)
+    _suffix(path, IMAGE_SUFFIXES + DATA_SUFFIXES)
+    check_writable(path)
+    written = []
+    for step in range(trace.n_steps):
+        frame = path.with_name(f"{path.stem}_{step:04d}{path.suffix}")
+        written.append(export_attention(trace, frame, layer, head, step=step, **options))
+    return written
+
+
+def save_widget(widget, path: Path) -> Path:
+    """A panel as it looks on screen: PNG from `grab()`, SVG through QSvgGenerator."""
+    if _suffix(path, IMAGE_SUFFIXES) == ".png":
+        pixmap = widget.grab()
+
+        def write(temporary):
+            if not pixmap.save(temporary, "PNG"):
+                raise OSError("Qt could not encode the PNG")
+    else:
+        def write(temporary):
+            from PySide6.QtGui import QPainter
+            from PySide6.QtSvg import QSvgGenerator
+
+            generator = QSvgGenerator()
+            generator.setFileName(temporary)
+            generator.setSize(widget.size())
+            generator.setTitle(getattr(widget, "title", "panel"))
+            painter = QPainter(generator)
+            widget.render(painter)
+            painter.end()
+    return atomic_write(path, write)
+
+
+def _check_indices(trace: Trace, layer, head) -> None:
+    model = trace.model
+    if layer != "all" and not 0 <= int(layer) < model.n_layers:
+        raise ExportError(f"Layer {layer} does not exist: the model has layers 0 to {model.n_layers - 1}.")
+    if head != "all" and not 0 <= int(head) < model.n_heads:
+        raise ExportError(f"Head {head} does not exist: the model has heads 0 to {model.n_heads - 1}.")
+
+
+# ----- dialogs (the GUI side of the same functions) ---------------------------------------------
+def last_folder() -> str:
+    return str(QSettings("transformer-explorer", "explorer").value("export/last_folder", str(Path.home())))
+
+
+def ask_path(parent, title: str, name: str, filters: str) -> Path | None:
+    """A save dialog that opens in, and remembers, the last export folder."""
+    from PySide6.QtWidgets import QFileDialog
+
+    chosen, _ = QFileDialog.getSaveFileName(parent, title, str(Path(last_folder()) / name), filters)
+    if not chosen:
+        return None
+    QSettings("transformer-explorer", "explorer").setValue("export/last_folder", str(Path(chosen).parent))
+    return Path(chosen)
+
+
+def ask_size(parent) -> tuple[int, int] | None:
+    """Ask the pixel size of a PNG (SVG uses it as its nominal size)."""
+    from PySide6.QtWidgets import QInputDialog
+
+    text, ok = QInputDialog.getText(parent, "Image size", "Width × height in pixels:", text="1000x800")
+    match = re.fullmatch(r"\s*(\d+)\s*[x×,\s]\s*(\d+)\s*", text or "")
+    if not ok or not match:
+        return None
+    return max(16, int(match.group(1))), max(16, int(match.group(2)))
+
+
+def _report(parent, action: Callable[[], object]) -> None:
+    try:
+        action()
+    except ExplorerError as error:
+        session = getattr(parent, "session", None)
+        if session is not None:
+            session.report_error(str(error))
+        else:
+            raise
+
+
+def ask_and_export_attention(parent, trace, layer, head, raw: bool = False, **options) -> None:
+    filters = "CSV (*.csv);;NumPy (*.npy)" if raw else "PNG image (*.png);;SVG image (*.svg)"
+    name = f"attention_L{layer}_H{head}." + ("csv" if raw else "png")
+    path = ask_path(parent, "Export attention", name, filters)
+    size = DEFAULT_SIZE if raw or path is None else ask_size(parent)
+    if path is not None and size is not None:
+        _report(parent, lambda: export_attention(trace, path, layer, head, size=size, **options))
+
+
+def ask_and_export_frames(parent, trace, layer, head, **options) -> None:
+    path = ask_path(parent, "Export every step", f"attention_L{layer}_H{head}.png",
+                    "PNG frames (*.png);;SVG frames (*.svg)")
+    size = ask_size(parent) if path is not None else None
+    if path is not None and size is not None:
+        _report(parent, lambda: export_frames(trace, path, layer, head, size=size, **options))
+
+
+def ask_and_save_widget(widget, name: str) -> None:
+    path = ask_path(widget, f"Export {getattr(widget, 'title', name)}", f"{name}.png",
+                    "PNG image (*.png);;SVG image (*.svg)")
+    if path is not None:
+        _report(widget, lambda: save_widget(widget, path))

@@ -1,0 +1,99 @@
+"""Attention figures for export: one head, all heads of a layer, or the full grid.
+
+Each is an offscreen `GraphicsLayoutWidget` laid out at the exact pixel size
+asked for, with token tick labels and a colour bar, so that pyqtgraph's
+ImageExporter and SVGExporter draw it at its natural scale (no stretched fonts).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
+
+from explorer.app.panels.attention import attention_matrix, axis_labels
+from explorer.app.panels.grid import mosaic
+from explorer.app.panels.heatmap import Heatmap, log_scaled
+from explorer.core.trace import Trace
+
+FIGURE_BACKGROUND = "#101014"
+
+
+def attention_figure(trace: Trace, layer: int | str, head: int | str, width: int, height: int,
+                     step: int | None = None, values: str = "weights", log: bool = False,
+                     cross: bool = False) -> pg.GraphicsLayoutWidget:
+    """Build and lay out the figure; `layer="all"` is the full grid, `head="all"` a layer's heads."""
+    figure = pg.GraphicsLayoutWidget(size=(width, height))
+    figure.setBackground(FIGURE_BACKGROUND)
+    figure.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+    figure.setFixedSize(width, height)
+    figure.heatmaps = []
+    if layer == "all":
+        _grid(figure, trace, step, log, cross)
+    elif head == "all":
+        _layer(figure, trace, int(layer), step, values, log, cross)
+    else:
+        _head(figure, trace, int(layer), int(head), step, values, log, cross)
+    figure.show()
+    QApplication.processEvents()
+    figure.ci.setGeometry(0, 0, width, height)
+    QApplication.processEvents()
+    return figure
+
+
+def _levels(matrix: np.ndarray, values: str, log: bool):
+    if log and values == "weights":
+        return log_scaled(matrix)
+    if values == "weights":
+        return matrix, (0.0, float(np.nanmax(matrix)) if np.isfinite(matrix).any() else 1.0)
+    return matrix, None
+
+
+def _title(figure, text: str, colspan: int = 1) -> None:
+    figure.addLabel(text, row=0, col=0, colspan=colspan, size="11pt")
+
+
+def _head(figure, trace, layer, head, step, values, log, cross) -> None:
+    matrix = attention_matrix(trace, layer, head, step, values, cross)
+    shown, levels = _levels(matrix, values, log)
+    symbol = "S" if values == "scores" else ("log10 A" if log else "A")
+    _title(figure, f"{trace.model.name}: layer {layer}, head {head}, {symbol} ({matrix.shape[0]}×{matrix.shape[1]})")
+    heatmap = Heatmap(figure.ci, row=1, col=0)
+    rows, cols = axis_labels(trace, matrix.shape, cross)
+    heatmap.set_matrix(shown, levels, rows, cols)
+    heatmap.plot.setLabels(left="query", top="key")
+    figure.heatmaps.append(heatmap)
+
+
+def _layer(figure, trace, layer, step, values, log, cross) -> None:
+    n_heads = trace.model.n_heads
+    n_cols = math.ceil(math.sqrt(n_heads))
+    matrices = [attention_matrix(trace, layer, h, step, values, cross) for h in range(n_heads)]
+    scaled = [_levels(m, values, log) for m in matrices]
+    finite = np.concatenate([s[np.isfinite(s)] for s, _ in scaled])
+    levels = scaled[0][1] or ((float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0))
+    _title(figure, f"{trace.model.name}: layer {layer}, all {n_heads} heads", colspan=n_cols + 1)
+    rows, cols = axis_labels(trace, matrices[0].shape, cross)
+    for h, (shown, _) in enumerate(scaled):
+        heatmap = Heatmap(figure.ci, row=1 + h // n_cols, col=h % n_cols, colorbar=False)
+        heatmap.set_matrix(shown, levels, rows, cols)
+        heatmap.plot.setTitle(f"head {h}", size="9pt")
+        figure.heatmaps.append(heatmap)
+    bar = pg.ColorBarItem(values=levels, colorMap=figure.heatmaps[0].colormap, interactive=False, width=12)
+    bar.setImageItem([hm.image for hm in figure.heatmaps])
+    figure.ci.addItem(bar, row=1, col=n_cols, rowspan=math.ceil(n_heads / n_cols))
+
+
+def _grid(figure, trace, step, log, cross) -> None:
+    grid = mosaic(trace, upto_step=step, cross=cross)
+    shown, levels = (log_scaled(grid.image) if log else (grid.image, (0.0, 1.0)))
+    _title(figure, f"{trace.model.name}: all {grid.n_layers} layers × {grid.n_heads} heads, "
+                   f"{trace.n_tokens} tokens (block maxima)")
+    heatmap = Heatmap(figure.ci, row=1, col=0)
+    heatmap.set_matrix(shown, levels)
+    heatmap.axes["left"].set_labels([f"L{i}" for i in range(grid.n_layers)], grid.layer_centres())
+    heatmap.axes["top"].set_labels([f"H{i}" for i in range(grid.n_heads)], grid.head_centres())
+    heatmap.plot.setLabels(left="layer", top="head")
+    figure.heatmaps.append(heatmap)

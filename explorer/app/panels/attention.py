@@ -1,0 +1,215 @@
+"""Attention: one head large, and every head of every layer as a grid of small multiples.
+
+A = softmax(Q_h K_hᵀ · scale) with the mask applied; the toggle shows the
+pre-softmax scores S instead. Masked cells are drawn transparent, so "zero
+because masked" and "almost zero" look different.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QSplitter
+
+from explorer.app.panels.base import Panel, dims
+from explorer.app.panels.grid import Mosaic, mosaic
+from explorer.app.panels.heatmap import Heatmap, log_scaled, short_label
+from explorer.app.session import Selection
+
+
+class AttentionPanel(Panel):
+    title = "Attention"
+    object_name = "attention"
+
+    def __init__(self, session, parent=None) -> None:
+        super().__init__(session, parent)
+        controls = QHBoxLayout()
+        self.layer_box, self.head_box = QSpinBox(), QSpinBox()
+        self.values_box, self.scale_box = QComboBox(), QComboBox()
+        self.values_box.addItems(["weights A", "scores S"])
+        self.scale_box.addItems(["linear", "log"])
+        for label, widget in (("layer", self.layer_box), ("head", self.head_box),
+                              ("show", self.values_box), ("colour", self.scale_box)):
+            controls.addWidget(QLabel(label))
+            controls.addWidget(widget)
+        controls.addStretch(1)
+        self.body.addLayout(controls)
+        self.large_view = pg.GraphicsLayoutWidget()
+        self.grid_view = pg.GraphicsLayoutWidget()
+        self.large = Heatmap(self.large_view.ci)
+        self.grid = Heatmap(self.grid_view.ci, axes=("left", "top"))
+        self.large.plot.setLabels(left="query", top="key")
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.large_view)
+        splitter.addWidget(self.grid_view)
+        splitter.setSizes([600, 400])
+        self.body.addWidget(splitter, 1)
+        self.large.on_hover = self._hover_large
+        self.large.on_click = lambda row, col: self.select(token=row)
+        self.grid.on_hover = self._hover_grid
+        self.grid.on_click = self._click_grid
+        self.layer_box.valueChanged.connect(lambda v: self.select(layer=v))
+        self.head_box.valueChanged.connect(lambda v: self.select(head=v))
+        self.values_box.currentIndexChanged.connect(self._on_toggle)
+        self.scale_box.currentIndexChanged.connect(self._on_toggle)
+        self.add_to_plot_menu(self.large.plot)
+        self.add_to_plot_menu(self.grid.plot)
+        self.matrix: np.ndarray | None = None
+        self.mosaic: Mosaic | None = None
+        self._drawn_large = None
+        self._drawn_grid = None
+
+    # ----- settings the exports reuse ------------------------------------------------
+    @property
+    def values(self) -> str:
+        return "scores" if self.values_box.currentIndex() == 1 else "weights"
+
+    @property
+    def log_scale(self) -> bool:
+        return self.scale_box.currentIndex() == 1 and self.values == "weights"
+
+    @property
+    def cross(self) -> bool:
+        return self.session.selection.attention == "cross"
+
+    # ----- drawing ------------------------------------------------------------------
+    def redraw(self) -> None:
+        self._drawn_large = self._drawn_grid = None
+        trace = self.trace
+        if trace is None or not trace.steps:
+            self.large.set_matrix(np.zeros((0, 0)))
+            self.set_formula("A = softmax(Q_h K_hᵀ / √d_{QK})")
+            return
+        self.layer_box.setRange(0, trace.model.n_layers - 1)
+        self.head_box.setRange(0, trace.model.n_heads - 1)
+
+    def show_selection(self, selection: Selection) -> None:
+        trace = self.trace
+        if trace is None or not trace.steps:
+            return
+        self.layer_box.setValue(selection.layer)
+        self.head_box.setValue(selection.head)
+        self.scale_box.setEnabled(self.values == "weights")
+        large_key = (selection.layer, selection.head, selection.step, self.cross, self.values, self.log_scale)
+        if large_key != self._drawn_large:
+            self._draw_large(selection)
+            self._drawn_large = large_key
+        grid_key = (selection.step, self.cross, self.log_scale)
+        if grid_key != self._drawn_grid:
+            self._draw_grid(selection)
+            self._drawn_grid = grid_key
+        self.large.highlight(selection.token, selection.token)
+        r, c = self.mosaic.tile_shape
+        self.grid.outline(*self.mosaic.tile_origin(selection.layer, selection.head), r, c)
+
+    def _draw_large(self, s: Selection) -> None:
+        trace = self.trace
+        matrix = attention_matrix(trace, s.layer, s.head, s.step, self.values, self.cross)
+        self.matrix = matrix
+        shown, levels = (log_scaled(matrix) if self.log_scale else (matrix, None))
+        if self.values == "weights" and not self.log_scale:
+            levels = (0.0, float(np.nanmax(matrix)) if np.isfinite(matrix).any() else 1.0)
+        rows, cols = axis_labels(trace, matrix.shape, self.cross)
+        self.large.set_matrix(shown, levels, rows, cols, keep_view=True)
+        n_q, n_kv = matrix.shape
+        what = "S = Q_h K_hᵀ · scale" if self.values == "scores" else "A = softmax(Q_h K_hᵀ / √d_{QK})"
+        kv = trace.kv_head_of(s.head)
+        self.set_formula(f"{what} ∈ {dims(n_q, n_kv)}   layer {s.layer}, head {s.head} (K/V head {kv}),"
+                         f" N_Q = {trace.model.n_heads}, N_{{KV}} = {trace.model.n_kv_heads},"
+                         f" d_{{QK}} = {trace.model.d_qk}")
+
+    def _draw_grid(self, s: Selection) -> None:
+        self.mosaic = mosaic(self.trace, upto_step=s.step, cross=self.cross)
+        image, levels = (log_scaled(self.mosaic.image) if self.log_scale else (self.mosaic.image, (0.0, 1.0)))
+        self.grid.set_matrix(image, levels, keep_view=True)
+        self.grid.axes["left"].set_labels([f"L{i}" for i in range(self.mosaic.n_layers)], self.mosaic.layer_centres())
+        self.grid.axes["top"].set_labels([f"H{i}" for i in range(self.mosaic.n_heads)], self.mosaic.head_centres())
+
+    # ----- pointer --------------------------------------------------------------------
+    def _hover_large(self, row, col) -> None:
+        if row is None or self.matrix is None:
+            return
+        text = self.trace.token_text
+        value = self.matrix[row, col]
+        symbol = "S" if self.values == "scores" else "A"
+        shown = "masked" if not np.isfinite(value) else f"{value:.6g}"
+        key_text = _key_text(self.trace, col, self.cross)
+        self.readout.setText(f"{symbol}[{row}, {col}] = {shown}    query {row} {text[row]!r} → key {col} {key_text!r}")
+
+    def _hover_grid(self, row, col) -> None:
+        tile = self.mosaic.tile_at(row, col) if (row is not None and self.mosaic) else None
+        if tile is not None:
+            self.readout.setText(f"layer {tile[0]}, head {tile[1]} (click to open it large)")
+
+    def _click_grid(self, row, col) -> None:
+        tile = self.mosaic.tile_at(row, col) if self.mosaic else None
+        if tile is not None:
+            self.select(layer=tile[0], head=tile[1])
+
+    def _on_toggle(self, _index) -> None:
+        if not self._updating:
+            self.refresh()
+
+    # ----- export ------------------------------------------------------------------------
+    def make_export_actions(self) -> list[QAction]:
+        from explorer.app import export
+
+        def settings():
+            s = self.session.selection
+            return dict(step=s.step, values=self.values, log=self.log_scale, cross=self.cross), s
+
+        def image(scope):
+            options, s = settings()
+            head = {"head": s.head, "layer": "all", "grid": "all"}[scope]
+            layer = "all" if scope == "grid" else s.layer
+            export.ask_and_export_attention(self, self.trace, layer, head, **options)
+
+        def raw():
+            options, s = settings()
+            export.ask_and_export_attention(self, self.trace, s.layer, s.head, raw=True, **options)
+
+        def frames():
+            options, s = settings()
+            options.pop("step")
+            export.ask_and_export_frames(self, self.trace, s.layer, s.head, **options)
+
+        specs = [("Export this head as PNG/SVG…", lambda: image("head")),
+                 ("Export all heads of this layer as PNG/SVG…", lambda: image("layer")),
+                 ("Export the full grid as PNG/SVG…", lambda: image("grid")),
+                 ("Export the raw matrix as CSV/NPY…", raw),
+                 ("Export every step as numbered frames…", frames)]
+        actions = []
+        for text, slot in specs:
+            action = QAction(text, self)
+            action.triggered.connect(slot)
+            actions.append(action)
+        return actions
+
+
+def attention_matrix(trace, layer: int, head: int, step: int | None = None, values: str = "weights",
+                     cross: bool = False) -> np.ndarray:
+    """One head's weights (or scores) with masked cells as NaN: (T_q, T_kv)."""
+    if values == "scores":
+        matrix = trace.scores(layer, head, step, cross)
+    else:
+        matrix = trace.attention(layer, step, cross)[head].astype(np.float32)
+    mask = trace.mask(layer, step, cross)
+    return np.where(mask & np.isfinite(matrix), matrix, np.nan).astype(np.float32)
+
+
+def axis_labels(trace, shape: tuple[int, int], cross: bool = False) -> tuple[list[str], list[str]]:
+    """Tick labels of the query rows and key columns."""
+    text = trace.token_text
+    rows = [short_label(t) for t in text[: shape[0]]]
+    if cross and trace.encoder is not None:
+        cols = [short_label(t) for t in trace.encoder.token_text[: shape[1]]]
+    else:
+        cols = [short_label(t) for t in text[: shape[1]]]
+    return rows, cols
+
+
+def _key_text(trace, col: int, cross: bool) -> str:
+    if cross and trace.encoder is not None:
+        return trace.encoder.token_text[col]
+    return trace.token_text[col] if col < len(trace.token_text) else ""

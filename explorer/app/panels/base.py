@@ -1,0 +1,160 @@
+"""What every panel shares: a header with its formula and live shapes, a context menu
+of export actions, and the subscriptions to the session.
+
+A panel takes the session in its constructor and subscribes (napari's `QtDims(dims)`),
+redraws from the trace on `trace_changed`, highlights on `selection_changed`, and only
+ever talks back through `session.select(...)` and the session's `*_requested` intents.
+"""
+from __future__ import annotations
+
+import html
+import re
+from contextlib import contextmanager
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QLabel, QMenu, QVBoxLayout, QWidget
+
+from explorer.app.session import Selection, Session
+from explorer.core.trace import Trace
+
+_SCRIPT = re.compile(r"([_^])(\{[^}]*\}|[^\s{}_^=,·()])")
+
+
+def formula_html(formula: str) -> str:
+    """`Q_h = X W_h^Q ∈ ℝ^{7×64}` as rich text with real subscripts and superscripts."""
+    def script(match: re.Match) -> str:
+        tag = "sub" if match.group(1) == "_" else "sup"
+        body = match.group(2)
+        body = body[1:-1] if body.startswith("{") else body
+        return f"<{tag}>{body}</{tag}>"
+
+    return _SCRIPT.sub(script, html.escape(formula, quote=False))
+
+
+def dims(*sizes: int) -> str:
+    """`ℝ^{7×64}` for the shape (7, 64)."""
+    return "ℝ^{" + "×".join(str(int(s)) for s in sizes) + "}"
+
+
+class Panel(QWidget):
+    """Base of every panel: `title`, `formula`, `export_actions()`, and the session wiring."""
+
+    title = "Panel"
+    object_name = "panel"
+
+    def __init__(self, session: Session, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.setObjectName(self.object_name)
+        self.formula = ""
+        self.header = QLabel()
+        self.header.setTextFormat(Qt.TextFormat.RichText)
+        self.header.setWordWrap(True)
+        self.header.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.header.setStyleSheet("QLabel { font-size: 13px; padding: 2px 4px; }")
+        self.readout = QLabel(" ")
+        self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.setSpacing(2)
+        layout.addWidget(self.header)
+        self.body = QVBoxLayout()
+        layout.addLayout(self.body, 1)
+        layout.addWidget(self.readout)
+        self._updating = False
+        self._dirty = True
+        self._actions: list[QAction] | None = None
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.customContextMenuRequested.connect(self._show_menu)
+        session.trace_changed.connect(self._on_trace_changed)
+        session.selection_changed.connect(self._on_selection_changed)
+        session.tokens_changed.connect(self._on_tokens_changed)
+
+    # ----- what subclasses write -------------------------------------------------------
+    def redraw(self) -> None:
+        """Draw everything from `self.session.trace`; then `show_selection`."""
+
+    def show_selection(self, selection: Selection) -> None:
+        """Highlight `selection` without redrawing the data."""
+
+    def make_export_actions(self) -> list[QAction]:
+        """The panel's export actions; the default saves what the panel shows."""
+        from explorer.app import export
+
+        action = QAction(f"Export {self.title} as PNG/SVG…", self)
+        action.triggered.connect(lambda: export.ask_and_save_widget(self, self.object_name))
+        return [action]
+
+    # ----- shared -----------------------------------------------------------------------
+    @property
+    def trace(self) -> Trace | None:
+        return self.session.trace
+
+    def set_formula(self, formula: str) -> None:
+        if formula == self.formula:
+            return
+        self.formula = formula
+        self.header.setText(formula_html(formula))
+
+    def export_actions(self) -> list[QAction]:
+        """Actions for the panel's context menu, the main window's Export menu and Ctrl+E (the first)."""
+        if self._actions is None:
+            self._actions = self.make_export_actions()
+        return self._actions
+
+    def select(self, **changes) -> None:
+        """Ask the session to change the selection, unless we are applying one ourselves."""
+        if not self._updating:
+            self.session.select(**changes)
+
+    @contextmanager
+    def updating(self):
+        """While set, widget signals caused by our own updates are not sent back as intents."""
+        previous, self._updating = self._updating, True
+        try:
+            yield
+        finally:
+            self._updating = previous
+
+    def add_to_plot_menu(self, plot) -> None:
+        """Append the export actions to a pyqtgraph ViewBox's own right-click menu."""
+        menu = plot.getViewBox().menu
+        menu.addSeparator()
+        for action in self.export_actions():
+            menu.addAction(action)
+
+    def refresh(self) -> None:
+        """Redraw now if visible, or on the next show (hidden docks cost nothing per step)."""
+        if not self.isVisible():
+            self._dirty = True
+            return
+        self._dirty = False
+        with self.updating():
+            self.redraw()
+            self.show_selection(self.session.selection)
+
+    # ----- session handlers --------------------------------------------------------------
+    def _on_trace_changed(self, trace) -> None:
+        self.refresh()
+
+    def _on_tokens_changed(self, tokens) -> None:
+        """Most panels draw the trace only; the token panel also draws the live tokens."""
+
+    def _on_selection_changed(self, selection: Selection) -> None:
+        if self._dirty:
+            self.refresh()
+            return
+        with self.updating():
+            self.show_selection(selection)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._dirty:
+            self.refresh()
+
+    def _show_menu(self, pos) -> None:
+        menu = QMenu(self)
+        for action in self.export_actions():
+            menu.addAction(action)
+        menu.exec(self.mapToGlobal(pos))

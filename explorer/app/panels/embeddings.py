@@ -1,0 +1,109 @@
+"""Embeddings: the rows E[id] of the embedding matrix (tokens × d_model) with their norms,
+learned positional embeddings where the model has them, and for RoPE models the
+rotation angle θ_i · pos of every frequency pair at every position.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel
+
+from explorer.app.panels.base import Panel, dims
+from explorer.app.panels.heatmap import Heatmap, short_label
+from explorer.app.session import Selection
+
+VIEWS = {
+    "tokens": "token embeddings E[id]",
+    "positions": "positional embeddings P[pos]",
+    "rope": "RoPE angles θ_i · pos",
+}
+
+
+def symmetric_levels(matrix: np.ndarray) -> tuple[float, float]:
+    finite = np.abs(matrix[np.isfinite(matrix)])
+    top = float(finite.max()) if finite.size else 1.0
+    return -top or -1.0, top or 1.0
+
+
+class EmbeddingsPanel(Panel):
+    title = "Embeddings"
+    object_name = "embeddings"
+
+    def __init__(self, session, parent=None) -> None:
+        super().__init__(session, parent)
+        controls = QHBoxLayout()
+        self.view_box = QComboBox()
+        controls.addWidget(QLabel("show"))
+        controls.addWidget(self.view_box)
+        controls.addStretch(1)
+        self.body.addLayout(controls)
+        self.view = pg.GraphicsLayoutWidget()
+        self.heatmap = Heatmap(self.view.ci, row=0, col=0, colormap="CET-D1", axes=("left", "bottom"))
+        self.norm_plot = self.view.addPlot(row=0, col=2, title="‖row‖₂")
+        self.norm_plot.invertY(True)
+        self.norm_plot.setYLink(self.heatmap.plot)
+        self.norm_plot.setMaximumWidth(160)
+        self.body.addWidget(self.view, 1)
+        self.heatmap.on_hover = self._hover
+        self.heatmap.on_click = lambda row, col: self.select(token=row)
+        self.view_box.currentIndexChanged.connect(lambda _: None if self._updating else self.refresh())
+        self.add_to_plot_menu(self.heatmap.plot)
+        self.matrix: np.ndarray | None = None
+
+    def current_view(self) -> str:
+        return self.view_box.currentData() or "tokens"
+
+    def redraw(self) -> None:
+        trace = self.trace
+        if trace is None or not trace.steps:
+            self.matrix = None
+            self.heatmap.set_matrix(np.zeros((0, 0)))
+            self.set_formula("X_0 = E[ids]")
+            return
+        available = ["tokens"]
+        if trace.steps[0].pos_embeddings is not None:
+            available.append("positions")
+        if trace.rope_inv_freq is not None and trace.model.positional == "rope":
+            available.append("rope")
+        current = self.current_view()
+        self.view_box.clear()
+        for name in available:
+            self.view_box.addItem(VIEWS[name], name)
+        self.view_box.setCurrentIndex(available.index(current) if current in available else 0)
+        self._draw(trace, self.current_view())
+
+    def _draw(self, trace, view: str) -> None:
+        labels = [f"{i} {short_label(t)}" for i, t in enumerate(trace.token_text)]
+        T = trace.n_tokens
+        if view == "rope":
+            positions = np.arange(T, dtype=np.float64)[:, None]                  # (T, 1)
+            matrix = np.mod(positions * trace.rope_inv_freq[None, :], 2 * np.pi)  # (T, d_qk/2)
+            self.heatmap.set_colormap("CET-C1")
+            levels = (0.0, 2 * np.pi)
+            self.set_formula(f"angle_{{pos,i}} = pos · θ_i mod 2π,  θ_i = base^{{−2i/d}} ∈ {dims(*matrix.shape)}")
+        else:
+            source = "embeddings" if view == "tokens" else "pos_embeddings"
+            matrix = np.concatenate([getattr(s, source) for s in trace.steps]).astype(np.float32)
+            self.heatmap.set_colormap("CET-D1")
+            levels = symmetric_levels(matrix)
+            symbol = "E[ids]" if view == "tokens" else "P[pos]"
+            positional = " + P[pos]" if trace.steps[0].pos_embeddings is not None and view == "tokens" else ""
+            self.set_formula(f"X_0 = E[ids]{positional},  {symbol} ∈ {dims(*matrix.shape)}")
+        self.matrix = matrix
+        self.heatmap.set_matrix(matrix, levels, labels, [str(i) for i in range(matrix.shape[1])], keep_view=True)
+        self._draw_norms(np.linalg.norm(matrix, axis=1) if view != "rope" else np.zeros(T))
+
+    def _draw_norms(self, norms: np.ndarray) -> None:
+        self.norm_plot.clear()
+        rows = np.arange(len(norms))
+        self.norm_plot.addItem(pg.BarGraphItem(x0=0, y=rows, height=0.8, width=norms, brush="#3b7dd8"))
+
+    def show_selection(self, selection: Selection) -> None:
+        self.heatmap.highlight(selection.token, None)
+
+    def _hover(self, row, col) -> None:
+        if row is None or self.matrix is None:
+            return
+        text = self.trace.token_text[row]
+        self.readout.setText(f"position {row} {text!r}, component {col}: {self.matrix[row, col]:.6g}   "
+                             f"‖row‖ = {np.linalg.norm(self.matrix[row]):.4g}")

@@ -1,0 +1,98 @@
+"""The all-heads grid as one image: every layer × head attention map, block-max downsampled.
+
+One `ImageItem` for the whole grid keeps a 30 × 9 repaint at 512 tokens cheap, and
+downsampling straight from the per-step records never builds the dense (H, T, T)
+of every layer at once (at 2,048 tokens that would be gigabytes).
+Numpy only.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from explorer.core.trace import AttentionRecord, Trace
+
+TILE = 32   # pixels per tile side at most; shorter traces keep one pixel per token
+
+
+def attention_records(trace: Trace, layer: int, upto_step: int | None, cross: bool) -> list[AttentionRecord]:
+    end = trace.n_steps if upto_step is None else upto_step + 1
+    return [(s.layers[layer].cross if cross else s.layers[layer].attn) for s in trace.steps[:end]]
+
+
+def downsampled_attention(trace: Trace, layer: int, tile: int = TILE, upto_step: int | None = None,
+                          cross: bool = False) -> np.ndarray:
+    """Block maxima of one layer's attention weights: (N_Q, ceil(T_q/f), ceil(T_kv/f)) with f the block.
+
+    Blocks with no allowed cell at all are NaN (drawn transparent), like masked cells.
+    """
+    records = attention_records(trace, layer, upto_step, cross)
+    t_q = sum(r.n_new for r in records)
+    t_kv = records[0].n_kv if cross else max(int(r.kv_positions.max()) + 1 for r in records)
+    block = max(1, math.ceil(max(t_q, t_kv) / tile))
+    n_heads = records[0].weights.shape[0]
+    out = np.zeros((n_heads, math.ceil(t_q / block), math.ceil(t_kv / block)), dtype=np.float32)
+    allowed = np.zeros(out.shape[1:], dtype=bool)
+    row = 0
+    for record in records:
+        columns = (np.arange(record.n_kv) if cross else np.asarray(record.kv_positions)) // block
+        order = np.argsort(columns, kind="stable")                         # ring caches are not in order
+        columns = columns[order]
+        weights = np.asarray(record.weights, dtype=np.float32)[:, :, order]  # (N_Q, n_new, n_kv)
+        mask = np.asarray(record.mask)[:, order]                             # (n_new, n_kv)
+        u_cols, col_starts = np.unique(columns, return_index=True)
+        rows = (row + np.arange(record.n_new)) // block
+        u_rows, row_starts = np.unique(rows, return_index=True)
+        weights = np.maximum.reduceat(np.maximum.reduceat(weights, col_starts, axis=2), row_starts, axis=1)
+        mask = np.logical_or.reduceat(np.logical_or.reduceat(mask, col_starts, axis=1), row_starts, axis=0)
+        index = (slice(None), u_rows[:, None], u_cols[None, :])
+        out[index] = np.maximum(out[index], weights)
+        allowed[u_rows[:, None], u_cols[None, :]] |= mask
+        row += record.n_new
+    out[:, ~allowed] = np.nan
+    return out
+
+
+@dataclass(frozen=True)
+class Mosaic:
+    """Tiles laid out with one-pixel NaN gutters: layers down, heads across."""
+
+    image: np.ndarray        # (L*(r+1)-1, H*(c+1)-1), NaN in the gutters
+    tile_shape: tuple[int, int]
+    n_layers: int
+    n_heads: int
+
+    def tile_at(self, row: int, col: int) -> tuple[int, int] | None:
+        """(layer, head) of the tile under an image pixel, or None in a gutter."""
+        r, c = self.tile_shape
+        layer, head = row // (r + 1), col // (c + 1)
+        if row % (r + 1) == r or col % (c + 1) == c or layer >= self.n_layers or head >= self.n_heads:
+            return None
+        return layer, head
+
+    def tile_origin(self, layer: int, head: int) -> tuple[int, int]:
+        r, c = self.tile_shape
+        return layer * (r + 1), head * (c + 1)
+
+    def layer_centres(self) -> list[float]:
+        r = self.tile_shape[0]
+        return [layer * (r + 1) + (r - 1) / 2 for layer in range(self.n_layers)]
+
+    def head_centres(self) -> list[float]:
+        c = self.tile_shape[1]
+        return [head * (c + 1) + (c - 1) / 2 for head in range(self.n_heads)]
+
+
+def mosaic(trace: Trace, layers: list[int] | None = None, tile: int = TILE, upto_step: int | None = None,
+           cross: bool = False) -> Mosaic:
+    """Every head of the given layers (all by default) in one image."""
+    layers = list(range(trace.model.n_layers)) if layers is None else layers
+    tiles = [downsampled_attention(trace, layer, tile, upto_step, cross) for layer in layers]
+    n_heads, r, c = tiles[0].shape
+    image = np.full((len(layers) * (r + 1) - 1, n_heads * (c + 1) - 1), np.nan, dtype=np.float32)
+    for i, heads in enumerate(tiles):
+        for h in range(n_heads):
+            image[i * (r + 1): i * (r + 1) + r, h * (c + 1): h * (c + 1) + c] = heads[h]
+    return Mosaic(image, (r, c), len(layers), n_heads)

@@ -1,0 +1,229 @@
+"""A labelled matrix view, built the way pyqtgraph's MatrixDisplayExample builds one.
+
+`ImageItem` in row-major order inside a `PlotItem` with inverted y, the pixel
+centres on integer coordinates, token tick labels that thin out as the view
+zooms out, a `ColorBarItem`, hover mapped through the `ViewBox` (crosshair.py),
+and rectangles that highlight the selected row and column.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QPen, QTransform
+from PySide6.QtWidgets import QGraphicsRectItem
+
+HIGHLIGHT = QColor("#ff2d55")
+LOG_FLOOR = 1e-6
+
+
+class TokenAxis(pg.AxisItem):
+    """An axis whose ticks are labels at given positions, thinned so that they never overlap."""
+
+    def __init__(self, orientation: str, **kwargs) -> None:
+        super().__init__(orientation, **kwargs)
+        self._labels: list[str] = []
+        self._positions = np.zeros(0)
+        self.setStyle(tickLength=-3, autoExpandTextSpace=True)
+        self.enableAutoSIPrefix(False)
+
+    def set_labels(self, labels: Sequence[str], positions: Sequence[float] | None = None) -> None:
+        self._labels = [str(label) for label in labels]
+        self._positions = np.arange(len(labels), dtype=float) if positions is None else np.asarray(positions, float)
+        if self.orientation in ("left", "right") and self._labels:
+            self.setWidth(min(130, 7 * max(len(label) for label in self._labels) + 16))
+        self.picture = None
+        self.update()
+
+    def tickValues(self, minVal, maxVal, size):
+        if not self._labels:
+            return []
+        lo, hi = sorted((minVal, maxVal))
+        visible = np.flatnonzero((self._positions >= lo - 0.5) & (self._positions <= hi + 0.5))
+        if visible.size == 0:
+            return []
+        spacing = (self._positions[-1] - self._positions[0]) / max(1, len(self._positions) - 1) or 1.0
+        px_per_label = size / max(hi - lo, 1e-9) * spacing
+        stride = _nice_stride(self._needed_px() / max(px_per_label, 1e-9))
+        chosen = visible[visible % stride == 0]
+        return [(stride, [float(self._positions[i]) for i in chosen])]
+
+    def tickStrings(self, values, scale, spacing):
+        lookup = {float(p): i for i, p in enumerate(self._positions)}
+        return [self._labels[lookup[float(v)]] if float(v) in lookup else "" for v in values]
+
+    def _needed_px(self) -> float:
+        if self.orientation in ("left", "right"):
+            return 13.0
+        longest = max((len(label) for label in self._labels), default=1)
+        return 6.5 * min(longest, 12) + 8.0
+
+
+def _nice_stride(ratio: float) -> int:
+    if ratio <= 1:
+        return 1
+    magnitude = 10 ** math.floor(math.log10(ratio))
+    for step in (1, 2, 5, 10):
+        if step * magnitude >= ratio:
+            return int(step * magnitude)
+    return int(10 * magnitude)
+
+
+def short_label(text: str, width: int = 10) -> str:
+    """A tick label: whitespace made visible, long tokens cut."""
+    text = text.replace(" ", "·").replace("\n", "↵").replace("\t", "→")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+class Heatmap:
+    """One matrix in a GraphicsLayout: rows top to bottom, columns left to right.
+
+    `on_hover(row, col)` and `on_click(row, col)` receive matrix indices (or None
+    when the pointer leaves the matrix).
+    """
+
+    def __init__(self, layout: pg.GraphicsLayout, row: int = 0, col: int = 0, colorbar: bool = True,
+                 colormap: str = "viridis", axes: tuple[str, str] = ("left", "top")) -> None:
+        self.axes = {side: TokenAxis(side) for side in ("left", "top", "right", "bottom")}
+        self.plot = layout.addPlot(row=row, col=col, axisItems=self.axes)
+        self.plot.invertY(True)
+        self.plot.setDefaultPadding(0.0)
+        self.plot.showAxes(True, showValues=tuple(side in axes for side in ("left", "top", "right", "bottom")))
+        self.plot.hideButtons()
+        self.plot.getViewBox().setMouseEnabled(True, True)
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.image.setTransform(QTransform().translate(-0.5, -0.5))
+        self.image.setAutoDownsample(True)
+        self.plot.addItem(self.image)
+        self.colormap = pg.colormap.get(colormap)
+        self.image.setColorMap(self.colormap)
+        self.colorbar = None
+        if colorbar:
+            self.colorbar = pg.ColorBarItem(values=(0, 1), colorMap=self.colormap, interactive=False, width=12)
+            self.colorbar.setImageItem(self.image, insert_in=self.plot)
+        self.row_box = self._box()
+        self.col_box = self._box()
+        self.tile_box = self._box()
+        self.on_hover: Callable[[int | None, int | None], None] | None = None
+        self.on_click: Callable[[int, int], None] | None = None
+        self.shape = (0, 0)
+        self.highlighted: tuple[int | None, int | None] = (None, None)
+        self._connected = False
+
+    # ----- data -------------------------------------------------------------------
+    def set_matrix(self, matrix: np.ndarray, levels: tuple[float, float] | None = None,
+                   row_labels: Sequence[str] | None = None, col_labels: Sequence[str] | None = None,
+                   keep_view: bool = False) -> None:
+        """Show `matrix` (NaN is drawn transparent); levels default to its finite range."""
+        matrix = np.asarray(matrix, dtype=np.float32)
+        finite = matrix[np.isfinite(matrix)]
+        if levels is None:
+            levels = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+        if levels[1] <= levels[0]:
+            levels = (levels[0], levels[0] + 1e-6)
+        reshaped = matrix.shape != self.shape
+        self.shape = matrix.shape
+        self.image.setImage(matrix, levels=levels, autoLevels=False)
+        if self.colorbar is not None:
+            self.colorbar.setLevels(levels)
+        if row_labels is not None:
+            self.axes["left"].set_labels(row_labels)
+            self.axes["right"].set_labels(row_labels)
+        if col_labels is not None:
+            self.axes["top"].set_labels(col_labels)
+            self.axes["bottom"].set_labels(col_labels)
+        if reshaped or not keep_view:
+            self.plot.setRange(xRange=(-0.5, matrix.shape[1] - 0.5), yRange=(-0.5, matrix.shape[0] - 0.5),
+                               padding=0)
+        self.highlight(*self.highlighted)
+        self._connect_scene()
+
+    def set_colormap(self, colormap) -> None:
+        """A pyqtgraph ColorMap or its name; the colour bar follows."""
+        self.colormap = pg.colormap.get(colormap) if isinstance(colormap, str) else colormap
+        if self.colorbar is not None:
+            self.colorbar.setColorMap(self.colormap)
+        else:
+            self.image.setColorMap(self.colormap)
+
+    def pixel_color(self, row: int, col: int) -> QColor:
+        """The colour the image gives the cell (row, col), read from the rendered QImage."""
+        qimage = self.image.qimage
+        if qimage is None:
+            self.image.render()
+            qimage = self.image.qimage
+        return QColor.fromRgba(qimage.pixel(col, row))
+
+    # ----- selection ------------------------------------------------------------------
+    def highlight(self, row: int | None, col: int | None) -> None:
+        """Outline row `row` and column `col` (None hides that outline)."""
+        self.highlighted = (row, col)
+        n_rows, n_cols = self.shape if len(self.shape) == 2 else (0, 0)
+        show_row = row is not None and 0 <= row < n_rows
+        show_col = col is not None and 0 <= col < n_cols
+        if show_row:
+            self.row_box.setRect(QRectF(-0.5, row - 0.5, n_cols, 1))
+        if show_col:
+            self.col_box.setRect(QRectF(col - 0.5, -0.5, 1, n_rows))
+        self.row_box.setVisible(show_row)
+        self.col_box.setVisible(show_col)
+
+    def outline(self, top: int, left: int, height: int, width: int) -> None:
+        """Outline a block of cells (a tile of the all-heads grid)."""
+        self.tile_box.setRect(QRectF(left - 0.5, top - 0.5, width, height))
+        self.tile_box.setVisible(True)
+
+    def _box(self) -> QGraphicsRectItem:
+        box = QGraphicsRectItem()
+        pen = QPen(HIGHLIGHT, 2)
+        pen.setCosmetic(True)
+        box.setPen(pen)
+        box.setZValue(10)
+        box.setVisible(False)
+        self.plot.addItem(box)
+        return box
+
+    # ----- pointer ----------------------------------------------------------------------
+    def cell_at(self, scene_pos: QPointF) -> tuple[int, int] | None:
+        """The matrix cell under a scene position, through the ViewBox mapping."""
+        if not self.plot.getViewBox().sceneBoundingRect().contains(scene_pos):
+            return None
+        point = self.plot.getViewBox().mapSceneToView(scene_pos)
+        row, col = int(round(point.y())), int(round(point.x()))
+        if len(self.shape) == 2 and 0 <= row < self.shape[0] and 0 <= col < self.shape[1]:
+            return row, col
+        return None
+
+    def scene_pos_of(self, row: int, col: int) -> QPointF:
+        return self.plot.getViewBox().mapViewToScene(QPointF(col, row))
+
+    def _connect_scene(self) -> None:
+        scene = self.plot.scene()
+        if self._connected or scene is None:
+            return
+        scene.sigMouseMoved.connect(self._mouse_moved)
+        scene.sigMouseClicked.connect(self._mouse_clicked)
+        self._connected = True
+
+    def _mouse_moved(self, scene_pos) -> None:
+        if self.on_hover is not None:
+            cell = self.cell_at(scene_pos)
+            self.on_hover(*(cell if cell else (None, None)))
+
+    def _mouse_clicked(self, event) -> None:
+        if event.button() != Qt.MouseButton.LeftButton or self.on_click is None:
+            return
+        cell = self.cell_at(event.scenePos())
+        if cell is not None:
+            self.on_click(*cell)
+
+
+def log_scaled(matrix: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
+    """log10 of weights with a floor, keeping NaN (masked) cells; levels from the floor to 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.log10(np.maximum(matrix, LOG_FLOOR))
+    out[np.isnan(matrix)] = np.nan
+    return out.astype(np.float32), (math.log10(LOG_FLOOR), 0.0)

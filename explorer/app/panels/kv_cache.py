@@ -1,0 +1,206 @@
+"""KV cache: live occupancy of the model's real cache, paged into blocks, and what the same
+model would keep under MHA, GQA, MQA and MLA.
+
+Bytes per token per layer (DeepSeek-V2, Table 1): MHA 2·n_h·d_h, GQA 2·n_g·d_h,
+MQA 2·d_h, MLA d_c + d_R, times the dtype's bytes; blocks as in PagedAttention
+(Kwon et al. 2023): ceil(tokens / block) per layer, the last one partly filled.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import (QHBoxLayout, QLabel, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem,
+                               QVBoxLayout, QWidget)
+
+from explorer.app.panels.base import Panel
+from explorer.app.panels.heatmap import Heatmap
+from explorer.app.session import Selection
+from explorer.core import kv_formulas, kv_variants
+
+KIB = 1024.0
+human = kv_variants.human_bytes
+
+
+class KVCachePanel(Panel):
+    title = "KV cache"
+    object_name = "kv_cache"
+
+    def __init__(self, session, parent=None) -> None:
+        super().__init__(session, parent)
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+        self.body.addWidget(self.summary)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        self.plots = pg.GraphicsLayoutWidget()
+        self.layer_plot = self.plots.addPlot(row=0, col=0, title="bytes per layer: in use / allocated")
+        self.total_plot = self.plots.addPlot(row=0, col=1, title="total in use against tokens")
+        self.layer_plot.setLabels(left="KiB", bottom="layer")
+        self.total_plot.setLabels(left="KiB", bottom="tokens")
+        self.step_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#ff2d55", width=2))
+        self.total_plot.addItem(self.step_line)
+        splitter.addWidget(self.plots)
+        splitter.addWidget(self._blocks_section())
+        splitter.addWidget(self._variants_section())
+        self.body.addWidget(splitter, 1)
+        self.add_to_plot_menu(self.layer_plot)
+        self.total_plot.getViewBox().menu.addActions(self.export_actions())
+        self.total_in_use = 0
+        self.total_allocated = 0
+        self.held = np.zeros(0, dtype=np.int64)
+
+    def _blocks_section(self) -> QWidget:
+        section = QWidget()
+        layout = QVBoxLayout(section)
+        layout.setContentsMargins(0, 0, 0, 0)
+        row = QHBoxLayout()
+        self.block_box = QSpinBox()
+        self.block_box.setRange(1, 4096)
+        self.block_box.setValue(kv_variants.DEFAULT_BLOCK_SIZE)
+        self.block_box.valueChanged.connect(lambda _: self.refresh())
+        self.paging_label = QLabel()
+        row.addWidget(QLabel("paged view, block size"))
+        row.addWidget(self.block_box)
+        row.addWidget(self.paging_label, 1)
+        layout.addLayout(row)
+        self.block_view = pg.GraphicsLayoutWidget()
+        self.blocks = Heatmap(self.block_view.ci, colorbar=False)
+        self.blocks.plot.setLabels(left="layer", top="block")
+        self.blocks.on_hover = self._hover_block
+        self.blocks.on_click = lambda layer, _block: self.select(layer=layer)
+        layout.addWidget(self.block_view, 1)
+        return section
+
+    def _variants_section(self) -> QWidget:
+        section = QWidget()
+        layout = QVBoxLayout(section)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.grouping = QLabel()
+        self.grouping.setWordWrap(True)
+        self.grouping.setTextFormat(Qt.TextFormat.RichText)
+        layout.addWidget(self.grouping)
+        self.table = QTableWidget(0, 6)
+        self.table.setHorizontalHeaderLabels(["variant", "K/V heads", "bytes / token", "now",
+                                              "at context length", "vs MHA"])
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        layout.addWidget(self.table, 1)
+        return section
+
+    # ----- drawing ---------------------------------------------------------------------------
+    def redraw(self) -> None:
+        trace = self.trace
+        if trace is None or not trace.steps:
+            self.summary.setText("No cache yet: run the model.")
+            self.set_formula("cache bytes = Σ_l tokens_l · bytes per token per layer")
+            return
+        self._draw_variants(trace)
+
+    def show_selection(self, selection: Selection) -> None:
+        trace = self.trace
+        if trace is None or not trace.steps or trace.model.is_encoder_only:
+            if trace is not None and trace.model.is_encoder_only:
+                self.summary.setText("An encoder keeps no KV cache: every token is seen at once.")
+            return
+        step = trace.n_steps - 1 if selection.step is None else selection.step
+        self._draw_occupancy(trace, step, selection.layer)
+        self._draw_blocks(selection.layer)
+        self._draw_grouping(trace, selection.head)
+
+    def _draw_occupancy(self, trace, step: int, layer: int) -> None:
+        in_use = trace.kv_bytes_in_use(step)
+        allocated = trace.kv_bytes_allocated(step)
+        per_token = kv_formulas.bytes_per_token_per_layer(trace.model)
+        self.held = in_use // per_token if per_token else np.zeros_like(in_use)
+        self.total_in_use, self.total_allocated = int(in_use.sum()), int(allocated.sum())
+        layers = np.arange(len(in_use))
+        self.layer_plot.clear()
+        self.layer_plot.addItem(pg.BarGraphItem(x=layers, height=allocated / KIB, width=0.7,
+                                                pen=pg.mkPen("#9aa0a6"), brush=None))
+        brushes = ["#ffb000" if i == layer else "#3b7dd8" for i in layers]
+        self.layer_plot.addItem(pg.BarGraphItem(x=layers, height=in_use / KIB, width=0.7, brushes=brushes))
+        tokens = np.cumsum([s.n_new for s in trace.steps])
+        totals = np.array([trace.kv_bytes_in_use(i).sum() for i in range(trace.n_steps)]) / KIB
+        self.total_plot.clear()
+        self.total_plot.addItem(self.step_line)
+        self.total_plot.plot(tokens, totals, pen="#3b7dd8", symbol="o", symbolSize=5)
+        self.total_plot.plot([tokens[step]], [totals[step]], pen=None, symbol="o", symbolSize=11,
+                             symbolBrush="#ff2d55")
+        self.step_line.setValue(float(tokens[step]))
+        self.summary.setText(
+            f"<b>{human(self.total_in_use)}</b> in use of {human(self.total_allocated)} allocated "
+            f"after step {step + 1}/{trace.n_steps} ({int(tokens[step])} tokens) · "
+            f"{human(per_token * len(in_use))} per token over {len(in_use)} layers at {trace.model.dtype}")
+        self.set_formula(f"bytes = Σ_l tokens_l · {self._formula_text(trace.model)}"
+                         f" = {self.total_in_use:,} B in use")
+
+    def _formula_text(self, info) -> str:
+        b = kv_variants.dtype_bytes(kv_formulas.cache_dtype(info))
+        if info.attention == "mla" and info.mla_rank:
+            return f"(d_c + d_R) · {b} = ({info.mla_rank} + {info.mla_rope_dim}) · {b}"
+        if info.attention == "mha":
+            return f"2 · n_h · d_h · {b} = 2 · {info.n_heads} · {info.d_qk} · {b}"
+        return f"2 · N_{{KV}} · d_h · {b} = 2 · {info.n_kv_heads} · {info.d_qk} · {b}"
+
+    def _draw_blocks(self, layer: int) -> None:
+        block = self.block_box.value()
+        fill = kv_formulas.block_fill(self.held, block)                      # (L, B)
+        shown = np.where(fill > 0, fill, np.nan) if fill.size else np.zeros((len(self.held), 1))
+        self.blocks.set_matrix(shown, (0.0, 1.0), [f"L{i}" for i in range(len(self.held))],
+                               [str(b) for b in range(shown.shape[1])], keep_view=True)
+        self.blocks.highlight(layer, None)
+        n_blocks = -(-self.held // block)
+        slots = int(n_blocks.sum()) * block
+        fragmentation = 1.0 - int(self.held.sum()) / slots if slots else 0.0
+        self.paging_label.setText(f"{int(n_blocks.sum())} blocks, internal fragmentation "
+                                  f"{fragmentation:.1%} ({slots - int(self.held.sum())} empty slots)")
+
+    def _hover_block(self, layer, block) -> None:
+        if layer is None:
+            return
+        size = self.block_box.value()
+        filled = int(np.clip(self.held[layer] - block * size, 0, size))
+        self.readout.setText(f"layer {layer}, block {block}: {filled}/{size} slots hold tokens; "
+                             f"layer holds {int(self.held[layer])} tokens")
+
+    def _draw_grouping(self, trace, head: int) -> None:
+        info = trace.model
+        if info.attention == "mla" and info.mla_rank:
+            shape = kv_formulas.cache_shape(info)
+            expanded = kv_variants.mla_expanded_elements(shape) or 0
+            cached = info.mla_rank + (info.mla_rope_dim or 0)
+            self.grouping.setText(
+                f"MLA caches the latent c_KV ∈ ℝ<sup>T×{info.mla_rank}</sup> and the RoPE key "
+                f"k<sub>R</sub> ∈ ℝ<sup>T×{info.mla_rope_dim}</sup>: {cached} numbers per token per layer, "
+                f"where caching the expanded K/V of all {info.n_heads} heads would take {expanded} "
+                f"({expanded / max(cached, 1):.1f}× more).")
+            return
+        boxes = []
+        for kv in range(info.n_kv_heads):
+            heads = trace.query_heads_of(kv)
+            names = " ".join(f"<b>Q{h}</b>" if h == head else f"Q{h}" for h in heads)
+            colour = "#ffb000" if head in heads else "#3b7dd8"
+            boxes.append(f"<span style='color:{colour}'>[KV{kv} ← {names}]</span>")
+        label = {"mha": "MHA: one K/V head per query head", "mqa": "MQA: one K/V head shared by all",
+                 "gqa": f"GQA: {info.n_heads // max(1, info.n_kv_heads)} query heads per K/V head"}
+        self.grouping.setText(f"{label.get(info.attention, info.attention)} &nbsp; " + " ".join(boxes))
+
+    def _draw_variants(self, trace) -> None:
+        info = trace.model
+        rows = kv_formulas.comparison(info, trace.n_tokens)
+        context = kv_formulas.comparison(info, info.max_positions)
+        self.table.setRowCount(len(rows))
+        bold = QFont()
+        bold.setBold(True)
+        for i, (row, far) in enumerate(zip(rows, context)):
+            name = row.variant.name + ("  ◀ this model" if row.variant.native else "")
+            cells = [name, "–" if row.variant.kv_heads is None else str(row.variant.kv_heads),
+                     human(row.bytes_per_token), human(row.bytes_total), human(far.bytes_total),
+                     f"{row.ratio_to_mha:.3f}×"]
+            for j, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if row.variant.native:
+                    item.setFont(bold)
+                self.table.setItem(i, j, item)
+        self.table.resizeColumnsToContents()

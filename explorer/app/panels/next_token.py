@@ -1,0 +1,142 @@
+"""Next token: the top-k candidates p = softmax(h_T W_U) after each step, where the chosen
+token ranked, and a per-layer logit lens for the selected position.
+
+Clicking a candidate at the last position asks the session to force it
+(`force_requested`), which branches the decoding from there.
+"""
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtWidgets import QLabel, QPushButton, QTableWidget, QTableWidgetItem
+
+from explorer.app.panels.base import Panel
+from explorer.app.session import Selection
+
+BAR = 24   # characters of the widest probability bar
+
+
+class NextTokenPanel(Panel):
+    title = "Next token"
+    object_name = "next_token"
+
+    def __init__(self, session, parent=None) -> None:
+        super().__init__(session, parent)
+        self.position_label = QLabel()
+        self.body.addWidget(self.position_label)
+        self.table = _table(["rank", "token", "id", "p", ""])
+        self.table.cellClicked.connect(self._clicked)
+        self.body.addWidget(self.table, 2)
+        self.lens_button = QPushButton("Logit lens for this position")
+        self.lens_button.clicked.connect(self._request_lens)
+        self.body.addWidget(self.lens_button)
+        self.lens_table = _table(["layer", "top tokens (p)"])
+        self.lens_table.setVisible(False)
+        self.body.addWidget(self.lens_table, 1)
+        session.logit_lens_ready.connect(self.show_logit_lens)
+        self.position: int | None = None
+        self.candidates = np.zeros(0, dtype=np.int64)
+        self.chosen_rank: int | None = None
+
+    # ----- drawing ----------------------------------------------------------------------------
+    def show_selection(self, selection: Selection) -> None:
+        trace = self.trace
+        if trace is None or not trace.steps:
+            self.table.setRowCount(0)
+            self.set_formula("p = softmax(h_T W_U)")
+            return
+        position = trace.n_tokens - 1 if selection.token is None else selection.token
+        if selection.step is not None and selection.token is None:
+            position = int(trace.steps[selection.step].positions[-1])
+        if position != self.position:
+            self.lens_table.setVisible(False)
+        self.position = position
+        step_index = trace.step_of_position(position)
+        step = trace.steps[step_index]
+        row = position - int(step.positions[0])
+        ids, probs = step.top_ids[row], step.top_probs[row]
+        chosen, forced = self._chosen(trace, position)
+        self.candidates = np.asarray(ids)
+        hits = np.flatnonzero(self.candidates == chosen) if chosen is not None else []
+        self.chosen_rank = int(hits[0]) + 1 if len(hits) else None
+        self._fill(ids, probs, chosen)
+        self._describe(trace, position, chosen, forced)
+
+    def _chosen(self, trace, position: int) -> tuple[int | None, bool]:
+        """The token that followed `position` (the next input, or the last step's choice) and if forced."""
+        step = trace.steps[trace.step_of_position(position)]
+        forced = step.forced and position == int(step.positions[-1])
+        if position + 1 < trace.n_tokens:
+            return int(trace.token_ids[position + 1]), forced
+        return step.chosen_id, forced
+
+    def _fill(self, ids, probs, chosen) -> None:
+        self.table.setRowCount(len(ids))
+        top = float(probs[0]) if len(probs) else 1.0
+        bold = QFont()
+        bold.setBold(True)
+        for rank, (token_id, p) in enumerate(zip(ids, probs)):
+            bar = "█" * max(1, int(round(BAR * float(p) / max(top, 1e-12))))
+            cells = [str(rank + 1), self.session.display_token(int(token_id)), str(int(token_id)),
+                     f"{float(p):.4f}", bar]
+            for column, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if int(token_id) == chosen:
+                    item.setFont(bold)
+                    item.setBackground(QBrush(QColor("#3b3b10")))
+                self.table.setItem(rank, column, item)
+        self.table.resizeColumnsToContents()
+
+    def _describe(self, trace, position: int, chosen, forced: bool) -> None:
+        is_last = position == trace.n_tokens - 1
+        where = (f"ranked #{self.chosen_rank}" if self.chosen_rank else "not in the top k") if chosen is not None else ""
+        name = self.session.display_token(chosen) if chosen is not None else "–"
+        how = "forced" if forced else "chosen"
+        self.position_label.setText(
+            f"after position {position} {trace.token_text[position]!r}: {how} {name!r} ({where})"
+            + ("   · click a candidate to branch on it" if is_last else "   · select the last token to branch"))
+        k = len(self.candidates)
+        self.set_formula(f"p = softmax(h_{{{position}}} W_U) ∈ ℝ^{{{trace.model.vocab_size}}}, top {k} shown")
+
+    # ----- intents -------------------------------------------------------------------------------
+    def _clicked(self, row: int, _column: int) -> None:
+        trace = self.trace
+        if trace is None or self.position is None or row >= len(self.candidates):
+            return
+        if self.position != trace.n_tokens - 1:
+            self.readout.setText("Branching works from the last token: select it first.")
+            return
+        self.session.force_requested.emit(int(self.candidates[row]))
+
+    def _request_lens(self) -> None:
+        if self.position is not None:
+            self.readout.setText(f"asked for the logit lens at position {self.position}…")
+            self.session.logit_lens_requested.emit(int(self.position))
+
+    def show_logit_lens(self, lens) -> None:
+        """The hook for the logit lens: `{"position": int, "ids": (L, k), "probs": (L, k)}`,
+        one row per layer (the final row is the model's own output), as the engine's
+        `Decoder.logit_lens(position, k)` computes it and the main window hands it to
+        `session.logit_lens_ready`."""
+        ids, probs = np.asarray(lens["ids"]), np.asarray(lens["probs"])
+        if lens.get("position") is not None and lens["position"] != self.position:
+            return
+        self.lens_table.setRowCount(len(ids))
+        for layer, (row_ids, row_probs) in enumerate(zip(ids, probs)):
+            text = "   ".join(f"{self.session.display_token(int(i))!r} {float(p):.3f}"
+                               for i, p in zip(row_ids, row_probs))
+            self.lens_table.setItem(layer, 0, QTableWidgetItem(f"L{layer}" if layer < len(ids) - 1 else "out"))
+            self.lens_table.setItem(layer, 1, QTableWidgetItem(text))
+        self.lens_table.resizeColumnsToContents()
+        self.lens_table.setVisible(True)
+        self.readout.setText(f"logit lens at position {self.position}: h_l W_U per layer")
+
+
+def _table(headers: list[str]) -> QTableWidget:
+    table = QTableWidget(0, len(headers))
+    table.setHorizontalHeaderLabels(headers)
+    table.verticalHeader().setVisible(False)
+    table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+    table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+    table.horizontalHeader().setStretchLastSection(True)
+    return table
