@@ -70,3 +70,22 @@ def test_transformers4_style_config_loads_the_same(family, hf_model):
         old["rope_theta"] = params["rope_theta"]
         old["rope_scaling"] = None if params.get("rope_type", "default") == "default" else dict(params)
     assert ModelConfig.from_hf(old) == ModelConfig.from_hf(new)
+
+
+@pytest.mark.parametrize("family", ["qwen2", "gpt2"])
+def test_bad_checkpoints_fail_with_one_sentence(hf_model):
+    from explorer.core.errors import ModelLoadError, UnsupportedModelError
+    from explorer.core.runtime import from_tensors
+
+    config, good = hf_model.config.to_dict(), hf_model.state_dict()
+    name = next(k for k in good if k.endswith("0.mlp.c_fc.weight") or k.endswith("0.mlp.up_proj.weight"))
+    missing = {k: v for k, v in good.items() if k != name}
+    extra = {**good, "model.layers.0.mlp.surprise.weight": torch.zeros(3)}
+    wrong_shape = {**good, name: torch.zeros(3, 3)}
+    integer = {**good, name: good[name].to(torch.int32)}
+    for tensors, words in ((missing, "lacks"), (extra, "surprise"), (wrong_shape, "shape"), (integer, "dtype")):
+        with pytest.raises(ModelLoadError, match=words) as error:
+            from_tensors(config, tensors, name="ckpt-x")
+        assert "ckpt-x" in str(error.value) and "\n" not in str(error.value)
+    with pytest.raises(UnsupportedModelError, match="bert"):
+        from_tensors({**config, "model_type": "bert"}, good)
