@@ -7,6 +7,7 @@ time a model is needed; the window opens without waiting for torch. Tests pass a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -40,6 +41,7 @@ class SamplingSettings:
 class LoadedSummary:
     """What the GUI may hold about a loaded model: no torch objects inside."""
 
+    reference: str                   # what was asked for: a catalog name or a path
     name: str
     path: str
     info: ModelInfo
@@ -50,25 +52,26 @@ class LoadedSummary:
 
     @classmethod
     def of(cls, loaded, request) -> "LoadedSummary":
-        return cls(name=str(getattr(loaded, "name", request.path)), path=str(getattr(loaded, "path", request.path)),
+        return cls(reference=request.path, name=str(getattr(loaded, "name", request.path)), path=str(getattr(loaded, "path", request.path)),
                    info=loaded.info, tokenizer=loaded.tokenizer, license=getattr(loaded, "license", None),
                    device=request.device, dtype=request.dtype)
 
 
 @dataclass(frozen=True)
 class CoreApi:
-    """The five things the worker needs from the core."""
+    """The things the worker needs from the core."""
 
     load_model: Callable                   # (path, device=, dtype=, progress=) -> LoadedModel
     make_decoder: Callable                 # (loaded, SamplingSettings) -> Decoder
     sampling: Callable                     # SamplingSettings -> core Sampling
     available_devices: Callable            # () -> {device: [dtype, ...]}
+    resolve: Callable = str                # catalog name or path -> path to open
     ids: Callable = lambda ids: np.asarray(ids, dtype=np.int64)
 
     @classmethod
     def real(cls) -> "CoreApi":
         return cls(load_model=_real_load_model, make_decoder=_real_make_decoder, sampling=_real_sampling,
-                   available_devices=_real_available_devices)
+                   available_devices=_real_available_devices, resolve=_real_resolve)
 
 
 def _real_load_model(path, device="cpu", dtype="float32", progress=None):
@@ -90,10 +93,32 @@ def _real_make_decoder(loaded, settings: SamplingSettings):
     return Decoder(loaded, record=RecordOptions(), sampling=_real_sampling(settings))
 
 
-def _real_available_devices() -> dict[str, list[str]]:
-    from explorer.core.runtime import available_devices
+def _real_resolve(reference: str) -> str:
+    """A path that exists is opened as it is; anything else is a name for the model store."""
+    if Path(reference).expanduser().exists():
+        return str(Path(reference).expanduser())
+    from explorer.core import store
 
-    return available_devices()
+    return str(store.resolve(reference))
+
+
+# Which dtypes each device computes well; a device is offered only where torch finds it.
+_DEVICE_DTYPES = {"cpu": ["float32", "bfloat16"], "cuda": ["float32", "bfloat16", "float16"],
+                  "mps": ["float32", "float16"]}
+
+
+def _real_available_devices() -> dict[str, list[str]]:
+    from explorer.core.errors import ModelLoadError
+    from explorer.core.runtime import resolve_device
+
+    devices = {}
+    for device, dtypes in _DEVICE_DTYPES.items():
+        try:
+            resolve_device(device)
+        except ModelLoadError:
+            continue
+        devices[device] = dtypes
+    return devices
 
 
 def is_out_of_memory(error: BaseException) -> bool:

@@ -60,12 +60,21 @@ class Replay:
 
 
 @dataclass(frozen=True)
+class LogitLens:
+    """Read the residual stream after every layer at `position` through the unembedding."""
+
+    position: int
+    k: int = 5
+    seq: int = -1
+
+
+@dataclass(frozen=True)
 class SetSampling:
     sampling: object
     seq: int = -1
 
 
-_DECODING = (Prefill, Step, Back, Force, Replay)
+_DECODING = (Prefill, Step, Back, Force, Replay, LogitLens)
 
 
 class RequestQueue:

@@ -23,7 +23,8 @@ from dataclasses import dataclass, replace
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from explorer.app.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory
-from explorer.app.requests import Back, Cancelled, Force, Load, Prefill, Replay, RequestQueue, SetSampling, Step
+from explorer.app.requests import (Back, Cancelled, Force, Load, LogitLens, Prefill, Replay, RequestQueue, SetSampling,
+                                   Step)
 from explorer.core.errors import ExplorerError
 
 __all__ = ["ModelWorker", "SamplingSettings", "LoadedSummary"]
@@ -34,7 +35,9 @@ class _Emitter(QObject):
 
     trace_ready = Signal(object)
     model_loaded = Signal(object)
+    lens_ready = Signal(object)
     failed = Signal(str)
+    load_failed = Signal(str)
     notice = Signal(str)
     progress = Signal(float, str)
     devices_found = Signal(object)
@@ -60,7 +63,8 @@ class _DecodeLoop:
         self._state = _State()
         self._sampling = SamplingSettings()
         self._handlers = {Load: self._load, Prefill: self._prefill, Step: self._step, Back: self._back,
-                          Force: self._force, Replay: self._replay, SetSampling: self._set_sampling}
+                          Force: self._force, Replay: self._replay, SetSampling: self._set_sampling,
+                          LogitLens: self._logit_lens}
 
     def run_forever(self) -> None:
         try:
@@ -87,13 +91,18 @@ class _DecodeLoop:
         except Cancelled:
             pass
         except ExplorerError as error:
-            self._emit.failed.emit(str(error))
+            self._fail(request, str(error))
         except Exception as error:
             if is_out_of_memory(error) and self._device_for(request) != "cpu":
                 self._attempt(request, self._fall_back_to_cpu)
             else:
                 traceback.print_exc(file=sys.stderr)
-                self._emit.failed.emit(f"Internal error in {type(request).__name__.lower()}: {error}")
+                self._fail(request, f"Internal error in {type(request).__name__.lower()}: {error}")
+
+    def _fail(self, request, message: str) -> None:
+        if isinstance(request, Load):
+            self._emit.load_failed.emit(request.path)
+        self._emit.failed.emit(message)
 
     # ----- requests ---------------------------------------------------------------
     def _load(self, request: Load) -> None:
@@ -103,7 +112,7 @@ class _DecodeLoop:
             fraction, message = _progress_of(args, kwargs)
             self._emit.progress.emit(fraction, message)
 
-        loaded = self._core.load_model(request.path, device=request.device, dtype=request.dtype,
+        loaded = self._core.load_model(self._core.resolve(request.path), device=request.device, dtype=request.dtype,
                                        progress=progress)
         self._queue.check(request)
         decoder = self._core.make_decoder(loaded, self._sampling)
@@ -146,6 +155,13 @@ class _DecodeLoop:
             if index < request.n_steps - 1:
                 trace = decoder.step()
         self._emit.trace_ready.emit(trace)
+
+    def _logit_lens(self, request: LogitLens) -> None:
+        decoder = self._decoder(need_trace=True)
+        if not 0 <= request.position < decoder.trace.n_tokens:
+            raise ExplorerError(f"position {request.position} is not in the trace (0 to {decoder.trace.n_tokens - 1})")
+        ids, probs = decoder.logit_lens(request.position, request.k)
+        self._emit.lens_ready.emit({"position": request.position, "ids": ids, "probs": probs})
 
     def _set_sampling(self, request: SetSampling) -> None:
         self._sampling = request.sampling
@@ -204,7 +220,9 @@ class ModelWorker(QObject):
 
     trace_ready = Signal(object)        # Trace, the newest state of the decoder
     model_loaded = Signal(object)       # LoadedSummary
+    lens_ready = Signal(object)         # {"position": int, "ids": (L, k), "probs": (L, k)}
     failed = Signal(str)                # one sentence for a dialog
+    load_failed = Signal(str)           # the model reference that could not be loaded (failed follows)
     notice = Signal(str)                # something the person should know, e.g. a CPU fallback
     progress = Signal(float, str)       # loading progress in [0, 1] (negative: unknown) and a message
     devices_found = Signal(object)      # {device: [dtypes]}
@@ -218,7 +236,9 @@ class ModelWorker(QObject):
         self._latest_trace = None
         self._emitter.trace_ready.connect(self._on_trace_ready)
         self._emitter.model_loaded.connect(self.model_loaded)
+        self._emitter.lens_ready.connect(self.lens_ready)
         self._emitter.failed.connect(self.failed)
+        self._emitter.load_failed.connect(self.load_failed)
         self._emitter.notice.connect(self.notice)
         self._emitter.progress.connect(self.progress)
         self._emitter.devices_found.connect(self.devices_found)
@@ -249,6 +269,9 @@ class ModelWorker(QObject):
 
     def set_sampling(self, sampling: SamplingSettings) -> None:
         self._push(SetSampling(sampling=sampling))
+
+    def logit_lens(self, position: int, k: int = 5) -> None:
+        self._push(LogitLens(position=int(position), k=int(k)))
 
     def cancel(self) -> None:
         """Drop what is queued and stop what runs at its next step or progress report."""

@@ -13,6 +13,7 @@ import numpy as np
 
 from explorer.app.core_api import CoreApi
 from explorer.core.errors import ModelLoadError
+from explorer.core.tokens import Tokens
 from explorer.core.trace import AttentionRecord, LayerRecord, ModelInfo, StepRecord, Trace
 
 VOCAB = 50
@@ -24,13 +25,11 @@ class FakeTokenizer:
 
     bos_id, eos_id, vocab_size = 1, 2, VOCAB
 
-    def encode(self, text: str):
-        from types import SimpleNamespace
-
+    def encode(self, text: str) -> Tokens:
         ids = np.array([self.bos_id] + [ord(c) % VOCAB for c in text], dtype=np.int64)
-        spans = [(0, 0)] + [(i, i + 1) for i in range(len(text))]
-        return SimpleNamespace(ids=ids, text=["<s>"] + list(text), spans=spans,
-                               special=[True] + [False] * len(text))
+        return Tokens(ids=ids, text=("<s>",) + tuple(text), spans=((0, 0),) + tuple((i, i + 1) for i in range(len(text))),
+                      special=np.array([True] + [False] * len(text)),
+                      raw=(b"",) + tuple(c.encode("utf-8", "replace") for c in text), source=text)
 
     def display(self, token_id: int) -> str:
         return f"t{token_id}"
@@ -114,6 +113,10 @@ class FakeDecoder:
 
     def set_sampling(self, sampling) -> None:
         self.sampling = sampling
+
+    def logit_lens(self, position: int, k: int = 5):
+        ids = np.tile(np.arange(k), (LAYERS + 1, 1)) + position
+        return ids % VOCAB, np.full((LAYERS + 1, k), 1.0 / k)
 
 
 class FakeLoaded:

@@ -1,0 +1,247 @@
+"""What a press means: turns toolbar and panel intents into worker requests, and traces into session state.
+
+Data flows one way: prompt text -> Tokens (live, before any run) -> worker
+prefill/step -> a new Trace -> `Session.set_trace`. The controller also owns
+the small decisions around that flow: Step on a new prompt prefills it first,
+a press made while a model is loading waits for the model, Play steps only
+when the worker is free, and a prompt longer than the context is truncated
+only when the person agrees.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtWidgets import QMessageBox, QWidget
+
+from explorer.app.core_api import LoadedSummary, SamplingSettings
+from explorer.app.session import Session
+from explorer.app.session_file import SessionState
+from explorer.app.worker import ModelWorker
+
+
+class DecodingController(QObject):
+    notice = Signal(str)                 # a line for the status bar
+    model_ready = Signal(object)         # LoadedSummary of the model now in use
+    load_failed = Signal(str)            # the reference that could not be loaded
+    loading_changed = Signal(bool)
+    playing_changed = Signal(bool)
+
+    def __init__(self, session: Session, worker: ModelWorker, dialog_parent: QWidget | None = None) -> None:
+        super().__init__(dialog_parent)
+        self.session = session
+        self.worker = worker
+        self.summary: LoadedSummary | None = None
+        self.prompt = ""
+        self.sampling = SamplingSettings()
+        self.loading: str | None = None             # the reference being loaded
+        self._after_load: Callable[[], None] | None = None
+        self._dialog_parent = dialog_parent
+        self._play = QTimer(self)
+        self._play.timeout.connect(self._on_play_tick)
+        worker.trace_ready.connect(self._on_trace_ready)
+        worker.model_loaded.connect(self._on_model_loaded)
+        worker.failed.connect(self._on_failed)
+        worker.load_failed.connect(self._on_load_failed)
+        worker.notice.connect(self.notice)
+        worker.busy_changed.connect(session.set_busy)
+        worker.lens_ready.connect(session.logit_lens_ready)
+        session.force_requested.connect(self.force)
+        session.step_requested.connect(self.step)
+        session.logit_lens_requested.connect(worker.logit_lens)
+
+    # ----- model --------------------------------------------------------------------
+    def load(self, reference: str, device: str = "cpu", dtype: str = "float32",
+             then: Callable[[], None] | None = None) -> None:
+        """Load a model (catalog name or path); `then` runs once it is ready (default: run the prompt)."""
+        self.set_playing(False)
+        self.loading = reference
+        self._after_load = then
+        self.loading_changed.emit(True)
+        self.worker.load(reference, device, dtype)
+
+    def cancel_load(self) -> None:
+        if self.loading is not None:
+            self.worker.cancel()
+            self._end_loading()
+            self.notice.emit("Loading cancelled; the previous model is still in use.")
+
+    @property
+    def reference(self) -> str | None:
+        return self.summary.reference if self.summary is not None else None
+
+    # ----- prompt ---------------------------------------------------------------------
+    def set_prompt(self, text: str) -> None:
+        self.prompt = text
+        self._tokenize()
+
+    def prompt_ids(self) -> np.ndarray | None:
+        tokens = self.session.tokens
+        return None if tokens is None else np.asarray(tokens.ids, dtype=np.int64)
+
+    # ----- decoding -------------------------------------------------------------------
+    def run(self) -> None:
+        """Prefill the prompt (from scratch)."""
+        if self._deferred(self.run):
+            return
+        ids = self._checked_prompt_ids()
+        if ids is not None:
+            self.worker.prefill(ids)
+
+    def step(self) -> None:
+        """One more token; a prompt that has not been run (or was edited) is prefilled instead."""
+        if self._deferred(self.step):
+            return
+        if self._needs_prefill():
+            self.run()
+        else:
+            self.worker.step()
+
+    def back(self) -> None:
+        if self.session.trace is not None and self.loading is None:
+            self.worker.back()
+
+    def force(self, token_id: int) -> None:
+        """Branch on `token_id` after the step being looked at, and continue from it."""
+        trace = self.session.trace
+        if trace is None or not trace.steps or self.loading is not None:
+            return
+        selected = self.session.selection.step
+        at_steps = trace.n_steps if selected is None else selected + 1
+        self.worker.force(token_id, at_steps)
+        self.worker.step()
+
+    def reset(self) -> None:
+        self.set_playing(False)
+        self.worker.cancel()
+        self.session.set_trace(None)
+
+    def stop(self) -> None:
+        """Pause and cancel whatever the model is doing (loading included)."""
+        self.set_playing(False)
+        if self.loading is not None:
+            self.cancel_load()
+        else:
+            self.worker.cancel()
+
+    def set_sampling(self, sampling: SamplingSettings) -> None:
+        if sampling != self.sampling:
+            self.sampling = sampling
+            self.worker.set_sampling(sampling)
+
+    def set_playing(self, playing: bool, tokens_per_second: float | None = None) -> None:
+        if tokens_per_second:
+            self._play.setInterval(max(20, int(1000 / tokens_per_second)))
+        if playing and not self._play.isActive():
+            self._play.start()
+            self.playing_changed.emit(True)
+            self._on_play_tick()
+        elif not playing and self._play.isActive():
+            self._play.stop()
+            self.playing_changed.emit(False)
+
+    @property
+    def playing(self) -> bool:
+        return self._play.isActive()
+
+    def restore(self, state: SessionState) -> None:
+        """Rebuild a saved session exactly: its sampling, prompt, forced tokens and step count."""
+        self.set_sampling(state.sampling)
+
+        def replay() -> None:
+            self.set_prompt(state.prompt)
+            if state.steps and state.prompt_ids:
+                self.worker.replay(state.prompt_ids, state.forced, state.steps)
+
+        if state.model and state.model != self.reference:
+            self.load(state.model, state.device, state.dtype, then=replay)
+        else:
+            replay()
+
+    # ----- worker answers -------------------------------------------------------------
+    def _on_trace_ready(self, trace) -> None:
+        if self.summary is not None and trace.model.name != self.summary.info.name:
+            return                          # a late answer about a model no longer shown
+        self.session.set_trace(trace)
+        if self.playing and self._at_the_end(trace):
+            self.set_playing(False)
+
+    def _on_model_loaded(self, summary: LoadedSummary) -> None:
+        self.summary = summary
+        if summary.tokenizer is not None:
+            self.session.set_token_display(summary.tokenizer.display)
+        self.session.set_trace(None)
+        self.session.set_model(summary.info)
+        self._tokenize()
+        action = self._after_load
+        self._end_loading()
+        self.model_ready.emit(summary)
+        if action is not None:
+            action()
+        elif self.prompt:
+            self.run()
+
+    def _on_load_failed(self, reference: str) -> None:
+        if reference == self.loading:
+            self._end_loading()
+            self.load_failed.emit(reference)
+
+    def _on_failed(self, message: str) -> None:
+        self.set_playing(False)
+        self.session.report_error(message)
+
+    def _on_play_tick(self) -> None:
+        if not self.worker.busy:
+            self.step()
+
+    # ----- helpers --------------------------------------------------------------------
+    def _tokenize(self) -> None:
+        if self.summary is not None and self.summary.tokenizer is not None:
+            self.session.set_tokens(self.summary.tokenizer.encode(self.prompt))
+
+    def _deferred(self, action: Callable[[], None]) -> bool:
+        """While a model loads, remember the press and do it once the model is ready."""
+        if self.loading is None:
+            if self.summary is None:
+                self.session.report_error("No model is open yet; choose one in the Model box or File ▸ Open.")
+                return True
+            return False
+        self._after_load = action
+        return True
+
+    def _end_loading(self) -> None:
+        self.loading = None
+        self._after_load = None
+        self.loading_changed.emit(False)
+
+    def _needs_prefill(self) -> bool:
+        trace, ids = self.session.trace, self.prompt_ids()
+        if trace is None or not trace.steps:
+            return True
+        return ids is not None and not np.array_equal(trace.steps[0].token_ids, ids)
+
+    def _checked_prompt_ids(self) -> np.ndarray | None:
+        ids = self.prompt_ids()
+        if ids is None or len(ids) == 0:
+            self.session.report_error("The prompt is empty; type some text to run.")
+            return None
+        limit = self.summary.info.max_positions
+        if len(ids) < limit:
+            return ids
+        answer = QMessageBox.question(
+            self._dialog_parent, "Prompt longer than the context",
+            f"The prompt has {len(ids):,} tokens but {self.summary.name} holds {limit:,} positions, one of "
+            f"them for the next token. Keep only the last {limit - 1:,} tokens?")
+        if answer != QMessageBox.StandardButton.Yes:
+            return None
+        return ids[-(limit - 1):]
+
+    def _at_the_end(self, trace) -> bool:
+        last = trace.steps[-1] if trace.steps else None
+        tokenizer = self.summary.tokenizer if self.summary is not None else None
+        eos = getattr(tokenizer, "eos_id", None)
+        if last is not None and eos is not None and last.chosen_id == eos:
+            self.notice.emit("The model chose the end-of-text token; paused.")
+            return True
+        return trace.n_tokens + 1 >= trace.model.max_positions

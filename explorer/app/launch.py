@@ -1,0 +1,134 @@
+"""Start the app: a QApplication with the chosen theme, the main window and its first model.
+
+`launch(args)` opens `args.model`, or the default (the pulled SmolLM2-135M,
+else the bundled Shakespeare model), after offering to restore a session that
+ended in a crash. `--self-test` opens the window offscreen, loads the bundled
+model (or `--model`), runs three steps, exports one image and exits 0, or
+nonzero with the reason on stderr: the packaged app's smoke test.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from explorer.app import model_refs
+from explorer.app.settings import APPLICATION, ORGANIZATION, AppSettings
+from explorer.app.theme import apply_theme
+
+DEFAULT_PROMPT = "To be, or not to be, that is the question:"
+SELF_TEST_TIMEOUT_S = 300.0
+
+
+def make_app(argv: list[str] | None = None) -> QApplication:
+    app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv[:1])
+    app.setOrganizationName(ORGANIZATION)
+    app.setApplicationName(APPLICATION)
+    app.setApplicationDisplayName("Transformer Explorer")
+    app.setDesktopFileName("transformer-explorer")
+    icon = model_refs.resources_dir() / "icons" / "transformer-explorer.svg"
+    if icon.exists():
+        from PySide6.QtGui import QIcon
+
+        app.setWindowIcon(QIcon(str(icon)))
+    return app
+
+
+def follow_system_theme(app: QApplication, settings: AppSettings, window) -> None:
+    """Re-apply the palette when the desktop switches between light and dark, unless a theme was chosen."""
+    def on_change(_scheme) -> None:
+        if settings.theme == "system":
+            apply_theme(app, "system", window)
+
+    app.styleHints().colorSchemeChanged.connect(on_change)
+
+
+def launch(args) -> int:
+    if getattr(args, "self_test", False):
+        return self_test(getattr(args, "model", None))
+    from explorer.app.main_window import MainWindow
+
+    app = make_app()
+    settings = AppSettings()
+    apply_theme(app, settings.theme)
+    window = MainWindow(settings=settings)
+    follow_system_theme(app, settings, window)
+    window.show()
+    if not window.offer_crash_restore():
+        window.prompt.set_text(settings.last_prompt or DEFAULT_PROMPT)
+        reference = getattr(args, "model", None) or model_refs.default_model()
+        if reference:
+            window.open_model(reference)
+        else:
+            QMessageBox.information(window, "No model yet", model_refs.HOW_TO_GET_A_MODEL)
+    return app.exec()
+
+
+# ----- the packaged app's smoke test ------------------------------------------------------------
+class SelfTestFailure(Exception):
+    pass
+
+
+def _wait(app: QApplication, done, what: str, timeout_s: float = SELF_TEST_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        if time.monotonic() > deadline:
+            raise SelfTestFailure(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        app.processEvents()
+        time.sleep(0.005)
+
+
+def self_test(model: str | None = None) -> int:
+    """Offscreen: open the window, load a model, run three steps, export one image. 0 when all worked."""
+    os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    reference = model or (str(model_refs.bundled_model_path()) if model_refs.bundled_model_path() else None)
+    if reference is None:
+        print("self-test: no model given and no bundled model in resources/models", file=sys.stderr)
+        return 1
+    app = make_app()
+    with tempfile.TemporaryDirectory(prefix="explorer-self-test-") as folder:
+        try:
+            result = _run_self_test(app, reference, Path(folder))
+        except SelfTestFailure as failure:
+            print(f"self-test failed: {failure}", file=sys.stderr)
+            return 1
+    print(f"self-test passed: {result}")
+    return 0
+
+
+def _run_self_test(app: QApplication, reference: str, folder: Path) -> str:
+    from explorer.app import export
+    from explorer.app.main_window import MainWindow
+
+    settings = AppSettings(QSettings(str(folder / "settings.ini"), QSettings.Format.IniFormat))
+    apply_theme(app, "light")
+    window = MainWindow(settings=settings, autosave_path=folder / "autosave.json")
+    errors: list[str] = []
+    window.show_error = errors.append               # no modal dialogs offscreen: collect instead
+    window.session.error_raised.disconnect()
+    window.session.error_raised.connect(errors.append)
+    try:
+        window.show()
+        window.prompt.set_text(DEFAULT_PROMPT)
+        window.open_model(reference)
+        _wait(app, lambda: errors or (window.session.trace is not None and not window.worker.busy),
+              f"{reference} to load and prefill")
+        for _ in range(3):
+            window.controller.step()
+            _wait(app, lambda: errors or not window.worker.busy, "a decoding step")
+        if errors:
+            raise SelfTestFailure(errors[0])
+        trace = window.session.trace
+        if trace is None or trace.n_steps != 4:
+            raise SelfTestFailure(f"expected a prefill and 3 steps, got {trace.n_steps if trace else 0} steps")
+        image = export.export_attention(trace, folder / "attention.png", 0, 0)
+        if Path(image).stat().st_size == 0:
+            raise SelfTestFailure("the exported image is empty")
+        return f"{trace.model.name}: {trace.n_tokens} tokens, exported {Path(image).name}"
+    finally:
+        window.close()

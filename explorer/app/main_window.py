@@ -1,0 +1,262 @@
+"""The main window: composes the prompt editor, the panel docks, toolbars, menus and status bar.
+
+It holds no decoding logic of its own: presses go to the `DecodingController`,
+the trace lives in the `Session`, and every panel is built as `cls(session)`
+from `explorer.app.panels.ALL_PANELS`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QProgressDialog, QWidget
+
+from explorer.app import menus, model_refs
+from explorer.app.controller import DecodingController
+from explorer.app.model_picker import ModelToolbar
+from explorer.app.prompt_editor import PromptEditor
+from explorer.app.session import Session
+from explorer.app.session_file import Autosaver, SessionState, crashed_session
+from explorer.app.settings import AppSettings
+from explorer.app.status_bar import StatusLine
+from explorer.app.toolbar import DecodingActions, DecodingToolbar, SamplingToolbar
+from explorer.app.worker import ModelWorker
+from explorer.core.errors import ExplorerError
+
+TITLE = "Transformer Explorer"
+# Where each panel docks by default; panels not named here go to the right.
+DEFAULT_AREAS = {"tokens": "left", "embeddings": "left", "qkv": "left", "attention": "right",
+                 "grid": "right", "mask": "bottom", "kv_cache": "bottom", "next_token": "bottom"}
+_AREAS = {"left": Qt.DockWidgetArea.LeftDockWidgetArea, "right": Qt.DockWidgetArea.RightDockWidgetArea,
+          "bottom": Qt.DockWidgetArea.BottomDockWidgetArea}
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, worker: ModelWorker | None = None, settings: AppSettings | None = None,
+                 panels: list | None = None, autosave_path: str | Path | None = None,
+                 catalog=model_refs.catalog_choices) -> None:
+        super().__init__()
+        self.setWindowTitle(TITLE)
+        self.setObjectName("main_window")
+        self.setAcceptDrops(True)
+        self.settings = settings or AppSettings()
+        self.session = Session(self)
+        self.worker = worker or ModelWorker(parent=self)
+        self.controller = DecodingController(self.session, self.worker, self)
+        self._catalog = catalog
+        self.prompt = PromptEditor(self)
+        self.setCentralWidget(self.prompt)
+        self.docks = self._build_docks(panels)
+        self.actions = DecodingActions(self)
+        self.model_bar = ModelToolbar(self)
+        self.decoding_bar = DecodingToolbar(self.actions, self)
+        self.sampling_bar = SamplingToolbar(self)
+        for bar in (self.model_bar, self.decoding_bar, self.sampling_bar):
+            self.addToolBar(bar)
+        self.status = StatusLine(self)
+        self.setStatusBar(self.status)
+        self.progress: QProgressDialog | None = None
+        self.menus = menus.build(self)
+        self.autosaver = Autosaver(self.session_state, autosave_path, parent=self)
+        self._connect()
+        self.sampling_bar.set_settings(self.settings.sampling)
+        self.refresh_models()
+        self._restore_layout()
+        self.autosaver.start()
+
+    # ----- composition --------------------------------------------------------------
+    def _build_docks(self, panels) -> dict[str, QDockWidget]:
+        if panels is None:
+            from explorer.app.panels import ALL_PANELS
+
+            panels = ALL_PANELS
+        docks = {}
+        for object_name, title, cls in panels:
+            dock = QDockWidget(title, self)
+            dock.setObjectName(f"{object_name}_dock")
+            dock.setWidget(cls(self.session))
+            docks[object_name] = dock
+        self.default_layout(docks)
+        return docks
+
+    def default_layout(self, docks: dict[str, QDockWidget] | None = None) -> None:
+        """Put every dock in its default area, tabbing the mask, cache and next-token panels."""
+        docks = docks if docks is not None else self.docks
+        for name, dock in docks.items():
+            self.removeDockWidget(dock)
+            self.addDockWidget(_AREAS[DEFAULT_AREAS.get(name, "right")], dock)
+            dock.setFloating(False)
+            dock.show()
+        by_area: dict[str, list[QDockWidget]] = {}
+        for name, dock in docks.items():
+            by_area.setdefault(DEFAULT_AREAS.get(name, "right"), []).append(dock)
+        for area in ("right", "bottom"):
+            group = by_area.get(area, [])
+            for dock in group[1:]:
+                self.tabifyDockWidget(group[0], dock)
+            if group:
+                group[0].raise_()
+        self.resize(1500, 950)
+
+    def _connect(self) -> None:
+        c, a = self.controller, self.actions
+        a.run.triggered.connect(c.run)
+        a.step.triggered.connect(c.step)
+        a.back.triggered.connect(c.back)
+        a.reset.triggered.connect(c.reset)
+        a.stop.triggered.connect(c.stop)
+        a.play.toggled.connect(lambda on: c.set_playing(on, self.decoding_bar.speed.value()))
+        self.decoding_bar.speed.valueChanged.connect(lambda v: c.set_playing(c.playing, v))
+        c.playing_changed.connect(self._on_playing_changed)
+        self.prompt.prompt_settled.connect(c.set_prompt)
+        self.sampling_bar.sampling_changed.connect(c.set_sampling)
+        self.model_bar.model_chosen.connect(self.open_model)
+        self.model_bar.device_changed.connect(self._on_device_changed)
+        self.worker.devices_found.connect(self._on_devices_found)
+        self.worker.progress.connect(self._on_progress)
+        c.model_ready.connect(self._on_model_ready)
+        c.load_failed.connect(self._on_load_failed)
+        c.loading_changed.connect(self._on_loading_changed)
+        c.notice.connect(lambda text: self.status.showMessage(text, 6000))
+        self.session.trace_changed.connect(self.status.show_trace)
+        self.session.busy_changed.connect(self.status.show_busy)
+        self.session.error_raised.connect(self.show_error)
+
+    # ----- models -------------------------------------------------------------------
+    def open_model(self, reference: str) -> None:
+        device, dtype = self.model_bar.choice()
+        self.status.showMessage(f"Loading {model_refs.short_name(reference)}…")
+        self.controller.load(reference, device, dtype)
+
+    def refresh_models(self) -> None:
+        try:
+            choices = self._catalog()
+        except (ExplorerError, OSError) as error:
+            choices = []
+            self.status.showMessage(f"Could not list the model store: {error}", 8000)
+        self.model_bar.set_models(choices, self.settings.recent_models(), self.controller.reference)
+
+    def _on_model_ready(self, summary) -> None:
+        self.settings.remember_model(summary.reference)
+        self.refresh_models()
+        self.status.show_model(summary.info, summary.device, summary.dtype)
+        self.status.show_trace(self.session.trace)
+        self.setWindowTitle(f"{summary.name} — {TITLE}")
+        self.status.showMessage(f"Loaded {summary.name}.", 4000)
+        self.menus.refresh_recent()
+
+    def _on_load_failed(self, reference: str) -> None:
+        self.model_bar.set_current(self.controller.reference)
+
+    def _on_devices_found(self, devices: dict) -> None:
+        self.model_bar.set_devices(devices, self.settings.device, self.settings.dtype)
+
+    def _on_device_changed(self, device: str, dtype: str) -> None:
+        self.settings.device, self.settings.dtype = device, dtype
+        reference = self.controller.reference
+        if reference and self.controller.summary is not None and \
+                (device, dtype) != (self.controller.summary.device, self.controller.summary.dtype):
+            self.open_model(reference)
+
+    def _on_loading_changed(self, loading: bool) -> None:
+        if loading:
+            self.progress = QProgressDialog("Loading the model…", "Cancel", 0, 0, self)
+            self.progress.setWindowTitle("Loading")
+            self.progress.setWindowModality(Qt.WindowModality.NonModal)   # the window stays usable
+            self.progress.setMinimumDuration(400)
+            self.progress.canceled.connect(self.controller.cancel_load)
+        elif self.progress is not None:
+            self.progress.canceled.disconnect(self.controller.cancel_load)
+            self.progress.close()
+            self.progress.deleteLater()
+            self.progress = None
+            self.status.clearMessage()
+
+    def _on_progress(self, fraction: float, message: str) -> None:
+        if self.progress is None:
+            return
+        if fraction >= 0:
+            self.progress.setMaximum(100)
+            self.progress.setValue(int(100 * min(1.0, fraction)))
+        if message:
+            self.progress.setLabelText(message)
+
+    def _on_playing_changed(self, playing: bool) -> None:
+        if self.actions.play.isChecked() != playing:
+            self.actions.play.setChecked(playing)
+
+    # ----- errors, sessions ----------------------------------------------------------------
+    def show_error(self, message: str) -> None:
+        self.status.showMessage(message, 10000)
+        QMessageBox.warning(self, TITLE, message)
+
+    def session_state(self) -> SessionState:
+        summary = self.controller.summary
+        return SessionState.of(self.controller.reference or self.controller.loading, self.prompt.text,
+                               self.sampling_bar.settings(), self.session.trace,
+                               summary.device if summary else self.model_bar.choice()[0],
+                               summary.dtype if summary else self.model_bar.choice()[1])
+
+    def restore_session(self, state: SessionState) -> None:
+        self.prompt.set_text(state.prompt)
+        self.sampling_bar.set_settings(state.sampling)
+        self.controller.restore(state)
+
+    def offer_crash_restore(self) -> bool:
+        """After a crash, ask whether to restore the autosaved session; True when restored."""
+        state = crashed_session(self.autosaver.path)
+        if state is None:
+            return False
+        steps = f", {state.steps - 1} decoded tokens" if state.steps > 1 else ""
+        answer = QMessageBox.question(
+            self, "Restore the last session?",
+            f"Transformer Explorer did not close cleanly last time. Restore its session "
+            f"({model_refs.short_name(state.model or 'no model')}, a {len(state.prompt):,}-character prompt{steps})?")
+        if answer != QMessageBox.StandardButton.Yes:
+            return False
+        self.restore_session(state)
+        return True
+
+    # ----- window events ----------------------------------------------------------------
+    def dragEnterEvent(self, event) -> None:
+        if any(_dropped_path(url) for url in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        for url in event.mimeData().urls():
+            path = _dropped_path(url)
+            if path and path.endswith(".json"):
+                self.menus.open_session_file(path)
+                break
+            if path:
+                self.open_model(path)
+                break
+        event.acceptProposedAction()
+
+    def _restore_layout(self) -> None:
+        geometry, state = self.settings.geometry(), self.settings.dock_state()
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        if state is not None:
+            self.restoreState(state)
+
+    def closeEvent(self, event) -> None:
+        self.controller.set_playing(False)
+        self.settings.save_window(self.saveGeometry(), self.saveState())
+        self.settings.sampling = self.sampling_bar.settings()
+        self.settings.last_prompt = self.prompt.text
+        self.settings.sync()
+        self.worker.shutdown(5.0)
+        self.autosaver.discard()
+        super().closeEvent(event)
+
+
+def _dropped_path(url) -> str | None:
+    if not url.isLocalFile():
+        return None
+    path = url.toLocalFile()
+    return path if model_refs.is_model_path(path) or path.endswith(".json") else None
+
+
+def panel_widgets(window: MainWindow) -> list[QWidget]:
+    return [dock.widget() for dock in window.docks.values()]

@@ -1,0 +1,199 @@
+"""The menu bar: File, Decode, View and Help, with the standard shortcuts.
+
+File: open a model (folder or file), recent models, open/save a session, export
+(Ctrl+E exports the panel in focus, or the attention panel), quit. Decode: the
+toolbar's actions. View: a toggle per panel, reset layout, theme. Help: About,
+with the versions of the stack and the licences of the models.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+from html import escape
+
+from PySide6 import __version__ as pyside_version
+from PySide6.QtCore import qVersion
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
+from PySide6.QtWidgets import QApplication, QFileDialog, QMenu, QMessageBox
+
+from explorer import __version__
+from explorer.app import model_refs, session_file
+from explorer.app.theme import apply_theme
+from explorer.core.errors import ExplorerError
+
+SESSION_FILTER = "Transformer Explorer session (*.json)"
+STACK = ("torch", "numpy", "tokenizers", "safetensors", "gguf", "pyqtgraph")
+
+
+class Menus:
+    """Builds the menus of `window` and keeps the parts that change (recent models)."""
+
+    def __init__(self, window) -> None:
+        self.window = window
+        bar = window.menuBar()
+        self.file = bar.addMenu("&File")
+        self.decode = bar.addMenu("&Decode")
+        self.view = bar.addMenu("&View")
+        self.help = bar.addMenu("&Help")
+        self.recent = QMenu("Open &Recent", window)
+        self.export = QMenu("&Export", window)
+        self.export_current = self._action("&Export Current Panel…", self.export_focused_panel, "Ctrl+E")
+        self._build_file()
+        for action in window.actions.all():
+            self.decode.addAction(action)
+        self._build_view()
+        self.help.addAction(self._action("&About Transformer Explorer", self.about))
+        self.help.addAction(self._action("&Keyboard Shortcuts", self.shortcuts, "F1"))
+        self.refresh_recent()
+
+    def _action(self, text: str, slot, shortcut: str | None = None) -> QAction:
+        action = QAction(text, self.window)
+        if shortcut:
+            action.setShortcut(QKeySequence(shortcut))
+        action.triggered.connect(slot)
+        return action
+
+    def _build_file(self) -> None:
+        for action in self.window.model_bar.open_actions(self.window):
+            self.file.addAction(action)
+        self.file.addMenu(self.recent)
+        self.file.addSeparator()
+        self.file.addAction(self._action("Open &Session…", self.open_session, "Ctrl+Shift+O"))
+        self.file.addAction(self._action("&Save Session As…", self.save_session, "Ctrl+S"))
+        self.file.addSeparator()
+        self.file.addAction(self.export_current)
+        self.file.addMenu(self.export)
+        self.export.aboutToShow.connect(self._fill_export)
+        self.file.addSeparator()
+        self.file.addAction(self._action("&Quit", self.window.close, QKeySequence.StandardKey.Quit))
+
+    def _build_view(self) -> None:
+        for dock in self.window.docks.values():
+            self.view.addAction(dock.toggleViewAction())
+        self.view.addSeparator()
+        self.view.addAction(self._action("&Reset Layout", self.window.default_layout))
+        theme_menu = self.view.addMenu("&Theme")
+        group = QActionGroup(self.window)
+        for theme in ("system", "light", "dark"):
+            action = QAction(theme.capitalize() if theme != "system" else "Follow the System", self.window)
+            action.setCheckable(True)
+            action.setChecked(self.window.settings.theme == theme)
+            action.triggered.connect(lambda _=False, t=theme: self.set_theme(t))
+            group.addAction(action)
+            theme_menu.addAction(action)
+
+    # ----- recent models, sessions ------------------------------------------------------
+    def refresh_recent(self) -> None:
+        self.recent.clear()
+        recent = self.window.settings.recent_models()
+        for reference in recent:
+            action = self.recent.addAction(model_refs.short_name(reference))
+            action.setToolTip(reference)
+            action.triggered.connect(lambda _=False, r=reference: self.window.open_model(r))
+        self.recent.setEnabled(bool(recent))
+
+    def open_session(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self.window, "Open a session", "", SESSION_FILTER)
+        if path:
+            self.open_session_file(path)
+
+    def open_session_file(self, path: str) -> None:
+        try:
+            state = session_file.load(path)
+        except ExplorerError as error:
+            self.window.show_error(str(error))
+            return
+        self.window.restore_session(state)
+
+    def save_session(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self.window, "Save the session", "session.json", SESSION_FILTER)
+        if not path:
+            return
+        try:
+            session_file.save(path, self.window.session_state())
+        except ExplorerError as error:
+            self.window.show_error(str(error))
+            return
+        self.window.status.showMessage(f"Saved the session to {path}.", 5000)
+
+    # ----- export -------------------------------------------------------------------------
+    def _fill_export(self) -> None:
+        self.export.clear()
+        for dock in self.window.docks.values():
+            actions = _export_actions(dock.widget())
+            if actions:
+                sub = self.export.addMenu(dock.windowTitle())
+                for action in actions:
+                    sub.addAction(action)
+        self.export.setEnabled(not self.export.isEmpty())
+
+    def export_focused_panel(self) -> None:
+        """Ctrl+E: the first export action of the panel holding the focus, else of the attention panel."""
+        focus = QApplication.focusWidget()
+        docks = self.window.docks
+        chosen = next((d for d in docks.values() if focus is not None and d.isAncestorOf(focus)), None)
+        chosen = chosen or docks.get("attention") or next(iter(docks.values()), None)
+        actions = _export_actions(chosen.widget()) if chosen is not None else []
+        if self.window.session.trace is None:
+            self.window.show_error("Nothing to export yet; run the prompt first.")
+        elif actions:
+            actions[0].trigger()
+
+    # ----- view, help ----------------------------------------------------------------------
+    def set_theme(self, theme: str) -> None:
+        self.window.settings.theme = theme
+        apply_theme(QApplication.instance(), theme, self.window)
+
+    def about(self) -> None:
+        QMessageBox.about(self.window, "About Transformer Explorer", about_html(self.window))
+
+    def shortcuts(self) -> None:
+        rows = [(a.text().replace("&", ""), a.shortcut().toString()) for a in self.window.actions.all()]
+        rows += [("Export current panel", "Ctrl+E"), ("Open model folder", "Ctrl+O"), ("Save session", "Ctrl+S")]
+        table = "".join(f"<tr><td>{escape(n)}</td><td><b>{escape(k)}</b></td></tr>" for n, k in rows)
+        QMessageBox.information(self.window, "Keyboard shortcuts",
+                                f"<table>{table}</table><p>Space and Backspace type in the prompt editor; "
+                                "click a panel first to step with them.</p>")
+
+
+def _export_actions(widget) -> list[QAction]:
+    export_actions = getattr(widget, "export_actions", None)
+    return list(export_actions()) if callable(export_actions) else []
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def about_html(window) -> str:
+    """Versions of the app and its stack, and the licence of every model it can open."""
+    stack = [("Transformer Explorer", __version__), ("Python", platform.python_version()),
+             ("Qt", qVersion()), ("PySide6", pyside_version)]
+    stack += [(name, _version(name)) for name in STACK]
+    versions = "".join(f"<tr><td>{escape(n)}</td><td>{escape(v)}</td></tr>" for n, v in stack)
+    models = []
+    summary = window.controller.summary
+    if summary is not None:
+        models.append((summary.name + " (open)", summary.license))
+    try:
+        models += [(c.reference, c.license) for c in model_refs.catalog_choices()]
+    except (ExplorerError, OSError, ImportError):
+        pass
+    seen, licence_rows = set(), []
+    for name, licence in models:
+        if name not in seen:
+            seen.add(name)
+            licence_rows.append(f"<tr><td>{escape(name)}</td><td>{escape(licence or 'see its model card')}</td></tr>")
+    return (f"<h3>Transformer Explorer {escape(__version__)}</h3>"
+            "<p>Opens up a language model and shows the exact algebra of every decoding step.<br>"
+            "Licensed under the Apache License 2.0.</p>"
+            f"<h4>Versions</h4><table>{versions}</table>"
+            f"<h4>Models</h4><table>{''.join(licence_rows) or '<tr><td>none yet</td></tr>'}</table>"
+            f"<p>Autosaved session: {escape(str(window.autosaver.path))}</p>")
+
+
+def build(window) -> Menus:
+    return Menus(window)

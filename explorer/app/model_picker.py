@@ -1,0 +1,137 @@
+"""The model toolbar: which model (catalog, recent, a folder or .gguf file), on which device, in which dtype."""
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QToolBar, QWidget
+
+from explorer.app.model_refs import ModelChoice, short_name
+
+_OPEN_FOLDER = "open-folder"
+_OPEN_FILE = "open-file"
+DTYPES_BY_DEFAULT = {"cpu": ["float32"]}
+
+
+class ModelToolbar(QToolBar):
+    """Emits `model_chosen(reference)`; device and dtype are read when a model is loaded."""
+
+    model_chosen = Signal(str)
+    device_changed = Signal(str, str)      # device, dtype
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Model", parent)
+        self.setObjectName("model_toolbar")
+        self.models = QComboBox()
+        self.models.setObjectName("model_picker")
+        self.models.setMinimumContentsLength(22)
+        self.models.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.models.setToolTip("The model to explore: bundled, pulled, recent, or any folder or .gguf file")
+        self.device = QComboBox()
+        self.device.setObjectName("device_picker")
+        self.device.setToolTip("Where the model runs (only devices this machine has)")
+        self.dtype = QComboBox()
+        self.dtype.setObjectName("dtype_picker")
+        self.dtype.setToolTip("The dtype the weights are computed in")
+        self.addWidget(QLabel(" Model "))
+        self.addWidget(self.models)
+        self.addWidget(QLabel(" on "))
+        self.addWidget(self.device)
+        self.addWidget(self.dtype)
+        self._devices: dict[str, list[str]] = dict(DTYPES_BY_DEFAULT)
+        self._current: str | None = None
+        self._choices: list[ModelChoice] = []
+        self._recent: list[str] = []
+        self.set_devices(self._devices)
+        self.models.activated.connect(self._on_activated)
+        self.device.currentTextChanged.connect(self._on_device_changed)
+        self.dtype.currentTextChanged.connect(lambda _: self._emit_device())
+
+    # ----- contents ------------------------------------------------------------------
+    def set_models(self, choices: list[ModelChoice], recent: list[str], current: str | None) -> None:
+        self._choices, self._recent, self._current = list(choices), list(recent), current
+        self._rebuild()
+
+    def set_current(self, reference: str | None) -> None:
+        self._current = reference
+        self._rebuild()
+
+    def set_devices(self, devices: dict[str, list[str]], device: str | None = None, dtype: str | None = None) -> None:
+        """Offer only `devices` ({device: [dtypes]}), keeping the choice when it is still offered."""
+        self._devices = dict(devices) or dict(DTYPES_BY_DEFAULT)
+        keep = device or self.device.currentText() or "cpu"
+        self.device.blockSignals(True)
+        self.device.clear()
+        self.device.addItems(list(self._devices))
+        self.device.setCurrentText(keep if keep in self._devices else next(iter(self._devices)))
+        self.device.blockSignals(False)
+        self._fill_dtypes(dtype)
+
+    def choice(self) -> tuple[str, str]:
+        return self.device.currentText() or "cpu", self.dtype.currentText() or "float32"
+
+    def open_actions(self, parent: QWidget) -> list[QAction]:
+        """'Open model folder…' and 'Open .gguf file…', for the File menu."""
+        folder = QAction("Open Model &Folder…", parent)
+        folder.setShortcut("Ctrl+O")
+        folder.triggered.connect(lambda: self.ask_for_model(_OPEN_FOLDER))
+        file = QAction("Open Model F&ile (.gguf, .safetensors)…", parent)
+        file.triggered.connect(lambda: self.ask_for_model(_OPEN_FILE))
+        return [folder, file]
+
+    def ask_for_model(self, kind: str) -> None:
+        if kind == _OPEN_FOLDER:
+            path = QFileDialog.getExistingDirectory(self, "Open a model folder (config.json + weights)")
+        else:
+            path, _ = QFileDialog.getOpenFileName(self, "Open a model file", "",
+                                                  "Models (*.gguf *.safetensors);;All files (*)")
+        if path:
+            self.model_chosen.emit(path)
+
+    # ----- helpers ---------------------------------------------------------------------
+    def _rebuild(self) -> None:
+        combo = self.models
+        combo.blockSignals(True)
+        combo.clear()
+        known = set()
+        for choice in self._choices:
+            combo.addItem(choice.label, choice.reference)
+            combo.setItemData(combo.count() - 1, choice.tip, role=3)    # Qt.ToolTipRole
+            known.add(choice.reference)
+        recent = [r for r in self._recent if r not in known]
+        if self._current and self._current not in known and self._current not in recent:
+            recent.insert(0, self._current)
+        if recent:
+            combo.insertSeparator(combo.count())
+            for reference in recent:
+                combo.addItem(short_name(reference), reference)
+                combo.setItemData(combo.count() - 1, reference, role=3)
+        combo.insertSeparator(combo.count())
+        combo.addItem("Open folder…", _OPEN_FOLDER)
+        combo.addItem("Open .gguf / .safetensors file…", _OPEN_FILE)
+        index = combo.findData(self._current) if self._current else -1
+        combo.setCurrentIndex(index)
+        combo.blockSignals(False)
+
+    def _on_activated(self, index: int) -> None:
+        reference = self.models.itemData(index)
+        if reference in (_OPEN_FOLDER, _OPEN_FILE):
+            self._rebuild()                 # show the current model again until a file is chosen
+            self.ask_for_model(reference)
+        elif reference and reference != self._current:
+            self.model_chosen.emit(reference)
+
+    def _fill_dtypes(self, dtype: str | None = None) -> None:
+        keep = dtype or self.dtype.currentText() or "float32"
+        dtypes = self._devices.get(self.device.currentText(), ["float32"])
+        self.dtype.blockSignals(True)
+        self.dtype.clear()
+        self.dtype.addItems(dtypes)
+        self.dtype.setCurrentText(keep if keep in dtypes else dtypes[0])
+        self.dtype.blockSignals(False)
+
+    def _on_device_changed(self, _device: str) -> None:
+        self._fill_dtypes()
+        self._emit_device()
+
+    def _emit_device(self) -> None:
+        self.device_changed.emit(*self.choice())

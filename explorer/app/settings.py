@@ -1,0 +1,117 @@
+"""What the app remembers between runs, kept in QSettings under named, typed keys.
+
+Window geometry, the dock layout, recent models, the last export folder, the
+theme, and the last model, device, dtype and sampling. Tests pass their own
+QSettings (an .ini in a temporary folder) so they never touch the user's.
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import QByteArray, QSettings
+
+from explorer.app.core_api import SamplingSettings
+
+ORGANIZATION = "transformer-explorer"
+APPLICATION = "explorer"        # the same file explorer.app.export keeps its last folder in
+MAX_RECENT = 8
+THEMES = ("system", "light", "dark")
+
+
+class AppSettings:
+    """Typed access to the app's QSettings."""
+
+    def __init__(self, qsettings: QSettings | None = None) -> None:
+        self.q = qsettings if qsettings is not None else QSettings(ORGANIZATION, APPLICATION)
+
+    # ----- window ----------------------------------------------------------------
+    def geometry(self) -> QByteArray | None:
+        return self._bytes("window/geometry")
+
+    def dock_state(self) -> QByteArray | None:
+        return self._bytes("window/state")
+
+    def save_window(self, geometry: QByteArray, state: QByteArray) -> None:
+        self.q.setValue("window/geometry", geometry)
+        self.q.setValue("window/state", state)
+
+    @property
+    def theme(self) -> str:
+        theme = str(self.q.value("view/theme", "system"))
+        return theme if theme in THEMES else "system"
+
+    @theme.setter
+    def theme(self, theme: str) -> None:
+        self.q.setValue("view/theme", theme if theme in THEMES else "system")
+
+    # ----- models -----------------------------------------------------------------
+    def recent_models(self) -> list[str]:
+        value = self.q.value("models/recent", [])
+        if isinstance(value, str):          # QSettings returns a lone string for a one-item list
+            value = [value]
+        return [str(v) for v in (value or []) if v]
+
+    def remember_model(self, reference: str) -> None:
+        recent = [reference] + [r for r in self.recent_models() if r != reference]
+        self.q.setValue("models/recent", recent[:MAX_RECENT])
+        self.q.setValue("models/last", reference)
+
+    def forget_model(self, reference: str) -> None:
+        self.q.setValue("models/recent", [r for r in self.recent_models() if r != reference])
+
+    @property
+    def last_model(self) -> str | None:
+        value = self.q.value("models/last", None)
+        return str(value) if value else None
+
+    @property
+    def device(self) -> str:
+        return str(self.q.value("models/device", "cpu"))
+
+    @device.setter
+    def device(self, device: str) -> None:
+        self.q.setValue("models/device", device)
+
+    @property
+    def dtype(self) -> str:
+        return str(self.q.value("models/dtype", "float32"))
+
+    @dtype.setter
+    def dtype(self, dtype: str) -> None:
+        self.q.setValue("models/dtype", dtype)
+
+    # ----- decoding and export --------------------------------------------------------
+    @property
+    def sampling(self) -> SamplingSettings:
+        try:
+            return SamplingSettings.from_dict({key: self.q.value(f"sampling/{key}")
+                                               for key in ("temperature", "top_k", "top_p", "seed")
+                                               if self.q.value(f"sampling/{key}") is not None})
+        except (TypeError, ValueError):
+            return SamplingSettings()
+
+    @sampling.setter
+    def sampling(self, sampling: SamplingSettings) -> None:
+        for key, value in sampling.as_dict().items():
+            self.q.setValue(f"sampling/{key}", value)
+
+    @property
+    def export_folder(self) -> str:
+        return str(self.q.value("export/last_folder", ""))
+
+    @export_folder.setter
+    def export_folder(self, folder: str) -> None:
+        self.q.setValue("export/last_folder", folder)
+
+    @property
+    def last_prompt(self) -> str:
+        return str(self.q.value("prompt/last", "") or "")
+
+    @last_prompt.setter
+    def last_prompt(self, text: str) -> None:
+        self.q.setValue("prompt/last", text[:100_000])
+
+    def sync(self) -> None:
+        self.q.sync()
+
+    def _bytes(self, key: str) -> QByteArray | None:
+        value = self.q.value(key)
+        return value if isinstance(value, QByteArray) and not value.isEmpty() else None

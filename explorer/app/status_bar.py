@@ -1,0 +1,74 @@
+"""The status bar: model, parameters, attention variant, device, step, ms per step and trace memory."""
+from __future__ import annotations
+
+from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
+
+from explorer.core.trace import ModelInfo, Trace
+
+
+def human_count(n: int) -> str:
+    for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= size:
+            return f"{n / size:.3g}{unit}"
+    return str(n)
+
+
+def human_bytes(n: int) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def attention_label(info: ModelInfo) -> str:
+    """e.g. 'GQA 9 Q → 3 KV heads', 'MLA d_c=512', 'MHA 12 heads'."""
+    kind = info.attention.upper()
+    if info.attention == "mla":
+        return f"MLA d_c={info.mla_rank}"
+    if info.attention in ("gqa", "mqa"):
+        return f"{kind} {info.n_heads} Q → {info.n_kv_heads} KV heads"
+    return f"{kind} {info.n_heads} heads"
+
+
+class StatusLine(QStatusBar):
+    """Permanent fields on the right; transient messages (notices) on the left."""
+
+    FIELDS = ("model", "params", "attention", "device", "step", "ms", "memory")
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("status_bar")
+        self.fields: dict[str, QLabel] = {}
+        for name in self.FIELDS:
+            label = QLabel("")
+            label.setObjectName(f"status_{name}")
+            label.setContentsMargins(6, 0, 6, 0)
+            self.fields[name] = label
+            self.addPermanentWidget(label)
+        self.show_model(None)
+
+    def show_model(self, info: ModelInfo | None, device: str = "", dtype: str = "") -> None:
+        if info is None:
+            self._set(model="no model", params="", attention="", device="", step="", ms="", memory="")
+            return
+        self._set(model=info.name, params=f"{human_count(info.n_params)} params", attention=attention_label(info),
+                  device=f"{device or info.device} · {dtype or info.dtype}")
+        self.fields["model"].setToolTip(f"{info.family}, {info.n_layers} layers, d_model {info.d_model}, "
+                                        f"context {info.max_positions:,}")
+
+    def show_trace(self, trace: Trace | None) -> None:
+        if trace is None or not trace.steps:
+            self._set(step="not run", ms="", memory="")
+            return
+        last = trace.steps[-1]
+        decoded = trace.n_steps - 1
+        self._set(step=f"step {decoded} · {trace.n_tokens} tokens", ms=f"{last.ms:.0f} ms/step",
+                  memory=f"trace {human_bytes(trace.nbytes())}")
+
+    def show_busy(self, busy: bool) -> None:
+        self.fields["step"].setStyleSheet("QLabel { font-style: italic; }" if busy else "")
+
+    def _set(self, **texts: str) -> None:
+        for name, text in texts.items():
+            self.fields[name].setText(text)
+            self.fields[name].setVisible(bool(text))

@@ -1,0 +1,51 @@
+"""Light and dark, following the system unless the person chose one.
+
+The Fusion style with an explicit palette looks the same on every platform; the
+pyqtgraph views get a matching background and foreground.
+"""
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QApplication, QWidget
+
+_DARK = {
+    QPalette.ColorRole.Window: "#2b2b2e", QPalette.ColorRole.WindowText: "#e6e6e6",
+    QPalette.ColorRole.Base: "#1f1f22", QPalette.ColorRole.AlternateBase: "#2f2f33",
+    QPalette.ColorRole.ToolTipBase: "#3a3a3e", QPalette.ColorRole.ToolTipText: "#f0f0f0",
+    QPalette.ColorRole.Text: "#e6e6e6", QPalette.ColorRole.Button: "#35353a",
+    QPalette.ColorRole.ButtonText: "#e6e6e6", QPalette.ColorRole.BrightText: "#ff5555",
+    QPalette.ColorRole.Highlight: "#3d7bd9", QPalette.ColorRole.HighlightedText: "#ffffff",
+    QPalette.ColorRole.Link: "#6ea8ff", QPalette.ColorRole.PlaceholderText: "#8a8a8f",
+}
+PLOT_COLOURS = {"light": ("w", "k"), "dark": ("#1f1f22", "#d8d8d8")}   # (background, foreground)
+
+
+def system_theme(app: QApplication) -> str:
+    """'dark' or 'light', as the platform reports it (light when it does not say)."""
+    scheme = app.styleHints().colorScheme()
+    return "dark" if scheme == Qt.ColorScheme.Dark else "light"
+
+
+def resolve(app: QApplication, choice: str) -> str:
+    return system_theme(app) if choice == "system" else ("dark" if choice == "dark" else "light")
+
+
+def apply_theme(app: QApplication, choice: str, root: QWidget | None = None) -> str:
+    """Set the palette for `choice` ('system', 'light' or 'dark'); return the theme applied."""
+    theme = resolve(app, choice)
+    app.setStyle("Fusion")
+    palette = app.style().standardPalette()
+    if theme == "dark":
+        for role, colour in _DARK.items():
+            palette.setColor(role, QColor(colour))
+        for role in (QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText, QPalette.ColorRole.WindowText):
+            palette.setColor(QPalette.ColorGroup.Disabled, role, QColor("#7a7a7f"))
+    app.setPalette(palette)
+    background, foreground = PLOT_COLOURS[theme]
+    pg.setConfigOptions(background=background, foreground=foreground)
+    if root is not None:
+        for view in root.findChildren(pg.GraphicsView):
+            view.setBackground(background)
+    return theme

@@ -1,0 +1,122 @@
+"""The decoding toolbar (Run, Step, Back, Play/Pause, Reset) and the sampling controls.
+
+The actions carry the keyboard shortcuts (Space steps, Backspace steps back,
+Ctrl+Enter runs) and are shared with the Decode menu. The toolbars only emit;
+the controller decides what a press means.
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QLabel, QSpinBox, QToolBar, QWidget
+
+from explorer.app.core_api import SamplingSettings
+
+
+class DecodingActions:
+    """The decoding QActions, created once and placed in the toolbar and the Decode menu."""
+
+    def __init__(self, parent: QWidget) -> None:
+        def action(text: str, shortcut: str | None, tip: str, checkable: bool = False) -> QAction:
+            act = QAction(text, parent)
+            if shortcut:
+                act.setShortcut(QKeySequence(shortcut))
+            act.setToolTip(f"{tip} ({shortcut})" if shortcut else tip)
+            act.setStatusTip(tip)
+            act.setCheckable(checkable)
+            parent.addAction(act)            # shortcuts work wherever the focus is in the window
+            return act
+
+        self.run = action("Run", "Ctrl+Return", "Prefill the prompt: one pass over every token")
+        self.step = action("Step", "Space", "Decode one more token")
+        self.back = action("Back", "Backspace", "Undo the last token")
+        self.play = action("Play", "Ctrl+Space", "Keep stepping at the chosen speed", checkable=True)
+        self.reset = action("Reset", "Ctrl+R", "Clear the trace")
+        self.stop = action("Stop", "Escape", "Cancel what the model is doing")
+
+    def all(self) -> list[QAction]:
+        return [self.run, self.step, self.back, self.play, self.reset, self.stop]
+
+
+class DecodingToolbar(QToolBar):
+    """Run, Step, Back, Play/Pause with a speed, Reset, Stop."""
+
+    def __init__(self, actions: DecodingActions, parent: QWidget | None = None) -> None:
+        super().__init__("Decoding", parent)
+        self.setObjectName("decoding_toolbar")
+        for act in (actions.run, actions.step, actions.back, actions.play):
+            self.addAction(act)
+        self.speed = QDoubleSpinBox()
+        self.speed.setObjectName("speed")
+        self.speed.setRange(0.2, 30.0)
+        self.speed.setSingleStep(0.5)
+        self.speed.setValue(2.0)
+        self.speed.setSuffix(" tok/s")
+        self.speed.setToolTip("Play speed: tokens per second (the model may be slower)")
+        self.addWidget(self.speed)
+        self.addAction(actions.reset)
+        self.addAction(actions.stop)
+        actions.play.toggled.connect(lambda on: actions.play.setText("Pause" if on else "Play"))
+
+
+class SamplingToolbar(QToolBar):
+    """Greedy or sampled: temperature, top-k, top-p and the seed. Emits `sampling_changed`."""
+
+    sampling_changed = Signal(object)      # SamplingSettings
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Sampling", parent)
+        self.setObjectName("sampling_toolbar")
+        self.greedy = QCheckBox("Greedy")
+        self.greedy.setToolTip("Always take the most probable token (temperature 0)")
+        self.greedy.setChecked(True)
+        self.addWidget(self.greedy)
+        self.temperature = self._spin(QDoubleSpinBox(), "T", (0.05, 5.0), 0.8, "Temperature: p ∝ exp(logit / T)")
+        self.temperature.setSingleStep(0.1)
+        self.top_k = self._spin(QSpinBox(), "top-k", (0, 100000), 0, "Keep the k most probable tokens (0: all)")
+        self.top_p = self._spin(QDoubleSpinBox(), "top-p", (0.01, 1.0), 1.0,
+                                "Keep the smallest set of tokens whose probability reaches p")
+        self.top_p.setSingleStep(0.05)
+        self.seed = self._spin(QSpinBox(), "seed", (0, 2**31 - 1), 0, "Random seed: the same seed repeats a run")
+        self.greedy.toggled.connect(self._on_control_changed)
+        self._on_control_changed()
+
+    def _spin(self, spin, label: str, bounds, value, tip: str):
+        spin.setRange(*bounds)
+        spin.setValue(value)
+        spin.setToolTip(tip)
+        spin.setObjectName(label.replace("-", "_").lower())
+        spin.setKeyboardTracking(False)
+        text = QLabel(f" {label} ")
+        text.setToolTip(tip)
+        self.addWidget(text)
+        self.addWidget(spin)
+        spin.valueChanged.connect(self._on_control_changed)
+        return spin
+
+    def settings(self) -> SamplingSettings:
+        temperature = 0.0 if self.greedy.isChecked() else round(float(self.temperature.value()), 4)
+        return SamplingSettings(temperature=temperature, top_k=int(self.top_k.value()),
+                                top_p=round(float(self.top_p.value()), 4), seed=int(self.seed.value()))
+
+    def set_settings(self, sampling: SamplingSettings) -> None:
+        """Show `sampling` (e.g. from a session) and emit it once."""
+        widgets = (self.greedy, self.temperature, self.top_k, self.top_p, self.seed)
+        for widget in widgets:
+            widget.blockSignals(True)
+        self.greedy.setChecked(sampling.greedy)
+        if not sampling.greedy:
+            self.temperature.setValue(sampling.temperature)
+        self.top_k.setValue(sampling.top_k)
+        self.top_p.setValue(sampling.top_p)
+        self.seed.setValue(sampling.seed)
+        for widget in widgets:
+            widget.blockSignals(False)
+        self._on_control_changed()
+
+    def _on_control_changed(self, *_) -> None:
+        sampled = not self.greedy.isChecked()
+        for widget in (self.temperature, self.top_k, self.top_p):
+            widget.setEnabled(sampled)
+        self.sampling_changed.emit(self.settings())
+
