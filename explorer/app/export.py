@@ -172,16 +172,14 @@ def save_widget(widget, path: Path) -> Path:
                 raise OSError("Qt could not encode the PNG")
     else:
         def write(temporary):
-            from PySide6.QtGui import QPainter
             from PySide6.QtSvg import QSvgGenerator
 
             generator = QSvgGenerator()
             generator.setFileName(temporary)
             generator.setSize(widget.size())
+            generator.setViewBox(widget.rect())
             generator.setTitle(getattr(widget, "title", "panel"))
-            painter = QPainter(generator)
-            widget.render(painter)
-            painter.end()
+            widget.render(generator)
     return atomic_write(path, write)
 
 

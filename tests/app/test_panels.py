@@ -197,6 +197,8 @@ def test_logit_lens_hook_shows_what_the_session_hands_over(qtbot, session):
                                    "probs": np.array([[0.5, 0.2], [0.6, 0.1], [0.9, 0.05]])})
     assert panel.lens_table.isVisibleTo(panel) and panel.lens_table.rowCount() == 3
     assert WORDS[5] in panel.lens_table.item(2, 1).text()
+    session.logit_lens_ready.emit((np.array([[7, 8]]), np.array([[0.7, 0.2]])))   # Decoder.logit_lens's pair
+    assert panel.lens_table.rowCount() == 1 and WORDS[7] in panel.lens_table.item(0, 1).text()
 
 
 def test_tokens_panel_shows_live_tokens_before_any_run(qtbot, session):

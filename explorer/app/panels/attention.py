@@ -135,7 +135,8 @@ class AttentionPanel(Panel):
         symbol = "S" if self.values == "scores" else "A"
         shown = "masked" if not np.isfinite(value) else f"{value:.6g}"
         key_text = _key_text(self.trace, col, self.cross)
-        self.readout.setText(f"{symbol}[{row}, {col}] = {shown}    query {row} {text[row]!r} → key {col} {key_text!r}")
+        self.readout.setText(f"{symbol}[{row}, {col}] = {shown}    "
+                             f"query {row} {text[row]!r} → key {col} {key_text!r}")
 
     def _hover_grid(self, row, col) -> None:
         tile = self.mosaic.tile_at(row, col) if (row is not None and self.mosaic) else None

@@ -80,7 +80,8 @@ class EmbeddingsPanel(Panel):
             matrix = np.mod(positions * trace.rope_inv_freq[None, :], 2 * np.pi)  # (T, d_qk/2)
             self.heatmap.set_colormap("CET-C1")
             levels = (0.0, 2 * np.pi)
-            self.set_formula(f"angle_{{pos,i}} = pos · θ_i mod 2π,  θ_i = base^{{−2i/d}} ∈ {dims(*matrix.shape)}")
+            self.set_formula(f"angle_{{pos,i}} = pos · θ_i mod 2π,  θ_i = base^{{−2i/d}}"
+                             f" ∈ {dims(*matrix.shape)}")
         else:
             source = "embeddings" if view == "tokens" else "pos_embeddings"
             matrix = np.concatenate([getattr(s, source) for s in trace.steps]).astype(np.float32)

@@ -89,7 +89,7 @@ class NextTokenPanel(Panel):
 
     def _describe(self, trace, position: int, chosen, forced: bool) -> None:
         is_last = position == trace.n_tokens - 1
-        where = (f"ranked #{self.chosen_rank}" if self.chosen_rank else "not in the top k") if chosen is not None else ""
+        where = f"ranked #{self.chosen_rank}" if self.chosen_rank else "not in the top k"
         name = self.session.display_token(chosen) if chosen is not None else "–"
         how = "forced" if forced else "chosen"
         self.position_label.setText(
@@ -114,10 +114,12 @@ class NextTokenPanel(Panel):
             self.session.logit_lens_requested.emit(int(self.position))
 
     def show_logit_lens(self, lens) -> None:
-        """The hook for the logit lens: `{"position": int, "ids": (L, k), "probs": (L, k)}`,
-        one row per layer (the final row is the model's own output), as the engine's
-        `Decoder.logit_lens(position, k)` computes it and the main window hands it to
-        `session.logit_lens_ready`."""
+        """The logit-lens hook: `{"position": int, "ids": (L, k), "probs": (L, k)}`, or the
+        `(ids, probs)` pair that the engine's `Decoder.logit_lens(position, k)` returns, handed
+        to `session.logit_lens_ready` by whoever answers `logit_lens_requested`. One row per
+        layer: the top tokens of softmax(norm(h_l) W_U)."""
+        if not isinstance(lens, dict):
+            lens = {"ids": lens[0], "probs": lens[1]}
         ids, probs = np.asarray(lens["ids"]), np.asarray(lens["probs"])
         if lens.get("position") is not None and lens["position"] != self.position:
             return
@@ -125,7 +127,7 @@ class NextTokenPanel(Panel):
         for layer, (row_ids, row_probs) in enumerate(zip(ids, probs)):
             text = "   ".join(f"{self.session.display_token(int(i))!r} {float(p):.3f}"
                                for i, p in zip(row_ids, row_probs))
-            self.lens_table.setItem(layer, 0, QTableWidgetItem(f"L{layer}" if layer < len(ids) - 1 else "out"))
+            self.lens_table.setItem(layer, 0, QTableWidgetItem(f"L{layer}"))
             self.lens_table.setItem(layer, 1, QTableWidgetItem(text))
         self.lens_table.resizeColumnsToContents()
         self.lens_table.setVisible(True)

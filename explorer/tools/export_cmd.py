@@ -1,0 +1,87 @@
+"""`python -m explorer export`: decode a prompt and write an attention map without a window.
+
+The same figures and files as the app's export menu: one head, all heads of a
+layer (`--head all`) or the full grid (`--layer all`), as PNG, SVG, CSV or .npy.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from explorer.core.errors import ExplorerError
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--model", required=True, help="model folder, .gguf file or catalog name")
+    parser.add_argument("--prompt", required=True, help="the text to run")
+    parser.add_argument("--steps", type=int, default=0, help="greedy decoding steps after the prefill (default 0)")
+    parser.add_argument("--layer", default="0", help="layer index, or 'all' for the grid of every layer and head")
+    parser.add_argument("--head", default="all", help="head index, or 'all' for every head of the layer")
+    parser.add_argument("-o", "--output", required=True, help="FILE.png, FILE.svg, FILE.csv or FILE.npy")
+    parser.add_argument("--size", default="1000x800", help="image size in pixels, WIDTHxHEIGHT (default 1000x800)")
+    parser.add_argument("--at-step", type=int, default=None,
+                        help="draw the map as it was after this step (0 = the prefill; default: the last)")
+    parser.add_argument("--scores", action="store_true", help="pre-softmax scores S instead of the weights A")
+    parser.add_argument("--log", action="store_true", help="log10 colour scale for the weights")
+    parser.add_argument("--every-step", action="store_true", help="write one numbered file per step")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="float32")
+
+
+def _index(text: str, what: str) -> int | str:
+    if text == "all":
+        return "all"
+    if not re.fullmatch(r"\d+", text):
+        raise ExplorerError(f"--{what} {text!r} must be a number from 0 or 'all'.")
+    return int(text)
+
+
+def _size(text: str) -> tuple[int, int]:
+    match = re.fullmatch(r"(\d+)[x×](\d+)", text.strip())
+    if not match or min(int(match.group(1)), int(match.group(2))) < 16:
+        raise ExplorerError(f"--size {text!r} must look like 1000x800, each side at least 16 pixels.")
+    return int(match.group(1)), int(match.group(2))
+
+
+def run(args) -> int:
+    layer, head, size = _index(args.layer, "layer"), _index(args.head, "head"), _size(args.size)
+    if args.steps < 0:
+        raise ExplorerError(f"--steps {args.steps} must not be negative.")
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from explorer.app import export
+
+    output = Path(args.output)
+    export.check_writable(output)                      # fail before the slow model load
+    export._suffix(output, export.IMAGE_SUFFIXES + export.DATA_SUFFIXES)
+    trace = _decode(args)
+    if args.at_step is not None and not 0 <= args.at_step < trace.n_steps:
+        raise ExplorerError(f"--at-step {args.at_step} does not exist: the run has steps 0 to {trace.n_steps - 1}.")
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication(["transformer-explorer"])
+    options = dict(values="scores" if args.scores else "weights", log=args.log, size=size)
+    if args.every_step:
+        written = export.export_frames(trace, output, layer, head, **options)
+    else:
+        written = [export.export_attention(trace, output, layer, head, step=args.at_step, **options)]
+    app.processEvents()
+    for path in written:
+        print(path)
+    return 0
+
+
+def _decode(args):
+    from explorer.core.decode import Decoder
+    from explorer.core.runtime import load_model
+
+    loaded = load_model(args.model, device=args.device, dtype=args.dtype)
+    tokens = loaded.tokenizer.encode(args.prompt)
+    if len(tokens.ids) == 0:
+        raise ExplorerError(f"The prompt {args.prompt!r} gives no tokens to run.")
+    decoder = Decoder(loaded)
+    trace = decoder.prefill(tokens.ids)
+    for _ in range(args.steps):
+        trace = decoder.step()
+    return trace
