@@ -1,0 +1,375 @@
+"""What-if conversions: the loaded model's attention rebuilt as another variant, before any retraining.
+
+- **GQA / MQA by mean-pooling** (Ainslie et al. 2023, "GQA", section 2.1): the
+  K and V projection heads of each group are averaged into one head,
+
+      W_g^K = mean_{h in group g} W_h^K,   W_g^V = mean_{h in group g} W_h^V.
+
+  The paper then uptrains for ~5% of the pre-training steps; here we look at the
+  model right after pooling. A group count equal to N_Q copies each K/V head to
+  every query head that reads it, which is exact.
+
+- **MLA by truncated SVD** (DeepSeek-AI 2024, "DeepSeek-V2", section 2.1; the
+  conversions of MHA2MLA, Ji et al. 2025, and TransMLA, Meng et al. 2025). The
+  stacked key and value projections of every K/V head, [W^K_nope; W^V] (with the
+  bias as one more column), are factorised at rank d_c:
+
+      [W^K_nope; W^V] ~= U_r S_r V_r^T,   W^DKV = S_r^1/2 V_r^T,   [W^UK; W^UV] = U_r S_r^1/2
+
+  so the cache holds the latent c_KV = X W^DKV (d_c numbers per token) instead of
+  the keys and values. RoPE does not commute with W^UK, so, as in MLA, a small
+  decoupled key keeps the rotation: d_R of each head's dimensions (every
+  (d_h/d_R)-th frequency, MHA2MLA's uniform partial-RoPE) become one RoPE key
+  shared by all heads (the K/V heads' rows are mean-pooled into it, exact for
+  MQA); the other dimensions lose their rotation. That is the approximation
+  these papers fine-tune away. Without RoPE (GPT-2), full rank is exact.
+
+The converted copy shares every other weight with the original (no copy).
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+from explorer.core.config import ModelConfig, RopeSpec
+from explorer.core.errors import ExplorerError
+from explorer.core.model import Transformer
+from explorer.core.rope import Rotary
+from explorer.core.runtime import LoadedModel, model_info
+
+Progress = Callable[[float, str], None]
+
+
+class ConversionCancelled(ExplorerError):
+    """The person cancelled a running conversion."""
+
+
+@dataclass(frozen=True)
+class Converted:
+    """A converted copy of a model and how far each layer's K/V map moved."""
+
+    loaded: LoadedModel
+    variant: str                       # "mha" | "gqa-<kv_heads>" | "mqa" | "mla-<rank>"
+    relative_error: tuple[float, ...]  # per layer ||W - W_converted||_F / ||W||_F of the K/V map
+    rope_dim: int | None = None        # d_R of an MLA conversion (2 * rope pairs * N_KV)
+
+
+def convert(loaded: LoadedModel, variant: str, rope_pairs: int | None = None,
+            progress: Progress | None = None, cancel=None) -> Converted:
+    """Convert to "mha", "gqa-<kv_heads>", "mqa" or "mla-<rank>" (rope_pairs: MLA's RoPE pairs per K/V head)."""
+    match = re.fullmatch(r"(mha|mqa|gqa-(\d+)|mla-(\d+))", variant)
+    if match is None:
+        raise ExplorerError(f"Variant {variant!r} is not one of mha, mqa, gqa-<kv_heads> or mla-<rank>.")
+    if variant.startswith("mla"):
+        return to_mla(loaded, int(match.group(3)), rope_pairs, progress, cancel)
+    kv_heads = {"mha": loaded.config.n_heads, "mqa": 1}.get(variant) or int(match.group(2))
+    return to_gqa(loaded, kv_heads, progress, cancel)
+
+
+# ----- GQA / MQA ---------------------------------------------------------------------
+
+def to_gqa(loaded: LoadedModel, kv_heads: int, progress: Progress | None = None, cancel=None) -> Converted:
+    """Mean-pool the K/V heads so that `kv_heads` heads serve all N_Q query heads."""
+    config = _dense_config(loaded, "GQA")
+    if kv_heads <= 0 or config.n_heads % kv_heads:
+        raise ExplorerError(f"{kv_heads} K/V heads do not divide the model's {config.n_heads} query heads.")
+    state, errors = dict(loaded.model.state_dict()), []
+    for layer in range(config.n_layers):
+        _tick(progress, cancel, layer, config.n_layers, "mean-pooling K/V heads")
+        prefix, moved, norm = f"layers.{layer}.attn.", 0.0, 0.0
+        for name in ("wk.weight", "wk.bias", "wv.weight", "wv.bias"):
+            if prefix + name in state:
+                state[prefix + name], change, size = _pool_heads(state[prefix + name], config, kv_heads)
+                moved, norm = moved + change, norm + size
+        errors.append(math.sqrt(moved / max(norm, 1e-300)))
+    new_config = replace(config, n_kv_heads=kv_heads)
+    model = _build(new_config, state)
+    name = _variant_name(kv_heads, config.n_heads)
+    _tick(progress, cancel, config.n_layers, config.n_layers, "done")
+    return Converted(_loaded(loaded, model, new_config, name), name, tuple(errors))
+
+
+def _pool_heads(w: torch.Tensor, config: ModelConfig, kv_heads: int) -> tuple[torch.Tensor, float, float]:
+    """Rows of W^K or W^V (or their bias): (N_KV*d_h, ...) -> (kv_heads*d_h, ...), each new group's mean.
+
+    Each K/V head is first copied to every query head that reads it, so any
+    divisor of N_Q works. Also returns ||W - W_pooled||^2 and ||W||^2 as every
+    query head sees them.
+    """
+    n_q, d_h = config.n_heads, config.d_head
+    rest = w.shape[1:]
+    per_query = w.float().view(config.n_kv_heads, d_h, *rest).repeat_interleave(n_q // config.n_kv_heads, dim=0)
+    pooled = per_query.view(kv_heads, n_q // kv_heads, d_h, *rest).mean(dim=1)            # (G, d_h, ...)
+    seen = pooled.repeat_interleave(n_q // kv_heads, dim=0)                               # (N_Q, d_h, ...)
+    change = float((seen - per_query).pow(2).sum())
+    return pooled.reshape(kv_heads * d_h, *rest).to(w.dtype), change, float(per_query.pow(2).sum())
+
+
+def _variant_name(kv_heads: int, n_heads: int) -> str:
+    if kv_heads == n_heads:
+        return "mha"
+    return "mqa" if kv_heads == 1 else f"gqa-{kv_heads}"
+
+
+# ----- MLA ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RopeSplit:
+    """Which RoPE frequency pairs each K/V head keeps rotated (in the decoupled key) and which it drops.
+
+    In the rotate-half layout pair i of a head is dims (i, i + d_h/2), turned by inv_freq[i].
+    """
+
+    pairs: np.ndarray    # (N_KV, m) kept pair indices per K/V head
+    d_head: int
+
+    @property
+    def rope_dim(self) -> int:
+        """d_R: the shared RoPE key holds 2m dims per K/V head."""
+        return int(self.pairs.size) * 2
+
+    def rope_rows(self, g: int) -> np.ndarray:
+        """Head dims of K/V head g that go to the RoPE key, first halves then second halves: (2m,)."""
+        return np.concatenate((self.pairs[g], self.pairs[g] + self.d_head // 2))
+
+    def nope_rows(self, g: int) -> np.ndarray:
+        """The other dims of head g, which lose their rotation: (d_h - 2m,)."""
+        return np.setdiff1d(np.arange(self.d_head), self.rope_rows(g))
+
+    def key_slots(self, g: int) -> np.ndarray:
+        """Where head g's kept dims sit in the d_R-wide RoPE key (rotate-half layout over d_R): (2m,)."""
+        m, half = self.pairs.shape[1], self.rope_dim // 2
+        first = np.arange(g * m, (g + 1) * m)
+        return np.concatenate((first, first + half))
+
+
+def choose_rope_pairs(config: ModelConfig, w_q: torch.Tensor, w_k: torch.Tensor, m: int) -> RopeSplit:
+    """Keep, per K/V head, the m frequency pairs that carry most of q.k (MHA2MLA's 2-norm criterion,
+    on weights rather than activations): score_i = sum_h ||W_h^Q[pair i]|| * ||W_g^K[pair i]||."""
+    n_kv, d_h = config.n_kv_heads, config.d_head
+    half = d_h // 2
+
+    def pair_norms(w):                                          # (N, d_h, d) -> (N, d_h/2)
+        return (w[:, :half].pow(2).sum(-1) + w[:, half:].pow(2).sum(-1)).sqrt()
+
+    q_norms = pair_norms(w_q).view(n_kv, -1, half).sum(dim=1)  # (N_KV, d_h/2), summed over each group
+    score = q_norms * pair_norms(w_k)                           # (N_KV, d_h/2)
+    kept = torch.topk(score, m, dim=-1).indices.sort(dim=-1).values
+    return RopeSplit(kept.numpy().astype(np.int64), d_h)
+
+
+def max_mla_rank(config: ModelConfig, rope_pairs: int = 0) -> int:
+    """The rank of the stacked [W^K_nope; W^V] (+ bias column): the rank that loses nothing."""
+    rows = config.n_kv_heads * (config.d_head - 2 * rope_pairs + config.d_head)
+    return min(rows, config.d_model + (1 if config.qkv_bias else 0))
+
+
+def default_rope_pairs(config: ModelConfig) -> int:
+    """d_h / 4 pairs per K/V head stay rotated (half of each head, DeepSeek's d_R = d_h / 2); none without RoPE."""
+    return max(1, config.d_head // 4) if config.positional == "rope" else 0
+
+
+def to_mla(loaded: LoadedModel, rank: int, rope_pairs: int | None = None,
+           progress: Progress | None = None, cancel=None) -> Converted:
+    """Factorise each layer's K/V projections into a rank-`rank` latent plus a decoupled RoPE key
+    that keeps `rope_pairs` frequency pairs of every K/V head (d_R = 2 * rope_pairs * N_KV)."""
+    config = _dense_config(loaded, "MLA")
+    if config.qk_norm or any(kind == "sliding" for kind in config.layer_kinds):
+        raise ExplorerError(f"{loaded.name} normalises each key or slides a window, which a shared latent "
+                            "cannot reproduce; MLA conversion supports GPT-2, Llama and Qwen2 style layers.")
+    m = default_rope_pairs(config) if rope_pairs is None else int(rope_pairs)
+    if not 0 <= m <= config.d_head // 2 or (config.positional != "rope" and m):
+        raise ExplorerError(f"{m} RoPE pairs per head is not possible for {loaded.name} "
+                            f"(0 to {config.d_head // 2 if config.positional == 'rope' else 0}).")
+    limit = max_mla_rank(config, m)
+    if not 0 < rank <= limit:
+        raise ExplorerError(f"MLA rank {rank} must lie between 1 and {limit}, the rank of this model's K/V stack.")
+    state, errors, split = dict(loaded.model.state_dict()), [], None
+    for layer in range(config.n_layers):
+        _tick(progress, cancel, layer, config.n_layers, "factorising K/V (SVD)")
+        error, split = _latent_weights(state, f"layers.{layer}.attn.", config, rank, m)
+        errors.append(error)
+    d_rope = 2 * m * config.n_kv_heads
+    new_config = replace(config, mla=True, q_lora_rank=None, kv_lora_rank=rank, n_kv_heads=config.n_heads,
+                         qk_nope_dim=config.d_head - 2 * m, qk_rope_dim=d_rope, v_head_dim=config.d_head,
+                         d_head=d_rope)
+    model = _build(new_config, state, lambda built: _prepare_latent_modules(built, loaded.model, config, d_rope))
+    model.rotaries = {"global": _rope_table(loaded.model, split)}
+    _tick(progress, cancel, config.n_layers, config.n_layers, "done")
+    name = f"mla-{rank}"
+    return Converted(_loaded(loaded, model, new_config, name), name, tuple(errors), d_rope)
+
+
+def _latent_weights(state: dict, prefix: str, config: ModelConfig, rank: int, m: int):
+    """Replace wq/wk/wv of one layer in `state` by MLA's wq, wkv_a = [W^DKV; W^KR] and wkv_b = [W^UK; W^UV]."""
+    n_q, n_kv, d_h, d = config.n_heads, config.n_kv_heads, config.d_head, config.d_model
+    group = n_q // n_kv
+    w = {n: state.pop(f"{prefix}w{n}.weight").float().view(-1, d_h, d) for n in "qkv"}    # (N, d_h, d)
+    b = {n: state.pop(f"{prefix}w{n}.bias").float().view(-1, d_h, 1) if config.qkv_bias else None for n in "qkv"}
+    # The bias rides along as one more input column: W X + b = [W b] [X; 1].
+    wb = {n: w[n] if b[n] is None else torch.cat((w[n], b[n]), dim=-1) for n in "qkv"}   # (N, d_h, d')
+    split = choose_rope_pairs(config, w["q"], w["k"], m)
+    d_rope, d_in = split.rope_dim, wb["q"].shape[-1]
+    q_rows, k_rope = [], torch.zeros(d_rope, d_in)
+    for h in range(n_q):
+        g = h // group
+        q_rope = torch.zeros(d_rope, d_in)
+        q_rope[split.key_slots(g)] = wb["q"][h, split.rope_rows(g)]                     # reads only its K/V head's slots
+        q_rows.append(torch.cat((wb["q"][h, split.nope_rows(g)], q_rope)))                 # [nope; rope]: (d_qk, d')
+    for g in range(n_kv):
+        k_rope[split.key_slots(g)] = wb["k"][g, split.rope_rows(g)]                        # W^KR: (d_R, d')
+    stack = torch.cat([torch.cat((wb["k"][g, split.nope_rows(g)], wb["v"][g])) for g in range(n_kv)])
+    u, s, vh = torch.linalg.svd(stack.double(), full_matrices=False)                       # [W^K_nope; W^V] = U S V^T
+    root = s[:rank].sqrt()
+    down = (root[:, None] * vh[:rank]).float()                                             # W^DKV: (r, d')
+    up = (u[:, :rank] * root[None, :]).float()                                             # [W^UK; W^UV]: (rows, r)
+    _put(state, prefix + "wq", torch.cat(q_rows), d)
+    _put(state, prefix + "wkv_a", torch.cat((down, k_rope)), d)                            # (r + d_R, d')
+    state[prefix + "wkv_b.weight"] = up.view(n_kv, -1, rank).repeat_interleave(group, dim=0).reshape(-1, rank)
+    energy = float((s[:rank] ** 2).sum() / (s ** 2).sum().clamp_min(1e-300))
+    return math.sqrt(max(0.0, 1.0 - energy)), split
+
+
+def _put(state: dict, name: str, weight_and_bias: torch.Tensor, d: int) -> None:
+    """Split an augmented [W b] back into a Linear's weight and bias."""
+    state[name + ".weight"] = weight_and_bias[:, :d]
+    if weight_and_bias.shape[1] > d:
+        state[name + ".bias"] = weight_and_bias[:, d]
+
+
+def _rope_table(original: Transformer, split: RopeSplit | None) -> Rotary:
+    """A RoPE table for the decoupled key: slot j turns at the original frequency of the pair it holds."""
+    rotary = Rotary(RopeSpec(), 0)
+    source = original.rotaries.get("global")
+    if source is not None and split is not None and split.rope_dim:
+        rotary.inv_freq = source.inv_freq[torch.as_tensor(split.pairs.reshape(-1))].clone()   # (d_R/2,)
+        rotary.attention_factor = source.attention_factor
+    return rotary
+
+
+def _prepare_latent_modules(model: Transformer, original: Transformer, config: ModelConfig, d_rope: int):
+    """Shape the MLA modules to take the converted weights exactly.
+
+    The latent is not normalised (DeepSeek's kv_a_layernorm would make the
+    factorisation inexact), the projections keep the original's biases, and each
+    layer keeps its own attention scale.
+    """
+    for block, source in zip(model.layers, original.layers):
+        attn, d = block.attn, config.d_model
+        attn.kv_norm = nn.Identity()
+        attn.wq = nn.Linear(d, config.n_heads * (config.d_head - d_rope // config.n_kv_heads + d_rope),
+                            bias=config.qkv_bias)
+        attn.wkv_a = nn.Linear(d, attn.d_c + d_rope, bias=config.qkv_bias)
+        attn.scale = source.attn.scale
+
+
+# ----- shared helpers -----------------------------------------------------------------
+
+def _dense_config(loaded: LoadedModel, target: str) -> ModelConfig:
+    config = loaded.config
+    if config.mla:
+        raise ExplorerError(f"{loaded.name} already caches an MLA latent; {target} conversion starts from "
+                            "per-head keys and values.")
+    return config
+
+
+def _build(config: ModelConfig, state: dict[str, torch.Tensor], prepare=None) -> Transformer:
+    """A Transformer for `config` holding `state` (the original's tensors are shared, not copied)."""
+    with torch.device("meta"):
+        model = Transformer(config)
+        if prepare is not None:
+            prepare(model)
+    dtype = next(iter(state.values())).dtype
+    state = {name: tensor.to(dtype) for name, tensor in state.items()}
+    model.load_state_dict(state, assign=True, strict=True)
+    for module in model.modules():
+        for key, value in list(module._parameters.items()):
+            if value is not None and not isinstance(value, nn.Parameter):
+                module._parameters[key] = nn.Parameter(value, requires_grad=False)
+    if config.tie_embeddings:
+        model.lm_head.weight = model.embed.weight
+    return model.requires_grad_(False).eval()
+
+
+def _loaded(original: LoadedModel, model: Transformer, config: ModelConfig, variant: str) -> LoadedModel:
+    name = f"{original.name} as {variant}"
+    return LoadedModel(model=model, config=config, tokenizer=original.tokenizer,
+                       info=model_info(model, config, name), name=name, path=original.path)
+
+
+def _tick(progress: Progress | None, cancel, done: int, total: int, what: str) -> None:
+    if cancel is not None and (cancel.is_set() if hasattr(cancel, "is_set") else cancel()):
+        raise ConversionCancelled("The conversion was cancelled.")
+    if progress is not None:
+        progress(done / max(1, total), what)
+
+
+# ----- the converted copy beside the original -------------------------------------------
+
+@dataclass(frozen=True)
+class StepComparison:
+    """One next-token prediction of the original and the converted model, in the same context."""
+
+    step: int                 # 0 = the prefill's prediction
+    position: int             # the position whose next token both predict
+    token_id: int             # the original's choice, which both models then feed
+    original_bytes: int       # KV-cache bytes in use after this step
+    converted_bytes: int
+    kl: float                 # KL(P_original || P_converted) in nats
+    top1_agrees: bool
+
+    @property
+    def bytes_saved(self) -> int:
+        return self.original_bytes - self.converted_bytes
+
+
+def kl_divergence(logits_p: np.ndarray, logits_q: np.ndarray) -> float:
+    """KL(P || Q) = sum_v P(v) (log P(v) - log Q(v)) of two softmax distributions, in float64."""
+    log_p = _log_softmax(np.asarray(logits_p, dtype=np.float64))
+    log_q = _log_softmax(np.asarray(logits_q, dtype=np.float64))
+    return max(0.0, float(np.sum(np.exp(log_p) * (log_p - log_q))))
+
+
+def _log_softmax(x: np.ndarray) -> np.ndarray:
+    shifted = x - x.max()
+    return shifted - np.log(np.exp(shifted).sum())
+
+
+def compare(original, converted, steps: int, prompt_ids=None, progress: Progress | None = None,
+            cancel=None) -> list[StepComparison]:
+    """Decode with the original and feed the same tokens to the converted model (teacher forcing),
+    comparing `steps` next-token distributions: the prefill's, then one per decoding step.
+
+    `original` and `converted` are `explorer.core.decode.Decoder`s; with `prompt_ids` both are
+    prefilled here, otherwise both must already hold the same tokens.
+    """
+    if prompt_ids is not None:
+        original.prefill(prompt_ids)
+        converted.prefill(prompt_ids)
+    if not original.trace.steps or not np.array_equal(original.trace.token_ids, converted.trace.token_ids):
+        raise ExplorerError("The original and the converted decoder must be prefilled with the same prompt.")
+    rows = [_compare_last(original, converted, 0)]
+    for index in range(1, steps):
+        _tick(progress, cancel, index, steps, "decoding both models")
+        converted.force(original.trace.steps[-1].chosen_id)
+        original.step()
+        converted.step()
+        rows.append(_compare_last(original, converted, index))
+    _tick(progress, None, steps, steps, "done")
+    return rows
+
+
+def _compare_last(original, converted, index: int) -> StepComparison:
+    position = original.trace.n_tokens - 1
+    p, q = original.logits_at(position), converted.logits_at(position)
+    return StepComparison(
+        step=index, position=position, token_id=int(original.trace.steps[-1].chosen_id),
+        original_bytes=int(original.trace.kv_bytes_in_use().sum()),
+        converted_bytes=int(converted.trace.kv_bytes_in_use().sum()),
+        kl=kl_divergence(p, q), top1_agrees=bool(np.argmax(p) == np.argmax(q)))
