@@ -183,3 +183,48 @@ def test_text_table_marks_the_native_variant():
     marked = [line for line in text.splitlines() if line.startswith("* ") and "own variant" not in line]
     assert len(marked) == 1 and marked[0].split()[1] == "gqa-16"
     assert "52 sliding W=1024, 10 full" in text
+
+
+# ----- the formulas against the engine's real caches ------------------------------------
+
+ENGINE_FAMILIES = {
+    "gpt2 (MHA)": ("gpt2", {}),
+    "llama (GQA)": ("llama", {}),
+    "qwen2 (MQA)": ("qwen2", {"num_key_value_heads": 1}),
+    "gemma3 (sliding + global)": ("gemma3", {}),
+    "deepseek_v2 (MLA)": ("deepseek_v2", {}),
+}
+
+
+def tiny_loaded(family: str, overrides: dict):
+    transformers = pytest.importorskip("transformers")
+    from explorer.core.runtime import from_tensors
+    from tests.core.conftest import FAMILIES
+
+    config_name, model_name, kwargs = FAMILIES[family]
+    config = getattr(transformers, config_name)(**{**kwargs, **overrides})
+    model = getattr(transformers, model_name)._from_config(config, attn_implementation="eager")
+    return config.to_dict(), from_tensors(config.to_dict(), model.state_dict(), name=family)
+
+
+@pytest.mark.parametrize("label", sorted(ENGINE_FAMILIES))
+def test_formula_bytes_equal_the_engines_measured_cache(label):
+    from explorer.core.decode import Decoder
+
+    family, overrides = ENGINE_FAMILIES[label]
+    config, loaded = tiny_loaded(family, overrides)
+    shape = kv.cache_shape(config)
+    native = kv.native_variant(shape)
+    assert native.kind == loaded.config.attention_kind
+    decoder = Decoder(loaded)
+    trace = decoder.prefill(np.arange(9) % 50)                # longer than Gemma's window of 5
+    for n_tokens in (9, 10, 11):
+        per_layer = trace.kv_bytes_in_use()
+        expected = shape.tokens_held(n_tokens) * native.elements_per_layer * 4
+        assert per_layer.tolist() == expected.tolist(), n_tokens
+        assert int(per_layer.sum()) == native.bytes_total(shape, n_tokens, "float32")
+        trace = decoder.step()
+    layout_before = kv.paged_layout(shape, native, trace.n_tokens, "float32", block_size=4)
+    decoder.step()
+    trace = decoder.back()                                    # Back returns to exactly the previous occupancy
+    assert trace.kv_bytes_in_use().tolist() == layout_before.bytes_in_use.tolist()
