@@ -221,3 +221,21 @@ def test_embeddings_show_rows_of_e_and_rope_angles(qtbot, session):
     panel.view_box.setCurrentIndex(panel.view_box.findData("rope"))
     assert panel.matrix.shape == (6, len(trace.rope_inv_freq))
     assert panel.matrix[3, 0] == pytest.approx(3.0 % (2 * np.pi))
+
+
+def test_grid_tiles_are_block_maxima_of_the_dense_attention():
+    from explorer.app.panels.grid import downsampled_attention
+
+    trace = build_trace(n_layers=1, n_heads=2, prompt_len=9, steps=4, sliding_window=3)
+    for step in (0, None):
+        tiles = downsampled_attention(trace, 0, tile=4, upto_step=step)          # 13 tokens -> blocks of 4
+        dense, mask = trace.attention(0, step), trace.mask(0, step)
+        n = dense.shape[1]
+        blocks = -(-n // 4)
+        padded = np.zeros((2, blocks * 4, blocks * 4), np.float32)
+        padded[:, :n, :n] = dense
+        allowed = np.zeros((blocks * 4, blocks * 4), bool)
+        allowed[:n, :n] = mask
+        expected = padded.reshape(2, blocks, 4, blocks, 4).max(axis=(2, 4))
+        expected[:, ~allowed.reshape(blocks, 4, blocks, 4).any(axis=(1, 3))] = np.nan
+        assert np.array_equal(tiles, expected, equal_nan=True)

@@ -8,13 +8,14 @@ Numpy only.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
 from explorer.core.trace import AttentionRecord, Trace
 
-TILE = 32   # pixels per tile side at most; shorter traces keep one pixel per token
+TILE = 32   # tile side in blocks: between TILE/2 and TILE (+1); shorter traces keep one pixel per token
 
 
 def attention_records(trace: Trace, layer: int, upto_step: int | None, cross: bool) -> list[AttentionRecord]:
@@ -31,28 +32,49 @@ def downsampled_attention(trace: Trace, layer: int, tile: int = TILE, upto_step:
     records = attention_records(trace, layer, upto_step, cross)
     t_q = sum(r.n_new for r in records)
     t_kv = records[0].n_kv if cross else max(int(r.kv_positions.max()) + 1 for r in records)
-    block = max(1, math.ceil(max(t_q, t_kv) / tile))
+    # A power of two, so the block (and the cache of reduced rows) changes only when T doubles.
+    block = 1 << max(0, math.ceil(math.log2(max(t_q, t_kv) / tile))) if max(t_q, t_kv) > tile else 1
     n_heads = records[0].weights.shape[0]
     out = np.zeros((n_heads, math.ceil(t_q / block), math.ceil(t_kv / block)), dtype=np.float32)
     allowed = np.zeros(out.shape[1:], dtype=bool)
     row = 0
     for record in records:
-        columns = (np.arange(record.n_kv) if cross else np.asarray(record.kv_positions)) // block
-        order = np.argsort(columns, kind="stable")                         # ring caches are not in order
-        columns = columns[order]
-        weights = np.asarray(record.weights, dtype=np.float32)[:, :, order]  # (N_Q, n_new, n_kv)
-        mask = np.asarray(record.mask)[:, order]                             # (n_new, n_kv)
-        u_cols, col_starts = np.unique(columns, return_index=True)
-        rows = (row + np.arange(record.n_new)) // block
-        u_rows, row_starts = np.unique(rows, return_index=True)
-        weights = np.maximum.reduceat(np.maximum.reduceat(weights, col_starts, axis=2), row_starts, axis=1)
-        mask = np.logical_or.reduceat(np.logical_or.reduceat(mask, col_starts, axis=1), row_starts, axis=0)
+        u_rows, u_cols, weights, mask = _reduced(record, row, block, cross)
         index = (slice(None), u_rows[:, None], u_cols[None, :])
         out[index] = np.maximum(out[index], weights)
         allowed[u_rows[:, None], u_cols[None, :]] |= mask
         row += record.n_new
     out[:, ~allowed] = np.nan
     return out
+
+
+_CACHE: OrderedDict = OrderedDict()
+_CACHE_SIZE = 8192
+
+
+def _reduced(record: AttentionRecord, row: int, block: int, cross: bool):
+    """One step's rows reduced to blocks, cached: records are immutable and shared between traces,
+    so after a decoding step only the new row is reduced again."""
+    key = (id(record), row, block, cross)
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is record:
+        _CACHE.move_to_end(key)
+        return hit[1]
+    columns = (np.arange(record.n_kv) if cross else np.asarray(record.kv_positions)) // block
+    weights = np.asarray(record.weights, dtype=np.float32)                  # (N_Q, n_new, n_kv)
+    mask = np.asarray(record.mask)                                          # (n_new, n_kv)
+    if np.any(np.diff(columns) < 0):                                        # ring caches are not in order
+        order = np.argsort(columns, kind="stable")
+        columns, weights, mask = columns[order], weights[:, :, order], mask[:, order]
+    u_cols, col_starts = np.unique(columns, return_index=True)
+    u_rows, row_starts = np.unique((row + np.arange(record.n_new)) // block, return_index=True)
+    weights = np.maximum.reduceat(np.maximum.reduceat(weights, col_starts, axis=2), row_starts, axis=1)
+    mask = np.logical_or.reduceat(np.logical_or.reduceat(mask, col_starts, axis=1), row_starts, axis=0)
+    result = (u_rows, u_cols, weights, mask)
+    _CACHE[key] = (record, result)
+    if len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return result
 
 
 @dataclass(frozen=True)
