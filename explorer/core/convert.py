@@ -373,3 +373,30 @@ def _compare_last(original, converted, index: int) -> StepComparison:
         original_bytes=int(original.trace.kv_bytes_in_use().sum()),
         converted_bytes=int(converted.trace.kv_bytes_in_use().sum()),
         kl=kl_divergence(p, q), top1_agrees=bool(np.argmax(p) == np.argmax(q)))
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """A finished what-if run, numpy only, for the app: both traces and the per-step comparison."""
+
+    variant: str
+    comparisons: tuple[StepComparison, ...]
+    original: object          # explorer.core.trace.Trace of the original model
+    converted: object         # its converted copy's Trace, same tokens
+    relative_error: tuple[float, ...]
+    rope_dim: int | None = None
+
+
+def what_if(loaded: LoadedModel, variant: str, prompt_ids, steps: int, rope_pairs: int | None = None,
+            progress: Progress | None = None, cancel=None) -> WhatIf:
+    """Convert `loaded` to `variant`, then decode `prompt_ids` with both for `steps` predictions."""
+    from explorer.core.decode import Decoder
+
+    def part(start: float, width: float) -> Progress | None:
+        return None if progress is None else (lambda f, what: progress(start + width * f, what))
+
+    converted = convert(loaded, variant, rope_pairs, part(0.0, 0.3), cancel)
+    original_decoder, converted_decoder = Decoder(loaded), Decoder(converted.loaded)
+    rows = compare(original_decoder, converted_decoder, steps, prompt_ids, part(0.3, 0.7), cancel)
+    return WhatIf(converted.variant, tuple(rows), original_decoder.trace, converted_decoder.trace,
+                  converted.relative_error, converted.rope_dim)

@@ -240,6 +240,17 @@ def cache_shape(config: dict, source: str = "the config") -> CacheShape:
                       max_positions, family.rope)
 
 
+def shape_from_info(info) -> CacheShape:
+    """The cache shape of a loaded model, from the trace's `ModelInfo` (no config file needed)."""
+    windows = tuple(info.sliding_window if kind == "sliding" else None for kind in info.layer_kinds)
+    if info.mla_rank is not None:
+        rope = int(info.mla_rope_dim or 0)
+        return CacheShape(info.family, info.n_layers, info.n_heads, info.n_heads, info.d_qk - rope, info.d_v,
+                          windows, info.max_positions, True, mla_rank=info.mla_rank, mla_rope_dim=rope)
+    return CacheShape(info.family, info.n_layers, info.n_heads, info.n_kv_heads, info.d_qk, info.d_v, windows,
+                      info.max_positions, info.positional == "rope")
+
+
 def _mla_shape(config, model_type, n_layers, n_heads, windows, max_positions, source) -> CacheShape:
     missing = [k for k in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
                if config.get(k) is None]

@@ -156,3 +156,13 @@ def test_compare_needs_the_same_prompt():
     b.prefill(IDS.numpy()[:-1])
     with pytest.raises(ExplorerError, match="same prompt"):
         convert.compare(a, b, steps=2)
+
+
+def test_what_if_returns_both_traces_and_reports_progress():
+    loaded = load("llama")
+    seen = []
+    result = convert.what_if(loaded, "gqa-1", IDS.numpy(), steps=3, progress=lambda f, what: seen.append(f))
+    assert result.variant == "mqa" and len(result.comparisons) == 3
+    assert result.original.n_tokens == result.converted.n_tokens == T + 2
+    assert result.converted.model.n_kv_heads == 1 and result.original.model.n_kv_heads == 2
+    assert seen == sorted(seen) and seen[-1] == 1.0

@@ -228,3 +228,14 @@ def test_formula_bytes_equal_the_engines_measured_cache(label):
     decoder.step()
     trace = decoder.back()                                    # Back returns to exactly the previous occupancy
     assert trace.kv_bytes_in_use().tolist() == layout_before.bytes_in_use.tolist()
+
+
+@pytest.mark.parametrize("label", ["gemma3 (sliding + global)", "deepseek_v2 (MLA)", "llama (GQA)"])
+def test_the_loaded_models_info_gives_the_same_shape_as_its_config(label):
+    family, overrides = ENGINE_FAMILIES[label]
+    config, loaded = tiny_loaded(family, overrides)
+    from_config, from_info = kv.cache_shape(config), kv.shape_from_info(loaded.info)
+    assert from_info.windows == from_config.windows
+    assert kv.native_variant(from_info) == kv.native_variant(from_config)
+    assert [v.elements_per_layer for v in kv.variants(from_info)] == \
+        [v.elements_per_layer for v in kv.variants(from_config)]
