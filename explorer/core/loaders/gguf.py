@@ -129,14 +129,15 @@ def gemma3_config(header: GGUFHeader, source: str) -> dict:
     config = _common_config(header, source)
     layers = config["num_hidden_layers"]
     head_dim = config["head_dim"]
+    pattern = header.get("attention.sliding_window_pattern", GEMMA3_SLIDING_PATTERN)
+    pattern = pattern if isinstance(pattern, int) and pattern > 0 else GEMMA3_SLIDING_PATTERN
     config.update(
         model_type="gemma3_text", architectures=["Gemma3ForCausalLM"], hidden_activation="gelu_pytorch_tanh",
         attention_bias=False, attn_logit_softcapping=None, final_logit_softcapping=None,
         sliding_window=int(_scalar(header, "attention.sliding_window", 512, source)),
-        sliding_window_pattern=GEMMA3_SLIDING_PATTERN,
-        layer_types=["full_attention" if (i + 1) % GEMMA3_SLIDING_PATTERN == 0 else "sliding_attention"
-                     for i in range(layers)],
-        rope_local_base_freq=GEMMA3_LOCAL_ROPE_BASE,
+        sliding_window_pattern=pattern,
+        layer_types=["full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(layers)],
+        rope_local_base_freq=float(header.get("rope.freq_base_swa", GEMMA3_LOCAL_ROPE_BASE)),
         # llama.cpp: Gemma 3 27B scales queries by 1/sqrt(d_model / heads), the others by 1/sqrt(head_dim).
         query_pre_attn_scalar=(config["hidden_size"] // config["num_attention_heads"]) if layers == 62 else head_dim,
     )

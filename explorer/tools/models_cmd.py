@@ -1,0 +1,60 @@
+"""`models`: list every model the explorer can open (and the ones it cannot, with the reason)."""
+from __future__ import annotations
+
+import json
+
+from explorer.core import store
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON list, one object per model")
+    parser.add_argument("--available", action="store_true", help="only the models that can be opened now")
+
+
+def human_count(value: int) -> str:
+    for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= size:
+            return f"{value / size:.1f}{unit}"
+    return str(value)
+
+
+def human_bytes(value: int) -> str:
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
+        if value >= size:
+            return f"{value / size:.1f} {unit}"
+    return f"{value} B"
+
+
+def as_dict(entry: store.ModelEntry) -> dict:
+    summary = entry.summary
+    row = {"name": entry.name, "source": entry.source, "path": str(entry.path) if entry.path else None,
+           "available": entry.available, "reason": entry.reason, "license": entry.license}
+    if summary is not None:
+        row.update(family=summary.family, attention=summary.attention, layers=summary.layers, heads=summary.heads,
+                   kv_heads=summary.kv_heads, params=summary.params, size_bytes=summary.size_bytes,
+                   format=summary.format)
+    return row
+
+
+def as_line(entry: store.ModelEntry) -> str:
+    s = entry.summary
+    if s is None:
+        return f"  {entry.name:<28} {entry.source:<9} -- {entry.reason}"
+    heads = f"{s.heads}/{s.kv_heads}"
+    return (f"{'  ' if entry.available else '✗ '}{entry.name:<28} {entry.source:<9} {s.family:<12} {s.attention:<4} "
+            f"{s.layers:>3} {heads:>7} {human_count(s.params):>7} {human_bytes(s.size_bytes):>9}  {entry.path}"
+            + (f"\n      unsupported: {entry.reason}" if entry.reason else ""))
+
+
+def run(args) -> int:
+    entries = store.catalog()
+    if args.available:
+        entries = [e for e in entries if e.available]
+    if args.json:
+        print(json.dumps([as_dict(e) for e in entries], indent=1))
+        return 0
+    print(f"  {'NAME':<28} {'SOURCE':<9} {'FAMILY':<12} {'ATTN':<4} {'LAY':>3} {'HEADS':>7} {'PARAMS':>7} "
+          f"{'SIZE':>9}  LOCATION")
+    for entry in entries:
+        print(as_line(entry))
+    return 0
