@@ -90,6 +90,11 @@ def save_matrix(matrix: np.ndarray, path: Path, header: str = "") -> Path:
     return atomic_write(path, write)
 
 
+def write_text(path: Path, text: str) -> Path:
+    """A text file (e.g. a CSV table), written atomically."""
+    return atomic_write(path, lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
+
+
 def raw_attention(trace: Trace, layer: int, head: int | str, step: int | None = None,
                   values: str = "weights", cross: bool = False) -> np.ndarray:
     """The trace's own matrix: weights (0 where masked) or scores (-inf where masked)."""
@@ -218,7 +223,7 @@ def ask_size(parent) -> tuple[int, int] | None:
     return max(16, int(match.group(1))), max(16, int(match.group(2)))
 
 
-def _report(parent, action: Callable[[], object]) -> None:
+def run_reporting(parent, action: Callable[[], object]) -> None:
     try:
         action()
     except ExplorerError as error:
@@ -235,7 +240,7 @@ def ask_and_export_attention(parent, trace, layer, head, raw: bool = False, **op
     path = ask_path(parent, "Export attention", name, filters)
     size = DEFAULT_SIZE if raw or path is None else ask_size(parent)
     if path is not None and size is not None:
-        _report(parent, lambda: export_attention(trace, path, layer, head, size=size, **options))
+        run_reporting(parent, lambda: export_attention(trace, path, layer, head, size=size, **options))
 
 
 def ask_and_export_frames(parent, trace, layer, head, **options) -> None:
@@ -243,11 +248,11 @@ def ask_and_export_frames(parent, trace, layer, head, **options) -> None:
                     "PNG frames (*.png);;SVG frames (*.svg)")
     size = ask_size(parent) if path is not None else None
     if path is not None and size is not None:
-        _report(parent, lambda: export_frames(trace, path, layer, head, size=size, **options))
+        run_reporting(parent, lambda: export_frames(trace, path, layer, head, size=size, **options))
 
 
 def ask_and_save_widget(widget, name: str) -> None:
     path = ask_path(widget, f"Export {getattr(widget, 'title', name)}", f"{name}.png",
                     "PNG image (*.png);;SVG image (*.svg)")
     if path is not None:
-        _report(widget, lambda: save_widget(widget, path))
+        run_reporting(widget, lambda: save_widget(widget, path))

@@ -125,3 +125,32 @@ def test_panel_widget_export(qtbot, tmp_path, trace):
     export.save_widget(panel, tmp_path / "mask.svg")
     assert QImage(str(tmp_path / "mask.png")).width() == 500
     assert ET.parse(tmp_path / "mask.svg").getroot().tag.endswith("svg")
+
+
+def test_panel_export_actions_write_files_and_report_errors(qtbot, tmp_path, trace, monkeypatch):
+    from explorer.app.panels import AttentionPanel, KVCachePanel
+    from explorer.app.session import Session
+
+    session = Session()
+    attention, kv = AttentionPanel(session), KVCachePanel(session)
+    for panel in (attention, kv):
+        qtbot.addWidget(panel)
+        panel.show()
+    session.set_trace(trace)
+    session.select(layer=1, head=2)
+    chosen = {"path": tmp_path / "head.png"}
+    monkeypatch.setattr(export, "ask_path", lambda *args: chosen["path"])
+    monkeypatch.setattr(export, "ask_size", lambda parent: (300, 200))
+    head_action = attention.export_actions()[0]
+    head_action.trigger()
+    assert QImage(str(tmp_path / "head.png")).size().toTuple() == (300, 200)
+    chosen["path"] = tmp_path / "raw.npy"
+    attention.export_actions()[3].trigger()
+    assert np.array_equal(np.load(tmp_path / "raw.npy"), trace.attention(1)[2])
+    chosen["path"] = tmp_path / "kv.csv"
+    kv.export_actions()[-1].trigger()
+    assert (tmp_path / "kv.csv").read_text().splitlines()[0].startswith("variant,kv_heads")
+    chosen["path"] = tmp_path / "gone" / "head.png"
+    with qtbot.waitSignal(session.error_raised) as raised:
+        head_action.trigger()
+    assert raised.args[0].startswith(f"Cannot write {tmp_path / 'gone' / 'head.png'}")

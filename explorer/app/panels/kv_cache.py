@@ -88,6 +88,24 @@ class KVCachePanel(Panel):
         layout.addWidget(self.table, 1)
         return section
 
+    def make_export_actions(self) -> list:
+        from PySide6.QtGui import QAction
+
+        from explorer.app import export
+
+        def save_table():
+            trace = self.trace
+            if trace is None or not trace.steps:
+                return
+            path = export.ask_path(self, "Export the KV-cache comparison", "kv_variants.csv", "CSV (*.csv)")
+            if path is not None:
+                text = kv_variants.to_csv(kv_formulas.comparison(trace.model, trace.n_tokens))
+                export.run_reporting(self, lambda: export.write_text(path, text))
+
+        action = QAction("Export the variant comparison as CSV…", self)
+        action.triggered.connect(save_table)
+        return super().make_export_actions() + [action]
+
     # ----- drawing ---------------------------------------------------------------------------
     def redraw(self) -> None:
         trace = self.trace

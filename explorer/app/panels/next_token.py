@@ -91,7 +91,8 @@ class NextTokenPanel(Panel):
         is_last = position == trace.n_tokens - 1
         where = f"ranked #{self.chosen_rank}" if self.chosen_rank else "not in the top k"
         name = self.session.display_token(chosen) if chosen is not None else "–"
-        how = "forced" if forced else "chosen"
+        in_prompt = position + 1 < trace.steps[0].n_new and trace.steps[0].kind != "decode"
+        how = "forced" if forced else ("the prompt continues with" if in_prompt else "chosen")
         self.position_label.setText(
             f"after position {position} {trace.token_text[position]!r}: {how} {name!r} ({where})"
             + ("   · click a candidate to branch on it" if is_last else "   · select the last token to branch"))
