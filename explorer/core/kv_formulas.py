@@ -15,17 +15,8 @@ from explorer.core.trace import ModelInfo
 
 
 def cache_shape(info: ModelInfo) -> kv_variants.CacheShape:
-    """The cache-deciding dimensions of a traced model."""
-    is_mla = info.attention == "mla" and info.mla_rank is not None
-    rope_dim = info.mla_rope_dim or 0
-    windows = tuple(info.sliding_window if kind == "sliding" else None for kind in info.layer_kinds)
-    return kv_variants.CacheShape(
-        model_type=info.family, n_layers=info.n_layers, n_heads=info.n_heads,
-        n_kv_heads=info.n_heads if is_mla else info.n_kv_heads,
-        d_k=info.d_qk - rope_dim if is_mla else info.d_qk, d_v=info.d_v,
-        windows=windows or (None,) * info.n_layers, max_positions=info.max_positions,
-        rope=info.positional == "rope", mla_rank=info.mla_rank if is_mla else None,
-        mla_rope_dim=rope_dim if is_mla else None)
+    """The cache-deciding dimensions of a traced model (one translation, kept in kv_variants)."""
+    return kv_variants.shape_from_info(info)
 
 
 def cache_dtype(info: ModelInfo) -> str:
