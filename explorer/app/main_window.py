@@ -24,11 +24,13 @@ from explorer.app.worker import ModelWorker
 from explorer.core.errors import ExplorerError
 
 TITLE = "Transformer Explorer"
-# Where each panel docks by default; panels not named here go to the right.
-DEFAULT_AREAS = {"tokens": "left", "embeddings": "left", "qkv": "left", "attention": "right",
-                 "grid": "right", "mask": "bottom", "kv_cache": "bottom", "next_token": "bottom"}
-_AREAS = {"left": Qt.DockWidgetArea.LeftDockWidgetArea, "right": Qt.DockWidgetArea.RightDockWidgetArea,
-          "bottom": Qt.DockWidgetArea.BottomDockWidgetArea}
+# The default layout: the prompt across the top; tokens over the next-token candidates on the left;
+# attention large on the right; the per-matrix panels tabbed along the bottom. Unknown panels go right.
+DEFAULT_AREAS = {"prompt": "top", "tokens": "left", "next_token": "left", "attention": "right",
+                 "embeddings": "bottom", "qkv": "bottom", "mask": "bottom", "kv_cache": "bottom"}
+TABBED_AREAS = ("bottom",)
+_AREAS = {"top": Qt.DockWidgetArea.TopDockWidgetArea, "left": Qt.DockWidgetArea.LeftDockWidgetArea,
+          "right": Qt.DockWidgetArea.RightDockWidgetArea, "bottom": Qt.DockWidgetArea.BottomDockWidgetArea}
 
 
 class MainWindow(QMainWindow):
@@ -45,7 +47,7 @@ class MainWindow(QMainWindow):
         self.controller = DecodingController(self.session, self.worker, self)
         self._catalog = catalog
         self.prompt = PromptEditor(self)
-        self.setCentralWidget(self.prompt)
+        self.setDockNestingEnabled(True)
         self.docks = self._build_docks(panels)
         self.actions = DecodingActions(self)
         self.model_bar = ModelToolbar(self)
@@ -70,33 +72,41 @@ class MainWindow(QMainWindow):
             from explorer.app.panels import ALL_PANELS
 
             panels = ALL_PANELS
-        docks = {}
+        docks = {"prompt": self._dock("prompt", "Prompt", self.prompt)}
         for object_name, title, cls in panels:
-            dock = QDockWidget(title, self)
-            dock.setObjectName(f"{object_name}_dock")
-            dock.setWidget(cls(self.session))
-            docks[object_name] = dock
+            docks[object_name] = self._dock(object_name, title, cls(self.session))
         self.default_layout(docks)
         return docks
 
+    def _dock(self, object_name: str, title: str, widget: QWidget) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(f"{object_name}_dock")
+        dock.setWidget(widget)
+        return dock
+
     def default_layout(self, docks: dict[str, QDockWidget] | None = None) -> None:
-        """Put every dock in its default area, tabbing the mask, cache and next-token panels."""
+        """Put every dock in its default area (see DEFAULT_AREAS) at sensible sizes."""
         docks = docks if docks is not None else self.docks
-        for name, dock in docks.items():
-            self.removeDockWidget(dock)
-            self.addDockWidget(_AREAS[DEFAULT_AREAS.get(name, "right")], dock)
-            dock.setFloating(False)
-            dock.show()
+        self.resize(1500, 950)
         by_area: dict[str, list[QDockWidget]] = {}
         for name, dock in docks.items():
-            by_area.setdefault(DEFAULT_AREAS.get(name, "right"), []).append(dock)
-        for area in ("right", "bottom"):
+            self.removeDockWidget(dock)
+            area = DEFAULT_AREAS.get(name, "right")
+            self.addDockWidget(_AREAS[area], dock, Qt.Orientation.Vertical)
+            dock.setFloating(False)
+            dock.show()
+            by_area.setdefault(area, []).append(dock)
+        for area in TABBED_AREAS:
             group = by_area.get(area, [])
             for dock in group[1:]:
                 self.tabifyDockWidget(group[0], dock)
             if group:
                 group[0].raise_()
-        self.resize(1500, 950)
+        sizes = [("top", 90, Qt.Orientation.Vertical), ("bottom", 300, Qt.Orientation.Vertical),
+                 ("left", 430, Qt.Orientation.Horizontal)]
+        for area, size, orientation in sizes:
+            if by_area.get(area):
+                self.resizeDocks([by_area[area][0]], [size], orientation)
 
     def _connect(self) -> None:
         c, a = self.controller, self.actions
@@ -138,6 +148,7 @@ class MainWindow(QMainWindow):
 
     def _on_model_ready(self, summary) -> None:
         self.settings.remember_model(summary.reference)
+        model_refs.remember(summary.reference)
         self.refresh_models()
         self.status.show_model(summary.info, summary.device, summary.dtype)
         self.status.show_trace(self.session.trace)

@@ -1,7 +1,7 @@
 """The model toolbar: which model (catalog, recent, a folder or .gguf file), on which device, in which dtype."""
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QToolBar, QWidget
 
@@ -95,7 +95,9 @@ class ModelToolbar(QToolBar):
         known = set()
         for choice in self._choices:
             combo.addItem(choice.label, choice.reference)
-            combo.setItemData(combo.count() - 1, choice.tip, role=3)    # Qt.ToolTipRole
+            combo.setItemData(combo.count() - 1, choice.tip, Qt.ItemDataRole.ToolTipRole)
+            if not choice.available:         # e.g. not pulled yet: listed, greyed, with the command in its tip
+                combo.model().item(combo.count() - 1).setEnabled(False)
             known.add(choice.reference)
         recent = [r for r in self._recent if r not in known]
         if self._current and self._current not in known and self._current not in recent:
@@ -104,7 +106,7 @@ class ModelToolbar(QToolBar):
             combo.insertSeparator(combo.count())
             for reference in recent:
                 combo.addItem(short_name(reference), reference)
-                combo.setItemData(combo.count() - 1, reference, role=3)
+                combo.setItemData(combo.count() - 1, reference, Qt.ItemDataRole.ToolTipRole)
         combo.insertSeparator(combo.count())
         combo.addItem("Open folder…", _OPEN_FOLDER)
         combo.addItem("Open .gguf / .safetensors file…", _OPEN_FILE)

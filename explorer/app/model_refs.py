@@ -6,7 +6,6 @@ resolves it through `explorer.core.store` on its own thread.
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,12 +19,17 @@ class ModelChoice:
     reference: str
     tip: str = ""
     license: str | None = None
+    reason: str | None = None          # why it cannot be opened now (e.g. not pulled yet); None when it can
+
+    @property
+    def available(self) -> bool:
+        return self.reason is None
 
 
 def resources_dir() -> Path:
-    """resources/ beside the package, or inside a PyInstaller bundle."""
-    bundle = getattr(sys, "_MEIPASS", None)
-    return Path(bundle) / "resources" if bundle else Path(__file__).resolve().parents[2] / "resources"
+    from explorer.core.store import resources_dir as store_resources
+
+    return store_resources()
 
 
 def bundled_model_path(name: str = DEFAULT_BUNDLED) -> Path | None:
@@ -34,30 +38,33 @@ def bundled_model_path(name: str = DEFAULT_BUNDLED) -> Path | None:
 
 
 def catalog_choices() -> list[ModelChoice]:
-    """Every model that can be opened now: bundled, pulled and found in the Hugging Face cache."""
+    """Every model the store knows: bundled, pulled or pullable, the Hugging Face cache, recently opened."""
     from explorer.core import store
 
     choices = []
     for entry in store.catalog():
-        if not getattr(entry, "available", True):
-            continue
-        where = getattr(entry, "source", "") or getattr(entry, "kind", "")
-        label = f"{entry.name}  ({where})" if where else entry.name
-        tip = getattr(entry, "description", "") or str(getattr(entry, "path", "") or "")
-        choices.append(ModelChoice(label=label, reference=entry.name, tip=tip,
-                                   license=getattr(entry, "license", None)))
+        label = short_name(entry.name)
+        tip = " — ".join(part for part in (entry.description, str(entry.path or "")) if part)
+        choices.append(ModelChoice(label=f"{label}  ({entry.source})", reference=entry.name,
+                                   tip=entry.reason or tip, license=entry.license, reason=entry.reason))
     return choices
 
 
 def default_model() -> str | None:
     """The pulled SmolLM2-135M if the store has it, else the bundled Shakespeare model, else None."""
-    names = {choice.reference for choice in catalog_choices()}
-    if DEFAULT_PULLED in names:
-        return DEFAULT_PULLED
-    if DEFAULT_BUNDLED in names:
-        return DEFAULT_BUNDLED
-    bundled = bundled_model_path()
-    return str(bundled) if bundled is not None else None
+    available = {choice.reference for choice in catalog_choices() if choice.available}
+    for name in (DEFAULT_PULLED, DEFAULT_BUNDLED):
+        if name in available:
+            return name
+    return None
+
+
+def remember(reference: str) -> None:
+    """Tell the store about a model opened from a path, so `explorer models` lists it too."""
+    if ("/" in reference or "\\" in reference) and Path(reference).expanduser().exists():
+        from explorer.core import store
+
+        store.remember_recent(reference)
 
 
 HOW_TO_GET_A_MODEL = (

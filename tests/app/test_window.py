@@ -26,6 +26,13 @@ def tiny(tmp_path_factory):
     return make_tiny_llama(tmp_path_factory.mktemp("models") / "tiny-llama")
 
 
+@pytest.fixture(autouse=True)
+def store_home(monkeypatch, tmp_path):
+    """The model store (recent list, autosave) lives in the test's folder, never in ~/.cache."""
+    monkeypatch.setenv("TRANSFORMER_EXPLORER_HOME", str(tmp_path / "store"))
+    return tmp_path / "store"
+
+
 @pytest.fixture
 def dialogs(monkeypatch):
     """Every warning shown, and the answer every question gets (Yes unless a test changes it)."""
@@ -235,6 +242,49 @@ def test_settings_remember_recent_models_device_and_layout(qtbot, tmp_path, tiny
         assert [a.text() for a in again.menus.recent.actions()] == ["tiny-llama"]
     finally:
         again.close()
+
+
+def test_a_model_opened_from_a_path_is_remembered_by_the_store(qtbot, window, tiny, store_home):
+    from explorer.core import store
+
+    opened(qtbot, window, tiny)
+    assert store.recent_paths() == [tiny.resolve()]
+
+
+def test_self_test_runs_three_steps_and_exports_an_image(qtbot, tiny, capsys):
+    from argparse import Namespace
+
+    from explorer.app.launch import launch
+
+    assert launch(Namespace(self_test=True, model=str(tiny))) == 0
+    assert "self-test passed: tiny-llama" in capsys.readouterr().out
+
+
+def test_self_test_fails_with_a_reason_on_a_broken_model(qtbot, tiny, tmp_path, capsys):
+    from explorer.app.launch import self_test
+
+    broken = break_weights(shutil.copytree(tiny, tmp_path / "broken"))
+    assert self_test(str(broken)) == 1
+    assert "self-test failed" in capsys.readouterr().err
+
+
+def test_the_model_picker_greys_models_not_pulled_and_opens_the_chosen_one(qtbot, tmp_path, tiny, dialogs):
+    from explorer.app.model_refs import ModelChoice
+
+    choices = [ModelChoice("smollm2-135m  (pullable)", "smollm2-135m", reason="not pulled yet"),
+               ModelChoice("tiny-llama  (bundled)", str(tiny))]
+    window = MainWindow(settings=AppSettings(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)),
+                        autosave_path=tmp_path / "autosave.json", catalog=lambda: choices)
+    qtbot.addWidget(window)
+    try:
+        combo = window.model_bar.models
+        assert not combo.model().item(0).isEnabled() and combo.model().item(1).isEnabled()
+        window.prompt.set_text(PROMPT)
+        combo.activated.emit(1)
+        trace = idle(qtbot, window, lambda: window.session.trace is not None)
+        assert trace.model.name == "tiny-llama" and combo.currentIndex() == 1
+    finally:
+        window.close()
 
 
 def _encode(folder, text):
