@@ -1,0 +1,408 @@
+"""KV lab: what MHA, GQA, MQA and MLA would cache for this model, and what converting it costs.
+
+The table and the plot come from the model's dimensions alone (DeepSeek-V2, Table 1:
+MHA 2·n_h·d_h, GQA 2·n_g·d_h, MQA 2·d_h, MLA d_c + d_R per token per layer), from the
+loaded model or from a config.json of a model too big to load. The what-if runner
+converts the loaded model (GQA/MQA by mean-pooling K/V heads, MLA by truncated SVD,
+see explorer.core.convert), decodes the same prompt with both, and shows per step the
+KL divergence, top-1 agreement, bytes saved and both attention maps of the selected head.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtGui import QAction, QFont
+from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton,
+                               QSpinBox, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+
+from explorer.app import export
+from explorer.app.panels.base import Panel
+from explorer.app.panels.heatmap import Heatmap
+from explorer.app.session import Selection
+from explorer.core import kv_variants as kv
+from explorer.core.errors import ExplorerError
+
+MIB = 1024.0 ** 2
+DTYPES = ("float32", "bfloat16", "int8")
+COLUMNS = ("variant", "K/V heads", "numbers/token/layer", "bytes/token", "bytes total", "vs MHA")
+STEP_COLUMNS = ("step", "next token", "KL (nats)", "top-1", "bytes saved")
+
+# backend(variant, steps, prompt_ids, progress, cancel) -> explorer.core.convert.WhatIf
+Backend = Callable[[str, int, np.ndarray, Callable[[float, str], None], threading.Event], object]
+
+
+def model_backend(loaded) -> Backend:
+    """A backend around an already loaded core model (the worker's, or a test's)."""
+    def run(variant, steps, prompt_ids, progress, cancel):
+        from explorer.core.convert import what_if
+
+        return what_if(loaded, variant, prompt_ids, steps, progress=progress, cancel=cancel)
+    return run
+
+
+def loading_backend(path: str, device: str = "cpu", dtype: str = "float32") -> Backend:
+    """A backend that loads its own copy of the model on first use (on the runner's thread)."""
+    held = {}
+
+    def run(variant, steps, prompt_ids, progress, cancel):
+        if "loaded" not in held:
+            from explorer.core.runtime import load_model
+
+            held["loaded"] = load_model(path, device=device, dtype=dtype)
+        return model_backend(held["loaded"])(variant, steps, prompt_ids, progress, cancel)
+    return run
+
+
+class WhatIfRunner(QObject):
+    """Runs one conversion at a time on a daemon thread; its signals arrive on the GUI thread."""
+
+    progress_changed = Signal(float, str)
+    finished = Signal(object)
+    failed = Signal(str)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._cancel = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self, job: Callable[[Callable[[float, str], None], threading.Event], object]) -> None:
+        if self.running:
+            return
+        self._cancel = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(job, self._cancel), daemon=True, name="kv-what-if")
+        self._thread.start()
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    def _run(self, job, cancel: threading.Event) -> None:
+        try:
+            result = job(lambda fraction, what: self.progress_changed.emit(float(fraction), str(what)), cancel)
+        except ExplorerError as error:
+            self.failed.emit(str(error))
+        except Exception as error:  # a bug must not kill the app: show it as one line
+            self.failed.emit(f"The conversion failed: {type(error).__name__}: {error}")
+        else:
+            self.finished.emit(result)
+
+
+def _item(value, bold: bool = False) -> QTableWidgetItem:
+    item = QTableWidgetItem(str(value))
+    item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
+    if bold:
+        font = QFont()
+        font.setBold(True)
+        item.setFont(font)
+    return item
+
+
+class KVLabPanel(Panel):
+    title = "KV lab"
+    object_name = "kv_lab"
+
+    def __init__(self, session, backend: Backend | None = None, parent=None) -> None:
+        super().__init__(session, parent)
+        self.shape: kv.CacheShape | None = None
+        self.source_name = ""
+        self.from_config = False
+        self.result = None
+        self.backend = backend
+        self.runner = WhatIfRunner(self)
+        self.runner.progress_changed.connect(self._on_progress_changed)
+        self.runner.finished.connect(self._on_result_changed)
+        self.runner.failed.connect(self._on_run_failed)
+        self.set_formula("bytes/token = Σ_l width_l · bytes(dtype):  MHA 2·N_Q·d_h,  GQA 2·N_KV·d_h,  "
+                         "MQA 2·d_h,  MLA d_c + d_R")
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self._table_section())
+        self.plot = pg.PlotWidget(title="KV-cache bytes against tokens")
+        self.plot.setLabels(left="MiB", bottom="tokens")
+        self.plot.addLegend(offset=(10, 10))
+        splitter.addWidget(self.plot)
+        splitter.addWidget(self._runner_section())
+        self.body.addWidget(splitter, 1)
+        self.add_to_plot_menu(self.plot.getPlotItem())
+        session.model_changed.connect(self._on_model_changed)
+        self.set_backend(backend)
+
+    # ----- layout ---------------------------------------------------------------------------
+    def _table_section(self) -> QWidget:
+        section = QWidget()
+        layout = QVBoxLayout(section)
+        layout.setContentsMargins(0, 0, 0, 0)
+        row = QHBoxLayout()
+        self.source_label = QLabel("no model")
+        self.open_button = QPushButton("Open config…")
+        self.open_button.clicked.connect(self._ask_config)
+        self.model_button = QPushButton("Loaded model")
+        self.model_button.clicked.connect(self.use_loaded_model)
+        self.dtype_box = QComboBox()
+        self.dtype_box.addItems(DTYPES)
+        self.tokens_box = QSpinBox()
+        self.tokens_box.setRange(0, 2 ** 31 - 1)
+        self.tokens_box.setPrefix("tokens ")
+        self.ranks_edit = QLineEdit()
+        self.ranks_edit.setPlaceholderText("MLA ranks (default 2, 4, 8 × d_h)")
+        for widget in (self.source_label, self.open_button, self.model_button, self.dtype_box, self.tokens_box,
+                       self.ranks_edit):
+            row.addWidget(widget)
+        self.dtype_box.currentTextChanged.connect(lambda _: self.update_table())
+        self.tokens_box.valueChanged.connect(lambda _: self.update_table(replot=False))
+        self.ranks_edit.editingFinished.connect(self.update_table)
+        layout.addLayout(row)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.verticalHeader().setVisible(False)
+        layout.addWidget(self.table, 1)
+        return section
+
+    def _runner_section(self) -> QWidget:
+        section = QWidget()
+        layout = QVBoxLayout(section)
+        layout.setContentsMargins(0, 0, 0, 0)
+        row = QHBoxLayout()
+        self.variant_box = QComboBox()
+        self.steps_box = QSpinBox()
+        self.steps_box.setRange(1, 4096)
+        self.steps_box.setValue(8)
+        self.steps_box.setPrefix("steps ")
+        self.run_button = QPushButton("Convert and compare")
+        self.run_button.clicked.connect(lambda: self.run_conversion())
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.runner.cancel)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 100)
+        for widget in (QLabel("what if:"), self.variant_box, self.steps_box, self.run_button, self.cancel_button,
+                       self.progress):
+            row.addWidget(widget)
+        layout.addLayout(row)
+        self.run_summary = QLabel(" ")
+        self.run_summary.setWordWrap(True)
+        layout.addWidget(self.run_summary)
+        lower = QSplitter(Qt.Orientation.Horizontal)
+        self.steps_table = QTableWidget(0, len(STEP_COLUMNS))
+        self.steps_table.setHorizontalHeaderLabels(STEP_COLUMNS)
+        self.steps_table.verticalHeader().setVisible(False)
+        lower.addWidget(self.steps_table)
+        self.maps = pg.GraphicsLayoutWidget()
+        self.original_map = Heatmap(self.maps.ci, row=0, col=0, colorbar=False)
+        self.converted_map = Heatmap(self.maps.ci, row=0, col=1, colorbar=False)
+        lower.addWidget(self.maps)
+        layout.addWidget(lower, 1)
+        return section
+
+    # ----- the comparison table -------------------------------------------------------------
+    def set_shape(self, shape: kv.CacheShape, name: str, from_config: bool = False) -> None:
+        """Show the variants of `shape` (a loaded model's, or a config-only model's)."""
+        self.shape, self.source_name, self.from_config = shape, name, from_config
+        self.source_label.setText(f"{name}{' (config only)' if from_config else ''}")
+        with self.updating():
+            self.tokens_box.setValue(min(shape.max_positions, self.tokens_box.maximum()))
+        self.update_table()
+
+    def open_config(self, path: str) -> bool:
+        """Compare the caches of a model from its config.json (or GGUF header) alone."""
+        from explorer.tools.kv_cmd import read_config
+
+        try:
+            config, name = read_config(path)
+            self.set_shape(kv.cache_shape(config, source=str(path)), name, from_config=True)
+        except ExplorerError as error:
+            self.session.report_error(str(error))
+            return False
+        return True
+
+    def use_loaded_model(self) -> None:
+        if self.session.model is not None:
+            self.set_shape(kv.shape_from_info(self.session.model), self.session.model.name)
+
+    def ranks(self) -> list[int] | None:
+        found = [int(r) for r in re.findall(r"\d+", self.ranks_edit.text())]
+        return [r for r in found if r > 0] or None
+
+    def rows(self) -> list[kv.VariantRow]:
+        if self.shape is None:
+            return []
+        return kv.compare(self.shape, self.tokens_box.value(), self.dtype_box.currentText(), self.ranks())
+
+    def update_table(self, replot: bool = True) -> None:
+        rows = self.rows()
+        self.table.setRowCount(len(rows))
+        for index, row in enumerate(rows):
+            native = row.variant.native
+            heads = "—" if row.variant.kv_heads is None else row.variant.kv_heads
+            cells = (row.variant.name + (" ★ native" if native else ""), heads, row.variant.elements_per_layer,
+                     kv.human_bytes(row.bytes_per_token), kv.human_bytes(row.bytes_total), f"{row.ratio_to_mha:.4f}")
+            for column, value in enumerate(cells):
+                self.table.setItem(index, column, _item(value, bold=native))
+        self.table.resizeColumnsToContents()
+        if replot:
+            self.update_plot(rows)
+        self._fill_variant_box(rows)
+
+    def update_plot(self, rows: list[kv.VariantRow]) -> None:
+        self.plot.clear()
+        if self.shape is None or not rows:
+            return
+        limit = max(1, self.shape.max_positions)
+        windows = [w for w in self.shape.windows if w and w < limit]
+        tokens = np.unique(np.concatenate((np.linspace(0, limit, 256).astype(np.int64), windows)))
+        dtype = rows[0].dtype
+        colors = pg.colormap.get("viridis").getLookupTable(0.0, 0.9, max(2, len(rows)))
+        for index, row in enumerate(rows):
+            curve = row.variant.bytes_curve(self.shape, tokens, dtype) / MIB
+            native = row.variant.native
+            pen = pg.mkPen("#ff2d55" if native else tuple(colors[index]), width=4 if native else 1.5,
+                           style=Qt.PenStyle.SolidLine if row.variant.kind != "mla" else Qt.PenStyle.DashLine)
+            self.plot.plot(tokens, curve, pen=pen, name=row.variant.name + (" (native)" if native else ""))
+        self.plot.setTitle(f"{self.source_name}: KV-cache bytes against tokens at {dtype}")
+
+    def _fill_variant_box(self, rows: list[kv.VariantRow]) -> None:
+        current = self.variant_box.currentText()
+        with self.updating():
+            self.variant_box.clear()
+            self.variant_box.addItems([r.variant.name for r in rows if not r.variant.native])
+            if current:
+                self.variant_box.setCurrentText(current)
+
+    # ----- the what-if runner -------------------------------------------------------------------
+    def set_backend(self, backend: Backend | None) -> None:
+        self.backend = backend
+        self._update_run_buttons()
+
+    def run_conversion(self, variant: str | None = None, steps: int | None = None) -> bool:
+        """Convert the loaded model to `variant` and compare `steps` next-token predictions."""
+        trace = self.trace
+        if self.backend is None or trace is None or not trace.steps or self.runner.running:
+            return False
+        variant = variant or self.variant_box.currentText()
+        steps = steps or self.steps_box.value()
+        prompt = np.asarray(trace.steps[0].token_ids, dtype=np.int64).copy()
+        backend = self.backend
+        self.progress.setValue(0)
+        self.run_summary.setText(f"converting to {variant}…")
+        self.runner.start(lambda progress, cancel: backend(variant, steps, prompt, progress, cancel))
+        self._update_run_buttons()
+        return True
+
+    def _update_run_buttons(self) -> None:
+        running = self.runner.running
+        self.run_button.setEnabled(self.backend is not None and not running)
+        self.run_button.setToolTip("" if self.backend is not None else "load a model to run conversions")
+        self.cancel_button.setEnabled(running)
+
+    def _on_progress_changed(self, fraction: float, what: str) -> None:
+        self.progress.setValue(int(round(100 * fraction)))
+        self.progress.setFormat(f"%p% {what}")
+
+    def _on_run_failed(self, message: str) -> None:
+        self.run_summary.setText(message)
+        self.progress.setValue(0)
+        self._finish_run()
+
+    def _finish_run(self) -> None:
+        thread = self.runner._thread
+        if thread is not None:
+            thread.join(timeout=1.0)
+        self._update_run_buttons()
+
+    def _on_result_changed(self, result) -> None:
+        self.result = result
+        rows = result.comparisons
+        self.steps_table.setRowCount(len(rows))
+        texts = result.original.token_text
+        for index, row in enumerate(rows):
+            token = texts[row.position + 1] if row.position + 1 < len(texts) else f"id {row.token_id}"
+            cells = (row.step, token, f"{row.kl:.4g}", "✓" if row.top1_agrees else "✗",
+                     kv.human_bytes(row.bytes_saved))
+            for column, value in enumerate(cells):
+                self.steps_table.setItem(index, column, _item(value))
+        self.steps_table.resizeColumnsToContents()
+        agree = np.mean([r.top1_agrees for r in rows]) if rows else 0.0
+        mean_kl = np.mean([r.kl for r in rows]) if rows else 0.0
+        saved = rows[-1].bytes_saved if rows else 0
+        self.run_summary.setText(f"{result.variant}: mean KL {mean_kl:.4g} nats, top-1 agreement {100 * agree:.0f}%, "
+                                 f"cache saved {kv.human_bytes(saved)} at {rows[-1].position + 1 if rows else 0} "
+                                 f"tokens; K/V map moved {100 * float(np.mean(result.relative_error)):.1f}%")
+        self.progress.setValue(100)
+        self._finish_run()
+        self.show_selection(self.session.selection)
+
+    # ----- Panel ---------------------------------------------------------------------------------
+    def redraw(self) -> None:
+        if self.shape is None and self.session.model is not None:
+            self.use_loaded_model()
+
+    def show_selection(self, selection: Selection) -> None:
+        if self.result is None:
+            return
+        for heatmap, trace, label in ((self.original_map, self.result.original, "original"),
+                                      (self.converted_map, self.result.converted, self.result.variant)):
+            layer = min(selection.layer, trace.model.n_layers - 1)
+            head = min(selection.head, trace.model.n_heads - 1)
+            heatmap.set_matrix(trace.attention(layer)[head].astype(np.float32), levels=(0.0, 1.0))
+            heatmap.plot.setTitle(f"{label}: layer {layer}, head {head}")
+
+    def _on_model_changed(self, info) -> None:
+        self.result = None
+        if info is not None and not self.from_config:
+            self.set_shape(kv.shape_from_info(info), info.name)
+
+    # ----- export -----------------------------------------------------------------------------------
+    def save_table_csv(self, path) -> Path:
+        text = kv.to_csv(self.rows())
+        return export.atomic_write(Path(path), lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
+
+    def save_steps_csv(self, path) -> Path:
+        rows = self.result.comparisons if self.result is not None else ()
+        lines = ["step,position,token_id,kl,top1_agrees,original_bytes,converted_bytes,bytes_saved"]
+        lines += [f"{r.step},{r.position},{r.token_id},{r.kl!r},{r.top1_agrees},{r.original_bytes},"
+                  f"{r.converted_bytes},{r.bytes_saved}" for r in rows]
+        text = "\n".join(lines) + "\n"
+        return export.atomic_write(Path(path), lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
+
+    def save_plot(self, path, width: int = 1000, height: int = 700) -> Path:
+        return export.save_figure(_PlotFigure(self.plot), Path(path), width, height)
+
+    def make_export_actions(self) -> list[QAction]:
+        actions = []
+        for label, saver, filters in (
+                ("Export KV variant table as CSV…", self.save_table_csv, "CSV (*.csv)"),
+                ("Export bytes-vs-tokens plot as PNG/SVG…", self.save_plot, "Images (*.png *.svg)"),
+                ("Export what-if steps as CSV…", self.save_steps_csv, "CSV (*.csv)")):
+            action = QAction(label, self)
+            action.triggered.connect(lambda _=False, s=saver, f=filters, t=label: self._ask_and_save(s, f, t))
+            actions.append(action)
+        return actions
+
+    def _ask_and_save(self, saver, filters: str, title: str) -> None:
+        path = export.ask_path(self, title, f"kv_lab_{self.source_name or 'model'}", filters)
+        if path is not None:
+            try:
+                saver(path)
+            except ExplorerError as error:
+                self.session.report_error(str(error))
+
+    def _ask_config(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a config.json or .gguf", export.last_folder(),
+                                              "Model config (config.json *.json *.gguf)")
+        if path:
+            self.open_config(path)
+
+
+class _PlotFigure:
+    """Adapts a PlotWidget to export.save_figure, which exports `figure.ci`."""
+
+    def __init__(self, plot_widget: pg.PlotWidget) -> None:
+        self.ci = plot_widget.getPlotItem()
