@@ -35,6 +35,13 @@ class RecordOptions:
             raise ExplorerError(f"record dtype {self.dtype!r} is not float32 or float16")
 
 
+def top_candidates(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The k most likely next tokens and their softmax probabilities, without a full softmax."""
+    top_logits, top_ids = logits.topk(k, dim=-1)                                        # (n, k)
+    log_z = torch.logsumexp(logits.float(), dim=-1, keepdim=True)                       # (n, 1)
+    return torch.exp(top_logits.float() - log_z), top_ids
+
+
 class Decoder:
     """One sequence through one model, with a preallocated KV cache and a growing Trace."""
 
@@ -142,7 +149,7 @@ class Decoder:
             ids_t = torch.as_tensor(ids, device=self.device)
             hidden = self.model(ids_t, positions, self.kv_cache, capture)               # (n_new, d)
             logits = self.model.logits(hidden)                                           # (n_new, V)
-            top_probs, top_ids = torch.softmax(logits.float(), dim=-1).topk(self.record.top_k, dim=-1)
+            top_probs, top_ids = top_candidates(logits, self.record.top_k)
             chosen = choose(logits[-1], self.sampling, int(positions[-1]) + 1)
             self._hidden.append(hidden)
             record = StepRecord(

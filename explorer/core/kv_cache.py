@@ -25,16 +25,13 @@ class LayerCache:
         self.dtype, self.device = dtype, torch.device(device)
         self.length = 0                                 # tokens fed so far (absolute)
         self.buffers = [self._empty(shape, capacity) for shape in tensors_per_token]
+        element = torch.empty((), dtype=dtype).element_size()
+        self.bytes_per_token = sum(int(np.prod(shape)) for shape in tensors_per_token) * element
 
     def _empty(self, shape: tuple[int, ...], capacity: int) -> torch.Tensor:
         if len(shape) == 2:                             # per head: (N, capacity, d)
             return torch.zeros(shape[0], capacity, shape[1], dtype=self.dtype, device=self.device)
         return torch.zeros(capacity, shape[0], dtype=self.dtype, device=self.device)  # (capacity, d)
-
-    @property
-    def bytes_per_token(self) -> int:
-        element = torch.empty((), dtype=self.dtype).element_size()
-        return sum(int(np.prod(shape)) for shape in self.entry_shapes) * element
 
     @property
     def bytes_allocated(self) -> int:

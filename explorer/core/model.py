@@ -33,8 +33,7 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def normalized(self, x: torch.Tensor) -> torch.Tensor:
-        x = x.float()
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return F.rms_norm(x.float(), (x.shape[-1],), eps=self.eps)             # x / sqrt(mean(x^2) + eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.weight * self.normalized(x).to(x.dtype)
