@@ -1,0 +1,314 @@
+"""The encoder-decoder Transformer of "Attention Is All You Need" (Vaswani et al. 2017), written like the paper.
+
+    h_0 = E[ids] * sqrt(d_model) + PE[positions]             (sinusoidal PE, section 3.5)
+    encoder block:  h = LN(h + SelfAttn(h))                  (full mask: every source token sees all)
+                    h = LN(h + FFN(h))                        -> C, the encoder output
+    decoder block:  h = LN(h + MaskedSelfAttn(h))            (causal mask over the target so far)
+                    h = LN(h + CrossAttn(X^Q = h, X^K = X^V = C))
+                    h = LN(h + FFN(h))
+    logits = h E^T                                             (embeddings shared with the softmax, 3.4)
+
+Add & Norm is post-LN, as in the paper; FFN(x) = ReLU(x W_1 + b_1) W_2 + b_2.
+The cross-attention K = C W^K and V = C W^V are computed once per source
+(`cross_keys_values`) and reused at every decoding step.
+
+Unlike model.py this module keeps a batch dimension B, because the same code
+trains the bundled translation model on padded batches; the explorer runs B = 1.
+The config.json format is our own: `model_type: "explorer-encdec"` (see EncDecConfig).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from explorer.core.errors import ModelLoadError, UnsupportedModelError
+from explorer.core.model import ACTIVATIONS, MLP
+from explorer.core.trace import ModelInfo
+
+MODEL_TYPE = "explorer-encdec"
+
+
+@dataclass(frozen=True)
+class EncDecConfig:
+    """The numbers of one encoder-decoder; `to_json()` is its config.json."""
+
+    vocab_size: int
+    d_model: int
+    n_heads: int
+    d_ff: int
+    n_encoder_layers: int
+    n_decoder_layers: int
+    max_positions: int
+    norm_eps: float = 1e-5
+    activation: str = "relu"
+    pad_id: int = 0
+    bos_id: int = 1                  # the decoder's start token
+    eos_id: int = 2
+    family: str = "encdec"
+
+    # ----- what decode-side code reads from a ModelConfig --------------------------------
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    d_qk = d_v = d_head
+
+    @property
+    def n_kv_heads(self) -> int:
+        return self.n_heads
+
+    @property
+    def n_layers(self) -> int:
+        return self.n_decoder_layers
+
+    @property
+    def attention_kind(self) -> str:
+        return "mha"
+
+    @property
+    def layer_kinds(self) -> tuple[str, ...]:
+        return ("causal",) * self.n_decoder_layers
+
+    # ----- config.json ------------------------------------------------------------------------
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d.pop("family")
+        return {"model_type": MODEL_TYPE, "architectures": ["ExplorerEncoderDecoder"], **d,
+                "tie_word_embeddings": True}
+
+    @staticmethod
+    def from_json(d: dict) -> "EncDecConfig":
+        if d.get("model_type") != MODEL_TYPE:
+            raise UnsupportedModelError(f"model_type {d.get('model_type')!r} is not {MODEL_TYPE!r}")
+        fields = {k: d[k] for k in EncDecConfig.__dataclass_fields__ if k in d and k != "family"}
+        try:
+            config = EncDecConfig(**fields)
+        except TypeError as error:
+            raise UnsupportedModelError(f"config of model_type {MODEL_TYPE!r} is incomplete ({error})") from None
+        if config.d_model % config.n_heads or config.activation not in ACTIVATIONS:
+            raise UnsupportedModelError(
+                f"config of model_type {MODEL_TYPE!r} is invalid: d_model {config.d_model} must divide into "
+                f"{config.n_heads} heads and activation {config.activation!r} must be one of {', '.join(ACTIVATIONS)}")
+        return config
+
+
+def sinusoidal(positions: torch.Tensor, d_model: int, dtype=torch.float32) -> torch.Tensor:
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d)),  PE(pos, 2i+1) = cos(pos / 10000^(2i/d)):  (T, d_model)."""
+    i = torch.arange(0, d_model, 2, dtype=torch.float32, device=positions.device)  # 2i
+    angles = positions.float()[:, None] / torch.pow(10000.0, i / d_model)[None, :]  # (T, d/2)
+    pe = torch.stack((torch.sin(angles), torch.cos(angles)), dim=-1)            # (T, d/2, 2)
+    return pe.reshape(len(positions), d_model).to(dtype)                        # interleaved sin, cos
+
+
+class MultiHeadAttention(nn.Module):
+    """MultiHead(X^Q, X^K, X^V) = concat_h(softmax(Q_h K_h^T / sqrt(d_k)) V_h) W^O, Q = X^Q W^Q, ..."""
+
+    def __init__(self, d_model: int, n_heads: int):
+        super().__init__()
+        self.n_heads, self.d_head = n_heads, d_model // n_heads
+        self.scale = self.d_head ** -0.5
+        self.wq = nn.Linear(d_model, d_model)                                    # W^Q
+        self.wk = nn.Linear(d_model, d_model)                                    # W^K
+        self.wv = nn.Linear(d_model, d_model)                                    # W^V
+        self.wo = nn.Linear(d_model, d_model)                                    # W^O
+
+    def _heads(self, x: torch.Tensor, projection: nn.Linear) -> torch.Tensor:
+        b, t, _ = x.shape                                                        # (B, T, d_model)
+        return projection(x).view(b, t, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, d_head)
+
+    def queries(self, x: torch.Tensor) -> torch.Tensor:
+        return self._heads(x, self.wq)                                           # Q = X^Q W^Q
+
+    def keys_values(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._heads(x, self.wk), self._heads(x, self.wv)                 # K = X^K W^K, V = X^V W^V
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, visible: torch.Tensor | None):
+        """Y, A, O for q (B, H, N_Q, d), k/v (B, H, N_KV, d); visible broadcasts to (B, H, N_Q, N_KV)."""
+        scores = q @ k.transpose(-1, -2) * self.scale                            # S: (B, H, N_Q, N_KV)
+        if visible is not None:
+            scores = scores.masked_fill(~visible, float("-inf"))
+        weights = torch.softmax(scores.float(), dim=-1).to(q.dtype)              # A: (B, H, N_Q, N_KV)
+        heads = weights @ v                                                      # O_h = A_h V_h: (B, H, N_Q, d)
+        b, _, n_q, _ = heads.shape
+        y = self.wo(heads.transpose(1, 2).reshape(b, n_q, -1))                   # concat_h O_h W^O: (B, N_Q, d_model)
+        return y, weights, heads
+
+
+def _record(capture, layer: int, prefix: str, q, k, v, weights, heads, visible_np, kv_positions, scale) -> None:
+    """Hand batch row 0 of one attention sublayer to the step's capture (names follow AttentionRecord)."""
+    if capture is not None:
+        capture.record(layer, **{prefix + name: value for name, value in dict(
+            q=q[0], k=k[0], v=v[0], weights=weights[0], head_out=heads[0], mask=visible_np,
+            kv_positions=kv_positions, scale=scale, softcap=None).items()})
+
+
+class EncoderLayer(nn.Module):
+    """h = LN(h + SelfAttn(h)); h = LN(h + FFN(h)), attending to the whole source."""
+
+    def __init__(self, config: EncDecConfig, layer: int):
+        super().__init__()
+        self.layer = layer
+        self.attn = MultiHeadAttention(config.d_model, config.n_heads)
+        self.attn_norm = nn.LayerNorm(config.d_model, eps=config.norm_eps)
+        self.ffn = MLP(config.d_model, config.d_ff, ACTIVATIONS[config.activation])
+        self.ffn_norm = nn.LayerNorm(config.d_model, eps=config.norm_eps)
+
+    def forward(self, h: torch.Tensor, visible: torch.Tensor | None, capture=None) -> torch.Tensor:
+        q = self.attn.queries(h)                                                 # (B, H, S, d)
+        k, v = self.attn.keys_values(h)                                          # (B, H, S, d)
+        a, weights, heads = self.attn.attend(q, k, v, visible)
+        x = h
+        h = self.attn_norm(h + a)                                                # Add & Norm
+        h = self.ffn_norm(h + self.ffn(h))                                       # Add & Norm: (B, S, d_model)
+        if capture is not None:
+            s = h.shape[1]
+            _record(capture, self.layer, "", q, k, v, weights, heads, np.ones((s, s), dtype=bool),
+                    np.arange(s), self.attn.scale)
+            capture.record(self.layer, x=x[0], residual=h[0])
+        return h
+
+
+class DecoderLayer(nn.Module):
+    """h = LN(h + MaskedSelfAttn(h)); h = LN(h + CrossAttn(h, C)); h = LN(h + FFN(h))."""
+
+    def __init__(self, config: EncDecConfig, layer: int):
+        super().__init__()
+        self.layer = layer
+        self.self_attn = MultiHeadAttention(config.d_model, config.n_heads)
+        self.self_norm = nn.LayerNorm(config.d_model, eps=config.norm_eps)
+        self.cross_attn = MultiHeadAttention(config.d_model, config.n_heads)
+        self.cross_norm = nn.LayerNorm(config.d_model, eps=config.norm_eps)
+        self.ffn = MLP(config.d_model, config.d_ff, ACTIVATIONS[config.activation])
+        self.ffn_norm = nn.LayerNorm(config.d_model, eps=config.norm_eps)
+
+    def forward(self, h: torch.Tensor, step: "TargetStep", cross_kv, cache=None, capture=None) -> torch.Tensor:
+        """h: (B, T, d) new target tokens; cross_kv: this layer's (K, V) of C; cache: its self K/V so far."""
+        q = self.self_attn.queries(h)                                            # (B, H, T, d)
+        k, v = self.self_attn.keys_values(h)
+        keys, values, kv_positions = (k, v, step.positions) if cache is None else _cached(cache, k, v)
+        causal = kv_positions[None, :] <= step.positions[:, None]                # (T, n_kv) bool
+        a, weights, heads = self.self_attn.attend(q, keys, values, torch.from_numpy(causal).to(h.device))
+        x = h
+        h = self.self_norm(h + a)                                                # Add & Norm
+        cross_q = self.cross_attn.queries(h)                                     # Q from the decoder
+        cross_k, cross_v = cross_kv                                              # K, V from C: (B, H, S, d)
+        c, cross_weights, cross_heads = self.cross_attn.attend(cross_q, cross_k, cross_v, step.source_visible)
+        h_cross = h
+        h = self.cross_norm(h + c)                                               # Add & Norm
+        h = self.ffn_norm(h + self.ffn(h))                                       # Add & Norm: (B, T, d_model)
+        if capture is not None:
+            _record(capture, self.layer, "", q, k, v, weights, heads, causal, kv_positions, self.self_attn.scale)
+            s = cross_k.shape[2]
+            _record(capture, self.layer, "cross_", cross_q, cross_k, cross_v, cross_weights, cross_heads,
+                    np.ones((h.shape[1], s), dtype=bool), np.arange(s), self.cross_attn.scale)
+            capture.record(self.layer, x=x[0], cross_x=h_cross[0], residual=h[0])
+        return h
+
+
+def _cached(cache, k: torch.Tensor, v: torch.Tensor):
+    """Append one sequence's new K/V (B = 1) to a HeadCache; all keys and values so far, batched again."""
+    keys, values, kv_positions = cache.update(k[0], v[0])                        # (H, n_kv, d)
+    return keys[None], values[None], kv_positions
+
+
+@dataclass
+class TargetStep:
+    """What every decoder layer of one forward pass shares: target positions and the source mask."""
+
+    positions: np.ndarray                    # (T,) absolute target positions of the new tokens
+    source_visible: torch.Tensor | None      # (B, 1, 1, S) bool: False at source padding; None = all
+
+
+class EncoderDecoder(nn.Module):
+    """Shared embedding E, N encoder layers, N decoder layers, logits = h E^T."""
+
+    def __init__(self, config: EncDecConfig):
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.vocab_size, config.d_model)             # E (shared)
+        self.encoder = nn.ModuleList(EncoderLayer(config, i) for i in range(config.n_encoder_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(config, i) for i in range(config.n_decoder_layers))
+
+    def embed_tokens(self, ids: torch.Tensor, positions: np.ndarray) -> torch.Tensor:
+        """E[ids] * sqrt(d_model) + PE[positions]: (B, T, d_model)."""
+        pe = self.positional(positions)
+        return self.embed(ids) * math.sqrt(self.config.d_model) + pe[None]
+
+    def positional(self, positions: np.ndarray) -> torch.Tensor:
+        weight = self.embed.weight
+        return sinusoidal(torch.as_tensor(positions, device=weight.device), self.config.d_model, weight.dtype)
+
+    def encode(self, source: torch.Tensor, source_visible: torch.Tensor | None = None, capture=None) -> torch.Tensor:
+        """C = Encoder(source ids (B, S)); source_visible (B, 1, 1, S) hides padding. Returns (B, S, d_model)."""
+        h = self.embed_tokens(source, np.arange(source.shape[1]))
+        for layer in self.encoder:
+            h = layer(h, source_visible, capture)
+        return h
+
+    def cross_keys_values(self, memory: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """K = C W^K and V = C W^V of every decoder layer, computed once per source: each (B, H, S, d)."""
+        return [layer.cross_attn.keys_values(memory) for layer in self.decoder]
+
+    def decode(self, target: torch.Tensor, step: TargetStep, cross_kv, cache=None, capture=None) -> torch.Tensor:
+        """Decoder states (B, T, d_model) of the new target ids (B, T); `cache` holds the earlier ones."""
+        h = self.embed_tokens(target, step.positions)
+        for i, layer in enumerate(self.decoder):
+            h = layer(h, step, cross_kv[i], None if cache is None else cache.layers[i], capture)
+        return h
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """logits = h E^T: (..., V)."""
+        return hidden @ self.embed.weight.T
+
+    def forward(self, source: torch.Tensor, target: torch.Tensor, pad_id: int | None = None) -> torch.Tensor:
+        """Teacher-forced logits (B, T, V) of a padded batch: the training and reference path."""
+        visible = None if pad_id is None else (source != pad_id)[:, None, None, :]
+        memory = self.encode(source, visible)
+        step = TargetStep(np.arange(target.shape[1]), visible)
+        return self.logits(self.decode(target, step, self.cross_keys_values(memory)))
+
+
+# ----- loading ---------------------------------------------------------------------------------
+def build(hf_config: dict, tensors: dict[str, torch.Tensor], source: str = "checkpoint",
+          device: str = "cpu", dtype: str = "float32") -> tuple[EncoderDecoder, EncDecConfig]:
+    """An EncoderDecoder from our config.json dict and its state_dict; names and shapes are checked."""
+    from explorer.core.runtime import resolve_device, torch_dtype
+    from explorer.core.weights import validate
+
+    config = EncDecConfig.from_json(hf_config)
+    model = EncoderDecoder(config)
+    tensors = {name: tensor for name, tensor in tensors.items() if name != "lm_head.weight"}  # tied to embed
+    validate(tensors, model.state_dict(), source)
+    try:
+        model.load_state_dict({k: t.float() for k, t in tensors.items()}, strict=True)
+    except RuntimeError as error:
+        raise ModelLoadError(f"{source}: the weights do not fit the config ({str(error)[:120]})") from None
+    model.to(device=resolve_device(device), dtype=torch_dtype(dtype)).requires_grad_(False)
+    return model.eval(), config
+
+
+def model_info(model: EncoderDecoder, config: EncDecConfig, name: str) -> ModelInfo:
+    weight = model.embed.weight
+    return ModelInfo(
+        name=name, family="encdec", attention="mha", n_layers=config.n_decoder_layers,
+        n_heads=config.n_heads, n_kv_heads=config.n_heads, d_model=config.d_model, d_qk=config.d_head,
+        d_v=config.d_head, vocab_size=config.vocab_size, max_positions=config.max_positions,
+        n_params=int(sum(p.numel() for p in model.parameters())),
+        dtype=str(weight.dtype).removeprefix("torch."), device=str(weight.device),
+        layer_kinds=config.layer_kinds, positional="sinusoidal", is_encoder_decoder=True)
+
+
+def load(checkpoint, device: str = "cpu", dtype: str = "float32"):
+    """A LoadedModel (runtime.LoadedModel) from an opened Checkpoint of model_type explorer-encdec."""
+    from pathlib import Path
+
+    from explorer.core.runtime import LoadedModel
+
+    model, config = build(checkpoint.hf_config, checkpoint.tensors, str(checkpoint.path), device, dtype)
+    return LoadedModel(model=model, config=config, tokenizer=checkpoint.tokenizer,
+                       info=model_info(model, config, checkpoint.name), name=checkpoint.name,
+                       path=Path(checkpoint.path) if checkpoint.path else None)
