@@ -2,7 +2,7 @@
 
 File: open a model (folder or file), recent models, open/save a session, export
 (Ctrl+E exports the panel in focus, or the attention panel), quit. Decode: the
-toolbar's actions. View: a toggle per panel, reset layout, theme. Help: About,
+toolbar's actions and the trace memory budget. View: a toggle per panel, reset layout, theme. Help: About,
 with the versions of the stack and the licences of the models.
 """
 from __future__ import annotations
@@ -14,11 +14,12 @@ from html import escape
 from PySide6 import __version__ as pyside_version
 from PySide6.QtCore import qVersion
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
-from PySide6.QtWidgets import QApplication, QFileDialog, QMenu, QMessageBox
+from PySide6.QtWidgets import QApplication, QFileDialog, QInputDialog, QMenu, QMessageBox
 
 from explorer import __version__
 from explorer.app import model_refs, session_file
 from explorer.app.theme import apply_theme
+from explorer.app.trace_budget import MAX_BUDGET_MB, MIN_BUDGET_MB
 from explorer.core.errors import ExplorerError
 
 SESSION_FILTER = "Transformer Explorer session (*.json)"
@@ -41,6 +42,8 @@ class Menus:
         self._build_file()
         for action in window.actions.all():
             self.decode.addAction(action)
+        self.decode.addSeparator()
+        self.decode.addAction(self._action("Trace Memory &Budget…", self.ask_trace_budget))
         self._build_view()
         self.help.addAction(self._action("&About Transformer Explorer", self.about))
         self.help.addAction(self._action("&Keyboard Shortcuts", self.shortcuts, "F1"))
@@ -128,16 +131,33 @@ class Menus:
         self.export.setEnabled(not self.export.isEmpty())
 
     def export_focused_panel(self) -> None:
-        """Ctrl+E: the first export action of the panel holding the focus, else of the attention panel."""
+        """Ctrl+E: the first export action of the panel holding the focus, else of the attention panel
+        (also when the focus is in the prompt editor, which has nothing to export)."""
         focus = QApplication.focusWidget()
         docks = self.window.docks
-        chosen = next((d for d in docks.values() if focus is not None and d.isAncestorOf(focus)), None)
-        chosen = chosen or docks.get("attention") or next(iter(docks.values()), None)
-        actions = _export_actions(chosen.widget()) if chosen is not None else []
+        focused = next((d for d in docks.values() if focus is not None and d.isAncestorOf(focus)), None)
+        actions = _export_actions(focused.widget()) if focused is not None else []
+        fallback = docks.get("attention")
+        if not actions and fallback is not None:
+            actions = _export_actions(fallback.widget())
         if self.window.session.trace is None:
             self.window.show_error("Nothing to export yet; run the prompt first.")
         elif actions:
             actions[0].trigger()
+
+    # ----- decoding -------------------------------------------------------------------------
+    def ask_trace_budget(self) -> None:
+        """Ask how large the recorded trace may grow before the app stops to ask."""
+        settings = self.window.settings
+        mb, ok = QInputDialog.getInt(
+            self.window, "Trace memory budget",
+            "Largest trace to record, in MB. Before a prompt or a step would go past it, the app asks "
+            "whether to continue from a shorter context:", settings.trace_budget // 10**6,
+            MIN_BUDGET_MB, MAX_BUDGET_MB, 100)
+        if ok:
+            settings.trace_budget = mb * 10**6
+            self.window.controller.set_trace_budget(settings.trace_budget)
+            self.window.status.showMessage(f"Trace memory budget: {mb:,} MB.", 5000)
 
     # ----- view, help ----------------------------------------------------------------------
     def set_theme(self, theme: str) -> None:
