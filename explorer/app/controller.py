@@ -4,8 +4,8 @@ Data flows one way: prompt text -> Tokens (live, before any run) -> worker
 prefill/step -> a new Trace -> `Session.set_trace`. The controller also owns
 the small decisions around that flow: Step on a new prompt prefills it first,
 a press made while a model is loading waits for the model, Play steps only
-when the worker is free, and a prompt longer than the context is truncated
-only when the person agrees.
+when the worker is free, and a prompt or a trace that would outgrow the
+context or the trace memory budget is shortened only when the person agrees.
 """
 from __future__ import annotations
 
@@ -18,7 +18,10 @@ from PySide6.QtWidgets import QMessageBox, QWidget
 from explorer.app.core_api import LoadedSummary, SamplingSettings
 from explorer.app.session import Session
 from explorer.app.session_file import SessionState
+from explorer.app.trace_budget import DEFAULT_BUDGET, TraceCost, human_bytes
 from explorer.app.worker import ModelWorker
+
+BUDGET_MENU = "Decode ▸ Trace Memory Budget…"
 
 
 class DecodingController(QObject):
@@ -36,6 +39,9 @@ class DecodingController(QObject):
         self.prompt = ""
         self.sampling = SamplingSettings()
         self.loading: str | None = None             # the reference being loaded
+        self.trace_budget = DEFAULT_BUDGET          # bytes the trace may take before we ask
+        self._run_prompt: np.ndarray | None = None  # the prompt ids the trace was started from, uncut
+        self._measured: tuple = (None, None, 0)     # (trace, TraceCost, nbytes), measured once per trace
         self._after_load: Callable[[], None] | None = None
         self._dialog_parent = dialog_parent
         self._play = QTimer(self)
@@ -87,6 +93,7 @@ class DecodingController(QObject):
             return
         ids = self._checked_prompt_ids()
         if ids is not None:
+            self._run_prompt = self.prompt_ids()
             self.worker.prefill(ids)
 
     def step(self) -> None:
@@ -95,7 +102,7 @@ class DecodingController(QObject):
             return
         if self._needs_prefill():
             self.run()
-        else:
+        elif self._room_for_step():
             self.worker.step()
 
     def back(self) -> None:
@@ -110,7 +117,12 @@ class DecodingController(QObject):
         selected = self.session.selection.step
         at_steps = trace.n_steps if selected is None else selected + 1
         self.worker.force(token_id, at_steps)
-        self.worker.step()
+        n_tokens = sum(s.n_new for s in trace.steps[:at_steps])
+        problem = self._step_problem(trace, n_tokens - trace.n_tokens + self.worker.planned_steps())
+        if problem is None:
+            self.worker.step()
+        else:
+            self.notice.emit(f"{problem} Press Step to continue from a shorter context.")
 
     def reset(self) -> None:
         self.set_playing(False)
@@ -124,6 +136,9 @@ class DecodingController(QObject):
             self.cancel_load()
         else:
             self.worker.cancel()
+
+    def set_trace_budget(self, n_bytes: int) -> None:
+        self.trace_budget = int(n_bytes)
 
     def set_sampling(self, sampling: SamplingSettings) -> None:
         if sampling != self.sampling:
@@ -151,7 +166,9 @@ class DecodingController(QObject):
 
         def replay() -> None:
             self.set_prompt(state.prompt)
+            self._run_prompt = None
             if state.steps and state.prompt_ids:
+                self._run_prompt = self.prompt_ids()    # the saved trace is this prompt's, even if cut
                 self.worker.replay(state.prompt_ids, state.forced, state.steps)
 
         if state.model and state.model != self.reference:
@@ -219,23 +236,83 @@ class DecodingController(QObject):
         trace, ids = self.session.trace, self.prompt_ids()
         if trace is None or not trace.steps:
             return True
-        return ids is not None and not np.array_equal(trace.steps[0].token_ids, ids)
+        started = self._run_prompt if self._run_prompt is not None else trace.steps[0].token_ids
+        return ids is not None and not np.array_equal(started, ids)
 
     def _checked_prompt_ids(self) -> np.ndarray | None:
+        """The prompt's ids, or its last ones if it outgrows the context or the budget and the person agrees."""
         ids = self.prompt_ids()
         if ids is None or len(ids) == 0:
             self.session.report_error("The prompt is empty; type some text to run.")
             return None
-        limit = self.summary.info.max_positions
-        if len(ids) < limit:
+        info, n = self.summary.info, len(ids)
+        cost = self._cost(self.session.trace, info)
+        by_budget = cost.max_prompt_tokens(self.trace_budget)
+        keep = min(info.max_positions - 1, by_budget)
+        if n <= keep:
             return ids
-        answer = QMessageBox.question(
-            self._dialog_parent, "Prompt longer than the context",
-            f"The prompt has {len(ids):,} tokens but {self.summary.name} holds {limit:,} positions, one of "
-            f"them for the next token. Keep only the last {limit - 1:,} tokens?")
-        if answer != QMessageBox.StandardButton.Yes:
+        if keep < 1:
+            self.session.report_error(f"The trace memory budget of {human_bytes(self.trace_budget)} is too small "
+                                      f"for even one token of {self.summary.name}; raise it in {BUDGET_MENU}.")
             return None
-        return ids[-(limit - 1):]
+        reasons = []
+        if n > info.max_positions - 1:
+            reasons.append(f"The prompt has {n:,} tokens but {self.summary.name} holds {info.max_positions:,} "
+                           "positions, one of them for the next token.")
+        if n > by_budget:
+            reasons.append(f"Recording {n:,} prompt tokens would take about {human_bytes(cost.prefill_bytes(n))}, "
+                           f"more than the trace memory budget of {human_bytes(self.trace_budget)} ({BUDGET_MENU}).")
+        title = "Prompt longer than the context" if n > info.max_positions - 1 else "Prompt over the memory budget"
+        if not self._agreed(title, " ".join(reasons) + f" Keep only the last {keep:,} tokens?"):
+            return None
+        return ids[-keep:]
+
+    # ----- room for one more step: the context and the trace memory budget ------------------------
+    def _cost(self, trace, info) -> TraceCost:
+        if trace is None or not trace.steps or trace.model != info:
+            return TraceCost.estimated(info)
+        return self._measure(trace)[0]
+
+    def _measure(self, trace) -> tuple[TraceCost, int]:
+        if self._measured[0] is not trace:
+            self._measured = (trace, TraceCost.measured(trace), trace.nbytes())
+        return self._measured[1], self._measured[2]
+
+    def _step_problem(self, trace, ahead: int = 0) -> str | None:
+        """Why one more step after `ahead` planned ones would not fit (one sentence), or None when it fits."""
+        limit = trace.model.max_positions
+        if trace.n_tokens + ahead + 1 > limit:
+            return f"The context of {trace.model.name} is full: it holds {limit:,} positions."
+        cost, n_bytes = self._measure(trace)
+        after = n_bytes + cost.growth(trace.n_tokens, max(0, ahead) + 1)
+        if after > self.trace_budget:
+            return (f"One more step would take the trace to about {human_bytes(after)}, past the trace memory "
+                    f"budget of {human_bytes(self.trace_budget)} ({BUDGET_MENU}).")
+        return None
+
+    def _room_for_step(self) -> bool:
+        """True when one more step fits. If not, say so; when idle, offer to go on from a shorter context."""
+        trace = self.session.trace
+        problem = self._step_problem(trace, self.worker.planned_steps())
+        if problem is None:
+            return True
+        if self.playing or self.worker.busy:
+            self.set_playing(False)
+            self.notice.emit(f"{problem} Paused; press Step to continue from a shorter context.")
+            return False
+        sequence = np.append(trace.token_ids, trace.steps[-1].chosen_id)
+        cost = self._measure(trace)[0]
+        keep = max(1, min(trace.model.max_positions // 2, cost.max_prompt_tokens(self.trace_budget / 2),
+                          len(sequence) - 1))
+        if self._agreed("No room for another token",
+                        f"{problem} Continue from the last {keep:,} tokens? The {len(sequence) - keep:,} before "
+                        "them leave the trace and the cache."):
+            self.worker.prefill(sequence[-keep:])
+        return False
+
+    def _agreed(self, title: str, question: str) -> bool:
+        answer = QMessageBox.question(self._dialog_parent, title, question)
+        return answer == QMessageBox.StandardButton.Yes
 
     def _at_the_end(self, trace) -> bool:
         last = trace.steps[-1] if trace.steps else None
@@ -244,4 +321,7 @@ class DecodingController(QObject):
         if last is not None and eos is not None and last.chosen_id == eos:
             self.notice.emit("The model chose the end-of-text token; paused.")
             return True
-        return trace.n_tokens + 1 >= trace.model.max_positions
+        problem = self._step_problem(trace) if last is not None else None
+        if problem is not None:
+            self.notice.emit(f"{problem} Paused.")
+        return problem is not None

@@ -45,6 +45,7 @@ class MainWindow(QMainWindow):
         self.session = Session(self)
         self.worker = worker or ModelWorker(parent=self)
         self.controller = DecodingController(self.session, self.worker, self)
+        self.controller.set_trace_budget(self.settings.trace_budget)
         self._catalog = catalog
         self.prompt = PromptEditor(self)
         self.setDockNestingEnabled(True)

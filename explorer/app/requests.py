@@ -121,6 +121,12 @@ class RequestQueue:
         with self._lock:
             return sum(r.count for r in self._pending if isinstance(r, Step))
 
+    def planned_steps(self) -> int:
+        """Queued steps plus the whole count of a running Step (some of which may be done already)."""
+        with self._lock:
+            running = self._running.count if isinstance(self._running, Step) else 0
+            return running + sum(r.count for r in self._pending if isinstance(r, Step))
+
     def pending(self) -> list:
         with self._lock:
             return list(self._pending)

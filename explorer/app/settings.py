@@ -9,6 +9,7 @@ from __future__ import annotations
 from PySide6.QtCore import QByteArray, QSettings
 
 from explorer.app.core_api import SamplingSettings
+from explorer.app.trace_budget import DEFAULT_BUDGET, MAX_BUDGET_MB, MIN_BUDGET_MB
 
 ORGANIZATION = "transformer-explorer"
 APPLICATION = "explorer"        # the same file explorer.app.export keeps its last folder in
@@ -92,6 +93,19 @@ class AppSettings:
     def sampling(self, sampling: SamplingSettings) -> None:
         for key, value in sampling.as_dict().items():
             self.q.setValue(f"sampling/{key}", value)
+
+    @property
+    def trace_budget(self) -> int:
+        """The most bytes a recorded trace may take before the app asks (Decode ▸ Trace Memory Budget…)."""
+        try:
+            mb = int(self.q.value("decode/trace_budget_mb", DEFAULT_BUDGET // 10**6))
+        except (TypeError, ValueError):
+            mb = DEFAULT_BUDGET // 10**6
+        return min(max(mb, MIN_BUDGET_MB), MAX_BUDGET_MB) * 10**6
+
+    @trace_budget.setter
+    def trace_budget(self, n_bytes: int) -> None:
+        self.q.setValue("decode/trace_budget_mb", int(n_bytes // 10**6))
 
     @property
     def export_folder(self) -> str:

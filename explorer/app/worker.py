@@ -61,6 +61,7 @@ class _DecodeLoop:
         self._emit = emitter
         self._core = core
         self._state = _State()
+        self._shown = None                  # the last trace handed to the GUI
         self._sampling = SamplingSettings()
         self._handlers = {Load: self._load, Prefill: self._prefill, Step: self._step, Back: self._back,
                           Force: self._force, Replay: self._replay, SetSampling: self._set_sampling,
@@ -82,8 +83,20 @@ class _DecodeLoop:
         try:
             self._attempt(request, self._handlers[type(request)])
         finally:
+            self._hand_back_if_changed()
             self._queue.finish(request)
             self._emit.state_changed.emit()
+
+    def _hand_back(self, trace) -> None:
+        self._shown = trace
+        self._emit.trace_ready.emit(trace)
+
+    def _hand_back_if_changed(self) -> None:
+        """A request cancelled or failed half way (a replay, a force after its backs) still changed the
+        decoder: hand its trace back, so the GUI never shows a trace the decoder no longer holds."""
+        decoder = self._state.decoder
+        if decoder is not None and decoder.trace.steps and decoder.trace is not self._shown:
+            self._hand_back(decoder.trace)
 
     def _attempt(self, request, handler) -> None:
         try:
@@ -121,13 +134,13 @@ class _DecodeLoop:
 
     def _prefill(self, request: Prefill) -> None:
         decoder = self._decoder()
-        self._emit.trace_ready.emit(decoder.prefill(self._core.ids(request.ids)))
+        self._hand_back(decoder.prefill(self._core.ids(request.ids)))
 
     def _step(self, request: Step) -> None:
         decoder = self._decoder(need_trace=True)
         for _ in range(request.count):
             self._queue.check(request)
-            self._emit.trace_ready.emit(decoder.step())
+            self._hand_back(decoder.step())
 
     def _back(self, request: Back) -> None:
         decoder = self._decoder(need_trace=True)
@@ -136,13 +149,13 @@ class _DecodeLoop:
             return
         for _ in range(count):
             trace = decoder.back()
-        self._emit.trace_ready.emit(trace)
+        self._hand_back(trace)
 
     def _force(self, request: Force) -> None:
         decoder = self._decoder(need_trace=True)
         while decoder.trace.n_steps > max(1, request.at_steps):
             decoder.back()
-        self._emit.trace_ready.emit(decoder.force(request.token_id))
+        self._hand_back(decoder.force(request.token_id))
 
     def _replay(self, request: Replay) -> None:
         decoder = self._decoder()
@@ -154,7 +167,7 @@ class _DecodeLoop:
                 trace = decoder.force(forced[index])
             if index < request.n_steps - 1:
                 trace = decoder.step()
-        self._emit.trace_ready.emit(trace)
+        self._hand_back(trace)
 
     def _logit_lens(self, request: LogitLens) -> None:
         decoder = self._decoder(need_trace=True)
@@ -243,8 +256,8 @@ class ModelWorker(QObject):
         self._emitter.progress.connect(self.progress)
         self._emitter.devices_found.connect(self.devices_found)
         self._emitter.state_changed.connect(self._on_state_changed)
-        loop = _DecodeLoop(self._queue, self._emitter, core or CoreApi.real())
-        self._thread = threading.Thread(target=loop.run_forever, name="model-worker", daemon=True)
+        self._loop = _DecodeLoop(self._queue, self._emitter, core or CoreApi.real())   # read by tests when idle
+        self._thread = threading.Thread(target=self._loop.run_forever, name="model-worker", daemon=True)
         self._thread.start()
 
     # ----- requests (GUI thread) -----------------------------------------------------
@@ -290,6 +303,10 @@ class ModelWorker(QObject):
 
     def pending_steps(self) -> int:
         return self._queue.pending_steps()
+
+    def planned_steps(self) -> int:
+        """Steps queued or running, at most: what a trace may still grow by before the worker is idle."""
+        return self._queue.planned_steps()
 
     def _push(self, request) -> None:
         self._queue.push(request)

@@ -1,0 +1,97 @@
+"""How much memory a trace will take, so that a run never grows past the person's budget unseen.
+
+Every step records two kinds of arrays. Rows that grow with each new token
+(the embedding, X, Q, K, V, the head outputs, the candidates) cost `per_token`
+bytes a token. Attention rows hold one number per (query, key) pair for each
+query head of each layer (the weights A and the mask) and cost `per_pair` bytes
+a pair. A prefill of n tokens records n rows of n pairs; a decoding step at
+length t records one row of t pairs. So a trace of P prompt tokens followed by
+D decoded ones holds about
+
+    per_token · (P + D)  +  per_pair · (P² + Σ_{t=P+1}^{P+D} t)   bytes,
+
+which is why a long prompt, not a long generation, is what fills memory.
+Numpy only: it reads the Trace and its ModelInfo, never the model.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from explorer.core.trace import ModelInfo, Trace
+
+DEFAULT_BUDGET = 10 ** 9           # 1 GB
+MIN_BUDGET_MB, MAX_BUDGET_MB = 16, 1024 * 1024
+_ID_BYTES = 8                      # token ids and positions are int64
+
+
+@dataclass(frozen=True)
+class TraceCost:
+    """Bytes a trace takes per recorded token row and per (query, key) attention pair."""
+
+    per_token: float
+    per_pair: float
+
+    @classmethod
+    def of(cls, trace: Trace | None, info: ModelInfo) -> "TraceCost":
+        """Measured from `trace` when it has steps of this model; else estimated from `info`."""
+        if trace is not None and trace.steps and trace.model == info:
+            return cls.measured(trace)
+        return cls.estimated(info)
+
+    @classmethod
+    def measured(cls, trace: Trace) -> "TraceCost":
+        """Read from the trace's own arrays: what the engine really records."""
+        pair_bytes = pairs = 0
+        for step in trace.steps:
+            for layer in step.layers:
+                for record in (layer.attn, layer.cross):
+                    if record is not None:
+                        pair_bytes += record.weights.nbytes + record.mask.nbytes
+            if step.layers:
+                pairs += step.n_new * step.layers[0].attn.n_kv
+        per_pair = pair_bytes / pairs if pairs else 0.0
+        return cls(per_token=(trace.nbytes() - pair_bytes) / max(1, trace.n_tokens), per_pair=per_pair)
+
+    @classmethod
+    def estimated(cls, info: ModelInfo, itemsize: int = 4, top_k: int = 10) -> "TraceCost":
+        """Before the first run: count the arrays a step records, at `itemsize` bytes a number."""
+        n_q, n_kv = info.n_heads, info.n_kv_heads
+        per_layer = (info.d_model                      # X
+                     + 2 * n_q * info.d_qk             # Q, and Q before RoPE
+                     + 2 * n_kv * info.d_qk            # K, and K before RoPE
+                     + n_kv * info.d_v + n_q * info.d_v  # V, and the head outputs A V
+                     + 1)                              # the residual norm
+        numbers = info.d_model + info.n_layers * per_layer + top_k
+        return cls(per_token=numbers * itemsize + top_k * _ID_BYTES + 2 * _ID_BYTES,
+                   per_pair=info.n_layers * (n_q * itemsize + 1))
+
+    # ----- projections --------------------------------------------------------------------
+    def prefill_bytes(self, n_tokens: int) -> float:
+        """A fresh trace holding a prompt of `n_tokens`."""
+        return self.per_token * n_tokens + self.per_pair * n_tokens * n_tokens
+
+    def growth(self, n_tokens: int, steps: int) -> float:
+        """What `steps` more decoding steps add to a trace of `n_tokens`: Σ (per_token + per_pair · t)."""
+        first, last = n_tokens + 1, n_tokens + steps
+        pairs = (first + last) * steps / 2 if steps > 0 else 0
+        return self.per_token * max(0, steps) + self.per_pair * pairs
+
+    def max_prompt_tokens(self, budget: float) -> int:
+        """The longest prompt whose prefill fits in `budget` bytes (0 if not even one token does)."""
+        if self.per_pair <= 0:
+            return int(budget // self.per_token) if self.per_token > 0 else 2 ** 62
+        a, b = self.per_pair, self.per_token
+        n = int((-b + math.sqrt(b * b + 4 * a * budget)) / (2 * a))
+        while n > 0 and self.prefill_bytes(n) > budget:
+            n -= 1
+        while self.prefill_bytes(n + 1) <= budget:
+            n += 1
+        return n
+
+
+def human_bytes(n: float) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{int(n)} bytes"
