@@ -153,3 +153,18 @@ def test_real_gemma3_tokenizer_and_norm_convention():
     assert config["num_key_value_heads"] == 1 and config["head_dim"] == 256
     # HF Gemma norms hold w with x * (1 + w): the stored (1 + w) would average far above 1 here.
     assert float(np.mean(checkpoint.tensors["model.layers.0.input_layernorm.weight"].numpy())) < 20
+
+
+def test_header_reader_agrees_with_gguf_reader(tmp_path):
+    """Our strict header reader (used for speed) reads what gguf.GGUFReader reads."""
+    path = tmp_path / "tiny-gemma3.gguf"
+    write_gemma3_gguf(path)
+    ours = read_gguf_header(path, keep_arrays=True)
+    theirs = gguf.GGUFReader(path)
+    for key, field in theirs.fields.items():
+        if not key.startswith("GGUF."):
+            expected = field.contents()
+            assert ours.metadata[key] == (pytest.approx(expected) if isinstance(expected, float) else expected), key
+    assert [(t.name, t.shape) for t in ours.tensors] == [(t.name, tuple(int(d) for d in reversed(t.shape)))
+                                                           for t in theirs.tensors]
+    assert [t.offset for t in ours.tensors] == [int(t.data_offset) for t in theirs.tensors]  # absolute offsets

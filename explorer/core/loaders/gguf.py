@@ -15,15 +15,15 @@ models with the same code:
 from __future__ import annotations
 
 import re
-import struct
 from pathlib import Path
 
 import gguf
 import numpy as np
 import torch
+from gguf.constants import GGMLQuantizationType
 
 from explorer.core.errors import ModelLoadError, UnsupportedModelError
-from explorer.core.loaders.gguf_header import GGUFHeader, read_gguf_header, tensor_bytes
+from explorer.core.loaders.gguf_header import GGUFHeader, TensorInfo, read_gguf_header, tensor_bytes
 from explorer.core.loaders.gguf_tokenizer import tokenizer_from_gguf
 
 # GGUF tensor name (with {i} for the block) -> HF transformers state_dict name.
@@ -83,7 +83,7 @@ def _scalar(header: GGUFHeader, key: str, default, source: str):
     value = header.get(key, default)
     if value is None:
         raise ModelLoadError(f"{source} lacks the metadata key {header.architecture}.{key}.")
-    if isinstance(value, dict):  # an array, e.g. per-layer head counts
+    if isinstance(value, (dict, list)):  # an array, e.g. per-layer head counts
         raise UnsupportedModelError(f"{source} has per-layer values for {header.architecture}.{key}, which are not supported.")
     return value
 
@@ -130,13 +130,15 @@ def gemma3_config(header: GGUFHeader, source: str) -> dict:
     layers = config["num_hidden_layers"]
     head_dim = config["head_dim"]
     pattern = header.get("attention.sliding_window_pattern", GEMMA3_SLIDING_PATTERN)
+    sliding = [bool(v) for v in pattern] if isinstance(pattern, list) and len(pattern) == layers else None
     pattern = pattern if isinstance(pattern, int) and pattern > 0 else GEMMA3_SLIDING_PATTERN
+    sliding = sliding or [(i + 1) % pattern != 0 for i in range(layers)]
     config.update(
         model_type="gemma3_text", architectures=["Gemma3ForCausalLM"], hidden_activation="gelu_pytorch_tanh",
         attention_bias=False, attn_logit_softcapping=None, final_logit_softcapping=None,
         sliding_window=int(_scalar(header, "attention.sliding_window", 512, source)),
         sliding_window_pattern=pattern,
-        layer_types=["full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(layers)],
+        layer_types=["sliding_attention" if is_sliding else "full_attention" for is_sliding in sliding],
         rope_local_base_freq=float(header.get("rope.freq_base_swa", GEMMA3_LOCAL_ROPE_BASE)),
         # llama.cpp: Gemma 3 27B scales queries by 1/sqrt(d_model / heads), the others by 1/sqrt(head_dim).
         query_pre_attn_scalar=(config["hidden_size"] // config["num_attention_heads"]) if layers == 62 else head_dim,
@@ -161,15 +163,16 @@ def permute_rows(weight: torch.Tensor, heads: int) -> torch.Tensor:
             .transpose(1, 2).reshape(weight.shape))
 
 
-def _dequantize(tensor, source: str) -> torch.Tensor:
+def _dequantize(data: np.ndarray, info: TensorInfo, source: str) -> torch.Tensor:
+    """float32 values of one tensor, from its bytes in the memory-mapped file."""
+    qtype = GGMLQuantizationType(info.type_id)
+    raw = data[info.offset:info.offset + tensor_bytes(info, source)]
     try:
-        values = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
+        values = gguf.quants.dequantize(raw.reshape(*info.shape[:-1], -1), qtype)
     except NotImplementedError:
         raise UnsupportedModelError(
-            f"{source}: tensor {tensor.name} uses quantization type {tensor.tensor_type.name}, which cannot be dequantized."
-        ) from None
-    shape = tuple(int(d) for d in reversed(tensor.shape))
-    return torch.from_numpy(np.array(values, dtype=np.float32).reshape(shape))
+            f"{source}: tensor {info.name} uses quantization type {qtype.name}, which cannot be dequantized.") from None
+    return torch.from_numpy(np.array(values, dtype=np.float32).reshape(info.shape))
 
 
 def _fix_convention(arch: str, name: str, weight: torch.Tensor, config: dict) -> torch.Tensor:
@@ -182,32 +185,30 @@ def _fix_convention(arch: str, name: str, weight: torch.Tensor, config: dict) ->
     return weight
 
 
-def open_reader(path: Path) -> gguf.GGUFReader:
-    try:
-        return gguf.GGUFReader(path)
-    except (ValueError, OSError, struct.error) as error:
-        raise ModelLoadError(f"{path} cannot be parsed as GGUF: {error}.") from None
-
-
-def read_tensors(reader: gguf.GGUFReader, arch: str, config: dict, source: str,
-                 progress=None) -> dict[str, torch.Tensor]:
+def read_tensors(path: Path, header: GGUFHeader, config: dict, progress=None) -> dict[str, torch.Tensor]:
     """Every tensor of the file, dequantized to float32, under its HF name and convention."""
+    source, arch = str(path), header.architecture
+    data = np.memmap(path, mode="r", dtype=np.uint8)
     tensors = {}
-    for index, tensor in enumerate(reader.tensors):
-        name = hf_name(arch, tensor.name)
+    for index, info in enumerate(header.tensors):
+        name = hf_name(arch, info.name)
         if name is None:
-            raise UnsupportedModelError(f"{source} holds the tensor {tensor.name}, which the {arch} loader does not know.")
-        tensors[name] = _fix_convention(arch, name, _dequantize(tensor, source), config)
+            raise UnsupportedModelError(f"{source} holds the tensor {info.name}, which the {arch} loader does not know.")
+        tensors[name] = _fix_convention(arch, name, _dequantize(data, info, source), config)
         if progress is not None:
-            progress((index + 1) / len(reader.tensors), f"dequantizing {tensor.name}")
+            progress((index + 1) / len(header.tensors), f"dequantizing {info.name}")
     return tensors
 
 
 def read_gguf(path: str | Path, progress=None) -> tuple[dict, dict[str, torch.Tensor], object, str | None]:
-    """(hf_config, tensors, TextTokenizer, license) of a .gguf file; errors name the file."""
+    """(hf_config, tensors, TextTokenizer, license) of a .gguf file; errors name the file.
+
+    The header is read by our strict reader (bounds and quantization types checked before any
+    data is touched); tensor bytes are memory-mapped and dequantized by `gguf.quants`.
+    """
     path = Path(path)
     source = str(path)
-    header = read_gguf_header(path)
+    header = read_gguf_header(path, keep_arrays=True)
     for info in header.tensors:
         tensor_bytes(info, source)  # raises UnsupportedModelError naming an unknown quantization type
     arch = header.architecture
@@ -215,9 +216,8 @@ def read_gguf(path: str | Path, progress=None) -> tuple[dict, dict[str, torch.Te
         raise UnsupportedModelError(
             f"{source} holds the architecture {arch!r}; GGUF files of 'llama' and 'gemma3' are supported.")
     config = CONFIG_BUILDERS[arch](header, source)
-    reader = open_reader(path)
-    meta = {key: field.contents() for key, field in reader.fields.items() if key.startswith("tokenizer.ggml.")}
+    meta = {key: value for key, value in header.metadata.items() if key.startswith("tokenizer.ggml.")}
     tokenizer = tokenizer_from_gguf(meta, source)
-    tensors = read_tensors(reader, arch, config, source, progress)
+    tensors = read_tensors(path, header, config, progress)
     license_name = header.metadata.get("general.license")
     return config, tensors, tokenizer, (str(license_name) if license_name else None)

@@ -13,6 +13,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 
 from explorer.core.errors import ModelLoadError, UnsupportedModelError
@@ -53,8 +55,8 @@ class GGUFHeader:
 
 
 class _Cursor:
-    def __init__(self, buffer, source: str):
-        self.buffer, self.pos, self.source = buffer, 0, source
+    def __init__(self, buffer, source: str, keep_arrays: bool = False):
+        self.buffer, self.pos, self.source, self.keep_arrays = buffer, 0, source, keep_arrays
 
     def unpack(self, fmt: str):
         size = struct.calcsize(fmt)
@@ -81,16 +83,19 @@ class _Cursor:
             return self.skip_array()
         raise ModelLoadError(f"{self.source} is corrupt: unknown GGUF value type {type_id}.")
 
-    def skip_array(self) -> dict:
+    def skip_array(self) -> dict | list:
+        """An array's values as a list when keep_arrays, else only {"array_length": n}."""
         item_type, count = self.unpack("<I"), self.unpack("<Q")
         if item_type in _SCALARS:
-            self.pos += struct.calcsize(_SCALARS[item_type]) * count
+            size = struct.calcsize(_SCALARS[item_type]) * count
+            if self.pos + size > len(self.buffer):
+                raise ModelLoadError(f"{self.source} is truncated: a GGUF array runs past the end of the file.")
+            values = (np.frombuffer(self.buffer, dtype=np.dtype(_SCALARS[item_type]), count=count, offset=self.pos)
+                      .tolist() if self.keep_arrays else None)
+            self.pos += size
         else:
-            for _ in range(count):
-                self.value(item_type)
-        if self.pos > len(self.buffer):
-            raise ModelLoadError(f"{self.source} is truncated: a GGUF array runs past the end of the file.")
-        return {"array_length": count}
+            values = [self.value(item_type) for _ in range(count)]
+        return values if self.keep_arrays else {"array_length": count}
 
 
 def tensor_bytes(info: TensorInfo, source: str) -> int:
@@ -116,8 +121,11 @@ def _read_tensor_infos(cursor: _Cursor, count: int) -> list[tuple[str, tuple[int
     return infos
 
 
-def read_gguf_header(path: str | Path, check_bounds: bool = True) -> GGUFHeader:
-    """Parse the header of a .gguf file; raise ModelLoadError naming the file if it is not valid GGUF."""
+def read_gguf_header(path: str | Path, check_bounds: bool = True, keep_arrays: bool = False) -> GGUFHeader:
+    """Parse the header of a .gguf file; raise ModelLoadError naming the file if it is not valid GGUF.
+
+    keep_arrays: also decode array values (the tokenizer vocabulary); else keep only their lengths.
+    """
     path = Path(path)
     source = str(path)
     try:
@@ -126,14 +134,14 @@ def read_gguf_header(path: str | Path, check_bounds: bool = True) -> GGUFHeader:
             if file_size < 24:
                 raise ModelLoadError(f"{source} is too small to be a GGUF file ({file_size} bytes).")
             with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buffer:
-                return _parse(buffer, source, file_size, check_bounds)
+                return _parse(_Cursor(buffer, source, keep_arrays), file_size, check_bounds)
     except OSError as error:
         raise ModelLoadError(f"{source} cannot be read: {error.strerror or error}.") from None
 
 
-def _parse(buffer, source: str, file_size: int, check_bounds: bool) -> GGUFHeader:
-    cursor = _Cursor(buffer, source)
-    if bytes(buffer[:4]) != b"GGUF":
+def _parse(cursor: _Cursor, file_size: int, check_bounds: bool) -> GGUFHeader:
+    source = cursor.source
+    if bytes(cursor.buffer[:4]) != b"GGUF":
         raise ModelLoadError(f"{source} is not a GGUF file (its first bytes are not 'GGUF').")
     cursor.pos = 4
     version = cursor.unpack("<I")
