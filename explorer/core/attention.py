@@ -32,8 +32,12 @@ class StepContext:
             self._angles[kind] = self.rotaries[kind].cos_sin(self.positions, self.dtype)
         return self._angles[kind]
 
-    def mask(self, kv_positions: np.ndarray, window: int | None) -> tuple[np.ndarray, torch.Tensor | None]:
-        """(T, n_kv) bool, True where query i may attend key j; the torch copy is None when all True."""
+    def mask(self, kv_positions: np.ndarray, window: int | None) -> tuple[np.ndarray, torch.Tensor | None, np.ndarray]:
+        """(T, n_kv) bool, True where query i may attend key j; the torch copy is None when all True.
+
+        Also returns one shared copy of kv_positions, so that layers of one kind
+        record the same array instead of one each.
+        """
         key = (int(kv_positions[0]), len(kv_positions), window)
         if key not in self._masks:
             query = self.positions_np[:, None]                                  # (T, 1)
@@ -41,7 +45,7 @@ class StepContext:
             if window:
                 visible &= kv_positions[None, :] > query - window
             as_tensor = None if visible.all() else torch.from_numpy(visible).to(self.positions.device)
-            self._masks[key] = (visible, as_tensor)
+            self._masks[key] = (visible, as_tensor, kv_positions)
         return self._masks[key]
 
 
@@ -111,7 +115,7 @@ class SelfAttention(nn.Module):
             keys, values, kv_positions = k, v, step.positions_np
         else:
             keys, values, kv_positions = cache.update(k, v)                      # (N_KV, n_kv, d)
-        visible, visible_t = step.mask(kv_positions, self.window)
+        visible, visible_t, kv_positions = step.mask(kv_positions, self.window)
         scores = grouped_scores(q, keys) * self.scale                            # S: (N_Q, T, n_kv)
         weights = attention_weights(scores, visible_t, self.softcap)             # A: (N_Q, T, n_kv)
         heads = grouped_mix(weights, values)                                     # O_h = A_h V: (N_Q, T, d_v)

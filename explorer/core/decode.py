@@ -29,6 +29,8 @@ class RecordOptions:
 
     dtype: str = "float32"
     top_k: int = 10
+    head_out: bool = True      # O_h = A_h V_h per head (derivable from weights and V)
+    pre_rope: bool = True      # Q and K before RoPE (derivable by rotating back)
 
     def __post_init__(self):
         if self.dtype not in RECORD_DTYPES:
@@ -171,9 +173,12 @@ class Decoder:
 
     def _layer_records(self, capture: StepCapture) -> tuple[LayerRecord, ...]:
         in_use, allocated = self.kv_cache.bytes_in_use(), self.kv_cache.bytes_allocated()
+        skipped = ({"head_out"} if not self.record.head_out else set()) | (
+            {"q_pre_rope", "k_pre_rope"} if not self.record.pre_rope else set())
         records = []
         for index, values in enumerate(capture.layers):
-            arrays = {name: None if values.get(name) is None else self._np(values[name]) for name in ATTENTION_FIELDS}
+            arrays = {name: None if values.get(name) is None or name in skipped else self._np(values[name])
+                      for name in ATTENTION_FIELDS}
             attn = AttentionRecord(**arrays, mask=values["mask"], kv_positions=values["kv_positions"],
                                    scale=float(values["scale"]), softcap=values["softcap"])
             norm = torch.linalg.vector_norm(values["residual"].float(), dim=-1)

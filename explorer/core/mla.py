@@ -69,7 +69,7 @@ class LatentAttention(nn.Module):
             latents, rope_keys, kv_positions = latent, k_rope, step.positions_np
         else:
             latents, rope_keys, kv_positions = cache.update(latent, k_rope)     # (n_kv, d_c), (n_kv, d_R)
-        visible, visible_t = step.mask(kv_positions, None)
+        visible, visible_t, kv_positions = step.mask(kv_positions, None)
         w_uk, w_uv = self.up_projections()
         attend = self._absorbed if self.absorbed else self._naive
         weights, heads = attend(q_nope, q_rope, latents, rope_keys, w_uk, w_uv, visible_t)

@@ -176,3 +176,17 @@ def test_logit_lens_ends_at_the_model_output(loaded):
     assert ids.shape == probs.shape == (loaded.config.n_layers, 3)
     expected = np.argsort(-decoder.logits_at(4))[:3]
     np.testing.assert_array_equal(ids[-1], expected)
+
+
+@pytest.mark.parametrize("family", ["llama"])
+def test_compact_recording_leaves_out_what_can_be_derived(loaded):
+    options = RecordOptions(dtype="float16", head_out=False, pre_rope=False)
+    compact = _decode(loaded, steps=3, record=options).trace
+    full = _decode(loaded, steps=3, record=RecordOptions(dtype="float16")).trace
+    attn = compact.steps[-1].layers[0].attn
+    assert attn.head_out is None and attn.q_pre_rope is None and attn.k_pre_rope is None
+    assert compact.nbytes() < full.nbytes()
+    full_attn = full.steps[-1].layers[0].attn
+    values = np.stack([full.v(0, full.kv_head_of(h)) for h in range(loaded.config.n_heads)])  # (H, T, d_v)
+    derived = np.einsum("hqk,hkd->hqd", attn.weights.astype(np.float32), values.astype(np.float32))
+    np.testing.assert_allclose(derived, full_attn.head_out.astype(np.float32), atol=5e-3)
