@@ -27,8 +27,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="transformer-explorer", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--model", help="model folder, .gguf file or catalog name to open in the app")
+    parser.add_argument("--prompt", help="the prompt to open the app with (default: one the model completes well)")
+    parser.add_argument("--no-restore", action="store_true",
+                        help="do not offer to restore a session after a crash (also TRANSFORMER_EXPLORER_NO_RESTORE=1)")
     parser.add_argument("--self-test", action="store_true",
                         help="open the window offscreen, load the bundled model, step three tokens, export, exit")
+    parser.add_argument("--screenshots", metavar="DIR", help=argparse.SUPPRESS)   # packaging/screenshots.py
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text in SUBCOMMANDS.items():
         module = importlib.import_module(f"explorer.tools.{name}_cmd")

@@ -1,10 +1,14 @@
 """Start the app: a QApplication with the chosen theme, the main window and its first model.
 
 `launch(args)` opens `args.model`, or the default (the pulled SmolLM2-135M,
-else the bundled Shakespeare model), after offering to restore a session that
-ended in a crash. `--self-test` opens the window offscreen, loads the bundled
-model (or `--model`), runs three steps, exports one image and exits 0, or
-nonzero with the reason on stderr: the packaged app's smoke test.
+else the bundled Shakespeare model), with a prompt it completes well, and
+prefills it, so every panel shows something at once. Before that it offers to
+restore a session that ended in a crash, unless `--no-restore` (or
+TRANSFORMER_EXPLORER_NO_RESTORE=1) says not to ask. `--self-test` opens the
+window offscreen, loads the bundled model (or `--model`), runs three steps,
+exports one image and exits 0, or nonzero with the reason on stderr: the
+packaged app's smoke test. `--screenshots DIR` drives a real window and saves
+it and every panel as PNGs (see explorer.app.screenshots).
 """
 from __future__ import annotations
 
@@ -21,7 +25,8 @@ from explorer.app import model_refs
 from explorer.app.settings import APPLICATION, ORGANIZATION, AppSettings
 from explorer.app.theme import apply_theme
 
-DEFAULT_PROMPT = "To be, or not to be, that is the question:"
+DEFAULT_PROMPT = "To be, or not to be, that is the question:"      # the self-test's, for the bundled model
+NO_RESTORE_ENV = "TRANSFORMER_EXPLORER_NO_RESTORE"
 SELF_TEST_TIMEOUT_S = 300.0
 
 
@@ -51,6 +56,10 @@ def follow_system_theme(app: QApplication, settings: AppSettings, window) -> Non
 def launch(args) -> int:
     if getattr(args, "self_test", False):
         return self_test(getattr(args, "model", None))
+    if getattr(args, "screenshots", None):
+        from explorer.app.screenshots import take_screenshots
+
+        return take_screenshots(args.screenshots, getattr(args, "model", None), getattr(args, "prompt", None))
     from explorer.app.main_window import MainWindow
 
     app = make_app()
@@ -58,15 +67,36 @@ def launch(args) -> int:
     apply_theme(app, settings.theme)
     window = MainWindow(settings=settings)
     follow_system_theme(app, settings, window)
-    window.show()
-    if not window.offer_crash_restore():
-        window.prompt.set_text(settings.last_prompt or DEFAULT_PROMPT)
-        reference = getattr(args, "model", None) or model_refs.default_model()
-        if reference:
-            window.open_model(reference)
-        else:
-            QMessageBox.information(window, "No model yet", model_refs.HOW_TO_GET_A_MODEL)
+    show_sized_to_screen(window, settings)
+    if restore_allowed(args) and window.offer_crash_restore():
+        return app.exec()
+    reference = getattr(args, "model", None) or model_refs.default_model()
+    window.prompt.set_text(getattr(args, "prompt", None) or first_prompt(settings.last_prompt, reference))
+    if reference:
+        window.open_model(reference)          # once loaded, the controller prefills the prompt
+    else:
+        QMessageBox.information(window, "No model yet", model_refs.HOW_TO_GET_A_MODEL)
     return app.exec()
+
+
+def restore_allowed(args) -> bool:
+    """Whether to ask about a crashed session: not with --no-restore or TRANSFORMER_EXPLORER_NO_RESTORE=1."""
+    return not getattr(args, "no_restore", False) and os.environ.get(NO_RESTORE_ENV, "") in ("", "0")
+
+
+def first_prompt(last_prompt: str, reference: str | None) -> str:
+    """The person's last prompt, unless it was only some model's default: then this model's default."""
+    if last_prompt and not model_refs.is_default_prompt(last_prompt):
+        return last_prompt
+    return model_refs.default_prompt(reference)
+
+
+def show_sized_to_screen(window, settings: AppSettings) -> None:
+    """The saved geometry if there is one; on a first run, maximized, so the panels have room."""
+    if settings.geometry() is None:
+        window.showMaximized()
+    else:
+        window.show()
 
 
 # ----- the packaged app's smoke test ------------------------------------------------------------

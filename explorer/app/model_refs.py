@@ -59,6 +59,23 @@ def default_model() -> str | None:
     return None
 
 
+# The first prompt a model is shown with: one it completes well, so every panel has something to show.
+GENERIC_PROMPT = "The capital of France is"
+PROMPTS_BY_NAME = (("shakespeare", "To be, or not to be, that is the question:"),
+                   ("translate", "March 14, 2024"))
+
+
+def default_prompt(reference: str | None) -> str:
+    """The opening prompt for a model: a Shakespeare line for the bundled Shakespeare models, a date for
+    the translation model, "The capital of France is" for the pretrained ones (SmolLM2, Gemma 3…)."""
+    name = short_name(reference or "").lower()
+    return next((prompt for key, prompt in PROMPTS_BY_NAME if key in name), GENERIC_PROMPT)
+
+
+def is_default_prompt(text: str) -> bool:
+    return text in {GENERIC_PROMPT, *(prompt for _, prompt in PROMPTS_BY_NAME)}
+
+
 def remember(reference: str) -> None:
     """Tell the store about a model opened from a path, so `explorer models` lists it too."""
     if ("/" in reference or "\\" in reference) and Path(reference).expanduser().exists():
