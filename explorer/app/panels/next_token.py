@@ -7,7 +7,7 @@ Clicking a candidate at the last position asks the session to force it
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtGui import QBrush, QColor, QFont, QPalette
 from PySide6.QtWidgets import QLabel, QPushButton, QTableWidget, QTableWidgetItem
 
 from explorer.app.panels.base import Panel
@@ -75,6 +75,7 @@ class NextTokenPanel(Panel):
         top = float(probs[0]) if len(probs) else 1.0
         bold = QFont()
         bold.setBold(True)
+        chosen_background = _chosen_colour(self.palette())
         for rank, (token_id, p) in enumerate(zip(ids, probs)):
             bar = "█" * max(1, int(round(BAR * float(p) / max(top, 1e-12))))
             cells = [str(rank + 1), self.session.display_token(int(token_id)), str(int(token_id)),
@@ -83,7 +84,7 @@ class NextTokenPanel(Panel):
                 item = QTableWidgetItem(text)
                 if int(token_id) == chosen:
                     item.setFont(bold)
-                    item.setBackground(QBrush(QColor("#3b3b10")))
+                    item.setBackground(QBrush(chosen_background))
                 self.table.setItem(rank, column, item)
         self.table.resizeColumnsToContents()
 
@@ -133,6 +134,13 @@ class NextTokenPanel(Panel):
         self.lens_table.resizeColumnsToContents()
         self.lens_table.setVisible(True)
         self.readout.setText(f"logit lens at position {self.position}: h_l W_U per layer")
+
+
+def _chosen_colour(palette: QPalette) -> QColor:
+    """The selection colour, faded into the base, so the row's text stays readable in light and dark themes."""
+    colour = QColor(palette.color(QPalette.ColorRole.Highlight))
+    colour.setAlpha(70)
+    return colour
 
 
 def _table(headers: list[str]) -> QTableWidget:
