@@ -190,3 +190,17 @@ def test_compact_recording_leaves_out_what_can_be_derived(loaded):
     values = np.stack([full.v(0, full.kv_head_of(h)) for h in range(loaded.config.n_heads)])  # (H, T, d_v)
     derived = np.einsum("hqk,hkd->hqd", attn.weights.astype(np.float32), values.astype(np.float32))
     np.testing.assert_allclose(derived, full_attn.head_out.astype(np.float32), atol=5e-3)
+
+
+@pytest.mark.parametrize("family", ["llama"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_models_decode_and_record_numpy(hf_model, dtype):
+    from explorer.core.runtime import from_tensors
+
+    half = from_tensors(hf_model.config.to_dict(), hf_model.state_dict(), dtype=dtype)
+    reference = from_tensors(hf_model.config.to_dict(), hf_model.state_dict())
+    trace = _decode(half, steps=3).trace
+    assert half.info.dtype == dtype and trace.steps[-1].layers[0].attn.q.dtype == np.float32
+    prefill = trace.steps[0].layers[0].attn.weights
+    expected = _decode(reference, steps=0).trace.steps[0].layers[0].attn.weights
+    np.testing.assert_allclose(prefill, expected, atol=0.05)
