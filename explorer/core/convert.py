@@ -18,11 +18,12 @@
 
   so the cache holds the latent c_KV = X W^DKV (d_c numbers per token) instead of
   the keys and values. RoPE does not commute with W^UK, so, as in MLA, a small
-  decoupled key keeps the rotation: d_R of each head's dimensions (every
-  (d_h/d_R)-th frequency, MHA2MLA's uniform partial-RoPE) become one RoPE key
-  shared by all heads (the K/V heads' rows are mean-pooled into it, exact for
-  MQA); the other dimensions lose their rotation. That is the approximation
-  these papers fine-tune away. Without RoPE (GPT-2), full rank is exact.
+  decoupled key keeps the rotation: the m highest-frequency pairs of every K/V
+  head (MHA2MLA's partial RoPE, S_high) go to one RoPE key of d_R = 2 m N_KV
+  dims shared by all heads, each query head reading its own K/V head's slots;
+  the other dimensions lose their rotation. That is the approximation these
+  papers fine-tune away. With every pair kept (or without RoPE) and full rank,
+  the conversion is exact.
 
 The converted copy shares every other weight with the original (no copy).
 """
@@ -149,19 +150,15 @@ class RopeSplit:
         return np.concatenate((first, first + half))
 
 
-def choose_rope_pairs(config: ModelConfig, w_q: torch.Tensor, w_k: torch.Tensor, m: int) -> RopeSplit:
-    """Keep, per K/V head, the m frequency pairs that carry most of q.k (MHA2MLA's 2-norm criterion,
-    on weights rather than activations): score_i = sum_h ||W_h^Q[pair i]|| * ||W_g^K[pair i]||."""
-    n_kv, d_h = config.n_kv_heads, config.d_head
-    half = d_h // 2
+def choose_rope_pairs(config: ModelConfig, m: int) -> RopeSplit:
+    """Keep the m highest-frequency pairs of every K/V head rotated (MHA2MLA's S_high).
 
-    def pair_norms(w):                                          # (N, d_h, d) -> (N, d_h/2)
-        return (w[:, :half].pow(2).sum(-1) + w[:, half:].pow(2).sum(-1)).sqrt()
-
-    q_norms = pair_norms(w_q).view(n_kv, -1, half).sum(dim=1)  # (N_KV, d_h/2), summed over each group
-    score = q_norms * pair_norms(w_k)                           # (N_KV, d_h/2)
-    kept = torch.topk(score, m, dim=-1).indices.sort(dim=-1).values
-    return RopeSplit(kept.numpy().astype(np.int64), d_h)
+    Low frequencies barely turn over a short context, so dropping their rotation
+    costs little; on SmolLM2-135M keeping the 8 highest of 32 pairs at full rank
+    changes the next-token distribution by KL 0.02 nats, while choosing pairs by
+    weight norm (which favours low frequencies) costs 1.3.
+    """
+    return RopeSplit(np.tile(np.arange(m, dtype=np.int64), (config.n_kv_heads, 1)), config.d_head)
 
 
 def max_mla_rank(config: ModelConfig, rope_pairs: int = 0) -> int:
@@ -171,8 +168,8 @@ def max_mla_rank(config: ModelConfig, rope_pairs: int = 0) -> int:
 
 
 def default_rope_pairs(config: ModelConfig) -> int:
-    """d_h / 4 pairs per K/V head stay rotated (half of each head, DeepSeek's d_R = d_h / 2); none without RoPE."""
-    return max(1, config.d_head // 4) if config.positional == "rope" else 0
+    """d_h / 8 pairs per K/V head stay rotated (a quarter of each head's dims); none without RoPE."""
+    return max(1, config.d_head // 8) if config.positional == "rope" else 0
 
 
 def to_mla(loaded: LoadedModel, rank: int, rope_pairs: int | None = None,
@@ -214,7 +211,7 @@ def _latent_weights(state: dict, prefix: str, config: ModelConfig, rank: int, m:
     b = {n: state.pop(f"{prefix}w{n}.bias").float().view(-1, d_h, 1) if config.qkv_bias else None for n in "qkv"}
     # The bias rides along as one more input column: W X + b = [W b] [X; 1].
     wb = {n: w[n] if b[n] is None else torch.cat((w[n], b[n]), dim=-1) for n in "qkv"}   # (N, d_h, d')
-    split = choose_rope_pairs(config, w["q"], w["k"], m)
+    split = choose_rope_pairs(config, m)
     d_rope, d_in = split.rope_dim, wb["q"].shape[-1]
     q_rows, k_rope = [], torch.zeros(d_rope, d_in)
     for h in range(n_q):
