@@ -60,6 +60,9 @@ def _mps_available() -> bool:
 def build_model(hf_config: dict, tensors: dict[str, torch.Tensor], source: str = "checkpoint",
                 device: str = "cpu", dtype: str = "float32") -> tuple[Transformer, ModelConfig]:
     """Assemble a Transformer from a transformers config dict and HF-named tensors (validated)."""
+    from explorer.core.families import refuse_decoder_build
+
+    refuse_decoder_build(hf_config, source)                 # BERT and encoder-decoders: see load_model
     config = ModelConfig.from_hf(hf_config)
     with torch.device("meta"):
         model = Transformer(config)
@@ -113,6 +116,10 @@ def load_model(path_or_checkpoint, device: str = "cpu", dtype: str = "float32", 
         from explorer.core.loaders import open_checkpoint
 
         checkpoint = open_checkpoint(path_or_checkpoint, progress=progress)
+    from explorer.core import families
+
+    if families.builds(checkpoint.hf_config):    # encoder-only (BERT) and encoder-decoder models
+        return families.load(checkpoint, device=device, dtype=dtype)
     with torch.inference_mode():
         return from_tensors(checkpoint.hf_config, checkpoint.tensors, name=checkpoint.name,
                             tokenizer=checkpoint.tokenizer, device=device, dtype=dtype,
