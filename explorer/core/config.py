@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from importlib import import_module
 
 from explorer.core.errors import UnsupportedModelError
 
@@ -317,4 +318,8 @@ _READERS = {
     "gemma3_text": _gemma3,
     "deepseek_v2": lambda d: _deepseek(d, "deepseek_v2"),
     "deepseek_v3": lambda d: _deepseek(d, "deepseek_v3"),
+    # Encoder-only and encoder-decoder families are built by their own modules (families.py); these
+    # readers let a config be checked here too. explorer-encdec gives its own EncDecConfig.
+    "bert": lambda d: import_module("explorer.core.encoder").bert_config(d),
+    "explorer-encdec": lambda d: import_module("explorer.core.encdec").EncDecConfig.from_json(d),
 }
