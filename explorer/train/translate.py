@@ -219,10 +219,12 @@ def run_training(settings: TranslateSettings, progress: Progress = print) -> dic
     save(model, tokenizer, out)
     progress("measuring the held-out exact match of the float16 weights ...")
     accuracy, misses = exact_match(reload(out), tokenizer, held_out)
+    small_accuracy, small_misses = exact_match(reload(out), tokenizer, data.small_number_pairs())
     record = {
         "task": "translate", "architecture": "ExplorerEncoderDecoder (Vaswani et al. 2017, post-LN)",
         "parameters": n_params, "held_out_pairs": len(held_out), "held_out_exact_match": round(accuracy, 5),
-        "held_out_misses": misses, "steps": done, "pairs_seen": done * settings.batch_size,
+        "held_out_misses": misses, "small_numbers_exact_match": round(small_accuracy, 5),
+        "small_numbers_misses": small_misses, "steps": done, "pairs_seen": done * settings.batch_size,
         "seed": settings.seed, "wall_time_s": round(wall, 1), "threads": torch.get_num_threads(),
         "dtype": str(SHIPPED_DTYPE).removeprefix("torch."),
         "model_bytes": (out / "model.safetensors").stat().st_size,
@@ -231,7 +233,8 @@ def run_training(settings: TranslateSettings, progress: Progress = print) -> dic
         "settings": asdict(settings), "versions": versions(),
     }
     (out / "training.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
-    progress(f"translate: held-out exact match {accuracy:.4f} on {len(held_out)} pairs after {done} steps, "
+    progress(f"translate: held-out exact match {accuracy:.4f} on {len(held_out)} pairs "
+             f"({small_accuracy:.4f} on all numbers below 1000) after {done} steps, "
              f"{wall / 60:.1f} min; wrote {out}")
     return record
 

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import calendar
 import random
-import re
 
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
-PAD, BOS, EOS, TO_ZH, TO_EN = "<pad>", "<s>", "</s>", "<2zh>", "<2en>"
+from explorer.core.encdec_decode import CJK, TO_EN, TO_ZH, task_token_for  # noqa: F401  (the decoder's rule)
+
+PAD, BOS, EOS = "<pad>", "<s>", "</s>"
 SPECIALS = [PAD, BOS, EOS, TO_ZH, TO_EN]
 MONTHS = [calendar.month_name[m] for m in range(1, 13)]
 YEARS = (1000, 2999)
+HELD_OUT_MIN_DIGITS = 4
 MAX_NUMBER = 999_999             # below 10^6: "thousand" (10^3) against 万 (10^4) is the reordering
 
 ONES = ["", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
@@ -28,7 +30,6 @@ ONES = ["", "one", "two", "three", "four", "five", "six", "seven", "eight", "nin
 TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 ZH_DIGITS = "零一二三四五六七八九"
 ZH_PLACES = ((1000, "千"), (100, "百"), (10, "十"), (1, ""))
-CJK = re.compile(r"[\u3400-\u9fff]")
 PIECES = r" ?[A-Za-z]+| ?[0-9]|[^A-Za-z0-9 ]| "          # a word, a digit, any other character
 
 
@@ -103,19 +104,19 @@ def random_date(rng: random.Random) -> tuple[str, str]:
     return english_date(year, month, day), chinese_date(year, month, day)
 
 
-def random_number(rng: random.Random) -> int:
-    """A digit count uniform in 1..6, each digit zero with probability 0.35 (round numbers are common)."""
-    length = rng.randint(1, 6)
+def random_number(rng: random.Random, min_digits: int = 1) -> int:
+    """A digit count uniform in min_digits..6, each digit zero with probability 0.35 (round numbers are common)."""
+    length = rng.randint(min_digits, 6)
     digits = [rng.randint(1, 9)] + [0 if rng.random() < 0.35 else rng.randint(0, 9) for _ in range(length - 1)]
     return int("".join(map(str, digits)))
 
 
-def random_pair(rng: random.Random) -> tuple[str, str]:
+def random_pair(rng: random.Random, min_digits: int = 1) -> tuple[str, str]:
     """(source, target): a task token, then a date or a number in one direction."""
     if rng.random() < 0.4:
         english, chinese = random_date(rng)
     else:
-        n = random_number(rng)
+        n = random_number(rng, min_digits)
         english, chinese = english_number(n), chinese_number(n)
     if rng.random() < 0.5:
         return f"{TO_ZH}{english}", chinese
@@ -123,14 +124,27 @@ def random_pair(rng: random.Random) -> tuple[str, str]:
 
 
 def held_out_pairs(count: int, seed: int = 12345) -> list[tuple[str, str]]:
-    """A fixed sample that training never sees (its sources are excluded from the stream)."""
+    """A fixed sample that training never sees (its sources are excluded from the stream).
+
+    Numbers in it have at least HELD_OUT_MIN_DIGITS digits: there are only 999
+    numbers below 1000, and holding some out would leave whole words unseen.
+    Those are checked exhaustively instead (`small_number_pairs`), as trained-on.
+    """
     rng = random.Random(seed)
     pairs, seen = [], set()
     while len(pairs) < count:
-        pair = random_pair(rng)
+        pair = random_pair(rng, HELD_OUT_MIN_DIGITS)
         if pair[0] not in seen:
             seen.add(pair[0])
             pairs.append(pair)
+    return pairs
+
+
+def small_number_pairs() -> list[tuple[str, str]]:
+    """Every number from 1 to 999 in both directions (all of them occur in training)."""
+    pairs = []
+    for n in range(1, 1000):
+        pairs += [(f"{TO_ZH}{english_number(n)}", chinese_number(n)), (f"{TO_EN}{chinese_number(n)}", english_number(n))]
     return pairs
 
 
@@ -141,11 +155,6 @@ def training_pairs(seed: int, exclude: set[str]):
         pair = random_pair(rng)
         if pair[0] not in exclude:
             yield pair
-
-
-def task_token_for(text: str) -> str:
-    """The direction a bare source implies: Chinese characters -> <2en>, anything else -> <2zh>."""
-    return TO_EN if CJK.search(text) else TO_ZH
 
 
 # ----- tokenizer ---------------------------------------------------------------------------

@@ -1,0 +1,226 @@
+"""Step-by-step translation with an encoder-decoder, with the Decoder's API (decode.py).
+
+prefill(source ids) encodes the source once (recorded as trace.encoder, full
+mask), computes every decoder layer's cross-attention K = C W^K and V = C W^V
+once, and runs the decoder on the start token <s>; step() feeds the chosen
+target token; back() and force() work as for a decoder-only model. The
+decoder's self-attention cache grows by one token per step; the cross K/V
+stay the size of the source for the whole translation.
+
+A source that does not begin with a task token (<2zh>, <2en>) gets one from
+its script: Chinese characters ask for English, anything else for Chinese.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import replace
+
+import numpy as np
+import torch
+
+from explorer.core.capture import StepCapture
+from explorer.core.decode import RECORD_DTYPES, RecordOptions
+from explorer.core.encdec import TargetStep
+from explorer.core.encoder import attention_record, residual_norm
+from explorer.core.errors import ContextOverflowError, ExplorerError
+from explorer.core.kv_cache import HeadCache
+from explorer.core.sampling import Sampling, choose
+from explorer.core.trace import LayerRecord, StepRecord, Trace
+
+TO_ZH, TO_EN = "<2zh>", "<2en>"
+CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+def task_token_for(text: str) -> str:
+    """The direction a bare source implies: Chinese characters -> <2en>, anything else -> <2zh>."""
+    return TO_EN if CJK.search(text) else TO_ZH
+
+
+class EncDecCache:
+    """Per decoder layer: the self-attention K/V (grow by one token per step) and the cross K/V of C (fixed)."""
+
+    def __init__(self, config, capacity: int, dtype: torch.dtype, device):
+        capacity = max(1, min(capacity, config.max_positions))
+        self.layers = [HeadCache(config.n_heads, config.d_head, config.d_head, capacity, config.max_positions,
+                                 dtype, device) for _ in range(config.n_decoder_layers)]
+        self.cross: list[tuple[torch.Tensor, torch.Tensor]] = []   # per layer: K, V of C, each (1, H, S, d)
+
+    @property
+    def length(self) -> int:
+        return self.layers[0].length if self.layers else 0
+
+    def truncate(self, length: int) -> bool:
+        return all([layer.truncate(length) for layer in self.layers])
+
+    def reset(self) -> None:
+        for layer in self.layers:
+            layer.reset()
+        self.cross = []
+
+    def bytes_in_use(self, length: int | None = None) -> list[int]:
+        """Self-attention bytes per layer (they grow with the target)."""
+        return [layer.bytes_in_use(length) for layer in self.layers]
+
+    def bytes_allocated(self) -> list[int]:
+        return [layer.bytes_allocated for layer in self.layers]
+
+    def cross_bytes(self) -> list[int]:
+        """Cross-attention bytes per layer: N_KV * S * (d_qk + d_v) elements, whatever the target length."""
+        return [k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in self.cross]
+
+
+class EncDecDecoder:
+    """One translation through an encoder-decoder: the encoder pass, then one StepRecord per target token."""
+
+    can_generate = True
+
+    def __init__(self, loaded, record: RecordOptions = RecordOptions(), sampling: Sampling = Sampling(),
+                 capacity: int | None = None):
+        self.loaded, self.model, self.config = loaded, loaded.model, loaded.config
+        self.record, self.sampling = record, sampling
+        weight = self.model.embed.weight
+        self.device, self.dtype = weight.device, weight.dtype
+        self.kv_cache = EncDecCache(self.config, capacity or self.config.max_positions, self.dtype, self.device)
+        self._hidden: list[torch.Tensor] = []            # per step: decoder states (n_new, d)
+        self._cross_np: list[dict] = []                  # per layer: the recorded cross K, V (shared by all steps)
+        self._encoded: StepRecord | None = None
+        self.trace = Trace(model=loaded.info)
+
+    # ----- the four moves ----------------------------------------------------------------
+    def prefill(self, ids) -> Trace:
+        """Encode the source (a task token is added if missing) and run the decoder on <s>."""
+        source = self.source_ids(np.asarray(getattr(ids, "ids", ids), dtype=np.int64).reshape(-1))
+        if source.size > self.config.max_positions:
+            raise ContextOverflowError(
+                f"the source has {source.size} tokens, more than the model's {self.config.max_positions} positions")
+        self.kv_cache.reset()
+        self._hidden = []
+        self._encoded = self._encode(source)
+        first = self._run(np.array([self.config.bos_id], dtype=np.int64), "prefill")
+        self.trace = self._trace((first,))
+        return self.trace
+
+    def step(self) -> Trace:
+        if not self.trace.steps:
+            raise ExplorerError("nothing to continue: call prefill with a source text first")
+        if self.kv_cache.length >= self.config.max_positions:
+            raise ContextOverflowError(f"the target is full: {self.config.max_positions} tokens")
+        token = np.array([self.trace.steps[-1].chosen_id], dtype=np.int64)
+        self.trace = self._trace(self.trace.steps + (self._run(token, "decode"),))
+        return self.trace
+
+    def back(self) -> Trace:
+        if len(self.trace.steps) <= 1:
+            return self.trace
+        steps = self.trace.steps[:-1]
+        self._hidden.pop()
+        self.kv_cache.truncate(sum(s.n_new for s in steps))
+        self.trace = self._trace(steps)
+        return self.trace
+
+    def force(self, token_id: int) -> Trace:
+        if not self.trace.steps:
+            raise ExplorerError("nothing to force: call prefill with a source text first")
+        self._check_ids(np.array([token_id]))
+        last = replace(self.trace.steps[-1], chosen_id=int(token_id), forced=True)
+        self.trace = self._trace(self.trace.steps[:-1] + (last,))
+        return self.trace
+
+    def set_sampling(self, sampling: Sampling) -> None:
+        self.sampling = sampling
+
+    # ----- on demand ---------------------------------------------------------------------
+    def source_ids(self, ids: np.ndarray) -> np.ndarray:
+        """The ids the encoder reads: `ids`, behind the task token its script implies when it has none."""
+        if ids.size == 0:
+            raise ExplorerError("the source text is empty: give at least one token")
+        self._check_ids(ids)
+        tokenizer = self.loaded.tokenizer
+        tasks = {tokenizer.tokenizer.token_to_id(t) for t in (TO_ZH, TO_EN)} - {None} if tokenizer else set()
+        if not tasks or int(ids[0]) in tasks:
+            return ids
+        task = tokenizer.tokenizer.token_to_id(task_token_for(tokenizer.decode(ids)))
+        return np.concatenate(([task], ids)).astype(np.int64)
+
+    def logits_at(self, position: int) -> np.ndarray:
+        """Full-vocabulary logits (V,) predicted after the target token at `position`."""
+        step = self.trace.step_of_position(position)
+        with torch.inference_mode():
+            return self.model.logits(self._hidden[step][-1]).float().cpu().numpy()
+
+    def logit_lens(self, position: int, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k next tokens read from the decoder's stream after each layer (post-LN: already normed): (L, k)."""
+        ids = torch.as_tensor(self.trace.token_ids[: position + 1], device=self.device)[None]
+        capture = StepCapture(self.config.n_layers)
+        with torch.inference_mode():
+            self.model.decode(ids, TargetStep(np.arange(ids.shape[1]), None), self.kv_cache.cross, None, capture)
+            residuals = torch.stack([layer["residual"][-1] for layer in capture.layers])  # (L, d)
+            probs = torch.softmax(self.model.logits(residuals).float(), dim=-1)
+            top_probs, top_ids = probs.topk(k, dim=-1)
+        return top_ids.cpu().numpy().astype(np.int64), top_probs.cpu().numpy()
+
+    # ----- internals ---------------------------------------------------------------------
+    def _trace(self, steps: tuple[StepRecord, ...]) -> Trace:
+        return Trace(model=self.loaded.info, steps=steps, encoder=self._encoded)
+
+    def _check_ids(self, ids: np.ndarray) -> None:
+        bad = ids[(ids < 0) | (ids >= self.config.vocab_size)]
+        if bad.size:
+            raise ExplorerError(f"token id {int(bad[0])} is outside the vocabulary of {self.config.vocab_size}")
+
+    def _np(self, tensor: torch.Tensor) -> np.ndarray:
+        return tensor.detach().to("cpu", RECORD_DTYPES[self.record.dtype]).numpy()
+
+    def _encode(self, source: np.ndarray) -> StepRecord:
+        """C = Encoder(source), the cross K/V of every layer, and the encoder's StepRecord."""
+        started = time.perf_counter()
+        capture = StepCapture(self.config.n_encoder_layers)
+        with torch.inference_mode():
+            source_t = torch.as_tensor(source, device=self.device)
+            memory = self.model.encode(source_t[None], None, capture)              # C: (1, S, d_model)
+            self.kv_cache.cross = self.model.cross_keys_values(memory)             # once per source
+            self._cross_np = [{"k": self._np(k[0]), "v": self._np(v[0])} for k, v in self.kv_cache.cross]
+            positions = np.arange(len(source), dtype=np.int64)
+            layers = tuple(LayerRecord(x=self._np(values["x"]), attn=attention_record(values, self._np),
+                                       residual_norm=residual_norm(values), kv_bytes_in_use=0, kv_bytes_allocated=0)
+                           for values in capture.layers)
+            record = StepRecord(
+                kind="encode", positions=positions, token_ids=source.copy(), token_text=self._texts(source),
+                embeddings=self._np(self.model.embed.weight[source_t]), layers=layers,
+                top_ids=np.zeros((len(source), 0), dtype=np.int64),
+                top_probs=np.zeros((len(source), 0), dtype=np.float32),
+                pos_embeddings=self._np(self.model.positional(positions)))
+        return replace(record, ms=(time.perf_counter() - started) * 1000.0)
+
+    def _run(self, ids: np.ndarray, kind: str) -> StepRecord:
+        started = time.perf_counter()
+        positions = np.arange(self.kv_cache.length, self.kv_cache.length + len(ids), dtype=np.int64)
+        capture = StepCapture(self.config.n_decoder_layers)
+        with torch.inference_mode():
+            ids_t = torch.as_tensor(ids, device=self.device)
+            hidden = self.model.decode(ids_t[None], TargetStep(positions, None), self.kv_cache.cross,
+                                       self.kv_cache, capture)[0]                   # (n_new, d)
+            logits = self.model.logits(hidden)                                      # (n_new, V)
+            top_probs, top_ids = torch.softmax(logits.float(), dim=-1).topk(self.record.top_k, dim=-1)
+            self._hidden.append(hidden)
+            record = StepRecord(
+                kind=kind, positions=positions, token_ids=ids.copy(), token_text=self._texts(ids),
+                embeddings=self._np(self.model.embed.weight[ids_t]), layers=self._layer_records(capture),
+                top_ids=top_ids.cpu().numpy().astype(np.int64), top_probs=top_probs.cpu().numpy(),
+                chosen_id=choose(logits[-1], self.sampling, int(positions[-1]) + 1),
+                pos_embeddings=self._np(self.model.positional(positions)))
+        return replace(record, ms=(time.perf_counter() - started) * 1000.0)
+
+    def _layer_records(self, capture: StepCapture) -> tuple[LayerRecord, ...]:
+        in_use, allocated = self.kv_cache.bytes_in_use(), self.kv_cache.bytes_allocated()
+        return tuple(
+            LayerRecord(x=self._np(values["x"]), attn=attention_record(values, self._np),
+                        residual_norm=residual_norm(values), kv_bytes_in_use=in_use[i],
+                        kv_bytes_allocated=allocated[i],
+                        cross=attention_record(values, self._np, "cross_", **self._cross_np[i]))
+            for i, values in enumerate(capture.layers))
+
+    def _texts(self, ids: np.ndarray) -> tuple[str, ...]:
+        tokenizer = self.loaded.tokenizer
+        return tuple(tokenizer.display(int(i)) if tokenizer is not None else str(int(i)) for i in ids)

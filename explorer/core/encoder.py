@@ -1,0 +1,262 @@
+"""BERT-style encoder-only models (Devlin et al. 2019): one bidirectional pass, nothing to decode.
+
+    h_0 = LN(W_word[ids] + W_pos[positions] + W_type[token types])
+    for each layer:  h = LN(h + SelfAttn(h));  h = LN(h + FFN(h))     (post-LN, GELU, full mask)
+
+The layer is the encoder layer of encdec.py (the Transformer's encoder side);
+only the embeddings differ. `EncoderRunner` has the Decoder's API so that the
+app can drive it: prefill(ids) records one "encode" step with full masks;
+step() refuses, because an encoder predicts no next token; its KV cache is none.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from explorer.core.capture import StepCapture
+from explorer.core.config import ModelConfig
+from explorer.core.encdec import EncoderLayer
+from explorer.core.errors import ContextOverflowError, ExplorerError, ModelLoadError, UnsupportedModelError
+from explorer.core.trace import AttentionRecord, LayerRecord, ModelInfo, StepRecord, Trace
+
+NO_DECODING = "an encoder-only model reads the whole text at once and predicts no next token, so there is no Step"
+
+# Hugging Face BertModel names -> ours ({i} = layer, {p} = weight | bias).
+BERT_WEIGHTS = {
+    "embeddings.word_embeddings.weight": "embed.weight",
+    "embeddings.position_embeddings.weight": "pos.weight",
+    "embeddings.token_type_embeddings.weight": "token_type.weight",
+    "embeddings.LayerNorm.{p}": "embed_norm.{p}",
+    "encoder.layer.{i}.attention.self.query.{p}": "layers.{i}.attn.wq.{p}",
+    "encoder.layer.{i}.attention.self.key.{p}": "layers.{i}.attn.wk.{p}",
+    "encoder.layer.{i}.attention.self.value.{p}": "layers.{i}.attn.wv.{p}",
+    "encoder.layer.{i}.attention.output.dense.{p}": "layers.{i}.attn.wo.{p}",
+    "encoder.layer.{i}.attention.output.LayerNorm.{p}": "layers.{i}.attn_norm.{p}",
+    "encoder.layer.{i}.intermediate.dense.{p}": "layers.{i}.ffn.w_in.{p}",
+    "encoder.layer.{i}.output.dense.{p}": "layers.{i}.ffn.w_out.{p}",
+    "encoder.layer.{i}.output.LayerNorm.{p}": "layers.{i}.ffn_norm.{p}",
+}
+# Not part of the encoder: the position-id buffer, the pooler and task heads.
+BERT_IGNORED = re.compile(r"^(embeddings\.position_ids|pooler\..*|cls\..*)$")
+
+
+def bert_config(d: dict) -> ModelConfig:
+    """ModelConfig of a transformers BertConfig dict (absolute positions only)."""
+    if d.get("position_embedding_type", "absolute") != "absolute":
+        raise UnsupportedModelError(
+            f"BERT position_embedding_type {d['position_embedding_type']!r} is not supported (only 'absolute')")
+    if d.get("is_decoder") or d.get("add_cross_attention"):
+        raise UnsupportedModelError("a BERT configured as a decoder is not supported; only the encoder is")
+    d_model, n_heads, n_layers = int(d["hidden_size"]), int(d["num_attention_heads"]), int(d["num_hidden_layers"])
+    return ModelConfig(
+        family="bert", vocab_size=int(d["vocab_size"]), d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+        n_kv_heads=n_heads, d_head=d_model // n_heads, d_ff=int(d["intermediate_size"]),
+        max_positions=int(d.get("max_position_embeddings", 512)), norm="layer",
+        norm_eps=float(d.get("layer_norm_eps", 1e-12)), activation=str(d.get("hidden_act", "gelu")),
+        ffn="mlp", positional="learned", qkv_bias=True, o_bias=True, mlp_bias=True,
+        attn_scale=(d_model // n_heads) ** -0.5, layer_kinds=("full",) * n_layers,
+        bos_token_id=None, eos_token_id=None)
+
+
+class BertEncoder(nn.Module):
+    """Word + position + token-type embeddings, their LayerNorm, and N post-LN encoder layers."""
+
+    def __init__(self, config: ModelConfig, type_vocab_size: int = 2):
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.vocab_size, config.d_model)             # W_word
+        self.pos = nn.Embedding(config.max_positions, config.d_model)            # W_pos
+        self.token_type = nn.Embedding(type_vocab_size, config.d_model)          # W_type
+        self.embed_norm = nn.LayerNorm(config.d_model, eps=config.norm_eps)
+        self.layers = nn.ModuleList(EncoderLayer(config, i) for i in range(config.n_layers))
+
+    def forward(self, ids: torch.Tensor, token_types: torch.Tensor | None = None, capture=None) -> torch.Tensor:
+        """Hidden states (B, T, d_model) of ids (B, T); every token attends to every token."""
+        positions = torch.arange(ids.shape[1], device=ids.device)
+        types = torch.zeros_like(ids) if token_types is None else token_types
+        h = self.embed_norm(self.embed(ids) + self.pos(positions)[None] + self.token_type(types))
+        for layer in self.layers:
+            h = layer(h, None, capture)                                          # full mask: nothing hidden
+        return h
+
+
+# ----- loading -----------------------------------------------------------------------------
+def _rules() -> list[tuple[re.Pattern, str]]:
+    rules = []
+    for hf, ours in BERT_WEIGHTS.items():
+        regex = re.escape(hf).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{p\}", r"(?P<p>weight|bias)")
+        rules.append((re.compile(f"^{regex}$"), ours))
+    return rules
+
+
+def map_bert_weights(tensors: dict[str, torch.Tensor], source: str) -> dict[str, torch.Tensor]:
+    """HF BertModel names (with or without the "bert." prefix of task models) -> ours; unknown names refused."""
+    rules, mapped = _rules(), {}
+    for name, tensor in tensors.items():
+        name = name.removeprefix("bert.")
+        if BERT_IGNORED.match(name):
+            continue
+        for regex, ours in rules:
+            match = regex.match(name)
+            if match:
+                mapped[ours.format(**match.groupdict())] = tensor
+                break
+        else:
+            raise ModelLoadError(f"{source}: weight {name!r} is not part of a BERT encoder")
+    return mapped
+
+
+def build(hf_config: dict, tensors: dict[str, torch.Tensor], source: str = "checkpoint",
+          device: str = "cpu", dtype: str = "float32") -> tuple[BertEncoder, ModelConfig]:
+    """A BertEncoder from a BertConfig dict and BertModel tensors; names and shapes are checked."""
+    from explorer.core.runtime import resolve_device, torch_dtype
+    from explorer.core.weights import validate
+
+    config = bert_config(hf_config)
+    model = BertEncoder(config, int(hf_config.get("type_vocab_size", 2)))
+    mapped = map_bert_weights(tensors, source)
+    validate(mapped, model.state_dict(), source)
+    model.load_state_dict({name: tensor.float() for name, tensor in mapped.items()}, strict=True)
+    model.to(device=resolve_device(device), dtype=torch_dtype(dtype)).requires_grad_(False)
+    return model.eval(), config
+
+
+def model_info(model: BertEncoder, config: ModelConfig, name: str) -> ModelInfo:
+    weight = model.embed.weight
+    return ModelInfo(
+        name=name, family="bert", attention="mha", n_layers=config.n_layers, n_heads=config.n_heads,
+        n_kv_heads=config.n_heads, d_model=config.d_model, d_qk=config.d_head, d_v=config.d_head,
+        vocab_size=config.vocab_size, max_positions=config.max_positions,
+        n_params=int(sum(p.numel() for p in model.parameters())),
+        dtype=str(weight.dtype).removeprefix("torch."), device=str(weight.device),
+        layer_kinds=config.layer_kinds, positional="learned", is_encoder_only=True)
+
+
+def load(checkpoint, device: str = "cpu", dtype: str = "float32"):
+    """A LoadedModel (runtime.LoadedModel) from an opened Checkpoint of model_type bert."""
+    from explorer.core.runtime import LoadedModel
+
+    model, config = build(checkpoint.hf_config, checkpoint.tensors, str(checkpoint.path), device, dtype)
+    return LoadedModel(model=model, config=config, tokenizer=checkpoint.tokenizer,
+                       info=model_info(model, config, checkpoint.name), name=checkpoint.name,
+                       path=Path(checkpoint.path) if checkpoint.path else None)
+
+
+# ----- recording -------------------------------------------------------------------------------
+ATTENTION_ARRAYS = ("q", "k", "v", "weights", "head_out")
+
+
+def attention_record(values: dict, to_np, prefix: str = "", **shared) -> AttentionRecord:
+    """An AttentionRecord from one layer's captured values (`prefix` "cross_" for cross-attention).
+
+    `shared` replaces arrays that are the same at every step (the cross K/V), so they are stored once.
+    """
+    arrays = {name: shared.get(name, None) for name in ATTENTION_ARRAYS}
+    for name in ATTENTION_ARRAYS:
+        if arrays[name] is None:
+            arrays[name] = to_np(values[prefix + name])
+    return AttentionRecord(**arrays, mask=values[prefix + "mask"], kv_positions=values[prefix + "kv_positions"],
+                           scale=float(values[prefix + "scale"]))
+
+
+def residual_norm(values: dict) -> np.ndarray:
+    return torch.linalg.vector_norm(values["residual"].float(), dim=-1).cpu().numpy()
+
+
+class EncoderRunner:
+    """The Decoder API over an encoder: prefill(ids) encodes and records; there is nothing to step."""
+
+    can_generate = False
+
+    def __init__(self, loaded, record=None, sampling=None):
+        from explorer.core.decode import RECORD_DTYPES, RecordOptions
+
+        self.loaded, self.model, self.config = loaded, loaded.model, loaded.config
+        self.record, self.sampling = record or RecordOptions(), sampling
+        self._record_dtype = RECORD_DTYPES[self.record.dtype]
+        self.kv_cache = NoCache(self.config.n_layers)
+        self.trace = Trace(model=loaded.info)
+
+    def prefill(self, ids) -> Trace:
+        """Encode the text: one "encode" StepRecord, in trace.steps and as trace.encoder."""
+        ids = np.asarray(getattr(ids, "ids", ids), dtype=np.int64).reshape(-1)
+        if ids.size == 0:
+            raise ExplorerError("the text is empty: give at least one token")
+        if ids.size > self.config.max_positions:
+            raise ContextOverflowError(
+                f"the text has {ids.size} tokens, more than the model's {self.config.max_positions} positions")
+        bad = ids[(ids < 0) | (ids >= self.config.vocab_size)]
+        if bad.size:
+            raise ExplorerError(f"token id {int(bad[0])} is outside the vocabulary of {self.config.vocab_size}")
+        record = self._encode(ids)
+        self.kv_cache.length = int(ids.size)
+        self.trace = Trace(model=self.loaded.info, steps=(record,), encoder=record)
+        return self.trace
+
+    def step(self) -> Trace:
+        raise ExplorerError(NO_DECODING)
+
+    def force(self, token_id: int) -> Trace:
+        raise ExplorerError(NO_DECODING)
+
+    def back(self) -> Trace:
+        return self.trace
+
+    def set_sampling(self, sampling) -> None:
+        self.sampling = sampling
+
+    def logits_at(self, position: int) -> np.ndarray:
+        raise ExplorerError(NO_DECODING)
+
+    def logit_lens(self, position: int, k: int = 5):
+        raise ExplorerError(NO_DECODING)
+
+    def _np(self, tensor: torch.Tensor) -> np.ndarray:
+        return tensor.detach().to("cpu", self._record_dtype).numpy()
+
+    def _encode(self, ids: np.ndarray) -> StepRecord:
+        started = time.perf_counter()
+        capture = StepCapture(self.config.n_layers)
+        device = self.model.embed.weight.device
+        with torch.inference_mode():
+            ids_t = torch.as_tensor(ids, device=device)
+            self.model(ids_t[None], None, capture)
+            positions = np.arange(len(ids), dtype=np.int64)
+            layers = tuple(LayerRecord(x=self._np(values["x"]), attn=attention_record(values, self._np),
+                                       residual_norm=residual_norm(values), kv_bytes_in_use=0, kv_bytes_allocated=0)
+                           for values in capture.layers)
+            record = StepRecord(
+                kind="encode", positions=positions, token_ids=ids.copy(), token_text=self._texts(ids),
+                embeddings=self._np(self.model.embed.weight[ids_t]), layers=layers,
+                top_ids=np.zeros((len(ids), 0), dtype=np.int64), top_probs=np.zeros((len(ids), 0), dtype=np.float32),
+                pos_embeddings=self._np(self.model.pos.weight[torch.as_tensor(positions, device=device)]))
+        return replace(record, ms=(time.perf_counter() - started) * 1000.0)
+
+    def _texts(self, ids: np.ndarray) -> tuple[str, ...]:
+        tokenizer = self.loaded.tokenizer
+        return tuple(tokenizer.display(int(i)) if tokenizer is not None else str(int(i)) for i in ids)
+
+
+class NoCache:
+    """An encoder keeps no KV cache: every query sees every key in the same pass. 0 bytes per layer."""
+
+    def __init__(self, n_layers: int):
+        self.n_layers, self.length = n_layers, 0
+
+    def bytes_in_use(self, length: int | None = None) -> list[int]:
+        return [0] * self.n_layers
+
+    def bytes_allocated(self) -> list[int]:
+        return [0] * self.n_layers
+
+    def truncate(self, length: int) -> bool:
+        return True
+
+    def reset(self) -> None:
+        self.length = 0
