@@ -41,7 +41,7 @@ package: $(TEST_STAMP)
 	bash packaging/build.sh
 
 screenshots: $(STAMP)
-	bash packaging/screenshots.sh
+	$(BIN)/python packaging/screenshots.py
 
 clean:
 	rm -rf $(VENV) build dist

@@ -108,6 +108,9 @@ class MainWindow(QMainWindow):
         for area, size, orientation in sizes:
             if by_area.get(area):
                 self.resizeDocks([by_area[area][0]], [size], orientation)
+        left = by_area.get("left", [])
+        if len(left) == 2:                  # tokens above the next-token table: give the candidates room
+            self.resizeDocks(left, [2, 3], Qt.Orientation.Vertical)
 
     def _connect(self) -> None:
         c, a = self.controller, self.actions

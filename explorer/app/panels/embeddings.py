@@ -40,6 +40,8 @@ class EmbeddingsPanel(Panel):
         self.view = pg.GraphicsLayoutWidget()
         self.heatmap = Heatmap(self.view.ci, row=0, col=0, colormap="CET-D1", axes=("left", "bottom"))
         self.norm_plot = self.view.addPlot(row=0, col=2, title="‖row‖₂")
+        # The same title height over both plots keeps their linked rows level (else row 0 of the bars is cut off).
+        self.heatmap.plot.setTitle("rows E[id] (token × d_model)")
         self.norm_plot.invertY(True)
         self.norm_plot.setYLink(self.heatmap.plot)
         self.norm_plot.setMaximumWidth(160)

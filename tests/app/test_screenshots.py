@@ -1,0 +1,43 @@
+"""The screenshot driver behind `make screenshots`, run offscreen on the tiny Llama: every picture is
+written, has the size it was given, and shows more than a blank widget."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtGui import QImage
+
+from explorer.app import screenshots
+from tests.app.synthetic_trace import build_trace
+from tests.app.test_window import store_home, tiny  # noqa: F401
+
+pytest.importorskip("transformers")
+
+
+def distinct_colours(path) -> int:
+    image = QImage(str(path)).convertToFormat(QImage.Format.Format_RGB32)
+    pixels = np.frombuffer(image.constBits(), np.uint32, image.width() * image.height())
+    return len(np.unique(pixels))
+
+
+def test_the_driver_writes_the_window_and_every_panel(qtbot, tiny, tmp_path):  # noqa: F811
+    assert screenshots.take_screenshots(tmp_path, str(tiny), "To be, or not") == 0
+    names = sorted(path.name for path in tmp_path.glob("*.png"))
+    assert names == sorted(["window.png"] + [f"panel_{name}.png" for name in screenshots.PANEL_SIZES])
+    window = QImage(str(tmp_path / "window.png"))
+    assert (window.width(), window.height()) == screenshots.WINDOW_SIZE
+    for name, (width, height) in screenshots.PANEL_SIZES.items():
+        image = QImage(str(tmp_path / f"panel_{name}.png"))
+        assert (image.width(), image.height()) == (width, height), name
+        assert distinct_colours(tmp_path / f"panel_{name}.png") > 20, f"{name} looks empty"
+
+
+def test_a_missing_model_fails_with_a_reason(qtbot, tmp_path, capsys):
+    assert screenshots.take_screenshots(tmp_path, str(tmp_path / "no-such-model"), "x") == 1
+    assert "screenshots failed" in capsys.readouterr().err
+
+
+def test_the_telling_head_looks_past_the_first_key_and_itself():
+    trace = build_trace(n_layers=3, n_heads=4, n_kv_heads=2, prompt_len=6)
+    layer, head = screenshots.telling_head(trace, 5)
+    best = max(float(trace.attention(l)[h, 5, 1:5].max()) for l in range(3) for h in range(4))
+    assert float(trace.attention(layer)[head, 5, 1:5].max()) == best
