@@ -191,6 +191,19 @@ class Trace:
         recs = self._kv_records(layer, cross, upto_step)
         return np.concatenate([r.v[kv_head] for r in recs], axis=0)
 
+    def head_out(self, layer: int, head: int, upto_step: int | None = None, cross: bool = False) -> np.ndarray:
+        """O_h = A_h V_h for every query position so far: (T_q, d_v).
+
+        Taken from the trace where it was recorded, else computed from the
+        recorded weights and values (compact recording leaves it out).
+        """
+        recs = self._attn_records(layer, cross, upto_step)
+        if all(r.head_out is not None for r in recs):
+            return np.concatenate([r.head_out[head] for r in recs], axis=0)
+        weights = self.attention(layer, upto_step, cross)[head].astype(np.float32)  # (T_q, T_kv)
+        values = self.v(layer, self.kv_head_of(head), upto_step, cross).astype(np.float32)  # (T_kv, d_v)
+        return weights[:, : values.shape[0]] @ values
+
     def kv_head_of(self, head: int) -> int:
         """The K/V head that query head `head` reads (GQA grouping; MLA expands per head)."""
         group = max(1, self.model.n_heads // max(1, self.model.n_kv_heads))
@@ -212,10 +225,7 @@ class Trace:
 
     def nbytes(self) -> int:
         """Memory held by the trace's arrays."""
-        total = 0
-        for step in self.steps + ((self.encoder,) if self.encoder else ()):
-            total += _nbytes_of(step)
-        return total
+        return _nbytes_of(self.steps + ((self.encoder,) if self.encoder else ()))
 
     # ----- helpers ------------------------------------------------------------
     def _step_slice(self, upto_step: int | None) -> tuple[StepRecord, ...]:
@@ -261,11 +271,16 @@ class Trace:
         return out
 
 
-def _nbytes_of(obj) -> int:
+def _nbytes_of(obj, seen: set | None = None) -> int:
+    """Bytes held by the arrays under `obj`, counting an array shared by several records once."""
+    seen = set() if seen is None else seen
     if isinstance(obj, np.ndarray):
+        if id(obj) in seen:
+            return 0
+        seen.add(id(obj))
         return int(obj.nbytes)
     if isinstance(obj, (tuple, list)):
-        return sum(_nbytes_of(o) for o in obj)
+        return sum(_nbytes_of(o, seen) for o in obj)
     if hasattr(obj, "__dataclass_fields__"):
-        return sum(_nbytes_of(getattr(obj, f)) for f in obj.__dataclass_fields__ if not f.startswith("_"))
+        return sum(_nbytes_of(getattr(obj, f), seen) for f in obj.__dataclass_fields__ if not f.startswith("_"))
     return 0
