@@ -56,6 +56,7 @@ class DecodingController(QObject):
         session.force_requested.connect(self.force)
         session.step_requested.connect(self.step)
         session.logit_lens_requested.connect(worker.logit_lens)
+        session.model_job_requested.connect(worker.run_job)
 
     # ----- model --------------------------------------------------------------------
     def load(self, reference: str, device: str = "cpu", dtype: str = "float32",

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QProgressDialog, QWidget
 
 from explorer.app import menus, model_refs
+from explorer.app.catalog_loader import CatalogLoader
 from explorer.app.controller import DecodingController
 from explorer.app.model_picker import ModelToolbar
 from explorer.app.prompt_editor import PromptEditor
@@ -21,7 +22,6 @@ from explorer.app.settings import AppSettings
 from explorer.app.status_bar import StatusLine
 from explorer.app.toolbar import DecodingActions, DecodingToolbar, SamplingToolbar
 from explorer.app.worker import ModelWorker
-from explorer.core.errors import ExplorerError
 
 TITLE = "Transformer Explorer"
 # The default layout: the prompt across the top; tokens over the next-token candidates on the left;
@@ -46,7 +46,7 @@ class MainWindow(QMainWindow):
         self.worker = worker or ModelWorker(parent=self)
         self.controller = DecodingController(self.session, self.worker, self)
         self.controller.set_trace_budget(self.settings.trace_budget)
-        self._catalog = catalog
+        self.catalog_loader = CatalogLoader(catalog, self)
         self.prompt = PromptEditor(self)
         self.setDockNestingEnabled(True)
         self.docks = self._build_docks(panels)
@@ -63,7 +63,8 @@ class MainWindow(QMainWindow):
         self.autosaver = Autosaver(self.session_state, autosave_path, parent=self)
         self._connect()
         self.sampling_bar.set_settings(self.settings.sampling)
-        self.refresh_models()
+        self.model_bar.set_models([], self.settings.recent_models(), None)
+        QTimer.singleShot(0, self, self._first_listing)
         self._restore_layout()
         self.autosaver.start()
 
@@ -127,6 +128,7 @@ class MainWindow(QMainWindow):
         self.model_bar.model_chosen.connect(self.open_model)
         self.model_bar.device_changed.connect(self._on_device_changed)
         self.worker.devices_found.connect(self._on_devices_found)
+        self.catalog_loader.ready.connect(self._on_catalog_ready)
         self.worker.progress.connect(self._on_progress)
         c.model_ready.connect(self._on_model_ready)
         c.load_failed.connect(self._on_load_failed)
@@ -143,10 +145,16 @@ class MainWindow(QMainWindow):
         self.controller.load(reference, device, dtype)
 
     def refresh_models(self) -> None:
-        try:
-            choices = self._catalog()
-        except (ExplorerError, OSError) as error:
-            choices = []
+        """List the catalog again, in the background (see CatalogLoader); the picker fills in when it is done."""
+        self.catalog_loader.refresh()
+
+    def _first_listing(self) -> None:
+        # A model opened at start is loaded first: listing beside it would slow it on a 2-core machine.
+        if self.controller.loading is None:
+            self.refresh_models()
+
+    def _on_catalog_ready(self, choices, error) -> None:
+        if error:
             self.status.showMessage(f"Could not list the model store: {error}", 8000)
         self.model_bar.set_models(choices, self.settings.recent_models(), self.controller.reference)
 
@@ -162,6 +170,7 @@ class MainWindow(QMainWindow):
 
     def _on_load_failed(self, reference: str) -> None:
         self.model_bar.set_current(self.controller.reference)
+        self.refresh_models()
 
     def _on_devices_found(self, devices: dict) -> None:
         self.model_bar.set_devices(devices, self.settings.device, self.settings.dtype)

@@ -198,10 +198,7 @@ def about_html(window) -> str:
     summary = window.controller.summary
     if summary is not None:
         models.append((summary.name + " (open)", summary.license))
-    try:
-        models += [(c.reference, c.license) for c in model_refs.catalog_choices()]
-    except (ExplorerError, OSError, ImportError):
-        pass
+    models += [(c.reference, c.license) for c in window.catalog_loader.latest]     # listed in the background
     seen, licence_rows = set(), []
     for name, licence in models:
         if name not in seen:

@@ -51,11 +51,16 @@ def catalog_choices() -> list[ModelChoice]:
 
 
 def default_model() -> str | None:
-    """The pulled SmolLM2-135M if the store has it, else the bundled Shakespeare model, else None."""
-    available = {choice.reference for choice in catalog_choices() if choice.available}
-    for name in (DEFAULT_PULLED, DEFAULT_BUNDLED):
-        if name in available:
-            return name
+    """The pulled SmolLM2-135M if the store has it, else the bundled Shakespeare model, else None.
+
+    Asks the store only where those two would open from: summarizing the whole catalog reads every
+    model's headers, seconds that the first window must not wait for."""
+    from explorer.core import store
+
+    if store.pulled_path(DEFAULT_PULLED) is not None:
+        return DEFAULT_PULLED
+    if any(path.name == DEFAULT_BUNDLED for path in store.bundled_models()):
+        return DEFAULT_BUNDLED
     return None
 
 

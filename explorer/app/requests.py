@@ -74,6 +74,16 @@ class SetSampling:
     seq: int = -1
 
 
+@dataclass(frozen=True)
+class ModelJob:
+    """Run `job(loaded, cancelled)` with the model this thread holds: the KV lab's conversions and the
+    Q/K/V panel's weights use it, so the app keeps one copy of the model and torch stays off the GUI thread.
+    `cancelled()` turns true when the request is cancelled or superseded by a Load."""
+
+    job: object
+    seq: int = -1
+
+
 _DECODING = (Prefill, Step, Back, Force, Replay, LogitLens)
 
 

@@ -36,6 +36,7 @@ class Session(QObject):
     force_requested = Signal(int)         # a panel asks to branch on this token id
     step_requested = Signal()
     logit_lens_requested = Signal(int)    # a panel asks for the per-layer logit lens at this position
+    model_job_requested = Signal(object)  # job(loaded, cancelled) to run where the model is (worker)
     logit_lens_ready = Signal(object)     # {"position": p, "ids": (L, k), "probs": (L, k)} or (ids, probs)
 
     def __init__(self, parent: QObject | None = None) -> None:

@@ -23,7 +23,8 @@ from dataclasses import dataclass, replace
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from explorer.app.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory
-from explorer.app.requests import (Back, Cancelled, Force, Load, LogitLens, Prefill, Replay, RequestQueue, SetSampling,
+from explorer.app.requests import (Back, Cancelled, Force, Load, LogitLens, ModelJob, Prefill, Replay, RequestQueue,
+                                   SetSampling,
                                    Step)
 from explorer.core.errors import ExplorerError
 
@@ -65,7 +66,7 @@ class _DecodeLoop:
         self._sampling = SamplingSettings()
         self._handlers = {Load: self._load, Prefill: self._prefill, Step: self._step, Back: self._back,
                           Force: self._force, Replay: self._replay, SetSampling: self._set_sampling,
-                          LogitLens: self._logit_lens}
+                          LogitLens: self._logit_lens, ModelJob: self._model_job}
 
     def run_forever(self) -> None:
         try:
@@ -176,6 +177,11 @@ class _DecodeLoop:
         ids, probs = decoder.logit_lens(request.position, request.k)
         self._emit.lens_ready.emit({"position": request.position, "ids": ids, "probs": probs})
 
+    def _model_job(self, request: ModelJob) -> None:
+        if self._state.loaded is None:
+            raise ExplorerError("No model is loaded yet; open one from the Model menu first.")
+        request.job(self._state.loaded, lambda: self._queue.is_cancelled(request))
+
     def _set_sampling(self, request: SetSampling) -> None:
         self._sampling = request.sampling
         if self._state.decoder is not None:
@@ -285,6 +291,10 @@ class ModelWorker(QObject):
 
     def logit_lens(self, position: int, k: int = 5) -> None:
         self._push(LogitLens(position=int(position), k=int(k)))
+
+    def run_job(self, job) -> None:
+        """Run `job(loaded, cancelled)` on the model thread, after what is queued (see requests.ModelJob)."""
+        self._push(ModelJob(job=job))
 
     def cancel(self) -> None:
         """Drop what is queued and stop what runs at its next step or progress report."""

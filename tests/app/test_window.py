@@ -278,6 +278,7 @@ def test_the_model_picker_greys_models_not_pulled_and_opens_the_chosen_one(qtbot
     qtbot.addWidget(window)
     try:
         combo = window.model_bar.models
+        qtbot.waitUntil(lambda: combo.findData(str(tiny)) == 1, timeout=10000)    # listed in the background
         assert not combo.model().item(0).isEnabled() and combo.model().item(1).isEnabled()
         window.prompt.set_text(PROMPT)
         combo.activated.emit(1)
