@@ -27,7 +27,8 @@ TITLE = "Transformer Explorer"
 # The default layout: the prompt across the top; tokens over the next-token candidates on the left;
 # attention large on the right; the per-matrix panels tabbed along the bottom. Unknown panels go right.
 DEFAULT_AREAS = {"prompt": "top", "tokens": "left", "next_token": "left", "attention": "right",
-                 "embeddings": "bottom", "qkv": "bottom", "mask": "bottom", "kv_cache": "bottom"}
+                 "embeddings": "bottom", "qkv": "bottom", "mask": "bottom", "kv_cache": "bottom",
+                 "kv_lab": "bottom"}
 TABBED_AREAS = ("bottom",)
 _AREAS = {"top": Qt.DockWidgetArea.TopDockWidgetArea, "left": Qt.DockWidgetArea.LeftDockWidgetArea,
           "right": Qt.DockWidgetArea.RightDockWidgetArea, "bottom": Qt.DockWidgetArea.BottomDockWidgetArea}

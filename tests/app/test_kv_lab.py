@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import io
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -44,12 +45,16 @@ def test_a_config_only_model_fills_the_table_and_marks_its_native_variant(panel)
     assert sum("native" in name for name in names) == 1
     assert panel.table.item(8, 2).text() == "576"
     assert panel.tokens_box.value() == 163840
-    curves = panel.plot.getPlotItem().listDataItems()
-    assert len(curves) == 9
-    native = next(c for c in curves if c.name() == "mla-512 (native)")
-    assert native.opts["pen"].width() == 4
-    x, y = native.getData()
-    assert y[-1] == pytest.approx(576 * 60 * 4 * 163840 / 1024 ** 2)
+    for dtype, itemsize in (("float32", 4), ("bfloat16", 2), ("int8", 1)):
+        curves = panel.plot.curves(dtype)
+        assert len(curves) == 9
+        native = [c for c in curves if c.variant_name.endswith("(native)")]
+        assert [c.variant_name for c in native] == ["mla-512 (native)"]
+        assert native[0].opts["pen"].width() == 4
+        x, y = native[0].getData()
+        assert x[-1] == 163840
+        assert y[-1] * panel.plot.unit == pytest.approx(576 * 60 * itemsize * 163840)
+    assert len(panel.plot.legend.items) == 9                      # one legend, not one per dtype
 
 
 def test_dtype_scales_the_totals_and_ranks_add_mla_rows(panel):
@@ -90,6 +95,9 @@ def test_exports_table_csv_and_plot_png_svg(panel, tmp_path):
     assert (image.width(), image.height()) == (640, 480)
     colours = {image.pixelColor(x, y).name() for x in range(0, 640, 8) for y in range(0, 480, 8)}
     assert "#ff2d55" in colours                                    # the native curve is drawn
+    left, right = (sum(image.pixelColor(x, y).name() == "#ff2d55" for x in range(a, b) for y in range(480))
+                   for a, b in ((0, 213), (427, 640)))
+    assert left > 20 and right > 20                                # in the float32 and the 8-bit plot
     svg = panel.save_plot(tmp_path / "p.svg").read_text()
     assert svg.startswith("<?xml") or "<svg" in svg[:400]
     with pytest.raises(ExplorerError, match="must end in"):
@@ -97,7 +105,18 @@ def test_exports_table_csv_and_plot_png_svg(panel, tmp_path):
     assert len(panel.export_actions()) == 3
 
 
-def test_without_a_backend_conversions_are_disabled(panel, session):
+def test_the_bundled_configs_open_from_the_combo_without_a_model(panel, session):
+    names = [panel.bundled_box.itemText(i) for i in range(panel.bundled_box.count())]
+    assert {"llama3-70b", "gemma3-27b", "deepseek-v2"} <= set(names)
+    panel.bundled_box.activated.emit(names.index("llama3-70b"))
+    assert panel.source_label.text() == "llama3-70b (config only)"
+    assert [n for n in table_column(panel, 0) if "native" in n] == ["gqa-8 ★ native"]
+    assert panel.bundled_box.currentIndex() == 0 and session.model is None
+    session.set_trace(build_trace())
+    assert not panel.run_button.isEnabled()                   # nothing to convert from a config alone
+
+
+def test_without_a_model_conversions_are_disabled(panel, session):
     session.set_trace(build_trace())
     assert not panel.run_button.isEnabled()
     assert not panel.run_conversion("mqa", 2)
@@ -118,7 +137,7 @@ def tiny(session):
 
 
 def test_a_real_conversion_runs_and_fills_steps_and_both_attention_maps(panel, session, tiny, qtbot, tmp_path):
-    panel.set_backend(model_backend(tiny))
+    panel.set_executor(model_backend(tiny))
     session.select(layer=1, head=3)
     with qtbot.waitSignal(panel.runner.finished, timeout=60000):
         assert panel.run_conversion("mqa", 4)
@@ -135,18 +154,26 @@ def test_a_real_conversion_runs_and_fills_steps_and_both_attention_maps(panel, s
     assert panel.run_button.isEnabled() and not panel.cancel_button.isEnabled()
 
 
+def slow_job(started: threading.Event, seen: dict):
+    def make(variant, steps, prompt_ids):
+        def job(loaded, progress, cancel):
+            from explorer.core.convert import ConversionCancelled
+
+            seen.update(loaded=loaded, thread=threading.current_thread().name)
+            started.set()
+            progress(0.25, "waiting")
+            while not cancel.is_set():
+                time.sleep(0.01)
+            raise ConversionCancelled("The conversion was cancelled.")
+        return job
+    return make
+
+
 def test_a_running_conversion_can_be_cancelled(panel, session, qtbot):
     session.set_trace(build_trace())
-    started = threading.Event()
-
-    def slow_backend(variant, steps, prompt_ids, progress, cancel):
-        from explorer.core.convert import ConversionCancelled
-
-        started.set()
-        cancel.wait(30)
-        raise ConversionCancelled("The conversion was cancelled.")
-
-    panel.set_backend(slow_backend)
+    started, seen = threading.Event(), {}
+    panel.what_if_job = slow_job(started, seen)
+    panel.set_executor(model_backend("a model"))
     with qtbot.waitSignal(panel.runner.failed, timeout=30000) as signal:
         assert panel.run_conversion("mqa", 2)
         assert started.wait(10)
@@ -155,3 +182,58 @@ def test_a_running_conversion_can_be_cancelled(panel, session, qtbot):
     assert signal.args == ["The conversion was cancelled."]
     assert panel.run_summary.text() == "The conversion was cancelled."
     qtbot.waitUntil(lambda: panel.run_button.isEnabled())
+
+
+@pytest.fixture
+def wired(qtbot, session):
+    """The session wired to a worker holding a fake model, as the controller wires it in the app."""
+    from explorer.app.worker import ModelWorker
+    from tests.app.fake_core import FakeCore
+
+    worker = ModelWorker(FakeCore().api())
+    session.model_job_requested.connect(worker.run_job)
+    worker.busy_changed.connect(session.set_busy)
+    with qtbot.waitSignal(worker.model_loaded, timeout=10000) as loaded:
+        worker.load("models/fake")
+    qtbot.waitUntil(lambda: not worker.busy, timeout=10000)
+    session.set_model(loaded.args[0].info)
+    session.set_trace(build_trace())
+    yield worker
+    assert worker.shutdown(5.0)
+
+
+def test_the_conversion_runs_on_the_worker_with_the_model_it_holds(panel, session, wired, qtbot):
+    def job_factory(variant, steps, prompt_ids):
+        def job(loaded, progress, cancel):
+            progress(0.5, "half")
+            return (variant, steps, loaded.name, threading.current_thread().name)
+        return job
+
+    panel.what_if_job = job_factory
+    panel.runner.finished.disconnect(panel._on_result_changed)    # the fake job returns no WhatIf
+    assert panel.run_button.isEnabled()
+    with qtbot.waitSignal(panel.runner.finished, timeout=10000) as signal:
+        assert panel.run_conversion("mqa", 3)
+    assert signal.args[0] == ("mqa", 3, "fake", "model-worker")
+
+
+def test_stopping_the_worker_cancels_the_conversion(panel, session, wired, qtbot):
+    started, seen = threading.Event(), {}
+    panel.what_if_job = slow_job(started, seen)
+    with qtbot.waitSignal(panel.runner.failed, timeout=10000) as signal:
+        assert panel.run_conversion("mqa", 2)
+        assert started.wait(10)
+        wired.cancel()                                       # the toolbar's Stop
+    assert signal.args == ["The conversion was cancelled."] and seen["thread"] == "model-worker"
+    qtbot.waitUntil(lambda: panel.run_button.isEnabled())
+
+
+def test_a_job_the_worker_drops_unblocks_the_panel(panel, session, wired, qtbot):
+    gate = threading.Event()
+    wired.run_job(lambda loaded, cancelled: gate.wait(10))   # hold the worker busy
+    panel.what_if_job = slow_job(threading.Event(), {})
+    assert panel.run_conversion("mqa", 2)
+    with qtbot.waitSignal(panel.runner.failed, timeout=10000):
+        wired.cancel()                                       # drops the queued conversion before it runs
+        gate.set()
+    assert not panel.runner.running and panel.run_button.isEnabled()

@@ -10,13 +10,11 @@ KL divergence, top-1 agreement, bytes saved and both attention maps of the selec
 from __future__ import annotations
 
 import re
-import threading
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QFont
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton,
                                QSpinBox, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
@@ -24,76 +22,34 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLin
 from explorer.app import export
 from explorer.app.panels.base import Panel
 from explorer.app.panels.heatmap import Heatmap
+from explorer.app.panels.kv_plot import DTYPES, BytesPlot
+from explorer.app.panels.model_call import Executor, ModelCall, thread_executor
 from explorer.app.session import Selection
 from explorer.core import kv_variants as kv
 from explorer.core.errors import ExplorerError
 
-MIB = 1024.0 ** 2
-DTYPES = ("float32", "bfloat16", "int8")
 COLUMNS = ("variant", "K/V heads", "numbers/token/layer", "bytes/token", "bytes total", "vs MHA")
 STEP_COLUMNS = ("step", "next token", "KL (nats)", "top-1", "bytes saved")
+BUNDLED = "bundled config…"
 
-# backend(variant, steps, prompt_ids, progress, cancel) -> explorer.core.convert.WhatIf
-Backend = Callable[[str, int, np.ndarray, Callable[[float, str], None], threading.Event], object]
+model_backend = thread_executor        # a test's or a script's own loaded model, on a thread of its own
 
 
-def model_backend(loaded) -> Backend:
-    """A backend around an already loaded core model (the worker's, or a test's)."""
-    def run(variant, steps, prompt_ids, progress, cancel):
+def what_if_job(variant: str, steps: int, prompt_ids: np.ndarray):
+    """The conversion as a model job: job(loaded, progress, cancel) -> explorer.core.convert.WhatIf."""
+    def job(loaded, progress, cancel):
         from explorer.core.convert import what_if
 
         return what_if(loaded, variant, prompt_ids, steps, progress=progress, cancel=cancel)
-    return run
+    return job
 
 
-def loading_backend(path: str, device: str = "cpu", dtype: str = "float32") -> Backend:
-    """A backend that loads its own copy of the model on first use (on the runner's thread)."""
-    held = {}
+def bundled_configs() -> dict[str, Path]:
+    """The config-only folders shipped in resources/configs (Llama 3 70B, Gemma 3 27B, DeepSeek-V2)."""
+    from explorer.core.store import resources_dir
 
-    def run(variant, steps, prompt_ids, progress, cancel):
-        if "loaded" not in held:
-            from explorer.core.runtime import load_model
-
-            held["loaded"] = load_model(path, device=device, dtype=dtype)
-        return model_backend(held["loaded"])(variant, steps, prompt_ids, progress, cancel)
-    return run
-
-
-class WhatIfRunner(QObject):
-    """Runs one conversion at a time on a daemon thread; its signals arrive on the GUI thread."""
-
-    progress_changed = Signal(float, str)
-    finished = Signal(object)
-    failed = Signal(str)
-
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self._cancel = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    @property
-    def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
-    def start(self, job: Callable[[Callable[[float, str], None], threading.Event], object]) -> None:
-        if self.running:
-            return
-        self._cancel = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(job, self._cancel), daemon=True, name="kv-what-if")
-        self._thread.start()
-
-    def cancel(self) -> None:
-        self._cancel.set()
-
-    def _run(self, job, cancel: threading.Event) -> None:
-        try:
-            result = job(lambda fraction, what: self.progress_changed.emit(float(fraction), str(what)), cancel)
-        except ExplorerError as error:
-            self.failed.emit(str(error))
-        except Exception as error:  # a bug must not kill the app: show it as one line
-            self.failed.emit(f"The conversion failed: {type(error).__name__}: {error}")
-        else:
-            self.finished.emit(result)
+    folder = resources_dir() / "configs"
+    return {p.name: p for p in sorted(folder.iterdir()) if (p / "config.json").is_file()} if folder.is_dir() else {}
 
 
 def _item(value, bold: bool = False) -> QTableWidgetItem:
@@ -110,14 +66,15 @@ class KVLabPanel(Panel):
     title = "KV lab"
     object_name = "kv_lab"
 
-    def __init__(self, session, backend: Backend | None = None, parent=None) -> None:
+    def __init__(self, session, executor: Executor | None = None, parent=None) -> None:
         super().__init__(session, parent)
         self.shape: kv.CacheShape | None = None
         self.source_name = ""
         self.from_config = False
         self.result = None
-        self.backend = backend
-        self.runner = WhatIfRunner(self)
+        self.executor = executor           # None: the worker's model, through the session
+        self.what_if_job = what_if_job     # (variant, steps, prompt ids) -> a model job
+        self.runner = ModelCall(self)
         self.runner.progress_changed.connect(self._on_progress_changed)
         self.runner.finished.connect(self._on_result_changed)
         self.runner.failed.connect(self._on_run_failed)
@@ -125,15 +82,15 @@ class KVLabPanel(Panel):
                          "MQA 2·d_h,  MLA d_c + d_R")
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self._table_section())
-        self.plot = pg.PlotWidget(title="KV-cache bytes against tokens")
-        self.plot.setLabels(left="MiB", bottom="tokens")
-        self.plot.addLegend(offset=(10, 10))
+        self.plot = BytesPlot()
         splitter.addWidget(self.plot)
         splitter.addWidget(self._runner_section())
         self.body.addWidget(splitter, 1)
-        self.add_to_plot_menu(self.plot.getPlotItem())
+        for plot in self.plot.plots.values():
+            self.add_to_plot_menu(plot)
         session.model_changed.connect(self._on_model_changed)
-        self.set_backend(backend)
+        session.busy_changed.connect(self._on_busy_changed)
+        self._update_run_buttons()
 
     # ----- layout ---------------------------------------------------------------------------
     def _table_section(self) -> QWidget:
@@ -143,7 +100,12 @@ class KVLabPanel(Panel):
         row = QHBoxLayout()
         self.source_label = QLabel("no model")
         self.open_button = QPushButton("Open config…")
+        self.open_button.setToolTip("compare the caches of a model from its config.json alone, without weights")
         self.open_button.clicked.connect(self._ask_config)
+        self.bundled_box = QComboBox()
+        self.bundled_box.addItems([BUNDLED, *bundled_configs()])
+        self.bundled_box.setToolTip("models too big to load: Llama 3 70B, Gemma 3 27B, DeepSeek-V2")
+        self.bundled_box.activated.connect(self._on_bundled_chosen)
         self.model_button = QPushButton("Loaded model")
         self.model_button.clicked.connect(self.use_loaded_model)
         self.dtype_box = QComboBox()
@@ -153,10 +115,10 @@ class KVLabPanel(Panel):
         self.tokens_box.setPrefix("tokens ")
         self.ranks_edit = QLineEdit()
         self.ranks_edit.setPlaceholderText("MLA ranks (default 2, 4, 8 × d_h)")
-        for widget in (self.source_label, self.open_button, self.model_button, self.dtype_box, self.tokens_box,
+        for widget in (self.source_label, self.open_button, self.bundled_box, self.model_button, self.dtype_box, self.tokens_box,
                        self.ranks_edit):
             row.addWidget(widget)
-        self.dtype_box.currentTextChanged.connect(lambda _: self.update_table())
+        self.dtype_box.currentTextChanged.connect(lambda _: self.update_table(replot=False))
         self.tokens_box.valueChanged.connect(lambda _: self.update_table(replot=False))
         self.ranks_edit.editingFinished.connect(self.update_table)
         layout.addLayout(row)
@@ -210,6 +172,7 @@ class KVLabPanel(Panel):
         with self.updating():
             self.tokens_box.setValue(min(shape.max_positions, self.tokens_box.maximum()))
         self.update_table()
+        self._update_run_buttons()
 
     def open_config(self, path: str) -> bool:
         """Compare the caches of a model from its config.json (or GGUF header) alone."""
@@ -252,21 +215,10 @@ class KVLabPanel(Panel):
         self._fill_variant_box(rows)
 
     def update_plot(self, rows: list[kv.VariantRow]) -> None:
-        self.plot.clear()
         if self.shape is None or not rows:
+            self.plot.clear_curves()
             return
-        limit = max(1, self.shape.max_positions)
-        windows = [w for w in self.shape.windows if w and w < limit]
-        tokens = np.unique(np.concatenate((np.linspace(0, limit, 256).astype(np.int64), windows)))
-        dtype = rows[0].dtype
-        colors = pg.colormap.get("viridis").getLookupTable(0.0, 0.9, max(2, len(rows)))
-        for index, row in enumerate(rows):
-            curve = row.variant.bytes_curve(self.shape, tokens, dtype) / MIB
-            native = row.variant.native
-            pen = pg.mkPen("#ff2d55" if native else tuple(colors[index]), width=4 if native else 1.5,
-                           style=Qt.PenStyle.SolidLine if row.variant.kind != "mla" else Qt.PenStyle.DashLine)
-            self.plot.plot(tokens, curve, pen=pen, name=row.variant.name + (" (native)" if native else ""))
-        self.plot.setTitle(f"{self.source_name}: KV-cache bytes against tokens at {dtype}")
+        self.plot.draw(self.shape, self.ranks(), self.source_name)
 
     def _fill_variant_box(self, rows: list[kv.VariantRow]) -> None:
         current = self.variant_box.currentText()
@@ -277,29 +229,42 @@ class KVLabPanel(Panel):
                 self.variant_box.setCurrentText(current)
 
     # ----- the what-if runner -------------------------------------------------------------------
-    def set_backend(self, backend: Backend | None) -> None:
-        self.backend = backend
+    def set_executor(self, executor: Executor | None) -> None:
+        """Where conversions run: None for the worker's model (the app), or e.g. `model_backend(loaded)`."""
+        self.executor = executor
         self._update_run_buttons()
+
+    def can_convert(self) -> bool:
+        has_model = self.executor is not None or self.session.model is not None
+        trace = self.trace
+        ready = has_model and not self.from_config and trace is not None and bool(trace.steps)
+        return ready and not self.runner.running
 
     def run_conversion(self, variant: str | None = None, steps: int | None = None) -> bool:
         """Convert the loaded model to `variant` and compare `steps` next-token predictions."""
-        trace = self.trace
-        if self.backend is None or trace is None or not trace.steps or self.runner.running:
+        if not self.can_convert():
             return False
         variant = variant or self.variant_box.currentText()
         steps = steps or self.steps_box.value()
-        prompt = np.asarray(trace.steps[0].token_ids, dtype=np.int64).copy()
-        backend = self.backend
+        prompt = np.asarray(self.trace.steps[0].token_ids, dtype=np.int64).copy()
         self.progress.setValue(0)
         self.run_summary.setText(f"converting to {variant}…")
-        self.runner.start(lambda progress, cancel: backend(variant, steps, prompt, progress, cancel))
+        self.runner.start(self.what_if_job(variant, steps, prompt), self.executor or self._on_the_worker)
         self._update_run_buttons()
         return True
 
+    def _on_the_worker(self, work) -> None:
+        self.session.model_job_requested.emit(work)
+
+    def _on_busy_changed(self, busy: bool) -> None:
+        # The worker answers a job before it reports idle: still running now means it dropped the job.
+        if not busy and self.executor is None and self.runner.running:
+            self.runner.abandon("The conversion was cancelled.")
+
     def _update_run_buttons(self) -> None:
         running = self.runner.running
-        self.run_button.setEnabled(self.backend is not None and not running)
-        self.run_button.setToolTip("" if self.backend is not None else "load a model to run conversions")
+        self.run_button.setEnabled(self.can_convert())
+        self.run_button.setToolTip("" if self.can_convert() or running else "load a model and run a prompt first")
         self.cancel_button.setEnabled(running)
 
     def _on_progress_changed(self, fraction: float, what: str) -> None:
@@ -312,9 +277,6 @@ class KVLabPanel(Panel):
         self._finish_run()
 
     def _finish_run(self) -> None:
-        thread = self.runner._thread
-        if thread is not None:
-            thread.join(timeout=1.0)
         self._update_run_buttons()
 
     def _on_result_changed(self, result) -> None:
@@ -343,6 +305,7 @@ class KVLabPanel(Panel):
     def redraw(self) -> None:
         if self.shape is None and self.session.model is not None:
             self.use_loaded_model()
+        self._update_run_buttons()
 
     def show_selection(self, selection: Selection) -> None:
         if self.result is None:
@@ -355,6 +318,7 @@ class KVLabPanel(Panel):
             heatmap.plot.setTitle(f"{label}: layer {layer}, head {head}")
 
     def _on_model_changed(self, info) -> None:
+        self.runner.abandon("The model changed; the conversion was cancelled.")
         self.result = None
         if info is not None and not self.from_config:
             self.set_shape(kv.shape_from_info(info), info.name)
@@ -373,7 +337,7 @@ class KVLabPanel(Panel):
         return export.atomic_write(Path(path), lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
 
     def save_plot(self, path, width: int = 1000, height: int = 700) -> Path:
-        return export.save_figure(_PlotFigure(self.plot), Path(path), width, height)
+        return export.save_figure(self.plot, Path(path), width, height)
 
     def make_export_actions(self) -> list[QAction]:
         actions = []
@@ -394,15 +358,16 @@ class KVLabPanel(Panel):
             except ExplorerError as error:
                 self.session.report_error(str(error))
 
+    def _on_bundled_chosen(self, index: int) -> None:
+        name = self.bundled_box.itemText(index)
+        folder = bundled_configs().get(name)
+        if folder is not None:
+            self.open_config(str(folder))
+        with self.updating():
+            self.bundled_box.setCurrentIndex(0)
+
     def _ask_config(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open a config.json or .gguf", export.last_folder(),
                                               "Model config (config.json *.json *.gguf)")
         if path:
             self.open_config(path)
-
-
-class _PlotFigure:
-    """Adapts a PlotWidget to export.save_figure, which exports `figure.ci`."""
-
-    def __init__(self, plot_widget: pg.PlotWidget) -> None:
-        self.ci = plot_widget.getPlotItem()

@@ -1,0 +1,76 @@
+"""Bytes against tokens for every cache variant, up to the model's context, at float32, bfloat16 and 8-bit.
+
+Three small multiples with one shared y axis, so the dtype's factor reads off as
+a height and the variants' ratios as the gaps between curves (DeepSeek-V2,
+Table 1, per token per layer: MHA 2·n_h·d_h, GQA 2·n_g·d_h, MQA 2·d_h,
+MLA d_c + d_R). The model's own variant is the thick red curve in each.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+
+from explorer.core import kv_variants as kv
+
+DTYPES = ("float32", "bfloat16", "int8")
+NATIVE_COLOUR = "#ff2d55"
+GIB = 1024.0 ** 3
+MIB = 1024.0 ** 2
+
+
+def token_axis(shape: kv.CacheShape, points: int = 256) -> np.ndarray:
+    """Token counts from 0 to the context length, with every sliding window's knee included."""
+    limit = max(1, shape.max_positions)
+    windows = [w for w in shape.windows if w and w < limit]
+    return np.unique(np.concatenate((np.linspace(0, limit, points).astype(np.int64),
+                                     np.asarray(windows, dtype=np.int64))))
+
+
+class BytesPlot(pg.GraphicsLayoutWidget):
+    """One plot per dtype; `plots[dtype]` is its PlotItem, `ci` the whole figure for export."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.title = self.addLabel("KV-cache bytes against tokens", row=0, col=0, colspan=len(DTYPES), size="11pt")
+        self.plots: dict[str, pg.PlotItem] = {}
+        for col, dtype in enumerate(DTYPES):
+            plot = self.addPlot(row=1, col=col, title=dtype if dtype != "int8" else "8-bit")
+            plot.setLabels(bottom="tokens")
+            plot.showGrid(x=True, y=True, alpha=0.2)
+            if col:
+                plot.setYLink(self.plots[DTYPES[0]])
+            self.plots[dtype] = plot
+        self.legend = self.plots[DTYPES[0]].addLegend(offset=(10, 10), labelTextSize="8pt")
+        self.unit = MIB
+
+    def curves(self, dtype: str) -> list[pg.PlotDataItem]:
+        return self.plots[dtype].listDataItems()
+
+    def clear_curves(self) -> None:
+        for plot in self.plots.values():
+            plot.clear()
+        self.legend.clear()
+
+    def draw(self, shape: kv.CacheShape, ranks: list[int] | None, name: str) -> None:
+        """Every variant of `shape` (with these MLA ranks) at every dtype, the native one marked."""
+        self.clear_curves()
+        tokens = token_axis(shape)
+        variants = kv.variants(shape, ranks)
+        peak = max(v.bytes_total(shape, int(tokens[-1]), DTYPES[0]) for v in variants)
+        self.unit, unit_name = (GIB, "GiB") if peak >= GIB else (MIB, "MiB")
+        colours = pg.colormap.get("viridis").getLookupTable(0.0, 0.9, max(2, len(variants)))
+        for col, dtype in enumerate(DTYPES):
+            plot = self.plots[dtype]
+            if col == 0:
+                plot.setLabel("left", unit_name)
+            for index, variant in enumerate(variants):
+                curve = variant.bytes_curve(shape, tokens, dtype) / self.unit
+                pen = pg.mkPen(NATIVE_COLOUR if variant.native else tuple(colours[index]),
+                               width=4 if variant.native else 1.5,
+                               style=Qt.PenStyle.DashLine if variant.kind == "mla" else Qt.PenStyle.SolidLine)
+                label = variant.name + (" (native)" if variant.native else "")
+                item = plot.plot(tokens, curve, pen=pen, name=label if col == 0 else None)
+                item.variant_name = label
+            plot.setXRange(0, float(tokens[-1]), padding=0.02)
+        self.title.setText(f"{name}: KV-cache bytes against tokens (all layers) at float32, bfloat16 and 8-bit")
