@@ -200,6 +200,22 @@ def read_tensors(path: Path, header: GGUFHeader, config: dict, progress=None) ->
     return tensors
 
 
+def cached_or_read_tensors(path: Path, header: GGUFHeader, config: dict, progress=None) -> dict[str, torch.Tensor]:
+    """The tensors from the float32 copy of an earlier load when it is fresh (see gguf_cache), else
+    dequantized now, and the copy written for next time."""
+    from explorer.core.loaders import gguf_cache
+
+    expected = {hf_name(header.architecture, info.name): tuple(int(d) for d in info.shape) for info in header.tensors}
+    tensors = gguf_cache.load(path, expected)
+    if tensors is not None:
+        if progress is not None:
+            progress(1.0, "mapped the dequantized copy")
+        return tensors
+    tensors = read_tensors(path, header, config, progress)
+    gguf_cache.save(path, tensors)
+    return tensors
+
+
 def read_gguf(path: str | Path, progress=None) -> tuple[dict, dict[str, torch.Tensor], object, str | None]:
     """(hf_config, tensors, TextTokenizer, license) of a .gguf file; errors name the file.
 
@@ -218,6 +234,6 @@ def read_gguf(path: str | Path, progress=None) -> tuple[dict, dict[str, torch.Te
     config = CONFIG_BUILDERS[arch](header, source)
     meta = {key: value for key, value in header.metadata.items() if key.startswith("tokenizer.ggml.")}
     tokenizer = tokenizer_from_gguf(meta, source)
-    tensors = read_tensors(path, header, config, progress)
+    tensors = cached_or_read_tensors(path, header, config, progress)
     license_name = header.metadata.get("general.license")
     return config, tensors, tokenizer, (str(license_name) if license_name else None)

@@ -1,0 +1,106 @@
+"""The float32 copy of a pulled GGUF file: used on the next load, equal to a fresh dequantization,
+rebuilt when the GGUF changed or the copy is damaged, never written for files outside the model store."""
+from __future__ import annotations
+
+import os
+
+import gguf
+import pytest
+import torch
+from tokenizers import Tokenizer
+
+from explorer.core.loaders import gguf as gguf_loader
+from explorer.core.loaders import gguf_cache, open_checkpoint
+from tests.core.tiny_checkpoints import write_hf_folder, write_llama_gguf
+
+Q = gguf.GGMLQuantizationType
+QUANT = {"model.layers.0.mlp.gate_proj.weight": Q.Q8_0, "model.layers.0.self_attn.q_proj.weight": Q.Q4_0,
+         "model.layers.1.mlp.up_proj.weight": Q.F16}
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_EXPLORER_HOME", str(tmp_path / "store"))
+    monkeypatch.delenv(gguf_cache.DISABLE_ENV, raising=False)
+    return tmp_path / "store"
+
+
+def write_gguf(path, tmp_path, seed: int = 0):
+    folder = tmp_path / f"hf-{seed}"
+    config, tensors = write_hf_folder(folder, seed=seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_llama_gguf(path, config, tensors, Tokenizer.from_file(str(folder / "tokenizer.json")), QUANT)
+    return path
+
+
+def fresh(path):
+    """Dequantize without any cache."""
+    os.environ[gguf_cache.DISABLE_ENV] = "0"
+    try:
+        return open_checkpoint(path).tensors
+    finally:
+        del os.environ[gguf_cache.DISABLE_ENV]
+
+
+def no_dequantizing(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("dequantized although the copy was fresh")
+
+    monkeypatch.setattr(gguf_loader, "read_tensors", refuse)
+
+
+def assert_same(a: dict, b: dict) -> None:
+    assert sorted(a) == sorted(b)
+    for name in a:
+        assert a[name].dtype == b[name].dtype == torch.float32 and torch.equal(a[name], b[name]), name
+
+
+def test_the_second_load_maps_the_copy_and_equals_a_fresh_dequantization(store, tmp_path, monkeypatch):
+    path = write_gguf(store / "tiny" / "tiny.gguf", tmp_path)
+    first = open_checkpoint(path).tensors
+    copy = gguf_cache.cache_path(path)
+    assert copy is not None and copy.is_file() and copy.parent == path.parent
+    expected = fresh(path)
+    no_dequantizing(monkeypatch)
+    second = open_checkpoint(path)
+    assert_same(second.tensors, expected)
+    assert_same(first, expected)
+    assert second.hf_config["num_hidden_layers"] == 2
+    second.tensors["model.norm.weight"] += 1.0              # copy-on-write: the file on disk is unchanged
+    assert_same(open_checkpoint(path).tensors, expected)
+
+
+def test_a_changed_gguf_makes_the_copy_stale_and_it_is_rebuilt(store, tmp_path):
+    path = write_gguf(store / "tiny" / "tiny.gguf", tmp_path)
+    old = open_checkpoint(path).tensors
+    write_gguf(path, tmp_path, seed=7)                      # new weights in the same place
+    os.utime(path, ns=(1, 1))                               # and an mtime the copy cannot match
+    rebuilt = open_checkpoint(path).tensors
+    expected = fresh(path)
+    assert_same(rebuilt, expected)
+    assert not torch.equal(rebuilt["model.embed_tokens.weight"], old["model.embed_tokens.weight"])
+    header = gguf_cache.cache_path(path)
+    from explorer.core.loaders.hf import read_safetensors_header
+
+    assert read_safetensors_header(header)["__metadata__"] == gguf_cache.fingerprint(path)
+
+
+def test_a_damaged_copy_is_written_again(store, tmp_path, monkeypatch):
+    path = write_gguf(store / "tiny" / "tiny.gguf", tmp_path)
+    open_checkpoint(path)
+    copy = gguf_cache.cache_path(path)
+    copy.write_bytes(copy.read_bytes()[:1000])
+    assert_same(open_checkpoint(path).tensors, fresh(path))
+    no_dequantizing(monkeypatch)
+    open_checkpoint(path)                                   # and the rewritten copy is used
+
+
+def test_files_outside_the_store_or_with_the_cache_off_are_not_copied(store, tmp_path, monkeypatch):
+    outside = write_gguf(tmp_path / "downloads" / "tiny.gguf", tmp_path)
+    open_checkpoint(outside)
+    assert gguf_cache.cache_path(outside) is None
+    assert not any(p.name.endswith(gguf_cache.SUFFIX) for p in tmp_path.rglob("*"))
+    inside = write_gguf(store / "tiny" / "tiny.gguf", tmp_path)
+    monkeypatch.setenv(gguf_cache.DISABLE_ENV, "0")
+    open_checkpoint(inside)
+    assert not any(p.name.endswith(gguf_cache.SUFFIX) for p in tmp_path.rglob("*"))
