@@ -6,6 +6,12 @@ Arrays (np.savez, no pickles):
   logits    float32 [T, V]      the logits computed at each position
   attn_{l}  float32 [H, T, T]   attention weights of layer l, zero where masked
   kv_bytes  int64   [T]         KV-cache bytes in use after each position (all layers)
+
+Encoder-decoder models (the prompt is the source; ids, tokens and attn_{l} are the target's, from <s>):
+  source_ids    int64   [S]                     the encoder's ids (with the task token)
+  enc_attn_{l}  float32 [H, S, S]               encoder self-attention of layer l (full mask)
+  cross_attn_{l} float32 [H, T_target, T_source] cross-attention of decoder layer l (row i: target token i)
+Encoder-only models (BERT) have attn_{l} of their one pass and no logits.
 """
 from __future__ import annotations
 
@@ -29,14 +35,15 @@ def add_arguments(parser) -> None:
 
 def decode(loaded, ids: np.ndarray, steps: int, sampling=None):
     """Prefill `ids` then step `steps` times with full recording; returns the Decoder."""
-    from explorer.core.decode import Decoder, RecordOptions
+    from explorer.core.decode import RecordOptions
+    from explorer.core.families import make_decoder
     from explorer.core.sampling import Sampling
 
     context = loaded.config.max_positions
     if len(ids) + steps > context:
         raise ContextOverflowError(
             f"the prompt has {len(ids)} tokens; with {steps} steps it exceeds the model's context of {context}")
-    decoder = Decoder(loaded, RecordOptions(dtype="float32"), sampling or Sampling(), capacity=len(ids) + steps)
+    decoder = make_decoder(loaded, RecordOptions(dtype="float32"), sampling or Sampling(), capacity=len(ids) + steps)
     decoder.prefill(ids)
     for _ in range(steps):
         decoder.step()
@@ -49,11 +56,18 @@ def trace_arrays(decoder) -> dict[str, np.ndarray]:
     arrays = {
         "ids": trace.token_ids.astype(np.int64),
         "tokens": np.array(trace.token_text, dtype=str),
-        "logits": np.stack([decoder.logits_at(p) for p in range(n)]).astype(np.float32),
         "kv_bytes": np.array([sum(decoder.kv_cache.bytes_in_use(t + 1)) for t in range(n)], dtype=np.int64),
     }
+    if getattr(decoder, "can_generate", True):
+        arrays["logits"] = np.stack([decoder.logits_at(p) for p in range(n)]).astype(np.float32)
     for layer in range(trace.model.n_layers):
         arrays[f"attn_{layer}"] = trace.attention(layer).astype(np.float32)
+    if trace.model.is_encoder_decoder:
+        arrays["source_ids"] = trace.encoder.token_ids.astype(np.int64)
+        for layer, record in enumerate(trace.encoder.layers):
+            arrays[f"enc_attn_{layer}"] = record.attn.weights.astype(np.float32)
+        for layer in range(trace.model.n_layers):
+            arrays[f"cross_attn_{layer}"] = trace.attention(layer, cross=True).astype(np.float32)
     return arrays
 
 
