@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QMessageBox, QWidget
 from explorer.app.core_api import LoadedSummary, SamplingSettings
 from explorer.app.session import Session
 from explorer.app.session_file import SessionState
-from explorer.app.trace_budget import DEFAULT_BUDGET, TraceCost, human_bytes
+from explorer.app.trace_budget import DEFAULT_BUDGET, TraceCost, TraceMeter, human_bytes
 from explorer.app.worker import ModelWorker
 
 BUDGET_MENU = "Decode ▸ Trace Memory Budget…"
@@ -41,7 +41,8 @@ class DecodingController(QObject):
         self.loading: str | None = None             # the reference being loaded
         self.trace_budget = DEFAULT_BUDGET          # bytes the trace may take before we ask
         self._run_prompt: np.ndarray | None = None  # the prompt ids the trace was started from, uncut
-        self._measured: tuple = (None, None, 0)     # (trace, TraceCost, nbytes), measured once per trace
+        self._meter = TraceMeter()
+        self._measured: tuple = (None, None)        # (trace, its TraceCost), measured once per trace
         self._after_load: Callable[[], None] | None = None
         self._dialog_parent = dialog_parent
         self._play = QTimer(self)
@@ -88,23 +89,30 @@ class DecodingController(QObject):
         return None if tokens is None else np.asarray(tokens.ids, dtype=np.int64)
 
     # ----- decoding -------------------------------------------------------------------
-    def run(self) -> None:
-        """Prefill the prompt (from scratch)."""
+    def run(self) -> bool:
+        """Prefill the prompt (from scratch); False when nothing was asked of the model."""
         if self._deferred(self.run):
-            return
+            return self.loading is not None
         ids = self._checked_prompt_ids()
-        if ids is not None:
-            self._run_prompt = self.prompt_ids()
-            self.worker.prefill(ids)
+        if ids is None:
+            return False
+        self._run_prompt = self.prompt_ids()
+        self.worker.prefill(ids)
+        return True
 
-    def step(self) -> None:
-        """One more token; a prompt that has not been run (or was edited) is prefilled instead."""
+    def step(self) -> bool:
+        """One more token; a prompt that has not been run (or was edited) is prefilled instead.
+
+        False when nothing was asked of the model (no model, an empty prompt, no room left).
+        """
         if self._deferred(self.step):
-            return
+            return self.loading is not None
         if self._needs_prefill():
-            self.run()
-        elif self._room_for_step():
-            self.worker.step()
+            return self.run()
+        if not self._room_for_step():
+            return False
+        self.worker.step()
+        return True
 
     def back(self) -> None:
         if self.session.trace is not None and self.loading is None:
@@ -119,7 +127,7 @@ class DecodingController(QObject):
         at_steps = trace.n_steps if selected is None else selected + 1
         self.worker.force(token_id, at_steps)
         n_tokens = sum(s.n_new for s in trace.steps[:at_steps])
-        problem = self._step_problem(trace, n_tokens - trace.n_tokens + self.worker.planned_steps())
+        problem = self._step_problem(trace, n_tokens, self._measure(trace).held)
         if problem is None:
             self.worker.step()
         else:
@@ -210,8 +218,8 @@ class DecodingController(QObject):
         self.session.report_error(message)
 
     def _on_play_tick(self) -> None:
-        if not self.worker.busy:
-            self.step()
+        if not self.worker.busy and not self.step():
+            self.set_playing(False)         # Play must not repeat a dialog at every tick
 
     # ----- helpers --------------------------------------------------------------------
     def _tokenize(self) -> None:
@@ -272,20 +280,33 @@ class DecodingController(QObject):
     def _cost(self, trace, info) -> TraceCost:
         if trace is None or not trace.steps or trace.model != info:
             return TraceCost.estimated(info)
-        return self._measure(trace)[0]
+        return self._measure(trace)
 
-    def _measure(self, trace) -> tuple[TraceCost, int]:
+    def _measure(self, trace) -> TraceCost:
         if self._measured[0] is not trace:
-            self._measured = (trace, TraceCost.measured(trace), trace.nbytes())
-        return self._measured[1], self._measured[2]
+            self._measured = (trace, TraceCost.measured(trace, self._meter))
+        return self._measured[1]
 
-    def _step_problem(self, trace, ahead: int = 0) -> str | None:
-        """Why one more step after `ahead` planned ones would not fit (one sentence), or None when it fits."""
+    def _projected(self, trace) -> tuple[int, float]:
+        """Tokens and trace bytes once the worker has done what it was asked (generously counted)."""
+        start, steps = self.worker.plan()
+        cost, n = self._measure(trace), trace.n_tokens
+        held = cost.held
+        if start is not None and start != n:    # the model is ahead of what is shown, or starts over
+            held = max(held + cost.growth(n, max(0, start - n)), cost.prefill_bytes(start))
+            n = start
+        return n + steps, held + cost.growth(n, steps)
+
+    def _step_problem(self, trace, n_tokens: int | None = None, held: float | None = None) -> str | None:
+        """Why one more step would not fit a trace of `n_tokens` and `held` bytes (default: `trace`'s):
+        one sentence, or None when it fits."""
+        cost = self._measure(trace)
+        if n_tokens is None:
+            n_tokens, held = trace.n_tokens, cost.held
         limit = trace.model.max_positions
-        if trace.n_tokens + ahead + 1 > limit:
+        if n_tokens + 1 > limit:
             return f"The context of {trace.model.name} is full: it holds {limit:,} positions."
-        cost, n_bytes = self._measure(trace)
-        after = n_bytes + cost.growth(trace.n_tokens, max(0, ahead) + 1)
+        after = held + cost.growth(n_tokens, 1)
         if after > self.trace_budget:
             return (f"One more step would take the trace to about {human_bytes(after)}, past the trace memory "
                     f"budget of {human_bytes(self.trace_budget)} ({BUDGET_MENU}).")
@@ -294,7 +315,7 @@ class DecodingController(QObject):
     def _room_for_step(self) -> bool:
         """True when one more step fits. If not, say so; when idle, offer to go on from a shorter context."""
         trace = self.session.trace
-        problem = self._step_problem(trace, self.worker.planned_steps())
+        problem = self._step_problem(trace, *self._projected(trace))
         if problem is None:
             return True
         if self.playing or self.worker.busy:
@@ -302,7 +323,7 @@ class DecodingController(QObject):
             self.notice.emit(f"{problem} Paused; press Step to continue from a shorter context.")
             return False
         sequence = np.append(trace.token_ids, trace.steps[-1].chosen_id)
-        cost = self._measure(trace)[0]
+        cost = self._measure(trace)
         keep = max(1, min(trace.model.max_positions // 2, cost.max_prompt_tokens(self.trace_budget / 2),
                           len(sequence) - 1))
         if self._agreed("No room for another token",

@@ -75,6 +75,13 @@ class SetSampling:
 
 
 @dataclass(frozen=True)
+class Sync:
+    """Nothing to do: queued by a cancel that leaves no request to finish, so the GUI still learns it is idle."""
+
+    seq: int = -1
+
+
+@dataclass(frozen=True)
 class ModelJob:
     """Run `job(loaded, cancelled)` with the model this thread holds: the KV lab's conversions and the
     Q/K/V panel's weights use it, so the app keeps one copy of the model and torch stays off the GUI thread.
@@ -87,6 +94,15 @@ class ModelJob:
 _DECODING = (Prefill, Step, Back, Force, Replay, LogitLens)
 
 
+def _start_length(request, otherwise: int | None) -> int | None:
+    """The trace length a prefill or replay starts over at; `otherwise` for any other request."""
+    if isinstance(request, Prefill):
+        return len(request.ids)
+    if isinstance(request, Replay):
+        return len(request.ids) + request.n_steps - 1
+    return otherwise
+
+
 class RequestQueue:
     """A locked FIFO of requests with coalescing, cancellation and a 'closed' state."""
 
@@ -97,6 +113,8 @@ class RequestQueue:
         self._cancelled: set[int] = set()
         self._next_seq = 0
         self._closed = False
+        self._handed: int | None = None     # tokens of the last trace the model thread handed back
+        self._running_done = 0              # traces handed back by the running request so far
 
     # ----- GUI thread -------------------------------------------------------------
     def push(self, request) -> None:
@@ -106,6 +124,7 @@ class RequestQueue:
             request = replace(request, seq=self._next_seq)
             self._next_seq += 1
             self._coalesce(request)
+            self._sync_if_nothing_left()
             self._lock.notify_all()
 
     def cancel(self) -> None:
@@ -114,6 +133,7 @@ class RequestQueue:
             self._pending = [r for r in self._pending if isinstance(r, SetSampling)]
             if self._running is not None:
                 self._cancelled.add(self._running.seq)
+            self._sync_if_nothing_left()
 
     def close(self) -> None:
         with self._lock:
@@ -127,15 +147,31 @@ class RequestQueue:
         with self._lock:
             return not self._pending and self._running is None
 
+    def pushed(self) -> int:
+        """How many requests have been accepted so far."""
+        with self._lock:
+            return self._next_seq
+
     def pending_steps(self) -> int:
         with self._lock:
             return sum(r.count for r in self._pending if isinstance(r, Step))
 
-    def planned_steps(self) -> int:
-        """Queued steps plus the whole count of a running Step (some of which may be done already)."""
+    def plan(self) -> tuple[int | None, int]:
+        """Where the trace is headed: its length before the steps still to come (None: no trace yet)
+        and those steps. Backs and forces, which only shorten it, are not counted."""
         with self._lock:
-            running = self._running.count if isinstance(self._running, Step) else 0
-            return running + sum(r.count for r in self._pending if isinstance(r, Step))
+            start, steps, running = self._handed, 0, self._running
+            if isinstance(running, Step):
+                steps = running.count - self._running_done
+            elif running is not None and self._running_done == 0:
+                start = _start_length(running, start)
+            for request in self._pending:
+                length = _start_length(request, None)
+                if length is not None:
+                    start, steps = length, 0
+                elif isinstance(request, Step):
+                    steps += request.count
+            return start, steps
 
     def pending(self) -> list:
         with self._lock:
@@ -150,13 +186,26 @@ class RequestQueue:
             if self._closed:
                 return None
             self._running = self._pending.pop(0)
+            self._running_done = 0
             return self._running
 
-    def finish(self, request) -> None:
+    def handed_back(self, n_tokens: int) -> None:
+        """The model thread handed the GUI a trace of `n_tokens` tokens (see `plan`)."""
+        with self._lock:
+            self._handed = n_tokens
+            self._running_done += 1
+
+    def finish(self, request) -> int:
+        """Mark `request` done; returns `pushed()` if nothing is left to do, else -1.
+
+        The GUI compares that count with `pushed()` when the news arrives: equal
+        means no request came since, and every trace sent before is delivered.
+        """
         with self._lock:
             if self._running is request:
                 self._running = None
             self._cancelled.discard(request.seq)
+            return self._next_seq if not self._pending and self._running is None else -1
 
     def is_cancelled(self, request) -> bool:
         with self._lock:
@@ -193,6 +242,14 @@ class RequestQueue:
             self._pending[-1] = request
             return
         self._pending.append(request)
+
+    def _sync_if_nothing_left(self) -> None:
+        """A push eaten by coalescing (Back after Step) or a cancel can leave nothing to finish; then
+        queue a Sync, whose finish tells the GUI that it is idle."""
+        if not self._pending and self._running is None and not self._closed:
+            self._pending.append(Sync(seq=self._next_seq))
+            self._next_seq += 1
+            self._lock.notify_all()
 
     def _cancel_running(self, applies) -> None:
         if self._running is not None and applies(self._running):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from explorer.core.trace import ModelInfo, Trace
+from explorer.core.trace import ModelInfo, StepRecord, Trace
 
 DEFAULT_BUDGET = 10 ** 9           # 1 GB
 MIN_BUDGET_MB, MAX_BUDGET_MB = 16, 1024 * 1024
@@ -31,27 +31,15 @@ class TraceCost:
 
     per_token: float
     per_pair: float
+    held: int = 0                  # bytes of the trace it was measured on (0 when estimated)
 
     @classmethod
-    def of(cls, trace: Trace | None, info: ModelInfo) -> "TraceCost":
-        """Measured from `trace` when it has steps of this model; else estimated from `info`."""
-        if trace is not None and trace.steps and trace.model == info:
-            return cls.measured(trace)
-        return cls.estimated(info)
-
-    @classmethod
-    def measured(cls, trace: Trace) -> "TraceCost":
+    def measured(cls, trace: Trace, meter: "TraceMeter | None" = None) -> "TraceCost":
         """Read from the trace's own arrays: what the engine really records."""
-        pair_bytes = pairs = 0
-        for step in trace.steps:
-            for layer in step.layers:
-                for record in (layer.attn, layer.cross):
-                    if record is not None:
-                        pair_bytes += record.weights.nbytes + record.mask.nbytes
-            if step.layers:
-                pairs += step.n_new * step.layers[0].attn.n_kv
+        meter = meter or TraceMeter()
+        total, pair_bytes, pairs = meter.count(trace)
         per_pair = pair_bytes / pairs if pairs else 0.0
-        return cls(per_token=(trace.nbytes() - pair_bytes) / max(1, trace.n_tokens), per_pair=per_pair)
+        return cls(per_token=(total - pair_bytes) / max(1, trace.n_tokens), per_pair=per_pair, held=total)
 
     @classmethod
     def estimated(cls, info: ModelInfo, itemsize: int = 4, top_k: int = 10) -> "TraceCost":
@@ -88,6 +76,34 @@ class TraceCost:
         while self.prefill_bytes(n + 1) <= budget:
             n += 1
         return n
+
+
+class TraceMeter:
+    """Counts a trace's bytes, each step record once: a new trace shares all but its last records."""
+
+    def __init__(self) -> None:
+        self._known: dict[int, tuple] = {}       # id(step) -> (step, bytes, attention bytes, pairs)
+
+    def count(self, trace: Trace) -> tuple[int, int, int]:
+        """(bytes of the whole trace, bytes of its attention weights and masks, its (query, key) pairs)."""
+        known, totals = {}, [0, 0, 0]
+        for step in trace.steps + ((trace.encoder,) if trace.encoder is not None else ()):
+            entry = self._known.get(id(step))
+            if entry is None or entry[0] is not step:
+                entry = (step, *_step_bytes(step))
+            known[id(step)] = entry
+            for i in range(3):
+                totals[i] += entry[i + 1]
+        self._known = known
+        return totals[0], totals[1], totals[2]
+
+
+def _step_bytes(step: StepRecord) -> tuple[int, int, int]:
+    whole = Trace(model=None, steps=(step,)).nbytes()       # the trace's own count, for one step
+    pair_bytes = sum(record.weights.nbytes + record.mask.nbytes for layer in step.layers
+                     for record in (layer.attn, layer.cross) if record is not None)
+    pairs = step.n_new * step.layers[0].attn.n_kv if step.layers else 0
+    return whole, pair_bytes, pairs
 
 
 def human_bytes(n: float) -> str:

@@ -25,7 +25,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 from explorer.app.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory
 from explorer.app.requests import (Back, Cancelled, Force, Load, LogitLens, ModelJob, Prefill, Replay, RequestQueue,
                                    SetSampling,
-                                   Step)
+                                   Step, Sync)
 from explorer.core.errors import ExplorerError
 
 __all__ = ["ModelWorker", "SamplingSettings", "LoadedSummary"]
@@ -42,7 +42,7 @@ class _Emitter(QObject):
     notice = Signal(str)
     progress = Signal(float, str)
     devices_found = Signal(object)
-    state_changed = Signal()
+    state_changed = Signal(int)     # RequestQueue.finish's answer: the push count once idle, else -1
 
 
 @dataclass
@@ -66,7 +66,7 @@ class _DecodeLoop:
         self._sampling = SamplingSettings()
         self._handlers = {Load: self._load, Prefill: self._prefill, Step: self._step, Back: self._back,
                           Force: self._force, Replay: self._replay, SetSampling: self._set_sampling,
-                          LogitLens: self._logit_lens, ModelJob: self._model_job}
+                          LogitLens: self._logit_lens, ModelJob: self._model_job, Sync: lambda request: None}
 
     def run_forever(self) -> None:
         try:
@@ -85,11 +85,11 @@ class _DecodeLoop:
             self._attempt(request, self._handlers[type(request)])
         finally:
             self._hand_back_if_changed()
-            self._queue.finish(request)
-            self._emit.state_changed.emit()
+            self._emit.state_changed.emit(self._queue.finish(request))
 
     def _hand_back(self, trace) -> None:
         self._shown = trace
+        self._queue.handed_back(trace.n_tokens)
         self._emit.trace_ready.emit(trace)
 
     def _hand_back_if_changed(self) -> None:
@@ -314,9 +314,9 @@ class ModelWorker(QObject):
     def pending_steps(self) -> int:
         return self._queue.pending_steps()
 
-    def planned_steps(self) -> int:
-        """Steps queued or running, at most: what a trace may still grow by before the worker is idle."""
-        return self._queue.planned_steps()
+    def plan(self) -> tuple[int | None, int]:
+        """Where the trace is headed before the worker is idle: see `RequestQueue.plan`."""
+        return self._queue.plan()
 
     def _push(self, request) -> None:
         self._queue.push(request)
@@ -334,10 +334,13 @@ class ModelWorker(QObject):
         if trace is not None:
             self.trace_ready.emit(trace)
 
-    @Slot()
-    def _on_state_changed(self) -> None:
+    @Slot(int)
+    def _on_state_changed(self, idle_at: int) -> None:
+        # Idle only if the worker was idle after the last request pushed: then every trace it sent
+        # before this news has arrived too (a live `queue.idle()` would race the queued traces).
         self._flush_trace()
-        self._set_busy(not self._queue.idle())
+        if idle_at == self._queue.pushed():
+            self._set_busy(False)
 
     def _set_busy(self, busy: bool) -> None:
         if busy != self._busy:
