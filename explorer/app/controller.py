@@ -257,9 +257,10 @@ class DecodingController(QObject):
         info, n = self.summary.info, len(ids)
         cost = self._cost(self.session.trace, info)
         by_budget = cost.max_prompt_tokens(self.trace_budget)
-        keep = min(info.max_positions - 1, by_budget)
-        if n <= keep:
+        if n <= min(info.max_positions - 1, by_budget):
             return ids
+        # Cut for the budget to half of it, so that there is room to decode after the prompt.
+        keep = min(info.max_positions - 1, cost.max_prompt_tokens(self.trace_budget / 2) if n > by_budget else n)
         if keep < 1:
             self.session.report_error(f"The trace memory budget of {human_bytes(self.trace_budget)} is too small "
                                       f"for even one token of {self.summary.name}; raise it in {BUDGET_MENU}.")

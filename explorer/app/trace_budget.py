@@ -37,9 +37,9 @@ class TraceCost:
     def measured(cls, trace: Trace, meter: "TraceMeter | None" = None) -> "TraceCost":
         """Read from the trace's own arrays: what the engine really records."""
         meter = meter or TraceMeter()
-        total, pair_bytes, pairs = meter.count(trace)
+        total, pair_bytes, pairs, row_bytes = meter.count(trace)
         per_pair = pair_bytes / pairs if pairs else 0.0
-        return cls(per_token=(total - pair_bytes) / max(1, trace.n_tokens), per_pair=per_pair, held=total)
+        return cls(per_token=row_bytes, per_pair=per_pair, held=total)
 
     @classmethod
     def estimated(cls, info: ModelInfo, itemsize: int = 4, top_k: int = 10) -> "TraceCost":
@@ -84,18 +84,20 @@ class TraceMeter:
     def __init__(self) -> None:
         self._known: dict[int, tuple] = {}       # id(step) -> (step, bytes, attention bytes, pairs)
 
-    def count(self, trace: Trace) -> tuple[int, int, int]:
-        """(bytes of the whole trace, bytes of its attention weights and masks, its (query, key) pairs)."""
-        known, totals = {}, [0, 0, 0]
+    def count(self, trace: Trace) -> tuple[int, int, int, float]:
+        """Bytes of the whole trace, bytes of its attention weights and masks, its (query, key) pairs,
+        and the most bytes a step spent per new token on everything else (a decoding step's own
+        overhead makes that more than a prefill's)."""
+        known, total, pair_bytes, pairs, row_bytes = {}, 0, 0, 0, 0.0
         for step in trace.steps + ((trace.encoder,) if trace.encoder is not None else ()):
             entry = self._known.get(id(step))
             if entry is None or entry[0] is not step:
                 entry = (step, *_step_bytes(step))
             known[id(step)] = entry
-            for i in range(3):
-                totals[i] += entry[i + 1]
+            total, pair_bytes, pairs = total + entry[1], pair_bytes + entry[2], pairs + entry[3]
+            row_bytes = max(row_bytes, (entry[1] - entry[2]) / max(1, step.n_new))
         self._known = known
-        return totals[0], totals[1], totals[2]
+        return total, pair_bytes, pairs, row_bytes
 
 
 def _step_bytes(step: StepRecord) -> tuple[int, int, int]:
