@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QProgressDialog, QWidget
 
 from explorer.app import menus, model_refs
@@ -65,7 +65,7 @@ class MainWindow(QMainWindow):
         self._connect()
         self.sampling_bar.set_settings(self.settings.sampling)
         self.model_bar.set_models([], self.settings.recent_models(), None)
-        QTimer.singleShot(0, self, self._first_listing)
+        self._listed = False
         self._restore_layout()
         self.autosaver.start()
 
@@ -85,6 +85,8 @@ class MainWindow(QMainWindow):
         dock = QDockWidget(title, self)
         dock.setObjectName(f"{object_name}_dock")
         dock.setWidget(widget)
+        if hasattr(widget, "set_exposed"):
+            dock.visibilityChanged.connect(widget.set_exposed)     # tabs behind others skip their redraws
         return dock
 
     def default_layout(self, docks: dict[str, QDockWidget] | None = None) -> None:
@@ -147,11 +149,14 @@ class MainWindow(QMainWindow):
 
     def refresh_models(self) -> None:
         """List the catalog again, in the background (see CatalogLoader); the picker fills in when it is done."""
+        self._listed = True
         self.catalog_loader.refresh()
 
     def _first_listing(self) -> None:
-        # A model opened at start is loaded first: listing beside it would slow it on a 2-core machine.
-        if self.controller.loading is None:
+        # Only once the worker has imported torch (it reports the devices then): two threads importing
+        # torch at once break its import. A model opened at start loads first: listing beside it would
+        # slow it on a 2-core machine, and the load's end lists the catalog anyway.
+        if not self._listed and self.controller.loading is None:
             self.refresh_models()
 
     def _on_catalog_ready(self, choices, error) -> None:
@@ -175,6 +180,7 @@ class MainWindow(QMainWindow):
 
     def _on_devices_found(self, devices: dict) -> None:
         self.model_bar.set_devices(devices, self.settings.device, self.settings.dtype)
+        self._first_listing()
 
     def _on_device_changed(self, device: str, dtype: str) -> None:
         self.settings.device, self.settings.dtype = device, dtype

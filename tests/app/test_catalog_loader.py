@@ -43,7 +43,7 @@ def test_the_window_opens_while_the_catalog_is_still_being_listed(qtbot, tmp_pat
     catalog = SlowCatalog([ModelChoice("tiny  (bundled)", str(tiny), license="MIT")])
     window = make_window(qtbot, tmp_path, catalog)
     try:
-        qtbot.waitUntil(lambda: bool(catalog.threads), timeout=5000)
+        qtbot.waitUntil(lambda: bool(catalog.threads), timeout=30000)   # after the worker imported torch
         assert window.isVisible() and window.model_bar.models.findData(str(tiny)) == -1
         assert catalog.threads[0] is not threading.main_thread()
         catalog.release.set()

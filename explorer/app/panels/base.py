@@ -64,6 +64,7 @@ class Panel(QWidget):
         layout.addWidget(self.readout)
         self._updating = False
         self._dirty = True
+        self._exposed = True
         self._actions: list[QAction] | None = None
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.customContextMenuRequested.connect(self._show_menu)
@@ -124,9 +125,19 @@ class Panel(QWidget):
         for action in self.export_actions():
             menu.addAction(action)
 
+    def set_exposed(self, exposed: bool) -> None:
+        """The dock's visibilityChanged: False while its tab lies behind another tab, where Qt still
+        calls the panel visible (it only moves it out of sight). Redraws what it missed once exposed."""
+        self._exposed = exposed
+        if exposed and self._dirty:
+            self.refresh()
+
+    def is_shown(self) -> bool:
+        return self.isVisible() and self._exposed
+
     def refresh(self) -> None:
-        """Redraw now if visible, or on the next show (hidden docks cost nothing per step)."""
-        if not self.isVisible():
+        """Redraw now if shown, or once shown again (hidden docks and tabs behind others cost nothing per step)."""
+        if not self.is_shown():
             self._dirty = True
             return
         self._dirty = False
