@@ -75,10 +75,12 @@ class EncDecConfig:
 
     # ----- config.json ------------------------------------------------------------------------
     def to_json(self) -> dict:
+        """Our fields, plus the transformers names generic readers look for (model listing); ours win."""
         d = asdict(self)
         d.pop("family")
         return {"model_type": MODEL_TYPE, "architectures": ["ExplorerEncoderDecoder"], **d,
-                "tie_word_embeddings": True}
+                "tie_word_embeddings": True, "hidden_size": self.d_model, "num_attention_heads": self.n_heads,
+                "num_hidden_layers": self.n_decoder_layers, "max_position_embeddings": self.max_positions}
 
     @staticmethod
     def from_json(d: dict) -> "EncDecConfig":
@@ -197,7 +199,6 @@ class DecoderLayer(nn.Module):
         cross_q = self.cross_attn.queries(h)                                     # Q from the decoder
         cross_k, cross_v = cross_kv                                              # K, V from C: (B, H, S, d)
         c, cross_weights, cross_heads = self.cross_attn.attend(cross_q, cross_k, cross_v, step.source_visible)
-        h_cross = h
         h = self.cross_norm(h + c)                                               # Add & Norm
         h = self.ffn_norm(h + self.ffn(h))                                       # Add & Norm: (B, T, d_model)
         if capture is not None:
@@ -205,7 +206,7 @@ class DecoderLayer(nn.Module):
             s = cross_k.shape[2]
             _record(capture, self.layer, "cross_", cross_q, cross_k, cross_v, cross_weights, cross_heads,
                     np.ones((h.shape[1], s), dtype=bool), np.arange(s), self.cross_attn.scale)
-            capture.record(self.layer, x=x[0], cross_x=h_cross[0], residual=h[0])
+            capture.record(self.layer, x=x[0], residual=h[0])
         return h
 
 
