@@ -1,0 +1,231 @@
+"""A corpus of malformed model files, generated on demand: each case spoils a good tiny Llama folder.
+
+Used twice: tests/core/test_malformed.py opens every case through the loaders
+and the engine, tests/app/test_malformed_app.py through the window. A case
+builds its file from a fresh good folder (written by `write_hf_folder`) and
+says which error it must raise and a piece of the one sentence that error
+must say. Nothing in a model file is ever executed: the pickle cases carry a
+payload that would create `scratch / MARKER` if it were ever unpickled.
+"""
+from __future__ import annotations
+
+import json
+import pickle
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+from safetensors.torch import save_file
+from tokenizers import Tokenizer
+
+from explorer.core.errors import ModelLoadError, UnsupportedModelError
+from tests.core.tiny_checkpoints import write_hf_folder, write_llama_gguf
+
+MARKER = "pwned"
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt")
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    build: Callable[[Path, Path], Path]   # (a good folder, a scratch folder) -> the path to open
+    says: str                             # a piece of the one-sentence message
+    error: type = ModelLoadError
+    at_build: bool = False                # the file opens; the engine refuses the model it describes
+    names_file: bool = True               # whether the sentence names the file (False: a known gap)
+
+
+class CreatesFile:
+    """Unpickling this calls open(target, 'w'): the file appearing would prove code ran."""
+
+    def __init__(self, target) -> None:
+        self.target = str(target)
+
+    def __reduce__(self):
+        return (open, (self.target, "w"))
+
+
+def good_folder(path: Path) -> Path:
+    write_hf_folder(path)
+    return path
+
+
+def raw_safetensors(path: Path, header: dict, data: bytes) -> None:
+    """A safetensors file written byte by byte, so that its header can say anything."""
+    blob = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(blob)) + blob + data)
+
+
+def _weights(folder: Path) -> Path:
+    return folder / "model.safetensors"
+
+
+def truncated(folder: Path, scratch: Path) -> Path:
+    _weights(folder).write_bytes(_weights(folder).read_bytes()[: _weights(folder).stat().st_size // 2])
+    return folder
+
+
+def header_cut_short(folder: Path, scratch: Path) -> Path:
+    _weights(folder).write_bytes(b"\x10\x00")
+    return folder
+
+
+def header_lies_about_offsets(folder: Path, scratch: Path) -> Path:
+    raw_safetensors(_weights(folder),
+                    {"model.norm.weight": {"dtype": "F32", "shape": [400], "data_offsets": [0, 1600]}}, bytes(64))
+    return folder
+
+
+def header_lies_about_shape(folder: Path, scratch: Path) -> Path:
+    raw_safetensors(_weights(folder),
+                    {"model.norm.weight": {"dtype": "F32", "shape": [32, 32], "data_offsets": [0, 64]}}, bytes(64))
+    return folder
+
+
+def header_claims_a_huge_length(folder: Path, scratch: Path) -> Path:
+    _weights(folder).write_bytes(struct.pack("<Q", 1 << 40) + b"{}")
+    return folder
+
+
+def header_not_json(folder: Path, scratch: Path) -> Path:
+    _weights(folder).write_bytes(struct.pack("<Q", 4) + b"{{{{")
+    return folder
+
+
+def unknown_dtype(folder: Path, scratch: Path) -> Path:
+    raw_safetensors(_weights(folder),
+                    {"model.norm.weight": {"dtype": "F99", "shape": [4], "data_offsets": [0, 16]}}, bytes(16))
+    return folder
+
+
+def integer_weights(folder: Path, scratch: Path) -> Path:
+    save_file({"model.norm.weight": torch.zeros(32, dtype=torch.int32)}, str(_weights(folder)))
+    return folder
+
+
+def _tensors(folder: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    return load_file(str(_weights(folder)))
+
+
+def missing_tensor(folder: Path, scratch: Path) -> Path:
+    tensors = _tensors(folder)
+    del tensors["model.layers.1.mlp.up_proj.weight"]
+    save_file(tensors, str(_weights(folder)))
+    return folder
+
+
+def extra_tensor(folder: Path, scratch: Path) -> Path:
+    tensors = _tensors(folder)
+    tensors["model.layers.7.mlp.up_proj.weight"] = torch.zeros(48, 32)
+    save_file(tensors, str(_weights(folder)))
+    return folder
+
+
+def llama_gguf(folder: Path, scratch: Path, name: str = "model.gguf") -> Path:
+    """The good folder written as a GGUF file, as llama.cpp's converter would."""
+    path = scratch / name
+    config = json.loads((folder / "config.json").read_text())
+    write_llama_gguf(path, config, _tensors(folder), Tokenizer.from_file(str(folder / "tokenizer.json")))
+    return path
+
+
+def gguf_unknown_quantization(folder: Path, scratch: Path) -> Path:
+    path = llama_gguf(folder, scratch, "odd.gguf")
+    data = bytearray(path.read_bytes())
+    name = b"blk.0.attn_norm.weight"
+    at = data.index(struct.pack("<Q", len(name)) + name) + 8 + len(name)
+    n_dims = struct.unpack_from("<I", data, at)[0]
+    type_at = at + 4 + 8 * n_dims
+    assert struct.unpack_from("<I", data, type_at)[0] == 0  # F32 before the edit
+    struct.pack_into("<I", data, type_at, 211)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def gguf_truncated(folder: Path, scratch: Path) -> Path:
+    path = llama_gguf(folder, scratch, "cut.gguf")
+    path.write_bytes(path.read_bytes()[:-100])
+    return path
+
+
+def gguf_header_claims(folder: Path, scratch: Path) -> Path:
+    path = scratch / "claims.gguf"
+    path.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + b"\xff" * 16)
+    return path
+
+
+def not_gguf(folder: Path, scratch: Path) -> Path:
+    path = scratch / "zip.gguf"
+    path.write_bytes(b"PK\x03\x04" + bytes(100))
+    return path
+
+
+def _config_with(folder: Path, **changes) -> Path:
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **changes}))
+    return folder
+
+
+def no_tokenizer(folder: Path, scratch: Path) -> Path:
+    (folder / "tokenizer.json").unlink()
+    return folder
+
+
+def unsupported_architecture(folder: Path, scratch: Path) -> Path:
+    return _config_with(folder, model_type="mamba", architectures=["MambaForCausalLM"])
+
+
+def remote_code_auto_map(folder: Path, scratch: Path) -> Path:
+    return _config_with(folder, auto_map={"AutoModelForCausalLM": "modeling_evil.EvilForCausalLM"})
+
+
+def remote_code_trusted(folder: Path, scratch: Path) -> Path:
+    return _config_with(folder, trust_remote_code=True)
+
+
+def pickle_in_folder(suffix: str) -> Callable[[Path, Path], Path]:
+    def build(folder: Path, scratch: Path) -> Path:
+        _weights(folder).unlink()
+        (folder / f"pytorch_model{suffix}").write_bytes(
+            pickle.dumps({"model.norm.weight": CreatesFile(scratch / MARKER)}))
+        return folder
+    return build
+
+
+def pickle_file(folder: Path, scratch: Path) -> Path:
+    path = pickle_in_folder(".bin")(folder, scratch) / "pytorch_model.bin"
+    return path
+
+
+CASES = [
+    Case("truncated safetensors", truncated, "model.safetensors is truncated"),
+    Case("header cut short", header_cut_short, "shorter than a safetensors header"),
+    Case("header lies about offsets", header_lies_about_offsets, "header lies"),
+    Case("header lies about a shape", header_lies_about_shape, "the header of tensor model.norm.weight lies"),
+    Case("header claims a huge length", header_claims_a_huge_length, "header claims"),
+    Case("header is not JSON", header_not_json, "header is not valid JSON"),
+    Case("unknown dtype", unknown_dtype, "unknown dtype 'F99'"),
+    Case("wrong dtype", integer_weights, "has dtype I32, but weights must be floating point"),
+    Case("missing tensor", missing_tensor, "lacks the weight", at_build=True),
+    Case("extra tensor", extra_tensor, "layers.7", at_build=True),
+    Case("missing tokenizer", no_tokenizer, "has no tokenizer.json"),
+    Case("unsupported architecture", unsupported_architecture, "model_type 'mamba' is not supported",
+         UnsupportedModelError, at_build=True, names_file=False),
+    Case("GGUF with an unknown quantization type", gguf_unknown_quantization,
+         "blk.0.attn_norm.weight uses GGML quantization type 211", UnsupportedModelError),
+    Case("truncated GGUF", gguf_truncated, "is truncated: tensor"),
+    Case("GGUF header claims too much", gguf_header_claims, "header claims"),
+    Case("not a GGUF file", not_gguf, "not a GGUF file"),
+    Case("config asks for remote code (auto_map)", remote_code_auto_map, "asks to run custom code",
+         UnsupportedModelError),
+    Case("config asks for remote code (trust_remote_code)", remote_code_trusted, "asks to run custom code",
+         UnsupportedModelError),
+    *[Case(f"pickle checkpoint {suffix} in a folder", pickle_in_folder(suffix), "never unpickled",
+           UnsupportedModelError) for suffix in PICKLE_SUFFIXES],
+    Case("pickle checkpoint opened as a file", pickle_file, "is a pickle checkpoint", UnsupportedModelError),
+]
+CASE_IDS = [case.name for case in CASES]
