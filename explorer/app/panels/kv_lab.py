@@ -74,6 +74,7 @@ class KVLabPanel(Panel):
         self.result = None
         self.executor = executor           # None: the worker's model, through the session
         self.what_if_job = what_if_job     # (variant, steps, prompt ids) -> a model job
+        self.variants_window = None
         self.runner = ModelCall(self)
         self.runner.progress_changed.connect(self._on_progress_changed)
         self.runner.finished.connect(self._on_result_changed)
@@ -145,8 +146,11 @@ class KVLabPanel(Panel):
         self.cancel_button.clicked.connect(self.runner.cancel)
         self.progress = QProgressBar()
         self.progress.setRange(0, 100)
+        self.compare_button = QPushButton("Compare MHA/MQA/GQA/MLA…")
+        self.compare_button.setToolTip("open the four natively trained Shakespeare models and step one prompt in all")
+        self.compare_button.clicked.connect(self.open_variants_window)
         for widget in (QLabel("what if:"), self.variant_box, self.steps_box, self.run_button, self.cancel_button,
-                       self.progress):
+                       self.progress, self.compare_button):
             row.addWidget(widget)
         layout.addLayout(row)
         self.run_summary = QLabel(" ")
@@ -357,6 +361,16 @@ class KVLabPanel(Panel):
                 saver(path)
             except ExplorerError as error:
                 self.session.report_error(str(error))
+
+    def open_variants_window(self, models=None, make_worker=None):
+        """The natively trained MHA, MQA, GQA and MLA models side by side, each on its own worker."""
+        from explorer.app.panels.variants_compare import VariantsWindow
+
+        options = {} if make_worker is None else {"make_worker": make_worker}
+        self.variants_window = VariantsWindow(models, **options)
+        self.variants_window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.variants_window.show()
+        return self.variants_window
 
     def _on_bundled_chosen(self, index: int) -> None:
         name = self.bundled_box.itemText(index)
