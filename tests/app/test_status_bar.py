@@ -1,0 +1,25 @@
+"""The status bar's trace memory: equal to Trace.nbytes(), measuring only the step records it has not seen."""
+from __future__ import annotations
+
+from explorer.app import status_bar
+from explorer.app.status_bar import StatusLine, human_bytes
+from explorer.core.trace import Trace
+from tests.app.synthetic_trace import build_trace
+
+
+def test_trace_memory_matches_nbytes_and_measures_each_record_once(qtbot, monkeypatch):
+    line = StatusLine()
+    qtbot.addWidget(line)
+    full = build_trace(n_layers=3, n_heads=4, n_kv_heads=2, prompt_len=6, steps=4)
+    measured = []
+    real = status_bar.nbytes_of
+    monkeypatch.setattr(status_bar, "nbytes_of", lambda obj: (measured.append(obj), real(obj))[1])
+    for n in range(1, full.n_steps + 1):
+        trace = Trace(model=full.model, steps=full.steps[:n], rope_inv_freq=full.rope_inv_freq)
+        line.show_trace(trace)
+        assert line.fields["memory"].text() == f"trace {human_bytes(trace.nbytes())}"
+    assert measured == list(full.steps), "each step record is measured once, when it first appears"
+    shorter = Trace(model=full.model, steps=full.steps[:2], rope_inv_freq=full.rope_inv_freq)
+    line.show_trace(shorter)                                 # Back: nothing new to measure
+    assert line.fields["memory"].text() == f"trace {human_bytes(shorter.nbytes())}"
+    assert len(measured) == full.n_steps
