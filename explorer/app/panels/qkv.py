@@ -1,16 +1,22 @@
 """Q/K/V: for the selected layer and head, Q_h = X W_h^Q, K = X W^K and V = X W^V for every
 token (after RoPE, or before it where it differs), which query heads share the
 K/V head (GQA/MQA), and for MLA the latent c_KV and the decoupled RoPE key.
+
+On request ("weights"), the projection weights W_h^Q, W^K and W^V of the head
+(MLA: W^{DKV}, W^{KR}, W_h^{UK}, W_h^{UV}), read from the worker's model by
+explorer.core.weights_view on the model thread, drawn below as heatmaps.
 """
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSpinBox
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSpinBox, QSplitter
 
-from explorer.app.panels.base import Panel, dims
+from explorer.app.panels.base import Panel, dims, formula_html
 from explorer.app.panels.embeddings import symmetric_levels
 from explorer.app.panels.heatmap import Heatmap, short_label
+from explorer.app.panels.model_call import Executor, ModelCall
 from explorer.app.session import Selection
 
 
@@ -34,7 +40,7 @@ class QKVPanel(Panel):
     title = "Q / K / V"
     object_name = "qkv"
 
-    def __init__(self, session, parent=None) -> None:
+    def __init__(self, session, executor: Executor | None = None, parent=None) -> None:
         super().__init__(session, parent)
         controls = QHBoxLayout()
         self.layer_box, self.head_box = QSpinBox(), QSpinBox()
@@ -43,11 +49,27 @@ class QKVPanel(Panel):
             controls.addWidget(QLabel(label))
             controls.addWidget(widget)
         controls.addWidget(self.pre_rope)
+        self.weights_box = QCheckBox("projection weights")
+        self.weights_box.setToolTip("read this head's projection weights from the model and draw them below")
+        controls.addWidget(self.weights_box)
         self.sharing = QLabel()
         controls.addWidget(self.sharing, 1)
         self.body.addLayout(controls)
         self.view = pg.GraphicsLayoutWidget()
-        self.body.addWidget(self.view, 1)
+        self.weights_view = pg.GraphicsLayoutWidget()
+        self.weights_view.setVisible(False)
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter.addWidget(self.view)
+        self.splitter.addWidget(self.weights_view)
+        self.body.addWidget(self.splitter, 1)
+        self.executor = executor                   # None: the worker's model, through the session
+        self.weights_call = ModelCall(self)
+        self.weights_call.finished.connect(self._on_weights_ready)
+        self.weights_call.failed.connect(self._on_weights_failed)
+        self.weights_box.toggled.connect(self._on_weights_toggled)
+        self.weight_maps: dict[str, Heatmap] = {}
+        self.weights = None                        # the HeadWeights drawn, or None
+        self._weights_key = None                   # (model, layer, head) asked for or drawn
         self.layer_box.valueChanged.connect(lambda v: self.select(layer=v))
         self.head_box.valueChanged.connect(lambda v: self.select(head=v))
         self.pre_rope.toggled.connect(lambda _: None if self._updating else self._draw(self.session.selection))
@@ -77,6 +99,7 @@ class QKVPanel(Panel):
             self._drawn = key
         for heatmap in self.heatmaps.values():
             heatmap.highlight(selection.token, None)
+        self._request_weights(selection)
 
     def _matrices(self, selection: Selection) -> dict[str, np.ndarray]:
         trace, layer, step = self.trace, selection.layer, selection.step
@@ -139,3 +162,60 @@ class QKVPanel(Panel):
             return
         text = self.trace.token_text[row]
         self.readout.setText(f"{name}[{row}, {col}] = {self.matrices[name][row, col]:.6g}   token {text!r}")
+
+    # ----- projection weights, on request ---------------------------------------------------
+    def _on_weights_toggled(self, on: bool) -> None:
+        self.weights_view.setVisible(on)
+        if on:
+            height = max(2, self.splitter.height())
+            self.splitter.setSizes([height // 2, height - height // 2])
+        if on and not self._updating:
+            self._request_weights(self.session.selection)
+
+    def _request_weights(self, selection: Selection) -> bool:
+        """Ask the model thread for this head's weights, once per (model, layer, head)."""
+        trace = self.trace
+        if not self.weights_box.isChecked() or trace is None or self.weights_call.running:
+            return False
+        if self.executor is None and self.session.model is None:
+            return False
+        key = (trace.model.name, selection.layer, selection.head)
+        if key == self._weights_key:
+            return False
+        self._weights_key = key
+        layer, head = selection.layer, selection.head
+
+        def job(loaded, progress, cancel):
+            from explorer.core.weights_view import head_weights
+
+            return head_weights(loaded, layer, head)
+        self.readout.setText(f"reading the weights of layer {layer}, head {head}…")
+        return self.weights_call.start(job, self.executor or self.session.model_job_requested.emit)
+
+    def _on_weights_ready(self, weights) -> None:
+        self.weights = weights
+        names = list(weights.matrices)
+        if list(self.weight_maps) != names:
+            self.weights_view.clear()
+            self.weight_maps = {name: Heatmap(self.weights_view.ci, row=0, col=i, colorbar=i == len(names) - 1,
+                                              colormap="CET-D1", axes=("left", "bottom"))
+                                for i, name in enumerate(names)}
+        levels = symmetric_levels(np.concatenate([m.ravel() for m in weights.matrices.values()]))
+        for name, matrix in weights.matrices.items():
+            heatmap = self.weight_maps[name]
+            heatmap.set_matrix(matrix, levels)
+            heatmap.plot.setTitle(formula_html(f"{name} ∈ {dims(*matrix.shape)}"), size="10pt")
+            heatmap.on_hover = lambda row, col, name=name: self._hover_weight(name, row, col)
+        shared = ", ".join(str(h) for h in weights.shared_by)
+        self.readout.setText(f"weights of layer {weights.layer}, head {weights.head}"
+                             + (f"; K/V head {weights.kv_head} is read by query heads {shared}"
+                                if weights.kv_head is not None else "; W^DKV and W^KR are shared by every head"))
+        self._request_weights(self.session.selection)          # in case the selection moved on meanwhile
+
+    def _on_weights_failed(self, message: str) -> None:
+        self._weights_key = None
+        self.readout.setText(message)
+
+    def _hover_weight(self, name: str, row, col) -> None:
+        if row is not None and self.weights is not None and name in self.weights.matrices:
+            self.readout.setText(f"{name}[{row}, {col}] = {self.weights.matrices[name][row, col]:.6g}")

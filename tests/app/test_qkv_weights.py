@@ -1,0 +1,77 @@
+"""The Q/K/V panel's projection weights on request: fetched where the model is, drawn per head, following the selection."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from explorer.app.panels.model_call import thread_executor
+from explorer.app.panels.qkv import QKVPanel
+from explorer.app.session import Session
+
+
+@pytest.fixture
+def tiny():
+    from explorer.core.decode import Decoder
+    from explorer.core.runtime import from_tensors
+    from tests.core.conftest import make_hf_model
+
+    hf = make_hf_model("llama", seed=5)
+    loaded = from_tensors(hf.config.to_dict(), hf.state_dict(), name="tiny-llama")
+    return loaded, Decoder(loaded).prefill(np.arange(7) % 50)
+
+
+@pytest.fixture
+def session(qtbot, tiny):
+    session = Session()
+    session.set_model(tiny[0].info)
+    session.set_trace(tiny[1])
+    return session
+
+
+def shown(panel) -> dict[str, np.ndarray]:
+    return {name: heatmap.image.image for name, heatmap in panel.weight_maps.items()}
+
+
+def test_weights_appear_on_request_and_follow_the_head(qtbot, session, tiny):
+    from explorer.core.weights_view import head_weights
+
+    loaded, _ = tiny
+    panel = QKVPanel(session, executor=thread_executor(loaded))
+    qtbot.addWidget(panel)
+    panel.resize(1000, 700)
+    panel.show()
+    assert not panel.weights_view.isVisible() and panel.weights is None
+    with qtbot.waitSignal(panel.weights_call.finished, timeout=20000):
+        panel.weights_box.setChecked(True)
+    assert panel.weights_view.isVisible()
+    group = loaded.info.n_heads // loaded.info.n_kv_heads
+    assert list(panel.weight_maps) == ["W_0^Q", "W_0^K", "W_0^V"]
+    for name, image in shown(panel).items():
+        np.testing.assert_array_equal(image, head_weights(loaded, 0, 0).matrices[name])
+    last = loaded.info.n_heads - 1
+    with qtbot.waitSignal(panel.weights_call.finished, timeout=20000):
+        session.select(layer=1, head=last)
+    kv = last // group
+    assert list(panel.weight_maps) == [f"W_{last}^Q", f"W_{kv}^K", f"W_{kv}^V"]
+    np.testing.assert_array_equal(shown(panel)[f"W_{kv}^K"], head_weights(loaded, 1, last).matrices[f"W_{kv}^K"])
+    assert "query heads" in panel.readout.text()
+
+
+def test_without_an_executor_the_job_goes_to_the_worker_through_the_session(qtbot, session, tiny):
+    loaded, _ = tiny
+    asked = []
+
+    def worker(work):                       # what the controller wires to ModelWorker.run_job
+        asked.append(work)
+        work(loaded, lambda: False)
+    session.model_job_requested.connect(worker)
+    panel = QKVPanel(session)
+    qtbot.addWidget(panel)
+    panel.show()
+    session.select(head=2)
+    assert asked == []                      # nothing is read until the person asks
+    with qtbot.waitSignal(panel.weights_call.finished, timeout=20000):
+        panel.weights_box.setChecked(True)
+    assert len(asked) == 1 and "W_2^Q" in panel.weight_maps
+    session.select(head=2, token=3)          # same head: no second read
+    assert len(asked) == 1
