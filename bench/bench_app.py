@@ -1,0 +1,244 @@
+"""The app's own costs on a real model (issue 3), as one JSON object. Not a test: numbers, not verdicts.
+
+    .venv/bin/python bench/bench_app.py [--model smollm2-135m] [--steps 8] [--grid-tokens 512] [--cold-runs 2]
+
+- step_to_repaint: press Step -> every visible panel repainted, minus the model's own step time
+  (StepRecord.ms). Target <= 50 ms. The window is the default layout at 1600x1000.
+- full_grid: the attention panel's grid of every layer x head (30 x 9 for SmolLM2) at 512 tokens,
+  downsampled from the trace and painted, with the reduced-row cache cold and after one more step.
+  Target <= 150 ms.
+- cold_start: a new process, launch -> window shown -> default model loaded -> prompt prefilled.
+  Target <= 4 s to the loaded model. `process_cpu_s` is the CPU the whole process used (all threads).
+Wall times are medians; `gui_cpu_ms` is the GUI thread's own CPU time, which a busy shared machine
+inflates less than wall time. Runs offscreen unless --xcb (then $DISPLAY must be an X server).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+WINDOW_SIZE = (1600, 1000)
+TIMEOUT_S = 600.0
+LONG_TEXT = ("To be, or not to be, that is the question: Whether 'tis nobler in the mind to suffer "
+             "The slings and arrows of outrageous fortune, Or to take arms against a sea of troubles "
+             "And by opposing end them. To die: to sleep; No more; and by a sleep to say we end "
+             "The heart-ache and the thousand natural shocks That flesh is heir to. ") * 12
+
+
+def open_window(model: str, scratch: Path):
+    from PySide6.QtCore import QSettings
+
+    from explorer.app.launch import make_app
+    from explorer.app.main_window import MainWindow
+    from explorer.app.settings import AppSettings
+    from explorer.app.theme import apply_theme
+
+    app = make_app()
+    apply_theme(app, "light")
+    settings = AppSettings(QSettings(str(scratch / "settings.ini"), QSettings.Format.IniFormat))
+    window = MainWindow(settings=settings, autosave_path=scratch / "autosave.json")
+    errors: list[str] = []
+    window.show_error = errors.append
+    window.session.error_raised.disconnect()
+    window.session.error_raised.connect(errors.append)
+    window.resize(*WINDOW_SIZE)
+    window.show()
+    return app, window, errors
+
+
+def wait(app, done, errors, what: str) -> None:
+    deadline = time.monotonic() + TIMEOUT_S
+    while not done():
+        if errors:
+            raise SystemExit(f"bench_app: {errors[0]}")
+        if time.monotonic() > deadline:
+            raise SystemExit(f"bench_app: timed out waiting for {what}")
+        app.processEvents()
+        time.sleep(0.001)
+
+
+def load(app, window, errors, model: str, prompt: str | None) -> None:
+    from explorer.app import model_refs
+
+    window.prompt.set_text(prompt or model_refs.default_prompt(model))
+    window.open_model(model)
+    wait(app, lambda: window.session.trace is not None and not window.worker.busy, errors, "the prefill")
+
+
+# ----- step -> repaint ------------------------------------------------------------------------
+def step_to_repaint(app, window, errors, steps: int) -> dict:
+    """Press Step; when the trace reaches the GUI thread the controller hands it to the session (the
+    panels redraw), then pending paints are processed and the window is repainted synchronously."""
+    arrivals: list[tuple[float, float]] = []
+
+    def on_trace(_trace) -> None:          # connected after the controller's slot: the panels have redrawn
+        app.processEvents()
+        window.repaint()
+        arrivals.append((time.perf_counter(), time.thread_time()))
+
+    samples = []
+    for _ in range(steps):
+        before = window.session.trace.n_steps
+        arrivals.clear()
+        window.worker.trace_ready.connect(on_trace)
+        cpu0, t0 = time.thread_time(), time.perf_counter()
+        window.actions.step.trigger()
+        wait(app, lambda: arrivals and window.session.trace.n_steps > before, errors, "a step")
+        window.worker.trace_ready.disconnect(on_trace)
+        t1, cpu1 = arrivals[-1]
+        model_ms = float(window.session.trace.steps[-1].ms)
+        samples.append({"total_ms": 1e3 * (t1 - t0), "model_ms": model_ms,
+                        "beyond_model_ms": 1e3 * (t1 - t0) - model_ms, "gui_cpu_ms": 1e3 * (cpu1 - cpu0)})
+    result = {key: round(statistics.median(s[key] for s in samples), 1) for key in samples[0]}
+    result["visible_panels"] = [name for name, dock in window.docks.items()
+                                if getattr(dock.widget(), "is_shown", dock.widget().isVisible)()]
+    result["per_panel_redraw_ms"] = per_panel_redraw(app, window)
+    return result
+
+
+def per_panel_redraw(app, window) -> dict:
+    """Each panel's own redraw + paint of the latest trace, raised in turn (hidden tabs cost nothing)."""
+    costs = {}
+    for name, dock in window.docks.items():
+        if name == "prompt":
+            continue
+        dock.show()
+        dock.raise_()
+        app.processEvents()
+        panel = dock.widget()
+        runs = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            panel.refresh()
+            app.processEvents()
+            panel.repaint()
+            runs.append(1e3 * (time.perf_counter() - t0))
+        costs[name] = round(min(runs), 1)
+    window.default_layout()
+    window.resize(*WINDOW_SIZE)
+    return costs
+
+
+# ----- the full grid ----------------------------------------------------------------------------
+def full_grid(app, window, errors, tokens: int) -> dict:
+    """Prefill tokens-1, step once to `tokens` (the grid re-reduces only the new row), then redraw the
+    whole grid with the reduced-row cache emptied (a new trace, or the grid opened for the first time)."""
+    from explorer.app.panels import grid as grid_module
+
+    ids = window.controller.summary.tokenizer.encode(LONG_TEXT).ids[:tokens - 1]
+    if len(ids) < tokens - 1:
+        raise SystemExit(f"bench_app: the long text has only {len(ids)} tokens")
+    dock, panel = window.docks["attention"], window.docks["attention"].widget()
+    dock.setFloating(True)
+    dock.resize(1400, 800)
+    dock.raise_()
+    window.worker.prefill(ids)
+    wait(app, lambda: window.session.trace.n_tokens == tokens - 1 and not window.worker.busy, errors, "a long prefill")
+
+    def repaint_grid() -> tuple[float, float]:
+        cpu0, t0 = time.thread_time(), time.perf_counter()
+        panel._draw_grid(window.session.selection)
+        app.processEvents()
+        panel.grid_view.repaint()
+        return 1e3 * (time.perf_counter() - t0), 1e3 * (time.thread_time() - cpu0)
+
+    repaint_grid()
+    window.worker.step()
+    wait(app, lambda: window.session.trace.n_tokens == tokens and not window.worker.busy, errors, "a step")
+    after_step = repaint_grid()
+    cold = []
+    for _ in range(3):
+        grid_module._CACHE.clear()
+        cold.append(repaint_grid())
+    cached = [repaint_grid() for _ in range(3)]
+    model = window.session.trace.model
+    dock.setFloating(False)
+    return {"layers_x_heads": f"{model.n_layers}x{model.n_heads}", "tokens": window.session.trace.n_tokens,
+            "cold_ms": round(statistics.median(c[0] for c in cold), 1),
+            "cold_gui_cpu_ms": round(statistics.median(c[1] for c in cold), 1),
+            "cached_ms": round(statistics.median(c[0] for c in cached), 1),
+            "after_one_step_ms": round(after_step[0], 1), "after_one_step_gui_cpu_ms": round(after_step[1], 1),
+            "tile_pixels": list(panel.mosaic.tile_shape)}
+
+
+# ----- cold start -----------------------------------------------------------------------------------
+def cold_start_child(model: str) -> int:
+    """Run in a fresh process: print wall-clock times (time.time) of the milestones as JSON."""
+    marks = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        app, window, errors = open_window(model, Path(scratch))
+        app.processEvents()
+        marks["window_shown"] = time.time()
+        from explorer.app import model_refs
+
+        window.prompt.set_text(model_refs.default_prompt(model))
+        window.open_model(model)
+        wait(app, lambda: window.controller.summary is not None, errors, "the model")
+        marks["model_loaded"] = time.time()
+        wait(app, lambda: window.session.trace is not None and not window.worker.busy, errors, "the prefill")
+        app.processEvents()
+        window.repaint()
+        marks["prefilled_and_painted"] = time.time()
+        window.close()
+    print(json.dumps(marks))
+    return 0
+
+
+def cold_start(model: str, runs: int, xcb: bool) -> list[dict]:
+    env = dict(os.environ, QT_QPA_PLATFORM="xcb" if xcb else "offscreen", TRANSFORMER_EXPLORER_NO_RESTORE="1")
+    results = []
+    for _ in range(runs):
+        start, cpu_before = time.time(), resource.getrusage(resource.RUSAGE_CHILDREN)
+        done = subprocess.run([sys.executable, __file__, "--cold-start-child", "--model", model], env=env,
+                              capture_output=True, text=True, timeout=TIMEOUT_S)
+        if done.returncode != 0:
+            raise SystemExit(f"bench_app: the cold-start run failed: {done.stderr.strip()[-500:]}")
+        marks = json.loads(done.stdout.strip().splitlines()[-1])
+        results.append({name: round(at - start, 2) for name, at in marks.items()})
+        cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+        results[-1]["process_cpu_s"] = round(cpu.ru_utime + cpu.ru_stime - cpu_before.ru_utime - cpu_before.ru_stime, 2)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--grid-tokens", type=int, default=512)
+    parser.add_argument("--cold-runs", type=int, default=2)
+    parser.add_argument("--only", choices=["step", "grid", "cold"], action="append")
+    parser.add_argument("--xcb", action="store_true", help="use the X server in $DISPLAY instead of offscreen")
+    parser.add_argument("--cold-start-child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("QT_QPA_PLATFORM", "xcb" if args.xcb else "offscreen")
+    if args.cold_start_child:
+        return cold_start_child(args.model)
+    only = set(args.only or ["step", "grid", "cold"])
+    report = {"model": args.model, "cpus": os.cpu_count(), "load_average": os.getloadavg()}
+    if "cold" in only:
+        report["cold_start_s"] = cold_start(args.model, args.cold_runs, args.xcb)
+    if only & {"step", "grid"}:
+        with tempfile.TemporaryDirectory() as scratch:
+            app, window, errors = open_window(args.model, Path(scratch))
+            load(app, window, errors, args.model, None)
+            if "step" in only:
+                report["step_to_repaint"] = step_to_repaint(app, window, errors, args.steps)
+            if "grid" in only:
+                report["full_grid"] = full_grid(app, window, errors, args.grid_tokens)
+            window.close()
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
