@@ -13,7 +13,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from explorer.app.panels.attention import attention_matrix, axis_labels
+from explorer.app.panels.attention import attention_matrix, axis_labels, grid_image
 from explorer.app.panels.grid import mosaic
 from explorer.app.panels.heatmap import Heatmap, log_scaled
 from explorer.core.trace import Trace
@@ -31,7 +31,7 @@ def attention_figure(trace: Trace, layer: int | str, head: int | str, width: int
     figure.setFixedSize(width, height)
     figure.heatmaps = []
     if layer == "all":
-        _grid(figure, trace, step, log, cross)
+        _grid(figure, trace, step, values, log, cross)
     elif head == "all":
         _layer(figure, trace, int(layer), step, values, log, cross)
     else:
@@ -86,10 +86,11 @@ def _layer(figure, trace, layer, step, values, log, cross) -> None:
     figure.ci.addItem(bar, row=1, col=n_cols, rowspan=math.ceil(n_heads / n_cols))
 
 
-def _grid(figure, trace, step, log, cross) -> None:
-    grid = mosaic(trace, upto_step=step, cross=cross)
-    shown, levels = (log_scaled(grid.image) if log else (grid.image, (0.0, 1.0)))
-    _title(figure, f"{trace.model.name}: all {grid.n_layers} layers × {grid.n_heads} heads, "
+def _grid(figure, trace, step, values, log, cross) -> None:
+    grid = mosaic(trace, upto_step=step, cross=cross, values=values)
+    shown, levels = grid_image(grid, values, log and values == "weights")
+    symbol = "scores S" if values == "scores" else ("log10 A" if log else "weights A")
+    _title(figure, f"{trace.model.name}: all {grid.n_layers} layers × {grid.n_heads} heads, {symbol}, "
                    f"{trace.n_tokens} tokens (block maxima)")
     heatmap = Heatmap(figure.ci, row=1, col=0)
     heatmap.set_matrix(shown, levels)

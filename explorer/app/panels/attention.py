@@ -13,7 +13,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QSplitter
 
 from explorer.app.panels.base import Panel, dims
-from explorer.app.panels.grid import Mosaic, mosaic
+from explorer.app.panels.grid import Mosaic, mosaic, score_levels
 from explorer.app.panels.heatmap import Heatmap, log_scaled, short_label
 from explorer.app.session import Selection
 
@@ -95,7 +95,7 @@ class AttentionPanel(Panel):
         if large_key != self._drawn_large:
             self._draw_large(selection)
             self._drawn_large = large_key
-        grid_key = (selection.step, self.cross, self.log_scale)
+        grid_key = (selection.step, self.cross, self.values, self.log_scale)
         if grid_key != self._drawn_grid:
             self._draw_grid(selection)
             self._drawn_grid = grid_key
@@ -120,8 +120,8 @@ class AttentionPanel(Panel):
                          f" d_{{QK}} = {trace.model.d_qk}")
 
     def _draw_grid(self, s: Selection) -> None:
-        self.mosaic = mosaic(self.trace, upto_step=s.step, cross=self.cross)
-        image, levels = (log_scaled(self.mosaic.image) if self.log_scale else (self.mosaic.image, (0.0, 1.0)))
+        self.mosaic = mosaic(self.trace, upto_step=s.step, cross=self.cross, values=self.values)
+        image, levels = grid_image(self.mosaic, self.values, self.log_scale)
         self.grid.set_matrix(image, levels, keep_view=True)
         self.grid.axes["left"].set_labels([f"L{i}" for i in range(self.mosaic.n_layers)], self.mosaic.layer_centres())
         self.grid.axes["top"].set_labels([f"H{i}" for i in range(self.mosaic.n_heads)], self.mosaic.head_centres())
@@ -208,6 +208,13 @@ def axis_labels(trace, shape: tuple[int, int], cross: bool = False) -> tuple[lis
     else:
         cols = [short_label(t) for t in text[: shape[1]]]
     return rows, cols
+
+
+def grid_image(grid, values: str, log: bool) -> tuple[np.ndarray, tuple[float, float]]:
+    """The all-heads mosaic as drawn: scores at robust levels, weights linear (0 to 1) or log10."""
+    if values == "scores":
+        return grid.image, score_levels(grid.image)
+    return log_scaled(grid.image) if log else (grid.image, (0.0, 1.0))
 
 
 def _key_text(trace, col: int, cross: bool) -> str:

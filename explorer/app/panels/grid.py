@@ -1,5 +1,9 @@
 """The all-heads grid as one image: every layer × head attention map, block-max downsampled.
 
+It shows the weights A or the pre-softmax scores S = Q_h K_hᵀ · scale (what
+`Trace.scores` computes, here one step's new rows at a time, so a decoding
+step costs one row per head).
+
 One `ImageItem` for the whole grid keeps a 30 × 9 repaint at 512 tokens cheap, and
 downsampling straight from the per-step records never builds the dense (H, T, T)
 of every layer at once (at 2,048 tokens that would be gigabytes).
@@ -24,8 +28,8 @@ def attention_records(trace: Trace, layer: int, upto_step: int | None, cross: bo
 
 
 def downsampled_attention(trace: Trace, layer: int, tile: int = TILE, upto_step: int | None = None,
-                          cross: bool = False) -> np.ndarray:
-    """Block maxima of one layer's attention weights: (N_Q, ceil(T_q/f), ceil(T_kv/f)) with f the block.
+                          cross: bool = False, values: str = "weights") -> np.ndarray:
+    """Block maxima of one layer's weights (or scores): (N_Q, ceil(T_q/f), ceil(T_kv/f)) with f the block.
 
     Blocks with no allowed cell at all are NaN (drawn transparent), like masked cells.
     """
@@ -35,13 +39,17 @@ def downsampled_attention(trace: Trace, layer: int, tile: int = TILE, upto_step:
     # A power of two, so the block (and the cache of reduced rows) changes only when T doubles.
     block = 1 << max(0, math.ceil(math.log2(max(t_q, t_kv) / tile))) if max(t_q, t_kv) > tile else 1
     n_heads = records[0].weights.shape[0]
-    out = np.zeros((n_heads, math.ceil(t_q / block), math.ceil(t_kv / block)), dtype=np.float32)
+    fill = 0.0 if values == "weights" else -np.inf
+    out = np.full((n_heads, math.ceil(t_q / block), math.ceil(t_kv / block)), fill, dtype=np.float32)
     allowed = np.zeros(out.shape[1:], dtype=bool)
     row = 0
-    for record in records:
-        u_rows, u_cols, weights, mask = _reduced(record, row, block, cross)
-        index = (slice(None), u_rows[:, None], u_cols[None, :])
-        out[index] = np.maximum(out[index], weights)
+    for index, record in enumerate(records):
+        if values == "scores":
+            u_rows, u_cols, weights, mask = _reduced_scores(trace, layer, index, record, row, block, cross)
+        else:
+            u_rows, u_cols, weights, mask = _reduced(record, row, block, cross)
+        cells = (slice(None), u_rows[:, None], u_cols[None, :])
+        out[cells] = np.maximum(out[cells], weights)
         allowed[u_rows[:, None], u_cols[None, :]] |= mask
         row += record.n_new
     out[:, ~allowed] = np.nan
@@ -52,29 +60,61 @@ _CACHE: OrderedDict = OrderedDict()
 _CACHE_SIZE = 8192
 
 
-def _reduced(record: AttentionRecord, row: int, block: int, cross: bool):
-    """One step's rows reduced to blocks, cached: records are immutable and shared between traces,
-    so after a decoding step only the new row is reduced again."""
-    key = (id(record), row, block, cross)
+def _cached(key: tuple, record: AttentionRecord, compute):
+    """Records are immutable and shared between traces: after a decoding step only the new row is reduced."""
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is record:
         _CACHE.move_to_end(key)
         return hit[1]
-    columns = (np.arange(record.n_kv) if cross else np.asarray(record.kv_positions)) // block
-    weights = np.asarray(record.weights, dtype=np.float32)                  # (N_Q, n_new, n_kv)
-    mask = np.asarray(record.mask)                                          # (n_new, n_kv)
-    if np.any(np.diff(columns) < 0):                                        # ring caches are not in order
-        order = np.argsort(columns, kind="stable")
-        columns, weights, mask = columns[order], weights[:, :, order], mask[:, order]
-    u_cols, col_starts = np.unique(columns, return_index=True)
-    u_rows, row_starts = np.unique((row + np.arange(record.n_new)) // block, return_index=True)
-    weights = np.maximum.reduceat(np.maximum.reduceat(weights, col_starts, axis=2), row_starts, axis=1)
-    mask = np.logical_or.reduceat(np.logical_or.reduceat(mask, col_starts, axis=1), row_starts, axis=0)
-    result = (u_rows, u_cols, weights, mask)
+    result = compute()
     _CACHE[key] = (record, result)
     if len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
     return result
+
+
+def _reduced(record: AttentionRecord, row: int, block: int, cross: bool):
+    """One step's rows of the weights A reduced to blocks."""
+    def compute():
+        weights = np.asarray(record.weights, dtype=np.float32)              # (N_Q, n_new, n_kv)
+        return _reduce(weights, np.asarray(record.mask), _columns(record, cross), row, block)
+    return _cached(("weights", id(record), row, block, cross), record, compute)
+
+
+def _reduced_scores(trace: Trace, layer: int, index: int, record: AttentionRecord, row: int, block: int,
+                    cross: bool):
+    """One step's rows of the scores S = Q_h K_hᵀ · scale (masked: -inf), as Trace.scores computes them."""
+    def compute():
+        n_heads = record.q.shape[0]
+        kv_heads = [trace.kv_head_of(h) for h in range(n_heads)]
+        keys = {g: trace.k(layer, g, index, cross) for g in set(kv_heads)}            # g -> (T_kv, d_qk)
+        columns = _columns(record, cross)
+        k = np.stack([keys[g][columns] for g in kv_heads]).astype(np.float32)          # (N_Q, n_kv, d_qk)
+        s = np.einsum("hqd,hkd->hqk", record.q.astype(np.float32), k) * record.scale   # (N_Q, n_new, n_kv)
+        if record.softcap:
+            s = record.softcap * np.tanh(s / record.softcap)
+        mask = np.asarray(record.mask)
+        s = np.where(mask[None], s, -np.inf).astype(np.float32)
+        return _reduce(s, mask, columns, row, block)
+    return _cached(("scores", id(record), row, block, cross), record, compute)
+
+
+def _columns(record: AttentionRecord, cross: bool) -> np.ndarray:
+    """The absolute key position of each column of the record."""
+    return np.arange(record.n_kv) if cross else np.asarray(record.kv_positions)
+
+
+def _reduce(weights: np.ndarray, mask: np.ndarray, positions: np.ndarray, row: int, block: int):
+    """Block maxima of (N_Q, n_new, n_kv) rows starting at query row `row`, and which blocks are allowed."""
+    columns = positions // block
+    if np.any(np.diff(columns) < 0):                                        # ring caches are not in order
+        order = np.argsort(columns, kind="stable")
+        columns, weights, mask = columns[order], weights[:, :, order], mask[:, order]
+    u_cols, col_starts = np.unique(columns, return_index=True)
+    u_rows, row_starts = np.unique((row + np.arange(weights.shape[1])) // block, return_index=True)
+    weights = np.maximum.reduceat(np.maximum.reduceat(weights, col_starts, axis=2), row_starts, axis=1)
+    mask = np.logical_or.reduceat(np.logical_or.reduceat(mask, col_starts, axis=1), row_starts, axis=0)
+    return u_rows, u_cols, weights, mask
 
 
 @dataclass(frozen=True)
@@ -108,13 +148,23 @@ class Mosaic:
 
 
 def mosaic(trace: Trace, layers: list[int] | None = None, tile: int = TILE, upto_step: int | None = None,
-           cross: bool = False) -> Mosaic:
-    """Every head of the given layers (all by default) in one image."""
+           cross: bool = False, values: str = "weights") -> Mosaic:
+    """Every head of the given layers (all by default) in one image, of the weights A or the scores S."""
     layers = list(range(trace.model.n_layers)) if layers is None else layers
-    tiles = [downsampled_attention(trace, layer, tile, upto_step, cross) for layer in layers]
+    tiles = [downsampled_attention(trace, layer, tile, upto_step, cross, values) for layer in layers]
     n_heads, r, c = tiles[0].shape
     image = np.full((len(layers) * (r + 1) - 1, n_heads * (c + 1) - 1), np.nan, dtype=np.float32)
     for i, heads in enumerate(tiles):
         for h in range(n_heads):
             image[i * (r + 1): i * (r + 1) + r, h * (c + 1): h * (c + 1) + c] = heads[h]
     return Mosaic(image, (r, c), len(layers), n_heads)
+
+
+def score_levels(image: np.ndarray) -> tuple[float, float]:
+    """Colour levels for scores: the 0.5th to 99.5th percentile of the finite values, so one outlier
+    (an attention sink's score) does not wash out every other tile."""
+    finite = image[np.isfinite(image)]
+    if finite.size == 0:
+        return 0.0, 1.0
+    low, high = np.percentile(finite, [0.5, 99.5])
+    return float(low), float(max(high, low + 1e-6))
