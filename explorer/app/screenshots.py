@@ -23,7 +23,8 @@ from explorer.app.theme import apply_theme
 
 WINDOW_SIZE = (1600, 1000)
 PANEL_SIZES = {"tokens": (900, 520), "attention": (1400, 760), "next_token": (900, 760),
-               "embeddings": (1200, 700), "qkv": (1400, 700), "mask": (1000, 800), "kv_cache": (1200, 950)}
+               "embeddings": (1200, 700), "qkv": (1400, 700), "mask": (1000, 800), "kv_cache": (1200, 950),
+               "kv_lab": (1300, 900)}
 PANEL_SIZE = (1100, 700)
 STEPS = 3
 LOG_SCALE_FROM = 100                          # tokens
