@@ -15,6 +15,7 @@ import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
+from explorer.app import trace_views
 from explorer.app.core_api import LoadedSummary, SamplingSettings
 from explorer.app.session import Session
 from explorer.app.session_file import SessionState
@@ -109,13 +110,18 @@ class DecodingController(QObject):
             return self.loading is not None
         if self._needs_prefill():
             return self.run()
+        reason = getattr(self.summary, "no_step_reason", None)
+        if reason is not None:                     # an encoder: Step is disabled, and Space or Play say why
+            self.notice.emit(reason)
+            return False
         if not self._room_for_step():
             return False
         self.worker.step()
         return True
 
     def back(self) -> None:
-        if self.session.trace is not None and self.loading is None:
+        can_step = getattr(self.summary, "no_step_reason", None) is None
+        if self.session.trace is not None and self.loading is None and can_step:
             self.worker.back()
 
     def force(self, token_id: int) -> None:
@@ -245,7 +251,7 @@ class DecodingController(QObject):
         trace, ids = self.session.trace, self.prompt_ids()
         if trace is None or not trace.steps:
             return True
-        started = self._run_prompt if self._run_prompt is not None else trace.steps[0].token_ids
+        started = self._run_prompt if self._run_prompt is not None else trace_views.started_ids(trace)
         return ids is not None and not np.array_equal(started, ids)
 
     def _checked_prompt_ids(self) -> np.ndarray | None:
@@ -319,6 +325,11 @@ class DecodingController(QObject):
         problem = self._step_problem(trace, *self._projected(trace))
         if problem is None:
             return True
+        if trace.model.is_encoder_decoder:
+            # Cutting would feed target tokens to the encoder as a source: stop instead.
+            self.set_playing(False)
+            self.notice.emit(f"{problem} The translation stops here; shorten the source to go further.")
+            return False
         if self.playing or self.worker.busy:
             self.set_playing(False)
             self.notice.emit(f"{problem} Paused; press Step to continue from a shorter context.")

@@ -49,12 +49,27 @@ class LoadedSummary:
     license: str | None
     device: str
     dtype: str
+    no_step_reason: str | None = None  # why Step means nothing for this model (an encoder); None: it decodes
 
     @classmethod
     def of(cls, loaded, request) -> "LoadedSummary":
         return cls(reference=request.path, name=str(getattr(loaded, "name", request.path)), path=str(getattr(loaded, "path", request.path)),
                    info=loaded.info, tokenizer=loaded.tokenizer, license=getattr(loaded, "license", None),
-                   device=request.device, dtype=request.dtype)
+                   device=request.device, dtype=request.dtype, no_step_reason=no_step_reason(loaded.info))
+
+    @property
+    def can_step(self) -> bool:
+        return self.no_step_reason is None
+
+
+def no_step_reason(info) -> str | None:
+    """The tooltip of a disabled Step: an encoder-only model predicts no next token. Called on the worker
+    thread, which has imported torch already (explorer.core.encoder needs it)."""
+    if not getattr(info, "is_encoder_only", False):
+        return None
+    from explorer.core.encoder import NO_DECODING
+
+    return NO_DECODING[0].upper() + NO_DECODING[1:] + "."
 
 
 @dataclass(frozen=True)
@@ -88,9 +103,11 @@ def _real_sampling(settings: SamplingSettings):
 
 
 def _real_make_decoder(loaded, settings: SamplingSettings):
-    from explorer.core.decode import Decoder, RecordOptions
+    """The driver that fits the model: a decoder, an encoder-decoder translating, or an encoder (no Step)."""
+    from explorer.core.decode import RecordOptions
+    from explorer.core.families import make_decoder
 
-    return Decoder(loaded, record=RecordOptions(), sampling=_real_sampling(settings))
+    return make_decoder(loaded, RecordOptions(), _real_sampling(settings))
 
 
 def _real_resolve(reference: str) -> str:

@@ -172,6 +172,10 @@ class MainWindow(QMainWindow):
         self.status.show_trace(self.session.trace)
         self.setWindowTitle(f"{summary.name} — {TITLE}")
         self.status.showMessage(f"Loaded {summary.name}.", 4000)
+        self.actions.set_step_reason(getattr(summary, "no_step_reason", None))
+        source = summary.info.is_encoder_decoder
+        self.docks["prompt"].setWindowTitle("Source" if source else "Prompt")
+        self.prompt.set_role("source" if source else "prompt")
         self.menus.refresh_recent()
 
     def _on_load_failed(self, reference: str) -> None:

@@ -6,6 +6,13 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
 DEBOUNCE_MS = 150
+PLACEHOLDERS = {
+    "prompt": "Type a prompt, then press Run (Ctrl+Enter) or Step (Space, outside the editor)…",
+    "source": "Type the source text to translate (e.g. twelve thousand three hundred, or March 5, 2024), "
+              "then press Step (Space, outside the editor) to produce the target token by token…",
+}
+TOOLTIPS = {"prompt": "", "source": "The encoder reads this source text once; Step adds one target token. "
+                                     "A task token (<2zh> or <2en>) is added from the text's script."}
 
 
 class PromptEditor(QPlainTextEdit):
@@ -21,7 +28,7 @@ class PromptEditor(QPlainTextEdit):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("prompt")
-        self.setPlaceholderText("Type a prompt, then press Run (Ctrl+Enter) or Step (Space, outside the editor)…")
+        self.setPlaceholderText(PLACEHOLDERS["prompt"])
         font = QFont("DejaVu Sans Mono")
         font.setStyleHint(QFont.StyleHint.Monospace)
         self.setFont(font)
@@ -30,6 +37,11 @@ class PromptEditor(QPlainTextEdit):
         self._debounce.setInterval(DEBOUNCE_MS)
         self._debounce.timeout.connect(self.settle)
         self.textChanged.connect(self._debounce.start)
+
+    def set_role(self, role: str) -> None:
+        """"prompt" (a decoder continues it) or "source" (an encoder-decoder translates it)."""
+        self.setPlaceholderText(PLACEHOLDERS[role])
+        self.setToolTip(TOOLTIPS[role])
 
     @property
     def text(self) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer
 
+from explorer.app import trace_views
 from explorer.app.core_api import SamplingSettings
 from explorer.core.errors import ExplorerError
 
@@ -49,7 +50,7 @@ class SessionState:
         if trace is None or not trace.steps:
             return cls(model=model, prompt=prompt, sampling=sampling, device=device, dtype=dtype)
         forced = tuple((i, int(s.chosen_id)) for i, s in enumerate(trace.steps) if s.forced)
-        return cls(model=model, prompt=prompt, prompt_ids=tuple(int(i) for i in trace.steps[0].token_ids),
+        return cls(model=model, prompt=prompt, prompt_ids=tuple(int(i) for i in trace_views.started_ids(trace)),
                    sampling=sampling, forced=forced, steps=trace.n_steps, device=device, dtype=dtype)
 
     def to_json(self) -> str:

@@ -37,6 +37,17 @@ class DecodingActions:
     def all(self) -> list[QAction]:
         return [self.run, self.step, self.back, self.play, self.reset, self.stop]
 
+    def set_step_reason(self, reason: str | None) -> None:
+        """Disable Step, Back and Play with `reason` as their tooltip (an encoder-only model); None enables them."""
+        for act in (self.step, self.back, self.play):
+            if not hasattr(act, "usual_tip"):
+                act.usual_tip = act.toolTip()
+            if reason is not None and act.isChecked():
+                act.setChecked(False)
+            act.setEnabled(reason is None)
+            act.setToolTip(act.usual_tip if reason is None else f"{act.text()} is off: {reason}")
+            act.setStatusTip(act.toolTip())
+
 
 class DecodingToolbar(QToolBar):
     """Run, Step, Back, Play/Pause with a speed, Reset, Stop."""

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
+from explorer.app import trace_views
 from explorer.app.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory
 from explorer.app.requests import (Back, Cancelled, Force, Load, LogitLens, ModelJob, Prefill, Replay, RequestQueue,
                                    SetSampling,
@@ -220,7 +221,7 @@ class _DecodeLoop:
 def replay_arguments(trace) -> dict:
     """The prompt ids, forced tokens and step count that rebuild `trace` exactly."""
     forced = tuple((index, int(step.chosen_id)) for index, step in enumerate(trace.steps) if step.forced)
-    return {"ids": tuple(int(i) for i in trace.steps[0].token_ids), "forced": forced, "n_steps": trace.n_steps}
+    return {"ids": tuple(int(i) for i in trace_views.started_ids(trace)), "forced": forced, "n_steps": trace.n_steps}
 
 
 def _progress_of(args, kwargs) -> tuple[float, str]:

@@ -2,7 +2,9 @@
 
 A = softmax(Q_h K_hᵀ · scale) with the mask applied; the toggle shows the
 pre-softmax scores S instead. Masked cells are drawn transparent, so "zero
-because masked" and "almost zero" look different.
+because masked" and "almost zero" look different. With an encoder-decoder the
+panel offers the encoder's self-attention, the decoder's masked self-attention
+and the cross-attention (target rows × source columns), see trace_views.
 """
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QSplitter
 
+from explorer.app import trace_views
+from explorer.app.panels.attention_kind import AttentionKindBox
 from explorer.app.panels.base import Panel, dims
 from explorer.app.panels.grid import Mosaic, mosaic, score_levels
 from explorer.app.panels.heatmap import Heatmap, log_scaled, short_label
@@ -33,6 +37,8 @@ class AttentionPanel(Panel):
                               ("show", self.values_box), ("colour", self.scale_box)):
             controls.addWidget(QLabel(label))
             controls.addWidget(widget)
+        self.kind_box = AttentionKindBox(self)
+        controls.addWidget(self.kind_box)
         controls.addStretch(1)
         self.body.addLayout(controls)
         self.large_view = pg.GraphicsLayoutWidget()
@@ -46,7 +52,7 @@ class AttentionPanel(Panel):
         splitter.setSizes([600, 400])
         self.body.addWidget(splitter, 1)
         self.large.on_hover = self._hover_large
-        self.large.on_click = lambda row, col: self.select(token=row)
+        self.large.on_click = lambda row, col: self.view and self.view.kind != "encoder" and self.select(token=row)
         self.grid.on_hover = self._hover_grid
         self.grid.on_click = self._click_grid
         self.layer_box.valueChanged.connect(lambda v: self.select(layer=v))
@@ -56,6 +62,7 @@ class AttentionPanel(Panel):
         self.add_to_plot_menu(self.large.plot)
         self.add_to_plot_menu(self.grid.plot)
         self.matrix: np.ndarray | None = None
+        self.view: trace_views.View | None = None          # the attention drawn: its trace, step, kind
         self.mosaic: Mosaic | None = None
         self._drawn_large = None
         self._drawn_grid = None
@@ -71,7 +78,16 @@ class AttentionPanel(Panel):
 
     @property
     def cross(self) -> bool:
-        return self.session.selection.attention == "cross"
+        return self.kind == "cross"
+
+    @property
+    def kind(self) -> str:
+        """"self", "cross" or "encoder": what the selection asks for, if the model has it."""
+        return trace_views.kind_for(self.trace.model if self.trace else None, self.session.selection.attention)
+
+    def current_view(self, selection: Selection | None = None) -> trace_views.View:
+        s = selection or self.session.selection
+        return trace_views.view(self.trace, s.attention, s.step)
 
     # ----- drawing ------------------------------------------------------------------
     def redraw(self) -> None:
@@ -81,46 +97,47 @@ class AttentionPanel(Panel):
             self.large.set_matrix(np.zeros((0, 0)))
             self.set_formula("A = softmax(Q_h K_hᵀ / √d_{QK})")
             return
-        self.layer_box.setRange(0, trace.model.n_layers - 1)
         self.head_box.setRange(0, trace.model.n_heads - 1)
 
     def show_selection(self, selection: Selection) -> None:
         trace = self.trace
         if trace is None or not trace.steps:
             return
-        self.layer_box.setValue(selection.layer)
+        self.view = view = self.current_view(selection)
+        self.kind_box.show_kind(trace.model, view.kind)
+        layer = min(selection.layer, view.n_layers - 1)
+        self.layer_box.setRange(0, view.n_layers - 1)
+        self.layer_box.setValue(layer)
         self.head_box.setValue(selection.head)
         self.scale_box.setEnabled(self.values == "weights")
-        large_key = (selection.layer, selection.head, selection.step, self.cross, self.values, self.log_scale)
+        large_key = (layer, selection.head, selection.step, view.kind, self.values, self.log_scale)
         if large_key != self._drawn_large:
-            self._draw_large(selection)
+            self._draw_large(view, layer, selection.head)
             self._drawn_large = large_key
-        grid_key = (selection.step, self.cross, self.values, self.log_scale)
+        grid_key = (selection.step, view.kind, self.values, self.log_scale)
         if grid_key != self._drawn_grid:
-            self._draw_grid(selection)
+            self._draw_grid(view)
             self._drawn_grid = grid_key
-        self.large.highlight(selection.token, selection.token)
+        token = selection.token if view.kind != "encoder" else None      # the selected token is a target token
+        self.large.highlight(token, token if view.kind == "self" else None)
         r, c = self.mosaic.tile_shape
-        self.grid.outline(*self.mosaic.tile_origin(selection.layer, selection.head), r, c)
+        self.grid.outline(*self.mosaic.tile_origin(layer, selection.head), r, c)
 
-    def _draw_large(self, s: Selection) -> None:
-        trace = self.trace
-        matrix = attention_matrix(trace, s.layer, s.head, s.step, self.values, self.cross)
+    def _draw_large(self, view: trace_views.View, layer: int, head: int) -> None:
+        trace = view.trace
+        matrix = attention_matrix(trace, layer, head, view.step, self.values, view.cross)
         self.matrix = matrix
         shown, levels = (log_scaled(matrix) if self.log_scale else (matrix, None))
         if self.values == "weights" and not self.log_scale:
             levels = (0.0, float(np.nanmax(matrix)) if np.isfinite(matrix).any() else 1.0)
-        rows, cols = axis_labels(trace, matrix.shape, self.cross)
+        rows, cols = axis_labels(trace, matrix.shape, view.cross)
         self.large.set_matrix(shown, levels, rows, cols, keep_view=True)
-        n_q, n_kv = matrix.shape
-        what = "S = Q_h K_hᵀ · scale" if self.values == "scores" else "A = softmax(Q_h K_hᵀ / √d_{QK})"
-        kv = trace.kv_head_of(s.head)
-        self.set_formula(f"{what} ∈ {dims(n_q, n_kv)}   layer {s.layer}, head {s.head} (K/V head {kv}),"
-                         f" N_Q = {trace.model.n_heads}, N_{{KV}} = {trace.model.n_kv_heads},"
-                         f" d_{{QK}} = {trace.model.d_qk}")
+        labels = {"encoder": ("source query", "source key"), "cross": ("target query", "source key")}
+        self.large.plot.setLabels(**dict(zip(("left", "top"), labels.get(view.kind, ("query", "key")))))
+        self.set_formula(attention_formula(trace, view.kind, self.values, layer, head, matrix.shape))
 
-    def _draw_grid(self, s: Selection) -> None:
-        self.mosaic = mosaic(self.trace, upto_step=s.step, cross=self.cross, values=self.values)
+    def _draw_grid(self, view: trace_views.View) -> None:
+        self.mosaic = mosaic(view.trace, upto_step=view.step, cross=view.cross, values=self.values)
         image, levels = grid_image(self.mosaic, self.values, self.log_scale)
         self.grid.set_matrix(image, levels, keep_view=True)
         self.grid.axes["left"].set_labels([f"L{i}" for i in range(self.mosaic.n_layers)], self.mosaic.layer_centres())
@@ -128,15 +145,16 @@ class AttentionPanel(Panel):
 
     # ----- pointer --------------------------------------------------------------------
     def _hover_large(self, row, col) -> None:
-        if row is None or self.matrix is None:
+        if row is None or self.matrix is None or self.view is None:
             return
-        text = self.trace.token_text
+        rows, cols = self.view.row_text(), self.view.column_text()
+        if row >= len(rows) or col >= len(cols):
+            return
         value = self.matrix[row, col]
         symbol = "S" if self.values == "scores" else "A"
         shown = "masked" if not np.isfinite(value) else f"{value:.6g}"
-        key_text = _key_text(self.trace, col, self.cross)
         self.readout.setText(f"{symbol}[{row}, {col}] = {shown}    "
-                             f"query {row} {text[row]!r} → key {col} {key_text!r}")
+                             f"query {row} {rows[row]!r} → key {col} {cols[col]!r}")
 
     def _hover_grid(self, row, col) -> None:
         tile = self.mosaic.tile_at(row, col) if (row is not None and self.mosaic) else None
@@ -157,23 +175,23 @@ class AttentionPanel(Panel):
         from explorer.app import export
 
         def settings():
-            s = self.session.selection
-            return dict(step=s.step, values=self.values, log=self.log_scale, cross=self.cross), s
+            s, view = self.session.selection, self.current_view()
+            layer = min(s.layer, view.n_layers - 1)
+            return dict(step=view.step, values=self.values, log=self.log_scale, cross=view.cross), s, view, layer
 
         def image(scope):
-            options, s = settings()
+            options, s, view, layer = settings()
             head = {"head": s.head, "layer": "all", "grid": "all"}[scope]
-            layer = "all" if scope == "grid" else s.layer
-            export.ask_and_export_attention(self, self.trace, layer, head, **options)
+            export.ask_and_export_attention(self, view.trace, "all" if scope == "grid" else layer, head, **options)
 
         def raw():
-            options, s = settings()
-            export.ask_and_export_attention(self, self.trace, s.layer, s.head, raw=True, **options)
+            options, s, view, layer = settings()
+            export.ask_and_export_attention(self, view.trace, layer, s.head, raw=True, **options)
 
         def frames():
-            options, s = settings()
+            options, s, view, layer = settings()
             options.pop("step")
-            export.ask_and_export_frames(self, self.trace, s.layer, s.head, **options)
+            export.ask_and_export_frames(self, view.trace, layer, s.head, **options)
 
         specs = [("Export this head as PNG/SVG…", lambda: image("head")),
                  ("Export all heads of this layer as PNG/SVG…", lambda: image("layer")),
@@ -217,7 +235,18 @@ def grid_image(grid, values: str, log: bool) -> tuple[np.ndarray, tuple[float, f
     return log_scaled(grid.image) if log else (grid.image, (0.0, 1.0))
 
 
-def _key_text(trace, col: int, cross: bool) -> str:
-    if cross and trace.encoder is not None:
-        return trace.encoder.token_text[col]
-    return trace.token_text[col] if col < len(trace.token_text) else ""
+def attention_formula(trace, kind: str, values: str, layer: int, head: int, shape: tuple[int, int]) -> str:
+    """The header: the formula of the map shown with its live sizes; cross-attention names X^Q and C."""
+    info, (n_q, n_kv) = trace.model, shape
+    what = "S = Q_h K_hᵀ · scale" if values == "scores" else "A = softmax(Q_h K_hᵀ / √d_{QK})"
+    if kind == "cross":
+        return (f"cross-attention {what} ∈ {dims(n_q, n_kv)},  Q_h = X^Q W_h^Q with X^Q the decoder (target),"
+                f"  K_h = C W_h^K, V_h = C W_h^V with X^K = X^V = C the encoder output (source):"
+                f"  N_Q = {n_q} target tokens ≠ N_{{KV}} = {n_kv} source tokens;"
+                f"   layer {layer}, head {head} of {info.n_heads}, d_{{QK}} = {info.d_qk}")
+    kv = trace.kv_head_of(head)
+    prefix = {"encoder": "encoder self-attention (full mask) ", "self": ""}.get(kind, "")
+    if kind == "self" and info.is_encoder_decoder:
+        prefix = "decoder self-attention (causal mask) "
+    return (f"{prefix}{what} ∈ {dims(n_q, n_kv)}   layer {layer}, head {head} (K/V head {kv}),"
+            f" N_Q = {info.n_heads}, N_{{KV}} = {info.n_kv_heads}, d_{{QK}} = {info.d_qk}")

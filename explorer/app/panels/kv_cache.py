@@ -4,6 +4,9 @@ model would keep under MHA, GQA, MQA and MLA.
 Bytes per token per layer (DeepSeek-V2, Table 1): MHA 2·n_h·d_h, GQA 2·n_g·d_h,
 MQA 2·d_h, MLA d_c + d_R, times the dtype's bytes; blocks as in PagedAttention
 (Kwon et al. 2023): ceil(tokens / block) per layer, the last one partly filled.
+An encoder-decoder also holds each decoder layer's cross-attention K = C W^K and
+V = C W^V, computed once from the encoder output C: N_KV · S · (d_QK + d_V) numbers
+per layer, drawn beside the self-attention cache and flat while it grows.
 """
 from __future__ import annotations
 
@@ -14,12 +17,14 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
+from explorer.app import trace_views
 from explorer.app.panels.base import Panel
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.session import Selection
 from explorer.core import kv_formulas, kv_variants
 
 KIB = 1024.0
+CROSS_COLOUR = "#b07cd8"
 human = kv_variants.human_bytes
 
 
@@ -48,6 +53,7 @@ class KVCachePanel(Panel):
         self.total_plot.getViewBox().menu.addActions(self.export_actions())
         self.total_in_use = 0
         self.total_allocated = 0
+        self.cross_bytes = np.zeros(0, dtype=np.int64)      # per layer: the fixed cross-attention K/V
         self.held = np.zeros(0, dtype=np.int64)
 
     def _blocks_section(self) -> QWidget:
@@ -132,16 +138,21 @@ class KVCachePanel(Panel):
         per_token = kv_formulas.bytes_per_token_per_layer(trace.model)
         self.held = in_use // per_token if per_token else np.zeros_like(in_use)
         self.total_in_use, self.total_allocated = int(in_use.sum()), int(allocated.sum())
-        layers = np.arange(len(in_use))
+        self.cross_bytes = trace_views.cross_kv_bytes(trace)
+        cross = bool(self.cross_bytes.any())
+        layers = np.arange(len(in_use)) - (0.2 if cross else 0.0)
+        width = 0.4 if cross else 0.7
         self.layer_plot.clear()
-        self.layer_plot.addItem(pg.BarGraphItem(x=layers, height=allocated / KIB, width=0.7,
+        self.layer_plot.addItem(pg.BarGraphItem(x=layers, height=allocated / KIB, width=width,
                                                 pen=pg.mkPen("#9aa0a6"), brush=None))
-        brushes = ["#ffb000" if i == layer else "#3b7dd8" for i in layers]
-        self.layer_plot.addItem(pg.BarGraphItem(x=layers, height=in_use / KIB, width=0.7, brushes=brushes))
+        brushes = ["#ffb000" if i == layer else "#3b7dd8" for i in range(len(in_use))]
+        self.layer_plot.addItem(pg.BarGraphItem(x=layers, height=in_use / KIB, width=width, brushes=brushes))
         tokens = np.cumsum([s.n_new for s in trace.steps])
         totals = np.array([trace.kv_bytes_in_use(i).sum() for i in range(trace.n_steps)]) / KIB
         self.total_plot.clear()
         self.total_plot.addItem(self.step_line)
+        if cross:
+            self._draw_cross(tokens)
         self.total_plot.plot(tokens, totals, pen="#3b7dd8", symbol="o", symbolSize=5)
         self.total_plot.plot([tokens[step]], [totals[step]], pen=None, symbol="o", symbolSize=11,
                              symbolBrush="#ff2d55")
@@ -149,9 +160,27 @@ class KVCachePanel(Panel):
         self.summary.setText(
             f"<b>{human(self.total_in_use)}</b> in use of {human(self.total_allocated)} allocated "
             f"after step {step + 1}/{trace.n_steps} ({int(tokens[step])} tokens) · "
-            f"{human(per_token * len(in_use))} per token over {len(in_use)} layers at {trace.model.dtype}")
+            f"{human(per_token * len(in_use))} per token over {len(in_use)} layers at {trace.model.dtype}"
+            + (self._cross_summary(trace) if cross else ""))
         self.set_formula(f"bytes = Σ_l tokens_l · {self._formula_text(trace.model)}"
-                         f" = {self.total_in_use:,} B in use")
+                         f" = {self.total_in_use:,} B in use"
+                         + (f";  cross K/V = Σ_l N_{{KV}} · S · (d_{{QK}} + d_V) · "
+                            f"{trace_views.element_bytes(trace.model)} = {int(self.cross_bytes.sum()):,} B, fixed"
+                            if cross else ""))
+
+    def _draw_cross(self, tokens: np.ndarray) -> None:
+        """The cross-attention K/V: a purple bar beside each layer's self-attention bar, flat against tokens."""
+        self.layer_plot.addItem(pg.BarGraphItem(x=np.arange(len(self.cross_bytes)) + 0.2,
+                                                height=self.cross_bytes / KIB, width=0.4, brush=CROSS_COLOUR))
+        self.total_plot.plot(tokens, np.full(len(tokens), self.cross_bytes.sum() / KIB),
+                             pen=pg.mkPen(CROSS_COLOUR, width=2, style=Qt.PenStyle.DashLine))
+
+    def _cross_summary(self, trace) -> str:
+        source = int(trace.steps[0].layers[0].cross.k.shape[1])
+        return (f"<br><span style='color:{CROSS_COLOUR}'>■</span> cross-attention K/V of the encoder output C: "
+                f"<b>{human(int(self.cross_bytes.sum()))}</b> for {source} source tokens, computed once and "
+                f"fixed while the <span style='color:#3b7dd8'>■</span> self-attention cache grows by one "
+                f"token per step")
 
     def _formula_text(self, info) -> str:
         b = kv_variants.dtype_bytes(kv_formulas.cache_dtype(info))

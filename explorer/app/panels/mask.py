@@ -2,7 +2,10 @@
 
 Prefill draws the square causal mask; every decoding step adds one row, drawn in
 the highlight colour. A slider replays the steps. Sliding-window layers show
-their band of W keys, encoders the full square.
+their band of W keys, encoders the full square. With an encoder-decoder it shows the
+kind of attention chosen (trace_views): the encoder's full square over the source,
+the decoder's growing causal triangle, or the cross-attention's rectangle, target
+rows × source columns, where nothing is masked and each step adds a row.
 """
 from __future__ import annotations
 
@@ -11,6 +14,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QSpinBox
 
+from explorer.app import trace_views
+from explorer.app.panels.attention_kind import AttentionKindBox
 from explorer.app.panels.base import Panel
 from explorer.app.panels.heatmap import Heatmap, short_label
 from explorer.app.session import Selection
@@ -22,6 +27,7 @@ RULES = {
     "causal": "causal: M_{ij} = 1 iff j ≤ i",
     "sliding": "sliding window: M_{ij} = 1 iff i − W < j ≤ i, W = {w}",
     "full": "full (bidirectional): M_{ij} = 1 for all i, j",
+    "cross": "cross-attention: M_{ij} = 1 for every target query i and source key j (nothing masked)",
 }
 
 
@@ -52,6 +58,8 @@ class MaskPanel(Panel):
         controls.addWidget(QLabel("replay"))
         controls.addWidget(self.slider, 1)
         controls.addWidget(self.step_label)
+        self.kind_box = AttentionKindBox(self)
+        controls.addWidget(self.kind_box)
         self.body.addLayout(controls)
         self.kinds_label = QLabel()
         self.kinds_label.setWordWrap(True)
@@ -62,11 +70,12 @@ class MaskPanel(Panel):
         self.heatmap.plot.setLabels(left="query i", top="key j")
         self.body.addWidget(self.view, 1)
         self.heatmap.on_hover = self._hover
-        self.heatmap.on_click = lambda row, col: self.select(token=row)
+        self.heatmap.on_click = lambda row, col: self.view and self.view.kind != "encoder" and self.select(token=row)
         self.layer_box.valueChanged.connect(lambda v: self.select(layer=v))
         self.slider.valueChanged.connect(self._slid)
         self.add_to_plot_menu(self.heatmap.plot)
         self.mask: np.ndarray | None = None
+        self.view: trace_views.View | None = None
         self._drawn = None
 
     def redraw(self) -> None:
@@ -77,7 +86,6 @@ class MaskPanel(Panel):
             self.heatmap.set_matrix(np.zeros((0, 0)), (0, 2))
             self.set_formula("M ∈ {0,1}^{N_Q×N_KV}")
             return
-        self.layer_box.setRange(0, trace.model.n_layers - 1)
         self.slider.setRange(0, trace.n_steps - 1)
         kinds = trace.model.layer_kinds
         self.kinds_label.setText("layers: " + "  ".join(
@@ -88,28 +96,37 @@ class MaskPanel(Panel):
         if trace is None or not trace.steps:
             return
         step = trace.n_steps - 1 if selection.step is None else selection.step
-        self.layer_box.setValue(selection.layer)
+        self.view = view = trace_views.view(trace, selection.attention, step)
+        self.kind_box.show_kind(trace.model, view.kind)
+        layer = min(selection.layer, view.n_layers - 1)
+        self.layer_box.setRange(0, view.n_layers - 1)
+        self.layer_box.setValue(layer)
         self.slider.setValue(step)
-        cross = selection.attention == "cross"
-        key = (selection.layer, step, cross)
+        key = (layer, step, view.kind)
         if key != self._drawn:
-            self._draw(selection.layer, step, cross)
+            self._draw(view, layer, step)
             self._drawn = key
-        self.heatmap.highlight(selection.token, selection.token)
+        token = selection.token if view.kind != "encoder" else None
+        self.heatmap.highlight(token, token if view.kind == "self" else None)
 
-    def _draw(self, layer: int, step: int, cross: bool) -> None:
-        trace = self.trace
-        self.mask = mask_at_step(trace, layer, step, cross)
-        labels = [short_label(t) for t in trace.token_text]
-        self.heatmap.set_matrix(self.mask, (0, 2), labels[: self.mask.shape[0]], labels[: self.mask.shape[1]],
-                                keep_view=True)
-        record = trace.steps[step]
-        kind = "cross" if cross else trace.model.layer_kinds[layer]
-        rule = RULES.get(kind, "cross-attention: every decoder query sees every encoder key").replace(
-            "{w}", str(trace.model.sliding_window))
+    def _draw(self, view: trace_views.View, layer: int, step: int) -> None:
+        trace = view.trace
+        self.mask = mask_at_step(trace, layer, view.step, view.cross)
+        rows = [short_label(t) for t in view.row_text()][: self.mask.shape[0]]
+        cols = [short_label(t) for t in view.column_text()][: self.mask.shape[1]]
+        self.heatmap.set_matrix(self.mask, (0, 2), rows, cols, keep_view=True)
+        names = {"encoder": ("source query i", "source key j"), "cross": ("target query i", "source key j")}
+        self.heatmap.plot.setLabels(**dict(zip(("left", "top"), names.get(view.kind, ("query i", "key j")))))
+        kind = "cross" if view.cross else trace.model.layer_kinds[layer]
+        rule = RULES.get(kind, kind).replace("{w}", str(trace.model.sliding_window))
         n_q, n_kv = self.mask.shape
-        self.set_formula(f"M ∈ {{0,1}}^{{{n_q}×{n_kv}}}   layer {layer}, {rule}")
-        self.step_label.setText(f"step {step + 1}/{trace.n_steps} ({record.kind}, +{record.n_new} "
+        where = {"encoder": "encoder ", "self": "decoder " if self.trace.model.is_encoder_decoder else ""}
+        self.set_formula(f"M ∈ {{0,1}}^{{{n_q}×{n_kv}}}   {where.get(view.kind, '')}layer {layer}, {rule}")
+        if view.kind == "encoder":
+            self.step_label.setText("the encoder pass: once, over the whole source, before any target token")
+            return
+        record = self.trace.steps[step]
+        self.step_label.setText(f"step {step + 1}/{self.trace.n_steps} ({record.kind}, +{record.n_new} "
                                 f"row{'s' if record.n_new != 1 else ''})")
 
     def _slid(self, value: int) -> None:
@@ -118,9 +135,9 @@ class MaskPanel(Panel):
             self.select(step=None if value >= trace.n_steps - 1 else value)
 
     def _hover(self, row, col) -> None:
-        if row is None or self.mask is None:
+        if row is None or self.mask is None or self.view is None:
             return
-        text = self.trace.token_text
+        rows, cols = self.view.row_text(), self.view.column_text()
         allowed = self.mask[row, col] != MASKED
         verdict = "may attend" if allowed else "is masked from"
-        self.readout.setText(f"query {row} {text[row]!r} {verdict} key {col} {text[col]!r}")
+        self.readout.setText(f"query {row} {rows[row]!r} {verdict} key {col} {cols[col]!r}")

@@ -5,6 +5,11 @@ K/V head (GQA/MQA), and for MLA the latent c_KV and the decoupled RoPE key.
 On request ("weights"), the projection weights W_h^Q, W^K and W^V of the head
 (MLA: W^{DKV}, W^{KR}, W_h^{UK}, W_h^{UV}), read from the worker's model by
 explorer.core.weights_view on the model thread, drawn below as heatmaps.
+
+With an encoder-decoder it follows the attention kind chosen (trace_views): the
+encoder's Q/K/V over the source, the decoder's over the target, or cross-attention's
+Q from the decoder (target rows) with K = C W^K and V = C W^V from the encoder
+output C (source rows, computed once).
 """
 from __future__ import annotations
 
@@ -13,6 +18,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSpinBox, QSplitter
 
+from explorer.app import trace_views
+from explorer.app.panels.attention_kind import AttentionKindBox
 from explorer.app.panels.base import Panel, dims, formula_html
 from explorer.app.panels.embeddings import symmetric_levels
 from explorer.app.panels.heatmap import Heatmap, short_label
@@ -52,6 +59,8 @@ class QKVPanel(Panel):
         self.weights_box = QCheckBox("projection weights")
         self.weights_box.setToolTip("read this head's projection weights from the model and draw them below")
         controls.addWidget(self.weights_box)
+        self.kind_box = AttentionKindBox(self)
+        controls.addWidget(self.kind_box)
         self.sharing = QLabel()
         controls.addWidget(self.sharing, 1)
         self.body.addLayout(controls)
@@ -75,6 +84,8 @@ class QKVPanel(Panel):
         self.pre_rope.toggled.connect(lambda _: None if self._updating else self._draw(self.session.selection))
         self.heatmaps: dict[str, Heatmap] = {}
         self.matrices: dict[str, np.ndarray] = {}
+        self.row_text: dict[str, tuple[str, ...]] = {}      # per matrix: the token of each row
+        self.attention_view: trace_views.View | None = None
         self._drawn = None
 
     def redraw(self) -> None:
@@ -82,7 +93,6 @@ class QKVPanel(Panel):
         trace = self.trace
         if trace is None or not trace.steps:
             return
-        self.layer_box.setRange(0, trace.model.n_layers - 1)
         self.head_box.setRange(0, trace.model.n_heads - 1)
         record = trace.steps[0].layers[0].attn
         self.pre_rope.setEnabled(record.q_pre_rope is not None)
@@ -91,19 +101,28 @@ class QKVPanel(Panel):
         trace = self.trace
         if trace is None or not trace.steps:
             return
-        self.layer_box.setValue(selection.layer)
+        self.attention_view = view = trace_views.view(trace, selection.attention, selection.step)
+        self.kind_box.show_kind(trace.model, view.kind)
+        self.layer_box.setRange(0, view.n_layers - 1)
+        self.layer_box.setValue(min(selection.layer, view.n_layers - 1))
         self.head_box.setValue(selection.head)
-        key = (selection.layer, selection.head, selection.step)
+        key = (selection.layer, selection.head, selection.step, view.kind)
         if key != self._drawn:
             self._draw(selection)
             self._drawn = key
-        for heatmap in self.heatmaps.values():
-            heatmap.highlight(selection.token, None)
+        for name, heatmap in self.heatmaps.items():
+            target_rows = view.kind == "self" or (view.kind == "cross" and name.startswith("Q"))
+            heatmap.highlight(selection.token if target_rows else None, None)
         self._request_weights(selection)
 
     def _matrices(self, selection: Selection) -> dict[str, np.ndarray]:
-        trace, layer, step = self.trace, selection.layer, selection.step
+        view = self.attention_view
+        trace, layer, step = view.trace, min(selection.layer, view.n_layers - 1), view.step
         head, kv = selection.head, trace.kv_head_of(selection.head)
+        if view.cross:                      # Q of the target; K, V of the source, made once from C
+            return {f"Q_{head}": trace.q(layer, head, step, cross=True).astype(np.float32),
+                    f"K_{kv}": trace.k(layer, kv, step, cross=True).astype(np.float32),
+                    f"V_{kv}": trace.v(layer, kv, step, cross=True).astype(np.float32)}
         before = self.pre_rope.isChecked() and self.pre_rope.isEnabled()
         q_field, k_field = ("q_pre_rope", "k_pre_rope") if before else ("q", "k")
         out = {f"Q_{head}": stacked(trace, layer, q_field, head, step),
@@ -125,16 +144,33 @@ class QKVPanel(Panel):
                              for i, name in enumerate(self.matrices)}
             for name, heatmap in self.heatmaps.items():
                 heatmap.plot.setTitle(name, size="10pt")
-                heatmap.on_click = lambda row, col: self.select(token=row)
+                heatmap.on_click = lambda row, col, name=name: self._click(name, row)
                 heatmap.on_hover = lambda row, col, name=name: self._hover(name, row, col)
-                if heatmap is not next(iter(self.heatmaps.values())):
-                    heatmap.plot.setYLink(next(iter(self.heatmaps.values())).plot)
+        self._link_rows()
         levels = symmetric_levels(np.concatenate([m.ravel() for m in self.matrices.values()]))
-        labels = [f"{i} {short_label(t)}" for i, t in enumerate(trace.token_text)]
         for name, matrix in self.matrices.items():
-            self.heatmaps[name].set_matrix(matrix, levels, labels[: len(matrix)],
-                                           [str(i) for i in range(matrix.shape[1])], keep_view=True)
-        self._describe(trace, selection)
+            labels = [f"{i} {short_label(t)}" for i, t in enumerate(self.row_text[name][: len(matrix)])]
+            self.heatmaps[name].set_matrix(matrix, levels, labels, [str(i) for i in range(matrix.shape[1])],
+                                           keep_view=True)
+        self._describe(self.attention_view.trace, selection)
+
+    def _link_rows(self) -> None:
+        """Matrices whose rows are the same tokens scroll together; cross-attention's Q (target) and K, V
+        (source) have different rows."""
+        view, first = self.attention_view, None
+        for name, heatmap in self.heatmaps.items():
+            source_rows = view.cross and not name.startswith("Q")
+            self.row_text[name] = view.column_text() if source_rows else view.row_text()
+            if first is None or (view.cross and name.startswith("K")):
+                first = heatmap
+                heatmap.plot.setYLink(None)
+            else:
+                heatmap.plot.setYLink(first.plot)
+
+    def _click(self, name: str, row: int) -> None:
+        view = self.attention_view
+        if view is not None and (view.kind == "self" or (view.cross and name.startswith("Q"))):
+            self.select(token=row)
 
     def _describe(self, trace, selection: Selection) -> None:
         h, kv = selection.head, trace.kv_head_of(selection.head)
@@ -142,6 +178,13 @@ class QKVPanel(Panel):
         q, k, v = (shapes[f"Q_{h}"], shapes[f"K_{kv}"], shapes[f"V_{kv}"])
         formula = (f"Q_{h} = X W_{h}^Q ∈ {dims(*q)},  K_{kv} = X W_{kv}^K ∈ {dims(*k)},"
                    f"  V_{kv} = X W_{kv}^V ∈ {dims(*v)}")
+        view = self.attention_view
+        if view.cross:
+            formula = (f"cross-attention: Q_{h} = X^Q W_{h}^Q ∈ {dims(*q)} with X^Q the decoder (target),"
+                       f"  K_{kv} = C W_{kv}^K ∈ {dims(*k)},  V_{kv} = C W_{kv}^V ∈ {dims(*v)} with"
+                       f" X^K = X^V = C the encoder output (source), computed once")
+        elif view.kind == "encoder" or (view.kind == "self" and self.trace.model.is_encoder_decoder):
+            formula = f"{'encoder' if view.kind == 'encoder' else 'decoder'} self-attention: {formula}"
         if "c_KV" in shapes:
             formula += f",  c_KV = X W^{{DKV}} ∈ {dims(*shapes['c_KV'])}"
         if "k_R" in shapes:
@@ -160,7 +203,7 @@ class QKVPanel(Panel):
     def _hover(self, name: str, row, col) -> None:
         if row is None or name not in self.matrices:
             return
-        text = self.trace.token_text[row]
+        text = self.row_text[name][row] if row < len(self.row_text.get(name, ())) else ""
         self.readout.setText(f"{name}[{row}, {col}] = {self.matrices[name][row, col]:.6g}   token {text!r}")
 
     # ----- projection weights, on request ---------------------------------------------------

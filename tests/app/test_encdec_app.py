@@ -1,0 +1,239 @@
+"""The app with an encoder-decoder (the bundled translate-en-zh) and with an encoder-only model.
+
+Panels are wrapped around a real Session fed the traces of the real translator; the
+window tests open the models through the real worker, as a person would.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from explorer.app import trace_views
+from explorer.app.panels import AttentionPanel, KVCachePanel, MaskPanel, QKVPanel
+from explorer.app.panels.mask import MASKED, NEW_ROW
+from explorer.app.session import Session
+
+TRANSLATOR = Path(__file__).resolve().parents[2] / "resources" / "models" / "translate-en-zh"
+SOURCE = "twelve thousand three hundred"
+TARGET = ["<s>", "一", "万", "二", "千", "三", "百"]
+
+
+def settle(app, condition, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the window did not settle"
+        app.processEvents()
+        time.sleep(0.005)
+
+
+@pytest.fixture(scope="module")
+def translation():
+    """The decoder after translating SOURCE greedily up to 百, and its trace after each step."""
+    from explorer.core.families import make_decoder
+    from explorer.core.runtime import load_model
+
+    loaded = load_model(TRANSLATOR)
+    decoder = make_decoder(loaded)
+    traces = [decoder.prefill(loaded.tokenizer.encode(SOURCE).ids)]
+    while len(traces[-1].token_text) < len(TARGET):
+        traces.append(decoder.step())
+    return decoder, traces
+
+
+@pytest.fixture
+def session(qtbot):
+    return Session()
+
+
+def make(qtbot, session, cls):
+    panel = cls(session)
+    qtbot.addWidget(panel)
+    panel.resize(900, 650)
+    panel.show()
+    return panel
+
+
+def test_cross_attention_map_is_target_rows_by_source_columns_and_rows_sum_to_one(qtbot, session, translation):
+    _, traces = translation
+    trace = traces[-1]
+    attention = make(qtbot, session, AttentionPanel)
+    session.set_trace(trace)
+    session.select(attention="cross", layer=2, head=1)
+    assert attention.kind_box.isVisible() and attention.kind_box.kinds == ("encoder", "self", "cross")
+    source = trace.encoder.token_text
+    assert source == ("<2zh>", "twelve", "␣thousand", "␣three", "␣hundred")   # the task token was added
+    assert attention.matrix.shape == (len(TARGET), len(source))                # T_target × T_source
+    assert np.allclose(attention.matrix.sum(axis=1), 1.0, atol=1e-4)
+    assert list(trace.token_text) == TARGET
+    assert attention.large.axes["left"]._labels == TARGET
+    assert attention.large.axes["top"]._labels == ["<2zh>", "twelve", "␣thousand", "␣three", "␣hundred"]
+    header = attention.header.text()
+    assert "X<sup>Q</sup>" in header and "X<sup>K</sup> = X<sup>V</sup> = C" in header
+    assert f"N<sub>Q</sub> = {len(TARGET)} target tokens ≠ N<sub>KV</sub> = {len(source)} source tokens" in header
+    # The decoder's self-attention is causal over the target, the encoder's full over the source.
+    session.select(attention="self")
+    assert attention.matrix.shape == (len(TARGET), len(TARGET))
+    assert np.isnan(attention.matrix[0, 1:]).all() and "decoder self-attention" in attention.formula
+    session.select(attention="encoder")
+    assert attention.matrix.shape == (len(source), len(source)) and np.isfinite(attention.matrix).all()
+    assert np.allclose(attention.matrix, trace.encoder.layers[2].attn.weights[1], atol=1e-6)
+    assert attention.large.axes["left"]._labels == attention.large.axes["top"]._labels
+
+
+def test_mask_panel_shows_the_full_encoder_square_the_growing_causal_triangle_and_the_cross_rectangle(
+        qtbot, session, translation):
+    _, traces = translation
+    mask = make(qtbot, session, MaskPanel)
+    session.set_trace(traces[-1])
+    n_target, n_source = len(TARGET), len(traces[-1].encoder.token_ids)
+    session.select(attention="cross")
+    assert mask.mask.shape == (n_target, n_source)
+    assert not (mask.mask == MASKED).any()                                      # nothing hidden
+    assert (mask.mask[-1] == NEW_ROW).all() and not (mask.mask[:-1] == NEW_ROW).any()  # this step's row
+    assert mask.heatmap.axes["top"]._labels[1] == "twelve" and "nothing masked" in mask.formula
+    session.select(step=2)                                                      # replay: the rectangle grows
+    assert mask.mask.shape == (3, n_source)
+    session.select(step=None, attention="self")
+    assert mask.mask.shape == (n_target, n_target)
+    assert ((mask.mask != MASKED) == np.tril(np.ones((n_target, n_target), bool))).all()
+    session.select(attention="encoder")
+    assert mask.mask.shape == (n_source, n_source) and not (mask.mask == MASKED).any()
+    assert "full (bidirectional)" in mask.formula and "encoder" in mask.formula
+
+
+def test_kv_panel_shows_the_cross_kv_fixed_while_the_self_attention_cache_grows(qtbot, session, translation):
+    decoder, traces = translation
+    kv = make(qtbot, session, KVCachePanel)
+    session.set_trace(traces[2])
+    cross_then, in_use_then = kv.cross_bytes.copy(), kv.total_in_use
+    session.set_trace(traces[-1])
+    assert list(kv.cross_bytes) == decoder.kv_cache.cross_bytes() == list(cross_then)   # does not grow
+    info = traces[-1].model
+    assert kv.cross_bytes[0] == info.n_kv_heads * 5 * (info.d_qk + info.d_v) * 4          # N_KV · S · (d_QK + d_V)
+    assert kv.total_in_use > in_use_then                                                   # the self cache grows
+    assert kv.total_in_use == sum(decoder.kv_cache.bytes_in_use())
+    assert "cross-attention K/V" in kv.summary.text() and "fixed" in kv.formula
+
+
+def test_qkv_panel_shows_target_queries_against_source_keys_and_values(qtbot, session, translation):
+    _, traces = translation
+    trace = traces[-1]
+    qkv = make(qtbot, session, QKVPanel)
+    session.set_trace(trace)
+    session.select(attention="cross", layer=1, head=3)
+    d = trace.model.d_qk
+    assert {name: m.shape for name, m in qkv.matrices.items()} == {"Q_3": (7, d), "K_3": (5, d), "V_3": (5, d)}
+    assert np.array_equal(qkv.matrices["K_3"], trace.steps[0].layers[1].cross.k[3])
+    assert qkv.row_text["K_3"] == trace.encoder.token_text and qkv.row_text["Q_3"] == trace.token_text
+    assert "X<sup>Q</sup>" in qkv.header.text() and "C W" in qkv.formula
+    session.select(attention="encoder")
+    assert qkv.matrices["Q_3"].shape == (5, d)
+    assert np.array_equal(qkv.matrices["Q_3"], trace.encoder.layers[1].attn.q[3])
+
+
+def test_export_writes_the_cross_map_as_npy_csv_and_png(qtbot, tmp_path, translation):
+    from explorer.app import export
+
+    trace = translation[1][-1]
+    view = trace_views.view(trace, "cross")
+    export.export_attention(view.trace, tmp_path / "cross.npy", 2, 0, cross=view.cross)
+    saved = np.load(tmp_path / "cross.npy")
+    assert saved.shape == (7, 5) and np.allclose(saved, trace.attention(2, cross=True)[0])
+    export.export_attention(view.trace, tmp_path / "cross.csv", 2, "all", cross=view.cross)
+    assert np.loadtxt(tmp_path / "cross.csv", delimiter=",").shape == (4 * 7, 5)
+    export.export_attention(view.trace, tmp_path / "cross.png", 2, 0, cross=True, size=(400, 300))
+    from PySide6.QtGui import QImage
+
+    assert QImage(str(tmp_path / "cross.png")).size().width() == 400
+    encoder = trace_views.view(trace, "encoder")
+    export.export_attention(encoder.trace, tmp_path / "encoder.npy", 0, "all")
+    assert np.load(tmp_path / "encoder.npy").shape == (4, 5, 5)
+
+
+# ----- the window ------------------------------------------------------------------------------
+@pytest.fixture
+def window(qtbot, tmp_path, monkeypatch):
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QMessageBox
+
+    from explorer.app.main_window import MainWindow
+    from explorer.app.settings import AppSettings
+
+    warnings = []
+    monkeypatch.setenv("TRANSFORMER_EXPLORER_HOME", str(tmp_path / "store"))
+    monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text, *a: warnings.append(text))
+    settings = AppSettings(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+    win = MainWindow(settings=settings, autosave_path=tmp_path / "autosave.json", catalog=lambda: [])
+    win.warnings = warnings
+    win.show()
+    yield win
+    win.close()
+
+
+def test_stepping_a_translation_in_the_window(qtbot, window):
+    from PySide6.QtWidgets import QApplication
+
+    window.prompt.set_text(SOURCE)
+    window.open_model(str(TRANSLATOR))
+    settle(QApplication.instance(), lambda: window.session.trace is not None and not window.worker.busy)
+    assert window.docks["prompt"].windowTitle() == "Source"
+    assert window.actions.step.isEnabled()
+    for _ in range(len(TARGET) - 1):
+        window.actions.step.trigger()
+        settle(QApplication.instance(), lambda: not window.worker.busy)
+    trace = window.session.trace
+    assert list(trace.token_text) == TARGET and not window.warnings
+    attention = window.docks["attention"].widget()
+    attention.kind_box.combo.setCurrentIndex(2)                      # the person picks cross-attention
+    assert window.session.selection.attention == "cross"
+    assert attention.matrix.shape == (len(TARGET), 5)
+    assert np.allclose(attention.matrix.sum(axis=1), 1.0, atol=1e-4)
+    window.actions.back.trigger()
+    settle(QApplication.instance(), lambda: not window.worker.busy and window.session.trace.n_tokens == 6)
+    assert attention.matrix.shape == (6, 5)
+    # A saved session of a translation replays from its source, not from the target's <s>.
+    assert window.session_state().prompt_ids[0] == trace.encoder.token_ids[0]
+
+
+def make_tiny_bert(folder: Path) -> Path:
+    """A random BERT (model_type "bert") with the tiny BPE tokenizer, as a Hugging Face folder."""
+    import torch
+    import transformers
+
+    from tests.app.tiny_model import make_tokenizer
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tokenizer = make_tokenizer(folder)
+    config = transformers.BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
+    torch.manual_seed(0)
+    transformers.BertModel(config).save_pretrained(folder, safe_serialization=True)
+    return folder
+
+
+def test_an_encoder_only_model_disables_step_and_says_why(qtbot, window, tmp_path):
+    from PySide6.QtWidgets import QApplication
+
+    from explorer.core.encoder import NO_DECODING
+
+    bert = make_tiny_bert(tmp_path / "tiny-bert")
+    window.prompt.set_text("To be, or not")
+    window.open_model(str(bert))
+    settle(QApplication.instance(), lambda: window.session.trace is not None and not window.worker.busy)
+    trace = window.session.trace
+    assert trace.model.is_encoder_only and [s.kind for s in trace.steps] == ["encode"]
+    for action in (window.actions.step, window.actions.back, window.actions.play):
+        assert not action.isEnabled()
+        assert NO_DECODING[1:] in action.toolTip()              # the engine's sentence, capitalised
+    assert window.actions.run.isEnabled()
+    window.controller.step()                                          # Space or Play cannot get past it either
+    settle(QApplication.instance(), lambda: not window.worker.busy)
+    assert window.session.trace is trace and not window.warnings
+    attention = window.docks["attention"].widget()
+    n = trace.n_tokens
+    assert attention.matrix.shape == (n, n) and np.isfinite(attention.matrix).all()   # the full mask
+    assert not attention.kind_box.isVisible()
+    assert window.docks["prompt"].windowTitle() == "Prompt"
