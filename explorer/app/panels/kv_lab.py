@@ -17,12 +17,13 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QFont
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton,
-                               QSpinBox, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+                               QSpinBox, QSplitter, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout,
+                               QWidget)
 
 from explorer.app import export
 from explorer.app.panels.base import Panel
 from explorer.app.panels.heatmap import Heatmap
-from explorer.app.panels.kv_plot import DTYPES, BytesPlot
+from explorer.app.panels.kv_plot import DTYPES, BytesPlot, save_bytes_plot
 from explorer.app.panels.model_call import Executor, ModelCall, thread_executor
 from explorer.app.session import Selection
 from explorer.core import kv_variants as kv
@@ -81,12 +82,15 @@ class KVLabPanel(Panel):
         self.runner.failed.connect(self._on_run_failed)
         self.set_formula("bytes/token = Σ_l width_l · bytes(dtype):  MHA 2·N_Q·d_h,  GQA 2·N_KV·d_h,  "
                          "MQA 2·d_h,  MLA d_c + d_R")
-        splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(self._table_section())
         self.plot = BytesPlot()
-        splitter.addWidget(self.plot)
-        splitter.addWidget(self._runner_section())
-        self.body.addWidget(splitter, 1)
+        variants = QSplitter(Qt.Orientation.Horizontal)
+        variants.addWidget(self._table_section())
+        variants.addWidget(self.plot)
+        variants.setSizes([500, 700])
+        self.tabs = QTabWidget()                   # a bottom dock is short: one idea per tab
+        self.tabs.addTab(variants, "Cache per variant")
+        self.tabs.addTab(self._runner_section(), "What-if conversion")
+        self.body.addWidget(self.tabs, 1)
         for plot in self.plot.plots.values():
             self.add_to_plot_menu(plot)
         session.model_changed.connect(self._on_model_changed)
@@ -116,13 +120,19 @@ class KVLabPanel(Panel):
         self.tokens_box.setPrefix("tokens ")
         self.ranks_edit = QLineEdit()
         self.ranks_edit.setPlaceholderText("MLA ranks (default 2, 4, 8 × d_h)")
-        for widget in (self.source_label, self.open_button, self.bundled_box, self.model_button, self.dtype_box, self.tokens_box,
-                       self.ranks_edit):
+        self.compare_button = QPushButton("Compare MHA/MQA/GQA/MLA…")
+        self.compare_button.setToolTip("open the four natively trained Shakespeare models and step one prompt in all")
+        self.compare_button.clicked.connect(lambda: self.open_variants_window())
+        for widget in (self.source_label, self.open_button, self.bundled_box, self.model_button, self.compare_button):
             row.addWidget(widget)
+        second = QHBoxLayout()
+        for widget in (self.dtype_box, self.tokens_box, self.ranks_edit):
+            second.addWidget(widget)
         self.dtype_box.currentTextChanged.connect(lambda _: self.update_table(replot=False))
         self.tokens_box.valueChanged.connect(lambda _: self.update_table(replot=False))
         self.ranks_edit.editingFinished.connect(self.update_table)
         layout.addLayout(row)
+        layout.addLayout(second)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.verticalHeader().setVisible(False)
@@ -146,11 +156,8 @@ class KVLabPanel(Panel):
         self.cancel_button.clicked.connect(self.runner.cancel)
         self.progress = QProgressBar()
         self.progress.setRange(0, 100)
-        self.compare_button = QPushButton("Compare MHA/MQA/GQA/MLA…")
-        self.compare_button.setToolTip("open the four natively trained Shakespeare models and step one prompt in all")
-        self.compare_button.clicked.connect(self.open_variants_window)
         for widget in (QLabel("what if:"), self.variant_box, self.steps_box, self.run_button, self.cancel_button,
-                       self.progress, self.compare_button):
+                       self.progress):
             row.addWidget(widget)
         layout.addLayout(row)
         self.run_summary = QLabel(" ")
@@ -341,7 +348,9 @@ class KVLabPanel(Panel):
         return export.atomic_write(Path(path), lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
 
     def save_plot(self, path, width: int = 1000, height: int = 700) -> Path:
-        return export.save_figure(self.plot, Path(path), width, height)
+        if self.shape is None:
+            raise export.ExportError(f"Cannot export {path}: open a model or a config first.")
+        return save_bytes_plot(Path(path), self.shape, self.ranks(), self.source_name, width, height)
 
     def make_export_actions(self) -> list[QAction]:
         actions = []

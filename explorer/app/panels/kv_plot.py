@@ -41,7 +41,13 @@ class BytesPlot(pg.GraphicsLayoutWidget):
             if col:
                 plot.setYLink(self.plots[DTYPES[0]])
             self.plots[dtype] = plot
-        self.legend = self.plots[DTYPES[0]].addLegend(offset=(10, 10), labelTextSize="8pt")
+        # The legend sits in a column of its own beside the plots, so it hides no curve.
+        self.legend_box = self.addViewBox(row=1, col=len(DTYPES), enableMouse=False)
+        self.ci.layout.setColumnFixedWidth(len(DTYPES), 130)
+        self.ci.layout.setRowStretchFactor(1, 1)
+        self.legend = pg.LegendItem(labelTextSize="8pt")
+        self.legend.setParentItem(self.legend_box)
+        self.legend.anchor(itemPos=(0, 0), parentPos=(0, 0), offset=(0, 10))
         self.unit = MIB
 
     def curves(self, dtype: str) -> list[pg.PlotDataItem]:
@@ -70,7 +76,31 @@ class BytesPlot(pg.GraphicsLayoutWidget):
                                width=4 if variant.native else 1.5,
                                style=Qt.PenStyle.DashLine if variant.kind == "mla" else Qt.PenStyle.SolidLine)
                 label = variant.name + (" (native)" if variant.native else "")
-                item = plot.plot(tokens, curve, pen=pen, name=label if col == 0 else None)
+                item = plot.plot(tokens, curve, pen=pen)
                 item.variant_name = label
+                if col == 0:
+                    self.legend.addItem(item, label)
             plot.setXRange(0, float(tokens[-1]), padding=0.02)
-        self.title.setText(f"{name}: KV-cache bytes against tokens (all layers) at float32, bfloat16 and 8-bit")
+        self.title.setText(f"{name[:40]}: KV cache (all layers) against tokens")
+
+
+def save_bytes_plot(path, shape: kv.CacheShape, ranks: list[int] | None, name: str, width: int, height: int):
+    """The plot laid out offscreen at exactly width × height and written as PNG or SVG (see export)."""
+    from PySide6.QtWidgets import QApplication
+
+    from explorer.app import export
+
+    figure = BytesPlot()
+    figure.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+    figure.setFixedSize(width, height)
+    figure.setBackground("#101014")
+    figure.draw(shape, ranks, name)
+    figure.show()
+    QApplication.processEvents()
+    figure.ci.setGeometry(0, 0, width, height)
+    QApplication.processEvents()
+    try:
+        return export.save_figure(figure, path, width, height)
+    finally:
+        figure.close()
+        figure.deleteLater()
