@@ -5,19 +5,12 @@ previous model loaded, its trace shown and Step working; no pickle payload runs.
 """
 from __future__ import annotations
 
-import time
-
 import pytest
-from PySide6.QtCore import QSettings
-from PySide6.QtWidgets import QMessageBox
 
-from explorer.app.main_window import MainWindow
-from explorer.app.settings import AppSettings
-from tests.app.tiny_model import make_tiny_llama
+from tests.app.shared_window import window_with_tiny_model
 from tests.malformed_corpus import CASE_IDS, CASES, MARKER, good_folder
 
 pytest.importorskip("transformers")
-PROMPT = "To be, or not"
 
 
 @pytest.fixture(scope="module")
@@ -28,30 +21,8 @@ def dialogs():
 @pytest.fixture(scope="module")
 def window(qapp, tmp_path_factory, dialogs):
     """One window for the whole corpus, with the tiny Llama open: every failure must leave it working."""
-    root = tmp_path_factory.mktemp("malformed-app")
-    tiny = make_tiny_llama(root / "tiny-llama")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("TRANSFORMER_EXPLORER_HOME", str(root / "store"))
-        patch.setattr(QMessageBox, "warning", lambda parent, title, text, *a: dialogs["warnings"].append(text))
-        patch.setattr(QMessageBox, "question",
-                      lambda parent, title, text, *a: dialogs["questions"].append(text) or QMessageBox.StandardButton.No)
-        settings = AppSettings(QSettings(str(root / "settings.ini"), QSettings.Format.IniFormat))
-        window = MainWindow(settings=settings, autosave_path=root / "autosave.json", catalog=lambda: [])
-        window.show()
-        window.prompt.set_text(PROMPT)
-        window.open_model(str(tiny))
-        _wait(qapp, lambda: window.session.trace is not None and not window.worker.busy)
-        window.tiny = tiny
+    with window_with_tiny_model(qapp, tmp_path_factory.mktemp("malformed-app"), dialogs) as window:
         yield window
-        window.close()
-
-
-def _wait(app, condition, timeout_s: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "the window did not settle"
-        app.processEvents()
-        time.sleep(0.005)
 
 
 def opened_badly(qtbot, window, dialogs, path) -> str:

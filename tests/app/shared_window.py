@@ -1,0 +1,50 @@
+"""One window with the tiny Llama open, shared by all the tests of a module (building one costs seconds).
+
+Dialogs are patched for the window's whole life: warnings are recorded, questions
+are recorded and answered No, so nothing is ever cut without a test saying so.
+"""
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QMessageBox
+
+from explorer.app.main_window import MainWindow
+from explorer.app.settings import AppSettings
+from tests.app.tiny_model import make_tiny_llama
+
+
+@contextmanager
+def window_with_tiny_model(app, root: Path, dialogs: dict, prompt: str = "To be, or not"):
+    """Yield a shown MainWindow in which the tiny Llama at root/tiny-llama has prefilled `prompt`."""
+    tiny = make_tiny_llama(root / "tiny-llama")
+    dialogs.setdefault("warnings", [])
+    dialogs.setdefault("questions", [])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TRANSFORMER_EXPLORER_HOME", str(root / "store"))
+        patch.setattr(QMessageBox, "warning", lambda parent, title, text, *a: dialogs["warnings"].append(text))
+        patch.setattr(QMessageBox, "question",
+                      lambda parent, title, text, *a: dialogs["questions"].append(text) or QMessageBox.StandardButton.No)
+        settings = AppSettings(QSettings(str(root / "settings.ini"), QSettings.Format.IniFormat))
+        window = MainWindow(settings=settings, autosave_path=root / "autosave.json", catalog=lambda: [])
+        window.show()
+        window.prompt.set_text(prompt)
+        window.open_model(str(tiny))
+        settle(app, lambda: window.session.trace is not None and not window.worker.busy)
+        window.tiny = tiny
+        try:
+            yield window
+        finally:
+            window.close()
+
+
+def settle(app, condition, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the window did not settle"
+        app.processEvents()
+        time.sleep(0.005)
