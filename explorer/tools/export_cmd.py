@@ -2,6 +2,8 @@
 
 The same figures and files as the app's export menu: one head, all heads of a
 layer (`--head all`) or the full grid (`--layer all`), as PNG, SVG, CSV or .npy.
+With an encoder-decoder, `--prompt` is the source and `--attention` picks the
+encoder's self-attention, the decoder's (the default) or the cross-attention.
 """
 from __future__ import annotations
 
@@ -25,6 +27,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--scores", action="store_true", help="pre-softmax scores S instead of the weights A")
     parser.add_argument("--log", action="store_true", help="log10 colour scale for the weights")
     parser.add_argument("--every-step", action="store_true", help="write one numbered file per step")
+    parser.add_argument("--attention", choices=("self", "cross", "encoder"), default="self",
+                        help="encoder-decoders: decoder self-attention (default), cross-attention "
+                             "[target x source] or the encoder's self-attention over the source")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32")
 
@@ -61,26 +66,42 @@ def run(args) -> int:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance() or QApplication(["transformer-explorer"])
-    options = dict(values="scores" if args.scores else "weights", log=args.log, size=size)
+    view = _view(trace, args.attention)
+    options = dict(values="scores" if args.scores else "weights", log=args.log, size=size, cross=view.cross)
     if args.every_step:
-        written = export.export_frames(trace, output, layer, head, **options)
+        written = export.export_frames(view.trace, output, layer, head, **options)
     else:
-        written = [export.export_attention(trace, output, layer, head, step=args.at_step, **options)]
+        step = args.at_step if view.kind != "encoder" else None
+        written = [export.export_attention(view.trace, output, layer, head, step=step, **options)]
     app.processEvents()
     for path in written:
         print(path)
     return 0
 
 
+def _view(trace, kind: str):
+    """The Trace that holds the attention asked for (trace_views); a kind the model lacks is an error."""
+    from explorer.app import trace_views
+
+    if kind not in trace_views.kinds_of(trace.model):
+        raise ExplorerError(f"--attention {kind} needs an encoder-decoder model; {trace.model.name} has "
+                            "only self-attention.")
+    return trace_views.view(trace, kind)
+
+
 def _decode(args):
-    from explorer.core.decode import Decoder
+    from explorer.core.families import can_generate, make_decoder
     from explorer.core.runtime import load_model
 
     loaded = load_model(args.model, device=args.device, dtype=args.dtype)
     tokens = loaded.tokenizer.encode(args.prompt)
     if len(tokens.ids) == 0:
         raise ExplorerError(f"The prompt {args.prompt!r} gives no tokens to run.")
-    decoder = Decoder(loaded)
+    if args.steps and not can_generate(loaded):
+        from explorer.core.encoder import NO_DECODING
+
+        raise ExplorerError(f"--steps {args.steps}: {NO_DECODING}; use --steps 0.")
+    decoder = make_decoder(loaded)
     trace = decoder.prefill(tokens.ids)
     for _ in range(args.steps):
         trace = decoder.step()

@@ -237,3 +237,19 @@ def test_an_encoder_only_model_disables_step_and_says_why(qtbot, window, tmp_pat
     assert attention.matrix.shape == (n, n) and np.isfinite(attention.matrix).all()   # the full mask
     assert not attention.kind_box.isVisible()
     assert window.docks["prompt"].windowTitle() == "Prompt"
+
+
+def test_the_export_command_writes_cross_and_encoder_attention_of_a_translation(qapp, tmp_path, monkeypatch):
+    from explorer import cli
+
+    monkeypatch.setattr(cli, "SUBCOMMANDS", {"export": cli.SUBCOMMANDS["export"]})
+    run = ("export", "--model", str(TRANSLATOR), "--prompt", "March 5, 2024", "--steps", "11", "--layer", "2")
+    assert cli.main([*run, "--attention", "cross", "--head", "all", "-o", str(tmp_path / "cross.npy")]) == 0
+    cross = np.load(tmp_path / "cross.npy")
+    assert cross.shape == (4, 12, 8)                  # heads × (<s> + 11 target tokens) × (<2zh> + 7 source tokens)
+    assert np.allclose(cross.sum(axis=-1), 1.0, atol=1e-4)
+    assert cli.main([*run, "--attention", "encoder", "--head", "0", "-o", str(tmp_path / "encoder.csv")]) == 0
+    assert np.loadtxt(tmp_path / "encoder.csv", delimiter=",").shape == (8, 8)
+    assert cli.main([*run, "--attention", "cross", "--head", "0", "-o", str(tmp_path / "cross.png")]) == 0
+    assert cli.main(["export", "--model", str(TRANSLATOR), "--prompt", "x", "--attention", "cross",
+                     "--layer", "9", "-o", str(tmp_path / "bad.npy")]) == 2
