@@ -3,7 +3,9 @@
     .venv/bin/python bench/bench_app.py [--model smollm2-135m] [--steps 8] [--grid-tokens 512] [--cold-runs 2]
 
 - step_to_repaint: press Step -> every visible panel repainted, minus the model's own step time
-  (StepRecord.ms). Target <= 50 ms. The window is the default layout at 1600x1000.
+  (StepRecord.ms). Target <= 50 ms. The window is the default layout at 1600x1000. `beyond_model_ms`
+  ends when Qt has painted the dirty regions; `beyond_model_full_repaint_ms` adds a forced repaint of
+  the whole window, an upper bound.
 - full_grid: the attention panel's grid of every layer x head (30 x 9 for SmolLM2) at 512 tokens,
   downsampled from the trace and painted, with the reduced-row cache cold and after one more step.
   Target <= 150 ms.
@@ -82,9 +84,11 @@ def step_to_repaint(app, window, errors, steps: int) -> dict:
     arrivals: list[tuple[float, float]] = []
 
     def on_trace(_trace) -> None:          # connected after the controller's slot: the panels have redrawn
-        app.processEvents()
-        window.repaint()
-        arrivals.append((time.perf_counter(), time.thread_time()))
+        for _ in range(3):                  # the scenes' posted updates, then the paints of the dirty regions
+            app.processEvents()
+        painted, cpu = time.perf_counter(), time.thread_time()
+        window.repaint()                    # an upper bound: every widget of the window painted again
+        arrivals.append((painted, cpu, time.perf_counter()))
 
     samples = []
     for _ in range(steps):
@@ -95,10 +99,11 @@ def step_to_repaint(app, window, errors, steps: int) -> dict:
         window.actions.step.trigger()
         wait(app, lambda: arrivals and window.session.trace.n_steps > before, errors, "a step")
         window.worker.trace_ready.disconnect(on_trace)
-        t1, cpu1 = arrivals[-1]
+        t1, cpu1, t_full = arrivals[-1]
         model_ms = float(window.session.trace.steps[-1].ms)
         samples.append({"total_ms": 1e3 * (t1 - t0), "model_ms": model_ms,
-                        "beyond_model_ms": 1e3 * (t1 - t0) - model_ms, "gui_cpu_ms": 1e3 * (cpu1 - cpu0)})
+                        "beyond_model_ms": 1e3 * (t1 - t0) - model_ms, "gui_cpu_ms": 1e3 * (cpu1 - cpu0),
+                        "beyond_model_full_repaint_ms": 1e3 * (t_full - t0) - model_ms})
     result = {key: round(statistics.median(s[key] for s in samples), 1) for key in samples[0]}
     result["visible_panels"] = [name for name, dock in window.docks.items()
                                 if getattr(dock.widget(), "is_shown", dock.widget().isVisible)()]
@@ -117,12 +122,16 @@ def per_panel_redraw(app, window) -> dict:
         app.processEvents()
         panel = dock.widget()
         runs = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            panel.refresh()
-            app.processEvents()
-            panel.repaint()
-            runs.append(1e3 * (time.perf_counter() - t0))
+        try:
+            for _ in range(3):
+                t0 = time.perf_counter()
+                panel.refresh()
+                app.processEvents()
+                panel.repaint()
+                runs.append(1e3 * (time.perf_counter() - t0))
+        except Exception as error:          # a panel being rewritten must not stop the other numbers
+            costs[name] = f"failed: {type(error).__name__}: {error}"
+            continue
         costs[name] = round(min(runs), 1)
     window.default_layout()
     window.resize(*WINDOW_SIZE)
