@@ -4,7 +4,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 
 from explorer.core.trace import ModelInfo, Trace
-from explorer.core.trace import _nbytes_of as nbytes_of
+from explorer.core.trace import nbytes_of
 
 
 def human_count(n: int) -> str:

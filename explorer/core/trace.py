@@ -225,7 +225,7 @@ class Trace:
 
     def nbytes(self) -> int:
         """Memory held by the trace's arrays."""
-        return _nbytes_of(self.steps + ((self.encoder,) if self.encoder else ()))
+        return nbytes_of(self.steps + ((self.encoder,) if self.encoder else ()))
 
     # ----- helpers ------------------------------------------------------------
     def _step_slice(self, upto_step: int | None) -> tuple[StepRecord, ...]:
@@ -271,7 +271,7 @@ class Trace:
         return out
 
 
-def _nbytes_of(obj, seen: set | None = None) -> int:
+def nbytes_of(obj, seen: set | None = None) -> int:
     """Bytes held by the arrays under `obj`, counting an array shared by several records once."""
     seen = set() if seen is None else seen
     if isinstance(obj, np.ndarray):
@@ -280,7 +280,7 @@ def _nbytes_of(obj, seen: set | None = None) -> int:
         seen.add(id(obj))
         return int(obj.nbytes)
     if isinstance(obj, (tuple, list)):
-        return sum(_nbytes_of(o, seen) for o in obj)
+        return sum(nbytes_of(o, seen) for o in obj)
     if hasattr(obj, "__dataclass_fields__"):
-        return sum(_nbytes_of(getattr(obj, f), seen) for f in obj.__dataclass_fields__ if not f.startswith("_"))
+        return sum(nbytes_of(getattr(obj, f), seen) for f in obj.__dataclass_fields__ if not f.startswith("_"))
     return 0
