@@ -253,3 +253,12 @@ def test_the_export_command_writes_cross_and_encoder_attention_of_a_translation(
     assert cli.main([*run, "--attention", "cross", "--head", "0", "-o", str(tmp_path / "cross.png")]) == 0
     assert cli.main(["export", "--model", str(TRANSLATOR), "--prompt", "x", "--attention", "cross",
                      "--layer", "9", "-o", str(tmp_path / "bad.npy")]) == 2
+
+
+def test_cross_qkv_rows_keep_their_own_range_after_showing_the_self_attention(qtbot, session, translation):
+    trace = translation[1][-1]
+    qkv = make(qtbot, session, QKVPanel)
+    session.set_trace(trace)                                       # drawn once as self-attention: 7 rows each
+    session.select(attention="cross")
+    ranges = {name: heatmap.plot.getViewBox().viewRange()[1] for name, heatmap in qkv.heatmaps.items()}
+    assert ranges == {"Q_0": [-0.5, 6.5], "K_0": [-0.5, 4.5], "V_0": [-0.5, 4.5]}

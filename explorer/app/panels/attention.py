@@ -242,7 +242,7 @@ def attention_formula(trace, kind: str, values: str, layer: int, head: int, shap
     if kind == "cross":
         return (f"cross-attention {what} ∈ {dims(n_q, n_kv)},  Q_h = X^Q W_h^Q with X^Q the decoder (target),"
                 f"  K_h = C W_h^K, V_h = C W_h^V with X^K = X^V = C the encoder output (source):"
-                f"  N_Q = {n_q} target tokens ≠ N_{{KV}} = {n_kv} source tokens;"
+                f"  N_Q = {n_q} target tokens {'≠' if n_q != n_kv else 'and'} N_{{KV}} = {n_kv} source tokens;"
                 f"   layer {layer}, head {head} of {info.n_heads}, d_{{QK}} = {info.d_qk}")
     kv = trace.kv_head_of(head)
     prefix = {"encoder": "encoder self-attention (full mask) ", "self": ""}.get(kind, "")

@@ -122,6 +122,12 @@ class MaskPanel(Panel):
         n_q, n_kv = self.mask.shape
         where = {"encoder": "encoder ", "self": "decoder " if self.trace.model.is_encoder_decoder else ""}
         self.set_formula(f"M ∈ {{0,1}}^{{{n_q}×{n_kv}}}   {where.get(view.kind, '')}layer {layer}, {rule}")
+        if self.trace.model.is_encoder_decoder:
+            names = {"encoder": "encoder layers", "self": "decoder layers",
+                     "cross": "cross-attention of the decoder layers"}
+            kinds = ("cross",) * view.n_layers if view.cross else trace.model.layer_kinds
+            self.kinds_label.setText(f"{names[view.kind]}: " + "  ".join(
+                f"<b>L{i}</b> {'unmasked' if kind == 'cross' else kind}" for i, kind in enumerate(kinds)))
         if view.kind == "encoder":
             self.step_label.setText("the encoder pass: once, over the whole source, before any target token")
             return

@@ -86,6 +86,7 @@ class QKVPanel(Panel):
         self.matrices: dict[str, np.ndarray] = {}
         self.row_text: dict[str, tuple[str, ...]] = {}      # per matrix: the token of each row
         self.attention_view: trace_views.View | None = None
+        self._framed_kind = None                   # the attention kind the views were last framed for
         self._drawn = None
 
     def redraw(self) -> None:
@@ -148,24 +149,22 @@ class QKVPanel(Panel):
                 heatmap.on_hover = lambda row, col, name=name: self._hover(name, row, col)
         self._link_rows()
         levels = symmetric_levels(np.concatenate([m.ravel() for m in self.matrices.values()]))
+        reframe, self._framed_kind = self.attention_view.kind != self._framed_kind, self.attention_view.kind
         for name, matrix in self.matrices.items():
             labels = [f"{i} {short_label(t)}" for i, t in enumerate(self.row_text[name][: len(matrix)])]
             self.heatmaps[name].set_matrix(matrix, levels, labels, [str(i) for i in range(matrix.shape[1])],
-                                           keep_view=True)
+                                           keep_view=not reframe)
         self._describe(self.attention_view.trace, selection)
 
     def _link_rows(self) -> None:
-        """Matrices whose rows are the same tokens scroll together; cross-attention's Q (target) and K, V
-        (source) have different rows."""
-        view, first = self.attention_view, None
+        """Matrices whose rows are the same tokens scroll together; cross-attention's Q (target rows) and
+        K, V (source rows) each keep their own rows."""
+        view = self.attention_view
+        first = next(iter(self.heatmaps.values()))
         for name, heatmap in self.heatmaps.items():
             source_rows = view.cross and not name.startswith("Q")
             self.row_text[name] = view.column_text() if source_rows else view.row_text()
-            if first is None or (view.cross and name.startswith("K")):
-                first = heatmap
-                heatmap.plot.setYLink(None)
-            else:
-                heatmap.plot.setYLink(first.plot)
+            heatmap.plot.setYLink(None if view.cross or heatmap is first else first.plot)
 
     def _click(self, name: str, row: int) -> None:
         view = self.attention_view
