@@ -20,13 +20,13 @@ import numpy as np
 import torch
 
 from explorer.core.capture import StepCapture
-from explorer.core.decode import RECORD_DTYPES, RecordOptions
+from explorer.core.decode import StepDecoder
 from explorer.core.encdec import TargetStep
-from explorer.core.encoder import attention_record, residual_norm
 from explorer.core.errors import ContextOverflowError, ExplorerError
 from explorer.core.kv_cache import HeadCache
-from explorer.core.sampling import Sampling, choose
-from explorer.core.trace import LayerRecord, StepRecord, Trace
+from explorer.core.recording import RecordOptions, attention_record
+from explorer.core.sampling import Sampling
+from explorer.core.trace import StepRecord, Trace
 
 TO_ZH, TO_EN = "<2zh>", "<2en>"
 CJK = re.compile(r"[\u3400-\u9fff]")
@@ -70,24 +70,20 @@ class EncDecCache:
         return [k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in self.cross]
 
 
-class EncDecDecoder:
+class EncDecDecoder(StepDecoder):
     """One translation through an encoder-decoder: the encoder pass, then one StepRecord per target token."""
 
-    can_generate = True
+    prompt_name = "a source text"
+    full_context = "the target is full: {} tokens"
 
     def __init__(self, loaded, record: RecordOptions = RecordOptions(), sampling: Sampling = Sampling(),
                  capacity: int | None = None):
-        self.loaded, self.model, self.config = loaded, loaded.model, loaded.config
-        self.record, self.sampling = record, sampling
-        weight = self.model.embed.weight
-        self.device, self.dtype = weight.device, weight.dtype
+        super().__init__(loaded, record, sampling)
         self.kv_cache = EncDecCache(self.config, capacity or self.config.max_positions, self.dtype, self.device)
-        self._hidden: list[torch.Tensor] = []            # per step: decoder states (n_new, d)
         self._cross_np: list[dict] = []                  # per layer: the recorded cross K, V (shared by all steps)
         self._encoded: StepRecord | None = None
         self.trace = Trace(model=loaded.info)
 
-    # ----- the four moves ----------------------------------------------------------------
     def prefill(self, ids) -> Trace:
         """Encode the source (a task token is added if missing) and run the decoder on <s>."""
         source = self.source_ids(np.asarray(getattr(ids, "ids", ids), dtype=np.int64).reshape(-1))
@@ -100,35 +96,6 @@ class EncDecDecoder:
         first = self._run(np.array([self.config.bos_id], dtype=np.int64), "prefill")
         self.trace = self._trace((first,))
         return self.trace
-
-    def step(self) -> Trace:
-        if not self.trace.steps:
-            raise ExplorerError("nothing to continue: call prefill with a source text first")
-        if self.kv_cache.length >= self.config.max_positions:
-            raise ContextOverflowError(f"the target is full: {self.config.max_positions} tokens")
-        token = np.array([self.trace.steps[-1].chosen_id], dtype=np.int64)
-        self.trace = self._trace(self.trace.steps + (self._run(token, "decode"),))
-        return self.trace
-
-    def back(self) -> Trace:
-        if len(self.trace.steps) <= 1:
-            return self.trace
-        steps = self.trace.steps[:-1]
-        self._hidden.pop()
-        self.kv_cache.truncate(sum(s.n_new for s in steps))
-        self.trace = self._trace(steps)
-        return self.trace
-
-    def force(self, token_id: int) -> Trace:
-        if not self.trace.steps:
-            raise ExplorerError("nothing to force: call prefill with a source text first")
-        self._check_ids(np.array([token_id]))
-        last = replace(self.trace.steps[-1], chosen_id=int(token_id), forced=True)
-        self.trace = self._trace(self.trace.steps[:-1] + (last,))
-        return self.trace
-
-    def set_sampling(self, sampling: Sampling) -> None:
-        self.sampling = sampling
 
     # ----- on demand ---------------------------------------------------------------------
     def source_ids(self, ids: np.ndarray) -> np.ndarray:
@@ -164,14 +131,6 @@ class EncDecDecoder:
     def _trace(self, steps: tuple[StepRecord, ...]) -> Trace:
         return Trace(model=self.loaded.info, steps=steps, encoder=self._encoded)
 
-    def _check_ids(self, ids: np.ndarray) -> None:
-        bad = ids[(ids < 0) | (ids >= self.config.vocab_size)]
-        if bad.size:
-            raise ExplorerError(f"token id {int(bad[0])} is outside the vocabulary of {self.config.vocab_size}")
-
-    def _np(self, tensor: torch.Tensor) -> np.ndarray:
-        return tensor.detach().to("cpu", RECORD_DTYPES[self.record.dtype]).numpy()
-
     def _encode(self, source: np.ndarray) -> StepRecord:
         """C = Encoder(source), the cross K/V of every layer, and the encoder's StepRecord."""
         started = time.perf_counter()
@@ -181,46 +140,19 @@ class EncDecDecoder:
             memory = self.model.encode(source_t[None], None, capture)              # C: (1, S, d_model)
             self.kv_cache.cross = self.model.cross_keys_values(memory)             # once per source
             self._cross_np = [{"k": self._np(k[0]), "v": self._np(v[0])} for k, v in self.kv_cache.cross]
-            positions = np.arange(len(source), dtype=np.int64)
-            layers = tuple(LayerRecord(x=self._np(values["x"]), attn=attention_record(values, self._np),
-                                       residual_norm=residual_norm(values), kv_bytes_in_use=0, kv_bytes_allocated=0)
-                           for values in capture.layers)
-            record = StepRecord(
-                kind="encode", positions=positions, token_ids=source.copy(), token_text=self._texts(source),
-                embeddings=self._np(self.model.embed.weight[source_t]), layers=layers,
-                top_ids=np.zeros((len(source), 0), dtype=np.int64),
-                top_probs=np.zeros((len(source), 0), dtype=np.float32),
-                pos_embeddings=self._np(self.model.positional(positions)))
+            record = self._encode_record(source, capture, self.model.embed.weight[source_t],
+                                         self.model.positional(np.arange(len(source), dtype=np.int64)))
         return replace(record, ms=(time.perf_counter() - started) * 1000.0)
 
-    def _run(self, ids: np.ndarray, kind: str) -> StepRecord:
-        started = time.perf_counter()
-        positions = np.arange(self.kv_cache.length, self.kv_cache.length + len(ids), dtype=np.int64)
-        capture = StepCapture(self.config.n_decoder_layers)
-        with torch.inference_mode():
-            ids_t = torch.as_tensor(ids, device=self.device)
-            hidden = self.model.decode(ids_t[None], TargetStep(positions, None), self.kv_cache.cross,
-                                       self.kv_cache, capture)[0]                   # (n_new, d)
-            logits = self.model.logits(hidden)                                      # (n_new, V)
-            top_probs, top_ids = torch.softmax(logits.float(), dim=-1).topk(self.record.top_k, dim=-1)
-            self._hidden.append(hidden)
-            record = StepRecord(
-                kind=kind, positions=positions, token_ids=ids.copy(), token_text=self._texts(ids),
-                embeddings=self._np(self.model.embed.weight[ids_t]), layers=self._layer_records(capture),
-                top_ids=top_ids.cpu().numpy().astype(np.int64), top_probs=top_probs.cpu().numpy(),
-                chosen_id=choose(logits[-1], self.sampling, int(positions[-1]) + 1),
-                pos_embeddings=self._np(self.model.positional(positions)))
-        return replace(record, ms=(time.perf_counter() - started) * 1000.0)
+    def _forward(self, ids: torch.Tensor, positions: np.ndarray, capture: StepCapture) -> torch.Tensor:
+        return self.model.decode(ids[None], TargetStep(positions, None), self.kv_cache.cross,
+                                 self.kv_cache, capture)[0]                         # (n_new, d)
 
-    def _layer_records(self, capture: StepCapture) -> tuple[LayerRecord, ...]:
-        in_use, allocated = self.kv_cache.bytes_in_use(), self.kv_cache.bytes_allocated()
-        return tuple(
-            LayerRecord(x=self._np(values["x"]), attn=attention_record(values, self._np),
-                        residual_norm=residual_norm(values), kv_bytes_in_use=in_use[i],
-                        kv_bytes_allocated=allocated[i],
-                        cross=attention_record(values, self._np, "cross_", **self._cross_np[i]))
-            for i, values in enumerate(capture.layers))
+    def _pos_embeddings(self, positions: np.ndarray) -> torch.Tensor:
+        return self.model.positional(positions)                                    # sinusoidal PE
 
-    def _texts(self, ids: np.ndarray) -> tuple[str, ...]:
-        tokenizer = self.loaded.tokenizer
-        return tuple(tokenizer.display(int(i)) if tokenizer is not None else str(int(i)) for i in ids)
+    def _top_candidates(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.softmax(logits.float(), dim=-1).topk(self.record.top_k, dim=-1)
+
+    def _cross(self, layer: int, values: dict):
+        return attention_record(values, self._np, "cross_", **self._cross_np[layer])

@@ -23,7 +23,8 @@ from explorer.core.capture import StepCapture
 from explorer.core.config import ModelConfig
 from explorer.core.encdec import EncoderLayer
 from explorer.core.errors import ContextOverflowError, ExplorerError, ModelLoadError, UnsupportedModelError
-from explorer.core.trace import AttentionRecord, LayerRecord, ModelInfo, StepRecord, Trace
+from explorer.core.recording import Recorder, RecordOptions
+from explorer.core.trace import ModelInfo, StepRecord, Trace
 
 NO_DECODING = "an encoder-only model reads the whole text at once and predicts no next token, so there is no Step"
 
@@ -148,38 +149,13 @@ def load(checkpoint, device: str = "cpu", dtype: str = "float32"):
                        path=Path(checkpoint.path) if checkpoint.path else None)
 
 
-# ----- recording -------------------------------------------------------------------------------
-ATTENTION_ARRAYS = ("q", "k", "v", "weights", "head_out")
-
-
-def attention_record(values: dict, to_np, prefix: str = "", **shared) -> AttentionRecord:
-    """An AttentionRecord from one layer's captured values (`prefix` "cross_" for cross-attention).
-
-    `shared` replaces arrays that are the same at every step (the cross K/V), so they are stored once.
-    """
-    arrays = {name: shared.get(name, None) for name in ATTENTION_ARRAYS}
-    for name in ATTENTION_ARRAYS:
-        if arrays[name] is None:
-            arrays[name] = to_np(values[prefix + name])
-    return AttentionRecord(**arrays, mask=values[prefix + "mask"], kv_positions=values[prefix + "kv_positions"],
-                           scale=float(values[prefix + "scale"]))
-
-
-def residual_norm(values: dict) -> np.ndarray:
-    return torch.linalg.vector_norm(values["residual"].float(), dim=-1).cpu().numpy()
-
-
-class EncoderRunner:
+class EncoderRunner(Recorder):
     """The Decoder API over an encoder: prefill(ids) encodes and records; there is nothing to step."""
 
     can_generate = False
 
     def __init__(self, loaded, record=None, sampling=None):
-        from explorer.core.decode import RECORD_DTYPES, RecordOptions
-
-        self.loaded, self.model, self.config = loaded, loaded.model, loaded.config
-        self.record, self.sampling = record or RecordOptions(), sampling
-        self._record_dtype = RECORD_DTYPES[self.record.dtype]
+        super().__init__(loaded, record or RecordOptions(), sampling)
         self.kv_cache = NoCache(self.config.n_layers)
         self.trace = Trace(model=loaded.info)
 
@@ -191,9 +167,7 @@ class EncoderRunner:
         if ids.size > self.config.max_positions:
             raise ContextOverflowError(
                 f"the text has {ids.size} tokens, more than the model's {self.config.max_positions} positions")
-        bad = ids[(ids < 0) | (ids >= self.config.vocab_size)]
-        if bad.size:
-            raise ExplorerError(f"token id {int(bad[0])} is outside the vocabulary of {self.config.vocab_size}")
+        self._check_ids(ids)
         record = self._encode(ids)
         self.kv_cache.length = int(ids.size)
         self.trace = Trace(model=self.loaded.info, steps=(record,), encoder=record)
@@ -208,17 +182,11 @@ class EncoderRunner:
     def back(self) -> Trace:
         return self.trace
 
-    def set_sampling(self, sampling) -> None:
-        self.sampling = sampling
-
     def logits_at(self, position: int) -> np.ndarray:
         raise ExplorerError(NO_DECODING)
 
     def logit_lens(self, position: int, k: int = 5):
         raise ExplorerError(NO_DECODING)
-
-    def _np(self, tensor: torch.Tensor) -> np.ndarray:
-        return tensor.detach().to("cpu", self._record_dtype).numpy()
 
     def _encode(self, ids: np.ndarray) -> StepRecord:
         started = time.perf_counter()
@@ -227,20 +195,9 @@ class EncoderRunner:
         with torch.inference_mode():
             ids_t = torch.as_tensor(ids, device=device)
             self.model(ids_t[None], None, capture)
-            positions = np.arange(len(ids), dtype=np.int64)
-            layers = tuple(LayerRecord(x=self._np(values["x"]), attn=attention_record(values, self._np),
-                                       residual_norm=residual_norm(values), kv_bytes_in_use=0, kv_bytes_allocated=0)
-                           for values in capture.layers)
-            record = StepRecord(
-                kind="encode", positions=positions, token_ids=ids.copy(), token_text=self._texts(ids),
-                embeddings=self._np(self.model.embed.weight[ids_t]), layers=layers,
-                top_ids=np.zeros((len(ids), 0), dtype=np.int64), top_probs=np.zeros((len(ids), 0), dtype=np.float32),
-                pos_embeddings=self._np(self.model.pos.weight[torch.as_tensor(positions, device=device)]))
+            positions = torch.arange(len(ids), device=device)
+            record = self._encode_record(ids, capture, self.model.embed.weight[ids_t], self.model.pos.weight[positions])
         return replace(record, ms=(time.perf_counter() - started) * 1000.0)
-
-    def _texts(self, ids: np.ndarray) -> tuple[str, ...]:
-        tokenizer = self.loaded.tokenizer
-        return tuple(tokenizer.display(int(i)) if tokenizer is not None else str(int(i)) for i in ids)
 
 
 class NoCache:
