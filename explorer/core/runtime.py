@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from explorer.core.config import ModelConfig
 from explorer.core.errors import ModelLoadError
@@ -57,6 +58,22 @@ def _mps_available() -> bool:
     return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
 
 
+class SkipParameterInit(TorchFunctionMode):
+    """Inside `with torch.device("meta"):` modules are built without running
+    torch.nn.init. Their values are replaced by the checkpoint's anyway, and the first random init of a
+    meta tensor imports torch._dynamo (seconds of a cold start, for nothing). A torch function mode is
+    thread-local, so a model being trained on another thread still gets its init."""
+
+    SKIPPED = frozenset({getattr(torch.nn.init, name) for name in dir(torch.nn.init)
+                         if name.endswith("_") and not name.startswith("_")}
+                        | {torch.Tensor.normal_, torch.Tensor.uniform_})
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in self.SKIPPED:
+            return args[0] if args else kwargs.get("tensor")
+        return func(*args, **(kwargs or {}))
+
+
 def build_model(hf_config: dict, tensors: dict[str, torch.Tensor], source: str = "checkpoint",
                 device: str = "cpu", dtype: str = "float32") -> tuple[Transformer, ModelConfig]:
     """Assemble a Transformer from a transformers config dict and HF-named tensors (validated)."""
@@ -64,7 +81,7 @@ def build_model(hf_config: dict, tensors: dict[str, torch.Tensor], source: str =
 
     refuse_decoder_build(hf_config, source)                 # BERT and encoder-decoders: see load_model
     config = ModelConfig.from_hf(hf_config)
-    with torch.device("meta"):
+    with torch.device("meta"), SkipParameterInit():
         model = Transformer(config)
     expected = model.state_dict()
     mapped = map_weights(config.family, tensors, config.n_layers, source)
