@@ -23,7 +23,7 @@ from explorer.core.capture import StepCapture
 from explorer.core.decode import StepDecoder
 from explorer.core.encdec import TargetStep
 from explorer.core.errors import ContextOverflowError, ExplorerError
-from explorer.core.kv_cache import HeadCache
+from explorer.core.kv_cache import HeadCache, LayerCaches
 from explorer.core.recording import RecordOptions, attention_record
 from explorer.core.sampling import Sampling
 from explorer.core.trace import StepRecord, Trace
@@ -37,33 +37,21 @@ def task_token_for(text: str) -> str:
     return TO_EN if CJK.search(text) else TO_ZH
 
 
-class EncDecCache:
-    """Per decoder layer: the self-attention K/V (grow by one token per step) and the cross K/V of C (fixed)."""
+class EncDecCache(LayerCaches):
+    """Per decoder layer: the self-attention K/V (grow by one token per step) and the cross K/V of C (fixed).
+
+    length, truncate and the bytes per layer are those of the self-attention caches (they grow with the target).
+    """
 
     def __init__(self, config, capacity: int, dtype: torch.dtype, device):
         capacity = max(1, min(capacity, config.max_positions))
-        self.layers = [HeadCache(config.n_heads, config.d_head, config.d_head, capacity, config.max_positions,
-                                 dtype, device) for _ in range(config.n_decoder_layers)]
+        super().__init__([HeadCache(config.n_heads, config.d_head, config.d_head, capacity, config.max_positions,
+                                    dtype, device) for _ in range(config.n_decoder_layers)])
         self.cross: list[tuple[torch.Tensor, torch.Tensor]] = []   # per layer: K, V of C, each (1, H, S, d)
 
-    @property
-    def length(self) -> int:
-        return self.layers[0].length if self.layers else 0
-
-    def truncate(self, length: int) -> bool:
-        return all([layer.truncate(length) for layer in self.layers])
-
     def reset(self) -> None:
-        for layer in self.layers:
-            layer.reset()
+        super().reset()
         self.cross = []
-
-    def bytes_in_use(self, length: int | None = None) -> list[int]:
-        """Self-attention bytes per layer (they grow with the target)."""
-        return [layer.bytes_in_use(length) for layer in self.layers]
-
-    def bytes_allocated(self) -> list[int]:
-        return [layer.bytes_allocated for layer in self.layers]
 
     def cross_bytes(self) -> list[int]:
         """Cross-attention bytes per layer: N_KV * S * (d_qk + d_v) elements, whatever the target length."""

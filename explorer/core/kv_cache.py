@@ -156,14 +156,11 @@ class LatentCache(LayerCache):
         return latents[:stop], rope_keys[:stop], self._positions(0, stop)
 
 
-class KVCache:
-    """The per-layer caches of one model (a table from layer kind to cache class)."""
+class LayerCaches:
+    """The caches of a model's layers, filled together: tokens fed so far and bytes per layer."""
 
-    def __init__(self, config, capacity: int, dtype: torch.dtype, device):
-        self.max_positions = config.max_positions
-        capacity = max(1, min(capacity, config.max_positions))
-        self.layers: list[LayerCache] = [
-            _layer_cache(config, kind, capacity, dtype, device) for kind in config.layer_kinds]
+    def __init__(self, layers: list[LayerCache]):
+        self.layers = layers
 
     @property
     def length(self) -> int:
@@ -182,6 +179,15 @@ class KVCache:
 
     def bytes_allocated(self) -> list[int]:
         return [layer.bytes_allocated for layer in self.layers]
+
+
+class KVCache(LayerCaches):
+    """The per-layer caches of one decoder-only model (a table from layer kind to cache class)."""
+
+    def __init__(self, config, capacity: int, dtype: torch.dtype, device):
+        self.max_positions = config.max_positions
+        capacity = max(1, min(capacity, config.max_positions))
+        super().__init__([_layer_cache(config, kind, capacity, dtype, device) for kind in config.layer_kinds])
 
 
 def _layer_cache(config, kind: str, capacity: int, dtype, device) -> LayerCache:
