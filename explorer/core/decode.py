@@ -83,9 +83,6 @@ class StepDecoder(Recorder):
     def _truncate_cache(self, steps: tuple[StepRecord, ...]) -> None:
         self.kv_cache.truncate(sum(s.n_new for s in steps))
 
-    def _top_candidates(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return top_candidates(logits, self.record.top_k)
-
     def _skipped(self) -> frozenset:
         """Attention arrays the record options leave out of the trace."""
         return frozenset()
@@ -103,7 +100,7 @@ class StepDecoder(Recorder):
             ids_t = torch.as_tensor(ids, device=self.device)
             hidden = self._forward(ids_t, positions, capture)                           # (n_new, d)
             logits = self.model.logits(hidden)                                           # (n_new, V)
-            top_probs, top_ids = self._top_candidates(logits)
+            top_probs, top_ids = top_candidates(logits, self.record.top_k)
             self._hidden.append(hidden)
             pos_embeddings = self._pos_embeddings(positions)
             record = StepRecord(

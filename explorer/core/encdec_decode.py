@@ -139,8 +139,5 @@ class EncDecDecoder(StepDecoder):
     def _pos_embeddings(self, positions: np.ndarray) -> torch.Tensor:
         return self.model.positional(positions)                                    # sinusoidal PE
 
-    def _top_candidates(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return torch.softmax(logits.float(), dim=-1).topk(self.record.top_k, dim=-1)
-
     def _cross(self, layer: int, values: dict):
         return attention_record(values, self._np, "cross_", **self._cross_np[layer])
