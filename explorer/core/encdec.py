@@ -305,11 +305,6 @@ def model_info(model: EncoderDecoder, config: EncDecConfig, name: str) -> ModelI
 
 def load(checkpoint, device: str = "cpu", dtype: str = "float32"):
     """A LoadedModel (runtime.LoadedModel) from an opened Checkpoint of model_type explorer-encdec."""
-    from pathlib import Path
+    from explorer.core.families import load_built
 
-    from explorer.core.runtime import LoadedModel
-
-    model, config = build(checkpoint.hf_config, checkpoint.tensors, str(checkpoint.path), device, dtype)
-    return LoadedModel(model=model, config=config, tokenizer=checkpoint.tokenizer,
-                       info=model_info(model, config, checkpoint.name), name=checkpoint.name,
-                       path=Path(checkpoint.path) if checkpoint.path else None)
+    return load_built(checkpoint, build, model_info, device, dtype)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -141,12 +140,9 @@ def model_info(model: BertEncoder, config: ModelConfig, name: str) -> ModelInfo:
 
 def load(checkpoint, device: str = "cpu", dtype: str = "float32"):
     """A LoadedModel (runtime.LoadedModel) from an opened Checkpoint of model_type bert."""
-    from explorer.core.runtime import LoadedModel
+    from explorer.core.families import load_built
 
-    model, config = build(checkpoint.hf_config, checkpoint.tensors, str(checkpoint.path), device, dtype)
-    return LoadedModel(model=model, config=config, tokenizer=checkpoint.tokenizer,
-                       info=model_info(model, config, checkpoint.name), name=checkpoint.name,
-                       path=Path(checkpoint.path) if checkpoint.path else None)
+    return load_built(checkpoint, build, model_info, device, dtype)
 
 
 class EncoderRunner(Recorder):

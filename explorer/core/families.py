@@ -38,6 +38,19 @@ def load(checkpoint, device: str = "cpu", dtype: str = "float32"):
     return import_module(BUILDERS[checkpoint.hf_config["model_type"]]).load(checkpoint, device, dtype)
 
 
+def load_built(checkpoint, build, model_info, device: str = "cpu", dtype: str = "float32"):
+    """A LoadedModel of `checkpoint` built by a family's build(hf_config, tensors, source, device, dtype)
+    and described by its model_info(model, config, name)."""
+    from pathlib import Path
+
+    from explorer.core.runtime import LoadedModel
+
+    model, config = build(checkpoint.hf_config, checkpoint.tensors, str(checkpoint.path), device, dtype)
+    return LoadedModel(model=model, config=config, tokenizer=checkpoint.tokenizer,
+                       info=model_info(model, config, checkpoint.name), name=checkpoint.name,
+                       path=Path(checkpoint.path) if checkpoint.path else None)
+
+
 def make_decoder(loaded, record: RecordOptions = RecordOptions(), sampling: Sampling = Sampling(),
                  capacity: int | None = None):
     """The step driver that fits the model: Decoder, EncDecDecoder or EncoderRunner."""
