@@ -156,7 +156,7 @@ def full_grid(app, window, errors, tokens: int) -> dict:
 
     def repaint_grid() -> tuple[float, float]:
         cpu0, t0 = time.thread_time(), time.perf_counter()
-        panel._draw_grid(window.session.selection)
+        panel._draw_grid(panel.current_view())
         app.processEvents()
         panel.grid_view.repaint()
         return 1e3 * (time.perf_counter() - t0), 1e3 * (time.thread_time() - cpu0)

@@ -90,7 +90,7 @@ def _reduced_scores(trace: Trace, layer: int, index: int, record: AttentionRecor
         keys = {g: trace.k(layer, g, index, cross) for g in set(kv_heads)}            # g -> (T_kv, d_qk)
         columns = _columns(record, cross)
         k = np.stack([keys[g][columns] for g in kv_heads]).astype(np.float32)          # (N_Q, n_kv, d_qk)
-        s = np.einsum("hqd,hkd->hqk", record.q.astype(np.float32), k) * record.scale   # (N_Q, n_new, n_kv)
+        s = np.matmul(record.q.astype(np.float32), k.transpose(0, 2, 1)) * record.scale  # (N_Q, n_new, n_kv)
         if record.softcap:
             s = record.softcap * np.tanh(s / record.softcap)
         mask = np.asarray(record.mask)
@@ -105,16 +105,47 @@ def _columns(record: AttentionRecord, cross: bool) -> np.ndarray:
 
 
 def _reduce(weights: np.ndarray, mask: np.ndarray, positions: np.ndarray, row: int, block: int):
-    """Block maxima of (N_Q, n_new, n_kv) rows starting at query row `row`, and which blocks are allowed."""
+    """Block maxima of (N_Q, n_new, n_kv) rows starting at query row `row`, and which blocks are allowed.
+
+    Rows are reduced first (a max over whole contiguous rows, the cheap direction), then columns on
+    the block-fewer rows; key positions in one unbroken run (every cache but a ring) are cut into
+    blocks by reshaping, others by `reduceat` over their sorted order.
+    """
+    u_rows = np.arange(row // block, (row + weights.shape[1] - 1) // block + 1)
+    weights = _block_max(weights, 1, row, block)                            # (N_Q, len(u_rows), n_kv)
+    mask = _block_max(mask, 0, row, block)                                  # (len(u_rows), n_kv)
     columns = positions // block
     if np.any(np.diff(columns) < 0):                                        # ring caches are not in order
-        order = np.argsort(columns, kind="stable")
-        columns, weights, mask = columns[order], weights[:, :, order], mask[:, order]
+        order = np.argsort(positions, kind="stable")
+        positions, columns, weights, mask = positions[order], columns[order], weights[:, :, order], mask[:, order]
+    if positions.size and positions[-1] - positions[0] == positions.size - 1:   # one unbroken run
+        u_cols = np.arange(columns[0], columns[-1] + 1)
+        first = int(positions[0])
+        return u_rows, u_cols, _block_max(weights, 2, first, block), _block_max(mask, 1, first, block)
     u_cols, col_starts = np.unique(columns, return_index=True)
-    u_rows, row_starts = np.unique((row + np.arange(weights.shape[1])) // block, return_index=True)
-    weights = np.maximum.reduceat(np.maximum.reduceat(weights, col_starts, axis=2), row_starts, axis=1)
-    mask = np.logical_or.reduceat(np.logical_or.reduceat(mask, col_starts, axis=1), row_starts, axis=0)
+    weights = np.maximum.reduceat(weights, col_starts, axis=2)
+    mask = np.logical_or.reduceat(mask, col_starts, axis=1)
     return u_rows, u_cols, weights, mask
+
+
+def _block_max(values: np.ndarray, axis: int, start: int, block: int) -> np.ndarray:
+    """Maxima (for booleans: any) along `axis` over runs of entries whose index start + i falls in one block."""
+    n = values.shape[axis]
+    head = min(n, (-start) % block)                     # entries before the first block boundary
+    body = (n - head) // block * block
+    pieces = []
+
+    def run(begin: int, end: int) -> np.ndarray:
+        return values[(slice(None),) * axis + (slice(begin, end),)]
+
+    if head:
+        pieces.append(run(0, head).max(axis=axis, keepdims=True))
+    if body:
+        shape = values.shape[:axis] + (body // block, block) + values.shape[axis + 1:]
+        pieces.append(run(head, head + body).reshape(shape).max(axis=axis + 1))
+    if head + body < n:
+        pieces.append(run(head + body, n).max(axis=axis, keepdims=True))
+    return pieces[0] if len(pieces) == 1 else np.concatenate(pieces, axis=axis)
 
 
 @dataclass(frozen=True)

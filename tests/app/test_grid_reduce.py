@@ -1,0 +1,55 @@
+"""The grid's block-max reduction (rows first, columns by reshaping an unbroken run of key positions)
+equals the plain sorted `reduceat` it replaced, for any row offset, block, ring order or gap in the keys."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from explorer.app.panels.grid import _block_max, _reduce
+
+
+def reference(weights, mask, positions, row, block):
+    """The reduction as first written: sort the columns, then reduceat over both axes."""
+    columns = positions // block
+    order = np.argsort(columns, kind="stable")
+    columns, weights, mask = columns[order], weights[:, :, order], mask[:, order]
+    u_cols, col_starts = np.unique(columns, return_index=True)
+    u_rows, row_starts = np.unique((row + np.arange(weights.shape[1])) // block, return_index=True)
+    weights = np.maximum.reduceat(np.maximum.reduceat(weights, col_starts, axis=2), row_starts, axis=1)
+    mask = np.logical_or.reduceat(np.logical_or.reduceat(mask, col_starts, axis=1), row_starts, axis=0)
+    return u_rows, u_cols, weights, mask
+
+
+@st.composite
+def records(draw):
+    heads, n_new = draw(st.integers(1, 3)), draw(st.integers(1, 40))
+    row, block = draw(st.integers(0, 50)), draw(st.sampled_from([1, 2, 4, 8, 16]))
+    n_kv = draw(st.integers(1, 60))
+    first = draw(st.integers(0, 30))
+    kind = draw(st.sampled_from(["run", "ring", "gaps"]))
+    positions = np.arange(first, first + n_kv)
+    if kind == "ring":                                         # a sliding window's ring: rotated
+        positions = np.roll(positions, draw(st.integers(0, n_kv)))
+    elif kind == "gaps":
+        positions = np.sort(draw(st.lists(st.integers(0, 200), min_size=n_kv, max_size=n_kv, unique=True)))
+        positions = np.asarray(positions)
+    seed = draw(st.integers(0, 2**16))
+    rng = np.random.default_rng(seed)
+    weights = rng.standard_normal((heads, n_new, n_kv)).astype(np.float32)
+    mask = rng.random((n_new, n_kv)) < 0.7
+    return weights, mask, positions, row, block
+
+
+@settings(max_examples=150, deadline=None)
+@given(records())
+def test_the_reduction_equals_sorted_reduceat(record):
+    got, expected = _reduce(*record), reference(*record)
+    for a, b in zip(got, expected):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_block_max_cuts_at_absolute_block_boundaries():
+    values = np.arange(10)                                     # absolute indices 3..12, blocks of 4
+    np.testing.assert_array_equal(_block_max(values, 0, 3, 4), [0, 4, 8, 9])
+    np.testing.assert_array_equal(_block_max(values.astype(bool), 0, 0, 5), [True, True])
