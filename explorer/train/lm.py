@@ -256,23 +256,15 @@ def finish(model: torch.nn.Module, data: Data, settings: TrainSettings, steps: i
     from transformers import AutoModelForCausalLM
 
     out = Path(settings.out)
-    out.mkdir(parents=True, exist_ok=True)
     parameters = count_parameters(model)
-    model.to(SHIPPED_DTYPE).save_pretrained(out)
-    data.tokenizer.save(str(out / "tokenizer.json"))
-    write_tokenizer_config(out, settings.context)
+    save_folder(model, data.tokenizer, out, settings.context)
     shipped = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
     progress("measuring the held-out loss of the float16 weights ...")
-    check_text = data.val_text[:CHECK_CHARS].rsplit("\n", 1)[0] + "\n"
-    check_ids = data.tokenizer.encode(check_text).ids
     record = {
         "attention": settings.attention,
         "architecture": type(shipped).__name__,
         "parameters": parameters,
-        "val_loss_per_token": round(loss_per_token(shipped, data.val_ids, settings.context), 5),
-        "val_tokens": len(data.val_ids),
-        "val_plays": data.val_plays,
-        "train_plays": data.train_plays,
+        **measure(shipped, data, settings),
         "steps": steps,
         "seed": settings.seed,
         "tokens_seen": steps * settings.batch_size * settings.context,
@@ -280,17 +272,37 @@ def finish(model: torch.nn.Module, data: Data, settings: TrainSettings, steps: i
         "threads": torch.get_num_threads(),
         "dtype": str(SHIPPED_DTYPE).removeprefix("torch."),
         "kv_elements_per_token_per_layer": variants.kv_elements_per_token_per_layer(shipped.config.to_dict()),
-        "check": {"text": check_text, "ids": check_ids, "context": settings.context,
-                  "loss_per_token": loss_per_token(shipped, torch.tensor(check_ids), settings.context)},
-        "sample": {"prompt": SAMPLE_PROMPT, "temperature": SAMPLE_TEMPERATURE, "seed": settings.seed,
-                   "text": sample(shipped, data.tokenizer, SAMPLE_PROMPT, SAMPLE_TOKENS,
-                                  SAMPLE_TEMPERATURE, settings.seed, settings.context)},
         "settings": asdict(settings),
         "corpus": plays_corpus.ATTRIBUTION,
         "versions": versions(),
     }
     (out / "training.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
     return record
+
+
+def save_folder(model: torch.nn.Module, tokenizer: Tokenizer, out: Path, context: int) -> None:
+    """A Hugging Face folder: config.json, float16 model.safetensors (tied weights stored once), tokenizer."""
+    out.mkdir(parents=True, exist_ok=True)
+    model.to(SHIPPED_DTYPE).save_pretrained(out)
+    tokenizer.save(str(out / "tokenizer.json"))
+    write_tokenizer_config(out, context)
+
+
+def measure(shipped: torch.nn.Module, data: Data, settings: TrainSettings) -> dict:
+    """Held-out loss over every validation token, the small check slice tests recompute, and a sample."""
+    check_text = data.val_text[:CHECK_CHARS].rsplit("\n", 1)[0] + "\n"
+    check_ids = data.tokenizer.encode(check_text).ids
+    return {
+        "val_loss_per_token": round(loss_per_token(shipped, data.val_ids, settings.context), 5),
+        "val_tokens": len(data.val_ids),
+        "val_plays": data.val_plays,
+        "train_plays": data.train_plays,
+        "check": {"text": check_text, "ids": check_ids, "context": settings.context,
+                  "loss_per_token": loss_per_token(shipped, torch.tensor(check_ids), settings.context)},
+        "sample": {"prompt": SAMPLE_PROMPT, "temperature": SAMPLE_TEMPERATURE, "seed": settings.seed,
+                   "text": sample(shipped, data.tokenizer, SAMPLE_PROMPT, SAMPLE_TOKENS,
+                                  SAMPLE_TEMPERATURE, settings.seed, settings.context)},
+    }
 
 
 def write_tokenizer_config(out: Path, context: int) -> None:
