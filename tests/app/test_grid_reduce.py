@@ -1,12 +1,16 @@
 """The grid's block-max reduction (rows first, columns by reshaping an unbroken run of key positions)
-equals the plain sorted `reduceat` it replaced, for any row offset, block, ring order or gap in the keys."""
+equals the plain sorted `reduceat` it replaced, for any row offset, block, ring order or gap in the keys;
+tiles grown one decoding step at a time equal tiles computed from an empty cache."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from explorer.app.panels import grid
 from explorer.app.panels.grid import _block_max, _reduce
+from tests.app.synthetic_trace import build_trace
 
 
 def reference(weights, mask, positions, row, block):
@@ -53,3 +57,21 @@ def test_block_max_cuts_at_absolute_block_boundaries():
     values = np.arange(10)                                     # absolute indices 3..12, blocks of 4
     np.testing.assert_array_equal(_block_max(values, 0, 3, 4), [0, 4, 8, 9])
     np.testing.assert_array_equal(_block_max(values.astype(bool), 0, 0, 5), [True, True])
+
+
+@pytest.mark.parametrize("values", ["weights", "scores"])
+@pytest.mark.parametrize("sliding_window", [None, 5])
+def test_tiles_grown_step_by_step_equal_tiles_computed_afresh(values, sliding_window):
+    """Each step merges only its new rows into the layer's tiles of the step before; going back or
+    doubling the block starts afresh. Every order gives what an empty cache gives."""
+    trace = build_trace(n_layers=2, n_heads=4, n_kv_heads=2, prompt_len=7, steps=30, sliding_window=sliding_window)
+
+    def afresh(step):
+        grid._CACHE.clear()
+        return grid.downsampled_attention(trace, 1, tile=8, upto_step=step, values=values)
+
+    expected = {step: afresh(step) for step in range(trace.n_steps)}
+    grid._CACHE.clear()
+    for step in [*range(trace.n_steps), 12, 3, 4, 20, 21]:          # forward, back, forward again
+        got = grid.downsampled_attention(trace, 1, tile=8, upto_step=step, values=values)
+        np.testing.assert_array_equal(got, expected[step])

@@ -51,6 +51,7 @@ class EmbeddingsPanel(Panel):
         self.view_box.currentIndexChanged.connect(lambda _: None if self._updating else self.refresh())
         self.add_to_plot_menu(self.heatmap.plot)
         self.matrix: np.ndarray | None = None
+        self.norm_bars: pg.BarGraphItem | None = None
 
     def current_view(self) -> str:
         return self.view_box.currentData() or "tokens"
@@ -68,10 +69,11 @@ class EmbeddingsPanel(Panel):
         if trace.rope_inv_freq is not None and trace.model.positional == "rope":
             available.append("rope")
         current = self.current_view()
-        self.view_box.clear()
-        for name in available:
-            self.view_box.addItem(VIEWS[name], name)
-        self.view_box.setCurrentIndex(available.index(current) if current in available else 0)
+        if available != [self.view_box.itemData(i) for i in range(self.view_box.count())]:
+            self.view_box.clear()
+            for name in available:
+                self.view_box.addItem(VIEWS[name], name)
+            self.view_box.setCurrentIndex(available.index(current) if current in available else 0)
         self._draw(trace, self.current_view())
 
     def _draw(self, trace, view: str) -> None:
@@ -97,9 +99,12 @@ class EmbeddingsPanel(Panel):
         self._draw_norms(np.linalg.norm(matrix, axis=1) if view != "rope" else np.zeros(T))
 
     def _draw_norms(self, norms: np.ndarray) -> None:
-        self.norm_plot.clear()
         rows = np.arange(len(norms))
-        self.norm_plot.addItem(pg.BarGraphItem(x0=0, y=rows, height=0.8, width=norms, brush="#3b7dd8"))
+        if self.norm_bars is None:
+            self.norm_bars = pg.BarGraphItem(x0=0, y=rows, height=0.8, width=norms, brush="#3b7dd8")
+            self.norm_plot.addItem(self.norm_bars)
+        else:
+            self.norm_bars.setOpts(y=rows, width=norms)
 
     def show_selection(self, selection: Selection) -> None:
         self.heatmap.highlight(selection.token, None)

@@ -38,12 +38,12 @@ def downsampled_attention(trace: Trace, layer: int, tile: int = TILE, upto_step:
     t_kv = records[0].n_kv if cross else max(int(r.kv_positions.max()) + 1 for r in records)
     # A power of two, so the block (and the cache of reduced rows) changes only when T doubles.
     block = 1 << max(0, math.ceil(math.log2(max(t_q, t_kv) / tile))) if max(t_q, t_kv) > tile else 1
-    n_heads = records[0].weights.shape[0]
+    shape = (records[0].weights.shape[0], math.ceil(t_q / block), math.ceil(t_kv / block))
     fill = 0.0 if values == "weights" else -np.inf
-    out = np.full((n_heads, math.ceil(t_q / block), math.ceil(t_kv / block)), fill, dtype=np.float32)
-    allowed = np.zeros(out.shape[1:], dtype=bool)
-    row = 0
-    for index, record in enumerate(records):
+    out, allowed, done = _tiles_so_far(("tiles", layer, tile, cross, values), records, block, shape, fill)
+    row = sum(r.n_new for r in records[:done])
+    for index in range(done, len(records)):
+        record = records[index]
         if values == "scores":
             u_rows, u_cols, weights, mask = _reduced_scores(trace, layer, index, record, row, block, cross)
         else:
@@ -52,8 +52,28 @@ def downsampled_attention(trace: Trace, layer: int, tile: int = TILE, upto_step:
         out[cells] = np.maximum(out[cells], weights)
         allowed[u_rows[:, None], u_cols[None, :]] |= mask
         row += record.n_new
-    out[:, ~allowed] = np.nan
-    return out
+    _remember(("tiles", layer, tile, cross, values), (tuple(records), block, out, allowed))
+    shown = out.copy()
+    shown[:, ~allowed] = np.nan
+    return shown
+
+
+def _tiles_so_far(key: tuple, records: list, block: int, shape: tuple, fill: float):
+    """The layer's tiles over the records it had last time, grown to `shape`, when those records begin
+    this list and the block is the same (a decoding step: only the new step's rows are merged), and how
+    many records they hold; else empty tiles and 0."""
+    out = np.full(shape, fill, dtype=np.float32)
+    allowed = np.zeros(shape[1:], dtype=bool)
+    hit = _CACHE.get(key)
+    if hit is None or hit[1] != block or len(hit[0]) > len(records) or hit[2].shape[0] != shape[0] or \
+            any(old is not new for old, new in zip(hit[0], records)):
+        return out, allowed, 0
+    _CACHE.move_to_end(key)
+    _, _, old_out, old_allowed = hit
+    rows, cols = old_allowed.shape
+    out[:, :rows, :cols] = old_out
+    allowed[:rows, :cols] = old_allowed
+    return out, allowed, len(hit[0])
 
 
 _CACHE: OrderedDict = OrderedDict()
@@ -67,10 +87,15 @@ def _cached(key: tuple, record: AttentionRecord, compute):
         _CACHE.move_to_end(key)
         return hit[1]
     result = compute()
-    _CACHE[key] = (record, result)
+    _remember(key, (record, result))
+    return result
+
+
+def _remember(key: tuple, value) -> None:
+    _CACHE[key] = value
+    _CACHE.move_to_end(key)
     if len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
-    return result
 
 
 def _reduced(record: AttentionRecord, row: int, block: int, cross: bool):

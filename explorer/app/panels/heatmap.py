@@ -31,8 +31,13 @@ class TokenAxis(pg.AxisItem):
         self.enableAutoSIPrefix(False)
 
     def set_labels(self, labels: Sequence[str], positions: Sequence[float] | None = None) -> None:
-        self._labels = [str(label) for label in labels]
-        self._positions = np.arange(len(labels), dtype=float) if positions is None else np.asarray(positions, float)
+        """Ticks at `positions` (default 0, 1, 2, ...); the same labels again change nothing, so a decoding
+        step does not make pyqtgraph lay out and draw an unchanged axis again."""
+        labels = [str(label) for label in labels]
+        positions = np.arange(len(labels), dtype=float) if positions is None else np.asarray(positions, float)
+        if labels == self._labels and np.array_equal(positions, self._positions):
+            return
+        self._labels, self._positions = labels, positions
         if self.orientation in ("left", "right") and self._labels:
             self.setWidth(min(130, 7 * max(len(label) for label in self._labels) + 16))
         self.picture = None
@@ -127,8 +132,8 @@ class Heatmap:
         reshaped = matrix.shape != self.shape
         self.shape = matrix.shape
         self.image.setImage(matrix, levels=levels, autoLevels=False)
-        if self.colorbar is not None:
-            self.colorbar.setLevels(levels)
+        if self.colorbar is not None and tuple(self.colorbar.levels()) != tuple(levels):
+            self.colorbar.setLevels(levels)          # its axis is laid out and drawn again only on a change
         if row_labels is not None:
             self.axes["left"].set_labels(row_labels)
             self.axes["right"].set_labels(row_labels)
@@ -142,8 +147,11 @@ class Heatmap:
         self._connect_scene()
 
     def set_colormap(self, colormap) -> None:
-        """A pyqtgraph ColorMap or its name; the colour bar follows."""
-        self.colormap = pg.colormap.get(colormap) if isinstance(colormap, str) else colormap
+        """A pyqtgraph ColorMap or its name; the colour bar follows. The same map again changes nothing."""
+        colormap = pg.colormap.get(colormap) if isinstance(colormap, str) else colormap
+        if colormap is self.colormap or colormap.name == self.colormap.name and colormap.name:
+            return
+        self.colormap = colormap
         if self.colorbar is not None:
             self.colorbar.setColorMap(self.colormap)
         else:
