@@ -141,7 +141,7 @@ class DecodingController(QObject):
 
     def reset(self) -> None:
         self.set_playing(False)
-        self.worker.cancel()
+        self.worker.cancel(discard_traces=True)
         self.session.set_trace(None)
 
     def stop(self) -> None:

@@ -35,7 +35,7 @@ __all__ = ["ModelWorker", "SamplingSettings", "LoadedSummary"]
 class _Emitter(QObject):
     """Signals emitted from the worker thread; Qt queues them to the GUI thread."""
 
-    trace_ready = Signal(object)
+    trace_ready = Signal(object, int)   # the trace, and the seq of the request that made it
     model_loaded = Signal(object)
     lens_ready = Signal(object)
     failed = Signal(str)
@@ -64,6 +64,7 @@ class _DecodeLoop:
         self._core = core
         self._state = _State()
         self._shown = None                  # the last trace handed to the GUI
+        self._seq = -1                      # the seq of the request running
         self._sampling = SamplingSettings()
         self._handlers = {Load: self._load, Prefill: self._prefill, Step: self._step, Back: self._back,
                           Force: self._force, Replay: self._replay, SetSampling: self._set_sampling,
@@ -82,6 +83,7 @@ class _DecodeLoop:
             self._run_one(request)
 
     def _run_one(self, request) -> None:
+        self._seq = request.seq
         try:
             self._attempt(request, self._handlers[type(request)])
         finally:
@@ -91,7 +93,7 @@ class _DecodeLoop:
     def _hand_back(self, trace) -> None:
         self._shown = trace
         self._queue.handed_back(trace.n_tokens)
-        self._emit.trace_ready.emit(trace)
+        self._emit.trace_ready.emit(trace, self._seq)
 
     def _hand_back_if_changed(self) -> None:
         """A request cancelled or failed half way (a replay, a force after its backs) still changed the
@@ -254,6 +256,7 @@ class ModelWorker(QObject):
         self._emitter = _Emitter()
         self._busy = False
         self._latest_trace = None
+        self._discard_through = -1          # traces of requests up to this seq are not handed on
         self._emitter.trace_ready.connect(self._on_trace_ready)
         self._emitter.model_loaded.connect(self.model_loaded)
         self._emitter.lens_ready.connect(self.lens_ready)
@@ -297,8 +300,15 @@ class ModelWorker(QObject):
         """Run `job(loaded, cancelled)` on the model thread, after what is queued (see requests.ModelJob)."""
         self._push(ModelJob(job=job))
 
-    def cancel(self) -> None:
-        """Drop what is queued and stop what runs at its next step or progress report."""
+    def cancel(self, discard_traces: bool = False) -> None:
+        """Drop what is queued and stop what runs at its next step or progress report.
+
+        With `discard_traces`, no trace from anything asked so far is handed on, not even one
+        finishing now (Reset: the step in flight must not bring the cleared trace back).
+        """
+        if discard_traces:
+            self._discard_through = self._queue.pushed() - 1
+            self._latest_trace = None
         self._queue.cancel()
 
     def shutdown(self, timeout_s: float = 5.0) -> bool:
@@ -323,9 +333,11 @@ class ModelWorker(QObject):
         self._queue.push(request)
         self._set_busy(True)
 
-    @Slot(object)
-    def _on_trace_ready(self, trace) -> None:
+    @Slot(object, int)
+    def _on_trace_ready(self, trace, seq: int) -> None:
         # Traces that arrive together are coalesced: only the newest is handed on.
+        if seq <= self._discard_through:
+            return
         if self._latest_trace is None:
             QTimer.singleShot(0, self._flush_trace)
         self._latest_trace = trace

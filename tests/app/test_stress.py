@@ -191,6 +191,13 @@ def view(run: Run) -> None:
     docks[run.rng.choice(run.others)].show()
 
 
+def reset(run: Run) -> int:
+    if run.rng.random() < 0.5:
+        run.window.actions.step.trigger()              # reset with a step in flight
+    run.window.actions.reset.trigger()
+    return 0                                           # nothing shown, even when the step ends after it
+
+
 def stop(run: Run) -> None:
     run.window.actions.step.trigger()
     run.window.actions.stop.trigger()
@@ -199,7 +206,8 @@ def stop(run: Run) -> None:
 ACTIONS = [("step", 30, step), ("burst", 8, burst), ("back", 14, back), ("back_burst", 4, back_burst),
            ("play", 5, play), ("force", 8, force), ("edit", 9, edit), ("switch", 4, switch),
            ("export", 3, export_panel), ("select", 5, select), ("sampling", 3, sampling), ("budget", 2, budget),
-           ("stop", 3, stop), ("view", 4, view), ("run", 2, lambda run: run.window.actions.run.trigger())]
+           ("stop", 3, stop), ("view", 4, view), ("run", 2, lambda run: run.window.actions.run.trigger()),
+           ("reset", 2, reset)]
 
 
 def do(run: Run, name: str, action, qtbot, monkeypatch):
@@ -240,7 +248,9 @@ def check(run: Run, name: str, expected_steps: int | None, warned: list, excepti
     assert w.controller.summary is not None and w.controller.summary.path == str(run.models[run.model])
     if trace is not None:
         check_trace(run, trace)
-    if expected_steps is not None:
+    if expected_steps == 0:
+        assert trace is None, f"{name}: a trace came back after the reset"
+    elif expected_steps is not None:
         assert trace is not None and trace.n_steps == expected_steps, f"{name}: wrong step count"
 
 

@@ -192,3 +192,63 @@ def test_queue_cancels_the_running_request_only_when_superseded():
     assert not queue.is_cancelled(running), "a prompt must wait for the model, not cancel its loading"
     queue.push(Load(path="y"))
     assert queue.is_cancelled(running)
+
+
+# ----- idle means every answer has arrived --------------------------------------------------
+def test_the_worker_is_idle_only_once_its_last_trace_has_arrived(qtbot, worker, core):
+    loaded(qtbot, worker)
+    run(qtbot, worker, lambda: worker.prefill([1, 5]))
+    shown = []
+    worker.trace_ready.connect(shown.append)
+    idle_with = []
+    worker.busy_changed.connect(lambda busy: idle_with.append(shown[-1].n_steps) if not busy else None)
+    for count in range(1, 6):
+        worker.step(count)
+        qtbot.waitUntil(lambda: not worker.busy, timeout=10000)
+        assert idle_with[-1] == core.decoders[-1].trace.n_steps, "idle before the last trace arrived"
+
+
+def test_a_step_eaten_by_a_back_or_a_cancel_still_ends_busy(qtbot, worker, core):
+    loaded(qtbot, worker)
+    run(qtbot, worker, lambda: worker.prefill([1, 5]))
+    for _ in range(20):                       # before the fix, one of these could stay busy forever
+        worker.step()
+        worker.back()
+        qtbot.waitUntil(lambda: not worker.busy, timeout=10000)
+        worker.step()
+        worker.cancel()
+        qtbot.waitUntil(lambda: not worker.busy, timeout=10000)
+    assert worker._queue.pending() == []
+
+
+def test_discarding_traces_drops_the_one_finishing_in_flight(qtbot, worker, core):
+    loaded(qtbot, worker)
+    run(qtbot, worker, lambda: worker.prefill([1, 5]))
+    core.decoders[-1].gate = gate = threading.Event()
+    shown = []
+    worker.trace_ready.connect(shown.append)
+    worker.step()
+    qtbot.waitUntil(lambda: core.decoders[-1].calls[-1] == "step")
+    worker.cancel(discard_traces=True)
+    gate.set()
+    qtbot.waitUntil(lambda: not worker.busy, timeout=10000)
+    assert shown == [] and core.decoders[-1].trace.n_steps == 2
+    after = run(qtbot, worker, worker.step)
+    assert after.n_steps == 3, "later requests are handed on again"
+
+
+def test_the_queue_plans_where_the_trace_is_headed():
+    queue = RequestQueue()
+    assert queue.plan() == (None, 0)
+    queue.push(Prefill(ids=(1, 2, 3)))
+    queue.push(Step(2))
+    assert queue.plan() == (3, 2)
+    prefill = queue.take()
+    queue.handed_back(3)
+    queue.finish(prefill)
+    step = queue.take()
+    queue.handed_back(4)                      # one of its two steps is done and shown
+    queue.push(Step())
+    queue.push(Back())                        # eats the queued Step; backs are not counted
+    assert queue.plan() == (4, 1)
+    queue.finish(step)
