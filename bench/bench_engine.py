@@ -84,8 +84,9 @@ def main() -> None:
 
     if args.model:
         from explorer.core.loaders import open_checkpoint
+        from explorer.core.store import resolve
 
-        checkpoint = open_checkpoint(args.model)
+        checkpoint = open_checkpoint(resolve(args.model))
         hf_config, tensors, name, tokenizer = checkpoint.hf_config, checkpoint.tensors, checkpoint.name, checkpoint.tokenizer
         reference = reference_model(hf_config, tensors)
     else:

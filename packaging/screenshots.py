@@ -58,7 +58,7 @@ def extra_shots(display: str, out: Path) -> None:
     store = Path(os.environ.get("TRANSFORMER_EXPLORER_HOME", Path.home() / ".cache/transformer-explorer/models"))
     gemma = store / "gemma3-270m"
     for present, model, prompt, picks in (
-            (translate.exists(), str(translate), None, {"panel_attention.png": "cross_attention.png"}),
+            (translate.exists(), str(translate), "November 23, 1987", {"panel_attention.png": "cross_attention.png"}),
             (gemma.exists(), "gemma3-270m", GEMMA_PROMPT,
              {"panel_mask.png": "gemma3_mask.png", "panel_attention.png": "gemma3_attention.png"})):
         if not present:

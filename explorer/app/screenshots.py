@@ -27,6 +27,8 @@ PANEL_SIZES = {"tokens": (900, 520), "attention": (1400, 760), "next_token": (90
                "kv_lab": (1300, 900)}
 PANEL_SIZE = (1100, 700)
 STEPS = 3
+TRANSLATION_STEPS = 24       # an encoder-decoder steps until its target ends (at most this many)
+END_OF_TARGET = "</s>"
 LOG_SCALE_FROM = 100                          # tokens
 SETTLE_S = 0.6
 
@@ -83,11 +85,14 @@ def _type_and_decode(app: QApplication, window, prompt: str, errors: list[str]) 
     window.prompt.settle()
     window.actions.run.trigger()
     _wait_for(app, lambda: window.session.trace is not None and not window.worker.busy, "the prefill", errors)
-    for _ in range(STEPS):
+    translating = window.session.trace.model.is_encoder_decoder
+    for _ in range(TRANSLATION_STEPS if translating else STEPS):
         before = window.session.trace.n_steps
         window.actions.step.trigger()
         _wait_for(app, lambda: window.session.trace.n_steps > before and not window.worker.busy,
                   "a decoding step", errors)
+        if translating and window.session.trace.token_text[-1] == END_OF_TARGET:
+            break                                   # a whole translation, so the map shows all of it
 
 
 def _choose_view(window) -> None:
