@@ -14,7 +14,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from explorer.core.config import ModelConfig
-from explorer.core.errors import ModelLoadError
+from explorer.core.errors import ModelLoadError, UnsupportedModelError
 from explorer.core.model import Transformer
 from explorer.core.trace import ModelInfo
 from explorer.core.weights import map_weights, validate
@@ -80,7 +80,10 @@ def build_model(hf_config: dict, tensors: dict[str, torch.Tensor], source: str =
     from explorer.core.families import refuse_decoder_build
 
     refuse_decoder_build(hf_config, source)                 # BERT and encoder-decoders: see load_model
-    config = ModelConfig.from_hf(hf_config)
+    try:
+        config = ModelConfig.from_hf(hf_config)
+    except UnsupportedModelError as error:       # name the file: the config reader only sees a dict
+        raise UnsupportedModelError(f"{source}: {error}") from None
     with torch.device("meta"), SkipParameterInit():
         model = Transformer(config)
     expected = model.state_dict()

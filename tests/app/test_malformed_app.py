@@ -55,8 +55,6 @@ def test_each_malformed_file_shows_its_sentence_and_the_previous_model_keeps_wor
     assert window.session.trace.model.name == "tiny-llama" and not dialogs["questions"]
 
 
-@pytest.mark.xfail(strict=True, reason="the engine's UnsupportedModelError for an unknown model_type does not "
-                                       "name the folder (explorer/core/config.py; reported to the lead)")
 def test_an_unsupported_architecture_names_its_folder(qtbot, window, dialogs, tmp_path):
     case = next(c for c in CASES if c.name == "unsupported architecture")
     path = case.build(good_folder(tmp_path / "mamba-model"), tmp_path)
