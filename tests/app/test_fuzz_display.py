@@ -112,8 +112,6 @@ def test_running_random_text_shows_the_trace_tokens(qtbot, window, dialogs, text
     COUNTS["run"] += 1
 
 
-@pytest.mark.xfail(strict=True, reason="the token panel's text view drops the anchor of a token whose text is "
-                                       "only invisible whitespace such as U+0085 (panels/tokens.py; told the lead)")
 def test_a_token_of_invisible_whitespace_can_still_be_clicked(qtbot, window):
     window.prompt.set_text("a\x85b")
     panel = window.docks["tokens"].widget()

@@ -122,7 +122,12 @@ class TokensPanel(Panel):
         for row in self.rows:
             colour = SELECTED if row.position == selected else SPAN_COLOURS[row.position % len(SPAN_COLOURS)]
             fg = "#000000" if row.position == selected else "#ffffff"
-            text = html.escape(row.source_text).replace("\n", "↵<br>")
+            # A token of only invisible characters (U+0085, zero-width marks) would leave an empty,
+            # unclickable anchor: show its display string instead.
+            source = row.source_text
+            visible = source.strip() or (source and source.isprintable()) or "\n" in source
+            shown = source if visible else row.text
+            text = html.escape(shown).replace("\n", "↵<br>")
             parts.append(f"<a href='tok:{row.position}'><span style='background-color:{colour};"
                          f" color:{fg}'>{text}</span></a>")
         return "<div style='font-size:14px; line-height:150%'>" + "".join(parts) + "</div>"
