@@ -11,6 +11,7 @@ import html
 import re
 from contextlib import contextmanager
 
+import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QLabel, QMenu, QVBoxLayout, QWidget
@@ -144,6 +145,14 @@ class Panel(QWidget):
         with self.updating():
             self.redraw()
             self.show_selection(self.session.selection)
+        self.settle_views()
+
+    def settle_views(self) -> None:
+        """Apply pyqtgraph's pending view ranges and transforms now. Left to the paint, they move the
+        items while Qt paints, and every view of the panel is painted a second time."""
+        for view in self.findChildren(pg.GraphicsView):
+            if view.isVisible():
+                view.scene().prepareForPaint()
 
     # ----- session handlers --------------------------------------------------------------
     def _on_trace_changed(self, trace) -> None:
@@ -158,6 +167,7 @@ class Panel(QWidget):
             return
         with self.updating():
             self.show_selection(selection)
+        self.settle_views()
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
