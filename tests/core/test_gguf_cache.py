@@ -104,3 +104,42 @@ def test_files_outside_the_store_or_with_the_cache_off_are_not_copied(store, tmp
     monkeypatch.setenv(gguf_cache.DISABLE_ENV, "0")
     open_checkpoint(inside)
     assert not any(p.name.endswith(gguf_cache.SUFFIX) for p in tmp_path.rglob("*"))
+
+
+def test_the_tokenizer_is_saved_beside_the_copy_and_equals_a_fresh_build(store, tmp_path, monkeypatch):
+    path = write_gguf(store / "tiny" / "tiny.gguf", tmp_path)
+    built = open_checkpoint(path).tokenizer
+    saved = gguf_loader.tokenizer_cache_path(path)
+    assert saved is not None and saved.is_file() and saved.parent == path.parent
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("built the tokenizer although the saved one was fresh")
+
+    monkeypatch.setattr(gguf_loader, "tokenizer_from_gguf", refuse)
+    cached = open_checkpoint(path).tokenizer
+    assert cached.tokenizer.to_str() == built.tokenizer.to_str()
+    assert (cached.add_bos, cached.bos_id, cached.eos_id) == (built.add_bos, built.bos_id, built.eos_id)
+    for text in ["The capital of France is Paris.", "naïve café 東京 😀<|endoftext|>", "  \n\t"]:
+        a, b = cached.encode(text), built.encode(text)
+        assert list(a.ids) == list(b.ids) and a.text == b.text and a.spans == b.spans
+
+
+def test_a_changed_gguf_or_a_damaged_tokenizer_file_builds_it_again(store, tmp_path):
+    path = write_gguf(store / "tiny" / "tiny.gguf", tmp_path)
+    open_checkpoint(path)
+    saved = gguf_loader.tokenizer_cache_path(path)
+    saved.write_text('{"fingerprint": ', encoding="utf-8")             # damaged
+    assert open_checkpoint(path).tokenizer.encode("Paris").ids.size > 0
+    assert saved.read_text(encoding="utf-8").startswith('{"fingerprint": {')
+    os.utime(path, ns=(1, 1))                                          # stale: rebuilt and rewritten
+    before = saved.stat().st_mtime_ns
+    open_checkpoint(path)
+    assert gguf_loader._tokenizer_fingerprint(path)["source_mtime_ns"] == "1"
+    assert '"source_mtime_ns": "1"' in saved.read_text(encoding="utf-8") and saved.stat().st_mtime_ns >= before
+
+
+def test_no_tokenizer_is_saved_outside_the_store(store, tmp_path):
+    path = write_gguf(tmp_path / "elsewhere" / "tiny.gguf", tmp_path)
+    open_checkpoint(path)
+    assert gguf_loader.tokenizer_cache_path(path) is None
+    assert not list(path.parent.glob("*.tokenizer.json"))
