@@ -33,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--self-test", action="store_true",
                         help="open the window offscreen, load the bundled model, step three tokens, export, exit")
     parser.add_argument("--screenshots", metavar="DIR", help=argparse.SUPPRESS)   # packaging/screenshots.py
+    parser.add_argument("--steps-at-start", metavar="N", type=int, default=0,
+                        help=argparse.SUPPRESS)                                  # tests/app/test_kill_restore.py
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text in SUBCOMMANDS.items():
         module = importlib.import_module(f"explorer.tools.{name}_cmd")

@@ -74,9 +74,24 @@ def launch(args) -> int:
     window.prompt.set_text(getattr(args, "prompt", None) or first_prompt(settings.last_prompt, reference))
     if reference:
         window.open_model(reference)          # once loaded, the controller prefills the prompt
+        step_after_prefill(window, getattr(args, "steps_at_start", 0) or 0)
     else:
         QMessageBox.information(window, "No model yet", model_refs.HOW_TO_GET_A_MODEL)
     return app.exec()
+
+
+def step_after_prefill(window, n_steps: int) -> None:
+    """Hidden --steps-at-start N (tests/app/test_kill_restore.py): once the prompt is prefilled, press Step N times."""
+    if n_steps <= 0:
+        return
+
+    def on_trace(trace) -> None:
+        if trace is not None and trace.n_steps == 1:
+            window.session.trace_changed.disconnect(on_trace)
+            for _ in range(n_steps):
+                window.controller.step()
+
+    window.session.trace_changed.connect(on_trace)
 
 
 def restore_allowed(args) -> bool:
