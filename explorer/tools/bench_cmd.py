@@ -10,7 +10,6 @@ import statistics
 import time
 
 import numpy as np
-import torch
 
 from explorer.core.errors import ContextOverflowError, ExplorerError
 
@@ -58,6 +57,8 @@ def time_engine(loaded, prompt_tokens: int = 256, steps: int = 64, record_dtype:
 
 
 def _sync(loaded) -> None:
+    import torch    # here, not at the top: the app's start imports every subcommand module
+
     device = loaded.model.embed.weight.device
     if device.type == "cuda":
         torch.cuda.synchronize(device)
