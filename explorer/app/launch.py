@@ -74,6 +74,9 @@ def launch(args) -> int:
     window.prompt.set_text(getattr(args, "prompt", None) or first_prompt(settings.last_prompt, reference))
     if reference:
         window.open_model(reference)          # once loaded, the controller prefills the prompt
+        notice = model_refs.fallback_notice(reference, getattr(args, "model", None))
+        if notice:
+            window.statusBar().showMessage(notice, 30000)
         step_after_prefill(window, getattr(args, "steps_at_start", 0) or 0)
     else:
         QMessageBox.information(window, "No model yet", model_refs.HOW_TO_GET_A_MODEL)

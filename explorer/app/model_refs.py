@@ -64,6 +64,14 @@ def default_model() -> str | None:
     return None
 
 
+def fallback_notice(reference: str | None, asked_for: str | None) -> str | None:
+    """What to tell a person whose first window opens the bundled model because the real default is absent."""
+    if asked_for or reference != DEFAULT_BUNDLED:
+        return None
+    return (f"Opened the bundled {DEFAULT_BUNDLED}: the default model {DEFAULT_PULLED} is not pulled yet. "
+            f"Get it with: python -m explorer pull {DEFAULT_PULLED}")
+
+
 # The first prompt a model is shown with: one it completes well, so every panel has something to show.
 GENERIC_PROMPT = "The capital of France is"
 PROMPTS_BY_NAME = (("shakespeare", "To be, or not to be, that is the question:"),

@@ -89,3 +89,15 @@ def test_no_restore_and_prompt_flags(launched, tiny):  # noqa: F811
     result = launched(["--no-restore", "--model", str(tiny), "--prompt", "Whether 'tis nobler"], prefilled)
     assert not result.asked
     assert result.prompt == "Whether 'tis nobler" and result.trace.n_tokens > 1
+
+
+def test_the_bundled_fallback_says_how_to_get_the_default_model(tmp_path, monkeypatch):
+    from explorer.app import model_refs
+
+    monkeypatch.setenv("TRANSFORMER_EXPLORER_HOME", str(tmp_path))        # an empty store: nothing pulled
+    reference = model_refs.default_model()
+    assert reference == model_refs.DEFAULT_BUNDLED
+    notice = model_refs.fallback_notice(reference, asked_for=None)
+    assert notice and f"python -m explorer pull {model_refs.DEFAULT_PULLED}" in notice
+    assert model_refs.fallback_notice(reference, asked_for=reference) is None
+    assert model_refs.fallback_notice(model_refs.DEFAULT_PULLED, asked_for=None) is None
