@@ -104,13 +104,27 @@ def count_parameters(model: torch.nn.Module) -> int:
     return sum(parameter.numel() for parameter in model.parameters())
 
 
-def learning_rate(step: int, total: int, peak: float) -> float:
-    """Linear warmup over the first 5% (at most 100 steps), then cosine down to peak/10."""
-    warmup = max(1, min(100, total // 20))
+def warmup_cosine(step: int, total: int, peak: float, warmup: int, floor: float) -> float:
+    """Linear warmup over `warmup` steps, then cosine decay from `peak` down to `floor` * peak."""
     if step < warmup:
         return peak * (step + 1) / warmup
     progress = (step - warmup) / max(1, total - warmup)
-    return peak * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * progress)))
+    return peak * (floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress)))
+
+
+def learning_rate(step: int, total: int, peak: float) -> float:
+    """Linear warmup over the first 5% (at most 100 steps), then cosine down to peak/10."""
+    return warmup_cosine(step, total, peak, max(1, min(100, total // 20)), floor=0.1)
+
+
+def optimizer_update(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss: torch.Tensor,
+                     smoothed: float | None) -> float:
+    """One AdamW step with gradients clipped to norm 1; returns the exponentially smoothed loss."""
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return loss.item() if smoothed is None else 0.95 * smoothed + 0.05 * loss.item()
 
 
 def make_optimizer(model: torch.nn.Module, settings: TrainSettings) -> torch.optim.AdamW:
@@ -227,12 +241,7 @@ def train_steps(model: torch.nn.Module, data: Data, settings: TrainSettings, ste
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, steps, settings.learning_rate)
         inputs, targets = sample_batch(data.train_ids, settings.batch_size, settings.context, generator)
-        loss = next_token_loss(model, inputs, targets)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        smoothed = loss.item() if smoothed is None else 0.95 * smoothed + 0.05 * loss.item()
+        smoothed = optimizer_update(model, optimizer, next_token_loss(model, inputs, targets), smoothed)
         if (step + 1) % every == 0 or step + 1 == steps:
             progress(progress_line(step + 1, steps, smoothed, optimizer.param_groups[0]["lr"],
                                    time.perf_counter() - started, settings))

@@ -29,6 +29,7 @@ from tokenizers import Tokenizer
 
 from explorer.core.encdec import EncDecConfig, EncoderDecoder, TargetStep
 from explorer.train import translate_data as data
+from explorer.train.lm import optimizer_update, warmup_cosine
 
 SHIPPED_DTYPE = torch.float16
 HELD_OUT = 2000                  # pairs never trained on; exact match is measured on all of them
@@ -133,11 +134,7 @@ def exact_match(model: EncoderDecoder, tokenizer: Tokenizer, pairs) -> tuple[flo
 
 def learning_rate(step: int, total: int, peak: float, warmup: int) -> float:
     """Linear warmup, then cosine down to peak/20."""
-    warmup = max(1, min(warmup, total // 5))
-    if step < warmup:
-        return peak * (step + 1) / warmup
-    progress = (step - warmup) / max(1, total - warmup)
-    return peak * (0.05 + 0.95 * 0.5 * (1.0 + math.cos(math.pi * progress)))
+    return warmup_cosine(step, total, peak, max(1, min(warmup, total // 5)), floor=0.05)
 
 
 def plan_steps(model, tokenizer, config, settings: TranslateSettings) -> tuple[int, float]:
@@ -167,12 +164,7 @@ def train_steps(model, tokenizer, config, settings: TranslateSettings, steps: in
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, steps, settings.learning_rate, settings.warmup)
         source, target = encode_batch(tokenizer, config, list(itertools.islice(stream, settings.batch_size)))
-        loss = translation_loss(model, source, target)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        smoothed = loss.item() if smoothed is None else 0.95 * smoothed + 0.05 * loss.item()
+        smoothed = optimizer_update(model, optimizer, translation_loss(model, source, target), smoothed)
         if (step + 1) % every == 0 or step + 1 == steps:
             elapsed = time.perf_counter() - started
             line = f"step {step + 1:>5}/{steps}  loss {smoothed:.4f}  {elapsed / 60:.1f} min"
