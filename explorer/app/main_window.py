@@ -143,9 +143,23 @@ class MainWindow(QMainWindow):
 
     # ----- models -------------------------------------------------------------------
     def open_model(self, reference: str) -> None:
+        if not self._terms_accepted(reference):
+            self.status.showMessage(f"{model_refs.short_name(reference)} was not opened: its terms were declined.", 8000)
+            return
         device, dtype = self.model_bar.choice()
         self.status.showMessage(f"Loading {model_refs.short_name(reference)}…")
         self.controller.load(reference, device, dtype)
+
+    def _terms_accepted(self, reference: str) -> bool:
+        """Models under terms of use (Gemma) are opened only once the person has accepted them; asked once."""
+        terms = model_refs.terms_of(reference)
+        if terms is None or self.settings.accepted_terms(terms[0]):
+            return True
+        answer = QMessageBox.question(self, "Terms of use", f"{terms[1]}\n\nDo you accept these terms?")
+        if answer != QMessageBox.StandardButton.Yes:
+            return False
+        self.settings.accept_terms(terms[0])
+        return True
 
     def refresh_models(self) -> None:
         """List the catalog again, in the background (see CatalogLoader); the picker fills in when it is done."""

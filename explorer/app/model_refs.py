@@ -72,6 +72,19 @@ def fallback_notice(reference: str | None, asked_for: str | None) -> str | None:
             f"Get it with: python -m explorer pull {DEFAULT_PULLED}")
 
 
+def terms_of(reference: str) -> tuple[str, str] | None:
+    """(catalog name, terms) when `reference` opens a pulled model whose licence must be accepted (Gemma)."""
+    from explorer.core import store
+
+    for name, entry in store.PULLABLE.items():
+        if not entry.terms:
+            continue
+        path = store.pulled_path(name)
+        if reference == name or (path is not None and Path(reference).expanduser() == path):
+            return name, entry.terms
+    return None
+
+
 # The first prompt a model is shown with: one it completes well, so every panel has something to show.
 GENERIC_PROMPT = "The capital of France is"
 PROMPTS_BY_NAME = (("shakespeare", "To be, or not to be, that is the question:"),

@@ -61,6 +61,7 @@ def _drive(app: QApplication, reference: str, prompt: str, out: Path, scratch: P
     window = MainWindow(settings=settings, autosave_path=scratch / "autosave.json")
     errors: list[str] = []
     window.show_error = errors.append               # no modal dialogs in a scripted run: collect instead
+    window._terms_accepted = lambda reference: True  # whoever scripts the shots pulled with --accept-license
     window.session.error_raised.disconnect()
     window.session.error_raised.connect(errors.append)
     try:

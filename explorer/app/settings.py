@@ -55,6 +55,12 @@ class AppSettings:
         self.q.setValue("models/recent", recent[:MAX_RECENT])
         self.q.setValue("models/last", reference)
 
+    def accepted_terms(self, name: str) -> bool:
+        return str(self.q.value(f"models/accepted_terms/{name}", "")) == "yes"
+
+    def accept_terms(self, name: str) -> None:
+        self.q.setValue(f"models/accepted_terms/{name}", "yes")
+
     def forget_model(self, reference: str) -> None:
         self.q.setValue("models/recent", [r for r in self.recent_models() if r != reference])
 
