@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from pathlib import Path
+
 import gguf
 import pytest
 import torch
@@ -55,7 +57,7 @@ def assert_same(a: dict, b: dict) -> None:
         assert a[name].dtype == b[name].dtype == torch.float32 and torch.equal(a[name], b[name]), name
 
 
-def test_the_second_load_maps_the_copy_and_equals_a_fresh_dequantization(store, tmp_path, monkeypatch):
+def test_the_second_load_reads_the_copy_and_equals_a_fresh_dequantization(store, tmp_path, monkeypatch):
     path = write_gguf(store / "tiny" / "tiny.gguf", tmp_path)
     first = open_checkpoint(path).tensors
     copy = gguf_cache.cache_path(path)
@@ -66,8 +68,23 @@ def test_the_second_load_maps_the_copy_and_equals_a_fresh_dequantization(store, 
     assert_same(second.tensors, expected)
     assert_same(first, expected)
     assert second.hf_config["num_hidden_layers"] == 2
-    second.tensors["model.norm.weight"] += 1.0              # copy-on-write: the file on disk is unchanged
+    second.tensors["model.norm.weight"] += 1.0              # owned memory: the file on disk is unchanged
     assert_same(open_checkpoint(path).tensors, expected)
+
+
+def test_the_copy_is_read_into_owned_memory_not_mapped(store, tmp_path):
+    # Matrix multiplies on memory-mapped weights ran several times slower, so the copy is read, not mapped.
+    maps = Path("/proc/self/maps")
+    if not maps.exists():
+        pytest.skip("needs /proc to see the process's file mappings")
+    path = write_gguf(store / "tiny" / "tiny.gguf", tmp_path)
+    open_checkpoint(path)
+    tensors = open_checkpoint(path).tensors
+    copy = str(gguf_cache.cache_path(path))
+    mapped = [tuple(int(a, 16) for a in line.split()[0].split("-"))
+              for line in maps.read_text().splitlines() if line.endswith(copy)]
+    pointers = [t.untyped_storage().data_ptr() for t in tensors.values()]
+    assert not [p for p in pointers for lo, hi in mapped if lo <= p < hi]
 
 
 def test_a_changed_gguf_makes_the_copy_stale_and_it_is_rebuilt(store, tmp_path):

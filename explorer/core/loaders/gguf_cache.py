@@ -59,7 +59,9 @@ def load(gguf_path: Path, expected: dict[str, tuple[int, ...]]) -> dict[str, tor
         return None
     with path.open("rb") as handle:
         start = 8 + int.from_bytes(handle.read(8), "little")   # the data follow the 8-byte length and the header
-    data = np.memmap(path, mode="c", dtype=np.uint8)       # copy-on-write: the file is never changed
+    # One read into owned memory: matrix multiplies on memory-mapped weights ran several times slower
+    # (0.9 s against 0.06 s per SmolLM2 token), and one read is cheaper than copying tensor by tensor.
+    data = np.fromfile(path, dtype=np.uint8)
     return {name: torch.from_numpy(data[start + entry["data_offsets"][0]: start + entry["data_offsets"][1]]
                                    .view(np.float32).reshape(entry["shape"]))
             for name, entry in entries.items()}
