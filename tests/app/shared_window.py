@@ -48,3 +48,12 @@ def settle(app, condition, timeout_s: float = 120.0) -> None:
         assert time.monotonic() < deadline, "the window did not settle"
         app.processEvents()
         time.sleep(0.005)
+
+
+def make(qtbot, session, cls):
+    """A panel of class `cls` on `session`, shown at a size its plots can draw in."""
+    panel = cls(session)
+    qtbot.addWidget(panel)
+    panel.resize(900, 650)
+    panel.show()
+    return panel

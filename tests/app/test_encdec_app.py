@@ -5,7 +5,6 @@ window tests open the models through the real worker, as a person would.
 """
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -15,18 +14,11 @@ from explorer.app import trace_views
 from explorer.app.panels import AttentionPanel, KVCachePanel, MaskPanel, QKVPanel
 from explorer.app.panels.mask import MASKED, NEW_ROW
 from explorer.app.session import Session
+from tests.app.shared_window import make, settle
 
 TRANSLATOR = Path(__file__).resolve().parents[2] / "resources" / "models" / "translate-en-zh"
 SOURCE = "twelve thousand three hundred"
 TARGET = ["<s>", "一", "万", "二", "千", "三", "百"]
-
-
-def settle(app, condition, timeout_s: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "the window did not settle"
-        app.processEvents()
-        time.sleep(0.005)
 
 
 @pytest.fixture(scope="module")
@@ -46,14 +38,6 @@ def translation():
 @pytest.fixture
 def session(qtbot):
     return Session()
-
-
-def make(qtbot, session, cls):
-    panel = cls(session)
-    qtbot.addWidget(panel)
-    panel.resize(900, 650)
-    panel.show()
-    return panel
 
 
 def test_cross_attention_map_is_target_rows_by_source_columns_and_rows_sum_to_one(qtbot, session, translation):

@@ -9,6 +9,7 @@ from explorer.app.panels import (ALL_PANELS, AttentionPanel, EmbeddingsPanel, KV
                                  NextTokenPanel, QKVPanel, TokensPanel)
 from explorer.app.panels.mask import ALLOWED, MASKED, NEW_ROW
 from explorer.app.session import Session
+from tests.app.shared_window import make
 from tests.app.synthetic_trace import WORDS, build_trace
 
 
@@ -17,14 +18,6 @@ def session(qtbot):
     session = Session()
     session.set_token_display(lambda token_id: WORDS[token_id])
     return session
-
-
-def make(qtbot, session, cls):
-    panel = cls(session)
-    qtbot.addWidget(panel)
-    panel.resize(900, 650)
-    panel.show()
-    return panel
 
 
 def view_point(view, heatmap, row, col) -> QPoint:

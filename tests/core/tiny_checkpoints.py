@@ -118,16 +118,22 @@ def gguf_tensor(weight: torch.Tensor, quant: gguf.GGMLQuantizationType):
     return gguf.quants.quantize(array, quant), quant
 
 
-def write_llama_gguf(path: Path, config: dict, tensors: dict[str, torch.Tensor], tokenizer: Tokenizer,
-                     quant: dict[str, gguf.GGMLQuantizationType] | None = None) -> None:
-    """What convert_hf_to_gguf writes for a llama model: llama.* keys, renamed and Q/K-permuted tensors."""
-    writer = gguf.GGUFWriter(str(path), "llama")
+def gguf_writer(path: Path, architecture: str, config: dict) -> gguf.GGUFWriter:
+    """A GGUF writer with the block, context, width and head counts every architecture stores."""
+    writer = gguf.GGUFWriter(str(path), architecture)
     writer.add_block_count(config["num_hidden_layers"])
     writer.add_context_length(config["max_position_embeddings"])
     writer.add_embedding_length(config["hidden_size"])
     writer.add_feed_forward_length(config["intermediate_size"])
     writer.add_head_count(config["num_attention_heads"])
     writer.add_head_count_kv(config["num_key_value_heads"])
+    return writer
+
+
+def write_llama_gguf(path: Path, config: dict, tensors: dict[str, torch.Tensor], tokenizer: Tokenizer,
+                     quant: dict[str, gguf.GGMLQuantizationType] | None = None) -> None:
+    """What convert_hf_to_gguf writes for a llama model: llama.* keys, renamed and Q/K-permuted tensors."""
+    writer = gguf_writer(path, "llama", config)
     writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
     writer.add_rope_freq_base(config["rope_theta"])
     writer.add_rope_dimension_count(config["head_dim"])
@@ -190,13 +196,7 @@ def write_gemma3_gguf(path: Path, seed: int = 0) -> dict[str, torch.Tensor]:
     tokens, scores, types = sentencepiece_vocab()
     tensors = gemma3_tensors(len(tokens), seed)
     c = GEMMA3_DIMS
-    writer = gguf.GGUFWriter(str(path), "gemma3")
-    writer.add_block_count(c["num_hidden_layers"])
-    writer.add_context_length(c["max_position_embeddings"])
-    writer.add_embedding_length(c["hidden_size"])
-    writer.add_feed_forward_length(c["intermediate_size"])
-    writer.add_head_count(c["num_attention_heads"])
-    writer.add_head_count_kv(c["num_key_value_heads"])
+    writer = gguf_writer(path, "gemma3", c)
     writer.add_key_length(c["head_dim"])
     writer.add_value_length(c["head_dim"])
     writer.add_layer_norm_rms_eps(c["rms_norm_eps"])
