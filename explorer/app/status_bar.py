@@ -5,20 +5,7 @@ from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 
 from explorer.core.trace import ModelInfo, Trace
 from explorer.core.trace import nbytes_of
-
-
-def human_count(n: int) -> str:
-    for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
-        if n >= size:
-            return f"{n / size:.3g}{unit}"
-    return str(n)
-
-
-def human_bytes(n: int) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
+from explorer.core.units import human_bytes, human_count
 
 
 def attention_label(info: ModelInfo) -> str:

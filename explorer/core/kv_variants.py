@@ -25,6 +25,7 @@ from typing import Callable
 import numpy as np
 
 from explorer.core.errors import ModelLoadError, UnsupportedModelError
+from explorer.core.units import human_bytes
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1}
 DEFAULT_BLOCK_SIZE = 16
@@ -347,14 +348,6 @@ def mla_expanded_elements(shape: CacheShape) -> int | None:
 
 
 # ----- presentation --------------------------------------------------------------
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
-        n /= 1024
-    return f"{n:.2f} TiB"
-
 
 HEADER = ("variant", "kv_heads", "elements_per_token_per_layer", "bytes_per_token",
           "tokens", "bytes_total", "ratio_to_mha", "native")

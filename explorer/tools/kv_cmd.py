@@ -10,6 +10,7 @@ from pathlib import Path
 
 from explorer.core import kv_variants as kv
 from explorer.core.errors import ExplorerError, ModelLoadError
+from explorer.core.units import human_bytes
 
 
 def add_arguments(parser) -> None:
@@ -44,7 +45,7 @@ def _paged_summary(shape: kv.CacheShape, rows: list[kv.VariantRow], block_size: 
     native = next(row for row in rows if row.variant.native)
     layout = kv.paged_layout(shape, native.variant, native.tokens, native.dtype, block_size)
     return (f"paged ({block_size}-token blocks): {int(layout.blocks_per_layer.sum())} blocks over "
-            f"{shape.n_layers} layers, {kv.human_bytes(int(layout.bytes_allocated.sum()))} allocated, "
+            f"{shape.n_layers} layers, {human_bytes(int(layout.bytes_allocated.sum()))} allocated, "
             f"internal fragmentation {100 * layout.fragmentation:.2f}%")
 
 

@@ -4,25 +4,12 @@ from __future__ import annotations
 import json
 
 from explorer.core import store
+from explorer.core.units import human_bytes, human_count
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON list, one object per model")
     parser.add_argument("--available", action="store_true", help="only the models that can be opened now")
-
-
-def human_count(value: int) -> str:
-    for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
-        if value >= size:
-            return f"{value / size:.1f}{unit}"
-    return str(value)
-
-
-def human_bytes(value: int) -> str:
-    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
-        if value >= size:
-            return f"{value / size:.1f} {unit}"
-    return f"{value} B"
 
 
 def as_dict(entry: store.ModelEntry) -> dict:

@@ -22,10 +22,10 @@ from explorer.app.panels.base import Panel
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.session import Selection
 from explorer.core import kv_formulas, kv_variants
+from explorer.core.units import human_bytes as human
 
 KIB = 1024.0
 CROSS_COLOUR = "#b07cd8"
-human = kv_variants.human_bytes
 
 
 class KVCachePanel(Panel):

@@ -28,6 +28,7 @@ from explorer.app.panels.model_call import Executor, ModelCall, thread_executor
 from explorer.app.session import Selection
 from explorer.core import kv_variants as kv
 from explorer.core.errors import ExplorerError
+from explorer.core.units import human_bytes
 
 COLUMNS = ("variant", "K/V heads", "numbers/token/layer", "bytes/token", "bytes total", "vs MHA")
 STEP_COLUMNS = ("step", "next token", "KL (nats)", "top-1", "bytes saved")
@@ -217,7 +218,7 @@ class KVLabPanel(Panel):
             native = row.variant.native
             heads = "—" if row.variant.kv_heads is None else row.variant.kv_heads
             cells = (row.variant.name + (" ★ native" if native else ""), heads, row.variant.elements_per_layer,
-                     kv.human_bytes(row.bytes_per_token), kv.human_bytes(row.bytes_total), f"{row.ratio_to_mha:.4f}")
+                     human_bytes(row.bytes_per_token), human_bytes(row.bytes_total), f"{row.ratio_to_mha:.4f}")
             for column, value in enumerate(cells):
                 self.table.setItem(index, column, _item(value, bold=native))
         self.table.resizeColumnsToContents()
@@ -298,7 +299,7 @@ class KVLabPanel(Panel):
         for index, row in enumerate(rows):
             token = texts[row.position + 1] if row.position + 1 < len(texts) else f"id {row.token_id}"
             cells = (row.step, token, f"{row.kl:.4g}", "✓" if row.top1_agrees else "✗",
-                     kv.human_bytes(row.bytes_saved))
+                     human_bytes(row.bytes_saved))
             for column, value in enumerate(cells):
                 self.steps_table.setItem(index, column, _item(value))
         self.steps_table.resizeColumnsToContents()
@@ -306,7 +307,7 @@ class KVLabPanel(Panel):
         mean_kl = np.mean([r.kl for r in rows]) if rows else 0.0
         saved = rows[-1].bytes_saved if rows else 0
         self.run_summary.setText(f"{result.variant}: mean KL {mean_kl:.4g} nats, top-1 agreement {100 * agree:.0f}%, "
-                                 f"cache saved {kv.human_bytes(saved)} at {rows[-1].position + 1 if rows else 0} "
+                                 f"cache saved {human_bytes(saved)} at {rows[-1].position + 1 if rows else 0} "
                                  f"tokens; K/V map moved {100 * float(np.mean(result.relative_error)):.1f}%")
         self.progress.setValue(100)
         self._finish_run()

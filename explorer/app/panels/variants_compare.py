@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPus
 from explorer.app.panels.attention import attention_matrix
 from explorer.app.panels.heatmap import Heatmap
 from explorer.core import kv_formulas
-from explorer.core.kv_variants import human_bytes
+from explorer.core.units import human_bytes
 
 KINDS = ("mha", "mqa", "gqa", "mla")
 DEFAULT_PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?"
