@@ -1,6 +1,22 @@
-"""Test-wide settings: Qt renders offscreen, torch stays on few threads (CI has 2 cores)."""
+"""Test-wide settings: Qt renders offscreen, no hub is ever asked, and garbage is collected on the main thread.
+
+Python's cyclic collector runs on whichever thread allocates; if it frees a Qt widget left over
+from an earlier test on a model-worker thread, PySide deadlocks (seen in a full run). As in the
+app (explorer/app/gc_guard.py), automatic collection is off and the main thread collects after
+every test.
+"""
+import gc
 import os
+
+import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(autouse=True)
+def collect_garbage_on_the_main_thread():
+    gc.disable()
+    yield
+    gc.collect()

@@ -60,9 +60,11 @@ def launch(args) -> int:
         from explorer.app.screenshots import take_screenshots
 
         return take_screenshots(args.screenshots, getattr(args, "model", None), getattr(args, "prompt", None))
+    from explorer.app.gc_guard import collect_on_gui_thread
     from explorer.app.main_window import MainWindow
 
     app = make_app()
+    collect_on_gui_thread(app)
     settings = AppSettings()
     apply_theme(app, settings.theme)
     window = MainWindow(settings=settings)
