@@ -6,6 +6,10 @@ Without --model it builds SmolLM2-135M's architecture with seeded random
 weights (speed does not depend on the values). Targets (issue 2): decode
 <= 0.8x transformers' cached decode per token, prefill <= 1.0x its forward
 with output_attentions=True (eager attention). Prints one JSON object.
+
+The two run alternately (one prefill or one decoding step of each in turn), and each
+ratio is the median of the per-pair ratios, so a busy moment of a shared machine
+slows both sides of a pair instead of one whole run.
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from explorer.tools.bench_cmd import prompt_ids, time_engine  # noqa: E402
+from explorer.tools.bench_cmd import prompt_ids  # noqa: E402
 
 SMOLLM2_135M = dict(
     model_type="llama", architectures=["LlamaForCausalLM"], vocab_size=49152, hidden_size=576,
@@ -49,25 +53,47 @@ def random_checkpoint(hf_config: dict):
     return model
 
 
-@torch.inference_mode()
-def time_transformers(model, ids: torch.Tensor, steps: int) -> dict:
-    model(ids[:, :16], output_attentions=True)                        # warm up
+class Reference:
+    """transformers' model on the same weights: an eager forward with attentions, and cached decoding."""
+
+    def __init__(self, model, ids: torch.Tensor):
+        self.model, self.ids = model, ids
+        self.cache = self.token = None
+
+    @torch.inference_mode()
+    def prefill(self) -> None:
+        self.model(self.ids, output_attentions=True)
+
+    @torch.inference_mode()
+    def start_decoding(self) -> None:
+        out = self.model(self.ids, use_cache=True)
+        self.cache, self.token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+
+    @torch.inference_mode()
+    def step(self) -> None:
+        out = self.model(self.token, past_key_values=self.cache, use_cache=True)
+        self.cache, self.token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+
+
+def timed(call) -> float:
     start = time.perf_counter()
-    model(ids, output_attentions=True)
-    prefill_ms = (time.perf_counter() - start) * 1000.0
-    out = model(ids, use_cache=True)
-    cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
-    per_token = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        out = model(token, past_key_values=cache, use_cache=True)
-        cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
-        per_token.append((time.perf_counter() - start) * 1000.0)
-    return {"prefill_ms": round(prefill_ms, 3), "decode_ms_per_token": round(statistics.median(per_token), 3)}
+    call()
+    return (time.perf_counter() - start) * 1000.0
 
 
-def best(runs: list[dict]) -> dict:
-    return {key: min(run[key] for run in runs) if key != "trace_bytes" else runs[-1][key] for key in runs[0]}
+def paired(ours, theirs, rounds: int) -> tuple[list[float], list[float]]:
+    """Time `ours` and `theirs` alternately, so that a busy moment of a shared machine hits both."""
+    mine, reference = [], []
+    for _ in range(rounds):
+        mine.append(timed(ours))
+        reference.append(timed(theirs))
+    return mine, reference
+
+
+def summary(mine: list[float], reference: list[float]) -> dict:
+    ratios = [a / b for a, b in zip(mine, reference)]
+    return {"engine_ms": round(statistics.median(mine), 3), "transformers_ms": round(statistics.median(reference), 3),
+            "ratio": round(statistics.median(ratios), 3)}
 
 
 def main() -> None:
@@ -75,11 +101,13 @@ def main() -> None:
     parser.add_argument("--model", help="a model folder or .gguf (default: SmolLM2-135M shape, random weights)")
     parser.add_argument("--prompt-tokens", type=int, default=256)
     parser.add_argument("--steps", type=int, default=64)
-    parser.add_argument("--repeats", type=int, default=2, help="interleaved runs of each; the best is kept")
+    parser.add_argument("--prefills", type=int, default=5, help="paired prefill runs")
+    parser.add_argument("--record-dtype", default="float32", choices=("float32", "float16"))
     parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    from explorer.core.decode import Decoder, RecordOptions
     from explorer.core.runtime import from_tensors
 
     if args.model:
@@ -88,24 +116,25 @@ def main() -> None:
 
         checkpoint = open_checkpoint(resolve(args.model))
         hf_config, tensors, name, tokenizer = checkpoint.hf_config, checkpoint.tensors, checkpoint.name, checkpoint.tokenizer
-        reference = reference_model(hf_config, tensors)
+        model = reference_model(hf_config, tensors)
     else:
         hf_config, name, tokenizer = SMOLLM2_135M, "SmolLM2-135M (random weights)", None
-        reference = random_checkpoint(hf_config)
-        tensors = reference.state_dict()
+        model = random_checkpoint(hf_config)
+        tensors = model.state_dict()
     loaded = from_tensors(hf_config, tensors, name=name, tokenizer=tokenizer)
-    ids = torch.as_tensor(prompt_ids(loaded, args.prompt_tokens))[None]
-    # Interleaved repeats, best of each: on a shared machine the minimum is the least disturbed run.
-    runs_ours, runs_theirs = [], []
-    for _ in range(args.repeats):
-        runs_ours.append(time_engine(loaded, args.prompt_tokens, args.steps))
-        runs_theirs.append(time_transformers(reference, ids, args.steps))
-    ours, theirs = best(runs_ours), best(runs_theirs)
+    ids = prompt_ids(loaded, args.prompt_tokens)
+    reference = Reference(model, torch.as_tensor(ids)[None])
+    decoder = Decoder(loaded, RecordOptions(dtype=args.record_dtype), capacity=args.prompt_tokens + args.steps)
+
+    decoder.prefill(ids[:16]), decoder.step(), reference.prefill()                 # warm up both
+    prefill = summary(*paired(lambda: decoder.prefill(ids), reference.prefill, args.prefills))
+    decoder.prefill(ids)
+    reference.start_decoding()
+    decode = summary(*paired(decoder.step, reference.step, args.steps))
     print(json.dumps({
         "model": name, "threads": torch.get_num_threads(), "prompt_tokens": args.prompt_tokens, "steps": args.steps,
-        "engine": ours, "transformers": theirs,
-        "decode_ratio": round(ours["decode_ms_per_token"] / theirs["decode_ms_per_token"], 3),
-        "prefill_ratio": round(ours["prefill_ms"] / theirs["prefill_ms"], 3),
+        "record_dtype": args.record_dtype, "prefill": prefill, "decode_per_token": decode,
+        "trace_bytes": int(decoder.trace.nbytes()),
     }, indent=1))
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from explorer.core.rope import Rotary
+from explorer.core.stacked import stack_rows
 
 
 class StepContext:
@@ -97,12 +99,24 @@ class SelfAttention(nn.Module):
         self.softcap = config.attn_softcap
         self.rope = None if config.positional != "rope" else (
             "local" if kind == "sliding" and config.rope_local else "global")
+        self.stacked = None             # [W^Q; W^K; W^V] once fuse() has run (a built model, not training)
+
+    def fuse(self) -> None:
+        self.stacked = stack_rows((self.wq, self.wk, self.wv))
+
+    def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """X W^Q, X W^K, X W^V; one matmul over the stacked [W^Q; W^K; W^V] once fused."""
+        if self.stacked is None:
+            return self.wq(x), self.wk(x), self.wv(x)
+        widths = (self.n_heads * self.d_head, self.n_kv_heads * self.d_head, self.n_kv_heads * self.d_head)
+        return F.linear(x, *self.stacked).split(widths, dim=-1)
 
     def forward(self, x: torch.Tensor, step: StepContext, cache=None, capture=None) -> torch.Tensor:
         t = x.shape[0]                                                           # x: (T, d_model)
-        q = self.wq(x).view(t, self.n_heads, self.d_head).transpose(0, 1)        # Q = X W^Q: (N_Q, T, d_qk)
-        k = self.wk(x).view(t, self.n_kv_heads, self.d_head).transpose(0, 1)     # K = X W^K: (N_KV, T, d_qk)
-        v = self.wv(x).view(t, self.n_kv_heads, self.d_head).transpose(0, 1)     # V = X W^V: (N_KV, T, d_v)
+        q, k, v = self.project(x)
+        q = q.view(t, self.n_heads, self.d_head).transpose(0, 1)                 # Q = X W^Q: (N_Q, T, d_qk)
+        k = k.view(t, self.n_kv_heads, self.d_head).transpose(0, 1)              # K = X W^K: (N_KV, T, d_qk)
+        v = v.view(t, self.n_kv_heads, self.d_head).transpose(0, 1)              # V = X W^V: (N_KV, T, d_v)
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         q_pre, k_pre = q, k

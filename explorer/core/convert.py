@@ -42,7 +42,7 @@ from explorer.core.config import ModelConfig, RopeSpec
 from explorer.core.errors import ExplorerError
 from explorer.core.model import Transformer
 from explorer.core.rope import Rotary
-from explorer.core.runtime import LoadedModel, model_info
+from explorer.core.runtime import LoadedModel, adopt, model_info
 
 Progress = Callable[[float, str], None]
 
@@ -284,14 +284,7 @@ def _build(config: ModelConfig, state: dict[str, torch.Tensor], prepare=None) ->
             prepare(model)
     dtype = next(iter(state.values())).dtype
     state = {name: tensor.to(dtype) for name, tensor in state.items()}
-    model.load_state_dict(state, assign=True, strict=True)
-    for module in model.modules():
-        for key, value in list(module._parameters.items()):
-            if value is not None and not isinstance(value, nn.Parameter):
-                module._parameters[key] = nn.Parameter(value, requires_grad=False)
-    if config.tie_embeddings:
-        model.lm_head.weight = model.embed.weight
-    return model.requires_grad_(False).eval()
+    return adopt(model, state, config.tie_embeddings)
 
 
 def _loaded(original: LoadedModel, model: Transformer, config: ModelConfig, variant: str) -> LoadedModel:

@@ -36,6 +36,8 @@ class RMSNorm(nn.Module):
         return F.rms_norm(x.float(), (x.shape[-1],), eps=self.eps)             # x / sqrt(mean(x^2) + eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype == torch.float32:                                            # one fused op
+            return F.rms_norm(x, (x.shape[-1],), self.weight, eps=self.eps)
         return self.weight * self.normalized(x).to(x.dtype)
 
 
@@ -156,6 +158,16 @@ class Transformer(nn.Module):
         for i, block in enumerate(self.layers):
             h = block(h, step, None if cache is None else cache.layers[i], capture)
         return self.norm(h)
+
+    def fuse(self) -> "Transformer":
+        """Stack each layer's [W^Q; W^K; W^V] and [W_gate; W_up] so each is one matmul (same numbers).
+
+        For a built model whose weights no longer change; training keeps the separate matmuls.
+        """
+        for module in self.modules():
+            if module is not self and hasattr(module, "fuse"):
+                module.fuse()
+        return self
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """logits = h W_U (T, V); Gemma caps them with c * tanh(logits / c)."""

@@ -12,6 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from explorer.core.stacked import stack_rows
+
 
 class GatedMLP(nn.Module):
     """FFN(x) = W_down (act(x W_gate) * x W_up)  (Shazeer 2020, GLU variants)."""
@@ -22,9 +24,17 @@ class GatedMLP(nn.Module):
         self.w_up = nn.Linear(d_model, d_ff, bias=bias)
         self.w_down = nn.Linear(d_ff, d_model, bias=bias)
         self.act = activation
+        self.stacked = None             # [W_gate; W_up] once fuse() has run (a built model, not training)
+
+    def fuse(self) -> None:
+        self.stacked = stack_rows((self.w_gate, self.w_up))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.w_down(self.act(self.w_gate(x)) * self.w_up(x))
+        if self.stacked is None:
+            gate, up = self.w_gate(x), self.w_up(x)
+        else:
+            gate, up = F.linear(x, *self.stacked).chunk(2, dim=-1)              # x [W_gate; W_up]^T
+        return self.w_down(self.act(gate) * up)
 
 
 class Experts(nn.Module):

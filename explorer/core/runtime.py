@@ -97,15 +97,19 @@ def build_model(hf_config: dict, tensors: dict[str, torch.Tensor], source: str =
     converted = {name: tensor.to(device=target_device, dtype=target_dtype) for name, tensor in mapped.items()}
     if tied:
         converted["lm_head.weight"] = converted["embed.weight"]
-    model.load_state_dict(converted, assign=True, strict=True)
+    return adopt(model, converted, tied), config
+
+
+def adopt(model: Transformer, state: dict[str, torch.Tensor], tied: bool) -> Transformer:
+    """Give a meta-built model the tensors of `state` (no copy), tie W_U to E if asked, and fuse it."""
+    model.load_state_dict(state, assign=True, strict=True)
     for module in model.modules():          # assign=True keeps the given tensors; make them Parameters again
         for key, value in list(module._parameters.items()):
             if value is not None and not isinstance(value, torch.nn.Parameter):
                 module._parameters[key] = torch.nn.Parameter(value, requires_grad=False)
     if tied:
         model.lm_head.weight = model.embed.weight
-    model.requires_grad_(False)
-    return model.eval(), config
+    return model.requires_grad_(False).eval().fuse()
 
 
 def model_info(model: Transformer, config: ModelConfig, name: str) -> ModelInfo:
