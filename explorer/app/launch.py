@@ -23,7 +23,6 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from explorer.app import model_refs
 from explorer.app.settings import APPLICATION, ORGANIZATION, AppSettings
-from explorer.app.theme import apply_theme
 
 DEFAULT_PROMPT = "To be, or not to be, that is the question:"      # the self-test's, for the bundled model
 NO_RESTORE_ENV = "TRANSFORMER_EXPLORER_NO_RESTORE"
@@ -44,6 +43,32 @@ def make_app(argv: list[str] | None = None) -> QApplication:
     return app
 
 
+def apply_theme(app: QApplication, choice: str, root=None) -> str:
+    """explorer.app.theme.apply_theme, imported on first use: it imports pyqtgraph (0.4 s), which the
+    model thread need not wait behind."""
+    from explorer.app.theme import apply_theme as apply
+
+    return apply(app, choice, root)
+
+
+def new_window(app: QApplication, settings: AppSettings, autosave_path: str | Path | None = None):
+    """The main window, with its model thread started before anything else.
+
+    The thread begins by importing torch (about 2 s here), the largest part of a cold start; started
+    first, it runs while this thread imports pyqtgraph and the panels and builds the window, and the
+    model load queued by `open_model` follows it at once.
+    """
+    from explorer.app.worker import ModelWorker
+
+    worker = ModelWorker()
+    from explorer.app.main_window import MainWindow
+
+    apply_theme(app, settings.theme)
+    window = MainWindow(worker=worker, settings=settings, autosave_path=autosave_path)
+    worker.setParent(window)
+    return window
+
+
 def follow_system_theme(app: QApplication, settings: AppSettings, window) -> None:
     """Re-apply the palette when the desktop switches between light and dark, unless a theme was chosen."""
     def on_change(_scheme) -> None:
@@ -61,13 +86,11 @@ def launch(args) -> int:
 
         return take_screenshots(args.screenshots, getattr(args, "model", None), getattr(args, "prompt", None))
     from explorer.app.gc_guard import collect_on_gui_thread
-    from explorer.app.main_window import MainWindow
 
     app = make_app()
     collect_on_gui_thread(app)
     settings = AppSettings()
-    apply_theme(app, settings.theme)
-    window = MainWindow(settings=settings)
+    window = new_window(app, settings)
     follow_system_theme(app, settings, window)
     show_sized_to_screen(window, settings)
     if restore_allowed(args) and window.offer_crash_restore():

@@ -7,6 +7,7 @@ from `explorer.app.panels.ALL_PANELS`.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QProgressDialog, QWidget
@@ -76,17 +77,22 @@ class MainWindow(QMainWindow):
 
             panels = ALL_PANELS
         docks = {"prompt": self._dock("prompt", "Prompt", self.prompt)}
+        fronts = set()
         for object_name, title, cls in panels:
-            docks[object_name] = self._dock(object_name, title, cls(self.session))
+            area = DEFAULT_AREAS.get(object_name, "right")
+            if area in TABBED_AREAS and area in fronts:     # behind another tab: built once first shown
+                docks[object_name] = PanelDock(title, self, lambda cls=cls: cls(self.session))
+                docks[object_name].setObjectName(f"{object_name}_dock")
+            else:
+                fronts.add(area)
+                docks[object_name] = self._dock(object_name, title, cls(self.session))
         self.default_layout(docks)
         return docks
 
     def _dock(self, object_name: str, title: str, widget: QWidget) -> QDockWidget:
-        dock = QDockWidget(title, self)
+        dock = PanelDock(title, self)
         dock.setObjectName(f"{object_name}_dock")
         dock.setWidget(widget)
-        if hasattr(widget, "set_exposed"):
-            dock.visibilityChanged.connect(widget.set_exposed)     # tabs behind others skip their redraws
         return dock
 
     def default_layout(self, docks: dict[str, QDockWidget] | None = None) -> None:
@@ -298,6 +304,52 @@ class MainWindow(QMainWindow):
         self.worker.shutdown(5.0)
         self.autosaver.discard()
         super().closeEvent(event)
+
+
+class PanelDock(QDockWidget):
+    """A dock that tells its panel whether it is in sight, and may build the panel only when first needed.
+
+    Tabs behind another tab are still visible to Qt (it only moves them out of sight), so the panel
+    hears `visibilityChanged` through `set_exposed` and skips its redraws meanwhile. Given `build`, the
+    dock holds an empty placeholder until it is first shown or its `widget()` is asked for: the KV,
+    mask and Q/K/V tabs behind the embeddings cost nothing at start-up.
+    """
+
+    def __init__(self, title: str, parent: QWidget, build: Callable[[], QWidget] | None = None) -> None:
+        super().__init__(title, parent)
+        self._build = build
+        self._in_sight: bool | None = None          # the last visibilityChanged; None before the first
+        self.visibilityChanged.connect(self._on_visibility_changed)
+        if build is not None:
+            super().setWidget(QWidget())
+
+    @property
+    def built(self) -> bool:
+        return self._build is None
+
+    def widget(self) -> QWidget:
+        self._ensure_built()
+        return super().widget()
+
+    def _ensure_built(self) -> None:
+        if self._build is None:
+            return
+        build, self._build = self._build, None
+        placeholder, panel = super().widget(), build()
+        self.setWidget(panel)
+        placeholder.deleteLater()
+        if hasattr(panel, "set_exposed"):
+            panel.set_exposed(self.isVisible() if self._in_sight is None else self._in_sight)
+        if self.isVisible():
+            panel.show()
+
+    def _on_visibility_changed(self, visible: bool) -> None:
+        self._in_sight = visible
+        if visible:
+            self._ensure_built()
+        panel = super().widget()
+        if self.built and hasattr(panel, "set_exposed"):
+            panel.set_exposed(visible)
 
 
 def _dropped_path(url) -> str | None:
