@@ -1,6 +1,7 @@
 """The app's own costs on a real model (issue 3), as one JSON object. Not a test: numbers, not verdicts.
 
     .venv/bin/python bench/bench_app.py [--model smollm2-135m] [--steps 8] [--grid-tokens 512] [--cold-runs 2]
+                                        [--paste-chars 100000] [--only step|grid|cold|paste ...]
 
 - step_to_repaint: press Step -> every visible panel repainted, minus the model's own step time
   (StepRecord.ms). Target <= 50 ms. The window is the default layout at 1600x1000. `beyond_model_ms`
@@ -9,8 +10,11 @@
 - full_grid: the attention panel's grid of every layer x head (30 x 9 for SmolLM2) at 512 tokens,
   downsampled from the trace and painted, with the reduced-row cache cold and after one more step.
   Target <= 150 ms.
+- big_paste: paste --paste-chars characters (100,000) over the prompt; the time until the token table lists
+  every token, and the longest the window stopped answering (the longest gap of a 5 ms timer).
 - cold_start: a new process, launch -> window shown -> default model loaded -> prompt prefilled.
-  Target <= 4 s to the loaded model. `process_cpu_s` is the CPU the whole process used (all threads).
+  Target <= 4 s to the loaded model. `process_cpu_s` is the CPU the whole process used (all threads);
+  `<milestone>_cpu_s` the CPU it had used by that milestone (the GIL makes most of it serial).
 Wall times are medians; `gui_cpu_ms` is the GUI thread's own CPU time, which a busy shared machine
 inflates less than wall time. Runs offscreen unless --xcb (then $DISPLAY must be an X server).
 """
@@ -27,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 WINDOW_SIZE = (1600, 1000)
@@ -40,15 +46,13 @@ LONG_TEXT = ("To be, or not to be, that is the question: Whether 'tis nobler in 
 def open_window(model: str, scratch: Path):
     from PySide6.QtCore import QSettings
 
-    from explorer.app.launch import make_app
-    from explorer.app.main_window import MainWindow
+    from explorer.app.launch import make_app, new_window
     from explorer.app.settings import AppSettings
-    from explorer.app.theme import apply_theme
 
     app = make_app()
-    apply_theme(app, "light")
     settings = AppSettings(QSettings(str(scratch / "settings.ini"), QSettings.Format.IniFormat))
-    window = MainWindow(settings=settings, autosave_path=scratch / "autosave.json")
+    settings.theme = "light"
+    window = new_window(app, settings, autosave_path=scratch / "autosave.json")    # as launch() builds it
     errors: list[str] = []
     window.show_error = errors.append
     window.session.error_raised.disconnect()
@@ -180,26 +184,59 @@ def full_grid(app, window, errors, tokens: int) -> dict:
             "tile_pixels": list(panel.mosaic.tile_shape)}
 
 
+# ----- a big paste --------------------------------------------------------------------------------
+def big_paste(app, window, errors, chars: int) -> dict:
+    """Paste `chars` characters over the prompt and wait for the token table to list every token.
+    A 5 ms heartbeat timer runs meanwhile: its longest gap is how long the window froze."""
+    from PySide6.QtCore import QTimer
+
+    text = (LONG_TEXT * (chars // len(LONG_TEXT) + 1))[:chars]
+    expected = len(window.controller.summary.tokenizer.encode(text).ids)
+    table = window.docks["tokens"].widget().table
+    beats: list[float] = []
+    heartbeat = QTimer()
+    heartbeat.timeout.connect(lambda: beats.append(time.perf_counter()))
+    heartbeat.start(5)
+    wait(app, lambda: len(beats) > 3, errors, "the heartbeat")
+    window.prompt.setFocus()
+    window.prompt.selectAll()
+    cpu0, t0 = time.thread_time(), time.perf_counter()
+    beats.append(t0)
+    window.prompt.insertPlainText(text)         # what Ctrl+V does with the clipboard's text
+    inserted = time.perf_counter()
+    wait(app, lambda: table.rowCount() == expected and window.session.tokens is not None
+         and len(window.session.tokens.source) == chars, errors, "the token table")
+    filled, cpu1 = time.perf_counter(), time.thread_time()
+    settle_until = filled + 0.5                  # the paints that follow
+    wait(app, lambda: time.perf_counter() > settle_until, errors, "the paints")
+    heartbeat.stop()
+    gaps = np.diff([b for b in beats if b >= t0])
+    return {"chars": chars, "tokens": expected, "insert_ms": round(1e3 * (inserted - t0), 1),
+            "paste_to_table_ms": round(1e3 * (filled - t0), 1), "gui_cpu_ms": round(1e3 * (cpu1 - cpu0), 1),
+            "longest_freeze_ms": round(1e3 * float(gaps.max()), 1) if len(gaps) else None}
+
+
 # ----- cold start -----------------------------------------------------------------------------------
 def cold_start_child(model: str) -> int:
-    """Run in a fresh process: print wall-clock times (time.time) of the milestones as JSON."""
-    marks = {}
+    """Run in a fresh process: print wall-clock times (time.time) of the milestones as JSON, and the CPU time
+    the process (all threads) had used by each, which a busy shared machine inflates less."""
+    marks, cpu = {}, {}
     with tempfile.TemporaryDirectory() as scratch:
         app, window, errors = open_window(model, Path(scratch))
         app.processEvents()
-        marks["window_shown"] = time.time()
+        marks["window_shown"], cpu["window_shown"] = time.time(), time.process_time()
         from explorer.app import model_refs
 
         window.prompt.set_text(model_refs.default_prompt(model))
         window.open_model(model)
         wait(app, lambda: window.controller.summary is not None, errors, "the model")
-        marks["model_loaded"] = time.time()
+        marks["model_loaded"], cpu["model_loaded"] = time.time(), time.process_time()
         wait(app, lambda: window.session.trace is not None and not window.worker.busy, errors, "the prefill")
         app.processEvents()
         window.repaint()
-        marks["prefilled_and_painted"] = time.time()
+        marks["prefilled_and_painted"], cpu["prefilled_and_painted"] = time.time(), time.process_time()
         window.close()
-    print(json.dumps(marks))
+    print(json.dumps({"marks": marks, "cpu": cpu}))
     return 0
 
 
@@ -212,8 +249,9 @@ def cold_start(model: str, runs: int, xcb: bool) -> list[dict]:
                               capture_output=True, text=True, timeout=TIMEOUT_S)
         if done.returncode != 0:
             raise SystemExit(f"bench_app: the cold-start run failed: {done.stderr.strip()[-500:]}")
-        marks = json.loads(done.stdout.strip().splitlines()[-1])
-        results.append({name: round(at - start, 2) for name, at in marks.items()})
+        child = json.loads(done.stdout.strip().splitlines()[-1])
+        results.append({name: round(at - start, 2) for name, at in child["marks"].items()})
+        results[-1].update({f"{name}_cpu_s": round(used, 2) for name, used in child["cpu"].items()})
         cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
         results[-1]["process_cpu_s"] = round(cpu.ru_utime + cpu.ru_stime - cpu_before.ru_utime - cpu_before.ru_stime, 2)
     return results
@@ -225,18 +263,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--grid-tokens", type=int, default=512)
     parser.add_argument("--cold-runs", type=int, default=2)
-    parser.add_argument("--only", choices=["step", "grid", "cold"], action="append")
+    parser.add_argument("--paste-chars", type=int, default=100_000)
+    parser.add_argument("--only", choices=["step", "grid", "cold", "paste"], action="append")
     parser.add_argument("--xcb", action="store_true", help="use the X server in $DISPLAY instead of offscreen")
     parser.add_argument("--cold-start-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     os.environ.setdefault("QT_QPA_PLATFORM", "xcb" if args.xcb else "offscreen")
     if args.cold_start_child:
         return cold_start_child(args.model)
-    only = set(args.only or ["step", "grid", "cold"])
+    only = set(args.only or ["step", "grid", "cold", "paste"])
     report = {"model": args.model, "cpus": os.cpu_count(), "load_average": os.getloadavg()}
     if "cold" in only:
         report["cold_start_s"] = cold_start(args.model, args.cold_runs, args.xcb)
-    if only & {"step", "grid"}:
+    if only & {"step", "grid", "paste"}:
         with tempfile.TemporaryDirectory() as scratch:
             app, window, errors = open_window(args.model, Path(scratch))
             load(app, window, errors, args.model, None)
@@ -244,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
                 report["step_to_repaint"] = step_to_repaint(app, window, errors, args.steps)
             if "grid" in only:
                 report["full_grid"] = full_grid(app, window, errors, args.grid_tokens)
+            if "paste" in only:
+                report["big_paste"] = big_paste(app, window, errors, args.paste_chars)
             window.close()
     print(json.dumps(report, indent=1))
     return 0

@@ -141,6 +141,7 @@ class TextTokenizer:
         self.kind = _vocabulary_kind(tokenizer)
         self._special_ids = {i for i, token in tokenizer.get_added_tokens_decoder().items() if token.special}
         self._byte_chars = byte_level_alphabet()
+        self._shown_cache: dict[int, tuple[str, bytes]] = {}
 
     def _find_special(self, which: str) -> int | None:
         for name in _SPECIAL_NAMES[which]:
@@ -189,19 +190,26 @@ class TextTokenizer:
         """Tokenize any text (empty, huge, emoji, broken surrogates) without raising."""
         source = sanitize(text)
         encoding = self.tokenizer.encode(source, add_special_tokens=True)
-        ids, spans = list(encoding.ids), [tuple(span) for span in encoding.offsets]
+        ids, spans = encoding.ids, encoding.offsets
         if self.add_bos and self.bos_id is not None and (not ids or ids[0] != self.bos_id):
-            ids.insert(0, self.bos_id)
-            spans.insert(0, (0, 0))
-        special = np.array([self.is_special(i) for i in ids], dtype=bool)
+            ids, spans = [self.bos_id] + ids, [(0, 0)] + spans
+        shown = [self._shown(i) for i in ids]
         return Tokens(
             ids=np.asarray(ids, dtype=np.int64),
-            text=tuple(self.display(i) for i in ids),
-            spans=tuple((int(a), int(b)) for a, b in spans),
-            special=special,
-            raw=tuple(self.token_bytes(i) for i in ids),
+            text=tuple(text for text, _ in shown),
+            spans=tuple(spans),
+            special=np.fromiter((self.is_special(i) for i in ids), dtype=bool, count=len(ids)),
+            raw=tuple(raw for _, raw in shown),
             source=source,
         )
+
+    def _shown(self, token_id: int) -> tuple[str, bytes]:
+        """(display, bytes) of one vocabulary entry, worked out once: a pasted book repeats a few
+        thousand distinct tokens tens of thousands of times."""
+        known = self._shown_cache.get(token_id)
+        if known is None:
+            known = self._shown_cache[token_id] = (self.display(token_id), self.token_bytes(token_id))
+        return known
 
     def decode(self, ids) -> str:
         """The text of a sequence of ids, special tokens included."""

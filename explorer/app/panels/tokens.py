@@ -2,21 +2,30 @@
 
 Shows the live tokens of the prompt being typed (before any run) and, once the
 model runs, every token of the trace including the generated ones.
+
+A pasted book is tens of thousands of tokens, so nothing here is made per token
+up front: the rows are read from the token arrays when Qt asks for a visible cell
+(`TokenTableModel`, a virtual model), and the coloured text shows a window of
+SPAN_WINDOW tokens around the selection, with links to the parts before and after.
 """
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt, QUrl
+import numpy as np
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, QUrl
 from PySide6.QtGui import QCursor
-from PySide6.QtWidgets import QSplitter, QTableWidget, QTableWidgetItem, QTextBrowser, QToolTip
+from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableView, QTableWidgetItem, QTextBrowser, QToolTip
 
 from explorer.app.panels.base import Panel
 from explorer.app.session import Selection
 
 SPAN_COLOURS = ("#2d4f7c", "#5a3d6e", "#2f6a4f", "#7a4a2a", "#3f5f6f", "#6e3b4f")
 SELECTED = "#ffb000"
+SPAN_WINDOW = 1500          # tokens drawn as coloured spans at once (a rich-text layout grows with each)
+COLUMNS = ("position", "token", "id", "span")
 
 
 @dataclass(frozen=True)
@@ -30,39 +39,126 @@ class TokenRow:
     source_text: str          # the characters of the text it covers (display text if unknown)
 
 
-def token_rows(trace, tokens) -> list[TokenRow]:
+class TokenRows(Sequence):
+    """The rows to show, made on demand: the live tokens of the prompt, then the trace's generated tokens."""
+
+    def __init__(self, tokens=None, generated_ids=(), generated_text=()) -> None:
+        self._tokens = tokens
+        self._n_live = len(tokens.ids) if tokens is not None else 0
+        live = np.asarray(tokens.ids, dtype=np.int64) if tokens is not None else np.zeros(0, np.int64)
+        self.ids = np.concatenate([live, np.asarray(generated_ids, dtype=np.int64)])     # (n,)
+        self._generated_text = tuple(generated_text)
+
+    def __len__(self) -> int:
+        return int(self.ids.shape[0])
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        if index >= self._n_live:
+            text = self._generated_text[index - self._n_live]
+            return TokenRow(index, text, int(self.ids[index]), None, None, False, text)
+        return _live_row(self._tokens, index)
+
+
+def token_rows(trace, tokens) -> TokenRows:
     """The prompt's live tokens while they differ from the trace; else the trace's tokens."""
-    live = _live_rows(tokens) if tokens is not None else []
+    live = TokenRows(tokens) if tokens is not None else TokenRows()
     if trace is None or not trace.steps:
         return live
-    ids = [int(i) for i in trace.token_ids]
-    if live and ids[: len(live)] != [row.token_id for row in live]:
+    ids = np.asarray(trace.token_ids, dtype=np.int64)
+    if len(live) and not np.array_equal(ids[: len(live)], live.ids):
         return live                                   # the person has edited the prompt since the run
-    rows = list(live)
-    for position in range(len(live), len(ids)):
-        text = trace.token_text[position]
-        rows.append(TokenRow(position, text, ids[position], None, None, False, text))
-    return rows
+    return TokenRows(tokens, ids[len(live):], trace.token_text[len(live):len(ids)])
 
 
-def _live_rows(tokens) -> list[TokenRow]:
+def _live_row(tokens, i: int) -> TokenRow:
     source = getattr(tokens, "source", "") or ""
-    spans = getattr(tokens, "spans", None) or [None] * len(tokens.ids)
-    raws = getattr(tokens, "raw", None) or [None] * len(tokens.ids)
-    special = getattr(tokens, "special", None)
-    rows = []
-    for i, token_id in enumerate(tokens.ids):
-        span = tuple(int(v) for v in spans[i]) if spans[i] is not None else None
-        covered = source[span[0]: span[1]] if source and span and span[1] > span[0] else tokens.text[i]
-        rows.append(TokenRow(i, tokens.text[i], int(token_id), span, raws[i],
-                             bool(special[i]) if special is not None else False, covered))
-    return rows
+    spans, raws, special = getattr(tokens, "spans", None), getattr(tokens, "raw", None), getattr(tokens, "special", None)
+    span = tuple(int(v) for v in spans[i]) if spans and spans[i] is not None else None
+    covered = source[span[0]: span[1]] if source and span and span[1] > span[0] else tokens.text[i]
+    return TokenRow(i, tokens.text[i], int(tokens.ids[i]), span, raws[i] if raws else None,
+                    bool(special[i]) if special is not None else False, covered)
 
 
 def bytes_text(raw: bytes | None) -> str:
     if raw is None:
         return "bytes unknown"
-    return " ".join(f"{b:02x}" for b in raw) or "(no bytes: special token)"
+    return raw.hex(" ") or "(no bytes: special token)"
+
+
+def cell_text(row: TokenRow, column: int) -> str:
+    if column == 0:
+        return str(row.position)
+    if column == 1:
+        return row.text
+    if column == 2:
+        return str(row.token_id)
+    return f"{row.span[0]}–{row.span[1]}" if row.span else "generated"
+
+
+class TokenTableModel(QAbstractTableModel):
+    """The token table as a virtual model: a cell is made from the rows only when Qt paints it."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.rows: Sequence[TokenRow] = TokenRows()
+
+    def set_rows(self, rows: Sequence[TokenRow]) -> None:
+        self.beginResetModel()
+        self.rows = rows
+        self.endResetModel()
+
+    def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: QModelIndex = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def data(self, index: QModelIndex, role: int = Qt.ItemDataRole.DisplayRole):
+        if not index.isValid() or role not in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
+            return None
+        row = self.rows[index.row()]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return f"bytes: {bytes_text(row.raw)}"
+        return cell_text(row, index.column())
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return COLUMNS[section]
+        return None
+
+
+class TokenTable(QTableView):
+    """The table view, with the two reading calls of the QTableWidget it replaced (`rowCount`, `item`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.token_model = TokenTableModel(self)
+        self.setModel(self.token_model)
+        self.verticalHeader().setVisible(False)
+        for header in (self.horizontalHeader(), self.verticalHeader()):
+            header.setResizeContentsPrecision(100)    # columns fit the rows in sight and 100 more, not every row
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.horizontalHeader().setStretchLastSection(True)
+
+    def rowCount(self) -> int:
+        return self.token_model.rowCount()
+
+    def item(self, row: int, column: int) -> QTableWidgetItem | None:
+        """A copy of one cell (its text and tooltip), for scripts and tests."""
+        if not (0 <= row < self.rowCount() and 0 <= column < len(COLUMNS)):
+            return None
+        index = self.token_model.index(row, column)
+        item = QTableWidgetItem(self.token_model.data(index))
+        item.setToolTip(self.token_model.data(index, Qt.ItemDataRole.ToolTipRole))
+        return item
 
 
 class TokensPanel(Panel):
@@ -77,32 +173,23 @@ class TokensPanel(Panel):
         self.text_view.document().setDefaultStyleSheet("a { text-decoration: none; }")
         self.text_view.anchorClicked.connect(self._anchor_clicked)
         self.text_view.highlighted.connect(self._anchor_hovered)
-        self.table = QTableWidget(0, 4)
-        self.table.setHorizontalHeaderLabels(["position", "token", "id", "span"])
-        self.table.verticalHeader().setVisible(False)
-        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QTableWidget.SelectionMode.SingleSelection)
-        self.table.itemSelectionChanged.connect(self._table_selected)
+        self.table = TokenTable()
+        self.table.selectionModel().selectionChanged.connect(self._table_selected)
         splitter.addWidget(self.text_view)
         splitter.addWidget(self.table)
         splitter.setSizes([120, 300])
         self.body.addWidget(splitter, 1)
-        self.rows: list[TokenRow] = []
+        self.rows: Sequence[TokenRow] = TokenRows()
         self.highlighted_token: int | None = None
+        self.span_window = range(0)           # the positions drawn as coloured spans
+        self._shown_html: tuple | None = None   # (rows, window, selected) of the text view's HTML
 
     def _on_tokens_changed(self, tokens) -> None:
         self.refresh()
 
     def redraw(self) -> None:
         self.rows = token_rows(self.trace, self.session.tokens)
-        self.table.setRowCount(len(self.rows))
-        for r, row in enumerate(self.rows):
-            span = f"{row.span[0]}–{row.span[1]}" if row.span else "generated"
-            for c, text in enumerate((str(row.position), row.text, str(row.token_id), span)):
-                item = QTableWidgetItem(text)
-                item.setToolTip(f"bytes: {bytes_text(row.raw)}")
-                self.table.setItem(r, c, item)
+        self.table.token_model.set_rows(self.rows)
         self.table.resizeColumnsToContents()
         n = len(self.rows)
         self.set_formula(f"x = tokenize(text) = (x_1, …, x_{{{n}}}),  x_i ∈ {{0, …, V−1}}, T = {n}")
@@ -110,16 +197,35 @@ class TokensPanel(Panel):
     def show_selection(self, selection: Selection) -> None:
         token = selection.token
         self.highlighted_token = token if token is not None and token < len(self.rows) else None
-        self.text_view.setHtml(self._html(token))
-        if token is not None and token < len(self.rows):
+        self._show_text(self.highlighted_token)
+        if self.highlighted_token is not None:
             self.table.selectRow(token)
-            self.table.scrollToItem(self.table.item(token, 0))
+            self.table.scrollTo(self.table.token_model.index(token, 0))
         else:
             self.table.clearSelection()
 
+    # ----- the coloured text ----------------------------------------------------------------
+    def _show_text(self, selected: int | None, start: int | None = None) -> None:
+        """Draw the window of spans that holds `selected` (or starts at `start`); redrawn only when changed."""
+        n = len(self.rows)
+        if start is None:
+            start = self.span_window.start if self.span_window and self.span_window.stop <= n else 0
+            if selected is not None and selected not in range(start, min(n, start + SPAN_WINDOW)):
+                start = selected - SPAN_WINDOW // 2
+        start = max(0, min(start, n - SPAN_WINDOW))
+        self.span_window = range(start, min(n, start + SPAN_WINDOW))
+        key = (self.rows, self.span_window, selected)
+        if key != self._shown_html:
+            self._shown_html = key
+            self.text_view.setHtml(self._html(selected))
+
     def _html(self, selected: int | None) -> str:
+        window, n = self.span_window, len(self.rows)
         parts = []
-        for row in self.rows:
+        if window.start > 0:
+            earlier = max(0, window.start - SPAN_WINDOW)
+            parts.append(f"<a href='window:{earlier}'><i>◀ tokens {earlier:,}–{window.start - 1:,}</i></a> ")
+        for row in self.rows[window.start:window.stop]:
             colour = SELECTED if row.position == selected else SPAN_COLOURS[row.position % len(SPAN_COLOURS)]
             fg = "#000000" if row.position == selected else "#ffffff"
             # A token of only invisible characters (U+0085, zero-width marks) would leave an empty,
@@ -130,15 +236,22 @@ class TokensPanel(Panel):
             text = html.escape(shown).replace("\n", "↵<br>")
             parts.append(f"<a href='tok:{row.position}'><span style='background-color:{colour};"
                          f" color:{fg}'>{text}</span></a>")
+        if window.stop < n:
+            parts.append(f" <a href='window:{window.stop}'><i>tokens {window.stop:,}–"
+                         f"{min(n, window.stop + SPAN_WINDOW) - 1:,} of {n:,} ▶</i></a>")
         return "<div style='font-size:14px; line-height:150%'>" + "".join(parts) + "</div>"
 
     # ----- intents -----------------------------------------------------------------------
-    def _table_selected(self) -> None:
-        rows = {index.row() for index in self.table.selectedIndexes()}
+    def _table_selected(self, *_args) -> None:
+        rows = {index.row() for index in self.table.selectionModel().selectedIndexes()}
         if len(rows) == 1:
             self.select(token=rows.pop())
 
     def _anchor_clicked(self, url: QUrl) -> None:
+        text = url.toString()
+        if text.startswith("window:") and text[7:].isdigit():
+            self._show_text(self.highlighted_token, start=int(text[7:]))
+            return
         position = _position_of(url)
         if position is not None:
             self.select(token=position)
