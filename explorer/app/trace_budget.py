@@ -2,13 +2,13 @@
 
 Every step records two kinds of arrays. Rows that grow with each new token
 (the embedding, X, Q, K, V, the head outputs, the candidates) cost `per_token`
-bytes a token. Attention rows hold one number per (query, key) pair for each
-query head of each layer (the weights A and the mask) and cost `per_pair` bytes
-a pair. A prefill of n tokens records n rows of n pairs; a decoding step at
-length t records one row of t pairs. So a trace of P prompt tokens followed by
-D decoded ones holds about
+bytes a token. Attention rows hold one number per allowed (query, key) pair for
+each query head of each layer (the weights A, stored without their masked zeros,
+and the mask) and cost `per_pair` bytes a pair. A causal prefill of n tokens
+records n(n+1)/2 pairs; a decoding step at length t records one row of t pairs.
+So a trace of P prompt tokens followed by D decoded ones holds about
 
-    per_token · (P + D)  +  per_pair · (P² + Σ_{t=P+1}^{P+D} t)   bytes,
+    per_token · (P + D)  +  per_pair · (P(P+1)/2 + Σ_{t=P+1}^{P+D} t)   bytes,
 
 which is why a long prompt, not a long generation, is what fills memory.
 Numpy only: it reads the Trace and its ModelInfo, never the model.
@@ -51,13 +51,14 @@ class TraceCost:
                      + n_kv * info.d_v + n_q * info.d_v  # V, and the head outputs A V
                      + 1)                              # the residual norm
         numbers = info.d_model + info.n_layers * per_layer + top_k
+        # The mask is a dense bool (n_new, n_kv): about 2 bytes per allowed pair of a causal prefill.
         return cls(per_token=numbers * itemsize + top_k * _ID_BYTES + 2 * _ID_BYTES,
-                   per_pair=info.n_layers * (n_q * itemsize + 1))
+                   per_pair=info.n_layers * (n_q * itemsize + 2))
 
     # ----- projections --------------------------------------------------------------------
     def prefill_bytes(self, n_tokens: int) -> float:
-        """A fresh trace holding a prompt of `n_tokens`."""
-        return self.per_token * n_tokens + self.per_pair * n_tokens * n_tokens
+        """A fresh trace holding a prompt of `n_tokens` (a causal triangle of pairs)."""
+        return self.per_token * n_tokens + self.per_pair * n_tokens * (n_tokens + 1) / 2
 
     def growth(self, n_tokens: int, steps: int) -> float:
         """What `steps` more decoding steps add to a trace of `n_tokens`: Σ (per_token + per_pair · t)."""
@@ -69,7 +70,7 @@ class TraceCost:
         """The longest prompt whose prefill fits in `budget` bytes (0 if not even one token does)."""
         if self.per_pair <= 0:
             return int(budget // self.per_token) if self.per_token > 0 else 2 ** 62
-        a, b = self.per_pair, self.per_token
+        a, b = self.per_pair / 2, self.per_token + self.per_pair / 2     # prefill_bytes(n) = a n² + b n
         n = int((-b + math.sqrt(b * b + 4 * a * budget)) / (2 * a))
         while n > 0 and self.prefill_bytes(n) > budget:
             n -= 1
@@ -85,26 +86,33 @@ class TraceMeter:
         self._known: dict[int, tuple] = {}       # id(step) -> (step, bytes, attention bytes, pairs)
 
     def count(self, trace: Trace) -> tuple[int, int, int, float]:
-        """Bytes of the whole trace, bytes of its attention weights and masks, its (query, key) pairs,
-        and the most bytes a step spent per new token on everything else (a decoding step's own
-        overhead makes that more than a prefill's)."""
-        known, total, pair_bytes, pairs, row_bytes = {}, 0, 0, 0, 0.0
+        """Bytes of the whole trace, bytes of its attention weights and masks and their (query, key)
+        pairs (of the decoding steps where there are any), and the most bytes a step spent per
+        new token on everything else (a decoding step's own overhead makes that more than a
+        prefill's)."""
+        known, total, row_bytes = {}, 0, 0.0
+        sums = {True: [0, 0], False: [0, 0]}     # decoding step or not -> [pair bytes, pairs]
         for step in trace.steps + ((trace.encoder,) if trace.encoder is not None else ()):
             entry = self._known.get(id(step))
             if entry is None or entry[0] is not step:
                 entry = (step, *_step_bytes(step))
             known[id(step)] = entry
-            total, pair_bytes, pairs = total + entry[1], pair_bytes + entry[2], pairs + entry[3]
+            total += entry[1]
+            sums[step.kind == "decode"][0] += entry[2]
+            sums[step.kind == "decode"][1] += entry[3]
             row_bytes = max(row_bytes, (entry[1] - entry[2]) / max(1, step.n_new))
         self._known = known
+        # Decoding steps are what a projection adds; a prefill's dense mask costs a little more a pair.
+        pair_bytes, pairs = sums[True] if sums[True][1] else sums[False]
         return total, pair_bytes, pairs, row_bytes
 
 
 def _step_bytes(step: StepRecord) -> tuple[int, int, int]:
     whole = Trace(model=None, steps=(step,)).nbytes()       # the trace's own count, for one step
-    pair_bytes = sum(record.weights.nbytes + record.mask.nbytes for layer in step.layers
-                     for record in (layer.attn, layer.cross) if record is not None)
-    pairs = step.n_new * step.layers[0].attn.n_kv if step.layers else 0
+    records = [record for layer in step.layers for record in (layer.attn, layer.cross) if record is not None]
+    masks = {id(record.mask): record.mask.nbytes for record in records}   # layers of one kind share theirs
+    pair_bytes = sum(record.weights_packed.nbytes for record in records) + sum(masks.values())
+    pairs = int(step.layers[0].attn.mask.sum()) if step.layers else 0      # the allowed pairs stored
     return whole, pair_bytes, pairs
 
 

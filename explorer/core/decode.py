@@ -21,7 +21,7 @@ from explorer.core.capture import StepCapture
 from explorer.core.errors import ContextOverflowError, ExplorerError
 from explorer.core.kv_cache import KVCache
 from explorer.core.recording import (  # noqa: F401  (RECORD_DTYPES, top_candidates: part of this module's API)
-    RECORD_DTYPES, Recorder, RecordOptions, layer_record, top_candidates)
+    RECORD_DTYPES, Recorder, RecordOptions, layer_records, top_candidates)
 from explorer.core.sampling import Sampling, choose
 from explorer.core.trace import StepRecord, Trace
 
@@ -88,7 +88,8 @@ class StepDecoder(Recorder):
         return frozenset()
 
     def _cross(self, layer: int, values: dict):
-        """The layer's cross-attention record, for a model that has one."""
+        """The layer's cross-attention tensors to record and its arrays shared by every step
+        (recording.layer_records), for a model that has one."""
         return None
 
     # ----- one recorded step -------------------------------------------------------------
@@ -112,10 +113,8 @@ class StepDecoder(Recorder):
         return replace(record, ms=(time.perf_counter() - started) * 1000.0)
 
     def _layer_records(self, capture: StepCapture) -> tuple:
-        in_use, allocated = self.kv_cache.bytes_in_use(), self.kv_cache.bytes_allocated()
-        skipped = self._skipped()
-        return tuple(layer_record(values, self._np, in_use[i], allocated[i], skipped, self._cross(i, values))
-                     for i, values in enumerate(capture.layers))
+        return layer_records(capture.layers, RECORD_DTYPES[self.record.dtype], self.kv_cache.bytes_in_use(),
+                             self.kv_cache.bytes_allocated(), self._skipped(), self._cross)
 
 
 class Decoder(StepDecoder):

@@ -24,7 +24,7 @@ from explorer.core.decode import StepDecoder
 from explorer.core.encdec import TargetStep
 from explorer.core.errors import ContextOverflowError, ExplorerError
 from explorer.core.kv_cache import HeadCache, LayerCaches
-from explorer.core.recording import RecordOptions, attention_record
+from explorer.core.recording import RecordOptions, attention_tensors
 from explorer.core.sampling import Sampling
 from explorer.core.trace import StepRecord, Trace
 
@@ -140,4 +140,5 @@ class EncDecDecoder(StepDecoder):
         return self.model.positional(positions)                                    # sinusoidal PE
 
     def _cross(self, layer: int, values: dict):
-        return attention_record(values, self._np, "cross_", **self._cross_np[layer])
+        shared = self._cross_np[layer]
+        return attention_tensors(values, "cross_", shared=shared), shared

@@ -41,34 +41,97 @@ def top_candidates(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Te
     return torch.exp(top_logits.float() - log_z), top_ids
 
 
-def residual_norm(values: dict) -> np.ndarray:
-    """||h|| of each new token's residual stream after the layer: (n_new,)."""
-    return torch.linalg.vector_norm(values["residual"].float(), dim=-1).cpu().numpy()
+def packed_weights(weights: torch.Tensor, mask: np.ndarray) -> torch.Tensor:
+    """A at the mask's allowed entries, row by row: (N_Q, n_allowed).
 
-
-def attention_record(values: dict, to_np, prefix: str = "", skipped=frozenset(), **shared) -> AttentionRecord:
-    """An AttentionRecord from one layer's captured values (`prefix` "cross_" for cross-attention).
-
-    Arrays the layer did not capture, or named in `skipped`, stay None; `shared` replaces
-    arrays that are the same at every step (the cross K/V), so they are stored once.
+    Masked weights are exactly 0, so the trace does not store them: a prefill's causal
+    triangle takes half the dense square (AttentionRecord.weights unpacks on demand).
     """
-    arrays = {}
-    for name in ATTENTION_FIELDS:
-        value = values.get(prefix + name)
-        if name in shared:
-            arrays[name] = shared[name]
-        else:
-            arrays[name] = None if value is None or name in skipped else to_np(value)
-    return AttentionRecord(**arrays, mask=values[prefix + "mask"], kv_positions=values[prefix + "kv_positions"],
-                           scale=float(values[prefix + "scale"]), softcap=values.get(prefix + "softcap"))
+    if mask.all():
+        return weights.reshape(weights.shape[0], -1)
+    return weights[:, torch.from_numpy(mask).to(weights.device)]
 
 
-def layer_record(values: dict, to_np, kv_bytes_in_use: int = 0, kv_bytes_allocated: int = 0,
-                 skipped=frozenset(), cross: AttentionRecord | None = None) -> LayerRecord:
-    """One layer's LayerRecord: its input X, its attention, ||h|| after it and its cache bytes."""
-    return LayerRecord(x=to_np(values["x"]), attn=attention_record(values, to_np, skipped=skipped),
-                       residual_norm=residual_norm(values), kv_bytes_in_use=kv_bytes_in_use,
-                       kv_bytes_allocated=kv_bytes_allocated, cross=cross)
+def attention_tensors(values: dict, prefix: str = "", skipped=frozenset(), shared=()) -> dict[str, torch.Tensor]:
+    """The tensors one attention sublayer's record stores (`prefix` "cross_" for cross-attention).
+
+    Left out: what the layer did not capture, what is named in `skipped`, and what is
+    `shared` by every step (the cross K/V, converted once).
+    """
+    tensors = {name: values.get(prefix + name) for name in ATTENTION_FIELDS if name not in shared}
+    tensors = {name: value for name, value in tensors.items() if value is not None and name not in skipped}
+    tensors["weights"] = packed_weights(tensors["weights"], values[prefix + "mask"])
+    return tensors
+
+
+def attention_record(values: dict, arrays: dict[str, np.ndarray], prefix: str = "", **shared) -> AttentionRecord:
+    """An AttentionRecord from one sublayer's captured values and its converted `arrays`."""
+    fields = {name: shared.get(name, arrays.get(name)) for name in ATTENTION_FIELDS if name != "weights"}
+    return AttentionRecord(**fields, weights_packed=arrays["weights"], mask=values[prefix + "mask"],
+                           kv_positions=values[prefix + "kv_positions"], scale=float(values[prefix + "scale"]),
+                           softcap=values.get(prefix + "softcap"))
+
+
+SMALL = 1 << 14     # tensors up to this many elements are stacked and converted together
+
+
+def to_numpy(groups: list[dict[str, torch.Tensor]], dtype: torch.dtype) -> list[dict[str, np.ndarray]]:
+    """Every tensor of every group as a numpy array in `dtype`, copied to the host.
+
+    A decoding step records ~10 small tensors per layer; converting each on its own costs
+    more than the copying. Small tensors of the same name and shape are stacked and
+    converted at once, and each record gets a view of its row; large ones (a prefill's) go
+    one by one, which copies nothing more.
+    """
+    out: list[dict[str, np.ndarray]] = [{} for _ in groups]
+    together: dict[tuple, list[int]] = {}
+    for index, group in enumerate(groups):
+        for name, tensor in group.items():
+            if tensor.numel() <= SMALL:
+                together.setdefault((name, tuple(tensor.shape)), []).append(index)
+            else:
+                out[index][name] = tensor.detach().to("cpu", dtype).numpy()
+    for (name, _), members in together.items():
+        stacked = torch.stack([groups[i][name] for i in members]).to("cpu", dtype).numpy()
+        for row, index in enumerate(members):
+            out[index][name] = stacked[row]
+    return out
+
+
+def residual_norms(captured: list[dict]) -> list[np.ndarray]:
+    """||h|| of each new token's residual stream after each layer: per layer (n_new,), float32."""
+    residuals = torch.stack([values["residual"] for values in captured])                  # (L, n_new, d)
+    return list(torch.linalg.vector_norm(residuals.float(), dim=-1).cpu().numpy())
+
+
+def layer_records(captured: list[dict], dtype: torch.dtype, kv_in_use=None, kv_allocated=None,
+                  skipped=frozenset(), cross=None) -> tuple[LayerRecord, ...]:
+    """Every layer's LayerRecord: its input X, its attention, ||h|| after it and its cache bytes.
+
+    `cross(layer, values)`, where given, returns the (tensors, shared arrays) of the layer's
+    cross-attention, or None for a model without one.
+    """
+    crosses = [cross(i, values) if cross else None for i, values in enumerate(captured)]
+    groups = []
+    for values, crossed in zip(captured, crosses):
+        group = {"x": values["x"], **{"attn." + k: t for k, t in attention_tensors(values, skipped=skipped).items()}}
+        if crossed is not None:
+            group.update({"cross." + k: t for k, t in crossed[0].items()})
+        groups.append(group)
+    converted = to_numpy(groups, dtype)
+    norms = residual_norms(captured)
+    records = []
+    for i, (values, arrays, crossed) in enumerate(zip(captured, converted, crosses)):
+        attn = {k[5:]: a for k, a in arrays.items() if k.startswith("attn.")}
+        cross_record = None
+        if crossed is not None:
+            cross_arrays = {k[6:]: a for k, a in arrays.items() if k.startswith("cross.")}
+            cross_record = attention_record(values, cross_arrays, "cross_", **crossed[1])
+        records.append(LayerRecord(
+            x=arrays["x"], attn=attention_record(values, attn), residual_norm=norms[i],
+            kv_bytes_in_use=int(kv_in_use[i]) if kv_in_use is not None else 0,
+            kv_bytes_allocated=int(kv_allocated[i]) if kv_allocated is not None else 0, cross=cross_record))
+    return tuple(records)
 
 
 class Recorder:
@@ -99,6 +162,6 @@ class Recorder:
         return StepRecord(
             kind="encode", positions=np.arange(len(ids), dtype=np.int64), token_ids=ids.copy(),
             token_text=self._texts(ids), embeddings=self._np(embeddings),
-            layers=tuple(layer_record(values, self._np) for values in capture.layers),
+            layers=layer_records(capture.layers, RECORD_DTYPES[self.record.dtype]),
             top_ids=np.zeros((len(ids), 0), dtype=np.int64), top_probs=np.zeros((len(ids), 0), dtype=np.float32),
             pos_embeddings=self._np(pos_embeddings))

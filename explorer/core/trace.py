@@ -50,12 +50,14 @@ class AttentionRecord:
 
     n_new is the number of query tokens this step (prompt length at prefill, 1
     when decoding); n_kv is the number of key positions visible in the cache.
+    The weights are stored packed: only the entries the mask allows (a causal
+    prefill's triangle, not its square); `weights` gives them dense.
     """
 
     q: np.ndarray                 # (N_Q, n_new, d_qk)   after RoPE
     k: np.ndarray                 # (N_KV, n_new, d_qk)  keys of the new tokens, after RoPE
     v: np.ndarray                 # (N_KV, n_new, d_v)   values of the new tokens
-    weights: np.ndarray           # (N_Q, n_new, n_kv)   A = softmax(S); exactly 0 where masked
+    weights_packed: np.ndarray    # (N_Q, n_allowed)     A = softmax(S) at mask's True entries, row by row
     mask: np.ndarray              # (n_new, n_kv) bool   True where query may attend key
     kv_positions: np.ndarray      # (n_kv,) int          absolute position of each key column
     scale: float                  # the factor in S = Q K^T * scale
@@ -67,12 +69,27 @@ class AttentionRecord:
     softcap: float | None = None           # tanh soft-capping of scores, where the model has it
 
     @property
+    def weights(self) -> np.ndarray:
+        """A = softmax(S) as (N_Q, n_new, n_kv), exactly 0 where masked (unpacked, not cached)."""
+        n_heads = self.weights_packed.shape[0]
+        if self.weights_packed.shape[1] == self.mask.size:                  # nothing masked
+            return self.weights_packed.reshape(n_heads, *self.mask.shape)
+        dense = np.zeros((n_heads, *self.mask.shape), dtype=self.weights_packed.dtype)
+        dense[:, self.mask] = self.weights_packed
+        return dense
+
+    @property
     def n_new(self) -> int:
-        return int(self.weights.shape[1])
+        return int(self.mask.shape[0])
 
     @property
     def n_kv(self) -> int:
-        return int(self.weights.shape[2])
+        return int(self.mask.shape[1])
+
+
+def packed(weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Dense weights (N_Q, n_new, n_kv) as AttentionRecord stores them: (N_Q, n_allowed)."""
+    return weights[:, mask]
 
 
 @dataclass(frozen=True)
@@ -253,19 +270,20 @@ class Trace:
         recs = self._attn_records(layer, cross, upto_step)
         t_q = sum(r.n_new for r in recs)
         t_kv = max(int(r.kv_positions.max()) + 1 for r in recs) if not cross else recs[0].n_kv
-        n_heads = recs[0].weights.shape[0]
+        n_heads = recs[0].weights_packed.shape[0]
         if what == "weights":
-            out = np.zeros((n_heads, t_q, t_kv), dtype=recs[0].weights.dtype)
+            out = np.zeros((n_heads, t_q, t_kv), dtype=recs[0].weights_packed.dtype)
         else:
             out = np.zeros((t_q, t_kv), dtype=bool)
         row = 0
         for r in recs:
             cols = r.kv_positions if not cross else np.arange(r.n_kv)
-            rows = slice(row, row + r.n_new)
             if what == "weights":
-                out[:, rows, cols] = r.weights
+                # Scatter the packed entries straight to their (row, column) cells.
+                q_rows, kv_cols = np.nonzero(r.mask)
+                out[:, row + q_rows, cols[kv_cols]] = r.weights_packed
             else:
-                out[rows, cols] = r.mask
+                out[row: row + r.n_new, cols] = r.mask
             row += r.n_new
         self._cache[key] = out
         return out

@@ -14,7 +14,7 @@ import numpy as np
 from explorer.app.core_api import CoreApi
 from explorer.core.errors import ModelLoadError
 from explorer.core.tokens import Tokens
-from explorer.core.trace import AttentionRecord, LayerRecord, ModelInfo, StepRecord, Trace
+from explorer.core.trace import AttentionRecord, LayerRecord, ModelInfo, StepRecord, Trace, packed
 
 VOCAB = 50
 LAYERS, HEADS, KV_HEADS, D = 2, 4, 2, 8
@@ -52,7 +52,7 @@ def _layer(rng, n_new: int, first: int) -> LayerRecord:
     attn = AttentionRecord(q=rng.standard_normal((HEADS, n_new, D)).astype(np.float32),
                            k=rng.standard_normal((KV_HEADS, n_new, D)).astype(np.float32),
                            v=rng.standard_normal((KV_HEADS, n_new, D)).astype(np.float32),
-                           weights=weights, mask=mask, kv_positions=np.arange(n_kv), scale=D ** -0.5)
+                           weights_packed=packed(weights, mask), mask=mask, kv_positions=np.arange(n_kv), scale=D ** -0.5)
     return LayerRecord(x=rng.standard_normal((n_new, 16)).astype(np.float32), attn=attn,
                        residual_norm=np.ones(n_new, np.float32), kv_bytes_in_use=n_kv * 2 * KV_HEADS * D * 4,
                        kv_bytes_allocated=64 * 2 * KV_HEADS * D * 4)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from explorer.core.kv_formulas import bytes_per_token_per_layer
-from explorer.core.trace import AttentionRecord, LayerRecord, ModelInfo, StepRecord, Trace
+from explorer.core.trace import AttentionRecord, LayerRecord, ModelInfo, StepRecord, Trace, packed
 
 WORDS = ("The", " cat", " sat", " on", " the", " mat", ".", " It", " was", " warm", " and",
          " quiet", "\\n", " A", " dog", " ran", " by", ",", " then", " slept")
@@ -107,7 +107,7 @@ def _layer(info, rng, layer, positions, previous) -> LayerRecord:
     weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
     weights = (weights / weights.sum(axis=-1, keepdims=True)).astype(np.float32)   # exact 0 where masked
     attn = AttentionRecord(
-        q=q, k=k, v=v, weights=weights, mask=mask, kv_positions=kv_positions, scale=float(scale),
+        q=q, k=k, v=v, weights_packed=packed(weights, mask), mask=mask, kv_positions=kv_positions, scale=float(scale),
         q_pre_rope=q * 0.9, k_pre_rope=k * 0.9,
         latent=rng.normal(size=(n_new, info.mla_rank)).astype(np.float32) if info.mla_rank else None,
         k_rope=rng.normal(size=(n_new, info.mla_rope_dim)).astype(np.float32) if info.mla_rank else None)
