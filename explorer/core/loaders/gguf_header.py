@@ -93,9 +93,28 @@ class _Cursor:
             values = (np.frombuffer(self.buffer, dtype=np.dtype(_SCALARS[item_type]), count=count, offset=self.pos)
                       .tolist() if self.keep_arrays else None)
             self.pos += size
+        elif item_type == STRING:
+            values = self._strings(count)
         else:
             values = [self.value(item_type) for _ in range(count)]
         return values if self.keep_arrays else {"array_length": count}
+
+    def _strings(self, count: int) -> list[str] | None:
+        """`count` strings in one tight loop (a vocabulary and its merges: ~100k of them, read at every
+        load and every listing), decoded only when kept; the same checks and errors as `string`."""
+        buffer, pos, end, keep = self.buffer, self.pos, len(self.buffer), self.keep_arrays
+        unpack_from, values = struct.unpack_from, []
+        for _ in range(count):
+            if pos + 8 > end:
+                raise ModelLoadError(f"{self.source} is truncated: its GGUF header ends early.")
+            start = pos + 8
+            pos = start + unpack_from("<Q", buffer, pos)[0]
+            if pos > end:
+                raise ModelLoadError(f"{self.source} is truncated or corrupt: a GGUF string runs past the end of the file.")
+            if keep:
+                values.append(str(buffer[start:pos], "utf-8", "replace"))
+        self.pos = pos
+        return values if keep else None
 
 
 def tensor_bytes(info: TensorInfo, source: str) -> int:
