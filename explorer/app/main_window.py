@@ -350,10 +350,10 @@ class PanelDock(QDockWidget):
             return
         build, self._build = self._build, None
         placeholder, panel = super().widget(), build()
+        if hasattr(panel, "set_exposed"):            # before it joins the dock, which may show it
+            panel.set_exposed(self.isVisible() if self._in_sight is None else self._in_sight)
         self.setWidget(panel)
         placeholder.deleteLater()
-        if hasattr(panel, "set_exposed"):
-            panel.set_exposed(self.isVisible() if self._in_sight is None else self._in_sight)
         if self.isVisible():
             panel.show()
 

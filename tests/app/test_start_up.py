@@ -1,0 +1,107 @@
+"""What the cold start leaves out or reorders: the model thread starts before the GUI imports pyqtgraph,
+the panels in tabs behind others are built only once shown, and the catalog is listed after the first
+prefill rather than beside it."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from PySide6.QtCore import QSettings
+
+from explorer.app.main_window import MainWindow, PanelDock
+from explorer.app.settings import AppSettings
+from explorer.app.worker import ModelWorker
+from tests.app.fake_core import FakeCore
+from tests.app.synthetic_trace import build_trace
+
+REPO = Path(__file__).resolve().parents[2]
+HIDDEN_AT_START = ("qkv", "mask", "kv_cache", "kv_lab")          # the bottom tabs behind the embeddings
+
+
+def make_window(qtbot, tmp_path, worker=None, catalog=lambda: []):
+    settings = AppSettings(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+    window = MainWindow(worker=worker or ModelWorker(FakeCore().api()), settings=settings,
+                        autosave_path=tmp_path / "autosave.json", catalog=catalog)
+    qtbot.addWidget(window)
+    window.show()
+    return window
+
+
+def test_new_window_starts_the_model_thread_before_pyqtgraph_is_imported(tmp_path):
+    script = f"""
+import json, sys
+from PySide6.QtCore import QSettings
+from explorer.app import launch, worker
+from explorer.app.settings import AppSettings
+from tests.app.fake_core import FakeCore
+
+seen = {{}}
+original = worker.ModelWorker.__init__
+def init(self, core=None, parent=None):
+    seen["pyqtgraph_imported"] = "pyqtgraph" in sys.modules
+    original(self, FakeCore().api(), parent)
+worker.ModelWorker.__init__ = init
+app = launch.make_app()
+settings = AppSettings(QSettings({str(tmp_path / "s.ini")!r}, QSettings.Format.IniFormat))
+window = launch.new_window(app, settings, {str(tmp_path / "autosave.json")!r})
+seen["worker_owned"] = window.worker.parent() is window
+seen["pyqtgraph_imported_after"] = "pyqtgraph" in sys.modules
+print(json.dumps(seen))
+"""
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == {"pyqtgraph_imported": False, "worker_owned": True, "pyqtgraph_imported_after": True}
+
+
+def test_tabs_behind_others_are_built_when_first_shown_and_then_draw_the_trace(qtbot, tmp_path):
+    window = make_window(qtbot, tmp_path)
+    try:
+        qtbot.waitUntil(lambda: window.docks["embeddings"].built and window.docks["attention"].built, timeout=5000)
+        assert all(isinstance(dock, PanelDock) for dock in window.docks.values())
+        assert [name for name, dock in window.docks.items() if not dock.built] == list(HIDDEN_AT_START)
+        window.session.set_trace(build_trace(n_layers=2, prompt_len=5, steps=2))
+        dock = window.docks["kv_cache"]
+        dock.raise_()
+        qtbot.waitUntil(lambda: dock.built, timeout=5000)
+        panel = dock.widget()
+        assert panel.objectName() == "kv_cache" and panel.is_shown()
+        qtbot.waitUntil(lambda: "in use" in panel.header.text() or panel.formula != "", timeout=5000)
+        assert not panel._dirty, "a panel built on its first showing draws the trace at once"
+        assert not window.docks["kv_lab"].built
+        back = window.docks["mask"].widget()                 # asked for while behind a tab: built, not drawn
+        assert window.docks["mask"].built and back.isVisible() and not back.is_shown()
+        assert back._dirty
+    finally:
+        window.close()
+
+
+def test_the_catalog_is_listed_once_the_first_prefill_is_done(qtbot, tmp_path):
+    core = FakeCore()
+    core.gate = threading.Event()                            # holds the prefill until released
+    listed = []
+
+    def catalog():
+        listed.append(window.session.trace is not None)
+        return []
+
+    window = make_window(qtbot, tmp_path, worker=ModelWorker(core.api()), catalog=catalog)
+    try:
+        qtbot.waitUntil(lambda: len(listed) == 1, timeout=5000)      # the start's own listing, nothing loaded
+        window.prompt.set_text("To be")
+        window.open_model("fake-model")
+        qtbot.waitUntil(lambda: window.controller.summary is not None and window.worker.busy, timeout=5000)
+        qtbot.wait(300)
+        assert listed == [False], "listed again while the first prefill was running"
+        core.gate.set()
+        qtbot.waitUntil(lambda: len(listed) == 2 and not window.catalog_loader.busy, timeout=5000)
+        assert listed == [False, True]
+    finally:
+        core.gate.set()
+        window.close()
