@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from explorer.core.rope import Rotary
+from explorer.core.rope import Rotary, RotationTable
 from explorer.core.stacked import stack_rows
 
 
@@ -25,17 +25,18 @@ class StepContext:
         self.positions = torch.as_tensor(positions, dtype=torch.long, device=device)
         self.dtype = dtype
         self.rotaries = rotaries
-        self._angles: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._rotations: dict[str, RotationTable] = {}
         self._masks: dict[tuple, tuple[np.ndarray, torch.Tensor | None]] = {}
 
-    def angles(self, kind: str) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos, sin of this step's positions for one RoPE table: each (T, d_rope)."""
-        if kind not in self._angles:
-            self._angles[kind] = self.rotaries[kind].cos_sin(self.positions, self.dtype)
-        return self._angles[kind]
+    def rotation(self, kind: str) -> RotationTable:
+        """This step's RoPE angles for one table ("global" or "local"), shared by its layers."""
+        if kind not in self._rotations:
+            self._rotations[kind] = self.rotaries[kind].table(self.positions, self.dtype)
+        return self._rotations[kind]
 
     def mask(self, kv_positions: np.ndarray, window: int | None) -> tuple[np.ndarray, torch.Tensor | None, np.ndarray]:
-        """(T, n_kv) bool, True where query i may attend key j; the torch copy is None when all True.
+        """(T, n_kv) bool, True where query i may attend key j, and the torch tensor of the hidden
+        entries (not visible), None when nothing is hidden.
 
         Also returns one shared copy of kv_positions, so that layers of one kind
         record the same array instead of one each.
@@ -46,18 +47,19 @@ class StepContext:
             visible = kv_positions[None, :] <= query                            # (T, n_kv)
             if window:
                 visible &= kv_positions[None, :] > query - window
-            as_tensor = None if visible.all() else torch.from_numpy(visible).to(self.positions.device)
+            as_tensor = None if visible.all() else torch.from_numpy(~visible).to(self.positions.device)
             self._masks[key] = (visible, as_tensor, kv_positions)
         return self._masks[key]
 
 
-def attention_weights(scores: torch.Tensor, visible: torch.Tensor | None, softcap: float | None) -> torch.Tensor:
-    """A = softmax(S) over the visible keys; masked entries come out exactly 0."""
+def attention_weights(scores: torch.Tensor, hidden: torch.Tensor | None, softcap: float | None) -> torch.Tensor:
+    """A = softmax(S) over the visible keys (`hidden`: True where masked); masked entries come out exactly 0."""
     if softcap:
         scores = torch.tanh(scores / softcap) * softcap
-    if visible is not None:
-        scores = scores.masked_fill(~visible, float("-inf"))
-    return torch.softmax(scores, dim=-1, dtype=torch.float32).to(scores.dtype)
+    if hidden is not None:
+        scores = scores.masked_fill(hidden, float("-inf"))
+    weights = torch.softmax(scores, dim=-1, dtype=torch.float32)
+    return weights if scores.dtype == torch.float32 else weights.to(scores.dtype)
 
 
 def grouped_scores(q: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
@@ -104,40 +106,45 @@ class SelfAttention(nn.Module):
     def fuse(self) -> None:
         self.stacked = stack_rows((self.wq, self.wk, self.wv))
 
-    def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """X W^Q, X W^K, X W^V; one matmul over the stacked [W^Q; W^K; W^V] once fused."""
+    def project(self, x: torch.Tensor) -> torch.Tensor:
+        """[X W^Q | X W^K | X W^V] as (T, N_Q + 2 N_KV, d_head): one matmul once the rows are stacked."""
+        t = x.shape[0]
         if self.stacked is None:
-            return self.wq(x), self.wk(x), self.wv(x)
-        widths = (self.n_heads * self.d_head, self.n_kv_heads * self.d_head, self.n_kv_heads * self.d_head)
-        return F.linear(x, *self.stacked).split(widths, dim=-1)
+            qkv = torch.cat((self.wq(x), self.wk(x), self.wv(x)), dim=-1)
+        else:
+            qkv = F.linear(x, *self.stacked)
+        return qkv.view(t, self.n_heads + 2 * self.n_kv_heads, self.d_head)
 
     def forward(self, x: torch.Tensor, step: StepContext, cache=None, capture=None) -> torch.Tensor:
         t = x.shape[0]                                                           # x: (T, d_model)
-        q, k, v = self.project(x)
-        q = q.view(t, self.n_heads, self.d_head).transpose(0, 1)                 # Q = X W^Q: (N_Q, T, d_qk)
-        k = k.view(t, self.n_kv_heads, self.d_head).transpose(0, 1)              # K = X W^K: (N_KV, T, d_qk)
-        v = v.view(t, self.n_kv_heads, self.d_head).transpose(0, 1)              # V = X W^V: (N_KV, T, d_v)
+        n_q, n_kv = self.n_heads, self.n_kv_heads
+        qkv = self.project(x)                                                    # (T, N_Q + 2 N_KV, d_head)
+        q, k, v = qkv.split((n_q, n_kv, n_kv), dim=1)                            # Q = X W^Q, K = X W^K, V = X W^V
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         q_pre, k_pre = q, k
-        if self.rope is not None:
-            cos, sin = step.angles(self.rope)
-            rotary = step.rotaries[self.rope]
-            q, k = rotary.apply(q, cos, sin), rotary.apply(k, cos, sin)
+        if self.rope is not None:                                                # RoPE: rotate by position
+            rotary, table = step.rotaries[self.rope], step.rotation(self.rope)
+            if self.q_norm is None:                                              # Q and K side by side: one op
+                q, k = rotary.rotate(qkv[:, : n_q + n_kv], table).split((n_q, n_kv), dim=1)
+            else:
+                q, k = rotary.rotate(q, table), rotary.rotate(k, table)
+        q, k, v = q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1)        # (N_Q | N_KV, T, d_head)
 
         if cache is None:
             keys, values, kv_positions = k, v, step.positions_np
         else:
             keys, values, kv_positions = cache.update(k, v)                      # (N_KV, n_kv, d)
-        visible, visible_t, kv_positions = step.mask(kv_positions, self.window)
+        visible, hidden, kv_positions = step.mask(kv_positions, self.window)
         scores = grouped_scores(q, keys) * self.scale                            # S: (N_Q, T, n_kv)
-        weights = attention_weights(scores, visible_t, self.softcap)             # A: (N_Q, T, n_kv)
+        weights = attention_weights(scores, hidden, self.softcap)                # A: (N_Q, T, n_kv)
         heads = grouped_mix(weights, values)                                     # O_h = A_h V: (N_Q, T, d_v)
         y = self.wo(heads.transpose(0, 1).reshape(t, -1))                        # concat_h O_h W^O: (T, d_model)
 
         if capture is not None:
             rotated = self.rope is not None
             capture.record(self.layer, q=q, k=k, v=v, weights=weights, head_out=heads,
-                           q_pre_rope=q_pre if rotated else None, k_pre_rope=k_pre if rotated else None,
+                           q_pre_rope=q_pre.transpose(0, 1) if rotated else None,
+                           k_pre_rope=k_pre.transpose(0, 1) if rotated else None,
                            mask=visible, kv_positions=kv_positions, scale=self.scale, softcap=self.softcap)
         return y

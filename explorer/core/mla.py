@@ -61,18 +61,18 @@ class LatentAttention(nn.Module):
         q_nope, q_rope_pre = q.split([self.d_nope, self.d_rope], dim=-1)        # (H, T, d_nope), (H, T, d_R)
         latent, k_rope_pre = self.wkv_a(x).split([self.d_c, self.d_rope], dim=-1)
         latent = self.kv_norm(latent)                                            # c_KV: (T, d_c)
-        cos, sin = step.angles("global")
-        rotary = step.rotaries["global"]
-        q_rope, k_rope = rotary.apply(q_rope_pre, cos, sin), rotary.apply(k_rope_pre, cos, sin)  # k_R: (T, d_R)
+        rotary, table = step.rotaries["global"], step.rotation("global")
+        q_rope = rotary.rotate(q_rope_pre.transpose(0, 1), table).transpose(0, 1)  # (H, T, d_R)
+        k_rope = rotary.rotate(k_rope_pre[:, None], table)[:, 0]                   # k_R: (T, d_R)
 
         if cache is None:
             latents, rope_keys, kv_positions = latent, k_rope, step.positions_np
         else:
             latents, rope_keys, kv_positions = cache.update(latent, k_rope)     # (n_kv, d_c), (n_kv, d_R)
-        visible, visible_t, kv_positions = step.mask(kv_positions, None)
+        visible, hidden, kv_positions = step.mask(kv_positions, None)
         w_uk, w_uv = self.up_projections()
         attend = self._absorbed if self.absorbed else self._naive
-        weights, heads = attend(q_nope, q_rope, latents, rope_keys, w_uk, w_uv, visible_t)
+        weights, heads = attend(q_nope, q_rope, latents, rope_keys, w_uk, w_uv, hidden)
         y = self.wo(heads.transpose(0, 1).reshape(t, -1))                        # (T, d_model)
 
         if capture is not None:
@@ -80,18 +80,18 @@ class LatentAttention(nn.Module):
                          weights, heads, visible, kv_positions)
         return y
 
-    def _absorbed(self, q_nope, q_rope, latents, rope_keys, w_uk, w_uv, visible):
+    def _absorbed(self, q_nope, q_rope, latents, rope_keys, w_uk, w_uv, hidden):
         q_latent = q_nope @ w_uk                                                 # q W^UK: (H, T, d_c)
         scores = (q_latent @ latents.T + q_rope @ rope_keys.T) * self.scale     # S: (H, T, n_kv)
-        weights = attention_weights(scores, visible, None)                       # A: (H, T, n_kv)
+        weights = attention_weights(scores, hidden, None)                        # A: (H, T, n_kv)
         heads = (weights @ latents) @ w_uv.transpose(1, 2)                      # (A c_KV) W^UV^T: (H, T, d_v)
         return weights, heads
 
-    def _naive(self, q_nope, q_rope, latents, rope_keys, w_uk, w_uv, visible):
+    def _naive(self, q_nope, q_rope, latents, rope_keys, w_uk, w_uv, hidden):
         keys, values = self.expand(latents, rope_keys, w_uk, w_uv)               # (H, n_kv, d_qk), (H, n_kv, d_v)
         q = torch.cat((q_nope, q_rope), dim=-1)                                  # (H, T, d_qk)
         scores = (q @ keys.transpose(1, 2)) * self.scale
-        weights = attention_weights(scores, visible, None)
+        weights = attention_weights(scores, hidden, None)
         return weights, weights @ values
 
     def expand(self, latents, rope_keys, w_uk, w_uv):

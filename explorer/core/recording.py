@@ -34,25 +34,48 @@ class RecordOptions:
             raise ExplorerError(f"record dtype {self.dtype!r} is not float32 or float16")
 
 
-def top_candidates(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The k most likely next tokens and their softmax probabilities, without a full softmax."""
-    top_logits, top_ids = logits.topk(k, dim=-1)                                        # (n, k)
-    log_z = torch.logsumexp(logits.float(), dim=-1, keepdim=True)                       # (n, 1)
-    return torch.exp(top_logits.float() - log_z), top_ids
+CANDIDATE_ROWS = 32      # positions whose full-vocabulary logits exist at once while the top-k is taken
 
 
-def packed_weights(weights: torch.Tensor, mask: np.ndarray) -> torch.Tensor:
+def top_candidates(logits_of, hidden: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The k most likely next tokens at every position and their probabilities p = softmax(logits).
+
+    `logits_of(hidden_rows)` gives the logits h W_U of some rows. A prefill's (n, V) logits
+    are made and reduced a few rows at a time, while they are still in the CPU's cache,
+    instead of all at once (a 256-token prompt's are 50 MB for SmolLM2). Returns the
+    probabilities and ids (n, k), and the last position's logits (V,), which choose the next token.
+    """
+    probs, ids = [], []
+    for rows in hidden.split(CANDIDATE_ROWS):
+        logits = logits_of(rows)                                                        # (rows, V)
+        top_probs, top_ids = torch.softmax(logits, dim=-1, dtype=torch.float32).topk(k, dim=-1)
+        probs.append(top_probs)
+        ids.append(top_ids)
+    return torch.cat(probs), torch.cat(ids), logits[-1]
+
+
+class Packer:
     """A at the mask's allowed entries, row by row: (N_Q, n_allowed).
 
     Masked weights are exactly 0, so the trace does not store them: a prefill's causal
     triangle takes half the dense square (AttentionRecord.weights unpacks on demand).
+    Layers of one kind share their mask, so its flat indices are found once per step.
     """
-    if mask.all():
-        return weights.reshape(weights.shape[0], -1)
-    return weights[:, torch.from_numpy(mask).to(weights.device)]
+
+    def __init__(self):
+        self._indices: dict[int, tuple[np.ndarray, torch.Tensor | None]] = {}
+
+    def __call__(self, weights: torch.Tensor, mask: np.ndarray) -> torch.Tensor:
+        known = self._indices.get(id(mask))
+        if known is None or known[0] is not mask:
+            flat = None if mask.all() else torch.from_numpy(np.flatnonzero(mask)).to(weights.device)
+            known = self._indices[id(mask)] = (mask, flat)
+        flat_weights = weights.reshape(weights.shape[0], -1)                         # (N_Q, n_new * n_kv)
+        return flat_weights if known[1] is None else flat_weights.index_select(1, known[1])
 
 
-def attention_tensors(values: dict, prefix: str = "", skipped=frozenset(), shared=()) -> dict[str, torch.Tensor]:
+def attention_tensors(values: dict, prefix: str = "", skipped=frozenset(), shared=(),
+                      pack: Packer | None = None) -> dict[str, torch.Tensor]:
     """The tensors one attention sublayer's record stores (`prefix` "cross_" for cross-attention).
 
     Left out: what the layer did not capture, what is named in `skipped`, and what is
@@ -60,7 +83,7 @@ def attention_tensors(values: dict, prefix: str = "", skipped=frozenset(), share
     """
     tensors = {name: values.get(prefix + name) for name in ATTENTION_FIELDS if name not in shared}
     tensors = {name: value for name, value in tensors.items() if value is not None and name not in skipped}
-    tensors["weights"] = packed_weights(tensors["weights"], values[prefix + "mask"])
+    tensors["weights"] = (pack or Packer())(tensors["weights"], values[prefix + "mask"])
     return tensors
 
 
@@ -112,9 +135,10 @@ def layer_records(captured: list[dict], dtype: torch.dtype, kv_in_use=None, kv_a
     cross-attention, or None for a model without one.
     """
     crosses = [cross(i, values) if cross else None for i, values in enumerate(captured)]
-    groups = []
+    groups, pack = [], Packer()
     for values, crossed in zip(captured, crosses):
-        group = {"x": values["x"], **{"attn." + k: t for k, t in attention_tensors(values, skipped=skipped).items()}}
+        attn = attention_tensors(values, skipped=skipped, pack=pack)
+        group = {"x": values["x"], **{"attn." + k: t for k, t in attn.items()}}
         if crossed is not None:
             group.update({"cross." + k: t for k, t in crossed[0].items()})
         groups.append(group)

@@ -9,6 +9,7 @@ llama3 (Llama 3.1) and YaRN (DeepSeek).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 
@@ -104,21 +105,61 @@ class Rotary:
             return table[0][positions], table[1][positions]
         return table[0][positions], table[2][positions]
 
-    def apply(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        """Rotate x (..., T, dim) by the angles of its positions: x cos + rotate_half(x) sin.
+    def table(self, positions: torch.Tensor, dtype: torch.dtype) -> "RotationTable":
+        """What `rotate` needs for these positions: the rotation matrices R_p for a few positions
+        (a decoding step), or cos and sin for many (a prefill, where (T, d, d) would be large)."""
+        cos, sin = self.cos_sin(positions, dtype)
+        if positions.shape[0] > self.MATRICES_UP_TO:
+            return RotationTable(cos, sin, None)
+        return RotationTable(cos, sin, self._matrices(cos, sin))
 
-        In the rotate-half layout `sin` carries rotate_half's signs ([-sin, sin]), so
-        rotate_half(x) * sin becomes roll(x, d/2) * signed_sin: one op instead of four.
+    MATRICES_UP_TO = 64
+
+    def _matrices(self, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """R_p (T, d, d) with x R_p = x rotated by position p's angles (x a row vector).
+
+        R_p is block-diagonal in 2x2 rotations [[cos, sin], [-sin, cos]] of each pair, the
+        matrix form in RoFormer; one small matmul applies it to every head at once.
         """
+        t, d = cos.shape
+        matrices = torch.zeros(t, d, d, dtype=cos.dtype, device=cos.device)
+        index = torch.arange(d, device=cos.device)
+        if self.interleave:                     # pairs (2i, 2i+1), angle i; cos, sin are [f, f]
+            half = d // 2
+            even, odd = index[0::2], index[1::2]
+            matrices[:, even, even] = cos[:, :half]
+            matrices[:, odd, odd] = cos[:, :half]
+            matrices[:, odd, even] = -sin[:, :half]     # y_2i = x_2i cos - x_2i+1 sin
+            matrices[:, even, odd] = sin[:, :half]      # y_2i+1 = x_2i+1 cos + x_2i sin
+        else:                                   # pairs (i, i + d/2); sin is signed [-sin, sin]
+            matrices[:, index, index] = cos
+            matrices[:, (index + d // 2) % d, index] = sin   # y_j += x_{j+d/2} * signed sin_j
+        return matrices
+
+    def rotate(self, x: torch.Tensor, table: "RotationTable") -> torch.Tensor:
+        """x (T, n, d): n vectors per position (heads), each rotated by its position's angles."""
+        if table.matrices is not None:
+            return x @ table.matrices                                          # (T, n, d) @ (T, d, d)
+        cos, sin = table.cos[:, None, :], table.sin[:, None, :]                # (T, 1, d)
         if self.interleave:
             return rotate_pairs(x, cos, sin)
+        # In the rotate-half layout `sin` carries rotate_half's signs ([-sin, sin]), so
+        # rotate_half(x) * sin is roll(x, d/2) * signed_sin: one op instead of four.
         return x * cos + torch.roll(x, x.shape[-1] // 2, dims=-1) * sin
+
+
+class RotationTable(NamedTuple):
+    """One step's RoPE angles for one table: cos, sin (T, d), and R_p (T, d, d) or None."""
+
+    cos: torch.Tensor
+    sin: torch.Tensor
+    matrices: torch.Tensor | None
 
 
 def rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Interleaved layout (DeepSeek): rotate each adjacent pair (x_{2i}, x_{2i+1}) in place."""
     half = cos.shape[-1] // 2
-    cos, sin = cos[..., :half], sin[..., :half]                               # (T, dim/2)
-    even, odd = x[..., 0::2], x[..., 1::2]                                    # (..., T, dim/2)
+    cos, sin = cos[..., :half], sin[..., :half]                               # (T, 1, dim/2)
+    even, odd = x[..., 0::2], x[..., 1::2]                                    # (T, n, dim/2)
     rotated = torch.stack((even * cos - odd * sin, odd * cos + even * sin), dim=-1)
-    return rotated.flatten(-2)                                                # (..., T, dim)
+    return rotated.flatten(-2)                                                # (T, n, dim)

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from explorer.core.capture import StepCapture
+from explorer.core.rope import Rotary
 
 T = 14
 
@@ -24,7 +25,10 @@ def _reference(hf_model, ids):
     return out.logits[0], [a[0] for a in out.attentions]
 
 
-def test_logits_and_attention_match_transformers(family, hf_model, loaded):
+@pytest.mark.parametrize("rope_by", ["matrices", "cos_sin"])
+def test_logits_and_attention_match_transformers(family, hf_model, loaded, rope_by, monkeypatch):
+    # A decoding step rotates by R_p matrices, a long prefill by cos/sin: both must be exact.
+    monkeypatch.setattr(Rotary, "MATRICES_UP_TO", T if rope_by == "matrices" else 0)
     ids = _prompt()
     ref_logits, ref_attn = _reference(hf_model, ids)
     capture = StepCapture(loaded.config.n_layers)
