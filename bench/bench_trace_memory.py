@@ -2,10 +2,10 @@
 
     .venv/bin/python bench/bench_trace_memory.py [--model smollm2-135m] [--prompt-tokens 1000] [--steps 24]
 
-A prompt of --prompt-tokens tokens, then --steps decoding steps, recorded in float16 with
-every field ("full") and without the fields that can be derived ("compact": head outputs
-are A V, Q and K before RoPE are not kept). Bytes are Trace.nbytes(), the arrays the trace
-holds; without --model the SmolLM2-135M shape is built with random weights (the same sizes).
+A prompt of --prompt-tokens tokens, then --steps decoding steps, recorded in float16 as the
+engine does by default ("default": the head outputs A V and Q, K before RoPE are derived on
+demand) and with those stored too ("stored_all"). Bytes are Trace.nbytes(), the arrays the
+trace holds; without --model the SmolLM2-135M shape is built with random weights (same sizes).
 """
 from __future__ import annotations
 
@@ -42,8 +42,8 @@ def main() -> None:
                               name="SmolLM2-135M (random weights)")
     ids = prompt_ids(loaded, args.prompt_tokens)
     result = {"model": loaded.name, "tokens": args.prompt_tokens + args.steps, "record_dtype": "float16"}
-    for name, options in (("full", RecordOptions(dtype="float16")),
-                          ("compact", RecordOptions(dtype="float16", head_out=False, pre_rope=False))):
+    for name, options in (("default", RecordOptions(dtype="float16")),
+                          ("stored_all", RecordOptions(dtype="float16", head_out=True, pre_rope=True))):
         decoder = Decoder(loaded, options, capacity=args.prompt_tokens + args.steps)
         decoder.prefill(ids)
         for _ in range(args.steps):

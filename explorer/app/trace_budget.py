@@ -46,9 +46,9 @@ class TraceCost:
         """Before the first run: count the arrays a step records, at `itemsize` bytes a number."""
         n_q, n_kv = info.n_heads, info.n_kv_heads
         per_layer = (info.d_model                      # X
-                     + 2 * n_q * info.d_qk             # Q, and Q before RoPE
-                     + 2 * n_kv * info.d_qk            # K, and K before RoPE
-                     + n_kv * info.d_v + n_q * info.d_v  # V, and the head outputs A V
+                     + n_q * info.d_qk                 # Q (before RoPE and A V are derived, not stored)
+                     + n_kv * info.d_qk                # K
+                     + n_kv * info.d_v                 # V
                      + 1)                              # the residual norm
         numbers = info.d_model + info.n_layers * per_layer + top_k
         # The mask is a dense bool (n_new, n_kv): about 2 bytes per allowed pair of a causal prefill.
@@ -110,8 +110,9 @@ class TraceMeter:
 def _step_bytes(step: StepRecord) -> tuple[int, int, int]:
     whole = Trace(model=None, steps=(step,)).nbytes()       # the trace's own count, for one step
     records = [record for layer in step.layers for record in (layer.attn, layer.cross) if record is not None]
-    masks = {id(record.mask): record.mask.nbytes for record in records}   # layers of one kind share theirs
-    pair_bytes = sum(record.weights_packed.nbytes for record in records) + sum(masks.values())
+    # Layers of one kind share their mask and key positions; a decoding step's grow with its row.
+    shared = {id(array): array.nbytes for record in records for array in (record.mask, record.kv_positions)}
+    pair_bytes = sum(record.weights_packed.nbytes for record in records) + sum(shared.values())
     pairs = int(step.layers[0].attn.mask.sum()) if step.layers else 0      # the allowed pairs stored
     return whole, pair_bytes, pairs
 

@@ -23,7 +23,7 @@ from explorer.core.kv_cache import KVCache
 from explorer.core.recording import (  # noqa: F401  (RECORD_DTYPES, top_candidates: part of this module's API)
     RECORD_DTYPES, Recorder, RecordOptions, layer_records, top_candidates)
 from explorer.core.sampling import Sampling, choose
-from explorer.core.trace import StepRecord, Trace
+from explorer.core.trace import RopeAngles, StepRecord, Trace
 
 
 class StepDecoder(Recorder):
@@ -125,6 +125,7 @@ class Decoder(StepDecoder):
         self.kv_cache = KVCache(self.config, capacity or 1024, self.dtype, self.device)
         rotary = self.model.rotaries.get("global")
         self._inv_freq = None if rotary is None else rotary.inv_freq.numpy().astype(np.float32)
+        self._rope = rope_angles(self.model)
         self.trace = self._trace(())
 
     def prefill(self, ids) -> Trace:
@@ -163,7 +164,7 @@ class Decoder(StepDecoder):
 
     # ----- internals ---------------------------------------------------------------------
     def _trace(self, steps: tuple[StepRecord, ...]) -> Trace:
-        return Trace(model=self.loaded.info, steps=steps, rope_inv_freq=self._inv_freq)
+        return Trace(model=self.loaded.info, steps=steps, rope_inv_freq=self._inv_freq, rope=self._rope)
 
     def _forward(self, ids: torch.Tensor, positions: np.ndarray, capture: StepCapture) -> torch.Tensor:
         return self.model(ids, positions, self.kv_cache, capture)                        # (n_new, d)
@@ -184,3 +185,24 @@ class Decoder(StepDecoder):
     def _skipped(self) -> frozenset:
         return frozenset(({"head_out"} if not self.record.head_out else set()) | (
             {"q_pre_rope", "k_pre_rope"} if not self.record.pre_rope else set()))
+
+
+def rope_angles(model) -> tuple[RopeAngles | None, ...]:
+    """Per layer, how its attention rotates Q and K (for the trace to rotate them back)."""
+    shared: dict[tuple, RopeAngles] = {}
+    out = []
+    for block in model.layers:
+        attn = block.attn
+        kind = getattr(attn, "rope", "global")                       # MLA rotates with the global table
+        if kind is None:
+            out.append(None)
+            continue
+        start = getattr(attn, "d_nope", 0)                           # MLA: only the decoupled d_R part
+        rotary = model.rotaries[kind]
+        key = (kind, start)
+        if key not in shared:
+            shared[key] = RopeAngles(inv_freq=rotary.inv_freq.numpy().astype(np.float32),
+                                     factor=float(rotary.attention_factor), interleave=rotary.interleave,
+                                     start=start)
+        out.append(shared[key])
+    return tuple(out)

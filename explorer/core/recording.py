@@ -22,12 +22,13 @@ ATTENTION_FIELDS = ("q", "k", "v", "weights", "q_pre_rope", "k_pre_rope", "head_
 
 @dataclass(frozen=True)
 class RecordOptions:
-    """How the trace stores its arrays: float32 or float16, and how many next-token candidates."""
+    """How the trace stores its arrays: float32 or float16, how many next-token candidates, and
+    whether it also stores what the trace can derive (by default it derives them on demand)."""
 
     dtype: str = "float32"
     top_k: int = 10
-    head_out: bool = True      # O_h = A_h V_h per head (derivable from weights and V)
-    pre_rope: bool = True      # Q and K before RoPE (derivable by rotating back)
+    head_out: bool = False     # store O_h = A_h V_h per head (else Trace.head_out derives it from A and V)
+    pre_rope: bool = False     # store Q and K before RoPE (else Trace.q_pre_rope rotates Q back)
 
     def __post_init__(self):
         if self.dtype not in RECORD_DTYPES:

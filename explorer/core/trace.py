@@ -127,6 +127,39 @@ class StepRecord:
 
 
 @dataclass(frozen=True)
+class RopeAngles:
+    """How one layer rotated Q and K: pair i at position p turns by p * inv_freq[i] (RoPE).
+
+    Enough to undo the rotation, so Q and K before RoPE need not be stored: rotating back
+    by -p * inv_freq gives them within the record dtype's rounding.
+    """
+
+    inv_freq: np.ndarray          # (d_R/2,) float32
+    factor: float = 1.0           # YaRN's attention factor, which scales cos and sin
+    interleave: bool = False      # pairs (2i, 2i+1) instead of the rotate-half pairs (i, i + d_R/2)
+    start: int = 0                # the rotated dims are [start, start + d_R) of d_qk (MLA: after the nope part)
+
+    def unrotate(self, x: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """x (T, d_qk) rotated at `positions` (T,) -> x before the rotation, float32."""
+        x = x.astype(np.float32)          # a copy: the recorded array stays as it is
+        d_rope = 2 * self.inv_freq.shape[0]
+        angles = positions.astype(np.float32)[:, None] * self.inv_freq[None, :]       # (T, d_R/2)
+        cos, sin = np.cos(angles), np.sin(angles)
+        part = x[:, self.start: self.start + d_rope]
+        if self.interleave:
+            a, b = part[:, 0::2], part[:, 1::2]
+        else:
+            a, b = part[:, : d_rope // 2], part[:, d_rope // 2:]
+        # The forward turn was (a, b) -> f (a cos - b sin, b cos + a sin); turning back divides by f.
+        back_a, back_b = (a * cos + b * sin) / self.factor, (b * cos - a * sin) / self.factor
+        if self.interleave:
+            part[:, 0::2], part[:, 1::2] = back_a, back_b
+        else:
+            part[:, : d_rope // 2], part[:, d_rope // 2:] = back_a, back_b
+        return x
+
+
+@dataclass(frozen=True)
 class Trace:
     """The whole recorded run: the model info plus one record per step.
 
@@ -138,6 +171,7 @@ class Trace:
     steps: tuple[StepRecord, ...] = ()
     encoder: StepRecord | None = None     # the encoder pass of an encoder-decoder
     rope_inv_freq: np.ndarray | None = None  # (d_qk/2,) for the embeddings panel's angle plot
+    rope: tuple[RopeAngles | None, ...] = ()  # per layer: how it rotated Q and K (None: no RoPE)
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     # ----- tokens -------------------------------------------------------
@@ -208,6 +242,22 @@ class Trace:
         recs = self._kv_records(layer, cross, upto_step)
         return np.concatenate([r.v[kv_head] for r in recs], axis=0)
 
+    def q_pre_rope(self, layer: int, head: int, upto_step: int | None = None) -> np.ndarray | None:
+        """Q_h before RoPE for every query position so far: (T_q, d_qk); None without RoPE.
+
+        Taken from the trace where it was recorded, else rotated back from the recorded Q.
+        """
+        return self._pre_rope(layer, "q_pre_rope", head, upto_step)
+
+    def k_pre_rope(self, layer: int, kv_head: int, upto_step: int | None = None) -> np.ndarray | None:
+        """K of one K/V head before RoPE for every key position so far: (T_kv, d_qk); None without RoPE."""
+        return self._pre_rope(layer, "k_pre_rope", kv_head, upto_step)
+
+    def has_pre_rope(self, layer: int) -> bool:
+        """Whether Q and K of `layer` differ before RoPE (recorded or derivable)."""
+        recorded = self.steps and self.steps[0].layers[layer].attn.q_pre_rope is not None
+        return bool(recorded or (layer < len(self.rope) and self.rope[layer] is not None))
+
     def head_out(self, layer: int, head: int, upto_step: int | None = None, cross: bool = False) -> np.ndarray:
         """O_h = A_h V_h for every query position so far: (T_q, d_v).
 
@@ -262,6 +312,17 @@ class Trace:
         if self.encoder is not None and self.model.is_encoder_only:
             return [self.encoder.layers[layer].attn]
         return self._attn_records(layer, cross, upto_step)
+
+    def _pre_rope(self, layer: int, field: str, head: int, upto_step: int | None) -> np.ndarray | None:
+        recs = self._attn_records(layer, False, upto_step)
+        if all(getattr(r, field) is not None for r in recs):
+            return np.concatenate([getattr(r, field)[head] for r in recs], axis=0)
+        angles = self.rope[layer] if layer < len(self.rope) else None
+        if angles is None:
+            return None
+        rotated = self.q(layer, head, upto_step) if field == "q_pre_rope" else self.k(layer, head, upto_step)
+        positions = np.concatenate([s.positions for s in self._step_slice(upto_step)])
+        return angles.unrotate(rotated, positions)
 
     def _assemble(self, layer: int, upto_step: int | None, cross: bool, what: str) -> np.ndarray:
         key = (what, layer, upto_step if upto_step is not None else len(self.steps) - 1, cross)

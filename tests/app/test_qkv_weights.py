@@ -75,3 +75,20 @@ def test_without_an_executor_the_job_goes_to_the_worker_through_the_session(qtbo
     assert len(asked) == 1 and "W_2^Q" in panel.weight_maps
     session.select(head=2, token=3)          # same head: no second read
     assert len(asked) == 1
+
+
+def test_before_rope_shows_q_and_k_rotated_back_from_a_compact_trace(qtbot, session, tiny):
+    loaded, trace = tiny
+    assert trace.steps[0].layers[1].attn.q_pre_rope is None             # not stored: derived
+    panel = QKVPanel(session, executor=thread_executor(loaded))
+    qtbot.addWidget(panel)
+    panel.show()
+    session.select(layer=1, head=2)
+    assert panel.pre_rope.isEnabled()
+    panel.pre_rope.setChecked(True)
+    x = trace.steps[0].layers[1].x.astype(np.float32)                   # X (T, d_model)
+    d = loaded.config.d_head
+    w_q = loaded.model.layers[1].attn.wq.weight.numpy()[2 * d: 3 * d]  # W_2^Q: head 2's rows of W^Q
+    np.testing.assert_allclose(panel.matrices["Q_2"], x @ w_q.T, atol=1e-4)
+    panel.pre_rope.setChecked(False)
+    np.testing.assert_allclose(panel.matrices["Q_2"], trace.q(1, 2), atol=1e-6)

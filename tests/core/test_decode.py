@@ -57,7 +57,7 @@ def test_rows_sum_to_one_and_masked_entries_are_exactly_zero(loaded):
 
 
 def test_records_have_the_contract_shapes(loaded):
-    decoder = _decode(loaded, steps=2)
+    decoder = _decode(loaded, steps=2, record=RecordOptions(head_out=True, pre_rope=True))
     config, step = loaded.config, decoder.trace.steps[-1]
     attn = step.layers[0].attn
     n_kv_heads = config.n_heads if config.mla else config.n_kv_heads
@@ -180,9 +180,8 @@ def test_logit_lens_ends_at_the_model_output(loaded):
 
 @pytest.mark.parametrize("family", ["llama"])
 def test_compact_recording_leaves_out_what_can_be_derived(loaded):
-    options = RecordOptions(dtype="float16", head_out=False, pre_rope=False)
-    compact = _decode(loaded, steps=3, record=options).trace
-    full = _decode(loaded, steps=3, record=RecordOptions(dtype="float16")).trace
+    compact = _decode(loaded, steps=3, record=RecordOptions(dtype="float16")).trace
+    full = _decode(loaded, steps=3, record=RecordOptions(dtype="float16", head_out=True, pre_rope=True)).trace
     attn = compact.steps[-1].layers[0].attn
     assert attn.head_out is None and attn.q_pre_rope is None and attn.k_pre_rope is None
     assert compact.nbytes() < full.nbytes()

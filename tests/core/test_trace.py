@@ -16,9 +16,12 @@ def _trace(loaded, record: RecordOptions, steps: int = 3):
     return decoder.trace
 
 
+FULL = RecordOptions(head_out=True, pre_rope=True)
+
+
 def test_head_out_derived_from_weights_and_values_equals_the_recorded_one(loaded):
-    full = _trace(loaded, RecordOptions())
-    compact = _trace(loaded, RecordOptions(head_out=False, pre_rope=False))
+    full = _trace(loaded, FULL)
+    compact = _trace(loaded, RecordOptions())
     for layer in range(loaded.config.n_layers):
         for head in range(loaded.config.n_heads):
             recorded = full.head_out(layer, head)
@@ -26,8 +29,25 @@ def test_head_out_derived_from_weights_and_values_equals_the_recorded_one(loaded
             np.testing.assert_allclose(compact.head_out(layer, head), recorded, atol=1e-5)
 
 
+def test_q_and_k_rotated_back_equal_the_recorded_ones_before_rope(loaded):
+    full = _trace(loaded, FULL)
+    compact = _trace(loaded, RecordOptions())
+    rotated = [layer for layer in range(loaded.config.n_layers) if full.has_pre_rope(layer)]
+    assert bool(rotated) == (loaded.config.positional == "rope")
+    for layer in rotated:
+        assert compact.steps[0].layers[layer].attn.q_pre_rope is None and compact.has_pre_rope(layer)
+        for head in range(loaded.config.n_heads):
+            recorded = full.q_pre_rope(layer, head)
+            assert recorded.shape == (full.n_tokens, loaded.config.d_qk)
+            assert not np.allclose(recorded, full.q(layer, head), atol=1e-3)   # RoPE did change Q
+            np.testing.assert_allclose(compact.q_pre_rope(layer, head), recorded, atol=2e-5, rtol=1e-5)
+        for kv_head in range(full.steps[0].layers[layer].attn.k.shape[0]):
+            np.testing.assert_allclose(compact.k_pre_rope(layer, kv_head), full.k_pre_rope(layer, kv_head),
+                                       atol=2e-5, rtol=1e-5)
+
+
 def test_nbytes_counts_each_shared_array_once(loaded):
-    trace = _trace(loaded, RecordOptions())
+    trace = _trace(loaded, FULL)
     unique = {}
     stack = list(trace.steps)
     while stack:

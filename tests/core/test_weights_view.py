@@ -29,8 +29,8 @@ def test_dense_heads_reproduce_q_k_v_and_name_the_shared_kv_head(family):
         assert list(view.matrices) == [f"W_{head}^Q", f"W_{g}^K", f"W_{g}^V"]
         assert view.kv_head == g and view.shared_by == tuple(range(g * group, (g + 1) * group))
         assert view.matrices[f"W_{head}^Q"].shape == (info.d_model, info.d_qk)
-        np.testing.assert_allclose(x @ view.matrices[f"W_{head}^Q"], record.q_pre_rope[head], atol=1e-4)
-        np.testing.assert_allclose(x @ view.matrices[f"W_{g}^K"], record.k_pre_rope[g], atol=1e-4)
+        np.testing.assert_allclose(x @ view.matrices[f"W_{head}^Q"], trace.q_pre_rope(1, head), atol=1e-4)
+        np.testing.assert_allclose(x @ view.matrices[f"W_{g}^K"], trace.k_pre_rope(1, g), atol=1e-4)
         np.testing.assert_allclose(x @ view.matrices[f"W_{g}^V"], record.v[g], atol=1e-4)
 
 

@@ -95,8 +95,7 @@ class QKVPanel(Panel):
         if trace is None or not trace.steps:
             return
         self.head_box.setRange(0, trace.model.n_heads - 1)
-        record = trace.steps[0].layers[0].attn
-        self.pre_rope.setEnabled(record.q_pre_rope is not None)
+        self.pre_rope.setEnabled(trace.has_pre_rope(0))
 
     def show_selection(self, selection: Selection) -> None:
         trace = self.trace
@@ -124,10 +123,12 @@ class QKVPanel(Panel):
             return {f"Q_{head}": trace.q(layer, head, step, cross=True).astype(np.float32),
                     f"K_{kv}": trace.k(layer, kv, step, cross=True).astype(np.float32),
                     f"V_{kv}": trace.v(layer, kv, step, cross=True).astype(np.float32)}
-        before = self.pre_rope.isChecked() and self.pre_rope.isEnabled()
-        q_field, k_field = ("q_pre_rope", "k_pre_rope") if before else ("q", "k")
-        out = {f"Q_{head}": stacked(trace, layer, q_field, head, step),
-               f"K_{kv}": stacked(trace, layer, k_field, kv, step),
+        if self.pre_rope.isChecked() and self.pre_rope.isEnabled():      # recorded, or rotated back
+            q, k = trace.q_pre_rope(layer, head, step), trace.k_pre_rope(layer, kv, step)
+        else:
+            q, k = stacked(trace, layer, "q", head, step), stacked(trace, layer, "k", kv, step)
+        out = {f"Q_{head}": None if q is None else q.astype(np.float32),
+               f"K_{kv}": None if k is None else k.astype(np.float32),
                f"V_{kv}": stacked(trace, layer, "v", kv, step)}
         for name, field in (("c_KV", "latent"), ("k_R", "k_rope")):
             value = stacked(trace, layer, field, None, step)
