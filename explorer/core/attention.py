@@ -53,11 +53,14 @@ class StepContext:
 
 
 def attention_weights(scores: torch.Tensor, hidden: torch.Tensor | None, softcap: float | None) -> torch.Tensor:
-    """A = softmax(S) over the visible keys (`hidden`: True where masked); masked entries come out exactly 0."""
+    """A = softmax(S) over the visible keys (`hidden`: True where masked); masked entries come out exactly 0.
+
+    `scores` is a fresh tensor of the caller's and is overwritten (no copy of an (N_Q, T, n_kv) block).
+    """
     if softcap:
         scores = torch.tanh(scores / softcap) * softcap
     if hidden is not None:
-        scores = scores.masked_fill(hidden, float("-inf"))
+        scores = scores.masked_fill_(hidden, float("-inf"))
     weights = torch.softmax(scores, dim=-1, dtype=torch.float32)
     return weights if scores.dtype == torch.float32 else weights.to(scores.dtype)
 
@@ -136,7 +139,7 @@ class SelfAttention(nn.Module):
         else:
             keys, values, kv_positions = cache.update(k, v)                      # (N_KV, n_kv, d)
         visible, hidden, kv_positions = step.mask(kv_positions, self.window)
-        scores = grouped_scores(q, keys) * self.scale                            # S: (N_Q, T, n_kv)
+        scores = grouped_scores(q, keys).mul_(self.scale)                        # S: (N_Q, T, n_kv)
         weights = attention_weights(scores, hidden, self.softcap)                # A: (N_Q, T, n_kv)
         heads = grouped_mix(weights, values)                                     # O_h = A_h V: (N_Q, T, d_v)
         y = self.wo(heads.transpose(0, 1).reshape(t, -1))                        # concat_h O_h W^O: (T, d_model)

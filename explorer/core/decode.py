@@ -100,14 +100,15 @@ class StepDecoder(Recorder):
         with torch.inference_mode():
             ids_t = torch.as_tensor(ids, device=self.device)
             hidden = self._forward(ids_t, positions, capture)                           # (n_new, d)
-            top_probs, top_ids, last_logits = top_candidates(self.model.logits, hidden, self.record.top_k)
+            logits = self.model.logits(hidden)                                           # (n_new, V)
+            top_probs, top_ids = top_candidates(logits, self.record.top_k)
             self._hidden.append(hidden)
             pos_embeddings = self._pos_embeddings(positions)
             record = StepRecord(
                 kind=kind, positions=positions, token_ids=ids.copy(), token_text=self._texts(ids),
                 embeddings=self._np(self.model.embed.weight[ids_t]), layers=self._layer_records(capture),
                 top_ids=top_ids.cpu().numpy().astype(np.int64), top_probs=top_probs.cpu().numpy(),
-                chosen_id=choose(last_logits, self.sampling, int(positions[-1]) + 1),
+                chosen_id=choose(logits[-1], self.sampling, int(positions[-1]) + 1),
                 pos_embeddings=None if pos_embeddings is None else self._np(pos_embeddings))
         return replace(record, ms=(time.perf_counter() - started) * 1000.0)
 

@@ -35,24 +35,22 @@ class RecordOptions:
             raise ExplorerError(f"record dtype {self.dtype!r} is not float32 or float16")
 
 
-CANDIDATE_ROWS = 32      # positions whose full-vocabulary logits exist at once while the top-k is taken
+CANDIDATE_ROWS = 32      # rows of logits reduced at once, while they are in the CPU's cache
 
 
-def top_candidates(logits_of, hidden: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def top_candidates(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The k most likely next tokens at every position and their probabilities p = softmax(logits).
 
-    `logits_of(hidden_rows)` gives the logits h W_U of some rows. A prefill's (n, V) logits
-    are made and reduced a few rows at a time, while they are still in the CPU's cache,
-    instead of all at once (a 256-token prompt's are 50 MB for SmolLM2). Returns the
-    probabilities and ids (n, k), and the last position's logits (V,), which choose the next token.
+    A prefill's logits (n, V) are reduced a few rows at a time (softmax, then top-k of what is
+    still in cache) instead of each whole pass over them (a 256-token prompt's are 50 MB for
+    SmolLM2). Returns probabilities and ids, each (n, k).
     """
     probs, ids = [], []
-    for rows in hidden.split(CANDIDATE_ROWS):
-        logits = logits_of(rows)                                                        # (rows, V)
-        top_probs, top_ids = torch.softmax(logits, dim=-1, dtype=torch.float32).topk(k, dim=-1)
+    for rows in logits.split(CANDIDATE_ROWS):
+        top_probs, top_ids = torch.softmax(rows, dim=-1, dtype=torch.float32).topk(k, dim=-1)
         probs.append(top_probs)
         ids.append(top_ids)
-    return torch.cat(probs), torch.cat(ids), logits[-1]
+    return torch.cat(probs), torch.cat(ids)
 
 
 class Packer:
