@@ -122,8 +122,11 @@ def to_numpy(groups: list[dict[str, torch.Tensor]], dtype: torch.dtype) -> list[
 
 def residual_norms(captured: list[dict]) -> list[np.ndarray]:
     """||h|| of each new token's residual stream after each layer: per layer (n_new,), float32."""
-    residuals = torch.stack([values["residual"] for values in captured])                  # (L, n_new, d)
-    return list(torch.linalg.vector_norm(residuals.float(), dim=-1).cpu().numpy())
+    residuals = [values["residual"] for values in captured]
+    if residuals[0].numel() > SMALL:                       # a prefill: no (L, n_new, d) copy, one norm per layer
+        return [torch.linalg.vector_norm(h.float(), dim=-1).cpu().numpy() for h in residuals]
+    stacked = torch.stack(residuals)                                                        # (L, n_new, d)
+    return list(torch.linalg.vector_norm(stacked.float(), dim=-1).cpu().numpy())
 
 
 def layer_records(captured: list[dict], dtype: torch.dtype, kv_in_use=None, kv_allocated=None,
