@@ -75,3 +75,25 @@ def test_tiles_grown_step_by_step_equal_tiles_computed_afresh(values, sliding_wi
     for step in [*range(trace.n_steps), 12, 3, 4, 20, 21]:          # forward, back, forward again
         got = grid.downsampled_attention(trace, 1, tile=8, upto_step=step, values=values)
         np.testing.assert_array_equal(got, expected[step])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 3), st.integers(2, 40), st.integers(0, 50), st.sampled_from([1, 2, 4, 8, 16]),
+       st.integers(0, 30), st.sampled_from([None, 1, 3, 7]), st.integers(0, 2**16))
+def test_packed_rows_reduce_like_the_dense_weights(heads, n_new, row, block, extra_keys, window, seed):
+    """A prefill's weights are reduced from their packed rows, never unpacked: same blocks as dense."""
+    from explorer.core.trace import packed
+
+    n_kv = n_new + extra_keys                                   # earlier keys in the cache, then the new ones
+    positions = np.arange(row, row + n_kv) if row >= 0 else np.arange(n_kv)
+    query = positions[extra_keys:][:, None]
+    mask = positions[None, :] <= query
+    if window:
+        mask &= positions[None, :] > query - window
+    weights = np.random.default_rng(seed).random((heads, n_new, n_kv)).astype(np.float32) * mask
+    runs = grid._row_runs(mask, positions)
+    assert runs is not None
+    got = grid._reduce_packed(packed(weights, mask), mask, positions, runs, row + extra_keys, block)
+    expected = _reduce(weights, mask, positions, row + extra_keys, block)
+    for a, b in zip(got, expected):
+        np.testing.assert_array_equal(a, b)

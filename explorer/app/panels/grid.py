@@ -38,7 +38,7 @@ def downsampled_attention(trace: Trace, layer: int, tile: int = TILE, upto_step:
     t_kv = records[0].n_kv if cross else max(int(r.kv_positions.max()) + 1 for r in records)
     # A power of two, so the block (and the cache of reduced rows) changes only when T doubles.
     block = 1 << max(0, math.ceil(math.log2(max(t_q, t_kv) / tile))) if max(t_q, t_kv) > tile else 1
-    shape = (records[0].weights.shape[0], math.ceil(t_q / block), math.ceil(t_kv / block))
+    shape = (records[0].weights_packed.shape[0], math.ceil(t_q / block), math.ceil(t_kv / block))
     fill = 0.0 if values == "weights" else -np.inf
     out, allowed, done = _tiles_so_far(("tiles", layer, tile, cross, values), records, block, shape, fill)
     row = sum(r.n_new for r in records[:done])
@@ -101,9 +101,48 @@ def _remember(key: tuple, value) -> None:
 def _reduced(record: AttentionRecord, row: int, block: int, cross: bool):
     """One step's rows of the weights A reduced to blocks."""
     def compute():
+        mask, positions = np.asarray(record.mask), _columns(record, cross)
+        runs = _row_runs(mask, positions)
+        if runs is not None:                                                # a prefill: never unpacked
+            return _reduce_packed(record.weights_packed, mask, positions, runs, row, block)
         weights = np.asarray(record.weights, dtype=np.float32)              # (N_Q, n_new, n_kv)
-        return _reduce(weights, np.asarray(record.mask), _columns(record, cross), row, block)
+        return _reduce(weights, mask, positions, row, block)
     return _cached(("weights", id(record), row, block, cross), record, compute)
+
+
+def _row_runs(mask: np.ndarray, positions: np.ndarray):
+    """(first column, count) of each row's allowed keys when every row's are one unbroken run of
+    columns over keys in order (causal and sliding prefills); None otherwise or when nothing is masked."""
+    if mask.all() or positions.size < 2 or np.any(np.diff(positions) != 1):
+        return None
+    counts = mask.sum(axis=1)
+    first = mask.argmax(axis=1)
+    last = mask.shape[1] - 1 - mask[:, ::-1].argmax(axis=1)
+    if np.any(counts == 0) or np.any(last - first + 1 != counts):
+        return None
+    return first, counts
+
+
+def _reduce_packed(packed: np.ndarray, mask: np.ndarray, positions: np.ndarray, runs, row: int, block: int):
+    """What `_reduce` gives for the dense weights, read straight from the packed rows.
+
+    Each row's allowed weights are one run of the packed array; folding every run into its row
+    block with an elementwise max (one call per row) reduces the rows without unpacking, and the
+    columns are then cut into blocks by reshaping. Weights are >= 0, so a cell no row reaches keeps
+    0, as the dense masked zeros would give it.
+    """
+    first, counts = runs
+    n_new, n_kv = mask.shape
+    u_rows = np.arange(row // block, (row + n_new - 1) // block + 1)
+    per_block = np.zeros((packed.shape[0], u_rows.size, n_kv), dtype=np.float32)   # rows reduced
+    offsets = np.cumsum(counts) - counts                                           # row i starts here
+    for i, (start, count, offset) in enumerate(zip(first.tolist(), counts.tolist(), offsets.tolist())):
+        target = per_block[:, (row + i) // block - u_rows[0], start: start + count]
+        np.maximum(target, packed[:, offset: offset + count], out=target)
+    base = int(positions[0])
+    u_cols = np.arange(base // block, int(positions[-1]) // block + 1)
+    reduced_mask = _block_max(_block_max(mask, 0, row, block), 1, base, block)
+    return u_rows, u_cols, _block_max(per_block, 2, base, block), reduced_mask
 
 
 def _reduced_scores(trace: Trace, layer: int, index: int, record: AttentionRecord, row: int, block: int,
