@@ -55,9 +55,11 @@ class DecodingController(QObject):
         worker.notice.connect(self.notice)
         worker.busy_changed.connect(session.set_busy)
         worker.lens_ready.connect(session.logit_lens_ready)
+        worker.candidates_ready.connect(session.candidates_ready)
         session.force_requested.connect(self.force)
         session.step_requested.connect(self.step)
         session.logit_lens_requested.connect(worker.logit_lens)
+        session.candidates_requested.connect(worker.candidates)
         session.model_job_requested.connect(worker.run_job)
 
     # ----- model --------------------------------------------------------------------

@@ -69,6 +69,15 @@ class LogitLens:
 
 
 @dataclass(frozen=True)
+class Candidates:
+    """The top-k next tokens after `position`, for a prompt position the trace did not record them at."""
+
+    position: int
+    k: int = 10
+    seq: int = -1
+
+
+@dataclass(frozen=True)
 class SetSampling:
     sampling: object
     seq: int = -1
@@ -91,7 +100,7 @@ class ModelJob:
     seq: int = -1
 
 
-_DECODING = (Prefill, Step, Back, Force, Replay, LogitLens)
+_DECODING = (Prefill, Step, Back, Force, Replay, LogitLens, Candidates)
 
 
 def _start_length(request, otherwise: int | None) -> int | None:

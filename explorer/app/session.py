@@ -38,6 +38,8 @@ class Session(QObject):
     logit_lens_requested = Signal(int)    # a panel asks for the per-layer logit lens at this position
     model_job_requested = Signal(object)  # job(loaded, cancelled) to run where the model is (worker)
     logit_lens_ready = Signal(object)     # {"position": p, "ids": (L, k), "probs": (L, k)} or (ids, probs)
+    candidates_requested = Signal(int)    # a panel asks for the next-token candidates after this position
+    candidates_ready = Signal(object)     # {"position": p, "ids": (k,), "probs": (k,), "token": id at p}
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)

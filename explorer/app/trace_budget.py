@@ -50,10 +50,10 @@ class TraceCost:
                      + n_kv * info.d_qk                # K
                      + n_kv * info.d_v                 # V
                      + 1)                              # the residual norm
-        numbers = info.d_model + info.n_layers * per_layer + top_k
+        numbers = info.d_model + info.n_layers * per_layer         # E[id], then every layer's rows
+        # The top-k candidates are kept once per step, not per token: a prefill's count is left out.
         # The mask is a dense bool (n_new, n_kv): about 2 bytes per allowed pair of a causal prefill.
-        return cls(per_token=numbers * itemsize + top_k * _ID_BYTES + 2 * _ID_BYTES,
-                   per_pair=info.n_layers * (n_q * itemsize + 2))
+        return cls(per_token=numbers * itemsize + 2 * _ID_BYTES, per_pair=info.n_layers * (n_q * itemsize + 2))
 
     # ----- projections --------------------------------------------------------------------
     def prefill_bytes(self, n_tokens: int) -> float:

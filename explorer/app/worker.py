@@ -24,7 +24,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from explorer.app import trace_views
 from explorer.app.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory
-from explorer.app.requests import (Back, Cancelled, Force, Load, LogitLens, ModelJob, Prefill, Replay, RequestQueue,
+from explorer.app.requests import (Back, Cancelled, Candidates, Force, Load, LogitLens, ModelJob, Prefill, Replay, RequestQueue,
                                    SetSampling,
                                    Step, Sync)
 from explorer.core.errors import ExplorerError
@@ -38,6 +38,7 @@ class _Emitter(QObject):
     trace_ready = Signal(object, int)   # the trace, and the seq of the request that made it
     model_loaded = Signal(object)
     lens_ready = Signal(object)
+    candidates_ready = Signal(object)
     failed = Signal(str)
     load_failed = Signal(str)
     notice = Signal(str)
@@ -68,7 +69,8 @@ class _DecodeLoop:
         self._sampling = SamplingSettings()
         self._handlers = {Load: self._load, Prefill: self._prefill, Step: self._step, Back: self._back,
                           Force: self._force, Replay: self._replay, SetSampling: self._set_sampling,
-                          LogitLens: self._logit_lens, ModelJob: self._model_job, Sync: lambda request: None}
+                          LogitLens: self._logit_lens, Candidates: self._candidates, ModelJob: self._model_job,
+                          Sync: lambda request: None}
 
     def run_forever(self) -> None:
         try:
@@ -180,6 +182,14 @@ class _DecodeLoop:
         ids, probs = decoder.logit_lens(request.position, request.k)
         self._emit.lens_ready.emit({"position": request.position, "ids": ids, "probs": probs})
 
+    def _candidates(self, request: Candidates) -> None:
+        decoder = self._decoder(need_trace=True)
+        if not 0 <= request.position < decoder.trace.n_tokens:
+            raise ExplorerError(f"position {request.position} is not in the trace (0 to {decoder.trace.n_tokens - 1})")
+        ids, probs = decoder.candidates_at(request.position, request.k)
+        self._emit.candidates_ready.emit({"position": request.position, "ids": ids, "probs": probs,
+                                          "token": int(decoder.trace.token_ids[request.position])})
+
     def _model_job(self, request: ModelJob) -> None:
         if self._state.loaded is None:
             raise ExplorerError("No model is loaded yet; open one from the Model menu first.")
@@ -243,6 +253,7 @@ class ModelWorker(QObject):
     trace_ready = Signal(object)        # Trace, the newest state of the decoder
     model_loaded = Signal(object)       # LoadedSummary
     lens_ready = Signal(object)         # {"position": int, "ids": (L, k), "probs": (L, k)}
+    candidates_ready = Signal(object)   # {"position": int, "ids": (k,), "probs": (k,), "token": id at position}
     failed = Signal(str)                # one sentence for a dialog
     load_failed = Signal(str)           # the model reference that could not be loaded (failed follows)
     notice = Signal(str)                # something the person should know, e.g. a CPU fallback
@@ -260,6 +271,7 @@ class ModelWorker(QObject):
         self._emitter.trace_ready.connect(self._on_trace_ready)
         self._emitter.model_loaded.connect(self.model_loaded)
         self._emitter.lens_ready.connect(self.lens_ready)
+        self._emitter.candidates_ready.connect(self.candidates_ready)
         self._emitter.failed.connect(self.failed)
         self._emitter.load_failed.connect(self.load_failed)
         self._emitter.notice.connect(self.notice)
@@ -295,6 +307,9 @@ class ModelWorker(QObject):
 
     def logit_lens(self, position: int, k: int = 5) -> None:
         self._push(LogitLens(position=int(position), k=int(k)))
+
+    def candidates(self, position: int, k: int = 10) -> None:
+        self._push(Candidates(position=int(position), k=int(k)))
 
     def run_job(self, job) -> None:
         """Run `job(loaded, cancelled)` on the model thread, after what is queued (see requests.ModelJob)."""

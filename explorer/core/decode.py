@@ -69,6 +69,16 @@ class StepDecoder(Recorder):
         self.trace = self._trace(self.trace.steps[:-1] + (last,))
         return self.trace
 
+    def candidates_at(self, position: int, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The k most likely tokens after `position` and their probabilities softmax(h W_U): (k,), (k,).
+
+        Recorded for each step's last position; for the earlier positions of a prompt they are
+        computed here from the kept hidden state (one row of h W_U).
+        """
+        logits = torch.from_numpy(self.logits_at(position))[None]
+        top_probs, top_ids = top_candidates(logits, k or self.record.top_k)
+        return top_ids[0].numpy().astype(np.int64), top_probs[0].numpy()
+
     # ----- what subclasses provide -----------------------------------------------------
     def _trace(self, steps: tuple[StepRecord, ...]) -> Trace:
         raise NotImplementedError
@@ -100,7 +110,10 @@ class StepDecoder(Recorder):
         with torch.inference_mode():
             ids_t = torch.as_tensor(ids, device=self.device)
             hidden = self._forward(ids_t, positions, capture)                           # (n_new, d)
-            logits = self.model.logits(hidden)                                           # (n_new, V)
+            # The next token's distribution after the step's last position only: a prompt's
+            # earlier positions get theirs on demand (candidates_at), as transformers' generate
+            # keeps only the last logits; h W_U for every prompt position was a fifth of a prefill.
+            logits = self.model.logits(hidden[-1:])                                      # (1, V)
             top_probs, top_ids = top_candidates(logits, self.record.top_k)
             self._hidden.append(hidden)
             pos_embeddings = self._pos_embeddings(positions)

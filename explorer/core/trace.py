@@ -114,8 +114,8 @@ class StepRecord:
     token_text: tuple[str, ...]          # display strings of those ids
     embeddings: np.ndarray               # (n_new, d_model)  the rows E[id]
     layers: tuple[LayerRecord, ...]
-    top_ids: np.ndarray                  # (n_new, k) int   next-token candidates at each new position
-    top_probs: np.ndarray                # (n_new, k) float probabilities of those candidates
+    top_ids: np.ndarray                  # (1, k) int   next-token candidates after the step's last position
+    top_probs: np.ndarray                # (1, k) float their probabilities (earlier positions: on demand)
     chosen_id: int | None = None         # the token chosen after this step (sampled or forced)
     forced: bool = False                 # whether chosen_id was forced by the user
     pos_embeddings: np.ndarray | None = None  # (n_new, d_model) learned/sinusoidal positions
@@ -193,6 +193,17 @@ class Trace:
     @property
     def n_steps(self) -> int:
         return len(self.steps)
+
+    def candidates(self, position: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The recorded next-token candidates after `position` (ids, probs), or None where they
+        were not recorded (a prompt's earlier positions: Decoder.candidates_at computes those)."""
+        step = self.steps[self.step_of_position(position)]
+        if step.top_ids.shape[1] == 0:                  # an encoder predicts no next token: none at all
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        row = position - int(step.positions[0]) - (step.n_new - step.top_ids.shape[0])
+        if row < 0:
+            return None
+        return step.top_ids[row], step.top_probs[row]
 
     def step_of_position(self, position: int) -> int:
         """Index of the step that fed the token at `position`."""

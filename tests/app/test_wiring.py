@@ -37,14 +37,17 @@ def test_the_logit_lens_button_is_answered_by_the_engine(qtbot, window, tiny):  
     opened(qtbot, window, tiny)
     trace = step(qtbot, window, 2)
     panel = window.docks["next_token"].widget()
-    window.session.select(token=2)
+    with qtbot.waitSignal(window.session.candidates_ready, timeout=60000):   # a prompt position: on demand
+        window.session.select(token=2)
+    assert trace.candidates(2) is None and len(panel.candidates) == 10
     with qtbot.waitSignal(window.session.logit_lens_ready, timeout=60000) as answer:
         panel.lens_button.click()
     lens = answer.args[0]
     assert lens["position"] == 2
     assert lens["ids"].shape == lens["probs"].shape == (trace.model.n_layers, 5)
     # The last layer's lens is the model's own output at that position: its top token is the panel's rank 1.
-    assert int(lens["ids"][-1, 0]) == int(trace.steps[0].top_ids[2][0])
+    assert int(lens["ids"][-1, 0]) == int(panel.candidates[0])
+    assert panel.table.item(0, 2).text() == str(int(panel.candidates[0]))
     assert panel.lens_table.isVisibleTo(panel) and panel.lens_table.rowCount() == trace.model.n_layers
     assert window.session.display_token(int(lens["ids"][0, 0])) in panel.lens_table.item(0, 1).text()
 

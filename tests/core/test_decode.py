@@ -170,6 +170,24 @@ def test_context_overflow_is_a_user_error(loaded):
 
 
 @pytest.mark.parametrize("family", ["llama"])
+def test_candidates_are_recorded_after_each_step_and_computed_for_prompt_positions(loaded):
+    decoder = _decode(loaded, steps=2)
+    trace = decoder.trace
+    logits, _ = _uncached(loaded, trace.token_ids)
+    probs = torch.softmax(torch.from_numpy(logits), dim=-1).numpy()
+    last_of_steps = {int(step.positions[-1]) for step in trace.steps}
+    for position in range(trace.n_tokens):
+        ids, p = decoder.candidates_at(position)
+        expected = np.argsort(-probs[position])[:10]
+        np.testing.assert_array_equal(ids[:3], expected[:3])
+        np.testing.assert_allclose(p, probs[position][ids], atol=1e-5)
+        recorded = trace.candidates(position)
+        assert (recorded is not None) == (position in last_of_steps)
+        if recorded is not None:
+            np.testing.assert_array_equal(recorded[0], ids)
+            np.testing.assert_allclose(recorded[1], p, atol=1e-6)
+
+
 def test_logit_lens_ends_at_the_model_output(loaded):
     decoder = _decode(loaded, steps=2)
     ids, probs = decoder.logit_lens(4, k=3)

@@ -34,6 +34,9 @@ class NextTokenPanel(Panel):
         self.lens_table.setVisible(False)
         self.body.addWidget(self.lens_table, 1)
         session.logit_lens_ready.connect(self.show_logit_lens)
+        session.candidates_ready.connect(self.show_candidates)
+        self._asked: dict[tuple[int, int], tuple] = {}     # (id(step), position) -> (step, ids, probs)
+        self._pending: set[tuple[int, int]] = set()         # asked, not answered yet
         self.position: int | None = None
         self.candidates = np.zeros(0, dtype=np.int64)
         self.chosen_rank: int | None = None
@@ -51,16 +54,48 @@ class NextTokenPanel(Panel):
         if position != self.position:
             self.lens_table.setVisible(False)
         self.position = position
-        step_index = trace.step_of_position(position)
-        step = trace.steps[step_index]
-        row = position - int(step.positions[0])
-        ids, probs = step.top_ids[row], step.top_probs[row]
+        found = self._candidates(trace, position)
+        if found is None:                                   # a prompt position: asked of the model
+            self.candidates = np.zeros(0, dtype=np.int64)
+            self.table.setRowCount(0)
+            self.position_label.setText(f"after position {position} {trace.token_text[position]!r}: "
+                                        "computing the candidates…")
+            key = (id(trace.steps[trace.step_of_position(position)]), position)
+            if key not in self._pending:
+                self._pending.add(key)
+                self.session.candidates_requested.emit(int(position))
+            return
+        ids, probs = found
         chosen, forced = self._chosen(trace, position)
         self.candidates = np.asarray(ids)
         hits = np.flatnonzero(self.candidates == chosen) if chosen is not None else []
         self.chosen_rank = int(hits[0]) + 1 if len(hits) else None
         self._fill(ids, probs, chosen)
         self._describe(trace, position, chosen, forced)
+
+    def _candidates(self, trace, position: int):
+        """(ids, probs) after `position`: recorded after each step's last token, otherwise the
+        answer the model thread gave for this prompt (kept while the step lives)."""
+        recorded = trace.candidates(position)
+        if recorded is not None:
+            return recorded
+        step = trace.steps[trace.step_of_position(position)]
+        known = self._asked.get((id(step), position))
+        return known[1:] if known is not None and known[0] is step else None
+
+    def show_candidates(self, answer: dict) -> None:
+        """The model thread's candidates after a prompt position (`session.candidates_ready`)."""
+        trace, position = self.trace, int(answer["position"])
+        if trace is None or not 0 <= position < trace.n_tokens or \
+                int(trace.token_ids[position]) != int(answer["token"]):
+            return                                          # the prompt changed meanwhile
+        step = trace.steps[trace.step_of_position(position)]
+        live = {id(s) for s in trace.steps}                 # answers for steps still in the trace
+        self._asked = {key: value for key, value in self._asked.items() if id(value[0]) in live}
+        self._asked[(id(step), position)] = (step, np.asarray(answer["ids"]), np.asarray(answer["probs"]))
+        self._pending.discard((id(step), position))
+        if position == self.position:
+            self.show_selection(self.session.selection)
 
     def _chosen(self, trace, position: int) -> tuple[int | None, bool]:
         """The token that followed `position` (the next input, or the last step's choice) and if forced."""
