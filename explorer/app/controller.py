@@ -41,6 +41,7 @@ class DecodingController(QObject):
         self.sampling = SamplingSettings()
         self.loading: str | None = None             # the reference being loaded
         self.trace_budget = DEFAULT_BUDGET          # bytes the trace may take before we ask
+        self.record_dtype = "float32"               # what the trace's arrays are recorded in
         self._run_prompt: np.ndarray | None = None  # the prompt ids the trace was started from, uncut
         self._meter = TraceMeter()
         self._measured: tuple = (None, None)        # (trace, its TraceCost), measured once per trace
@@ -156,6 +157,12 @@ class DecodingController(QObject):
 
     def set_trace_budget(self, n_bytes: int) -> None:
         self.trace_budget = int(n_bytes)
+
+    def set_record_dtype(self, dtype: str) -> None:
+        """Record the trace in float32 or float16 (half the memory); the current run is redone."""
+        if dtype != self.record_dtype:
+            self.record_dtype = dtype
+            self.worker.set_recording(dtype)
 
     def set_sampling(self, sampling: SamplingSettings) -> None:
         if sampling != self.sampling:

@@ -77,7 +77,7 @@ class CoreApi:
     """The things the worker needs from the core."""
 
     load_model: Callable                   # (path, device=, dtype=, progress=) -> LoadedModel
-    make_decoder: Callable                 # (loaded, SamplingSettings) -> Decoder
+    make_decoder: Callable                 # (loaded, SamplingSettings, record dtype) -> Decoder
     sampling: Callable                     # SamplingSettings -> core Sampling
     available_devices: Callable            # () -> {device: [dtype, ...]}
     resolve: Callable = str                # catalog name or path -> path to open
@@ -102,12 +102,13 @@ def _real_sampling(settings: SamplingSettings):
                     seed=settings.seed)
 
 
-def _real_make_decoder(loaded, settings: SamplingSettings):
-    """The driver that fits the model: a decoder, an encoder-decoder translating, or an encoder (no Step)."""
+def _real_make_decoder(loaded, settings: SamplingSettings, record_dtype: str = "float32"):
+    """The driver that fits the model: a decoder, an encoder-decoder translating, or an encoder (no Step);
+    its trace records in `record_dtype` (float16 halves the trace)."""
     from explorer.core.decode import RecordOptions
     from explorer.core.families import make_decoder
 
-    return make_decoder(loaded, RecordOptions(), _real_sampling(settings))
+    return make_decoder(loaded, RecordOptions(dtype=record_dtype), _real_sampling(settings))
 
 
 def _real_resolve(reference: str) -> str:

@@ -48,6 +48,7 @@ class MainWindow(QMainWindow):
         self.worker = worker or ModelWorker(parent=self)
         self.controller = DecodingController(self.session, self.worker, self)
         self.controller.set_trace_budget(self.settings.trace_budget)
+        self.controller.set_record_dtype(self.settings.record_dtype)
         self.catalog_loader = CatalogLoader(catalog, self)
         self.prompt = PromptEditor(self)
         self.setDockNestingEnabled(True)

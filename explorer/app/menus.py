@@ -44,6 +44,10 @@ class Menus:
             self.decode.addAction(action)
         self.decode.addSeparator()
         self.decode.addAction(self._action("Trace Memory &Budget…", self.ask_trace_budget))
+        self.half_trace = self._action("Record the Trace in &float16 (half the memory)", self.set_half_trace)
+        self.half_trace.setCheckable(True)
+        self.half_trace.setChecked(window.settings.record_dtype == "float16")
+        self.decode.addAction(self.half_trace)
         self._build_view()
         self.help.addAction(self._action("&About Transformer Explorer", self.about))
         self.help.addAction(self._action("&Keyboard Shortcuts", self.shortcuts, "F1"))
@@ -158,6 +162,13 @@ class Menus:
             settings.trace_budget = mb * 10**6
             self.window.controller.set_trace_budget(settings.trace_budget)
             self.window.status.showMessage(f"Trace memory budget: {mb:,} MB.", 5000)
+
+    def set_half_trace(self) -> None:
+        """Record in float16 (rounded to ~3 significant digits) or float32; the current run is redone."""
+        dtype = "float16" if self.half_trace.isChecked() else "float32"
+        self.window.settings.record_dtype = dtype
+        self.window.controller.set_record_dtype(dtype)
+        self.window.status.showMessage(f"The trace is recorded in {dtype}.", 5000)
 
     # ----- view, help ----------------------------------------------------------------------
     def set_theme(self, theme: str) -> None:

@@ -78,6 +78,14 @@ class Candidates:
 
 
 @dataclass(frozen=True)
+class SetRecording:
+    """Record the trace's arrays in `dtype` ("float32" or "float16"); the current run is redone in it."""
+
+    dtype: str
+    seq: int = -1
+
+
+@dataclass(frozen=True)
 class SetSampling:
     sampling: object
     seq: int = -1
@@ -139,7 +147,7 @@ class RequestQueue:
     def cancel(self) -> None:
         """Drop every queued load and decoding request and cancel the running one."""
         with self._lock:
-            self._pending = [r for r in self._pending if isinstance(r, SetSampling)]
+            self._pending = [r for r in self._pending if isinstance(r, (SetSampling, SetRecording))]   # settings stay
             if self._running is not None:
                 self._cancelled.add(self._running.seq)
             self._sync_if_nothing_left()
@@ -228,7 +236,7 @@ class RequestQueue:
     def _coalesce(self, request) -> None:
         last = self._pending[-1] if self._pending else None
         if isinstance(request, Load):
-            self._pending = [r for r in self._pending if isinstance(r, SetSampling)]
+            self._pending = [r for r in self._pending if isinstance(r, (SetSampling, SetRecording))]   # settings stay
             self._cancel_running(lambda running: True)
         elif isinstance(request, (Prefill, Replay)):
             self._pending = [r for r in self._pending if not isinstance(r, _DECODING)]

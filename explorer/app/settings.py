@@ -114,6 +114,16 @@ class AppSettings:
         self.q.setValue("decode/trace_budget_mb", int(n_bytes // 10**6))
 
     @property
+    def record_dtype(self) -> str:
+        """The dtype the trace's arrays are recorded in (Decode ▸ Record the Trace in float16)."""
+        value = str(self.q.value("decode/record_dtype", "float32"))
+        return value if value in ("float32", "float16") else "float32"
+
+    @record_dtype.setter
+    def record_dtype(self, dtype: str) -> None:
+        self.q.setValue("decode/record_dtype", dtype)
+
+    @property
     def export_folder(self) -> str:
         return str(self.q.value("export/last_folder", ""))
 

@@ -24,7 +24,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from explorer.app import trace_views
 from explorer.app.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory
-from explorer.app.requests import (Back, Cancelled, Candidates, Force, Load, LogitLens, ModelJob, Prefill, Replay, RequestQueue,
+from explorer.app.requests import (Back, Cancelled, Candidates, Force, Load, LogitLens, ModelJob, Prefill, Replay, RequestQueue, SetRecording,
                                    SetSampling,
                                    Step, Sync)
 from explorer.core.errors import ExplorerError
@@ -67,7 +67,8 @@ class _DecodeLoop:
         self._shown = None                  # the last trace handed to the GUI
         self._seq = -1                      # the seq of the request running
         self._sampling = SamplingSettings()
-        self._handlers = {Load: self._load, Prefill: self._prefill, Step: self._step, Back: self._back,
+        self._record_dtype = "float32"
+        self._handlers = {SetRecording: self._set_recording, Load: self._load, Prefill: self._prefill, Step: self._step, Back: self._back,
                           Force: self._force, Replay: self._replay, SetSampling: self._set_sampling,
                           LogitLens: self._logit_lens, Candidates: self._candidates, ModelJob: self._model_job,
                           Sync: lambda request: None}
@@ -134,7 +135,7 @@ class _DecodeLoop:
         loaded = self._core.load_model(self._core.resolve(request.path), device=request.device, dtype=request.dtype,
                                        progress=progress)
         self._queue.check(request)
-        decoder = self._core.make_decoder(loaded, self._sampling)
+        decoder = self._core.make_decoder(loaded, self._sampling, self._record_dtype)
         self._state = _State(loaded=loaded, decoder=decoder, load_request=request)
         self._emit.model_loaded.emit(LoadedSummary.of(loaded, request))
 
@@ -194,6 +195,27 @@ class _DecodeLoop:
         if self._state.loaded is None:
             raise ExplorerError("No model is loaded yet; open one from the Model menu first.")
         request.job(self._state.loaded, lambda: self._queue.is_cancelled(request))
+
+    def _set_recording(self, request: SetRecording) -> None:
+        """A new decoder recording in the new dtype, which redoes the current run exactly."""
+        self._record_dtype = request.dtype
+        old = self._state.decoder
+        if old is None:
+            return
+        decoder = self._core.make_decoder(self._state.loaded, self._sampling, self._record_dtype)
+        self._state = _State(loaded=self._state.loaded, decoder=decoder, load_request=self._state.load_request)
+        steps = old.trace.steps
+        if not steps:
+            return
+        encoded = old.trace.encoder if old.trace.model.is_encoder_decoder else None
+        trace = decoder.prefill((encoded or steps[0]).token_ids)           # the source of a translation
+        for index, step in enumerate(steps):
+            self._queue.check(request)
+            if step.forced:
+                trace = decoder.force(step.chosen_id)
+            if index < len(steps) - 1:
+                trace = decoder.step()
+        self._hand_back(trace)
 
     def _set_sampling(self, request: SetSampling) -> None:
         self._sampling = request.sampling
@@ -304,6 +326,9 @@ class ModelWorker(QObject):
 
     def set_sampling(self, sampling: SamplingSettings) -> None:
         self._push(SetSampling(sampling=sampling))
+
+    def set_recording(self, dtype: str) -> None:
+        self._push(SetRecording(dtype=dtype))
 
     def logit_lens(self, position: int, k: int = 5) -> None:
         self._push(LogitLens(position=int(position), k=int(k)))

@@ -153,7 +153,7 @@ class FakeCore:
             raise OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
         return FakeLoaded(path, device, self.gate)
 
-    def make_decoder(self, loaded, sampling):
+    def make_decoder(self, loaded, sampling, record_dtype="float32"):
         decoder = FakeDecoder(loaded, sampling)
         self.decoders.append(decoder)
         return decoder

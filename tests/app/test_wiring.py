@@ -6,6 +6,7 @@ thread, and Ctrl+E exports the panel that holds the focus.
 """
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
@@ -92,3 +93,20 @@ def test_ctrl_e_in_the_prompt_editor_exports_the_attention_map(qtbot, window, ti
     qtbot.keyClick(window.prompt, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
     assert save_dialogs == ["Export attention"]
     assert window.prompt.text == PROMPT, "Ctrl+E typed nothing"
+
+
+def test_recording_in_float16_redoes_the_run_in_half_the_memory(qtbot, window, tiny):  # noqa: F811
+    opened(qtbot, window, tiny)
+    before = step(qtbot, window, 3)
+    assert before.steps[-1].layers[0].attn.q.dtype == np.float32
+    menu = window.menus.half_trace
+    assert not menu.isChecked()
+    menu.trigger()                                       # Decode ▸ Record the Trace in float16
+    after = idle(qtbot, window, lambda: window.session.trace is not before)
+    assert after.steps[-1].layers[0].attn.q.dtype == np.float16 and window.settings.record_dtype == "float16"
+    assert after.token_ids.tolist() == before.token_ids.tolist() and after.n_steps == before.n_steps
+    assert after.steps[-1].chosen_id == before.steps[-1].chosen_id
+    assert after.nbytes() < 0.6 * before.nbytes()
+    np.testing.assert_allclose(after.attention(1).astype(np.float32), before.attention(1), atol=1e-3)
+    again = step(qtbot, window, 1)                       # and decoding goes on in float16
+    assert again.n_steps == before.n_steps + 1 and again.steps[-1].layers[0].x.dtype == np.float16
