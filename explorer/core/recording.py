@@ -17,7 +17,8 @@ from explorer.core.errors import ExplorerError
 from explorer.core.trace import AttentionRecord, LayerRecord, StepRecord
 
 RECORD_DTYPES = {"float32": torch.float32, "float16": torch.float16}
-ATTENTION_FIELDS = ("q", "k", "v", "weights", "q_pre_rope", "k_pre_rope", "head_out", "latent", "k_rope")
+OPTIONAL_FIELDS = ("q_pre_rope", "k_pre_rope", "head_out", "latent", "k_rope")    # None where not recorded
+ATTENTION_FIELDS = ("q", "k", "v", "weights") + OPTIONAL_FIELDS
 
 
 @dataclass(frozen=True)
@@ -80,18 +81,22 @@ def attention_tensors(values: dict, prefix: str = "", skipped=frozenset(), share
     Left out: what the layer did not capture, what is named in `skipped`, and what is
     `shared` by every step (the cross K/V, converted once).
     """
-    tensors = {name: values.get(prefix + name) for name in ATTENTION_FIELDS if name not in shared}
-    tensors = {name: value for name, value in tensors.items() if value is not None and name not in skipped}
+    tensors = {}
+    for name in ATTENTION_FIELDS:
+        value = values.get(prefix + name)
+        if value is not None and name not in skipped and name not in shared:
+            tensors[name] = value
     tensors["weights"] = (pack or Packer())(tensors["weights"], values[prefix + "mask"])
     return tensors
 
 
 def attention_record(values: dict, arrays: dict[str, np.ndarray], prefix: str = "", **shared) -> AttentionRecord:
     """An AttentionRecord from one sublayer's captured values and its converted `arrays`."""
-    fields = {name: shared.get(name, arrays.get(name)) for name in ATTENTION_FIELDS if name != "weights"}
-    return AttentionRecord(**fields, weights_packed=arrays["weights"], mask=values[prefix + "mask"],
-                           kv_positions=values[prefix + "kv_positions"], scale=float(values[prefix + "scale"]),
-                           softcap=values.get(prefix + "softcap"))
+    fields = {name: shared.get(name, arrays.get(name)) for name in OPTIONAL_FIELDS}
+    return AttentionRecord(q=shared.get("q", arrays.get("q")), k=shared.get("k", arrays.get("k")),
+                           v=shared.get("v", arrays.get("v")), weights_packed=arrays["weights"],
+                           mask=values[prefix + "mask"], kv_positions=values[prefix + "kv_positions"],
+                           scale=float(values[prefix + "scale"]), softcap=values.get(prefix + "softcap"), **fields)
 
 
 SMALL = 1 << 14     # tensors up to this many elements are stacked and converted together
@@ -138,23 +143,21 @@ def layer_records(captured: list[dict], dtype: torch.dtype, kv_in_use=None, kv_a
     """
     crosses = [cross(i, values) if cross else None for i, values in enumerate(captured)]
     groups, pack = [], Packer()
-    for values, crossed in zip(captured, crosses):
-        attn = attention_tensors(values, skipped=skipped, pack=pack)
-        group = {"x": values["x"], **{"attn." + k: t for k, t in attn.items()}}
-        if crossed is not None:
-            group.update({"cross." + k: t for k, t in crossed[0].items()})
+    for values in captured:
+        group = attention_tensors(values, skipped=skipped, pack=pack)
+        group["x"] = values["x"]                           # not an attention field: no clash
         groups.append(group)
-    converted = to_numpy(groups, dtype)
+    cross_groups = [crossed[0] for crossed in crosses if crossed is not None]
+    converted = to_numpy(groups + cross_groups, dtype)
+    cross_arrays = iter(converted[len(groups):])
     norms = residual_norms(captured)
     records = []
     for i, (values, arrays, crossed) in enumerate(zip(captured, converted, crosses)):
-        attn = {k[5:]: a for k, a in arrays.items() if k.startswith("attn.")}
         cross_record = None
         if crossed is not None:
-            cross_arrays = {k[6:]: a for k, a in arrays.items() if k.startswith("cross.")}
-            cross_record = attention_record(values, cross_arrays, "cross_", **crossed[1])
+            cross_record = attention_record(values, next(cross_arrays), "cross_", **crossed[1])
         records.append(LayerRecord(
-            x=arrays["x"], attn=attention_record(values, attn), residual_norm=norms[i],
+            x=arrays["x"], attn=attention_record(values, arrays), residual_norm=norms[i],
             kv_bytes_in_use=int(kv_in_use[i]) if kv_in_use is not None else 0,
             kv_bytes_allocated=int(kv_allocated[i]) if kv_allocated is not None else 0, cross=cross_record))
     return tuple(records)
