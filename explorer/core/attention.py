@@ -73,7 +73,7 @@ def grouped_scores(q: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
     n_q, t, d = q.shape
     n_kv = keys.shape[0]
     grouped = q.reshape(n_kv, (n_q // n_kv) * t, d)                             # (N_KV, group*T, d)
-    return (grouped @ keys.transpose(1, 2)).view(n_q, t, -1)                    # (N_Q, T, n_kv)
+    return torch.bmm(grouped, keys.transpose(1, 2)).view(n_q, t, -1)            # (N_Q, T, n_kv)
 
 
 def grouped_mix(weights: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
@@ -81,7 +81,7 @@ def grouped_mix(weights: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
     n_q, t, n = weights.shape
     n_kv = values.shape[0]
     grouped = weights.reshape(n_kv, (n_q // n_kv) * t, n)                       # (N_KV, group*T, n_kv)
-    return (grouped @ values).view(n_q, t, -1)
+    return torch.bmm(grouped, values).view(n_q, t, -1)
 
 
 class SelfAttention(nn.Module):

@@ -139,7 +139,7 @@ class Rotary:
     def rotate(self, x: torch.Tensor, table: "RotationTable") -> torch.Tensor:
         """x (T, n, d): n vectors per position (heads), each rotated by its position's angles."""
         if table.matrices is not None:
-            return x @ table.matrices                                          # (T, n, d) @ (T, d, d)
+            return torch.bmm(x, table.matrices)                                # (T, n, d) @ (T, d, d)
         cos, sin = table.cos[:, None, :], table.sin[:, None, :]                # (T, 1, d)
         if self.interleave:
             return rotate_pairs(x, cos, sin)
