@@ -142,7 +142,8 @@ class SelfAttention(nn.Module):
         scores = grouped_scores(q, keys).mul_(self.scale)                        # S: (N_Q, T, n_kv)
         weights = attention_weights(scores, hidden, self.softcap)                # A: (N_Q, T, n_kv)
         heads = grouped_mix(weights, values)                                     # O_h = A_h V: (N_Q, T, d_v)
-        y = self.wo(heads.transpose(0, 1).reshape(t, -1))                        # concat_h O_h W^O: (T, d_model)
+        wo = self.wo
+        y = F.linear(heads.transpose(0, 1).reshape(t, -1), wo.weight, wo.bias)    # concat_h O_h W^O: (T, d_model)
 
         if capture is not None:
             rotated = self.rope is not None

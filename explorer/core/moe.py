@@ -34,7 +34,8 @@ class GatedMLP(nn.Module):
             gate, up = self.w_gate(x), self.w_up(x)
         else:
             gate, up = F.linear(x, *self.stacked).chunk(2, dim=-1)              # x [W_gate; W_up]^T
-        return self.w_down(self.act(gate) * up)
+        w_down = self.w_down
+        return F.linear(self.act(gate) * up, w_down.weight, w_down.bias)        # (act(x W_gate) * x W_up) W_down
 
 
 class Experts(nn.Module):
