@@ -101,7 +101,7 @@ def main() -> None:
     parser.add_argument("--model", help="a model folder or .gguf (default: SmolLM2-135M shape, random weights)")
     parser.add_argument("--prompt-tokens", type=int, default=256)
     parser.add_argument("--steps", type=int, default=64)
-    parser.add_argument("--prefills", type=int, default=5, help="paired prefill runs")
+    parser.add_argument("--prefills", type=int, default=9, help="paired prefill runs")
     parser.add_argument("--record-dtype", default="float32", choices=("float32", "float16"))
     parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
     args = parser.parse_args()
