@@ -91,9 +91,9 @@ def test_packed_rows_reduce_like_the_dense_weights(heads, n_new, row, block, ext
     if window:
         mask &= positions[None, :] > query - window
     weights = np.random.default_rng(seed).random((heads, n_new, n_kv)).astype(np.float32) * mask
-    runs = grid._row_runs(mask, positions)
-    assert runs is not None
-    got = grid._reduce_packed(packed(weights, mask), mask, positions, runs, row + extra_keys, block)
+    plan = grid._packed_plan(mask, positions, row + extra_keys, block)
+    assert plan is not None
+    got = grid._reduce_packed(packed(weights, mask), plan)
     expected = _reduce(weights, mask, positions, row + extra_keys, block)
     for a, b in zip(got, expected):
         np.testing.assert_array_equal(a, b)

@@ -102,28 +102,53 @@ def _reduced(record: AttentionRecord, row: int, block: int, cross: bool):
     """One step's rows of the weights A reduced to blocks."""
     def compute():
         mask, positions = np.asarray(record.mask), _columns(record, cross)
-        runs = _row_runs(mask, positions)
-        if runs is not None:                                                # a prefill: never unpacked
-            return _reduce_packed(record.weights_packed, mask, positions, runs, row, block)
+        plan = _packed_plan(mask, positions, row, block)
+        if plan is not None:                                                # a prefill: never unpacked
+            return _reduce_packed(record.weights_packed, plan)
         weights = np.asarray(record.weights, dtype=np.float32)              # (N_Q, n_new, n_kv)
         return _reduce(weights, mask, positions, row, block)
     return _cached(("weights", id(record), row, block, cross), record, compute)
 
 
-def _row_runs(mask: np.ndarray, positions: np.ndarray):
-    """(first column, count) of each row's allowed keys when every row's are one unbroken run of
-    columns over keys in order (causal and sliding prefills); None otherwise or when nothing is masked."""
-    if mask.all() or positions.size < 2 or np.any(np.diff(positions) != 1):
-        return None
-    counts = mask.sum(axis=1)
-    first = mask.argmax(axis=1)
-    last = mask.shape[1] - 1 - mask[:, ::-1].argmax(axis=1)
-    if np.any(counts == 0) or np.any(last - first + 1 != counts):
-        return None
-    return first, counts
+_PLANS: OrderedDict = OrderedDict()      # (id(mask), row, block, first position) -> (mask, plan)
 
 
-def _reduce_packed(packed: np.ndarray, mask: np.ndarray, positions: np.ndarray, runs, row: int, block: int):
+def _packed_plan(mask: np.ndarray, positions: np.ndarray, row: int, block: int):
+    """How to reduce packed rows under this mask, or None where they are not one run per row.
+
+    Rows whose allowed keys are one unbroken run of columns over keys in order (causal and sliding
+    prefills) can be reduced from the packed weights. The plan depends only on the mask, which the
+    layers of one kind share, so it is made once for all of them: per row its row block, its run
+    of columns and where the run is in the packed array; the blocks' rows and columns; and the
+    mask reduced to blocks.
+    """
+    key = (id(mask), row, block, int(positions[0]) if positions.size else 0)
+    known = _PLANS.get(key)
+    if known is not None and known[0] is mask:
+        return known[1]
+    plan = None
+    if not mask.all() and positions.size >= 2 and not np.any(np.diff(positions) != 1):
+        counts = mask.sum(axis=1)
+        first = mask.argmax(axis=1)
+        last = mask.shape[1] - 1 - mask[:, ::-1].argmax(axis=1)
+        if not np.any(counts == 0) and not np.any(last - first + 1 != counts):
+            n_new = mask.shape[0]
+            base = int(positions[0])
+            u_rows = np.arange(row // block, (row + n_new - 1) // block + 1)
+            offsets = np.cumsum(counts) - counts                            # row i starts here in `packed`
+            row_blocks = (row + np.arange(n_new)) // block - u_rows[0]
+            runs = [(int(b), slice(int(f), int(f + c)), slice(int(o), int(o + c)))
+                    for b, f, c, o in zip(row_blocks, first, counts, offsets)]
+            u_cols = np.arange(base // block, int(positions[-1]) // block + 1)
+            reduced_mask = _block_max(_block_max(mask, 0, row, block), 1, base, block)
+            plan = (runs, u_rows, u_cols, reduced_mask, base, block, mask.shape[1])
+    _PLANS[key] = (mask, plan)
+    if len(_PLANS) > 16:
+        _PLANS.popitem(last=False)
+    return plan
+
+
+def _reduce_packed(packed: np.ndarray, plan):
     """What `_reduce` gives for the dense weights, read straight from the packed rows.
 
     Each row's allowed weights are one run of the packed array; folding every run into its row
@@ -131,17 +156,11 @@ def _reduce_packed(packed: np.ndarray, mask: np.ndarray, positions: np.ndarray, 
     columns are then cut into blocks by reshaping. Weights are >= 0, so a cell no row reaches keeps
     0, as the dense masked zeros would give it.
     """
-    first, counts = runs
-    n_new, n_kv = mask.shape
-    u_rows = np.arange(row // block, (row + n_new - 1) // block + 1)
+    runs, u_rows, u_cols, reduced_mask, base, block, n_kv = plan
     per_block = np.zeros((packed.shape[0], u_rows.size, n_kv), dtype=np.float32)   # rows reduced
-    offsets = np.cumsum(counts) - counts                                           # row i starts here
-    for i, (start, count, offset) in enumerate(zip(first.tolist(), counts.tolist(), offsets.tolist())):
-        target = per_block[:, (row + i) // block - u_rows[0], start: start + count]
-        np.maximum(target, packed[:, offset: offset + count], out=target)
-    base = int(positions[0])
-    u_cols = np.arange(base // block, int(positions[-1]) // block + 1)
-    reduced_mask = _block_max(_block_max(mask, 0, row, block), 1, base, block)
+    for row_block, columns, source in runs:
+        target = per_block[:, row_block, columns]
+        np.maximum(target, packed[:, source], out=target)
     return u_rows, u_cols, _block_max(per_block, 2, base, block), reduced_mask
 
 
