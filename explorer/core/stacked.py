@@ -12,7 +12,9 @@ def stack_rows(linears) -> tuple[torch.Tensor, torch.Tensor | None]:
     numbers. The Linears keep their own names and shapes (weights_view, convert and the loaders
     see them unchanged) but share the stacked memory, so nothing is held twice.
     """
-    weight = torch.cat([linear.weight for linear in linears])
+    weight = _adjacent([linear.weight for linear in linears])
+    if weight is None:
+        weight = torch.cat([linear.weight for linear in linears])
     bias = None if linears[0].bias is None else torch.cat([linear.bias for linear in linears])
     row = 0
     for linear in linears:
@@ -22,3 +24,21 @@ def stack_rows(linears) -> tuple[torch.Tensor, torch.Tensor | None]:
             linear.bias = nn.Parameter(bias[rows], requires_grad=False)
         row = rows.stop
     return weight, bias
+
+
+def _adjacent(weights: list[torch.Tensor]) -> torch.Tensor | None:
+    """The stacked matrix as a view, when the weights already lie one after another in one buffer
+    (a loader read them so); None otherwise."""
+    first = weights[0]
+    if first.dim() != 2 or any(not w.is_contiguous() or w.dtype != first.dtype or w.device != first.device
+                               or w.dim() != 2 or w.shape[1] != first.shape[1] for w in weights):
+        return None
+    if any(w.untyped_storage().data_ptr() != first.untyped_storage().data_ptr() for w in weights):
+        return None
+    expected = first.data_ptr()
+    for w in weights:
+        if w.data_ptr() != expected:
+            return None
+        expected += w.numel() * w.element_size()
+    rows = sum(w.shape[0] for w in weights)
+    return first.as_strided((rows, first.shape[1]), (first.shape[1], 1))

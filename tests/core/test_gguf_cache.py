@@ -87,6 +87,23 @@ def test_the_copy_is_read_into_owned_memory_not_mapped(store, tmp_path):
     assert not [p for p in pointers for lo, hi in mapped if lo <= p < hi]
 
 
+def test_weights_the_model_stacks_are_read_adjacent_and_built_without_a_copy(store, tmp_path):
+    from explorer.core.runtime import load_model
+
+    path = write_gguf(store / "tiny" / "tiny.gguf", tmp_path)
+    open_checkpoint(path)                                   # writes the copy
+    checkpoint = open_checkpoint(path)
+    tensors = checkpoint.tensors
+    q, k, v = (tensors[f"model.layers.1.self_attn.{p}_proj.weight"] for p in "qkv")
+    assert q.untyped_storage().data_ptr() == k.untyped_storage().data_ptr() == v.untyped_storage().data_ptr()
+    assert k.data_ptr() == q.data_ptr() + q.numel() * 4 and v.data_ptr() == k.data_ptr() + k.numel() * 4
+    attn = load_model(checkpoint).model.layers[1].attn
+    stacked = attn.stacked[0]                               # [W^Q; W^K; W^V], as the loader read it
+    assert stacked.data_ptr() == q.data_ptr() and stacked.untyped_storage().data_ptr() == q.untyped_storage().data_ptr()
+    assert torch.equal(stacked, torch.cat((q, k, v)))
+    assert_same(tensors, fresh(path))
+
+
 def test_a_changed_gguf_makes_the_copy_stale_and_it_is_rebuilt(store, tmp_path):
     path = write_gguf(store / "tiny" / "tiny.gguf", tmp_path)
     old = open_checkpoint(path).tensors

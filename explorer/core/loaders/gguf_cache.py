@@ -13,6 +13,7 @@ beside a person's own files), nor any when TRANSFORMER_EXPLORER_GGUF_CACHE=0.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -60,17 +61,48 @@ def load(gguf_path: Path, expected: dict[str, tuple[int, ...]]) -> dict[str, tor
     # Read straight into owned memory, one tensor at a time: matrix multiplies on memory-mapped
     # weights ran several times slower (0.9 s against 0.06 s per SmolLM2 token), and a tensor of
     # its own can be freed on its own (the model stacks W^Q, W^K, W^V into new memory).
-    tensors = {}
+    tensors = _stacked_destinations(entries)
     with path.open("rb", buffering=0) as handle:
         start = 8 + int.from_bytes(handle.read(8), "little")   # the data follow the 8-byte length and the header
         for name, entry in sorted(entries.items(), key=lambda item: item[1]["data_offsets"][0]):
-            tensor = torch.empty(entry["shape"], dtype=torch.float32)
+            tensor = tensors.get(name)
+            if tensor is None:
+                tensor = torch.empty(entry["shape"], dtype=torch.float32)
             handle.seek(start + entry["data_offsets"][0])
             wanted = entry["data_offsets"][1] - entry["data_offsets"][0]
             if handle.readinto(tensor.numpy().reshape(-1).view(np.uint8)) != wanted:
                 return None                                 # cut short: written again by the caller
             tensors[name] = tensor
     return tensors
+
+
+# Weights the model multiplies as one stacked matrix (stacked.py): read into adjacent rows of one
+# buffer, they are stacked already and the model takes them without copying (0.1 s and 278 MB for SmolLM2).
+STACKED = (re.compile(r"(.*\.self_attn\.)(q|k|v)_proj\.weight$"), ("q", "k", "v")), \
+          (re.compile(r"(.*\.mlp\.)(gate|up)_proj\.weight$"), ("gate", "up"))
+
+
+def _stacked_destinations(entries: dict) -> dict[str, torch.Tensor]:
+    """Empty row views of one buffer per group of weights the model stacks, by name."""
+    groups: dict[tuple, dict[str, str]] = {}
+    for name in entries:
+        for pattern, order in STACKED:
+            match = pattern.match(name)
+            if match:
+                groups.setdefault((match.group(1), order), {})[match.group(2)] = name
+    destinations = {}
+    for (_, order), members in groups.items():
+        if set(members) != set(order):
+            continue
+        shapes = [entries[members[part]]["shape"] for part in order]
+        if any(len(shape) != 2 or shape[1] != shapes[0][1] for shape in shapes):
+            continue
+        buffer = torch.empty(sum(shape[0] for shape in shapes), shapes[0][1], dtype=torch.float32)
+        row = 0
+        for part, shape in zip(order, shapes):
+            destinations[members[part]] = buffer[row: row + shape[0]]
+            row += shape[0]
+    return destinations
 
 
 def save(gguf_path: Path, tensors: dict[str, torch.Tensor]) -> Path | None:
