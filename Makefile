@@ -35,7 +35,9 @@ test: check-system $(TEST_STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
 
 bench: $(TEST_STAMP)
-	$(BIN)/python bench/run_all.py
+	$(BIN)/python bench/bench_engine.py --model smollm2-135m
+	$(BIN)/python bench/bench_trace_memory.py --model smollm2-135m
+	$(BIN)/python bench/bench_app.py
 
 package: $(TEST_STAMP)
 	bash packaging/build.sh
