@@ -92,3 +92,19 @@ def test_before_rope_shows_q_and_k_rotated_back_from_a_compact_trace(qtbot, sess
     np.testing.assert_allclose(panel.matrices["Q_2"], x @ w_q.T, atol=1e-4)
     panel.pre_rope.setChecked(False)
     np.testing.assert_allclose(panel.matrices["Q_2"], trace.q(1, 2), atol=1e-6)
+
+
+def test_q_k_v_show_exactly_the_token_rows_and_scroll_together(qtbot, session, tiny):
+    _, trace = tiny
+    panel = QKVPanel(session)
+    qtbot.addWidget(panel)
+    panel.resize(1400, 700)
+    panel.show()
+    qtbot.wait(50)
+    rows = trace.n_tokens
+    for heatmap in panel.heatmaps.values():              # no empty band above the first token
+        np.testing.assert_allclose(heatmap.plot.getViewBox().viewRange()[1], (-0.5, rows - 0.5), atol=1e-6)
+    first, *others = panel.heatmaps.values()
+    first.plot.getViewBox().setYRange(1.5, 4.5, padding=0)
+    for heatmap in others:
+        np.testing.assert_allclose(heatmap.plot.getViewBox().viewRange()[1], (1.5, 4.5), atol=1e-6)

@@ -235,3 +235,37 @@ def log_scaled(matrix: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
         out = np.log10(np.maximum(matrix, LOG_FLOOR))
     out[np.isnan(matrix)] = np.nan
     return out.astype(np.float32), (math.log10(LOG_FLOOR), 0.0)
+
+
+class RowLink:
+    """Keeps the rows of several plots in step, in data coordinates: each shows the same row range.
+
+    pyqtgraph's setYLink matches views on screen, so while a layout settles and the plots differ in
+    height for a moment it widens their ranges (an empty band above the first row). This copies
+    the row range itself, both ways, from whichever plot moved.
+    """
+
+    def __init__(self) -> None:
+        self.plots: list = []
+        self._busy = False
+
+    def set_plots(self, plots: list) -> None:
+        for plot in self.plots:
+            try:
+                plot.getViewBox().sigYRangeChanged.disconnect(self._moved)
+            except (RuntimeError, TypeError):        # a plot already cleared away
+                pass
+        self.plots = list(plots)
+        for plot in self.plots:
+            plot.getViewBox().sigYRangeChanged.connect(self._moved)
+
+    def _moved(self, view_box, y_range) -> None:
+        if self._busy:
+            return
+        self._busy = True
+        try:
+            for plot in self.plots:
+                if plot.getViewBox() is not view_box:
+                    plot.getViewBox().setYRange(*y_range, padding=0)
+        finally:
+            self._busy = False

@@ -22,7 +22,7 @@ from explorer.app import trace_views
 from explorer.app.panels.attention_kind import AttentionKindBox
 from explorer.app.panels.base import Panel, dims, formula_html
 from explorer.app.panels.embeddings import symmetric_levels
-from explorer.app.panels.heatmap import Heatmap, short_label
+from explorer.app.panels.heatmap import Heatmap, RowLink, short_label
 from explorer.app.panels.model_call import Executor, ModelCall
 from explorer.app.session import Selection
 
@@ -83,6 +83,7 @@ class QKVPanel(Panel):
         self.head_box.valueChanged.connect(lambda v: self.select(head=v))
         self.pre_rope.toggled.connect(lambda _: None if self._updating else self._draw(self.session.selection))
         self.heatmaps: dict[str, Heatmap] = {}
+        self.row_link = RowLink()                  # Q, K, V of the same tokens scroll together
         self.matrices: dict[str, np.ndarray] = {}
         self.row_text: dict[str, tuple[str, ...]] = {}      # per matrix: the token of each row
         self.attention_view: trace_views.View | None = None
@@ -161,11 +162,10 @@ class QKVPanel(Panel):
         """Matrices whose rows are the same tokens scroll together; cross-attention's Q (target rows) and
         K, V (source rows) each keep their own rows."""
         view = self.attention_view
-        first = next(iter(self.heatmaps.values()))
         for name, heatmap in self.heatmaps.items():
             source_rows = view.cross and not name.startswith("Q")
             self.row_text[name] = view.column_text() if source_rows else view.row_text()
-            heatmap.plot.setYLink(None if view.cross or heatmap is first else first.plot)
+        self.row_link.set_plots([] if view.cross else [heatmap.plot for heatmap in self.heatmaps.values()])
 
     def _click(self, name: str, row: int) -> None:
         view = self.attention_view
