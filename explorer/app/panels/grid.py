@@ -137,8 +137,10 @@ def _packed_plan(mask: np.ndarray, positions: np.ndarray, row: int, block: int):
             u_rows = np.arange(row // block, (row + n_new - 1) // block + 1)
             offsets = np.cumsum(counts) - counts                            # row i starts here in `packed`
             row_blocks = (row + np.arange(n_new)) // block - u_rows[0]
-            runs = [(int(b), slice(int(f), int(f + c)), slice(int(o), int(o + c)))
-                    for b, f, c, o in zip(row_blocks, first, counts, offsets)]
+            runs: dict[int, list] = {}                                      # row block -> its rows' runs
+            for b, f, c, o in zip(row_blocks.tolist(), first.tolist(), counts.tolist(), offsets.tolist()):
+                runs.setdefault(b, []).append((slice(f, f + c), slice(o, o + c)))
+            runs = list(runs.items())
             u_cols = np.arange(base // block, int(positions[-1]) // block + 1)
             reduced_mask = _block_max(_block_max(mask, 0, row, block), 1, base, block)
             plan = (runs, u_rows, u_cols, reduced_mask, base, block, mask.shape[1])
@@ -157,10 +159,13 @@ def _reduce_packed(packed: np.ndarray, plan):
     0, as the dense masked zeros would give it.
     """
     runs, u_rows, u_cols, reduced_mask, base, block, n_kv = plan
-    per_block = np.zeros((packed.shape[0], u_rows.size, n_kv), dtype=np.float32)   # rows reduced
-    for row_block, columns, source in runs:
-        target = per_block[:, row_block, columns]
-        np.maximum(target, packed[:, source], out=target)
+    per_block = np.zeros((u_rows.size, packed.shape[0], n_kv), dtype=np.float32)   # rows reduced, by block
+    for row_block, rows in runs:
+        folded = per_block[row_block]                                               # (N_Q, n_kv), contiguous
+        for columns, source in rows:
+            target = folded[:, columns]
+            np.maximum(target, packed[:, source], out=target)
+    per_block = np.ascontiguousarray(per_block.transpose(1, 0, 2))                 # (N_Q, row blocks, n_kv)
     return u_rows, u_cols, _block_max(per_block, 2, base, block), reduced_mask
 
 
