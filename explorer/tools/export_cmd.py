@@ -92,8 +92,9 @@ def _view(trace, kind: str):
 def _decode(args):
     from explorer.core.families import can_generate, make_decoder
     from explorer.core.runtime import load_model
+    from explorer.core.store import resolve
 
-    loaded = load_model(args.model, device=args.device, dtype=args.dtype)
+    loaded = load_model(resolve(args.model), device=args.device, dtype=args.dtype)   # a path or a catalog name
     tokens = loaded.tokenizer.encode(args.prompt)
     if len(tokens.ids) == 0:
         raise ExplorerError(f"The prompt {args.prompt!r} gives no tokens to run.")

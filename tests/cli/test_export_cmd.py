@@ -52,3 +52,10 @@ def test_bad_requests_exit_with_status_2_and_one_line(export_main, tiny_llama, t
     assert export_main("--model", tiny_llama, "--prompt", "To be", "-o", tmp_path / "no" / "a.png") == 2
     assert capsys.readouterr().err.strip() == (f"error: Cannot write {tmp_path / 'no' / 'a.png'}: "
                                                f"the folder {tmp_path / 'no'} does not exist.")
+
+
+def test_a_catalog_name_is_opened_as_the_other_commands_open_it(export_main, tmp_path):
+    npy = tmp_path / "head.npy"
+    assert export_main("--model", "shakespeare-gqa", "--prompt", "ROMEO:", "--layer", 0, "--head", 0, "-o", npy) == 0
+    weights = np.load(npy)
+    assert weights.shape[0] == weights.shape[1] > 1 and np.allclose(weights.sum(axis=1), 1.0, atol=1e-4)
