@@ -182,6 +182,27 @@ def test_stepping_a_translation_in_the_window(qtbot, window):
     assert window.session_state().prompt_ids[0] == trace.encoder.token_ids[0]
 
 
+def test_recording_a_translation_in_float16_replays_it_from_its_source(qtbot, window):
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    window.prompt.set_text(SOURCE)
+    window.open_model(str(TRANSLATOR))
+    settle(app, lambda: window.session.trace is not None and not window.worker.busy)
+    for _ in range(3):
+        window.actions.step.trigger()
+        settle(app, lambda: not window.worker.busy)
+    before = window.session.trace
+    window.menus.half_trace.trigger()
+    settle(app, lambda: window.session.trace is not before and not window.worker.busy)
+    after = window.session.trace
+    assert list(after.token_text) == list(before.token_text) and not window.warnings
+    assert after.encoder.token_ids.tolist() == before.encoder.token_ids.tolist()
+    assert after.steps[-1].layers[0].cross.q.dtype == np.float16
+    np.testing.assert_allclose(after.attention(1, cross=True).astype(np.float32), before.attention(1, cross=True),
+                               atol=2e-3)
+
+
 def make_tiny_bert(folder: Path) -> Path:
     """A random BERT (model_type "bert") with the tiny BPE tokenizer, as a Hugging Face folder."""
     import torch
@@ -221,6 +242,11 @@ def test_an_encoder_only_model_disables_step_and_says_why(qtbot, window, tmp_pat
     assert attention.matrix.shape == (n, n) and np.isfinite(attention.matrix).all()   # the full mask
     assert not attention.kind_box.isVisible()
     assert window.docks["prompt"].windowTitle() == "Prompt"
+    window.menus.half_trace.trigger()                                 # float16: the encoder runs again
+    settle(QApplication.instance(), lambda: window.session.trace is not trace and not window.worker.busy)
+    half = window.session.trace
+    assert half.token_ids.tolist() == trace.token_ids.tolist() and not window.warnings
+    assert half.steps[0].layers[0].attn.q.dtype == np.float16
 
 
 def test_the_export_command_writes_cross_and_encoder_attention_of_a_translation(qapp, tmp_path, monkeypatch):
