@@ -15,7 +15,19 @@ from PySide6.QtWidgets import QMessageBox
 
 from explorer.app.main_window import MainWindow
 from explorer.app.settings import AppSettings
+from explorer.app.worker import ModelWorker
+from tests.app.fake_core import FakeCore
 from tests.app.tiny_model import make_tiny_llama
+
+
+def make_window(qtbot, tmp_path, worker=None, catalog=lambda: []):
+    """A shown MainWindow on the fake core (or `worker`), with its own settings file under tmp_path."""
+    settings = AppSettings(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+    window = MainWindow(worker=worker or ModelWorker(FakeCore().api()), settings=settings,
+                        autosave_path=tmp_path / "autosave.json", catalog=catalog)
+    qtbot.addWidget(window)
+    window.show()
+    return window
 
 
 @contextmanager

@@ -5,23 +5,11 @@ from __future__ import annotations
 
 import threading
 
-from PySide6.QtCore import QSettings
-
 from explorer.app.core_api import CoreApi
-from explorer.app.main_window import MainWindow
-from explorer.app.settings import AppSettings
 from explorer.app.worker import ModelWorker
 from tests.app.fake_core import FakeCore
+from tests.app.shared_window import make_window
 from tests.app.synthetic_trace import build_trace
-
-
-def make_window(qtbot, tmp_path, worker=None, catalog=lambda: []):
-    settings = AppSettings(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
-    window = MainWindow(worker=worker or ModelWorker(FakeCore().api()), settings=settings,
-                        autosave_path=tmp_path / "autosave.json", catalog=catalog)
-    qtbot.addWidget(window)
-    window.show()
-    return window
 
 
 def count_redraws(panel) -> list:

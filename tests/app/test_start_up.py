@@ -10,25 +10,14 @@ import sys
 import threading
 from pathlib import Path
 
-from PySide6.QtCore import QSettings
-
-from explorer.app.main_window import MainWindow, PanelDock
-from explorer.app.settings import AppSettings
+from explorer.app.main_window import PanelDock
 from explorer.app.worker import ModelWorker
 from tests.app.fake_core import FakeCore
+from tests.app.shared_window import make_window
 from tests.app.synthetic_trace import build_trace
 
 REPO = Path(__file__).resolve().parents[2]
 HIDDEN_AT_START = ("qkv", "mask", "kv_cache", "kv_lab")          # the bottom tabs behind the embeddings
-
-
-def make_window(qtbot, tmp_path, worker=None, catalog=lambda: []):
-    settings = AppSettings(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
-    window = MainWindow(worker=worker or ModelWorker(FakeCore().api()), settings=settings,
-                        autosave_path=tmp_path / "autosave.json", catalog=catalog)
-    qtbot.addWidget(window)
-    window.show()
-    return window
 
 
 def test_new_window_starts_the_model_thread_before_pyqtgraph_is_imported(tmp_path):
