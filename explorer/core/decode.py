@@ -20,8 +20,7 @@ import torch
 from explorer.core.capture import StepCapture
 from explorer.core.errors import ContextOverflowError, ExplorerError
 from explorer.core.kv_cache import KVCache
-from explorer.core.recording import (  # noqa: F401  (RECORD_DTYPES, top_candidates: part of this module's API)
-    RECORD_DTYPES, Recorder, RecordOptions, layer_records, top_candidates)
+from explorer.core.recording import RECORD_DTYPES, Recorder, RecordOptions, layer_records, top_candidates
 from explorer.core.sampling import Sampling, choose
 from explorer.core.trace import RopeAngles, StepRecord, Trace
 
@@ -172,8 +171,7 @@ class Decoder(StepDecoder):
         with torch.inference_mode():
             self.model(torch.as_tensor(ids, device=self.device), np.arange(len(ids)), None, capture)
             residuals = torch.stack([layer["residual"][-1] for layer in capture.layers])  # (L, d)
-            probs = torch.softmax(self.model.logits(self.model.norm(residuals)).float(), dim=-1)
-            top_probs, top_ids = probs.topk(k, dim=-1)
+            top_probs, top_ids = top_candidates(self.model.logits(self.model.norm(residuals)), k)
         return top_ids.cpu().numpy().astype(np.int64), top_probs.cpu().numpy()
 
     # ----- internals ---------------------------------------------------------------------

@@ -24,7 +24,7 @@ from explorer.core.decode import StepDecoder
 from explorer.core.encdec import TargetStep
 from explorer.core.errors import ContextOverflowError, ExplorerError
 from explorer.core.kv_cache import HeadCache, LayerCaches
-from explorer.core.recording import RecordOptions, attention_tensors
+from explorer.core.recording import RecordOptions, attention_tensors, top_candidates
 from explorer.core.sampling import Sampling
 from explorer.core.trace import StepRecord, Trace
 
@@ -111,8 +111,7 @@ class EncDecDecoder(StepDecoder):
         with torch.inference_mode():
             self.model.decode(ids, TargetStep(np.arange(ids.shape[1]), None), self.kv_cache.cross, None, capture)
             residuals = torch.stack([layer["residual"][-1] for layer in capture.layers])  # (L, d)
-            probs = torch.softmax(self.model.logits(residuals).float(), dim=-1)
-            top_probs, top_ids = probs.topk(k, dim=-1)
+            top_probs, top_ids = top_candidates(self.model.logits(residuals), k)
         return top_ids.cpu().numpy().astype(np.int64), top_probs.cpu().numpy()
 
     # ----- internals ---------------------------------------------------------------------

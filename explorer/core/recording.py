@@ -36,22 +36,10 @@ class RecordOptions:
             raise ExplorerError(f"record dtype {self.dtype!r} is not float32 or float16")
 
 
-CANDIDATE_ROWS = 32      # rows of logits reduced at once, while they are in the CPU's cache
-
-
 def top_candidates(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The k most likely next tokens at every position and their probabilities p = softmax(logits).
-
-    A prefill's logits (n, V) are reduced a few rows at a time (softmax, then top-k of what is
-    still in cache) instead of each whole pass over them (a 256-token prompt's are 50 MB for
-    SmolLM2). Returns probabilities and ids, each (n, k).
-    """
-    probs, ids = [], []
-    for rows in logits.split(CANDIDATE_ROWS):
-        top_probs, top_ids = torch.softmax(rows, dim=-1, dtype=torch.float32).topk(k, dim=-1)
-        probs.append(top_probs)
-        ids.append(top_ids)
-    return torch.cat(probs), torch.cat(ids)
+    """The k most likely next tokens of each row of logits (n, V) and their probabilities
+    p = softmax(logits): probabilities and ids, each (n, k)."""
+    return torch.softmax(logits, dim=-1, dtype=torch.float32).topk(k, dim=-1)
 
 
 class Packer:
