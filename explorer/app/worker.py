@@ -24,9 +24,8 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from explorer.app import trace_views
 from explorer.app.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory
-from explorer.app.requests import (Back, Cancelled, Candidates, Force, Load, LogitLens, ModelJob, Prefill, Replay, RequestQueue, SetRecording,
-                                   SetSampling,
-                                   Step, Sync)
+from explorer.app.requests import (Back, Cancelled, Candidates, Force, Load, LogitLens, ModelJob, Prefill, Replay,
+                                   RequestQueue, SetRecording, SetSampling, Step, Sync)
 from explorer.core.errors import ExplorerError
 
 __all__ = ["ModelWorker", "SamplingSettings", "LoadedSummary"]
@@ -68,8 +67,9 @@ class _DecodeLoop:
         self._seq = -1                      # the seq of the request running
         self._sampling = SamplingSettings()
         self._record_dtype = "float32"
-        self._handlers = {SetRecording: self._set_recording, Load: self._load, Prefill: self._prefill, Step: self._step, Back: self._back,
+        self._handlers = {Load: self._load, Prefill: self._prefill, Step: self._step, Back: self._back,
                           Force: self._force, Replay: self._replay, SetSampling: self._set_sampling,
+                          SetRecording: self._set_recording,
                           LogitLens: self._logit_lens, Candidates: self._candidates, ModelJob: self._model_job,
                           Sync: lambda request: None}
 
@@ -165,28 +165,26 @@ class _DecodeLoop:
         self._hand_back(decoder.force(request.token_id))
 
     def _replay(self, request: Replay) -> None:
-        decoder = self._decoder()
-        trace = decoder.prefill(self._core.ids(request.ids))
-        forced = dict(request.forced)
-        for index in range(request.n_steps):
+        self._run_again(self._decoder(), self._core.ids(request.ids), dict(request.forced), request.n_steps, request)
+
+    def _run_again(self, decoder, ids, forced: dict, n_steps: int, request) -> None:
+        """Prefill `ids`, then go to `n_steps` steps, forcing the chosen token of step i to forced[i]."""
+        trace = decoder.prefill(ids)
+        for index in range(n_steps):
             self._queue.check(request)
             if index in forced:
                 trace = decoder.force(forced[index])
-            if index < request.n_steps - 1:
+            if index < n_steps - 1:
                 trace = decoder.step()
         self._hand_back(trace)
 
     def _logit_lens(self, request: LogitLens) -> None:
-        decoder = self._decoder(need_trace=True)
-        if not 0 <= request.position < decoder.trace.n_tokens:
-            raise ExplorerError(f"position {request.position} is not in the trace (0 to {decoder.trace.n_tokens - 1})")
+        decoder = self._decoder_at(request.position)
         ids, probs = decoder.logit_lens(request.position, request.k)
         self._emit.lens_ready.emit({"position": request.position, "ids": ids, "probs": probs})
 
     def _candidates(self, request: Candidates) -> None:
-        decoder = self._decoder(need_trace=True)
-        if not 0 <= request.position < decoder.trace.n_tokens:
-            raise ExplorerError(f"position {request.position} is not in the trace (0 to {decoder.trace.n_tokens - 1})")
+        decoder = self._decoder_at(request.position)
         ids, probs = decoder.candidates_at(request.position, request.k)
         self._emit.candidates_ready.emit({"position": request.position, "ids": ids, "probs": probs,
                                           "token": int(decoder.trace.token_ids[request.position])})
@@ -207,15 +205,9 @@ class _DecodeLoop:
         steps = old.trace.steps
         if not steps:
             return
-        encoded = old.trace.encoder if old.trace.model.is_encoder_decoder else None
-        trace = decoder.prefill((encoded or steps[0]).token_ids)           # the source of a translation
-        for index, step in enumerate(steps):
-            self._queue.check(request)
-            if step.forced:
-                trace = decoder.force(step.chosen_id)
-            if index < len(steps) - 1:
-                trace = decoder.step()
-        self._hand_back(trace)
+        encoded = old.trace.encoder if old.trace.model.is_encoder_decoder else None   # a translation's source
+        forced = {index: step.chosen_id for index, step in enumerate(steps) if step.forced}
+        self._run_again(decoder, (encoded or steps[0]).token_ids, forced, len(steps), request)
 
     def _set_sampling(self, request: SetSampling) -> None:
         self._sampling = request.sampling
@@ -223,6 +215,13 @@ class _DecodeLoop:
             self._state.decoder.set_sampling(self._core.sampling(request.sampling))
 
     # ----- helpers ----------------------------------------------------------------
+    def _decoder_at(self, position: int):
+        """The decoder, when its trace has a token at `position`."""
+        decoder = self._decoder(need_trace=True)
+        if not 0 <= position < decoder.trace.n_tokens:
+            raise ExplorerError(f"position {position} is not in the trace (0 to {decoder.trace.n_tokens - 1})")
+        return decoder
+
     def _decoder(self, need_trace: bool = False):
         decoder = self._state.decoder
         if decoder is None:
