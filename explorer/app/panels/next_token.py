@@ -36,7 +36,7 @@ class NextTokenPanel(Panel):
         session.logit_lens_ready.connect(self.show_logit_lens)
         session.candidates_ready.connect(self.show_candidates)
         self._asked: dict[tuple[int, int], tuple] = {}     # (id(step), position) -> (step, ids, probs)
-        self._pending: set[tuple[int, int]] = set()         # asked, not answered yet
+        self._pending: dict[tuple[int, int], object] = {}  # asked, not answered yet -> the step asked about
         self.position: int | None = None
         self.candidates = np.zeros(0, dtype=np.int64)
         self.chosen_rank: int | None = None
@@ -60,9 +60,9 @@ class NextTokenPanel(Panel):
             self.table.setRowCount(0)
             self.position_label.setText(f"after position {position} {trace.token_text[position]!r}: "
                                         "computing the candidates…")
-            key = (id(trace.steps[trace.step_of_position(position)]), position)
-            if key not in self._pending:
-                self._pending.add(key)
+            step = trace.steps[trace.step_of_position(position)]
+            if self._pending.get((id(step), position)) is not step:     # ids of freed steps are reused
+                self._pending[(id(step), position)] = step
                 self.session.candidates_requested.emit(int(position))
             return
         ids, probs = found
@@ -92,8 +92,9 @@ class NextTokenPanel(Panel):
         step = trace.steps[trace.step_of_position(position)]
         live = {id(s) for s in trace.steps}                 # answers for steps still in the trace
         self._asked = {key: value for key, value in self._asked.items() if id(value[0]) in live}
+        self._pending = {key: asked for key, asked in self._pending.items() if id(asked) in live}
         self._asked[(id(step), position)] = (step, np.asarray(answer["ids"]), np.asarray(answer["probs"]))
-        self._pending.discard((id(step), position))
+        self._pending.pop((id(step), position), None)
         if position == self.position:
             self.show_selection(self.session.selection)
 
