@@ -42,7 +42,7 @@ class TraceCost:
         return cls(per_token=row_bytes, per_pair=per_pair, held=total)
 
     @classmethod
-    def estimated(cls, info: ModelInfo, itemsize: int = 4, top_k: int = 10) -> "TraceCost":
+    def estimated(cls, info: ModelInfo, itemsize: int = 4) -> "TraceCost":
         """Before the first run: count the arrays a step records, at `itemsize` bytes a number."""
         n_q, n_kv = info.n_heads, info.n_kv_heads
         per_layer = (info.d_model                      # X
