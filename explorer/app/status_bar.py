@@ -4,7 +4,6 @@ from __future__ import annotations
 from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 
 from explorer.core.trace import ModelInfo, Trace
-from explorer.core.trace import nbytes_of
 from explorer.core.units import human_bytes, human_count
 
 
@@ -27,7 +26,6 @@ class StatusLine(QStatusBar):
         super().__init__(parent)
         self.setObjectName("status_bar")
         self.fields: dict[str, QLabel] = {}
-        self._step_bytes: dict[int, tuple[object, int]] = {}
         for name in self.FIELDS:
             label = QLabel("")
             label.setObjectName(f"status_{name}")
@@ -52,20 +50,7 @@ class StatusLine(QStatusBar):
         last = trace.steps[-1]
         decoded = trace.n_steps - 1
         self._set(step=f"step {decoded} · {trace.n_tokens} tokens", ms=f"{last.ms:.0f} ms/step",
-                  memory=f"trace {human_bytes(self._trace_bytes(trace))}")
-
-    def _trace_bytes(self, trace: Trace) -> int:
-        """trace.nbytes(), summed per step record: records are immutable and shared by the traces that
-        follow, so a decoding step measures only its own record (walking them all cost ~35 ms a step)."""
-        known, self._step_bytes = self._step_bytes, {}
-        total = nbytes_of(trace.encoder) if trace.encoder is not None else 0
-        for step in trace.steps:
-            record, size = known.get(id(step), (None, 0))
-            if record is not step:
-                size = nbytes_of(step)
-            self._step_bytes[id(step)] = (step, size)
-            total += size
-        return total
+                  memory=f"trace {human_bytes(trace.nbytes())}")
 
     def show_busy(self, busy: bool) -> None:
         """The step field in italics while the model works (a font, not a style sheet: re-applying a

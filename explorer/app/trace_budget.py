@@ -108,7 +108,7 @@ class TraceMeter:
 
 
 def _step_bytes(step: StepRecord) -> tuple[int, int, int]:
-    whole = Trace(model=None, steps=(step,)).nbytes()       # the trace's own count, for one step
+    whole = step.nbytes
     records = [record for layer in step.layers for record in (layer.attn, layer.cross) if record is not None]
     # Layers of one kind share their mask and key positions; a decoding step's grow with its row.
     shared = {id(array): array.nbytes for record in records for array in (record.mask, record.kv_positions)}

@@ -125,6 +125,12 @@ class StepRecord:
     def n_new(self) -> int:
         return int(self.token_ids.shape[0])
 
+    @cached_property
+    def nbytes(self) -> int:
+        """Memory held by the record's arrays, measured once: records are immutable and shared by
+        every trace that follows, so a decoding step measures only its own record."""
+        return nbytes_of(self)
+
 
 @dataclass(frozen=True)
 class RopeAngles:
@@ -302,8 +308,8 @@ class Trace:
         return np.array([layer.kv_bytes_allocated for layer in step.layers], dtype=np.int64)
 
     def nbytes(self) -> int:
-        """Memory held by the trace's arrays."""
-        return nbytes_of(self.steps + ((self.encoder,) if self.encoder else ()))
+        """Memory held by the trace's arrays, the sum of its step records'."""
+        return sum(step.nbytes for step in self.steps + ((self.encoder,) if self.encoder else ()))
 
     # ----- helpers ------------------------------------------------------------
     def _step_slice(self, upto_step: int | None) -> tuple[StepRecord, ...]:

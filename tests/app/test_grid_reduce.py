@@ -97,3 +97,33 @@ def test_packed_rows_reduce_like_the_dense_weights(heads, n_new, row, block, ext
     expected = _reduce(weights, mask, positions, row + extra_keys, block)
     for a, b in zip(got, expected):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("sliding_window", [None, 5])
+@pytest.mark.parametrize("values", ["weights", "scores"])
+def test_a_grid_grown_step_by_step_equals_each_layer_reduced_alone(values, sliding_window):
+    """The grid merges a decoding step's row for all layers of one kind at once; every image equals the
+    layers' own tiles computed from an empty cache, laid out with NaN gutters."""
+    trace = build_trace(n_layers=4, n_heads=3, n_kv_heads=1, prompt_len=5, steps=40, sliding_window=sliding_window,
+                        max_positions=64)
+    grid._CACHE.clear()
+    for step in [*range(trace.n_steps), 30, 31, 12, 13]:           # through block changes, then back
+        got = grid.mosaic(trace, tile=8, upto_step=step, values=values)
+        cached = dict(grid._CACHE)
+        grid._CACHE.clear()
+        tiles = [grid.downsampled_attention(trace, layer, tile=8, upto_step=step, values=values)
+                 for layer in range(trace.model.n_layers)]
+        grid._CACHE.clear()
+        grid._CACHE.update(cached)
+        r, c = tiles[0].shape[1:]
+        assert got.tile_shape == (r, c)
+        for layer, heads in enumerate(tiles):
+            for head in range(trace.model.n_heads):
+                top, left = got.tile_origin(layer, head)
+                np.testing.assert_array_equal(got.image[top:top + r, left:left + c], heads[head])
+        gutters = np.ones(got.image.shape, bool)
+        for layer in range(trace.model.n_layers):
+            for head in range(trace.model.n_heads):
+                top, left = got.tile_origin(layer, head)
+                gutters[top:top + r, left:left + c] = False
+        assert np.isnan(got.image[gutters]).all()

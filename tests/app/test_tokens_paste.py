@@ -151,3 +151,31 @@ def test_the_tokenizer_answers_what_its_json_says(kind):
     assert tokens.text == tuple(tokenizer.display(i) for i in tokens.ids)       # the cache changes nothing
     assert tokens.raw == tuple(tokenizer.token_bytes(i) for i in tokens.ids)
     assert tokens.special.tolist() == [int(i) in expected_special for i in tokens.ids]
+
+
+def test_a_decoding_step_inserts_its_row_and_widens_only_a_column_too_narrow_for_it(qtbot):
+    from dataclasses import replace
+
+    from explorer.core.trace import Trace
+    from tests.app.synthetic_trace import build_trace
+
+    session = Session()
+    panel = make(qtbot, session, TokensPanel)
+    panel.show()
+    full = build_trace(prompt_len=4, steps=3)
+    events = []
+    model = panel.table.model()
+    model.rowsInserted.connect(lambda *_: events.append("insert"))
+    model.modelReset.connect(lambda *_: events.append("reset"))
+    session.set_trace(Trace(model=full.model, steps=full.steps[:2]))
+    assert events == ["reset"] and model.rowCount() == 5
+    width = panel.table.columnWidth(1)
+    session.set_trace(Trace(model=full.model, steps=full.steps[:3]))
+    assert events == ["reset", "insert"] and model.rowCount() == 6
+    assert panel.table.columnWidth(1) == width, "a token no wider than the column leaves it alone"
+    wide = replace(full.steps[3], token_text=("a token far wider than any before it",))
+    session.set_trace(Trace(model=full.model, steps=(*full.steps[:3], wide)))
+    assert events == ["reset", "insert", "insert"] and model.data(model.index(6, 1)) == wide.token_text[0]
+    assert panel.table.columnWidth(1) > width + 100
+    session.set_trace(Trace(model=full.model, steps=full.steps[:2]))       # Back: rows go, the model resets
+    assert events[-1] == "reset" and model.rowCount() == 5

@@ -45,7 +45,8 @@ class AttentionPanel(Panel):
         self.grid_view = pg.GraphicsLayoutWidget()
         self.large = Heatmap(self.large_view.ci)
         self.grid = Heatmap(self.grid_view.ci, axes=("left", "top"))
-        self.large.plot.setLabels(left="query", top="key")
+        self._axis_names = ("query", "key")
+        self.large.plot.setLabels(**dict(zip(("left", "top"), self._axis_names)))
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.large_view)
         splitter.addWidget(self.grid_view)
@@ -133,7 +134,10 @@ class AttentionPanel(Panel):
         rows, cols = axis_labels(trace, matrix.shape, view.cross)
         self.large.set_matrix(shown, levels, rows, cols, keep_view=True)
         labels = {"encoder": ("source query", "source key"), "cross": ("target query", "source key")}
-        self.large.plot.setLabels(**dict(zip(("left", "top"), labels.get(view.kind, ("query", "key")))))
+        names = labels.get(view.kind, ("query", "key"))
+        if names != self._axis_names:                    # setLabels lays both axes out again, even unchanged
+            self.large.plot.setLabels(**dict(zip(("left", "top"), names)))
+            self._axis_names = names
         self.set_formula(attention_formula(trace, view.kind, self.values, layer, head, matrix.shape))
 
     def _draw_grid(self, view: trace_views.View) -> None:

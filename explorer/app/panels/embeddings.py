@@ -43,6 +43,7 @@ class EmbeddingsPanel(Panel):
         # The same title height over both plots keeps their linked rows level (else row 0 of the bars is cut off).
         self.heatmap.plot.setTitle("rows E[id] (token × d_model)")
         self.norm_plot.invertY(True)
+        self.norm_plot.hideAxis("left")             # its rows are the heatmap's, labelled on its left
         self.norm_plot.setYLink(self.heatmap.plot)
         self.norm_plot.setMaximumWidth(160)
         self.body.addWidget(self.view, 1)

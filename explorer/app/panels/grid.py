@@ -11,7 +11,9 @@ Numpy only.
 """
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -33,29 +35,99 @@ def downsampled_attention(trace: Trace, layer: int, tile: int = TILE, upto_step:
 
     Blocks with no allowed cell at all are NaN (drawn transparent), like masked cells.
     """
-    records = attention_records(trace, layer, upto_step, cross)
-    t_q = sum(r.n_new for r in records)
-    t_kv = records[0].n_kv if cross else max(int(r.kv_positions.max()) + 1 for r in records)
-    # A power of two, so the block (and the cache of reduced rows) changes only when T doubles.
-    block = 1 << max(0, math.ceil(math.log2(max(t_q, t_kv) / tile))) if max(t_q, t_kv) > tile else 1
-    shape = (records[0].weights_packed.shape[0], math.ceil(t_q / block), math.ceil(t_kv / block))
-    fill = 0.0 if values == "weights" else -np.inf
-    out, allowed, done = _tiles_so_far(("tiles", layer, tile, cross, values), records, block, shape, fill)
-    row = sum(r.n_new for r in records[:done])
-    for index in range(done, len(records)):
-        record = records[index]
-        if values == "scores":
-            u_rows, u_cols, weights, mask = _reduced_scores(trace, layer, index, record, row, block, cross)
+    tiles = _LayerTiles(trace, layer, tile, upto_step, cross, values)
+    tiles.merge_pending()
+    return tiles.finish()
+
+
+def query_rows(records: list[AttentionRecord]) -> list[int]:
+    """The first query row of each record, then the number of rows."""
+    return [0, *itertools.accumulate(r.n_new for r in records)]
+
+
+class _LayerTiles:
+    """One layer's tiles while they are brought up to date: those it had for the records that begin
+    this trace's (from the cache), and the records still to merge."""
+
+    def __init__(self, trace: Trace, layer: int, tile: int, upto_step: int | None, cross: bool, values: str,
+                 first_rows: list[int] | None = None):
+        """`first_rows[i]`: the first query row of record i, and the number of rows last (every layer's
+        records have the same rows, the steps' new tokens, so a grid counts them once)."""
+        self.trace, self.layer, self.cross, self.values = trace, layer, cross, values
+        self.records = attention_records(trace, layer, upto_step, cross)
+        first_rows = first_rows or query_rows(self.records)
+        t_q = first_rows[-1]
+        # Every step's keys include its own new token, the newest position so far.
+        t_kv = self.records[0].n_kv if cross else int(self.records[-1].kv_positions.max()) + 1
+        # A power of two, so the block (and the cache of reduced rows) changes only when T doubles.
+        self.block = 1 << max(0, math.ceil(math.log2(max(t_q, t_kv) / tile))) if max(t_q, t_kv) > tile else 1
+        shape = (self.records[0].weights_packed.shape[0], math.ceil(t_q / self.block), math.ceil(t_kv / self.block))
+        self.key = ("tiles", layer, tile, cross, values)
+        fill = 0.0 if values == "weights" else -np.inf
+        self.out, self.allowed, self.done = _tiles_so_far(self.key, self.records, self.block, shape, fill)
+        self.row = first_rows[self.done]                                # the first query row still to merge
+
+    def pending(self) -> list[AttentionRecord]:
+        return self.records[self.done:]
+
+    def merge(self, u_rows, u_cols, weights, mask, n_rows: int) -> None:
+        """Merge the blocks of the next record's rows (n_rows of them)."""
+        rows, cols = _as_slice(u_rows), _as_slice(u_cols)
+        if rows is not None and cols is not None:                # a run of blocks each way: views, no copies
+            target = self.out[:, rows, cols]
+            np.maximum(target, weights, out=target)
+            self.allowed[rows, cols] |= mask
         else:
-            u_rows, u_cols, weights, mask = _reduced(record, row, block, cross)
-        cells = (slice(None), u_rows[:, None], u_cols[None, :])
-        out[cells] = np.maximum(out[cells], weights)
-        allowed[u_rows[:, None], u_cols[None, :]] |= mask
-        row += record.n_new
-    _remember(("tiles", layer, tile, cross, values), (tuple(records), block, out, allowed))
-    shown = out.copy()
-    shown[:, ~allowed] = np.nan
-    return shown
+            cells = (slice(None), u_rows[:, None], u_cols[None, :])
+            self.out[cells] = np.maximum(self.out[cells], weights)
+            self.allowed[u_rows[:, None], u_cols[None, :]] |= mask
+        self.row += n_rows
+        self.done += 1
+
+    def merge_pending(self) -> None:
+        for record in self.pending():
+            if self.values == "scores":
+                reduced = _reduced_scores(self.trace, self.layer, self.done, record, self.row, self.block, self.cross)
+            else:
+                reduced = _reduced(record, self.row, self.block, self.cross)
+            self.merge(*reduced, record.n_new)
+
+    def finish(self) -> np.ndarray:
+        _remember(self.key, (tuple(self.records), self.block, self.out, self.allowed))
+        shown = self.out.copy()
+        shown[:, ~self.allowed] = np.nan
+        return shown
+
+
+def _as_slice(indices: np.ndarray) -> slice | None:
+    """The slice that picks `indices` (sorted and distinct, as every reduction gives them), when they
+    are one run."""
+    if indices.size and int(indices[-1]) - int(indices[0]) == indices.size - 1:
+        return slice(int(indices[0]), int(indices[-1]) + 1)
+    return None
+
+
+def _merge_one_row_steps(layers: list[_LayerTiles]) -> None:
+    """Merge the one pending decoding step of many layers with one reduction per group of layers
+    sharing the step's mask and key positions (the layers of one kind): a step's new rows cost a
+    few numpy calls for the whole grid instead of a dozen per layer."""
+    groups: dict[tuple, list[_LayerTiles]] = {}
+    for tiles in layers:
+        pending = tiles.pending()
+        if tiles.values != "weights" or len(pending) != 1 or pending[0].n_new != 1 or not pending[0].mask.all():
+            continue
+        record = pending[0]
+        key = (np.asarray(record.mask).tobytes(), np.asarray(record.kv_positions).tobytes(), tiles.row, tiles.block,
+               tiles.cross)
+        groups.setdefault(key, []).append(tiles)
+    for (_, _, row, block, cross), members in groups.items():
+        first = members[0].pending()[0]
+        n_heads = first.weights_packed.shape[0]
+        weights = np.stack([m.pending()[0].weights_packed for m in members]).astype(np.float32, copy=False)
+        u_rows, u_cols, reduced, mask = _reduce(weights.reshape(len(members) * n_heads, 1, -1), np.asarray(first.mask),
+                                                _columns(first, cross), row, block)
+        for index, tiles in enumerate(members):
+            tiles.merge(u_rows, u_cols, reduced[index * n_heads:(index + 1) * n_heads], mask, 1)
 
 
 def _tiles_so_far(key: tuple, records: list, block: int, shape: tuple, fill: float):
@@ -66,7 +138,7 @@ def _tiles_so_far(key: tuple, records: list, block: int, shape: tuple, fill: flo
     allowed = np.zeros(shape[1:], dtype=bool)
     hit = _CACHE.get(key)
     if hit is None or hit[1] != block or len(hit[0]) > len(records) or hit[2].shape[0] != shape[0] or \
-            any(old is not new for old, new in zip(hit[0], records)):
+            not all(map(operator.is_, hit[0], records)):
         return out, allowed, 0
     _CACHE.move_to_end(key)
     _, _, old_out, old_allowed = hit
@@ -278,13 +350,18 @@ def mosaic(trace: Trace, layers: list[int] | None = None, tile: int = TILE, upto
            cross: bool = False, values: str = "weights") -> Mosaic:
     """Every head of the given layers (all by default) in one image, of the weights A or the scores S."""
     layers = list(range(trace.model.n_layers)) if layers is None else layers
-    tiles = [downsampled_attention(trace, layer, tile, upto_step, cross, values) for layer in layers]
-    n_heads, r, c = tiles[0].shape
-    image = np.full((len(layers) * (r + 1) - 1, n_heads * (c + 1) - 1), np.nan, dtype=np.float32)
-    for i, heads in enumerate(tiles):
-        for h in range(n_heads):
-            image[i * (r + 1): i * (r + 1) + r, h * (c + 1): h * (c + 1) + c] = heads[h]
-    return Mosaic(image, (r, c), len(layers), n_heads)
+    first_rows = query_rows(attention_records(trace, layers[0], upto_step, cross))
+    states = [_LayerTiles(trace, layer, tile, upto_step, cross, values, first_rows) for layer in layers]
+    _merge_one_row_steps(states)
+    for state in states:
+        state.merge_pending()
+    tiles = np.stack([state.finish() for state in states])            # (L, H, r, c)
+    n_layers, n_heads, r, c = tiles.shape
+    # Layers down, heads across, a NaN gutter after each tile: pad, then read as one image.
+    padded = np.full((n_layers, r + 1, n_heads, c + 1), np.nan, dtype=np.float32)
+    padded[:, :r, :, :c] = tiles.transpose(0, 2, 1, 3)
+    image = padded.reshape(n_layers * (r + 1), n_heads * (c + 1))[:-1, :-1]
+    return Mosaic(np.ascontiguousarray(image), (r, c), n_layers, n_heads)
 
 
 def score_levels(image: np.ndarray) -> tuple[float, float]:

@@ -43,6 +43,12 @@ class TokenAxis(pg.AxisItem):
         self.picture = None
         self.update()
 
+    def setRange(self, mn: float, mx: float) -> None:
+        """pyqtgraph lays the axis out and draws it again on every range it is given; the view gives
+        the same range again whenever anything in the plot changes (each decoding step)."""
+        if [mn, mx] != list(getattr(self, "range", ())):
+            super().setRange(mn, mx)
+
     def tickValues(self, minVal, maxVal, size):
         if not self._labels:
             return []
@@ -96,7 +102,10 @@ class Heatmap:
         self.plot = layout.addPlot(row=row, col=col, axisItems=self.axes)
         self.plot.invertY(True)
         self.plot.setDefaultPadding(0.0)
-        self.plot.showAxes(True, showValues=tuple(side in axes for side in ("left", "top", "right", "bottom")))
+        # Only the labelled axes are shown; the view's border closes the frame (two unlabelled axes
+        # were laid out and drawn again at every step, for a line each).
+        self.plot.showAxes(tuple(side in axes for side in ("left", "top", "right", "bottom")))
+        self.plot.getViewBox().setBorder(pg.mkPen(pg.getConfigOption("foreground"), width=1))
         self.plot.hideButtons()
         self.plot.getViewBox().setMouseEnabled(True, True)
         self.image = pg.ImageItem(axisOrder="row-major")

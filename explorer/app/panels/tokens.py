@@ -85,6 +85,15 @@ def _live_row(tokens, i: int) -> TokenRow:
                     bool(special[i]) if special is not None else False, covered)
 
 
+def _extends(old: Sequence[TokenRow], new: Sequence[TokenRow]) -> bool:
+    """Whether `new` holds `old`'s rows unchanged, then possibly more."""
+    if not (isinstance(old, TokenRows) and isinstance(new, TokenRows)) or not len(old) or len(new) < len(old):
+        return False
+    return (old._tokens is new._tokens and old._n_live == new._n_live
+            and np.array_equal(old.ids, new.ids[: len(old)])
+            and new._generated_text[: len(old._generated_text)] == old._generated_text)
+
+
 def bytes_text(raw: bytes | None) -> str:
     if raw is None:
         return "bytes unknown"
@@ -108,10 +117,23 @@ class TokenTableModel(QAbstractTableModel):
         super().__init__(parent)
         self.rows: Sequence[TokenRow] = TokenRows()
 
-    def set_rows(self, rows: Sequence[TokenRow]) -> None:
-        self.beginResetModel()
-        self.rows = rows
-        self.endResetModel()
+    def set_rows(self, rows: Sequence[TokenRow]) -> int:
+        """Show `rows`; returns how many of the first rows stayed as they were. Rows that only add to
+        the old ones (a decoding step) are inserted, which keeps the view's layout and selection;
+        anything else resets the model."""
+        kept = len(self.rows) if _extends(self.rows, rows) else 0
+        if kept and len(rows) > kept:
+            self.beginInsertRows(QModelIndex(), kept, len(rows) - 1)
+            self.rows = rows
+            self.endInsertRows()
+        elif not kept or len(rows) != kept:
+            self.beginResetModel()
+            self.rows = rows
+            self.endResetModel()
+            kept = 0
+        else:
+            self.rows = rows
+        return kept
 
     def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.rows)
@@ -147,6 +169,20 @@ class TokenTable(QTableView):
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.horizontalHeader().setStretchLastSection(True)
+
+    def fit_columns(self, kept: int) -> None:
+        """Columns as wide as their contents. After rows were only added, only a column whose new cells
+        are wider than it is fitted again (fitting every column measured every row in sight, each step)."""
+        rows = self.token_model.rows
+        if not kept:
+            self.resizeColumnsToContents()
+            return
+        metrics, margin = self.fontMetrics(), 2 * self.style().pixelMetric(self.style().PixelMetric.PM_FocusFrameHMargin) + 4
+        for column in range(len(COLUMNS) - 1):                  # the last column stretches to the edge
+            widest = max((metrics.horizontalAdvance(cell_text(rows[i], column)) for i in range(kept, len(rows))),
+                         default=0)
+            if widest + margin > self.columnWidth(column):
+                self.resizeColumnToContents(column)
 
     def rowCount(self) -> int:
         return self.token_model.rowCount()
@@ -189,8 +225,8 @@ class TokensPanel(Panel):
 
     def redraw(self) -> None:
         self.rows = token_rows(self.trace, self.session.tokens)
-        self.table.token_model.set_rows(self.rows)
-        self.table.resizeColumnsToContents()
+        kept = self.table.token_model.set_rows(self.rows)
+        self.table.fit_columns(kept)
         n = len(self.rows)
         self.set_formula(f"x = tokenize(text) = (x_1, …, x_{{{n}}}),  x_i ∈ {{0, …, V−1}}, T = {n}")
 
