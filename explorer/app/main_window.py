@@ -115,6 +115,11 @@ class MainWindow(QMainWindow):
                 self.tabifyDockWidget(group[0], dock)
             if group:
                 group[0].raise_()
+        self._default_sizes(by_area)
+        # Again once the window has its size: before it is shown, Qt scales these to a layout of its own.
+        QTimer.singleShot(0, self, lambda: self._default_sizes(by_area))
+
+    def _default_sizes(self, by_area: dict[str, list[QDockWidget]]) -> None:
         sizes = [("top", 90, Qt.Orientation.Vertical), ("bottom", 300, Qt.Orientation.Vertical),
                  ("left", 430, Qt.Orientation.Horizontal)]
         for area, size, orientation in sizes:

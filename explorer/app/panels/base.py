@@ -8,13 +8,14 @@ ever talks back through `session.select(...)` and the session's `*_requested` in
 from __future__ import annotations
 
 import html
+import math
 import re
 from contextlib import contextmanager
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QLabel, QMenu, QVBoxLayout, QWidget
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QAbstractTextDocumentLayout, QAction, QGuiApplication, QPainter, QPalette, QTextDocument
+from PySide6.QtWidgets import QLabel, QMenu, QSizePolicy, QVBoxLayout, QWidget
 
 from explorer.app.session import Selection, Session
 from explorer.core.trace import Trace
@@ -38,6 +39,97 @@ def dims(*sizes: int) -> str:
     return "ℝ^{" + "×".join(str(int(s)) for s in sizes) + "}"
 
 
+class LineLabel(QLabel):
+    """One line of changing text (a hover readout, a step counter) that never widens its panel: a plain
+    QLabel asks for its text's width, so a longer text made the main window resize the docks beside
+    it during decoding, every view in them laid out and drawn again. The text is cut at the edge
+    instead, and shown whole as the tooltip."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(text, parent)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        self.setToolTip(text if self.fontMetrics().horizontalAdvance(text) > self.width() else "")
+
+
+class WrappedText(QWidget):
+    """Changing text (a panel's formula with its live shapes, the next-token caption) wrapped to
+    the panel's width, `setText` taking rich text.
+
+    A QLabel asks its layout to lay out again on every new text, and these change with every
+    decoding step: the layout pass of every visible panel cost several milliseconds a step,
+    and a longer caption widened its dock, making the main window lay out the docks beside it.
+    This asks for nothing wider than the panel and lays itself out again only when its number
+    of lines changes.
+    """
+
+    PADDING = (4, 2)          # horizontal, vertical
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.document = QTextDocument(self)
+        self.document.setDocumentMargin(0)
+        font = self.font()
+        font.setPixelSize(13)
+        self.document.setDefaultFont(font)
+        self._html = ""
+        self._height = self._height_for(self.width())
+        policy = QSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        policy.setHeightForWidth(True)
+        self.setSizePolicy(policy)
+
+    def text(self) -> str:
+        return self._html
+
+    def set_plain(self, text: str) -> None:
+        self.setText(html.escape(text, quote=False))
+
+    def setText(self, html_text: str) -> None:
+        self._html = html_text
+        self.document.setHtml(html_text)
+        height = self._height_for(self.width())
+        if height != self._height:
+            self._height = height
+            self.updateGeometry()
+        self.update()
+
+    def _height_for(self, width: int) -> int:
+        self.document.setTextWidth(max(1, width - 2 * self.PADDING[0]))
+        return int(math.ceil(self.document.size().height())) + 2 * self.PADDING[1]
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        return self._height_for(width)
+
+    def sizeHint(self) -> QSize:
+        return QSize(200, self._height)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(0, self._height)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        height = self._height_for(event.size().width())
+        if height != self._height:
+            self._height = height
+            self.updateGeometry()
+
+    def paintEvent(self, event) -> None:
+        self.document.setTextWidth(max(1, self.width() - 2 * self.PADDING[0]))   # the layout may have asked about other widths
+        painter = QPainter(self)
+        painter.translate(*self.PADDING)
+        context = QAbstractTextDocumentLayout.PaintContext()
+        palette = QPalette(context.palette)
+        palette.setColor(QPalette.ColorRole.Text, self.palette().color(QPalette.ColorRole.WindowText))
+        context.palette = palette
+        self.document.documentLayout().draw(painter, context)
+        painter.end()
+
+
 class Panel(QWidget):
     """Base of every panel: `title`, `formula`, `export_actions()`, and the session wiring."""
 
@@ -49,12 +141,8 @@ class Panel(QWidget):
         self.session = session
         self.setObjectName(self.object_name)
         self.formula = ""
-        self.header = QLabel()
-        self.header.setTextFormat(Qt.TextFormat.RichText)
-        self.header.setWordWrap(True)
-        self.header.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.header.setStyleSheet("QLabel { font-size: 13px; padding: 2px 4px; }")
-        self.readout = QLabel(" ")
+        self.header = WrappedText()        # right-click ▸ Copy formula copies it
+        self.readout = LineLabel(" ")
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
@@ -178,4 +266,7 @@ class Panel(QWidget):
         menu = QMenu(self)
         for action in self.export_actions():
             menu.addAction(action)
+        if self.formula:
+            menu.addSeparator()
+            menu.addAction("Copy formula", lambda: QGuiApplication.clipboard().setText(self.formula))
         menu.exec(self.mapToGlobal(pos))

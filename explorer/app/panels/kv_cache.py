@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QSpinBox, QSplitter, QTableW
                                QVBoxLayout, QWidget)
 
 from explorer.app import trace_views
-from explorer.app.panels.base import Panel
+from explorer.app.panels.base import LineLabel, Panel
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.session import Selection
 from explorer.core import kv_formulas, kv_variants
@@ -65,7 +65,7 @@ class KVCachePanel(Panel):
         self.block_box.setRange(1, 4096)
         self.block_box.setValue(kv_variants.DEFAULT_BLOCK_SIZE)
         self.block_box.valueChanged.connect(lambda _: self.refresh())
-        self.paging_label = QLabel()
+        self.paging_label = LineLabel()
         row.addWidget(QLabel("paged view, block size"))
         row.addWidget(self.block_box)
         row.addWidget(self.paging_label, 1)

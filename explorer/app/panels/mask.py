@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QSpinBox
 
 from explorer.app import trace_views
 from explorer.app.panels.attention_kind import AttentionKindBox
-from explorer.app.panels.base import Panel
+from explorer.app.panels.base import LineLabel, Panel
 from explorer.app.panels.heatmap import Heatmap, short_label
 from explorer.app.session import Selection
 
@@ -52,7 +52,7 @@ class MaskPanel(Panel):
         self.layer_box = QSpinBox()
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.setPageStep(1)
-        self.step_label = QLabel("step –")
+        self.step_label = LineLabel("step –")
         controls.addWidget(QLabel("layer"))
         controls.addWidget(self.layer_box)
         controls.addWidget(QLabel("replay"))

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtGui import QBrush, QColor, QFont, QPalette
-from PySide6.QtWidgets import QLabel, QPushButton, QTableWidget, QTableWidgetItem
+from PySide6.QtWidgets import QPushButton, QTableWidget, QTableWidgetItem
 
-from explorer.app.panels.base import Panel
+from explorer.app.panels.base import Panel, WrappedText
 from explorer.app.session import Selection
 
 BAR = 24   # characters of the widest probability bar
@@ -22,7 +22,7 @@ class NextTokenPanel(Panel):
 
     def __init__(self, session, parent=None) -> None:
         super().__init__(session, parent)
-        self.position_label = QLabel()
+        self.position_label = WrappedText()
         self.body.addWidget(self.position_label)
         self.table = _table(["rank", "token", "id", "p", ""])
         self.table.cellClicked.connect(self._clicked)
@@ -58,7 +58,7 @@ class NextTokenPanel(Panel):
         if found is None:                                   # a prompt position: asked of the model
             self.candidates = np.zeros(0, dtype=np.int64)
             self.table.setRowCount(0)
-            self.position_label.setText(f"after position {position} {trace.token_text[position]!r}: "
+            self.position_label.set_plain(f"after position {position} {trace.token_text[position]!r}: "
                                         "computing the candidates…")
             step = trace.steps[trace.step_of_position(position)]
             if self._pending.get((id(step), position)) is not step:     # ids of freed steps are reused
@@ -130,7 +130,7 @@ class NextTokenPanel(Panel):
         name = self.session.display_token(chosen) if chosen is not None else "–"
         in_prompt = position + 1 < trace.steps[0].n_new and trace.steps[0].kind != "decode"
         how = "forced" if forced else ("the prompt continues with" if in_prompt else "chosen")
-        self.position_label.setText(
+        self.position_label.set_plain(
             f"after position {position} {trace.token_text[position]!r}: {how} {name!r} ({where})"
             + ("   · click a candidate to branch on it" if is_last else "   · select the last token to branch"))
         k = len(self.candidates)

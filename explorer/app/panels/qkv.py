@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSpinBox, QSplitte
 
 from explorer.app import trace_views
 from explorer.app.panels.attention_kind import AttentionKindBox
-from explorer.app.panels.base import Panel, dims, formula_html
+from explorer.app.panels.base import Panel, WrappedText, dims, formula_html
 from explorer.app.panels.embeddings import symmetric_levels
 from explorer.app.panels.heatmap import Heatmap, RowLink, short_label
 from explorer.app.panels.model_call import Executor, ModelCall
@@ -61,7 +61,7 @@ class QKVPanel(Panel):
         controls.addWidget(self.weights_box)
         self.kind_box = AttentionKindBox(self)
         controls.addWidget(self.kind_box)
-        self.sharing = QLabel()
+        self.sharing = WrappedText()
         controls.addWidget(self.sharing, 1)
         self.body.addLayout(controls)
         self.view = pg.GraphicsLayoutWidget()
@@ -193,12 +193,12 @@ class QKVPanel(Panel):
         sharing = trace.query_heads_of(kv)
         model = trace.model
         if model.attention in ("gqa", "mqa"):
-            self.sharing.setText(f"{model.attention.upper()}: K/V head {kv} is shared by query heads "
+            self.sharing.set_plain(f"{model.attention.upper()}: K/V head {kv} is shared by query heads "
                                  + ", ".join(str(x) for x in sharing))
         elif model.attention == "mla":
-            self.sharing.setText("MLA: K and V of every head are expanded from the shared latent c_KV")
+            self.sharing.set_plain("MLA: K and V of every head are expanded from the shared latent c_KV")
         else:
-            self.sharing.setText(f"MHA: head {h} has its own K and V")
+            self.sharing.set_plain(f"MHA: head {h} has its own K and V")
 
     def _hover(self, name: str, row, col) -> None:
         if row is None or name not in self.matrices:

@@ -1,0 +1,65 @@
+"""Decoding never moves the layout: captions, formulas and readouts that grow with the trace are
+wrapped or cut inside their panel, so no dock is resized and no plot laid out again by a step (a
+longer caption once widened its dock, and the main window resized the attention dock beside it)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from PySide6.QtCore import QEvent, QObject
+
+from explorer.app.panels.base import WrappedText
+from explorer.core.trace import Trace
+from tests.app.shared_window import make_window
+from tests.app.synthetic_trace import build_trace
+
+
+class Resizes(QObject):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def eventFilter(self, obj, event) -> bool:
+        if event.type() == QEvent.Type.Resize:
+            self.seen.append(obj.objectName() or type(obj).__name__)
+        return False
+
+
+def test_steps_with_ever_longer_tokens_resize_no_dock_and_no_plot(qtbot, tmp_path, qapp):
+    window = make_window(qtbot, tmp_path)
+    try:
+        full = build_trace(n_layers=2, prompt_len=4, steps=8)
+        # Each generated token longer than the one before: the captions naming it grow every step.
+        steps = tuple(step if step.kind != "decode" else replace(step, token_text=("long token " * index,))
+                      for index, step in enumerate(full.steps))
+        window.session.set_trace(Trace(model=full.model, steps=steps[:2]))
+        qtbot.wait(200)
+        geometry = {name: dock.geometry() for name, dock in window.docks.items()}
+        resizes = Resizes()
+        for dock in window.docks.values():
+            dock.installEventFilter(resizes)
+        for view in window.docks["attention"].widget().findChildren(QObject):
+            if type(view).__name__ == "GraphicsLayoutWidget":
+                view.installEventFilter(resizes)
+        for n in range(3, len(steps) + 1):
+            window.session.set_trace(Trace(model=full.model, steps=steps[:n]))
+            window.docks["embeddings"].widget().readout.setText("a hover readout " * 30)
+            qtbot.wait(30)
+        caption = window.docks["next_token"].widget().position_label
+        assert "long token " * 7 in caption.text(), "the caption names the newest token"
+        assert resizes.seen == []
+        assert {name: dock.geometry() for name, dock in window.docks.items()} == geometry
+    finally:
+        window.close()
+
+
+def test_wrapped_text_grows_a_line_at_a_time_and_escapes_plain_text(qtbot):
+    text = WrappedText()
+    qtbot.addWidget(text)
+    text.resize(200, 40)
+    text.show()
+    text.set_plain("a <b>short</b> one")
+    one_line = text.heightForWidth(200)
+    assert text.text() == "a &lt;b&gt;short&lt;/b&gt; one"
+    text.set_plain("word " * 40)
+    assert text.heightForWidth(200) >= 3 * one_line - 10
+    assert text.minimumSizeHint().width() == 0, "it never asks its panel to be wider"
