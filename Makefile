@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 export QT_QPA_PLATFORM_PLUGIN_PATH :=
 
-.PHONY: run test venv deps pull-default check-system package bench clean screenshots
+.PHONY: run test venv deps pull-default check-system package bench clean screenshots compile
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -26,7 +26,12 @@ check-system:
 pull-default: $(STAMP)
 	$(BIN)/python -m explorer pull smollm2-135m --quiet || echo "Could not pull smollm2-135m; the app will open the bundled model instead."
 
-run: check-system $(STAMP) pull-default
+# Bytecode for the project's own modules, as a wheel install would have it: an editable install leaves
+# them to be compiled at every start where PYTHONDONTWRITEBYTECODE is set (0.13 s of each cold start).
+compile: $(STAMP)
+	@$(BIN)/python -m compileall -q explorer > /dev/null
+
+run: check-system $(STAMP) pull-default compile
 	$(BIN)/transformer-explorer
 
 test: check-system $(TEST_STAMP)
@@ -34,7 +39,7 @@ test: check-system $(TEST_STAMP)
 	$(BIN)/lint-imports
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
 
-bench: $(TEST_STAMP)
+bench: $(TEST_STAMP) compile
 	$(BIN)/python bench/bench_engine.py --model smollm2-135m
 	$(BIN)/python bench/bench_trace_memory.py --model smollm2-135m
 	$(BIN)/python bench/bench_app.py

@@ -81,12 +81,13 @@ class CoreApi:
     sampling: Callable                     # SamplingSettings -> core Sampling
     available_devices: Callable            # () -> {device: [dtype, ...]}
     resolve: Callable = str                # catalog name or path -> path to open
+    prefetch: Callable = lambda reference: None   # start reading a model's weights ahead of its load
     ids: Callable = lambda ids: np.asarray(ids, dtype=np.int64)
 
     @classmethod
     def real(cls) -> "CoreApi":
         return cls(load_model=_real_load_model, make_decoder=_real_make_decoder, sampling=_real_sampling,
-                   available_devices=_real_available_devices, resolve=_real_resolve)
+                   available_devices=_real_available_devices, resolve=_real_resolve, prefetch=_real_prefetch)
 
 
 def _real_load_model(path, device="cpu", dtype="float32", progress=None):
@@ -118,6 +119,20 @@ def _real_resolve(reference: str) -> str:
     from explorer.core import store
 
     return str(store.resolve(reference))
+
+
+def _real_prefetch(reference: str) -> None:
+    """Start reading a pulled GGUF's float32 copy in a thread of its own (gguf_copy, torch-free): asked
+    from the GUI thread when a load is queued, it runs while the model thread still imports torch.
+    Anything wrong is left for the load itself to report."""
+    from explorer.core.loaders import gguf_copy
+
+    try:
+        path = Path(_real_resolve(reference))
+        if path.suffix == ".gguf":
+            gguf_copy.prefetch(path)
+    except Exception:           # noqa: BLE001 - a read ahead may never fail the request it helps
+        pass
 
 
 # Which dtypes each device computes well; a device is offered only where torch finds it.

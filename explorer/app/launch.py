@@ -51,16 +51,21 @@ def apply_theme(app: QApplication, choice: str, root=None) -> str:
     return apply(app, choice, root)
 
 
-def new_window(app: QApplication, settings: AppSettings, autosave_path: str | Path | None = None):
-    """The main window, with its model thread started before anything else.
+def start_model_thread():
+    """The model thread, started before anything else of the app (the QApplication included).
 
-    The thread begins by importing torch (about 2 s here), the largest part of a cold start; started
-    first, it runs while this thread imports pyqtgraph and the panels and builds the window, and the
-    model load queued by `open_model` follows it at once.
+    It begins by importing torch (about 2 s here), the largest part of a cold start; started first,
+    it runs while this thread makes the application, imports pyqtgraph and the panels and builds
+    the window, and the model load queued by `open_model` follows it at once.
     """
     from explorer.app.worker import ModelWorker
 
-    worker = ModelWorker()
+    return ModelWorker()
+
+
+def new_window(app: QApplication, settings: AppSettings, autosave_path: str | Path | None = None, worker=None):
+    """The main window, on `worker` (see start_model_thread; one is started here if not given)."""
+    worker = worker or start_model_thread()
     from explorer.app.main_window import MainWindow
 
     apply_theme(app, settings.theme)
@@ -87,10 +92,11 @@ def launch(args) -> int:
         return take_screenshots(args.screenshots, getattr(args, "model", None), getattr(args, "prompt", None))
     from explorer.app.gc_guard import collect_on_gui_thread
 
+    worker = start_model_thread()
     app = make_app()
     collect_on_gui_thread(app)
     settings = AppSettings()
-    window = new_window(app, settings)
+    window = new_window(app, settings, worker=worker)
     follow_system_theme(app, settings, window)
     show_sized_to_screen(window, settings)
     if restore_allowed(args) and window.offer_crash_restore():

@@ -299,12 +299,14 @@ class ModelWorker(QObject):
         self._emitter.progress.connect(self.progress)
         self._emitter.devices_found.connect(self.devices_found)
         self._emitter.state_changed.connect(self._on_state_changed)
-        self._loop = _DecodeLoop(self._queue, self._emitter, core or CoreApi.real())   # read by tests when idle
+        self._core = core or CoreApi.real()
+        self._loop = _DecodeLoop(self._queue, self._emitter, self._core)   # read by tests when idle
         self._thread = threading.Thread(target=self._loop.run_forever, name="model-worker", daemon=True)
         self._thread.start()
 
     # ----- requests (GUI thread) -----------------------------------------------------
     def load(self, path: str, device: str = "cpu", dtype: str = "float32") -> None:
+        self._core.prefetch(str(path))          # its weights are read while the model thread is busy
         self._push(Load(path=str(path), device=device, dtype=dtype))
 
     def prefill(self, ids) -> None:

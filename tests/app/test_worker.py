@@ -252,3 +252,18 @@ def test_the_queue_plans_where_the_trace_is_headed():
     queue.push(Back())                        # eats the queued Step; backs are not counted
     assert queue.plan() == (4, 1)
     queue.finish(step)
+
+
+def test_a_load_starts_reading_the_weights_ahead_before_the_model_thread_takes_it(qtbot, core):
+    from dataclasses import replace
+
+    order = []
+    api = core.api()
+    api = replace(api, prefetch=lambda reference: order.append(("prefetch", reference)),
+                  load_model=lambda path, **kw: (order.append(("load", path)), core.load_model(path, **kw))[1])
+    worker = ModelWorker(api)
+    try:
+        loaded(qtbot, worker, "models/b")
+        assert order == [("prefetch", "models/b"), ("load", "models/b")]
+    finally:
+        assert worker.shutdown(5.0)

@@ -177,3 +177,48 @@ def test_no_tokenizer_is_saved_outside_the_store(store, tmp_path):
     open_checkpoint(path)
     assert gguf_loader.tokenizer_cache_path(path) is None
     assert not list(path.parent.glob("*.tokenizer.json"))
+
+
+def test_a_copy_read_ahead_without_torch_is_taken_by_the_load_and_equals_its_own_read(store, tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    from explorer.core.loaders import gguf_copy
+
+    path = write_gguf(store / "tiny" / "tiny.gguf", tmp_path)
+    open_checkpoint(path)                                   # writes the copy
+    expected = fresh(path)
+    # The read ahead runs while torch is imported elsewhere: neither it nor its package may import torch.
+    probe = ("import sys; from pathlib import Path; from explorer.core.loaders import gguf_copy; "
+             f"assert gguf_copy.prefetch(Path({str(path)!r})); assert gguf_copy.take(gguf_copy.cache_path(Path({str(path)!r}))); "
+             "print('torch' in sys.modules)")
+    env = {**os.environ, "TRANSFORMER_EXPLORER_HOME": str(store)}
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
+                          check=True).stdout.strip() == "False"
+    reads = []
+    real_read = gguf_copy.read
+    monkeypatch.setattr(gguf_copy, "read", lambda copy: (reads.append(copy), real_read(copy))[1])
+    assert gguf_copy.prefetch(path)
+    checkpoint = open_checkpoint(path)
+    assert len(reads) == 1, "the load took the copy read ahead instead of reading it again"
+    assert_same(checkpoint.tensors, expected)
+    q, k = (checkpoint.tensors[f"model.layers.0.self_attn.{p}_proj.weight"] for p in "qk")
+    assert k.data_ptr() == q.data_ptr() + q.numel() * 4, "still stacked rows of one buffer"
+    assert gguf_copy.take(gguf_cache.cache_path(path)) is None, "taken once"
+
+
+def test_a_read_ahead_the_load_did_not_take_is_dropped_with_the_load(store, tmp_path, monkeypatch):
+    from explorer.core.loaders import gguf_copy
+
+    path = write_gguf(store / "tiny" / "tiny.gguf", tmp_path)
+    other = write_gguf(store / "other" / "other.gguf", tmp_path, seed=3)
+    open_checkpoint(path)
+    open_checkpoint(other)
+    assert gguf_copy.prefetch(other)
+    open_checkpoint(path)                                   # another file's load keeps it
+    assert gguf_copy.take(gguf_cache.cache_path(other)) is not None
+    assert gguf_copy.prefetch(path)
+    monkeypatch.setattr(gguf_loader, "cached_or_read_tensors", lambda *a: (_ for _ in ()).throw(ValueError("x")))
+    with pytest.raises(ValueError):
+        open_checkpoint(path)                               # failed before reading its tensors
+    assert gguf_copy.take(gguf_cache.cache_path(path)) is None

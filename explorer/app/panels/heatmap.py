@@ -104,7 +104,8 @@ class Heatmap:
         self.plot.setDefaultPadding(0.0)
         # Only the labelled axes are shown; the view's border closes the frame (two unlabelled axes
         # were laid out and drawn again at every step, for a line each).
-        self.plot.showAxes(tuple(side in axes for side in ("left", "top", "right", "bottom")))
+        shown = tuple(side in axes for side in ("left", "top", "right", "bottom"))
+        self.plot.showAxes(shown, showValues=shown)
         self.plot.getViewBox().setBorder(pg.mkPen(pg.getConfigOption("foreground"), width=1))
         self.plot.hideButtons()
         self.plot.getViewBox().setMouseEnabled(True, True)

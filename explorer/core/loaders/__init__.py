@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
-
-import torch
+from typing import TYPE_CHECKING, Callable
 
 from explorer.core.errors import ModelLoadError, UnsupportedModelError
 from explorer.core.tokens import TextTokenizer
+
+if TYPE_CHECKING:            # the package itself stays torch-free: gguf_copy reads ahead while torch is imported
+    import torch
 
 Progress = Callable[[float, str], None]
 

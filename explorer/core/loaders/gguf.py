@@ -27,6 +27,7 @@ from gguf.constants import GGMLQuantizationType
 from tokenizers import Tokenizer
 
 from explorer.core.errors import ModelLoadError, UnsupportedModelError
+from explorer.core.loaders import gguf_copy
 from explorer.core.loaders.gguf_header import GGUFHeader, TensorInfo, read_gguf_header, tensor_bytes
 from explorer.core.loaders.gguf_tokenizer import tokenizer_from_gguf
 from explorer.core.tokens import TextTokenizer
@@ -276,7 +277,13 @@ def read_gguf(path: str | Path, progress=None) -> tuple[dict, dict[str, torch.Te
     The header is read by our strict reader (bounds and quantization types checked before any
     data is touched); tensor bytes are memory-mapped and dequantized by `gguf.quants`.
     """
-    path = Path(path)
+    try:
+        return _read_gguf(Path(path), progress)
+    finally:
+        gguf_copy.forget(Path(path))     # a copy read ahead for this load (see gguf_copy) is not kept past it
+
+
+def _read_gguf(path: Path, progress) -> tuple[dict, dict[str, torch.Tensor], object, str | None]:
     source = str(path)
     header = read_gguf_header(path, keep_arrays=True)
     for info in header.tensors:

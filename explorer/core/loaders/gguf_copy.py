@@ -1,0 +1,157 @@
+"""Reading the float32 copy of a pulled GGUF file (see gguf_cache) into numpy, without torch.
+
+Torch-free, so the read can start before torch is imported: the app asks for the model it opens
+at launch, and `prefetch` reads its copy in a thread of its own while the model thread is still
+importing torch (about 2 s here). The read is a file read into owned memory with the GIL
+released, so on a 2-core machine it costs the import nothing; the load then takes the buffers
+(`take`) and hands them to torch without a copy. Weights the model multiplies as one stacked
+matrix (stacked.py) are read into adjacent rows of one buffer, so the model takes them stacked.
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from explorer.core.errors import ModelLoadError
+from explorer.core.loaders.safetensors_header import read_safetensors_header
+
+VERSION = "1"
+SUFFIX = ".f32.safetensors"
+DISABLE_ENV = "TRANSFORMER_EXPLORER_GGUF_CACHE"
+
+# Weights the model stacks, by name pattern and the order of their rows.
+STACKED = (re.compile(r"(.*\.self_attn\.)(q|k|v)_proj\.weight$"), ("q", "k", "v")), \
+          (re.compile(r"(.*\.mlp\.)(gate|up)_proj\.weight$"), ("gate", "up"))
+
+
+def cache_path(gguf_path: Path) -> Path | None:
+    """Where the copy of `gguf_path` lives, or None when that file is not cached."""
+    from explorer.core import store
+
+    if os.environ.get(DISABLE_ENV, "1") == "0":
+        return None
+    path, home = Path(gguf_path).resolve(), store.home().resolve()
+    return path.with_name(path.name + SUFFIX) if home in path.parents else None
+
+
+def fingerprint(gguf_path: Path) -> dict[str, str]:
+    """What the copy must have been made from: this file's size and mtime, in this format version."""
+    stat = Path(gguf_path).stat()
+    return {"source_size": str(stat.st_size), "source_mtime_ns": str(stat.st_mtime_ns), "cache_version": VERSION}
+
+
+@dataclass(frozen=True)
+class CopyData:
+    """A copy's safetensors header and its tensors: `parts[name]` is (buffer index, first row, end row),
+    rows None where the tensor is the whole buffer."""
+
+    header: dict
+    buffers: list[np.ndarray]
+    parts: dict[str, tuple[int, int | None, int | None]]
+
+
+def read(copy_path: Path) -> CopyData | None:
+    """The copy's tensors, or None where it is missing, damaged or cut short (the caller writes it again)."""
+    try:
+        header = read_safetensors_header(copy_path)
+    except ModelLoadError:
+        return None
+    entries = {name: entry for name, entry in header.items() if name != "__metadata__"}
+    if any(entry["dtype"] != "F32" for entry in entries.values()):
+        return None
+    buffers, parts = _layout(entries)
+    try:
+        with copy_path.open("rb", buffering=0) as handle:
+            start = 8 + int.from_bytes(handle.read(8), "little")   # the data follow the 8-byte length and the header
+            for name, entry in sorted(entries.items(), key=lambda item: item[1]["data_offsets"][0]):
+                index, first, end = parts[name]
+                target = buffers[index] if first is None else buffers[index][first:end]
+                handle.seek(start + entry["data_offsets"][0])
+                wanted = entry["data_offsets"][1] - entry["data_offsets"][0]
+                if handle.readinto(target.reshape(-1).view(np.uint8)) != wanted:
+                    return None
+    except OSError:
+        return None
+    return CopyData(header, buffers, parts)
+
+
+def _layout(entries: dict) -> tuple[list[np.ndarray], dict]:
+    """Empty buffers for the copy's tensors: one per group of weights the model stacks (their rows
+    adjacent, in the model's order), one per other tensor."""
+    groups: dict[tuple, dict[str, str]] = {}
+    for name in entries:
+        for pattern, order in STACKED:
+            match = pattern.match(name)
+            if match:
+                groups.setdefault((match.group(1), order), {})[match.group(2)] = name
+    buffers: list[np.ndarray] = []
+    parts: dict[str, tuple] = {}
+    for (_, order), members in groups.items():
+        shapes = [entries[members[part]]["shape"] for part in order] if set(members) == set(order) else []
+        if not shapes or any(len(shape) != 2 or shape[1] != shapes[0][1] for shape in shapes):
+            continue
+        buffers.append(np.empty((sum(shape[0] for shape in shapes), shapes[0][1]), dtype=np.float32))
+        row = 0
+        for part, shape in zip(order, shapes):
+            parts[members[part]] = (len(buffers) - 1, row, row + shape[0])
+            row += shape[0]
+    for name, entry in entries.items():
+        if name not in parts:
+            buffers.append(np.empty(entry["shape"], dtype=np.float32))
+            parts[name] = (len(buffers) - 1, None, None)
+    return buffers, parts
+
+
+# ----- reading ahead --------------------------------------------------------------------------
+_lock = threading.Lock()
+_ahead: tuple[Path, Future] | None = None          # the one copy being read ahead, and its result
+
+
+def prefetch(gguf_path: Path) -> bool:
+    """Start reading `gguf_path`'s copy in a thread of its own, for the load that follows (`take`);
+    True when a read started. Anything read ahead before is dropped."""
+    path = cache_path(gguf_path)
+    if path is None or not path.is_file():
+        return False
+    future: Future = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(read(path))
+        except Exception as error:      # the load reads again and reports what is wrong
+            future.set_exception(error)
+
+    global _ahead
+    with _lock:
+        _ahead = (path, future)
+    threading.Thread(target=run, name="model-prefetch", daemon=True).start()
+    return True
+
+
+def take(copy_path: Path) -> CopyData | None:
+    """What a prefetch read of `copy_path` (waiting for it to end), once; None when none was asked."""
+    global _ahead
+    with _lock:
+        if _ahead is None or _ahead[0] != copy_path:
+            return None
+        (_, future), _ahead = _ahead, None
+    try:
+        return future.result()
+    except Exception:
+        return None
+
+
+def forget(gguf_path: Path) -> None:
+    """Drop what was read ahead of `gguf_path`'s load and not taken (a load that ended before reading
+    its tensors); a read ahead of another file is kept."""
+    global _ahead
+    path = cache_path(gguf_path)
+    with _lock:
+        if _ahead is not None and _ahead[0] == path:
+            _ahead = None
