@@ -63,3 +63,21 @@ def test_wrapped_text_grows_a_line_at_a_time_and_escapes_plain_text(qtbot):
     text.set_plain("word " * 40)
     assert text.heightForWidth(200) >= 3 * one_line - 10
     assert text.minimumSizeHint().width() == 0, "it never asks its panel to be wider"
+
+
+def test_a_heatmap_labels_the_axes_it_is_asked_to_and_frames_the_rest(qtbot):
+    import numpy as np
+    import pyqtgraph as pg
+
+    from explorer.app.panels.heatmap import Heatmap
+
+    view = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(view)
+    heatmap = Heatmap(view.ci, axes=("left", "top"))
+    heatmap.set_matrix(np.eye(3), None, ["a", "b", "c"], ["x", "y", "z"])
+    for side in ("left", "top"):
+        axis = heatmap.plot.getAxis(side)
+        assert axis.isVisible() and axis.style["showValues"], side
+        assert axis.tickStrings([0.0, 2.0], 1, 1) == (["a", "c"] if side == "left" else ["x", "z"])
+    assert not heatmap.plot.getAxis("right").isVisible() and not heatmap.plot.getAxis("bottom").isVisible()
+    assert heatmap.plot.getViewBox().border is not None, "the view's border closes the frame"
