@@ -48,4 +48,7 @@ def apply_theme(app: QApplication, choice: str, root: QWidget | None = None) -> 
     if root is not None:
         for view in root.findChildren(pg.GraphicsView):
             view.setBackground(background)
+            for item in view.items():            # the heatmaps' frames (axes read the option as they paint)
+                if isinstance(item, pg.ViewBox) and item.border is not None:
+                    item.setBorder(pg.mkPen(foreground, width=1))
     return theme

@@ -81,3 +81,18 @@ def test_a_heatmap_labels_the_axes_it_is_asked_to_and_frames_the_rest(qtbot):
         assert axis.tickStrings([0.0, 2.0], 1, 1) == (["a", "c"] if side == "left" else ["x", "z"])
     assert not heatmap.plot.getAxis("right").isVisible() and not heatmap.plot.getAxis("bottom").isVisible()
     assert heatmap.plot.getViewBox().border is not None, "the view's border closes the frame"
+
+
+def test_a_one_line_label_beside_a_slider_keeps_a_share_of_the_row(qtbot):
+    from explorer.app.panels.mask import MaskPanel
+    from explorer.app.session import Session
+    from tests.app.shared_window import make
+
+    session = Session()
+    panel = make(qtbot, session, MaskPanel)
+    session.set_trace(build_trace(n_layers=2, prompt_len=5, steps=3))
+    qtbot.wait(50)
+    label = panel.step_label
+    assert label.text().startswith("step ") and label.width() > 150
+    label.setText("step " + "x" * 400)                                 # longer than the row: cut, whole in the tooltip
+    assert label.toolTip() == label.text() and label.width() < panel.width()

@@ -55,3 +55,20 @@ def test_the_chosen_candidate_row_is_readable(qtbot, restore_palette, theme):
     background = over(item.background().color(), palette.color(QPalette.ColorRole.Base))
     assert contrast(background, palette.color(QPalette.ColorRole.Text)) >= 4.5
     assert item.background().color() != palette.color(QPalette.ColorRole.Base), "the chosen row is marked"
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_formula_header_is_drawn_in_the_theme_text_colour(qtbot, restore_palette, theme):
+    apply_theme(restore_palette, theme)
+    session = Session()
+    panel = NextTokenPanel(session)
+    qtbot.addWidget(panel)
+    panel.resize(600, 300)
+    panel.show()
+    session.set_trace(build_trace(n_layers=2, prompt_len=5, steps=1))
+    qtbot.wait(50)
+    image = panel.header.grab().toImage()
+    window = panel.palette().color(QPalette.ColorRole.Window)
+    best = max(contrast(image.pixelColor(x, y), window) for x in range(0, image.width(), 2)
+               for y in range(image.height()))
+    assert best >= 4.5, "the formula is readable on the panel's background"

@@ -56,8 +56,8 @@ class MaskPanel(Panel):
         controls.addWidget(QLabel("layer"))
         controls.addWidget(self.layer_box)
         controls.addWidget(QLabel("replay"))
-        controls.addWidget(self.slider, 1)
-        controls.addWidget(self.step_label)
+        controls.addWidget(self.slider, 2)
+        controls.addWidget(self.step_label, 1)          # a share of the row, whatever its text
         self.kind_box = AttentionKindBox(self)
         controls.addWidget(self.kind_box)
         self.body.addLayout(controls)
