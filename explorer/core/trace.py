@@ -225,6 +225,13 @@ class Trace:
         """Dense attention weights of one layer: (N_Q, T_q, T_kv), zero where masked."""
         return self._assemble(layer, upto_step, cross, "weights")
 
+    def attention_head(self, layer: int, head: int, upto_step: int | None = None, cross: bool = False) -> np.ndarray:
+        """Dense attention weights of one head: (T_q, T_kv), zero where masked; `attention(...)[head]`
+        without assembling the other heads (a new trace after every step assembles again)."""
+        if ("weights", layer, self._last(upto_step), cross, None) in self._cache:
+            return self.attention(layer, upto_step, cross)[head]
+        return self._assemble(layer, upto_step, cross, "weights", head)
+
     def mask(self, layer: int, upto_step: int | None = None, cross: bool = False) -> np.ndarray:
         """Dense boolean mask of one layer: (T_q, T_kv), True where attention is allowed."""
         return self._assemble(layer, upto_step, cross, "mask")
@@ -284,7 +291,7 @@ class Trace:
         recs = self._attn_records(layer, cross, upto_step)
         if all(r.head_out is not None for r in recs):
             return np.concatenate([r.head_out[head] for r in recs], axis=0)
-        weights = self.attention(layer, upto_step, cross)[head].astype(np.float32)  # (T_q, T_kv)
+        weights = self.attention_head(layer, head, upto_step, cross).astype(np.float32)  # (T_q, T_kv)
         values = self.v(layer, self.kv_head_of(head), upto_step, cross).astype(np.float32)  # (T_kv, d_v)
         return weights[:, : values.shape[0]] @ values
 
@@ -341,27 +348,39 @@ class Trace:
         positions = np.concatenate([s.positions for s in self._step_slice(upto_step)])
         return angles.unrotate(rotated, positions)
 
-    def _assemble(self, layer: int, upto_step: int | None, cross: bool, what: str) -> np.ndarray:
-        key = (what, layer, upto_step if upto_step is not None else len(self.steps) - 1, cross)
+    def _last(self, upto_step: int | None) -> int:
+        return upto_step if upto_step is not None else len(self.steps) - 1
+
+    def _assemble(self, layer: int, upto_step: int | None, cross: bool, what: str, head: int | None = None) -> np.ndarray:
+        """A layer's dense weights (all heads, or `head`'s) or mask, cached on the trace."""
+        key = (what, layer, self._last(upto_step), cross, head)
         if key in self._cache:
             return self._cache[key]
         recs = self._attn_records(layer, cross, upto_step)
         t_q = sum(r.n_new for r in recs)
         t_kv = max(int(r.kv_positions.max()) + 1 for r in recs) if not cross else recs[0].n_kv
-        n_heads = recs[0].weights_packed.shape[0]
+        heads = slice(None) if head is None else head
         if what == "weights":
-            out = np.zeros((n_heads, t_q, t_kv), dtype=recs[0].weights_packed.dtype)
+            n_heads = recs[0].weights_packed.shape[0]
+            shape = (n_heads, t_q, t_kv) if head is None else (t_q, t_kv)
+            out = np.zeros(shape, dtype=recs[0].weights_packed.dtype)
         else:
             out = np.zeros((t_q, t_kv), dtype=bool)
         row = 0
         for r in recs:
             cols = r.kv_positions if not cross else np.arange(r.n_kv)
+            if cols.size and int(cols[-1]) - int(cols[0]) == cols.size - 1 and \
+                    (cols.size < 3 or bool(np.all(np.diff(cols) == 1))):
+                cols = slice(int(cols[0]), int(cols[-1]) + 1)          # keys in order: a plain copy
+            rows = slice(row, row + r.n_new)
             if what == "weights":
-                # Scatter the packed entries straight to their (row, column) cells.
-                q_rows, kv_cols = np.nonzero(r.mask)
-                out[:, row + q_rows, cols[kv_cols]] = r.weights_packed
+                # The packed entries into the step's dense block (a boolean assignment, row by row as
+                # they were packed), then the block into its rows and key columns.
+                block = np.zeros((*np.shape(r.weights_packed[heads])[:-1], *r.mask.shape), dtype=out.dtype)
+                block[..., r.mask] = r.weights_packed[heads]
+                out[..., rows, cols] = block
             else:
-                out[row: row + r.n_new, cols] = r.mask
+                out[rows, cols] = r.mask
             row += r.n_new
         self._cache[key] = out
         return out

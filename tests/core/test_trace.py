@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from explorer.core.decode import Decoder, RecordOptions
 
@@ -60,3 +61,18 @@ def test_nbytes_counts_each_shared_array_once(loaded):
             stack.extend(getattr(obj, f) for f in obj.__dataclass_fields__ if not f.startswith("_"))
     assert trace.nbytes() == sum(unique.values())
     assert trace.nbytes() > 0
+
+
+@pytest.mark.parametrize("kind", [{}, {"sliding_window": 3}, {"n_kv_heads": 1}, {"encoder_only": True}])
+def test_one_head_assembled_alone_equals_that_head_of_the_layer(kind):
+    from tests.app.synthetic_trace import build_trace
+
+    trace = build_trace(n_layers=2, n_heads=4, prompt_len=6, steps=0 if kind.get("encoder_only") else 9, **kind)
+    for step in (None, 0, trace.n_steps // 2):
+        for layer in range(2):
+            alone = [trace.attention_head(layer, head, step) for head in range(4)]
+            whole = trace.attention(layer, step)
+            for head in range(4):
+                np.testing.assert_array_equal(alone[head], whole[head])
+            mask = trace.mask(layer, step)
+            assert not whole[:, ~mask].any() and np.allclose(whole.sum(axis=2), 1.0, atol=1e-5)

@@ -216,7 +216,7 @@ def attention_matrix(trace, layer: int, head: int, step: int | None = None, valu
     if values == "scores":
         matrix = trace.scores(layer, head, step, cross)
     else:
-        matrix = trace.attention(layer, step, cross)[head].astype(np.float32)
+        matrix = trace.attention_head(layer, head, step, cross).astype(np.float32)
     mask = trace.mask(layer, step, cross)
     return np.where(mask & np.isfinite(matrix), matrix, np.nan).astype(np.float32)
 

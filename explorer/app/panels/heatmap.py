@@ -27,6 +27,8 @@ class TokenAxis(pg.AxisItem):
         super().__init__(orientation, **kwargs)
         self._labels: list[str] = []
         self._positions = np.zeros(0)
+        self._lookup: dict[float, int] = {}
+        self._longest = 1
         self.setStyle(tickLength=-3, autoExpandTextSpace=True)
         self.enableAutoSIPrefix(False)
 
@@ -38,6 +40,8 @@ class TokenAxis(pg.AxisItem):
         if labels == self._labels and np.array_equal(positions, self._positions):
             return
         self._labels, self._positions = labels, positions
+        self._lookup = {float(p): i for i, p in enumerate(positions)}      # read at every tick layout
+        self._longest = max((len(label) for label in labels), default=1)
         if self.orientation in ("left", "right") and self._labels:
             self.setWidth(min(130, 7 * max(len(label) for label in self._labels) + 16))
         self.picture = None
@@ -63,14 +67,12 @@ class TokenAxis(pg.AxisItem):
         return [(stride, [float(self._positions[i]) for i in chosen])]
 
     def tickStrings(self, values, scale, spacing):
-        lookup = {float(p): i for i, p in enumerate(self._positions)}
-        return [self._labels[lookup[float(v)]] if float(v) in lookup else "" for v in values]
+        return [self._labels[self._lookup[float(v)]] if float(v) in self._lookup else "" for v in values]
 
     def _needed_px(self) -> float:
         if self.orientation in ("left", "right"):
             return 13.0
-        longest = max((len(label) for label in self._labels), default=1)
-        return 6.5 * min(longest, 12) + 8.0
+        return 6.5 * min(self._longest, 12) + 8.0
 
 
 def _nice_stride(ratio: float) -> int:
@@ -134,8 +136,8 @@ class Heatmap:
                    keep_view: bool = False) -> None:
         """Show `matrix` (NaN is drawn transparent); levels default to its finite range."""
         matrix = np.asarray(matrix, dtype=np.float32)
-        finite = matrix[np.isfinite(matrix)]
         if levels is None:
+            finite = matrix[np.isfinite(matrix)]
             levels = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
         if levels[1] <= levels[0]:
             levels = (levels[0], levels[0] + 1e-6)
