@@ -96,7 +96,9 @@ class WrappedText(QWidget):
         self.update()
 
     def _height_for(self, width: int) -> int:
-        self.document.setTextWidth(max(1, width - 2 * self.PADDING[0]))
+        width = max(1, width - 2 * self.PADDING[0])
+        if self.document.textWidth() != width:
+            self.document.setTextWidth(width)
         return int(math.ceil(self.document.size().height())) + 2 * self.PADDING[1]
 
     def hasHeightForWidth(self) -> bool:
@@ -119,7 +121,9 @@ class WrappedText(QWidget):
             self.updateGeometry()
 
     def paintEvent(self, event) -> None:
-        self.document.setTextWidth(max(1, self.width() - 2 * self.PADDING[0]))   # the layout may have asked about other widths
+        width = max(1, self.width() - 2 * self.PADDING[0])
+        if self.document.textWidth() != width:          # the layout may have asked about other widths
+            self.document.setTextWidth(width)
         painter = QPainter(self)
         painter.translate(*self.PADDING)
         context = QAbstractTextDocumentLayout.PaintContext()
