@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 WINDOW_SIZE = (1600, 1000)
 TIMEOUT_S = 600.0
+CHECK_MS = 5
 LONG_TEXT = ("To be, or not to be, that is the question: Whether 'tis nobler in the mind to suffer "
              "The slings and arrows of outrageous fortune, Or to take arms against a sea of troubles "
              "And by opposing end them. To die: to sleep; No more; and by a sleep to say we end "
@@ -64,14 +65,27 @@ def open_window(model: str, scratch: Path):
 
 
 def wait(app, done, errors, what: str) -> None:
+    """Run Qt's event loop until `done()`, as the app's own loop runs: asleep between events, with a
+    check every CHECK_MS. (A loop of processEvents and 1 ms sleeps took Python's lock a thousand
+    times a second from the model thread, which the real app never does.)"""
+    from PySide6.QtCore import QEventLoop, QTimer
+
     deadline = time.monotonic() + TIMEOUT_S
-    while not done():
-        if errors:
-            raise SystemExit(f"bench_app: {errors[0]}")
-        if time.monotonic() > deadline:
-            raise SystemExit(f"bench_app: timed out waiting for {what}")
-        app.processEvents()
-        time.sleep(0.001)
+    loop, timer = QEventLoop(), QTimer()
+
+    def check() -> None:
+        if done() or errors or time.monotonic() > deadline:
+            loop.quit()
+
+    timer.timeout.connect(check)
+    timer.start(CHECK_MS)
+    if not done():
+        loop.exec()
+    timer.stop()
+    if errors:
+        raise SystemExit(f"bench_app: {errors[0]}")
+    if not done():
+        raise SystemExit(f"bench_app: timed out waiting for {what}")
 
 
 def load(app, window, errors, model: str, prompt: str | None) -> None:

@@ -117,10 +117,8 @@ class Heatmap:
         self.plot.addItem(self.image)
         self.colormap = pg.colormap.get(colormap)
         self.image.setColorMap(self.colormap)
-        self.colorbar = None
-        if colorbar:
-            self.colorbar = pg.ColorBarItem(values=(0, 1), colorMap=self.colormap, interactive=False, width=12)
-            self.colorbar.setImageItem(self.image, insert_in=self.plot)
+        self.colorbar = None                 # made with the first data (a plot of its own: 40 ms at start-up)
+        self._wants_colorbar = colorbar
         self.row_box = self._box()
         self.col_box = self._box()
         self.tile_box = self._box()
@@ -143,6 +141,9 @@ class Heatmap:
             levels = (levels[0], levels[0] + 1e-6)
         reshaped = matrix.shape != self.shape
         self.shape = matrix.shape
+        if self._wants_colorbar and self.colorbar is None and matrix.size:
+            self.colorbar = pg.ColorBarItem(values=levels, colorMap=self.colormap, interactive=False, width=12)
+            self.colorbar.setImageItem(self.image, insert_in=self.plot)
         self.image.setImage(matrix, levels=levels, autoLevels=False)
         if self.colorbar is not None and tuple(self.colorbar.levels()) != tuple(levels):
             self.colorbar.setLevels(levels)          # its axis is laid out and drawn again only on a change
