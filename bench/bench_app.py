@@ -31,8 +31,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 WINDOW_SIZE = (1600, 1000)
@@ -205,6 +203,8 @@ def big_paste(app, window, errors, chars: int) -> dict:
     A 5 ms heartbeat timer runs meanwhile: its longest gap is how long the window froze."""
     from PySide6.QtCore import QTimer
 
+    import numpy as np
+
     text = (LONG_TEXT * (chars // len(LONG_TEXT) + 1))[:chars]
     expected = len(window.controller.summary.tokenizer.encode(text).ids)
     table = window.docks["tokens"].widget().table
@@ -235,6 +235,9 @@ def big_paste(app, window, errors, chars: int) -> dict:
 def cold_start_child(model: str) -> int:
     """Run in a fresh process: print wall-clock times (time.time) of the milestones as JSON, and the CPU time
     the process (all threads) had used by each, which a busy shared machine inflates less."""
+    from explorer.app import preload
+
+    preload.start()                                  # as the command line does before it imports the app
     marks, cpu = {}, {}
     with tempfile.TemporaryDirectory() as scratch:
         app, window, errors = open_window(model, Path(scratch))

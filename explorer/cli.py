@@ -49,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.command is None:
+            from explorer.app import preload
+
+            preload.start()                 # torch's import begins before the app imports Qt
             from explorer.app.launch import launch
 
             return launch(args)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
-from explorer.app import trace_views
+from explorer.app import preload, trace_views
 from explorer.app.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory
 from explorer.app.requests import (Back, Cancelled, Candidates, Force, Load, LogitLens, ModelJob, Prefill, Replay,
                                    RequestQueue, SetRecording, SetSampling, Step, Sync)
@@ -301,8 +301,10 @@ class ModelWorker(QObject):
         self._emitter.state_changed.connect(self._on_state_changed)
         self._core = core or CoreApi.real()
         self._loop = _DecodeLoop(self._queue, self._emitter, self._core)   # read by tests when idle
-        self._thread = threading.Thread(target=self._loop.run_forever, name="model-worker", daemon=True)
-        self._thread.start()
+        self._thread = preload.adopt(self._loop.run_forever)      # the thread started at launch, if any
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop.run_forever, name="model-worker", daemon=True)
+            self._thread.start()
 
     # ----- requests (GUI thread) -----------------------------------------------------
     def load(self, path: str, device: str = "cpu", dtype: str = "float32") -> None:

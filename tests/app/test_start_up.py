@@ -49,6 +49,40 @@ print(json.dumps(seen))
     assert seen == {"pyqtgraph_imported": False, "worker_owned": True, "pyqtgraph_imported_after": True}
 
 
+def test_the_command_line_starts_importing_the_core_before_qt_and_the_worker_adopts_that_thread(tmp_path):
+    script = f"""
+import json, sys, threading, time
+from explorer.app import preload
+preload.start()
+seen = {{"qt_imported_at_start": "PySide6" in sys.modules}}
+from PySide6.QtCore import QCoreApplication
+from explorer.app.worker import ModelWorker
+from tests.app.fake_core import FakeCore
+app = QCoreApplication([])
+worker = ModelWorker(FakeCore().api())
+loaded = []
+worker.model_loaded.connect(lambda summary: loaded.append(summary.reference))
+worker.load("models/a")
+deadline = time.monotonic() + 60
+while not loaded and time.monotonic() < deadline:
+    app.processEvents(); time.sleep(0.01)
+seen["loaded"] = loaded
+seen["model_threads"] = sorted(t.name for t in threading.enumerate() if t.name == "model-worker")
+seen["same_thread"] = worker._thread is preload._started
+seen["core_imported"] = "explorer.core.runtime" in sys.modules
+second = ModelWorker(FakeCore().api())           # a second window's worker starts a thread of its own
+seen["second_own_thread"] = second._thread is not preload._started and second._thread.is_alive()
+print(json.dumps(seen))
+"""
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == {"qt_imported_at_start": False, "loaded": ["models/a"], "model_threads": ["model-worker"],
+                    "same_thread": True, "core_imported": True, "second_own_thread": True}
+
+
 def test_tabs_behind_others_are_built_when_first_shown_and_then_draw_the_trace(qtbot, tmp_path):
     window = make_window(qtbot, tmp_path)
     try:
