@@ -222,3 +222,12 @@ def test_a_read_ahead_the_load_did_not_take_is_dropped_with_the_load(store, tmp_
     with pytest.raises(ValueError):
         open_checkpoint(path)                               # failed before reading its tensors
     assert gguf_copy.take(gguf_cache.cache_path(path)) is None
+
+
+def test_a_fresh_saved_tokenizer_spares_decoding_the_vocabulary(store, tmp_path, monkeypatch):
+    path = write_gguf(store / "tiny" / "tiny.gguf", tmp_path)
+    first = open_checkpoint(path)                           # builds the tokenizer from the vocabulary, saves it
+    monkeypatch.setattr(gguf_loader, "_tokenizer_metadata", lambda p: (_ for _ in ()).throw(AssertionError("decoded")))
+    second = open_checkpoint(path)
+    assert list(second.tokenizer.encode("To be, or not").ids) == list(first.tokenizer.encode("To be, or not").ids)
+    assert second.hf_config.keys() == first.hf_config.keys() and second.hf_config["num_hidden_layers"] == 2

@@ -241,9 +241,16 @@ def _tokenizer_fingerprint(path: Path) -> dict[str, str]:
     return {**gguf_cache.fingerprint(path), "builder": builder}
 
 
-def cached_or_built_tokenizer(path: Path, meta: dict, source: str) -> TextTokenizer:
+def _tokenizer_metadata(path: Path) -> dict:
+    """The file's tokenizer.ggml.* metadata, its vocabulary and merges decoded."""
+    header = read_gguf_header(path, keep_arrays=True)
+    return {key: value for key, value in header.metadata.items() if key.startswith("tokenizer.ggml.")}
+
+
+def cached_or_built_tokenizer(path: Path, metadata, source: str) -> TextTokenizer:
     """The tokenizer saved by an earlier load when it is fresh, else built from the metadata (~1.5 s on a
-    busy 2-core machine for a 49k-piece vocabulary) and saved for next time."""
+    busy 2-core machine for a 49k-piece vocabulary) and saved for next time. `metadata()` gives the
+    tokenizer metadata, read only when the tokenizer is built."""
     cache = tokenizer_cache_path(path)
     if cache is not None and cache.is_file():
         try:
@@ -253,6 +260,7 @@ def cached_or_built_tokenizer(path: Path, meta: dict, source: str) -> TextTokeni
                                      bos_id=saved["bos_id"], eos_id=saved["eos_id"])
         except Exception:           # unreadable or damaged (tokenizers raises plain Exception): built again
             pass
+    meta = metadata()
     tokenizer = tokenizer_from_gguf(meta, source)
     if cache is not None:
         _save_tokenizer(cache, path, tokenizer, meta)
@@ -285,7 +293,8 @@ def read_gguf(path: str | Path, progress=None) -> tuple[dict, dict[str, torch.Te
 
 def _read_gguf(path: Path, progress) -> tuple[dict, dict[str, torch.Tensor], object, str | None]:
     source = str(path)
-    header = read_gguf_header(path, keep_arrays=True)
+    # Strings (the vocabulary) are decoded only if the tokenizer must be built from them (see below).
+    header = read_gguf_header(path, keep_arrays="numeric")
     for info in header.tensors:
         tensor_bytes(info, source)  # raises UnsupportedModelError naming an unknown quantization type
     arch = header.architecture
@@ -293,8 +302,7 @@ def _read_gguf(path: Path, progress) -> tuple[dict, dict[str, torch.Tensor], obj
         raise UnsupportedModelError(
             f"{source} holds the architecture {arch!r}; GGUF files of 'llama' and 'gemma3' are supported.")
     config = CONFIG_BUILDERS[arch](header, source)
-    meta = {key: value for key, value in header.metadata.items() if key.startswith("tokenizer.ggml.")}
-    tokenizer = cached_or_built_tokenizer(path, meta, source)
+    tokenizer = cached_or_built_tokenizer(path, lambda: _tokenizer_metadata(path), source)
     tensors = cached_or_read_tensors(path, header, config, progress)
     license_name = header.metadata.get("general.license")
     return config, tensors, tokenizer, (str(license_name) if license_name else None)

@@ -97,12 +97,12 @@ class _Cursor:
             values = self._strings(count)
         else:
             values = [self.value(item_type) for _ in range(count)]
-        return values if self.keep_arrays else {"array_length": count}
+        return values if values is not None else {"array_length": count}
 
     def _strings(self, count: int) -> list[str] | None:
         """`count` strings in one tight loop (a vocabulary and its merges: ~100k of them, read at every
         load and every listing), decoded only when kept; the same checks and errors as `string`."""
-        buffer, pos, end, keep = self.buffer, self.pos, len(self.buffer), self.keep_arrays
+        buffer, pos, end, keep = self.buffer, self.pos, len(self.buffer), self.keep_arrays is True
         unpack_from, values = struct.unpack_from, []
         for _ in range(count):
             if pos + 8 > end:
@@ -140,10 +140,12 @@ def _read_tensor_infos(cursor: _Cursor, count: int) -> list[tuple[str, tuple[int
     return infos
 
 
-def read_gguf_header(path: str | Path, check_bounds: bool = True, keep_arrays: bool = False) -> GGUFHeader:
+def read_gguf_header(path: str | Path, check_bounds: bool = True, keep_arrays: bool | str = False) -> GGUFHeader:
     """Parse the header of a .gguf file; raise ModelLoadError naming the file if it is not valid GGUF.
 
-    keep_arrays: also decode array values (the tokenizer vocabulary); else keep only their lengths.
+    keep_arrays: also decode array values (the tokenizer vocabulary); "numeric": only arrays of numbers
+    (a vocabulary and its merges, ~100k strings, are a fifth of a second to decode); else keep only
+    their lengths.
     """
     path = Path(path)
     source = str(path)
