@@ -20,6 +20,15 @@ REPO = Path(__file__).resolve().parents[2]
 HIDDEN_AT_START = ("qkv", "mask", "kv_cache", "kv_lab")          # the bottom tabs behind the embeddings
 
 
+def run_fresh(script: str) -> dict:
+    """Run `script` in a new interpreter (offscreen, from the repository) and read the JSON it prints last."""
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def test_new_window_starts_the_model_thread_before_pyqtgraph_is_imported(tmp_path):
     script = f"""
 import json, sys
@@ -41,11 +50,7 @@ seen["worker_owned"] = window.worker.parent() is window
 seen["pyqtgraph_imported_after"] = "pyqtgraph" in sys.modules
 print(json.dumps(seen))
 """
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(REPO))
-    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen = run_fresh(script)
     assert seen == {"pyqtgraph_imported": False, "worker_owned": True, "pyqtgraph_imported_after": True}
 
 
@@ -74,11 +79,7 @@ second = ModelWorker(FakeCore().api())           # a second window's worker star
 seen["second_own_thread"] = second._thread is not preload._started and second._thread.is_alive()
 print(json.dumps(seen))
 """
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(REPO))
-    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=180)
-    assert done.returncode == 0, done.stderr[-2000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen = run_fresh(script)
     assert seen == {"qt_imported_at_start": False, "loaded": ["models/a"], "model_threads": ["model-worker"],
                     "same_thread": True, "core_imported": True, "second_own_thread": True}
 
