@@ -205,6 +205,9 @@ def test_a_copy_read_ahead_without_torch_is_taken_by_the_load_and_equals_its_own
     q, k = (checkpoint.tensors[f"model.layers.0.self_attn.{p}_proj.weight"] for p in "qk")
     assert k.data_ptr() == q.data_ptr() + q.numel() * 4, "still stacked rows of one buffer"
     assert gguf_copy.take(gguf_cache.cache_path(path)) is None, "taken once"
+    assert all(tensor.data_ptr() % 64 == 0 for name, tensor in checkpoint.tensors.items()
+               if not name.endswith(("k_proj.weight", "v_proj.weight", "up_proj.weight"))), \
+        "every buffer starts on 64 bytes, as torch.empty's do"
 
 
 def test_a_read_ahead_the_load_did_not_take_is_dropped_with_the_load(store, tmp_path, monkeypatch):

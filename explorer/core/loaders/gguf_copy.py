@@ -96,16 +96,28 @@ def _layout(entries: dict) -> tuple[list[np.ndarray], dict]:
         shapes = [entries[members[part]]["shape"] for part in order] if set(members) == set(order) else []
         if not shapes or any(len(shape) != 2 or shape[1] != shapes[0][1] for shape in shapes):
             continue
-        buffers.append(np.empty((sum(shape[0] for shape in shapes), shapes[0][1]), dtype=np.float32))
+        buffers.append(_empty((sum(shape[0] for shape in shapes), shapes[0][1])))
         row = 0
         for part, shape in zip(order, shapes):
             parts[members[part]] = (len(buffers) - 1, row, row + shape[0])
             row += shape[0]
     for name, entry in entries.items():
         if name not in parts:
-            buffers.append(np.empty(entry["shape"], dtype=np.float32))
+            buffers.append(_empty(entry["shape"]))
             parts[name] = (len(buffers) - 1, None, None)
     return buffers, parts
+
+
+ALIGN = 64      # bytes: what torch's own allocator gives, and what the matrix kernels read fastest
+
+
+def _empty(shape) -> np.ndarray:
+    """An uninitialised float32 array starting on an ALIGN-byte boundary, as torch.empty's do (numpy's
+    large arrays start 16 bytes into their allocation)."""
+    count = int(np.prod(shape, dtype=np.int64))
+    raw = np.empty(count * 4 + ALIGN, dtype=np.uint8)
+    start = -raw.ctypes.data % ALIGN
+    return raw[start: start + count * 4].view(np.float32).reshape(shape)
 
 
 # ----- reading ahead --------------------------------------------------------------------------
