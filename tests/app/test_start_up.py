@@ -54,12 +54,12 @@ print(json.dumps(seen))
     assert seen == {"pyqtgraph_imported": False, "worker_owned": True, "pyqtgraph_imported_after": True}
 
 
-def test_the_command_line_starts_importing_the_core_before_qt_and_the_worker_adopts_that_thread(tmp_path):
-    script = f"""
+def test_the_command_line_starts_importing_the_core_before_qt_and_the_worker_adopts_that_thread():
+    script = """
 import json, sys, threading, time
 from explorer.app import preload
 preload.start()
-seen = {{"qt_imported_at_start": "PySide6" in sys.modules}}
+seen = {"qt_imported_at_start": "PySide6" in sys.modules}
 from PySide6.QtCore import QCoreApplication
 from explorer.app.worker import ModelWorker
 from tests.app.fake_core import FakeCore

@@ -138,7 +138,6 @@ class QKVPanel(Panel):
         return {name: m for name, m in out.items() if m is not None}
 
     def _draw(self, selection: Selection) -> None:
-        trace = self.trace
         self.matrices = self._matrices(selection)
         if list(self.heatmaps) != list(self.matrices):
             self.view.clear()
