@@ -96,3 +96,19 @@ def test_a_one_line_label_beside_a_slider_keeps_a_share_of_the_row(qtbot):
     assert label.text().startswith("step ") and label.width() > 150
     label.setText("step " + "x" * 400)                                 # longer than the row: cut, whole in the tooltip
     assert label.toolTip() == label.text() and label.width() < panel.width()
+
+
+def test_the_context_menu_copies_the_panel_formula_as_text(qtbot):
+    from PySide6.QtWidgets import QApplication
+
+    from explorer.app.panels.attention import AttentionPanel
+    from explorer.app.session import Session
+    from tests.app.shared_window import make
+
+    session = Session()
+    panel = make(qtbot, session, AttentionPanel)
+    session.set_trace(build_trace(n_layers=2, prompt_len=5, steps=1))
+    copy = next(action for action in panel.context_menu().actions() if action.text() == "Copy formula")
+    copy.trigger()
+    assert QApplication.clipboard().text() == panel.formula and panel.formula.startswith("A = softmax(")
+    assert "<sub>" in panel.header.text(), "the header draws it with real subscripts"

@@ -266,11 +266,15 @@ class Panel(QWidget):
         if self._dirty:
             self.refresh()
 
-    def _show_menu(self, pos) -> None:
+    def context_menu(self) -> QMenu:
+        """The panel's right-click menu: its exports, and Copy formula."""
         menu = QMenu(self)
         for action in self.export_actions():
             menu.addAction(action)
         if self.formula:
             menu.addSeparator()
             menu.addAction("Copy formula", lambda: QGuiApplication.clipboard().setText(self.formula))
-        menu.exec(self.mapToGlobal(pos))
+        return menu
+
+    def _show_menu(self, pos) -> None:
+        self.context_menu().exec(self.mapToGlobal(pos))
