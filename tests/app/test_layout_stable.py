@@ -32,7 +32,13 @@ def test_steps_with_ever_longer_tokens_resize_no_dock_and_no_plot(qtbot, tmp_pat
         steps = tuple(step if step.kind != "decode" else replace(step, token_text=("long token " * index,))
                       for index, step in enumerate(full.steps))
         window.session.set_trace(Trace(model=full.model, steps=steps[:2]))
-        qtbot.wait(200)
+
+        def settled() -> bool:            # the window's first layout done (a slow machine takes its time)
+            before = {name: dock.geometry() for name, dock in window.docks.items()}
+            qtbot.wait(150)
+            return before == {name: dock.geometry() for name, dock in window.docks.items()}
+
+        qtbot.waitUntil(settled, timeout=10000)
         geometry = {name: dock.geometry() for name, dock in window.docks.items()}
         resizes = Resizes()
         for dock in window.docks.values():
@@ -91,9 +97,9 @@ def test_a_one_line_label_beside_a_slider_keeps_a_share_of_the_row(qtbot):
     session = Session()
     panel = make(qtbot, session, MaskPanel)
     session.set_trace(build_trace(n_layers=2, prompt_len=5, steps=3))
-    qtbot.wait(50)
     label = panel.step_label
-    assert label.text().startswith("step ") and label.width() > 150
+    qtbot.waitUntil(lambda: label.width() > 150, timeout=5000)           # a third of a 900-pixel row
+    assert label.text().startswith("step ")
     label.setText("step " + "x" * 400)                                 # longer than the row: cut, whole in the tooltip
     assert label.toolTip() == label.text() and label.width() < panel.width()
 
