@@ -81,7 +81,7 @@ class CoreApi:
     sampling: Callable                     # SamplingSettings -> core Sampling
     available_devices: Callable            # () -> {device: [dtype, ...]}
     resolve: Callable = str                # catalog name or path -> path to open
-    prefetch: Callable = lambda reference: None   # start reading a model's weights ahead of its load
+    prefetch: Callable = lambda reference: None   # start reading a model's weights ahead of its load (None: stop)
     ids: Callable = lambda ids: np.asarray(ids, dtype=np.int64)
 
     @classmethod
@@ -121,12 +121,16 @@ def _real_resolve(reference: str) -> str:
     return str(store.resolve(reference))
 
 
-def _real_prefetch(reference: str) -> None:
+def _real_prefetch(reference: str | None) -> None:
     """Start reading a pulled GGUF's float32 copy in a thread of its own (gguf_copy, torch-free): asked
     from the GUI thread when a load is queued, it runs while the model thread still imports torch.
-    Anything wrong is left for the load itself to report."""
+    Anything wrong is left for the load itself to report. None drops what was read ahead and not
+    taken (the load was cancelled before it ran)."""
     from explorer.core.loaders import gguf_copy
 
+    if reference is None:
+        gguf_copy.drop()
+        return
     try:
         path = Path(_real_resolve(reference))
         if path.suffix == ".gguf":

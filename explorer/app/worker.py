@@ -353,6 +353,7 @@ class ModelWorker(QObject):
             self._discard_through = self._queue.pushed() - 1
             self._latest_trace = None
         self._queue.cancel()
+        self._core.prefetch(None)               # weights read ahead for a load dropped here are let go
 
     def shutdown(self, timeout_s: float = 5.0) -> bool:
         """Cancel everything and let the thread end; True when it ended within the timeout."""

@@ -234,3 +234,21 @@ def test_a_fresh_saved_tokenizer_spares_decoding_the_vocabulary(store, tmp_path,
     second = open_checkpoint(path)
     assert list(second.tokenizer.encode("To be, or not").ids) == list(first.tokenizer.encode("To be, or not").ids)
     assert second.hf_config.keys() == first.hf_config.keys() and second.hf_config["num_hidden_layers"] == 2
+
+
+def test_a_read_ahead_of_a_cancelled_load_is_let_go(store, tmp_path):
+    import gc
+    import weakref
+
+    from explorer.app.core_api import _real_prefetch
+    from explorer.core.loaders import gguf_copy
+
+    path = write_gguf(store / "tiny" / "tiny.gguf", tmp_path)
+    open_checkpoint(path)
+    _real_prefetch(str(path))
+    ahead = gguf_copy._ahead[1].result()
+    buffer = weakref.ref(ahead.buffers[0].base if ahead.buffers[0].base is not None else ahead.buffers[0])
+    del ahead
+    _real_prefetch(None)                                    # what ModelWorker.cancel asks
+    gc.collect()
+    assert gguf_copy.take(gguf_cache.cache_path(path)) is None and buffer() is None

@@ -167,3 +167,10 @@ def forget(gguf_path: Path) -> None:
     with _lock:
         if _ahead is not None and _ahead[0] == path:
             _ahead = None
+
+
+def drop() -> None:
+    """Drop whatever was read ahead and not taken (its load was cancelled before it ran)."""
+    global _ahead
+    with _lock:
+        _ahead = None
