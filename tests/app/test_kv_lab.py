@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QApplication
 
 from explorer.app.panels.kv_lab import KVLabPanel, model_backend
 from explorer.app.session import Session
@@ -55,6 +56,16 @@ def test_a_config_only_model_fills_the_table_and_marks_its_native_variant(panel)
         assert x[-1] == 163840
         assert y[-1] * panel.plot.unit == pytest.approx(576 * 60 * itemsize * 163840)
     assert len(panel.plot.legend.items) == 9                      # one legend, not one per dtype
+    # The legend lies wholly inside the figure (in a column beside the plots it was cut off), and the
+    # tokens axis has at most three labels (they ran together at 2,000-token steps).
+    view = panel.plot
+    panel.resize(1300, 900)                                     # the width of the default layout's bottom docks
+    QApplication.processEvents()
+    legend = view.mapFromScene(view.legend.sceneBoundingRect()).boundingRect()
+    assert view.rect().contains(legend) and legend.width() > 150
+    for dtype in ("float32", "bfloat16", "int8"):
+        ticks = view.plots[dtype].getAxis("bottom").tickValues(0, 163840, 130)
+        assert sum(len(values) for spacing, values in ticks[:1]) <= 3
 
 
 def test_dtype_scales_the_totals_and_ranks_add_mla_rows(panel):

@@ -14,6 +14,8 @@ from PySide6.QtCore import Qt
 from explorer.core import kv_variants as kv
 
 DTYPES = ("float32", "bfloat16", "int8")
+LEGEND_COLUMN_PX = 120     # the width one legend column needs
+LEGEND_ROW_PX = 20
 NATIVE_COLOUR = "#ff2d55"
 GIB = 1024.0 ** 3
 MIB = 1024.0 ** 2
@@ -25,6 +27,12 @@ def token_axis(shape: kv.CacheShape, points: int = 256) -> np.ndarray:
     windows = [w for w in shape.windows if w and w < limit]
     return np.unique(np.concatenate((np.linspace(0, limit, points).astype(np.int64),
                                      np.asarray(windows, dtype=np.int64))))
+
+
+def nice_step(at_least: float) -> float:
+    """The smallest 1, 2 or 5 times a power of ten that is at least `at_least`."""
+    magnitude = 10.0 ** np.floor(np.log10(max(at_least, 1e-9)))
+    return float(next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= at_least))
 
 
 class BytesPlot(pg.GraphicsLayoutWidget):
@@ -41,14 +49,29 @@ class BytesPlot(pg.GraphicsLayoutWidget):
             if col:
                 plot.setYLink(self.plots[DTYPES[0]])
             self.plots[dtype] = plot
-        # The legend sits in a column of its own beside the plots, so it hides no curve.
-        self.legend_box = self.addViewBox(row=1, col=len(DTYPES), enableMouse=False)
-        self.ci.layout.setColumnFixedWidth(len(DTYPES), 130)
+        # The legend sits in a row of its own below the plots, so it hides no curve and takes no width
+        # from them (in a column beside them it was cut off at the panel's edge).
+        self.legend_box = self.addViewBox(row=2, col=0, colspan=len(DTYPES), enableMouse=False)
         self.ci.layout.setRowStretchFactor(1, 1)
         self.legend = pg.LegendItem(labelTextSize="8pt")
         self.legend.setParentItem(self.legend_box)
-        self.legend.anchor(itemPos=(0, 0), parentPos=(0, 0), offset=(0, 10))
+        self.legend.anchor(itemPos=(0.5, 0), parentPos=(0.5, 0), offset=(0, 0))
         self.unit = MIB
+        self._fit_legend()
+
+    def _fit_legend(self) -> None:
+        """As many legend columns as the width holds (three at most), and the row as tall as they need."""
+        if getattr(self, "legend", None) is None or getattr(self, "closed", False):
+            return                              # a resize while the figure is built, or once closed (no scene)
+        columns = max(1, min(3, (self.width() - 20) // LEGEND_COLUMN_PX))
+        if columns != self.legend.columnCount:
+            self.legend.setColumnCount(columns)
+        self.legend.updateSize()
+        self.ci.layout.setRowFixedHeight(2, max(LEGEND_ROW_PX, self.legend.boundingRect().height() + 4))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_legend()
 
     def curves(self, dtype: str) -> list[pg.PlotDataItem]:
         return self.plots[dtype].listDataItems()
@@ -81,7 +104,10 @@ class BytesPlot(pg.GraphicsLayoutWidget):
                 if col == 0:
                     self.legend.addItem(item, label)
             plot.setXRange(0, float(tokens[-1]), padding=0.02)
+            step = nice_step(float(tokens[-1]) / 2.5)        # three labels at most: the plots are narrow
+            plot.getAxis("bottom").setTickSpacing(step, step / 2)
         self.title.setText(f"{name[:40]}: KV cache (all layers) against tokens")
+        self._fit_legend()
 
 
 def save_bytes_plot(path, shape: kv.CacheShape, ranks: list[int] | None, name: str, width: int, height: int):
