@@ -71,11 +71,15 @@ class AttentionRecord:
     @property
     def weights(self) -> np.ndarray:
         """A = softmax(S) as (N_Q, n_new, n_kv), exactly 0 where masked (unpacked, not cached)."""
-        n_heads = self.weights_packed.shape[0]
+        return self.weights_of()
+
+    def weights_of(self, head: int | None = None) -> np.ndarray:
+        """`weights`, or one head's (n_new, n_kv) without unpacking the others."""
+        packed_rows = self.weights_packed if head is None else self.weights_packed[head]
         if self.weights_packed.shape[1] == self.mask.size:                  # nothing masked
-            return self.weights_packed.reshape(n_heads, *self.mask.shape)
-        dense = np.zeros((n_heads, *self.mask.shape), dtype=self.weights_packed.dtype)
-        dense[:, self.mask] = self.weights_packed
+            return packed_rows.reshape(*packed_rows.shape[:-1], *self.mask.shape)
+        dense = np.zeros((*packed_rows.shape[:-1], *self.mask.shape), dtype=self.weights_packed.dtype)
+        dense[..., self.mask] = packed_rows
         return dense
 
     @property
@@ -85,6 +89,14 @@ class AttentionRecord:
     @property
     def n_kv(self) -> int:
         return int(self.mask.shape[1])
+
+
+def run_slice(indices: np.ndarray) -> slice | None:
+    """The slice that picks `indices` when they are one increasing run of integers, else None."""
+    if indices.size and int(indices[-1]) - int(indices[0]) == indices.size - 1 and \
+            (indices.size < 3 or bool(np.all(np.diff(indices) == 1))):
+        return slice(int(indices[0]), int(indices[-1]) + 1)
+    return None
 
 
 def packed(weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -359,7 +371,6 @@ class Trace:
         recs = self._attn_records(layer, cross, upto_step)
         t_q = sum(r.n_new for r in recs)
         t_kv = max(int(r.kv_positions.max()) + 1 for r in recs) if not cross else recs[0].n_kv
-        heads = slice(None) if head is None else head
         if what == "weights":
             n_heads = recs[0].weights_packed.shape[0]
             shape = (n_heads, t_q, t_kv) if head is None else (t_q, t_kv)
@@ -369,16 +380,11 @@ class Trace:
         row = 0
         for r in recs:
             cols = r.kv_positions if not cross else np.arange(r.n_kv)
-            if cols.size and int(cols[-1]) - int(cols[0]) == cols.size - 1 and \
-                    (cols.size < 3 or bool(np.all(np.diff(cols) == 1))):
-                cols = slice(int(cols[0]), int(cols[-1]) + 1)          # keys in order: a plain copy
+            run = run_slice(cols)
+            cols = cols if run is None else run                         # keys in order: a plain copy
             rows = slice(row, row + r.n_new)
             if what == "weights":
-                # The packed entries into the step's dense block (a boolean assignment, row by row as
-                # they were packed), then the block into its rows and key columns.
-                block = np.zeros((*np.shape(r.weights_packed[heads])[:-1], *r.mask.shape), dtype=out.dtype)
-                block[..., r.mask] = r.weights_packed[heads]
-                out[..., rows, cols] = block
+                out[..., rows, cols] = r.weights_of(head)
             else:
                 out[rows, cols] = r.mask
             row += r.n_new

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from explorer.core.trace import AttentionRecord, Trace
+from explorer.core.trace import AttentionRecord, Trace, run_slice
 
 TILE = 32   # tile side in blocks: between TILE/2 and TILE (+1); shorter traces keep one pixel per token
 
@@ -72,7 +72,7 @@ class _LayerTiles:
 
     def merge(self, u_rows, u_cols, weights, mask, n_rows: int) -> None:
         """Merge the blocks of the next record's rows (n_rows of them)."""
-        rows, cols = _as_slice(u_rows), _as_slice(u_cols)
+        rows, cols = run_slice(u_rows), run_slice(u_cols)
         if rows is not None and cols is not None:                # a run of blocks each way: views, no copies
             target = self.out[:, rows, cols]
             np.maximum(target, weights, out=target)
@@ -97,14 +97,6 @@ class _LayerTiles:
         shown = self.out.copy()
         shown[:, ~self.allowed] = np.nan
         return shown
-
-
-def _as_slice(indices: np.ndarray) -> slice | None:
-    """The slice that picks `indices` (sorted and distinct, as every reduction gives them), when they
-    are one run."""
-    if indices.size and int(indices[-1]) - int(indices[0]) == indices.size - 1:
-        return slice(int(indices[0]), int(indices[-1]) + 1)
-    return None
 
 
 def _merge_one_row_steps(layers: list[_LayerTiles]) -> None:
