@@ -43,7 +43,7 @@ class TokenAxis(pg.AxisItem):
         self._lookup = {float(p): i for i, p in enumerate(positions)}      # read at every tick layout
         self._longest = max((len(label) for label in labels), default=1)
         if self.orientation in ("left", "right") and self._labels:
-            self.setWidth(min(130, 7 * max(len(label) for label in self._labels) + 16))
+            self.setWidth(min(130, 7 * self._longest + 16))
         self.picture = None
         self.update()
 
@@ -62,7 +62,7 @@ class TokenAxis(pg.AxisItem):
             return []
         spacing = (self._positions[-1] - self._positions[0]) / max(1, len(self._positions) - 1) or 1.0
         px_per_label = size / max(hi - lo, 1e-9) * spacing
-        stride = _nice_stride(self._needed_px() / max(px_per_label, 1e-9))
+        stride = int(nice_step(self._needed_px() / max(px_per_label, 1e-9)))
         chosen = visible[visible % stride == 0]
         return [(stride, [float(self._positions[i]) for i in chosen])]
 
@@ -75,14 +75,12 @@ class TokenAxis(pg.AxisItem):
         return 6.5 * min(self._longest, 12) + 8.0
 
 
-def _nice_stride(ratio: float) -> int:
-    if ratio <= 1:
-        return 1
-    magnitude = 10 ** math.floor(math.log10(ratio))
-    for step in (1, 2, 5, 10):
-        if step * magnitude >= ratio:
-            return int(step * magnitude)
-    return int(10 * magnitude)
+def nice_step(at_least: float) -> float:
+    """The smallest 1, 2 or 5 times a power of ten that is at least `at_least`, and at least 1."""
+    if at_least <= 1:
+        return 1.0
+    magnitude = 10.0 ** math.floor(math.log10(at_least))
+    return next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= at_least)
 
 
 def short_label(text: str, width: int = 10) -> str:

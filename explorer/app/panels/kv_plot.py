@@ -11,6 +11,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
+from explorer.app.panels.heatmap import nice_step
 from explorer.core import kv_variants as kv
 
 DTYPES = ("float32", "bfloat16", "int8")
@@ -27,12 +28,6 @@ def token_axis(shape: kv.CacheShape, points: int = 256) -> np.ndarray:
     windows = [w for w in shape.windows if w and w < limit]
     return np.unique(np.concatenate((np.linspace(0, limit, points).astype(np.int64),
                                      np.asarray(windows, dtype=np.int64))))
-
-
-def nice_step(at_least: float) -> float:
-    """The smallest 1, 2 or 5 times a power of ten that is at least `at_least`."""
-    magnitude = 10.0 ** np.floor(np.log10(max(at_least, 1e-9)))
-    return float(next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= at_least))
 
 
 class BytesPlot(pg.GraphicsLayoutWidget):
