@@ -89,16 +89,24 @@ class WrappedText(QWidget):
     def setText(self, html_text: str) -> None:
         self._html = html_text
         self.document.setHtml(html_text)
-        height = self._height_for(self.width())
+        self._fit(self.width())
+        self.update()
+
+    def _fit(self, width: int) -> None:
+        """Ask the layout for a new height only when the text at `width` needs one."""
+        height = self._height_for(width)
         if height != self._height:
             self._height = height
             self.updateGeometry()
-        self.update()
 
-    def _height_for(self, width: int) -> int:
+    def _wrap_at(self, width: int) -> None:
+        """Wrap the text for a widget `width` wide (setTextWidth lays it out again even for its own width)."""
         width = max(1, width - 2 * self.PADDING[0])
         if self.document.textWidth() != width:
             self.document.setTextWidth(width)
+
+    def _height_for(self, width: int) -> int:
+        self._wrap_at(width)
         return int(math.ceil(self.document.size().height())) + 2 * self.PADDING[1]
 
     def hasHeightForWidth(self) -> bool:
@@ -115,15 +123,10 @@ class WrappedText(QWidget):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
-        height = self._height_for(event.size().width())
-        if height != self._height:
-            self._height = height
-            self.updateGeometry()
+        self._fit(event.size().width())
 
     def paintEvent(self, event) -> None:
-        width = max(1, self.width() - 2 * self.PADDING[0])
-        if self.document.textWidth() != width:          # the layout may have asked about other widths
-            self.document.setTextWidth(width)
+        self._wrap_at(self.width())                     # the layout may have asked about other widths
         painter = QPainter(self)
         painter.translate(*self.PADDING)
         context = QAbstractTextDocumentLayout.PaintContext()
