@@ -288,7 +288,7 @@ def read_gguf(path: str | Path, progress=None) -> tuple[dict, dict[str, torch.Te
     try:
         return _read_gguf(Path(path), progress)
     finally:
-        gguf_copy.forget(Path(path))     # a copy read ahead for this load (see gguf_copy) is not kept past it
+        gguf_copy.drop(Path(path))       # a copy read ahead for this load (see gguf_copy) is not kept past it
 
 
 def _read_gguf(path: Path, progress) -> tuple[dict, dict[str, torch.Tensor], object, str | None]:

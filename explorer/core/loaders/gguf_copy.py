@@ -159,18 +159,11 @@ def take(copy_path: Path) -> CopyData | None:
         return None
 
 
-def forget(gguf_path: Path) -> None:
-    """Drop what was read ahead of `gguf_path`'s load and not taken (a load that ended before reading
-    its tensors); a read ahead of another file is kept."""
+def drop(gguf_path: Path | None = None) -> None:
+    """Drop what was read ahead and not taken: of `gguf_path`'s copy only (its load ended before reading
+    its tensors; a read ahead of another file is kept), or whatever it was (its load was cancelled)."""
     global _ahead
-    path = cache_path(gguf_path)
+    path = None if gguf_path is None else cache_path(gguf_path)
     with _lock:
-        if _ahead is not None and _ahead[0] == path:
+        if _ahead is not None and (gguf_path is None or _ahead[0] == path):
             _ahead = None
-
-
-def drop() -> None:
-    """Drop whatever was read ahead and not taken (its load was cancelled before it ran)."""
-    global _ahead
-    with _lock:
-        _ahead = None
