@@ -1,11 +1,11 @@
-"""The model runs here, on its own thread, so the GUI thread never waits on torch.
+"""The GUI's handle on the model thread (its loop is decode_loop.DecodeLoop), so the GUI thread never
+waits on torch.
 
 The GUI pushes requests into a `RequestQueue`. Requests that have not started yet
 are coalesced: three Step presses become one Step(3), a Back eats a queued Step,
 and a new Prefill or Load drops the decoding queued behind the old prompt and
 cancels the one in flight. The thread drains the queue and hands back a new,
-immutable Trace after every change through Qt signals. Only this thread touches
-the Decoder, so a trace a panel holds can never change under it.
+immutable Trace after every change through Qt signals.
 
 The worker is a daemon `threading.Thread` rather than a QThread: a QThread still
 running when the app quits aborts the process, while a daemon thread busy in a
@@ -14,258 +14,18 @@ and delivered, queued, to `ModelWorker` on the GUI thread.
 """
 from __future__ import annotations
 
-import sys
 import threading
 import time
-import traceback
-from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
-from explorer.app import preload, trace_views
-from explorer.app.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory
-from explorer.app.requests import (Back, Cancelled, Candidates, Force, Load, LogitLens, ModelJob, Prefill, Replay,
-                                   RequestQueue, SetRecording, SetSampling, Step, Sync)
-from explorer.core.errors import ExplorerError
+from explorer.app import preload
+from explorer.app.core_api import CoreApi, LoadedSummary, SamplingSettings
+from explorer.app.decode_loop import DecodeLoop, Emitter
+from explorer.app.requests import (Back, Candidates, Force, Load, LogitLens, ModelJob, Prefill, Replay,
+                                   RequestQueue, SetRecording, SetSampling, Step)
 
 __all__ = ["ModelWorker", "SamplingSettings", "LoadedSummary"]
-
-
-class _Emitter(QObject):
-    """Signals emitted from the worker thread; Qt queues them to the GUI thread."""
-
-    trace_ready = Signal(object, int)   # the trace, and the seq of the request that made it
-    model_loaded = Signal(object)
-    lens_ready = Signal(object)
-    candidates_ready = Signal(object)
-    failed = Signal(str)
-    load_failed = Signal(str)
-    notice = Signal(str)
-    progress = Signal(float, str)
-    devices_found = Signal(object)
-    state_changed = Signal(int)     # RequestQueue.finish's answer: the push count once idle, else -1
-
-
-@dataclass
-class _State:
-    """What the worker thread holds: the core objects. Touched only on that thread."""
-
-    loaded: object = None
-    decoder: object = None
-    load_request: Load | None = None
-
-
-class _DecodeLoop:
-    """The worker thread's side: takes requests off the queue and runs them on the core."""
-
-    def __init__(self, queue: RequestQueue, emitter: _Emitter, core: CoreApi) -> None:
-        self._queue = queue
-        self._emit = emitter
-        self._core = core
-        self._state = _State()
-        self._shown = None                  # the last trace handed to the GUI
-        self._seq = -1                      # the seq of the request running
-        self._sampling = SamplingSettings()
-        self._record_dtype = "float32"
-        self._handlers = {Load: self._load, Prefill: self._prefill, Step: self._step, Back: self._back,
-                          Force: self._force, Replay: self._replay, SetSampling: self._set_sampling,
-                          SetRecording: self._set_recording,
-                          LogitLens: self._logit_lens, Candidates: self._candidates, ModelJob: self._model_job,
-                          Sync: lambda request: None}
-
-    def run_forever(self) -> None:
-        try:
-            self._emit.devices_found.emit(self._core.available_devices())
-        except Exception as error:  # the device probe must never stop the worker
-            self._emit.notice.emit(f"Could not list devices ({error}); using the CPU.")
-            self._emit.devices_found.emit({"cpu": ["float32"]})
-        while True:
-            request = self._queue.take()
-            if request is None:
-                return
-            self._run_one(request)
-
-    def _run_one(self, request) -> None:
-        self._seq = request.seq
-        try:
-            self._attempt(request, self._handlers[type(request)])
-        finally:
-            self._hand_back_if_changed()
-            self._emit.state_changed.emit(self._queue.finish(request))
-
-    def _hand_back(self, trace) -> None:
-        self._shown = trace
-        self._queue.handed_back(trace.n_tokens)
-        self._emit.trace_ready.emit(trace, self._seq)
-
-    def _hand_back_if_changed(self) -> None:
-        """A request cancelled or failed half way (a replay, a force after its backs) still changed the
-        decoder: hand its trace back, so the GUI never shows a trace the decoder no longer holds."""
-        decoder = self._state.decoder
-        if decoder is not None and decoder.trace.steps and decoder.trace is not self._shown:
-            self._hand_back(decoder.trace)
-
-    def _attempt(self, request, handler) -> None:
-        try:
-            handler(request)
-        except Cancelled:
-            pass
-        except ExplorerError as error:
-            self._fail(request, str(error))
-        except Exception as error:
-            if is_out_of_memory(error) and self._device_for(request) != "cpu":
-                self._attempt(request, self._fall_back_to_cpu)
-            else:
-                traceback.print_exc(file=sys.stderr)
-                self._fail(request, f"Internal error in {type(request).__name__.lower()}: {error}")
-
-    def _fail(self, request, message: str) -> None:
-        if isinstance(request, Load):
-            self._emit.load_failed.emit(request.path)
-        self._emit.failed.emit(message)
-
-    # ----- requests ---------------------------------------------------------------
-    def _load(self, request: Load) -> None:
-        def progress(*args, **kwargs) -> None:
-            if self._queue.is_cancelled(request):
-                raise Cancelled()
-            fraction, message = _progress_of(args, kwargs)
-            self._emit.progress.emit(fraction, message)
-
-        loaded = self._core.load_model(self._core.resolve(request.path), device=request.device, dtype=request.dtype,
-                                       progress=progress)
-        self._queue.check(request)
-        decoder = self._core.make_decoder(loaded, self._sampling, self._record_dtype)
-        self._state = _State(loaded=loaded, decoder=decoder, load_request=request)
-        self._emit.model_loaded.emit(LoadedSummary.of(loaded, request))
-
-    def _prefill(self, request: Prefill) -> None:
-        decoder = self._decoder()
-        self._hand_back(decoder.prefill(self._core.ids(request.ids)))
-
-    def _step(self, request: Step) -> None:
-        decoder = self._decoder(need_trace=True)
-        for _ in range(request.count):
-            self._queue.check(request)
-            self._hand_back(decoder.step())
-
-    def _back(self, request: Back) -> None:
-        decoder = self._decoder(need_trace=True)
-        count = min(request.count, decoder.trace.n_steps - 1)
-        if count <= 0:
-            return
-        for _ in range(count):
-            trace = decoder.back()
-        self._hand_back(trace)
-
-    def _force(self, request: Force) -> None:
-        decoder = self._decoder(need_trace=True)
-        while decoder.trace.n_steps > max(1, request.at_steps):
-            decoder.back()
-        self._hand_back(decoder.force(request.token_id))
-
-    def _replay(self, request: Replay) -> None:
-        self._run_again(self._decoder(), self._core.ids(request.ids), dict(request.forced), request.n_steps, request)
-
-    def _run_again(self, decoder, ids, forced: dict, n_steps: int, request) -> None:
-        """Prefill `ids`, then go to `n_steps` steps, forcing the chosen token of step i to forced[i]."""
-        trace = decoder.prefill(ids)
-        for index in range(n_steps):
-            self._queue.check(request)
-            if index in forced:
-                trace = decoder.force(forced[index])
-            if index < n_steps - 1:
-                trace = decoder.step()
-        self._hand_back(trace)
-
-    def _logit_lens(self, request: LogitLens) -> None:
-        decoder = self._decoder_at(request.position)
-        ids, probs = decoder.logit_lens(request.position, request.k)
-        self._emit.lens_ready.emit({"position": request.position, "ids": ids, "probs": probs})
-
-    def _candidates(self, request: Candidates) -> None:
-        decoder = self._decoder_at(request.position)
-        ids, probs = decoder.candidates_at(request.position, request.k)
-        self._emit.candidates_ready.emit({"position": request.position, "ids": ids, "probs": probs,
-                                          "token": int(decoder.trace.token_ids[request.position])})
-
-    def _model_job(self, request: ModelJob) -> None:
-        if self._state.loaded is None:
-            raise ExplorerError("No model is loaded yet; open one from the Model menu first.")
-        request.job(self._state.loaded, lambda: self._queue.is_cancelled(request))
-
-    def _set_recording(self, request: SetRecording) -> None:
-        """A new decoder recording in the new dtype, which redoes the current run exactly."""
-        self._record_dtype = request.dtype
-        old = self._state.decoder
-        if old is None:
-            return
-        decoder = self._core.make_decoder(self._state.loaded, self._sampling, self._record_dtype)
-        self._state = _State(loaded=self._state.loaded, decoder=decoder, load_request=self._state.load_request)
-        steps = old.trace.steps
-        if not steps:
-            return
-        encoded = old.trace.encoder if old.trace.model.is_encoder_decoder else None   # a translation's source
-        forced = {index: step.chosen_id for index, step in enumerate(steps) if step.forced}
-        self._run_again(decoder, (encoded or steps[0]).token_ids, forced, len(steps), request)
-
-    def _set_sampling(self, request: SetSampling) -> None:
-        self._sampling = request.sampling
-        if self._state.decoder is not None:
-            self._state.decoder.set_sampling(self._core.sampling(request.sampling))
-
-    # ----- helpers ----------------------------------------------------------------
-    def _decoder_at(self, position: int):
-        """The decoder, when its trace has a token at `position`."""
-        decoder = self._decoder(need_trace=True)
-        if not 0 <= position < decoder.trace.n_tokens:
-            raise ExplorerError(f"position {position} is not in the trace (0 to {decoder.trace.n_tokens - 1})")
-        return decoder
-
-    def _decoder(self, need_trace: bool = False):
-        decoder = self._state.decoder
-        if decoder is None:
-            raise ExplorerError("No model is loaded yet; open one from the Model menu first.")
-        if need_trace and not decoder.trace.steps:
-            raise ExplorerError("Nothing has been run yet; press Run to prefill the prompt first.")
-        return decoder
-
-    def _device_for(self, request) -> str:
-        if isinstance(request, Load):
-            return request.device
-        loaded_by = self._state.load_request
-        return loaded_by.device if loaded_by is not None else "cpu"
-
-    def _fall_back_to_cpu(self, failed_request) -> None:
-        """The GPU ran out of memory: reload the same model on the CPU, replay the trace, retry."""
-        old = self._state
-        was_load = isinstance(failed_request, Load)
-        source = failed_request if was_load else old.load_request
-        trace = None if was_load or old.decoder is None else old.decoder.trace
-        self._emit.notice.emit(f"Out of memory on {source.device}; the model now runs on the CPU.")
-        self._state = _State()
-        self._load(replace(source, device="cpu"))
-        if trace is not None and trace.steps:
-            self._replay(Replay(**replay_arguments(trace)))
-        if not was_load:
-            self._handlers[type(failed_request)](failed_request)
-
-
-def replay_arguments(trace) -> dict:
-    """The prompt ids, forced tokens and step count that rebuild `trace` exactly."""
-    forced = tuple((index, int(step.chosen_id)) for index, step in enumerate(trace.steps) if step.forced)
-    return {"ids": tuple(int(i) for i in trace_views.started_ids(trace)), "forced": forced, "n_steps": trace.n_steps}
-
-
-def _progress_of(args, kwargs) -> tuple[float, str]:
-    """Read a loader's progress callback arguments, whatever their order: a fraction and a message."""
-    fraction, message = -1.0, ""
-    for value in list(args) + list(kwargs.values()):
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and fraction < 0:
-            fraction = float(value)
-        elif isinstance(value, str) and not message:
-            message = value
-    return fraction, message
 
 
 class ModelWorker(QObject):
@@ -285,7 +45,7 @@ class ModelWorker(QObject):
     def __init__(self, core: CoreApi | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._queue = RequestQueue()
-        self._emitter = _Emitter()
+        self._emitter = Emitter()
         self._busy = False
         self._latest_trace = None
         self._discard_through = -1          # traces of requests up to this seq are not handed on
@@ -300,7 +60,7 @@ class ModelWorker(QObject):
         self._emitter.devices_found.connect(self.devices_found)
         self._emitter.state_changed.connect(self._on_state_changed)
         self._core = core or CoreApi.real()
-        self._loop = _DecodeLoop(self._queue, self._emitter, self._core)   # read by tests when idle
+        self._loop = DecodeLoop(self._queue, self._emitter, self._core)   # read by tests when idle
         self._thread = preload.adopt(self._loop.run_forever)      # the thread started at launch, if any
         if self._thread is None:
             self._thread = threading.Thread(target=self._loop.run_forever, name="model-worker", daemon=True)
