@@ -1,12 +1,14 @@
-"""Say exactly which system packages Qt needs and which are missing.
+"""Find the system packages Qt needs and install the missing ones where this user may.
 
-Run by `make run` and `make test` before anything else. On Debian/Ubuntu it
-checks the packages with dpkg; elsewhere it checks the shared libraries.
-Exits 2 with the apt-get line to run when something is missing.
+Run by `make run` and `make test` before anything else. On Debian/Ubuntu it checks the packages
+with dpkg. When some are missing and the user is root, or has password-less sudo (`sudo -n true`
+succeeds), it installs them with apt-get, as the README's two commands promise; otherwise it
+prints the apt-get line to run and exits 2. Elsewhere it checks the shared libraries.
 """
 from __future__ import annotations
 
 import ctypes.util
+import os
 import shutil
 import subprocess
 import sys
@@ -31,20 +33,47 @@ def missing_debian_packages(packages: list[str]) -> list[str]:
     return missing
 
 
+def installer_prefix() -> list[str] | None:
+    """[] for root, ["sudo", "-n"] where sudo needs no password, None where this user cannot install."""
+    if os.geteuid() == 0:
+        return []
+    if shutil.which("sudo") and subprocess.run(["sudo", "-n", "true"], capture_output=True).returncode == 0:
+        return ["sudo", "-n"]
+    return None
+
+
+def install(packages: list[str], prefix: list[str]) -> bool:
+    """apt-get update, then install the packages without questions; True when apt-get succeeded."""
+    print("Installing the system packages Qt needs: " + " ".join(packages), file=sys.stderr, flush=True)
+    environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for command in (["apt-get", "update", "-qq"],
+                    ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages]):
+        if subprocess.run(prefix + command, env=environment).returncode != 0:
+            print("apt-get failed: " + " ".join(prefix + command), file=sys.stderr)
+            return False
+    return True
+
+
+def check_debian() -> int:
+    needed, window = missing_debian_packages(QT_IMPORT), missing_debian_packages(QT_WINDOW)
+    prefix = installer_prefix() if needed or window else None
+    if prefix is not None and install(needed + window, prefix):
+        needed, window = missing_debian_packages(QT_IMPORT), missing_debian_packages(QT_WINDOW)
+    if window:
+        print("For a real window, also install: sudo apt-get install -y " + " ".join(window),
+              file=sys.stderr)
+    if needed:
+        print("Qt needs system packages that are missing. Install them with:\n"
+              "  sudo apt-get install -y " + " ".join(needed), file=sys.stderr)
+        return 2
+    return 0
+
+
 def main() -> int:
     if not sys.platform.startswith("linux"):
         return 0
     if shutil.which("dpkg-query"):
-        needed = missing_debian_packages(QT_IMPORT)
-        window = missing_debian_packages(QT_WINDOW)
-        if window:
-            print("For a real window, also install: sudo apt-get install -y " + " ".join(window),
-                  file=sys.stderr)
-        if needed:
-            print("Qt needs system packages that are missing. Install them with:\n"
-                  "  sudo apt-get install -y " + " ".join(needed), file=sys.stderr)
-            return 2
-        return 0
+        return check_debian()
     absent = [lib for lib in LIBRARIES if ctypes.util.find_library(lib) is None]
     if absent:
         print("Qt needs these shared libraries, which were not found: " + ", ".join(absent)
