@@ -15,12 +15,12 @@ import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from explorer.app import trace_views
 from explorer.app.core_api import LoadedSummary, SamplingSettings
 from explorer.app.session import Session
 from explorer.app.session_file import SessionState
 from explorer.app.trace_budget import DEFAULT_BUDGET, TraceCost, TraceMeter, human_bytes
 from explorer.app.worker import ModelWorker
+from explorer.views import trace_views
 
 BUDGET_MENU = "Decode ▸ Trace Memory Budget…"
 

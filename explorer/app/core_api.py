@@ -12,29 +12,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from explorer.app.session_state import SamplingSettings  # noqa: F401 (re-exported: the toolbar's settings)
 from explorer.core.trace import ModelInfo
-
-
-@dataclass(frozen=True)
-class SamplingSettings:
-    """The decoding choices the toolbar offers; temperature 0 means greedy."""
-
-    temperature: float = 0.0
-    top_k: int = 0
-    top_p: float = 1.0
-    seed: int = 0
-
-    @property
-    def greedy(self) -> bool:
-        return self.temperature <= 0.0
-
-    def as_dict(self) -> dict:
-        return {"temperature": self.temperature, "top_k": self.top_k, "top_p": self.top_p, "seed": self.seed}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "SamplingSettings":
-        return cls(temperature=float(d.get("temperature", 0.0)), top_k=int(d.get("top_k", 0)),
-                   top_p=float(d.get("top_p", 1.0)), seed=int(d.get("seed", 0)))
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,11 @@ from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QObject, Signal
 
-from explorer.app import trace_views
 from explorer.app.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory
 from explorer.app.requests import (Back, Cancelled, Candidates, Force, Load, LogitLens, ModelJob, Prefill, Replay,
                                    RequestQueue, SetRecording, SetSampling, Step, Sync)
 from explorer.core.errors import ExplorerError
+from explorer.views import trace_views
 
 
 class Emitter(QObject):

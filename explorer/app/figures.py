@@ -13,10 +13,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from explorer.app.panels.attention import attention_matrix, axis_labels, grid_image
-from explorer.app.panels.grid import mosaic
-from explorer.app.panels.heatmap import Heatmap, log_scaled
+from explorer.app.panels.heatmap import Heatmap
 from explorer.core.trace import Trace
+from explorer.views.grid import mosaic
+from explorer.views.maps import attention_matrix, axis_labels, grid_image, log_scaled
 
 FIGURE_BACKGROUND = "#101014"
 

@@ -81,7 +81,7 @@ def run(args) -> int:
 
 def _view(trace, kind: str):
     """The Trace that holds the attention asked for (trace_views); a kind the model lacks is an error."""
-    from explorer.app import trace_views
+    from explorer.views import trace_views
 
     if kind not in trace_views.kinds_of(trace.model):
         raise ExplorerError(f"--attention {kind} needs an encoder-decoder model; {trace.model.name} has "

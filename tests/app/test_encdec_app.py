@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from explorer.app import trace_views
 from explorer.app.panels import AttentionPanel, KVCachePanel, MaskPanel, QKVPanel
 from explorer.app.panels.mask import MASKED, NEW_ROW
 from explorer.app.session import Session
+from explorer.views import trace_views
 from tests.app.shared_window import make, settle
 
 TRANSLATOR = Path(__file__).resolve().parents[2] / "resources" / "models" / "translate-en-zh"

@@ -10,7 +10,7 @@ from PySide6.QtGui import QColor, QImage
 
 from explorer.app import export
 from explorer.app.figures import attention_figure
-from explorer.app.panels.heatmap import short_label
+from explorer.views.maps import short_label
 from explorer.core.errors import ExplorerError
 from tests.app.synthetic_trace import build_trace
 

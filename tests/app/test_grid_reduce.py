@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer.app.panels import grid
-from explorer.app.panels.grid import _block_max, _reduce
+from explorer.views import grid
+from explorer.views.grid import _block_max, _reduce
 from tests.app.synthetic_trace import build_trace
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from explorer.app.panels.attention import AttentionPanel
-from explorer.app.panels.grid import downsampled_attention, mosaic, score_levels
+from explorer.views.grid import downsampled_attention, mosaic, score_levels
 from explorer.app.session import Session
 from tests.app.synthetic_trace import build_trace
 

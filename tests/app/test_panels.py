@@ -217,7 +217,7 @@ def test_embeddings_show_rows_of_e_and_rope_angles(qtbot, session):
 
 
 def test_grid_tiles_are_block_maxima_of_the_dense_attention():
-    from explorer.app.panels.grid import downsampled_attention
+    from explorer.views.grid import downsampled_attention
 
     trace = build_trace(n_layers=1, n_heads=2, prompt_len=9, steps=4, sliding_window=3)
     for step in (0, None):

@@ -14,12 +14,13 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QSplitter
 
-from explorer.app import trace_views
 from explorer.app.panels.attention_kind import AttentionKindBox
 from explorer.app.panels.base import Panel, dims
-from explorer.app.panels.grid import Mosaic, mosaic, score_levels
-from explorer.app.panels.heatmap import Heatmap, log_scaled, short_label
+from explorer.app.panels.heatmap import Heatmap
 from explorer.app.session import Selection
+from explorer.views import trace_views
+from explorer.views.grid import Mosaic, mosaic
+from explorer.views.maps import attention_matrix, axis_labels, grid_image, log_scaled
 
 
 class AttentionPanel(Panel):
@@ -208,35 +209,6 @@ class AttentionPanel(Panel):
             action.triggered.connect(slot)
             actions.append(action)
         return actions
-
-
-def attention_matrix(trace, layer: int, head: int, step: int | None = None, values: str = "weights",
-                     cross: bool = False) -> np.ndarray:
-    """One head's weights (or scores) with masked cells as NaN: (T_q, T_kv)."""
-    if values == "scores":
-        matrix = trace.scores(layer, head, step, cross)
-    else:
-        matrix = trace.attention_head(layer, head, step, cross).astype(np.float32)
-    mask = trace.mask(layer, step, cross)
-    return np.where(mask & np.isfinite(matrix), matrix, np.nan).astype(np.float32)
-
-
-def axis_labels(trace, shape: tuple[int, int], cross: bool = False) -> tuple[list[str], list[str]]:
-    """Tick labels of the query rows and key columns."""
-    text = trace.token_text
-    rows = [short_label(t) for t in text[: shape[0]]]
-    if cross and trace.encoder is not None:
-        cols = [short_label(t) for t in trace.encoder.token_text[: shape[1]]]
-    else:
-        cols = [short_label(t) for t in text[: shape[1]]]
-    return rows, cols
-
-
-def grid_image(grid, values: str, log: bool) -> tuple[np.ndarray, tuple[float, float]]:
-    """The all-heads mosaic as drawn: scores at robust levels, weights linear (0 to 1) or log10."""
-    if values == "scores":
-        return grid.image, score_levels(grid.image)
-    return log_scaled(grid.image) if log else (grid.image, (0.0, 1.0))
 
 
 def attention_formula(trace, kind: str, values: str, layer: int, head: int, shape: tuple[int, int]) -> str:

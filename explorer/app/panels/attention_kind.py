@@ -8,7 +8,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QWidget
 
-from explorer.app import trace_views
+from explorer.views import trace_views
 
 
 class AttentionKindBox(QWidget):

@@ -9,8 +9,9 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel
 
 from explorer.app.panels.base import Panel, dims
-from explorer.app.panels.heatmap import Heatmap, short_label
+from explorer.app.panels.heatmap import Heatmap
 from explorer.app.session import Selection
+from explorer.views.maps import short_label
 
 VIEWS = {
     "tokens": "token embeddings E[id]",

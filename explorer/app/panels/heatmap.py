@@ -17,7 +17,6 @@ from PySide6.QtGui import QColor, QPen, QTransform
 from PySide6.QtWidgets import QGraphicsRectItem
 
 HIGHLIGHT = QColor("#ff2d55")
-LOG_FLOOR = 1e-6
 
 
 class TokenAxis(pg.AxisItem):
@@ -81,12 +80,6 @@ def nice_step(at_least: float) -> float:
         return 1.0
     magnitude = 10.0 ** math.floor(math.log10(at_least))
     return next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= at_least)
-
-
-def short_label(text: str, width: int = 10) -> str:
-    """A tick label: whitespace made visible, long tokens cut."""
-    text = text.replace(" ", "·").replace("\n", "↵").replace("\t", "→")
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 class Heatmap:
@@ -238,14 +231,6 @@ class Heatmap:
         cell = self.cell_at(event.scenePos())
         if cell is not None:
             self.on_click(*cell)
-
-
-def log_scaled(matrix: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
-    """log10 of weights with a floor, keeping NaN (masked) cells; levels from the floor to 0."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.log10(np.maximum(matrix, LOG_FLOOR))
-    out[np.isnan(matrix)] = np.nan
-    return out.astype(np.float32), (math.log10(LOG_FLOOR), 0.0)
 
 
 class RowLink:

@@ -17,12 +17,12 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
-from explorer.app import trace_views
 from explorer.app.panels.base import LineLabel, Panel
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.session import Selection
 from explorer.core import kv_formulas, kv_variants
 from explorer.core.units import human_bytes as human
+from explorer.views import trace_views
 
 KIB = 1024.0
 CROSS_COLOUR = "#b07cd8"

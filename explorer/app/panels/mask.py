@@ -14,11 +14,12 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QSpinBox
 
-from explorer.app import trace_views
 from explorer.app.panels.attention_kind import AttentionKindBox
 from explorer.app.panels.base import LineLabel, Panel
-from explorer.app.panels.heatmap import Heatmap, short_label
+from explorer.app.panels.heatmap import Heatmap
 from explorer.app.session import Selection
+from explorer.views import trace_views
+from explorer.views.maps import short_label
 
 MASKED, ALLOWED, NEW_ROW = 0, 1, 2
 COLOURS = pg.ColorMap(pos=[0.0, 0.5, 1.0], color=["#23232b", "#3b7dd8", "#ffb000"])

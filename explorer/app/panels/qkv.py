@@ -18,13 +18,14 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSpinBox, QSplitter
 
-from explorer.app import trace_views
 from explorer.app.panels.attention_kind import AttentionKindBox
 from explorer.app.panels.base import Panel, WrappedText, dims, formula_html
 from explorer.app.panels.embeddings import symmetric_levels
-from explorer.app.panels.heatmap import Heatmap, RowLink, short_label
+from explorer.app.panels.heatmap import Heatmap, RowLink
 from explorer.app.panels.model_call import Executor, ModelCall
 from explorer.app.session import Selection
+from explorer.views import trace_views
+from explorer.views.maps import short_label
 
 
 def _records(trace, layer: int, step):

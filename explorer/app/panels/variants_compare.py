@@ -18,10 +18,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout,
                                QWidget)
 
-from explorer.app.panels.attention import attention_matrix
 from explorer.app.panels.heatmap import Heatmap
 from explorer.core import kv_formulas
 from explorer.core.units import human_bytes
+from explorer.views.maps import attention_matrix
 
 KINDS = ("mha", "mqa", "gqa", "mla")
 DEFAULT_PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?"

@@ -1,0 +1,129 @@
+"""A session as a small JSON file: what rebuilds a trace exactly. Qt-free, so that the Python API writes the
+same files the app opens.
+
+Decoding is deterministic, so the model reference, the prompt and its ids, the
+sampling settings with the seed, the forced tokens and the number of steps are
+enough. Files are written atomically (a temporary file, then `os.replace`), so a
+crash mid-write leaves the old file whole.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from explorer.core.errors import ExplorerError
+from explorer.views import trace_views
+
+FORMAT = "transformer-explorer-session"
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """The decoding choices the toolbar offers; temperature 0 means greedy."""
+
+    temperature: float = 0.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int = 0
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature <= 0.0
+
+    def as_dict(self) -> dict:
+        return {"temperature": self.temperature, "top_k": self.top_k, "top_p": self.top_p, "seed": self.seed}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SamplingSettings":
+        return cls(temperature=float(d.get("temperature", 0.0)), top_k=int(d.get("top_k", 0)),
+                   top_p=float(d.get("top_p", 1.0)), seed=int(d.get("seed", 0)))
+
+
+class SessionFileError(ExplorerError):
+    """A session file could not be read or written."""
+
+
+@dataclass(frozen=True)
+class SessionState:
+    """Everything needed to reproduce what the person was looking at."""
+
+    model: str | None = None             # catalog name or path of the model
+    prompt: str = ""                     # the editor's text
+    prompt_ids: tuple[int, ...] = ()     # the ids the trace was prefilled with (empty: not run)
+    sampling: SamplingSettings = field(default_factory=SamplingSettings)
+    forced: tuple[tuple[int, int], ...] = ()   # (step index, token id) chosen by the person
+    steps: int = 0                       # trace length in steps (prefill counts as one)
+    device: str = "cpu"
+    dtype: str = "float32"
+
+    @classmethod
+    def of(cls, model: str | None, prompt: str, sampling: SamplingSettings, trace=None,
+           device: str = "cpu", dtype: str = "float32") -> "SessionState":
+        """The state of a window: its model, prompt and sampling, and the trace it shows (if any)."""
+        if trace is None or not trace.steps:
+            return cls(model=model, prompt=prompt, sampling=sampling, device=device, dtype=dtype)
+        forced = tuple((i, int(s.chosen_id)) for i, s in enumerate(trace.steps) if s.forced)
+        return cls(model=model, prompt=prompt, prompt_ids=tuple(int(i) for i in trace_views.started_ids(trace)),
+                   sampling=sampling, forced=forced, steps=trace.n_steps, device=device, dtype=dtype)
+
+    def to_json(self) -> str:
+        body = asdict(self)
+        body["sampling"] = self.sampling.as_dict()
+        body["prompt_ids"] = list(self.prompt_ids)
+        body["forced"] = [list(pair) for pair in self.forced]
+        return json.dumps({"format": FORMAT, "version": VERSION, **body}, ensure_ascii=False, indent=1)
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "session") -> "SessionState":
+        try:
+            body = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise SessionFileError(f"{source} is not valid JSON ({error.msg} at line {error.lineno}).") from None
+        if not isinstance(body, dict) or body.get("format") != FORMAT:
+            raise SessionFileError(f"{source} is not a Transformer Explorer session file.")
+        if int(body.get("version", 0)) > VERSION:
+            raise SessionFileError(f"{source} was written by a newer version (format {body['version']}).")
+        try:
+            return cls(model=body.get("model"), prompt=str(body.get("prompt", "")),
+                       prompt_ids=tuple(int(i) for i in body.get("prompt_ids", ())),
+                       sampling=SamplingSettings.from_dict(body.get("sampling", {})),
+                       forced=tuple((int(s), int(t)) for s, t in body.get("forced", ())),
+                       steps=int(body.get("steps", 0)), device=str(body.get("device", "cpu")),
+                       dtype=str(body.get("dtype", "float32")))
+        except (TypeError, ValueError) as error:
+            raise SessionFileError(f"{source} has a malformed field ({error}).") from None
+
+
+def write_atomically(path: str | os.PathLike, text: str) -> None:
+    """Write `text` to `path` so that a reader sees either the old file or the new one, whole."""
+    path = Path(path)
+    temporary = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except OSError as error:
+        if temporary is not None and os.path.exists(temporary):
+            os.unlink(temporary)
+        raise SessionFileError(f"{path}: cannot write the session ({error.strerror or error}).") from None
+
+
+def save(path: str | os.PathLike, state: SessionState) -> None:
+    write_atomically(path, state.to_json())
+
+
+def load(path: str | os.PathLike) -> SessionState:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise SessionFileError(f"{path}: cannot read the session ({getattr(error, 'strerror', None) or error}).") \
+            from None
+    return SessionState.from_json(text, source=str(path))

@@ -1,0 +1,57 @@
+"""One head's attention map as drawn: the matrix with masked cells as NaN, its tick labels, its colours.
+
+The panels, the image exports and the Python API's `show()` all draw these.
+Numpy only.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from explorer.views.grid import score_levels
+
+LOG_FLOOR = 1e-6
+
+
+def short_label(text: str, width: int = 10) -> str:
+    """A tick label: whitespace made visible, long tokens cut."""
+    text = text.replace(" ", "·").replace("\n", "↵").replace("\t", "→")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def attention_matrix(trace, layer: int, head: int, step: int | None = None, values: str = "weights",
+                     cross: bool = False) -> np.ndarray:
+    """One head's weights (or scores) with masked cells as NaN: (T_q, T_kv)."""
+    if values == "scores":
+        matrix = trace.scores(layer, head, step, cross)
+    else:
+        matrix = trace.attention_head(layer, head, step, cross).astype(np.float32)
+    mask = trace.mask(layer, step, cross)
+    return np.where(mask & np.isfinite(matrix), matrix, np.nan).astype(np.float32)
+
+
+def axis_labels(trace, shape: tuple[int, int], cross: bool = False) -> tuple[list[str], list[str]]:
+    """Tick labels of the query rows and key columns."""
+    text = trace.token_text
+    rows = [short_label(t) for t in text[: shape[0]]]
+    if cross and trace.encoder is not None:
+        cols = [short_label(t) for t in trace.encoder.token_text[: shape[1]]]
+    else:
+        cols = [short_label(t) for t in text[: shape[1]]]
+    return rows, cols
+
+
+def grid_image(grid, values: str, log: bool) -> tuple[np.ndarray, tuple[float, float]]:
+    """The all-heads mosaic as drawn: scores at robust levels, weights linear (0 to 1) or log10."""
+    if values == "scores":
+        return grid.image, score_levels(grid.image)
+    return log_scaled(grid.image) if log else (grid.image, (0.0, 1.0))
+
+
+def log_scaled(matrix: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
+    """log10 of weights with a floor, keeping NaN (masked) cells; levels from the floor to 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.log10(np.maximum(matrix, LOG_FLOOR))
+    out[np.isnan(matrix)] = np.nan
+    return out.astype(np.float32), (math.log10(LOG_FLOOR), 0.0)
