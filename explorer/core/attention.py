@@ -8,25 +8,31 @@ Vaswani et al. 2017 (MHA); Shazeer 2019 (MQA); Ainslie et al. 2023 (GQA).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from explorer.core.capture import AttentionCapture
+from explorer.core.intervention import SOFTMAX, Intervention, Kernel, LayerIntervention
 from explorer.core.rope import Rotary, RotationTable
 from explorer.core.stacked import stack_rows
 
 
 class StepContext:
-    """What every layer of one forward pass shares: positions, RoPE angles and masks (memoized)."""
+    """What every layer of one forward pass shares: positions, RoPE angles, masks (memoized) and
+    the intervention run (None: the model as it is)."""
 
-    def __init__(self, positions: np.ndarray, device, dtype, rotaries: dict[str, Rotary]):
+    def __init__(self, positions: np.ndarray, device, dtype, rotaries: dict[str, Rotary], run=None):
         self.positions_np = positions                                            # (T,)
         self.positions = torch.as_tensor(positions, dtype=torch.long, device=device)
         self.dtype = dtype
         self.rotaries = rotaries
+        self.run: InterventionRun | None = run
         self._rotations: dict[str, RotationTable] = {}
-        self._masks: dict[tuple, tuple[np.ndarray, torch.Tensor | None]] = {}
+        self._masks: dict[tuple, Visibility] = {}
 
     def rotation(self, kind: str) -> RotationTable:
         """This step's RoPE angles for one table ("global" or "local"), shared by its layers."""
@@ -34,12 +40,10 @@ class StepContext:
             self._rotations[kind] = self.rotaries[kind].table(self.positions, self.dtype)
         return self._rotations[kind]
 
-    def mask(self, kv_positions: np.ndarray, window: int | None) -> tuple[np.ndarray, torch.Tensor | None, np.ndarray]:
-        """(T, n_kv) bool, True where query i may attend key j, and the torch tensor of the hidden
-        entries (not visible), None when nothing is hidden.
+    def mask(self, kv_positions: np.ndarray, window: int | None) -> "Visibility":
+        """Which of the keys at `kv_positions` each query sees: causal, within `window` if given.
 
-        Also returns one shared copy of kv_positions, so that layers of one kind
-        record the same array instead of one each.
+        Memoized, so that layers of one kind record the same mask and kv_positions arrays.
         """
         key = (int(kv_positions[0]), len(kv_positions), window)
         if key not in self._masks:
@@ -47,9 +51,36 @@ class StepContext:
             visible = kv_positions[None, :] <= query                            # (T, n_kv)
             if window:
                 visible &= kv_positions[None, :] > query - window
-            as_tensor = None if visible.all() else torch.from_numpy(~visible).to(self.positions.device)
-            self._masks[key] = (visible, as_tensor, kv_positions)
+            self._masks[key] = Visibility.of(visible, self.positions_np, kv_positions, self.positions.device)
         return self._masks[key]
+
+    def site(self, layer: int, n_heads: int, where: str = "self") -> "Site | None":
+        return None if self.run is None else self.run.site(layer, n_heads, where)
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """mask (T, n_kv) bool, True where query i may attend key j; `hidden` the torch tensor of the
+    hidden entries (None when nothing is hidden; it may carry a batch's padding as well);
+    the absolute positions of the queries (T,) and of the keys (n_kv,)."""
+
+    mask: np.ndarray
+    hidden: torch.Tensor | None
+    queries: np.ndarray
+    keys: np.ndarray
+
+    @staticmethod
+    def of(visible: np.ndarray, queries: np.ndarray, keys: np.ndarray, device) -> "Visibility":
+        hidden = None if visible.all() else torch.from_numpy(~visible).to(device)
+        return Visibility(visible, hidden, queries, keys)
+
+    def without(self, hidden: np.ndarray | None) -> "Visibility":
+        """This visibility with the entries of `hidden` (T, n_kv) hidden as well."""
+        if hidden is None or not hidden.any():
+            return self
+        extra = torch.from_numpy(hidden).to(self.hidden.device if self.hidden is not None else "cpu")
+        return Visibility(self.mask & ~hidden, extra if self.hidden is None else self.hidden | extra,
+                          self.queries, self.keys)
 
 
 def attention_weights(scores: torch.Tensor, hidden: torch.Tensor | None, softcap: float | None) -> torch.Tensor:
@@ -63,6 +94,105 @@ def attention_weights(scores: torch.Tensor, hidden: torch.Tensor | None, softcap
         scores = scores.masked_fill_(hidden, float("-inf"))
     weights = torch.softmax(scores, dim=-1, dtype=torch.float32)
     return weights if scores.dtype == torch.float32 else weights.to(scores.dtype)
+
+
+def kernel_weights(scores: torch.Tensor, seen: Visibility, softcap: float | None, kernel: Kernel) -> torch.Tensor:
+    """A = Z^-1 f_kappa(S) over the visible entries; masked ones contribute 0; a row with Z = 0 is all 0.
+
+    exp: the model's softmax (its softcap, then S / tau); linear: f(S) = S; relu: f(S) = max(0, S).
+    """
+    if kernel.name == "exp":
+        if softcap:
+            scores = torch.tanh(scores / softcap) * softcap
+        if kernel.temperature != 1.0:
+            scores = scores / kernel.temperature                                  # exp(S / tau)
+        weights = attention_weights(scores, seen.hidden, None)
+        empty = ~seen.mask.any(axis=1)                                            # rows that see nothing
+        return weights.nan_to_num_(0.0) if empty.any() else weights
+    f = scores if kernel.name == "linear" else torch.relu(scores)                # f_kappa(S)
+    if seen.hidden is not None:
+        f = f.masked_fill(seen.hidden, 0.0)
+    z = f.sum(dim=-1, keepdim=True)                                               # Z: row sums
+    return torch.where(z != 0, f / torch.where(z != 0, z, 1.0), 0.0)
+
+
+def attend(scores: torch.Tensor, seen: Visibility, mix, softcap: float | None = None, site=None):
+    """The one attention core every kind goes through, the one place interventions are read:
+
+        A_h = Z^-1 f_kappa(S_h) over the visible keys,  O_h = A_h V_h  (= mix(A)).
+
+    scores: S = Q K^T * scale, (..., N_Q, T, n_kv), a fresh tensor (overwritten);
+    mix(A) -> O (..., N_Q, T, d_v). Returns A, O and the visibility used (edits hide entries).
+    """
+    if site is None:
+        weights = attention_weights(scores, seen.hidden, softcap)
+        return weights, mix(weights), seen
+    seen = seen.without(site.plan.hidden(seen.queries, seen.keys))
+    weights = kernel_weights(scores, seen, softcap, site.plan.kernel)
+    return weights, site.head_outputs(mix(weights), seen.queries), seen
+
+
+class Site:
+    """One sublayer's LayerIntervention, with the run's store of the prompt's mean O_h per head."""
+
+    def __init__(self, plan: LayerIntervention, means: dict):
+        self.plan, self.means = plan, means
+
+    @property
+    def kernel(self) -> Kernel:
+        return self.plan.kernel
+
+    def head_outputs(self, heads: torch.Tensor, queries: np.ndarray) -> torch.Tensor:
+        """O (..., N_Q, T, d_v) with ablated heads set to 0 or to their prompt mean, and patches written.
+
+        The mean of a head is taken over the rows of the first pass that ablates it (the prompt)
+        and kept for the later decoding steps.
+        """
+        for head, mode in self.plan.ablated:
+            if mode == "mean":
+                if head not in self.means:
+                    self.means[head] = heads[..., head, :, :].mean(dim=-2, keepdim=True)  # (..., 1, d_v)
+                heads[..., head, :, :] = self.means[head]
+            else:
+                heads[..., head, :, :] = 0.0
+        for patch in self.plan.patches:
+            rows = np.flatnonzero((queries >= patch.start) & (queries < patch.start + len(patch.values)))
+            if rows.size:
+                values = torch.as_tensor(patch.values[queries[rows] - patch.start], dtype=heads.dtype)
+                heads[..., patch.head, torch.from_numpy(rows), :] = values.to(heads.device)
+        return heads
+
+
+class InterventionRun:
+    """An Intervention over one decoder's run: its sites, and the prompt's mean head outputs,
+    which the later steps of the run reuse (so a cached decode equals the uncached forward)."""
+
+    def __init__(self, intervention: Intervention):
+        self.intervention = intervention
+        self._means: dict[tuple, dict] = {}
+
+    def site(self, layer: int, n_heads: int, where: str = "self") -> Site | None:
+        plan = self.intervention.at(layer, n_heads, where)
+        return None if plan is None else Site(plan, self._means.setdefault((layer, where), {}))
+
+    def patch_residual(self, h: torch.Tensor, layer: int, positions: np.ndarray) -> torch.Tensor:
+        """h (T, d) entering block `layer`, with the intervention's residual patches written."""
+        patches = self.intervention.residual_patches_at(layer)
+        rows = [(int(np.flatnonzero(positions == p.position)[0]), p.value) for p in patches
+                if (positions == p.position).any()]
+        if not rows:
+            return h
+        h = h.clone()
+        for row, value in rows:
+            h[row] = torch.as_tensor(value, dtype=h.dtype, device=h.device)
+        return h
+
+
+def as_run(intervention) -> InterventionRun | None:
+    """An InterventionRun for `intervention` (an Intervention, a run, or None); None when it changes nothing."""
+    if intervention is None or isinstance(intervention, InterventionRun):
+        return intervention
+    return None if intervention.is_empty else InterventionRun(intervention)
 
 
 def grouped_scores(q: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
@@ -138,17 +268,18 @@ class SelfAttention(nn.Module):
             keys, values, kv_positions = k, v, step.positions_np
         else:
             keys, values, kv_positions = cache.update(k, v)                      # (N_KV, n_kv, d)
-        visible, hidden, kv_positions = step.mask(kv_positions, self.window)
+        site = step.site(self.layer, n_q)
         scores = grouped_scores(q, keys).mul_(self.scale)                        # S: (N_Q, T, n_kv)
-        weights = attention_weights(scores, hidden, self.softcap)                # A: (N_Q, T, n_kv)
-        heads = grouped_mix(weights, values)                                     # O_h = A_h V: (N_Q, T, d_v)
+        weights, heads, seen = attend(scores, step.mask(kv_positions, self.window),   # A: (N_Q, T, n_kv)
+                                      lambda a: grouped_mix(a, values), self.softcap, site)  # O_h = A_h V
         wo = self.wo
         y = F.linear(heads.transpose(0, 1).reshape(t, -1), wo.weight, wo.bias)    # concat_h O_h W^O: (T, d_model)
 
         if capture is not None:
             rotated = self.rope is not None
-            capture.record(self.layer, q=q, k=k, v=v, weights=weights, head_out=heads,
-                           q_pre_rope=q_pre.transpose(0, 1) if rotated else None,
-                           k_pre_rope=k_pre.transpose(0, 1) if rotated else None,
-                           mask=visible, kv_positions=kv_positions, scale=self.scale, softcap=self.softcap)
+            capture.attention(self.layer, AttentionCapture(
+                q=q, k=k, v=v, weights=weights, head_out=heads, mask=seen.mask, kv_positions=seen.keys,
+                scale=self.scale, softcap=self.softcap, kernel=site.kernel if site else SOFTMAX,
+                q_pre_rope=q_pre.transpose(0, 1) if rotated else None,
+                k_pre_rope=k_pre.transpose(0, 1) if rotated else None))
         return y

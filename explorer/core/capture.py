@@ -1,16 +1,71 @@
 """Scoped capture of one forward pass: the model hands its intermediates to this object.
 
-No hooks, no global state: the decoder creates one StepCapture per step, passes
-it down the forward call, turns what it holds into trace records, and drops it.
+No hooks, no global state: the decoder creates one StepCapture per step, passes it
+down the forward call, turns what it holds into trace records (recording.py), and
+drops it. The fields are typed: `capture.layers[l].attn.weights  # (head, q, k)`.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from explorer.core.intervention import SOFTMAX, Kernel
+
+
+@dataclass
+class AttentionCapture:
+    """One attention sublayer's tensors in one pass; the fields of trace.AttentionRecord, as torch."""
+
+    q: torch.Tensor                        # (N_Q, T, d_qk) after RoPE
+    k: torch.Tensor                        # (N_KV, T, d_qk) keys of the new tokens
+    v: torch.Tensor                        # (N_KV, T, d_v)
+    weights: torch.Tensor                  # (N_Q, T, n_kv) A, exactly 0 where masked
+    head_out: torch.Tensor                 # (N_Q, T, d_v) O_h = A_h V_h (after any intervention on it)
+    mask: np.ndarray                       # (T, n_kv) bool, True where the query sees the key
+    kv_positions: np.ndarray               # (n_kv,)
+    scale: float
+    softcap: float | None = None
+    q_pre_rope: torch.Tensor | None = None
+    k_pre_rope: torch.Tensor | None = None
+    latent: torch.Tensor | None = None     # MLA: c_KV of the new tokens (T, d_c)
+    k_rope: torch.Tensor | None = None     # MLA: k_R (T, d_R)
+    kernel: Kernel = SOFTMAX               # f_kappa the weights were computed with
+
+
+@dataclass
+class LayerCapture:
+    """One block in one pass: h_in -> h_in + attn_out -> ... + ffn_out = residual (pre-norm models).
+
+    For post-LN blocks (BERT, the encoder-decoder) attn_out and ffn_out are the sublayer outputs
+    before their Add & Norm, and `residual` is the block's output.
+    """
+
+    x: torch.Tensor | None = None              # (T, d) the attention sublayer's input X
+    residual_in: torch.Tensor | None = None    # (T, d) h entering the block
+    attn: AttentionCapture | None = None
+    attn_out: torch.Tensor | None = None       # (T, d) attention output added to the residual (post-norm applied)
+    cross: AttentionCapture | None = None      # encoder-decoder cross-attention
+    cross_out: torch.Tensor | None = None      # (T, d)
+    ffn_out: torch.Tensor | None = None        # (T, d) FFN output added to the residual (post-norm applied)
+    residual: torch.Tensor | None = None       # (T, d) h leaving the block
+
 
 class StepCapture:
-    """Per layer, the tensors and values one forward pass produced (names follow AttentionRecord)."""
+    """Per layer, what one forward pass produced."""
 
     def __init__(self, n_layers: int):
-        self.layers: list[dict] = [{} for _ in range(n_layers)]
+        self.layers: list[LayerCapture] = [LayerCapture() for _ in range(n_layers)]
 
-    def record(self, layer: int, **values) -> None:
-        self.layers[layer].update(values)
+    def attention(self, layer: int, record: AttentionCapture, cross: bool = False) -> None:
+        if cross:
+            self.layers[layer].cross = record
+        else:
+            self.layers[layer].attn = record
+
+    def block(self, layer: int, **tensors) -> None:
+        """The block-level tensors of `layer` (LayerCapture's fields)."""
+        captured = self.layers[layer]
+        for name, value in tensors.items():
+            setattr(captured, name, value)

@@ -3,7 +3,10 @@
 prefill(ids) runs the prompt, step() feeds the chosen token, back() undoes a
 step (the KV cache shrinks), force(id) replaces the chosen token (a branch).
 Each call captures one forward pass (capture.py: no hooks outlive it) and
-returns a new Trace sharing the earlier records.
+returns a new Trace sharing the earlier records. A decoder given an
+intervention.Intervention runs every pass under it: the steps after the prefill
+reuse the prefill's prompt means, so the cached decode equals the uncached
+forward under the same InterventionRun; back() and force() keep it.
 
 `StepDecoder` holds these moves and the step's record for every model that
 generates; `Decoder` is the decoder-only one, encdec_decode.EncDecDecoder the
@@ -32,8 +35,9 @@ class StepDecoder(Recorder):
     prompt_name = "a prompt"                           # what prefill takes, for the errors of step and force
     full_context = "the context of {} tokens is full"
 
-    def __init__(self, loaded, record: RecordOptions, sampling: Sampling):
-        super().__init__(loaded, record, sampling)
+    def __init__(self, loaded, record: RecordOptions, sampling: Sampling, intervention=None):
+        super().__init__(loaded, record, sampling, intervention)
+        self._intervened = None                        # the prefill's attention.InterventionRun (its prompt means)
         weight = self.model.embed.weight
         self.device, self.dtype = weight.device, weight.dtype
         self._hidden: list[torch.Tensor] = []          # per step: the states the logits come from (n_new, d)
@@ -96,7 +100,7 @@ class StepDecoder(Recorder):
         """Attention arrays the record options leave out of the trace."""
         return frozenset()
 
-    def _cross(self, layer: int, values: dict):
+    def _cross(self, layer: int, captured):
         """The layer's cross-attention tensors to record and its arrays shared by every step
         (recording.layer_records), for a model that has one."""
         return None
@@ -133,8 +137,8 @@ class Decoder(StepDecoder):
     """One sequence through one decoder-only model, with a preallocated KV cache and a growing Trace."""
 
     def __init__(self, loaded, record: RecordOptions = RecordOptions(), sampling: Sampling = Sampling(),
-                 capacity: int | None = None):
-        super().__init__(loaded, record, sampling)
+                 capacity: int | None = None, intervention=None):
+        super().__init__(loaded, record, sampling, intervention)
         self.kv_cache = KVCache(self.config, capacity or 1024, self.dtype, self.device)
         rotary = self.model.rotaries.get("global")
         self._inv_freq = None if rotary is None else rotary.inv_freq.numpy().astype(np.float32)
@@ -152,6 +156,7 @@ class Decoder(StepDecoder):
                 f"the prompt has {ids.size} tokens, more than the model's context of {self.config.max_positions}")
         self.kv_cache.reset()
         self._hidden = []
+        self._intervened = self.new_run()
         self.trace = self._trace((self._run(ids, "prefill"),))
         return self.trace
 
@@ -169,8 +174,8 @@ class Decoder(StepDecoder):
         ids = self.trace.token_ids[: position + 1]
         capture = StepCapture(self.config.n_layers)
         with torch.inference_mode():
-            self.model(torch.as_tensor(ids, device=self.device), np.arange(len(ids)), None, capture)
-            residuals = torch.stack([layer["residual"][-1] for layer in capture.layers])  # (L, d)
+            self.model(torch.as_tensor(ids, device=self.device), np.arange(len(ids)), None, capture, self._intervened)
+            residuals = torch.stack([layer.residual[-1] for layer in capture.layers])  # (L, d)
             top_probs, top_ids = top_candidates(self.model.logits(self.model.norm(residuals)), k)
         return top_ids.cpu().numpy().astype(np.int64), top_probs.cpu().numpy()
 
@@ -179,7 +184,7 @@ class Decoder(StepDecoder):
         return Trace(model=self.loaded.info, steps=steps, rope_inv_freq=self._inv_freq, rope=self._rope)
 
     def _forward(self, ids: torch.Tensor, positions: np.ndarray, capture: StepCapture) -> torch.Tensor:
-        return self.model(ids, positions, self.kv_cache, capture)                        # (n_new, d)
+        return self.model(ids, positions, self.kv_cache, capture, self._intervened)     # (n_new, d)
 
     def _pos_embeddings(self, positions: np.ndarray) -> torch.Tensor | None:
         return None if self.model.pos is None else self.model.pos.weight[positions]     # learned (GPT-2) only
@@ -192,7 +197,8 @@ class Decoder(StepDecoder):
         """A sliding ring forgot positions that are needed again: recompute the cache."""
         self.kv_cache.reset()
         with torch.inference_mode():
-            self.model(torch.as_tensor(ids, device=self.device), np.arange(len(ids)), self.kv_cache, None)
+            self.model(torch.as_tensor(ids, device=self.device), np.arange(len(ids)), self.kv_cache, None,
+                       self._intervened)
 
     def _skipped(self) -> frozenset:
         return frozenset(({"head_out"} if not self.record.head_out else set()) | (

@@ -14,6 +14,8 @@ The cross-attention K = C W^K and V = C W^V are computed once per source
 
 Unlike model.py this module keeps a batch dimension B, because the same code
 trains the bundled translation model on padded batches; the explorer runs B = 1.
+The attention core (mask, softmax, interventions) is model.py's: attention.attend
+works on any leading dimensions.
 The config.json format is our own: `model_type: "explorer-encdec"` (see EncDecConfig).
 """
 from __future__ import annotations
@@ -25,7 +27,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from explorer.core.attention import Visibility, as_run, attend
+from explorer.core.capture import AttentionCapture
 from explorer.core.errors import ModelLoadError, UnsupportedModelError
+from explorer.core.intervention import SOFTMAX
 from explorer.core.model import ACTIVATIONS, MLP
 from explorer.core.trace import ModelInfo
 
@@ -107,10 +112,14 @@ def sinusoidal(positions: torch.Tensor, d_model: int, dtype=torch.float32) -> to
 
 
 class MultiHeadAttention(nn.Module):
-    """MultiHead(X^Q, X^K, X^V) = concat_h(softmax(Q_h K_h^T / sqrt(d_k)) V_h) W^O, Q = X^Q W^Q, ..."""
+    """MultiHead(X^Q, X^K, X^V) = concat_h(softmax(Q_h K_h^T / sqrt(d_k)) V_h) W^O, Q = X^Q W^Q, ...
 
-    def __init__(self, d_model: int, n_heads: int):
+    The softmax, the mask and every intervention are those of the shared core (attention.attend).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, layer: int = 0, where: str = "self"):
         super().__init__()
+        self.layer, self.where = layer, where            # which sublayer an Intervention names
         self.n_heads, self.d_head = n_heads, d_model // n_heads
         self.scale = self.d_head ** -0.5
         self.wq = nn.Linear(d_model, d_model)                                    # W^Q
@@ -128,49 +137,49 @@ class MultiHeadAttention(nn.Module):
     def keys_values(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self._heads(x, self.wk), self._heads(x, self.wv)                 # K = X^K W^K, V = X^V W^V
 
-    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, visible: torch.Tensor | None):
-        """Y, A, O for q (B, H, N_Q, d), k/v (B, H, N_KV, d); visible broadcasts to (B, H, N_Q, N_KV)."""
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, seen: Visibility, run=None, capture=None):
+        """Y (B, N_Q, d_model) for q (B, H, N_Q, d), k/v (B, H, N_KV, d); batch row 0 goes to `capture`."""
+        site = None if run is None else run.site(self.layer, self.n_heads, self.where)
         scores = q @ k.transpose(-1, -2) * self.scale                            # S: (B, H, N_Q, N_KV)
-        if visible is not None:
-            scores = scores.masked_fill(~visible, float("-inf"))
-        weights = torch.softmax(scores.float(), dim=-1).to(q.dtype)              # A: (B, H, N_Q, N_KV)
-        heads = weights @ v                                                      # O_h = A_h V_h: (B, H, N_Q, d)
+        weights, heads, seen = attend(scores, seen, lambda a: a @ v, None, site)  # A, O_h = A_h V_h
         b, _, n_q, _ = heads.shape
         y = self.wo(heads.transpose(1, 2).reshape(b, n_q, -1))                   # concat_h O_h W^O: (B, N_Q, d_model)
-        return y, weights, heads
+        if capture is not None:
+            capture.attention(self.layer, AttentionCapture(
+                q=q[0], k=k[0], v=v[0], weights=weights[0], head_out=heads[0], mask=seen.mask,
+                kv_positions=seen.keys, scale=self.scale, kernel=site.kernel if site else SOFTMAX),
+                cross=self.where == "cross")
+        return y
 
 
-def _record(capture, layer: int, prefix: str, q, k, v, weights, heads, visible_np, kv_positions, scale) -> None:
-    """Hand batch row 0 of one attention sublayer to the step's capture (names follow AttentionRecord)."""
-    if capture is not None:
-        capture.record(layer, **{prefix + name: value for name, value in dict(
-            q=q[0], k=k[0], v=v[0], weights=weights[0], head_out=heads[0], mask=visible_np,
-            kv_positions=kv_positions, scale=scale, softcap=None).items()})
+def padded(queries: np.ndarray, n_keys: int, key_visible: torch.Tensor | None) -> Visibility:
+    """Every query sees every key but a batch's padding (`key_visible` (B, 1, 1, S), False at padding)."""
+    return Visibility(np.ones((len(queries), n_keys), dtype=bool), None if key_visible is None else ~key_visible,
+                      queries, np.arange(n_keys))
 
 
 class EncoderLayer(nn.Module):
     """h = LN(h + SelfAttn(h)); h = LN(h + FFN(h)), attending to the whole source."""
 
-    def __init__(self, config: EncDecConfig, layer: int):
+    def __init__(self, config: EncDecConfig, layer: int, where: str = "self"):
         super().__init__()
         self.layer = layer
-        self.attn = MultiHeadAttention(config.d_model, config.n_heads)
+        self.attn = MultiHeadAttention(config.d_model, config.n_heads, layer, where)
         self.attn_norm = nn.LayerNorm(config.d_model, eps=config.norm_eps)
         self.ffn = MLP(config.d_model, config.d_ff, ACTIVATIONS[config.activation])
         self.ffn_norm = nn.LayerNorm(config.d_model, eps=config.norm_eps)
 
-    def forward(self, h: torch.Tensor, visible: torch.Tensor | None, capture=None) -> torch.Tensor:
+    def forward(self, h: torch.Tensor, visible: torch.Tensor | None, capture=None, run=None) -> torch.Tensor:
+        s = h.shape[1]
         q = self.attn.queries(h)                                                 # (B, H, S, d)
         k, v = self.attn.keys_values(h)                                          # (B, H, S, d)
-        a, weights, heads = self.attn.attend(q, k, v, visible)
+        a = self.attn.attend(q, k, v, padded(np.arange(s), s, visible), run, capture)
         x = h
         h = self.attn_norm(h + a)                                                # Add & Norm
-        h = self.ffn_norm(h + self.ffn(h))                                       # Add & Norm: (B, S, d_model)
+        f = self.ffn(h)
+        h = self.ffn_norm(h + f)                                                 # Add & Norm: (B, S, d_model)
         if capture is not None:
-            s = h.shape[1]
-            _record(capture, self.layer, "", q, k, v, weights, heads, np.ones((s, s), dtype=bool),
-                    np.arange(s), self.attn.scale)
-            capture.record(self.layer, x=x[0], residual=h[0])
+            capture.block(self.layer, x=x[0], residual_in=x[0], attn_out=a[0], ffn_out=f[0], residual=h[0])
         return h
 
 
@@ -180,9 +189,9 @@ class DecoderLayer(nn.Module):
     def __init__(self, config: EncDecConfig, layer: int):
         super().__init__()
         self.layer = layer
-        self.self_attn = MultiHeadAttention(config.d_model, config.n_heads)
+        self.self_attn = MultiHeadAttention(config.d_model, config.n_heads, layer, "self")
         self.self_norm = nn.LayerNorm(config.d_model, eps=config.norm_eps)
-        self.cross_attn = MultiHeadAttention(config.d_model, config.n_heads)
+        self.cross_attn = MultiHeadAttention(config.d_model, config.n_heads, layer, "cross")
         self.cross_norm = nn.LayerNorm(config.d_model, eps=config.norm_eps)
         self.ffn = MLP(config.d_model, config.d_ff, ACTIVATIONS[config.activation])
         self.ffn_norm = nn.LayerNorm(config.d_model, eps=config.norm_eps)
@@ -193,20 +202,19 @@ class DecoderLayer(nn.Module):
         k, v = self.self_attn.keys_values(h)
         keys, values, kv_positions = (k, v, step.positions) if cache is None else _cached(cache, k, v)
         causal = kv_positions[None, :] <= step.positions[:, None]                # (T, n_kv) bool
-        a, weights, heads = self.self_attn.attend(q, keys, values, torch.from_numpy(causal).to(h.device))
+        seen = Visibility.of(causal, step.positions, kv_positions, h.device)
+        a = self.self_attn.attend(q, keys, values, seen, step.run, capture)
         x = h
         h = self.self_norm(h + a)                                                # Add & Norm
-        cross_q = self.cross_attn.queries(h)                                     # Q from the decoder
         cross_k, cross_v = cross_kv                                              # K, V from C: (B, H, S, d)
-        c, cross_weights, cross_heads = self.cross_attn.attend(cross_q, cross_k, cross_v, step.source_visible)
+        source = padded(step.positions, cross_k.shape[2], step.source_visible)
+        c = self.cross_attn.attend(self.cross_attn.queries(h), cross_k, cross_v, source, step.run, capture)
         h = self.cross_norm(h + c)                                               # Add & Norm
-        h = self.ffn_norm(h + self.ffn(h))                                       # Add & Norm: (B, T, d_model)
+        f = self.ffn(h)
+        h = self.ffn_norm(h + f)                                                 # Add & Norm: (B, T, d_model)
         if capture is not None:
-            _record(capture, self.layer, "", q, k, v, weights, heads, causal, kv_positions, self.self_attn.scale)
-            s = cross_k.shape[2]
-            _record(capture, self.layer, "cross_", cross_q, cross_k, cross_v, cross_weights, cross_heads,
-                    np.ones((h.shape[1], s), dtype=bool), np.arange(s), self.cross_attn.scale)
-            capture.record(self.layer, x=x[0], residual=h[0])
+            capture.block(self.layer, x=x[0], residual_in=x[0], attn_out=a[0], cross_out=c[0], ffn_out=f[0],
+                          residual=h[0])
         return h
 
 
@@ -218,10 +226,12 @@ def _cached(cache, k: torch.Tensor, v: torch.Tensor):
 
 @dataclass
 class TargetStep:
-    """What every decoder layer of one forward pass shares: target positions and the source mask."""
+    """What every decoder layer of one forward pass shares: target positions, the source mask and
+    the intervention run (attention.InterventionRun; None: the model as it is)."""
 
     positions: np.ndarray                    # (T,) absolute target positions of the new tokens
     source_visible: torch.Tensor | None      # (B, 1, 1, S) bool: False at source padding; None = all
+    run: object = None
 
 
 class EncoderDecoder(nn.Module):
@@ -231,7 +241,7 @@ class EncoderDecoder(nn.Module):
         super().__init__()
         self.config = config
         self.embed = nn.Embedding(config.vocab_size, config.d_model)             # E (shared)
-        self.encoder = nn.ModuleList(EncoderLayer(config, i) for i in range(config.n_encoder_layers))
+        self.encoder = nn.ModuleList(EncoderLayer(config, i, "encoder") for i in range(config.n_encoder_layers))
         self.decoder = nn.ModuleList(DecoderLayer(config, i) for i in range(config.n_decoder_layers))
 
     def embed_tokens(self, ids: torch.Tensor, positions: np.ndarray) -> torch.Tensor:
@@ -243,11 +253,15 @@ class EncoderDecoder(nn.Module):
         weight = self.embed.weight
         return sinusoidal(torch.as_tensor(positions, device=weight.device), self.config.d_model, weight.dtype)
 
-    def encode(self, source: torch.Tensor, source_visible: torch.Tensor | None = None, capture=None) -> torch.Tensor:
-        """C = Encoder(source ids (B, S)); source_visible (B, 1, 1, S) hides padding. Returns (B, S, d_model)."""
+    def encode(self, source: torch.Tensor, source_visible: torch.Tensor | None = None, capture=None,
+               intervention=None) -> torch.Tensor:
+        """C = Encoder(source ids (B, S)); source_visible (B, 1, 1, S) hides padding. Returns (B, S, d_model).
+
+        `intervention` reaches the encoder layers as sublayer "encoder"."""
         h = self.embed_tokens(source, np.arange(source.shape[1]))
+        run = as_run(intervention)
         for layer in self.encoder:
-            h = layer(h, source_visible, capture)
+            h = layer(h, source_visible, capture, run)
         return h
 
     def cross_keys_values(self, memory: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:

@@ -65,8 +65,8 @@ class EncDecDecoder(StepDecoder):
     full_context = "the target is full: {} tokens"
 
     def __init__(self, loaded, record: RecordOptions = RecordOptions(), sampling: Sampling = Sampling(),
-                 capacity: int | None = None):
-        super().__init__(loaded, record, sampling)
+                 capacity: int | None = None, intervention=None):
+        super().__init__(loaded, record, sampling, intervention)
         self.kv_cache = EncDecCache(self.config, capacity or self.config.max_positions, self.dtype, self.device)
         self._cross_np: list[dict] = []                  # per layer: the recorded cross K, V (shared by all steps)
         self._encoded: StepRecord | None = None
@@ -80,6 +80,7 @@ class EncDecDecoder(StepDecoder):
                 f"the source has {source.size} tokens, more than the model's {self.config.max_positions} positions")
         self.kv_cache.reset()
         self._hidden = []
+        self._intervened = self.new_run()
         self._encoded = self._encode(source)
         first = self._run(np.array([self.config.bos_id], dtype=np.int64), "prefill")
         self.trace = self._trace((first,))
@@ -109,8 +110,9 @@ class EncDecDecoder(StepDecoder):
         ids = torch.as_tensor(self.trace.token_ids[: position + 1], device=self.device)[None]
         capture = StepCapture(self.config.n_layers)
         with torch.inference_mode():
-            self.model.decode(ids, TargetStep(np.arange(ids.shape[1]), None), self.kv_cache.cross, None, capture)
-            residuals = torch.stack([layer["residual"][-1] for layer in capture.layers])  # (L, d)
+            self.model.decode(ids, TargetStep(np.arange(ids.shape[1]), None, self._intervened), self.kv_cache.cross,
+                              None, capture)
+            residuals = torch.stack([layer.residual[-1] for layer in capture.layers])  # (L, d)
             top_probs, top_ids = top_candidates(self.model.logits(residuals), k)
         return top_ids.cpu().numpy().astype(np.int64), top_probs.cpu().numpy()
 
@@ -124,7 +126,7 @@ class EncDecDecoder(StepDecoder):
         capture = StepCapture(self.config.n_encoder_layers)
         with torch.inference_mode():
             source_t = torch.as_tensor(source, device=self.device)
-            memory = self.model.encode(source_t[None], None, capture)              # C: (1, S, d_model)
+            memory = self.model.encode(source_t[None], None, capture, self._intervened)  # C: (1, S, d_model)
             self.kv_cache.cross = self.model.cross_keys_values(memory)             # once per source
             self._cross_np = [{"k": self._np(k[0]), "v": self._np(v[0])} for k, v in self.kv_cache.cross]
             record = self._encode_record(source, capture, self.model.embed.weight[source_t],
@@ -132,12 +134,12 @@ class EncDecDecoder(StepDecoder):
         return replace(record, ms=(time.perf_counter() - started) * 1000.0)
 
     def _forward(self, ids: torch.Tensor, positions: np.ndarray, capture: StepCapture) -> torch.Tensor:
-        return self.model.decode(ids[None], TargetStep(positions, None), self.kv_cache.cross,
+        return self.model.decode(ids[None], TargetStep(positions, None, self._intervened), self.kv_cache.cross,
                                  self.kv_cache, capture)[0]                         # (n_new, d)
 
     def _pos_embeddings(self, positions: np.ndarray) -> torch.Tensor:
         return self.model.positional(positions)                                    # sinusoidal PE
 
-    def _cross(self, layer: int, values: dict):
+    def _cross(self, layer: int, captured):
         shared = self._cross_np[layer]
-        return attention_tensors(values, "cross_", shared=shared), shared
+        return attention_tensors(captured.cross, shared=shared), shared

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from explorer.core.attention import as_run
 from explorer.core.capture import StepCapture
 from explorer.core.config import ModelConfig
 from explorer.core.encdec import EncoderLayer
@@ -76,13 +77,15 @@ class BertEncoder(nn.Module):
         self.embed_norm = nn.LayerNorm(config.d_model, eps=config.norm_eps)
         self.layers = nn.ModuleList(EncoderLayer(config, i) for i in range(config.n_layers))
 
-    def forward(self, ids: torch.Tensor, token_types: torch.Tensor | None = None, capture=None) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor, token_types: torch.Tensor | None = None, capture=None,
+                intervention=None) -> torch.Tensor:
         """Hidden states (B, T, d_model) of ids (B, T); every token attends to every token."""
         positions = torch.arange(ids.shape[1], device=ids.device)
         types = torch.zeros_like(ids) if token_types is None else token_types
         h = self.embed_norm(self.embed(ids) + self.pos(positions)[None] + self.token_type(types))
+        run = as_run(intervention)
         for layer in self.layers:
-            h = layer(h, None, capture)                                          # full mask: nothing hidden
+            h = layer(h, None, capture, run)                                     # full mask: nothing hidden
         return h
 
 
@@ -150,8 +153,8 @@ class EncoderRunner(Recorder):
 
     can_generate = False
 
-    def __init__(self, loaded, record=None, sampling=None):
-        super().__init__(loaded, record or RecordOptions(), sampling)
+    def __init__(self, loaded, record=None, sampling=None, intervention=None):
+        super().__init__(loaded, record or RecordOptions(), sampling, intervention)
         self.kv_cache = NoCache(self.config.n_layers)
         self.trace = Trace(model=loaded.info)
 
@@ -190,7 +193,7 @@ class EncoderRunner(Recorder):
         device = self.model.embed.weight.device
         with torch.inference_mode():
             ids_t = torch.as_tensor(ids, device=device)
-            self.model(ids_t[None], None, capture)
+            self.model(ids_t[None], None, capture, self.new_run())
             positions = torch.arange(len(ids), device=device)
             record = self._encode_record(ids, capture, self.model.embed.weight[ids_t], self.model.pos.weight[positions])
         return replace(record, ms=(time.perf_counter() - started) * 1000.0)

@@ -18,7 +18,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from explorer.core.attention import StepContext, attention_weights
+from explorer.core.attention import StepContext, attend
+from explorer.core.capture import AttentionCapture
+from explorer.core.intervention import SOFTMAX
 
 
 class LatentAttention(nn.Module):
@@ -69,30 +71,28 @@ class LatentAttention(nn.Module):
             latents, rope_keys, kv_positions = latent, k_rope, step.positions_np
         else:
             latents, rope_keys, kv_positions = cache.update(latent, k_rope)     # (n_kv, d_c), (n_kv, d_R)
-        visible, hidden, kv_positions = step.mask(kv_positions, None)
+        seen = step.mask(kv_positions, None)
+        site = step.site(self.layer, self.n_heads)
         w_uk, w_uv = self.up_projections()
-        attend = self._absorbed if self.absorbed else self._naive
-        weights, heads = attend(q_nope, q_rope, latents, rope_keys, w_uk, w_uv, hidden)
+        path = self._absorbed if self.absorbed else self._naive
+        weights, heads, seen = path(q_nope, q_rope, latents, rope_keys, w_uk, w_uv, seen, site)
         y = self.wo(heads.transpose(0, 1).reshape(t, -1))                        # (T, d_model)
 
         if capture is not None:
             self._record(capture, q_nope, q_rope, q_rope_pre, latent, k_rope, k_rope_pre, w_uk, w_uv,
-                         weights, heads, visible, kv_positions)
+                         weights, heads, seen, site)
         return y
 
-    def _absorbed(self, q_nope, q_rope, latents, rope_keys, w_uk, w_uv, hidden):
+    def _absorbed(self, q_nope, q_rope, latents, rope_keys, w_uk, w_uv, seen, site):
         q_latent = q_nope @ w_uk                                                 # q W^UK: (H, T, d_c)
         scores = (q_latent @ latents.T + q_rope @ rope_keys.T) * self.scale     # S: (H, T, n_kv)
-        weights = attention_weights(scores, hidden, None)                        # A: (H, T, n_kv)
-        heads = (weights @ latents) @ w_uv.transpose(1, 2)                      # (A c_KV) W^UV^T: (H, T, d_v)
-        return weights, heads
+        return attend(scores, seen, lambda a: (a @ latents) @ w_uv.transpose(1, 2), None, site)  # (A c_KV) W^UV^T
 
-    def _naive(self, q_nope, q_rope, latents, rope_keys, w_uk, w_uv, hidden):
+    def _naive(self, q_nope, q_rope, latents, rope_keys, w_uk, w_uv, seen, site):
         keys, values = self.expand(latents, rope_keys, w_uk, w_uv)               # (H, n_kv, d_qk), (H, n_kv, d_v)
         q = torch.cat((q_nope, q_rope), dim=-1)                                  # (H, T, d_qk)
         scores = (q @ keys.transpose(1, 2)) * self.scale
-        weights = attention_weights(scores, hidden, None)
-        return weights, weights @ values
+        return attend(scores, seen, lambda a: a @ values, None, site)           # O_h = A_h V_h
 
     def expand(self, latents, rope_keys, w_uk, w_uv):
         """K_h = [c W_h^UK^T ; k_R] and V_h = c W_h^UV^T for every head: (H, n, d_qk), (H, n, d_v)."""
@@ -101,11 +101,12 @@ class LatentAttention(nn.Module):
         return torch.cat((k_nope, k_rope), dim=-1), latents @ w_uv.transpose(1, 2)
 
     def _record(self, capture, q_nope, q_rope, q_rope_pre, latent, k_rope, k_rope_pre, w_uk, w_uv,
-                weights, heads, visible, kv_positions):
+                weights, heads, seen, site):
         """Per-head Q/K/V of the new tokens, expanded from the latent for display only."""
         keys, values = self.expand(latent, k_rope, w_uk, w_uv)
         keys_pre = torch.cat((keys[..., : self.d_nope], k_rope_pre.unsqueeze(0).expand(self.n_heads, -1, -1)), -1)
-        capture.record(self.layer, q=torch.cat((q_nope, q_rope), -1), k=keys, v=values, weights=weights,
-                       head_out=heads, q_pre_rope=torch.cat((q_nope, q_rope_pre), -1), k_pre_rope=keys_pre,
-                       mask=visible, kv_positions=kv_positions, scale=self.scale, softcap=None,
-                       latent=latent, k_rope=k_rope)
+        capture.attention(self.layer, AttentionCapture(
+            q=torch.cat((q_nope, q_rope), -1), k=keys, v=values, weights=weights, head_out=heads,
+            q_pre_rope=torch.cat((q_nope, q_rope_pre), -1), k_pre_rope=keys_pre, mask=seen.mask,
+            kv_positions=seen.keys, scale=self.scale, softcap=None, latent=latent, k_rope=k_rope,
+            kernel=site.kernel if site else SOFTMAX))

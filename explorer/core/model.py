@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from explorer.core.attention import SelfAttention, StepContext
+from explorer.core.attention import SelfAttention, StepContext, as_run
 from explorer.core.config import ModelConfig
 from explorer.core.mla import LatentAttention
 from explorer.core.moe import GatedMLP, MoE
@@ -111,6 +111,10 @@ class Block(nn.Module):
     def forward(self, h: torch.Tensor, step: StepContext, cache=None, capture=None) -> torch.Tensor:
         # The sublayers' forward is called directly: nn.Module.__call__ only adds hook
         # bookkeeping (the engine has no hooks), a few us per call, 4 calls per layer.
+        # The intervention, if any, travels in `step` (StepContext.run) to the attention core.
+        if step.run is not None:
+            h = step.run.patch_residual(h, self.layer, step.positions_np)       # activation patching
+        h_in = h
         x = self.attn_norm.forward(h)                                            # X: (T, d_model)
         a = self.attn.forward(x, step, cache, capture)
         if self.post_attn_norm is not None:
@@ -121,7 +125,7 @@ class Block(nn.Module):
             f = self.post_ffn_norm(f)
         h = h + f                                                                # (T, d_model)
         if capture is not None:
-            capture.record(self.layer, x=x, residual=h)
+            capture.block(self.layer, x=x, residual_in=h_in, attn_out=a, ffn_out=f, residual=h)
         return h
 
 
@@ -155,15 +159,27 @@ class Transformer(nn.Module):
             h = h + self.pos(step.positions)                                     # + P[positions]
         return h
 
-    def forward(self, ids: torch.Tensor, positions: np.ndarray, cache=None, capture=None) -> torch.Tensor:
-        """Final-normed hidden states (T, d_model) of the new tokens; `cache` holds earlier ones."""
-        weight = self.embed.weight
-        step = StepContext(positions, weight.device, weight.dtype, self.rotaries)
+    def forward(self, ids: torch.Tensor, positions: np.ndarray, cache=None, capture=None,
+                intervention=None) -> torch.Tensor:
+        """Final-normed hidden states (T, d_model) of the new tokens; `cache` holds earlier ones.
+
+        `intervention`: an intervention.Intervention, or the attention.InterventionRun of a
+        decoder that keeps its prompt means across steps; None runs the model as it is.
+        """
+        step = self.step_context(positions, intervention)
         h = self.embed_tokens(ids, step)
+        return self.norm(self.run_blocks(h, step, cache, capture))
+
+    def step_context(self, positions: np.ndarray, intervention=None) -> StepContext:
+        weight = self.embed.weight
+        return StepContext(positions, weight.device, weight.dtype, self.rotaries, as_run(intervention))
+
+    def run_blocks(self, h: torch.Tensor, step: StepContext, cache=None, capture=None, start: int = 0) -> torch.Tensor:
+        """The residual stream h (T, d_model) through blocks start.. (not the final norm)."""
         caches = [None] * len(self.layers) if cache is None else cache.layers
-        for block, layer_cache in zip(self.layers, caches):
+        for block, layer_cache in zip(self.layers[start:], caches[start:]):
             h = block.forward(h, step, layer_cache, capture)                     # (hooks: see Block.forward)
-        return self.norm(h)
+        return h
 
     def fuse(self) -> "Transformer":
         """Stack each layer's [W^Q; W^K; W^V] and [W_gate; W_up] so each is one matmul (same numbers).

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from explorer.core.capture import StepCapture
+from explorer.core.attention import as_run
+from explorer.core.capture import AttentionCapture, LayerCapture, StepCapture
 from explorer.core.errors import ExplorerError
+from explorer.core.intervention import NONE
 from explorer.core.trace import AttentionRecord, LayerRecord, StepRecord
 
 RECORD_DTYPES = {"float32": torch.float32, "float16": torch.float16}
@@ -62,29 +64,29 @@ class Packer:
         return flat_weights if known[1] is None else flat_weights.index_select(1, known[1])
 
 
-def attention_tensors(values: dict, prefix: str = "", skipped=frozenset(), shared=(),
+def attention_tensors(captured: AttentionCapture, skipped=frozenset(), shared=(),
                       pack: Packer | None = None) -> dict[str, torch.Tensor]:
-    """The tensors one attention sublayer's record stores (`prefix` "cross_" for cross-attention).
+    """The tensors one attention sublayer's record stores.
 
     Left out: what the layer did not capture, what is named in `skipped`, and what is
     `shared` by every step (the cross K/V, converted once).
     """
     tensors = {}
     for name in ATTENTION_FIELDS:
-        value = values.get(prefix + name)
+        value = getattr(captured, name)
         if value is not None and name not in skipped and name not in shared:
             tensors[name] = value
-    tensors["weights"] = (pack or Packer())(tensors["weights"], values[prefix + "mask"])
+    tensors["weights"] = (pack or Packer())(tensors["weights"], captured.mask)
     return tensors
 
 
-def attention_record(values: dict, arrays: dict[str, np.ndarray], prefix: str = "", **shared) -> AttentionRecord:
-    """An AttentionRecord from one sublayer's captured values and its converted `arrays`."""
+def attention_record(captured: AttentionCapture, arrays: dict[str, np.ndarray], **shared) -> AttentionRecord:
+    """An AttentionRecord from one sublayer's capture and its converted `arrays`."""
     fields = {name: shared.get(name, arrays.get(name)) for name in OPTIONAL_FIELDS}
     return AttentionRecord(q=shared.get("q", arrays.get("q")), k=shared.get("k", arrays.get("k")),
                            v=shared.get("v", arrays.get("v")), weights_packed=arrays["weights"],
-                           mask=values[prefix + "mask"], kv_positions=values[prefix + "kv_positions"],
-                           scale=float(values[prefix + "scale"]), softcap=values.get(prefix + "softcap"), **fields)
+                           mask=captured.mask, kv_positions=captured.kv_positions, scale=float(captured.scale),
+                           softcap=captured.softcap, kernel=captured.kernel, **fields)
 
 
 SMALL = 1 << 14     # tensors up to this many elements are stacked and converted together
@@ -113,39 +115,39 @@ def to_numpy(groups: list[dict[str, torch.Tensor]], dtype: torch.dtype) -> list[
     return out
 
 
-def residual_norms(captured: list[dict]) -> list[np.ndarray]:
+def residual_norms(captured: list[LayerCapture]) -> list[np.ndarray]:
     """||h|| of each new token's residual stream after each layer: per layer (n_new,), float32."""
-    residuals = [values["residual"] for values in captured]
+    residuals = [layer.residual for layer in captured]
     if residuals[0].numel() > SMALL:                       # a prefill: no (L, n_new, d) copy, one norm per layer
         return [torch.linalg.vector_norm(h.float(), dim=-1).cpu().numpy() for h in residuals]
     stacked = torch.stack(residuals)                                                        # (L, n_new, d)
     return list(torch.linalg.vector_norm(stacked.float(), dim=-1).cpu().numpy())
 
 
-def layer_records(captured: list[dict], dtype: torch.dtype, kv_in_use=None, kv_allocated=None,
+def layer_records(captured: list[LayerCapture], dtype: torch.dtype, kv_in_use=None, kv_allocated=None,
                   skipped=frozenset(), cross=None) -> tuple[LayerRecord, ...]:
     """Every layer's LayerRecord: its input X, its attention, ||h|| after it and its cache bytes.
 
-    `cross(layer, values)`, where given, returns the (tensors, shared arrays) of the layer's
+    `cross(layer, captured)`, where given, returns the (tensors, shared arrays) of the layer's
     cross-attention, or None for a model without one.
     """
-    crosses = [cross(i, values) if cross else None for i, values in enumerate(captured)]
+    crosses = [cross(i, layer) if cross else None for i, layer in enumerate(captured)]
     groups, pack = [], Packer()
-    for values in captured:
-        group = attention_tensors(values, skipped=skipped, pack=pack)
-        group["x"] = values["x"]                           # not an attention field: no clash
+    for layer in captured:
+        group = attention_tensors(layer.attn, skipped=skipped, pack=pack)
+        group["x"] = layer.x                               # not an attention field: no clash
         groups.append(group)
     cross_groups = [crossed[0] for crossed in crosses if crossed is not None]
     converted = to_numpy(groups + cross_groups, dtype)
     cross_arrays = iter(converted[len(groups):])
     norms = residual_norms(captured)
     records = []
-    for i, (values, arrays, crossed) in enumerate(zip(captured, converted, crosses)):
+    for i, (layer, arrays, crossed) in enumerate(zip(captured, converted, crosses)):
         cross_record = None
         if crossed is not None:
-            cross_record = attention_record(values, next(cross_arrays), "cross_", **crossed[1])
+            cross_record = attention_record(layer.cross, next(cross_arrays), **crossed[1])
         records.append(LayerRecord(
-            x=arrays["x"], attn=attention_record(values, arrays), residual_norm=norms[i],
+            x=arrays["x"], attn=attention_record(layer.attn, arrays), residual_norm=norms[i],
             kv_bytes_in_use=int(kv_in_use[i]) if kv_in_use is not None else 0,
             kv_bytes_allocated=int(kv_allocated[i]) if kv_allocated is not None else 0, cross=cross_record))
     return tuple(records)
@@ -154,12 +156,21 @@ def layer_records(captured: list[dict], dtype: torch.dtype, kv_in_use=None, kv_a
 class Recorder:
     """What every driver holds (the loaded model, record and sampling options) and how it records."""
 
-    def __init__(self, loaded, record: RecordOptions, sampling):
+    def __init__(self, loaded, record: RecordOptions, sampling, intervention=None):
         self.loaded, self.model, self.config = loaded, loaded.model, loaded.config
         self.record, self.sampling = record, sampling
+        self.intervention = intervention or NONE            # intervention.Intervention, read by every pass
 
     def set_sampling(self, sampling) -> None:
         self.sampling = sampling
+
+    def set_intervention(self, intervention) -> None:
+        """Run the next prefill (and the steps after it) under `intervention` (None: none)."""
+        self.intervention = intervention or NONE
+
+    def new_run(self):
+        """A fresh attention.InterventionRun of the intervention (None when it changes nothing)."""
+        return as_run(self.intervention)
 
     def _check_ids(self, ids: np.ndarray) -> None:
         bad = ids[(ids < 0) | (ids >= self.config.vocab_size)]

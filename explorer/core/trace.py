@@ -16,6 +16,8 @@ from functools import cached_property
 
 import numpy as np
 
+from explorer.core.intervention import SOFTMAX, Kernel
+
 
 @dataclass(frozen=True)
 class ModelInfo:
@@ -67,6 +69,7 @@ class AttentionRecord:
     latent: np.ndarray | None = None       # (n_new, d_c)  MLA's c_KV, what its cache holds
     k_rope: np.ndarray | None = None       # (n_new, d_R)  MLA's decoupled RoPE key
     softcap: float | None = None           # tanh soft-capping of scores, where the model has it
+    kernel: Kernel = SOFTMAX               # f_kappa of A = Z^-1 f(S) (intervention.Kernel; exp: the model's own)
 
     @property
     def weights(self) -> np.ndarray:

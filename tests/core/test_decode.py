@@ -27,7 +27,7 @@ def _uncached(loaded, ids):
     with torch.inference_mode():
         hidden = loaded.model(torch.as_tensor(ids), np.arange(len(ids)), None, capture)
         logits = loaded.model.logits(hidden)
-    return logits.numpy(), [layer["weights"].numpy() for layer in capture.layers]
+    return logits.numpy(), [layer.attn.weights.numpy() for layer in capture.layers]
 
 
 def test_cached_decode_equals_uncached_forward(loaded):

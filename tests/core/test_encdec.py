@@ -74,9 +74,9 @@ def test_step_by_step_decoding_with_cached_cross_kv_equals_teacher_forcing():
     stepped = np.stack([decoder.logits_at(p) for p in range(trace.n_tokens)])
     np.testing.assert_allclose(stepped, logits.numpy(), atol=1e-5, rtol=0)
     for layer in range(TINY.n_decoder_layers):
-        np.testing.assert_allclose(trace.attention(layer, cross=True), capture.layers[layer]["cross_weights"],
+        np.testing.assert_allclose(trace.attention(layer, cross=True), capture.layers[layer].cross.weights,
                                    atol=1e-6, rtol=0)
-        np.testing.assert_allclose(trace.attention(layer), capture.layers[layer]["weights"], atol=1e-6, rtol=0)
+        np.testing.assert_allclose(trace.attention(layer), capture.layers[layer].attn.weights, atol=1e-6, rtol=0)
 
 
 def test_cross_attention_rows_are_distributions_over_the_whole_source():
