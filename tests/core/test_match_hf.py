@@ -37,7 +37,7 @@ def test_logits_and_attention_match_transformers(family, hf_model, loaded, rope_
     scale = ref_logits.abs().max()
     assert ((logits - ref_logits).abs().max() / scale).item() < 1e-4
     for layer, reference in enumerate(ref_attn):
-        weights = capture.layers[layer]["weights"]
+        weights = capture.layers[layer].attn.weights
         assert weights.shape == reference.shape
         assert (weights - reference).abs().max().item() < 1e-5, f"layer {layer}"
 
