@@ -1,0 +1,195 @@
+"""Direct logit attribution: which parts of the model wrote the logit of token N at position P.
+
+The residual stream at P is a sum of what each part added (pre-norm blocks):
+
+    h_L = h_0 + sum_l (a_l + f_l),    a_l = sum_h O_h W^O_h + b^O     (W^O_h: head h's columns of W^O)
+
+and the logit is z_N = W_U[N] . Norm(h_L). With the final norm's scale frozen at its value for
+this position (RMSNorm: 1/rms(h_L); LayerNorm: 1/sigma(h_L), its mean subtraction is linear),
+Norm is linear, Norm(x) = g * centre(x) + b, and z_N splits exactly:
+
+    z_N = u . h_0 + sum_{l,h} u . O_h W^O_h + sum_l u . f_l + rest,   u = centre(g * W_U[N])
+
+where `rest` holds the biases (b^O of each layer, the final norm's b). Gemma's sandwich norms put
+a norm after each sublayer, a_l = Norm_l(sum_h O_h W^O_h): freezing its scale too keeps the heads'
+split exact ("sandwich" decomposition; the FFN sublayers are attributed as added, norm included).
+Gemma's final softcap c tanh(z / c) is not linear: the pre-cap logit z is attributed, and
+`capped_logit` says what the softcap made of it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from explorer.core.attention import StepContext
+from explorer.core.capture import StepCapture
+from explorer.core.errors import ExplorerError
+from explorer.core.model import LayerNorm, OffsetRMSNorm, RMSNorm
+
+PRE_NORM = "pre-norm: every head through the final norm, its scale frozen at this position"
+SANDWICH = ("sandwich: every head through its layer's post-attention norm and the final norm, both scales "
+            "frozen at this position; each FFN sublayer as added to the residual (its post-norm included)")
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """z_N = embed + heads.sum() + mlp.sum() + rest, exactly up to float rounding (float64 parts)."""
+
+    position: int
+    token_id: int
+    logit: float                 # the pre-softcap logit z_N the model computed
+    embed: float                 # u . h_0 (token embedding, scaled, plus learned positions)
+    heads: np.ndarray            # (L, N_Q)  u . O_h W^O_h
+    mlp: np.ndarray              # (L,)      u . f_l  (FFN or MoE sublayer)
+    rest: float                  # biases: b^O per layer, the norms' b
+    decomposition: str           # PRE_NORM or SANDWICH
+    capped_logit: float | None = None   # c tanh(z / c) where the model softcaps its logits
+
+    def total(self) -> float:
+        return float(self.embed + self.heads.sum() + self.mlp.sum() + self.rest)
+
+    def as_json(self) -> dict:
+        return {"position": self.position, "token_id": self.token_id, "logit": self.logit, "embed": self.embed,
+                "heads": self.heads.tolist(), "mlp": self.mlp.tolist(), "rest": self.rest,
+                "decomposition": self.decomposition, "capped_logit": self.capped_logit}
+
+    def largest(self, k: int = 12) -> list[tuple[str, float]]:
+        """The k parts of largest |contribution|, named "embed", "L3.H5", "MLP 3", "rest"."""
+        parts = [("embed", self.embed), ("rest", self.rest)]
+        parts += [(f"MLP {layer}", float(value)) for layer, value in enumerate(self.mlp)]
+        parts += [(f"L{layer}.H{head}", float(self.heads[layer, head]))
+                  for layer in range(self.heads.shape[0]) for head in range(self.heads.shape[1])]
+        return sorted(parts, key=lambda part: -abs(part[1]))[:k]
+
+
+@dataclass(frozen=True)
+class ResidualStream:
+    """The residual stream at one position, layer by layer (L,), and the logit lens read from it."""
+
+    position: int
+    attn_norms: np.ndarray       # (L,) ||a_l||
+    ffn_norms: np.ndarray        # (L,) ||f_l||
+    residual_norms: np.ndarray   # (L,) ||h_l|| after block l
+    lens_ids: np.ndarray         # (L, k) top tokens of softmax(Norm(h_l) W_U)
+    lens_probs: np.ndarray       # (L, k)
+
+
+@dataclass(frozen=True)
+class FrozenNorm:
+    """Norm(x) = gain * centre(x) + bias, the norm made linear by freezing its scale at one x."""
+
+    gain: torch.Tensor           # (d,) float64: w / rms(x), (1 + w) / rms(x) or w / sigma(x)
+    centred: bool                # LayerNorm subtracts the mean
+    bias: torch.Tensor | None    # (d,) float64
+
+    def read(self, u: torch.Tensor) -> tuple[torch.Tensor, float]:
+        """The readout u_in with u . Norm(x') = u_in . x' + const, for any part x' of x: (u_in, const)."""
+        u_in = self.gain * u
+        if self.centred:
+            u_in = u_in - u_in.mean()
+        return u_in, float(u @ self.bias) if self.bias is not None else 0.0
+
+
+def freeze(norm, x: torch.Tensor) -> FrozenNorm:
+    """`norm` (RMSNorm, Gemma's OffsetRMSNorm or LayerNorm) with its scale fixed at x (d,), in float64."""
+    x = x.double()
+    weight = norm.weight.double()
+    if isinstance(norm, LayerNorm):
+        centred = x - x.mean()
+        sigma = torch.sqrt((centred * centred).mean() + norm.eps)
+        bias = norm.bias.double() if norm.bias is not None else None
+        return FrozenNorm(gain=weight / sigma, centred=True, bias=bias)
+    rms = torch.sqrt((x * x).mean() + norm.eps)
+    gain = (1.0 + weight) if isinstance(norm, OffsetRMSNorm) else weight
+    assert isinstance(norm, RMSNorm), type(norm)
+    return FrozenNorm(gain=gain / rms, centred=False, bias=None)
+
+
+def check_request(loaded, ids: np.ndarray, position: int | None, token_id: int | None) -> int:
+    """The position to attribute (default: the last), or an ExplorerError naming the bad value."""
+    if loaded.info.is_encoder_only or loaded.info.is_encoder_decoder:
+        raise ExplorerError(f"{loaded.name} is not a decoder-only model: attribution reads its next-token logits")
+    if ids.size == 0:
+        raise ExplorerError("the prompt is empty: give at least one token")
+    position = ids.size - 1 if position is None else int(position)
+    if not 0 <= position < ids.size:
+        raise ExplorerError(f"position {position} is outside the prompt's {ids.size} tokens (0 to {ids.size - 1})")
+    vocab = loaded.config.vocab_size
+    if token_id is not None and not 0 <= int(token_id) < vocab:
+        raise ExplorerError(f"token id {token_id} is outside the vocabulary of {vocab}")
+    return position
+
+
+def _run(loaded, ids: np.ndarray) -> tuple[StepCapture, torch.Tensor, torch.Tensor]:
+    """One uncached forward pass over ids: its capture, h_0 (T, d) and the final-normed states (T, d)."""
+    model = loaded.model
+    weight = model.embed.weight
+    positions = np.arange(ids.size, dtype=np.int64)
+    capture = StepCapture(loaded.config.n_layers)
+    with torch.inference_mode():
+        ids_t = torch.as_tensor(ids, device=weight.device)
+        h0 = model.embed_tokens(ids_t, StepContext(positions, weight.device, weight.dtype, model.rotaries))
+        hidden = model(ids_t, positions, None, capture)
+    return capture, h0, hidden
+
+
+def attribute(loaded, ids, position: int | None = None, token_id: int | None = None) -> Attribution:
+    """Split the logit of `token_id` (default: the top prediction) after `position` (default: the last)."""
+    ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+    position = check_request(loaded, ids, position, token_id)
+    capture, h0, hidden = _run(loaded, ids[: position + 1])
+    model = loaded.model
+    with torch.inference_mode():
+        logits = model.lm_head(hidden[-1:])[0].double()                        # z: (V,) pre-softcap
+        token = int(logits.argmax()) if token_id is None else int(token_id)
+        final = freeze(model.norm, capture.layers[-1].residual[-1])
+        u, rest = final.read(model.lm_head.weight[token].double())             # u: (d,)
+        heads, mlp = [], []
+        for block, layer in zip(model.layers, capture.layers):
+            contributions, bias_part = _head_parts(block, layer, u)
+            heads.append(contributions)
+            rest += bias_part
+            mlp.append(float(u @ layer.ffn_out[-1].double()))
+        cap = loaded.config.final_softcap
+        z = float(logits[token])
+        return Attribution(
+            position=position, token_id=token, logit=z, embed=float(u @ h0[-1].double()),
+            heads=np.array(heads, dtype=np.float64), mlp=np.array(mlp, dtype=np.float64), rest=rest,
+            decomposition=SANDWICH if loaded.config.sandwich_norm else PRE_NORM,
+            capped_logit=float(cap * np.tanh(z / cap)) if cap else None)
+
+
+def _head_parts(block, layer, u: torch.Tensor) -> tuple[list[float], float]:
+    """u . O_h W^O_h for each head of one layer at the last position, and the biases' part."""
+    wo = block.attn.wo
+    heads_out = layer.attn.head_out[:, -1].double()                            # O_h: (N_Q, d_v)
+    n_heads, d_v = heads_out.shape
+    columns = wo.weight.double().view(-1, n_heads, d_v)                         # W^O: (d, N_Q, d_v)
+    per_head = torch.einsum("dhv,hv->hd", columns, heads_out)                  # O_h W^O_h: (N_Q, d)
+    bias = wo.bias.double() if wo.bias is not None else None
+    u_in, constant = u, 0.0
+    if block.post_attn_norm is not None:                                       # a = Norm(sum_h O_h W^O_h + b)
+        y = per_head.sum(0) + (bias if bias is not None else 0.0)
+        u_in, constant = freeze(block.post_attn_norm, y).read(u)
+    contributions = (per_head @ u_in).tolist()
+    return contributions, constant + (float(u_in @ bias) if bias is not None else 0.0)
+
+
+def residual_stream(loaded, ids, position: int | None = None, k: int = 5) -> ResidualStream:
+    """What each layer adds at `position`, the norms, and the logit lens softmax(Norm(h_l) W_U) top k."""
+    ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+    position = check_request(loaded, ids, position, None)
+    capture, _, _ = _run(loaded, ids[: position + 1])
+    model = loaded.model
+    with torch.inference_mode():
+        def norms(name: str) -> np.ndarray:
+            rows = torch.stack([getattr(layer, name)[-1].float() for layer in capture.layers])   # (L, d)
+            return torch.linalg.vector_norm(rows, dim=-1).cpu().numpy()
+        residuals = torch.stack([layer.residual[-1] for layer in capture.layers])                 # (L, d)
+        probs = torch.softmax(model.logits(model.norm(residuals)).float(), dim=-1)                 # (L, V)
+        top_probs, top_ids = probs.topk(k, dim=-1)
+    return ResidualStream(position=position, attn_norms=norms("attn_out"), ffn_norms=norms("ffn_out"),
+                          residual_norms=norms("residual"), lens_ids=top_ids.cpu().numpy().astype(np.int64),
+                          lens_probs=top_probs.cpu().numpy())

@@ -1,0 +1,132 @@
+"""What each head does: scores on repeated random tokens, and a description on the user's own text.
+
+On s = ids repeated R times (N = len(ids), T = R N, nothing prepended), with A a head's attention:
+
+    previous_token = mean_{i=1..T-1} A[i, i-1]           (attends to the token before)
+    induction      = mean_{i=N..T-1} A[i, i-N+1]         (attends to what followed this token last time;
+                                                          Olsson et al. 2022, "In-context learning and induction heads")
+    sink           = mean_{i=1..T-1} A[i, 0]             (parks its attention on the first token)
+
+On any trace (the user's text), per head over its query rows i:
+
+    entropy   = mean_i  -sum_j A_ij ln A_ij               (nats; 0 = one key, ln(i+1) = uniform)
+    distance  = mean_i   sum_j A_ij (pos_i - pos_j)       (how far back it looks, in tokens)
+    first     = mean_i   A_i0                             (the share on the first token)
+
+The scores and the description are numpy over a Trace; only `score_heads`, which runs the model,
+reaches for the engine (imported there, so that the app can describe its trace without torch).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from explorer.core.errors import ExplorerError
+from explorer.core.trace import Trace
+
+DEFAULT_LENGTH = 32      # random tokens per repeat when no ids are given
+DEFAULT_SEED = 0
+
+
+@dataclass(frozen=True)
+class HeadScores:
+    """Per layer and head (L, N_Q): the three scores on s = ids * repeat."""
+
+    ids: tuple[int, ...]
+    repeat: int
+    previous_token: np.ndarray   # (L, N_Q)
+    induction: np.ndarray        # (L, N_Q)
+    sink: np.ndarray             # (L, N_Q)
+
+    def as_json(self) -> dict:
+        return {"previous_token": self.previous_token.tolist(), "induction": self.induction.tolist(),
+                "sink": self.sink.tolist()}
+
+
+@dataclass(frozen=True)
+class HeadDescription:
+    """Per layer and head (L, N_Q), on a trace's own tokens: entropy, mean distance, share on the first."""
+
+    entropy: np.ndarray          # (L, N_Q) nats
+    distance: np.ndarray         # (L, N_Q) tokens
+    first_token: np.ndarray      # (L, N_Q) in [0, 1]
+
+
+def pattern_scores(weights: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """previous_token, induction and sink of every head of one layer.
+
+    weights: (N_Q, T, T) attention on a sequence that repeats its first n tokens -> three (N_Q,)
+    """
+    t = weights.shape[-1]
+    rows = np.arange(1, t)
+    previous = weights[:, rows, rows - 1].mean(axis=-1)
+    sink = weights[:, rows, 0].mean(axis=-1)
+    later = np.arange(n, t)
+    induction = weights[:, later, later - n + 1].mean(axis=-1) if later.size else np.full(len(weights), np.nan)
+    return previous, induction, sink
+
+
+def repeated(ids, repeat: int) -> np.ndarray:
+    """s = ids repeated `repeat` times, as an int64 array (T,)."""
+    ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+    if ids.size < 2:
+        raise ExplorerError(f"{ids.size} token id(s) cannot show a pattern: give at least 2")
+    if repeat < 2:
+        raise ExplorerError(f"--repeat {repeat} must be at least 2 for an induction score")
+    return np.tile(ids, repeat)
+
+
+def random_ids(vocab_size: int, length: int = DEFAULT_LENGTH, seed: int = DEFAULT_SEED,
+               special: frozenset[int] = frozenset()) -> np.ndarray:
+    """`length` distinct ids drawn from the model's vocabulary with a seeded generator, special ids left out."""
+    pool = np.setdiff1d(np.arange(vocab_size), np.fromiter(special, dtype=np.int64, count=len(special)))
+    rng = np.random.default_rng(seed)
+    return rng.choice(pool, size=min(length, pool.size), replace=False).astype(np.int64)
+
+
+def scores_of_trace(trace: Trace, n: int, repeat: int) -> HeadScores:
+    """The three scores of every head from a trace of one prefill of s (its first n ids repeated)."""
+    per_layer = [pattern_scores(trace.attention(layer).astype(np.float64), n) for layer in range(trace.model.n_layers)]
+    previous, induction, sink = (np.stack(parts) for parts in zip(*per_layer))
+    return HeadScores(ids=tuple(int(i) for i in trace.token_ids[:n]), repeat=repeat,
+                      previous_token=previous, induction=induction, sink=sink)
+
+
+def score_heads(loaded, ids=None, repeat: int = 2, seed: int = DEFAULT_SEED) -> HeadScores:
+    """Run the model on s = ids * repeat (random ids of its vocabulary when None) and score every head."""
+    from explorer.core.families import make_decoder
+    from explorer.core.recording import RecordOptions
+
+    if loaded.info.is_encoder_only or loaded.info.is_encoder_decoder:
+        raise ExplorerError(f"{loaded.name} is not a decoder-only model: head scores read causal attention")
+    if ids is None:
+        ids = random_ids(loaded.config.vocab_size, seed=seed, special=special_ids(loaded))
+    sequence = repeated(ids, repeat)
+    if sequence.size > loaded.config.max_positions:
+        raise ExplorerError(f"{sequence.size} tokens are more than the model's context of {loaded.config.max_positions}")
+    decoder = make_decoder(loaded, RecordOptions(dtype="float32", top_k=1), capacity=int(sequence.size))
+    return scores_of_trace(decoder.prefill(sequence), len(sequence) // repeat, repeat)
+
+
+def special_ids(loaded) -> frozenset[int]:
+    """The ids a tokenizer marks special (BOS, EOS, ...), which random text would not contain."""
+    tokenizer = loaded.tokenizer
+    found = {loaded.config.bos_token_id, loaded.config.eos_token_id}
+    if tokenizer is not None:
+        found |= {i for i, token in tokenizer.tokenizer.get_added_tokens_decoder().items() if token.special}
+    return frozenset(int(i) for i in found if i is not None)
+
+
+def describe_heads(trace: Trace, upto_step: int | None = None) -> HeadDescription:
+    """Entropy, mean attention distance and share on the first token of every head, on the trace's text."""
+    out = {name: [] for name in ("entropy", "distance", "first_token")}
+    for layer in range(trace.model.n_layers):
+        weights = trace.attention(layer, upto_step).astype(np.float64)        # (N_Q, T, T)
+        t = weights.shape[-1]
+        logs = np.log(np.where(weights > 0, weights, 1.0))
+        out["entropy"].append((-(weights * logs).sum(-1)).mean(-1))
+        offsets = np.arange(weights.shape[1])[:, None] - np.arange(t)[None, :]  # (T, T): pos_i - pos_j
+        out["distance"].append((weights * offsets).sum(-1).mean(-1))
+        out["first_token"].append(weights[:, :, 0].mean(-1))
+    return HeadDescription(**{name: np.stack(rows) for name, rows in out.items()})
