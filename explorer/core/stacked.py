@@ -5,14 +5,18 @@ import torch
 from torch import nn
 
 
-def stack_rows(linears) -> tuple[torch.Tensor, torch.Tensor | None]:
+def stack_rows(linears) -> tuple[torch.Tensor, torch.Tensor | None] | None:
     """One weight [W_1; W_2; ...] (and bias) stacked by rows; each Linear's parameters become views of it.
 
     x [W_1; W_2]^T = [x W_1^T | x W_2^T]: one matmul reads the weights of several, with the same
     numbers. The Linears keep their own names and shapes (weights_view, convert and the loaders
     see them unchanged) but share the stacked memory, so nothing is held twice.
+    None, and nothing stacked, where the weights are views of one mapped file but not adjacent
+    in it: stacking would copy them beside the file's pages (the model multiplies them one by one).
     """
     weight = _adjacent([linear.weight for linear in linears])
+    if weight is None and _one_storage([linear.weight for linear in linears]):
+        return None
     if weight is None:
         weight = torch.cat([linear.weight for linear in linears])
     bias = None if linears[0].bias is None else torch.cat([linear.bias for linear in linears])
@@ -24,6 +28,10 @@ def stack_rows(linears) -> tuple[torch.Tensor, torch.Tensor | None]:
             linear.bias = nn.Parameter(bias[rows], requires_grad=False)
         row = rows.stop
     return weight, bias
+
+
+def _one_storage(weights: list[torch.Tensor]) -> bool:
+    return len({w.untyped_storage().data_ptr() for w in weights}) == 1
 
 
 def _adjacent(weights: list[torch.Tensor]) -> torch.Tensor | None:
