@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QApplication
 from explorer.app.panels.heatmap import Heatmap
 from explorer.core.trace import Trace
 from explorer.views.grid import mosaic
-from explorer.views.maps import attention_matrix, axis_labels, grid_image, log_scaled
+from explorer.views.maps import attention_matrix, axis_labels, grid_image, head_levels
 
 FIGURE_BACKGROUND = "#101014"
 
@@ -43,21 +43,13 @@ def attention_figure(trace: Trace, layer: int | str, head: int | str, width: int
     return figure
 
 
-def _levels(matrix: np.ndarray, values: str, log: bool):
-    if log and values == "weights":
-        return log_scaled(matrix)
-    if values == "weights":
-        return matrix, (0.0, float(np.nanmax(matrix)) if np.isfinite(matrix).any() else 1.0)
-    return matrix, None
-
-
 def _title(figure, text: str, colspan: int = 1) -> None:
     figure.addLabel(text, row=0, col=0, colspan=colspan, size="11pt")
 
 
 def _head(figure, trace, layer, head, step, values, log, cross) -> None:
     matrix = attention_matrix(trace, layer, head, step, values, cross)
-    shown, levels = _levels(matrix, values, log)
+    shown, levels = head_levels(matrix, values, log)
     symbol = "S" if values == "scores" else ("log10 A" if log else "A")
     _title(figure, f"{trace.model.name}: layer {layer}, head {head}, {symbol} ({matrix.shape[0]}×{matrix.shape[1]})")
     heatmap = Heatmap(figure.ci, row=1, col=0)
@@ -71,7 +63,7 @@ def _layer(figure, trace, layer, step, values, log, cross) -> None:
     n_heads = trace.model.n_heads
     n_cols = math.ceil(math.sqrt(n_heads))
     matrices = [attention_matrix(trace, layer, h, step, values, cross) for h in range(n_heads)]
-    scaled = [_levels(m, values, log) for m in matrices]
+    scaled = [head_levels(m, values, log) for m in matrices]
     finite = np.concatenate([s[np.isfinite(s)] for s, _ in scaled])
     levels = scaled[0][1] or ((float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0))
     _title(figure, f"{trace.model.name}: layer {layer}, all {n_heads} heads", colspan=n_cols + 1)

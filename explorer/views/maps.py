@@ -49,6 +49,16 @@ def grid_image(grid, values: str, log: bool) -> tuple[np.ndarray, tuple[float, f
     return log_scaled(grid.image) if log else (grid.image, (0.0, 1.0))
 
 
+def head_levels(matrix: np.ndarray, values: str, log: bool) -> tuple[np.ndarray, tuple[float, float] | None]:
+    """What one head's figure draws and its colour levels: weights from 0 to their maximum (or log10),
+    scores at None (the heatmap's own range)."""
+    if log and values == "weights":
+        return log_scaled(matrix)
+    if values == "weights":
+        return matrix, (0.0, float(np.nanmax(matrix)) if np.isfinite(matrix).any() else 1.0)
+    return matrix, None
+
+
 def log_scaled(matrix: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
     """log10 of weights with a floor, keeping NaN (masked) cells; levels from the floor to 0."""
     with np.errstate(divide="ignore", invalid="ignore"):
