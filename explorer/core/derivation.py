@@ -1,0 +1,180 @@
+"""Show the work: one attention weight A[i, j] recomputed, step by step, from the trace's own tensors.
+
+    q_i = RoPE_{p_i}(q_i^pre),  k_j = RoPE_{p_j}(k_j^pre)      pair (a, b) turns by p * theta_m
+    s_ij = <q_i, k_j> * scale  ->  c tanh(s_ij / c)  (softcap, where the model has one)
+    S_ij = s_ij where the mask lets i see j, else -inf
+    A_ij = exp(S_ij - max_j S_i) / Z_i,   Z_i = sum_j exp(S_ij - max_j S_i)
+    y_i  = sum_j A_ij v_j                                         (the head's output O_h at row i)
+
+Every figure is computed here in float64 from the recorded float32 arrays, and compared with what
+the model recorded (`deltas`): the largest |difference| says how exactly the screen explains the model.
+For MLA the keys are the expansion [c_KV W_h^UK ; k_R] the trace records; c_KV and k_R are shown beside.
+Imports numpy and the trace only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from explorer.core.trace import RopeAngles, Trace
+
+
+@dataclass(frozen=True)
+class Rotation:
+    """The RoPE turn of one vector: the pairs of dims it turns, their angles, and the vector before."""
+
+    pre: np.ndarray              # (d_qk,) before RoPE
+    angles: np.ndarray           # (d_R/2,) p * theta_m, radians
+    pairs: np.ndarray            # (d_R/2, 2) the dims (a, b) each angle turns
+    factor: float                # YaRN's attention factor on cos and sin (1 elsewhere)
+
+
+@dataclass(frozen=True)
+class CellDerivation:
+    """A[i, j] of (layer, head) as of step `upto_step`, derived; every array float64."""
+
+    layer: int
+    head: int
+    kv_head: int
+    row: int                     # i, the query row in the trace (its position, for a decoder)
+    column: int                  # j, the key column (its position)
+    upto_step: int
+    q: np.ndarray                # (d_qk,) q_i as multiplied (after RoPE)
+    k: np.ndarray                # (d_qk,) k_j
+    q_rotation: Rotation | None  # None without RoPE
+    k_rotation: Rotation | None
+    products: np.ndarray         # (d_qk,) q_i * k_j per dim
+    dot: float                   # <q_i, k_j>
+    scale: float                 # the factor the model used (1/sqrt(d), Gemma's query_pre_attn_scalar, ...)
+    softcap: float | None
+    score: float                 # s_ij after scale and softcap
+    visible: bool                # the mask entry
+    row_scores: np.ndarray       # (n_kv,) S_i with -inf where masked
+    row_max: float
+    row_exp: np.ndarray          # (n_kv,) exp(S_ij - max)
+    z: float                     # Z_i
+    weight: float                # A_ij recomputed
+    recorded_weight: float       # A_ij as the model recorded it
+    output: np.ndarray           # (d_v,) y_i = sum_j A_ij v_j
+    top_terms: tuple[tuple[int, float, float], ...]   # (j, A_ij, ||A_ij v_j||), largest first
+    latent: np.ndarray | None = None      # (d_c,) MLA's c_KV of key j
+    k_rope: np.ndarray | None = None      # (d_R,) MLA's decoupled k_R of key j
+    deltas: dict[str, float] = field(default_factory=dict)  # max |recomputed - recorded| per quantity
+
+    @property
+    def max_delta(self) -> float:
+        return max(self.deltas.values()) if self.deltas else 0.0
+
+
+def rotate(pre: np.ndarray, position: int, angles: RopeAngles) -> tuple[np.ndarray, Rotation]:
+    """RoPE_p(x): each pair (a, b) -> f (a cos t - b sin t, b cos t + a sin t), t = p theta_m (Su et al. 2021)."""
+    x = pre.astype(np.float64)
+    half = angles.inv_freq.shape[0]
+    theta = float(position) * angles.inv_freq.astype(np.float64)                 # (d_R/2,)
+    index = np.arange(half)
+    if angles.interleave:
+        pairs = np.stack([angles.start + 2 * index, angles.start + 2 * index + 1], axis=1)
+    else:
+        pairs = np.stack([angles.start + index, angles.start + half + index], axis=1)
+    a, b = x[pairs[:, 0]], x[pairs[:, 1]]
+    out = x.copy()
+    out[pairs[:, 0]] = angles.factor * (a * np.cos(theta) - b * np.sin(theta))
+    out[pairs[:, 1]] = angles.factor * (b * np.cos(theta) + a * np.sin(theta))
+    return out, Rotation(pre=x, angles=theta, pairs=pairs, factor=angles.factor)
+
+
+def _record_of(trace: Trace, layer: int):
+    return trace.steps[0].layers[layer].attn
+
+
+def _positions(trace: Trace, upto_step: int) -> np.ndarray:
+    return np.concatenate([s.positions for s in trace.steps[: upto_step + 1]])
+
+
+def _rotations(trace: Trace, layer: int, head: int, kv_head: int, row: int, column: int, upto_step: int):
+    """The RoPE turns of q_i and k_j (None, None without RoPE), and how far they land from the record."""
+    angles = trace.rope[layer] if layer < len(trace.rope) else None
+    q_pre = trace.q_pre_rope(layer, head, upto_step)
+    if angles is None or q_pre is None:
+        return None, None, {}
+    positions = _positions(trace, upto_step)
+    k_pre = trace.k_pre_rope(layer, kv_head, upto_step)
+    q_turned, q_rotation = rotate(q_pre[row], int(positions[row]), angles)
+    k_turned, k_rotation = rotate(k_pre[column], int(positions[column]), angles)
+    q = trace.q(layer, head, upto_step)[row].astype(np.float64)
+    k = trace.k(layer, kv_head, upto_step)[column].astype(np.float64)
+    return q_rotation, k_rotation, {"q after RoPE": float(np.abs(q_turned - q).max()),
+                                    "k after RoPE": float(np.abs(k_turned - k).max())}
+
+
+def row_scores(q: np.ndarray, keys: np.ndarray, scale: float, softcap: float | None,
+               visible: np.ndarray) -> np.ndarray:
+    """S_i = softcap(<q_i, k_j> scale) where visible, -inf elsewhere: (n_kv,) float64."""
+    s = keys @ q * scale
+    if softcap:
+        s = softcap * np.tanh(s / softcap)
+    return np.where(visible, s, -np.inf)
+
+
+def derive_cell(trace: Trace, layer: int, head: int, row: int, column: int, upto_step: int | None = None,
+                n_terms: int = 5) -> CellDerivation:
+    """Recompute A[row, column] of (layer, head) and y_row from the trace, with every intermediate."""
+    upto = len(trace.steps) - 1 if upto_step is None else upto_step
+    kv_head = trace.kv_head_of(head)
+    record = _record_of(trace, layer)
+    q = trace.q(layer, head, upto)[row].astype(np.float64)                      # (d_qk,)
+    keys = trace.k(layer, kv_head, upto).astype(np.float64)                     # (T_kv, d_qk)
+    visible = trace.mask(layer, upto)[row, : keys.shape[0]]                     # (T_kv,)
+    scores = row_scores(q, keys, record.scale, record.softcap, visible)
+    row_max = float(scores.max())
+    exp = np.exp(scores - row_max)                                              # 0 where masked
+    weights = exp / exp.sum()                                                   # A_i: (T_kv,)
+    recorded = trace.attention_head(layer, head, upto)[row, : keys.shape[0]].astype(np.float64)
+    q_rotation, k_rotation, deltas = _rotations(trace, layer, head, kv_head, row, column, upto)
+    deltas["A row"] = float(np.abs(weights - recorded).max())
+    output, top_terms, deltas["y = sum_j A_ij v_j"] = _output(trace, layer, head, row, upto, weights, n_terms)
+    latent, k_rope = _latent(trace, layer, column, upto)
+    if k_rope is not None:                                                      # k_j = [c_KV W^UK ; k_R]
+        deltas["k_R in k_j"] = float(np.abs(keys[column, -k_rope.shape[0]:] - k_rope).max())
+    products = q * keys[column]
+    return CellDerivation(
+        layer=layer, head=head, kv_head=kv_head, row=row, column=column, upto_step=upto, q=q, k=keys[column],
+        q_rotation=q_rotation, k_rotation=k_rotation, products=products, dot=float(products.sum()),
+        scale=float(record.scale), softcap=record.softcap, score=float(scores[column]) if visible[column]
+        else _score(float(products.sum()), record.scale, record.softcap), visible=bool(visible[column]),
+        row_scores=scores, row_max=row_max, row_exp=exp, z=float(exp.sum()), weight=float(weights[column]),
+        recorded_weight=float(recorded[column]), output=output, top_terms=top_terms,
+        latent=latent, k_rope=k_rope, deltas=deltas)
+
+
+def _score(dot: float, scale: float, softcap: float | None) -> float:
+    """s = <q, k> scale, then c tanh(s / c) where the model softcaps (for a masked cell, shown anyway)."""
+    scaled = dot * scale
+    return float(softcap * np.tanh(scaled / softcap)) if softcap else scaled
+
+
+def _output(trace: Trace, layer: int, head: int, row: int, upto: int, weights: np.ndarray, n_terms: int):
+    """y_i = sum_j A_ij v_j, its n_terms largest terms (j, A_ij, ||A_ij v_j||), and max |y_i - recorded O_h|."""
+    values = trace.v(layer, trace.kv_head_of(head), upto).astype(np.float64)   # (T_kv, d_v)
+    terms = weights[:, None] * values                                           # A_ij v_j: (T_kv, d_v)
+    output = terms.sum(axis=0)
+    sizes = np.linalg.norm(terms, axis=1)
+    order = np.argsort(-sizes)[:n_terms]
+    recorded = trace.head_out(layer, head, upto)[row].astype(np.float64)
+    return (output, tuple((int(j), float(weights[j]), float(sizes[j])) for j in order),
+            float(np.abs(output - recorded).max()))
+
+
+def _latent(trace: Trace, layer: int, column: int, upto: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """MLA's c_KV and k_R of key `column`, from the step that fed it (None for other attention kinds)."""
+    offset = 0
+    for step in trace.steps[: upto + 1]:
+        record = step.layers[layer].attn
+        if column < offset + step.n_new:
+            if record.latent is None:
+                return None, None
+            return (record.latent[column - offset].astype(np.float64),
+                    record.k_rope[column - offset].astype(np.float64))
+        offset += step.n_new
+    return None, None
