@@ -124,6 +124,8 @@ def save_figure(figure, path: Path, width: int, height: int) -> Path:
         exporter.parameters().param("height").setValue(float(height), blockSignal=exporter.heightChanged)
         svg = exporter.export(toBytes=True).decode("utf-8")
         svg = re.sub(r"<svg ", f'<svg width="{int(width)}" height="{int(height)}" ', svg, count=1)
+        # The background in pixels: SVG Tiny readers (Qt's QSvgRenderer, print tools) read "100%" as 100 px.
+        svg = svg.replace('<rect width="100%" height="100%"', f'<rect width="{int(width)}" height="{int(height)}"', 1)
 
         def write(temporary):
             Path(temporary).write_text(svg, encoding="utf-8")
@@ -132,8 +134,9 @@ def save_figure(figure, path: Path, width: int, height: int) -> Path:
 
 def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str, step: int | None = None,
                      values: str = "weights", log: bool = False, cross: bool = False,
-                     size: tuple[int, int] = DEFAULT_SIZE) -> Path:
-    """One head, all heads of a layer (`head="all"`) or the full grid (`layer="all"`) to any format."""
+                     size: tuple[int, int] = DEFAULT_SIZE, theme: str = "light") -> Path:
+    """One head, all heads of a layer (`head="all"`) or the full grid (`layer="all"`) to any format;
+    images in the figure `theme` (light, print-ready, or dark; see explorer.app.theme.FIGURE_COLOURS)."""
     path = Path(path)
     if not trace or not trace.steps:
         raise ExportError(f"Cannot export {path}: there is no trace yet; run the model first.")
@@ -147,7 +150,7 @@ def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str
         return save_matrix(matrix, path, header=f"{values} layer {layer} head {head}")
     from explorer.app.figures import attention_figure
 
-    figure = attention_figure(trace, layer, head, size[0], size[1], step, values, log, cross)
+    figure = attention_figure(trace, layer, head, size[0], size[1], step, values, log, cross, theme)
     try:
         return save_figure(figure, path, *size)
     finally:
@@ -197,6 +200,19 @@ def _check_indices(trace: Trace, layer, head) -> None:
 
 
 # ----- dialogs (the GUI side of the same functions) ---------------------------------------------
+def figure_theme(widget=None) -> str:
+    """The figure theme chosen (File ▸ Dark Export Figures) in the window that holds `widget`, else in
+    the person's settings: 'light' unless 'dark'."""
+    from explorer.app.settings import AppSettings
+
+    while widget is not None:
+        settings = getattr(widget, "settings", None)
+        if isinstance(settings, AppSettings):
+            return settings.figure_theme
+        widget = widget.parent()
+    return AppSettings().figure_theme
+
+
 def last_folder() -> str:
     return str(QSettings("transformer-explorer", "explorer").value("export/last_folder", str(Path.home())))
 
@@ -240,7 +256,8 @@ def ask_and_export_attention(parent, trace, layer, head, raw: bool = False, **op
     path = ask_path(parent, "Export attention", name, filters)
     size = DEFAULT_SIZE if raw or path is None else ask_size(parent)
     if path is not None and size is not None:
-        run_reporting(parent, lambda: export_attention(trace, path, layer, head, size=size, **options))
+        theme = figure_theme(parent)
+        run_reporting(parent, lambda: export_attention(trace, path, layer, head, size=size, theme=theme, **options))
 
 
 def ask_and_export_frames(parent, trace, layer, head, **options) -> None:
@@ -248,7 +265,8 @@ def ask_and_export_frames(parent, trace, layer, head, **options) -> None:
                     "PNG frames (*.png);;SVG frames (*.svg)")
     size = ask_size(parent) if path is not None else None
     if path is not None and size is not None:
-        run_reporting(parent, lambda: export_frames(trace, path, layer, head, size=size, **options))
+        theme = figure_theme(parent)
+        run_reporting(parent, lambda: export_frames(trace, path, layer, head, size=size, theme=theme, **options))
 
 
 def ask_and_save_widget(widget, name: str) -> None:

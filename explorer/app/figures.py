@@ -14,28 +14,34 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from explorer.app.panels.heatmap import Heatmap
+from explorer.app.theme import figure_colours, paint_figure
 from explorer.core.trace import Trace
 from explorer.views.grid import mosaic
 from explorer.views.maps import attention_matrix, axis_labels, grid_image, head_levels
 
-FIGURE_BACKGROUND = "#101014"
-
 
 def attention_figure(trace: Trace, layer: int | str, head: int | str, width: int, height: int,
                      step: int | None = None, values: str = "weights", log: bool = False,
-                     cross: bool = False) -> pg.GraphicsLayoutWidget:
-    """Build and lay out the figure; `layer="all"` is the full grid, `head="all"` a layer's heads."""
-    figure = pg.GraphicsLayoutWidget(size=(width, height))
-    figure.setBackground(FIGURE_BACKGROUND)
+                     cross: bool = False, theme: str = "light") -> pg.GraphicsLayoutWidget:
+    """Build and lay out the figure; `layer="all"` is the full grid, `head="all"` a layer's heads.
+    `theme` is the figure's own ("light", print-ready, or "dark"), never the app's."""
+    with figure_colours(theme):
+        figure = pg.GraphicsLayoutWidget(size=(width, height))
+        figure.heatmaps = []
+        if layer == "all":
+            _grid(figure, trace, step, values, log, cross)
+        elif head == "all":
+            _layer(figure, trace, int(layer), step, values, log, cross)
+        else:
+            _head(figure, trace, int(layer), int(head), step, values, log, cross)
+    return lay_out(figure, width, height, theme)
+
+
+def lay_out(figure: pg.GraphicsLayoutWidget, width: int, height: int, theme: str = "light"):
+    """Lay a figure out offscreen at exactly width × height pixels, in the figure theme's colours."""
+    paint_figure(figure, theme)
     figure.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
     figure.setFixedSize(width, height)
-    figure.heatmaps = []
-    if layer == "all":
-        _grid(figure, trace, step, values, log, cross)
-    elif head == "all":
-        _layer(figure, trace, int(layer), step, values, log, cross)
-    else:
-        _head(figure, trace, int(layer), int(head), step, values, log, cross)
     figure.show()
     QApplication.processEvents()
     figure.ci.setGeometry(0, 0, width, height)

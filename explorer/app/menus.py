@@ -71,6 +71,11 @@ class Menus:
         self.file.addAction(self.export_current)
         self.file.addMenu(self.export)
         self.export.aboutToShow.connect(self._fill_export)
+        self.dark_figures = QAction("&Dark Export Figures (light, print-ready ones otherwise)", self.window)
+        self.dark_figures.setCheckable(True)
+        self.dark_figures.setChecked(self.window.settings.figure_theme == "dark")
+        self.dark_figures.toggled.connect(self.set_dark_figures)
+        self.file.addAction(self.dark_figures)
         self.file.addSeparator()
         self.file.addAction(self._action("&Quit", self.window.close, QKeySequence.StandardKey.Quit))
 
@@ -78,7 +83,7 @@ class Menus:
         for dock in self.window.docks.values():
             self.view.addAction(dock.toggleViewAction())
         self.view.addSeparator()
-        self.view.addAction(self._action("&Reset Layout", self.window.default_layout))
+        self.view.addAction(self._action("&Reset Layout", lambda: self.window.default_layout()))
         theme_menu = self.view.addMenu("&Theme")
         group = QActionGroup(self.window)
         for theme in ("system", "light", "dark"):
@@ -148,6 +153,9 @@ class Menus:
             self.window.show_error("Nothing to export yet; run the prompt first.")
         elif actions:
             actions[0].trigger()
+
+    def set_dark_figures(self, dark: bool) -> None:
+        self.window.settings.figure_theme = "dark" if dark else "light"
 
     # ----- decoding -------------------------------------------------------------------------
     def ask_trace_budget(self) -> None:

@@ -15,6 +15,7 @@ ORGANIZATION = "transformer-explorer"
 APPLICATION = "explorer"        # the same file explorer.app.export keeps its last folder in
 MAX_RECENT = 8
 THEMES = ("system", "light", "dark")
+FIGURE_THEMES = ("light", "dark")   # explorer.app.theme.FIGURE_COLOURS; exported figures are light by default
 
 
 class AppSettings:
@@ -42,6 +43,16 @@ class AppSettings:
     @theme.setter
     def theme(self, theme: str) -> None:
         self.q.setValue("view/theme", theme if theme in THEMES else "system")
+
+    @property
+    def figure_theme(self) -> str:
+        """The colours of exported figures (File ▸ Dark Export Figures): 'light', print-ready, or 'dark'."""
+        theme = str(self.q.value("export/figure_theme", "light"))
+        return theme if theme in FIGURE_THEMES else "light"
+
+    @figure_theme.setter
+    def figure_theme(self, theme: str) -> None:
+        self.q.setValue("export/figure_theme", theme if theme in FIGURE_THEMES else "light")
 
     # ----- models -----------------------------------------------------------------
     def recent_models(self) -> list[str]:

@@ -5,6 +5,9 @@ pyqtgraph views get a matching background and foreground.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
@@ -20,6 +23,9 @@ _DARK = {
     QPalette.ColorRole.Link: "#6ea8ff", QPalette.ColorRole.PlaceholderText: "#8a8a8f",
 }
 PLOT_COLOURS = {"light": ("w", "k"), "dark": ("#1f1f22", "#d8d8d8")}   # (background, foreground)
+# Exported figures: print-ready black on white unless dark ones are asked for, whatever the app's theme.
+FIGURE_COLOURS = {"light": ("#ffffff", "#111111"), "dark": ("#101014", "#e6e6e6")}
+FIGURE_THEMES = tuple(FIGURE_COLOURS)
 
 
 def system_theme(app: QApplication) -> str:
@@ -52,3 +58,28 @@ def apply_theme(app: QApplication, choice: str, root: QWidget | None = None) -> 
                 if isinstance(item, pg.ViewBox) and item.border is not None:
                     item.setBorder(pg.mkPen(foreground, width=1))
     return theme
+
+
+@contextmanager
+def figure_colours(theme: str = "light") -> Iterator[tuple[str, str]]:
+    """pyqtgraph's colours for the items made inside (titles, axis names and frames read them when
+    made); yields (background, foreground). Nothing is painted meanwhile, so no view of the window
+    caches a picture in the figure's colours."""
+    background, foreground = FIGURE_COLOURS.get(theme, FIGURE_COLOURS["light"])
+    before = pg.getConfigOption("background"), pg.getConfigOption("foreground")
+    pg.setConfigOptions(background=background, foreground=foreground)
+    try:
+        yield background, foreground
+    finally:
+        pg.setConfigOptions(background=before[0], foreground=before[1])
+
+
+def paint_figure(view: pg.GraphicsView, theme: str = "light") -> None:
+    """Give a figure's background and every axis explicit colours: axes otherwise read the app's
+    foreground when they paint, which drew black numbers on a dark export in the light theme."""
+    background, foreground = FIGURE_COLOURS.get(theme, FIGURE_COLOURS["light"])
+    view.setBackground(background)
+    for item in view.scene().items():
+        if isinstance(item, pg.AxisItem):
+            item.setPen(pg.mkPen(foreground))
+            item.setTextPen(pg.mkPen(foreground))

@@ -27,6 +27,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--scores", action="store_true", help="pre-softmax scores S instead of the weights A")
     parser.add_argument("--log", action="store_true", help="log10 colour scale for the weights")
     parser.add_argument("--every-step", action="store_true", help="write one numbered file per step")
+    parser.add_argument("--dark", action="store_true",
+                        help="light text on a dark background (default: a light, print-ready figure)")
     parser.add_argument("--attention", choices=("self", "cross", "encoder"), default="self",
                         help="encoder-decoders: decoder self-attention (default), cross-attention "
                              "[target x source] or the encoder's self-attention over the source")
@@ -67,7 +69,8 @@ def run(args) -> int:
 
     app = QApplication.instance() or QApplication(["transformer-explorer"])
     view = _view(trace, args.attention)
-    options = dict(values="scores" if args.scores else "weights", log=args.log, size=size, cross=view.cross)
+    options = dict(values="scores" if args.scores else "weights", log=args.log, size=size, cross=view.cross,
+                   theme="dark" if args.dark else "light")
     if args.every_step:
         written = export.export_frames(view.trace, output, layer, head, **options)
     else:

@@ -351,7 +351,8 @@ class KVLabPanel(Panel):
     def save_plot(self, path, width: int = 1000, height: int = 700) -> Path:
         if self.shape is None:
             raise export.ExportError(f"Cannot export {path}: open a model or a config first.")
-        return save_bytes_plot(Path(path), self.shape, self.ranks(), self.source_name, width, height)
+        return save_bytes_plot(Path(path), self.shape, self.ranks(), self.source_name, width, height,
+                               export.figure_theme(self))
 
     def make_export_actions(self) -> list[QAction]:
         actions = []

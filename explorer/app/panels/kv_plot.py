@@ -105,21 +105,18 @@ class BytesPlot(pg.GraphicsLayoutWidget):
         self._fit_legend()
 
 
-def save_bytes_plot(path, shape: kv.CacheShape, ranks: list[int] | None, name: str, width: int, height: int):
-    """The plot laid out offscreen at exactly width × height and written as PNG or SVG (see export)."""
-    from PySide6.QtWidgets import QApplication
-
+def save_bytes_plot(path, shape: kv.CacheShape, ranks: list[int] | None, name: str, width: int, height: int,
+                    theme: str = "light"):
+    """The plot laid out offscreen at exactly width × height in the figure `theme` and written as PNG or
+    SVG (see export)."""
     from explorer.app import export
+    from explorer.app.figures import lay_out
+    from explorer.app.theme import figure_colours
 
-    figure = BytesPlot()
-    figure.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
-    figure.setFixedSize(width, height)
-    figure.setBackground("#101014")
-    figure.draw(shape, ranks, name)
-    figure.show()
-    QApplication.processEvents()
-    figure.ci.setGeometry(0, 0, width, height)
-    QApplication.processEvents()
+    with figure_colours(theme):
+        figure = BytesPlot()
+        figure.draw(shape, ranks, name)
+    lay_out(figure, width, height, theme)
     try:
         return export.save_figure(figure, path, width, height)
     finally:
