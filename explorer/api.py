@@ -24,6 +24,8 @@ from explorer.core.errors import ContextOverflowError, ExplorerError
 from explorer.views import trace_views
 
 if TYPE_CHECKING:
+    from explorer.core.attribution import Attribution
+    from explorer.core.head_scores import HeadScores
     from explorer.core.runtime import LoadedModel
     from explorer.core.sampling import Sampling
     from explorer.core.trace import ModelInfo, Trace
@@ -104,7 +106,7 @@ class Model:
         if len(ids) + steps > context:
             raise ContextOverflowError(
                 f"the prompt has {len(ids)} tokens; with {steps} steps it exceeds the model's context of {context}")
-        intervention = _intervention(ablate, kernel, kernel_layers)
+        intervention = _intervention(ablate, kernel, kernel_layers, self.info)
         decoder = _decoder(self.loaded, sampling or Sampling(), len(ids) + steps, intervention)
         decoder.prefill(ids)
         for _ in range(steps):
@@ -113,19 +115,39 @@ class Model:
         return Run(self, decoder, text, intervention)
 
 
+    def heads(self, ids: Sequence[int] | None = None, repeat: int = 2, seed: int = 0) -> HeadScores:
+        """Previous-token, induction and sink scores of every head, (L, H) each, on `ids` repeated
+        `repeat` times (random ids of the vocabulary when None): explorer.core.head_scores."""
+        from explorer.core.head_scores import score_heads
+
+        return score_heads(self.loaded, None if ids is None else np.asarray(ids, dtype=np.int64), repeat, seed=seed)
+
+
 def _can_generate(loaded) -> bool:
     from explorer.core.families import can_generate
 
     return can_generate(loaded)
 
 
-def _intervention(ablate: Sequence[tuple[int, int]], kernel: str | None, kernel_layers: Sequence[int] | None):
-    """The core's Intervention for the API's keywords, or None for the model as it is."""
+def _intervention(ablate: Sequence[tuple[int, int]], kernel: str | None, kernel_layers: Sequence[int] | None,
+                  info: ModelInfo):
+    """The core's Intervention (explorer.core.intervention) for the API's keywords, None for the model as it is:
+    `ablate` zeroes O_h of each (layer, head); `kernel` replaces f_κ in `kernel_layers` (None: every layer)."""
     if not ablate and kernel is None:
         if kernel_layers is not None:
             raise ExplorerError("kernel_layers needs a kernel: give kernel='relu', 'linear' or 'exp'")
         return None
-    raise ExplorerError("interventions (ablate=, kernel=) are not available in this build")
+    from explorer.core.intervention import HeadAblation, Intervention, Kernel, KernelChoice
+
+    try:
+        ablations = tuple(HeadAblation(int(layer), int(head)) for layer, head in ablate)
+    except (TypeError, ValueError):
+        raise ExplorerError(f"ablate={list(ablate)!r} must list (layer, head) pairs, e.g. [(3, 2)]") from None
+    kernels = () if kernel is None else (KernelChoice(
+        Kernel(kernel), None if kernel_layers is None else tuple(int(layer) for layer in kernel_layers)),)
+    intervention = Intervention(kernels=kernels, ablations=ablations)
+    intervention.check(info.n_layers, info.n_heads)
+    return intervention
 
 
 def _decoder(loaded, sampling: Sampling, capacity: int, intervention=None):
@@ -133,7 +155,9 @@ def _decoder(loaded, sampling: Sampling, capacity: int, intervention=None):
     from explorer.core.decode import RecordOptions
     from explorer.core.families import make_decoder
 
-    return make_decoder(loaded, RecordOptions(dtype="float32"), sampling, capacity=capacity)
+    decoder = make_decoder(loaded, RecordOptions(dtype="float32"), sampling, capacity=capacity)
+    decoder.set_intervention(intervention)
+    return decoder
 
 
 class Run:
@@ -232,6 +256,13 @@ class Run:
         """Take `token_id` as the next token instead of the chosen one; the next step() feeds it."""
         self.decoder.force(int(token_id))
         return self
+
+    def attribute(self, position: int | None = None, token_id: int | None = None) -> Attribution:
+        """Split the logit of `token_id` (default: the top prediction) after `position` (default: the last)
+        into embed + Σ heads + Σ MLPs + rest, the final norm frozen there: explorer.core.attribution."""
+        from explorer.core.attribution import attribute
+
+        return attribute(self.model.loaded, self.ids, position, token_id)
 
     # ----- files -------------------------------------------------------------------------
     def arrays(self) -> dict[str, np.ndarray]:
