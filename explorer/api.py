@@ -115,6 +115,13 @@ class Model:
         return Run(self, decoder, text, intervention)
 
 
+    def attribute(self, prompt: Prompt, position: int | None = None, token_id: int | None = None) -> Attribution:
+        """Split the logit of `token_id` (default: the top prediction) after `position` (default: the last)
+        into embed + Σ heads + Σ MLPs + rest, the final norm frozen there: explorer.core.attribution."""
+        from explorer.core.attribution import attribute
+
+        return attribute(self.loaded, self.encode(prompt), position, token_id)
+
     def heads(self, ids: Sequence[int] | None = None, repeat: int = 2, seed: int = 0) -> HeadScores:
         """Previous-token, induction and sink scores of every head, (L, H) each, on `ids` repeated
         `repeat` times (random ids of the vocabulary when None): explorer.core.head_scores."""
@@ -258,11 +265,8 @@ class Run:
         return self
 
     def attribute(self, position: int | None = None, token_id: int | None = None) -> Attribution:
-        """Split the logit of `token_id` (default: the top prediction) after `position` (default: the last)
-        into embed + Σ heads + Σ MLPs + rest, the final norm frozen there: explorer.core.attribution."""
-        from explorer.core.attribution import attribute
-
-        return attribute(self.model.loaded, self.ids, position, token_id)
+        """Model.attribute on this run's ids: who wrote the logit of `token_id` after `position`."""
+        return self.model.attribute(self.ids, position, token_id)
 
     # ----- files -------------------------------------------------------------------------
     def arrays(self) -> dict[str, np.ndarray]:

@@ -27,21 +27,19 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from explorer.core.attribution import attribute
-    from explorer.core.runtime import load_model
-    from explorer.core.store import resolve
+    from explorer.api import load
 
     if not args.prompt:
         raise ExplorerError("--prompt is empty: write some text")
-    loaded = load_model(resolve(args.model), device=args.device)
-    ids = np.asarray(loaded.tokenizer.encode(args.prompt).ids, dtype=np.int64)
+    model = load(args.model, device=args.device)
+    ids = np.asarray(model.loaded.tokenizer.encode(args.prompt).ids, dtype=np.int64)
     if ids.size == 0:
         raise ExplorerError("--prompt gives no tokens: write some text")
-    result = attribute(loaded, ids, args.position, args.token_id)
+    result = model.attribute(ids, args.position, args.token_id)
     if args.json:
         print(json.dumps(result.as_json()))
         return 0
-    tokenizer = loaded.tokenizer
+    tokenizer = model.loaded.tokenizer
     print(f"logit of {tokenizer.display(result.token_id)!r} (id {result.token_id}) after position "
           f"{result.position} ({tokenizer.display(int(ids[result.position]))!r}): {result.logit:.4f}")
     if result.capped_logit is not None:

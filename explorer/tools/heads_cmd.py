@@ -35,13 +35,10 @@ def parse_ids(text: str) -> np.ndarray:
 
 
 def run(args) -> int:
-    from explorer.core.head_scores import score_heads
-    from explorer.core.runtime import load_model
-    from explorer.core.store import resolve
+    from explorer.api import load
 
     ids = None if args.ids is None else parse_ids(args.ids)
-    loaded = load_model(resolve(args.model), device=args.device)
-    scores = score_heads(loaded, ids, args.repeat, seed=args.seed)
+    scores = load(args.model, device=args.device).heads(ids, args.repeat, seed=args.seed)
     if args.json:
         print(json.dumps(scores.as_json()))
         return 0
