@@ -12,7 +12,7 @@ from typing import Callable
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QProgressDialog, QWidget
 
-from explorer.app import menus, model_refs
+from explorer.app import menus, model_refs, pull_dialog
 from explorer.app.catalog_loader import CatalogLoader
 from explorer.app.controller import DecodingController
 from explorer.app.model_picker import ModelToolbar
@@ -64,11 +64,11 @@ class MainWindow(QMainWindow):
         self.progress: QProgressDialog | None = None
         self.menus = menus.build(self)
         self.autosaver = Autosaver(self.session_state, autosave_path, parent=self)
+        self._listed = False
+        self._listing_pending = False       # before _connect: an idle worker's busy_changed reads it at once
         self._connect()
         self.sampling_bar.set_settings(self.settings.sampling)
         self.model_bar.set_models([], self.settings.recent_models(), None)
-        self._listed = False
-        self._listing_pending = False
         self._restore_layout()
         self.autosaver.start()
 
@@ -142,6 +142,7 @@ class MainWindow(QMainWindow):
         self.prompt.prompt_settled.connect(c.set_prompt)
         self.sampling_bar.sampling_changed.connect(c.set_sampling)
         self.model_bar.model_chosen.connect(self.open_model)
+        self.model_bar.pull_requested.connect(lambda name: pull_dialog.pull_model(self, name))
         self.model_bar.device_changed.connect(self._on_device_changed)
         self.worker.devices_found.connect(self._on_devices_found)
         self.worker.busy_changed.connect(self._list_if_idle)

