@@ -93,20 +93,7 @@ def _view(trace, kind: str):
 
 
 def _decode(args):
-    from explorer.core.families import can_generate, make_decoder
-    from explorer.core.runtime import load_model
-    from explorer.core.store import resolve
+    from explorer.api import load
 
-    loaded = load_model(resolve(args.model), device=args.device, dtype=args.dtype)   # a path or a catalog name
-    tokens = loaded.tokenizer.encode(args.prompt)
-    if len(tokens.ids) == 0:
-        raise ExplorerError(f"The prompt {args.prompt!r} gives no tokens to run.")
-    if args.steps and not can_generate(loaded):
-        from explorer.core.encoder import NO_DECODING
-
-        raise ExplorerError(f"--steps {args.steps}: {NO_DECODING}; use --steps 0.")
-    decoder = make_decoder(loaded)
-    trace = decoder.prefill(tokens.ids)
-    for _ in range(args.steps):
-        trace = decoder.step()
-    return trace
+    model = load(args.model, device=args.device, dtype=args.dtype)   # a path or a catalog name
+    return model.run(args.prompt, steps=args.steps).trace
