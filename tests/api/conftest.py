@@ -3,17 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.core.conftest import FAMILIES, make_hf_model
-
-
-@pytest.fixture(params=sorted(FAMILIES))
-def family(request) -> str:
-    return request.param
-
-
-@pytest.fixture
-def hf_model(family):
-    return make_hf_model(family)
+from tests.core.conftest import family, hf_model  # noqa: F401 (the random families' fixtures, shared)
 
 
 @pytest.fixture
