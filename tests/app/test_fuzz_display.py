@@ -22,7 +22,8 @@ SURROGATES = st.integers(0xD800, 0xDFFF).map(chr)
 PIECES = st.one_of(st.text(max_size=8), st.sampled_from(SPECIAL), SURROGATES)
 CLIPBOARD = st.lists(PIECES, max_size=12).map("".join)
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-COUNTS = {"typed": 0, "tokenized directly": 0, "run": 0}
+COUNTS = {"typed": 0, "tokenized directly": 0, "run": 0}   # examples that reached their test's last assert
+STARTED: set[str] = set()
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +72,7 @@ def check_display(window, tokens) -> None:
 @FUZZ
 @given(text=CLIPBOARD)
 def test_any_pasted_text_is_tokenized_and_shown(qtbot, window, dialogs, text):
+    STARTED.add("typed")
     with qtbot.captureExceptions() as exceptions:
         window.prompt.set_text(text)
         qtbot.wait(1)
@@ -89,6 +91,7 @@ def test_any_pasted_text_is_tokenized_and_shown(qtbot, window, dialogs, text):
 @FUZZ
 @given(text=CLIPBOARD)
 def test_text_that_skips_the_editor_still_tokenizes_with_surrogates_replaced(qtbot, window, dialogs, text):
+    STARTED.add("tokenized directly")
     with qtbot.captureExceptions() as exceptions:
         window.controller.set_prompt(text)                 # e.g. a session file or a drop, not the editor
         qtbot.wait(1)
@@ -104,14 +107,22 @@ def test_text_that_skips_the_editor_still_tokenizes_with_surrogates_replaced(qtb
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=CLIPBOARD.filter(lambda t: t.strip()))
 def test_running_random_text_shows_the_trace_tokens(qtbot, window, dialogs, text):
+    STARTED.add("run")
     window.prompt.set_text(text)
     ids = window.session.tokens.ids
-    if not 0 < len(ids) < window.controller.summary.info.max_positions:
-        return
-    window.actions.run.trigger()
-    qtbot.waitUntil(lambda: not window.worker.busy and window.session.trace is not None
-                    and np.array_equal(window.session.trace.token_ids, ids), timeout=60000)
-    assert table_ids(window) == ids.tolist() and not dialogs["warnings"]
+    asked = len(dialogs["questions"])
+    if len(ids) == 0:                  # the editor dropped lone surrogates and kept nothing with a token
+        assert window.controller.summary.tokenizer.encode(window.prompt.text).ids.size == 0
+    elif len(ids) < window.controller.summary.info.max_positions:
+        window.actions.run.trigger()
+        qtbot.waitUntil(lambda: not window.worker.busy and window.session.trace is not None
+                        and np.array_equal(window.session.trace.token_ids, ids), timeout=60000)
+        assert table_ids(window) == ids.tolist()
+    else:                                                  # longer than the context: asked, answered No
+        window.actions.run.trigger()
+        qtbot.waitUntil(lambda: not window.worker.busy, timeout=60000)
+        assert len(dialogs["questions"]) == asked + 1 and "Keep only the last" in dialogs["questions"][-1]
+    assert not dialogs["warnings"]
     COUNTS["run"] += 1
 
 
@@ -130,4 +141,10 @@ def test_a_hundred_thousand_characters_are_tokenized_and_shown(qtbot, window, di
     window.actions.run.trigger()                           # longer than the context: asked, answered No
     qtbot.waitUntil(lambda: not window.worker.busy, timeout=60000)
     assert "Keep only the last 63 tokens?" in dialogs["questions"][-1] and not dialogs["warnings"]
-    print(f"\nfuzz display: {COUNTS}")
+
+
+def test_every_fuzz_test_that_ran_checked_all_its_examples():
+    """Each fuzz test above counts the examples that reached its last assert (the README's 120 pastes)."""
+    expected = {"typed": 60, "tokenized directly": 60, "run": 15}
+    for name in STARTED:
+        assert COUNTS[name] >= expected[name], f"{name}: only {COUNTS[name]} of {expected[name]} examples checked"

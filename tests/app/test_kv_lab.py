@@ -104,9 +104,14 @@ def test_exports_table_csv_and_plot_png_svg(panel, tmp_path):
     assert [r["variant"] for r in table if r["native"] == "True"] == ["gqa-16"]
     image = QImage(str(panel.save_plot(tmp_path / "p.png", 640, 480)))
     assert (image.width(), image.height()) == (640, 480)
-    colours = {image.pixelColor(x, y).name() for x in range(0, 640, 8) for y in range(0, 480, 8)}
-    assert "#ff2d55" in colours                                    # the native curve is drawn
-    left, right = (sum(image.pixelColor(x, y).name() == "#ff2d55" for x in range(a, b) for y in range(480))
+    curves = panel.plot.curves("float32")            # the panel's own plot: the same curves as the file
+    native = [c for c in curves if c.variant_name.endswith("(native)")]
+    others = [c.opts["pen"] for c in curves if c not in native]
+    assert len(native) == 1 and native[0].variant_name.startswith("gqa-16")
+    pen = native[0].opts["pen"]
+    colour = pen.color().name()                    # the native curve stands out: a colour and width of its own
+    assert all(p.color().name() != colour and p.widthF() < pen.widthF() for p in others)
+    left, right = (sum(image.pixelColor(x, y).name() == colour for x in range(a, b) for y in range(480))
                    for a, b in ((0, 170), (340, 500)))
     assert left > 20 and right > 20                                # in the float32 and the 8-bit plot
     svg = panel.save_plot(tmp_path / "p.svg").read_text()

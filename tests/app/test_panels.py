@@ -134,8 +134,14 @@ def test_scores_toggle_and_log_scale(qtbot, session):
     assert "S = Q_h K_hᵀ" in attention.formula
     attention.values_box.setCurrentIndex(0)
     attention.scale_box.setCurrentIndex(1)
-    assert attention.large.image.levels is not None
-    assert tuple(np.round(attention.large.image.levels, 3)) == (-6.0, 0.0)
+    low, high = attention.large.image.levels
+    assert high == 0.0 and low <= -3                 # log10 of 1 at the top, at least three decades below it
+    drawn, weights = attention.large.image.image, trace.attention_head(1, 2).astype(np.float64)   # (T, T)
+    mask = trace.mask(1)
+    visible = mask & (weights >= 10 ** low)
+    assert visible.sum() > mask.sum() // 2
+    np.testing.assert_allclose(drawn[visible], np.log10(weights[visible]), atol=1e-5)
+    assert np.isnan(drawn[~mask]).all() and (drawn[mask & ~visible] == np.float32(low)).all()
 
 
 def test_grid_stays_small_at_2048_tokens(qtbot, session):

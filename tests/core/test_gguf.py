@@ -5,6 +5,7 @@ import gguf
 import numpy as np
 import pytest
 import torch
+import transformers  # the reference
 
 from explorer.core import store
 from explorer.core.loaders import open_checkpoint
@@ -126,21 +127,41 @@ def test_real_smollm2_tokenizer_and_shapes():
     assert checkpoint.hf_config["tie_word_embeddings"] is True
 
 
-@pytest.mark.realmodel
-@pytest.mark.slow
-def test_real_smollm2_says_paris_in_transformers():
-    """The un-permuted GGUF weights in transformers' own Llama give ' Paris' (proves the Q/K permutation)."""
-    transformers = pytest.importorskip("transformers")
-    checkpoint = open_checkpoint(_real("smollm2-135m"))
+def _transformers_next_token_probs(checkpoint, text: str) -> torch.Tensor:
+    """transformers' own Llama on the un-permuted GGUF weights: p(next token | text), (V,)."""
     config = dict(checkpoint.hf_config)
     hf_config = transformers.LlamaConfig(**{k: v for k, v in config.items() if k != "model_type"})
     model = transformers.LlamaForCausalLM(hf_config).eval()
     model.load_state_dict(checkpoint.tensors, strict=False)
     model.tie_weights()
-    ids = torch.tensor(checkpoint.tokenizer.encode("The capital of France is").ids)[None]
+    ids = torch.tensor(checkpoint.tokenizer.encode(text).ids)[None]
     with torch.no_grad():
-        top = int(model(ids).logits[0, -1].argmax())
-    assert checkpoint.tokenizer.display(top) == "␣Paris"
+        return torch.softmax(model(ids).logits[0, -1].double(), dim=-1)
+
+
+@pytest.mark.realmodel
+@pytest.mark.slow
+def test_real_smollm2_says_paris_in_transformers():
+    """The un-permuted GGUF weights in transformers' own Llama give ' Paris' (proves the Q/K permutation)."""
+    checkpoint = open_checkpoint(_real("smollm2-135m"))
+    probs = _transformers_next_token_probs(checkpoint, "The capital of France is")
+    assert checkpoint.tokenizer.display(int(probs.argmax())) == "␣Paris"
+
+
+@pytest.mark.realmodel
+@pytest.mark.slow
+def test_real_smollm2_engine_says_paris_with_the_readmes_probability():
+    """The README's claim, run through the engine: ' Paris' (p = 0.77), the probability transformers gives."""
+    from explorer.core.decode import Decoder
+    from explorer.core.runtime import load_model
+
+    checkpoint = open_checkpoint(_real("smollm2-135m"))
+    trace = Decoder(load_model(checkpoint)).prefill(checkpoint.tokenizer.encode("The capital of France is"))
+    step = trace.steps[0]
+    assert checkpoint.tokenizer.display(step.chosen_id) == "␣Paris"
+    assert int(step.top_ids[0, 0]) == step.chosen_id and round(float(step.top_probs[0, 0]), 2) == 0.77
+    reference = _transformers_next_token_probs(checkpoint, "The capital of France is")
+    assert abs(float(step.top_probs[0, 0]) - float(reference[step.chosen_id])) < 1e-3
 
 
 @pytest.mark.realmodel

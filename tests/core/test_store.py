@@ -5,7 +5,6 @@ import json
 import re
 
 import pytest
-import torch
 from tokenizers import Tokenizer
 
 from explorer.core import store
@@ -151,5 +150,7 @@ def test_catalog_sha256_values_are_well_formed():
 def test_summary_of_a_non_model(tmp_path):
     (tmp_path / "x.txt").write_text("x")
     summary, reason = summarize(tmp_path / "x.txt")
-    assert summary is None and "neither a model folder" in reason
-    assert torch  # torch is the loaders' tensor type
+    assert summary is None and reason == f"{tmp_path / 'x.txt'} is neither a model folder nor a .gguf file."
+    (tmp_path / "folder").mkdir()
+    summary, reason = summarize(tmp_path / "folder")
+    assert summary is None and str(tmp_path / "folder") in reason

@@ -1,6 +1,10 @@
 """The trace's derived views agree with what the engine recorded, for every family."""
 from __future__ import annotations
 
+import copy
+import pickle
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -47,20 +51,23 @@ def test_q_and_k_rotated_back_equal_the_recorded_ones_before_rope(loaded):
                                        atol=2e-5, rtol=1e-5)
 
 
+def _pickled_array_bytes(obj) -> int:
+    """Bytes of the distinct arrays under obj, as pickle (protocol 5) hands them out of band: pickle's memo
+    writes an object held twice once, so a shared array is one buffer (an oracle independent of nbytes_of)."""
+    buffers = []
+    pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
+    return sum(buffer.raw().nbytes for buffer in buffers)
+
+
 def test_nbytes_counts_each_shared_array_once(loaded):
     trace = _trace(loaded, FULL)
-    unique = {}
-    stack = list(trace.steps)
-    while stack:
-        obj = stack.pop()
-        if isinstance(obj, np.ndarray):
-            unique[id(obj)] = obj.nbytes
-        elif isinstance(obj, (tuple, list)):
-            stack.extend(obj)
-        elif hasattr(obj, "__dataclass_fields__"):
-            stack.extend(getattr(obj, f) for f in obj.__dataclass_fields__ if not f.startswith("_"))
-    assert trace.nbytes() == sum(unique.values())
-    assert trace.nbytes() > 0
+    assert trace.nbytes() == sum(_pickled_array_bytes(step) for step in trace.steps) > 0
+    step = trace.steps[-1]
+    layers = step.layers
+    shared = replace(step, layers=layers + layers)             # the same records twice: no new bytes
+    assert shared.nbytes == _pickled_array_bytes(shared) == _pickled_array_bytes(step)
+    copied = replace(step, layers=layers + copy.deepcopy(layers))
+    assert copied.nbytes == _pickled_array_bytes(copied) > step.nbytes
 
 
 @pytest.mark.parametrize("kind", [{}, {"sliding_window": 3}, {"n_kv_heads": 1}, {"encoder_only": True}])
