@@ -120,3 +120,18 @@ def test_import_explorer_imports_neither_torch_nor_qt():
             " 'matplotlib.pyplot' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     assert out.stdout.split() == ["True", "True", "False", "False", "False"]
+
+
+def test_an_encoder_decoder_has_three_kinds_of_attention():
+    """The bundled translator: cross-attention is target rows × source columns, each row a distribution."""
+    run = explorer.load("translate-en-zh").run("November 23, 1987", steps=3)
+    n_target, n_source = len(run.ids), len(run.trace.encoder.token_ids)
+    cross = run.attention(1, 2, kind="cross")
+    assert cross.shape == (n_target, n_source)
+    np.testing.assert_allclose(cross.sum(-1), 1.0, atol=1e-5)
+    encoder = run.attention(0, 1, kind="encoder")
+    assert encoder.shape == (n_source, n_source) and np.all(encoder > 0)        # the full mask
+    assert np.all(np.triu(run.attention(0, 1), k=1) == 0)                         # the decoder's causal mask
+    arrays = run.arrays()
+    np.testing.assert_array_equal(arrays["cross_attn_1"][2], cross)
+    assert arrays["source_ids"].tolist() == run.trace.encoder.token_ids.tolist()
