@@ -55,8 +55,9 @@ class LayerCapture:
 class StepCapture:
     """Per layer, what one forward pass produced."""
 
-    def __init__(self, n_layers: int):
+    def __init__(self, n_layers: int, weights: bool = True):
         self.layers: list[LayerCapture] = [LayerCapture() for _ in range(n_layers)]
+        self.weights = weights      # False: nobody records A (the trace rebuilds it), so a fused kernel may run
 
     def attention(self, layer: int, record: AttentionCapture, cross: bool = False) -> None:
         if cross:

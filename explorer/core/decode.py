@@ -109,7 +109,7 @@ class StepDecoder(Recorder):
     def _run(self, ids: np.ndarray, kind: str) -> StepRecord:
         started = time.perf_counter()
         positions = np.arange(self.kv_cache.length, self.kv_cache.length + len(ids), dtype=np.int64)
-        capture = StepCapture(self.config.n_layers)
+        capture = self._new_capture(len(ids), self.kv_cache.length)
         with torch.inference_mode():
             ids_t = torch.as_tensor(ids, device=self.device)
             hidden = self._forward(ids_t, positions, capture)                           # (n_new, d)
@@ -130,7 +130,7 @@ class StepDecoder(Recorder):
 
     def _layer_records(self, capture: StepCapture) -> tuple:
         return layer_records(capture.layers, RECORD_DTYPES[self.record.dtype], self.kv_cache.bytes_in_use(),
-                             self.kv_cache.bytes_allocated(), self._skipped(), self._cross)
+                             self.kv_cache.bytes_allocated(), self._skipped() | self.record.derived, self._cross)
 
 
 class Decoder(StepDecoder):

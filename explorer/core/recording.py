@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from explorer.core.attention import as_run
+from explorer.core.attention_maps import compact
 from explorer.core.capture import AttentionCapture, LayerCapture, StepCapture
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import NONE
@@ -21,6 +22,7 @@ from explorer.core.trace import AttentionRecord, LayerRecord, StepRecord
 RECORD_DTYPES = {"float32": torch.float32, "float16": torch.float16}
 OPTIONAL_FIELDS = ("q_pre_rope", "k_pre_rope", "head_out", "latent", "k_rope")    # None where not recorded
 ATTENTION_FIELDS = ("q", "k", "v", "weights") + OPTIONAL_FIELDS
+ATTENTION_MODES = ("on_demand", "stored")
 
 
 @dataclass(frozen=True)
@@ -32,10 +34,18 @@ class RecordOptions:
     top_k: int = 10
     head_out: bool = False     # store O_h = A_h V_h per head (else Trace.head_out derives it from A and V)
     pre_rope: bool = False     # store Q and K before RoPE (else Trace.q_pre_rope rotates Q back)
+    attention: str = "on_demand"   # "on_demand": a prefill's A is rebuilt from Q and K when asked; "stored"
 
     def __post_init__(self):
         if self.dtype not in RECORD_DTYPES:
             raise ExplorerError(f"record dtype {self.dtype!r} is not float32 or float16")
+        if self.attention not in ATTENTION_MODES:
+            raise ExplorerError(f"attention recording {self.attention!r} is not one of {', '.join(ATTENTION_MODES)}")
+
+    @property
+    def derived(self) -> frozenset:
+        """What layer_records may leave out because the trace rebuilds it ("weights": see rebuildable)."""
+        return frozenset({"weights"}) if self.attention == "on_demand" else frozenset()
 
 
 def top_candidates(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -64,28 +74,57 @@ class Packer:
         return flat_weights if known[1] is None else flat_weights.index_select(1, known[1])
 
 
+def rebuildable(captured: AttentionCapture) -> bool:
+    """Whether a record of `captured` can rebuild its A from its own Q and K: its keys are all the
+    keys it attends (a prefill, an encoder pass, cross-attention), and it has more than one row
+    (a decoding step's one new row is recorded, for the views that show it as it comes)."""
+    n_new, n_kv = captured.mask.shape
+    return n_new > 1 and captured.k.shape[-2] == n_kv
+
+
 def attention_tensors(captured: AttentionCapture, skipped=frozenset(), shared=(),
                       pack: Packer | None = None) -> dict[str, torch.Tensor]:
     """The tensors one attention sublayer's record stores.
 
     Left out: what the layer did not capture, what is named in `skipped`, and what is
-    `shared` by every step (the cross K/V, converted once).
+    `shared` by every step (the cross K/V, converted once). "weights" in `skipped` leaves
+    the weights out only where the record can rebuild them (rebuildable).
     """
     tensors = {}
     for name in ATTENTION_FIELDS:
         value = getattr(captured, name)
-        if value is not None and name not in skipped and name not in shared:
+        if value is not None and name != "weights" and name not in skipped and name not in shared:
             tensors[name] = value
-    tensors["weights"] = (pack or Packer())(tensors["weights"], captured.mask)
+    if not ("weights" in skipped and rebuildable(captured)):
+        if captured.weights is None:
+            raise ValueError("the pass computed no attention weights, and this record cannot rebuild them")
+        tensors["weights"] = (pack or Packer())(captured.weights, captured.mask)
     return tensors
 
 
-def attention_record(captured: AttentionCapture, arrays: dict[str, np.ndarray], **shared) -> AttentionRecord:
+class MaskCompactor:
+    """Each step's masks as their rules (attention_maps.compact), found once per mask the layers share."""
+
+    def __init__(self):
+        self._rules: dict[int, tuple[np.ndarray, object]] = {}
+
+    def __call__(self, mask: np.ndarray, kv_positions: np.ndarray):
+        if mask.size <= SMALL:                              # a decoding step's row: kept as it is
+            return mask
+        known = self._rules.get(id(mask))
+        if known is None or known[0] is not mask:
+            known = self._rules[id(mask)] = (mask, compact(mask, kv_positions))
+        return known[1]
+
+
+def attention_record(captured: AttentionCapture, arrays: dict[str, np.ndarray], masks: MaskCompactor | None = None,
+                     **shared) -> AttentionRecord:
     """An AttentionRecord from one sublayer's capture and its converted `arrays`."""
     fields = {name: shared.get(name, arrays.get(name)) for name in OPTIONAL_FIELDS}
+    mask = (masks or MaskCompactor())(captured.mask, captured.kv_positions)
     return AttentionRecord(q=shared.get("q", arrays.get("q")), k=shared.get("k", arrays.get("k")),
-                           v=shared.get("v", arrays.get("v")), weights_packed=arrays["weights"],
-                           mask=captured.mask, kv_positions=captured.kv_positions, scale=float(captured.scale),
+                           v=shared.get("v", arrays.get("v")), weights_packed=arrays.get("weights"),
+                           mask=mask, kv_positions=captured.kv_positions, scale=float(captured.scale),
                            softcap=captured.softcap, kernel=captured.kernel, **fields)
 
 
@@ -141,13 +180,13 @@ def layer_records(captured: list[LayerCapture], dtype: torch.dtype, kv_in_use=No
     converted = to_numpy(groups + cross_groups, dtype)
     cross_arrays = iter(converted[len(groups):])
     norms = residual_norms(captured)
-    records = []
+    records, masks = [], MaskCompactor()
     for i, (layer, arrays, crossed) in enumerate(zip(captured, converted, crosses)):
         cross_record = None
         if crossed is not None:
-            cross_record = attention_record(layer.cross, next(cross_arrays), **crossed[1])
+            cross_record = attention_record(layer.cross, next(cross_arrays), masks, **crossed[1])
         records.append(LayerRecord(
-            x=arrays["x"], attn=attention_record(layer.attn, arrays), residual_norm=norms[i],
+            x=arrays["x"], attn=attention_record(layer.attn, arrays, masks), residual_norm=norms[i],
             kv_bytes_in_use=int(kv_in_use[i]) if kv_in_use is not None else 0,
             kv_bytes_allocated=int(kv_allocated[i]) if kv_allocated is not None else 0, cross=cross_record))
     return tuple(records)
@@ -172,6 +211,12 @@ class Recorder:
         """A fresh attention.InterventionRun of the intervention (None when it changes nothing)."""
         return as_run(self.intervention)
 
+    def _new_capture(self, n_new: int, n_cached: int) -> StepCapture:
+        """The capture of a pass over n_new tokens after n_cached: it asks for A only where the
+        record keeps it (a prefill's is rebuilt on demand, see rebuildable)."""
+        rebuilt = "weights" in self.record.derived and n_new > 1 and n_cached == 0
+        return StepCapture(self.config.n_layers, weights=not rebuilt)
+
     def _check_ids(self, ids: np.ndarray) -> None:
         bad = ids[(ids < 0) | (ids >= self.config.vocab_size)]
         if bad.size:
@@ -190,6 +235,6 @@ class Recorder:
         return StepRecord(
             kind="encode", positions=np.arange(len(ids), dtype=np.int64), token_ids=ids.copy(),
             token_text=self._texts(ids), embeddings=self._np(embeddings),
-            layers=layer_records(capture.layers, RECORD_DTYPES[self.record.dtype]),
+            layers=layer_records(capture.layers, RECORD_DTYPES[self.record.dtype], skipped=self.record.derived),
             top_ids=np.zeros((len(ids), 0), dtype=np.int64), top_probs=np.zeros((len(ids), 0), dtype=np.float32),
             pos_embeddings=self._np(pos_embeddings))

@@ -16,6 +16,8 @@ from functools import cached_property
 
 import numpy as np
 
+from explorer.core import attention_maps
+from explorer.core.attention_maps import MaskRule
 from explorer.core.intervention import SOFTMAX, Kernel
 
 
@@ -52,15 +54,19 @@ class AttentionRecord:
 
     n_new is the number of query tokens this step (prompt length at prefill, 1
     when decoding); n_kv is the number of key positions visible in the cache.
-    The weights are stored packed: only the entries the mask allows (a causal
-    prefill's triangle, not its square); `weights` gives them dense.
+    A record whose own keys are all the keys it attends (a prefill, an encoder pass,
+    cross-attention to the encoder) may leave its weights out (`weights_packed` None):
+    they are rebuilt on demand from Q and K by the model's operations (attention_maps),
+    one head or one row at a time, and the last heads asked for are kept. Stored weights
+    are packed: only the entries the mask allows (a causal prefill's triangle, not its
+    square); `weights` gives them dense. The mask may be kept as its rule (MaskRule).
     """
 
     q: np.ndarray                 # (N_Q, n_new, d_qk)   after RoPE
     k: np.ndarray                 # (N_KV, n_new, d_qk)  keys of the new tokens, after RoPE
     v: np.ndarray                 # (N_KV, n_new, d_v)   values of the new tokens
-    weights_packed: np.ndarray    # (N_Q, n_allowed)     A = softmax(S) at mask's True entries, row by row
-    mask: np.ndarray              # (n_new, n_kv) bool   True where query may attend key
+    weights_packed: np.ndarray | None  # (N_Q, n_allowed) A = softmax(S) at mask's True entries; None: on demand
+    mask: np.ndarray | MaskRule   # (n_new, n_kv) bool   True where query may attend key
     kv_positions: np.ndarray      # (n_kv,) int          absolute position of each key column
     scale: float                  # the factor in S = Q K^T * scale
     q_pre_rope: np.ndarray | None = None   # (N_Q, n_new, d_qk) where RoPE changes Q
@@ -70,6 +76,7 @@ class AttentionRecord:
     k_rope: np.ndarray | None = None       # (n_new, d_R)  MLA's decoupled RoPE key
     softcap: float | None = None           # tanh soft-capping of scores, where the model has it
     kernel: Kernel = SOFTMAX               # f_kappa of A = Z^-1 f(S) (intervention.Kernel; exp: the model's own)
+    _maps: dict = field(default_factory=dict, init=False, compare=False, repr=False)  # head -> A_h made on demand
 
     @property
     def weights(self) -> np.ndarray:
@@ -77,13 +84,47 @@ class AttentionRecord:
         return self.weights_of()
 
     def weights_of(self, head: int | None = None) -> np.ndarray:
-        """`weights`, or one head's (n_new, n_kv) without unpacking the others."""
+        """`weights`, or one head's (n_new, n_kv) without unpacking or computing the others."""
+        if self.weights_packed is None:
+            return self._map(head) if head is not None else np.stack([self._map(h) for h in range(self.n_heads)])
         packed_rows = self.weights_packed if head is None else self.weights_packed[head]
         if self.weights_packed.shape[1] == self.mask.size:                  # nothing masked
             return packed_rows.reshape(*packed_rows.shape[:-1], *self.mask.shape)
         dense = np.zeros((*packed_rows.shape[:-1], *self.mask.shape), dtype=self.weights_packed.dtype)
-        dense[..., self.mask] = packed_rows
+        dense[..., np.asarray(self.mask)] = packed_rows
         return dense
+
+    def weights_row(self, head: int, row: int) -> np.ndarray:
+        """One query row of one head's A: (n_kv,), computed alone where the weights are on demand."""
+        if self.weights_packed is not None or head in self._maps:
+            return self.weights_of(head)[row]
+        return attention_maps.weights(self.q[head], self.k[self.kv_head_of(head)], self.mask, self.scale,
+                                      self.softcap, self.kernel, rows=slice(row, row + 1))[0]
+
+    @property
+    def on_demand(self) -> bool:
+        """Whether the weights are rebuilt from Q and K rather than stored."""
+        return self.weights_packed is None
+
+    def kv_head_of(self, head: int) -> int:
+        """The K/V head query head `head` reads in this record (GQA: N_Q / N_KV heads share one)."""
+        return head // max(1, self.q.shape[0] // self.k.shape[0])
+
+    def _map(self, head: int) -> np.ndarray:
+        """A_h rebuilt from Q_h and its K by the model's operations; the last MAPS_KEPT_BYTES kept."""
+        if head not in self._maps:
+            if self.k.shape[1] != self.n_kv:
+                raise ValueError("this record's keys are not all it attends: its weights must be stored")
+            computed = attention_maps.weights(self.q[head], self.k[self.kv_head_of(head)], self.mask,
+                                              self.scale, self.softcap, self.kernel)
+            while self._maps and (len(self._maps) + 1) * computed.nbytes > MAPS_KEPT_BYTES:
+                self._maps.pop(next(iter(self._maps)))                       # the oldest asked for
+            self._maps[head] = computed
+        return self._maps[head]
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.q.shape[0] if self.weights_packed is None else self.weights_packed.shape[0])
 
     @property
     def n_new(self) -> int:
@@ -92,6 +133,9 @@ class AttentionRecord:
     @property
     def n_kv(self) -> int:
         return int(self.mask.shape[1])
+
+
+MAPS_KEPT_BYTES = 1 << 29     # per record: the on-demand maps kept (512 MiB: two heads at 8,000 tokens)
 
 
 def run_slice(indices: np.ndarray) -> slice | None:
@@ -247,6 +291,20 @@ class Trace:
             return self.attention(layer, upto_step, cross)[head]
         return self._assemble(layer, upto_step, cross, "weights", head)
 
+    def attention_row(self, layer: int, head: int, query: int, upto_step: int | None = None,
+                      cross: bool = False) -> np.ndarray:
+        """One query row of one head's dense weights: (T_kv,), `attention_head(...)[query]` computing
+        only that row where the weights are on demand (a long prompt's hover, a token's row)."""
+        recs = self._attn_records(layer, cross, upto_step)
+        t_kv = max(int(r.kv_positions.max()) + 1 for r in recs) if not cross else recs[0].n_kv
+        for r in recs:
+            if query < r.n_new:
+                out = np.zeros(t_kv, dtype=np.float32)
+                out[r.kv_positions if not cross else np.arange(r.n_kv)] = r.weights_row(head, query)
+                return out
+            query -= r.n_new
+        raise IndexError(query)
+
     def mask(self, layer: int, upto_step: int | None = None, cross: bool = False) -> np.ndarray:
         """Dense boolean mask of one layer: (T_q, T_kv), True where attention is allowed."""
         return self._assemble(layer, upto_step, cross, "mask")
@@ -374,10 +432,15 @@ class Trace:
         recs = self._attn_records(layer, cross, upto_step)
         t_q = sum(r.n_new for r in recs)
         t_kv = max(int(r.kv_positions.max()) + 1 for r in recs) if not cross else recs[0].n_kv
+        only = recs[0] if len(recs) == 1 and (cross or run_slice(recs[0].kv_positions) == slice(0, t_kv)) else None
+        if only is not None and (only.on_demand if what == "weights" else isinstance(only.mask, MaskRule)):
+            out = only.weights_of(head) if what == "weights" else np.asarray(only.mask)     # made here: no copy
+            self._cache[key] = out
+            return out
         if what == "weights":
-            n_heads = recs[0].weights_packed.shape[0]
-            shape = (n_heads, t_q, t_kv) if head is None else (t_q, t_kv)
-            out = np.zeros(shape, dtype=recs[0].weights_packed.dtype)
+            shape = (recs[0].n_heads, t_q, t_kv) if head is None else (t_q, t_kv)
+            dtype = np.float32 if any(r.on_demand for r in recs) else recs[0].weights_packed.dtype
+            out = np.zeros(shape, dtype=dtype)
         else:
             out = np.zeros((t_q, t_kv), dtype=bool)
         row = 0
@@ -389,7 +452,7 @@ class Trace:
             if what == "weights":
                 out[..., rows, cols] = r.weights_of(head)
             else:
-                out[rows, cols] = r.mask
+                out[rows, cols] = np.asarray(r.mask)
             row += r.n_new
         self._cache[key] = out
         return out

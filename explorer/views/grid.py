@@ -61,7 +61,7 @@ class _LayerTiles:
         t_kv = self.records[0].n_kv if cross else int(self.records[-1].kv_positions.max()) + 1
         # A power of two, so the block (and the cache of reduced rows) changes only when T doubles.
         self.block = 1 << max(0, math.ceil(math.log2(max(t_q, t_kv) / tile))) if max(t_q, t_kv) > tile else 1
-        shape = (self.records[0].weights_packed.shape[0], math.ceil(t_q / self.block), math.ceil(t_kv / self.block))
+        shape = (self.records[0].n_heads, math.ceil(t_q / self.block), math.ceil(t_kv / self.block))
         self.key = ("tiles", layer, tile, cross, values)
         fill = 0.0 if values == "weights" else -np.inf
         self.out, self.allowed, self.done = _tiles_so_far(self.key, self.records, self.block, shape, fill)
@@ -166,7 +166,7 @@ def _reduced(record: AttentionRecord, row: int, block: int, cross: bool):
     """One step's rows of the weights A reduced to blocks."""
     def compute():
         mask, positions = np.asarray(record.mask), _columns(record, cross)
-        plan = _packed_plan(mask, positions, row, block)
+        plan = None if record.on_demand else _packed_plan(mask, positions, row, block)
         if plan is not None:                                                # a prefill: never unpacked
             return _reduce_packed(record.weights_packed, plan)
         weights = np.asarray(record.weights, dtype=np.float32)              # (N_Q, n_new, n_kv)

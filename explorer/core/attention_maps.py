@@ -1,0 +1,159 @@
+"""Attention maps rebuilt from the recorded Q and K, by the operations the model used. Numpy only.
+
+    S_h = Q_h K_g^T * scale,   S <- c tanh(S / c)        (soft-capping by c, where the model has it)
+    A_h = Z^-1 f_kappa(S_h) over the visible keys        (exp: softmax(S / tau); linear: S; relu: max(0, S))
+
+The trace keeps what the model keeps, Q and the cache's K (after RoPE) and V, O(L T d),
+and computes one head's A, or one row of it, when a view asks (attention.attend and
+kernel_weights are the torch side of the same formulas). The mask is kept as the rule
+that made it (`MaskRule`: causal, a sliding window of W, or full) instead of a T x T array.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+ROW_BLOCK = 1024        # query rows per block: a block's scores are ROW_BLOCK x n_kv float32, not T x T
+
+
+def scores(q: np.ndarray, k: np.ndarray, scale: float, softcap: float | None) -> np.ndarray:
+    """S = Q K^T * scale, soft-capped to c tanh(S / c) where c is given.  q: (n, d), k: (n_kv, d) -> (n, n_kv)"""
+    s = (q.astype(np.float32, copy=False) @ k.astype(np.float32, copy=False).T) * np.float32(scale)
+    if softcap:
+        s = np.tanh(s / np.float32(softcap)) * np.float32(softcap)
+    return s
+
+
+def normalised(s: np.ndarray, visible: np.ndarray, kernel=None) -> np.ndarray:
+    """A = Z^-1 f_kappa(S) over the `visible` entries (n, n_kv); masked entries are exactly 0 and a
+    row that sees nothing is all 0. Overwrites `s`. `kernel` None: the model's own softmax."""
+    name, tau = ("exp", 1.0) if kernel is None else (kernel.name, kernel.temperature)
+    if name == "exp":
+        if tau != 1.0:
+            s /= np.float32(tau)                                          # exp(S / tau)
+        s[~visible] = -np.inf
+        peak = s.max(axis=-1, keepdims=True)                              # (n, 1)
+        peak[~np.isfinite(peak)] = 0.0
+        np.subtract(s, peak, out=s)
+        np.exp(s, out=s)                                                  # exp(-inf) = 0 where masked
+    else:
+        if name == "relu":
+            np.maximum(s, 0.0, out=s)
+        s[~visible] = 0.0
+    z = s.sum(axis=-1, keepdims=True)                                     # Z: row sums
+    np.divide(s, z, out=s, where=z != 0)
+    s[(z == 0)[:, 0]] = 0.0
+    return s
+
+
+def weights(q: np.ndarray, k: np.ndarray, visible, scale: float, softcap: float | None = None,
+            kernel=None, rows: slice | None = None) -> np.ndarray:
+    """One head's A (n, n_kv) float32 from its Q (n, d) and its K/V head's K (n_kv, d), or the `rows` of it.
+
+    `visible` is the (n, n_kv) mask or a MaskRule. Computed ROW_BLOCK rows at a time, so a long
+    prompt never holds more than one block of scores beside the result.
+    """
+    rows = rows or slice(0, q.shape[0])
+    start, stop, _ = rows.indices(q.shape[0])
+    out = np.empty((max(0, stop - start), k.shape[0]), dtype=np.float32)
+    for first in range(start, stop, ROW_BLOCK):
+        last = min(first + ROW_BLOCK, stop)
+        block = scores(q[first:last], k, scale, softcap)
+        out[first - start: last - start] = normalised(block, mask_rows(visible, first, last), kernel)
+    return out
+
+
+def mask_rows(visible, first: int, last: int) -> np.ndarray:
+    """Rows first..last of a dense mask or a MaskRule, as a bool array."""
+    if isinstance(visible, MaskRule):
+        return visible.rows(first, last)
+    return np.asarray(visible)[first:last]
+
+
+@dataclass(frozen=True, eq=False)
+class MaskRule:
+    """Which keys each query sees, as the rule that made the mask instead of the T x T array:
+
+        full:    every key;   causal: key position j <= query position i;
+        sliding: i - W < j <= i (a window of W keys, the query's own included).
+
+    Behaves as the dense (n_new, n_kv) bool array where code asks for one: np.asarray(rule),
+    .shape, .size, .all(), .sum(), rule[rows].
+    """
+
+    kind: str                     # "full" | "causal" | "sliding"
+    queries: np.ndarray           # (n_new,) int  absolute positions of the queries
+    keys: np.ndarray              # (n_kv,) int   absolute positions of the keys
+    window: int | None = None     # W of "sliding"
+
+    def rows(self, first: int, last: int) -> np.ndarray:
+        """The dense rows first..last: (last - first, n_kv) bool."""
+        query = self.queries[first:last, None]                            # (r, 1)
+        if self.kind == "full":
+            return np.ones((query.shape[0], self.keys.shape[0]), dtype=bool)
+        visible = self.keys[None, :] <= query                             # (r, n_kv)
+        if self.kind == "sliding":
+            visible &= self.keys[None, :] > query - self.window
+        return visible
+
+    def __array__(self, dtype=None, copy=None):
+        dense = self.rows(0, self.queries.shape[0])
+        return dense if dtype is None else dense.astype(dtype)
+
+    def __getitem__(self, index):
+        if isinstance(index, (int, np.integer)):
+            return self.rows(int(index), int(index) + 1)[0]
+        if isinstance(index, slice) and index.step in (None, 1):
+            start, stop, _ = index.indices(self.queries.shape[0])
+            return self.rows(start, stop)
+        return np.asarray(self)[index]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return int(self.queries.shape[0]), int(self.keys.shape[0])
+
+    @property
+    def size(self) -> int:
+        return self.shape[0] * self.shape[1]
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.queries.nbytes + self.keys.nbytes)
+
+    @property
+    def dtype(self):
+        return np.dtype(bool)
+
+    def all(self) -> bool:
+        return self.kind == "full" or int(self.sum()) == self.size
+
+    def sum(self) -> int:
+        """How many entries are visible, counted row by row from the positions (no dense array)."""
+        if self.kind == "full":
+            return self.size
+        keys = np.sort(self.keys)
+        upto = np.searchsorted(keys, self.queries, side="right")          # keys j <= i
+        if self.kind == "sliding":
+            upto -= np.searchsorted(keys, self.queries - self.window, side="right")   # minus j <= i - W
+        return int(upto.sum())
+
+
+def compact(mask: np.ndarray, keys: np.ndarray) -> "MaskRule | np.ndarray":
+    """The MaskRule that gives exactly `mask` (n_new, n_kv) over keys at positions `keys`, else
+    `mask` itself (one an intervention edited, a padded batch's).
+
+    A causal query sees its own key last, so its position is that key's. The rule is checked
+    against the mask entry by entry, so it stands in for a mask only where it is the same mask.
+    """
+    if mask.all():
+        return MaskRule("full", np.arange(mask.shape[0]), keys)
+    if not mask.any(axis=1).all():
+        return mask
+    last = mask.shape[1] - 1 - mask[:, ::-1].argmax(axis=1)                # each row's last visible key
+    queries = keys[last]
+    rule = MaskRule("causal", queries, keys)
+    if np.array_equal(rule.rows(0, len(queries)), mask):
+        return rule
+    rule = MaskRule("sliding", queries, keys, int(mask.sum(axis=1).max()))
+    return rule if np.array_equal(rule.rows(0, len(queries)), mask) else mask
