@@ -43,6 +43,8 @@ class DecodingController(QObject):
         self.trace_budget = DEFAULT_BUDGET          # bytes the trace may take before we ask
         self.record_dtype = "float32"               # what the trace's arrays are recorded in
         self._run_prompt: np.ndarray | None = None  # the prompt ids the trace was started from, uncut
+        self._awaited: np.ndarray | None = None     # the prompt ids of a run asked for, until its trace comes
+        self._shown_prompt: np.ndarray | None = None  # the uncut prompt ids of the trace shown
         self._meter = TraceMeter()
         self._measured: tuple = (None, None)        # (trace, its TraceCost), measured once per trace
         self._after_load: Callable[[], None] | None = None
@@ -87,6 +89,7 @@ class DecodingController(QObject):
     def set_prompt(self, text: str) -> None:
         self.prompt = text
         self._tokenize()
+        self._update_out_of_date()
 
     def prompt_ids(self) -> np.ndarray | None:
         tokens = self.session.tokens
@@ -100,7 +103,7 @@ class DecodingController(QObject):
         ids = self._checked_prompt_ids()
         if ids is None:
             return False
-        self._run_prompt = self.prompt_ids()
+        self._run_prompt = self._awaited = self.prompt_ids()
         self.worker.prefill(ids)
         return True
 
@@ -146,6 +149,7 @@ class DecodingController(QObject):
         self.set_playing(False)
         self.worker.cancel(discard_traces=True)
         self.session.set_trace(None)
+        self._update_out_of_date()
 
     def stop(self) -> None:
         """Pause and cancel whatever the model is doing (loading included)."""
@@ -192,7 +196,7 @@ class DecodingController(QObject):
             self.set_prompt(state.prompt)
             self._run_prompt = None
             if state.steps and state.prompt_ids:
-                self._run_prompt = self.prompt_ids()    # the saved trace is this prompt's, even if cut
+                self._run_prompt = self._awaited = self.prompt_ids()    # the saved trace is this prompt's, even if cut
                 self.worker.replay(state.prompt_ids, state.forced, state.steps)
 
         if state.model and state.model != self.reference:
@@ -204,7 +208,9 @@ class DecodingController(QObject):
     def _on_trace_ready(self, trace) -> None:
         if self.summary is not None and trace.model.name != self.summary.info.name:
             return                          # a late answer about a model no longer shown
+        self._claim(trace)
         self.session.set_trace(trace)
+        self._update_out_of_date()
         if self.playing and self._at_the_end(trace):
             self.set_playing(False)
 
@@ -215,6 +221,7 @@ class DecodingController(QObject):
         self.session.set_trace(None)
         self.session.set_model(summary.info)
         self._tokenize()
+        self._update_out_of_date()
         action = self._after_load
         self._end_loading()
         self.model_ready.emit(summary)
@@ -237,6 +244,26 @@ class DecodingController(QObject):
             self.set_playing(False)         # Play must not repeat a dialog at every tick
 
     # ----- helpers --------------------------------------------------------------------
+    def _claim(self, trace) -> None:
+        """The first trace started from the awaited run's prompt (or its cut tail) is that prompt's."""
+        started = trace_views.started_ids(trace) if trace.steps else None
+        awaited = self._awaited
+        if awaited is not None and started is not None and len(started) <= len(awaited) \
+                and np.array_equal(awaited[len(awaited) - len(started):], started):
+            self._shown_prompt, self._awaited = awaited, None
+
+    def _update_out_of_date(self) -> None:
+        """Tell the session whether the trace shown is still the prompt's: after an edit it is not."""
+        trace, ids = self.session.trace, self.prompt_ids()
+        reason = None
+        if trace is not None and trace.steps and ids is not None:
+            shown = self._shown_prompt if self._shown_prompt is not None else trace_views.started_ids(trace)
+            if len(ids) == 0:
+                reason = "the prompt is empty; this is the last prompt that ran."
+            elif not np.array_equal(shown, ids):
+                reason = "the prompt was edited; press Run (Ctrl+Enter) to see it."
+        self.session.set_out_of_date(reason)
+
     def _tokenize(self) -> None:
         if self.summary is not None and self.summary.tokenizer is not None:
             self.session.set_tokens(self.summary.tokenizer.encode(self.prompt))

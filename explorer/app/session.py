@@ -40,6 +40,7 @@ class Session(QObject):
     logit_lens_ready = Signal(object)     # {"position": p, "ids": (L, k), "probs": (L, k)} or (ids, probs)
     candidates_requested = Signal(int)    # a panel asks for the next-token candidates after this position
     candidates_ready = Signal(object)     # {"position": p, "ids": (k,), "probs": (k,), "token": id at p}
+    out_of_date_changed = Signal(object)  # why the trace no longer matches the prompt (one sentence), or None
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -49,6 +50,8 @@ class Session(QObject):
         self._model: ModelInfo | None = None
         self._busy = False
         self._token_display = None
+        self._trace_id = 0
+        self._out_of_date: str | None = None
 
     # ----- read -----------------------------------------------------------------
     @property
@@ -71,13 +74,30 @@ class Session(QObject):
     def busy(self) -> bool:
         return self._busy
 
+    @property
+    def trace_id(self) -> int:
+        """A new number for every trace set (None included): what a panel names as the trace it drew."""
+        return self._trace_id
+
+    @property
+    def out_of_date(self) -> str | None:
+        return self._out_of_date
+
     # ----- write ----------------------------------------------------------------
     def set_trace(self, trace: Trace | None) -> None:
         if trace is self._trace:
             return
         self._trace = trace
+        self._trace_id += 1
         self._clamp_selection()
         self.trace_changed.emit(trace)
+
+    def set_out_of_date(self, reason: str | None) -> None:
+        """Mark the trace as no longer the prompt's (the prompt was edited or emptied since it ran), or current."""
+        if reason == self._out_of_date:
+            return
+        self._out_of_date = reason
+        self.out_of_date_changed.emit(reason)
 
     def set_tokens(self, tokens) -> None:
         if tokens is self._tokens:

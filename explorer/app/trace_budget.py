@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from explorer.core.trace import ModelInfo, StepRecord, Trace
 
 DEFAULT_BUDGET = 10 ** 9           # 1 GB
@@ -111,9 +113,11 @@ def _step_bytes(step: StepRecord) -> tuple[int, int, int]:
     whole = step.nbytes
     records = [record for layer in step.layers for record in (layer.attn, layer.cross) if record is not None]
     # Layers of one kind share their mask and key positions; a decoding step's grow with its row.
-    shared = {id(array): array.nbytes for record in records for array in (record.mask, record.kv_positions)}
-    pair_bytes = sum(record.weights_packed.nbytes for record in records) + sum(shared.values())
-    pairs = int(step.layers[0].attn.mask.sum()) if step.layers else 0      # the allowed pairs stored
+    # Weights rebuilt on demand (weights_packed None) and a mask kept as its rule take no pair bytes.
+    shared = {id(array): getattr(array, "nbytes", 0) for record in records
+              for array in (record.mask, record.kv_positions)}
+    pair_bytes = sum(getattr(record.weights_packed, "nbytes", 0) for record in records) + sum(shared.values())
+    pairs = int(np.asarray(step.layers[0].attn.mask).sum()) if step.layers else 0      # the allowed pairs
     return whole, pair_bytes, pairs
 
 

@@ -9,8 +9,9 @@ window. Like a person with tabbed docks, it keeps the token and next-token
 panels in view and one other panel at a time (hidden panels redraw when shown),
 so that 1,000 actions fit in CI's two minutes. Once the worker
 is idle after each action the test checks that the trace, the decoder, its
-cache, the status bar and the prompt editor all agree, that no dialog appeared
-that the action did not call for, and that no exception reached the Qt loop.
+cache, the status bar and the prompt editor all agree, that every panel in view draws
+the session's current trace or says plainly that it is empty or out of date, that no
+dialog appeared that the action did not call for, and that no exception reached the Qt loop.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import pytest
 from PySide6.QtWidgets import QMessageBox
 
 from explorer.app import export
+from explorer.app.panels.base import Panel
 from explorer.core.kv_variants import dtype_bytes, native_variant, shape_from_info
 from tests.app.test_window import new_window
 from tests.app.tiny_model import make_tiny_llama
@@ -228,7 +230,8 @@ def check_trace(run: Run, trace) -> None:
     for before, after in zip(trace.steps, trace.steps[1:]):
         assert after.token_ids.tolist() == [before.chosen_id]
     assert trace.n_tokens <= trace.model.max_positions
-    assert w.status.fields["step"].text() == f"step {trace.n_steps - 1} · {trace.n_tokens} tokens"
+    shown = w.status.fields["step"].text()
+    assert shown.startswith(f"step {trace.n_steps - 1} ") and shown.endswith(f" · {trace.n_tokens} tokens"), shown
     decoder = w.worker._loop._state.decoder            # safe to read: the worker is idle
     assert decoder.trace.token_ids.tolist() == trace.token_ids.tolist()
     assert decoder.trace.n_steps == trace.n_steps
@@ -236,6 +239,30 @@ def check_trace(run: Run, trace) -> None:
     per_token = native_variant(shape).elements_per_layer * dtype_bytes(trace.model.dtype)
     formula = shape.tokens_held(trace.n_tokens) * per_token
     assert trace.kv_bytes_in_use().tolist() == formula.tolist() == decoder.kv_cache.bytes_in_use()
+
+
+def check_views(run: Run, name: str) -> None:
+    """Every panel in view names the trace it draws, the session's current one, or says plainly that it is
+    empty (no trace) or out of date (the prompt is not the one the trace ran)."""
+    session = run.window.session
+    if session.trace is not None and session.tokens is not None and not len(session.tokens.ids):
+        assert session.out_of_date, f"{name}: the prompt is empty but the trace is not marked out of date"
+    for dock_name, dock in run.window.docks.items():
+        panel = dock.widget() if getattr(dock, "built", True) else None     # a tab never shown holds no panel yet
+        if not isinstance(panel, Panel) or not panel.is_shown():
+            continue
+        kind, what = panel.view_state()
+        if kind == "trace":
+            assert what == session.trace_id, f"{name}: {dock_name} draws trace {what}, the session's is {session.trace_id}"
+            assert not panel.note.isVisibleTo(panel), f"{name}: {dock_name} shows a note over a current trace"
+            continue
+        assert kind in ("empty", "out of date"), f"{name}: {dock_name} is in no known state ({kind})"
+        assert panel.note.isVisibleTo(panel) and what in panel.note.text(), f"{name}: {dock_name} does not say {kind}"
+        if kind == "empty":
+            assert session.trace is None and not panel.body_widget.isVisibleTo(panel), \
+                f"{name}: {dock_name} says empty but still shows views"
+        else:
+            assert session.out_of_date == what
 
 
 def check(run: Run, name: str, expected_steps: int | None, warned: list, exceptions) -> None:
@@ -248,6 +275,7 @@ def check(run: Run, name: str, expected_steps: int | None, warned: list, excepti
     assert w.controller.summary is not None and w.controller.summary.path == str(run.models[run.model])
     if trace is not None:
         check_trace(run, trace)
+    check_views(run, name)
     if expected_steps == 0:
         assert trace is None, f"{name}: a trace came back after the reset"
     elif expected_steps is not None:

@@ -151,13 +151,23 @@ class Panel(QWidget):
         self.header = WrappedText()        # right-click ▸ Copy formula copies it
         self.readout = LineLabel(" ")
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.note = QLabel()               # "nothing to show yet" / "out of date: …", see view_state()
+        self.note.setObjectName("panel_note")
+        self.note.setWordWrap(True)
+        self.note.setStyleSheet("QLabel { padding: 6px; border-radius: 3px; }")
+        self.note.hide()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.setSpacing(2)
+        layout.addWidget(self.note)
         layout.addWidget(self.header)
-        self.body = QVBoxLayout()
-        layout.addLayout(self.body, 1)
+        self.body_widget = QWidget()
+        self.body = QVBoxLayout(self.body_widget)
+        self.body.setContentsMargins(0, 0, 0, 0)
+        self.body.setSpacing(2)
+        layout.addWidget(self.body_widget, 1)
         layout.addWidget(self.readout)
+        self.drawn_trace_id: int | None = None    # the session's trace_id when this panel last drew
         self._updating = False
         self._dirty = True
         self._exposed = True
@@ -167,8 +177,12 @@ class Panel(QWidget):
         session.trace_changed.connect(self._on_trace_changed)
         session.selection_changed.connect(self._on_selection_changed)
         session.tokens_changed.connect(self._on_tokens_changed)
+        session.out_of_date_changed.connect(lambda _reason: self.show_state())
 
     # ----- what subclasses write -------------------------------------------------------
+    needs_trace = True           # False for panels that draw something without a trace (live tokens, the model)
+    empty_text = "Nothing to show yet: type a prompt and press Run (Ctrl+Enter)."
+
     def redraw(self) -> None:
         """Draw everything from `self.session.trace`; then `show_selection`."""
 
@@ -237,10 +251,34 @@ class Panel(QWidget):
             self._dirty = True
             return
         self._dirty = False
+        self.show_state()
         with self.updating():
             self.redraw()
             self.show_selection(self.session.selection)
+        self.drawn_trace_id = self.session.trace_id
         self.settle_views()
+
+    # ----- which trace is shown -----------------------------------------------------------
+    def view_state(self) -> tuple[str, object]:
+        """What the panel shows: ("trace", trace_id) of the trace it drew, ("empty", why) or ("out of date", why)."""
+        if self.needs_trace and self.session.trace is None:
+            return "empty", self.empty_text
+        if self.session.out_of_date:
+            return "out of date", self.session.out_of_date
+        return "trace", self.drawn_trace_id
+
+    def show_state(self) -> None:
+        """Say plainly when there is nothing to show (the views are hidden, so nothing stale stays up) or when
+        the trace no longer matches the prompt (the views stay, under a warning)."""
+        kind, text = self.view_state()
+        empty = kind == "empty"
+        for widget in (self.header, self.body_widget, self.readout):
+            widget.setVisible(not empty)
+        self.note.setVisible(kind != "trace")
+        if kind != "trace":
+            self.note.setText(text if empty else f"⚠ Out of date: {text}")
+            tone = "palette(alternate-base)" if empty else "rgba(230, 160, 0, 60)"
+            self.note.setStyleSheet(f"QLabel {{ padding: 6px; border-radius: 3px; background: {tone}; }}")
 
     def settle_views(self) -> None:
         """Apply pyqtgraph's pending view ranges and transforms now. Left to the paint, they move the

@@ -150,6 +150,15 @@ class Heatmap:
         self.highlight(*self.highlighted)
         self._connect_scene()
 
+    def clear(self, title: str = "") -> None:
+        """Show nothing (no image, no labels, `title`): what a view shows once its data is gone."""
+        self.image.clear()
+        self.shape = (0, 0)
+        for axis in self.axes.values():
+            axis.set_labels([])
+        self.highlight(None, None)
+        self.plot.setTitle(title)
+
     def set_colormap(self, colormap) -> None:
         """A pyqtgraph ColorMap or its name; the colour bar follows. The same map again changes nothing."""
         colormap = pg.colormap.get(colormap) if isinstance(colormap, str) else colormap

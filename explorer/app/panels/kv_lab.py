@@ -314,6 +314,8 @@ class KVLabPanel(Panel):
         self.show_selection(self.session.selection)
 
     # ----- Panel ---------------------------------------------------------------------------------
+    needs_trace = False                   # the variants are the model's; only the what-if runner needs a trace
+
     def redraw(self) -> None:
         if self.shape is None and self.session.model is not None:
             self.use_loaded_model()
@@ -332,6 +334,11 @@ class KVLabPanel(Panel):
     def _on_model_changed(self, info) -> None:
         self.runner.abandon("The model changed; the conversion was cancelled.")
         self.result = None
+        self.steps_table.setRowCount(0)                 # no what-if result of the model before stays up
+        self.run_summary.setText(" ")
+        self.progress.setValue(0)
+        for heatmap in (self.original_map, self.converted_map):
+            heatmap.clear()
         if info is not None and not self.from_config:
             self.set_shape(kv.shape_from_info(info), info.name)
 

@@ -71,8 +71,8 @@ def token_rows(trace, tokens) -> TokenRows:
     if trace is None or not trace.steps:
         return live
     ids = np.asarray(trace.token_ids, dtype=np.int64)
-    if len(live) and not np.array_equal(ids[: len(live)], live.ids):
-        return live                                   # the person has edited the prompt since the run
+    if tokens is not None and (not len(live) or not np.array_equal(ids[: len(live)], live.ids)):
+        return live                                   # the person has edited (or emptied) the prompt since the run
     return TokenRows(tokens, ids[len(live):], trace.token_text[len(live):len(ids)])
 
 
@@ -200,6 +200,7 @@ class TokenTable(QTableView):
 class TokensPanel(Panel):
     title = "Tokens"
     object_name = "tokens"
+    needs_trace = False              # the prompt's live tokens show before any run
 
     def __init__(self, session, parent=None) -> None:
         super().__init__(session, parent)

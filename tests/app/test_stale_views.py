@@ -1,0 +1,82 @@
+"""No panel shows a trace that is not the current one without saying so: Reset empties them, an edited or
+emptied prompt marks them out of date, and another model leaves no what-if result of the last one."""
+from __future__ import annotations
+
+import pytest
+
+from explorer.app.panels.base import Panel
+from tests.app.test_window import PROMPT, dialogs, idle, new_window, opened, step, store_home, tiny  # noqa: F401
+from tests.app.tiny_model import make_tiny_llama
+
+pytest.importorskip("transformers")
+
+
+@pytest.fixture
+def shown(qtbot, tmp_path, tiny, dialogs):  # noqa: F811
+    window = new_window(qtbot, tmp_path)
+    window.resize(1400, 900)
+    for name in ("qkv", "next_token", "tokens", "attention"):          # attention raised last: in front of its tab
+        window.docks[name].show()
+        window.docks[name].raise_()
+    opened(qtbot, window, tiny)
+    yield window
+    window.close()
+
+
+def panels(window) -> dict[str, Panel]:
+    return {name: dock.widget() for name, dock in window.docks.items()
+            if isinstance(dock.widget(), Panel) and dock.widget().is_shown()}
+
+
+def test_panels_name_the_trace_they_draw(qtbot, shown):
+    step(qtbot, shown)
+    for name, panel in panels(shown).items():
+        assert panel.view_state() == ("trace", shown.session.trace_id), name
+        assert not panel.note.isVisibleTo(panel)
+
+
+def test_reset_empties_every_view_and_says_so(qtbot, shown):
+    attention = shown.docks["attention"].widget()
+    assert attention.body_widget.isVisibleTo(attention)
+    shown.actions.reset.trigger()
+    idle(qtbot, shown)
+    assert shown.session.trace is None
+    for name, panel in panels(shown).items():
+        if panel.needs_trace:
+            kind, text = panel.view_state()
+            assert kind == "empty" and panel.note.isVisibleTo(panel) and panel.note.text() == text, name
+            assert not panel.body_widget.isVisibleTo(panel) and not panel.header.isVisibleTo(panel), name
+
+
+def test_an_edited_prompt_marks_the_views_out_of_date_until_it_runs(qtbot, shown):
+    attention = shown.docks["attention"].widget()
+    shown.prompt.set_text(PROMPT + " that is")
+    assert shown.session.out_of_date and "edited" in shown.session.out_of_date
+    assert attention.view_state()[0] == "out of date" and attention.note.isVisibleTo(attention)
+    assert "Out of date" in attention.note.text()
+    shown.actions.run.trigger()
+    idle(qtbot, shown, lambda: shown.session.out_of_date is None)
+    assert attention.view_state() == ("trace", shown.session.trace_id)
+    shown.prompt.set_text(PROMPT)                    # typed back as it was: the trace is that prompt's again
+    shown.prompt.set_text(PROMPT + " that is")
+    assert shown.session.out_of_date is None
+
+
+def test_an_emptied_prompt_relabels_nothing_as_generated(qtbot, shown):
+    step(qtbot, shown, 2)
+    tokens = shown.docks["tokens"].widget()
+    shown.prompt.set_text("")
+    assert shown.session.out_of_date and "empty" in shown.session.out_of_date
+    assert len(tokens.rows) == 0                       # not the old trace's tokens, all called "generated"
+    assert tokens.view_state()[0] == "out of date" and tokens.note.isVisibleTo(tokens)
+
+
+def test_another_model_leaves_no_what_if_result_of_the_last(qtbot, shown, tmp_path):
+    lab = shown.docks["kv_lab"].widget()
+    lab.steps_table.setRowCount(3)
+    lab.run_summary.setText("gqa-1: mean KL 0.1 nats")
+    lab.original_map.set_matrix([[1.0, 0.0], [0.5, 0.5]], row_labels=["a", "b"], col_labels=["a", "b"])
+    other = make_tiny_llama(tmp_path / "other", seed=3)
+    opened(qtbot, shown, other)
+    assert lab.steps_table.rowCount() == 0 and "KL" not in lab.run_summary.text()
+    assert lab.original_map.shape == (0, 0) and lab.original_map.image.image is None
