@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from explorer.core import fused_attention
 from explorer.core.capture import AttentionCapture
 from explorer.core.intervention import SOFTMAX, Intervention, Kernel, LayerIntervention
 from explorer.core.rope import Rotary, RotationTable
@@ -25,8 +26,10 @@ class StepContext:
     """What every layer of one forward pass shares: positions, RoPE angles, masks (memoized) and
     the intervention run (None: the model as it is)."""
 
-    def __init__(self, positions: np.ndarray, device, dtype, rotaries: dict[str, Rotary], run=None):
+    def __init__(self, positions: np.ndarray, device, dtype, rotaries: dict[str, Rotary], run=None,
+                 sequences: np.ndarray | None = None):
         self.positions_np = positions                                            # (T,)
+        self.sequences = sequences      # (T,) which of several packed sequences each row is (patching.py)
         self.positions = torch.as_tensor(positions, dtype=torch.long, device=device)
         self.dtype = dtype
         self.rotaries = rotaries
@@ -51,7 +54,10 @@ class StepContext:
             visible = kv_positions[None, :] <= query                            # (T, n_kv)
             if window:
                 visible &= kv_positions[None, :] > query - window
-            self._masks[key] = Visibility.of(visible, self.positions_np, kv_positions, self.positions.device)
+            if self.sequences is not None:                                       # packed: no cache, keys = rows
+                visible &= self.sequences[:, None] == self.sequences[None, :]
+            self._masks[key] = Visibility.of(visible, self.positions_np, kv_positions, self.positions.device,
+                                             self.sequences)
         return self._masks[key]
 
     def site(self, layer: int, n_heads: int, where: str = "self") -> "Site | None":
@@ -62,17 +68,19 @@ class StepContext:
 class Visibility:
     """mask (T, n_kv) bool, True where query i may attend key j; `hidden` the torch tensor of the
     hidden entries (None when nothing is hidden; it may carry a batch's padding as well);
-    the absolute positions of the queries (T,) and of the keys (n_kv,)."""
+    the absolute positions of the queries (T,) and of the keys (n_kv,), and for packed
+    sequences which one each query row belongs to."""
 
     mask: np.ndarray
     hidden: torch.Tensor | None
     queries: np.ndarray
     keys: np.ndarray
+    sequences: np.ndarray | None = None
 
     @staticmethod
-    def of(visible: np.ndarray, queries: np.ndarray, keys: np.ndarray, device) -> "Visibility":
+    def of(visible: np.ndarray, queries: np.ndarray, keys: np.ndarray, device, sequences=None) -> "Visibility":
         hidden = None if visible.all() else torch.from_numpy(~visible).to(device)
-        return Visibility(visible, hidden, queries, keys)
+        return Visibility(visible, hidden, queries, keys, sequences)
 
     def without(self, hidden: np.ndarray | None) -> "Visibility":
         """This visibility with the entries of `hidden` (T, n_kv) hidden as well."""
@@ -80,7 +88,7 @@ class Visibility:
             return self
         extra = torch.from_numpy(hidden).to(self.hidden.device if self.hidden is not None else "cpu")
         return Visibility(self.mask & ~hidden, extra if self.hidden is None else self.hidden | extra,
-                          self.queries, self.keys)
+                          self.queries, self.keys, self.sequences)
 
 
 def attention_weights(scores: torch.Tensor, hidden: torch.Tensor | None, softcap: float | None) -> torch.Tensor:
@@ -129,7 +137,7 @@ def attend(scores: torch.Tensor, seen: Visibility, mix, softcap: float | None = 
         return weights, mix(weights), seen
     seen = seen.without(site.plan.hidden(seen.queries, seen.keys))
     weights = kernel_weights(scores, seen, softcap, site.plan.kernel)
-    return weights, site.head_outputs(mix(weights), seen.queries), seen
+    return weights, site.head_outputs(mix(weights), seen), seen
 
 
 class Site:
@@ -142,7 +150,7 @@ class Site:
     def kernel(self) -> Kernel:
         return self.plan.kernel
 
-    def head_outputs(self, heads: torch.Tensor, queries: np.ndarray) -> torch.Tensor:
+    def head_outputs(self, heads: torch.Tensor, seen: Visibility) -> torch.Tensor:
         """O (..., N_Q, T, d_v) with ablated heads set to 0 or to their prompt mean, and patches written.
 
         The mean of a head is taken over the rows of the first pass that ablates it (the prompt)
@@ -155,8 +163,10 @@ class Site:
                 heads[..., head, :, :] = self.means[head]
             else:
                 heads[..., head, :, :] = 0.0
+        queries = seen.queries
         for patch in self.plan.patches:
-            rows = np.flatnonzero((queries >= patch.start) & (queries < patch.start + len(patch.values)))
+            rows = np.flatnonzero(_in_sequence(seen.sequences, patch.sequence) &
+                                  (queries >= patch.start) & (queries < patch.start + len(patch.values)))
             if rows.size:
                 values = torch.as_tensor(patch.values[queries[rows] - patch.start], dtype=heads.dtype)
                 heads[..., patch.head, torch.from_numpy(rows), :] = values.to(heads.device)
@@ -175,17 +185,22 @@ class InterventionRun:
         plan = self.intervention.at(layer, n_heads, where)
         return None if plan is None else Site(plan, self._means.setdefault((layer, where), {}))
 
-    def patch_residual(self, h: torch.Tensor, layer: int, positions: np.ndarray) -> torch.Tensor:
+    def patch_residual(self, h: torch.Tensor, layer: int, step: StepContext) -> torch.Tensor:
         """h (T, d) entering block `layer`, with the intervention's residual patches written."""
         patches = self.intervention.residual_patches_at(layer)
-        rows = [(int(np.flatnonzero(positions == p.position)[0]), p.value) for p in patches
-                if (positions == p.position).any()]
-        if not rows:
+        if not patches:
             return h
         h = h.clone()
-        for row, value in rows:
-            h[row] = torch.as_tensor(value, dtype=h.dtype, device=h.device)
+        for patch in patches:
+            rows = np.flatnonzero(_in_sequence(step.sequences, patch.sequence) & (step.positions_np == patch.position))
+            if rows.size:
+                h[torch.from_numpy(rows)] = torch.as_tensor(patch.value, dtype=h.dtype, device=h.device)
         return h
+
+
+def _in_sequence(sequences: np.ndarray | None, sequence: int | None) -> np.ndarray | bool:
+    """Rows of packed `sequences` that belong to `sequence` (every row when either is None)."""
+    return True if sequences is None or sequence is None else sequences == sequence
 
 
 def as_run(intervention) -> InterventionRun | None:
@@ -269,9 +284,13 @@ class SelfAttention(nn.Module):
         else:
             keys, values, kv_positions = cache.update(k, v)                      # (N_KV, n_kv, d)
         site = step.site(self.layer, n_q)
-        scores = grouped_scores(q, keys).mul_(self.scale)                        # S: (N_Q, T, n_kv)
-        weights, heads, seen = attend(scores, step.mask(kv_positions, self.window),   # A: (N_Q, T, n_kv)
-                                      lambda a: grouped_mix(a, values), self.softcap, site)  # O_h = A_h V
+        seen = step.mask(kv_positions, self.window)
+        if fused_attention.applies(capture, site, self.softcap, t):                # A not recorded: see fused_attention
+            weights, heads = None, fused_attention.fused(q, keys, values, seen, self.scale)
+        else:
+            scores = grouped_scores(q, keys).mul_(self.scale)                    # S: (N_Q, T, n_kv)
+            weights, heads, seen = attend(scores, seen, lambda a: grouped_mix(a, values),  # A: (N_Q, T, n_kv)
+                                          self.softcap, site)                     # O_h = A_h V
         wo = self.wo
         y = F.linear(heads.transpose(0, 1).reshape(t, -1), wo.weight, wo.bias)    # concat_h O_h W^O: (T, d_model)
 

@@ -148,13 +148,16 @@ class HideBand:
 
 @dataclass(frozen=True, eq=False)
 class HeadPatch:
-    """O_h of head `head` in `layer` at positions start.. replaced by `values` (n, d_v)."""
+    """O_h of head `head` in `layer` at positions start.. replaced by `values` (n, d_v).
+
+    `sequence`: in a pass that packs several sequences (patching.py), only that one's rows."""
 
     layer: int
     head: int
     values: np.ndarray
     start: int = 0
     where: str = "self"
+    sequence: int | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -164,6 +167,7 @@ class ResidualPatch:
     layer: int
     position: int
     value: np.ndarray
+    sequence: int | None = None
 
 
 EDIT_TYPES = {"entry": HideEntry, "token": HideToken, "band": HideBand}

@@ -113,7 +113,7 @@ class Block(nn.Module):
         # bookkeeping (the engine has no hooks), a few us per call, 4 calls per layer.
         # The intervention, if any, travels in `step` (StepContext.run) to the attention core.
         if step.run is not None:
-            h = step.run.patch_residual(h, self.layer, step.positions_np)       # activation patching
+            h = step.run.patch_residual(h, self.layer, step)                     # activation patching
         h_in = h
         x = self.attn_norm.forward(h)                                            # X: (T, d_model)
         a = self.attn.forward(x, step, cache, capture)
@@ -170,9 +170,11 @@ class Transformer(nn.Module):
         h = self.embed_tokens(ids, step)
         return self.norm(self.run_blocks(h, step, cache, capture))
 
-    def step_context(self, positions: np.ndarray, intervention=None) -> StepContext:
+    def step_context(self, positions: np.ndarray, intervention=None, sequences: np.ndarray | None = None) -> StepContext:
+        """What the blocks of one pass share; `sequences` (T,) packs several sequences into one pass
+        (positions restart in each; a query sees only keys of its own sequence)."""
         weight = self.embed.weight
-        return StepContext(positions, weight.device, weight.dtype, self.rotaries, as_run(intervention))
+        return StepContext(positions, weight.device, weight.dtype, self.rotaries, as_run(intervention), sequences)
 
     def run_blocks(self, h: torch.Tensor, step: StepContext, cache=None, capture=None, start: int = 0) -> torch.Tensor:
         """The residual stream h (T, d_model) through blocks start.. (not the final norm)."""

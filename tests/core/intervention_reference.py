@@ -1,0 +1,160 @@
+"""Interventions written against transformers itself, independently of the engine.
+
+- kernels and hidden entries: an attention function registered with transformers'
+  AttentionInterface under a new name, which forms A = Z^-1 f(S) from query/key/value with its
+  own causal (and sliding) mask; transformers passes it attention_mask=None, so it builds its own;
+- head ablation and head patching: forward pre-hooks on W^O (o_proj / GPT-2's c_proj), whose
+  input is concat_h O_h, so head h is the slice [h d_v, (h+1) d_v);
+- residual patching: forward pre-hooks on the decoder layers (the residual stream entering them);
+- removing an attention sublayer: a forward hook that makes the attention module return zeros.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import torch
+from transformers import AttentionInterface
+
+
+def attention_modules(hf_model) -> list[torch.nn.Module]:
+    if hasattr(hf_model, "transformer"):                                     # GPT-2
+        return [block.attn for block in hf_model.transformer.h]
+    return [layer.self_attn for layer in hf_model.model.layers]
+
+
+def output_projections(hf_model) -> list[torch.nn.Module]:
+    """W^O of each layer: its input (B, T, H d_v) is the heads' outputs side by side."""
+    return [getattr(attn, "o_proj", None) or attn.c_proj for attn in attention_modules(hf_model)]
+
+
+def decoder_layers(hf_model) -> list[torch.nn.Module]:
+    return list(hf_model.transformer.h) if hasattr(hf_model, "transformer") else list(hf_model.model.layers)
+
+
+def reference_kernel(name: str, tau: float = 1.0):
+    """f(S) of each kernel, on the visible entries."""
+    if name == "exp":
+        return lambda s: torch.exp(s / tau - (s / tau).amax(-1, keepdim=True))  # shift: Z^-1 cancels it
+    if name == "linear":
+        return lambda s: s
+    return torch.relu
+
+
+@contextlib.contextmanager
+def registered_attention(hf_model, kernels: dict[int, tuple[str, float]] | None = None,
+                         hidden: dict[int, np.ndarray] | None = None):
+    """Run hf_model with our own attention function: per layer a (kernel, tau) and entries to hide."""
+    kernels, hidden = kernels or {}, hidden or {}
+
+    def attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+        layer = module.layer_idx
+        groups = query.shape[1] // key.shape[1]
+        key, value = key.repeat_interleave(groups, 1), value.repeat_interleave(groups, 1)
+        scores = (query @ key.transpose(-1, -2)) * (scaling if scaling is not None else query.shape[-1] ** -0.5)
+        t, n = scores.shape[-2:]
+        i, j = torch.arange(t)[:, None] + (n - t), torch.arange(n)[None, :]
+        visible = j <= i
+        window = kwargs.get("sliding_window")
+        if window:
+            visible &= j > i - window
+        if layer in hidden:
+            visible &= ~torch.from_numpy(hidden[layer])
+        name, tau = kernels.get(layer, ("exp", 1.0))
+        f = torch.where(visible, reference_kernel(name, tau)(torch.where(visible, scores, 0.0)), 0.0)
+        z = f.sum(-1, keepdim=True)
+        weights = torch.where(z != 0, f / torch.where(z != 0, z, 1.0), 0.0)
+        return (weights @ value).transpose(1, 2).contiguous(), weights
+
+    name = "explorer_test_reference"
+    AttentionInterface.register(name, attention)
+    before = hf_model.config._attn_implementation
+    hf_model.config._attn_implementation = name
+    try:
+        yield
+    finally:
+        hf_model.config._attn_implementation = before
+
+
+@contextlib.contextmanager
+def hooks(handles):
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def head_slices(hf_model, layer: int, n_heads: int):
+    width = output_projections(hf_model)[layer].weight.shape
+    d_in = width[0] if hasattr(hf_model, "transformer") else width[1]          # Conv1D stores (in, out)
+    d_v = d_in // n_heads
+    return lambda head: slice(head * d_v, (head + 1) * d_v)
+
+
+def ablate_heads(hf_model, heads: list[tuple[int, int]], n_heads: int, mode: str = "zero"):
+    """Pre-hooks on W^O setting O_h to 0 or to its mean over the positions of the pass."""
+    handles = []
+    for layer, head in heads:
+        cols = head_slices(hf_model, layer, n_heads)(head)
+
+        def hook(module, args, cols=cols):
+            x = args[0].clone()                                               # (B, T, H d_v)
+            x[..., cols] = 0.0 if mode == "zero" else x[..., cols].mean(dim=-2, keepdim=True)
+            return (x,) + tuple(args[1:])
+        handles.append(output_projections(hf_model)[layer].register_forward_pre_hook(hook))
+    return hooks(handles)
+
+
+def record_head_inputs(hf_model) -> tuple[list, contextlib.AbstractContextManager]:
+    """Pre-hooks that keep each W^O input (concat_h O_h) of one run: (B, T, H d_v) per layer."""
+    kept = []
+    handles = [proj.register_forward_pre_hook(lambda m, args: kept.append(args[0].clone()))
+               for proj in output_projections(hf_model)]
+    return kept, hooks(handles)
+
+
+def patch_head(hf_model, layer: int, head: int, n_heads: int, clean: torch.Tensor):
+    """A pre-hook on W^O of `layer` writing head `head`'s clean O_h at every position."""
+    cols = head_slices(hf_model, layer, n_heads)(head)
+
+    def hook(module, args):
+        x = args[0].clone()
+        x[..., cols] = clean[..., cols]
+        return (x,) + tuple(args[1:])
+    return hooks([output_projections(hf_model)[layer].register_forward_pre_hook(hook)])
+
+
+def patch_residual(hf_model, layer: int, position: int, clean: torch.Tensor):
+    """A pre-hook on decoder layer `layer` writing the clean residual (d,) at `position`."""
+    def hook(module, args, kwargs):
+        if args:
+            h = args[0].clone()
+            h[:, position] = clean
+            return (h,) + tuple(args[1:]), kwargs
+        h = kwargs["hidden_states"].clone()
+        h[:, position] = clean
+        return args, {**kwargs, "hidden_states": h}
+    return hooks([decoder_layers(hf_model)[layer].register_forward_pre_hook(hook, with_kwargs=True)])
+
+
+def record_residuals(hf_model) -> tuple[list, contextlib.AbstractContextManager]:
+    """Pre-hooks keeping the residual stream (B, T, d) entering each decoder layer."""
+    kept = []
+
+    def hook(module, args, kwargs):
+        kept.append((args[0] if args else kwargs["hidden_states"]).clone())
+    handles = [layer.register_forward_pre_hook(hook, with_kwargs=True) for layer in decoder_layers(hf_model)]
+    return kept, hooks(handles)
+
+
+def silence_attention(hf_model, layer: int):
+    """The attention sublayer of `layer` returns zeros: as if it were removed."""
+    def hook(module, args, output):
+        return (torch.zeros_like(output[0]),) + tuple(output[1:])
+    return hooks([attention_modules(hf_model)[layer].register_forward_hook(hook)])
+
+
+def logits(hf_model, ids) -> torch.Tensor:
+    with torch.inference_mode():
+        return hf_model(torch.as_tensor(ids)[None]).logits[0]
