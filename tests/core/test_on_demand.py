@@ -165,3 +165,21 @@ def test_trace_bytes_at_4096_tokens_follow_the_o_l_t_d_formula():
     per_token = c.d_model + c.n_layers * (c.d_model + c.n_heads * c.d_qk + c.n_kv_heads * (c.d_qk + c.d_v))
     expected = n * per_token * 2
     assert abs(trace.nbytes() - expected) / expected < 0.10, (trace.nbytes(), expected)
+
+
+def test_a_prefill_nobody_records_runs_the_fused_kernel_with_the_same_outputs(family, loaded, monkeypatch):
+    from explorer.core import fused_attention
+
+    calls = []
+    original = fused_attention.fused
+    monkeypatch.setattr(fused_attention, "fused", lambda *args: calls.append(1) or original(*args))
+    ids = _ids()
+    stored = make_decoder(loaded, RecordOptions(attention="stored"), capacity=T + 1)
+    stored.prefill(ids)
+    assert calls == []                                                   # A recorded: the explicit path
+    demand = make_decoder(loaded, RecordOptions(), capacity=T + 1)
+    demand.prefill(ids)
+    mla = family.startswith("deepseek")                                  # MLA keeps its explicit path
+    assert len(calls) == (0 if mla or loaded.config.attn_softcap else loaded.config.n_layers)
+    np.testing.assert_allclose(demand.logits_at(T - 1), stored.logits_at(T - 1), atol=1e-4, rtol=0)
+    np.testing.assert_allclose(demand.trace.steps[0].layers[-1].x, stored.trace.steps[0].layers[-1].x, atol=1e-5)
