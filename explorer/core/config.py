@@ -126,9 +126,41 @@ class ModelConfig:
             raise UnsupportedModelError(
                 f"model_type {model_type!r} is not supported (supported: {names})")
         try:
-            return reader(d)
+            return reader({**ABSENT_DEFAULTS.get(model_type, {}), **d})
         except (KeyError, TypeError, ValueError) as error:
             raise UnsupportedModelError(f"config of model_type {model_type!r} is incomplete or invalid: {error!r}") from None
+
+
+# What transformers' config class of each family (5.x) assumes for a key that config.json leaves out.
+# A key that is present keeps its value, null included: each reader says what null means (for the
+# K/V heads, N_Q; for head_dim, d_model / N_Q; for sliding_window, no window).
+GEMMA3_GLOBAL_EVERY = 6            # Gemma 3: 5 local (sliding) layers, then 1 global, repeated
+_LLAMA_LIKE = {"max_position_embeddings": 2048, "rms_norm_eps": 1e-6, "tie_word_embeddings": False}
+_QWEN = {**_LLAMA_LIKE, "max_position_embeddings": 32768, "use_sliding_window": False, "max_window_layers": 28,
+         "num_key_value_heads": 32}
+_DEEPSEEK = {**_LLAMA_LIKE, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+             "v_head_dim": 128, "first_k_dense_replace": 0, "routed_scaling_factor": 1.0}
+ABSENT_DEFAULTS = {
+    "llama": _LLAMA_LIKE,
+    "smollm": _LLAMA_LIKE,
+    "mistral": {**_LLAMA_LIKE, "max_position_embeddings": 131072, "sliding_window": 4096, "num_key_value_heads": 8},
+    "qwen2": _QWEN,
+    "qwen3": {**_QWEN, "head_dim": 128},
+    "gemma3_text": {**_LLAMA_LIKE, "max_position_embeddings": 131072, "sliding_window": 4096, "head_dim": 256,
+                    "query_pre_attn_scalar": 256, "num_key_value_heads": 4, "tie_word_embeddings": True,
+                    "sliding_window_pattern": GEMMA3_GLOBAL_EVERY},
+    "gpt2": {"n_positions": 1024, "tie_word_embeddings": True},
+    "deepseek_v2": {**_DEEPSEEK, "topk_method": "greedy", "n_shared_experts": 2, "n_routed_experts": 64,
+                    "moe_intermediate_size": 1407},
+    "deepseek_v3": {**_DEEPSEEK, "max_position_embeddings": 4096, "routed_scaling_factor": 2.5, "n_group": 8,
+                    "topk_group": 4, "first_k_dense_replace": 3, "n_shared_experts": 1, "norm_topk_prob": True,
+                    "n_routed_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 2048},
+}
+
+
+def gemma3_layer_types(n_layers: int, every: int = GEMMA3_GLOBAL_EVERY) -> list[str]:
+    """Gemma 3's layer_types when a config or GGUF file does not list them: every `every`-th layer global."""
+    return ["full_attention" if (i + 1) % every == 0 else "sliding_attention" for i in range(n_layers)]
 
 
 # ----- RoPE parameters, both config styles ------------------------------------
@@ -193,56 +225,52 @@ def _llama(d: dict, family: str = "llama") -> ModelConfig:
         mlp_bias=bool(d.get("mlp_bias", False)),
         tie_embeddings=bool(d.get("tie_word_embeddings", False)),
         attn_scale=d_head ** -0.5,
-        layer_kinds=_layer_kinds(d, n_layers),
-        sliding_window=_sliding_window(d),
+        layer_kinds=("causal",) * n_layers,       # Llama has no window; the families with one set it
+        sliding_window=None,
         rope=_global_rope(d),
         bos_token_id=_first_id(d.get("bos_token_id")),
         eos_token_id=_first_id(d.get("eos_token_id")),
     )
 
 
-def _sliding_window(d: dict) -> int | None:
-    if d.get("use_sliding_window") is False:
-        return None
-    window = d.get("sliding_window")
-    return int(window) if window else None
+def _with_window(config: ModelConfig, window, layer_types, first_sliding: int = 0) -> ModelConfig:
+    """Layer kinds as transformers' attention reads them: a layer slides when layer_types (or, without
+    them, its index >= first_sliding) says so and there is a window at all."""
+    window = int(window) if window else None
+    n = config.n_layers
+    types = list(layer_types or ["sliding_attention" if i >= first_sliding else "full_attention" for i in range(n)])
+    if len(types) != n:
+        raise ValueError(f"layer_types lists {len(types)} layers, not num_hidden_layers={n}")
+    kinds = tuple("sliding" if t == "sliding_attention" and window else "causal" for t in types)
+    return replace(config, layer_kinds=kinds, sliding_window=window if "sliding" in kinds else None)
 
 
-def _layer_kinds(d: dict, n_layers: int) -> tuple[str, ...]:
-    """Per layer "causal" or "sliding", from layer_types or (Qwen2) max_window_layers."""
-    window = _sliding_window(d)
-    types = d.get("layer_types")
-    if types:
-        return tuple("sliding" if t == "sliding_attention" and window else "causal" for t in types)
-    if window is None:
-        return ("causal",) * n_layers
-    first_sliding = int(d.get("max_window_layers", 0)) if "max_window_layers" in d else 0
-    return tuple("sliding" if i >= first_sliding else "causal" for i in range(n_layers))
+def _qwen_window(d: dict, config: ModelConfig) -> ModelConfig:
+    """Qwen2/3: sliding_window counts only with use_sliding_window, from layer max_window_layers on."""
+    window = d.get("sliding_window") if d.get("use_sliding_window") else None
+    return _with_window(config, window, d.get("layer_types"), int(d.get("max_window_layers") or 0))
 
 
 def _qwen2(d: dict) -> ModelConfig:
-    return replace(_llama(d, "qwen2"), qkv_bias=True, o_bias=False)
+    return _qwen_window(d, replace(_llama(d, "qwen2"), qkv_bias=True, o_bias=False))
 
 
 def _qwen3(d: dict) -> ModelConfig:
-    return replace(_llama(d, "qwen3"), qk_norm=True)
+    return _qwen_window(d, replace(_llama(d, "qwen3"), qk_norm=True))
 
 
 def _mistral(d: dict) -> ModelConfig:
-    config = _llama(d, "mistral")
-    return replace(config, layer_kinds=("sliding" if config.sliding_window else "causal",) * config.n_layers)
+    """Mistral: one window for every layer (transformers' MistralConfig has no layer_types)."""
+    return _with_window(_llama(d, "mistral"), d.get("sliding_window"), None)
 
 
 def _gemma3(d: dict) -> ModelConfig:
     d = dict(d)
-    d.setdefault("hidden_act", d.get("hidden_activation", "gelu_pytorch_tanh"))
-    d.setdefault("tie_word_embeddings", True)
-    d.setdefault("sliding_window", 4096)
+    d["hidden_act"] = d.get("hidden_activation") or d.get("hidden_act") or "gelu_pytorch_tanh"
     n_layers = int(d["num_hidden_layers"])
-    if not d.get("layer_types"):
-        pattern = int(d.get("sliding_window_pattern", 6))
-        d["layer_types"] = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(n_layers)]
-    config = _llama(d, "gemma3")
+    types = d.get("layer_types") or gemma3_layer_types(n_layers, int(d.get("sliding_window_pattern") or
+                                                                     GEMMA3_GLOBAL_EVERY))
+    config = _with_window(_llama(d, "gemma3"), d.get("sliding_window"), types)
     params = d.get("rope_parameters") or {}
     max_positions = config.max_positions
     if "sliding_attention" in params:
