@@ -16,6 +16,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from explorer.app.core_api import LoadedSummary, SamplingSettings
+from explorer.app.freshness import out_of_date, started_from
 from explorer.app.session import Session
 from explorer.app.session_file import SessionState
 from explorer.app.trace_budget import DEFAULT_BUDGET, TraceCost, TraceMeter, human_bytes
@@ -116,8 +117,8 @@ class DecodingController(QObject):
             return self.loading is not None
         if self._needs_prefill():
             return self.run()
-        reason = getattr(self.summary, "no_step_reason", None)
-        if reason is not None:                     # an encoder: Step is disabled, and Space or Play say why
+        reason = getattr(self.summary, "no_step_reason", None) or self.end_of_text(self.session.trace)
+        if reason is not None:                     # an encoder, or the text ended: Step says why it does nothing
             self.notice.emit(reason)
             return False
         if not self._room_for_step():
@@ -213,11 +214,15 @@ class DecodingController(QObject):
         self._update_out_of_date()
         if self.playing and self._at_the_end(trace):
             self.set_playing(False)
+        elif not self.playing and self.end_of_text(trace):
+            self.notice.emit(self.end_of_text(trace))
 
     def _on_model_loaded(self, summary: LoadedSummary) -> None:
         self.summary = summary
         if summary.tokenizer is not None:
-            self.session.set_token_display(summary.tokenizer.display)
+            tokenizer = summary.tokenizer
+            self.session.set_token_display(tokenizer.display)
+            self.session.set_text_decoder(lambda ids: tokenizer.decode([i for i in ids if not tokenizer.is_special(i)]))
         self.session.set_trace(None)
         self.session.set_model(summary.info)
         self._tokenize()
@@ -247,22 +252,12 @@ class DecodingController(QObject):
     def _claim(self, trace) -> None:
         """The first trace started from the awaited run's prompt (or its cut tail) is that prompt's."""
         started = trace_views.started_ids(trace) if trace.steps else None
-        awaited = self._awaited
-        if awaited is not None and started is not None and len(started) <= len(awaited) \
-                and np.array_equal(awaited[len(awaited) - len(started):], started):
-            self._shown_prompt, self._awaited = awaited, None
+        if self._awaited is not None and started is not None and started_from(started, self._awaited):
+            self._shown_prompt, self._awaited = self._awaited, None
 
     def _update_out_of_date(self) -> None:
         """Tell the session whether the trace shown is still the prompt's: after an edit it is not."""
-        trace, ids = self.session.trace, self.prompt_ids()
-        reason = None
-        if trace is not None and trace.steps and ids is not None:
-            shown = self._shown_prompt if self._shown_prompt is not None else trace_views.started_ids(trace)
-            if len(ids) == 0:
-                reason = "the prompt is empty; this is the last prompt that ran."
-            elif not np.array_equal(shown, ids):
-                reason = "the prompt was edited; press Run (Ctrl+Enter) to see it."
-        self.session.set_out_of_date(reason)
+        self.session.set_out_of_date(out_of_date(self.session.trace, self.prompt_ids(), self._shown_prompt))
 
     def _tokenize(self) -> None:
         if self.summary is not None and self.summary.tokenizer is not None:
@@ -384,14 +379,23 @@ class DecodingController(QObject):
         answer = QMessageBox.question(self._dialog_parent, title, question)
         return answer == QMessageBox.StandardButton.Yes
 
-    def _at_the_end(self, trace) -> bool:
-        last = trace.steps[-1] if trace.steps else None
+    def end_of_text(self, trace) -> str | None:
+        """Why no step follows: the last step chose the model's end-of-sequence token; None when one may."""
         tokenizer = self.summary.tokenizer if self.summary is not None else None
         eos = getattr(tokenizer, "eos_id", None)
-        if last is not None and eos is not None and last.chosen_id == eos:
-            self.notice.emit("The model chose the end-of-text token; paused.")
+        if trace is None or not trace.steps or eos is None or trace.steps[-1].chosen_id != eos:
+            return None
+        return (f"The model chose the end-of-sequence token {self.session.display_token(eos)}: the text ends here. "
+                "Back, or click another candidate to branch.")
+
+    def _at_the_end(self, trace) -> bool:
+        last = trace.steps[-1] if trace.steps else None
+        ended = self.end_of_text(trace)
+        if ended is not None:
+            self.notice.emit(ended)
             return True
         problem = self._step_problem(trace) if last is not None else None
         if problem is not None:
             self.notice.emit(f"{problem} Paused.")
         return problem is not None
+

@@ -134,7 +134,14 @@ class DecodeLoop:
         decoder = self._decoder(need_trace=True)
         for _ in range(request.count):
             self._queue.check(request)
+            if self._ended(decoder):            # the model ended the text: no step past end-of-sequence
+                return
             self._hand_back(decoder.step())
+
+    def _ended(self, decoder) -> bool:
+        eos = getattr(getattr(self._state.loaded, "tokenizer", None), "eos_id", None)
+        steps = decoder.trace.steps
+        return eos is not None and bool(steps) and steps[-1].chosen_id == eos
 
     def _back(self, request: Back) -> None:
         decoder = self._decoder(need_trace=True)

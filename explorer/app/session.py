@@ -132,6 +132,15 @@ class Session(QObject):
         """The loaded tokenizer's `display(id) -> str`, so panels can name vocabulary ids."""
         self._token_display = display
 
+    def set_text_decoder(self, decode) -> None:
+        """The loaded tokenizer's `decode(ids) -> str` of plain text, special tokens left out."""
+        self._text_decoder = decode
+
+    def decode_text(self, ids) -> str:
+        """Token ids as the text they spell ('' while no tokenizer is known)."""
+        decode = getattr(self, "_text_decoder", None)
+        return decode([int(i) for i in ids]) if decode is not None else ""
+
     def display_token(self, token_id: int) -> str:
         """A vocabulary id as visible text (`#id` while no tokenizer is known)."""
         return self._token_display(int(token_id)) if self._token_display else f"#{int(token_id)}"

@@ -19,7 +19,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, QUrl
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableView, QTableWidgetItem, QTextBrowser, QToolTip
 
-from explorer.app.panels.base import Panel
+from explorer.app.panels.base import Panel, WrappedText
 from explorer.app.session import Selection
 
 SPAN_COLOURS = ("#2d4f7c", "#5a3d6e", "#2f6a4f", "#7a4a2a", "#3f5f6f", "#6e3b4f")
@@ -215,6 +215,10 @@ class TokensPanel(Panel):
         splitter.addWidget(self.text_view)
         splitter.addWidget(self.table)
         splitter.setSizes([120, 300])
+        self.translation = WrappedText()      # an encoder-decoder's source and target, as text
+        self.translation.setObjectName("translation")
+        self.translation.hide()
+        self.body.addWidget(self.translation)
         self.body.addWidget(splitter, 1)
         self.rows: Sequence[TokenRow] = TokenRows()
         self.highlighted_token: int | None = None
@@ -225,11 +229,26 @@ class TokensPanel(Panel):
         self.refresh()
 
     def redraw(self) -> None:
+        self._show_translation(self.trace)
         self.rows = token_rows(self.trace, self.session.tokens)
         kept = self.table.token_model.set_rows(self.rows)
         self.table.fit_columns(kept)
         n = len(self.rows)
         self.set_formula(f"x = tokenize(text) = (x_1, …, x_{{{n}}}),  x_i ∈ {{0, …, V−1}}, T = {n}")
+
+    def _show_translation(self, trace) -> None:
+        """Source → target as text: the target is what the decoder chose so far (its <s> and </s> left out)."""
+        if trace is None or not trace.steps or trace.encoder is None or not trace.model.is_encoder_decoder:
+            self.translation.hide()
+            return
+        chosen = [int(i) for i in trace.token_ids[1:]] + [int(trace.steps[-1].chosen_id)]
+        target = self.session.decode_text(chosen)
+        ended = self.session.decode_text(chosen[-1:]) == "" and len(chosen) > 1
+        self.translation.setText(
+            f"<b>Source</b>&nbsp; {html.escape(self.session.decode_text(trace.encoder.token_ids))}<br>"
+            f"<b>Target</b>&nbsp; {html.escape(target)}"
+            + (f" <i>(ended: {html.escape(self.session.display_token(chosen[-1]))})</i>" if ended else " …"))
+        self.translation.show()
 
     def show_selection(self, selection: Selection) -> None:
         token = selection.token
