@@ -10,6 +10,8 @@ that made it (`MaskRule`: causal, a sliding window of W, or full) instead of a T
 """
 from __future__ import annotations
 
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -157,3 +159,33 @@ def compact(mask: np.ndarray, keys: np.ndarray) -> "MaskRule | np.ndarray":
         return rule
     rule = MaskRule("sliding", queries, keys, int(mask.sum(axis=1).max()))
     return rule if np.array_equal(rule.rows(0, len(queries)), mask) else mask
+
+
+class KeptMaps:
+    """Maps computed on demand, kept across every record up to `limit` bytes in all; the one asked
+    for least recently goes first. Keyed by the owning record (held weakly, only to tell records apart)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._entries: OrderedDict = OrderedDict()      # (id(owner), key) -> (weakref to owner, array)
+        self._bytes = 0
+
+    def get(self, owner, key) -> np.ndarray | None:
+        entry = self._entries.get((id(owner), key))
+        if entry is None or entry[0]() is not owner:
+            return None
+        self._entries.move_to_end((id(owner), key))
+        return entry[1]
+
+    def put(self, owner, key, value: np.ndarray) -> np.ndarray:
+        self._drop((id(owner), key))
+        self._entries[(id(owner), key)] = (weakref.ref(owner), value)
+        self._bytes += value.nbytes
+        while self._bytes > self.limit and len(self._entries) > 1:
+            self._drop(next(iter(self._entries)))
+        return value
+
+    def _drop(self, entry_key) -> None:
+        entry = self._entries.pop(entry_key, None)
+        if entry is not None:
+            self._bytes -= entry[1].nbytes

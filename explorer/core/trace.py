@@ -57,7 +57,7 @@ class AttentionRecord:
     A record whose own keys are all the keys it attends (a prefill, an encoder pass,
     cross-attention to the encoder) may leave its weights out (`weights_packed` None):
     they are rebuilt on demand from Q and K by the model's operations (attention_maps),
-    one head or one row at a time, and the last heads asked for are kept. Stored weights
+    one head or one row at a time, and the last maps asked for are KEPT. Stored weights
     are packed: only the entries the mask allows (a causal prefill's triangle, not its
     square); `weights` gives them dense. The mask may be kept as its rule (MaskRule).
     """
@@ -76,7 +76,6 @@ class AttentionRecord:
     k_rope: np.ndarray | None = None       # (n_new, d_R)  MLA's decoupled RoPE key
     softcap: float | None = None           # tanh soft-capping of scores, where the model has it
     kernel: Kernel = SOFTMAX               # f_kappa of A = Z^-1 f(S) (intervention.Kernel; exp: the model's own)
-    _maps: dict = field(default_factory=dict, init=False, compare=False, repr=False)  # head -> A_h made on demand
 
     @property
     def weights(self) -> np.ndarray:
@@ -96,7 +95,7 @@ class AttentionRecord:
 
     def weights_row(self, head: int, row: int) -> np.ndarray:
         """One query row of one head's A: (n_kv,), computed alone where the weights are on demand."""
-        if self.weights_packed is not None or head in self._maps:
+        if self.weights_packed is not None or KEPT.get(self, head) is not None:
             return self.weights_of(head)[row]
         return attention_maps.weights(self.q[head], self.k[self.kv_head_of(head)], self.mask, self.scale,
                                       self.softcap, self.kernel, rows=slice(row, row + 1))[0]
@@ -111,16 +110,14 @@ class AttentionRecord:
         return head // max(1, self.q.shape[0] // self.k.shape[0])
 
     def _map(self, head: int) -> np.ndarray:
-        """A_h rebuilt from Q_h and its K by the model's operations; the last MAPS_KEPT_BYTES kept."""
-        if head not in self._maps:
-            if self.k.shape[1] != self.n_kv:
-                raise ValueError("this record's keys are not all it attends: its weights must be stored")
-            computed = attention_maps.weights(self.q[head], self.k[self.kv_head_of(head)], self.mask,
-                                              self.scale, self.softcap, self.kernel)
-            while self._maps and (len(self._maps) + 1) * computed.nbytes > MAPS_KEPT_BYTES:
-                self._maps.pop(next(iter(self._maps)))                       # the oldest asked for
-            self._maps[head] = computed
-        return self._maps[head]
+        """A_h rebuilt from Q_h and its K by the model's operations (the last ones asked for are KEPT)."""
+        kept = KEPT.get(self, head)
+        if kept is not None:
+            return kept
+        if self.k.shape[1] != self.n_kv:
+            raise ValueError("this record's keys are not all it attends: its weights must be stored")
+        return KEPT.put(self, head, attention_maps.weights(self.q[head], self.k[self.kv_head_of(head)], self.mask,
+                                                           self.scale, self.softcap, self.kernel))
 
     @property
     def n_heads(self) -> int:
@@ -135,7 +132,7 @@ class AttentionRecord:
         return int(self.mask.shape[1])
 
 
-MAPS_KEPT_BYTES = 1 << 29     # per record: the on-demand maps kept (512 MiB: two heads at 8,000 tokens)
+KEPT = attention_maps.KeptMaps(1 << 30)   # on-demand maps of every trace: 1 GiB, four heads at 8,000 tokens
 
 
 def run_slice(indices: np.ndarray) -> slice | None:
@@ -280,9 +277,11 @@ class Trace:
         raise IndexError(position)
 
     # ----- attention, assembled from per-step rows ------------------------
-    def attention(self, layer: int, upto_step: int | None = None, cross: bool = False) -> np.ndarray:
-        """Dense attention weights of one layer: (N_Q, T_q, T_kv), zero where masked."""
-        return self._assemble(layer, upto_step, cross, "weights")
+    def attention(self, layer: int, upto_step: int | None = None, cross: bool = False,
+                  keep: bool = True) -> np.ndarray:
+        """Dense attention weights of one layer: (N_Q, T_q, T_kv), zero where masked; `keep` False
+        leaves them out of the trace's cache (an export going through every layer of a long trace)."""
+        return self._assemble(layer, upto_step, cross, "weights", keep=keep)
 
     def attention_head(self, layer: int, head: int, upto_step: int | None = None, cross: bool = False) -> np.ndarray:
         """Dense attention weights of one head: (T_q, T_kv), zero where masked; `attention(...)[head]`
@@ -424,8 +423,9 @@ class Trace:
     def _last(self, upto_step: int | None) -> int:
         return upto_step if upto_step is not None else len(self.steps) - 1
 
-    def _assemble(self, layer: int, upto_step: int | None, cross: bool, what: str, head: int | None = None) -> np.ndarray:
-        """A layer's dense weights (all heads, or `head`'s) or mask, cached on the trace."""
+    def _assemble(self, layer: int, upto_step: int | None, cross: bool, what: str, head: int | None = None,
+                  keep: bool = True) -> np.ndarray:
+        """A layer's dense weights (all heads, or `head`'s) or mask, cached on the trace where `keep`."""
         key = (what, layer, self._last(upto_step), cross, head)
         if key in self._cache:
             return self._cache[key]
@@ -435,7 +435,8 @@ class Trace:
         only = recs[0] if len(recs) == 1 and (cross or run_slice(recs[0].kv_positions) == slice(0, t_kv)) else None
         if only is not None and (only.on_demand if what == "weights" else isinstance(only.mask, MaskRule)):
             out = only.weights_of(head) if what == "weights" else np.asarray(only.mask)     # made here: no copy
-            self._cache[key] = out
+            if keep:
+                self._cache[key] = out
             return out
         if what == "weights":
             shape = (recs[0].n_heads, t_q, t_kv) if head is None else (t_q, t_kv)
@@ -454,7 +455,8 @@ class Trace:
             else:
                 out[rows, cols] = np.asarray(r.mask)
             row += r.n_new
-        self._cache[key] = out
+        if keep:
+            self._cache[key] = out
         return out
 
 
