@@ -14,6 +14,7 @@ imported by `load()`.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,7 @@ from explorer.views import trace_views
 if TYPE_CHECKING:
     from explorer.core.attribution import Attribution
     from explorer.core.head_scores import HeadScores
+    from explorer.core.patching import PatchMap
     from explorer.core.runtime import LoadedModel
     from explorer.core.sampling import Sampling
     from explorer.core.trace import ModelInfo, Trace
@@ -85,12 +87,13 @@ class Model:
 
     def run(self, prompt: Prompt, steps: int = 0, sampling: Sampling | None = None,
             ablate: Sequence[tuple[int, int]] = (), kernel: str | None = None,
-            kernel_layers: Sequence[int] | None = None) -> Run:
+            kernel_layers: Sequence[int] | None = None, kernel_temperature: float = 1.0) -> Run:
         """Prefill `prompt` and decode `steps` tokens, recording every step.
 
         Greedy unless `sampling` says otherwise. `ablate` zeroes the outputs O_h = A_h V_h of the
         given (layer, head) pairs before W^O; `kernel` ("exp", "linear" or "relu") replaces f_κ of
-        A = Z⁻¹ f_κ(S) in `kernel_layers` (every layer when None), exactly as `trace --ablate/--kernel`.
+        A = Z⁻¹ f_κ(S) in `kernel_layers` (every layer when None), "exp" at `kernel_temperature` τ
+        being exp(S / τ): exactly `trace --ablate L.H --kernel K --kernel-layers ... --temperature τ`.
         """
         from explorer.core.sampling import Sampling
 
@@ -106,7 +109,7 @@ class Model:
         if len(ids) + steps > context:
             raise ContextOverflowError(
                 f"the prompt has {len(ids)} tokens; with {steps} steps it exceeds the model's context of {context}")
-        intervention = _intervention(ablate, kernel, kernel_layers, self.info)
+        intervention = _intervention(ablate, kernel, kernel_layers, kernel_temperature, self.info)
         decoder = _decoder(self.loaded, sampling or Sampling(), len(ids) + steps, intervention)
         decoder.prefill(ids)
         for _ in range(steps):
@@ -121,6 +124,25 @@ class Model:
         from explorer.core.attribution import attribute
 
         return attribute(self.loaded, self.encode(prompt), position, token_id)
+
+    def patch(self, clean: Prompt, corrupt: Prompt, target: str | int, against: str | int | None = None,
+              site: str = "head", metric: str = "logit_diff", progress=None, cancel=None) -> PatchMap:
+        """Activation patching: each site ("head": O_h, (L, H); "resid": the residual entering a layer at one
+        position, (L, T)) taken from the clean run into the corrupted one, and logit(target) − logit(against)
+        (or "prob", p(target)) read at the last position. Targets are one token each: " Paris" or an id."""
+        from explorer.core import patching
+
+        clean_ids, corrupt_ids = patching.check_prompts(self.encode(clean), self.encode(corrupt))
+        return patching.patch_map(self.loaded, clean_ids, corrupt_ids, self._token(target, "target"),
+                                  None if against is None else self._token(against, "against"), site, metric,
+                                  progress=progress, cancel=cancel)
+
+    def _token(self, token: str | int, what: str) -> int:
+        if isinstance(token, str):
+            from explorer.core.patching import single_token
+
+            return single_token(self.loaded.tokenizer, token, what)
+        return int(token)
 
     def heads(self, ids: Sequence[int] | None = None, repeat: int = 2, seed: int = 0) -> HeadScores:
         """Previous-token, induction and sink scores of every head, (L, H) each, on `ids` repeated
@@ -137,7 +159,7 @@ def _can_generate(loaded) -> bool:
 
 
 def _intervention(ablate: Sequence[tuple[int, int]], kernel: str | None, kernel_layers: Sequence[int] | None,
-                  info: ModelInfo):
+                  kernel_temperature: float, info: ModelInfo):
     """The core's Intervention (explorer.core.intervention) for the API's keywords, None for the model as it is:
     `ablate` zeroes O_h of each (layer, head); `kernel` replaces f_κ in `kernel_layers` (None: every layer)."""
     if not ablate and kernel is None:
@@ -151,7 +173,7 @@ def _intervention(ablate: Sequence[tuple[int, int]], kernel: str | None, kernel_
     except (TypeError, ValueError):
         raise ExplorerError(f"ablate={list(ablate)!r} must list (layer, head) pairs, e.g. [(3, 2)]") from None
     kernels = () if kernel is None else (KernelChoice(
-        Kernel(kernel), None if kernel_layers is None else tuple(int(layer) for layer in kernel_layers)),)
+        Kernel(kernel, kernel_temperature), None if kernel_layers is None else tuple(int(layer) for layer in kernel_layers)),)
     intervention = Intervention(kernels=kernels, ablations=ablations)
     intervention.check(info.n_layers, info.n_heads)
     return intervention
@@ -269,28 +291,46 @@ class Run:
         return self.model.attribute(self.ids, position, token_id)
 
     # ----- files -------------------------------------------------------------------------
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The arrays of the `trace` command's .npz (see explorer/tools/trace_cmd.py for the list)."""
-        trace = self.trace
-        arrays = {"ids": self.ids, "tokens": np.array(trace.token_text, dtype=str), "kv_bytes": self.kv_bytes}
-        if getattr(self.decoder, "can_generate", True):
-            arrays["logits"] = self.logits
-        for layer in range(trace.model.n_layers):
-            arrays[f"attn_{layer}"] = trace.attention(layer).astype(np.float32)
-        if trace.model.is_encoder_decoder:
-            arrays["source_ids"] = trace.encoder.token_ids.astype(np.int64)
-            for layer, record in enumerate(trace.encoder.layers):
-                arrays[f"enc_attn_{layer}"] = record.attn.weights.astype(np.float32)
-            for layer in range(trace.model.n_layers):
-                arrays[f"cross_attn_{layer}"] = trace.attention(layer, cross=True).astype(np.float32)
-        return arrays
+    def arrays(self, layers: Sequence[int] | None = None, attention: bool = True) -> dict[str, np.ndarray]:
+        """The arrays of the `trace` command's .npz (see explorer/tools/trace_cmd.py for the list):
+        the attention maps of `layers` only (None: every layer), or none of them and no tokens."""
+        return dict(self._array_items(layers, attention))
 
-    def save(self, path: str | Path) -> Path:
-        """Write `arrays()` to an .npz file (np.savez, no pickles), as `python -m explorer trace` does."""
-        arrays = self.arrays()
+    def _array_items(self, layers: Sequence[int] | None, attention: bool):
+        """(name, array) one at a time: a layer's maps are made (on demand, from Q and K) only when asked."""
+        trace = self.trace
+        yield "ids", self.ids
+        if attention:
+            yield "tokens", np.array(trace.token_text, dtype=str)
+        yield "kv_bytes", self.kv_bytes
+        if getattr(self.decoder, "can_generate", True):
+            yield "logits", self.logits
+        chosen = range(trace.model.n_layers) if layers is None else [int(layer) for layer in layers]
+        for layer in chosen if attention else ():
+            yield f"attn_{layer}", trace.attention(layer).astype(np.float32)
+        if trace.model.is_encoder_decoder:
+            yield "source_ids", trace.encoder.token_ids.astype(np.int64)
+            for layer in chosen if attention else ():
+                yield f"enc_attn_{layer}", trace.encoder.layers[layer].attn.weights.astype(np.float32)
+                yield f"cross_attn_{layer}", trace.attention(layer, cross=True).astype(np.float32)
+        if self.intervention is not None and not self.intervention.is_empty:
+            yield "intervention", np.array(json.dumps(self.intervention.to_json()))
+
+    def save(self, path: str | Path, layers: Sequence[int] | None = None, attention: bool = True) -> Path:
+        """Write `arrays(layers, attention)` to an .npz file (the format of np.savez, no pickles), one array
+        at a time, as `python -m explorer trace` does."""
+        import zipfile
+
+        if layers is not None:
+            for layer in layers:
+                if not 0 <= int(layer) < self.trace.model.n_layers:
+                    raise ExplorerError(f"layer {layer} does not exist: the model has layers 0 to "
+                                        f"{self.trace.model.n_layers - 1}")
         try:
-            with open(path, "wb") as handle:
-                np.savez(handle, **arrays)
+            with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+                for name, array in self._array_items(layers, attention):
+                    with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                        np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
         except OSError as error:
             raise ExplorerError(f"cannot write {path}: {error.strerror}") from None
         return Path(path)

@@ -34,16 +34,10 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from explorer.core import patching
-    from explorer.core.runtime import load_model
-    from explorer.core.store import resolve
+    from explorer.api import load
 
-    loaded = load_model(resolve(args.model), device=args.device, dtype=args.dtype)
-    tokenizer = loaded.tokenizer
-    clean, corrupt = patching.check_prompts(tokenizer.encode(args.clean).ids, tokenizer.encode(args.corrupt).ids)
-    target = patching.single_token(tokenizer, args.target, "--target")
-    against = patching.single_token(tokenizer, args.against, "--against")
-    result = patching.patch_map(loaded, clean, corrupt, target, against, args.site, args.metric)
+    model = load(args.model, device=args.device, dtype=args.dtype)
+    result = model.patch(args.clean, args.corrupt, args.target, args.against, args.site, args.metric)
     if args.json:
         out = result.to_json()
         print(json.dumps({"clean": out["clean"], "corrupt": out["corrupt"],

@@ -13,6 +13,10 @@ Encoder-decoder models (the prompt is the source; ids, tokens and attn_{l} are t
   cross_attn_{l} float32 [H, T_target, T_source] cross-attention of decoder layer l (row i: target token i)
 Encoder-only models (BERT) have attn_{l} of their one pass and no logits.
 
+Long traces: `--layers l1,l2` writes attn_{l} (and enc_attn_{l}, cross_attn_{l}) only for those layers;
+`--attention none` writes ids, logits and kv_bytes alone. Arrays are written one at a time, so a
+layer's maps are made (on demand, from Q and K) only while that layer is written.
+
 Interventions (explorer/core/intervention.py): the whole run, prefill and every step, is computed
 under them, so logits and attn_{l} are the intervened ones; the npz then also holds
   intervention  str  []  the intervention as JSON (Intervention.to_json)
@@ -25,11 +29,7 @@ under them, so logits and attn_{l} are the intervened ones; the npz then also ho
 """
 from __future__ import annotations
 
-import json
-
-import numpy as np
-
-from explorer.core.errors import ContextOverflowError, ExplorerError
+from explorer.core.errors import ExplorerError
 
 
 def add_arguments(parser) -> None:
@@ -51,90 +51,48 @@ def add_arguments(parser) -> None:
     parser.add_argument("--kernel", choices=("exp", "linear", "relu"),
                         help="attention kernel f of A = Z^-1 f(S); exp with --temperature T is exp(S / T)")
     parser.add_argument("--kernel-layers", metavar="l1,l2,...", help="the layers --kernel applies to (default: all)")
-
-
-def decode(loaded, ids: np.ndarray, steps: int, sampling=None, intervention=None):
-    """Prefill `ids` then step `steps` times with full recording (under `intervention`); returns the Decoder."""
-    from explorer.core.decode import RecordOptions
-    from explorer.core.families import make_decoder
-    from explorer.core.sampling import Sampling
-
-    context = loaded.config.max_positions
-    if len(ids) + steps > context:
-        raise ContextOverflowError(
-            f"the prompt has {len(ids)} tokens; with {steps} steps it exceeds the model's context of {context}")
-    decoder = make_decoder(loaded, RecordOptions(dtype="float32"), sampling or Sampling(), capacity=len(ids) + steps)
-    decoder.set_intervention(intervention)
-    decoder.prefill(ids)
-    for _ in range(steps):
-        decoder.step()
-    return decoder
-
-
-def trace_arrays(decoder) -> dict[str, np.ndarray]:
-    trace = decoder.trace
-    n = trace.n_tokens
-    arrays = {
-        "ids": trace.token_ids.astype(np.int64),
-        "tokens": np.array(trace.token_text, dtype=str),
-        "kv_bytes": np.array([sum(decoder.kv_cache.bytes_in_use(t + 1)) for t in range(n)], dtype=np.int64),
-    }
-    if getattr(decoder, "can_generate", True):
-        arrays["logits"] = np.stack([decoder.logits_at(p) for p in range(n)]).astype(np.float32)
-    for layer in range(trace.model.n_layers):
-        arrays[f"attn_{layer}"] = trace.attention(layer).astype(np.float32)
-    if trace.model.is_encoder_decoder:
-        arrays["source_ids"] = trace.encoder.token_ids.astype(np.int64)
-        for layer, record in enumerate(trace.encoder.layers):
-            arrays[f"enc_attn_{layer}"] = record.attn.weights.astype(np.float32)
-        for layer in range(trace.model.n_layers):
-            arrays[f"cross_attn_{layer}"] = trace.attention(layer, cross=True).astype(np.float32)
-    return arrays
+    parser.add_argument("--layers", metavar="l1,l2,...", help="write attn_{l} only for these layers (default: all)")
+    parser.add_argument("--attention", choices=("all", "none"), default="all",
+                        help="none: write ids, logits and kv_bytes only (no attention maps)")
 
 
 def run(args) -> int:
-    from explorer.core.runtime import load_model
+    from explorer.api import load
     from explorer.core.sampling import Sampling
-    from explorer.core.store import resolve
 
     if args.steps < 0:
         raise ExplorerError(f"--steps {args.steps} must not be negative")
-    intervention, sampling_temperature = intervention_of(args)
+    experiment, sampling_temperature = intervention_of(args)
     sampling = Sampling(temperature=sampling_temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
-    loaded = load_model(resolve(args.model), device=args.device, dtype=args.dtype)
-    intervention.check(loaded.config.n_layers, loaded.config.n_heads)
-    ids = loaded.tokenizer.encode(args.prompt).ids
-    if len(ids) == 0:
+    layers = _layers(args.layers, "--layers")
+    model = load(args.model, device=args.device, dtype=args.dtype)
+    bad = next((layer for layer in layers or () if not 0 <= layer < model.info.n_layers), None)
+    if bad is not None:
+        raise ExplorerError(f"--layers {args.layers!r} names layer {bad}; the model has layers 0 to "
+                            f"{model.info.n_layers - 1}")
+    if len(model.loaded.tokenizer.encode(args.prompt).ids) == 0:
         raise ExplorerError("--prompt gives no tokens: write some text")
-    arrays = trace_arrays(decode(loaded, np.asarray(ids, dtype=np.int64), args.steps, sampling, intervention))
-    if not intervention.is_empty:
-        arrays["intervention"] = np.array(json.dumps(intervention.to_json()))
-    try:
-        with open(args.out, "wb") as handle:
-            np.savez(handle, **arrays)
-    except OSError as error:
-        raise ExplorerError(f"cannot write {args.out}: {error.strerror}") from None
+    run = model.run(args.prompt, steps=args.steps, sampling=sampling, **experiment)
+    run.save(args.out, layers=layers, attention=args.attention != "none")
     return 0
 
 
-def intervention_of(args):
-    """The Intervention that --ablate, --kernel, --kernel-layers and --temperature ask for, and the
-    sampling temperature (see the module docstring for how --temperature reads with --kernel)."""
-    from explorer.core.intervention import HeadAblation, Intervention, Kernel, KernelChoice
-
-    ablations = tuple(HeadAblation(*_layer_dot_head(text)) for text in args.ablate)
-    kernels = ()
+def intervention_of(args) -> tuple[dict, float]:
+    """Model.run's experiment keywords (ablate, kernel, kernel_layers, kernel_temperature) that --ablate,
+    --kernel, --kernel-layers and --temperature ask for, and the sampling temperature (see the module
+    docstring for how --temperature reads with --kernel)."""
+    experiment = {"ablate": [_layer_dot_head(text) for text in args.ablate]}
     if args.kernel:
         tau = 1.0 if args.temperature is None else args.temperature
         if args.kernel != "exp" and tau != 1.0:
             raise ExplorerError(f"--temperature {tau:g} is a temperature of the exp kernel, not of {args.kernel}")
-        kernels = (KernelChoice(Kernel(args.kernel, tau), _layers(args.kernel_layers)),)
+        experiment.update(kernel=args.kernel, kernel_layers=_layers(args.kernel_layers), kernel_temperature=tau)
         sampling = args.sampling_temperature or 0.0
     else:
         if args.kernel_layers:
             raise ExplorerError("--kernel-layers needs --kernel")
         sampling = args.sampling_temperature if args.sampling_temperature is not None else (args.temperature or 0.0)
-    return Intervention(kernels=kernels, ablations=ablations), sampling
+    return experiment, sampling
 
 
 def _layer_dot_head(text: str) -> tuple[int, int]:
@@ -144,10 +102,10 @@ def _layer_dot_head(text: str) -> tuple[int, int]:
     return int(layer), int(head)
 
 
-def _layers(text: str | None) -> tuple[int, ...] | None:
+def _layers(text: str | None, flag: str = "--kernel-layers") -> tuple[int, ...] | None:
     if text is None:
         return None
     try:
         return tuple(int(part) for part in text.split(","))
     except ValueError:
-        raise ExplorerError(f"--kernel-layers {text!r} is not a comma-separated list of layers, e.g. 1,2") from None
+        raise ExplorerError(f"{flag} {text!r} is not a comma-separated list of layers, e.g. 1,2") from None
