@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 import torch
 
+import explorer
+
 from tests.api.test_match_hf import PROMPT, reference
 
 
@@ -55,3 +57,19 @@ def test_head_scores_are_the_attention_to_the_previous_token(bundled):
         induction = np.mean([weights[i, i - n + 1] for i in range(n, 2 * n)])
         assert scores.previous_token[layer, head] == pytest.approx(previous, abs=1e-5)
         assert scores.induction[layer, head] == pytest.approx(induction, abs=1e-5)
+
+
+def test_patching_the_one_changed_position_restores_the_clean_run(bundled):
+    """Clean and corrupted prompts differ at position 1 only: the residual entering layer 0 there, taken from
+    the clean run, makes the corrupted run the clean one; any other position changes nothing at layer 0."""
+    clean, corrupt = "To be, or not to be", "To go, or not to be"
+    result = bundled.patch(clean, corrupt, target=" the", against=" a", site="resid")
+    the, a = (bundled.loaded.tokenizer.encode(t).ids[0] for t in (" the", " a"))
+    for text, value in ((clean, result.clean), (corrupt, result.corrupt)):
+        logits = bundled.run(text).logits[-1]
+        assert value == pytest.approx(float(logits[the] - logits[a]), abs=1e-4)
+    assert result.values.shape == (bundled.info.n_layers, 7)
+    assert result.values[0, 1] == pytest.approx(result.clean, abs=1e-4)
+    np.testing.assert_allclose(result.values[0, 2:], result.corrupt, atol=1e-4)
+    with pytest.raises(explorer.ExplorerError, match="same number"):
+        bundled.patch(clean, "To be", target=" the", against=" a")
