@@ -336,6 +336,24 @@ def _deepseek(d: dict, family: str) -> ModelConfig:
     )
 
 
+def bert_config(d: dict) -> ModelConfig:
+    """ModelConfig of a transformers BertConfig dict (absolute positions only)."""
+    if d.get("position_embedding_type", "absolute") != "absolute":
+        raise UnsupportedModelError(
+            f"BERT position_embedding_type {d['position_embedding_type']!r} is not supported (only 'absolute')")
+    if d.get("is_decoder") or d.get("add_cross_attention"):
+        raise UnsupportedModelError("a BERT configured as a decoder is not supported; only the encoder is")
+    d_model, n_heads, n_layers = int(d["hidden_size"]), int(d["num_attention_heads"]), int(d["num_hidden_layers"])
+    return ModelConfig(
+        family="bert", vocab_size=int(d["vocab_size"]), d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+        n_kv_heads=n_heads, d_head=d_model // n_heads, d_ff=int(d["intermediate_size"]),
+        max_positions=int(d.get("max_position_embeddings", 512)), norm="layer",
+        norm_eps=float(d.get("layer_norm_eps", 1e-12)), activation=str(d.get("hidden_act", "gelu")),
+        ffn="mlp", positional="learned", qkv_bias=True, o_bias=True, mlp_bias=True,
+        attn_scale=(d_model // n_heads) ** -0.5, layer_kinds=("full",) * n_layers,
+        bos_token_id=None, eos_token_id=None)
+
+
 _READERS = {
     "llama": _llama,
     "smollm": _llama,
@@ -348,6 +366,6 @@ _READERS = {
     "deepseek_v3": lambda d: _deepseek(d, "deepseek_v3"),
     # Encoder-only and encoder-decoder families are built by their own modules (families.py); these
     # readers let a config be checked here too. explorer-encdec gives its own EncDecConfig.
-    "bert": lambda d: import_module("explorer.core.encoder").bert_config(d),
+    "bert": bert_config,
     "explorer-encdec": lambda d: import_module("explorer.core.encdec").EncDecConfig.from_json(d),
 }

@@ -20,9 +20,9 @@ from torch import nn
 
 from explorer.core.attention import as_run
 from explorer.core.capture import StepCapture
-from explorer.core.config import ModelConfig
+from explorer.core.config import ModelConfig, bert_config  # noqa: F401 (bert_config: read in config.py)
 from explorer.core.encdec import EncoderLayer
-from explorer.core.errors import ContextOverflowError, ExplorerError, ModelLoadError, UnsupportedModelError
+from explorer.core.errors import ContextOverflowError, ExplorerError, ModelLoadError
 from explorer.core.recording import Recorder, RecordOptions
 from explorer.core.trace import ModelInfo, StepRecord, Trace
 
@@ -45,24 +45,6 @@ BERT_WEIGHTS = {
 }
 # Not part of the encoder: the position-id buffer, the pooler and task heads.
 BERT_IGNORED = re.compile(r"^(embeddings\.position_ids|pooler\..*|cls\..*)$")
-
-
-def bert_config(d: dict) -> ModelConfig:
-    """ModelConfig of a transformers BertConfig dict (absolute positions only)."""
-    if d.get("position_embedding_type", "absolute") != "absolute":
-        raise UnsupportedModelError(
-            f"BERT position_embedding_type {d['position_embedding_type']!r} is not supported (only 'absolute')")
-    if d.get("is_decoder") or d.get("add_cross_attention"):
-        raise UnsupportedModelError("a BERT configured as a decoder is not supported; only the encoder is")
-    d_model, n_heads, n_layers = int(d["hidden_size"]), int(d["num_attention_heads"]), int(d["num_hidden_layers"])
-    return ModelConfig(
-        family="bert", vocab_size=int(d["vocab_size"]), d_model=d_model, n_layers=n_layers, n_heads=n_heads,
-        n_kv_heads=n_heads, d_head=d_model // n_heads, d_ff=int(d["intermediate_size"]),
-        max_positions=int(d.get("max_position_embeddings", 512)), norm="layer",
-        norm_eps=float(d.get("layer_norm_eps", 1e-12)), activation=str(d.get("hidden_act", "gelu")),
-        ffn="mlp", positional="learned", qkv_bias=True, o_bias=True, mlp_bias=True,
-        attn_scale=(d_model // n_heads) ** -0.5, layer_kinds=("full",) * n_layers,
-        bos_token_id=None, eos_token_id=None)
 
 
 class BertEncoder(nn.Module):

@@ -9,8 +9,8 @@ Every attention variant exists to shrink the cache that decoding keeps per token
     MLA  d_c + d_R            a latent c_KV of rank d_c plus one decoupled RoPE key
 
 A sliding-window layer (Mistral, Gemma 3's local layers) keeps at most W tokens,
-so its bytes stop growing at W. Everything here reads a Hugging Face style
-config dict (what config.json holds) and uses numpy only: the table works for
+so its bytes stop growing at W. A config.json is read by the engine's own
+ModelConfig.from_hf, and nothing here imports torch: the table works for
 models far too big to load. The paged model is PagedAttention's (Kwon et al.,
 2023): each layer's cache is a list of fixed-size blocks, the last one partly
 filled.
@@ -20,8 +20,6 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
-from typing import Callable
-
 import numpy as np
 
 from explorer.core.errors import ModelLoadError, UnsupportedModelError
@@ -149,96 +147,41 @@ def dtype_bytes(dtype: str) -> int:
 
 
 # ----- reading a config --------------------------------------------------------
-
-_ALIASES = {
-    "n_layers": ("num_hidden_layers", "n_layer", "num_layers"),
-    "n_heads": ("num_attention_heads", "n_head"),
-    "d_model": ("hidden_size", "n_embd", "d_model"),
-    "max_positions": ("max_position_embeddings", "n_positions", "n_ctx"),
-}
-
-
-def _get(config: dict, quantity: str, source: str) -> int:
-    for key in _ALIASES[quantity]:
-        if config.get(key) is not None:
-            return int(config[key])
-    raise ModelLoadError(f"{source} has no {_ALIASES[quantity][0]}, so its KV cache cannot be sized.")
-
-
-def _no_windows(config: dict, n_layers: int) -> tuple[int | None, ...]:
-    return (None,) * n_layers
-
-
-def _windows_from_layer_types(config: dict, n_layers: int) -> tuple[int | None, ...] | None:
-    types = config.get("layer_types")
-    if not types:
-        return None
-    window = config.get("sliding_window")
-    return tuple(window if (t == "sliding_attention" and window) else None for t in types[:n_layers])
-
-
-def _mistral_windows(config: dict, n_layers: int) -> tuple[int | None, ...]:
-    listed = _windows_from_layer_types(config, n_layers)
-    return listed if listed is not None else (config.get("sliding_window"),) * n_layers
-
-
-def _qwen_windows(config: dict, n_layers: int) -> tuple[int | None, ...]:
-    # Qwen configs carry a sliding_window even when use_sliding_window is false.
-    if not config.get("use_sliding_window") or not config.get("sliding_window"):
-        return (None,) * n_layers
-    first = int(config.get("max_window_layers", n_layers))
-    return tuple(config["sliding_window"] if i >= first else None for i in range(n_layers))
-
-
-def _gemma3_windows(config: dict, n_layers: int) -> tuple[int | None, ...]:
-    listed = _windows_from_layer_types(config, n_layers)
-    if listed is not None:
-        return listed
-    pattern = int(config.get("sliding_window_pattern") or 6)   # 5 local : 1 global
-    window = config.get("sliding_window") or 4096
-    return tuple(None if (i + 1) % pattern == 0 else window for i in range(n_layers))
-
-
-@dataclass(frozen=True)
-class _Family:
-    windows: Callable[[dict, int], tuple[int | None, ...]]
-    rope: bool = True
-    mla: bool = False
-
-
-FAMILIES = {
-    "llama": _Family(_no_windows),
-    "mistral": _Family(_mistral_windows),
-    "qwen2": _Family(_qwen_windows),
-    "qwen3": _Family(_qwen_windows),
-    "gemma3_text": _Family(_gemma3_windows),
-    "gpt2": _Family(_no_windows, rope=False),
-    "bert": _Family(_no_windows, rope=False),
-    "deepseek_v2": _Family(_no_windows, mla=True),
-    "deepseek_v3": _Family(_no_windows, mla=True),
-}
+# The shape comes from the ModelConfig the engine builds from the same config.json (config.py, numpy
+# and torch free), so the table and the engine cannot read a family's window or heads differently.
+NOT_CACHED = {"explorer-encdec": "an encoder-decoder (its KV table is not written yet)"}
+# Sizes the cache does not depend on: a config.json (or GGUF metadata) may leave them out here.
+CACHE_FREE = {"vocab_size": 0, "intermediate_size": 0}
 
 
 def cache_shape(config: dict, source: str = "the config") -> CacheShape:
-    """Read the cache-relevant dimensions from a Hugging Face style config dict."""
-    if config.get("model_type") == "gemma3" and isinstance(config.get("text_config"), dict):
-        config = {"model_type": "gemma3_text", **config["text_config"]}
-    model_type = config.get("model_type")
-    family = FAMILIES.get(model_type)
-    if family is None:
-        raise UnsupportedModelError(
-            f"{source} has model_type {model_type!r}; the KV table knows {', '.join(sorted(FAMILIES))}.")
-    n_layers, n_heads = _get(config, "n_layers", source), _get(config, "n_heads", source)
-    windows = family.windows(config, n_layers)
-    max_positions = _get(config, "max_positions", source)
-    if family.mla:
-        return _mla_shape(config, model_type, n_layers, n_heads, windows, max_positions, source)
-    d_head = config.get("head_dim") or _get(config, "d_model", source) // n_heads
-    n_kv = int(config.get("num_key_value_heads") or n_heads)
-    if n_kv <= 0 or n_heads % n_kv:
-        raise ModelLoadError(f"{source} has {n_kv} key/value heads, which do not divide {n_heads} query heads.")
-    return CacheShape(model_type, n_layers, n_heads, n_kv, int(d_head), int(d_head), windows,
-                      max_positions, family.rope)
+    """The cache-relevant dimensions of a Hugging Face style config dict, read as the engine reads it."""
+    from explorer.core.config import ModelConfig
+
+    model_type = str(config.get("model_type") or "")
+    if model_type in NOT_CACHED:
+        raise UnsupportedModelError(f"{source} has model_type {model_type!r}, {NOT_CACHED[model_type]}.")
+    try:
+        model = ModelConfig.from_hf({**CACHE_FREE, **config})
+    except UnsupportedModelError as error:
+        raise UnsupportedModelError(f"The config of {source}: {error}.") from None
+    if model.n_kv_heads <= 0 or model.n_heads % model.n_kv_heads:
+        raise ModelLoadError(f"The config of {source} has {model.n_kv_heads} key/value heads, which do not divide "
+                             f"{model.n_heads} query heads.")
+    return shape_from_config(model)
+
+
+def shape_from_config(config) -> CacheShape:
+    """The cache shape of an engine ModelConfig: per-layer windows from its layer kinds, MLA's d_c and d_R."""
+    windows = tuple(config.sliding_window if kind == "sliding" else None for kind in config.layer_kinds)
+    rope = config.positional == "rope"
+    if config.mla:
+        # The paper's d_h is the per-head width without the decoupled RoPE part.
+        return CacheShape(config.family, config.n_layers, config.n_heads, config.n_heads, config.qk_nope_dim,
+                          config.v_head_dim, windows, config.max_positions, True,
+                          mla_rank=config.kv_lora_rank, mla_rope_dim=config.qk_rope_dim)
+    return CacheShape(config.family, config.n_layers, config.n_heads, config.n_kv_heads, config.d_head,
+                      config.d_head, windows, config.max_positions, rope)
 
 
 def shape_from_info(info) -> CacheShape:
@@ -252,15 +195,29 @@ def shape_from_info(info) -> CacheShape:
                       info.max_positions, info.positional == "rope")
 
 
-def _mla_shape(config, model_type, n_layers, n_heads, windows, max_positions, source) -> CacheShape:
-    missing = [k for k in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
-               if config.get(k) is None]
-    if missing:
-        raise ModelLoadError(f"{source} is {model_type} but lacks {', '.join(missing)}.")
-    # The paper's d_h is the per-head width without the decoupled RoPE part.
-    return CacheShape(model_type, n_layers, n_heads, n_heads, int(config["qk_nope_head_dim"]),
-                      int(config["v_head_dim"]), windows, max_positions, True,
-                      mla_rank=int(config["kv_lora_rank"]), mla_rope_dim=int(config["qk_rope_head_dim"]))
+def cache_dtype(info) -> str:
+    """The dtype a traced model keeps its cache in (its compute dtype), as DTYPE_BYTES names it."""
+    name = str(info.dtype).removeprefix("torch.")
+    return name if name in DTYPE_BYTES else "float32"
+
+
+def bytes_per_token_per_layer(info) -> int:
+    """What one more token costs in one layer of a traced model's own cache."""
+    return native_variant(shape_from_info(info)).elements_per_layer * dtype_bytes(cache_dtype(info))
+
+
+def info_comparison(info, tokens: int) -> list["VariantRow"]:
+    """A traced model under MHA, every GQA, MQA and MLA, at its own dtype and `tokens` tokens."""
+    return compare(shape_from_info(info), tokens=tokens, dtype=cache_dtype(info))
+
+
+def block_fill(held: np.ndarray, block_size: int) -> np.ndarray:
+    """Fill fraction of every block of every layer: (L, max_blocks), 0 where unallocated."""
+    held = np.asarray(held, dtype=np.int64)
+    n_blocks = int(-(-held.max() // block_size)) if held.size and held.max() > 0 else 0
+    starts = np.arange(n_blocks) * block_size                              # (B,)
+    filled = np.clip(held[:, None] - starts[None, :], 0, block_size)       # (L, B)
+    return filled / float(block_size)
 
 
 # ----- the variants ------------------------------------------------------------

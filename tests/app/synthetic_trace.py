@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from explorer.core.kv_formulas import bytes_per_token_per_layer
+from explorer.core.kv_variants import bytes_per_token_per_layer
 from explorer.core.trace import AttentionRecord, LayerRecord, ModelInfo, StepRecord, Trace, packed
 
 WORDS = ("The", " cat", " sat", " on", " the", " mat", ".", " It", " was", " warm", " and",

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QSpinBox, QSplitter, QTableW
 from explorer.app.panels.base import LineLabel, Panel
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.session import Selection
-from explorer.core import kv_formulas, kv_variants
+from explorer.core import kv_variants
 from explorer.core.units import human_bytes as human
 from explorer.views import trace_views
 
@@ -105,7 +105,7 @@ class KVCachePanel(Panel):
                 return
             path = export.ask_path(self, "Export the KV-cache comparison", "kv_variants.csv", "CSV (*.csv)")
             if path is not None:
-                text = kv_variants.to_csv(kv_formulas.comparison(trace.model, trace.n_tokens))
+                text = kv_variants.to_csv(kv_variants.info_comparison(trace.model, trace.n_tokens))
                 export.run_reporting(self, lambda: export.write_text(path, text))
 
         action = QAction("Export the variant comparison as CSV…", self)
@@ -135,7 +135,7 @@ class KVCachePanel(Panel):
     def _draw_occupancy(self, trace, step: int, layer: int) -> None:
         in_use = trace.kv_bytes_in_use(step)
         allocated = trace.kv_bytes_allocated(step)
-        per_token = kv_formulas.bytes_per_token_per_layer(trace.model)
+        per_token = kv_variants.bytes_per_token_per_layer(trace.model)
         self.held = in_use // per_token if per_token else np.zeros_like(in_use)
         self.total_in_use, self.total_allocated = int(in_use.sum()), int(allocated.sum())
         self.cross_bytes = trace_views.cross_kv_bytes(trace)
@@ -183,7 +183,7 @@ class KVCachePanel(Panel):
                 f"token per step")
 
     def _formula_text(self, info) -> str:
-        b = kv_variants.dtype_bytes(kv_formulas.cache_dtype(info))
+        b = kv_variants.dtype_bytes(kv_variants.cache_dtype(info))
         if info.attention == "mla" and info.mla_rank:
             return f"(d_c + d_R) · {b} = ({info.mla_rank} + {info.mla_rope_dim}) · {b}"
         if info.attention == "mha":
@@ -192,7 +192,7 @@ class KVCachePanel(Panel):
 
     def _draw_blocks(self, layer: int) -> None:
         block = self.block_box.value()
-        fill = kv_formulas.block_fill(self.held, block)                      # (L, B)
+        fill = kv_variants.block_fill(self.held, block)                      # (L, B)
         shown = np.where(fill > 0, fill, np.nan) if fill.size else np.zeros((len(self.held), 1))
         self.blocks.set_matrix(shown, (0.0, 1.0), [f"L{i}" for i in range(len(self.held))],
                                [str(b) for b in range(shown.shape[1])], keep_view=True)
@@ -214,7 +214,7 @@ class KVCachePanel(Panel):
     def _draw_grouping(self, trace, head: int) -> None:
         info = trace.model
         if info.attention == "mla" and info.mla_rank:
-            shape = kv_formulas.cache_shape(info)
+            shape = kv_variants.shape_from_info(info)
             expanded = kv_variants.mla_expanded_elements(shape) or 0
             cached = info.mla_rank + (info.mla_rope_dim or 0)
             self.grouping.setText(
@@ -235,8 +235,8 @@ class KVCachePanel(Panel):
 
     def _draw_variants(self, trace) -> None:
         info = trace.model
-        rows = kv_formulas.comparison(info, trace.n_tokens)
-        context = kv_formulas.comparison(info, info.max_positions)
+        rows = kv_variants.info_comparison(info, trace.n_tokens)
+        context = kv_variants.info_comparison(info, info.max_positions)
         self.table.setRowCount(len(rows))
         bold = QFont()
         bold.setBold(True)

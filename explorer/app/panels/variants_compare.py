@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPus
                                QWidget)
 
 from explorer.app.panels.heatmap import Heatmap
-from explorer.core import kv_formulas
+from explorer.core import kv_variants
 from explorer.core.units import human_bytes
 from explorer.views.maps import attention_matrix
 
@@ -117,7 +117,7 @@ class VariantColumn(QWidget):
 
     def bytes_per_token(self) -> int:
         info = self.trace.model
-        return kv_formulas.bytes_per_token_per_layer(info) * info.n_layers
+        return kv_variants.bytes_per_token_per_layer(info) * info.n_layers
 
     def bytes_text(self) -> str:
         info = self.trace.model
@@ -125,7 +125,7 @@ class VariantColumn(QWidget):
                  else f"2·N_KV·d_h = 2·{info.n_kv_heads}·{info.d_qk}")
         return (f"KV cache in use: <b>{human_bytes(self.bytes_in_use())}</b> for {self.trace.n_tokens} tokens<br>"
                 f"per token: <b>{human_bytes(self.bytes_per_token())}</b> = {info.n_layers} layers · {width} "
-                f"· {kv_formulas.cache_dtype(info)}")
+                f"· {kv_variants.cache_dtype(info)}")
 
 
 class VariantsWindow(QWidget):
