@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 import transformers  # the reference
 
+from explorer.core import kv_variants
 from explorer.core.config import ModelConfig
 
 CLASSES = {"llama": "LlamaConfig", "mistral": "MistralConfig", "qwen2": "Qwen2Config", "qwen3": "Qwen3Config",
@@ -88,6 +89,8 @@ def test_config_reads_what_transformers_reads(family, case):
     assert ours.tie_embeddings == hf.tie_word_embeddings
     assert ours.layer_kinds == reference_kinds(family, hf)
     assert ours.sliding_window == (hf.sliding_window if "sliding" in ours.layer_kinds else None)
+    windows = tuple(hf.sliding_window if kind == "sliding" else None for kind in reference_kinds(family, hf))
+    assert kv_variants.cache_shape(d).windows == windows                    # the KV table reads the same
     if family == "gpt2":
         assert ours.d_ff == (hf.n_inner or 4 * hf.n_embd) and ours.norm_eps == hf.layer_norm_epsilon
         return
