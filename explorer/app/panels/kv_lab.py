@@ -236,7 +236,8 @@ class KVLabPanel(Panel):
         current = self.variant_box.currentText()
         with self.updating():
             self.variant_box.clear()
-            self.variant_box.addItems([r.variant.name for r in rows if not r.variant.native])
+            if not self._encoder_only():
+                self.variant_box.addItems([r.variant.name for r in rows if not r.variant.native])
             if current:
                 self.variant_box.setCurrentText(current)
 
@@ -250,7 +251,11 @@ class KVLabPanel(Panel):
         has_model = self.executor is not None or self.session.model is not None
         trace = self.trace
         ready = has_model and not self.from_config and trace is not None and bool(trace.steps)
-        return ready and not self.runner.running
+        return ready and not self.runner.running and not self._encoder_only()
+
+    def _encoder_only(self) -> bool:
+        model = self.session.model
+        return model is not None and model.is_encoder_only and not self.from_config
 
     def run_conversion(self, variant: str | None = None, steps: int | None = None) -> bool:
         """Convert the loaded model to `variant` and compare `steps` next-token predictions."""
@@ -278,6 +283,14 @@ class KVLabPanel(Panel):
         self.run_button.setEnabled(self.can_convert())
         self.run_button.setToolTip("" if self.can_convert() or running else "load a model and run a prompt first")
         self.cancel_button.setEnabled(running)
+        encoder = self._encoder_only()          # a conversion compares next-token predictions: an encoder has none
+        self.variant_box.setEnabled(not encoder)
+        self.steps_box.setEnabled(not encoder)
+        if encoder:
+            self.variant_box.clear()
+            self.run_summary.setText(f"What-if conversions compare the next-token predictions of the converted "
+                                     f"model with the original's; {self.session.model.name} is an encoder and "
+                                     "predicts none, and keeps no KV cache between steps.")
 
     def _on_progress_changed(self, fraction: float, what: str) -> None:
         self.progress.setValue(int(round(100 * fraction)))

@@ -48,6 +48,9 @@ class NextTokenPanel(Panel):
             self.table.setRowCount(0)
             self.set_formula("p = softmax(h_T W_U)")
             return
+        self._step_aside(trace.model.is_encoder_only, trace.model.name)
+        if trace.model.is_encoder_only:
+            return
         position = trace.n_tokens - 1 if selection.token is None else selection.token
         if selection.step is not None and selection.token is None:
             position = int(trace.steps[selection.step].positions[-1])
@@ -72,6 +75,20 @@ class NextTokenPanel(Panel):
         self.chosen_rank = int(hits[0]) + 1 if len(hits) else None
         self._fill(ids, probs, chosen)
         self._describe(trace, position, chosen, forced)
+
+    def _step_aside(self, encoder: bool, name: str) -> None:
+        """An encoder-only model predicts no next token (and is loaded without a masked-token head): say so and
+        what applies instead, with no empty table of candidates to click."""
+        for widget in (self.table, self.lens_button, self.header):
+            widget.setVisible(not encoder)
+        if encoder:
+            self.candidates = np.zeros(0, dtype=np.int64)
+            self.lens_table.setVisible(False)
+            self.position_label.setText(
+                f"<b>{name} is an encoder</b>: it reads the whole text at once, every token attending to every "
+                "other, and predicts no next token; it is loaded without a masked-token (MLM) head, so there "
+                "are no candidates to rank or branch on. What applies: <b>Attention</b> (full, both ways), "
+                "<b>Q / K / V</b>, <b>Embeddings</b> and the <b>Mask</b> (a full square: nothing is hidden).")
 
     def _candidates(self, trace, position: int):
         """(ids, probs) after `position`: recorded after each step's last token, otherwise the
