@@ -13,6 +13,7 @@ import transformers  # the reference
 
 from explorer.core import kv_variants
 from explorer.core.config import ModelConfig
+from explorer.core.errors import ModelLoadError
 
 CLASSES = {"llama": "LlamaConfig", "mistral": "MistralConfig", "qwen2": "Qwen2Config", "qwen3": "Qwen3Config",
            "gemma3_text": "Gemma3TextConfig", "gpt2": "GPT2Config", "deepseek_v2": "DeepseekV2Config",
@@ -90,7 +91,12 @@ def test_config_reads_what_transformers_reads(family, case):
     assert ours.layer_kinds == reference_kinds(family, hf)
     assert ours.sliding_window == (hf.sliding_window if "sliding" in ours.layer_kinds else None)
     windows = tuple(hf.sliding_window if kind == "sliding" else None for kind in reference_kinds(family, hf))
-    assert kv_variants.cache_shape(d).windows == windows                    # the KV table reads the same
+    kv_heads = getattr(hf, "num_key_value_heads", None) or 1
+    if family.startswith("deepseek") or hf.num_attention_heads % kv_heads == 0:
+        assert kv_variants.cache_shape(d).windows == windows                # the KV table reads the same
+    else:                                       # e.g. Qwen2's default of 32 K/V heads for 4 query heads
+        with pytest.raises(ModelLoadError, match="do not divide"):
+            kv_variants.cache_shape(d)
     if family == "gpt2":
         assert ours.d_ff == (hf.n_inner or 4 * hf.n_embd) and ours.norm_eps == hf.layer_norm_epsilon
         return
