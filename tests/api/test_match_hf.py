@@ -59,6 +59,7 @@ def test_the_comparison_can_fail(family, hf_model, model):
 
 
 @pytest.mark.realmodel
+@pytest.mark.slow
 def test_smollm2_matches_transformers():
     """The pulled SmolLM2-135M (GGUF) against transformers' Llama given the same dequantized weights."""
     import transformers
