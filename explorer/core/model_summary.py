@@ -86,7 +86,7 @@ def _hf_summary(folder: Path) -> Summary:
 
 
 def _gguf_summary(path: Path) -> Summary:
-    from explorer.core.loaders.gguf import CONFIG_BUILDERS
+    from explorer.core.loaders.gguf_config import CONFIG_BUILDERS
     from explorer.core.loaders.gguf_header import read_gguf_header, tensor_bytes
 
     header = read_gguf_header(path)

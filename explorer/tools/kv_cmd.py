@@ -76,79 +76,8 @@ def _read_json(path: Path) -> dict:
 
 
 def gguf_config(path: Path) -> dict:
-    """A GGUF file's dimensions as a config dict, from its header only (no tensor data).
+    """A GGUF file's dimensions as a config dict, from its header only (no tensor data): see gguf_config."""
+    from explorer.core.loaders.gguf_config import dimensions_of
+    from explorer.core.loaders.gguf_header import read_gguf_header
 
-    The loaders' config builders come first (they are what the engine would run);
-    an architecture they do not build, or a detail only the weights need (such as
-    Llama 3's rope_freqs), falls back to reading the metadata keys directly.
-    """
-    try:
-        from explorer.core.loaders.gguf import CONFIG_BUILDERS
-        from explorer.core.loaders.gguf_header import read_gguf_header
-    except ImportError:
-        return gguf_metadata_config(path)
-    header = read_gguf_header(path)
-    builder = CONFIG_BUILDERS.get(header.architecture)
-    if builder is not None:
-        try:
-            return builder(header, str(path))
-        except ExplorerError:
-            pass
-    return gguf_metadata_config(path)
-
-
-_GGUF_MODEL_TYPES = {"llama": "llama", "mistral": "mistral", "gemma3": "gemma3_text", "qwen2": "qwen2",
-                     "qwen3": "qwen3", "gpt2": "gpt2", "deepseek2": "deepseek_v2", "bert": "bert"}
-
-# config.json key <- GGUF metadata key (after "<arch>.")
-_GGUF_KEYS = {
-    "num_hidden_layers": "block_count",
-    "num_attention_heads": "attention.head_count",
-    "num_key_value_heads": "attention.head_count_kv",
-    "hidden_size": "embedding_length",
-    "max_position_embeddings": "context_length",
-    "head_dim": "attention.key_length",
-    "sliding_window": "attention.sliding_window",
-    "kv_lora_rank": "attention.kv_lora_rank",
-    "qk_rope_head_dim": "rope.dimension_count",
-    "v_head_dim": "attention.value_length",
-}
-
-
-def gguf_metadata_config(path: Path) -> dict:
-    """Read only the metadata of a GGUF file (no tensor data) into a config dict."""
-    import gguf
-
-    try:
-        reader = gguf.GGUFReader(str(path))
-    except Exception as error:  # the gguf reader raises bare ValueErrors and struct errors
-        raise ModelLoadError(f"{path} is not a readable GGUF file ({error}).") from None
-    fields = {name: _field_value(field) for name, field in reader.fields.items()}
-    arch = fields.get("general.architecture")
-    if arch not in _GGUF_MODEL_TYPES:
-        raise ModelLoadError(f"{path} has GGUF architecture {arch!r}, which the KV table does not know.")
-    config = {"model_type": _GGUF_MODEL_TYPES[arch]}
-    for key, gguf_key in _GGUF_KEYS.items():
-        value = fields.get(f"{arch}.{gguf_key}")
-        if value is not None:
-            config[key] = max(value) if isinstance(value, list) else value
-    if arch == "gemma3":
-        config["sliding_window_pattern"] = 6   # llama.cpp's fixed 5 local : 1 global
-    if arch == "deepseek2":
-        _deepseek_head_dims(config, fields, arch)
-    return config
-
-
-def _deepseek_head_dims(config: dict, fields: dict, arch: str) -> None:
-    key_length = fields.get(f"{arch}.attention.key_length_mla") or config.get("head_dim")
-    config["v_head_dim"] = fields.get(f"{arch}.attention.value_length_mla") or config.get("v_head_dim")
-    if key_length is not None and config.get("qk_rope_head_dim") is not None:
-        config["qk_nope_head_dim"] = key_length - config["qk_rope_head_dim"]
-
-
-def _field_value(field):
-    try:
-        value = field.contents()
-    except Exception:   # unusual field types: not needed for the cache's dimensions
-        return None
-    return value
+    return dimensions_of(read_gguf_header(path, keep_arrays="numeric"), str(path))

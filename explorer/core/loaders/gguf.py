@@ -4,7 +4,7 @@ GGUF (llama.cpp) stores metadata under `<arch>.*` keys and weights under short
 names (`blk.3.attn_q.weight`), often quantized. We map both back to what a
 transformers checkpoint would hold, so the engine builds GGUF and safetensors
 models with the same code:
-- the config from a declarative key table per architecture (`llama`, `gemma3`);
+- the config from the one table of GGUF metadata keys (`gguf_config.py`);
 - tensor names from a declarative name table;
 - tensors dequantized with `gguf.quants.dequantize` into float32;
 - llama: llama.cpp's converter permutes W^Q and W^K rows (HF's rotate-half RoPE
@@ -26,8 +26,9 @@ import torch
 from gguf.constants import GGMLQuantizationType
 from tokenizers import Tokenizer
 
-from explorer.core.errors import ModelLoadError, UnsupportedModelError
+from explorer.core.errors import UnsupportedModelError
 from explorer.core.loaders import gguf_copy
+from explorer.core.loaders.gguf_config import config_of
 from explorer.core.loaders.gguf_header import GGUFHeader, TensorInfo, read_gguf_header, tensor_bytes
 from explorer.core.loaders.gguf_tokenizer import tokenizer_from_gguf
 from explorer.core.tokens import TextTokenizer
@@ -60,18 +61,6 @@ TENSOR_NAMES = {
         "blk.{i}.post_ffw_norm.weight": "model.layers.{i}.post_feedforward_layernorm.weight",
     },
 }
-# HF config key -> (GGUF key under "<arch>.", default); None default means required.
-_COMMON_KEYS = {
-    "hidden_size": ("embedding_length", None),
-    "intermediate_size": ("feed_forward_length", None),
-    "num_hidden_layers": ("block_count", None),
-    "num_attention_heads": ("attention.head_count", None),
-    "rms_norm_eps": ("attention.layer_norm_rms_epsilon", 1e-6),
-    "rope_theta": ("rope.freq_base", 10000.0),
-    "max_position_embeddings": ("context_length", 2048),
-}
-GEMMA3_SLIDING_PATTERN = 6  # every 6th layer is global (llama.cpp: hparams.set_swa_pattern(6))
-GEMMA3_LOCAL_ROPE_BASE = 10000.0  # llama.cpp: rope_freq_base_train_swa
 _BLOCK = re.compile(r"^blk\.(\d+)\.")
 
 
@@ -83,76 +72,6 @@ def hf_name(arch: str, gguf_name: str) -> str | None:
     if target is None:
         return None
     return target.format(i=match.group(1)) if match else target
-
-
-def _scalar(header: GGUFHeader, key: str, default, source: str):
-    value = header.get(key, default)
-    if value is None:
-        raise ModelLoadError(f"{source} lacks the metadata key {header.architecture}.{key}.")
-    if isinstance(value, (dict, list)):  # an array, e.g. per-layer head counts
-        raise UnsupportedModelError(f"{source} has per-layer values for {header.architecture}.{key}, which are not supported.")
-    return value
-
-
-def _common_config(header: GGUFHeader, source: str) -> dict:
-    config = {hf: _scalar(header, key, default, source) for hf, (key, default) in _COMMON_KEYS.items()}
-    heads = config["num_attention_heads"]
-    config["num_key_value_heads"] = _scalar(header, "attention.head_count_kv", heads, source)
-    config["head_dim"] = _scalar(header, "attention.key_length", config["hidden_size"] // heads, source)
-    embed = next((t for t in header.tensors if t.name == "token_embd.weight"), None)
-    if embed is None:
-        raise ModelLoadError(f"{source} has no token_embd.weight tensor.")
-    config["vocab_size"] = embed.shape[0]
-    config["tie_word_embeddings"] = not any(t.name == "output.weight" for t in header.tensors)
-    for hf, key in (("bos_token_id", "bos_token_id"), ("eos_token_id", "eos_token_id"), ("pad_token_id", "padding_token_id")):
-        if f"tokenizer.ggml.{key}" in header.metadata:
-            config[hf] = int(header.metadata[f"tokenizer.ggml.{key}"])
-    config["torch_dtype"] = "float32"
-    config["rope_scaling"] = _rope_scaling(header, source)
-    return config
-
-
-def _rope_scaling(header: GGUFHeader, source: str) -> dict | None:
-    if any(t.name == "rope_freqs.weight" for t in header.tensors):
-        raise UnsupportedModelError(f"{source} stores Llama 3 RoPE scaling as rope_freqs, which is not supported yet.")
-    kind = header.get("rope.scaling.type")
-    factor = header.get("rope.scaling.factor")
-    if kind in (None, "none") or not factor:
-        return None
-    if kind != "linear":
-        raise UnsupportedModelError(f"{source} uses RoPE scaling {kind!r}; only 'linear' is supported for GGUF.")
-    return {"rope_type": "linear", "factor": float(factor)}
-
-
-def llama_config(header: GGUFHeader, source: str) -> dict:
-    config = _common_config(header, source)
-    config.update(model_type="llama", architectures=["LlamaForCausalLM"], hidden_act="silu",
-                  attention_bias=False, mlp_bias=False)
-    return config
-
-
-def gemma3_config(header: GGUFHeader, source: str) -> dict:
-    config = _common_config(header, source)
-    layers = config["num_hidden_layers"]
-    head_dim = config["head_dim"]
-    pattern = header.get("attention.sliding_window_pattern", GEMMA3_SLIDING_PATTERN)
-    sliding = [bool(v) for v in pattern] if isinstance(pattern, list) and len(pattern) == layers else None
-    pattern = pattern if isinstance(pattern, int) and pattern > 0 else GEMMA3_SLIDING_PATTERN
-    sliding = sliding or [(i + 1) % pattern != 0 for i in range(layers)]
-    config.update(
-        model_type="gemma3_text", architectures=["Gemma3ForCausalLM"], hidden_activation="gelu_pytorch_tanh",
-        attention_bias=False, attn_logit_softcapping=None, final_logit_softcapping=None,
-        sliding_window=int(_scalar(header, "attention.sliding_window", 512, source)),
-        sliding_window_pattern=pattern,
-        layer_types=["sliding_attention" if is_sliding else "full_attention" for is_sliding in sliding],
-        rope_local_base_freq=float(header.get("rope.freq_base_swa", GEMMA3_LOCAL_ROPE_BASE)),
-        # llama.cpp: Gemma 3 27B scales queries by 1/sqrt(d_model / heads), the others by 1/sqrt(head_dim).
-        query_pre_attn_scalar=(config["hidden_size"] // config["num_attention_heads"]) if layers == 62 else head_dim,
-    )
-    return config
-
-
-CONFIG_BUILDERS = {"llama": llama_config, "gemma3": gemma3_config}
 
 
 def unpermute_rows(weight: torch.Tensor, heads: int) -> torch.Tensor:
@@ -297,11 +216,7 @@ def _read_gguf(path: Path, progress) -> tuple[dict, dict[str, torch.Tensor], obj
     header = read_gguf_header(path, keep_arrays="numeric")
     for info in header.tensors:
         tensor_bytes(info, source)  # raises UnsupportedModelError naming an unknown quantization type
-    arch = header.architecture
-    if arch not in CONFIG_BUILDERS:
-        raise UnsupportedModelError(
-            f"{source} holds the architecture {arch!r}; GGUF files of 'llama' and 'gemma3' are supported.")
-    config = CONFIG_BUILDERS[arch](header, source)
+    config = config_of(header, source)
     tokenizer = cached_or_built_tokenizer(path, lambda: _tokenizer_metadata(path), source)
     tensors = cached_or_read_tensors(path, header, config, progress)
     license_name = header.metadata.get("general.license")

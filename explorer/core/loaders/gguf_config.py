@@ -1,0 +1,151 @@
+"""A GGUF file's metadata as a Hugging Face style config dict: the one table of GGUF keys.
+
+llama.cpp writes a model's numbers under `<arch>.<key>` (`llama.block_count`,
+`gemma3.attention.sliding_window`). `HF_KEYS` maps each config.json key to its
+GGUF key; `config_of(header)` builds the full config the engine runs (llama and
+gemma3, the architectures whose weights the GGUF loader maps), and
+`dimensions_of(header)` the cache-deciding part of any known architecture, which
+is all the KV table needs. Reads a parsed header only: no torch, no tensor data.
+"""
+from __future__ import annotations
+
+from explorer.core.config import GEMMA3_GLOBAL_EVERY, gemma3_layer_types
+from explorer.core.errors import ExplorerError, ModelLoadError, UnsupportedModelError
+from explorer.core.loaders.gguf_header import GGUFHeader
+
+# GGUF general.architecture -> config.json model_type
+MODEL_TYPES = {"llama": "llama", "mistral": "mistral", "gemma3": "gemma3_text", "qwen2": "qwen2",
+               "qwen3": "qwen3", "gpt2": "gpt2", "deepseek2": "deepseek_v2", "bert": "bert"}
+# config.json key -> (GGUF key under "<arch>.", default); a None default means the key is required.
+HF_KEYS = {
+    "hidden_size": ("embedding_length", None),
+    "intermediate_size": ("feed_forward_length", None),
+    "num_hidden_layers": ("block_count", None),
+    "num_attention_heads": ("attention.head_count", None),
+    "rms_norm_eps": ("attention.layer_norm_rms_epsilon", 1e-6),
+    "rope_theta": ("rope.freq_base", 10000.0),
+    "max_position_embeddings": ("context_length", 2048),
+}
+# Keys only some architectures carry (read when present).
+OPTIONAL_KEYS = {
+    "num_key_value_heads": "attention.head_count_kv",
+    "head_dim": "attention.key_length",
+    "sliding_window": "attention.sliding_window",
+    "kv_lora_rank": "attention.kv_lora_rank",
+    "qk_rope_head_dim": "rope.dimension_count",
+    "v_head_dim": "attention.value_length",
+}
+GEMMA3_LOCAL_ROPE_BASE = 10000.0  # llama.cpp: rope_freq_base_train_swa
+
+
+def _scalar(header: GGUFHeader, key: str, default, source: str):
+    value = header.get(key, default)
+    if value is None:
+        raise ModelLoadError(f"{source} lacks the metadata key {header.architecture}.{key}.")
+    if isinstance(value, (dict, list)):  # an array, e.g. per-layer head counts
+        raise UnsupportedModelError(f"{source} has per-layer values for {header.architecture}.{key}, which are not supported.")
+    return value
+
+
+def _common_config(header: GGUFHeader, source: str) -> dict:
+    config = {hf: _scalar(header, key, default, source) for hf, (key, default) in HF_KEYS.items()}
+    heads = config["num_attention_heads"]
+    config["num_key_value_heads"] = _scalar(header, OPTIONAL_KEYS["num_key_value_heads"], heads, source)
+    config["head_dim"] = _scalar(header, OPTIONAL_KEYS["head_dim"], config["hidden_size"] // max(heads, 1), source)
+    embed = next((t for t in header.tensors if t.name == "token_embd.weight"), None)
+    if embed is None:
+        raise ModelLoadError(f"{source} has no token_embd.weight tensor.")
+    config["vocab_size"] = embed.shape[0]
+    config["tie_word_embeddings"] = not any(t.name == "output.weight" for t in header.tensors)
+    for hf, key in (("bos_token_id", "bos_token_id"), ("eos_token_id", "eos_token_id"), ("pad_token_id", "padding_token_id")):
+        if f"tokenizer.ggml.{key}" in header.metadata:
+            config[hf] = int(header.metadata[f"tokenizer.ggml.{key}"])
+    config["torch_dtype"] = "float32"
+    config["rope_scaling"] = _rope_scaling(header, source)
+    return config
+
+
+def _rope_scaling(header: GGUFHeader, source: str) -> dict | None:
+    if any(t.name == "rope_freqs.weight" for t in header.tensors):
+        raise UnsupportedModelError(f"{source} stores Llama 3 RoPE scaling as rope_freqs, which is not supported yet.")
+    kind = header.get("rope.scaling.type")
+    factor = header.get("rope.scaling.factor")
+    if kind in (None, "none") or not factor:
+        return None
+    if kind != "linear":
+        raise UnsupportedModelError(f"{source} uses RoPE scaling {kind!r}; only 'linear' is supported for GGUF.")
+    return {"rope_type": "linear", "factor": float(factor)}
+
+
+def llama_config(header: GGUFHeader, source: str) -> dict:
+    config = _common_config(header, source)
+    config.update(model_type="llama", architectures=["LlamaForCausalLM"], hidden_act="silu",
+                  attention_bias=False, mlp_bias=False)
+    return config
+
+
+def _gemma3_layer_types(header: GGUFHeader, layers: int) -> list[str]:
+    """From the file's per-layer sliding flags, its pattern, or llama.cpp's fixed 5 local : 1 global."""
+    pattern = header.get("attention.sliding_window_pattern", GEMMA3_GLOBAL_EVERY)
+    if isinstance(pattern, list) and len(pattern) == layers:
+        return ["sliding_attention" if flag else "full_attention" for flag in pattern]
+    return gemma3_layer_types(layers, pattern if isinstance(pattern, int) and pattern > 0 else GEMMA3_GLOBAL_EVERY)
+
+
+def gemma3_config(header: GGUFHeader, source: str) -> dict:
+    config = _common_config(header, source)
+    layers = config["num_hidden_layers"]
+    config.update(
+        model_type="gemma3_text", architectures=["Gemma3ForCausalLM"], hidden_activation="gelu_pytorch_tanh",
+        attention_bias=False, attn_logit_softcapping=None, final_logit_softcapping=None,
+        sliding_window=int(_scalar(header, "attention.sliding_window", 512, source)),
+        layer_types=_gemma3_layer_types(header, layers),
+        rope_local_base_freq=float(header.get("rope.freq_base_swa", GEMMA3_LOCAL_ROPE_BASE)),
+        # llama.cpp: Gemma 3 27B scales queries by 1/sqrt(d_model / heads), the others by 1/sqrt(head_dim).
+        query_pre_attn_scalar=(config["hidden_size"] // config["num_attention_heads"]) if layers == 62
+        else config["head_dim"],
+    )
+    return config
+
+
+CONFIG_BUILDERS = {"llama": llama_config, "gemma3": gemma3_config}
+
+
+def config_of(header: GGUFHeader, source: str) -> dict:
+    """The full config.json dict the engine builds a GGUF model from (llama and gemma3)."""
+    builder = CONFIG_BUILDERS.get(header.architecture)
+    if builder is None:
+        raise UnsupportedModelError(
+            f"{source} holds the architecture {header.architecture!r}; GGUF files of 'llama' and 'gemma3' are supported.")
+    return builder(header, source)
+
+
+def dimensions_of(header: GGUFHeader, source: str) -> dict:
+    """The config dict of any architecture in MODEL_TYPES, as far as its metadata holds it (the KV table's input).
+
+    The full config comes first (what the engine would run); an architecture the loader does not build,
+    or a detail only the weights need (such as Llama 3's rope_freqs), falls back to the keys alone.
+    """
+    arch = header.architecture
+    if arch not in MODEL_TYPES:
+        raise ModelLoadError(f"{source} has GGUF architecture {arch!r}, which the KV table does not know.")
+    if arch in CONFIG_BUILDERS:
+        try:
+            return CONFIG_BUILDERS[arch](header, source)
+        except ExplorerError:
+            pass
+    config = {"model_type": MODEL_TYPES[arch]}
+    for hf, gguf_key in [*((k, key) for k, (key, _) in HF_KEYS.items()), *OPTIONAL_KEYS.items()]:
+        value = header.get(gguf_key)
+        if isinstance(value, list):
+            value = max(value) if value else None
+        if value is not None and not isinstance(value, dict):
+            config[hf] = value
+    if arch == "gemma3":
+        config["layer_types"] = _gemma3_layer_types(header, int(config.get("num_hidden_layers") or 0))
+    if arch == "deepseek2":
+        key_length = header.get("attention.key_length_mla") or config.get("head_dim")
+        config["v_head_dim"] = header.get("attention.value_length_mla") or config.get("v_head_dim")
+        if key_length is not None and config.get("qk_rope_head_dim") is not None:
+            config["qk_nope_head_dim"] = key_length - config["qk_rope_head_dim"]
+    return config
