@@ -339,6 +339,9 @@ class Run:
         """Write the app's session file (File → Open session… rebuilds this very trace)."""
         from explorer.app.session_state import SamplingSettings, SessionState, save
 
+        if self.intervention is not None and not self.intervention.is_empty:
+            raise ExplorerError("a session file does not hold this run's ablation or kernel, so the app would "
+                                "show another trace: save the run with run.save(path) instead")
         sampling = getattr(self.decoder, "sampling", None)
         settings = SamplingSettings(**{k: getattr(sampling, k) for k in ("temperature", "top_k", "top_p", "seed")}) \
             if sampling is not None else SamplingSettings()

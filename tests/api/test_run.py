@@ -87,6 +87,7 @@ def test_the_session_file_replays_to_the_same_trace(bundled, tmp_path):
     (lambda m: m.run(PROMPT).attention(0, 0, kind="cross"), "'cross'"),
     (lambda m: m.run(PROMPT, kernel_layers=[1]), "kernel_layers"),
     (lambda m: m.run(PROMPT).force(99_999), "99999"),
+    (lambda m: m.run(PROMPT, ablate=[(0, 1)]).save_session("never.json"), "run.save"),
 ])
 def test_bad_input_raises_one_sentence(bundled, call, words):
     with pytest.raises(explorer.ExplorerError) as caught:
