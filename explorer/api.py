@@ -5,6 +5,8 @@
     run = model.run("The capital of France is", steps=3)  # greedy unless sampling=explorer.Sampling(...)
     run.attention(3, 2)                                   # A = softmax(Q_h K_hᵀ / √d_QK), (N_Q, N_KV)
     run.show(3, 2)                                        # the same map as a figure (PNG/SVG inline)
+    model.run(prompt, ablate=[(3, 2)], kernel="relu")     # experiments: core/intervention.py
+    run.attribute(); model.heads(); model.patch(clean, corrupt, target=" Paris", against=" Rome")
 
 A `Run` holds one decoder (decode.Decoder, or the encoder / encoder-decoder
 driver from families.make_decoder) and reads every number from its immutable
@@ -117,7 +119,6 @@ class Model:
         text = prompt if isinstance(prompt, str) else None
         return Run(self, decoder, text, intervention)
 
-
     def attribute(self, prompt: Prompt, position: int | None = None, token_id: int | None = None) -> Attribution:
         """Split the logit of `token_id` (default: the top prediction) after `position` (default: the last)
         into embed + Σ heads + Σ MLPs + rest, the final norm frozen there: explorer.core.attribution."""
@@ -172,8 +173,8 @@ def _intervention(ablate: Sequence[tuple[int, int]], kernel: str | None, kernel_
         ablations = tuple(HeadAblation(int(layer), int(head)) for layer, head in ablate)
     except (TypeError, ValueError):
         raise ExplorerError(f"ablate={list(ablate)!r} must list (layer, head) pairs, e.g. [(3, 2)]") from None
-    kernels = () if kernel is None else (KernelChoice(
-        Kernel(kernel, kernel_temperature), None if kernel_layers is None else tuple(int(layer) for layer in kernel_layers)),)
+    layers = None if kernel_layers is None else tuple(int(layer) for layer in kernel_layers)
+    kernels = () if kernel is None else (KernelChoice(Kernel(kernel, kernel_temperature), layers),)
     intervention = Intervention(kernels=kernels, ablations=ablations)
     intervention.check(info.n_layers, info.n_heads)
     return intervention
