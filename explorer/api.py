@@ -248,9 +248,9 @@ class Run:
         return view.trace.attention_head(layer, head, view.step, view.cross).astype(np.float32)
 
     def _view(self, layer: int, head: int, step: int | None, kind: str) -> trace_views.View:
-        if kind not in trace_views.kinds_of(self.trace.model):
-            raise ExplorerError(f"attention kind {kind!r} is not one of {', '.join(trace_views.kinds_of(self.trace.model))}"
-                                f" for {self.model.name}")
+        kinds = trace_views.kinds_of(self.trace.model)
+        if kind not in kinds:
+            raise ExplorerError(f"attention kind {kind!r} is not one of {', '.join(kinds)} for {self.model.name}")
         view = trace_views.view(self.trace, kind, step)
         info = view.trace.model
         if not 0 <= layer < info.n_layers:
