@@ -18,7 +18,7 @@ reaches for the engine (imported there, so that the app can describe its trace w
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -38,6 +38,7 @@ class HeadScores:
     previous_token: np.ndarray   # (L, N_Q)
     induction: np.ndarray        # (L, N_Q)
     sink: np.ndarray             # (L, N_Q)
+    trace: Trace | None = field(default=None, compare=False, repr=False)   # the run on s, for examples
 
     def as_json(self) -> dict:
         return {"previous_token": self.previous_token.tolist(), "induction": self.induction.tolist(),
@@ -106,7 +107,8 @@ def score_heads(loaded, ids=None, repeat: int = 2, seed: int = DEFAULT_SEED) -> 
     if sequence.size > loaded.config.max_positions:
         raise ExplorerError(f"{sequence.size} tokens are more than the model's context of {loaded.config.max_positions}")
     decoder = make_decoder(loaded, RecordOptions(dtype="float32", top_k=1), capacity=int(sequence.size))
-    return scores_of_trace(decoder.prefill(sequence), len(sequence) // repeat, repeat)
+    trace = decoder.prefill(sequence)
+    return replace(scores_of_trace(trace, len(sequence) // repeat, repeat), trace=trace)
 
 
 def special_ids(loaded) -> frozenset[int]:

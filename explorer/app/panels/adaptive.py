@@ -1,0 +1,33 @@
+"""Panels that lay their parts side by side in a wide dock and one above the other in a tall one."""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QSplitter
+
+WIDE = 1.2                  # width / height at and above which the parts go side by side
+
+
+def is_wide(width: int, height: int) -> bool:
+    return width >= WIDE * max(1, height)
+
+
+def orient(splitter: QSplitter, width: int, height: int, weights: tuple[int, ...] | None = None) -> bool:
+    """Side by side when the panel is wide, stacked when it is tall (sizes in proportion to `weights`,
+    default equal); True when that changed."""
+    wanted = Qt.Orientation.Horizontal if is_wide(width, height) else Qt.Orientation.Vertical
+    if splitter.orientation() == wanted:
+        return False
+    splitter.setOrientation(wanted)
+    count = splitter.count()
+    total = width if wanted == Qt.Orientation.Horizontal else height
+    weights = weights or (1,) * count
+    splitter.setSizes([total * w // sum(weights) for w in weights])
+    return True
+
+
+def place(layout, items: list, wide: bool) -> None:
+    """Put pyqtgraph items of a GraphicsLayout in one row (wide) or one column (tall)."""
+    for item in items:
+        layout.removeItem(item)
+    for index, item in enumerate(items):
+        layout.addItem(item, row=0 if wide else index, col=index if wide else 0)

@@ -1,0 +1,163 @@
+"""Head atlas: what each head does, as layer x head maps that can be sorted and filtered.
+
+On the model's own random tokens repeated twice (explorer.core.head_scores, asked of the model
+thread): previous-token, induction and sink scores. On the user's own text (the trace, numpy
+here): attention entropy, mean distance back, and the share on the first token. Clicking a head
+selects it (the attention views open it large) and shows its pattern on the repeated tokens.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QSplitter, QTableWidget,
+                               QTableWidgetItem)
+
+from explorer.app.panels.adaptive import orient
+from explorer.app.panels.asking import Asker
+from explorer.app.panels.base import LineLabel, Panel
+from explorer.app.panels.heatmap import Heatmap
+from explorer.app.session import Selection
+from explorer.core.head_scores import describe_heads
+from explorer.views.maps import attention_matrix
+
+# (label, where it comes from, field, formula)
+METRICS = {
+    "induction": ("repeated", "induction", "mean_{i=N..T-1} A[i, i-N+1] on random ids repeated twice"),
+    "previous token": ("repeated", "previous_token", "mean_{i=1..T-1} A[i, i-1] on random ids repeated twice"),
+    "sink": ("repeated", "sink", "mean_{i=1..T-1} A[i, 0] on random ids repeated twice"),
+    "entropy": ("text", "entropy", "mean_i −Σ_j A_ij ln A_ij on this text (nats)"),
+    "distance": ("text", "distance", "mean_i Σ_j A_ij (i − j) on this text (tokens back)"),
+    "first token": ("text", "first_token", "mean_i A_i0 on this text"),
+}
+LISTED = 40
+
+
+class AtlasPanel(Panel):
+    title = "Head atlas"
+    object_name = "atlas"
+
+    def __init__(self, session, parent=None) -> None:
+        super().__init__(session, parent)
+        self.executor = None                # None: the session's model thread (tests give their own)
+        controls = QHBoxLayout()
+        self.metric_box = QComboBox()
+        self.metric_box.addItems(list(METRICS))
+        self.metric_box.currentIndexChanged.connect(lambda _: self.refresh())
+        self.floor_box = QDoubleSpinBox()
+        self.floor_box.setRange(-1e6, 1e6)
+        self.floor_box.setDecimals(2)
+        self.floor_box.setSingleStep(0.05)
+        self.floor_box.setValue(0.0)
+        self.floor_box.valueChanged.connect(lambda _: self.refresh())
+        for label, widget in (("score", self.metric_box), ("list heads with at least", self.floor_box)):
+            controls.addWidget(QLabel(label))
+            controls.addWidget(widget)
+        self.caption = LineLabel(" ")
+        controls.addWidget(self.caption, 1)
+        self.body.addLayout(controls)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.view = pg.GraphicsLayoutWidget()
+        self.map = Heatmap(self.view.ci, row=0, col=0, colormap="viridis", axes=("left", "top"))
+        self.map.on_click = self._clicked
+        self.map.on_hover = self._hover
+        self.example_view = pg.GraphicsLayoutWidget()
+        self.example = Heatmap(self.example_view.ci, row=0, col=0, colorbar=False, axes=("left", "top"))
+        self.table = QTableWidget(0, 3)
+        self.table.setHorizontalHeaderLabels(["layer", "head", "score"])
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.table.cellClicked.connect(lambda row, _: self._clicked(*self._listed[row]))
+        for widget in (self.view, self.table, self.example_view):
+            self.splitter.addWidget(widget)
+        self.splitter.setSizes([420, 200, 360])
+        self.body.addWidget(self.splitter, 1)
+        self.asker = Asker(self, self._on_scores, self.readout.setText)
+        self.scores = None
+        self.described = None
+        self.values: np.ndarray | None = None
+        self._listed: list[tuple[int, int]] = []
+        self._described_for = None
+        self.set_formula(METRICS["induction"][2])
+
+    @property
+    def metric(self) -> str:
+        return self.metric_box.currentText()
+
+    def redraw(self) -> None:
+        trace = self.trace
+        if trace is None or not trace.steps or trace.model.is_encoder_only or trace.model.is_encoder_decoder:
+            self.caption.setText("Run a prompt on a decoder model to see what its heads do.")
+            return
+        source, name, formula = METRICS[self.metric]
+        self.set_formula(f"{self.metric} = {formula}")
+        if source == "repeated":
+            self._ask_scores(trace)
+            values = None if self.scores is None else getattr(self.scores, name)
+        else:
+            values = getattr(self._description(trace), name)
+        if values is None:
+            self.caption.setText("scoring every head on random tokens repeated twice…")
+            return
+        self.values = values
+        n_layers, n_heads = values.shape
+        self.map.set_matrix(values, row_labels=[f"L{l}" for l in range(n_layers)],
+                            col_labels=[f"H{h}" for h in range(n_heads)])
+        self._fill_list(values)
+        best = np.unravel_index(int(np.nanargmax(values)), values.shape)
+        self.caption.setText(f"{self.metric}: highest L{best[0]}.H{best[1]} = {values[best]:.3f}; "
+                               f"{len(self._listed)} heads at least {self.floor_box.value():g}, largest first")
+
+    def show_selection(self, selection: Selection) -> None:
+        self.map.outline(selection.layer, selection.head, 1, 1)
+        self._show_example(selection.layer, selection.head)
+
+    # ----- the two sources ------------------------------------------------------------
+    def _ask_scores(self, trace) -> None:
+        def job(loaded, progress, cancel):
+            from explorer.core.head_scores import score_heads
+
+            return score_heads(loaded)
+        self.asker.ask(trace.model.name, job)
+
+    def _on_scores(self, key, scores) -> None:
+        self.scores = scores
+        self.refresh()
+
+    def _description(self, trace):
+        if self._described_for is not trace:
+            self._described_for, self.described = trace, describe_heads(trace)
+        return self.described
+
+    # ----- list, example, pointer -----------------------------------------------------
+    def _fill_list(self, values: np.ndarray) -> None:
+        order = np.argsort(-values, axis=None)
+        heads = [tuple(int(v) for v in np.unravel_index(int(i), values.shape)) for i in order]
+        self._listed = [(l, h) for l, h in heads if values[l, h] >= self.floor_box.value()][:LISTED]
+        self.table.setRowCount(len(self._listed))
+        for row, (layer, head) in enumerate(self._listed):
+            for column, text in enumerate((f"L{layer}", f"H{head}", f"{values[layer, head]:.3f}")):
+                self.table.setItem(row, column, QTableWidgetItem(text))
+        self.table.resizeColumnsToContents()
+
+    def _show_example(self, layer: int, head: int) -> None:
+        example = self.scores.trace if self.scores is not None and METRICS[self.metric][0] == "repeated" \
+            else self.trace
+        if example is None or not example.steps or layer >= example.model.n_layers:
+            return
+        matrix = attention_matrix(example, layer, head)
+        self.example.set_matrix(matrix, (0.0, 1.0))
+        where = "random tokens repeated twice" if example is not self.trace else "this text"
+        self.example.plot.setTitle(f"L{layer}.H{head} on {where}", size="9pt")
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        orient(self.splitter, event.size().width(), event.size().height())
+
+    def _clicked(self, layer: int, head: int) -> None:
+        self.select(layer=layer, head=head)
+
+    def _hover(self, layer, head) -> None:
+        if self.values is not None and layer is not None:
+            self.readout.setText(f"L{layer}.H{head}: {self.metric} {float(self.values[layer, head]):.4f}")

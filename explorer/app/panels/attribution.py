@@ -1,0 +1,174 @@
+"""Why this token: direct logit attribution of one next-token logit at the selected position.
+
+    z_N = u . h_0 + sum_{l,h} u . O_h W^O_h + sum_l u . f_l + rest,   u = centre(g * W_U[N])
+
+(explorer.core.attribution: the final norm's scale g frozen at this position, so the parts sum
+exactly). Left, the largest parts as bars; right, every head as a layer x head map with the FFN
+sublayers as its last column. Clicking a head selects it, which opens it in the attention views.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
+
+from explorer.app.panels.adaptive import is_wide, orient, place
+from explorer.app.panels.asking import Asker
+from explorer.app.panels.base import Panel, WrappedText
+from explorer.app.panels.embeddings import symmetric_levels
+from explorer.app.panels.heatmap import Heatmap
+from explorer.app.panels.residual import readable, selected_position
+from explorer.app.session import Selection
+
+N_BARS = 12
+POSITIVE, NEGATIVE = "#2a9d8f", "#e76f51"
+
+
+class AttributionPanel(Panel):
+    title = "Why this token"
+    object_name = "attribution"
+
+    def __init__(self, session, parent=None) -> None:
+        super().__init__(session, parent)
+        self.executor = None                # None: the session's model thread (tests give their own)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        side = QWidget()
+        column = QVBoxLayout(side)
+        column.setContentsMargins(0, 0, 0, 0)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("token"))
+        self.token_box = QComboBox()
+        self.token_box.setMinimumContentsLength(14)
+        self.token_box.currentIndexChanged.connect(lambda _: self._on_token_chosen())
+        row.addWidget(self.token_box, 1)
+        column.addLayout(row)
+        self.caption = WrappedText()
+        column.addWidget(self.caption)
+        column.addStretch(1)
+        self.view = pg.GraphicsLayoutWidget()
+        self.bars = self.view.addPlot(row=0, col=0)
+        self.bars.invertY(True)
+        self.bars.setLabel("bottom", "contribution to the logit")
+        self.bars.showGrid(x=True, alpha=0.25)
+        self.heads = Heatmap(self.view.ci, row=0, col=1, colormap="CET-D1", axes=("left", "bottom"))
+        self.heads.on_click = self._clicked
+        self.heads.on_hover = self._hover
+        self.view.ci.layout.setColumnStretchFactor(0, 3)
+        self.view.ci.layout.setColumnStretchFactor(1, 4)
+        self.splitter.addWidget(side)
+        self.splitter.addWidget(self.view)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([280, 900])
+        self.body.addWidget(self.splitter, 1)
+        self.asker = Asker(self, self._on_answer, self.readout.setText)
+        self.result = None
+        self.position: int | None = None
+        self._tokens: list[int | None] = [None]
+        self.set_formula("z_N = embed + Σ_{l,h} u·O_h W^O_h + Σ_l u·f_l + rest")
+
+    # ----- asking --------------------------------------------------------------------
+    def show_selection(self, selection: Selection) -> None:
+        trace = self.trace
+        position = selected_position(trace, selection)
+        if position is None:
+            return
+        if position != self.position:
+            self.position = position
+            self._fill_tokens(trace, position)
+        self._ask()
+        if self.result is not None:
+            self.heads.outline(selection.layer, selection.head, 1, 1)
+
+    def _fill_tokens(self, trace, position: int) -> None:
+        """The choices: the top prediction, the token that came next, and the recorded candidates."""
+        found = trace.candidates(position)
+        ids = [] if found is None else [int(i) for i in found[0]]
+        if position + 1 < trace.n_tokens:
+            ids = [int(trace.token_ids[position + 1])] + ids
+        ids = list(dict.fromkeys(ids))
+        self._tokens = [None] + ids
+        with self.updating():
+            self.token_box.clear()
+            self.token_box.addItem("top prediction")
+            for token_id in ids:
+                self.token_box.addItem(f"'{readable(self.session.display_token(token_id))}'  #{token_id}")
+
+    def _on_token_chosen(self) -> None:
+        if not self._updating:
+            self._ask()
+
+    def _ask(self) -> None:
+        trace, position = self.trace, self.position
+        if trace is None or position is None:
+            return
+        index = max(0, self.token_box.currentIndex())
+        token = self._tokens[index] if index < len(self._tokens) else None
+        ids = tuple(int(i) for i in trace.token_ids[: position + 1])
+
+        def job(loaded, progress, cancel):
+            from explorer.core.attribution import attribute
+
+            return attribute(loaded, ids, position, token)
+        if self.asker.ask((trace.model.name, ids, position, token), job):
+            self.readout.setText(f"attributing the logit after position {position}…")
+
+    # ----- drawing -------------------------------------------------------------------
+    def _on_answer(self, key, result) -> None:
+        self.result = result
+        self._draw_bars(result)
+        n_layers, n_heads = result.heads.shape
+        matrix = np.concatenate([result.heads, result.mlp[:, None]], axis=1)           # (L, N_Q + 1)
+        self.heads.set_matrix(matrix, symmetric_levels(result.heads), row_labels=[f"L{l}" for l in range(n_layers)],
+                              col_labels=[f"H{h}" for h in range(n_heads)] + ["MLP"])
+        self.heads.plot.setTitle("every head, and each layer's FFN (colours span the heads' range)", size="9pt")
+        selection = self.session.selection
+        self.heads.outline(selection.layer, selection.head, 1, 1)
+        token = readable(self.session.display_token(result.token_id))
+        capped = "" if result.capped_logit is None else \
+            f"; the model's softcap makes it {result.capped_logit:.3f} (the pre-cap logit is split)"
+        self.caption.set_plain(
+            f"z = {result.logit:.3f} for '{token}' (#{result.token_id}) after position {result.position} "
+            f"'{readable(self.session.display_token(key[1][-1]))}'{capped}. "
+            f"embed {result.embed:+.3f}, heads {result.heads.sum():+.3f}, FFN {result.mlp.sum():+.3f}, "
+            f"rest {result.rest:+.3f}: sum {result.total():.3f}. Decomposition: "
+            f"{result.decomposition.split(':')[0]}, the norm scales frozen here.")
+        self.caption.setToolTip(f"Shown: {result.decomposition}.")
+        self.readout.setText("click a head to open it in the attention views")
+
+    def _draw_bars(self, result) -> None:
+        self.bars.clear()
+        fits = int((self.bars.height() - 50) // 15)                                 # bars of >= 15 px each
+        parts = result.largest(max(3, min(N_BARS, fits)))
+        values = np.array([value for _, value in parts])
+        brushes = [pg.mkBrush(POSITIVE if value >= 0 else NEGATIVE) for value in values]
+        self.bars.addItem(pg.BarGraphItem(x0=np.minimum(values, 0), y=np.arange(len(parts)), height=0.7,
+                                          width=np.abs(values), brushes=brushes, pen=None))
+        self.bars.getAxis("left").setTicks([[(i, name) for i, (name, _) in enumerate(parts)]])
+        self.bars.setYRange(-0.5, len(parts) - 0.5, padding=0)
+        self.bars.setTitle(f"the {len(parts)} largest parts", size="9pt")
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        width, height = event.size().width(), event.size().height()
+        if orient(self.splitter, width, height):
+            place(self.view.ci, [self.bars, self.heads.plot], is_wide(width, height))
+        if self.result is not None and height != event.oldSize().height():
+            self._draw_bars(self.result)
+
+    # ----- pointer -------------------------------------------------------------------
+    def _clicked(self, layer: int, column: int) -> None:
+        if self.result is None:
+            return
+        if column < self.result.heads.shape[1]:
+            self.select(layer=layer, head=column)
+        else:
+            self.select(layer=layer)
+
+    def _hover(self, layer, column) -> None:
+        if self.result is None or layer is None:
+            return
+        heads = self.result.heads
+        name = f"head {column}" if column < heads.shape[1] else "FFN"
+        value = heads[layer, column] if column < heads.shape[1] else self.result.mlp[layer]
+        self.readout.setText(f"layer {layer}, {name}: {float(value):+.4f} of z = {self.result.logit:.3f}")

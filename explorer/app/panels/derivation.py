@@ -1,0 +1,154 @@
+"""Show the work: click a cell A[i, j] of the selected head's map and see it derived from the recorded
+tensors, q_i and k_j before and after RoPE, their products per dimension, the scale, softcap and
+mask, the row's max, exp and Z_i, then y_i = sum_j A_ij v_j, each figure recomputed
+(explorer.core.derivation) with its max |delta| against what the model recorded.
+"""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QSplitter, QTextBrowser
+
+from explorer.app.panels.adaptive import orient
+from explorer.app.panels.base import Panel
+from explorer.app.panels.heatmap import Heatmap
+from explorer.app.panels.residual import readable, selected_position
+from explorer.app.session import Selection
+from explorer.core import derivation
+from explorer.views.maps import attention_matrix, axis_labels
+
+PAIR_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+UNROTATED = "#9a9a9a"
+SHOWN_DIMS = 64              # rows of the per-dimension table (the rest is summed, not listed)
+
+
+class DerivationPanel(Panel):
+    title = "Show the work"
+    object_name = "derivation"
+
+    def __init__(self, session, parent=None) -> None:
+        super().__init__(session, parent)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.view = pg.GraphicsLayoutWidget()
+        self.map = Heatmap(self.view.ci, row=0, col=0, colorbar=False, axes=("left", "top"))
+        self.map.on_click = self._clicked
+        self.products_view = pg.GraphicsLayoutWidget()
+        self.products = self.products_view.addPlot()
+        self.products.setLabel("bottom", "dimension d")
+        self.products.setTitle("q_id k_jd (RoPE pairs share a colour)", size="9pt")
+        self.text = QTextBrowser()
+        for widget in (self.view, self.products_view, self.text):
+            self.splitter.addWidget(widget)
+        self.splitter.setStretchFactor(2, 1)
+        self.splitter.setSizes([330, 330, 560])
+        self.body.addWidget(self.splitter, 1)
+        self.cell: tuple[int, int] | None = None            # the cell derived
+        self.clicked: tuple[int, int] | None = None         # the cell last clicked, kept while its row is
+        self.derived: derivation.CellDerivation | None = None
+        self._drawn = None
+        self.set_formula("A_ij = exp(S_ij − max_j S_i) / Z_i,  S_ij = ⟨q_i, k_j⟩ · scale")
+
+    def show_selection(self, selection: Selection) -> None:
+        trace = self.trace
+        if trace is None or not trace.steps or trace.model.is_encoder_decoder or trace.model.is_encoder_only:
+            self.text.setPlainText("Run a prompt on a decoder model to derive its attention weights here.")
+            return
+        upto = trace.n_steps - 1 if selection.step is None else selection.step
+        key = (id(trace), selection.layer, selection.head, upto)
+        matrix = attention_matrix(trace, selection.layer, selection.head, upto)
+        if key != self._drawn:
+            self._drawn = key
+            rows, cols = axis_labels(trace, matrix.shape)
+            self.map.set_matrix(matrix, (0.0, 1.0), row_labels=rows, col_labels=cols)
+        row = min(selected_position(trace, selection), matrix.shape[0] - 1)
+        column = self.clicked[1] if self.clicked is not None and self.clicked[0] == row else None
+        if column is None or column >= matrix.shape[1]:                          # the row's largest weight
+            column = int(np.nanargmax(matrix[row]))
+        self.cell = (row, column)
+        self.map.highlight(row, column)
+        self.derived = derivation.derive_cell(trace, selection.layer, selection.head, row, column, upto)
+        self._draw_products(self.derived)
+        self.text.setHtml(derivation_html(self.derived, trace.token_text))
+        self.set_formula(f"A[{row}, {column}] of layer {selection.layer}, head {selection.head} = "
+                         f"{self.derived.weight:.6g}, recomputed (max |Δ| {self.derived.max_delta:.1e})")
+        self.readout.setText("click any cell of the map to derive it")
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        orient(self.splitter, event.size().width(), event.size().height(), (3, 3, 5))
+
+    def _clicked(self, row: int, column: int) -> None:
+        self.clicked = (row, column)
+        if self.session.selection.token == row:
+            self.show_selection(self.session.selection)
+        else:
+            self.select(token=row)
+
+    def _draw_products(self, cell: derivation.CellDerivation) -> None:
+        self.products.clear()
+        dims = np.arange(cell.products.shape[0])
+        brushes = [pg.mkBrush(UNROTATED)] * dims.size
+        if cell.q_rotation is not None:
+            for pair, (a, b) in enumerate(cell.q_rotation.pairs):
+                colour = pg.mkBrush(PAIR_COLOURS[pair % len(PAIR_COLOURS)])
+                brushes[a] = brushes[b] = colour
+        self.products.addItem(pg.BarGraphItem(x=dims, height=cell.products, width=0.8, brushes=brushes, pen=None))
+        self.products.setXRange(-0.5, dims.size - 0.5, padding=0)
+
+
+def _vector(values: np.ndarray, n: int = 6) -> str:
+    shown = ", ".join(f"{v:+.3f}" for v in values[:n])
+    return f"[{shown}{', …' if values.size > n else ''}]  ({values.size} dims)"
+
+
+def derivation_html(cell: derivation.CellDerivation, token_text) -> str:
+    """The walk from q_i and k_j to A_ij and y_i, as rich text for the panel (and tests)."""
+    i, j = cell.row, cell.column
+    lines = [f"<b>A[{i}, {j}]</b>: query {i} '{html.escape(readable(token_text[i]))}' → key {j} "
+             f"'{html.escape(readable(token_text[j]))}', layer {cell.layer}, head {cell.head} "
+             f"(K/V head {cell.kv_head}), as of step {cell.upto_step}"]
+    if cell.q_rotation is not None:
+        rotation = cell.q_rotation
+        lines.append(f"q<sub>i</sub> before RoPE {_vector(rotation.pre)}<br>k<sub>j</sub> before RoPE "
+                     f"{_vector(cell.k_rotation.pre)}<br>angles p·θ<sub>m</sub>: query "
+                     f"{_vector(rotation.angles, 4)} rad, key {_vector(cell.k_rotation.angles, 4)} rad"
+                     + (f", factor {rotation.factor:.4g}" if rotation.factor != 1.0 else ""))
+    lines.append(f"q<sub>i</sub> {_vector(cell.q)}<br>k<sub>j</sub> {_vector(cell.k)}")
+    if cell.latent is not None:
+        lines.append(f"MLA: k<sub>j</sub> = [c<sub>KV</sub> W<sup>UK</sup> ; k<sub>R</sub>], c<sub>KV</sub> "
+                     f"{_vector(cell.latent)}, k<sub>R</sub> {_vector(cell.k_rope)}")
+    lines.append(f"⟨q<sub>i</sub>, k<sub>j</sub>⟩ = Σ<sub>d</sub> q<sub>id</sub> k<sub>jd</sub> = {cell.dot:.6g}; "
+                 f"× scale {cell.scale:.6g} = {cell.dot * cell.scale:.6g}"
+                 + (f"; softcap {cell.softcap:g}·tanh(s/{cell.softcap:g}) = {cell.score:.6g}" if cell.softcap else ""))
+    lines.append(f"mask: key {j} is {'visible' if cell.visible else 'hidden (S = −∞)'} to query {i}")
+    exp_ij = float(cell.row_exp[j])
+    lines.append(f"row max m = {cell.row_max:.6g}; exp(S<sub>ij</sub> − m) = {exp_ij:.6g}; "
+                 f"Z<sub>i</sub> = Σ<sub>j</sub> exp(S<sub>ij</sub> − m) = {cell.z:.6g}")
+    lines.append(f"<b>A<sub>ij</sub> = {exp_ij:.6g} / {cell.z:.6g} = {cell.weight:.6g}</b> "
+                 f"(recorded {cell.recorded_weight:.6g})")
+    terms = "".join(f"<tr><td>{jj}</td><td>'{html.escape(readable(token_text[jj]))}'</td><td>{a:.4f}</td>"
+                    f"<td>{size:.4f}</td></tr>" for jj, a, size in cell.top_terms)
+    lines.append(f"y<sub>i</sub> = Σ<sub>j</sub> A<sub>ij</sub> v<sub>j</sub> = {_vector(cell.output)}; "
+                 "its largest terms:<table cellspacing=4><tr><th>j</th><th>token</th><th>A<sub>ij</sub></th>"
+                 f"<th>‖A<sub>ij</sub> v<sub>j</sub>‖</th></tr>{terms}</table>"
+                 "y W<sup>O</sup>: each head's share of the logit is in the Why this token view.")
+    deltas = "".join(f"<tr><td>{html.escape(name)}</td><td>{value:.2e}</td></tr>" for name, value in cell.deltas.items())
+    lines.append(f"recomputed against the record, max |Δ|:<table cellspacing=4>{deltas}</table>")
+    lines.append(_dims_table(cell))
+    return "<br><br>".join(lines)
+
+
+def _dims_table(cell: derivation.CellDerivation) -> str:
+    shown = min(SHOWN_DIMS, cell.products.size)
+    pair_of = {}
+    if cell.q_rotation is not None:
+        for pair, (a, b) in enumerate(cell.q_rotation.pairs):
+            pair_of[int(a)] = pair_of[int(b)] = pair
+    rows = "".join(f"<tr><td>{d}</td><td>{pair_of.get(d, '–')}</td><td>{cell.q[d]:+.4f}</td><td>{cell.k[d]:+.4f}</td>"
+                   f"<td>{cell.products[d]:+.5f}</td></tr>" for d in range(shown))
+    more = f"<br>… {cell.products.size - shown} more dims" if cell.products.size > shown else ""
+    return ("per dimension:<table cellspacing=4><tr><th>d</th><th>RoPE pair</th><th>q<sub>id</sub></th>"
+            f"<th>k<sub>jd</sub></th><th>q<sub>id</sub> k<sub>jd</sub></th></tr>{rows}</table>{more}")

@@ -1,0 +1,188 @@
+"""Residual stream: at the selected position, what each layer adds (||a_l||, ||f_l||), the stream's
+norm ||h_l||, and the logit lens softmax(Norm(h_l) W_U) beside it, every layer in one view.
+
+The layers run left to right, one column each, so that even 30 layers fit a laptop's width; the
+tokens are shown as visible text (a no-break space is '⍽', never '\\xa0'). Computed on the model
+thread by explorer.core.attribution.residual_stream.
+"""
+from __future__ import annotations
+
+import unicodedata
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem
+
+from explorer.app.panels.adaptive import is_wide
+from explorer.app.panels.asking import Asker
+from explorer.app.panels.base import Panel
+from explorer.app.session import Selection
+
+K = 2                        # lens candidates per layer in the table (its tooltip has them all)
+ASKED = 5
+ROW = 16                     # px per table row
+NORMS = (("attn_norms", "‖a_l‖"), ("ffn_norms", "‖f_l‖"), ("residual_norms", "‖h_l‖"))
+_NAMED = {"\xa0": "⍽", "\u200b": "⟨ZWSP⟩", "\ufeff": "⟨BOM⟩", "\u3000": "⟨IDSP⟩"}
+
+
+def readable(text: str) -> str:
+    """A token's text with nothing invisible left: named marks for odd spaces, U+XXXX for format and
+    control characters, '∅' for the empty string."""
+    out = []
+    for ch in text:
+        if ch in _NAMED:
+            out.append(_NAMED[ch])
+        elif unicodedata.category(ch) in ("Zs", "Zl", "Zp", "Cc", "Cf", "Co", "Cn") and ch != " ":
+            out.append(f"⟨U+{ord(ch):04X}⟩")
+        else:
+            out.append(ch)
+    return "".join(out) or "∅"
+
+
+def selected_position(trace, selection: Selection) -> int | None:
+    """The position the selection points at: its token, else the selected step's last, else the last."""
+    if trace is None or not trace.steps:
+        return None
+    if selection.token is not None:
+        return int(selection.token)
+    if selection.step is not None:
+        return int(trace.steps[selection.step].positions[-1])
+    return trace.n_tokens - 1
+
+
+class ResidualPanel(Panel):
+    title = "Residual stream"
+    object_name = "residual"
+
+    def __init__(self, session, parent=None) -> None:
+        super().__init__(session, parent)
+        self.executor = None                # None: the session's model thread (tests give their own)
+        self.plot_view = pg.GraphicsLayoutWidget()
+        self.plot = self.plot_view.addPlot()
+        self.plot.addLegend(offset=(4, 4), labelTextSize="8pt")
+        self.plot.setLabel("bottom", "layer l")
+        self.plot.showGrid(x=True, y=True, alpha=0.2)
+        self.table = QTableWidget(0, 0)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        font = QFont(self.table.font())
+        font.setPixelSize(11)
+        self.table.setFont(font)
+        self.table.verticalHeader().setMinimumSectionSize(12)
+        self.table.verticalHeader().setDefaultSectionSize(ROW)
+        self.plot_view.setMinimumHeight(0)
+        self.body.addWidget(self.plot_view, 1)
+        self.body.addWidget(self.table)
+        self.layers_across = True           # layers as columns (a wide dock) or as rows (a tall one)
+        self._lay_out_table()
+        self.asker = Asker(self, self._on_answer, self.readout.setText)
+        self.stream = None
+        self.position: int | None = None
+        self.set_formula("h_l = h_{l-1} + a_l + f_l,  lens: softmax(Norm(h_l) W_U)")
+
+    def resizeEvent(self, event) -> None:
+        """Layers across a wide dock, down a tall one; the norms' plot only where it has room."""
+        super().resizeEvent(event)
+        across = is_wide(event.size().width(), event.size().height())
+        if across != self.layers_across:
+            self.layers_across = across
+            self._lay_out_table()
+            if self.stream is not None:
+                self._fill_lens(self.stream)
+        self._show_plot_if_room()
+
+    def _show_plot_if_room(self) -> None:
+        n_layers = len(self.stream.lens_ids) if self.stream is not None else \
+            self.trace.model.n_layers if self.trace is not None else 12
+        spare = self.height() - (self.table.height() if self.layers_across else (n_layers + 1) * ROW + 60)
+        self.plot_view.setVisible(spare > 150)
+
+    def _lay_out_table(self) -> None:
+        """Every row of the table stays in view: the table's height is fixed when the layers run across,
+        and the rows share what the panel has when they run down."""
+        labels = [f"{name} {rank + 1}" for rank in range(K) for name in ("lens", "p")] + [n for _, n in NORMS]
+        table, stretch = self.table, QHeaderView.ResizeMode.Stretch
+        if self.layers_across:
+            table.setRowCount(len(labels))
+            table.setVerticalHeaderLabels(labels)
+            table.horizontalHeader().setSectionResizeMode(stretch)
+            table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+            self._fit_rows()
+        else:
+            table.setColumnCount(len(labels))
+            table.setHorizontalHeaderLabels(labels)
+            table.horizontalHeader().setSectionResizeMode(stretch)
+            table.verticalHeader().setSectionResizeMode(stretch)
+            table.setMinimumHeight(0)
+            table.setMaximumHeight(16777215)
+        self.body.setStretchFactor(self.table, 0 if self.layers_across else 3)
+
+    def show_selection(self, selection: Selection) -> None:
+        trace = self.trace
+        position = selected_position(trace, selection)
+        if position is None:
+            return
+        self.position = position
+        ids = tuple(int(i) for i in trace.token_ids[: position + 1])
+
+        def job(loaded, progress, cancel):
+            from explorer.core.attribution import residual_stream
+
+            return residual_stream(loaded, ids, position, ASKED)
+        if self.asker.ask((trace.model.name, ids), job):
+            self.readout.setText(f"reading the residual stream at position {position}…")
+
+    def _on_answer(self, key, stream) -> None:
+        ids = key[1]
+        self.stream = stream
+        self._show_plot_if_room()
+        self._draw_norms(stream)
+        self._fill_lens(stream)
+        token = readable(self.session.display_token(ids[-1])) if ids else ""
+        self.set_formula(f"h_l at position {stream.position} ('{token}'): what each layer adds, and the "
+                         "logit lens softmax(Norm(h_l) W_U)")
+        self.readout.setText(f"position {stream.position}: ||h_L|| = {float(stream.residual_norms[-1]):.2f}")
+
+    def _draw_norms(self, stream) -> None:
+        self.plot.clear()
+        layers = np.arange(len(stream.residual_norms))
+        for values, name, colour in ((stream.attn_norms, "||a_l|| attention", "#1f77b4"),
+                                     (stream.ffn_norms, "||f_l|| FFN", "#ff7f0e"),
+                                     (stream.residual_norms, "||h_l|| stream", "#444444")):
+            self.plot.plot(layers, np.asarray(values, dtype=float), pen=pg.mkPen(colour, width=2), name=name,
+                           symbol="o", symbolSize=4, symbolBrush=colour)
+        self.plot.setXRange(-0.5, len(layers) - 0.5, padding=0)
+
+    def _fit_rows(self) -> None:
+        """Across: the table exactly as tall as its header and rows (no row is ever scrolled away)."""
+        table = self.table
+        header = max(table.horizontalHeader().sizeHint().height(), table.fontMetrics().height() + 6)
+        rows = sum(table.rowHeight(row) for row in range(table.rowCount()))
+        table.setFixedHeight(header + rows + 2 * table.frameWidth() + 2)
+
+    def _fill_lens(self, stream) -> None:
+        n_layers = len(stream.lens_ids)
+        if self.layers_across:
+            self.table.setColumnCount(n_layers)
+            self.table.setHorizontalHeaderLabels([f"L{layer}" for layer in range(n_layers)])
+        else:
+            self.table.setRowCount(n_layers)
+            self.table.setVerticalHeaderLabels([f"L{layer}" for layer in range(n_layers)])
+        for layer in range(n_layers):
+            for index, item in enumerate(self._cells(stream, layer)):
+                self.table.setItem(index, layer, item) if self.layers_across else self.table.setItem(layer, index, item)
+        if self.layers_across:
+            self._fit_rows()
+
+    def _cells(self, stream, layer: int) -> list[QTableWidgetItem]:
+        """One layer's cells: the lens's top K tokens and their p, then the three norms."""
+        texts = [readable(self.session.display_token(int(i))) for i in stream.lens_ids[layer]]
+        probs = [float(p) for p in stream.lens_probs[layer]]
+        tip = f"layer {layer}: " + ",  ".join(f"'{t}' {p:.3f}" for t, p in zip(texts, probs))
+        cells = []
+        for rank in range(min(K, len(texts))):
+            cells += [QTableWidgetItem(texts[rank]), QTableWidgetItem(f"{probs[rank]:.2f}")]
+        cells += [QTableWidgetItem(f"{float(getattr(stream, name)[layer]):.0f}") for name, _ in NORMS]
+        for cell in cells:
+            cell.setToolTip(tip)
+        return cells

@@ -1,0 +1,182 @@
+"""The Why-this-token panels around a real Session and a tiny model: what they show, what a click does,
+and that each view is legible in a wide dock (1366x768's bottom row) and in a tall narrow one."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtGui import QImage
+
+from explorer.app.panels.atlas import AtlasPanel
+from explorer.app.panels.attribution import AttributionPanel
+from explorer.app.panels.derivation import DerivationPanel
+from explorer.app.panels.model_call import thread_executor
+from explorer.app.panels.residual import ResidualPanel, readable
+from explorer.app.session import Session
+
+SIZES = {"wide": (1080, 300), "tall": (380, 520)}
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    from explorer.core.decode import Decoder
+    from explorer.core.runtime import from_tensors
+    from tests.core.conftest import make_hf_model
+
+    hf = make_hf_model("llama", seed=5)
+    loaded = from_tensors(hf.config.to_dict(), hf.state_dict(), name="tiny-llama")
+    decoder = Decoder(loaded)
+    decoder.prefill(np.arange(9) * 7 % 90)
+    decoder.step()
+    return loaded, decoder.trace
+
+
+@pytest.fixture
+def session(qtbot, tiny):
+    session = Session()
+    session.set_model(tiny[0].info)
+    session.set_token_display(lambda token_id: "\xa0" if token_id % 3 == 0 else f"t{token_id}")
+    return session
+
+
+def shown(qtbot, panel, size):
+    qtbot.addWidget(panel)
+    panel.resize(*size)
+    panel.show()
+    qtbot.waitExposed(panel)
+    return panel
+
+
+def legible(panel) -> None:
+    """Something is drawn: many colours, and a good share of pixels away from the background."""
+    image = panel.grab().toImage().convertToFormat(QImage.Format.Format_RGB32)
+    pixels = np.frombuffer(image.constBits(), dtype=np.uint32).reshape(image.height(), -1)[:, : image.width()]
+    background = np.bincount((pixels & 0xFFFFFF).ravel() % 4099).argmax()
+    assert len(np.unique(pixels)) > 30
+    assert np.mean((pixels & 0xFFFFFF) % 4099 != background) > 0.05
+
+
+def answered(qtbot, cls, session, tiny, layout: str = "wide"):
+    """A shown panel asking the tiny model on a thread of its own, once it has answered for the trace."""
+    loaded, trace = tiny
+    panel = shown(qtbot, cls(session), SIZES[layout])
+    panel.executor = thread_executor(loaded)
+    with qtbot.waitSignal(panel.asker.call.finished, timeout=30000):
+        session.set_trace(trace)
+    return panel
+
+
+def all_text(table) -> list[str]:
+    return [table.item(r, c).text() for r in range(table.rowCount()) for c in range(table.columnCount())
+            if table.item(r, c) is not None]
+
+
+@pytest.mark.parametrize("layout", sorted(SIZES))
+def test_attribution_draws_the_parts_and_a_click_selects_the_head(qtbot, session, tiny, layout):
+    from explorer.core.attribution import attribute
+
+    loaded, trace = tiny
+    panel = answered(qtbot, AttributionPanel, session, tiny, layout)
+    expected = attribute(loaded, trace.token_ids, trace.n_tokens - 1)
+    np.testing.assert_allclose(panel.heads.image.image,
+                               np.concatenate([expected.heads, expected.mlp[:, None]], axis=1), rtol=1e-6)
+    assert f"z = {expected.logit:.3f}" in panel.caption.text() and "pre-norm" in panel.caption.text()
+    assert "\xa0" not in panel.caption.text()
+    panel.heads.on_click(1, 2)
+    assert (session.selection.layer, session.selection.head) == (1, 2)
+    legible(panel)
+
+
+def test_attribution_of_a_chosen_token_at_a_prompt_position(qtbot, session, tiny):
+    loaded, trace = tiny
+    panel = shown(qtbot, AttributionPanel(session), SIZES["wide"])
+    panel.executor = thread_executor(loaded)
+    session.set_trace(trace)
+    qtbot.waitUntil(lambda: panel.result is not None, timeout=20000)
+    with qtbot.waitSignal(panel.asker.call.finished, timeout=20000):
+        session.select(token=4)
+    assert panel.result.position == 4
+    assert panel.token_box.count() >= 2                       # top prediction, then the token that came next
+    with qtbot.waitSignal(panel.asker.call.finished, timeout=20000):
+        panel.token_box.setCurrentIndex(1)
+    assert panel.result.token_id == int(trace.token_ids[5])
+
+
+def _stream(n_layers: int, k: int = 5):
+    from explorer.core.attribution import ResidualStream
+
+    rng = np.random.default_rng(0)
+    return ResidualStream(position=3, attn_norms=rng.random(n_layers), ffn_norms=rng.random(n_layers),
+                          residual_norms=np.arange(n_layers, dtype=float),
+                          lens_ids=rng.integers(0, 90, (n_layers, k)), lens_probs=np.sort(rng.random((n_layers, k)))[:, ::-1])
+
+
+@pytest.mark.parametrize("layout", sorted(SIZES))
+def test_the_logit_lens_shows_every_layer_as_visible_text(qtbot, session, tiny, layout):
+    panel = shown(qtbot, ResidualPanel(session), SIZES[layout])
+    session.set_trace(tiny[1])                               # (its own answer is not asked for: no executor)
+    panel._on_answer(("m", (1, 2, 3, 4)), _stream(30))
+    qtbot.wait(50)
+    table = panel.table
+    assert panel.layers_across == (layout == "wide")
+    headers = table.horizontalHeader() if panel.layers_across else table.verticalHeader()
+    assert headers.count() == 30
+    view = table.viewport().rect()
+    for layer in range(30):                                   # each layer's first and last cell in view
+        for index in (0, 6):
+            item = table.item(index, layer) if panel.layers_across else table.item(layer, index)
+            assert view.contains(table.visualItemRect(item)), (layer, index)
+    texts = all_text(table)
+    assert "⍽" in texts and not any("\xa0" in text or "\\x" in text for text in texts)
+    legible(panel)
+
+
+def test_readable_leaves_nothing_invisible():
+    assert readable("\xa0x") == "⍽x" and readable("") == "∅"
+    assert readable("a\u200bb") == "a⟨ZWSP⟩b" and readable("\u2028") == "⟨U+2028⟩"
+    assert readable("␣Paris") == "␣Paris"
+
+
+def test_residual_stream_comes_from_the_model_thread(qtbot, session, tiny):
+    loaded, trace = tiny
+    panel = answered(qtbot, ResidualPanel, session, tiny)
+    assert panel.stream.position == trace.n_tokens - 1
+    assert panel.table.columnCount() == loaded.info.n_layers
+
+
+@pytest.mark.parametrize("layout", sorted(SIZES))
+def test_clicking_a_cell_derives_it(qtbot, session, tiny, layout):
+    _, trace = tiny
+    panel = shown(qtbot, DerivationPanel(session), SIZES[layout])
+    session.set_trace(trace)
+    session.select(layer=1, head=3)
+    panel.map.on_click(6, 2)
+    assert session.selection.token == 6 and panel.cell == (6, 2)
+    recorded = float(trace.attention_head(1, 3)[6, 2])
+    assert panel.derived.weight == pytest.approx(recorded, abs=1e-6) and panel.derived.max_delta <= 1e-5
+    text = panel.text.toPlainText()
+    assert "A[6, 2]" in text and f"{recorded:.6g}" in text and "before RoPE" in text
+    assert panel.map.highlighted == (6, 2)
+    session.select(head=0)                                   # the clicked cell stays while its row does
+    assert panel.cell == (6, 2) and panel.derived.head == 0
+    legible(panel)
+
+
+@pytest.mark.parametrize("layout", sorted(SIZES))
+def test_the_atlas_scores_sorts_filters_and_selects(qtbot, session, tiny, layout):
+    from explorer.core.head_scores import describe_heads, score_heads
+
+    loaded, trace = tiny
+    panel = answered(qtbot, AtlasPanel, session, tiny, layout)
+    qtbot.waitUntil(lambda: panel.values is not None, timeout=5000)
+    np.testing.assert_allclose(panel.map.image.image, score_heads(loaded).induction, rtol=1e-6)
+    listed = [float(panel.table.item(r, 2).text()) for r in range(panel.table.rowCount())]
+    assert listed == sorted(listed, reverse=True) and len(listed) == min(40, loaded.info.n_layers * 4)
+    panel.floor_box.setValue(float(np.median(listed)))
+    assert 0 < panel.table.rowCount() < len(listed)
+    panel.metric_box.setCurrentText("entropy")
+    np.testing.assert_allclose(panel.map.image.image, describe_heads(trace).entropy, rtol=1e-6)
+    panel.floor_box.setValue(0.0)
+    layer, head = panel._listed[0]
+    panel.table.cellClicked.emit(0, 0)
+    assert (session.selection.layer, session.selection.head) == (layer, head)
+    legible(panel)
