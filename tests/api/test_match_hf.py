@@ -82,3 +82,25 @@ def test_smollm2_matches_transformers():
     assert run.ids.tolist() == greedy_reference(hf_model, prompt, 3)
     assert run.tokens[5] == "␣Paris"
     assert_matches(run, hf_model)
+
+
+@pytest.mark.parametrize("source", ["folder", "gguf"])
+def test_load_opens_an_hf_folder_and_a_gguf_file(source, tmp_path):
+    """explorer.load on a path: the folder's own safetensors through transformers' from_pretrained, and the
+    same weights written as F32 GGUF (Q/K rows permuted as llama.cpp does) give the same run."""
+    import transformers
+
+    import explorer
+    from tests.core.tiny_checkpoints import byte_level_tokenizer, write_hf_folder, write_llama_gguf
+
+    tokenizer = byte_level_tokenizer()
+    config, tensors = write_hf_folder(tmp_path / "tiny", tokenizer=tokenizer)
+    path = tmp_path / "tiny"
+    if source == "gguf":
+        path = tmp_path / "tiny.gguf"
+        write_llama_gguf(path, config, tensors, tokenizer)
+    hf_model = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "tiny", attn_implementation="eager").eval()
+    run = explorer.load(path).run("The capital of France is", steps=3)
+    assert run.ids[:-3].tolist() == tokenizer.encode("The capital of France is").ids
+    assert run.ids.tolist() == greedy_reference(hf_model, run.ids[:-3].tolist(), 3)
+    assert_matches(run, hf_model)
