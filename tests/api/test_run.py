@@ -136,3 +136,15 @@ def test_an_encoder_decoder_has_three_kinds_of_attention():
     arrays = run.arrays()
     np.testing.assert_array_equal(arrays["cross_attn_1"][2], cross)
     assert arrays["source_ids"].tolist() == run.trace.encoder.token_ids.tolist()
+
+
+def test_a_bfloat16_run_hands_back_float32_arrays_and_bad_settings_are_refused():
+    run = explorer.load("shakespeare-mha", dtype="bfloat16").run("To be", steps=1)
+    assert run.model.info.dtype == "bfloat16"
+    assert run.logits.dtype == np.float32 and run.attention(0, 0).dtype == np.float32
+    per_token = run.model.info.n_layers * 2 * run.model.info.n_kv_heads * run.model.info.d_qk * 2   # bf16: 2 B
+    assert run.kv_bytes[0] == per_token
+    with pytest.raises(explorer.ModelLoadError, match="'int4' is not one of"):
+        explorer.load("shakespeare-mha", dtype="int4")
+    with pytest.raises(explorer.ModelLoadError, match="'tpu' is not a device"):
+        explorer.load("shakespeare-mha", device="tpu")
