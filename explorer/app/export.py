@@ -102,7 +102,7 @@ def raw_attention(trace: Trace, layer: int, head: int | str, step: int | None = 
     if values == "scores":
         stack = np.stack([trace.scores(layer, h, step, cross) for h in heads])
     else:
-        stack = trace.attention(layer, step, cross)[list(heads)]
+        stack = np.stack([trace.attention_head(layer, h, step, cross) for h in heads])   # only the heads asked for
     return stack if head == "all" else stack[0]
 
 

@@ -10,14 +10,14 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QRectF, Qt
 from PySide6.QtWidgets import QApplication
 
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.theme import figure_colours, paint_figure
 from explorer.core.trace import Trace
 from explorer.views.grid import mosaic
-from explorer.views.maps import attention_matrix, axis_labels, grid_image, head_levels
+from explorer.views.maps import attention_matrix, axis_labels, display_reduced, grid_image, head_levels
 
 
 def attention_figure(trace: Trace, layer: int | str, head: int | str, width: int, height: int,
@@ -56,11 +56,16 @@ def _title(figure, text: str, colspan: int = 1) -> None:
 def _head(figure, trace, layer, head, step, values, log, cross) -> None:
     matrix = attention_matrix(trace, layer, head, step, values, cross)
     shown, levels = head_levels(matrix, values, log)
+    shown, factor = display_reduced(shown)
     symbol = "S" if values == "scores" else ("log10 A" if log else "A")
-    _title(figure, f"{trace.model.name}: layer {layer}, head {head}, {symbol} ({matrix.shape[0]}×{matrix.shape[1]})")
+    blocks = f", {factor}×{factor} block maxima" if factor > 1 else ""
+    _title(figure, f"{trace.model.name}: layer {layer}, head {head}, {symbol} ({matrix.shape[0]}×{matrix.shape[1]}{blocks})")
     heatmap = Heatmap(figure.ci, row=1, col=0)
     rows, cols = axis_labels(trace, matrix.shape, cross)
     heatmap.set_matrix(shown, levels, rows, cols)
+    if factor > 1:                           # the blocks span the map's real extent: the axes count tokens
+        heatmap.image.setRect(QRectF(-0.5, -0.5, matrix.shape[1], matrix.shape[0]))
+        heatmap.plot.setRange(xRange=(-0.5, matrix.shape[1] - 0.5), yRange=(-0.5, matrix.shape[0] - 0.5), padding=0)
     heatmap.plot.setLabels(left="query", top="key")
     figure.heatmaps.append(heatmap)
 
