@@ -41,6 +41,7 @@ class Session(QObject):
     candidates_requested = Signal(int)    # a panel asks for the next-token candidates after this position
     candidates_ready = Signal(object)     # {"position": p, "ids": (k,), "probs": (k,), "token": id at p}
     out_of_date_changed = Signal(object)  # why the trace no longer matches the prompt (one sentence), or None
+    ablate_requested = Signal(int, int)   # Alt-click on a head of the grid: (layer, head) for the Experiments dock
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)

@@ -287,6 +287,42 @@ class Intervention:
             raise ExplorerError(f"intervention {str(d)[:60]!r} is malformed ({error})") from None
 
 
+def combined(interventions) -> Intervention:
+    """One Intervention doing everything the given ones do (a later kernel choice wins a layer;
+    the first "only these heads" is kept)."""
+    interventions = list(interventions)
+    keep = next((i.keep_only for i in interventions if i.keep_only is not None), None)
+    return Intervention(kernels=sum((i.kernels for i in interventions), ()),
+                        ablations=sum((i.ablations for i in interventions), ()), keep_only=keep,
+                        edits=sum((i.edits for i in interventions), ()),
+                        head_patches=sum((i.head_patches for i in interventions), ()),
+                        residual_patches=sum((i.residual_patches for i in interventions), ()))
+
+
+def describe(intervention: Intervention) -> str:
+    """One line a person reads: "ablate L3.H5 (zero); relu in layers 2, 4; hide token 3 from L1-L2"."""
+    parts = [f"ablate L{a.layer}.H{a.head} ({a.mode})" + ("" if a.where == "self" else f" [{a.where}]")
+             for a in intervention.ablations]
+    for choice in intervention.kernels:
+        kernel = choice.kernel.name if choice.kernel.temperature == 1.0 else f"exp(S/{choice.kernel.temperature:g})"
+        where = "every layer" if choice.layers is None else \
+            ("layer " if len(choice.layers) == 1 else "layers ") + ", ".join(map(str, choice.layers))
+        parts.append(f"{kernel} in {where}" + ("" if choice.where == "self" else f" [{choice.where}]"))
+    if intervention.keep_only is not None:
+        parts.append("only " + ", ".join(f"L{l}.H{h}" for l, h in intervention.keep_only.heads))
+    for edit in intervention.edits:
+        layers = f"L{edit.first_layer}-" + ("end" if edit.last_layer is None else f"L{edit.last_layer}")
+        if isinstance(edit, HideEntry):
+            parts.append(f"hide key {edit.key} from query {edit.query} in {layers}")
+        elif isinstance(edit, HideToken):
+            parts.append(f"hide token {edit.key} from {layers}")
+        else:
+            parts.append(f"hide offsets {edit.low}..{'' if edit.high is None else edit.high} in {layers}")
+    parts += [f"patch L{p.layer}.H{p.head}" for p in intervention.head_patches]
+    parts += [f"patch residual L{p.layer} @{p.position}" for p in intervention.residual_patches]
+    return "; ".join(parts) or "nothing"
+
+
 def _edit_type(edit) -> str:
     return next(name for name, kind in EDIT_TYPES.items() if isinstance(edit, kind))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction
+from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QSplitter
 
 from explorer.app.panels.attention_kind import AttentionKindBox
@@ -168,7 +168,11 @@ class AttentionPanel(Panel):
 
     def _click_grid(self, row, col) -> None:
         tile = self.mosaic.tile_at(row, col) if self.mosaic else None
-        if tile is not None:
+        if tile is None:
+            return
+        if QGuiApplication.keyboardModifiers() & Qt.KeyboardModifier.AltModifier:
+            self.session.ablate_requested.emit(tile[0], tile[1])              # Alt-click: ablate (Experiments)
+        else:
             self.select(layer=tile[0], head=tile[1])
 
     def _on_toggle(self, _index) -> None:

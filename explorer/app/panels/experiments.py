@@ -1,0 +1,247 @@
+"""Experiments: change a term of the attention algebra and watch the next token move.
+
+    A = Z^-1 f_kappa(S),  O_h = A_h V_h  ->  an ablated head's O_h is 0 (or its prompt mean),
+    a swapped kernel is linear f(S) = S, relu max(0, S) or exp(S / tau); a hidden token's keys are masked
+
+The dock lists the experiments (explorer.core.intervention values), each with its own on/off box;
+Alt-click a head in the attention grid to add its ablation. Below, the next token after the trace's
+last position before and after every experiment that is on: the top-k side by side, the KL
+divergence KL(before || after) and the change of the chosen token's logit. The comparison runs on
+the model thread (explorer.core.experiments.compare_next_token), never here.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QGridLayout, QHBoxLayout, QHeaderView, QLabel,
+                               QLineEdit, QListWidget, QListWidgetItem, QPushButton, QSpinBox, QSplitter, QTableWidget,
+                               QTableWidgetItem, QVBoxLayout, QWidget)
+
+from explorer.app.panels.adaptive import orient
+from explorer.app.panels.asking import Asker
+from explorer.app.panels.base import Panel, WrappedText
+from explorer.core.errors import ExplorerError
+from explorer.core.intervention import (HeadAblation, HideToken, Intervention, Kernel, KernelChoice, combined,
+                                        describe)
+
+TOP_K = 8
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One entry of the dock: an intervention and whether it is on."""
+
+    intervention: Intervention
+    on: bool = True
+
+    def to_json(self) -> dict:
+        return {"on": self.on, "intervention": self.intervention.to_json()}
+
+    @staticmethod
+    def from_json(d: dict) -> "Experiment":
+        return Experiment(Intervention.from_json(d["intervention"]), bool(d.get("on", True)))
+
+
+def active(experiments) -> Intervention:
+    """Everything the experiments that are on do, as one Intervention."""
+    return combined(e.intervention for e in experiments if e.on)
+
+
+def parse_layers(text: str) -> tuple[int, ...] | None:
+    """"all" (or nothing) -> None; "1, 3" -> (1, 3)."""
+    text = text.strip().lower()
+    if text in ("", "all"):
+        return None
+    try:
+        return tuple(int(part) for part in text.replace(" ", "").split(","))
+    except ValueError:
+        raise ExplorerError(f"layers {text!r} are not 'all' or a list like 1,3") from None
+
+
+class ExperimentsPanel(Panel):
+    title = "Experiments"
+    object_name = "experiments"
+
+    def __init__(self, session, parent=None) -> None:
+        super().__init__(session, parent)
+        self.executor = None                 # None: the session's model thread (tests give their own)
+        self.experiments: list[Experiment] = []
+        self.list = QListWidget()
+        self.list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.list.itemChanged.connect(self._on_item_changed)
+        self.list.setToolTip("tick an experiment to apply it; Alt-click a head in the attention grid to ablate it")
+        self.splitter = QSplitter(Qt.Orientation.Vertical)          # side by side in a wide dock (resizeEvent)
+        editing = QWidget()
+        column = QVBoxLayout(editing)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.list, 1)
+        column.addWidget(self._adders())
+        comparing = QWidget()
+        column = QVBoxLayout(comparing)
+        column.setContentsMargins(0, 0, 0, 0)
+        self.summary = WrappedText()
+        column.addWidget(self.summary)
+        self.table = QTableWidget(0, 4)
+        self.table.setHorizontalHeaderLabels(["before", "p", "after", "p"])
+        self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        column.addWidget(self.table, 1)
+        self.splitter.addWidget(editing)
+        self.splitter.addWidget(comparing)
+        self.body.addWidget(self.splitter, 1)
+        self.asker = Asker(self, self._on_answer, self.readout.setText)
+        self.result = None
+        self.set_formula("A = Z⁻¹ f_κ(S),  O_h = A_h V_h  (ablate: O_h ← 0;  f_κ: exp, linear, relu)")
+        if hasattr(session, "ablate_requested"):
+            session.ablate_requested.connect(lambda layer, head: self.add(Intervention(
+                ablations=(HeadAblation(int(layer), int(head)),))))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        orient(self.splitter, self.width(), self.height())
+
+    # ----- the controls -------------------------------------------------------------
+    def _adders(self) -> QWidget:
+        box = QWidget()
+        grid = QGridLayout(box)
+        grid.setContentsMargins(0, 0, 0, 0)
+        self.layer_box, self.head_box = QSpinBox(), QSpinBox()
+        self.mode_box = QComboBox()
+        self.mode_box.addItems(["zero", "mean"])
+        self._row(grid, 0, "ablate head", [QLabel("L"), self.layer_box, QLabel("H"), self.head_box, self.mode_box],
+                  self._add_ablation)
+        self.kernel_box = QComboBox()
+        self.kernel_box.addItems(["linear", "relu", "exp"])
+        self.tau_box = QDoubleSpinBox()
+        self.tau_box.setRange(0.05, 100.0)
+        self.tau_box.setValue(1.0)
+        self.tau_box.setPrefix("τ ")
+        self.tau_box.setToolTip("the temperature of exp(S / τ); the linear and relu kernels have none")
+        self.tau_box.setEnabled(False)
+        self.kernel_box.currentTextChanged.connect(lambda name: self.tau_box.setEnabled(name == "exp"))
+        self.kernel_layers = QLineEdit("all")
+        self.kernel_layers.setToolTip("the layers the kernel applies to: all, or a list like 1,3")
+        self._row(grid, 1, "kernel", [self.kernel_box, self.tau_box, QLabel("layers"), self.kernel_layers],
+                  self._add_kernel)
+        self.token_box, self.first_box, self.last_box = QSpinBox(), QSpinBox(), QSpinBox()
+        self._row(grid, 2, "hide token", [self.token_box, QLabel("from L"), self.first_box, QLabel("to L"),
+                                          self.last_box], self._add_hidden)
+        remove = QPushButton("Remove")
+        remove.clicked.connect(self.remove_selected)
+        grid.addWidget(remove, 3, 0)
+        return box
+
+    def _row(self, grid: QGridLayout, row: int, name: str, widgets, on_add) -> None:
+        grid.addWidget(QLabel(name), row, 0)
+        line = QHBoxLayout()
+        for widget in widgets:
+            line.addWidget(widget)
+        grid.addLayout(line, row, 1)
+        add = QPushButton("Add")
+        add.clicked.connect(lambda: self._adding(on_add))
+        grid.addWidget(add, row, 2)
+
+    def _adding(self, build) -> None:
+        try:
+            self.add(build())
+        except ExplorerError as error:
+            self.readout.setText(str(error))
+
+    def _add_ablation(self) -> Intervention:
+        return Intervention(ablations=(HeadAblation(self.layer_box.value(), self.head_box.value(),
+                                                    self.mode_box.currentText()),))
+
+    def _add_kernel(self) -> Intervention:
+        name = self.kernel_box.currentText()
+        tau = self.tau_box.value() if name == "exp" else 1.0
+        return Intervention(kernels=(KernelChoice(Kernel(name, tau), parse_layers(self.kernel_layers.text())),))
+
+    def _add_hidden(self) -> Intervention:
+        first, last = self.first_box.value(), self.last_box.value()
+        return Intervention(edits=(HideToken(self.token_box.value(), min(first, last), max(first, last)),))
+
+    # ----- the list -----------------------------------------------------------------
+    def add(self, intervention: Intervention) -> None:
+        model = self.session.model
+        if model is not None:
+            intervention.check(model.n_layers, model.n_heads)
+        self.set_experiments(self.experiments + [Experiment(intervention)])
+
+    def remove_selected(self) -> None:
+        row = self.list.currentRow()
+        if 0 <= row < len(self.experiments):
+            self.set_experiments(self.experiments[:row] + self.experiments[row + 1:])
+
+    def set_experiments(self, experiments) -> None:
+        self.experiments = list(experiments)
+        with self.updating():
+            self.list.clear()
+            for experiment in self.experiments:
+                item = QListWidgetItem(describe(experiment.intervention))
+                item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+                item.setCheckState(Qt.CheckState.Checked if experiment.on else Qt.CheckState.Unchecked)
+                self.list.addItem(item)
+        self._ask()
+
+    def _on_item_changed(self, item: QListWidgetItem) -> None:
+        if self._updating:
+            return
+        row = self.list.row(item)
+        on = item.checkState() == Qt.CheckState.Checked
+        self.experiments[row] = Experiment(self.experiments[row].intervention, on)
+        self._ask()
+
+    def to_json(self) -> list[dict]:
+        return [experiment.to_json() for experiment in self.experiments]
+
+    def restore(self, saved: list[dict]) -> None:
+        self.set_experiments([Experiment.from_json(d) for d in saved])
+
+    # ----- the comparison ---------------------------------------------------------
+    def redraw(self) -> None:
+        if self.trace is None:
+            return
+        model = self.trace.model
+        for box, top in ((self.layer_box, model.n_layers), (self.first_box, model.n_layers),
+                         (self.last_box, model.n_layers), (self.head_box, model.n_heads),
+                         (self.token_box, self.trace.n_tokens)):
+            box.setRange(0, max(0, top - 1))
+        self.last_box.setValue(model.n_layers - 1)
+        self._ask()
+
+    def _ask(self) -> None:
+        trace = self.trace
+        if trace is None or not trace.steps or trace.model.is_encoder_only or trace.model.is_encoder_decoder:
+            return
+        intervention = active(self.experiments)
+        ids = tuple(int(i) for i in trace.token_ids)
+
+        def job(loaded, progress, cancel):
+            from explorer.core.experiments import compare_next_token
+
+            return compare_next_token(loaded, ids, intervention, TOP_K)
+        key = (trace.model.name, ids, json.dumps(intervention.to_json(), sort_keys=True))
+        if self.asker.ask(key, job):
+            self.readout.setText("running the next token before and after…")
+
+    def _on_answer(self, key, result) -> None:
+        self.result = result
+        name = self.session.display_token
+        self.table.setRowCount(len(result.before_ids))
+        for row, cells in enumerate(zip(result.before_ids, result.before_probs, result.after_ids, result.after_probs)):
+            for col, value in enumerate(cells):
+                text = f"{float(value):.3f}" if col % 2 else f"'{name(int(value))}'"
+                self.table.setItem(row, col, QTableWidgetItem(text))
+        token = name(result.token_id)
+        self.summary.set_plain(
+            f"KL(before ‖ after) = {result.kl:.4f} nats.  '{token}': logit {result.logit_before:.3f} → "
+            f"{result.logit_after:.3f} (Δ {result.delta_logit:+.3f}), p {result.prob_before:.3f} → "
+            f"{result.prob_after:.3f}.")
+        self.readout.setText(f"{sum(e.on for e in self.experiments)} of {len(self.experiments)} experiments on")
+
+
+EXPERIMENT_PANELS = [(ExperimentsPanel.object_name, ExperimentsPanel.title, ExperimentsPanel)]

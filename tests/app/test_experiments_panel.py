@@ -1,0 +1,117 @@
+"""The Experiments dock around a real Session and a tiny model: the list, its on/off boxes, Alt-click
+ablation, and the next token before and after, as the core computes it."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+
+from explorer.app.panels.experiments import Experiment, ExperimentsPanel, active, parse_layers
+from explorer.app.panels.model_call import thread_executor
+from explorer.app.session import Session
+from explorer.core.errors import ExplorerError
+from explorer.core.intervention import HeadAblation, Intervention, Kernel, KernelChoice
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    from explorer.core.decode import Decoder
+    from explorer.core.runtime import from_tensors
+    from tests.core.conftest import make_hf_model
+
+    hf = make_hf_model("llama", seed=5)
+    loaded = from_tensors(hf.config.to_dict(), hf.state_dict(), name="tiny-llama")
+    decoder = Decoder(loaded)
+    decoder.prefill(np.arange(9) * 7 % 90)
+    decoder.step()
+    return loaded, decoder.trace
+
+
+@pytest.fixture
+def panel(qtbot, tiny):
+    session = Session()
+    session.set_model(tiny[0].info)
+    session.set_token_display(lambda token_id: f"t{token_id}")
+    panel = ExperimentsPanel(session)
+    panel.executor = thread_executor(tiny[0])
+    qtbot.addWidget(panel)
+    panel.resize(420, 640)
+    panel.show()
+    qtbot.waitExposed(panel)
+    with qtbot.waitSignal(panel.asker.call.finished, timeout=20000):
+        session.set_trace(tiny[1])
+    return panel
+
+
+def _answer(qtbot, panel, action) -> None:
+    with qtbot.waitSignal(panel.asker.call.finished, timeout=20000):
+        action()
+
+
+def test_an_ablation_shows_the_core_comparison_and_unticking_it_undoes_it(qtbot, panel, tiny):
+    from explorer.core.experiments import compare_next_token
+
+    loaded, trace = tiny
+    assert panel.result.kl == 0.0                                              # nothing on yet
+    panel.layer_box.setValue(1)
+    panel.head_box.setValue(2)
+    _answer(qtbot, panel, lambda: panel._adding(panel._add_ablation))
+    expected = compare_next_token(loaded, trace.token_ids, Intervention(ablations=(HeadAblation(1, 2),)), 8)
+    assert panel.result.kl == pytest.approx(expected.kl) and panel.result.kl > 0
+    assert panel.table.item(0, 2).text() == f"'t{int(expected.after_ids[0])}'"
+    assert panel.table.item(0, 3).text() == f"{expected.after_probs[0]:.3f}"
+    assert "KL(before ‖ after)" in panel.summary.text() and "Δ" in panel.summary.text()
+    assert panel.list.item(0).text() == "ablate L1.H2 (zero)"
+    _answer(qtbot, panel, lambda: panel.list.item(0).setCheckState(Qt.CheckState.Unchecked))
+    assert panel.result.kl == 0.0 and not panel.experiments[0].on
+
+
+def test_alt_click_on_the_grid_adds_an_ablation_and_a_kernel_is_added_by_its_row(qtbot, panel):
+    _answer(qtbot, panel, lambda: panel.session.ablate_requested.emit(0, 3))
+    assert panel.experiments == [Experiment(Intervention(ablations=(HeadAblation(0, 3),)))]
+    panel.kernel_box.setCurrentText("exp")
+    panel.tau_box.setValue(2.0)
+    panel.kernel_layers.setText("1")
+    _answer(qtbot, panel, lambda: panel._adding(panel._add_kernel))
+    assert active(panel.experiments).kernel_of(1) == Kernel("exp", 2.0)
+    assert panel.list.item(1).text() == "exp(S/2) in layer 1"
+    panel.list.setCurrentRow(0)
+    _answer(qtbot, panel, panel.remove_selected)
+    assert [e.intervention.kernels for e in panel.experiments] == [(KernelChoice(Kernel("exp", 2.0), (1,)),)]
+
+
+def test_the_list_round_trips_through_json_and_bad_layers_are_named(qtbot, panel):
+    saved = [Experiment(Intervention(ablations=(HeadAblation(1, 0, "mean"),)), on=False).to_json()]
+    panel.restore(saved)
+    assert panel.to_json() == saved and panel.list.item(0).checkState() == Qt.CheckState.Unchecked
+    assert parse_layers("all") is None and parse_layers("1, 3") == (1, 3)
+    with pytest.raises(ExplorerError, match="'one'"):
+        parse_layers("one")
+    panel.kernel_layers.setText("9")
+    panel._adding(panel._add_kernel)
+    assert "layer 9 does not exist" in panel.readout.text()
+
+
+def test_alt_click_on_a_head_of_the_attention_grid_asks_to_ablate_it(qtbot, monkeypatch):
+    from PySide6.QtGui import QGuiApplication
+
+    from explorer.app.panels import attention
+    from tests.app.synthetic_trace import build_trace
+
+    session = Session()
+    panel = attention.AttentionPanel(session)
+    qtbot.addWidget(panel)
+    panel.resize(900, 600)
+    panel.show()
+    qtbot.waitExposed(panel)
+    session.set_trace(build_trace(n_layers=3, n_heads=4, prompt_len=6, steps=1))
+    panel.refresh()
+    row, col = next((r, c) for r in range(200) for c in range(200) if panel.mosaic.tile_at(r, c) == (2, 1))
+    asked = []
+    session.ablate_requested.connect(lambda layer, head: asked.append((layer, head)))
+    monkeypatch.setattr(QGuiApplication, "keyboardModifiers", staticmethod(lambda: Qt.KeyboardModifier.AltModifier))
+    panel._click_grid(row, col)
+    assert asked == [(2, 1)]
+    monkeypatch.setattr(QGuiApplication, "keyboardModifiers", staticmethod(lambda: Qt.KeyboardModifier.NoModifier))
+    panel._click_grid(row, col)
+    assert asked == [(2, 1)] and (session.selection.layer, session.selection.head) == (2, 1)
