@@ -23,7 +23,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from explorer.core.attention import StepContext
 from explorer.core.capture import StepCapture
 from explorer.core.errors import ExplorerError
 from explorer.core.model import LayerNorm, OffsetRMSNorm, RMSNorm
@@ -122,24 +121,20 @@ def check_request(loaded, ids: np.ndarray, position: int | None, token_id: int |
     return position
 
 
-def _run(loaded, ids: np.ndarray) -> tuple[StepCapture, torch.Tensor, torch.Tensor]:
-    """One uncached forward pass over ids: its capture, h_0 (T, d) and the final-normed states (T, d)."""
+def _run(loaded, ids: np.ndarray) -> tuple[StepCapture, torch.Tensor]:
+    """One uncached forward pass over ids: its capture and the final-normed states (T, d)."""
     model = loaded.model
-    weight = model.embed.weight
-    positions = np.arange(ids.size, dtype=np.int64)
     capture = StepCapture(loaded.config.n_layers)
     with torch.inference_mode():
-        ids_t = torch.as_tensor(ids, device=weight.device)
-        h0 = model.embed_tokens(ids_t, StepContext(positions, weight.device, weight.dtype, model.rotaries))
-        hidden = model(ids_t, positions, None, capture)
-    return capture, h0, hidden
+        hidden = model(torch.as_tensor(ids, device=model.embed.weight.device), np.arange(ids.size), None, capture)
+    return capture, hidden
 
 
 def attribute(loaded, ids, position: int | None = None, token_id: int | None = None) -> Attribution:
     """Split the logit of `token_id` (default: the top prediction) after `position` (default: the last)."""
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
     position = check_request(loaded, ids, position, token_id)
-    capture, h0, hidden = _run(loaded, ids[: position + 1])
+    capture, hidden = _run(loaded, ids[: position + 1])
     model = loaded.model
     with torch.inference_mode():
         logits = model.lm_head(hidden[-1:])[0].double()                        # z: (V,) pre-softcap
@@ -155,7 +150,7 @@ def attribute(loaded, ids, position: int | None = None, token_id: int | None = N
         cap = loaded.config.final_softcap
         z = float(logits[token])
         return Attribution(
-            position=position, token_id=token, logit=z, embed=float(u @ h0[-1].double()),
+            position=position, token_id=token, logit=z, embed=float(u @ capture.layers[0].residual_in[-1].double()),
             heads=np.array(heads, dtype=np.float64), mlp=np.array(mlp, dtype=np.float64), rest=rest,
             decomposition=SANDWICH if loaded.config.sandwich_norm else PRE_NORM,
             capped_logit=float(cap * np.tanh(z / cap)) if cap else None)
@@ -181,7 +176,7 @@ def residual_stream(loaded, ids, position: int | None = None, k: int = 5) -> Res
     """What each layer adds at `position`, the norms, and the logit lens softmax(Norm(h_l) W_U) top k."""
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
     position = check_request(loaded, ids, position, None)
-    capture, _, _ = _run(loaded, ids[: position + 1])
+    capture, _ = _run(loaded, ids[: position + 1])
     model = loaded.model
     with torch.inference_mode():
         def norms(name: str) -> np.ndarray:
