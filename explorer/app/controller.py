@@ -15,8 +15,10 @@ import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
+from explorer.app import budget_dialog
 from explorer.app.core_api import LoadedSummary, SamplingSettings
 from explorer.app.freshness import out_of_date, started_from
+from explorer.app.run_progress import RunProgress
 from explorer.app.session import Session
 from explorer.app.session_file import SessionState
 from explorer.app.trace_budget import DEFAULT_BUDGET, TraceCost, TraceMeter, human_bytes
@@ -32,6 +34,8 @@ class DecodingController(QObject):
     load_failed = Signal(str)            # the reference that could not be loaded
     loading_changed = Signal(bool)
     playing_changed = Signal(bool)
+    budget_changed = Signal(int)         # the trace memory budget, in bytes (raised from a question, too)
+    record_dtype_changed = Signal(str)   # what the trace is recorded in (float16 chosen from a question, too)
 
     def __init__(self, session: Session, worker: ModelWorker, dialog_parent: QWidget | None = None) -> None:
         super().__init__(dialog_parent)
@@ -52,6 +56,7 @@ class DecodingController(QObject):
         self._dialog_parent = dialog_parent
         self._play = QTimer(self)
         self._play.timeout.connect(self._on_play_tick)
+        self.run_progress = RunProgress(worker, dialog_parent)
         worker.trace_ready.connect(self._on_trace_ready)
         worker.model_loaded.connect(self._on_model_loaded)
         worker.failed.connect(self._on_failed)
@@ -161,13 +166,16 @@ class DecodingController(QObject):
             self.worker.cancel()
 
     def set_trace_budget(self, n_bytes: int) -> None:
-        self.trace_budget = int(n_bytes)
+        if int(n_bytes) != self.trace_budget:
+            self.trace_budget = int(n_bytes)
+            self.budget_changed.emit(self.trace_budget)
 
     def set_record_dtype(self, dtype: str) -> None:
         """Record the trace in float32 or float16 (half the memory); the current run is redone."""
         if dtype != self.record_dtype:
             self.record_dtype = dtype
             self.worker.set_recording(dtype)
+            self.record_dtype_changed.emit(dtype)
 
     def set_sampling(self, sampling: SamplingSettings) -> None:
         if sampling != self.sampling:
@@ -198,7 +206,11 @@ class DecodingController(QObject):
             self._run_prompt = None
             if state.steps and state.prompt_ids:
                 self._run_prompt = self._awaited = self.prompt_ids()    # the saved trace is this prompt's, even if cut
+                self.notice.emit(f"Opening the session: running its {len(state.prompt_ids):,} prompt tokens"
+                                 + (f" and {state.steps - 1} steps…" if state.steps > 1 else "…"))
                 self.worker.replay(state.prompt_ids, state.forced, state.steps)
+            elif self.prompt:                   # saved before it ran: run it, as a newly opened model does
+                self.run()
 
         if state.model and state.model != self.reference:
             self.load(state.model, state.device, state.dtype, then=replay)
@@ -209,9 +221,15 @@ class DecodingController(QObject):
     def _on_trace_ready(self, trace) -> None:
         if self.summary is not None and trace.model.name != self.summary.info.name:
             return                          # a late answer about a model no longer shown
-        self._claim(trace)
+        if not trace.steps:                 # a prefill stopped half way (Cancel): the model holds nothing now
+            self.notice.emit("The run of the prompt was cancelled; nothing is shown. Press Run to start it again.")
+            trace = None
+        if trace is not None:
+            self._claim(trace)
         self.session.set_trace(trace)
         self._update_out_of_date()
+        if trace is None:
+            return
         if self.playing and self._at_the_end(trace):
             self.set_playing(False)
         elif not self.playing and self.end_of_text(trace):
@@ -309,10 +327,29 @@ class DecodingController(QObject):
         if n > by_budget:
             reasons.append(f"Recording {n:,} prompt tokens would take about {human_bytes(cost.prefill_bytes(n))}, "
                            f"more than the trace memory budget of {human_bytes(self.trace_budget)} ({BUDGET_MENU}).")
-        title = "Prompt longer than the context" if n > info.max_positions - 1 else "Prompt over the memory budget"
-        if not self._agreed(title, " ".join(reasons) + f" Keep only the last {keep:,} tokens?"):
+        question = " ".join(reasons) + f" Keep only the last {keep:,} tokens?"
+        if n <= info.max_positions - 1:             # over the budget only: float16 or a larger one run it whole
+            return self._over_budget(ids, cost, keep, question)
+        if not self._agreed("Prompt longer than the context", question):
+            self.notice.emit(f"The prompt was not run: its {n:,} tokens do not fit the context of {self.summary.name}.")
             return None
         return ids[-keep:]
+
+    def _over_budget(self, ids: np.ndarray, cost: TraceCost, keep: int, question: str) -> np.ndarray | None:
+        offered = budget_dialog.choices(cost, len(ids), self.trace_budget, keep, self.record_dtype)
+        text = question + (" Or run it whole, recorded in float16 or under a larger budget." if len(offered) > 1 else "")
+        choice = budget_dialog.choose(self._dialog_parent, "Prompt over the memory budget", text, offered)
+        if choice is None:
+            self.notice.emit(f"The prompt was not run: its {len(ids):,} tokens would pass the trace memory budget "
+                             f"of {human_bytes(self.trace_budget)} ({BUDGET_MENU}).")
+            return None
+        if choice.key == budget_dialog.KEEP:
+            return ids[-keep:]
+        if choice.key == budget_dialog.HALF:
+            self.set_record_dtype("float16")
+        else:
+            self.set_trace_budget(choice.budget)
+        return ids
 
     # ----- room for one more step: the context and the trace memory budget ------------------------
     def _cost(self, trace, info) -> TraceCost:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QObject, Signal
@@ -16,7 +17,6 @@ from explorer.app.requests import (Back, Cancelled, Candidates, Force, Load, Log
                                    RequestQueue, SetRecording, SetSampling, Step, Sync)
 from explorer.core.errors import ExplorerError
 from explorer.views import trace_views
-
 
 class Emitter(QObject):
     """Signals emitted from the worker thread; Qt queues them to the GUI thread."""
@@ -29,6 +29,7 @@ class Emitter(QObject):
     load_failed = Signal(str)
     notice = Signal(str)
     progress = Signal(float, str)
+    run_progress = Signal(float, str)   # a prefill's (or a replay's) layers done, and what runs
     devices_found = Signal(object)
     state_changed = Signal(int)     # RequestQueue.finish's answer: the push count once idle, else -1
 
@@ -89,7 +90,8 @@ class DecodeLoop:
         """A request cancelled or failed half way (a replay, a force after its backs) still changed the
         decoder: hand its trace back, so the GUI never shows a trace the decoder no longer holds."""
         decoder = self._state.decoder
-        if decoder is not None and decoder.trace.steps and decoder.trace is not self._shown:
+        emptied = self._shown is not None and self._shown.steps     # a prefill cancelled after its cache reset
+        if decoder is not None and (decoder.trace.steps or emptied) and decoder.trace is not self._shown:
             self._hand_back(decoder.trace)
 
     def _attempt(self, request, handler) -> None:
@@ -128,7 +130,23 @@ class DecodeLoop:
 
     def _prefill(self, request: Prefill) -> None:
         decoder = self._decoder()
-        self._hand_back(decoder.prefill(self._core.ids(request.ids)))
+        with self._layer_progress(decoder, request, f"Prefilling {len(request.ids):,} tokens"):
+            self._hand_back(decoder.prefill(self._core.ids(request.ids)))
+
+    @contextmanager
+    def _layer_progress(self, decoder, request, what: str):
+        """While a prefill runs, report each layer done (run_progress) and stop it between layers once the
+        request is cancelled (the decoder's cache and trace are then empty)."""
+        def report(done: int, total: int) -> None:
+            if self._queue.is_cancelled(request):
+                raise Cancelled()
+            self._emit.run_progress.emit(done / total, f"{what}: layer {done} of {total}")
+
+        decoder.progress = report
+        try:
+            yield
+        finally:
+            decoder.progress = None
 
     def _step(self, request: Step) -> None:
         decoder = self._decoder(need_trace=True)
@@ -163,7 +181,8 @@ class DecodeLoop:
 
     def _run_again(self, decoder, ids, forced: dict, n_steps: int, request) -> None:
         """Prefill `ids`, then go to `n_steps` steps, forcing the chosen token of step i to forced[i]."""
-        trace = decoder.prefill(ids)
+        with self._layer_progress(decoder, request, f"Replaying {len(ids):,} tokens and {n_steps - 1} steps"):
+            trace = decoder.prefill(ids)
         for index in range(n_steps):
             self._queue.check(request)
             if index in forced:

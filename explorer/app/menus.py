@@ -48,6 +48,8 @@ class Menus:
         self.half_trace.setCheckable(True)
         self.half_trace.setChecked(window.settings.record_dtype == "float16")
         self.decode.addAction(self.half_trace)
+        window.controller.record_dtype_changed.connect(self._on_record_dtype_changed)   # also chosen in a question
+        window.controller.budget_changed.connect(lambda n: setattr(window.settings, "trace_budget", n))
         self._build_view()
         self.help.addAction(self._action("&About Transformer Explorer", self.about))
         self.help.addAction(self._action("&Keyboard Shortcuts", self.shortcuts, "F1"))
@@ -177,6 +179,10 @@ class Menus:
         self.window.settings.record_dtype = dtype
         self.window.controller.set_record_dtype(dtype)
         self.window.status.showMessage(f"The trace is recorded in {dtype}.", 5000)
+
+    def _on_record_dtype_changed(self, dtype: str) -> None:
+        self.window.settings.record_dtype = dtype
+        self.half_trace.setChecked(dtype == "float16")
 
     # ----- view, help ----------------------------------------------------------------------
     def set_theme(self, theme: str) -> None:

@@ -10,8 +10,9 @@ So a trace of P prompt tokens followed by D decoded ones holds about
 
     per_token · (P + D)  +  per_pair · (P(P+1)/2 + Σ_{t=P+1}^{P+D} t)   bytes,
 
-which is why a long prompt, not a long generation, is what fills memory.
-Numpy only: it reads the Trace and its ModelInfo, never the model.
+where A is stored. A prefill whose A is rebuilt on demand (the engine's default) stores only Q, K,
+V and a mask rule, so its pairs cost almost nothing (`prefill_pair`); its decoding steps still
+record their rows. Numpy only: it reads the Trace and its ModelInfo, never the model.
 """
 from __future__ import annotations
 
@@ -32,19 +33,24 @@ class TraceCost:
     """Bytes a trace takes per recorded token row and per (query, key) attention pair."""
 
     per_token: float
-    per_pair: float
+    per_pair: float                # a decoding step's bytes per (query, key) pair
     held: int = 0                  # bytes of the trace it was measured on (0 when estimated)
+    prefill_pair: float | None = None  # a prefill's bytes per pair (None: per_pair; ~0 where A is rebuilt)
 
     @classmethod
     def measured(cls, trace: Trace, meter: "TraceMeter | None" = None) -> "TraceCost":
-        """Read from the trace's own arrays: what the engine really records."""
+        """Read from the trace's own arrays: what the engine really records (a decoding row it has not
+        recorded yet is estimated from the model's shape)."""
         meter = meter or TraceMeter()
-        total, pair_bytes, pairs, row_bytes = meter.count(trace)
-        per_pair = pair_bytes / pairs if pairs else 0.0
-        return cls(per_token=row_bytes, per_pair=per_pair, held=total)
+        total, row_bytes, (decode_bytes, decode_pairs), (prefill_bytes, prefill_pairs) = meter.count(trace)
+        first = trace.steps[0].layers[0].attn.q if trace.steps and trace.steps[0].layers else None
+        itemsize = first.dtype.itemsize if first is not None else 4
+        per_pair = decode_bytes / decode_pairs if decode_pairs else _row_pair_bytes(trace.model, itemsize)
+        return cls(per_token=row_bytes, per_pair=per_pair, held=total,
+                   prefill_pair=prefill_bytes / prefill_pairs if prefill_pairs else None)
 
     @classmethod
-    def estimated(cls, info: ModelInfo, itemsize: int = 4) -> "TraceCost":
+    def estimated(cls, info: ModelInfo, itemsize: int = 4, on_demand: bool = True) -> "TraceCost":
         """Before the first run: count the arrays a step records, at `itemsize` bytes a number."""
         n_q, n_kv = info.n_heads, info.n_kv_heads
         per_layer = (info.d_model                      # X
@@ -55,12 +61,17 @@ class TraceCost:
         numbers = info.d_model + info.n_layers * per_layer         # E[id], then every layer's rows
         # The top-k candidates are kept once per step, not per token: a prefill's count is left out.
         # The mask is a dense bool (n_new, n_kv): about 2 bytes per allowed pair of a causal prefill.
-        return cls(per_token=numbers * itemsize + 2 * _ID_BYTES, per_pair=info.n_layers * (n_q * itemsize + 2))
+        return cls(per_token=numbers * itemsize + 2 * _ID_BYTES, per_pair=_row_pair_bytes(info, itemsize),
+                   prefill_pair=0.0 if on_demand else None)
 
     # ----- projections --------------------------------------------------------------------
+    @property
+    def prefill_pair_bytes(self) -> float:
+        return self.per_pair if self.prefill_pair is None else self.prefill_pair
+
     def prefill_bytes(self, n_tokens: int) -> float:
         """A fresh trace holding a prompt of `n_tokens` (a causal triangle of pairs)."""
-        return self.per_token * n_tokens + self.per_pair * n_tokens * (n_tokens + 1) / 2
+        return self.per_token * n_tokens + self.prefill_pair_bytes * n_tokens * (n_tokens + 1) / 2
 
     def growth(self, n_tokens: int, steps: int) -> float:
         """What `steps` more decoding steps add to a trace of `n_tokens`: Σ (per_token + per_pair · t)."""
@@ -70,9 +81,10 @@ class TraceCost:
 
     def max_prompt_tokens(self, budget: float) -> int:
         """The longest prompt whose prefill fits in `budget` bytes (0 if not even one token does)."""
-        if self.per_pair <= 0:
+        pair = self.prefill_pair_bytes
+        if pair <= 0:
             return int(budget // self.per_token) if self.per_token > 0 else 2 ** 62
-        a, b = self.per_pair / 2, self.per_token + self.per_pair / 2     # prefill_bytes(n) = a n² + b n
+        a, b = pair / 2, self.per_token + pair / 2     # prefill_bytes(n) = a n² + b n
         n = int((-b + math.sqrt(b * b + 4 * a * budget)) / (2 * a))
         while n > 0 and self.prefill_bytes(n) > budget:
             n -= 1
@@ -87,11 +99,10 @@ class TraceMeter:
     def __init__(self) -> None:
         self._known: dict[int, tuple] = {}       # id(step) -> (step, bytes, attention bytes, pairs)
 
-    def count(self, trace: Trace) -> tuple[int, int, int, float]:
-        """Bytes of the whole trace, bytes of its attention weights and masks and their (query, key)
-        pairs (of the decoding steps where there are any), and the most bytes a step spent per
-        new token on everything else (a decoding step's own overhead makes that more than a
-        prefill's)."""
+    def count(self, trace: Trace) -> tuple[int, float, tuple[int, int], tuple[int, int]]:
+        """Bytes of the whole trace; the most bytes a step spent per new token on everything but its
+        attention pairs (a decoding step's own overhead makes that more than a prefill's); and
+        (bytes, pairs) of the attention weights and masks of the decoding steps, then of the others."""
         known, total, row_bytes = {}, 0, 0.0
         sums = {True: [0, 0], False: [0, 0]}     # decoding step or not -> [pair bytes, pairs]
         for step in trace.steps + ((trace.encoder,) if trace.encoder is not None else ()):
@@ -104,9 +115,7 @@ class TraceMeter:
             sums[step.kind == "decode"][1] += entry[3]
             row_bytes = max(row_bytes, (entry[1] - entry[2]) / max(1, step.n_new))
         self._known = known
-        # Decoding steps are what a projection adds; a prefill's dense mask costs a little more a pair.
-        pair_bytes, pairs = sums[True] if sums[True][1] else sums[False]
-        return total, pair_bytes, pairs, row_bytes
+        return total, row_bytes, tuple(sums[True]), tuple(sums[False])
 
 
 def _step_bytes(step: StepRecord) -> tuple[int, int, int]:
@@ -119,6 +128,12 @@ def _step_bytes(step: StepRecord) -> tuple[int, int, int]:
     pair_bytes = sum(getattr(record.weights_packed, "nbytes", 0) for record in records) + sum(shared.values())
     pairs = int(np.asarray(step.layers[0].attn.mask).sum()) if step.layers else 0      # the allowed pairs
     return whole, pair_bytes, pairs
+
+
+def _row_pair_bytes(info: ModelInfo, itemsize: int) -> float:
+    """A decoding step's bytes per pair: one weight per query head of each layer, and per kind of layer
+    (causal, sliding…) the mask's bool and the key's int64 position, which its layers share."""
+    return info.n_layers * info.n_heads * itemsize + (1 + _ID_BYTES) * max(1, len(set(info.layer_kinds)))
 
 
 def human_bytes(n: float) -> str:

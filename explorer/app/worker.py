@@ -39,6 +39,7 @@ class ModelWorker(QObject):
     load_failed = Signal(str)           # the model reference that could not be loaded (failed follows)
     notice = Signal(str)                # something the person should know, e.g. a CPU fallback
     progress = Signal(float, str)       # loading progress in [0, 1] (negative: unknown) and a message
+    run_progress = Signal(float, str)   # a prefill's progress, layer by layer, and what runs
     devices_found = Signal(object)      # {device: [dtypes]}
     busy_changed = Signal(bool)
 
@@ -57,6 +58,7 @@ class ModelWorker(QObject):
         self._emitter.load_failed.connect(self.load_failed)
         self._emitter.notice.connect(self.notice)
         self._emitter.progress.connect(self.progress)
+        self._emitter.run_progress.connect(self.run_progress)
         self._emitter.devices_found.connect(self.devices_found)
         self._emitter.state_changed.connect(self._on_state_changed)
         self._core = core or CoreApi.real()

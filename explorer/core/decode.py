@@ -41,6 +41,7 @@ class StepDecoder(Recorder):
         weight = self.model.embed.weight
         self.device, self.dtype = weight.device, weight.dtype
         self._hidden: list[torch.Tensor] = []          # per step: the states the logits come from (n_new, d)
+        self.progress = None                           # progress(layers_done, n_layers) in a pass; may raise to stop
 
     # ----- the moves after prefill -----------------------------------------------------
     def step(self) -> Trace:
@@ -110,6 +111,8 @@ class StepDecoder(Recorder):
         started = time.perf_counter()
         positions = np.arange(self.kv_cache.length, self.kv_cache.length + len(ids), dtype=np.int64)
         capture = self._new_capture(len(ids), self.kv_cache.length)
+        if self.progress is not None:
+            _report_layers(capture, self.progress)
         with torch.inference_mode():
             ids_t = torch.as_tensor(ids, device=self.device)
             hidden = self._forward(ids_t, positions, capture)                           # (n_new, d)
@@ -156,6 +159,7 @@ class Decoder(StepDecoder):
                 f"the prompt has {ids.size} tokens, more than the model's context of {self.config.max_positions}")
         self.kv_cache.reset()
         self._hidden = []
+        self.trace = self._trace(())                   # the cache is empty, so is the trace until the prompt ran
         self._intervened = self.new_run()
         self.trace = self._trace((self._run(ids, "prefill"),))
         return self.trace
@@ -224,3 +228,14 @@ def rope_angles(model) -> tuple[RopeAngles | None, ...]:
                                      start=start)
         out.append(shared[key])
     return tuple(out)
+
+
+def _report_layers(capture: StepCapture, progress) -> None:
+    """Call progress(layers_done, n_layers) as each layer's block is captured (a long prefill's progress bar)."""
+    block = capture.block
+
+    def reporting(layer: int, **tensors) -> None:
+        block(layer, **tensors)
+        progress(layer + 1, len(capture.layers))
+
+    capture.block = reporting

@@ -82,7 +82,19 @@ def test_the_budget_is_a_setting_changed_from_the_decode_menu(qtbot, window, tmp
         again.close()
 
 
-def test_a_prompt_over_the_budget_is_cut_only_when_agreed(qtbot, window, tiny, dialogs):  # noqa: F811
+@pytest.fixture
+def budget_choices(monkeypatch, dialogs):  # noqa: F811
+    """The over-budget question (explorer.app.budget_dialog.choose) answered like the others: Yes keeps."""
+    from explorer.app import budget_dialog
+
+    def choose(parent, title, text, offered):
+        dialogs["questions"].append(text)
+        return offered[0] if dialogs["answer"] == YES else None
+
+    monkeypatch.setattr(budget_dialog, "choose", choose)
+
+
+def test_a_prompt_over_the_budget_is_cut_only_when_agreed(qtbot, window, tiny, dialogs, budget_choices):  # noqa: F811
     first = opened(qtbot, window, tiny)
     cost = TraceCost.measured(first)
     window.prompt.set_text(LONG_PROMPT)

@@ -43,12 +43,13 @@ def table_ids(window) -> list[int]:
 
 
 def shown_ids(window, tokens) -> list[int]:
-    """What the token panel must show: the live tokens while they differ from the trace, else the trace's."""
+    """What the token panel must show: the live tokens while they differ from the trace (an emptied prompt shows
+    none, not the trace's tokens as if generated), else the trace's."""
     live, trace = tokens.ids.tolist(), window.session.trace
     if trace is None or not trace.steps:
         return live
     ran = trace.token_ids.tolist()
-    return live if live and ran[:len(live)] != live else ran
+    return live if not live or ran[:len(live)] != live else ran
 
 
 def check_display(window, tokens) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from PySide6.QtWidgets import QMessageBox
 
-from explorer.app import export
+from explorer.app import budget_dialog, export
 from explorer.app.panels.base import Panel
 from explorer.core.kv_variants import dtype_bytes, native_variant, shape_from_info
 from tests.app.test_window import new_window
@@ -75,6 +75,11 @@ class Run:
     def question(self, parent, title, text, *args):
         self.questions.append(text)
         return YES if self.rng.random() < 0.6 else NO
+
+    def choose(self, parent, title, text, offered):
+        """The over-budget question: keep the last tokens, float16, a larger budget, or Cancel."""
+        self.questions.append(text)
+        return self.rng.choice(list(offered) + [None])
 
     def idle(self, qtbot) -> None:
         w = self.window
@@ -286,6 +291,7 @@ def test_a_thousand_random_actions_keep_every_invariant(qtbot, tmp_path, models,
     run = Run(random.Random(SEED), None, models, tmp_path)
     monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text, *a: run.warnings.append(text))
     monkeypatch.setattr(QMessageBox, "question", run.question)
+    monkeypatch.setattr(budget_dialog, "choose", run.choose)
     (tmp_path / "out").mkdir()
     run.window = window = new_window(qtbot, tmp_path)
     window.resize(1000, 700)

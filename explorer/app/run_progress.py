@@ -1,0 +1,52 @@
+"""The progress of a long prefill (or of a session replayed from its file): a bar per layer and Cancel.
+
+The model thread reports each layer of the prompt's forward pass (ModelWorker.run_progress). A
+prefill of a few hundred tokens ends before the dialog's minimum duration, so only the long
+ones (a pasted chapter: seconds per layer) show it. Cancel stops the pass at the next layer.
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtWidgets import QProgressDialog, QWidget
+
+SHOWN_AFTER_MS = 600
+STEPS = 1000
+
+
+class RunProgress(QObject):
+    """Follows `worker.run_progress` with a non-modal progress dialog over `parent`; closed when the worker is idle."""
+
+    def __init__(self, worker, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.worker = worker
+        self._parent = parent
+        self.dialog: QProgressDialog | None = None
+        self.cancelled = False
+        worker.run_progress.connect(self._on_progress)
+        worker.busy_changed.connect(lambda busy: None if busy else self.close())
+
+    def _on_progress(self, fraction: float, text: str) -> None:
+        if self.dialog is None:
+            self.cancelled = False
+            self.dialog = QProgressDialog(text, "Cancel", 0, STEPS, self._parent)
+            self.dialog.setWindowTitle("Running the prompt")
+            self.dialog.setWindowModality(Qt.WindowModality.NonModal)     # the window stays usable
+            self.dialog.setMinimumDuration(SHOWN_AFTER_MS)
+            self.dialog.setAutoClose(False)
+            self.dialog.setAutoReset(False)
+            self.dialog.setMinimumWidth(420)
+            self.dialog.canceled.connect(self._cancel)
+        self.dialog.setLabelText(text)
+        self.dialog.setValue(round(STEPS * min(1.0, max(0.0, fraction))))
+
+    def _cancel(self) -> None:
+        self.cancelled = True
+        self.worker.cancel()
+        self.close()
+
+    def close(self) -> None:
+        if self.dialog is not None:
+            self.dialog.canceled.disconnect(self._cancel)
+            self.dialog.close()
+            self.dialog.deleteLater()
+            self.dialog = None
