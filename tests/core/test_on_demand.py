@@ -183,3 +183,22 @@ def test_a_prefill_nobody_records_runs_the_fused_kernel_with_the_same_outputs(fa
     assert len(calls) == (0 if mla or loaded.config.attn_softcap else loaded.config.n_layers)
     np.testing.assert_allclose(demand.logits_at(T - 1), stored.logits_at(T - 1), atol=1e-4, rtol=0)
     np.testing.assert_allclose(demand.trace.steps[0].layers[-1].x, stored.trace.steps[0].layers[-1].x, atol=1e-5)
+
+
+@pytest.mark.parametrize("kernel", [("relu", 1.0), ("linear", 1.0), ("exp", 0.5)])
+def test_maps_rebuilt_under_an_intervention_use_its_kernel_and_hidden_entries(kernel):
+    from explorer.core.intervention import HideEntry, Intervention, Kernel, KernelChoice
+
+    hf_model = make_hf_model("gemma3")                                   # softcap-free, local and global layers
+    loaded = from_tensors(hf_model.config.to_dict(), hf_model.state_dict())
+    intervention = Intervention(kernels=(KernelChoice(Kernel(*kernel), (1,)),), edits=(HideEntry(9, 4),))
+    traces = []
+    for attention in ("stored", "on_demand"):
+        decoder = Decoder(loaded, RecordOptions(attention=attention), capacity=T + 1)
+        decoder.set_intervention(intervention)
+        traces.append(decoder.prefill(_ids()))
+    stored, demand = traces
+    assert demand.steps[0].layers[1].attn.on_demand and demand.steps[0].layers[1].attn.kernel == Kernel(*kernel)
+    assert not demand.mask(0)[9, 4]                                      # the hidden entry
+    for layer in range(2):
+        np.testing.assert_allclose(demand.attention(layer), stored.attention(layer), atol=1e-6, rtol=0)
