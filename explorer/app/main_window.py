@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QRect, Qt, QTimer
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QProgressDialog, QWidget
 
-from explorer.app import menus, model_refs, pull_dialog
+from explorer.app import dock_layout, menus, model_refs, pull_dialog
 from explorer.app.catalog_loader import CatalogLoader
 from explorer.app.controller import DecodingController
 from explorer.app.model_picker import ModelToolbar
@@ -25,14 +25,6 @@ from explorer.app.toolbar import DecodingActions, DecodingToolbar, SamplingToolb
 from explorer.app.worker import ModelWorker
 
 TITLE = "Transformer Explorer"
-# The default layout: the prompt across the top; tokens over the next-token candidates on the left;
-# attention large on the right; the per-matrix panels tabbed along the bottom. Unknown panels go right.
-DEFAULT_AREAS = {"prompt": "top", "tokens": "left", "next_token": "left", "attention": "right",
-                 "embeddings": "bottom", "qkv": "bottom", "mask": "bottom", "kv_cache": "bottom",
-                 "kv_lab": "bottom"}
-TABBED_AREAS = ("bottom",)
-_AREAS = {"top": Qt.DockWidgetArea.TopDockWidgetArea, "left": Qt.DockWidgetArea.LeftDockWidgetArea,
-          "right": Qt.DockWidgetArea.RightDockWidgetArea, "bottom": Qt.DockWidgetArea.BottomDockWidgetArea}
 
 
 class MainWindow(QMainWindow):
@@ -76,13 +68,15 @@ class MainWindow(QMainWindow):
     def _build_docks(self, panels) -> dict[str, QDockWidget]:
         if panels is None:
             from explorer.app.panels import ALL_PANELS
+            from explorer.app.panels.experiments import EXPERIMENT_PANELS
+            from explorer.app.panels.why import WHY_PANELS
 
-            panels = ALL_PANELS
+            panels = ALL_PANELS + WHY_PANELS + EXPERIMENT_PANELS
         docks = {"prompt": self._dock("prompt", "Prompt", self.prompt)}
         fronts = set()
         for object_name, title, cls in panels:
-            area = DEFAULT_AREAS.get(object_name, "right")
-            if area in TABBED_AREAS and area in fronts:     # behind another tab: built once first shown
+            area = dock_layout.area_of(object_name)
+            if area in dock_layout.TABBED_AREAS and area in fronts:     # behind another tab: built once first shown
                 docks[object_name] = PanelDock(title, self, lambda cls=cls: cls(self.session))
                 docks[object_name].setObjectName(f"{object_name}_dock")
             else:
@@ -97,37 +91,9 @@ class MainWindow(QMainWindow):
         dock.setWidget(widget)
         return dock
 
-    def default_layout(self, docks: dict[str, QDockWidget] | None = None) -> None:
-        """Put every dock in its default area (see DEFAULT_AREAS) at sensible sizes."""
-        docks = docks if docks is not None else self.docks
-        self.resize(1500, 950)
-        by_area: dict[str, list[QDockWidget]] = {}
-        for name, dock in docks.items():
-            self.removeDockWidget(dock)
-            area = DEFAULT_AREAS.get(name, "right")
-            self.addDockWidget(_AREAS[area], dock, Qt.Orientation.Vertical)
-            dock.setFloating(False)
-            dock.show()
-            by_area.setdefault(area, []).append(dock)
-        for area in TABBED_AREAS:
-            group = by_area.get(area, [])
-            for dock in group[1:]:
-                self.tabifyDockWidget(group[0], dock)
-            if group:
-                group[0].raise_()
-        self._default_sizes(by_area)
-        # Again once the window has its size: before it is shown, Qt scales these to a layout of its own.
-        QTimer.singleShot(0, self, lambda: self._default_sizes(by_area))
-
-    def _default_sizes(self, by_area: dict[str, list[QDockWidget]]) -> None:
-        sizes = [("top", 90, Qt.Orientation.Vertical), ("bottom", 300, Qt.Orientation.Vertical),
-                 ("left", 430, Qt.Orientation.Horizontal)]
-        for area, size, orientation in sizes:
-            if by_area.get(area):
-                self.resizeDocks([by_area[area][0]], [size], orientation)
-        left = by_area.get("left", [])
-        if len(left) == 2:                  # tokens above the next-token table: give the candidates room
-            self.resizeDocks(left, [2, 3], Qt.Orientation.Vertical)
+    def default_layout(self, docks: dict[str, QDockWidget] | None = None, available: QRect | None = None) -> None:
+        """Every dock in its default area at sizes for the screen (see dock_layout): View ▸ Reset Layout."""
+        dock_layout.arrange(self, docks if docks is not None else self.docks, available)
 
     def _connect(self) -> None:
         c, a = self.controller, self.actions
@@ -311,10 +277,24 @@ class MainWindow(QMainWindow):
 
     def _restore_layout(self) -> None:
         geometry, state = self.settings.geometry(), self.settings.dock_state()
+        self._fit_when_shown = geometry is None
         if geometry is not None:
             self.restoreGeometry(geometry)
         if state is not None:
             self.restoreState(state)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        fit, self._fit_when_shown = getattr(self, "_fit_when_shown", None), None
+        if fit is None or self.isMaximized() or self.isFullScreen():
+            return
+        if not fit:
+            dock_layout.keep_on_screen(self)          # a saved geometry from another screen
+            return
+        dock_layout.fit_to_screen(self)              # now the frame's size is known
+        groups = getattr(self, "dock_groups", None)
+        if groups:
+            QTimer.singleShot(0, self, lambda: dock_layout.size_docks(self, groups))
 
     def closeEvent(self, event) -> None:
         self.controller.set_playing(False)

@@ -1,10 +1,12 @@
 """Drive the real app in a real window and save it, and each panel, as PNG: the README's pictures.
 
-`transformer-explorer --screenshots DIR [--model M] [--prompt P]` opens the model,
-types the prompt into the editor key by key as a person would, runs the prefill
-and three steps, then saves `window.png` and one `panel_<name>.png` per dock, each
-dock floated at a readable size and raised before it is grabbed. It exits 0 when
-every picture was written. `packaging/screenshots.py` starts Xvfb and runs it.
+`transformer-explorer --screenshots DIR [--model M] [--prompt P]` opens the model in
+its default layout, which fills the screen, types the prompt into the editor key by key
+as a person would, runs the prefill and three steps, then saves `window.png`, one
+`tab_<name>.png` per bottom tab (the whole window with that tab raised, as a person
+sees it on this screen) and one `panel_<name>.png` per dock, each dock floated at a
+readable size and raised before it is grabbed. It exits 0 when every picture was
+written. `packaging/screenshots.py` starts Xvfb at each screen size and runs it.
 """
 from __future__ import annotations
 
@@ -21,7 +23,6 @@ from explorer.app.launch import SelfTestFailure, _wait, make_app
 from explorer.app.settings import AppSettings
 from explorer.app.theme import apply_theme
 
-WINDOW_SIZE = (1600, 1000)
 PANEL_SIZES = {"tokens": (900, 520), "attention": (1400, 760), "next_token": (900, 760),
                "embeddings": (1200, 700), "qkv": (1400, 700), "mask": (1000, 800), "kv_cache": (1200, 950),
                "kv_lab": (1300, 900)}
@@ -65,8 +66,7 @@ def _drive(app: QApplication, reference: str, prompt: str, out: Path, scratch: P
     window.session.error_raised.disconnect()
     window.session.error_raised.connect(errors.append)
     try:
-        window.resize(*WINDOW_SIZE)
-        window.show()
+        window.show()                               # the default layout fits the screen
         window.open_model(reference)
         _wait_for(app, lambda: window.controller.summary is not None and window.controller.loading is None,
                   f"{reference} to load", errors)
@@ -157,9 +157,24 @@ def _grab_all(app: QApplication, window, out: Path) -> list[Path]:
     window.activateWindow()
     _settle(app)
     written.append(_save(_grab_window(window), out / "window.png"))
+    written += _grab_tabs(app, window, out)
     for name, dock in window.docks.items():
         if name != "prompt":
             written.append(_save(_grab_dock(app, dock, PANEL_SIZES.get(name, PANEL_SIZE)), out / f"panel_{name}.png"))
+    return written
+
+
+def _grab_tabs(app: QApplication, window, out: Path) -> list[Path]:
+    """The window once with each tab of the bottom area raised (the first one raised again after)."""
+    area = window.dockWidgetArea(window.docks["embeddings"]) if "embeddings" in window.docks else None
+    tabs = [(name, dock) for name, dock in window.docks.items() if window.dockWidgetArea(dock) == area]
+    written = []
+    for name, dock in tabs:
+        dock.raise_()
+        _settle(app)
+        written.append(_save(_grab_window(window), out / f"tab_{name}.png"))
+    if tabs:
+        tabs[0][1].raise_()
     return written
 
 

@@ -17,6 +17,12 @@ def attention_label(info: ModelInfo) -> str:
     return f"{kind} {info.n_heads} heads"
 
 
+def step_name(step: int) -> str:
+    """How every view counts steps: step 0 is the prefill, step n the n-th decoded token (the status
+    bar, the KV cache and the mask all say the same number; `export --at-step` counts so too)."""
+    return "step 0 (prefill)" if step == 0 else f"step {step}"
+
+
 class StatusLine(QStatusBar):
     """Permanent fields on the right; transient messages (notices) on the left."""
 
@@ -49,7 +55,7 @@ class StatusLine(QStatusBar):
             return
         last = trace.steps[-1]
         decoded = trace.n_steps - 1
-        self._set(step=f"step {decoded} · {trace.n_tokens} tokens", ms=f"{last.ms:.0f} ms/step",
+        self._set(step=f"{step_name(decoded)} · {trace.n_tokens} tokens", ms=f"{last.ms:.0f} ms/step",
                   memory=f"trace {human_bytes(trace.nbytes())}")
 
     def show_busy(self, busy: bool) -> None:

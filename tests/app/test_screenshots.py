@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from PySide6.QtGui import QImage
+from PySide6.QtGui import QGuiApplication, QImage
 
 from explorer.app import screenshots
 from explorer.app.panels import ALL_PANELS
@@ -23,10 +23,14 @@ def distinct_colours(path) -> int:
 def test_the_driver_writes_the_window_and_every_panel(qtbot, tiny, tmp_path):  # noqa: F811
     assert screenshots.take_screenshots(tmp_path, str(tiny), "To be, or not") == 0
     panels = [name for name, _, _ in ALL_PANELS]
+    tabs = ["embeddings", "qkv", "mask", "kv_cache", "kv_lab"]          # the bottom area's tabs
     names = sorted(path.name for path in tmp_path.glob("*.png"))
-    assert names == sorted(["window.png"] + [f"panel_{name}.png" for name in panels])
-    window = QImage(str(tmp_path / "window.png"))
-    assert (window.width(), window.height()) == screenshots.WINDOW_SIZE
+    assert names == sorted(["window.png"] + [f"panel_{name}.png" for name in panels]
+                           + [f"tab_{name}.png" for name in tabs])
+    available = QGuiApplication.primaryScreen().availableGeometry()
+    for name in ["window"] + [f"tab_{tab}" for tab in tabs]:
+        window = QImage(str(tmp_path / f"{name}.png"))
+        assert (window.width(), window.height()) == (available.width(), available.height()), name
     for name in panels:
         image = QImage(str(tmp_path / f"panel_{name}.png"))
         assert (image.width(), image.height()) == screenshots.PANEL_SIZES.get(name, screenshots.PANEL_SIZE), name

@@ -15,16 +15,19 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem,
-                               QVBoxLayout, QWidget)
+                               QTabWidget, QVBoxLayout, QWidget)
 
 from explorer.app.panels.base import LineLabel, Panel
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.session import Selection
+from explorer.app.status_bar import step_name
 from explorer.core import kv_variants
 from explorer.core.units import human_bytes as human
 from explorer.views import trace_views
 
 KIB = 1024.0
+MIN_PLOT_PX = 120            # the least a plot's view may have, wide and high, to be read
+MIN_VIEW_PX = MIN_PLOT_PX + 56   # and its figure, with the title and the tick labels
 CROSS_COLOUR = "#b07cd8"
 
 
@@ -37,18 +40,27 @@ class KVCachePanel(Panel):
         self.summary = QLabel()
         self.summary.setWordWrap(True)
         self.body.addWidget(self.summary)
-        splitter = QSplitter(Qt.Orientation.Vertical)
+        # A bottom dock is wide and short: the occupancy plots and the paged grid side by side in the
+        # first tab, read at first sight; the variants' table in the second.
+        occupancy = QSplitter(Qt.Orientation.Horizontal)
+        occupancy.setChildrenCollapsible(False)
         self.plots = pg.GraphicsLayoutWidget()
-        self.layer_plot = self.plots.addPlot(row=0, col=0, title="bytes per layer: in use / allocated")
-        self.total_plot = self.plots.addPlot(row=0, col=1, title="total in use against tokens")
-        self.layer_plot.setLabels(left="KiB", bottom="layer")
-        self.total_plot.setLabels(left="KiB", bottom="tokens")
+        self.plots.setMinimumSize(2 * MIN_PLOT_PX, MIN_VIEW_PX)
+        self.layer_plot = self.plots.addPlot(row=0, col=0, title="KiB per layer: in use / allocated")
+        self.total_plot = self.plots.addPlot(row=0, col=1, title="KiB in use against tokens")
+        self.layer_plot.setLabels(bottom="layer")
+        self.total_plot.setLabels(bottom="tokens")
         self.step_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#ff2d55", width=2))
         self.total_plot.addItem(self.step_line)
-        splitter.addWidget(self.plots)
-        splitter.addWidget(self._blocks_section())
-        splitter.addWidget(self._variants_section())
-        self.body.addWidget(splitter, 1)
+        occupancy.addWidget(self.plots)
+        occupancy.addWidget(self._blocks_section())
+        occupancy.setStretchFactor(0, 2)
+        occupancy.setStretchFactor(1, 1)
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.tabs.addTab(occupancy, "Occupancy")
+        self.tabs.addTab(self._variants_section(), "MHA / GQA / MQA / MLA")
+        self.body.addWidget(self.tabs, 1)
         self.add_to_plot_menu(self.layer_plot)
         self.total_plot.getViewBox().menu.addActions(self.export_actions())
         self.total_in_use = 0
@@ -60,22 +72,29 @@ class KVCachePanel(Panel):
         section = QWidget()
         layout = QVBoxLayout(section)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
         row = QHBoxLayout()
         self.block_box = QSpinBox()
         self.block_box.setRange(1, 4096)
         self.block_box.setValue(kv_variants.DEFAULT_BLOCK_SIZE)
         self.block_box.valueChanged.connect(lambda _: self.refresh())
         self.paging_label = LineLabel()
-        row.addWidget(QLabel("paged view, block size"))
+        row.addWidget(QLabel("paged, block size"))
         row.addWidget(self.block_box)
-        row.addWidget(self.paging_label, 1)
+        row.addStretch(1)
         layout.addLayout(row)
+        layout.addWidget(self.paging_label)
         self.block_view = pg.GraphicsLayoutWidget()
-        self.blocks = Heatmap(self.block_view.ci, colorbar=False)
+        self.block_view.setMinimumSize(MIN_PLOT_PX + 110, MIN_VIEW_PX)
+        # The colour bar is the legend: a cell's colour is the share of that block's slots holding
+        # tokens, blank where no block is allocated.
+        self.blocks = Heatmap(self.block_view.ci, colorbar=True)
         self.blocks.plot.setLabels(left="layer", top="block")
         self.blocks.on_hover = self._hover_block
         self.blocks.on_click = lambda layer, _block: self.select(layer=layer)
         layout.addWidget(self.block_view, 1)
+        self.block_legend = QLabel("colour: share of a block's slots in use · blank: no block")
+        layout.addWidget(self.block_legend)
         return section
 
     def _variants_section(self) -> QWidget:
@@ -159,7 +178,7 @@ class KVCachePanel(Panel):
         self.step_line.setValue(float(tokens[step]))
         self.summary.setText(
             f"<b>{human(self.total_in_use)}</b> in use of {human(self.total_allocated)} allocated "
-            f"after step {step + 1}/{trace.n_steps} ({int(tokens[step])} tokens) · "
+            f"after {step_name(step)} of {trace.n_steps - 1} ({int(tokens[step])} tokens) · "
             f"{human(per_token * len(in_use))} per token over {len(in_use)} layers at {trace.model.dtype}"
             + (self._cross_summary(trace) if cross else ""))
         self.set_formula(f"bytes = Σ_l tokens_l · {self._formula_text(trace.model)}"

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLin
 from explorer.app import export
 from explorer.app.panels.base import Panel
 from explorer.app.panels.heatmap import Heatmap
-from explorer.app.panels.kv_plot import DTYPES, BytesPlot, save_bytes_plot
+from explorer.app.panels.kv_plot import DTYPES, BytesPlot, FitSplitter, save_bytes_plot
 from explorer.app.panels.model_call import Executor, ModelCall, thread_executor
 from explorer.app.session import Selection
 from explorer.core import kv_variants as kv
@@ -33,6 +33,7 @@ from explorer.core.units import human_bytes
 COLUMNS = ("variant", "K/V heads", "numbers/token/layer", "bytes/token", "bytes total", "vs MHA")
 STEP_COLUMNS = ("step", "next token", "KL (nats)", "top-1", "bytes saved")
 BUNDLED = "bundled config…"
+SIDE_BY_SIDE_PX = 1150      # the table (450 px) and three plots of 230 px
 
 model_backend = thread_executor        # a test's or a script's own loaded model, on a thread of its own
 
@@ -83,11 +84,12 @@ class KVLabPanel(Panel):
         self.runner.failed.connect(self._on_run_failed)
         self.set_formula("bytes/token = Σ_l width_l · bytes(dtype):  MHA 2·N_Q·d_h,  GQA 2·N_KV·d_h,  "
                          "MQA 2·d_h,  MLA d_c + d_R")
-        self.plot = BytesPlot()
-        variants = QSplitter(Qt.Orientation.Horizontal)
+        self.plot = BytesPlot(titled=False)
+        variants = FitSplitter(SIDE_BY_SIDE_PX)          # the table beside the plots where they both fit
         variants.addWidget(self._table_section())
         variants.addWidget(self.plot)
-        variants.setSizes([500, 700])
+        variants.setStretchFactor(0, 2)
+        variants.setStretchFactor(1, 3)
         self.tabs = QTabWidget()                   # a bottom dock is short: one idea per tab
         self.tabs.addTab(variants, "Cache per variant")
         self.tabs.addTab(self._runner_section(), "What-if conversion")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QSplitter
 
 from explorer.app.panels.heatmap import nice_step
 from explorer.core import kv_variants as kv
@@ -17,6 +18,7 @@ from explorer.core import kv_variants as kv
 DTYPES = ("float32", "bfloat16", "int8")
 LEGEND_COLUMN_PX = 120     # the width one legend column needs
 LEGEND_ROW_PX = 20
+MIN_HEIGHT_PX = 280        # three legible plots (a 120 px view each) with their titles, ticks and legend
 NATIVE_COLOUR = "#ff2d55"
 GIB = 1024.0 ** 3
 MIB = 1024.0 ** 2
@@ -30,12 +32,32 @@ def token_axis(shape: kv.CacheShape, points: int = 256) -> np.ndarray:
                                      np.asarray(windows, dtype=np.int64))))
 
 
-class BytesPlot(pg.GraphicsLayoutWidget):
-    """One plot per dtype; `plots[dtype]` is its PlotItem, `ci` the whole figure for export."""
+class FitSplitter(QSplitter):
+    """Side by side where there is width for both, one above the other where there is not: beside
+    the table in a 900 px dock, each of the three plots had 80 px."""
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, side_by_side_px: int, parent=None) -> None:
+        super().__init__(Qt.Orientation.Horizontal, parent)
+        self.side_by_side_px = side_by_side_px
+        self.setChildrenCollapsible(False)
+
+    def resizeEvent(self, event) -> None:
+        wanted = (Qt.Orientation.Horizontal if event.size().width() >= self.side_by_side_px
+                  else Qt.Orientation.Vertical)
+        if wanted != self.orientation():
+            self.setOrientation(wanted)
+        super().resizeEvent(event)
+
+
+class BytesPlot(pg.GraphicsLayoutWidget):
+    """One plot per dtype; `plots[dtype]` is its PlotItem, `ci` the whole figure for export. The
+    figure's title is for exports; in the panel the dock and the table name the model."""
+
+    def __init__(self, parent=None, titled: bool = True) -> None:
         super().__init__(parent)
-        self.title = self.addLabel("KV-cache bytes against tokens", row=0, col=0, colspan=len(DTYPES), size="11pt")
+        self.title = (self.addLabel("KV-cache bytes against tokens", row=0, col=0, colspan=len(DTYPES), size="11pt")
+                      if titled else None)
+        self.setMinimumHeight(MIN_HEIGHT_PX)
         self.plots: dict[str, pg.PlotItem] = {}
         for col, dtype in enumerate(DTYPES):
             plot = self.addPlot(row=1, col=col, title=dtype if dtype != "int8" else "8-bit")
@@ -101,7 +123,8 @@ class BytesPlot(pg.GraphicsLayoutWidget):
             plot.setXRange(0, float(tokens[-1]), padding=0.02)
             step = nice_step(float(tokens[-1]) / 2.5)        # three labels at most: the plots are narrow
             plot.getAxis("bottom").setTickSpacing(step, step / 2)
-        self.title.setText(f"{name[:40]}: KV cache (all layers) against tokens")
+        if self.title is not None:
+            self.title.setText(f"{name[:40]}: KV cache (all layers) against tokens")
         self._fit_legend()
 
 

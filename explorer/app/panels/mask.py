@@ -18,10 +18,12 @@ from explorer.app.panels.attention_kind import AttentionKindBox
 from explorer.app.panels.base import LineLabel, Panel
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.session import Selection
+from explorer.app.status_bar import step_name
 from explorer.views import trace_views
 from explorer.views.maps import short_label
 
 MASKED, ALLOWED, NEW_ROW = 0, 1, 2
+MIN_VIEW_PX = 190
 COLOURS = pg.ColorMap(pos=[0.0, 0.5, 1.0], color=["#23232b", "#3b7dd8", "#ffb000"])
 
 RULES = {
@@ -66,6 +68,7 @@ class MaskPanel(Panel):
         self.kinds_label.setWordWrap(True)
         self.body.addWidget(self.kinds_label)
         self.view = pg.GraphicsLayoutWidget()
+        self.view.setMinimumHeight(MIN_VIEW_PX)          # rows a person can tell apart, not a 75 px strip
         self.heatmap = Heatmap(self.view.ci, colorbar=False)
         self.heatmap.set_colormap(COLOURS)
         self.heatmap.plot.setLabels(left="query i", top="key j")
@@ -133,7 +136,7 @@ class MaskPanel(Panel):
             self.step_label.setText("the encoder pass: once, over the whole source, before any target token")
             return
         record = self.trace.steps[step]
-        self.step_label.setText(f"step {step + 1}/{self.trace.n_steps} ({record.kind}, +{record.n_new} "
+        self.step_label.setText(f"{step_name(step)} of {self.trace.n_steps - 1} (+{record.n_new} "
                                 f"row{'s' if record.n_new != 1 else ''})")
 
     def _slid(self, value: int) -> None:

@@ -1,0 +1,148 @@
+"""The default arrangement of the main window's docks, sized for the screen it opens on.
+
+The prompt across the top, a few lines high; tokens over the next-token candidates in a
+left column that runs down to the status bar; attention large on the right, over the
+per-matrix panels tabbed along the bottom. The window takes the screen's available
+geometry (less its frame), and the docks share it by what they need: the left column
+a quarter of the width, the bottom tabs enough height for their plots, attention the rest.
+Where the screen is too short for two rows of plots (1366×768), attention becomes the
+front tab of the bottom group, which then has the whole height: one plot panel legible
+at a time rather than two strips of ticks. View ▸ Reset Layout
+puts everything back the same way. Panels this table does not name join the bottom
+tabs, behind the others, built when first shown (four docks stacked beside attention
+left none of them room).
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import QRect, QSize, Qt, QTimer
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QToolBar
+
+DEFAULT_AREAS = {"prompt": "top", "tokens": "left", "next_token": "left", "attention": "right",
+                 "embeddings": "bottom", "qkv": "bottom", "mask": "bottom", "kv_cache": "bottom",
+                 "kv_lab": "bottom", "derivation": "bottom", "attribution": "bottom", "residual": "bottom",
+                 "atlas": "bottom", "experiments": "bottom"}
+TABBED_AREAS = ("bottom",)
+AREAS = {"top": Qt.DockWidgetArea.TopDockWidgetArea, "left": Qt.DockWidgetArea.LeftDockWidgetArea,
+         "right": Qt.DockWidgetArea.RightDockWidgetArea, "bottom": Qt.DockWidgetArea.BottomDockWidgetArea}
+PROMPT_LINES = 3
+LEFT_SHARE, LEFT_PX = 0.25, (330, 520)          # the left column: a share of the width, within these
+BOTTOM_SHARE, BOTTOM_MIN_PX = 0.5, 330          # the bottom tabs: a share of the height below the prompt
+SEPARATOR_PX = 6                                # between two dock areas
+FRONT = "attention"                             # the front tab where attention joins the bottom group
+TOKENS_TO_CANDIDATES = (2, 3)                   # the left column's split between tokens and next token
+TITLE_BAR_PX = 32                               # a window manager's title bar, before the window is shown
+
+
+def area_of(name: str, stacked: bool = True) -> str:
+    """The default area of a panel; `stacked` False: attention goes into the bottom tabs."""
+    if name == FRONT and not stacked:
+        return TABBED_AREAS[0]
+    return DEFAULT_AREAS.get(name, TABBED_AREAS[0])
+
+
+def prompt_px(window: QMainWindow) -> int:
+    """PROMPT_LINES of text, the dock's title and the editor's frame."""
+    return PROMPT_LINES * window.fontMetrics().lineSpacing() + 34
+
+
+def chrome_px(window: QMainWindow) -> int:
+    """The height the menu bar, the toolbars (in as many rows as their width needs) and the status bar take."""
+    bars = [bar for bar in window.findChildren(QToolBar) if not bar.isHidden()]
+    widths = sum(bar.sizeHint().width() for bar in bars)
+    rows = -(-widths // max(1, window.width())) if bars else 0
+    toolbars = rows * max((bar.sizeHint().height() for bar in bars), default=0)
+    return window.menuBar().sizeHint().height() + toolbars + window.statusBar().sizeHint().height()
+
+
+def below_prompt_px(window: QMainWindow) -> int:
+    """What the docks under the prompt share, top to bottom."""
+    return window.height() - chrome_px(window) - prompt_px(window) - 2 * SEPARATOR_PX
+
+
+def stacks(window: QMainWindow) -> bool:
+    """Whether attention and the bottom tabs both fit, one over the other, each with legible plots."""
+    return below_prompt_px(window) >= 2 * BOTTOM_MIN_PX
+
+
+def available_geometry(window: QMainWindow) -> QRect:
+    """The screen the window is on (the primary one before it is shown), less panels and task bars."""
+    screen = window.screen() or QGuiApplication.primaryScreen()
+    return screen.availableGeometry()
+
+
+def fit_to_screen(window: QMainWindow, available: QRect | None = None) -> None:
+    """Make the window fill `available` (default: its screen's), frame included."""
+    available = available if available is not None else available_geometry(window)
+    if window.isVisible():
+        frame = window.frameGeometry().size() - window.geometry().size()
+    elif QGuiApplication.platformName() in ("offscreen", "minimal"):
+        frame = QSize(0, 0)
+    else:
+        frame = QSize(0, TITLE_BAR_PX)
+    window.resize(available.width() - frame.width(), available.height() - frame.height())
+    window.move(available.topLeft())
+
+
+def keep_on_screen(window: QMainWindow, available: QRect | None = None) -> None:
+    """A restored window that no longer fits its screen (saved on a larger one, or a frame's pixel
+    over) is moved onto it and, where it must be, made smaller."""
+    available = available if available is not None else available_geometry(window)
+    frame = window.frameGeometry()
+    if available.contains(frame):
+        return
+    border = frame.size() - window.geometry().size()
+    width = min(frame.width(), available.width()) - border.width()
+    height = min(frame.height(), available.height()) - border.height()
+    window.resize(width, height)
+    x = min(max(frame.x(), available.x()), available.right() + 1 - width - border.width())
+    y = min(max(frame.y(), available.y()), available.bottom() + 1 - height - border.height())
+    window.move(x, y)
+
+
+def arrange(window: QMainWindow, docks: dict[str, QDockWidget], available: QRect | None = None) -> None:
+    """Every dock in its default area, the bottom ones tabbed with the first in front, sized for the screen."""
+    fit_to_screen(window, available)
+    stacked = stacks(window)
+    window.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
+    window.setCorner(Qt.Corner.TopLeftCorner, Qt.DockWidgetArea.TopDockWidgetArea)
+    window.setCorner(Qt.Corner.TopRightCorner, Qt.DockWidgetArea.TopDockWidgetArea)
+    by_area: dict[str, list[QDockWidget]] = {}
+    for name, dock in sorted(docks.items(), key=lambda item: item[0] != FRONT):    # attention first
+        window.removeDockWidget(dock)
+        window.addDockWidget(AREAS[area_of(name, stacked)], dock, Qt.Orientation.Vertical)
+        dock.setFloating(False)
+        dock.show()
+        by_area.setdefault(area_of(name, stacked), []).append(dock)
+    for area in TABBED_AREAS:
+        group = by_area.get(area, [])
+        for dock in group[1:]:
+            window.tabifyDockWidget(group[0], dock)
+        if group:
+            group[0].raise_()
+    window.dock_groups = by_area               # size_docks again once shown (see MainWindow.showEvent)
+    size_docks(window, by_area)
+    # Again once the window has its size: before it is shown, Qt scales these to a layout of its own.
+    QTimer.singleShot(0, window, lambda: size_docks(window, by_area))
+
+
+def size_docks(window: QMainWindow, by_area: dict[str, list[QDockWidget]]) -> None:
+    """The prompt a few lines high, the left column a share of the width, the bottom tabs a share of
+    the height that remains (never less than their plots need), attention the rest. Each split is
+    given both of its sides: without a central widget, Qt hands a lone size's remainder back to it."""
+    top, left, right, bottom = ([*by_area.get(area, [])][:1] for area in ("top", "left", "right", "bottom"))
+    below_prompt = below_prompt_px(window)
+    bottom_px = int(max(BOTTOM_SHARE * below_prompt, BOTTOM_MIN_PX)) if right else below_prompt
+    rows = [(top, prompt_px(window)), (right, below_prompt - bottom_px), (bottom, bottom_px)]
+    rows = [(docks[0], size) for docks, size in rows if docks]
+    window.resizeDocks([d for d, _ in rows], [s for _, s in rows], Qt.Orientation.Vertical)
+    left_px = int(min(max(LEFT_SHARE * window.width(), LEFT_PX[0]), LEFT_PX[1]))
+    beside = right or bottom
+    if left and beside:
+        window.resizeDocks([left[0], beside[0]], [left_px, window.width() - left_px], Qt.Orientation.Horizontal)
+    column = by_area.get("left", [])
+    if len(column) == 2:
+        total = sum(TOKENS_TO_CANDIDATES)
+        height = sum(d.height() for d in column)
+        window.resizeDocks(column, [height * share // total for share in TOKENS_TO_CANDIDATES],
+                           Qt.Orientation.Vertical)
