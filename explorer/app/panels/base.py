@@ -178,10 +178,12 @@ class Panel(QWidget):
         session.selection_changed.connect(self._on_selection_changed)
         session.tokens_changed.connect(self._on_tokens_changed)
         session.out_of_date_changed.connect(lambda _reason: self.show_state())
+        session.busy_changed.connect(lambda _busy: self.show_state() if self.session.trace is None else None)
 
     # ----- what subclasses write -------------------------------------------------------
     needs_trace = True           # False for panels that draw something without a trace (live tokens, the model)
     empty_text = "Nothing to show yet: type a prompt and press Run (Ctrl+Enter)."
+    working_text = "Nothing to show yet: the model is working (its progress is in the dialog or the status bar)."
 
     def redraw(self) -> None:
         """Draw everything from `self.session.trace`; then `show_selection`."""
@@ -262,7 +264,7 @@ class Panel(QWidget):
     def view_state(self) -> tuple[str, object]:
         """What the panel shows: ("trace", trace_id) of the trace it drew, ("empty", why) or ("out of date", why)."""
         if self.needs_trace and self.session.trace is None:
-            return "empty", self.empty_text
+            return "empty", self.working_text if self.session.busy else self.empty_text
         if self.session.out_of_date:
             return "out of date", self.session.out_of_date
         return "trace", self.drawn_trace_id
