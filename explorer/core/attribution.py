@@ -188,3 +188,15 @@ def residual_stream(loaded, ids, position: int | None = None, k: int = 5) -> Res
     return ResidualStream(position=position, attn_norms=norms("attn_out"), ffn_norms=norms("ffn_out"),
                           residual_norms=norms("residual"), lens_ids=top_ids.cpu().numpy().astype(np.int64),
                           lens_probs=top_probs.cpu().numpy())
+
+
+def output_columns(loaded, layer: int, head: int) -> np.ndarray:
+    """W^O_h: the columns of W^O that head h writes through, as (d_v, d_model) float32 (y_h W^O_h is its part)."""
+    from explorer.core.weights_view import attention_module
+
+    info = loaded.info
+    if not 0 <= head < info.n_heads:
+        raise ExplorerError(f"head {head} is not one of the {info.n_heads} heads of {info.name}")
+    wo = attention_module(loaded.model, layer).wo.weight                          # (d_model, N_Q d_v)
+    with torch.inference_mode():
+        return wo[:, head * info.d_v:(head + 1) * info.d_v].T.detach().to("cpu", torch.float32).numpy().copy()

@@ -60,6 +60,8 @@ class CellDerivation:
     top_terms: tuple[tuple[int, float, float], ...]   # (j, A_ij, ||A_ij v_j||), largest first
     latent: np.ndarray | None = None      # (d_c,) MLA's c_KV of key j
     k_rope: np.ndarray | None = None      # (d_R,) MLA's decoupled k_R of key j
+    head_write: np.ndarray | None = None  # (d_model,) y_i W^O_h, what the head adds (given W^O_h)
+    absorbed_query: np.ndarray | None = None  # (d_c,) MLA: W_h^UK q_i^nope, the query folded into latent space
     deltas: dict[str, float] = field(default_factory=dict)  # max |recomputed - recorded| per quantity
 
     @property
@@ -118,8 +120,12 @@ def row_scores(q: np.ndarray, keys: np.ndarray, scale: float, softcap: float | N
 
 
 def derive_cell(trace: Trace, layer: int, head: int, row: int, column: int, upto_step: int | None = None,
-                n_terms: int = 5) -> CellDerivation:
-    """Recompute A[row, column] of (layer, head) and y_row from the trace, with every intermediate."""
+                n_terms: int = 5, w_o: np.ndarray | None = None, w_uk: np.ndarray | None = None) -> CellDerivation:
+    """Recompute A[row, column] of (layer, head) and y_row from the trace, with every intermediate.
+
+    Given the head's weights, also y_i W^O_h (w_o: (d_v, d_model)) and, for MLA, the absorbed score
+    (W_h^UK q^nope) . c_KV + q^R . k_R against the expanded <q, k> (w_uk: (d_c, d_nope)).
+    """
     upto = len(trace.steps) - 1 if upto_step is None else upto_step
     kv_head = trace.kv_head_of(head)
     record = _record_of(trace, layer)
@@ -138,6 +144,11 @@ def derive_cell(trace: Trace, layer: int, head: int, row: int, column: int, upto
     if k_rope is not None:                                                      # k_j = [c_KV W^UK ; k_R]
         deltas["k_R in k_j"] = float(np.abs(keys[column, -k_rope.shape[0]:] - k_rope).max())
     products = q * keys[column]
+    absorbed = None
+    if w_uk is not None and latent is not None:                                # S = (q W^UK) c_KV + q_R k_R
+        absorbed = w_uk.astype(np.float64) @ q[: w_uk.shape[1]]                 # (d_c,)
+        folded = absorbed @ latent + q[w_uk.shape[1]:] @ k_rope
+        deltas["absorbed = expanded"] = abs(float(folded - products.sum()))
     return CellDerivation(
         layer=layer, head=head, kv_head=kv_head, row=row, column=column, upto_step=upto, q=q, k=keys[column],
         q_rotation=q_rotation, k_rotation=k_rotation, products=products, dot=float(products.sum()),
@@ -145,7 +156,8 @@ def derive_cell(trace: Trace, layer: int, head: int, row: int, column: int, upto
         else _score(float(products.sum()), record.scale, record.softcap), visible=bool(visible[column]),
         row_scores=scores, row_max=row_max, row_exp=exp, z=float(exp.sum()), weight=float(weights[column]),
         recorded_weight=float(recorded[column]), output=output, top_terms=top_terms,
-        latent=latent, k_rope=k_rope, deltas=deltas)
+        latent=latent, k_rope=k_rope, deltas=deltas, absorbed_query=absorbed,
+        head_write=None if w_o is None else output @ w_o.astype(np.float64))
 
 
 def _score(dot: float, scale: float, softcap: float | None) -> float:

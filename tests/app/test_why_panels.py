@@ -145,16 +145,19 @@ def test_residual_stream_comes_from_the_model_thread(qtbot, session, tiny):
 
 @pytest.mark.parametrize("layout", sorted(SIZES))
 def test_clicking_a_cell_derives_it(qtbot, session, tiny, layout):
-    _, trace = tiny
+    loaded, trace = tiny
     panel = shown(qtbot, DerivationPanel(session), SIZES[layout])
+    panel.executor = thread_executor(loaded)
     session.set_trace(trace)
     session.select(layer=1, head=3)
     panel.map.on_click(6, 2)
+    qtbot.waitUntil(lambda: panel.derived.head_write is not None, timeout=20000)     # W^O_h from the model
     assert session.selection.token == 6 and panel.cell == (6, 2)
     recorded = float(trace.attention_head(1, 3)[6, 2])
     assert panel.derived.weight == pytest.approx(recorded, abs=1e-6) and panel.derived.max_delta <= 1e-5
     text = panel.text.toPlainText()
     assert "A[6, 2]" in text and f"{recorded:.6g}" in text and "before RoPE" in text
+    assert "what the head adds" in text and panel.derived.head_write.shape == (loaded.config.d_model,)
     assert panel.map.highlighted == (6, 2)
     session.select(head=0)                                   # the clicked cell stays while its row does
     assert panel.cell == (6, 2) and panel.derived.head == 0

@@ -93,3 +93,36 @@ def test_real_smollm2_cells_are_exact():
     decoder.step()
     for layer, head, row, column in [(0, 0, 3, 1), (18, 6, 5, 2), (29, 8, 5, 0)]:
         assert derivation.derive_cell(decoder.trace, layer, head, row, column).max_delta <= 1e-5
+
+
+def test_the_heads_writes_sum_to_transformers_o_proj_output(family, hf_model, loaded):
+    """y_i W^O_h over the heads, plus the bias, is what transformers' o_proj (GPT-2: c_proj) outputs;
+    for MLA the absorbed score (W^UK q) . c_KV + q_R . k_R equals the expanded <q, k>."""
+    import torch
+
+    from explorer.core.attribution import output_columns
+    from explorer.core.weights_view import head_weights
+
+    ids = np.random.default_rng(4).integers(0, 96, T)
+    trace = make_decoder(loaded, capacity=T).prefill(ids)
+    inner = getattr(hf_model, "model", None) or hf_model.transformer
+    blocks = getattr(inner, "layers", None) or inner.h
+    attn = getattr(blocks[1], "self_attn", None) or blocks[1].attn
+    o_proj = getattr(attn, "o_proj", None) or attn.c_proj
+    seen = []
+    handle = o_proj.register_forward_hook(lambda module, args, out: seen.append(out[0]))
+    with torch.inference_mode():
+        hf_model(torch.tensor(ids)[None])
+    handle.remove()
+    row, total = 6, np.zeros(loaded.config.d_model)
+    for head in range(loaded.config.n_heads):
+        w_uk = None
+        if loaded.config.mla:
+            w_uk = head_weights(loaded, 1, head).matrices[f"W_{head}^{{UK}}"]
+        cell = derivation.derive_cell(trace, 1, head, row, 2, w_o=output_columns(loaded, 1, head), w_uk=w_uk)
+        total += cell.head_write
+        assert cell.max_delta <= 1e-5, cell.deltas
+        assert ("absorbed = expanded" in cell.deltas) == loaded.config.mla
+    bias = getattr(o_proj, "bias", None)
+    expected = seen[0][row].double().numpy() - (bias.detach().double().numpy() if bias is not None else 0.0)
+    np.testing.assert_allclose(total, expected, atol=1e-4, rtol=0)

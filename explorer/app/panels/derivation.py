@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter, QTextBrowser
 
 from explorer.app.panels.adaptive import orient
+from explorer.app.panels.asking import Asker
 from explorer.app.panels.base import Panel
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.panels.residual import readable, selected_position
@@ -45,6 +46,9 @@ class DerivationPanel(Panel):
         self.splitter.setStretchFactor(2, 1)
         self.splitter.setSizes([330, 330, 560])
         self.body.addWidget(self.splitter, 1)
+        self.executor = None                # None: the session's model thread (tests give their own)
+        self.asker = Asker(self, self._on_weights, lambda message: None)   # without weights the walk stops at y_i
+        self.weights: dict[tuple, tuple] = {}               # (model, layer, head) -> (W^O_h, W_h^UK or None)
         self.cell: tuple[int, int] | None = None            # the cell derived
         self.clicked: tuple[int, int] | None = None         # the cell last clicked, kept while its row is
         self.derived: derivation.CellDerivation | None = None
@@ -69,12 +73,35 @@ class DerivationPanel(Panel):
             column = int(np.nanargmax(matrix[row]))
         self.cell = (row, column)
         self.map.highlight(row, column)
-        self.derived = derivation.derive_cell(trace, selection.layer, selection.head, row, column, upto)
+        w_o, w_uk = self._weights_of(trace, selection.layer, selection.head)
+        self.derived = derivation.derive_cell(trace, selection.layer, selection.head, row, column, upto,
+                                              w_o=w_o, w_uk=w_uk)
         self._draw_products(self.derived)
         self.text.setHtml(derivation_html(self.derived, trace.token_text))
         self.set_formula(f"A[{row}, {column}] of layer {selection.layer}, head {selection.head} = "
                          f"{self.derived.weight:.6g}, recomputed (max |Δ| {self.derived.max_delta:.1e})")
         self.readout.setText("click any cell of the map to derive it")
+
+    def _weights_of(self, trace, layer: int, head: int) -> tuple:
+        """The head's W^O_h (and MLA's W_h^UK) if the model thread gave them, else ask for them."""
+        key = (trace.model.name, layer, head)
+        if key in self.weights:
+            return self.weights[key]
+
+        def job(loaded, progress, cancel):
+            from explorer.core.attribution import output_columns
+            from explorer.core.weights_view import head_weights
+
+            w_uk = head_weights(loaded, layer, head).matrices[f"W_{head}^{{UK}}"] if loaded.config.mla else None
+            return output_columns(loaded, layer, head), w_uk
+        self.asker.ask(key, job)
+        return None, None
+
+    def _on_weights(self, key, weights) -> None:
+        self.weights = {key: weights}                      # one head's at a time: they are the model's size / L
+        if self.trace is not None and key == (self.trace.model.name, self.session.selection.layer,
+                                              self.session.selection.head):
+            self.show_selection(self.session.selection)
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
@@ -117,6 +144,10 @@ def derivation_html(cell: derivation.CellDerivation, token_text) -> str:
                      f"{_vector(rotation.angles, 4)} rad, key {_vector(cell.k_rotation.angles, 4)} rad"
                      + (f", factor {rotation.factor:.4g}" if rotation.factor != 1.0 else ""))
     lines.append(f"q<sub>i</sub> {_vector(cell.q)}<br>k<sub>j</sub> {_vector(cell.k)}")
+    if cell.absorbed_query is not None:
+        lines.append(f"MLA absorbed: W<sup>UK</sup> q<sub>i</sub><sup>nope</sup> = {_vector(cell.absorbed_query)}; "
+                     "(W<sup>UK</sup> q)·c<sub>KV</sub> + q<sub>R</sub>·k<sub>R</sub> = ⟨q<sub>i</sub>, k<sub>j</sub>⟩ "
+                     f"expanded, |Δ| = {cell.deltas.get('absorbed = expanded', 0.0):.1e}")
     if cell.latent is not None:
         lines.append(f"MLA: k<sub>j</sub> = [c<sub>KV</sub> W<sup>UK</sup> ; k<sub>R</sub>], c<sub>KV</sub> "
                      f"{_vector(cell.latent)}, k<sub>R</sub> {_vector(cell.k_rope)}")
@@ -134,11 +165,19 @@ def derivation_html(cell: derivation.CellDerivation, token_text) -> str:
     lines.append(f"y<sub>i</sub> = Σ<sub>j</sub> A<sub>ij</sub> v<sub>j</sub> = {_vector(cell.output)}; "
                  "its largest terms:<table cellspacing=4><tr><th>j</th><th>token</th><th>A<sub>ij</sub></th>"
                  f"<th>‖A<sub>ij</sub> v<sub>j</sub>‖</th></tr>{terms}</table>"
-                 "y W<sup>O</sup>: each head's share of the logit is in the Why this token view.")
+                 + _written(cell))
     deltas = "".join(f"<tr><td>{html.escape(name)}</td><td>{value:.2e}</td></tr>" for name, value in cell.deltas.items())
     lines.append(f"recomputed against the record, max |Δ|:<table cellspacing=4>{deltas}</table>")
     lines.append(_dims_table(cell))
     return "<br><br>".join(lines)
+
+
+def _written(cell: derivation.CellDerivation) -> str:
+    if cell.head_write is None:
+        return "y W<sup>O</sup>: reading the head's W<sup>O</sup> from the model…"
+    return (f"y<sub>i</sub> W<sup>O</sup><sub>h</sub> = {_vector(cell.head_write)}, "
+            f"‖·‖ = {float(np.linalg.norm(cell.head_write)):.4g}: what the head adds to the residual stream "
+            "(its share of the logit is in Why this token)")
 
 
 def _dims_table(cell: derivation.CellDerivation) -> str:
