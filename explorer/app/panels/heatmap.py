@@ -17,10 +17,16 @@ from PySide6.QtGui import QColor, QPen, QTransform
 from PySide6.QtWidgets import QGraphicsRectItem
 
 HIGHLIGHT = QColor("#ff2d55")
+MAX_UPRIGHT_PX = 90          # the tallest a top or bottom axis of upright token labels grows
+SHORT_LABEL = 3              # characters a label may have and still be written across (numbers, "H5")
 
 
 class TokenAxis(pg.AxisItem):
-    """An axis whose ticks are labels at given positions, thinned so that they never overlap."""
+    """An axis whose ticks are labels at given positions, thinned so that they never overlap.
+
+    A top or bottom axis writes its labels upright (rotated 90°), as matrix plots do: a label then
+    takes one line height of the axis, as on the left axis, so the key axis labels as many tokens
+    as the query axis instead of the few whose full width fits side by side."""
 
     def __init__(self, orientation: str, **kwargs) -> None:
         super().__init__(orientation, **kwargs)
@@ -43,6 +49,8 @@ class TokenAxis(pg.AxisItem):
         self._longest = max((len(label) for label in labels), default=1)
         if self.orientation in ("left", "right") and self._labels:
             self.setWidth(min(130, 7 * self._longest + 16))
+        elif self.upright:
+            self._fit_upright()
         self.picture = None
         self.update()
 
@@ -68,10 +76,49 @@ class TokenAxis(pg.AxisItem):
     def tickStrings(self, values, scale, spacing):
         return [self._labels[self._lookup[float(v)]] if float(v) in self._lookup else "" for v in values]
 
+    @property
+    def upright(self) -> bool:
+        """Labels written upright: those of a top or bottom axis longer than a short number or "H12"."""
+        return self.orientation in ("top", "bottom") and getattr(self, "_longest", 0) > SHORT_LABEL
+
+    def _fit_upright(self) -> None:
+        """Make a top or bottom axis tall enough for its upright labels and its title (e.g. "key")."""
+        self.setStyle(autoExpandTextSpace=False)
+        self.setHeight(min(MAX_UPRIGHT_PX, int(6.5 * self._longest) + 12) + self._title_px())
+
+    def _title_px(self) -> int:
+        return 20 if self.label.isVisible() else 0
+
+    def showLabel(self, show: bool = True) -> None:
+        super().showLabel(show)
+        if self.upright:
+            self._fit_upright()
+
     def _needed_px(self) -> float:
-        if self.orientation in ("left", "right"):
-            return 13.0
-        return 6.5 * min(self._longest, 12) + 8.0
+        if self.orientation in ("left", "right") or self.upright:
+            return 13.0                  # one line height
+        return 6.5 * self._longest + 8.0
+
+    def drawPicture(self, p, axisSpec, tickSpecs, textSpecs) -> None:
+        """pyqtgraph's drawing, with a top or bottom axis's labels upright, reading bottom to top."""
+        if not self.upright:
+            super().drawPicture(p, axisSpec, tickSpecs, textSpecs)
+            return
+        super().drawPicture(p, axisSpec, tickSpecs, [])
+        if self.style["tickFont"] is not None:
+            p.setFont(self.style["tickFont"])
+        p.setPen(self.textPen())
+        bounds = self.boundingRect()
+        room = bounds.height() - 6 - self._title_px()
+        for rect, _flags, text in textSpecs:
+            p.save()
+            edge = bounds.bottom() - 4 if self.orientation == "top" else bounds.top() + 4
+            p.translate(rect.center().x(), edge)
+            p.rotate(-90)
+            box = QRectF(0, -7, room, 14) if self.orientation == "top" else QRectF(-room, -7, room, 14)
+            align = Qt.AlignmentFlag.AlignLeft if self.orientation == "top" else Qt.AlignmentFlag.AlignRight
+            p.drawText(box, int(align | Qt.AlignmentFlag.AlignVCenter), text)
+            p.restore()
 
 
 def nice_step(at_least: float) -> float:
