@@ -142,7 +142,8 @@ class QKVPanel(Panel):
         self.matrices = self._matrices(selection)
         if list(self.heatmaps) != list(self.matrices):
             self.view.clear()
-            self.heatmaps = {name: Heatmap(self.view.ci, row=0, col=i, colorbar=i == len(self.matrices) - 1,
+            # Each its own colour bar: V is often ten times smaller than Q and K, and on their scale looks blank.
+            self.heatmaps = {name: Heatmap(self.view.ci, row=0, col=i, colorbar=True,
                                            colormap="CET-D1", axes=("left", "bottom"))
                              for i, name in enumerate(self.matrices)}
             for name, heatmap in self.heatmaps.items():
@@ -150,12 +151,11 @@ class QKVPanel(Panel):
                 heatmap.on_click = lambda row, col, name=name: self._click(name, row)
                 heatmap.on_hover = lambda row, col, name=name: self._hover(name, row, col)
         self._link_rows()
-        levels = symmetric_levels(np.concatenate([m.ravel() for m in self.matrices.values()]))
         reframe, self._framed_kind = self.attention_view.kind != self._framed_kind, self.attention_view.kind
         for name, matrix in self.matrices.items():
             labels = [f"{i} {short_label(t)}" for i, t in enumerate(self.row_text[name][: len(matrix)])]
-            self.heatmaps[name].set_matrix(matrix, levels, labels, [str(i) for i in range(matrix.shape[1])],
-                                           keep_view=not reframe)
+            self.heatmaps[name].set_matrix(matrix, symmetric_levels(matrix), labels,
+                                           [str(i) for i in range(matrix.shape[1])], keep_view=not reframe)
         self._describe(self.attention_view.trace, selection)
 
     def _link_rows(self) -> None:
@@ -240,13 +240,12 @@ class QKVPanel(Panel):
         names = list(weights.matrices)
         if list(self.weight_maps) != names:
             self.weights_view.clear()
-            self.weight_maps = {name: Heatmap(self.weights_view.ci, row=0, col=i, colorbar=i == len(names) - 1,
+            self.weight_maps = {name: Heatmap(self.weights_view.ci, row=0, col=i, colorbar=True,
                                               colormap="CET-D1", axes=("left", "bottom"))
                                 for i, name in enumerate(names)}
-        levels = symmetric_levels(np.concatenate([m.ravel() for m in weights.matrices.values()]))
         for name, matrix in weights.matrices.items():
             heatmap = self.weight_maps[name]
-            heatmap.set_matrix(matrix, levels)
+            heatmap.set_matrix(matrix, symmetric_levels(matrix))
             heatmap.plot.setTitle(formula_html(f"{name} ∈ {dims(*matrix.shape)}"), size="10pt")
             heatmap.on_hover = lambda row, col, name=name: self._hover_weight(name, row, col)
         shared = ", ".join(str(h) for h in weights.shared_by)
