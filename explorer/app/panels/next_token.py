@@ -7,6 +7,7 @@ Clicking a candidate at the last position asks the session to force it
 from __future__ import annotations
 
 import numpy as np
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPalette
 from PySide6.QtWidgets import QPushButton, QTableWidget, QTableWidgetItem
 
@@ -25,6 +26,10 @@ class NextTokenPanel(Panel):
         self.position_label = WrappedText()
         self.body.addWidget(self.position_label)
         self.table = _table(["rank", "token", "id", "p", ""])
+        # A click branches; the chosen row is marked by its own colour, so Qt's selection would leave the
+        # clicked row lit beside the token chosen after it.
+        self.table.setSelectionMode(QTableWidget.SelectionMode.NoSelection)
+        self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.table.cellClicked.connect(self._clicked)
         self.body.addWidget(self.table, 2)
         self.lens_button = QPushButton("Logit lens for this position")
