@@ -183,3 +183,21 @@ def test_the_atlas_scores_sorts_filters_and_selects(qtbot, session, tiny, layout
     panel.table.cellClicked.emit(0, 0)
     assert (session.selection.layer, session.selection.head) == (layer, head)
     legible(panel)
+
+
+def test_the_block_walk_comes_from_the_model_thread(qtbot, session, tiny):
+    from explorer.core.block_walk import walk_block
+
+    loaded, trace = tiny
+    panel = shown(qtbot, DerivationPanel(session), SIZES["wide"])
+    panel.executor = thread_executor(loaded)
+    session.set_trace(trace)
+    session.select(layer=1, token=5)
+    with qtbot.waitSignal(panel.block_asker.call.finished, timeout=20000):
+        panel.what_box.setCurrentIndex(1)
+    expected = walk_block(loaded, trace.token_ids, 1, 5)
+    text = panel.text.toPlainText()
+    assert "Block 1 at position 5" in text and f"{expected.attn_norm.scale:.5g}" in text
+    assert f"{expected.neurons[0].index}" in text and "max |Δ|" in text
+    panel.what_box.setCurrentIndex(0)
+    assert "A[5, " in panel.text.toPlainText()

@@ -10,11 +10,12 @@ import html
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QSplitter, QTextBrowser
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QTextBrowser
 
 from explorer.app.panels.adaptive import orient
 from explorer.app.panels.asking import Asker
 from explorer.app.panels.base import Panel
+from explorer.app.panels.block_text import block_html
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.panels.residual import readable, selected_position
 from explorer.app.session import Selection
@@ -32,6 +33,14 @@ class DerivationPanel(Panel):
 
     def __init__(self, session, parent=None) -> None:
         super().__init__(session, parent)
+        controls = QHBoxLayout()
+        controls.addWidget(QLabel("derive"))
+        self.what_box = QComboBox()
+        self.what_box.addItems(["the cell A[i, j]", "the block at row i"])
+        self.what_box.currentIndexChanged.connect(lambda _: self.refresh())
+        controls.addWidget(self.what_box)
+        controls.addStretch(1)
+        self.body.addLayout(controls)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.view = pg.GraphicsLayoutWidget()
         self.map = Heatmap(self.view.ci, row=0, col=0, colorbar=False, axes=("left", "top"))
@@ -49,6 +58,9 @@ class DerivationPanel(Panel):
         self.executor = None                # None: the session's model thread (tests give their own)
         self.asker = Asker(self, self._on_weights, lambda message: None)   # without weights the walk stops at y_i
         self.weights: dict[tuple, tuple] = {}               # (model, layer, head) -> (W^O_h, W_h^UK or None)
+        self.block_asker = Asker(self, self._on_block, self.readout.setText)
+        self.walk = None                                    # the last block walk the model thread gave
+        self.walk_key = None
         self.cell: tuple[int, int] | None = None            # the cell derived
         self.clicked: tuple[int, int] | None = None         # the cell last clicked, kept while its row is
         self.derived: derivation.CellDerivation | None = None
@@ -77,7 +89,10 @@ class DerivationPanel(Panel):
         self.derived = derivation.derive_cell(trace, selection.layer, selection.head, row, column, upto,
                                               w_o=w_o, w_uk=w_uk)
         self._draw_products(self.derived)
-        self.text.setHtml(derivation_html(self.derived, trace.token_text))
+        if self.what_box.currentIndex() == 1:
+            self._ask_block(trace, selection.layer, row)
+        else:
+            self.text.setHtml(derivation_html(self.derived, trace.token_text))
         self.set_formula(f"A[{row}, {column}] of layer {selection.layer}, head {selection.head} = "
                          f"{self.derived.weight:.6g}, recomputed (max |Δ| {self.derived.max_delta:.1e})")
         self.readout.setText("click any cell of the map to derive it")
@@ -96,6 +111,26 @@ class DerivationPanel(Panel):
             return output_columns(loaded, layer, head), w_uk
         self.asker.ask(key, job)
         return None, None
+
+    def _ask_block(self, trace, layer: int, row: int) -> None:
+        """The block walk of `row` through `layer`, from the model thread (its FFN weights are there)."""
+        ids = tuple(int(i) for i in trace.token_ids[: row + 1])
+        key = (trace.model.name, ids, layer)
+        if self.walk is not None and self.walk_key == key:
+            self.text.setHtml(block_html(self.walk, trace.token_text))
+            return
+
+        def job(loaded, progress, cancel):
+            from explorer.core.block_walk import walk_block
+
+            return walk_block(loaded, ids, layer, row)
+        if self.block_asker.ask(key, job):
+            self.text.setPlainText(f"walking position {row} through block {layer}…")
+
+    def _on_block(self, key, walk) -> None:
+        self.walk, self.walk_key = walk, key
+        if self.what_box.currentIndex() == 1 and self.trace is not None:
+            self.text.setHtml(block_html(walk, self.trace.token_text))
 
     def _on_weights(self, key, weights) -> None:
         self.weights = {key: weights}                      # one head's at a time: they are the model's size / L
