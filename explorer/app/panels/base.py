@@ -34,6 +34,12 @@ def formula_html(formula: str) -> str:
     return _SCRIPT.sub(script, html.escape(formula, quote=False))
 
 
+def visible_text(text: str) -> str:
+    """A token's display text with anything unprintable named (a no-break space reads ⟨U+00A0⟩), never a
+    Python escape such as '\\xa0'."""
+    return "".join(c if c.isprintable() and c != "\u00a0" else f"⟨U+{ord(c):04X}⟩" for c in text)
+
+
 def dims(*sizes: int) -> str:
     """`ℝ^{7×64}` for the shape (7, 64)."""
     return "ℝ^{" + "×".join(str(int(s)) for s in sizes) + "}"

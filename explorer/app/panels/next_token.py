@@ -11,10 +11,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPalette
 from PySide6.QtWidgets import QPushButton, QTableWidget, QTableWidgetItem
 
-from explorer.app.panels.base import Panel, WrappedText
+from explorer.app.panels.base import Panel, WrappedText, visible_text
 from explorer.app.session import Selection
 
 BAR = 24   # characters of the widest probability bar
+LENS_BUTTON = "Logit lens for this position"
 
 
 class NextTokenPanel(Panel):
@@ -32,12 +33,13 @@ class NextTokenPanel(Panel):
         self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.table.cellClicked.connect(self._clicked)
         self.body.addWidget(self.table, 2)
-        self.lens_button = QPushButton("Logit lens for this position")
-        self.lens_button.clicked.connect(self._request_lens)
+        self.lens_button = QPushButton(LENS_BUTTON)
+        self.lens_button.clicked.connect(self._on_lens_button)
         self.body.addWidget(self.lens_button)
-        self.lens_table = _table(["layer", "top tokens (p)"])
-        self.lens_table.setVisible(False)
-        self.body.addWidget(self.lens_table, 1)
+        self.lens_table = _table(["layer", "top 1 (p)"])      # one row a layer, one column a rank; in place of
+        self.lens_table.setVisible(False)                     # the candidates while shown, so it has their room
+        self.lens_table.verticalHeader().setDefaultSectionSize(22)
+        self.body.addWidget(self.lens_table, 2)
         session.logit_lens_ready.connect(self.show_logit_lens)
         session.candidates_ready.connect(self.show_candidates)
         self._asked: dict[tuple[int, int], tuple] = {}     # (id(step), position) -> (step, ids, probs)
@@ -60,13 +62,13 @@ class NextTokenPanel(Panel):
         if selection.step is not None and selection.token is None:
             position = int(trace.steps[selection.step].positions[-1])
         if position != self.position:
-            self.lens_table.setVisible(False)
+            self._show_lens(False)
         self.position = position
         found = self._candidates(trace, position)
         if found is None:                                   # a prompt position: asked of the model
             self.candidates = np.zeros(0, dtype=np.int64)
             self.table.setRowCount(0)
-            self.position_label.set_plain(f"after position {position} {trace.token_text[position]!r}: "
+            self.position_label.set_plain(f"after position {position} ‘{visible_text(trace.token_text[position])}’: "
                                         "computing the candidates…")
             step = trace.steps[trace.step_of_position(position)]
             if self._pending.get((id(step), position)) is not step:     # ids of freed steps are reused
@@ -136,7 +138,7 @@ class NextTokenPanel(Panel):
         chosen_background = _chosen_colour(self.palette())
         for rank, (token_id, p) in enumerate(zip(ids, probs)):
             bar = "█" * max(1, int(round(BAR * float(p) / max(top, 1e-12))))
-            cells = [str(rank + 1), self.session.display_token(int(token_id)), str(int(token_id)),
+            cells = [str(rank + 1), visible_text(self.session.display_token(int(token_id))), str(int(token_id)),
                      f"{float(p):.4f}", bar]
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
@@ -149,11 +151,11 @@ class NextTokenPanel(Panel):
     def _describe(self, trace, position: int, chosen, forced: bool) -> None:
         is_last = position == trace.n_tokens - 1
         where = f"ranked #{self.chosen_rank}" if self.chosen_rank else "not in the top k"
-        name = self.session.display_token(chosen) if chosen is not None else "–"
+        name = visible_text(self.session.display_token(chosen)) if chosen is not None else "–"
         in_prompt = position + 1 < trace.steps[0].n_new and trace.steps[0].kind != "decode"
         how = "forced" if forced else ("the prompt continues with" if in_prompt else "chosen")
         self.position_label.set_plain(
-            f"after position {position} {trace.token_text[position]!r}: {how} {name!r} ({where})"
+            f"after position {position} ‘{visible_text(trace.token_text[position])}’: {how} ‘{name}’ ({where})"
             + ("   · click a candidate to branch on it" if is_last else "   · select the last token to branch"))
         k = len(self.candidates)
         self.set_formula(f"p = softmax(h_{{{position}}} W_U) ∈ ℝ^{{{trace.model.vocab_size}}}, top {k} shown")
@@ -167,6 +169,18 @@ class NextTokenPanel(Panel):
             self.readout.setText("Branching works from the last token: select it first.")
             return
         self.session.force_requested.emit(int(self.candidates[row]))
+
+    def _on_lens_button(self) -> None:
+        if self.lens_table.isVisibleTo(self):
+            self._show_lens(False)
+        else:
+            self._request_lens()
+
+    def _show_lens(self, shown: bool) -> None:
+        encoder = self.trace is not None and self.trace.model.is_encoder_only
+        self.lens_table.setVisible(shown)
+        self.table.setVisible(not shown and not encoder)
+        self.lens_button.setText("Back to the candidates" if shown else LENS_BUTTON)
 
     def _request_lens(self) -> None:
         if self.position is not None:
@@ -183,15 +197,22 @@ class NextTokenPanel(Panel):
         ids, probs = np.asarray(lens["ids"]), np.asarray(lens["probs"])
         if lens.get("position") is not None and lens["position"] != self.position:
             return
+        k = ids.shape[1] if ids.ndim == 2 else 0
+        self.lens_table.setColumnCount(1 + k)
+        self.lens_table.setHorizontalHeaderLabels(["layer"] + [f"top {rank + 1} (p)" for rank in range(k)])
         self.lens_table.setRowCount(len(ids))
+        shade = _chosen_colour(self.palette())
         for layer, (row_ids, row_probs) in enumerate(zip(ids, probs)):
-            text = "   ".join(f"{self.session.display_token(int(i))!r} {float(p):.3f}"
-                               for i, p in zip(row_ids, row_probs))
             self.lens_table.setItem(layer, 0, QTableWidgetItem(f"L{layer}"))
-            self.lens_table.setItem(layer, 1, QTableWidgetItem(text))
+            for rank, (token_id, p) in enumerate(zip(row_ids, row_probs)):
+                item = QTableWidgetItem(f"{visible_text(self.session.display_token(int(token_id)))}  {float(p):.3f}")
+                colour = QColor(shade)
+                colour.setAlpha(int(20 + 160 * float(p)))        # the likelier, the darker: where the answer forms
+                item.setBackground(QBrush(colour))
+                self.lens_table.setItem(layer, rank + 1, item)
         self.lens_table.resizeColumnsToContents()
-        self.lens_table.setVisible(True)
-        self.readout.setText(f"logit lens at position {self.position}: h_l W_U per layer")
+        self._show_lens(True)
+        self.readout.setText(f"logit lens at position {self.position}: softmax(norm(h_l) W_U) after each layer")
 
 
 def _chosen_colour(palette: QPalette) -> QColor:
