@@ -40,6 +40,7 @@ class Session(QObject):
     logit_lens_ready = Signal(object)     # {"position": p, "ids": (L, k), "probs": (L, k)} or (ids, probs)
     candidates_requested = Signal(int)    # a panel asks for the next-token candidates after this position
     candidates_ready = Signal(object)     # {"position": p, "ids": (k,), "probs": (k,), "token": id at p}
+    cell_requested = Signal(int, int)     # a click on A[row, col] of the selected head: Show the work derives it
     out_of_date_changed = Signal(object)  # why the trace no longer matches the prompt (one sentence), or None
     ablate_requested = Signal(int, int)   # Alt-click on a head of the grid: (layer, head) for the Experiments dock
 

@@ -201,3 +201,17 @@ def test_the_block_walk_comes_from_the_model_thread(qtbot, session, tiny):
     assert f"{expected.neurons[0].index}" in text and "max |Δ|" in text
     panel.what_box.setCurrentIndex(0)
     assert "A[5, " in panel.text.toPlainText()
+
+
+def test_a_click_in_the_attention_panel_is_derived(qtbot, session, tiny):
+    from explorer.app.panels.attention import AttentionPanel
+
+    _, trace = tiny
+    attention = shown(qtbot, AttentionPanel(session), (900, 600))
+    panel = shown(qtbot, DerivationPanel(session), SIZES["wide"])
+    session.set_trace(trace)
+    session.select(layer=1, head=2)
+    attention.large.on_click(7, 3)
+    assert session.selection.token == 7
+    assert panel.cell == (7, 3) and (panel.derived.layer, panel.derived.head) == (1, 2)
+    assert panel.derived.weight == pytest.approx(float(trace.attention_head(1, 2)[7, 3]), abs=1e-6)

@@ -54,7 +54,7 @@ class AttentionPanel(Panel):
         splitter.setSizes([600, 400])
         self.body.addWidget(splitter, 1)
         self.large.on_hover = self._hover_large
-        self.large.on_click = lambda row, col: self.view and self.view.kind != "encoder" and self.select(token=row)
+        self.large.on_click = self._click_large
         self.grid.on_hover = self._hover_grid
         self.grid.on_click = self._click_grid
         self.layer_box.valueChanged.connect(lambda v: self.select(layer=v))
@@ -165,6 +165,11 @@ class AttentionPanel(Panel):
         tile = self.mosaic.tile_at(row, col) if (row is not None and self.mosaic) else None
         if tile is not None:
             self.readout.setText(f"layer {tile[0]}, head {tile[1]} (click to open it large)")
+
+    def _click_large(self, row: int, col: int) -> None:
+        if self.view and self.view.kind != "encoder":
+            self.session.cell_requested.emit(row, col)
+            self.select(token=row)
 
     def _click_grid(self, row, col) -> None:
         tile = self.mosaic.tile_at(row, col) if self.mosaic else None

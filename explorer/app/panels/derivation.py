@@ -66,6 +66,7 @@ class DerivationPanel(Panel):
         self.derived: derivation.CellDerivation | None = None
         self._drawn = None
         self.set_formula("A_ij = exp(S_ij − max_j S_i) / Z_i,  S_ij = ⟨q_i, k_j⟩ · scale")
+        session.cell_requested.connect(self._on_cell_requested)
 
     def show_selection(self, selection: Selection) -> None:
         trace = self.trace
@@ -141,6 +142,14 @@ class DerivationPanel(Panel):
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         orient(self.splitter, event.size().width(), event.size().height(), (3, 3, 5))
+
+    def _on_cell_requested(self, row: int, column: int) -> None:
+        """A cell clicked in another attention map (the attention panel): derive that one."""
+        if self.session.selection.attention != "self":
+            return
+        self.clicked = (row, column)
+        if self.session.selection.token == row:
+            self.refresh()
 
     def _clicked(self, row: int, column: int) -> None:
         self.clicked = (row, column)
