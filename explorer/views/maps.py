@@ -33,6 +33,13 @@ def attention_matrix(trace, layer: int, head: int, step: int | None = None, valu
     return np.where(mask & np.isfinite(matrix), matrix, np.nan).astype(np.float32)
 
 
+def mean_attention_matrix(trace, layer: int, step: int | None = None, values: str = "weights",
+                          cross: bool = False) -> np.ndarray:
+    """The layer's heads averaged, Ā = (1/N_Q) Σ_h A_h (or the mean of S), masked cells NaN: (T_q, T_kv)."""
+    heads = [attention_matrix(trace, layer, head, step, values, cross) for head in range(trace.model.n_heads)]
+    return np.mean(np.stack(heads), axis=0).astype(np.float32)     # NaN stays NaN: the mask is every head's
+
+
 def axis_labels(trace, shape: tuple[int, int], cross: bool = False) -> tuple[list[str], list[str]]:
     """Tick labels of the query rows and key columns."""
     text = trace.token_text

@@ -12,7 +12,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QGuiApplication
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QSplitter
+from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSpinBox, QSplitter
 
 from explorer.app.panels.attention_kind import AttentionKindBox
 from explorer.app.panels.base import Panel, dims
@@ -20,7 +20,7 @@ from explorer.app.panels.heatmap import Heatmap
 from explorer.app.session import Selection
 from explorer.views import trace_views
 from explorer.views.grid import Mosaic, mosaic
-from explorer.views.maps import attention_matrix, axis_labels, grid_image, log_scaled
+from explorer.views.maps import attention_matrix, axis_labels, grid_image, log_scaled, mean_attention_matrix
 
 
 class AttentionPanel(Panel):
@@ -38,6 +38,9 @@ class AttentionPanel(Panel):
                               ("show", self.values_box), ("colour", self.scale_box)):
             controls.addWidget(QLabel(label))
             controls.addWidget(widget)
+        self.mean_box = QCheckBox("mean of heads")
+        self.mean_box.setToolTip("Ā = (1/N_Q) Σ_h A_h: the layer's heads averaged, in place of one head")
+        controls.addWidget(self.mean_box)
         self.kind_box = AttentionKindBox(self)
         controls.addWidget(self.kind_box)
         controls.addStretch(1)
@@ -61,6 +64,7 @@ class AttentionPanel(Panel):
         self.head_box.valueChanged.connect(lambda v: self.select(head=v))
         self.values_box.currentIndexChanged.connect(self._on_toggle)
         self.scale_box.currentIndexChanged.connect(self._on_toggle)
+        self.mean_box.toggled.connect(self._on_toggle)
         self.add_to_plot_menu(self.large.plot)
         self.add_to_plot_menu(self.grid.plot)
         self.matrix: np.ndarray | None = None
@@ -73,6 +77,10 @@ class AttentionPanel(Panel):
     @property
     def values(self) -> str:
         return "scores" if self.values_box.currentIndex() == 1 else "weights"
+
+    @property
+    def mean_heads(self) -> bool:
+        return self.mean_box.isChecked()
 
     @property
     def log_scale(self) -> bool:
@@ -112,7 +120,8 @@ class AttentionPanel(Panel):
         self.layer_box.setValue(layer)
         self.head_box.setValue(selection.head)
         self.scale_box.setEnabled(self.values == "weights")
-        large_key = (layer, selection.head, selection.step, view.kind, self.values, self.log_scale)
+        self.head_box.setEnabled(not self.mean_heads)
+        large_key = (layer, selection.head, selection.step, view.kind, self.values, self.log_scale, self.mean_heads)
         if large_key != self._drawn_large:
             self._draw_large(view, layer, selection.head)
             self._drawn_large = large_key
@@ -123,11 +132,17 @@ class AttentionPanel(Panel):
         token = selection.token if view.kind != "encoder" else None      # the selected token is a target token
         self.large.highlight(token, token if view.kind == "self" else None)
         r, c = self.mosaic.tile_shape
-        self.grid.outline(*self.mosaic.tile_origin(layer, selection.head), r, c)
+        top, left = self.mosaic.tile_origin(layer, 0 if self.mean_heads else selection.head)
+        if self.mean_heads:                              # the mean: the layer's whole row of heads
+            c = self.mosaic.tile_origin(layer, self.mosaic.n_heads - 1)[1] + c - left
+        self.grid.outline(top, left, r, c)
 
     def _draw_large(self, view: trace_views.View, layer: int, head: int) -> None:
         trace = view.trace
-        matrix = attention_matrix(trace, layer, head, view.step, self.values, view.cross)
+        if self.mean_heads:
+            matrix = mean_attention_matrix(trace, layer, view.step, self.values, view.cross)
+        else:
+            matrix = attention_matrix(trace, layer, head, view.step, self.values, view.cross)
         self.matrix = matrix
         shown, levels = (log_scaled(matrix) if self.log_scale else (matrix, None))
         if self.values == "weights" and not self.log_scale:
@@ -139,7 +154,8 @@ class AttentionPanel(Panel):
         if names != self._axis_names:                    # setLabels lays both axes out again, even unchanged
             self.large.plot.setLabels(**dict(zip(("left", "top"), names)))
             self._axis_names = names
-        self.set_formula(attention_formula(trace, view.kind, self.values, layer, head, matrix.shape))
+        formula = attention_formula(trace, view.kind, self.values, layer, head, matrix.shape)
+        self.set_formula(mean_formula(trace, self.values, layer, matrix.shape) if self.mean_heads else formula)
 
     def _draw_grid(self, view: trace_views.View) -> None:
         self.mosaic = mosaic(view.trace, upto_step=view.step, cross=view.cross, values=self.values)
@@ -178,6 +194,7 @@ class AttentionPanel(Panel):
         if QGuiApplication.keyboardModifiers() & Qt.KeyboardModifier.AltModifier:
             self.session.ablate_requested.emit(tile[0], tile[1])              # Alt-click: ablate (Experiments)
         else:
+            self.mean_box.setChecked(False)              # a head clicked is that head, not the mean
             self.select(layer=tile[0], head=tile[1])
 
     def _on_toggle(self, _index) -> None:
@@ -218,6 +235,12 @@ class AttentionPanel(Panel):
             action.triggered.connect(slot)
             actions.append(action)
         return actions
+
+
+def mean_formula(trace, values: str, layer: int, shape: tuple[int, int]) -> str:
+    """The header of the mean of a layer's heads."""
+    symbol = "S̄ = (1/N_Q) Σ_h S_h" if values == "scores" else "Ā = (1/N_Q) Σ_h A_h"
+    return f"{symbol} ∈ {dims(*shape)}   layer {layer}, the mean of its N_Q = {trace.model.n_heads} heads"
 
 
 def attention_formula(trace, kind: str, values: str, layer: int, head: int, shape: tuple[int, int]) -> str:
