@@ -115,3 +115,42 @@ def test_alt_click_on_a_head_of_the_attention_grid_asks_to_ablate_it(qtbot, monk
     monkeypatch.setattr(QGuiApplication, "keyboardModifiers", staticmethod(lambda: Qt.KeyboardModifier.NoModifier))
     panel._click_grid(row, col)
     assert asked == [(2, 1)] and (session.selection.layer, session.selection.head) == (2, 1)
+
+
+def test_the_patching_tab_runs_the_core_map_with_progress_and_can_be_cancelled(qtbot, panel, tiny):
+    from explorer.core import patching
+
+    loaded = tiny[0]
+    view = panel.patching
+    # the tiny model's tokenizer is None: the job needs one, so give the view a loaded model that has one
+    from tests.core.tiny_checkpoints import write_hf_folder
+
+    import tempfile
+    from pathlib import Path
+
+    from explorer.core.runtime import load_model
+
+    folder = Path(tempfile.mkdtemp())
+    write_hf_folder(folder)
+    with_tokens = load_model(str(folder))
+    panel.executor = thread_executor(with_tokens)
+    view.clean.setText("The cat sat on the")
+    view.corrupt.setText("The hat sat on the")
+    view.target.setText(" m")
+    view.against.setText("at")
+    seen = []
+    view.call.progress_changed.connect(lambda fraction, what: seen.append(what))
+    with qtbot.waitSignal(view.call.finished, timeout=30000):
+        assert view.run()
+    tokens = with_tokens.tokenizer
+    expected = patching.patch_map(with_tokens, tokens.encode("The cat sat on the").ids,
+                                  tokens.encode("The hat sat on the").ids, tokens.encode(" m").ids[0],
+                                  tokens.encode("at").ids[0], "head")
+    np.testing.assert_allclose(view.result.values, expected.values, atol=1e-6)
+    assert view.heatmap.shape == expected.values.shape and seen[-1] == "8 of 8 sites"
+    assert "clean" in view.caption.text() and view.run_button.isEnabled()
+    view.target.setText(" Paris")
+    with qtbot.waitSignal(view.call.failed, timeout=30000):
+        view.run()
+    assert "not one" in view.caption.text()
+    assert loaded is not None

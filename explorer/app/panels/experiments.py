@@ -4,7 +4,8 @@
     a swapped kernel is linear f(S) = S, relu max(0, S) or exp(S / tau); a hidden token's keys are masked
 
 The dock lists the experiments (explorer.core.intervention values), each with its own on/off box;
-Alt-click a head in the attention grid to add its ablation. Below, the next token after the trace's
+Alt-click a head in the attention grid to add its ablation (the Activation patching tab: patching_view.py).
+Below, the next token after the trace's
 last position before and after every experiment that is on: the top-k side by side, the KL
 divergence KL(before || after) and the change of the chosen token's logit. The comparison runs on
 the model thread (explorer.core.experiments.compare_next_token), never here.
@@ -16,12 +17,13 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QGridLayout, QHBoxLayout, QHeaderView, QLabel,
-                               QLineEdit, QListWidget, QListWidgetItem, QPushButton, QSpinBox, QSplitter, QTableWidget,
+                               QLineEdit, QListWidget, QListWidgetItem, QPushButton, QSpinBox, QSplitter, QTableWidget, QTabWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
 from explorer.app.panels.adaptive import orient
 from explorer.app.panels.asking import Asker
 from explorer.app.panels.base import Panel, WrappedText
+from explorer.app.panels.patching_view import PatchingView
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import (HeadAblation, HideToken, Intervention, Kernel, KernelChoice, combined,
                                         describe)
@@ -92,7 +94,11 @@ class ExperimentsPanel(Panel):
         column.addWidget(self.table, 1)
         self.splitter.addWidget(editing)
         self.splitter.addWidget(comparing)
-        self.body.addWidget(self.splitter, 1)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.splitter, "Interventions")
+        self.patching = PatchingView(self)
+        self.tabs.addTab(self.patching, "Activation patching")
+        self.body.addWidget(self.tabs, 1)
         self.asker = Asker(self, self._on_answer, self.readout.setText)
         self.result = None
         self.set_formula("A = Z⁻¹ f_κ(S),  O_h = A_h V_h  (ablate: O_h ← 0;  f_κ: exp, linear, relu)")
