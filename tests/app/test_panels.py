@@ -104,7 +104,7 @@ def test_hover_reports_exact_value_and_both_tokens(qtbot, session):
     qtbot.waitUntil(lambda: attention.readout.text().startswith("A[5, 2]"))
     text = attention.readout.text()
     assert f"{expected:.6g}" in text
-    assert repr(trace.token_text[5]) in text and repr(trace.token_text[2]) in text
+    assert f"‘{trace.token_text[5]}’" in text and f"‘{trace.token_text[2]}’" in text      # quoted, not Python's repr
 
 
 def test_clicking_a_grid_tile_opens_that_layer_and_head(qtbot, session):

@@ -15,7 +15,7 @@ from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSpinBox, QSplitter
 
 from explorer.app.panels.attention_kind import AttentionKindBox
-from explorer.app.panels.base import Panel, dims
+from explorer.app.panels.base import Panel, dims, visible_text
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.session import Selection
 from explorer.views import trace_views
@@ -175,7 +175,7 @@ class AttentionPanel(Panel):
         symbol = "S" if self.values == "scores" else "A"
         shown = "masked" if not np.isfinite(value) else f"{value:.6g}"
         self.readout.setText(f"{symbol}[{row}, {col}] = {shown}    "
-                             f"query {row} {rows[row]!r} → key {col} {cols[col]!r}")
+                             f"query {row} ‘{visible_text(rows[row])}’ → key {col} ‘{visible_text(cols[col])}’")
 
     def _hover_grid(self, row, col) -> None:
         tile = self.mosaic.tile_at(row, col) if (row is not None and self.mosaic) else None

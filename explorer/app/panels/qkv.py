@@ -19,7 +19,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSpinBox, QSplitter
 
 from explorer.app.panels.attention_kind import AttentionKindBox
-from explorer.app.panels.base import Panel, WrappedText, dims, formula_html
+from explorer.app.panels.base import Panel, WrappedText, dims, formula_html, visible_text
 from explorer.app.panels.embeddings import symmetric_levels
 from explorer.app.panels.heatmap import Heatmap, RowLink
 from explorer.app.panels.model_call import Executor, ModelCall
@@ -204,7 +204,7 @@ class QKVPanel(Panel):
         if row is None or name not in self.matrices:
             return
         text = self.row_text[name][row] if row < len(self.row_text.get(name, ())) else ""
-        self.readout.setText(f"{name}[{row}, {col}] = {self.matrices[name][row, col]:.6g}   token {text!r}")
+        self.readout.setText(f"{name}[{row}, {col}] = {self.matrices[name][row, col]:.6g}   token ‘{visible_text(text)}’")
 
     # ----- projection weights, on request ---------------------------------------------------
     def _on_weights_toggled(self, on: bool) -> None:

@@ -19,7 +19,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, QUrl
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableView, QTableWidgetItem, QTextBrowser, QToolTip
 
-from explorer.app.panels.base import Panel, WrappedText
+from explorer.app.panels.base import Panel, WrappedText, visible_text
 from explorer.app.session import Selection
 
 SPAN_COLOURS = ("#2d4f7c", "#5a3d6e", "#2f6a4f", "#7a4a2a", "#3f5f6f", "#6e3b4f")
@@ -318,7 +318,7 @@ class TokensPanel(Panel):
             QToolTip.hideText()
             return
         row = self.rows[position]
-        message = f"position {row.position}, id {row.token_id}: {row.text!r}\nbytes: {bytes_text(row.raw)}"
+        message = f"position {row.position}, id {row.token_id}: ‘{visible_text(row.text)}’\nbytes: {bytes_text(row.raw)}"
         self.readout.setText(message.replace("\n", "   "))
         QToolTip.showText(QCursor.pos(), message, self.text_view)
 
