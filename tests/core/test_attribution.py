@@ -27,10 +27,10 @@ def _linear_of(norm, x: torch.Tensor):
     """norm(x') = g * centre(x') + b with g frozen at x, written from transformers' norm classes."""
     name = type(norm).__name__
     x = x.double()
-    w = norm.weight.double()
+    w = norm.weight.detach().double()
     if name == "LayerNorm":
         sigma = torch.sqrt(((x - x.mean()) ** 2).mean() + norm.eps)
-        return (lambda c: w / sigma * (c - c.mean())), norm.bias.double()
+        return (lambda c: w / sigma * (c - c.mean())), norm.bias.detach().double()
     eps = getattr(norm, "eps", None) or norm.variance_epsilon
     rms = torch.sqrt((x * x).mean() + eps)
     gain = (1.0 + w) if "Gemma" in name else w
@@ -56,24 +56,24 @@ def _reference(hf_model, ids: torch.Tensor, position: int, token: int | None):
     logits = out.logits[0, position].double()
     token = int(logits.argmax()) if token is None else token
     final, final_bias = _linear_of(final_norm, seen["h_L"][position])
-    w_u = hf_model.get_output_embeddings().weight[token].double()
+    w_u = hf_model.get_output_embeddings().weight[token].detach().double()
     read = lambda c: float(w_u @ final(c.double()))                             # noqa: E731
 
-    heads, mlp, rest = [], [], float(w_u @ final_bias.detach())
+    heads, mlp, rest = [], [], float(w_u @ final_bias)
     for i, block in enumerate(blocks):
         attn = getattr(block, "self_attn", None) or block.attn
         o_proj = getattr(attn, "o_proj", None) or attn.c_proj
         o_in = seen["o_in"][i][position].double()                              # concat_h O_h: (H * d_v,)
         n_heads = hf_model.config.num_attention_heads
         d_v = o_in.shape[0] // n_heads
-        weight = o_proj.weight.double()
+        weight = o_proj.weight.detach().double()
         weight = weight.T if type(o_proj).__name__ == "Conv1D" else weight    # (d, H * d_v)
         post = getattr(block, "post_attention_layernorm", None) if hasattr(block, "pre_feedforward_layernorm") else None
         through = (lambda c: c) if post is None else _linear_of(post, seen["o_out"][i][position])[0]
         per_head = [weight[:, h * d_v:(h + 1) * d_v] @ o_in[h * d_v:(h + 1) * d_v] for h in range(n_heads)]
         heads.append([read(through(c)) for c in per_head])
         if getattr(o_proj, "bias", None) is not None:
-            rest += read(through(o_proj.bias.double()))
+            rest += read(through(o_proj.bias.detach().double()))
         mlp.append(read(seen["ffn"][i][position]))
     embed = read(out.hidden_states[0][0, position])
     return dict(token=token, logit=float(out.logits[0, position, token]), embed=embed, heads=np.array(heads),
