@@ -5,9 +5,9 @@ left column that runs down to the status bar; attention large on the right, over
 per-matrix panels tabbed along the bottom. The window takes the screen's available
 geometry (less its frame), and the docks share it by what they need: the left column
 a quarter of the width, the bottom tabs enough height for their plots, attention the rest.
-Where the screen is too short for two rows of plots (1366×768), attention becomes the
-front tab of the bottom group, which then has the whole height: one plot panel legible
-at a time rather than two strips of ticks. View ▸ Reset Layout
+Where the screen is too short for two rows of plots (1366×768), the bottom tabs go
+behind attention, which stays the front tab and has the whole height: one plot panel
+legible at a time rather than two strips of ticks. View ▸ Reset Layout
 puts everything back the same way. Panels this table does not name join the bottom
 tabs, behind the others, built when first shown (four docks stacked beside attention
 left none of them room).
@@ -29,16 +29,17 @@ PROMPT_LINES = 3
 LEFT_SHARE, LEFT_PX = 0.25, (330, 520)          # the left column: a share of the width, within these
 BOTTOM_SHARE, BOTTOM_MIN_PX = 0.5, 330          # the bottom tabs: a share of the height below the prompt
 SEPARATOR_PX = 6                                # between two dock areas
-FRONT = "attention"                             # the front tab where attention joins the bottom group
+FRONT = "attention"                             # the front tab where the bottom tabs join it
 TOKENS_TO_CANDIDATES = (2, 3)                   # the left column's split between tokens and next token
 TITLE_BAR_PX = 32                               # a window manager's title bar, before the window is shown
 
 
 def area_of(name: str, stacked: bool = True) -> str:
-    """The default area of a panel; `stacked` False: attention goes into the bottom tabs."""
-    if name == FRONT and not stacked:
-        return TABBED_AREAS[0]
-    return DEFAULT_AREAS.get(name, TABBED_AREAS[0])
+    """The default area of a panel. `stacked` False (a short screen): the bottom tabs join attention's
+    area on the right, behind it, beside the left column (in the bottom area beside that column, Qt
+    widened the column a little at every relayout)."""
+    area = DEFAULT_AREAS.get(name, TABBED_AREAS[0])
+    return "right" if not stacked and area in TABBED_AREAS else area
 
 
 def prompt_px(window: QMainWindow) -> int:
@@ -114,11 +115,11 @@ def arrange(window: QMainWindow, docks: dict[str, QDockWidget], available: QRect
         dock.setFloating(False)
         dock.show()
         by_area.setdefault(area_of(name, stacked), []).append(dock)
-    for area in TABBED_AREAS:
+    for area in TABBED_AREAS + ("right",):
         group = by_area.get(area, [])
         for dock in group[1:]:
             window.tabifyDockWidget(group[0], dock)
-        if group:
+        if len(group) > 1:
             group[0].raise_()
     window.dock_groups = by_area               # size_docks again once shown (see MainWindow.showEvent)
     size_docks(window, by_area)
@@ -132,8 +133,9 @@ def size_docks(window: QMainWindow, by_area: dict[str, list[QDockWidget]]) -> No
     given both of its sides: without a central widget, Qt hands a lone size's remainder back to it."""
     top, left, right, bottom = ([*by_area.get(area, [])][:1] for area in ("top", "left", "right", "bottom"))
     below_prompt = below_prompt_px(window)
-    bottom_px = int(max(BOTTOM_SHARE * below_prompt, BOTTOM_MIN_PX)) if right else below_prompt
-    rows = [(top, prompt_px(window)), (right, below_prompt - bottom_px), (bottom, bottom_px)]
+    bottom_px = int(max(BOTTOM_SHARE * below_prompt, BOTTOM_MIN_PX)) if right and bottom else below_prompt
+    rows = [(top, prompt_px(window)), (right, below_prompt - bottom_px if bottom else below_prompt),
+            (bottom, bottom_px)]
     rows = [(docks[0], size) for docks, size in rows if docks]
     window.resizeDocks([d for d, _ in rows], [s for _, s in rows], Qt.Orientation.Vertical)
     left_px = int(min(max(LEFT_SHARE * window.width(), LEFT_PX[0]), LEFT_PX[1]))

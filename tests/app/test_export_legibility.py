@@ -35,7 +35,6 @@ def assert_legible(path: Path, rects, size=SIZE) -> None:
     plots = [rect for what, rect in rects if what == "plot"]
     measured = [(what, *glyph_contrast(image, rect, plots)) for what, rect in rects if what != "plot"]
     with_text = [(what, ratio) for what, ratio, n in measured if n]
-    print(path.name, measured)
     assert len(with_text) >= MIN_TEXTS, f"{path.name}: text found only in {measured}"
     poor = [(what, round(ratio, 2)) for what, ratio in with_text if ratio < WCAG_AA]
     assert not poor, f"{path.name}: labels below {WCAG_AA}:1 contrast: {poor}"

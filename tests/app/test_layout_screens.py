@@ -99,8 +99,8 @@ def test_view_reset_layout_puts_every_dock_back(qtbot, tmp_path):
         reset = next(a for a in window.menus.view.actions() if a.text().replace("&", "") == "Reset Layout")
         reset.trigger()                   # the menu passes its checked flag; it must not be taken for docks
         qtbot.wait(50)
-        # attention over the bottom tabs, or (a short screen) their front tab
-        stacked = window.dockWidgetArea(window.docks["attention"]) == dock_layout.AREAS["right"]
+        # attention over the bottom tabs, or (a short screen) with them behind it
+        stacked = window.dockWidgetArea(window.docks["embeddings"]) == dock_layout.AREAS["bottom"]
         for name, dock in window.docks.items():
             assert not dock.isFloating() and dock.isVisibleTo(window), name
             expected = dock_layout.AREAS[dock_layout.area_of(name, stacked)]

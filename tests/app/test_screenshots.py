@@ -24,13 +24,15 @@ def test_the_driver_writes_the_window_and_every_panel(qtbot, tiny, tmp_path):  #
     assert screenshots.take_screenshots(tmp_path, str(tiny), "To be, or not") == 0
     panels = [name for name, _, _ in ALL_PANELS]
     tabs = ["embeddings", "qkv", "mask", "kv_cache", "kv_lab"]          # the bottom area's tabs
-    names = sorted(path.name for path in tmp_path.glob("*.png"))
-    assert names == sorted(["window.png"] + [f"panel_{name}.png" for name in panels]
-                           + [f"tab_{name}.png" for name in tabs])
+    names = {path.name for path in tmp_path.glob("*.png")}               # panels added later have theirs too
+    assert {"window.png"} | {f"panel_{name}.png" for name in panels} | {f"tab_{name}.png" for name in tabs} <= names
     available = QGuiApplication.primaryScreen().availableGeometry()
-    for name in ["window"] + [f"tab_{tab}" for tab in tabs]:
-        window = QImage(str(tmp_path / f"{name}.png"))
-        assert (window.width(), window.height()) == (available.width(), available.height()), name
+    window = QImage(str(tmp_path / "window.png"))
+    assert window.width() >= available.width() and window.height() >= available.height() - 10, "it fills the screen"
+    for name in sorted(name for name in names if name.startswith("tab_")):
+        tab = QImage(str(tmp_path / name))
+        assert (tab.width(), tab.height()) == (window.width(), window.height()), name
+        assert distinct_colours(tmp_path / name) > 20, name
     for name in panels:
         image = QImage(str(tmp_path / f"panel_{name}.png"))
         assert (image.width(), image.height()) == screenshots.PANEL_SIZES.get(name, screenshots.PANEL_SIZE), name

@@ -28,6 +28,7 @@ from explorer.views import trace_views
 KIB = 1024.0
 MIN_PLOT_PX = 120            # the least a plot's view may have, wide and high, to be read
 MIN_VIEW_PX = MIN_PLOT_PX + 56   # and its figure, with the title and the tick labels
+OFF_SCALE = 20               # allocated / in use beyond which the allocation is written, not drawn
 CROSS_COLOUR = "#b07cd8"
 
 
@@ -47,7 +48,9 @@ class KVCachePanel(Panel):
         self.plots = pg.GraphicsLayoutWidget()
         self.plots.setMinimumSize(2 * MIN_PLOT_PX, MIN_VIEW_PX)
         self.layer_plot = self.plots.addPlot(row=0, col=0, title="KiB per layer: in use / allocated")
-        self.total_plot = self.plots.addPlot(row=0, col=1, title="KiB in use against tokens")
+        self.total_plot = self.plots.addPlot(row=0, col=1, title="KiB in use, all layers")
+        for col in (0, 1):
+            self.plots.ci.layout.setColumnStretchFactor(col, 1)
         self.layer_plot.setLabels(bottom="layer")
         self.total_plot.setLabels(bottom="tokens")
         self.step_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#ff2d55", width=2))
@@ -162,8 +165,14 @@ class KVCachePanel(Panel):
         layers = np.arange(len(in_use)) - (0.2 if cross else 0.0)
         width = 0.4 if cross else 0.7
         self.layer_plot.clear()
-        self.layer_plot.addItem(pg.BarGraphItem(x=layers, height=allocated / KIB, width=width,
-                                                pen=pg.mkPen("#9aa0a6"), brush=None))
+        # A preallocated cache dwarfs the tokens in it: past OFF_SCALE times, the allocation is named in
+        # the title instead of drawn, so the bars in use stay readable.
+        off_scale = allocated.max(initial=0) > OFF_SCALE * max(1, in_use.max(initial=0))
+        self.layer_plot.setTitle("KiB per layer in use" + (f" (allocated: {human(int(allocated.max()))} each)"
+                                                           if off_scale else " / allocated"))
+        if not off_scale:
+            self.layer_plot.addItem(pg.BarGraphItem(x=layers, height=allocated / KIB, width=width,
+                                                    pen=pg.mkPen("#9aa0a6"), brush=None))
         brushes = ["#ffb000" if i == layer else "#3b7dd8" for i in range(len(in_use))]
         self.layer_plot.addItem(pg.BarGraphItem(x=layers, height=in_use / KIB, width=width, brushes=brushes))
         tokens = np.cumsum([s.n_new for s in trace.steps])
