@@ -70,6 +70,7 @@ class DecodingController(QObject):
         session.logit_lens_requested.connect(worker.logit_lens)
         session.candidates_requested.connect(worker.candidates)
         session.model_job_requested.connect(worker.run_job)
+        session.intervention_requested.connect(worker.set_intervention)
 
     # ----- model --------------------------------------------------------------------
     def load(self, reference: str, device: str = "cpu", dtype: str = "float32",

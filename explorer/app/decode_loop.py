@@ -14,7 +14,7 @@ from PySide6.QtCore import QObject, Signal
 
 from explorer.app.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory
 from explorer.app.requests import (Back, Cancelled, Candidates, Force, Load, LogitLens, ModelJob, Prefill, Replay,
-                                   RequestQueue, SetRecording, SetSampling, Step, Sync)
+                                   RequestQueue, SetIntervention, SetRecording, SetSampling, Step, Sync)
 from explorer.core.errors import ExplorerError
 from explorer.views import trace_views
 
@@ -55,9 +55,10 @@ class DecodeLoop:
         self._seq = -1                      # the seq of the request running
         self._sampling = SamplingSettings()
         self._record_dtype = "float32"
+        self._intervention = None           # the Experiments dock's, applied to every decoder made here
         self._handlers = {Load: self._load, Prefill: self._prefill, Step: self._step, Back: self._back,
                           Force: self._force, Replay: self._replay, SetSampling: self._set_sampling,
-                          SetRecording: self._set_recording,
+                          SetRecording: self._set_recording, SetIntervention: self._set_intervention,
                           LogitLens: self._logit_lens, Candidates: self._candidates, ModelJob: self._model_job,
                           Sync: lambda request: None}
 
@@ -125,6 +126,7 @@ class DecodeLoop:
                                        progress=progress)
         self._queue.check(request)
         decoder = self._core.make_decoder(loaded, self._sampling, self._record_dtype)
+        self._apply_intervention(decoder, loaded)
         self._state = _State(loaded=loaded, decoder=decoder, load_request=request)
         self._emit.model_loaded.emit(LoadedSummary.of(loaded, request))
 
@@ -214,13 +216,37 @@ class DecodeLoop:
         if old is None:
             return
         decoder = self._core.make_decoder(self._state.loaded, self._sampling, self._record_dtype)
+        self._apply_intervention(decoder, self._state.loaded)
         self._state = _State(loaded=self._state.loaded, decoder=decoder, load_request=self._state.load_request)
-        steps = old.trace.steps
+        self._redo(decoder, old.trace, request)
+
+    def _redo(self, decoder, trace, request) -> None:
+        """Run `trace`'s prompt, forced tokens and steps again on `decoder`."""
+        steps = trace.steps
         if not steps:
             return
-        encoded = old.trace.encoder if old.trace.model.is_encoder_decoder else None   # a translation's source
+        encoded = trace.encoder if trace.model.is_encoder_decoder else None             # a translation's source
         forced = {index: step.chosen_id for index, step in enumerate(steps) if step.forced}
         self._run_again(decoder, (encoded or steps[0]).token_ids, forced, len(steps), request)
+
+    def _set_intervention(self, request: SetIntervention) -> None:
+        """The current run again under the intervention (a branch); the steps after it decode under it too."""
+        self._intervention = request.intervention
+        decoder = self._state.decoder
+        if decoder is not None:
+            self._apply_intervention(decoder, self._state.loaded)
+            self._redo(decoder, decoder.trace, request)
+
+    def _apply_intervention(self, decoder, loaded) -> None:
+        intervention = self._intervention
+        if intervention is not None:
+            try:
+                intervention.check(loaded.config.n_layers, loaded.config.n_heads)
+            except ExplorerError as error:
+                self._emit.notice.emit(f"The experiments do not fit this model ({error}); it runs without them.")
+                intervention = None
+        if hasattr(decoder, "set_intervention"):          # every core decoder (test doubles may lack it)
+            decoder.set_intervention(intervention)
 
     def _set_sampling(self, request: SetSampling) -> None:
         self._sampling = request.sampling

@@ -92,6 +92,15 @@ class SetSampling:
 
 
 @dataclass(frozen=True)
+class SetIntervention:
+    """Run under `intervention` (explorer.core.intervention.Intervention, None: none): the current run is
+    redone under it, a branch, and decoding continues under it."""
+
+    intervention: object
+    seq: int = -1
+
+
+@dataclass(frozen=True)
 class Sync:
     """Nothing to do: queued by a cancel that leaves no request to finish, so the GUI still learns it is idle."""
 
@@ -109,6 +118,7 @@ class ModelJob:
 
 
 _DECODING = (Prefill, Step, Back, Force, Replay, LogitLens, Candidates)
+_SETTINGS = (SetSampling, SetRecording, SetIntervention)       # kept by a cancel and by a new model
 
 
 def _start_length(request, otherwise: int | None) -> int | None:
@@ -147,7 +157,7 @@ class RequestQueue:
     def cancel(self) -> None:
         """Drop every queued load and decoding request and cancel the running one."""
         with self._lock:
-            self._pending = [r for r in self._pending if isinstance(r, (SetSampling, SetRecording))]   # settings stay
+            self._pending = [r for r in self._pending if isinstance(r, _SETTINGS)]   # settings stay
             if self._running is not None:
                 self._cancelled.add(self._running.seq)
             self._sync_if_nothing_left()
@@ -236,7 +246,7 @@ class RequestQueue:
     def _coalesce(self, request) -> None:
         last = self._pending[-1] if self._pending else None
         if isinstance(request, Load):
-            self._pending = [r for r in self._pending if isinstance(r, (SetSampling, SetRecording))]   # settings stay
+            self._pending = [r for r in self._pending if isinstance(r, _SETTINGS)]   # settings stay
             self._cancel_running(lambda running: True)
         elif isinstance(request, (Prefill, Replay)):
             self._pending = [r for r in self._pending if not isinstance(r, _DECODING)]
@@ -254,6 +264,9 @@ class RequestQueue:
             return
         elif isinstance(request, Back) and isinstance(last, Back):
             self._pending[-1] = replace(last, count=last.count + request.count, seq=request.seq)
+            return
+        elif isinstance(request, SetIntervention) and isinstance(last, SetIntervention):
+            self._pending[-1] = request
             return
         elif isinstance(request, SetSampling) and isinstance(last, SetSampling):
             self._pending[-1] = request

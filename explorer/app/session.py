@@ -43,6 +43,7 @@ class Session(QObject):
     cell_requested = Signal(int, int)     # a click on A[row, col] of the selected head: Show the work derives it
     out_of_date_changed = Signal(object)  # why the trace no longer matches the prompt (one sentence), or None
     ablate_requested = Signal(int, int)   # Alt-click on a head of the grid: (layer, head) for the Experiments dock
+    intervention_requested = Signal(object)  # the Experiments dock's active Intervention (or None), for the model
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)

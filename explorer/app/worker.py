@@ -23,7 +23,7 @@ from explorer.app import preload
 from explorer.app.core_api import CoreApi, LoadedSummary, SamplingSettings
 from explorer.app.decode_loop import DecodeLoop, Emitter
 from explorer.app.requests import (Back, Candidates, Force, Load, LogitLens, ModelJob, Prefill, Replay,
-                                   RequestQueue, SetRecording, SetSampling, Step)
+                                   RequestQueue, SetIntervention, SetRecording, SetSampling, Step)
 
 __all__ = ["ModelWorker", "SamplingSettings", "LoadedSummary"]
 
@@ -94,6 +94,10 @@ class ModelWorker(QObject):
 
     def set_recording(self, dtype: str) -> None:
         self._push(SetRecording(dtype=dtype))
+
+    def set_intervention(self, intervention) -> None:
+        """Redo the current run under `intervention` (None: none) and decode under it from then on."""
+        self._push(SetIntervention(intervention=intervention))
 
     def logit_lens(self, position: int, k: int = 5) -> None:
         self._push(LogitLens(position=int(position), k=int(k)))

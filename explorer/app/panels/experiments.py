@@ -4,6 +4,7 @@
     a swapped kernel is linear f(S) = S, relu max(0, S) or exp(S / tau); a hidden token's keys are masked
 
 The dock lists the experiments (explorer.core.intervention values), each with its own on/off box;
+the model thread redoes the trace under those that are on and decodes on under them (a branch);
 Alt-click a head in the attention grid to add its ablation (the Activation patching tab: patching_view.py).
 Below, the next token after the trace's
 last position before and after every experiment that is on: the top-k side by side, the KL
@@ -70,6 +71,7 @@ class ExperimentsPanel(Panel):
         super().__init__(session, parent)
         self.executor = None                 # None: the session's model thread (tests give their own)
         self.experiments: list[Experiment] = []
+        self._applied = json.dumps(Intervention().to_json(), sort_keys=True)   # what the model runs under
         self.list = QListWidget()
         self.list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.list.itemChanged.connect(self._on_item_changed)
@@ -102,9 +104,8 @@ class ExperimentsPanel(Panel):
         self.asker = Asker(self, self._on_answer, self.readout.setText)
         self.result = None
         self.set_formula("A = Z⁻¹ f_κ(S),  O_h = A_h V_h  (ablate: O_h ← 0;  f_κ: exp, linear, relu)")
-        if hasattr(session, "ablate_requested"):
-            session.ablate_requested.connect(lambda layer, head: self.add(Intervention(
-                ablations=(HeadAblation(int(layer), int(head)),))))
+        session.ablate_requested.connect(lambda layer, head: self.add(Intervention(
+            ablations=(HeadAblation(int(layer), int(head)),))))
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
@@ -191,7 +192,7 @@ class ExperimentsPanel(Panel):
                 item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
                 item.setCheckState(Qt.CheckState.Checked if experiment.on else Qt.CheckState.Unchecked)
                 self.list.addItem(item)
-        self._ask()
+        self._changed()
 
     def _on_item_changed(self, item: QListWidgetItem) -> None:
         if self._updating:
@@ -199,6 +200,15 @@ class ExperimentsPanel(Panel):
         row = self.list.row(item)
         on = item.checkState() == Qt.CheckState.Checked
         self.experiments[row] = Experiment(self.experiments[row].intervention, on)
+        self._changed()
+
+    def _changed(self) -> None:
+        """The model runs under the experiments that are on (the trace is redone, a branch); then compare."""
+        intervention = active(self.experiments)
+        key = json.dumps(intervention.to_json(), sort_keys=True)
+        if key != self._applied:
+            self._applied = key
+            self.session.intervention_requested.emit(None if intervention.is_empty else intervention)
         self._ask()
 
     def to_json(self) -> list[dict]:
