@@ -170,10 +170,14 @@ def export_frames(trace: Trace, path: Path, layer: int | str, head: int | str, *
     return written
 
 
-def save_widget(widget, path: Path) -> Path:
-    """A panel as it looks on screen: PNG from `grab()`, SVG through QSvgGenerator."""
+def save_widget(widget, path: Path, theme: str = "light") -> Path:
+    """A panel as it looks on screen, in the figure `theme`'s colours (explorer.app.theme.printed):
+    PNG from `grab()`, SVG through QSvgGenerator."""
+    from explorer.app.theme import printed
+
     if _suffix(path, IMAGE_SUFFIXES) == ".png":
-        pixmap = widget.grab()
+        with printed(widget, theme):
+            pixmap = widget.grab()
 
         def write(temporary):
             if not pixmap.save(temporary, "PNG"):
@@ -187,7 +191,8 @@ def save_widget(widget, path: Path) -> Path:
             generator.setSize(widget.size())
             generator.setViewBox(widget.rect())
             generator.setTitle(getattr(widget, "title", "panel"))
-            widget.render(generator)
+            with printed(widget, theme):
+                widget.render(generator)
     return atomic_write(path, write)
 
 
@@ -273,4 +278,5 @@ def ask_and_save_widget(widget, name: str) -> None:
     path = ask_path(widget, f"Export {getattr(widget, 'title', name)}", f"{name}.png",
                     "PNG image (*.png);;SVG image (*.svg)")
     if path is not None:
-        run_reporting(widget, lambda: save_widget(widget, path))
+        theme = figure_theme(widget)
+        run_reporting(widget, lambda: save_widget(widget, path, theme))

@@ -38,17 +38,22 @@ def resolve(app: QApplication, choice: str) -> str:
     return system_theme(app) if choice == "system" else ("dark" if choice == "dark" else "light")
 
 
-def apply_theme(app: QApplication, choice: str, root: QWidget | None = None) -> str:
-    """Set the palette for `choice` ('system', 'light' or 'dark'); return the theme applied."""
-    theme = resolve(app, choice)
-    app.setStyle("Fusion")
+def palette_of(app: QApplication, theme: str) -> QPalette:
+    """The Fusion style's own (light) palette, or the dark one."""
     palette = app.style().standardPalette()
     if theme == "dark":
         for role, colour in _DARK.items():
             palette.setColor(role, QColor(colour))
         for role in (QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText, QPalette.ColorRole.WindowText):
             palette.setColor(QPalette.ColorGroup.Disabled, role, QColor("#7a7a7f"))
-    app.setPalette(palette)
+    return palette
+
+
+def apply_theme(app: QApplication, choice: str, root: QWidget | None = None) -> str:
+    """Set the palette for `choice` ('system', 'light' or 'dark'); return the theme applied."""
+    theme = resolve(app, choice)
+    app.setStyle("Fusion")
+    app.setPalette(palette_of(app, theme))
     background, foreground = PLOT_COLOURS[theme]
     pg.setConfigOptions(background=background, foreground=foreground)
     if root is not None:
@@ -83,3 +88,41 @@ def paint_figure(view: pg.GraphicsView, theme: str = "light") -> None:
         if isinstance(item, pg.AxisItem):
             item.setPen(pg.mkPen(foreground))
             item.setTextPen(pg.mkPen(foreground))
+
+
+@contextmanager
+def printed(widget: QWidget, theme: str = "light") -> Iterator[None]:
+    """The widget in a figure theme's colours while it is drawn into a file, then as it was: a panel
+    saved from the dark app theme is as print-ready as every other export."""
+    background, foreground = FIGURE_COLOURS.get(theme, FIGURE_COLOURS["light"])
+    had_palette, palette = widget.testAttribute(Qt.WidgetAttribute.WA_SetPalette), QPalette(widget.palette())
+    widget.setPalette(palette_of(QApplication.instance(), "dark" if theme == "dark" else "light"))
+    views = [(view, view.backgroundBrush()) for view in widget.findChildren(pg.GraphicsView)]
+    items = [item for view, _ in views for item in view.items()]
+    axes = [(axis, axis._pen, axis._textPen, dict(axis.labelStyle)) for axis in items if isinstance(axis, pg.AxisItem)]
+    labels = [(label, label.opts.get("color")) for label in items if isinstance(label, pg.LabelItem)]
+    frames = [(box, box.border) for box in items if isinstance(box, pg.ViewBox) and box.border is not None]
+    for view, _ in views:
+        view.setBackground(background)
+    for axis, *_ in axes:
+        axis.setPen(pg.mkPen(foreground))
+        axis.setTextPen(pg.mkPen(foreground))
+    for label, _ in labels:
+        label.setText(label.text, color=foreground)
+    for box, _ in frames:
+        box.setBorder(pg.mkPen(foreground, width=1))
+    try:
+        yield
+    finally:
+        for view, brush in views:
+            view.setBackgroundBrush(brush)
+        for axis, pen, text_pen, style in axes:
+            axis._pen, axis._textPen, axis.labelStyle, axis.picture = pen, text_pen, style, None
+            axis._updateLabel()
+        for label, colour in labels:
+            label.opts["color"] = colour
+            label.setText(label.text)
+        for box, border in frames:
+            box.setBorder(border)
+        widget.setPalette(palette if had_palette else QPalette())
+        widget.setAttribute(Qt.WidgetAttribute.WA_SetPalette, had_palette)

@@ -138,6 +138,9 @@ def test_a_panel_saved_as_it_looks_is_legible(window, restore_palette, qtbot, mo
             offset = view.mapTo(panel, QPoint(0, 0))
             rects += [(what, [x + offset.x(), y + offset.y(), w, h]) for what, (x, y, w, h) in label_rects(view)]
     assert_legible(path, rects, size=(panel.width(), panel.height()))
+    assert paper_luminance(rendered(path, (panel.width(), panel.height()))) > 0.85, "light, as every export"
+    lightness = panel.grab().toImage().pixelColor(2, 2).lightness()
+    assert lightness > 200 if theme == "light" else lightness < 100, "on screen the panel keeps the app's theme"
 
 
 def test_dark_figures_are_an_option(window, restore_palette, recorded, monkeypatch, tmp_path):

@@ -23,7 +23,7 @@ from explorer.views import trace_views
 from explorer.views.maps import short_label
 
 MASKED, ALLOWED, NEW_ROW = 0, 1, 2
-MIN_VIEW_PX = 190
+MIN_VIEW_PX = 250           # a 120 px view of the rows under upright key labels
 COLOURS = pg.ColorMap(pos=[0.0, 0.5, 1.0], color=["#23232b", "#3b7dd8", "#ffb000"])
 
 RULES = {
