@@ -21,11 +21,12 @@ from explorer.app.freshness import out_of_date, started_from
 from explorer.app.run_progress import RunProgress
 from explorer.app.session import Session
 from explorer.app.session_file import SessionState
-from explorer.app.trace_budget import DEFAULT_BUDGET, TraceCost, TraceMeter, human_bytes
+from explorer.app.trace_budget import DEFAULT_BUDGET, TraceCost, human_bytes
+from explorer.app.trace_room import BUDGET_MENU, TraceRoom
 from explorer.app.worker import ModelWorker
+from explorer.core.intervention import active
 from explorer.views import trace_views
 
-BUDGET_MENU = "Decode ▸ Trace Memory Budget…"
 
 
 class DecodingController(QObject):
@@ -50,8 +51,7 @@ class DecodingController(QObject):
         self._run_prompt: np.ndarray | None = None  # the prompt ids the trace was started from, uncut
         self._awaited: np.ndarray | None = None     # the prompt ids of a run asked for, until its trace comes
         self._shown_prompt: np.ndarray | None = None  # the uncut prompt ids of the trace shown
-        self._meter = TraceMeter()
-        self._measured: tuple = (None, None)        # (trace, its TraceCost), measured once per trace
+        self.room = TraceRoom(lambda: self.trace_budget)
         self._after_load: Callable[[], None] | None = None
         self._dialog_parent = dialog_parent
         self._play = QTimer(self)
@@ -70,7 +70,7 @@ class DecodingController(QObject):
         session.logit_lens_requested.connect(worker.logit_lens)
         session.candidates_requested.connect(worker.candidates)
         session.model_job_requested.connect(worker.run_job)
-        session.intervention_requested.connect(worker.set_intervention)
+        session.experiments_changed.connect(self._on_experiments_changed)
 
     # ----- model --------------------------------------------------------------------
     def load(self, reference: str, device: str = "cpu", dtype: str = "float32",
@@ -146,7 +146,7 @@ class DecodingController(QObject):
         at_steps = trace.n_steps if selected is None else selected + 1
         self.worker.force(token_id, at_steps)
         n_tokens = sum(s.n_new for s in trace.steps[:at_steps])
-        problem = self._step_problem(trace, n_tokens, self._measure(trace).held)
+        problem = self.room.step_problem(trace, n_tokens, self.room.measure(trace).held)
         if problem is None:
             self.worker.step()
         else:
@@ -199,8 +199,9 @@ class DecodingController(QObject):
         return self._play.isActive()
 
     def restore(self, state: SessionState) -> None:
-        """Rebuild a saved session exactly: its sampling, prompt, forced tokens and step count."""
+        """Rebuild a saved session exactly: its sampling, experiments, prompt, forced tokens and step count."""
         self.set_sampling(state.sampling)
+        self.session.set_experiments(state.experiments)
 
         def replay() -> None:
             self.set_prompt(state.prompt)
@@ -217,6 +218,11 @@ class DecodingController(QObject):
             self.load(state.model, state.device, state.dtype, then=replay)
         else:
             replay()
+
+    def _on_experiments_changed(self, experiments) -> None:
+        """The model redoes the run under the experiments that are on (a branch) and decodes on under them."""
+        intervention = active(experiments)
+        self.worker.set_intervention(None if intervention.is_empty else intervention)
 
     # ----- worker answers -------------------------------------------------------------
     def _on_trace_ready(self, trace) -> None:
@@ -311,7 +317,7 @@ class DecodingController(QObject):
             self.session.report_error("The prompt is empty; type some text to run.")
             return None
         info, n = self.summary.info, len(ids)
-        cost = self._cost(self.session.trace, info)
+        cost = self.room.cost(self.session.trace, info)
         by_budget = cost.max_prompt_tokens(self.trace_budget)
         if n <= min(info.max_positions - 1, by_budget):
             return ids
@@ -353,45 +359,10 @@ class DecodingController(QObject):
         return ids
 
     # ----- room for one more step: the context and the trace memory budget ------------------------
-    def _cost(self, trace, info) -> TraceCost:
-        if trace is None or not trace.steps or trace.model != info:
-            return TraceCost.estimated(info)
-        return self._measure(trace)
-
-    def _measure(self, trace) -> TraceCost:
-        if self._measured[0] is not trace:
-            self._measured = (trace, TraceCost.measured(trace, self._meter))
-        return self._measured[1]
-
-    def _projected(self, trace) -> tuple[int, float]:
-        """Tokens and trace bytes once the worker has done what it was asked (generously counted)."""
-        start, steps = self.worker.plan()
-        cost, n = self._measure(trace), trace.n_tokens
-        held = cost.held
-        if start is not None and start != n:    # the model is ahead of what is shown, or starts over
-            held = max(held + cost.growth(n, max(0, start - n)), cost.prefill_bytes(start))
-            n = start
-        return n + steps, held + cost.growth(n, steps)
-
-    def _step_problem(self, trace, n_tokens: int | None = None, held: float | None = None) -> str | None:
-        """Why one more step would not fit a trace of `n_tokens` and `held` bytes (default: `trace`'s):
-        one sentence, or None when it fits."""
-        cost = self._measure(trace)
-        if n_tokens is None:
-            n_tokens, held = trace.n_tokens, cost.held
-        limit = trace.model.max_positions
-        if n_tokens + 1 > limit:
-            return f"The context of {trace.model.name} is full: it holds {limit:,} positions."
-        after = held + cost.growth(n_tokens, 1)
-        if after > self.trace_budget:
-            return (f"One more step would take the trace to about {human_bytes(after)}, past the trace memory "
-                    f"budget of {human_bytes(self.trace_budget)} ({BUDGET_MENU}).")
-        return None
-
     def _room_for_step(self) -> bool:
         """True when one more step fits. If not, say so; when idle, offer to go on from a shorter context."""
         trace = self.session.trace
-        problem = self._step_problem(trace, *self._projected(trace))
+        problem = self.room.step_problem(trace, *self.room.projected(trace, self.worker.plan()))
         if problem is None:
             return True
         if trace.model.is_encoder_decoder:
@@ -404,7 +375,7 @@ class DecodingController(QObject):
             self.notice.emit(f"{problem} Paused; press Step to continue from a shorter context.")
             return False
         sequence = np.append(trace.token_ids, trace.steps[-1].chosen_id)
-        cost = self._measure(trace)
+        cost = self.room.measure(trace)
         keep = max(1, min(trace.model.max_positions // 2, cost.max_prompt_tokens(self.trace_budget / 2),
                           len(sequence) - 1))
         if self._agreed("No room for another token",
@@ -432,7 +403,7 @@ class DecodingController(QObject):
         if ended is not None:
             self.notice.emit(ended)
             return True
-        problem = self._step_problem(trace) if last is not None else None
+        problem = self.room.step_problem(trace) if last is not None else None
         if problem is not None:
             self.notice.emit(f"{problem} Paused.")
         return problem is not None

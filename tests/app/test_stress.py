@@ -94,7 +94,7 @@ def step(run: Run) -> int | None:
     """One Step; returns the expected number of steps when it is certain."""
     w, trace = run.window, run.window.session.trace
     certain = (trace is not None and not w.controller.playing and not w.controller._needs_prefill()
-               and w.controller._step_problem(trace) is None and w.controller.end_of_text(trace) is None)
+               and w.controller.room.step_problem(trace) is None and w.controller.end_of_text(trace) is None)
     w.actions.step.trigger()
     return trace.n_steps + 1 if certain else None
 
