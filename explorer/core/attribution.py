@@ -121,12 +121,23 @@ def check_request(loaded, ids: np.ndarray, position: int | None, token_id: int |
     return position
 
 
-def _run(loaded, ids: np.ndarray) -> tuple[StepCapture, torch.Tensor]:
-    """One uncached forward pass over ids: its capture and the final-normed states (T, d)."""
+def run_last(loaded, ids: np.ndarray) -> tuple[StepCapture, torch.Tensor]:
+    """The capture of the last of `ids` and its final-normed state (1, d).
+
+    The earlier tokens go through first into a KV cache, uncaptured, so that a long prompt costs
+    one row of attention weights per layer, not a (T, T) map per head.
+    """
+    from explorer.core.kv_cache import KVCache
+
     model = loaded.model
+    weight = model.embed.weight
+    cache = KVCache(loaded.config, int(ids.size), weight.dtype, weight.device)
     capture = StepCapture(loaded.config.n_layers)
+    tokens = torch.as_tensor(ids, device=weight.device)
     with torch.inference_mode():
-        hidden = model(torch.as_tensor(ids, device=model.embed.weight.device), np.arange(ids.size), None, capture)
+        if ids.size > 1:
+            model(tokens[:-1], np.arange(ids.size - 1), cache, None)
+        hidden = model(tokens[-1:], np.arange(ids.size - 1, ids.size), cache, capture)
     return capture, hidden
 
 
@@ -134,7 +145,7 @@ def attribute(loaded, ids, position: int | None = None, token_id: int | None = N
     """Split the logit of `token_id` (default: the top prediction) after `position` (default: the last)."""
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
     position = check_request(loaded, ids, position, token_id)
-    capture, hidden = _run(loaded, ids[: position + 1])
+    capture, hidden = run_last(loaded, ids[: position + 1])
     model = loaded.model
     with torch.inference_mode():
         logits = model.lm_head(hidden[-1:])[0].double()                        # z: (V,) pre-softcap
@@ -176,7 +187,7 @@ def residual_stream(loaded, ids, position: int | None = None, k: int = 5) -> Res
     """What each layer adds at `position`, the norms, and the logit lens softmax(Norm(h_l) W_U) top k."""
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
     position = check_request(loaded, ids, position, None)
-    capture, _ = _run(loaded, ids[: position + 1])
+    capture, _ = run_last(loaded, ids[: position + 1])
     model = loaded.model
     with torch.inference_mode():
         def norms(name: str) -> np.ndarray:

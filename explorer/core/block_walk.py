@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from explorer.core.attribution import check_request, freeze
-from explorer.core.capture import StepCapture
+from explorer.core.attribution import check_request, freeze, run_last
 from explorer.core.errors import ExplorerError
 from explorer.core.model import MLP, LayerNorm
 from explorer.core.moe import GatedMLP, MoE
@@ -119,10 +118,8 @@ def walk_block(loaded, ids, layer: int, position: int | None = None, top: int = 
     if not 0 <= layer < loaded.config.n_layers:
         raise ExplorerError(f"layer {layer} is not one of the {loaded.config.n_layers} layers of {loaded.name}")
     model, block = loaded.model, loaded.model.layers[layer]
-    capture = StepCapture(loaded.config.n_layers)
+    capture, _ = run_last(loaded, ids[: position + 1])
     with torch.inference_mode():
-        model(torch.as_tensor(ids[: position + 1], device=model.embed.weight.device),
-              np.arange(position + 1), None, capture)
         got = capture.layers[layer]
         h_in, a, f, h_out = (t[-1].double() for t in (got.residual_in, got.attn_out, got.ffn_out, got.residual))
         attn_norm, ffn_norm = _norm_step(block.attn_norm, got.residual_in[-1]), _norm_step(block.ffn_norm, h_in + a)
