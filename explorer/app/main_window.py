@@ -237,7 +237,8 @@ class MainWindow(QMainWindow):
         return SessionState.of(self.controller.reference or self.controller.loading, self.prompt.text,
                                self.sampling_bar.settings(), self.session.trace,
                                summary.device if summary else self.model_bar.choice()[0],
-                               summary.dtype if summary else self.model_bar.choice()[1])
+                               summary.dtype if summary else self.model_bar.choice()[1],
+                               experiments=self.session.experiments)
 
     def restore_session(self, state: SessionState) -> None:
         self.prompt.set_text(state.prompt)

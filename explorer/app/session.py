@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QObject, Signal
 
+from explorer.core.intervention import Experiment, Intervention
 from explorer.core.trace import ModelInfo, Trace
 
 
@@ -42,8 +43,7 @@ class Session(QObject):
     candidates_ready = Signal(object)     # {"position": p, "ids": (k,), "probs": (k,), "token": id at p}
     cell_requested = Signal(int, int)     # a click on A[row, col] of the selected head: Show the work derives it
     out_of_date_changed = Signal(object)  # why the trace no longer matches the prompt (one sentence), or None
-    ablate_requested = Signal(int, int)   # Alt-click on a head of the grid: (layer, head) for the Experiments dock
-    intervention_requested = Signal(object)  # the Experiments dock's active Intervention (or None), for the model
+    experiments_changed = Signal(object)  # tuple of intervention.Experiment: the model runs under those on
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -55,6 +55,7 @@ class Session(QObject):
         self._token_display = None
         self._trace_id = 0
         self._out_of_date: str | None = None
+        self._experiments: tuple[Experiment, ...] = ()
 
     # ----- read -----------------------------------------------------------------
     @property
@@ -115,6 +116,24 @@ class Session(QObject):
         self._selection = Selection()
         self.model_changed.emit(model)
         self.selection_changed.emit(self._selection)
+
+    @property
+    def experiments(self) -> tuple[Experiment, ...]:
+        return self._experiments
+
+    def set_experiments(self, experiments) -> None:
+        experiments = tuple(experiments)
+        if experiments == self._experiments:
+            return
+        self._experiments = experiments
+        self.experiments_changed.emit(experiments)
+
+    def add_experiment(self, intervention: Intervention) -> None:
+        """Append an experiment, on (Alt-click on a head, the Experiments dock); ExplorerError if it
+        names a layer or head the model does not have."""
+        if self._model is not None:
+            intervention.check(self._model.n_layers, self._model.n_heads)
+        self.set_experiments(self._experiments + (Experiment(intervention),))
 
     def set_busy(self, busy: bool) -> None:
         if busy == self._busy:

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from explorer.core.errors import ExplorerError
+from explorer.core.intervention import Experiment
 from explorer.views import trace_views
 
 FORMAT = "transformer-explorer-session"
@@ -59,22 +60,26 @@ class SessionState:
     steps: int = 0                       # trace length in steps (prefill counts as one)
     device: str = "cpu"
     dtype: str = "float32"
+    experiments: tuple[Experiment, ...] = ()   # the Experiments list, each on or off (the run is under those on)
 
     @classmethod
     def of(cls, model: str | None, prompt: str, sampling: SamplingSettings, trace=None,
-           device: str = "cpu", dtype: str = "float32") -> "SessionState":
+           device: str = "cpu", dtype: str = "float32", experiments: tuple = ()) -> "SessionState":
         """The state of a window: its model, prompt and sampling, and the trace it shows (if any)."""
         if trace is None or not trace.steps:
-            return cls(model=model, prompt=prompt, sampling=sampling, device=device, dtype=dtype)
+            return cls(model=model, prompt=prompt, sampling=sampling, device=device, dtype=dtype,
+                       experiments=tuple(experiments))
         forced = tuple((i, int(s.chosen_id)) for i, s in enumerate(trace.steps) if s.forced)
         return cls(model=model, prompt=prompt, prompt_ids=tuple(int(i) for i in trace_views.started_ids(trace)),
-                   sampling=sampling, forced=forced, steps=trace.n_steps, device=device, dtype=dtype)
+                   sampling=sampling, forced=forced, steps=trace.n_steps, device=device, dtype=dtype,
+                   experiments=tuple(experiments))
 
     def to_json(self) -> str:
         body = asdict(self)
         body["sampling"] = self.sampling.as_dict()
         body["prompt_ids"] = list(self.prompt_ids)
         body["forced"] = [list(pair) for pair in self.forced]
+        body["experiments"] = [experiment.to_json() for experiment in self.experiments]
         return json.dumps({"format": FORMAT, "version": VERSION, **body}, ensure_ascii=False, indent=1)
 
     @classmethod
@@ -93,7 +98,8 @@ class SessionState:
                        sampling=SamplingSettings.from_dict(body.get("sampling", {})),
                        forced=tuple((int(s), int(t)) for s, t in body.get("forced", ())),
                        steps=int(body.get("steps", 0)), device=str(body.get("device", "cpu")),
-                       dtype=str(body.get("dtype", "float32")))
+                       dtype=str(body.get("dtype", "float32")),
+                       experiments=tuple(Experiment.from_json(e) for e in body.get("experiments", ())))
         except (TypeError, ValueError) as error:
             raise SessionFileError(f"{source} has a malformed field ({error}).") from None
 

@@ -287,6 +287,28 @@ class Intervention:
             raise ExplorerError(f"intervention {str(d)[:60]!r} is malformed ({error})") from None
 
 
+@dataclass(frozen=True)
+class Experiment:
+    """One entry of the app's Experiments list: an intervention and whether it is on (saved in sessions)."""
+
+    intervention: Intervention
+    on: bool = True
+
+    def to_json(self) -> dict:
+        return {"on": self.on, "intervention": self.intervention.to_json()}
+
+    @staticmethod
+    def from_json(d: dict) -> "Experiment":
+        if not isinstance(d, dict) or "intervention" not in d:
+            raise ExplorerError(f"experiment {str(d)[:60]!r} is malformed (no intervention)")
+        return Experiment(Intervention.from_json(d["intervention"]), bool(d.get("on", True)))
+
+
+def active(experiments) -> Intervention:
+    """Everything the experiments that are on do, as one Intervention."""
+    return combined(e.intervention for e in experiments if e.on)
+
+
 def combined(interventions) -> Intervention:
     """One Intervention doing everything the given ones do (a later kernel choice wins a layer;
     the first "only these heads" is kept)."""

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from explorer.app.panels.experiments import Experiment, ExperimentsPanel, active, parse_layers
+from explorer.app.panels.experiments import ExperimentsPanel, parse_layers
 from explorer.app.panels.model_call import thread_executor
 from explorer.app.session import Session
 from explorer.core.errors import ExplorerError
-from explorer.core.intervention import HeadAblation, Intervention, Kernel, KernelChoice
+from explorer.core.intervention import Experiment, HeadAblation, Intervention, Kernel, KernelChoice, active
 
 
 @pytest.fixture(scope="module")
@@ -66,9 +66,10 @@ def test_an_ablation_shows_the_core_comparison_and_unticking_it_undoes_it(qtbot,
     assert panel.result.kl == 0.0 and not panel.experiments[0].on
 
 
-def test_alt_click_on_the_grid_adds_an_ablation_and_a_kernel_is_added_by_its_row(qtbot, panel):
-    _answer(qtbot, panel, lambda: panel.session.ablate_requested.emit(0, 3))
-    assert panel.experiments == [Experiment(Intervention(ablations=(HeadAblation(0, 3),)))]
+def test_an_experiment_the_session_gains_is_listed_and_a_kernel_is_added_by_its_row(qtbot, panel):
+    _answer(qtbot, panel, lambda: panel.session.add_experiment(Intervention(ablations=(HeadAblation(0, 3),))))
+    assert panel.experiments == (Experiment(Intervention(ablations=(HeadAblation(0, 3),))),)
+    assert panel.list.item(0).text() == "ablate L0.H3 (zero)"
     panel.kernel_box.setCurrentText("exp")
     panel.tau_box.setValue(2.0)
     panel.kernel_layers.setText("1")
@@ -80,10 +81,16 @@ def test_alt_click_on_the_grid_adds_an_ablation_and_a_kernel_is_added_by_its_row
     assert [e.intervention.kernels for e in panel.experiments] == [(KernelChoice(Kernel("exp", 2.0), (1,)),)]
 
 
-def test_the_list_round_trips_through_json_and_bad_layers_are_named(qtbot, panel):
-    saved = [Experiment(Intervention(ablations=(HeadAblation(1, 0, "mean"),)), on=False).to_json()]
-    panel.restore(saved)
-    assert panel.to_json() == saved and panel.list.item(0).checkState() == Qt.CheckState.Unchecked
+def test_the_list_is_saved_in_the_session_file_and_bad_layers_are_named(qtbot, panel, tiny, tmp_path):
+    from explorer.app.session_state import SessionState, load, save
+
+    experiments = (Experiment(Intervention(ablations=(HeadAblation(1, 0, "mean"),)), on=False),
+                   Experiment(Intervention(kernels=(KernelChoice(Kernel("exp", 0.5), (0,)),))))
+    panel.session.set_experiments(experiments)
+    assert panel.list.item(0).checkState() == Qt.CheckState.Unchecked and panel.list.count() == 2
+    path = tmp_path / "s.json"
+    save(path, SessionState.of("tiny", "x", SessionState().sampling, tiny[1], experiments=panel.session.experiments))
+    assert load(path).experiments == experiments
     assert parse_layers("all") is None and parse_layers("1, 3") == (1, 3)
     with pytest.raises(ExplorerError, match="'one'"):
         parse_layers("one")
@@ -107,14 +114,13 @@ def test_alt_click_on_a_head_of_the_attention_grid_asks_to_ablate_it(qtbot, monk
     session.set_trace(build_trace(n_layers=3, n_heads=4, prompt_len=6, steps=1))
     panel.refresh()
     row, col = next((r, c) for r in range(200) for c in range(200) if panel.mosaic.tile_at(r, c) == (2, 1))
-    asked = []
-    session.ablate_requested.connect(lambda layer, head: asked.append((layer, head)))
     monkeypatch.setattr(QGuiApplication, "keyboardModifiers", staticmethod(lambda: Qt.KeyboardModifier.AltModifier))
     panel._click_grid(row, col)
-    assert asked == [(2, 1)]
+    ablated = (Experiment(Intervention(ablations=(HeadAblation(2, 1),))),)
+    assert session.experiments == ablated and (session.selection.layer, session.selection.head) == (0, 0)
     monkeypatch.setattr(QGuiApplication, "keyboardModifiers", staticmethod(lambda: Qt.KeyboardModifier.NoModifier))
     panel._click_grid(row, col)
-    assert asked == [(2, 1)] and (session.selection.layer, session.selection.head) == (2, 1)
+    assert session.experiments == ablated and (session.selection.layer, session.selection.head) == (2, 1)
 
 
 def test_the_patching_tab_runs_the_core_map_with_progress_and_can_be_cancelled(qtbot, panel, tiny):

@@ -9,6 +9,7 @@ from explorer.app.core_api import CoreApi
 from explorer.app.requests import Load, RequestQueue, SetIntervention, SetSampling, Step
 from explorer.app.worker import ModelWorker
 from explorer.core.intervention import HeadAblation, Intervention, Kernel, KernelChoice
+from tests.app.test_window import PROMPT, dialogs, idle, opened, step, store_home, tiny, window  # noqa: F401
 from tests.app.test_worker import loaded, run
 from tests.core.tiny_checkpoints import write_hf_folder
 
@@ -78,3 +79,23 @@ def test_the_queue_keeps_the_intervention_across_a_load_and_the_latest_one_wins(
     kinds = [type(r) for r in queue.pending()]
     assert kinds == [SetIntervention, SetSampling, Load]
     assert queue.pending()[0].intervention is None
+
+
+def test_a_saved_session_reopens_under_its_experiments(qtbot, window, tiny):  # noqa: F811
+    """The window: an Alt-click ablation redoes the trace; the session file keeps it; reopening runs under it."""
+    from explorer.app.session_file import SessionState
+
+    opened(qtbot, window, tiny)
+    plain = step(qtbot, window, 2)
+    window.session.add_experiment(RELU)
+    branched = idle(qtbot, window, lambda: window.session.trace is not None
+                    and window.session.trace.steps[0].layers[0].attn.kernel == Kernel("relu"))
+    assert branched.n_steps == plain.n_steps
+    state = window.session_state()
+    assert SessionState.from_json(state.to_json()).experiments == window.session.experiments
+    window.session.set_experiments(())
+    idle(qtbot, window, lambda: window.session.trace.steps[0].layers[0].attn.kernel == Kernel())
+    window.restore_session(SessionState.from_json(state.to_json()))
+    again = idle(qtbot, window, lambda: window.session.trace.steps[0].layers[0].attn.kernel == Kernel("relu"))
+    np.testing.assert_array_equal(again.token_ids, branched.token_ids)
+    np.testing.assert_allclose(again.steps[-1].top_probs, branched.steps[-1].top_probs, atol=1e-6)

@@ -18,6 +18,7 @@ from explorer.app.panels.attention_kind import AttentionKindBox
 from explorer.app.panels.base import Panel, dims, visible_text
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.session import Selection
+from explorer.core.intervention import HeadAblation, Intervention
 from explorer.views import trace_views
 from explorer.views.grid import Mosaic, mosaic
 from explorer.views.maps import attention_matrix, axis_labels, grid_image, log_scaled, mean_attention_matrix
@@ -192,7 +193,7 @@ class AttentionPanel(Panel):
         if tile is None:
             return
         if QGuiApplication.keyboardModifiers() & Qt.KeyboardModifier.AltModifier:
-            self.session.ablate_requested.emit(tile[0], tile[1])              # Alt-click: ablate (Experiments)
+            self.session.add_experiment(Intervention(ablations=(HeadAblation(*tile),)))   # Alt-click: ablate
         else:
             self.mean_box.setChecked(False)              # a head clicked is that head, not the mean
             self.select(layer=tile[0], head=tile[1])

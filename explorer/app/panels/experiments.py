@@ -14,8 +14,6 @@ the model thread (explorer.core.experiments.compare_next_token), never here.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QGridLayout, QHBoxLayout, QHeaderView, QLabel,
                                QLineEdit, QListWidget, QListWidgetItem, QPushButton, QSpinBox, QSplitter, QTableWidget, QTabWidget,
@@ -26,30 +24,10 @@ from explorer.app.panels.asking import Asker
 from explorer.app.panels.base import Panel, WrappedText
 from explorer.app.panels.patching_view import PatchingView
 from explorer.core.errors import ExplorerError
-from explorer.core.intervention import (HeadAblation, HideToken, Intervention, Kernel, KernelChoice, combined,
+from explorer.core.intervention import (Experiment, HeadAblation, HideToken, Intervention, Kernel, KernelChoice, active,
                                         describe)
 
 TOP_K = 8
-
-
-@dataclass(frozen=True)
-class Experiment:
-    """One entry of the dock: an intervention and whether it is on."""
-
-    intervention: Intervention
-    on: bool = True
-
-    def to_json(self) -> dict:
-        return {"on": self.on, "intervention": self.intervention.to_json()}
-
-    @staticmethod
-    def from_json(d: dict) -> "Experiment":
-        return Experiment(Intervention.from_json(d["intervention"]), bool(d.get("on", True)))
-
-
-def active(experiments) -> Intervention:
-    """Everything the experiments that are on do, as one Intervention."""
-    return combined(e.intervention for e in experiments if e.on)
 
 
 def parse_layers(text: str) -> tuple[int, ...] | None:
@@ -70,8 +48,6 @@ class ExperimentsPanel(Panel):
     def __init__(self, session, parent=None) -> None:
         super().__init__(session, parent)
         self.executor = None                 # None: the session's model thread (tests give their own)
-        self.experiments: list[Experiment] = []
-        self._applied = json.dumps(Intervention().to_json(), sort_keys=True)   # what the model runs under
         self.list = QListWidget()
         self.list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.list.itemChanged.connect(self._on_item_changed)
@@ -104,8 +80,8 @@ class ExperimentsPanel(Panel):
         self.asker = Asker(self, self._on_answer, self.readout.setText)
         self.result = None
         self.set_formula("A = Z⁻¹ f_κ(S),  O_h = A_h V_h  (ablate: O_h ← 0;  f_κ: exp, linear, relu)")
-        session.ablate_requested.connect(lambda layer, head: self.add(Intervention(
-            ablations=(HeadAblation(int(layer), int(head)),))))
+        session.experiments_changed.connect(lambda _experiments: self._show_list())
+        self._show_list()
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
@@ -172,19 +148,23 @@ class ExperimentsPanel(Panel):
         return Intervention(edits=(HideToken(self.token_box.value(), min(first, last), max(first, last)),))
 
     # ----- the list -----------------------------------------------------------------
+    @property
+    def experiments(self) -> tuple:
+        """The session's list (intervention.Experiment): the session file saves it, the model runs under it."""
+        return self.session.experiments
+
     def add(self, intervention: Intervention) -> None:
-        model = self.session.model
-        if model is not None:
-            intervention.check(model.n_layers, model.n_heads)
-        self.set_experiments(self.experiments + [Experiment(intervention)])
+        self.session.add_experiment(intervention)
 
     def remove_selected(self) -> None:
         row = self.list.currentRow()
         if 0 <= row < len(self.experiments):
-            self.set_experiments(self.experiments[:row] + self.experiments[row + 1:])
+            self.session.set_experiments(self.experiments[:row] + self.experiments[row + 1:])
 
     def set_experiments(self, experiments) -> None:
-        self.experiments = list(experiments)
+        self.session.set_experiments(experiments)
+
+    def _show_list(self) -> None:
         with self.updating():
             self.list.clear()
             for experiment in self.experiments:
@@ -192,30 +172,16 @@ class ExperimentsPanel(Panel):
                 item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
                 item.setCheckState(Qt.CheckState.Checked if experiment.on else Qt.CheckState.Unchecked)
                 self.list.addItem(item)
-        self._changed()
+        self._ask()
 
     def _on_item_changed(self, item: QListWidgetItem) -> None:
         if self._updating:
             return
         row = self.list.row(item)
         on = item.checkState() == Qt.CheckState.Checked
-        self.experiments[row] = Experiment(self.experiments[row].intervention, on)
-        self._changed()
-
-    def _changed(self) -> None:
-        """The model runs under the experiments that are on (the trace is redone, a branch); then compare."""
-        intervention = active(self.experiments)
-        key = json.dumps(intervention.to_json(), sort_keys=True)
-        if key != self._applied:
-            self._applied = key
-            self.session.intervention_requested.emit(None if intervention.is_empty else intervention)
-        self._ask()
-
-    def to_json(self) -> list[dict]:
-        return [experiment.to_json() for experiment in self.experiments]
-
-    def restore(self, saved: list[dict]) -> None:
-        self.set_experiments([Experiment.from_json(d) for d in saved])
+        experiments = list(self.experiments)
+        experiments[row] = Experiment(experiments[row].intervention, on)
+        self.session.set_experiments(experiments)
 
     # ----- the comparison ---------------------------------------------------------
     def redraw(self) -> None:
