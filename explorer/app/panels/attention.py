@@ -244,10 +244,22 @@ def mean_formula(trace, values: str, layer: int, shape: tuple[int, int]) -> str:
     return f"{symbol} ∈ {dims(*shape)}   layer {layer}, the mean of its N_Q = {trace.model.n_heads} heads"
 
 
+def kernel_of(trace, kind: str, layer: int):
+    """The kernel f_κ the shown map was computed with (intervention.Kernel), or None if unknown."""
+    step = trace.encoder if kind == "encoder" else (trace.steps[-1] if trace.steps else None)
+    if step is None or layer >= len(step.layers):
+        return None
+    record = step.layers[layer].cross if kind == "cross" else step.layers[layer].attn
+    return getattr(record, "kernel", None)
+
+
 def attention_formula(trace, kind: str, values: str, layer: int, head: int, shape: tuple[int, int]) -> str:
     """The header: the formula of the map shown with its live sizes; cross-attention names X^Q and C."""
     info, (n_q, n_kv) = trace.model, shape
     what = "S = Q_h K_hᵀ · scale" if values == "scores" else "A = softmax(Q_h K_hᵀ / √d_{QK})"
+    kernel = kernel_of(trace, kind, layer)
+    if values != "scores" and kernel is not None and not kernel.is_model_softmax:     # an Experiments kernel
+        what = kernel.formula().replace("S", "Q_h K_hᵀ · scale") + " (intervened)"
     if kind == "cross":
         return (f"cross-attention {what} ∈ {dims(n_q, n_kv)},  Q_h = X^Q W_h^Q with X^Q the decoder (target),"
                 f"  K_h = C W_h^K, V_h = C W_h^V with X^K = X^V = C the encoder output (source):"
