@@ -121,14 +121,24 @@ def special_ids(loaded) -> frozenset[int]:
 
 
 def describe_heads(trace: Trace, upto_step: int | None = None) -> HeadDescription:
-    """Entropy, mean attention distance and share on the first token of every head, on the trace's text."""
+    """Entropy, mean attention distance and share on the first token of every head, on the trace's text.
+
+    Read record by record (a prefill's map, then each decoding step's row), so that nothing dense
+    is kept: a long trace costs one layer's prefill map at a time.
+    """
+    steps = trace.steps if upto_step is None else trace.steps[: upto_step + 1]
     out = {name: [] for name in ("entropy", "distance", "first_token")}
     for layer in range(trace.model.n_layers):
-        weights = trace.attention(layer, upto_step).astype(np.float64)        # (N_Q, T, T)
-        t = weights.shape[-1]
-        logs = np.log(np.where(weights > 0, weights, 1.0))
-        out["entropy"].append((-(weights * logs).sum(-1)).mean(-1))
-        offsets = np.arange(weights.shape[1])[:, None] - np.arange(t)[None, :]  # (T, T): pos_i - pos_j
-        out["distance"].append((weights * offsets).sum(-1).mean(-1))
-        out["first_token"].append(weights[:, :, 0].mean(-1))
-    return HeadDescription(**{name: np.stack(rows) for name, rows in out.items()})
+        sums, rows = np.zeros((3, trace.model.n_heads)), 0
+        for step in steps:
+            record = step.layers[layer].attn
+            weights = record.weights.astype(np.float32)                          # (N_Q, n_new, n_kv)
+            logs = np.log(np.where(weights > 0, weights, 1.0))
+            back = step.positions[:, None] - record.kv_positions[None, :]         # (n_new, n_kv): pos_i - pos_j
+            sums[0] += -(weights * logs).sum(axis=(1, 2))
+            sums[1] += (weights * back).sum(axis=(1, 2))
+            sums[2] += weights[:, :, record.kv_positions == 0].sum(axis=(1, 2))
+            rows += step.n_new
+        for name, total in zip(out, sums):
+            out[name].append(total / max(1, rows))
+    return HeadDescription(**{name: np.stack(values) for name, values in out.items()})

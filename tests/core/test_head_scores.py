@@ -60,16 +60,18 @@ def test_a_copying_pattern_scores_one():
 
 
 def test_description_follows_its_formulas(loaded):
-    trace = make_decoder(loaded).prefill(np.array(IDS))
+    decoder = make_decoder(loaded)
+    decoder.prefill(np.array(IDS))
+    trace = decoder.step() and decoder.step()                               # a prefill, then two decoding rows
     described = head_scores.describe_heads(trace)
     layer, head = loaded.config.n_layers - 1, 1
     a = trace.attention(layer)[head].astype(np.float64)                     # (T, T)
-    t = len(IDS)
+    t = len(IDS) + 2
     entropy = np.mean([-sum(a[i, j] * np.log(a[i, j]) for j in range(t) if a[i, j] > 0) for i in range(t)])
     distance = np.mean([sum(a[i, j] * (i - j) for j in range(t)) for i in range(t)])
-    assert described.entropy[layer, head] == pytest.approx(entropy, abs=1e-9)
-    assert described.distance[layer, head] == pytest.approx(distance, abs=1e-9)
-    assert described.first_token[layer, head] == pytest.approx(a[:, 0].mean(), abs=1e-9)
+    assert described.entropy[layer, head] == pytest.approx(entropy, abs=1e-5)
+    assert described.distance[layer, head] == pytest.approx(distance, abs=1e-5)
+    assert described.first_token[layer, head] == pytest.approx(a[:, 0].mean(), abs=1e-6)
     assert described.entropy.shape == (loaded.config.n_layers, loaded.config.n_heads)
 
 
