@@ -63,11 +63,7 @@ class AtlasPanel(Panel):
         self.map.on_hover = self._hover
         self.example_view = pg.GraphicsLayoutWidget()
         self.example = Heatmap(self.example_view.ci, row=0, col=0, colorbar=False, axes=("left", "top"))
-        self.table = QTableWidget(0, 3)
-        self.table.setHorizontalHeaderLabels(["layer", "head", "score"])
-        self.table.verticalHeader().setVisible(False)
-        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.table = _head_table()
         self.table.cellClicked.connect(lambda row, _: self._clicked(*self._listed[row]))
         for widget in (self.view, self.table, self.example_view):
             self.splitter.addWidget(widget)
@@ -161,3 +157,13 @@ class AtlasPanel(Panel):
     def _hover(self, layer, head) -> None:
         if self.values is not None and layer is not None:
             self.readout.setText(f"L{layer}.H{head}: {self.metric} {float(self.values[layer, head]):.4f}")
+
+
+def _head_table() -> QTableWidget:
+    """The list of heads, largest score first: layer, head, score."""
+    table = QTableWidget(0, 3)
+    table.setHorizontalHeaderLabels(["layer", "head", "score"])
+    table.verticalHeader().setVisible(False)
+    table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+    table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+    return table
