@@ -92,7 +92,7 @@ class KVCachePanel(Panel):
         # The colour bar is the legend: a cell's colour is the share of that block's slots holding
         # tokens, blank where no block is allocated.
         self.blocks = Heatmap(self.block_view.ci, colorbar=True)
-        self.blocks.plot.setLabels(left="layer", top="block")
+        self.blocks.plot.setLabels(top="block")        # the rows say L0, L1, ...: a "layer" label overlapped them
         self.blocks.on_hover = self._hover_block
         self.blocks.on_click = lambda layer, _block: self.select(layer=layer)
         layout.addWidget(self.block_view, 1)
