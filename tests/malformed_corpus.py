@@ -187,6 +187,43 @@ def remote_code_trusted(folder: Path, scratch: Path) -> Path:
     return _config_with(folder, trust_remote_code=True)
 
 
+def config_nested_deeply(folder: Path, scratch: Path) -> Path:
+    """A config.json no recursive JSON parser reads: 100,000 nested objects (200 kB)."""
+    (folder / "config.json").write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
+    return folder
+
+
+def config_far_too_big(folder: Path, scratch: Path) -> Path:
+    """A 1 GiB config.json (sparse: it costs no disk), refused from its size without being read."""
+    with (folder / "config.json").open("r+b") as handle:
+        handle.truncate(1 << 30)
+    return folder
+
+
+def config_with_a_million_layers(folder: Path, scratch: Path) -> Path:
+    return _config_with(folder, num_hidden_layers=1_000_000)
+
+
+def config_with_a_huge_context(folder: Path, scratch: Path) -> Path:
+    return _config_with(folder, max_position_embeddings=10 ** 12)
+
+
+def config_with_a_huge_vocabulary_and_width(folder: Path, scratch: Path) -> Path:
+    return _config_with(folder, vocab_size=10 ** 9, hidden_size=10 ** 6)
+
+
+def config_with_more_layers_than_the_weights(folder: Path, scratch: Path) -> Path:
+    return _config_with(folder, num_hidden_layers=900)
+
+
+def config_with_fewer_layers_than_the_weights(folder: Path, scratch: Path) -> Path:
+    return _config_with(folder, num_hidden_layers=1)
+
+
+def config_with_negative_heads(folder: Path, scratch: Path) -> Path:
+    return _config_with(folder, num_attention_heads=-4)
+
+
 def pickle_in_folder(suffix: str) -> Callable[[Path, Path], Path]:
     def build(folder: Path, scratch: Path) -> Path:
         _weights(folder).unlink()
@@ -227,5 +264,20 @@ CASES = [
     *[Case(f"pickle checkpoint {suffix} in a folder", pickle_in_folder(suffix), "never unpickled",
            UnsupportedModelError) for suffix in PICKLE_SUFFIXES],
     Case("pickle checkpoint opened as a file", pickle_file, "is a pickle checkpoint", UnsupportedModelError),
+    # Resource bombs: each is refused from the config and the weights' headers, before anything is built.
+    Case("config nested too deeply to parse", config_nested_deeply, "nested too deeply"),
+    Case("config of a gigabyte", config_far_too_big, "1,073,741,824 bytes"),
+    Case("config asks for a million layers", config_with_a_million_layers, "num_hidden_layers = 1000000",
+         UnsupportedModelError, at_build=True),
+    Case("config asks for a 10^12-token context", config_with_a_huge_context,
+         "max_position_embeddings = 1000000000000", UnsupportedModelError, at_build=True),
+    Case("config asks for a 10^9 vocabulary and width", config_with_a_huge_vocabulary_and_width,
+         "hidden_size = 1000000", UnsupportedModelError, at_build=True),
+    Case("config has more layers than the weights", config_with_more_layers_than_the_weights,
+         "num_hidden_layers = 900, but the weights hold layers up to", at_build=True),
+    Case("config has fewer layers than the weights", config_with_fewer_layers_than_the_weights,
+         "num_hidden_layers = 1, but the weights hold layers up to", at_build=True),
+    Case("config has negative heads", config_with_negative_heads, "num_attention_heads = -4",
+         UnsupportedModelError, at_build=True),
 ]
 CASE_IDS = [case.name for case in CASES]

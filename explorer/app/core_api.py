@@ -76,10 +76,7 @@ def _real_load_model(path, device="cpu", dtype="float32", progress=None):
 
 
 def _real_sampling(settings: SamplingSettings):
-    from explorer.core.decode import Sampling
-
-    return Sampling(temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p,
-                    seed=settings.seed)
+    return settings                     # the toolbar's settings are the engine's Sampling (sampling_settings.py)
 
 
 def _real_make_decoder(loaded, settings: SamplingSettings, record_dtype: str = "float32"):

@@ -16,32 +16,14 @@ from pathlib import Path
 
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import Experiment
+from explorer.core.sampling_settings import Sampling
 from explorer.views import trace_views
 
 FORMAT = "transformer-explorer-session"
 VERSION = 1
 
 
-@dataclass(frozen=True)
-class SamplingSettings:
-    """The decoding choices the toolbar offers; temperature 0 means greedy."""
-
-    temperature: float = 0.0
-    top_k: int = 0
-    top_p: float = 1.0
-    seed: int = 0
-
-    @property
-    def greedy(self) -> bool:
-        return self.temperature <= 0.0
-
-    def as_dict(self) -> dict:
-        return {"temperature": self.temperature, "top_k": self.top_k, "top_p": self.top_p, "seed": self.seed}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "SamplingSettings":
-        return cls(temperature=float(d.get("temperature", 0.0)), top_k=int(d.get("top_k", 0)),
-                   top_p=float(d.get("top_p", 1.0)), seed=int(d.get("seed", 0)))
+SamplingSettings = Sampling      # the toolbar's choices are the engine's own dataclass (torch-free)
 
 
 class SessionFileError(ExplorerError):

@@ -126,9 +126,37 @@ class ModelConfig:
             raise UnsupportedModelError(
                 f"model_type {model_type!r} is not supported (supported: {names})")
         try:
-            return reader({**ABSENT_DEFAULTS.get(model_type, {}), **d})
-        except (KeyError, TypeError, ValueError) as error:
+            config = reader({**ABSENT_DEFAULTS.get(model_type, {}), **d})
+        except (KeyError, TypeError, ValueError, OverflowError) as error:
             raise UnsupportedModelError(f"config of model_type {model_type!r} is incomplete or invalid: {error!r}") from None
+        if isinstance(config, ModelConfig):
+            check_bounds(config)
+        return config
+
+
+# Far past every published model (Llama 3.1 405B: 126 layers and d_model 16,384; DeepSeek V3: 256 experts;
+# Gemma 3: a 262k vocabulary; Llama 4: a 10M context): a config beyond them is broken or hostile, and is
+# refused before anything is built from it. field -> (config.json key, lowest, highest).
+BOUNDS = {
+    "n_layers": ("num_hidden_layers", 1, 1024), "d_model": ("hidden_size", 1, 1 << 17),
+    "n_heads": ("num_attention_heads", 1, 1 << 12), "n_kv_heads": ("num_key_value_heads", 1, 1 << 12),
+    "d_head": ("head_dim", 1, 1 << 14), "d_ff": ("intermediate_size", 0, 1 << 20),
+    "vocab_size": ("vocab_size", 0, 1 << 23), "max_positions": ("max_position_embeddings", 1, 1 << 27),
+    "n_routed_experts": ("n_routed_experts", 0, 1 << 13), "experts_per_token": ("num_experts_per_tok", 0, 1 << 13),
+    "moe_d_ff": ("moe_intermediate_size", 0, 1 << 20), "kv_lora_rank": ("kv_lora_rank", 0, 1 << 16),
+}
+
+
+def check_bounds(config: ModelConfig) -> None:
+    """UnsupportedModelError naming the first size of `config` outside BOUNDS (or top-k above the experts)."""
+    for name, (key, low, high) in BOUNDS.items():
+        value = getattr(config, name)
+        if not low <= value <= high:
+            raise UnsupportedModelError(
+                f"the config says {key} = {value}, outside the {low} to {high:,} of any supported model.")
+    if config.experts_per_token > max(config.n_routed_experts, 0) and config.n_routed_experts:
+        raise UnsupportedModelError(f"the config routes each token to {config.experts_per_token} experts "
+                                    f"but has only {config.n_routed_experts}.")
 
 
 # What transformers' config class of each family (5.x) assumes for a key that config.json leaves out.

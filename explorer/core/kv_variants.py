@@ -164,7 +164,7 @@ def cache_shape(config: dict, source: str = "the config") -> CacheShape:
     try:
         model = ModelConfig.from_hf({**CACHE_FREE, **config})
     except UnsupportedModelError as error:
-        raise UnsupportedModelError(f"The config of {source}: {error}.") from None
+        raise UnsupportedModelError(f"The config of {source}: {str(error).rstrip('.')}.") from None
     if model.n_kv_heads <= 0 or model.n_heads % model.n_kv_heads:
         raise ModelLoadError(f"The config of {source} has {model.n_kv_heads} key/value heads, which do not divide "
                              f"{model.n_heads} query heads.")

@@ -6,6 +6,7 @@ chooses the pieces (model.py), the family's table renames the weights
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,7 @@ def build_model(hf_config: dict, tensors: dict[str, torch.Tensor], source: str =
         config = ModelConfig.from_hf(hf_config)
     except UnsupportedModelError as error:       # name the file: the config reader only sees a dict
         raise UnsupportedModelError(f"{source}: {error}") from None
+    agree_with_weights(config, tensors, source)              # before a module is built from the config
     with torch.device("meta"), SkipParameterInit():
         model = Transformer(config)
     expected = model.state_dict()
@@ -98,6 +100,34 @@ def build_model(hf_config: dict, tensors: dict[str, torch.Tensor], source: str =
     if tied:
         converted["lm_head.weight"] = converted["embed.weight"]
     return adopt(model, converted, tied), config
+
+
+_LAYER = re.compile(r"(?:^|\.)(?:layers|h|layer)\.(\d+)\.")
+_EXPERT = re.compile(r"\.experts\.(\d+)\.")
+
+
+def _highest(pattern: re.Pattern, names) -> tuple[int, str | None]:
+    """(highest index + 1, the name holding it) over the names the pattern matches; (0, None) if none."""
+    found = [(int(m.group(1)), name) for name in names if (m := pattern.search(name))]
+    top = max(found, default=(-1, None))
+    return top[0] + 1, top[1]
+
+
+def agree_with_weights(config: ModelConfig, tensors: dict, source: str) -> None:
+    """The config's layer and expert counts against the weights' names (read from the headers), so that
+    a config asking for a million layers is refused before a million modules are built."""
+    layers, name = _highest(_LAYER, tensors)
+    if layers != config.n_layers:
+        held = f"layers up to {name}" if name else "no numbered layers"
+        raise ModelLoadError(f"{source}: the config says num_hidden_layers = {config.n_layers}, but the weights "
+                             f"hold {held}.")
+    experts, _ = _highest(_EXPERT, tensors)
+    stacked = [t.shape[0] for name, t in tensors.items() if name.endswith(".experts.down_proj") and t.ndim == 3]
+    experts = experts or max(stacked, default=0)          # transformers 5 stacks the experts: (E, d, d_ff)
+    has_moe = any(config.is_moe_layer(layer) for layer in range(config.n_layers))   # first_k_dense may be all
+    if has_moe and experts != config.n_routed_experts:
+        raise ModelLoadError(f"{source}: the config says n_routed_experts = {config.n_routed_experts}, but the "
+                             f"weights hold {experts} experts.")
 
 
 def adopt(model: Transformer, state: dict[str, torch.Tensor], tied: bool) -> Transformer:

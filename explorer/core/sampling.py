@@ -5,32 +5,12 @@ forward again, or replaying a session, picks the same token.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 
-from explorer.core.errors import ExplorerError
+from explorer.core.sampling_settings import Sampling
 
-
-@dataclass(frozen=True)
-class Sampling:
-    """temperature 0 means greedy; top_k 0 and top_p 1.0 mean no truncation."""
-
-    temperature: float = 0.0
-    top_k: int = 0
-    top_p: float = 1.0
-    seed: int = 0
-
-    def __post_init__(self):
-        if self.temperature < 0 or self.top_k < 0 or not 0.0 < self.top_p <= 1.0:
-            raise ExplorerError(
-                f"sampling values temperature={self.temperature}, top_k={self.top_k}, top_p={self.top_p} "
-                "are out of range (temperature >= 0, top_k >= 0, 0 < top_p <= 1)")
-
-    @property
-    def greedy(self) -> bool:
-        return self.temperature == 0.0
+__all__ = ["Sampling", "choose", "distribution"]
 
 
 def distribution(logits: torch.Tensor, sampling: Sampling) -> np.ndarray:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from explorer.core import kv_variants as kv
 from explorer.core.errors import ExplorerError, ModelLoadError
+from explorer.core.loaders.json_file import read_json
 from explorer.core.units import human_bytes
 
 
@@ -57,22 +58,12 @@ def read_config(path_text: str) -> tuple[dict, str]:
     if path.is_dir():
         if not (path / "config.json").is_file():
             raise ModelLoadError(f"{path_text} is a folder without a config.json.")
-        return _read_json(path / "config.json"), path.name
+        return read_json(path / "config.json"), path.name
     if path.suffix.lower() == ".gguf":
         return gguf_config(path), path.stem
     if path.suffix.lower() == ".json":
-        return _read_json(path), path.parent.name
+        return read_json(path), path.parent.name
     raise ModelLoadError(f"{path_text} is neither a model folder, a config.json nor a .gguf file.")
-
-
-def _read_json(path: Path) -> dict:
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ModelLoadError(f"{path} is not readable JSON ({error.__class__.__name__}).") from None
-    if not isinstance(config, dict):
-        raise ModelLoadError(f"{path} does not hold a JSON object.")
-    return config
 
 
 def gguf_config(path: Path) -> dict:

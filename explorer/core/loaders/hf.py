@@ -17,25 +17,13 @@ import torch
 import tokenizers
 
 from explorer.core.errors import ModelLoadError, UnsupportedModelError
+from explorer.core.loaders.json_file import read_json
 from explorer.core.loaders.safetensors_header import read_safetensors_header
 from explorer.core.tokens import TextTokenizer
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt")
 CONVERT_HINT = ("convert it to safetensors in an environment you trust, e.g. "
                 "safetensors.torch.save_file(torch.load(FILE, weights_only=True), 'model.safetensors')")
-
-
-def read_json(path: Path) -> dict:
-    """A JSON object from a file, or ModelLoadError naming the file."""
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ModelLoadError(f"{path} does not exist.") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ModelLoadError(f"{path} is not valid JSON ({error}).") from None
-    if not isinstance(value, dict):
-        raise ModelLoadError(f"{path} does not hold a JSON object.")
-    return value
 
 
 def refuse_custom_code(config: dict, path: Path) -> None:

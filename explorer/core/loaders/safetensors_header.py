@@ -28,7 +28,7 @@ def read_safetensors_header(path: Path) -> dict:
             header = json.loads(handle.read(header_len).decode("utf-8"))
     except OSError as error:
         raise ModelLoadError(f"{path} cannot be read ({error.strerror or error}).") from None
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         raise ModelLoadError(f"{path} is corrupt: its safetensors header is not valid JSON.") from None
     if not isinstance(header, dict):
         raise ModelLoadError(f"{path} is corrupt: its safetensors header is not a JSON object.")
