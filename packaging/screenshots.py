@@ -51,7 +51,14 @@ def run_app(display: str, out: Path, model: str | None, prompt: str | None = Non
     env = dict(os.environ, DISPLAY=display, QT_QPA_PLATFORM="xcb", TRANSFORMER_EXPLORER_NO_RESTORE="1")
     env.pop("WAYLAND_DISPLAY", None)
     print("running:", " ".join(command[:6]), "…", flush=True)
-    subprocess.run(command, env=env, cwd=ROOT, check=True, timeout=TIMEOUT_S)
+    result = subprocess.run(command, env=env, cwd=ROOT, timeout=TIMEOUT_S, stdout=subprocess.PIPE, text=True)
+    written = [Path(line) for line in result.stdout.splitlines() if line.endswith(".png")]
+    print(result.stdout, end="")
+    # The app lists its pictures once all are written; a failure before that lists none.
+    if result.returncode != 0 and not (written and all(path.exists() for path in written)):
+        raise subprocess.CalledProcessError(result.returncode, command)
+    if result.returncode != 0:
+        print(f"warning: the app exited with status {result.returncode} after writing its pictures", file=sys.stderr)
 
 
 def extra_shots(display: str, out: Path) -> None:
