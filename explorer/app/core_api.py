@@ -137,3 +137,19 @@ def _real_available_devices() -> dict[str, list[str]]:
 def is_out_of_memory(error: BaseException) -> bool:
     """torch.cuda.OutOfMemoryError (or MPS's RuntimeError), recognised without importing torch."""
     return type(error).__name__ == "OutOfMemoryError" or "out of memory" in str(error).lower()
+
+
+def run_named_job(job, loaded, progress, cancel):
+    """A panel's named job (requests.WhatIfJob, HeadWeightsJob) run on the model thread with the loaded model:
+    the one place the GUI's panels reach the torch-side core."""
+    from explorer.app.requests import HeadWeightsJob, WhatIfJob
+
+    if isinstance(job, WhatIfJob):
+        from explorer.core.convert import what_if
+
+        return what_if(loaded, job.variant, list(job.prompt_ids), job.steps, progress=progress, cancel=cancel)
+    if isinstance(job, HeadWeightsJob):
+        from explorer.core.weights_view import head_weights
+
+        return head_weights(loaded, job.layer, job.head)
+    raise TypeError(f"{type(job).__name__} is not a named model job")

@@ -117,6 +117,36 @@ class ModelJob:
     seq: int = -1
 
 
+# ----- named model jobs: what a panel asks of the loaded model, as values ----------------------
+# A panel hands one of these to its ModelCall (as it would a job(loaded, progress, cancel)); the
+# model-thread module core_api turns it into the torch-side call, so no panel imports torch-side core.
+@dataclass(frozen=True)
+class WhatIfJob:
+    """The KV lab's conversion: `variant` of the loaded model against the original, `steps` steps."""
+
+    variant: str
+    steps: int
+    prompt_ids: tuple[int, ...]
+
+    def __call__(self, loaded, progress, cancel):
+        from explorer.app.core_api import run_named_job
+
+        return run_named_job(self, loaded, progress, cancel)
+
+
+@dataclass(frozen=True)
+class HeadWeightsJob:
+    """The Q/K/V panel's weights of one head: W^Q, W^K, W^V (and MLA's factors) of `layer`, `head`."""
+
+    layer: int
+    head: int
+
+    def __call__(self, loaded, progress, cancel):
+        from explorer.app.core_api import run_named_job
+
+        return run_named_job(self, loaded, progress, cancel)
+
+
 _DECODING = (Prefill, Step, Back, Force, Replay, LogitLens, Candidates)
 _SETTINGS = (SetSampling, SetRecording, SetIntervention)       # kept by a cancel and by a new model
 

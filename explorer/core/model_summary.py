@@ -66,7 +66,8 @@ def _check_supported(config: dict) -> None:
 
 
 def _hf_summary(folder: Path) -> Summary:
-    from explorer.core.loaders.hf import read_config, read_license, read_safetensors_header, weight_files
+    from explorer.core.loaders.hf_folder import read_config, read_license, weight_files
+    from explorer.core.loaders.safetensors_header import read_safetensors_header
 
     config = text_config(read_config(folder))
     files = weight_files(folder)

@@ -9,7 +9,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel
 
 from explorer.app.panels.base import Panel, dims
-from explorer.app.panels.heatmap import Heatmap
+from explorer.app.panels.heatmap import Heatmap, symmetric_levels  # noqa: F401 (also imported from here)
 from explorer.app.session import Selection
 from explorer.views.maps import short_label
 
@@ -18,12 +18,6 @@ VIEWS = {
     "positions": "positional embeddings P[pos]",
     "rope": "RoPE angles θ_i · pos",
 }
-
-
-def symmetric_levels(matrix: np.ndarray) -> tuple[float, float]:
-    finite = np.abs(matrix[np.isfinite(matrix)])
-    top = float(finite.max()) if finite.size else 1.0
-    return -top or -1.0, top or 1.0
 
 
 class EmbeddingsPanel(Panel):

@@ -121,6 +121,13 @@ class TokenAxis(pg.AxisItem):
             p.restore()
 
 
+def symmetric_levels(matrix: np.ndarray) -> tuple[float, float]:
+    """Colour levels (-m, m) for signed values, m = max |x| over the finite entries (1 when there are none)."""
+    finite = np.abs(matrix[np.isfinite(matrix)])
+    top = float(finite.max()) if finite.size else 1.0
+    return -top or -1.0, top or 1.0
+
+
 def nice_step(at_least: float) -> float:
     """The smallest 1, 2 or 5 times a power of ten that is at least `at_least`, and at least 1."""
     if at_least <= 1:

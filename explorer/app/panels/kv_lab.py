@@ -25,6 +25,7 @@ from explorer.app.panels.base import Panel
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.panels.kv_plot import DTYPES, BytesPlot, FitSplitter, save_bytes_plot
 from explorer.app.panels.model_call import Executor, ModelCall, thread_executor
+from explorer.app.requests import WhatIfJob
 from explorer.app.session import Selection
 from explorer.core import kv_variants as kv
 from explorer.core.errors import ExplorerError
@@ -38,13 +39,9 @@ SIDE_BY_SIDE_PX = 1150      # the table (450 px) and three plots of 230 px
 model_backend = thread_executor        # a test's or a script's own loaded model, on a thread of its own
 
 
-def what_if_job(variant: str, steps: int, prompt_ids: np.ndarray):
-    """The conversion as a model job: job(loaded, progress, cancel) -> explorer.core.convert.WhatIf."""
-    def job(loaded, progress, cancel):
-        from explorer.core.convert import what_if
-
-        return what_if(loaded, variant, prompt_ids, steps, progress=progress, cancel=cancel)
-    return job
+def what_if_job(variant: str, steps: int, prompt_ids: np.ndarray) -> WhatIfJob:
+    """The conversion as a named model job, run by core_api: job(loaded, progress, cancel) -> convert.WhatIf."""
+    return WhatIfJob(variant, int(steps), tuple(int(i) for i in prompt_ids))
 
 
 def bundled_configs() -> dict[str, Path]:

@@ -20,9 +20,9 @@ from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSpinBox, QSplitte
 
 from explorer.app.panels.attention_kind import AttentionKindBox
 from explorer.app.panels.base import Panel, WrappedText, dims, formula_html, visible_text
-from explorer.app.panels.embeddings import symmetric_levels
-from explorer.app.panels.heatmap import Heatmap, RowLink
+from explorer.app.panels.heatmap import Heatmap, RowLink, symmetric_levels
 from explorer.app.panels.model_call import Executor, ModelCall
+from explorer.app.requests import HeadWeightsJob
 from explorer.app.session import Selection
 from explorer.views import trace_views
 from explorer.views.maps import short_label
@@ -227,11 +227,7 @@ class QKVPanel(Panel):
             return False
         self._weights_key = key
         layer, head = selection.layer, selection.head
-
-        def job(loaded, progress, cancel):
-            from explorer.core.weights_view import head_weights
-
-            return head_weights(loaded, layer, head)
+        job = HeadWeightsJob(layer, head)                   # run by core_api on the model thread
         self.readout.setText(f"reading the weights of layer {layer}, head {head}…")
         return self.weights_call.start(job, self.executor or self.session.model_job_requested.emit)
 

@@ -48,7 +48,7 @@ def open_checkpoint(path: str | Path, progress: Progress | None = None) -> Check
     if not path.exists():
         raise ModelLoadError(f"{path} does not exist.")
     if path.is_file() and path.suffix in (".bin", ".pt", ".pth", ".ckpt"):
-        from explorer.core.loaders.hf import CONVERT_HINT
+        from explorer.core.loaders.hf_folder import CONVERT_HINT
 
         raise UnsupportedModelError(
             f"{path} is a pickle checkpoint, which is never unpickled here; {CONVERT_HINT}.")
