@@ -146,12 +146,20 @@ def to_numpy(groups: list[dict[str, torch.Tensor]], dtype: torch.dtype) -> list[
             if tensor.numel() <= SMALL:
                 together.setdefault((name, tuple(tensor.shape)), []).append(index)
             else:
-                out[index][name] = tensor.detach().to("cpu", dtype).numpy()
+                out[index][name] = own_copy(tensor.detach().to("cpu", dtype)).numpy()
     for (name, _), members in together.items():
         stacked = torch.stack([groups[i][name] for i in members]).to("cpu", dtype).numpy()
         for row, index in enumerate(members):
             out[index][name] = stacked[row]
     return out
+
+
+def own_copy(tensor: torch.Tensor) -> torch.Tensor:
+    """`tensor`, copied where it is a view into a larger buffer (V of the Q|K|V projection, Q of the
+    rotated Q|K), so that the record does not keep the whole buffer alive."""
+    if tensor.untyped_storage().nbytes() > tensor.numel() * tensor.element_size():
+        return tensor.contiguous() if not tensor.is_contiguous() else tensor.clone()
+    return tensor
 
 
 def residual_norms(captured: list[LayerCapture]) -> list[np.ndarray]:
@@ -192,6 +200,37 @@ def layer_records(captured: list[LayerCapture], dtype: torch.dtype, kv_in_use=No
     return tuple(records)
 
 
+class RecordingCapture(StepCapture):
+    """A StepCapture that trims each layer of a long pass as soon as the layer is done: what the
+    record leaves out is dropped, and what it keeps is copied out of the larger buffers it is a
+    view of, in the record dtype. A long prefill then holds one layer's temporaries at a time
+    beside the recorded arrays, instead of every layer's."""
+
+    BLOCK_FIELDS = ("residual_in", "attn_out", "ffn_out", "cross_out")    # not recorded by a decoder's step
+
+    def __init__(self, n_layers: int, weights: bool, skipped: frozenset, dtype: torch.dtype):
+        super().__init__(n_layers, weights)
+        self.skipped, self.dtype = skipped, dtype
+
+    def block(self, layer: int, **tensors) -> None:
+        super().block(layer, **tensors)
+        captured = self.layers[layer]
+        if captured.attn is None or captured.x is None or captured.x.numel() <= SMALL:
+            return
+        for name in self.BLOCK_FIELDS:
+            setattr(captured, name, None)
+        captured.x = own_copy(captured.x.detach().to("cpu", self.dtype))
+        attn = captured.attn
+        if "weights" in self.skipped and rebuildable(attn):
+            attn.weights = None
+        for name in ATTENTION_FIELDS:
+            value = getattr(attn, name)
+            if value is not None and name in self.skipped and name in OPTIONAL_FIELDS:
+                setattr(attn, name, None)
+            elif value is not None and name != "weights":
+                setattr(attn, name, own_copy(value.detach().to("cpu", self.dtype)))
+
+
 class Recorder:
     """What every driver holds (the loaded model, record and sampling options) and how it records."""
 
@@ -213,9 +252,11 @@ class Recorder:
 
     def _new_capture(self, n_new: int, n_cached: int) -> StepCapture:
         """The capture of a pass over n_new tokens after n_cached: it asks for A only where the
-        record keeps it (a prefill's is rebuilt on demand, see rebuildable)."""
+        record keeps it (a prefill's is rebuilt on demand, see rebuildable), and keeps of each
+        finished layer only what the record will (RecordingCapture)."""
         rebuilt = "weights" in self.record.derived and n_new > 1 and n_cached == 0
-        return StepCapture(self.config.n_layers, weights=not rebuilt)
+        skipped = getattr(self, "_skipped", frozenset)() | self.record.derived
+        return RecordingCapture(self.config.n_layers, not rebuilt, skipped, RECORD_DTYPES[self.record.dtype])
 
     def _check_ids(self, ids: np.ndarray) -> None:
         bad = ids[(ids < 0) | (ids >= self.config.vocab_size)]
