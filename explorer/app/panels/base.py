@@ -160,6 +160,7 @@ class Panel(QWidget):
         self.note = QLabel()               # "nothing to show yet" / "out of date: …", see view_state()
         self.note.setObjectName("panel_note")
         self.note.setWordWrap(True)
+        self.note.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)   # never widens a dock
         self.note.setStyleSheet("QLabel { padding: 6px; border-radius: 3px; }")
         self.note.hide()
         layout = QVBoxLayout(self)
