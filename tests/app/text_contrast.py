@@ -20,6 +20,7 @@ from PySide6.QtGui import QColor, QImage, QPainter
 
 GLYPH_DISTANCE = 12          # a pixel this far (0-255, any channel) from the background is part of a glyph
 MIN_GLYPH_PIXELS = 12
+PLOT_MARGIN = 3             # an SVG reader smooths images over a pixel or two past their edge
 
 
 def label_rects(view) -> list[tuple[str, list[float]]]:
@@ -89,7 +90,8 @@ def text_pixels(image: np.ndarray, rect, plots=()) -> np.ndarray:
     x, y, w, h = (int(round(v)) for v in rect)
     keep[max(0, y): y + h, max(0, x): x + w] = True
     for px, py, pw, ph in plots:
-        keep[max(0, int(py) - 1): int(py + ph) + 2, max(0, int(px) - 1): int(px + pw) + 2] = False
+        keep[max(0, int(py) - PLOT_MARGIN): int(py + ph) + PLOT_MARGIN + 1,
+             max(0, int(px) - PLOT_MARGIN): int(px + pw) + PLOT_MARGIN + 1] = False
     return image[keep]
 
 
