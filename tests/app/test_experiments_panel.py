@@ -11,24 +11,11 @@ from explorer.app.panels.model_call import thread_executor
 from explorer.app.session import Session
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import Experiment, HeadAblation, Intervention, Kernel, KernelChoice, active
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    from explorer.core.decode import Decoder
-    from explorer.core.runtime import from_tensors
-    from tests.core.conftest import make_hf_model
-
-    hf = make_hf_model("llama", seed=5)
-    loaded = from_tensors(hf.config.to_dict(), hf.state_dict(), name="tiny-llama")
-    decoder = Decoder(loaded)
-    decoder.prefill(np.arange(9) * 7 % 90)
-    decoder.step()
-    return loaded, decoder.trace
+from tests.app.test_why_panels import tiny  # noqa: F401  (the tiny llama and its trace, shared)
 
 
 @pytest.fixture
-def panel(qtbot, tiny):
+def panel(qtbot, tiny):  # noqa: F811
     session = Session()
     session.set_model(tiny[0].info)
     session.set_token_display(lambda token_id: f"t{token_id}")
@@ -48,7 +35,7 @@ def _answer(qtbot, panel, action) -> None:
         action()
 
 
-def test_an_ablation_shows_the_core_comparison_and_unticking_it_undoes_it(qtbot, panel, tiny):
+def test_an_ablation_shows_the_core_comparison_and_unticking_it_undoes_it(qtbot, panel, tiny):  # noqa: F811
     from explorer.core.experiments import compare_next_token
 
     loaded, trace = tiny
@@ -81,7 +68,7 @@ def test_an_experiment_the_session_gains_is_listed_and_a_kernel_is_added_by_its_
     assert [e.intervention.kernels for e in panel.experiments] == [(KernelChoice(Kernel("exp", 2.0), (1,)),)]
 
 
-def test_the_list_is_saved_in_the_session_file_and_bad_layers_are_named(qtbot, panel, tiny, tmp_path):
+def test_the_list_is_saved_in_the_session_file_and_bad_layers_are_named(qtbot, panel, tiny, tmp_path):  # noqa: F811
     from explorer.app.session_state import SessionState, load, save
 
     experiments = (Experiment(Intervention(ablations=(HeadAblation(1, 0, "mean"),)), on=False),
@@ -123,22 +110,21 @@ def test_alt_click_on_a_head_of_the_attention_grid_asks_to_ablate_it(qtbot, monk
     assert session.experiments == ablated and (session.selection.layer, session.selection.head) == (2, 1)
 
 
-def test_the_patching_tab_runs_the_core_map_with_progress_and_can_be_cancelled(qtbot, panel, tiny):
-    from explorer.core import patching
-
-    loaded = tiny[0]
-    view = panel.patching
-    # the tiny model's tokenizer is None: the job needs one, so give the view a loaded model that has one
+@pytest.fixture(scope="module")
+def with_tokens(tmp_path_factory):
+    """A tiny llama folder with a tokenizer: the patching tab reads the prompts' tokens."""
+    from explorer.core.runtime import load_model
     from tests.core.tiny_checkpoints import write_hf_folder
 
-    import tempfile
-    from pathlib import Path
-
-    from explorer.core.runtime import load_model
-
-    folder = Path(tempfile.mkdtemp())
+    folder = tmp_path_factory.mktemp("tiny-llama")
     write_hf_folder(folder)
-    with_tokens = load_model(str(folder))
+    return load_model(str(folder))
+
+
+def test_the_patching_tab_runs_the_core_map_with_progress(qtbot, panel, with_tokens):
+    from explorer.core import patching
+
+    view = panel.patching
     panel.executor = thread_executor(with_tokens)
     view.clean.setText("The cat sat on the")
     view.corrupt.setText("The hat sat on the")
@@ -159,10 +145,25 @@ def test_the_patching_tab_runs_the_core_map_with_progress_and_can_be_cancelled(q
     with qtbot.waitSignal(view.call.failed, timeout=30000):
         view.run()
     assert "not one" in view.caption.text()
-    assert loaded is not None
 
 
-def test_the_attention_header_names_the_kernel_in_use(tiny):
+def test_cancel_stops_the_map_and_the_caption_says_so(qtbot, panel, with_tokens):
+    view = panel.patching
+    queued = []
+    panel.executor = queued.append                   # the model thread is busy: the job waits in its queue
+    view.clean.setText("The cat sat on the")
+    view.corrupt.setText("The hat sat on the")
+    view.target.setText(" m")
+    view.against.setText("at")
+    assert view.run() and view.cancel_button.isEnabled() and not view.run_button.isEnabled()
+    view.cancel_button.click()
+    with qtbot.waitSignal(view.call.finished, timeout=30000):
+        thread_executor(with_tokens)(queued[0])
+    assert not view.result.complete and np.isnan(view.result.values).all()
+    assert "Cancelled" in view.caption.text() and view.run_button.isEnabled()
+
+
+def test_the_attention_header_names_the_kernel_in_use(tiny):  # noqa: F811
     from explorer.app.panels.attention import attention_formula
     from explorer.core.decode import Decoder
 
