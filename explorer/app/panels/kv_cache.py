@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QSpinBox, QSplitter, QTableW
                                QTabWidget, QVBoxLayout, QWidget)
 
 from explorer.app.panels.base import LineLabel, Panel
-from explorer.app.panels.heatmap import Heatmap
+from explorer.app.panels.heatmap import Heatmap, nice_step
 from explorer.app.session import Selection
 from explorer.app.status_bar import step_name
 from explorer.core import kv_variants
@@ -185,6 +185,8 @@ class KVCachePanel(Panel):
         self.total_plot.plot([tokens[step]], [totals[step]], pen=None, symbol="o", symbolSize=11,
                              symbolBrush="#ff2d55")
         self.step_line.setValue(float(tokens[step]))
+        whole = nice_step((float(tokens[-1]) - float(tokens[0])) / 5)     # whole tokens, never 5.5
+        self.total_plot.getAxis("bottom").setTickSpacing(whole, whole)
         self.summary.setText(
             f"<b>{human(self.total_in_use)}</b> in use of {human(self.total_allocated)} allocated "
             f"after {step_name(step)} of {trace.n_steps - 1} ({int(tokens[step])} tokens) · "
