@@ -139,17 +139,22 @@ def is_out_of_memory(error: BaseException) -> bool:
     return type(error).__name__ == "OutOfMemoryError" or "out of memory" in str(error).lower()
 
 
+def _what_if(job, loaded, progress, cancel):
+    from explorer.core.convert import what_if
+
+    return what_if(loaded, job.variant, list(job.prompt_ids), job.steps, progress=progress, cancel=cancel)
+
+
+def _head_weights(job, loaded, progress, cancel):
+    from explorer.core.weights_view import head_weights
+
+    return head_weights(loaded, job.layer, job.head)
+
+
+NAMED_JOBS = {"what-if": _what_if, "head weights": _head_weights}     # requests.WhatIfJob, HeadWeightsJob
+
+
 def run_named_job(job, loaded, progress, cancel):
-    """A panel's named job (requests.WhatIfJob, HeadWeightsJob) run on the model thread with the loaded model:
-    the one place the GUI's panels reach the torch-side core."""
-    from explorer.app.requests import HeadWeightsJob, WhatIfJob
-
-    if isinstance(job, WhatIfJob):
-        from explorer.core.convert import what_if
-
-        return what_if(loaded, job.variant, list(job.prompt_ids), job.steps, progress=progress, cancel=cancel)
-    if isinstance(job, HeadWeightsJob):
-        from explorer.core.weights_view import head_weights
-
-        return head_weights(loaded, job.layer, job.head)
-    raise TypeError(f"{type(job).__name__} is not a named model job")
+    """A panel's named job (its `kind` names it) run on the model thread with the loaded model: the one
+    place the GUI's panels reach the torch-side core."""
+    return NAMED_JOBS[job.kind](job, loaded, progress, cancel)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 
 class Cancelled(Exception):
@@ -127,6 +128,7 @@ class WhatIfJob:
     variant: str
     steps: int
     prompt_ids: tuple[int, ...]
+    kind: ClassVar[str] = "what-if"
 
     def __call__(self, loaded, progress, cancel):
         from explorer.app.core_api import run_named_job
@@ -140,11 +142,61 @@ class HeadWeightsJob:
 
     layer: int
     head: int
+    kind: ClassVar[str] = "head weights"
 
     def __call__(self, loaded, progress, cancel):
         from explorer.app.core_api import run_named_job
 
         return run_named_job(self, loaded, progress, cancel)
+
+
+class _NamedJob:
+    """Run by core_api on the model thread, with the loaded model, like WhatIfJob and HeadWeightsJob."""
+
+    def __call__(self, loaded, progress, cancel):
+        from explorer.app.core_api import run_named_job
+
+        return run_named_job(self, loaded, progress, cancel)
+
+
+@dataclass(frozen=True)
+class AttributionJob(_NamedJob):
+    """Why this token: the logit of `token` (None: the top prediction) after `position` of `ids`, split."""
+
+    ids: tuple[int, ...]
+    position: int
+    token: int | None = None
+
+
+@dataclass(frozen=True)
+class ResidualStreamJob(_NamedJob):
+    """The residual stream at `position` of `ids`: what each layer adds, and the logit lens's top `k`."""
+
+    ids: tuple[int, ...]
+    position: int
+    k: int = 5
+
+
+@dataclass(frozen=True)
+class HeadScoresJob(_NamedJob):
+    """The head atlas: previous-token, induction and sink scores on the model's random ids repeated twice."""
+
+
+@dataclass(frozen=True)
+class OutputWeightsJob(_NamedJob):
+    """Show the work past y_i: the head's W^O_h, and MLA's W_h^UK (None for other attention kinds)."""
+
+    layer: int
+    head: int
+
+
+@dataclass(frozen=True)
+class BlockWalkJob(_NamedJob):
+    """Show the work for a block: position `position` of `ids` through block `layer`."""
+
+    ids: tuple[int, ...]
+    layer: int
+    position: int
 
 
 _DECODING = (Prefill, Step, Back, Force, Replay, LogitLens, Candidates)

@@ -319,6 +319,6 @@ def model_info(model: EncoderDecoder, config: EncDecConfig, name: str) -> ModelI
 
 def load(checkpoint, device: str = "cpu", dtype: str = "float32"):
     """A LoadedModel (runtime.LoadedModel) from an opened Checkpoint of model_type explorer-encdec."""
-    from explorer.core.families import load_built
+    from explorer.core.runtime import load_built
 
     return load_built(checkpoint, build, model_info, device, dtype)

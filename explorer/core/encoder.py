@@ -125,7 +125,7 @@ def model_info(model: BertEncoder, config: ModelConfig, name: str) -> ModelInfo:
 
 def load(checkpoint, device: str = "cpu", dtype: str = "float32"):
     """A LoadedModel (runtime.LoadedModel) from an opened Checkpoint of model_type bert."""
-    from explorer.core.families import load_built
+    from explorer.core.runtime import load_built
 
     return load_built(checkpoint, build, model_info, device, dtype)
 

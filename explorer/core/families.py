@@ -1,30 +1,74 @@
-"""Models that are not decoder-only: which module builds them and which object steps them.
+"""One row per model_type: who reads its config, which weight-name table maps it, who builds it, which
+driver steps it, and what its cache holds. Everyone asks the row; nobody keeps a second list.
 
-    model_type "bert"             -> encoder.py     (EncoderRunner: one encode pass, no Step)
-    model_type "explorer-encdec"  -> encdec.py      (EncDecDecoder: source in, target token by token)
-    anything else                 -> runtime.py     (decode.Decoder)
+    model_type          config reader            weights      builder            driver          cache
+    llama, smollm, ...  config.ModelConfig       weights.py   runtime (decoder)  decode.Decoder  "kv"
+    bert                config.bert_config       encoder.py   encoder            EncoderRunner   "none"
+    explorer-encdec     encdec.EncDecConfig      encdec.py    encdec             EncDecDecoder   "cross"
 
-`make_decoder(loaded)` is what the app and the CLI call to get the right driver;
-every driver has the Decoder's API (prefill, step, back, force, trace, kv_cache)
-and `can_generate` says whether Step means anything.
+The builders and drivers are named by module and attribute and imported when first used, so that
+this table imports nothing heavy and sits below every module it names (no import cycle through it).
+Every driver has the Decoder's API (prefill, step, back, force, trace, kv_cache); `can_generate`
+says whether Step means anything.
 """
 from __future__ import annotations
 
-from explorer.core.decode import Decoder, RecordOptions
-from explorer.core.sampling import Sampling
+from dataclasses import dataclass
+from importlib import import_module
 
-BUILDERS = {"bert": "explorer.core.encoder", "explorer-encdec": "explorer.core.encdec"}
+from explorer.core.errors import UnsupportedModelError
+
+
+@dataclass(frozen=True)
+class ModelFamily:
+    model_type: str
+    weights: str            # the weight-name table (weights.TABLES key), or the module that maps its own
+    builder: str            # module whose load(checkpoint, device, dtype) -> runtime.LoadedModel
+    driver: str             # "module:Class" of the step driver, built as Class(loaded, record, sampling, ...)
+    cache: str              # "kv": the decoder's K/V (kv_variants) | "none": no cache | "cross": K/V + cross K/V
+
+    @property
+    def decoder_only(self) -> bool:
+        return self.builder == "explorer.core.runtime"
+
+    def driver_class(self):
+        module, name = self.driver.split(":")
+        return getattr(import_module(module), name)
+
+
+def _decoder(model_type: str, weights: str | None = None) -> ModelFamily:
+    return ModelFamily(model_type, weights or model_type, "explorer.core.runtime", "explorer.core.decode:Decoder", "kv")
+
+
+FAMILIES = {row.model_type: row for row in (
+    _decoder("llama"), _decoder("smollm", "llama"), _decoder("mistral"), _decoder("qwen2"), _decoder("qwen3"),
+    _decoder("gpt2"), _decoder("gemma3_text", "gemma3"), _decoder("gemma3", "gemma3"),
+    _decoder("deepseek_v2"), _decoder("deepseek_v3"),
+    ModelFamily("bert", "explorer.core.encoder", "explorer.core.encoder", "explorer.core.encoder:EncoderRunner",
+                "none"),
+    ModelFamily("explorer-encdec", "explorer.core.encdec", "explorer.core.encdec",
+                "explorer.core.encdec_decode:EncDecDecoder", "cross"),
+)}
+
+
+def family_of(hf_config: dict, source: str = "the config") -> ModelFamily:
+    """The row of a config.json dict's model_type, or UnsupportedModelError naming the ones there are."""
+    model_type = str(hf_config.get("model_type") or "")
+    row = FAMILIES.get(model_type)
+    if row is None:
+        raise UnsupportedModelError(
+            f"{source}: model_type {model_type!r} is not supported (supported: {', '.join(sorted(FAMILIES))})")
+    return row
 
 
 def builds(hf_config: dict) -> bool:
-    """Whether this module (not the decoder-only engine) builds a model of this config."""
-    return hf_config.get("model_type") in BUILDERS
+    """Whether a family module (not the decoder-only engine) builds a model of this config."""
+    row = FAMILIES.get(str(hf_config.get("model_type") or ""))
+    return row is not None and not row.decoder_only
 
 
 def refuse_decoder_build(hf_config: dict, source: str) -> None:
-    """runtime.build_model builds decoder-only models; the families here come only through load_model."""
-    from explorer.core.errors import UnsupportedModelError
-
+    """runtime.build_model builds decoder-only models; the other families come only through load_model."""
     if builds(hf_config):
         raise UnsupportedModelError(
             f"{source}: model_type {hf_config['model_type']!r} is not a decoder-only model; open it with "
@@ -32,37 +76,19 @@ def refuse_decoder_build(hf_config: dict, source: str) -> None:
 
 
 def load(checkpoint, device: str = "cpu", dtype: str = "float32"):
-    """The LoadedModel of an encoder-only or encoder-decoder checkpoint."""
-    from importlib import import_module
-
-    return import_module(BUILDERS[checkpoint.hf_config["model_type"]]).load(checkpoint, device, dtype)
+    """The LoadedModel of an encoder-only or encoder-decoder checkpoint, by its family's builder."""
+    return import_module(family_of(checkpoint.hf_config).builder).load(checkpoint, device, dtype)
 
 
-def load_built(checkpoint, build, model_info, device: str = "cpu", dtype: str = "float32"):
-    """A LoadedModel of `checkpoint` built by a family's build(hf_config, tensors, source, device, dtype)
-    and described by its model_info(model, config, name)."""
-    from pathlib import Path
-
-    from explorer.core.runtime import LoadedModel
-
-    model, config = build(checkpoint.hf_config, checkpoint.tensors, str(checkpoint.path), device, dtype)
-    return LoadedModel(model=model, config=config, tokenizer=checkpoint.tokenizer,
-                       info=model_info(model, config, checkpoint.name), name=checkpoint.name,
-                       path=Path(checkpoint.path) if checkpoint.path else None)
-
-
-def make_decoder(loaded, record: RecordOptions = RecordOptions(), sampling: Sampling = Sampling(),
-                 capacity: int | None = None):
-    """The step driver that fits the model: Decoder, EncDecDecoder or EncoderRunner."""
-    if loaded.info.is_encoder_only:
-        from explorer.core.encoder import EncoderRunner
-
-        return EncoderRunner(loaded, record, sampling)
-    if loaded.info.is_encoder_decoder:
-        from explorer.core.encdec_decode import EncDecDecoder
-
-        return EncDecDecoder(loaded, record, sampling, capacity)
-    return Decoder(loaded, record, sampling, capacity)
+def make_decoder(loaded, record=None, sampling=None, capacity: int | None = None):
+    """The step driver that fits the model: Decoder, EncDecDecoder or EncoderRunner (its own defaults for
+    the record options and sampling left out)."""
+    info = loaded.info
+    model_type = "bert" if info.is_encoder_only else "explorer-encdec" if info.is_encoder_decoder else "llama"
+    given = {"record": record, "sampling": sampling}
+    if not info.is_encoder_only:
+        given["capacity"] = capacity
+    return FAMILIES[model_type].driver_class()(loaded, **{k: v for k, v in given.items() if v is not None})
 
 
 def can_generate(loaded_or_info) -> bool:

@@ -149,7 +149,7 @@ def dtype_bytes(dtype: str) -> int:
 # ----- reading a config --------------------------------------------------------
 # The shape comes from the ModelConfig the engine builds from the same config.json (config.py, numpy
 # and torch free), so the table and the engine cannot read a family's window or heads differently.
-NOT_CACHED = {"explorer-encdec": "an encoder-decoder (its KV table is not written yet)"}
+NOT_CACHED = "an encoder-decoder (its KV table is not written yet)"
 # Sizes the cache does not depend on: a config.json (or GGUF metadata) may leave them out here.
 CACHE_FREE = {"vocab_size": 0, "intermediate_size": 0}
 
@@ -158,9 +158,12 @@ def cache_shape(config: dict, source: str = "the config") -> CacheShape:
     """The cache-relevant dimensions of a Hugging Face style config dict, read as the engine reads it."""
     from explorer.core.config import ModelConfig
 
+    from explorer.core.families import FAMILIES
+
     model_type = str(config.get("model_type") or "")
-    if model_type in NOT_CACHED:
-        raise UnsupportedModelError(f"{source} has model_type {model_type!r}, {NOT_CACHED[model_type]}.")
+    row = FAMILIES.get(model_type)
+    if row is not None and row.cache == "cross":
+        raise UnsupportedModelError(f"{source} has model_type {model_type!r}, {NOT_CACHED}.")
     try:
         model = ModelConfig.from_hf({**CACHE_FREE, **config})
     except UnsupportedModelError as error:

@@ -164,6 +164,15 @@ def from_tensors(hf_config: dict, tensors: dict[str, torch.Tensor], name: str = 
                        name=name, path=path)
 
 
+def load_built(checkpoint, build, model_info, device: str = "cpu", dtype: str = "float32") -> LoadedModel:
+    """A LoadedModel of `checkpoint` built by a family's build(hf_config, tensors, source, device, dtype)
+    and described by its model_info(model, config, name) (encoder.py, encdec.py)."""
+    model, config = build(checkpoint.hf_config, checkpoint.tensors, str(checkpoint.path), device, dtype)
+    return LoadedModel(model=model, config=config, tokenizer=checkpoint.tokenizer,
+                       info=model_info(model, config, checkpoint.name), name=checkpoint.name,
+                       path=Path(checkpoint.path) if checkpoint.path else None)
+
+
 def load_model(path_or_checkpoint, device: str = "cpu", dtype: str = "float32", progress=None) -> LoadedModel:
     """Open a HF folder or GGUF file (or take an opened Checkpoint) and build the model from it."""
     checkpoint = path_or_checkpoint

@@ -1,0 +1,70 @@
+"""The family table (explorer/core/families.py): one row per model_type that every part reads, and no cycles."""
+from __future__ import annotations
+
+import sys
+
+import grimp
+import pytest
+
+from explorer.core import families, weights
+from explorer.core.config import _READERS, ABSENT_DEFAULTS, ModelConfig
+from explorer.core.runtime import from_tensors
+from tests.core.conftest import FAMILIES as TINY, make_hf_model
+
+
+def test_every_family_row_has_a_config_reader_and_every_reader_a_row():
+    assert set(families.FAMILIES) == set(_READERS) | {"gemma3"}      # gemma3: the multimodal wrapper of gemma3_text
+    assert set(ABSENT_DEFAULTS) <= set(families.FAMILIES)
+
+
+@pytest.mark.parametrize("family", sorted(TINY))
+def test_a_decoder_rows_weight_table_is_what_the_engine_maps_with(family):
+    hf = make_hf_model(family)
+    row = families.family_of(hf.config.to_dict())
+    assert row.decoder_only and row.cache == "kv" and row.weights in weights.TABLES
+    loaded = from_tensors(hf.config.to_dict(), hf.state_dict(), name=family)
+    assert loaded.config.family == row.weights == ModelConfig.from_hf(hf.config.to_dict()).family
+    assert type(families.make_decoder(loaded)) is row.driver_class()
+
+
+def test_unknown_model_types_are_named_with_the_supported_ones():
+    with pytest.raises(families.UnsupportedModelError, match="'mamba' is not supported .*llama"):
+        families.family_of({"model_type": "mamba"}, "x")
+
+
+def strongly_connected(graph, modules) -> list[list[str]]:
+    """Tarjan's strongly connected components of more than one module: the import cycles."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.find_modules_directly_imported_by(v) & modules:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+    for module in sorted(modules):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_the_core_has_no_import_cycle():
+    graph = grimp.build_graph("explorer", exclude_type_checking_imports=True)
+    core = {m for m in graph.modules if m.startswith("explorer.core.")}
+    assert strongly_connected(graph, core) == []
