@@ -91,8 +91,7 @@ class DecodeLoop:
         """A request cancelled or failed half way (a replay, a force after its backs) still changed the
         decoder: hand its trace back, so the GUI never shows a trace the decoder no longer holds."""
         decoder = self._state.decoder
-        emptied = self._shown is not None and self._shown.steps     # a prefill cancelled after its cache reset
-        if decoder is not None and (decoder.trace.steps or emptied) and decoder.trace is not self._shown:
+        if decoder is not None and decoder.trace.steps and decoder.trace is not self._shown:
             self._hand_back(decoder.trace)
 
     def _attempt(self, request, handler) -> None:
@@ -147,6 +146,10 @@ class DecodeLoop:
         decoder.progress = report
         try:
             yield
+        except Cancelled:
+            if not decoder.trace.steps:          # stopped after the cache was reset: the window shows nothing
+                self._hand_back(decoder.trace)
+            raise
         finally:
             decoder.progress = None
 

@@ -124,3 +124,13 @@ def test_a_session_saved_before_it_ran_runs_its_prompt(qtbot, window, tiny):  # 
     window.restore_session(SessionState(model=str(tiny), prompt=PROMPT))
     trace = idle(qtbot, window, lambda: window.session.trace is not None)
     assert trace.token_ids.tolist() == window.session.tokens.ids.tolist()
+
+
+def test_opening_another_model_says_nothing_about_a_cancelled_run(qtbot, window, tiny, tmp_path):  # noqa: F811
+    from tests.app.tiny_model import make_tiny_llama
+
+    opened(qtbot, window, tiny)
+    notices = []
+    window.controller.notice.connect(notices.append)
+    opened(qtbot, window, make_tiny_llama(tmp_path / "other", seed=2))
+    assert not any("cancelled" in notice for notice in notices), notices
