@@ -151,10 +151,14 @@ def _head_weights(job, loaded, progress, cancel):
     return head_weights(loaded, job.layer, job.head)
 
 
-NAMED_JOBS = {"what-if": _what_if, "head weights": _head_weights}     # requests.WhatIfJob, HeadWeightsJob
+# requests' job class name -> its handler; a new named job adds its row here (requests.py stays torch-free).
+NAMED_JOBS = {"WhatIfJob": _what_if, "HeadWeightsJob": _head_weights}
 
 
 def run_named_job(job, loaded, progress, cancel):
-    """A panel's named job (its `kind` names it) run on the model thread with the loaded model: the one
+    """A panel's named job (a requests.*Job value) run on the model thread with the loaded model: the one
     place the GUI's panels reach the torch-side core."""
-    return NAMED_JOBS[job.kind](job, loaded, progress, cancel)
+    handler = NAMED_JOBS.get(type(job).__name__)
+    if handler is None:
+        raise TypeError(f"{type(job).__name__} is not a named model job (core_api.NAMED_JOBS)")
+    return handler(job, loaded, progress, cancel)

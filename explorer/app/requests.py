@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, replace
-from typing import ClassVar
 
 
 class Cancelled(Exception):
@@ -128,7 +127,6 @@ class WhatIfJob:
     variant: str
     steps: int
     prompt_ids: tuple[int, ...]
-    kind: ClassVar[str] = "what-if"
 
     def __call__(self, loaded, progress, cancel):
         from explorer.app.core_api import run_named_job
@@ -142,7 +140,6 @@ class HeadWeightsJob:
 
     layer: int
     head: int
-    kind: ClassVar[str] = "head weights"
 
     def __call__(self, loaded, progress, cancel):
         from explorer.app.core_api import run_named_job
