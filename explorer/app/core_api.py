@@ -151,8 +151,43 @@ def _head_weights(job, loaded, progress, cancel):
     return head_weights(loaded, job.layer, job.head)
 
 
+def _attribution(job, loaded, progress, cancel):
+    from explorer.core.attribution import attribute
+
+    return attribute(loaded, job.ids, job.position, job.token)
+
+
+def _residual_stream(job, loaded, progress, cancel):
+    from explorer.core.attribution import residual_stream
+
+    return residual_stream(loaded, job.ids, job.position, job.k)
+
+
+def _head_scores(job, loaded, progress, cancel):
+    from explorer.core.head_scores import score_heads
+
+    return score_heads(loaded)
+
+
+def _output_weights(job, loaded, progress, cancel):
+    """W^O_h of the head, and MLA's W_h^UK (None elsewhere): Show the work past y_i."""
+    from explorer.core.attribution import output_columns
+    from explorer.core.weights_view import head_weights
+
+    w_uk = head_weights(loaded, job.layer, job.head).matrices[f"W_{job.head}^{{UK}}"] if loaded.config.mla else None
+    return output_columns(loaded, job.layer, job.head), w_uk
+
+
+def _block_walk(job, loaded, progress, cancel):
+    from explorer.core.block_walk import walk_block
+
+    return walk_block(loaded, job.ids, job.layer, job.position)
+
+
 # requests' job class name -> its handler; a new named job adds its row here (requests.py stays torch-free).
-NAMED_JOBS = {"WhatIfJob": _what_if, "HeadWeightsJob": _head_weights}
+NAMED_JOBS = {"WhatIfJob": _what_if, "HeadWeightsJob": _head_weights, "AttributionJob": _attribution,
+              "ResidualStreamJob": _residual_stream, "HeadScoresJob": _head_scores,
+              "OutputWeightsJob": _output_weights, "BlockWalkJob": _block_walk}
 
 
 def run_named_job(job, loaded, progress, cancel):

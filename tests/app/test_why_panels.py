@@ -166,7 +166,8 @@ def test_clicking_a_cell_derives_it(qtbot, session, tiny, layout):
 
 @pytest.mark.parametrize("layout", sorted(SIZES))
 def test_the_atlas_scores_sorts_filters_and_selects(qtbot, session, tiny, layout):
-    from explorer.core.head_scores import describe_heads, score_heads
+    from explorer.core.head_description import describe_heads
+    from explorer.core.head_scores import score_heads
 
     loaded, trace = tiny
     panel = answered(qtbot, AtlasPanel, session, tiny, layout)

@@ -8,6 +8,7 @@ import torch
 from explorer.core import head_scores
 from explorer.core.errors import ExplorerError
 from explorer.core.families import make_decoder
+from explorer.core.head_description import describe_heads
 
 IDS = [5, 17, 42, 3, 88, 61, 29]
 
@@ -63,7 +64,7 @@ def test_description_follows_its_formulas(loaded):
     decoder = make_decoder(loaded)
     decoder.prefill(np.array(IDS))
     trace = decoder.step() and decoder.step()                               # a prefill, then two decoding rows
-    described = head_scores.describe_heads(trace)
+    described = describe_heads(trace)
     layer, head = loaded.config.n_layers - 1, 1
     a = trace.attention(layer)[head].astype(np.float64)                     # (T, T)
     t = len(IDS) + 2

@@ -17,8 +17,9 @@ from explorer.app.panels.adaptive import orient
 from explorer.app.panels.asking import Asker
 from explorer.app.panels.base import LineLabel, Panel
 from explorer.app.panels.heatmap import Heatmap
+from explorer.app.requests import HeadScoresJob
 from explorer.app.session import Selection
-from explorer.core.head_scores import describe_heads
+from explorer.core.head_description import describe_heads
 from explorer.views.maps import attention_matrix
 
 # (label, where it comes from, field, formula)
@@ -111,11 +112,7 @@ class AtlasPanel(Panel):
 
     # ----- the two sources ------------------------------------------------------------
     def _ask_scores(self, trace) -> None:
-        def job(loaded, progress, cancel):
-            from explorer.core.head_scores import score_heads
-
-            return score_heads(loaded)
-        self.asker.ask(trace.model.name, job)
+        self.asker.ask(trace.model.name, HeadScoresJob())
 
     def _on_scores(self, key, scores) -> None:
         self.scores = scores

@@ -19,6 +19,7 @@ from explorer.app.panels.base import Panel, WrappedText
 from explorer.app.panels.embeddings import symmetric_levels
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.panels.residual import readable, selected_position
+from explorer.app.requests import AttributionJob
 from explorer.app.session import Selection
 
 N_BARS = 12
@@ -106,11 +107,7 @@ class AttributionPanel(Panel):
         token = self._tokens[index] if index < len(self._tokens) else None
         ids = tuple(int(i) for i in trace.token_ids[: position + 1])
 
-        def job(loaded, progress, cancel):
-            from explorer.core.attribution import attribute
-
-            return attribute(loaded, ids, position, token)
-        if self.asker.ask((trace.model.name, ids, position, token), job):
+        if self.asker.ask((trace.model.name, ids, position, token), AttributionJob(ids, position, token)):
             self.readout.setText(f"attributing the logit after position {position}…")
 
     # ----- drawing -------------------------------------------------------------------

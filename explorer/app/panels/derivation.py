@@ -18,6 +18,7 @@ from explorer.app.panels.base import Panel
 from explorer.app.panels.block_text import block_html
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.panels.residual import readable, selected_position
+from explorer.app.requests import BlockWalkJob, OutputWeightsJob
 from explorer.app.session import Selection
 from explorer.core import derivation
 from explorer.views.maps import attention_matrix, axis_labels
@@ -104,13 +105,7 @@ class DerivationPanel(Panel):
         if key in self.weights:
             return self.weights[key]
 
-        def job(loaded, progress, cancel):
-            from explorer.core.attribution import output_columns
-            from explorer.core.weights_view import head_weights
-
-            w_uk = head_weights(loaded, layer, head).matrices[f"W_{head}^{{UK}}"] if loaded.config.mla else None
-            return output_columns(loaded, layer, head), w_uk
-        self.asker.ask(key, job)
+        self.asker.ask(key, OutputWeightsJob(layer, head))
         return None, None
 
     def _ask_block(self, trace, layer: int, row: int) -> None:
@@ -121,11 +116,7 @@ class DerivationPanel(Panel):
             self.text.setHtml(block_html(self.walk, trace.token_text))
             return
 
-        def job(loaded, progress, cancel):
-            from explorer.core.block_walk import walk_block
-
-            return walk_block(loaded, ids, layer, row)
-        if self.block_asker.ask(key, job):
+        if self.block_asker.ask(key, BlockWalkJob(ids, layer, row)):
             self.text.setPlainText(f"walking position {row} through block {layer}…")
 
     def _on_block(self, key, walk) -> None:

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem
 from explorer.app.panels.adaptive import is_wide
 from explorer.app.panels.asking import Asker
 from explorer.app.panels.base import Panel
+from explorer.app.requests import ResidualStreamJob
 from explorer.app.session import Selection
 
 K = 2                        # lens candidates per layer in the table (its tooltip has them all)
@@ -125,11 +126,7 @@ class ResidualPanel(Panel):
         self.position = position
         ids = tuple(int(i) for i in trace.token_ids[: position + 1])
 
-        def job(loaded, progress, cancel):
-            from explorer.core.attribution import residual_stream
-
-            return residual_stream(loaded, ids, position, ASKED)
-        if self.asker.ask((trace.model.name, ids), job):
+        if self.asker.ask((trace.model.name, ids), ResidualStreamJob(ids, position, ASKED)):
             self.readout.setText(f"reading the residual stream at position {position}…")
 
     def _on_answer(self, key, stream) -> None:
