@@ -15,32 +15,17 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from explorer.app import model_refs
-from explorer.app.settings import APPLICATION, ORGANIZATION, AppSettings
+from explorer.app.boot import SELF_TEST_TIMEOUT_S, SelfTestFailure, _wait, make_app  # noqa: F401 (re-exported)
+from explorer.app.settings import AppSettings
 
 DEFAULT_PROMPT = "To be, or not to be, that is the question:"      # the self-test's, for the bundled model
 NO_RESTORE_ENV = "TRANSFORMER_EXPLORER_NO_RESTORE"
-SELF_TEST_TIMEOUT_S = 300.0
-
-
-def make_app(argv: list[str] | None = None) -> QApplication:
-    app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv[:1])
-    app.setOrganizationName(ORGANIZATION)
-    app.setApplicationName(APPLICATION)
-    app.setApplicationDisplayName("Transformer Explorer")
-    app.setDesktopFileName("transformer-explorer")
-    icon = model_refs.resources_dir() / "icons" / "transformer-explorer.svg"
-    if icon.exists():
-        from PySide6.QtGui import QIcon
-
-        app.setWindowIcon(QIcon(str(icon)))
-    return app
 
 
 def apply_theme(app: QApplication, choice: str, root=None) -> str:
@@ -149,19 +134,6 @@ def show_sized_to_screen(window, settings: AppSettings) -> None:
 
 
 # ----- the packaged app's smoke test ------------------------------------------------------------
-class SelfTestFailure(Exception):
-    pass
-
-
-def _wait(app: QApplication, done, what: str, timeout_s: float = SELF_TEST_TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not done():
-        if time.monotonic() > deadline:
-            raise SelfTestFailure(f"timed out after {timeout_s:.0f} s waiting for {what}")
-        app.processEvents()
-        time.sleep(0.005)
-
-
 def self_test(model: str | None = None) -> int:
     """Offscreen: open the window, load a model, run three steps, export one image. 0 when all worked."""
     os.environ["QT_QPA_PLATFORM"] = "offscreen"

@@ -19,7 +19,7 @@ from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
 
 from explorer.app import model_refs
-from explorer.app.launch import SelfTestFailure, _wait, make_app
+from explorer.app.boot import SelfTestFailure, _wait, make_app
 from explorer.app.settings import AppSettings
 from explorer.app.theme import apply_theme
 
