@@ -18,6 +18,8 @@ from pathlib import Path
 PULLED_FILE = "pulled.json"      # explorer.core.store.PULLED_FILE, not imported so that no package loads this early
 MODELS_ENV = "TRANSFORMER_EXPLORER_TEST_MODELS"
 HASHED_UP_TO = 1 << 20           # bigger files (model weights) are compared by size and mtime
+# What the person's own window, if it runs beside the tests, writes every few seconds (explorer.app.session_file).
+LIVE_FILE = "autosave-session.json"        # and its temporary ".autosave-session.json.*.tmp" while it is written
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,7 @@ def fingerprints(roots) -> dict[str, str]:
     found = {}
     for root in roots:
         for path in sorted(Path(root).rglob("*")) if Path(root).is_dir() else []:
-            if path.is_symlink() or not path.is_file():
+            if path.is_symlink() or not path.is_file() or LIVE_FILE in path.name:
                 continue
             stat = path.stat()
             found[str(path)] = (hashlib.sha256(path.read_bytes()).hexdigest() if stat.st_size <= HASHED_UP_TO
