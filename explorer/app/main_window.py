@@ -173,6 +173,7 @@ class MainWindow(QMainWindow):
 
     def _on_model_ready(self, summary) -> None:
         self.settings.remember_model(summary.reference)
+        self.model_bar.set_current(summary.reference)     # named at once, not after the listing (a long prefill)
         model_refs.remember(summary.reference)
         self._list_once_idle()
         self.status.show_model(summary.info, summary.device, summary.dtype)

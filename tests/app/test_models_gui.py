@@ -118,3 +118,22 @@ def test_a_window_made_on_an_idle_model_thread_with_saved_sampling_starts_cleanl
         qtbot.waitUntil(lambda: not worker.busy, timeout=60000)
     window.close()
     assert exceptions == []
+
+
+def test_the_picker_names_the_model_as_soon_as_it_is_loaded(qtbot, tmp_path, dialogs):  # noqa: F811
+    import threading
+
+    from tests.app.tiny_model import make_tiny_llama
+
+    tiny = make_tiny_llama(tmp_path / "tiny-llama")
+    release = threading.Event()
+    window = make_window(qtbot, tmp_path, catalog=lambda: release.wait(30) and [])   # the listing waits
+    try:
+        window.prompt.set_text("To be, or not")
+        window.open_model(str(tiny))
+        qtbot.waitUntil(lambda: window.controller.summary is not None, timeout=60000)
+        assert window.model_bar.models.currentData() == str(tiny)
+        assert window.model_bar.models.currentText() == "tiny-llama"
+    finally:
+        release.set()
+        window.close()
