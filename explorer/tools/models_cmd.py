@@ -37,12 +37,12 @@ def name_cell(entry: store.ModelEntry) -> str:
     return f"{name:<{NAME_WIDTH}}"
 
 
-def as_line(entry: store.ModelEntry) -> str:
+def as_line(entry: store.ModelEntry, family_width: int = 12) -> str:
     s = entry.summary
     if s is None:
         return f"  {name_cell(entry)} {entry.source:<9} -- {entry.reason}"
     heads = f"{s.heads}/{s.kv_heads}"
-    return (f"{'  ' if entry.available else '✗ '}{name_cell(entry)} {entry.source:<9} {s.family:<12} {s.attention:<4} "
+    return (f"{'  ' if entry.available else '✗ '}{name_cell(entry)} {entry.source:<9} {s.family:<{family_width}} {s.attention:<4} "
             f"{s.layers:>3} {heads:>7} {human_count(s.params):>7} {human_bytes(s.size_bytes):>9}  {entry.path}"
             + (f"\n      unsupported: {entry.reason}" if entry.reason else ""))
 
@@ -54,8 +54,9 @@ def run(args) -> int:
     if args.json:
         print(json.dumps([as_dict(e) for e in entries], indent=1))
         return 0
-    print(f"  {'NAME':<{NAME_WIDTH}} {'SOURCE':<9} {'FAMILY':<12} {'ATTN':<4} {'LAY':>3} {'HEADS':>7} {'PARAMS':>7} "
-          f"{'SIZE':>9}  LOCATION")
+    family = max([12] + [len(e.summary.family) for e in entries if e.summary is not None])   # the widest family
+    print(f"  {'NAME':<{NAME_WIDTH}} {'SOURCE':<9} {'FAMILY':<{family}} {'ATTN':<4} {'LAY':>3} {'HEADS':>7} "
+          f"{'PARAMS':>7} {'SIZE':>9}  LOCATION")
     for entry in entries:
-        print(as_line(entry))
+        print(as_line(entry, family))
     return 0
