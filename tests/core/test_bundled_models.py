@@ -21,14 +21,12 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
+import transformers  # the reference
+from safetensors import safe_open
+from tokenizers import Tokenizer
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
-
-from safetensors import safe_open  # noqa: E402
-from tokenizers import Tokenizer  # noqa: E402
-
-from explorer.core import kv_variants  # noqa: E402
+from explorer.core import kv_variants
 
 MODELS = Path(__file__).resolve().parents[2] / "resources" / "models"
 NAMES = ("shakespeare-mha", "shakespeare-mqa", "shakespeare-gqa", "shakespeare-mla")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
+import transformers  # the reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -68,7 +70,6 @@ def test_gemma3_27b_has_52_local_and_10_global_layers_and_local_caches_stop_at_t
 
 
 def test_gemma3_layer_types_and_the_older_pattern_agree():
-    transformers = pytest.importorskip("transformers")
     d = transformers.Gemma3TextConfig(num_hidden_layers=14, sliding_window=32).to_dict()
     old_style = {k: v for k, v in d.items() if k != "layer_types"} | {"sliding_window_pattern": 6}
     assert kv.cache_shape(d).windows == kv.cache_shape(old_style).windows
@@ -197,7 +198,6 @@ ENGINE_FAMILIES = {
 
 
 def tiny_loaded(family: str, overrides: dict):
-    transformers = pytest.importorskip("transformers")
     from explorer.core.runtime import from_tensors
     from tests.core.conftest import FAMILIES
 

@@ -11,12 +11,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import torch
+import transformers  # the reference
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
-
-from explorer.tools import train_cmd  # noqa: E402
-from explorer.train import corpus, variants  # noqa: E402
+from explorer.tools import train_cmd
+from explorer.train import corpus, variants
 
 PLAY = """# The Tragedy of {name}
 
