@@ -200,6 +200,18 @@ def config_far_too_big(folder: Path, scratch: Path) -> Path:
     return folder
 
 
+def tokenizer_far_too_big(folder: Path, scratch: Path) -> Path:
+    """A 4 GiB tokenizer.json (sparse), refused from its size: the tokenizer library would read it all."""
+    with (folder / "tokenizer.json").open("r+b") as handle:
+        handle.truncate(4 << 30)
+    return folder
+
+
+def tokenizer_nested_deeply(folder: Path, scratch: Path) -> Path:
+    (folder / "tokenizer.json").write_text("[" * 100_000 + "]" * 100_000)
+    return folder
+
+
 def config_with_a_million_layers(folder: Path, scratch: Path) -> Path:
     return _config_with(folder, num_hidden_layers=1_000_000)
 
@@ -267,6 +279,8 @@ CASES = [
     # Resource bombs: each is refused from the config and the weights' headers, before anything is built.
     Case("config nested too deeply to parse", config_nested_deeply, "nested too deeply"),
     Case("config of a gigabyte", config_far_too_big, "1,073,741,824 bytes"),
+    Case("tokenizer of 4 gigabytes", tokenizer_far_too_big, "4,294,967,296 bytes"),
+    Case("tokenizer nested too deeply to parse", tokenizer_nested_deeply, "is not a valid tokenizer file"),
     Case("config asks for a million layers", config_with_a_million_layers, "num_hidden_layers = 1000000",
          UnsupportedModelError, at_build=True),
     Case("config asks for a 10^12-token context", config_with_a_huge_context,

@@ -70,11 +70,17 @@ def mapped_tensors(path: Path, header: dict) -> dict[str, torch.Tensor]:
     return out
 
 
+MAX_TOKENIZER_BYTES = 256 << 20     # Gemma 3's 262k-token tokenizer.json is ~33 MB
+
+
 def read_tokenizer(folder: Path, config: dict) -> TextTokenizer:
     path = folder / "tokenizer.json"
     if not path.is_file():
         raise ModelLoadError(
             f"{folder} has no tokenizer.json; the explorer needs the fast-tokenizer file next to the weights.")
+    size = path.stat().st_size
+    if size > MAX_TOKENIZER_BYTES:
+        raise ModelLoadError(f"{path} is {size:,} bytes, far more than any tokenizer file holds; it was not read.")
     try:
         tokenizer = tokenizers.Tokenizer.from_file(str(path))
     except Exception as error:  # tokenizers raises a bare Exception for malformed files
