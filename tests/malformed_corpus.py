@@ -133,6 +133,14 @@ def llama_gguf(folder: Path, scratch: Path, name: str = "model.gguf") -> Path:
     return path
 
 
+def gguf_with_a_million_layers(folder: Path, scratch: Path) -> Path:
+    """A GGUF whose metadata says 10^6 blocks over the tiny model's two."""
+    path = scratch / "bomb.gguf"
+    config = {**json.loads((folder / "config.json").read_text()), "num_hidden_layers": 1_000_000}
+    write_llama_gguf(path, config, _tensors(folder), Tokenizer.from_file(str(folder / "tokenizer.json")))
+    return path
+
+
 def gguf_unknown_quantization(folder: Path, scratch: Path) -> Path:
     path = llama_gguf(folder, scratch, "odd.gguf")
     data = bytearray(path.read_bytes())
@@ -267,6 +275,8 @@ CASES = [
     Case("GGUF with an unknown quantization type", gguf_unknown_quantization,
          "blk.0.attn_norm.weight uses GGML quantization type 211", UnsupportedModelError),
     Case("truncated GGUF", gguf_truncated, "is truncated: tensor"),
+    Case("GGUF says a million layers", gguf_with_a_million_layers, "num_hidden_layers = 1000000",
+         UnsupportedModelError, at_build=True),
     Case("GGUF header claims too much", gguf_header_claims, "header claims"),
     Case("not a GGUF file", not_gguf, "not a GGUF file"),
     Case("config asks for remote code (auto_map)", remote_code_auto_map, "asks to run custom code",

@@ -159,7 +159,7 @@ def model_info(model: Transformer, config: ModelConfig, name: str) -> ModelInfo:
 def from_tensors(hf_config: dict, tensors: dict[str, torch.Tensor], name: str = "model", tokenizer=None,
                  device: str = "cpu", dtype: str = "float32", path: Path | None = None) -> LoadedModel:
     """A LoadedModel from in-memory weights (tests, trained models, converted checkpoints)."""
-    model, config = build_model(hf_config, tensors, source=name, device=device, dtype=dtype)
+    model, config = build_model(hf_config, tensors, source=str(path) if path else name, device=device, dtype=dtype)
     return LoadedModel(model=model, config=config, tokenizer=tokenizer, info=model_info(model, config, name),
                        name=name, path=path)
 
