@@ -3,8 +3,9 @@
     .venv/bin/python bench/bench_trace_memory.py [--model smollm2-135m] [--prompt-tokens 1000] [--steps 24]
 
 A prompt of --prompt-tokens tokens, then --steps decoding steps, recorded in float16 as the
-engine does by default ("default": the head outputs A V and Q, K before RoPE are derived on
-demand) and with those stored too ("stored_all"). Bytes are Trace.nbytes(), the arrays the
+engine does by default ("default": the prefill's maps, the head outputs A V and Q, K before RoPE
+are derived on demand), with the prefill's maps stored ("maps_stored"), and with everything stored
+("stored_all"). Bytes are Trace.nbytes(), the arrays the
 trace holds; without --model the SmolLM2-135M shape is built with random weights (same sizes).
 """
 from __future__ import annotations
@@ -43,13 +44,15 @@ def main() -> None:
     ids = prompt_ids(loaded, args.prompt_tokens)
     result = {"model": loaded.name, "tokens": args.prompt_tokens + args.steps, "record_dtype": "float16"}
     for name, options in (("default", RecordOptions(dtype="float16")),
-                          ("stored_all", RecordOptions(dtype="float16", head_out=True, pre_rope=True))):
+                          ("maps_stored", RecordOptions(dtype="float16", attention="stored")),
+                          ("stored_all", RecordOptions(dtype="float16", head_out=True, pre_rope=True, attention="stored"))):
         decoder = Decoder(loaded, options, capacity=args.prompt_tokens + args.steps)
         decoder.prefill(ids)
         for _ in range(args.steps):
             decoder.step()
         held = decoder.trace.nbytes()
-        attention = sum(layer.attn.weights_packed.nbytes for step in decoder.trace.steps for layer in step.layers)
+        attention = sum(getattr(layer.attn.weights_packed, "nbytes", 0)      # None: rebuilt on demand
+                        for step in decoder.trace.steps for layer in step.layers)
         result[name] = {"trace_MB": round(held / MB, 1), "trace_MiB": round(held / MIB, 1),
                         "attention_weights_MB": round(attention / MB, 1)}
         del decoder
