@@ -10,6 +10,7 @@ that made it (`MaskRule`: causal, a sliding window of W, or full) instead of a T
 """
 from __future__ import annotations
 
+import threading
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -169,20 +170,23 @@ class KeptMaps:
         self.limit = limit
         self._entries: OrderedDict = OrderedDict()      # (id(owner), key) -> (weakref to owner, array)
         self._bytes = 0
+        self._lock = threading.Lock()                    # views may ask from the GUI and a background thread
 
     def get(self, owner, key) -> np.ndarray | None:
-        entry = self._entries.get((id(owner), key))
-        if entry is None or entry[0]() is not owner:
-            return None
-        self._entries.move_to_end((id(owner), key))
-        return entry[1]
+        with self._lock:
+            entry = self._entries.get((id(owner), key))
+            if entry is None or entry[0]() is not owner:
+                return None
+            self._entries.move_to_end((id(owner), key))
+            return entry[1]
 
     def put(self, owner, key, value: np.ndarray) -> np.ndarray:
-        self._drop((id(owner), key))
-        self._entries[(id(owner), key)] = (weakref.ref(owner), value)
-        self._bytes += value.nbytes
-        while self._bytes > self.limit and len(self._entries) > 1:
-            self._drop(next(iter(self._entries)))
+        with self._lock:
+            self._drop((id(owner), key))
+            self._entries[(id(owner), key)] = (weakref.ref(owner), value)
+            self._bytes += value.nbytes
+            while self._bytes > self.limit and len(self._entries) > 1:
+                self._drop(next(iter(self._entries)))
         return value
 
     def _drop(self, entry_key) -> None:

@@ -202,3 +202,22 @@ def test_maps_rebuilt_under_an_intervention_use_its_kernel_and_hidden_entries(ke
     assert not demand.mask(0)[9, 4]                                      # the hidden entry
     for layer in range(2):
         np.testing.assert_allclose(demand.attention(layer), stored.attention(layer), atol=1e-6, rtol=0)
+
+
+def test_kept_maps_stay_within_their_budget_and_drop_the_least_recent():
+    from explorer.core.trace import AttentionRecord
+
+    def record():
+        return AttentionRecord(q=np.zeros((1, 4, 2), np.float32), k=np.zeros((1, 4, 2), np.float32),
+                               v=np.zeros((1, 4, 2), np.float32), weights_packed=None,
+                               mask=np.tril(np.ones((4, 4), bool)), kv_positions=np.arange(4), scale=1.0)
+
+    kept = attention_maps.KeptMaps(limit=3 * 64)
+    owners = [record() for _ in range(4)]
+    for owner in owners[:3]:
+        kept.put(owner, 0, np.zeros((4, 4), np.float32))               # 64 bytes each: exactly the budget
+    assert kept.get(owners[0], 0) is not None                           # asked again: now the most recent
+    kept.put(owners[3], 0, np.zeros((4, 4), np.float32))
+    assert kept.get(owners[1], 0) is None                               # the least recently asked went
+    assert all(kept.get(o, 0) is not None for o in (owners[0], owners[2], owners[3]))
+    assert kept.get(record(), 0) is None                                # another record: nothing kept for it
