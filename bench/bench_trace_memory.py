@@ -3,9 +3,9 @@
     .venv/bin/python bench/bench_trace_memory.py [--model smollm2-135m] [--prompt-tokens 1000] [--steps 24]
 
 A prompt of --prompt-tokens tokens, then --steps decoding steps, recorded in float16 as the
-engine does by default ("default": the prefill's maps, the head outputs A V and Q, K before RoPE
-are derived on demand), with the prefill's maps stored ("maps_stored"), and with everything stored
-("stored_all"). Bytes are Trace.nbytes(), the arrays the
+engine does by default ("default": a prompt under 1,024 tokens stores its maps, packed; the head
+outputs A V and Q, K before RoPE are derived on demand), with the prefill's maps rebuilt on demand
+whatever its length ("on_demand"), and with everything stored ("stored_all"). Bytes are Trace.nbytes(), the arrays the
 trace holds; without --model the SmolLM2-135M shape is built with random weights (same sizes).
 """
 from __future__ import annotations
@@ -43,9 +43,14 @@ def main() -> None:
                               name="SmolLM2-135M (random weights)")
     ids = prompt_ids(loaded, args.prompt_tokens)
     result = {"model": loaded.name, "tokens": args.prompt_tokens + args.steps, "record_dtype": "float16"}
-    for name, options in (("default", RecordOptions(dtype="float16")),
-                          ("maps_stored", RecordOptions(dtype="float16", attention="stored")),
-                          ("stored_all", RecordOptions(dtype="float16", head_out=True, pre_rope=True, attention="stored"))):
+    from explorer.core import recording
+
+    default_from = recording.ON_DEMAND_FROM
+    for name, options, on_demand_from in (
+            ("default", RecordOptions(dtype="float16"), default_from),
+            ("on_demand", RecordOptions(dtype="float16"), 0),
+            ("stored_all", RecordOptions(dtype="float16", head_out=True, pre_rope=True, attention="stored"), 0)):
+        recording.ON_DEMAND_FROM = on_demand_from
         decoder = Decoder(loaded, options, capacity=args.prompt_tokens + args.steps)
         decoder.prefill(ids)
         for _ in range(args.steps):

@@ -74,12 +74,17 @@ class Packer:
         return flat_weights if known[1] is None else flat_weights.index_select(1, known[1])
 
 
+ON_DEMAND_FROM = 1 << 20   # query x key entries from which a record's A is rebuilt on demand (T >= 1,024)
+
+
 def rebuildable(captured: AttentionCapture) -> bool:
-    """Whether a record of `captured` can rebuild its A from its own Q and K: its keys are all the
-    keys it attends (a prefill, an encoder pass, cross-attention), and it has more than one row
-    (a decoding step's one new row is recorded, for the views that show it as it comes)."""
+    """Whether a record of `captured` rebuilds its A from its own Q and K instead of storing it: its
+    keys are all the keys it attends (a prefill, an encoder pass, cross-attention), it has more
+    than one row (a decoding step's new row is recorded, for the views that show it as it comes),
+    and it is long (ON_DEMAND_FROM entries: below that, stored maps cost little and the all-heads
+    grid reduces them directly)."""
     n_new, n_kv = captured.mask.shape
-    return n_new > 1 and captured.k.shape[-2] == n_kv
+    return n_new > 1 and captured.k.shape[-2] == n_kv and n_new * n_kv >= ON_DEMAND_FROM
 
 
 def attention_tensors(captured: AttentionCapture, skipped=frozenset(), shared=(),
@@ -254,7 +259,7 @@ class Recorder:
         """The capture of a pass over n_new tokens after n_cached: it asks for A only where the
         record keeps it (a prefill's is rebuilt on demand, see rebuildable), and keeps of each
         finished layer only what the record will (RecordingCapture)."""
-        rebuilt = "weights" in self.record.derived and n_new > 1 and n_cached == 0
+        rebuilt = "weights" in self.record.derived and n_new > 1 and n_cached == 0 and n_new ** 2 >= ON_DEMAND_FROM
         skipped = getattr(self, "_skipped", frozenset)() | self.record.derived
         return RecordingCapture(self.config.n_layers, not rebuilt, skipped, RECORD_DTYPES[self.record.dtype])
 

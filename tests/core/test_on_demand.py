@@ -23,6 +23,14 @@ from tests.core.conftest import make_hf_model
 T, STEPS = 14, 3
 
 
+@pytest.fixture(autouse=True)
+def every_prefill_on_demand(monkeypatch):
+    """Short prompts store their maps by default (recording.ON_DEMAND_FROM); these tests rebuild every one."""
+    from explorer.core import recording
+
+    monkeypatch.setattr(recording, "ON_DEMAND_FROM", 0)
+
+
 def _ids(n: int = T, seed: int = 1) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 96, n)
 
@@ -221,3 +229,12 @@ def test_kept_maps_stay_within_their_budget_and_drop_the_least_recent():
     assert kept.get(owners[1], 0) is None                               # the least recently asked went
     assert all(kept.get(o, 0) is not None for o in (owners[0], owners[2], owners[3]))
     assert kept.get(record(), 0) is None                                # another record: nothing kept for it
+
+
+def test_short_prompts_store_their_maps_and_long_ones_rebuild_them(loaded, monkeypatch):
+    from explorer.core import recording
+
+    monkeypatch.setattr(recording, "ON_DEMAND_FROM", 12 * 12)
+    short = make_decoder(loaded, RecordOptions(), capacity=T).prefill(_ids(11))
+    long = make_decoder(loaded, RecordOptions(), capacity=T).prefill(_ids(12))
+    assert not short.steps[0].layers[0].attn.on_demand and long.steps[0].layers[0].attn.on_demand
