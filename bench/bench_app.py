@@ -45,8 +45,8 @@ LONG_TEXT = ("To be, or not to be, that is the question: Whether 'tis nobler in 
 def open_window(model: str, scratch: Path):
     from PySide6.QtCore import QSettings
 
-    from explorer.app.launch import make_app, new_window, start_model_thread
-    from explorer.app.settings import AppSettings
+    from explorer.app.start.launch import make_app, new_window, start_model_thread
+    from explorer.app.window.settings import AppSettings
 
     worker = start_model_thread()                # as launch() builds the window: the model thread first
     app = make_app()
@@ -87,7 +87,7 @@ def wait(app, done, errors, what: str) -> None:
 
 
 def load(app, window, errors, model: str, prompt: str | None) -> None:
-    from explorer.app import model_refs
+    from explorer.app.window import model_refs
 
     window.prompt.set_text(prompt or model_refs.default_prompt(model))
     window.open_model(model)
@@ -235,13 +235,13 @@ def big_paste(app, window, errors, chars: int) -> dict:
 def cold_start_child(model: str) -> int:
     """Run in a fresh process: print wall-clock times (time.time) of the milestones as JSON, and the CPU time
     the process (all threads) had used by each, which a busy shared machine inflates less."""
-    from explorer.app import preload
+    from explorer.app.thread import preload
 
     preload.start()                                  # as the command line does before it imports the app
     marks, cpu = {}, {}
     with tempfile.TemporaryDirectory() as scratch:
         app, window, errors = open_window(model, Path(scratch))
-        from explorer.app import model_refs
+        from explorer.app.window import model_refs
 
         # As launch() does: the model is opened before the event loop first runs.
         window.prompt.set_text(model_refs.default_prompt(model))

@@ -52,10 +52,10 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.command is None:
-            from explorer.app import preload
+            from explorer.app.thread import preload
 
             preload.start()                 # torch's import begins before the app imports Qt
-            from explorer.app.launch import launch
+            from explorer.app.start.launch import launch
 
             return launch(args)
         module = importlib.import_module(f"explorer.tools.{args.command}_cmd")

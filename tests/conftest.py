@@ -14,7 +14,7 @@ Under `make test` (which names the models it pulled in `$TRANSFORMER_EXPLORER_RE
 
 Python's cyclic collector runs on whichever thread allocates; if it frees a Qt widget left over
 from an earlier test on a model-worker thread, PySide deadlocks (seen in a full run). As in the
-app (explorer/app/gc_guard.py), automatic collection is off and the main thread collects after
+app (explorer/app/thread/gc_guard.py), automatic collection is off and the main thread collects after
 every test: the young generations each time, everything every FULL_EVERY tests (a full collection
 after each of ~500 tests doubled the suite's time).
 """

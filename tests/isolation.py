@@ -18,7 +18,7 @@ from pathlib import Path
 PULLED_FILE = "pulled.json"      # explorer.core.store.PULLED_FILE, not imported so that no package loads this early
 MODELS_ENV = "TRANSFORMER_EXPLORER_TEST_MODELS"
 HASHED_UP_TO = 1 << 20           # bigger files (model weights) are compared by size and mtime
-# What the person's own window, if it runs beside the tests, writes every few seconds (explorer.app.session_file).
+# What the person's own window, if it runs beside the tests, writes every few seconds (explorer.app.state.session_file).
 LIVE_FILE = "autosave-session.json"        # and its temporary ".autosave-session.json.*.tmp" while it is written
 
 

@@ -5,8 +5,8 @@ from pathlib import Path
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
 
-from explorer.app import session_file
-from explorer.app.settings import APPLICATION, ORGANIZATION, AppSettings
+from explorer.app.state import session_file
+from explorer.app.window.settings import APPLICATION, ORGANIZATION, AppSettings
 from explorer.core import store
 
 

@@ -11,7 +11,7 @@ import threading
 
 import numpy as np
 
-from explorer.app.core_api import CoreApi
+from explorer.app.thread.core_api import CoreApi
 from explorer.core.errors import ModelLoadError
 from explorer.core.tokens import Tokens
 from explorer.core.trace import AttentionRecord, LayerRecord, ModelInfo, StepRecord, Trace, packed

@@ -20,9 +20,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRect, QSettings
 from PySide6.QtWidgets import QApplication, QMessageBox, QTabWidget, QTableWidget, QToolBar
 
-from explorer.app.main_window import MainWindow
-from explorer.app.settings import AppSettings
-from explorer.app.worker import ModelWorker
+from explorer.app.thread.worker import ModelWorker
+from explorer.app.window.main_window import MainWindow
+from explorer.app.window.settings import AppSettings
 from tests.app.fake_core import FakeCore
 from tests.app.synthetic_trace import WORDS, build_trace
 

@@ -13,9 +13,9 @@ import pytest
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMessageBox
 
-from explorer.app.main_window import MainWindow
-from explorer.app.settings import AppSettings
-from explorer.app.worker import ModelWorker
+from explorer.app.thread.worker import ModelWorker
+from explorer.app.window.main_window import MainWindow
+from explorer.app.window.settings import AppSettings
 from tests.app.fake_core import FakeCore
 from tests.app.tiny_model import make_tiny_llama
 

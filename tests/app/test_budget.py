@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtWidgets import QInputDialog, QMessageBox
 
-from explorer.app.trace_budget import DEFAULT_BUDGET, TraceCost, TraceMeter
+from explorer.app.run.trace_budget import DEFAULT_BUDGET, TraceCost, TraceMeter
 from tests.app.test_window import PROMPT, dialogs, idle, new_window, opened, step, store_home  # noqa: F401
 from tests.app.tiny_model import make_tiny_llama
 
@@ -84,8 +84,8 @@ def test_the_budget_is_a_setting_changed_from_the_decode_menu(qtbot, window, tmp
 
 @pytest.fixture
 def budget_choices(monkeypatch, dialogs):  # noqa: F811
-    """The over-budget question (explorer.app.budget_dialog.choose) answered like the others: Yes keeps."""
-    from explorer.app import budget_dialog
+    """The over-budget question (explorer.app.run.budget_dialog.choose) answered like the others: Yes keeps."""
+    from explorer.app.run import budget_dialog
 
     def choose(parent, title, text, offered):
         dialogs["questions"].append(text)

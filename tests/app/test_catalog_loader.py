@@ -6,11 +6,11 @@ import threading
 import pytest
 from PySide6.QtCore import QSettings
 
-from explorer.app.catalog_loader import CatalogLoader
-from explorer.app.main_window import MainWindow
-from explorer.app.menus import about_html
-from explorer.app.model_refs import ModelChoice
-from explorer.app.settings import AppSettings
+from explorer.app.thread.catalog_loader import CatalogLoader
+from explorer.app.window.main_window import MainWindow
+from explorer.app.window.menus import about_html
+from explorer.app.window.model_refs import ModelChoice
+from explorer.app.window.settings import AppSettings
 from explorer.core.errors import ExplorerError
 from tests.app.test_window import dialogs, idle, store_home, tiny  # noqa: F401
 

@@ -12,7 +12,7 @@ import pytest
 
 from explorer.app.panels import AttentionPanel, KVCachePanel, MaskPanel, QKVPanel
 from explorer.app.panels.mask import MASKED, NEW_ROW
-from explorer.app.session import Session
+from explorer.app.state.session import Session
 from explorer.views import trace_views
 from tests.app.shared_window import make, settle
 
@@ -119,7 +119,7 @@ def test_qkv_panel_shows_target_queries_against_source_keys_and_values(qtbot, se
 
 
 def test_export_writes_the_cross_map_as_npy_csv_and_png(qtbot, tmp_path, translation):
-    from explorer.app import export
+    from explorer.app.figures import export
 
     trace = translation[1][-1]
     view = trace_views.view(trace, "cross")
@@ -143,8 +143,8 @@ def window(qtbot, tmp_path, monkeypatch):
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QMessageBox
 
-    from explorer.app.main_window import MainWindow
-    from explorer.app.settings import AppSettings
+    from explorer.app.window.main_window import MainWindow
+    from explorer.app.window.settings import AppSettings
 
     warnings = []
     monkeypatch.setenv("TRANSFORMER_EXPLORER_HOME", str(tmp_path / "store"))

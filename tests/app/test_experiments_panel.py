@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 
 from explorer.app.panels.experiments import ExperimentsPanel, parse_layers
 from explorer.app.panels.model_call import thread_executor
-from explorer.app.session import Session
+from explorer.app.state.session import Session
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import Experiment, HeadAblation, Intervention, Kernel, KernelChoice, active
 from tests.app.test_why_panels import tiny  # noqa: F401  (the tiny llama and its trace, shared)
@@ -69,7 +69,7 @@ def test_an_experiment_the_session_gains_is_listed_and_a_kernel_is_added_by_its_
 
 
 def test_the_list_is_saved_in_the_session_file_and_bad_layers_are_named(qtbot, panel, tiny, tmp_path):  # noqa: F811
-    from explorer.app.session_state import SessionState, load, save
+    from explorer.app.state.session_state import SessionState, load, save
 
     experiments = (Experiment(Intervention(ablations=(HeadAblation(1, 0, "mean"),)), on=False),
                    Experiment(Intervention(kernels=(KernelChoice(Kernel("exp", 0.5), (0,)),))))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer.app.core_api import CoreApi
-from explorer.app.requests import Load, RequestQueue, SetIntervention, SetSampling, Step
-from explorer.app.worker import ModelWorker
+from explorer.app.thread.core_api import CoreApi
+from explorer.app.thread.requests import Load, RequestQueue, SetIntervention, SetSampling, Step
+from explorer.app.thread.worker import ModelWorker
 from explorer.core.intervention import HeadAblation, Intervention, Kernel, KernelChoice
 from tests.app.test_window import PROMPT, dialogs, idle, opened, step, store_home, tiny, window  # noqa: F401
 from tests.app.test_worker import loaded, run
@@ -83,7 +83,7 @@ def test_the_queue_keeps_the_intervention_across_a_load_and_the_latest_one_wins(
 
 def test_a_saved_session_reopens_under_its_experiments(qtbot, window, tiny):  # noqa: F811
     """The window: an Alt-click ablation redoes the trace; the session file keeps it; reopening runs under it."""
-    from explorer.app.session_file import SessionState
+    from explorer.app.state.session_file import SessionState
 
     opened(qtbot, window, tiny)
     plain = step(qtbot, window, 2)

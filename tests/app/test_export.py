@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from PySide6.QtGui import QColor, QImage
 
-from explorer.app import export
-from explorer.app.figures import attention_figure
-from explorer.views.maps import short_label
+from explorer.app.figures import export
+from explorer.app.figures.figures import attention_figure
 from explorer.core.errors import ExplorerError
+from explorer.views.maps import short_label
 from tests.app.synthetic_trace import build_trace
 
 VIRIDIS_TOP = QColor("#fde725")     # the colour of weight 1.0
@@ -113,7 +113,7 @@ def test_export_every_step_writes_numbered_frames(qtbot, tmp_path, trace):
 
 def test_panel_widget_export(qtbot, tmp_path, trace):
     from explorer.app.panels import MaskPanel
-    from explorer.app.session import Session
+    from explorer.app.state.session import Session
 
     session = Session()
     panel = MaskPanel(session)
@@ -129,7 +129,7 @@ def test_panel_widget_export(qtbot, tmp_path, trace):
 
 def test_panel_export_actions_write_files_and_report_errors(qtbot, tmp_path, trace, monkeypatch):
     from explorer.app.panels import AttentionPanel, KVCachePanel
-    from explorer.app.session import Session
+    from explorer.app.state.session import Session
 
     session = Session()
     attention, kv = AttentionPanel(session), KVCachePanel(session)

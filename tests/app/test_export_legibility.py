@@ -18,8 +18,8 @@ from PySide6.QtCore import QPoint
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication
 
-from explorer.app import export
-from explorer.app.theme import apply_theme
+from explorer.app.figures import export
+from explorer.app.window.theme import apply_theme
 from tests.app.shared_window import make_window
 from tests.app.synthetic_trace import WORDS, build_trace
 from tests.app.text_contrast import glyph_contrast, label_rects, paper_luminance, rendered

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from PySide6.QtGui import QImage
 
-from explorer.app import export
-from explorer.app.figures import attention_figure
+from explorer.app.figures import export
+from explorer.app.figures.figures import attention_figure
 from explorer.views.maps import display_reduced
 
 N = 8000

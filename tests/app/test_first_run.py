@@ -9,9 +9,10 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QApplication
 
-from explorer.app import launch, model_refs
-from explorer.app.main_window import MainWindow
-from explorer.app.settings import AppSettings
+from explorer.app.start import launch
+from explorer.app.window import model_refs
+from explorer.app.window.main_window import MainWindow
+from explorer.app.window.settings import AppSettings
 from explorer.cli import build_parser
 from tests.app.test_window import store_home, tiny  # noqa: F401
 
@@ -92,7 +93,7 @@ def test_no_restore_and_prompt_flags(launched, tiny):  # noqa: F811
 
 
 def test_the_bundled_fallback_says_how_to_get_the_default_model(tmp_path, monkeypatch):
-    from explorer.app import model_refs
+    from explorer.app.window import model_refs
 
     monkeypatch.setenv("TRANSFORMER_EXPLORER_HOME", str(tmp_path))        # an empty store: nothing pulled
     reference = model_refs.default_model()

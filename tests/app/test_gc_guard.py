@@ -4,7 +4,7 @@ import threading
 
 from PySide6.QtCore import QObject
 
-from explorer.app import gc_guard
+from explorer.app.thread import gc_guard
 
 
 def test_automatic_collection_is_off_and_the_timer_collects_on_the_gui_thread(qtbot, monkeypatch):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import threading
 
-from explorer.app.core_api import CoreApi
-from explorer.app.worker import ModelWorker
+from explorer.app.thread.core_api import CoreApi
+from explorer.app.thread.worker import ModelWorker
 from tests.app.fake_core import FakeCore
 from tests.app.shared_window import make_window
 from tests.app.synthetic_trace import build_trace

@@ -24,9 +24,9 @@ import pytest
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMessageBox
 
-from explorer.app.main_window import MainWindow
-from explorer.app.session_file import AUTOSAVE_NAME, crashed_session
-from explorer.app.settings import AppSettings
+from explorer.app.state.session_file import AUTOSAVE_NAME, crashed_session
+from explorer.app.window.main_window import MainWindow
+from explorer.app.window.settings import AppSettings
 from tests.app.tiny_model import make_tiny_llama
 
 pytest.importorskip("transformers")

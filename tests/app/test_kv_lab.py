@@ -13,7 +13,7 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 
 from explorer.app.panels.kv_lab import KVLabPanel, model_backend
-from explorer.app.session import Session
+from explorer.app.state.session import Session
 from explorer.core import kv_variants as kv
 from explorer.core.errors import ExplorerError
 from tests.app.synthetic_trace import build_trace
@@ -203,7 +203,7 @@ def test_a_running_conversion_can_be_cancelled(panel, session, qtbot):
 @pytest.fixture
 def wired(qtbot, session):
     """The session wired to a worker holding a fake model, as the controller wires it in the app."""
-    from explorer.app.worker import ModelWorker
+    from explorer.app.thread.worker import ModelWorker
     from tests.app.fake_core import FakeCore
 
     worker = ModelWorker(FakeCore().api())

@@ -87,7 +87,7 @@ def test_the_prompt_is_a_few_lines_and_the_candidates_are_several(probe):
 def test_view_reset_layout_puts_every_dock_back(qtbot, tmp_path):
     from PySide6.QtCore import Qt
 
-    from explorer.app import dock_layout
+    from explorer.app.window import dock_layout
     from tests.app.shared_window import make_window
 
     window = make_window(qtbot, tmp_path)

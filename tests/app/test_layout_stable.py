@@ -91,7 +91,7 @@ def test_a_heatmap_labels_the_axes_it_is_asked_to_and_frames_the_rest(qtbot):
 
 def test_a_one_line_label_beside_a_slider_keeps_a_share_of_the_row(qtbot):
     from explorer.app.panels.mask import MaskPanel
-    from explorer.app.session import Session
+    from explorer.app.state.session import Session
     from tests.app.shared_window import make
 
     session = Session()
@@ -108,7 +108,7 @@ def test_the_context_menu_copies_the_panel_formula_as_text(qtbot):
     from PySide6.QtWidgets import QApplication
 
     from explorer.app.panels.attention import AttentionPanel
-    from explorer.app.session import Session
+    from explorer.app.state.session import Session
     from tests.app.shared_window import make
 
     session = Session()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from explorer.app.panels import NextTokenPanel
-from explorer.app.session import Session
+from explorer.app.state.session import Session
 from tests.app.shared_window import make
 from tests.app.synthetic_trace import WORDS, build_trace
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from PySide6.QtWidgets import QPushButton
 
-from explorer.app import budget_dialog
-from explorer.app.requests import Prefill
-from explorer.app.session_file import SessionState
-from explorer.app.trace_budget import TraceCost
+from explorer.app.run import budget_dialog
+from explorer.app.run.trace_budget import TraceCost
+from explorer.app.state.session_file import SessionState
+from explorer.app.thread.requests import Prefill
 from tests.app.test_budget import LONG_PROMPT
 from tests.app.test_window import PROMPT, dialogs, idle, opened, step, store_home, tiny, window  # noqa: F401
 

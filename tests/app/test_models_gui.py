@@ -9,11 +9,11 @@ from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMessageBox, QProgressDialog
 
 from explorer import cli
-from explorer.app import pull_dialog
-from explorer.app.core_api import SamplingSettings
-from explorer.app.main_window import MainWindow
-from explorer.app.settings import AppSettings
-from explorer.app.worker import ModelWorker
+from explorer.app.thread.core_api import SamplingSettings
+from explorer.app.thread.worker import ModelWorker
+from explorer.app.window import pull_dialog
+from explorer.app.window.main_window import MainWindow
+from explorer.app.window.settings import AppSettings
 from explorer.core import store
 from explorer.tools import pull_cmd
 from tests.app.test_window import dialogs, idle  # noqa: F401

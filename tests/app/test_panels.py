@@ -8,7 +8,7 @@ from PySide6.QtCore import QPoint, Qt
 from explorer.app.panels import (ALL_PANELS, AttentionPanel, EmbeddingsPanel, KVCachePanel, MaskPanel,
                                  NextTokenPanel, QKVPanel, TokensPanel)
 from explorer.app.panels.mask import ALLOWED, MASKED, NEW_ROW
-from explorer.app.session import Session
+from explorer.app.state.session import Session
 from tests.app.shared_window import make
 from tests.app.synthetic_trace import WORDS, build_trace
 

@@ -5,7 +5,7 @@ import numpy as np
 from dataclasses import replace
 
 from explorer.app.panels import QKVPanel
-from explorer.app.session import Session
+from explorer.app.state.session import Session
 from tests.app.shared_window import make
 from tests.app.synthetic_trace import build_trace
 

@@ -6,7 +6,7 @@ import pytest
 
 from explorer.app.panels.model_call import thread_executor
 from explorer.app.panels.qkv import QKVPanel
-from explorer.app.session import Session
+from explorer.app.state.session import Session
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from PySide6.QtGui import QColor, QImage, QPalette
 from PySide6.QtWidgets import QApplication
 
 from explorer.app.panels import NextTokenPanel
-from explorer.app.session import Session
-from explorer.app.theme import apply_theme
+from explorer.app.state.session import Session
+from explorer.app.window.theme import apply_theme
 from tests.app.synthetic_trace import WORDS, build_trace
 from tests.app.text_contrast import glyph_contrast
 
@@ -134,7 +134,7 @@ def test_the_status_bar_the_kv_cache_and_the_mask_count_steps_alike(qtbot):
     import re
 
     from explorer.app.panels import KVCachePanel, MaskPanel
-    from explorer.app.status_bar import StatusLine
+    from explorer.app.window.status_bar import StatusLine
 
     session = Session()
     kv, mask, status = KVCachePanel(session), MaskPanel(session), StatusLine()

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from PySide6.QtGui import QGuiApplication, QImage
 
-from explorer.app import screenshots
 from explorer.app.panels import ALL_PANELS
+from explorer.app.start import screenshots
 from tests.app.synthetic_trace import build_trace
 from tests.app.test_window import store_home, tiny  # noqa: F401
 

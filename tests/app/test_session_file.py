@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from explorer.app import session_file
-from explorer.app.session_file import Autosaver, SessionFileError, SessionState, crashed_session
-from explorer.app.worker import SamplingSettings
+from explorer.app.state import session_file
+from explorer.app.state.session_file import Autosaver, SessionFileError, SessionState, crashed_session
+from explorer.app.thread.worker import SamplingSettings
 from tests.app.fake_core import FakeDecoder, FakeLoaded
 
 
@@ -101,7 +101,7 @@ def test_a_killed_process_leaves_a_restorable_autosave(tmp_path):
     script = (
         "import os, signal, sys\n"
         "from PySide6.QtCore import QCoreApplication\n"
-        "from explorer.app.session_file import Autosaver, SessionState\n"
+        "from explorer.app.state.session_file import Autosaver, SessionState\n"
         "app = QCoreApplication([])\n"
         f"saver = Autosaver(lambda: SessionState(prompt='typed before the crash', steps=4), {str(path)!r})\n"
         "saver.save_now()\n"

@@ -10,8 +10,8 @@ import sys
 import threading
 from pathlib import Path
 
-from explorer.app.main_window import PanelDock
-from explorer.app.worker import ModelWorker
+from explorer.app.thread.worker import ModelWorker
+from explorer.app.window.main_window import PanelDock
 from tests.app.fake_core import FakeCore
 from tests.app.shared_window import make_window
 from tests.app.synthetic_trace import build_trace
@@ -33,8 +33,9 @@ def test_new_window_starts_the_model_thread_before_pyqtgraph_is_imported(tmp_pat
     script = f"""
 import json, sys
 from PySide6.QtCore import QSettings
-from explorer.app import launch, worker
-from explorer.app.settings import AppSettings
+from explorer.app.start import launch
+from explorer.app.thread import worker
+from explorer.app.window.settings import AppSettings
 from tests.app.fake_core import FakeCore
 
 seen = {{}}
@@ -57,11 +58,11 @@ print(json.dumps(seen))
 def test_the_command_line_starts_importing_the_core_before_qt_and_the_worker_adopts_that_thread():
     script = """
 import json, sys, threading, time
-from explorer.app import preload
+from explorer.app.thread import preload
 preload.start()
 seen = {"qt_imported_at_start": "PySide6" in sys.modules}
 from PySide6.QtCore import QCoreApplication
-from explorer.app.worker import ModelWorker
+from explorer.app.thread.worker import ModelWorker
 from tests.app.fake_core import FakeCore
 app = QCoreApplication([])
 worker = ModelWorker(FakeCore().api())
@@ -89,7 +90,7 @@ def test_tabs_behind_others_are_built_when_first_shown_and_then_draw_the_trace(q
     try:
         qtbot.waitUntil(lambda: window.docks["embeddings"].built and window.docks["attention"].built, timeout=5000)
         assert all(isinstance(dock, PanelDock) for dock in window.docks.values())
-        from explorer.app.dock_layout import area_of
+        from explorer.app.window.dock_layout import area_of
 
         behind = [name for name in window.docks if area_of(name) == "bottom"][1:]   # every bottom tab but the first
         lazy = [name for name, dock in window.docks.items() if not dock.built]

@@ -1,7 +1,7 @@
 """The status bar's trace memory: equal to Trace.nbytes(), measuring only the step records it has not seen."""
 from __future__ import annotations
 
-from explorer.app.status_bar import StatusLine, human_bytes
+from explorer.app.window.status_bar import StatusLine, human_bytes
 from explorer.core import trace as trace_module
 from explorer.core.trace import StepRecord, Trace
 from tests.app.synthetic_trace import build_trace

@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 from PySide6.QtWidgets import QMessageBox
 
-from explorer.app import budget_dialog, export
+from explorer.app.figures import export
+from explorer.app.run import budget_dialog
 from explorer.app.panels.base import Panel
 from explorer.core.kv_variants import dtype_bytes, native_variant, shape_from_info
 from tests.app.test_window import new_window

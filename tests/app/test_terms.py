@@ -5,9 +5,9 @@ import pytest
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMessageBox
 
-from explorer.app import model_refs
-from explorer.app.main_window import MainWindow
-from explorer.app.settings import AppSettings
+from explorer.app.window import model_refs
+from explorer.app.window.main_window import MainWindow
+from explorer.app.window.settings import AppSettings
 from explorer.core import store
 
 

@@ -11,7 +11,7 @@ from PySide6.QtCore import QAbstractTableModel, Qt, QUrl
 from PySide6.QtWidgets import QApplication
 
 from explorer.app.panels.tokens import SPAN_WINDOW, TokensPanel
-from explorer.app.session import Session
+from explorer.app.state.session import Session
 from explorer.core.tokens import TextTokenizer
 from tests.app.shared_window import make, window_with_tiny_model
 

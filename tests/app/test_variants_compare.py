@@ -10,8 +10,8 @@ import pytest
 
 from explorer.app.panels.kv_lab import KVLabPanel
 from explorer.app.panels.variants_compare import KINDS, VariantsWindow, bytes_summary
-from explorer.app.session import Session
-from explorer.app.worker import ModelWorker
+from explorer.app.state.session import Session
+from explorer.app.thread.worker import ModelWorker
 from tests.app.fake_core import FakeCore
 from tests.app.tiny_model import make_tokenizer
 

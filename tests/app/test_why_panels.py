@@ -11,7 +11,7 @@ from explorer.app.panels.attribution import AttributionPanel
 from explorer.app.panels.derivation import DerivationPanel
 from explorer.app.panels.model_call import thread_executor
 from explorer.app.panels.residual import ResidualPanel, readable
-from explorer.app.session import Session
+from explorer.app.state.session import Session
 
 SIZES = {"wide": (1080, 300), "tall": (380, 520)}
 

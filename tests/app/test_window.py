@@ -12,9 +12,9 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QMessageBox
 
-from explorer.app import session_file
-from explorer.app.main_window import MainWindow
-from explorer.app.settings import AppSettings
+from explorer.app.state import session_file
+from explorer.app.window.main_window import MainWindow
+from explorer.app.window.settings import AppSettings
 from tests.app.tiny_model import break_weights, make_tiny_llama
 
 pytest.importorskip("transformers")
@@ -254,14 +254,14 @@ def test_a_model_opened_from_a_path_is_remembered_by_the_store(qtbot, window, ti
 def test_self_test_runs_three_steps_and_exports_an_image(qtbot, tiny, capsys):
     from argparse import Namespace
 
-    from explorer.app.launch import launch
+    from explorer.app.start.launch import launch
 
     assert launch(Namespace(self_test=True, model=str(tiny))) == 0
     assert "self-test passed: tiny-llama" in capsys.readouterr().out
 
 
 def test_self_test_fails_with_a_reason_on_a_broken_model(qtbot, tiny, tmp_path, capsys):
-    from explorer.app.launch import self_test
+    from explorer.app.start.launch import self_test
 
     broken = break_weights(shutil.copytree(tiny, tmp_path / "broken"))
     assert self_test(str(broken)) == 1
@@ -269,7 +269,7 @@ def test_self_test_fails_with_a_reason_on_a_broken_model(qtbot, tiny, tmp_path, 
 
 
 def test_the_model_picker_greys_models_not_pulled_and_opens_the_chosen_one(qtbot, tmp_path, tiny, dialogs):
-    from explorer.app.model_refs import ModelChoice
+    from explorer.app.window.model_refs import ModelChoice
 
     choices = [ModelChoice("smollm2-135m  (pullable)", "smollm2-135m", reason="not pulled yet"),
                ModelChoice("tiny-llama  (bundled)", str(tiny))]

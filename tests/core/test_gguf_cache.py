@@ -240,7 +240,7 @@ def test_a_read_ahead_of_a_cancelled_load_is_let_go(store, tmp_path):
     import gc
     import weakref
 
-    from explorer.app.core_api import _real_prefetch
+    from explorer.app.thread.core_api import _real_prefetch
     from explorer.core.loaders import gguf_copy
 
     path = write_gguf(store / "tiny" / "tiny.gguf", tmp_path)

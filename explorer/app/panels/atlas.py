@@ -17,8 +17,8 @@ from explorer.app.panels.adaptive import orient
 from explorer.app.panels.asking import Asker
 from explorer.app.panels.base import LineLabel, Panel
 from explorer.app.panels.heatmap import Heatmap
-from explorer.app.requests import HeadScoresJob
-from explorer.app.session import Selection
+from explorer.app.state.session import Selection
+from explorer.app.thread.requests import HeadScoresJob
 from explorer.core.head_description import describe_heads
 from explorer.views.maps import attention_matrix
 

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSpinBo
 from explorer.app.panels.attention_kind import AttentionKindBox
 from explorer.app.panels.base import Panel, dims, visible_text
 from explorer.app.panels.heatmap import Heatmap
-from explorer.app.session import Selection
+from explorer.app.state.session import Selection
 from explorer.core.intervention import HeadAblation, Intervention
 from explorer.views import trace_views
 from explorer.views.grid import Mosaic, mosaic
@@ -204,7 +204,7 @@ class AttentionPanel(Panel):
 
     # ----- export ------------------------------------------------------------------------
     def make_export_actions(self) -> list[QAction]:
-        from explorer.app import export
+        from explorer.app.figures import export
 
         def settings():
             s, view = self.session.selection, self.current_view()

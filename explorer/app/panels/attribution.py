@@ -19,8 +19,8 @@ from explorer.app.panels.base import Panel, WrappedText
 from explorer.app.panels.embeddings import symmetric_levels
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.panels.residual import readable, selected_position
-from explorer.app.requests import AttributionJob
-from explorer.app.session import Selection
+from explorer.app.state.session import Selection
+from explorer.app.thread.requests import AttributionJob
 
 N_BARS = 12
 POSITIVE, NEGATIVE = "#2a9d8f", "#e76f51"

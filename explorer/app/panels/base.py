@@ -17,7 +17,7 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QAbstractTextDocumentLayout, QAction, QGuiApplication, QPainter, QPalette, QTextDocument
 from PySide6.QtWidgets import QLabel, QMenu, QSizePolicy, QVBoxLayout, QWidget
 
-from explorer.app.session import Selection, Session
+from explorer.app.state.session import Selection, Session
 from explorer.core.trace import Trace
 
 _SCRIPT = re.compile(r"([_^])(\{[^}]*\}|[^\s{}_^=,·()])")
@@ -200,7 +200,7 @@ class Panel(QWidget):
 
     def make_export_actions(self) -> list[QAction]:
         """The panel's export actions; the default saves what the panel shows."""
-        from explorer.app import export
+        from explorer.app.figures import export
 
         action = QAction(f"Export {self.title} as PNG/SVG…", self)
         action.triggered.connect(lambda: export.ask_and_save_widget(self, self.object_name))

@@ -18,8 +18,8 @@ from explorer.app.panels.base import Panel
 from explorer.app.panels.block_text import block_html
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.panels.residual import readable, selected_position
-from explorer.app.requests import BlockWalkJob, OutputWeightsJob
-from explorer.app.session import Selection
+from explorer.app.state.session import Selection
+from explorer.app.thread.requests import BlockWalkJob, OutputWeightsJob
 from explorer.core import derivation
 from explorer.views.maps import attention_matrix, axis_labels
 

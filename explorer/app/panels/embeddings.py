@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel
 
 from explorer.app.panels.base import Panel, dims
 from explorer.app.panels.heatmap import Heatmap, symmetric_levels  # noqa: F401 (also imported from here)
-from explorer.app.session import Selection
+from explorer.app.state.session import Selection
 from explorer.views.maps import short_label
 
 VIEWS = {

@@ -19,8 +19,8 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QSpinBox, QSplitter, QTableW
 
 from explorer.app.panels.base import LineLabel, Panel
 from explorer.app.panels.heatmap import Heatmap, nice_step
-from explorer.app.session import Selection
-from explorer.app.status_bar import step_name
+from explorer.app.state.session import Selection
+from explorer.app.window.status_bar import step_name
 from explorer.core import kv_variants
 from explorer.core.units import human_bytes as human
 from explorer.views import trace_views
@@ -119,7 +119,7 @@ class KVCachePanel(Panel):
     def make_export_actions(self) -> list:
         from PySide6.QtGui import QAction
 
-        from explorer.app import export
+        from explorer.app.figures import export
 
         def save_table():
             trace = self.trace

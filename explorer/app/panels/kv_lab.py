@@ -20,13 +20,13 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLin
                                QSpinBox, QSplitter, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout,
                                QWidget)
 
-from explorer.app import export
+from explorer.app.figures import export
 from explorer.app.panels.base import Panel
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.panels.kv_plot import DTYPES, BytesPlot, FitSplitter, save_bytes_plot
 from explorer.app.panels.model_call import Executor, ModelCall, thread_executor
-from explorer.app.requests import WhatIfJob
-from explorer.app.session import Selection
+from explorer.app.state.session import Selection
+from explorer.app.thread.requests import WhatIfJob
 from explorer.core import kv_variants as kv
 from explorer.core.errors import ExplorerError
 from explorer.core.units import human_bytes

@@ -132,9 +132,9 @@ def save_bytes_plot(path, shape: kv.CacheShape, ranks: list[int] | None, name: s
                     theme: str = "light"):
     """The plot laid out offscreen at exactly width × height in the figure `theme` and written as PNG or
     SVG (see export)."""
-    from explorer.app import export
-    from explorer.app.figures import lay_out
-    from explorer.app.theme import figure_colours
+    from explorer.app.figures import export
+    from explorer.app.figures.figures import lay_out
+    from explorer.app.window.theme import figure_colours
 
     with figure_colours(theme):
         figure = BytesPlot()

@@ -17,8 +17,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QSpinBox
 from explorer.app.panels.attention_kind import AttentionKindBox
 from explorer.app.panels.base import LineLabel, Panel
 from explorer.app.panels.heatmap import Heatmap
-from explorer.app.session import Selection
-from explorer.app.status_bar import step_name
+from explorer.app.state.session import Selection
+from explorer.app.window.status_bar import step_name
 from explorer.views import trace_views
 from explorer.views.maps import short_label
 

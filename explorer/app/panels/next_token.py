@@ -12,7 +12,7 @@ from PySide6.QtGui import QBrush, QColor, QFont, QPalette
 from PySide6.QtWidgets import QPushButton, QTableWidget, QTableWidgetItem
 
 from explorer.app.panels.base import Panel, WrappedText, visible_text
-from explorer.app.session import Selection
+from explorer.app.state.session import Selection
 
 BAR = 24   # characters of the widest probability bar
 LENS_BUTTON = "Logit lens for this position"

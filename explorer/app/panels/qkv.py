@@ -22,8 +22,8 @@ from explorer.app.panels.attention_kind import AttentionKindBox
 from explorer.app.panels.base import Panel, WrappedText, dims, formula_html, visible_text
 from explorer.app.panels.heatmap import Heatmap, RowLink, symmetric_levels
 from explorer.app.panels.model_call import Executor, ModelCall
-from explorer.app.requests import HeadWeightsJob
-from explorer.app.session import Selection
+from explorer.app.state.session import Selection
+from explorer.app.thread.requests import HeadWeightsJob
 from explorer.views import trace_views
 from explorer.views.maps import short_label
 

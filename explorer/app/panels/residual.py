@@ -17,8 +17,8 @@ from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem
 from explorer.app.panels.adaptive import is_wide
 from explorer.app.panels.asking import Asker
 from explorer.app.panels.base import Panel
-from explorer.app.requests import ResidualStreamJob
-from explorer.app.session import Selection
+from explorer.app.state.session import Selection
+from explorer.app.thread.requests import ResidualStreamJob
 
 K = 2                        # lens candidates per layer in the table (its tooltip has them all)
 ASKED = 5

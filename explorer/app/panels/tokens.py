@@ -20,7 +20,7 @@ from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableView, QTableWidgetItem, QTextBrowser, QToolTip
 
 from explorer.app.panels.base import Panel, WrappedText, visible_text
-from explorer.app.session import Selection
+from explorer.app.state.session import Selection
 
 SPAN_COLOURS = ("#2d4f7c", "#5a3d6e", "#2f6a4f", "#7a4a2a", "#3f5f6f", "#6e3b4f")
 SELECTED = "#ffb000"

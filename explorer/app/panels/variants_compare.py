@@ -36,7 +36,7 @@ def bundled_variant_models() -> dict[str, Path]:
 
 
 def _default_worker():
-    from explorer.app.worker import ModelWorker
+    from explorer.app.thread.worker import ModelWorker
 
     return ModelWorker()
 

@@ -18,10 +18,10 @@ from pathlib import Path
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
 
-from explorer.app import model_refs
-from explorer.app.boot import SelfTestFailure, _wait, make_app
-from explorer.app.settings import AppSettings
-from explorer.app.theme import apply_theme
+from explorer.app.start.boot import SelfTestFailure, _wait, make_app
+from explorer.app.window import model_refs
+from explorer.app.window.settings import AppSettings
+from explorer.app.window.theme import apply_theme
 
 PANEL_SIZES = {"tokens": (900, 520), "attention": (1400, 760), "next_token": (900, 760),
                "embeddings": (1200, 700), "qkv": (1400, 700), "mask": (1000, 800), "kv_cache": (1200, 950),
@@ -55,7 +55,7 @@ def take_screenshots(folder: str | Path, model: str | None = None, prompt: str |
 
 
 def _drive(app: QApplication, reference: str, prompt: str, out: Path, scratch: Path) -> list[Path]:
-    from explorer.app.main_window import MainWindow
+    from explorer.app.window.main_window import MainWindow
 
     settings = AppSettings(QSettings(str(scratch / "settings.ini"), QSettings.Format.IniFormat))
     apply_theme(app, "light")

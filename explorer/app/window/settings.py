@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from PySide6.QtCore import QByteArray, QSettings
 
-from explorer.app.core_api import SamplingSettings
-from explorer.app.trace_budget import DEFAULT_BUDGET, MAX_BUDGET_MB, MIN_BUDGET_MB
+from explorer.app.run.trace_budget import DEFAULT_BUDGET, MAX_BUDGET_MB, MIN_BUDGET_MB
+from explorer.app.thread.core_api import SamplingSettings
 
 ORGANIZATION = "transformer-explorer"
-APPLICATION = "explorer"        # the same file explorer.app.export keeps its last folder in
+APPLICATION = "explorer"        # the same file explorer.app.figures.export keeps its last folder in
 MAX_RECENT = 8
 THEMES = ("system", "light", "dark")
-FIGURE_THEMES = ("light", "dark")   # explorer.app.theme.FIGURE_COLOURS; exported figures are light by default
+FIGURE_THEMES = ("light", "dark")   # explorer.app.window.theme.FIGURE_COLOURS; exported figures are light by default
 
 
 class AppSettings:

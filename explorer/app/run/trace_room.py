@@ -5,7 +5,7 @@ shared step record once) and projected over what the model thread has yet to do.
 """
 from __future__ import annotations
 
-from explorer.app.trace_budget import TraceCost, TraceMeter, human_bytes
+from explorer.app.run.trace_budget import TraceCost, TraceMeter, human_bytes
 
 BUDGET_MENU = "Decode ▸ Trace Memory Budget…"
 

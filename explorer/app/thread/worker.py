@@ -19,10 +19,10 @@ import time
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
-from explorer.app import preload
-from explorer.app.core_api import CoreApi, LoadedSummary, SamplingSettings
-from explorer.app.decode_loop import DecodeLoop, Emitter
-from explorer.app.requests import (Back, Candidates, Force, Load, LogitLens, ModelJob, Prefill, Replay,
+from explorer.app.thread import preload
+from explorer.app.thread.core_api import CoreApi, LoadedSummary, SamplingSettings
+from explorer.app.thread.decode_loop import DecodeLoop, Emitter
+from explorer.app.thread.requests import (Back, Candidates, Force, Load, LogitLens, ModelJob, Prefill, Replay,
                                    RequestQueue, SetIntervention, SetRecording, SetSampling, Step)
 
 __all__ = ["ModelWorker", "SamplingSettings", "LoadedSummary"]

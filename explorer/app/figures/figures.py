@@ -14,7 +14,7 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtWidgets import QApplication
 
 from explorer.app.panels.heatmap import Heatmap
-from explorer.app.theme import figure_colours, paint_figure
+from explorer.app.window.theme import figure_colours, paint_figure
 from explorer.core.trace import Trace
 from explorer.views.grid import mosaic
 from explorer.views.maps import attention_matrix, axis_labels, display_reduced, grid_image, head_levels

@@ -17,9 +17,10 @@ from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QApplication, QFileDialog, QInputDialog, QMenu, QMessageBox
 
 from explorer import __version__
-from explorer.app import model_refs, session_file
-from explorer.app.theme import apply_theme
-from explorer.app.trace_budget import MAX_BUDGET_MB, MIN_BUDGET_MB
+from explorer.app.run.trace_budget import MAX_BUDGET_MB, MIN_BUDGET_MB
+from explorer.app.state import session_file
+from explorer.app.window import model_refs
+from explorer.app.window.theme import apply_theme
 from explorer.core.errors import ExplorerError
 
 SESSION_FILTER = "Transformer Explorer session (*.json)"

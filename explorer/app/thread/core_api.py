@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from explorer.app.session_state import SamplingSettings  # noqa: F401 (re-exported: the toolbar's settings)
+from explorer.app.state.session_state import SamplingSettings  # noqa: F401 (re-exported: the toolbar's settings)
 from explorer.core.trace import ModelInfo
 
 

@@ -129,7 +129,7 @@ class WhatIfJob:
     prompt_ids: tuple[int, ...]
 
     def __call__(self, loaded, progress, cancel):
-        from explorer.app.core_api import run_named_job
+        from explorer.app.thread.core_api import run_named_job
 
         return run_named_job(self, loaded, progress, cancel)
 
@@ -142,7 +142,7 @@ class HeadWeightsJob:
     head: int
 
     def __call__(self, loaded, progress, cancel):
-        from explorer.app.core_api import run_named_job
+        from explorer.app.thread.core_api import run_named_job
 
         return run_named_job(self, loaded, progress, cancel)
 
@@ -151,7 +151,7 @@ class _NamedJob:
     """Run by core_api on the model thread, with the loaded model, like WhatIfJob and HeadWeightsJob."""
 
     def __call__(self, loaded, progress, cancel):
-        from explorer.app.core_api import run_named_job
+        from explorer.app.thread.core_api import run_named_job
 
         return run_named_job(self, loaded, progress, cancel)
 

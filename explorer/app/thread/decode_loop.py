@@ -12,9 +12,10 @@ from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QObject, Signal
 
-from explorer.app.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory
-from explorer.app.requests import (Back, Cancelled, Candidates, Force, Load, LogitLens, ModelJob, Prefill, Replay,
-                                   RequestQueue, SetIntervention, SetRecording, SetSampling, Step, Sync)
+from explorer.app.thread.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory
+from explorer.app.thread.requests import (Back, Cancelled, Candidates, Force, Load, LogitLens, ModelJob, Prefill,
+                                          Replay, RequestQueue, SetIntervention, SetRecording, SetSampling, Step,
+                                          Sync)
 from explorer.core.errors import ExplorerError
 from explorer.views import trace_views
 

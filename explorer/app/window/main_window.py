@@ -12,17 +12,17 @@ from typing import Callable
 from PySide6.QtCore import QRect, Qt, QTimer
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QProgressDialog, QWidget
 
-from explorer.app import dock_layout, menus, model_refs, pull_dialog
-from explorer.app.catalog_loader import CatalogLoader
-from explorer.app.controller import DecodingController
-from explorer.app.model_picker import ModelToolbar
-from explorer.app.prompt_editor import PromptEditor
-from explorer.app.session import Session
-from explorer.app.session_file import Autosaver, SessionState, crashed_session
-from explorer.app.settings import AppSettings
-from explorer.app.status_bar import StatusLine
-from explorer.app.toolbar import DecodingActions, DecodingToolbar, SamplingToolbar
-from explorer.app.worker import ModelWorker
+from explorer.app.run.controller import DecodingController
+from explorer.app.state.session import Session
+from explorer.app.state.session_file import Autosaver, SessionState, crashed_session
+from explorer.app.thread.catalog_loader import CatalogLoader
+from explorer.app.thread.worker import ModelWorker
+from explorer.app.window import dock_layout, menus, model_refs, pull_dialog
+from explorer.app.window.model_picker import ModelToolbar
+from explorer.app.window.prompt_editor import PromptEditor
+from explorer.app.window.settings import AppSettings
+from explorer.app.window.status_bar import StatusLine
+from explorer.app.window.toolbar import DecodingActions, DecodingToolbar, SamplingToolbar
 
 TITLE = "Transformer Explorer"
 

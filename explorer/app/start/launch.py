@@ -8,7 +8,7 @@ TRANSFORMER_EXPLORER_NO_RESTORE=1) says not to ask. `--self-test` opens the
 window offscreen, loads the bundled model (or `--model`), runs three steps,
 exports one image and exits 0, or nonzero with the reason on stderr: the
 packaged app's smoke test. `--screenshots DIR` drives a real window and saves
-it and every panel as PNGs (see explorer.app.screenshots).
+it and every panel as PNGs (see explorer.app.start.screenshots).
 """
 from __future__ import annotations
 
@@ -20,18 +20,18 @@ from pathlib import Path
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from explorer.app import model_refs
-from explorer.app.boot import SELF_TEST_TIMEOUT_S, SelfTestFailure, _wait, make_app  # noqa: F401 (re-exported)
-from explorer.app.settings import AppSettings
+from explorer.app.window import model_refs
+from explorer.app.start.boot import SELF_TEST_TIMEOUT_S, SelfTestFailure, _wait, make_app  # noqa: F401 (re-exported)
+from explorer.app.window.settings import AppSettings
 
 DEFAULT_PROMPT = "To be, or not to be, that is the question:"      # the self-test's, for the bundled model
 NO_RESTORE_ENV = "TRANSFORMER_EXPLORER_NO_RESTORE"
 
 
 def apply_theme(app: QApplication, choice: str, root=None) -> str:
-    """explorer.app.theme.apply_theme, imported on first use: it imports pyqtgraph (0.4 s), which the
+    """explorer.app.window.theme.apply_theme, imported on first use: it imports pyqtgraph (0.4 s), which the
     model thread need not wait behind."""
-    from explorer.app.theme import apply_theme as apply
+    from explorer.app.window.theme import apply_theme as apply
 
     return apply(app, choice, root)
 
@@ -43,7 +43,7 @@ def start_model_thread():
     it runs while this thread makes the application, imports pyqtgraph and the panels and builds
     the window, and the model load queued by `open_model` follows it at once.
     """
-    from explorer.app.worker import ModelWorker
+    from explorer.app.thread.worker import ModelWorker
 
     return ModelWorker()
 
@@ -51,7 +51,7 @@ def start_model_thread():
 def new_window(app: QApplication, settings: AppSettings, autosave_path: str | Path | None = None, worker=None):
     """The main window, on `worker` (see start_model_thread; one is started here if not given)."""
     worker = worker or start_model_thread()
-    from explorer.app.main_window import MainWindow
+    from explorer.app.window.main_window import MainWindow
 
     apply_theme(app, settings.theme)
     window = MainWindow(worker=worker, settings=settings, autosave_path=autosave_path)
@@ -72,10 +72,10 @@ def launch(args) -> int:
     if getattr(args, "self_test", False):
         return self_test(getattr(args, "model", None))
     if getattr(args, "screenshots", None):
-        from explorer.app.screenshots import take_screenshots
+        from explorer.app.start.screenshots import take_screenshots
 
         return take_screenshots(args.screenshots, getattr(args, "model", None), getattr(args, "prompt", None))
-    from explorer.app.gc_guard import collect_on_gui_thread
+    from explorer.app.thread.gc_guard import collect_on_gui_thread
 
     worker = start_model_thread()
     app = make_app()
@@ -153,8 +153,8 @@ def self_test(model: str | None = None) -> int:
 
 
 def _run_self_test(app: QApplication, reference: str, folder: Path) -> str:
-    from explorer.app import export
-    from explorer.app.main_window import MainWindow
+    from explorer.app.figures import export
+    from explorer.app.window.main_window import MainWindow
 
     settings = AppSettings(QSettings(str(folder / "settings.ini"), QSettings.Format.IniFormat))
     apply_theme(app, "light")

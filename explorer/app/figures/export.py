@@ -136,7 +136,7 @@ def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str
                      values: str = "weights", log: bool = False, cross: bool = False,
                      size: tuple[int, int] = DEFAULT_SIZE, theme: str = "light") -> Path:
     """One head, all heads of a layer (`head="all"`) or the full grid (`layer="all"`) to any format;
-    images in the figure `theme` (light, print-ready, or dark; see explorer.app.theme.FIGURE_COLOURS)."""
+    images in the figure `theme` (light, print-ready, or dark; see explorer.app.window.theme.FIGURE_COLOURS)."""
     path = Path(path)
     if not trace or not trace.steps:
         raise ExportError(f"Cannot export {path}: there is no trace yet; run the model first.")
@@ -148,7 +148,7 @@ def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str
             raise ExportError(f"Cannot export {path}: raw matrices need one layer, not 'all'.")
         matrix = raw_attention(trace, int(layer), head, step, values, cross)
         return save_matrix(matrix, path, header=f"{values} layer {layer} head {head}")
-    from explorer.app.figures import attention_figure
+    from explorer.app.figures.figures import attention_figure
 
     figure = attention_figure(trace, layer, head, size[0], size[1], step, values, log, cross, theme)
     try:
@@ -171,9 +171,9 @@ def export_frames(trace: Trace, path: Path, layer: int | str, head: int | str, *
 
 
 def save_widget(widget, path: Path, theme: str = "light") -> Path:
-    """A panel as it looks on screen, in the figure `theme`'s colours (explorer.app.theme.printed):
+    """A panel as it looks on screen, in the figure `theme`'s colours (explorer.app.window.theme.printed):
     PNG from `grab()`, SVG through QSvgGenerator."""
-    from explorer.app.theme import printed
+    from explorer.app.window.theme import printed
 
     if _suffix(path, IMAGE_SUFFIXES) == ".png":
         with printed(widget, theme):
@@ -208,7 +208,7 @@ def _check_indices(trace: Trace, layer, head) -> None:
 def figure_theme(widget=None) -> str:
     """The figure theme chosen (File ▸ Dark Export Figures) in the window that holds `widget`, else in
     the person's settings: 'light' unless 'dark'."""
-    from explorer.app.settings import AppSettings
+    from explorer.app.window.settings import AppSettings
 
     while widget is not None:
         settings = getattr(widget, "settings", None)

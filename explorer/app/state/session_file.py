@@ -11,8 +11,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer
 
-from explorer.app.session_state import (FORMAT, VERSION, SessionFileError, SessionState,  # noqa: F401 (re-exported)
-                                        load, save, write_atomically)
+from explorer.app.state.session_state import (FORMAT, VERSION, SessionFileError,  # noqa: F401 (re-exported)
+                                              SessionState, load, save, write_atomically)
 from explorer.core.errors import ExplorerError
 
 AUTOSAVE_NAME = "autosave-session.json"

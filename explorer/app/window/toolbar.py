@@ -10,7 +10,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QLabel, QSpinBox, QToolBar, QWidget
 
-from explorer.app.core_api import SamplingSettings
+from explorer.app.thread.core_api import SamplingSettings
 
 
 class DecodingActions:

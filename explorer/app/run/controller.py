@@ -15,15 +15,15 @@ import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from explorer.app import budget_dialog
-from explorer.app.core_api import LoadedSummary, SamplingSettings
-from explorer.app.freshness import out_of_date, started_from
-from explorer.app.run_progress import RunProgress
-from explorer.app.session import Session
-from explorer.app.session_file import SessionState
-from explorer.app.trace_budget import DEFAULT_BUDGET, TraceCost, human_bytes
-from explorer.app.trace_room import BUDGET_MENU, TraceRoom
-from explorer.app.worker import ModelWorker
+from explorer.app.run import budget_dialog
+from explorer.app.run.run_progress import RunProgress
+from explorer.app.run.trace_budget import DEFAULT_BUDGET, TraceCost, human_bytes
+from explorer.app.run.trace_room import BUDGET_MENU, TraceRoom
+from explorer.app.state.freshness import out_of_date, started_from
+from explorer.app.state.session import Session
+from explorer.app.state.session_file import SessionState
+from explorer.app.thread.core_api import LoadedSummary, SamplingSettings
+from explorer.app.thread.worker import ModelWorker
 from explorer.core.intervention import active
 from explorer.views import trace_views
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from explorer.app.trace_budget import MAX_BUDGET_MB, TraceCost, human_bytes
+from explorer.app.run.trace_budget import MAX_BUDGET_MB, TraceCost, human_bytes
 
 KEEP, HALF, RAISE = "keep", "float16", "raise"
 ROOM = 1.5                     # a raised budget leaves half as much again for decoding after the prompt

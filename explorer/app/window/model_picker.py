@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QToolBar, QWidget
 
-from explorer.app.model_refs import ModelChoice, short_name
+from explorer.app.window.model_refs import ModelChoice, short_name
 
 _OPEN_FOLDER = "open-folder"
 _OPEN_FILE = "open-file"

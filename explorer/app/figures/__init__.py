@@ -1,0 +1,1 @@
+"""Attention figures and the exports (PNG, SVG, CSV, NPY) drawn from them."""

@@ -1,0 +1,1 @@
+"""Starting the app: the QApplication and its event loop (boot), the launch, and the screenshots run."""
