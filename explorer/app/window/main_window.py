@@ -14,10 +14,11 @@ from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QProgressDi
 
 from explorer.app.run.controller import DecodingController
 from explorer.app.state.session import Session
-from explorer.app.state.session_file import Autosaver, SessionState, crashed_session
+from explorer.app.state.session_file import Autosaver, SessionState
 from explorer.app.thread.catalog_loader import CatalogLoader
+from explorer.app.thread.catalog_schedule import CatalogSchedule
 from explorer.app.thread.worker import ModelWorker
-from explorer.app.window import dock_layout, menus, model_refs, pull_dialog
+from explorer.app.window import crash_restore, dock_layout, menus, model_opening, model_refs, pull_dialog
 from explorer.app.window.model_picker import ModelToolbar
 from explorer.app.window.prompt_editor import PromptEditor
 from explorer.app.window.settings import AppSettings
@@ -56,8 +57,7 @@ class MainWindow(QMainWindow):
         self.progress: QProgressDialog | None = None
         self.menus = menus.build(self)
         self.autosaver = Autosaver(self.session_state, autosave_path, parent=self)
-        self._listed = False
-        self._listing_pending = False       # before _connect: an idle worker's busy_changed reads it at once
+        self.listing = CatalogSchedule(self.catalog_loader, self.worker, lambda: self.controller.loading, self)
         self._connect()
         self.sampling_bar.set_settings(self.settings.sampling)
         self.model_bar.set_models([], self.settings.recent_models(), None)
@@ -111,7 +111,6 @@ class MainWindow(QMainWindow):
         self.model_bar.pull_requested.connect(lambda name: pull_dialog.pull_model(self, name))
         self.model_bar.device_changed.connect(self._on_device_changed)
         self.worker.devices_found.connect(self._on_devices_found)
-        self.worker.busy_changed.connect(self._list_if_idle)
         self.catalog_loader.ready.connect(self._on_catalog_ready)
         self.worker.progress.connect(self._on_progress)
         c.model_ready.connect(self._on_model_ready)
@@ -132,39 +131,11 @@ class MainWindow(QMainWindow):
         self.controller.load(reference, device, dtype)
 
     def _terms_accepted(self, reference: str) -> bool:
-        """Models under terms of use (Gemma) are opened only once the person has accepted them; asked once."""
-        terms = model_refs.terms_of(reference)
-        if terms is None or self.settings.accepted_terms(terms[0]):
-            return True
-        answer = QMessageBox.question(self, "Terms of use", f"{terms[1]}\n\nDo you accept these terms?")
-        if answer != QMessageBox.StandardButton.Yes:
-            return False
-        self.settings.accept_terms(terms[0])
-        return True
+        return model_opening.terms_accepted(self, self.settings, reference)
 
     def refresh_models(self) -> None:
-        """List the catalog again, in the background (see CatalogLoader); the picker fills in when it is done."""
-        self._listed = True
-        self.catalog_loader.refresh()
-
-    def _list_once_idle(self) -> None:
-        """List the catalog once the worker has run what follows a load (the prefill of the prompt): listing
-        reads every model's header again, the one just loaded too, and beside the prefill it slowed the
-        first trace by a second on a 2-core machine."""
-        self._listing_pending = True
-        QTimer.singleShot(0, self._list_if_idle)
-
-    def _list_if_idle(self, *_args) -> None:
-        if self._listing_pending and not self.worker.busy:
-            self._listing_pending = False
-            self.refresh_models()
-
-    def _first_listing(self) -> None:
-        # Only once the worker has imported torch (it reports the devices then): two threads importing
-        # torch at once break its import. A model opened at start loads first: listing beside it would
-        # slow it on a 2-core machine, and the load's end lists the catalog anyway.
-        if not self._listed and self.controller.loading is None:
-            self.refresh_models()
+        """List the catalog again, in the background (see CatalogSchedule); the picker fills in when it is done."""
+        self.listing.now()
 
     def _on_catalog_ready(self, choices, error) -> None:
         if error:
@@ -175,7 +146,7 @@ class MainWindow(QMainWindow):
         self.settings.remember_model(summary.reference)
         self.model_bar.set_current(summary.reference)     # named at once, not after the listing (a long prefill)
         model_refs.remember(summary.reference)
-        self._list_once_idle()
+        self.listing.after_load()
         self.status.show_model(summary.info, summary.device, summary.dtype)
         self.status.show_trace(self.session.trace)
         self.setWindowTitle(f"{summary.name} — {TITLE}")
@@ -192,13 +163,12 @@ class MainWindow(QMainWindow):
 
     def _on_devices_found(self, devices: dict) -> None:
         self.model_bar.set_devices(devices, self.settings.device, self.settings.dtype)
-        self._first_listing()
+        self.listing.first()
 
     def _on_device_changed(self, device: str, dtype: str) -> None:
         self.settings.device, self.settings.dtype = device, dtype
-        reference = self.controller.reference
-        if reference and self.controller.summary is not None and \
-                (device, dtype) != (self.controller.summary.device, self.controller.summary.dtype):
+        reference = model_opening.to_reopen(self.controller, device, dtype)
+        if reference:
             self.open_model(reference)
 
     def _on_loading_changed(self, loading: bool) -> None:
@@ -248,18 +218,7 @@ class MainWindow(QMainWindow):
 
     def offer_crash_restore(self) -> bool:
         """After a crash, ask whether to restore the autosaved session; True when restored."""
-        state = crashed_session(self.autosaver.path)
-        if state is None:
-            return False
-        steps = f", {state.steps - 1} decoded tokens" if state.steps > 1 else ""
-        answer = QMessageBox.question(
-            self, "Restore the last session?",
-            f"Transformer Explorer did not close cleanly last time. Restore its session "
-            f"({model_refs.short_name(state.model or 'no model')}, a {len(state.prompt):,}-character prompt{steps})?")
-        if answer != QMessageBox.StandardButton.Yes:
-            return False
-        self.restore_session(state)
-        return True
+        return crash_restore.offer_crash_restore(self, self.autosaver.path, self.restore_session)
 
     # ----- window events ----------------------------------------------------------------
     def dragEnterEvent(self, event) -> None:
