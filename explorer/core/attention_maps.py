@@ -17,6 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# Query x key entries from which a prefill's A is rebuilt on demand instead of stored (T >= 1,024):
+# below that a stored map costs little and the all-heads grid reduces it directly. The engine
+# records by it and the app's memory budget projects by it.
+ON_DEMAND_FROM = 1 << 20
 ROW_BLOCK = 1024        # query rows per block: a block's scores are ROW_BLOCK x n_kv float32, not T x T
 
 

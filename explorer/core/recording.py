@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from explorer.core.attention import as_run
-from explorer.core.attention_maps import compact
+from explorer.core.attention_maps import ON_DEMAND_FROM, compact
 from explorer.core.capture import AttentionCapture, LayerCapture, StepCapture
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import NONE
@@ -74,7 +74,6 @@ class Packer:
         return flat_weights if known[1] is None else flat_weights.index_select(1, known[1])
 
 
-ON_DEMAND_FROM = 1 << 20   # query x key entries from which a record's A is rebuilt on demand (T >= 1,024)
 
 
 def rebuildable(captured: AttentionCapture) -> bool:

@@ -29,7 +29,8 @@ def choices(cost: TraceCost, n_tokens: int, budget: int, keep: int, record_dtype
     """What can be done with a prompt of n_tokens over `budget`: keep `keep` tokens, or run it whole."""
     offered = [Choice(KEEP, f"Keep the last {keep:,} tokens")]
     half = TraceCost(per_token=cost.per_token / 2, per_pair=cost.per_pair / 2,
-                     prefill_pair=None if cost.prefill_pair is None else cost.prefill_pair / 2)
+                     prefill_pair=None if cost.prefill_pair is None else cost.prefill_pair / 2,
+                     rebuilt_from=cost.rebuilt_from)
     if record_dtype == "float32" and half.max_prompt_tokens(budget) >= n_tokens:
         offered.append(Choice(HALF, f"Record in float16 ({human_bytes(half.prefill_bytes(n_tokens))})"))
     needed = math.ceil(ROOM * cost.prefill_bytes(n_tokens) / 1e6) * 10 ** 6

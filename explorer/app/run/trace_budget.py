@@ -10,9 +10,9 @@ So a trace of P prompt tokens followed by D decoded ones holds about
 
     per_token · (P + D)  +  per_pair · (P(P+1)/2 + Σ_{t=P+1}^{P+D} t)   bytes,
 
-where A is stored. A prefill whose A is rebuilt on demand (the engine's default) stores only Q, K,
-V and a mask rule, so its pairs cost almost nothing (`prefill_pair`); its decoding steps still
-record their rows. Numpy only: it reads the Trace and its ModelInfo, never the model.
+where A is stored. A prefill of at least ON_DEMAND_FROM (query, key) entries has its A rebuilt on
+demand (`rebuilt_from`): it stores only Q, K, V and a mask rule, so its pairs cost nothing; shorter
+prefills store their maps, and decoding steps always record their rows. Numpy only: it reads the Trace and its ModelInfo, never the model.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from explorer.core.attention_maps import ON_DEMAND_FROM
 from explorer.core.trace import ModelInfo, StepRecord, Trace
 
 DEFAULT_BUDGET = 10 ** 9           # 1 GB
@@ -35,7 +36,8 @@ class TraceCost:
     per_token: float
     per_pair: float                # a decoding step's bytes per (query, key) pair
     held: int = 0                  # bytes of the trace it was measured on (0 when estimated)
-    prefill_pair: float | None = None  # a prefill's bytes per pair (None: per_pair; ~0 where A is rebuilt)
+    prefill_pair: float | None = None  # a stored prefill's bytes per pair (None: per_pair)
+    rebuilt_from: int | None = None    # (query, key) entries from which a prefill rebuilds A (None: never)
 
     @classmethod
     def measured(cls, trace: Trace, meter: "TraceMeter | None" = None) -> "TraceCost":
@@ -46,8 +48,9 @@ class TraceCost:
         first = trace.steps[0].layers[0].attn.q if trace.steps and trace.steps[0].layers else None
         itemsize = first.dtype.itemsize if first is not None else 4
         per_pair = decode_bytes / decode_pairs if decode_pairs else _row_pair_bytes(trace.model, itemsize)
-        return cls(per_token=row_bytes, per_pair=per_pair, held=total,
-                   prefill_pair=prefill_bytes / prefill_pairs if prefill_pairs else None)
+        stored = prefill_pairs and prefill_bytes > 0
+        return cls(per_token=row_bytes, per_pair=per_pair, held=total, rebuilt_from=ON_DEMAND_FROM,
+                   prefill_pair=prefill_bytes / prefill_pairs if stored else None)
 
     @classmethod
     def estimated(cls, info: ModelInfo, itemsize: int = 4, on_demand: bool = True) -> "TraceCost":
@@ -62,16 +65,23 @@ class TraceCost:
         # The top-k candidates are kept once per step, not per token: a prefill's count is left out.
         # The mask is a dense bool (n_new, n_kv): about 2 bytes per allowed pair of a causal prefill.
         return cls(per_token=numbers * itemsize + 2 * _ID_BYTES, per_pair=_row_pair_bytes(info, itemsize),
-                   prefill_pair=0.0 if on_demand else None)
+                   rebuilt_from=ON_DEMAND_FROM if on_demand else None,
+                   # a stored prefill keeps its mask as its rule: one weight per head of each layer a pair
+                   prefill_pair=float(info.n_layers * info.n_heads * itemsize) if on_demand else None)
 
     # ----- projections --------------------------------------------------------------------
     @property
-    def prefill_pair_bytes(self) -> float:
+    def stored_pair_bytes(self) -> float:
         return self.per_pair if self.prefill_pair is None else self.prefill_pair
 
+    def rebuilds(self, n_tokens: int) -> bool:
+        """Whether a prefill of `n_tokens` has its A rebuilt on demand (its pairs cost nothing)."""
+        return self.rebuilt_from is not None and n_tokens * n_tokens >= self.rebuilt_from
+
     def prefill_bytes(self, n_tokens: int) -> float:
-        """A fresh trace holding a prompt of `n_tokens` (a causal triangle of pairs)."""
-        return self.per_token * n_tokens + self.prefill_pair_bytes * n_tokens * (n_tokens + 1) / 2
+        """A fresh trace holding a prompt of `n_tokens` (a causal triangle of pairs, where stored)."""
+        pair = 0.0 if self.rebuilds(n_tokens) else self.stored_pair_bytes
+        return self.per_token * n_tokens + pair * n_tokens * (n_tokens + 1) / 2
 
     def growth(self, n_tokens: int, steps: int) -> float:
         """What `steps` more decoding steps add to a trace of `n_tokens`: Σ (per_token + per_pair · t)."""
@@ -81,9 +91,10 @@ class TraceCost:
 
     def max_prompt_tokens(self, budget: float) -> int:
         """The longest prompt whose prefill fits in `budget` bytes (0 if not even one token does)."""
-        pair = self.prefill_pair_bytes
-        if pair <= 0:
-            return int(budget // self.per_token) if self.per_token > 0 else 2 ** 62
+        pair = self.stored_pair_bytes
+        rows_only = int(budget // self.per_token) if self.per_token > 0 else 2 ** 62
+        if pair <= 0 or self.rebuilds(rows_only):      # that long a prompt rebuilds A: only its rows count
+            return rows_only
         a, b = pair / 2, self.per_token + pair / 2     # prefill_bytes(n) = a n² + b n
         n = int((-b + math.sqrt(b * b + 4 * a * budget)) / (2 * a))
         while n > 0 and self.prefill_bytes(n) > budget:
