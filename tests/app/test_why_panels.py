@@ -216,3 +216,17 @@ def test_a_click_in_the_attention_panel_is_derived(qtbot, session, tiny):
     assert session.selection.token == 7
     assert panel.cell == (7, 3) and (panel.derived.layer, panel.derived.head) == (1, 2)
     assert panel.derived.weight == pytest.approx(float(trace.attention_head(1, 2)[7, 3]), abs=1e-6)
+
+
+def test_a_cell_asked_for_opens_show_the_work_with_that_cell(qtbot, tmp_path):
+    """The derivation dock sits behind another bottom tab and is built only when first shown: a click
+    on a cell must bring it to the front, and the panel built then must derive the clicked cell."""
+    from tests.app.shared_window import make_window
+
+    window = make_window(qtbot, tmp_path)
+    dock = window.docks["derivation"]
+    window.session.request_cell(3, 1)
+    qtbot.waitUntil(lambda: dock.isVisible() and not dock.visibleRegion().isEmpty(), timeout=5000)
+    assert isinstance(dock.widget(), DerivationPanel)
+    assert dock.widget().clicked == (3, 1)
+    window.close()

@@ -185,7 +185,7 @@ class AttentionPanel(Panel):
 
     def _click_large(self, row: int, col: int) -> None:
         if self.view and self.view.kind != "encoder":
-            self.session.cell_requested.emit(row, col)
+            self.session.request_cell(row, col)
             self.select(token=row)
 
     def _click_grid(self, row, col) -> None:

@@ -63,7 +63,7 @@ class DerivationPanel(Panel):
         self.walk = None                                    # the last block walk the model thread gave
         self.walk_key = None
         self.cell: tuple[int, int] | None = None            # the cell derived
-        self.clicked: tuple[int, int] | None = None         # the cell last clicked, kept while its row is
+        self.clicked: tuple[int, int] | None = session.requested_cell         # the cell last clicked, kept while its row is
         self.derived: derivation.CellDerivation | None = None
         self._drawn = None
         self.set_formula("A_ij = exp(S_ij − max_j S_i) / Z_i,  S_ij = ⟨q_i, k_j⟩ · scale")

@@ -50,6 +50,7 @@ class Session(QObject):
         self._trace: Trace | None = None
         self._tokens = None
         self._selection = Selection()
+        self.requested_cell: tuple[int, int] | None = None   # the last cell asked for (a panel built later reads it)
         self._model: ModelInfo | None = None
         self._busy = False
         self._token_display = None
@@ -140,6 +141,11 @@ class Session(QObject):
             return
         self._busy = busy
         self.busy_changed.emit(busy)
+
+    def request_cell(self, row: int, col: int) -> None:
+        """Ask for A[row, col] of the selected head to be derived (Show the work)."""
+        self.requested_cell = (row, col)
+        self.cell_requested.emit(row, col)
 
     def select(self, **changes) -> None:
         """Change some fields of the selection, e.g. `select(token=3)`; no signal if nothing changed."""

@@ -118,6 +118,8 @@ class MainWindow(QMainWindow):
         c.loading_changed.connect(self._on_loading_changed)
         c.notice.connect(lambda text: self.status.showMessage(text, 6000))
         self.session.trace_changed.connect(self.status.show_trace)
+        if "derivation" in self.docks:                   # a clicked cell opens Show the work, which derives it
+            self.session.cell_requested.connect(lambda *_: self.docks["derivation"].raise_())
         self.session.busy_changed.connect(self.status.show_busy)
         self.session.error_raised.connect(self.show_error)
 
