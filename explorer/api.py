@@ -308,12 +308,12 @@ class Run:
             yield "logits", self.logits
         chosen = range(trace.model.n_layers) if layers is None else [int(layer) for layer in layers]
         for layer in chosen if attention else ():
-            yield f"attn_{layer}", trace.attention(layer).astype(np.float32)
+            yield f"attn_{layer}", trace.attention(layer, keep=False).astype(np.float32, copy=False)
         if trace.model.is_encoder_decoder:
             yield "source_ids", trace.encoder.token_ids.astype(np.int64)
             for layer in chosen if attention else ():
                 yield f"enc_attn_{layer}", trace.encoder.layers[layer].attn.weights.astype(np.float32)
-                yield f"cross_attn_{layer}", trace.attention(layer, cross=True).astype(np.float32)
+                yield f"cross_attn_{layer}", trace.attention(layer, cross=True, keep=False).astype(np.float32, copy=False)
         if self.intervention is not None and not self.intervention.is_empty:
             yield "intervention", np.array(json.dumps(self.intervention.to_json()))
 
