@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSpinBo
 from explorer.app.panels.attention_kind import AttentionKindBox
 from explorer.app.panels.base import Panel, dims, visible_text
 from explorer.app.panels.heatmap import Heatmap
+from explorer.app.panels.kernel_control import KernelControl
 from explorer.app.state.session import Selection
 from explorer.core.intervention import HeadAblation, Intervention
 from explorer.views import trace_views
@@ -44,6 +45,8 @@ class AttentionPanel(Panel):
         controls.addWidget(self.mean_box)
         self.kind_box = AttentionKindBox(self)
         controls.addWidget(self.kind_box)
+        self.kernel_control = KernelControl(session, self)      # f_κ of the selected layer: an experiment
+        controls.addWidget(self.kernel_control)
         controls.addStretch(1)
         self.body.addLayout(controls)
         self.large_view = pg.GraphicsLayoutWidget()
@@ -119,6 +122,7 @@ class AttentionPanel(Panel):
         layer = min(selection.layer, view.n_layers - 1)
         self.layer_box.setRange(0, view.n_layers - 1)
         self.layer_box.setValue(layer)
+        self.kernel_control.show_layer(layer, view.kind)
         self.head_box.setValue(selection.head)
         self.scale_box.setEnabled(self.values == "weights")
         self.head_box.setEnabled(not self.mean_heads)
