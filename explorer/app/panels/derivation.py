@@ -17,7 +17,7 @@ from explorer.app.panels.asking import Asker
 from explorer.app.panels.base import Panel
 from explorer.app.panels.block_text import block_html
 from explorer.app.panels.heatmap import Heatmap
-from explorer.app.panels.residual import readable, selected_position
+from explorer.app.panels.text_helpers import readable, selected_position
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import BlockWalkJob, OutputWeightsJob
 from explorer.core import derivation

@@ -9,7 +9,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel
 
 from explorer.app.panels.base import Panel, dims
-from explorer.app.panels.heatmap import Heatmap, symmetric_levels  # noqa: F401 (also imported from here)
+from explorer.app.panels.heatmap import Heatmap, symmetric_levels
 from explorer.app.state.session import Selection
 from explorer.views.maps import short_label
 

@@ -23,6 +23,7 @@ from explorer.app.panels.adaptive import orient
 from explorer.app.panels.asking import Asker
 from explorer.app.panels.base import Panel, WrappedText
 from explorer.app.panels.patching_view import PatchingView
+from explorer.app.thread.requests import CompareNextTokenJob
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import (Experiment, HeadAblation, HideToken, Intervention, Kernel, KernelChoice, active,
                                         describe)
@@ -201,11 +202,7 @@ class ExperimentsPanel(Panel):
             return
         intervention = active(self.experiments)
         ids = tuple(int(i) for i in trace.token_ids)
-
-        def job(loaded, progress, cancel):
-            from explorer.core.experiments import compare_next_token
-
-            return compare_next_token(loaded, ids, intervention, TOP_K)
+        job = CompareNextTokenJob(ids, intervention, TOP_K)     # run by core_api on the model thread
         key = (trace.model.name, ids, json.dumps(intervention.to_json(), sort_keys=True))
         if self.asker.ask(key, job):
             self.readout.setText("running the next token before and after…")

@@ -5,8 +5,8 @@
     drawn as the share of the gap it recovers: (map - corrupt) / (clean - corrupt)
 
 (explorer.core.patching.patch_map; "resid" patches the residual stream entering layer l at one
-position). The map runs on the model thread, with a progress bar and Cancel; a cancelled map
-shows what it reached.
+position). The map runs on the model thread, asked as a PatchMapJob (requests.py), with a progress
+bar and Cancel; a cancelled map shows what it reached.
 """
 from __future__ import annotations
 
@@ -20,24 +20,10 @@ from explorer.app.panels.adaptive import orient
 from explorer.app.panels.base import WrappedText
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.panels.model_call import ModelCall
+from explorer.app.thread.requests import PatchMapJob
 
 CLEAN = "The Eiffel Tower is located in the city of"
 CORRUPT = "The Colosseum is located in the city of"
-
-
-def patch_job(clean: str, corrupt: str, target: str, against: str, site: str):
-    """job(loaded, progress, cancel) for ModelCall: the patching map of these prompts (torch on the model thread)."""
-    def job(loaded, progress, cancel):
-        from explorer.core import patching
-
-        tokenizer = loaded.tokenizer
-        target_id = patching.single_token(tokenizer, target, "the target")
-        against_id = patching.single_token(tokenizer, against, "the token to compare against")
-        return patching.patch_map(loaded, tokenizer.encode(clean).ids, tokenizer.encode(corrupt).ids, target_id,
-                                  against_id, site, progress=lambda done, total: progress(done / total,
-                                                                                          f"{done} of {total} sites"),
-                                  cancel=cancel)
-    return job
 
 
 class PatchingView(QWidget):
@@ -96,8 +82,8 @@ class PatchingView(QWidget):
         orient(self.splitter, self.width(), self.height(), (2, 3))
 
     def run(self) -> bool:
-        job = patch_job(self.clean.text(), self.corrupt.text(), self.target.text(), self.against.text(),
-                        self.site.currentText())
+        job = PatchMapJob(self.clean.text(), self.corrupt.text(), self.target.text(), self.against.text(),
+                          self.site.currentText())                      # run by core_api on the model thread
         started = self.call.start(job, self.panel.executor or self.panel.session.model_job_requested.emit)
         if started:
             self.progress.setValue(0)

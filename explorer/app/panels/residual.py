@@ -7,8 +7,6 @@ thread by explorer.core.attribution.residual_stream.
 """
 from __future__ import annotations
 
-import unicodedata
-
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QFont
@@ -17,6 +15,7 @@ from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem
 from explorer.app.panels.adaptive import is_wide
 from explorer.app.panels.asking import Asker
 from explorer.app.panels.base import Panel
+from explorer.app.panels.text_helpers import readable, selected_position
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import ResidualStreamJob
 
@@ -24,32 +23,6 @@ K = 2                        # lens candidates per layer in the table (its toolt
 ASKED = 5
 ROW = 16                     # px per table row
 NORMS = (("attn_norms", "‖a_l‖"), ("ffn_norms", "‖f_l‖"), ("residual_norms", "‖h_l‖"))
-_NAMED = {"\xa0": "⍽", "\u200b": "⟨ZWSP⟩", "\ufeff": "⟨BOM⟩", "\u3000": "⟨IDSP⟩"}
-
-
-def readable(text: str) -> str:
-    """A token's text with nothing invisible left: named marks for odd spaces, U+XXXX for format and
-    control characters, '∅' for the empty string."""
-    out = []
-    for ch in text:
-        if ch in _NAMED:
-            out.append(_NAMED[ch])
-        elif unicodedata.category(ch) in ("Zs", "Zl", "Zp", "Cc", "Cf", "Co", "Cn") and ch != " ":
-            out.append(f"⟨U+{ord(ch):04X}⟩")
-        else:
-            out.append(ch)
-    return "".join(out) or "∅"
-
-
-def selected_position(trace, selection: Selection) -> int | None:
-    """The position the selection points at: its token, else the selected step's last, else the last."""
-    if trace is None or not trace.steps:
-        return None
-    if selection.token is not None:
-        return int(selection.token)
-    if selection.step is not None:
-        return int(trace.steps[selection.step].positions[-1])
-    return trace.n_tokens - 1
 
 
 class ResidualPanel(Panel):

@@ -184,10 +184,29 @@ def _block_walk(job, loaded, progress, cancel):
     return walk_block(loaded, job.ids, job.layer, job.position)
 
 
+def _compare_next_token(job, loaded, progress, cancel):
+    from explorer.core.experiments import compare_next_token
+
+    return compare_next_token(loaded, job.ids, job.intervention, job.k)
+
+
+def _patch_map(job, loaded, progress, cancel):
+    """The patching map of the job's prompts; the target and against texts must be one token each."""
+    from explorer.core import patching
+
+    tokenizer = loaded.tokenizer
+    target_id = patching.single_token(tokenizer, job.target, "the target")
+    against_id = patching.single_token(tokenizer, job.against, "the token to compare against")
+    return patching.patch_map(loaded, tokenizer.encode(job.clean).ids, tokenizer.encode(job.corrupt).ids, target_id,
+                              against_id, job.site, cancel=cancel,
+                              progress=lambda done, total: progress(done / total, f"{done} of {total} sites"))
+
+
 # requests' job class name -> its handler; a new named job adds its row here (requests.py stays torch-free).
 NAMED_JOBS = {"WhatIfJob": _what_if, "HeadWeightsJob": _head_weights, "AttributionJob": _attribution,
               "ResidualStreamJob": _residual_stream, "HeadScoresJob": _head_scores,
-              "OutputWeightsJob": _output_weights, "BlockWalkJob": _block_walk}
+              "OutputWeightsJob": _output_weights, "BlockWalkJob": _block_walk,
+              "CompareNextTokenJob": _compare_next_token, "PatchMapJob": _patch_map}
 
 
 def run_named_job(job, loaded, progress, cancel):

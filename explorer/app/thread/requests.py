@@ -196,6 +196,28 @@ class BlockWalkJob(_NamedJob):
     position: int
 
 
+@dataclass(frozen=True)
+class CompareNextTokenJob(_NamedJob):
+    """The Experiments dock: the top `k` next tokens after `ids`, before and under `intervention`
+    (explorer.core.intervention.Intervention)."""
+
+    ids: tuple[int, ...]
+    intervention: object
+    k: int
+
+
+@dataclass(frozen=True)
+class PatchMapJob(_NamedJob):
+    """The patching tab's map: logit(`target`) - logit(`against`) of the `corrupt` prompt with each `site`
+    ("head" or "resid") patched from the `clean` one."""
+
+    clean: str
+    corrupt: str
+    target: str
+    against: str
+    site: str
+
+
 _DECODING = (Prefill, Step, Back, Force, Replay, LogitLens, Candidates)
 _SETTINGS = (SetSampling, SetRecording, SetIntervention)       # kept by a cancel and by a new model
 
