@@ -2,17 +2,21 @@
 token ranked, and a per-layer logit lens for the selected position.
 
 Clicking a candidate at the last position asks the session to force it
-(`force_requested`), which branches the decoding from there.
+(`force_requested`), which branches the decoding from there. While experiments are on, the
+last position also shows the top-k without them beside the trace's (under them), with
+KL(before || after) = sum_v p_v log(p_v / q_v) and the chosen token's change of logit: the
+Experiments dock's comparison (`session.comparison`), not computed again here.
 """
 from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPalette
-from PySide6.QtWidgets import QPushButton, QTableWidget, QTableWidgetItem
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTableWidget, QTableWidgetItem
 
 from explorer.app.panels.base import Panel, WrappedText, visible_text
 from explorer.app.state.session import Selection
+from explorer.core.intervention import active
 
 BAR = 24   # characters of the widest probability bar
 LENS_BUTTON = "Logit lens for this position"
@@ -32,7 +36,15 @@ class NextTokenPanel(Panel):
         self.table.setSelectionMode(QTableWidget.SelectionMode.NoSelection)
         self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.table.cellClicked.connect(self._clicked)
-        self.body.addWidget(self.table, 2)
+        self.before_table = _table(["without experiments", "p"])     # the un-intervened top-k, beside
+        self.before_table.setVisible(False)
+        self.compare_label = WrappedText()
+        self.compare_label.setVisible(False)
+        self.body.addWidget(self.compare_label)
+        tables = QHBoxLayout()
+        tables.addWidget(self.before_table, 2)
+        tables.addWidget(self.table, 3)
+        self.body.addLayout(tables, 2)
         self.lens_button = QPushButton(LENS_BUTTON)
         self.lens_button.clicked.connect(self._on_lens_button)
         self.body.addWidget(self.lens_button)
@@ -42,6 +54,8 @@ class NextTokenPanel(Panel):
         self.body.addWidget(self.lens_table, 2)
         session.logit_lens_ready.connect(self.show_logit_lens)
         session.candidates_ready.connect(self.show_candidates)
+        session.comparison_changed.connect(lambda _c: self._show_before())
+        session.experiments_changed.connect(lambda _e: self._show_before())
         self._asked: dict[tuple[int, int], tuple] = {}     # (id(step), position) -> (step, ids, probs)
         self._pending: dict[tuple[int, int], object] = {}  # asked, not answered yet -> the step asked about
         self.position: int | None = None
@@ -70,6 +84,7 @@ class NextTokenPanel(Panel):
             self.table.setRowCount(0)
             self.position_label.set_plain(f"after position {position} ‘{visible_text(trace.token_text[position])}’: "
                                         "computing the candidates…")
+            self._show_before()
             step = trace.steps[trace.step_of_position(position)]
             if self._pending.get((id(step), position)) is not step:     # ids of freed steps are reused
                 self._pending[(id(step), position)] = step
@@ -82,12 +97,44 @@ class NextTokenPanel(Panel):
         self.chosen_rank = int(hits[0]) + 1 if len(hits) else None
         self._fill(ids, probs, chosen)
         self._describe(trace, position, chosen, forced)
+        self._show_before()
+
+    def comparison(self):
+        """The session's NextTokenComparison when it is of this trace's last position under the experiments
+        that are on (and some are), else None."""
+        trace, known = self.trace, self.session.comparison
+        if trace is None or known is None or self.position != trace.n_tokens - 1:
+            return None
+        intervention, ids, result = known
+        now = active(self.session.experiments)
+        same = ids == tuple(int(i) for i in trace.token_ids) and intervention == now
+        return result if same and not now.is_empty else None
+
+    def _show_before(self) -> None:
+        result = self.comparison() if self.table.isVisibleTo(self) else None
+        self.before_table.setVisible(result is not None)
+        self.compare_label.setVisible(result is not None)
+        self.table.horizontalHeaderItem(1).setText("token" if result is None else "token (with experiments)")
+        if result is None:
+            return
+        name = lambda token_id: visible_text(self.session.display_token(int(token_id)))   # noqa: E731
+        self.before_table.setRowCount(len(result.before_ids))
+        for row, (token_id, p) in enumerate(zip(result.before_ids, result.before_probs)):
+            self.before_table.setItem(row, 0, QTableWidgetItem(name(token_id)))
+            self.before_table.setItem(row, 1, QTableWidgetItem(f"{float(p):.4f}"))
+        self.before_table.resizeColumnsToContents()
+        self.compare_label.set_plain(
+            f"before → after the experiments: KL(before ‖ after) = {result.kl:.4f} nats;  ‘{name(result.token_id)}’ "
+            f"logit {result.logit_before:.3f} → {result.logit_after:.3f} (Δ {result.delta_logit:+.3f})")
 
     def _step_aside(self, encoder: bool, name: str) -> None:
         """An encoder-only model predicts no next token (and is loaded without a masked-token head): say so and
         what applies instead, with no empty table of candidates to click."""
         for widget in (self.table, self.lens_button, self.header):
             widget.setVisible(not encoder)
+        if encoder:
+            self.before_table.setVisible(False)
+            self.compare_label.setVisible(False)
         if encoder:
             self.candidates = np.zeros(0, dtype=np.int64)
             self.lens_table.setVisible(False)
@@ -181,6 +228,7 @@ class NextTokenPanel(Panel):
         self.lens_table.setVisible(shown)
         self.table.setVisible(not shown and not encoder)
         self.lens_button.setText("Back to the candidates" if shown else LENS_BUTTON)
+        self._show_before()
 
     def _request_lens(self) -> None:
         if self.position is not None:

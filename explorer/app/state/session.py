@@ -44,6 +44,7 @@ class Session(QObject):
     cell_requested = Signal(int, int)     # a click on A[row, col] of the selected head: Show the work derives it
     out_of_date_changed = Signal(object)  # why the trace no longer matches the prompt (one sentence), or None
     experiments_changed = Signal(object)  # tuple of intervention.Experiment: the model runs under those on
+    comparison_changed = Signal(object)   # (Intervention, ids, core.experiments.NextTokenComparison) or None
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -57,6 +58,7 @@ class Session(QObject):
         self._trace_id = 0
         self._out_of_date: str | None = None
         self._experiments: tuple[Experiment, ...] = ()
+        self._comparison = None
 
     # ----- read -----------------------------------------------------------------
     @property
@@ -135,6 +137,17 @@ class Session(QObject):
         if self._model is not None:
             intervention.check(self._model.n_layers, self._model.n_heads)
         self.set_experiments(self._experiments + (Experiment(intervention),))
+
+    @property
+    def comparison(self):
+        """The next token before and after the experiments (the Experiments dock asked the model thread):
+        (the Intervention, the token ids, NextTokenComparison), or None."""
+        return self._comparison
+
+    def set_comparison(self, intervention: Intervention, ids, result) -> None:
+        """Hand on the dock's comparison so other panels show it without asking again."""
+        self._comparison = None if result is None else (intervention, tuple(int(i) for i in ids), result)
+        self.comparison_changed.emit(self._comparison)
 
     def set_busy(self, busy: bool) -> None:
         if busy == self._busy:

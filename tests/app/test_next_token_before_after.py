@@ -1,0 +1,71 @@
+"""The Next token panel shows the top-k without the experiments beside the trace's, with KL and the
+chosen token's change of logit, from the comparison the session hands on (the Experiments dock's)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from explorer.app.panels.next_token import NextTokenPanel
+from explorer.app.state.session import Session
+from explorer.core.intervention import Experiment, HeadAblation, Intervention, active
+from tests.app.test_why_panels import tiny  # noqa: F401  (the tiny llama and its trace, shared)
+
+
+@pytest.fixture
+def panel(qtbot, tiny):  # noqa: F811
+    session = Session()
+    session.set_model(tiny[0].info)
+    session.set_token_display(lambda token_id: f"t{token_id}")
+    panel = NextTokenPanel(session)
+    qtbot.addWidget(panel)
+    panel.resize(700, 500)
+    panel.show()
+    qtbot.waitExposed(panel)
+    session.set_trace(tiny[1])
+    return panel
+
+
+def _compare(tiny, intervention):  # noqa: F811
+    from explorer.core.experiments import compare_next_token
+
+    return compare_next_token(tiny[0], tiny[1].token_ids, intervention, 8)
+
+
+def test_with_an_experiment_on_and_its_comparison_both_columns_are_shown(qtbot, panel, tiny):  # noqa: F811
+    session, trace = panel.session, tiny[1]
+    session.set_experiments((Experiment(Intervention(ablations=(HeadAblation(1, 2),))),))
+    assert not panel.before_table.isVisible()                     # no comparison yet
+    result = _compare(tiny, active(session.experiments))
+    session.set_comparison(active(session.experiments), trace.token_ids, result)
+    assert panel.before_table.isVisible() and panel.table.isVisible() and panel.compare_label.isVisible()
+    # the left column is the model without the experiments: the unintervened trace's own top-k
+    ids, probs = trace.candidates(trace.n_tokens - 1)
+    shown = [panel.before_table.item(r, 0).text() for r in range(panel.before_table.rowCount())]
+    assert shown == [f"t{int(i)}" for i in ids[:len(shown)]] and len(shown) == 8
+    assert float(panel.before_table.item(0, 1).text()) == pytest.approx(float(probs[0]), abs=1e-4)
+    # KL(p || q) = sum p log(p / q) over the vocabulary, from the two logits the formula needs
+    from explorer.core.experiments import next_logits
+
+    p = torch.log_softmax(next_logits(tiny[0], trace.token_ids, None).double(), -1)
+    q = torch.log_softmax(next_logits(tiny[0], trace.token_ids, active(session.experiments)).double(), -1)
+    kl = float((p.exp() * (p - q)).sum())
+    assert kl > 0 and f"KL(before ‖ after) = {kl:.4f}" in panel.compare_label.text()
+    assert f"Δ {result.logit_after - result.logit_before:+.3f}" in panel.compare_label.text()
+    assert panel.table.horizontalHeaderItem(1).text() == "token (with experiments)"
+
+
+def test_an_experiment_turned_off_or_a_stale_comparison_shows_one_column(qtbot, panel, tiny):  # noqa: F811
+    session, trace = panel.session, tiny[1]
+    ablate = Intervention(ablations=(HeadAblation(0, 1),))
+    session.set_experiments((Experiment(ablate),))
+    session.set_comparison(ablate, trace.token_ids, _compare(tiny, ablate))
+    assert panel.before_table.isVisible()
+    session.set_experiments((Experiment(ablate, on=False),))     # nothing on: nothing to compare
+    assert not panel.before_table.isVisible() and not panel.compare_label.isVisible()
+    session.set_experiments((Experiment(Intervention(ablations=(HeadAblation(1, 3),))),))
+    assert not panel.before_table.isVisible()                     # the comparison is of another experiment
+    session.select(token=2)                                       # and of the last position only
+    session.set_experiments((Experiment(ablate),))
+    assert not panel.before_table.isVisible()
+    session.select(token=trace.n_tokens - 1)
+    assert panel.before_table.isVisible()
