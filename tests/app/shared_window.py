@@ -30,6 +30,20 @@ def make_window(qtbot, tmp_path, worker=None, catalog=lambda: []):
     return window
 
 
+@pytest.fixture
+def window_recording_loads(qtbot, tmp_path, monkeypatch):
+    """A MainWindow (real worker, no catalog) whose controller records the models it is asked to load
+    in `window.loads` instead of loading them."""
+    loads = []
+    settings = AppSettings(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+    window = MainWindow(settings=settings, autosave_path=tmp_path / "autosave.json", catalog=lambda: [])
+    qtbot.addWidget(window)
+    monkeypatch.setattr(window.controller, "load", lambda reference, *args: loads.append(reference))
+    window.loads = loads
+    yield window
+    window.close()
+
+
 @contextmanager
 def window_with_tiny_model(app, root: Path, dialogs: dict, prompt: str = "To be, or not"):
     """Yield a shown MainWindow in which the tiny Llama at root/tiny-llama has prefilled `prompt`."""

@@ -23,6 +23,7 @@ from explorer.app.window.theme import apply_theme
 from tests.app.shared_window import make_window
 from tests.app.synthetic_trace import WORDS, build_trace
 from tests.app.text_contrast import glyph_contrast, label_rects, paper_luminance, rendered
+from tests.app.text_contrast import restore_palette  # noqa: F401  (a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 WCAG_AA = 4.5
@@ -40,14 +41,6 @@ def assert_legible(path: Path, rects, size=SIZE) -> None:
     assert not poor, f"{path.name}: labels below {WCAG_AA}:1 contrast: {poor}"
 
 
-@pytest.fixture
-def restore_palette():
-    app = QApplication.instance()
-    palette, style = QPalette(app.palette()), app.style().name()
-    yield app
-    app.setStyle(style)
-    app.setPalette(palette)
-    apply_theme(app, "light")
 
 
 @pytest.fixture

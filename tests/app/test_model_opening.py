@@ -4,22 +4,13 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from PySide6.QtCore import QSettings
 
-from explorer.app.window.main_window import MainWindow
-from explorer.app.window.settings import AppSettings
+from tests.app.shared_window import window_recording_loads  # noqa: F401
 
 
 @pytest.fixture
-def window(qtbot, tmp_path, monkeypatch):
-    loads = []
-    settings = AppSettings(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
-    window = MainWindow(settings=settings, autosave_path=tmp_path / "autosave.json", catalog=lambda: [])
-    qtbot.addWidget(window)
-    monkeypatch.setattr(window.controller, "load", lambda reference, *args: loads.append(reference))
-    window.loads = loads
-    yield window
-    window.close()
+def window(window_recording_loads):
+    return window_recording_loads
 
 
 def test_a_new_device_reopens_the_model_and_the_same_one_does_not(window):

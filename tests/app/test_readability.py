@@ -13,7 +13,7 @@ from explorer.app.panels import NextTokenPanel
 from explorer.app.state.session import Session
 from explorer.app.window.theme import apply_theme
 from tests.app.synthetic_trace import WORDS, build_trace
-from tests.app.text_contrast import glyph_contrast
+from tests.app.text_contrast import glyph_contrast, restore_palette  # noqa: F401  (a fixture)
 
 
 def luminance(colour: QColor) -> float:
@@ -35,13 +35,6 @@ def over(top: QColor, base: QColor) -> QColor:
                              ((top.redF(), base.redF()), (top.greenF(), base.greenF()), (top.blueF(), base.blueF()))))
 
 
-@pytest.fixture
-def restore_palette():
-    app = QApplication.instance()
-    palette, style = QPalette(app.palette()), app.style().name()
-    yield app
-    app.setStyle(style)
-    app.setPalette(palette)
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])

@@ -2,12 +2,10 @@
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMessageBox
 
 from explorer.app.window import model_refs
-from explorer.app.window.main_window import MainWindow
-from explorer.app.window.settings import AppSettings
+from tests.app.shared_window import window_recording_loads  # noqa: F401
 from explorer.core import store
 
 
@@ -25,15 +23,8 @@ def gemma_in_store(monkeypatch, tmp_path):
 
 
 @pytest.fixture
-def window(qtbot, tmp_path, monkeypatch):
-    loads = []
-    settings = AppSettings(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
-    window = MainWindow(settings=settings, autosave_path=tmp_path / "autosave.json", catalog=lambda: [])
-    qtbot.addWidget(window)
-    monkeypatch.setattr(window.controller, "load", lambda reference, *args: loads.append(reference))
-    window.loads = loads
-    yield window
-    window.close()
+def window(window_recording_loads):
+    return window_recording_loads
 
 
 def answer_with(monkeypatch, answer):

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
+import pytest
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QColor, QImage, QPainter
+from PySide6.QtGui import QColor, QImage, QPainter, QPalette
+from PySide6.QtWidgets import QApplication
 
 GLYPH_DISTANCE = 12          # a pixel this far (0-255, any channel) from the background is part of a glyph
 MIN_GLYPH_PIXELS = 12
@@ -114,3 +116,17 @@ def paper_luminance(image: np.ndarray) -> float:
     border = np.concatenate([image[:4].reshape(-1, 3), image[-4:].reshape(-1, 3),
                              image[:, :4].reshape(-1, 3), image[:, -4:].reshape(-1, 3)])
     return float(luminance(background_of(border)))
+
+
+@pytest.fixture
+def restore_palette():
+    """Put the application's palette and style back after a test that switches the theme, and leave
+    the light theme applied (pyqtgraph's own colours follow it)."""
+    from explorer.app.window.theme import apply_theme
+
+    app = QApplication.instance()
+    palette, style = QPalette(app.palette()), app.style().name()
+    yield app
+    app.setStyle(style)
+    app.setPalette(palette)
+    apply_theme(app, "light")
