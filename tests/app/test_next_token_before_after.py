@@ -51,7 +51,7 @@ def test_with_an_experiment_on_and_its_comparison_both_columns_are_shown(qtbot, 
     kl = float((p.exp() * (p - q)).sum())
     assert kl > 0 and f"KL(before ‖ after) = {kl:.4f}" in panel.compare_label.text()
     assert f"Δ {result.logit_after - result.logit_before:+.3f}" in panel.compare_label.text()
-    assert panel.table.horizontalHeaderItem(1).text() == "token (with experiments)"
+    assert panel.table.horizontalHeaderItem(1).text() == "after"
 
 
 def test_an_experiment_turned_off_or_a_stale_comparison_shows_one_column(qtbot, panel, tiny):  # noqa: F811

@@ -36,7 +36,7 @@ class NextTokenPanel(Panel):
         self.table.setSelectionMode(QTableWidget.SelectionMode.NoSelection)
         self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.table.cellClicked.connect(self._clicked)
-        self.before_table = _table(["without experiments", "p"])     # the un-intervened top-k, beside
+        self.before_table = _table(["before", "p"])     # the un-intervened top-k, beside
         self.before_table.setVisible(False)
         self.compare_label = WrappedText()
         self.compare_label.setVisible(False)
@@ -114,7 +114,7 @@ class NextTokenPanel(Panel):
         result = self.comparison() if self.table.isVisibleTo(self) else None
         self.before_table.setVisible(result is not None)
         self.compare_label.setVisible(result is not None)
-        self.table.horizontalHeaderItem(1).setText("token" if result is None else "token (with experiments)")
+        self.table.horizontalHeaderItem(1).setText("token" if result is None else "after")
         if result is None:
             return
         name = lambda token_id: visible_text(self.session.display_token(int(token_id)))   # noqa: E731
@@ -124,7 +124,8 @@ class NextTokenPanel(Panel):
             self.before_table.setItem(row, 1, QTableWidgetItem(f"{float(p):.4f}"))
         self.before_table.resizeColumnsToContents()
         self.compare_label.set_plain(
-            f"before → after the experiments: KL(before ‖ after) = {result.kl:.4f} nats;  ‘{name(result.token_id)}’ "
+            f"before (without the experiments) → after (the trace, with them): KL(before ‖ after) = {result.kl:.4f}"
+            f" nats;  ‘{name(result.token_id)}’ "
             f"logit {result.logit_before:.3f} → {result.logit_after:.3f} (Δ {result.delta_logit:+.3f})")
 
     def _step_aside(self, encoder: bool, name: str) -> None:
