@@ -49,6 +49,9 @@ def test_an_ablation_shows_the_core_comparison_and_unticking_it_undoes_it(qtbot,
     assert panel.table.item(0, 3).text() == f"{expected.after_probs[0]:.3f}"
     assert "KL(before ‖ after)" in panel.summary.text() and "Δ" in panel.summary.text()
     assert panel.list.item(0).text() == "ablate L1.H2 (zero)"
+    held = panel.session.comparison                                   # handed on for the Next-token panel
+    assert held is not None and held[0] == Intervention(ablations=(HeadAblation(1, 2),))
+    assert held[1] == tuple(int(i) for i in trace.token_ids) and held[2].kl == pytest.approx(expected.kl)
     _answer(qtbot, panel, lambda: panel.list.item(0).setCheckState(Qt.CheckState.Unchecked))
     assert panel.result.kl == 0.0 and not panel.experiments[0].on
 

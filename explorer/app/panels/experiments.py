@@ -209,6 +209,7 @@ class ExperimentsPanel(Panel):
 
     def _on_answer(self, key, result) -> None:
         self.result = result
+        self.session.set_comparison(active(self.experiments), key[1], result)   # the Next-token panel shows it too
         name = self.session.display_token
         self.table.setRowCount(len(result.before_ids))
         for row, cells in enumerate(zip(result.before_ids, result.before_probs, result.after_ids, result.after_probs)):
