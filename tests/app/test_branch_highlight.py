@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 
 from tests.app.test_window import dialogs, idle, new_window, opened, store_home, tiny  # noqa: F401
 
-pytest.importorskip("transformers")
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 
 def test_only_the_chosen_candidate_is_marked_after_a_branch(qtbot, tmp_path, tiny, dialogs):  # noqa: F811

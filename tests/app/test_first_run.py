@@ -16,7 +16,7 @@ from explorer.app.window.settings import AppSettings
 from explorer.cli import build_parser
 from tests.app.test_window import store_home, tiny  # noqa: F401
 
-pytest.importorskip("transformers")
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 SHAKESPEARE = "To be, or not to be, that is the question:"
 
 

@@ -11,7 +11,7 @@ from explorer.app.start import screenshots
 from tests.app.synthetic_trace import build_trace
 from tests.app.test_window import store_home, tiny  # noqa: F401
 
-pytest.importorskip("transformers")
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 
 def distinct_colours(path) -> int:
@@ -54,3 +54,11 @@ def test_the_telling_head_looks_past_the_first_key_and_itself():
     layer, head = screenshots.telling_head(trace, 5)
     best = max(float(trace.attention(l)[h, 5, 1:5].max()) for l in range(3) for h in range(4))
     assert float(trace.attention(layer)[head, 5, 1:5].max()) == best
+
+
+def test_the_driver_stops_a_translation_where_its_text_ends(qtbot, tmp_path):
+    """The model thread takes no step past end-of-sequence, so the driver must stop stepping there
+    (it waited for a step that never came) and still show the whole target."""
+    translator = screenshots.model_refs.bundled_model_path().parent / "translate-en-zh"
+    assert screenshots.take_screenshots(tmp_path, str(translator), "November 23, 1987") == 0
+    assert (tmp_path / "window.png").exists() and distinct_colours(tmp_path / "window.png") > 20

@@ -29,7 +29,6 @@ PANEL_SIZES = {"tokens": (900, 520), "attention": (1400, 760), "next_token": (90
 PANEL_SIZE = (1100, 700)
 STEPS = 3
 TRANSLATION_STEPS = 24       # an encoder-decoder steps until its target ends (at most this many)
-END_OF_TARGET = "</s>"
 LOG_SCALE_FROM = 100                          # tokens
 SETTLE_S = 0.6
 
@@ -88,12 +87,12 @@ def _type_and_decode(app: QApplication, window, prompt: str, errors: list[str]) 
     _wait_for(app, lambda: window.session.trace is not None and not window.worker.busy, "the prefill", errors)
     translating = window.session.trace.model.is_encoder_decoder
     for _ in range(TRANSLATION_STEPS if translating else STEPS):
+        if window.controller.end_of_text(window.session.trace) is not None:
+            break                                   # the text ended (a whole translation): no step follows
         before = window.session.trace.n_steps
         window.actions.step.trigger()
         _wait_for(app, lambda: window.session.trace.n_steps > before and not window.worker.busy,
                   "a decoding step", errors)
-        if translating and window.session.trace.token_text[-1] == END_OF_TARGET:
-            break                                   # a whole translation, so the map shows all of it
 
 
 def _choose_view(window) -> None:
