@@ -76,14 +76,19 @@ class Packer:
 
 
 
+def rebuilds(n_new: int, n_kv: int, own_keys: bool) -> bool:
+    """Whether a record of n_new query rows against n_kv keys rebuilds its A from its own Q and K
+    instead of storing it: its keys are all the keys it attends (`own_keys`: a prefill, an encoder
+    pass, cross-attention), it has more than one row (a decoding step's new row is recorded, for the
+    views that show it as it comes), and it is long (ON_DEMAND_FROM entries: below that, stored maps
+    cost little and the all-heads grid reduces them directly)."""
+    return own_keys and n_new > 1 and n_new * n_kv >= ON_DEMAND_FROM
+
+
 def rebuildable(captured: AttentionCapture) -> bool:
-    """Whether a record of `captured` rebuilds its A from its own Q and K instead of storing it: its
-    keys are all the keys it attends (a prefill, an encoder pass, cross-attention), it has more
-    than one row (a decoding step's new row is recorded, for the views that show it as it comes),
-    and it is long (ON_DEMAND_FROM entries: below that, stored maps cost little and the all-heads
-    grid reduces them directly)."""
+    """`rebuilds` for what one attention sublayer captured."""
     n_new, n_kv = captured.mask.shape
-    return n_new > 1 and captured.k.shape[-2] == n_kv and n_new * n_kv >= ON_DEMAND_FROM
+    return rebuilds(n_new, n_kv, captured.k.shape[-2] == n_kv)
 
 
 def attention_tensors(captured: AttentionCapture, skipped=frozenset(), shared=(),
@@ -258,7 +263,7 @@ class Recorder:
         """The capture of a pass over n_new tokens after n_cached: it asks for A only where the
         record keeps it (a prefill's is rebuilt on demand, see rebuildable), and keeps of each
         finished layer only what the record will (RecordingCapture)."""
-        rebuilt = "weights" in self.record.derived and n_new > 1 and n_cached == 0 and n_new ** 2 >= ON_DEMAND_FROM
+        rebuilt = "weights" in self.record.derived and rebuilds(n_new, n_new, own_keys=n_cached == 0)
         skipped = getattr(self, "_skipped", frozenset)() | self.record.derived
         return RecordingCapture(self.config.n_layers, not rebuilt, skipped, RECORD_DTYPES[self.record.dtype])
 
