@@ -171,16 +171,18 @@ class DescriptionSums:
 
 
 def _layer_rows(trace: Trace, layer: int, upto_step: int | None, sums: DescriptionSums | None, cancel,
-                cached_only: bool = False) -> np.ndarray | None:
-    """(3, N_Q) means of one layer over every query row; None where `cached_only` and a record is not kept."""
+                read_below: int | None = None) -> np.ndarray | None:
+    """(3, N_Q) means of one layer over every query row. With `read_below`, only records of fewer entries
+    than that are read (a decoding step's row): None where a larger one is not kept yet."""
     steps = trace.steps if upto_step is None else trace.steps[: upto_step + 1]
     total, rows = np.zeros((3, trace.model.n_heads)), 0
     for step in steps:
         record = step.layers[layer].attn
-        if cached_only:
-            part = sums.get(record) if sums is not None else None
-            if part is None:
+        if read_below is not None:
+            part = sums.get(record)
+            if part is None and record.n_heads * record.n_new * record.n_kv >= read_below:
                 return None
+            part = sums.of(record, step.positions) if part is None else part
         else:
             part = sums.of(record, step.positions, cancel) if sums is not None else \
                 record_sums(record, step.positions, cancel)
@@ -201,9 +203,11 @@ def describe_heads(trace: Trace, upto_step: int | None = None, sums: Description
     return _description(per_layer, trace.model.n_heads)
 
 
-def described_so_far(trace: Trace, sums: DescriptionSums, upto_step: int | None = None) -> HeadDescription:
-    """What `sums` already holds for the trace: the layers whose every record is kept, NaN elsewhere."""
-    per_layer = [_layer_rows(trace, layer, upto_step, sums, None, cached_only=True)
+def described_so_far(trace: Trace, sums: DescriptionSums, upto_step: int | None = None,
+                     read_below: int = 0) -> HeadDescription:
+    """What `sums` already holds for the trace: the layers whose every record is kept, NaN elsewhere;
+    records of fewer than `read_below` entries (query x key x head) are read on the spot."""
+    per_layer = [_layer_rows(trace, layer, upto_step, sums, None, read_below=read_below)
                  for layer in range(trace.model.n_layers)]
     return _description(per_layer, trace.model.n_heads)
 

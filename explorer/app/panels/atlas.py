@@ -10,16 +10,16 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QSplitter, QTableWidget,
-                               QTableWidgetItem)
+from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSplitter,
+                               QTableWidget, QTableWidgetItem)
 
 from explorer.app.panels.adaptive import orient
 from explorer.app.panels.asking import Asker
+from explorer.app.panels.atlas_reading import DescriptionReader
 from explorer.app.panels.base import LineLabel, Panel
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import HeadScoresJob
-from explorer.core.head_description import describe_heads
 from explorer.views.maps import attention_matrix
 
 # (label, where it comes from, field, formula)
@@ -56,6 +56,12 @@ class AtlasPanel(Panel):
             controls.addWidget(widget)
         self.caption = LineLabel(" ")
         controls.addWidget(self.caption, 1)
+        self.reader = DescriptionReader(self)          # the text's description, read beside the GUI when long
+        self.reader.progressed.connect(self.refresh)
+        self.progress, self.cancel_button = _reading_progress()
+        self.cancel_button.clicked.connect(self._cancel_or_resume)
+        controls.addWidget(self.progress)
+        controls.addWidget(self.cancel_button)
         self.body.addLayout(controls)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.view = pg.GraphicsLayoutWidget()
@@ -94,6 +100,7 @@ class AtlasPanel(Panel):
             values = None if self.scores is None else getattr(self.scores, name)
         else:
             values = getattr(self._description(trace), name)
+        self._show_reading(trace)
         if values is None:
             self.caption.setText("scoring every head on random tokens repeated twice…")
             return
@@ -102,9 +109,16 @@ class AtlasPanel(Panel):
         self.map.set_matrix(values, row_labels=[f"L{l}" for l in range(n_layers)],
                             col_labels=[f"H{h}" for h in range(n_heads)])
         self._fill_list(values)
+        self.caption.setText(self._caption(values))
+
+    def _caption(self, values: np.ndarray) -> str:
+        done = int(np.isfinite(values).all(axis=1).sum())
+        if done == 0:
+            return f"{self.metric}: reading every head's map of this text, layer by layer…"
         best = np.unravel_index(int(np.nanargmax(values)), values.shape)
-        self.caption.setText(f"{self.metric}: highest L{best[0]}.H{best[1]} = {values[best]:.3f}; "
-                               f"{len(self._listed)} heads at least {self.floor_box.value():g}, largest first")
+        so_far = "" if done == len(values) else f" (layers 0–{done - 1} of {len(values)} read so far)"
+        return (f"{self.metric}: highest L{best[0]}.H{best[1]} = {values[best]:.3f}; {len(self._listed)} heads "
+                f"at least {self.floor_box.value():g}, largest first{so_far}")
 
     def show_selection(self, selection: Selection) -> None:
         self.map.outline(selection.layer, selection.head, 1, 1)
@@ -119,9 +133,38 @@ class AtlasPanel(Panel):
         self.refresh()
 
     def _description(self, trace):
-        if self._described_for is not trace:
-            self._described_for, self.described = trace, describe_heads(trace)
+        """The text's description: kept once every layer is read, else asked of the reader again (cheap: it
+        looks up what its thread read so far, and starts the reading of the rest)."""
+        if self._described_for is not trace or self.described.layers_done < trace.model.n_layers:
+            self._described_for, self.described = trace, self.reader.description(trace)
         return self.described
+
+    def _show_reading(self, trace) -> None:
+        """The progress bar and Cancel while the text is read; Resume once cancelled before the end."""
+        reader, n_layers = self.reader, trace.model.n_layers
+        shown = reader.running or reader.stopped_for(trace)
+        done = self._description(trace).layers_done if shown else n_layers
+        stopped = reader.stopped_for(trace) and done < n_layers
+        self.progress.setVisible(reader.running or stopped)
+        self.cancel_button.setVisible(reader.running or stopped)
+        self.progress.setRange(0, n_layers)
+        self.progress.setValue(done)
+        self.progress.setFormat("layer %v of %m" if reader.running else "cancelled at layer %v of %m")
+        self.cancel_button.setText("Cancel" if reader.running else "Resume")
+        if reader.failure:
+            self.readout.setText(reader.failure)
+
+    def _cancel_or_resume(self) -> None:
+        if self.reader.running:
+            self.reader.cancel()
+        elif self.trace is not None:
+            self.reader.resume()
+            self._description(self.trace)                  # reads on from the layers kept
+            self.refresh()
+
+    def _on_trace_changed(self, trace) -> None:
+        self.reader.trace_changed(trace)
+        super()._on_trace_changed(trace)
 
     # ----- list, example, pointer -----------------------------------------------------
     def _fill_list(self, values: np.ndarray) -> None:
@@ -154,6 +197,16 @@ class AtlasPanel(Panel):
     def _hover(self, layer, head) -> None:
         if self.values is not None and layer is not None:
             self.readout.setText(f"L{layer}.H{head}: {self.metric} {float(self.values[layer, head]):.4f}")
+
+
+def _reading_progress() -> tuple[QProgressBar, QPushButton]:
+    """The bar of layers read so far and its Cancel, hidden until a long text is read."""
+    bar = QProgressBar()
+    bar.setMaximumWidth(220)
+    button = QPushButton("Cancel")
+    for widget in (bar, button):
+        widget.hide()
+    return bar, button
 
 
 def _head_table() -> QTableWidget:
