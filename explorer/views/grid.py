@@ -40,6 +40,12 @@ def downsampled_attention(trace: Trace, layer: int, tile: int = TILE, upto_step:
     return tiles.finish()
 
 
+def tile_block(t_q: int, t_kv: int, tile: int = TILE) -> int:
+    """The side of the blocks a tile reduces: a power of two, so the block (and the cache of reduced
+    rows) changes only when T doubles; 1 where the map is at most `tile` a side."""
+    return 1 << max(0, math.ceil(math.log2(max(t_q, t_kv) / tile))) if max(t_q, t_kv) > tile else 1
+
+
 def query_rows(records: list[AttentionRecord]) -> list[int]:
     """The first query row of each record, then the number of rows."""
     return [0, *itertools.accumulate(r.n_new for r in records)]
@@ -59,8 +65,7 @@ class _LayerTiles:
         t_q = first_rows[-1]
         # Every step's keys include its own new token, the newest position so far.
         t_kv = self.records[0].n_kv if cross else int(self.records[-1].kv_positions.max()) + 1
-        # A power of two, so the block (and the cache of reduced rows) changes only when T doubles.
-        self.block = 1 << max(0, math.ceil(math.log2(max(t_q, t_kv) / tile))) if max(t_q, t_kv) > tile else 1
+        self.block = tile_block(t_q, t_kv, tile)
         shape = (self.records[0].n_heads, math.ceil(t_q / self.block), math.ceil(t_kv / self.block))
         self.key = ("tiles", layer, tile, cross, values)
         fill = 0.0 if values == "weights" else -np.inf
@@ -325,6 +330,11 @@ class Mosaic:
             return None
         return layer, head
 
+    def place(self, layer: int, head: int, tile: np.ndarray) -> None:
+        """Draw one head's tile into the image (a grid filled in as its tiles are computed)."""
+        top, left = self.tile_origin(layer, head)
+        self.image[top: top + tile.shape[0], left: left + tile.shape[1]] = tile
+
     def tile_origin(self, layer: int, head: int) -> tuple[int, int]:
         r, c = self.tile_shape
         return layer * (r + 1), head * (c + 1)
@@ -354,6 +364,13 @@ def mosaic(trace: Trace, layers: list[int] | None = None, tile: int = TILE, upto
     padded[:, :r, :, :c] = tiles.transpose(0, 2, 1, 3)
     image = padded.reshape(n_layers * (r + 1), n_heads * (c + 1))[:-1, :-1]
     return Mosaic(np.ascontiguousarray(image), (r, c), n_layers, n_heads)
+
+
+def blank_mosaic(n_layers: int, n_heads: int, tile_shape: tuple[int, int]) -> Mosaic:
+    """A grid with no tile drawn yet (all NaN, transparent), to `place` tiles into as they come."""
+    r, c = tile_shape
+    image = np.full((n_layers * (r + 1) - 1, n_heads * (c + 1) - 1), np.nan, dtype=np.float32)
+    return Mosaic(image, (r, c), n_layers, n_heads)
 
 
 def score_levels(image: np.ndarray) -> tuple[float, float]:

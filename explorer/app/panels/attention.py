@@ -12,16 +12,19 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QGuiApplication
-from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSpinBox, QSplitter
+from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSpinBox, QSplitter, QVBoxLayout, QWidget
 
 from explorer.app.panels.attention_kind import AttentionKindBox
+from explorer.app.panels.grid_filler import GridFiller, GridProgress
 from explorer.app.panels.base import Panel, dims, visible_text
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.panels.kernel_control import KernelControl
+from explorer.app.panels.long_head import LongHead, Request
 from explorer.app.state.session import Selection
 from explorer.core.intervention import HeadAblation, Intervention
 from explorer.views import trace_views
 from explorer.views.grid import Mosaic, mosaic
+from explorer.views.long_maps import extent, is_long
 from explorer.views.maps import attention_matrix, axis_labels, grid_image, log_scaled, mean_attention_matrix
 
 
@@ -56,8 +59,20 @@ class AttentionPanel(Panel):
         self._axis_names = ("query", "key")
         self.large.plot.setLabels(**dict(zip(("left", "top"), self._axis_names)))
         splitter = QSplitter(Qt.Orientation.Horizontal)
+        # A long trace's grid fills in the background (its progress and Cancel above it), and its large
+        # map is drawn as block maxima computed off the GUI thread, exact on hover and zoomed in.
+        self.filler = GridFiller(self)
+        self.grid_progress = GridProgress(self.filler)
+        self.filler.repaint.connect(self._paint_grid)
+        self.long_head = LongHead(self.large, self.filler.pause, self)
+        grid_box = QWidget()
+        grid_layout = QVBoxLayout(grid_box)
+        grid_layout.setContentsMargins(0, 0, 0, 0)
+        grid_layout.setSpacing(2)
+        grid_layout.addWidget(self.grid_progress)
+        grid_layout.addWidget(self.grid_view, 1)
         splitter.addWidget(self.large_view)
-        splitter.addWidget(self.grid_view)
+        splitter.addWidget(grid_box)
         splitter.setSizes([600, 400])
         self.body.addWidget(splitter, 1)
         self.large.on_hover = self._hover_large
@@ -108,6 +123,9 @@ class AttentionPanel(Panel):
         self._drawn_large = self._drawn_grid = None
         trace = self.trace
         if trace is None or not trace.steps:
+            self.long_head.stop()
+            self.filler.forget()
+            self.grid_progress.begin()
             self.large.set_matrix(np.zeros((0, 0)))
             self.set_formula("A = softmax(Q_h K_hᵀ / √d_{QK})")
             return
@@ -144,6 +162,10 @@ class AttentionPanel(Panel):
 
     def _draw_large(self, view: trace_views.View, layer: int, head: int) -> None:
         trace = view.trace
+        if is_long(trace, view.step, view.cross):
+            self._draw_long(view, layer, head)
+            return
+        self.long_head.stop()
         if self.mean_heads:
             matrix = mean_attention_matrix(trace, layer, view.step, self.values, view.cross)
         else:
@@ -162,8 +184,29 @@ class AttentionPanel(Panel):
         formula = attention_formula(trace, view.kind, self.values, layer, head, matrix.shape)
         self.set_formula(mean_formula(trace, self.values, layer, matrix.shape) if self.mean_heads else formula)
 
+    def _draw_long(self, view: trace_views.View, layer: int, head: int) -> None:
+        """A long map: drawn reduced once computed in the background; the header says its real size."""
+        self.matrix = None
+        heads = tuple(range(view.trace.model.n_heads)) if self.mean_heads else (head,)
+        self.long_head.show(Request(view, layer, heads, self.values, self.log_scale))
+        shape = extent(view.trace, view.step, view.cross, layer)
+        formula = attention_formula(view.trace, view.kind, self.values, layer, head, shape)
+        self.set_formula(mean_formula(view.trace, self.values, layer, shape) if self.mean_heads else formula)
+
     def _draw_grid(self, view: trace_views.View) -> None:
+        if is_long(view.trace, view.step, view.cross):      # tile by tile in the background
+            self.mosaic = self.filler.start(view.trace, view.step, view.cross, self.values)
+            self.grid_progress.begin()
+            self._paint_grid()
+            return
+        self.filler.forget()
+        self.grid_progress.begin()
         self.mosaic = mosaic(view.trace, upto_step=view.step, cross=view.cross, values=self.values)
+        self._paint_grid()
+
+    def _paint_grid(self) -> None:
+        if self.mosaic is None:
+            return
         image, levels = grid_image(self.mosaic, self.values, self.log_scale)
         self.grid.set_matrix(image, levels, keep_view=True)
         self.grid.axes["left"].set_labels([f"L{i}" for i in range(self.mosaic.n_layers)], self.mosaic.layer_centres())
@@ -171,12 +214,12 @@ class AttentionPanel(Panel):
 
     # ----- pointer --------------------------------------------------------------------
     def _hover_large(self, row, col) -> None:
-        if row is None or self.matrix is None or self.view is None:
+        if row is None or self.view is None or (self.matrix is None and not self.long_head.active):
             return
         rows, cols = self.view.row_text(), self.view.column_text()
         if row >= len(rows) or col >= len(cols):
             return
-        value = self.matrix[row, col]
+        value = self.long_head.cell(row, col) if self.matrix is None else self.matrix[row, col]
         symbol = "S" if self.values == "scores" else "A"
         shown = "masked" if not np.isfinite(value) else f"{value:.6g}"
         self.readout.setText(f"{symbol}[{row}, {col}] = {shown}    "
@@ -185,7 +228,10 @@ class AttentionPanel(Panel):
     def _hover_grid(self, row, col) -> None:
         tile = self.mosaic.tile_at(row, col) if (row is not None and self.mosaic) else None
         if tile is not None:
-            self.readout.setText(f"layer {tile[0]}, head {tile[1]} (click to open it large)")
+            top, left = self.mosaic.tile_origin(*tile)
+            waiting = " (not computed yet)" if np.isnan(self.mosaic.image[top: top + self.mosaic.tile_shape[0],
+                                                                            left: left + self.mosaic.tile_shape[1]]).all() else ""
+            self.readout.setText(f"layer {tile[0]}, head {tile[1]}{waiting} (click to open it large)")
 
     def _click_large(self, row: int, col: int) -> None:
         if self.view and self.view.kind != "encoder":

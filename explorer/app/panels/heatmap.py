@@ -160,8 +160,14 @@ class Heatmap:
         self.image.setTransform(QTransform().translate(-0.5, -0.5))
         self.image.setAutoDownsample(True)
         self.plot.addItem(self.image)
+        self.detail = pg.ImageItem(axisOrder="row-major")       # exact cells of a zoomed-in long map
+        self.detail.setZValue(5)
+        self.detail.setVisible(False)
+        self.plot.addItem(self.detail)
         self.colormap = pg.colormap.get(colormap)
         self.image.setColorMap(self.colormap)
+        self.detail.setColorMap(self.colormap)
+        self._rect: tuple | None = None                # (the image's rect, the matrix's shape)
         self.colorbar = None                 # made with the first data (a plot of its own: 40 ms at start-up)
         self._wants_colorbar = colorbar
         self.row_box = self._box()
@@ -176,20 +182,29 @@ class Heatmap:
     # ----- data -------------------------------------------------------------------
     def set_matrix(self, matrix: np.ndarray, levels: tuple[float, float] | None = None,
                    row_labels: Sequence[str] | None = None, col_labels: Sequence[str] | None = None,
-                   keep_view: bool = False) -> None:
-        """Show `matrix` (NaN is drawn transparent); levels default to its finite range."""
+                   keep_view: bool = False, extent: tuple[int, int] | None = None) -> None:
+        """Show `matrix` (NaN is drawn transparent); levels default to its finite range.
+
+        `extent` (rows, cols): the real size of a map drawn reduced (block maxima), which the image
+        then spans, so the axes, the hover and the highlights count real rows and columns."""
         matrix = np.asarray(matrix, dtype=np.float32)
         if levels is None:
             finite = matrix[np.isfinite(matrix)]
             levels = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
         if levels[1] <= levels[0]:
             levels = (levels[0], levels[0] + 1e-6)
-        reshaped = matrix.shape != self.shape
-        self.shape = matrix.shape
+        shape = tuple(extent) if extent is not None else matrix.shape
+        reshaped = shape != self.shape
+        self.shape = shape
+        self.clear_detail()
         if self._wants_colorbar and self.colorbar is None and matrix.size:
             self.colorbar = pg.ColorBarItem(values=levels, colorMap=self.colormap, interactive=False, width=12)
             self.colorbar.setImageItem(self.image, insert_in=self.plot)
         self.image.setImage(matrix, levels=levels, autoLevels=False)
+        rect = (QRectF(-0.5, -0.5, shape[1], shape[0]), matrix.shape) if matrix.size and len(shape) == 2 else None
+        if rect is not None and rect != self._rect:         # the image spans the real extent
+            self.image.setRect(rect[0])
+            self._rect = rect
         if self.colorbar is not None and tuple(self.colorbar.levels()) != tuple(levels):
             self.colorbar.setLevels(levels)          # its axis is laid out and drawn again only on a change
         if row_labels is not None:
@@ -199,14 +214,33 @@ class Heatmap:
             self.axes["top"].set_labels(col_labels)
             self.axes["bottom"].set_labels(col_labels)
         if reshaped or not keep_view:
-            self.plot.setRange(xRange=(-0.5, matrix.shape[1] - 0.5), yRange=(-0.5, matrix.shape[0] - 0.5),
-                               padding=0)
+            self.plot.setRange(xRange=(-0.5, shape[1] - 0.5), yRange=(-0.5, shape[0] - 0.5), padding=0)
         self.highlight(*self.highlighted)
         self._connect_scene()
+
+    def set_detail(self, matrix: np.ndarray, top: int, left: int) -> None:
+        """Draw the exact cells `matrix` over the reduced map, its cell (0, 0) at real (top, left)."""
+        self.detail.setImage(np.asarray(matrix, dtype=np.float32), levels=self.image.levels, autoLevels=False)
+        self.detail.setRect(QRectF(left - 0.5, top - 0.5, matrix.shape[1], matrix.shape[0]))
+        self.detail.setVisible(True)
+
+    def clear_detail(self) -> None:
+        if self.detail.isVisible():
+            self.detail.setVisible(False)
+            self.detail.clear()
+
+    def visible_cells(self) -> tuple[int, int, int, int]:
+        """The rows r0..r1 and columns c0..c1 the view shows, within the matrix."""
+        (x0, x1), (y0, y1) = self.plot.getViewBox().viewRange()
+        rows, cols = self.shape if len(self.shape) == 2 else (0, 0)
+        r0, r1 = max(0, int(math.floor(y0 + 0.5))), min(rows, int(math.ceil(y1 + 0.5)))
+        c0, c1 = max(0, int(math.floor(x0 + 0.5))), min(cols, int(math.ceil(x1 + 0.5)))
+        return r0, max(r0, r1), c0, max(c0, c1)
 
     def clear(self, title: str = "") -> None:
         """Show nothing (no image, no labels, `title`): what a view shows once its data is gone."""
         self.image.clear()
+        self.clear_detail()
         self.shape = (0, 0)
         for axis in self.axes.values():
             axis.set_labels([])
@@ -219,6 +253,7 @@ class Heatmap:
         if colormap is self.colormap or colormap.name == self.colormap.name and colormap.name:
             return
         self.colormap = colormap
+        self.detail.setColorMap(self.colormap)
         if self.colorbar is not None:
             self.colorbar.setColorMap(self.colormap)
         else:

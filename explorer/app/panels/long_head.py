@@ -1,0 +1,169 @@
+"""The large map of a long trace: one head (or the mean of a layer's heads) drawn as block maxima over
+its real extent, computed on a background thread, with exact values on hover and when zoomed in.
+
+    shown[I, J] = max { A[i, j] : i // f = I, j // f = J },   f = ceil(T / DISPLAY_SIDE)
+
+Maxima, so a single strong weight stays visible however far the map is reduced. Hovering computes
+the exact A[i, j] from the one query row i; zooming in until the view holds at most DETAIL_SIDE rows
+and columns draws that window's exact cells over the blocks.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from explorer.app.panels.grid_filler import Background
+from explorer.app.panels.heatmap import Heatmap
+from explorer.views.long_maps import Cancelled, block_maxima, display_factor, exact_cell, extent
+from explorer.views.maps import axis_labels, head_levels, log_scaled
+
+DETAIL_SIDE = 1024        # a zoomed view of at most this many rows and columns is drawn exactly
+KEPT = 4                  # reduced maps kept (16 MB each at 8,000 tokens): going back to a head is instant
+ZOOM_SETTLE_MS = 150      # the view must rest this long before its exact cells are computed
+
+
+@dataclass(frozen=True, eq=False)
+class Request:
+    """What the large view is asked to show."""
+
+    view: object              # trace_views.View
+    layer: int
+    heads: tuple[int, ...]
+    values: str               # "weights" | "scores"
+    log: bool
+
+    @property
+    def key(self) -> tuple:
+        return (id(self.view.trace), self.view.step, self.view.kind, self.layer, self.heads, self.values)
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return extent(self.view.trace, self.view.step, self.view.cross, self.layer)
+
+    @property
+    def factor(self) -> int:
+        return display_factor(*self.size)
+
+
+class LongHead(QObject):
+    """Draws Requests into `heatmap`; `shown(request)` once a map is painted."""
+
+    shown = Signal(object)
+    detailed = Signal(object)                # (r0, r1, c0, c1): exact cells drawn for that window
+
+    def __init__(self, heatmap: Heatmap, pause=None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.heatmap = heatmap
+        self.pause = pause                   # threading.Event the grid waits on while a head is computed
+        self.request: Request | None = None
+        self.painted: Request | None = None
+        self._kept: OrderedDict = OrderedDict()          # key -> (trace, reduced)
+        self._labels: tuple = (None, None)               # (trace, (rows, cols))
+        self.job, self.detail_job = Background(self), Background(self)
+        self.job.done.connect(self._on_map)
+        self.detail_job.done.connect(self._on_detail)
+        self._settle = QTimer(self)
+        self._settle.setSingleShot(True)
+        self._settle.setInterval(ZOOM_SETTLE_MS)
+        self._settle.timeout.connect(self._zoomed)
+        heatmap.plot.getViewBox().sigRangeChanged.connect(lambda *_: self._settle.start() if self.active else None)
+
+    @property
+    def active(self) -> bool:
+        return self.request is not None
+
+    def show(self, request: Request) -> None:
+        same = self.request is not None and request.key == self.request.key
+        if same and self.job.running:
+            self.request = request                               # drawn as asked once computed
+            return
+        if same and self.painted is not None and (self.painted.key, self.painted.log) == (request.key, request.log):
+            return                                               # asked again (a repaint): nothing new
+        self.request = request
+        kept = self._kept.get(request.key)
+        if kept is not None and kept[0] is request.view.trace:
+            self._kept.move_to_end(request.key)
+            self.job.cancel()
+            self._release()
+            self._paint(request, kept[1])
+            return
+        self.heatmap.clear_detail()
+        self.heatmap.plot.setTitle(f"computing layer {request.layer}"
+                                   + (f", head {request.heads[0]}…" if len(request.heads) == 1 else ", mean of heads…"))
+        if self.pause is not None:
+            self.pause.set()
+        v, f = request.view, request.factor
+        self.job.run(lambda cancelled: block_maxima(v.trace, request.layer, request.heads, f, v.step, v.cross,
+                                                    request.values, cancelled=cancelled), name="attention-head")
+
+    def stop(self) -> None:
+        """Show no long map any more (the trace is short, or gone)."""
+        self.job.cancel()
+        self.detail_job.cancel()
+        self._release()
+        self.request = self.painted = None
+        self.heatmap.clear_detail()
+
+    def cell(self, row: int, col: int) -> float:
+        """The exact value under the pointer, from its one query row (NaN: masked)."""
+        r = self.request
+        return exact_cell(r.view.trace, r.layer, r.heads, row, col, r.view.step, r.view.cross, r.values)
+
+    def _release(self) -> None:
+        if self.pause is not None:
+            self.pause.clear()
+
+    def _on_map(self, generation: int, result) -> None:
+        if generation != self.job.generation or self.request is None:
+            return
+        self._release()
+        if isinstance(result, Cancelled):
+            return
+        if isinstance(result, Exception):
+            self.heatmap.plot.setTitle(f"could not compute the map: {result}")
+            return
+        self._kept[self.request.key] = (self.request.view.trace, result)
+        while len(self._kept) > KEPT:
+            self._kept.popitem(last=False)
+        self._paint(self.request, result)
+
+    def _paint(self, request: Request, reduced: np.ndarray) -> None:
+        trace = request.view.trace
+        if self._labels[0] is not trace:
+            self._labels = (trace, axis_labels(trace, request.size, request.view.cross))
+        rows, cols = self._labels[1]
+        shown, levels = head_levels(reduced, request.values, request.log)
+        self.heatmap.set_matrix(shown, levels, rows, cols, keep_view=True, extent=request.size)
+        f, (t_q, t_kv) = request.factor, request.size
+        self.heatmap.plot.setTitle(f"{t_q}×{t_kv}, {f}×{f} block maxima: zoom in for exact cells" if f > 1 else "")
+        self.painted = request
+        self.shown.emit(request)
+        self._settle.start()
+
+    def _zoomed(self) -> None:
+        """Draw the window's exact cells once the view holds few enough of them, else only the blocks."""
+        request = self.painted
+        if request is None or request.factor == 1:
+            return
+        r0, r1, c0, c1 = self.heatmap.visible_cells()
+        if r1 - r0 > DETAIL_SIDE or c1 - c0 > DETAIL_SIDE or r1 <= r0 or c1 <= c0:
+            self.detail_job.cancel()
+            self.heatmap.clear_detail()
+            return
+        v = request.view
+        self.detail_job.run(lambda cancelled: (request, (r0, r1, c0, c1), block_maxima(
+            v.trace, request.layer, request.heads, 1, v.step, v.cross, request.values, (r0, r1, c0, c1), cancelled)),
+            name="attention-detail")
+
+    def _on_detail(self, generation: int, result) -> None:
+        if generation != self.detail_job.generation or isinstance(result, Exception):
+            return
+        request, window, exact = result
+        if request is not self.painted:
+            return
+        shown = log_scaled(exact)[0] if request.log and request.values == "weights" else exact
+        self.heatmap.set_detail(shown, window[0], window[2])
+        self.detailed.emit(window)

@@ -1,0 +1,235 @@
+"""One head's map of a long trace as drawn, without its T × T array: block maxima computed a block of
+query rows at a time, over only the keys those rows can see, and exact cells on demand. Numpy only.
+
+For a block of query rows i₀..i₁ the visible keys lie in one span of columns (causal: j ≤ i₁; a
+sliding window: i₀ − W < j ≤ i₁), so only that span is scored:
+
+    S = Q[i₀:i₁] K[span]ᵀ · scale,   A = Z⁻¹ f_κ(S) over the visible keys      (attention_maps)
+
+which is every entry the rows see, so A is exact there (the rest of a row is masked, 0). The
+maxima over f × f blocks of the rows are then merged into the picture (grid._reduce), so a causal
+8,000-token head costs half its scores and one block of rows beside the (T/f)² result.
+"""
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from explorer.core.attention_maps import ON_DEMAND_FROM, ROW_BLOCK, mask_rows, normalised, scores
+from explorer.core.trace import AttentionRecord, Trace, run_slice
+from explorer.views.grid import TILE, _reduce, attention_records, query_rows, tile_block
+
+STORED_LONG = 16 * ON_DEMAND_FROM    # stored maps of 4,096² entries and more are drawn as long ones too
+DISPLAY_SIDE = 2048      # the panel draws a long head at most this many blocks a side
+COUNTS = {"row_blocks": 0}   # blocks of rows scored (tests count the work a cached view saves)
+
+
+class Cancelled(Exception):
+    """The view asking for the map no longer wants it."""
+
+
+def is_long(trace: Trace, upto_step: int | None = None, cross: bool = False) -> bool:
+    """Whether the views draw the maps as blocks, in the background: where they are rebuilt on demand
+    (a prefill of ON_DEMAND_FROM entries or more), or stored but of STORED_LONG entries or more."""
+    records = attention_records(trace, 0, upto_step, cross)
+    t_q, t_kv = extent(trace, upto_step, cross)
+    return any(r.on_demand for r in records) or t_q * t_kv >= STORED_LONG
+
+
+def extent(trace: Trace, upto_step: int | None = None, cross: bool = False, layer: int = 0) -> tuple[int, int]:
+    """(T_q, T_kv): the map's real rows and columns."""
+    records = attention_records(trace, layer, upto_step, cross)
+    t_kv = records[0].n_kv if cross else int(max(int(r.kv_positions.max()) for r in records)) + 1
+    return query_rows(records)[-1], t_kv
+
+
+def display_factor(t_q: int, t_kv: int, side: int | None = None) -> int:
+    """f: the smallest block side that brings the map to `side` (DISPLAY_SIDE) blocks a side or fewer."""
+    return max(1, math.ceil(max(t_q, t_kv) / (side or DISPLAY_SIDE)))
+
+
+def _columns(record: AttentionRecord, cross: bool) -> np.ndarray:
+    return np.arange(record.n_kv) if cross else np.asarray(record.kv_positions)
+
+
+class _Rows:
+    """Rows of one or more heads' maps (their mean where more than one), over the keys the rows see."""
+
+    def __init__(self, trace: Trace, layer: int, heads: Sequence[int], values: str, cross: bool,
+                 upto_step: int | None):
+        self.trace, self.layer, self.heads, self.values, self.cross = trace, layer, list(heads), values, cross
+        self.upto_step = upto_step
+        self._keys: dict[int, np.ndarray] = {}          # K/V head -> (T_kv, d_qk), every key so far
+        self._dense: dict[tuple, np.ndarray] = {}       # (id(record), head) -> stored (n_new, n_kv)
+
+    def keys(self, record: AttentionRecord, kv_head: int, span: slice, positions: np.ndarray) -> np.ndarray:
+        if record.k.shape[1] == record.n_kv:            # the record's own keys are all it attends
+            return record.k[kv_head][span]
+        if kv_head not in self._keys:
+            self._keys[kv_head] = self.trace.k(self.layer, kv_head, self.upto_step, self.cross)
+        return self._keys[kv_head][positions]
+
+    def rows(self, record: AttentionRecord, first: int, last: int):
+        """(positions (m,), values (n, m) float32, visible (n, m) bool) of the record's rows first..last;
+        None when they see no key. Weights are 0 where masked, scores -inf."""
+        mask = mask_rows(record.mask, first, last)                          # (n, n_kv)
+        seen = np.flatnonzero(mask.any(axis=0))
+        if seen.size == 0:
+            return None
+        span = slice(int(seen[0]), int(seen[-1]) + 1)
+        visible = np.ascontiguousarray(mask[:, span])
+        positions = _columns(record, self.cross)[span]
+        total = None
+        for head in self.heads:
+            one = self._one(record, head, first, last, span, visible, positions)
+            total = one if total is None else np.add(total, one, out=total)
+        if len(self.heads) > 1:
+            total /= np.float32(len(self.heads))
+        COUNTS["row_blocks"] += 1
+        return positions, total, visible
+
+    def _one(self, record, head, first, last, span, visible, positions) -> np.ndarray:
+        kv_head = record.kv_head_of(head)
+        if self.values == "scores":
+            s = scores(record.q[head][first:last], self.keys(record, kv_head, span, positions), record.scale,
+                       record.softcap)
+            s[~visible] = -np.inf
+            return s
+        if record.on_demand:
+            s = scores(record.q[head][first:last], record.k[kv_head][span], record.scale, record.softcap)
+            return normalised(s, visible, record.kernel)
+        key = (id(record), head)
+        if key not in self._dense:
+            self._dense = {key: record.weights_of(head)}                    # one stored record at a time
+        return np.array(self._dense[key][first:last, span], dtype=np.float32)
+
+
+def block_maxima(trace: Trace, layer: int, heads: Sequence[int], block: int, upto_step: int | None = None,
+                 cross: bool = False, values: str = "weights", window: tuple[int, int, int, int] | None = None,
+                 cancelled: Callable[[], bool] | None = None) -> np.ndarray:
+    """Maxima of the map over the `block` × `block` cells of a grid cut from cell (0, 0) (NaN where a
+    whole block is masked), for the blocks that hold the window rows r0..r1, columns c0..c1 (default:
+    the whole map): (ceil(r1/block) - r0//block, ceil(c1/block) - c0//block). Only the window's cells
+    count, so a window starting inside a block gives that block's maximum over its part.
+
+    `heads`: one head, or several whose mean Ā = (1/n) Σ_h A_h is reduced. `block` 1 gives the
+    window's exact values. Raises Cancelled between blocks of rows once `cancelled()` is true.
+    """
+    t_q, t_kv = extent(trace, upto_step, cross, layer)
+    r0, r1, c0, c1 = window or (0, t_q, 0, t_kv)
+    top, left = r0 // block * block, c0 // block * block                 # the window's first block, in cells
+    shape = (math.ceil(r1 / block) - r0 // block, math.ceil(c1 / block) - c0 // block)
+    out = np.full(shape, 0.0 if values == "weights" else -np.inf, dtype=np.float32)
+    allowed = np.zeros(shape, dtype=bool)
+    source = _Rows(trace, layer, heads, values, cross, upto_step)
+    records = attention_records(trace, layer, upto_step, cross)
+    chunk = max(block, ROW_BLOCK // block * block)                           # whole row blocks per chunk
+    for start, record in zip(query_rows(records), records):
+        first, hi = max(r0, start), min(r1, start + record.n_new)
+        while first < hi:
+            last = min(hi, first // chunk * chunk + chunk)                   # chunks cut at block boundaries
+            if cancelled is not None and cancelled():
+                raise Cancelled()
+            got = source.rows(record, first - start, last - start)
+            if got is not None:
+                _merge(out, allowed, got, first - top, (c0, c1), left, block)
+            first = last
+    out[~allowed] = np.nan
+    return out
+
+
+def _merge(out, allowed, got, row: int, columns: tuple[int, int], left: int, block: int) -> None:
+    """Fold one block of rows into the reduced picture: its first row is `row` cells below the picture's
+    top, and its keys in columns c0..c1 count, at `left` cells from the picture's left edge."""
+    positions, rows, visible = got
+    inside = (positions >= columns[0]) & (positions < columns[1])
+    if not inside.all():
+        positions, rows, visible = positions[inside], rows[:, inside], visible[:, inside]
+    if positions.size == 0:
+        return
+    u_rows, u_cols, reduced, mask = _reduce(rows[None], visible, positions - left, row, block)
+    rows_run, cols_run = run_slice(u_rows), run_slice(u_cols)
+    if rows_run is not None and cols_run is not None:                # a run of blocks each way: views, no copies
+        target = out[rows_run, cols_run]
+        np.maximum(target, reduced[0], out=target)
+        allowed[rows_run, cols_run] |= mask
+        return
+    cells = (u_rows[:, None], u_cols[None, :])
+    out[cells] = np.maximum(out[cells], reduced[0])
+    allowed[cells] |= mask
+
+
+def exact_cell(trace: Trace, layer: int, heads: Sequence[int], row: int, col: int, upto_step: int | None = None,
+               cross: bool = False, values: str = "weights") -> float:
+    """A[row, col] (or S, or the heads' mean) computed from its one query row; NaN where masked."""
+    return float(block_maxima(trace, layer, heads, 1, upto_step, cross, values, (row, row + 1, col, col + 1))[0, 0])
+
+
+class HeadTiles:
+    """Each head's tile of the all-heads grid (grid.TILE blocks a side), kept for the trace they were
+    computed on, so a second look computes nothing. A trace that extends the kept one by decoding steps
+    (its first records are the same objects) has only its new query rows computed and merged in.
+    Safe to ask from a background thread."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple, tuple] = {}       # (layer, head, cross, values, tile) -> (records, block, tile)
+        self._lock = threading.Lock()
+
+    def tile_shape(self, trace: Trace, upto_step: int | None = None, cross: bool = False,
+                   tile: int = TILE) -> tuple[int, int]:
+        t_q, t_kv = extent(trace, upto_step, cross)
+        block = tile_block(t_q, t_kv, tile)
+        return math.ceil(t_q / block), math.ceil(t_kv / block)
+
+    def cached(self, trace: Trace, layer: int, head: int, upto_step: int | None = None, cross: bool = False,
+               values: str = "weights", tile: int = TILE) -> np.ndarray | None:
+        """The head's tile if it is kept for exactly this trace's records, else None (computes nothing)."""
+        records = tuple(attention_records(trace, layer, upto_step, cross))
+        with self._lock:
+            kept = self._kept.get((layer, head, cross, values, tile))
+        return kept[2] if kept is not None and _same(kept[0], records) else None
+
+    def get(self, trace: Trace, layer: int, head: int, upto_step: int | None = None, cross: bool = False,
+            values: str = "weights", tile: int = TILE, cancelled: Callable[[], bool] | None = None) -> np.ndarray:
+        """The head's tile: (r, c) block maxima, NaN where a whole block is masked."""
+        key = (layer, head, cross, values, tile)
+        records = tuple(attention_records(trace, layer, upto_step, cross))
+        t_q, t_kv = extent(trace, upto_step, cross, layer)
+        block = tile_block(t_q, t_kv, tile)
+        with self._lock:
+            kept = self._kept.get(key)
+        if kept is not None and kept[1] == block and _same(kept[0], records[: len(kept[0])]):
+            if len(kept[0]) == len(records):
+                return kept[2]
+            tile_map = self._extended(trace, layer, head, kept, records, block, (t_q, t_kv), upto_step, cross,
+                                      values, cancelled)
+        else:
+            tile_map = block_maxima(trace, layer, [head], block, upto_step, cross, values, cancelled=cancelled)
+        with self._lock:
+            self._kept[key] = (records, block, tile_map)
+        return tile_map
+
+    @staticmethod
+    def _extended(trace, layer, head, kept, records, block, size, upto_step, cross, values, cancelled):
+        """The kept tile grown to the trace's size, with the new records' rows merged in (np.fmax: NaN,
+        a block no row saw, gives way to any value)."""
+        old_rows = query_rows(list(kept[0]))[-1]
+        t_q, t_kv = size
+        grown = np.full((math.ceil(t_q / block), math.ceil(t_kv / block)), np.nan, dtype=np.float32)
+        grown[: kept[2].shape[0], : kept[2].shape[1]] = kept[2]
+        new = block_maxima(trace, layer, [head], block, upto_step, cross, values, (old_rows, t_q, 0, t_kv),
+                           cancelled)
+        top = old_rows // block
+        np.fmax(grown[top:], new, out=grown[top:])
+        return grown
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+
+
+def _same(a: Sequence, b: Sequence) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))

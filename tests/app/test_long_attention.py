@@ -1,0 +1,203 @@
+"""The attention panel at a long prompt, whose maps are rebuilt on demand from Q and K: the large head is
+drawn as block maxima over its real extent, computed off the GUI thread, exact on hover and zoomed in;
+the all-heads grid fills head by head in the background, can be cancelled, and is kept per trace.
+
+Every expectation is computed here from the trace's own Q and K with plain numpy (S = Q Kᵀ · scale,
+causal mask, softmax, then maxima over blocks), independently of the views' code."""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QPoint
+
+from explorer.app.panels import AttentionPanel
+from explorer.app.state.session import Session
+from explorer.views import long_maps
+from explorer.views.grid import tile_block
+from tests.app.shared_window import make
+
+N = 2048                  # 2048² entries: rebuilt on demand (ON_DEMAND_FROM is 1024²)
+SIDE = 512                # the display side for these tests: 4 × 4 blocks at N tokens
+
+
+@pytest.fixture(scope="module")
+def decoder():
+    from explorer.core.decode import Decoder, RecordOptions
+    from explorer.core.runtime import from_tensors
+    from tests.core.conftest import make_hf_model
+
+    hf_model = make_hf_model("llama")
+    loaded = from_tensors(dict(hf_model.config.to_dict(), max_position_embeddings=N + 16), hf_model.state_dict())
+    return Decoder(loaded, RecordOptions(), capacity=N + 8)
+
+
+@pytest.fixture(scope="module")
+def traces(decoder):
+    first = decoder.prefill(np.arange(N) % 96)
+    second = decoder.prefill((np.arange(N) * 7 + 3) % 96)
+    return first, second
+
+
+@pytest.fixture
+def panel(qtbot, monkeypatch):
+    monkeypatch.setattr(long_maps, "DISPLAY_SIDE", SIDE)
+    return make(qtbot, Session(), AttentionPanel)
+
+
+def exact_map(trace, layer: int, head: int) -> np.ndarray:
+    """A from the recorded Q and K: softmax(Q Kᵀ · scale) over keys j <= i; NaN where masked."""
+    record = trace.steps[0].layers[layer].attn
+    q = trace.q(layer, head).astype(np.float64)
+    k = trace.k(layer, trace.kv_head_of(head)).astype(np.float64)
+    s = q @ k.T * record.scale
+    visible = np.tril(np.ones(s.shape, dtype=bool))
+    s[~visible] = -np.inf
+    a = np.exp(s - s.max(axis=1, keepdims=True))
+    a /= a.sum(axis=1, keepdims=True)
+    a[~visible] = np.nan
+    return a
+
+
+def block_max(a: np.ndarray, f: int) -> np.ndarray:
+    rows, cols = math.ceil(a.shape[0] / f), math.ceil(a.shape[1] / f)
+    out = np.full((rows, cols), np.nan)
+    for i in range(rows):
+        band = a[i * f:(i + 1) * f]
+        for j in range(cols):
+            block = band[:, j * f:(j + 1) * f]
+            if np.isfinite(block).any():
+                out[i, j] = np.nanmax(block)
+    return out
+
+
+def show(qtbot, panel, trace, layer=1, head=2):
+    with qtbot.waitSignal(panel.long_head.shown, timeout=20000):
+        panel.session.set_trace(trace)
+        panel.session.select(layer=layer, head=head)
+
+
+def test_the_large_head_is_the_block_maxima_of_the_exact_map_over_its_real_extent(qtbot, panel, traces):
+    trace = traces[0]
+    assert trace.steps[0].layers[1].attn.on_demand
+    show(qtbot, panel, trace)
+    drawn = panel.large.image.image
+    expected = block_max(exact_map(trace, 1, 2), N // SIDE)
+    assert drawn.shape == (SIDE, SIDE)
+    np.testing.assert_array_equal(np.isnan(drawn), np.isnan(expected))
+    np.testing.assert_allclose(drawn[np.isfinite(drawn)], expected[np.isfinite(expected)], rtol=1e-4, atol=1e-6)
+    rect = panel.large.image.mapRectToParent(panel.large.image.boundingRect())
+    assert (rect.width(), rect.height()) == (N, N)                 # the axes count real tokens
+    assert "block maxima" in panel.large.plot.titleLabel.text and f"{N}×{N}" in panel.formula.replace(" ", "")
+
+
+def test_hover_reads_the_exact_value_of_the_cell_under_the_pointer(qtbot, panel, traces):
+    trace = traces[0]
+    show(qtbot, panel, trace)
+    row, col = 1500, 37
+    qtbot.wait(300)                                                       # the layout settles (the colour bar came)
+    point = panel.large_view.mapFromScene(panel.large.scene_pos_of(row, col))
+    qtbot.mouseMove(panel.large_view.viewport(), QPoint(point.x(), point.y()))
+    qtbot.waitUntil(lambda: panel.readout.text().startswith("A["))
+    got = re.match(r"A\[(\d+), (\d+)\] = (\S+)", panel.readout.text())
+    r, c = int(got.group(1)), int(got.group(2))
+    assert abs(r - row) <= N // 100 and abs(c - col) <= N // 100     # under the pointer (a pixel is a few cells), in real tokens
+    assert float(got.group(3)) == pytest.approx(exact_map(trace, 1, 2)[r, c], rel=1e-4)
+
+
+def test_zooming_in_draws_the_visible_cells_exactly(qtbot, panel, traces):
+    trace = traces[0]
+    show(qtbot, panel, trace)
+    with qtbot.waitSignal(panel.long_head.detailed, timeout=10000) as blocker:
+        panel.large.plot.setRange(xRange=(100, 300), yRange=(1200, 1400), padding=0)
+    r0, r1, c0, c1 = blocker.args[0]
+    assert r0 <= 1201 and r1 >= 1400 and c0 <= 101 and c1 >= 300
+    detail = panel.large.detail.image
+    expected = exact_map(trace, 1, 2)[r0:r1, c0:c1]
+    np.testing.assert_allclose(detail, expected, rtol=1e-4, atol=1e-7)
+    rect = panel.large.detail.mapRectToParent(panel.large.detail.boundingRect())
+    assert (rect.left(), rect.top(), rect.width()) == (c0 - 0.5, r0 - 0.5, c1 - c0)
+
+
+def grid_tile(trace, layer, head):
+    block = tile_block(N, N)
+    return block_max(exact_map(trace, layer, head), block)
+
+
+def test_the_grid_fills_head_by_head_and_each_tile_is_the_block_maxima(qtbot, panel, traces):
+    trace = traces[0]
+    seen, progress = [], []
+    panel.filler.tile_ready.connect(lambda layer, head: seen.append((layer, head)))
+    panel.filler.progressed.connect(lambda done, total: progress.append((done, total)))
+    with qtbot.waitSignal(panel.filler.finished, timeout=60000) as finished:
+        panel.session.set_trace(trace)
+        assert panel.grid_progress.isVisible() and panel.filler.running        # the GUI thread went on
+    assert finished.args == [True] and not panel.grid_progress.isVisible()
+    heads = trace.model.n_layers * trace.model.n_heads
+    assert sorted(seen) == [(l, h) for l in range(trace.model.n_layers) for h in range(trace.model.n_heads)]
+    assert [done for done, _ in progress] == list(range(1, heads + 1)) and progress[-1][1] == heads
+    mosaic = panel.mosaic
+    for layer, head in [(0, 0), (1, 3)]:
+        top, left = mosaic.tile_origin(layer, head)
+        r, c = mosaic.tile_shape
+        drawn, expected = mosaic.image[top:top + r, left:left + c], grid_tile(trace, layer, head)
+        np.testing.assert_array_equal(np.isnan(drawn), np.isnan(expected))
+        np.testing.assert_allclose(drawn[np.isfinite(drawn)], expected[np.isfinite(expected)], rtol=1e-4, atol=1e-6)
+    np.testing.assert_array_equal(panel.grid.image.image, mosaic.image)   # what is drawn is the filled grid
+
+
+def test_cancel_stops_the_grid_and_keeps_what_it_had(qtbot, panel, traces, decoder):
+    trace = decoder.prefill((np.arange(N) * 5 + 1) % 96)                  # a trace no other test filled
+    seen = []
+    panel.filler.tile_ready.connect(lambda layer, head: seen.append((layer, head)))
+    with qtbot.waitSignal(panel.filler.tile_ready, timeout=30000):
+        panel.session.set_trace(trace)
+    with qtbot.waitSignal(panel.filler.finished, timeout=5000) as finished:
+        panel.grid_progress.cancel_button.click()
+    assert finished.args == [False] and not panel.filler.running
+    placed = len(seen)
+    qtbot.wait(1500)                                                      # nothing more arrives
+    assert len(seen) == placed < trace.model.n_layers * trace.model.n_heads
+    computed = sum(np.isfinite(panel.mosaic.image[panel.mosaic.tile_origin(l, h)]) for l, h in
+                   [(l, h) for l in range(trace.model.n_layers) for h in range(trace.model.n_heads)])
+    assert computed == placed
+
+
+def test_a_second_look_reuses_the_kept_tiles_and_a_new_trace_shows_none_of_the_old(qtbot, panel, traces):
+    first, second = traces
+    with qtbot.waitSignal(panel.filler.finished, timeout=60000):
+        panel.session.set_trace(first)
+    filled = panel.mosaic.image.copy()
+    before = long_maps.COUNTS["row_blocks"]
+    panel.scale_box.setCurrentIndex(1)                                    # log colours and back: drawn again
+    panel.scale_box.setCurrentIndex(0)
+    panel.hide()                                                          # away and back
+    panel.show()
+    panel.refresh()
+    assert not panel.filler.running and long_maps.COUNTS["row_blocks"] == before   # nothing computed again
+    np.testing.assert_array_equal(panel.mosaic.image, filled)
+    panel.session.set_trace(second)
+    assert np.isnan(panel.mosaic.image).all() and np.isnan(panel.grid.image.image).all()   # no stale tile
+    with qtbot.waitSignal(panel.filler.finished, timeout=60000):
+        pass
+    top, left = panel.mosaic.tile_origin(1, 3)
+    r, c = panel.mosaic.tile_shape
+    drawn, expected = panel.mosaic.image[top:top + r, left:left + c], grid_tile(second, 1, 3)
+    np.testing.assert_allclose(drawn[np.isfinite(drawn)], expected[np.isfinite(expected)], rtol=1e-4, atol=1e-6)
+
+
+def test_a_decoding_step_computes_only_its_new_row_for_the_grid(decoder):
+    prompt = decoder.prefill(np.arange(N - 4) % 96)
+    tiles = long_maps.HeadTiles()
+    tiles.get(prompt, 1, 2)
+    stepped = decoder.step()
+    before = long_maps.COUNTS["row_blocks"]
+    grown = tiles.get(stepped, 1, 2)
+    assert long_maps.COUNTS["row_blocks"] - before == 1                    # one block of rows: the new one
+    weights = stepped.attention_head(1, 2).astype(np.float64)
+    weights[~stepped.mask(1)] = np.nan
+    expected = block_max(weights, tile_block(N - 3, N - 3))
+    np.testing.assert_array_equal(np.isnan(grown), np.isnan(expected))
+    np.testing.assert_allclose(grown[np.isfinite(grown)], expected[np.isfinite(expected)], rtol=1e-5, atol=1e-7)
