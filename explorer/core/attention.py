@@ -19,7 +19,7 @@ from explorer.core import fused_attention
 from explorer.core.capture import AttentionCapture
 from explorer.core.intervention import SOFTMAX, Intervention, Kernel, LayerIntervention
 from explorer.core.rope import Rotary, RotationTable
-from explorer.core.stacked import stack_rows
+from explorer.core.stacked import stack_rows, store_by_columns
 
 
 class StepContext:
@@ -253,6 +253,7 @@ class SelfAttention(nn.Module):
 
     def fuse(self) -> None:
         self.stacked = stack_rows((self.wq, self.wk, self.wv))
+        store_by_columns(self.wo)
 
     def project(self, x: torch.Tensor) -> torch.Tensor:
         """[X W^Q | X W^K | X W^V] as (T, N_Q + 2 N_KV, d_head): one matmul once the rows are stacked."""

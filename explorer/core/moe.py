@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from explorer.core.stacked import stack_rows
+from explorer.core.stacked import stack_rows, store_by_columns
 
 
 class GatedMLP(nn.Module):
@@ -28,6 +28,7 @@ class GatedMLP(nn.Module):
 
     def fuse(self) -> None:
         self.stacked = stack_rows((self.w_gate, self.w_up))
+        store_by_columns(self.w_down)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.stacked is None:

@@ -76,8 +76,9 @@ class SkipParameterInit(TorchFunctionMode):
 
 
 def build_model(hf_config: dict, tensors: dict[str, torch.Tensor], source: str = "checkpoint",
-                device: str = "cpu", dtype: str = "float32") -> tuple[Transformer, ModelConfig]:
-    """Assemble a Transformer from a transformers config dict and HF-named tensors (validated)."""
+                device: str = "cpu", dtype: str = "float32", fuse: bool = True) -> tuple[Transformer, ModelConfig]:
+    """Assemble a Transformer from a transformers config dict and HF-named tensors (validated);
+    `fuse=False` leaves Transformer.fuse to the caller (load_model, once it let go of the tensors)."""
     from explorer.core.families import refuse_decoder_build
 
     refuse_decoder_build(hf_config, source)                 # BERT and encoder-decoders: see load_model
@@ -99,7 +100,7 @@ def build_model(hf_config: dict, tensors: dict[str, torch.Tensor], source: str =
     converted = {name: tensor.to(device=target_device, dtype=target_dtype) for name, tensor in mapped.items()}
     if tied:
         converted["lm_head.weight"] = converted["embed.weight"]
-    return adopt(model, converted, tied), config
+    return adopt(model, converted, tied, fuse), config
 
 
 _LAYER = re.compile(r"(?:^|\.)(?:layers|h|layer)\.(\d+)\.")
@@ -130,7 +131,7 @@ def agree_with_weights(config: ModelConfig, tensors: dict, source: str) -> None:
                              f"weights hold {experts} experts.")
 
 
-def adopt(model: Transformer, state: dict[str, torch.Tensor], tied: bool) -> Transformer:
+def adopt(model: Transformer, state: dict[str, torch.Tensor], tied: bool, fuse: bool = True) -> Transformer:
     """Give a meta-built model the tensors of `state` (no copy), tie W_U to E if asked, and fuse it."""
     model.load_state_dict(state, assign=True, strict=True)
     for module in model.modules():          # assign=True keeps the given tensors; make them Parameters again
@@ -139,7 +140,8 @@ def adopt(model: Transformer, state: dict[str, torch.Tensor], tied: bool) -> Tra
                 module._parameters[key] = torch.nn.Parameter(value, requires_grad=False)
     if tied:
         model.lm_head.weight = model.embed.weight
-    return model.requires_grad_(False).eval().fuse()
+    model.requires_grad_(False).eval()
+    return model.fuse() if fuse else model
 
 
 def model_info(model: Transformer, config: ModelConfig, name: str) -> ModelInfo:
@@ -157,9 +159,11 @@ def model_info(model: Transformer, config: ModelConfig, name: str) -> ModelInfo:
 
 
 def from_tensors(hf_config: dict, tensors: dict[str, torch.Tensor], name: str = "model", tokenizer=None,
-                 device: str = "cpu", dtype: str = "float32", path: Path | None = None) -> LoadedModel:
+                 device: str = "cpu", dtype: str = "float32", path: Path | None = None,
+                 fuse: bool = True) -> LoadedModel:
     """A LoadedModel from in-memory weights (tests, trained models, converted checkpoints)."""
-    model, config = build_model(hf_config, tensors, source=str(path) if path else name, device=device, dtype=dtype)
+    model, config = build_model(hf_config, tensors, source=str(path) if path else name, device=device, dtype=dtype,
+                                fuse=fuse)
     return LoadedModel(model=model, config=config, tokenizer=tokenizer, info=model_info(model, config, name),
                        name=name, path=path)
 
@@ -175,8 +179,8 @@ def load_built(checkpoint, build, model_info, device: str = "cpu", dtype: str = 
 
 def load_model(path_or_checkpoint, device: str = "cpu", dtype: str = "float32", progress=None) -> LoadedModel:
     """Open a HF folder or GGUF file (or take an opened Checkpoint) and build the model from it."""
-    checkpoint = path_or_checkpoint
-    if isinstance(path_or_checkpoint, (str, Path)):
+    checkpoint, opened_here = path_or_checkpoint, isinstance(path_or_checkpoint, (str, Path))
+    if opened_here:
         from explorer.core.loaders import open_checkpoint
 
         checkpoint = open_checkpoint(path_or_checkpoint, progress=progress)
@@ -185,6 +189,24 @@ def load_model(path_or_checkpoint, device: str = "cpu", dtype: str = "float32", 
     if families.builds(checkpoint.hf_config):    # encoder-only (BERT) and encoder-decoder models
         return families.load(checkpoint, device=device, dtype=dtype)
     with torch.inference_mode():
-        return from_tensors(checkpoint.hf_config, checkpoint.tensors, name=checkpoint.name,
-                            tokenizer=checkpoint.tokenizer, device=device, dtype=dtype,
-                            path=Path(checkpoint.path) if checkpoint.path else None)
+        loaded = from_tensors(checkpoint.hf_config, checkpoint.tensors, name=checkpoint.name,
+                              tokenizer=checkpoint.tokenizer, device=device, dtype=dtype,
+                              path=Path(checkpoint.path) if checkpoint.path else None, fuse=False)
+        if opened_here:
+            checkpoint.tensors.clear()          # the model holds the only references: fuse frees each original
+        loaded.model.fuse()                     # as it rewrites it (stacked.by_columns), one group at a time
+    release_freed_memory()
+    return loaded
+
+
+def release_freed_memory() -> None:
+    """Hand the pages of freed tensors back to the system (glibc's malloc_trim). Weights rewritten while
+    loading leave freed blocks the allocator would otherwise keep: SmolLM2-135M held ~230 MB more."""
+    import ctypes
+
+    try:
+        trim = getattr(ctypes.CDLL(None), "malloc_trim", None)      # the process's own C library
+    except (OSError, TypeError):                # Windows has no CDLL(None); its allocator returns pages
+        return
+    if trim is not None:                        # glibc; musl and macOS have no malloc_trim
+        trim(0)

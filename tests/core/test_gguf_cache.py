@@ -87,7 +87,7 @@ def test_the_copy_is_read_into_owned_memory_not_mapped(store, tmp_path):
     assert not [p for p in pointers for lo, hi in mapped if lo <= p < hi]
 
 
-def test_weights_the_model_stacks_are_read_adjacent_and_built_without_a_copy(store, tmp_path):
+def test_weights_the_model_stacks_are_read_adjacent_and_built_as_one_matrix(store, tmp_path):
     from explorer.core.runtime import load_model
 
     path = write_gguf(store / "tiny" / "tiny.gguf", tmp_path)
@@ -98,9 +98,11 @@ def test_weights_the_model_stacks_are_read_adjacent_and_built_without_a_copy(sto
     assert q.untyped_storage().data_ptr() == k.untyped_storage().data_ptr() == v.untyped_storage().data_ptr()
     assert k.data_ptr() == q.data_ptr() + q.numel() * 4 and v.data_ptr() == k.data_ptr() + k.numel() * 4
     attn = load_model(checkpoint).model.layers[1].attn
-    stacked = attn.stacked[0]                               # [W^Q; W^K; W^V], as the loader read it
-    assert stacked.data_ptr() == q.data_ptr() and stacked.untyped_storage().data_ptr() == q.untyped_storage().data_ptr()
+    stacked = attn.stacked[0]                               # [W^Q; W^K; W^V], rewritten once by columns
     assert torch.equal(stacked, torch.cat((q, k, v)))
+    held = {attn.wq.weight.untyped_storage().data_ptr(), attn.wk.weight.untyped_storage().data_ptr(),
+            attn.wv.weight.untyped_storage().data_ptr()}
+    assert held == {stacked.untyped_storage().data_ptr()}  # the three Linears are views of it, not copies
     assert_same(tensors, fresh(path))
 
 
