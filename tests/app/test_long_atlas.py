@@ -146,3 +146,15 @@ def test_what_was_read_is_kept_and_a_new_prompt_starts_empty(qtbot, panel, model
     assert finite_layers(panel) == 0                                             # nothing of the old prompt
     read_all(qtbot, panel)
     np.testing.assert_allclose(panel.map.image.image, describe_heads(other).entropy, rtol=1e-6)
+
+
+def test_a_long_texts_example_map_is_drawn_from_the_background(qtbot, panel, traces):
+    from explorer.views.maps import attention_matrix
+
+    prefill, _ = traces
+    panel.session.set_trace(prefill)
+    with qtbot.waitSignal(panel.long_example.shown, timeout=20000):
+        panel.session.select(layer=2, head=3)
+    np.testing.assert_allclose(panel.example.image.image, attention_matrix(prefill, 2, 3), rtol=1e-6)
+    assert "L2.H3 on this text" in panel.example.plot.titleLabel.text
+    read_all(qtbot, panel)

@@ -4,6 +4,10 @@ On the model's own random tokens repeated twice (explorer.core.head_scores, aske
 thread): previous-token, induction and sink scores. On the user's own text (the trace, numpy
 here): attention entropy, mean distance back, and the share on the first token. Clicking a head
 selects it (the attention views open it large) and shows its pattern on the repeated tokens.
+
+A long text's maps are rebuilt from Q and K, so its description is read on a thread of its own,
+layer by layer under a progress bar with Cancel (atlas_reading.py), and its example map is drawn
+as block maxima computed in the background (long_head.py).
 """
 from __future__ import annotations
 
@@ -18,8 +22,11 @@ from explorer.app.panels.asking import Asker
 from explorer.app.panels.atlas_reading import DescriptionReader
 from explorer.app.panels.base import LineLabel, Panel
 from explorer.app.panels.heatmap import Heatmap
+from explorer.app.panels.long_head import LongHead, Request
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import HeadScoresJob
+from explorer.views import trace_views
+from explorer.views.long_maps import is_long
 from explorer.views.maps import attention_matrix
 
 # (label, where it comes from, field, formula)
@@ -41,6 +48,36 @@ class AtlasPanel(Panel):
     def __init__(self, session, parent=None) -> None:
         super().__init__(session, parent)
         self.executor = None                # None: the session's model thread (tests give their own)
+        self.reader = DescriptionReader(self)          # the text's description, read beside the GUI when long
+        self.reader.progressed.connect(self.refresh)
+        self.body.addLayout(self._controls())
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.view = pg.GraphicsLayoutWidget()
+        self.map = Heatmap(self.view.ci, row=0, col=0, colormap="viridis", axes=("left", "top"))
+        self.map.on_click = self._clicked
+        self.map.on_hover = self._hover
+        self.example_view = pg.GraphicsLayoutWidget()
+        self.example = Heatmap(self.example_view.ci, row=0, col=0, colorbar=False, axes=("left", "top"))
+        self.long_example = LongHead(self.example, parent=self)
+        self.long_example.shown.connect(lambda r: self.example.plot.setTitle(
+            f"L{r.layer}.H{r.heads[0]} on this text" + (f", {r.factor}×{r.factor} block maxima" if r.factor > 1
+                                                        else ""), size="9pt"))
+        self.table = _head_table()
+        self.table.cellClicked.connect(lambda row, _: self._clicked(*self._listed[row]))
+        for widget in (self.view, self.table, self.example_view):
+            self.splitter.addWidget(widget)
+        self.splitter.setSizes([420, 200, 360])
+        self.body.addWidget(self.splitter, 1)
+        self.asker = Asker(self, self._on_scores, self.readout.setText)
+        self.scores = None
+        self.described = None
+        self.values: np.ndarray | None = None
+        self._listed: list[tuple[int, int]] = []
+        self._described_for = None
+        self.set_formula(METRICS["induction"][2])
+
+    def _controls(self) -> QHBoxLayout:
+        """The score, the floor of the list, the caption, and the reading's progress bar and Cancel."""
         controls = QHBoxLayout()
         self.metric_box = QComboBox()
         self.metric_box.addItems(list(METRICS))
@@ -56,33 +93,11 @@ class AtlasPanel(Panel):
             controls.addWidget(widget)
         self.caption = LineLabel(" ")
         controls.addWidget(self.caption, 1)
-        self.reader = DescriptionReader(self)          # the text's description, read beside the GUI when long
-        self.reader.progressed.connect(self.refresh)
         self.progress, self.cancel_button = _reading_progress()
         self.cancel_button.clicked.connect(self._cancel_or_resume)
         controls.addWidget(self.progress)
         controls.addWidget(self.cancel_button)
-        self.body.addLayout(controls)
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.view = pg.GraphicsLayoutWidget()
-        self.map = Heatmap(self.view.ci, row=0, col=0, colormap="viridis", axes=("left", "top"))
-        self.map.on_click = self._clicked
-        self.map.on_hover = self._hover
-        self.example_view = pg.GraphicsLayoutWidget()
-        self.example = Heatmap(self.example_view.ci, row=0, col=0, colorbar=False, axes=("left", "top"))
-        self.table = _head_table()
-        self.table.cellClicked.connect(lambda row, _: self._clicked(*self._listed[row]))
-        for widget in (self.view, self.table, self.example_view):
-            self.splitter.addWidget(widget)
-        self.splitter.setSizes([420, 200, 360])
-        self.body.addWidget(self.splitter, 1)
-        self.asker = Asker(self, self._on_scores, self.readout.setText)
-        self.scores = None
-        self.described = None
-        self.values: np.ndarray | None = None
-        self._listed: list[tuple[int, int]] = []
-        self._described_for = None
-        self.set_formula(METRICS["induction"][2])
+        return controls
 
     @property
     def metric(self) -> str:
@@ -182,6 +197,10 @@ class AtlasPanel(Panel):
             else self.trace
         if example is None or not example.steps or layer >= example.model.n_layers:
             return
+        if is_long(example):                      # a long text's map: block maxima, computed in the background
+            self.long_example.show(Request(trace_views.view(example), layer, (head,), "weights", False))
+            return
+        self.long_example.stop()
         matrix = attention_matrix(example, layer, head)
         self.example.set_matrix(matrix, (0.0, 1.0))
         where = "random tokens repeated twice" if example is not self.trace else "this text"
@@ -196,7 +215,9 @@ class AtlasPanel(Panel):
 
     def _hover(self, layer, head) -> None:
         if self.values is not None and layer is not None:
-            self.readout.setText(f"L{layer}.H{head}: {self.metric} {float(self.values[layer, head]):.4f}")
+            value = float(self.values[layer, head])
+            self.readout.setText(f"L{layer}.H{head}: {self.metric} " + (f"{value:.4f}" if np.isfinite(value)
+                                                                         else "not read yet"))
 
 
 def _reading_progress() -> tuple[QProgressBar, QPushButton]:
