@@ -44,6 +44,8 @@ class AttentionRecord:
     k_rope: np.ndarray | None = None       # (n_new, d_R)  MLA's decoupled RoPE key
     softcap: float | None = None           # tanh soft-capping of scores, where the model has it
     kernel: Kernel = SOFTMAX               # f_kappa of A = Z^-1 f(S) (intervention.Kernel; exp: the model's own)
+    edited_heads: tuple[int, ...] = ()     # heads whose O_h an intervention replaced (ablated, kept out, patched)
+    edited_out: np.ndarray | None = None   # (n_edited, n_new, d_v) their O_h as the model went on with it
 
     @property
     def weights(self) -> np.ndarray:
@@ -67,6 +69,15 @@ class AttentionRecord:
             return self.weights_of(head)[row]
         return attention_maps.weights(self.q[head], self.k[self.kv_head_of(head)], self.mask, self.scale,
                                       self.softcap, self.kernel, rows=slice(row, row + 1))[0]
+
+    def recorded_head_out(self, head: int) -> np.ndarray | None:
+        """O_h of this record's rows (n_new, d_v) where the record holds it: every head's when head outputs
+        are recorded, or a head an intervention replaced (its O_h is not A_h V_h); else None."""
+        if self.head_out is not None:
+            return self.head_out[head]
+        if head in self.edited_heads:
+            return self.edited_out[self.edited_heads.index(head)]
+        return None
 
     @property
     def on_demand(self) -> bool:

@@ -32,6 +32,8 @@ class AttentionCapture:
     latent: torch.Tensor | None = None     # MLA: c_KV of the new tokens (T, d_c)
     k_rope: torch.Tensor | None = None     # MLA: k_R (T, d_R)
     kernel: Kernel = SOFTMAX               # f_kappa the weights were computed with
+    edited_heads: tuple[int, ...] = ()     # heads whose O_h an intervention replaced (recording.mark_edited)
+    edited_out: torch.Tensor | None = None  # (n_edited, T, d_v) their O_h as the model went on with it
 
 
 @dataclass

@@ -20,7 +20,7 @@ from explorer.core.intervention import NONE
 from explorer.core.trace import AttentionRecord, LayerRecord, StepRecord
 
 RECORD_DTYPES = {"float32": torch.float32, "float16": torch.float16}
-OPTIONAL_FIELDS = ("q_pre_rope", "k_pre_rope", "head_out", "latent", "k_rope")    # None where not recorded
+OPTIONAL_FIELDS = ("q_pre_rope", "k_pre_rope", "head_out", "latent", "k_rope", "edited_out")  # None: not recorded
 ATTENTION_FIELDS = ("q", "k", "v", "weights") + OPTIONAL_FIELDS
 ATTENTION_MODES = ("on_demand", "stored")
 
@@ -134,7 +134,19 @@ def attention_record(captured: AttentionCapture, arrays: dict[str, np.ndarray], 
     return AttentionRecord(q=shared.get("q", arrays.get("q")), k=shared.get("k", arrays.get("k")),
                            v=shared.get("v", arrays.get("v")), weights_packed=arrays.get("weights"),
                            mask=mask, kv_positions=captured.kv_positions, scale=float(captured.scale),
-                           softcap=captured.softcap, kernel=captured.kernel, **fields)
+                           softcap=captured.softcap, kernel=captured.kernel, edited_heads=captured.edited_heads,
+                           **fields)
+
+
+def mark_edited(captured: AttentionCapture | None, intervention, layer: int, where: str) -> None:
+    """Note on `captured` the heads whose O_h `intervention` replaced (ablated: 0 or the prompt mean; kept
+    out by KeepOnly; patched) and keep their O_h, which the trace cannot derive as A_h V_h."""
+    if captured is None or intervention is None or captured.head_out is None or captured.edited_heads:
+        return
+    plan = intervention.at(layer, captured.head_out.shape[0], where)
+    heads = () if plan is None else tuple(sorted({h for h, _ in plan.ablated} | {p.head for p in plan.patches}))
+    if heads:
+        captured.edited_heads, captured.edited_out = heads, captured.head_out[list(heads)]   # (n_edited, T, d_v)
 
 
 SMALL = 1 << 14     # tensors up to this many elements are stacked and converted together
@@ -217,13 +229,16 @@ class RecordingCapture(StepCapture):
 
     BLOCK_FIELDS = ("residual_in", "attn_out", "ffn_out", "cross_out")    # not recorded by a decoder's step
 
-    def __init__(self, n_layers: int, weights: bool, skipped: frozenset, dtype: torch.dtype):
+    def __init__(self, n_layers: int, weights: bool, skipped: frozenset, dtype: torch.dtype, intervention=None):
         super().__init__(n_layers, weights)
         self.skipped, self.dtype = skipped, dtype
+        self.intervention = intervention if "head_out" in skipped else None    # whose edited O_h to keep
 
     def block(self, layer: int, **tensors) -> None:
         super().block(layer, **tensors)
         captured = self.layers[layer]
+        for where, attn in (("self", captured.attn), ("cross", captured.cross)):
+            mark_edited(attn, self.intervention, layer, where)
         if captured.attn is None or captured.x is None or captured.x.numel() <= SMALL:
             return
         for name in self.BLOCK_FIELDS:
@@ -265,7 +280,14 @@ class Recorder:
         finished layer only what the record will (RecordingCapture)."""
         rebuilt = "weights" in self.record.derived and rebuilds(n_new, n_new, own_keys=n_cached == 0)
         skipped = getattr(self, "_skipped", frozenset)() | self.record.derived
-        return RecordingCapture(self.config.n_layers, not rebuilt, skipped, RECORD_DTYPES[self.record.dtype])
+        return RecordingCapture(self.config.n_layers, not rebuilt, skipped, RECORD_DTYPES[self.record.dtype],
+                                self._running_intervention())
+
+    def _running_intervention(self):
+        """The Intervention the pass about to be recorded runs under: a driver's run of it (set at its
+        prefill; set_intervention waits for the next one), else the one set."""
+        run = self._intervened if hasattr(self, "_intervened") else as_run(self.intervention)
+        return None if run is None else run.intervention
 
     def _check_ids(self, ids: np.ndarray) -> None:
         bad = ids[(ids < 0) | (ids >= self.config.vocab_size)]

@@ -255,17 +255,25 @@ class Trace:
         return bool(recorded or (layer < len(self.rope) and self.rope[layer] is not None))
 
     def head_out(self, layer: int, head: int, upto_step: int | None = None, cross: bool = False) -> np.ndarray:
-        """O_h = A_h V_h for every query position so far: (T_q, d_v).
+        """O_h for every query position so far, as the model went on with it: (T_q, d_v).
 
-        Taken from the trace where it was recorded, else computed from the
-        recorded weights and values (compact recording leaves it out).
+        Taken from the trace where it was recorded (every head's, or a head an intervention replaced:
+        0 when ablated, its prompt mean, patched values), else O_h = A_h V_h from the recorded weights
+        and values (compact recording leaves it out).
         """
         recs = self._attn_records(layer, cross, upto_step)
-        if all(r.head_out is not None for r in recs):
-            return np.concatenate([r.head_out[head] for r in recs], axis=0)
+        recorded = [r.recorded_head_out(head) for r in recs]                # per record (n_new, d_v) or None
+        if all(rows is not None for rows in recorded):
+            return np.concatenate(recorded, axis=0)
         weights = self.attention_head(layer, head, upto_step, cross).astype(np.float32)  # (T_q, T_kv)
         values = self.v(layer, self.kv_head_of(head), upto_step, cross).astype(np.float32)  # (T_kv, d_v)
-        return weights[:, : values.shape[0]] @ values
+        out = weights[:, : values.shape[0]] @ values
+        row = 0
+        for r, rows in zip(recs, recorded):
+            if rows is not None:
+                out[row: row + r.n_new] = rows
+            row += r.n_new
+        return out
 
     def kv_head_of(self, head: int) -> int:
         """The K/V head that query head `head` reads (GQA grouping; MLA expands per head)."""

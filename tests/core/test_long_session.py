@@ -81,8 +81,8 @@ def test_a_long_session_recorded_in_float16_replays_exactly(qtbot, long_model, t
 
     made = _on_the_model_thread(qtbot, long_model.reference, run, 3, record_dtype="float16")
     assert made.steps[0].layers[0].attn.q.dtype == np.float16 and made.steps[0].layers[0].attn.on_demand
-    state = session_state.SessionState.of(long_model.reference, long_prompt(long_model), session_state.SamplingSettings(),
-                                          made)
+    state = session_state.SessionState.of(long_model.reference, long_prompt(long_model),
+                                          session_state.SamplingSettings(), made)
     session_state.save(tmp_path / "half.json", state)
     state = session_state.load(tmp_path / "half.json")
     replayed = _on_the_model_thread(qtbot, state.model, lambda w: w.replay(state.prompt_ids, state.forced, state.steps),
