@@ -1,7 +1,8 @@
 """The app's own costs on a real model (issue 3), as one JSON object. Not a test: numbers, not verdicts.
 
     .venv/bin/python bench/bench_app.py [--model smollm2-135m] [--steps 8] [--grid-tokens 512] [--cold-runs 2]
-                                        [--paste-chars 100000] [--only step|grid|cold|paste ...]
+                                        [--paste-chars 100000] [--only step|grid|cold|paste|long-step ...]
+                                        [--long-tokens 8000]
 
 - step_to_repaint: press Step -> every visible panel repainted, minus the model's own step time
   (StepRecord.ms). Target <= 50 ms. The window is the default layout at 1600x1000. `beyond_model_ms`
@@ -15,6 +16,12 @@
 - cold_start: a new process, launch -> window shown -> default model loaded -> prompt prefilled.
   Target <= 4 s to the loaded model. `process_cpu_s` is the CPU the whole process used (all threads);
   `<milestone>_cpu_s` the CPU it had used by that milestone (the GIL makes most of it serial).
+- long_step: the same step -> repaint at a prompt of --long-tokens tokens (8,000), run as a person runs
+  it (prompt text, Run): whether the trace memory question was asked under the default budget, how
+  often the prefill reported progress and whether its dialog showed, the trace's bytes, then
+  step_to_repaint and each panel's own redraw, with the attention and head-atlas docks closed (their
+  all-heads views have their own figures, `--only grid`): tokens, Q/K/V, mask, KV cache, next token,
+  embeddings. Target <= 100 ms beyond the model.
 Wall times are medians; `gui_cpu_ms` is the GUI thread's own CPU time, which a busy shared machine
 inflates less than wall time. Runs offscreen unless --xcb (then $DISPLAY must be an X server).
 """
@@ -36,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 WINDOW_SIZE = (1600, 1000)
 TIMEOUT_S = 600.0
 CHECK_MS = 5
+LONG_SKIP = ("attention", "atlas")      # closed at long context: measured by --only grid and their own benchmarks
 LONG_TEXT = ("To be, or not to be, that is the question: Whether 'tis nobler in the mind to suffer "
              "The slings and arrows of outrageous fortune, Or to take arms against a sea of troubles "
              "And by opposing end them. To die: to sleep; No more; and by a sleep to say we end "
@@ -95,7 +103,7 @@ def load(app, window, errors, model: str, prompt: str | None) -> None:
 
 
 # ----- step -> repaint ------------------------------------------------------------------------
-def step_to_repaint(app, window, errors, steps: int) -> dict:
+def step_to_repaint(app, window, errors, steps: int, skip: tuple[str, ...] = ()) -> dict:
     """Press Step; when the trace reaches the GUI thread the controller hands it to the session (the
     panels redraw), then pending paints are processed and the window is repainted synchronously."""
     arrivals: list[tuple[float, float]] = []
@@ -124,15 +132,15 @@ def step_to_repaint(app, window, errors, steps: int) -> dict:
     result = {key: round(statistics.median(s[key] for s in samples), 1) for key in samples[0]}
     result["visible_panels"] = [name for name, dock in window.docks.items()
                                 if getattr(dock.widget(), "is_shown", dock.widget().isVisible)()]
-    result["per_panel_redraw_ms"] = per_panel_redraw(app, window)
+    result["per_panel_redraw_ms"] = per_panel_redraw(app, window, skip)
     return result
 
 
-def per_panel_redraw(app, window) -> dict:
+def per_panel_redraw(app, window, skip: tuple[str, ...] = ()) -> dict:
     """Each panel's own redraw + paint of the latest trace, raised in turn (hidden tabs cost nothing)."""
     costs = {}
     for name, dock in window.docks.items():
-        if name == "prompt":
+        if name == "prompt" or name in skip:
             continue
         dock.show()
         dock.raise_()
@@ -151,6 +159,8 @@ def per_panel_redraw(app, window) -> dict:
             continue
         costs[name] = round(min(runs), 1)
     window.default_layout()
+    for name in skip:
+        window.docks[name].close()
     window.resize(*WINDOW_SIZE)
     return costs
 
@@ -195,6 +205,56 @@ def full_grid(app, window, errors, tokens: int) -> dict:
             "cached_ms": round(statistics.median(c[0] for c in cached), 1),
             "after_one_step_ms": round(after_step[0], 1), "after_one_step_gui_cpu_ms": round(after_step[1], 1),
             "tile_pixels": list(panel.mosaic.tile_shape)}
+
+
+# ----- a long prompt ------------------------------------------------------------------------------
+def long_prompt(tokenizer, tokens: int) -> str:
+    """LONG_TEXT repeated and cut where its `tokens`-th token ends."""
+    text = LONG_TEXT * 2
+    while len(tokenizer.encode(text).ids) < tokens:
+        text *= 2
+    spans = tokenizer.encode(text).spans
+    return text[: spans[tokens - 1][1]]
+
+
+def long_step(app, window, errors, tokens: int, steps: int) -> dict:
+    """Run a prompt of `tokens` tokens from the prompt box, then step_to_repaint at that length."""
+    from explorer.app.run import budget_dialog
+
+    asked: list[str] = []
+
+    def choose(parent, title, text, offered):          # the question, answered with the larger budget
+        asked.append(text)
+        return next((c for c in offered if c.key == budget_dialog.RAISE), offered[0])
+
+    budget_dialog.choose, window.controller._agreed = choose, lambda title, question: asked.append(question) or False
+    reports: list[float] = []
+    shown: list[bool] = []
+    progress = window.controller.run_progress
+
+    def on_progress(fraction, _text) -> None:
+        reports.append(fraction)
+        shown.append(progress.dialog is not None and progress.dialog.isVisible())
+
+    window.worker.run_progress.connect(on_progress)
+    for name in LONG_SKIP:
+        window.docks[name].close()
+    budget = window.controller.trace_budget
+    window.prompt.set_text(long_prompt(window.controller.summary.tokenizer, tokens))
+    started = time.perf_counter()
+    window.controller.run()
+    wait(app, lambda: (window.session.trace is not None and window.session.trace.n_tokens >= tokens - 2
+                       and not window.worker.busy), errors, "the long prefill")
+    prefill_s = time.perf_counter() - started
+    window.worker.run_progress.disconnect(on_progress)
+    from explorer.app.run.trace_budget import TraceCost
+
+    result = {"tokens": window.session.trace.n_tokens, "prefill_s": round(prefill_s, 1),
+              "trace_mb": round(TraceCost.measured(window.session.trace).held / 1e6),
+              "default_budget_mb": budget // 10 ** 6, "budget_question_asked": bool(asked),
+              "progress_reports": len(reports), "progress_dialog_shown": any(shown)}
+    result["step_to_repaint"] = step_to_repaint(app, window, errors, steps, skip=LONG_SKIP)
+    return result
 
 
 # ----- a big paste --------------------------------------------------------------------------------
@@ -286,7 +346,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grid-tokens", type=int, default=512)
     parser.add_argument("--cold-runs", type=int, default=2)
     parser.add_argument("--paste-chars", type=int, default=100_000)
-    parser.add_argument("--only", choices=["step", "grid", "cold", "paste"], action="append")
+    parser.add_argument("--long-tokens", type=int, default=8000)
+    parser.add_argument("--only", choices=["step", "grid", "cold", "paste", "long-step"], action="append")
     parser.add_argument("--xcb", action="store_true", help="use the X server in $DISPLAY instead of offscreen")
     parser.add_argument("--cold-start-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -297,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {"model": args.model, "cpus": os.cpu_count(), "load_average": os.getloadavg()}
     if "cold" in only:
         report["cold_start_s"] = cold_start(args.model, args.cold_runs, args.xcb)
-    if only & {"step", "grid", "paste"}:
+    if only & {"step", "grid", "paste", "long-step"}:
         with tempfile.TemporaryDirectory() as scratch:
             app, window, errors = open_window(args.model, Path(scratch))
             load(app, window, errors, args.model, None)
@@ -307,6 +368,8 @@ def main(argv: list[str] | None = None) -> int:
                 report["full_grid"] = full_grid(app, window, errors, args.grid_tokens)
             if "paste" in only:
                 report["big_paste"] = big_paste(app, window, errors, args.paste_chars)
+            if "long-step" in only:
+                report["long_step"] = long_step(app, window, errors, args.long_tokens, args.steps)
             window.close()
     print(json.dumps(report, indent=1))
     return 0

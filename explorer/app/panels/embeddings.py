@@ -1,23 +1,30 @@
 """Embeddings: the rows E[id] of the embedding matrix (tokens × d_model) with their norms,
 learned positional embeddings where the model has them, and for RoPE models the
 rotation angle θ_i · pos of every frequency pair at every position.
+
+The rows are kept from step to step (StackedRows): a decoding step adds one. Past MAX_BARS tokens the
+norms are drawn as one bar per block of rows, the block's largest ‖row‖₂.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel
 
 from explorer.app.panels.base import Panel, dims
-from explorer.app.panels.heatmap import Heatmap, symmetric_levels
+from explorer.app.panels.heatmap import Heatmap
+from explorer.app.panels.stacked_rows import StackedRows
+from explorer.app.panels.token_labels import tick_labels
 from explorer.app.state.session import Selection
-from explorer.views.maps import short_label
 
 VIEWS = {
     "tokens": "token embeddings E[id]",
     "positions": "positional embeddings P[pos]",
     "rope": "RoPE angles θ_i · pos",
 }
+MAX_BARS = 1024             # norm bars drawn at most: a longer prompt's are block maxima
 
 
 class EmbeddingsPanel(Panel):
@@ -48,6 +55,8 @@ class EmbeddingsPanel(Panel):
         self.add_to_plot_menu(self.heatmap.plot)
         self.matrix: np.ndarray | None = None
         self.norm_bars: pg.BarGraphItem | None = None
+        self.stacks = {"tokens": StackedRows(lambda step: step.embeddings),
+                       "positions": StackedRows(lambda step: step.pos_embeddings)}
 
     def current_view(self) -> str:
         return self.view_box.currentData() or "tokens"
@@ -73,7 +82,7 @@ class EmbeddingsPanel(Panel):
         self._draw(trace, self.current_view())
 
     def _draw(self, trace, view: str) -> None:
-        labels = [f"{i} {short_label(t)}" for i, t in enumerate(trace.token_text)]
+        labels = tick_labels(trace.token_text, numbered=True)
         T = trace.n_tokens
         if view == "rope":
             positions = np.arange(T, dtype=np.float64)[:, None]                  # (T, 1)
@@ -83,24 +92,29 @@ class EmbeddingsPanel(Panel):
             self.set_formula(f"angle_{{pos,i}} = pos · θ_i mod 2π,  θ_i = base^{{−2i/d}}"
                              f" ∈ {dims(*matrix.shape)}")
         else:
-            source = "embeddings" if view == "tokens" else "pos_embeddings"
-            matrix = np.concatenate([getattr(s, source) for s in trace.steps]).astype(np.float32)
+            stack = self.stacks[view]
+            matrix = stack.stack(trace.steps)
             self.heatmap.set_colormap("CET-D1")
-            levels = symmetric_levels(matrix)
+            levels = stack.levels()
             symbol = "E[ids]" if view == "tokens" else "P[pos]"
             positional = " + P[pos]" if trace.steps[0].pos_embeddings is not None and view == "tokens" else ""
             self.set_formula(f"X_0 = E[ids]{positional},  {symbol} ∈ {dims(*matrix.shape)}")
         self.matrix = matrix
         self.heatmap.set_matrix(matrix, levels, labels, [str(i) for i in range(matrix.shape[1])], keep_view=True)
-        self._draw_norms(np.linalg.norm(matrix, axis=1) if view != "rope" else np.zeros(T))
+        self._draw_norms(self.stacks[view].norms if view != "rope" else np.zeros(T))
 
     def _draw_norms(self, norms: np.ndarray) -> None:
-        rows = np.arange(len(norms))
+        """One bar per row, or past MAX_BARS rows one per block of f rows: the block's largest norm."""
+        f = max(1, math.ceil(len(norms) / MAX_BARS))
+        padded = np.zeros(math.ceil(len(norms) / f) * f, dtype=np.float32)
+        padded[: len(norms)] = norms
+        widths = padded.reshape(-1, f).max(axis=1)
+        rows = np.arange(len(widths)) * f + (f - 1) / 2              # the block's centre, in rows
         if self.norm_bars is None:
-            self.norm_bars = pg.BarGraphItem(x0=0, y=rows, height=0.8, width=norms, brush="#3b7dd8")
+            self.norm_bars = pg.BarGraphItem(x0=0, y=rows, height=0.8 * f, width=widths, brush="#3b7dd8")
             self.norm_plot.addItem(self.norm_bars)
         else:
-            self.norm_bars.setOpts(y=rows, width=norms)
+            self.norm_bars.setOpts(y=rows, width=widths, height=0.8 * f)
 
     def show_selection(self, selection: Selection) -> None:
         self.heatmap.highlight(selection.token, None)

@@ -6,6 +6,9 @@ their band of W keys, encoders the full square. With an encoder-decoder it shows
 kind of attention chosen (trace_views): the encoder's full square over the source,
 the decoder's growing causal triangle, or the cross-attention's rectangle, target
 rows × source columns, where nothing is masked and each step adds a row.
+
+It draws from each step's mask rule (views.mask_blocks), never the T × T array: a long trace is drawn
+as block maxima over its real extent, so the axes still count tokens, and the hover reads the exact cell.
 """
 from __future__ import annotations
 
@@ -17,12 +20,13 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QSpinBox
 from explorer.app.panels.attention_kind import AttentionKindBox
 from explorer.app.panels.base import LineLabel, Panel
 from explorer.app.panels.heatmap import Heatmap
+from explorer.app.panels.token_labels import tick_labels
 from explorer.app.state.session import Selection
 from explorer.app.window.status_bar import step_name
 from explorer.views import trace_views
-from explorer.views.maps import short_label
+from explorer.views.mask_blocks import ALLOWED, MASKED, NEW_ROW, mask_allowed, mask_blocks
 
-MASKED, ALLOWED, NEW_ROW = 0, 1, 2
+__all__ = ["ALLOWED", "MASKED", "NEW_ROW", "MaskPanel"]
 MIN_VIEW_PX = 250           # a 120 px view of the rows under upright key labels
 COLOURS = pg.ColorMap(pos=[0.0, 0.5, 1.0], color=["#23232b", "#3b7dd8", "#ffb000"])
 
@@ -32,17 +36,6 @@ RULES = {
     "full": "full (bidirectional): M_{ij} = 1 for all i, j",
     "cross": "cross-attention: M_{ij} = 1 for every target query i and source key j (nothing masked)",
 }
-
-
-def mask_at_step(trace, layer: int, step: int | None, cross: bool = False) -> np.ndarray:
-    """The mask up to `step` with the rows that step added marked NEW_ROW: (T_q, T_kv) of 0/1/2."""
-    mask = trace.mask(layer, step, cross)
-    shown = mask.astype(np.float32)
-    index = trace.n_steps - 1 if step is None else step
-    new_rows = trace.steps[index].n_new
-    if index > 0:
-        shown[-new_rows:][mask[-new_rows:]] = NEW_ROW
-    return shown
 
 
 class MaskPanel(Panel):
@@ -78,7 +71,9 @@ class MaskPanel(Panel):
         self.layer_box.valueChanged.connect(lambda v: self.select(layer=v))
         self.slider.valueChanged.connect(self._slid)
         self.add_to_plot_menu(self.heatmap.plot)
-        self.mask: np.ndarray | None = None
+        self.mask: np.ndarray | None = None      # the picture drawn: the mask itself, or its block maxima
+        self.factor = 1                          # cells a side of one block of `mask`
+        self.extent = (0, 0)                     # (T_q, T_kv): the mask's real rows and columns
         self.view: trace_views.View | None = None
         self._drawn = None
 
@@ -86,7 +81,7 @@ class MaskPanel(Panel):
         self._drawn = None
         trace = self.trace
         if trace is None or not trace.steps:
-            self.mask = None
+            self.mask, self.extent = None, (0, 0)
             self.heatmap.set_matrix(np.zeros((0, 0)), (0, 2))
             self.set_formula("M ∈ {0,1}^{N_Q×N_KV}")
             return
@@ -115,15 +110,18 @@ class MaskPanel(Panel):
 
     def _draw(self, view: trace_views.View, layer: int, step: int) -> None:
         trace = view.trace
-        self.mask = mask_at_step(trace, layer, view.step, view.cross)
-        rows = [short_label(t) for t in view.row_text()][: self.mask.shape[0]]
-        cols = [short_label(t) for t in view.column_text()][: self.mask.shape[1]]
-        self.heatmap.set_matrix(self.mask, (0, 2), rows, cols, keep_view=True)
+        picture = mask_blocks(trace, layer, view.step, view.cross)
+        self.mask, self.factor = picture.blocks, picture.factor
+        rows = tick_labels(view.row_text()[: picture.shape[0]])
+        cols = tick_labels(view.column_text()[: picture.shape[1]])
+        # Over the real extent: the axes, the hover and the highlight count tokens whatever the blocks.
+        self.heatmap.set_matrix(self.mask, (0, 2), rows, cols, keep_view=True, extent=picture.shape)
+        self.extent = picture.shape
         names = {"encoder": ("source query i", "source key j"), "cross": ("target query i", "source key j")}
         self.heatmap.plot.setLabels(**dict(zip(("left", "top"), names.get(view.kind, ("query i", "key j")))))
         kind = "cross" if view.cross else trace.model.layer_kinds[layer]
         rule = RULES.get(kind, kind).replace("{w}", str(trace.model.sliding_window))
-        n_q, n_kv = self.mask.shape
+        n_q, n_kv = picture.shape
         where = {"encoder": "encoder ", "self": "decoder " if self.trace.model.is_encoder_decoder else ""}
         self.set_formula(f"M ∈ {{0,1}}^{{{n_q}×{n_kv}}}   {where.get(view.kind, '')}layer {layer}, {rule}")
         if self.trace.model.is_encoder_decoder:
@@ -145,9 +143,9 @@ class MaskPanel(Panel):
             self.select(step=None if value >= trace.n_steps - 1 else value)
 
     def _hover(self, row, col) -> None:
-        if row is None or self.mask is None or self.view is None:
+        if row is None or self.mask is None or self.view is None or self._drawn is None:
             return
         rows, cols = self.view.row_text(), self.view.column_text()
-        allowed = self.mask[row, col] != MASKED
+        allowed = mask_allowed(self.view.trace, self._drawn[0], row, col, self.view.step, self.view.cross)
         verdict = "may attend" if allowed else "is masked from"
         self.readout.setText(f"query {row} {rows[row]!r} {verdict} key {col} {cols[col]!r}")

@@ -22,10 +22,11 @@ from explorer.app.panels.attention_kind import AttentionKindBox
 from explorer.app.panels.base import Panel, WrappedText, dims, formula_html, visible_text
 from explorer.app.panels.heatmap import Heatmap, RowLink, symmetric_levels
 from explorer.app.panels.model_call import Executor, ModelCall
+from explorer.app.panels.stacked_rows import StackedRows
+from explorer.app.panels.token_labels import tick_labels
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import HeadWeightsJob
 from explorer.views import trace_views
-from explorer.views.maps import short_label
 
 
 def _records(trace, layer: int, step):
@@ -33,15 +34,25 @@ def _records(trace, layer: int, step):
     return [s.layers[layer].attn for s in trace.steps[:end]]
 
 
-def stacked(trace, layer: int, field: str, head: int | None, step=None) -> np.ndarray | None:
-    """One recorded per-step field of one head (or a head-less one, like MLA's latent) over all tokens."""
-    parts = []
-    for record in _records(trace, layer, step):
-        value = getattr(record, field)
-        if value is None:
-            return None
-        parts.append(value[head] if head is not None else value)
-    return np.concatenate(parts, axis=0).astype(np.float32)
+class _Stacks:
+    """One recorded per-step field of one head (or a head-less one, like MLA's latent) over all tokens, kept
+    per field for the layer and head shown (StackedRows): a decoding step appends its rows."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, tuple[tuple, StackedRows]] = {}
+
+    def stacked(self, trace, layer: int, field: str, head: int | None, step=None) -> np.ndarray | None:
+        key = (layer, head)
+        kept = self._kept.get(field)
+        if kept is None or kept[0] != key:
+            rows = StackedRows(lambda record: None if getattr(record, field) is None
+                               else (getattr(record, field)[head] if head is not None else getattr(record, field)))
+            kept = self._kept[field] = (key, rows)
+        return kept[1].stack(_records(trace, layer, step))
+
+    def levels(self, field: str) -> tuple[float, float] | None:
+        kept = self._kept.get(field)
+        return kept[1].levels() if kept is not None else None
 
 
 class QKVPanel(Panel):
@@ -86,6 +97,7 @@ class QKVPanel(Panel):
         self.heatmaps: dict[str, Heatmap] = {}
         self.row_link = RowLink()                  # Q, K, V of the same tokens scroll together
         self.matrices: dict[str, np.ndarray] = {}
+        self._stacks = _Stacks()
         self.row_text: dict[str, tuple[str, ...]] = {}      # per matrix: the token of each row
         self.attention_view: trace_views.View | None = None
         self._framed_kind = None                   # the attention kind the views were last framed for
@@ -125,18 +137,26 @@ class QKVPanel(Panel):
             return {f"Q_{head}": trace.q(layer, head, step, cross=True).astype(np.float32),
                     f"K_{kv}": trace.k(layer, kv, step, cross=True).astype(np.float32),
                     f"V_{kv}": trace.v(layer, kv, step, cross=True).astype(np.float32)}
+        stacked = self._stacks.stacked
         if self.pre_rope.isChecked() and self.pre_rope.isEnabled():      # recorded, or rotated back
             q, k = trace.q_pre_rope(layer, head, step), trace.k_pre_rope(layer, kv, step)
         else:
             q, k = stacked(trace, layer, "q", head, step), stacked(trace, layer, "k", kv, step)
-        out = {f"Q_{head}": None if q is None else q.astype(np.float32),
-               f"K_{kv}": None if k is None else k.astype(np.float32),
+        out = {f"Q_{head}": None if q is None else q.astype(np.float32, copy=False),
+               f"K_{kv}": None if k is None else k.astype(np.float32, copy=False),
                f"V_{kv}": stacked(trace, layer, "v", kv, step)}
         for name, field in (("c_KV", "latent"), ("k_R", "k_rope")):
             value = stacked(trace, layer, field, None, step)
             if value is not None:
                 out[name] = value
         return {name: m for name, m in out.items() if m is not None}
+
+    def _levels(self, name: str, matrix: np.ndarray) -> tuple[float, float]:
+        """±max |x|: kept with the stacked rows, computed for a matrix made whole (before RoPE, cross)."""
+        field = {"Q": "q", "K": "k", "V": "v", "c": "latent", "k": "k_rope"}[name[0]]
+        from_stack = self._stacks.levels(field)
+        made_here = self.pre_rope.isChecked() and field in ("q", "k") or self.attention_view.cross
+        return symmetric_levels(matrix) if made_here or from_stack is None else from_stack
 
     def _draw(self, selection: Selection) -> None:
         self.matrices = self._matrices(selection)
@@ -153,8 +173,8 @@ class QKVPanel(Panel):
         self._link_rows()
         reframe, self._framed_kind = self.attention_view.kind != self._framed_kind, self.attention_view.kind
         for name, matrix in self.matrices.items():
-            labels = [f"{i} {short_label(t)}" for i, t in enumerate(self.row_text[name][: len(matrix)])]
-            self.heatmaps[name].set_matrix(matrix, symmetric_levels(matrix), labels,
+            labels = tick_labels(self.row_text[name][: len(matrix)], numbered=True)
+            self.heatmaps[name].set_matrix(matrix, self._levels(name, matrix), labels,
                                            [str(i) for i in range(matrix.shape[1])], keep_view=not reframe)
         self._describe(self.attention_view.trace, selection)
 

@@ -52,6 +52,12 @@ class TokenRows(Sequence):
     def __len__(self) -> int:
         return int(self.ids.shape[0])
 
+    def window_key(self, window: range) -> tuple:
+        """What the rows in `window` show, to compare with another TokenRows' (equal: the same rows)."""
+        start, stop = max(0, window.start - self._n_live), max(0, window.stop - self._n_live)
+        return (id(self._tokens), self.ids[window.start:window.stop].tobytes(),
+                self._generated_text[start:stop])
+
     def __getitem__(self, index):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
@@ -223,7 +229,8 @@ class TokensPanel(Panel):
         self.rows: Sequence[TokenRow] = TokenRows()
         self.highlighted_token: int | None = None
         self.span_window = range(0)           # the positions drawn as coloured spans
-        self._shown_html: tuple | None = None   # (rows, window, selected) of the text view's HTML
+        self._shown_html: tuple | None = None   # (the rows' window_key, window, selected, …) of the text view's HTML
+        self._shown_tokens = None             # the live Tokens drawn, held so that its id stays its own
 
     def _on_tokens_changed(self, tokens) -> None:
         self.refresh()
@@ -269,10 +276,12 @@ class TokensPanel(Panel):
             if selected is not None and selected not in range(start, min(n, start + SPAN_WINDOW)):
                 start = selected - SPAN_WINDOW // 2
         start = max(0, min(start, n - SPAN_WINDOW))
-        self.span_window = range(start, min(n, start + SPAN_WINDOW))
-        key = (self.rows, self.span_window, selected)
+        self.span_window = window = range(start, min(n, start + SPAN_WINDOW))
+        # A decoding step makes new rows, but the window's own rows are drawn again only if they changed.
+        key = (self.rows.window_key(window) if isinstance(self.rows, TokenRows) else self.rows, window, selected,
+               min(n, window.stop + SPAN_WINDOW))
         if key != self._shown_html:
-            self._shown_html = key
+            self._shown_html, self._shown_tokens = key, getattr(self.rows, "_tokens", None)   # (its id in key)
             self.text_view.setHtml(self._html(selected))
 
     def _html(self, selected: int | None) -> str:
@@ -294,7 +303,7 @@ class TokensPanel(Panel):
                          f" color:{fg}'>{text}</span></a>")
         if window.stop < n:
             parts.append(f" <a href='window:{window.stop}'><i>tokens {window.stop:,}–"
-                         f"{min(n, window.stop + SPAN_WINDOW) - 1:,} of {n:,} ▶</i></a>")
+                         f"{min(n, window.stop + SPAN_WINDOW) - 1:,} ▶</i></a>")
         return "<div style='font-size:14px; line-height:150%'>" + "".join(parts) + "</div>"
 
     # ----- intents -----------------------------------------------------------------------

@@ -35,7 +35,7 @@ class DecodingController(QObject):
     load_failed = Signal(str)            # the reference that could not be loaded
     loading_changed = Signal(bool)
     playing_changed = Signal(bool)
-    budget_changed = Signal(int)         # the trace memory budget, in bytes (raised from a question, too)
+    budget_changed = Signal(object)      # the trace memory budget, int bytes (raised from a question, too; past 2³¹)
     record_dtype_changed = Signal(str)   # what the trace is recorded in (float16 chosen from a question, too)
 
     def __init__(self, session: Session, worker: ModelWorker, dialog_parent: QWidget | None = None) -> None:

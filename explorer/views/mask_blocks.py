@@ -1,0 +1,131 @@
+"""A layer's mask as drawn, at any length, without its T x T array. Numpy only.
+
+The picture holds the maximum of each f x f block of cells, where a cell is 0 (masked), 1 (allowed) or 2
+(allowed, in a row the shown step added), and f is the smallest side that brings both sides of the
+(T_q, T_kv) mask to `side` blocks or fewer (f = 1: the mask itself).
+
+A record's mask is usually its rule (attention_maps.MaskRule): query i sees the keys of one run,
+
+    causal: j <= i        sliding window: i - W < j <= i        full: every j,
+
+so each row covers one run of columns and the blocks floor(lo / f) .. floor(hi / f); a block is allowed when
+any of its rows covers it (a running sum of +1 at each run's first block and -1 after its last). A dense mask
+(one an intervention edited, keys out of order) is reduced a chunk of rows at a time.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from explorer.core.attention_maps import ROW_BLOCK, MaskRule, mask_rows
+
+MASKED, ALLOWED, NEW_ROW = 0, 1, 2
+MASK_SIDE = 1024           # blocks a side at most: a panel is never more pixels than that
+
+
+@dataclass(frozen=True)
+class MaskPicture:
+    blocks: np.ndarray          # (ceil(T_q / f), ceil(T_kv / f)) float32 of MASKED, ALLOWED, NEW_ROW
+    factor: int                 # f: cells a block is wide and high
+    shape: tuple[int, int]      # (T_q, T_kv): the mask's real extent
+
+
+def mask_records(trace, layer: int, step: int | None = None, cross: bool = False) -> list:
+    """The attention records of `layer` from the first step to `step` (None: the last)."""
+    end = trace.n_steps if step is None else step + 1
+    return [s.layers[layer].cross if cross else s.layers[layer].attn for s in trace.steps[:end]]
+
+
+def _columns(record, cross: bool) -> np.ndarray:
+    """The mask column of each of the record's keys: (n_kv,) int."""
+    return np.arange(record.n_kv) if cross else np.asarray(record.kv_positions)
+
+
+def mask_extent(records: list, cross: bool = False) -> tuple[int, int]:
+    """(T_q, T_kv) of the mask assembled from `records`."""
+    t_q = sum(r.n_new for r in records)
+    t_kv = records[0].n_kv if cross else max(int(r.kv_positions.max()) for r in records) + 1
+    return t_q, t_kv
+
+
+def mask_blocks(trace, layer: int, step: int | None = None, cross: bool = False, side: int = MASK_SIDE,
+                new_rows: bool = True) -> MaskPicture:
+    """Block maxima of the mask of `layer` up to `step`, the rows `step` added marked NEW_ROW (not a prefill's)."""
+    records = mask_records(trace, layer, step, cross)
+    t_q, t_kv = mask_extent(records, cross)
+    factor = max(1, math.ceil(max(t_q, t_kv) / side))
+    out = np.zeros((math.ceil(t_q / factor), math.ceil(t_kv / factor)), dtype=np.uint8)
+    row = 0
+    for index, record in enumerate(records):
+        value = NEW_ROW if new_rows and index == len(records) - 1 and index > 0 else ALLOWED
+        cols = _columns(record, cross)
+        runs = _row_runs(record.mask, cols)
+        if runs is not None:
+            _fold_runs(out, *runs, row, factor, value)
+        else:
+            for first in range(0, record.n_new, ROW_BLOCK):
+                last = min(record.n_new, first + ROW_BLOCK)
+                _fold_dense(out, mask_rows(record.mask, first, last), row + first, cols, factor, value)
+        row += record.n_new
+    return MaskPicture(out.astype(np.float32), factor, (t_q, t_kv))
+
+
+def _row_runs(mask, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each row's first and last allowed column, (n_new,) each (last < first: none), where the mask is a rule
+    over keys in order at consecutive columns; None otherwise."""
+    if not isinstance(mask, MaskRule) or mask.kind not in ("full", "causal", "sliding") or not len(cols):
+        return None
+    keys, queries = np.asarray(mask.keys), np.asarray(mask.queries)
+    if np.any(np.diff(keys) <= 0) or np.any(np.diff(cols) != 1):
+        return None
+    n = queries.shape[0]
+    if mask.kind == "full":
+        lo, hi = np.zeros(n, dtype=np.int64), np.full(n, len(keys), dtype=np.int64)
+    else:
+        hi = np.searchsorted(keys, queries, side="right")                      # keys j <= i
+        lo = (np.searchsorted(keys, queries - mask.window, side="right") if mask.kind == "sliding"
+              else np.zeros(n, dtype=np.int64))                                 # and j > i - W
+    return int(cols[0]) + lo, int(cols[0]) + hi - 1
+
+
+def _fold_runs(out: np.ndarray, first: np.ndarray, last: np.ndarray, row: int, factor: int, value: int) -> None:
+    """Mark the blocks each row's run of columns first..last covers; the rows start at picture row `row`."""
+    n = first.shape[0]
+    if n == 0:
+        return
+    block_rows = (row + np.arange(n)) // factor
+    top = int(block_rows[0])
+    seen = last >= first
+    diff = np.zeros((int(block_rows[-1]) - top + 1, out.shape[1] + 1), dtype=np.int32)   # (R', C + 1)
+    np.add.at(diff, (block_rows[seen] - top, first[seen] // factor), 1)
+    np.add.at(diff, (block_rows[seen] - top, last[seen] // factor + 1), -1)
+    covered = np.cumsum(diff, axis=1, dtype=np.int32)[:, :-1] > 0
+    target = out[top: top + covered.shape[0]]
+    np.maximum(target, covered.astype(np.uint8) * np.uint8(value), out=target)
+
+
+def _fold_dense(out: np.ndarray, dense: np.ndarray, row: int, cols: np.ndarray, factor: int, value: int) -> None:
+    """Mark the blocks of the allowed cells of `dense` (n, n_kv) bool, whose rows start at mask row `row`."""
+    if dense.shape[0] == 0 or not dense.any():
+        return
+    block_rows = (row + np.arange(dense.shape[0])) // factor
+    row_starts = np.flatnonzero(np.r_[True, np.diff(block_rows) != 0])
+    per_row_block = np.logical_or.reduceat(dense, row_starts, axis=0)            # (R', n_kv)
+    order = np.argsort(cols // factor, kind="stable")
+    block_cols = (cols // factor)[order]
+    col_starts = np.flatnonzero(np.r_[True, np.diff(block_cols) != 0])
+    covered = np.logical_or.reduceat(per_row_block[:, order], col_starts, axis=1)   # (R', C')
+    cells = (block_rows[row_starts][:, None], block_cols[col_starts][None, :])
+    out[cells] = np.maximum(out[cells], covered.astype(np.uint8) * np.uint8(value))
+
+
+def mask_allowed(trace, layer: int, row: int, col: int, step: int | None = None, cross: bool = False) -> bool:
+    """M[row, col] of the assembled mask, read from the one record that holds query `row`."""
+    for record in mask_records(trace, layer, step, cross):
+        if row < record.n_new:
+            where = np.flatnonzero(_columns(record, cross) == col)
+            return bool(where.size) and bool(mask_rows(record.mask, row, row + 1)[0, where[0]])
+        row -= record.n_new
+    raise IndexError(row)
