@@ -1,0 +1,33 @@
+"""The window opens a long session file (>= 1,024 prompt tokens, maps on demand) to the same trace, and saves it
+back unchanged: File > Open session on the real core, offscreen. The expectation is the API's original run."""
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtWidgets import QMessageBox
+
+from tests.app.test_window import idle, new_window
+from tests.core.test_long_session import FORCED, long_model, original, own_home  # noqa: F401 (fixtures)
+
+
+def test_the_window_opens_a_long_session_to_the_same_trace(qtbot, tmp_path, monkeypatch, original):  # noqa: F811
+    warnings = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text, *a: warnings.append(text))
+    path = original.save_session(tmp_path / "long.json")
+    window = new_window(qtbot, tmp_path)
+    try:
+        window.menus.open_session_file(str(path))
+        trace = idle(qtbot, window, lambda: window.session.trace is not None
+                     and window.session.trace.n_steps == original.trace.n_steps)
+        assert not warnings
+        assert trace.steps[0].layers[0].attn.on_demand
+        np.testing.assert_array_equal(trace.token_ids, original.ids)
+        assert [s.chosen_id for s in trace.steps] == [s.chosen_id for s in original.trace.steps]
+        for layer in range(trace.model.n_layers):
+            for head in range(trace.model.n_heads):
+                np.testing.assert_array_equal(trace.attention_head(layer, head), original.attention(layer, head))
+        assert window.prompt.text == original.prompt
+        state = window.session_state()
+        assert state.prompt_ids == tuple(int(i) for i in original.ids[: original.trace.steps[0].n_new])
+        assert state.forced == ((2, FORCED),) and state.steps == original.trace.n_steps
+    finally:
+        window.close()
