@@ -13,8 +13,10 @@ maxima over f × f blocks of the rows are then merged into the picture (grid._re
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -24,6 +26,7 @@ from explorer.views.grid import TILE, _reduce, attention_records, query_rows, ti
 
 STORED_LONG = 16 * ON_DEMAND_FROM    # stored maps of 4,096² entries and more are drawn as long ones too
 DISPLAY_SIDE = 2048      # the panel draws a long head at most this many blocks a side
+THREADS = min(2, os.cpu_count() or 1)    # threads a view's map is computed on
 COUNTS = {"row_blocks": 0}   # blocks of rows scored (tests count the work a cached view saves)
 
 
@@ -109,7 +112,7 @@ class _Rows:
 
 def block_maxima(trace: Trace, layer: int, heads: Sequence[int], block: int, upto_step: int | None = None,
                  cross: bool = False, values: str = "weights", window: tuple[int, int, int, int] | None = None,
-                 cancelled: Callable[[], bool] | None = None) -> np.ndarray:
+                 cancelled: Callable[[], bool] | None = None, threads: int = 1) -> np.ndarray:
     """Maxima of the map over the `block` × `block` cells of a grid cut from cell (0, 0) (NaN where a
     whole block is masked), for the blocks that hold the window rows r0..r1, columns c0..c1 (default:
     the whole map): (ceil(r1/block) - r0//block, ceil(c1/block) - c0//block). Only the window's cells
@@ -117,6 +120,7 @@ def block_maxima(trace: Trace, layer: int, heads: Sequence[int], block: int, upt
 
     `heads`: one head, or several whose mean Ā = (1/n) Σ_h A_h is reduced. `block` 1 gives the
     window's exact values. Raises Cancelled between blocks of rows once `cancelled()` is true.
+    `threads` > 1 shares the blocks of rows among that many threads (numpy releases the GIL).
     """
     t_q, t_kv = extent(trace, upto_step, cross, layer)
     r0, r1, c0, c1 = window or (0, t_q, 0, t_kv)
@@ -124,41 +128,66 @@ def block_maxima(trace: Trace, layer: int, heads: Sequence[int], block: int, upt
     shape = (math.ceil(r1 / block) - r0 // block, math.ceil(c1 / block) - c0 // block)
     out = np.full(shape, 0.0 if values == "weights" else -np.inf, dtype=np.float32)
     allowed = np.zeros(shape, dtype=bool)
-    source = _Rows(trace, layer, heads, values, cross, upto_step)
-    records = attention_records(trace, layer, upto_step, cross)
-    chunk = max(block, ROW_BLOCK // block * block)                           # whole row blocks per chunk
-    for start, record in zip(query_rows(records), records):
-        first, hi = max(r0, start), min(r1, start + record.n_new)
-        while first < hi:
-            last = min(hi, first // chunk * chunk + chunk)                   # chunks cut at block boundaries
+    chunks = _chunks(attention_records(trace, layer, upto_step, cross), block, (r0, r1))
+    lock = threading.Lock()
+
+    def work(part: int) -> None:
+        source = _Rows(trace, layer, heads, values, cross, upto_step)
+        for start, record, first, last in chunks[part::threads]:
             if cancelled is not None and cancelled():
                 raise Cancelled()
             got = source.rows(record, first - start, last - start)
-            if got is not None:
-                _merge(out, allowed, got, first - top, (c0, c1), left, block)
-            first = last
+            reduced = None if got is None else _reduced(got, first - top, (c0, c1), left, block)
+            if reduced is not None:
+                with lock:
+                    _fold(out, allowed, *reduced)
+
+    if threads > 1 and len(chunks) > 1:
+        with ThreadPoolExecutor(threads, thread_name_prefix="attention-rows") as pool:
+            for done in [pool.submit(work, part) for part in range(threads)]:
+                done.result()
+    else:
+        work(0)
     out[~allowed] = np.nan
     return out
 
 
-def _merge(out, allowed, got, row: int, columns: tuple[int, int], left: int, block: int) -> None:
-    """Fold one block of rows into the reduced picture: its first row is `row` cells below the picture's
+def _chunks(records: list[AttentionRecord], block: int, rows: tuple[int, int]) -> list[tuple]:
+    """(first row of the record, record, first, last): the blocks of rows first..last of the window's
+    rows, ROW_BLOCK or so each, cut at block boundaries and at the records' edges."""
+    chunk = max(block, ROW_BLOCK // block * block)                           # whole row blocks per chunk
+    out = []
+    for start, record in zip(query_rows(records), records):
+        first, hi = max(rows[0], start), min(rows[1], start + record.n_new)
+        while first < hi:
+            last = min(hi, first // chunk * chunk + chunk)
+            out.append((start, record, first, last))
+            first = last
+    return out
+
+
+def _reduced(got, row: int, columns: tuple[int, int], left: int, block: int):
+    """One block of rows reduced to the picture's blocks: its first row is `row` cells below the picture's
     top, and its keys in columns c0..c1 count, at `left` cells from the picture's left edge."""
     positions, rows, visible = got
     inside = (positions >= columns[0]) & (positions < columns[1])
     if not inside.all():
         positions, rows, visible = positions[inside], rows[:, inside], visible[:, inside]
     if positions.size == 0:
-        return
+        return None
     u_rows, u_cols, reduced, mask = _reduce(rows[None], visible, positions - left, row, block)
+    return u_rows, u_cols, reduced[0], mask
+
+
+def _fold(out, allowed, u_rows, u_cols, reduced, mask) -> None:
     rows_run, cols_run = run_slice(u_rows), run_slice(u_cols)
     if rows_run is not None and cols_run is not None:                # a run of blocks each way: views, no copies
         target = out[rows_run, cols_run]
-        np.maximum(target, reduced[0], out=target)
+        np.maximum(target, reduced, out=target)
         allowed[rows_run, cols_run] |= mask
         return
     cells = (u_rows[:, None], u_cols[None, :])
-    out[cells] = np.maximum(out[cells], reduced[0])
+    out[cells] = np.maximum(out[cells], reduced)
     allowed[cells] |= mask
 
 
@@ -193,7 +222,8 @@ class HeadTiles:
         return kept[2] if kept is not None and _same(kept[0], records) else None
 
     def get(self, trace: Trace, layer: int, head: int, upto_step: int | None = None, cross: bool = False,
-            values: str = "weights", tile: int = TILE, cancelled: Callable[[], bool] | None = None) -> np.ndarray:
+            values: str = "weights", tile: int = TILE, cancelled: Callable[[], bool] | None = None,
+            threads: int = 1) -> np.ndarray:
         """The head's tile: (r, c) block maxima, NaN where a whole block is masked."""
         key = (layer, head, cross, values, tile)
         records = tuple(attention_records(trace, layer, upto_step, cross))
@@ -204,16 +234,17 @@ class HeadTiles:
         if kept is not None and kept[1] == block and _same(kept[0], records[: len(kept[0])]):
             if len(kept[0]) == len(records):
                 return kept[2]
-            tile_map = self._extended(trace, layer, head, kept, records, block, (t_q, t_kv), upto_step, cross,
-                                      values, cancelled)
+            tile_map = self._extended(trace, layer, head, kept, block, (t_q, t_kv), upto_step, cross, values,
+                                      cancelled)
         else:
-            tile_map = block_maxima(trace, layer, [head], block, upto_step, cross, values, cancelled=cancelled)
+            tile_map = block_maxima(trace, layer, [head], block, upto_step, cross, values, cancelled=cancelled,
+                                    threads=threads)
         with self._lock:
             self._kept[key] = (records, block, tile_map)
         return tile_map
 
     @staticmethod
-    def _extended(trace, layer, head, kept, records, block, size, upto_step, cross, values, cancelled):
+    def _extended(trace, layer, head, kept, block, size, upto_step, cross, values, cancelled):
         """The kept tile grown to the trace's size, with the new records' rows merged in (np.fmax: NaN,
         a block no row saw, gives way to any value)."""
         old_rows = query_rows(list(kept[0]))[-1]

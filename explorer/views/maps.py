@@ -40,15 +40,16 @@ def mean_attention_matrix(trace, layer: int, step: int | None = None, values: st
     return np.mean(np.stack(heads), axis=0).astype(np.float32)     # NaN stays NaN: the mask is every head's
 
 
-def axis_labels(trace, shape: tuple[int, int], cross: bool = False) -> tuple[list[str], list[str]]:
-    """Tick labels of the query rows and key columns."""
+def axis_labels(trace, shape: tuple[int, int], cross: bool = False,
+                numbered: bool = False) -> tuple[list[str], list[str]]:
+    """Tick labels of the query rows and key columns; `numbered` puts each token's position first
+    ("5203 ·cat"), so a long map's thinned ticks say where they are."""
+    def labels(texts) -> list[str]:
+        return [f"{i} {short_label(t)}" if numbered else short_label(t) for i, t in enumerate(texts)]
+
     text = trace.token_text
-    rows = [short_label(t) for t in text[: shape[0]]]
-    if cross and trace.encoder is not None:
-        cols = [short_label(t) for t in trace.encoder.token_text[: shape[1]]]
-    else:
-        cols = [short_label(t) for t in text[: shape[1]]]
-    return rows, cols
+    source = trace.encoder.token_text if cross and trace.encoder is not None else text
+    return labels(text[: shape[0]]), labels(source[: shape[1]])
 
 
 def grid_image(grid, values: str, log: bool) -> tuple[np.ndarray, tuple[float, float]]:

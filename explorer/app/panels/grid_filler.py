@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
 
 from explorer.views.grid import Mosaic, blank_mosaic
-from explorer.views.long_maps import Cancelled, HeadTiles
+from explorer.views.long_maps import THREADS, Cancelled, HeadTiles
 
 REPAINT_MS = 120          # tiles that arrive closer together than this are drawn together
 
@@ -131,7 +131,8 @@ class GridFiller(QObject):
 
         try:
             for layer, head in missing:
-                tile = self.tiles.get(trace, layer, head, upto_step, cross, values, cancelled=cancelled)
+                tile = self.tiles.get(trace, layer, head, upto_step, cross, values, cancelled=cancelled,
+                                      threads=THREADS)
                 self._computed.emit(generation, layer, head, tile)
             self._ended.emit(generation, True)
         except Cancelled:

@@ -17,7 +17,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from explorer.app.panels.grid_filler import Background
 from explorer.app.panels.heatmap import Heatmap
-from explorer.views.long_maps import Cancelled, block_maxima, display_factor, exact_cell, extent
+from explorer.views.long_maps import THREADS, Cancelled, block_maxima, display_factor, exact_cell, extent
 from explorer.views.maps import axis_labels, head_levels, log_scaled
 
 DETAIL_SIDE = 1024        # a zoomed view of at most this many rows and columns is drawn exactly
@@ -97,7 +97,8 @@ class LongHead(QObject):
             self.pause.set()
         v, f = request.view, request.factor
         self.job.run(lambda cancelled: block_maxima(v.trace, request.layer, request.heads, f, v.step, v.cross,
-                                                    request.values, cancelled=cancelled), name="attention-head")
+                                                    request.values, cancelled=cancelled, threads=THREADS),
+                     name="attention-head")
 
     def stop(self) -> None:
         """Show no long map any more (the trace is short, or gone)."""
@@ -106,6 +107,11 @@ class LongHead(QObject):
         self._release()
         self.request = self.painted = None
         self.heatmap.clear_detail()
+
+    def forget(self) -> None:
+        """Keep no computed map: the next request computes again."""
+        self._kept.clear()
+        self.painted = None
 
     def cell(self, row: int, col: int) -> float:
         """The exact value under the pointer, from its one query row (NaN: masked)."""
@@ -133,15 +139,23 @@ class LongHead(QObject):
     def _paint(self, request: Request, reduced: np.ndarray) -> None:
         trace = request.view.trace
         if self._labels[0] is not trace:
-            self._labels = (trace, axis_labels(trace, request.size, request.view.cross))
+            self._labels = (trace, axis_labels(trace, request.size, request.view.cross, numbered=True))
         rows, cols = self._labels[1]
         shown, levels = head_levels(reduced, request.values, request.log)
         self.heatmap.set_matrix(shown, levels, rows, cols, keep_view=True, extent=request.size)
-        f, (t_q, t_kv) = request.factor, request.size
-        self.heatmap.plot.setTitle(f"{t_q}×{t_kv}, {f}×{f} block maxima: zoom in for exact cells" if f > 1 else "")
+        self._title(request)
         self.painted = request
         self.shown.emit(request)
         self._settle.start()
+
+    def _title(self, request: Request, exact: tuple[int, int, int, int] | None = None) -> None:
+        f, (t_q, t_kv) = request.factor, request.size
+        if exact is not None:
+            r0, r1, c0, c1 = exact
+            text = f"{t_q}×{t_kv}: exact cells in view (queries {r0}–{r1 - 1}, keys {c0}–{c1 - 1})"
+        else:
+            text = f"{t_q}×{t_kv}, {f}×{f} block maxima: zoom in for exact cells" if f > 1 else ""
+        self.heatmap.plot.setTitle(text)
 
     def _zoomed(self) -> None:
         """Draw the window's exact cells once the view holds few enough of them, else only the blocks."""
@@ -152,6 +166,7 @@ class LongHead(QObject):
         if r1 - r0 > DETAIL_SIDE or c1 - c0 > DETAIL_SIDE or r1 <= r0 or c1 <= c0:
             self.detail_job.cancel()
             self.heatmap.clear_detail()
+            self._title(request)
             return
         v = request.view
         self.detail_job.run(lambda cancelled: (request, (r0, r1, c0, c1), block_maxima(
@@ -166,4 +181,5 @@ class LongHead(QObject):
             return
         shown = log_scaled(exact)[0] if request.log and request.values == "weights" else exact
         self.heatmap.set_detail(shown, window[0], window[2])
+        self._title(request, window)
         self.detailed.emit(window)
