@@ -73,16 +73,35 @@ def block_sums(weights: np.ndarray, query_positions: np.ndarray, key_positions: 
     return np.array([entropy, distance, first])
 
 
-def _visible_span(visible: np.ndarray) -> tuple[int, int]:
-    """The columns lo..hi that hold every visible key of a block's rows (a causal block sees none past its
-    last query; a sliding one none before its first's window)."""
-    columns = np.flatnonzero(visible.any(axis=0))
-    return (int(columns[0]), int(columns[-1]) + 1) if columns.size else (0, 0)
+@dataclass(frozen=True)
+class BlockKeys:
+    """The keys a block of query rows sees, worked out once for every head: the span of columns holding
+    them (a causal block sees none past its last query, a sliding one none before its first's window),
+    and within it the columns some row cannot see (the causal diagonal), where the mask is applied."""
+
+    span: slice                  # the record's columns lo..hi
+    visible: np.ndarray          # (r, hi - lo) bool
+    positions: np.ndarray        # (hi - lo,) key positions
+    cut: slice | None            # the span's columns some row cannot see; None: every row sees every key
+    hidden: np.ndarray | None    # (r, len(cut)) bool, ~visible there
+    seen: np.ndarray             # (r,) rows that see at least one key
+    columns: np.ndarray          # (hi - lo, 3) float32: p0 - pos_j, 1, [pos_j = 0]  (p0: the first query's)
 
 
-def softmax_block_sums(s: np.ndarray, visible: np.ndarray, temperature: float, query_positions: np.ndarray,
-                       key_positions: np.ndarray) -> np.ndarray:
-    """block_sums of A = softmax(S / tau) over the visible keys, from S without forming A. Overwrites `s`.
+def block_keys(visible: np.ndarray, key_positions: np.ndarray, origin: int) -> BlockKeys:
+    """BlockKeys of rows whose mask is `visible` (r, n_kv) over keys at `key_positions` (n_kv,)."""
+    seen_columns = np.flatnonzero(visible.any(axis=0))
+    span = slice(int(seen_columns[0]), int(seen_columns[-1]) + 1) if seen_columns.size else slice(0, 0)
+    inside, positions = visible[:, span], key_positions[span]
+    partial = np.flatnonzero(~inside.all(axis=0))
+    cut = slice(int(partial[0]), int(partial[-1]) + 1) if partial.size else None
+    columns = np.stack([origin - positions, np.ones_like(positions), positions == 0], axis=1).astype(np.float32)
+    return BlockKeys(span, inside, positions, cut, None if cut is None else ~inside[:, cut], inside.any(axis=1),
+                     columns)
+
+
+def softmax_block_sums(s: np.ndarray, keys: BlockKeys, temperature: float, query_positions: np.ndarray) -> np.ndarray:
+    """block_sums of A = softmax(S / tau) over the visible keys, from S (r, c) without forming A. Overwrites `s`.
 
     With S'_ij = S_ij / tau - m_i (m_i the row's visible maximum), e = exp(S'), Z_i = sum_j e_ij, so that
     A = e / Z and ln A = S' - ln Z:
@@ -93,19 +112,15 @@ def softmax_block_sums(s: np.ndarray, visible: np.ndarray, temperature: float, q
     """
     if temperature != 1.0:
         s /= np.float32(temperature)
-    partial = np.flatnonzero(~visible.all(axis=0))                                    # columns some row cannot see
-    if partial.size:
-        cut = slice(int(partial[0]), int(partial[-1]) + 1)
-        np.copyto(s[:, cut], FLOOR, where=~visible[:, cut])
+    if keys.cut is not None:
+        np.copyto(s[:, keys.cut], FLOOR, where=keys.hidden)
     np.subtract(s, s.max(axis=1, keepdims=True), out=s)                               # S' <= 0
     e = np.exp(s)                                                                     # (r, c)
-    origin = int(query_positions[0]) if query_positions.size else 0
-    columns = np.stack([origin - key_positions, np.ones_like(key_positions), key_positions == 0], axis=1)
-    back, z, first = (e @ columns.astype(np.float32)).T                               # (3, r)
-    seen = visible.any(axis=1) & (z > 0)                                              # a row that sees nothing: 0
+    back, z, first = (e @ keys.columns).T                                             # (3, r)
+    seen = keys.seen & (z > 0)                                                        # a row that sees nothing: 0
     z = np.where(seen, z, 1.0)
     entropy = np.log(z) - np.einsum("ij,ij->i", e, s) / z
-    distance = back / z + (query_positions - origin)
+    distance = back / z + (query_positions - query_positions[0])
     rows = np.stack([entropy, distance, first / z]).astype(np.float64)                # (3, r)
     return np.where(seen, rows, 0.0).sum(axis=1)
 
@@ -116,20 +131,18 @@ def _on_demand_sums(record: AttentionRecord, positions: np.ndarray, cancel) -> n
     softmax = record.kernel.name == "exp"
     for first in range(0, record.n_new, BLOCK):
         last = min(first + BLOCK, record.n_new)
-        visible = attention_maps.mask_rows(record.mask, first, last)                 # (r, n_kv)
-        lo, hi = _visible_span(visible)
+        rows = positions[first:last]
+        keys = block_keys(attention_maps.mask_rows(record.mask, first, last), record.kv_positions, int(rows[0]))
         for head in range(record.n_heads):
             if _stopped(cancel):
                 raise Cancelled
-            s = attention_maps.scores(record.q[head, first:last], record.k[record.kv_head_of(head), lo:hi],
+            s = attention_maps.scores(record.q[head, first:last], record.k[record.kv_head_of(head), keys.span],
                                       record.scale, record.softcap)                  # (r, hi - lo)
-            keys = record.kv_positions[lo:hi]
             if softmax:
-                sums[:, head] += softmax_block_sums(s, visible[:, lo:hi], record.kernel.temperature,
-                                                    positions[first:last], keys)
+                sums[:, head] += softmax_block_sums(s, keys, record.kernel.temperature, rows)
             else:
-                weights = attention_maps.normalised(s, visible[:, lo:hi], record.kernel)
-                sums[:, head] += block_sums(weights, positions[first:last], keys)
+                weights = attention_maps.normalised(s, keys.visible, record.kernel)
+                sums[:, head] += block_sums(weights, rows, keys.positions)
     return sums
 
 
