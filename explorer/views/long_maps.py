@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -197,69 +198,68 @@ def exact_cell(trace: Trace, layer: int, heads: Sequence[int], row: int, col: in
     return float(block_maxima(trace, layer, heads, 1, upto_step, cross, values, (row, row + 1, col, col + 1))[0, 0])
 
 
-class HeadTiles:
-    """Each head's tile of the all-heads grid (grid.TILE blocks a side), kept for the trace they were
-    computed on, so a second look computes nothing. A trace that extends the kept one by decoding steps
-    (its first records are the same objects) has only its new query rows computed and merged in.
-    Safe to ask from a background thread."""
+class ReducedMaps:
+    """Block maxima kept for the trace they were computed on, so a second look computes nothing; a trace
+    that extends the kept one by decoding steps (its first records are the same objects) has only its
+    new query rows computed and merged in. At most `limit` maps (None: no limit), the one asked for
+    least recently going first. Safe to ask from a background thread."""
 
-    def __init__(self) -> None:
-        self._kept: dict[tuple, tuple] = {}       # (layer, head, cross, values, tile) -> (records, block, tile)
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = limit
+        self._kept: OrderedDict = OrderedDict()    # (layer, heads, cross, values, block) -> (records, map)
         self._lock = threading.Lock()
 
-    def tile_shape(self, trace: Trace, upto_step: int | None = None, cross: bool = False,
-                   tile: int = TILE) -> tuple[int, int]:
-        t_q, t_kv = extent(trace, upto_step, cross)
-        block = tile_block(t_q, t_kv, tile)
-        return math.ceil(t_q / block), math.ceil(t_kv / block)
-
-    def cached(self, trace: Trace, layer: int, head: int, upto_step: int | None = None, cross: bool = False,
-               values: str = "weights", tile: int = TILE) -> np.ndarray | None:
-        """The head's tile if it is kept for exactly this trace's records, else None (computes nothing)."""
+    def cached(self, trace: Trace, layer: int, heads: Sequence[int], block: int, upto_step: int | None = None,
+               cross: bool = False, values: str = "weights") -> np.ndarray | None:
+        """The map if it is kept for exactly this trace's records, else None (computes nothing)."""
         records = tuple(attention_records(trace, layer, upto_step, cross))
         with self._lock:
-            kept = self._kept.get((layer, head, cross, values, tile))
-        return kept[2] if kept is not None and _same(kept[0], records) else None
+            kept = self._kept.get((layer, tuple(heads), cross, values, block))
+        return kept[1] if kept is not None and _same(kept[0], records) else None
 
-    def get(self, trace: Trace, layer: int, head: int, upto_step: int | None = None, cross: bool = False,
-            values: str = "weights", tile: int = TILE, cancelled: Callable[[], bool] | None = None,
+    def get(self, trace: Trace, layer: int, heads: Sequence[int], block: int, upto_step: int | None = None,
+            cross: bool = False, values: str = "weights", cancelled: Callable[[], bool] | None = None,
             threads: int = 1) -> np.ndarray:
-        """The head's tile: (r, c) block maxima, NaN where a whole block is masked."""
-        key = (layer, head, cross, values, tile)
+        """block_maxima(trace, layer, heads, block, ...), from what is kept where it can be."""
+        key = (layer, tuple(heads), cross, values, block)
         records = tuple(attention_records(trace, layer, upto_step, cross))
-        t_q, t_kv = extent(trace, upto_step, cross, layer)
-        block = tile_block(t_q, t_kv, tile)
         with self._lock:
             kept = self._kept.get(key)
-        if kept is not None and kept[1] == block and _same(kept[0], records[: len(kept[0])]):
-            if len(kept[0]) == len(records):
-                return kept[2]
-            tile_map = self._extended(trace, layer, head, kept, block, (t_q, t_kv), upto_step, cross, values,
-                                      cancelled)
+        if kept is not None and _same(kept[0], records):
+            reduced = kept[1]
+        elif kept is not None and _same(kept[0], records[: len(kept[0])]):
+            reduced = _extended(trace, layer, heads, kept, block, upto_step, cross, values, cancelled)
         else:
-            tile_map = block_maxima(trace, layer, [head], block, upto_step, cross, values, cancelled=cancelled,
-                                    threads=threads)
+            reduced = block_maxima(trace, layer, heads, block, upto_step, cross, values, cancelled=cancelled,
+                                   threads=threads)
         with self._lock:
-            self._kept[key] = (records, block, tile_map)
-        return tile_map
-
-    @staticmethod
-    def _extended(trace, layer, head, kept, block, size, upto_step, cross, values, cancelled):
-        """The kept tile grown to the trace's size, with the new records' rows merged in (np.fmax: NaN,
-        a block no row saw, gives way to any value)."""
-        old_rows = query_rows(list(kept[0]))[-1]
-        t_q, t_kv = size
-        grown = np.full((math.ceil(t_q / block), math.ceil(t_kv / block)), np.nan, dtype=np.float32)
-        grown[: kept[2].shape[0], : kept[2].shape[1]] = kept[2]
-        new = block_maxima(trace, layer, [head], block, upto_step, cross, values, (old_rows, t_q, 0, t_kv),
-                           cancelled)
-        top = old_rows // block
-        np.fmax(grown[top:], new, out=grown[top:])
-        return grown
+            self._kept[key] = (records, reduced)
+            self._kept.move_to_end(key)
+            while self.limit is not None and len(self._kept) > self.limit:
+                self._kept.popitem(last=False)
+        return reduced
 
     def clear(self) -> None:
         with self._lock:
             self._kept.clear()
+
+
+def _extended(trace, layer, heads, kept, block, upto_step, cross, values, cancelled) -> np.ndarray:
+    """The kept map grown to the trace's size, with the new records' rows merged in (np.fmax: NaN, a
+    block no row saw, gives way to any value). The old rows never see the new keys."""
+    old_rows = query_rows(list(kept[0]))[-1]
+    t_q, t_kv = extent(trace, upto_step, cross, layer)
+    grown = np.full((math.ceil(t_q / block), math.ceil(t_kv / block)), np.nan, dtype=np.float32)
+    grown[: kept[1].shape[0], : kept[1].shape[1]] = kept[1]
+    new = block_maxima(trace, layer, heads, block, upto_step, cross, values, (old_rows, t_q, 0, t_kv), cancelled)
+    top = old_rows // block
+    np.fmax(grown[top:], new, out=grown[top:])
+    return grown
+
+
+def grid_block(trace: Trace, upto_step: int | None = None, cross: bool = False, tile: int = TILE) -> int:
+    """The block side of the all-heads grid's tiles (grid.tile_block of the map's size)."""
+    return tile_block(*extent(trace, upto_step, cross), tile)
 
 
 def _same(a: Sequence, b: Sequence) -> bool:

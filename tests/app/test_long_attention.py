@@ -190,14 +190,16 @@ def test_a_second_look_reuses_the_kept_tiles_and_a_new_trace_shows_none_of_the_o
 
 def test_a_decoding_step_computes_only_its_new_row_for_the_grid(decoder):
     prompt = decoder.prefill(np.arange(N - 4) % 96)
-    tiles = long_maps.HeadTiles()
-    tiles.get(prompt, 1, 2)
+    tiles = long_maps.ReducedMaps()
+    block = tile_block(N - 3, N - 3)
+    assert block == tile_block(N - 4, N - 4)
+    tiles.get(prompt, 1, [2], block)
     stepped = decoder.step()
     before = long_maps.COUNTS["row_blocks"]
-    grown = tiles.get(stepped, 1, 2)
+    grown = tiles.get(stepped, 1, [2], block)
     assert long_maps.COUNTS["row_blocks"] - before == 1                    # one block of rows: the new one
     weights = stepped.attention_head(1, 2).astype(np.float64)
     weights[~stepped.mask(1)] = np.nan
-    expected = block_max(weights, tile_block(N - 3, N - 3))
+    expected = block_max(weights, block)
     np.testing.assert_array_equal(np.isnan(grown), np.isnan(expected))
     np.testing.assert_allclose(grown[np.isfinite(grown)], expected[np.isfinite(expected)], rtol=1e-5, atol=1e-7)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from explorer.views.long_maps import HeadTiles, block_maxima, exact_cell, is_long
+from explorer.views.long_maps import ReducedMaps, block_maxima, exact_cell, is_long
 
 N = 1100                      # 1100² entries: the prompt's maps are rebuilt on demand
 
@@ -68,12 +68,15 @@ def test_a_window_and_the_mean_of_heads(stepped):
     np.testing.assert_allclose(blocks[np.isfinite(blocks)], expected[np.isfinite(expected)], rtol=2e-5, atol=1e-7)
 
 
-def test_head_tiles_keep_a_tile_per_trace_and_cancel_between_blocks(stepped):
+def test_reduced_maps_are_kept_per_trace_within_their_limit_and_cancel_between_blocks(stepped):
     from explorer.views.long_maps import Cancelled
 
-    tiles = HeadTiles()
+    tiles = ReducedMaps(limit=2)
     with pytest.raises(Cancelled):
-        tiles.get(stepped, 0, 0, cancelled=lambda: True)
-    assert tiles.cached(stepped, 0, 0) is None
-    first = tiles.get(stepped, 0, 0)
-    assert tiles.cached(stepped, 0, 0) is first and tiles.get(stepped, 0, 0) is first
+        tiles.get(stepped, 0, [0], 64, cancelled=lambda: True)
+    assert tiles.cached(stepped, 0, [0], 64) is None
+    first = tiles.get(stepped, 0, [0], 64)
+    assert tiles.cached(stepped, 0, [0], 64) is first and tiles.get(stepped, 0, [0], 64) is first
+    tiles.get(stepped, 0, [1], 64)
+    tiles.get(stepped, 1, [0], 64)                         # a third map: the least recent goes
+    assert tiles.cached(stepped, 0, [0], 64) is None and tiles.cached(stepped, 1, [0], 64) is not None

@@ -1,6 +1,6 @@
 """The all-heads grid of a long trace, computed head by head on a background thread and drawn as it fills.
 
-Each head's tile is `long_maps.HeadTiles.get` (block maxima of A or S, computed a block of query rows at
+Each head's tile is `long_maps.ReducedMaps.get` (block maxima of A or S, computed a block of query rows at
 a time): numpy releases the GIL in its matmuls and ufuncs, so the GUI thread only places finished tiles.
 The tiles are kept per trace, so a second look (a repaint, the panel shown again) computes nothing,
 and a new trace starts from a blank grid: no tile of another trace is ever shown. A large head
@@ -8,6 +8,7 @@ asked for meanwhile goes first: the grid pauses between blocks of rows while `pa
 """
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 
@@ -15,7 +16,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
 
 from explorer.views.grid import Mosaic, blank_mosaic
-from explorer.views.long_maps import THREADS, Cancelled, HeadTiles
+from explorer.views.long_maps import THREADS, Cancelled, ReducedMaps, extent, grid_block
 
 REPAINT_MS = 120          # tiles that arrive closer together than this are drawn together
 
@@ -78,7 +79,7 @@ class GridFiller(QObject):
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.tiles = HeadTiles()
+        self.tiles = ReducedMaps()              # every head's tile, for the trace last filled
         self.mosaic: Mosaic | None = None
         self.done = self.total = 0
         self.running = False
@@ -104,11 +105,12 @@ class GridFiller(QObject):
         self._request = request
         self._generation += 1
         n_layers, n_heads = trace.model.n_layers, trace.model.n_heads
-        self.mosaic = blank_mosaic(n_layers, n_heads, self.tiles.tile_shape(trace, upto_step, cross))
+        block, (t_q, t_kv) = grid_block(trace, upto_step, cross), extent(trace, upto_step, cross)
+        self.mosaic = blank_mosaic(n_layers, n_heads, (math.ceil(t_q / block), math.ceil(t_kv / block)))
         missing = []
         for layer in range(n_layers):
             for head in range(n_heads):
-                tile = self.tiles.cached(trace, layer, head, upto_step, cross, values)
+                tile = self.tiles.cached(trace, layer, [head], block, upto_step, cross, values)
                 if tile is None:
                     missing.append((layer, head))
                 else:
@@ -119,11 +121,11 @@ class GridFiller(QObject):
         self.running = True
         self._cancel = cancel = threading.Event()
         generation = self._generation
-        args = (trace, upto_step, cross, values, missing, cancel, generation)
+        args = (trace, upto_step, cross, values, block, missing, cancel, generation)
         threading.Thread(target=self._fill, args=args, name="attention-grid", daemon=True).start()
         return self.mosaic
 
-    def _fill(self, trace, upto_step, cross, values, missing, cancel, generation) -> None:
+    def _fill(self, trace, upto_step, cross, values, block, missing, cancel, generation) -> None:
         def cancelled() -> bool:
             while self.pause.is_set() and not cancel.is_set():
                 cancel.wait(0.02)
@@ -131,8 +133,7 @@ class GridFiller(QObject):
 
         try:
             for layer, head in missing:
-                tile = self.tiles.get(trace, layer, head, upto_step, cross, values, cancelled=cancelled,
-                                      threads=THREADS)
+                tile = self.tiles.get(trace, layer, [head], block, upto_step, cross, values, cancelled, THREADS)
                 self._computed.emit(generation, layer, head, tile)
             self._ended.emit(generation, True)
         except Cancelled:

@@ -9,7 +9,6 @@ and columns draws that window's exact cells over the blocks.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +16,8 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from explorer.app.panels.grid_filler import Background
 from explorer.app.panels.heatmap import Heatmap
-from explorer.views.long_maps import THREADS, Cancelled, block_maxima, display_factor, exact_cell, extent
+from explorer.views.long_maps import (THREADS, Cancelled, ReducedMaps, block_maxima, display_factor, exact_cell,
+                                      extent)
 from explorer.views.maps import axis_labels, head_levels, log_scaled
 
 DETAIL_SIDE = 1024        # a zoomed view of at most this many rows and columns is drawn exactly
@@ -60,7 +60,7 @@ class LongHead(QObject):
         self.pause = pause                   # threading.Event the grid waits on while a head is computed
         self.request: Request | None = None
         self.painted: Request | None = None
-        self._kept: OrderedDict = OrderedDict()          # key -> (trace, reduced)
+        self.maps = ReducedMaps(limit=KEPT)             # a decoding step computes only its new rows
         self._labels: tuple = (None, None)               # (trace, (rows, cols))
         self.job, self.detail_job = Background(self), Background(self)
         self.job.done.connect(self._on_map)
@@ -83,22 +83,28 @@ class LongHead(QObject):
         if same and self.painted is not None and (self.painted.key, self.painted.log) == (request.key, request.log):
             return                                               # asked again (a repaint): nothing new
         self.request = request
-        kept = self._kept.get(request.key)
-        if kept is not None and kept[0] is request.view.trace:
-            self._kept.move_to_end(request.key)
+        v, f = request.view, request.factor
+        kept = self.maps.cached(v.trace, request.layer, request.heads, f, v.step, v.cross, request.values)
+        if kept is not None:
             self.job.cancel()
             self._release()
-            self._paint(request, kept[1])
+            self._paint(request, kept)
             return
-        self.heatmap.clear_detail()
-        self.heatmap.plot.setTitle(f"computing layer {request.layer}"
-                                   + (f", head {request.heads[0]}…" if len(request.heads) == 1 else ", mean of heads…"))
+        title = f"computing layer {request.layer}" + (f", head {request.heads[0]}…" if len(request.heads) == 1
+                                                      else ", mean of heads…")
+        if self.painted is not None and self.painted.view.kind == v.kind and (
+                self.painted.layer, self.painted.heads, self.painted.values, self.painted.factor) == (
+                request.layer, request.heads, request.values, f):
+            self.heatmap.plot.setTitle(title)            # the same map a step longer: the old stays meanwhile
+        else:                                            # another map: none is shown until it is computed,
+            self.heatmap.image.clear()                   # in the same view (its zoom stays)
+            self.heatmap.clear_detail()
+            self.heatmap.plot.setTitle(title)
+            self.painted = None
         if self.pause is not None:
             self.pause.set()
-        v, f = request.view, request.factor
-        self.job.run(lambda cancelled: block_maxima(v.trace, request.layer, request.heads, f, v.step, v.cross,
-                                                    request.values, cancelled=cancelled, threads=THREADS),
-                     name="attention-head")
+        self.job.run(lambda cancelled: self.maps.get(v.trace, request.layer, request.heads, f, v.step, v.cross,
+                                                     request.values, cancelled, THREADS), name="attention-head")
 
     def stop(self) -> None:
         """Show no long map any more (the trace is short, or gone)."""
@@ -110,7 +116,7 @@ class LongHead(QObject):
 
     def forget(self) -> None:
         """Keep no computed map: the next request computes again."""
-        self._kept.clear()
+        self.maps.clear()
         self.painted = None
 
     def cell(self, row: int, col: int) -> float:
@@ -131,9 +137,6 @@ class LongHead(QObject):
         if isinstance(result, Exception):
             self.heatmap.plot.setTitle(f"could not compute the map: {result}")
             return
-        self._kept[self.request.key] = (self.request.view.trace, result)
-        while len(self._kept) > KEPT:
-            self._kept.popitem(last=False)
         self._paint(self.request, result)
 
     def _paint(self, request: Request, reduced: np.ndarray) -> None:
