@@ -8,8 +8,12 @@
 
 Every figure is computed here in float64 from the recorded float32 arrays, and compared with what
 the model recorded (`deltas`): the largest |difference| says how exactly the screen explains the model.
+Under an experiment that replaced a head's O_h (zero or mean ablation, kept out by "only these heads",
+patched) y_i = A_i V is what the head would have given, not what the model went on with: the derivation
+says how it was replaced (`replaced_by`), keeps the output the model used (`used_output`) and does not
+count their difference as a mismatch.
 For MLA the keys are the expansion [c_KV W_h^UK ; k_R] the trace records; c_KV and k_R are shown beside.
-Imports numpy and the trace only.
+Imports numpy, the trace and the intervention values only.
 """
 from __future__ import annotations
 
@@ -17,7 +21,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from explorer.core.intervention import Intervention
 from explorer.core.trace import RopeAngles, Trace
+
+REPLACED = "replaced by an experiment (an ablation, \"only these heads\" or a patch)"   # when the how is unknown
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,9 @@ class CellDerivation:
     head_write: np.ndarray | None = None  # (d_model,) y_i W^O_h, what the head adds (given W^O_h)
     absorbed_query: np.ndarray | None = None  # (d_c,) MLA: W_h^UK q_i^nope, the query folded into latent space
     deltas: dict[str, float] = field(default_factory=dict)  # max |recomputed - recorded| per quantity
+    replaced_by: str | None = None        # how an experiment replaced O_h at row i ("zero ablation"); None: it did not
+    used_output: np.ndarray | None = None  # (d_v,) O_h at row i as the model went on with it, where replaced
+    replaced_gap: float = 0.0             # max |y_i - used_output|: what the replacement changed, not an error
 
     @property
     def max_delta(self) -> float:
@@ -120,11 +130,13 @@ def row_scores(q: np.ndarray, keys: np.ndarray, scale: float, softcap: float | N
 
 
 def derive_cell(trace: Trace, layer: int, head: int, row: int, column: int, upto_step: int | None = None,
-                n_terms: int = 5, w_o: np.ndarray | None = None, w_uk: np.ndarray | None = None) -> CellDerivation:
+                n_terms: int = 5, w_o: np.ndarray | None = None, w_uk: np.ndarray | None = None,
+                intervention: Intervention | None = None) -> CellDerivation:
     """Recompute A[row, column] of (layer, head) and y_row from the trace, with every intermediate.
 
     Given the head's weights, also y_i W^O_h (w_o: (d_v, d_model)) and, for MLA, the absorbed score
-    (W_h^UK q^nope) . c_KV + q^R . k_R against the expanded <q, k> (w_uk: (d_c, d_nope)).
+    (W_h^UK q^nope) . c_KV + q^R . k_R against the expanded <q, k> (w_uk: (d_c, d_nope)). Given the
+    intervention the trace ran under, a head it replaced is named by how (`replaced_by`).
     """
     upto = len(trace.steps) - 1 if upto_step is None else upto_step
     kv_head = trace.kv_head_of(head)
@@ -139,7 +151,11 @@ def derive_cell(trace: Trace, layer: int, head: int, row: int, column: int, upto
     recorded = trace.attention_head(layer, head, upto)[row, : keys.shape[0]].astype(np.float64)
     q_rotation, k_rotation, deltas = _rotations(trace, layer, head, kv_head, row, column, upto)
     deltas["A row"] = float(np.abs(weights - recorded).max())
-    output, top_terms, deltas["y = sum_j A_ij v_j"] = _output(trace, layer, head, row, upto, weights, n_terms)
+    output, top_terms, used = _output(trace, layer, head, row, upto, weights, n_terms)
+    replaced_by = replacement(trace, layer, head, row, upto, intervention)
+    gap = float(np.abs(output - used).max())
+    if replaced_by is None:
+        deltas["y = sum_j A_ij v_j"] = gap
     latent, k_rope = _latent(trace, layer, column, upto)
     if k_rope is not None:                                                      # k_j = [c_KV W^UK ; k_R]
         deltas["k_R in k_j"] = float(np.abs(keys[column, -k_rope.shape[0]:] - k_rope).max())
@@ -157,7 +173,9 @@ def derive_cell(trace: Trace, layer: int, head: int, row: int, column: int, upto
         row_scores=scores, row_max=row_max, row_exp=exp, z=float(exp.sum()), weight=float(weights[column]),
         recorded_weight=float(recorded[column]), output=output, top_terms=top_terms,
         latent=latent, k_rope=k_rope, deltas=deltas, absorbed_query=absorbed,
-        head_write=None if w_o is None else output @ w_o.astype(np.float64))
+        head_write=None if w_o is None else (output if replaced_by is None else used) @ w_o.astype(np.float64),
+        replaced_by=replaced_by, used_output=None if replaced_by is None else used,
+        replaced_gap=0.0 if replaced_by is None else gap)
 
 
 def _score(dot: float, scale: float, softcap: float | None) -> float:
@@ -167,15 +185,15 @@ def _score(dot: float, scale: float, softcap: float | None) -> float:
 
 
 def _output(trace: Trace, layer: int, head: int, row: int, upto: int, weights: np.ndarray, n_terms: int):
-    """y_i = sum_j A_ij v_j, its n_terms largest terms (j, A_ij, ||A_ij v_j||), and max |y_i - recorded O_h|."""
+    """y_i = sum_j A_ij v_j, its n_terms largest terms (j, A_ij, ||A_ij v_j||), and O_h at row i as the model
+    went on with it (Trace.head_out: A_h V_h, or what an experiment replaced it by)."""
     values = trace.v(layer, trace.kv_head_of(head), upto).astype(np.float64)   # (T_kv, d_v)
     terms = weights[:, None] * values                                           # A_ij v_j: (T_kv, d_v)
     output = terms.sum(axis=0)
     sizes = np.linalg.norm(terms, axis=1)
     order = np.argsort(-sizes)[:n_terms]
     recorded = trace.head_out(layer, head, upto)[row].astype(np.float64)
-    return (output, tuple((int(j), float(weights[j]), float(sizes[j])) for j in order),
-            float(np.abs(output - recorded).max()))
+    return output, tuple((int(j), float(weights[j]), float(sizes[j])) for j in order), recorded
 
 
 def _latent(trace: Trace, layer: int, column: int, upto: int) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -190,3 +208,51 @@ def _latent(trace: Trace, layer: int, column: int, upto: int) -> tuple[np.ndarra
                     record.k_rope[column - offset].astype(np.float64))
         offset += step.n_new
     return None, None
+
+
+def replacement(trace: Trace, layer: int, head: int, row: int, upto: int,
+                intervention: Intervention | None = None) -> str | None:
+    """How an experiment replaced O_h of (layer, head) at query row `row`, in words; None where O_h = A_h V_h.
+
+    The record says which heads were replaced (AttentionRecord.edited_heads); `intervention`, the one
+    the trace ran under, says how. A record that stores every head's O_h does not list them: there the
+    intervention alone tells.
+    """
+    record = _record_at(trace, layer, row, upto)
+    position = int(_positions(trace, upto)[row])
+    how = None if intervention is None else replaced_how(intervention, layer, head, trace.model.n_heads, position)
+    if record.head_out is not None and not record.edited_heads:
+        return how or None
+    if head not in record.edited_heads or how == "":
+        return None
+    return how or REPLACED
+
+
+def replaced_how(intervention: Intervention, layer: int, head: int, n_heads: int, position: int) -> str | None:
+    """"zero ablation", "mean ablation", ... for head (layer, head) at `position` of the self-attention;
+    "" for a head patched at other positions only; None where the intervention leaves it alone."""
+    modes = {a.head: a.mode for a in intervention.ablations if a.layer == layer and a.where == "self"}
+    if head in modes:
+        return _ablation(modes[head])
+    keep = intervention.keep_only
+    if keep is not None and keep.where == "self" and (layer, head) not in set(map(tuple, keep.heads)) \
+            and 0 <= head < n_heads:
+        return f"{_ablation(keep.mode)}, kept out by \"only these heads\""
+    patches = [p for p in intervention.head_patches if p.layer == layer and p.head == head and p.where == "self"]
+    if any(p.start <= position < p.start + len(p.values) for p in patches):
+        return "patched with another run's output"
+    return "" if patches else None
+
+
+def _ablation(mode: str) -> str:
+    return "zero ablation (O_h = 0)" if mode == "zero" else "mean ablation (O_h = its mean over the prompt)"
+
+
+def _record_at(trace: Trace, layer: int, row: int, upto: int):
+    """The attention record of `layer` whose new query rows hold `row`."""
+    offset = 0
+    for step in trace.steps[: upto + 1]:
+        if row < offset + step.n_new:
+            return step.layers[layer].attn
+        offset += step.n_new
+    raise IndexError(f"row {row} is past the trace's {offset} rows")

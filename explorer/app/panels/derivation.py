@@ -1,7 +1,9 @@
 """Show the work: click a cell A[i, j] of the selected head's map and see it derived from the recorded
 tensors, q_i and k_j before and after RoPE, their products per dimension, the scale, softcap and
 mask, the row's max, exp and Z_i, then y_i = sum_j A_ij v_j, each figure recomputed
-(explorer.core.derivation) with its max |delta| against what the model recorded.
+(explorer.core.derivation) with its max |delta| against what the model recorded. For a head whose
+output an experiment replaced (an ablation, "only these heads", a patch) it says so, and shows
+A.V as what the head would have given beside the output the model went on with.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from explorer.app.panels.text_helpers import readable, selected_position
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import BlockWalkJob, OutputWeightsJob
 from explorer.core import derivation
+from explorer.core.intervention import active
 from explorer.views.maps import attention_matrix, axis_labels
 
 PAIR_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
@@ -89,14 +92,15 @@ class DerivationPanel(Panel):
         self.map.highlight(row, column)
         w_o, w_uk = self._weights_of(trace, selection.layer, selection.head)
         self.derived = derivation.derive_cell(trace, selection.layer, selection.head, row, column, upto,
-                                              w_o=w_o, w_uk=w_uk)
+                                              w_o=w_o, w_uk=w_uk, intervention=active(self.session.experiments))
         self._draw_products(self.derived)
         if self.what_box.currentIndex() == 1:
             self._ask_block(trace, selection.layer, row)
         else:
             self.text.setHtml(derivation_html(self.derived, trace.token_text))
         self.set_formula(f"A[{row}, {column}] of layer {selection.layer}, head {selection.head} = "
-                         f"{self.derived.weight:.6g}, recomputed (max |Δ| {self.derived.max_delta:.1e})")
+                         f"{self.derived.weight:.6g}, recomputed (max |Δ| {self.derived.max_delta:.1e})"
+                         + ("; its output replaced by the experiment" if self.derived.replaced_by else ""))
         self.readout.setText("click any cell of the map to derive it")
 
     def _weights_of(self, trace, layer: int, head: int) -> tuple:
@@ -197,7 +201,10 @@ def derivation_html(cell: derivation.CellDerivation, token_text) -> str:
                  f"(recorded {cell.recorded_weight:.6g})")
     terms = "".join(f"<tr><td>{jj}</td><td>'{html.escape(readable(token_text[jj]))}'</td><td>{a:.4f}</td>"
                     f"<td>{size:.4f}</td></tr>" for jj, a, size in cell.top_terms)
-    lines.append(f"y<sub>i</sub> = Σ<sub>j</sub> A<sub>ij</sub> v<sub>j</sub> = {_vector(cell.output)}; "
+    if cell.replaced_by is not None:
+        lines.append(replaced_html(cell))
+    lines.append(f"y<sub>i</sub> = Σ<sub>j</sub> A<sub>ij</sub> v<sub>j</sub> = {_vector(cell.output)}"
+                 + (" (what the head would have given)" if cell.replaced_by else "") + "; "
                  "its largest terms:<table cellspacing=4><tr><th>j</th><th>token</th><th>A<sub>ij</sub></th>"
                  f"<th>‖A<sub>ij</sub> v<sub>j</sub>‖</th></tr>{terms}</table>"
                  + _written(cell))
@@ -207,9 +214,24 @@ def derivation_html(cell: derivation.CellDerivation, token_text) -> str:
     return "<br><br>".join(lines)
 
 
+def replaced_sentence(cell: derivation.CellDerivation) -> str:
+    """The plain words for a head an experiment replaced (plain text; the panel shows it in bold)."""
+    return (f"This head's output was replaced by the experiment: {cell.replaced_by}. "
+            "A·V below is what it would have been; the model went on with the replacement.")
+
+
+def replaced_html(cell: derivation.CellDerivation) -> str:
+    return (f"<b>{html.escape(replaced_sentence(cell))}</b><br>O<sub>h</sub> at row {cell.row}, as the model used it: "
+            f"{_vector(cell.used_output)}; it differs from A·V by up to {cell.replaced_gap:.3g}, the experiment's "
+            "doing, not a mismatch (not counted in |Δ| below)")
+
+
 def _written(cell: derivation.CellDerivation) -> str:
     if cell.head_write is None:
         return "y W<sup>O</sup>: reading the head's W<sup>O</sup> from the model…"
+    if cell.replaced_by is not None:
+        return (f"O<sub>h</sub> W<sup>O</sup><sub>h</sub> (the replacement) = {_vector(cell.head_write)}, "
+                f"‖·‖ = {float(np.linalg.norm(cell.head_write)):.4g}: what the head added to the residual stream")
     return (f"y<sub>i</sub> W<sup>O</sup><sub>h</sub> = {_vector(cell.head_write)}, "
             f"‖·‖ = {float(np.linalg.norm(cell.head_write)):.4g}: what the head adds to the residual stream "
             "(its share of the logit is in Why this token)")
