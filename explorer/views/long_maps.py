@@ -26,7 +26,7 @@ from explorer.core.trace import AttentionRecord, Trace, run_slice
 from explorer.views.grid import TILE, _reduce, attention_records, query_rows, tile_block
 
 STORED_LONG = 16 * ON_DEMAND_FROM    # stored maps of 4,096² entries and more are drawn as long ones too
-DISPLAY_SIDE = 2048      # the panel draws a long head at most this many blocks a side
+DISPLAY_SIDE = 1024      # the panel draws a long head at most this many blocks a side (zoomed in: finer)
 THREADS = min(2, os.cpu_count() or 1)    # threads a view's map is computed on
 COUNTS = {"row_blocks": 0}   # blocks of rows scored (tests count the work a cached view saves)
 

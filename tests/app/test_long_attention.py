@@ -121,6 +121,28 @@ def test_zooming_in_draws_the_visible_cells_exactly(qtbot, panel, traces):
     assert (rect.left(), rect.top(), rect.width()) == (c0 - 0.5, r0 - 0.5, c1 - c0)
 
 
+def test_zooming_part_way_draws_the_view_at_finer_blocks(qtbot, panel, traces, monkeypatch):
+    from explorer.app.panels import long_head
+
+    monkeypatch.setattr(long_head, "DETAIL_SIDE", 256)                # a 600-cell view: 3 × 3 blocks, finer than 4
+    trace = traces[0]
+    show(qtbot, panel, trace)
+    with qtbot.waitSignal(panel.long_head.detailed, timeout=10000) as blocker:
+        panel.large.plot.setRange(xRange=(1000, 1600), yRange=(1100, 1700), padding=0)
+    r0, r1, c0, c1 = blocker.args[0]
+    block = math.ceil(max(r1 - r0, c1 - c0) / 256)
+    assert block == 3
+    window = np.full((r1 - r0 // block * block, c1 - c0 // block * block), np.nan)      # from the first block's edge
+    window[r0 % block:, c0 % block:] = exact_map(trace, 1, 2)[r0:r1, c0:c1]              # only the view's cells count
+    expected = block_max(window, block)
+    detail = panel.large.detail.image
+    np.testing.assert_array_equal(np.isnan(detail), np.isnan(expected))
+    np.testing.assert_allclose(detail[np.isfinite(detail)], expected[np.isfinite(expected)], rtol=1e-4, atol=1e-7)
+    rect = panel.large.detail.mapRectToParent(panel.large.detail.boundingRect())
+    assert (rect.left(), rect.top(), rect.width()) == (c0 // 3 * 3 - 0.5, r0 // 3 * 3 - 0.5, detail.shape[1] * 3)
+    assert "3×3 block maxima in view" in panel.large.plot.titleLabel.text
+
+
 def grid_tile(trace, layer, head):
     block = tile_block(N, N)
     return block_max(exact_map(trace, layer, head), block)

@@ -218,10 +218,11 @@ class Heatmap:
         self.highlight(*self.highlighted)
         self._connect_scene()
 
-    def set_detail(self, matrix: np.ndarray, top: int, left: int) -> None:
-        """Draw the exact cells `matrix` over the reduced map, its cell (0, 0) at real (top, left)."""
+    def set_detail(self, matrix: np.ndarray, top: int, left: int, block: int = 1) -> None:
+        """Draw `matrix` over the reduced map, finer than it: each entry `block` × `block` real cells
+        (1: the exact cells), its entry (0, 0) at real (top, left)."""
         self.detail.setImage(np.asarray(matrix, dtype=np.float32), levels=self.image.levels, autoLevels=False)
-        self.detail.setRect(QRectF(left - 0.5, top - 0.5, matrix.shape[1], matrix.shape[0]))
+        self.detail.setRect(QRectF(left - 0.5, top - 0.5, matrix.shape[1] * block, matrix.shape[0] * block))
         self.detail.setVisible(True)
 
     def clear_detail(self) -> None:

@@ -4,8 +4,8 @@ its real extent, computed on a background thread, with exact values on hover and
     shown[I, J] = max { A[i, j] : i // f = I, j // f = J },   f = ceil(T / DISPLAY_SIDE)
 
 Maxima, so a single strong weight stays visible however far the map is reduced. Hovering computes
-the exact A[i, j] from the one query row i; zooming in until the view holds at most DETAIL_SIDE rows
-and columns draws that window's exact cells over the blocks.
+the exact A[i, j] from the one query row i; zooming in draws the window in view over the blocks at
+its own, finer blocks (DETAIL_SIDE a side), and its exact cells once it holds DETAIL_SIDE or fewer.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from explorer.views.long_maps import (THREADS, Cancelled, ReducedMaps, block_max
                                       extent)
 from explorer.views.maps import axis_labels, head_levels, log_scaled
 
-DETAIL_SIDE = 1024        # a zoomed view of at most this many rows and columns is drawn exactly
+DETAIL_SIDE = 1024        # a zoomed view is drawn at most this many blocks a side, exactly when it holds fewer cells
 KEPT = 4                  # reduced maps kept (16 MB each at 8,000 tokens): going back to a head is instant
 ZOOM_SETTLE_MS = 150      # the view must rest this long before its exact cells are computed
 
@@ -151,38 +151,41 @@ class LongHead(QObject):
         self.shown.emit(request)
         self._settle.start()
 
-    def _title(self, request: Request, exact: tuple[int, int, int, int] | None = None) -> None:
+    def _title(self, request: Request, window: tuple[int, int, int, int] | None = None, block: int = 1) -> None:
         f, (t_q, t_kv) = request.factor, request.size
-        if exact is not None:
-            r0, r1, c0, c1 = exact
-            text = f"{t_q}×{t_kv}: exact cells in view (queries {r0}–{r1 - 1}, keys {c0}–{c1 - 1})"
+        if window is not None:
+            r0, r1, c0, c1 = window
+            what = "exact cells" if block == 1 else f"{block}×{block} block maxima"
+            text = f"{t_q}×{t_kv}: {what} in view (queries {r0}–{r1 - 1}, keys {c0}–{c1 - 1})"
         else:
-            text = f"{t_q}×{t_kv}, {f}×{f} block maxima: zoom in for exact cells" if f > 1 else ""
+            text = f"{t_q}×{t_kv}, {f}×{f} block maxima: zoom in for finer, then exact cells" if f > 1 else ""
         self.heatmap.plot.setTitle(text)
 
     def _zoomed(self) -> None:
-        """Draw the window's exact cells once the view holds few enough of them, else only the blocks."""
+        """Draw the window finer than the whole map once the view holds fewer cells: its own blocks,
+        of the side that brings it to DETAIL_SIDE blocks, exact cells (block 1) when it holds fewer."""
         request = self.painted
         if request is None or request.factor == 1:
             return
         r0, r1, c0, c1 = self.heatmap.visible_cells()
-        if r1 - r0 > DETAIL_SIDE or c1 - c0 > DETAIL_SIDE or r1 <= r0 or c1 <= c0:
+        block = display_factor(r1 - r0, c1 - c0, DETAIL_SIDE)
+        if block >= request.factor or r1 <= r0 or c1 <= c0:
             self.detail_job.cancel()
             self.heatmap.clear_detail()
             self._title(request)
             return
-        v = request.view
-        self.detail_job.run(lambda cancelled: (request, (r0, r1, c0, c1), block_maxima(
-            v.trace, request.layer, request.heads, 1, v.step, v.cross, request.values, (r0, r1, c0, c1), cancelled)),
+        v, window = request.view, (r0, r1, c0, c1)
+        self.detail_job.run(lambda cancelled: (request, window, block, block_maxima(
+            v.trace, request.layer, request.heads, block, v.step, v.cross, request.values, window, cancelled)),
             name="attention-detail")
 
     def _on_detail(self, generation: int, result) -> None:
         if generation != self.detail_job.generation or isinstance(result, Exception):
             return
-        request, window, exact = result
+        request, window, block, reduced = result
         if request is not self.painted:
             return
-        shown = log_scaled(exact)[0] if request.log and request.values == "weights" else exact
-        self.heatmap.set_detail(shown, window[0], window[2])
-        self._title(request, window)
+        shown = log_scaled(reduced)[0] if request.log and request.values == "weights" else reduced
+        self.heatmap.set_detail(shown, window[0] // block * block, window[2] // block * block, block)
+        self._title(request, window, block)
         self.detailed.emit(window)
