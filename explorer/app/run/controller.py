@@ -199,11 +199,12 @@ class DecodingController(QObject):
         return self._play.isActive()
 
     def restore(self, state: SessionState) -> None:
-        """Rebuild a saved session exactly: its sampling, experiments, prompt, forced tokens and step count."""
+        """Rebuild a saved session exactly: its sampling, experiments, record dtype, prompt, forced tokens and steps."""
         self.set_sampling(state.sampling)
         self.session.set_experiments(state.experiments)
 
         def replay() -> None:
+            self.set_record_dtype(state.record_dtype)       # the saved precision (float16 is another trace)
             self.set_prompt(state.prompt)
             self._run_prompt = None
             if state.steps and state.prompt_ids:

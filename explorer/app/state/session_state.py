@@ -2,8 +2,12 @@
 same files the app opens.
 
 Decoding is deterministic, so the model reference, the prompt and its ids, the
-sampling settings with the seed, the forced tokens and the number of steps are
-enough. Files are written atomically (a temporary file, then `os.replace`), so a
+sampling settings with the seed, the forced tokens, the number of steps and the
+precision the trace was recorded in (`record_dtype`: float16 rounds every recorded
+array, so it is another trace) are enough. A file written before `record_dtype` was
+saved reads as float32, the default recording: a session file is a value, read the
+same whatever the app's current setting (and the Python API records in float32).
+Files are written atomically (a temporary file, then `os.replace`), so a
 crash mid-write leaves the old file whole.
 """
 from __future__ import annotations
@@ -21,6 +25,7 @@ from explorer.views import trace_views
 
 FORMAT = "transformer-explorer-session"
 VERSION = 1
+RECORD_DTYPES = ("float32", "float16")   # what a trace's arrays may be recorded in (core.recording.RECORD_DTYPES)
 
 
 SamplingSettings = Sampling      # the toolbar's choices are the engine's own dataclass (torch-free)
@@ -43,18 +48,24 @@ class SessionState:
     device: str = "cpu"
     dtype: str = "float32"
     experiments: tuple[Experiment, ...] = ()   # the Experiments list, each on or off (the run is under those on)
+    record_dtype: str = "float32"        # what the trace's arrays were recorded in (the replay records in it too)
+
+    def __post_init__(self):
+        if self.record_dtype not in RECORD_DTYPES:
+            raise SessionFileError(f"record dtype {self.record_dtype!r} is not one of {', '.join(RECORD_DTYPES)}.")
 
     @classmethod
     def of(cls, model: str | None, prompt: str, sampling: SamplingSettings, trace=None,
            device: str = "cpu", dtype: str = "float32", experiments: tuple = ()) -> "SessionState":
-        """The state of a window: its model, prompt and sampling, and the trace it shows (if any)."""
+        """The state of a window: its model, prompt and sampling, and the trace it shows (if any), with the
+        precision that trace was recorded in (read from its arrays, so the app and the API agree)."""
         if trace is None or not trace.steps:
             return cls(model=model, prompt=prompt, sampling=sampling, device=device, dtype=dtype,
                        experiments=tuple(experiments))
         forced = tuple((i, int(s.chosen_id)) for i, s in enumerate(trace.steps) if s.forced)
         return cls(model=model, prompt=prompt, prompt_ids=tuple(int(i) for i in trace_views.started_ids(trace)),
                    sampling=sampling, forced=forced, steps=trace.n_steps, device=device, dtype=dtype,
-                   experiments=tuple(experiments))
+                   experiments=tuple(experiments), record_dtype=record_dtype_of(trace))
 
     def to_json(self) -> str:
         body = asdict(self)
@@ -81,9 +92,20 @@ class SessionState:
                        forced=tuple((int(s), int(t)) for s, t in body.get("forced", ())),
                        steps=int(body.get("steps", 0)), device=str(body.get("device", "cpu")),
                        dtype=str(body.get("dtype", "float32")),
-                       experiments=tuple(Experiment.from_json(e) for e in body.get("experiments", ())))
+                       experiments=tuple(Experiment.from_json(e) for e in body.get("experiments", ())),
+                       record_dtype=str(body.get("record_dtype", "float32")))     # before it was saved: float32
+        except SessionFileError as error:
+            raise SessionFileError(f"{source}: {error}") from None
         except (TypeError, ValueError) as error:
             raise SessionFileError(f"{source} has a malformed field ({error}).") from None
+
+
+def record_dtype_of(trace) -> str:
+    """The dtype `trace`'s arrays were recorded in ("float32" or "float16"), read from its first Q."""
+    layers = trace.steps[0].layers if trace.steps else ()
+    attn = layers[0].attn if layers else None
+    name = str(attn.q.dtype) if attn is not None else "float32"
+    return name if name in RECORD_DTYPES else "float32"
 
 
 def write_atomically(path: str | os.PathLike, text: str) -> None:
