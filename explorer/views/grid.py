@@ -332,8 +332,12 @@ class Mosaic:
 
     def place(self, layer: int, head: int, tile: np.ndarray) -> None:
         """Draw one head's tile into the image (a grid filled in as its tiles are computed)."""
+        self.tile(layer, head)[: tile.shape[0], : tile.shape[1]] = tile
+
+    def tile(self, layer: int, head: int) -> np.ndarray:
+        """The head's tile in the image (a view): all NaN until it is placed in a grid being filled."""
         top, left = self.tile_origin(layer, head)
-        self.image[top: top + tile.shape[0], left: left + tile.shape[1]] = tile
+        return self.image[top: top + self.tile_shape[0], left: left + self.tile_shape[1]]
 
     def tile_origin(self, layer: int, head: int) -> tuple[int, int]:
         r, c = self.tile_shape

@@ -17,7 +17,6 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -143,14 +142,30 @@ def block_maxima(trace: Trace, layer: int, heads: Sequence[int], block: int, upt
                 with lock:
                     _fold(out, allowed, *reduced)
 
-    if threads > 1 and len(chunks) > 1:
-        with ThreadPoolExecutor(threads, thread_name_prefix="attention-rows") as pool:
-            for done in [pool.submit(work, part) for part in range(threads)]:
-                done.result()
-    else:
-        work(0)
+    _in_threads(work, threads if len(chunks) > 1 else 1)
     out[~allowed] = np.nan
     return out
+
+
+def _in_threads(work: Callable[[int], None], threads: int) -> None:
+    """work(0), ..., work(threads - 1), each on a daemon thread of its own but the first (a daemon never
+    holds up the app's exit); the first exception raised is raised here once all are done."""
+    errors: list[BaseException] = []
+
+    def part(index: int) -> None:
+        try:
+            work(index)
+        except BaseException as error:          # handed to the caller's thread
+            errors.append(error)
+
+    others = [threading.Thread(target=part, args=(i,), name="attention-rows", daemon=True) for i in range(1, threads)]
+    for thread in others:
+        thread.start()
+    part(0)
+    for thread in others:
+        thread.join()
+    if errors:
+        raise errors[0]
 
 
 def _chunks(records: list[AttentionRecord], block: int, rows: tuple[int, int]) -> list[tuple]:

@@ -228,9 +228,7 @@ class AttentionPanel(Panel):
     def _hover_grid(self, row, col) -> None:
         tile = self.mosaic.tile_at(row, col) if (row is not None and self.mosaic) else None
         if tile is not None:
-            top, left = self.mosaic.tile_origin(*tile)
-            waiting = " (not computed yet)" if np.isnan(self.mosaic.image[top: top + self.mosaic.tile_shape[0],
-                                                                            left: left + self.mosaic.tile_shape[1]]).all() else ""
+            waiting = " (not computed yet)" if np.isnan(self.mosaic.tile(*tile)).all() else ""
             self.readout.setText(f"layer {tile[0]}, head {tile[1]}{waiting} (click to open it large)")
 
     def _click_large(self, row: int, col: int) -> None:
