@@ -91,11 +91,25 @@ class _LayerTiles:
 
     def merge_pending(self) -> None:
         for record in self.pending():
-            if self.values == "scores":
+            if record.on_demand:
+                reduced = self._reduced_on_demand(record)
+            elif self.values == "scores":
                 reduced = _reduced_scores(self.trace, self.layer, self.done, record, self.row, self.block, self.cross)
             else:
                 reduced = _reduced(record, self.row, self.block, self.cross)
             self.merge(*reduced, record.n_new)
+
+    def _reduced_on_demand(self, record: AttentionRecord):
+        """A record rebuilt on demand, a head and a block of rows at a time (never the layer's dense (N_Q, T, T))."""
+        from explorer.views.long_maps import block_maxima, extent          # long_maps builds on this module
+
+        window = (self.row, self.row + record.n_new, 0, extent(self.trace, self.done, self.cross, self.layer)[1])
+        maps = np.stack([block_maxima(self.trace, self.layer, [head], self.block, self.done, self.cross,
+                                      self.values, window) for head in range(record.n_heads)])   # (N_Q, r, c)
+        allowed = np.isfinite(maps[0])                                     # the mask is every head's
+        maps[:, ~allowed] = 0.0 if self.values == "weights" else -np.inf
+        top = self.row // self.block
+        return np.arange(top, top + maps.shape[1]), np.arange(maps.shape[2]), maps, allowed
 
     def finish(self) -> np.ndarray:
         _remember(self.key, (tuple(self.records), self.block, self.out, self.allowed))

@@ -80,3 +80,31 @@ def test_reduced_maps_are_kept_per_trace_within_their_limit_and_cancel_between_b
     tiles.get(stepped, 0, [1], 64)
     tiles.get(stepped, 1, [0], 64)                         # a third map: the least recent goes
     assert tiles.cached(stepped, 0, [0], 64) is None and tiles.cached(stepped, 1, [0], 64) is not None
+
+
+@pytest.mark.parametrize("values", ["weights", "scores"])
+def test_the_synchronous_grid_reduces_an_on_demand_prompt_without_its_dense_maps(stepped, values, monkeypatch):
+    from explorer.core.trace import AttentionRecord
+    from explorer.views.grid import mosaic, tile_block
+
+    original = AttentionRecord.weights_of
+
+    def refuse(self, head=None):
+        assert not self.on_demand, "the dense map of a prompt rebuilt on demand was built"
+        return original(self, head)
+
+    monkeypatch.setattr(AttentionRecord, "weights_of", refuse)
+    grid = mosaic(stepped, values=values)
+    block = tile_block(N + 2, N + 2)
+    for layer in range(stepped.model.n_layers):
+        mask = stepped.mask(layer)
+        dense = original(stepped.steps[0].layers[layer].attn, 2) if values == "weights" else None
+        full = stepped.scores(layer, 2) if values == "scores" else np.zeros(mask.shape, np.float32)
+        if values == "weights":                                     # the prompt's rows, then the steps' stored rows
+            full[:N, :N] = dense
+            for index, step in enumerate(stepped.steps[1:], start=1):
+                full[N + index - 1, step.layers[layer].attn.kv_positions] = original(step.layers[layer].attn, 2)[0]
+        expected = dense_block_max(np.where(mask, full, np.nan).astype(np.float64), block)
+        drawn = grid.tile(layer, 2)
+        np.testing.assert_array_equal(np.isnan(drawn), np.isnan(expected))
+        np.testing.assert_allclose(drawn[np.isfinite(drawn)], expected[np.isfinite(expected)], rtol=2e-5, atol=1e-6)
