@@ -119,6 +119,8 @@ def test_zooming_in_draws_the_visible_cells_exactly(qtbot, panel, traces):
     np.testing.assert_allclose(detail, expected, rtol=1e-4, atol=1e-7)
     rect = panel.large.detail.mapRectToParent(panel.large.detail.boundingRect())
     assert (rect.left(), rect.top(), rect.width()) == (c0 - 0.5, r0 - 0.5, c1 - c0)
+    # The blocks under it are covered: a masked cell there shows the background, not its block's colour.
+    assert panel.large.backdrop.isVisible() and panel.large.backdrop.rect() == rect
 
 
 def test_zooming_part_way_draws_the_view_at_finer_blocks(qtbot, panel, traces, monkeypatch):

@@ -164,6 +164,11 @@ class Heatmap:
         self.detail.setZValue(5)
         self.detail.setVisible(False)
         self.plot.addItem(self.detail)
+        self.backdrop = QGraphicsRectItem()                      # hides the blocks under the finer cells, so a
+        self.backdrop.setPen(QPen(Qt.PenStyle.NoPen))            # masked cell there is not a block's colour
+        self.backdrop.setZValue(4)
+        self.backdrop.setVisible(False)
+        self.plot.addItem(self.backdrop)
         self.colormap = pg.colormap.get(colormap)
         self.image.setColorMap(self.colormap)
         self.detail.setColorMap(self.colormap)
@@ -222,12 +227,18 @@ class Heatmap:
         """Draw `matrix` over the reduced map, finer than it: each entry `block` × `block` real cells
         (1: the exact cells), its entry (0, 0) at real (top, left)."""
         self.detail.setImage(np.asarray(matrix, dtype=np.float32), levels=self.image.levels, autoLevels=False)
-        self.detail.setRect(QRectF(left - 0.5, top - 0.5, matrix.shape[1] * block, matrix.shape[0] * block))
+        rect = QRectF(left - 0.5, top - 0.5, matrix.shape[1] * block, matrix.shape[0] * block)
+        self.detail.setRect(rect)
+        self.backdrop.setRect(rect)
+        self.backdrop.setBrush(pg.mkBrush(self.plot.scene().views()[0].backgroundBrush().color()
+                                          if self.plot.scene() and self.plot.scene().views() else "k"))
+        self.backdrop.setVisible(True)
         self.detail.setVisible(True)
 
     def clear_detail(self) -> None:
         if self.detail.isVisible():
             self.detail.setVisible(False)
+            self.backdrop.setVisible(False)
             self.detail.clear()
 
     def visible_cells(self) -> tuple[int, int, int, int]:
