@@ -9,7 +9,8 @@ on demand from Q and K). Then, with the atlas shown at 1366 x 768 on the entropy
   first_layer_s   set_trace to the first layer's row painted
   total_s         set_trace to the last layer's row painted
   set_trace_ms    the set_trace call itself on the GUI thread (the atlas's first, empty paint)
-  gui_gap_ms      the longest the GUI thread stopped answering meanwhile (gaps of a 5 ms timer), and p99
+  gui_gap_ms      the longest the GUI thread stopped answering meanwhile (gaps of a 5 ms timer), its p99,
+                  and when the longest began (s after set_trace)
   again_ms        a repaint once read (nothing is read again)
   peak_rss_mb     the process's peak resident memory, prefill included
 The load average is recorded with the figures: on a shared machine it says how far to trust them.
@@ -50,9 +51,11 @@ def read_atlas(app, panel, trace) -> dict:
     end = time.perf_counter()
     timer.stop()
     gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+    worst = max(range(len(gaps)), key=gaps.__getitem__) if gaps else None
     return {"set_trace_ms": round((shown - start) * 1000.0), "first_layer_s": round(first[0] - start, 2) if first
             else None, "total_s": round(end - start, 1), "gui_gap_ms": round(max(gaps) * 1000.0) if gaps else None,
-            "gui_gap_p99_ms": round(sorted(gaps)[int(0.99 * (len(gaps) - 1))] * 1000.0) if gaps else None}
+            "gui_gap_p99_ms": round(sorted(gaps)[int(0.99 * (len(gaps) - 1))] * 1000.0) if gaps else None,
+            "gui_gap_at_s": round(ticks[worst] - start, 2) if gaps else None}
 
 
 def main() -> None:

@@ -86,9 +86,10 @@ def read_all(qtbot, panel) -> None:
 
 def test_a_long_text_fills_in_layer_by_layer_from_a_thread_of_its_own(qtbot, panel, traces, slow):
     prefill, _ = traces
-    seen = []
+    seen, captions = [], {}
     panel.reader.progressed.connect(lambda: seen.append((finite_layers(panel), panel.progress.value(),
                                                          panel.progress.isVisible(), panel.map.image.image.copy())))
+    panel.reader.progressed.connect(lambda: captions.setdefault(finite_layers(panel), panel.caption.text()))
     panel.session.set_trace(prefill)
     assert finite_layers(panel) == 0 and panel.progress.isVisible() and panel.cancel_button.text() == "Cancel"
     read_all(qtbot, panel)
@@ -103,7 +104,7 @@ def test_a_long_text_fills_in_layer_by_layer_from_a_thread_of_its_own(qtbot, pan
             assert np.isnan(image[count:]).all()                               # not read: empty, not a guess
     np.testing.assert_allclose(panel.map.image.image, expected, rtol=1e-6)
     assert threading.main_thread() not in readers and not panel.progress.isVisible()
-    assert "read so far" not in panel.caption.text()
+    assert "so far" not in panel.caption.text() and "so far" in captions[LAYERS // 2]
 
 
 def test_cancel_stops_the_reading_and_resume_reads_on(qtbot, panel, traces, slow):
@@ -149,12 +150,26 @@ def test_what_was_read_is_kept_and_a_new_prompt_starts_empty(qtbot, panel, model
 
 
 def test_a_long_texts_example_map_is_drawn_from_the_background(qtbot, panel, traces):
+    """The example of a long text: block maxima of the selected head, computed off the GUI thread."""
+    import warnings
+
     from explorer.views.maps import attention_matrix
 
     prefill, _ = traces
     panel.session.set_trace(prefill)
     with qtbot.waitSignal(panel.long_example.shown, timeout=20000):
         panel.session.select(layer=2, head=3)
-    np.testing.assert_allclose(panel.example.image.image, attention_matrix(prefill, 2, 3), rtol=1e-6)
-    assert "L2.H3 on this text" in panel.example.plot.titleLabel.text
+    f = panel.long_example.painted.factor
+    dense = attention_matrix(prefill, 2, 3)                                      # (N, N), NaN where masked
+    padded = np.full((-(-N // f) * f,) * 2, np.nan, dtype=np.float32)
+    padded[:N, :N] = dense
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)                           # all-masked blocks: NaN
+        expected = np.nanmax(padded.reshape(len(padded) // f, f, -1, f), axis=(1, 3))
+    np.testing.assert_allclose(panel.example.image.image, expected, rtol=1e-6)
+    rect = panel.example.image.mapRectToParent(panel.example.image.boundingRect())
+    assert (rect.width(), rect.height()) == (N, N)                               # over the real extent
+    qtbot.wait(50)
+    layout = panel.example_view.ci                                               # the map is not cut at the right
+    assert layout.size().width() <= panel.example_view.viewport().width() + 1
     read_all(qtbot, panel)

@@ -58,10 +58,8 @@ class AtlasPanel(Panel):
         self.map.on_hover = self._hover
         self.example_view = pg.GraphicsLayoutWidget()
         self.example = Heatmap(self.example_view.ci, row=0, col=0, colorbar=False, axes=("left", "top"))
-        self.long_example = LongHead(self.example, parent=self)
-        self.long_example.shown.connect(lambda r: self.example.plot.setTitle(
-            f"L{r.layer}.H{r.heads[0]} on this text" + (f", {r.factor}×{r.factor} block maxima" if r.factor > 1
-                                                        else ""), size="9pt"))
+        self.long_example = LongHead(self.example, parent=self)          # titles it with its size and blocks
+        _title_never_widens(self.example.plot)
         self.table = _head_table()
         self.table.cellClicked.connect(lambda row, _: self._clicked(*self._listed[row]))
         for widget in (self.view, self.table, self.example_view):
@@ -131,9 +129,9 @@ class AtlasPanel(Panel):
         if done == 0:
             return f"{self.metric}: reading every head's map of this text, layer by layer…"
         best = np.unravel_index(int(np.nanargmax(values)), values.shape)
-        so_far = "" if done == len(values) else f" (layers 0–{done - 1} of {len(values)} read so far)"
-        return (f"{self.metric}: highest L{best[0]}.H{best[1]} = {values[best]:.3f}; {len(self._listed)} heads "
-                f"at least {self.floor_box.value():g}, largest first{so_far}")
+        so_far = "" if done == len(values) else f" of layers 0–{done - 1} so far"     # first: a narrow caption cuts
+        return (f"{self.metric}{so_far}: highest L{best[0]}.H{best[1]} = {values[best]:.3f}; {len(self._listed)} "
+                f"heads at least {self.floor_box.value():g}, largest first")
 
     def show_selection(self, selection: Selection) -> None:
         self.map.outline(selection.layer, selection.head, 1, 1)
@@ -218,6 +216,21 @@ class AtlasPanel(Panel):
             value = float(self.values[layer, head])
             self.readout.setText(f"L{layer}.H{head}: {self.metric} " + (f"{value:.4f}" if np.isfinite(value)
                                                                          else "not read yet"))
+
+
+def _title_never_widens(plot) -> None:
+    """A long map's title (its size, its blocks, how to zoom) is wider than the example's third of the
+    panel, and pyqtgraph's title asks for its text's width: the view then overflows its widget and the
+    map is cut at the right. The title asks for no width here; a long one is cut at its end instead."""
+    label = plot.titleLabel
+    label.opts["justify"] = "left"
+    fit = label.updateMin
+
+    def fit_height_only() -> None:
+        fit()
+        label.setMinimumWidth(0)
+    label.updateMin = fit_height_only
+    fit_height_only()
 
 
 def _reading_progress() -> tuple[QProgressBar, QPushButton]:
