@@ -3,9 +3,13 @@
     q_i = RoPE_{p_i}(q_i^pre),  k_j = RoPE_{p_j}(k_j^pre)      pair (a, b) turns by p * theta_m
     s_ij = <q_i, k_j> * scale  ->  c tanh(s_ij / c)  (softcap, where the model has one)
     S_ij = s_ij where the mask lets i see j, else -inf
-    A_ij = exp(S_ij - max_j S_i) / Z_i,   Z_i = sum_j exp(S_ij - max_j S_i)
+    A_ij = f_kappa(S_ij) / Z_i,   Z_i = sum_j f_kappa(S_ij) over the keys i sees (masked: f = 0)
+         exp:    exp(S_ij / tau - m_i),  m_i = max_j S_ij / tau   (the model's softmax: tau = 1)
+         relu:   max(0, S_ij);   linear: S_ij
     y_i  = sum_j A_ij v_j                                         (the head's output O_h at row i)
 
+The kernel is the one the record says the model used (AttentionRecord.kernel: the model's softmax, or an
+experiment's kernel in that layer), as in attention.kernel_weights, whose softcap belongs to exp alone.
 Every figure is computed here in float64 from the recorded float32 arrays, and compared with what
 the model recorded (`deltas`): the largest |difference| says how exactly the screen explains the model.
 Under an experiment that replaced a head's O_h (zero or mean ablation, kept out by "only these heads",
@@ -21,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from explorer.core.intervention import Intervention
+from explorer.core.intervention import SOFTMAX, Intervention, Kernel
 from explorer.core.trace import RopeAngles, Trace
 
 REPLACED = "replaced by an experiment (an ablation, \"only these heads\" or a patch)"   # when the how is unknown
@@ -54,13 +58,13 @@ class CellDerivation:
     products: np.ndarray         # (d_qk,) q_i * k_j per dim
     dot: float                   # <q_i, k_j>
     scale: float                 # the factor the model used (1/sqrt(d), Gemma's query_pre_attn_scalar, ...)
-    softcap: float | None
+    softcap: float | None        # the softcap applied (None where the model has none or the kernel is not exp)
     score: float                 # s_ij after scale and softcap
     visible: bool                # the mask entry
     row_scores: np.ndarray       # (n_kv,) S_i with -inf where masked
-    row_max: float
-    row_exp: np.ndarray          # (n_kv,) exp(S_ij - max)
-    z: float                     # Z_i
+    row_max: float | None        # m_i = max_j S_ij / tau under exp; None for kernels that shift nothing
+    row_f: np.ndarray            # (n_kv,) f_kappa(S_ij): exp(S_ij / tau - m_i), max(0, S_ij) or S_ij; 0 where masked
+    z: float                     # Z_i = sum_j f_kappa(S_ij)
     weight: float                # A_ij recomputed
     recorded_weight: float       # A_ij as the model recorded it
     output: np.ndarray           # (d_v,) y_i = sum_j A_ij v_j
@@ -73,6 +77,13 @@ class CellDerivation:
     replaced_by: str | None = None        # how an experiment replaced O_h at row i ("zero ablation"); None: it did not
     used_output: np.ndarray | None = None  # (d_v,) O_h at row i as the model went on with it, where replaced
     replaced_gap: float = 0.0             # max |y_i - used_output|: what the replacement changed, not an error
+    kernel: Kernel = SOFTMAX              # f_kappa the model used in this layer (the record's)
+
+    @property
+    def conditioning(self) -> float:
+        """kappa_i = sum_j |f_ij| / |Z_i|: 1 for exp and relu; above 1 where linear's signed Z_i cancels, and the
+        model's float32 rounding of Z_i shows in A_i that many times larger (inf where Z_i = 0)."""
+        return float(np.abs(self.row_f).sum() / abs(self.z)) if self.z != 0 else float("inf")
 
     @property
     def max_delta(self) -> float:
@@ -120,6 +131,32 @@ def _rotations(trace: Trace, layer: int, head: int, kv_head: int, row: int, colu
                                     "k after RoPE": float(np.abs(k_turned - k).max())}
 
 
+def kernel_row(scores: np.ndarray, visible: np.ndarray, kernel: Kernel) -> tuple[np.ndarray, float | None]:
+    """f_kappa(S_i) over the visible keys, 0 where masked, and the shift m_i it subtracts (None: none):
+
+        exp: exp(S_ij / tau - m_i), m_i = max_j S_ij / tau  (Z_i^-1 cancels the shift);
+        relu: max(0, S_ij);  linear: S_ij.                                        scores: (n_kv,) float64
+    """
+    if kernel.name == "exp":
+        tempered = scores / kernel.temperature                                  # S / tau
+        peak = float(tempered[visible].max()) if visible.any() else 0.0
+        return np.where(visible, np.exp(tempered - peak), 0.0), peak
+    f = scores if kernel.name == "linear" else np.maximum(scores, 0.0)
+    return np.where(visible, f, 0.0), None
+
+
+def kernel_formula(kernel: Kernel) -> str:
+    """A_ij as the kernel forms it, written as panel formulas are ("A_{ij} = relu(S_{ij}) / Z_i"; base.formula_html
+    sets the scripts); exp names its temperature."""
+    if kernel.name == "linear":
+        return "A_{ij} = S_{ij} / Z_i"
+    if kernel.name == "relu":
+        return "A_{ij} = relu(S_{ij}) / Z_i"
+    if kernel.temperature != 1.0:
+        return f"A_{{ij}} = exp(S_{{ij}}/τ − max_j S_{{ij}}/τ) / Z_i, τ = {kernel.temperature:g}"
+    return "A_{ij} = exp(S_{ij} − max_j S_{ij}) / Z_i"
+
+
 def row_scores(q: np.ndarray, keys: np.ndarray, scale: float, softcap: float | None,
                visible: np.ndarray) -> np.ndarray:
     """S_i = softcap(<q_i, k_j> scale) where visible, -inf elsewhere: (n_kv,) float64."""
@@ -141,13 +178,15 @@ def derive_cell(trace: Trace, layer: int, head: int, row: int, column: int, upto
     upto = len(trace.steps) - 1 if upto_step is None else upto_step
     kv_head = trace.kv_head_of(head)
     record = _record_of(trace, layer)
+    kernel = record.kernel
+    softcap = record.softcap if kernel.name == "exp" else None                  # as attention.kernel_weights
     q = trace.q(layer, head, upto)[row].astype(np.float64)                      # (d_qk,)
     keys = trace.k(layer, kv_head, upto).astype(np.float64)                     # (T_kv, d_qk)
     visible = trace.mask(layer, upto)[row, : keys.shape[0]]                     # (T_kv,)
-    scores = row_scores(q, keys, record.scale, record.softcap, visible)
-    row_max = float(scores.max())
-    exp = np.exp(scores - row_max)                                              # 0 where masked
-    weights = exp / exp.sum()                                                   # A_i: (T_kv,)
+    scores = row_scores(q, keys, record.scale, softcap, visible)
+    f, row_max = kernel_row(scores, visible, kernel)                            # f_kappa(S_i): (T_kv,)
+    z = float(f.sum())
+    weights = f / z if z != 0 else np.zeros_like(f)                             # A_i: (T_kv,)
     recorded = trace.attention_head(layer, head, upto)[row, : keys.shape[0]].astype(np.float64)
     q_rotation, k_rotation, deltas = _rotations(trace, layer, head, kv_head, row, column, upto)
     deltas["A row"] = float(np.abs(weights - recorded).max())
@@ -168,9 +207,9 @@ def derive_cell(trace: Trace, layer: int, head: int, row: int, column: int, upto
     return CellDerivation(
         layer=layer, head=head, kv_head=kv_head, row=row, column=column, upto_step=upto, q=q, k=keys[column],
         q_rotation=q_rotation, k_rotation=k_rotation, products=products, dot=float(products.sum()),
-        scale=float(record.scale), softcap=record.softcap, score=float(scores[column]) if visible[column]
-        else _score(float(products.sum()), record.scale, record.softcap), visible=bool(visible[column]),
-        row_scores=scores, row_max=row_max, row_exp=exp, z=float(exp.sum()), weight=float(weights[column]),
+        scale=float(record.scale), softcap=softcap, score=float(scores[column]) if visible[column]
+        else _score(float(products.sum()), record.scale, softcap), visible=bool(visible[column]),
+        row_scores=scores, row_max=row_max, row_f=f, z=z, weight=float(weights[column]), kernel=kernel,
         recorded_weight=float(recorded[column]), output=output, top_terms=top_terms,
         latent=latent, k_rope=k_rope, deltas=deltas, absorbed_query=absorbed,
         head_write=None if w_o is None else (output if replaced_by is None else used) @ w_o.astype(np.float64),

@@ -37,7 +37,7 @@ def test_recomputed_values_equal_the_record(loaded, record, row, column, upto):
     assert cell.visible == bool(trace.mask(layer, upto)[row, column])
     if cell.visible:
         assert cell.weight == pytest.approx(np.exp(cell.score - cell.row_max) / cell.z, rel=1e-12)
-    assert cell.z == pytest.approx(cell.row_exp.sum())
+    assert cell.z == pytest.approx(cell.row_f.sum())
     assert cell.output.shape == (trace.head_out(layer, head, upto).shape[1],)
     assert len(cell.top_terms) <= 5 and all(a[2] >= b[2] for a, b in zip(cell.top_terms, cell.top_terms[1:]))
 

@@ -16,18 +16,19 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QTextBr
 
 from explorer.app.panels.adaptive import orient
 from explorer.app.panels.asking import Asker
-from explorer.app.panels.base import Panel
+from explorer.app.panels.base import Panel, formula_html
 from explorer.app.panels.block_text import block_html
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.panels.text_helpers import readable, selected_position
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import BlockWalkJob, OutputWeightsJob
 from explorer.core import derivation
-from explorer.core.intervention import active
+from explorer.core.intervention import SOFTMAX, active
 from explorer.views.maps import attention_matrix, axis_labels
 
 PAIR_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 UNROTATED = "#9a9a9a"
+ILL_CONDITIONED = 10.0       # kappa_i above which the panel says linear's Z_i cancels (float32 rounding grows)
 SHOWN_DIMS = 64              # rows of the per-dimension table (the rest is summed, not listed)
 
 
@@ -69,7 +70,7 @@ class DerivationPanel(Panel):
         self.clicked: tuple[int, int] | None = session.requested_cell         # the cell last clicked, kept while its row is
         self.derived: derivation.CellDerivation | None = None
         self._drawn = None
-        self.set_formula("A_ij = exp(S_ij − max_j S_i) / Z_i,  S_ij = ⟨q_i, k_j⟩ · scale")
+        self.set_formula(f"{derivation.kernel_formula(SOFTMAX)},  S_{{ij}} = ⟨q_i, k_j⟩ · scale")
         session.cell_requested.connect(self._on_cell_requested)
 
     def show_selection(self, selection: Selection) -> None:
@@ -99,7 +100,8 @@ class DerivationPanel(Panel):
         else:
             self.text.setHtml(derivation_html(self.derived, trace.token_text))
         self.set_formula(f"A[{row}, {column}] of layer {selection.layer}, head {selection.head} = "
-                         f"{self.derived.weight:.6g}, recomputed (max |Δ| {self.derived.max_delta:.1e})"
+                         f"{self.derived.weight:.6g} ({derivation.kernel_formula(self.derived.kernel)}), "
+                         f"recomputed (max |Δ| {self.derived.max_delta:.1e})"
                          + ("; its output replaced by the experiment" if self.derived.replaced_by else ""))
         self.readout.setText("click any cell of the map to derive it")
 
@@ -193,12 +195,9 @@ def derivation_html(cell: derivation.CellDerivation, token_text) -> str:
     lines.append(f"⟨q<sub>i</sub>, k<sub>j</sub>⟩ = Σ<sub>d</sub> q<sub>id</sub> k<sub>jd</sub> = {cell.dot:.6g}; "
                  f"× scale {cell.scale:.6g} = {cell.dot * cell.scale:.6g}"
                  + (f"; softcap {cell.softcap:g}·tanh(s/{cell.softcap:g}) = {cell.score:.6g}" if cell.softcap else ""))
-    lines.append(f"mask: key {j} is {'visible' if cell.visible else 'hidden (S = −∞)'} to query {i}")
-    exp_ij = float(cell.row_exp[j])
-    lines.append(f"row max m = {cell.row_max:.6g}; exp(S<sub>ij</sub> − m) = {exp_ij:.6g}; "
-                 f"Z<sub>i</sub> = Σ<sub>j</sub> exp(S<sub>ij</sub> − m) = {cell.z:.6g}")
-    lines.append(f"<b>A<sub>ij</sub> = {exp_ij:.6g} / {cell.z:.6g} = {cell.weight:.6g}</b> "
-                 f"(recorded {cell.recorded_weight:.6g})")
+    lines.append(f"mask: key {j} is "
+                 + ("visible" if cell.visible else "hidden (S = −∞, f = 0)") + f" to query {i}")
+    lines.extend(kernel_lines(cell))
     terms = "".join(f"<tr><td>{jj}</td><td>'{html.escape(readable(token_text[jj]))}'</td><td>{a:.4f}</td>"
                     f"<td>{size:.4f}</td></tr>" for jj, a, size in cell.top_terms)
     if cell.replaced_by is not None:
@@ -212,6 +211,34 @@ def derivation_html(cell: derivation.CellDerivation, token_text) -> str:
     lines.append(f"recomputed against the record, max |Δ|:<table cellspacing=4>{deltas}</table>")
     lines.append(_dims_table(cell))
     return "<br><br>".join(lines)
+
+
+def kernel_lines(cell: derivation.CellDerivation) -> list[str]:
+    """The kernel's steps from S_ij to A_ij = f(S_ij) / Z_i: the model's softmax, or an experiment's kernel."""
+    j, kernel = cell.column, cell.kernel
+    f_ij = float(cell.row_f[j])
+    formula = f"<b>{formula_html(derivation.kernel_formula(kernel))}</b>"
+    if not kernel.is_model_softmax:
+        formula += " (the experiment's kernel in this layer, not the model's softmax)"
+    if kernel.name == "exp":
+        tau = kernel.temperature
+        tempered = "S<sub>ij</sub>" if tau == 1.0 else "S<sub>ij</sub>/τ"
+        step = (("" if tau == 1.0 else f"S<sub>ij</sub>/τ = {cell.score / tau:.6g} (τ = {tau:g}); ")
+                + f"row max m = max<sub>j</sub> {tempered} = {cell.row_max:.6g}; "
+                f"exp({tempered} − m) = {f_ij:.6g}; Z<sub>i</sub> = Σ<sub>j</sub> exp({tempered} − m) = {cell.z:.6g}")
+    elif kernel.name == "relu":
+        step = (f"relu(S<sub>ij</sub>) = max(0, {cell.score:.6g}) = {f_ij:.6g}; "
+                f"Z<sub>i</sub> = Σ<sub>j</sub> max(0, S<sub>ij</sub>) over the visible keys = {cell.z:.6g}")
+    else:
+        step = (f"f(S<sub>ij</sub>) = S<sub>ij</sub> = {f_ij:.6g}; "
+                f"Z<sub>i</sub> = Σ<sub>j</sub> S<sub>ij</sub> over the visible keys = {cell.z:.6g}")
+    lines = [formula, step, f"<b>A<sub>ij</sub> = {f_ij:.6g} / {cell.z:.6g} = {cell.weight:.6g}</b> "
+                            f"(recorded {cell.recorded_weight:.6g})"]
+    if cell.conditioning > ILL_CONDITIONED:
+        lines.append(f"Z<sub>i</sub> is a signed sum that nearly cancels here (Σ<sub>j</sub> |S<sub>ij</sub>| / "
+                     f"|Z<sub>i</sub>| = {cell.conditioning:.3g}): the model's float32 rounding reaches A<sub>i</sub> "
+                     "that many times larger, and so does its |Δ| below")
+    return lines
 
 
 def replaced_sentence(cell: derivation.CellDerivation) -> str:
