@@ -93,6 +93,27 @@ def test_the_large_head_is_the_block_maxima_of_the_exact_map_over_its_real_exten
     assert "block maxima" in panel.large.plot.titleLabel.text and f"{N}×{N}" in panel.formula.replace(" ", "")
 
 
+def test_the_mean_of_heads_and_the_scores_are_drawn_as_block_maxima_too(qtbot, panel, traces):
+    trace = traces[0]
+    show(qtbot, panel, trace)
+    with qtbot.waitSignal(panel.long_head.shown, timeout=20000):
+        panel.mean_box.setChecked(True)
+    mean = np.mean([exact_map(trace, 1, h) for h in range(trace.model.n_heads)], axis=0)
+    drawn, expected = panel.large.image.image, block_max(mean, N // SIDE)
+    np.testing.assert_allclose(drawn[np.isfinite(drawn)], expected[np.isfinite(expected)], rtol=1e-4, atol=1e-6)
+    with qtbot.waitSignal(panel.long_head.shown, timeout=20000):
+        panel.mean_box.setChecked(False)                                  # head 2 again: kept, drawn at once
+    with qtbot.waitSignal(panel.long_head.shown, timeout=20000):
+        panel.values_box.setCurrentIndex(1)
+    record = trace.steps[0].layers[1].attn
+    s = trace.q(1, 2).astype(np.float64) @ trace.k(1, trace.kv_head_of(2)).astype(np.float64).T * record.scale
+    s[~np.tril(np.ones(s.shape, dtype=bool))] = np.nan
+    drawn, expected = panel.large.image.image, block_max(s, N // SIDE)
+    np.testing.assert_array_equal(np.isnan(drawn), np.isnan(expected))
+    np.testing.assert_allclose(drawn[np.isfinite(drawn)], expected[np.isfinite(expected)], rtol=1e-4, atol=1e-4)
+    assert "S = Q_h K_hᵀ" in panel.formula
+
+
 def test_hover_reads_the_exact_value_of_the_cell_under_the_pointer(qtbot, panel, traces):
     trace = traces[0]
     show(qtbot, panel, trace)
