@@ -221,7 +221,7 @@ class ReducedMaps:
 
     def __init__(self, limit: int | None = None) -> None:
         self.limit = limit
-        self._kept: OrderedDict = OrderedDict()    # (layer, heads, cross, values, block) -> (records, map)
+        self._kept: OrderedDict = OrderedDict()    # (layer, heads, cross, values, block, kind) -> (records, map)
         self._lock = threading.Lock()
 
     def cached(self, trace: Trace, layer: int, heads: Sequence[int], block: int, upto_step: int | None = None,
@@ -229,14 +229,15 @@ class ReducedMaps:
         """The map if it is kept for exactly this trace's records, else None (computes nothing)."""
         records = tuple(attention_records(trace, layer, upto_step, cross))
         with self._lock:
-            kept = self._kept.get((layer, tuple(heads), cross, values, block))
+            kept = self._kept.get((layer, tuple(heads), cross, values, block, "view"))
         return kept[1] if kept is not None and _same(kept[0], records) else None
 
     def get(self, trace: Trace, layer: int, heads: Sequence[int], block: int, upto_step: int | None = None,
             cross: bool = False, values: str = "weights", cancelled: Callable[[], bool] | None = None,
-            threads: int = 1) -> np.ndarray:
-        """block_maxima(trace, layer, heads, block, ...), from what is kept where it can be."""
-        key = (layer, tuple(heads), cross, values, block)
+            threads: int = 1, kind: str = "view") -> np.ndarray:
+        """block_maxima(trace, layer, heads, block, ...), from what is kept where it can be: the map of
+        a step before the kept one is the prompt's (kept apart, `kind` "prompt") and its steps' rows."""
+        key = (layer, tuple(heads), cross, values, block, kind)
         records = tuple(attention_records(trace, layer, upto_step, cross))
         with self._lock:
             kept = self._kept.get(key)
@@ -244,15 +245,24 @@ class ReducedMaps:
             reduced = kept[1]
         elif kept is not None and _same(kept[0], records[: len(kept[0])]):
             reduced = _extended(trace, layer, heads, kept, block, upto_step, cross, values, cancelled)
+        elif len(records) > 1:                        # the prompt's map, kept apart, then the steps' rows
+            prompt = self.get(trace, layer, heads, block, 0, cross, values, cancelled, threads, kind="prompt")
+            reduced = _extended(trace, layer, heads, (records[:1], prompt), block, upto_step, cross, values,
+                                cancelled)
         else:
             reduced = block_maxima(trace, layer, heads, block, upto_step, cross, values, cancelled=cancelled,
                                    threads=threads)
+        self._keep(key, records, reduced)
+        if len(records) == 1 and kind == "view":     # the prompt alone: what its steps' views start from
+            self._keep(key[:-1] + ("prompt",), records, reduced)
+        return reduced
+
+    def _keep(self, key: tuple, records: tuple, reduced: np.ndarray) -> None:
         with self._lock:
             self._kept[key] = (records, reduced)
             self._kept.move_to_end(key)
             while self.limit is not None and len(self._kept) > self.limit:
                 self._kept.popitem(last=False)
-        return reduced
 
     def clear(self) -> None:
         with self._lock:

@@ -108,3 +108,15 @@ def test_the_synchronous_grid_reduces_an_on_demand_prompt_without_its_dense_maps
         drawn = grid.tile(layer, 2)
         np.testing.assert_array_equal(np.isnan(drawn), np.isnan(expected))
         np.testing.assert_allclose(drawn[np.isfinite(drawn)], expected[np.isfinite(expected)], rtol=2e-5, atol=1e-6)
+
+
+def test_an_earlier_step_is_the_kept_prompt_and_its_own_rows(stepped):
+    from explorer.views import long_maps
+
+    maps = ReducedMaps()
+    last = maps.get(stepped, 1, [2], 16)                     # the prompt, kept apart, then both steps' rows
+    before = long_maps.COUNTS["row_blocks"]
+    earlier = maps.get(stepped, 1, [2], 16, upto_step=1)     # back one step
+    assert long_maps.COUNTS["row_blocks"] - before == 1      # the one step's row, not the prompt again
+    np.testing.assert_array_equal(earlier, block_maxima(stepped, 1, [2], 16, upto_step=1))
+    np.testing.assert_array_equal(last, block_maxima(stepped, 1, [2], 16))

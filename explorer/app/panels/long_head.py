@@ -21,7 +21,7 @@ from explorer.views.long_maps import (THREADS, Cancelled, ReducedMaps, block_max
 from explorer.views.maps import axis_labels, head_levels, log_scaled
 
 DETAIL_SIDE = 1024        # a zoomed view is drawn at most this many blocks a side, exactly when it holds fewer cells
-KEPT = 4                  # reduced maps kept (16 MB each at 8,000 tokens): going back to a head is instant
+KEPT = 8                  # reduced maps kept (4 MB each at 8,000 tokens): going back to a head is instant
 ZOOM_SETTLE_MS = 150      # the view must rest this long before its exact cells are computed
 
 
