@@ -17,7 +17,7 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem,
                                QTabWidget, QVBoxLayout, QWidget)
 
-from explorer.app.panels.base import LineLabel, Panel
+from explorer.app.panels.base import Panel, WrappedText
 from explorer.app.panels.heatmap import Heatmap, nice_step
 from explorer.app.state.session import Selection
 from explorer.app.window.status_bar import step_name
@@ -81,7 +81,7 @@ class KVCachePanel(Panel):
         self.block_box.setRange(1, 4096)
         self.block_box.setValue(kv_variants.DEFAULT_BLOCK_SIZE)
         self.block_box.valueChanged.connect(lambda _: self.refresh())
-        self.paging_label = LineLabel()
+        self.paging_label = WrappedText()          # wraps in a narrow column (a 1366 px window cut it at the edge)
         row.addWidget(QLabel("paged, block size"))
         row.addWidget(self.block_box)
         row.addStretch(1)
@@ -230,8 +230,8 @@ class KVCachePanel(Panel):
         n_blocks = -(-self.held // block)
         slots = int(n_blocks.sum()) * block
         fragmentation = 1.0 - int(self.held.sum()) / slots if slots else 0.0
-        self.paging_label.setText(f"{int(n_blocks.sum())} blocks, internal fragmentation "
-                                  f"{fragmentation:.1%} ({slots - int(self.held.sum())} empty slots)")
+        self.paging_label.set_plain(f"{int(n_blocks.sum())} blocks, internal fragmentation "
+                                    f"{fragmentation:.1%} ({slots - int(self.held.sum())} empty slots)")
 
     def _hover_block(self, layer, block) -> None:
         if layer is None:

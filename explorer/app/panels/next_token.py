@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPalette
-from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTableWidget, QTableWidgetItem
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTableWidget, QTableWidgetItem, QWidget
 
 from explorer.app.panels.base import Panel, WrappedText, visible_text
 from explorer.app.state.session import Selection
@@ -41,10 +41,14 @@ class NextTokenPanel(Panel):
         self.compare_label = WrappedText()
         self.compare_label.setVisible(False)
         self.body.addWidget(self.compare_label)
-        tables = QHBoxLayout()
+        # In a widget of their own, hidden with them while the logit lens is shown: a layout with its
+        # widgets hidden kept its share of the height, a blank band above the lens.
+        self.tables_box = QWidget()
+        tables = QHBoxLayout(self.tables_box)
+        tables.setContentsMargins(0, 0, 0, 0)
         tables.addWidget(self.before_table, 2)
         tables.addWidget(self.table, 3)
-        self.body.addLayout(tables, 2)
+        self.body.addWidget(self.tables_box, 2)
         self.lens_button = QPushButton(LENS_BUTTON)
         self.lens_button.clicked.connect(self._on_lens_button)
         self.body.addWidget(self.lens_button)
@@ -131,7 +135,7 @@ class NextTokenPanel(Panel):
     def _step_aside(self, encoder: bool, name: str) -> None:
         """An encoder-only model predicts no next token (and is loaded without a masked-token head): say so and
         what applies instead, with no empty table of candidates to click."""
-        for widget in (self.table, self.lens_button, self.header):
+        for widget in (self.tables_box, self.table, self.lens_button, self.header):
             widget.setVisible(not encoder)
         if encoder:
             self.before_table.setVisible(False)
@@ -228,6 +232,7 @@ class NextTokenPanel(Panel):
         encoder = self.trace is not None and self.trace.model.is_encoder_only
         self.lens_table.setVisible(shown)
         self.table.setVisible(not shown and not encoder)
+        self.tables_box.setVisible(not shown and not encoder)
         self.lens_button.setText("Back to the candidates" if shown else LENS_BUTTON)
         self._show_before()
 
