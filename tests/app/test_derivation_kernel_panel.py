@@ -75,3 +75,26 @@ def test_a_layer_without_the_kernel_shows_the_softmax(qtbot):
     text = panel.text.toPlainText()
     assert "Aij = exp(Sij − maxj Sij) / Zi" in text and "relu" not in text and "experiment's kernel" not in text
     assert panel.derived.max_delta <= 1e-5
+
+
+def test_under_linear_the_map_spans_the_weights_below_0_and_above_1(qtbot):
+    panel, trace = show(qtbot, Kernel("linear"))
+    weights = trace.attention_head(1, 1)
+    assert weights.min() < 0, "the linear kernel must give a negative weight here, or the test shows nothing"
+    low, high = panel.map.image.getLevels()
+    assert low == pytest.approx(float(weights.min())) and high == pytest.approx(max(1.0, float(weights.max())))
+    assert "Aij = Sij / Zi" in panel.text.toPlainText()
+
+
+def test_a_nearly_cancelling_linear_z_is_said_to_magnify_rounding(qtbot):
+    from dataclasses import replace
+
+    from explorer.app.panels.derivation import derivation_html
+
+    panel, trace = show(qtbot, Kernel("linear"))
+    cell = replace(panel.derived, row_f=np.array([5.0, -4.9]), z=0.1, column=0)          # kappa = 9.9 / 0.1
+    assert cell.conditioning == pytest.approx(99.0)
+    text = derivation_html(cell, trace.token_text)
+    assert "nearly cancels" in text and "= 99)" in text
+    same_signs = replace(cell, row_f=np.array([5.0, 4.9]), z=9.9)                          # kappa = 1
+    assert "nearly cancels" not in derivation_html(same_signs, trace.token_text)

@@ -84,7 +84,8 @@ class DerivationPanel(Panel):
         if key != self._drawn:
             self._drawn = key
             rows, cols = axis_labels(trace, matrix.shape)
-            self.map.set_matrix(matrix, (0.0, 1.0), row_labels=rows, col_labels=cols)
+            levels = (min(0.0, float(np.nanmin(matrix))), max(1.0, float(np.nanmax(matrix))))   # linear: A < 0, > 1
+            self.map.set_matrix(matrix, levels, row_labels=rows, col_labels=cols)
         row = min(selected_position(trace, selection), matrix.shape[0] - 1)
         column = self.clicked[1] if self.clicked is not None and self.clicked[0] == row else None
         if column is None or column >= matrix.shape[1]:                          # the row's largest weight
