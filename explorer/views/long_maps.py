@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from explorer.core.attention_maps import ON_DEMAND_FROM, ROW_BLOCK, mask_rows, normalised, scores
+from explorer.core.attention_maps import ON_DEMAND_FROM, ROW_BLOCK, MaskRule, mask_rows, normalised, scores
 from explorer.core.trace import AttentionRecord, Trace, run_slice
 from explorer.views.grid import TILE, _reduce, attention_records, query_rows, tile_block
 
@@ -54,6 +54,10 @@ def display_factor(t_q: int, t_kv: int, side: int | None = None) -> int:
     return max(1, math.ceil(max(t_q, t_kv) / (side or DISPLAY_SIDE)))
 
 
+def _increasing(keys: np.ndarray) -> bool:
+    return keys.size < 2 or bool(np.all(keys[1:] > keys[:-1]))
+
+
 def _columns(record: AttentionRecord, cross: bool) -> np.ndarray:
     return np.arange(record.n_kv) if cross else np.asarray(record.kv_positions)
 
@@ -78,12 +82,9 @@ class _Rows:
     def rows(self, record: AttentionRecord, first: int, last: int):
         """(positions (m,), values (n, m) float32, visible (n, m) bool) of the record's rows first..last;
         None when they see no key. Weights are 0 where masked, scores -inf."""
-        mask = mask_rows(record.mask, first, last)                          # (n, n_kv)
-        seen = np.flatnonzero(mask.any(axis=0))
-        if seen.size == 0:
+        span, visible = self._visible(record, first, last)
+        if span is None:
             return None
-        span = slice(int(seen[0]), int(seen[-1]) + 1)
-        visible = np.ascontiguousarray(mask[:, span])
         positions = _columns(record, self.cross)[span]
         total = None
         for head in self.heads:
@@ -93,6 +94,25 @@ class _Rows:
             total /= np.float32(len(self.heads))
         COUNTS["row_blocks"] += 1
         return positions, total, visible
+
+    @staticmethod
+    def _visible(record: AttentionRecord, first: int, last: int) -> tuple[slice | None, np.ndarray | None]:
+        """The span of columns rows first..last see, and their mask over it: (n, span) bool. A mask kept
+        as its rule over keys in order gives the span by bisection, without the rows' whole width."""
+        rule = record.mask
+        if isinstance(rule, MaskRule) and _increasing(rule.keys):
+            queries = rule.queries[first:last]
+            hi = rule.keys.shape[0] if rule.kind == "full" else int(np.searchsorted(rule.keys, queries.max(), "right"))
+            lo = int(np.searchsorted(rule.keys, queries.min() - rule.window, "right")) if rule.kind == "sliding" else 0
+            if hi <= lo:
+                return None, None
+            return slice(lo, hi), MaskRule(rule.kind, queries, rule.keys[lo:hi], rule.window).rows(0, len(queries))
+        mask = mask_rows(rule, first, last)                                 # (n, n_kv)
+        seen = np.flatnonzero(mask.any(axis=0))
+        if seen.size == 0:
+            return None, None
+        span = slice(int(seen[0]), int(seen[-1]) + 1)
+        return span, np.ascontiguousarray(mask[:, span])
 
     def _one(self, record, head, first, last, span, visible, positions) -> np.ndarray:
         kv_head = record.kv_head_of(head)

@@ -5,6 +5,9 @@ pre-softmax scores S instead. Masked cells are drawn transparent, so "zero
 because masked" and "almost zero" look different. With an encoder-decoder the
 panel offers the encoder's self-attention, the decoder's masked self-attention
 and the cross-attention (target rows × source columns), see trace_views.
+A long prompt's maps (rebuilt on demand from Q and K) are computed off the GUI thread:
+the large map as block maxima over its real extent (long_head), the grid head by head
+with its progress and Cancel (grid_filler).
 """
 from __future__ import annotations
 
