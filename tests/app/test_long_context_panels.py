@@ -77,6 +77,7 @@ def test_the_mask_is_drawn_from_its_rule_as_block_maxima_over_the_real_extent(qt
     f = mask.factor
     assert f > 1 and max(mask.mask.shape) <= 1024
     np.testing.assert_array_equal(mask.mask, causal_blocks(N, f, new_row=False))
+    assert not mask.new_rows_box.isVisible()                                  # a prefill adds no new row
     session.set_trace(last)
     t = N + 2
     assert mask.extent == (t, t) and mask.heatmap.shape == (t, t)
@@ -84,6 +85,8 @@ def test_the_mask_is_drawn_from_its_rule_as_block_maxima_over_the_real_extent(qt
     rect = mask.heatmap.image.mapRectToParent(mask.heatmap.image.boundingRect())
     assert (rect.width(), rect.height()) == (t, t)                            # the axes count tokens
     assert f"{t}×{t}" in mask.formula
+    box = mask.new_rows_box.rect()                                            # the step's row, outlined
+    assert mask.new_rows_box.isVisible() and (box.top(), box.height(), box.width()) == (t - 1.5, 1, t)
     for row, col in ((5000, 4999), (5000, 5001), (t - 1, 0), (0, t - 1)):
         mask._hover(row, col)                                                 # the exact cell, not its block's
         assert ("may attend" if col <= row else "is masked from") in mask.readout.text()

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QSpinBox
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QColor, QPen
+from PySide6.QtWidgets import QGraphicsRectItem, QHBoxLayout, QLabel, QSlider, QSpinBox
 
 from explorer.app.panels.attention_kind import AttentionKindBox
 from explorer.app.panels.base import LineLabel, Panel
@@ -71,6 +72,7 @@ class MaskPanel(Panel):
         self.layer_box.valueChanged.connect(lambda v: self.select(layer=v))
         self.slider.valueChanged.connect(self._slid)
         self.add_to_plot_menu(self.heatmap.plot)
+        self.new_rows_box = self._new_rows_box()
         self.mask: np.ndarray | None = None      # the picture drawn: the mask itself, or its block maxima
         self.factor = 1                          # cells a side of one block of `mask`
         self.extent = (0, 0)                     # (T_q, T_kv): the mask's real rows and columns
@@ -112,11 +114,13 @@ class MaskPanel(Panel):
         trace = view.trace
         picture = mask_blocks(trace, layer, view.step, view.cross)
         self.mask, self.factor = picture.blocks, picture.factor
-        rows = tick_labels(view.row_text()[: picture.shape[0]])
-        cols = tick_labels(view.column_text()[: picture.shape[1]])
+        numbered = picture.factor > 1                 # thousands of tokens: a label says where it is, too
+        rows = tick_labels(view.row_text()[: picture.shape[0]], numbered)
+        cols = tick_labels(view.column_text()[: picture.shape[1]], numbered)
         # Over the real extent: the axes, the hover and the highlight count tokens whatever the blocks.
         self.heatmap.set_matrix(self.mask, (0, 2), rows, cols, keep_view=True, extent=picture.shape)
         self.extent = picture.shape
+        self._outline_new_rows(trace, view, step)
         names = {"encoder": ("source query i", "source key j"), "cross": ("target query i", "source key j")}
         self.heatmap.plot.setLabels(**dict(zip(("left", "top"), names.get(view.kind, ("query i", "key j")))))
         kind = "cross" if view.cross else trace.model.layer_kinds[layer]
@@ -136,6 +140,25 @@ class MaskPanel(Panel):
         record = self.trace.steps[step]
         self.step_label.setText(f"{step_name(step)} of {self.trace.n_steps - 1} (+{record.n_new} "
                                 f"row{'s' if record.n_new != 1 else ''})")
+
+    def _new_rows_box(self) -> QGraphicsRectItem:
+        box = QGraphicsRectItem()
+        pen = QPen(QColor(COLOURS.map(1.0, mode="qcolor")), 2)
+        pen.setCosmetic(True)                       # 2 px on screen at any zoom
+        box.setPen(pen)
+        box.setZValue(9)
+        box.setVisible(False)
+        self.heatmap.plot.addItem(box)
+        return box
+
+    def _outline_new_rows(self, trace, view: trace_views.View, step: int) -> None:
+        """Outline the rows the step added where they are thinner than a screen pixel (a long trace's one
+        row among thousands), so that the highlight colour still shows where the step is."""
+        n_q, n_kv = self.extent
+        new = trace.steps[step].n_new if view.kind != "encoder" and step > 0 else 0
+        self.new_rows_box.setVisible(bool(new) and self.factor > 1)
+        if new:
+            self.new_rows_box.setRect(QRectF(-0.5, n_q - new - 0.5, n_kv, new))
 
     def _slid(self, value: int) -> None:
         trace = self.trace
