@@ -162,7 +162,7 @@ class AtlasPanel(Panel):
         self.cancel_button.setVisible(reader.running or stopped)
         self.progress.setRange(0, n_layers)
         self.progress.setValue(done)
-        self.progress.setFormat("layer %v of %m" if reader.running else "cancelled at layer %v of %m")
+        self.progress.setFormat("%v of %m layers read" if reader.running else "cancelled at %v of %m")
         self.cancel_button.setText("Cancel" if reader.running else "Resume")
         if reader.failure:
             self.readout.setText(reader.failure)
@@ -236,7 +236,8 @@ def _title_never_widens(plot) -> None:
 def _reading_progress() -> tuple[QProgressBar, QPushButton]:
     """The bar of layers read so far and its Cancel, hidden until a long text is read."""
     bar = QProgressBar()
-    bar.setMaximumWidth(220)
+    bar.setMinimumWidth(bar.fontMetrics().horizontalAdvance("000 of 000 layers read") + 24)   # the caption gives way
+    bar.setMaximumWidth(260)
     button = QPushButton("Cancel")
     for widget in (bar, button):
         widget.hide()
