@@ -17,8 +17,9 @@
   Target <= 4 s to the loaded model. `process_cpu_s` is the CPU the whole process used (all threads);
   `<milestone>_cpu_s` the CPU it had used by that milestone (the GIL makes most of it serial).
 - long_step: the same step -> repaint at a prompt of --long-tokens tokens (8,000), run as a person runs
-  it (prompt text, Run): whether the trace memory question was asked under the default budget, how
-  often the prefill reported progress and whether its dialog showed, the trace's bytes, then
+  it (prompt text, Run): first cancelled from the progress dialog after two layers (the time until the
+  window is idle, and that it shows nothing), then whole: whether the trace memory question was asked
+  under the default budget, how often the prefill reported progress and whether its dialog showed, the trace's bytes, then
   step_to_repaint and each panel's own redraw, with the attention and head-atlas docks closed (their
   all-heads views have their own figures, `--only grid`): tokens, Q/K/V, mask, KV cache, next token,
   embeddings. Target <= 100 ms beyond the model.
@@ -217,17 +218,45 @@ def long_prompt(tokenizer, tokens: int) -> str:
     return text[: spans[tokens - 1][1]]
 
 
-def long_step(app, window, errors, tokens: int, steps: int) -> dict:
-    """Run a prompt of `tokens` tokens from the prompt box, then step_to_repaint at that length."""
+def answer_questions(window) -> list[str]:
+    """Record every trace-memory or context question, answered with the larger budget (or No)."""
     from explorer.app.run import budget_dialog
 
     asked: list[str] = []
 
-    def choose(parent, title, text, offered):          # the question, answered with the larger budget
+    def choose(parent, title, text, offered):
         asked.append(text)
         return next((c for c in offered if c.key == budget_dialog.RAISE), offered[0])
 
     budget_dialog.choose, window.controller._agreed = choose, lambda title, question: asked.append(question) or False
+    return asked
+
+
+def cancel_long_prefill(app, window, errors, after_layers: int = 2) -> dict:
+    """Run the typed prompt and press the progress dialog's Cancel after `after_layers` layers: how long until
+    the window is idle again (the layer in flight ends first) and whether it shows nothing half done."""
+    from PySide6.QtWidgets import QPushButton
+
+    progress, pressed = window.controller.run_progress, []
+
+    def on_progress(fraction, _text) -> None:
+        if len(pressed) < 1 and round(fraction * window.controller.summary.info.n_layers) >= after_layers:
+            pressed.append(time.perf_counter())
+            progress.dialog.findChild(QPushButton).click()
+
+    window.worker.run_progress.connect(on_progress)
+    window.controller.run()
+    wait(app, lambda: pressed and not window.worker.busy, errors, "the cancelled prefill")
+    window.worker.run_progress.disconnect(on_progress)
+    return {"cancelled_after_layers": after_layers, "cancel_to_idle_s": round(time.perf_counter() - pressed[0], 2),
+            "nothing_shown_after_cancel": window.session.trace is None}
+
+
+def long_step(app, window, errors, tokens: int, steps: int) -> dict:
+    """Run a prompt of `tokens` tokens from the prompt box (once cancelled, then whole), then step_to_repaint."""
+    from explorer.app.run.trace_budget import TraceCost
+
+    asked = answer_questions(window)
     reports: list[float] = []
     shown: list[bool] = []
     progress = window.controller.run_progress
@@ -236,23 +265,22 @@ def long_step(app, window, errors, tokens: int, steps: int) -> dict:
         reports.append(fraction)
         shown.append(progress.dialog is not None and progress.dialog.isVisible())
 
-    window.worker.run_progress.connect(on_progress)
     for name in LONG_SKIP:
         window.docks[name].close()
     budget = window.controller.trace_budget
     window.prompt.set_text(long_prompt(window.controller.summary.tokenizer, tokens))
+    cancel = cancel_long_prefill(app, window, errors)
+    window.worker.run_progress.connect(on_progress)
     started = time.perf_counter()
     window.controller.run()
     wait(app, lambda: (window.session.trace is not None and window.session.trace.n_tokens >= tokens - 2
                        and not window.worker.busy), errors, "the long prefill")
     prefill_s = time.perf_counter() - started
     window.worker.run_progress.disconnect(on_progress)
-    from explorer.app.run.trace_budget import TraceCost
-
     result = {"tokens": window.session.trace.n_tokens, "prefill_s": round(prefill_s, 1),
               "trace_mb": round(TraceCost.measured(window.session.trace).held / 1e6),
               "default_budget_mb": budget // 10 ** 6, "budget_question_asked": bool(asked),
-              "progress_reports": len(reports), "progress_dialog_shown": any(shown)}
+              "progress_reports": len(reports), "progress_dialog_shown": any(shown), **cancel}
     result["step_to_repaint"] = step_to_repaint(app, window, errors, steps, skip=LONG_SKIP)
     return result
 
