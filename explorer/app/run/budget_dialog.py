@@ -1,8 +1,10 @@
 """The question a prompt over the trace memory budget asks: keep its last tokens, or run it whole by recording
 in float16 or under a larger budget, or not run it (and say so).
 
-A long prompt, not a long generation, is what fills the trace (see trace_budget): n tokens
-record about per_pair · n(n+1)/2 attention bytes. float16 halves every recorded number; a
+What fills the trace (see trace_budget): a short prompt of n tokens stores its maps, about
+per_pair · n(n+1)/2 bytes; a long one keeps Q, K and V alone (per_token · n) and rebuilds its maps
+on demand, and each decoding step at length t adds a row of t pairs. Under the default budget (a
+quarter of the machine's memory) the question is rare. float16 halves every recorded number; a
 larger budget is offered where it stays within MAX_BUDGET_MB.
 """
 from __future__ import annotations
