@@ -173,3 +173,21 @@ def test_a_long_texts_example_map_is_drawn_from_the_background(qtbot, panel, tra
     layout = panel.example_view.ci                                               # the map is not cut at the right
     assert layout.size().width() <= panel.example_view.viewport().width() + 1
     read_all(qtbot, panel)
+
+
+def test_a_step_taken_while_reading_goes_on_with_the_same_reading(qtbot, panel, traces, slow):
+    """Decoding during the reading: the next trace shares the prefill's records, so the reading is not
+    started again, and the layers read show with the new row counted in."""
+    prefill, longer = traces
+    panel.session.set_trace(prefill)
+    qtbot.waitUntil(lambda: finite_layers(panel) >= 1, timeout=10000)
+    started = panel.reader.started
+    panel.session.set_trace(longer)
+    assert panel.reader.running and panel.reader.started == started
+    done = finite_layers(panel)
+    assert done >= 1
+    expected = describe_heads(longer).entropy
+    np.testing.assert_allclose(panel.map.image.image[:done], expected[:done], rtol=1e-6)
+    read_all(qtbot, panel)
+    assert panel.reader.started == started                                       # its new rows read on the spot
+    np.testing.assert_allclose(panel.map.image.image, expected, rtol=1e-6)
