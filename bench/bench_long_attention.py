@@ -12,6 +12,8 @@ on demand from Q and K). Then, with the panel shown at 1366 x 768:
   head_while_grid_ms  the same while the grid is filling again (nothing kept)
   hover_ms          the exact A[i, j] under the pointer (one query row): median
   zoom_ms           a 512 x 512 window's exact cells: median
+  dense_head_ms     (--dense) the dense map views.maps.attention_matrix builds, what the panel computed on
+                    the GUI thread for every head it showed before it drew long maps as blocks
 The load average is recorded with the figures: on a shared machine it says how far to trust them.
 """
 from __future__ import annotations
@@ -67,6 +69,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=8000)
     parser.add_argument("--heads", type=int, default=6)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--dense", action="store_true", help="also time one dense head, the former path")
     args = parser.parse_args()
 
     import explorer
@@ -108,12 +111,19 @@ def main() -> None:
         t0 = time.perf_counter()
         block_maxima(trace, 2, [1], 1, window=(r0, r0 + 512, r0 - 256, r0 + 256))
         zoom.append((time.perf_counter() - t0) * 1000.0)
+    dense = {}
+    if args.dense:
+        from explorer.views.maps import attention_matrix
+
+        t0 = time.perf_counter()
+        attention_matrix(trace, 2, 1)
+        dense = {"dense_head_ms": round((time.perf_counter() - t0) * 1000.0)}
     result = {"model": args.model, "tokens": args.tokens, "layers": info.n_layers, "heads": info.n_heads,
               "prefill_s": round(prefill_s, 1), "grid_s": round(grid_s, 1),
               "head_ms_median": round(statistics.median(head_ms)), "head_ms_max": round(max(head_ms)),
               "head_while_grid_ms_median": round(statistics.median(while_grid)),
               "hover_ms_median": round(statistics.median(hover), 1), "zoom_ms_median": round(statistics.median(zoom)),
-              "load_average": os.getloadavg()}
+              **dense, "load_average": os.getloadavg()}
     print(json.dumps(result, indent=1))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
