@@ -41,6 +41,7 @@ class Autosaver(QObject):
         self.path = Path(path) if path is not None else default_autosave_path()
         self._snapshot = snapshot           # () -> SessionState | None
         self._last_written: str | None = None
+        self._last_state = None             # the SessionState last looked at
         self._timer = QTimer(self)
         self._timer.setInterval(interval_ms)
         self._timer.timeout.connect(self.save_now)
@@ -51,18 +52,19 @@ class Autosaver(QObject):
     def save_now(self) -> bool:
         """Write the current state if it differs from the last write; True when written."""
         state = self._snapshot()
-        if state is None:
+        if state is None or state == self._last_state:     # unchanged: not serialised again (8,000 ids)
             return False
         body = json.loads(state.to_json())
         body["pid"] = os.getpid()
         text = json.dumps(body, ensure_ascii=False, indent=1)
         if text == self._last_written:
+            self._last_state = state
             return False
         try:
             write_atomically(self.path, text)
         except SessionFileError:
             return False                    # an unwritable cache must not disturb the person
-        self._last_written = text
+        self._last_written, self._last_state = text, state
         return True
 
     def discard(self) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from explorer.core.errors import ExplorerError
@@ -68,7 +68,7 @@ class SessionState:
                    experiments=tuple(experiments), record_dtype=record_dtype_of(trace))
 
     def to_json(self) -> str:
-        body = asdict(self)
+        body = {f.name: getattr(self, f.name) for f in fields(self)}     # asdict deep-copied 8,000 ids
         body["sampling"] = self.sampling.as_dict()
         body["prompt_ids"] = list(self.prompt_ids)
         body["forced"] = [list(pair) for pair in self.forced]
