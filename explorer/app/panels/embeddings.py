@@ -24,7 +24,7 @@ VIEWS = {
     "positions": "positional embeddings P[pos]",
     "rope": "RoPE angles θ_i · pos",
 }
-MAX_BARS = 1024             # norm bars drawn at most: a longer prompt's are block maxima
+MAX_BARS = 256              # norm bars drawn at most: a longer prompt's are block maxima, unoutlined
 
 
 class EmbeddingsPanel(Panel):
@@ -110,11 +110,13 @@ class EmbeddingsPanel(Panel):
         padded[: len(norms)] = norms
         widths = padded.reshape(-1, f).max(axis=1)
         rows = np.arange(len(widths)) * f + (f - 1) / 2              # the block's centre, in rows
+        # Blocks touch (no gaps, no outline): outlines of hundreds of thin bars drew a black mass.
+        shape = dict(height=0.8, pen=pg.getConfigOption("foreground")) if f == 1 else dict(height=f, pen=None)
         if self.norm_bars is None:
-            self.norm_bars = pg.BarGraphItem(x0=0, y=rows, height=0.8 * f, width=widths, brush="#3b7dd8")
+            self.norm_bars = pg.BarGraphItem(x0=0, y=rows, width=widths, brush="#3b7dd8", **shape)
             self.norm_plot.addItem(self.norm_bars)
         else:
-            self.norm_bars.setOpts(y=rows, width=widths, height=0.8 * f)
+            self.norm_bars.setOpts(y=rows, width=widths, **shape)
 
     def show_selection(self, selection: Selection) -> None:
         self.heatmap.highlight(selection.token, None)
