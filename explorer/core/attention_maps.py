@@ -54,6 +54,13 @@ def normalised(s: np.ndarray, visible: np.ndarray, kernel=None) -> np.ndarray:
     return s
 
 
+def kernel_softcap(softcap: float | None, kernel) -> float | None:
+    """The soft-cap that the scores entering f_kappa carry: the model's own under its softmax (exp, at any
+    temperature); none where an experiment replaced the kernel, which replaces the softmax and its cap
+    (attention.kernel_weights)."""
+    return softcap if kernel is None or kernel.name == "exp" else None
+
+
 def weights(q: np.ndarray, k: np.ndarray, visible, scale: float, softcap: float | None = None,
             kernel=None, rows: slice | None = None) -> np.ndarray:
     """One head's A (n, n_kv) float32 from its Q (n, d) and its K/V head's K (n_kv, d), or the `rows` of it.
@@ -66,7 +73,7 @@ def weights(q: np.ndarray, k: np.ndarray, visible, scale: float, softcap: float 
     out = np.empty((max(0, stop - start), k.shape[0]), dtype=np.float32)
     for first in range(start, stop, ROW_BLOCK):
         last = min(first + ROW_BLOCK, stop)
-        block = scores(q[first:last], k, scale, softcap)
+        block = scores(q[first:last], k, scale, kernel_softcap(softcap, kernel))
         out[first - start: last - start] = normalised(block, mask_rows(visible, first, last), kernel)
     return out
 

@@ -80,6 +80,11 @@ class AttentionRecord:
         return None
 
     @property
+    def weight_softcap(self) -> float | None:
+        """The soft-cap of the scores A is formed from under this record's kernel (attention_maps.kernel_softcap)."""
+        return attention_maps.kernel_softcap(self.softcap, self.kernel)
+
+    @property
     def on_demand(self) -> bool:
         """Whether the weights are rebuilt from Q and K rather than stored."""
         return self.weights_packed is None

@@ -137,7 +137,7 @@ def _on_demand_sums(record: AttentionRecord, positions: np.ndarray, cancel) -> n
             if _stopped(cancel):
                 raise Cancelled
             s = attention_maps.scores(record.q[head, first:last], record.k[record.kv_head_of(head), keys.span],
-                                      record.scale, record.softcap)                  # (r, hi - lo)
+                                      record.scale, record.weight_softcap)           # (r, hi - lo)
             if softmax:
                 sums[:, head] += softmax_block_sums(s, keys, record.kernel.temperature, rows)
             else:

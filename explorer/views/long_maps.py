@@ -122,7 +122,7 @@ class _Rows:
             s[~visible] = -np.inf
             return s
         if record.on_demand:
-            s = scores(record.q[head][first:last], record.k[kv_head][span], record.scale, record.softcap)
+            s = scores(record.q[head][first:last], record.k[kv_head][span], record.scale, record.weight_softcap)
             return normalised(s, visible, record.kernel)
         key = (id(record), head)
         if key not in self._dense:
