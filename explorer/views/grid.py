@@ -11,7 +11,6 @@ Numpy only.
 """
 from __future__ import annotations
 
-import itertools
 import math
 import operator
 from collections import OrderedDict
@@ -20,13 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from explorer.core.trace import AttentionRecord, Trace, run_slice
+from explorer.views.blocks import (TILE, attention_records, block_max, query_rows, reduce_rows,  # noqa: F401
+                                    tile_block)
+from explorer.views.long_maps import block_maxima, extent
 
-TILE = 32   # tile side in blocks: between TILE/2 and TILE (+1); shorter traces keep one pixel per token
-
-
-def attention_records(trace: Trace, layer: int, upto_step: int | None, cross: bool) -> list[AttentionRecord]:
-    end = trace.n_steps if upto_step is None else upto_step + 1
-    return [(s.layers[layer].cross if cross else s.layers[layer].attn) for s in trace.steps[:end]]
+_block_max, _reduce = block_max, reduce_rows             # the names tests/app/test_grid_reduce.py reads
 
 
 def downsampled_attention(trace: Trace, layer: int, tile: int = TILE, upto_step: int | None = None,
@@ -38,17 +35,6 @@ def downsampled_attention(trace: Trace, layer: int, tile: int = TILE, upto_step:
     tiles = _LayerTiles(trace, layer, tile, upto_step, cross, values)
     tiles.merge_pending()
     return tiles.finish()
-
-
-def tile_block(t_q: int, t_kv: int, tile: int = TILE) -> int:
-    """The side of the blocks a tile reduces: a power of two, so the block (and the cache of reduced
-    rows) changes only when T doubles; 1 where the map is at most `tile` a side."""
-    return 1 << max(0, math.ceil(math.log2(max(t_q, t_kv) / tile))) if max(t_q, t_kv) > tile else 1
-
-
-def query_rows(records: list[AttentionRecord]) -> list[int]:
-    """The first query row of each record, then the number of rows."""
-    return [0, *itertools.accumulate(r.n_new for r in records)]
 
 
 class _LayerTiles:
@@ -101,8 +87,6 @@ class _LayerTiles:
 
     def _reduced_on_demand(self, record: AttentionRecord):
         """A record rebuilt on demand, a head and a block of rows at a time (never the layer's dense (N_Q, T, T))."""
-        from explorer.views.long_maps import block_maxima, extent          # long_maps builds on this module
-
         window = (self.row, self.row + record.n_new, 0, extent(self.trace, self.done, self.cross, self.layer)[1])
         maps = np.stack([block_maxima(self.trace, self.layer, [head], self.block, self.done, self.cross,
                                       self.values, window) for head in range(record.n_heads)])   # (N_Q, r, c)
@@ -135,7 +119,7 @@ def _merge_one_row_steps(layers: list[_LayerTiles]) -> None:
         first = members[0].pending()[0]
         n_heads = first.weights_packed.shape[0]
         weights = np.stack([m.pending()[0].weights_packed for m in members]).astype(np.float32, copy=False)
-        u_rows, u_cols, reduced, mask = _reduce(weights.reshape(len(members) * n_heads, 1, -1), np.asarray(first.mask),
+        u_rows, u_cols, reduced, mask = reduce_rows(weights.reshape(len(members) * n_heads, 1, -1), np.asarray(first.mask),
                                                 _columns(first, cross), row, block)
         for index, tiles in enumerate(members):
             tiles.merge(u_rows, u_cols, reduced[index * n_heads:(index + 1) * n_heads], mask, 1)
@@ -189,7 +173,7 @@ def _reduced(record: AttentionRecord, row: int, block: int, cross: bool):
         if plan is not None:                                                # a prefill: never unpacked
             return _reduce_packed(record.weights_packed, plan)
         weights = np.asarray(record.weights, dtype=np.float32)              # (N_Q, n_new, n_kv)
-        return _reduce(weights, mask, positions, row, block)
+        return reduce_rows(weights, mask, positions, row, block)
     return _cached(("weights", id(record), row, block, cross), record, compute)
 
 
@@ -225,7 +209,7 @@ def _packed_plan(mask: np.ndarray, positions: np.ndarray, row: int, block: int):
                 runs.setdefault(b, []).append((slice(f, f + c), slice(o, o + c)))
             runs = list(runs.items())
             u_cols = np.arange(base // block, int(positions[-1]) // block + 1)
-            reduced_mask = _block_max(_block_max(mask, 0, row, block), 1, base, block)
+            reduced_mask = block_max(block_max(mask, 0, row, block), 1, base, block)
             plan = (runs, u_rows, u_cols, reduced_mask, base, block, mask.shape[1])
     _PLANS[key] = (mask, plan)
     if len(_PLANS) > 16:
@@ -249,7 +233,7 @@ def _reduce_packed(packed: np.ndarray, plan):
             target = folded[:, columns]
             np.maximum(target, packed[:, source], out=target)
     per_block = np.ascontiguousarray(per_block.transpose(1, 0, 2))                 # (N_Q, row blocks, n_kv)
-    return u_rows, u_cols, _block_max(per_block, 2, base, block), reduced_mask
+    return u_rows, u_cols, block_max(per_block, 2, base, block), reduced_mask
 
 
 def _reduced_scores(trace: Trace, layer: int, index: int, record: AttentionRecord, row: int, block: int,
@@ -266,65 +250,13 @@ def _reduced_scores(trace: Trace, layer: int, index: int, record: AttentionRecor
             s = record.softcap * np.tanh(s / record.softcap)
         mask = np.asarray(record.mask)
         s = np.where(mask[None], s, -np.inf).astype(np.float32)
-        return _reduce(s, mask, columns, row, block)
+        return reduce_rows(s, mask, columns, row, block)
     return _cached(("scores", id(record), row, block, cross), record, compute)
 
 
 def _columns(record: AttentionRecord, cross: bool) -> np.ndarray:
     """The absolute key position of each column of the record."""
     return np.arange(record.n_kv) if cross else np.asarray(record.kv_positions)
-
-
-def _reduce(weights: np.ndarray, mask: np.ndarray, positions: np.ndarray, row: int, block: int):
-    """Block maxima of (N_Q, n_new, n_kv) rows starting at query row `row`, and which blocks are allowed.
-
-    Rows are reduced first (a max over whole contiguous rows, the cheap direction), then columns on
-    the block-fewer rows; key positions in one unbroken run (every cache but a ring) are cut into
-    blocks by reshaping, others by `reduceat` over their sorted order.
-    """
-    u_rows = np.arange(row // block, (row + weights.shape[1] - 1) // block + 1)
-    weights = _block_max(weights, 1, row, block)                            # (N_Q, len(u_rows), n_kv)
-    mask = _block_max(mask, 0, row, block)                                  # (len(u_rows), n_kv)
-    columns = positions // block
-    if np.any(np.diff(columns) < 0):                                        # ring caches are not in order
-        order = np.argsort(positions, kind="stable")
-        positions, columns, weights, mask = positions[order], columns[order], weights[:, :, order], mask[:, order]
-    if positions.size and positions[-1] - positions[0] == positions.size - 1:   # one unbroken run
-        u_cols = np.arange(columns[0], columns[-1] + 1)
-        first = int(positions[0])
-        return u_rows, u_cols, _block_max(weights, 2, first, block), _block_max(mask, 1, first, block)
-    u_cols, col_starts = np.unique(columns, return_index=True)
-    weights = np.maximum.reduceat(weights, col_starts, axis=2)
-    mask = np.logical_or.reduceat(mask, col_starts, axis=1)
-    return u_rows, u_cols, weights, mask
-
-
-def _block_max(values: np.ndarray, axis: int, start: int, block: int) -> np.ndarray:
-    """Maxima (for booleans: any) along `axis` over runs of entries whose index start + i falls in one block."""
-    n = values.shape[axis]
-    head = min(n, (-start) % block)                     # entries before the first block boundary
-    body = (n - head) // block * block
-    pieces = []
-
-    def run(begin: int, end: int) -> np.ndarray:
-        return values[(slice(None),) * axis + (slice(begin, end),)]
-
-    if head:
-        pieces.append(run(0, head).max(axis=axis, keepdims=True))
-    if body and axis == values.ndim - 1:
-        # Along the last axis a reshape would reduce runs of `block` contiguous entries, numpy's slow
-        # case; the elementwise maximum of the block's strided slices is many times faster.
-        fold = np.logical_or if values.dtype == bool else np.maximum
-        folded = run(head, head + body - block + 1)[..., ::block].copy()
-        for k in range(1, block):
-            fold(folded, run(head + k, head + body - block + k + 1)[..., ::block], out=folded)
-        pieces.append(folded)
-    elif body:
-        shape = values.shape[:axis] + (body // block, block) + values.shape[axis + 1:]
-        pieces.append(run(head, head + body).reshape(shape).max(axis=axis + 1))
-    if head + body < n:
-        pieces.append(run(head + body, n).max(axis=axis, keepdims=True))
-    return pieces[0] if len(pieces) == 1 else np.concatenate(pieces, axis=axis)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import numpy as np
 
 from explorer.core.attention_maps import ON_DEMAND_FROM, ROW_BLOCK, MaskRule, mask_rows, normalised, scores
 from explorer.core.trace import AttentionRecord, Trace, run_slice
-from explorer.views.grid import TILE, _reduce, attention_records, query_rows, tile_block
+from explorer.views.blocks import TILE, attention_records, query_rows, reduce_rows, tile_block
 
 STORED_LONG = 16 * ON_DEMAND_FROM    # stored maps of 4,096² entries and more are drawn as long ones too
 DISPLAY_SIDE = 1024      # the panel draws a long head at most this many blocks a side (zoomed in: finer)
@@ -211,7 +211,7 @@ def _reduced(got, row: int, columns: tuple[int, int], left: int, block: int):
         positions, rows, visible = positions[inside], rows[:, inside], visible[:, inside]
     if positions.size == 0:
         return None
-    u_rows, u_cols, reduced, mask = _reduce(rows[None], visible, positions - left, row, block)
+    u_rows, u_cols, reduced, mask = reduce_rows(rows[None], visible, positions - left, row, block)
     return u_rows, u_cols, reduced[0], mask
 
 
