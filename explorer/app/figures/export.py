@@ -134,9 +134,10 @@ def save_figure(figure, path: Path, width: int, height: int) -> Path:
 
 def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str, step: int | None = None,
                      values: str = "weights", log: bool = False, cross: bool = False,
-                     size: tuple[int, int] = DEFAULT_SIZE, theme: str = "light") -> Path:
+                     size: tuple[int, int] = DEFAULT_SIZE, theme: str = "light", picture=None) -> Path:
     """One head, all heads of a layer (`head="all"`) or the full grid (`layer="all"`) to any format;
-    images in the figure `theme` (light, print-ready, or dark; see explorer.app.window.theme.FIGURE_COLOURS)."""
+    images in the figure `theme` (light, print-ready, or dark; see explorer.app.window.theme.FIGURE_COLOURS).
+    One head's image draws `picture` (figures.head_picture) where it is computed already."""
     path = Path(path)
     if not trace or not trace.steps:
         raise ExportError(f"Cannot export {path}: there is no trace yet; run the model first.")
@@ -150,7 +151,7 @@ def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str
         return save_matrix(matrix, path, header=f"{values} layer {layer} head {head}")
     from explorer.app.figures.figures import attention_figure
 
-    figure = attention_figure(trace, layer, head, size[0], size[1], step, values, log, cross, theme)
+    figure = attention_figure(trace, layer, head, size[0], size[1], step, values, log, cross, theme, picture)
     try:
         return save_figure(figure, path, *size)
     finally:
@@ -255,13 +256,25 @@ def run_reporting(parent, action: Callable[[], object]) -> None:
             raise
 
 
-def ask_and_export_attention(parent, trace, layer, head, raw: bool = False, **options) -> None:
+def ask_attention_target(parent, layer, head, raw: bool = False, exact: bool = False):
+    """Ask where to write an attention export (and a PNG's size): (path, size, theme), or None if the
+    person cancels. `exact`: an image dialog also offers the exact matrix as .npy (a long head, whose
+    image is block maxima)."""
     filters = "CSV (*.csv);;NumPy (*.npy)" if raw else "PNG image (*.png);;SVG image (*.svg)"
+    if exact and not raw:
+        filters += ";;NumPy, exact values (*.npy)"
     name = f"attention_L{layer}_H{head}." + ("csv" if raw else "png")
     path = ask_path(parent, "Export attention", name, filters)
-    size = DEFAULT_SIZE if raw or path is None else ask_size(parent)
-    if path is not None and size is not None:
-        theme = figure_theme(parent)
+    if path is None:
+        return None
+    size = DEFAULT_SIZE if raw or path.suffix.lower() in DATA_SUFFIXES else ask_size(parent)
+    return None if size is None else (path, size, figure_theme(parent))
+
+
+def ask_and_export_attention(parent, trace, layer, head, raw: bool = False, **options) -> None:
+    target = ask_attention_target(parent, layer, head, raw)
+    if target is not None:
+        path, size, theme = target
         run_reporting(parent, lambda: export_attention(trace, path, layer, head, size=size, theme=theme, **options))
 
 

@@ -7,24 +7,64 @@ ImageExporter and SVGExporter draw it at its natural scale (no stretched fonts).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.window.theme import figure_colours, paint_figure
 from explorer.core.trace import Trace
 from explorer.views.grid import mosaic
+from explorer.views.long_maps import THREADS, block_maxima, display_factor, extent, is_long
 from explorer.views.maps import attention_matrix, axis_labels, display_reduced, grid_image, head_levels
+
+
+@dataclass(frozen=True, eq=False)
+class HeadPicture:
+    """One head's map as its figure draws it: `shown` (R, C), NaN where masked, the maxima of
+    `factor` × `factor` blocks (1: the exact cells) of a map of `extent` (T_q, T_kv) real cells."""
+
+    shown: np.ndarray
+    factor: int
+    extent: tuple[int, int]
+    long: bool = False           # rebuilt a block of rows at a time (long_maps): its ticks carry positions
+
+
+def head_picture(trace: Trace, layer: int, head: int, step: int | None = None, values: str = "weights",
+                 cross: bool = False, maps=None, cancelled: Callable[[], bool] | None = None) -> HeadPicture:
+    """What `attention_figure` draws of one head. Numpy only, so it may run off the GUI thread.
+
+        shown[I, J] = max { A[i, j] : i // f = I, j // f = J }
+
+    A long trace (long_maps.is_long) is reduced a block of query rows at a time, never as its dense
+    T × T array, at the panel's block side (long_maps.display_factor), from `maps` (a ReducedMaps: the
+    panel's kept map costs nothing) where given; a short one is the dense matrix, reduced past
+    DISPLAY_CELLS a side (maps.display_reduced). `cancelled()` true raises long_maps.Cancelled."""
+    if is_long(trace, step, cross):
+        size = extent(trace, step, cross, layer)
+        factor = display_factor(*size)
+        if maps is not None:
+            reduced = maps.get(trace, layer, [head], factor, step, cross, values, cancelled, THREADS)
+        else:
+            reduced = block_maxima(trace, layer, [head], factor, step, cross, values, cancelled=cancelled,
+                                   threads=THREADS)
+        return HeadPicture(reduced, factor, size, long=True)
+    matrix = attention_matrix(trace, layer, head, step, values, cross)
+    shown, factor = display_reduced(matrix)
+    return HeadPicture(shown, factor, matrix.shape)
 
 
 def attention_figure(trace: Trace, layer: int | str, head: int | str, width: int, height: int,
                      step: int | None = None, values: str = "weights", log: bool = False,
-                     cross: bool = False, theme: str = "light") -> pg.GraphicsLayoutWidget:
+                     cross: bool = False, theme: str = "light",
+                     picture: HeadPicture | None = None) -> pg.GraphicsLayoutWidget:
     """Build and lay out the figure; `layer="all"` is the full grid, `head="all"` a layer's heads.
-    `theme` is the figure's own ("light", print-ready, or "dark"), never the app's."""
+    `theme` is the figure's own ("light", print-ready, or "dark"), never the app's. One head's
+    `picture` (head_picture), if computed already (off the GUI thread), is drawn as it is."""
     with figure_colours(theme):
         figure = pg.GraphicsLayoutWidget(size=(width, height))
         figure.heatmaps = []
@@ -33,7 +73,8 @@ def attention_figure(trace: Trace, layer: int | str, head: int | str, width: int
         elif head == "all":
             _layer(figure, trace, int(layer), step, values, log, cross)
         else:
-            _head(figure, trace, int(layer), int(head), step, values, log, cross)
+            picture = picture or head_picture(trace, int(layer), int(head), step, values, cross)
+            _head(figure, trace, int(layer), int(head), picture, values, log, cross)
     return lay_out(figure, width, height, theme)
 
 
@@ -53,19 +94,15 @@ def _title(figure, text: str, colspan: int = 1) -> None:
     figure.addLabel(text, row=0, col=0, colspan=colspan, size="11pt")
 
 
-def _head(figure, trace, layer, head, step, values, log, cross) -> None:
-    matrix = attention_matrix(trace, layer, head, step, values, cross)
-    shown, levels = head_levels(matrix, values, log)
-    shown, factor = display_reduced(shown)
+def _head(figure, trace, layer, head, picture: HeadPicture, values, log, cross) -> None:
+    shown, levels = head_levels(picture.shown, values, log)      # log10 keeps maxima: it is increasing
+    (t_q, t_kv), factor = picture.extent, picture.factor
     symbol = "S" if values == "scores" else ("log10 A" if log else "A")
     blocks = f", {factor}×{factor} block maxima" if factor > 1 else ""
-    _title(figure, f"{trace.model.name}: layer {layer}, head {head}, {symbol} ({matrix.shape[0]}×{matrix.shape[1]}{blocks})")
+    _title(figure, f"{trace.model.name}: layer {layer}, head {head}, {symbol} ({t_q}×{t_kv}{blocks})")
     heatmap = Heatmap(figure.ci, row=1, col=0)
-    rows, cols = axis_labels(trace, matrix.shape, cross)
-    heatmap.set_matrix(shown, levels, rows, cols)
-    if factor > 1:                           # the blocks span the map's real extent: the axes count tokens
-        heatmap.image.setRect(QRectF(-0.5, -0.5, matrix.shape[1], matrix.shape[0]))
-        heatmap.plot.setRange(xRange=(-0.5, matrix.shape[1] - 0.5), yRange=(-0.5, matrix.shape[0] - 0.5), padding=0)
+    rows, cols = axis_labels(trace, picture.extent, cross, numbered=picture.long)
+    heatmap.set_matrix(shown, levels, rows, cols, extent=picture.extent)   # the axes count real tokens
     heatmap.plot.setLabels(left="query", top="key")
     figure.heatmaps.append(heatmap)
 

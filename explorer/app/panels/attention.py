@@ -22,6 +22,7 @@ from explorer.app.panels.grid_filler import GridFiller, GridProgress
 from explorer.app.panels.base import Panel, dims, visible_text
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.panels.kernel_control import KernelControl
+from explorer.app.panels.long_export import LongExport
 from explorer.app.panels.long_head import LongHead, Request
 from explorer.app.state.session import Selection
 from explorer.core.intervention import HeadAblation, Intervention
@@ -29,6 +30,9 @@ from explorer.views import trace_views
 from explorer.views.grid import Mosaic, mosaic
 from explorer.views.long_maps import extent, is_long
 from explorer.views.maps import attention_matrix, axis_labels, grid_image, log_scaled, mean_attention_matrix
+
+
+STALE_OPACITY = 0.35      # the grid of the step before, drawn while the new step's tiles are computed
 
 
 class AttentionPanel(Panel):
@@ -68,6 +72,9 @@ class AttentionPanel(Panel):
         self.grid_progress = GridProgress(self.filler)
         self.filler.repaint.connect(self._paint_grid)
         self.long_head = LongHead(self.large, self.filler.pause, self)
+        self.long_export = LongExport(self.long_head.maps, self.filler.pause, self)   # one head, off the GUI thread
+        self.long_export.written.connect(lambda path: self._say(f"Exported {path}."))
+        self.long_export.failed.connect(self.session.report_error)
         grid_box = QWidget()
         grid_layout = QVBoxLayout(grid_box)
         grid_layout.setContentsMargins(0, 0, 0, 0)
@@ -157,9 +164,13 @@ class AttentionPanel(Panel):
             self._drawn_grid = grid_key
         token = selection.token if view.kind != "encoder" else None      # the selected token is a target token
         self.large.highlight(token, token if view.kind == "self" else None)
+        self._outline_grid(selection, layer)
+
+    def _outline_grid(self, selection: Selection, layer: int) -> None:
+        """Outline the selected head's tile in the grid (the layer's row of tiles for the mean)."""
         r, c = self.mosaic.tile_shape
         top, left = self.mosaic.tile_origin(layer, 0 if self.mean_heads else selection.head)
-        if self.mean_heads:                              # the mean: the layer's whole row of heads
+        if self.mean_heads:
             c = self.mosaic.tile_origin(layer, self.mosaic.n_heads - 1)[1] + c - left
         self.grid.outline(top, left, r, c)
 
@@ -208,10 +219,17 @@ class AttentionPanel(Panel):
         self._paint_grid()
 
     def _paint_grid(self) -> None:
+        shown = self.filler.shown
+        if shown is not None and shown is not self.mosaic:     # a long grid's next step came in: draw it
+            self.mosaic = shown
+            if self.view is not None:
+                selection = self.session.selection
+                self._outline_grid(selection, min(selection.layer, self.view.n_layers - 1))
         if self.mosaic is None:
             return
         image, levels = grid_image(self.mosaic, self.values, self.log_scale)
         self.grid.set_matrix(image, levels, keep_view=True)
+        self.grid.image.setOpacity(STALE_OPACITY if self.filler.updating else 1.0)   # the previous step's, dimmed
         self.grid.axes["left"].set_labels([f"L{i}" for i in range(self.mosaic.n_layers)], self.mosaic.layer_centres())
         self.grid.axes["top"].set_labels([f"H{i}" for i in range(self.mosaic.n_heads)], self.mosaic.head_centres())
 
@@ -264,11 +282,15 @@ class AttentionPanel(Panel):
 
         def image(scope):
             options, s, view, layer = settings()
+            if scope == "head" and is_long(view.trace, view.step, view.cross):
+                return self._export_long(view, layer, s.head, False, options)
             head = {"head": s.head, "layer": "all", "grid": "all"}[scope]
             export.ask_and_export_attention(self, view.trace, "all" if scope == "grid" else layer, head, **options)
 
         def raw():
             options, s, view, layer = settings()
+            if is_long(view.trace, view.step, view.cross):
+                return self._export_long(view, layer, s.head, True, options)
             export.ask_and_export_attention(self, view.trace, layer, s.head, raw=True, **options)
 
         def frames():
@@ -287,6 +309,17 @@ class AttentionPanel(Panel):
             action.triggered.connect(slot)
             actions.append(action)
         return actions
+
+    def _export_long(self, view, layer: int, head: int, raw: bool, options: dict) -> None:
+        """A long head's export: block maxima (or the exact .npy) computed off the GUI thread."""
+        self.long_export.ask(self, view.trace, layer, head, raw, **options)
+        if self.long_export.running:
+            self._say(f"Exporting {self.long_export.describe()}…")
+
+    def _say(self, text: str) -> None:
+        bar = getattr(self.window(), "statusBar", None)
+        if callable(bar):
+            bar().showMessage(text, 8000)
 
 
 def mean_formula(trace, values: str, layer: int, shape: tuple[int, int]) -> str:

@@ -3,8 +3,11 @@
 Each head's tile is `long_maps.ReducedMaps.get` (block maxima of A or S, computed a block of query rows at
 a time): numpy releases the GIL in its matmuls and ufuncs, so the GUI thread only places finished tiles.
 The tiles are kept per trace, so a second look (a repaint, the panel shown again) computes nothing,
-and a new trace starts from a blank grid: no tile of another trace is ever shown. A large head
-asked for meanwhile goes first: the grid pauses between blocks of rows while `pause` is held.
+and a new trace starts from a blank grid: no tile of another trace is ever shown. Another step of
+the same trace (a decoding step, the step slider) keeps the grid of the step shown, marked as
+that step and dimmed, until every tile of the new step is in, then shows those: the grid never
+flashes blank at each step, and never mixes two steps' tiles. A large head asked for meanwhile
+goes first: the grid pauses between blocks of rows while `pause` is held.
 """
 from __future__ import annotations
 
@@ -13,9 +16,10 @@ import threading
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QTimer, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QWidget
 
-from explorer.views.grid import Mosaic, blank_mosaic
+from explorer.app.panels.base import LineLabel
+from explorer.views.grid import Mosaic, attention_records, blank_mosaic
 from explorer.views.long_maps import THREADS, Cancelled, ReducedMaps, extent, grid_block
 
 REPAINT_MS = 120          # tiles that arrive closer together than this are drawn together
@@ -65,10 +69,26 @@ class Background(QObject):
         self.running = False
 
 
+def step_of(trace, upto_step: int | None) -> int:
+    """The index of the step a grid draws (0: the prefill)."""
+    return trace.n_steps - 1 if upto_step is None else int(upto_step)
+
+
+def _same_run(a: tuple, b: tuple) -> bool:
+    """Whether two requests (trace, upto_step, cross, values) are steps of one run: the same kind and
+    values, and the earlier one's records are the first of the later one's (decoding shares them)."""
+    if a[2:] != b[2:]:
+        return False
+    first, second = (attention_records(r[0], 0, r[1], r[2]) for r in (a, b))
+    shorter, longer = sorted((first, second), key=len)
+    return all(x is y for x, y in zip(shorter, longer))
+
+
 class GridFiller(QObject):
     """Fills a Mosaic tile by tile in the background: `tile_ready(layer, head)` as each is placed,
     `progressed(done, total)`, `finished(complete)` (False: cancelled), `repaint()` at most every
-    REPAINT_MS while tiles arrive."""
+    REPAINT_MS while tiles arrive. `shown` is the grid to draw: `mosaic` itself, or while `updating`
+    the complete grid of step `shown_step` of the same run, until `mosaic` (step `step`) is full."""
 
     tile_ready = Signal(int, int)
     progressed = Signal(int, int)
@@ -80,7 +100,10 @@ class GridFiller(QObject):
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.tiles = ReducedMaps()              # every head's tile, for the trace last filled
-        self.mosaic: Mosaic | None = None
+        self.mosaic: Mosaic | None = None       # the grid being filled, of step `step`
+        self.shown: Mosaic | None = None        # the grid to draw (the previous step's while updating)
+        self.step = self.shown_step = 0
+        self._shown_request: tuple | None = None
         self.done = self.total = 0
         self.running = False
         self.pause = threading.Event()           # set: the grid waits (a large head is being computed)
@@ -95,15 +118,33 @@ class GridFiller(QObject):
         self._ended.connect(self._end)
 
     def start(self, trace, upto_step, cross: bool, values: str) -> Mosaic:
-        """A blank grid for this trace with its kept tiles placed at once; the rest computed in the background.
-        The same grid asked for again while it fills goes on filling."""
+        """The grid to draw for this trace: its kept tiles placed at once, the rest computed in the
+        background into a blank grid, shown as it fills, or, for another step of the run shown, once
+        full (`shown` stays the shown step's meanwhile). The same grid asked for again goes on filling."""
         request = (trace, upto_step, cross, values)
         known = self._request
         if self.running and known is not None and known[0] is trace and known[1:] == request[1:]:
-            return self.mosaic
-        self.cancel()
+            return self.shown
+        if self._stop():                                 # the grid asked for before: dropped, not shown
+            self.finished.emit(False)
         self._request = request
         self._generation += 1
+        self.step = step_of(trace, upto_step)
+        missing = self._blank_with_kept(trace, upto_step, cross, values)
+        previous = self._shown_request
+        if not (missing and self.shown is not None and previous is not None and _same_run(previous, request)):
+            self._show(self.mosaic, request)             # else the shown step stays until this one is full
+        if missing:
+            self._run(missing)
+        return self.shown
+
+    @property
+    def updating(self) -> bool:
+        """Whether `shown` is another step's grid, kept while this step's fills."""
+        return self.shown is not None and self.shown is not self.mosaic
+
+    def _blank_with_kept(self, trace, upto_step, cross, values) -> list[tuple[int, int]]:
+        """A blank `mosaic` with the kept tiles placed; the (layer, head) of those still to compute."""
         n_layers, n_heads = trace.model.n_layers, trace.model.n_heads
         block, (t_q, t_kv) = grid_block(trace, upto_step, cross), extent(trace, upto_step, cross)
         self.mosaic = blank_mosaic(n_layers, n_heads, (math.ceil(t_q / block), math.ceil(t_kv / block)))
@@ -116,14 +157,19 @@ class GridFiller(QObject):
                 else:
                     self.mosaic.place(layer, head, tile)
         self.total, self.done = n_layers * n_heads, n_layers * n_heads - len(missing)
-        if not missing:
-            return self.mosaic
+        self._block = block
+        return missing
+
+    def _show(self, mosaic: Mosaic, request: tuple) -> None:
+        self.shown, self._shown_request = mosaic, request
+        self.shown_step = step_of(request[0], request[1])
+
+    def _run(self, missing: list[tuple[int, int]]) -> None:
+        trace, upto_step, cross, values = self._request
         self.running = True
         self._cancel = cancel = threading.Event()
-        generation = self._generation
-        args = (trace, upto_step, cross, values, block, missing, cancel, generation)
+        args = (trace, upto_step, cross, values, self._block, missing, cancel, self._generation)
         threading.Thread(target=self._fill, args=args, name="attention-grid", daemon=True).start()
-        return self.mosaic
 
     def _fill(self, trace, upto_step, cross, values, block, missing, cancel, generation) -> None:
         def cancelled() -> bool:
@@ -148,7 +194,7 @@ class GridFiller(QObject):
         self.done += 1
         self.tile_ready.emit(layer, head)
         self.progressed.emit(self.done, self.total)
-        if not self._timer.isActive():
+        if not self.updating and not self._timer.isActive():      # an update is drawn once complete
             self._timer.start()
 
     def _end(self, generation: int, complete: bool) -> None:
@@ -156,23 +202,32 @@ class GridFiller(QObject):
             return
         self.running = False
         self._timer.stop()
+        self._show(self.mosaic, self._request)
         self.repaint.emit()
         self.finished.emit(complete)
 
     def cancel(self) -> None:
-        """Stop filling: the tiles computed so far stay drawn (and kept)."""
-        self._cancel.set()
-        if self.running:
-            self.running = False
-            self._generation += 1                # what is still on its way is dropped
-            self._timer.stop()
+        """Stop filling: the tiles computed so far stay drawn (and kept); an update cancelled shows its
+        step's tiles so far too, never the previous step's unmarked."""
+        if self._stop():
+            self._show(self.mosaic, self._request)
             self.repaint.emit()
             self.finished.emit(False)
+
+    def _stop(self) -> bool:
+        """Stop the thread filling (what is still on its way is dropped); whether one was running."""
+        self._cancel.set()
+        if not self.running:
+            return False
+        self.running = False
+        self._generation += 1
+        self._timer.stop()
+        return True
 
     def forget(self) -> None:
         """Stop, and show no grid (a trace with no attention to show)."""
         self.cancel()
-        self.mosaic = None
+        self.mosaic = self.shown = self._shown_request = None
 
 
 class GridProgress(QWidget):
@@ -183,14 +238,14 @@ class GridProgress(QWidget):
         self.filler = filler
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        self.label = QLabel()
+        self.label = LineLabel()                 # never widens the grid's side of the splitter
         self.bar = QProgressBar()
         self.bar.setTextVisible(False)
         self.bar.setMaximumHeight(12)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setToolTip("Stop computing the grid; the heads computed so far stay")
         self.cancel_button.clicked.connect(filler.cancel)
-        layout.addWidget(self.label)
+        layout.addWidget(self.label, 4)
         layout.addWidget(self.bar, 1)
         layout.addWidget(self.cancel_button)
         filler.progressed.connect(self._show)
@@ -205,7 +260,11 @@ class GridProgress(QWidget):
             self.hide()
 
     def _show(self, done: int, total: int) -> None:
-        self.label.setText(f"computing heads {done} / {total}")
+        filler = self.filler
+        if filler.updating:                     # the previous step's grid is drawn, dimmed, meanwhile
+            self.label.setText(f"step {filler.shown_step}, updating to step {filler.step}: {done} / {total}")
+        else:
+            self.label.setText(f"step {filler.step}: computing heads {done} / {total}")
         self.bar.setRange(0, total)
         self.bar.setValue(done)
 

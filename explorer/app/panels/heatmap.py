@@ -48,7 +48,7 @@ class TokenAxis(pg.AxisItem):
         self._lookup = {float(p): i for i, p in enumerate(positions)}      # read at every tick layout
         self._longest = max((len(label) for label in labels), default=1)
         if self.orientation in ("left", "right") and self._labels:
-            self.setWidth(min(130, 7 * self._longest + 16))
+            self._fit_width()
         elif self.upright:
             self._fit_upright()
         self.picture = None
@@ -89,10 +89,16 @@ class TokenAxis(pg.AxisItem):
     def _title_px(self) -> int:
         return 20 if self.label.isVisible() else 0
 
+    def _fit_width(self) -> None:
+        """Make a left or right axis wide enough for its labels and its title (e.g. "query") beside them."""
+        self.setWidth(min(130, 7 * self._longest + 16) + self._title_px())
+
     def showLabel(self, show: bool = True) -> None:
         super().showLabel(show)
         if self.upright:
             self._fit_upright()
+        elif self.orientation in ("left", "right") and getattr(self, "_labels", None):   # (during __init__: none)
+            self._fit_width()
 
     def _needed_px(self) -> float:
         if self.orientation in ("left", "right") or self.upright:

@@ -1,0 +1,103 @@
+"""One head of a long trace exported from the window without freezing it.
+
+The same files as the headless `export` command (figures.export_attention): PNG and SVG draw the head
+as block maxima over its real extent, the extent in the title (figures.head_picture), and .npy is the
+exact T × T matrix. What costs time runs on a background thread: the picture, taken from the
+panel's kept maps (long_maps.ReducedMaps) where it is kept already, or the exact matrix and its file.
+The figure itself is laid out on the GUI thread, from the finished picture (a few milliseconds).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+
+from explorer.app.figures import export
+from explorer.app.panels.grid_filler import Background
+from explorer.core.errors import ExplorerError
+from explorer.views.long_maps import Cancelled, extent
+
+
+class LongExport(QObject):
+    """`written(path)` once the file is in place; `failed(sentence)` if it could not be written."""
+
+    written = Signal(object)
+    failed = Signal(str)
+
+    def __init__(self, maps, pause=None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.maps = maps                  # the large view's ReducedMaps: a head it shows is not computed again
+        self.pause = pause                # threading.Event the grid waits on meanwhile
+        self.job = Background(self)
+        self.job.done.connect(self._done)
+        self._pending: tuple | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.job.running
+
+    def ask(self, parent, trace, layer: int, head: int, raw: bool = False, **options) -> None:
+        """The export dialog (offering the exact .npy beside the images), then `start`."""
+        target = export.ask_attention_target(parent, layer, head, raw, exact=True)
+        if target is not None:
+            path, size, theme = target
+            self.start(trace, path, layer, head, size=size, theme=theme, **options)
+
+    def start(self, trace, path: Path, layer: int, head: int, step: int | None = None, values: str = "weights",
+              log: bool = False, cross: bool = False, size=export.DEFAULT_SIZE, theme: str = "light") -> None:
+        """Write one head to `path` (.png, .svg, .npy or .csv), its costly part off the GUI thread."""
+        path = Path(path)
+        try:
+            suffix = export._suffix(path, export.IMAGE_SUFFIXES + export.DATA_SUFFIXES)
+            export.check_writable(path)
+        except ExplorerError as error:
+            self.failed.emit(str(error))
+            return
+        from explorer.app.figures.figures import head_picture      # figures draws with the panels' Heatmap
+
+        options = dict(step=step, values=values, log=log, cross=cross, size=size, theme=theme)
+        self._pending = (trace, path, layer, head, options)
+        if suffix in export.DATA_SUFFIXES:          # numpy and a file: nothing of Qt, all of it on the thread
+            work = lambda cancelled: export.export_attention(trace, path, layer, head, **options)  # noqa: E731
+        else:
+            work = lambda cancelled: head_picture(trace, layer, head, step, values, cross,  # noqa: E731
+                                                  self.maps, cancelled)
+        if self.pause is not None:
+            self.pause.set()
+        self.job.run(work, name="attention-export")
+
+    def describe(self) -> str:
+        """'layer 1, head 2 (8000×8000)': what is being exported."""
+        trace, _, layer, head, options = self._pending
+        t_q, t_kv = extent(trace, options["step"], options["cross"], layer)
+        return f"layer {layer}, head {head} ({t_q}×{t_kv})"
+
+    def cancel(self) -> None:
+        self.job.cancel()
+        self._release()
+
+    def _release(self) -> None:
+        if self.pause is not None:
+            self.pause.clear()
+
+    def _done(self, generation: int, result) -> None:
+        if generation != self.job.generation or self._pending is None:
+            return
+        self._release()
+        trace, path, layer, head, options = self._pending
+        self._pending = None
+        if isinstance(result, Cancelled):
+            return
+        from explorer.app.figures.figures import HeadPicture
+
+        if isinstance(result, HeadPicture):
+            try:
+                result = export.export_attention(trace, path, layer, head, picture=result, **options)
+            except ExplorerError as error:
+                result = error
+        if isinstance(result, ExplorerError):
+            self.failed.emit(str(result))
+        elif isinstance(result, Exception):
+            self.failed.emit(f"Could not export {path}: {result}.")
+        else:
+            self.written.emit(result)
