@@ -49,6 +49,7 @@ def figures(monkeypatch):
         title = next(item.text for item in figure.scene().items() if getattr(item, "text", None)
                      and "layer" in str(item.text))
         seen[Path(path).name] = dict(rects=label_rects(figure), image=heatmap.image.image.copy(),
+                                     images=[h.image.image.copy() for h in figure.heatmaps],
                                      extent=(rect.height(), rect.width()), title=title,
                                      thread=threading.current_thread())
         return save(figure, path, width, height)
@@ -138,6 +139,21 @@ def test_a_head_not_shown_is_computed_off_the_gui_thread(qtbot, panel, trace, fi
     assert "attention-export" in computed and threading.main_thread().name not in computed and dense == []
     assert figures[path.name]["thread"] is threading.main_thread()      # only the layout is the GUI's
     assert_block_maxima(figures[path.name]["image"], block_max(exact_map(trace, 1, 2), FACTOR))
+
+
+def test_all_heads_of_a_layer_export_as_block_maxima_off_the_gui_thread(qtbot, panel, trace, figures, dense,
+                                                                       computed, monkeypatch, tmp_path):
+    show(qtbot, panel, trace, layer=1, head=2)
+    path = tmp_path / "layer.png"
+    answer(monkeypatch, path)
+    assert export_head(qtbot, panel, action=1) == path         # "Export all heads of this layer"
+    assert dense == [] and "attention-export" in computed and threading.main_thread().name not in computed
+    drawn = figures[path.name]
+    assert len(drawn["images"]) == trace.model.n_heads
+    for head, image in enumerate(drawn["images"]):
+        assert_block_maxima(image, block_max(exact_map(trace, 1, head), FACTOR))
+    assert f"all {trace.model.n_heads} heads ({N}×{N}, {FACTOR}×{FACTOR} block maxima)" in drawn["title"]
+    assert_legible(path, drawn["rects"], SIZE)
 
 
 @pytest.mark.parametrize("action", [0, 3])                # the image dialog's exact .npy; the raw matrix's

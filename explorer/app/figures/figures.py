@@ -61,17 +61,19 @@ def head_picture(trace: Trace, layer: int, head: int, step: int | None = None, v
 def attention_figure(trace: Trace, layer: int | str, head: int | str, width: int, height: int,
                      step: int | None = None, values: str = "weights", log: bool = False,
                      cross: bool = False, theme: str = "light",
-                     picture: HeadPicture | None = None) -> pg.GraphicsLayoutWidget:
+                     picture: HeadPicture | list[HeadPicture] | None = None) -> pg.GraphicsLayoutWidget:
     """Build and lay out the figure; `layer="all"` is the full grid, `head="all"` a layer's heads.
     `theme` is the figure's own ("light", print-ready, or "dark"), never the app's. One head's
-    `picture` (head_picture), if computed already (off the GUI thread), is drawn as it is."""
+    `picture` (head_picture; a layer's: one per head), if computed already (off the GUI thread), is drawn
+    as it is."""
     with figure_colours(theme):
         figure = pg.GraphicsLayoutWidget(size=(width, height))
         figure.heatmaps = []
         if layer == "all":
             _grid(figure, trace, step, values, log, cross)
         elif head == "all":
-            _layer(figure, trace, int(layer), step, values, log, cross)
+            pictures = picture or layer_pictures(trace, int(layer), step, values, cross)
+            _layer(figure, trace, int(layer), pictures, values, log, cross)
         else:
             picture = picture or head_picture(trace, int(layer), int(head), step, values, cross)
             _head(figure, trace, int(layer), int(head), picture, values, log, cross)
@@ -107,18 +109,28 @@ def _head(figure, trace, layer, head, picture: HeadPicture, values, log, cross) 
     figure.heatmaps.append(heatmap)
 
 
-def _layer(figure, trace, layer, step, values, log, cross) -> None:
-    n_heads = trace.model.n_heads
+def layer_pictures(trace: Trace, layer: int, step: int | None = None, values: str = "weights", cross: bool = False,
+                   maps=None, cancelled: Callable[[], bool] | None = None) -> list[HeadPicture]:
+    """head_picture of every head of the layer, in order."""
+    return [head_picture(trace, layer, h, step, values, cross, maps, cancelled) for h in range(trace.model.n_heads)]
+
+
+def _layer(figure, trace, layer, pictures: list[HeadPicture], values, log, cross) -> None:
+    n_heads = len(pictures)
     n_cols = math.ceil(math.sqrt(n_heads))
-    matrices = [attention_matrix(trace, layer, h, step, values, cross) for h in range(n_heads)]
-    scaled = [head_levels(m, values, log) for m in matrices]
+    scaled = [head_levels(p.shown, values, log) for p in pictures]
     finite = np.concatenate([s[np.isfinite(s)] for s, _ in scaled])
     levels = scaled[0][1] or ((float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0))
-    _title(figure, f"{trace.model.name}: layer {layer}, all {n_heads} heads", colspan=n_cols + 1)
-    rows, cols = axis_labels(trace, matrices[0].shape, cross)
+    if values == "weights" and not log:                  # one scale for all: 0 to the largest weight of any head
+        levels = (0.0, max(level[1] for _, level in scaled))
+    first = pictures[0]
+    blocks = f", {first.factor}×{first.factor} block maxima" if first.factor > 1 else ""
+    _title(figure, f"{trace.model.name}: layer {layer}, all {n_heads} heads ({first.extent[0]}×{first.extent[1]}"
+                   f"{blocks})", colspan=n_cols + 1)
+    rows, cols = axis_labels(trace, first.extent, cross, numbered=first.long)
     for h, (shown, _) in enumerate(scaled):
         heatmap = Heatmap(figure.ci, row=1 + h // n_cols, col=h % n_cols, colorbar=False)
-        heatmap.set_matrix(shown, levels, rows, cols)
+        heatmap.set_matrix(shown, levels, rows, cols, extent=first.extent)
         heatmap.plot.setTitle(f"head {h}", size="9pt")
         figure.heatmaps.append(heatmap)
     bar = pg.ColorBarItem(values=levels, colorMap=figure.heatmaps[0].colormap, interactive=False, width=12)

@@ -282,9 +282,9 @@ class AttentionPanel(Panel):
 
         def image(scope):
             options, s, view, layer = settings()
-            if scope == "head" and is_long(view.trace, view.step, view.cross):
-                return self._export_long(view, layer, s.head, False, options)
             head = {"head": s.head, "layer": "all", "grid": "all"}[scope]
+            if scope != "grid" and is_long(view.trace, view.step, view.cross):
+                return self._export_long(view, layer, head, False, options)
             export.ask_and_export_attention(self, view.trace, "all" if scope == "grid" else layer, head, **options)
 
         def raw():
@@ -310,8 +310,8 @@ class AttentionPanel(Panel):
             actions.append(action)
         return actions
 
-    def _export_long(self, view, layer: int, head: int, raw: bool, options: dict) -> None:
-        """A long head's export: block maxima (or the exact .npy) computed off the GUI thread."""
+    def _export_long(self, view, layer: int, head: int | str, raw: bool, options: dict) -> None:
+        """A long head's export (or its layer's): block maxima, or the exact .npy, computed off the GUI thread."""
         self.long_export.ask(self, view.trace, layer, head, raw, **options)
         if self.long_export.running:
             self._say(f"Exporting {self.long_export.describe()}…")

@@ -1,4 +1,4 @@
-"""One head of a long trace exported from the window without freezing it.
+"""One head (or all heads of a layer) of a long trace exported from the window without freezing it.
 
 The same files as the headless `export` command (figures.export_attention): PNG and SVG draw the head
 as block maxima over its real extent, the extent in the title (figures.head_picture), and .npy is the
@@ -36,16 +36,18 @@ class LongExport(QObject):
     def running(self) -> bool:
         return self.job.running
 
-    def ask(self, parent, trace, layer: int, head: int, raw: bool = False, **options) -> None:
-        """The export dialog (offering the exact .npy beside the images), then `start`."""
-        target = export.ask_attention_target(parent, layer, head, raw, exact=True)
+    def ask(self, parent, trace, layer: int, head: int | str, raw: bool = False, **options) -> None:
+        """The export dialog (offering one head's exact .npy beside its images), then `start`."""
+        target = export.ask_attention_target(parent, layer, head, raw, exact=head != "all")
         if target is not None:
             path, size, theme = target
             self.start(trace, path, layer, head, size=size, theme=theme, **options)
 
-    def start(self, trace, path: Path, layer: int, head: int, step: int | None = None, values: str = "weights",
-              log: bool = False, cross: bool = False, size=export.DEFAULT_SIZE, theme: str = "light") -> None:
-        """Write one head to `path` (.png, .svg, .npy or .csv), its costly part off the GUI thread."""
+    def start(self, trace, path: Path, layer: int, head: int | str, step: int | None = None,
+              values: str = "weights", log: bool = False, cross: bool = False, size=export.DEFAULT_SIZE,
+              theme: str = "light") -> None:
+        """Write one head (`head` "all": the layer's heads) to `path` (.png, .svg, .npy or .csv), its
+        costly part off the GUI thread."""
         path = Path(path)
         try:
             suffix = export._suffix(path, export.IMAGE_SUFFIXES + export.DATA_SUFFIXES)
@@ -53,12 +55,15 @@ class LongExport(QObject):
         except ExplorerError as error:
             self.failed.emit(str(error))
             return
-        from explorer.app.figures.figures import head_picture      # figures draws with the panels' Heatmap
+        from explorer.app.figures.figures import head_picture, layer_pictures   # (figures draws with Heatmap)
 
         options = dict(step=step, values=values, log=log, cross=cross, size=size, theme=theme)
         self._pending = (trace, path, layer, head, options)
         if suffix in export.DATA_SUFFIXES:          # numpy and a file: nothing of Qt, all of it on the thread
             work = lambda cancelled: export.export_attention(trace, path, layer, head, **options)  # noqa: E731
+        elif head == "all":
+            work = lambda cancelled: layer_pictures(trace, layer, step, values, cross,  # noqa: E731
+                                                    self.maps, cancelled)
         else:
             work = lambda cancelled: head_picture(trace, layer, head, step, values, cross,  # noqa: E731
                                                   self.maps, cancelled)
@@ -70,7 +75,7 @@ class LongExport(QObject):
         """'layer 1, head 2 (8000×8000)': what is being exported."""
         trace, _, layer, head, options = self._pending
         t_q, t_kv = extent(trace, options["step"], options["cross"], layer)
-        return f"layer {layer}, head {head} ({t_q}×{t_kv})"
+        return f"layer {layer}, {'all heads' if head == 'all' else f'head {head}'} ({t_q}×{t_kv})"
 
     def cancel(self) -> None:
         self.job.cancel()
@@ -90,7 +95,7 @@ class LongExport(QObject):
             return
         from explorer.app.figures.figures import HeadPicture
 
-        if isinstance(result, HeadPicture):
+        if isinstance(result, (HeadPicture, list)):            # a head's picture, or a layer's
             try:
                 result = export.export_attention(trace, path, layer, head, picture=result, **options)
             except ExplorerError as error:
