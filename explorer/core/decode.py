@@ -20,6 +20,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
+from explorer.core import logit_lens
 from explorer.core.capture import StepCapture
 from explorer.core.errors import ContextOverflowError, ExplorerError
 from explorer.core.kv_cache import KVCache
@@ -174,14 +175,9 @@ class Decoder(StepDecoder):
         return logits.float().cpu().numpy()
 
     def logit_lens(self, position: int, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k next tokens read from the residual stream after each layer: ids and probs, (L, k)."""
-        ids = self.trace.token_ids[: position + 1]
-        capture = StepCapture(self.config.n_layers)
-        with torch.inference_mode():
-            self.model(torch.as_tensor(ids, device=self.device), np.arange(len(ids)), None, capture, self._intervened)
-            residuals = torch.stack([layer.residual[-1] for layer in capture.layers])  # (L, d)
-            top_probs, top_ids = top_candidates(self.model.logits(self.model.norm(residuals)), k)
-        return top_ids.cpu().numpy().astype(np.int64), top_probs.cpu().numpy()
+        """Top-k next tokens read from the residual stream after each layer: ids and probs, (L, k);
+        `position` alone is fed against the cache cut before it (explorer.core.logit_lens)."""
+        return logit_lens.logit_lens(self, position, k)
 
     # ----- internals ---------------------------------------------------------------------
     def _trace(self, steps: tuple[StepRecord, ...]) -> Trace:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from explorer.core import trace_rows
 from explorer.core.intervention import SOFTMAX, Intervention, Kernel
 from explorer.core.trace import RopeAngles, Trace
 
@@ -182,15 +183,15 @@ def derive_cell(trace: Trace, layer: int, head: int, row: int, column: int, upto
     softcap = record.softcap if kernel.name == "exp" else None                  # as attention.kernel_weights
     q = trace.q(layer, head, upto)[row].astype(np.float64)                      # (d_qk,)
     keys = trace.k(layer, kv_head, upto).astype(np.float64)                     # (T_kv, d_qk)
-    visible = trace.mask(layer, upto)[row, : keys.shape[0]]                     # (T_kv,)
+    visible = trace_rows.mask_row(trace, layer, row, upto)[: keys.shape[0]]    # (T_kv,): row i alone
     scores = row_scores(q, keys, record.scale, softcap, visible)
     f, row_max = kernel_row(scores, visible, kernel)                            # f_kappa(S_i): (T_kv,)
     z = float(f.sum())
     weights = f / z if z != 0 else np.zeros_like(f)                             # A_i: (T_kv,)
-    recorded = trace.attention_head(layer, head, upto)[row, : keys.shape[0]].astype(np.float64)
+    recorded = trace.attention_row(layer, head, row, upto)[: keys.shape[0]].astype(np.float64)   # A_i as recorded
     q_rotation, k_rotation, deltas = _rotations(trace, layer, head, kv_head, row, column, upto)
     deltas["A row"] = float(np.abs(weights - recorded).max())
-    output, top_terms, used = _output(trace, layer, head, row, upto, weights, n_terms)
+    output, top_terms, used = _output(trace, layer, head, row, upto, weights, n_terms, recorded)
     replaced_by = replacement(trace, layer, head, row, upto, intervention)
     gap = float(np.abs(output - used).max())
     if replaced_by is None:
@@ -223,15 +224,16 @@ def _score(dot: float, scale: float, softcap: float | None) -> float:
     return float(softcap * np.tanh(scaled / softcap)) if softcap else scaled
 
 
-def _output(trace: Trace, layer: int, head: int, row: int, upto: int, weights: np.ndarray, n_terms: int):
+def _output(trace: Trace, layer: int, head: int, row: int, upto: int, weights: np.ndarray, n_terms: int,
+            recorded_weights: np.ndarray):
     """y_i = sum_j A_ij v_j, its n_terms largest terms (j, A_ij, ||A_ij v_j||), and O_h at row i as the model
-    went on with it (Trace.head_out: A_h V_h, or what an experiment replaced it by)."""
+    went on with it (trace_rows.head_out_row: the recorded A_i V_h, or what an experiment replaced it by)."""
     values = trace.v(layer, trace.kv_head_of(head), upto).astype(np.float64)   # (T_kv, d_v)
     terms = weights[:, None] * values                                           # A_ij v_j: (T_kv, d_v)
     output = terms.sum(axis=0)
     sizes = np.linalg.norm(terms, axis=1)
     order = np.argsort(-sizes)[:n_terms]
-    recorded = trace.head_out(layer, head, upto)[row].astype(np.float64)
+    recorded = trace_rows.head_out_row(trace, layer, head, row, upto, recorded_weights)
     return output, tuple((int(j), float(weights[j]), float(sizes[j])) for j in order), recorded
 
 
@@ -257,7 +259,7 @@ def replacement(trace: Trace, layer: int, head: int, row: int, upto: int,
     the trace ran under, says how. A record that stores every head's O_h does not list them: there the
     intervention alone tells.
     """
-    record = _record_at(trace, layer, row, upto)
+    record, _ = trace_rows.record_of_row(trace, layer, row, upto)
     position = int(_positions(trace, upto)[row])
     how = None if intervention is None else replaced_how(intervention, layer, head, trace.model.n_heads, position)
     if record.head_out is not None and not record.edited_heads:
@@ -286,12 +288,3 @@ def replaced_how(intervention: Intervention, layer: int, head: int, n_heads: int
 def _ablation(mode: str) -> str:
     return "zero ablation (O_h = 0)" if mode == "zero" else "mean ablation (O_h = its mean over the prompt)"
 
-
-def _record_at(trace: Trace, layer: int, row: int, upto: int):
-    """The attention record of `layer` whose new query rows hold `row`."""
-    offset = 0
-    for step in trace.steps[: upto + 1]:
-        if row < offset + step.n_new:
-            return step.layers[layer].attn
-        offset += step.n_new
-    raise IndexError(f"row {row} is past the trace's {offset} rows")

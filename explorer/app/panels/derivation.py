@@ -22,9 +22,10 @@ from explorer.app.panels.heatmap import Heatmap
 from explorer.app.panels.text_helpers import readable, selected_position
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import BlockWalkJob, OutputWeightsJob
-from explorer.core import derivation
+from explorer.core import derivation, trace_rows
 from explorer.core.intervention import SOFTMAX, active
-from explorer.views.maps import attention_matrix, axis_labels
+from explorer.views.long_maps import is_long
+from explorer.views.maps import attention_matrix, short_label
 
 PAIR_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 UNROTATED = "#9a9a9a"
@@ -70,6 +71,8 @@ class DerivationPanel(Panel):
         self.clicked: tuple[int, int] | None = session.requested_cell         # the cell last clicked, kept while its row is
         self.derived: derivation.CellDerivation | None = None
         self._drawn = None
+        self.offset = (0, 0)                                # the trace's (row, column) of the map's cell (0, 0)
+        self._map_note = "click any cell of the map to derive it"
         self.set_formula(f"{derivation.kernel_formula(SOFTMAX)},  S_{{ij}} = ⟨q_i, k_j⟩ · scale")
         session.cell_requested.connect(self._on_cell_requested)
 
@@ -79,19 +82,8 @@ class DerivationPanel(Panel):
             self.text.setPlainText("Run a prompt on a decoder model to derive its attention weights here.")
             return
         upto = trace.n_steps - 1 if selection.step is None else selection.step
-        key = (id(trace), selection.layer, selection.head, upto)
-        matrix = attention_matrix(trace, selection.layer, selection.head, upto)
-        if key != self._drawn:
-            self._drawn = key
-            rows, cols = axis_labels(trace, matrix.shape)
-            levels = (min(0.0, float(np.nanmin(matrix))), max(1.0, float(np.nanmax(matrix))))   # linear: A < 0, > 1
-            self.map.set_matrix(matrix, levels, row_labels=rows, col_labels=cols)
-        row = min(selected_position(trace, selection), matrix.shape[0] - 1)
-        column = self.clicked[1] if self.clicked is not None and self.clicked[0] == row else None
-        if column is None or column >= matrix.shape[1]:                          # the row's largest weight
-            column = int(np.nanargmax(matrix[row]))
+        row, column = self._draw_map(trace, selection.layer, selection.head, upto, selected_position(trace, selection))
         self.cell = (row, column)
-        self.map.highlight(row, column)
         w_o, w_uk = self._weights_of(trace, selection.layer, selection.head)
         self.derived = derivation.derive_cell(trace, selection.layer, selection.head, row, column, upto,
                                               w_o=w_o, w_uk=w_uk, intervention=active(self.session.experiments))
@@ -104,7 +96,48 @@ class DerivationPanel(Panel):
                          f"{self.derived.weight:.6g} ({derivation.kernel_formula(self.derived.kernel)}), "
                          f"recomputed (max |Δ| {self.derived.max_delta:.1e})"
                          + ("; its output replaced by the experiment" if self.derived.replaced_by else ""))
-        self.readout.setText("click any cell of the map to derive it")
+        self.readout.setText(self._map_note)
+
+    def _draw_map(self, trace, layer: int, head: int, upto: int, position: int) -> tuple[int, int]:
+        """Draw the head's map (a long trace's: the WINDOW x WINDOW cells around the cell, each row one
+        weights_row, never T x T) and highlight the cell derived: the one clicked in this row, else the row's
+        largest weight. Returns (row, column) in the trace."""
+        windowed = is_long(trace, upto)
+        if windowed:
+            t = trace_rows.n_keys(trace, upto)
+            row = min(position, t - 1)
+            column = self._clicked_column(row, t)
+            if column is None:                                                   # the row's largest weight
+                column = int(np.argmax(np.where(trace_rows.mask_row(trace, layer, row, upto),
+                                                trace.attention_row(layer, head, row, upto), -np.inf)))
+            shown = trace_rows.window(trace, layer, head, row, column, upto)
+            matrix, top, left = shown.matrix, shown.top, shown.left
+            self._map_note = (f"rows {top}–{top + matrix.shape[0] - 1} and keys {left}–{left + matrix.shape[1] - 1} "
+                              f"of the {shown.extent[0]}×{shown.extent[1]} map, around the cell derived; click any "
+                              "cell to derive it")
+        else:
+            matrix, top, left = attention_matrix(trace, layer, head, upto), 0, 0
+            row = min(position, matrix.shape[0] - 1)
+            column = self._clicked_column(row, matrix.shape[1])
+            if column is None:                                                   # the row's largest weight
+                column = int(np.nanargmax(matrix[row]))
+            self._map_note = "click any cell of the map to derive it"
+        key = (id(trace), layer, head, upto, top, left)
+        if key != self._drawn:
+            self._drawn, self.offset = key, (top, left)
+            rows = [short_label(text) for text in trace.token_text[top: top + matrix.shape[0]]]
+            cols = [short_label(text) for text in trace.token_text[left: left + matrix.shape[1]]]
+            if windowed:                                                         # a window: say where it is
+                rows = [f"{top + i} {label}" for i, label in enumerate(rows)]
+                cols = [f"{left + j} {label}" for j, label in enumerate(cols)]
+            levels = (min(0.0, float(np.nanmin(matrix))), max(1.0, float(np.nanmax(matrix))))   # linear: A < 0, > 1
+            self.map.set_matrix(matrix, levels, row_labels=rows, col_labels=cols)
+        self.map.highlight(row - top, column - left)
+        return row, column
+
+    def _clicked_column(self, row: int, n_columns: int) -> int | None:
+        column = self.clicked[1] if self.clicked is not None and self.clicked[0] == row else None
+        return column if column is not None and column < n_columns else None
 
     def _weights_of(self, trace, layer: int, head: int) -> tuple:
         """The head's W^O_h (and MLA's W_h^UK) if the model thread gave them, else ask for them."""
@@ -150,6 +183,7 @@ class DerivationPanel(Panel):
             self.refresh()
 
     def _clicked(self, row: int, column: int) -> None:
+        row, column = row + self.offset[0], column + self.offset[1]            # the map's cell -> the trace's
         self.clicked = (row, column)
         if self.session.selection.token == row:
             self.show_selection(self.session.selection)

@@ -63,6 +63,7 @@ class NextTokenPanel(Panel):
         self._asked: dict[tuple[int, int], tuple] = {}     # (id(step), position) -> (step, ids, probs)
         self._pending: dict[tuple[int, int], object] = {}  # asked, not answered yet -> the step asked about
         self.position: int | None = None
+        self._lens_asked = self._lens_shown = None          # the step record a lens was asked of / is shown of
         self.candidates = np.zeros(0, dtype=np.int64)
         self.chosen_rank: int | None = None
 
@@ -79,7 +80,7 @@ class NextTokenPanel(Panel):
         position = trace.n_tokens - 1 if selection.token is None else selection.token
         if selection.step is not None and selection.token is None:
             position = int(trace.steps[selection.step].positions[-1])
-        if position != self.position:
+        if position != self.position or self._lens_of(trace, position) is not self._lens_shown:
             self._show_lens(False)
         self.position = position
         found = self._candidates(trace, position)
@@ -236,9 +237,18 @@ class NextTokenPanel(Panel):
         self.lens_button.setText("Back to the candidates" if shown else LENS_BUTTON)
         self._show_before()
 
+    @staticmethod
+    def _lens_of(trace, position: int | None):
+        """What a lens at `position` is of: the step record that fed it (a later step keeps it; a new prompt
+        does not), so that an answer for another trace is never shown."""
+        if trace is None or position is None or not 0 <= position < trace.n_tokens:
+            return None
+        return trace.steps[trace.step_of_position(position)]
+
     def _request_lens(self) -> None:
         if self.position is not None:
-            self.readout.setText(f"asked for the logit lens at position {self.position}…")
+            self._lens_asked = self._lens_of(self.trace, self.position)
+            self.readout.setText(f"computing the logit lens at position {self.position}…")
             self.session.logit_lens_requested.emit(int(self.position))
 
     def show_logit_lens(self, lens) -> None:
@@ -251,6 +261,9 @@ class NextTokenPanel(Panel):
         ids, probs = np.asarray(lens["ids"]), np.asarray(lens["probs"])
         if lens.get("position") is not None and lens["position"] != self.position:
             return
+        if self._lens_asked is not None and self._lens_asked is not self._lens_of(self.trace, self.position):
+            return                                          # asked of a trace that is no longer shown
+        self._lens_shown = self._lens_of(self.trace, self.position)
         k = ids.shape[1] if ids.ndim == 2 else 0
         self.lens_table.setColumnCount(1 + k)
         self.lens_table.setHorizontalHeaderLabels(["layer"] + [f"top {rank + 1} (p)" for rank in range(k)])

@@ -1,0 +1,120 @@
+"""Show the work and the logit lens at 8,000 tokens (issue 16): the derivation reads one row of A and draws the
+cells around it, never a T x T array, and still matches its check and numpy's own softmax; a logit lens
+answered for another trace is never shown."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from explorer.app.panels import NextTokenPanel
+from explorer.app.panels.derivation import DerivationPanel
+from explorer.app.state.session import Session
+from explorer.core.trace import Trace
+from tests.app.shared_window import make
+from explorer.core.attention_maps import MaskRule
+from explorer.core.trace import AttentionRecord
+from tests.app.test_long_context_panels import N, decoder, traces  # noqa: F401  (fixtures)
+
+LAYER, HEAD, ROW = 1, 2, 5000
+
+
+@pytest.fixture
+def no_dense_maps(monkeypatch):
+    """Every way to a T x T mask or map raises; a decoding step's own stored row of weights (1, n_kv) may be
+    unpacked (the prompt's may not)."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("a view asked for a dense T x T array")
+
+    for owner, name in ((Trace, "mask"), (Trace, "attention"), (Trace, "attention_head"), (Trace, "scores"),
+                        (MaskRule, "__array__")):
+        monkeypatch.setattr(owner, name, refuse)
+    weights_of = AttentionRecord.weights_of
+
+    def one_row_only(record, head=None):
+        assert record.n_new == 1, "a view asked for a prompt's dense weights"
+        return weights_of(record, head)
+
+    monkeypatch.setattr(AttentionRecord, "weights_of", one_row_only)
+
+
+@pytest.fixture
+def session(qtbot):
+    session = Session()
+    session.set_token_display(lambda token_id: f"t{token_id}")
+    return session
+
+
+def softmax_row(trace: Trace, layer: int, head: int, row: int) -> np.ndarray:
+    """A_i = softmax(q_i K^T / sqrt(d)) over the keys j <= i of a causal prompt, in float64: (T,)."""
+    q = trace.q(layer, head).astype(np.float64)[row]                             # (d,)
+    keys = trace.k(layer, trace.kv_head_of(head)).astype(np.float64)            # (T, d)
+    s = keys @ q / np.sqrt(q.size)
+    s[row + 1:] = -np.inf
+    e = np.exp(s - s[: row + 1].max())
+    return e / e.sum()
+
+
+def test_the_derivation_at_8000_tokens_reads_one_row_and_matches_its_check(qtbot, session, traces, no_dense_maps):
+    first, _, last = traces
+    panel = make(qtbot, session, DerivationPanel)
+    session.set_trace(last)                                                      # after two decoding steps
+    session.select(layer=LAYER, head=HEAD, token=ROW)
+    cell = panel.derived
+    expected = softmax_row(last, LAYER, HEAD, ROW)
+    assert cell.row == ROW and cell.column == int(np.argmax(expected))          # the row's largest weight
+    assert cell.weight == pytest.approx(expected[cell.column], abs=1e-6) and cell.max_delta < 1e-4
+    values = last.v(LAYER, last.kv_head_of(HEAD)).astype(np.float64)
+    np.testing.assert_allclose(cell.output, expected @ values, atol=1e-6)      # y_i = A_i V
+    rows, cols = panel.map.shape
+    top, left = panel.offset
+    assert rows * cols <= 64 * 64 and top <= ROW < top + rows and left <= cell.column < left + cols
+    shown = panel.map.image.image                                                # the window as drawn
+    for r in (0, rows - 1):
+        want = softmax_row(last, LAYER, HEAD, top + r)[left: left + cols]
+        visible = np.arange(left, left + cols) <= top + r
+        np.testing.assert_allclose(shown[r][visible], want[visible], atol=1e-6)
+        assert np.isnan(shown[r][~visible]).all()                                # masked cells are not drawn
+    assert panel.map.highlighted == (ROW - top, cell.column - left)
+    assert f"of the {N + 2}×{N + 2} map" in panel.readout.text()
+
+
+def test_a_click_in_the_window_derives_that_cell_of_the_trace(qtbot, session, traces, no_dense_maps):
+    first, _, _ = traces
+    panel = make(qtbot, session, DerivationPanel)
+    session.set_trace(first)
+    session.select(layer=LAYER, head=HEAD, token=ROW)
+    top, left = panel.offset
+    rows, _ = panel.map.shape
+    panel._clicked(rows - 1, 3)                                                  # the selected row, 4th column
+    assert (panel.derived.row, panel.derived.column) == (ROW, left + 3)
+    assert panel.derived.weight == pytest.approx(softmax_row(first, LAYER, HEAD, ROW)[left + 3], abs=1e-6)
+    panel._clicked(rows - 2, 0)                                                  # a row above: that token
+    assert session.selection.token == top + rows - 2 and panel.derived.row == top + rows - 2
+
+
+def test_a_lens_answered_for_another_trace_is_not_shown(qtbot, session, traces):
+    first, second, _ = traces
+    panel = make(qtbot, session, NextTokenPanel)
+    session.set_trace(first)
+    session.select(token=ROW)
+    asked = []
+    session.logit_lens_requested.connect(asked.append)
+    panel.lens_button.click()
+    assert asked == [ROW] and "computing the logit lens" in panel.readout.text()
+    other = dataclasses.replace(first, steps=(dataclasses.replace(first.steps[0]),))
+    session.set_trace(other)                                                     # a new prompt, same position
+    session.select(token=ROW)
+    answer = {"position": ROW, "ids": np.array([[1, 2], [3, 4]]), "probs": np.array([[0.6, 0.3], [0.5, 0.2]])}
+    session.logit_lens_ready.emit(answer)
+    assert not panel.lens_table.isVisibleTo(panel)                               # asked of the first trace
+    panel.lens_button.click()
+    session.logit_lens_ready.emit(answer)                                        # asked of this one: shown
+    assert panel.lens_table.isVisibleTo(panel) and panel.lens_table.rowCount() == 2
+    session.set_trace(dataclasses.replace(other, steps=other.steps + second.steps[1:]))   # a step after it keeps
+    session.select(token=ROW)                                                    # the prompt's record: still
+    assert panel.lens_table.isVisibleTo(panel)                                   # the lens of this position
+    session.set_trace(second)                                                    # the first prompt's record
+    session.select(token=ROW)
+    assert not panel.lens_table.isVisibleTo(panel)
