@@ -113,8 +113,9 @@ class DerivationPanel(Panel):
             shown = trace_rows.window(trace, layer, head, row, column, upto)
             matrix, top, left = shown.matrix, shown.top, shown.left
             self._map_note = (f"rows {top}–{top + matrix.shape[0] - 1} and keys {left}–{left + matrix.shape[1] - 1} "
-                              f"of the {shown.extent[0]}×{shown.extent[1]} map, around the cell derived; click any "
-                              "cell to derive it")
+                              f"of the {shown.extent[0]}×{shown.extent[1]} map, around the cell derived (colours "
+                              f"from {min(0.0, float(np.nanmin(matrix))):.3g} to {float(np.nanmax(matrix)):.3g}); "
+                              "click any cell to derive it")
         else:
             matrix, top, left = attention_matrix(trace, layer, head, upto), 0, 0
             row = min(position, matrix.shape[0] - 1)
@@ -130,7 +131,8 @@ class DerivationPanel(Panel):
             if windowed:                                                         # a window: say where it is
                 rows = [f"{top + i} {label}" for i, label in enumerate(rows)]
                 cols = [f"{left + j} {label}" for j, label in enumerate(cols)]
-            levels = (min(0.0, float(np.nanmin(matrix))), max(1.0, float(np.nanmax(matrix))))   # linear: A < 0, > 1
+            low, high = min(0.0, float(np.nanmin(matrix))), float(np.nanmax(matrix))
+            levels = (low, high if windowed else max(1.0, high))    # linear: A < 0, > 1; a window: its own range
             self.map.set_matrix(matrix, levels, row_labels=rows, col_labels=cols)
         self.map.highlight(row - top, column - left)
         return row, column
