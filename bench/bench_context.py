@@ -43,7 +43,7 @@ def measure_engine(hf_config, tensors, ids, steps: int, record_dtype: str) -> di
     from explorer.core.decode import Decoder, RecordOptions
     from explorer.core.runtime import from_tensors
 
-    loaded = from_tensors(hf_config, tensors, name="SmolLM2-135M (random weights)")
+    loaded = from_tensors(hf_config, tensors, name="SmolLM2-135M (random weights)", take=True)   # as load_model
     decoder = Decoder(loaded, RecordOptions(dtype=record_dtype), capacity=len(ids) + steps + 1)
     decoder.prefill(ids[:32])
     decoder.step()                                                          # warm up

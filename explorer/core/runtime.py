@@ -160,10 +160,17 @@ def model_info(model: Transformer, config: ModelConfig, name: str) -> ModelInfo:
 
 def from_tensors(hf_config: dict, tensors: dict[str, torch.Tensor], name: str = "model", tokenizer=None,
                  device: str = "cpu", dtype: str = "float32", path: Path | None = None,
-                 fuse: bool = True) -> LoadedModel:
-    """A LoadedModel from in-memory weights (tests, trained models, converted checkpoints)."""
+                 take: bool = False) -> LoadedModel:
+    """A LoadedModel from in-memory weights (tests, trained models, converted checkpoints).
+
+    `take=True` hands the dict over: it is emptied before the model rewrites its weights (Transformer.fuse
+    stores them by columns), so each original is freed as its rewrite is made and nothing is held twice."""
     model, config = build_model(hf_config, tensors, source=str(path) if path else name, device=device, dtype=dtype,
-                                fuse=fuse)
+                                fuse=not take)
+    if take:
+        tensors.clear()                         # the model holds the only references now
+        model.fuse()                            # one group at a time, each original freed as it is rewritten
+        release_freed_memory()
     return LoadedModel(model=model, config=config, tokenizer=tokenizer, info=model_info(model, config, name),
                        name=name, path=path)
 
@@ -189,14 +196,9 @@ def load_model(path_or_checkpoint, device: str = "cpu", dtype: str = "float32", 
     if families.builds(checkpoint.hf_config):    # encoder-only (BERT) and encoder-decoder models
         return families.load(checkpoint, device=device, dtype=dtype)
     with torch.inference_mode():
-        loaded = from_tensors(checkpoint.hf_config, checkpoint.tensors, name=checkpoint.name,
-                              tokenizer=checkpoint.tokenizer, device=device, dtype=dtype,
-                              path=Path(checkpoint.path) if checkpoint.path else None, fuse=False)
-        if opened_here:
-            checkpoint.tensors.clear()          # the model holds the only references: fuse frees each original
-        loaded.model.fuse()                     # as it rewrites it (stacked.by_columns), one group at a time
-    release_freed_memory()
-    return loaded
+        return from_tensors(checkpoint.hf_config, checkpoint.tensors, name=checkpoint.name,
+                            tokenizer=checkpoint.tokenizer, device=device, dtype=dtype,
+                            path=Path(checkpoint.path) if checkpoint.path else None, take=opened_here)
 
 
 def release_freed_memory() -> None:

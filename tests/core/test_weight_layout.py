@@ -66,3 +66,14 @@ def test_memory_mapped_weights_are_not_copied(tmp_path):
     weight = model.layers[0].attn.wo.weight
     assert weight.is_contiguous()
     assert weight.untyped_storage().nbytes() == file_bytes             # still a view of the file's mapping
+
+
+def test_a_handed_over_dict_is_emptied_and_builds_the_same_model():
+    tensors = llama_tensors(LLAMA_CONFIG)
+    kept = from_tensors(LLAMA_CONFIG, {k: v.clone() for k, v in tensors.items()}).model
+    given = dict(tensors)
+    taken = from_tensors(LLAMA_CONFIG, given, take=True).model
+    assert given == {}                                                  # the model holds the only references
+    assert _by_columns(taken.layers[1].attn.wo.weight)
+    for (name, a), (_, b) in zip(kept.state_dict().items(), taken.state_dict().items()):
+        torch.testing.assert_close(a, b, rtol=0, atol=0, msg=name)
