@@ -118,3 +118,23 @@ def test_a_lens_answered_for_another_trace_is_not_shown(qtbot, session, traces):
     session.set_trace(second)                                                    # the first prompt's record
     session.select(token=ROW)
     assert not panel.lens_table.isVisibleTo(panel)
+
+
+def test_the_residual_stream_of_another_position_is_not_left_beside_the_one_being_read(qtbot, session, traces):
+    from explorer.app.panels.residual import ResidualPanel
+    from explorer.core.attribution import ResidualStream
+
+    first = traces[0]
+    panel = make(qtbot, session, ResidualPanel)
+    session.set_trace(first)
+    session.select(token=10)
+    n = first.model.n_layers
+    stream = ResidualStream(position=10, attn_norms=np.ones(n), ffn_norms=np.ones(n), residual_norms=np.arange(n) + 1.0,
+                            lens_ids=np.zeros((n, 5), dtype=np.int64), lens_probs=np.full((n, 5), 0.2))
+    panel._on_answer((first.model.name, tuple(int(i) for i in first.token_ids[:11])), stream)
+    assert panel.table.item(0, 0) is not None and "position 10" in panel.formula
+    session.select(token=ROW)                                                    # asked; not answered yet
+    assert panel.stream is None and panel.table.item(0, 0) is None
+    assert f"position {ROW}: reading" in panel.formula
+    session.select(token=10)                                                     # back: asked again, not
+    assert panel.stream is None and "position 10: reading" in panel.formula      # the cleared table's

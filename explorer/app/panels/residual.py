@@ -51,6 +51,7 @@ class ResidualPanel(Panel):
         self._lay_out_table()
         self.asker = Asker(self, self._on_answer, self.readout.setText)
         self.stream = None
+        self.shown_key = None               # (model, ids) of the stream shown
         self.position: int | None = None
         self.set_formula("h_l = h_{l-1} + a_l + f_l,  lens: softmax(Norm(h_l) W_U)")
 
@@ -98,13 +99,18 @@ class ResidualPanel(Panel):
             return
         self.position = position
         ids = tuple(int(i) for i in trace.token_ids[: position + 1])
-
-        if self.asker.ask((trace.model.name, ids), ResidualStreamJob(ids, position, ASKED)):
+        key = (trace.model.name, ids)
+        if key != self.shown_key:                  # no other position's stream beside this one while it is read
+            self.stream, self.shown_key = None, None
+            self.plot.clear()
+            self.table.clearContents()
+            self.set_formula(f"h_l at position {position}: reading the residual stream…")
+        if self.asker.ask(key, ResidualStreamJob(ids, position, ASKED)):
             self.readout.setText(f"reading the residual stream at position {position}…")
 
     def _on_answer(self, key, stream) -> None:
         ids = key[1]
-        self.stream = stream
+        self.stream, self.shown_key = stream, key
         self._show_plot_if_room()
         self._draw_norms(stream)
         self._fill_lens(stream)
