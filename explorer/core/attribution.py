@@ -25,6 +25,7 @@ import torch
 
 from explorer.core.capture import StepCapture
 from explorer.core.errors import ExplorerError
+from explorer.core.logit_lens import row_capture
 from explorer.core.model import LayerNorm, OffsetRMSNorm, RMSNorm
 
 PRE_NORM = "pre-norm: every head through the final norm, its scale frozen at this position"
@@ -141,6 +142,25 @@ def run_last(loaded, ids: np.ndarray) -> tuple[StepCapture, torch.Tensor]:
     return capture, hidden
 
 
+def reads_cache(decoder, loaded, ids: np.ndarray, position: int) -> bool:
+    """Whether `decoder` ran these very ids up to `position` with `loaded` and no intervention, so its
+    KV cache holds what the prefix run would compute (a decoder-only Decoder; None: no decoder)."""
+    if decoder is None or getattr(decoder, "loaded", None) is not loaded or not hasattr(decoder, "kv_cache"):
+        return False
+    if getattr(decoder, "_intervened", None) is not None or position >= decoder.trace.n_tokens:
+        return False
+    return bool(np.array_equal(decoder.trace.token_ids[: position + 1], ids[: position + 1]))
+
+
+def row_at(loaded, ids: np.ndarray, position: int, decoder=None) -> StepCapture:
+    """The capture whose last row is `position` of `ids`: one row through the decoder's KV cache where it
+    holds this prompt (logit_lens.row_capture, O(L (p d + params))), else the prefix run (run_last)."""
+    if reads_cache(decoder, loaded, ids, position):
+        with torch.inference_mode():
+            return row_capture(decoder, position)
+    return run_last(loaded, ids[: position + 1])[0]
+
+
 def attribute(loaded, ids, position: int | None = None, token_id: int | None = None) -> Attribution:
     """Split the logit of `token_id` (default: the top prediction) after `position` (default: the last)."""
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
@@ -183,11 +203,12 @@ def _head_parts(block, layer, u: torch.Tensor) -> tuple[list[float], float]:
     return contributions, constant + (float(u_in @ bias) if bias is not None else 0.0)
 
 
-def residual_stream(loaded, ids, position: int | None = None, k: int = 5) -> ResidualStream:
-    """What each layer adds at `position`, the norms, and the logit lens softmax(Norm(h_l) W_U) top k."""
+def residual_stream(loaded, ids, position: int | None = None, k: int = 5, decoder=None) -> ResidualStream:
+    """What each layer adds at `position`, the norms, and the logit lens softmax(Norm(h_l) W_U) top k;
+    read through `decoder`'s KV cache where it ran these ids (row_at)."""
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
     position = check_request(loaded, ids, position, None)
-    capture, _ = run_last(loaded, ids[: position + 1])
+    capture = row_at(loaded, ids, position, decoder)
     model = loaded.model
     with torch.inference_mode():
         def norms(name: str) -> np.ndarray:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from explorer.core.attribution import check_request, freeze, run_last
+from explorer.core.attribution import check_request, freeze, row_at
 from explorer.core.errors import ExplorerError
 from explorer.core.model import MLP, LayerNorm
 from explorer.core.moe import GatedMLP, MoE
@@ -111,14 +111,15 @@ def _ffn_parts(ffn, x: torch.Tensor, top: int):
     return neurons, (), raw
 
 
-def walk_block(loaded, ids, layer: int, position: int | None = None, top: int = 8) -> BlockWalk:
-    """Follow `position` through block `layer`: norms with their statistics, sublayers, adds, FFN neurons."""
+def walk_block(loaded, ids, layer: int, position: int | None = None, top: int = 8, decoder=None) -> BlockWalk:
+    """Follow `position` through block `layer`: norms with their statistics, sublayers, adds, FFN neurons;
+    its row is read through `decoder`'s KV cache where it ran these ids (attribution.row_at)."""
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
     position = check_request(loaded, ids, position, None)
     if not 0 <= layer < loaded.config.n_layers:
         raise ExplorerError(f"layer {layer} is not one of the {loaded.config.n_layers} layers of {loaded.name}")
     model, block = loaded.model, loaded.model.layers[layer]
-    capture, _ = run_last(loaded, ids[: position + 1])
+    capture = row_at(loaded, ids, position, decoder)
     with torch.inference_mode():
         got = capture.layers[layer]
         h_in, a, f, h_out = (t[-1].double() for t in (got.residual_in, got.attn_out, got.ffn_out, got.residual))

@@ -56,8 +56,9 @@ def prefix_view(cache, position: int) -> PrefixView | None:
     return None
 
 
-def residual_rows(decoder, position: int) -> torch.Tensor:
-    """h_l at `position` after each block l of the decoder's model: (L, d_model)."""
+def row_capture(decoder, position: int) -> StepCapture:
+    """Every block's tensors at `position` (LayerCapture's x, h_in, a_l, f_l, h_l; no A), the last row of
+    each (the only one where the cache served): what the residual stream and Show the work read."""
     model, n_layers = decoder.model, decoder.config.n_layers
     views = [prefix_view(layer, position) for layer in decoder.kv_cache.layers]
     capture = StepCapture(n_layers, weights=False)                   # A is not wanted: a fused kernel may run
@@ -67,6 +68,12 @@ def residual_rows(decoder, position: int) -> torch.Tensor:
               decoder._intervened)
     else:
         model(ids, np.arange(position + 1, dtype=np.int64), None, capture, decoder._intervened)
+    return capture
+
+
+def residual_rows(decoder, position: int) -> torch.Tensor:
+    """h_l at `position` after each block l of the decoder's model: (L, d_model)."""
+    capture = row_capture(decoder, position)
     return torch.stack([layer.residual[-1] for layer in capture.layers])        # (L, d)
 
 

@@ -6,6 +6,8 @@ time a model is needed; the window opens without waiting for torch. Tests pass a
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -160,7 +162,7 @@ def _attribution(job, loaded, progress, cancel):
 def _residual_stream(job, loaded, progress, cancel):
     from explorer.core.attribution import residual_stream
 
-    return residual_stream(loaded, job.ids, job.position, job.k)
+    return residual_stream(loaded, job.ids, job.position, job.k, decoder=_DECODER.get())
 
 
 def _head_scores(job, loaded, progress, cancel):
@@ -181,7 +183,7 @@ def _output_weights(job, loaded, progress, cancel):
 def _block_walk(job, loaded, progress, cancel):
     from explorer.core.block_walk import walk_block
 
-    return walk_block(loaded, job.ids, job.layer, job.position)
+    return walk_block(loaded, job.ids, job.layer, job.position, decoder=_DECODER.get())
 
 
 def _compare_next_token(job, loaded, progress, cancel):
@@ -207,6 +209,20 @@ NAMED_JOBS = {"WhatIfJob": _what_if, "HeadWeightsJob": _head_weights, "Attributi
               "ResidualStreamJob": _residual_stream, "HeadScoresJob": _head_scores,
               "OutputWeightsJob": _output_weights, "BlockWalkJob": _block_walk,
               "CompareNextTokenJob": _compare_next_token, "PatchMapJob": _patch_map}
+
+
+_DECODER: ContextVar = ContextVar("decoder", default=None)     # the model thread's decoder while a job runs
+
+
+@contextmanager
+def lending(decoder):
+    """Lend the model thread's decoder to the named jobs run inside: the residual stream and the block walk
+    read one position through its KV cache (core.attribution.row_at) when it ran their very ids."""
+    token = _DECODER.set(decoder)
+    try:
+        yield
+    finally:
+        _DECODER.reset(token)
 
 
 def run_named_job(job, loaded, progress, cancel):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QObject, Signal
 
-from explorer.app.thread.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory
+from explorer.app.thread.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory, lending
 from explorer.app.thread.requests import (Back, Cancelled, Candidates, Force, Load, LogitLens, ModelJob, Prefill,
                                           Replay, RequestQueue, SetIntervention, SetRecording, SetSampling, Step,
                                           Sync)
@@ -211,7 +211,8 @@ class DecodeLoop:
     def _model_job(self, request: ModelJob) -> None:
         if self._state.loaded is None:
             raise ExplorerError("No model is loaded yet; open one from the Model menu first.")
-        request.job(self._state.loaded, lambda: self._queue.is_cancelled(request))
+        with lending(self._state.decoder):               # its cache serves one position's row
+            request.job(self._state.loaded, lambda: self._queue.is_cancelled(request))
 
     def _set_recording(self, request: SetRecording) -> None:
         """A new decoder recording in the new dtype, which redoes the current run exactly."""
