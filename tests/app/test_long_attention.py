@@ -248,3 +248,19 @@ def test_a_decoding_step_computes_only_its_new_row_for_the_grid(decoder):
     expected = block_max(weights, block)
     np.testing.assert_array_equal(np.isnan(grown), np.isnan(expected))
     np.testing.assert_allclose(grown[np.isfinite(grown)], expected[np.isfinite(expected)], rtol=1e-5, atol=1e-7)
+
+
+def test_the_long_title_fits_the_large_map_at_the_width_it_has_on_a_laptop(qtbot, panel, traces):
+    """At 1366 x 768 the large map's column is ~450 px wide; its title (size, blocks, how to zoom) must fit it,
+    not be cut at the right edge (seen in a real window at 8,000 tokens)."""
+    panel.resize(1000, 520)
+    panel.show()
+    show(qtbot, panel, traces[0])
+    qtbot.wait(50)
+    label = panel.large.plot.titleLabel
+    drawn = label.item.mapRectToScene(label.item.boundingRect())     # the text as drawn, at the title's size
+    assert drawn.width() > 0 and label.text
+    # the title asks the layout for its text's width: too long a text widens the plot past its widget,
+    # and both the title and the map are cut at the right edge
+    assert drawn.right() <= panel.large_view.width(), (label.text, drawn.right(), panel.large_view.width())
+    assert panel.large.plot.sceneBoundingRect().right() <= panel.large_view.width() + 1

@@ -156,9 +156,9 @@ class LongHead(QObject):
         if window is not None:
             r0, r1, c0, c1 = window
             what = "exact cells" if block == 1 else f"{block}×{block} block maxima"
-            text = f"{t_q}×{t_kv}: {what} in view (queries {r0}–{r1 - 1}, keys {c0}–{c1 - 1})"
-        else:
-            text = f"{t_q}×{t_kv}, {f}×{f} block maxima: zoom in for finer, then exact cells" if f > 1 else ""
+            text = f"{what} in view: queries {r0}–{r1 - 1}, keys {c0}–{c1 - 1}"
+        else:                       # short enough for the map's width on a 1366-px screen; the tooltip says more
+            text = f"{t_q}×{t_kv} in {f}×{f} block maxima · zoom for exact" if f > 1 else ""
         self.heatmap.plot.setTitle(text)
 
     def _zoomed(self) -> None:
