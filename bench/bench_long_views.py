@@ -9,6 +9,10 @@ on demand from Q and K). Then:
   lens_ms         Decoder.logit_lens at three positions (the model thread's work for the Next-token panel's
                   "Logit lens for this position"): each, ms; --skip-lens leaves it out (a slow engine)
   derive_ms       explorer.core.derivation.derive_cell for three cells: each, ms
+  stream_ms       attribution.residual_stream (the Residual stream panel's job) at the three positions, each, ms:
+                  "prefix" re-runs the prompt up to p (the job before it was lent the decoder), "cache" feeds p
+                  alone against the decoder's KV cache (what the model thread does now)
+  walk_ms         block_walk.walk_block (Show the work for a block) at the three cells, the same two ways
   panel_ms        the Show-the-work panel at 1366 x 768, a token selected -> its redraw and repaint on the GUI
                   thread: wall ms and the GUI thread's own CPU ms (a shared machine inflates wall time)
 The load average is recorded with the figures: on a shared machine it says how far to trust them.
@@ -61,6 +65,20 @@ def panel_ms(app, trace, picks) -> list[dict]:
     return out
 
 
+def one_row_ms(model, decoder, ids, picks) -> dict:
+    """The residual stream and the block walk at each pick's position: the prefix run, then the cache's row."""
+    from explorer.core.attribution import residual_stream
+    from explorer.core.block_walk import walk_block
+
+    loaded, out = model.loaded, {"stream_ms": {}, "walk_ms": {}}
+    for way, lent in (("prefix", None), ("cache", decoder)):
+        out["stream_ms"][way] = [round(timed_ms(lambda p=p: residual_stream(loaded, ids, p, 5, decoder=lent))[0], 1)
+                                 for _, _, p in picks]
+        out["walk_ms"][way] = [round(timed_ms(lambda c=c: walk_block(loaded, ids, c[0], c[2], decoder=lent))[0], 1)
+                               for c in picks]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="smollm2-135m")
@@ -87,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_lens:
         report["lens_first_ms"] = round(timed_ms(lambda: run.decoder.logit_lens(1, 5))[0], 1)   # torch warms up
         report["lens_ms"] = [round(timed_ms(lambda p=p: run.decoder.logit_lens(p, 5))[0], 1) for p in positions]
+    report.update(one_row_ms(model, run.decoder, ids, picks))
     report["derive_ms"] = [round(timed_ms(lambda c=c: derivation.derive_cell(trace, c[0], c[1], c[2], c[2] // 2))[0], 1)
                            for c in picks]
     report["panel_ms"] = panel_ms(app, trace, picks)

@@ -3,7 +3,8 @@ norm ||h_l||, and the logit lens softmax(Norm(h_l) W_U) beside it, every layer i
 
 The layers run left to right, one column each, so that even 30 layers fit a laptop's width; the
 tokens are shown as visible text (a no-break space is '⍽', never '\\xa0'). Computed on the model
-thread by explorer.core.attribution.residual_stream.
+thread by explorer.core.attribution.residual_stream, which feeds the position alone against the
+decoder's KV cache (one token through the blocks, as the logit lens does) when the decoder ran these ids.
 """
 from __future__ import annotations
 
