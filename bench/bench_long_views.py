@@ -62,6 +62,9 @@ def panel_ms(app, trace, picks) -> list[dict]:
         wall, cpu = timed_ms(redraw)
         out.append({"layer": layer, "head": head, "position": position, "wall_ms": round(wall, 1),
                     "gui_cpu_ms": round(cpu, 1)})
+    panel.close()
+    panel.deleteLater()                                   # gone before the QApplication (else exit crashes)
+    app.processEvents()
     return out
 
 
