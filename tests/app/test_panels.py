@@ -238,3 +238,19 @@ def test_grid_tiles_are_block_maxima_of_the_dense_attention():
         expected = padded.reshape(2, blocks, 4, blocks, 4).max(axis=(2, 4))
         expected[:, ~allowed.reshape(blocks, 4, blocks, 4).any(axis=(1, 3))] = np.nan
         assert np.array_equal(tiles, expected, equal_nan=True)
+
+
+def test_the_kv_total_is_drawn_from_zero_so_a_prefill_alone_has_readable_ticks(qtbot, session):
+    """A prefill is one point: drawn by its own range, its axis had zero height and every tick read the same
+    number (seen at 7,836 tokens). From zero, the point and the steps after it read as bytes against tokens."""
+    kv = make(qtbot, session, KVCachePanel)
+    options = dict(n_layers=3, n_heads=4, n_kv_heads=2, d_head=8, prompt_len=6)
+    for steps in (0, 3):
+        session.set_trace(build_trace(steps=steps, **options))
+        (x0, x1), (y0, y1) = kv.total_plot.getViewBox().viewRange()
+        in_use_kib = kv.total_in_use / 1024
+        assert y0 == 0.0 and in_use_kib < y1 < 1.2 * in_use_kib          # the point, near the top, and zero
+        assert x0 == 0.0 and 6 + steps < x1
+        ticks = kv.total_plot.getAxis("left").tickValues(y0, y1, 200)
+        values = [v for _, level in ticks for v in level]
+        assert len(set(values)) >= 2                                       # distinct tick labels

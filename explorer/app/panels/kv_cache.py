@@ -185,6 +185,10 @@ class KVCachePanel(Panel):
         self.total_plot.plot([tokens[step]], [totals[step]], pen=None, symbol="o", symbolSize=11,
                              symbolBrush="#ff2d55")
         self.step_line.setValue(float(tokens[step]))
+        # from zero: bytes in use against tokens held, so a single prefill point is not a range of zero
+        # height (its ticks all read the same number) and a few steps do not look like a steep rise
+        self.total_plot.setRange(xRange=(0.0, float(tokens[-1]) * 1.02 + 1.0),
+                                 yRange=(0.0, max(float(totals.max()), 1.0) * 1.05), padding=0)
         whole = nice_step((float(tokens[-1]) - float(tokens[0])) / 5)     # whole tokens, never 5.5
         self.total_plot.getAxis("bottom").setTickSpacing(whole, whole)
         self.summary.setText(
