@@ -254,3 +254,15 @@ def test_the_kv_total_is_drawn_from_zero_so_a_prefill_alone_has_readable_ticks(q
         ticks = kv.total_plot.getAxis("left").tickValues(y0, y1, 200)
         values = [v for _, level in ticks for v in level]
         assert len(set(values)) >= 2                                       # distinct tick labels
+
+
+def test_the_next_token_formula_names_the_position_being_computed_not_the_last_one(qtbot, session, monkeypatch):
+    panel = make(qtbot, session, NextTokenPanel)
+    session.set_trace(build_trace(steps=2, prompt_len=6))
+    last = session.trace.n_tokens - 1
+    assert f"h_{{{last}}}" in panel.formula
+    monkeypatch.setattr(type(session.trace), "candidates",
+                        lambda trace, position: None)           # as a real prefill: only its last row recorded
+    session.select(token=2)                                  # a prompt position: its candidates are asked for
+    assert "computing the candidates" in panel.position_label.text()
+    assert "h_{2}" in panel.formula and f"h_{{{last}}}" not in panel.formula

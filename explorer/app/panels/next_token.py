@@ -89,6 +89,7 @@ class NextTokenPanel(Panel):
             self.table.setRowCount(0)
             self.position_label.set_plain(f"after position {position} ‘{visible_text(trace.token_text[position])}’: "
                                         "computing the candidates…")
+            self.set_formula(f"p = softmax(h_{{{position}}} W_U) ∈ ℝ^{{{trace.model.vocab_size}}}")   # not the last h
             self._show_before()
             step = trace.steps[trace.step_of_position(position)]
             if self._pending.get((id(step), position)) is not step:     # ids of freed steps are reused
