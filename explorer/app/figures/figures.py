@@ -18,8 +18,9 @@ from PySide6.QtWidgets import QApplication
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.window.theme import figure_colours, paint_figure
 from explorer.core.trace import Trace
-from explorer.views.grid import mosaic
-from explorer.views.long_maps import THREADS, block_maxima, display_factor, extent, is_long
+from explorer.views.grid import Mosaic, blank_mosaic, mosaic
+from explorer.views.long_maps import (THREADS, ReducedMaps, block_maxima, display_factor, extent, grid_block,
+                                      is_long)
 from explorer.views.maps import attention_matrix, axis_labels, display_reduced, grid_image, head_levels
 
 
@@ -70,7 +71,7 @@ def attention_figure(trace: Trace, layer: int | str, head: int | str, width: int
         figure = pg.GraphicsLayoutWidget(size=(width, height))
         figure.heatmaps = []
         if layer == "all":
-            _grid(figure, trace, step, values, log, cross)
+            _grid(figure, trace, picture or grid_picture(trace, step, values, cross), values, log)
         elif head == "all":
             pictures = picture or layer_pictures(trace, int(layer), step, values, cross)
             _layer(figure, trace, int(layer), pictures, values, log, cross)
@@ -138,8 +139,29 @@ def _layer(figure, trace, layer, pictures: list[HeadPicture], values, log, cross
     figure.ci.addItem(bar, row=1, col=n_cols, rowspan=math.ceil(n_heads / n_cols))
 
 
-def _grid(figure, trace, step, values, log, cross) -> None:
-    grid = mosaic(trace, upto_step=step, cross=cross, values=values)
+def grid_picture(trace: Trace, step: int | None = None, values: str = "weights", cross: bool = False,
+                 tiles: ReducedMaps | None = None, cancelled: Callable[[], bool] | None = None,
+                 progressed: Callable[[int, int], None] | None = None) -> Mosaic:
+    """The full grid `attention_figure` draws. Numpy only, so it may run off the GUI thread. A long trace's
+    tile of head h of layer l is block_maxima(A_lh) at the grid's block side (long_maps.grid_block), taken
+    from `tiles` (the grid filler's kept tiles: a head it holds is not computed again) where given;
+    `cancelled()` true raises long_maps.Cancelled; `progressed(done, total)` after each tile. A short
+    one is views.grid.mosaic."""
+    if not is_long(trace, step, cross):
+        return mosaic(trace, upto_step=step, cross=cross, values=values)
+    tiles = ReducedMaps() if tiles is None else tiles
+    block, (t_q, t_kv) = grid_block(trace, step, cross), extent(trace, step, cross)
+    n_layers, n_heads = trace.model.n_layers, trace.model.n_heads
+    grid = blank_mosaic(n_layers, n_heads, (math.ceil(t_q / block), math.ceil(t_kv / block)))
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            grid.place(layer, head, tiles.get(trace, layer, [head], block, step, cross, values, cancelled, THREADS))
+            if progressed is not None:
+                progressed(layer * n_heads + head + 1, n_layers * n_heads)
+    return grid
+
+
+def _grid(figure, trace, grid: Mosaic, values, log) -> None:
     shown, levels = grid_image(grid, values, log and values == "weights")
     symbol = "scores S" if values == "scores" else ("log10 A" if log else "weights A")
     _title(figure, f"{trace.model.name}: all {grid.n_layers} layers × {grid.n_heads} heads, {symbol}, "

@@ -72,7 +72,9 @@ class AttentionPanel(Panel):
         self.grid_progress = GridProgress(self.filler)
         self.filler.repaint.connect(self._paint_grid)
         self.long_head = LongHead(self.large, self.filler.pause, self)
-        self.long_export = LongExport(self.long_head.maps, self.filler.pause, self)   # one head, off the GUI thread
+        self.long_export = LongExport(self.long_head.maps, self.filler.pause, self,   # off the GUI thread
+                                      tiles=self.filler.tiles)
+        self.grid_progress.follow(self.long_export)
         self.long_export.written.connect(lambda path: self._say(f"Exported {path}."))
         self.long_export.failed.connect(self.session.report_error)
         grid_box = QWidget()
@@ -283,8 +285,8 @@ class AttentionPanel(Panel):
         def image(scope):
             options, s, view, layer = settings()
             head = {"head": s.head, "layer": "all", "grid": "all"}[scope]
-            if scope != "grid" and is_long(view.trace, view.step, view.cross):
-                return self._export_long(view, layer, head, False, options)
+            if is_long(view.trace, view.step, view.cross):
+                return self._export_long(view, "all" if scope == "grid" else layer, head, False, options)
             export.ask_and_export_attention(self, view.trace, "all" if scope == "grid" else layer, head, **options)
 
         def raw():

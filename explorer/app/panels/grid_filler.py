@@ -231,7 +231,8 @@ class GridFiller(QObject):
 
 
 class GridProgress(QWidget):
-    """'computing heads 37 / 270' with a bar and Cancel, shown while the grid fills."""
+    """'computing heads 37 / 270' with a bar and Cancel, shown while the grid fills, or while the full
+    grid is exported (`follow`: its Cancel then stops the export)."""
 
     def __init__(self, filler: GridFiller, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -244,13 +245,33 @@ class GridProgress(QWidget):
         self.bar.setMaximumHeight(12)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setToolTip("Stop computing the grid; the heads computed so far stay")
-        self.cancel_button.clicked.connect(filler.cancel)
+        self.cancel_button.clicked.connect(self._cancel)
+        self.export = None
         layout.addWidget(self.label, 4)
         layout.addWidget(self.bar, 1)
         layout.addWidget(self.cancel_button)
         filler.progressed.connect(self._show)
         filler.finished.connect(self._finished)
         self.hide()
+
+    def follow(self, export) -> None:
+        """Show a LongExport's progress through the full grid, and cancel it, while it runs."""
+        self.export = export
+        export.progressed.connect(self._exporting)
+        export.ended.connect(self.begin)
+
+    def _exporting(self, done: int, total: int) -> None:
+        if self.export is not None and self.export.running:
+            self.label.setText(f"exporting the full grid: heads {done} / {total}")
+            self.bar.setRange(0, total)
+            self.bar.setValue(done)
+            self.show()
+
+    def _cancel(self) -> None:
+        if self.export is not None and self.export.running:
+            self.export.cancel()
+        else:
+            self.filler.cancel()
 
     def begin(self) -> None:
         if self.filler.running:

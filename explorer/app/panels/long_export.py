@@ -1,4 +1,4 @@
-"""One head (or all heads of a layer) of a long trace exported from the window without freezing it.
+"""One head (all heads of a layer, or the full grid) of a long trace exported from the window without freezing it.
 
 The same files as the headless `export` command (figures.export_attention): PNG and SVG draw the head
 as block maxima over its real extent, the extent in the title (figures.head_picture), and .npy is the
@@ -19,14 +19,18 @@ from explorer.views.long_maps import Cancelled, extent
 
 
 class LongExport(QObject):
-    """`written(path)` once the file is in place; `failed(sentence)` if it could not be written."""
+    """`written(path)` once the file is in place; `failed(sentence)` if it could not be written;
+    `progressed(done, total)` as the full grid's heads come in; `ended()` once it is over (or cancelled)."""
 
     written = Signal(object)
     failed = Signal(str)
+    progressed = Signal(int, int)
+    ended = Signal()
 
-    def __init__(self, maps, pause=None, parent: QObject | None = None) -> None:
+    def __init__(self, maps, pause=None, parent: QObject | None = None, tiles=None) -> None:
         super().__init__(parent)
         self.maps = maps                  # the large view's ReducedMaps: a head it shows is not computed again
+        self.tiles = tiles                # the grid filler's ReducedMaps: a tile it holds is not computed again
         self.pause = pause                # threading.Event the grid waits on meanwhile
         self.job = Background(self)
         self.job.done.connect(self._done)
@@ -43,11 +47,11 @@ class LongExport(QObject):
             path, size, theme = target
             self.start(trace, path, layer, head, size=size, theme=theme, **options)
 
-    def start(self, trace, path: Path, layer: int, head: int | str, step: int | None = None,
+    def start(self, trace, path: Path, layer: int | str, head: int | str, step: int | None = None,
               values: str = "weights", log: bool = False, cross: bool = False, size=export.DEFAULT_SIZE,
               theme: str = "light") -> None:
         """Write one head (`head` "all": the layer's heads) to `path` (.png, .svg, .npy or .csv), its
-        costly part off the GUI thread."""
+        costly part off the GUI thread; `layer` "all": the full grid (an image)."""
         path = Path(path)
         try:
             suffix = export._suffix(path, export.IMAGE_SUFFIXES + export.DATA_SUFFIXES)
@@ -55,11 +59,14 @@ class LongExport(QObject):
         except ExplorerError as error:
             self.failed.emit(str(error))
             return
-        from explorer.app.figures.figures import head_picture, layer_pictures   # (figures draws with Heatmap)
+        from explorer.app.figures.figures import grid_picture, head_picture, layer_pictures   # (Qt: Heatmap)
 
         options = dict(step=step, values=values, log=log, cross=cross, size=size, theme=theme)
         self._pending = (trace, path, layer, head, options)
-        if suffix in export.DATA_SUFFIXES:          # numpy and a file: nothing of Qt, all of it on the thread
+        if layer == "all" and suffix in export.IMAGE_SUFFIXES:
+            work = lambda cancelled: grid_picture(trace, step, values, cross, self.tiles,  # noqa: E731
+                                                    cancelled, self.progressed.emit)
+        elif suffix in export.DATA_SUFFIXES:          # numpy and a file: nothing of Qt, all of it on the thread
             work = lambda cancelled: export.export_attention(trace, path, layer, head, **options)  # noqa: E731
         elif head == "all":
             work = lambda cancelled: layer_pictures(trace, layer, step, values, cross,  # noqa: E731
@@ -74,12 +81,17 @@ class LongExport(QObject):
     def describe(self) -> str:
         """'layer 1, head 2 (8000×8000)': what is being exported."""
         trace, _, layer, head, options = self._pending
-        t_q, t_kv = extent(trace, options["step"], options["cross"], layer)
+        t_q, t_kv = extent(trace, options["step"], options["cross"], 0 if layer == "all" else layer)
+        if layer == "all":
+            return f"the full grid ({t_q}×{t_kv})"
         return f"layer {layer}, {'all heads' if head == 'all' else f'head {head}'} ({t_q}×{t_kv})"
 
     def cancel(self) -> None:
+        """Stop the export: nothing is written, even by a result already on its way."""
         self.job.cancel()
+        self._pending = None
         self._release()
+        self.ended.emit()
 
     def _release(self) -> None:
         if self.pause is not None:
@@ -91,11 +103,12 @@ class LongExport(QObject):
         self._release()
         trace, path, layer, head, options = self._pending
         self._pending = None
+        self.ended.emit()
         if isinstance(result, Cancelled):
             return
-        from explorer.app.figures.figures import HeadPicture
+        from explorer.app.figures.figures import HeadPicture, Mosaic
 
-        if isinstance(result, (HeadPicture, list)):            # a head's picture, or a layer's
+        if isinstance(result, (HeadPicture, list, Mosaic)):     # a head's picture, a layer's, or the grid
             try:
                 result = export.export_attention(trace, path, layer, head, picture=result, **options)
             except ExplorerError as error:
