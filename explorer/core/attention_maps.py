@@ -111,6 +111,20 @@ class MaskRule:
             visible &= self.keys[None, :] > query - self.window
         return visible
 
+    def runs(self, first: int = 0, last: int | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+        """Each of rows first..last sees the keys lo <= index < hi: (lo, hi), (r,) int each (hi <= lo: none),
+        found by bisection where the keys are in increasing order; None where they are not (a ring cache)."""
+        keys, queries = self.keys, self.queries[first:last]
+        if self.kind not in ("full", "causal", "sliding") or np.any(np.diff(keys) <= 0):
+            return None
+        n = queries.shape[0]
+        if self.kind == "full":
+            return np.zeros(n, dtype=np.int64), np.full(n, keys.shape[0], dtype=np.int64)
+        hi = np.searchsorted(keys, queries, side="right")                      # keys j <= i
+        lo = (np.searchsorted(keys, queries - self.window, side="right") if self.kind == "sliding"
+              else np.zeros(n, dtype=np.int64))                                 # and j > i - W
+        return lo, hi
+
     def __array__(self, dtype=None, copy=None):
         dense = self.rows(0, self.queries.shape[0])
         return dense if dtype is None else dense.astype(dtype)

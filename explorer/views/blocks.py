@@ -20,6 +20,12 @@ def attention_records(trace: Trace, layer: int, upto_step: int | None, cross: bo
     return [(s.layers[layer].cross if cross else s.layers[layer].attn) for s in trace.steps[:end]]
 
 
+def key_columns(record: AttentionRecord, cross: bool) -> np.ndarray:
+    """The map column of each of the record's keys, (n_kv,) int: its absolute position (a source index for
+    cross-attention)."""
+    return np.arange(record.n_kv) if cross else np.asarray(record.kv_positions)
+
+
 def tile_block(t_q: int, t_kv: int, tile: int = TILE) -> int:
     """The side of the blocks a tile reduces: a power of two, so the block (and the cache of reduced
     rows) changes only when T doubles; 1 where the map is at most `tile` a side."""

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from explorer.core.trace import AttentionRecord, Trace, run_slice
-from explorer.views.blocks import (TILE, attention_records, block_max, query_rows, reduce_rows,  # noqa: F401
-                                    tile_block)
+from explorer.views.blocks import (TILE, attention_records, block_max, key_columns, query_rows,  # noqa: F401
+                                    reduce_rows, tile_block)
 from explorer.views.long_maps import block_maxima, extent
 
 _block_max, _reduce = block_max, reduce_rows             # the names tests/app/test_grid_reduce.py reads
@@ -120,7 +120,7 @@ def _merge_one_row_steps(layers: list[_LayerTiles]) -> None:
         n_heads = first.weights_packed.shape[0]
         weights = np.stack([m.pending()[0].weights_packed for m in members]).astype(np.float32, copy=False)
         u_rows, u_cols, reduced, mask = reduce_rows(weights.reshape(len(members) * n_heads, 1, -1), np.asarray(first.mask),
-                                                _columns(first, cross), row, block)
+                                                key_columns(first, cross), row, block)
         for index, tiles in enumerate(members):
             tiles.merge(u_rows, u_cols, reduced[index * n_heads:(index + 1) * n_heads], mask, 1)
 
@@ -168,7 +168,7 @@ def _remember(key: tuple, value) -> None:
 def _reduced(record: AttentionRecord, row: int, block: int, cross: bool):
     """One step's rows of the weights A reduced to blocks."""
     def compute():
-        mask, positions = np.asarray(record.mask), _columns(record, cross)
+        mask, positions = np.asarray(record.mask), key_columns(record, cross)
         plan = None if record.on_demand else _packed_plan(mask, positions, row, block)
         if plan is not None:                                                # a prefill: never unpacked
             return _reduce_packed(record.weights_packed, plan)
@@ -243,7 +243,7 @@ def _reduced_scores(trace: Trace, layer: int, index: int, record: AttentionRecor
         n_heads = record.q.shape[0]
         kv_heads = [trace.kv_head_of(h) for h in range(n_heads)]
         keys = {g: trace.k(layer, g, index, cross) for g in set(kv_heads)}            # g -> (T_kv, d_qk)
-        columns = _columns(record, cross)
+        columns = key_columns(record, cross)
         k = np.stack([keys[g][columns] for g in kv_heads]).astype(np.float32)          # (N_Q, n_kv, d_qk)
         s = np.matmul(record.q.astype(np.float32), k.transpose(0, 2, 1)) * record.scale  # (N_Q, n_new, n_kv)
         if record.softcap:
@@ -252,11 +252,6 @@ def _reduced_scores(trace: Trace, layer: int, index: int, record: AttentionRecor
         s = np.where(mask[None], s, -np.inf).astype(np.float32)
         return reduce_rows(s, mask, columns, row, block)
     return _cached(("scores", id(record), row, block, cross), record, compute)
-
-
-def _columns(record: AttentionRecord, cross: bool) -> np.ndarray:
-    """The absolute key position of each column of the record."""
-    return np.arange(record.n_kv) if cross else np.asarray(record.kv_positions)
 
 
 @dataclass(frozen=True)

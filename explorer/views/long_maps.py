@@ -22,7 +22,7 @@ import numpy as np
 
 from explorer.core.attention_maps import ON_DEMAND_FROM, ROW_BLOCK, MaskRule, mask_rows, normalised, scores
 from explorer.core.trace import AttentionRecord, Trace, run_slice
-from explorer.views.blocks import TILE, attention_records, query_rows, reduce_rows, tile_block
+from explorer.views.blocks import TILE, attention_records, key_columns, query_rows, reduce_rows, tile_block
 
 STORED_LONG = 16 * ON_DEMAND_FROM    # stored maps of 4,096² entries and more are drawn as long ones too
 DISPLAY_SIDE = 1024      # the panel draws a long head at most this many blocks a side (zoomed in: finer)
@@ -54,14 +54,6 @@ def display_factor(t_q: int, t_kv: int, side: int | None = None) -> int:
     return max(1, math.ceil(max(t_q, t_kv) / (side or DISPLAY_SIDE)))
 
 
-def _increasing(keys: np.ndarray) -> bool:
-    return keys.size < 2 or bool(np.all(keys[1:] > keys[:-1]))
-
-
-def _columns(record: AttentionRecord, cross: bool) -> np.ndarray:
-    return np.arange(record.n_kv) if cross else np.asarray(record.kv_positions)
-
-
 class _Rows:
     """Rows of one or more heads' maps (their mean where more than one), over the keys the rows see."""
 
@@ -85,7 +77,7 @@ class _Rows:
         span, visible = self._visible(record, first, last)
         if span is None:
             return None
-        positions = _columns(record, self.cross)[span]
+        positions = key_columns(record, self.cross)[span]
         total = None
         for head in self.heads:
             one = self._one(record, head, first, last, span, visible, positions)
@@ -100,13 +92,13 @@ class _Rows:
         """The span of columns rows first..last see, and their mask over it: (n, span) bool. A mask kept
         as its rule over keys in order gives the span by bisection, without the rows' whole width."""
         rule = record.mask
-        if isinstance(rule, MaskRule) and _increasing(rule.keys):
-            queries = rule.queries[first:last]
-            hi = rule.keys.shape[0] if rule.kind == "full" else int(np.searchsorted(rule.keys, queries.max(), "right"))
-            lo = int(np.searchsorted(rule.keys, queries.min() - rule.window, "right")) if rule.kind == "sliding" else 0
+        runs = rule.runs(first, last) if isinstance(rule, MaskRule) else None
+        if runs is not None:
+            lo, hi = int(runs[0].min()), int(runs[1].max())                  # the rows' runs, joined
             if hi <= lo:
                 return None, None
-            return slice(lo, hi), MaskRule(rule.kind, queries, rule.keys[lo:hi], rule.window).rows(0, len(queries))
+            return slice(lo, hi), MaskRule(rule.kind, rule.queries[first:last], rule.keys[lo:hi],
+                                           rule.window).rows(0, last - first)
         mask = mask_rows(rule, first, last)                                 # (n, n_kv)
         seen = np.flatnonzero(mask.any(axis=0))
         if seen.size == 0:

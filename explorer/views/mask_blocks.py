@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from explorer.core.attention_maps import ROW_BLOCK, MaskRule, mask_rows
+from explorer.views.blocks import attention_records, key_columns
 
 MASKED, ALLOWED, NEW_ROW = 0, 1, 2
 MASK_SIDE = 1024           # blocks a side at most: a panel is never more pixels than that
@@ -32,17 +33,6 @@ class MaskPicture:
     shape: tuple[int, int]      # (T_q, T_kv): the mask's real extent
 
 
-def mask_records(trace, layer: int, step: int | None = None, cross: bool = False) -> list:
-    """The attention records of `layer` from the first step to `step` (None: the last)."""
-    end = trace.n_steps if step is None else step + 1
-    return [s.layers[layer].cross if cross else s.layers[layer].attn for s in trace.steps[:end]]
-
-
-def _columns(record, cross: bool) -> np.ndarray:
-    """The mask column of each of the record's keys: (n_kv,) int."""
-    return np.arange(record.n_kv) if cross else np.asarray(record.kv_positions)
-
-
 def mask_extent(records: list, cross: bool = False) -> tuple[int, int]:
     """(T_q, T_kv) of the mask assembled from `records`."""
     t_q = sum(r.n_new for r in records)
@@ -53,14 +43,14 @@ def mask_extent(records: list, cross: bool = False) -> tuple[int, int]:
 def mask_blocks(trace, layer: int, step: int | None = None, cross: bool = False, side: int = MASK_SIDE,
                 new_rows: bool = True) -> MaskPicture:
     """Block maxima of the mask of `layer` up to `step`, the rows `step` added marked NEW_ROW (not a prefill's)."""
-    records = mask_records(trace, layer, step, cross)
+    records = attention_records(trace, layer, step, cross)
     t_q, t_kv = mask_extent(records, cross)
     factor = max(1, math.ceil(max(t_q, t_kv) / side))
     out = np.zeros((math.ceil(t_q / factor), math.ceil(t_kv / factor)), dtype=np.uint8)
     row = 0
     for index, record in enumerate(records):
         value = NEW_ROW if new_rows and index == len(records) - 1 and index > 0 else ALLOWED
-        cols = _columns(record, cross)
+        cols = key_columns(record, cross)
         runs = _row_runs(record.mask, cols)
         if runs is not None:
             _fold_runs(out, *runs, row, factor, value)
@@ -74,19 +64,11 @@ def mask_blocks(trace, layer: int, step: int | None = None, cross: bool = False,
 
 def _row_runs(mask, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """Each row's first and last allowed column, (n_new,) each (last < first: none), where the mask is a rule
-    over keys in order at consecutive columns; None otherwise."""
-    if not isinstance(mask, MaskRule) or mask.kind not in ("full", "causal", "sliding") or not len(cols):
+    over keys in order at consecutive columns (MaskRule.runs); None otherwise."""
+    runs = mask.runs() if isinstance(mask, MaskRule) and len(cols) and not np.any(np.diff(cols) != 1) else None
+    if runs is None:
         return None
-    keys, queries = np.asarray(mask.keys), np.asarray(mask.queries)
-    if np.any(np.diff(keys) <= 0) or np.any(np.diff(cols) != 1):
-        return None
-    n = queries.shape[0]
-    if mask.kind == "full":
-        lo, hi = np.zeros(n, dtype=np.int64), np.full(n, len(keys), dtype=np.int64)
-    else:
-        hi = np.searchsorted(keys, queries, side="right")                      # keys j <= i
-        lo = (np.searchsorted(keys, queries - mask.window, side="right") if mask.kind == "sliding"
-              else np.zeros(n, dtype=np.int64))                                 # and j > i - W
+    lo, hi = runs
     return int(cols[0]) + lo, int(cols[0]) + hi - 1
 
 
@@ -123,9 +105,9 @@ def _fold_dense(out: np.ndarray, dense: np.ndarray, row: int, cols: np.ndarray, 
 
 def mask_allowed(trace, layer: int, row: int, col: int, step: int | None = None, cross: bool = False) -> bool:
     """M[row, col] of the assembled mask, read from the one record that holds query `row`."""
-    for record in mask_records(trace, layer, step, cross):
+    for record in attention_records(trace, layer, step, cross):
         if row < record.n_new:
-            where = np.flatnonzero(_columns(record, cross) == col)
+            where = np.flatnonzero(key_columns(record, cross) == col)
             return bool(where.size) and bool(mask_rows(record.mask, row, row + 1)[0, where[0]])
         row -= record.n_new
     raise IndexError(row)
