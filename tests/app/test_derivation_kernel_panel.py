@@ -7,10 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer.app.panels.derivation import DerivationPanel
-from explorer.app.panels.model_call import thread_executor
-from explorer.app.state.session import Session
-from explorer.core.intervention import Experiment, Intervention, Kernel, KernelChoice
+from explorer.core.intervention import Intervention, Kernel, KernelChoice
+from tests.app.derivation_panel import derivation_panel
 
 ROW, COLUMN = 6, 2
 
@@ -38,18 +36,9 @@ def expected_weight(trace, head: int, kernel: Kernel) -> float:
 
 def show(qtbot, kernel: Kernel, head: int = 1):
     loaded, trace, intervention = traced(kernel)
-    session = Session()
-    session.set_model(loaded.info)
-    session.set_experiments((Experiment(intervention),))
-    panel = DerivationPanel(session)
-    qtbot.addWidget(panel)
-    panel.resize(1080, 300)
-    panel.show()
-    qtbot.waitExposed(panel)
-    panel.executor = thread_executor(loaded)
-    session.set_trace(trace)
+    panel = derivation_panel(qtbot, loaded, trace, intervention)
     panel.clicked = (ROW, COLUMN)
-    session.select(layer=1, head=head, token=ROW)
+    panel.session.select(layer=1, head=head, token=ROW)
     return panel, trace
 
 

@@ -6,10 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer.app.panels.derivation import DerivationPanel
-from explorer.app.panels.model_call import thread_executor
-from explorer.app.state.session import Session
-from explorer.core.intervention import Experiment, HeadAblation, Intervention
+from explorer.core.intervention import HeadAblation, Intervention
+from tests.app.derivation_panel import derivation_panel
 
 ABLATED = (1, 2)
 ZERO = Intervention(ablations=(HeadAblation(*ABLATED),))
@@ -33,17 +31,7 @@ def tiny():
 @pytest.fixture
 def panel(qtbot, tiny):
     loaded, trace = tiny
-    session = Session()
-    session.set_model(loaded.info)
-    session.set_experiments((Experiment(ZERO),))
-    panel = DerivationPanel(session)
-    qtbot.addWidget(panel)
-    panel.resize(1080, 300)
-    panel.show()
-    qtbot.waitExposed(panel)
-    panel.executor = thread_executor(loaded)
-    session.set_trace(trace)
-    return panel
+    return derivation_panel(qtbot, loaded, trace, ZERO)
 
 
 def test_an_ablated_head_is_said_to_be_replaced_and_not_flagged(qtbot, panel, tiny):
