@@ -17,8 +17,9 @@ def stack_rows(linears) -> tuple[torch.Tensor, torch.Tensor | None] | None:
     """One weight [W_1; W_2; ...] (and bias) stacked by rows; each Linear's parameters become views of it.
 
     x [W_1; W_2]^T = [x W_1^T | x W_2^T]: one matmul reads the weights of several, with the same
-    numbers, stored by columns where by_columns allows. The Linears keep their own names and shapes (weights_view, convert and the loaders
-    see them unchanged) but share the stacked memory, so nothing is held twice.
+    numbers, stored by columns where by_columns allows. The Linears keep their own names and shapes
+    (weights_view, convert and the loaders see them unchanged) but share the stacked memory, so nothing
+    is held twice.
     None, and nothing stacked, where the weights are views of one mapped file but not adjacent
     in it: stacking would copy them beside the file's pages (the model multiplies them one by one).
     """
@@ -26,9 +27,12 @@ def stack_rows(linears) -> tuple[torch.Tensor, torch.Tensor | None] | None:
     if weight is None and _one_storage([linear.weight for linear in linears]):
         return None
     if weight is None:
-        weight = torch.cat([linear.weight for linear in linears])
-    columns = by_columns(weight)
-    weight = weight if columns is None else columns                 # by columns: the faster product
+        weights = [linear.weight for linear in linears]
+        weight = (torch.cat([w.t() for w in weights], dim=1).t() if _faster_by_columns(weights[0])
+                  else torch.cat(weights))                          # stacked, by columns, in one copy
+    else:
+        columns = by_columns(weight)                                # adjacent in a buffer of its own
+        weight = weight if columns is None else columns
     bias = None if linears[0].bias is None else torch.cat([linear.bias for linear in linears])
     row = 0
     for linear in linears:
@@ -68,11 +72,14 @@ def by_columns(weight: torch.Tensor) -> torch.Tensor | None:
     - not float32 on the CPU (float16 products by columns are far slower; CUDA does either well);
     - a view of something bigger, i.e. of a memory-mapped file: rewriting it would copy it beside the
       file's pages, which is what loading mapped weights avoids."""
-    if weight.dim() != 2 or weight.dtype != torch.float32 or weight.device.type != "cpu":
-        return None
-    if not weight.is_contiguous() or weight.untyped_storage().nbytes() != weight.numel() * weight.element_size():
+    if not _faster_by_columns(weight) or not weight.is_contiguous() or weight.untyped_storage().nbytes() != weight.numel() * weight.element_size():
         return None
     return weight.t().contiguous().t()
+
+
+def _faster_by_columns(weight: torch.Tensor) -> bool:
+    """Whether W's product runs faster stored by columns: a float32 matrix on the CPU."""
+    return weight.dim() == 2 and weight.dtype == torch.float32 and weight.device.type == "cpu"
 
 
 def store_by_columns(linear: nn.Linear) -> None:
