@@ -1,0 +1,123 @@
+"""Every file the program writes goes through `write_atomic`: a reader sees the old file or the new one, whole.
+
+The new content is written to a temporary file beside the target (same folder, so same file
+system), flushed to disk, given the mode the umask asks for (a temporary file is created 0600),
+and moved onto the target with `os.replace`, which is atomic on POSIX and Windows. On any
+failure, a KeyboardInterrupt included, the temporary file is removed and the target is left as it
+was. A full disk, a read-only file system or a folder without write permission is reported as what
+it is, in one sentence that names the target.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from explorer.core.errors import ExplorerError
+
+TEMPORARY_SUFFIX = ".tmp"
+
+
+class FileWriteError(ExplorerError):
+    """A file could not be written where it was asked for."""
+
+
+_REASONS = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.ENOENT: "its folder does not exist",
+    errno.ENOTDIR: "a part of its folder is a file, not a folder",
+    errno.EISDIR: "it is a folder",
+    errno.ENAMETOOLONG: "the name is too long",
+    errno.EFBIG: "the file would be too large for the file system",
+}
+
+
+def reason(error: BaseException) -> str:
+    """What an OSError means to a person, in a few words (a full disk says so, not 'cannot read')."""
+    if isinstance(error, OSError) and error.errno in _REASONS:
+        return _REASONS[error.errno]
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror[0].lower() + error.strerror[1:]
+    return str(error) or type(error).__name__
+
+
+def write_failure(path: str | os.PathLike, error: BaseException, what: str = "",
+                  error_type: type[ExplorerError] = FileWriteError) -> ExplorerError:
+    """The one-sentence error for `error` while writing `path` (what: e.g. 'the session')."""
+    thing = f"{what} to {path}" if what else str(path)
+    return error_type(f"Cannot write {thing}: {reason(error)}.")
+
+
+def umask_mode() -> int:
+    """0o666 less the process umask: the mode `open()` would give a new file."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:      # Linux: read without changing it
+            for line in status:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)     # elsewhere: read by setting, then put back at once
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def write_atomic(path: str | os.PathLike, writer: Callable[[str], object], what: str = "",
+                 error_type: type[ExplorerError] = FileWriteError) -> Path:
+    """Call `writer(temporary_path)` to write the content, then move it onto `path` in one step.
+
+    The temporary path ends in the target's suffix (writers that look at it choose the same format).
+    `what` names the content in the error ('the session'); `error_type` is the ExplorerError raised."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise error_type(f"Cannot write {path}: it is a folder.")
+    folder = path.parent
+    try:
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX + path.suffix)
+        os.close(handle)
+    except OSError as error:
+        raise write_failure(path, error, what, error_type) from None
+    try:
+        writer(temporary)
+        _flush_to_disk(temporary)
+        os.chmod(temporary, umask_mode())
+        os.replace(temporary, path)
+    except OSError as error:
+        raise write_failure(path, error, what, error_type) from None
+    finally:
+        _remove_quietly(temporary)          # after a replace it is gone; after any failure it must go
+    return path
+
+
+def write_text_atomic(path: str | os.PathLike, text: str, what: str = "",
+                      error_type: type[ExplorerError] = FileWriteError) -> Path:
+    """`text` as UTF-8, written atomically (see write_atomic). A lone surrogate is an error, not an orphan."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise error_type(f"Cannot write {what + ' to ' if what else ''}{path}: the text holds a character "
+                         f"that is not valid Unicode (at position {error.start}).") from None
+    return write_atomic(path, lambda temporary: Path(temporary).write_bytes(data), what, error_type)
+
+
+def _flush_to_disk(temporary: str) -> None:
+    descriptor = os.open(temporary, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _remove_quietly(temporary: str) -> None:
+    try:
+        os.unlink(temporary)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        pass                # cannot remove it either (the folder turned read-only): nothing more to do

@@ -1,0 +1,76 @@
+"""write_atomic: the target is the old file or the new one, whole; no temporary file outlives a failure;
+the mode is what the umask says; a full disk or a read-only folder is named as such."""
+import errno
+import os
+import stat
+
+import pytest
+
+from explorer.core import files
+from explorer.core.errors import ExplorerError
+
+
+def _writer_that_fails(error):
+    def write(temporary):
+        with open(temporary, "wb") as out:
+            out.write(b"half of the new")
+        raise error
+    return write
+
+
+def _leftovers(folder, keep):
+    return sorted(p.name for p in folder.iterdir() if p.name != keep)
+
+
+@pytest.mark.parametrize("error", [OSError(errno.ENOSPC, "No space left on device"), KeyboardInterrupt()])
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path, error):
+    target = tmp_path / "trace.npz"
+    target.write_bytes(b"the previous file")
+    with pytest.raises(type(error) if isinstance(error, KeyboardInterrupt) else ExplorerError):
+        files.write_atomic(target, _writer_that_fails(error))
+    assert target.read_bytes() == b"the previous file"
+    assert _leftovers(tmp_path, "trace.npz") == []
+
+
+def test_a_full_disk_is_named_as_such_with_the_file(tmp_path):
+    target = tmp_path / "out.png"
+    with pytest.raises(ExplorerError) as raised:
+        files.write_atomic(target, _writer_that_fails(OSError(errno.ENOSPC, "No space left on device")))
+    message = str(raised.value)
+    assert "disk is full" in message and str(target) in message and message.count(".") >= 1
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
+def test_the_written_file_has_the_mode_the_umask_says(tmp_path, mask):
+    old = os.umask(mask)
+    try:
+        written = files.write_text_atomic(tmp_path / "session.json", "{}")
+        reference = tmp_path / "reference"
+        reference.write_text("{}")              # what open() gives a new file under the same umask
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(written.stat().st_mode) == stat.S_IMODE(reference.stat().st_mode) == 0o666 & ~mask
+
+
+@pytest.mark.parametrize("code, words", [(errno.EROFS, "read-only"), (errno.EACCES, "permission denied")])
+def test_a_folder_that_cannot_take_a_file_is_named_as_such(tmp_path, monkeypatch, code, words):
+    """(Simulated: the suite may run as root, which writes into read-only folders.)"""
+    def refuse(*_args, **_kwargs):
+        raise OSError(code, os.strerror(code))
+    monkeypatch.setattr(files.tempfile, "mkstemp", refuse)
+    with pytest.raises(ExplorerError, match=words) as raised:
+        files.write_text_atomic(tmp_path / "a.json", "{}")
+    assert str(tmp_path / "a.json") in str(raised.value)
+
+
+def test_a_lone_surrogate_is_refused_and_leaves_no_temporary(tmp_path):
+    with pytest.raises(ExplorerError, match="not valid Unicode"):
+        files.write_text_atomic(tmp_path / "s.json", "a\udc80b")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_temporary_file_ends_in_the_target_suffix_and_lives_beside_it(tmp_path):
+    seen = []
+    files.write_atomic(tmp_path / "map.npy", lambda temporary: (seen.append(temporary), open(temporary, "wb").close()))
+    assert os.path.dirname(seen[0]) == str(tmp_path) and seen[0].endswith(".npy")
