@@ -118,7 +118,7 @@ def walk_block(loaded, ids, layer: int, position: int | None = None, top: int = 
     position = check_request(loaded, ids, position, None)
     if not 0 <= layer < loaded.config.n_layers:
         raise ExplorerError(f"layer {layer} is not one of the {loaded.config.n_layers} layers of {loaded.name}")
-    model, block = loaded.model, loaded.model.layers[layer]
+    block = loaded.model.layers[layer]
     capture = row_at(loaded, ids, position, decoder)
     with torch.inference_mode():
         got = capture.layers[layer]

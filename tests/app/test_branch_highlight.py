@@ -1,7 +1,6 @@
 """A clicked candidate does not stay lit beside the token chosen after the branch: one row is marked, the chosen."""
 from __future__ import annotations
 
-import pytest
 from PySide6.QtCore import Qt
 
 from tests.app.test_window import dialogs, idle, new_window, opened, store_home, tiny  # noqa: F401

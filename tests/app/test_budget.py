@@ -12,7 +12,7 @@ from explorer.app.run.trace_budget import DEFAULT_BUDGET, TraceCost, TraceMeter
 from tests.app.test_window import PROMPT, dialogs, idle, new_window, opened, step, store_home  # noqa: F401
 from tests.app.tiny_model import make_tiny_llama
 
-import torch  # noqa: E402  (missing, the run fails, never skips)
+import torch  # noqa: E402, F401  (missing, the run fails, never skips)
 LONG_PROMPT = "To be, or not to be, that is the question: Whether 'tis nobler"
 NO, YES = QMessageBox.StandardButton.No, QMessageBox.StandardButton.Yes
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import threading
 
-import pytest
 from PySide6.QtCore import QSettings
 
 from explorer.app.thread.catalog_loader import CatalogLoader

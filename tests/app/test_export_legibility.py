@@ -15,8 +15,6 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QPoint
-from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QApplication
 
 from explorer.app.figures import export
 from explorer.app.window.theme import apply_theme

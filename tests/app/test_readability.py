@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPointF
 from PySide6.QtGui import QColor, QImage, QPalette
-from PySide6.QtWidgets import QApplication
 
 from explorer.app.panels import NextTokenPanel
 from explorer.app.state.session import Session

@@ -3,7 +3,6 @@ written, has the size it was given, and shows more than a blank widget."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from PySide6.QtGui import QGuiApplication, QImage
 
 from explorer.app.panels import ALL_PANELS

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 import pytest
-from PySide6.QtCore import QRectF, Qt
+from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QImage, QPainter, QPalette
 from PySide6.QtWidgets import QApplication
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 import transformers  # the reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
