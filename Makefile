@@ -46,6 +46,7 @@ test: check-system $(TEST_STAMP)
 	$(PULL_TEST) gemma3-270m --accept-license || $(PULL_FAILED)
 	$(PULL_TEST) minilm-l6 || $(PULL_FAILED)
 	$(BIN)/lint-imports
+	$(BIN)/ruff check .
 	QT_QPA_PLATFORM=offscreen TRANSFORMER_EXPLORER_TEST_MODELS=$(TEST_MODELS) \
 	  TRANSFORMER_EXPLORER_REQUIRED_MODELS="$${CI:+smollm2-135m gemma3-270m minilm-l6}" $(BIN)/python -m pytest -q
 
