@@ -133,6 +133,9 @@ def agree_with_weights(config: ModelConfig, tensors: dict, source: str) -> None:
 
 def adopt(model: Transformer, state: dict[str, torch.Tensor], tied: bool, fuse: bool = True) -> Transformer:
     """Give a meta-built model the tensors of `state` (no copy), tie W_U to E if asked, and fuse it."""
+    # load_state_dict(assign=True) gives each tensor the requires_grad of the parameter it replaces, which
+    # an inference tensor (a model loaded under inference_mode) refuses outside that mode: ask for none.
+    model.requires_grad_(False)
     model.load_state_dict(state, assign=True, strict=True)
     for module in model.modules():          # assign=True keeps the given tensors; make them Parameters again
         for key, value in list(module._parameters.items()):
