@@ -38,6 +38,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from explorer.core import kv_variants as kv
 from explorer.core.config import ModelConfig, RopeSpec
 from explorer.core.errors import ExplorerError
 from explorer.core.model import Transformer
@@ -163,13 +164,12 @@ def choose_rope_pairs(config: ModelConfig, m: int) -> RopeSplit:
 
 def max_mla_rank(config: ModelConfig, rope_pairs: int = 0) -> int:
     """The rank of the stacked [W^K_nope; W^V] (+ bias column): the rank that loses nothing."""
-    rows = config.n_kv_heads * (config.d_head - 2 * rope_pairs + config.d_head)
-    return min(rows, config.d_model + (1 if config.qkv_bias else 0))
+    return kv.conversion_rank_limit(config.n_kv_heads, config.d_head, config.d_model, rope_pairs, config.qkv_bias)
 
 
 def default_rope_pairs(config: ModelConfig) -> int:
     """d_h / 8 pairs per K/V head stay rotated (a quarter of each head's dims); none without RoPE."""
-    return max(1, config.d_head // 8) if config.positional == "rope" else 0
+    return kv.conversion_rope_pairs(config.d_head, config.positional == "rope")
 
 
 def to_mla(loaded: LoadedModel, rank: int, rope_pairs: int | None = None,

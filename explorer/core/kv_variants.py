@@ -269,6 +269,32 @@ def variants(shape: CacheShape, ranks: list[int] | None = None) -> list[Variant]
     return out
 
 
+def conversion_rope_pairs(d_head: int, rope: bool) -> int:
+    """RoPE pairs per K/V head an MLA conversion keeps rotated by default: d_h / 8 (a quarter of each
+    head's dims, MHA2MLA's partial RoPE); none without RoPE."""
+    return max(1, d_head // 8) if rope else 0
+
+
+def conversion_rank_limit(n_kv_heads: int, d_head: int, d_model: int, rope_pairs: int, bias: bool = False) -> int:
+    """The rank of the stacked [W^K_nope; W^V] (+ a bias column) an MLA conversion factorises: N_KV (2 d_h - 2m)
+    rows by d_model (+1) columns. A latent wider than this holds nothing more."""
+    rows = n_kv_heads * (2 * d_head - 2 * rope_pairs)
+    return min(rows, d_model + (1 if bias else 0))
+
+
+def what_if_targets(info, rows: list[VariantRow]) -> list[str]:
+    """The variants of `rows` that the what-if conversion can turn this loaded model into: the other
+    head counts, and MLA at ranks within the K/V stack's rank (without knowing the bias, d_model bounds
+    it) for a model with per-head keys and no sliding window. A model trained with MLA has none."""
+    if info.mla_rank is not None or info.is_encoder_only:
+        return []
+    pairs = conversion_rope_pairs(info.d_qk, info.positional == "rope")
+    limit = conversion_rank_limit(info.n_kv_heads, info.d_qk, info.d_model, pairs)
+    sliding = "sliding" in info.layer_kinds
+    return [row.variant.name for row in rows if not row.variant.native
+            and (row.variant.kind != "mla" or (not sliding and row.variant.latent_rank <= limit))]
+
+
 def compare(shape: CacheShape, tokens: int | None = None, dtype: str = "bfloat16",
             ranks: list[int] | None = None) -> list[VariantRow]:
     """The comparison table: every variant's bytes per token and for `tokens` tokens."""

@@ -235,8 +235,9 @@ class KVLabPanel(Panel):
         current = self.variant_box.currentText()
         with self.updating():
             self.variant_box.clear()
-            if not self._encoder_only():
-                self.variant_box.addItems([r.variant.name for r in rows if not r.variant.native])
+            model = self.session.model
+            if model is not None and not self.from_config:       # only what the conversion can do
+                self.variant_box.addItems(kv.what_if_targets(model, rows))
             if current:
                 self.variant_box.setCurrentText(current)
 
