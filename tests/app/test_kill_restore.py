@@ -24,7 +24,7 @@ import pytest
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMessageBox
 
-from explorer.app.state.session_file import AUTOSAVE_NAME, crashed_session
+from explorer.app.state.session_file import AUTOSAVE_PREFIX, crashed_session
 from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
 from tests.app.tiny_model import make_tiny_llama
@@ -56,14 +56,15 @@ def start_app(folder: Path, tmp_path: Path) -> tuple[subprocess.Popen, Path]:
     return process, log
 
 
-def wait_for_autosave(process: subprocess.Popen, path: Path, log: Path, steps: int) -> dict:
-    """The autosave once it records `steps` steps (written atomically, so every read is whole)."""
+def wait_for_autosave(process: subprocess.Popen, folder: Path, log: Path, steps: int) -> dict:
+    """The window's own autosave in `folder` once it records `steps` steps (written atomically, so every
+    read is whole); its name carries the process id."""
     deadline = time.monotonic() + AUTOSAVE_WAIT_S
     body: dict = {}
     while time.monotonic() < deadline:
         if process.poll() is not None:
             pytest.fail(f"the app exited ({process.returncode}) before autosaving:\n{log.read_text()[-3000:]}")
-        if path.exists():
+        for path in folder.glob(f"{AUTOSAVE_PREFIX}-{process.pid}-*.json"):
             body = json.loads(path.read_text(encoding="utf-8"))
             if body.get("steps") == steps:
                 return body
@@ -100,10 +101,9 @@ def questions(monkeypatch):
 
 def test_a_session_killed_with_sigkill_restores_the_same_tokens(qtbot, tmp_path, monkeypatch, questions):
     folder = make_tiny_llama(tmp_path / "models" / "tiny-llama")
-    autosave = tmp_path / "home" / AUTOSAVE_NAME
     process, log = start_app(folder, tmp_path)
     try:
-        saved = wait_for_autosave(process, autosave, log, STEPS + 1)
+        saved = wait_for_autosave(process, tmp_path / "home", log, STEPS + 1)
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
@@ -123,9 +123,11 @@ def test_a_session_killed_with_sigkill_restores_the_same_tokens(qtbot, tmp_path,
     qtbot.addWidget(window)
     window.show()
     try:
-        assert window.autosaver.path == autosave
+        assert window.autosaver.path.parent == tmp_path / "home" and str(process.pid) not in window.autosaver.path.name
         assert window.offer_crash_restore(), "the next start offers the killed session and restores it"
         assert len(questions["questions"]) == 1 and f"{STEPS} decoded tokens" in questions["questions"][0]
+        assert not list((tmp_path / "home").glob(f"{AUTOSAVE_PREFIX}-{process.pid}-*.json")), \
+            "answered, the dead run's autosave is not offered again"
         qtbot.waitUntil(lambda: window.session.trace is not None and not window.worker.busy
                         and window.controller.loading is None, timeout=60000)
         restored = window.session.trace

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -44,7 +45,30 @@ def test_round_trip_keeps_every_field(tmp_path):
     ("{not json", "not valid JSON"),
     ('{"format": "something-else"}', "not a Transformer Explorer session"),
     ('{"format": "transformer-explorer-session", "version": 99}', "newer version"),
-    ('{"format": "transformer-explorer-session", "steps": "many"}', "malformed field"),
+    ('{"format": "transformer-explorer-session", "steps": "many"}', "field steps is 'many', not a whole number"),
+    ('{"format": "transformer-explorer-session", "version": "1"}', "field version"),
+    ('{"format": "transformer-explorer-session", "sampling": {"temperature": NaN}}',
+     "field sampling.temperature is nan, not a finite number"),
+    ('{"format": "transformer-explorer-session", "sampling": {"temperature": "0.7"}}', "sampling.temperature"),
+    ('{"format": "transformer-explorer-session", "sampling": [0.7]}', "field sampling is a list"),
+    ('{"format": "transformer-explorer-session", "sampling": {"seed": -1}}', "field sampling.seed is -1"),
+    ('{"format": "transformer-explorer-session", "steps": 2.5}', "field steps is 2.5"),
+    ('{"format": "transformer-explorer-session", "steps": true}', "field steps is True"),
+    ('{"format": "transformer-explorer-session", "prompt_ids": ["1", 2]}', "field prompt_ids[0]"),
+    ('{"format": "transformer-explorer-session", "prompt_ids": [[1]]}', "field prompt_ids[0] is a list"),
+    ('{"format": "transformer-explorer-session", "forced": [[1]]}', "field forced[0]"),
+    ('{"format": "transformer-explorer-session", "prompt": 5}', "field prompt is 5, not a string"),
+    ('{"format": "transformer-explorer-session", "prompt": "a\\udc80b"}', "field prompt holds a character"),
+    ('{"format": "transformer-explorer-session", "dtype": "int4"}', "field dtype is 'int4'"),
+    ('{"format": "transformer-explorer-session", "experiments": [{"on": true, "intervention": '
+     '{"ablations": [{"layer": "x", "head": 1}]}}]}', "field experiments[0].intervention.ablations[0].layer"),
+    ('{"format": "transformer-explorer-session", "experiments": [{"on": true, "intervention": '
+     '{"kernels": [{"kernel": {"name": "exp", "temperature": NaN}}]}}]}', "temperature is nan"),
+    ('{"format": "transformer-explorer-session", "experiments": [{"on": true, "intervention": '
+     '{"ablations": [{"layer": 1.5, "head": 1}]}}]}', "layer is 1.5"),
+    ('{"format": "transformer-explorer-session", "experiments": ' + "[" * 100 + "]" * 100 + "}", "nested deeper"),
+    ('{"format": "transformer-explorer-session", "experiments": ' + "[" * 200000 + "]" * 200000 + "}",
+     "nested too deeply"),
 ])
 def test_a_bad_session_file_is_refused_in_one_sentence(tmp_path, content, words):
     path = tmp_path / "bad.json"
@@ -52,12 +76,12 @@ def test_a_bad_session_file_is_refused_in_one_sentence(tmp_path, content, words)
     with pytest.raises(SessionFileError) as error:
         session_file.load(path)
     assert words in str(error.value) and str(path) in str(error.value)
-    assert "\n" not in str(error.value)
+    assert "\n" not in str(error.value) and len(str(error.value)) < 300
 
 
 def test_an_unwritable_path_is_an_error_and_leaves_the_old_file(tmp_path):
     (tmp_path / "a-file").write_text("old")
-    with pytest.raises(SessionFileError, match="cannot write the session"):
+    with pytest.raises(SessionFileError, match="Cannot write the session to"):
         session_file.save(tmp_path / "a-file" / "s.json", SessionState())
     assert os.listdir(tmp_path) == ["a-file"] and (tmp_path / "a-file").read_text() == "old"
 
@@ -112,3 +136,97 @@ def test_a_killed_process_leaves_a_restorable_autosave(tmp_path):
     restored = crashed_session(path)
     assert restored is not None and restored.prompt == "typed before the crash" and restored.steps == 4
 
+
+
+def a_dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def write_autosave(path, prompt, pid):
+    body = json.loads(SessionState(prompt=prompt).to_json())
+    path.write_text(json.dumps({**body, "pid": pid}), encoding="utf-8")
+
+
+def test_two_windows_have_two_autosaves_and_a_clean_exit_removes_only_its_own(qtbot, tmp_path, monkeypatch):
+    """A window in another process autosaves and keeps running; this one exits cleanly; then the other dies."""
+    monkeypatch.setenv("TRANSFORMER_EXPLORER_HOME", str(tmp_path))
+    script = (
+        "import sys, time\n"
+        "from PySide6.QtCore import QCoreApplication\n"
+        "from explorer.app.state.session_file import Autosaver, SessionState\n"
+        "app = QCoreApplication([])\n"
+        "saver = Autosaver(lambda: SessionState(prompt='first window'))\n"
+        "saver.save_now()\n"
+        "print(saver.path, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    first = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "TRANSFORMER_EXPLORER_HOME": str(tmp_path)})
+    try:
+        first_path = Path(first.stdout.readline().strip())
+        second = Autosaver(lambda: SessionState(prompt="second window"))
+        assert second.path != first_path and second.path.parent == first_path.parent == tmp_path
+        assert second.save_now()
+        second.discard()
+        assert first_path.is_file() and not second.path.exists(), "the clean exit removed only its own"
+        assert crashed_session() is None, "the first window is still running"
+    finally:
+        first.kill()
+        first.wait()
+    found = session_file.find_crashed(Autosaver(lambda: None).path)
+    assert found is not None and found.path == first_path and found.state.prompt == "first window"
+
+
+def test_an_autosave_of_a_dead_window_beside_a_live_ones_is_offered(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_EXPLORER_HOME", str(tmp_path))
+    write_autosave(tmp_path / "autosave-session-1-live.json", "live", os.getpid())
+    write_autosave(tmp_path / "autosave-session-2-dead.json", "dead", a_dead_pid())
+    assert crashed_session().prompt == "dead"
+
+
+@pytest.mark.parametrize("content", [
+    "[1, 2, 3]",                                                                   # a JSON list
+    '{"format": "transformer-explorer-session", "pid": 100000000000000000000000000000}',   # an absurd pid
+    '{"format": "transformer-explorer-session", "pid": "12"}',
+    '{"format": "transformer-explorer-session", "steps": NaN}',
+    "\udcff not utf-8".encode("utf-8", "surrogateescape").decode("latin-1"),
+])
+def test_a_bad_autosave_is_moved_aside_with_a_message_and_never_blocks_a_start(tmp_path, monkeypatch, content):
+    monkeypatch.setenv("TRANSFORMER_EXPLORER_HOME", str(tmp_path))
+    bad = tmp_path / "autosave-session-4242-abcd.json"
+    bad.write_text(content, encoding="latin-1")
+    notices = []
+    assert session_file.find_crashed(None, notices) is None
+    assert not bad.exists() and (tmp_path / (bad.name + session_file.SET_ASIDE_SUFFIX)).is_file()
+    assert len(notices) == 1 and "moved to" in notices[0] and "\n" not in notices[0]
+    assert session_file.find_crashed(None, []) is None, "set aside once, it is not read again"
+
+
+def test_the_legacy_shared_autosave_of_a_dead_run_is_still_offered(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_EXPLORER_HOME", str(tmp_path))
+    write_autosave(tmp_path / session_file.AUTOSAVE_NAME, "from an older version", a_dead_pid())
+    assert crashed_session().prompt == "from an older version"
+
+
+def test_a_session_file_gets_the_mode_the_umask_says(tmp_path):
+    old = os.umask(0o022)
+    try:
+        session_file.save(tmp_path / "s.json", SessionState(prompt="x"))
+    finally:
+        os.umask(old)
+    assert (tmp_path / "s.json").stat().st_mode & 0o777 == 0o644
+
+
+def test_a_prompt_with_a_lone_surrogate_is_refused_and_leaves_no_temporary(tmp_path):
+    with pytest.raises(SessionFileError, match="not valid Unicode"):
+        session_file.save(tmp_path / "s.json", SessionState(prompt="a\udc80"))
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "s.json"
+    os.mkfifo(fifo)
+    with pytest.raises(SessionFileError, match="not a regular file"):
+        session_file.load(fifo)

@@ -1,12 +1,17 @@
 """Sessions as small JSON files (session_state.py, Qt-free), and the autosave that survives a crash.
 
-The autosave is removed on a clean exit; finding one at start means the last
-run died, and the window offers to restore it.
+Each running window autosaves to a file of its own, `autosave-session-<pid>-<id>.json` in the
+app's folder, and removes only that file on a clean exit: a second window closing never takes
+the first one's autosave with it. At start, an autosave whose process is no longer running is
+the session of a run that died, and the window offers to restore it. An autosave that cannot be
+read (damaged, not a session, an absurd pid) is moved aside with a message and never stops a start.
 """
 from __future__ import annotations
 
 import json
 import os
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer
@@ -15,7 +20,11 @@ from explorer.app.state.session_state import (FORMAT, VERSION, SessionFileError,
                                               SessionState, load, save, write_atomically)
 from explorer.core.errors import ExplorerError
 
-AUTOSAVE_NAME = "autosave-session.json"
+AUTOSAVE_PREFIX = "autosave-session"
+AUTOSAVE_NAME = f"{AUTOSAVE_PREFIX}.json"      # the one shared autosave of earlier versions, still restored
+SET_ASIDE_SUFFIX = ".unreadable"
+MAX_PID = 2**31 - 1                             # pid_t is a signed 32-bit number; more is no process id
+_IN_USE: set[Path] = set()      # this process's windows' autosaves (a dead run may have had our pid)
 
 
 def app_home() -> Path:
@@ -25,11 +34,18 @@ def app_home() -> Path:
 
 
 def default_autosave_path() -> Path:
-    return app_home() / AUTOSAVE_NAME
+    """A new window's own autosave: the process id (a crash is told from a running window by it) and a
+    random part (two windows of one process have two files)."""
+    return app_home() / f"{AUTOSAVE_PREFIX}-{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
+
+
+def is_autosave(path: Path) -> bool:
+    return path.name == AUTOSAVE_NAME or (path.name.startswith(AUTOSAVE_PREFIX + "-") and path.suffix == ".json")
 
 
 class Autosaver(QObject):
-    """Every few seconds, writes the window's state if it changed; removed again on a clean exit.
+    """Every few seconds, writes the window's state if it changed to the window's own file; removed
+    again on a clean exit.
 
     The file records the writer's process id, so a second window running at the
     same time does not mistake the first one's autosave for a crash.
@@ -39,6 +55,7 @@ class Autosaver(QObject):
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.path = Path(path) if path is not None else default_autosave_path()
+        _IN_USE.add(self.path)
         self._snapshot = snapshot           # () -> SessionState | None
         self._last_written: str | None = None
         self._last_state = None             # the SessionState last looked at
@@ -70,25 +87,97 @@ class Autosaver(QObject):
     def discard(self) -> None:
         """A clean exit: stop and remove the autosave, so the next start offers nothing."""
         self._timer.stop()
+        _IN_USE.discard(self.path)
         try:
             self.path.unlink(missing_ok=True)
         except OSError:
             pass                            # read-only cache: the next start offers a restore, no more
 
 
+@dataclass(frozen=True)
+class Crashed:
+    """The autosave a dead run left: where it is and what it holds."""
+
+    path: Path
+    state: SessionState
+
+
 def crashed_session(path: str | os.PathLike | None = None) -> SessionState | None:
-    """The autosave of a run that did not exit cleanly, or None (none, unreadable, or still running)."""
-    path = Path(path) if path is not None else default_autosave_path()
-    if not path.exists():
-        return None
+    """The session of a run that did not exit cleanly, or None (see find_crashed)."""
+    found = find_crashed(path)
+    return found.state if found is not None else None
+
+
+def find_crashed(own: str | os.PathLike | None = None, notices: list[str] | None = None) -> Crashed | None:
+    """The newest autosave whose process has died, or None.
+
+    `own` is this window's autosave: with the name of a window's own autosave, every other autosave
+    in its folder is looked at; another name (a test's, the screenshots') is looked at alone.
+    Unreadable autosaves are moved aside, one sentence each appended to `notices`."""
+    own = Path(own) if own is not None else None
+    if own is None or is_autosave(own) and own.name != AUTOSAVE_NAME:
+        folder = own.parent if own is not None else app_home()
+        candidates = [p for p in _autosaves_in(folder) if p != own]
+    else:
+        candidates = [own]
+    found = []
+    for path in candidates:
+        state = _crashed_state(path, notices if notices is not None else [])
+        if state is not None:
+            found.append(Crashed(path, state))
+    return max(found, key=lambda c: _mtime(c.path), default=None)
+
+
+def _autosaves_in(folder: Path) -> list[Path]:
     try:
-        text = path.read_text(encoding="utf-8")
-        pid = json.loads(text).get("pid")
-        if isinstance(pid, int) and pid != os.getpid() and _alive(pid):
+        return sorted(p for p in folder.glob(f"{AUTOSAVE_PREFIX}*.json") if is_autosave(p))
+    except OSError:
+        return []
+
+
+def _crashed_state(path: Path, notices: list[str]) -> SessionState | None:
+    """The state in `path` if its writer is dead; a damaged file is moved aside (with a notice)."""
+    try:
+        if not path.is_file():
             return None
-        return SessionState.from_json(text, source=str(path))
-    except (OSError, ValueError, ExplorerError):
+        state = load(path)
+        pid = json.loads(path.read_text(encoding="utf-8")).get("pid")
+        if pid is not None and not (isinstance(pid, int) and not isinstance(pid, bool) and 0 < pid <= MAX_PID):
+            raise SessionFileError(f"{path}: field pid is {str(pid)[:20]!r}, not a process id.")
+    except FileNotFoundError:
+        return None                      # removed meanwhile by the window that wrote it
+    except (OSError, ValueError, ExplorerError, RecursionError) as error:
+        notices.append(_set_aside(path, error))
         return None
+    if path in _IN_USE or pid is not None and pid != os.getpid() and _alive(pid):
+        return None                      # another window, still running
+    return state
+
+
+def _set_aside(path: Path, error: BaseException) -> str:
+    """Rename an unreadable autosave so that no start reads it again; the sentence that says so."""
+    aside = path.with_name(path.name + SET_ASIDE_SUFFIX)
+    why = " ".join(str(error).split())[:200]
+    try:
+        os.replace(path, aside)
+    except OSError:
+        return f"An autosaved session could not be read and could not be moved aside ({why})."
+    return f"An autosaved session could not be read, so it was moved to {aside} ({why})."
+
+
+def forget(path: str | os.PathLike) -> None:
+    """Remove a dead run's autosave once its question was answered (restored, it is autosaved anew)."""
+    try:
+        Path(path).unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def _alive(pid: int) -> bool:
@@ -96,6 +185,6 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except (PermissionError, OverflowError, OSError):
         return True
     return True

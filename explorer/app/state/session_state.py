@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from explorer.app.state import session_schema
+from explorer.core import files
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import Experiment
 from explorer.core.sampling_settings import Sampling
@@ -77,27 +78,44 @@ class SessionState:
 
     @classmethod
     def from_json(cls, text: str, source: str = "session") -> "SessionState":
+        """Parse and check a session file's text against the schema (session_schema); any fault is one
+        SessionFileError naming `source` and the field."""
         try:
             body = json.loads(text)
         except json.JSONDecodeError as error:
             raise SessionFileError(f"{source} is not valid JSON ({error.msg} at line {error.lineno}).") from None
+        except RecursionError:
+            raise SessionFileError(f"{source} is nested too deeply to be a session file.") from None
         if not isinstance(body, dict) or body.get("format") != FORMAT:
             raise SessionFileError(f"{source} is not a Transformer Explorer session file.")
-        if int(body.get("version", 0)) > VERSION:
-            raise SessionFileError(f"{source} was written by a newer version (format {body['version']}).")
         try:
-            return cls(model=body.get("model"), prompt=str(body.get("prompt", "")),
-                       prompt_ids=tuple(int(i) for i in body.get("prompt_ids", ())),
-                       sampling=SamplingSettings.from_dict(body.get("sampling", {})),
-                       forced=tuple((int(s), int(t)) for s, t in body.get("forced", ())),
-                       steps=int(body.get("steps", 0)), device=str(body.get("device", "cpu")),
-                       dtype=str(body.get("dtype", "float32")),
-                       experiments=tuple(Experiment.from_json(e) for e in body.get("experiments", ())),
-                       record_dtype=str(body.get("record_dtype", "float32")))     # before it was saved: float32
-        except SessionFileError as error:
-            raise SessionFileError(f"{source}: {error}") from None
-        except (TypeError, ValueError) as error:
-            raise SessionFileError(f"{source} has a malformed field ({error}).") from None
+            return cls._from_body(body)
+        except session_schema.SchemaError as error:
+            raise SessionFileError(f"{source}: {error}.") from None
+        except (ExplorerError, TypeError, ValueError, KeyError, RecursionError) as error:
+            raise SessionFileError(f"{source} has a malformed field ({_one_line(error)}).") from None
+
+    @classmethod
+    def _from_body(cls, body: dict) -> "SessionState":
+        version = session_schema.integer(body.get("version", 0), "version", high=2**31)
+        if version > VERSION:
+            raise session_schema.SchemaError(f"it was written by a newer version (format {version})")
+        schema = session_schema
+        return cls(model=schema.text(body.get("model"), "model", allow_none=True),
+                   prompt=schema.text(body.get("prompt", ""), "prompt"),
+                   prompt_ids=schema.integers(body.get("prompt_ids", []), "prompt_ids"),
+                   sampling=SamplingSettings.from_dict(schema.sampling(body.get("sampling", {}))),
+                   forced=schema.pairs(body.get("forced", []), "forced"),
+                   steps=schema.integer(body.get("steps", 0), "steps", high=schema.MAX_STEPS),
+                   device=schema.text(body.get("device", "cpu"), "device"),
+                   dtype=schema.choice(body.get("dtype", "float32"), "dtype", schema.DTYPES),
+                   experiments=tuple(Experiment.from_json(e) for e in schema.experiments(body.get("experiments", []))),
+                   record_dtype=schema.choice(body.get("record_dtype", "float32"), "record_dtype", RECORD_DTYPES))
+
+
+def _one_line(error: BaseException) -> str:
+    message = " ".join(str(error).split())
+    return message if len(message) <= 120 else message[:117] + "..."
 
 
 def record_dtype_of(trace) -> str:
@@ -109,31 +127,33 @@ def record_dtype_of(trace) -> str:
 
 
 def write_atomically(path: str | os.PathLike, text: str) -> None:
-    """Write `text` to `path` so that a reader sees either the old file or the new one, whole."""
+    """Write `text` to `path` so that a reader sees either the old file or the new one, whole (core.files)."""
     path = Path(path)
-    temporary = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
     except OSError as error:
-        if temporary is not None and os.path.exists(temporary):
-            os.unlink(temporary)
-        raise SessionFileError(f"{path}: cannot write the session ({error.strerror or error}).") from None
+        raise files.write_failure(path, error, "the session", SessionFileError) from None
+    files.write_text_atomic(path, text, "the session", SessionFileError)
 
 
 def save(path: str | os.PathLike, state: SessionState) -> None:
     write_atomically(path, state.to_json())
 
 
+MAX_SESSION_BYTES = 256 << 20     # an 8,000-token session is ~100 KB; more is not a session file
+
+
 def load(path: str | os.PathLike) -> SessionState:
+    """Read and check a session file; anything wrong with it is one SessionFileError naming it."""
+    path = Path(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise SessionFileError(f"{path}: cannot read the session ({getattr(error, 'strerror', None) or error}).") \
-            from None
+        if not path.is_file():
+            raise SessionFileError(f"{path} is not a regular file, so it cannot be a session.")
+        if path.stat().st_size > MAX_SESSION_BYTES:
+            raise SessionFileError(f"{path} is {path.stat().st_size:,} bytes, too large to be a session file.")
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise SessionFileError(f"{path} is not UTF-8 text (byte {error.start}), so it is not a session.") from None
+    except OSError as error:
+        raise SessionFileError(f"{path}: cannot read the session ({files.reason(error)}).") from None
     return SessionState.from_json(text, source=str(path))

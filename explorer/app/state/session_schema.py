@@ -1,0 +1,147 @@
+"""The typed schema of a session file: every field is checked for type, range and depth before it is used.
+
+A session file comes from anywhere (an old autosave, a hand edit, a mail attachment), so it is
+read the way a careful parser reads a header: each field has one expected type and range, and
+the first field that is not so is named in one sentence with the file ("s.json: field
+sampling.temperature is nan, not a finite number ≥ 0."). Nothing is converted silently: a
+string where a number belongs, a float layer, a NaN temperature or a lone surrogate in the
+prompt is refused here, not later in a replay.
+"""
+from __future__ import annotations
+
+import math
+
+MAX_ID = 2**31 - 1            # token ids and positions; a vocabulary is far smaller
+MAX_STEPS = 10_000_000
+MAX_SEED = 2**63 - 1          # torch.Generator.manual_seed takes a signed 64-bit seed
+DTYPES = ("float32", "bfloat16", "float16")
+# The integer fields of an intervention (core.intervention_parts) and the ones that may be None.
+INTERVENTION_INTS = ("layer", "head", "query", "key", "first_layer", "last_layer", "low", "high")
+INTERVENTION_INT_LISTS = ("layers", "positions")
+INTERVENTION_FLOATS = ("temperature",)
+INTERVENTION_STRINGS = ("mode", "where", "name", "type")
+MAX_DEPTH = 6                 # experiments -> intervention -> kernels -> choice -> kernel -> value
+
+
+class SchemaError(ValueError):
+    """One field of a session body breaks the schema; its message names the field (not the file)."""
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def text(value, name: str, allow_none: bool = False) -> str | None:
+    """A string that is valid Unicode (JSON may carry a lone surrogate, which no file or widget can hold)."""
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, str):
+        raise SchemaError(f"field {name} is {_shown(value)}, not a string")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise SchemaError(f"field {name} holds a character that is not valid Unicode "
+                          f"(a lone surrogate at position {error.start})") from None
+    return value
+
+
+def integer(value, name: str, low: int = 0, high: int = MAX_ID) -> int:
+    if not _is_int(value):
+        raise SchemaError(f"field {name} is {_shown(value)}, not a whole number")
+    if not low <= value <= high:
+        raise SchemaError(f"field {name} is {value}, not between {low} and {high}")
+    return value
+
+
+def finite(value, name: str, low: float = -math.inf, high: float = math.inf, open_low: bool = False) -> float:
+    if not (_is_int(value) or isinstance(value, float)) or not math.isfinite(value):
+        raise SchemaError(f"field {name} is {_shown(value)}, not a finite number")
+    if value < low or value > high or (open_low and value == low):
+        bound = f"above {low:g}" if open_low else f"at least {low:g}"
+        raise SchemaError(f"field {name} is {value:g}, not {bound}" + (f" and at most {high:g}" if high < math.inf else ""))
+    return float(value)
+
+
+def integers(value, name: str) -> tuple[int, ...]:
+    if not isinstance(value, list):
+        raise SchemaError(f"field {name} is {_shown(value)}, not a list of whole numbers")
+    return tuple(integer(item, f"{name}[{index}]") for index, item in enumerate(value))
+
+
+def pairs(value, name: str) -> tuple[tuple[int, int], ...]:
+    if not isinstance(value, list):
+        raise SchemaError(f"field {name} is {_shown(value)}, not a list of [step, token] pairs")
+    found = []
+    for index, pair in enumerate(value):
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise SchemaError(f"field {name}[{index}] is {_shown(pair)}, not a [step, token] pair")
+        found.append((integer(pair[0], f"{name}[{index}][0]", high=MAX_STEPS), integer(pair[1], f"{name}[{index}][1]")))
+    return tuple(found)
+
+
+def choice(value, name: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed or not isinstance(value, str):
+        raise SchemaError(f"field {name} is {_shown(value)}, not one of {', '.join(allowed)}")
+    return value
+
+
+def sampling(value, name: str = "sampling") -> dict:
+    """The sampling settings as Sampling.from_dict takes them, each checked (transformers refuses a NaN,
+    negative or infinite temperature too)."""
+    if not isinstance(value, dict):
+        raise SchemaError(f"field {name} is {_shown(value)}, not an object")
+    return {"temperature": finite(value.get("temperature", 0.0), f"{name}.temperature", low=0.0),
+            "top_k": integer(value.get("top_k", 0), f"{name}.top_k", high=MAX_ID),
+            "top_p": finite(value.get("top_p", 1.0), f"{name}.top_p", low=0.0, high=1.0, open_low=True),
+            "seed": integer(value.get("seed", 0), f"{name}.seed", high=MAX_SEED)}
+
+
+def experiments(value, name: str = "experiments") -> list:
+    """The experiments' JSON, its values checked by field name before Experiment.from_json builds them."""
+    if not isinstance(value, list):
+        raise SchemaError(f"field {name} is {_shown(value)}, not a list")
+    for index, item in enumerate(value):
+        _check_intervention_value(item, f"{name}[{index}]", 1)
+    return value
+
+
+def _check_intervention_value(value, name: str, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise SchemaError(f"field {name} is nested deeper than an experiment can be")
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_intervention_value(item, f"{name}[{index}]", depth + 1)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_field(key, item, f"{name}.{key}", depth)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise SchemaError(f"field {name} is {value}, not a finite number")
+    elif isinstance(value, str):
+        text(value, name)
+
+
+def _check_field(key: str, item, name: str, depth: int) -> None:
+    if key in INTERVENTION_INTS:
+        if item is not None:
+            integer(item, name, low=-MAX_ID)
+    elif key in INTERVENTION_INT_LISTS:
+        if item is not None:
+            integers(item, name)
+    elif key in INTERVENTION_FLOATS:
+        finite(item, name, low=0.0, open_low=True)
+    elif key in INTERVENTION_STRINGS:
+        text(item, name)
+    elif key == "on":
+        if not isinstance(item, bool):
+            raise SchemaError(f"field {name} is {_shown(item)}, not true or false")
+    else:
+        _check_intervention_value(item, name, depth + 1)
+
+
+def _shown(value) -> str:
+    """A value as the message shows it: short, one line (a 10 MB string is not echoed)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    shown = repr(value) if not isinstance(value, (dict, list)) else ("an object" if isinstance(value, dict) else "a list")
+    shown = shown.encode("ascii", "backslashreplace").decode("ascii")
+    return shown if len(shown) <= 40 else shown[:37] + "..."
