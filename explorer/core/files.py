@@ -49,9 +49,25 @@ def reason(error: BaseException) -> str:
 
 def write_failure(path: str | os.PathLike, error: BaseException, what: str = "",
                   error_type: type[ExplorerError] = FileWriteError) -> ExplorerError:
-    """The one-sentence error for `error` while writing `path` (what: e.g. 'the session')."""
+    """The one-sentence error for `error` while writing `path` (what: e.g. 'the session').
+
+    A writer that reports no errno (Qt's image writer only says it failed) on a folder with no
+    space left was stopped by the full disk, and the sentence says so."""
     thing = f"{what} to {path}" if what else str(path)
+    if not getattr(error, "errno", None) and _free_bytes(Path(path).parent) < FULL_DISK_BYTES:
+        return error_type(f"Cannot write {thing}: {_REASONS[errno.ENOSPC]}.")
     return error_type(f"Cannot write {thing}: {reason(error)}.")
+
+
+FULL_DISK_BYTES = 1 << 20
+
+
+def _free_bytes(folder: Path) -> int:
+    try:
+        stats = os.statvfs(folder)
+    except (OSError, AttributeError):         # no statvfs on Windows: not known to be full
+        return FULL_DISK_BYTES
+    return stats.f_bavail * stats.f_frsize
 
 
 def umask_mode() -> int:

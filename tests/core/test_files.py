@@ -74,3 +74,13 @@ def test_the_temporary_file_ends_in_the_target_suffix_and_lives_beside_it(tmp_pa
     seen = []
     files.write_atomic(tmp_path / "map.npy", lambda temporary: (seen.append(temporary), open(temporary, "wb").close()))
     assert os.path.dirname(seen[0]) == str(tmp_path) and seen[0].endswith(".npy")
+
+
+def test_a_writer_that_only_says_it_failed_on_a_full_disk_is_reported_as_a_full_disk(tmp_path, monkeypatch):
+    """Qt's image writer returns False on ENOSPC; the export raises a plain OSError with its own words."""
+    class NoSpace:
+        f_bavail, f_frsize = 0, 4096
+    monkeypatch.setattr(files.os, "statvfs", lambda _folder: NoSpace())
+    with pytest.raises(ExplorerError, match="disk is full"):
+        files.write_atomic(tmp_path / "map.png", _writer_that_fails(OSError("Qt could not encode a 900×900 PNG")))
+    assert list(tmp_path.iterdir()) == []

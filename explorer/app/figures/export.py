@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import numpy as np
 from pyqtgraph.exporters import ImageExporter, SVGExporter
 from PySide6.QtCore import QSettings
 
+from explorer.core import files
 from explorer.core.errors import ExplorerError
 from explorer.core.trace import Trace
 
@@ -46,22 +46,8 @@ def check_writable(path: Path) -> Path:
 
 
 def atomic_write(path: Path, write: Callable[[str], None]) -> Path:
-    """Call `write(temporary_path)`, then move the result onto `path` in one step."""
-    path = check_writable(Path(path))
-    try:
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
-        os.close(handle)
-    except OSError as error:
-        raise ExportError(f"Cannot write {path}: {error.strerror or error}.") from None
-    try:
-        write(temporary)
-        os.replace(temporary, path)
-    except OSError as error:
-        raise ExportError(f"Cannot write {path}: {error.strerror or error}.") from None
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-    return path
+    """Call `write(temporary_path)`, then move the result onto `path` in one step (core.files.write_atomic)."""
+    return files.write_atomic(check_writable(Path(path)), write, error_type=ExportError)
 
 
 def _suffix(path: Path, allowed: tuple[str, ...]) -> str:
