@@ -1,0 +1,132 @@
+"""The documentation stays true to the tree: every module of explorer/ is in the architecture page, every
+CLI command in the CLI page, every relative link leads to a file, and the README stays a short front door.
+
+`python tests/test_docs.py` rewrites the module list of docs/architecture.md from the tree (each module's
+docstring, first sentence) between its two markers; the prose around it is written by hand."""
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from pathlib import Path
+from urllib.parse import unquote
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+ARCHITECTURE = DOCS / "architecture.md"
+BEGIN, END = "<!-- modules: begin -->", "<!-- modules: end -->"
+README_LIMIT = 15 * 1024
+
+
+def modules() -> set[str]:
+    """Every Python module of the package, as a path from the repository root."""
+    return {p.relative_to(ROOT).as_posix() for p in (ROOT / "explorer").rglob("*.py")}
+
+
+def documented_modules(text: str) -> set[str]:
+    """The modules the architecture page lists: `- `name.py` ...` bullets under a `### `explorer/pkg/`` heading."""
+    found, package = set(), None
+    for line in text.splitlines():
+        heading = re.match(r"^###\s+`(explorer(?:/[\w/]*)?)/?`", line)
+        if heading:
+            package = heading.group(1).rstrip("/")
+        entry = re.match(r"^- `([\w/]+\.py)`", line)
+        if entry and package:
+            found.add(f"{package}/{entry.group(1)}")
+    return found
+
+
+def cli_commands() -> list[str]:
+    """The commands, read from the one table the CLI itself reads them from (without importing the CLI)."""
+    tree = ast.parse((ROOT / "explorer" / "cli.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if any(getattr(t, "id", None) == "SUBCOMMANDS" for t in targets):
+            return [key.value for key in node.value.keys]
+    raise AssertionError("explorer/cli.py has no SUBCOMMANDS table")
+
+
+def pages() -> list[Path]:
+    return [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+
+
+def relative_links(text: str) -> list[str]:
+    """Targets of Markdown links and images that point into the repository (not URLs, not in-page anchors)."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)                   # code blocks hold no links
+    targets = re.findall(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)", text)
+    return [t for t in targets if not re.match(r"^[a-z][a-z0-9+.-]*:", t) and not t.startswith("#")]
+
+
+def test_every_module_of_the_package_is_in_the_architecture_page():
+    listed = documented_modules(ARCHITECTURE.read_text(encoding="utf-8"))
+    missing, stale = modules() - listed, listed - modules()
+    assert not missing, f"modules missing from docs/architecture.md (run python tests/test_docs.py): {sorted(missing)}"
+    assert not stale, f"docs/architecture.md lists modules that no longer exist: {sorted(stale)}"
+
+
+def test_every_cli_command_has_its_section_in_the_cli_page():
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    sections = set(re.findall(r"^## `?(\w+)`?\s*$", text, flags=re.M))
+    commands = cli_commands()
+    assert len(commands) >= 10
+    assert not set(commands) - sections, f"commands without a '## name' section in docs/cli.md: {set(commands) - sections}"
+
+
+def test_every_relative_link_leads_to_a_file():
+    broken = []
+    for page in pages():
+        for target in relative_links(page.read_text(encoding="utf-8")):
+            path = unquote(target.split("#", 1)[0])
+            if not (page.parent / path).exists():
+                broken.append(f"{page.relative_to(ROOT)} -> {target}")
+    assert not broken, broken
+
+
+def test_the_link_finder_sees_links_and_images_and_skips_urls_and_anchors():
+    """The check above would pass vacuously if it found no links: it finds these, and only these."""
+    text = "[a](docs/a.md) ![p](shots/p.png) [u](https://x.org) [in](#here) [b](b.md#part)\n```\n[c](c.md)\n```"
+    assert relative_links(text) == ["docs/a.md", "shots/p.png", "b.md#part"]
+
+
+def test_the_readme_is_a_front_door():
+    readme = (ROOT / "README.md").read_bytes()
+    assert len(readme) < README_LIMIT, f"README.md is {len(readme)} bytes; move detail into docs/"
+    linked = {Path(t.split("#", 1)[0]).name for t in relative_links(readme.decode("utf-8"))}
+    for page in ("guide.md", "cli.md", "api.md", "formats.md", "benchmarks.md", "architecture.md"):
+        assert page in linked, f"the README does not link docs/{page}"
+
+
+def module_list() -> str:
+    """The generated part of docs/architecture.md: one heading per package, one line per module."""
+    by_package: dict[str, list[str]] = {}
+    for path in sorted(modules()):
+        package, name = path.rsplit("/", 1)
+        by_package.setdefault(package, []).append(name)
+    blocks = []
+    for package, names in sorted(by_package.items()):
+        lines = [f"### `{package}/`", ""]
+        lines += [f"- `{name}` — {summary(ROOT / package / name)}" for name in names]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def summary(path: Path) -> str:
+    """A module's docstring, first sentence."""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    first = " ".join(doc.strip().split("\n\n")[0].split())
+    first = re.split(r"(?<=[.!?])\s", first, maxsplit=1)[0] if first else ""
+    if not first:
+        return "`python -m explorer`: runs `cli.main()`." if path.name == "__main__.py" else "(no docstring)"
+    return first
+
+
+def write_module_list() -> None:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    ARCHITECTURE.write_text(f"{head}{BEGIN}\n\n{module_list()}\n\n{END}{tail}", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    write_module_list()
+    sys.exit(0)
