@@ -82,6 +82,34 @@ def test_every_relative_link_leads_to_a_file():
     assert not broken, broken
 
 
+def anchors(page: Path) -> set[str]:
+    """The anchors a Markdown viewer makes of a page's headings: lower case, punctuation dropped, spaces as '-'."""
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    slugs = set()
+    for heading in re.findall(r"^#{1,6}\s+(.+?)\s*$", text, flags=re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        slugs.add(slug if slug not in slugs else next(f"{slug}-{n}" for n in range(1, 99) if f"{slug}-{n}" not in slugs))
+    return slugs
+
+
+def test_every_anchor_of_a_link_is_a_heading_of_its_page():
+    broken = []
+    for page in pages():
+        text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]*#[^)\s]+)\)", text):
+            path, anchor = target.split("#", 1)
+            linked = (page.parent / unquote(path)) if path else page
+            if linked.suffix == ".md" and linked.exists() and anchor not in anchors(linked):
+                broken.append(f"{page.relative_to(ROOT)} -> {target}")
+    assert not broken, broken
+
+
+def test_anchors_are_made_as_a_markdown_viewer_makes_them(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text("# Q / K / V\n## The app at 8,000 tokens\n## Why this token: four views\n## Notes\n## Notes\n")
+    assert anchors(page) == {"q--k--v", "the-app-at-8000-tokens", "why-this-token-four-views", "notes", "notes-1"}
+
+
 def test_the_link_finder_sees_links_and_images_and_skips_urls_and_anchors():
     """The check above would pass vacuously if it found no links: it finds these, and only these."""
     text = "[a](docs/a.md) ![p](shots/p.png) [u](https://x.org) [in](#here) [b](b.md#part)\n```\n[c](c.md)\n```"
