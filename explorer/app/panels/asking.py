@@ -20,6 +20,7 @@ class Asker:
         self.on_answer, self.on_failure = on_answer, on_failure
         self.asked = None                   # the key of the job running or answered last
         self.waiting: tuple[object, Job] | None = None
+        panel.askers.append(self)           # the panel drops its questions on a model switch, a cancel (base.Panel)
 
     def can_ask(self) -> bool:
         """A model is there to ask: the session's, or the panel's own executor (tests, scripts)."""
@@ -38,6 +39,13 @@ class Asker:
         """Ask again next time, even for the same key (the model changed)."""
         self.asked = None
 
+    def drop(self) -> None:
+        """Wait for no answer any more (another model or run, a cancel): nothing asked before is handed on,
+        and the next question is asked at once, even the same one."""
+        self.waiting = None
+        self.asked = None
+        self.call.abandon("")
+
     def _finished(self, result) -> None:
         if self._ask_waiting():
             return
@@ -45,7 +53,7 @@ class Asker:
 
     def _failed(self, message: str) -> None:
         self.asked = None
-        if not self._ask_waiting():
+        if not self._ask_waiting() and message:           # "": dropped on purpose, nothing to say
             self.on_failure(message)
 
     def _ask_waiting(self) -> bool:

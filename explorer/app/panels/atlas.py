@@ -17,10 +17,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSplitter,
                                QTableWidget, QTableWidgetItem)
 
+from explorer.app.panels.ablation_marks import AblationMarks, ablated_heads
 from explorer.app.panels.adaptive import orient
 from explorer.app.panels.asking import Asker
 from explorer.app.panels.atlas_reading import DescriptionReader
-from explorer.app.panels.base import LineLabel, Panel
+from explorer.app.panels.base import LineLabel, Panel, decoder_view_unavailable
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.panels.long_head import LongHead, Request
 from explorer.app.state.session import Selection
@@ -56,6 +57,8 @@ class AtlasPanel(Panel):
         self.map = Heatmap(self.view.ci, row=0, col=0, colormap="viridis", axes=("left", "top"))
         self.map.on_click = self._clicked
         self.map.on_hover = self._hover
+        self.ablation_marks = AblationMarks(self.map.plot)       # the heads the experiments on ablate
+        session.experiments_changed.connect(lambda _experiments: self._mark_ablations())
         self.example_view = pg.GraphicsLayoutWidget()
         self.example = Heatmap(self.example_view.ci, row=0, col=0, colorbar=False, axes=("left", "top"))
         self.long_example = LongHead(self.example, parent=self)          # titles it with its size and blocks
@@ -101,10 +104,22 @@ class AtlasPanel(Panel):
     def metric(self) -> str:
         return self.metric_box.currentText()
 
+    def unavailable(self, trace) -> str | None:
+        return decoder_view_unavailable(trace, "The head atlas")
+
+    def forget(self) -> None:
+        """No score, description, list or example of another model or run."""
+        self.scores = self.described = self.values = self._described_for = None
+        self._listed = []
+        self.map.clear()
+        self.ablation_marks.show([])
+        self.example.clear()
+        self.table.setRowCount(0)
+        self.caption.setText(" ")
+
     def redraw(self) -> None:
         trace = self.trace
-        if trace is None or not trace.steps or trace.model.is_encoder_only or trace.model.is_encoder_decoder:
-            self.caption.setText("Run a prompt on a decoder model to see what its heads do.")
+        if trace is None or not trace.steps:
             return
         source, name, formula = METRICS[self.metric]
         self.set_formula(f"{self.metric} = {formula}")
@@ -122,7 +137,15 @@ class AtlasPanel(Panel):
         self.map.set_matrix(values, row_labels=[f"L{l}" for l in range(n_layers)],
                             col_labels=[f"H{h}" for h in range(n_heads)])
         self._fill_list(values)
+        self._mark_ablations()
         self.caption.setText(self._caption(values))
+
+    def _mark_ablations(self) -> None:
+        """A dashed cross over every head an experiment that is on ablates."""
+        values = self.values
+        heads = [] if values is None else [(l, h) for l, h in ablated_heads(self.session.experiments)
+                                           if l < values.shape[0] and h < values.shape[1]]
+        self.ablation_marks.show([(l, h, 1, 1) for l, h in heads])
 
     def _caption(self, values: np.ndarray) -> str:
         done = int(np.isfinite(values).all(axis=1).sum())

@@ -17,6 +17,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSpinBox, QSplitter, QVBoxLayout, QWidget
 
+from explorer.app.panels.ablation_marks import AblationMarks, ablated_heads
 from explorer.app.panels.attention_kind import AttentionKindBox
 from explorer.app.panels.grid_filler import GridFiller, GridProgress
 from explorer.app.panels.base import Panel, dims, visible_text
@@ -98,6 +99,8 @@ class AttentionPanel(Panel):
         self.mean_box.toggled.connect(self._on_toggle)
         self.add_to_plot_menu(self.large.plot)
         self.add_to_plot_menu(self.grid.plot)
+        self.ablation_marks = AblationMarks(self.grid.plot)      # the heads the experiments on ablate
+        session.experiments_changed.connect(lambda _experiments: self._mark_ablations())
         self.matrix: np.ndarray | None = None
         self.view: trace_views.View | None = None          # the attention drawn: its trace, step, kind
         self.mosaic: Mosaic | None = None
@@ -234,6 +237,25 @@ class AttentionPanel(Panel):
         self.grid.image.setOpacity(STALE_OPACITY if self.filler.updating else 1.0)   # the previous step's, dimmed
         self.grid.axes["left"].set_labels([f"L{i}" for i in range(self.mosaic.n_layers)], self.mosaic.layer_centres())
         self.grid.axes["top"].set_labels([f"H{i}" for i in range(self.mosaic.n_heads)], self.mosaic.head_centres())
+        self._mark_ablations()
+
+    def _mark_ablations(self) -> None:
+        """A dashed cross over the tile of every head an experiment that is on ablates."""
+        mosaic, view = self.mosaic, self.view
+        if mosaic is None or view is None:
+            self.ablation_marks.show([])
+            return
+        heads = [(l, h) for l, h in ablated_heads(self.session.experiments, view.kind)
+                 if l < mosaic.n_layers and h < mosaic.n_heads]
+        self.ablation_marks.show([mosaic.tile_origin(l, h) + tuple(mosaic.tile_shape) for l, h in heads])
+
+    def forget(self) -> None:
+        """Nothing drawn from another model or run: its maps, the grid, the cell under the pointer."""
+        self.matrix = self.view = self.mosaic = None
+        self._drawn_large = self._drawn_grid = None
+        self.large.clear()
+        self.grid.clear()
+        self.ablation_marks.show([])
 
     # ----- pointer --------------------------------------------------------------------
     def _hover_large(self, row, col) -> None:

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLa
 
 from explorer.app.panels.adaptive import is_wide, orient, place
 from explorer.app.panels.asking import Asker
-from explorer.app.panels.base import Panel, WrappedText
+from explorer.app.panels.base import Panel, WrappedText, decoder_view_unavailable
 from explorer.app.panels.heatmap import Heatmap, symmetric_levels
 from explorer.app.panels.text_helpers import readable, selected_position
 from explorer.app.state.session import Selection
@@ -67,10 +67,22 @@ class AttributionPanel(Panel):
         self._tokens: list[int | None] = [None]
         self.set_formula("z_N = embed + Σ_{l,h} u·O_h W^O_h + Σ_l u·f_l + rest")
 
+    def unavailable(self, trace) -> str | None:
+        return decoder_view_unavailable(trace, "Why this token")
+
+    def forget(self) -> None:
+        """No attribution of another model or run: its bars, its layer × head map, its caption, its choices."""
+        self.result, self.position, self._tokens = None, None, [None]
+        self.bars.clear()
+        self.heads.clear()
+        self.caption.set_plain("")
+        with self.updating():
+            self.token_box.clear()
+
     # ----- asking --------------------------------------------------------------------
     def show_selection(self, selection: Selection) -> None:
         trace = self.trace
-        position = selected_position(trace, selection)
+        position = selected_position(trace, selection) if trace is not None else None
         if position is None:
             return
         if position != self.position:

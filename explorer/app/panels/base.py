@@ -4,6 +4,13 @@ of export actions, and the subscriptions to the session.
 A panel takes the session in its constructor and subscribes (napari's `QtDims(dims)`),
 redraws from the trace on `trace_changed`, highlights on `selection_changed`, and only
 ever talks back through `session.select(...)` and the session's `*_requested` intents.
+
+The contract every panel keeps: given (model, trace, selection) it either draws them, and
+`drawn()` names the model and trace it drew, or it shows an explicit state that names why
+(empty, working, out of date), its views hidden or marked. A model switch, a new trace, a
+cancel or an error reaches it by one path, `_on_context_changed`, which also drops its running
+jobs (`drop_work`: every Asker, ModelCall and background job it owns) and its kept results
+(`forget`), and clears the pointer's readout, so nothing of another model or run stays up.
 """
 from __future__ import annotations
 
@@ -11,14 +18,26 @@ import html
 import math
 import re
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import pyqtgraph as pg
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QObject, QSize, Qt
 from PySide6.QtGui import QAbstractTextDocumentLayout, QAction, QGuiApplication, QPainter, QPalette, QTextDocument
 from PySide6.QtWidgets import QLabel, QMenu, QSizePolicy, QVBoxLayout, QWidget
 
-from explorer.app.state.session import Selection, Session
+from explorer.app.state.session import Change, Selection, Session
 from explorer.core.trace import Trace
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """What a panel shows: kind "trace" with the session's model and trace ids it drew, or an explicit
+    state ("empty", "working", "out of date") and why, in words."""
+
+    kind: str
+    model_id: int | None = None
+    trace_id: int | None = None
+    why: str = ""
 
 _SCRIPT = re.compile(r"([_^])(\{[^}]*\}|[^\s{}_^=,·()])")
 
@@ -43,6 +62,19 @@ def visible_text(text: str) -> str:
 def dims(*sizes: int) -> str:
     """`ℝ^{7×64}` for the shape (7, 64)."""
     return "ℝ^{" + "×".join(str(int(s)) for s in sizes) + "}"
+
+
+def decoder_view_unavailable(trace, what: str) -> str | None:
+    """Why a view of a decoder's own attention and next token has nothing to show for `trace`'s model."""
+    model = trace.model
+    if not trace.steps:
+        return None
+    if model.is_encoder_only:
+        return f"{what} needs a decoder: {model.name} is an encoder, which predicts no next token."
+    if model.is_encoder_decoder:
+        return (f"{what} needs a decoder-only model: {model.name} is an encoder–decoder (see Attention for its "
+                "self- and cross-attention).")
+    return None
 
 
 class LineLabel(QLabel):
@@ -175,16 +207,19 @@ class Panel(QWidget):
         layout.addWidget(self.body_widget, 1)
         layout.addWidget(self.readout)
         self.drawn_trace_id: int | None = None    # the session's trace_id when this panel last drew
+        self.drawn_model_id: int | None = None    # and its model_id
+        self.askers: list = []                    # every Asker of this panel (asking.Asker joins itself)
         self._updating = False
         self._dirty = True
         self._exposed = True
         self._actions: list[QAction] | None = None
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.customContextMenuRequested.connect(self._show_menu)
-        session.trace_changed.connect(self._on_trace_changed)
+        session.context_changed.connect(self._on_context_changed)
         session.selection_changed.connect(self._on_selection_changed)
         session.tokens_changed.connect(self._on_tokens_changed)
         session.out_of_date_changed.connect(lambda _reason: self.show_state())
+        session.not_run_changed.connect(lambda _reason: self.show_state())
         session.busy_changed.connect(lambda _busy: self.show_state() if self.session.trace is None else None)
 
     # ----- what subclasses write -------------------------------------------------------
@@ -194,6 +229,14 @@ class Panel(QWidget):
 
     def redraw(self) -> None:
         """Draw everything from `self.session.trace`; then `show_selection`."""
+
+    def unavailable(self, trace: Trace) -> str | None:
+        """Why this panel has nothing to show for `trace` (a decoder-only view of an encoder), or None."""
+        return None
+
+    def forget(self) -> None:
+        """Drop every result kept from the model or the trace (another model or run came): the next
+        redraw computes or asks again."""
 
     def show_selection(self, selection: Selection) -> None:
         """Highlight `selection` without redrawing the data."""
@@ -261,32 +304,45 @@ class Panel(QWidget):
             return
         self._dirty = False
         self.show_state()
-        with self.updating():
-            self.redraw()
-            self.show_selection(self.session.selection)
-        self.drawn_trace_id = self.session.trace_id
+        trace = self.session.trace
+        if trace is None or not self.unavailable(trace):      # an unavailable view is hidden: nothing to draw
+            with self.updating():
+                self.redraw()
+                self.show_selection(self.session.selection)
+        self.drawn_trace_id, self.drawn_model_id = self.session.trace_id, self.session.model_id
         self.settle_views()
 
     # ----- which trace is shown -----------------------------------------------------------
-    def view_state(self) -> tuple[str, object]:
-        """What the panel shows: ("trace", trace_id) of the trace it drew, ("empty", why) or ("out of date", why)."""
-        if self.needs_trace and self.session.trace is None:
-            return "empty", self.working_text if self.session.busy else self.empty_text
+    def drawn(self) -> Drawn:
+        """What the panel shows now: the model and trace it drew, or its explicit state and why."""
+        trace = self.session.trace
+        if self.needs_trace and trace is None:
+            working = self.session.busy
+            return Drawn("working" if working else "empty",
+                         why=self.working_text if working else self.session.not_run or self.empty_text)
+        reason = self.unavailable(trace) if trace is not None else None
+        if reason:
+            return Drawn("empty", why=reason)
         if self.session.out_of_date:
-            return "out of date", self.session.out_of_date
-        return "trace", self.drawn_trace_id
+            return Drawn("out of date", self.drawn_model_id, self.drawn_trace_id, self.session.out_of_date)
+        return Drawn("trace", self.drawn_model_id, self.drawn_trace_id)
+
+    def view_state(self) -> tuple[str, object]:
+        """("trace", trace_id) of the trace drawn, or (state, why): the short form of `drawn()`."""
+        drawn = self.drawn()
+        return (drawn.kind, drawn.trace_id) if drawn.kind == "trace" else (drawn.kind, drawn.why)
 
     def show_state(self) -> None:
         """Say plainly when there is nothing to show (the views are hidden, so nothing stale stays up) or when
         the trace no longer matches the prompt (the views stay, under a warning)."""
-        kind, text = self.view_state()
-        empty = kind == "empty"
+        drawn = self.drawn()
+        hidden = drawn.kind in ("empty", "working")
         for widget in (self.header, self.body_widget, self.readout):
-            widget.setVisible(not empty)
-        self.note.setVisible(kind != "trace")
-        if kind != "trace":
-            self.note.setText(text if empty else f"⚠ Out of date: {text}")
-            tone = "palette(alternate-base)" if empty else "rgba(230, 160, 0, 60)"
+            widget.setVisible(not hidden)
+        self.note.setVisible(drawn.kind != "trace")
+        if drawn.kind != "trace":
+            self.note.setText(drawn.why if hidden else f"⚠ Out of date: {drawn.why}")
+            tone = "palette(alternate-base)" if hidden else "rgba(230, 160, 0, 60)"
             self.note.setStyleSheet(f"QLabel {{ padding: 6px; border-radius: 3px; background: {tone}; }}")
 
     def settle_views(self) -> None:
@@ -296,9 +352,28 @@ class Panel(QWidget):
             if view.isVisible():
                 view.scene().prepareForPaint()
 
-    # ----- session handlers --------------------------------------------------------------
+    # ----- the one path: a model, a trace, a cancel, an error ---------------------------------
+    def _on_context_changed(self, change: Change) -> None:
+        if change.drops_work:
+            self.drop_work()
+            self.forget()
+        self.readout.setText(" ")              # the pointer's readout described the drawing now replaced
+        self._on_trace_changed(self.session.trace)
+
+    def drop_work(self) -> None:
+        """Stop waiting for every job this panel started: its askers' questions, and each child object's
+        work (ModelCall, background maps), so no late answer of another model or run is drawn."""
+        for asker in self.askers:
+            asker.drop()
+        for child in self.findChildren(QObject):
+            drop = getattr(child, "drop_work", None)
+            if callable(drop):
+                drop()
+
     def _on_trace_changed(self, trace) -> None:
         self.refresh()
+
+    # ----- session handlers --------------------------------------------------------------
 
     def _on_tokens_changed(self, tokens) -> None:
         """Most panels draw the trace only; the token panel also draws the live tokens."""

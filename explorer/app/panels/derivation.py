@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QTextBr
 
 from explorer.app.panels.adaptive import orient
 from explorer.app.panels.asking import Asker
-from explorer.app.panels.base import Panel, formula_html
+from explorer.app.panels.base import Panel, decoder_view_unavailable, formula_html
 from explorer.app.panels.block_text import block_html
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.panels.text_helpers import readable, selected_position
@@ -76,10 +76,21 @@ class DerivationPanel(Panel):
         self.set_formula(f"{derivation.kernel_formula(SOFTMAX)},  S_{{ij}} = ⟨q_i, k_j⟩ · scale")
         session.cell_requested.connect(self._on_cell_requested)
 
+    def unavailable(self, trace) -> str | None:
+        return decoder_view_unavailable(trace, "Show the work")
+
+    def forget(self) -> None:
+        """Nothing of another model or run: its map, its q·k bars, its cell, its weights and block walk."""
+        self.weights, self.walk, self.walk_key = {}, None, None
+        self.cell = self.clicked = self.derived = self._drawn = None
+        self.offset = (0, 0)
+        self.map.clear()
+        self.products.clear()
+        self.text.clear()
+
     def show_selection(self, selection: Selection) -> None:
         trace = self.trace
-        if trace is None or not trace.steps or trace.model.is_encoder_decoder or trace.model.is_encoder_only:
-            self.text.setPlainText("Run a prompt on a decoder model to derive its attention weights here.")
+        if trace is None or not trace.steps:
             return
         upto = trace.n_steps - 1 if selection.step is None else selection.step
         row, column = self._draw_map(trace, selection.layer, selection.head, upto, selected_position(trace, selection))

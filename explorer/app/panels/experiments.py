@@ -23,12 +23,14 @@ from explorer.app.panels.adaptive import orient
 from explorer.app.panels.asking import Asker
 from explorer.app.panels.base import Panel, WrappedText
 from explorer.app.panels.patching_view import PatchingView
+from explorer.app.state.words import plural
 from explorer.app.thread.requests import CompareNextTokenJob
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import (Experiment, HeadAblation, HideToken, Intervention, Kernel, KernelChoice, active,
                                         describe)
 
 TOP_K = 8
+AUTO_COMPARE_TOKENS = 1024     # above: a step alone does not run the comparison again
 
 
 def parse_layers(text: str) -> tuple[int, ...] | None:
@@ -71,6 +73,11 @@ class ExperimentsPanel(Panel):
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         column.addWidget(self.table, 1)
+        self.compare_button = QPushButton("Compare")
+        self.compare_button.setToolTip("run the before/after again at the trace's last position")
+        self.compare_button.setEnabled(False)
+        self.compare_button.clicked.connect(lambda: self._ask(asked=True))
+        column.addWidget(self.compare_button)
         self.splitter.addWidget(editing)
         self.splitter.addWidget(comparing)
         self.tabs = QTabWidget()
@@ -80,6 +87,7 @@ class ExperimentsPanel(Panel):
         self.body.addWidget(self.tabs, 1)
         self.asker = Asker(self, self._on_answer, self.readout.setText)
         self.result = None
+        self.compared = None                # (model, intervention, ids) of the comparison asked or shown
         self.set_formula("A = Z⁻¹ f_κ(S),  O_h = A_h V_h  (ablate: O_h ← 0;  f_κ: exp, linear, relu)")
         session.experiments_changed.connect(lambda _experiments: self._show_list())
         self._show_list()
@@ -185,6 +193,16 @@ class ExperimentsPanel(Panel):
         self.session.set_experiments(experiments)
 
     # ----- the comparison ---------------------------------------------------------
+    def forget(self) -> None:
+        """No comparison of another model or run stays beside this one."""
+        self.result, self.compared = None, None
+        self.table.setRowCount(0)
+        self.summary.set_plain(self._unfit_text())
+
+    def _unfit_text(self) -> str:
+        unfit = self.session.unfit_experiments
+        return ("Removed, as this model lacks what they name: " + "; ".join(unfit) + ".") if unfit else ""
+
     def redraw(self) -> None:
         if self.trace is None:
             return
@@ -196,32 +214,51 @@ class ExperimentsPanel(Panel):
         self.last_box.setValue(model.n_layers - 1)
         self._ask()
 
-    def _ask(self) -> None:
+    def _ask(self, asked: bool = False) -> None:
+        """Compare the next token after the trace's last position, before and under the experiments on. At a
+        long prompt each comparison runs the prompt twice, so a step alone does not ask again: the one shown
+        says which position it compared, and Compare (or another experiment) brings it up to date."""
         trace = self.trace
-        if trace is None or not trace.steps or trace.model.is_encoder_only or trace.model.is_encoder_decoder:
+        self.compare_button.setEnabled(False)
+        if trace is None or not trace.steps:
+            return
+        if trace.model.is_encoder_only or trace.model.is_encoder_decoder:
+            self.summary.set_plain(f"The before/after compares next-token predictions; {trace.model.name} is "
+                                   "not a decoder-only model. The experiments still apply to its attention.")
             return
         intervention = active(self.experiments)
         ids = tuple(int(i) for i in trace.token_ids)
-        job = CompareNextTokenJob(ids, intervention, TOP_K)     # run by core_api on the model thread
-        key = (trace.model.name, ids, json.dumps(intervention.to_json(), sort_keys=True))
-        if self.asker.ask(key, job):
-            self.readout.setText("running the next token before and after…")
+        setting = (trace.model.name, json.dumps(intervention.to_json(), sort_keys=True))
+        key = setting + (ids,)
+        if trace.n_tokens > AUTO_COMPARE_TOKENS and not asked and self.compared is not None \
+                and self.compared[:2] == setting and self.compared != key:
+            self._show_behind(len(self.compared[2]) - 1, trace.n_tokens - 1)
+            return
+        self.compared = key
+        if self.asker.ask(key, CompareNextTokenJob(ids, intervention, TOP_K)):     # run by core_api, model thread
+            self.readout.setText(f"running the next token after position {len(ids) - 1}, before and after…")
+
+    def _show_behind(self, compared: int, last: int) -> None:
+        self.compare_button.setEnabled(True)
+        self.readout.setText(f"compared after position {compared}; the trace has gone on to position {last}: "
+                             "press Compare to update")
 
     def _on_answer(self, key, result) -> None:
         self.result = result
-        self.session.set_comparison(active(self.experiments), key[1], result)   # the Next-token panel shows it too
+        self.session.set_comparison(active(self.experiments), key[2], result)   # the Next-token panel shows it too
         name = self.session.display_token
         self.table.setRowCount(len(result.before_ids))
         for row, cells in enumerate(zip(result.before_ids, result.before_probs, result.after_ids, result.after_probs)):
             for col, value in enumerate(cells):
                 text = f"{float(value):.3f}" if col % 2 else f"'{name(int(value))}'"
                 self.table.setItem(row, col, QTableWidgetItem(text))
-        token = name(result.token_id)
+        position, token = len(key[2]) - 1, name(result.token_id)
         self.summary.set_plain(
-            f"KL(before ‖ after) = {result.kl:.4f} nats.  '{token}': logit {result.logit_before:.3f} → "
-            f"{result.logit_after:.3f} (Δ {result.delta_logit:+.3f}), p {result.prob_before:.3f} → "
-            f"{result.prob_after:.3f}.")
-        self.readout.setText(f"{sum(e.on for e in self.experiments)} of {len(self.experiments)} experiments on")
+            f"The next token after position {position} '{name(key[2][-1])}'. KL(before ‖ after) = {result.kl:.4f} "
+            f"nats.  '{token}': logit {result.logit_before:.3f} → {result.logit_after:.3f} "
+            f"(Δ {result.delta_logit:+.3f}), p {result.prob_before:.3f} → {result.prob_after:.3f}.")
+        on = sum(e.on for e in self.experiments)
+        self.readout.setText(f"{on} of {plural(len(self.experiments), 'experiment')} on")
 
 
 EXPERIMENT_PANELS = [(ExperimentsPanel.object_name, ExperimentsPanel.title, ExperimentsPanel)]

@@ -19,6 +19,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QWidget
 
 from explorer.app.panels.base import LineLabel
+from explorer.app.thread import threads
 from explorer.views.grid import Mosaic, attention_records, blank_mosaic
 from explorer.views.long_maps import THREADS, Cancelled, ReducedMaps, extent, grid_block
 
@@ -57,12 +58,18 @@ class Background(QObject):
             except RuntimeError:                # the panel is gone
                 pass
 
-        threading.Thread(target=body, name=name, daemon=True).start()
+        threads.start(body, name, stop=cancel.set)
         return generation
 
     def _finished(self, generation: int, _result) -> None:
         if generation == self.generation:
             self.running = False
+
+    def drop_work(self) -> None:
+        """Another model or run came (base.Panel's one path): cancel, and hand on no result started before."""
+        self.cancel()
+        self.generation += 1
+        self.running = False
 
     def cancel(self) -> None:
         self._cancel.set()
@@ -169,7 +176,7 @@ class GridFiller(QObject):
         self.running = True
         self._cancel = cancel = threading.Event()
         args = (trace, upto_step, cross, values, self._block, missing, cancel, self._generation)
-        threading.Thread(target=self._fill, args=args, name="attention-grid", daemon=True).start()
+        threads.start(lambda: self._fill(*args), "attention-grid", stop=cancel.set)
 
     def _fill(self, trace, upto_step, cross, values, block, missing, cancel, generation) -> None:
         def cancelled() -> bool:
@@ -227,6 +234,13 @@ class GridFiller(QObject):
     def forget(self) -> None:
         """Stop, and show no grid (a trace with no attention to show)."""
         self.cancel()
+        self.mosaic = self.shown = self._shown_request = None
+
+    def drop_work(self) -> None:
+        """Another model or run (base.Panel's one path): stop, and keep no grid of it to show."""
+        if self._stop():
+            self.finished.emit(False)
+        self._request = None
         self.mosaic = self.shown = self._shown_request = None
 
 

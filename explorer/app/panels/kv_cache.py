@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QSpinBox, QSplitter, QTableW
 from explorer.app.panels.base import Panel, WrappedText
 from explorer.app.panels.heatmap import Heatmap, nice_step
 from explorer.app.state.session import Selection
+from explorer.app.state.words import plural
 from explorer.app.window.status_bar import step_name
 from explorer.core import kv_variants
 from explorer.core.units import human_bytes as human
@@ -193,7 +194,7 @@ class KVCachePanel(Panel):
         self.total_plot.getAxis("bottom").setTickSpacing(whole, whole)
         self.summary.setText(
             f"<b>{human(self.total_in_use)}</b> in use of {human(self.total_allocated)} allocated "
-            f"after {step_name(step)} of {trace.n_steps - 1} ({int(tokens[step])} tokens) · "
+            f"after {step_name(step)} of {trace.n_steps - 1} ({plural(int(tokens[step]), 'token')}) · "
             f"{human(per_token * len(in_use))} per token over {len(in_use)} layers at {trace.model.dtype}"
             + (self._cross_summary(trace) if cross else ""))
         self.set_formula(f"bytes = Σ_l tokens_l · {self._formula_text(trace.model)}"
@@ -243,7 +244,7 @@ class KVCachePanel(Panel):
         size = self.block_box.value()
         filled = int(np.clip(self.held[layer] - block * size, 0, size))
         self.readout.setText(f"layer {layer}, block {block}: {filled}/{size} slots hold tokens; "
-                             f"layer holds {int(self.held[layer])} tokens")
+                             f"layer holds {plural(int(self.held[layer]), 'token')}")
 
     def _draw_grouping(self, trace, head: int) -> None:
         info = trace.model

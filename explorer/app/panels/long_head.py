@@ -107,12 +107,22 @@ class LongHead(QObject):
                                                      request.values, cancelled, THREADS), name="attention-head")
 
     def stop(self) -> None:
-        """Show no long map any more (the trace is short, or gone)."""
+        """Show no long map any more (the trace is short, or gone), nor its title: a short map after a long
+        one must not read "3659×3659 in 4×4 block maxima"."""
+        was_long = self.request is not None or self.painted is not None
         self.job.cancel()
         self.detail_job.cancel()
         self._release()
         self.request = self.painted = None
         self.heatmap.clear_detail()
+        if was_long:
+            self.heatmap.plot.setTitle(None)
+
+    def drop_work(self) -> None:
+        """Another model or run (base.Panel's one path): no map of it is computed, kept or drawn."""
+        self.stop()
+        self.forget()
+        self._labels = (None, None)
 
     def forget(self) -> None:
         """Keep no computed map: the next request computes again."""

@@ -14,6 +14,7 @@ from typing import Callable
 
 from PySide6.QtCore import QObject, Signal
 
+from explorer.app.thread import threads
 from explorer.core.errors import ExplorerError
 
 Progress = Callable[[float, str], None]
@@ -25,7 +26,7 @@ Executor = Callable[[Work], None]
 def thread_executor(loaded) -> Executor:
     """Run each work item on a daemon thread of its own with `loaded` (a test's or a script's model)."""
     def execute(work: Work) -> None:
-        threading.Thread(target=work, args=(loaded, lambda: False), daemon=True, name="model-call").start()
+        threads.start(lambda: work(loaded, lambda: False), "model-call")
     return execute
 
 
@@ -73,6 +74,10 @@ class ModelCall(QObject):
 
     def cancel(self) -> None:
         self._cancel.event.set()
+
+    def drop_work(self) -> None:
+        """Another model or run came (base.Panel's one path): stop waiting, quietly."""
+        self.abandon("")
 
     def abandon(self, message: str = "The job was cancelled before it ran.") -> None:
         """The job will never answer (the worker dropped it, or the model changed): stop waiting."""

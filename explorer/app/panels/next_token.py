@@ -67,6 +67,14 @@ class NextTokenPanel(Panel):
         self.candidates = np.zeros(0, dtype=np.int64)
         self.chosen_rank: int | None = None
 
+    def forget(self) -> None:
+        """No candidates or lens of another model or run, and none awaited (a cancel drops the questions)."""
+        self._asked.clear()
+        self._pending.clear()
+        self.position = self._lens_asked = self._lens_shown = None
+        self.candidates = np.zeros(0, dtype=np.int64)
+        self.table.setRowCount(0)
+
     # ----- drawing ----------------------------------------------------------------------------
     def show_selection(self, selection: Selection) -> None:
         trace = self.trace

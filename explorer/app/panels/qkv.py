@@ -103,6 +103,12 @@ class QKVPanel(Panel):
         self._framed_kind = None                   # the attention kind the views were last framed for
         self._drawn = None
 
+    def forget(self) -> None:
+        """No weights of another model: asked again for the new one."""
+        self.weights, self._weights_key, self._drawn = None, None, None
+        self.weights_view.clear()
+        self.weight_maps = {}
+
     def redraw(self) -> None:
         self._drawn = None
         trace = self.trace

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem
 
 from explorer.app.panels.adaptive import is_wide
 from explorer.app.panels.asking import Asker
-from explorer.app.panels.base import Panel
+from explorer.app.panels.base import Panel, decoder_view_unavailable
 from explorer.app.panels.text_helpers import readable, selected_position
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import ResidualStreamJob
@@ -93,9 +93,18 @@ class ResidualPanel(Panel):
             table.setMaximumHeight(16777215)
         self.body.setStretchFactor(self.table, 0 if self.layers_across else 3)
 
+    def unavailable(self, trace) -> str | None:
+        return decoder_view_unavailable(trace, "The residual stream's logit lens")
+
+    def forget(self) -> None:
+        """No stream of another model or run, and none being read."""
+        self.stream = self.shown_key = self.position = None
+        self.plot.clear()
+        self.table.clearContents()
+
     def show_selection(self, selection: Selection) -> None:
         trace = self.trace
-        position = selected_position(trace, selection)
+        position = selected_position(trace, selection) if trace is not None else None
         if position is None:
             return
         self.position = position

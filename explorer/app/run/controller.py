@@ -20,13 +20,18 @@ from explorer.app.run.run_progress import RunProgress
 from explorer.app.run.trace_budget import DEFAULT_BUDGET, TraceCost, human_bytes
 from explorer.app.run.trace_room import BUDGET_MENU, TraceRoom
 from explorer.app.state.freshness import out_of_date, started_from
-from explorer.app.state.session import Session
+from explorer.app.state.session import CANCEL, ERROR, Session
 from explorer.app.state.session_file import SessionState
+from explorer.app.state.words import plural
 from explorer.app.thread.core_api import LoadedSummary, SamplingSettings
+from explorer.app.thread.decode_loop import replay_arguments
 from explorer.app.thread.worker import ModelWorker
 from explorer.core.intervention import active
 from explorer.views import trace_views
 
+# A prompt longer than this is not run on its own after a model opens (a relaunch, a switch): its text
+# stays in the editor and Run runs it. A few hundred tokens run in well under a second on a CPU.
+AUTO_RUN_TOKENS = 512
 
 
 class DecodingController(QObject):
@@ -51,12 +56,15 @@ class DecodingController(QObject):
         self._run_prompt: np.ndarray | None = None  # the prompt ids the trace was started from, uncut
         self._awaited: np.ndarray | None = None     # the prompt ids of a run asked for, until its trace comes
         self._shown_prompt: np.ndarray | None = None  # the uncut prompt ids of the trace shown
+        self._lost_trace: dict | None = None         # replay_arguments of the trace shown, which a cancelled
+                                                     # run took from the decoder: replayed before the next step
         self.room = TraceRoom(lambda: self.trace_budget)
         self._after_load: Callable[[], None] | None = None
         self._dialog_parent = dialog_parent
         self._play = QTimer(self)
         self._play.timeout.connect(self._on_play_tick)
         self.run_progress = RunProgress(worker, dialog_parent)
+        self.run_progress.cancel_requested.connect(self.stop)
         worker.trace_ready.connect(self._on_trace_ready)
         worker.model_loaded.connect(self._on_model_loaded)
         worker.failed.connect(self._on_failed)
@@ -67,8 +75,8 @@ class DecodingController(QObject):
         worker.candidates_ready.connect(session.candidates_ready)
         session.force_requested.connect(self.force)
         session.step_requested.connect(self.step)
-        session.logit_lens_requested.connect(worker.logit_lens)
-        session.candidates_requested.connect(worker.candidates)
+        session.logit_lens_requested.connect(lambda position: self._with_decoder(worker.logit_lens, position))
+        session.candidates_requested.connect(lambda position: self._with_decoder(worker.candidates, position))
         session.model_job_requested.connect(worker.run_job)
         session.experiments_changed.connect(self._on_experiments_changed)
 
@@ -94,7 +102,11 @@ class DecodingController(QObject):
 
     # ----- prompt ---------------------------------------------------------------------
     def set_prompt(self, text: str) -> None:
+        """The editor's text (settled after a pause in typing, and at once before Run or Step)."""
+        if text == self.prompt and self.session.tokens is not None:
+            return
         self.prompt = text
+        self.session.set_not_run(None)
         self._tokenize()
         self._update_out_of_date()
 
@@ -111,6 +123,7 @@ class DecodingController(QObject):
         if ids is None:
             return False
         self._run_prompt = self._awaited = self.prompt_ids()
+        self.session.set_not_run(None)
         self.worker.prefill(ids)
         return True
 
@@ -129,13 +142,21 @@ class DecodingController(QObject):
             return False
         if not self._room_for_step():
             return False
-        self.worker.step()
+        self._with_decoder(self.worker.step)
         return True
 
     def back(self) -> None:
         can_step = getattr(self.summary, "no_step_reason", None) is None
         if self.session.trace is not None and self.loading is None and can_step:
-            self.worker.back()
+            self._with_decoder(self.worker.back)
+
+    def _with_decoder(self, request, *args) -> None:
+        """Ask `request` of the model thread, after replaying the trace shown if a cancelled run took it
+        from the decoder (the trace stayed on screen; the decoder must hold it again before it goes on)."""
+        lost, self._lost_trace = self._lost_trace, None
+        if lost is not None:
+            self.worker.replay(**lost)
+        request(*args)
 
     def force(self, token_id: int) -> None:
         """Branch on `token_id` after the step being looked at, and continue from it."""
@@ -144,7 +165,7 @@ class DecodingController(QObject):
             return
         selected = self.session.selection.step
         at_steps = trace.n_steps if selected is None else selected + 1
-        self.worker.force(token_id, at_steps)
+        self._with_decoder(self.worker.force, token_id, at_steps)
         n_tokens = sum(s.n_new for s in trace.steps[:at_steps])
         problem = self.room.step_problem(trace, n_tokens, self.room.measure(trace).held)
         if problem is None:
@@ -155,16 +176,19 @@ class DecodingController(QObject):
     def reset(self) -> None:
         self.set_playing(False)
         self.worker.cancel(discard_traces=True)
+        self._lost_trace = None
         self.session.set_trace(None)
         self._update_out_of_date()
 
     def stop(self) -> None:
-        """Pause and cancel whatever the model is doing (loading included)."""
+        """Pause and cancel whatever the model is doing (loading included); the panels drop their jobs, which
+        the model thread dropped from its queue."""
         self.set_playing(False)
         if self.loading is not None:
             self.cancel_load()
         else:
             self.worker.cancel()
+        self.session.drop_work(CANCEL)
 
     def set_trace_budget(self, n_bytes: int) -> None:
         if int(n_bytes) != self.trace_budget:
@@ -209,8 +233,8 @@ class DecodingController(QObject):
             self._run_prompt = None
             if state.steps and state.prompt_ids:
                 self._run_prompt = self._awaited = self.prompt_ids()    # the saved trace is this prompt's, even if cut
-                self.notice.emit(f"Opening the session: running its {len(state.prompt_ids):,} prompt tokens"
-                                 + (f" and {state.steps - 1} steps…" if state.steps > 1 else "…"))
+                self.notice.emit(f"Opening the session: running its {plural(len(state.prompt_ids), 'prompt token')}"
+                                 + (f" and {plural(state.steps - 1, 'step')}…" if state.steps > 1 else "…"))
                 self.worker.replay(state.prompt_ids, state.forced, state.steps)
             elif self.prompt:                   # saved before it ran: run it, as a newly opened model does
                 self.run()
@@ -230,18 +254,31 @@ class DecodingController(QObject):
         if self.summary is not None and trace.model.name != self.summary.info.name:
             return                          # a late answer about a model no longer shown
         if not trace.steps:                 # a prefill stopped half way (Cancel): the model holds nothing now
-            self.notice.emit("The run of the prompt was cancelled; nothing is shown. Press Run to start it again.")
-            trace = None
-        if trace is not None:
-            self._claim(trace)
+            self._cancelled_run()
+            return
+        self._lost_trace = None
+        self._claim(trace)
         self.session.set_trace(trace)
         self._update_out_of_date()
-        if trace is None:
-            return
         if self.playing and self._at_the_end(trace):
             self.set_playing(False)
         elif not self.playing and self.end_of_text(trace):
             self.notice.emit(self.end_of_text(trace))
+
+    def _cancelled_run(self) -> None:
+        """A run cancelled before its end. A re-run of the prompt shown leaves its trace up, valid, and the
+        decoder is given it back before the next step; another prompt's leaves nothing shown, and says so."""
+        shown, asked, self._awaited = self.session.trace, self._awaited, None
+        shown_prompt = self._shown_prompt
+        if shown is not None and shown.steps and asked is not None and (
+                np.array_equal(asked, shown_prompt) if shown_prompt is not None
+                else started_from(trace_views.started_ids(shown), asked)):
+            self._lost_trace, self._run_prompt = replay_arguments(shown), shown_prompt
+            self.notice.emit("The run was cancelled; the trace of the same prompt from before stays.")
+        else:
+            self.notice.emit("The run of the prompt was cancelled; nothing is shown. Press Run to start it again.")
+            self.session.set_trace(None)
+        self._update_out_of_date()
 
     def _on_model_loaded(self, summary: LoadedSummary) -> None:
         self.summary = summary
@@ -249,6 +286,7 @@ class DecodingController(QObject):
             tokenizer = summary.tokenizer
             self.session.set_token_display(tokenizer.display)
             self.session.set_text_decoder(lambda ids: tokenizer.decode([i for i in ids if not tokenizer.is_special(i)]))
+        self._lost_trace = None
         self.session.set_trace(None)
         self.session.set_model(summary.info)
         self._tokenize()
@@ -259,7 +297,19 @@ class DecodingController(QObject):
         if action is not None:
             action()
         elif self.prompt:
-            self.run()
+            self._run_if_short()
+
+    def _run_if_short(self) -> None:
+        """Run the prompt once a model opens, unless it is long: then its text waits for Run, and the
+        panels say why nothing is shown (a relaunch must not start minutes of work unasked)."""
+        ids = self.prompt_ids()
+        if ids is not None and len(ids) > AUTO_RUN_TOKENS:
+            reason = (f"The prompt has {plural(len(ids), 'token')}, too many to run on its own when a model "
+                      "opens: press Run (Ctrl+Enter) to run it.")
+            self.session.set_not_run(reason)
+            self.notice.emit(reason)
+            return
+        self.run()
 
     def _on_load_failed(self, reference: str) -> None:
         if reference == self.loading:
@@ -268,6 +318,7 @@ class DecodingController(QObject):
 
     def _on_failed(self, message: str) -> None:
         self.set_playing(False)
+        self.session.drop_work(ERROR)
         self.session.report_error(message)
 
     def _on_play_tick(self) -> None:

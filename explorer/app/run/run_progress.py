@@ -6,7 +6,7 @@ ones (a pasted chapter: seconds per layer) show it. Cancel stops the pass at the
 """
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Qt
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QProgressDialog, QWidget
 
 SHOWN_AFTER_MS = 600
@@ -14,7 +14,11 @@ STEPS = 1000
 
 
 class RunProgress(QObject):
-    """Follows `worker.run_progress` with a non-modal progress dialog over `parent`; closed when the worker is idle."""
+    """Follows `worker.run_progress` with a non-modal progress dialog over `parent`; closed once the run's
+    trace arrives (other jobs may keep the worker busy long after: the dialog must not stand at 100 %
+    meanwhile), or when the worker is idle (a run that failed). Cancel asks `cancel_requested`."""
+
+    cancel_requested = Signal()
 
     def __init__(self, worker, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -24,6 +28,7 @@ class RunProgress(QObject):
         self.cancelled = False
         worker.run_progress.connect(self._on_progress)
         worker.busy_changed.connect(lambda busy: None if busy else self.close())
+        worker.trace_ready.connect(lambda _trace: self.close())
 
     def _on_progress(self, fraction: float, text: str) -> None:
         if self.dialog is None:
@@ -41,8 +46,8 @@ class RunProgress(QObject):
 
     def _cancel(self) -> None:
         self.cancelled = True
-        self.worker.cancel()
         self.close()
+        self.cancel_requested.emit()
 
     def close(self) -> None:
         if self.dialog is not None:

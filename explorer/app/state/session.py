@@ -3,6 +3,10 @@
 Data flows one way: the worker hands a new Trace to `set_trace`, the session
 emits `trace_changed`, and every panel redraws from it. Interaction flows back
 through `select(...)` and the `*_requested` intents; panels never call each other.
+
+A model switch, a new trace, a cancel or an error reaches the panels through one signal,
+`context_changed(Change)`: the panels redraw from it, and every change but a step of the same run
+also makes them drop their running jobs and kept results (explorer.app.panels.base.Panel).
 """
 from __future__ import annotations
 
@@ -10,8 +14,27 @@ from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QObject, Signal
 
-from explorer.core.intervention import Experiment, Intervention
+from explorer.core.errors import ExplorerError
+from explorer.core.intervention import Experiment, Intervention, describe
 from explorer.core.trace import ModelInfo, Trace
+
+
+# Why the panels hear a Change; all but TRACE drop the panels' running jobs and kept results.
+MODEL, RUN, TRACE, CANCEL, ERROR = "model", "run", "trace", "cancel", "error"
+
+
+@dataclass(frozen=True)
+class Change:
+    """What reached the panels: why, and the model and trace that are current from now on."""
+
+    reason: str                 # MODEL | RUN | TRACE | CANCEL | ERROR
+    model_id: int
+    trace_id: int
+
+    @property
+    def drops_work(self) -> bool:
+        """Whether jobs asked and results kept before no longer hold: everything but another step of one run."""
+        return self.reason != TRACE
 
 
 @dataclass(frozen=True)
@@ -45,6 +68,9 @@ class Session(QObject):
     out_of_date_changed = Signal(object)  # why the trace no longer matches the prompt (one sentence), or None
     experiments_changed = Signal(object)  # tuple of intervention.Experiment: the model runs under those on
     comparison_changed = Signal(object)   # (Intervention, ids, core.experiments.NextTokenComparison) or None
+    not_run_changed = Signal(object)      # why the prompt in the editor was not run (one sentence), or None
+    context_changed = Signal(object)      # Change: the one path by which a model, a trace, a cancel or an error
+                                          # reaches every panel
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -56,8 +82,11 @@ class Session(QObject):
         self._busy = False
         self._token_display = None
         self._trace_id = 0
+        self._model_id = 0
         self._out_of_date: str | None = None
+        self._not_run: str | None = None
         self._experiments: tuple[Experiment, ...] = ()
+        self.unfit_experiments: tuple[str, ...] = ()    # what the last model switch removed, and why
         self._comparison = None
 
     # ----- read -----------------------------------------------------------------
@@ -87,6 +116,11 @@ class Session(QObject):
         return self._trace_id
 
     @property
+    def model_id(self) -> int:
+        """A new number for every model set (a reload of the same one included): what a panel names as its model."""
+        return self._model_id
+
+    @property
     def out_of_date(self) -> str | None:
         return self._out_of_date
 
@@ -94,10 +128,24 @@ class Session(QObject):
     def set_trace(self, trace: Trace | None) -> None:
         if trace is self._trace:
             return
+        reason = TRACE if _same_run(self._trace, trace) else RUN
         self._trace = trace
         self._trace_id += 1
         self._clamp_selection()
         self.trace_changed.emit(trace)
+        self._changed(reason)
+
+    def drop_work(self, reason: str) -> None:
+        """A cancel (CANCEL) or a failure (ERROR): the panels drop their running jobs and kept results, and
+        draw the trace that stays (the model thread dropped the jobs queued behind)."""
+        self._changed(reason)
+
+    def _changed(self, reason: str) -> None:
+        change = Change(reason, self._model_id, self._trace_id)
+        if change.drops_work and self._comparison is not None:      # a comparison of another model or run
+            self._comparison = None
+            self.comparison_changed.emit(None)
+        self.context_changed.emit(change)
 
     def set_out_of_date(self, reason: str | None) -> None:
         """Mark the trace as no longer the prompt's (the prompt was edited or emptied since it ran), or current."""
@@ -106,6 +154,16 @@ class Session(QObject):
         self._out_of_date = reason
         self.out_of_date_changed.emit(reason)
 
+    @property
+    def not_run(self) -> str | None:
+        """Why the prompt was not run on its own (too long to run unasked), while nothing is shown."""
+        return self._not_run
+
+    def set_not_run(self, reason: str | None) -> None:
+        if reason != self._not_run:
+            self._not_run = reason
+            self.not_run_changed.emit(reason)
+
     def set_tokens(self, tokens) -> None:
         if tokens is self._tokens:
             return
@@ -113,12 +171,29 @@ class Session(QObject):
         self.tokens_changed.emit(tokens)
 
     def set_model(self, model: ModelInfo | None) -> None:
-        if model == self._model:
-            return
+        """A model was loaded (a reload of the same one too: its jobs were dropped with the old copy)."""
         self._model = model
+        self._model_id += 1
         self._selection = Selection()
+        self._keep_fitting_experiments(model)
         self.model_changed.emit(model)
         self.selection_changed.emit(self._selection)
+        self._changed(MODEL)
+
+    def _keep_fitting_experiments(self, model: ModelInfo | None) -> None:
+        """An experiment naming a layer or head the new model lacks ("ablate L23.H4" in a 4-layer model) is
+        removed, and `unfit_experiments` says which and why; the others stay."""
+        if model is None:
+            return
+        kept, unfit = [], []
+        for experiment in self._experiments:
+            try:
+                experiment.intervention.check(model.n_layers, model.n_heads)
+                kept.append(experiment)
+            except ExplorerError as error:
+                unfit.append(f"{describe(experiment.intervention)}: {error}")
+        self.unfit_experiments = tuple(unfit)
+        self.set_experiments(kept)
 
     @property
     def experiments(self) -> tuple[Experiment, ...]:
@@ -210,3 +285,11 @@ class Session(QObject):
             if step is not None and step >= self._trace.n_steps:
                 step = None
         return replace(s, layer=layer, head=head, token=token, step=step)
+
+
+def _same_run(before: Trace | None, after: Trace | None) -> bool:
+    """Whether `after` is `before` stepped, stepped back or branched: the same model and the same prefill
+    record (the decoder keeps it across steps; a new prompt, an experiment or a reload records another)."""
+    if before is None or after is None or not before.steps or not after.steps:
+        return False
+    return before.model == after.model and before.steps[0] is after.steps[0]

@@ -14,6 +14,7 @@ from typing import Callable
 
 from PySide6.QtCore import QFileSystemWatcher, QObject, Signal
 
+from explorer.app.thread import threads
 from explorer.core import store
 from explorer.core.errors import ExplorerError
 
@@ -75,7 +76,7 @@ class CatalogLoader(QObject):
                 self._again = True
                 return
             self._running = True
-        threading.Thread(target=self._run, name="model-catalog", daemon=True).start()
+        threads.start(self._run, "model-catalog")
 
     @property
     def busy(self) -> bool:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QObject, Signal
 
+from explorer.app.state.words import plural
 from explorer.app.thread.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory, lending
 from explorer.app.thread.requests import (Back, Cancelled, Candidates, Force, Load, LogitLens, ModelJob, Prefill,
                                           Replay, RequestQueue, SetIntervention, SetRecording, SetSampling, Step,
@@ -132,7 +133,7 @@ class DecodeLoop:
 
     def _prefill(self, request: Prefill) -> None:
         decoder = self._decoder()
-        with self._layer_progress(decoder, request, f"Prefilling {len(request.ids):,} tokens"):
+        with self._layer_progress(decoder, request, f"Prefilling {plural(len(request.ids), 'token')}"):
             self._hand_back(decoder.prefill(self._core.ids(request.ids)))
 
     @contextmanager
@@ -187,7 +188,8 @@ class DecodeLoop:
 
     def _run_again(self, decoder, ids, forced: dict, n_steps: int, request) -> None:
         """Prefill `ids`, then go to `n_steps` steps, forcing the chosen token of step i to forced[i]."""
-        with self._layer_progress(decoder, request, f"Replaying {len(ids):,} tokens and {n_steps - 1} steps"):
+        steps = f" before decoding {plural(n_steps - 1, 'token')}" if n_steps > 1 else ""
+        with self._layer_progress(decoder, request, f"Replaying the prompt's {plural(len(ids), 'token')}{steps}"):
             trace = decoder.prefill(ids)
         for index in range(n_steps):
             self._queue.check(request)

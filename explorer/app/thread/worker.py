@@ -14,12 +14,11 @@ and delivered, queued, to `ModelWorker` on the GUI thread.
 """
 from __future__ import annotations
 
-import threading
 import time
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
-from explorer.app.thread import preload
+from explorer.app.thread import preload, threads
 from explorer.app.thread.core_api import CoreApi, LoadedSummary, SamplingSettings
 from explorer.app.thread.decode_loop import DecodeLoop, Emitter
 from explorer.app.thread.requests import (Back, Candidates, Force, Load, LogitLens, ModelJob, Prefill, Replay,
@@ -65,8 +64,9 @@ class ModelWorker(QObject):
         self._loop = DecodeLoop(self._queue, self._emitter, self._core)   # read by tests when idle
         self._thread = preload.adopt(self._loop.run_forever)      # the thread started at launch, if any
         if self._thread is None:
-            self._thread = threading.Thread(target=self._loop.run_forever, name="model-worker", daemon=True)
-            self._thread.start()
+            self._thread = threads.start(self._loop.run_forever, "model-worker", stop=self._queue.close)
+        else:
+            threads.adopt(self._thread, stop=self._queue.close)
 
     # ----- requests (GUI thread) -----------------------------------------------------
     def load(self, path: str, device: str = "cpu", dtype: str = "float32") -> None:
@@ -122,7 +122,8 @@ class ModelWorker(QObject):
         self._core.prefetch(None)               # weights read ahead for a load dropped here are let go
 
     def shutdown(self, timeout_s: float = 5.0) -> bool:
-        """Cancel everything and let the thread end; True when it ended within the timeout."""
+        """Cancel everything and let the thread end; True when it ended within the timeout. Whatever still
+        runs then (one long torch call) is joined at exit (threads.stop_all), never left to abort it."""
         self._queue.close()
         self._thread.join(timeout_s)
         return not self._thread.is_alive()

@@ -1,0 +1,68 @@
+"""Every thread the app starts, so that quitting can stop and join them all.
+
+The app's threads are daemons (a window closed mid-job must not hang the process), but a daemon still
+inside torch or numpy when the interpreter finalises aborts the process ("terminate called without an
+active exception", exit 134): the C++ thread pools it uses are torn down under it. So each thread is
+started here with a way to stop it, and `stop_all` (run at quit, and by atexit before the interpreter
+finalises, while daemons still run normally) asks every one to stop and joins it.
+"""
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+from typing import Callable
+
+JOIN_S = 120.0          # how long quitting waits for work that cannot be interrupted (one torch call)
+
+_lock = threading.Lock()
+_live: dict[threading.Thread, Callable[[], None]] = {}
+
+
+def start(target: Callable[[], None], name: str, stop: Callable[[], None] = lambda: None) -> threading.Thread:
+    """Start `target` on a daemon thread called `name`; `stop()` asks it to end soon (set its cancel event,
+    close its queue)."""
+    thread = threading.Thread(target=_forgetting(target), name=name, daemon=True)
+    adopt(thread, stop)
+    thread.start()
+    return thread
+
+
+def adopt(thread: threading.Thread, stop: Callable[[], None] = lambda: None) -> None:
+    """Count a thread started elsewhere (the model thread started at launch) among those joined at quit."""
+    with _lock:
+        _live[thread] = stop
+
+
+def live() -> list[threading.Thread]:
+    with _lock:
+        return [thread for thread in _live if thread.is_alive()]
+
+
+def stop_all(timeout_s: float = JOIN_S) -> bool:
+    """Ask every thread to stop and join each; True when all have ended within `timeout_s` in all."""
+    with _lock:
+        threads = list(_live.items())
+    for _thread, stop in threads:
+        try:
+            stop()
+        except Exception:           # noqa: BLE001 - one thread's stop must not keep the others running
+            pass
+    deadline = time.monotonic() + timeout_s
+    for thread, _stop in threads:
+        if thread is not threading.current_thread():
+            thread.join(max(0.0, deadline - time.monotonic()))
+    return not live()
+
+
+def _forgetting(target: Callable[[], None]) -> Callable[[], None]:
+    def run() -> None:
+        try:
+            target()
+        finally:
+            with _lock:
+                _live.pop(threading.current_thread(), None)
+    return run
+
+
+atexit.register(stop_all)
