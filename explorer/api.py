@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from explorer.core import files
 from explorer.core.errors import ContextOverflowError, ExplorerError
 from explorer.views import trace_views
 
@@ -327,14 +328,13 @@ class Run:
                 if not 0 <= int(layer) < self.trace.model.n_layers:
                     raise ExplorerError(f"layer {layer} does not exist: the model has layers 0 to "
                                         f"{self.trace.model.n_layers - 1}")
-        try:
-            with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+        def write(temporary: str) -> None:      # atomically: a failed write leaves the old file whole
+            with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
                 for name, array in self._array_items(layers, attention):
                     with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
                         np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
-        except OSError as error:
-            raise ExplorerError(f"cannot write {path}: {error.strerror}") from None
-        return Path(path)
+
+        return files.write_atomic(path, write)
 
     def save_session(self, path: str | Path) -> Path:
         """Write the app's session file (File → Open session… rebuilds this very trace)."""

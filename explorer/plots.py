@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from explorer.core import files
 from explorer.core.errors import ExplorerError
 from explorer.views import trace_views
 from explorer.views.grid import mosaic
@@ -54,11 +55,8 @@ class AttentionFigure:
         path = Path(path)
         if path.suffix.lower() not in (".png", ".svg"):
             raise ExplorerError(f"{path.name} must end in .png or .svg")
-        try:
-            path.write_bytes(self._bytes(path.suffix.lower()[1:]))
-        except OSError as error:
-            raise ExplorerError(f"cannot write {path}: {error.strerror}") from None
-        return path
+        data = self._bytes(path.suffix.lower()[1:])
+        return files.write_atomic(path, lambda temporary: Path(temporary).write_bytes(data))
 
 
 def _new_figure(width: float, height: float):
