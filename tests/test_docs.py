@@ -82,6 +82,25 @@ def test_every_relative_link_leads_to_a_file():
     assert not broken, broken
 
 
+def repository_paths(text: str) -> set[str]:
+    """Paths into the repository that a page names in its text (`explorer/core/attention.py`, `bench/...`),
+    placeholders in capitals (`resources/configs/NAME`) left out."""
+    found = re.findall(r"(?<![\w/.~-])((?:explorer|tests|bench|packaging|resources|docs)/[\w./-]*[\w/])", text)
+    return {path.rstrip("/") for path in found if not re.search(r"/[A-Z_]+$", path)}
+
+
+def test_every_file_a_page_names_exists():
+    """A module moved or renamed leaves no page pointing at its old place."""
+    gone = [f"{page.relative_to(ROOT)}: {path}" for page in pages()
+            for path in sorted(repository_paths(page.read_text(encoding="utf-8"))) if not (ROOT / path).exists()]
+    assert not gone, gone
+
+
+def test_the_path_finder_sees_paths_and_skips_placeholders_and_home_folders():
+    text = "see `explorer/core/attention.py`, bench/bench_app.py and resources/configs/NAME in ~/.cache/transformer-explorer/models"
+    assert repository_paths(text) == {"explorer/core/attention.py", "bench/bench_app.py"}
+
+
 def anchors(page: Path) -> set[str]:
     """The anchors a Markdown viewer makes of a page's headings: lower case, punctuation dropped, spaces as '-'."""
     text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
