@@ -17,7 +17,9 @@ from torch import nn
 
 from explorer.core import fused_attention
 from explorer.core.capture import AttentionCapture
+from explorer.core.errors import ExplorerError
 from explorer.core.intervention import SOFTMAX, Intervention, Kernel, LayerIntervention
+from explorer.core.intervention_parts import rows_of
 from explorer.core.rope import Rotary, RotationTable
 from explorer.core.stacked import stack_rows, store_by_columns
 
@@ -136,7 +138,7 @@ def attend(scores: torch.Tensor, seen: Visibility, mix, softcap: float | None = 
         weights = attention_weights(scores, seen.hidden, softcap)
         return weights, mix(weights), seen
     seen = seen.without(site.plan.hidden(seen.queries, seen.keys))
-    weights = kernel_weights(scores, seen, softcap, site.plan.kernel)
+    weights = site.patterns(kernel_weights(scores, seen, softcap, site.plan.kernel), seen)
     return weights, site.head_outputs(mix(weights), seen), seen
 
 
@@ -151,26 +153,58 @@ class Site:
         return self.plan.kernel
 
     def head_outputs(self, heads: torch.Tensor, seen: Visibility) -> torch.Tensor:
-        """O (..., N_Q, T, d_v) with ablated heads set to 0 or to their prompt mean, and patches written.
+        """O (..., N_Q, T, d_v) with ablated heads set to 0 or to their prompt mean (at their positions,
+        or every row), and patches written.
 
         The mean of a head is taken over the rows of the first pass that ablates it (the prompt)
         and kept for the later decoding steps.
         """
-        for head, mode in self.plan.ablated:
+        for head, mode, positions in self.plan.ablated:
+            rows = slice(None) if positions is None else torch.from_numpy(
+                np.flatnonzero(np.isin(seen.queries, positions))).to(heads.device)
             if mode == "mean":
                 if head not in self.means:
                     self.means[head] = heads[..., head, :, :].mean(dim=-2, keepdim=True)  # (..., 1, d_v)
-                heads[..., head, :, :] = self.means[head]
+                heads[..., head, rows, :] = self.means[head]
             else:
-                heads[..., head, :, :] = 0.0
-        queries = seen.queries
+                heads[..., head, rows, :] = 0.0
         for patch in self.plan.patches:
-            rows = np.flatnonzero(_in_sequence(seen.sequences, patch.sequence) &
-                                  (queries >= patch.start) & (queries < patch.start + len(patch.values)))
-            if rows.size:
-                values = torch.as_tensor(patch.values[queries[rows] - patch.start], dtype=heads.dtype)
-                heads[..., patch.head, torch.from_numpy(rows), :] = values.to(heads.device)
+            _write_rows(heads[..., patch.head, :, :], patch, seen.queries, seen.sequences)
         return heads
+
+    def patterns(self, weights: torch.Tensor, seen: Visibility) -> torch.Tensor:
+        """A (..., N_Q, T, n_kv) with the pattern patches' rows written (columns: the keys' positions)."""
+        for patch in self.plan.patterns:
+            rows = rows_of(seen.queries, seen.sequences, patch)
+            if rows.size:
+                values = patch.values[seen.queries[rows] - patch.start][:, seen.keys]       # (n, n_kv)
+                weights[..., patch.head, torch.from_numpy(rows), :] = torch.as_tensor(
+                    values, dtype=weights.dtype, device=weights.device)
+        return weights
+
+    def inputs(self, qkv: torch.Tensor, n_q: int, n_kv: int, step: StepContext) -> torch.Tensor:
+        """[Q | K | V] as projected, (T, N_Q + 2 N_KV, d_head), with the input patches' rows written."""
+        if not self.plan.inputs:
+            return qkv
+        qkv = qkv.clone()
+        offsets = {"q": 0, "k": n_q, "v": n_q + n_kv}
+        for patch in self.plan.inputs:
+            if not 0 <= patch.head < (n_q if patch.which == "q" else n_kv):
+                raise ExplorerError(f"head {patch.head} of {patch.which} in layer {patch.layer} does not exist: "
+                                    f"the layer has {n_q if patch.which == 'q' else n_kv} of them")
+            _write_rows(qkv[:, offsets[patch.which] + patch.head], patch, step.positions_np, step.sequences)
+        return qkv
+
+
+def _write_rows(target: torch.Tensor, patch, queries: np.ndarray, sequences: np.ndarray | None) -> None:
+    """target (..., T, n) with the rows of `patch` (intervention_parts.rows_of) set to its values."""
+    rows = rows_of(queries, sequences, patch)
+    if rows.size:
+        values = torch.as_tensor(patch.values[queries[rows] - patch.start], dtype=target.dtype)
+        if values.shape[-1] != target.shape[-1]:
+            raise ExplorerError(f"a patch of layer {patch.layer} has rows of {values.shape[-1]} numbers; "
+                                f"that site has {target.shape[-1]}")
+        target[..., torch.from_numpy(rows), :] = values.to(target.device)
 
 
 class InterventionRun:
@@ -196,6 +230,16 @@ class InterventionRun:
             if rows.size:
                 h[torch.from_numpy(rows)] = torch.as_tensor(patch.value, dtype=h.dtype, device=h.device)
         return h
+
+    def patch_sublayer(self, out: torch.Tensor, layer: int, which: str, step: StepContext) -> torch.Tensor:
+        """What sublayer `which` of block `layer` adds to the residual (T, d), with its patches written."""
+        patches = self.intervention.sublayer_patches_at(layer, which)
+        if not patches:
+            return out
+        out = out.clone()
+        for patch in patches:
+            _write_rows(out, patch, step.positions_np, step.sequences)
+        return out
 
 
 def _in_sequence(sequences: np.ndarray | None, sequence: int | None) -> np.ndarray | bool:
@@ -268,6 +312,9 @@ class SelfAttention(nn.Module):
         t = x.shape[0]                                                           # x: (T, d_model)
         n_q, n_kv = self.n_heads, self.n_kv_heads
         qkv = self.project(x)                                                    # (T, N_Q + 2 N_KV, d_head)
+        site = step.site(self.layer, n_q)
+        if site is not None:
+            qkv = site.inputs(qkv, n_q, n_kv, step)                              # patched Q, K or V rows
         q, k, v = qkv.split((n_q, n_kv, n_kv), dim=1)                            # Q = X W^Q, K = X W^K, V = X W^V
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
@@ -284,7 +331,6 @@ class SelfAttention(nn.Module):
             keys, values, kv_positions = k, v, step.positions_np
         else:
             keys, values, kv_positions = cache.update(k, v)                      # (N_KV, n_kv, d)
-        site = step.site(self.layer, n_q)
         seen = step.mask(kv_positions, self.window)
         if fused_attention.applies(capture, site, self.softcap, t):                # A not recorded: see fused_attention
             weights, heads = None, fused_attention.fused(q, keys, values, seen, self.scale)

@@ -13,8 +13,10 @@ is normalised and where O_h = A_h V_h is formed, before W^O. It can
 - ablate heads (`HeadAblation`, zero or the mean over the prompt's positions of O_h), or keep
   only some (`KeepOnly`);
 - hide entries of the mask (`HideEntry`, `HideToken`, `HideBand`);
-- patch head outputs O_h (`HeadPatch`) or the residual stream entering a block
-  (`ResidualPatch`) with values from another run (activation patching).
+- patch head outputs O_h (`HeadPatch`), the residual stream entering a block (`ResidualPatch`),
+  what a sublayer adds to it (`SublayerPatch`), a head's Q, K or V as projected (`InputPatch`,
+  read by the attention class before the core) or its pattern A_h (`PatternPatch`) with values
+  from another run (activation patching); the parts live in intervention_parts.py.
 
 Torch-free: the trace records the `Kernel` it was computed with, and the app saves an
 intervention in its session file (`to_json` / `from_json`; patches hold arrays and stay out).
@@ -30,157 +32,34 @@ from functools import cached_property
 import numpy as np
 
 from explorer.core.errors import ExplorerError
-
-KERNELS = ("exp", "linear", "relu")
-WHERE = ("self", "cross", "encoder")
-ABLATION_MODES = ("zero", "mean")
-
-
-@dataclass(frozen=True)
-class Kernel:
-    """f_kappa of A = Z^-1 f_kappa(S): "exp" (softmax at temperature tau), "linear" or "relu"."""
-
-    name: str = "exp"
-    temperature: float = 1.0          # tau of exp(S / tau); only for "exp"
-
-    def __post_init__(self):
-        if self.name not in KERNELS:
-            raise ExplorerError(f"kernel {self.name!r} is not one of {', '.join(KERNELS)}")
-        if not self.temperature > 0:
-            raise ExplorerError(f"kernel temperature {self.temperature} must be above 0")
-        if self.name != "exp" and self.temperature != 1.0:
-            raise ExplorerError(f"a temperature applies to the exp kernel only, not to {self.name!r}")
-
-    @property
-    def is_model_softmax(self) -> bool:
-        return self.name == "exp" and self.temperature == 1.0
-
-    def formula(self) -> str:
-        """The kernel as the attention formula writes it."""
-        if self.name == "linear":
-            return "A = Z⁻¹ S"
-        if self.name == "relu":
-            return "A = Z⁻¹ max(0, S)"
-        if self.temperature != 1.0:
-            return f"A = softmax(S / {self.temperature:g})"
-        return "A = softmax(S)"
-
-
-SOFTMAX = Kernel()
-
-
-def _layer_range(first: int, last: int | None, layer: int) -> bool:
-    return first <= layer and (last is None or layer <= last)
-
-
-@dataclass(frozen=True)
-class KernelChoice:
-    """Use `kernel` in the listed layers (None: every layer) of sublayer `where`."""
-
-    kernel: Kernel
-    layers: tuple[int, ...] | None = None
-    where: str = "self"
-
-    def applies(self, layer: int, where: str) -> bool:
-        return where == self.where and (self.layers is None or layer in self.layers)
-
-
-@dataclass(frozen=True)
-class HeadAblation:
-    """O_h of head `head` in `layer` replaced by 0 ("zero") or by its mean over the prompt ("mean")."""
-
-    layer: int
-    head: int
-    mode: str = "zero"
-    where: str = "self"
-
-
-@dataclass(frozen=True)
-class KeepOnly:
-    """Every head of sublayer `where` not in `heads` ((layer, head) pairs) is ablated with `mode`."""
-
-    heads: tuple[tuple[int, int], ...]
-    mode: str = "zero"
-    where: str = "self"
-
-
-@dataclass(frozen=True)
-class HideEntry:
-    """Hide the key at position `key` from the query at position `query` (layers first..last)."""
-
-    query: int
-    key: int
-    first_layer: int = 0
-    last_layer: int | None = None
-    where: str = "self"
-
-    def hides(self, queries: np.ndarray, keys: np.ndarray) -> np.ndarray:
-        return (queries[:, None] == self.query) & (keys[None, :] == self.key)
-
-
-@dataclass(frozen=True)
-class HideToken:
-    """Hide the token at position `key` from every query of layers first..last."""
-
-    key: int
-    first_layer: int = 0
-    last_layer: int | None = None
-    where: str = "self"
-
-    def hides(self, queries: np.ndarray, keys: np.ndarray) -> np.ndarray:
-        return np.broadcast_to(keys[None, :] == self.key, (len(queries), len(keys)))
-
-
-@dataclass(frozen=True)
-class HideBand:
-    """Hide every entry whose offset i - j (query minus key position) lies in low..high."""
-
-    low: int
-    high: int | None = None           # None: no upper end (hide everything at least `low` back)
-    first_layer: int = 0
-    last_layer: int | None = None
-    where: str = "self"
-
-    def hides(self, queries: np.ndarray, keys: np.ndarray) -> np.ndarray:
-        offset = queries[:, None] - keys[None, :]
-        return (offset >= self.low) & (offset <= (np.inf if self.high is None else self.high))
-
-
-@dataclass(frozen=True, eq=False)
-class HeadPatch:
-    """O_h of head `head` in `layer` at positions start.. replaced by `values` (n, d_v).
-
-    `sequence`: in a pass that packs several sequences (patching.py), only that one's rows."""
-
-    layer: int
-    head: int
-    values: np.ndarray
-    start: int = 0
-    where: str = "self"
-    sequence: int | None = None
-
-
-@dataclass(frozen=True, eq=False)
-class ResidualPatch:
-    """The residual stream entering block `layer` at `position` replaced by `value` (d_model,)."""
-
-    layer: int
-    position: int
-    value: np.ndarray
-    sequence: int | None = None
-
-
-EDIT_TYPES = {"entry": HideEntry, "token": HideToken, "band": HideBand}
+from explorer.core.intervention_builder import Chaining
+from explorer.core.intervention_parts import (  # noqa: F401 (the parts, named from here as well)
+    ABLATION_MODES, EDIT_TYPES, HEAD_INPUTS, KERNELS, SOFTMAX, SUBLAYERS, WHERE, HeadAblation, HeadPatch, HideBand,
+    HideEntry, HideToken, InputPatch, KeepOnly, Kernel, KernelChoice, PatternPatch, ResidualPatch, SublayerPatch,
+    _layer_range)
 
 
 @dataclass(frozen=True)
 class LayerIntervention:
-    """What one attention sublayer (`layer`, `where`) changes: its kernel, visibility and head outputs."""
+    """What one attention sublayer (`layer`, `where`) changes: its kernel, visibility, the heads' inputs,
+    their patterns and their outputs."""
 
     kernel: Kernel = SOFTMAX
     edits: tuple = ()                                   # HideEntry | HideToken | HideBand
-    ablated: tuple[tuple[int, str], ...] = ()           # (head, mode)
+    ablated: tuple[tuple[int, str, tuple | None], ...] = ()   # (head, mode, positions or None: all)
     patches: tuple[HeadPatch, ...] = ()
+    inputs: tuple[InputPatch, ...] = ()
+    patterns: tuple[PatternPatch, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return self.kernel == SOFTMAX and not (self.edits or self.ablated or self.patches or self.inputs
+                                               or self.patterns)
+
+    @property
+    def edited_heads(self) -> tuple[int, ...]:
+        """The heads whose O_h is not A_h V_h of the recorded A and V (ablated or patched)."""
+        return tuple(sorted({h for h, _, _ in self.ablated} | {p.head for p in self.patches}))
 
     def hidden(self, queries: np.ndarray, keys: np.ndarray) -> np.ndarray | None:
         """(T, n_kv) bool, True where an edit hides the entry; None when no edit applies."""
@@ -193,8 +72,10 @@ class LayerIntervention:
 
 
 @dataclass(frozen=True)
-class Intervention:
-    """Every change to one run, as values. The empty Intervention changes nothing."""
+class Intervention(Chaining):
+    """Every change to one run, as values. The empty Intervention changes nothing.
+
+    Built by chaining (intervention_builder.Chaining): Intervention().ablate(3, 2).patch_head(...)."""
 
     kernels: tuple[KernelChoice, ...] = ()
     ablations: tuple[HeadAblation, ...] = ()
@@ -202,9 +83,12 @@ class Intervention:
     edits: tuple = ()                                   # HideEntry | HideToken | HideBand
     head_patches: tuple[HeadPatch, ...] = field(default=(), compare=False)
     residual_patches: tuple[ResidualPatch, ...] = field(default=(), compare=False)
+    sublayer_patches: tuple[SublayerPatch, ...] = field(default=(), compare=False)
+    input_patches: tuple[InputPatch, ...] = field(default=(), compare=False)
+    pattern_patches: tuple[PatternPatch, ...] = field(default=(), compare=False)
 
     def __post_init__(self):
-        for item in (*self.kernels, *self.ablations, *self.edits, *self.head_patches,
+        for item in (*self.kernels, *self.ablations, *self.edits, *self.head_patches, *self.pattern_patches,
                      *([self.keep_only] if self.keep_only else [])):
             if item.where not in WHERE:
                 raise ExplorerError(f"sublayer {item.where!r} is not one of {', '.join(WHERE)}")
@@ -213,9 +97,14 @@ class Intervention:
                 raise ExplorerError(f"ablation {mode!r} is not one of {', '.join(ABLATION_MODES)}")
 
     @property
+    def patches(self) -> tuple:
+        """Every patch, of every kind (they hold another run's arrays)."""
+        return (*self.head_patches, *self.residual_patches, *self.sublayer_patches, *self.input_patches,
+                *self.pattern_patches)
+
+    @property
     def is_empty(self) -> bool:
-        return not (self.kernels or self.ablations or self.keep_only or self.edits or self.head_patches
-                    or self.residual_patches)
+        return not (self.kernels or self.ablations or self.keep_only or self.edits or self.patches)
 
     def kernel_of(self, layer: int, where: str = "self") -> Kernel:
         """The kernel of (layer, where): the last choice that names it, else the model's softmax."""
@@ -234,32 +123,41 @@ class Intervention:
         return {}
 
     def _site(self, layer: int, n_heads: int, where: str) -> LayerIntervention | None:
-        ablated = {a.head: a.mode for a in self.ablations if a.layer == layer and a.where == where}
+        ablated = {a.head: (a.mode, a.positions) for a in self.ablations if a.layer == layer and a.where == where}
         if self.keep_only is not None and self.keep_only.where == where:
             kept = {h for l, h in self.keep_only.heads if l == layer}
-            ablated.update({h: self.keep_only.mode for h in range(n_heads) if h not in kept and h not in ablated})
+            ablated.update({h: (self.keep_only.mode, None) for h in range(n_heads)
+                            if h not in kept and h not in ablated})
         for head in ablated:
             if not 0 <= head < n_heads:
                 raise ExplorerError(f"head {head} of layer {layer} does not exist: the layer has {n_heads} heads")
         site = LayerIntervention(
             kernel=self.kernel_of(layer, where),
             edits=tuple(e for e in self.edits if e.where == where and _layer_range(e.first_layer, e.last_layer, layer)),
-            ablated=tuple(sorted(ablated.items())),
-            patches=tuple(p for p in self.head_patches if p.layer == layer and p.where == where))
-        return None if site == LayerIntervention() and not site.patches else site
+            ablated=tuple((head, mode, positions) for head, (mode, positions) in sorted(ablated.items())),
+            patches=tuple(p for p in self.head_patches if p.layer == layer and p.where == where),
+            inputs=tuple(p for p in self.input_patches if p.layer == layer and where == "self"),
+            patterns=tuple(p for p in self.pattern_patches if p.layer == layer and p.where == where))
+        return None if site.is_empty else site
 
     def residual_patches_at(self, layer: int) -> tuple[ResidualPatch, ...]:
         return tuple(p for p in self.residual_patches if p.layer == layer)
 
+    def sublayer_patches_at(self, layer: int, which: str) -> tuple[SublayerPatch, ...]:
+        return tuple(p for p in self.sublayer_patches if p.layer == layer and p.which == which)
+
     def check(self, n_layers: int, n_heads: int) -> None:
         """Raise ExplorerError when an entry names a layer or head the model does not have."""
-        layers = [a.layer for a in self.ablations] + [p.layer for p in self.head_patches] + \
+        layers = [a.layer for a in self.ablations] + [p.layer for p in self.patches] + \
             [l for choice in self.kernels for l in (choice.layers or ())] + \
             [l for l, _ in (self.keep_only.heads if self.keep_only else ())]
         for layer in layers:
             if not 0 <= layer < n_layers:
                 raise ExplorerError(f"layer {layer} does not exist: the model has {n_layers} layers (0..{n_layers - 1})")
-        for layer, head in [(a.layer, a.head) for a in self.ablations] + list(self.keep_only.heads if self.keep_only else ()):
+        heads = [(a.layer, a.head) for a in self.ablations] + list(self.keep_only.heads if self.keep_only else ()) + \
+            [(p.layer, p.head) for p in (*self.head_patches, *self.pattern_patches)] + \
+            [(p.layer, p.head) for p in self.input_patches if p.which == "q"]
+        for layer, head in heads:
             if not 0 <= head < n_heads:
                 raise ExplorerError(f"head {head} of layer {layer} does not exist: layers have {n_heads} heads")
 
@@ -267,7 +165,7 @@ class Intervention:
     def to_json(self) -> dict:
         """A JSON-able dict of everything but the patches (which hold another run's arrays)."""
         return {"kernels": [{**asdict(c), "kernel": asdict(c.kernel)} for c in self.kernels],
-                "ablations": [asdict(a) for a in self.ablations],
+                "ablations": [_ablation_json(a) for a in self.ablations],
                 "keep_only": asdict(self.keep_only) if self.keep_only else None,
                 "edits": [{"type": _edit_type(e), **asdict(e)} for e in self.edits]}
 
@@ -317,14 +215,13 @@ def combined(interventions) -> Intervention:
     return Intervention(kernels=sum((i.kernels for i in interventions), ()),
                         ablations=sum((i.ablations for i in interventions), ()), keep_only=keep,
                         edits=sum((i.edits for i in interventions), ()),
-                        head_patches=sum((i.head_patches for i in interventions), ()),
-                        residual_patches=sum((i.residual_patches for i in interventions), ()))
+                        **{name: sum((getattr(i, name) for i in interventions), ()) for name in PATCH_FIELDS})
 
 
 def describe(intervention: Intervention) -> str:
     """One line a person reads: "ablate L3.H5 (zero); relu in layers 2, 4; hide token 3 from L1-L2"."""
-    parts = [f"ablate L{a.layer}.H{a.head} ({a.mode})" + ("" if a.where == "self" else f" [{a.where}]")
-             for a in intervention.ablations]
+    parts = [f"ablate L{a.layer}.H{a.head} ({a.mode})" + ("" if a.where == "self" else f" [{a.where}]") +
+             ("" if a.positions is None else " at " + ", ".join(map(str, a.positions))) for a in intervention.ablations]
     for choice in intervention.kernels:
         kernel = choice.kernel.name if choice.kernel.temperature == 1.0 else f"exp(S/{choice.kernel.temperature:g})"
         where = "every layer" if choice.layers is None else \
@@ -342,7 +239,23 @@ def describe(intervention: Intervention) -> str:
             parts.append(f"hide offsets {edit.low}..{'' if edit.high is None else edit.high} in {layers}")
     parts += [f"patch L{p.layer}.H{p.head}" for p in intervention.head_patches]
     parts += [f"patch residual L{p.layer} @{p.position}" for p in intervention.residual_patches]
+    parts += [f"patch {p.which} L{p.layer}" for p in intervention.sublayer_patches]
+    parts += [f"patch {p.which} L{p.layer}.H{p.head}" for p in intervention.input_patches]
+    parts += [f"patch pattern L{p.layer}.H{p.head}" for p in intervention.pattern_patches]
     return "; ".join(parts) or "nothing"
+
+
+def _ablation_json(ablation: HeadAblation) -> dict:
+    """An ablation's fields; `positions` only where it names some (files of the whole-head kind stay as they were)."""
+    fields = asdict(ablation)
+    if fields["positions"] is None:
+        del fields["positions"]
+    else:
+        fields["positions"] = list(fields["positions"])
+    return fields
+
+
+PATCH_FIELDS = ("head_patches", "residual_patches", "sublayer_patches", "input_patches", "pattern_patches")
 
 
 def _edit_type(edit) -> str:

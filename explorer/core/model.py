@@ -124,10 +124,14 @@ class Block(nn.Module):
         a = self.attn.forward(x, step, cache, capture)
         if self.post_attn_norm is not None:
             a = self.post_attn_norm(a)
+        if step.run is not None:
+            a = step.run.patch_sublayer(a, self.layer, "attn_out", step)
         h = h + a
         f = self.ffn.forward(self.ffn_norm.forward(h))
         if self.post_ffn_norm is not None:
             f = self.post_ffn_norm(f)
+        if step.run is not None:
+            f = step.run.patch_sublayer(f, self.layer, "mlp_out", step)
         h = h + f                                                                # (T, d_model)
         if capture is not None:
             capture.block(self.layer, x=x, residual_in=h_in, attn_out=a, ffn_out=f, residual=h)

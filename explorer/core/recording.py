@@ -144,7 +144,7 @@ def mark_edited(captured: AttentionCapture | None, intervention, layer: int, whe
     if captured is None or intervention is None or captured.head_out is None or captured.edited_heads:
         return
     plan = intervention.at(layer, captured.head_out.shape[0], where)
-    heads = () if plan is None else tuple(sorted({h for h, _ in plan.ablated} | {p.head for p in plan.patches}))
+    heads = () if plan is None else plan.edited_heads
     if heads:
         captured.edited_heads, captured.edited_out = heads, captured.head_out[list(heads)]   # (n_edited, T, d_v)
 

@@ -43,9 +43,10 @@ def reference_kernel(name: str, tau: float = 1.0):
 
 @contextlib.contextmanager
 def registered_attention(hf_model, kernels: dict[int, tuple[str, float]] | None = None,
-                         hidden: dict[int, np.ndarray] | None = None):
-    """Run hf_model with our own attention function: per layer a (kernel, tau) and entries to hide."""
-    kernels, hidden = kernels or {}, hidden or {}
+                         hidden: dict[int, np.ndarray] | None = None, patterns: dict | None = None):
+    """Run hf_model with our own attention function: per layer a (kernel, tau), entries to hide, and
+    patterns {layer: (head, rows (n, T), start)} written over A's rows start.. of that head."""
+    kernels, hidden, patterns = kernels or {}, hidden or {}, patterns or {}
 
     def attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
         layer = module.layer_idx
@@ -64,6 +65,10 @@ def registered_attention(hf_model, kernels: dict[int, tuple[str, float]] | None 
         f = torch.where(visible, reference_kernel(name, tau)(torch.where(visible, scores, 0.0)), 0.0)
         z = f.sum(-1, keepdim=True)
         weights = torch.where(z != 0, f / torch.where(z != 0, z, 1.0), 0.0)
+        if layer in patterns:
+            head, rows, start = patterns[layer]
+            weights = weights.clone()
+            weights[:, head, start: start + len(rows)] = torch.as_tensor(rows, dtype=weights.dtype)
         return (weights @ value).transpose(1, 2).contiguous(), weights
 
     name = "explorer_test_reference"
@@ -92,15 +97,18 @@ def head_slices(hf_model, layer: int, n_heads: int):
     return lambda head: slice(head * d_v, (head + 1) * d_v)
 
 
-def ablate_heads(hf_model, heads: list[tuple[int, int]], n_heads: int, mode: str = "zero"):
-    """Pre-hooks on W^O setting O_h to 0 or to its mean over the positions of the pass."""
+def ablate_heads(hf_model, heads: list[tuple[int, int]], n_heads: int, mode: str = "zero", positions=None):
+    """Pre-hooks on W^O setting O_h to 0 or to its mean over the positions of the pass, at `positions`
+    (None: at every position)."""
     handles = []
+    rows = slice(None) if positions is None else list(positions)
     for layer, head in heads:
         cols = head_slices(hf_model, layer, n_heads)(head)
 
         def hook(module, args, cols=cols):
             x = args[0].clone()                                               # (B, T, H d_v)
-            x[..., cols] = 0.0 if mode == "zero" else x[..., cols].mean(dim=-2, keepdim=True)
+            mean = x[..., cols].mean(dim=-2)                                  # (B, d_v)
+            x[:, rows, cols] = 0.0 if mode == "zero" else mean[:, None]
             return (x,) + tuple(args[1:])
         handles.append(output_projections(hf_model)[layer].register_forward_pre_hook(hook))
     return hooks(handles)
@@ -158,3 +166,39 @@ def silence_attention(hf_model, layer: int):
 def logits(hf_model, ids) -> torch.Tensor:
     with torch.inference_mode():
         return hf_model(torch.as_tensor(ids)[None]).logits[0]
+
+
+def sublayer_modules(hf_model, which: str) -> list[torch.nn.Module]:
+    """The module whose output a block adds to its residual: attention or FFN (Gemma: its post-norm)."""
+    out = []
+    for block in decoder_layers(hf_model):
+        if hasattr(block, "post_feedforward_layernorm"):                   # Gemma's sandwich norms
+            out.append(block.post_attention_layernorm if which == "attn_out" else block.post_feedforward_layernorm)
+        elif which == "attn_out":
+            out.append(block.attn if hasattr(block, "attn") else block.self_attn)
+        else:
+            out.append(block.mlp)
+    return out
+
+
+def patch_output(module: torch.nn.Module, rows: torch.Tensor, start: int, cols: slice = slice(None)):
+    """A forward hook writing rows start.. (and columns `cols`) of the module's output."""
+    def hook(module, args, output):
+        first = output[0] if isinstance(output, tuple) else output
+        first = first.clone()
+        first[:, start: start + len(rows), cols] = torch.as_tensor(rows, dtype=first.dtype)
+        return (first,) + tuple(output[1:]) if isinstance(output, tuple) else first
+    return hooks([module.register_forward_hook(hook)])
+
+
+def projection_columns(hf_model, layer: int, which: str, head: int) -> tuple[torch.nn.Module, slice]:
+    """The projection module whose output holds Q_h / K_g / V_g of `head`, and that head's columns."""
+    attn = attention_modules(hf_model)[layer]
+    if hasattr(attn, "c_attn"):                                            # GPT-2: Q|K|V side by side
+        d = hf_model.config.n_embd
+        d_head = d // hf_model.config.n_head
+        offset = {"q": 0, "k": d, "v": 2 * d}[which]
+        return attn.c_attn, slice(offset + head * d_head, offset + (head + 1) * d_head)
+    projection = getattr(attn, f"{which}_proj")
+    d_head = attn.head_dim
+    return projection, slice(head * d_head, (head + 1) * d_head)

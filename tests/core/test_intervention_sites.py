@@ -1,0 +1,90 @@
+"""The chained Intervention's new sites against the same edit made with transformers' own hooks.
+
+Ablation at chosen positions (zero and mean), what a sublayer adds to the residual (attention,
+FFN), a head's Q, K or V as projected, and a head's pattern A_h: logits within 1e-4 of the
+largest, relative, and each edit changes something.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from explorer.core.errors import ExplorerError
+from explorer.core.intervention import Intervention
+from tests.core import intervention_reference as ref
+from tests.core.test_intervention import IDS, T, assert_close, ours
+
+RNG = np.random.default_rng(11)
+
+
+def changed(loaded, got) -> bool:
+    return bool(((got - ours(loaded, None)).abs().max() > 1e-3).item())
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2", "gemma3", "deepseek_v2"])
+@pytest.mark.parametrize("mode", ["zero", "mean"])
+def test_ablation_at_chosen_positions_matches_hooks_on_w_o(family, hf_model, loaded, mode):
+    positions = [4, T - 1]
+    n_heads = loaded.config.n_heads
+    with ref.ablate_heads(hf_model, [(1, 2)], n_heads, mode, positions):
+        expected = ref.logits(hf_model, IDS)
+    got = ours(loaded, Intervention().ablate(1, 2, mode, positions=positions))
+    assert_close(got, expected)
+    assert changed(loaded, got)
+    whole = ours(loaded, Intervention().ablate(1, 2, mode))                   # every position: another edit
+    assert (whole - got).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2", "gemma3", "deepseek_v3"])
+@pytest.mark.parametrize("which", ["attn_out", "mlp_out"])
+def test_a_sublayer_output_patch_matches_a_hook_on_that_sublayer(family, hf_model, loaded, which):
+    values = RNG.normal(size=(3, loaded.config.d_model)).astype(np.float32)
+    with ref.patch_output(ref.sublayer_modules(hf_model, which)[0], values, 5):
+        expected = ref.logits(hf_model, IDS)
+    chained = Intervention().patch_attn_out if which == "attn_out" else Intervention().patch_mlp_out
+    got = ours(loaded, chained(0, values, start=5))
+    assert_close(got, expected)
+    assert changed(loaded, got)
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2", "qwen3", "gemma3"])
+@pytest.mark.parametrize("which", ["q", "k", "v"])
+def test_a_q_k_or_v_patch_matches_a_hook_on_the_projection(family, hf_model, loaded, which):
+    module, cols = ref.projection_columns(hf_model, 1, which, 1)
+    values = RNG.normal(size=(4, cols.stop - cols.start)).astype(np.float32)
+    with ref.patch_output(module, values, 6, cols):
+        expected = ref.logits(hf_model, IDS)
+    got = ours(loaded, getattr(Intervention(), f"patch_{which}")(1, 1, values, start=6))
+    assert_close(got, expected)
+    assert changed(loaded, got)
+
+
+@pytest.mark.parametrize("family", ["llama", "mistral", "gemma3", "gpt2"])
+def test_a_pattern_patch_matches_a_registered_attention_function(family, hf_model, loaded):
+    rows = RNG.random(size=(3, T)).astype(np.float32)
+    rows /= rows.sum(-1, keepdims=True)
+    with ref.registered_attention(hf_model, patterns={1: (3, rows, 8)}):
+        expected = ref.logits(hf_model, IDS)
+    got = ours(loaded, Intervention().patch_pattern(1, 3, rows, start=8))
+    assert_close(got, expected)
+    assert changed(loaded, got)
+
+
+@pytest.mark.parametrize("family", ["deepseek_v2"])
+def test_latent_attention_refuses_a_q_patch_in_one_sentence(family, loaded):
+    with pytest.raises(ExplorerError, match="latent attention"):
+        ours(loaded, Intervention().patch_q(0, 0, np.zeros((1, 8), dtype=np.float32)))
+
+
+def test_chaining_leaves_the_base_unchanged_and_bad_values_are_refused():
+    base = Intervention().ablate(0, 1)
+    extended = base.kernel("relu", layers=[1]).hide(2, query=5)
+    assert base == Intervention().ablate(0, 1) and len(extended.edits) == 1 and extended.ablations == base.ablations
+    with pytest.raises(ExplorerError, match="not one of"):
+        Intervention().ablate(0, 1, mode="median")
+    with pytest.raises(ExplorerError, match="2 dimensions"):
+        Intervention().patch_head(0, 1, np.zeros(4))
+    with pytest.raises(ExplorerError, match="integer"):
+        Intervention().ablate("0", 1)
+    assert Intervention.from_json(base.ablate(1, 0, positions=[3]).to_json()).ablations[1].positions == (3,)
