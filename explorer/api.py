@@ -377,7 +377,7 @@ def kv_table(path: str | Path, tokens: int | None = None, dtype: str = "float32"
     """The KV lab's table for a model folder, config.json or .gguf (dimensions only, no weights):
     one dict per variant (MHA, GQA, MQA, MLA ranks) with its kv_heads, bytes_per_token and bytes_total."""
     from explorer.core import kv_variants as kv
-    from explorer.tools.kv_cmd import read_config
+    from explorer.core.loaders.config_file import read_config
 
     config, _ = read_config(str(path))
     shape = kv.cache_shape(config, source=str(path))

@@ -6,11 +6,10 @@ works for models no laptop holds, e.g. `--model resources/configs/deepseek-v2`.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from explorer.core import kv_variants as kv
-from explorer.core.errors import ExplorerError, ModelLoadError
-from explorer.core.loaders.json_file import read_json
+from explorer.core.errors import ExplorerError
+from explorer.core.loaders.config_file import read_config
 from explorer.core.units import human_bytes
 
 
@@ -50,25 +49,3 @@ def _paged_summary(shape: kv.CacheShape, rows: list[kv.VariantRow], block_size: 
             f"internal fragmentation {100 * layout.fragmentation:.2f}%")
 
 
-def read_config(path_text: str) -> tuple[dict, str]:
-    """The Hugging Face style config dict of a model folder, config.json or .gguf file, and a name."""
-    path = Path(path_text).expanduser()
-    if not path.exists():
-        raise ModelLoadError(f"{path_text} does not exist.")
-    if path.is_dir():
-        if not (path / "config.json").is_file():
-            raise ModelLoadError(f"{path_text} is a folder without a config.json.")
-        return read_json(path / "config.json"), path.name
-    if path.suffix.lower() == ".gguf":
-        return gguf_config(path), path.stem
-    if path.suffix.lower() == ".json":
-        return read_json(path), path.parent.name
-    raise ModelLoadError(f"{path_text} is neither a model folder, a config.json nor a .gguf file.")
-
-
-def gguf_config(path: Path) -> dict:
-    """A GGUF file's dimensions as a config dict, from its header only (no tensor data): see gguf_config."""
-    from explorer.core.loaders.gguf_config import dimensions_of
-    from explorer.core.loaders.gguf_header import read_gguf_header
-
-    return dimensions_of(read_gguf_header(path, keep_arrays="numeric"), str(path))
