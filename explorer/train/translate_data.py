@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import calendar
 import random
+import string
 
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -172,4 +173,19 @@ def build_tokenizer(seed: int = 0, vocab_size: int = 256, samples: int = 20000) 
     rng = random.Random(seed)
     texts = [text for _ in range(samples) for text in random_pair(rng)]
     tokenizer.train_from_iterator(texts, trainer=trainer)
+    tokenizer.pre_tokenizer = pre_tokenizers.Split(Regex(pieces_of(tokenizer)), behavior="isolated")
     return tokenizer
+
+
+def pieces_of(tokenizer: Tokenizer) -> str:
+    """PIECES with "a letter" narrowed to the letters the vocabulary has.
+
+    A BPE without an unknown token leaves out a character it has no piece for, and when that
+    character sits inside a word ("The", and the vocabulary has no "T") it shifts the offsets of the
+    rest of the word by one, so no one could tell which character went. A letter the vocabulary
+    lacks is made a piece of its own: it is still left out, but the offsets stay exact and name it.
+    Text made only of known letters is cut exactly as by PIECES.
+    """
+    vocabulary = tokenizer.get_vocab()
+    known = "".join(ch for ch in string.ascii_letters if ch in vocabulary)
+    return PIECES.replace("A-Za-z", known)

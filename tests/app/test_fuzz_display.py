@@ -7,12 +7,15 @@ editor and which the tokenizer replaces if they reach it another way.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from explorer.app.panels.tokens import SPAN_WINDOW
+from explorer.views.token_text import TokenSpan, text_pieces
 from tests.app.shared_window import window_with_tiny_model
 
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
@@ -63,11 +66,14 @@ def check_display(window, tokens) -> None:
     assert len(tokens.text) == len(tokens.ids) == len(tokens.raw)
     table = panel.table
     assert all(table.item(r, 1).text() for r in range(table.rowCount())), "a token with no visible text"
-    anchors = panel.text_view.toHtml().count("tok:")
+    anchors = len(set(re.findall(r'"tok:(\d+)"', panel.text_view.toHtml())))
     drawn = [panel.rows[i] for i in panel.span_window]     # a long text is drawn a window of tokens at a time
     assert len(drawn) == min(len(panel.rows), SPAN_WINDOW)
     visible = [row for row in drawn if any(c.isprintable() and not c.isspace() for c in row.source_text)]
     assert len(visible) <= anchors <= len(drawn), "a token with visible text that cannot be clicked"
+    if len(drawn) == len(tokens.ids):                      # the whole text drawn: each character exactly once
+        spans = [TokenSpan(i, tokens.spans[i], tokens.text[i], tokens.raw[i]) for i in range(len(tokens.ids))]
+        assert "".join(piece.text for piece in text_pieces(spans, tokens.source)) == tokens.source
 
 
 @FUZZ
@@ -130,7 +136,7 @@ def test_running_random_text_shows_the_trace_tokens(qtbot, window, dialogs, text
 def test_a_token_of_invisible_whitespace_can_still_be_clicked(qtbot, window):
     window.prompt.set_text("a\x85b")
     panel = window.docks["tokens"].widget()
-    assert panel.text_view.toHtml().count("tok:") == len(panel.rows)
+    assert len(set(re.findall(r'"tok:(\d+)"', panel.text_view.toHtml()))) == len(panel.rows)
 
 
 def test_a_hundred_thousand_characters_are_tokenized_and_shown(qtbot, window, dialogs):

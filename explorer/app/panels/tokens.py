@@ -19,13 +19,17 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, QUrl
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableView, QTableWidgetItem, QTextBrowser, QToolTip
 
-from explorer.app.panels.base import Panel, WrappedText, visible_text
+from explorer.app.panels.base import LineLabel, Panel, WrappedText, visible_text
+from explorer.app.panels.text_helpers import readable
 from explorer.app.state.session import Selection
+from explorer.views.token_text import TextPiece, TokenSpan, dropped_characters, dropped_warning, text_pieces
 
 SPAN_COLOURS = ("#2d4f7c", "#5a3d6e", "#2f6a4f", "#7a4a2a", "#3f5f6f", "#6e3b4f")
 SELECTED = "#ffb000"
 SPAN_WINDOW = 1500          # tokens drawn as coloured spans at once (a rich-text layout grows with each)
 COLUMNS = ("position", "token", "id", "span")
+MARKER_STYLE = "font-size:9px"          # drawn small: not characters of the text
+DROPPED_STYLE = "background-color:#b00020; color:#ffffff; text-decoration:line-through"
 
 
 @dataclass(frozen=True)
@@ -224,7 +228,12 @@ class TokensPanel(Panel):
         self.translation = WrappedText()      # an encoder-decoder's source and target, as text
         self.translation.setObjectName("translation")
         self.translation.hide()
+        self.dropped = LineLabel()            # characters the vocabulary has no token for, named
+        self.dropped.setObjectName("dropped")
+        self.dropped.setStyleSheet("color: #ff6b6b; font-weight: bold")
+        self.dropped.hide()
         self.body.addWidget(self.translation)
+        self.body.addWidget(self.dropped)
         self.body.addWidget(splitter, 1)
         self.rows: Sequence[TokenRow] = TokenRows()
         self.highlighted_token: int | None = None
@@ -238,6 +247,7 @@ class TokensPanel(Panel):
     def redraw(self) -> None:
         self._show_translation(self.trace)
         self.rows = token_rows(self.trace, self.session.tokens)
+        self._show_dropped(self.session.tokens)
         kept = self.table.token_model.set_rows(self.rows)
         self.table.fit_columns(kept)
         n = len(self.rows)
@@ -256,6 +266,13 @@ class TokensPanel(Panel):
             f"<b>Target</b>&nbsp; {html.escape(target)}"
             + (f" <i>(ended: {html.escape(self.session.display_token(chosen[-1]))})</i>" if ended else " …"))
         self.translation.show()
+
+    def _show_dropped(self, tokens) -> None:
+        """Name the characters of the prompt that no token covers: the model never reads them."""
+        lost = dropped_characters(tokens.spans, tokens.source) if tokens is not None and tokens.source else ""
+        self.dropped.setVisible(bool(lost))
+        if lost:
+            self.dropped.setText(dropped_warning(lost))
 
     def show_selection(self, selection: Selection) -> None:
         token = selection.token
@@ -290,21 +307,20 @@ class TokensPanel(Panel):
         if window.start > 0:
             earlier = max(0, window.start - SPAN_WINDOW)
             parts.append(f"<a href='window:{earlier}'><i>◀ tokens {earlier:,}–{window.start - 1:,}</i></a> ")
-        for row in self.rows[window.start:window.stop]:
-            colour = SELECTED if row.position == selected else SPAN_COLOURS[row.position % len(SPAN_COLOURS)]
-            fg = "#000000" if row.position == selected else "#ffffff"
-            # A token of only invisible characters (U+0085, zero-width marks) would leave an empty,
-            # unclickable anchor: show its display string instead.
-            source = row.source_text
-            visible = source.strip() or (source and source.isprintable()) or "\n" in source
-            shown = source if visible else row.text
-            text = html.escape(shown).replace("\n", "↵<br>")
-            parts.append(f"<a href='tok:{row.position}'><span style='background-color:{colour};"
-                         f" color:{fg}'>{text}</span></a>")
+        n_source = getattr(self.rows, "_n_live", n)
+        tokens = [TokenSpan(row.position, row.span if row.position < n_source else None, row.text, row.raw)
+                  for row in self.rows[window.start:window.stop]]
+        source = getattr(getattr(self.rows, "_tokens", None), "source", "") or ""
+        if source:
+            pieces = text_pieces(tokens, source, first=window.start == 0, last=window.stop >= n_source)
+        else:                                   # no text to cut (a trace alone): each token's display string
+            pieces = [TextPiece("", token.position, marker=token.marker) for token in tokens]
+        parts += [_piece_html(piece, selected) for piece in pieces]
         if window.stop < n:
             parts.append(f" <a href='window:{window.stop}'><i>tokens {window.stop:,}–"
                          f"{min(n, window.stop + SPAN_WINDOW) - 1:,} ▶</i></a>")
-        return "<div style='font-size:14px; line-height:150%'>" + "".join(parts) + "</div>"
+        # pre-wrap: two spaces are two characters of the text, not one gap
+        return "<div style='font-size:14px; line-height:150%; white-space:pre-wrap'>" + "".join(parts) + "</div>"
 
     # ----- intents -----------------------------------------------------------------------
     def _table_selected(self, *_args) -> None:
@@ -322,6 +338,9 @@ class TokensPanel(Panel):
             self.select(token=position)
 
     def _anchor_hovered(self, url: QUrl) -> None:
+        if url.toString() == "dropped:":
+            QToolTip.showText(QCursor.pos(), self.dropped.text(), self.text_view)
+            return
         position = _position_of(url)
         if position is None or position >= len(self.rows):
             QToolTip.hideText()
@@ -330,6 +349,34 @@ class TokensPanel(Panel):
         message = f"position {row.position}, id {row.token_id}: ‘{visible_text(row.text)}’\nbytes: {bytes_text(row.raw)}"
         self.readout.setText(message.replace("\n", "   "))
         QToolTip.showText(QCursor.pos(), message, self.text_view)
+
+
+def _piece_html(piece: TextPiece, selected: int | None) -> str:
+    """One piece as rich text: a token's characters on its colour, a marker (bytes that end a character
+    another token began, a special or generated token) small and dim, dropped characters struck out."""
+    if piece.position is None:
+        if not piece.dropped:
+            return _characters_html(piece.text)
+        return (f"<a href='dropped:'><span style='{DROPPED_STYLE}'>{_characters_html(piece.text)}</span></a>")
+    chosen = piece.position == selected
+    colour = SELECTED if chosen else SPAN_COLOURS[piece.position % len(SPAN_COLOURS)]
+    fg = "#000000" if chosen else "#ffffff"
+    # Characters that draw nothing (U+0085, zero-width marks) would leave an empty, unclickable anchor:
+    # their names are drawn beside them.
+    text = piece.text
+    body = _characters_html(text) if text.strip() or text.isprintable() or "\n" in text else (
+        _characters_html(text) + _marker_html(readable(text)))
+    body += _marker_html(piece.marker) if piece.marker else ""
+    return f"<a href='tok:{piece.position}'><span style='background-color:{colour}; color:{fg}'>{body}</span></a>"
+
+
+def _characters_html(text: str) -> str:
+    """Characters of the text as they are; a newline as a ↵ marker and a line break."""
+    return (_marker_html("↵") + "<br>").join(html.escape(line) for line in text.split("\n"))
+
+
+def _marker_html(marker: str) -> str:
+    return f"<span style='{MARKER_STYLE}'>{html.escape(marker)}</span>"
 
 
 def _position_of(url: QUrl) -> int | None:
