@@ -26,6 +26,7 @@ import numpy as np
 from explorer.core import files
 from explorer.core.errors import ContextOverflowError, ExplorerError
 from explorer.views import trace_views
+from explorer.views.token_text import warn_left_out
 
 if TYPE_CHECKING:
     from explorer.core.attribution import Attribution
@@ -81,7 +82,9 @@ class Model:
         if isinstance(prompt, str):
             if self.loaded.tokenizer is None:
                 raise ExplorerError(f"{self.name} has no tokenizer: give the prompt as token ids")
-            ids = np.asarray(self.loaded.tokenizer.encode(prompt).ids, dtype=np.int64)
+            tokens = self.loaded.tokenizer.encode(prompt)
+            warn_left_out(tokens.spans, tokens.source)
+            ids = np.asarray(tokens.ids, dtype=np.int64)
         else:
             ids = np.asarray(prompt, dtype=np.int64).reshape(-1)
         if ids.size == 0:

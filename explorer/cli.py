@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
 from explorer import __version__
 
@@ -50,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from explorer.core.errors import ExplorerError
 
+    warnings.showwarning = _one_line_warning(warnings.showwarning)
+
     try:
         if args.command is None:
             from explorer.app.thread import preload
@@ -65,6 +68,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _one_line_warning(show):
+    """`show`, but a warning the user can act on (text the tokenizer leaves out) is one line, like an error."""
+    from explorer.views.token_text import TextLeftOutWarning
+
+    def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+        if issubclass(category, TextLeftOutWarning):
+            print(f"warning: {message}", file=file or sys.stderr)
+        else:
+            show(message, category, filename, lineno, file, line)
+    return show_warning
 
 
 if __name__ == "__main__":

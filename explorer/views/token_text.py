@@ -10,6 +10,7 @@ vocabulary without an unknown token cuts it out of what the model reads.
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -99,3 +100,15 @@ def dropped_warning(dropped: str) -> str:
     more = f" and {len(unique) - 40} more" if len(unique) > 40 else ""
     return (f"⚠ The tokenizer leaves out {len(dropped)} character{'s' if len(dropped) != 1 else ''} of the text "
             f"(no token covers them), so the model does not read them: {shown}{more}")
+
+
+class TextLeftOutWarning(UserWarning):
+    """Characters of a prompt that no token covers: the model never reads them."""
+
+
+def warn_left_out(spans: Sequence, source: str) -> str:
+    """Warn (TextLeftOutWarning) when the tokens leave characters of `source` out; returns them."""
+    lost = dropped_characters(spans, source)
+    if lost:
+        warnings.warn(TextLeftOutWarning(dropped_warning(lost)), stacklevel=3)
+    return lost
