@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy
 
 from explorer.app.panels.base import Panel, dims
 from explorer.app.panels.heatmap import Heatmap
@@ -24,6 +24,11 @@ VIEWS = {
     "positions": "positional embeddings P[pos]",
     "rope": "RoPE angles θ_i · pos",
 }
+TITLES = {
+    "tokens": "rows E[id] (token × d_model)",
+    "positions": "rows P[pos] (position × d_model)",
+    "rope": "angles pos · θ_i mod 2π (position × frequency pair i)",
+}
 MAX_BARS = 256              # norm bars drawn at most: a longer prompt's are block maxima, unoutlined
 
 
@@ -35,6 +40,9 @@ class EmbeddingsPanel(Panel):
         super().__init__(session, parent)
         controls = QHBoxLayout()
         self.view_box = QComboBox()
+        # As wide as its longest choice, never cut ("RoPE anç"): the stretch beside it gives way instead.
+        self.view_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.view_box.setSizePolicy(QSizePolicy.Policy.Minimum, QSizePolicy.Policy.Fixed)
         controls.addWidget(QLabel("show"))
         controls.addWidget(self.view_box)
         controls.addStretch(1)
@@ -43,7 +51,7 @@ class EmbeddingsPanel(Panel):
         self.heatmap = Heatmap(self.view.ci, row=0, col=0, colormap="CET-D1", axes=("left", "bottom"))
         self.norm_plot = self.view.addPlot(row=0, col=2, title="‖row‖₂")
         # The same title height over both plots keeps their linked rows level (else row 0 of the bars is cut off).
-        self.heatmap.plot.setTitle("rows E[id] (token × d_model)")
+        self.heatmap.plot.setTitle(TITLES["tokens"])
         self.norm_plot.invertY(True)
         self.norm_plot.hideAxis("left")             # its rows are the heatmap's, labelled on its left
         self.norm_plot.setYLink(self.heatmap.plot)
@@ -100,8 +108,20 @@ class EmbeddingsPanel(Panel):
             positional = " + P[pos]" if trace.steps[0].pos_embeddings is not None and view == "tokens" else ""
             self.set_formula(f"X_0 = E[ids]{positional},  {symbol} ∈ {dims(*matrix.shape)}")
         self.matrix = matrix
+        self.heatmap.plot.setTitle(TITLES[view])
         self.heatmap.set_matrix(matrix, levels, labels, [str(i) for i in range(matrix.shape[1])], keep_view=True)
-        self._draw_norms(self.stacks[view].norms if view != "rope" else np.zeros(T))
+        self._show_norms(view != "rope")        # an angle has no norm: the bars go, the map takes their room
+        if view != "rope":
+            self._draw_norms(self.stacks[view].norms)
+
+    def _show_norms(self, shown: bool) -> None:
+        """Put the ‖row‖₂ plot beside the map, or take it out of the layout."""
+        layout = self.view.ci
+        if shown and self.norm_plot not in layout.items:
+            layout.addItem(self.norm_plot, row=0, col=2)
+        elif not shown and self.norm_plot in layout.items:
+            layout.removeItem(self.norm_plot)
+        self.norm_plot.setVisible(shown)
 
     def _draw_norms(self, norms: np.ndarray) -> None:
         """One bar per row, or past MAX_BARS rows one per block of f rows: the block's largest norm."""
@@ -125,5 +145,8 @@ class EmbeddingsPanel(Panel):
         if row is None or self.matrix is None:
             return
         text = self.trace.token_text[row]
+        if self.current_view() == "rope":
+            self.readout.setText(f"position {row} {text!r}, pair {col}: angle {self.matrix[row, col]:.6g} rad")
+            return
         self.readout.setText(f"position {row} {text!r}, component {col}: {self.matrix[row, col]:.6g}   "
                              f"‖row‖ = {np.linalg.norm(self.matrix[row]):.4g}")
