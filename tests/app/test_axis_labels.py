@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtGui import QImage, QPainter
+import pytest
+from PySide6.QtGui import QFont, QFontMetricsF, QImage, QPainter
 
 from explorer.app.panels.heatmap import Heatmap
 
@@ -49,3 +50,39 @@ def test_key_labels_are_drawn_upright_and_whole(qtbot):
     # Upright text of 7 characters is taller than a line of text (about 13 px) and fits in the axis.
     assert ink_rows.size and ink_rows[-1] - ink_rows[0] > 35
     assert axis.height() >= 6.5 * len(LABELS[0])
+
+
+def _drawn(axis) -> list[tuple[float, str]]:
+    """(position along the axis in px, text) of every label the axis draws."""
+    image = QImage(4, 4, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    specs = axis.generateDrawSpecs(painter)
+    painter.end()
+    horizontal = axis.orientation in ("top", "bottom")
+    return sorted((rect.center().x() if horizontal else rect.center().y(), text) for rect, _, text in specs[2])
+
+
+@pytest.mark.parametrize("n, size", [(17, (700, 640)), (11, (330, 260)), (12, (330, 260)), (17, (400, 400)),
+                                     (40, (420, 420))])
+def test_every_axis_draws_its_first_and_last_labels_and_none_overlap(qtbot, n, size):
+    labels = [f"{i} ␣word" for i in range(n)]
+    widget = pg.GraphicsLayoutWidget()
+    widget.resize(*size)
+    qtbot.addWidget(widget)
+    heatmap = Heatmap(widget.ci, colorbar=False, axes=("left", "top"))
+    heatmap.set_matrix(np.eye(n), row_labels=labels, col_labels=labels)
+    widget.show()
+    qtbot.waitExposed(widget)
+    widget.ci.setGeometry(0, 0, *size)
+    qtbot.wait(50)
+    for name in ("left", "top"):
+        axis = heatmap.axes[name]
+        drawn = _drawn(axis)
+        line = QFontMetricsF(axis.style["tickFont"] or QFont()).height()     # an upright label is a line high
+        gaps = np.diff([position for position, _ in drawn])
+        assert drawn and drawn[0][1] == labels[0], f"{name}: the first label is missing"
+        assert gaps.size == 0 or gaps.min() >= line, f"{name}: labels {gaps.min():.1f} px apart overlap"
+        if len(drawn) < n:                           # thinned: every k-th label, k the same along the axis
+            assert len(set(np.round(gaps).astype(int))) <= 2
+        else:
+            assert [text for _, text in drawn] == labels, f"{name}: a label is missing"

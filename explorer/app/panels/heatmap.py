@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QPen, QTransform
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPen, QTransform
 from PySide6.QtWidgets import QGraphicsRectItem
 
 HIGHLIGHT = QColor("#ff2d55")
@@ -101,9 +101,30 @@ class TokenAxis(pg.AxisItem):
             self._fit_width()
 
     def _needed_px(self) -> float:
+        """Room one label takes along the axis: a line of its font (upright or on a side axis), else its width."""
+        line = QFontMetricsF(self.style["tickFont"] or QFont()).height()
         if self.orientation in ("left", "right") or self.upright:
-            return 13.0                  # one line height
+            return max(13.0, line + 1.0)
         return 6.5 * self._longest + 8.0
+
+    def generateDrawSpecs(self, p):
+        """pyqtgraph's specs, with a label for every tick of an upright axis: pyqtgraph drops a label whose
+        width, measured lying down, sticks out of the axis, which cut the first and last keys."""
+        specs = super().generateDrawSpecs(p)
+        if specs is None or not self.upright or not self._labels:
+            return specs
+        axis_spec, tick_specs, _ = specs
+        ticks = [spec[1].x() for spec in tick_specs]
+        levels = self.tickValues(self.range[0], self.range[1], self.boundingRect().width())
+        values = levels[0][1] if levels else []
+        lo, hi = self.range[0], self.range[1]
+        width = self.boundingRect().width()
+        text = []
+        for value, label in zip(values, self.tickStrings(values, 1.0, 1.0)):
+            x = (value - lo) * width / ((hi - lo) or 1.0)
+            if ticks and min(ticks) - 0.5 <= x <= max(ticks) + 0.5:
+                text.append((QRectF(x - 7, 0, 14, 14), 0, label))      # drawPicture reads only the centre's x
+        return axis_spec, tick_specs, text
 
     def drawPicture(self, p, axisSpec, tickSpecs, textSpecs) -> None:
         """pyqtgraph's drawing, with a top or bottom axis's labels upright, reading bottom to top."""

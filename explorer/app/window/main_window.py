@@ -97,6 +97,8 @@ class MainWindow(QMainWindow):
 
     def _connect(self) -> None:
         c, a = self.controller, self.actions
+        for action in (a.run, a.step):       # the text typed just now, not only what the debounce settled
+            action.triggered.connect(self.prompt.settle)
         a.run.triggered.connect(c.run)
         a.step.triggered.connect(c.step)
         a.back.triggered.connect(c.back)
