@@ -14,11 +14,12 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPalette
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTableWidget, QTableWidgetItem, QWidget
 
+from explorer.app.panels.bars import SHARE_ROLE, ShareBarDelegate
 from explorer.app.panels.base import Panel, WrappedText, visible_text
 from explorer.app.state.session import Selection
 from explorer.core.intervention import active
 
-BAR = 24   # characters of the widest probability bar
+BAR_PX = 80   # the least width of the probability bars' column
 LENS_BUTTON = "Logit lens for this position"
 
 
@@ -31,6 +32,7 @@ class NextTokenPanel(Panel):
         self.position_label = WrappedText()
         self.body.addWidget(self.position_label)
         self.table = _table(["rank", "token", "id", "p", ""])
+        self.table.setItemDelegateForColumn(4, ShareBarDelegate(self.table))     # p / p_max, as long as it has room
         # A click branches; the chosen row is marked by its own colour, so Qt's selection would leave the
         # clicked row lit beside the token chosen after it.
         self.table.setSelectionMode(QTableWidget.SelectionMode.NoSelection)
@@ -199,16 +201,17 @@ class NextTokenPanel(Panel):
         bold.setBold(True)
         chosen_background = _chosen_colour(self.palette())
         for rank, (token_id, p) in enumerate(zip(ids, probs)):
-            bar = "█" * max(1, int(round(BAR * float(p) / max(top, 1e-12))))
             cells = [str(rank + 1), visible_text(self.session.display_token(int(token_id))), str(int(token_id)),
-                     f"{float(p):.4f}", bar]
+                     f"{float(p):.4f}", ""]
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 if int(token_id) == chosen:
                     item.setFont(bold)
                     item.setBackground(QBrush(chosen_background))
                 self.table.setItem(rank, column, item)
+            self.table.item(rank, 4).setData(SHARE_ROLE, float(p) / max(top, 1e-12))   # painted to scale
         self.table.resizeColumnsToContents()
+        self.table.setColumnWidth(4, BAR_PX)             # the bars' least room; the last column takes any more
 
     def _describe(self, trace, position: int, chosen, forced: bool) -> None:
         is_last = position == trace.n_tokens - 1

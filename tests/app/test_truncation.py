@@ -1,0 +1,41 @@
+"""Nothing is cut at 1366 px: probability bars keep their proportions in a narrow column, and the
+residual stream's numbers are shown whole (a scroll bar rather than "0…")."""
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtWidgets import QApplication
+
+from explorer.app.panels import NextTokenPanel
+from explorer.app.state.session import Session
+from tests.app.shared_window import make
+from tests.app.synthetic_trace import WORDS, build_trace
+
+
+def bar_lengths(table, column: int) -> list[int]:
+    """How many pixels of the middle line of each row's cell of `column` are inked (unlike the cell's
+    background, read at its right edge), off the drawn table."""
+    image = table.viewport().grab().toImage()
+    lengths = []
+    for row in range(table.rowCount()):
+        rect = table.visualRect(table.model().index(row, column))
+        y = rect.center().y()
+        line = [image.pixelColor(x, y) for x in range(rect.left(), rect.right() + 1)]
+        ground = image.pixelColor(rect.right() - 1, rect.top() + 1)
+        bar = [abs(c.lightness() - ground.lightness()) > 60 for c in line[:-2]]
+        lengths.append(int(np.sum(bar)))
+    return lengths
+
+
+def test_probability_bars_are_drawn_to_scale_in_a_narrow_panel(qtbot):
+    session = Session()
+    session.set_token_display(lambda token_id: WORDS[token_id])
+    panel = make(qtbot, session, NextTokenPanel)
+    panel.resize(300, 500)                       # a dock's share of a 1366 px screen
+    trace = build_trace(prompt_len=5, steps=1)
+    session.set_trace(trace)
+    QApplication.processEvents()
+    probs = np.asarray(trace.steps[-1].top_probs[-1], dtype=float)
+    lengths = np.asarray(bar_lengths(panel.table, 4), dtype=float)
+    assert lengths[0] >= 10 and len(set(lengths.tolist())) > 1
+    expected = lengths[0] * probs / probs[0]
+    assert np.all(np.abs(lengths - expected) <= 2.0), (lengths, expected)
