@@ -39,3 +39,30 @@ def test_probability_bars_are_drawn_to_scale_in_a_narrow_panel(qtbot):
     assert lengths[0] >= 10 and len(set(lengths.tolist())) > 1
     expected = lengths[0] * probs / probs[0]
     assert np.all(np.abs(lengths - expected) <= 2.0), (lengths, expected)
+
+
+def test_the_residual_streams_numbers_are_shown_whole_at_thirty_layers(qtbot):
+    from explorer.app.panels.residual import ResidualPanel
+    from explorer.core.attribution import ResidualStream
+
+    session = Session()
+    session.set_token_display(lambda token_id: WORDS[token_id])
+    panel = make(qtbot, session, ResidualPanel)
+    panel.resize(683, 240)                       # half a 1366 px screen, layers across
+    trace = build_trace(n_layers=30, prompt_len=5)
+    session.set_trace(trace)
+    session.select(token=4)
+    n = trace.model.n_layers
+    stream = ResidualStream(position=4, attn_norms=np.full(n, 25.31), ffn_norms=np.full(n, 31.7),
+                            residual_norms=np.linspace(1.0, 253.7, n), lens_ids=np.ones((n, 5), dtype=np.int64),
+                            lens_probs=np.full((n, 5), 0.187))
+    panel._on_answer((trace.model.name, tuple(int(i) for i in trace.token_ids[:5])), stream)
+    QApplication.processEvents()
+    table, metrics = panel.table, panel.table.fontMetrics()
+    assert panel.layers_across and table.columnCount() == n
+    cut = [(r, c, table.item(r, c).text()) for r in range(table.rowCount()) for c in range(table.columnCount())
+           if table.item(r, c) is not None and metrics.horizontalAdvance(table.item(r, c).text()) + 6 > table.columnWidth(c)]
+    assert not cut, f"cells cut at their column's width: {cut[:4]}"
+    assert table.horizontalScrollBar().maximum() > 0         # the layers scroll sideways instead
+    viewport = table.viewport().height()
+    assert sum(table.rowHeight(r) for r in range(table.rowCount())) <= viewport   # and every row stays in sight

@@ -144,7 +144,8 @@ class ResidualPanel(Panel):
         table = self.table
         header = max(table.horizontalHeader().sizeHint().height(), table.fontMetrics().height() + 6)
         rows = sum(table.rowHeight(row) for row in range(table.rowCount()))
-        table.setFixedHeight(header + rows + 2 * table.frameWidth() + 2)
+        scroll = table.horizontalScrollBar().sizeHint().height()       # room for it, should the columns not fit
+        table.setFixedHeight(header + rows + scroll + 2 * table.frameWidth() + 2)
 
     def _fill_lens(self, stream) -> None:
         n_layers = len(stream.lens_ids)
@@ -157,8 +158,17 @@ class ResidualPanel(Panel):
         for layer in range(n_layers):
             for index, item in enumerate(self._cells(stream, layer)):
                 self.table.setItem(index, layer, item) if self.layers_across else self.table.setItem(layer, index, item)
+        self._fit_columns()
         if self.layers_across:
             self._fit_rows()
+
+    def _fit_columns(self) -> None:
+        """No column narrower than its widest cell ("0…" for 0.12 at 1366 px): past the panel's width the
+        table scrolls sideways instead."""
+        table, metrics = self.table, self.table.fontMetrics()
+        widest = max((metrics.horizontalAdvance(table.item(r, c).text()) for r in range(table.rowCount())
+                      for c in range(table.columnCount()) if table.item(r, c) is not None), default=0)
+        table.horizontalHeader().setMinimumSectionSize(widest + 10)     # + the cell's margins
 
     def _cells(self, stream, layer: int) -> list[QTableWidgetItem]:
         """One layer's cells: the lens's top K tokens and their p, then the three norms."""
