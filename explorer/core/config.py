@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field, replace
 from importlib import import_module
 
+from explorer.core.config_schema import check_config
 from explorer.core.errors import UnsupportedModelError
 
 
@@ -121,6 +122,8 @@ class ModelConfig:
             d = {**d["text_config"], "model_type": "gemma3_text"}
             model_type = "gemma3_text"
         reader = _READERS.get(model_type)
+        if reader is not None:
+            check_config({**d, "model_type": model_type})      # every value legal before any is used
         if reader is None:
             names = ", ".join(sorted(_READERS))
             raise UnsupportedModelError(

@@ -22,7 +22,7 @@ import torch
 
 from explorer.core import logit_lens
 from explorer.core.capture import StepCapture
-from explorer.core.errors import ContextOverflowError, ExplorerError
+from explorer.core.errors import ContextOverflowError, ExplorerError, NonFiniteError
 from explorer.core.kv_cache import KVCache
 from explorer.core.recording import RECORD_DTYPES, Recorder, RecordOptions, layer_records, top_candidates
 from explorer.core.sampling import Sampling, choose
@@ -121,6 +121,11 @@ class StepDecoder(Recorder):
             # earlier positions get theirs on demand (candidates_at), as transformers' generate
             # keeps only the last logits; h W_U for every prompt position was a fifth of a prefill.
             logits = self.model.logits(hidden[-1:])                                      # (1, V)
+            if not bool(torch.isfinite(logits).all()):
+                self._truncate_cache(self.trace.steps)     # the cache forgets the pass that is not kept
+                raise NonFiniteError(
+                    f"{self.loaded.name}: the forward pass at position {int(positions[-1])} gave NaN or infinite "
+                    "logits, so its numbers would be meaningless; check the model's weights and config.")
             top_probs, top_ids = top_candidates(logits, self.record.top_k)
             self._hidden.append(hidden)
             pos_embeddings = self._pos_embeddings(positions)

@@ -19,3 +19,15 @@ class UnsupportedModelError(ModelLoadError):
 
 class ContextOverflowError(ExplorerError):
     """The prompt plus the requested steps do not fit the model's context."""
+
+
+class InvalidConfigError(UnsupportedModelError):
+    """A config value outside what any model can mean (zero heads, a NaN epsilon, an unknown activation)."""
+
+
+class NonFiniteError(ExplorerError):
+    """A weight, or a forward pass's result, holds NaN or Inf: the numbers shown would be meaningless."""
+
+
+class TokenizerError(ExplorerError):
+    """The tokenizer failed on a text (a panic inside the tokenizers library, or a pattern that never ends)."""

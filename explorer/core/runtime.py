@@ -6,6 +6,7 @@ chooses the pieces (model.py), the family's table renames the weights
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from explorer.core.config import ModelConfig
 from explorer.core.errors import ModelLoadError, UnsupportedModelError
 from explorer.core.model import Transformer
 from explorer.core.trace import ModelInfo
-from explorer.core.weights import map_weights, validate
+from explorer.core.weights import check_finite, map_weights, validate
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -84,9 +85,10 @@ def build_model(hf_config: dict, tensors: dict[str, torch.Tensor], source: str =
     refuse_decoder_build(hf_config, source)                 # BERT and encoder-decoders: see load_model
     try:
         config = ModelConfig.from_hf(hf_config)
-    except UnsupportedModelError as error:       # name the file: the config reader only sees a dict
-        raise UnsupportedModelError(f"{source}: {error}") from None
+    except ModelLoadError as error:              # name the file: the config reader only sees a dict
+        raise type(error)(f"{config_file(source)}: {error}") from None
     agree_with_weights(config, tensors, source)              # before a module is built from the config
+    check_finite(tensors, source)
     with torch.device("meta"), SkipParameterInit():
         model = Transformer(config)
     expected = model.state_dict()
@@ -101,6 +103,11 @@ def build_model(hf_config: dict, tensors: dict[str, torch.Tensor], source: str =
     if tied:
         converted["lm_head.weight"] = converted["embed.weight"]
     return adopt(model, converted, tied, fuse), config
+
+
+def config_file(source: str) -> str:
+    """The file a config came from: a folder's config.json, else the source itself (a .gguf file, a name)."""
+    return os.path.join(source, "config.json") if os.path.isdir(source) else source
 
 
 _LAYER = re.compile(r"(?:^|\.)(?:layers|h|layer)\.(\d+)\.")
@@ -197,11 +204,22 @@ def load_model(path_or_checkpoint, device: str = "cpu", dtype: str = "float32", 
     from explorer.core import families
 
     if families.builds(checkpoint.hf_config):    # encoder-only (BERT) and encoder-decoder models
-        return families.load(checkpoint, device=device, dtype=dtype)
+        check_finite(checkpoint.tensors, str(checkpoint.path))
+        return bound_tokenizer(families.load(checkpoint, device=device, dtype=dtype), checkpoint)
     with torch.inference_mode():
-        return from_tensors(checkpoint.hf_config, checkpoint.tensors, name=checkpoint.name,
+        return bound_tokenizer(from_tensors(checkpoint.hf_config, checkpoint.tensors, name=checkpoint.name,
                             tokenizer=checkpoint.tokenizer, device=device, dtype=dtype,
-                            path=Path(checkpoint.path) if checkpoint.path else None, take=opened_here)
+                            path=Path(checkpoint.path) if checkpoint.path else None, take=opened_here), checkpoint)
+
+
+def bound_tokenizer(loaded: LoadedModel, checkpoint) -> LoadedModel:
+    """Tell the model's tokenizer its context and file: it then refuses a text far too long to fit before
+    tokenizing it, bounds the time it spends, and names the file in its errors (tokens.TextTokenizer)."""
+    tokenizer = loaded.tokenizer
+    if tokenizer is not None and hasattr(tokenizer, "context"):
+        tokenizer.context = int(loaded.info.max_positions)
+        tokenizer.source = str(checkpoint.path)
+    return loaded
 
 
 def release_freed_memory() -> None:

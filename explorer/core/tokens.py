@@ -20,6 +20,12 @@ from functools import lru_cache
 import numpy as np
 import tokenizers
 
+from explorer.core.errors import ContextOverflowError, TokenizerError
+from explorer.core.guarded import bounded_call, rust_panics_off_stderr
+
+ENCODE_SECONDS = 3.0              # a pattern that backtracks catastrophically is given up on, not waited for
+ENCODE_SECONDS_PER_CHAR = 2e-6    # ~20x the library's normal pace, so a long legal text always finishes
+
 SPACE, NEWLINE, TAB, RETURN = "␣", "↵", "⇥", "␍"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _BYTE_PIECE = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
@@ -105,6 +111,12 @@ class Tokens:
         return int(self.ids.shape[0])
 
 
+def first_line(error: BaseException) -> str:
+    """The first line of an error from the tokenizers library (its messages run over many lines)."""
+    lines = str(error).splitlines()
+    return (lines[0] if lines else type(error).__name__)[:120]
+
+
 def _component_json(component) -> str:
     """One pipeline part (pre-tokenizer, decoder) as its JSON, without serializing the whole vocabulary."""
     if component is None:
@@ -142,6 +154,9 @@ class TextTokenizer:
         self._special_ids = {i for i, token in tokenizer.get_added_tokens_decoder().items() if token.special}
         self._byte_chars = byte_level_alphabet()
         self._shown_cache: dict[int, tuple[str, bytes]] = {}
+        self.context: int | None = None        # the model's context in tokens, set when a model is loaded
+        self.source = "the tokenizer"          # the file it came from, for the sentences of its errors
+        self._longest_piece: int | None = None
 
     def _find_special(self, which: str) -> int | None:
         for name in _SPECIAL_NAMES[which]:
@@ -187,9 +202,16 @@ class TextTokenizer:
         return bytes_to_display(self.token_bytes(token_id))
 
     def encode(self, text: str) -> Tokens:
-        """Tokenize any text (empty, huge, emoji, broken surrogates) without raising."""
+        """Tokenize any text (empty, huge, emoji, broken surrogates). A model's tokenizer (one that knows
+        its `context`) refuses a text too long to fit before tokenizing it, and gives up on a text that
+        its patterns take far too long over; a failure inside the library is a TokenizerError."""
         source = sanitize(text)
-        encoding = self.tokenizer.encode(source, add_special_tokens=True)
+        if self.context is not None:
+            self._check_length(source)
+            encoding = bounded_call(lambda: self._encode(source), ENCODE_SECONDS + ENCODE_SECONDS_PER_CHAR * len(source),
+                                    f"{self.source} took too long to tokenize a text of {len(source):,} characters")
+        else:
+            encoding = self._encode(source)
         ids, spans = encoding.ids, encoding.offsets
         if self.add_bos and self.bos_id is not None and (not ids or ids[0] != self.bos_id):
             ids, spans = [self.bos_id] + ids, [(0, 0)] + spans
@@ -202,6 +224,26 @@ class TextTokenizer:
             raw=tuple(raw for _, raw in shown),
             source=source,
         )
+
+    def _encode(self, source: str):
+        try:
+            with rust_panics_off_stderr():
+                return self.tokenizer.encode(source, add_special_tokens=True)
+        except BaseException as error:  # noqa: B036 -- a Rust panic is a BaseException (pyo3 PanicException)
+            if isinstance(error, (KeyboardInterrupt, SystemExit)):
+                raise
+            raise TokenizerError(f"{self.source} failed on the text ({first_line(error)}).") from None
+
+    def _check_length(self, source: str) -> None:
+        """No token covers more characters than its piece has (times two for normalizers that join
+        characters), so a text longer than the context times that cannot fit and is not tokenized."""
+        if self._longest_piece is None:
+            self._longest_piece = max(map(len, self.tokenizer.get_vocab(with_added_tokens=True)), default=1)
+        limit = self.context * 2 * (self._longest_piece + 1)
+        if len(source) > limit:
+            raise ContextOverflowError(
+                f"the prompt has {len(source):,} characters; with tokens of at most {self._longest_piece} characters "
+                f"it cannot fit the model's context of {self.context:,} tokens.")
 
     def _shown(self, token_id: int) -> tuple[str, bytes]:
         """(display, bytes) of one vocabulary entry, worked out once: a pasted book repeats a few

@@ -13,7 +13,7 @@ import re
 
 import torch
 
-from explorer.core.errors import ModelLoadError
+from explorer.core.errors import ModelLoadError, NonFiniteError
 
 
 def _same(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -179,3 +179,24 @@ def validate(mapped: dict[str, torch.Tensor], expected: dict[str, torch.Tensor],
     extra = sorted(set(mapped) - set(expected))
     if extra:
         raise ModelLoadError(f"{source}: weight {extra[0]} does not fit the config (layer count or options differ)")
+
+
+FINITE_CHUNK = 1 << 24          # elements tested at once: the boolean mask of a huge embedding stays 16 MB
+
+
+def check_finite(tensors: dict[str, torch.Tensor], source: str) -> None:
+    """NonFiniteError naming the first floating-point tensor that holds a NaN or an Inf.
+
+    llama.cpp's --check-tensors does the same scan: one vectorised isfinite per chunk of each tensor,
+    so a damaged file is named at load instead of running to NaN logits and attention."""
+    for name, tensor in tensors.items():
+        if not tensor.is_floating_point():
+            continue
+        flat = tensor.reshape(-1)
+        for start in range(0, flat.numel(), FINITE_CHUNK):
+            chunk = flat[start:start + FINITE_CHUNK]
+            if not bool(torch.isfinite(chunk).all()):
+                index = start + int((~torch.isfinite(chunk)).nonzero()[0, 0])
+                value = float(flat[index])
+                raise NonFiniteError(f"{source}: weight {name} holds {value} at flat index {index:,}; a model with a "
+                                     "NaN or infinite weight computes meaningless numbers.")

@@ -45,14 +45,23 @@ def checkpoint_name(path: Path) -> str:
 def open_checkpoint(path: str | Path, progress: Progress | None = None) -> Checkpoint:
     """Read a Hugging Face folder or a .gguf file; every failure is a ModelLoadError naming the file."""
     path = Path(path).expanduser()
+    try:
+        return _open_checkpoint(path, progress)
+    except OSError as error:        # a folder without read or search permission, a file gone while read
+        from explorer.core.loaders.model_file import unreadable
+
+        raise unreadable(Path(error.filename) if error.filename else path, error) from None
+
+
+def _open_checkpoint(path: Path, progress: Progress | None) -> Checkpoint:
     if not path.exists():
         raise ModelLoadError(f"{path} does not exist.")
-    if path.is_file() and path.suffix in (".bin", ".pt", ".pth", ".ckpt"):
+    if not path.is_dir() and path.suffix in (".bin", ".pt", ".pth", ".ckpt"):
         from explorer.core.loaders.hf_folder import CONVERT_HINT
 
         raise UnsupportedModelError(
             f"{path} is a pickle checkpoint, which is never unpickled here; {CONVERT_HINT}.")
-    if path.is_file() and (path.name in ("config.json", "tokenizer.json") or path.suffix == ".safetensors"):
+    if not path.is_dir() and (path.name in ("config.json", "tokenizer.json") or path.suffix == ".safetensors"):
         path = path.parent
     if path.is_dir():
         from explorer.core.loaders.hf import read_hf_folder

@@ -9,7 +9,10 @@ is all the KV table needs. Reads a parsed header only: no torch, no tensor data.
 """
 from __future__ import annotations
 
+import math
+
 from explorer.core.config import GEMMA3_GLOBAL_EVERY, gemma3_layer_types
+from explorer.core.config_schema import check_config, check_field
 from explorer.core.errors import ExplorerError, ModelLoadError, UnsupportedModelError
 from explorer.core.loaders.gguf_header import GGUFHeader
 
@@ -35,23 +38,41 @@ OPTIONAL_KEYS = {
     "qk_rope_head_dim": "rope.dimension_count",
     "v_head_dim": "attention.value_length",
 }
+LOCAL_KEYS = {"rope_local_base_freq": "rope.freq_base_swa"}       # Gemma 3's sliding layers
 GEMMA3_LOCAL_ROPE_BASE = 10000.0  # llama.cpp: rope_freq_base_train_swa
 
 
-def _scalar(header: GGUFHeader, key: str, default, source: str):
+def gguf_names(header: GGUFHeader, source: str) -> dict[str, str]:
+    """config.json key -> how the sentence names it in this file: '<file>: <arch>.<GGUF key>'."""
+    keys = {**{hf: key for hf, (key, _) in HF_KEYS.items()}, **OPTIONAL_KEYS, **LOCAL_KEYS}
+    return {hf: f"{source}: {header.architecture}.{key}" for hf, key in keys.items()}
+
+
+def _scalar(header: GGUFHeader, key: str, default, source: str, hf: str | None = None):
+    """The typed value of `<arch>.<key>`, checked against the config schema's rule for `hf`."""
     value = header.get(key, default)
     if value is None:
         raise ModelLoadError(f"{source} lacks the metadata key {header.architecture}.{key}.")
     if isinstance(value, (dict, list)):  # an array, e.g. per-layer head counts
         raise UnsupportedModelError(f"{source} has per-layer values for {header.architecture}.{key}, which are not supported.")
+    if hf is not None:
+        check_field(hf, value, {hf: f"{source}: {header.architecture}.{key}"})
+    return value
+
+
+def _token_id(header: GGUFHeader, key: str, source: str) -> int:
+    value = header.metadata[key]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ModelLoadError(f"{source}: {key} = {value!r} is not a token id.")
     return value
 
 
 def _common_config(header: GGUFHeader, source: str) -> dict:
-    config = {hf: _scalar(header, key, default, source) for hf, (key, default) in HF_KEYS.items()}
+    config = {hf: _scalar(header, key, default, source, hf) for hf, (key, default) in HF_KEYS.items()}
     heads = config["num_attention_heads"]
-    config["num_key_value_heads"] = _scalar(header, OPTIONAL_KEYS["num_key_value_heads"], heads, source)
-    config["head_dim"] = _scalar(header, OPTIONAL_KEYS["head_dim"], config["hidden_size"] // max(heads, 1), source)
+    config["num_key_value_heads"] = _scalar(header, OPTIONAL_KEYS["num_key_value_heads"], heads, source,
+                                            "num_key_value_heads")
+    config["head_dim"] = _scalar(header, OPTIONAL_KEYS["head_dim"], config["hidden_size"] // heads, source, "head_dim")
     embed = next((t for t in header.tensors if t.name == "token_embd.weight"), None)
     if embed is None:
         raise ModelLoadError(f"{source} has no token_embd.weight tensor.")
@@ -59,7 +80,7 @@ def _common_config(header: GGUFHeader, source: str) -> dict:
     config["tie_word_embeddings"] = not any(t.name == "output.weight" for t in header.tensors)
     for hf, key in (("bos_token_id", "bos_token_id"), ("eos_token_id", "eos_token_id"), ("pad_token_id", "padding_token_id")):
         if f"tokenizer.ggml.{key}" in header.metadata:
-            config[hf] = int(header.metadata[f"tokenizer.ggml.{key}"])
+            config[hf] = _token_id(header, f"tokenizer.ggml.{key}", source)
     config["torch_dtype"] = "float32"
     config["rope_scaling"] = _rope_scaling(header, source)
     return config
@@ -74,6 +95,8 @@ def _rope_scaling(header: GGUFHeader, source: str) -> dict | None:
         return None
     if kind != "linear":
         raise UnsupportedModelError(f"{source} uses RoPE scaling {kind!r}; only 'linear' is supported for GGUF.")
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor <= 0:
+        raise ModelLoadError(f"{source}: {header.architecture}.rope.scaling.factor = {factor!r} is not a positive number.")
     return {"rope_type": "linear", "factor": float(factor)}
 
 
@@ -98,9 +121,10 @@ def gemma3_config(header: GGUFHeader, source: str) -> dict:
     config.update(
         model_type="gemma3_text", architectures=["Gemma3ForCausalLM"], hidden_activation="gelu_pytorch_tanh",
         attention_bias=False, attn_logit_softcapping=None, final_logit_softcapping=None,
-        sliding_window=int(_scalar(header, "attention.sliding_window", 512, source)),
+        sliding_window=int(_scalar(header, "attention.sliding_window", 512, source, "sliding_window")),
         layer_types=_gemma3_layer_types(header, layers),
-        rope_local_base_freq=float(header.get("rope.freq_base_swa", GEMMA3_LOCAL_ROPE_BASE)),
+        rope_local_base_freq=float(_scalar(header, LOCAL_KEYS["rope_local_base_freq"], GEMMA3_LOCAL_ROPE_BASE, source,
+                                           "rope_local_base_freq")),
         # llama.cpp: Gemma 3 27B scales queries by 1/sqrt(d_model / heads), the others by 1/sqrt(head_dim).
         query_pre_attn_scalar=(config["hidden_size"] // config["num_attention_heads"]) if layers == 62
         else config["head_dim"],
@@ -117,7 +141,9 @@ def config_of(header: GGUFHeader, source: str) -> dict:
     if builder is None:
         raise UnsupportedModelError(
             f"{source} holds the architecture {header.architecture!r}; GGUF files of 'llama' and 'gemma3' are supported.")
-    return builder(header, source)
+    config = builder(header, source)
+    check_config(config, gguf_names(header, source))        # the rules between fields, named as the file names them
+    return config
 
 
 def dimensions_of(header: GGUFHeader, source: str) -> dict:

@@ -10,10 +10,12 @@ Two vocabularies occur in the files we open:
 """
 from __future__ import annotations
 
+import math
+
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
-from explorer.core.errors import UnsupportedModelError
-from explorer.core.tokens import TextTokenizer
+from explorer.core.errors import ExplorerError, ModelLoadError, UnsupportedModelError
+from explorer.core.tokens import TextTokenizer, first_line
 
 # llama.cpp token types (llama_token_type): 3 = control, 4 = user defined, 6 = byte.
 CONTROL, USER_DEFINED = 3, 4
@@ -52,19 +54,34 @@ def _add_listed_tokens(tokenizer: Tokenizer, tokens: list[str], types: list[int]
 def _gpt2_tokenizer(meta: dict) -> Tokenizer:
     tokens = meta["tokenizer.ggml.tokens"]
     vocab = {piece: index for index, piece in enumerate(tokens)}
-    merges = [tuple(m.split(" ", 1)) for m in meta.get("tokenizer.ggml.merges", [])]
+    # As llama.cpp: the first space after the first character separates the two pieces.
+    merges = [(m[:m.find(" ", 1)], m[m.find(" ", 1) + 1:]) for m in meta.get("tokenizer.ggml.merges", [])]
     tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False, ignore_merges=False))
     tokenizer.pre_tokenizer = _byte_level_pre_tokenizer(str(meta.get("tokenizer.ggml.pre", "gpt2")))
     tokenizer.decoder = decoders.ByteLevel()
     return tokenizer
 
 
-def sentencepiece_merges(tokens: list[str], scores: list[float], types: list[int]) -> list[tuple[str, str]]:
-    """Every split of a normal piece into two vocabulary pieces, ranked by the joined piece's score."""
+MAX_SPLIT_CHECKS = 20_000_000     # Gemma 3's 262k pieces need ~2M; a hostile vocabulary is refused, not ground through
+
+
+def sentencepiece_merges(tokens: list[str], scores: list[float], types: list[int],
+                         source: str = "the vocabulary") -> list[tuple[str, str]]:
+    """Every split of a normal piece into two vocabulary pieces, ranked by the joined piece's score.
+
+    Only cuts where both sides have lengths that some vocabulary piece has are tried, and the number
+    of cuts tried over the whole vocabulary is bounded, so the work grows with the vocabulary's length
+    in characters, never with the square of one piece's."""
     vocab = {piece: index for index, piece in enumerate(tokens) if types[index] in (1, 2)}
-    merges = []
+    lengths = {len(piece) for piece in vocab}
+    merges, checks = [], 0
     for piece, index in vocab.items():
-        for cut in range(1, len(piece)):
+        cuts = [cut for cut in range(1, len(piece)) if cut in lengths and len(piece) - cut in lengths]
+        checks += len(cuts)
+        if checks > MAX_SPLIT_CHECKS:
+            raise ModelLoadError(f"{source}: its SentencePiece vocabulary has more ways to split its pieces than "
+                                 f"the {MAX_SPLIT_CHECKS:,} a real vocabulary has; it was not built.")
+        for cut in cuts:
             left, right = piece[:cut], piece[cut:]
             if left in vocab and right in vocab:
                 merges.append((-scores[index], vocab[left], vocab[right], left, right))
@@ -72,14 +89,14 @@ def sentencepiece_merges(tokens: list[str], scores: list[float], types: list[int
     return [(left, right) for _, _, _, left, right in merges]
 
 
-def _sentencepiece_tokenizer(meta: dict) -> Tokenizer:
+def _sentencepiece_tokenizer(meta: dict, source: str) -> Tokenizer:
     tokens = meta["tokenizer.ggml.tokens"]
     scores = meta.get("tokenizer.ggml.scores") or [0.0] * len(tokens)
     types = meta.get("tokenizer.ggml.token_type") or [1] * len(tokens)
     vocab = {piece: index for index, piece in enumerate(tokens)}
     unk = meta.get("tokenizer.ggml.unknown_token_id")
     unk_piece = tokens[unk] if unk is not None and 0 <= unk < len(tokens) else None
-    model = models.BPE(vocab=vocab, merges=sentencepiece_merges(tokens, scores, types),
+    model = models.BPE(vocab=vocab, merges=sentencepiece_merges(tokens, scores, types, source),
                        unk_token=unk_piece, fuse_unk=True, byte_fallback=True)
     tokenizer = Tokenizer(model)
     steps = [normalizers.Replace(" ", "▁")]
@@ -91,21 +108,64 @@ def _sentencepiece_tokenizer(meta: dict) -> Tokenizer:
     return tokenizer
 
 
+def _is_id(value, tokens: list) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(tokens)
+
+
+def _all(values, kind) -> bool:
+    return isinstance(values, list) and all(isinstance(v, kind) and not isinstance(v, bool) for v in values)
+
+
+# key -> (whether its value is legal given the token list, what it must be); absent keys take defaults.
+TOKENIZER_RULES = {
+    "tokenizer.ggml.model": (lambda v, t: isinstance(v, str), "a string"),
+    "tokenizer.ggml.pre": (lambda v, t: isinstance(v, str), "a string"),
+    "tokenizer.ggml.merges": (lambda v, t: _all(v, str) and all(0 < m.find(" ", 1) < len(m) - 1 for m in v),
+                              "a list of two pieces joined by a space"),
+    "tokenizer.ggml.scores": (lambda v, t: _all(v, (int, float)) and len(v) == len(t) and all(map(math.isfinite, v)),
+                              "one finite score per token"),
+    "tokenizer.ggml.token_type": (lambda v, t: _all(v, int) and len(v) == len(t), "one integer type per token"),
+    "tokenizer.ggml.bos_token_id": (_is_id, "a token id of the vocabulary"),
+    "tokenizer.ggml.eos_token_id": (_is_id, "a token id of the vocabulary"),
+    "tokenizer.ggml.unknown_token_id": (_is_id, "a token id of the vocabulary"),
+    "tokenizer.ggml.add_bos_token": (lambda v, t: isinstance(v, (bool, int)), "true or false"),
+    "tokenizer.ggml.add_space_prefix": (lambda v, t: isinstance(v, (bool, int)), "true or false"),
+}
+
+
+def check_tokenizer_metadata(meta: dict, source: str) -> None:
+    """ModelLoadError naming the first tokenizer.ggml.* value of the wrong type or out of range."""
+    tokens = meta.get("tokenizer.ggml.tokens")
+    if tokens is None:
+        raise UnsupportedModelError(f"{source} has no tokenizer vocabulary (tokenizer.ggml.tokens).")
+    if not _all(tokens, str) or not tokens:
+        raise ModelLoadError(f"{source}: tokenizer.ggml.tokens is not a list of strings.")
+    for key, (legal, wanted) in TOKENIZER_RULES.items():
+        if key in meta and not legal(meta[key], tokens):
+            shown = type(meta[key]).__name__ if isinstance(meta[key], (list, dict)) else repr(meta[key])[:40]
+            raise ModelLoadError(f"{source}: {key} = {shown} is not legal: it must be {wanted}.")
+
+
 def tokenizer_from_gguf(meta: dict, source: str) -> TextTokenizer:
     """A TextTokenizer from GGUF metadata (values already read into Python lists and scalars)."""
+    check_tokenizer_metadata(meta, source)
     kind = meta.get("tokenizer.ggml.model")
-    if "tokenizer.ggml.tokens" not in meta:
-        raise UnsupportedModelError(f"{source} has no tokenizer vocabulary (tokenizer.ggml.tokens).")
-    if kind == "gpt2":
-        tokenizer = _gpt2_tokenizer(meta)
-        default_bos = False
-    elif kind == "llama":
-        tokenizer = _sentencepiece_tokenizer(meta)
-        default_bos = True
-    else:
-        raise UnsupportedModelError(f"{source} uses the tokenizer type {kind!r}; only 'gpt2' and 'llama' are supported.")
-    types = meta.get("tokenizer.ggml.token_type") or [1] * len(meta["tokenizer.ggml.tokens"])
-    _add_listed_tokens(tokenizer, meta["tokenizer.ggml.tokens"], types)
+    try:
+        if kind == "gpt2":
+            tokenizer, default_bos = _gpt2_tokenizer(meta), False
+        elif kind == "llama":
+            tokenizer, default_bos = _sentencepiece_tokenizer(meta, source), True
+        else:
+            raise UnsupportedModelError(
+                f"{source} uses the tokenizer type {kind!r}; only 'gpt2' and 'llama' are supported.")
+        types = meta.get("tokenizer.ggml.token_type") or [1] * len(meta["tokenizer.ggml.tokens"])
+        _add_listed_tokens(tokenizer, meta["tokenizer.ggml.tokens"], types)
+    except ExplorerError:
+        raise
+    except BaseException as error:  # noqa: B036 -- tokenizers raises bare Exceptions, and Rust panics as BaseException
+        if isinstance(error, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise ModelLoadError(f"{source}: its tokenizer metadata cannot be built ({first_line(error)}).") from None
     return TextTokenizer(
         tokenizer,
         add_bos=bool(meta.get("tokenizer.ggml.add_bos_token", default_bos)),

@@ -18,8 +18,9 @@ from explorer.core.errors import ModelLoadError
 from explorer.core.loaders.hf_folder import (CONVERT_HINT, PICKLE_SUFFIXES, read_config, read_license,  # noqa: F401
                                              refuse_custom_code, weight_files)
 from explorer.core.loaders.json_file import read_json
+from explorer.core.loaders.model_file import open_regular, read_bytes
 from explorer.core.loaders.safetensors_header import read_safetensors_header
-from explorer.core.tokens import TextTokenizer
+from explorer.core.tokens import TextTokenizer, first_line
 
 
 def read_safetensors(files: list[Path], progress=None) -> dict[str, torch.Tensor]:
@@ -55,7 +56,7 @@ def mapped_tensors(path: Path, header: dict) -> dict[str, torch.Tensor]:
     entries = {name: entry for name, entry in header.items() if name != "__metadata__"}
     if not entries:
         return {}
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         data_start = 8 + struct.unpack("<Q", handle.read(8))[0]
         mapping = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
     file_bytes = torch.frombuffer(mapping, dtype=torch.uint8)             # one storage for the whole file
@@ -75,17 +76,21 @@ MAX_TOKENIZER_BYTES = 256 << 20     # Gemma 3's 262k-token tokenizer.json is ~33
 
 def read_tokenizer(folder: Path, config: dict) -> TextTokenizer:
     path = folder / "tokenizer.json"
-    if not path.is_file():
+    if not path.exists():
         raise ModelLoadError(
             f"{folder} has no tokenizer.json; the explorer needs the fast-tokenizer file next to the weights.")
-    size = path.stat().st_size
-    if size > MAX_TOKENIZER_BYTES:
-        raise ModelLoadError(f"{path} is {size:,} bytes, far more than any tokenizer file holds; it was not read.")
+    # Read here and handed over as text: the library would open any path (a FIFO) and cannot take a
+    # folder name that is not UTF-8.
+    raw = read_bytes(path, MAX_TOKENIZER_BYTES, "tokenizer file")
     try:
-        tokenizer = tokenizers.Tokenizer.from_file(str(path))
-    except Exception as error:  # tokenizers raises a bare Exception for malformed files
-        raise ModelLoadError(f"{path} is not a valid tokenizer file ({str(error).splitlines()[0][:120]}).") from None
-    settings = read_json(folder / "tokenizer_config.json") if (folder / "tokenizer_config.json").is_file() else {}
+        tokenizer = tokenizers.Tokenizer.from_str(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ModelLoadError(f"{path} is not a valid tokenizer file (it is not UTF-8 text).") from None
+    except BaseException as error:  # noqa: B036 -- tokenizers raises bare Exceptions, and Rust panics as BaseException
+        if isinstance(error, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise ModelLoadError(f"{path} is not a valid tokenizer file ({first_line(error)}).") from None
+    settings = read_json(folder / "tokenizer_config.json") if (folder / "tokenizer_config.json").exists() else {}
     refuse_custom_code(settings, folder / "tokenizer_config.json")
     return TextTokenizer(
         tokenizer,

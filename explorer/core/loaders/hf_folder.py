@@ -11,6 +11,7 @@ from pathlib import Path
 
 from explorer.core.errors import ModelLoadError, UnsupportedModelError
 from explorer.core.loaders.json_file import read_json
+from explorer.core.loaders.model_file import is_regular, open_regular
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt")
 CONVERT_HINT = ("convert it to safetensors in an environment you trust, e.g. "
@@ -27,7 +28,7 @@ def refuse_custom_code(config: dict, path: Path) -> None:
 
 def read_config(folder: Path) -> dict:
     path = folder / "config.json"
-    if not path.is_file():
+    if not path.exists():
         raise ModelLoadError(f"{folder} has no config.json, so it is not a Hugging Face model folder.")
     config = read_json(path)
     refuse_custom_code(config, path)
@@ -37,13 +38,13 @@ def read_config(folder: Path) -> dict:
 def weight_files(folder: Path) -> list[Path]:
     """The safetensors files of a folder (sharded via the index, else all); pickles only -> refused."""
     index = folder / "model.safetensors.index.json"
-    if index.is_file():
+    if index.exists():
         weight_map = read_json(index).get("weight_map")
         if not isinstance(weight_map, dict) or not weight_map:
             raise ModelLoadError(f"{index} has no weight_map.")
         files = [folder / name for name in sorted(set(map(str, weight_map.values())))]
         for file in files:
-            if file.parent != folder or not file.is_file():
+            if file.parent != folder or not file.exists():
                 raise ModelLoadError(f"{index} names the shard {file.name}, which is missing from {folder}.")
         return files
     files = sorted(folder.glob("*.safetensors"))
@@ -59,8 +60,12 @@ def weight_files(folder: Path) -> list[Path]:
 def read_license(folder: Path) -> str | None:
     """The `license:` of the model card's front matter, if any."""
     card = folder / "README.md"
-    if not card.is_file():
+    if not is_regular(card):
         return None
-    text = card.read_text(encoding="utf-8", errors="replace")[:4000]
+    try:
+        with open_regular(card) as handle:
+            text = handle.read(4000).decode("utf-8", errors="replace")
+    except (OSError, ModelLoadError):
+        return None
     match = re.search(r"^license:\s*(\S+)", text, re.MULTILINE)
     return match.group(1) if match else None

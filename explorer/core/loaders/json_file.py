@@ -9,19 +9,16 @@ import json
 from pathlib import Path
 
 from explorer.core.errors import ModelLoadError
+from explorer.core.loaders.model_file import read_bytes
 
 MAX_JSON_BYTES = 64 << 20      # a sharded index of a very large model is ~1 MiB; a config a few KiB
 
 
 def read_json(path: Path, what: str = "model's JSON file") -> dict:
     """A JSON object from a file, or ModelLoadError naming the file and the problem."""
+    raw = read_bytes(path, MAX_JSON_BYTES, what)
     try:
-        size = path.stat().st_size
-        if size > MAX_JSON_BYTES:
-            raise ModelLoadError(f"{path} is {size:,} bytes, far more than any {what} holds; it was not read.")
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ModelLoadError(f"{path} does not exist.") from None
+        value = json.loads(raw.decode("utf-8"))
     except RecursionError:
         raise ModelLoadError(f"{path} is not valid JSON (it is nested too deeply to be a {what}).") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:

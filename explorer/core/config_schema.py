@@ -1,0 +1,196 @@
+"""The legal values of every config.json field the engine reads: one table of rules, checked before a
+model is built, so that a degenerate value is refused in one sentence instead of running to NaN.
+
+`FIELDS` gives each key its kind and range (finite, positive where a division or a logarithm needs it);
+`ROPE_FIELDS` the same for a rope_scaling / rope_parameters dict; `AGREEMENTS` the rules between fields
+(N_KV divides N_Q, topk_group <= n_group, llama3's low_freq_factor < high_freq_factor). A key that is
+absent is not checked here: the family's reader gives it a legal default. `names` maps a config key to
+the name the file itself uses (a GGUF metadata key), so that the sentence names what the user can find.
+Torch-free.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from explorer.core.errors import InvalidConfigError
+
+# model.ACTIVATIONS's keys (a test keeps the two equal; this module may not import torch).
+ACTIVATION_NAMES = frozenset({"silu", "swish", "gelu", "relu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast"})
+
+
+@dataclass(frozen=True)
+class Rule:
+    kind: str                       # "int" | "real" | "choice" | "bool"
+    low: float = -math.inf
+    high: float = math.inf
+    open_low: bool = False          # low itself is refused (a value must be > low)
+    nullable: bool = False          # null means "not used" (no window, no softcap)
+    choices: frozenset = frozenset()
+
+
+def count(low: int = 1, nullable: bool = False) -> Rule:
+    return Rule("int", low=low, nullable=nullable)
+
+
+def positive(nullable: bool = False, high: float = math.inf) -> Rule:
+    return Rule("real", low=0.0, high=high, open_low=True, nullable=nullable)
+
+
+TOKEN_ID = Rule("int", low=0, nullable=True)
+FIELDS = {
+    "hidden_size": count(), "intermediate_size": count(0), "num_hidden_layers": count(),
+    "num_attention_heads": count(), "num_key_value_heads": count(nullable=True), "head_dim": count(nullable=True),
+    "vocab_size": count(), "max_position_embeddings": count(), "n_embd": count(), "n_head": count(),
+    "n_layer": count(), "n_inner": count(nullable=True), "n_positions": count(),
+    "rms_norm_eps": positive(), "layer_norm_eps": positive(), "layer_norm_epsilon": positive(),
+    "rope_theta": positive(), "rope_local_base_freq": positive(), "partial_rotary_factor": positive(high=1.0),
+    "query_pre_attn_scalar": positive(), "sliding_window": count(nullable=True), "max_window_layers": count(0),
+    "sliding_window_pattern": count(nullable=True),
+    "attn_logit_softcapping": positive(nullable=True), "final_logit_softcapping": positive(nullable=True),
+    "hidden_act": Rule("choice", choices=ACTIVATION_NAMES), "hidden_activation": Rule(
+        "choice", choices=ACTIVATION_NAMES, nullable=True), "activation_function": Rule("choice", choices=ACTIVATION_NAMES),
+    "tie_word_embeddings": Rule("bool"), "attention_bias": Rule("bool"), "mlp_bias": Rule("bool"),
+    "use_sliding_window": Rule("bool", nullable=True),
+    "bos_token_id": TOKEN_ID, "eos_token_id": TOKEN_ID,
+    "q_lora_rank": count(nullable=True), "kv_lora_rank": count(), "qk_nope_head_dim": count(0),
+    "qk_rope_head_dim": count(), "v_head_dim": count(), "n_routed_experts": count(0, nullable=True),
+    "n_shared_experts": count(0, nullable=True), "num_experts_per_tok": count(0, nullable=True),
+    "moe_intermediate_size": count(0, nullable=True), "first_k_dense_replace": count(0, nullable=True),
+    "routed_scaling_factor": positive(nullable=True), "n_group": count(nullable=True),
+    "topk_group": count(nullable=True),
+}
+ROPE_FIELDS = {
+    "rope_theta": positive(), "factor": positive(nullable=True), "low_freq_factor": positive(),
+    "high_freq_factor": positive(), "original_max_position_embeddings": count(nullable=True),
+    "beta_fast": positive(nullable=True), "beta_slow": positive(nullable=True), "mscale": Rule("real", nullable=True),
+    "mscale_all_dim": Rule("real", nullable=True), "attention_factor": positive(nullable=True),
+    "partial_rotary_factor": positive(high=1.0),
+}
+
+
+def _kind_ok(rule: Rule, value) -> bool:
+    if rule.kind == "bool":
+        return isinstance(value, bool)
+    if rule.kind == "choice":
+        return isinstance(value, str) and value in rule.choices
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if rule.kind == "int":
+        return isinstance(value, int) or (math.isfinite(value) and value == int(value))
+    return math.isfinite(value)
+
+
+def _in_range(rule: Rule, value) -> bool:
+    if rule.kind in ("bool", "choice"):
+        return True
+    above = value > rule.low if rule.open_low else value >= rule.low
+    return above and value <= rule.high
+
+
+def _legal(rule: Rule, value) -> str | None:
+    """None if the value is legal, else what it must be."""
+    if value is None and rule.nullable:
+        return None
+    if isinstance(value, list) and rule is TOKEN_ID:            # eos_token_id may list several ids
+        return next((_legal(rule, v) for v in value if _legal(rule, v)), None)
+    if _kind_ok(rule, value) and _in_range(rule, value):
+        return None
+    return _wanted(rule)
+
+
+def _wanted(rule: Rule) -> str:
+    if rule.kind == "choice":
+        return f"one of {', '.join(sorted(rule.choices))}"
+    if rule.kind == "bool":
+        return "true or false"
+    kind = "an integer" if rule.kind == "int" else "a finite number"
+    low = f" > {rule.low:g}" if rule.open_low else f" >= {rule.low:g}" if rule.low > -math.inf else ""
+    high = f" and <= {rule.high:g}" if rule.high < math.inf else ""
+    return f"{kind}{low}{high}"
+
+
+def _refuse(key: str, value, wanted: str, names: dict) -> InvalidConfigError:
+    shown = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    return InvalidConfigError(f"{names.get(key, key)} = {shown[:60]} is not legal: it must be {wanted}.")
+
+
+def check_field(key: str, value, names: dict | None = None) -> None:
+    """InvalidConfigError if one config.json key's value is outside its FIELDS rule (a GGUF reader's typed getter)."""
+    rule = FIELDS.get(key)
+    wanted = None if rule is None else _legal(rule, value)
+    if wanted is not None:
+        raise _refuse(key, value, wanted, names or {})
+
+
+def _check_table(config: dict, table: dict, names: dict, prefix: str = "") -> None:
+    for key, rule in table.items():
+        if key in config:
+            wanted = _legal(rule, config[key])
+            if wanted is not None:
+                raise _refuse(prefix + key, config[key], wanted, names)
+
+
+def _rope_dicts(config: dict) -> list[tuple[str, dict]]:
+    """Every rope parameter dict: rope_scaling, rope_parameters, or rope_parameters per layer type."""
+    found = []
+    for key in ("rope_scaling", "rope_parameters"):
+        params = config.get(key)
+        if params is None:
+            continue
+        if not isinstance(params, dict):
+            raise _refuse(key, params, "an object of RoPE parameters or null", {})
+        nested = {k: v for k, v in params.items() if k.endswith("_attention")}
+        found += [(f"{key}.{k}.", v) for k, v in nested.items() if isinstance(v, dict)] or [(f"{key}.", params)]
+    return found
+
+
+def _int(config: dict, key: str, default: int = 0) -> int:
+    value = config.get(key)
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+def _rotary_factor(config: dict) -> float:
+    """The fraction of each head RoPE rotates (top level, or inside a rope dict as transformers 5 writes it)."""
+    factors = [config.get("partial_rotary_factor")] + [p.get("partial_rotary_factor") for _, p in _rope_dicts(config)]
+    return min((float(f) for f in factors if f is not None), default=1.0)
+
+
+NO_ROPE = ("gpt2", "bert", "explorer-encdec")        # learned positions: no rotary dimensions to check
+# (the keys a rule reads, whether the values agree, what the sentence says) -- read on the raw dict.
+AGREEMENTS = (
+    (("num_attention_heads", "num_key_value_heads"),
+     lambda c: not c.get("num_key_value_heads") or _int(c, "num_attention_heads") % _int(c, "num_key_value_heads") == 0,
+     "the {1} key/value heads must divide the {0} query heads"),
+    (("hidden_size", "num_attention_heads"),
+     lambda c: c.get("head_dim") or c.get("kv_lora_rank") or _int(c, "hidden_size") % _int(c, "num_attention_heads", 1) == 0,
+     "the {1} heads must divide hidden_size {0} (or head_dim be given)"),
+    (("topk_group", "n_group"), lambda c: _int(c, "topk_group", 1) <= _int(c, "n_group", 1),
+     "topk_group {0} must be at most n_group {1}"),
+    (("n_routed_experts", "n_group"),
+     lambda c: not _int(c, "n_routed_experts") or _int(c, "n_routed_experts") % _int(c, "n_group", 1) == 0,
+     "the {0} routed experts must split evenly into n_group {1}"),
+    (("partial_rotary_factor", "head_dim"), lambda c: c.get("model_type") in NO_ROPE or _rotary_factor(c) == 1.0,
+     "partial_rotary_factor {0} rotates only part of each head, which the supported families never do (1 is legal)"),
+)
+
+
+def _check_llama3(prefix: str, params: dict, names: dict) -> None:
+    kind = params.get("rope_type", params.get("type"))
+    if kind == "llama3" and not params.get("low_freq_factor", 1.0) < params.get("high_freq_factor", 4.0):
+        raise InvalidConfigError(
+            f"{names.get(prefix + 'low_freq_factor', prefix + 'low_freq_factor')} = {params.get('low_freq_factor', 1.0)}"
+            f" must be below high_freq_factor = {params.get('high_freq_factor', 4.0)} for llama3 RoPE scaling.")
+
+
+def check_config(config: dict, names: dict | None = None) -> None:
+    """InvalidConfigError naming the first field of a config.json dict outside FIELDS, ROPE_FIELDS or AGREEMENTS."""
+    names = names or {}
+    _check_table(config, FIELDS, names)
+    for prefix, params in _rope_dicts(config):
+        _check_table(params, ROPE_FIELDS, names, prefix)
+        _check_llama3(prefix, params, names)
+    for keys, agree, says in AGREEMENTS:
+        if not agree(config):
+            values = [config.get(k, "(default)") for k in keys]
+            raise InvalidConfigError(f"{names.get(keys[0], keys[0])}: " + says.format(*values) + ".")
