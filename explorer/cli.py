@@ -12,6 +12,7 @@ import sys
 import warnings
 
 from explorer import __version__
+from explorer.tools import arguments
 
 SUBCOMMANDS = {
     "trace": "decode greedily and write every attention map and logit to an .npz",
@@ -27,8 +28,15 @@ SUBCOMMANDS = {
 }
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A bad argument is one line on stderr and exit status 2, as every other user error is."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message} (see {self.prog} --help).\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="transformer-explorer", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="transformer-explorer", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--model", help="model folder, .gguf file or catalog name to open in the app")
     parser.add_argument("--prompt", help="the prompt to open the app with (default: one the model completes well)")
@@ -37,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--self-test", action="store_true",
                         help="open the window offscreen, load the bundled model, step three tokens, export, exit")
     parser.add_argument("--screenshots", metavar="DIR", help=argparse.SUPPRESS)   # packaging/screenshots.py
-    parser.add_argument("--steps-at-start", metavar="N", type=int, default=0,
+    parser.add_argument("--steps-at-start", metavar="N", type=arguments.steps, default=0,
                         help=argparse.SUPPRESS)                                  # tests/app/test_kill_restore.py
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text in SUBCOMMANDS.items():
@@ -48,7 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:             # --help, --version, or a bad argument (one line printed)
+        return exit_.code if isinstance(exit_.code, int) else 2
     from explorer.core.errors import ExplorerError
 
     warnings.showwarning = _one_line_warning(warnings.showwarning)

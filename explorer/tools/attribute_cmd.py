@@ -11,17 +11,18 @@ import json
 import numpy as np
 
 from explorer.core.errors import ExplorerError
+from explorer.tools import arguments
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--model", required=True, help="model folder, .gguf file or catalog name")
     parser.add_argument("--prompt", required=True, help="the text the model reads")
-    parser.add_argument("--position", type=int, default=None,
+    parser.add_argument("--position", type=arguments.count(), default=None,
                         help="the prompt position whose next-token logit is split (default: the last)")
-    parser.add_argument("--token-id", type=int, default=None,
+    parser.add_argument("--token-id", type=arguments.count(), default=None,
                         help="the token whose logit is split (default: the model's top prediction)")
-    parser.add_argument("--top", type=int, default=12, help="parts listed without --json (default 12)")
-    parser.add_argument("--device", default="cpu", help="cpu, cuda, mps or auto (default cpu)")
+    parser.add_argument("--top", type=arguments.count(), default=12, help="parts listed without --json (default 12)")
+    parser.add_argument("--device", type=arguments.device, default="cpu", help="cpu, cuda, mps or auto (default cpu)")
     parser.add_argument("--json", action="store_true",
                         help='print {"position", "token_id", "logit", "embed", "heads", "mlp", "rest", ...}')
 

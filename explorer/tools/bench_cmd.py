@@ -12,6 +12,7 @@ import time
 import numpy as np
 
 from explorer.core.errors import ContextOverflowError, ExplorerError
+from explorer.tools import arguments
 
 PASSAGE = ("The history of the city begins with a small settlement on the river, where traders met to "
            "exchange salt, grain and cloth. Over the centuries the market grew into a town, the town into "
@@ -68,9 +69,9 @@ def _sync(loaded) -> None:
 
 def add_arguments(parser) -> None:
     parser.add_argument("--model", required=True, help="model folder, .gguf file or catalog name")
-    parser.add_argument("--prompt-tokens", type=int, default=256)
-    parser.add_argument("--steps", type=int, default=64)
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--prompt-tokens", type=arguments.count(1), default=256)
+    parser.add_argument("--steps", type=arguments.steps, default=64)
+    parser.add_argument("--device", type=arguments.device, default="cpu")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
     parser.add_argument("--json", action="store_true", help="print one JSON object (the only output format)")
 

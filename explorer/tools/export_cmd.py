@@ -12,17 +12,18 @@ import re
 from pathlib import Path
 
 from explorer.core.errors import ExplorerError
+from explorer.tools import arguments
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--model", required=True, help="model folder, .gguf file or catalog name")
     parser.add_argument("--prompt", required=True, help="the text to run")
-    parser.add_argument("--steps", type=int, default=0, help="greedy decoding steps after the prefill (default 0)")
+    parser.add_argument("--steps", type=arguments.steps, default=0, help="greedy decoding steps after the prefill (default 0)")
     parser.add_argument("--layer", default="0", help="layer index, or 'all' for the grid of every layer and head")
     parser.add_argument("--head", default="all", help="head index, or 'all' for every head of the layer")
     parser.add_argument("-o", "--output", required=True, help="FILE.png, FILE.svg, FILE.csv or FILE.npy")
     parser.add_argument("--size", default="1000x800", help="image size in pixels, WIDTHxHEIGHT (default 1000x800)")
-    parser.add_argument("--at-step", type=int, default=None,
+    parser.add_argument("--at-step", type=arguments.steps, default=None,
                         help="draw the map as it was after this step (0 = the prefill; default: the last)")
     parser.add_argument("--scores", action="store_true", help="pre-softmax scores S instead of the weights A")
     parser.add_argument("--log", action="store_true", help="log10 colour scale for the weights")
@@ -32,8 +33,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--attention", choices=("self", "cross", "encoder"), default="self",
                         help="encoder-decoders: decoder self-attention (default), cross-attention "
                              "[target x source] or the encoder's self-attention over the source")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--device", type=arguments.device, default="cpu")
+    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
 
 
 def _index(text: str, what: str) -> int | str:
@@ -44,11 +45,21 @@ def _index(text: str, what: str) -> int | str:
     return int(text)
 
 
+MIN_SIDE = 16
+MAX_SIDE = 16384                 # Qt paints no wider than 32767; past this a heat map's cells are many pixels each
+MAX_PIXELS = 40_000_000          # an image is held ~3 times at 4 bytes a pixel while it is drawn: ~0.5 GB
+
+
 def _size(text: str) -> tuple[int, int]:
-    match = re.fullmatch(r"(\d+)[x×](\d+)", text.strip())
-    if not match or min(int(match.group(1)), int(match.group(2))) < 16:
-        raise ExplorerError(f"--size {text!r} must look like 1000x800, each side at least 16 pixels.")
-    return int(match.group(1)), int(match.group(2))
+    """WIDTHxHEIGHT within MIN_SIDE..MAX_SIDE and MAX_PIXELS (30000x30000 would take ~11 GB to draw)."""
+    match = re.fullmatch(r"(\d{1,9})[x×](\d{1,9})", text.strip())
+    if not match or min(int(match.group(1)), int(match.group(2))) < MIN_SIDE:
+        raise ExplorerError(f"--size {text!r} must look like 1000x800, each side at least {MIN_SIDE} pixels.")
+    width, height = int(match.group(1)), int(match.group(2))
+    if max(width, height) > MAX_SIDE or width * height > MAX_PIXELS:
+        raise ExplorerError(f"--size {text} is {width * height:,} pixels; an export may have at most "
+                            f"{MAX_PIXELS:,} pixels and {MAX_SIDE:,} on a side (e.g. 8000x5000).")
+    return width, height
 
 
 def run(args) -> int:

@@ -11,18 +11,19 @@ from explorer.core import kv_variants as kv
 from explorer.core.errors import ExplorerError
 from explorer.core.loaders.config_file import read_config
 from explorer.core.units import human_bytes
+from explorer.tools import arguments
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--model", required=True,
                         help="model folder, folder with only config.json, config.json file or .gguf file")
-    parser.add_argument("--tokens", type=int, default=None,
+    parser.add_argument("--tokens", type=arguments.count(1), default=None,
                         help="context length for the totals (default: the model's context length)")
     parser.add_argument("--dtype", choices=("float32", "bfloat16", "int8"), default="float32",
                         help="cache element type (default float32, what the engine computes in)")
-    parser.add_argument("--rank", type=int, nargs="+", action="extend", default=None, metavar="R",
+    parser.add_argument("--rank", type=arguments.count(1), nargs="+", action="extend", default=None, metavar="R",
                         help="MLA latent ranks d_c to compare (default 2, 4 and 8 times d_h)")
-    parser.add_argument("--block-size", type=int, default=kv.DEFAULT_BLOCK_SIZE,
+    parser.add_argument("--block-size", type=arguments.count(1), default=kv.DEFAULT_BLOCK_SIZE,
                         help="tokens per block of the paged view of the native cache (default 16)")
     parser.add_argument("--json", action="store_true", help="print one JSON list, one object per variant")
 

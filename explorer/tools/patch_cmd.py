@@ -18,6 +18,8 @@ import sys
 
 import numpy as np
 
+from explorer.tools import arguments
+
 
 def add_arguments(parser) -> None:
     parser.add_argument("--model", required=True, help="model folder, .gguf file or catalog name")
@@ -28,7 +30,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--site", choices=("head", "resid"), default="head", help="head (default) or resid")
     parser.add_argument("--metric", choices=("logit_diff", "prob"), default="logit_diff",
                         help="logit(target) - logit(against) (default) or the probability of the target")
-    parser.add_argument("--device", default="cpu", help="cpu, cuda, mps or auto (default cpu)")
+    parser.add_argument("--device", type=arguments.device, default="cpu", help="cpu, cuda, mps or auto (default cpu)")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 

@@ -103,7 +103,7 @@ def test_the_plain_table_names_the_token_and_the_sum(main, capsys, folder):
     (["attribute", "--prompt", PROMPT, "--token-id", "100000"], "token id 100000 is outside"),
     (["attribute", "--prompt", ""], "--prompt is empty"),
     (["heads", "--ids", "1,two,3"], "'two', which is not a token id"),
-    (["heads", "--ids", "1,2", "--repeat", "1"], "--repeat 1 must be at least 2"),
+    (["heads", "--ids", "1,2", "--repeat", "1"], "--repeat: 1 is not between 2"),
     (["heads", "--ids", "1,99999"], "token id 99999 is outside"),
 ])
 def test_bad_input_exits_2_with_one_sentence(main, capsys, folder, args, message):

@@ -109,7 +109,7 @@ def test_bad_input_is_one_line_and_exit_2(kv_main, capsys, tmp_path, make, messa
 
 def test_negative_tokens_exit_2(kv_main, capsys):
     assert kv_main(["kv", "--model", str(CONFIGS / "llama3-70b"), "--tokens", "-1"]) == 2
-    assert "--tokens -1" in capsys.readouterr().err
+    assert "--tokens: -1 is not between 1" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -1,0 +1,60 @@
+"""Types of the CLI's arguments: each checks type and range, so a bad value is one sentence and exit 2.
+
+argparse calls these on the text given; an `ArgumentTypeError` becomes
+"error: argument --steps: -1 is below 0 ..." (one line, see cli.OneLineParser).
+Transformers refuses a NaN, zero or negative sampling temperature; so do we, before a model loads.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import re
+
+MAX_COUNT = 2**31 - 1          # steps, tokens, positions: far beyond any context
+MAX_SEED = 2**63 - 1           # torch.Generator.manual_seed takes a signed 64-bit seed
+DEVICE = re.compile(r"(cpu|auto|mps|cuda(:\d{1,3})?)")
+
+
+def count(low: int = 0, high: int = MAX_COUNT):
+    """A whole number in [low, high]."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text} is not between {low:,} and {high:,}")
+        return value
+    parse.__name__ = "whole number"
+    return parse
+
+
+def number(low: float = -math.inf, high: float = math.inf, above: bool = False):
+    """A finite number in [low, high] (or (low, high] when `above`)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text} is not a finite number")
+        if value < low or value > high or (above and value == low):
+            lower = f"above {low:g}" if above else f"at least {low:g}"
+            upper = f" and at most {high:g}" if math.isfinite(high) else ""
+            raise argparse.ArgumentTypeError(f"{text} must be {lower}{upper}")
+        return value
+    parse.__name__ = "number"
+    return parse
+
+
+seed = count(0, MAX_SEED)
+steps = count(0)
+temperature = number(low=0.0)
+top_p = number(low=0.0, high=1.0, above=True)
+
+
+def device(text: str) -> str:
+    """cpu, cuda, cuda:N, mps or auto: the devices a model can compute on (not meta, which holds no numbers)."""
+    if not DEVICE.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a device: use cpu, cuda, cuda:N, mps or auto")
+    return text

@@ -1,0 +1,59 @@
+"""Every CLI value is checked for type and range before a model loads: one line on stderr, exit status 2."""
+import subprocess
+import sys
+
+import pytest
+
+from explorer.cli import main
+
+MODEL = ["--model", "shakespeare-gqa"]
+TRACE = ["trace", *MODEL, "--prompt", "To be", "--out", "never-written.npz"]
+EXPORT = ["export", *MODEL, "--prompt", "To be", "-o", "never-written.png"]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (TRACE + ["--temperature", "nan"], "--temperature: nan is not a finite number"),
+    (TRACE + ["--sampling-temperature", "-0.5"], "must be at least 0"),
+    (TRACE + ["--temperature", "inf"], "not a finite number"),
+    (TRACE + ["--seed", "-1", "--temperature", "0.8"], "--seed: -1 is not between 0"),
+    (TRACE + ["--seed", str(2**64)], "--seed"),
+    (TRACE + ["--device", "meta"], "'meta' is not a device"),
+    (TRACE + ["--steps", "-3"], "--steps: -3 is not between 0"),
+    (TRACE + ["--steps", "1e3"], "'1e3' is not a whole number"),
+    (TRACE + ["--top-p", "0"], "--top-p: 0 must be above 0 and at most 1"),
+    (TRACE + ["--top-k", "-1"], "--top-k"),
+    (["kv", *MODEL, "--tokens", str(10**30)], "--tokens"),
+    (["kv", *MODEL, "--tokens", "0"], "--tokens: 0 is not between 1"),
+    (EXPORT + ["--size", "30000x30000"], "900,000,000 pixels"),
+    (EXPORT + ["--size", "16000x16000"], "at most 40,000,000 pixels"),
+    (EXPORT + ["--size", "20000x100"], "16,384 on a side"),
+    (EXPORT + ["--size", "99999999999999x2"], "must look like 1000x800"),
+    (EXPORT + ["--at-step", "-1"], "--at-step"),
+    (EXPORT + ["--dtype", "int4"], "--dtype"),
+    (["heads", *MODEL, "--seed", "-5"], "--seed"),
+    (["attribute", *MODEL, "--prompt", "x", "--position", "-2"], "--position"),
+    (["bench", *MODEL, "--steps", "nan"], "--steps"),
+    (["train", "--lr", "nan"], "--lr: nan is not a finite number"),
+    (["train", "--batch-size", "0"], "--batch-size"),
+])
+def test_a_bad_value_is_one_line_and_exit_2(argv, words, capsys):
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0] and "Traceback" not in err, err
+
+
+def test_export_of_a_huge_size_fails_fast_without_growing(tmp_path):
+    """The refusal comes before the model loads or a pixel is drawn: the process stays small and quick."""
+    done = subprocess.run([sys.executable, "-c",
+                           "import resource, sys\n"
+                           "from explorer.cli import main\n"
+                           f"code = main({EXPORT + ['--size', '30000x30000']!r})\n"
+                           "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+                           "sys.exit(code)\n"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={**__import__("os").environ, "PYTHONPATH": str(__import__("pathlib").Path(__file__)
+                                                                                 .resolve().parents[2])})
+    assert done.returncode == 2 and "900,000,000 pixels" in done.stderr
+    assert int(done.stdout.strip()) < 1024 * 1024, "peak memory (KiB) stayed far below the 3.6 GB of one such image"
