@@ -150,7 +150,10 @@ def bundled_models() -> list[Path]:
 
 
 def hf_cache_models(root: Path | None = None) -> list[tuple[str, Path]]:
-    """(repo id, path) for every snapshot (and every .gguf in one) under models--*/snapshots/*."""
+    """(repo id, path) for every snapshot (and every .gguf in one) under models--*/snapshots/*; a .gguf that
+    is not a regular file (a FIFO would block the listing's read) is left out."""
+    from explorer.core.loaders.model_file import is_regular
+
     root = hf_cache_dir() if root is None else root
     found = []
     for repo in sorted(root.glob("models--*")) if root.is_dir() else []:
@@ -158,7 +161,7 @@ def hf_cache_models(root: Path | None = None) -> list[tuple[str, Path]]:
         for snapshot in sorted((repo / "snapshots").glob("*")):
             if (snapshot / "config.json").is_file():
                 found.append((repo_id, snapshot))
-            found.extend((f"{repo_id}/{g.name}", g) for g in sorted(snapshot.glob("*.gguf")))
+            found.extend((f"{repo_id}/{g.name}", g) for g in sorted(snapshot.glob("*.gguf")) if is_regular(g))
     return found
 
 
