@@ -17,14 +17,16 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from explorer.api import Model, Run, kv_table, load
+    from explorer.core.intervention import Intervention
     from explorer.core.sampling_settings import Sampling
     from explorer.plots import AttentionFigure
 
 # Looked up on first use, so that `import explorer` (and the app's start) stays light.
 _LAZY = {"load": "explorer.api", "Model": "explorer.api", "Run": "explorer.api", "kv_table": "explorer.api",
-         "Sampling": "explorer.core.sampling_settings", "AttentionFigure": "explorer.plots"}
+         "Sampling": "explorer.core.sampling_settings", "AttentionFigure": "explorer.plots",
+         "Intervention": "explorer.core.intervention"}
 
-__all__ = ["AttentionFigure", "ContextOverflowError", "ExplorerError", "Model", "ModelLoadError", "Run",
+__all__ = ["AttentionFigure", "ContextOverflowError", "ExplorerError", "Intervention", "Model", "ModelLoadError", "Run",
            "Sampling", "UnsupportedModelError", "kv_table", "load", "__version__"]
 
 

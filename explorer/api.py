@@ -16,26 +16,23 @@ imported by `load()`.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from explorer.core import files
 from explorer.core.errors import ContextOverflowError, ExplorerError
-from explorer.views import trace_views
 from explorer.views.token_text import warn_left_out
+from explorer import api_batches as batches
+from explorer import api_checks as checks
+from explorer.api_run import Run
 
 if TYPE_CHECKING:
-    from explorer.core.attribution import Attribution
-    from explorer.core.head_scores import HeadScores
-    from explorer.core.patching import PatchMap
+    from explorer.core.intervention import Intervention
     from explorer.core.runtime import LoadedModel
     from explorer.core.sampling import Sampling
-    from explorer.core.trace import ModelInfo, Trace
-    from explorer.plots import AttentionFigure
+    from explorer.core.trace import ModelInfo
 
 Prompt = str | Sequence[int] | np.ndarray
 
@@ -91,22 +88,67 @@ class Model:
             raise ExplorerError(f"the prompt {prompt!r} gives no tokens: write some text")
         return ids
 
-    def run(self, prompt: Prompt, steps: int = 0, sampling: Sampling | None = None,
-            ablate: Sequence[tuple[int, int]] = (), kernel: str | None = None,
-            kernel_layers: Sequence[int] | None = None, kernel_temperature: float = 1.0) -> Run:
-        """Prefill `prompt` and decode `steps` tokens, recording every step.
+    def _ids(self, prompt: Prompt, prepend_bos: bool | None = None) -> np.ndarray:
+        """encode(prompt), with the model's BOS token first (True), never first (False) or as its
+        tokenizer does (None); ids given as numbers are taken as they are unless prepend_bos says."""
+        if not isinstance(prompt, str):
+            prompt = checks.one_prompt_ids(prompt)
+        ids = self.encode(prompt)
+        if prepend_bos is None:
+            return ids
+        bos = getattr(self.loaded.tokenizer, "bos_id", None)
+        if bos is None:
+            raise ExplorerError(f"{self.name} has no BOS token: leave prepend_bos at None")
+        has = ids.size > 0 and ids[0] == bos
+        if prepend_bos and not has:
+            return np.concatenate([[bos], ids]).astype(np.int64)
+        if not prepend_bos and has:
+            if ids.size == 1:
+                raise ExplorerError("the prompt is only the BOS token: with prepend_bos=False nothing is left")
+            return ids[1:]
+        return ids
 
-        Greedy unless `sampling` says otherwise. `ablate` zeroes the outputs O_h = A_h V_h of the
-        given (layer, head) pairs before W^O; `kernel` ("exp", "linear" or "relu") replaces f_κ of
-        A = Z⁻¹ f_κ(S) in `kernel_layers` (every layer when None), "exp" at `kernel_temperature` τ
-        being exp(S / τ): exactly `trace --ablate L.H --kernel K --kernel-layers ... --temperature τ`.
+    def to_str_tokens(self, text: Prompt, prepend_bos: bool | None = None) -> list[str]:
+        """The tokens of `text` as the model's tokenizer writes them (spaces shown as ␣, bytes as <0x..>)."""
+        tokenizer = self.loaded.tokenizer
+        if tokenizer is None:
+            raise ExplorerError(f"{self.name} has no tokenizer: it has no token strings to show")
+        return [tokenizer.display(int(i)) for i in self._ids(text, prepend_bos)]
+
+    def to_single_token(self, text: str) -> int:
+        """The id of `text` when it is one token (e.g. " Mary"); ExplorerError when it splits."""
+        return checks.single_token(self.loaded.tokenizer, text, "text")
+
+    def run(self, prompt: Prompt | Sequence[Prompt], steps: int = 0, sampling: Sampling | None = None,
+            ablate: Sequence[tuple[int, int]] = (), kernel: str | None = None,
+            kernel_layers: Sequence[int] | None = None, kernel_temperature: float = 1.0,
+            intervention: Intervention | None = None, activations: Sequence[str] | None = None,
+            prepend_bos: bool | None = None, progress=None) -> Run | list[Run]:
+        """Prefill `prompt` and decode `steps` tokens, recording every step; a list of prompts gives a list
+        of runs, each equal to its prompt's run alone (`progress(done, total)` after each).
+
+        Greedy unless `sampling` says otherwise. `intervention` (explorer.Intervention) changes any term of
+        the algebra; `ablate` zeroes the outputs O_h = A_h V_h of the given (layer, head) pairs before W^O;
+        `kernel` ("exp", "linear" or "relu") replaces f_κ of A = Z⁻¹ f_κ(S) in `kernel_layers` (every
+        layer when None), "exp" at `kernel_temperature` τ being exp(S / τ): exactly `trace --ablate L.H
+        --kernel K --kernel-layers ... --temperature τ`. `activations` (TransformerLens hook names) are
+        computed at once into run.cache; others are computed when first read.
         """
+        options = dict(steps=steps, sampling=sampling, ablate=ablate, kernel=kernel, kernel_layers=kernel_layers,
+                       kernel_temperature=kernel_temperature, intervention=intervention, activations=activations,
+                       prepend_bos=prepend_bos)
+        if checks.is_batch(prompt):
+            return batches.each(prompt, lambda one: self.run(one, **options), progress)
+        return self._run_one(prompt, **options)
+
+    def _run_one(self, prompt: Prompt, steps, sampling, ablate, kernel, kernel_layers, kernel_temperature,
+                 intervention, activations, prepend_bos) -> Run:
         from explorer.core.sampling import Sampling
 
-        ids = self.encode(prompt)
+        ids = self._ids(prompt, prepend_bos)
+        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+            raise ExplorerError(f"steps={steps!r} must be a whole number, 0 or more")
         steps = int(steps)
-        if steps < 0:
-            raise ExplorerError(f"steps={steps} must not be negative")
         if steps and not _can_generate(self.loaded):
             from explorer.core.encoder import NO_DECODING
 
@@ -115,264 +157,63 @@ class Model:
         if len(ids) + steps > context:
             raise ContextOverflowError(
                 f"the prompt has {len(ids)} tokens; with {steps} steps it exceeds the model's context of {context}")
-        intervention = _intervention(ablate, kernel, kernel_layers, kernel_temperature, self.info)
-        decoder = _decoder(self.loaded, sampling or Sampling(), len(ids) + steps, intervention)
+        whole = checks.intervention_of(ablate, kernel, kernel_layers, kernel_temperature, intervention, self.info)
+        decoder = checks.decoder(self.loaded, sampling or Sampling(), len(ids) + steps, whole)
         decoder.prefill(ids)
         for _ in range(steps):
             decoder.step()
-        text = prompt if isinstance(prompt, str) else None
-        return Run(self, decoder, text, intervention)
+        run = Run(self, decoder, prompt if isinstance(prompt, str) else None, whole)
+        if activations is not None:
+            run.activations(activations)
+        return run
 
-    def attribute(self, prompt: Prompt, position: int | None = None, token_id: int | None = None) -> Attribution:
-        """Split the logit of `token_id` (default: the top prediction) after `position` (default: the last)
-        into embed + Σ heads + Σ MLPs + rest, the final norm frozen there: explorer.core.attribution."""
-        from explorer.core.attribution import attribute
+    def attribute(self, prompt: Prompt | Sequence[Prompt], position: int | None = None,
+                  token_id: int | None = None, target: str | int | Sequence | None = None,
+                  against: str | int | Sequence | None = None, intervention: Intervention | None = None):
+        """Who wrote a logit: embed + Σ heads + Σ FFNs + rest, the final norm frozen at `position` (default
+        the last): explorer.core.attribution.
 
-        return attribute(self.loaded, self.encode(prompt), position, token_id)
+        With `target` (and `against`) it splits logit(target) − logit(against) instead, and gives the
+        logit lens of that difference after each layer (api_research.LogitDifference). Without them,
+        the logit of `token_id` (default: the top prediction). A list of prompts (with a list of targets)
+        gives a list. Under `intervention` the parts are those of the intervened model.
+        """
+        from explorer import api_research
+
+        return api_research.attribute(self, prompt, position, token_id, target, against, intervention)
 
     def patch(self, clean: Prompt, corrupt: Prompt, target: str | int, against: str | int | None = None,
-              site: str = "head", metric: str = "logit_diff", progress=None, cancel=None) -> PatchMap:
+              site: str = "head", metric: str = "logit_diff", progress=None, cancel=None):
         """Activation patching: each site ("head": O_h, (L, H); "resid": the residual entering a layer at one
         position, (L, T)) taken from the clean run into the corrupted one, and logit(target) − logit(against)
-        (or "prob", p(target)) read at the last position. Targets are one token each: " Paris" or an id."""
-        from explorer.core import patching
+        (or "prob", p(target)) read at the last position. Targets are one token each: " Paris" or an id.
+        Lists of clean and corrupted prompts (and of targets) give api_research.PatchMaps: one map per pair
+        and their mean."""
+        from explorer import api_research
 
-        clean_ids, corrupt_ids = patching.check_prompts(self.encode(clean), self.encode(corrupt))
-        return patching.patch_map(self.loaded, clean_ids, corrupt_ids, self._token(target, "target"),
-                                  None if against is None else self._token(against, "against"), site, metric,
-                                  progress=progress, cancel=cancel)
+        return api_research.patch(self, clean, corrupt, target, against, site, metric, progress, cancel)
 
     def _token(self, token: str | int, what: str) -> int:
-        if isinstance(token, str):
-            from explorer.core.patching import single_token
+        token_id = checks.single_token(self.loaded.tokenizer, token, what)
+        vocab = self.loaded.config.vocab_size
+        if not 0 <= token_id < vocab:
+            raise ExplorerError(f"{what} id {token_id} is outside the vocabulary of {vocab}")
+        return token_id
 
-            return single_token(self.loaded.tokenizer, token, what)
-        return int(token)
-
-    def heads(self, ids: Sequence[int] | None = None, repeat: int = 2, seed: int = 0) -> HeadScores:
+    def heads(self, ids: Sequence[int] | Sequence[Sequence[int]] | None = None, repeat: int = 2, seed: int = 0,
+              intervention: Intervention | None = None):
         """Previous-token, induction and sink scores of every head, (L, H) each, on `ids` repeated
-        `repeat` times (random ids of the vocabulary when None): explorer.core.head_scores."""
-        from explorer.core.head_scores import score_heads
+        `repeat` times (random ids of the vocabulary when None): explorer.core.head_scores. A list of
+        id sequences gives the mean of their scores (api_research.heads)."""
+        from explorer import api_research
 
-        return score_heads(self.loaded, None if ids is None else np.asarray(ids, dtype=np.int64), repeat, seed=seed)
+        return api_research.heads(self, ids, repeat, seed, intervention)
 
 
 def _can_generate(loaded) -> bool:
     from explorer.core.families import can_generate
 
     return can_generate(loaded)
-
-
-def _intervention(ablate: Sequence[tuple[int, int]], kernel: str | None, kernel_layers: Sequence[int] | None,
-                  kernel_temperature: float, info: ModelInfo):
-    """The core's Intervention (explorer.core.intervention) for the API's keywords, None for the model as it is:
-    `ablate` zeroes O_h of each (layer, head); `kernel` replaces f_κ in `kernel_layers` (None: every layer)."""
-    if not ablate and kernel is None:
-        if kernel_layers is not None:
-            raise ExplorerError("kernel_layers needs a kernel: give kernel='relu', 'linear' or 'exp'")
-        return None
-    from explorer.core.intervention import HeadAblation, Intervention, Kernel, KernelChoice
-
-    try:
-        ablations = tuple(HeadAblation(int(layer), int(head)) for layer, head in ablate)
-    except (TypeError, ValueError):
-        raise ExplorerError(f"ablate={list(ablate)!r} must list (layer, head) pairs, e.g. [(3, 2)]") from None
-    layers = None if kernel_layers is None else tuple(int(layer) for layer in kernel_layers)
-    kernels = () if kernel is None else (KernelChoice(Kernel(kernel, kernel_temperature), layers),)
-    intervention = Intervention(kernels=kernels, ablations=ablations)
-    intervention.check(info.n_layers, info.n_heads)
-    return intervention
-
-
-def _decoder(loaded, sampling: Sampling, capacity: int, intervention=None):
-    """The recording driver of the model (families.make_decoder), recording in float32."""
-    from explorer.core.decode import RecordOptions
-    from explorer.core.families import make_decoder
-
-    decoder = make_decoder(loaded, RecordOptions(dtype="float32"), sampling, capacity=capacity)
-    decoder.set_intervention(intervention)
-    return decoder
-
-
-class Run:
-    """One prompt through one model, step by step: the ids, logits, attention maps and cache bytes.
-
-    The arrays are read from `trace`, the immutable Trace the app draws; step(), back() and
-    force() move the run on and every property then describes the new trace.
-    """
-
-    def __init__(self, model: Model, decoder: Any, prompt: str | None = None, intervention=None) -> None:
-        self.model, self.decoder, self.prompt = model, decoder, prompt
-        self.intervention = intervention
-        self._memo: tuple[Any, dict] = (None, {})
-
-    def __repr__(self) -> str:
-        return f"<explorer.Run {self.model.name}: {self.trace.n_tokens} tokens, {self.trace.n_steps} steps>"
-
-    # ----- what was computed -------------------------------------------------------------
-    @property
-    def trace(self) -> Trace:
-        """The typed Trace of the run so far (explorer.core.trace): what the app's panels draw."""
-        return self.decoder.trace
-
-    @property
-    def ids(self) -> np.ndarray:
-        """The prompt's ids, then the generated ones: (T,) int64."""
-        return self.trace.token_ids.astype(np.int64)
-
-    @property
-    def tokens(self) -> list[str]:
-        """Display strings of `ids`: spaces shown as ␣, undecodable bytes as <0x..>."""
-        return list(self.trace.token_text)
-
-    @property
-    def logits(self) -> np.ndarray:
-        """The logits h_t W_U predicted at every position t: (T, V) float32."""
-        if not getattr(self.decoder, "can_generate", True):
-            from explorer.core.encoder import NO_DECODING
-
-            raise ExplorerError(f"no logits: {NO_DECODING}")
-        return self._cached("logits", lambda: np.stack(
-            [self.decoder.logits_at(p) for p in range(self.trace.n_tokens)]).astype(np.float32))
-
-    @property
-    def kv_bytes(self) -> np.ndarray:
-        """KV-cache bytes in use after each position, all layers: (T,) int64."""
-        cache = self.decoder.kv_cache
-        return self._cached("kv_bytes", lambda: np.array(
-            [sum(cache.bytes_in_use(t + 1)) for t in range(self.trace.n_tokens)], dtype=np.int64))
-
-    def attention(self, layer: int, head: int, step: int | None = None, kind: str = "self") -> np.ndarray:
-        """A_h of one head: (N_Q, N_KV) float32 rows of queries, columns of keys, 0 where masked.
-
-        `step` draws the map as it was after that step (0 = the prefill; default the last).
-        `kind`: "self", or for encoder-decoders "cross" (target × source) and "encoder".
-        """
-        view = self._view(layer, head, step, kind)
-        return view.trace.attention_head(layer, head, view.step, view.cross).astype(np.float32)
-
-    def _view(self, layer: int, head: int, step: int | None, kind: str) -> trace_views.View:
-        kinds = trace_views.kinds_of(self.trace.model)
-        if kind not in kinds:
-            raise ExplorerError(f"attention kind {kind!r} is not one of {', '.join(kinds)} for {self.model.name}")
-        view = trace_views.view(self.trace, kind, step)
-        info = view.trace.model
-        if not 0 <= layer < info.n_layers:
-            raise ExplorerError(f"layer {layer} does not exist: the model has layers 0 to {info.n_layers - 1}")
-        if not 0 <= head < info.n_heads:
-            raise ExplorerError(f"head {head} does not exist: layers have heads 0 to {info.n_heads - 1}")
-        if step is not None and not 0 <= step < self.trace.n_steps:
-            raise ExplorerError(f"step {step} does not exist: the run has steps 0 to {self.trace.n_steps - 1}")
-        return view
-
-    def _cached(self, name: str, compute):
-        trace, values = self._memo
-        if trace is not self.trace:
-            values = {}
-            self._memo = (self.trace, values)
-        if name not in values:
-            values[name] = compute()
-        return values[name]
-
-    # ----- moving on ---------------------------------------------------------------------
-    def step(self, n: int = 1) -> Run:
-        """Feed the chosen next token and record `n` more decoding steps."""
-        for _ in range(n):
-            self.decoder.step()
-        return self
-
-    def back(self) -> Run:
-        """Undo the last decoding step (the prompt stays); the KV cache forgets its tokens."""
-        self.decoder.back()
-        return self
-
-    def force(self, token_id: int) -> Run:
-        """Take `token_id` as the next token instead of the chosen one; the next step() feeds it."""
-        self.decoder.force(int(token_id))
-        return self
-
-    def attribute(self, position: int | None = None, token_id: int | None = None) -> Attribution:
-        """Model.attribute on this run's ids: who wrote the logit of `token_id` after `position`."""
-        return self.model.attribute(self.ids, position, token_id)
-
-    # ----- files -------------------------------------------------------------------------
-    def arrays(self, layers: Sequence[int] | None = None, attention: bool = True) -> dict[str, np.ndarray]:
-        """The arrays of the `trace` command's .npz (see explorer/tools/trace_cmd.py for the list):
-        the attention maps of `layers` only (None: every layer), or none of them and no tokens."""
-        return dict(self._array_items(layers, attention))
-
-    def _array_items(self, layers: Sequence[int] | None, attention: bool):
-        """(name, array) one at a time: a layer's maps are made (on demand, from Q and K) only when asked."""
-        trace = self.trace
-        yield "ids", self.ids
-        if attention:
-            yield "tokens", np.array(trace.token_text, dtype=str)
-        yield "kv_bytes", self.kv_bytes
-        if getattr(self.decoder, "can_generate", True):
-            yield "logits", self.logits
-        chosen = range(trace.model.n_layers) if layers is None else [int(layer) for layer in layers]
-        for layer in chosen if attention else ():
-            yield f"attn_{layer}", trace.attention(layer, keep=False).astype(np.float32, copy=False)
-        if trace.model.is_encoder_decoder:
-            yield "source_ids", trace.encoder.token_ids.astype(np.int64)
-            for layer in chosen if attention else ():
-                yield f"enc_attn_{layer}", trace.encoder.layers[layer].attn.weights.astype(np.float32)
-                yield f"cross_attn_{layer}", trace.attention(layer, cross=True, keep=False).astype(np.float32, copy=False)
-        if self.intervention is not None and not self.intervention.is_empty:
-            yield "intervention", np.array(json.dumps(self.intervention.to_json()))
-
-    def save(self, path: str | Path, layers: Sequence[int] | None = None, attention: bool = True) -> Path:
-        """Write `arrays(layers, attention)` to an .npz file (the format of np.savez, no pickles), one array
-        at a time, as `python -m explorer trace` does."""
-        import zipfile
-
-        if layers is not None:
-            for layer in layers:
-                if not 0 <= int(layer) < self.trace.model.n_layers:
-                    raise ExplorerError(f"layer {layer} does not exist: the model has layers 0 to "
-                                        f"{self.trace.model.n_layers - 1}")
-        def write(temporary: str) -> None:      # atomically: a failed write leaves the old file whole
-            with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
-                for name, array in self._array_items(layers, attention):
-                    with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
-                        np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
-
-        return files.write_atomic(path, write)
-
-    def save_session(self, path: str | Path) -> Path:
-        """Write the app's session file (File → Open session… rebuilds this very trace)."""
-        from explorer.app.state.session_state import SamplingSettings, SessionState, save
-
-        if self.intervention is not None and not self.intervention.is_empty:
-            raise ExplorerError("a session file does not hold this run's ablation or kernel, so the app would "
-                                "show another trace: save the run with run.save(path) instead")
-        sampling = getattr(self.decoder, "sampling", None)
-        settings = SamplingSettings(**{k: getattr(sampling, k) for k in ("temperature", "top_k", "top_p", "seed")}) \
-            if sampling is not None else SamplingSettings()
-        prompt = self.prompt
-        if prompt is None and self.model.loaded.tokenizer is not None:
-            prompt = self.model.loaded.tokenizer.decode(trace_views.started_ids(self.trace))
-        state = SessionState.of(self.model.reference, prompt or "", settings, self.trace,
-                                device=self.model.device, dtype=self.model.dtype)
-        save(path, state)
-        return Path(path)
-
-    # ----- figures -----------------------------------------------------------------------
-    def show(self, layer: int, head: int, step: int | None = None, kind: str = "self",
-             values: str = "weights", log: bool = False) -> AttentionFigure:
-        """One head's map with token labels and a colour bar; shows inline in Jupyter (PNG and SVG)."""
-        from explorer.plots import head_figure
-
-        view = self._view(layer, head, step, kind)
-        return head_figure(view, layer, head, values, log, self.model.name)
-
-    def show_grid(self, step: int | None = None, kind: str = "self", values: str = "weights",
-                  log: bool = False) -> AttentionFigure:
-        """Every layer × head map as one mosaic (block maxima past 64 tokens), as the app's grid."""
-        from explorer.plots import grid_figure
-
-        view = self._view(0, 0, step, kind)
-        return grid_figure(view, values, log, self.model.name)
 
 
 def kv_table(path: str | Path, tokens: int | None = None, dtype: str = "float32",

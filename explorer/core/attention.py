@@ -182,18 +182,17 @@ class Site:
                     values, dtype=weights.dtype, device=weights.device)
         return weights
 
-    def inputs(self, qkv: torch.Tensor, n_q: int, n_kv: int, step: StepContext) -> torch.Tensor:
-        """[Q | K | V] as projected, (T, N_Q + 2 N_KV, d_head), with the input patches' rows written."""
-        if not self.plan.inputs:
-            return qkv
-        qkv = qkv.clone()
-        offsets = {"q": 0, "k": n_q, "v": n_q + n_kv}
+    def inputs(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, step: StepContext):
+        """Q, K, V as projected (after any q/k norm, before RoPE), (T, heads, d) each, with the input
+        patches' rows written on copies."""
+        parts = {"q": q.clone(), "k": k.clone(), "v": v.clone()}
         for patch in self.plan.inputs:
-            if not 0 <= patch.head < (n_q if patch.which == "q" else n_kv):
+            heads = parts[patch.which].shape[1]
+            if not 0 <= patch.head < heads:
                 raise ExplorerError(f"head {patch.head} of {patch.which} in layer {patch.layer} does not exist: "
-                                    f"the layer has {n_q if patch.which == 'q' else n_kv} of them")
-            _write_rows(qkv[:, offsets[patch.which] + patch.head], patch, step.positions_np, step.sequences)
-        return qkv
+                                    f"the layer has {heads} of them")
+            _write_rows(parts[patch.which][:, patch.head], patch, step.positions_np, step.sequences)
+        return parts["q"], parts["k"], parts["v"]
 
 
 def _write_rows(target: torch.Tensor, patch, queries: np.ndarray, sequences: np.ndarray | None) -> None:
@@ -312,16 +311,17 @@ class SelfAttention(nn.Module):
         t = x.shape[0]                                                           # x: (T, d_model)
         n_q, n_kv = self.n_heads, self.n_kv_heads
         qkv = self.project(x)                                                    # (T, N_Q + 2 N_KV, d_head)
-        site = step.site(self.layer, n_q)
-        if site is not None:
-            qkv = site.inputs(qkv, n_q, n_kv, step)                              # patched Q, K or V rows
         q, k, v = qkv.split((n_q, n_kv, n_kv), dim=1)                            # Q = X W^Q, K = X W^K, V = X W^V
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
+        site = step.site(self.layer, n_q)
+        patched = site is not None and bool(site.plan.inputs)
+        if patched:
+            q, k, v = site.inputs(q, k, v, step)                                 # patched rows of Q, K or V
         q_pre, k_pre = q, k
         if self.rope is not None:                                                # RoPE: rotate by position
             rotary, table = step.rotaries[self.rope], step.rotation(self.rope)
-            if self.q_norm is None:                                              # Q and K side by side: one op
+            if self.q_norm is None and not patched:                              # Q and K side by side: one op
                 q, k = rotary.rotate(qkv[:, : n_q + n_kv], table).split((n_q, n_kv), dim=1)
             else:
                 q, k = rotary.rotate(q, table), rotary.rotate(k, table)

@@ -161,14 +161,41 @@ def row_at(loaded, ids: np.ndarray, position: int, decoder=None) -> StepCapture:
     return run_last(loaded, ids[: position + 1])[0]
 
 
-def attribute(loaded, ids, position: int | None = None, token_id: int | None = None) -> Attribution:
-    """Split the logit of `token_id` (default: the top prediction) after `position` (default: the last)."""
+def capture_at(loaded, ids: np.ndarray, position: int, intervention=None) -> StepCapture:
+    """A capture whose last row is `position` of `ids`: the prefix run (run_last) for the model as it is;
+    under an intervention, one pass over all of `ids` (so a mean ablation takes its mean over the
+    whole prompt, as Model.run does), cut to the rows up to `position`."""
+    from explorer.core.attention import as_run
+
+    run = as_run(intervention)
+    if run is None:
+        return run_last(loaded, ids[: position + 1])[0]
+    model = loaded.model
+    capture = StepCapture(loaded.config.n_layers, weights=False)
+    with torch.inference_mode():
+        model(torch.as_tensor(ids, device=model.embed.weight.device), np.arange(ids.size), None, capture, run)
+    for layer in capture.layers:
+        for name in ("residual_in", "attn_out", "ffn_out", "residual"):
+            setattr(layer, name, getattr(layer, name)[: position + 1])
+        layer.attn.head_out = layer.attn.head_out[:, : position + 1]
+    return capture
+
+
+def attribute(loaded, ids, position: int | None = None, token_id: int | None = None,
+              intervention=None) -> Attribution:
+    """Split the logit of `token_id` (default: the top prediction) after `position` (default: the last),
+    under `intervention` (None: the model as it is)."""
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
     position = check_request(loaded, ids, position, token_id)
-    capture, hidden = run_last(loaded, ids[: position + 1])
+    return attribute_capture(loaded, capture_at(loaded, ids, position, intervention), position, token_id)
+
+
+def attribute_capture(loaded, capture: StepCapture, position: int, token_id: int | None) -> Attribution:
+    """The attribution of the logit of `token_id` (None: the top one) at the last row of `capture`."""
     model = loaded.model
     with torch.inference_mode():
-        logits = model.lm_head(hidden[-1:])[0].double()                        # z: (V,) pre-softcap
+        last = capture.layers[-1].residual[-1:]
+        logits = model.lm_head(model.norm(last))[0].double()                   # z: (V,) pre-softcap
         token = int(logits.argmax()) if token_id is None else int(token_id)
         final = freeze(model.norm, capture.layers[-1].residual[-1])
         u, rest = final.read(model.lm_head.weight[token].double())             # u: (d,)

@@ -78,8 +78,9 @@ def scores_of_trace(trace: Trace, n: int, repeat: int) -> HeadScores:
                       previous_token=previous, induction=induction, sink=sink)
 
 
-def score_heads(loaded, ids=None, repeat: int = 2, seed: int = DEFAULT_SEED) -> HeadScores:
-    """Run the model on s = ids * repeat (random ids of its vocabulary when None) and score every head."""
+def score_heads(loaded, ids=None, repeat: int = 2, seed: int = DEFAULT_SEED, intervention=None) -> HeadScores:
+    """Run the model on s = ids * repeat (random ids of its vocabulary when None), under `intervention`
+    (None: the model as it is), and score every head."""
     from explorer.core.families import make_decoder
     from explorer.core.recording import RecordOptions
 
@@ -91,6 +92,7 @@ def score_heads(loaded, ids=None, repeat: int = 2, seed: int = DEFAULT_SEED) -> 
     if sequence.size > loaded.config.max_positions:
         raise ExplorerError(f"{sequence.size} tokens are more than the model's context of {loaded.config.max_positions}")
     decoder = make_decoder(loaded, RecordOptions(dtype="float32", top_k=1), capacity=int(sequence.size))
+    decoder.set_intervention(intervention)
     trace = decoder.prefill(sequence)
     return replace(scores_of_trace(trace, len(sequence) // repeat, repeat), trace=trace)
 

@@ -89,11 +89,11 @@ class Chaining:
         return replace(self, sublayer_patches=self.sublayer_patches + (part,))
 
     def patch_q(self, layer: int, head: int, values, start: int = 0):
-        """Q_h = X W^Q_h of query head `head` (before q-norm and RoPE), at start.., replaced by (n, d_head)."""
+        """Q_h = X W^Q_h of query head `head` (after any q-norm, before RoPE), at start.., replaced by (n, d_head)."""
         return self._input(layer, head, "q", values, start)
 
     def patch_k(self, layer: int, head: int, values, start: int = 0):
-        """K_g = X W^K_g of key-value head `head` (before k-norm and RoPE), at start.., replaced by (n, d_head)."""
+        """K_g = X W^K_g of key-value head `head` (after any k-norm, before RoPE), at start.., replaced by (n, d_head)."""
         return self._input(layer, head, "k", values, start)
 
     def patch_v(self, layer: int, head: int, values, start: int = 0):

@@ -189,7 +189,7 @@ class SublayerPatch:
 @dataclass(frozen=True, eq=False)
 class InputPatch:
     """Q_h (`which` "q", query head `head`) or K_g / V_g ("k" / "v", key-value head `head`) of `layer`
-    as projected, X W^Q_h (before any q/k norm and RoPE), at positions start.. replaced by `values` (n, d_head)."""
+    as projected, X W^Q_h (after any q/k norm, before RoPE), at positions start.. replaced by `values` (n, d_head)."""
 
     layer: int
     head: int

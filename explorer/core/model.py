@@ -86,8 +86,12 @@ class MLP(nn.Module):
         store_by_columns(self.w_in)
         store_by_columns(self.w_out)
 
+    def hidden(self, x: torch.Tensor) -> torch.Tensor:
+        """act(x W_in + b_in): (T, d_ff), what W_out reads."""
+        return self.act(self.w_in(x))
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.w_out(self.act(self.w_in(x)))
+        return self.w_out(self.hidden(x))
 
 
 def _feed_forward(config: ModelConfig, layer: int) -> nn.Module:

@@ -30,13 +30,17 @@ class GatedMLP(nn.Module):
         self.stacked = stack_rows((self.w_gate, self.w_up))
         store_by_columns(self.w_down)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def hidden(self, x: torch.Tensor) -> torch.Tensor:
+        """act(x W_gate) * x W_up: (T, d_ff), what W_down reads."""
         if self.stacked is None:
             gate, up = self.w_gate(x), self.w_up(x)
         else:
             gate, up = F.linear(x, *self.stacked).chunk(2, dim=-1)              # x [W_gate; W_up]^T
+        return self.act(gate) * up
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         w_down = self.w_down
-        return F.linear(self.act(gate) * up, w_down.weight, w_down.bias)        # (act(x W_gate) * x W_up) W_down
+        return F.linear(self.hidden(x), w_down.weight, w_down.bias)             # (act(x W_gate) * x W_up) W_down
 
 
 class Experts(nn.Module):

@@ -181,24 +181,37 @@ def sublayer_modules(hf_model, which: str) -> list[torch.nn.Module]:
     return out
 
 
-def patch_output(module: torch.nn.Module, rows: torch.Tensor, start: int, cols: slice = slice(None)):
-    """A forward hook writing rows start.. (and columns `cols`) of the module's output."""
+def patch_output(module: torch.nn.Module, rows: torch.Tensor, start: int, cols=slice(None)):
+    """A forward hook writing rows start.. (and columns `cols`, or one head: (head, heads_first)) of the
+    module's output."""
     def hook(module, args, output):
         first = output[0] if isinstance(output, tuple) else output
         first = first.clone()
-        first[:, start: start + len(rows), cols] = torch.as_tensor(rows, dtype=first.dtype)
+        values = torch.as_tensor(rows, dtype=first.dtype)
+        if isinstance(cols, tuple):                                        # (head, heads before positions)
+            head, heads_first = cols
+            if heads_first:
+                first[:, head, start: start + len(rows)] = values
+            else:
+                first[:, start: start + len(rows), head] = values
+        else:
+            first[:, start: start + len(rows), cols] = values
         return (first,) + tuple(output[1:]) if isinstance(output, tuple) else first
     return hooks([module.register_forward_hook(hook)])
 
 
-def projection_columns(hf_model, layer: int, which: str, head: int) -> tuple[torch.nn.Module, slice]:
-    """The projection module whose output holds Q_h / K_g / V_g of `head`, and that head's columns."""
+def projection_columns(hf_model, layer: int, which: str, head: int):
+    """The module whose output holds Q_h / K_g / V_g of `head` as projected (after any q/k norm, before
+    RoPE), and the index of that head in its last dimension(s)."""
     attn = attention_modules(hf_model)[layer]
     if hasattr(attn, "c_attn"):                                            # GPT-2: Q|K|V side by side
         d = hf_model.config.n_embd
         d_head = d // hf_model.config.n_head
         offset = {"q": 0, "k": d, "v": 2 * d}[which]
         return attn.c_attn, slice(offset + head * d_head, offset + (head + 1) * d_head)
+    if which != "v" and getattr(attn, "q_norm", None) is not None:          # (B, T, heads, d) after the norm
+        heads_first = type(attn).__name__.startswith("Gemma")                # Gemma norms (B, heads, T, d)
+        return getattr(attn, f"{which}_norm"), (head, heads_first)
     projection = getattr(attn, f"{which}_proj")
     d_head = attn.head_dim
     return projection, slice(head * d_head, (head + 1) * d_head)

@@ -52,7 +52,8 @@ def test_a_sublayer_output_patch_matches_a_hook_on_that_sublayer(family, hf_mode
 @pytest.mark.parametrize("which", ["q", "k", "v"])
 def test_a_q_k_or_v_patch_matches_a_hook_on_the_projection(family, hf_model, loaded, which):
     module, cols = ref.projection_columns(hf_model, 1, which, 1)
-    values = RNG.normal(size=(4, cols.stop - cols.start)).astype(np.float32)
+    d_head = loaded.info.d_v if which == "v" else loaded.info.d_qk
+    values = RNG.normal(size=(4, d_head)).astype(np.float32)
     with ref.patch_output(module, values, 6, cols):
         expected = ref.logits(hf_model, IDS)
     got = ours(loaded, getattr(Intervention(), f"patch_{which}")(1, 1, values, start=6))

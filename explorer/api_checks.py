@@ -1,0 +1,103 @@
+"""What the API's calls accept, checked once: one prompt or a batch, tokens, interventions, a decoder.
+
+Every wrong type or range is an ExplorerError in one sentence naming the value (never a raw
+ValueError or TypeError from numpy or torch).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from explorer.core.errors import ExplorerError
+
+
+def is_batch(prompts) -> bool:
+    """Whether `prompts` is several prompts: a list or tuple of strings or of id sequences, or a 2-D array."""
+    if isinstance(prompts, np.ndarray):
+        return prompts.ndim == 2
+    if not isinstance(prompts, (list, tuple)) or not prompts:
+        return False
+    return all(isinstance(p, (str, list, tuple, np.ndarray)) for p in prompts)
+
+
+def one_prompt_ids(prompt, what: str = "prompt") -> np.ndarray:
+    """The ids of a prompt given as ids: (T,) int64, or ExplorerError naming what is wrong."""
+    if isinstance(prompt, (bytes, dict, set)) or prompt is None:
+        raise ExplorerError(f"the {what} must be a string or a sequence of token ids, not {type(prompt).__name__}")
+    if is_batch(prompt):
+        raise ExplorerError(f"the {what} is a list of {len(prompt)} prompts where one was expected: "
+                            "pass them one at a time, or to model.run(...) for a list of runs")
+    try:
+        array = np.asarray(prompt)
+    except (TypeError, ValueError):
+        raise ExplorerError(f"the {what} {str(prompt)[:60]!r} is not a sequence of token ids") from None
+    if array.size and not np.issubdtype(array.dtype, np.integer):
+        raise ExplorerError(f"the {what} must hold integer token ids, not {array.dtype} values")
+    return array.astype(np.int64).reshape(-1)
+
+
+def index(value, what: str, size: int, allow_none: bool = False) -> int | None:
+    """An integer in 0..size-1 (negative counts from the end), or ExplorerError."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ExplorerError(f"{what} must be an integer, not {value!r}")
+    value = int(value)
+    if value < 0:
+        value += size
+    if not 0 <= value < size:
+        raise ExplorerError(f"{what} {value} is out of range: there are {size} (0 to {size - 1})")
+    return value
+
+
+def single_token(tokenizer, text, what: str = "token") -> int:
+    """The id of `text` when it is exactly one token (special tokens such as BOS left aside), else ExplorerError."""
+    if isinstance(text, (int, np.integer)) and not isinstance(text, bool):
+        return int(text)
+    if not isinstance(text, str):
+        raise ExplorerError(f"the {what} must be a string or a token id, not {type(text).__name__}")
+    if tokenizer is None:
+        raise ExplorerError(f"the model has no tokenizer: give the {what} as a token id")
+    from explorer.core.patching import single_token as one
+
+    return one(tokenizer, text, what)
+
+
+def intervention_of(ablate: Sequence, kernel: str | None, kernel_layers, kernel_temperature: float, intervention,
+                    info):
+    """The core Intervention of the API's keywords and `intervention` together, None for the model as it is:
+    `ablate` zeroes O_h of each (layer, head); `kernel` replaces f_κ in `kernel_layers` (None: every layer)."""
+    from explorer.core.intervention import Intervention, combined
+
+    if intervention is not None and not isinstance(intervention, Intervention):
+        raise ExplorerError(f"intervention must be an explorer.Intervention, not {type(intervention).__name__}")
+    if kernel is None and kernel_layers is not None:
+        raise ExplorerError("kernel_layers needs a kernel: give kernel='relu', 'linear' or 'exp'")
+    built = Intervention()
+    try:
+        for layer, head in ablate:
+            built = built.ablate(int(layer), int(head))
+    except (TypeError, ValueError):
+        raise ExplorerError(f"ablate={list(ablate)!r} must list (layer, head) pairs, e.g. [(3, 2)]") from None
+    if kernel is not None:
+        built = built.kernel(kernel, None if kernel_layers is None else [int(layer) for layer in kernel_layers],
+                             kernel_temperature)
+    whole = combined([built] + ([intervention] if intervention is not None else []))
+    if whole.is_empty:
+        return None
+    whole.check(info.n_layers, info.n_heads)
+    return whole
+
+
+def decoder(loaded, sampling, capacity: int, intervention=None):
+    """The recording driver of the model (families.make_decoder), recording in float32; a run whose
+    patterns are patched stores its maps (rebuilt from Q and K they would be the model's own)."""
+    from explorer.core.decode import RecordOptions
+    from explorer.core.families import make_decoder
+
+    stored = intervention is not None and bool(intervention.pattern_patches)
+    record = RecordOptions(dtype="float32", attention="stored" if stored else "on_demand")
+    made = make_decoder(loaded, record, sampling, capacity=capacity)
+    made.set_intervention(intervention)
+    return made

@@ -1,0 +1,91 @@
+"""The research calls of a Model over one prompt or a batch: attribution (of a logit or of a difference),
+patching and head scores, each accepting an explorer.Intervention.
+
+    model.attribute(prompt, target=" Mary", against=" John")          # LogitDifference: parts and lens
+    model.attribute(prompts, target=[" Mary", ...], against=[...])    # one per prompt
+    model.patch(cleans, corrupts, target=..., against=...)            # PatchMaps: per pair and their mean
+    model.heads([ids_a, ids_b])                                       # the mean of their head scores
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from explorer import api_batches as batches
+from explorer import api_checks as checks
+from explorer.core.errors import ExplorerError
+
+
+def attribute(model, prompt, position, token_id, target, against, intervention):
+    """Model.attribute: see its docstring."""
+    if checks.is_batch(prompt):
+        n = len(prompt)
+        rows = zip(prompt, batches.matched(position, n, "position"), batches.matched(token_id, n, "token_id"),
+                   batches.matched(target, n, "target"), batches.matched(against, n, "against"))
+        return [attribute(model, *row, intervention) for row in rows]
+    from explorer.core.attribution import attribute as attribute_logit
+    from explorer.core.logit_difference import logit_difference
+
+    ids = model._ids(prompt)
+    position = checks.index(position, "position", ids.size, allow_none=True)
+    whole = checks.intervention_of((), None, None, 1.0, intervention, model.info)
+    if target is None:
+        if against is not None:
+            raise ExplorerError("against= needs a target= to compare with")
+        token = None if token_id is None else model._token(token_id, "token_id")
+        return attribute_logit(model.loaded, ids, position, token, whole)
+    if token_id is not None:
+        raise ExplorerError("give either token_id= or target=, not both")
+    if against is None:
+        return attribute_logit(model.loaded, ids, position, model._token(target, "target"), whole)
+    return logit_difference(model.loaded, ids, model._token(target, "target"), model._token(against, "against"),
+                            position, whole)
+
+
+@dataclass(frozen=True)
+class PatchMaps:
+    """One patching map per (clean, corrupted) pair, and their mean (patching.PatchMap each)."""
+
+    maps: list
+    mean: object
+
+    def to_json(self) -> dict:
+        return {"maps": [m.to_json() for m in self.maps], "mean": self.mean.to_json()}
+
+
+def patch(model, clean, corrupt, target, against, site, metric, progress, cancel):
+    """Model.patch: one map, or for lists of prompts a PatchMaps."""
+    from explorer.core import patching
+
+    if checks.is_batch(clean) or checks.is_batch(corrupt):
+        if not (checks.is_batch(clean) and checks.is_batch(corrupt)) or len(clean) != len(corrupt):
+            raise ExplorerError("patching a batch needs two lists of prompts of the same length (clean, corrupted)")
+        n = len(clean)
+        pairs = list(zip(clean, corrupt, batches.matched(target, n, "target"), batches.matched(against, n, "against")))
+        maps = batches.each(pairs, lambda pair: patch(model, *pair, site, metric, None, cancel), progress)
+        mean = replace(maps[0], clean=float(np.mean([m.clean for m in maps])),
+                       corrupt=float(np.mean([m.corrupt for m in maps])),
+                       values=np.mean([m.values for m in maps], axis=0), complete=all(m.complete for m in maps))
+        return PatchMaps(maps, mean)
+    clean_ids, corrupt_ids = patching.check_prompts(model._ids(clean), model._ids(corrupt))
+    return patching.patch_map(model.loaded, clean_ids, corrupt_ids, model._token(target, "target"),
+                              None if against is None else model._token(against, "against"), site, metric,
+                              progress=progress, cancel=cancel)
+
+
+def heads(model, ids, repeat: int, seed: int, intervention=None):
+    """Model.heads: the scores on one sequence, or the mean of the scores over several."""
+    from explorer.core.head_scores import score_heads
+
+    whole = checks.intervention_of((), None, None, 1.0, intervention, model.info)
+    if ids is not None and checks.is_batch(ids):
+        each = [heads(model, one, repeat, seed, intervention) for one in ids]
+        return replace(each[0], ids=each[0].ids, trace=None,
+                       previous_token=np.mean([s.previous_token for s in each], axis=0),
+                       induction=np.mean([s.induction for s in each], axis=0),
+                       sink=np.mean([s.sink for s in each], axis=0))
+    if isinstance(repeat, bool) or not isinstance(repeat, (int, np.integer)) or repeat < 1:
+        raise ExplorerError(f"repeat={repeat!r} must be a whole number, 1 or more")
+    sequence = None if ids is None else checks.one_prompt_ids(ids, "ids")
+    return score_heads(model.loaded, sequence, int(repeat), seed=seed, intervention=whole)

@@ -1,0 +1,74 @@
+"""Attribution of a logit difference, and the logit lens of that difference, at one position.
+
+    D = z_t - z_a = u_D . Norm(h_L),   u_D = W_U[t] - W_U[a]
+
+With the final norm's scale frozen at this position (attribution.py), D splits exactly as z does:
+
+    D = embed + sum_{l,h} heads[l, h] + sum_l mlp[l] + rest,
+
+each part the target's attribution minus the other token's. The lens reads D from the residual
+stream after the embedding and after each block, each through the full final norm at its own
+scale: lens[l] = (W_U[t] - W_U[a]) . Norm(h_l), so lens[L] = D (the logit lens for two tokens).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from explorer.core.attribution import attribute_capture, capture_at, check_request
+
+
+@dataclass(frozen=True)
+class LogitDifference:
+    """D = logit(target) - logit(against) (pre-softcap) = embed + heads.sum() + mlp.sum() + rest."""
+
+    position: int
+    target_id: int
+    against_id: int
+    difference: float
+    embed: float
+    heads: np.ndarray            # (L, N_Q)
+    mlp: np.ndarray              # (L,)
+    rest: float
+    lens: np.ndarray             # (L + 1,) D read from h_0 (the embedding) and from h after each block
+
+    def total(self) -> float:
+        return float(self.embed + self.heads.sum() + self.mlp.sum() + self.rest)
+
+    def largest(self, k: int = 12) -> list[tuple[str, float]]:
+        """The k parts of largest |contribution|, named "embed", "L3.H5", "MLP 3", "rest"."""
+        parts = [("embed", self.embed), ("rest", self.rest)]
+        parts += [(f"MLP {layer}", float(value)) for layer, value in enumerate(self.mlp)]
+        parts += [(f"L{layer}.H{head}", float(self.heads[layer, head]))
+                  for layer in range(self.heads.shape[0]) for head in range(self.heads.shape[1])]
+        return sorted(parts, key=lambda part: -abs(part[1]))[:k]
+
+    def as_json(self) -> dict:
+        return {"position": self.position, "target_id": self.target_id, "against_id": self.against_id,
+                "difference": self.difference, "embed": self.embed, "heads": self.heads.tolist(),
+                "mlp": self.mlp.tolist(), "rest": self.rest, "lens": self.lens.tolist()}
+
+
+def logit_difference(loaded, ids, target_id: int, against_id: int, position: int | None = None,
+                     intervention=None) -> LogitDifference:
+    """The parts of logit(target) - logit(against) after `position` (default: the last) of `ids`,
+    under `intervention` (None: the model as it is), and its lens after each layer."""
+    ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+    position = check_request(loaded, ids, position, target_id)
+    check_request(loaded, ids, position, against_id)
+    capture = capture_at(loaded, ids, position, intervention)
+    target = attribute_capture(loaded, capture, position, int(target_id))
+    against = attribute_capture(loaded, capture, position, int(against_id))
+    model = loaded.model
+    with torch.inference_mode():
+        streams = torch.stack([capture.layers[0].residual_in[-1]] + [layer.residual[-1] for layer in capture.layers])
+        rows = model.lm_head.weight[[int(target_id), int(against_id)]]                # (2, d)
+        read = (model.norm(streams) @ rows.T).double()                                   # (L + 1, 2)
+        lens = (read[:, 0] - read[:, 1]).cpu().numpy()
+    return LogitDifference(
+        position=position, target_id=int(target_id), against_id=int(against_id),
+        difference=target.logit - against.logit, embed=target.embed - against.embed,
+        heads=target.heads - against.heads, mlp=target.mlp - against.mlp, rest=target.rest - against.rest,
+        lens=lens)
