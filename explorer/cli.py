@@ -11,7 +11,7 @@ import importlib
 import sys
 import warnings
 
-from explorer import __version__
+from explorer import __version__, system_check
 from explorer.tools import arguments
 
 SUBCOMMANDS = {
@@ -66,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.command is None:
+            problem = None if args.self_test or args.screenshots else system_check.window_problem()
+            if problem:                     # before Qt aborts with its generic platform-plugin message
+                print(problem, file=sys.stderr)
+                return 2
             from explorer.app.thread import preload
 
             preload.start()                 # torch's import begins before the app imports Qt

@@ -1,7 +1,8 @@
 """Find the system packages Qt needs and install the missing ones where this user may.
 
-Run by `make run` and `make test` before anything else. On Debian/Ubuntu it checks the packages
-with dpkg. When some are missing and the user is root, or has password-less sudo (`sudo -n true`
+Run by `make run` and `make test` before anything else; the package lists and the lines printed
+are the app's own (explorer/system_check.py), so the app's start names a missing library the same
+way. On Debian/Ubuntu it checks the packages with dpkg. When some are missing and the user is root, or has password-less sudo (`sudo -n true`
 succeeds), it installs them with apt-get, as the README's two commands promise; otherwise it
 prints the apt-get line to run and exits 2. Elsewhere it checks the shared libraries.
 """
@@ -12,13 +13,11 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
-# Needed to import Qt at all, even offscreen, and to draw text.
-QT_IMPORT = ["libegl1", "libgl1", "libxkbcommon0", "libfontconfig1", "libfreetype6",
-             "libdbus-1-3", "libglib2.0-0", "fonts-dejavu-core", "fonts-wqy-microhei"]
-# Needed for a real window on X11.
-QT_WINDOW = ["libxcb-cursor0", "libxcb-icccm4", "libxcb-keysyms1", "libxkbcommon-x11-0",
-             "libxcb-image0", "libxcb-randr0", "libxcb-render-util0", "libxcb-shape0", "libxcb-xkb1"]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from explorer.system_check import QT_IMPORT, QT_WINDOW, install_line, window_line  # noqa: E402 (the app's own list)
+
 # Library names to look for where dpkg is absent.
 LIBRARIES = ["EGL", "GL", "xkbcommon", "fontconfig", "freetype", "dbus-1", "glib-2.0"]
 
@@ -60,11 +59,10 @@ def check_debian() -> int:
     if prefix is not None and install(needed + window, prefix):
         needed, window = missing_debian_packages(QT_IMPORT), missing_debian_packages(QT_WINDOW)
     if window:
-        print("For a real window, also install: sudo apt-get install -y " + " ".join(window),
-              file=sys.stderr)
+        print(window_line(window), file=sys.stderr)
     if needed:
-        print("Qt needs system packages that are missing. Install them with:\n"
-              "  sudo apt-get install -y " + " ".join(needed), file=sys.stderr)
+        print("Qt needs system packages that are missing. Install them with:\n  " + install_line(needed),
+              file=sys.stderr)
         return 2
     return 0
 

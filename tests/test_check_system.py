@@ -73,3 +73,39 @@ def test_nothing_missing_runs_nothing(machine, monkeypatch):
     state.write_text("\n".join(_wanted(module)) + "\n")
     monkeypatch.setattr(module.os, "geteuid", lambda: 0)
     assert module.main() == 0 and log.read_text() == ""
+
+
+def test_the_app_names_a_missing_window_library_with_the_same_line_as_make_run(machine, monkeypatch, capsys):
+    """`python -m explorer` without libxcb-cursor0: the apt line `make run` prints, exit 2, before Qt aborts."""
+    from explorer import cli, system_check
+
+    module, state, log = machine
+    state.write_text("\n".join(set(module.QT_IMPORT + module.QT_WINDOW) - {"libxcb-cursor0"}) + "\n")
+    monkeypatch.setattr(module.os, "geteuid", lambda: 1000)
+    monkeypatch.setenv("SUDO_OK", "1")
+    assert module.main() == 0
+    make_run_line = capsys.readouterr().err.strip()
+    assert make_run_line.endswith("sudo apt-get install -y libxcb-cursor0")
+
+    # The same machine as the app sees it: every window library loads but libxcb-cursor's.
+    monkeypatch.setattr(system_check, "_loads", lambda soname: soname != "libxcb-cursor.so.0")
+    monkeypatch.setenv("QT_QPA_PLATFORM", "xcb")
+    monkeypatch.setenv("DISPLAY", ":0")
+    assert cli.main([]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith(make_run_line)
+
+
+def test_offscreen_and_wayland_starts_need_no_xcb_library(monkeypatch):
+    from explorer import system_check
+
+    monkeypatch.setattr(system_check, "_loads", lambda soname: False)
+    assert system_check.window_problem({"QT_QPA_PLATFORM": "offscreen", "DISPLAY": ":0"}) is None
+    assert system_check.window_problem({"WAYLAND_DISPLAY": "wayland-0", "DISPLAY": ":0"}) is None
+    assert "libxcb-cursor0" in system_check.window_problem({"DISPLAY": ":0"})
+
+
+def test_the_window_libraries_are_the_window_packages():
+    from explorer import system_check
+
+    assert list(system_check.WINDOW_LIBRARIES) == system_check.QT_WINDOW
