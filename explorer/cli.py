@@ -35,6 +35,11 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see {self.prog} --help).\n")
 
 
+def command_modules() -> list[str]:
+    """The module of each subcommand, imported by name: what a bundle must carry (packaging's spec reads it)."""
+    return [f"explorer.tools.{name}_cmd" for name in SUBCOMMANDS]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="transformer-explorer", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -49,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help=argparse.SUPPRESS)                                  # tests/app/test_kill_restore.py
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text in SUBCOMMANDS.items():
-        module = importlib.import_module(f"explorer.tools.{name}_cmd")
+        module = importlib.import_module(f"explorer.tools.{name}_cmd")   # one row of command_modules()
         module.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
     return parser
 
