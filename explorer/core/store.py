@@ -16,7 +16,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from explorer.core.errors import ModelLoadError
+from explorer.core import files
+from explorer.core.errors import ExplorerError, ModelLoadError
 from explorer.core.model_summary import Summary, summarize
 
 RECENT_FILE = "recent.json"
@@ -180,11 +181,9 @@ def remember_recent(path: str | Path) -> None:
     target = home() / RECENT_FILE
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_suffix(".tmp")
-        temporary.write_text(json.dumps([str(p) for p in paths[:RECENT_LIMIT]], indent=1), encoding="utf-8")
-        os.replace(temporary, target)
-    except OSError:
-        pass  # a read-only home only loses the recent list
+        files.write_text_atomic(target, json.dumps([str(p) for p in paths[:RECENT_LIMIT]], indent=1))
+    except (OSError, ExplorerError):
+        pass  # a read-only home or a full disk only loses the recent list
 
 
 def _entry(name: str, source: str, path: Path, license_name=None, description="", variant="") -> ModelEntry:

@@ -138,6 +138,44 @@ def test_recent_list(tmp_path):
     assert recent[0].available
 
 
+def test_the_recent_list_survives_a_full_disk_and_has_the_umask_mode(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    old = os.umask(0o022)
+    try:
+        store.remember_recent(tmp_path / "a")
+    finally:
+        os.umask(old)
+    recent = store.home() / store.RECENT_FILE
+    assert recent.stat().st_mode & 0o777 == 0o644
+    before = recent.read_bytes()
+
+    def full(source, target):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full)
+    store.remember_recent(tmp_path / "b")                       # only the recent list is lost, quietly
+    assert recent.read_bytes() == before and sorted(os.listdir(store.home())) == [store.RECENT_FILE]
+
+
+def test_catalog_sizes_are_the_sizes_of_the_pulled_files():
+    """Checked against the store `make test` pulls into (the files whose sha256 matched the catalog)."""
+    import os
+    from pathlib import Path
+
+    pulled = Path(os.environ.get("TRANSFORMER_EXPLORER_TEST_MODELS", ".cache/test-models"))
+    checked = 0
+    for entry in store.PULLABLE.values():
+        for file in entry.files:
+            path = pulled / entry.name / file.name
+            if path.is_file():
+                assert path.stat().st_size == file.size, file.name
+                checked += 1
+    if not checked:
+        pytest.skip("no pulled test models to compare the catalog's sizes with")
+
+
 def test_catalog_sha256_values_are_well_formed():
     assert set(store.PULLABLE) == {"smollm2-135m", "gemma3-270m", "minilm-l6"}
     for entry in store.PULLABLE.values():
