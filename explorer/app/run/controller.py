@@ -26,6 +26,7 @@ from explorer.app.state.words import plural
 from explorer.app.thread.core_api import LoadedSummary, SamplingSettings
 from explorer.app.thread.decode_loop import replay_arguments
 from explorer.app.thread.worker import ModelWorker
+from explorer.core.errors import ExplorerError
 from explorer.core.intervention import active
 from explorer.views import trace_views
 
@@ -103,7 +104,7 @@ class DecodingController(QObject):
     # ----- prompt ---------------------------------------------------------------------
     def set_prompt(self, text: str) -> None:
         """The editor's text (settled after a pause in typing, and at once before Run or Step)."""
-        if text == self.prompt and self.session.tokens is not None:
+        if text == self.prompt and (self.session.tokens is not None or self.summary is None):
             return
         self.prompt = text
         self.session.set_not_run(None)
@@ -337,8 +338,16 @@ class DecodingController(QObject):
         self.session.set_out_of_date(out_of_date(self.session.trace, self.prompt_ids(), self._shown_prompt))
 
     def _tokenize(self) -> None:
+        """The prompt's tokens; a text that cannot be tokenized for this model (far past its context) leaves
+        none, and Run says why."""
+        self._tokenize_error = None
         if self.summary is not None and self.summary.tokenizer is not None:
-            self.session.set_tokens(self.summary.tokenizer.encode(self.prompt))
+            try:
+                tokens = self.summary.tokenizer.encode(self.prompt)
+            except ExplorerError as error:
+                tokens, self._tokenize_error = None, f"The prompt was not tokenized: {error}"
+                self.notice.emit(self._tokenize_error)
+            self.session.set_tokens(tokens)
 
     def _deferred(self, action: Callable[[], None]) -> bool:
         """While a model loads, remember the press and do it once the model is ready."""
@@ -366,7 +375,8 @@ class DecodingController(QObject):
         """The prompt's ids, or its last ones if it outgrows the context or the budget and the person agrees."""
         ids = self.prompt_ids()
         if ids is None or len(ids) == 0:
-            self.session.report_error("The prompt is empty; type some text to run.")
+            self.session.report_error(getattr(self, "_tokenize_error", None) or
+                                      "The prompt is empty; type some text to run.")
             return None
         info, n = self.summary.info, len(ids)
         cost = self.room.cost(self.session.trace, info)

@@ -1,0 +1,117 @@
+"""What a press does, as a person sees it: Run right after typing runs the text typed, a cancelled re-run
+keeps the trace it would have replaced, a long prompt is not run unasked when a model opens, and the
+prefill's progress dialog closes when its trace arrives, whatever else the model thread has to do."""
+from __future__ import annotations
+
+import json
+import threading
+
+from PySide6.QtCore import Qt
+
+from explorer.app.run.controller import AUTO_RUN_TOKENS
+from tests.app.test_window import PROMPT, dialogs, idle, new_window, opened, step, store_home, tiny, window  # noqa: F401
+from tests.app.tiny_model import CORPUS, make_tiny_llama
+
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
+
+
+def test_run_pressed_right_after_typing_runs_the_text_in_the_editor(qtbot, window, tiny):  # noqa: F811
+    opened(qtbot, window, tiny)
+    window.prompt.setFocus()
+    window.prompt.moveCursor(window.prompt.textCursor().MoveOperation.End)
+    qtbot.keyClicks(window.prompt, " to be")
+    window.actions.run.trigger()                              # at once: the debounce has not fired yet
+    expected = window.controller.summary.tokenizer.encode(PROMPT + " to be").ids.tolist()
+    trace = idle(qtbot, window, lambda: window.session.trace.n_tokens == len(expected))
+    assert trace.token_ids.tolist() == expected
+    assert window.session.out_of_date is None
+
+
+def test_step_pressed_right_after_typing_runs_the_text_in_the_editor(qtbot, window, tiny):  # noqa: F811
+    opened(qtbot, window, tiny)
+    window.prompt.moveCursor(window.prompt.textCursor().MoveOperation.End)
+    qtbot.keyClicks(window.prompt, ", that")
+    window.actions.step.trigger()                             # a new prompt: Step prefills it first
+    expected = window.controller.summary.tokenizer.encode(PROMPT + ", that").ids.tolist()
+    trace = idle(qtbot, window, lambda: window.session.trace.n_tokens == len(expected))
+    assert trace.token_ids.tolist() == expected
+
+
+def cancel_at_the_first_layer(window) -> list:
+    """Cancel the next prefill from the model thread itself as its first layer is reported: the run is then
+    cancelled half way, deterministically, however fast the model."""
+    seen = []
+
+    def on_layer(_fraction, _text) -> None:
+        if not seen:
+            seen.append(True)
+            window.worker._queue.cancel()
+    window.worker._emitter.run_progress.connect(on_layer, Qt.ConnectionType.DirectConnection)
+    return seen
+
+
+def test_cancelling_a_rerun_of_the_same_prompt_keeps_the_trace_and_steps_on_from_it(qtbot, window, tiny):  # noqa: F811
+    opened(qtbot, window, tiny)
+    before = step(qtbot, window, 2)
+    seen = cancel_at_the_first_layer(window)
+    notices = []
+    window.controller.notice.connect(notices.append)
+    window.actions.run.trigger()
+    idle(qtbot, window, lambda: bool(seen) and any("cancelled" in n for n in notices))
+    assert window.session.trace is before
+    attention = window.docks["attention"].widget()
+    assert attention.drawn().kind == "trace" and attention.drawn().trace_id == window.session.trace_id
+    after = step(qtbot, window)                               # the decoder holds the kept trace again
+    assert after.n_steps == before.n_steps + 1
+    assert after.token_ids[:before.n_tokens].tolist() == before.token_ids.tolist()
+    assert after.steps[-1].token_ids.tolist() == [before.steps[-1].chosen_id]
+
+
+def test_cancelling_another_prompt_s_run_shows_nothing_and_says_so(qtbot, window, tiny):  # noqa: F811
+    opened(qtbot, window, tiny)
+    window.prompt.set_text("Whether 'tis nobler")
+    seen = cancel_at_the_first_layer(window)
+    window.actions.run.trigger()
+    idle(qtbot, window, lambda: bool(seen) and window.session.trace is None)
+    kind, why = window.docks["attention"].widget().view_state()
+    assert kind == "empty" and "Run" in why
+
+
+def test_a_long_prompt_is_not_run_unasked_when_a_model_opens(qtbot, window, tmp_path, dialogs):  # noqa: F811
+    wide = make_tiny_llama(tmp_path / "wide-llama")            # the tiny Llama, with room for 2,048 positions
+    config = json.loads((wide / "config.json").read_text())
+    (wide / "config.json").write_text(json.dumps(dict(config, max_position_embeddings=2048)))
+    long_text = " ".join(CORPUS * 4)
+    window.prompt.set_text(long_text)
+    window.open_model(str(wide))
+    idle(qtbot, window, lambda: window.controller.summary is not None)
+    n = len(window.session.tokens.ids)
+    assert n > AUTO_RUN_TOKENS
+    assert window.session.trace is None and dialogs["questions"] == []       # no run, and nothing asked
+    assert window.prompt.text == long_text                                   # the text stays for Run
+    attention = window.docks["attention"].widget()
+    kind, why = attention.view_state()
+    assert kind == "empty" and f"{n:,} tokens" in why and "press Run" in why and attention.note.text() == why
+    window.prompt.set_text(PROMPT)                                           # a short one runs as usual
+    window.actions.run.trigger()
+    assert idle(qtbot, window, lambda: window.session.trace is not None).n_tokens == len(
+        window.session.tokens.ids)
+
+
+def test_the_prefill_dialog_closes_when_its_trace_arrives_while_other_jobs_run(qtbot, window, tiny):  # noqa: F811
+    opened(qtbot, window, tiny)
+    progress = window.controller.run_progress
+    texts = []
+    window.worker.run_progress.connect(lambda _fraction, text: texts.append(text))
+    release = threading.Event()
+    window.prompt.set_text("To")
+    window.actions.run.trigger()
+    window.session.model_job_requested.emit(lambda loaded, cancelled: release.wait(30))   # a panel's long job
+    try:
+        qtbot.waitUntil(lambda: window.session.trace is not None and window.session.trace.n_tokens == 1
+                        and bool(texts), timeout=30000)
+        assert window.worker.busy and progress.dialog is None
+    finally:
+        release.set()
+    idle(qtbot, window)
+    assert texts[0].startswith("Prefilling 1 token: layer 1 of ")          # one token, not "1 tokens"
