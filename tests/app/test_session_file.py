@@ -230,3 +230,25 @@ def test_a_fifo_is_refused_without_blocking(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(SessionFileError, match="not a regular file"):
         session_file.load(fifo)
+
+
+def test_a_start_beside_a_bad_autosave_asks_nothing_and_says_it_in_the_status_bar(qtbot, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QMainWindow, QMessageBox
+
+    from explorer.app.window import crash_restore
+
+    monkeypatch.setenv("TRANSFORMER_EXPLORER_HOME", str(tmp_path))
+    (tmp_path / "autosave-session-77-dead.json").write_text("[]")
+    write_autosave(tmp_path / "autosave-session-78-dead.json", "typed before the crash", a_dead_pid())
+    asked = []
+    monkeypatch.setattr(QMessageBox, "question", lambda *a: (asked.append(a[2]), QMessageBox.StandardButton.Yes)[1])
+    window = QMainWindow()
+    qtbot.addWidget(window)
+    own = Autosaver(lambda: None, parent=window)
+    restored = []
+    assert crash_restore.offer_crash_restore(window, own.path, restored.append)
+    assert [state.prompt for state in restored] == ["typed before the crash"] and len(asked) == 1
+    assert "moved to" in window.statusBar().currentMessage()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["autosave-session-77-dead.json.unreadable"], \
+        "the dead run's autosave is removed once answered; the bad one is set aside"
+    assert not crash_restore.offer_crash_restore(window, own.path, restored.append) and len(asked) == 1
