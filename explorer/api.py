@@ -83,7 +83,7 @@ class Model:
             warn_left_out(tokens.spans, tokens.source)
             ids = np.asarray(tokens.ids, dtype=np.int64)
         else:
-            ids = np.asarray(prompt, dtype=np.int64).reshape(-1)
+            ids = checks.one_prompt_ids(prompt)
         if ids.size == 0:
             raise ExplorerError(f"the prompt {prompt!r} gives no tokens: write some text")
         return ids
