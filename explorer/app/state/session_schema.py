@@ -15,8 +15,10 @@ MAX_ID = 2**31 - 1            # token ids and positions; a vocabulary is far sma
 MAX_STEPS = 10_000_000
 MAX_SEED = 2**63 - 1          # torch.Generator.manual_seed takes a signed 64-bit seed
 DTYPES = ("float32", "bfloat16", "float16")
-# The integer fields of an intervention (core.intervention_parts) and the ones that may be None.
+# The integer fields of an intervention (core.intervention_parts), none negative (a -1 layer would index from
+# the end), and the ones that may be None (no upper end).
 INTERVENTION_INTS = ("layer", "head", "query", "key", "first_layer", "last_layer", "low", "high")
+INTERVENTION_NULLABLE = ("last_layer", "high")
 INTERVENTION_INT_LISTS = ("layers", "positions")
 INTERVENTION_FLOATS = ("temperature",)
 INTERVENTION_STRINGS = ("mode", "where", "name", "type")
@@ -122,8 +124,8 @@ def _check_intervention_value(value, name: str, depth: int) -> None:
 
 def _check_field(key: str, item, name: str, depth: int) -> None:
     if key in INTERVENTION_INTS:
-        if item is not None:
-            integer(item, name, low=-MAX_ID)
+        if item is not None or key not in INTERVENTION_NULLABLE:
+            integer(item, name)
     elif key in INTERVENTION_INT_LISTS:
         if item is not None:
             integers(item, name)
