@@ -93,6 +93,8 @@ def write_atomic(path: str | os.PathLike, writer: Callable[[str], object], what:
     path = Path(path).expanduser()
     if path.is_dir():
         raise error_type(f"Cannot write {path}: it is a folder.")
+    if path.exists() and not path.is_file():      # a FIFO or a device: a rename would replace the node itself
+        raise error_type(f"Cannot write {path}: it is not a regular file (a pipe or a device).")
     folder = path.parent
     try:
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX + path.suffix)

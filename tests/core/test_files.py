@@ -84,3 +84,14 @@ def test_a_writer_that_only_says_it_failed_on_a_full_disk_is_reported_as_a_full_
     with pytest.raises(ExplorerError, match="disk is full"):
         files.write_atomic(tmp_path / "map.png", _writer_that_fails(OSError("Qt could not encode a 900×900 PNG")))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_fifo_or_device_target_is_refused_and_left_alone(tmp_path):
+    fifo = tmp_path / "out.npz"
+    os.mkfifo(fifo)
+    with pytest.raises(ExplorerError, match="not a regular file"):
+        files.write_text_atomic(fifo, "x")
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and os.listdir(tmp_path) == ["out.npz"]
+    with pytest.raises(ExplorerError, match="not a regular file"):
+        files.write_text_atomic(os.devnull, "x")
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
