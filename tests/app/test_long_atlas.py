@@ -166,7 +166,8 @@ def test_a_long_texts_example_map_is_drawn_from_the_background(qtbot, panel, tra
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)                           # all-masked blocks: NaN
         expected = np.nanmax(padded.reshape(len(padded) // f, f, -1, f), axis=(1, 3))
-    np.testing.assert_allclose(panel.example.image.image, expected, rtol=1e-6)
+    # float32 softmax rows summed in another order off the GUI thread: a few ulps, not 1e-6 of every weight
+    np.testing.assert_allclose(panel.example.image.image, expected, rtol=1e-5)
     rect = panel.example.image.mapRectToParent(panel.example.image.boundingRect())
     assert (rect.width(), rect.height()) == (N, N)                               # over the real extent
     qtbot.wait(50)
