@@ -91,6 +91,8 @@ def write_atomic(path: str | os.PathLike, writer: Callable[[str], object], what:
     The temporary path ends in the target's suffix (writers that look at it choose the same format).
     `what` names the content in the error ('the session'); `error_type` is the ExplorerError raised."""
     path = Path(path).expanduser()
+    if path.is_symlink():                # write where the link points, as an editor does; the link stays
+        path = path.resolve()
     if path.is_dir():
         raise error_type(f"Cannot write {path}: it is a folder.")
     if path.exists() and not path.is_file():      # a FIFO or a device: a rename would replace the node itself

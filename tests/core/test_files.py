@@ -95,3 +95,10 @@ def test_a_fifo_or_device_target_is_refused_and_left_alone(tmp_path):
     with pytest.raises(ExplorerError, match="not a regular file"):
         files.write_text_atomic(os.devnull, "x")
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+
+
+def test_a_symlinked_target_is_written_through_and_the_link_stays(tmp_path):
+    (tmp_path / "real.json").write_text("old")
+    (tmp_path / "link.json").symlink_to(tmp_path / "real.json")
+    files.write_text_atomic(tmp_path / "link.json", "new")
+    assert (tmp_path / "link.json").is_symlink() and (tmp_path / "real.json").read_text() == "new"
