@@ -183,15 +183,18 @@ class Model:
         return api_research.attribute(self, prompt, position, token_id, target, against, intervention)
 
     def patch(self, clean: Prompt, corrupt: Prompt, target: str | int, against: str | int | None = None,
-              site: str = "head", metric: str = "logit_diff", progress=None, cancel=None):
+              site: str = "head", metric="logit_diff", progress=None, cancel=None,
+              intervention: Intervention | None = None):
         """Activation patching: each site ("head": O_h, (L, H); "resid": the residual entering a layer at one
         position, (L, T)) taken from the clean run into the corrupted one, and logit(target) − logit(against)
-        (or "prob", p(target)) read at the last position. Targets are one token each: " Paris" or an id.
+        (or "prob", p(target), or a callable on the last position's logits (V,)) read at the last position,
+        under `intervention` (no mean ablation). Targets are one token each: " Paris" or an id.
         Lists of clean and corrupted prompts (and of targets) give api_research.PatchMaps: one map per pair
         and their mean."""
         from explorer import api_research
 
-        return api_research.patch(self, clean, corrupt, target, against, site, metric, progress, cancel)
+        return api_research.patch(self, clean, corrupt, target, against, site, metric, progress, cancel,
+                                  intervention)
 
     def _token(self, token: str | int, what: str) -> int:
         token_id = checks.single_token(self.loaded.tokenizer, token, what)

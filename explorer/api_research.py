@@ -54,7 +54,7 @@ class PatchMaps:
         return {"maps": [m.to_json() for m in self.maps], "mean": self.mean.to_json()}
 
 
-def patch(model, clean, corrupt, target, against, site, metric, progress, cancel):
+def patch(model, clean, corrupt, target, against, site, metric, progress, cancel, intervention=None):
     """Model.patch: one map, or for lists of prompts a PatchMaps."""
     from explorer.core import patching
 
@@ -63,15 +63,17 @@ def patch(model, clean, corrupt, target, against, site, metric, progress, cancel
             raise ExplorerError("patching a batch needs two lists of prompts of the same length (clean, corrupted)")
         n = len(clean)
         pairs = list(zip(clean, corrupt, batches.matched(target, n, "target"), batches.matched(against, n, "against")))
-        maps = batches.each(pairs, lambda pair: patch(model, *pair, site, metric, None, cancel), progress)
+        maps = batches.each(pairs, lambda pair: patch(model, *pair, site, metric, None, cancel, intervention),
+                            progress)
         mean = replace(maps[0], clean=float(np.mean([m.clean for m in maps])),
                        corrupt=float(np.mean([m.corrupt for m in maps])),
                        values=np.mean([m.values for m in maps], axis=0), complete=all(m.complete for m in maps))
         return PatchMaps(maps, mean)
     clean_ids, corrupt_ids = patching.check_prompts(model._ids(clean), model._ids(corrupt))
+    whole = checks.intervention_of((), None, None, 1.0, intervention, model.info)
     return patching.patch_map(model.loaded, clean_ids, corrupt_ids, model._token(target, "target"),
                               None if against is None else model._token(against, "against"), site, metric,
-                              progress=progress, cancel=cancel)
+                              progress=progress, cancel=cancel, intervention=whole)
 
 
 def heads(model, ids, repeat: int, seed: int, intervention=None):

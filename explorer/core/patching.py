@@ -24,7 +24,7 @@ import torch
 
 from explorer.core.capture import StepCapture
 from explorer.core.errors import ExplorerError
-from explorer.core.intervention import HeadPatch, Intervention, ResidualPatch
+from explorer.core.intervention import HeadPatch, Intervention, ResidualPatch, combined
 
 SITES = ("head", "resid")
 METRICS = ("logit_diff", "prob")
@@ -72,9 +72,13 @@ def check_prompts(clean_ids, corrupt_ids) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _Scorer:
-    """The metric from the final residual stream's last rows: only the rows of W_U it needs."""
+    """The metric from the final residual stream's last rows: only the rows of W_U it needs; a callable
+    metric is given each row's logits (V,) as float32 numpy and returns a number."""
 
-    def __init__(self, model, target_id: int, against_id: int | None, metric: str):
+    def __init__(self, model, target_id: int, against_id: int | None, metric):
+        if callable(metric):
+            self.model, self.metric = model, metric
+            return
         if metric not in METRICS:
             raise ExplorerError(f"metric {metric!r} is not one of {', '.join(METRICS)}")
         if metric == "logit_diff" and against_id is None:
@@ -85,6 +89,9 @@ class _Scorer:
     def __call__(self, last: torch.Tensor) -> np.ndarray:
         """The metric of each row of `last` (n, d), residual streams before the final norm: (n,)."""
         last = self.model.norm(last)                                             # (n, d)
+        if callable(self.metric):
+            logits = self.model.logits(last).float().cpu().numpy()               # (n, V)
+            return np.array([float(self.metric(row)) for row in logits])
         if self.metric == "prob" or self.capped:
             logits = self.model.logits(last).float()                             # (n, V)
             if self.metric == "prob":
@@ -95,20 +102,34 @@ class _Scorer:
         return (logits[:, 0] - logits[:, 1]).cpu().numpy()
 
 
-def _run(model, ids: torch.Tensor, positions: np.ndarray) -> StepCapture:
+def _run(model, ids: torch.Tensor, positions: np.ndarray, intervention=None) -> StepCapture:
     capture = StepCapture(len(model.layers))
-    model(ids, positions, None, capture)
+    model(ids, positions, None, capture, intervention)
     return capture
 
 
+def check_base(intervention) -> Intervention | None:
+    """The intervention both runs and every patched run go under (None: none); a mean ablation is refused,
+    since the packed passes would take its mean over several sequences."""
+    if intervention is None or intervention.is_empty:
+        return None
+    if any(a.mode == "mean" for a in intervention.ablations) or \
+            (intervention.keep_only is not None and intervention.keep_only.mode == "mean"):
+        raise ExplorerError("patching under a mean ablation is not supported: use a zero ablation or patch_head "
+                            "with the mean values")
+    return intervention
+
+
 def patch_map(loaded, clean_ids, corrupt_ids, target_id: int, against_id: int | None = None, site: str = "head",
-              metric: str = "logit_diff", progress=None, cancel=None, batch: int = 16) -> PatchMap:
+              metric="logit_diff", progress=None, cancel=None, batch: int = 16, intervention=None) -> PatchMap:
     """The map of the metric over every site, each patched from the clean run into the corrupted one.
 
     The sites of one layer run together, `batch` at a time, packed into one pass (their rows
     side by side, each attending within its own sequence), so each weight is read once per pass.
     `progress(done, total)` is called after each pass; `cancel` (a callable or a threading.Event)
     stops the map between passes: the result then has complete=False and NaN where it did not get to.
+    `metric` is "logit_diff", "prob" or a callable on one row's logits (V,); `intervention` applies
+    to the clean, corrupted and patched runs alike.
     """
     if site not in SITES:
         raise ExplorerError(f"site {site!r} is not one of {', '.join(SITES)}")
@@ -117,10 +138,12 @@ def patch_map(loaded, clean_ids, corrupt_ids, target_id: int, against_id: int | 
     clean, corrupt = check_prompts(clean_ids, corrupt_ids)
     model = loaded.model
     score = _Scorer(model, int(target_id), None if against_id is None else int(against_id), metric)
+    named = metric if isinstance(metric, str) else getattr(metric, "__name__", "custom")
     positions = np.arange(len(clean), dtype=np.int64)
     with torch.inference_mode():
-        clean_run = _run(model, torch.as_tensor(clean), positions)
-        corrupt_run = _run(model, torch.as_tensor(corrupt), positions)
+        base = check_base(intervention)
+        clean_run = _run(model, torch.as_tensor(clean), positions, base)
+        corrupt_run = _run(model, torch.as_tensor(corrupt), positions, base)
         ends = [float(score(run.layers[-1].residual[-1:])[0]) for run in (clean_run, corrupt_run)]
         sites = _sites(clean_run, site)
         values = np.full((len(model.layers), len(sites[0])), np.nan)
@@ -128,21 +151,25 @@ def patch_map(loaded, clean_ids, corrupt_ids, target_id: int, against_id: int | 
         for layer, row in enumerate(sites):
             for first in range(0, len(row), batch):
                 if _cancelled(cancel):
-                    return PatchMap(site, metric, ends[0], ends[1], values, complete=False)
+                    return PatchMap(site, named, ends[0], ends[1], values, complete=False)
                 chunk = row[first: first + batch]
-                values[layer, first: first + len(chunk)] = _patched(model, score, corrupt_run, layer, chunk, positions)
+                values[layer, first: first + len(chunk)] = _patched(model, score, corrupt_run, layer, chunk, positions,
+                                                                    base)
                 done += len(chunk)
                 if progress is not None:
                     progress(done, values.size)
-        return PatchMap(site, metric, ends[0], ends[1], values)
+        return PatchMap(site, named, ends[0], ends[1], values)
 
 
-def _patched(model, score, corrupt_run: StepCapture, layer: int, patches: list, positions: np.ndarray) -> np.ndarray:
+def _patched(model, score, corrupt_run: StepCapture, layer: int, patches: list, positions: np.ndarray,
+             base: Intervention | None = None) -> np.ndarray:
     """The metric of the corrupted run with each of `patches` (one per packed sequence), from block `layer` on."""
     n, t = len(patches), len(positions)
     packed = tuple(replace(patch, sequence=i) for i, patch in enumerate(patches))
     intervention = Intervention(head_patches=packed) if isinstance(patches[0], HeadPatch) else \
         Intervention(residual_patches=packed)
+    if base is not None:
+        intervention = combined([base, intervention])
     step = model.step_context(np.tile(positions, n), intervention, np.repeat(np.arange(n), t))
     h = corrupt_run.layers[layer].residual_in.repeat(n, 1)                       # (n T, d): shared up to `layer`
     out = model.run_blocks(h, step, start=layer)                                 # (n T, d)

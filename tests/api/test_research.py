@@ -37,7 +37,7 @@ def test_the_parts_of_a_logit_difference_are_the_hooked_references(family, hf_mo
     h = kept["final"][0].double()
     norm = hf_model.model.norm
     w_u = hf_model.lm_head.weight.detach().double()
-    u = (w_u[TARGET] - w_u[AGAINST]) * norm.weight.double() / torch.sqrt((h * h).mean() + norm.variance_epsilon)
+    u = (w_u[TARGET] - w_u[AGAINST]) * norm.weight.detach().double() / torch.sqrt((h * h).mean() + norm.variance_epsilon)
     n_heads = model.info.n_heads
     for layer, block in enumerate(hf_model.model.layers):
         o_proj = block.self_attn.o_proj.weight.detach().double()                 # (d, H d_v)
@@ -120,3 +120,23 @@ def test_wrong_types_and_ranges_are_one_sentence(family, model):
         model.run(PROMPT, steps="3")
     with pytest.raises(explorer.ExplorerError, match="no tokenizer"):
         model.to_single_token(" Mary")
+
+
+@pytest.mark.parametrize("family", ["llama"])
+def test_patching_under_an_ablation_with_a_callable_metric_matches_hooks(family, hf_model, model):
+    """One head patched from the clean run into the corrupted one, both with head (0, 3) zeroed: the
+    metric, a callable on the logits, equals the same edit made with transformers' hooks."""
+    clean, corrupt = PROMPT, PROMPT[::-1]
+    intervention = explorer.Intervention().ablate(0, 3)
+    maps = model.patch(clean, corrupt, TARGET, site="head", intervention=intervention,
+                       metric=lambda logits: float(logits[TARGET] - logits.mean()))
+    n_heads = model.info.n_heads
+    with ref.ablate_heads(hf_model, [(0, 3)], n_heads):
+        inputs, recording = ref.record_head_inputs(hf_model)
+        with recording:
+            ref.logits(hf_model, clean)
+        with ref.patch_head(hf_model, 1, 2, n_heads, inputs[1]):
+            logits = ref.logits(hf_model, corrupt)[-1]
+    assert maps.values[1, 2] == pytest.approx(float(logits[TARGET] - logits.mean()), abs=1e-4)
+    with pytest.raises(explorer.ExplorerError, match="mean ablation"):
+        model.patch(clean, corrupt, TARGET, AGAINST, intervention=explorer.Intervention().ablate(0, 1, "mean"))
