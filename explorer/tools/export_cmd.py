@@ -45,21 +45,14 @@ def _index(text: str, what: str) -> int | str:
     return int(text)
 
 
-MIN_SIDE = 16
-MAX_SIDE = 16384                 # Qt paints no wider than 32767; past this a heat map's cells are many pixels each
-MAX_PIXELS = 40_000_000          # an image is held ~3 times at 4 bytes a pixel while it is drawn: ~0.5 GB
-
-
 def _size(text: str) -> tuple[int, int]:
-    """WIDTHxHEIGHT within MIN_SIDE..MAX_SIDE and MAX_PIXELS (30000x30000 would take ~11 GB to draw)."""
+    """WIDTHxHEIGHT within the limits every export has (figures.image_limits)."""
+    from explorer.app.figures.image_limits import MIN_SIDE, check_image_size
+
     match = re.fullmatch(r"(\d{1,9})[x×](\d{1,9})", text.strip())
-    if not match or min(int(match.group(1)), int(match.group(2))) < MIN_SIDE:
+    if not match:
         raise ExplorerError(f"--size {text!r} must look like 1000x800, each side at least {MIN_SIDE} pixels.")
-    width, height = int(match.group(1)), int(match.group(2))
-    if max(width, height) > MAX_SIDE or width * height > MAX_PIXELS:
-        raise ExplorerError(f"--size {text} is {width * height:,} pixels; an export may have at most "
-                            f"{MAX_PIXELS:,} pixels and {MAX_SIDE:,} on a side (e.g. 8000x5000).")
-    return width, height
+    return check_image_size(int(match.group(1)), int(match.group(2)))
 
 
 def run(args) -> int:

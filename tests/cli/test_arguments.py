@@ -27,6 +27,7 @@ EXPORT = ["export", *MODEL, "--prompt", "To be", "-o", "never-written.png"]
     (EXPORT + ["--size", "30000x30000"], "900,000,000 pixels"),
     (EXPORT + ["--size", "16000x16000"], "at most 40,000,000 pixels"),
     (EXPORT + ["--size", "20000x100"], "16,384 on a side"),
+    (EXPORT + ["--size", "10x800"], "each side must be at least 16"),
     (EXPORT + ["--size", "99999999999999x2"], "must look like 1000x800"),
     (EXPORT + ["--at-step", "-1"], "--at-step"),
     (EXPORT + ["--dtype", "int4"], "--dtype"),

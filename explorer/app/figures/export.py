@@ -16,6 +16,7 @@ import numpy as np
 from pyqtgraph.exporters import ImageExporter, SVGExporter
 from PySide6.QtCore import QSettings
 
+from explorer.app.figures.image_limits import check_image_size
 from explorer.core import files
 from explorer.core.errors import ExplorerError
 from explorer.core.trace import Trace
@@ -137,6 +138,7 @@ def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str
         return save_matrix(matrix, path, header=f"{values} layer {layer} head {head}")
     from explorer.app.figures.figures import attention_figure
 
+    check_image_size(*size)                         # before anything is drawn (figures.image_limits)
     figure = attention_figure(trace, layer, head, size[0], size[1], step, values, log, cross, theme, picture)
     try:
         return save_figure(figure, path, *size)
