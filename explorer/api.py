@@ -213,6 +213,14 @@ class Model:
         return api_research.heads(self, ids, repeat, seed, intervention)
 
 
+    def save_hf(self, folder: str | Path) -> Path:
+        """Write the model as a Hugging Face folder (config.json, model.safetensors, tokenizer.json) that
+        transformers loads with the same logits; a GGUF model's weights go out dequantized: core/save_hf.py."""
+        from explorer.core.save_hf import save_hf
+
+        return save_hf(self.loaded, folder)
+
+
 def _can_generate(loaded) -> bool:
     from explorer.core.families import can_generate
 
