@@ -44,7 +44,7 @@ def test_reset_empties_every_view_and_says_so(qtbot, shown):
     for name, panel in panels(shown).items():
         if panel.needs_trace:
             kind, text = panel.view_state()
-            assert kind == "empty" and panel.note.isVisibleTo(panel) and panel.note.text() == text, name
+            assert kind in ("empty", "working") and panel.note.isVisibleTo(panel) and panel.note.text() == text, name
             assert not panel.body_widget.isVisibleTo(panel) and not panel.header.isVisibleTo(panel), name
 
 
@@ -80,3 +80,21 @@ def test_another_model_leaves_no_what_if_result_of_the_last(qtbot, shown, tmp_pa
     opened(qtbot, shown, other)
     assert lab.steps_table.rowCount() == 0 and "KL" not in lab.run_summary.text()
     assert lab.original_map.shape == (0, 0) and lab.original_map.image.image is None
+
+
+def test_stop_drops_the_panels_questions_and_they_ask_again_instead_of_waiting_forever(qtbot, shown):
+    import threading
+
+    residual = shown.docks["residual"].widget()
+    shown.docks["residual"].show()
+    shown.docks["residual"].raise_()
+    idle(qtbot, shown, lambda: residual.stream is not None)
+    release = threading.Event()
+    shown.session.model_job_requested.emit(lambda loaded, cancelled: release.wait(30))   # the thread is busy
+    shown.session.select(token=2)                  # the residual stream at 2 is asked, queued behind it
+    assert residual.asker.call.running and residual.stream is None
+    shown.actions.stop.trigger()                   # the model thread drops what is queued
+    release.set()
+    idle(qtbot, shown, lambda: residual.stream is not None)
+    assert residual.stream.position == 2 and residual.drawn().kind == "trace"
+    assert "reading" not in residual.formula
