@@ -58,7 +58,8 @@ def test_svg_parses_with_the_requested_size_token_labels_and_colour_bar(qtbot, t
     for token in set(trace.token_text):
         assert short_label(token) in texts, token
     assert {"0", "1.0"} <= texts or {"0", "1"} <= texts          # the colour bar's ticks
-    assert any(node.tag.endswith("image") for node in root.iter())
+    assert not any(node.tag.endswith("image") for node in root.iter())        # cells are vector rectangles
+    assert sum(node.tag.endswith("rect") for node in root.iter()) >= len(trace.token_text)
 
 
 def test_csv_and_npy_round_trip_the_trace_matrix(qtbot, tmp_path, trace):
@@ -140,7 +141,7 @@ def test_panel_export_actions_write_files_and_report_errors(qtbot, tmp_path, tra
     session.select(layer=1, head=2)
     chosen = {"path": tmp_path / "head.png"}
     monkeypatch.setattr(export, "ask_path", lambda *args: chosen["path"])
-    monkeypatch.setattr(export, "ask_size", lambda parent: (300, 200))
+    monkeypatch.setattr(export, "ask_size", lambda parent, default=None: (300, 200))
     head_action = attention.export_actions()[0]
     head_action.trigger()
     assert QImage(str(tmp_path / "head.png")).size().toTuple() == (300, 200)

@@ -70,7 +70,7 @@ def recorded(monkeypatch):
 
 def answer_dialogs(monkeypatch, path: Path) -> None:
     monkeypatch.setattr(export, "ask_path", lambda *a, **k: path)
-    monkeypatch.setattr(export, "ask_size", lambda parent: SIZE)
+    monkeypatch.setattr(export, "ask_size", lambda parent, default=None: SIZE)
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])

@@ -90,7 +90,7 @@ def answer(monkeypatch, path: Path, asked: list | None = None) -> None:
         return path
 
     monkeypatch.setattr(export, "ask_path", ask_path)
-    monkeypatch.setattr(export, "ask_size", lambda parent: SIZE)
+    monkeypatch.setattr(export, "ask_size", lambda parent, default=None: SIZE)
 
 
 def export_head(qtbot, panel, action: int = 0) -> Path:

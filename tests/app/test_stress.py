@@ -169,7 +169,7 @@ def export_panel(run: Run, monkeypatch) -> None:
     bad = run.rng.random() < 0.3
     path = run.tmp_path / ("missing" if bad else "out") / f"e{run.rng.randrange(10**6)}.png"
     monkeypatch.setattr(export, "ask_path", lambda *args: path)
-    monkeypatch.setattr(export, "ask_size", lambda parent: (96, 72))
+    monkeypatch.setattr(export, "ask_size", lambda parent, default=None: (96, 72))
     target = run.rng.choice([run.window.prompt, run.window.docks["attention"].widget()])
     target.setFocus()
     run.window.menus.export_focused_panel()

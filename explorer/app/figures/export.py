@@ -17,6 +17,7 @@ from pyqtgraph.exporters import ImageExporter, SVGExporter
 from PySide6.QtCore import QSettings
 
 from explorer.app.figures.image_limits import check_image_size
+from explorer.app.figures.vector_cells import vector_cells
 from explorer.core import files
 from explorer.core.errors import ExplorerError
 from explorer.core.trace import Trace
@@ -24,6 +25,8 @@ from explorer.core.trace import Trace
 IMAGE_SUFFIXES = (".png", ".svg")
 DATA_SUFFIXES = (".csv", ".npy")
 DEFAULT_SIZE = (1000, 800)
+GRID_TILE_PX = (40, 240)        # the least and most a grid's tile is given by default, square
+GRID_MARGINS = (160, 130)       # px beside and above the tiles: labels, title, colour bar
 
 
 class ExportError(ExplorerError):
@@ -109,8 +112,11 @@ def save_figure(figure, path: Path, width: int, height: int) -> Path:
         exporter = SVGExporter(figure.ci)
         exporter.parameters()["width"] = float(width)
         exporter.parameters().param("height").setValue(float(height), blockSignal=exporter.heightChanged)
-        svg = exporter.export(toBytes=True).decode("utf-8")
-        svg = re.sub(r"<svg ", f'<svg width="{int(width)}" height="{int(height)}" ', svg, count=1)
+        with vector_cells(figure):                  # cells as rectangles, not a tiny embedded raster
+            svg = exporter.export(toBytes=True).decode("utf-8")
+        # crispEdges: neighbouring cells meet without the hairline seams that antialiasing draws between them
+        svg = re.sub(r"<svg ", f'<svg width="{int(width)}" height="{int(height)}" shape-rendering="crispEdges" ',
+                     svg, count=1)
         # The background in pixels: SVG Tiny readers (Qt's QSvgRenderer, print tools) read "100%" as 100 px.
         svg = svg.replace('<rect width="100%" height="100%"', f'<rect width="{int(width)}" height="{int(height)}"', 1)
 
@@ -119,12 +125,22 @@ def save_figure(figure, path: Path, width: int, height: int) -> Path:
     return atomic_write(path, write)
 
 
+def default_size(model, layer: int | str, head: int | str) -> tuple[int, int]:
+    """The image size offered for an export: DEFAULT_SIZE for a head or a layer's heads; for the full grid
+    (`layer` "all"), square tiles, as large as fit about 1,800 px on the grid's longer side."""
+    if layer != "all" or model is None:
+        return DEFAULT_SIZE
+    tile = int(min(GRID_TILE_PX[1], max(GRID_TILE_PX[0], 1800 // max(model.n_layers, model.n_heads))))
+    return model.n_heads * tile + GRID_MARGINS[0], model.n_layers * tile + GRID_MARGINS[1]
+
+
 def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str, step: int | None = None,
                      values: str = "weights", log: bool = False, cross: bool = False,
-                     size: tuple[int, int] = DEFAULT_SIZE, theme: str = "light", picture=None) -> Path:
+                     size: tuple[int, int] | None = None, theme: str = "light", picture=None) -> Path:
     """One head, all heads of a layer (`head="all"`) or the full grid (`layer="all"`) to any format;
     images in the figure `theme` (light, print-ready, or dark; see explorer.app.window.theme.FIGURE_COLOURS).
-    One head's image draws `picture` (figures.head_picture) where it is computed already."""
+    One head's image draws `picture` (figures.head_picture) where it is computed already; `size` None is
+    default_size's."""
     path = Path(path)
     if not trace or not trace.steps:
         raise ExportError(f"Cannot export {path}: there is no trace yet; run the model first.")
@@ -138,6 +154,7 @@ def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str
         return save_matrix(matrix, path, header=f"{values} layer {layer} head {head}")
     from explorer.app.figures.figures import attention_figure
 
+    size = size or default_size(trace.model, layer, head)
     check_image_size(*size)                         # before anything is drawn (figures.image_limits)
     figure = attention_figure(trace, layer, head, size[0], size[1], step, values, log, cross, theme, picture)
     try:
@@ -222,11 +239,11 @@ def ask_path(parent, title: str, name: str, filters: str) -> Path | None:
     return Path(chosen)
 
 
-def ask_size(parent) -> tuple[int, int] | None:
-    """Ask the pixel size of a PNG (SVG uses it as its nominal size)."""
+def ask_size(parent, default: tuple[int, int] = DEFAULT_SIZE) -> tuple[int, int] | None:
+    """Ask the pixel size of a PNG (SVG uses it as its nominal size), offering `default`."""
     from PySide6.QtWidgets import QInputDialog
 
-    text, ok = QInputDialog.getText(parent, "Image size", "Width × height in pixels:", text="1000x800")
+    text, ok = QInputDialog.getText(parent, "Image size", "Width × height in pixels:", text="{}x{}".format(*default))
     match = re.fullmatch(r"\s*(\d+)\s*[x×,\s]\s*(\d+)\s*", text or "")
     if not ok or not match:
         return None
@@ -244,10 +261,10 @@ def run_reporting(parent, action: Callable[[], object]) -> None:
             raise
 
 
-def ask_attention_target(parent, layer, head, raw: bool = False, exact: bool = False):
-    """Ask where to write an attention export (and a PNG's size): (path, size, theme), or None if the
-    person cancels. `exact`: an image dialog also offers the exact matrix as .npy (a long head, whose
-    image is block maxima)."""
+def ask_attention_target(parent, layer, head, raw: bool = False, exact: bool = False, model=None):
+    """Ask where to write an attention export (and a PNG's size, default_size for `model`): (path, size,
+    theme), or None if the person cancels. `exact`: an image dialog also offers the exact matrix as .npy
+    (a long head, whose image is block maxima)."""
     filters = "CSV (*.csv);;NumPy (*.npy)" if raw else "PNG image (*.png);;SVG image (*.svg)"
     if exact and not raw:
         filters += ";;NumPy, exact values (*.npy)"
@@ -255,12 +272,13 @@ def ask_attention_target(parent, layer, head, raw: bool = False, exact: bool = F
     path = ask_path(parent, "Export attention", name, filters)
     if path is None:
         return None
-    size = DEFAULT_SIZE if raw or path.suffix.lower() in DATA_SUFFIXES else ask_size(parent)
+    size = DEFAULT_SIZE if raw or path.suffix.lower() in DATA_SUFFIXES else ask_size(
+        parent, default_size(model, layer, head))
     return None if size is None else (path, size, figure_theme(parent))
 
 
 def ask_and_export_attention(parent, trace, layer, head, raw: bool = False, **options) -> None:
-    target = ask_attention_target(parent, layer, head, raw)
+    target = ask_attention_target(parent, layer, head, raw, model=trace.model)
     if target is not None:
         path, size, theme = target
         run_reporting(parent, lambda: export_attention(trace, path, layer, head, size=size, theme=theme, **options))

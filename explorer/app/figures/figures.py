@@ -13,15 +13,20 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication
 
-from explorer.app.panels.heatmap import Heatmap
+from explorer.app.panels.heatmap import Heatmap, TokenAxis
 from explorer.app.window.theme import figure_colours, paint_figure
 from explorer.core.trace import Trace
 from explorer.views.grid import Mosaic, blank_mosaic, mosaic
 from explorer.views.long_maps import (THREADS, ReducedMaps, block_maxima, display_factor, extent, grid_block,
                                       is_long)
 from explorer.views.maps import attention_matrix, axis_labels, display_reduced, grid_image, head_levels
+
+
+BASE_SIZE = (1000, 800)     # the export size whose text is as large as on screen
+BASE_FONT_PX = 12           # the screen's tick labels (9 pt)
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,13 +76,15 @@ def attention_figure(trace: Trace, layer: int | str, head: int | str, width: int
         figure = pg.GraphicsLayoutWidget(size=(width, height))
         figure.heatmaps = []
         if layer == "all":
-            _grid(figure, trace, picture or grid_picture(trace, step, values, cross), values, log)
+            _grid(figure, trace, picture or grid_picture(trace, step, values, cross), values, log,
+                  extent(trace, step, cross))
         elif head == "all":
             pictures = picture or layer_pictures(trace, int(layer), step, values, cross)
             _layer(figure, trace, int(layer), pictures, values, log, cross)
         else:
             picture = picture or head_picture(trace, int(layer), int(head), step, values, cross)
             _head(figure, trace, int(layer), int(head), picture, values, log, cross)
+        scale_fonts(figure, font_scale(width, height))
     return lay_out(figure, width, height, theme)
 
 
@@ -91,6 +98,29 @@ def lay_out(figure: pg.GraphicsLayoutWidget, width: int, height: int, theme: str
     figure.ci.setGeometry(0, 0, width, height)
     QApplication.processEvents()
     return figure
+
+
+def font_scale(width: int, height: int) -> float:
+    """How much larger than on screen an export's text is: 1 at BASE_SIZE, in proportion to the smaller of
+    the two ratios beyond it (labels 1.5× as large on 1600 × 1200), never below 1 nor above 4."""
+    return min(4.0, max(1.0, min(width / BASE_SIZE[0], height / BASE_SIZE[1])))
+
+
+def scale_fonts(figure: pg.GraphicsLayoutWidget, scale: float) -> None:
+    """Every text of the figure `scale` times its on-screen size: tick labels, axis titles, titles. Called
+    while the figure's colours are the defaults (figure_colours), which a title drawn again reads."""
+    if scale == 1.0:
+        return
+    font = QFont()
+    font.setPixelSize(round(BASE_FONT_PX * scale))
+    for item in figure.scene().items():
+        if isinstance(item, pg.AxisItem):
+            item.set_font(font) if isinstance(item, TokenAxis) else item.setStyle(tickFont=font)
+            if item.labelText and item.label.isVisible():
+                item.setLabel(item.labelText, item.labelUnits, **{**item.labelStyle, "font-size": f"{font.pixelSize()}px"})
+        elif isinstance(item, pg.LabelItem) and item.text:
+            points = float(str(item.opts.get("size") or "9pt").rstrip("pt") or 9)
+            item.setText(item.text, size=f"{round(points * scale, 1)}pt")
 
 
 def _title(figure, text: str, colspan: int = 1) -> None:
@@ -161,11 +191,14 @@ def grid_picture(trace: Trace, step: int | None = None, values: str = "weights",
     return grid
 
 
-def _grid(figure, trace, grid: Mosaic, values, log) -> None:
+def _grid(figure, trace, grid: Mosaic, values, log, size: tuple[int, int]) -> None:
+    """The mosaic of every head; the title says "block maxima" only where a tile is smaller than the
+    `size` (T_q, T_kv) of the maps it stands for."""
     shown, levels = grid_image(grid, values, log and values == "weights")
     symbol = "scores S" if values == "scores" else ("log10 A" if log else "weights A")
+    reduced = grid.tile_shape[0] < size[0] or grid.tile_shape[1] < size[1]
     _title(figure, f"{trace.model.name}: all {grid.n_layers} layers × {grid.n_heads} heads, {symbol}, "
-                   f"{trace.n_tokens} tokens (block maxima)")
+                   f"{trace.n_tokens} tokens" + (" (block maxima)" if reduced else ""))
     heatmap = Heatmap(figure.ci, row=1, col=0)
     heatmap.set_matrix(shown, levels)
     heatmap.axes["left"].set_labels([f"L{i}" for i in range(grid.n_layers)], grid.layer_centres())

@@ -17,7 +17,8 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPen, QTransform
 from PySide6.QtWidgets import QGraphicsRectItem
 
 HIGHLIGHT = QColor("#ff2d55")
-MAX_UPRIGHT_PX = 90          # the tallest a top or bottom axis of upright token labels grows
+MAX_UPRIGHT_PX = 90          # the tallest a top or bottom axis of upright token labels grows (default font)
+BASE_LINE_PX = 14.0          # the default font's line height, which the sizes above are for
 SHORT_LABEL = 3              # characters a label may have and still be written across (numbers, "H5")
 
 
@@ -84,14 +85,31 @@ class TokenAxis(pg.AxisItem):
     def _fit_upright(self) -> None:
         """Make a top or bottom axis tall enough for its upright labels and its title (e.g. "key")."""
         self.setStyle(autoExpandTextSpace=False)
-        self.setHeight(min(MAX_UPRIGHT_PX, int(6.5 * self._longest) + 12) + self._title_px())
+        grow = self._line_px() / BASE_LINE_PX                  # a larger font (an export) takes more room
+        self.setHeight(int(min(MAX_UPRIGHT_PX * grow, self._char_px() * self._longest + 12 * grow)) + self._title_px())
 
     def _title_px(self) -> int:
-        return 20 if self.label.isVisible() else 0
+        return int(round(20 * self._line_px() / BASE_LINE_PX)) if self.label.isVisible() else 0
+
+    def _font(self) -> QFont:
+        return self.style["tickFont"] or QFont()
+
+    def _line_px(self) -> float:
+        return QFontMetricsF(self._font()).height()
+
+    def _char_px(self) -> float:
+        """A label character's mean width (6.5 px in the default font)."""
+        return QFontMetricsF(self._font()).averageCharWidth() + 0.5
+
+    def set_font(self, font: QFont) -> None:
+        """Labels in `font` (an export's, scaled to its size); the axis makes room for them."""
+        self.setStyle(tickFont=font)
+        self.showLabel(self.label.isVisible())
 
     def _fit_width(self) -> None:
         """Make a left or right axis wide enough for its labels and its title (e.g. "query") beside them."""
-        self.setWidth(min(130, 7 * self._longest + 16) + self._title_px())
+        grow = self._line_px() / BASE_LINE_PX
+        self.setWidth(int(min(130 * grow, self._char_px() * self._longest + 16 * grow)) + self._title_px())
 
     def showLabel(self, show: bool = True) -> None:
         super().showLabel(show)
@@ -102,10 +120,9 @@ class TokenAxis(pg.AxisItem):
 
     def _needed_px(self) -> float:
         """Room one label takes along the axis: a line of its font (upright or on a side axis), else its width."""
-        line = QFontMetricsF(self.style["tickFont"] or QFont()).height()
         if self.orientation in ("left", "right") or self.upright:
-            return max(13.0, line + 1.0)
-        return 6.5 * self._longest + 8.0
+            return max(13.0, self._line_px() + 1.0)
+        return self._char_px() * self._longest + 8.0
 
     def generateDrawSpecs(self, p):
         """pyqtgraph's specs, with a label for every tick of an upright axis: pyqtgraph drops a label whose

@@ -42,13 +42,13 @@ class LongExport(QObject):
 
     def ask(self, parent, trace, layer: int, head: int | str, raw: bool = False, **options) -> None:
         """The export dialog (offering one head's exact .npy beside its images), then `start`."""
-        target = export.ask_attention_target(parent, layer, head, raw, exact=head != "all")
+        target = export.ask_attention_target(parent, layer, head, raw, exact=head != "all", model=trace.model)
         if target is not None:
             path, size, theme = target
             self.start(trace, path, layer, head, size=size, theme=theme, **options)
 
     def start(self, trace, path: Path, layer: int | str, head: int | str, step: int | None = None,
-              values: str = "weights", log: bool = False, cross: bool = False, size=export.DEFAULT_SIZE,
+              values: str = "weights", log: bool = False, cross: bool = False, size=None,
               theme: str = "light") -> None:
         """Write one head (`head` "all": the layer's heads) to `path` (.png, .svg, .npy or .csv), its
         costly part off the GUI thread; `layer` "all": the full grid (an image)."""
