@@ -66,3 +66,22 @@ def test_the_residual_streams_numbers_are_shown_whole_at_thirty_layers(qtbot):
     assert table.horizontalScrollBar().maximum() > 0         # the layers scroll sideways instead
     viewport = table.viewport().height()
     assert sum(table.rowHeight(r) for r in range(table.rowCount())) <= viewport   # and every row stays in sight
+
+
+def test_the_attention_panel_fits_a_narrow_dock_with_its_colour_bar_inside(qtbot):
+    from explorer.app.panels import AttentionPanel
+
+    session = Session()
+    session.set_token_display(lambda token_id: WORDS[token_id])
+    panel = make(qtbot, session, AttentionPanel)
+    session.set_trace(build_trace(n_layers=2, n_heads=4, prompt_len=40))
+    width = 430                                  # the attention dock's share of a 1366 px window
+    assert panel.minimumSizeHint().width() <= width, "the panel asks for more than a 1366 px screen's dock"
+    panel.resize(width, 560)
+    QApplication.processEvents()
+    view = panel.large_view
+    bar = panel.large.colorbar.mapRectToScene(panel.large.colorbar.boundingRect())
+    right = view.mapTo(panel, view.mapFromScene(bar.topRight())).x()
+    assert 0 < right <= panel.width(), f"the colour bar ends at {right} px of a {panel.width()} px panel"
+    controls = panel.kernel_control.mapTo(panel, panel.kernel_control.rect().topRight()).x()
+    assert controls <= panel.width()             # the controls wrap onto another line instead

@@ -15,12 +15,13 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QGuiApplication
-from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSpinBox, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QSpinBox, QSplitter, QVBoxLayout, QWidget
 
 from explorer.app.panels.ablation_marks import AblationMarks, ablated_heads
 from explorer.app.panels.attention_kind import AttentionKindBox
-from explorer.app.panels.grid_filler import GridFiller, GridProgress
 from explorer.app.panels.base import Panel, dims, visible_text
+from explorer.app.panels.flow_layout import FlowLayout
+from explorer.app.panels.grid_filler import GridFiller, GridProgress
 from explorer.app.panels.heatmap import Heatmap
 from explorer.app.panels.kernel_control import KernelControl
 from explorer.app.panels.long_export import LongExport
@@ -42,7 +43,8 @@ class AttentionPanel(Panel):
 
     def __init__(self, session, parent=None) -> None:
         super().__init__(session, parent)
-        controls = QHBoxLayout()
+        controls_row = QWidget()
+        controls = FlowLayout(controls_row)        # wraps in a narrow dock instead of widening the window
         self.layer_box, self.head_box = QSpinBox(), QSpinBox()
         self.values_box, self.scale_box = QComboBox(), QComboBox()
         self.values_box.addItems(["weights A", "scores S"])
@@ -58,8 +60,7 @@ class AttentionPanel(Panel):
         controls.addWidget(self.kind_box)
         self.kernel_control = KernelControl(session, self)      # f_κ of the selected layer: an experiment
         controls.addWidget(self.kernel_control)
-        controls.addStretch(1)
-        self.body.addLayout(controls)
+        self.body.addWidget(controls_row)
         self.large_view = pg.GraphicsLayoutWidget()
         self.grid_view = pg.GraphicsLayoutWidget()
         self.large = Heatmap(self.large_view.ci)
