@@ -46,8 +46,8 @@ def _index(text: str, what: str) -> int | str:
 
 
 def _size(text: str) -> tuple[int, int]:
-    """WIDTHxHEIGHT within the limits every export has (figures.image_limits)."""
-    from explorer.app.figures.image_limits import MIN_SIDE, check_image_size
+    """WIDTHxHEIGHT within the limits every export has (views.image_limits)."""
+    from explorer.views.image_limits import MIN_SIDE, check_image_size
 
     match = re.fullmatch(r"(\d{1,9})[x×](\d{1,9})", text.strip())
     if not match:

@@ -16,11 +16,11 @@ import numpy as np
 from pyqtgraph.exporters import ImageExporter, SVGExporter
 from PySide6.QtCore import QSettings
 
-from explorer.app.figures.image_limits import check_image_size
 from explorer.app.figures.vector_cells import vector_cells
 from explorer.core import files
 from explorer.core.errors import ExplorerError
 from explorer.core.trace import Trace
+from explorer.views.image_limits import check_image_size
 
 IMAGE_SUFFIXES = (".png", ".svg")
 DATA_SUFFIXES = (".csv", ".npy")
@@ -155,7 +155,7 @@ def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str
     from explorer.app.figures.figures import attention_figure
 
     size = size or default_size(trace.model, layer, head)
-    check_image_size(*size)                         # before anything is drawn (figures.image_limits)
+    check_image_size(*size)                         # before anything is drawn (views.image_limits)
     figure = attention_figure(trace, layer, head, size[0], size[1], step, values, log, cross, theme, picture)
     try:
         return save_figure(figure, path, *size)
