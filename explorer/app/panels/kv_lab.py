@@ -27,6 +27,7 @@ from explorer.app.panels.kv_plot import DTYPES, BytesPlot, FitSplitter, save_byt
 from explorer.app.panels.model_call import Executor, ModelCall, thread_executor
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import WhatIfJob
+from explorer.app.window.error_bar import ErrorLine
 from explorer.core import kv_variants as kv
 from explorer.core.errors import ExplorerError
 from explorer.core.units import human_bytes
@@ -163,6 +164,8 @@ class KVLabPanel(Panel):
         self.run_summary = QLabel(" ")
         self.run_summary.setWordWrap(True)
         layout.addWidget(self.run_summary)
+        self.error_line = ErrorLine()             # a failed conversion: one line, Details… for the rest
+        layout.addWidget(self.error_line)
         lower = QSplitter(Qt.Orientation.Horizontal)
         self.steps_table = QTableWidget(0, len(STEP_COLUMNS))
         self.steps_table.setHorizontalHeaderLabels(STEP_COLUMNS)
@@ -266,6 +269,7 @@ class KVLabPanel(Panel):
         prompt = np.asarray(self.trace.steps[0].token_ids, dtype=np.int64).copy()
         self.progress.setValue(0)
         self.run_summary.setText(f"converting to {variant}…")
+        self.error_line.clear()
         self.runner.start(self.what_if_job(variant, steps, prompt), self.executor or self._on_the_worker)
         self._update_run_buttons()
         return True
@@ -297,7 +301,10 @@ class KVLabPanel(Panel):
         self.progress.setFormat(f"%p% {what}")
 
     def _on_run_failed(self, message: str) -> None:
-        self.run_summary.setText(message)
+        cancelled = message.lower().endswith("conversion was cancelled.")     # said, not an error
+        self.run_summary.setText(message if cancelled else "The conversion failed.")
+        if not cancelled:
+            self.error_line.show_error(message)
         self.progress.setValue(0)
         self._finish_run()
 

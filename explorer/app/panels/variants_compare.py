@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPus
                                QWidget)
 
 from explorer.app.panels.heatmap import Heatmap
+from explorer.app.window.error_bar import ErrorLine
 from explorer.core import kv_variants
 from explorer.core.units import human_bytes
 from explorer.views.maps import attention_matrix
@@ -64,11 +65,13 @@ class VariantColumn(QWidget):
         self.map = Heatmap(self.view.ci, colorbar=False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
-        for widget, stretch in ((self.name, 0), (self.text, 0), (self.view, 1), (self.bytes, 0)):
+        self.error_line = ErrorLine()            # a failure: one line, Details… for the rest
+        for widget, stretch in ((self.name, 0), (self.error_line, 0), (self.text, 0), (self.view, 1),
+                                (self.bytes, 0)):
             layout.addWidget(widget, stretch)
         worker.model_loaded.connect(self._on_model_loaded)
         worker.trace_ready.connect(self._on_trace_ready)
-        worker.failed.connect(lambda message: self.text.setText(html.escape(message)))
+        worker.failed.connect(self.error_line.show_error)
 
     def _on_model_loaded(self, summary) -> None:
         self.summary = summary

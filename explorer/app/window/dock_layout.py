@@ -85,13 +85,13 @@ def fit_to_screen(window: QMainWindow, available: QRect | None = None) -> None:
     window.move(available.topLeft())
 
 
-def keep_on_screen(window: QMainWindow, available: QRect | None = None) -> None:
+def keep_on_screen(window: QMainWindow, available: QRect | None = None) -> bool:
     """A restored window that no longer fits its screen (saved on a larger one, or a frame's pixel
-    over) is moved onto it and, where it must be, made smaller."""
+    over) is moved onto it and, where it must be, made smaller. True when it already fitted."""
     available = available if available is not None else available_geometry(window)
     frame = window.frameGeometry()
     if available.contains(frame):
-        return
+        return True
     border = frame.size() - window.geometry().size()
     width = min(frame.width(), available.width()) - border.width()
     height = min(frame.height(), available.height()) - border.height()
@@ -99,6 +99,7 @@ def keep_on_screen(window: QMainWindow, available: QRect | None = None) -> None:
     x = min(max(frame.x(), available.x()), available.right() + 1 - width - border.width())
     y = min(max(frame.y(), available.y()), available.bottom() + 1 - height - border.height())
     window.move(x, y)
+    return False
 
 
 def arrange(window: QMainWindow, docks: dict[str, QDockWidget], available: QRect | None = None) -> None:
@@ -122,9 +123,13 @@ def arrange(window: QMainWindow, docks: dict[str, QDockWidget], available: QRect
         if len(group) > 1:
             group[0].raise_()
     window.dock_groups = by_area               # size_docks again once shown (see MainWindow.showEvent)
+    # While the docks moved, those of one area stood one over the other before they were tabbed, and
+    # their minimum heights summed made the window grow past the screen (no window manager caps it):
+    # fit it again now that every area holds what it will hold.
+    fit_to_screen(window, available)
     size_docks(window, by_area)
     # Again once the window has its size: before it is shown, Qt scales these to a layout of its own.
-    QTimer.singleShot(0, window, lambda: size_docks(window, by_area))
+    QTimer.singleShot(0, window, lambda: (keep_on_screen(window, available), size_docks(window, by_area)))
 
 
 def size_docks(window: QMainWindow, by_area: dict[str, list[QDockWidget]]) -> None:

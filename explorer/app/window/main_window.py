@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QRect, Qt, QTimer
+from PySide6.QtCore import QRect, QSize, Qt, QTimer
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QProgressDialog, QWidget
 
 from explorer.app.run.controller import DecodingController
@@ -18,7 +18,8 @@ from explorer.app.state.session_file import Autosaver, SessionState
 from explorer.app.thread.catalog_loader import CatalogLoader
 from explorer.app.thread.catalog_schedule import CatalogSchedule
 from explorer.app.thread.worker import ModelWorker
-from explorer.app.window import crash_restore, dock_layout, menus, model_opening, model_refs, pull_dialog
+from explorer.app.window import (crash_restore, dock_layout, error_bar, menus, model_opening, model_refs,
+                                 pull_dialog)
 from explorer.app.window.model_picker import ModelToolbar
 from explorer.app.window.prompt_editor import PromptEditor
 from explorer.app.window.settings import AppSettings
@@ -204,8 +205,10 @@ class MainWindow(QMainWindow):
 
     # ----- errors, sessions ----------------------------------------------------------------
     def show_error(self, message: str) -> None:
-        self.status.showMessage(message, 10000)
-        QMessageBox.warning(self, TITLE, message)
+        """The one door for errors: the status bar's error line keeps the message (Details… shows all of
+        it), and a dialog says its first line; neither takes its size from the text."""
+        self.status.error_line.show_error(message)
+        QMessageBox.warning(self, TITLE, error_bar.summary(message))
 
     def session_state(self) -> SessionState:
         summary = self.controller.summary
@@ -225,6 +228,11 @@ class MainWindow(QMainWindow):
         return crash_restore.offer_crash_restore(self, self.autosaver.path, self.restore_session)
 
     # ----- window events ----------------------------------------------------------------
+    def sizeHint(self) -> QSize:
+        """What the docks would like, never more than the screen's available area: with no window
+        manager to cap it, a window that asked for more went past the screen's edge."""
+        return super().sizeHint().boundedTo(dock_layout.available_geometry(self).size())
+
     def dragEnterEvent(self, event) -> None:
         if any(_dropped_path(url) for url in event.mimeData().urls()):
             event.acceptProposedAction()
@@ -254,7 +262,10 @@ class MainWindow(QMainWindow):
         if fit is None or self.isMaximized() or self.isFullScreen():
             return
         if not fit:
-            dock_layout.keep_on_screen(self)          # a saved geometry from another screen
+            # A saved layout made for a larger screen, or one that had grown past its own: its dock
+            # sizes no longer fit this screen, so it is laid out afresh rather than squeezed.
+            if not dock_layout.keep_on_screen(self):
+                self.default_layout()
             return
         dock_layout.fit_to_screen(self)              # now the frame's size is known
         groups = getattr(self, "dock_groups", None)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 
+from explorer.app.window.error_bar import ErrorLine
 from explorer.core.trace import ModelInfo, Trace
 from explorer.core.units import human_bytes, human_count
 
@@ -24,7 +25,8 @@ def step_name(step: int) -> str:
 
 
 class StatusLine(QStatusBar):
-    """Permanent fields on the right; transient messages (notices) on the left."""
+    """Permanent fields on the right; transient messages (notices) on the left, and there, between them,
+    the last error's line (the window's error component: one line, Details… for the rest)."""
 
     FIELDS = ("model", "params", "attention", "device", "step", "ms", "memory")
 
@@ -32,6 +34,8 @@ class StatusLine(QStatusBar):
         super().__init__(parent)
         self.setObjectName("status_bar")
         self.fields: dict[str, QLabel] = {}
+        self.error_line = ErrorLine(self)
+        self.addWidget(self.error_line, 1)
         for name in self.FIELDS:
             label = QLabel("")
             label.setObjectName(f"status_{name}")
