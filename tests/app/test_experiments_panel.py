@@ -86,7 +86,7 @@ def test_the_list_is_saved_in_the_session_file_and_bad_layers_are_named(qtbot, p
         parse_layers("one")
     panel.kernel_layers.setText("9")
     panel._adding(panel._add_kernel)
-    assert "layer 9 does not exist" in panel.readout.text()
+    assert "layer 9 does not exist" in panel.error_line.message
 
 
 def test_alt_click_on_a_head_of_the_attention_grid_asks_to_ablate_it(qtbot, monkeypatch):
@@ -147,7 +147,7 @@ def test_the_patching_tab_runs_the_core_map_with_progress(qtbot, panel, with_tok
     view.target.setText(" Paris")
     with qtbot.waitSignal(view.call.failed, timeout=30000):
         view.run()
-    assert "not one" in view.caption.text()
+    assert "not one" in panel.error_line.message
 
 
 def test_cancel_stops_the_map_and_the_caption_says_so(qtbot, panel, with_tokens):

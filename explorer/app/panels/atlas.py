@@ -69,7 +69,7 @@ class AtlasPanel(Panel):
             self.splitter.addWidget(widget)
         self.splitter.setSizes([420, 200, 360])
         self.body.addWidget(self.splitter, 1)
-        self.asker = Asker(self, self._on_scores, self.readout.setText)
+        self.asker = Asker(self, self._on_scores, self.error_line.show_error)
         self.scores = None
         self.described = None
         self.values: np.ndarray | None = None
@@ -188,7 +188,7 @@ class AtlasPanel(Panel):
         self.progress.setFormat("%v of %m layers read" if reader.running else "cancelled at %v of %m")
         self.cancel_button.setText("Cancel" if reader.running else "Resume")
         if reader.failure:
-            self.readout.setText(reader.failure)
+            self.error_line.show_error(reader.failure)
 
     def _cancel_or_resume(self) -> None:
         if self.reader.running:

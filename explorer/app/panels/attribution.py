@@ -61,7 +61,7 @@ class AttributionPanel(Panel):
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([280, 900])
         self.body.addWidget(self.splitter, 1)
-        self.asker = Asker(self, self._on_answer, self.readout.setText)
+        self.asker = Asker(self, self._on_answer, self.error_line.show_error)
         self.result = None
         self.position: int | None = None
         self._tokens: list[int | None] = [None]

@@ -26,6 +26,7 @@ from PySide6.QtGui import QAbstractTextDocumentLayout, QAction, QGuiApplication,
 from PySide6.QtWidgets import QLabel, QMenu, QSizePolicy, QVBoxLayout, QWidget
 
 from explorer.app.state.session import Change, Selection, Session
+from explorer.app.window.error_bar import ErrorLine
 from explorer.core.trace import Trace
 
 
@@ -206,6 +207,8 @@ class Panel(QWidget):
         self.body.setSpacing(2)
         layout.addWidget(self.body_widget, 1)
         layout.addWidget(self.readout)
+        self.error_line = ErrorLine()             # a failed job: one line, Details… for the rest
+        layout.addWidget(self.error_line)
         self.drawn_trace_id: int | None = None    # the session's trace_id when this panel last drew
         self.drawn_model_id: int | None = None    # and its model_id
         self.askers: list = []                    # every Asker of this panel (asking.Asker joins itself)
@@ -358,6 +361,7 @@ class Panel(QWidget):
             self.drop_work()
             self.forget()
         self.readout.setText(" ")              # the pointer's readout described the drawing now replaced
+        self.error_line.clear()
         self._on_trace_changed(self.session.trace)
 
     def drop_work(self) -> None:

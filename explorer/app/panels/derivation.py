@@ -64,7 +64,7 @@ class DerivationPanel(Panel):
         self.executor = None                # None: the session's model thread (tests give their own)
         self.asker = Asker(self, self._on_weights, lambda message: None)   # without weights the walk stops at y_i
         self.weights: dict[tuple, tuple] = {}               # (model, layer, head) -> (W^O_h, W_h^UK or None)
-        self.block_asker = Asker(self, self._on_block, self.readout.setText)
+        self.block_asker = Asker(self, self._on_block, self.error_line.show_error)
         self.walk = None                                    # the last block walk the model thread gave
         self.walk_key = None
         self.cell: tuple[int, int] | None = None            # the cell derived

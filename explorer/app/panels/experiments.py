@@ -85,7 +85,7 @@ class ExperimentsPanel(Panel):
         self.patching = PatchingView(self)
         self.tabs.addTab(self.patching, "Activation patching")
         self.body.addWidget(self.tabs, 1)
-        self.asker = Asker(self, self._on_answer, self.readout.setText)
+        self.asker = Asker(self, self._on_answer, self.error_line.show_error)
         self.result = None
         self.compared = None                # (model, intervention, ids) of the comparison asked or shown
         self.set_formula("A = Z⁻¹ f_κ(S),  O_h = A_h V_h  (ablate: O_h ← 0;  f_κ: exp, linear, relu)")
@@ -141,7 +141,7 @@ class ExperimentsPanel(Panel):
         try:
             self.add(build())
         except ExplorerError as error:
-            self.readout.setText(str(error))
+            self.error_line.show_error(str(error))
 
     def _add_ablation(self) -> Intervention:
         return Intervention(ablations=(HeadAblation(self.layer_box.value(), self.head_box.value(),

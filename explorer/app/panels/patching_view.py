@@ -102,7 +102,8 @@ class PatchingView(QWidget):
 
     def _on_failed(self, message: str) -> None:
         self._done()
-        self.caption.set_plain(message)
+        self.caption.set_plain("The patching map failed.")
+        self.panel.error_line.show_error(message)
 
     def _on_finished(self, result) -> None:
         self._done()

@@ -278,7 +278,7 @@ class QKVPanel(Panel):
 
     def _on_weights_failed(self, message: str) -> None:
         self._weights_key = None
-        self.readout.setText(message)
+        self.error_line.show_error(message)
 
     def _hover_weight(self, name: str, row, col) -> None:
         if row is not None and self.weights is not None and name in self.weights.matrices:

@@ -50,7 +50,7 @@ class ResidualPanel(Panel):
         self.body.addWidget(self.table)
         self.layers_across = True           # layers as columns (a wide dock) or as rows (a tall one)
         self._lay_out_table()
-        self.asker = Asker(self, self._on_answer, self.readout.setText)
+        self.asker = Asker(self, self._on_answer, self.error_line.show_error)
         self.stream = None
         self.shown_key = None               # (model, ids) of the stream shown
         self.position: int | None = None
