@@ -41,7 +41,8 @@ TOKEN_ID = Rule("int", low=0, nullable=True)
 FIELDS = {
     "hidden_size": count(), "intermediate_size": count(0), "num_hidden_layers": count(),
     "num_attention_heads": count(), "num_key_value_heads": count(nullable=True), "head_dim": count(nullable=True),
-    "vocab_size": count(), "max_position_embeddings": count(), "n_embd": count(), "n_head": count(),
+    "vocab_size": count(0),              # 0: the KV table (kv_variants) reads configs without a vocabulary
+    "max_position_embeddings": count(), "n_embd": count(), "n_head": count(),
     "n_layer": count(), "n_inner": count(nullable=True), "n_positions": count(),
     "rms_norm_eps": positive(), "layer_norm_eps": positive(), "layer_norm_epsilon": positive(),
     "rope_theta": positive(), "rope_local_base_freq": positive(), "partial_rotary_factor": positive(high=1.0),
