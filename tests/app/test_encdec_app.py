@@ -272,3 +272,28 @@ def test_cross_qkv_rows_keep_their_own_range_after_showing_the_self_attention(qt
     session.select(attention="cross")
     ranges = {name: heatmap.plot.getViewBox().viewRange()[1] for name, heatmap in qkv.heatmaps.items()}
     assert ranges == {"Q_0": [-0.5, 6.5], "K_0": [-0.5, 4.5], "V_0": [-0.5, 4.5]}
+
+
+def test_a_source_token_is_selected_as_a_source_token_not_as_the_target_at_its_index(qtbot, session, translation):
+    from explorer.app.panels import TokensPanel
+
+    _, traces = translation
+    trace = traces[-1]
+    attention = make(qtbot, session, AttentionPanel)
+    tokens = make(qtbot, session, TokensPanel)
+    tokenizer = translation[0].loaded.tokenizer
+    session.set_token_display(tokenizer.display)
+    session.set_text_decoder(lambda ids: tokenizer.tokenizer.decode([int(i) for i in ids], skip_special_tokens=True))
+    session.set_trace(trace)
+    session.select(attention="cross", layer=1, head=0, token=5)
+    attention._click_large(2, 4)                       # target row 2 (二) against source column 4 (␣hundred)
+    assert (session.selection.token, session.selection.source) == (2, 4)
+    assert attention.large.highlighted == (2, 4)      # the source column is lit, not the target's column 2
+    session.select(attention="encoder")
+    attention._click_large(3, 1)                       # the encoder's rows and columns are source tokens
+    assert (session.selection.token, session.selection.source) == (2, 3)   # the target token stays
+    assert attention.large.highlighted == (3, 3)
+    session.select(attention="self")
+    assert attention.large.highlighted == (2, 2)      # the target token again, in target space
+    line = tokens.translation.document.toHtml().replace("&nbsp;", " ")
+    assert "> three</span>" in line and "twelve thousand" in line    # the source token 3 lit in the source

@@ -168,8 +168,10 @@ class AttentionPanel(Panel):
         if grid_key != self._drawn_grid:
             self._draw_grid(view)
             self._drawn_grid = grid_key
-        token = selection.token if view.kind != "encoder" else None      # the selected token is a target token
-        self.large.highlight(token, token if view.kind == "self" else None)
+        # `token` is a target token, `source` a source token: each is lit only on the axes that count it.
+        rows, columns = {"self": (selection.token, selection.token), "cross": (selection.token, selection.source),
+                         "encoder": (selection.source, selection.source)}[view.kind]
+        self.large.highlight(rows, columns)
         self._outline_grid(selection, layer)
 
     def _outline_grid(self, selection: Selection, layer: int) -> None:
@@ -278,7 +280,12 @@ class AttentionPanel(Panel):
             self.readout.setText(f"layer {tile[0]}, head {tile[1]}{waiting} (click to open it large)")
 
     def _click_large(self, row: int, col: int) -> None:
-        if self.view and self.view.kind != "encoder":
+        if self.view and self.view.kind == "encoder":           # rows and columns are source tokens
+            self.select(source=row)
+        elif self.view and self.view.kind == "cross":           # a target row, a source column
+            self.session.request_cell(row, col)
+            self.select(token=row, source=col)
+        elif self.view:
             self.session.request_cell(row, col)
             self.select(token=row)
 

@@ -240,6 +240,7 @@ class TokensPanel(Panel):
         self.span_window = range(0)           # the positions drawn as coloured spans
         self._shown_html: tuple | None = None   # (the rows' window_key, window, selected, …) of the text view's HTML
         self._shown_tokens = None             # the live Tokens drawn, held so that its id stays its own
+        self._shown_source: int | None = None   # the source token lit in the translation line
 
     def _on_tokens_changed(self, tokens) -> None:
         self.refresh()
@@ -262,7 +263,7 @@ class TokensPanel(Panel):
         target = self.session.decode_text(chosen)
         ended = self.session.decode_text(chosen[-1:]) == "" and len(chosen) > 1
         self.translation.setText(
-            f"<b>Source</b>&nbsp; {html.escape(self.session.decode_text(trace.encoder.token_ids))}<br>"
+            f"<b>Source</b>&nbsp; {self._source_html(trace.encoder, self.session.selection.source)}<br>"
             f"<b>Target</b>&nbsp; {html.escape(target)}"
             + (f" <i>(ended: {html.escape(self.session.display_token(chosen[-1]))})</i>" if ended else " …"))
         self.translation.show()
@@ -274,7 +275,26 @@ class TokensPanel(Panel):
         if lost:
             self.dropped.setText(dropped_warning(lost))
 
+    def _source_html(self, encoder, selected: int | None) -> str:
+        """The source as text, the token selected in a source view (a source position, not a target
+        one) lit; a lit token that writes no text (the task token) shows its name."""
+        if selected is None:
+            return html.escape(self.session.decode_text(encoder.token_ids))
+        parts = []
+        for i, token_id in enumerate(encoder.token_ids):
+            text = self.session.decode_text([int(token_id)])
+            if i == selected:
+                shown = html.escape(text or visible_text(encoder.token_text[i]))
+                text = f"<span style='background-color:{SELECTED}; color:#000000'>{shown}</span>"
+            else:
+                text = html.escape(text)
+            parts.append(text)
+        return "".join(parts)
+
     def show_selection(self, selection: Selection) -> None:
+        if selection.source != self._shown_source:          # the source token picked in a source view
+            self._shown_source = selection.source
+            self._show_translation(self.trace)
         token = selection.token
         self.highlighted_token = token if token is not None and token < len(self.rows) else None
         self._show_text(self.highlighted_token)

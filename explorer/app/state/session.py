@@ -46,6 +46,7 @@ class Selection:
     head: int = 0
     step: int | None = None
     attention: str = "self"          # "self" | "cross" | "encoder"
+    source: int | None = None        # an encoder-decoder's source token (`token` is a target token)
 
 
 class Session(QObject):
@@ -279,12 +280,16 @@ class Session(QObject):
         head = min(max(s.head, 0), model.n_heads - 1)
         token = s.token
         step = s.step
+        source = s.source
         if self._trace is not None:
             n = self._trace.n_tokens
             token = None if token is None or n == 0 else min(max(token, 0), n - 1)
             if step is not None and step >= self._trace.n_steps:
                 step = None
-        return replace(s, layer=layer, head=head, token=token, step=step)
+            encoder = self._trace.encoder
+            n_source = len(encoder.token_ids) if encoder is not None else 0
+            source = None if source is None or n_source == 0 else min(max(source, 0), n_source - 1)
+        return replace(s, layer=layer, head=head, token=token, step=step, source=source)
 
 
 def _same_run(before: Trace | None, after: Trace | None) -> bool:
