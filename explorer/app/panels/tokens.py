@@ -20,16 +20,12 @@ from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableView, QTableWidgetItem, QTextBrowser, QToolTip
 
 from explorer.app.panels.base import LineLabel, Panel, WrappedText, visible_text
-from explorer.app.panels.text_helpers import readable
+from explorer.app.panels.token_pieces import SELECTED, piece_html
 from explorer.app.state.session import Selection
 from explorer.views.token_text import TextPiece, TokenSpan, dropped_characters, dropped_warning, text_pieces
 
-SPAN_COLOURS = ("#2d4f7c", "#5a3d6e", "#2f6a4f", "#7a4a2a", "#3f5f6f", "#6e3b4f")
-SELECTED = "#ffb000"
 SPAN_WINDOW = 1500          # tokens drawn as coloured spans at once (a rich-text layout grows with each)
 COLUMNS = ("position", "token", "id", "span")
-MARKER_STYLE = "font-size:9px"          # drawn small: not characters of the text
-DROPPED_STYLE = "background-color:#b00020; color:#ffffff; text-decoration:line-through"
 
 
 @dataclass(frozen=True)
@@ -335,7 +331,7 @@ class TokensPanel(Panel):
             pieces = text_pieces(tokens, source, first=window.start == 0, last=window.stop >= n_source)
         else:                                   # no text to cut (a trace alone): each token's display string
             pieces = [TextPiece("", token.position, marker=token.marker) for token in tokens]
-        parts += [_piece_html(piece, selected) for piece in pieces]
+        parts += [piece_html(piece, selected) for piece in pieces]
         if window.stop < n:
             parts.append(f" <a href='window:{window.stop}'><i>tokens {window.stop:,}–"
                          f"{min(n, window.stop + SPAN_WINDOW) - 1:,} ▶</i></a>")
@@ -369,34 +365,6 @@ class TokensPanel(Panel):
         message = f"position {row.position}, id {row.token_id}: ‘{visible_text(row.text)}’\nbytes: {bytes_text(row.raw)}"
         self.readout.setText(message.replace("\n", "   "))
         QToolTip.showText(QCursor.pos(), message, self.text_view)
-
-
-def _piece_html(piece: TextPiece, selected: int | None) -> str:
-    """One piece as rich text: a token's characters on its colour, a marker (bytes that end a character
-    another token began, a special or generated token) small and dim, dropped characters struck out."""
-    if piece.position is None:
-        if not piece.dropped:
-            return _characters_html(piece.text)
-        return (f"<a href='dropped:'><span style='{DROPPED_STYLE}'>{_characters_html(piece.text)}</span></a>")
-    chosen = piece.position == selected
-    colour = SELECTED if chosen else SPAN_COLOURS[piece.position % len(SPAN_COLOURS)]
-    fg = "#000000" if chosen else "#ffffff"
-    # Characters that draw nothing (U+0085, zero-width marks) would leave an empty, unclickable anchor:
-    # their names are drawn beside them.
-    text = piece.text
-    body = _characters_html(text) if text.strip() or text.isprintable() or "\n" in text else (
-        _characters_html(text) + _marker_html(readable(text)))
-    body += _marker_html(piece.marker) if piece.marker else ""
-    return f"<a href='tok:{piece.position}'><span style='background-color:{colour}; color:{fg}'>{body}</span></a>"
-
-
-def _characters_html(text: str) -> str:
-    """Characters of the text as they are; a newline as a ↵ marker and a line break."""
-    return (_marker_html("↵") + "<br>").join(html.escape(line) for line in text.split("\n"))
-
-
-def _marker_html(marker: str) -> str:
-    return f"<span style='{MARKER_STYLE}'>{html.escape(marker)}</span>"
 
 
 def _position_of(url: QUrl) -> int | None:
