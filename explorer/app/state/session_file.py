@@ -121,8 +121,9 @@ def find_crashed(own: str | os.PathLike | None = None, notices: list[str] | None
     else:
         candidates = [own]
     found = []
+    others = _IN_USE - {own}         # this window's own file, found at its start, was left by a run before it
     for path in candidates:
-        state = _crashed_state(path, notices if notices is not None else [])
+        state = _crashed_state(path, notices if notices is not None else [], others)
         if state is not None:
             found.append(Crashed(path, state))
     return max(found, key=lambda c: _mtime(c.path), default=None)
@@ -135,7 +136,7 @@ def _autosaves_in(folder: Path) -> list[Path]:
         return []
 
 
-def _crashed_state(path: Path, notices: list[str]) -> SessionState | None:
+def _crashed_state(path: Path, notices: list[str], in_use: set[Path]) -> SessionState | None:
     """The state in `path` if its writer is dead; a damaged file is moved aside (with a notice)."""
     try:
         if not path.is_file():
@@ -149,7 +150,7 @@ def _crashed_state(path: Path, notices: list[str]) -> SessionState | None:
     except (OSError, ValueError, ExplorerError, RecursionError) as error:
         notices.append(_set_aside(path, error))
         return None
-    if path in _IN_USE or pid is not None and pid != os.getpid() and _alive(pid):
+    if path in in_use or pid is not None and pid != os.getpid() and _alive(pid):
         return None                      # another window, still running
     return state
 
