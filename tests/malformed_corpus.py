@@ -10,6 +10,7 @@ payload that would create `scratch / MARKER` if it were ever unpickled.
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import struct
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ import torch
 from safetensors.torch import save_file
 from tokenizers import Tokenizer
 
-from explorer.core.errors import ModelLoadError, UnsupportedModelError
+from explorer.core.errors import ModelLoadError, NonFiniteError, UnsupportedModelError
 from tests.core.tiny_checkpoints import write_hf_folder, write_llama_gguf
 
 MARKER = "pwned"
@@ -244,6 +245,74 @@ def config_with_negative_heads(folder: Path, scratch: Path) -> Path:
     return _config_with(folder, num_attention_heads=-4)
 
 
+def offsets_overlap(folder: Path, scratch: Path) -> Path:
+    """A second tensor over the bytes of the first, moved by 4: safetensors itself refuses overlaps."""
+    header, data = _header_and_data(_weights(folder))
+    first = min((e["data_offsets"][0], n) for n, e in header.items() if n != "__metadata__")[1]
+    begin, end = header[first]["data_offsets"]
+    header["model.layers.0.extra.weight"] = {**header[first], "data_offsets": [begin + 4, end + 4]}
+    raw_safetensors(_weights(folder), header, data)
+    return folder
+
+
+def offsets_as_strings(folder: Path, scratch: Path) -> Path:
+    header, data = _header_and_data(_weights(folder))
+    header["model.norm.weight"]["data_offsets"] = [str(o) for o in header["model.norm.weight"]["data_offsets"]]
+    raw_safetensors(_weights(folder), header, data)
+    return folder
+
+
+def _header_and_data(path: Path) -> tuple[dict, bytes]:
+    raw = path.read_bytes()
+    length = struct.unpack_from("<Q", raw)[0]
+    return json.loads(raw[8:8 + length]), raw[8 + length:]
+
+
+def nan_weight(folder: Path, scratch: Path) -> Path:
+    tensors = _tensors(folder)
+    tensors["model.layers.1.mlp.up_proj.weight"][3, 5] = float("nan")
+    save_file(tensors, str(_weights(folder)))
+    return folder
+
+
+def weights_are_a_fifo(folder: Path, scratch: Path) -> Path:
+    _weights(folder).unlink()
+    os.mkfifo(_weights(folder))
+    return folder
+
+
+def weights_link_to_text(folder: Path, scratch: Path) -> Path:
+    (folder / "notes.txt").write_text("these are not weights\n")
+    _weights(folder).unlink()
+    _weights(folder).symlink_to(folder / "notes.txt")
+    return folder
+
+
+def gguf_alignment_string(folder: Path, scratch: Path) -> Path:
+    """general.alignment written as the string "x" (a GGUF string value: type 8)."""
+    path = llama_gguf(folder, scratch, "aligned.gguf")
+    data = path.read_bytes()
+    key = b"general.alignment"
+    field = struct.pack("<Q", len(key)) + key + struct.pack("<IQ", 8, 1) + b"x"
+    count = struct.unpack_from("<Q", data, 16)[0]
+    path.write_bytes(data[:16] + struct.pack("<Q", count + 1) + field + data[24:])
+    return path
+
+
+def config_with_zero_rope_theta(folder: Path, scratch: Path) -> Path:
+    return _config_with(folder, rope_theta=0)
+
+
+def config_with_nan_epsilon(folder: Path, scratch: Path) -> Path:
+    (folder / "config.json").write_text(
+        (folder / "config.json").read_text().replace('"rms_norm_eps": 1e-05', '"rms_norm_eps": NaN'))
+    return folder
+
+
+def config_with_unknown_activation(folder: Path, scratch: Path) -> Path:
+    return _config_with(folder, hidden_act="swishy")
+
+
 def pickle_in_folder(suffix: str) -> Callable[[Path, Path], Path]:
     def build(folder: Path, scratch: Path) -> Path:
         _weights(folder).unlink()
@@ -302,6 +371,20 @@ CASES = [
     Case("config has fewer layers than the weights", config_with_fewer_layers_than_the_weights,
          "num_hidden_layers = 1, but the weights hold layers up to", at_build=True),
     Case("config has negative heads", config_with_negative_heads, "num_attention_heads = -4",
+         UnsupportedModelError, at_build=True),
+    # The second corpus: files that type-check nowhere else, and values that ran to NaN.
+    Case("safetensors tensors overlap", offsets_overlap, "overlaps tensor"),
+    Case("safetensors offsets are strings", offsets_as_strings, "not two non-negative integers"),
+    Case("a NaN weight", nan_weight, "weight model.layers.1.mlp.up_proj.weight holds nan", NonFiniteError,
+         at_build=True),
+    Case("weights are a FIFO", weights_are_a_fifo, "is a named pipe (FIFO), not a regular file"),
+    Case("weights link to a text file", weights_link_to_text, "is not a safetensors file: it begins with the text"),
+    Case("GGUF alignment is a string", gguf_alignment_string, "general.alignment = 'x' is not a power of two"),
+    Case("config has rope_theta 0", config_with_zero_rope_theta, "rope_theta = 0 is not legal",
+         UnsupportedModelError, at_build=True),
+    Case("config has a NaN epsilon", config_with_nan_epsilon, "rms_norm_eps = nan is not legal",
+         UnsupportedModelError, at_build=True),
+    Case("config names an unknown activation", config_with_unknown_activation, "hidden_act = 'swishy' is not legal",
          UnsupportedModelError, at_build=True),
 ]
 CASE_IDS = [case.name for case in CASES]

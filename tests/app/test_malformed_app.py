@@ -59,3 +59,25 @@ def test_an_unsupported_architecture_names_its_folder(qtbot, window, dialogs, tm
     case = next(c for c in CASES if c.name == "unsupported architecture")
     path = case.build(good_folder(tmp_path / "mamba-model"), tmp_path)
     assert "mamba-model" in opened_badly(qtbot, window, dialogs, path)
+
+
+def test_a_forward_pass_that_gives_nan_shows_one_dialog_and_keeps_the_model(qtbot, window, dialogs, tmp_path):
+    """A model that loads (finite weights) but whose logits overflow: the run's error reaches the one
+    dialog, the model thread stays alive with the model loaded, and the next run can still be asked for."""
+    from tests.core.test_model_file_boundary import overflowing
+
+    path = overflowing(good_folder(tmp_path / "overflowing"))
+    seen = len(dialogs["warnings"])
+    window.open_model(str(path))
+    qtbot.waitUntil(lambda: len(dialogs["warnings"]) > seen, timeout=60000)
+    qtbot.waitUntil(lambda: not window.worker.busy and window.controller.loading is None, timeout=60000)
+    new = dialogs["warnings"][seen:]
+    assert len(new) == 1 and "NaN or infinite logits" in new[0] and "\n" not in new[0], new
+    assert window.controller.summary.name == "overflowing" and window.worker._thread.is_alive()
+    window.open_model(str(window.tiny))                          # the model thread still takes work
+    qtbot.waitUntil(lambda: window.controller.summary.name == "tiny-llama" and window.session.trace is not None
+                    and window.session.trace.model.name == "tiny-llama", timeout=60000)
+    qtbot.waitUntil(lambda: not window.worker.busy, timeout=60000)
+    before = window.session.trace
+    window.actions.step.trigger()
+    qtbot.waitUntil(lambda: window.session.trace.n_steps == before.n_steps + 1, timeout=60000)
