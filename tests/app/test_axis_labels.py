@@ -86,3 +86,19 @@ def test_every_axis_draws_its_first_and_last_labels_and_none_overlap(qtbot, n, s
             assert len(set(np.round(gaps).astype(int))) <= 2
         else:
             assert [text for _, text in drawn] == labels, f"{name}: a label is missing"
+
+
+def test_every_head_of_an_exported_layer_labels_its_first_and_last_key(qtbot):
+    from explorer.app.figures.figures import attention_figure
+    from explorer.views.maps import short_label
+    from tests.app.synthetic_trace import build_trace
+
+    trace = build_trace(n_layers=1, n_heads=4, prompt_len=14)
+    figure = attention_figure(trace, 0, "all", 1000, 800)
+    first, last = short_label(trace.token_text[0]), short_label(trace.token_text[-1])
+    for heatmap in figure.heatmaps:
+        for name in ("left", "top"):
+            drawn = [text for _, text in _drawn(heatmap.axes[name])]
+            assert drawn and drawn[0] == first, f"{name}: {drawn[:2]}"
+            assert len(drawn) < trace.n_tokens or drawn[-1] == last, f"{name}: {drawn[-2:]}"
+    figure.close()
