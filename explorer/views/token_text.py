@@ -10,6 +10,7 @@ vocabulary without an unknown token cuts it out of what the model reads.
 """
 from __future__ import annotations
 
+import unicodedata
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -96,10 +97,16 @@ def dropped_characters(spans: Sequence, source: str) -> str:
 def dropped_warning(dropped: str) -> str:
     """One sentence naming the dropped characters (each once, in order of appearance)."""
     unique = "".join(dict.fromkeys(dropped))
-    shown = " ".join(repr(ch)[1:-1] if not ch.isprintable() else ch for ch in unique[:40])
+    shown = " ".join(_named(ch) for ch in unique[:40])
     more = f" and {len(unique) - 40} more" if len(unique) > 40 else ""
-    return (f"⚠ The tokenizer leaves out {len(dropped)} character{'s' if len(dropped) != 1 else ''} of the text "
-            f"(no token covers them), so the model does not read them: {shown}{more}")
+    count = f"{len(dropped)} character{'s' if len(dropped) != 1 else ''}"
+    # The characters first: a narrow panel cuts the end of its line.
+    return f"⚠ Left out by the tokenizer: {shown}{more} ({count} no token covers; the model does not read them)"
+
+
+def _named(ch: str) -> str:
+    """A character as itself, or as U+XXXX where it would not show alone (a combining mark, a control)."""
+    return ch if ch.isprintable() and not unicodedata.category(ch).startswith("M") else f"U+{ord(ch):04X}"
 
 
 class TextLeftOutWarning(UserWarning):
