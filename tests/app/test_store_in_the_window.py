@@ -6,6 +6,7 @@ from explorer.app.window import pull_dialog
 from explorer.app.window.model_picker import ModelToolbar
 from explorer.app.window.model_refs import ModelChoice
 from explorer.core import store
+from tests.cli.test_pull_models import catalog, tiny_gguf  # noqa: F401
 
 
 def test_the_picker_names_the_variant_of_a_catalog_model(qtbot):
@@ -32,3 +33,32 @@ def test_the_pull_question_says_the_variant_and_the_size(qtbot, monkeypatch):
     entry = store.PULLABLE["smollm2-135m"]
     mebibytes = sum(file.size for file in entry.files) / 2**20          # 98,362,432 bytes: the file pulled
     assert "Instruct, Q4_1" in asked[0] and f"{mebibytes:.1f}" in asked[0] and "MiB" in asked[0]
+
+
+def test_the_first_load_of_a_pulled_gguf_says_it_writes_a_float32_copy(qtbot, tmp_path, catalog, monkeypatch):  # noqa: F811
+    """Its copy is written beside it in the store; the next load of the same model says nothing of it."""
+    from PySide6.QtCore import QSettings
+
+    from explorer import cli
+    from explorer.app.window.main_window import MainWindow
+    from explorer.app.window.settings import AppSettings
+
+    links, _ = catalog
+    monkeypatch.setitem(store.PULLABLE, "tiny", store.Pullable(**{**store.PULLABLE["tiny"].__dict__,
+                                                                  "first_load_bytes": 3_000_000}))
+    assert cli.main(["pull", "tiny", "--find-links", str(links), "--quiet"]) == 0
+    settings = AppSettings(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    window = MainWindow(settings=settings, autosave_path=tmp_path / "autosave.json", catalog=lambda: [])
+    qtbot.addWidget(window)
+    try:
+        window.open_model("tiny")
+        said = window.status.currentMessage()
+        assert "for the first time" in said and "2.86 MiB" in said and "float32 copy" in said
+        gguf = store.pulled_path("tiny")
+        copy = gguf.with_name(gguf.name + ".f32.safetensors")
+        qtbot.waitUntil(lambda: window.controller.reference == "tiny" and not window.worker.busy and copy.is_file(),
+                        timeout=60000)
+        window.open_model("tiny")
+        assert "first time" not in window.status.currentMessage()
+    finally:
+        window.close()

@@ -25,6 +25,7 @@ from explorer.app.window.prompt_editor import PromptEditor
 from explorer.app.window.settings import AppSettings
 from explorer.app.window.status_bar import StatusLine
 from explorer.app.window.toolbar import DecodingActions, DecodingToolbar, SamplingToolbar
+from explorer.core import store
 
 TITLE = "Transformer Explorer"
 
@@ -132,7 +133,7 @@ class MainWindow(QMainWindow):
             self.status.showMessage(f"{model_refs.short_name(reference)} was not opened: its terms were declined.", 8000)
             return
         device, dtype = self.model_bar.choice()
-        self.status.showMessage(f"Loading {model_refs.short_name(reference)}…")
+        self.status.showMessage(store.first_load_notice(reference) or f"Loading {model_refs.short_name(reference)}…")
         self.controller.load(reference, device, dtype)
 
     def _terms_accepted(self, reference: str) -> bool:
