@@ -172,6 +172,9 @@ def test_catalog_sizes_are_the_sizes_of_the_pulled_files():
             if path.is_file():
                 assert path.stat().st_size == file.size, file.name
                 checked += 1
+        gguf = pulled / entry.name / entry.open_as
+        if entry.open_as.endswith(".gguf") and gguf.is_file():      # the float32 copy: 4 bytes a parameter
+            assert entry.first_load_bytes == 4 * summarize(gguf)[0].params, entry.name
     if not checked:
         pytest.skip("no pulled test models to compare the catalog's sizes with")
 
