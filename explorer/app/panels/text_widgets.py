@@ -1,0 +1,108 @@
+"""Text widgets every panel shares: a one-line readout that never widens its dock, and changing rich text
+wrapped to the panel's width that lays itself out again only when its number of lines changes."""
+from __future__ import annotations
+
+import html
+import math
+
+from PySide6.QtCore import QSize
+from PySide6.QtGui import QAbstractTextDocumentLayout, QPainter, QPalette, QTextDocument
+from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
+
+
+class LineLabel(QLabel):
+    """One line of changing text (a hover readout, a step counter) that never widens its panel: a plain
+    QLabel asks for its text's width, so a longer text made the main window resize the docks beside
+    it during decoding, every view in them laid out and drawn again. The text is cut at the edge
+    instead, and shown whole as the tooltip."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(text, parent)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        self.setToolTip(text if self.fontMetrics().horizontalAdvance(text) > self.width() else "")
+
+
+class WrappedText(QWidget):
+    """Changing text (a panel's formula with its live shapes, the next-token caption) wrapped to
+    the panel's width, `setText` taking rich text.
+
+    A QLabel asks its layout to lay out again on every new text, and these change with every
+    decoding step: the layout pass of every visible panel cost several milliseconds a step,
+    and a longer caption widened its dock, making the main window lay out the docks beside it.
+    This asks for nothing wider than the panel and lays itself out again only when its number
+    of lines changes.
+    """
+
+    PADDING = (4, 2)          # horizontal, vertical
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.document = QTextDocument(self)
+        self.document.setDocumentMargin(0)
+        font = self.font()
+        font.setPixelSize(13)
+        self.document.setDefaultFont(font)
+        self._html = ""
+        self._height = self._height_for(self.width())
+        policy = QSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        policy.setHeightForWidth(True)
+        self.setSizePolicy(policy)
+
+    def text(self) -> str:
+        return self._html
+
+    def set_plain(self, text: str) -> None:
+        self.setText(html.escape(text, quote=False))
+
+    def setText(self, html_text: str) -> None:
+        self._html = html_text
+        self.document.setHtml(html_text)
+        self._fit(self.width())
+        self.update()
+
+    def _fit(self, width: int) -> None:
+        """Ask the layout for a new height only when the text at `width` needs one."""
+        height = self._height_for(width)
+        if height != self._height:
+            self._height = height
+            self.updateGeometry()
+
+    def _wrap_at(self, width: int) -> None:
+        """Wrap the text for a widget `width` wide (setTextWidth lays it out again even for its own width)."""
+        width = max(1, width - 2 * self.PADDING[0])
+        if self.document.textWidth() != width:
+            self.document.setTextWidth(width)
+
+    def _height_for(self, width: int) -> int:
+        self._wrap_at(width)
+        return int(math.ceil(self.document.size().height())) + 2 * self.PADDING[1]
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        return self._height_for(width)
+
+    def sizeHint(self) -> QSize:
+        return QSize(200, self._height)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(0, self._height)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit(event.size().width())
+
+    def paintEvent(self, event) -> None:
+        self._wrap_at(self.width())                     # the layout may have asked about other widths
+        painter = QPainter(self)
+        painter.translate(*self.PADDING)
+        context = QAbstractTextDocumentLayout.PaintContext()
+        palette = QPalette(context.palette)
+        palette.setColor(QPalette.ColorRole.Text, self.palette().color(QPalette.ColorRole.WindowText))
+        context.palette = palette
+        self.document.documentLayout().draw(painter, context)
+        painter.end()
