@@ -85,3 +85,30 @@ def test_the_attention_panel_fits_a_narrow_dock_with_its_colour_bar_inside(qtbot
     assert 0 < right <= panel.width(), f"the colour bar ends at {right} px of a {panel.width()} px panel"
     controls = panel.kernel_control.mapTo(panel, panel.kernel_control.rect().topRight()).x()
     assert controls <= panel.width()             # the controls wrap onto another line instead
+
+
+def test_a_long_maps_title_never_pushes_the_map_and_its_colour_bar_out_of_a_narrow_view(qtbot):
+    import pyqtgraph as pg
+
+    from explorer.app.panels.heatmap import Heatmap
+
+    n, width = 2048, 253                         # the large map's column in a 1366 px window
+    view = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(view)
+    view.resize(width, 480)
+    heatmap = Heatmap(view.ci)
+    labels = [f"{i} ␣token" for i in range(n)]
+    heatmap.set_matrix(np.random.default_rng(0).random((512, 512)), row_labels=labels, col_labels=labels,
+                       extent=(n, n))
+    title = f"{n}×{n} in 4×4 block maxima · zoom for exact"
+    heatmap.plot.setTitle(title)
+    heatmap.plot.setLabels(left="query", top="key")
+    view.show()
+    qtbot.waitExposed(view)
+    view.ci.setGeometry(0, 0, width, 480)
+    QApplication.processEvents()
+    bar = heatmap.colorbar.mapRectToScene(heatmap.colorbar.boundingRect())
+    assert bar.right() <= width and heatmap.plot.sceneBoundingRect().right() <= width + 1, bar
+    label = heatmap.plot.titleLabel
+    drawn = label.item.mapRectToScene(label.item.boundingRect())
+    assert drawn.right() <= width + 1 and label.text == title and label.toolTip() == title

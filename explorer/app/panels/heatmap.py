@@ -180,6 +180,47 @@ def nice_step(at_least: float) -> float:
     return next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= at_least)
 
 
+class FittingTitle(pg.LabelItem):
+    """A plot title that never widens its plot: pyqtgraph's asks for its text's width, so a long title
+    in a narrow dock pushed the map and its colour bar out past the right edge. This one is cut with an
+    ellipsis where it has less room, its whole text in the tooltip."""
+
+    def __init__(self, text: str = "", parent=None, **args) -> None:
+        self._whole, self._fitting = "", False
+        super().__init__(text, parent=parent, **args)
+
+    def setText(self, text, **args) -> None:
+        if not self._fitting:
+            self._whole = str(text)
+            self.setToolTip(self._whole)
+        super().setText(text, **args)
+        self._fit()
+
+    def updateMin(self) -> None:
+        super().updateMin()
+        self.setMinimumWidth(0)                              # the plot, not its title, sets the width
+        self._sizeHint[Qt.SizeHint.MinimumSize] = (0, self._sizeHint[Qt.SizeHint.MinimumSize][1])
+
+    def resizeEvent(self, event) -> None:
+        self._fit()
+        super().resizeEvent(event)
+
+    def _fit(self) -> None:
+        """Show as much of the whole text as the label's width holds (LabelItem draws it, styled)."""
+        width, text = self.width(), self._whole
+        if self._fitting or width <= 0 or not text:
+            return
+        self._fitting = True
+        try:
+            shown = text
+            super().setText(shown)
+            while len(shown) > 1 and self.item.boundingRect().width() > width:
+                shown = text[: max(1, int(len(shown) * width / self.item.boundingRect().width()) - 1)]
+                super().setText(shown + "…")
+        finally:
+            self.text, self._fitting = text, False          # `text` stays the whole title, as set
+
+
 class Heatmap:
     """One matrix in a GraphicsLayout: rows top to bottom, columns left to right.
 
@@ -191,6 +232,7 @@ class Heatmap:
                  colormap: str = "viridis", axes: tuple[str, str] = ("left", "top")) -> None:
         self.axes = {side: TokenAxis(side) for side in ("left", "top", "right", "bottom")}
         self.plot = layout.addPlot(row=row, col=col, axisItems=self.axes)
+        self._fit_title()
         self.plot.invertY(True)
         self.plot.setDefaultPadding(0.0)
         # Only the labelled axes are shown; the view's border closes the frame (two unlabelled axes
@@ -227,6 +269,17 @@ class Heatmap:
         self.shape = (0, 0)
         self.highlighted: tuple[int | None, int | None] = (None, None)
         self._connected = False
+
+    def _fit_title(self) -> None:
+        """Put a FittingTitle where the plot's own title was."""
+        plot, old = self.plot, self.plot.titleLabel
+        plot.layout.removeItem(old)
+        old.setParentItem(None)
+        if old.scene() is not None:
+            old.scene().removeItem(old)
+        plot.titleLabel = FittingTitle("", parent=plot, size="11pt")
+        plot.layout.addItem(plot.titleLabel, 0, 1)
+        plot.setTitle(None)
 
     # ----- data -------------------------------------------------------------------
     def set_matrix(self, matrix: np.ndarray, levels: tuple[float, float] | None = None,
