@@ -16,7 +16,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication
 
-from explorer.app.panels.heatmap import Heatmap, TokenAxis
+from explorer.app.panels.heatmap import Heatmap
+from explorer.app.panels.heatmap_axes import TokenAxis
 from explorer.app.window.theme import figure_colours, paint_figure
 from explorer.core.trace import Trace
 from explorer.views.grid import Mosaic, blank_mosaic, mosaic

@@ -1,0 +1,214 @@
+"""The axes and title of a heat map: token tick labels that never overlap nor drop an end, written
+upright on a key axis, and a title that never widens its plot (heatmap.Heatmap puts them together)."""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QFont, QFontMetricsF
+
+MAX_UPRIGHT_PX = 90          # the tallest a top or bottom axis of upright token labels grows (default font)
+BASE_LINE_PX = 14.0          # the default font's line height, which the sizes above are for
+SHORT_LABEL = 3              # characters a label may have and still be written across (numbers, "H5")
+
+
+class TokenAxis(pg.AxisItem):
+    """An axis whose ticks are labels at given positions, thinned so that they never overlap.
+
+    A top or bottom axis writes its labels upright (rotated 90°), as matrix plots do: a label then
+    takes one line height of the axis, as on the left axis, so the key axis labels as many tokens
+    as the query axis instead of the few whose full width fits side by side."""
+
+    def __init__(self, orientation: str, **kwargs) -> None:
+        super().__init__(orientation, **kwargs)
+        self._labels: list[str] = []
+        self._positions = np.zeros(0)
+        self._lookup: dict[float, int] = {}
+        self._longest = 1
+        self.setStyle(tickLength=-3, autoExpandTextSpace=True)
+        self.enableAutoSIPrefix(False)
+
+    def set_labels(self, labels: Sequence[str], positions: Sequence[float] | None = None) -> None:
+        """Ticks at `positions` (default 0, 1, 2, ...); the same labels again change nothing, so a decoding
+        step does not make pyqtgraph lay out and draw an unchanged axis again."""
+        labels = [str(label) for label in labels]
+        positions = np.arange(len(labels), dtype=float) if positions is None else np.asarray(positions, float)
+        if labels == self._labels and np.array_equal(positions, self._positions):
+            return
+        self._labels, self._positions = labels, positions
+        self._lookup = {float(p): i for i, p in enumerate(positions)}      # read at every tick layout
+        self._longest = max((len(label) for label in labels), default=1)
+        if self.orientation in ("left", "right") and self._labels:
+            self._fit_width()
+        elif self.upright:
+            self._fit_upright()
+        self.picture = None
+        self.update()
+
+    def setRange(self, mn: float, mx: float) -> None:
+        """pyqtgraph lays the axis out and draws it again on every range it is given; the view gives
+        the same range again whenever anything in the plot changes (each decoding step)."""
+        if [mn, mx] != list(getattr(self, "range", ())):
+            super().setRange(mn, mx)
+
+    def tickValues(self, minVal, maxVal, size):
+        if not self._labels:
+            return []
+        lo, hi = sorted((minVal, maxVal))
+        visible = np.flatnonzero((self._positions >= lo - 0.5) & (self._positions <= hi + 0.5))
+        if visible.size == 0:
+            return []
+        spacing = (self._positions[-1] - self._positions[0]) / max(1, len(self._positions) - 1) or 1.0
+        px_per_label = size / max(hi - lo, 1e-9) * spacing
+        stride = int(nice_step(self._needed_px() / max(px_per_label, 1e-9)))
+        chosen = visible[visible % stride == 0]
+        return [(stride, [float(self._positions[i]) for i in chosen])]
+
+    def tickStrings(self, values, scale, spacing):
+        return [self._labels[self._lookup[float(v)]] if float(v) in self._lookup else "" for v in values]
+
+    @property
+    def upright(self) -> bool:
+        """Labels written upright: those of a top or bottom axis longer than a short number or "H12"."""
+        return self.orientation in ("top", "bottom") and getattr(self, "_longest", 0) > SHORT_LABEL
+
+    def _fit_upright(self) -> None:
+        """Make a top or bottom axis tall enough for its upright labels and its title (e.g. "key")."""
+        self.setStyle(autoExpandTextSpace=False)
+        grow = self._line_px() / BASE_LINE_PX                  # a larger font (an export) takes more room
+        self.setHeight(int(min(MAX_UPRIGHT_PX * grow, self._char_px() * self._longest + 12 * grow)) + self._title_px())
+
+    def _title_px(self) -> int:
+        return int(round(20 * self._line_px() / BASE_LINE_PX)) if self.label.isVisible() else 0
+
+    def _font(self) -> QFont:
+        return self.style["tickFont"] or QFont()
+
+    def _line_px(self) -> float:
+        return QFontMetricsF(self._font()).height()
+
+    def _char_px(self) -> float:
+        """A label character's mean width (6.5 px in the default font)."""
+        return QFontMetricsF(self._font()).averageCharWidth() + 0.5
+
+    def set_font(self, font: QFont) -> None:
+        """Labels in `font` (an export's, scaled to its size); the axis makes room for them."""
+        self.setStyle(tickFont=font)
+        self.showLabel(self.label.isVisible())
+
+    def _fit_width(self) -> None:
+        """Make a left or right axis wide enough for its labels and its title (e.g. "query") beside them."""
+        grow = self._line_px() / BASE_LINE_PX
+        self.setWidth(int(min(130 * grow, self._char_px() * self._longest + 16 * grow)) + self._title_px())
+
+    def showLabel(self, show: bool = True) -> None:
+        super().showLabel(show)
+        if self.upright:
+            self._fit_upright()
+        elif self.orientation in ("left", "right") and getattr(self, "_labels", None):   # (during __init__: none)
+            self._fit_width()
+
+    def _needed_px(self) -> float:
+        """Room one label takes along the axis: a line of its font (upright or on a side axis), else its width."""
+        if self.orientation in ("left", "right") or self.upright:
+            return max(13.0, self._line_px() + 1.0)
+        return self._char_px() * self._longest + 8.0
+
+    def generateDrawSpecs(self, p):
+        """pyqtgraph's specs, with a label for every tick of an upright axis: pyqtgraph drops a label whose
+        width, measured lying down, sticks out of the axis, which cut the first and last keys."""
+        specs = super().generateDrawSpecs(p)
+        if specs is None or not self.upright or not self._labels:
+            return specs
+        axis_spec, tick_specs, _ = specs
+        ticks = [spec[1].x() for spec in tick_specs]
+        levels = self.tickValues(self.range[0], self.range[1], self.boundingRect().width())
+        values = levels[0][1] if levels else []
+        lo, hi = self.range[0], self.range[1]
+        width = self.boundingRect().width()
+        text = []
+        for value, label in zip(values, self.tickStrings(values, 1.0, 1.0)):
+            x = (value - lo) * width / ((hi - lo) or 1.0)
+            if ticks and min(ticks) - 0.5 <= x <= max(ticks) + 0.5:
+                text.append((QRectF(x - 7, 0, 14, 14), 0, label))      # drawPicture reads only the centre's x
+        return axis_spec, tick_specs, text
+
+    def drawPicture(self, p, axisSpec, tickSpecs, textSpecs) -> None:
+        """pyqtgraph's drawing, with a top or bottom axis's labels upright, reading bottom to top."""
+        if not self.upright:
+            super().drawPicture(p, axisSpec, tickSpecs, textSpecs)
+            return
+        super().drawPicture(p, axisSpec, tickSpecs, [])
+        if self.style["tickFont"] is not None:
+            p.setFont(self.style["tickFont"])
+        p.setPen(self.textPen())
+        bounds = self.boundingRect()
+        room = bounds.height() - 6 - self._title_px()
+        for rect, _flags, text in textSpecs:
+            p.save()
+            edge = bounds.bottom() - 4 if self.orientation == "top" else bounds.top() + 4
+            p.translate(rect.center().x(), edge)
+            p.rotate(-90)
+            box = QRectF(0, -7, room, 14) if self.orientation == "top" else QRectF(-room, -7, room, 14)
+            align = Qt.AlignmentFlag.AlignLeft if self.orientation == "top" else Qt.AlignmentFlag.AlignRight
+            p.drawText(box, int(align | Qt.AlignmentFlag.AlignVCenter), text)
+            p.restore()
+
+
+def symmetric_levels(matrix: np.ndarray) -> tuple[float, float]:
+    """Colour levels (-m, m) for signed values, m = max |x| over the finite entries (1 when there are none)."""
+    finite = np.abs(matrix[np.isfinite(matrix)])
+    top = float(finite.max()) if finite.size else 1.0
+    return -top or -1.0, top or 1.0
+
+
+def nice_step(at_least: float) -> float:
+    """The smallest 1, 2 or 5 times a power of ten that is at least `at_least`, and at least 1."""
+    if at_least <= 1:
+        return 1.0
+    magnitude = 10.0 ** math.floor(math.log10(at_least))
+    return next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= at_least)
+
+
+class FittingTitle(pg.LabelItem):
+    """A plot title that never widens its plot: pyqtgraph's asks for its text's width, so a long title
+    in a narrow dock pushed the map and its colour bar out past the right edge. This one is cut with an
+    ellipsis where it has less room, its whole text in the tooltip."""
+
+    def __init__(self, text: str = "", parent=None, **args) -> None:
+        self._whole, self._fitting = "", False
+        super().__init__(text, parent=parent, **args)
+
+    def setText(self, text, **args) -> None:
+        if not self._fitting:
+            self._whole = str(text)
+            self.setToolTip(self._whole)
+        super().setText(text, **args)
+        self._fit()
+
+    def updateMin(self) -> None:
+        super().updateMin()
+        self.setMinimumWidth(0)                              # the plot, not its title, sets the width
+        self._sizeHint[Qt.SizeHint.MinimumSize] = (0, self._sizeHint[Qt.SizeHint.MinimumSize][1])
+
+    def resizeEvent(self, event) -> None:
+        self._fit()
+        super().resizeEvent(event)
+
+    def _fit(self) -> None:
+        """Show as much of the whole text as the label's width holds (LabelItem draws it, styled)."""
+        width, text = self.width(), self._whole
+        if self._fitting or width <= 0 or not text:
+            return
+        self._fitting = True
+        try:
+            shown = text
+            super().setText(shown)
+            while len(shown) > 1 and self.item.boundingRect().width() > width:
+                shown = text[: max(1, int(len(shown) * width / self.item.boundingRect().width()) - 1)]
+                super().setText(shown + "…")
+        finally:
+            self.text, self._fitting = text, False          # `text` stays the whole title, as set
