@@ -3,6 +3,7 @@ keeps the trace it would have replaced, a long prompt is not run unasked when a 
 prefill's progress dialog closes when its trace arrives, whatever else the model thread has to do."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 
@@ -115,3 +116,21 @@ def test_the_prefill_dialog_closes_when_its_trace_arrives_while_other_jobs_run(q
         release.set()
     idle(qtbot, window)
     assert texts[0].startswith("Prefilling 1 token: layer 1 of ")          # one token, not "1 tokens"
+
+
+def test_opening_a_session_reports_the_session_s_run_only(qtbot, window, tiny):  # noqa: F811
+    from explorer.app.state.session_state import SessionState
+
+    opened(qtbot, window, tiny)
+    saved = step(qtbot, window, 2)
+    state = dataclasses.replace(SessionState.of(str(tiny), PROMPT, window.sampling_bar.settings(), saved),
+                                record_dtype="float16")
+    window.prompt.set_text("Whether 'tis nobler")
+    window.actions.run.trigger()
+    idle(qtbot, window, lambda: window.session.trace.n_steps == 1)           # another run on screen
+    texts = []
+    window.worker.run_progress.connect(lambda _fraction, text: texts.append(text))
+    window.restore_session(state)                  # float16: the old trace is not redone before the replay
+    again = idle(qtbot, window, lambda: window.session.trace.n_steps == 3)
+    assert again.token_ids.tolist() == saved.token_ids.tolist()
+    assert texts and all("2 tokens" in text for text in texts), texts      # the session's 2 decoded tokens

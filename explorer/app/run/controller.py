@@ -196,11 +196,12 @@ class DecodingController(PromptFit, QObject):
             self.trace_budget = int(n_bytes)
             self.budget_changed.emit(self.trace_budget)
 
-    def set_record_dtype(self, dtype: str) -> None:
-        """Record the trace in float32 or float16 (half the memory); the current run is redone."""
+    def set_record_dtype(self, dtype: str, redo: bool = True) -> None:
+        """Record the trace in float32 or float16 (half the memory); the current run is redone (unless a run
+        that replaces it follows: `redo` False)."""
         if dtype != self.record_dtype:
             self.record_dtype = dtype
-            self.worker.set_recording(dtype)
+            self.worker.set_recording(dtype, redo)
             self.record_dtype_changed.emit(dtype)
 
     def set_sampling(self, sampling: SamplingSettings) -> None:
@@ -226,10 +227,14 @@ class DecodingController(PromptFit, QObject):
     def restore(self, state: SessionState) -> None:
         """Rebuild a saved session exactly: its sampling, experiments, record dtype, prompt, forced tokens and steps."""
         self.set_sampling(state.sampling)
-        self.session.set_experiments(state.experiments)
+        self._redo_runs = False                             # the session's replay follows: nothing redone before
+        try:
+            self.session.set_experiments(state.experiments)
+        finally:
+            self._redo_runs = True
 
         def replay() -> None:
-            self.set_record_dtype(state.record_dtype)       # the saved precision (float16 is another trace)
+            self.set_record_dtype(state.record_dtype, redo=False)   # the saved precision (float16 is another trace)
             self.set_prompt(state.prompt)
             self._run_prompt = None
             if state.steps and state.prompt_ids:
@@ -248,7 +253,7 @@ class DecodingController(PromptFit, QObject):
     def _on_experiments_changed(self, experiments) -> None:
         """The model redoes the run under the experiments that are on (a branch) and decodes on under them."""
         intervention = active(experiments)
-        self.worker.set_intervention(None if intervention.is_empty else intervention)
+        self.worker.set_intervention(None if intervention.is_empty else intervention, getattr(self, "_redo_runs", True))
 
     # ----- worker answers -------------------------------------------------------------
     def _on_trace_ready(self, trace) -> None:

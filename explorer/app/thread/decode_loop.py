@@ -228,9 +228,10 @@ class DecodeLoop:
         self._redo(decoder, old.trace, request)
 
     def _redo(self, decoder, trace, request) -> None:
-        """Run `trace`'s prompt, forced tokens and steps again on `decoder`."""
+        """Run `trace`'s prompt, forced tokens and steps again on `decoder`, unless a run queued behind starts
+        over anyway (a session opened: its replay follows its record dtype and experiments)."""
         steps = trace.steps
-        if not steps:
+        if not steps or not request.redo or self._queue.starts_over():
             return
         encoded = trace.encoder if trace.model.is_encoder_decoder else None             # a translation's source
         forced = {index: step.chosen_id for index, step in enumerate(steps) if step.forced}

@@ -82,6 +82,7 @@ class SetRecording:
     """Record the trace's arrays in `dtype` ("float32" or "float16"); the current run is redone in it."""
 
     dtype: str
+    redo: bool = True               # False: a run asked next replaces the current one (a session opened)
     seq: int = -1
 
 
@@ -97,6 +98,7 @@ class SetIntervention:
     redone under it, a branch, and decoding continues under it."""
 
     intervention: object
+    redo: bool = True               # False: a run asked next replaces the current one (a session opened)
     seq: int = -1
 
 
@@ -304,6 +306,12 @@ class RequestQueue:
     def pending(self) -> list:
         with self._lock:
             return list(self._pending)
+
+    def starts_over(self) -> bool:
+        """Whether a queued request will start the trace over (a load, a prefill, a replay): a redo of the
+        current trace now would be thrown away, and its progress would name the wrong run."""
+        with self._lock:
+            return any(isinstance(r, (Load, Prefill, Replay)) for r in self._pending)
 
     # ----- model thread -----------------------------------------------------------
     def take(self):

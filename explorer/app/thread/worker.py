@@ -92,12 +92,12 @@ class ModelWorker(QObject):
     def set_sampling(self, sampling: SamplingSettings) -> None:
         self._push(SetSampling(sampling=sampling))
 
-    def set_recording(self, dtype: str) -> None:
-        self._push(SetRecording(dtype=dtype))
+    def set_recording(self, dtype: str, redo: bool = True) -> None:
+        self._push(SetRecording(dtype=dtype, redo=redo))
 
-    def set_intervention(self, intervention) -> None:
+    def set_intervention(self, intervention, redo: bool = True) -> None:
         """Redo the current run under `intervention` (None: none) and decode under it from then on."""
-        self._push(SetIntervention(intervention=intervention))
+        self._push(SetIntervention(intervention=intervention, redo=redo))
 
     def logit_lens(self, position: int, k: int = 5) -> None:
         self._push(LogitLens(position=int(position), k=int(k)))
