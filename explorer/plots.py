@@ -42,6 +42,8 @@ class AttentionFigure:
         buffer = io.BytesIO()
         with matplotlib.rc_context({"svg.fonttype": "none"}):     # SVG labels stay text
             self.figure.savefig(buffer, format=fmt, dpi=100, bbox_inches="tight")
+        if fmt == "svg":          # neighbouring cells meet without the seams antialiasing draws between them
+            return buffer.getvalue().replace(b"<svg ", b'<svg shape-rendering="crispEdges" ', 1)
         return buffer.getvalue()
 
     def _repr_png_(self) -> bytes:
@@ -59,6 +61,9 @@ class AttentionFigure:
         return files.write_atomic(path, lambda temporary: Path(temporary).write_bytes(data))
 
 
+MAX_VECTOR_CELLS = 256 * 256     # a map drawn as vector cells at most (beyond: an embedded image)
+
+
 def _new_figure(width: float, height: float):
     from matplotlib.figure import Figure         # no pyplot: no backend, no GUI event loop
 
@@ -73,11 +78,28 @@ def _ticks(axis_set, labels: list[str], positions=None) -> None:
 
 
 def _image(axes, shown: np.ndarray, levels: tuple[float, float]):
+    """The map, rows top to bottom: up to MAX_VECTOR_CELLS cells as one quadrilateral each, so that an
+    SVG holds vector cells (sharp at any zoom, read by any SVG reader); a larger map as an image."""
     import matplotlib
 
     colours = matplotlib.colormaps[COLOURMAP].with_extremes(bad=(0, 0, 0, 0))
-    return axes.imshow(np.ma.masked_invalid(shown), cmap=colours, vmin=levels[0], vmax=levels[1],
-                       interpolation="nearest", aspect="auto")
+    masked = np.ma.masked_invalid(shown)
+    if shown.size > MAX_VECTOR_CELLS:
+        return axes.imshow(masked, cmap=colours, vmin=levels[0], vmax=levels[1], interpolation="nearest",
+                           aspect="auto")
+    rows, columns = shown.shape
+    mesh = axes.pcolormesh(np.arange(columns + 1) - 0.5, np.arange(rows + 1) - 0.5, masked, cmap=colours,
+                           vmin=levels[0], vmax=levels[1], shading="flat", edgecolors="none", antialiased=False)
+    axes.set_xlim(-0.5, columns - 0.5)
+    axes.set_ylim(rows - 0.5, -0.5)                 # row 0 at the top, as an image
+    return mesh
+
+
+def _colour_bar(figure, image, axes, label: str) -> None:
+    """A colour bar drawn as vector bands: matplotlib makes a bar of 50 colours or more an embedded image."""
+    bar = figure.colorbar(image, ax=axes, label=label)
+    if bar.solids is not None:
+        bar.solids.set_rasterized(False)
 
 
 def head_figure(view: trace_views.View, layer: int, head: int, values: str = "weights", log: bool = False,
@@ -102,7 +124,7 @@ def head_figure(view: trace_views.View, layer: int, head: int, values: str = "we
     axes.set_ylabel("query")
     _ticks(lambda p, t: axes.set_xticks(p, t, rotation=90, fontsize=8), columns)
     _ticks(lambda p, t: axes.set_yticks(p, t, fontsize=8), rows)
-    figure.colorbar(image, ax=axes, label=symbol)
+    _colour_bar(figure, image, axes, symbol)
     return AttentionFigure(figure, shown, rows, columns, levels)
 
 
@@ -123,5 +145,5 @@ def grid_figure(view: trace_views.View, values: str = "weights", log: bool = Fal
     columns = [f"H{i}" for i in range(grid.n_heads)]
     _ticks(lambda p, t: axes.set_xticks(p, t, fontsize=8), columns, grid.head_centres())
     _ticks(lambda p, t: axes.set_yticks(p, t, fontsize=8), rows, grid.layer_centres())
-    figure.colorbar(image, ax=axes, label=symbol)
+    _colour_bar(figure, image, axes, symbol)
     return AttentionFigure(figure, shown, rows, columns, levels)

@@ -71,3 +71,19 @@ def test_save_writes_png_or_svg_only(run, tmp_path):
     assert run.show(0, 1).save(tmp_path / "a.svg").read_text().lstrip().startswith("<?xml")
     with pytest.raises(explorer.ExplorerError, match="must end in .png or .svg"):
         run.show(0, 1).save(tmp_path / "a.jpg")
+
+
+def test_an_svg_draws_the_cells_as_vector_shapes_that_another_reader_renders_sharp(run, tmp_path):
+    import shutil
+    import subprocess
+
+    shown = run.show(1, 3)
+    svg = shown._repr_svg_()
+    assert "<image" not in svg, "the map is an embedded raster"
+    n = len(run.attention(1, 3))
+    assert svg.count("<path") >= n * (n + 1) // 2            # a shape at least per visible cell
+    if shutil.which("rsvg-convert"):                         # librsvg, where installed, draws it
+        path = tmp_path / "head.svg"
+        path.write_text(svg)
+        out = subprocess.run(["rsvg-convert", str(path)], capture_output=True, timeout=60, check=True)
+        assert out.stdout.startswith(b"\x89PNG")
