@@ -77,14 +77,17 @@ class BytesPlot(pg.GraphicsLayoutWidget):
         self._fit_legend()
 
     def _fit_legend(self) -> None:
-        """As many legend columns as the width holds (three at most), and the row as tall as they need."""
+        """As many legend columns as the width holds (one per variant at most), and the row as tall as they need."""
         if getattr(self, "legend", None) is None or getattr(self, "closed", False):
             return                              # a resize while the figure is built, or once closed (no scene)
-        columns = max(1, min(3, (self.width() - 20) // LEGEND_COLUMN_PX))
+        columns = max(1, min(len(self.legend.items) or 1, (self.width() - 20) // LEGEND_COLUMN_PX))
         if columns != self.legend.columnCount:
             self.legend.setColumnCount(columns)
         self.legend.updateSize()
-        self.ci.layout.setRowFixedHeight(2, max(LEGEND_ROW_PX, self.legend.boundingRect().height() + 4))
+        legend_px = max(LEGEND_ROW_PX, self.legend.boundingRect().height() + 4)
+        self.ci.layout.setRowFixedHeight(2, legend_px)
+        # A legend of several rows (seven variants) takes its height from the plots, not from their 120 px.
+        self.setMinimumHeight(int(MIN_HEIGHT_PX + legend_px - LEGEND_ROW_PX))
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
