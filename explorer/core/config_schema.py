@@ -29,21 +29,25 @@ class Rule:
     choices: frozenset = frozenset()
 
 
-def count(low: int = 1, nullable: bool = False) -> Rule:
-    return Rule("int", low=low, nullable=nullable)
+def count(low: int = 1, nullable: bool = False, high: int = 1 << 20) -> Rule:
+    return Rule("int", low=low, high=high, nullable=nullable)
 
 
 def positive(nullable: bool = False, high: float = math.inf) -> Rule:
     return Rule("real", low=0.0, high=high, open_low=True, nullable=nullable)
 
 
-TOKEN_ID = Rule("int", low=0, nullable=True)
+# The highs are far past every published model (config.BOUNDS says which): a config beyond them is broken
+# or hostile, and is refused before a per-layer table or a module is built from it.
+LAYERS, WIDTH, HEADS, CONTEXT, VOCABULARY = 1024, 1 << 17, 1 << 12, 1 << 27, 1 << 23
+TOKEN_ID = Rule("int", low=0, high=VOCABULARY, nullable=True)
 FIELDS = {
-    "hidden_size": count(), "intermediate_size": count(0), "num_hidden_layers": count(),
-    "num_attention_heads": count(), "num_key_value_heads": count(nullable=True), "head_dim": count(nullable=True),
-    "vocab_size": count(0),              # 0: the KV table (kv_variants) reads configs without a vocabulary
-    "max_position_embeddings": count(), "n_embd": count(), "n_head": count(),
-    "n_layer": count(), "n_inner": count(nullable=True), "n_positions": count(),
+    "hidden_size": count(high=WIDTH), "intermediate_size": count(0), "num_hidden_layers": count(high=LAYERS),
+    "num_attention_heads": count(high=HEADS), "num_key_value_heads": count(nullable=True, high=HEADS),
+    "head_dim": count(nullable=True, high=1 << 14),
+    "vocab_size": count(0, high=VOCABULARY),   # 0: the KV table (kv_variants) reads configs without a vocabulary
+    "max_position_embeddings": count(high=CONTEXT), "n_embd": count(high=WIDTH), "n_head": count(high=HEADS),
+    "n_layer": count(high=LAYERS), "n_inner": count(nullable=True), "n_positions": count(high=CONTEXT),
     "rms_norm_eps": positive(), "layer_norm_eps": positive(), "layer_norm_epsilon": positive(),
     "rope_theta": positive(), "rope_local_base_freq": positive(), "partial_rotary_factor": positive(high=1.0),
     "query_pre_attn_scalar": positive(), "sliding_window": count(nullable=True), "max_window_layers": count(0),
@@ -54,12 +58,12 @@ FIELDS = {
     "tie_word_embeddings": Rule("bool"), "attention_bias": Rule("bool"), "mlp_bias": Rule("bool"),
     "use_sliding_window": Rule("bool", nullable=True),
     "bos_token_id": TOKEN_ID, "eos_token_id": TOKEN_ID,
-    "q_lora_rank": count(nullable=True), "kv_lora_rank": count(), "qk_nope_head_dim": count(0),
-    "qk_rope_head_dim": count(), "v_head_dim": count(), "n_routed_experts": count(0, nullable=True),
-    "n_shared_experts": count(0, nullable=True), "num_experts_per_tok": count(0, nullable=True),
-    "moe_intermediate_size": count(0, nullable=True), "first_k_dense_replace": count(0, nullable=True),
-    "routed_scaling_factor": positive(nullable=True), "n_group": count(nullable=True),
-    "topk_group": count(nullable=True),
+    "q_lora_rank": count(nullable=True), "kv_lora_rank": count(high=1 << 16), "qk_nope_head_dim": count(0),
+    "qk_rope_head_dim": count(), "v_head_dim": count(), "n_routed_experts": count(0, nullable=True, high=1 << 13),
+    "n_shared_experts": count(0, nullable=True), "num_experts_per_tok": count(0, nullable=True, high=1 << 13),
+    "moe_intermediate_size": count(0, nullable=True), "first_k_dense_replace": count(0, nullable=True, high=LAYERS),
+    "routed_scaling_factor": positive(nullable=True), "n_group": count(nullable=True, high=1 << 13),
+    "topk_group": count(nullable=True, high=1 << 13),
 }
 ROPE_FIELDS = {
     "rope_theta": positive(), "factor": positive(nullable=True), "low_freq_factor": positive(),
@@ -106,8 +110,9 @@ def _wanted(rule: Rule) -> str:
     if rule.kind == "bool":
         return "true or false"
     kind = "an integer" if rule.kind == "int" else "a finite number"
-    low = f" > {rule.low:g}" if rule.open_low else f" >= {rule.low:g}" if rule.low > -math.inf else ""
-    high = f" and <= {rule.high:g}" if rule.high < math.inf else ""
+    shown = (lambda v: f"{int(v):,}") if rule.kind == "int" else (lambda v: f"{v:g}")
+    low = f" > {shown(rule.low)}" if rule.open_low else f" >= {shown(rule.low)}" if rule.low > -math.inf else ""
+    high = f" and <= {shown(rule.high)}" if rule.high < math.inf else ""
     return f"{kind}{low}{high}"
 
 

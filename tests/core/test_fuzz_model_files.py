@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import struct
 import subprocess
@@ -29,7 +30,8 @@ from tests.core.tiny_checkpoints import write_hf_folder, write_llama_gguf
 
 PROMPT = "The capital of France is"
 SECONDS = 5.0
-FUZZ = settings(max_examples=40, derandomize=True, deadline=None, database=None, print_blob=True,
+EXAMPLES = int(os.environ.get("EXPLORER_FUZZ_EXAMPLES", "40"))       # a longer hunt: EXPLORER_FUZZ_EXAMPLES=300
+FUZZ = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None, print_blob=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 

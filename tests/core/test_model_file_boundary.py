@@ -163,6 +163,8 @@ def test_the_schema_knows_exactly_the_engines_activations():
     ("general.alignment", ff.Value(ff.F32, math.nan), "general.alignment = nan is not a power of two"),
     ("general.alignment", ff.Value(ff.U32, 3), "general.alignment = 3 is not a power of two"),
     ("tokenizer.ggml.pre", ff.nested_array(3), "is an array of arrays"),
+    # found by a 1,000-example run: a per-layer table of 2^40 entries was built before the bounds were checked
+    ("llama.block_count", ff.Value(ff.U64, 1 << 40), "llama.block_count = 1099511627776 is not legal"),
 ])
 def test_gguf_metadata_of_the_wrong_type_is_refused_naming_the_key(gguf_parts, tmp_path, key, value, says):
     mutate_gguf(gguf_parts, "value", 0, (key, value))

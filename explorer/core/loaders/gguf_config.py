@@ -164,12 +164,16 @@ def dimensions_of(header: GGUFHeader, source: str) -> dict:
     for hf, gguf_key in [*((k, key) for k, (key, _) in HF_KEYS.items()), *OPTIONAL_KEYS.items()]:
         value = header.get(gguf_key)
         if isinstance(value, list):
-            value = max(value) if value else None
+            value = max(value) if value and all(isinstance(v, (int, float)) for v in value) else None
         if value is not None and not isinstance(value, dict):
+            check_field(hf, value, {hf: f"{source}: {arch}.{gguf_key}"})
             config[hf] = value
     if arch == "gemma3":
         config["layer_types"] = _gemma3_layer_types(header, int(config.get("num_hidden_layers") or 0))
     if arch == "deepseek2":
+        for hf, key in (("head_dim", "attention.key_length_mla"), ("v_head_dim", "attention.value_length_mla")):
+            if header.get(key) is not None:
+                check_field(hf, header.get(key), {hf: f"{source}: {arch}.{key}"})
         key_length = header.get("attention.key_length_mla") or config.get("head_dim")
         config["v_head_dim"] = header.get("attention.value_length_mla") or config.get("v_head_dim")
         if key_length is not None and config.get("qk_rope_head_dim") is not None:
