@@ -208,10 +208,7 @@ class TextTokenizer:
         source = sanitize(text)
         if self.context is not None:
             self._check_length(source)
-            encoding = bounded_call(lambda: self._encode(source), ENCODE_SECONDS + ENCODE_SECONDS_PER_CHAR * len(source),
-                                    f"{self.source} took too long to tokenize a text of {len(source):,} characters")
-        else:
-            encoding = self._encode(source)
+        encoding = self._encode(source)
         ids, spans = encoding.ids, encoding.offsets
         if self.add_bos and self.bos_id is not None and (not ids or ids[0] != self.bos_id):
             ids, spans = [self.bos_id] + ids, [(0, 0)] + spans
@@ -226,9 +223,19 @@ class TextTokenizer:
         )
 
     def _encode(self, source: str):
+        """The library's encoding, with its panics as TokenizerError; bounded in time for a model's tokenizer.
+        stderr is held by this (the calling) thread, so that it is given back the moment a call is given up on."""
+        def library_call():
+            return self.tokenizer.encode(source, add_special_tokens=True)
+
         try:
             with rust_panics_off_stderr():
-                return self.tokenizer.encode(source, add_special_tokens=True)
+                if self.context is None:
+                    return library_call()
+                return bounded_call(library_call, ENCODE_SECONDS + ENCODE_SECONDS_PER_CHAR * len(source),
+                                    f"{self.source} took too long to tokenize a text of {len(source):,} characters")
+        except TokenizerError:
+            raise
         except BaseException as error:  # noqa: B036 -- a Rust panic is a BaseException (pyo3 PanicException)
             if isinstance(error, (KeyboardInterrupt, SystemExit)):
                 raise

@@ -340,3 +340,21 @@ def test_the_api_raises_and_the_command_line_exits_2_on_a_non_finite_forward_pas
 def test_every_refusal_is_an_explorer_error():
     for error in (InvalidConfigError, NonFiniteError, TokenizerError, ContextOverflowError):
         assert issubclass(error, ExplorerError)
+
+
+def test_a_call_given_up_on_gives_stderr_back_at_once(capfd):
+    """A tokenizer call that runs on past its bound: the caller gets a TokenizerError at the bound, and
+    what it writes to stderr next (the command line's one sentence) reaches the terminal."""
+    import threading
+
+    from explorer.core.guarded import bounded_call, rust_panics_off_stderr
+
+    release = threading.Event()
+    started = time.perf_counter()
+    with pytest.raises(TokenizerError, match="took too long"):
+        with rust_panics_off_stderr():
+            bounded_call(lambda: release.wait(10), 0.3, "the tokenizer took too long")
+    assert time.perf_counter() - started < 2.0
+    os.write(2, b"Error: the sentence\n")
+    release.set()
+    assert "Error: the sentence" in capfd.readouterr().err
