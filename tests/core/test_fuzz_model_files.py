@@ -7,11 +7,11 @@ tokenizer.json. Hypothesis runs derandomized with a bounded number of examples, 
 same on every run and takes seconds. Anything else escaping (a TypeError, a tokenizers panic, which is
 a BaseException) or NaN logits after a load that "worked" fails the test.
 
-Run once against the code before the boundary (commit 35a5ee9, 40 examples per file kind), it found 26
-distinct failures, all kept in test_model_file_boundary.py: safetensors offsets None / [] / strings,
+Run once against the code before the boundary (commit 35a5ee9, 40 examples per file kind), it found 28
+distinct failures, all kept in test_model_file_boundary.py: safetensors offsets None or [],
 a shape 'F32', [[1]] or None, a dtype [] (tracebacks), offsets moved by one byte (accepted: NaN logits);
 config partial_rotary_factor 2 or -1 (RuntimeError), rms_norm_eps -1 (NaN logits); GGUF merges or tokens
-as integers or a scalar, head_count_kv or embedding_length a string, head_count 0 or 3, embedding_length 0,
+as integers or a scalar, tokens a string, head_count_kv or embedding_length a string, head_count 0 or 3, embedding_length 0,
 alignment an array or a string, Q4_0 rows not whole blocks (tracebacks), an alignment of 7 (NaN logits);
 and through the command line a NaN weight and rope_theta 0 exited 0, string offsets and a string
 alignment ended in a traceback. Its tokenizer.json mutations found nothing there; a 1,000-example run
