@@ -297,3 +297,22 @@ def test_a_source_token_is_selected_as_a_source_token_not_as_the_target_at_its_i
     assert attention.large.highlighted == (2, 2)      # the target token again, in target space
     line = tokens.translation.document.toHtml().replace("&nbsp;", " ")
     assert "> three</span>" in line and "twelve thousand" in line    # the source token 3 lit in the source
+
+
+def test_the_tokens_panel_of_a_translation_selects_and_lights_source_tokens(qtbot, session, translation):
+    from explorer.app.panels import TokensPanel
+
+    decoder, traces = translation
+    trace, tokenizer = traces[-1], decoder.loaded.tokenizer
+    tokens = make(qtbot, session, TokensPanel)
+    session.set_tokens(tokenizer.encode(SOURCE))           # the source as typed: no task token
+    session.set_trace(trace)
+    assert [row.token_id for row in tokens.rows] == trace.encoder.token_ids[1:].tolist()   # its rows: the source
+    session.select(token=4)                                # a target token (千)
+    tokens.table.selectRow(1)                              # the person picks "␣thousand" in the table
+    assert (session.selection.token, session.selection.source) == (4, 2)     # source 2 behind <2zh>; 千 stays
+    assert trace.encoder.token_text[session.selection.source] == "␣thousand"
+    session.select(source=3)                               # picked in a source view: "␣three"
+    assert tokens.table.selectionModel().isRowSelected(2) and tokens.highlighted_token == 2
+    session.select(source=None, token=1)                   # a target token alone lights no source row
+    assert tokens.highlighted_token is None

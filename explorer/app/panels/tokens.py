@@ -291,14 +291,37 @@ class TokensPanel(Panel):
         if selection.source != self._shown_source:          # the source token picked in a source view
             self._shown_source = selection.source
             self._show_translation(self.trace)
-        token = selection.token
-        self.highlighted_token = token if token is not None and token < len(self.rows) else None
+        token = self._row_of(selection)
+        self.highlighted_token = token if token is not None and 0 <= token < len(self.rows) else None
         self._show_text(self.highlighted_token)
         if self.highlighted_token is not None:
             self.table.selectRow(token)
             self.table.scrollTo(self.table.token_model.index(token, 0))
         else:
             self.table.clearSelection()
+
+    def _source_offset(self) -> int | None:
+        """Where the rows are an encoder-decoder's source as typed: the encoder position of row 0 (1 behind
+        a task token the decoder put in front); else None (the rows are the trace's own tokens)."""
+        trace, rows = self.trace, self.rows
+        if trace is None or trace.encoder is None or not isinstance(rows, TokenRows) or not len(rows):
+            return None
+        source = np.asarray(trace.encoder.token_ids, dtype=np.int64)
+        offset = len(source) - len(rows)
+        return offset if offset >= 0 and np.array_equal(source[offset:], rows.ids) else None
+
+    def _row_of(self, selection: Selection) -> int | None:
+        """The row the selection points at: its source token where the rows are the source, else its token."""
+        offset = self._source_offset()
+        if offset is None:
+            return selection.token
+        return None if selection.source is None else selection.source - offset
+
+    def _select_row(self, row: int) -> None:
+        """Select the token of a row: a source token where the rows are the source (not the target token
+        at the same index)."""
+        offset = self._source_offset()
+        self.select(**({"token": row} if offset is None else {"source": row + offset}))
 
     # ----- the coloured text ----------------------------------------------------------------
     def _show_text(self, selected: int | None, start: int | None = None) -> None:
@@ -342,7 +365,7 @@ class TokensPanel(Panel):
     def _table_selected(self, *_args) -> None:
         rows = {index.row() for index in self.table.selectionModel().selectedIndexes()}
         if len(rows) == 1:
-            self.select(token=rows.pop())
+            self._select_row(rows.pop())
 
     def _anchor_clicked(self, url: QUrl) -> None:
         text = url.toString()
@@ -351,7 +374,7 @@ class TokensPanel(Panel):
             return
         position = _position_of(url)
         if position is not None:
-            self.select(token=position)
+            self._select_row(position)
 
     def _anchor_hovered(self, url: QUrl) -> None:
         if url.toString() == "dropped:":
