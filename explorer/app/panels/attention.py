@@ -40,6 +40,7 @@ STALE_OPACITY = 0.35      # the grid of the step before, drawn while the new ste
 class AttentionPanel(Panel):
     title = "Attention"
     object_name = "attention"
+    gestures = (("Alt+click a head in the grid", "Ablate that head (an experiment)"),)   # Help's shortcut list
 
     def __init__(self, session, parent=None) -> None:
         super().__init__(session, parent)

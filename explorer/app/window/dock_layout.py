@@ -87,7 +87,7 @@ def fit_to_screen(window: QMainWindow, available: QRect | None = None) -> None:
 
 def keep_on_screen(window: QMainWindow, available: QRect | None = None) -> bool:
     """A restored window that no longer fits its screen (saved on a larger one, or a frame's pixel
-    over) is moved onto it and, where it must be, made smaller. True when it already fitted."""
+    over) is moved onto it and, where it must be, made smaller. False when it had to be made smaller."""
     available = available if available is not None else available_geometry(window)
     frame = window.frameGeometry()
     if available.contains(frame):
@@ -99,7 +99,13 @@ def keep_on_screen(window: QMainWindow, available: QRect | None = None) -> bool:
     x = min(max(frame.x(), available.x()), available.right() + 1 - width - border.width())
     y = min(max(frame.y(), available.y()), available.bottom() + 1 - height - border.height())
     window.move(x, y)
-    return False
+    return frame.width() <= available.width() and frame.height() <= available.height()
+
+
+def fits(size: QSize | None, window: QMainWindow) -> bool:
+    """Whether a window of `size` (None: unknown, taken to fit) fits the screen's available area."""
+    available = available_geometry(window)
+    return size is None or (size.width() <= available.width() and size.height() <= available.height())
 
 
 def arrange(window: QMainWindow, docks: dict[str, QDockWidget], available: QRect | None = None) -> None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QRect, QSize, Qt, QTimer
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QProgressDialog, QWidget
+from PySide6.QtCore import QEvent, QRect, QSize, Qt, QTimer, Signal
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QProgressDialog, QToolTip, QWidget
 
 from explorer.app.run.controller import DecodingController
 from explorer.app.state.session import Session
@@ -19,7 +19,8 @@ from explorer.app.thread.catalog_loader import CatalogLoader
 from explorer.app.thread.catalog_schedule import CatalogSchedule
 from explorer.app.thread.worker import ModelWorker
 from explorer.app.window import (crash_restore, dock_layout, error_bar, menus, model_opening, model_refs,
-                                 pull_dialog)
+                                 panel_tips, pull_dialog)
+from explorer.app.window.dock_shares import DockShares
 from explorer.app.window.model_picker import ModelToolbar
 from explorer.app.window.prompt_editor import PromptEditor
 from explorer.app.window.settings import AppSettings
@@ -47,6 +48,7 @@ class MainWindow(QMainWindow):
         self.catalog_loader = CatalogLoader(catalog, self)
         self.prompt = PromptEditor(self)
         self.setDockNestingEnabled(True)
+        self.dock_shares = DockShares(self)
         self.docks = self._build_docks(panels)
         self.actions = DecodingActions(self)
         self.model_bar = ModelToolbar(self)
@@ -84,6 +86,12 @@ class MainWindow(QMainWindow):
             else:
                 fronts.add(area)
                 docks[object_name] = self._dock(object_name, title, cls(self.session))
+            docks[object_name].panel_class = cls
+        for object_name, dock in docks.items():
+            dock.setToolTip(panel_tips.panel_tip(object_name, getattr(dock, "panel_class", None)))
+            dock.dockLocationChanged.connect(lambda _area: QTimer.singleShot(0, self, self._layout_made))
+            dock.toggleViewAction().triggered.connect(lambda _on: QTimer.singleShot(0, self, self._layout_made))
+            dock.maximise_requested.connect(self.dock_shares.toggle_maximised)
         self.default_layout(docks)
         return docks
 
@@ -95,7 +103,17 @@ class MainWindow(QMainWindow):
 
     def default_layout(self, docks: dict[str, QDockWidget] | None = None, available: QRect | None = None) -> None:
         """Every dock in its default area at sizes for the screen (see dock_layout): View ▸ Reset Layout."""
+        self.dock_shares.maximised = None
         dock_layout.arrange(self, docks if docks is not None else self.docks, available)
+        QTimer.singleShot(0, self, self._layout_made)
+
+    def _layout_made(self) -> None:
+        """After a layout is made (default, reset or restored): its tabs described, its shares kept."""
+        self._describe_tabs()
+        self.dock_shares.take()
+
+    def _describe_tabs(self) -> None:
+        panel_tips.describe_tabs(self)
 
     def _connect(self) -> None:
         c, a = self.controller, self.actions
@@ -264,18 +282,23 @@ class MainWindow(QMainWindow):
             return
         if not fit:
             # A saved layout made for a larger screen, or one that had grown past its own: its dock
-            # sizes no longer fit this screen, so it is laid out afresh rather than squeezed.
-            if not dock_layout.keep_on_screen(self):
+            # sizes no longer fit this screen, so it is laid out afresh rather than squeezed (the
+            # panels the person had closed stay closed).
+            if not dock_layout.keep_on_screen(self) or not dock_layout.fits(self.settings.window_size(), self):
+                closed = [dock for dock in self.docks.values() if dock.isHidden()]
                 self.default_layout()
+                for dock in closed:
+                    dock.hide()
+            QTimer.singleShot(0, self, self._layout_made)
             return
         dock_layout.fit_to_screen(self)              # now the frame's size is known
         groups = getattr(self, "dock_groups", None)
         if groups:
-            QTimer.singleShot(0, self, lambda: dock_layout.size_docks(self, groups))
+            QTimer.singleShot(0, self, lambda: (dock_layout.size_docks(self, groups), self._layout_made()))
 
     def closeEvent(self, event) -> None:
         self.controller.set_playing(False)
-        self.settings.save_window(self.saveGeometry(), self.saveState())
+        self.settings.save_window(self.saveGeometry(), self.dock_shares.state_to_save(), self.size())
         self.settings.sampling = self.sampling_bar.settings()
         self.settings.last_prompt = self.prompt.text
         self.settings.sync()
@@ -287,11 +310,18 @@ class MainWindow(QMainWindow):
 class PanelDock(QDockWidget):
     """A dock that tells its panel whether it is in sight, and may build the panel only when first needed.
 
+    A double-click on its title asks for the panel to take the whole window (`maximise_requested`;
+    again to restore) instead of floating it; its tooltip (what the panel shows) is shown over the
+    title only, not over every widget of the panel that has none of its own.
+
     Tabs behind another tab are still visible to Qt (it only moves them out of sight), so the panel
     hears `visibilityChanged` through `set_exposed` and skips its redraws meanwhile. Given `build`, the
     dock holds an empty placeholder until it is first shown or its `widget()` is asked for: the KV,
     mask and Q/K/V tabs behind the embeddings cost nothing at start-up.
     """
+
+    maximise_requested = Signal(QDockWidget)
+    gestures = (("Double-click a panel's title", "Maximise the panel to the window; again to restore"),)
 
     def __init__(self, title: str, parent: QWidget, build: Callable[[], QWidget] | None = None) -> None:
         super().__init__(title, parent)
@@ -304,6 +334,21 @@ class PanelDock(QDockWidget):
     @property
     def built(self) -> bool:
         return self._build is None
+
+    def on_title(self, y: float) -> bool:
+        """Whether a point at height `y` (dock coordinates) lies on the title bar, above the panel."""
+        return y < super().widget().geometry().top()
+
+    def event(self, event) -> bool:
+        kind = event.type()
+        if kind == QEvent.Type.MouseButtonDblClick and not self.isFloating() and self.on_title(event.position().y()):
+            self.maximise_requested.emit(self)
+            return True
+        if kind == QEvent.Type.ToolTip and not self.on_title(event.pos().y()):
+            QToolTip.hideText()
+            event.ignore()
+            return True
+        return super().event(event)
 
     def widget(self) -> QWidget:
         self._ensure_built()

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QApplication, QFileDialog, QInputDialog, QMenu, QM
 from explorer import __version__
 from explorer.app.run.trace_budget import MAX_BUDGET_MB, MIN_BUDGET_MB
 from explorer.app.state import session_file
-from explorer.app.window import model_refs
+from explorer.app.window import model_refs, panel_tips
 from explorer.app.window.theme import apply_theme
 from explorer.core.errors import ExplorerError
 
@@ -80,13 +80,19 @@ class Menus:
         self.dark_figures.toggled.connect(self.set_dark_figures)
         self.file.addAction(self.dark_figures)
         self.file.addSeparator()
-        self.file.addAction(self._action("&Quit", self.window.close, QKeySequence.StandardKey.Quit))
+        quit_action = self._action("&Quit", self.window.close)
+        # Ctrl+Q everywhere: without a desktop's platform theme (a bare X server) Qt's Quit is the Exit key.
+        ctrl_q = QKeySequence("Ctrl+Q")
+        platform_keys = [k for k in QKeySequence.keyBindings(QKeySequence.StandardKey.Quit) if k != ctrl_q]
+        quit_action.setShortcuts([ctrl_q, *platform_keys])
+        self.file.addAction(quit_action)
 
     def _build_view(self) -> None:
         for dock in self.window.docks.values():
             self.view.addAction(dock.toggleViewAction())
         self.view.addSeparator()
         self.view.addAction(self._action("&Reset Layout", lambda: self.window.default_layout()))
+        self.view.addAction(self._action("&Maximise the Panel in Focus", self.maximise_focused_panel, "Ctrl+Shift+M"))
         theme_menu = self.view.addMenu("&Theme")
         group = QActionGroup(self.window)
         for theme in ("system", "light", "dark"):
@@ -157,6 +163,15 @@ class Menus:
         elif actions:
             actions[0].trigger()
 
+    def maximise_focused_panel(self) -> None:
+        """The panel holding the focus (else attention) takes the window; again to restore."""
+        focus = QApplication.focusWidget()
+        docks = self.window.docks
+        focused = next((d for d in docks.values() if focus is not None and d.isAncestorOf(focus)), None)
+        dock = focused or docks.get("attention")
+        if dock is not None:
+            self.window.dock_shares.toggle_maximised(dock)
+
     def set_dark_figures(self, dark: bool) -> None:
         self.window.settings.figure_theme = "dark" if dark else "light"
 
@@ -194,12 +209,8 @@ class Menus:
         QMessageBox.about(self.window, "About Transformer Explorer", about_html(self.window))
 
     def shortcuts(self) -> None:
-        rows = [(a.text().replace("&", ""), a.shortcut().toString()) for a in self.window.actions.all()]
-        rows += [("Export current panel", "Ctrl+E"), ("Open model folder", "Ctrl+O"), ("Save session", "Ctrl+S")]
-        table = "".join(f"<tr><td>{escape(n)}</td><td><b>{escape(k)}</b></td></tr>" for n, k in rows)
-        QMessageBox.information(self.window, "Keyboard shortcuts",
-                                f"<table>{table}</table><p>Space and Backspace type in the prompt editor; "
-                                "click a panel first to step with them.</p>")
+        """Every shortcut the window's actions carry and every declared mouse gesture (panel_tips)."""
+        QMessageBox.information(self.window, "Keyboard shortcuts", panel_tips.shortcuts_html(self.window))
 
 
 def _export_actions(widget) -> list[QAction]:

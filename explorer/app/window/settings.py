@@ -6,7 +6,7 @@ QSettings (an .ini in a temporary folder) so they never touch the user's.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import QByteArray, QSettings
+from PySide6.QtCore import QByteArray, QSettings, QSize
 
 from explorer.app.run.trace_budget import DEFAULT_BUDGET, MAX_BUDGET_MB, MIN_BUDGET_MB
 from explorer.app.thread.core_api import SamplingSettings
@@ -31,9 +31,21 @@ class AppSettings:
     def dock_state(self) -> QByteArray | None:
         return self._bytes("window/state")
 
-    def save_window(self, geometry: QByteArray, state: QByteArray) -> None:
+    def save_window(self, geometry: QByteArray, state: QByteArray, size: QSize | None = None) -> None:
+        """The window's geometry and dock state, and the size the docks were laid out for (Qt's
+        restoreGeometry cuts a saved geometry to the screen, so it cannot tell that size again)."""
         self.q.setValue("window/geometry", geometry)
         self.q.setValue("window/state", state)
+        if size is not None:
+            self.q.setValue("window/size", f"{size.width()}x{size.height()}")
+
+    def window_size(self) -> QSize | None:
+        """The size the saved dock state was laid out for; None if not saved (or unreadable)."""
+        try:
+            width, height = (int(n) for n in str(self.q.value("window/size", "")).split("x"))
+        except ValueError:
+            return None
+        return QSize(width, height)
 
     @property
     def theme(self) -> str:

@@ -1,0 +1,75 @@
+"""The layout kept so that a shrink and a regrow of the window give the docks back their sizes, and one
+panel maximised to the whole window (again to restore).
+
+Qt's main window hands a shrink to the docks that can give, down to their minimums, and a regrow to
+whichever it pleases: after a round trip the attention map had lost half its height to the bottom
+tabs. The layout is taken when it is made (default layout, restore) and when the person drags a
+separator or moves a dock, never from a squeezed window, and given back when the window is back at
+that size.
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSize, QTimer
+from PySide6.QtWidgets import QDockWidget, QMainWindow
+
+
+def in_sight(dock: QDockWidget) -> bool:
+    """Docked, shown and the front tab of its group."""
+    return dock.isVisible() and not dock.isFloating() and not dock.visibleRegion().isEmpty()
+
+
+class DockShares(QObject):
+    def __init__(self, window: QMainWindow) -> None:
+        super().__init__(window)
+        self.window = window
+        self.taken: tuple[QSize, QByteArray] | None = None       # the window's size and its layout, as laid out
+        self.maximised: tuple[QDockWidget, QByteArray] | None = None
+        self.resized_since = False                          # the window left the size the layout was taken at
+        self._give_back = QTimer(self, singleShot=True, interval=0, timeout=self.give_back)
+        window.installEventFilter(self)
+
+    def take(self) -> None:
+        """Remember the layout as it is now, at the window's present size."""
+        if self.maximised is None:
+            self.taken = (self.window.size(), self.window.saveState())
+            self.resized_since = False
+
+    def give_back(self) -> None:
+        """Back at the size the layout was taken at, the docks get the sizes they had then (Qt's own
+        spread of a shrink and a regrow does not return them)."""
+        if self.taken is None or self.maximised is not None:
+            return
+        if self.window.size() != self.taken[0]:
+            self.resized_since = True
+        elif self.resized_since:
+            self.resized_since = False
+            self.window.restoreState(self.taken[1])
+
+    def eventFilter(self, watched, event) -> bool:
+        kind = event.type()
+        if watched is self.window and kind == QEvent.Type.Resize:
+            self._give_back.start()
+        elif watched is self.window and kind == QEvent.Type.MouseButtonRelease:
+            QTimer.singleShot(0, self, self.take)           # a separator dragged: the person's new sizes
+        return False
+
+    # ----- one panel over the whole window ---------------------------------------------------
+    def toggle_maximised(self, dock: QDockWidget) -> None:
+        """Hide every other dock so that `dock` takes the window; a second call puts the layout back."""
+        if self.maximised is not None:
+            _, state = self.maximised
+            self.maximised = None
+            self.window.restoreState(state)
+            QTimer.singleShot(0, self, self.take)
+            return
+        self.maximised = (dock, self.window.saveState())
+        for other in self.window.findChildren(QDockWidget):
+            if other is not dock and other.isVisible():
+                other.hide()
+        dock.setFloating(False)
+        dock.show()
+        dock.raise_()
+
+    def state_to_save(self) -> QByteArray:
+        """The layout to remember at quit: the one before a panel was maximised."""
+        return self.maximised[1] if self.maximised is not None else self.window.saveState()

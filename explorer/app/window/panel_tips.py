@@ -1,0 +1,89 @@
+"""One sentence of what each panel shows, for its dock's title bar and its tab, and the list of keys
+and mouse gestures for Help ▸ Keyboard Shortcuts, read from the actions themselves.
+
+A panel this table does not name is described by the first sentence of its class's docstring, so a
+panel added later has a tooltip from the day it is added. The shortcuts are read from every QAction
+the window holds (menus, toolbars, panels), so the list cannot drift from what the keys do; a mouse
+gesture has no action, so the widget that implements it declares it (`gestures`, a tuple of
+(gesture, what it does)) and the list reads that.
+"""
+from __future__ import annotations
+
+import sys
+from html import escape
+
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QTabBar
+
+TIPS = {
+    "prompt": "The text the model reads: edit it, then Run (Ctrl+Enter) to prefill it.",
+    "tokens": "The prompt cut into the model's tokens, with each token's id; click one to select it.",
+    "embeddings": "The embedding rows E[id] the tokens start from, their norms, and the position each adds.",
+    "qkv": "The query, key and value vectors Q = X W^Q, K = X W^K, V = X W^V of the selected head.",
+    "attention": "The attention weights A = softmax(Q K^T / √d) of the selected head, and every head as a grid.",
+    "mask": "Which keys each query may attend to, step by step and layer by layer.",
+    "kv_cache": "What the model's KV cache holds after each step, block by block, and the bytes it takes.",
+    "kv_lab": "The bytes MHA, GQA, MQA and MLA would cache for this model, and what converting it costs.",
+    "next_token": "The next-token probabilities softmax(h W_U), most likely first; click one to force it.",
+    "derivation": "One attention weight A[i, j], derived step by step from the numbers the model recorded.",
+    "attribution": "How much each head and layer adds to the chosen next token's logit.",
+    "residual": "What each layer adds to the residual stream at the selected position, read by the logit lens.",
+    "atlas": "What every head does (previous token, induction, sink), as layer × head maps.",
+    "experiments": "Ablate heads, swap the attention kernel or hide tokens, and see the next token move.",
+    "model_map": "The loaded model's computation drawn as a diagram, with the part in view lit.",
+}
+
+
+def first_sentence(text: str | None) -> str:
+    """The docstring's first sentence on one line (up to the first '. ')."""
+    flat = " ".join((text or "").split())
+    end = flat.find(". ")
+    return flat if end < 0 else flat[:end + 1]
+
+
+def panel_tip(object_name: str, panel_class=None) -> str:
+    """The table's sentence, else the panel class's docstring's first, else its module's."""
+    module = sys.modules.get(getattr(panel_class, "__module__", ""), None)
+    return (TIPS.get(object_name) or first_sentence(getattr(panel_class, "__doc__", None))
+            or first_sentence(getattr(module, "__doc__", None)))
+
+
+def describe_tabs(window) -> None:
+    """Give every dock tab of the window the tooltip of its dock (Qt names a tab by its title only).
+    Qt rewrites a tab's tooltip only when its title changes, so this holds until a relayout."""
+    tips = {dock.windowTitle(): dock.toolTip() for dock in window.docks.values() if dock.toolTip()}
+    for bar in window.findChildren(QTabBar):
+        if bar.parent() is not window:                  # the panels' own tab widgets describe their tabs
+            continue
+        for index in range(bar.count()):
+            tip = tips.get(bar.tabText(index).replace("&", ""))
+            if tip:
+                bar.setTabToolTip(index, tip)
+
+
+def shortcut_rows(window) -> list[tuple[str, str]]:
+    """(what, keys) for every action of the window that has a shortcut, then every declared gesture."""
+    actions = window.findChildren(QAction)
+    for dock in window.docks.values():
+        if getattr(dock, "built", True):
+            actions += dock.widget().findChildren(QAction)
+    rows, seen = [], set()
+    for action in actions:
+        keys = ", ".join(s.toString(QKeySequence.SequenceFormat.NativeText) for s in action.shortcuts())
+        name = action.text().replace("&", "").rstrip("…").strip()
+        if keys and name and (name, keys) not in seen:
+            seen.add((name, keys))
+            rows.append((name, keys))
+    for source in [window, *window.docks.values(), *(d.panel_class for d in window.docks.values()
+                                                      if getattr(d, "panel_class", None) is not None)]:
+        for gesture, does in getattr(source, "gestures", ()):
+            if (does, gesture) not in seen:
+                seen.add((does, gesture))
+                rows.append((does, gesture))
+    return rows
+
+
+def shortcuts_html(window) -> str:
+    table = "".join(f"<tr><td>{escape(n)}</td><td><b>{escape(k)}</b></td></tr>" for n, k in shortcut_rows(window))
+    return (f"<table>{table}</table><p>Space and Backspace type in the prompt editor; "
+            "click a panel first to step with them.</p>")
