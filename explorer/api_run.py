@@ -155,7 +155,8 @@ class Run:
         return ActivationCache(self)
 
     def activations(self, names: Sequence[str] | None = None, as_torch: bool = False) -> ActivationCache:
-        """`cache`, as torch tensors when `as_torch`; `names` are computed now, in one pass."""
+        """`cache`, as torch tensors when `as_torch`; `names` (hook names, or True: the residual stream's names
+        of every layer) are computed now, in one pass."""
         cache = ActivationCache(self, as_torch)
         if names is not None:
             self._activations().fill(_wanted(names, self.trace.model.n_layers))
@@ -254,7 +255,10 @@ class Run:
 def _wanted(names: Sequence[str], n_layers: int) -> dict[int, set[str]]:
     """{layer: core names} of TransformerLens hook names (api_activations.parse); patterns need no pass."""
     from explorer.api_activations import parse
+    from explorer.core.activations import RESIDUAL_NAMES
 
+    if names is True:                                   # every residual-stream name of every layer
+        return {layer: set(RESIDUAL_NAMES) for layer in range(n_layers)}
     if isinstance(names, str):
         names = [names]
     wanted: dict[int, set[str]] = {}

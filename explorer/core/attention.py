@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from explorer.core import fused_attention
+from explorer.core import fused_attention, path_patching
 from explorer.core.capture import AttentionCapture
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import SOFTMAX, Intervention, Kernel, LayerIntervention
@@ -145,8 +145,8 @@ def attend(scores: torch.Tensor, seen: Visibility, mix, softcap: float | None = 
 class Site:
     """One sublayer's LayerIntervention, with the run's store of the prompt's mean O_h per head."""
 
-    def __init__(self, plan: LayerIntervention, means: dict):
-        self.plan, self.means = plan, means
+    def __init__(self, plan: LayerIntervention, means: dict, layer: int = -1):
+        self.plan, self.means, self.layer = plan, means, layer
 
     @property
     def kernel(self) -> Kernel:
@@ -213,10 +213,12 @@ class InterventionRun:
     def __init__(self, intervention: Intervention):
         self.intervention = intervention
         self._means: dict[tuple, dict] = {}
+        self.path_deltas: dict[int, tuple] = {}          # path patching (path_patching.py): per patch, its rows' delta
+        self.path_inputs: dict[int, torch.Tensor] = {}   # and the receiver's X' of this pass
 
     def site(self, layer: int, n_heads: int, where: str = "self") -> Site | None:
         plan = self.intervention.at(layer, n_heads, where)
-        return None if plan is None else Site(plan, self._means.setdefault((layer, where), {}))
+        return None if plan is None else Site(plan, self._means.setdefault((layer, where), {}), layer)
 
     def patch_residual(self, h: torch.Tensor, layer: int, step: StepContext) -> torch.Tensor:
         """h (T, d) entering block `layer`, with the intervention's residual patches written."""
@@ -315,9 +317,11 @@ class SelfAttention(nn.Module):
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         site = step.site(self.layer, n_q)
-        patched = site is not None and bool(site.plan.inputs)
+        patched = site is not None and bool(site.plan.inputs or site.plan.paths)
         if patched:
             q, k, v = site.inputs(q, k, v, step)                                 # patched rows of Q, K or V
+            if site.plan.paths:
+                q, k, v = path_patching.read(self, q, k, v, site, step)          # a head reading X' = Norm(h + delta)
         q_pre, k_pre = q, k
         if self.rope is not None:                                                # RoPE: rotate by position
             rotary, table = step.rotaries[self.rope], step.rotation(self.rope)
@@ -338,6 +342,8 @@ class SelfAttention(nn.Module):
             scores = grouped_scores(q, keys).mul_(self.scale)                    # S: (N_Q, T, n_kv)
             weights, heads, seen = attend(scores, seen, lambda a: grouped_mix(a, values),  # A: (N_Q, T, n_kv)
                                           self.softcap, site)                     # O_h = A_h V
+        if site is not None and site.plan.senders:
+            path_patching.send(site, heads, self.wo, step)                       # delta = (O_s' - O_s) W^O_s
         wo = self.wo
         y = F.linear(heads.transpose(0, 1).reshape(t, -1), wo.weight, wo.bias)    # concat_h O_h W^O: (T, d_model)
 

@@ -35,7 +35,8 @@ from explorer.core.errors import ExplorerError
 from explorer.core.intervention_builder import Chaining
 from explorer.core.intervention_parts import (  # noqa: F401 (the parts, named from here as well)
     ABLATION_MODES, EDIT_TYPES, HEAD_INPUTS, KERNELS, SOFTMAX, SUBLAYERS, WHERE, HeadAblation, HeadPatch, HideBand,
-    HideEntry, HideToken, InputPatch, KeepOnly, Kernel, KernelChoice, PatternPatch, ResidualPatch, SublayerPatch,
+    HideEntry, HideToken, InputPatch, KeepOnly, Kernel, KernelChoice, PathPatch, PatternPatch, ResidualPatch,
+    SublayerPatch,
     _layer_range)
 
 
@@ -50,11 +51,13 @@ class LayerIntervention:
     patches: tuple[HeadPatch, ...] = ()
     inputs: tuple[InputPatch, ...] = ()
     patterns: tuple[PatternPatch, ...] = ()
+    senders: tuple[int, ...] = ()                       # heads whose O_h a path patch reads later
+    paths: tuple[PathPatch, ...] = ()                   # paths received by this layer's heads
 
     @property
     def is_empty(self) -> bool:
         return self.kernel == SOFTMAX and not (self.edits or self.ablated or self.patches or self.inputs
-                                               or self.patterns)
+                                               or self.patterns or self.senders or self.paths)
 
     @property
     def edited_heads(self) -> tuple[int, ...]:
@@ -86,6 +89,7 @@ class Intervention(Chaining):
     sublayer_patches: tuple[SublayerPatch, ...] = field(default=(), compare=False)
     input_patches: tuple[InputPatch, ...] = field(default=(), compare=False)
     pattern_patches: tuple[PatternPatch, ...] = field(default=(), compare=False)
+    path_patches: tuple[PathPatch, ...] = field(default=(), compare=False)
 
     def __post_init__(self):
         for item in (*self.kernels, *self.ablations, *self.edits, *self.head_patches, *self.pattern_patches,
@@ -100,7 +104,7 @@ class Intervention(Chaining):
     def patches(self) -> tuple:
         """Every patch, of every kind (they hold another run's arrays)."""
         return (*self.head_patches, *self.residual_patches, *self.sublayer_patches, *self.input_patches,
-                *self.pattern_patches)
+                *self.pattern_patches, *self.path_patches)
 
     @property
     def is_empty(self) -> bool:
@@ -137,7 +141,10 @@ class Intervention(Chaining):
             ablated=tuple((head, mode, positions) for head, (mode, positions) in sorted(ablated.items())),
             patches=tuple(p for p in self.head_patches if p.layer == layer and p.where == where),
             inputs=tuple(p for p in self.input_patches if p.layer == layer and where == "self"),
-            patterns=tuple(p for p in self.pattern_patches if p.layer == layer and p.where == where))
+            patterns=tuple(p for p in self.pattern_patches if p.layer == layer and p.where == where),
+            senders=tuple(sorted({p.sender_head for p in self.path_patches if p.sender_layer == layer}))
+            if where == "self" else (),
+            paths=tuple(p for p in self.path_patches if p.receiver_layer == layer and where == "self"))
         return None if site.is_empty else site
 
     def residual_patches_at(self, layer: int) -> tuple[ResidualPatch, ...]:
@@ -148,7 +155,8 @@ class Intervention(Chaining):
 
     def check(self, n_layers: int, n_heads: int) -> None:
         """Raise ExplorerError when an entry names a layer or head the model does not have."""
-        layers = [a.layer for a in self.ablations] + [p.layer for p in self.patches] + \
+        layers = [a.layer for a in self.ablations] + [p.layer for p in self.patches if hasattr(p, "layer")] + \
+            [p.receiver_layer for p in self.path_patches] + \
             [l for choice in self.kernels for l in (choice.layers or ())] + \
             [l for l, _ in (self.keep_only.heads if self.keep_only else ())]
         for layer in layers:
@@ -156,7 +164,8 @@ class Intervention(Chaining):
                 raise ExplorerError(f"layer {layer} does not exist: the model has {n_layers} layers (0..{n_layers - 1})")
         heads = [(a.layer, a.head) for a in self.ablations] + list(self.keep_only.heads if self.keep_only else ()) + \
             [(p.layer, p.head) for p in (*self.head_patches, *self.pattern_patches)] + \
-            [(p.layer, p.head) for p in self.input_patches if p.which == "q"]
+            [(p.layer, p.head) for p in self.input_patches if p.which == "q"] + \
+            [(p.sender_layer, p.sender_head) for p in self.path_patches]
         for layer, head in heads:
             if not 0 <= head < n_heads:
                 raise ExplorerError(f"head {head} of layer {layer} does not exist: layers have {n_heads} heads")
@@ -242,6 +251,8 @@ def describe(intervention: Intervention) -> str:
     parts += [f"patch {p.which} L{p.layer}" for p in intervention.sublayer_patches]
     parts += [f"patch {p.which} L{p.layer}.H{p.head}" for p in intervention.input_patches]
     parts += [f"patch pattern L{p.layer}.H{p.head}" for p in intervention.pattern_patches]
+    parts += [f"path L{p.sender_layer}.H{p.sender_head} -> L{p.receiver_layer}.H{p.receiver_head} {p.which}"
+              for p in intervention.path_patches]
     return "; ".join(parts) or "nothing"
 
 
@@ -255,7 +266,8 @@ def _ablation_json(ablation: HeadAblation) -> dict:
     return fields
 
 
-PATCH_FIELDS = ("head_patches", "residual_patches", "sublayer_patches", "input_patches", "pattern_patches")
+PATCH_FIELDS = ("head_patches", "residual_patches", "sublayer_patches", "input_patches", "pattern_patches",
+                "path_patches")
 
 
 def _edit_type(edit) -> str:

@@ -12,7 +12,8 @@ import numpy as np
 
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention_parts import (HeadAblation, HeadPatch, HideBand, HideEntry, HideToken, InputPatch,
-                                              Kernel, KernelChoice, PatternPatch, ResidualPatch, SublayerPatch)
+                                              Kernel, KernelChoice, PathPatch, PatternPatch, ResidualPatch,
+                                              SublayerPatch)
 
 
 def as_values(values, what: str, ndim: int) -> np.ndarray:
@@ -110,3 +111,15 @@ class Chaining:
         part = PatternPatch(_index(layer, "layer"), _index(head, "head"), as_values(values, "pattern values", 2),
                             _index(start, "start"), where)
         return replace(self, pattern_patches=self.pattern_patches + (part,))
+
+    def patch_path(self, sender: tuple[int, int], receiver: tuple[int, int], which: str, values, start: int = 0):
+        """Path patching: the sender (layer, head)'s output O_s replaced by `values` (n, d_v) at start.. only
+        on its way into the receiver (layer, head)'s `which` input ("q", "k" or "v")."""
+        try:
+            (sender_layer, sender_head), (receiver_layer, receiver_head) = sender, receiver
+        except (TypeError, ValueError):
+            raise ExplorerError(f"sender and receiver must be (layer, head) pairs, not {sender!r}, {receiver!r}") from None
+        part = PathPatch(_index(sender_layer, "sender layer"), _index(sender_head, "sender head"),
+                         _index(receiver_layer, "receiver layer"), _index(receiver_head, "receiver head"), which,
+                         as_values(values, "sender values", 2), _index(start, "start"))
+        return replace(self, path_patches=self.path_patches + (part,))

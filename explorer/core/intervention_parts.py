@@ -216,6 +216,30 @@ class PatternPatch:
     sequence: int | None = None
 
 
+@dataclass(frozen=True, eq=False)
+class PathPatch:
+    """Path patching: the sender head's output O_s (`sender_layer`, `sender_head`) taken from another run,
+    `values` (T, d_v) at positions start.., reaching only the receiver head's `which` input ("q", "k" or
+    "v", the key-value head for k and v) in `receiver_layer`. That head reads Norm(h + (values - O_s) W^O_s)
+    where every other head, and every other layer, reads Norm(h) of the run itself."""
+
+    sender_layer: int
+    sender_head: int
+    receiver_layer: int
+    receiver_head: int
+    which: str
+    values: np.ndarray
+    start: int = 0
+    sequence: int | None = None
+
+    def __post_init__(self):
+        if self.which not in HEAD_INPUTS:
+            raise ExplorerError(f"a path ends at the receiver's q, k or v, not {self.which!r}")
+        if not self.sender_layer < self.receiver_layer:
+            raise ExplorerError(f"a path runs from an earlier layer to a later one: sender layer {self.sender_layer} "
+                                f"is not before receiver layer {self.receiver_layer}")
+
+
 def rows_of(queries: np.ndarray, sequences: np.ndarray | None, patch) -> np.ndarray:
     """The rows of a pass (query positions `queries`, packed `sequences`) that `patch` writes."""
     inside = (queries >= patch.start) & (queries < patch.start + len(patch.values))

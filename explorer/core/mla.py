@@ -74,9 +74,9 @@ class LatentAttention(nn.Module):
             latents, rope_keys, kv_positions = cache.update(latent, k_rope)     # (n_kv, d_c), (n_kv, d_R)
         seen = step.mask(kv_positions, None)
         site = step.site(self.layer, self.n_heads)
-        if site is not None and site.plan.inputs:
-            raise ExplorerError("a Q, K or V patch names a head's own projection, which latent attention (MLA) "
-                                "does not have: patch the head's output or pattern instead")
+        if site is not None and (site.plan.inputs or site.plan.paths or site.plan.senders):
+            raise ExplorerError("a Q, K or V patch or a path names a head's own projection, which latent attention "
+                                "(MLA) does not have: patch the head's output or pattern instead")
         w_uk, w_uv = self.up_projections()
         path = self._absorbed if self.absorbed else self._naive
         weights, heads, seen = path(q_nope, q_rope, latents, rope_keys, w_uk, w_uv, seen, site)

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from explorer.core import path_patching
 from explorer.core.attention import SelfAttention, StepContext, as_run
 from explorer.core.config import ModelConfig
 from explorer.core.mla import LatentAttention
@@ -123,6 +124,8 @@ class Block(nn.Module):
         # The intervention, if any, travels in `step` (StepContext.run) to the attention core.
         if step.run is not None:
             h = step.run.patch_residual(h, self.layer, step)                     # activation patching
+            if step.run.intervention.path_patches:
+                path_patching.receive(self, h, step)                             # X' for a path's receiver head
         h_in = h
         x = self.attn_norm.forward(h)                                            # X: (T, d_model)
         a = self.attn.forward(x, step, cache, capture)

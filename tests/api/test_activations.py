@@ -106,3 +106,13 @@ def test_bad_names_and_layers_are_one_sentence(family, model):
         run.residual(5)
     with pytest.raises(explorer.ExplorerError, match="not one of"):
         run.norm_scale(0, "ffn")
+
+
+@pytest.mark.parametrize("family", ["llama"])
+def test_activations_asked_at_the_run_are_computed_in_one_pass(family, hf_model, model):
+    run = model.run(PROMPT, activations=True)
+    assert len(run._activations().values) >= 7 * model.info.n_layers             # filled before any read
+    kept = hooked(hf_model, run.ids)
+    close(run.cache["blocks.1.hook_resid_post"], kept["post"][1])
+    named = model.run(PROMPT, activations=["blocks.0.hook_mlp_out"])
+    assert (0, "mlp_out") in named._activations().values

@@ -89,3 +89,57 @@ def test_chaining_leaves_the_base_unchanged_and_bad_values_are_refused():
     with pytest.raises(ExplorerError, match="integer"):
         Intervention().ablate("0", 1)
     assert Intervention.from_json(base.ablate(1, 0, positions=[3]).to_json()).ablations[1].positions == (3,)
+
+
+def path_reference(hf_model, sender, receiver, which: str, clean_heads, n_heads: int):
+    """Hooks on transformers' modules making the path edit: the receiver's projection reads
+    input_layernorm(h + (O_s' - O_s) W^O_s), O_s' from the clean run, O_s this run's own."""
+    (ls, hs), (lr, hr) = sender, receiver
+    o_proj = ref.output_projections(hf_model)[ls]
+    cols = ref.head_slices(hf_model, ls, n_heads)(hs)
+    block = ref.decoder_layers(hf_model)[lr]
+    seen = {}
+
+    def keep_sender(module, args):
+        seen["own"] = args[0][..., cols].clone()
+
+    def keep_residual(module, args, kwargs):
+        seen["h"] = (args[0] if args else kwargs["hidden_states"]).clone()
+
+    projection, head_cols = ref.projection_columns(hf_model, lr, which, hr)
+
+    def replace(module, args, output):
+        delta = (torch.as_tensor(clean_heads[..., cols]) - seen["own"]) @ o_proj.weight[:, cols].T
+        out = output.clone()
+        x = block.input_layernorm(seen["h"] + delta)
+        out[..., head_cols] = torch.nn.functional.linear(x, module.weight, module.bias)[..., head_cols]
+        return out
+    handles = [o_proj.register_forward_pre_hook(keep_sender),
+               block.register_forward_pre_hook(keep_residual, with_kwargs=True)]
+    return ref.hooks(handles + [projection.register_forward_hook(replace)])
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2", "mistral"])
+@pytest.mark.parametrize("which", ["q", "k", "v"])
+def test_path_patching_matches_hooks_that_feed_one_receiver(family, hf_model, loaded, which):
+    clean_ids = np.random.default_rng(5).integers(0, 96, size=T)
+    n_heads = loaded.config.n_heads
+    kept, recording = ref.record_head_inputs(hf_model)
+    with recording:
+        ref.logits(hf_model, clean_ids)
+    clean_heads = kept[0][0]                                                   # (T, H d_v) of layer 0
+    with path_reference(hf_model, (0, 2), (1, 1), which, clean_heads, n_heads):
+        expected = ref.logits(hf_model, IDS)
+    d_v = clean_heads.shape[-1] // n_heads
+    values = clean_heads[:, 2 * d_v: 3 * d_v].numpy()
+    got = ours(loaded, Intervention().patch_path((0, 2), (1, 1), which, values))
+    assert_close(got, expected)
+    assert changed(loaded, got)
+    whole = ours(loaded, Intervention().patch_head(0, 2, values))               # the sender patched everywhere
+    assert (whole - got).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("family", ["gemma3"])
+def test_a_path_through_a_normalised_attention_output_is_refused(family, loaded):
+    with pytest.raises(ExplorerError, match="normalises"):
+        ours(loaded, Intervention().patch_path((0, 1), (1, 1), "q", np.zeros((T, 16), dtype=np.float32)))

@@ -1,0 +1,135 @@
+"""The indirect-object walkthrough's steps on 8 prompts: the explorer against transformers batched with hooks.
+
+    python bench/bench_research.py [model.gguf | folder | catalog name]
+
+Each step is timed alone on each side (best of REPEAT); transformers loads the explorer's own
+save_hf folder, so both run the same float32 weights. A benchmark, not a test: it prints a table.
+"""
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+import transformers
+
+import explorer
+
+REPEAT = 3
+FORMATS = ["When John and Mary went to the shops,{} gave the bag to", "When Tom and James went to the park,{} gave the ball to",
+           "When Dan and Sid went to the shops,{} gave an apple to", "After Martin and Amy went to the park,{} gave a drink to"]
+NAMES = [(" Mary", " John"), (" Tom", " James"), (" Dan", " Sid"), (" Martin", " Amy")]
+
+
+def best(step) -> float:
+    times = []
+    for _ in range(REPEAT):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def prompts_and_answers():
+    prompts, answers, wrongs = [], [], []
+    for text, (a, b) in zip(FORMATS, NAMES):
+        prompts += [text.format(b), text.format(a)]
+        answers += [a, b]
+        wrongs += [b, a]
+    return prompts, answers, wrongs
+
+
+def hf_side(hf, batch: torch.Tensor, target: torch.Tensor, against: torch.Tensor, layer: int, head: int):
+    """transformers' versions of the steps: forward, attribution by hooks, ablation, a head patching map."""
+    o_projs = [block.self_attn.o_proj for block in hf.model.layers]
+    n_heads = hf.config.num_attention_heads
+    d_v = hf.config.hidden_size // n_heads
+    rows = torch.arange(len(batch))
+
+    def logit_diff():
+        with torch.inference_mode():
+            logits = hf(batch).logits[:, -1]
+        return logits[rows, target] - logits[rows, against]
+
+    def attribution():
+        kept, final = [], []
+        handles = [p.register_forward_pre_hook(lambda m, a: kept.append(a[0][:, -1])) for p in o_projs]
+        handles.append(hf.model.norm.register_forward_pre_hook(lambda m, a: final.append(a[0][:, -1])))
+        with torch.inference_mode():
+            hf(batch)
+            h = final[0]
+            u = (hf.lm_head.weight[target] - hf.lm_head.weight[against]) * hf.model.norm.weight
+            u = u / torch.sqrt((h * h).mean(-1, keepdim=True) + hf.model.norm.variance_epsilon)     # (B, d)
+            parts = [torch.einsum("bhv,dhv,bd->bh", z.view(len(batch), n_heads, d_v),
+                                  p.weight.view(-1, n_heads, d_v), u) for z, p in zip(kept, o_projs)]
+        for handle in handles:
+            handle.remove()
+        return torch.stack(parts, 1)
+
+    def ablation():
+        def hook(module, args):
+            x = args[0].clone()
+            x[:, -1, head * d_v:(head + 1) * d_v] = 0.0
+            return (x,)
+        handle = o_projs[layer].register_forward_pre_hook(hook)
+        out = logit_diff()
+        handle.remove()
+        return out
+
+    def patching():
+        clean_heads = []
+        handles = [p.register_forward_pre_hook(lambda m, a: clean_heads.append(a[0][:1].clone())) for p in o_projs]
+        with torch.inference_mode():
+            hf(batch[:1])
+        for handle in handles:
+            handle.remove()
+        values = torch.zeros(len(o_projs), n_heads)
+        corrupt = batch[1:2].repeat(n_heads, 1)
+        for li, proj in enumerate(o_projs):
+            def hook(module, args, li=li):
+                x = args[0].clone()
+                for h in range(n_heads):
+                    x[h, :, h * d_v:(h + 1) * d_v] = clean_heads[li][0, :, h * d_v:(h + 1) * d_v]
+                return (x,)
+            handle = proj.register_forward_pre_hook(hook)
+            with torch.inference_mode():
+                logits = hf(corrupt).logits[:, -1]
+            handle.remove()
+            values[li] = logits[:, target[0]] - logits[:, against[0]]
+        return values
+
+    return {"logit difference": logit_diff, "attribution": attribution, "ablation at one position": ablation,
+            "head patching map": patching}
+
+
+def main(name: str) -> None:
+    torch.set_grad_enabled(False)
+    model = explorer.load(name)
+    prompts, answers, wrongs = prompts_and_answers()
+    folder = tempfile.mkdtemp()
+    hf = transformers.AutoModelForCausalLM.from_pretrained(model.save_hf(folder), dtype=torch.float32).eval()
+    batch = torch.as_tensor(np.stack([model.encode(p) for p in prompts]))
+    target = torch.tensor([model.to_single_token(a) for a in answers])
+    against = torch.tensor([model.to_single_token(w) for w in wrongs])
+    parts = model.attribute(prompts, target=answers, against=wrongs)
+    layer, head = np.unravel_index(np.argmax(np.abs(np.mean([p.heads for p in parts], 0))), parts[0].heads.shape)
+    last = batch.shape[1] - 1
+    ours = {
+        "logit difference": lambda: [r.logits[-1] for r in model.run(prompts)],
+        "attribution": lambda: model.attribute(prompts, target=answers, against=wrongs),
+        "ablation at one position": lambda: [r.logits[-1] for r in model.run(
+            prompts, intervention=explorer.Intervention().ablate(int(layer), int(head), positions=[last]))],
+        "head patching map": lambda: model.patch(prompts[0], prompts[1], answers[0], wrongs[0]),
+    }
+    theirs = hf_side(hf, batch, target, against, int(layer), int(head))
+    print(f"{model.name}, {len(prompts)} prompts of {batch.shape[1]} tokens, torch threads {torch.get_num_threads()}")
+    print(f"{'step':28} {'explorer s':>11} {'transformers s':>15} {'ratio':>7}")
+    for step in ours:
+        a, b = best(ours[step]), best(theirs[step])
+        print(f"{step:28} {a:11.3f} {b:15.3f} {a / b:7.2f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "smollm2-135m")
