@@ -22,7 +22,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--layer", default="0", help="layer index, or 'all' for the grid of every layer and head")
     parser.add_argument("--head", default="all", help="head index, or 'all' for every head of the layer")
     parser.add_argument("-o", "--output", required=True, help="FILE.png, FILE.svg, FILE.csv or FILE.npy")
-    parser.add_argument("--size", default="1000x800", help="image size in pixels, WIDTHxHEIGHT (default 1000x800)")
+    parser.add_argument("--size", default=None, help="image size in pixels, WIDTHxHEIGHT (default 1000x800; "
+                                                     "the grid of --layer all: square tiles)")
     parser.add_argument("--at-step", type=arguments.steps, default=None,
                         help="draw the map as it was after this step (0 = the prefill; default: the last)")
     parser.add_argument("--scores", action="store_true", help="pre-softmax scores S instead of the weights A")
@@ -56,7 +57,8 @@ def _size(text: str) -> tuple[int, int]:
 
 
 def run(args) -> int:
-    layer, head, size = _index(args.layer, "layer"), _index(args.head, "head"), _size(args.size)
+    layer, head = _index(args.layer, "layer"), _index(args.head, "head")
+    size = _size(args.size) if args.size is not None else None          # None: export.default_size
     if args.steps < 0:
         raise ExplorerError(f"--steps {args.steps} must not be negative.")
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
