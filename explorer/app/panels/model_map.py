@@ -1,0 +1,363 @@
+"""Model map: the loaded model's computation drawn as a diagram (views.model_graph), where you are in it lit.
+
+    tokens → E[id] (+ P) → L × [norm → attention → W^O → + → norm → FFN or MoE → +] → norm → W_U → softmax
+
+Each block is a column, read top to bottom; the blocks run left to right, an encoder's over the
+decoder's. Every edge carries its live shape for the prompt's T tokens. The selected layer's
+block is outlined and its attention node names the selected head; clicking a node selects its
+layer and brings forward the panel that shows that piece (through the window's registry of
+docks, never by calling the panel). From 30 blocks on, the others fold into one node each.
+The config's facts (norms, FFN or experts, the encoder's depth) are asked of the model thread
+once per model; until they come the map draws from the model's info alone.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QAction, QBrush, QColor, QFont, QImage, QPainter, QPainterPath, QPen
+from PySide6.QtWidgets import (QGraphicsPathItem, QGraphicsRectItem, QGraphicsScene, QGraphicsTextItem, QGraphicsView)
+
+from explorer.app.panels.asking import Asker
+from explorer.app.panels.base import Panel, formula_html
+from explorer.app.state.session import Selection
+from explorer.app.panels.model_map_layout import GAP_X, NODE_W, lay_out
+from explorer.views.model_graph import FOLD_AT, ModelGraph, Node, model_graph
+
+FILL = {"attention": "#dbe8fb", "w_o": "#dbe8fb", "ffn": "#e3f4df", "moe": "#d5efcc", "norm": "#f3ece0",
+        "final_norm": "#f3ece0", "add": "#f2f2f2", "fold": "#ececf6", "tokens": "#fff4cc", "embed": "#fff4cc",
+        "positions": "#fff4cc", "unembed": "#fde3e3", "softmax": "#fde3e3", "output": "#eeeeee"}
+ACCENT = QColor("#d9480f")
+# which panel shows a node's piece (object names of the window's docks), and the attention it selects
+PANEL_OF = {"tokens": "tokens", "embed": "embeddings", "positions": "embeddings", "attention": "attention",
+            "w_o": "qkv", "norm": "residual", "add": "residual", "ffn": "residual", "moe": "residual",
+            "final_norm": "next_token", "unembed": "next_token", "softmax": "next_token", "output": "attention"}
+EMPTY = "No model is open: choose one in the Model box (or File ▸ Open), and its map is drawn here."
+
+
+def config_job(loaded, progress, cancel) -> dict:
+    """On the model thread: the loaded model's config as a plain dict (a dataclass of numbers and names)."""
+    config = getattr(loaded, "config", None)
+    return dataclasses.asdict(config) if dataclasses.is_dataclass(config) else {}
+
+
+class NodeItem(QGraphicsRectItem):
+    """One node's box; a click selects its layer and opens its panel."""
+
+    def __init__(self, node: Node, panel: "ModelMapPanel") -> None:
+        super().__init__(0, 0, NODE_W, 30)
+        self.node, self.panel = node, panel
+        self.setBrush(QBrush(QColor(FILL.get(node.kind, "#ffffff"))))
+        self.setPen(QPen(QColor("#555555"), 1))
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.setToolTip("\n".join(t for t in (node.label, node.detail, self._where()) if t))
+        self.text = QGraphicsTextItem(self)
+        self.text.setTextWidth(NODE_W - 8)
+        self.text.setPos(4, 2)
+        self.text.setDefaultTextColor(QColor("#111111"))
+        self.text.setHtml(_label_html(node))
+
+    def text_height(self) -> float:
+        """The box's height: its text's (the longest labels wrap to two lines), one line of room for a note."""
+        return self.text.boundingRect().height() + 4 + (16 if self.node.attention is not None else 0)
+
+    def _where(self) -> str:
+        panel = PANEL_OF.get(self.node.kind)
+        return "click: fold open" if self.node.kind == "fold" else f"click: open {panel}" if panel else ""
+
+    def mousePressEvent(self, event) -> None:
+        self.panel.open_node(self.node)
+        event.accept()
+
+
+def braced(text: str) -> str:
+    """'N_KV' -> 'N_{KV}': the whole name as the subscript (formula_html scripts one character unless braced)."""
+    return re.sub(r"([_^])([A-Za-z]{2,})", r"\1{\2}", text)
+
+
+def _label_html(node: Node, head_note: str = "") -> str:
+    from html import escape
+
+    return f"<b>{formula_html(braced(node.label))}</b>" + (f"<br><small>{escape(head_note)}</small>" if head_note else "")
+
+
+class ModelMapPanel(Panel):
+    title = "Model map"
+    object_name = "model_map"
+    needs_trace = False
+
+    def __init__(self, session, parent=None) -> None:
+        super().__init__(session, parent)
+        self.executor = None                         # None: the session's model thread (tests give their own)
+        self.scene = QGraphicsScene(self)
+        self.view = QGraphicsView(self.scene)
+        self.view.setRenderHint(QPainter.RenderHint.Antialiasing)
+        self.view.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
+        self.body.addWidget(self.view, 1)
+        self.graph: ModelGraph | None = None
+        self.items: dict[str, NodeItem] = {}
+        self.config: dict | None = None
+        self._drawn_key = None
+        self.asker = Asker(self, self._on_config, lambda _message: None)
+        self.set_formula("h ← h + W^O·Attn(Norm(h));  h ← h + FFN(Norm(h));  p = softmax(Norm(h) W_U)")
+        session.model_changed.connect(self._on_model_changed)
+        self._ask_config()
+
+    # ----- state ------------------------------------------------------------------------------
+    def drawn(self):
+        """The base contract's state, and "empty" while no model is open (the map needs no trace)."""
+        if self.session.model is None:
+            from explorer.app.panels import base
+
+            return base.Drawn("empty", why=EMPTY)
+        return super().drawn()
+
+    def view_state(self) -> tuple[str, object]:
+        if self.session.model is None:
+            return "empty", EMPTY
+        return super().view_state()
+
+    def _on_model_changed(self, model) -> None:
+        """Nothing of the previous model stays: its graph, its config and its items go at once."""
+        self.config, self.graph, self._drawn_key = None, None, None
+        self.items = {}
+        self.scene.clear()
+        self.asker.forget()
+        self._ask_config()
+        self.refresh()
+
+    def _on_tokens_changed(self, tokens) -> None:
+        if self.session.trace is None:
+            self.refresh()
+
+    def _config_key(self) -> tuple:
+        return ("config", getattr(self.session, "model_id", None), self.session.model)
+
+    def _ask_config(self) -> None:
+        if self.session.model is not None and self.config is None:
+            self.asker.ask(self._config_key(), config_job)
+
+    def _on_config(self, key, config) -> None:
+        if key == self._config_key() and config:
+            self.config = dict(config)
+            self._drawn_key = None
+            self.refresh()
+
+    # ----- what is drawn ----------------------------------------------------------------------
+    def token_counts(self) -> tuple[int, int]:
+        """(T, S): the decoder's tokens (the trace's, else the prompt's) and an encoder's source tokens."""
+        trace, model = self.session.trace, self.session.model
+        live = self.session.tokens
+        live_count = len(live.ids) if live is not None else 1
+        if trace is None:
+            return (1, live_count) if model is not None and model.is_encoder_decoder else (live_count, 0)
+        source = getattr(trace, "encoder", None)
+        count = source.n_new if source is not None else 0
+        return max(1, trace.n_tokens), count
+
+    def redraw(self) -> None:
+        model = self.session.model
+        if model is None:
+            self.scene.clear()
+            self.items, self.graph, self._drawn_key = {}, None, None
+            return
+        self._ask_config()                           # again after a dropped question (another run, a cancel)
+        tokens, source = self.token_counts()
+        layer = self.session.selection.layer
+        key = (model, id(self.config), tokens, source, layer if self._folds(model) else None)
+        if key == self._drawn_key:
+            return
+        self._drawn_key = key
+        self.graph = model_graph(model, self.config, tokens, source, layer)
+        self._draw(self.graph)
+
+    @staticmethod
+    def _folds(model) -> bool:
+        return model.n_layers >= FOLD_AT
+
+    def _draw(self, graph: ModelGraph) -> None:
+        self.scene.clear()
+        self.items = {item.node.key: item for item in (NodeItem(node, self) for node in graph.nodes)}
+        for key, (x, y, height) in lay_out(graph, lambda node: self.items[node.key].text_height()).items():
+            item = self.items[key]
+            item.setRect(0, 0, NODE_W, height)
+            item.setPos(x, y)
+            self.scene.addItem(item)
+        font = QFont()
+        font.setPixelSize(10)
+        for edge in graph.edges:
+            self._draw_edge(edge, font)
+        self.scene.setSceneRect(self.scene.itemsBoundingRect().adjusted(-10, -10, 10, 10))
+        self._fit()
+
+    def _draw_edge(self, edge, font: QFont) -> None:
+        source, target = self.items[edge.source], self.items[edge.target]
+        a, b = source.sceneBoundingRect(), target.sceneBoundingRect()
+        path = QPainterPath()
+        if edge.residual:                  # the skip path: a dashed arc down the block's right side
+            top = a if abs(a.left() - b.left()) < 1 else self._column_top(target)
+            start, end = QPointF(top.right(), top.center().y()), QPointF(b.right(), b.center().y())
+            bend = b.right() + GAP_X * 0.3
+            path.moveTo(start)
+            path.cubicTo(bend, start.y(), bend, end.y(), end.x(), end.y())
+            pen = QPen(QColor("#8a8a8a"), 1, Qt.PenStyle.DashLine)
+        else:
+            below = b.top() >= a.bottom() - 1 and abs(a.center().x() - b.center().x()) < 1
+            start = QPointF(a.center().x(), a.bottom()) if below else QPointF(a.right(), a.center().y())
+            end = QPointF(b.center().x(), b.top()) if below else QPointF(b.left(), b.center().y())
+            path.moveTo(start)
+            path.lineTo(end)
+            pen = QPen(QColor("#333333"), 1.2)
+        line = QGraphicsPathItem(path)
+        line.setPen(pen)
+        line.setToolTip(edge.label)
+        line.setZValue(-1)
+        self.scene.addItem(line)
+        if not edge.residual:
+            self._label_edge(edge, path, font, vertical=abs(path.pointAtPercent(0).x() - path.pointAtPercent(1).x()) < 1)
+
+    def _label_edge(self, edge, path: QPainterPath, font: QFont, vertical: bool) -> None:
+        """The live shape beside a vertical edge, above a slanting one."""
+        label = QGraphicsTextItem()
+        label.setFont(font)
+        label.setDefaultTextColor(QColor("#1f4e9c"))
+        label.setHtml(formula_html(braced(edge.label)))
+        middle, size = path.pointAtPercent(0.5), label.boundingRect()
+        label.setPos(middle.x() + 2, middle.y() - size.height() / 2) if vertical else \
+            label.setPos(middle.x() - size.width() / 2, middle.y() - size.height())
+        self.scene.addItem(label)
+
+    def _column_top(self, item: "NodeItem"):
+        """The first box of `item`'s column (where the block's stream enters)."""
+        return min((i.sceneBoundingRect() for i in self.items.values()
+                    if abs(i.sceneBoundingRect().left() - item.sceneBoundingRect().left()) < 1),
+                   key=lambda rect: rect.top())
+
+    def _fit(self) -> None:
+        """Scale the map to the view's height (never up), and scroll the selected block into sight."""
+        rect = self.scene.sceneRect()
+        if rect.height() <= 0 or self.view.height() <= 0:
+            return
+        scale = min(1.0, (self.view.viewport().height() - 4) / rect.height())
+        self.view.resetTransform()
+        self.view.scale(scale, scale)
+        self._show_selected()
+
+    def _show_selected(self) -> None:
+        selected = [i for i in self.items.values() if self.session.selection.layer in i.node.layers]
+        if selected:
+            self.view.ensureVisible(selected[0].sceneBoundingRect(), 40, 10)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit()
+
+    # ----- selection ---------------------------------------------------------------------------
+    def show_selection(self, selection: Selection) -> None:
+        if self.graph is None:
+            return
+        if self._folds(self.session.model) and selection.layer not in self.graph.block_layers(
+                "encoder" if selection.attention == "encoder" else "decoder"):
+            self._drawn_key = None
+            self.redraw()
+        for item in self.items.values():
+            lit = selection.layer in item.node.layers
+            item.setPen(QPen(ACCENT if lit else QColor("#555555"), 2.5 if lit else 1))
+            item.text.setHtml(_label_html(item.node, self.head_note(item.node, selection) if lit else ""))
+        position = "none" if selection.token is None else str(selection.token)
+        self.readout.setText(f"layer {selection.layer} · head {selection.head} · position {position}")
+        self._show_selected()
+
+    @staticmethod
+    def head_note(node: Node, selection: Selection) -> str:
+        """What the selection reads in an attention node: the head, its K/V head, the query row."""
+        spec = node.attention
+        if spec is None:
+            return ""
+        note = f"head {selection.head}"
+        if spec.kind in ("GQA", "MQA"):
+            note += f" reads K/V head {selection.head // spec.group}"
+        if selection.token is not None:
+            note += f" · row {selection.token} of A"
+        return note
+
+    def open_node(self, node: Node) -> None:
+        """Select the node's layer (and its attention), and bring forward the dock of the panel showing it."""
+        changes = {}
+        if node.layers:
+            changes["layer"] = node.layers[0]
+        if node.attention is not None:
+            changes["attention"] = node.attention.role
+        elif node.key == "enc.out":
+            changes["attention"] = "cross"
+        if changes:
+            self.session.select(**changes)
+        docks = getattr(self.window(), "docks", {})
+        dock = docks.get(PANEL_OF.get(node.kind, ""))
+        if dock is not None:
+            dock.show()
+            dock.raise_()
+
+    # ----- export -------------------------------------------------------------------------------
+    def make_export_actions(self) -> list[QAction]:
+        from explorer.app.figures import export
+
+        action = QAction("Export the model map as PNG/SVG…", self)
+        action.triggered.connect(lambda: self._ask_export(export))
+        copy = QAction("Copy the model map", self)
+        copy.triggered.connect(self.copy_to_clipboard)
+        return [action, copy]
+
+    def _ask_export(self, export) -> None:
+        path = export.ask_path(self, "Export the model map", "model_map.png", "PNG image (*.png);;SVG image (*.svg)")
+        if path is not None:
+            export.run_reporting(self, lambda: self.save(path))
+
+    def image(self, scale: float = 2.0) -> QImage:
+        """The whole map (not only what the view shows) at `scale` pixels per scene unit, on white."""
+        rect = self.scene.sceneRect()
+        image = QImage(max(1, int(rect.width() * scale)), max(1, int(rect.height() * scale)),
+                       QImage.Format.Format_ARGB32)
+        image.fill(QColor("white"))
+        painter = QPainter(image)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        self.scene.render(painter, QRectF(image.rect()), rect)
+        painter.end()
+        return image
+
+    def save(self, path):
+        """The whole map to `path` (.png or .svg), written atomically."""
+        from pathlib import Path
+
+        from explorer.app.figures import export
+
+        path = Path(path)
+        if self.graph is None:
+            raise export.ExportError(f"Cannot export {path}: no model is open, so there is no map yet.")
+        if path.suffix.lower() not in (".png", ".svg"):
+            raise export.ExportError(f"Cannot export {path}: the file name must end in .png or .svg.")
+        return export.atomic_write(path, self._write_png if path.suffix.lower() == ".png" else self._write_svg)
+
+    def _write_png(self, temporary: str) -> None:
+        if not self.image().save(temporary, "PNG"):
+            raise OSError("Qt could not encode the PNG")
+
+    def _write_svg(self, temporary: str) -> None:
+        from PySide6.QtSvg import QSvgGenerator
+
+        rect = self.scene.sceneRect()
+        generator = QSvgGenerator()
+        generator.setFileName(temporary)
+        generator.setSize(rect.size().toSize())
+        generator.setViewBox(QRectF(0, 0, rect.width(), rect.height()))
+        generator.setTitle(self.title)
+        painter = QPainter(generator)
+        self.scene.render(painter, QRectF(0, 0, rect.width(), rect.height()), rect)
+        painter.end()
+
+    def copy_to_clipboard(self) -> None:
+        from PySide6.QtGui import QGuiApplication
+
+        if self.graph is not None:
+            QGuiApplication.clipboard().setImage(self.image())
