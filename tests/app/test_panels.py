@@ -29,7 +29,7 @@ def test_all_panels_have_a_title_a_formula_and_export_actions(qtbot, session):
     panels = [make(qtbot, session, cls) for _, _, cls in ALL_PANELS]
     session.set_trace(build_trace(n_layers=3, n_heads=4, n_kv_heads=2, prompt_len=7, steps=2))
     assert [name for name, _, _ in ALL_PANELS] == ["tokens", "embeddings", "qkv", "attention", "mask",
-                                                   "kv_cache", "kv_lab", "next_token"]
+                                                   "kv_cache", "kv_lab", "next_token", "model_map"]
     for panel in panels:
         assert isinstance(panel.title, str) and panel.title
         assert panel.formula, f"{panel.object_name} shows no formula"

@@ -10,12 +10,14 @@ from explorer.app.panels.embeddings import EmbeddingsPanel
 from explorer.app.panels.kv_cache import KVCachePanel
 from explorer.app.panels.kv_lab import KVLabPanel
 from explorer.app.panels.mask import MaskPanel
+from explorer.app.panels.model_map import ModelMapPanel
 from explorer.app.panels.next_token import NextTokenPanel
 from explorer.app.panels.qkv import QKVPanel
 from explorer.app.panels.tokens import TokensPanel
 
 ALL_PANELS = [(cls.object_name, cls.title, cls) for cls in (
-    TokensPanel, EmbeddingsPanel, QKVPanel, AttentionPanel, MaskPanel, KVCachePanel, KVLabPanel, NextTokenPanel)]
+    TokensPanel, EmbeddingsPanel, QKVPanel, AttentionPanel, MaskPanel, KVCachePanel, KVLabPanel, NextTokenPanel,
+    ModelMapPanel)]
 
 __all__ = ["ALL_PANELS", "AttentionPanel", "EmbeddingsPanel", "KVCachePanel", "KVLabPanel", "MaskPanel",
-           "NextTokenPanel", "QKVPanel", "TokensPanel"]
+           "ModelMapPanel", "NextTokenPanel", "QKVPanel", "TokensPanel"]
