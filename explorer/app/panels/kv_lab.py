@@ -243,6 +243,7 @@ class KVLabPanel(Panel):
                 self.variant_box.addItems(kv.what_if_targets(model, rows))
             if current:
                 self.variant_box.setCurrentText(current)
+        self._update_run_buttons()
 
     # ----- the what-if runner -------------------------------------------------------------------
     def set_executor(self, executor: Executor | None) -> None:
@@ -254,7 +255,8 @@ class KVLabPanel(Panel):
         has_model = self.executor is not None or self.session.model is not None
         trace = self.trace
         ready = has_model and not self.from_config and trace is not None and bool(trace.steps)
-        return ready and not self.runner.running and not self._encoder_only()
+        offered = self.variant_box.count() > 0 or self.executor is not None     # a test's executor names its own
+        return ready and offered and not self.runner.running and not self._encoder_only()
 
     def _encoder_only(self) -> bool:
         model = self.session.model
@@ -295,6 +297,9 @@ class KVLabPanel(Panel):
             self.run_summary.setText(f"What-if conversions compare the next-token predictions of the converted "
                                      f"model with the original's; {self.session.model.name} is an encoder and "
                                      "predicts none, and keeps no KV cache between steps.")
+        elif not running and not self.from_config and self.session.model is not None and not self.variant_box.count():
+            self.run_summary.setText(f"{self.session.model.name} was trained with MLA: a what-if conversion starts "
+                                     "from per-head keys and values, which it does not have.")
 
     def _on_progress_changed(self, fraction: float, what: str) -> None:
         self.progress.setValue(int(round(100 * fraction)))
