@@ -73,7 +73,7 @@ class NextTokenPanel(Panel):
         """No candidates or lens of another model or run, and none awaited (a cancel drops the questions)."""
         self._asked.clear()
         self._pending.clear()
-        self.position = self._lens_asked = self._lens_shown = None
+        self.position = self._lens_shown = None    # _lens_asked stays: a late lens of that record is refused
         self.candidates = np.zeros(0, dtype=np.int64)
         self.table.setRowCount(0)
 
