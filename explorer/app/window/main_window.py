@@ -7,10 +7,9 @@ from `explorer.app.panels.ALL_PANELS`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
 
-from PySide6.QtCore import QEvent, QRect, QSize, Qt, QTimer, Signal
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QProgressDialog, QToolTip, QWidget
+from PySide6.QtCore import QRect, QSize, Qt, QTimer
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QProgressDialog, QWidget
 
 from explorer.app.run.controller import DecodingController
 from explorer.app.state.session import Session
@@ -22,6 +21,7 @@ from explorer.app.window import (crash_restore, dock_layout, error_bar, menus, m
                                  panel_tips, pull_dialog)
 from explorer.app.window.dock_shares import DockShares
 from explorer.app.window.model_picker import ModelToolbar
+from explorer.app.window.panel_dock import PanelDock
 from explorer.app.window.prompt_editor import PromptEditor
 from explorer.app.window.settings import AppSettings
 from explorer.app.window.status_bar import StatusLine
@@ -305,74 +305,6 @@ class MainWindow(QMainWindow):
         self.worker.shutdown(5.0)
         self.autosaver.discard()
         super().closeEvent(event)
-
-
-class PanelDock(QDockWidget):
-    """A dock that tells its panel whether it is in sight, and may build the panel only when first needed.
-
-    A double-click on its title asks for the panel to take the whole window (`maximise_requested`;
-    again to restore) instead of floating it; its tooltip (what the panel shows) is shown over the
-    title only, not over every widget of the panel that has none of its own.
-
-    Tabs behind another tab are still visible to Qt (it only moves them out of sight), so the panel
-    hears `visibilityChanged` through `set_exposed` and skips its redraws meanwhile. Given `build`, the
-    dock holds an empty placeholder until it is first shown or its `widget()` is asked for: the KV,
-    mask and Q/K/V tabs behind the embeddings cost nothing at start-up.
-    """
-
-    maximise_requested = Signal(QDockWidget)
-    gestures = (("Double-click a panel's title", "Maximise the panel to the window; again to restore"),)
-
-    def __init__(self, title: str, parent: QWidget, build: Callable[[], QWidget] | None = None) -> None:
-        super().__init__(title, parent)
-        self._build = build
-        self._in_sight: bool | None = None          # the last visibilityChanged; None before the first
-        self.visibilityChanged.connect(self._on_visibility_changed)
-        if build is not None:
-            super().setWidget(QWidget())
-
-    @property
-    def built(self) -> bool:
-        return self._build is None
-
-    def on_title(self, y: float) -> bool:
-        """Whether a point at height `y` (dock coordinates) lies on the title bar, above the panel."""
-        return y < super().widget().geometry().top()
-
-    def event(self, event) -> bool:
-        kind = event.type()
-        if kind == QEvent.Type.MouseButtonDblClick and not self.isFloating() and self.on_title(event.position().y()):
-            self.maximise_requested.emit(self)
-            return True
-        if kind == QEvent.Type.ToolTip and not self.on_title(event.pos().y()):
-            QToolTip.hideText()
-            event.ignore()
-            return True
-        return super().event(event)
-
-    def widget(self) -> QWidget:
-        self._ensure_built()
-        return super().widget()
-
-    def _ensure_built(self) -> None:
-        if self._build is None:
-            return
-        build, self._build = self._build, None
-        placeholder, panel = super().widget(), build()
-        if hasattr(panel, "set_exposed"):            # before it joins the dock, which may show it
-            panel.set_exposed(self.isVisible() if self._in_sight is None else self._in_sight)
-        self.setWidget(panel)
-        placeholder.deleteLater()
-        if self.isVisible():
-            panel.show()
-
-    def _on_visibility_changed(self, visible: bool) -> None:
-        self._in_sight = visible
-        if visible:
-            self._ensure_built()
-        panel = super().widget()
-        if self.built and hasattr(panel, "set_exposed"):
-            panel.set_exposed(visible)
 
 
 def _dropped_path(url) -> str | None:
