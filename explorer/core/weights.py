@@ -190,8 +190,8 @@ def check_finite(tensors: dict[str, torch.Tensor], source: str) -> None:
     llama.cpp's --check-tensors does this scan. A NaN or an Inf anywhere makes a tensor's sum NaN or
     infinite (IEEE 754: inf + x = inf, inf - inf = NaN, NaN + x = NaN), so one vectorised sum per tensor
     answers for all its elements; only a sum that is not finite (a bad element, or finite values whose
-    sum overflows) is looked at element by element. On this machine's CPU torch.isfinite(t).all() took
-    ~14 ns per value, the sum ~0.2 ns."""
+    sum overflows) is looked at element by element. SmolLM2-135M, one thread: 18 ms of CPU for the sums,
+    335 ms for torch.isfinite(t).all() per tensor, of a 1.07 s load."""
     for name, tensor in tensors.items():
         if not tensor.is_floating_point():
             continue
