@@ -1,0 +1,141 @@
+"""Learn: a path through the model, in the order of the seed texts, one idea per stop.
+
+Each stop (resources/learn/stops.json) has a short text in the panels' notation (X, E, W^Q, A,
+Z⁻¹AV, d_QK, N_Q, N_KV), its formula in the header, one "Show me" button that puts the window in
+the state that shows it (model, prompt, steps, panel, layer and head, kernel: learn_tour.Tour),
+and one or two questions to try there. Back and Next only turn the page: the person's own
+prompt and model stay until Show me is pressed, and "Back to my session" puts them back.
+Opened from Help ▸ Learn (`open_learn`), as a dock beside the panels it talks about.
+"""
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QComboBox, QDockWidget, QHBoxLayout, QLabel, QPushButton, QTextBrowser
+
+from explorer.app.panels.base import Panel
+from explorer.app.panels.learn_tour import Stop, Tour, load_stops
+
+DOCK_PX = 400                      # the Learn dock's width beside the panels
+
+
+class LearnPanel(Panel):
+    title = "Learn"
+    object_name = "learn"
+    needs_trace = False
+
+    def __init__(self, session, parent=None, stops: tuple[Stop, ...] | None = None) -> None:
+        super().__init__(session, parent)
+        self.stops = stops if stops is not None else load_stops()
+        self.index = 0
+        self.tour: Tour | None = None
+        self.chooser = QComboBox()
+        self.chooser.addItems([f"{i + 1}. {s.title}" for i, s in enumerate(self.stops)])
+        self.chooser.currentIndexChanged.connect(self.go_to)
+        self.text = QTextBrowser()
+        self.text.setOpenLinks(False)
+        self.status = QLabel(" ")
+        self.status.setWordWrap(True)
+        self.back_button, self.show_button, self.next_button = (QPushButton(t) for t in ("◀ Back", "Show me", "Next ▶"))
+        self.show_button.setToolTip("open the model, prompt, panel, layer and head this stop talks about")
+        self.own_button = QPushButton("Back to my session")
+        self.own_button.setToolTip("your own model, prompt and experiments, as they were before Show me")
+        self.own_button.setEnabled(False)
+        self.back_button.clicked.connect(lambda: self.go_to(self.index - 1))
+        self.next_button.clicked.connect(lambda: self.go_to(self.index + 1))
+        self.show_button.clicked.connect(self.show_me)
+        self.own_button.clicked.connect(self.back_to_own_session)
+        buttons = QHBoxLayout()
+        for button in (self.back_button, self.show_button, self.next_button):
+            buttons.addWidget(button)
+        self.body.addWidget(self.chooser)
+        self.body.addWidget(self.text, 1)
+        self.body.addLayout(buttons)
+        self.body.addWidget(self.own_button)
+        self.body.addWidget(self.status)
+        self.go_to(0)
+
+    # ----- the contract: the path is always there to read ------------------------------------------
+    def drawn(self):
+        from explorer.app.panels import base
+
+        return base.Drawn("trace", getattr(self.session, "model_id", None), self.session.trace_id)
+
+    def view_state(self) -> tuple[str, object]:
+        return "trace", self.session.trace_id
+
+    # ----- pages ----------------------------------------------------------------------------------
+    @property
+    def stop(self) -> Stop:
+        return self.stops[self.index]
+
+    def go_to(self, index: int) -> None:
+        """Turn to stop `index` (only the page: the window's state is left as it is)."""
+        self.index = min(max(int(index), 0), len(self.stops) - 1)
+        stop = self.stop
+        if self.chooser.currentIndex() != self.index:
+            self.chooser.setCurrentIndex(self.index)
+        self.set_formula(stop.formula)
+        self.text.setHtml(page_html(stop, self.index, len(self.stops)))
+        self.back_button.setEnabled(self.index > 0)
+        self.next_button.setEnabled(self.index < len(self.stops) - 1)
+
+    # ----- Show me --------------------------------------------------------------------------------
+    def ensure_tour(self) -> Tour | None:
+        """The driver of the window this panel is docked in (None outside a main window)."""
+        window = self.window()
+        if self.tour is None and hasattr(window, "controller"):
+            self.tour = Tour(window, self)
+            self.tour.reached.connect(self._on_reached)
+            self.tour.failed.connect(self._on_failed)
+            self.tour.progress.connect(lambda text: self.status.setText(text or " "))
+        return self.tour
+
+    def show_me(self) -> None:
+        tour = self.ensure_tour()
+        if tour is None:
+            self.status.setText("Show me needs the main window: open Learn from the Help menu.")
+            return
+        self.show_button.setEnabled(False)
+        if not tour.show(self.stop):
+            self.show_button.setEnabled(True)
+        self.own_button.setEnabled(tour.own is not None)
+
+    def back_to_own_session(self) -> None:
+        if self.tour is not None:
+            self.tour.restore()
+        self.own_button.setEnabled(False)
+        self.show_button.setEnabled(True)
+        self.status.setText("Your own model and prompt are back.")
+
+    def _on_reached(self, stop_id: str) -> None:
+        self.show_button.setEnabled(True)
+        stop = next(s for s in self.stops if s.id == stop_id)
+        self.status.setText(f"Shown: {stop.title}. Now try the questions above.")
+
+    def _on_failed(self, message: str) -> None:
+        self.show_button.setEnabled(True)
+        self.status.setText(message)
+
+
+def page_html(stop: Stop, index: int, count: int) -> str:
+    """One stop as rich text: its title, its text and the questions to try."""
+    tries = "".join(f"<li>{html.escape(question)}</li>" for question in stop.tries)
+    return (f"<p style='color:gray'>Stop {index + 1} of {count}</p><h3>{html.escape(stop.title)}</h3>"
+            f"<p>{html.escape(stop.text)}</p><p><b>Try this</b></p><ul>{tries}</ul>")
+
+
+def open_learn(window) -> LearnPanel:
+    """Help ▸ Learn: the Learn dock, made once, beside the panels on the right, and brought forward."""
+    dock = getattr(window, "learn_dock", None)
+    if dock is None:
+        dock = QDockWidget("Learn", window)
+        dock.setObjectName("learn_dock")
+        dock.setWidget(LearnPanel(window.session))
+        window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock, Qt.Orientation.Horizontal)
+        window.resizeDocks([dock], [DOCK_PX], Qt.Orientation.Horizontal)
+        window.learn_dock = dock
+    dock.show()
+    dock.raise_()
+    return dock.widget()

@@ -1,0 +1,196 @@
+"""The Learn path's stops (resources/learn/stops.json) and the driver that puts the window in a stop's state.
+
+A stop's state is a model, a prompt, a number of decoding steps, a panel, a layer and head, the
+attention (self, cross, encoder) and a kernel f_κ. `Tour.show(stop)` reaches it through the window's
+own controller and session, one part after the other (load, then the kernel, run, step, select,
+bring the panel forward), and says `reached` once the window shows it. The person's own prompt,
+model and experiments are kept from before the first stop shown, and `restore()` puts them back.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from explorer.app.panels.kernel_control import is_layer_kernel, with_kernel
+from explorer.app.window import model_refs
+from explorer.core import store
+from explorer.core.errors import ExplorerError
+from explorer.core.intervention import Kernel
+
+POLL_MS = 40
+TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class StopState:
+    models: tuple[str, ...]                 # the first the store can open is used
+    prompt: str | None = None               # None: the model's usual prompt (model_refs.default_prompt)
+    panel: str = "attention"                # a dock's object name
+    layer: int = 0
+    head: int = 0
+    attention: str = "self"
+    kernel: str | None = None               # "linear", "relu", ...; None: the model's softmax
+    steps: int = 0                          # decoding steps after the prompt
+
+
+@dataclass(frozen=True)
+class Stop:
+    id: str
+    title: str
+    text: str
+    formula: str
+    state: StopState
+    tries: tuple[str, ...] = field(default=())
+
+
+def stops_file() -> Path:
+    return store.resources_dir() / "learn" / "stops.json"
+
+
+def load_stops(path: Path | None = None) -> tuple[Stop, ...]:
+    """The path's stops, in order; ExplorerError naming the file when it cannot be read."""
+    path = path or stops_file()
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return tuple(Stop(id=s["id"], title=s["title"], text=s["text"], formula=s["formula"],
+                          state=StopState(**{**s["state"], "models": tuple(s["state"]["models"])}),
+                          tries=tuple(s.get("try", ()))) for s in data["stops"])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ExplorerError(f"{path}: the Learn path cannot be read ({error}).") from None
+
+
+def available_model(models: tuple[str, ...]) -> str | None:
+    """The first of `models` the store opens here (a bundled one always; a pulled one where it was pulled)."""
+    for name in models:
+        try:
+            store.resolve(name)
+        except ExplorerError:
+            continue
+        return name
+    return None
+
+
+@dataclass(frozen=True)
+class OwnSession:
+    """What the person had before the first stop was shown."""
+
+    reference: str | None
+    prompt: str
+    experiments: tuple
+
+
+class Tour(QObject):
+    reached = Signal(str)            # the stop's id: the window shows its state
+    failed = Signal(str)             # one sentence
+    progress = Signal(str)           # what is being done, for the panel's status line
+
+    def __init__(self, window, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.window = window
+        self.stop: Stop | None = None
+        self.own: OwnSession | None = None
+        self.added: tuple = ()                      # the kernel experiments the path added
+        self._steps_left = 0
+        self._deadline = 0.0
+        self._timer = QTimer(self)
+        self._timer.setInterval(POLL_MS)
+        self._timer.timeout.connect(self._poll)
+        window.controller.load_failed.connect(self._on_load_failed)
+
+    @property
+    def busy(self) -> bool:
+        return self._timer.isActive()
+
+    def show(self, stop: Stop) -> bool:
+        """Start putting the window in `stop`'s state; False (and `failed`) when its model is not here."""
+        model = available_model(stop.state.models)
+        if model is None:
+            self.failed.emit(f"{stop.title}: none of {', '.join(stop.state.models)} can be opened here.")
+            return False
+        w = self.window
+        if self.own is None:
+            self.own = OwnSession(w.controller.reference, w.prompt.text, tuple(w.session.experiments))
+        self.stop, self._steps_left = stop, stop.state.steps
+        self._deadline = time.monotonic() + TIMEOUT_S
+        w.prompt.set_text(stop.state.prompt or model_refs.default_prompt(model))
+        if self._is_open(model):
+            self._run()
+        else:
+            self.progress.emit(f"Opening {model}…")
+            w.controller.load(model, *w.model_bar.choice(), then=self._run)
+        self._timer.start()
+        return True
+
+    def restore(self) -> None:
+        """Put back the person's own model, prompt and experiments."""
+        own, self.own = self.own, None
+        if own is None:
+            return
+        self._timer.stop()
+        w = self.window
+        w.prompt.set_text(own.prompt)
+        w.session.set_experiments(own.experiments)
+        self.added = ()
+        if own.reference is not None and own.reference != w.controller.reference:
+            w.controller.load(own.reference, *w.model_bar.choice())     # runs the prompt once loaded
+        elif own.prompt:
+            w.controller.run()
+
+    # ----- the parts of a state, in order -------------------------------------------------------
+    def _is_open(self, model: str) -> bool:
+        reference = self.window.controller.reference
+        return self.window.controller.loading is None and reference is not None and \
+            (reference == model or Path(reference).name == model)
+
+    def _run(self) -> None:
+        self._set_kernel()
+        self.progress.emit("Running the prompt…")
+        self.window.controller.run()
+
+    def _set_kernel(self) -> None:
+        """The stop's kernel in its layer, and none of the path's earlier kernels."""
+        session, state = self.window.session, self.stop.state
+        kept = tuple(e for e in session.experiments if e not in self.added)
+        if state.kernel:
+            where = "cross" if state.attention == "cross" else "self"
+            experiments = with_kernel(kept, state.layer, where, Kernel(state.kernel))
+            self.added = tuple(e for e in experiments if is_layer_kernel(e, state.layer, where) and e not in kept)
+        else:
+            experiments, self.added = kept, ()
+        session.set_experiments(experiments)
+
+    def _poll(self) -> None:
+        w = self.window
+        if time.monotonic() > self._deadline:
+            self._timer.stop()
+            self.failed.emit(f"{self.stop.title}: the model did not answer within {TIMEOUT_S:.0f} s.")
+            return
+        if w.controller.loading is not None or w.worker.busy or w.session.trace is None:
+            return
+        if self._steps_left > 0:
+            self._steps_left -= 1
+            self.progress.emit(f"Decoding a step ({self.stop.state.steps - self._steps_left} of "
+                               f"{self.stop.state.steps})…")
+            w.controller.step()
+            return
+        self._timer.stop()
+        self._finish()
+
+    def _finish(self) -> None:
+        state, w = self.stop.state, self.window
+        w.session.select(layer=state.layer, head=state.head, attention=state.attention, token=None, step=None)
+        dock = getattr(w, "docks", {}).get(state.panel)
+        if dock is not None:
+            dock.show()
+            dock.raise_()
+        self.progress.emit("")
+        self.reached.emit(self.stop.id)
+
+    def _on_load_failed(self, reference: str) -> None:
+        if self._timer.isActive():
+            self._timer.stop()
+            self.failed.emit(f"{reference} could not be opened.")
