@@ -17,6 +17,7 @@ from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QApplication, QFileDialog, QInputDialog, QMenu, QMessageBox
 
 from explorer import __version__
+from explorer.app.panels.learn import open_learn
 from explorer.app.run.trace_budget import MAX_BUDGET_MB, MIN_BUDGET_MB
 from explorer.app.state import session_file
 from explorer.app.window import model_refs, panel_tips
@@ -52,6 +53,7 @@ class Menus:
         window.controller.record_dtype_changed.connect(self._on_record_dtype_changed)   # also chosen in a question
         window.controller.budget_changed.connect(lambda n: setattr(window.settings, "trace_budget", n))
         self._build_view()
+        self.help.addAction(self._action("&Learn: a Path Through the Model", lambda: open_learn(self.window)))
         self.help.addAction(self._action("&About Transformer Explorer", self.about))
         self.help.addAction(self._action("&Keyboard Shortcuts", self.shortcuts, "F1"))
         self.refresh_recent()
