@@ -120,3 +120,27 @@ def test_the_translator_names_the_characters_it_has_no_token_for(qtbot):
     assert drawn_characters(panel.text_view.document()) == text     # drawn, struck out, not cut
     session.set_tokens(bundled("translate-en-zh").encode("March 5, 2024"))
     assert not panel.dropped.isVisible()
+
+
+def test_generated_tokens_follow_the_typed_text_in_full_size(qtbot):
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from tests.app.synthetic_trace import build_trace
+
+    trace = build_trace(prompt_len=4, steps=2)
+    prompt = [str(t) for t in trace.token_text[:4]]
+    starts = np.cumsum([0] + [len(t) for t in prompt])
+    live = SimpleNamespace(ids=np.asarray(trace.token_ids[:4]), text=tuple(prompt),
+                           spans=tuple((int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])),
+                           special=np.zeros(4, bool), raw=tuple(t.encode() for t in prompt), source="".join(prompt))
+    session = Session()
+    panel = make(qtbot, session, TokensPanel)
+    session.set_tokens(live)
+    session.set_trace(trace)
+    generated = "".join(trace.token_text[4:])
+    assert len(panel.rows) == trace.n_tokens and generated
+    assert drawn_characters(panel.text_view.document()) == live.source + generated
+    session.set_tokens(None)                           # a trace alone (an opened session): its display strings
+    assert drawn_characters(panel.text_view.document()) == "".join(trace.token_text)

@@ -346,20 +346,24 @@ class TokensPanel(Panel):
         if window.start > 0:
             earlier = max(0, window.start - SPAN_WINDOW)
             parts.append(f"<a href='window:{earlier}'><i>◀ tokens {earlier:,}–{window.start - 1:,}</i></a> ")
-        n_source = getattr(self.rows, "_n_live", n)
-        tokens = [TokenSpan(row.position, row.span if row.position < n_source else None, row.text, row.raw)
-                  for row in self.rows[window.start:window.stop]]
-        source = getattr(getattr(self.rows, "_tokens", None), "source", "") or ""
-        if source:
-            pieces = text_pieces(tokens, source, first=window.start == 0, last=window.stop >= n_source)
-        else:                                   # no text to cut (a trace alone): each token's display string
-            pieces = [TextPiece("", token.position, marker=token.marker) for token in tokens]
+        pieces = self._pieces(window)
         parts += [piece_html(piece, selected) for piece in pieces]
         if window.stop < n:
             parts.append(f" <a href='window:{window.stop}'><i>tokens {window.stop:,}–"
                          f"{min(n, window.stop + SPAN_WINDOW) - 1:,} ▶</i></a>")
         # pre-wrap: two spaces are two characters of the text, not one gap
         return "<div style='font-size:14px; line-height:150%; white-space:pre-wrap'>" + "".join(parts) + "</div>"
+
+    def _pieces(self, window: range) -> list[TextPiece]:
+        """The window's pieces: its tokens of the typed text cut by text_pieces (each character once),
+        then generated tokens (or tokens with no text to cut) as their display strings."""
+        rows = self.rows[window.start:window.stop]
+        source = getattr(getattr(self.rows, "_tokens", None), "source", "") or ""
+        n_source = getattr(self.rows, "_n_live", 0) if source else 0
+        typed = [TokenSpan(row.position, row.span, row.text, row.raw) for row in rows if row.position < n_source]
+        pieces = text_pieces(typed, source, first=window.start == 0, last=window.stop >= n_source) if typed else []
+        return pieces + [TextPiece(row.source_text, row.position, marker="" if row.source_text else "∅")
+                         for row in rows if row.position >= n_source]
 
     # ----- intents -----------------------------------------------------------------------
     def _table_selected(self, *_args) -> None:
