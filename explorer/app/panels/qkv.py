@@ -28,6 +28,8 @@ from explorer.app.state.session import Selection
 from explorer.app.thread.requests import HeadWeightsJob
 from explorer.views import trace_views
 
+MATRICES_A_ROW = 3           # Q, K, V; MLA's c_KV and k_R go on a second row
+
 
 def _records(trace, layer: int, step):
     end = trace.n_steps if step is None else step + 1
@@ -169,7 +171,8 @@ class QKVPanel(Panel):
         if list(self.heatmaps) != list(self.matrices):
             self.view.clear()
             # Each its own colour bar: V is often ten times smaller than Q and K, and on their scale looks blank.
-            self.heatmaps = {name: Heatmap(self.view.ci, row=0, col=i, colorbar=True,
+            # MLA's five side by side were 70 px wide each in a 1,000 px dock.
+            self.heatmaps = {name: Heatmap(self.view.ci, *divmod(i, MATRICES_A_ROW), colorbar=True,
                                            colormap="CET-D1", axes=("left", "bottom"))
                              for i, name in enumerate(self.matrices)}
             for name, heatmap in self.heatmaps.items():
