@@ -107,3 +107,17 @@ def test_at_a_long_prompt_a_step_alone_does_not_run_the_before_after_again(qtbot
     with qtbot.waitSignal(panel.asker.call.finished, timeout=20000):          # another experiment: asked at once
         session.add_experiment(Intervention(ablations=(HeadAblation(0, 1),)))
     assert len(asked) == 3
+
+
+def test_a_model_without_the_ablated_layer_drops_the_experiment_and_names_it(qtbot, panel, session, stepped):
+    import dataclasses
+
+    session.set_trace(stepped[1][0])
+    session.add_experiment(Intervention(ablations=(HeadAblation(1, 3),)))
+    session.add_experiment(Intervention(ablations=(HeadAblation(0, 1),)))
+    smaller = dataclasses.replace(stepped[0].info, name="one-layer", n_layers=1)
+    session.set_trace(None)
+    session.set_model(smaller)
+    assert [e.intervention.ablations for e in session.experiments] == [(HeadAblation(0, 1),)]
+    assert panel.list.count() == 1 and panel.list.item(0).text() == "ablate L0.H1 (zero)"
+    assert "ablate L1.H3 (zero)" in panel.summary.text() and "layer 1 does not exist" in panel.summary.text()
