@@ -30,8 +30,21 @@ def settle(app, condition, timeout_s: float = 120.0) -> None:
         time.sleep(0.005)
 
 
-@pytest.fixture
-def window(qapp, tmp_path, monkeypatch):
+def smollm2() -> str:
+    from explorer.core import store
+
+    path = store.pulled_path("smollm2-135m")
+    if path is None:
+        pytest.skip("smollm2-135m is not pulled (python -m explorer pull smollm2-135m)")
+    return str(path)
+
+
+MODELS = [pytest.param(lambda: str(BUNDLED_GQA), id="bundled-gqa"),
+          pytest.param(smollm2, id="smollm2-135m", marks=pytest.mark.realmodel)]
+
+
+@pytest.fixture(params=MODELS)
+def window(request, qapp, tmp_path, monkeypatch):
     warnings = []
     monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text, *a: warnings.append(text))
     settings = AppSettings(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
@@ -39,8 +52,8 @@ def window(qapp, tmp_path, monkeypatch):
     window.warnings = warnings
     window.show()
     window.prompt.set_text("To be, or not to be")
-    window.open_model(str(BUNDLED_GQA))
-    settle(qapp, lambda: window.session.trace is not None and not window.worker.busy)
+    window.open_model(request.param())
+    settle(qapp, lambda: window.session.trace is not None and not window.worker.busy, timeout_s=300)
     yield window
     window.close()
 
@@ -59,7 +72,8 @@ def test_every_offered_target_converts_the_model_the_app_loaded(qapp, window):
         panel.runner.failed.connect(failed.append)
         try:
             assert panel.run_conversion(variant, STEPS), variant
-            settle(qapp, lambda: (finished or failed) and not panel.runner.running and not window.worker.busy)
+            settle(qapp, lambda: (finished or failed) and not panel.runner.running and not window.worker.busy,
+                   timeout_s=300)
         finally:
             panel.runner.finished.disconnect(finished.append)
             panel.runner.failed.disconnect(failed.append)
