@@ -216,13 +216,16 @@ GGUF_KEYS = ["general.alignment", "llama.block_count", "llama.context_length", "
              "llama.attention.layer_norm_rms_epsilon", "llama.rope.freq_base", "llama.rope.dimension_count",
              "llama.rope.scaling.type", "llama.rope.scaling.factor", "tokenizer.ggml.tokens",
              "tokenizer.ggml.merges", "tokenizer.ggml.token_type", "tokenizer.ggml.bos_token_id",
-             "tokenizer.ggml.model", "tokenizer.ggml.pre", "general.architecture"]
+             "tokenizer.ggml.model", "tokenizer.ggml.pre", "general.architecture", "tokenizer.ggml.scores",
+             "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.add_space_prefix", "gemma3.attention.sliding_window",
+             "gemma3.rope.freq_base_swa", "gemma3.attention.key_length", "gemma3.attention.head_count"]
 GGUF_VALUES = st.sampled_from([
     ff.Value(ff.STRING, "x"), ff.Value(ff.STRING, "linear"), ff.Value(ff.U32, 0), ff.Value(ff.U32, 1),
     ff.Value(ff.U32, 3), ff.Value(ff.U32, 64), ff.Value(ff.I32, -5), ff.Value(ff.F32, math.nan),
     ff.Value(ff.F32, math.inf), ff.Value(ff.F32, 0.0), ff.Value(ff.F64, -1.0), ff.Value(ff.U64, 2 ** 40),
     ff.Value(ff.BOOL, True), ff.Value(ff.ARRAY, [1, 2, 3], ff.I32), ff.Value(ff.ARRAY, ["a", "b"], ff.STRING),
-    ff.Value(ff.ARRAY, ["ab"], ff.STRING), ff.Value(ff.ARRAY, [], ff.STRING), ff.nested_array(3)])
+    ff.Value(ff.ARRAY, ["ab"], ff.STRING), ff.Value(ff.ARRAY, [], ff.STRING), ff.nested_array(3),
+    ff.Value(ff.ARRAY, [math.nan, 1.0], ff.F32), ff.Value(ff.ARRAY, ["▁" * 5000], ff.STRING)])
 
 
 @st.composite
@@ -265,6 +268,27 @@ def mutate_gguf(parts: ff.GGUFParts, kind: str, pick: int, value) -> None:
 @given(mutation=gguf_mutation())
 def test_a_mutated_gguf_runs_finite_or_is_refused(good, tmp_path, mutation):
     parts = ff.read_gguf(good / "model.gguf")
+    mutate_gguf(parts, *mutation)
+    path = tmp_path / f"m{time.perf_counter_ns()}.gguf"
+    ff.write_gguf(path, parts)
+    run_model(path)
+
+
+@pytest.fixture(scope="module")
+def sentencepiece_gguf(tmp_path_factory) -> Path:
+    """A tiny Gemma 3 GGUF with a SentencePiece vocabulary (scores, token types, byte pieces)."""
+    from tests.core.tiny_checkpoints import write_gemma3_gguf
+
+    path = tmp_path_factory.mktemp("spm") / "gemma.gguf"
+    write_gemma3_gguf(path)
+    assert run_model(path) == "ran"
+    return path
+
+
+@FUZZ
+@given(mutation=gguf_mutation())
+def test_a_mutated_sentencepiece_gguf_runs_finite_or_is_refused(sentencepiece_gguf, tmp_path, mutation):
+    parts = ff.read_gguf(sentencepiece_gguf)
     mutate_gguf(parts, *mutation)
     path = tmp_path / f"m{time.perf_counter_ns()}.gguf"
     ff.write_gguf(path, parts)
