@@ -5,9 +5,10 @@ Run as `python -m tests.app.layout_probe WIDTHxHEIGHT SETTINGS.ini OUT.json` und
 file, so Qt's screen really is WIDTH x HEIGHT). It builds the window on the fake core, shows
 a 30-layer trace (SmolLM2-135M's shape), raises every tab in turn (the bottom docks' tabs
 and the tabs inside panels), and records the window's geometry, every visible dock's and
-bar's rectangle, and the pixel size of every visible plot's ViewBox. Then it closes the
-window, which saves its layout, opens a second window on the same settings (a restart)
-and measures again.
+bar's rectangle, the sizes the window asks for, and the pixel size of every visible plot's
+ViewBox; then again after View ▸ Reset Layout and after an error of sixty lines. Then it
+closes the window, which saves its layout, opens a second window on the same settings (a
+restart) and measures again.
 """
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
 from tests.app.fake_core import FakeCore
 from tests.app.synthetic_trace import WORDS, build_trace
+
+
+LONG_ERROR = "RuntimeError: a job failed.\n" + "\n".join(f"line {i} of the traceback " * 4 for i in range(60))
 
 
 def settle(app: QApplication, seconds: float = 0.3) -> None:
@@ -84,7 +88,9 @@ def snapshot(app, window, label: str) -> dict:
     for bar in [window.statusBar(), window.menuBar(), *window.findChildren(QToolBar)]:
         if bar.isVisible():
             widgets[bar.objectName() or type(bar).__name__] = rect(bar)
-    return {"label": label, "window": rect(window), "frame": list(window.frameGeometry().getRect()),
+    asked = {"minimumSizeHint": window.minimumSizeHint().toTuple(), "sizeHint": window.sizeHint().toTuple(),
+             "minimumSize": window.minimumSize().toTuple()}
+    return {"label": label, "window": rect(window), "frame": list(window.frameGeometry().getRect()), "asked": asked,
             "widgets": widgets, "plots": plot_boxes(window), "tables": tables(window),
             "prompt_height": window.docks["prompt"].height(),
             "line_height": window.prompt.fontMetrics().lineSpacing()}
@@ -138,6 +144,12 @@ def main(argv: list[str]) -> int:
     window = open_window(settings_path)
     settle(app, 0.8)
     shots = tour(app, window, "first run")
+    next(a for a in window.menus.view.actions() if a.text().replace("&", "") == "Reset Layout").trigger()
+    settle(app, 0.8)
+    shots.append(snapshot(app, window, "first run: Reset Layout"))
+    window.session.report_error(LONG_ERROR)
+    settle(app)
+    shots.append(snapshot(app, window, "first run: a long error"))
     window.docks["kv_lab"].raise_()
     settle(app)
     window.close()

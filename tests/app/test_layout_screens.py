@@ -65,6 +65,15 @@ def test_no_tab_moves_the_window_or_a_widget_off_the_screen(probe):
             assert inside(rect, probe["available"]), f"{shot['label']}: {name} at {rect} is off-screen"
 
 
+def test_the_window_asks_no_more_than_the_screen_after_a_reset_and_an_error(probe):
+    _, _, aw, ah = probe["available"]
+    labels = [shot["label"] for shot in probe["shots"]]
+    assert "first run: Reset Layout" in labels and "first run: a long error" in labels
+    for shot in probe["shots"]:
+        for name, (w, h) in shot["asked"].items():
+            assert w <= aw and h <= ah, f"{shot['label']}: {name} {w}x{h} on a {probe['size']} screen"
+
+
 def test_every_visible_plot_is_legible_on_every_tab_and_after_a_restart(probe):
     small = [f"{shot['label']}: {box['dock']} '{box['plot']}' {box['width']}x{box['height']}"
              for shot in probe["shots"] for box in shot["plots"]
