@@ -285,8 +285,9 @@ def conversion_rank_limit(n_kv_heads: int, d_head: int, d_model: int, rope_pairs
 def what_if_targets(info, rows: list[VariantRow]) -> list[str]:
     """The variants of `rows` that the what-if conversion can turn this loaded model into: the other
     head counts, and MLA at ranks within the K/V stack's rank (without knowing the bias, d_model bounds
-    it) for a model with per-head keys and no sliding window. A model trained with MLA has none."""
-    if info.mla_rank is not None or info.is_encoder_only:
+    it) for a model with per-head keys and no sliding window. A model trained with MLA has none, and an
+    encoder or an encoder-decoder none either (the conversion builds decoder-only models)."""
+    if info.mla_rank is not None or info.is_encoder_only or info.is_encoder_decoder:
         return []
     pairs = conversion_rope_pairs(info.d_qk, info.positional == "rope")
     limit = conversion_rank_limit(info.n_kv_heads, info.d_qk, info.d_model, pairs)

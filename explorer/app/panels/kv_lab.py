@@ -298,8 +298,11 @@ class KVLabPanel(Panel):
                                      f"model with the original's; {self.session.model.name} is an encoder and "
                                      "predicts none, and keeps no KV cache between steps.")
         elif not running and not self.from_config and self.session.model is not None and not self.variant_box.count():
-            self.run_summary.setText(f"{self.session.model.name} was trained with MLA: a what-if conversion starts "
-                                     "from per-head keys and values, which it does not have.")
+            model = self.session.model
+            why = ("was trained with MLA: a what-if conversion starts from per-head keys and values, which it does "
+                   "not have" if model.mla_rank is not None else "is an encoder–decoder: the what-if conversion "
+                   "builds decoder-only models")
+            self.run_summary.setText(f"{model.name} {why}.")
 
     def _on_progress_changed(self, fraction: float, what: str) -> None:
         self.progress.setValue(int(round(100 * fraction)))
