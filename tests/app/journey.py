@@ -181,7 +181,11 @@ class Journey:
         self.act("typing and Run", typing)
         tokens = self.window.controller.summary.tokenizer.encode(expected)
         trace = self.window.session.trace
-        assert trace.steps[0].token_ids.tolist() == list(tokens.ids), "Run ran another prompt than the one typed"
+        ran = trace.encoder if trace.encoder is not None and trace.model.is_encoder_decoder else trace.steps[0]
+        typed = [int(i) for i in tokens.ids]
+        assert ran.token_ids.tolist()[-len(typed):] == typed, \
+            f"Run ran {ran.token_ids.tolist()}, not the typed {expected!r}: {typed}"   # an encoder may add a start id
+        assert not self.window.session.out_of_date, self.window.session.out_of_date
 
     def decoder(self) -> bool:
         model = self.window.session.model
