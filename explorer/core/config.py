@@ -122,12 +122,11 @@ class ModelConfig:
             d = {**d["text_config"], "model_type": "gemma3_text"}
             model_type = "gemma3_text"
         reader = _READERS.get(model_type)
-        if reader is not None:
-            check_config({**d, "model_type": model_type})      # every value legal before any is used
         if reader is None:
             names = ", ".join(sorted(_READERS))
             raise UnsupportedModelError(
                 f"model_type {model_type!r} is not supported (supported: {names})")
+        check_config({**d, "model_type": model_type})          # every value legal before any is used
         try:
             config = reader({**ABSENT_DEFAULTS.get(model_type, {}), **d})
         except (KeyError, TypeError, ValueError, OverflowError) as error:
