@@ -292,6 +292,9 @@ class Panel(QWidget):
         if self._dirty:
             self.refresh()
             return
+        trace = self.session.trace
+        if trace is not None and self.unavailable(trace):   # a view it does not draw asks the model nothing
+            return
         with self.updating():
             self.show_selection(selection)
         self.settle_views()
