@@ -257,8 +257,9 @@ class AttentionPanel(Panel):
         """Nothing drawn from another model or run: its maps, the grid, the cell under the pointer."""
         self.matrix = self.view = self.mosaic = None
         self._drawn_large = self._drawn_grid = None
-        self.large.clear()
-        self.grid.clear()
+        for heatmap in (self.large, self.grid):
+            heatmap.clear()
+            heatmap.plot.setTitle(None)              # no title row: a short map has none
         self.ablation_marks.show([])
 
     # ----- pointer --------------------------------------------------------------------
