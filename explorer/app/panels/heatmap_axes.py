@@ -179,13 +179,16 @@ class FittingTitle(pg.LabelItem):
     ellipsis where it has less room, its whole text in the tooltip."""
 
     def __init__(self, text: str = "", parent=None, **args) -> None:
-        self._whole, self._fitting = "", False
+        self._whole, self._fitting, self._colour = "", False, None
         super().__init__(text, parent=parent, **args)
 
     def setText(self, text, **args) -> None:
         if not self._fitting:
             self._whole = str(text)
             self.setToolTip(self._whole)
+            # The colour as the text is set (a figure's theme is the default colour only while it is built):
+            # the text cut again later, on a resize, is drawn in it.
+            self._colour = args.get("color") or self.opts.get("color") or pg.getConfigOption("foreground")
         super().setText(text, **args)
         self._fit()
 
@@ -203,12 +206,12 @@ class FittingTitle(pg.LabelItem):
         width, text = self.width(), self._whole
         if self._fitting or width <= 0 or not text:
             return
-        self._fitting = True
+        self._fitting, shown, asked = True, text, self.opts.get("color")
         try:
-            shown = text
-            super().setText(shown)
+            super().setText(shown, color=self._colour)
             while len(shown) > 1 and self.item.boundingRect().width() > width:
                 shown = text[: max(1, int(len(shown) * width / self.item.boundingRect().width()) - 1)]
-                super().setText(shown + "…")
+                super().setText(shown + "…", color=self._colour)
         finally:
+            self.opts["color"] = asked                      # the colour asked for, as it was
             self.text, self._fitting = text, False          # `text` stays the whole title, as set
