@@ -10,7 +10,15 @@ that size.
 from __future__ import annotations
 
 from PySide6.QtCore import QByteArray, QEvent, QObject, QSize, QTimer
-from PySide6.QtWidgets import QDockWidget, QMainWindow
+from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow
+
+
+def focused_dock(window: QMainWindow) -> QDockWidget:
+    """The dock holding the keyboard focus, else attention's (else the first)."""
+    focus = QApplication.focusWidget()
+    docks = window.docks
+    focused = next((d for d in docks.values() if focus is not None and d.isAncestorOf(focus)), None)
+    return focused or docks.get("attention") or next(iter(docks.values()))
 
 
 def in_sight(dock: QDockWidget) -> bool:

@@ -22,6 +22,7 @@ from explorer.app.window import (crash_restore, dock_layout, error_bar, menus, m
 from explorer.app.window.dock_shares import DockShares
 from explorer.app.window.model_picker import ModelToolbar
 from explorer.app.window.panel_dock import PanelDock
+from explorer.app.window.presentation import Presentation
 from explorer.app.window.prompt_editor import PromptEditor
 from explorer.app.window.settings import AppSettings
 from explorer.app.window.status_bar import StatusLine
@@ -49,6 +50,7 @@ class MainWindow(QMainWindow):
         self.prompt = PromptEditor(self)
         self.setDockNestingEnabled(True)
         self.dock_shares = DockShares(self)
+        self.presentation = Presentation(self)
         self.docks = self._build_docks(panels)
         self.actions = DecodingActions(self)
         self.model_bar = ModelToolbar(self)

@@ -21,6 +21,7 @@ from explorer.app.panels.learn import open_learn
 from explorer.app.run.trace_budget import MAX_BUDGET_MB, MIN_BUDGET_MB
 from explorer.app.state import session_file
 from explorer.app.window import model_refs, panel_tips
+from explorer.app.window.dock_shares import focused_dock
 from explorer.app.window.theme import apply_theme
 from explorer.core.errors import ExplorerError
 
@@ -95,6 +96,11 @@ class Menus:
         self.view.addSeparator()
         self.view.addAction(self._action("&Reset Layout", lambda: self.window.default_layout()))
         self.view.addAction(self._action("&Maximise the Panel in Focus", self.maximise_focused_panel, "Ctrl+Shift+M"))
+        self.presentation = self._action("&Presentation (larger text, the panel in focus)",
+                                         lambda: self.window.presentation.set_on(self.presentation.isChecked()),
+                                         "Ctrl+Shift+P")
+        self.presentation.setCheckable(True)
+        self.view.addAction(self.presentation)
         theme_menu = self.view.addMenu("&Theme")
         group = QActionGroup(self.window)
         for theme in ("system", "light", "dark"):
@@ -167,12 +173,7 @@ class Menus:
 
     def maximise_focused_panel(self) -> None:
         """The panel holding the focus (else attention) takes the window; again to restore."""
-        focus = QApplication.focusWidget()
-        docks = self.window.docks
-        focused = next((d for d in docks.values() if focus is not None and d.isAncestorOf(focus)), None)
-        dock = focused or docks.get("attention")
-        if dock is not None:
-            self.window.dock_shares.toggle_maximised(dock)
+        self.window.dock_shares.toggle_maximised(focused_dock(self.window))
 
     def set_dark_figures(self, dark: bool) -> None:
         self.window.settings.figure_theme = "dark" if dark else "light"
