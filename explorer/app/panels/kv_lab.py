@@ -91,6 +91,9 @@ class KVLabPanel(Panel):
         self.tabs = QTabWidget()                   # a bottom dock is short: one idea per tab
         self.tabs.addTab(variants, "Cache per variant")
         self.tabs.addTab(self._runner_section(), "What-if conversion")
+        self.tabs.setTabToolTip(0, "The bytes MHA, GQA, MQA and MLA would cache for this model, per token and in all.")
+        self.tabs.setTabToolTip(1, "The model converted to another variant, its next-token predictions beside the "
+                                   "original's.")
         self.body.addWidget(self.tabs, 1)
         for plot in self.plot.plots.values():
             self.add_to_plot_menu(plot)
