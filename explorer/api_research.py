@@ -21,8 +21,10 @@ def attribute(model, prompt, position, token_id, target, against, intervention):
     """Model.attribute: see its docstring."""
     if checks.is_batch(prompt):
         n = len(prompt)
-        rows = zip(prompt, batches.matched(position, n, "position"), batches.matched(token_id, n, "token_id"),
-                   batches.matched(target, n, "target"), batches.matched(against, n, "against"))
+        rows = list(zip(prompt, batches.matched(position, n, "position"), batches.matched(token_id, n, "token_id"),
+                        batches.matched(target, n, "target"), batches.matched(against, n, "against")))
+        if target is not None and against is not None and token_id is None:
+            return _differences(model, rows, intervention)
         return [attribute(model, *row, intervention) for row in rows]
     from explorer.core.attribution import attribute as attribute_logit
     from explorer.core.logit_difference import logit_difference
@@ -41,6 +43,17 @@ def attribute(model, prompt, position, token_id, target, against, intervention):
         return attribute_logit(model.loaded, ids, position, model._token(target, "target"), whole)
     return logit_difference(model.loaded, ids, model._token(target, "target"), model._token(against, "against"),
                             position, whole)
+
+
+def _differences(model, rows, intervention):
+    """The LogitDifference of each (prompt, position, _, target, against) row, from one packed pass."""
+    from explorer.core.logit_difference import logit_differences
+
+    ids = [model._ids(row[0]) for row in rows]
+    positions = [checks.index(row[1], "position", len(one), allow_none=True) for row, one in zip(rows, ids)]
+    whole = checks.intervention_of((), None, None, 1.0, intervention, model.info)
+    return logit_differences(model.loaded, ids, [model._token(row[3], "target") for row in rows],
+                             [model._token(row[4], "against") for row in rows], positions, whole)
 
 
 @dataclass(frozen=True)

@@ -56,9 +56,31 @@ def logit_difference(loaded, ids, target_id: int, against_id: int, position: int
     """The parts of logit(target) - logit(against) after `position` (default: the last) of `ids`,
     under `intervention` (None: the model as it is), and its lens after each layer."""
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+    position = _checked(loaded, ids, position, target_id, against_id)
+    return difference_of(loaded, capture_at(loaded, ids, position, intervention), position, target_id, against_id)
+
+
+def logit_differences(loaded, prompts, target_ids, against_ids, positions, intervention=None) -> list[LogitDifference]:
+    """logit_difference of each prompt, from one packed pass over all of them (packed.py) where that equals
+    their own passes, else one pass each."""
+    from explorer.core.packed import can_pack, packed_captures
+
+    prompts = [np.asarray(ids, dtype=np.int64).reshape(-1) for ids in prompts]
+    positions = [_checked(loaded, ids, p, t, a) for ids, p, t, a in zip(prompts, positions, target_ids, against_ids)]
+    if not can_pack(intervention):
+        return [logit_difference(loaded, *row, intervention) for row in zip(prompts, target_ids, against_ids, positions)]
+    captures = packed_captures(loaded, prompts, positions, intervention)
+    return [difference_of(loaded, *row) for row in zip(captures, positions, target_ids, against_ids)]
+
+
+def _checked(loaded, ids: np.ndarray, position: int | None, target_id: int, against_id: int) -> int:
     position = check_request(loaded, ids, position, target_id)
     check_request(loaded, ids, position, against_id)
-    capture = capture_at(loaded, ids, position, intervention)
+    return position
+
+
+def difference_of(loaded, capture, position: int, target_id: int, against_id: int) -> LogitDifference:
+    """The LogitDifference at the last row of `capture` (that row being `position` of its prompt)."""
     target = attribute_capture(loaded, capture, position, int(target_id))
     against = attribute_capture(loaded, capture, position, int(against_id))
     model = loaded.model

@@ -91,8 +91,11 @@ def test_a_batch_of_runs_equals_each_run_alone(family, hf_model, model):
         assert np.abs(run.logits - expected).max() / np.abs(expected).max() < 1e-4
     parts = model.attribute(prompts, target=[TARGET, 3, 5], against=AGAINST)
     assert [p.target_id for p in parts] == [TARGET, 3, 5]
-    assert parts[1].difference == pytest.approx(
-        model.attribute(PROMPT[:6], target=3, against=AGAINST).difference, abs=1e-9)
+    alone = model.attribute(PROMPT[:6], target=3, against=AGAINST)          # one packed pass against its own
+    assert parts[1].difference == pytest.approx(alone.difference, abs=1e-4)
+    np.testing.assert_allclose(parts[1].heads, alone.heads, atol=1e-4)
+    np.testing.assert_allclose(parts[1].lens, alone.lens, atol=1e-4)
+    assert parts[2].total() == pytest.approx(parts[2].difference, abs=1e-4)
 
 
 @pytest.mark.parametrize("family", ["llama"])
@@ -140,3 +143,15 @@ def test_patching_under_an_ablation_with_a_callable_metric_matches_hooks(family,
     assert maps.values[1, 2] == pytest.approx(float(logits[TARGET] - logits.mean()), abs=1e-4)
     with pytest.raises(explorer.ExplorerError, match="mean ablation"):
         model.patch(clean, corrupt, TARGET, AGAINST, intervention=explorer.Intervention().ablate(0, 1, "mean"))
+
+
+@pytest.mark.parametrize("family", ["deepseek_v3", "gemma3", "mistral", "qwen3"])
+def test_a_packed_batch_of_differences_equals_each_alone_and_the_model(family, hf_model, model):
+    prompts = [PROMPT, PROMPT[:7], PROMPT[::-1]]
+    parts = model.attribute(prompts, target=TARGET, against=AGAINST)
+    for prompt, part in zip(prompts, parts):
+        logits = ref.logits(hf_model, prompt)[-1].double()
+        assert part.difference == pytest.approx(float(logits[TARGET] - logits[AGAINST]), abs=1e-4)
+        alone = model.attribute(prompt, target=TARGET, against=AGAINST)
+        np.testing.assert_allclose(part.heads, alone.heads, atol=1e-4)
+        np.testing.assert_allclose(part.mlp, alone.mlp, atol=1e-4)
