@@ -51,7 +51,10 @@ class DockShares(QObject):
             self.resized_since = True
         elif self.resized_since:
             self.resized_since = False
+            in_front = [dock for dock in self.window.findChildren(QDockWidget) if in_sight(dock)]
             self.window.restoreState(self.taken[1])
+            for dock in in_front:               # the tabs raised since stay in front
+                dock.raise_()
 
     def eventFilter(self, watched, event) -> bool:
         kind = event.type()
