@@ -28,7 +28,8 @@ from explorer.app.state.session import Selection
 from explorer.app.thread.requests import HeadWeightsJob
 from explorer.views import trace_views
 
-MATRICES_A_ROW = 3           # Q, K, V; MLA's c_KV and k_R go on a second row
+MATRICES_A_ROW = 3           # where they do not all fit one row: Q, K, V, then MLA's c_KV and k_R
+MATRIX_PX = 260              # a matrix's width in one row: its 120 px view, token labels and colour bar
 
 
 def _records(trace, layer: int, step):
@@ -104,6 +105,24 @@ class QKVPanel(Panel):
         self.attention_view: trace_views.View | None = None
         self._framed_kind = None                   # the attention kind the views were last framed for
         self._drawn = None
+        self._per_row: int | None = None           # matrices a row as laid out (see _arrange)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._arrange()
+
+    def _arrange(self) -> None:
+        """All matrices in one row where each has MATRIX_PX, else rows of three: MLA's five side by side
+        were 70 px wide each in the 1,019 px dock of a 1366x768 screen."""
+        plots = [heatmap.plot for heatmap in self.heatmaps.values()]
+        per_row = len(plots) if self.view.width() >= MATRIX_PX * len(plots) else MATRICES_A_ROW
+        if not plots or per_row == self._per_row:
+            return
+        self._per_row = per_row
+        for plot in plots:
+            self.view.ci.removeItem(plot)
+        for index, plot in enumerate(plots):
+            self.view.ci.addItem(plot, *divmod(index, per_row))
 
     def forget(self) -> None:
         """No weights of another model: asked again for the new one."""
@@ -171,14 +190,15 @@ class QKVPanel(Panel):
         if list(self.heatmaps) != list(self.matrices):
             self.view.clear()
             # Each its own colour bar: V is often ten times smaller than Q and K, and on their scale looks blank.
-            # MLA's five side by side were 70 px wide each in a 1,000 px dock.
-            self.heatmaps = {name: Heatmap(self.view.ci, *divmod(i, MATRICES_A_ROW), colorbar=True,
+            self._per_row = None                    # laid out by _arrange, below
+            self.heatmaps = {name: Heatmap(self.view.ci, row=0, col=i, colorbar=True,
                                            colormap="CET-D1", axes=("left", "bottom"))
                              for i, name in enumerate(self.matrices)}
             for name, heatmap in self.heatmaps.items():
                 heatmap.plot.setTitle(name, size="10pt")
                 heatmap.on_click = lambda row, col, name=name: self._click(name, row)
                 heatmap.on_hover = lambda row, col, name=name: self._hover(name, row, col)
+            self._arrange()
         self._link_rows()
         reframe, self._framed_kind = self.attention_view.kind != self._framed_kind, self.attention_view.kind
         for name, matrix in self.matrices.items():
