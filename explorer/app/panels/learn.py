@@ -14,7 +14,7 @@ import html
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QDockWidget, QHBoxLayout, QLabel, QPushButton, QTextBrowser
 
-from explorer.app.panels.base import Panel
+from explorer.app.panels.base import Panel, formula_html
 from explorer.app.panels.learn_tour import Stop, Tour, load_stops
 
 DOCK_PX = 400                      # the Learn dock's width beside the panels
@@ -120,10 +120,11 @@ class LearnPanel(Panel):
 
 
 def page_html(stop: Stop, index: int, count: int) -> str:
-    """One stop as rich text: its title, its text and the questions to try."""
-    tries = "".join(f"<li>{html.escape(question)}</li>" for question in stop.tries)
+    """One stop as rich text: its title, its text and the questions to try, scripts drawn as in the panels'
+    formulas (W^Q, d_{QK})."""
+    tries = "".join(f"<li>{formula_html(question)}</li>" for question in stop.tries)
     return (f"<p style='color:gray'>Stop {index + 1} of {count}</p><h3>{html.escape(stop.title)}</h3>"
-            f"<p>{html.escape(stop.text)}</p><p><b>Try this</b></p><ul>{tries}</ul>")
+            f"<p>{formula_html(stop.text)}</p><p><b>Try this</b></p><ul>{tries}</ul>")
 
 
 def open_learn(window) -> LearnPanel:
@@ -134,8 +135,27 @@ def open_learn(window) -> LearnPanel:
         dock.setObjectName("learn_dock")
         dock.setWidget(LearnPanel(window.session))
         window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock, Qt.Orientation.Horizontal)
-        window.resizeDocks([dock], [DOCK_PX], Qt.Orientation.Horizontal)
         window.learn_dock = dock
+        _share_width(window, dock)
     dock.show()
     dock.raise_()
     return dock.widget()
+
+
+def _share_width(window, dock) -> None:
+    """The Learn column DOCK_PX wide, the left column its default width, the panels between them the rest
+    (given alone, Qt hands the new column's width to the left column and squeezes the panels); again once
+    the window has laid the new dock out."""
+    from PySide6.QtCore import QTimer
+
+    from explorer.app.window.dock_layout import LEFT_PX, LEFT_SHARE
+
+    def share() -> None:
+        left_px = int(min(max(LEFT_SHARE * window.width(), LEFT_PX[0]), LEFT_PX[1]))
+        docks = [d for d in (window.docks.get("tokens"), window.docks.get("attention"))
+                 if d is not None and not d.isFloating() and d.isVisible()]
+        widths = [left_px, window.width() - left_px - DOCK_PX][-len(docks):] if docks else []
+        window.resizeDocks(docks + [dock], widths + [DOCK_PX], Qt.Orientation.Horizontal)
+
+    share()
+    QTimer.singleShot(0, window, share)

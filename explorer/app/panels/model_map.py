@@ -29,6 +29,7 @@ FILL = {"attention": "#dbe8fb", "w_o": "#dbe8fb", "ffn": "#e3f4df", "moe": "#d5e
         "final_norm": "#f3ece0", "add": "#f2f2f2", "fold": "#ececf6", "tokens": "#fff4cc", "embed": "#fff4cc",
         "positions": "#fff4cc", "unembed": "#fde3e3", "softmax": "#fde3e3", "output": "#eeeeee"}
 ACCENT = QColor("#d9480f")
+MIN_SCALE = 0.7
 # which panel shows a node's piece (object names of the window's docks), and the attention it selects
 PANEL_OF = {"tokens": "tokens", "embed": "embeddings", "positions": "embeddings", "attention": "attention",
             "w_o": "qkv", "norm": "residual", "add": "residual", "ffn": "residual", "moe": "residual",
@@ -235,11 +236,13 @@ class ModelMapPanel(Panel):
                    key=lambda rect: rect.top())
 
     def _fit(self) -> None:
-        """Scale the map to the view's height (never up), and scroll the selected block into sight."""
+        """Scale the map to fit the view (never up, never below MIN_SCALE), and scroll the selected block into sight."""
         rect = self.scene.sceneRect()
         if rect.height() <= 0 or self.view.height() <= 0:
             return
-        scale = min(1.0, (self.view.viewport().height() - 4) / rect.height())
+        viewport = self.view.viewport()
+        fits = min((viewport.height() - 4) / rect.height(), (viewport.width() - 4) / max(1.0, rect.width()))
+        scale = min(1.0, max(MIN_SCALE, fits))        # below MIN_SCALE the labels are too small: scroll instead
         self.view.resetTransform()
         self.view.scale(scale, scale)
         self._show_selected()
