@@ -7,6 +7,7 @@ save_hf folder, so both run the same float32 weights. A benchmark, not a test: i
 """
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import time
@@ -17,7 +18,7 @@ import transformers
 
 import explorer
 
-REPEAT = 3
+REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
 FORMATS = ["When John and Mary went to the shops,{} gave the bag to", "When Tom and James went to the park,{} gave the ball to",
            "When Dan and Sid went to the shops,{} gave an apple to", "After Martin and Amy went to the park,{} gave a drink to"]
 NAMES = [(" Mary", " John"), (" Tom", " James"), (" Dan", " Sid"), (" Martin", " Amy")]

@@ -309,6 +309,12 @@ class SelfAttention(nn.Module):
             qkv = F.linear(x, *self.stacked)
         return qkv.view(t, self.n_heads + 2 * self.n_kv_heads, self.d_head)
 
+    def _patched_inputs(self, q, k, v, site: Site, step: StepContext):
+        """Q, K, V with the input patches' rows written, and each received path's head projected from
+        its X' = Norm(h + delta) (path_patching.read)."""
+        q, k, v = site.inputs(q, k, v, step)
+        return path_patching.read(self, q, k, v, site, step) if site.plan.paths else (q, k, v)
+
     def forward(self, x: torch.Tensor, step: StepContext, cache=None, capture=None) -> torch.Tensor:
         t = x.shape[0]                                                           # x: (T, d_model)
         n_q, n_kv = self.n_heads, self.n_kv_heads
@@ -319,9 +325,7 @@ class SelfAttention(nn.Module):
         site = step.site(self.layer, n_q)
         patched = site is not None and bool(site.plan.inputs or site.plan.paths)
         if patched:
-            q, k, v = site.inputs(q, k, v, step)                                 # patched rows of Q, K or V
-            if site.plan.paths:
-                q, k, v = path_patching.read(self, q, k, v, site, step)          # a head reading X' = Norm(h + delta)
+            q, k, v = self._patched_inputs(q, k, v, site, step)
         q_pre, k_pre = q, k
         if self.rope is not None:                                                # RoPE: rotate by position
             rotary, table = step.rotaries[self.rope], step.rotation(self.rope)
