@@ -7,8 +7,11 @@
     run.show(3, 2)                                        # the same map as a figure (PNG/SVG inline)
     model.run(prompt, ablate=[(3, 2)], kernel="relu")     # experiments: core/intervention.py
     run.attribute(); model.heads(); model.patch(clean, corrupt, target=" Paris", against=" Rome")
+    model.run(prompts, intervention=explorer.Intervention().ablate(9, 3, positions=[-1 + n]))  # a list of runs
+    run.residual(5), run.cache["blocks.5.hook_attn_out"]  # activations by name: api_activations.py
+    model.attribute(prompt, target=" Mary", against=" John")                     # api_research.py
 
-A `Run` holds one decoder (decode.Decoder, or the encoder / encoder-decoder
+A `Run` (api_run.py) holds one decoder (decode.Decoder, or the encoder / encoder-decoder
 driver from families.make_decoder) and reads every number from its immutable
 Trace: the same trace the app draws, the `trace` command saves and the session
 file rebuilds. Importing this module imports neither torch nor Qt; torch is
