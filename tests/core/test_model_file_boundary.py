@@ -358,3 +358,27 @@ def test_a_call_given_up_on_gives_stderr_back_at_once(capfd):
     os.write(2, b"Error: the sentence\n")
     release.set()
     assert "Error: the sentence" in capfd.readouterr().err
+
+
+def test_the_bounded_encoding_gives_the_librarys_own_ids_and_offsets(folder):
+    from explorer.core.runtime import load_model
+    from tests.core.tiny_checkpoints import CORPUS
+
+    tokenizer = load_model(folder).tokenizer
+    assert tokenizer.context == 64
+    for text in CORPUS:
+        expected = tokenizer.tokenizer.encode(text, add_special_tokens=True)
+        tokens = tokenizer.encode(text)
+        assert tokens.ids.tolist() == expected.ids and list(tokens.spans) == expected.offsets
+
+
+def test_a_panic_in_a_tokenizer_without_a_model_is_a_tokenizer_error(folder, capfd):
+    from tokenizers import Tokenizer
+
+    from explorer.core.tokens import TextTokenizer
+
+    mutate_tokenizer(folder / "tokenizer.json", "split", 0, "(\\w+\\s?)*$")
+    tokenizer = TextTokenizer(Tokenizer.from_file(str(folder / "tokenizer.json")))
+    with pytest.raises(TokenizerError, match="^the tokenizer failed on the text \\(Onig"):
+        tokenizer.encode("word " * 300 + "!")
+    assert "panicked" not in capfd.readouterr().err
