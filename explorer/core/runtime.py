@@ -16,7 +16,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from explorer.core.config import ModelConfig
-from explorer.core.errors import ModelLoadError, UnsupportedModelError
+from explorer.core.errors import ModelLoadError
 from explorer.core.model import Transformer
 from explorer.core.trace import ModelInfo
 from explorer.core.weights import check_finite, map_weights, validate
