@@ -37,8 +37,7 @@ def expected_weight(trace, head: int, kernel: Kernel) -> float:
 def show(qtbot, kernel: Kernel, head: int = 1):
     loaded, trace, intervention = traced(kernel)
     panel = derivation_panel(qtbot, loaded, trace, intervention)
-    panel.clicked = (ROW, COLUMN)
-    panel.session.select(layer=1, head=head, token=ROW)
+    panel.session.select(layer=1, head=head, token=ROW, key=COLUMN)
     return panel, trace
 
 

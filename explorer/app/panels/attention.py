@@ -285,11 +285,9 @@ class AttentionPanel(Panel):
         if self.view and self.view.kind == "encoder":           # rows and columns are source tokens
             self.select(source=row)
         elif self.view and self.view.kind == "cross":           # a target row, a source column
-            self.session.request_cell(row, col)
-            self.select(token=row, source=col)
+            self.select(token=row, source=col, key=col)
         elif self.view:
-            self.session.request_cell(row, col)
-            self.select(token=row)
+            self.select(token=row, key=col)
 
     def _click_grid(self, row, col) -> None:
         tile = self.mosaic.tile_at(row, col) if self.mosaic else None

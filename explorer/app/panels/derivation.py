@@ -68,13 +68,11 @@ class DerivationPanel(Panel):
         self.walk = None                                    # the last block walk the model thread gave
         self.walk_key = None
         self.cell: tuple[int, int] | None = None            # the cell derived
-        self.clicked: tuple[int, int] | None = session.requested_cell         # the cell last clicked, kept while its row is
         self.derived: derivation.CellDerivation | None = None
         self._drawn = None
         self.offset = (0, 0)                                # the trace's (row, column) of the map's cell (0, 0)
         self._map_note = "click any cell of the map to derive it"
         self.set_formula(f"{derivation.kernel_formula(SOFTMAX)},  S_{{ij}} = ⟨q_i, k_j⟩ · scale")
-        session.cell_requested.connect(self._on_cell_requested)
 
     def unavailable(self, trace) -> str | None:
         return decoder_view_unavailable(trace, "Show the work")
@@ -82,7 +80,7 @@ class DerivationPanel(Panel):
     def forget(self) -> None:
         """Nothing of another model or run: its map, its q·k bars, its cell, its weights and block walk."""
         self.weights, self.walk, self.walk_key = {}, None, None
-        self.cell = self.clicked = self.derived = self._drawn = None
+        self.cell = self.derived = self._drawn = None
         self.offset = (0, 0)
         self.map.clear()
         self.products.clear()
@@ -149,7 +147,9 @@ class DerivationPanel(Panel):
         return row, column
 
     def _clicked_column(self, row: int, n_columns: int) -> int | None:
-        column = self.clicked[1] if self.clicked is not None and self.clicked[0] == row else None
+        """The key clicked in `row` of a self-attention map (the selection's cell), if the map has it."""
+        selection = self.session.selection
+        column = selection.key if selection.attention == "self" and selection.token == row else None
         return column if column is not None and column < n_columns else None
 
     def _weights_of(self, trace, layer: int, head: int) -> tuple:
@@ -187,21 +187,9 @@ class DerivationPanel(Panel):
         super().resizeEvent(event)
         orient(self.splitter, event.size().width(), event.size().height(), (3, 3, 5))
 
-    def _on_cell_requested(self, row: int, column: int) -> None:
-        """A cell clicked in another attention map (the attention panel): derive that one."""
-        if self.session.selection.attention != "self":
-            return
-        self.clicked = (row, column)
-        if self.session.selection.token == row:
-            self.refresh()
-
     def _clicked(self, row: int, column: int) -> None:
         row, column = row + self.offset[0], column + self.offset[1]            # the map's cell -> the trace's
-        self.clicked = (row, column)
-        if self.session.selection.token == row:
-            self.show_selection(self.session.selection)
-        else:
-            self.select(token=row)
+        self.select(token=row, key=column)
 
     def _draw_products(self, cell: derivation.CellDerivation) -> None:
         self.products.clear()

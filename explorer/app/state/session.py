@@ -56,7 +56,6 @@ class Session(QObject):
         super().__init__(parent)
         self.state = SessionModel()
         self.requests = ModelRequests(self)
-        self.requested_cell: tuple[int, int] | None = None   # the last cell asked for (a panel built later reads it)
 
     # ----- read -----------------------------------------------------------------
     @property
@@ -118,13 +117,14 @@ class Session(QObject):
         reason = self.state.set_trace(trace)
         if reason is None:
             return
-        self._clamp_selection()
+        self._clamp_selection(forget_key=reason == RUN)     # a cell clicked in another run's map is not this one's
         self.trace_changed.emit(trace)
         self._changed(reason)
 
     def drop_work(self, reason: str) -> None:
         """A cancel (CANCEL) or a failure (ERROR): the panels drop their running jobs and kept results, and
-        draw the trace that stays (the model thread dropped the jobs queued behind)."""
+        draw the trace that stays (the model thread dropped the jobs queued behind), with no cell clicked."""
+        self._clamp_selection(forget_key=True)
         self._changed(reason)
 
     def _changed(self, reason: str) -> None:
@@ -177,17 +177,19 @@ class Session(QObject):
 
     # ----- write: the selection ----------------------------------------------------------------
     def select(self, **changes) -> None:
-        """Change some fields of the selection, e.g. `select(token=3)`; no signal if nothing changed."""
+        """Change some fields of the selection, e.g. `select(token=3)`; no signal if nothing changed.
+
+        A click on an attention cell is one call, `select(token=row, key=column)`: every panel reads the
+        cell from the selection. Then `cell_requested` asks the window to bring Show the work forward (it
+        carries nothing a panel reads)."""
         if self.state.select(**changes):
             self.selection_changed.emit(self.state.selection)
+        cell = self.state.selection.cell
+        if changes.get("key") is not None and cell is not None:
+            self.requests.cell_requested.emit(*cell)
 
-    def request_cell(self, row: int, col: int) -> None:
-        """Ask for A[row, col] of the selected head to be derived (Show the work)."""
-        self.requested_cell = (row, col)
-        self.requests.cell_requested.emit(row, col)
-
-    def _clamp_selection(self) -> None:
-        if self.state.clamp_selection():
+    def _clamp_selection(self, forget_key: bool = False) -> None:
+        if self.state.clamp_selection(forget_key):
             self.selection_changed.emit(self.state.selection)
 
     # ----- words ------------------------------------------------------------------------------

@@ -34,9 +34,9 @@ class Change:
 class Selection:
     """What the person is looking at. `step=None` means the latest step; `token=None` means none.
 
-    `key` is the key clicked in the row of `token`: the cell A[token, key] of the selected head, which
-    Show the work derives (None: the row's largest weight). It belongs to its row, so a selection of
-    another token drops it.
+    `key` is the key clicked in the row of `token`: the cell A[token, key] of the selected head's map (a
+    source token in a cross-attention map), which Show the work derives (None: the row's largest weight).
+    It belongs to its row of its map, so another token or another attention drops it.
     """
 
     token: int | None = None
@@ -148,7 +148,8 @@ class SessionModel:
         """Change some fields of the selection, e.g. `select(token=3)`, clamped to the trace; another token
         without a key drops the key clicked in the old row. False when nothing changed."""
         selection = replace(self.selection, **changes)
-        if "key" not in changes and selection.token != self.selection.token:
+        if "key" not in changes and (selection.token, selection.attention) != (self.selection.token,
+                                                                         self.selection.attention):
             selection = replace(selection, key=None)
         return self._take(self.clamped(selection))
 
