@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QGraphicsTextItem
 
 from explorer.app.figures.export import ExportError
 from explorer.app.panels.model_call import thread_executor
-from explorer.app.panels.model_map import ACCENT, EMPTY, ModelMapPanel
+from explorer.app.panels.model_map import ACCENT, EMPTY, NEW_ROW, ModelMapPanel
 from explorer.app.state.session import Session
 from explorer.core.config import ModelConfig
 from explorer.core.trace import ModelInfo
@@ -25,6 +25,7 @@ from explorer.views.model_graph import model_graph
 from tests.app.fake_core import FakeTokenizer
 from tests.app.fake_core import model_info as fake_info
 from tests.app.shared_window import make, make_window
+from tests.app.synthetic_trace import build_trace
 
 MODELS = Path(__file__).resolve().parents[2] / "resources" / "models"
 
@@ -167,3 +168,22 @@ def test_exports_the_whole_map_as_png_and_svg(qtbot, session, tmp_path):
     assert svg.startswith("<?xml") and "<svg" in svg and "RMSNorm" in svg
     with pytest.raises(ExportError, match="must end in"):
         panel.save(tmp_path / "map.gif")
+
+
+def test_a_decoding_step_shows_where_the_new_row_flows(qtbot, session):
+    from PySide6.QtWidgets import QGraphicsPathItem
+
+    panel = make(qtbot, session, ModelMapPanel)
+
+    def teal_edges() -> int:
+        return sum(item.pen().color() == NEW_ROW for item in panel.scene.items() if isinstance(item, QGraphicsPathItem))
+
+    prefill = build_trace(n_layers=2, n_heads=4, n_kv_heads=2, prompt_len=5)
+    session.set_model(prefill.model)
+    session.set_trace(prefill)
+    assert teal_edges() == 0 and "new token" not in panel.readout.text()
+    stepped = build_trace(n_layers=2, n_heads=4, n_kv_heads=2, prompt_len=5, steps=2)
+    session.set_trace(stepped)
+    streams = [e for e in panel.graph.edges if not e.residual]
+    assert teal_edges() == len(streams) and f"position {stepped.n_tokens - 1}) flows" in panel.readout.text()
+    assert f"T×d = {stepped.n_tokens}×{stepped.model.d_model}" in texts(panel)

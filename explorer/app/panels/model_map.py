@@ -30,6 +30,7 @@ FILL = {"attention": "#dbe8fb", "w_o": "#dbe8fb", "ffn": "#e3f4df", "moe": "#d5e
         "positions": "#fff4cc", "unembed": "#fde3e3", "softmax": "#fde3e3", "output": "#eeeeee"}
 ACCENT = QColor("#d9480f")
 MIN_SCALE = 0.7
+NEW_ROW = QColor("#0c8599")        # the path of a decoding step's new row
 # which panel shows a node's piece (object names of the window's docks), and the attention it selects
 PANEL_OF = {"tokens": "tokens", "embed": "embeddings", "positions": "embeddings", "attention": "attention",
             "w_o": "qkv", "norm": "residual", "add": "residual", "ffn": "residual", "moe": "residual",
@@ -209,7 +210,8 @@ class ModelMapPanel(Panel):
             end = QPointF(b.center().x(), b.top()) if below else QPointF(b.left(), b.center().y())
             path.moveTo(start)
             path.lineTo(end)
-            pen = QPen(QColor("#333333"), 1.2)
+            new_row = self.stepping() and self.graph.node(edge.source).stack != "encoder"
+            pen = QPen(NEW_ROW, 2.2) if new_row else QPen(QColor("#333333"), 1.2)
         line = QGraphicsPathItem(path)
         line.setPen(pen)
         line.setToolTip(edge.label)
@@ -269,8 +271,15 @@ class ModelMapPanel(Panel):
             item.setPen(QPen(ACCENT if lit else QColor("#555555"), 2.5 if lit else 1))
             item.text.setHtml(_label_html(item.node, self.head_note(item.node, selection) if lit else ""))
         position = "none" if selection.token is None else str(selection.token)
-        self.readout.setText(f"layer {selection.layer} · head {selection.head} · position {position}")
+        step = (f" · decoding step: the new token's row (position {self.session.trace.n_tokens - 1}) flows along "
+                "the teal edges; the earlier rows' K and V come from the KV cache") if self.stepping() else ""
+        self.readout.setText(f"layer {selection.layer} · head {selection.head} · position {position}{step}")
         self._show_selected()
+
+    def stepping(self) -> bool:
+        """Whether the trace shown ends with a decoding step (one new row through every block)."""
+        trace = self.session.trace
+        return trace is not None and bool(trace.steps) and trace.steps[-1].kind == "decode"
 
     @staticmethod
     def head_note(node: Node, selection: Selection) -> str:
