@@ -382,3 +382,17 @@ def test_a_panic_in_a_tokenizer_without_a_model_is_a_tokenizer_error(folder, cap
     with pytest.raises(TokenizerError, match="^the tokenizer failed on the text \\(Onig"):
         tokenizer.encode("word " * 300 + "!")
     assert "panicked" not in capfd.readouterr().err
+
+
+def test_a_tokenizer_json_with_millions_of_merges_is_refused_from_its_bytes(folder):
+    """5 million merges in 57 MB took the tokenizers library 13 s and 2.5 GB to build."""
+    from explorer.core.loaders.hf import MAX_TOKENIZER_STRINGS
+
+    spec = json.loads((folder / "tokenizer.json").read_text())
+    spec["model"]["merges"] = [spec["model"]["merges"][0]] * (MAX_TOKENIZER_STRINGS + 10)
+    (folder / "tokenizer.json").write_text(json.dumps(spec))
+    started = time.perf_counter()
+    with pytest.raises(ModelLoadError, match=f"tokenizer.json holds about [0-9,]+ merges, more than the "
+                                             f"{MAX_TOKENIZER_STRINGS:,} of any tokenizer"):
+        open_checkpoint(folder)
+    assert time.perf_counter() - started < 1.0
