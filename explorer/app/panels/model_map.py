@@ -141,8 +141,10 @@ class ModelMapPanel(Panel):
             self.asker.ask(self._config_key(), config_job)
 
     def _on_config(self, key, config) -> None:
-        if key == self._config_key() and config:
-            self.config = dict(config)
+        if key != self._config_key():
+            return
+        self.config = dict(config or {})            # kept even when empty: asked once per model
+        if self.config:
             self._drawn_key = None
             self.refresh()
 
