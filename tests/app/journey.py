@@ -247,7 +247,7 @@ class Journey:
             assert self.window.session.model.name in panel.run_summary.text(), \
                 f"no what-if target offered, and no word why: {panel.run_summary.text()!r}"
             return []
-        panel.steps_box.setValue(2)
+        panel.steps_box.setValue(1)              # one compared step: the conversion is what is tested
         for index, variant in enumerate(offered):
             def convert(index=index):
                 panel.variant_box.setCurrentIndex(index)
