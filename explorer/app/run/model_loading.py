@@ -1,0 +1,90 @@
+"""Opening a model: a load asked, cancelled, failed or done, and what a press made meanwhile waits for.
+
+A press made while a model loads waits for it; once it is ready the prompt runs on its own, unless it is
+long (a relaunch must not start minutes of work unasked). DecodingController takes these from here.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from explorer.app.state.words import plural
+from explorer.app.thread.core_api import LoadedSummary
+
+# A prompt longer than this is not run on its own after a model opens (a relaunch, a switch): its text
+# stays in the editor and Run runs it. A few hundred tokens run in well under a second on a CPU.
+AUTO_RUN_TOKENS = 512
+
+
+class ModelLoading:
+    """The model's loading, for DecodingController (a mixin: it reads the controller's session, worker,
+    prompt and signals)."""
+
+    def load(self, reference: str, device: str = "cpu", dtype: str = "float32",
+             then: Callable[[], None] | None = None) -> None:
+        """Load a model (catalog name or path); `then` runs once it is ready (default: run the prompt)."""
+        self.set_playing(False)
+        self.loading = reference
+        self._after_load = then
+        self.loading_changed.emit(True)
+        self.worker.load(reference, device, dtype)
+
+    def cancel_load(self) -> None:
+        if self.loading is not None:
+            self.worker.cancel()
+            self._end_loading()
+            self.notice.emit("Loading cancelled; the previous model is still in use.")
+
+    @property
+    def reference(self) -> str | None:
+        return self.summary.reference if self.summary is not None else None
+
+    def _on_model_loaded(self, summary: LoadedSummary) -> None:
+        self.summary = summary
+        if summary.tokenizer is not None:
+            tokenizer = summary.tokenizer
+            self.session.set_token_display(tokenizer.display)
+            self.session.set_text_decoder(lambda ids: tokenizer.decode([i for i in ids if not tokenizer.is_special(i)]))
+        self._lost_trace = None
+        self.session.set_trace(None)
+        self.session.set_model(summary.info)
+        self._tokenize()
+        self._update_out_of_date()
+        action = self._after_load
+        self._end_loading()
+        self.model_ready.emit(summary)
+        if action is not None:
+            action()
+        elif self.prompt:
+            self._run_if_short()
+
+    def _run_if_short(self) -> None:
+        """Run the prompt once a model opens, unless it is long: then its text waits for Run, and the
+        panels say why nothing is shown (a relaunch must not start minutes of work unasked)."""
+        ids = self.prompt_ids()
+        if ids is not None and len(ids) > AUTO_RUN_TOKENS:
+            reason = (f"The prompt has {plural(len(ids), 'token')}, too many to run on its own when a model "
+                      "opens: press Run (Ctrl+Enter) to run it.")
+            self.session.set_not_run(reason)
+            self.notice.emit(reason)
+            return
+        self.run()
+
+    def _on_load_failed(self, reference: str) -> None:
+        if reference == self.loading:
+            self._end_loading()
+            self.load_failed.emit(reference)
+
+    def _deferred(self, action: Callable[[], None]) -> bool:
+        """While a model loads, remember the press and do it once the model is ready."""
+        if self.loading is None:
+            if self.summary is None:
+                self.session.report_error("No model is open yet; choose one in the Model box or File ▸ Open.")
+                return True
+            return False
+        self._after_load = action
+        return True
+
+    def _end_loading(self) -> None:
+        self.loading = None
+        self._after_load = None
+        self.loading_changed.emit(False)
