@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from explorer.core.attention_maps import MaskRule
 from explorer.core.intervention import SOFTMAX, Kernel
 
 
@@ -34,6 +35,7 @@ class AttentionCapture:
     kernel: Kernel = SOFTMAX               # f_kappa the weights were computed with
     edited_heads: tuple[int, ...] = ()     # heads whose O_h an intervention replaced (recording.mark_edited)
     edited_out: torch.Tensor | None = None  # (n_edited, T, d_v) their O_h as the model went on with it
+    rule: MaskRule | None = None           # the rule `mask` was made by (StepContext.mask); None: edited or not one
 
 
 @dataclass
