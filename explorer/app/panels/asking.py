@@ -33,7 +33,7 @@ class Asker:
             self.waiting = (key, job)
             return False
         self.asked = key
-        return self.call.start(job, self.panel.executor or self.panel.session.model_job_requested.emit)
+        return self.call.start(job, self.panel.executor or self.panel.session.requests.model_job_requested.emit)
 
     def forget(self) -> None:
         """Ask again next time, even for the same key (the model changed)."""

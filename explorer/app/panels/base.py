@@ -3,7 +3,7 @@ of export actions, and the subscriptions to the session.
 
 A panel takes the session in its constructor and subscribes (napari's `QtDims(dims)`),
 redraws from the trace on `trace_changed`, highlights on `selection_changed`, and only
-ever talks back through `session.select(...)` and the session's `*_requested` intents.
+ever talks back through `session.select(...)` and the named requests of `session.requests`.
 
 The contract every panel keeps: given (model, trace, selection) it either draws them, and
 `drawn()` names the model and trace it drew, or it shows an explicit state that names why

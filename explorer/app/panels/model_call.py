@@ -1,7 +1,7 @@
 """Work that needs the loaded model itself (torch), run where the model is and reported on the GUI thread.
 
 A panel never holds the model. It hands `job(loaded, progress, cancel)` to an
-executor: by default the session's `model_job_requested` intent, which the
+executor: by default `session.requests.model_job_requested`, which the
 controller forwards to the model worker (`ModelWorker.run_job`), so the job runs
 on the thread that owns the one loaded copy, after the decoding queued before it.
 Tests and scripts may pass `thread_executor(loaded)` instead. The answers come

@@ -58,8 +58,8 @@ class NextTokenPanel(Panel):
         self.lens_table.setVisible(False)                     # the candidates while shown, so it has their room
         self.lens_table.verticalHeader().setDefaultSectionSize(22)
         self.body.addWidget(self.lens_table, 2)
-        session.logit_lens_ready.connect(self.show_logit_lens)
-        session.candidates_ready.connect(self.show_candidates)
+        session.requests.logit_lens_ready.connect(self.show_logit_lens)
+        session.requests.candidates_ready.connect(self.show_candidates)
         session.comparison_changed.connect(lambda _c: self._show_before())
         session.experiments_changed.connect(lambda _e: self._show_before())
         self._asked: dict[tuple[int, int], tuple] = {}     # (id(step), position) -> (step, ids, probs)
@@ -104,7 +104,7 @@ class NextTokenPanel(Panel):
             step = trace.steps[trace.step_of_position(position)]
             if self._pending.get((id(step), position)) is not step:     # ids of freed steps are reused
                 self._pending[(id(step), position)] = step
-                self.session.candidates_requested.emit(int(position))
+                self.session.requests.candidates_requested.emit(int(position))
             return
         ids, probs = found
         chosen, forced = self._chosen(trace, position)
@@ -172,7 +172,7 @@ class NextTokenPanel(Panel):
         return known[1:] if known is not None and known[0] is step else None
 
     def show_candidates(self, answer: dict) -> None:
-        """The model thread's candidates after a prompt position (`session.candidates_ready`)."""
+        """The model thread's candidates after a prompt position (`session.requests.candidates_ready`)."""
         trace, position = self.trace, int(answer["position"])
         if trace is None or not 0 <= position < trace.n_tokens or \
                 int(trace.token_ids[position]) != int(answer["token"]):
@@ -233,7 +233,7 @@ class NextTokenPanel(Panel):
         if self.position != trace.n_tokens - 1:
             self.readout.setText("Branching works from the last token: select it first.")
             return
-        self.session.force_requested.emit(int(self.candidates[row]))
+        self.session.requests.force_requested.emit(int(self.candidates[row]))
 
     def _on_lens_button(self) -> None:
         if self.lens_table.isVisibleTo(self):
@@ -261,12 +261,12 @@ class NextTokenPanel(Panel):
         if self.position is not None:
             self._lens_asked = self._lens_of(self.trace, self.position)
             self.readout.setText(f"computing the logit lens at position {self.position}…")
-            self.session.logit_lens_requested.emit(int(self.position))
+            self.session.requests.logit_lens_requested.emit(int(self.position))
 
     def show_logit_lens(self, lens) -> None:
         """The logit-lens hook: `{"position": int, "ids": (L, k), "probs": (L, k)}`, or the
         `(ids, probs)` pair that the engine's `Decoder.logit_lens(position, k)` returns, handed
-        to `session.logit_lens_ready` by whoever answers `logit_lens_requested`. One row per
+        to `session.requests.logit_lens_ready` by whoever answers `logit_lens_requested`. One row per
         layer: the top tokens of softmax(norm(h_l) W_U)."""
         if not isinstance(lens, dict):
             lens = {"ids": lens[0], "probs": lens[1]}

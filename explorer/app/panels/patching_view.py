@@ -84,7 +84,7 @@ class PatchingView(QWidget):
     def run(self) -> bool:
         job = PatchMapJob(self.clean.text(), self.corrupt.text(), self.target.text(), self.against.text(),
                           self.site.currentText())                      # run by core_api on the model thread
-        started = self.call.start(job, self.panel.executor or self.panel.session.model_job_requested.emit)
+        started = self.call.start(job, self.panel.executor or self.panel.session.requests.model_job_requested.emit)
         if started:
             self.progress.setValue(0)
             self.run_button.setEnabled(False)

@@ -278,7 +278,7 @@ class QKVPanel(Panel):
         layer, head = selection.layer, selection.head
         job = HeadWeightsJob(layer, head)                   # run by core_api on the model thread
         self.readout.setText(f"reading the weights of layer {layer}, head {head}…")
-        return self.weights_call.start(job, self.executor or self.session.model_job_requested.emit)
+        return self.weights_call.start(job, self.executor or self.session.requests.model_job_requested.emit)
 
     def _on_weights_ready(self, weights) -> None:
         self.weights = weights
