@@ -79,3 +79,28 @@ def test_copy_figure_puts_the_panel_on_the_clipboard(qtbot, trace):
     copied = QGuiApplication.clipboard().image()
     assert not image.isNull() and (copied.width(), copied.height()) == (panel.width(), panel.height())
     assert copied.convertToFormat(image.format()) == image
+
+
+def test_every_panels_menu_copies_its_figure_and_attention_animates_from_its_menu(qtbot, trace, tmp_path,
+                                                                                  monkeypatch):
+    """The menu entries reach the same code: Copy figure on any panel, the animation on the Attention panel."""
+    from explorer.app.panels.attention import AttentionPanel
+
+    session = Session()
+    mask = make(qtbot, session, MaskPanel)
+    attention = make(qtbot, session, AttentionPanel)
+    session.set_trace(trace)
+    for panel in (mask, attention):
+        QGuiApplication.clipboard().clear()
+        copy = [a for a in panel.context_menu().actions() if a.text() == "Copy figure"]
+        assert len(copy) == 1
+        copy[0].trigger()
+        assert not QGuiApplication.clipboard().image().isNull()
+    target = tmp_path / "from_menu.png"
+    monkeypatch.setattr(export, "ask_path", lambda *a, **k: target)
+    monkeypatch.setattr(export, "ask_size", lambda *a, **k: SIZE)
+    animate = [a for a in attention.make_export_actions() if "animation" in a.text()]
+    assert len(animate) == 1
+    animate[0].trigger()
+    qtbot.waitUntil(target.exists, timeout=20000)
+    assert len(read_animation(target)) == trace.n_steps

@@ -305,6 +305,7 @@ class AttentionPanel(Panel):
 
     # ----- export ------------------------------------------------------------------------
     def make_export_actions(self) -> list[QAction]:
+        from explorer.app.figures import animation as animated
         from explorer.app.figures import export
 
         def settings():
@@ -330,11 +331,17 @@ class AttentionPanel(Panel):
             options.pop("step")
             export.ask_and_export_frames(self, view.trace, layer, s.head, **options)
 
+        def animation():
+            options, s, view, layer = settings()
+            options.pop("step")
+            animated.ask_and_export_animation(self, view.trace, layer, s.head, **options)
+
         specs = [("Export this head as PNG/SVG…", lambda: image("head")),
                  ("Export all heads of this layer as PNG/SVG…", lambda: image("layer")),
                  ("Export the full grid as PNG/SVG…", lambda: image("grid")),
                  ("Export the raw matrix as CSV/NPY…", raw),
-                 ("Export every step as numbered frames…", frames)]
+                 ("Export every step as numbered frames…", frames),
+                 ("Export every step as an animation (GIF/PNG)…", animation)]
         actions = []
         for text, slot in specs:
             action = QAction(text, self)

@@ -24,6 +24,7 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import QLabel, QMenu, QSizePolicy, QVBoxLayout, QWidget
 
+from explorer.app.figures.animation import copy_figure
 from explorer.app.panels.text_widgets import LineLabel, WrappedText
 from explorer.app.state.session import Change, Selection, Session
 from explorer.app.window.error_bar import ErrorLine
@@ -305,10 +306,11 @@ class Panel(QWidget):
             self.refresh()
 
     def context_menu(self) -> QMenu:
-        """The panel's right-click menu: its exports, and Copy formula."""
+        """The panel's right-click menu: its exports, Copy figure, and Copy formula."""
         menu = QMenu(self)
         for action in self.export_actions():
             menu.addAction(action)
+        menu.addAction("Copy figure", lambda: copy_figure(self))
         if self.formula:
             menu.addSeparator()
             menu.addAction("Copy formula", lambda: QGuiApplication.clipboard().setText(self.formula))
