@@ -25,3 +25,14 @@ def test_trace_memory_matches_nbytes_and_measures_each_record_once(qtbot, monkey
     line.show_trace(shorter)                                 # Back: nothing new to measure
     assert line.fields["memory"].text() == f"trace {human_bytes(shorter.nbytes())}"
     assert len(measured) == full.n_steps
+
+
+def test_the_step_field_counts_tokens_as_a_person_reads_them(qtbot):
+    line = StatusLine()
+    qtbot.addWidget(line)
+    one = build_trace(n_layers=1, n_heads=2, n_kv_heads=1, prompt_len=1, steps=0)
+    line.show_trace(one)
+    assert one.n_tokens == 1 and line.fields["step"].text().endswith(" · 1 token")
+    many = build_trace(n_layers=1, n_heads=2, n_kv_heads=1, prompt_len=3, steps=1)
+    line.show_trace(many)
+    assert line.fields["step"].text().endswith(f" · {many.n_tokens} tokens")

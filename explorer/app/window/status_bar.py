@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 
+from explorer.app.state.words import plural
 from explorer.app.window.error_bar import ErrorLine
 from explorer.core.trace import ModelInfo, Trace
 from explorer.core.units import human_bytes, human_count
@@ -59,7 +60,7 @@ class StatusLine(QStatusBar):
             return
         last = trace.steps[-1]
         decoded = trace.n_steps - 1
-        self._set(step=f"{step_name(decoded)} · {trace.n_tokens} tokens", ms=f"{last.ms:.0f} ms/step",
+        self._set(step=f"{step_name(decoded)} · {plural(trace.n_tokens, 'token')}", ms=f"{last.ms:.0f} ms/step",
                   memory=f"trace {human_bytes(trace.nbytes())}")
 
     def show_busy(self, busy: bool) -> None:
