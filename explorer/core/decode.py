@@ -123,9 +123,10 @@ class StepDecoder(Recorder):
             logits = self.model.logits(hidden[-1:])                                      # (1, V)
             if not bool(torch.isfinite(logits).all()):
                 self._truncate_cache(self.trace.steps)     # the cache forgets the pass that is not kept
+                model = getattr(self.loaded, "path", None) or self.loaded.name
                 raise NonFiniteError(
-                    f"{self.loaded.name}: the forward pass at position {int(positions[-1])} gave NaN or infinite "
-                    "logits, so its numbers would be meaningless; check the model's weights and config.")
+                    f"{model}: the forward pass at position {int(positions[-1])} gave NaN or infinite logits, so "
+                    "its numbers would be meaningless; check the model's weights and config.")
             top_probs, top_ids = top_candidates(logits, self.record.top_k)
             self._hidden.append(hidden)
             pos_embeddings = self._pos_embeddings(positions)
