@@ -61,8 +61,19 @@ class Run:
             from explorer.core.encoder import NO_DECODING
 
             raise ExplorerError(f"no logits: {NO_DECODING}")
-        return self._cached("logits", lambda: np.stack(
-            [self.decoder.logits_at(p) for p in range(self.trace.n_tokens)]).astype(np.float32))
+        return self._cached("logits", self._all_logits)
+
+    def _all_logits(self) -> np.ndarray:
+        """(T, V): one product h W_U per recorded step (a prefill's rows at once) where the decoder keeps its
+        steps' final states, else position by position."""
+        hidden = getattr(self.decoder, "_hidden", None)
+        if hidden is None or len(hidden) != self.trace.n_steps:
+            return np.stack([self.decoder.logits_at(p) for p in range(self.trace.n_tokens)]).astype(np.float32)
+        import torch
+
+        model = self.model.loaded.model
+        with torch.inference_mode():
+            return torch.cat([model.logits(h).float() for h in hidden]).cpu().numpy()
 
     @property
     def kv_bytes(self) -> np.ndarray:
