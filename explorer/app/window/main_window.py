@@ -11,6 +11,7 @@ from pathlib import Path
 from PySide6.QtCore import QRect, QSize, Qt, QTimer
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QProgressDialog, QWidget
 
+from explorer.app.panels.learn import add_stop_buttons
 from explorer.app.run.controller import DecodingController
 from explorer.app.state.session import Session
 from explorer.app.state.session_file import Autosaver, SessionState
@@ -52,6 +53,7 @@ class MainWindow(QMainWindow):
         self.dock_shares = DockShares(self)
         self.presentation = Presentation(self)
         self.docks = self._build_docks(panels)
+        add_stop_buttons(self)                      # the "?" on each panel's title: its stop on the Learn path
         self.actions = DecodingActions(self)
         self.model_bar = ModelToolbar(self)
         self.decoding_bar = DecodingToolbar(self.actions, self)
