@@ -5,7 +5,8 @@ Z⁻¹AV, d_QK, N_Q, N_KV), its formula in the header, one "Show me" button that
 the state that shows it (model, prompt, steps, panel, layer and head, kernel: learn_tour.Tour),
 and one or two questions to try there. Back and Next only turn the page: the person's own
 prompt and model stay until Show me is pressed, and "Back to my session" puts them back.
-Opened from Help ▸ Learn (`open_learn`), as a dock beside the panels it talks about.
+Opened from Help ▸ Learn (`open_learn`), as a dock beside the panels it talks about; from the "?" on the
+title of a panel a stop names (`add_stop_buttons`), at that stop; and on the first start (`open_on_first_start`).
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QDockWidget, QHBoxLayout, QLabel, QPushButton, QTextBrowser
 
 from explorer.app.panels.base import Panel, formula_html
-from explorer.app.panels.learn_tour import Stop, Tour, load_stops
+from explorer.app.panels.learn_tour import Stop, Tour, load_stops, stop_of_panel
+from explorer.core.errors import ExplorerError
 
 DOCK_PX = 400                      # the Learn dock's width beside the panels
 
@@ -159,3 +161,34 @@ def _share_width(window, dock) -> None:
 
     share()
     QTimer.singleShot(0, window, share)
+
+
+def open_stop(window, index: int) -> LearnPanel:
+    """The Learn dock, opened at stop `index` (only the page turns: the window's state stays as it is)."""
+    panel = open_learn(window)
+    panel.go_to(index)
+    return panel
+
+
+def add_stop_buttons(window, stops: tuple[Stop, ...] | None = None) -> None:
+    """A "?" on the title bar of every dock that a stop names in its 'panels', opening Learn at that stop."""
+    try:
+        stops = stops if stops is not None else load_stops()
+        index_of = stop_of_panel(stops)
+    except ExplorerError:
+        return              # Help ▸ Learn says why when it is opened; the panels work without their "?"
+    for name, index in index_of.items():
+        dock = window.docks.get(name)
+        if dock is not None and hasattr(dock, "add_learn_button"):
+            dock.add_learn_button(lambda _=False, i=index: open_stop(window, i),
+                                  f"Learn: {stops[index].title} (stop {index + 1} of the path)")
+
+
+def open_on_first_start(window, settings) -> bool:
+    """Learn beside the panels the first time the app starts in a configuration (AppSettings.learn_seen),
+    once: True when it was opened now."""
+    if settings.learn_seen:
+        return False
+    settings.learn_seen = True
+    open_learn(window)
+    return True

@@ -45,6 +45,7 @@ class Stop:
     formula: str
     state: StopState
     tries: tuple[str, ...] = field(default=())
+    panels: tuple[str, ...] = field(default=())     # the docks whose title bar "?" opens this stop
 
 
 def stops_file() -> Path:
@@ -58,9 +59,23 @@ def load_stops(path: Path | None = None) -> tuple[Stop, ...]:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         return tuple(Stop(id=s["id"], title=s["title"], text=s["text"], formula=s["formula"],
                           state=StopState(**{**s["state"], "models": tuple(s["state"]["models"])}),
-                          tries=tuple(s.get("try", ()))) for s in data["stops"])
+                          tries=tuple(s.get("try", ())), panels=tuple(s.get("panels", ())))
+                     for s in data["stops"])
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ExplorerError(f"{path}: the Learn path cannot be read ({error}).") from None
+
+
+def stop_of_panel(stops: tuple[Stop, ...]) -> dict[str, int]:
+    """{dock object name: the index of the stop that explains it}, from the stops' own 'panels' lists (the one
+    place that says which stop a panel's "?" opens); ExplorerError when two stops name one panel."""
+    index_of: dict[str, int] = {}
+    for index, stop in enumerate(stops):
+        for panel in stop.panels:
+            if panel in index_of:
+                raise ExplorerError(f"{stops_file()}: the panel {panel!r} is named by the stops "
+                                    f"{stops[index_of[panel]].id!r} and {stop.id!r}; a panel has one stop.")
+            index_of[panel] = index
+    return index_of
 
 
 def available_model(models: tuple[str, ...]) -> str | None:

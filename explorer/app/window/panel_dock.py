@@ -1,11 +1,14 @@
 """The dock every panel sits in: it tells its panel whether it is in sight, may build the panel only
-when first needed, and turns a double-click on its title into a request to maximise the panel."""
+when first needed, turns a double-click on its title into a request to maximise the panel, and may
+carry a "?" on its title that opens the panel's stop on the Learn path."""
 from __future__ import annotations
 
 from typing import Callable
 
 from PySide6.QtCore import QEvent, Signal
-from PySide6.QtWidgets import QDockWidget, QToolTip, QWidget
+from PySide6.QtWidgets import QAbstractButton, QDockWidget, QToolButton, QToolTip, QWidget
+
+QT_TITLE_BUTTONS = ("qt_dockwidget_floatbutton", "qt_dockwidget_closebutton")
 
 
 class PanelDock(QDockWidget):
@@ -28,6 +31,7 @@ class PanelDock(QDockWidget):
         super().__init__(title, parent)
         self._build = build
         self._in_sight: bool | None = None          # the last visibilityChanged; None before the first
+        self.learn_button: QToolButton | None = None
         self.visibilityChanged.connect(self._on_visibility_changed)
         if build is not None:
             super().setWidget(QWidget())
@@ -50,6 +54,37 @@ class PanelDock(QDockWidget):
             event.ignore()
             return True
         return super().event(event)
+
+    # ----- the "?" on the title ------------------------------------------------------------------
+    def add_learn_button(self, open_stop: Callable[[], object], tip: str) -> QToolButton:
+        """A "?" on the title bar, left of Qt's float and close buttons, that calls `open_stop`."""
+        button = QToolButton(self)
+        button.setObjectName("learn_button")
+        button.setText("?")
+        button.setAutoRaise(True)
+        button.setToolTip(tip)
+        button.clicked.connect(open_stop)
+        self.learn_button = button
+        self._place_learn_button()
+        return button
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._place_learn_button()
+
+    def _place_learn_button(self) -> None:
+        """Square, as high as the title bar, just left of the leftmost of Qt's own title buttons (Qt lays
+        those out itself at every resize, so this follows them)."""
+        button = self.learn_button
+        if button is None:
+            return
+        title_px = super().widget().geometry().top()
+        side = max(title_px - 2, 12)
+        qt_buttons = [b for b in self.findChildren(QAbstractButton)
+                      if b.objectName() in QT_TITLE_BUTTONS and b.isVisible()]
+        right = min((b.geometry().left() for b in qt_buttons), default=self.width() - 2)
+        button.setGeometry(right - side - 2, max((title_px - side) // 2, 0), side, side)
+        button.setVisible(title_px >= 10 and self.titleBarWidget() is None)
 
     def widget(self) -> QWidget:
         self._ensure_built()

@@ -66,6 +66,15 @@ class AppSettings:
     def figure_theme(self, theme: str) -> None:
         self.q.setValue("export/figure_theme", theme if theme in FIGURE_THEMES else "light")
 
+    @property
+    def learn_seen(self) -> bool:
+        """Whether the Learn path was opened on a first start already (it opens by itself only once)."""
+        return str(self.q.value("learn/seen", "")) == "yes"
+
+    @learn_seen.setter
+    def learn_seen(self, seen: bool) -> None:
+        self.q.setValue("learn/seen", "yes" if seen else "")
+
     # ----- models -----------------------------------------------------------------
     def recent_models(self) -> list[str]:
         value = self.q.value("models/recent", [])
