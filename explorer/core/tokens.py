@@ -25,6 +25,9 @@ from explorer.core.guarded import bounded_call, rust_panics_off_stderr
 
 ENCODE_SECONDS = 3.0              # a pattern that backtracks catastrophically is given up on, not waited for
 ENCODE_SECONDS_PER_CHAR = 2e-6    # ~20x the library's normal pace, so a long legal text always finishes
+# A text this long is always tokenized, whatever the context: the app shows the tokens of a pasted book
+# (and says why it cannot run it); past it, a text that cannot fit is refused from its length alone.
+ALWAYS_TOKENIZED_CHARS = 1 << 20
 
 SPACE, NEWLINE, TAB, RETURN = "␣", "↵", "⇥", "␍"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -243,10 +246,11 @@ class TextTokenizer:
 
     def _check_length(self, source: str) -> None:
         """No token covers more characters than its piece has (times two for normalizers that join
-        characters), so a text longer than the context times that cannot fit and is not tokenized."""
+        characters), so a text longer than the context times that cannot fit; past ALWAYS_TOKENIZED_CHARS
+        it is not tokenized."""
         if self._longest_piece is None:
             self._longest_piece = max(map(len, self.tokenizer.get_vocab(with_added_tokens=True)), default=1)
-        limit = self.context * 2 * (self._longest_piece + 1)
+        limit = max(self.context * 2 * (self._longest_piece + 1), ALWAYS_TOKENIZED_CHARS)
         if len(source) > limit:
             raise ContextOverflowError(
                 f"the prompt has {len(source):,} characters; with tokens of at most {self._longest_piece} characters "

@@ -254,6 +254,7 @@ def test_a_prompt_far_longer_than_the_context_is_refused_before_it_is_tokenized(
     with pytest.raises(ContextOverflowError, match="10,000,000 characters.*context of 64 tokens"):
         loaded.tokenizer.encode("a" * 10_000_000)
     assert time.perf_counter() - started < 0.5
+    assert len(loaded.tokenizer.encode("a " * 50_000)) > 64      # a pasted book is still shown as tokens
 
 
 # ----- files ---------------------------------------------------------------------------------------
