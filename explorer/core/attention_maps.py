@@ -4,8 +4,8 @@
     A_h = Z^-1 f_kappa(S_h) over the visible keys        (exp: softmax(S / tau); linear: S; relu: max(0, S))
 
 The trace keeps what the model keeps, Q and the cache's K (after RoPE) and V, O(L T d),
-and computes one head's A, or one row of it, when a view asks (attention.attend and
-kernel_weights are the torch side of the same formulas). The mask is kept as the rule
+and computes one head's A, or one row of it, when a view asks, by the kernel the engine
+forms A with (kernel.py, written once for torch and numpy). The mask is kept as the rule
 that made it (`MaskRule`: causal, a sliding window of W, or full) instead of a T x T array.
 """
 from __future__ import annotations
@@ -17,6 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from explorer.core import kernel as kernels
+from explorer.core.intervention import Kernel
+
 # Query x key entries from which a prefill's A is rebuilt on demand instead of stored (T >= 1,024):
 # below that a stored map costs little and the all-heads grid reduces it directly. The engine
 # records by it and the app's memory budget projects by it.
@@ -27,38 +30,14 @@ ROW_BLOCK = 1024        # query rows per block: a block's scores are ROW_BLOCK x
 def scores(q: np.ndarray, k: np.ndarray, scale: float, softcap: float | None) -> np.ndarray:
     """S = Q K^T * scale, soft-capped to c tanh(S / c) where c is given.  q: (n, d), k: (n_kv, d) -> (n, n_kv)"""
     s = (q.astype(np.float32, copy=False) @ k.astype(np.float32, copy=False).T) * np.float32(scale)
-    if softcap:
-        s = np.tanh(s / np.float32(softcap)) * np.float32(softcap)
-    return s
+    return kernels.softcapped(s, softcap)
 
 
-def normalised(s: np.ndarray, visible: np.ndarray, kernel=None) -> np.ndarray:
-    """A = Z^-1 f_kappa(S) over the `visible` entries (n, n_kv); masked entries are exactly 0 and a
-    row that sees nothing is all 0. Overwrites `s`. `kernel` None: the model's own softmax."""
-    name, tau = ("exp", 1.0) if kernel is None else (kernel.name, kernel.temperature)
-    if name == "exp":
-        if tau != 1.0:
-            s /= np.float32(tau)                                          # exp(S / tau)
-        s[~visible] = -np.inf
-        peak = s.max(axis=-1, keepdims=True)                              # (n, 1)
-        peak[~np.isfinite(peak)] = 0.0
-        np.subtract(s, peak, out=s)
-        np.exp(s, out=s)                                                  # exp(-inf) = 0 where masked
-    else:
-        if name == "relu":
-            np.maximum(s, 0.0, out=s)
-        s[~visible] = 0.0
-    z = s.sum(axis=-1, keepdims=True)                                     # Z: row sums
-    np.divide(s, z, out=s, where=z != 0)
-    s[(z == 0)[:, 0]] = 0.0
-    return s
-
-
-def kernel_softcap(softcap: float | None, kernel) -> float | None:
-    """The soft-cap that the scores entering f_kappa carry: the model's own under its softmax (exp, at any
-    temperature); none where an experiment replaced the kernel, which replaces the softmax and its cap
-    (attention.kernel_weights)."""
-    return softcap if kernel is None or kernel.name == "exp" else None
+def normalised(s: np.ndarray, visible: np.ndarray, kernel: Kernel | None = None) -> np.ndarray:
+    """A = Z^-1 f_kappa(S) over the `visible` entries (n, n_kv) (kernel.weights; `s` already soft-capped);
+    masked entries are exactly 0 and a row that sees nothing is all 0. Overwrites `s`. `kernel` None:
+    the model's own softmax."""
+    return kernels.weights(s, ~np.asarray(visible, dtype=bool), kernel)
 
 
 def weights(q: np.ndarray, k: np.ndarray, visible, scale: float, softcap: float | None = None,
@@ -73,7 +52,7 @@ def weights(q: np.ndarray, k: np.ndarray, visible, scale: float, softcap: float 
     out = np.empty((max(0, stop - start), k.shape[0]), dtype=np.float32)
     for first in range(start, stop, ROW_BLOCK):
         last = min(first + ROW_BLOCK, stop)
-        block = scores(q[first:last], k, scale, kernel_softcap(softcap, kernel))
+        block = scores(q[first:last], k, scale, kernels.kernel_softcap(softcap, kernel))
         out[first - start: last - start] = normalised(block, mask_rows(visible, first, last), kernel)
     return out
 
@@ -100,6 +79,13 @@ class MaskRule:
     queries: np.ndarray           # (n_new,) int  absolute positions of the queries
     keys: np.ndarray              # (n_kv,) int   absolute positions of the keys
     window: int | None = None     # W of "sliding"
+
+    @staticmethod
+    def of(queries: np.ndarray, keys: np.ndarray, window: int | None = None) -> "MaskRule":
+        """The causal rule over these positions, within a sliding window of W keys where one is given
+        and it hides a key (i - j >= W for some query i and key j); else plain causal, the same mask."""
+        cuts = bool(window) and queries.size > 0 and keys.size > 0 and int(queries.max()) - int(keys.min()) >= window
+        return MaskRule("sliding", queries, keys, int(window)) if cuts else MaskRule("causal", queries, keys)
 
     def rows(self, first: int, last: int) -> np.ndarray:
         """The dense rows first..last: (last - first, n_kv) bool."""
@@ -169,7 +155,8 @@ class MaskRule:
 
 def compact(mask: np.ndarray, keys: np.ndarray) -> "MaskRule | np.ndarray":
     """The MaskRule that gives exactly `mask` (n_new, n_kv) over keys at positions `keys`, else
-    `mask` itself (one an intervention edited, a padded batch's).
+    `mask` itself (one an intervention edited, a padded batch's). Only for a mask that came without
+    its rule (the encoder's, cross-attention's): the decoder's StepContext hands its rule on.
 
     A causal query sees its own key last, so its position is that key's. The rule is checked
     against the mask entry by entry, so it stands in for a mask only where it is the same mask.

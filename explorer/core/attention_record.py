@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from explorer.core import attention_maps
+from explorer.core import kernel as kernels
 from explorer.core.attention_maps import MaskRule
 from explorer.core.intervention import SOFTMAX, Kernel
 
@@ -81,8 +82,8 @@ class AttentionRecord:
 
     @property
     def weight_softcap(self) -> float | None:
-        """The soft-cap of the scores A is formed from under this record's kernel (attention_maps.kernel_softcap)."""
-        return attention_maps.kernel_softcap(self.softcap, self.kernel)
+        """The soft-cap of the scores A is formed from under this record's kernel (kernel.kernel_softcap)."""
+        return kernels.kernel_softcap(self.softcap, self.kernel)
 
     @property
     def on_demand(self) -> bool:

@@ -9,7 +9,7 @@
     y_i  = sum_j A_ij v_j                                         (the head's output O_h at row i)
 
 The kernel is the one the record says the model used (AttentionRecord.kernel: the model's softmax, or an
-experiment's kernel in that layer), as in attention.kernel_weights, whose softcap belongs to exp alone.
+experiment's kernel in that layer), formed by kernel.py as the engine forms it; the softcap belongs to exp alone.
 Every figure is computed here in float64 from the recorded float32 arrays, and compared with what
 the model recorded (`deltas`): the largest |difference| says how exactly the screen explains the model.
 Under an experiment that replaced a head's O_h (zero or mean ablation, kept out by "only these heads",
@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from explorer.core import kernel as kernels
 from explorer.core import trace_rows
 from explorer.core.intervention import SOFTMAX, Intervention, Kernel
 from explorer.core.trace import RopeAngles, Trace
@@ -132,18 +133,15 @@ def _rotations(trace: Trace, layer: int, head: int, kv_head: int, row: int, colu
                                     "k after RoPE": float(np.abs(k_turned - k).max())}
 
 
-def kernel_row(scores: np.ndarray, visible: np.ndarray, kernel: Kernel) -> tuple[np.ndarray, float | None]:
-    """f_kappa(S_i) over the visible keys, 0 where masked, and the shift m_i it subtracts (None: none):
+def f_row(scores: np.ndarray, visible: np.ndarray, kernel: Kernel) -> tuple[np.ndarray, float | None]:
+    """f_kappa(S_i) over the visible keys, 0 where masked, and the shift m_i it subtracts (None: none),
+    by the kernel the engine forms A with (kernel.terms):
 
         exp: exp(S_ij / tau - m_i), m_i = max_j S_ij / tau  (Z_i^-1 cancels the shift);
         relu: max(0, S_ij);  linear: S_ij.                                        scores: (n_kv,) float64
     """
-    if kernel.name == "exp":
-        tempered = scores / kernel.temperature                                  # S / tau
-        peak = float(tempered[visible].max()) if visible.any() else 0.0
-        return np.where(visible, np.exp(tempered - peak), 0.0), peak
-    f = scores if kernel.name == "linear" else np.maximum(scores, 0.0)
-    return np.where(visible, f, 0.0), None
+    f, shift = kernels.terms(scores.copy(), ~visible, kernel)                  # a copy: S_i is shown as well
+    return f, None if shift is None else float(shift.item())
 
 
 def kernel_formula(kernel: Kernel) -> str:
@@ -161,10 +159,7 @@ def kernel_formula(kernel: Kernel) -> str:
 def row_scores(q: np.ndarray, keys: np.ndarray, scale: float, softcap: float | None,
                visible: np.ndarray) -> np.ndarray:
     """S_i = softcap(<q_i, k_j> scale) where visible, -inf elsewhere: (n_kv,) float64."""
-    s = keys @ q * scale
-    if softcap:
-        s = softcap * np.tanh(s / softcap)
-    return np.where(visible, s, -np.inf)
+    return np.where(visible, kernels.softcapped(keys @ q * scale, softcap), -np.inf)
 
 
 def derive_cell(trace: Trace, layer: int, head: int, row: int, column: int, upto_step: int | None = None,
@@ -180,12 +175,12 @@ def derive_cell(trace: Trace, layer: int, head: int, row: int, column: int, upto
     kv_head = trace.kv_head_of(head)
     record = _record_of(trace, layer)
     kernel = record.kernel
-    softcap = record.softcap if kernel.name == "exp" else None                  # as attention.kernel_weights
+    softcap = kernels.kernel_softcap(record.softcap, kernel)                   # exp's alone
     q = trace.q(layer, head, upto)[row].astype(np.float64)                      # (d_qk,)
     keys = trace.k(layer, kv_head, upto).astype(np.float64)                     # (T_kv, d_qk)
     visible = trace_rows.mask_row(trace, layer, row, upto)[: keys.shape[0]]    # (T_kv,): row i alone
     scores = row_scores(q, keys, record.scale, softcap, visible)
-    f, row_max = kernel_row(scores, visible, kernel)                            # f_kappa(S_i): (T_kv,)
+    f, row_max = f_row(scores, visible, kernel)                                # f_kappa(S_i): (T_kv,)
     z = float(f.sum())
     weights = f / z if z != 0 else np.zeros_like(f)                             # A_i: (T_kv,)
     recorded = trace.attention_row(layer, head, row, upto)[: keys.shape[0]].astype(np.float64)   # A_i as recorded
@@ -220,8 +215,7 @@ def derive_cell(trace: Trace, layer: int, head: int, row: int, column: int, upto
 
 def _score(dot: float, scale: float, softcap: float | None) -> float:
     """s = <q, k> scale, then c tanh(s / c) where the model softcaps (for a masked cell, shown anyway)."""
-    scaled = dot * scale
-    return float(softcap * np.tanh(scaled / softcap)) if softcap else scaled
+    return float(kernels.softcapped(dot * scale, softcap))
 
 
 def _output(trace: Trace, layer: int, head: int, row: int, upto: int, weights: np.ndarray, n_terms: int,
