@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import math
 import operator
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
+from explorer.core import kernel as kernels
 from explorer.core.trace import AttentionRecord, Trace, run_slice
 from explorer.views.blocks import (TILE, attention_records, block_max, key_columns, query_rows,  # noqa: F401
                                     reduce_rows, tile_block)
+from explorer.views.caches import LruCache
 from explorer.views.long_maps import block_maxima, extent
 
 _block_max, _reduce = block_max, reduce_rows             # the names tests/app/test_grid_reduce.py reads
@@ -96,7 +97,7 @@ class _LayerTiles:
         return np.arange(top, top + maps.shape[1]), np.arange(maps.shape[2]), maps, allowed
 
     def finish(self) -> np.ndarray:
-        _remember(self.key, (tuple(self.records), self.block, self.out, self.allowed))
+        _CACHE.remember(self.key, (tuple(self.records), self.block, self.out, self.allowed))
         shown = self.out.copy()
         shown[:, ~self.allowed] = np.nan
         return shown
@@ -131,11 +132,10 @@ def _tiles_so_far(key: tuple, records: list, block: int, shape: tuple, fill: flo
     many records they hold; else empty tiles and 0."""
     out = np.full(shape, fill, dtype=np.float32)
     allowed = np.zeros(shape[1:], dtype=bool)
-    hit = _CACHE.get(key)
+    hit = _CACHE.recall(key)
     if hit is None or hit[1] != block or len(hit[0]) > len(records) or hit[2].shape[0] != shape[0] or \
             not all(map(operator.is_, hit[0], records)):
         return out, allowed, 0
-    _CACHE.move_to_end(key)
     _, _, old_out, old_allowed = hit
     rows, cols = old_allowed.shape
     out[:, :rows, :cols] = old_out
@@ -143,26 +143,18 @@ def _tiles_so_far(key: tuple, records: list, block: int, shape: tuple, fill: flo
     return out, allowed, len(hit[0])
 
 
-_CACHE: OrderedDict = OrderedDict()
-_CACHE_SIZE = 8192
+# Records are immutable and shared between traces: a layer's tiles and a step's reduced rows, by key.
+_CACHE = LruCache(8192)
 
 
 def _cached(key: tuple, record: AttentionRecord, compute):
     """Records are immutable and shared between traces: after a decoding step only the new row is reduced."""
-    hit = _CACHE.get(key)
+    hit = _CACHE.recall(key)
     if hit is not None and hit[0] is record:
-        _CACHE.move_to_end(key)
         return hit[1]
     result = compute()
-    _remember(key, (record, result))
+    _CACHE.remember(key, (record, result))
     return result
-
-
-def _remember(key: tuple, value) -> None:
-    _CACHE[key] = value
-    _CACHE.move_to_end(key)
-    if len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
 
 
 def _reduced(record: AttentionRecord, row: int, block: int, cross: bool):
@@ -177,7 +169,7 @@ def _reduced(record: AttentionRecord, row: int, block: int, cross: bool):
     return _cached(("weights", id(record), row, block, cross), record, compute)
 
 
-_PLANS: OrderedDict = OrderedDict()      # (id(mask), row, block, first position) -> (mask, plan)
+_PLANS = LruCache(16)      # (id(mask), row, block, first position) -> (mask, plan)
 
 
 def _packed_plan(mask: np.ndarray, positions: np.ndarray, row: int, block: int):
@@ -211,9 +203,7 @@ def _packed_plan(mask: np.ndarray, positions: np.ndarray, row: int, block: int):
             u_cols = np.arange(base // block, int(positions[-1]) // block + 1)
             reduced_mask = block_max(block_max(mask, 0, row, block), 1, base, block)
             plan = (runs, u_rows, u_cols, reduced_mask, base, block, mask.shape[1])
-    _PLANS[key] = (mask, plan)
-    if len(_PLANS) > 16:
-        _PLANS.popitem(last=False)
+    _PLANS.remember(key, (mask, plan))
     return plan
 
 
@@ -246,8 +236,7 @@ def _reduced_scores(trace: Trace, layer: int, index: int, record: AttentionRecor
         columns = key_columns(record, cross)
         k = np.stack([keys[g][columns] for g in kv_heads]).astype(np.float32)          # (N_Q, n_kv, d_qk)
         s = np.matmul(record.q.astype(np.float32), k.transpose(0, 2, 1)) * record.scale  # (N_Q, n_new, n_kv)
-        if record.softcap:
-            s = record.softcap * np.tanh(s / record.softcap)
+        s = kernels.softcapped(s, record.softcap)                                      # c tanh(S / c)
         mask = np.asarray(record.mask)
         s = np.where(mask[None], s, -np.inf).astype(np.float32)
         return reduce_rows(s, mask, columns, row, block)

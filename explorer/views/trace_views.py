@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from explorer.core.trace import Trace
+from explorer.views.caches import LastOf
 
 LABELS = {"encoder": "encoder self-attention", "self": "decoder self-attention (masked)",
           "cross": "cross-attention (decoder → encoder)"}
@@ -71,21 +72,21 @@ def view(trace: Trace, kind: str = "self", step: int | None = None) -> View:
     return View(trace, step, kind == "cross", kind)
 
 
-_last_view: tuple = (None, None)
-
-
 def encoder_view(trace: Trace) -> Trace:
-    """The encoder pass of an encoder-decoder trace as a Trace of its own: one "encode" step over the source."""
-    global _last_view
-    if _last_view[0] is trace:
-        return _last_view[1]
+    """The encoder pass of an encoder-decoder trace as a Trace of its own: one "encode" step over the source
+    (the same object while the same trace is asked about: panels ask on every repaint)."""
+    return _ENCODER_VIEWS(trace)
+
+
+def _encoder_view(trace: Trace) -> Trace:
     encoder = trace.encoder
     n_layers = len(encoder.layers)
     info = replace(trace.model, n_layers=n_layers, layer_kinds=("full",) * n_layers, is_encoder_only=True,
                    is_encoder_decoder=False)
-    result = Trace(model=info, steps=(encoder,), encoder=encoder)
-    _last_view = (trace, result)
-    return result
+    return Trace(model=info, steps=(encoder,), encoder=encoder)
+
+
+_ENCODER_VIEWS = LastOf(_encoder_view)        # the last trace's view only: it holds one trace at most
 
 
 def started_ids(trace: Trace) -> np.ndarray:
