@@ -17,6 +17,7 @@ from functools import cached_property
 
 import numpy as np
 
+from explorer.core import kernel as kernels
 from explorer.core.attention_maps import MaskRule
 from explorer.core.attention_record import KEPT, AttentionRecord, packed, run_slice  # noqa: F401 (re-exported)
 
@@ -218,8 +219,7 @@ class Trace:
         k = self.k(layer, self.kv_head_of(head), upto_step, cross)  # (T_kv, d_qk)
         record = self._attn_records(layer, cross)[0]
         s = (q.astype(np.float32) @ k.astype(np.float32).T) * record.scale
-        if record.softcap:
-            s = record.softcap * np.tanh(s / record.softcap)
+        s = kernels.softcapped(s, record.softcap)                # c tanh(S / c) where the model caps
         m = self.mask(layer, upto_step, cross)
         return np.where(m, s, -np.inf).astype(np.float32)
 
