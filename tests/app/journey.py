@@ -287,6 +287,7 @@ class Journey:
                  lambda: QTest.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(point.x(), point.y())))
         derivation = self.window.docks["derivation"].widget()
         assert derivation.is_shown(), "clicking a cell did not bring Show the work to the front"
+        assert f"A[{row}, 0]" in derivation.formula, f"Show the work derives {derivation.formula[:80]!r}, not A[{row}, 0]"
 
     def why_panels(self) -> None:
         for name in ("atlas", "attribution", "residual"):
@@ -294,6 +295,11 @@ class Journey:
         attribution = self.window.docks["attribution"].widget()
         if attribution.token_box.isEnabled() and attribution.token_box.count() > 1:
             self.act("attribution of another token", lambda: attribution.token_box.setCurrentIndex(1))
+        if self.window.session.model.is_encoder_only or self.window.session.model.is_encoder_decoder:
+            return
+        docks = self.window.docks
+        for name, result in (("atlas", "values"), ("attribution", "result"), ("residual", "stream")):
+            assert getattr(docks[name].widget(), result) is not None, f"{name} shows no result of its job"
 
     def logit_lens(self) -> None:
         panel = self.raise_panel("next_token")
