@@ -86,6 +86,10 @@ def launch(args) -> int:
     show_sized_to_screen(window, settings)
     if restore_allowed(args) and window.offer_crash_restore():
         return app.exec()
+    if restore_allowed(args):                # a script's run (--no-restore) is not a person's first start
+        from explorer.app.panels.learn import open_on_first_start
+
+        open_on_first_start(window, settings)
     reference = getattr(args, "model", None) or model_refs.default_model()
     window.prompt.set_text(getattr(args, "prompt", None) or first_prompt(settings.last_prompt, reference))
     if reference:
