@@ -185,9 +185,9 @@ def add_stop_buttons(window, stops: tuple[Stop, ...] | None = None) -> None:
 
 
 def open_on_first_start(window, settings) -> bool:
-    """Learn beside the panels the first time the app starts in a configuration (AppSettings.learn_seen),
-    once: True when it was opened now."""
-    if settings.learn_seen:
+    """Learn beside the panels on the first start in a configuration: none saved the window yet and Learn
+    was never opened this way (AppSettings.learn_seen), so it opens once. True when it was opened now."""
+    if settings.learn_seen or settings.geometry() is not None:
         return False
     settings.learn_seen = True
     open_learn(window)
