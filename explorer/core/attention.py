@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from explorer.core import fused_attention, path_patching
+from explorer.core import kernel as kernels
 from explorer.core.capture import AttentionCapture
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import SOFTMAX, Intervention, Kernel, LayerIntervention
@@ -94,36 +95,22 @@ class Visibility:
 
 
 def attention_weights(scores: torch.Tensor, hidden: torch.Tensor | None, softcap: float | None) -> torch.Tensor:
-    """A = softmax(S) over the visible keys (`hidden`: True where masked); masked entries come out exactly 0.
+    """A = softmax(S) over the visible keys (`hidden`: True where masked); masked entries come out exactly 0
+    (kernel.weights under the model's own kernel: softcap, then torch's softmax in float32).
 
     `scores` is a fresh tensor of the caller's and is overwritten (no copy of an (N_Q, T, n_kv) block).
     """
-    if softcap:
-        scores = torch.tanh(scores / softcap) * softcap
-    if hidden is not None:
-        scores = scores.masked_fill_(hidden, float("-inf"))
-    weights = torch.softmax(scores, dim=-1, dtype=torch.float32)
-    return weights if scores.dtype == torch.float32 else weights.to(scores.dtype)
+    return kernels.weights(scores, hidden, SOFTMAX, softcap)
 
 
 def kernel_weights(scores: torch.Tensor, seen: Visibility, softcap: float | None, kernel: Kernel) -> torch.Tensor:
-    """A = Z^-1 f_kappa(S) over the visible entries; masked ones contribute 0; a row with Z = 0 is all 0.
+    """A = Z^-1 f_kappa(S) over the visible entries (kernel.weights); masked ones contribute 0; a row with Z = 0 is 0.
 
     exp: the model's softmax (its softcap, then S / tau); linear: f(S) = S; relu: f(S) = max(0, S).
     """
-    if kernel.name == "exp":
-        if softcap:
-            scores = torch.tanh(scores / softcap) * softcap
-        if kernel.temperature != 1.0:
-            scores = scores / kernel.temperature                                  # exp(S / tau)
-        weights = attention_weights(scores, seen.hidden, None)
-        empty = ~seen.mask.any(axis=1)                                            # rows that see nothing
-        return weights.nan_to_num_(0.0) if empty.any() else weights
-    f = scores if kernel.name == "linear" else torch.relu(scores)                # f_kappa(S)
-    if seen.hidden is not None:
-        f = f.masked_fill(seen.hidden, 0.0)
-    z = f.sum(dim=-1, keepdim=True)                                               # Z: row sums
-    return torch.where(z != 0, f / torch.where(z != 0, z, 1.0), 0.0)
+    weights = kernels.weights(scores, seen.hidden, kernel, kernels.kernel_softcap(softcap, kernel))
+    empty = kernel.name == "exp" and not seen.mask.any(axis=1).all()             # a softmax over no key: 0/0
+    return weights.nan_to_num_(0.0) if empty else weights
 
 
 def attend(scores: torch.Tensor, seen: Visibility, mix, softcap: float | None = None, site=None):
