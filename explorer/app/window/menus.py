@@ -96,7 +96,7 @@ class Menus:
         self.view.addSeparator()
         self.view.addAction(self._action("&Reset Layout", lambda: self.window.default_layout()))
         self.view.addAction(self._action("&Maximise the Panel in Focus", self.maximise_focused_panel, "Ctrl+Shift+M"))
-        self.presentation = self._action("&Presentation (larger text, the panel in focus)",
+        self.presentation = self._action("&Presentation (larger text, high contrast, the panel in focus)",
                                          lambda: self.window.presentation.set_on(self.presentation.isChecked()),
                                          "Ctrl+Shift+P")
         self.presentation.setCheckable(True)
