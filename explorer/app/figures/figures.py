@@ -68,8 +68,11 @@ def head_picture(trace: Trace, layer: int, head: int, step: int | None = None, v
 def attention_figure(trace: Trace, layer: int | str, head: int | str, width: int, height: int,
                      step: int | None = None, values: str = "weights", log: bool = False,
                      cross: bool = False, theme: str = "light",
-                     picture: HeadPicture | list[HeadPicture] | None = None) -> pg.GraphicsLayoutWidget:
+                     picture: HeadPicture | list[HeadPicture] | None = None,
+                     text_scale: float = 1.0) -> pg.GraphicsLayoutWidget:
     """Build and lay out the figure; `layer="all"` is the full grid, `head="all"` a layer's heads.
+    `text_scale` makes every text that many times its size for the image's size (the text size chosen
+    for exported figures).
     `theme` is the figure's own ("light", print-ready, or "dark"), never the app's. One head's
     `picture` (head_picture; a layer's: one per head), if computed already (off the GUI thread), is drawn
     as it is."""
@@ -85,7 +88,7 @@ def attention_figure(trace: Trace, layer: int | str, head: int | str, width: int
         else:
             picture = picture or head_picture(trace, int(layer), int(head), step, values, cross)
             _head(figure, trace, int(layer), int(head), picture, values, log, cross)
-        scale_fonts(figure, font_scale(width, height))
+        scale_fonts(figure, font_scale(width, height) * text_scale)
     return lay_out(figure, width, height, theme)
 
 
