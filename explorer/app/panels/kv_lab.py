@@ -328,7 +328,7 @@ class KVLabPanel(Panel):
         self.steps_table.setRowCount(len(rows))
         texts = result.original.token_text
         for index, row in enumerate(rows):
-            token = texts[row.position + 1] if row.position + 1 < len(texts) else f"id {row.token_id}"
+            token = texts[row.position + 1] if row.position + 1 < len(texts) else self.session.display_token(row.token_id)
             cells = (row.step, token, f"{row.kl:.4g}", "✓" if row.top1_agrees else "✗",
                      human_bytes(row.bytes_saved))
             for column, value in enumerate(cells):
