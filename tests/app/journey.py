@@ -247,7 +247,7 @@ class Journey:
             assert self.window.session.model.name in panel.run_summary.text(), \
                 f"no what-if target offered, and no word why: {panel.run_summary.text()!r}"
             return []
-        panel.steps_box.setValue(1)              # one compared step: the conversion is what is tested
+        panel.steps_box.setValue(2)              # the second step's token lies beyond the prompt's text
         for index, variant in enumerate(offered):
             def convert(index=index):
                 panel.variant_box.setCurrentIndex(index)
@@ -255,6 +255,8 @@ class Journey:
                 panel.run_button.click()
             self.act(f"what-if {variant}", convert)
             assert panel.result is not None and panel.result.variant == variant, f"what-if {variant} shows no result"
+            shown = [panel.steps_table.item(row, 1).text() for row in range(panel.steps_table.rowCount())]
+            assert not any(re.fullmatch(r"id \d+", text) for text in shown), f"what-if {variant} shows ids: {shown}"
         panel.tabs.setCurrentIndex(0)
         return offered
 
