@@ -22,6 +22,7 @@ from explorer.app.run.trace_budget import MAX_BUDGET_MB, MIN_BUDGET_MB
 from explorer.app.state import session_file
 from explorer.app.window import model_refs, panel_tips
 from explorer.app.window.dock_shares import focused_dock
+from explorer.app.window.settings import FIGURE_TEXT_SCALES
 from explorer.app.window.theme import apply_theme
 from explorer.core.errors import ExplorerError
 
@@ -82,6 +83,7 @@ class Menus:
         self.dark_figures.setChecked(self.window.settings.figure_theme == "dark")
         self.dark_figures.toggled.connect(self.set_dark_figures)
         self.file.addAction(self.dark_figures)
+        self.file.addMenu(self._figure_text_menu())
         self.file.addSeparator()
         quit_action = self._action("&Quit", self.window.close)
         # Ctrl+Q everywhere: without a desktop's platform theme (a bare X server) Qt's Quit is the Exit key.
@@ -177,6 +179,18 @@ class Menus:
 
     def set_dark_figures(self, dark: bool) -> None:
         self.window.settings.figure_theme = "dark" if dark else "light"
+
+    def _figure_text_menu(self) -> QMenu:
+        """File ▸ Export Figure Text Size: the labels of exported figures 1×, 1.5× or 2× their size for the image."""
+        menu, group = QMenu("Export Figure &Text Size", self.window), QActionGroup(self.window)
+        for scale, name in zip(FIGURE_TEXT_SCALES, ("&Normal", "&Large (1.5×)", "&Largest (2×)")):
+            action = menu.addAction(name)
+            action.setCheckable(True)
+            action.setChecked(self.window.settings.figure_text_scale == scale)
+            action.triggered.connect(lambda _=False, s=scale: setattr(self.window.settings, "figure_text_scale", s))
+            group.addAction(action)
+        self.figure_text = menu
+        return menu
 
     # ----- decoding -------------------------------------------------------------------------
     def ask_trace_budget(self) -> None:
