@@ -136,9 +136,11 @@ def default_size(model, layer: int | str, head: int | str) -> tuple[int, int]:
 
 def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str, step: int | None = None,
                      values: str = "weights", log: bool = False, cross: bool = False,
-                     size: tuple[int, int] | None = None, theme: str = "light", picture=None) -> Path:
+                     size: tuple[int, int] | None = None, theme: str = "light", picture=None,
+                     text_scale: float = 1.0) -> Path:
     """One head, all heads of a layer (`head="all"`) or the full grid (`layer="all"`) to any format;
-    images in the figure `theme` (light, print-ready, or dark; see explorer.app.window.theme.FIGURE_COLOURS).
+    images in the figure `theme` (light, print-ready, or dark; see explorer.app.window.theme.FIGURE_COLOURS),
+    their text `text_scale` times its size for the image (File ▸ Export Figure Text Size).
     One head's image draws `picture` (figures.head_picture) where it is computed already; `size` None is
     default_size's."""
     path = Path(path)
@@ -156,7 +158,8 @@ def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str
 
     size = size or default_size(trace.model, layer, head)
     check_image_size(*size)                         # before anything is drawn (views.image_limits)
-    figure = attention_figure(trace, layer, head, size[0], size[1], step, values, log, cross, theme, picture)
+    figure = attention_figure(trace, layer, head, size[0], size[1], step, values, log, cross, theme, picture,
+                              text_scale)
     try:
         return save_figure(figure, path, *size)
     finally:
@@ -211,17 +214,27 @@ def _check_indices(trace: Trace, layer, head) -> None:
 
 
 # ----- dialogs (the GUI side of the same functions) ---------------------------------------------
-def figure_theme(widget=None) -> str:
-    """The figure theme chosen (File ▸ Dark Export Figures) in the window that holds `widget`, else in
-    the person's settings: 'light' unless 'dark'."""
+def figure_settings(widget=None):
+    """The AppSettings of the window that holds `widget`, else the person's."""
     from explorer.app.window.settings import AppSettings
 
     while widget is not None:
         settings = getattr(widget, "settings", None)
         if isinstance(settings, AppSettings):
-            return settings.figure_theme
+            return settings
         widget = widget.parent()
-    return AppSettings().figure_theme
+    return AppSettings()
+
+
+def figure_theme(widget=None) -> str:
+    """The figure theme chosen (File ▸ Dark Export Figures) in the window that holds `widget`, else in
+    the person's settings: 'light' unless 'dark'."""
+    return figure_settings(widget).figure_theme
+
+
+def figure_text_scale(widget=None) -> float:
+    """The text size chosen for exported figures (File ▸ Export Figure Text Size), as figure_theme."""
+    return figure_settings(widget).figure_text_scale
 
 
 def last_folder() -> str:
@@ -281,6 +294,7 @@ def ask_and_export_attention(parent, trace, layer, head, raw: bool = False, **op
     target = ask_attention_target(parent, layer, head, raw, model=trace.model)
     if target is not None:
         path, size, theme = target
+        options.setdefault("text_scale", figure_text_scale(parent))
         run_reporting(parent, lambda: export_attention(trace, path, layer, head, size=size, theme=theme, **options))
 
 
@@ -290,6 +304,7 @@ def ask_and_export_frames(parent, trace, layer, head, **options) -> None:
     size = ask_size(parent) if path is not None else None
     if path is not None and size is not None:
         theme = figure_theme(parent)
+        options.setdefault("text_scale", figure_text_scale(parent))
         run_reporting(parent, lambda: export_frames(trace, path, layer, head, size=size, theme=theme, **options))
 
 

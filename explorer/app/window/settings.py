@@ -16,6 +16,7 @@ APPLICATION = "explorer"        # the same file explorer.app.figures.export keep
 MAX_RECENT = 8
 THEMES = ("system", "light", "dark")
 FIGURE_THEMES = ("light", "dark")   # explorer.app.window.theme.FIGURE_COLOURS; exported figures are light by default
+FIGURE_TEXT_SCALES = (1.0, 1.5, 2.0)  # exported figures' text, times its size for the image (figures.font_scale)
 
 
 class AppSettings:
@@ -74,6 +75,19 @@ class AppSettings:
     @learn_seen.setter
     def learn_seen(self, seen: bool) -> None:
         self.q.setValue("learn/seen", "yes" if seen else "")
+
+    @property
+    def figure_text_scale(self) -> float:
+        """The text size of exported figures (File ▸ Export Figure Text Size), one of FIGURE_TEXT_SCALES."""
+        try:
+            scale = float(self.q.value("export/figure_text_scale", 1.0))
+        except (TypeError, ValueError):
+            return 1.0
+        return scale if scale in FIGURE_TEXT_SCALES else 1.0
+
+    @figure_text_scale.setter
+    def figure_text_scale(self, scale: float) -> None:
+        self.q.setValue("export/figure_text_scale", float(scale) if float(scale) in FIGURE_TEXT_SCALES else 1.0)
 
     # ----- models -----------------------------------------------------------------
     def recent_models(self) -> list[str]:

@@ -1,0 +1,88 @@
+"""File ▸ Export Figure Text Size reaches the exported image: the same labels, exported at 1.5× and 2×, are
+1.5 and 2 times as tall in the PNG's pixels as at the normal size (measured on the glyphs' ink, as
+tests/app/text_contrast.py finds them), and the choice is kept in the settings."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from explorer.app.figures import export
+from tests.app.shared_window import make_window
+from tests.app.synthetic_trace import WORDS, build_trace
+from tests.app.text_contrast import GLYPH_DISTANCE, background_of, label_rects, rendered
+
+SIZE = (1200, 900)
+TOLERANCE = 0.15             # hinting rounds each glyph to whole pixels
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    window = make_window(qtbot, tmp_path)
+    trace = build_trace(n_layers=2, n_heads=2, n_kv_heads=1, prompt_len=6, steps=1)
+    window.session.set_token_display(lambda token_id: WORDS[token_id % len(WORDS)])
+    window.session.set_model(trace.model)
+    window.session.set_trace(trace)
+    window.resize(1400, 900)
+    qtbot.wait(100)
+    yield window
+    window.close()
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    rects = {}
+    save = export.save_figure
+
+    def recording(figure, path, width, height):
+        rects[Path(path).name] = label_rects(figure)
+        return save(figure, path, width, height)
+
+    monkeypatch.setattr(export, "save_figure", recording)
+    return rects
+
+
+def ink_height(image: np.ndarray, rect) -> int:
+    """Rows from the top of the highest glyph pixel to the bottom of the lowest inside rect."""
+    x, y, w, h = (int(round(v)) for v in rect)
+    patch = image[max(0, y): y + h, max(0, x): x + w]
+    background = background_of(patch)
+    ink = np.abs(patch.astype(int) - background.astype(int)).max(axis=2) > GLYPH_DISTANCE
+    rows = np.flatnonzero(ink.any(axis=1))
+    return int(rows[-1] - rows[0] + 1) if rows.size else 0
+
+
+def exported_title_px(window, recorded, monkeypatch, path: Path, choice: str) -> int:
+    action = next(a for a in window.menus.figure_text.actions() if a.text().replace("&", "").startswith(choice))
+    action.trigger()
+    monkeypatch.setattr(export, "ask_path", lambda *a, **k: path)
+    monkeypatch.setattr(export, "ask_size", lambda parent, default=None: SIZE)
+    window.menus.export_focused_panel()                 # Ctrl+E: the attention panel's head map
+    assert path.exists()
+    title = next(rect for what, rect in recorded[path.name] if what.startswith("title"))
+    return ink_height(rendered(path, SIZE), title)
+
+
+@pytest.mark.parametrize("choice, scale", [("Large", 1.5), ("Largest", 2.0)])
+def test_the_chosen_text_size_reaches_the_exported_labels(window, recorded, monkeypatch, tmp_path, choice, scale):
+    normal = exported_title_px(window, recorded, monkeypatch, tmp_path / "normal.png", "Normal")
+    larger = exported_title_px(window, recorded, monkeypatch, tmp_path / "larger.png", choice)
+    assert normal >= 8, f"the normal title's ink is {normal} px tall"
+    assert abs(larger / normal - scale) <= TOLERANCE * scale, f"{choice}: {larger} px against {normal} px"
+    assert window.settings.figure_text_scale == scale
+
+
+def test_every_step_exports_at_the_chosen_size(window, recorded, monkeypatch, tmp_path):
+    heights = {}
+    for choice in ("Normal", "Largest"):
+        next(a for a in window.menus.figure_text.actions() if a.text().replace("&", "").startswith(choice)).trigger()
+        path = tmp_path / choice / "frame.png"
+        path.parent.mkdir()
+        monkeypatch.setattr(export, "ask_path", lambda *a, **k: path)
+        monkeypatch.setattr(export, "ask_size", lambda parent, default=None: SIZE)
+        export.ask_and_export_frames(window.docks["attention"].widget(), window.session.trace, 0, 0)
+        first = path.with_name("frame_0000.png")
+        title = next(rect for what, rect in recorded[first.name] if what.startswith("title"))
+        heights[choice] = ink_height(rendered(first, SIZE), title)
+    assert abs(heights["Largest"] / heights["Normal"] - 2.0) <= TOLERANCE * 2.0, heights
