@@ -92,6 +92,9 @@ class Run:
         return view.trace.attention_head(layer, head, view.step, view.cross).astype(np.float32)
 
     def _view(self, layer: int, head: int, step: int | None, kind: str) -> trace_views.View:
+        for value, what in ((layer, "layer"), (head, "head"), (step, "step")):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
+                raise ExplorerError(f"{what} must be an integer, not {value!r}")
         kinds = trace_views.kinds_of(self.trace.model)
         if kind not in kinds:
             raise ExplorerError(f"attention kind {kind!r} is not one of {', '.join(kinds)} for {self.model.name}")

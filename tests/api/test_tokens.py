@@ -48,3 +48,11 @@ def test_a_list_where_one_prompt_is_expected_is_one_sentence(bundled):
     runs = bundled.run(["To be", "or not"])
     assert [r.ids.tolist() for r in runs] == [bundled.encode("To be").tolist(), bundled.encode("or not").tolist()]
     assert isinstance(bundled.encode(np.array([1, 2])), np.ndarray)
+
+
+def test_a_layer_or_head_of_the_wrong_type_is_one_sentence(bundled):
+    run = bundled.run("To be")
+    with pytest.raises(explorer.ExplorerError, match="layer must be an integer"):
+        run.attention("1", 0)
+    with pytest.raises(explorer.ExplorerError, match="head must be an integer"):
+        run.attention(1, 0.5)
