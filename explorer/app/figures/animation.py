@@ -103,6 +103,7 @@ def ask_and_export_animation(parent, trace: Trace, layer, head, **options) -> No
         QApplication.processEvents()
 
     theme = export.figure_theme(parent)
+    options.setdefault("text_scale", export.figure_text_scale(parent))       # as the static frames
 
     def write() -> None:
         try:
