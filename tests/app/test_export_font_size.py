@@ -86,3 +86,28 @@ def test_every_step_exports_at_the_chosen_size(window, recorded, monkeypatch, tm
         title = next(rect for what, rect in recorded[first.name] if what.startswith("title"))
         heights[choice] = ink_height(rendered(first, SIZE), title)
     assert abs(heights["Largest"] / heights["Normal"] - 2.0) <= TOLERANCE * 2.0, heights
+
+
+def test_an_animation_draws_its_frames_at_the_chosen_size(window, qtbot, monkeypatch, tmp_path):
+    """From the Attention panel's menu at 2×: each frame is the static frame written at 2×, not at 1×."""
+    from explorer.app.figures.animation import read_animation, read_frame
+
+    next(a for a in window.menus.figure_text.actions() if a.text().replace("&", "").startswith("Largest")).trigger()
+    trace, size = window.session.trace, (480, 360)
+    selection = window.session.selection
+    target = tmp_path / "decoding.png"
+    monkeypatch.setattr(export, "ask_path", lambda *a, **k: target)
+    monkeypatch.setattr(export, "ask_size", lambda *a, **k: size)
+    attention = window.docks["attention"].widget()
+    next(a for a in attention.make_export_actions() if "animation" in a.text()).trigger()
+    qtbot.waitUntil(target.exists, timeout=20000)
+    frames = read_animation(target)
+    statics = {}
+    for scale in (1.0, 2.0):
+        folder = tmp_path / f"static{scale}"
+        folder.mkdir()
+        statics[scale] = [read_frame(p) for p in export.export_frames(
+            trace, folder / "frame.png", selection.layer, selection.head, size=size, text_scale=scale)]
+    assert len(frames) == len(statics[2.0])
+    assert all(np.array_equal(f, s) for f, s in zip(frames, statics[2.0])), "each frame is its 2× static frame"
+    assert not np.array_equal(statics[1.0][0], statics[2.0][0])
