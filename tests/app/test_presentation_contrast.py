@@ -78,3 +78,14 @@ def test_presentation_text_has_aaa_contrast(window, theme):
     presentation(window).trigger()
     settle(0.2)
     assert app.palette() == before, "off again, the colours are the theme's"
+
+
+def test_a_theme_chosen_while_presenting_stays_when_presentation_ends(window):
+    app = QApplication.instance()
+    apply_theme(app, "light", window)
+    presentation(window).trigger()
+    settle(0.2)
+    apply_theme(app, "dark", window)                    # View ▸ Theme ▸ Dark meanwhile
+    presentation(window).trigger()
+    settle(0.2)
+    assert app.palette().color(Role.Window).lightness() < 128, "the dark theme chosen is kept"

@@ -55,6 +55,7 @@ class Presentation:
         self.window = window
         self.font_before: QFont | None = None
         self.palette_before: QPalette | None = None
+        self.palette_set: QPalette | None = None
 
     @property
     def on(self) -> bool:
@@ -67,13 +68,15 @@ class Presentation:
         if on:
             self.font_before, self.palette_before = QFont(app.font()), QPalette(app.palette())
             app.setFont(scaled(self.font_before, FONT_SCALE))
-            app.setPalette(high_contrast(self.palette_before))
+            self.palette_set = high_contrast(self.palette_before)
+            app.setPalette(self.palette_set)
             if shares.maximised is None:
                 shares.toggle_maximised(focused_dock(self.window))
         else:
             app.setFont(self.font_before)
-            app.setPalette(self.palette_before)
-            self.font_before = self.palette_before = None
+            if app.palette() == self.palette_set:         # else a theme was chosen meanwhile: it stays
+                app.setPalette(self.palette_before)
+            self.font_before = self.palette_before = self.palette_set = None
             if shares.maximised is not None:
                 shares.toggle_maximised(shares.maximised[0])
         dock_layout.keep_on_screen(self.window)
