@@ -17,6 +17,7 @@ from torch import nn
 
 from explorer.core import fused_attention, path_patching
 from explorer.core import kernel as kernels
+from explorer.core.attention_maps import MaskRule
 from explorer.core.capture import AttentionCapture
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import SOFTMAX, Intervention, Kernel, LayerIntervention
@@ -53,14 +54,13 @@ class StepContext:
         """
         key = (int(kv_positions[0]), len(kv_positions), window)
         if key not in self._masks:
-            query = self.positions_np[:, None]                                  # (T, 1)
-            visible = kv_positions[None, :] <= query                            # (T, n_kv)
-            if window:
-                visible &= kv_positions[None, :] > query - window
+            rule = MaskRule.of(np.array(self.positions_np), kv_positions, window)  # causal, within W
+            visible = rule.rows(0, len(self.positions_np))                      # (T, n_kv)
             if self.sequences is not None:                                       # packed: no cache, keys = rows
                 visible &= self.sequences[:, None] == self.sequences[None, :]
+                rule = None                                                      # no longer the positions' rule
             self._masks[key] = Visibility.of(visible, self.positions_np, kv_positions, self.positions.device,
-                                             self.sequences)
+                                             self.sequences, rule)
         return self._masks[key]
 
     def site(self, layer: int, n_heads: int, where: str = "self") -> "Site | None":
@@ -71,19 +71,22 @@ class StepContext:
 class Visibility:
     """mask (T, n_kv) bool, True where query i may attend key j; `hidden` the torch tensor of the
     hidden entries (None when nothing is hidden; it may carry a batch's padding as well);
-    the absolute positions of the queries (T,) and of the keys (n_kv,), and for packed
-    sequences which one each query row belongs to."""
+    the absolute positions of the queries (T,) and of the keys (n_kv,), for packed
+    sequences which one each query row belongs to, and the MaskRule `mask` was made by
+    (None where it is not one: edited, packed; `without` drops it)."""
 
     mask: np.ndarray
     hidden: torch.Tensor | None
     queries: np.ndarray
     keys: np.ndarray
     sequences: np.ndarray | None = None
+    rule: MaskRule | None = None
 
     @staticmethod
-    def of(visible: np.ndarray, queries: np.ndarray, keys: np.ndarray, device, sequences=None) -> "Visibility":
+    def of(visible: np.ndarray, queries: np.ndarray, keys: np.ndarray, device, sequences=None,
+           rule: MaskRule | None = None) -> "Visibility":
         hidden = None if visible.all() else torch.from_numpy(~visible).to(device)
-        return Visibility(visible, hidden, queries, keys, sequences)
+        return Visibility(visible, hidden, queries, keys, sequences, rule)
 
     def without(self, hidden: np.ndarray | None) -> "Visibility":
         """This visibility with the entries of `hidden` (T, n_kv) hidden as well."""
@@ -342,7 +345,7 @@ class SelfAttention(nn.Module):
             rotated = self.rope is not None
             capture.attention(self.layer, AttentionCapture(
                 q=q, k=k, v=v, weights=weights, head_out=heads, mask=seen.mask, kv_positions=seen.keys,
-                scale=self.scale, softcap=self.softcap, kernel=site.kernel if site else SOFTMAX,
+                rule=seen.rule, scale=self.scale, softcap=self.softcap, kernel=site.kernel if site else SOFTMAX,
                 q_pre_rope=q_pre.transpose(0, 1) if rotated else None,
                 k_pre_rope=k_pre.transpose(0, 1) if rotated else None))
         return y
