@@ -111,6 +111,6 @@ class LatentAttention(nn.Module):
         keys_pre = torch.cat((keys[..., : self.d_nope], k_rope_pre.unsqueeze(0).expand(self.n_heads, -1, -1)), -1)
         capture.attention(self.layer, AttentionCapture(
             q=torch.cat((q_nope, q_rope), -1), k=keys, v=values, weights=weights, head_out=heads,
-            q_pre_rope=torch.cat((q_nope, q_rope_pre), -1), k_pre_rope=keys_pre, mask=seen.mask,
+            q_pre_rope=torch.cat((q_nope, q_rope_pre), -1), k_pre_rope=keys_pre, mask=seen.mask, rule=seen.rule,
             kv_positions=seen.keys, scale=self.scale, softcap=None, latent=latent, k_rope=k_rope,
             kernel=site.kernel if site else SOFTMAX))

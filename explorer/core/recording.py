@@ -112,14 +112,17 @@ def attention_tensors(captured: AttentionCapture, skipped=frozenset(), shared=()
 
 
 class MaskCompactor:
-    """Each step's masks as their rules (attention_maps.compact), found once per mask the layers share."""
+    """Each step's masks as their rules: the rule the pass made the mask by (StepContext.mask), else the
+    one attention_maps.compact finds, once per mask the layers share."""
 
     def __init__(self):
         self._rules: dict[int, tuple[np.ndarray, object]] = {}
 
-    def __call__(self, mask: np.ndarray, kv_positions: np.ndarray):
+    def __call__(self, mask: np.ndarray, kv_positions: np.ndarray, rule=None):
         if mask.size <= SMALL:                              # a decoding step's row: kept as it is
             return mask
+        if rule is not None:                                # carried from the pass, never guessed back
+            return rule
         known = self._rules.get(id(mask))
         if known is None or known[0] is not mask:
             known = self._rules[id(mask)] = (mask, compact(mask, kv_positions))
@@ -130,7 +133,7 @@ def attention_record(captured: AttentionCapture, arrays: dict[str, np.ndarray], 
                      **shared) -> AttentionRecord:
     """An AttentionRecord from one sublayer's capture and its converted `arrays`."""
     fields = {name: shared.get(name, arrays.get(name)) for name in OPTIONAL_FIELDS}
-    mask = (masks or MaskCompactor())(captured.mask, captured.kv_positions)
+    mask = (masks or MaskCompactor())(captured.mask, captured.kv_positions, captured.rule)
     return AttentionRecord(q=shared.get("q", arrays.get("q")), k=shared.get("k", arrays.get("k")),
                            v=shared.get("v", arrays.get("v")), weights_packed=arrays.get("weights"),
                            mask=mask, kv_positions=captured.kv_positions, scale=float(captured.scale),
