@@ -314,15 +314,27 @@ def first_load_note(entry: Pullable) -> str | None:
             f"`python -m explorer models --store` shows it and `--clear-copies` removes it.")
 
 
+COPY_SUFFIX = ".f32.safetensors"
+COPY_DISABLE_ENV = "TRANSFORMER_EXPLORER_GGUF_CACHE"
+
+
+def float32_copy_path(gguf_path: Path) -> Path | None:
+    """Where the float32 copy of a GGUF file in the store lives (beside it), or None when such a file is not
+    copied: outside the store, or with copies turned off by the environment."""
+    if os.environ.get(COPY_DISABLE_ENV, "1") == "0":
+        return None
+    path, store_home = Path(gguf_path).resolve(), home().resolve()
+    return path.with_name(path.name + COPY_SUFFIX) if store_home in path.parents else None
+
+
 def first_load_notice(reference: str) -> str | None:
     """Said while a pulled GGUF model loads for the first time (its float32 copy is not written yet), else None.
 
     Cheap enough for the GUI thread: two stat calls, no file is read."""
-    from explorer.core.loaders import gguf_copy
-
     entry = PULLABLE.get(reference)
     path = pulled_path(reference) if entry is not None and entry.first_load_bytes else None
-    if path is None or gguf_copy.cache_path(path) is None or gguf_copy.cache_path(path).exists():
+    copy = float32_copy_path(path) if path is not None else None
+    if copy is None or copy.exists():
         return None
     from explorer.core.units import human_bytes
 

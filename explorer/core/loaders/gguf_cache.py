@@ -18,7 +18,9 @@ from pathlib import Path
 import torch
 
 from explorer.core.loaders import gguf_copy
-from explorer.core.loaders.gguf_copy import DISABLE_ENV, SUFFIX, VERSION, cache_path, fingerprint  # noqa: F401
+from explorer.core.loaders.gguf_copy import VERSION, cache_path, fingerprint  # noqa: F401
+from explorer.core.store import COPY_DISABLE_ENV as DISABLE_ENV  # noqa: F401
+from explorer.core.store import COPY_SUFFIX as SUFFIX  # noqa: F401
 
 
 def load(gguf_path: Path, expected: dict[str, tuple[int, ...]]) -> dict[str, torch.Tensor] | None:

@@ -9,7 +9,6 @@ matrix (stacked.py) are read into adjacent rows of one buffer, so the model take
 """
 from __future__ import annotations
 
-import os
 import re
 import threading
 from concurrent.futures import Future
@@ -20,24 +19,13 @@ import numpy as np
 
 from explorer.core.errors import ModelLoadError
 from explorer.core.loaders.safetensors_header import read_safetensors_header
+from explorer.core.store import float32_copy_path as cache_path  # the store decides where copies live
 
 VERSION = "1"
-SUFFIX = ".f32.safetensors"
-DISABLE_ENV = "TRANSFORMER_EXPLORER_GGUF_CACHE"
 
 # Weights the model stacks, by name pattern and the order of their rows.
 STACKED = (re.compile(r"(.*\.self_attn\.)(q|k|v)_proj\.weight$"), ("q", "k", "v")), \
           (re.compile(r"(.*\.mlp\.)(gate|up)_proj\.weight$"), ("gate", "up"))
-
-
-def cache_path(gguf_path: Path) -> Path | None:
-    """Where the copy of `gguf_path` lives, or None when that file is not cached."""
-    from explorer.core import store
-
-    if os.environ.get(DISABLE_ENV, "1") == "0":
-        return None
-    path, home = Path(gguf_path).resolve(), store.home().resolve()
-    return path.with_name(path.name + SUFFIX) if home in path.parents else None
 
 
 def fingerprint(gguf_path: Path) -> dict[str, str]:
