@@ -72,3 +72,9 @@ def test_one_stop_per_panel(tmp_path):
              stops[1].__class__(**{**stops[1].__dict__, "panels": ("tokens",)}))
     with pytest.raises(ExplorerError, match="tokens"):
         stop_of_panel(twice)
+
+
+def test_help_lists_the_question_mark(window):
+    from explorer.app.window.panel_tips import shortcut_rows
+
+    assert any("?" in gesture and "Learn" in does for does, gesture in shortcut_rows(window))

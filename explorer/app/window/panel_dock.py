@@ -25,7 +25,8 @@ class PanelDock(QDockWidget):
     """
 
     maximise_requested = Signal(QDockWidget)
-    gestures = (("Double-click a panel's title", "Maximise the panel to the window; again to restore"),)
+    gestures = (("Double-click a panel's title", "Maximise the panel to the window; again to restore"),
+                ("Click ? on a panel's title", "Open the Learn path at the stop that explains the panel"))
 
     def __init__(self, title: str, parent: QWidget, build: Callable[[], QWidget] | None = None) -> None:
         super().__init__(title, parent)
