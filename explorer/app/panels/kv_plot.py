@@ -62,6 +62,7 @@ class BytesPlot(pg.GraphicsLayoutWidget):
         for col, dtype in enumerate(DTYPES):
             plot = self.addPlot(row=1, col=col, title=dtype if dtype != "int8" else "8-bit")
             plot.setLabels(bottom="tokens")
+            plot.getAxis("left").enableAutoSIPrefix(False)       # "MiB (x0.001)": the unit is chosen in draw()
             plot.showGrid(x=True, y=True, alpha=0.2)
             if col:
                 plot.setYLink(self.plots[DTYPES[0]])
