@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyqtgraph as pg
 from PySide6.QtCore import QPoint, QSize, Qt
 from PySide6.QtGui import QImage
 from PySide6.QtTest import QTest
@@ -33,6 +34,7 @@ from explorer.app.panels.experiments import EXPERIMENT_PANELS
 from explorer.app.panels.model_call import ModelCall
 from explorer.app.panels.why import WHY_PANELS
 from explorer.app.window.error_bar import ErrorLine
+from tests.app.layout_probe import in_sight
 from tests.app.screen_fit import fit_problems
 from tests.app.tiny_model import make_tokenizer
 
@@ -121,6 +123,17 @@ class Journey:
         self.check_panels(where)
         problems = fit_problems(self.window, self.screen)
         assert not problems, f"{where}: " + "; ".join(problems)
+        self.check_axis_units(where)
+
+    def check_axis_units(self, where: str) -> None:
+        """No axis a person sees is rescaled behind its unit: "MiB (x0.001)" beside a plot in MiB."""
+        for name, dock in self.window.docks.items():
+            if not in_sight(dock):
+                continue
+            for view in dock.widget().findChildren(pg.GraphicsView):
+                for item in view.items() if in_sight(view) else []:
+                    if isinstance(item, pg.AxisItem) and item.isVisible() and "(x" in item.labelString():
+                        raise AssertionError(f"{where}: {name} has an axis labelled {item.labelString()!r}")
 
     def check_error_lines(self, where: str, errors: tuple[str, ...]) -> None:
         for line in self.window.findChildren(ErrorLine):
