@@ -109,8 +109,8 @@ def main(name: str) -> None:
     torch.set_grad_enabled(False)
     model = explorer.load(name)
     prompts, answers, wrongs = prompts_and_answers()
-    folder = tempfile.mkdtemp()
-    hf = transformers.AutoModelForCausalLM.from_pretrained(model.save_hf(folder), dtype=torch.float32).eval()
+    with tempfile.TemporaryDirectory() as folder:           # the weights are read in; the copy goes
+        hf = transformers.AutoModelForCausalLM.from_pretrained(model.save_hf(folder), dtype=torch.float32).eval()
     batch = torch.as_tensor(np.stack([model.encode(p) for p in prompts]))
     target = torch.tensor([model.to_single_token(a) for a in answers])
     against = torch.tensor([model.to_single_token(w) for w in wrongs])

@@ -18,7 +18,6 @@ from explorer.views import trace_views
 
 if TYPE_CHECKING:
     from explorer.api import Model
-    from explorer.core.attribution import Attribution
     from explorer.core.trace import Trace
     from explorer.plots import AttentionFigure
 
