@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from tests.app.test_window import dialogs, idle, new_window, opened, store_home, tiny  # noqa: F401
+from tests.app.test_window import idle, new_window, opened, store_home  # noqa: F401
 
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 

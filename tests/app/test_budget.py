@@ -9,7 +9,7 @@ import pytest
 from PySide6.QtWidgets import QInputDialog, QMessageBox
 
 from explorer.app.run.trace_budget import DEFAULT_BUDGET, TraceCost, TraceMeter
-from tests.app.test_window import PROMPT, dialogs, idle, new_window, opened, step, store_home  # noqa: F401
+from tests.app.test_window import PROMPT, idle, new_window, opened, step, store_home  # noqa: F401
 from tests.app.tiny_model import make_tiny_llama
 
 import torch  # noqa: E402, F401  (missing, the run fails, never skips)

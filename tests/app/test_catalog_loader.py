@@ -11,7 +11,7 @@ from explorer.app.window.menus import about_html
 from explorer.app.window.model_refs import ModelChoice
 from explorer.app.window.settings import AppSettings
 from explorer.core.errors import ExplorerError
-from tests.app.test_window import dialogs, idle, store_home, tiny  # noqa: F401
+from tests.app.test_window import idle, store_home  # noqa: F401
 
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.app.test_encdec_app import make_tiny_bert
-from tests.app.test_window import dialogs, idle, new_window, opened, store_home  # noqa: F401
+from tests.app.test_window import idle, new_window, opened, store_home  # noqa: F401
 
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 

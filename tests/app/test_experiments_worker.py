@@ -9,7 +9,7 @@ from explorer.app.thread.core_api import CoreApi
 from explorer.app.thread.requests import Load, RequestQueue, SetIntervention, SetSampling, Step
 from explorer.app.thread.worker import ModelWorker
 from explorer.core.intervention import HeadAblation, Intervention, Kernel, KernelChoice
-from tests.app.test_window import PROMPT, dialogs, idle, opened, step, store_home, tiny, window  # noqa: F401
+from tests.app.test_window import PROMPT, idle, opened, step, store_home  # noqa: F401
 from tests.app.test_worker import loaded, run
 from tests.core.tiny_checkpoints import write_hf_folder
 

@@ -21,7 +21,6 @@ from explorer.app.window.theme import apply_theme
 from tests.app.shared_window import make_window
 from tests.app.synthetic_trace import WORDS, build_trace
 from tests.app.text_contrast import glyph_contrast, label_rects, paper_luminance, rendered
-from tests.app.text_contrast import restore_palette  # noqa: F401  (a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 WCAG_AA = 4.5

@@ -14,7 +14,7 @@ from explorer.app.window import model_refs
 from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
 from explorer.cli import build_parser
-from tests.app.test_window import store_home, tiny  # noqa: F401
+from tests.app.test_window import store_home  # noqa: F401
 
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 SHAKESPEARE = "To be, or not to be, that is the question:"

@@ -11,7 +11,7 @@ from explorer.app.start import launch
 from tests.app.layout_probe import open_window
 from tests.app.screen_fit import SCREENS, assert_fits, emulated_screen, settle
 from tests.app.test_first_run import launched, prefilled  # noqa: F401
-from tests.app.test_window import store_home, tiny  # noqa: F401
+from tests.app.test_window import store_home  # noqa: F401
 
 
 def learn_shown(window) -> bool:

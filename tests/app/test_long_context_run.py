@@ -7,7 +7,7 @@ import pytest
 from PySide6.QtWidgets import QPushButton
 
 from explorer.app.run import budget_dialog
-from tests.app.test_window import dialogs, idle, opened, store_home, window  # noqa: F401
+from tests.app.test_window import idle, opened, store_home  # noqa: F401
 from tests.core.tiny_checkpoints import LLAMA_CONFIG, write_hf_folder
 
 N = 8000

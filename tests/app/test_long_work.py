@@ -11,7 +11,7 @@ from explorer.app.run.trace_budget import TraceCost
 from explorer.app.state.session_file import SessionState
 from explorer.app.thread.requests import Prefill
 from tests.app.test_budget import LONG_PROMPT
-from tests.app.test_window import PROMPT, dialogs, idle, opened, step, store_home, tiny, window  # noqa: F401
+from tests.app.test_window import PROMPT, idle, opened, step, store_home  # noqa: F401
 
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 

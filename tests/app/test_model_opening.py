@@ -5,7 +5,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.app.shared_window import window_recording_loads  # noqa: F401
 
 
 @pytest.fixture

@@ -16,8 +16,7 @@ from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
 from explorer.core import store
 from explorer.tools import pull_cmd
-from tests.app.test_window import dialogs, idle  # noqa: F401
-from tests.cli.test_pull_models import catalog, tiny_gguf  # noqa: F401
+from tests.app.test_window import idle
 
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from explorer.app.window.theme import apply_theme
 from tests.app.layout_probe import open_window
 from tests.app.screen_fit import settle
-from tests.app.text_contrast import contrast, glyph_contrast, restore_palette  # noqa: F401
+from tests.app.text_contrast import contrast, glyph_contrast
 
 AAA = 7.0
 Role = QPalette.ColorRole

@@ -12,7 +12,7 @@ from explorer.app.panels import NextTokenPanel
 from explorer.app.state.session import Session
 from explorer.app.window.theme import apply_theme
 from tests.app.synthetic_trace import WORDS, build_trace
-from tests.app.text_contrast import glyph_contrast, restore_palette  # noqa: F401  (a fixture)
+from tests.app.text_contrast import glyph_contrast
 
 
 def luminance(colour: QColor) -> float:

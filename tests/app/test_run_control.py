@@ -10,7 +10,7 @@ import threading
 from PySide6.QtCore import Qt
 
 from explorer.app.run.controller import AUTO_RUN_TOKENS
-from tests.app.test_window import PROMPT, dialogs, idle, new_window, opened, step, store_home, tiny, window  # noqa: F401
+from tests.app.test_window import PROMPT, idle, new_window, opened, step, store_home  # noqa: F401
 from tests.app.tiny_model import CORPUS, make_tiny_llama
 
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)

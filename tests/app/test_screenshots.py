@@ -8,7 +8,7 @@ from PySide6.QtGui import QGuiApplication, QImage
 from explorer.app.panels import ALL_PANELS
 from explorer.app.start import screenshots
 from tests.app.synthetic_trace import build_trace
-from tests.app.test_window import store_home, tiny  # noqa: F401
+from tests.app.test_window import store_home  # noqa: F401
 
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 

@@ -18,7 +18,7 @@ from explorer.app.panels.experiments import EXPERIMENT_PANELS
 from explorer.app.panels.why import WHY_PANELS
 from explorer.core.intervention import HeadAblation, Intervention
 from tests.app.test_encdec_app import make_tiny_bert
-from tests.app.test_window import dialogs, idle, new_window, store_home  # noqa: F401
+from tests.app.test_window import idle, new_window, store_home  # noqa: F401
 from tests.app.tiny_model import make_tiny_llama
 
 import transformers  # noqa: E402,F401  (the tiny models are written with it; missing, the run fails, never skips)

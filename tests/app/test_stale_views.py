@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from explorer.app.panels.base import Panel
-from tests.app.test_window import PROMPT, dialogs, idle, new_window, opened, step, store_home, tiny  # noqa: F401
+from tests.app.test_window import PROMPT, idle, new_window, opened, step, store_home  # noqa: F401
 from tests.app.tiny_model import make_tiny_llama
 
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)

@@ -6,7 +6,6 @@ from explorer.app.window import pull_dialog
 from explorer.app.window.model_picker import ModelToolbar
 from explorer.app.window.model_refs import ModelChoice
 from explorer.core import store
-from tests.cli.test_pull_models import catalog, tiny_gguf  # noqa: F401
 
 
 def test_the_picker_names_the_variant_of_a_catalog_model(qtbot):

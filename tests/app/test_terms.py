@@ -5,7 +5,6 @@ import pytest
 from PySide6.QtWidgets import QMessageBox
 
 from explorer.app.window import model_refs
-from tests.app.shared_window import window_recording_loads  # noqa: F401
 from explorer.core import store
 
 

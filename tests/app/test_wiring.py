@@ -11,7 +11,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 
-from tests.app.test_window import PROMPT, dialogs, idle, new_window, opened, step, store_home, tiny  # noqa: F401
+from tests.app.test_window import PROMPT, idle, new_window, opened, step, store_home  # noqa: F401
 
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
