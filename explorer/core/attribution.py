@@ -57,11 +57,17 @@ class Attribution:
 
     def largest(self, k: int = 12) -> list[tuple[str, float]]:
         """The k parts of largest |contribution|, named "embed", "L3.H5", "MLP 3", "rest"."""
-        parts = [("embed", self.embed), ("rest", self.rest)]
-        parts += [(f"MLP {layer}", float(value)) for layer, value in enumerate(self.mlp)]
-        parts += [(f"L{layer}.H{head}", float(self.heads[layer, head]))
-                  for layer in range(self.heads.shape[0]) for head in range(self.heads.shape[1])]
-        return sorted(parts, key=lambda part: -abs(part[1]))[:k]
+        return largest_parts(self, k)
+
+
+def largest_parts(parts, k: int) -> list[tuple[str, float]]:
+    """The k parts of an attribution (anything with embed, rest, mlp (L,) and heads (L, H)) of largest
+    |contribution|, named "embed", "L3.H5", "MLP 3", "rest"."""
+    named = [("embed", float(parts.embed)), ("rest", float(parts.rest))]
+    named += [(f"MLP {layer}", float(value)) for layer, value in enumerate(parts.mlp)]
+    named += [(f"L{layer}.H{head}", float(parts.heads[layer, head]))
+              for layer in range(parts.heads.shape[0]) for head in range(parts.heads.shape[1])]
+    return sorted(named, key=lambda part: -abs(part[1]))[:k]
 
 
 @dataclass(frozen=True)

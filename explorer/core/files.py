@@ -141,3 +141,15 @@ def _remove_quietly(temporary: str) -> None:
         pass
     except OSError:
         pass                # cannot remove it either (the folder turned read-only): nothing more to do
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` may still be running (one that cannot be asked, or an absurd pid, counts as
+    alive, so that its files are never taken from it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True
+    return True

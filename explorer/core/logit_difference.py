@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from explorer.core.attribution import attribute_capture, capture_at, check_request
+from explorer.core.attribution import attribute_capture, capture_at, check_request, largest_parts
 
 
 @dataclass(frozen=True)
@@ -39,11 +39,7 @@ class LogitDifference:
 
     def largest(self, k: int = 12) -> list[tuple[str, float]]:
         """The k parts of largest |contribution|, named "embed", "L3.H5", "MLP 3", "rest"."""
-        parts = [("embed", self.embed), ("rest", self.rest)]
-        parts += [(f"MLP {layer}", float(value)) for layer, value in enumerate(self.mlp)]
-        parts += [(f"L{layer}.H{head}", float(self.heads[layer, head]))
-                  for layer in range(self.heads.shape[0]) for head in range(self.heads.shape[1])]
-        return sorted(parts, key=lambda part: -abs(part[1]))[:k]
+        return largest_parts(self, k)
 
     def as_json(self) -> dict:
         return {"position": self.position, "target_id": self.target_id, "against_id": self.against_id,

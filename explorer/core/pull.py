@@ -233,7 +233,7 @@ def remove_stale_work_folders(root: Path) -> list[Path]:
     removed = []
     for path in root.glob(f"{WORK_PREFIX}*"):
         pid = _pid_of(path.name)
-        if path.is_dir() and (pid is None or pid != os.getpid() and not _alive(pid)):
+        if path.is_dir() and (pid is None or pid != os.getpid() and not files.process_alive(pid)):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed
@@ -245,15 +245,6 @@ def _pid_of(name: str) -> int | None:
             return int(part)
     return None
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, OSError):
-        return True
-    return True
 
 
 def _install(entry: store.Pullable, work: Path, folder: Path) -> None:

@@ -18,6 +18,7 @@ from PySide6.QtCore import QObject, QTimer
 
 from explorer.app.state.session_state import (FORMAT, VERSION, SessionFileError,  # noqa: F401 (re-exported)
                                               SessionState, load, save, write_atomically)
+from explorer.core import files
 from explorer.core.errors import ExplorerError
 
 AUTOSAVE_PREFIX = "autosave-session"
@@ -150,7 +151,7 @@ def _crashed_state(path: Path, notices: list[str], in_use: set[Path]) -> Session
     except (OSError, ValueError, ExplorerError, RecursionError) as error:
         notices.append(_set_aside(path, error))
         return None
-    if path in in_use or pid is not None and pid != os.getpid() and _alive(pid):
+    if path in in_use or pid is not None and pid != os.getpid() and files.process_alive(pid):
         return None                      # another window, still running
     return state
 
@@ -180,12 +181,3 @@ def _mtime(path: Path) -> float:
     except OSError:
         return 0.0
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, OSError):
-        return True
-    return True
