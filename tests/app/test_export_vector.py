@@ -125,3 +125,87 @@ def test_the_grid_says_block_maxima_only_when_its_tiles_are(qtbot):
     assert any("block maxima" in title for title in titles(long))
     short.close()
     long.close()
+
+
+def cell_rects(svg_path) -> list[dict]:
+    """The filled rectangles of the heat map's cells as an SVG parser reads them, with their ancestors."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(svg_path).getroot()
+    cells = [g for g in root.iter("{http://www.w3.org/2000/svg}g") if g.get("id", "").startswith("VectorCells")]
+    assert cells, "no group of vector cells in the SVG"
+    parents = {child: parent for parent in root.iter() for child in parent}
+    rects = []
+    for rect in cells[0].iter("{http://www.w3.org/2000/svg}rect"):
+        chain, node = [], rect
+        while node in parents:
+            node = parents[node]
+            chain.append(node)
+        rects.append({"rect": rect, "ancestors": chain})
+    return rects
+
+
+def test_svg_cells_are_page_rectangles_with_their_own_fill(qtbot, tmp_path):
+    import matplotlib
+
+    trace, size = build_trace(n_layers=1, n_heads=2, prompt_len=7), (700, 600)
+    path = tmp_path / "head.svg"
+    export.export_attention(trace, path, 0, 1, size=size)
+    weights = export.raw_attention(trace, 0, 1, None, "weights", False)
+    viridis = matplotlib.colormaps["viridis"]               # the figure's colour map, from 0 to the maximum
+    figure = attention_figure(trace, 0, 1, *size)
+    view = figure.heatmaps[0].plot.getViewBox()
+    rects = cell_rects(path)
+    drawn = svg_pixels(path, size)
+    for r in range(trace.n_tokens):
+        for c in range(r + 1):                               # the causal cells; the others are masked
+            # the axes put token i's cell centred on i
+            top_left = view.mapViewToScene(QPointF(c - 0.5, r - 0.5))
+            bottom_right = view.mapViewToScene(QPointF(c + 0.5, r + 0.5))
+            centre = (top_left + bottom_right) / 2
+            holding = [e for e in rects if float(e["rect"].get("x")) <= centre.x() <= float(e["rect"].get("x"))
+                       + float(e["rect"].get("width")) and float(e["rect"].get("y")) <= centre.y()
+                       <= float(e["rect"].get("y")) + float(e["rect"].get("height"))]
+            assert len(holding) == 1, f"cell ({r}, {c}) at {centre} is not one rectangle in page coordinates"
+            rect, ancestors = holding[0]["rect"], holding[0]["ancestors"]
+            assert abs(float(rect.get("y")) - top_left.y()) < 0.6
+            assert abs(float(rect.get("height")) - (bottom_right.y() - top_left.y())) < 0.6
+            assert not any(a.get("transform") for a in ancestors), "a cell drawn through an enclosing transform"
+            expected = QColor.fromRgbF(*viridis(weights[r, c] / np.nanmax(weights))[:3])
+            assert near(QColor(rect.get("fill")), expected), f"cell ({r}, {c}): {rect.get('fill')} {expected.name()}"
+            at = drawn.pixelColor(int(centre.x()), int(centre.y()))
+            assert near(at, expected), f"Qt draws cell ({r}, {c}) {at.name()}, not {expected.name()}"
+    figure.close()
+
+
+def test_svg_colour_bar_is_page_rectangles_and_no_clip_hides_the_cells(qtbot, tmp_path):
+    import xml.etree.ElementTree as ET
+
+    path = tmp_path / "head.svg"
+    export.export_attention(build_trace(n_layers=1, n_heads=2, prompt_len=7), path, 0, 1, size=(700, 600))
+    root = ET.parse(path).getroot()
+    groups = [g for g in root.iter("{http://www.w3.org/2000/svg}g") if g.get("id", "").startswith("VectorCells")]
+    assert len(groups) == 2                                  # the map and its colour bar
+    bar = list(groups[1].iter("{http://www.w3.org/2000/svg}rect"))
+    assert len(bar) > 16 and all(r.get("fill", "none") != "none" and float(r.get("width")) > 1 for r in bar)
+    heights = sorted(float(r.get("height")) for r in bar)
+    assert heights[0] > 0.5 and float(bar[0].get("x")) > 0.6 * 700    # in page units, right of the map
+    parents = {child: parent for parent in root.iter() for child in parent}
+    for group in groups:                                     # ImageMagick's own reader draws nothing clipped
+        node = group
+        while node in parents:
+            node = parents[node]
+            assert node.get("clip-path") is None, "the cells sit inside a clip-path"
+
+
+def test_rotated_labels_are_anchored_on_the_page(qtbot, tmp_path):
+    import xml.etree.ElementTree as ET
+
+    path = tmp_path / "head.svg"
+    export.export_attention(build_trace(n_layers=1, n_heads=2, prompt_len=7), path, 0, 1, size=(700, 600))
+    texts = {t.text.strip(): t for t in ET.parse(path).getroot().iter("{http://www.w3.org/2000/svg}text") if t.text}
+    query = texts["query"]
+    assert "rotate(-90)" in query.get("transform", ""), "the query label is not rotated on its own"
+    assert (query.get("x"), query.get("y")) == ("0", "0")
+    x, y = (float(v) for v in query.get("transform").split("translate(")[1].split(")")[0].split(","))
+    assert 0 < x < 0.1 * 700 and 0.3 * 600 < y < 600, (x, y)

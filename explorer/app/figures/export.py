@@ -16,7 +16,7 @@ import numpy as np
 from pyqtgraph.exporters import ImageExporter, SVGExporter
 from PySide6.QtCore import QSettings
 
-from explorer.app.figures.vector_cells import vector_cells
+from explorer.app.figures.vector_cells import page_coordinates, vector_cells
 from explorer.core import files
 from explorer.core.errors import ExplorerError
 from explorer.core.trace import Trace
@@ -113,7 +113,7 @@ def save_figure(figure, path: Path, width: int, height: int) -> Path:
         exporter.parameters()["width"] = float(width)
         exporter.parameters().param("height").setValue(float(height), blockSignal=exporter.heightChanged)
         with vector_cells(figure):                  # cells as rectangles, not a tiny embedded raster
-            svg = exporter.export(toBytes=True).decode("utf-8")
+            svg = page_coordinates(exporter.export(toBytes=True).decode("utf-8"))
         # crispEdges: neighbouring cells meet without the hairline seams that antialiasing draws between them
         svg = re.sub(r"<svg ", f'<svg width="{int(width)}" height="{int(height)}" shape-rendering="crispEdges" ',
                      svg, count=1)

@@ -5,9 +5,15 @@ pixels for 17 tokens), which librsvg draws blurred when scaled up and ImageMagic
 SVG is written, each image of at most MAX_VECTOR_CELLS cells is drawn instead as one rectangle per run
 of equal colours in a row: sharp at any zoom, and readable by any SVG reader. A larger image stays a
 raster (a quarter of a million rectangles would make a file no reader opens comfortably).
+
+Qt's SVG generator writes each rectangle as a unit square whose fill and matrix(...) scaling sit on an
+enclosing <g>, and rotated text inside a rotated <g> at an offset. ImageMagick's own reader (MSVG) draws
+neither; page_coordinates rewrites both into the plainest form every SVG reader draws.
 """
 from __future__ import annotations
 
+import math
+import re
 from contextlib import contextmanager
 
 import pyqtgraph as pg
@@ -91,3 +97,110 @@ def vector_cells(figure):
             if cells.scene() is not None:
                 cells.scene().removeItem(cells)
             item.setVisible(True)
+
+
+_NUMBER = r"-?[0-9.]+(?:e-?[0-9]+)?"
+_MATRIX = re.compile(r'\stransform="matrix\(' + ",".join([f"({_NUMBER})"] * 6) + r'\)"')
+_FILLED_GROUP = re.compile(r'<g ([^>]*\bfill="(#[0-9a-fA-F]{6})"[^>]*)>((?:\s*<rect [^>]*/>)+)\s*</g>')
+_TEXT_GROUP = re.compile(r'<g ([^>]*)>((?:\s*<text [^>]*>[^<]*</text>)+)\s*</g>')
+_RECT = re.compile(r'<rect ([^>]*)/>')
+_ATTRIBUTE = r'\b{}="([^"]*)"'
+
+
+def _attribute(tag: str, name: str, default: str = "") -> str:
+    found = re.search(_ATTRIBUTE.format(name), tag)
+    return found.group(1) if found else default
+
+
+def _matrix(attributes: str) -> tuple[float, ...] | None:
+    """(a, b, c, d, e, f) of a transform="matrix(...)": page = (a x + c y + e, b x + d y + f)."""
+    found = _MATRIX.search(attributes)
+    return None if found is None else tuple(float(v) for v in found.groups())
+
+
+def _page_rects(group: re.Match) -> str:
+    """An axis-aligned group of filled unit rectangles as rectangles in page units, each with its fill."""
+    attributes, fill, rects = group.groups()
+    matrix = _matrix(attributes) or (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
+    a, b, c, d, e, f = matrix
+    if b or c:                                       # a rotated cell: no such thing in a heat map; leave it
+        return group.group(0)
+    opacity = _attribute(attributes, "fill-opacity", "1")
+    out = []
+    for rect in _RECT.findall(rects):
+        x, y = (float(_attribute(rect, k, "0")) for k in ("x", "y"))
+        w, h = (float(_attribute(rect, k, "0")) for k in ("width", "height"))
+        x0, x1 = sorted((a * x + e, a * (x + w) + e))          # a negative scale (the colour bar's
+        y0, y1 = sorted((d * y + f, d * (y + h) + f))          # upward axis) flips the corners
+        out.append(f'<rect x="{x0:.6g}" y="{y0:.6g}" width="{x1 - x0:.6g}" height="{y1 - y0:.6g}" '
+                   f'fill="{fill}" fill-opacity="{opacity}" stroke="none"/>')
+    return "\n".join(out)
+
+
+def _anchored_text(group: re.Match) -> str:
+    """Rotated text: each <text> carries translate(anchor) rotate(angle) and sits at (0, 0), so that a
+    reader that mishandles an offset inside a rotated group still puts it at its anchor on the page."""
+    attributes, texts = group.groups()
+    matrix = _matrix(attributes)
+    if matrix is None or not matrix[1]:
+        return group.group(0)
+    a, b, c, d, e, f = matrix
+    angle = math.degrees(math.atan2(b, a))
+
+    def anchor(text: re.Match) -> str:
+        tag = text.group(1)
+        x, y = float(_attribute(tag, "x", "0")), float(_attribute(tag, "y", "0"))
+        px, py = a * x + c * y + e, b * x + d * y + f
+        tag = re.sub(r'\b(x|y)="[^"]*"', lambda m: f'{m.group(1)}="0"', tag)
+        return f'<text transform="translate({px:.6g},{py:.6g}) rotate({angle:.6g})" {tag}>'
+
+    return "<g " + _MATRIX.sub("", attributes) + ">" + re.sub(r"<text ([^>]*)>", anchor, texts) + "</g>"
+
+
+_CLIP_RECT = re.compile(r'<clipPath id="([^"]+)">\s*<path [^>]*\bd="M({0}),({0}) L({0}),\3 L\4,({0}) L\2,\5 L\2,\3 ?"'
+                        .format(_NUMBER))
+_CLIPPED = re.compile(r'<g clip-path="url\(#([^)]+)\)">')
+_PAGE_RECT = re.compile(r'<rect x="([^"]+)" y="([^"]+)" width="([^"]+)" height="([^"]+)" (fill="#)')
+
+
+def _group_end(svg: str, start: int) -> int:
+    """The index just past the </g> that closes the <g> opened at `start`."""
+    depth = 0
+    for tag in re.finditer(r"<g\b|</g>", svg[start:]):
+        depth += 1 if tag.group(0) != "</g>" else -1
+        if depth == 0:
+            return start + tag.end()
+    return len(svg)
+
+
+def _clip_to(box: tuple[float, ...], body: str) -> str:
+    """The page rectangles of `body` cut to the box (x0, y0, x1, y1); one wholly outside it dropped."""
+    def cut(rect: re.Match) -> str:
+        x, y, w, h = (float(v) for v in rect.groups()[:4])
+        x0, y0, x1, y1 = max(x, box[0]), max(y, box[1]), min(x + w, box[2]), min(y + h, box[3])
+        if x1 <= x0 or y1 <= y0:
+            return '<rect x="0" y="0" width="0" height="0" ' + rect.group(5)
+        return f'<rect x="{x0:.6g}" y="{y0:.6g}" width="{x1 - x0:.6g}" height="{y1 - y0:.6g}" ' + rect.group(5)
+    return _PAGE_RECT.sub(cut, body)
+
+
+def _unclipped(svg: str) -> str:
+    """A rectangular clip around nothing but rectangles, applied to them instead: MSVG draws nothing at
+    all inside a clip-path. Clips around curves or text stay."""
+    boxes = {m.group(1): tuple(float(m.group(i)) for i in (2, 3, 4, 5)) for m in _CLIP_RECT.finditer(svg)}
+    out, at = [], 0
+    for clip in _CLIPPED.finditer(svg):
+        if clip.start() < at or clip.group(1) not in boxes:
+            continue
+        end = _group_end(svg, clip.start())
+        body = svg[clip.end():end]
+        if set(re.findall(r"<(\w+)", body)) <= {"g", "rect"}:
+            out += [svg[at:clip.start()], "<g>", _clip_to(boxes[clip.group(1)], body)]
+            at = end
+    return "".join(out) + svg[at:]
+
+
+def page_coordinates(svg: str) -> str:
+    """`svg` with every filled rectangle in page coordinates with its own fill attribute, rotated text
+    anchored on the page, and rectangular clips of rectangles applied (see the module docstring)."""
+    return _unclipped(_TEXT_GROUP.sub(_anchored_text, _FILLED_GROUP.sub(_page_rects, svg)))
