@@ -15,9 +15,9 @@ from contextlib import contextmanager
 
 import pytest
 from PySide6.QtCore import QRect, QSize
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QMessageBox
 
-from tests.app.layout_probe import plot_boxes
+from tests.app.layout_probe import open_window, plot_boxes
 
 SCREENS = {"1366x768": QSize(1366, 768), "1920x1080": QSize(1920, 1080)}
 MIN_PLOT_PX = 120            # a plot smaller than this is a strip of ticks
@@ -63,3 +63,15 @@ def fit_problems(window, size: QSize, plots: bool = True) -> list[str]:
 def assert_fits(window, size: QSize, when: str = "", plots: bool = True) -> None:
     problems = fit_problems(window, size, plots)
     assert not problems, f"{when}: " + "; ".join(problems)
+
+
+def open_settled(tmp_path, monkeypatch, seconds: float = 0.8):
+    """The layout probe's window with a settings file of its own, settled; the warnings and notices it would
+    show are kept, as texts, in window.dialogs."""
+    shown = []
+    for kind in ("warning", "information"):
+        monkeypatch.setattr(QMessageBox, kind, lambda parent, title, text, *a: shown.append(text))
+    window = open_window(str(tmp_path / "settings.ini"))
+    window.dialogs = shown
+    settle(seconds)
+    return window

@@ -9,29 +9,17 @@ import pytest
 from PySide6.QtCore import QPoint, QSize, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QMessageBox, QTabBar
+from PySide6.QtWidgets import QTabBar
 
 from explorer.app.window.dock_shares import in_sight
-from tests.app.layout_probe import open_window
-from tests.app.screen_fit import SCREENS, assert_fits, emulated_screen, settle
+from tests.app.screen_fit import assert_fits, open_settled, settle
 
 TOLERANCE_PX = 6
 
 
-@pytest.fixture(params=list(SCREENS), ids=list(SCREENS))
-def screen(request):
-    with emulated_screen(SCREENS[request.param]) as available:
-        yield available.size()
-
-
 @pytest.fixture
 def window(qapp, tmp_path, screen, monkeypatch):
-    shown = []
-    monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text, *a: shown.append(text))
-    monkeypatch.setattr(QMessageBox, "information", lambda parent, title, text, *a: shown.append(text))
-    window = open_window(str(tmp_path / "settings.ini"))
-    window.dialogs = shown
-    settle(0.8)
+    window = open_settled(tmp_path, monkeypatch, 0.8)
     yield window
     window.close()
 

@@ -7,26 +7,16 @@ import pytest
 from PySide6.QtWidgets import QAbstractButton, QLabel, QMessageBox, QPlainTextEdit
 
 from tests.app.layout_probe import open_window
-from tests.app.screen_fit import SCREENS, assert_fits, emulated_screen, settle
+from tests.app.screen_fit import assert_fits, open_settled, settle
 
 LONG_ERROR = "RuntimeError: the conversion failed for every weight.\n" + "\n".join(
     f"While copying the parameter named layers.{i}.attn.wk.weight: Setting requires_grad=True on inference "
     f"tensor outside InferenceMode is not allowed." for i in range(30))
 
 
-@pytest.fixture(params=list(SCREENS), ids=list(SCREENS))
-def screen(request):
-    with emulated_screen(SCREENS[request.param]) as available:
-        yield available.size()
-
-
 @pytest.fixture
 def window(qapp, tmp_path, screen, monkeypatch):
-    shown = []
-    monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text, *a: shown.append(text))
-    window = open_window(str(tmp_path / "settings.ini"))
-    window.dialogs = shown
-    settle(0.6)
+    window = open_settled(tmp_path, monkeypatch, 0.6)
     yield window
     window.close()
 

@@ -8,13 +8,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from explorer.app.window.presentation import FONT_SCALE
 from tests.app.layout_probe import open_window
-from tests.app.screen_fit import SCREENS, assert_fits, emulated_screen, settle
-
-
-@pytest.fixture(params=list(SCREENS), ids=list(SCREENS))
-def screen(request):
-    with emulated_screen(SCREENS[request.param]) as available:
-        yield available.size()
+from tests.app.screen_fit import assert_fits, settle
 
 
 @pytest.fixture
