@@ -275,8 +275,8 @@ class Journey:
 
     def cancels(self) -> None:
         """Cancel what was just started: a what-if conversion, a run of an edited prompt (Stop). Neither
-        says anything in an error's words, and every panel keeps its contract (whether the trace before the
-        cancelled run stays is a race today: tests/app/test_journey_stop.py)."""
+        says anything in an error's words, and every panel keeps its contract: the trace before the cancelled
+        run stays, out of date (each moment Stop can land at: tests/app/test_journey_stop.py)."""
         w = self.window
         lab = self.raise_panel("kv_lab")
         if lab.run_button.isEnabled():
@@ -290,6 +290,7 @@ class Journey:
             w.actions.run.trigger()
             w.actions.stop.trigger()
         self.act("Run, then Stop at once", run_and_stop)
+        assert w.session.trace is not None and w.session.out_of_date, "Stop did not keep the trace before"
         self.act("Run again", w.actions.run.trigger)
         assert not w.session.out_of_date, w.session.out_of_date
 

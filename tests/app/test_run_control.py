@@ -1,5 +1,5 @@
-"""What a press does, as a person sees it: Run right after typing runs the text typed, a cancelled re-run
-keeps the trace it would have replaced, a long prompt is not run unasked when a model opens, and the
+"""What a press does, as a person sees it: Run right after typing runs the text typed, a cancelled run
+keeps the trace it would have replaced (out of date when it ran another prompt), a long prompt is not run unasked when a model opens, and the
 prefill's progress dialog closes when its trace arrives, whatever else the model thread has to do."""
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import threading
 from PySide6.QtCore import Qt
 
 from explorer.app.run.controller import AUTO_RUN_TOKENS
+from explorer.app.state.freshness import EDITED
 from tests.app.test_window import PROMPT, idle, new_window, opened, step, store_home  # noqa: F401
 from tests.app.tiny_model import CORPUS, make_tiny_llama
 
@@ -68,12 +69,31 @@ def test_cancelling_a_rerun_of_the_same_prompt_keeps_the_trace_and_steps_on_from
     assert after.steps[-1].token_ids.tolist() == [before.steps[-1].chosen_id]
 
 
-def test_cancelling_another_prompt_s_run_shows_nothing_and_says_so(qtbot, window, tiny):  # noqa: F811
-    opened(qtbot, window, tiny)
+def test_cancelling_another_prompt_s_run_keeps_the_trace_before_marked_out_of_date(qtbot, window, tiny):  # noqa: F811
+    before = opened(qtbot, window, tiny)
     window.prompt.set_text("Whether 'tis nobler")
     seen = cancel_at_the_first_layer(window)
+    notices = []
+    window.controller.notice.connect(notices.append)
     window.actions.run.trigger()
-    idle(qtbot, window, lambda: bool(seen) and window.session.trace is None)
+    idle(qtbot, window, lambda: bool(seen) and any("cancelled" in n for n in notices))
+    assert window.session.trace is before and window.session.out_of_date == EDITED
+    kind, why = window.docks["attention"].widget().view_state()
+    assert kind == "out of date" and "Run" in why
+    window.prompt.set_text(PROMPT)                            # back to the kept trace's prompt: Step continues it
+    after = step(qtbot, window)
+    assert after.n_steps == before.n_steps + 1
+    assert after.token_ids[:before.n_tokens].tolist() == before.token_ids.tolist()
+
+
+def test_cancelling_the_first_run_shows_nothing_and_says_so(qtbot, window, tiny):  # noqa: F811
+    opened(qtbot, window, tiny)
+    window.actions.reset.trigger()
+    idle(qtbot, window, lambda: window.session.trace is None)
+    seen = cancel_at_the_first_layer(window)
+    window.actions.run.trigger()
+    idle(qtbot, window, lambda: bool(seen))
+    assert window.session.trace is None
     kind, why = window.docks["attention"].widget().view_state()
     assert kind == "empty" and "Run" in why
 

@@ -82,10 +82,15 @@ class StepControl:
 
     def stop(self) -> None:
         """Pause and cancel whatever the model is doing (loading included); the panels drop their jobs, which
-        the model thread dropped from its queue."""
+        the model thread dropped from its queue. A run cancelled leaves the trace shown before on screen."""
         self.set_playing(False)
         if self.loading is not None:
             self.cancel_load()
+        elif self._awaited is not None and self.worker.busy:
+            # A run in flight: whether the model thread has begun it or not, no trace asked so far is handed
+            # on (one finishing now would replace the screen after Stop), and the trace shown stays.
+            self.worker.cancel(discard_traces=True)
+            self._keep_shown_trace()
         else:
             self.worker.cancel()
         self.session.drop_work(CANCEL)

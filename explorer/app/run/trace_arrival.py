@@ -1,16 +1,13 @@
 """The model thread's answers: a trace arrived, a run was cancelled half way, a job failed.
 
-A late trace of a model no longer shown is dropped; a cancelled re-run of the prompt shown leaves its trace
-up, and the decoder is given it back before the next step. DecodingController takes these from here.
+A late trace of a model no longer shown is dropped; a cancelled run leaves the trace shown before up (out of
+date when its prompt was another), and the decoder is given it back before the next step. DecodingController
+takes these from here.
 """
 from __future__ import annotations
 
-import numpy as np
-
-from explorer.app.state.freshness import started_from
 from explorer.app.state.session import ERROR
 from explorer.app.thread.decode_loop import replay_arguments
-from explorer.views import trace_views
 
 
 class TraceArrival:
@@ -33,15 +30,17 @@ class TraceArrival:
             self.notice.emit(self.end_of_text(trace))
 
     def _cancelled_run(self) -> None:
-        """A run cancelled before its end. A re-run of the prompt shown leaves its trace up, valid, and the
-        decoder is given it back before the next step; another prompt's leaves nothing shown, and says so."""
-        shown, asked, self._awaited = self.session.trace, self._awaited, None
-        shown_prompt = self._shown_prompt
-        if shown is not None and shown.steps and asked is not None and (
-                np.array_equal(asked, shown_prompt) if shown_prompt is not None
-                else started_from(trace_views.started_ids(shown), asked)):
-            self._lost_trace, self._run_prompt = replay_arguments(shown), shown_prompt
-            self.notice.emit("The run was cancelled; the trace of the same prompt from before stays.")
+        """A run (or a replay) the model thread stopped half way: the decoder holds nothing now."""
+        self._keep_shown_trace()
+
+    def _keep_shown_trace(self) -> None:
+        """A cancelled run leaves the trace shown before on screen, whichever prompt the run was of and
+        however far it got: the decoder is given that trace back before its next step, and the panels say
+        it is out of date when the prompt differs. With nothing shown before, nothing is shown, and it says so."""
+        shown, self._awaited = self.session.trace, None
+        if shown is not None and shown.steps:
+            self._lost_trace, self._run_prompt = replay_arguments(shown), self._shown_prompt
+            self.notice.emit("The run was cancelled; the trace from before stays.")
         else:
             self.notice.emit("The run of the prompt was cancelled; nothing is shown. Press Run to start it again.")
             self.session.set_trace(None)
