@@ -41,17 +41,20 @@ class LongExport(QObject):
         return self.job.running
 
     def ask(self, parent, trace, layer: int, head: int | str, raw: bool = False, **options) -> None:
-        """The export dialog (offering one head's exact .npy beside its images), then `start`."""
+        """The export dialog (offering one head's exact .npy beside its images), then `start`, with the
+        text size chosen for exported figures (File ▸ Export Figure Text Size)."""
         target = export.ask_attention_target(parent, layer, head, raw, exact=head != "all", model=trace.model)
         if target is not None:
             path, size, theme = target
+            options.setdefault("text_scale", export.figure_text_scale(parent))
             self.start(trace, path, layer, head, size=size, theme=theme, **options)
 
     def start(self, trace, path: Path, layer: int | str, head: int | str, step: int | None = None,
               values: str = "weights", log: bool = False, cross: bool = False, size=None,
-              theme: str = "light") -> None:
+              theme: str = "light", text_scale: float = 1.0) -> None:
         """Write one head (`head` "all": the layer's heads) to `path` (.png, .svg, .npy or .csv), its
-        costly part off the GUI thread; `layer` "all": the full grid (an image)."""
+        costly part off the GUI thread; `layer` "all": the full grid (an image); an image's text
+        `text_scale` times its size (export.export_attention)."""
         path = Path(path)
         try:
             suffix = export._suffix(path, export.IMAGE_SUFFIXES + export.DATA_SUFFIXES)
@@ -61,7 +64,8 @@ class LongExport(QObject):
             return
         from explorer.app.figures.figures import grid_picture, head_picture, layer_pictures   # (Qt: Heatmap)
 
-        options = dict(step=step, values=values, log=log, cross=cross, size=size, theme=theme)
+        options = dict(step=step, values=values, log=log, cross=cross, size=size, theme=theme,
+                       text_scale=text_scale)
         self._pending = (trace, path, layer, head, options)
         if layer == "all" and suffix in export.IMAGE_SUFFIXES:
             work = lambda cancelled: grid_picture(trace, step, values, cross, self.tiles,  # noqa: E731
