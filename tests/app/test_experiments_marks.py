@@ -78,6 +78,7 @@ def panel(qtbot, session, stepped):
 
 def test_the_before_after_names_the_position_it_compares(qtbot, panel, session, stepped):
     trace = stepped[1][0]
+    session.add_experiment(Intervention(ablations=(HeadAblation(0, 1),)))     # with none on, nothing is compared
     with qtbot.waitSignal(panel.asker.call.finished, timeout=20000):
         session.set_trace(trace)
     last = trace.n_tokens - 1
@@ -91,6 +92,7 @@ def test_at_a_long_prompt_a_step_alone_does_not_run_the_before_after_again(qtbot
     start = panel.asker.call.start
     monkeypatch.setattr(panel.asker.call, "start", lambda job, executor: asked.append(job) or start(job, executor))
     traces = stepped[1]
+    session.add_experiment(Intervention(ablations=(HeadAblation(1, 2),)))     # with none on, nothing is compared
     with qtbot.waitSignal(panel.asker.call.finished, timeout=20000):
         session.set_trace(traces[0])
     for trace in traces[1:]:                                     # three steps

@@ -25,8 +25,7 @@ def panel(qtbot, tiny):  # noqa: F811
     panel.resize(420, 640)
     panel.show()
     qtbot.waitExposed(panel)
-    with qtbot.waitSignal(panel.asker.call.finished, timeout=20000):
-        session.set_trace(tiny[1])
+    session.set_trace(tiny[1])                  # no experiment on: nothing is compared (test below)
     return panel
 
 
@@ -39,7 +38,7 @@ def test_an_ablation_shows_the_core_comparison_and_unticking_it_undoes_it(qtbot,
     from explorer.core.experiments import compare_next_token
 
     loaded, trace = tiny
-    assert panel.result.kl == 0.0                                              # nothing on yet
+    assert panel.result is None and panel.table.rowCount() == 0                # nothing on yet
     panel.layer_box.setValue(1)
     panel.head_box.setValue(2)
     _answer(qtbot, panel, lambda: panel._adding(panel._add_ablation))
@@ -52,8 +51,30 @@ def test_an_ablation_shows_the_core_comparison_and_unticking_it_undoes_it(qtbot,
     held = panel.session.comparison                                   # handed on for the Next-token panel
     assert held is not None and held[0] == Intervention(ablations=(HeadAblation(1, 2),))
     assert held[1] == tuple(int(i) for i in trace.token_ids) and held[2].kl == pytest.approx(expected.kl)
-    _answer(qtbot, panel, lambda: panel.list.item(0).setCheckState(Qt.CheckState.Unchecked))
-    assert panel.result.kl == 0.0 and not panel.experiments[0].on
+    panel.list.item(0).setCheckState(Qt.CheckState.Unchecked)
+    assert not panel.experiments[0].on and not panel.asker.call.running                # nothing asked
+    assert panel.result is None and panel.table.rowCount() == 0 and "Turn an experiment on" in panel.summary.text()
+    _answer(qtbot, panel, lambda: panel.list.item(0).setCheckState(Qt.CheckState.Checked))   # on again: asked
+    assert panel.result.kl == pytest.approx(expected.kl)
+
+
+def test_with_no_experiment_on_the_model_is_not_asked_and_the_panel_says_how_to_compare(qtbot, tiny):  # noqa: F811
+    session = Session()
+    session.set_model(tiny[0].info)
+    session.set_experiments([Experiment(Intervention(ablations=(HeadAblation(1, 2),)), on=False)])
+    panel = ExperimentsPanel(session)
+    asked = []
+    panel.executor = asked.append                 # the model thread: a job handed to it is recorded, never run
+    qtbot.addWidget(panel)
+    panel.show()
+    qtbot.waitExposed(panel)
+    session.set_trace(tiny[1])
+    panel.compare_button.click()
+    assert asked == [] and panel.result is None and not panel.compare_button.isEnabled()
+    assert panel.summary.text() == "Turn an experiment on to compare the next token before and after it."
+    assert panel.readout.text() == "0 of 1 experiment on"
+    session.set_experiments([Experiment(Intervention(ablations=(HeadAblation(1, 2),)))])
+    assert len(asked) == 1                                                    # turned on: compared at once
 
 
 def test_an_experiment_the_session_gains_is_listed_and_a_kernel_is_added_by_its_row(qtbot, panel):

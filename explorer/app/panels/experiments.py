@@ -7,7 +7,7 @@ The dock lists the experiments (explorer.core.intervention values), each with it
 the model thread redoes the trace under those that are on and decodes on under them (a branch);
 Alt-click a head in the attention grid to add its ablation (the Activation patching tab: patching_view.py).
 Below, the next token after the trace's
-last position before and after every experiment that is on: the top-k side by side, the KL
+last position before and after every experiment that is on (with none on, the model is not asked): the top-k side by side, the KL
 divergence KL(before || after) and the change of the chosen token's logit. The comparison runs on
 the model thread (explorer.core.experiments.compare_next_token), never here.
 """
@@ -31,6 +31,7 @@ from explorer.core.intervention import (Experiment, HeadAblation, HideToken, Int
 
 TOP_K = 8
 AUTO_COMPARE_TOKENS = 1024     # above: a step alone does not run the comparison again
+IDLE_TEXT = "Turn an experiment on to compare the next token before and after it."
 
 
 def parse_layers(text: str) -> tuple[int, ...] | None:
@@ -226,6 +227,9 @@ class ExperimentsPanel(Panel):
             self.summary.set_plain(f"The before/after compares next-token predictions; {trace.model.name} is "
                                    "not a decoder-only model. The experiments still apply to its attention.")
             return
+        if not any(experiment.on for experiment in self.experiments):
+            self._show_idle()               # nothing to compare: a comparison is a full pass of the model
+            return
         intervention = active(self.experiments)
         ids = tuple(int(i) for i in trace.token_ids)
         setting = (trace.model.name, json.dumps(intervention.to_json(), sort_keys=True))
@@ -237,6 +241,14 @@ class ExperimentsPanel(Panel):
         self.compared = key
         if self.asker.ask(key, CompareNextTokenJob(ids, intervention, TOP_K)):     # run by core_api, model thread
             self.readout.setText(f"running the next token after position {len(ids) - 1}, before and after…")
+
+    def _show_idle(self) -> None:
+        """No experiment on: the model is not asked, and no comparison of one turned off stays."""
+        self.asker.drop()
+        self.result, self.compared = None, None
+        self.table.setRowCount(0)
+        self.summary.set_plain(" ".join(filter(None, (self._unfit_text(), IDLE_TEXT))))
+        self.readout.setText(f"0 of {plural(len(self.experiments), 'experiment')} on")
 
     def _show_behind(self, compared: int, last: int) -> None:
         self.compare_button.setEnabled(True)
