@@ -125,7 +125,8 @@ def page_html(stop: Stop, index: int, count: int) -> str:
     """One stop as rich text: its title, its text and the questions to try, scripts drawn as in the panels'
     formulas (W^Q, d_{QK})."""
     tries = "".join(f"<li>{formula_html(question)}</li>" for question in stop.tries)
-    return (f"<p style='color:gray'>Stop {index + 1} of {count}</p><h3>{html.escape(stop.title)}</h3>"
+    # the counter in the palette's text colour (italic, not gray): Presentation holds text at 7:1 or more
+    return (f"<p><i>Stop {index + 1} of {count}</i></p><h3>{html.escape(stop.title)}</h3>"
             f"<p>{formula_html(stop.text)}</p><p><b>Try this</b></p><ul>{tries}</ul>")
 
 
