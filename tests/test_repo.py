@@ -19,7 +19,9 @@ def test_readme_shows_the_two_commands_near_the_top():
 def test_ci_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     lines = [line.strip() for line in ci.splitlines() if line.strip() and not line.strip().startswith("#")]
-    assert lines[-1] == readme_commands()[1]
+    assert readme_commands()[1] in lines                       # the README's test command, as written there
+    assert lines[-1] == "make package"                         # then the bundle and its self-test
+    assert lines.index(readme_commands()[1]) == len(lines) - 2
 
 
 def test_makefile_has_both_targets():
