@@ -1,10 +1,10 @@
 """One row per model_type: who reads its config, which weight-name table maps it, who builds it, which
 driver steps it, and what its cache holds. Everyone asks the row; nobody keeps a second list.
 
-    model_type          config reader            weights      builder            driver          cache
-    llama, smollm, ...  config.ModelConfig       weights.py   runtime (decoder)  decode.Decoder  "kv"
-    bert                config.bert_config       encoder.py   encoder            EncoderRunner   "none"
-    explorer-encdec     encdec.EncDecConfig      encdec.py    encdec             EncDecDecoder   "cross"
+    model_type          config reader            weights      builder            driver          cache    gguf
+    llama, smollm, ...  config.ModelConfig       weights.py   runtime (decoder)  decode.Decoder  "kv"     "llama"
+    bert                config.bert_config       encoder.py   encoder            EncoderRunner   "none"   "bert"
+    explorer-encdec     encdec.EncDecConfig      encdec.py    encdec             EncDecDecoder   "cross"  None
 
 The builders and drivers are named by module and attribute and imported when first used, so that
 this table imports nothing heavy and sits below every module it names (no import cycle through it).
@@ -26,6 +26,7 @@ class ModelFamily:
     builder: str            # module whose load(checkpoint, device, dtype) -> runtime.LoadedModel
     driver: str             # "module:Class" of the step driver, built as Class(loaded, record, sampling, ...)
     cache: str              # "kv": the decoder's K/V (kv_variants) | "none": no cache | "cross": K/V + cross K/V
+    gguf: str | None = None  # llama.cpp's general.architecture of this family's GGUF files, if it has one
 
     @property
     def decoder_only(self) -> bool:
@@ -36,19 +37,26 @@ class ModelFamily:
         return getattr(import_module(module), name)
 
 
-def _decoder(model_type: str, weights: str | None = None) -> ModelFamily:
-    return ModelFamily(model_type, weights or model_type, "explorer.core.runtime", "explorer.core.decode:Decoder", "kv")
+def _decoder(model_type: str, weights: str | None = None, gguf: str | None = None) -> ModelFamily:
+    return ModelFamily(model_type, weights or model_type, "explorer.core.runtime", "explorer.core.decode:Decoder", "kv",
+                       gguf)
 
 
 FAMILIES = {row.model_type: row for row in (
-    _decoder("llama"), _decoder("smollm", "llama"), _decoder("mistral"), _decoder("qwen2"), _decoder("qwen3"),
-    _decoder("gpt2"), _decoder("gemma3_text", "gemma3"), _decoder("gemma3", "gemma3"),
-    _decoder("deepseek_v2"), _decoder("deepseek_v3"),
+    _decoder("llama", gguf="llama"), _decoder("smollm", "llama"), _decoder("mistral", gguf="mistral"),
+    _decoder("qwen2", gguf="qwen2"), _decoder("qwen3", gguf="qwen3"), _decoder("gpt2", gguf="gpt2"),
+    _decoder("gemma3_text", "gemma3", gguf="gemma3"), _decoder("gemma3", "gemma3"),
+    _decoder("deepseek_v2", gguf="deepseek2"), _decoder("deepseek_v3"),
     ModelFamily("bert", "explorer.core.encoder", "explorer.core.encoder", "explorer.core.encoder:EncoderRunner",
-                "none"),
+                "none", gguf="bert"),
     ModelFamily("explorer-encdec", "explorer.core.encdec", "explorer.core.encdec",
                 "explorer.core.encdec_decode:EncDecDecoder", "cross"),
 )}
+
+
+def model_type_of_gguf(architecture: str) -> str | None:
+    """The config.json model_type of a GGUF general.architecture, or None for one no row names."""
+    return next((row.model_type for row in FAMILIES.values() if row.gguf == architecture), None)
 
 
 def family_of(hf_config: dict, source: str = "the config") -> ModelFamily:

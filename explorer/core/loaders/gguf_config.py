@@ -14,11 +14,9 @@ import math
 from explorer.core.config import GEMMA3_GLOBAL_EVERY, gemma3_layer_types
 from explorer.core.config_schema import check_config, check_field
 from explorer.core.errors import ExplorerError, ModelLoadError, UnsupportedModelError
+from explorer.core.families import model_type_of_gguf
 from explorer.core.loaders.gguf_header import GGUFHeader
 
-# GGUF general.architecture -> config.json model_type
-MODEL_TYPES = {"llama": "llama", "mistral": "mistral", "gemma3": "gemma3_text", "qwen2": "qwen2",
-               "qwen3": "qwen3", "gpt2": "gpt2", "deepseek2": "deepseek_v2", "bert": "bert"}
 # config.json key -> (GGUF key under "<arch>.", default); a None default means the key is required.
 HF_KEYS = {
     "hidden_size": ("embedding_length", None),
@@ -147,20 +145,21 @@ def config_of(header: GGUFHeader, source: str) -> dict:
 
 
 def dimensions_of(header: GGUFHeader, source: str) -> dict:
-    """The config dict of any architecture in MODEL_TYPES, as far as its metadata holds it (the KV table's input).
+    """The config dict of any architecture a family row names (families.ModelFamily.gguf), as far as its metadata holds it (the KV table's input).
 
     The full config comes first (what the engine would run); an architecture the loader does not build,
     or a detail only the weights need (such as Llama 3's rope_freqs), falls back to the keys alone.
     """
     arch = header.architecture
-    if arch not in MODEL_TYPES:
+    model_type = model_type_of_gguf(arch)
+    if model_type is None:
         raise ModelLoadError(f"{source} has GGUF architecture {arch!r}, which the KV table does not know.")
     if arch in CONFIG_BUILDERS:
         try:
             return CONFIG_BUILDERS[arch](header, source)
         except ExplorerError:
             pass
-    config = {"model_type": MODEL_TYPES[arch]}
+    config = {"model_type": model_type}
     for hf, gguf_key in [*((k, key) for k, (key, _) in HF_KEYS.items()), *OPTIONAL_KEYS.items()]:
         value = header.get(gguf_key)
         if isinstance(value, list):
