@@ -2,7 +2,7 @@
 driver steps it, and what its cache holds. Everyone asks the row; nobody keeps a second list.
 
     model_type          config reader            weights      builder            driver          cache    gguf
-    llama, smollm, ...  config.ModelConfig       weights.py   runtime (decoder)  decode.Decoder  "kv"     "llama"
+    llama, smollm, ...  config.ModelConfig       weights.DENSE runtime (decoder)  decode.Decoder  "kv"     "llama"
     bert                config.bert_config       encoder.py   encoder            EncoderRunner   "none"   "bert"
     explorer-encdec     encdec.EncDecConfig      encdec.py    encdec             EncDecDecoder   "cross"  None
 
@@ -22,7 +22,7 @@ from explorer.core.errors import UnsupportedModelError
 @dataclass(frozen=True)
 class ModelFamily:
     model_type: str
-    weights: str            # the weight-name table (weights.TABLES key), or the module that maps its own
+    weights: str            # "module:TABLE" of the HF weight-name table, or the module that maps its own
     builder: str            # module whose load(checkpoint, device, dtype) -> runtime.LoadedModel
     driver: str             # "module:Class" of the step driver, built as Class(loaded, record, sampling, ...)
     cache: str              # "kv": the decoder's K/V (kv_variants) | "none": no cache | "cross": K/V + cross K/V
@@ -32,21 +32,26 @@ class ModelFamily:
     def decoder_only(self) -> bool:
         return self.builder == "explorer.core.runtime"
 
+    def weight_table(self) -> dict:
+        """The HF name -> our name table (weights.py's form) that maps a decoder-only checkpoint."""
+        module, name = self.weights.split(":")
+        return getattr(import_module(module), name)
+
     def driver_class(self):
         module, name = self.driver.split(":")
         return getattr(import_module(module), name)
 
 
-def _decoder(model_type: str, weights: str | None = None, gguf: str | None = None) -> ModelFamily:
-    return ModelFamily(model_type, weights or model_type, "explorer.core.runtime", "explorer.core.decode:Decoder", "kv",
-                       gguf)
+def _decoder(model_type: str, table: str, gguf: str | None = None) -> ModelFamily:
+    return ModelFamily(model_type, f"explorer.core.weights:{table}", "explorer.core.runtime",
+                       "explorer.core.decode:Decoder", "kv", gguf)
 
 
 FAMILIES = {row.model_type: row for row in (
-    _decoder("llama", gguf="llama"), _decoder("smollm", "llama"), _decoder("mistral", gguf="mistral"),
-    _decoder("qwen2", gguf="qwen2"), _decoder("qwen3", gguf="qwen3"), _decoder("gpt2", gguf="gpt2"),
-    _decoder("gemma3_text", "gemma3", gguf="gemma3"), _decoder("gemma3", "gemma3"),
-    _decoder("deepseek_v2", gguf="deepseek2"), _decoder("deepseek_v3"),
+    _decoder("llama", "DENSE", gguf="llama"), _decoder("smollm", "DENSE"), _decoder("mistral", "DENSE", gguf="mistral"),
+    _decoder("qwen2", "DENSE", gguf="qwen2"), _decoder("qwen3", "DENSE", gguf="qwen3"),
+    _decoder("gpt2", "GPT2", gguf="gpt2"), _decoder("gemma3_text", "GEMMA3", gguf="gemma3"), _decoder("gemma3", "GEMMA3"),
+    _decoder("deepseek_v2", "DEEPSEEK", gguf="deepseek2"), _decoder("deepseek_v3", "DEEPSEEK"),
     ModelFamily("bert", "explorer.core.encoder", "explorer.core.encoder", "explorer.core.encoder:EncoderRunner",
                 "none", gguf="bert"),
     ModelFamily("explorer-encdec", "explorer.core.encdec", "explorer.core.encdec",

@@ -1,7 +1,7 @@
 """A loaded model written back as a Hugging Face folder: config.json, model.safetensors, tokenizer.json.
 
 The weights are the engine's own (a GGUF file's already dequantized and un-permuted), named by
-the inverse of the family's weight table (weights.TABLES), so transformers (and what reads through
+the inverse of the family's weight table (families.ModelFamily.weights), so transformers (and what reads through
 it) loads the folder without converting anything again. Dense decoder families only: Llama,
 Mistral, Qwen2, Qwen3 and GPT-2.
 """
@@ -55,14 +55,14 @@ def hf_config(config) -> dict:
 
 def hf_tensors(loaded) -> dict[str, torch.Tensor]:
     """The model's weights under their transformers names, contiguous, on the CPU."""
-    from explorer.core.weights import TABLES
+    from explorer.core.families import FAMILIES
 
     config = loaded.config
     if config.family not in ARCHITECTURES:
         raise ExplorerError(f"save_hf writes {', '.join(ARCHITECTURES)} models; {loaded.name} is {config.family}")
     ours = dict(loaded.model.named_parameters())
     out = {}
-    for hf_name, (our_name, *convert) in TABLES[config.family].items():
+    for hf_name, (our_name, *convert) in FAMILIES[config.family].weight_table().items():
         for layer in range(config.n_layers) if "{i}" in hf_name else [None]:
             for part in ("weight", "bias") if "{p}" in hf_name else [None]:
                 out.update(_inverse(ours, hf_name, our_name, convert, layer, part))

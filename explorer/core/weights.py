@@ -1,4 +1,5 @@
-"""Hugging Face state_dict names -> our module names, one declarative table per family.
+"""Hugging Face state_dict names -> our module names, one declarative table per family
+(named by the family's row, families.ModelFamily.weights).
 
 A rule maps one HF name pattern (`{i}` = layer, `{p}` = weight|bias) to one or
 more internal names and a transform (GPT-2's Conv1D stores W transposed and
@@ -14,6 +15,7 @@ import re
 import torch
 
 from explorer.core.errors import ModelLoadError, NonFiniteError
+from explorer.core.families import FAMILIES
 
 
 def _same(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -92,9 +94,6 @@ DEEPSEEK = {
        for n in ("gate", "up", "down")},
 }
 
-TABLES = {"llama": DENSE, "mistral": DENSE, "qwen2": DENSE, "qwen3": DENSE, "gemma3": GEMMA3,
-          "gpt2": GPT2, "deepseek_v2": DEEPSEEK, "deepseek_v3": DEEPSEEK}
-
 # Names that hold no weights of the language model (buffers, other towers) and are skipped.
 IGNORED = re.compile(r"(.*rotary_emb\.inv_freq|h\.\d+\.attn\.(masked_)?bias|vision_tower\..*|multi_modal_projector\..*)$")
 PREFIXES = (("transformer.", ""), ("model.language_model.", "model."), ("language_model.model.", "model."),
@@ -146,7 +145,7 @@ def _stack_experts(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 def map_weights(family: str, tensors: dict[str, torch.Tensor], n_layers: int, source: str) -> dict[str, torch.Tensor]:
     """Rename (and transform) HF tensors into our names; unknown names raise ModelLoadError."""
-    rules = _compile(TABLES[family])
+    rules = _compile(FAMILIES[family].weight_table())
     mapped: dict[str, torch.Tensor] = {}
     for name, tensor in _normalized_names(tensors).items():
         if IGNORED.match(name):
