@@ -137,8 +137,11 @@ def open_learn(window) -> LearnPanel:
         dock = QDockWidget("Learn", window)
         dock.setObjectName("learn_dock")
         dock.setWidget(LearnPanel(window.session))
-        window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock, Qt.Orientation.Horizontal)
         window.learn_dock = dock
+    if not dock.isVisible():
+        # placed again each time it is opened: a closed dock keeps its old slot, which a View ▸ Reset Layout
+        # since then puts under the panels, where the window asks for more height than a 768 px screen
+        window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock, Qt.Orientation.Horizontal)
         _share_width(window, dock)
     dock.show()
     dock.raise_()
