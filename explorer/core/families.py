@@ -6,6 +6,9 @@ driver steps it, and what its cache holds. Everyone asks the row; nobody keeps a
     bert                config.bert_config       encoder.py   encoder            EncoderRunner   "none"   "bert"
     explorer-encdec     encdec.EncDecConfig      encdec.py    encdec             EncDecDecoder   "cross"  None
 
+A loaded model finds its row by ModelInfo.family (`family_of_model`): a decoder's config.family is a
+model_type, and a row whose models report another name says so in `reports`.
+
 The builders and drivers are named by module and attribute and imported when first used, so that
 this table imports nothing heavy and sits below every module it names (no import cycle through it).
 Every driver has the Decoder's API (prefill, step, back, force, trace, kv_cache); `can_generate`
@@ -27,6 +30,7 @@ class ModelFamily:
     driver: str             # "module:Class" of the step driver, built as Class(loaded, record, sampling, ...)
     cache: str              # "kv": the decoder's K/V (kv_variants) | "none": no cache | "cross": K/V + cross K/V
     gguf: str | None = None  # llama.cpp's general.architecture of this family's GGUF files, if it has one
+    reports: str = ""        # the ModelInfo.family its loaded models carry, where that is not a model_type
 
     @property
     def decoder_only(self) -> bool:
@@ -55,7 +59,7 @@ FAMILIES = {row.model_type: row for row in (
     ModelFamily("bert", "explorer.core.encoder", "explorer.core.encoder", "explorer.core.encoder:EncoderRunner",
                 "none", gguf="bert"),
     ModelFamily("explorer-encdec", "explorer.core.encdec", "explorer.core.encdec",
-                "explorer.core.encdec_decode:EncDecDecoder", "cross"),
+                "explorer.core.encdec_decode:EncDecDecoder", "cross", reports="encdec"),
 )}
 
 
@@ -93,15 +97,23 @@ def load(checkpoint, device: str = "cpu", dtype: str = "float32"):
     return import_module(family_of(checkpoint.hf_config).builder).load(checkpoint, device, dtype)
 
 
+def family_of_model(loaded) -> ModelFamily:
+    """The row of a loaded model, by the family its ModelInfo carries (a decoder's config.family is a model_type)."""
+    family = loaded.info.family
+    row = FAMILIES.get(family) or next((row for row in FAMILIES.values() if row.reports == family), None)
+    if row is None:
+        raise UnsupportedModelError(f"{loaded.info.name}: family {family!r} has no row in explorer.core.families")
+    return row
+
+
 def make_decoder(loaded, record=None, sampling=None, capacity: int | None = None):
-    """The step driver that fits the model: Decoder, EncDecDecoder or EncoderRunner (its own defaults for
+    """The step driver of the model's row: Decoder, EncDecDecoder or EncoderRunner (its own defaults for
     the record options and sampling left out)."""
-    info = loaded.info
-    model_type = "bert" if info.is_encoder_only else "explorer-encdec" if info.is_encoder_decoder else "llama"
+    row = family_of_model(loaded)
     given = {"record": record, "sampling": sampling}
-    if not info.is_encoder_only:
+    if row.cache != "none":          # a cache is what a capacity sizes; an encoder keeps none
         given["capacity"] = capacity
-    return FAMILIES[model_type].driver_class()(loaded, **{k: v for k, v in given.items() if v is not None})
+    return row.driver_class()(loaded, **{k: v for k, v in given.items() if v is not None})
 
 
 def can_generate(loaded_or_info) -> bool:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from types import SimpleNamespace
 
 import grimp
 import pytest
@@ -32,6 +33,16 @@ def test_a_decoder_rows_weight_table_is_what_the_engine_maps_with(family):
 def test_unknown_model_types_are_named_with_the_supported_ones():
     with pytest.raises(families.UnsupportedModelError, match="'mamba' is not supported .*llama"):
         families.family_of({"model_type": "mamba"}, "x")
+
+
+def test_a_loaded_model_finds_its_row_by_the_family_it_reports():
+    def model(family):
+        return SimpleNamespace(info=SimpleNamespace(family=family, name="m"))
+    assert families.family_of_model(model("encdec")) is families.FAMILIES["explorer-encdec"]
+    assert families.family_of_model(model("bert")).cache == "none"
+    assert families.family_of_model(model("gemma3")).driver == "explorer.core.decode:Decoder"
+    with pytest.raises(families.UnsupportedModelError, match="'mamba' has no row"):
+        families.family_of_model(model("mamba"))
 
 
 def strongly_connected(graph, modules) -> list[list[str]]:
