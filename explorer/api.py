@@ -203,7 +203,7 @@ class Model:
         token_id = checks.single_token(self.loaded.tokenizer, token, what)
         vocab = self.loaded.config.vocab_size
         if not 0 <= token_id < vocab:
-            raise ExplorerError(f"{what} id {token_id} is outside the vocabulary of {vocab}")
+            raise ExplorerError(f"{what} {token_id} is outside the vocabulary of {vocab}")
         return token_id
 
     def heads(self, ids: Sequence[int] | Sequence[Sequence[int]] | None = None, repeat: int = 2, seed: int = 0,

@@ -35,7 +35,7 @@ def attribute(model, prompt, position, token_id, target, against, intervention):
     if target is None:
         if against is not None:
             raise ExplorerError("against= needs a target= to compare with")
-        token = None if token_id is None else model._token(token_id, "token_id")
+        token = None if token_id is None else model._token(token_id, "token id")
         return attribute_logit(model.loaded, ids, position, token, whole)
     if token_id is not None:
         raise ExplorerError("give either token_id= or target=, not both")

@@ -99,7 +99,7 @@ def test_the_plain_table_names_the_token_and_the_sum(main, capsys, folder):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["attribute", "--prompt", PROMPT, "--position", "99"], "position 99 is outside"),
+    (["attribute", "--prompt", PROMPT, "--position", "99"], "position 99 is out of range"),
     (["attribute", "--prompt", PROMPT, "--token-id", "100000"], "token id 100000 is outside"),
     (["attribute", "--prompt", ""], "--prompt is empty"),
     (["heads", "--ids", "1,two,3"], "'two', which is not a token id"),
