@@ -10,6 +10,7 @@ from explorer.app.run import budget_dialog
 from explorer.app.run.trace_budget import TraceCost
 from explorer.app.state.session_file import SessionState
 from explorer.app.thread.requests import Prefill
+from explorer.app.state.freshness import EDITED
 from tests.app.test_budget import LONG_PROMPT
 from tests.app.test_window import PROMPT, idle, opened, step, store_home  # noqa: F401
 
@@ -81,15 +82,17 @@ def test_a_cancelled_prefill_leaves_nothing_half_done(qtbot, window, tiny, monke
     monkeypatch.setattr(queue, "is_cancelled", lambda request: isinstance(request, Prefill))   # Cancel at layer 1
     notices = []
     window.controller.notice.connect(notices.append)
+    before = window.session.trace
     window.prompt.set_text(PROMPT + " that is")
     window.actions.run.trigger()
-    idle(qtbot, window, lambda: window.session.trace is None)
-    assert window.worker._loop._state.decoder.trace.n_steps == 0      # the model holds what is shown: nothing
-    assert any("cancelled" in notice for notice in notices)
+    idle(qtbot, window, lambda: any("cancelled" in notice for notice in notices))
+    assert window.session.trace is before and window.session.out_of_date == EDITED   # the trace before, said old
+    held = window.worker._loop._state.decoder.trace                   # nothing of the new prompt half done
+    assert held is None or held.token_ids.tolist() == before.token_ids[:held.n_tokens].tolist()
     monkeypatch.undo()
-    window.actions.step.trigger()                                    # Step runs the prompt from scratch
-    trace = idle(qtbot, window, lambda: window.session.trace is not None)
-    assert trace.token_ids.tolist() == window.session.tokens.ids.tolist()
+    window.actions.step.trigger()                                    # Step runs the edited prompt from scratch
+    trace = idle(qtbot, window, lambda: window.session.trace is not before and window.session.trace is not None)
+    assert trace.token_ids.tolist()[:len(window.session.tokens.ids)] == window.session.tokens.ids.tolist()
 
 
 def test_the_progress_dialog_follows_the_layers_and_cancel_cancels(qtbot, window, monkeypatch):  # noqa: F811
