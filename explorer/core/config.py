@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from importlib import import_module
 
 from explorer.core.config_schema import check_config
 from explorer.core.errors import UnsupportedModelError
+from explorer.core.families import FAMILIES
 
 
 @dataclass(frozen=True)
@@ -121,14 +121,14 @@ class ModelConfig:
         if model_type == "gemma3" and "text_config" in d:
             d = {**d["text_config"], "model_type": "gemma3_text"}
             model_type = "gemma3_text"
-        reader = _READERS.get(model_type)
-        if reader is None:
-            names = ", ".join(sorted(_READERS))
+        row = FAMILIES.get(model_type)
+        if row is None or row.reader is None:
+            names = ", ".join(sorted(name for name, row in FAMILIES.items() if row.reader))
             raise UnsupportedModelError(
                 f"model_type {model_type!r} is not supported (supported: {names})")
         check_config({**d, "model_type": model_type})          # every value legal before any is used
         try:
-            config = reader({**ABSENT_DEFAULTS.get(model_type, {}), **d})
+            config = row.config_reader()({**ABSENT_DEFAULTS.get(model_type, {}), **d})
         except (KeyError, TypeError, ValueError, OverflowError) as error:
             raise UnsupportedModelError(f"config of model_type {model_type!r} is incomplete or invalid: {error!r}") from None
         if isinstance(config, ModelConfig):
@@ -366,6 +366,14 @@ def _deepseek(d: dict, family: str) -> ModelConfig:
     )
 
 
+def _deepseek_v2(d: dict) -> ModelConfig:
+    return _deepseek(d, "deepseek_v2")
+
+
+def _deepseek_v3(d: dict) -> ModelConfig:
+    return _deepseek(d, "deepseek_v3")
+
+
 def bert_config(d: dict) -> ModelConfig:
     """ModelConfig of a transformers BertConfig dict (absolute positions only)."""
     if d.get("position_embedding_type", "absolute") != "absolute":
@@ -382,20 +390,3 @@ def bert_config(d: dict) -> ModelConfig:
         ffn="mlp", positional="learned", qkv_bias=True, o_bias=True, mlp_bias=True,
         attn_scale=(d_model // n_heads) ** -0.5, layer_kinds=("full",) * n_layers,
         bos_token_id=None, eos_token_id=None)
-
-
-_READERS = {
-    "llama": _llama,
-    "smollm": _llama,
-    "mistral": _mistral,
-    "qwen2": _qwen2,
-    "qwen3": _qwen3,
-    "gpt2": _gpt2,
-    "gemma3_text": _gemma3,
-    "deepseek_v2": lambda d: _deepseek(d, "deepseek_v2"),
-    "deepseek_v3": lambda d: _deepseek(d, "deepseek_v3"),
-    # Encoder-only and encoder-decoder families are built by their own modules (families.py); these
-    # readers let a config be checked here too. explorer-encdec gives its own EncDecConfig.
-    "bert": bert_config,
-    "explorer-encdec": lambda d: import_module("explorer.core.encdec").EncDecConfig.from_json(d),
-}

@@ -9,7 +9,7 @@ driver steps it, and what its cache holds. Everyone asks the row; nobody keeps a
 A loaded model finds its row by ModelInfo.family (`family_of_model`): a decoder's config.family is a
 model_type, and a row whose models report another name says so in `reports`.
 
-The builders and drivers are named by module and attribute and imported when first used, so that
+The config readers, weight tables, builders and drivers are named by module and attribute and imported when first used, so that
 this table imports nothing heavy and sits below every module it names (no import cycle through it).
 Every driver has the Decoder's API (prefill, step, back, force, trace, kv_cache); `can_generate`
 says whether Step means anything.
@@ -17,6 +17,7 @@ says whether Step means anything.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import reduce
 from importlib import import_module
 
 from explorer.core.errors import UnsupportedModelError
@@ -31,10 +32,16 @@ class ModelFamily:
     cache: str              # "kv": the decoder's K/V (kv_variants) | "none": no cache | "cross": K/V + cross K/V
     gguf: str | None = None  # llama.cpp's general.architecture of this family's GGUF files, if it has one
     reports: str = ""        # the ModelInfo.family its loaded models carry, where that is not a model_type
+    reader: str | None = None  # "module:function" reading its config.json dict (config.ModelConfig.from_hf)
 
     @property
     def decoder_only(self) -> bool:
         return self.builder == "explorer.core.runtime"
+
+    def config_reader(self):
+        """The function config.json dict -> ModelConfig (or the family's own config) of this row."""
+        module, name = self.reader.split(":")
+        return reduce(getattr, name.split("."), import_module(module))
 
     def weight_table(self) -> dict:
         """The HF name -> our name table (weights.py's form) that maps a decoder-only checkpoint."""
@@ -46,20 +53,24 @@ class ModelFamily:
         return getattr(import_module(module), name)
 
 
-def _decoder(model_type: str, table: str, gguf: str | None = None) -> ModelFamily:
+def _decoder(model_type: str, reader: str | None, table: str, gguf: str | None = None) -> ModelFamily:
     return ModelFamily(model_type, f"explorer.core.weights:{table}", "explorer.core.runtime",
-                       "explorer.core.decode:Decoder", "kv", gguf)
+                       "explorer.core.decode:Decoder", "kv", gguf, reader=reader and f"explorer.core.config:{reader}")
 
 
+# gemma3 (the multimodal wrapper) has no reader: ModelConfig.from_hf reads its text_config as gemma3_text.
 FAMILIES = {row.model_type: row for row in (
-    _decoder("llama", "DENSE", gguf="llama"), _decoder("smollm", "DENSE"), _decoder("mistral", "DENSE", gguf="mistral"),
-    _decoder("qwen2", "DENSE", gguf="qwen2"), _decoder("qwen3", "DENSE", gguf="qwen3"),
-    _decoder("gpt2", "GPT2", gguf="gpt2"), _decoder("gemma3_text", "GEMMA3", gguf="gemma3"), _decoder("gemma3", "GEMMA3"),
-    _decoder("deepseek_v2", "DEEPSEEK", gguf="deepseek2"), _decoder("deepseek_v3", "DEEPSEEK"),
+    _decoder("llama", "_llama", "DENSE", gguf="llama"), _decoder("smollm", "_llama", "DENSE"),
+    _decoder("mistral", "_mistral", "DENSE", gguf="mistral"), _decoder("qwen2", "_qwen2", "DENSE", gguf="qwen2"),
+    _decoder("qwen3", "_qwen3", "DENSE", gguf="qwen3"), _decoder("gpt2", "_gpt2", "GPT2", gguf="gpt2"),
+    _decoder("gemma3_text", "_gemma3", "GEMMA3", gguf="gemma3"), _decoder("gemma3", None, "GEMMA3"),
+    _decoder("deepseek_v2", "_deepseek_v2", "DEEPSEEK", gguf="deepseek2"),
+    _decoder("deepseek_v3", "_deepseek_v3", "DEEPSEEK"),
     ModelFamily("bert", "explorer.core.encoder", "explorer.core.encoder", "explorer.core.encoder:EncoderRunner",
-                "none", gguf="bert"),
+                "none", gguf="bert", reader="explorer.core.config:bert_config"),
     ModelFamily("explorer-encdec", "explorer.core.encdec", "explorer.core.encdec",
-                "explorer.core.encdec_decode:EncDecDecoder", "cross", reports="encdec"),
+                "explorer.core.encdec_decode:EncDecDecoder", "cross", reports="encdec",
+                reader="explorer.core.encdec:EncDecConfig.from_json"),
 )}
 
 
