@@ -8,6 +8,7 @@ import pytest
 
 from tests.app.screen_fit import SCREENS, emulated_screen
 from tests.app.shared_window import window_recording_loads  # noqa: F401
+from tests.app.test_export_legibility import recorded  # noqa: F401
 from tests.app.test_window import dialogs, tiny, window  # noqa: F401
 from tests.app.text_contrast import restore_palette  # noqa: F401
 from tests.cli.test_pull_models import catalog, tiny_gguf  # noqa: F401

@@ -11,7 +11,7 @@ import pytest
 from explorer.app.figures import export
 from tests.app.shared_window import make_window
 from tests.app.synthetic_trace import WORDS, build_trace
-from tests.app.text_contrast import GLYPH_DISTANCE, background_of, label_rects, rendered
+from tests.app.text_contrast import GLYPH_DISTANCE, background_of, rendered
 
 SIZE = (1200, 900)
 TOLERANCE = 0.15             # hinting rounds each glyph to whole pixels
@@ -28,19 +28,6 @@ def window(qtbot, tmp_path):
     qtbot.wait(100)
     yield window
     window.close()
-
-
-@pytest.fixture
-def recorded(monkeypatch):
-    rects = {}
-    save = export.save_figure
-
-    def recording(figure, path, width, height):
-        rects[Path(path).name] = label_rects(figure)
-        return save(figure, path, width, height)
-
-    monkeypatch.setattr(export, "save_figure", recording)
-    return rects
 
 
 def ink_height(image: np.ndarray, rect) -> int:
