@@ -23,6 +23,12 @@ from importlib import import_module
 from explorer.core.errors import UnsupportedModelError
 
 
+def _resolve(name: str):
+    """The attribute `module:a.b` names, imported now."""
+    module, path = name.split(":")
+    return reduce(getattr, path.split("."), import_module(module))
+
+
 @dataclass(frozen=True)
 class ModelFamily:
     model_type: str
@@ -33,6 +39,7 @@ class ModelFamily:
     gguf: str | None = None  # llama.cpp's general.architecture of this family's GGUF files, if it has one
     reports: str = ""        # the ModelInfo.family its loaded models carry, where that is not a model_type
     reader: str | None = None  # "module:function" reading its config.json dict (config.ModelConfig.from_hf)
+    gguf_reader: str | None = None  # "module:function" (header, source) -> the config.json dict of a GGUF file
 
     @property
     def decoder_only(self) -> bool:
@@ -40,8 +47,7 @@ class ModelFamily:
 
     def config_reader(self):
         """The function config.json dict -> ModelConfig (or the family's own config) of this row."""
-        module, name = self.reader.split(":")
-        return reduce(getattr, name.split("."), import_module(module))
+        return _resolve(self.reader)
 
     def weight_table(self) -> dict:
         """The HF name -> our name table (weights.py's form) that maps a decoder-only checkpoint."""
@@ -53,17 +59,19 @@ class ModelFamily:
         return getattr(import_module(module), name)
 
 
-def _decoder(model_type: str, reader: str | None, table: str, gguf: str | None = None) -> ModelFamily:
+def _decoder(model_type: str, reader: str | None, table: str, gguf: str | None = None,
+             gguf_reader: str | None = None) -> ModelFamily:
     return ModelFamily(model_type, f"explorer.core.weights:{table}", "explorer.core.runtime",
-                       "explorer.core.decode:Decoder", "kv", gguf, reader=reader and f"explorer.core.config:{reader}")
+                       "explorer.core.decode:Decoder", "kv", gguf, reader=reader and f"explorer.core.config:{reader}",
+                       gguf_reader=gguf_reader and f"explorer.core.loaders.gguf_config:{gguf_reader}")
 
 
 # gemma3 (the multimodal wrapper) has no reader: ModelConfig.from_hf reads its text_config as gemma3_text.
 FAMILIES = {row.model_type: row for row in (
-    _decoder("llama", "_llama", "DENSE", gguf="llama"), _decoder("smollm", "_llama", "DENSE"),
+    _decoder("llama", "_llama", "DENSE", gguf="llama", gguf_reader="llama_config"), _decoder("smollm", "_llama", "DENSE"),
     _decoder("mistral", "_mistral", "DENSE", gguf="mistral"), _decoder("qwen2", "_qwen2", "DENSE", gguf="qwen2"),
     _decoder("qwen3", "_qwen3", "DENSE", gguf="qwen3"), _decoder("gpt2", "_gpt2", "GPT2", gguf="gpt2"),
-    _decoder("gemma3_text", "_gemma3", "GEMMA3", gguf="gemma3"), _decoder("gemma3", None, "GEMMA3"),
+    _decoder("gemma3_text", "_gemma3", "GEMMA3", gguf="gemma3", gguf_reader="gemma3_config"), _decoder("gemma3", None, "GEMMA3"),
     _decoder("deepseek_v2", "_deepseek_v2", "DEEPSEEK", gguf="deepseek2"),
     _decoder("deepseek_v3", "_deepseek_v3", "DEEPSEEK"),
     ModelFamily("bert", "explorer.core.encoder", "explorer.core.encoder", "explorer.core.encoder:EncoderRunner",
@@ -77,6 +85,12 @@ FAMILIES = {row.model_type: row for row in (
 def model_type_of_gguf(architecture: str) -> str | None:
     """The config.json model_type of a GGUF general.architecture, or None for one no row names."""
     return next((row.model_type for row in FAMILIES.values() if row.gguf == architecture), None)
+
+
+def gguf_config_reader(architecture: str):
+    """The (header, source) -> config.json dict function of a GGUF architecture the engine builds, or None."""
+    row = next((row for row in FAMILIES.values() if row.gguf == architecture and row.gguf_reader), None)
+    return row and _resolve(row.gguf_reader)
 
 
 def family_of(hf_config: dict, source: str = "the config") -> ModelFamily:

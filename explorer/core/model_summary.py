@@ -87,13 +87,13 @@ def _hf_summary(folder: Path) -> Summary:
 
 
 def _gguf_summary(path: Path) -> Summary:
-    from explorer.core.loaders.gguf_config import CONFIG_BUILDERS
+    from explorer.core.families import gguf_config_reader
     from explorer.core.loaders.gguf_header import read_gguf_header, tensor_bytes
 
     header = read_gguf_header(path)
     for info in header.tensors:
         tensor_bytes(info, str(path))
-    builder = CONFIG_BUILDERS.get(header.architecture)
+    builder = gguf_config_reader(header.architecture)
     if builder is None:
         raise UnsupportedModelError(f"GGUF architecture {header.architecture!r} is not supported.")
     config = builder(header, str(path))

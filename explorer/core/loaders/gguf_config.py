@@ -14,7 +14,7 @@ import math
 from explorer.core.config import GEMMA3_GLOBAL_EVERY, gemma3_layer_types
 from explorer.core.config_schema import check_config, check_field
 from explorer.core.errors import ExplorerError, ModelLoadError, UnsupportedModelError
-from explorer.core.families import model_type_of_gguf
+from explorer.core.families import gguf_config_reader, model_type_of_gguf
 from explorer.core.loaders.gguf_header import GGUFHeader
 
 # config.json key -> (GGUF key under "<arch>.", default); a None default means the key is required.
@@ -130,12 +130,9 @@ def gemma3_config(header: GGUFHeader, source: str) -> dict:
     return config
 
 
-CONFIG_BUILDERS = {"llama": llama_config, "gemma3": gemma3_config}
-
-
 def config_of(header: GGUFHeader, source: str) -> dict:
     """The full config.json dict the engine builds a GGUF model from (llama and gemma3)."""
-    builder = CONFIG_BUILDERS.get(header.architecture)
+    builder = gguf_config_reader(header.architecture)
     if builder is None:
         raise UnsupportedModelError(
             f"{source} holds the architecture {header.architecture!r}; GGUF files of 'llama' and 'gemma3' are supported.")
@@ -154,9 +151,10 @@ def dimensions_of(header: GGUFHeader, source: str) -> dict:
     model_type = model_type_of_gguf(arch)
     if model_type is None:
         raise ModelLoadError(f"{source} has GGUF architecture {arch!r}, which the KV table does not know.")
-    if arch in CONFIG_BUILDERS:
+    builder = gguf_config_reader(arch)
+    if builder is not None:
         try:
-            return CONFIG_BUILDERS[arch](header, source)
+            return builder(header, source)
         except ExplorerError:
             pass
     config = {"model_type": model_type}
