@@ -40,6 +40,7 @@ class ModelFamily:
     reports: str = ""        # the ModelInfo.family its loaded models carry, where that is not a model_type
     reader: str | None = None  # "module:function" reading its config.json dict (config.ModelConfig.from_hf)
     gguf_reader: str | None = None  # "module:function" (header, source) -> the config.json dict of a GGUF file
+    gguf_weights: str | None = None  # "module:TABLE" of GGUF tensor name -> HF name, for the GGUF files it builds
 
     @property
     def decoder_only(self) -> bool:
@@ -60,18 +61,24 @@ class ModelFamily:
 
 
 def _decoder(model_type: str, reader: str | None, table: str, gguf: str | None = None,
-             gguf_reader: str | None = None) -> ModelFamily:
+             gguf_reader: str | None = None, gguf_weights: str | None = None) -> ModelFamily:
     return ModelFamily(model_type, f"explorer.core.weights:{table}", "explorer.core.runtime",
                        "explorer.core.decode:Decoder", "kv", gguf, reader=reader and f"explorer.core.config:{reader}",
-                       gguf_reader=gguf_reader and f"explorer.core.loaders.gguf_config:{gguf_reader}")
+                       gguf_reader=gguf_reader and f"explorer.core.loaders.gguf_config:{gguf_reader}",
+                       gguf_weights=gguf_weights and f"explorer.core.loaders.gguf:{gguf_weights}")
 
 
 # gemma3 (the multimodal wrapper) has no reader: ModelConfig.from_hf reads its text_config as gemma3_text.
 FAMILIES = {row.model_type: row for row in (
-    _decoder("llama", "_llama", "DENSE", gguf="llama", gguf_reader="llama_config"), _decoder("smollm", "_llama", "DENSE"),
-    _decoder("mistral", "_mistral", "DENSE", gguf="mistral"), _decoder("qwen2", "_qwen2", "DENSE", gguf="qwen2"),
-    _decoder("qwen3", "_qwen3", "DENSE", gguf="qwen3"), _decoder("gpt2", "_gpt2", "GPT2", gguf="gpt2"),
-    _decoder("gemma3_text", "_gemma3", "GEMMA3", gguf="gemma3", gguf_reader="gemma3_config"), _decoder("gemma3", None, "GEMMA3"),
+    _decoder("llama", "_llama", "DENSE", gguf="llama", gguf_reader="llama_config", gguf_weights="LLAMA_NAMES"),
+    _decoder("smollm", "_llama", "DENSE"),
+    _decoder("mistral", "_mistral", "DENSE", gguf="mistral"),
+    _decoder("qwen2", "_qwen2", "DENSE", gguf="qwen2"),
+    _decoder("qwen3", "_qwen3", "DENSE", gguf="qwen3"),
+    _decoder("gpt2", "_gpt2", "GPT2", gguf="gpt2"),
+    _decoder("gemma3_text", "_gemma3", "GEMMA3", gguf="gemma3", gguf_reader="gemma3_config",
+             gguf_weights="GEMMA3_NAMES"),
+    _decoder("gemma3", None, "GEMMA3"),
     _decoder("deepseek_v2", "_deepseek_v2", "DEEPSEEK", gguf="deepseek2"),
     _decoder("deepseek_v3", "_deepseek_v3", "DEEPSEEK"),
     ModelFamily("bert", "explorer.core.encoder", "explorer.core.encoder", "explorer.core.encoder:EncoderRunner",
@@ -91,6 +98,12 @@ def gguf_config_reader(architecture: str):
     """The (header, source) -> config.json dict function of a GGUF architecture the engine builds, or None."""
     row = next((row for row in FAMILIES.values() if row.gguf == architecture and row.gguf_reader), None)
     return row and _resolve(row.gguf_reader)
+
+
+def gguf_weight_table(architecture: str) -> dict:
+    """GGUF tensor name ({i} = block) -> HF name, of an architecture the engine builds ({} for any other)."""
+    row = next((row for row in FAMILIES.values() if row.gguf == architecture and row.gguf_weights), None)
+    return _resolve(row.gguf_weights) if row else {}
 
 
 def family_of(hf_config: dict, source: str = "the config") -> ModelFamily:

@@ -27,6 +27,7 @@ from gguf.constants import GGMLQuantizationType
 from tokenizers import Tokenizer
 
 from explorer.core.errors import UnsupportedModelError
+from explorer.core.families import gguf_weight_table
 from explorer.core.loaders import gguf_copy
 from explorer.core.loaders.gguf_config import config_of
 from explorer.core.loaders.gguf_header import GGUFHeader, TensorInfo, read_gguf_header, tensor_bytes
@@ -47,19 +48,18 @@ _COMMON_NAMES = {
     "blk.{i}.ffn_up.weight": "model.layers.{i}.mlp.up_proj.weight",
     "blk.{i}.ffn_down.weight": "model.layers.{i}.mlp.down_proj.weight",
 }
-TENSOR_NAMES = {
-    "llama": {
-        **_COMMON_NAMES,
-        "blk.{i}.ffn_norm.weight": "model.layers.{i}.post_attention_layernorm.weight",
-    },
-    "gemma3": {
-        **_COMMON_NAMES,
-        "blk.{i}.attn_q_norm.weight": "model.layers.{i}.self_attn.q_norm.weight",
-        "blk.{i}.attn_k_norm.weight": "model.layers.{i}.self_attn.k_norm.weight",
-        "blk.{i}.post_attention_norm.weight": "model.layers.{i}.post_attention_layernorm.weight",
-        "blk.{i}.ffn_norm.weight": "model.layers.{i}.pre_feedforward_layernorm.weight",
-        "blk.{i}.post_ffw_norm.weight": "model.layers.{i}.post_feedforward_layernorm.weight",
-    },
+# One table per family, named by its row (families.ModelFamily.gguf_weights).
+LLAMA_NAMES = {
+    **_COMMON_NAMES,
+    "blk.{i}.ffn_norm.weight": "model.layers.{i}.post_attention_layernorm.weight",
+}
+GEMMA3_NAMES = {
+    **_COMMON_NAMES,
+    "blk.{i}.attn_q_norm.weight": "model.layers.{i}.self_attn.q_norm.weight",
+    "blk.{i}.attn_k_norm.weight": "model.layers.{i}.self_attn.k_norm.weight",
+    "blk.{i}.post_attention_norm.weight": "model.layers.{i}.post_attention_layernorm.weight",
+    "blk.{i}.ffn_norm.weight": "model.layers.{i}.pre_feedforward_layernorm.weight",
+    "blk.{i}.post_ffw_norm.weight": "model.layers.{i}.post_feedforward_layernorm.weight",
 }
 _BLOCK = re.compile(r"^blk\.(\d+)\.")
 
@@ -68,7 +68,7 @@ def hf_name(arch: str, gguf_name: str) -> str | None:
     """HF state_dict name of a GGUF tensor, or None if the table does not know it."""
     match = _BLOCK.match(gguf_name)
     key = _BLOCK.sub("blk.{i}.", gguf_name) if match else gguf_name
-    target = TENSOR_NAMES[arch].get(key)
+    target = gguf_weight_table(arch).get(key)
     if target is None:
         return None
     return target.format(i=match.group(1)) if match else target
