@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from explorer.core.config_schema import check_config
 from explorer.core.errors import UnsupportedModelError
-from explorer.core.families import FAMILIES
+from explorer.core.families import FAMILIES, GEMMA3_GLOBAL_EVERY
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ class ModelConfig:
                 f"model_type {model_type!r} is not supported (supported: {names})")
         check_config({**d, "model_type": model_type})          # every value legal before any is used
         try:
-            config = row.config_reader()({**ABSENT_DEFAULTS.get(model_type, {}), **d})
+            config = row.config_reader()({**row.defaults, **d})
         except (KeyError, TypeError, ValueError, OverflowError) as error:
             raise UnsupportedModelError(f"config of model_type {model_type!r} is incomplete or invalid: {error!r}") from None
         if isinstance(config, ModelConfig):
@@ -159,33 +159,6 @@ def check_bounds(config: ModelConfig) -> None:
     if config.experts_per_token > max(config.n_routed_experts, 0) and config.n_routed_experts:
         raise UnsupportedModelError(f"the config routes each token to {config.experts_per_token} experts "
                                     f"but has only {config.n_routed_experts}.")
-
-
-# What transformers' config class of each family (5.x) assumes for a key that config.json leaves out.
-# A key that is present keeps its value, null included: each reader says what null means (for the
-# K/V heads, N_Q; for head_dim, d_model / N_Q; for sliding_window, no window).
-GEMMA3_GLOBAL_EVERY = 6            # Gemma 3: 5 local (sliding) layers, then 1 global, repeated
-_LLAMA_LIKE = {"max_position_embeddings": 2048, "rms_norm_eps": 1e-6, "tie_word_embeddings": False}
-_QWEN = {**_LLAMA_LIKE, "max_position_embeddings": 32768, "use_sliding_window": False, "max_window_layers": 28,
-         "num_key_value_heads": 32}
-_DEEPSEEK = {**_LLAMA_LIKE, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
-             "v_head_dim": 128, "first_k_dense_replace": 0, "routed_scaling_factor": 1.0}
-ABSENT_DEFAULTS = {
-    "llama": _LLAMA_LIKE,
-    "smollm": _LLAMA_LIKE,
-    "mistral": {**_LLAMA_LIKE, "max_position_embeddings": 131072, "sliding_window": 4096, "num_key_value_heads": 8},
-    "qwen2": _QWEN,
-    "qwen3": {**_QWEN, "head_dim": 128},
-    "gemma3_text": {**_LLAMA_LIKE, "max_position_embeddings": 131072, "sliding_window": 4096, "head_dim": 256,
-                    "query_pre_attn_scalar": 256, "num_key_value_heads": 4, "tie_word_embeddings": True,
-                    "sliding_window_pattern": GEMMA3_GLOBAL_EVERY},
-    "gpt2": {"n_positions": 1024, "tie_word_embeddings": True},
-    "deepseek_v2": {**_DEEPSEEK, "topk_method": "greedy", "n_shared_experts": 2, "n_routed_experts": 64,
-                    "moe_intermediate_size": 1407},
-    "deepseek_v3": {**_DEEPSEEK, "max_position_embeddings": 4096, "routed_scaling_factor": 2.5, "n_group": 8,
-                    "topk_group": 4, "first_k_dense_replace": 3, "n_shared_experts": 1, "norm_topk_prob": True,
-                    "n_routed_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 2048},
-}
 
 
 def gemma3_layer_types(n_layers: int, every: int = GEMMA3_GLOBAL_EVERY) -> list[str]:

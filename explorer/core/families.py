@@ -16,7 +16,7 @@ says whether Step means anything.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import reduce
 from importlib import import_module
 
@@ -41,6 +41,7 @@ class ModelFamily:
     reader: str | None = None  # "module:function" reading its config.json dict (config.ModelConfig.from_hf)
     gguf_reader: str | None = None  # "module:function" (header, source) -> the config.json dict of a GGUF file
     gguf_weights: str | None = None  # "module:TABLE" of GGUF tensor name -> HF name, for the GGUF files it builds
+    defaults: dict = field(default_factory=dict, hash=False)  # config.json keys absent -> what transformers assumes
 
     @property
     def decoder_only(self) -> bool:
@@ -60,27 +61,47 @@ class ModelFamily:
         return getattr(import_module(module), name)
 
 
-def _decoder(model_type: str, reader: str | None, table: str, gguf: str | None = None,
+def _decoder(model_type: str, reader: str | None, table: str, gguf: str | None = None, defaults: dict | None = None,
              gguf_reader: str | None = None, gguf_weights: str | None = None) -> ModelFamily:
     return ModelFamily(model_type, f"explorer.core.weights:{table}", "explorer.core.runtime",
                        "explorer.core.decode:Decoder", "kv", gguf, reader=reader and f"explorer.core.config:{reader}",
                        gguf_reader=gguf_reader and f"explorer.core.loaders.gguf_config:{gguf_reader}",
-                       gguf_weights=gguf_weights and f"explorer.core.loaders.gguf:{gguf_weights}")
+                       gguf_weights=gguf_weights and f"explorer.core.loaders.gguf:{gguf_weights}",
+                       defaults=defaults or {})
+
+
+# What transformers' config class of each family (5.x) assumes for a key that config.json leaves out.
+# A key that is present keeps its value, null included: each reader says what null means (for the
+# K/V heads, N_Q; for head_dim, d_model / N_Q; for sliding_window, no window).
+GEMMA3_GLOBAL_EVERY = 6            # Gemma 3: 5 local (sliding) layers, then 1 global, repeated
+_LLAMA_LIKE = {"max_position_embeddings": 2048, "rms_norm_eps": 1e-6, "tie_word_embeddings": False}
+_QWEN = {**_LLAMA_LIKE, "max_position_embeddings": 32768, "use_sliding_window": False, "max_window_layers": 28,
+         "num_key_value_heads": 32}
+_DEEPSEEK = {**_LLAMA_LIKE, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+             "v_head_dim": 128, "first_k_dense_replace": 0, "routed_scaling_factor": 1.0}
 
 
 # gemma3 (the multimodal wrapper) has no reader: ModelConfig.from_hf reads its text_config as gemma3_text.
 FAMILIES = {row.model_type: row for row in (
-    _decoder("llama", "_llama", "DENSE", gguf="llama", gguf_reader="llama_config", gguf_weights="LLAMA_NAMES"),
-    _decoder("smollm", "_llama", "DENSE"),
-    _decoder("mistral", "_mistral", "DENSE", gguf="mistral"),
-    _decoder("qwen2", "_qwen2", "DENSE", gguf="qwen2"),
-    _decoder("qwen3", "_qwen3", "DENSE", gguf="qwen3"),
-    _decoder("gpt2", "_gpt2", "GPT2", gguf="gpt2"),
-    _decoder("gemma3_text", "_gemma3", "GEMMA3", gguf="gemma3", gguf_reader="gemma3_config",
-             gguf_weights="GEMMA3_NAMES"),
+    _decoder("llama", "_llama", "DENSE", "llama", _LLAMA_LIKE, gguf_reader="llama_config", gguf_weights="LLAMA_NAMES"),
+    _decoder("smollm", "_llama", "DENSE", None, _LLAMA_LIKE),
+    _decoder("mistral", "_mistral", "DENSE", "mistral", {**_LLAMA_LIKE, "max_position_embeddings": 131072,
+                                                         "sliding_window": 4096, "num_key_value_heads": 8}),
+    _decoder("qwen2", "_qwen2", "DENSE", "qwen2", _QWEN),
+    _decoder("qwen3", "_qwen3", "DENSE", "qwen3", {**_QWEN, "head_dim": 128}),
+    _decoder("gpt2", "_gpt2", "GPT2", "gpt2", {"n_positions": 1024, "tie_word_embeddings": True}),
+    _decoder("gemma3_text", "_gemma3", "GEMMA3", "gemma3", {
+        **_LLAMA_LIKE, "max_position_embeddings": 131072, "sliding_window": 4096, "head_dim": 256,
+        "query_pre_attn_scalar": 256, "num_key_value_heads": 4, "tie_word_embeddings": True,
+        "sliding_window_pattern": GEMMA3_GLOBAL_EVERY}, gguf_reader="gemma3_config", gguf_weights="GEMMA3_NAMES"),
     _decoder("gemma3", None, "GEMMA3"),
-    _decoder("deepseek_v2", "_deepseek_v2", "DEEPSEEK", gguf="deepseek2"),
-    _decoder("deepseek_v3", "_deepseek_v3", "DEEPSEEK"),
+    _decoder("deepseek_v2", "_deepseek_v2", "DEEPSEEK", "deepseek2", {
+        **_DEEPSEEK, "topk_method": "greedy", "n_shared_experts": 2, "n_routed_experts": 64,
+        "moe_intermediate_size": 1407}),
+    _decoder("deepseek_v3", "_deepseek_v3", "DEEPSEEK", None, {
+        **_DEEPSEEK, "max_position_embeddings": 4096, "routed_scaling_factor": 2.5, "n_group": 8, "topk_group": 4,
+        "first_k_dense_replace": 3, "n_shared_experts": 1, "norm_topk_prob": True, "n_routed_experts": 256,
+        "num_experts_per_tok": 8, "moe_intermediate_size": 2048}),
     ModelFamily("bert", "explorer.core.encoder", "explorer.core.encoder", "explorer.core.encoder:EncoderRunner",
                 "none", gguf="bert", reader="explorer.core.config:bert_config"),
     ModelFamily("explorer-encdec", "explorer.core.encdec", "explorer.core.encdec",
