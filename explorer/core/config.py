@@ -267,6 +267,11 @@ def _mistral(d: dict) -> ModelConfig:
     return _with_window(_llama(d, "mistral"), d.get("sliding_window"), None)
 
 
+def _phi3(d: dict) -> ModelConfig:
+    """Phi-3: Llama's blocks (fused projections only in the checkpoint), with Mistral's one optional window."""
+    return _with_window(_llama(d, "phi3"), d.get("sliding_window"), None)
+
+
 def _gemma3(d: dict) -> ModelConfig:
     d = dict(d)
     d["hidden_act"] = d.get("hidden_activation") or d.get("hidden_act") or "gelu_pytorch_tanh"

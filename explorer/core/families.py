@@ -89,6 +89,7 @@ FAMILIES = {row.model_type: row for row in (
                                                          "sliding_window": 4096, "num_key_value_heads": 8}),
     _decoder("qwen2", "_qwen2", "DENSE", "qwen2", _QWEN),
     _decoder("qwen3", "_qwen3", "DENSE", "qwen3", {**_QWEN, "head_dim": 128}),
+    _decoder("phi3", "_phi3", "PHI3", None, {**_LLAMA_LIKE, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5}),
     _decoder("gpt2", "_gpt2", "GPT2", "gpt2", {"n_positions": 1024, "tie_word_embeddings": True}),
     _decoder("gemma3_text", "_gemma3", "GEMMA3", "gemma3", {
         **_LLAMA_LIKE, "max_position_embeddings": 131072, "sliding_window": 4096, "head_dim": 256,

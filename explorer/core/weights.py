@@ -73,6 +73,26 @@ GPT2 = {
     "h.{i}.mlp.c_proj.{p}": ("layers.{i}.ffn.w_out.{p}", _transposed),
 }
 
+def _thirds(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Phi-3 qkv_proj (3 N d_head, d) -> W^Q, W^K, W^V: equal thirds, so N_KV = N_Q (a GQA split fails validate)."""
+    return tuple(t.chunk(3, dim=0))
+
+
+def _halves(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Phi-3 gate_up_proj (2 d_ff, d) -> W_gate, W_up (transformers: gate, up = (x W^T).chunk(2, dim=-1))."""
+    return tuple(t.chunk(2, dim=0))
+
+
+PHI3 = {
+    **_COMMON,
+    "model.layers.{i}.self_attn.qkv_proj.weight": (
+        ("layers.{i}.attn.wq.weight", "layers.{i}.attn.wk.weight", "layers.{i}.attn.wv.weight"), _thirds),
+    "model.layers.{i}.self_attn.o_proj.weight": ("layers.{i}.attn.wo.weight",),
+    "model.layers.{i}.mlp.gate_up_proj.weight": (("layers.{i}.ffn.w_gate.weight", "layers.{i}.ffn.w_up.weight"), _halves),
+    "model.layers.{i}.mlp.down_proj.weight": ("layers.{i}.ffn.w_down.weight",),
+    "model.layers.{i}.post_attention_layernorm.weight": ("layers.{i}.ffn_norm.weight",),
+}
+
 _MLA = {
     "model.layers.{i}.self_attn.q_proj.weight": ("layers.{i}.attn.wq.weight",),
     "model.layers.{i}.self_attn.q_a_proj.{p}": ("layers.{i}.attn.wq_a.{p}",),
