@@ -1,18 +1,22 @@
 """One row per model_type: who reads its config, which weight-name table maps it, who builds it, which
 driver steps it, and what its cache holds. Everyone asks the row; nobody keeps a second list.
 
-    model_type          config reader            weights      builder            driver          cache    gguf
-    llama, smollm, ...  config.ModelConfig       weights.DENSE runtime (decoder)  decode.Decoder  "kv"     "llama"
-    bert                config.bert_config       encoder.py   encoder            EncoderRunner   "none"   "bert"
-    explorer-encdec     encdec.EncDecConfig      encdec.py    encdec             EncDecDecoder   "cross"  None
+    model_type          config reader            weights        builder            driver          cache    gguf
+    llama, smollm, ...  config._llama            weights.DENSE  runtime (decoder)  decode.Decoder  "kv"     "llama"
+    bert                config.bert_config       encoder.py     encoder            EncoderRunner   "none"   "bert"
+    explorer-encdec     encdec.EncDecConfig      encdec.py      encdec             EncDecDecoder   "cross"  None
+
+A row also carries what transformers assumes for the config.json keys its family leaves out
+(`defaults`) and, for the GGUF files the engine builds (llama, gemma3), the GGUF config reader and
+tensor-name table (`gguf_reader`, `gguf_weights`).
 
 A loaded model finds its row by ModelInfo.family (`family_of_model`): a decoder's config.family is a
 model_type, and a row whose models report another name says so in `reports`.
 
-The config readers, weight tables, builders and drivers are named by module and attribute and imported when first used, so that
-this table imports nothing heavy and sits below every module it names (no import cycle through it).
-Every driver has the Decoder's API (prefill, step, back, force, trace, kv_cache); `can_generate`
-says whether Step means anything.
+The config readers, weight tables, builders and drivers are named by module and attribute and imported
+when first used, so that this table imports nothing heavy and sits below every module it names (no import
+cycle through it). Every driver has the Decoder's API (prefill, step, back, force, trace, kv_cache);
+`can_generate` says whether Step means anything.
 """
 from __future__ import annotations
 
