@@ -59,6 +59,8 @@ SCRIPT = textwrap.dedent("""
     window.close()                  # as the person quits: the job is still running
     app.processEvents()
     print("closed", flush=True)
+    from explorer.app.start.launch import tear_down
+    tear_down(window)               # what launch() does once its event loop has returned
 """)
 
 
