@@ -82,7 +82,8 @@ class StepControl:
 
     def stop(self) -> None:
         """Pause and cancel whatever the model is doing (loading included); the panels drop their jobs, which
-        the model thread dropped from its queue. A run cancelled leaves the trace shown before on screen."""
+        the model thread dropped from its queue. A run cancelled leaves the trace shown before on screen, and
+        the decoder is given it back at once: idle, the model thread holds the trace the window shows."""
         self.set_playing(False)
         if self.loading is not None:
             self.cancel_load()
@@ -93,6 +94,8 @@ class StepControl:
             self._keep_shown_trace()
         else:
             self.worker.cancel()
+            if self._lost_trace is not None:    # the replay giving the decoder the trace shown was dropped too
+                self._give_back()
         self.session.drop_work(CANCEL)
 
     # ----- Play -------------------------------------------------------------------------

@@ -1,10 +1,12 @@
 """The model thread's answers: a trace arrived, a run was cancelled half way, a job failed.
 
 A late trace of a model no longer shown is dropped; a cancelled run leaves the trace shown before up (out of
-date when its prompt was another), and the decoder is given it back before the next step. DecodingController
+date when its prompt was another), and the decoder is given it back at once. DecodingController
 takes these from here.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from explorer.app.state.session import ERROR
 from explorer.app.thread.decode_loop import replay_arguments
@@ -19,6 +21,8 @@ class TraceArrival:
             return                          # a late answer about a model no longer shown
         if not trace.steps:                 # a prefill stopped half way (Cancel): the model holds nothing now
             self._cancelled_run()
+            return
+        if self._given_back(trace):
             return
         self._lost_trace = None
         self._claim(trace)
@@ -35,16 +39,34 @@ class TraceArrival:
 
     def _keep_shown_trace(self) -> None:
         """A cancelled run leaves the trace shown before on screen, whichever prompt the run was of and
-        however far it got: the decoder is given that trace back before its next step, and the panels say
+        however far it got: the decoder is given that trace back (replayed now), and the panels say
         it is out of date when the prompt differs. With nothing shown before, nothing is shown, and it says so."""
         shown, self._awaited = self.session.trace, None
         if shown is not None and shown.steps:
             self._lost_trace, self._run_prompt = replay_arguments(shown), self._shown_prompt
+            self._give_back()
             self.notice.emit("The run was cancelled; the trace from before stays.")
         else:
             self.notice.emit("The run of the prompt was cancelled; nothing is shown. Press Run to start it again.")
             self.session.set_trace(None)
         self._update_out_of_date()
+
+    def _give_back(self) -> None:
+        """Have the model thread replay the trace shown now, so that once idle its decoder holds what the
+        window shows (a panel's job lent the decoder reads it too). `_lost_trace` stays until a trace arrives:
+        a Stop that drops this replay from the queue asks for it again."""
+        self.worker.replay(**self._lost_trace)
+
+    def _given_back(self, trace) -> bool:
+        """True for the replay of the trace shown: the decoder holds it again, and the same trace stays up
+        (its numbers are those shown; a new object would redraw and drop every panel's work for nothing)."""
+        shown = self.session.trace
+        if self._lost_trace is None or shown is None or replay_arguments(trace) != self._lost_trace:
+            return False
+        if not np.array_equal(trace.token_ids, shown.token_ids):
+            return False                        # sampled otherwise this time: the decoder's trace is shown
+        self._lost_trace = None
+        return True
 
     def _on_failed(self, message: str) -> None:
         self.set_playing(False)
