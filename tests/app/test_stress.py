@@ -415,13 +415,9 @@ def thousand_actions(qtbot, tmp_path, models, kinds, monkeypatch) -> None:
     with qtbot.captureExceptions() as exceptions:
         for _ in range(N_ACTIONS):
             name = run.rng.choices(names, weights)[0]
-            while (name == "stop" and (run.log[-1:] == ["edit"] or run.window.session.out_of_date)) or (
-                    name == "reset_layout" and run.log and run.log[-1] == "reset_layout"):
-                # Nor Reset Layout twice in a row: the second left the window 1366x2680 at a 1366x768
-                # screen (seed 7, action 971), a fault of dock_layout's arrangement.
-                # Not generated: Stop on an edited prompt (its prefill in flight) can leave the decoder on
-                # another trace than the one shown (decoder.trace.token_ids != trace.token_ids; a later
-                # step is then fed a token the step before did not choose), a fault of Stop's give-back.
+            while name == "reset_layout" and run.log and run.log[-1] == "reset_layout":
+                # Not Reset Layout twice in a row: the second left the window 1366x2680 at a 1366x768
+                # screen (seed 7, action 971), a fault of dock_layout's arrangement not yet fixed.
                 name = run.rng.choices(names, weights)[0]
             run.log.append(name)
             seen = len(run.warnings)
