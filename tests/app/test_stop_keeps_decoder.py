@@ -68,7 +68,11 @@ def test_stop_during_a_run_leaves_the_decoder_on_the_trace_shown(qtbot, tmp_path
             shown_text, before = window.prompt.text, window.session.trace
             assert before.n_steps == 2
             journey.act("Stop", lambda: _stop_after_the_prefill_sent(window, "A horse, a horse", again))
-            assert window.session.trace is before, "Stop did not keep the trace shown before"
+            kept = window.session.trace
+            assert kept.token_ids.tolist() == before.token_ids.tolist() and kept.n_steps == before.n_steps, \
+                "Stop did not keep the trace shown before"
+            # After a second Stop the give-back may arrive as its own (equal) trace object, redrawn once.
+            assert again or kept is before, "one Stop redrew the trace it kept"
             _assert_decoder_holds(window, before, "idle after Stop")
 
             window.prompt.set_text(shown_text)        # Step continues the kept trace from its own last choice
