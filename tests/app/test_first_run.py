@@ -59,8 +59,11 @@ def launched(monkeypatch, tmp_path):
             while not until(window) and time.monotonic() < deadline:
                 app.processEvents()
                 time.sleep(0.01)
+            learn = getattr(window, "learn_dock", None)          # read now: launch deletes the window after
             seen.update(window=window, state=window.windowState(), trace=window.session.trace,
-                        prompt=window.prompt.text, asked=bool(asked))
+                        prompt=window.prompt.text, asked=bool(asked),
+                        learn_shown=learn is not None and not learn.isHidden(),
+                        learn_stop=learn.widget().index if learn is not None else None)
             window.close()
             window.deleteLater()
             return 0

@@ -22,10 +22,10 @@ def learn_shown(window) -> bool:
 def test_learn_opens_on_the_first_start_only(launched, tiny, monkeypatch):  # noqa: F811
     monkeypatch.delenv(launch.NO_RESTORE_ENV, raising=False)
     first = launched(["--model", str(tiny)], prefilled)
-    assert learn_shown(first.window), "a fresh configuration starts with the Learn path open"
-    assert first.window.learn_dock.widget().index == 0, "at its first stop"
+    assert first.learn_shown, "a fresh configuration starts with the Learn path open"
+    assert first.learn_stop == 0, "at its first stop"
     second = launched(["--model", str(tiny)], prefilled)
-    assert not learn_shown(second.window), "once only"
+    assert not second.learn_shown, "once only"
 
 
 @pytest.mark.parametrize("how", ["flag", "environment"])
@@ -34,7 +34,7 @@ def test_a_scripted_run_does_not_open_learn(launched, tiny, monkeypatch, how):  
     if how == "environment":
         monkeypatch.setenv(launch.NO_RESTORE_ENV, "1")
     result = launched(["--model", str(tiny)] + (["--no-restore"] if how == "flag" else []), prefilled)
-    assert not learn_shown(result.window)
+    assert not result.learn_shown
     assert not result.window.settings.learn_seen, "a person's first start still shows it later"
 
 
