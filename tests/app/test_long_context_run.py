@@ -73,9 +73,14 @@ def test_cancel_in_the_progress_dialog_stops_an_8000_token_prefill(qtbot, typed)
 
     before = window.session.trace                                     # the short prompt's, run when it opened
     window.worker.run_progress.connect(press_cancel)
+    texts = []
+    window.worker.run_progress.connect(lambda fraction, text: texts.append(text))
     window.actions.run.trigger()
     idle(qtbot, window, lambda: bool(pressed) and any("cancelled" in notice for notice in notices))
-    assert pressed == [1 / LAYERS] and len(reports) < LAYERS          # stopped before the last layer
+    # Stopped before its last layer (the reports after are the shown trace's replay, a few tokens long)
+    assert pressed == [1 / LAYERS] and not any(t.startswith(f"Prefilling {n:,} ") and t.endswith(
+        f"layer {LAYERS} of {LAYERS}") for t in texts), texts
+    assert any(t.startswith(f"Prefilling {n:,} ") for t in texts), texts          # its reports are these
     assert window.session.trace is before and window.session.out_of_date == EDITED   # kept, said to be old
     held = window.worker._loop._state.decoder.trace                   # nothing of the long prompt half done
     assert held is None or held.n_tokens < n // 2
