@@ -15,6 +15,7 @@ from PySide6.QtCore import QPoint
 
 from explorer.app.panels import AttentionPanel
 from explorer.app.state.session import Session
+from explorer.app.thread import threads
 from explorer.views import long_maps
 from explorer.views.grid import tile_block
 from tests.app.shared_window import make
@@ -71,6 +72,11 @@ def block_max(a: np.ndarray, f: int) -> np.ndarray:
             if np.isfinite(block).any():
                 out[i, j] = np.nanmax(block)
     return out
+
+
+def map_threads() -> list:
+    """The app's threads computing an attention map (a head, its detail or the grid) still alive."""
+    return [t for t in threads.live() if t.name.startswith("attention")]
 
 
 def show(qtbot, panel, trace, layer=1, head=2):
@@ -214,6 +220,7 @@ def test_a_second_look_reuses_the_kept_tiles_and_a_new_trace_shows_none_of_the_o
     first, second = traces
     with qtbot.waitSignal(panel.filler.finished, timeout=60000):
         panel.session.set_trace(first)
+    qtbot.waitUntil(lambda: not map_threads(), timeout=30000)   # a cancelled head's thread ends its block
     filled = panel.mosaic.image.copy()
     before = long_maps.COUNTS["row_blocks"]
     panel.scale_box.setCurrentIndex(1)                                    # log colours and back: drawn again
@@ -221,7 +228,8 @@ def test_a_second_look_reuses_the_kept_tiles_and_a_new_trace_shows_none_of_the_o
     panel.hide()                                                          # away and back
     panel.show()
     panel.refresh()
-    assert not panel.filler.running and long_maps.COUNTS["row_blocks"] == before   # nothing computed again
+    assert not panel.filler.running and not map_threads()
+    assert long_maps.COUNTS["row_blocks"] == before                      # nothing computed again
     np.testing.assert_array_equal(panel.mosaic.image, filled)
     panel.session.set_trace(second)
     assert np.isnan(panel.mosaic.image).all() and np.isnan(panel.grid.image.image).all()   # no stale tile
