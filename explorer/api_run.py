@@ -231,7 +231,7 @@ class Run:
 
     def save_session(self, path: str | Path) -> Path:
         """Write the app's session file (File → Open session… rebuilds this very trace)."""
-        from explorer.app.state.session_state import SamplingSettings, SessionState, save
+        from explorer.views.session_state import SamplingSettings, SessionState, save
 
         if self.intervention is not None and not self.intervention.is_empty:
             raise ExplorerError("a session file does not hold this run's ablation or kernel, so the app would "

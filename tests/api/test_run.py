@@ -65,7 +65,7 @@ def test_save_writes_the_trace_commands_arrays(bundled, tmp_path):
 
 
 def test_the_session_file_replays_to_the_same_trace(bundled, tmp_path):
-    from explorer.app.state.session_state import load
+    from explorer.views.session_state import load
 
     run = bundled.run(PROMPT, steps=2).force(11).step()
     state = load(run.save_session(tmp_path / "run.json"))

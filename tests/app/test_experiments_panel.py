@@ -93,7 +93,7 @@ def test_an_experiment_the_session_gains_is_listed_and_a_kernel_is_added_by_its_
 
 
 def test_the_list_is_saved_in_the_session_file_and_bad_layers_are_named(qtbot, panel, tiny, tmp_path):  # noqa: F811
-    from explorer.app.state.session_state import SessionState, load, save
+    from explorer.views.session_state import SessionState, load, save
 
     experiments = (Experiment(Intervention(ablations=(HeadAblation(1, 0, "mean"),)), on=False),
                    Experiment(Intervention(kernels=(KernelChoice(Kernel("exp", 0.5), (0,)),))))

@@ -14,7 +14,7 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from explorer.app.state.session_state import SessionFileError, SessionState
+from explorer.views.session_state import SessionFileError, SessionState
 from explorer.core.intervention import Experiment, Intervention
 from explorer.core.intervention_parts import HeadAblation, Kernel, KernelChoice
 from explorer.core.sampling_settings import Sampling

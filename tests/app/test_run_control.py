@@ -139,7 +139,7 @@ def test_the_prefill_dialog_closes_when_its_trace_arrives_while_other_jobs_run(q
 
 
 def test_opening_a_session_reports_the_session_s_run_only(qtbot, window, tiny):  # noqa: F811
-    from explorer.app.state.session_state import SessionState
+    from explorer.views.session_state import SessionState
 
     opened(qtbot, window, tiny)
     saved = step(qtbot, window, 2)

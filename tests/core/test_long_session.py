@@ -1,6 +1,6 @@
 """A session saved at long context (>= 1,024 tokens: the prefill's maps are rebuilt on demand) replays exactly.
 
-The session file (explorer/app/state/session_state.py) holds the model, the prompt and its ids, the sampling,
+The session file (explorer/views/session_state.py) holds the model, the prompt and its ids, the sampling,
 the forced tokens and the step count. Opening it is the model thread's Replay (app/thread): prefill the ids,
 force, step. The replay must give the same ids, the same logits, and on-demand maps equal to the original's.
 The independent expectation is the original run itself, made by the Python API on another decoder.
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import explorer
-from explorer.app.state import session_state
+from explorer.views import session_state
 from explorer.app.thread.core_api import CoreApi
 from explorer.app.thread.worker import ModelWorker
 from explorer.core.attention_maps import ON_DEMAND_FROM

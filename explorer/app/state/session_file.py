@@ -16,10 +16,10 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer
 
-from explorer.app.state.session_state import (FORMAT, VERSION, SessionFileError,  # noqa: F401 (re-exported)
-                                              SessionState, load, save, write_atomically)
 from explorer.core import files
 from explorer.core.errors import ExplorerError
+from explorer.views.session_state import (FORMAT, VERSION, SessionFileError,  # noqa: F401 (re-exported)
+                                          SessionState, load, save, write_atomically)
 
 AUTOSAVE_PREFIX = "autosave-session"
 AUTOSAVE_NAME = f"{AUTOSAVE_PREFIX}.json"      # the one shared autosave of earlier versions, still restored

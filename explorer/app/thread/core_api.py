@@ -14,8 +14,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from explorer.app.state.session_state import SamplingSettings  # noqa: F401 (re-exported: the toolbar's settings)
 from explorer.core.trace import ModelInfo
+from explorer.views.session_state import SamplingSettings  # noqa: F401 (re-exported: the toolbar's settings)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from explorer.app.state import session_schema
+from explorer.views import session_schema
 from explorer.core import files
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import Experiment
