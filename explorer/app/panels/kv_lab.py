@@ -30,6 +30,7 @@ from explorer.app.thread.requests import WhatIfJob
 from explorer.app.window.error_bar import ErrorLine
 from explorer.core import kv_variants as kv
 from explorer.core.errors import ExplorerError
+from explorer.core.loaders.config_file import read_config
 from explorer.core.units import human_bytes
 
 COLUMNS = ("variant", "K/V heads", "numbers/token/layer", "bytes/token", "bytes total", "vs MHA")
@@ -193,8 +194,6 @@ class KVLabPanel(Panel):
 
     def open_config(self, path: str) -> bool:
         """Compare the caches of a model from its config.json (or GGUF header) alone."""
-        from explorer.tools.kv_cmd import read_config
-
         try:
             config, name = read_config(path)
             self.set_shape(kv.cache_shape(config, source=str(path)), name, from_config=True)
