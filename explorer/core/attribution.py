@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from explorer.core import kernel as kernels
 from explorer.core.capture import StepCapture
 from explorer.core.errors import ExplorerError
 from explorer.core.logit_lens import row_capture
@@ -217,7 +218,7 @@ def attribute_capture(loaded, capture: StepCapture, position: int, token_id: int
             position=position, token_id=token, logit=z, embed=float(u @ capture.layers[0].residual_in[-1].double()),
             heads=np.array(heads, dtype=np.float64), mlp=np.array(mlp, dtype=np.float64), rest=rest,
             decomposition=SANDWICH if loaded.config.sandwich_norm else PRE_NORM,
-            capped_logit=float(cap * np.tanh(z / cap)) if cap else None)
+            capped_logit=float(kernels.softcapped(z, cap)) if cap else None)
 
 
 def _head_parts(block, layer, u: torch.Tensor) -> tuple[list[float], float]:

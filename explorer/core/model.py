@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from explorer.core import kernel as kernels
 from explorer.core import path_patching
 from explorer.core.attention import SelfAttention, StepContext, as_run
 from explorer.core.config import ModelConfig
@@ -215,7 +216,5 @@ class Transformer(nn.Module):
         return self
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """logits = h W_U (T, V); Gemma caps them with c * tanh(logits / c)."""
-        logits = self.lm_head(hidden)
-        cap = self.config.final_softcap
-        return torch.tanh(logits / cap) * cap if cap else logits
+        """logits = h W_U (T, V); Gemma caps them with c * tanh(logits / c) (kernel.softcapped)."""
+        return kernels.softcapped(self.lm_head(hidden), self.config.final_softcap)
