@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from pathlib import Path
 
@@ -190,12 +189,9 @@ def _save_tokenizer(cache: Path, path: Path, tokenizer: TextTokenizer, meta: dic
     saved = {"fingerprint": _tokenizer_fingerprint(path), "add_bos": tokenizer.add_bos,
              "bos_id": meta.get("tokenizer.ggml.bos_token_id"), "eos_id": meta.get("tokenizer.ggml.eos_token_id"),
              "tokenizer": tokenizer.tokenizer.to_str()}
-    temporary = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_text(json.dumps(saved), encoding="utf-8")
-        os.replace(temporary, cache)
-    except OSError:                                     # a read-only store only loses the speed-up
-        temporary.unlink(missing_ok=True)
+    from explorer.core.loaders import gguf_cache
+
+    gguf_cache.save_tokenizer(cache, saved)             # atomic; a full disk only loses the speed-up
 
 
 def read_gguf(path: str | Path, progress=None) -> tuple[dict, dict[str, torch.Tensor], object, str | None]:

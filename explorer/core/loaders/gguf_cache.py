@@ -9,14 +9,19 @@ imported). The copy records the GGUF's size and modification time and a
 format version; when any differs, or the copy is damaged, it is stale and is
 written again. Files outside the model store are never cached (we do not write
 beside a person's own files), nor any when TRANSFORMER_EXPLORER_GGUF_CACHE=0.
+Both the copy and the built tokenizer saved beside it are written through
+files.write_atomic: a full disk or an interrupted write leaves no part of a file
+and no temporary file, only the speed-up lost.
 """
 from __future__ import annotations
 
-import os
+import json
 from pathlib import Path
 
 import torch
 
+from explorer.core import files
+from explorer.core.errors import ExplorerError
 from explorer.core.loaders import gguf_copy
 from explorer.core.loaders.gguf_copy import VERSION, cache_path, fingerprint  # noqa: F401
 from explorer.core.store import COPY_DISABLE_ENV as DISABLE_ENV  # noqa: F401
@@ -47,18 +52,28 @@ def load(gguf_path: Path, expected: dict[str, tuple[int, ...]]) -> dict[str, tor
 
 
 def save(gguf_path: Path, tensors: dict[str, torch.Tensor]) -> Path | None:
-    """Write the copy (atomically); a full disk or a read-only store only loses the speed-up."""
+    """Write the copy through files.write_atomic; a full disk or a read-only store only loses the speed-up.
+
+    safetensors reports a failed write (a full disk) as its own SafetensorError, not an OSError; either
+    way write_atomic has removed the temporary file and the copy's path holds what it held before."""
+    from safetensors import SafetensorError
     from safetensors.torch import save_file
 
     path = cache_path(gguf_path)
     if path is None:
         return None
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    contiguous = {name: tensor.detach().to(torch.float32).contiguous() for name, tensor in tensors.items()}
+    metadata = fingerprint(gguf_path)
     try:
-        contiguous = {name: tensor.detach().to(torch.float32).contiguous() for name, tensor in tensors.items()}
-        save_file(contiguous, str(temporary), metadata=fingerprint(gguf_path))
-        os.replace(temporary, path)
-    except (OSError, RuntimeError, ValueError):
-        temporary.unlink(missing_ok=True)
+        return files.write_atomic(path, lambda temporary: save_file(contiguous, temporary, metadata=metadata),
+                                  "the float32 copy")
+    except (ExplorerError, SafetensorError, RuntimeError, ValueError):
         return None
-    return path
+
+
+def save_tokenizer(cache: Path, saved: dict) -> Path | None:
+    """Write a built tokenizer (`saved`, JSON) beside the copy, atomically; a full disk only loses the speed-up."""
+    try:
+        return files.write_text_atomic(cache, json.dumps(saved), "the saved tokenizer")
+    except ExplorerError:
+        return None

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from explorer.core.errors import ModelLoadError
+from explorer.core.loaders.model_file import open_regular
 from explorer.core.loaders.safetensors_header import read_safetensors_header
 from explorer.core.store import float32_copy_path as cache_path  # the store decides where copies live
 
@@ -55,7 +56,7 @@ def read(copy_path: Path) -> CopyData | None:
         return None
     buffers, parts = _layout(entries)
     try:
-        with copy_path.open("rb", buffering=0) as handle:
+        with open_regular(copy_path) as handle:                 # a FIFO put there is refused, never waited on
             start = 8 + int.from_bytes(handle.read(8), "little")   # the data follow the 8-byte length and the header
             for name, entry in sorted(entries.items(), key=lambda item: item[1]["data_offsets"][0]):
                 index, first, end = parts[name]
@@ -64,7 +65,7 @@ def read(copy_path: Path) -> CopyData | None:
                 wanted = entry["data_offsets"][1] - entry["data_offsets"][0]
                 if handle.readinto(target.reshape(-1).view(np.uint8)) != wanted:
                     return None
-    except OSError:
+    except (OSError, ModelLoadError):
         return None
     return CopyData(header, buffers, parts)
 
