@@ -1,7 +1,8 @@
 """`python -m explorer export`: decode a prompt and write an attention map without a window.
 
 The same figures and files as the app's export menu: one head, all heads of a
-layer (`--head all`) or the full grid (`--layer all`), as PNG, SVG, CSV or .npy.
+layer (`--head all`) or the full grid (`--layer all`), as PNG, SVG, CSV or .npy,
+with the labels at the app's export text sizes (`--text-size 1|1.5|2`, views.figure_text).
 With an encoder-decoder, `--prompt` is the source and `--attention` picks the
 encoder's self-attention, the decoder's (the default) or the cross-attention.
 """
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from explorer.core.errors import ExplorerError
 from explorer.tools import arguments
+from explorer.views.figure_text import TEXT_SIZES, text_scale
 
 
 def add_arguments(parser) -> None:
@@ -29,6 +31,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--scores", action="store_true", help="pre-softmax scores S instead of the weights A")
     parser.add_argument("--log", action="store_true", help="log10 colour scale for the weights")
     parser.add_argument("--every-step", action="store_true", help="write one numbered file per step")
+    parser.add_argument("--text-size", default="1", metavar="|".join(s.option for s in TEXT_SIZES),
+                        help="the labels' size for the image, as File ▸ Export Figure Text Size: 1 (default), "
+                             "1.5 or 2 for a slide read from the back of a room")
     parser.add_argument("--dark", action="store_true",
                         help="light text on a dark background (default: a light, print-ready figure)")
     parser.add_argument("--attention", choices=("self", "cross", "encoder"), default="self",
@@ -59,6 +64,7 @@ def _size(text: str) -> tuple[int, int]:
 def run(args) -> int:
     layer, head = _index(args.layer, "layer"), _index(args.head, "head")
     size = _size(args.size) if args.size is not None else None          # None: export.default_size
+    scale = text_scale(args.text_size)                                   # before the slow model load
     if args.steps < 0:
         raise ExplorerError(f"--steps {args.steps} must not be negative.")
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
@@ -76,7 +82,7 @@ def run(args) -> int:
     app = QApplication.instance() or QApplication(["transformer-explorer"])
     view = _view(trace, args.attention)
     options = dict(values="scores" if args.scores else "weights", log=args.log, size=size, cross=view.cross,
-                   theme="dark" if args.dark else "light")
+                   theme="dark" if args.dark else "light", text_scale=scale)
     if args.every_step:
         written = export.export_frames(view.trace, output, layer, head, **options)
     else:

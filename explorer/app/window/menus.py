@@ -22,9 +22,9 @@ from explorer.app.run.trace_budget import MAX_BUDGET_MB, MIN_BUDGET_MB
 from explorer.app.state import session_file
 from explorer.app.window import model_refs, panel_tips
 from explorer.app.window.dock_shares import focused_dock
-from explorer.app.window.settings import FIGURE_TEXT_SCALES
 from explorer.app.window.theme import apply_theme
 from explorer.core.errors import ExplorerError
+from explorer.views.figure_text import TEXT_SIZES
 
 SESSION_FILTER = "Transformer Explorer session (*.json)"
 STACK = ("torch", "numpy", "tokenizers", "safetensors", "gguf", "pyqtgraph")
@@ -183,7 +183,7 @@ class Menus:
     def _figure_text_menu(self) -> QMenu:
         """File ▸ Export Figure Text Size: the labels of exported figures 1×, 1.5× or 2× their size for the image."""
         menu, group = QMenu("Export Figure &Text Size", self.window), QActionGroup(self.window)
-        for scale, name in zip(FIGURE_TEXT_SCALES, ("&Normal", "&Large (1.5×)", "&Largest (2×)")):
+        for scale, name in ((size.scale, size.menu) for size in TEXT_SIZES):
             action = menu.addAction(name)
             action.setCheckable(True)
             action.setChecked(self.window.settings.figure_text_scale == scale)

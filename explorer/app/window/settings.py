@@ -10,13 +10,14 @@ from PySide6.QtCore import QByteArray, QSettings, QSize
 
 from explorer.app.run.trace_budget import DEFAULT_BUDGET, MAX_BUDGET_MB, MIN_BUDGET_MB
 from explorer.app.thread.core_api import SamplingSettings
+from explorer.views import figure_text
 
 ORGANIZATION = "transformer-explorer"
 APPLICATION = "explorer"        # the same file explorer.app.figures.export keeps its last folder in
 MAX_RECENT = 8
 THEMES = ("system", "light", "dark")
 FIGURE_THEMES = ("light", "dark")   # explorer.app.window.theme.FIGURE_COLOURS; exported figures are light by default
-FIGURE_TEXT_SCALES = (1.0, 1.5, 2.0)  # exported figures' text, times its size for the image (figures.font_scale)
+FIGURE_TEXT_SCALES = figure_text.SCALES   # exported figures' text, times its size (one table with the CLI's)
 
 
 class AppSettings:
