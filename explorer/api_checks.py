@@ -95,7 +95,11 @@ def decoder(loaded, sampling, capacity: int, intervention=None):
     patterns are patched stores its maps (rebuilt from Q and K they would be the model's own)."""
     from explorer.core.decode import RecordOptions
     from explorer.core.families import make_decoder
+    from explorer.core.sampling_settings import Sampling
 
+    if not isinstance(sampling, Sampling):         # its values were checked when it was made (Sampling.RULES)
+        raise ExplorerError(f"sampling must be an explorer.Sampling(temperature=..., top_k=..., top_p=..., seed=...), "
+                            f"not {type(sampling).__name__}")
     stored = intervention is not None and bool(intervention.pattern_patches)
     record = RecordOptions(dtype="float32", attention="stored" if stored else "on_demand")
     made = make_decoder(loaded, record, sampling, capacity=capacity)

@@ -5,6 +5,8 @@ decoder samples with (explorer/core/sampling.py draws the token).
 """
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 
 from explorer.core.errors import ExplorerError
@@ -12,6 +14,31 @@ from explorer.core.errors import ExplorerError
 
 class SamplingError(ExplorerError, ValueError):
     """Sampling values out of range (a ValueError too, as a bad number in a settings file is)."""
+
+
+MAX_SEED = 2**63 - 1            # torch.Generator.manual_seed takes a signed 64-bit seed
+
+# field -> (whole number?, low, high, low itself allowed?, what it must be). Transformers refuses a NaN,
+# zero or negative temperature; here 0 means greedy, and a NaN or infinite one is refused like theirs.
+RULES = {
+    "temperature": (False, 0.0, math.inf, True, "a finite number, 0 or more (0 is greedy)"),
+    "top_k": (True, 0, math.inf, True, "a whole number, 0 or more (0 keeps every token)"),
+    "top_p": (False, 0.0, 1.0, False, "a number above 0 and at most 1 (1 keeps every token)"),
+    "seed": (True, 0, MAX_SEED, True, f"a whole number from 0 to {MAX_SEED}"),
+}
+
+
+def checked(field: str, value) -> int | float:
+    """`value` as the number `field` holds (a plain int or float), or SamplingError naming it: the one
+    rule for the API, the CLI, the toolbar, the settings and session files."""
+    whole, low, high, low_allowed, wanted = RULES[field]
+    legal = isinstance(value, numbers.Integral) if whole else isinstance(value, numbers.Real)
+    if legal and not isinstance(value, bool):
+        number = int(value) if whole else float(value)
+        if math.isfinite(number) and (low < number or low_allowed and number == low) and number <= high:
+            return number
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
+    raise SamplingError(f"sampling {field}={shown} is not legal: it must be {wanted}.")
 
 
 @dataclass(frozen=True)
@@ -24,10 +51,8 @@ class Sampling:
     seed: int = 0
 
     def __post_init__(self):
-        if self.temperature < 0 or self.top_k < 0 or not 0.0 < self.top_p <= 1.0:
-            raise SamplingError(
-                f"sampling values temperature={self.temperature}, top_k={self.top_k}, top_p={self.top_p} "
-                "are out of range (temperature >= 0, top_k >= 0, 0 < top_p <= 1)")
+        for field in RULES:             # numpy scalars become plain numbers, so the value writes as JSON
+            object.__setattr__(self, field, checked(field, getattr(self, field)))
 
     @property
     def greedy(self) -> bool:
