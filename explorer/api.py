@@ -126,9 +126,10 @@ class Model:
             ablate: Sequence[tuple[int, int]] = (), kernel: str | None = None,
             kernel_layers: Sequence[int] | None = None, kernel_temperature: float = 1.0,
             intervention: Intervention | None = None, activations: Sequence[str] | None = None,
-            prepend_bos: bool | None = None, progress=None) -> Run | list[Run]:
+            prepend_bos: bool | None = None, progress=None, memory: int | None = None) -> Run | list[Run]:
         """Prefill `prompt` and decode `steps` tokens, recording every step; a list of prompts gives a list
-        of runs, each equal to its prompt's run alone (`progress(done, total)` after each).
+        of runs, each equal to its prompt's run alone (`progress(done, total)` after each), prefilled in
+        packed passes of at most `memory` bytes each (None: a quarter of the free memory; api_batches.runs).
 
         Greedy unless `sampling` says otherwise. `intervention` (explorer.Intervention) changes any term of
         the algebra; `ablate` zeroes the outputs O_h = A_h V_h of the given (layer, head) pairs before W^O;
@@ -141,7 +142,7 @@ class Model:
                        kernel_temperature=kernel_temperature, intervention=intervention, activations=activations,
                        prepend_bos=prepend_bos)
         if checks.is_batch(prompt):
-            return batches.each(prompt, lambda one: self.run(one, **options), progress)
+            return batches.runs(self, prompt, options, progress, memory)
         return self._run_one(prompt, **options)
 
     def _run_one(self, prompt: Prompt, steps, sampling, ablate, kernel, kernel_layers, kernel_temperature,

@@ -1,14 +1,21 @@
 """Several prompts at once: each prompt's result equals its result alone.
 
-The prompts run one after another through the same engine (each a prefill of its own length, so no
-padding can change a number), and `progress(done, total)` is called after each. Lists given beside
-the prompts (targets, positions) are matched one to one, or a single value is used for every prompt.
+A batch of runs is prefilled in packed passes (core/packed.py: the prompts side by side, each row
+attending only within its own prompt, so no padding enters a sum), cut into chunks that fit a memory
+budget; where a pass cannot be packed (a mean ablation, a patch, an encoder, latent attention) the
+prompts run one after another. `progress(done, total)` is called after each prompt. Lists given
+beside the prompts (targets, positions) are matched one to one, or a single value is used for every
+prompt.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from explorer.core.errors import ExplorerError
+import numpy as np
+
+from explorer import api_checks as checks
+from explorer.api_run import Run
+from explorer.core.errors import ContextOverflowError, ExplorerError
 
 
 def each(prompts: Sequence, compute: Callable, progress: Callable | None = None) -> list:
@@ -29,3 +36,48 @@ def matched(values, n: int, what: str) -> list:
             raise ExplorerError(f"{what} lists {len(values)} values for {n} prompts: give one per prompt, or one")
         return list(values)
     return [values] * n
+
+
+def runs(model, prompts: Sequence, options: dict, progress: Callable | None = None, memory: int | None = None) -> list:
+    """Model.run over several prompts: one Run each, equal to the prompt's run alone. The prefills are
+    packed passes of as many prompts as `memory` bytes allow (None: packed.default_budget), the
+    decoding steps each run's own."""
+    from explorer.core import packed
+    from explorer.core.recording import RecordOptions
+    from explorer.core.sampling import Sampling
+
+    whole = checks.intervention_of(options["ablate"], options["kernel"], options["kernel_layers"],
+                                   options["kernel_temperature"], options["intervention"], model.info)
+    prompts = list(prompts)
+    if len(prompts) < 2 or not packed.can_record_packed(model.loaded, whole):
+        return each(prompts, lambda one: model.run(one, **options), progress)
+    if memory is not None and (isinstance(memory, bool) or not isinstance(memory, int) or memory < 1):
+        raise ExplorerError(f"memory={memory!r} must be a number of bytes, 1 or more")
+    ids = [model._ids(prompt, options["prepend_bos"]) for prompt in prompts]
+    steps = _steps(options["steps"], max(len(one) for one in ids), model.loaded.config.max_positions)
+    decoders = [packed.PackedDecoder(model.loaded, RecordOptions(dtype="float32"), options["sampling"] or Sampling(),
+                                     capacity=len(one) + steps) for one in ids]
+    for decoder in decoders:
+        decoder.set_intervention(whole)
+    made: list = [None] * len(prompts)
+    budget = packed.default_budget(model.loaded) if memory is None else memory
+    for done, index in enumerate(packed.prefill_packed(model.loaded, decoders, ids, budget), start=1):
+        for _ in range(steps):
+            decoders[index].step()
+        prompt = prompts[index]
+        made[index] = Run(model, decoders[index], prompt if isinstance(prompt, str) else None, whole)
+        if options["activations"] is not None:
+            made[index].activations(options["activations"])
+        if progress is not None:
+            progress(done, len(prompts))
+    return made
+
+
+def _steps(steps, longest: int, context: int) -> int:
+    """`steps` checked as Model.run checks it, for the longest prompt of a batch."""
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+        raise ExplorerError(f"steps={steps!r} must be a whole number, 0 or more")
+    if longest + int(steps) > context:
+        raise ContextOverflowError(
+            f"the prompt has {longest} tokens; with {int(steps)} steps it exceeds the model's context of {context}")
+    return int(steps)

@@ -3,15 +3,26 @@
     rows = [prompt_0 | prompt_1 | ...],  positions restart at 0 in each,  mask_ij = causal and same prompt
 
 The weights are read once for all prompts (what a short prompt's pass spends its time on), and no
-padding enters any sum, so each prompt's numbers are its own pass's up to float rounding. The
-capture of the pass is cut back into one capture per prompt, up to its asked position.
+padding enters any sum, so each prompt's numbers are its own pass's up to float rounding.
+
+Two uses: the capture of a pass cut back into one capture per prompt up to its asked position
+(packed_captures: attribution), and a batch of recorded runs (prefill_packed): each layer's rows are
+handed to each prompt's own recording capture as the layer ends (SpreadCapture), with the mask its
+own pass would make, and its K and V to its own cache, so that every prompt's Decoder then holds the
+trace, cache and states of its prompt's prefill. A batch is cut into chunks whose pass_bytes fit a
+memory budget.
 """
 from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 
 from explorer.core.capture import AttentionCapture, StepCapture
+from explorer.core.decode import Decoder
+from explorer.core.recording import rebuilds
 
 BLOCK_ROWS = ("residual_in", "attn_out", "ffn_out", "residual", "x")
 
@@ -56,3 +67,170 @@ def _rows_of(capture: StepCapture, rows: slice) -> StepCapture:
         layer.attn = AttentionCapture(q=None, k=None, v=None, weights=None, head_out=whole.attn.head_out[:, rows],
                                       mask=None, kv_positions=None, scale=whole.attn.scale)
     return out
+
+
+# ----- a batch of recorded runs from packed passes ------------------------------------------
+
+
+def can_record_packed(loaded, intervention) -> bool:
+    """Whether a batch of runs of `loaded` may take their prefill from packed passes: a decoder-only
+    model with per-head attention (MLA caches a latent, which this pass does not cut) under an
+    intervention that can_pack allows."""
+    from explorer.core.families import family_of_model
+
+    return family_of_model(loaded).driver_class() is Decoder and not loaded.config.mla and can_pack(intervention)
+
+
+def pass_bytes(config, lengths: list[int], weights: bool) -> int:
+    """The memory a packed prefill of prompts of `lengths` holds at its peak, roughly (float32):
+
+        L S (5 d + 3 (N_Q + N_KV) d_head)       every layer's rows until the records are made
+                                                (X, h in and out, both sublayer outputs; Q|K|V, rotated Q, K, O)
+      + L N_Q sum_i T_i^2 + 2 N_Q S^2           kept maps of each prompt, one layer's scores and A
+                                                (only when A is asked for: a short prompt stores it)
+
+    with S = sum_i T_i."""
+    rows = sum(lengths)
+    per_row = config.n_layers * (5 * config.d_model + 3 * (config.n_heads + config.n_kv_heads) * config.d_head)
+    maps = config.n_heads * (config.n_layers * sum(t * t for t in lengths) + 2 * rows * rows) if weights else 0
+    return 4 * (rows * per_row + maps)
+
+
+def chunks(count: int, budget: int, cost) -> list[list[int]]:
+    """Indices 0..count-1 cut in order into runs whose cost(indices) stays within `budget`; an index over
+    the budget alone is a run of its own (it would need that memory alone too)."""
+    out: list[list[int]] = []
+    for index in range(count):
+        if out and cost(out[-1] + [index]) <= budget:
+            out[-1].append(index)
+        else:
+            out.append([index])
+    return out
+
+
+def default_budget(loaded) -> int:
+    """The memory a batch's packed passes may take: a quarter of what is free on the model's device
+    (CUDA: its free memory; else the host's free pages), between 256 MiB and 2 GiB."""
+    device = loaded.model.embed.weight.device
+    try:
+        if device.type == "cuda":
+            free = torch.cuda.mem_get_info(device)[0]
+        else:
+            free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError, RuntimeError):      # no such counter here
+        free = 4 << 30
+    return int(min(2 << 30, max(256 << 20, free // 4)))
+
+
+@dataclass
+class PackedPrefill:
+    """One prompt's part of a packed pass: its own capture (filled), its K and V per layer for its cache,
+    and its final-normed states (T, d)."""
+
+    capture: StepCapture
+    keys_values: list
+    hidden: torch.Tensor
+
+
+class PackedDecoder(Decoder):
+    """A decode.Decoder whose prefill may take its numbers from a packed pass over several prompts
+    (prefill_packed) instead of running its prompt alone: the same records, cache and final states,
+    each from the prompt's own rows. Every later move (step, back, force) is the Decoder's own."""
+
+    _given: PackedPrefill | None = None
+
+    def capture_for(self, n_new: int) -> StepCapture:
+        """The capture a prefill of n_new tokens records into, under this decoder's intervention."""
+        self._intervened = self.new_run()
+        return self._new_capture(n_new, 0)
+
+    def prefill_from(self, ids: np.ndarray, given: PackedPrefill):
+        """prefill(ids), its pass being `given`."""
+        self._given = given
+        try:
+            return self.prefill(ids)
+        finally:
+            self._given = None
+
+    def _new_capture(self, n_new: int, n_cached: int) -> StepCapture:
+        return super()._new_capture(n_new, n_cached) if self._given is None else self._given.capture
+
+    def _forward(self, ids: torch.Tensor, positions: np.ndarray, capture: StepCapture) -> torch.Tensor:
+        if self._given is None:
+            return super()._forward(ids, positions, capture)
+        for cache, (k, v) in zip(self.kv_cache.layers, self._given.keys_values):
+            cache.update(k, v)                                                   # as the prompt's own pass would
+        return self._given.hidden
+
+
+class SpreadCapture(StepCapture):
+    """A packed pass's capture, handed on as each layer ends: each prompt's rows go to its own capture, cut
+    to its rows and keys with the mask its own pass makes (`own`: its StepContext), and its K and V are
+    kept for its cache. Nothing of a layer stays here once the layer is done."""
+
+    def __init__(self, captures: list[StepCapture], spans: list[slice], own: list, windows: list, weights: bool):
+        super().__init__(len(windows), weights)
+        self.captures, self.spans, self.own, self.windows = captures, spans, own, windows
+        self.keys_values: list[list] = [[] for _ in captures]
+        self._attention: dict[int, AttentionCapture] = {}
+
+    def attention(self, layer: int, record: AttentionCapture, cross: bool = False) -> None:
+        self._attention[layer] = record
+
+    def block(self, layer: int, **tensors) -> None:
+        record = self._attention.pop(layer)
+        for capture, rows, own, kept in zip(self.captures, self.spans, self.own, self.keys_values):
+            n = rows.stop - rows.start
+            capture.attention(layer, _cut(record, rows, own.mask(np.arange(n), self.windows[layer])))
+            capture.block(layer, **{name: value[rows] for name, value in tensors.items()})
+            kept.append((record.k[:, rows], record.v[:, rows]))                  # (N_KV, T, d) each
+
+
+def _cut(record: AttentionCapture, rows: slice, own) -> AttentionCapture:
+    """One prompt's part of a packed attention capture: its query rows against its own keys (the same
+    rows); its mask is its own pass's (and its rule) unless an intervention hid entries of it."""
+    mask = record.mask[rows, rows]
+    same = np.array_equal(mask, own.mask)
+    heads = ("q", "k", "v", "head_out", "q_pre_rope", "k_pre_rope")             # (heads, S, d): rows in dim 1
+    cut = {name: getattr(record, name)[:, rows] for name in heads if getattr(record, name) is not None}
+    weights = None if record.weights is None else record.weights[:, rows, rows].contiguous()   # (N_Q, T, T)
+    return replace(record, **cut, weights=weights, mask=own.mask if same else mask, kv_positions=own.keys,
+                   rule=own.rule if same else None)
+
+
+def prefill_packed(loaded, decoders: list[PackedDecoder], prompts: list[np.ndarray], budget: int):
+    """Prefill each decoder with its prompt, from packed passes over runs of prompts whose pass_bytes fit
+    `budget` (a prompt alone runs its own prefill); yields each prompt's index once its record is made."""
+    lengths = [len(ids) for ids in prompts]
+    stored = [not rebuilds(n, n, own_keys=True) for n in lengths]               # short prompts store their A
+
+    def cost(indices: list[int]) -> int:
+        return pass_bytes(loaded.config, [lengths[i] for i in indices], any(stored[i] for i in indices))
+
+    for chunk in chunks(len(prompts), budget, cost):
+        if len(chunk) == 1:
+            decoders[chunk[0]].prefill(prompts[chunk[0]])
+            yield chunk[0]
+            continue
+        given = _packed_pass(loaded, [decoders[i] for i in chunk], [prompts[i] for i in chunk])
+        for index, part in zip(chunk, given):
+            decoders[index].prefill_from(prompts[index], part)
+            yield index
+
+
+def _packed_pass(loaded, decoders: list[PackedDecoder], prompts: list[np.ndarray]) -> list[PackedPrefill]:
+    """One pass over `prompts` packed side by side, spread into each decoder's own capture."""
+    model = loaded.model
+    lengths = [len(ids) for ids in prompts]
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    spans = [slice(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
+    captures = [decoder.capture_for(n) for decoder, n in zip(decoders, lengths)]
+    spread = SpreadCapture(captures, spans, [model.step_context(np.arange(n)) for n in lengths],
+                           [block.attn.window for block in model.layers], any(c.weights for c in captures))
+    with torch.inference_mode():
+        step = model.step_context(np.concatenate([np.arange(n) for n in lengths]), decoders[0].intervention,
+                                  np.repeat(np.arange(len(prompts)), lengths))
+        h = model.embed_tokens(torch.as_tensor(np.concatenate(prompts), device=model.embed.weight.device), step)
+        hidden = model.norm(model.run_blocks(h, step, None, spread))                # (S, d)
+    return [PackedPrefill(capture, kept, hidden[rows].clone())
+            for capture, kept, rows in zip(captures, spread.keys_values, spans)]

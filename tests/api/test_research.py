@@ -86,7 +86,7 @@ def test_a_batch_of_runs_equals_each_run_alone(family, hf_model, model):
     for prompt, run in zip(prompts, runs):
         alone = model.run(prompt, steps=2)
         assert run.ids.tolist() == alone.ids.tolist()
-        np.testing.assert_array_equal(run.logits, alone.logits)
+        assert np.abs(run.logits - alone.logits).max() <= 1e-5 * np.abs(alone.logits).max()   # a packed prefill
         expected, _ = reference(hf_model, run.ids)
         assert np.abs(run.logits - expected).max() / np.abs(expected).max() < 1e-4
     parts = model.attribute(prompts, target=[TARGET, 3, 5], against=AGAINST)

@@ -1,0 +1,119 @@
+"""A batch of runs: prompts of different lengths prefilled in packed passes, each run equal to its prompt's
+run alone and to transformers' padded batch (an attention mask over right padding), cut into chunks that
+fit a memory budget, with progress after each prompt."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import explorer
+from explorer.core import packed
+
+PROMPTS = [[5, 17, 33, 2, 71, 40, 9, 88, 23, 61, 14], [7, 8, 9], list(range(10, 44)), [60, 2, 90, 31, 31, 8]]
+PACKED = ["llama", "llama_mqa", "mistral", "qwen2", "qwen3", "gpt2", "gemma3"]
+
+
+def close(got: np.ndarray, expected: np.ndarray, rtol: float = 1e-5) -> bool:
+    """Equal within rtol of the largest |expected| (float rounding of another matmul order)."""
+    assert got.shape == expected.shape
+    return float(np.abs(got - expected).max()) <= rtol * max(float(np.abs(expected).max()), 1.0)
+
+
+@pytest.fixture
+def passes(monkeypatch) -> list[int]:
+    """The number of prompts in each packed pass the batch takes."""
+    seen: list[int] = []
+    original = packed._packed_pass
+
+    def counting(loaded, decoders, prompts):
+        seen.append(len(prompts))
+        return original(loaded, decoders, prompts)
+
+    monkeypatch.setattr(packed, "_packed_pass", counting)
+    return seen
+
+
+def assert_same_run(run, alone) -> None:
+    """The trace, logits, maps, activations and cache of `run` equal those of the prompt's run alone."""
+    assert run.ids.tolist() == alone.ids.tolist() and run.trace.n_steps == alone.trace.n_steps
+    assert close(run.logits, alone.logits)
+    np.testing.assert_array_equal(run.kv_bytes, alone.kv_bytes)
+    info = alone.trace.model
+    for layer in range(info.n_layers):
+        ours, theirs = run.trace.steps[0].layers[layer], alone.trace.steps[0].layers[layer]
+        assert close(ours.x, theirs.x)
+        for name in ("q", "k", "v"):
+            assert close(getattr(ours.attn, name), getattr(theirs.attn, name)), (layer, name)
+        assert close(run.residual(layer), alone.residual(layer))
+        for head in range(info.n_heads):
+            assert close(run.attention(layer, head), alone.attention(layer, head)), (layer, head)
+
+
+@pytest.mark.parametrize("family", PACKED)
+def test_a_batch_is_one_packed_pass_and_each_run_equals_its_run_alone(family, model, passes):
+    seen = []
+    runs = model.run(PROMPTS, steps=2, progress=lambda done, total: seen.append((done, total)))
+    assert passes == [len(PROMPTS)]
+    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    for prompt, run in zip(PROMPTS, runs):
+        assert_same_run(run, model.run(prompt, steps=2))
+
+
+@pytest.mark.parametrize("family", PACKED)
+def test_a_packed_batch_equals_transformers_padded_batch(family, hf_model, model):
+    longest = max(len(p) for p in PROMPTS)
+    ids = torch.tensor([p + [0] * (longest - len(p)) for p in PROMPTS])
+    mask = torch.tensor([[1] * len(p) + [0] * (longest - len(p)) for p in PROMPTS])
+    with torch.inference_mode():
+        out = hf_model(ids, attention_mask=mask, output_attentions=True)
+    for row, (prompt, run) in enumerate(zip(PROMPTS, model.run(PROMPTS))):
+        t = len(prompt)
+        assert close(run.logits, out.logits[row, :t].numpy())
+        for layer, maps in enumerate(out.attentions):
+            for head in range(maps.shape[1]):
+                assert close(run.attention(layer, head), maps[row, head, :t, :t].numpy(), rtol=1e-4)
+
+
+@pytest.mark.parametrize("family", ["llama"])
+def test_a_batch_over_the_memory_budget_runs_in_chunks_with_the_same_numbers(family, model, passes):
+    whole = model.run(PROMPTS)
+    assert passes == [4]
+    two = packed.pass_bytes(model.loaded.config, [len(PROMPTS[0]), len(PROMPTS[1])], weights=True)
+    seen = []
+    chunked = model.run(PROMPTS, memory=two, progress=lambda done, total: seen.append((done, total)))
+    assert passes[0] == 4 and passes[1:] and max(passes[1:]) < 4         # several chunks, some packed
+    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    for ours, theirs in zip(chunked, whole):
+        assert_same_run(ours, theirs)
+    before = len(passes)
+    alone = model.run(PROMPTS, memory=1)                       # each prompt its own pass: the runs alone
+    assert len(passes) == before
+    for one, prompt in zip(alone, PROMPTS):
+        np.testing.assert_array_equal(one.logits, model.run(prompt).logits)
+
+
+@pytest.mark.parametrize("family", ["llama"])
+def test_the_packed_pass_under_an_ablation_at_one_position_equals_each_alone(family, hf_model, model, passes):
+    edit = explorer.Intervention().ablate(1, 2, positions=[2]).kernel("relu", layers=[0])
+    runs = model.run(PROMPTS, intervention=edit)
+    assert passes == [4]
+    for prompt, run in zip(PROMPTS, runs):
+        assert_same_run(run, model.run(prompt, intervention=edit))
+    mean = explorer.Intervention().ablate(1, 2, mode="mean")   # a mean over each prompt: one pass each
+    for prompt, run in zip(PROMPTS, model.run(PROMPTS, intervention=mean)):
+        np.testing.assert_array_equal(run.logits, model.run(prompt, intervention=mean).logits)
+    assert passes == [4]
+
+
+@pytest.mark.parametrize("family", ["llama"])
+def test_a_wrong_memory_budget_is_one_sentence(family, model):
+    for wrong in ("1GB", 0, True, 1.5):
+        with pytest.raises(explorer.ExplorerError, match="memory=.* must be a number of bytes"):
+            model.run(PROMPTS, memory=wrong)
+
+
+def test_chunks_keep_the_order_and_stay_within_the_budget():
+    sizes = [3, 4, 2, 9, 1, 1]
+    cuts = packed.chunks(len(sizes), 7, lambda indices: sum(sizes[i] for i in indices))
+    assert cuts == [[0, 1], [2], [3], [4, 5]]
