@@ -13,28 +13,24 @@ import re
 from pathlib import Path
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QFont
-from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton,
-                               QSpinBox, QSplitter, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout,
-                               QWidget)
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox,
+                               QTableWidget, QTabWidget, QVBoxLayout, QWidget)
 
 from explorer.app.figures import export
 from explorer.app.panels.base import Panel
-from explorer.app.panels.heatmap import Heatmap
 from explorer.app.panels.kv_plot import DTYPES, BytesPlot, FitSplitter, save_bytes_plot
 from explorer.app.panels.model_call import Executor, ModelCall, thread_executor
+from explorer.app.panels.what_if_view import WhatIfView, steps_csv, table_item
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import WhatIfJob
-from explorer.app.window.error_bar import ErrorLine
 from explorer.core import kv_variants as kv
 from explorer.core.errors import ExplorerError
 from explorer.core.loaders.config_file import read_config
 from explorer.core.units import human_bytes
 
 COLUMNS = ("variant", "K/V heads", "numbers/token/layer", "bytes/token", "bytes total", "vs MHA")
-STEP_COLUMNS = ("step", "next token", "KL (nats)", "top-1", "bytes saved")
 BUNDLED = "bundled config…"
 SIDE_BY_SIDE_PX = 1150      # the table (450 px) and three plots of 230 px
 
@@ -54,16 +50,6 @@ def bundled_configs() -> dict[str, Path]:
     return {p.name: p for p in sorted(folder.iterdir()) if (p / "config.json").is_file()} if folder.is_dir() else {}
 
 
-def _item(value, bold: bool = False) -> QTableWidgetItem:
-    item = QTableWidgetItem(str(value))
-    item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
-    if bold:
-        font = QFont()
-        font.setBold(True)
-        item.setFont(font)
-    return item
-
-
 class KVLabPanel(Panel):
     title = "KV lab"
     object_name = "kv_lab"
@@ -78,7 +64,6 @@ class KVLabPanel(Panel):
         self.what_if_job = what_if_job     # (variant, steps, prompt ids) -> a model job
         self.variants_window = None
         self.runner = ModelCall(self)
-        self.runner.progress_changed.connect(self._on_progress_changed)
         self.runner.finished.connect(self._on_result_changed)
         self.runner.failed.connect(self._on_run_failed)
         self.set_formula("bytes/token = Σ_l width_l · bytes(dtype):  MHA 2·N_Q·d_h,  GQA 2·N_KV·d_h,  "
@@ -91,7 +76,7 @@ class KVLabPanel(Panel):
         variants.setStretchFactor(1, 3)
         self.tabs = QTabWidget()                   # a bottom dock is short: one idea per tab
         self.tabs.addTab(variants, "Cache per variant")
-        self.tabs.addTab(self._runner_section(), "What-if conversion")
+        self.tabs.addTab(self._what_if_section(), "What-if conversion")
         self.tabs.setTabToolTip(0, "The bytes MHA, GQA, MQA and MLA would cache for this model, per token and in all.")
         self.tabs.setTabToolTip(1, "The model converted to another variant, its next-token predictions beside the "
                                    "original's.")
@@ -144,43 +129,17 @@ class KVLabPanel(Panel):
         layout.addWidget(self.table, 1)
         return section
 
-    def _runner_section(self) -> QWidget:
-        section = QWidget()
-        layout = QVBoxLayout(section)
-        layout.setContentsMargins(0, 0, 0, 0)
-        row = QHBoxLayout()
-        self.variant_box = QComboBox()
-        self.steps_box = QSpinBox()
-        self.steps_box.setRange(1, 4096)
-        self.steps_box.setValue(8)
-        self.steps_box.setPrefix("steps ")
-        self.run_button = QPushButton("Convert and compare")
-        self.run_button.clicked.connect(lambda: self.run_conversion())
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setEnabled(False)
-        self.cancel_button.clicked.connect(self.runner.cancel)
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 100)
-        for widget in (QLabel("what if:"), self.variant_box, self.steps_box, self.run_button, self.cancel_button,
-                       self.progress):
-            row.addWidget(widget)
-        layout.addLayout(row)
-        self.run_summary = QLabel(" ")
-        self.run_summary.setWordWrap(True)
-        layout.addWidget(self.run_summary)
-        self.error_line = ErrorLine()             # a failed conversion: one line, Details… for the rest
-        layout.addWidget(self.error_line)
-        lower = QSplitter(Qt.Orientation.Horizontal)
-        self.steps_table = QTableWidget(0, len(STEP_COLUMNS))
-        self.steps_table.setHorizontalHeaderLabels(STEP_COLUMNS)
-        self.steps_table.verticalHeader().setVisible(False)
-        lower.addWidget(self.steps_table)
-        self.maps = pg.GraphicsLayoutWidget()
-        self.original_map = Heatmap(self.maps.ci, row=0, col=0, colorbar=False)
-        self.converted_map = Heatmap(self.maps.ci, row=0, col=1, colorbar=False)
-        lower.addWidget(self.maps)
-        layout.addWidget(lower, 1)
-        return section
+    def _what_if_section(self) -> WhatIfView:
+        view = self.what_if = WhatIfView()
+        view.run_button.clicked.connect(lambda: self.run_conversion())
+        view.cancel_button.clicked.connect(self.runner.cancel)
+        self.runner.progress_changed.connect(view.show_progress)
+        # the tab's widgets stay reachable as the panel's own: scripts and tests read them there
+        (self.variant_box, self.steps_box, self.run_button, self.cancel_button, self.progress, self.run_summary,
+         self.error_line, self.steps_table, self.original_map, self.converted_map) = (
+            view.variant_box, view.steps_box, view.run_button, view.cancel_button, view.progress, view.run_summary,
+            view.error_line, view.steps_table, view.original_map, view.converted_map)
+        return view
 
     # ----- the comparison table -------------------------------------------------------------
     def set_shape(self, shape: kv.CacheShape, name: str, from_config: bool = False) -> None:
@@ -224,7 +183,7 @@ class KVLabPanel(Panel):
             cells = (row.variant.name + (" ★ native" if native else ""), heads, row.variant.elements_per_layer,
                      human_bytes(row.bytes_per_token), human_bytes(row.bytes_total), f"{row.ratio_to_mha:.4f}")
             for column, value in enumerate(cells):
-                self.table.setItem(index, column, _item(value, bold=native))
+                self.table.setItem(index, column, table_item(value, bold=native))
         self.table.resizeColumnsToContents()
         if replot:
             self.update_plot(rows)
@@ -306,10 +265,6 @@ class KVLabPanel(Panel):
                    "builds decoder-only models")
             self.run_summary.setText(f"{model.name} {why}.")
 
-    def _on_progress_changed(self, fraction: float, what: str) -> None:
-        self.progress.setValue(int(round(100 * fraction)))
-        self.progress.setFormat(f"%p% {what}")
-
     def _on_run_failed(self, message: str) -> None:
         cancelled = message.lower().endswith("conversion was cancelled.")     # said, not an error
         self.run_summary.setText(message if cancelled else "The conversion failed.")
@@ -323,23 +278,7 @@ class KVLabPanel(Panel):
 
     def _on_result_changed(self, result) -> None:
         self.result = result
-        rows = result.comparisons
-        self.steps_table.setRowCount(len(rows))
-        texts = result.original.token_text
-        for index, row in enumerate(rows):
-            token = texts[row.position + 1] if row.position + 1 < len(texts) else self.session.display_token(row.token_id)
-            cells = (row.step, token, f"{row.kl:.4g}", "✓" if row.top1_agrees else "✗",
-                     human_bytes(row.bytes_saved))
-            for column, value in enumerate(cells):
-                self.steps_table.setItem(index, column, _item(value))
-        self.steps_table.resizeColumnsToContents()
-        agree = np.mean([r.top1_agrees for r in rows]) if rows else 0.0
-        mean_kl = np.mean([r.kl for r in rows]) if rows else 0.0
-        saved = rows[-1].bytes_saved if rows else 0
-        self.run_summary.setText(f"{result.variant}: mean KL {mean_kl:.4g} nats, top-1 agreement {100 * agree:.0f}%, "
-                                 f"cache saved {human_bytes(saved)} at {rows[-1].position + 1 if rows else 0} "
-                                 f"tokens; K/V map moved {100 * float(np.mean(result.relative_error)):.1f}%")
-        self.progress.setValue(100)
+        self.what_if.show_result(result, self.session.display_token)
         self._finish_run()
         self.show_selection(self.session.selection)
 
@@ -352,23 +291,13 @@ class KVLabPanel(Panel):
         self._update_run_buttons()
 
     def show_selection(self, selection: Selection) -> None:
-        if self.result is None:
-            return
-        for heatmap, trace, label in ((self.original_map, self.result.original, "original"),
-                                      (self.converted_map, self.result.converted, self.result.variant)):
-            layer = min(selection.layer, trace.model.n_layers - 1)
-            head = min(selection.head, trace.model.n_heads - 1)
-            heatmap.set_matrix(trace.attention(layer)[head].astype(np.float32), levels=(0.0, 1.0))
-            heatmap.plot.setTitle(f"{label}: layer {layer}, head {head}")
+        if self.result is not None:
+            self.what_if.show_maps(self.result, selection.layer, selection.head)
 
     def _on_model_changed(self, info) -> None:
         self.runner.abandon("The model changed; the conversion was cancelled.")
         self.result = None
-        self.steps_table.setRowCount(0)                 # no what-if result of the model before stays up
-        self.run_summary.setText(" ")
-        self.progress.setValue(0)
-        for heatmap in (self.original_map, self.converted_map):
-            heatmap.clear()
+        self.what_if.clear()                 # no what-if result of the model before stays up
         if info is not None and not self.from_config:
             self.set_shape(kv.shape_from_info(info), info.name)
 
@@ -378,11 +307,7 @@ class KVLabPanel(Panel):
         return export.atomic_write(Path(path), lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
 
     def save_steps_csv(self, path) -> Path:
-        rows = self.result.comparisons if self.result is not None else ()
-        lines = ["step,position,token_id,kl,top1_agrees,original_bytes,converted_bytes,bytes_saved"]
-        lines += [f"{r.step},{r.position},{r.token_id},{r.kl!r},{r.top1_agrees},{r.original_bytes},"
-                  f"{r.converted_bytes},{r.bytes_saved}" for r in rows]
-        text = "\n".join(lines) + "\n"
+        text = steps_csv(self.result.comparisons if self.result is not None else ())
         return export.atomic_write(Path(path), lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
 
     def save_plot(self, path, width: int = 1000, height: int = 700) -> Path:

@@ -5,202 +5,26 @@ model runs, every token of the trace including the generated ones.
 
 A pasted book is tens of thousands of tokens, so nothing here is made per token
 up front: the rows are read from the token arrays when Qt asks for a visible cell
-(`TokenTableModel`, a virtual model), and the coloured text shows a window of
+(token_table.py's `TokenTableModel`, a virtual model), and the coloured text shows a window of
 SPAN_WINDOW tokens around the selection, with links to the parts before and after.
 """
 from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, QUrl
+from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QCursor
-from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableView, QTableWidgetItem, QTextBrowser, QToolTip
+from PySide6.QtWidgets import QSplitter, QTextBrowser, QToolTip
 
 from explorer.app.panels.base import LineLabel, Panel, WrappedText, visible_text
 from explorer.app.panels.token_pieces import SELECTED, piece_html
+from explorer.app.panels.token_table import TokenRow, TokenRows, TokenTable, bytes_text, token_rows
 from explorer.app.state.session import Selection
 from explorer.views.token_text import TextPiece, TokenSpan, dropped_characters, dropped_warning, text_pieces
 
 SPAN_WINDOW = 1500          # tokens drawn as coloured spans at once (a rich-text layout grows with each)
-COLUMNS = ("position", "token", "id", "span")
-
-
-@dataclass(frozen=True)
-class TokenRow:
-    position: int
-    text: str                 # display string (spaces, newlines, bytes made visible)
-    token_id: int
-    span: tuple[int, int] | None
-    raw: bytes | None
-    special: bool
-    source_text: str          # the characters of the text it covers (display text if unknown)
-
-
-class TokenRows(Sequence):
-    """The rows to show, made on demand: the live tokens of the prompt, then the trace's generated tokens."""
-
-    def __init__(self, tokens=None, generated_ids=(), generated_text=()) -> None:
-        self._tokens = tokens
-        self._n_live = len(tokens.ids) if tokens is not None else 0
-        live = np.asarray(tokens.ids, dtype=np.int64) if tokens is not None else np.zeros(0, np.int64)
-        self.ids = np.concatenate([live, np.asarray(generated_ids, dtype=np.int64)])     # (n,)
-        self._generated_text = tuple(generated_text)
-
-    def __len__(self) -> int:
-        return int(self.ids.shape[0])
-
-    def window_key(self, window: range) -> tuple:
-        """What the rows in `window` show, to compare with another TokenRows' (equal: the same rows)."""
-        start, stop = max(0, window.start - self._n_live), max(0, window.stop - self._n_live)
-        return (id(self._tokens), self.ids[window.start:window.stop].tobytes(),
-                self._generated_text[start:stop])
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
-        if index >= self._n_live:
-            text = self._generated_text[index - self._n_live]
-            return TokenRow(index, text, int(self.ids[index]), None, None, False, text)
-        return _live_row(self._tokens, index)
-
-
-def token_rows(trace, tokens) -> TokenRows:
-    """The prompt's live tokens while they differ from the trace; else the trace's tokens."""
-    live = TokenRows(tokens) if tokens is not None else TokenRows()
-    if trace is None or not trace.steps:
-        return live
-    ids = np.asarray(trace.token_ids, dtype=np.int64)
-    if tokens is not None and (not len(live) or not np.array_equal(ids[: len(live)], live.ids)):
-        return live                                   # the person has edited (or emptied) the prompt since the run
-    return TokenRows(tokens, ids[len(live):], trace.token_text[len(live):len(ids)])
-
-
-def _live_row(tokens, i: int) -> TokenRow:
-    source = getattr(tokens, "source", "") or ""
-    spans, raws, special = getattr(tokens, "spans", None), getattr(tokens, "raw", None), getattr(tokens, "special", None)
-    span = tuple(int(v) for v in spans[i]) if spans and spans[i] is not None else None
-    covered = source[span[0]: span[1]] if source and span and span[1] > span[0] else tokens.text[i]
-    return TokenRow(i, tokens.text[i], int(tokens.ids[i]), span, raws[i] if raws else None,
-                    bool(special[i]) if special is not None else False, covered)
-
-
-def _extends(old: Sequence[TokenRow], new: Sequence[TokenRow]) -> bool:
-    """Whether `new` holds `old`'s rows unchanged, then possibly more."""
-    if not (isinstance(old, TokenRows) and isinstance(new, TokenRows)) or not len(old) or len(new) < len(old):
-        return False
-    return (old._tokens is new._tokens and old._n_live == new._n_live
-            and np.array_equal(old.ids, new.ids[: len(old)])
-            and new._generated_text[: len(old._generated_text)] == old._generated_text)
-
-
-def bytes_text(raw: bytes | None) -> str:
-    if raw is None:
-        return "bytes unknown"
-    return raw.hex(" ") or "(no bytes: special token)"
-
-
-def cell_text(row: TokenRow, column: int) -> str:
-    if column == 0:
-        return str(row.position)
-    if column == 1:
-        return row.text
-    if column == 2:
-        return str(row.token_id)
-    return f"{row.span[0]}–{row.span[1]}" if row.span else "generated"
-
-
-class TokenTableModel(QAbstractTableModel):
-    """The token table as a virtual model: a cell is made from the rows only when Qt paints it."""
-
-    def __init__(self, parent=None) -> None:
-        super().__init__(parent)
-        self.rows: Sequence[TokenRow] = TokenRows()
-
-    def set_rows(self, rows: Sequence[TokenRow]) -> int:
-        """Show `rows`; returns how many of the first rows stayed as they were. Rows that only add to
-        the old ones (a decoding step) are inserted, which keeps the view's layout and selection;
-        anything else resets the model."""
-        kept = len(self.rows) if _extends(self.rows, rows) else 0
-        if kept and len(rows) > kept:
-            self.beginInsertRows(QModelIndex(), kept, len(rows) - 1)
-            self.rows = rows
-            self.endInsertRows()
-        elif not kept or len(rows) != kept:
-            self.beginResetModel()
-            self.rows = rows
-            self.endResetModel()
-            kept = 0
-        else:
-            self.rows = rows
-        return kept
-
-    def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent: QModelIndex = QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def data(self, index: QModelIndex, role: int = Qt.ItemDataRole.DisplayRole):
-        if not index.isValid() or role not in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
-            return None
-        row = self.rows[index.row()]
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return f"bytes: {bytes_text(row.raw)}"
-        return cell_text(row, index.column())
-
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):
-        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return COLUMNS[section]
-        return None
-
-
-class TokenTable(QTableView):
-    """The table view, with the two reading calls of the QTableWidget it replaced (`rowCount`, `item`)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.token_model = TokenTableModel(self)
-        self.setModel(self.token_model)
-        self.verticalHeader().setVisible(False)
-        for header in (self.horizontalHeader(), self.verticalHeader()):
-            header.setResizeContentsPrecision(100)    # columns fit the rows in sight and 100 more, not every row
-        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.horizontalHeader().setStretchLastSection(True)
-
-    def fit_columns(self, kept: int) -> None:
-        """Columns as wide as their contents. After rows were only added, only a column whose new cells
-        are wider than it is fitted again (fitting every column measured every row in sight, each step)."""
-        rows = self.token_model.rows
-        if not kept:
-            self.resizeColumnsToContents()
-            return
-        metrics, margin = self.fontMetrics(), 2 * self.style().pixelMetric(self.style().PixelMetric.PM_FocusFrameHMargin) + 4
-        for column in range(len(COLUMNS) - 1):                  # the last column stretches to the edge
-            widest = max((metrics.horizontalAdvance(cell_text(rows[i], column)) for i in range(kept, len(rows))),
-                         default=0)
-            if widest + margin > self.columnWidth(column):
-                self.resizeColumnToContents(column)
-
-    def rowCount(self) -> int:
-        return self.token_model.rowCount()
-
-    def item(self, row: int, column: int) -> QTableWidgetItem | None:
-        """A copy of one cell (its text and tooltip), for scripts and tests."""
-        if not (0 <= row < self.rowCount() and 0 <= column < len(COLUMNS)):
-            return None
-        index = self.token_model.index(row, column)
-        item = QTableWidgetItem(self.token_model.data(index))
-        item.setToolTip(self.token_model.data(index, Qt.ItemDataRole.ToolTipRole))
-        return item
 
 
 class TokensPanel(Panel):

@@ -1,0 +1,131 @@
+"""The KV lab's what-if tab: a conversion's controls, and its result step by step beside both attention maps.
+
+A what-if result (explorer.core.convert.WhatIf) holds, per decoding step, KL(p_original ‖ p_converted)
+of the next-token distributions, whether both pick the same top-1 token, and the bytes each cache keeps
+(DeepSeek-V2, Table 1: MHA 2·n_h·d_h, GQA 2·n_g·d_h, MQA 2·d_h, MLA d_c + d_R per token per layer). This
+view shows them as a table and a summary line, and A_h of the selected head in both models. It holds
+widgets only: the panel decides when a conversion may run and runs it.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSpinBox, QSplitter,
+                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+
+from explorer.app.panels.heatmap import Heatmap
+from explorer.app.window.error_bar import ErrorLine
+from explorer.core.units import human_bytes
+
+STEP_COLUMNS = ("step", "next token", "KL (nats)", "top-1", "bytes saved")
+STEPS_CSV_HEADER = "step,position,token_id,kl,top1_agrees,original_bytes,converted_bytes,bytes_saved"
+
+
+def table_item(value, bold: bool = False) -> QTableWidgetItem:
+    """A read-only cell showing `value` (bold: the model's own variant)."""
+    item = QTableWidgetItem(str(value))
+    item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
+    if bold:
+        font = QFont()
+        font.setBold(True)
+        item.setFont(font)
+    return item
+
+
+def steps_csv(comparisons) -> str:
+    """A what-if result's steps as CSV, one row per step (KL with every digit, bytes as integers)."""
+    lines = [STEPS_CSV_HEADER]
+    lines += [f"{r.step},{r.position},{r.token_id},{r.kl!r},{r.top1_agrees},{r.original_bytes},"
+              f"{r.converted_bytes},{r.bytes_saved}" for r in comparisons]
+    return "\n".join(lines) + "\n"
+
+
+def result_summary(result) -> str:
+    """One line for a what-if result: mean KL, top-1 agreement, the cache saved at the last step, and how far
+    the conversion moved the K/V maps (the mean over layers of ‖W − W'‖_F / ‖W‖_F)."""
+    rows = result.comparisons
+    agree = np.mean([r.top1_agrees for r in rows]) if rows else 0.0
+    mean_kl = np.mean([r.kl for r in rows]) if rows else 0.0
+    saved = rows[-1].bytes_saved if rows else 0
+    return (f"{result.variant}: mean KL {mean_kl:.4g} nats, top-1 agreement {100 * agree:.0f}%, "
+            f"cache saved {human_bytes(saved)} at {rows[-1].position + 1 if rows else 0} "
+            f"tokens; K/V map moved {100 * float(np.mean(result.relative_error)):.1f}%")
+
+
+class WhatIfView(QWidget):
+    """The target and step count, Convert and Cancel with a progress bar, a summary line, the one error line,
+    the per-step table and the selected head's attention map in the original and the converted model."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        row = QHBoxLayout()
+        self.variant_box = QComboBox()
+        self.steps_box = QSpinBox()
+        self.steps_box.setRange(1, 4096)
+        self.steps_box.setValue(8)
+        self.steps_box.setPrefix("steps ")
+        self.run_button = QPushButton("Convert and compare")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 100)
+        for widget in (QLabel("what if:"), self.variant_box, self.steps_box, self.run_button, self.cancel_button,
+                       self.progress):
+            row.addWidget(widget)
+        layout.addLayout(row)
+        self.run_summary = QLabel(" ")
+        self.run_summary.setWordWrap(True)
+        layout.addWidget(self.run_summary)
+        self.error_line = ErrorLine()             # a failed conversion: one line, Details… for the rest
+        layout.addWidget(self.error_line)
+        lower = QSplitter(Qt.Orientation.Horizontal)
+        self.steps_table = QTableWidget(0, len(STEP_COLUMNS))
+        self.steps_table.setHorizontalHeaderLabels(STEP_COLUMNS)
+        self.steps_table.verticalHeader().setVisible(False)
+        lower.addWidget(self.steps_table)
+        self.maps = pg.GraphicsLayoutWidget()
+        self.original_map = Heatmap(self.maps.ci, row=0, col=0, colorbar=False)
+        self.converted_map = Heatmap(self.maps.ci, row=0, col=1, colorbar=False)
+        lower.addWidget(self.maps)
+        layout.addWidget(lower, 1)
+
+    def show_progress(self, fraction: float, what: str) -> None:
+        self.progress.setValue(int(round(100 * fraction)))
+        self.progress.setFormat(f"%p% {what}")
+
+    def show_result(self, result, display_token) -> None:
+        """Fill the step table and the summary; a step's token is its text in the original trace, or
+        `display_token(id)` where it lies beyond it."""
+        rows = result.comparisons
+        self.steps_table.setRowCount(len(rows))
+        texts = result.original.token_text
+        for index, row in enumerate(rows):
+            token = texts[row.position + 1] if row.position + 1 < len(texts) else display_token(row.token_id)
+            cells = (row.step, token, f"{row.kl:.4g}", "✓" if row.top1_agrees else "✗",
+                     human_bytes(row.bytes_saved))
+            for column, value in enumerate(cells):
+                self.steps_table.setItem(index, column, table_item(value))
+        self.steps_table.resizeColumnsToContents()
+        self.run_summary.setText(result_summary(result))
+        self.progress.setValue(100)
+
+    def show_maps(self, result, layer: int, head: int) -> None:
+        """A_h of `head` in `layer` (each clamped to the model's) of the original and the converted model."""
+        for heatmap, trace, label in ((self.original_map, result.original, "original"),
+                                      (self.converted_map, result.converted, result.variant)):
+            shown_layer = min(layer, trace.model.n_layers - 1)
+            shown_head = min(head, trace.model.n_heads - 1)
+            heatmap.set_matrix(trace.attention(shown_layer)[shown_head].astype(np.float32), levels=(0.0, 1.0))
+            heatmap.plot.setTitle(f"{label}: layer {shown_layer}, head {shown_head}")
+
+    def clear(self) -> None:
+        """No result: an empty table and summary, the progress at 0 and both maps blank."""
+        self.steps_table.setRowCount(0)
+        self.run_summary.setText(" ")
+        self.progress.setValue(0)
+        for heatmap in (self.original_map, self.converted_map):
+            heatmap.clear()
