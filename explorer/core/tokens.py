@@ -159,7 +159,7 @@ class TextTokenizer:
         self._shown_cache: dict[int, tuple[str, bytes]] = {}
         self.context: int | None = None        # the model's context in tokens, set when a model is loaded
         self.source = "the tokenizer"          # the file it came from, for the sentences of its errors
-        self._longest_piece: int | None = None
+        self._longest_piece: tuple[int, int] | None = None     # (characters, bytes), see longest_piece
 
     def _find_special(self, which: str) -> int | None:
         for name in _SPECIAL_NAMES[which]:
@@ -248,13 +248,23 @@ class TextTokenizer:
         """No token covers more characters than its piece has (times two for normalizers that join
         characters), so a text longer than the context times that cannot fit; past ALWAYS_TOKENIZED_CHARS
         it is not tokenized."""
-        if self._longest_piece is None:
-            self._longest_piece = max(map(len, self.tokenizer.get_vocab(with_added_tokens=True)), default=1)
-        limit = max(self.context * 2 * (self._longest_piece + 1), ALWAYS_TOKENIZED_CHARS)
+        longest = self.longest_piece()[0]
+        limit = max(self.context * 2 * (longest + 1), ALWAYS_TOKENIZED_CHARS)
         if len(source) > limit:
             raise ContextOverflowError(
-                f"the prompt has {len(source):,} characters; with tokens of at most {self._longest_piece} characters "
+                f"the prompt has {len(source):,} characters; with tokens of at most {longest} characters "
                 f"it cannot fit the model's context of {self.context:,} tokens.")
+
+    def longest_piece(self) -> tuple[int, int]:
+        """(characters, UTF-8 bytes) of the longest vocabulary entries, added tokens included; asked of the
+        library once (a loader checks it against the cap every vocabulary keeps, the prompt's bound reads it)."""
+        if self._longest_piece is None:
+            pieces = self.tokenizer.get_vocab(with_added_tokens=True)
+            characters = max(map(len, pieces), default=1)
+            # only a piece of more than a quarter of the byte length can be the longest in bytes (4 bytes a character)
+            wide = (len(p.encode("utf-8", "surrogatepass")) for p in pieces if 4 * len(p) >= characters)
+            self._longest_piece = (characters, max(wide, default=characters))
+        return self._longest_piece
 
     def _shown(self, token_id: int) -> tuple[str, bytes]:
         """(display, bytes) of one vocabulary entry, worked out once: a pasted book repeats a few

@@ -17,6 +17,7 @@ import tokenizers
 from explorer.core.errors import ModelLoadError
 from explorer.core.loaders.hf_folder import (CONVERT_HINT, PICKLE_SUFFIXES, read_config, read_license,  # noqa: F401
                                              refuse_custom_code, weight_files)
+from explorer.core.loaders.gguf_header import MAX_PIECE_BYTES
 from explorer.core.loaders.json_file import read_json
 from explorer.core.loaders.model_file import open_regular, read_bytes
 from explorer.core.loaders.safetensors_header import read_safetensors_header
@@ -73,6 +74,7 @@ def mapped_tensors(path: Path, header: dict) -> dict[str, torch.Tensor]:
 
 MAX_TOKENIZER_BYTES = 256 << 20     # Gemma 3's 262k-token tokenizer.json is ~33 MB
 MAX_TOKENIZER_STRINGS = 1 << 20     # Llama 3 has 280k merges, Gemma 3 (converted from SentencePiece) about 515k
+                                    # and 262k pieces: the bound of a GGUF vocabulary's arrays (gguf_header)
 
 
 def read_tokenizer(folder: Path, config: dict) -> TextTokenizer:
@@ -83,12 +85,7 @@ def read_tokenizer(folder: Path, config: dict) -> TextTokenizer:
     # Read here and handed over as text: the library would open any path (a FIFO) and cannot take a
     # folder name that is not UTF-8.
     raw = read_bytes(path, MAX_TOKENIZER_BYTES, "tokenizer file")
-    # Each merge ("a b", or ["a", "b"]) holds one quote-comma; the vocabulary's values are numbers. Counted on
-    # the bytes (milliseconds): the library took 13 s and 2.5 GB to build 5 million merges from 57 MB.
-    strings = raw.count(b'",')
-    if strings > MAX_TOKENIZER_STRINGS:
-        raise ModelLoadError(f"{path} holds about {strings:,} merges, more than the {MAX_TOKENIZER_STRINGS:,} of any "
-                             "tokenizer; it was not built.")
+    _check_counts(raw, path)
     try:
         tokenizer = tokenizers.Tokenizer.from_str(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -99,12 +96,35 @@ def read_tokenizer(folder: Path, config: dict) -> TextTokenizer:
         raise ModelLoadError(f"{path} is not a valid tokenizer file ({first_line(error)}).") from None
     settings = read_json(folder / "tokenizer_config.json") if (folder / "tokenizer_config.json").exists() else {}
     refuse_custom_code(settings, folder / "tokenizer_config.json")
-    return TextTokenizer(
+    text_tokenizer = TextTokenizer(
         tokenizer,
         add_bos=bool(settings.get("add_bos_token", False)),
         bos_id=_int_or_none(config.get("bos_token_id")),
         eos_id=_int_or_none(config.get("eos_token_id")),
     )
+    _check_pieces(text_tokenizer, path)
+    return text_tokenizer
+
+
+def _check_counts(raw: bytes, path: Path) -> None:
+    """Merges and vocabulary entries are bounded as a GGUF vocabulary's are, counted on the bytes before
+    anything is built (milliseconds): the library took 13 s and 2.5 GB to build 5 million merges from 57 MB.
+    Each merge ("a b", or ["a", "b"]) holds one quote-comma and each entry of a vocabulary object
+    ("piece": id) one quote-colon; the few keys of the file's structure add a handful."""
+    for marker, what in ((b'",', "merges"), (b'":', "vocabulary entries")):
+        count = raw.count(marker)
+        if count > MAX_TOKENIZER_STRINGS:
+            raise ModelLoadError(f"{path} holds about {count:,} {what}, more than the {MAX_TOKENIZER_STRINGS:,} of "
+                                 "any tokenizer; it was not built.")
+
+
+def _check_pieces(tokenizer: TextTokenizer, path: Path) -> None:
+    """A vocabulary piece (a merge's two sides are pieces too) is bounded as a GGUF vocabulary's is: a longer
+    one would stretch the prompt's length bound (tokens.TextTokenizer._check_length) past any use."""
+    longest = tokenizer.longest_piece()[1]
+    if longest > MAX_PIECE_BYTES:
+        raise ModelLoadError(f"{path} holds a vocabulary piece of {longest:,} bytes, longer than the "
+                             f"{MAX_PIECE_BYTES:,} of any token; it was not used.")
 
 
 def _int_or_none(value) -> int | None:
