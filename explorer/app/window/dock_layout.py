@@ -10,7 +10,8 @@ behind attention, which stays the front tab and has the whole height: one plot p
 legible at a time rather than two strips of ticks. View ▸ Reset Layout
 puts everything back the same way. Panels this table does not name join the bottom
 tabs, behind the others, built when first shown (four docks stacked beside attention
-left none of them room).
+left none of them room). A dock that is no panel's (Help ▸ Learn) and is open keeps its column
+at the right edge, beside the panels, at the width it had.
 """
 from __future__ import annotations
 
@@ -108,8 +109,28 @@ def fits(size: QSize | None, window: QMainWindow) -> bool:
     return size is None or (size.width() <= available.width() and size.height() <= available.height())
 
 
+def columns_beside(window: QMainWindow, docks: dict[str, QDockWidget]) -> list[QDockWidget]:
+    """The open, docked docks of the window that are no panel's (Learn): each keeps a column of its own."""
+    panels = set(docks.values())
+    return [dock for dock in window.findChildren(QDockWidget) if dock.parent() is window and dock not in panels
+            and dock.isVisible() and not dock.isFloating()]
+
+
+def keep_column_px(dock: QDockWidget) -> None:
+    """Remember the width a column beside the panels has now (within its own minimum and the left column's
+    maximum) for size_docks, which sizes it again once the window is shown."""
+    dock.setProperty("column_px", min(max(dock.width(), dock.minimumSizeHint().width()), LEFT_PX[1]))
+
+
 def arrange(window: QMainWindow, docks: dict[str, QDockWidget], available: QRect | None = None) -> None:
-    """Every dock in its default area, the bottom ones tabbed with the first in front, sized for the screen."""
+    """Every dock in its default area, the bottom ones tabbed with the first in front, sized for the screen;
+    the docks that are no panel's (Learn) each in a column at the right edge, beside the panels."""
+    beside = columns_beside(window, docks)
+    for dock in beside:
+        # Put back after the panels: re-added one by one in their areas, the panels stacked under it, and
+        # with its minimum height over attention's the window asked for 781 px at a 768 px screen.
+        keep_column_px(dock)
+        window.removeDockWidget(dock)
     fit_to_screen(window, available)
     stacked = stacks(window)
     window.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
@@ -128,6 +149,11 @@ def arrange(window: QMainWindow, docks: dict[str, QDockWidget], available: QRect
             window.tabifyDockWidget(group[0], dock)
         if len(group) > 1:
             group[0].raise_()
+    for dock in beside:
+        window.addDockWidget(AREAS["right"], dock, Qt.Orientation.Horizontal)
+        dock.show()
+    if beside:
+        by_area["beside"] = beside
     window.dock_groups = by_area               # size_docks again once shown (see MainWindow.showEvent)
     # While the docks moved, those of one area stood one over the other before they were tabbed, and
     # their minimum heights summed made the window grow past the screen (no window manager caps it):
@@ -150,9 +176,13 @@ def size_docks(window: QMainWindow, by_area: dict[str, list[QDockWidget]]) -> No
     rows = [(docks[0], size) for docks, size in rows if docks]
     window.resizeDocks([d for d, _ in rows], [s for _, s in rows], Qt.Orientation.Vertical)
     left_px = int(min(max(LEFT_SHARE * window.width(), LEFT_PX[0]), LEFT_PX[1]))
-    beside = right or bottom
-    if left and beside:
-        window.resizeDocks([left[0], beside[0]], [left_px, window.width() - left_px], Qt.Orientation.Horizontal)
+    panels = right or bottom
+    columns = [dock for dock in by_area.get("beside", []) if dock.isVisible() and not dock.isFloating()]
+    widths = [int(dock.property("column_px") or 0) for dock in columns]
+    left, left_widths = ([left[0]], [left_px]) if left and panels else ([], [])
+    if panels and (left or columns):
+        middle = window.width() - sum(left_widths) - sum(widths)
+        window.resizeDocks(left + [panels[0]] + columns, left_widths + [middle] + widths, Qt.Orientation.Horizontal)
     column = by_area.get("left", [])
     if len(column) == 2:
         total = sum(TOKENS_TO_CANDIDATES)

@@ -1,0 +1,29 @@
+"""View ▸ Reset Layout leaves a window that fits the screen whatever was on it before: a second Reset
+Layout right after the first, and a Reset Layout with Help ▸ Learn open (its dock is not a panel's), on
+emulated 1366x768 and 1920x1080 screens with no window manager (tests/app/screen_fit.py)."""
+from __future__ import annotations
+
+from tests.app.screen_fit import assert_fits, settle
+from tests.app.stress_window import learn, reset_layout
+from tests.app.test_window import new_window, store_home  # noqa: F401
+
+
+def test_reset_layout_with_learn_open_fits_the_screen_and_keeps_learn_beside_the_panels(qtbot, tmp_path, screen):
+    window = new_window(qtbot, tmp_path)
+    try:
+        settle(0.3)
+        learn(window)
+        settle(0.5)
+        assert_fits(window, screen, "Learn opened", plots=False)
+        width = window.learn_dock.width()
+        reset_layout(window)
+        settle(0.5)
+        assert_fits(window, screen, "Learn open, layout reset", plots=False)
+        assert window.learn_dock.isVisible() and not window.learn_dock.isFloating()
+        assert window.dockWidgetArea(window.learn_dock).name == "RightDockWidgetArea"
+        attention, learn_dock = window.docks["attention"], window.learn_dock
+        assert learn_dock.geometry().left() >= attention.geometry().right(), "Learn is not beside the panels"
+        assert abs(learn_dock.width() - width) <= 0.03 * width, f"Learn went from {width} to {learn_dock.width()} px wide"
+        assert learn_dock.height() >= attention.height(), "Learn is shorter than the panels beside it"
+    finally:
+        window.close()
