@@ -5,7 +5,8 @@ The frames are the very files "Export every step" writes (export.export_attentio
 size, theme and options), rendered to a scratch folder and read back, so an animation and the numbered
 frames never differ. A GIF holds 256 colours per frame (Pillow picks them); an animated PNG keeps
 every pixel. The file is written atomically (export.atomic_write); `progress(done, total)` is called
-after each frame and `cancelled()` before it, and a cancel leaves nothing behind.
+after each frame and `cancelled()` before it, and a cancel leaves nothing behind. `write_animation` and
+`with_progress` are the machinery any animation uses (kv_animation: the KV cache growing).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from explorer.core.trace import Trace
 
 SUFFIXES = (".gif", ".png")
 FRAME_MS = 600                      # how long each step stays up
+ANIMATION_FILTERS = "Animated GIF (*.gif);;Animated PNG, lossless (*.png)"
 
 
 class AnimationCancelled(export.ExportError):
@@ -40,40 +42,59 @@ def read_frame(path: Path) -> np.ndarray:
         image.height(), image.width(), 3).copy()
 
 
-def render_frames(trace: Trace, folder: Path, layer, head, progress=None, cancelled=None, **options) -> list[Path]:
-    """Write the static frames of every step into `folder` (export_frames' names and pictures)."""
-    total, written = frame_count(trace), []
-    for step in range(total):
+def draw_frames(folder: Path, total: int, draw: Callable[[int, Path], Path], progress=None,
+                cancelled=None) -> list[Path]:
+    """`draw(i, folder / frame_000i.png)` for each of `total` frames, asking `cancelled()` before each and
+    telling `progress(done, total)` after it; AnimationCancelled when asked to stop."""
+    written = []
+    for index in range(total):
         if cancelled is not None and cancelled():
             raise AnimationCancelled("The animation was cancelled; nothing was written.")
-        frame = folder / f"frame_{step:04d}.png"
-        written.append(export.export_attention(trace, frame, layer, head, step=step, **options))
+        written.append(draw(index, folder / f"frame_{index:04d}.png"))
         if progress is not None:
-            progress(step + 1, total)
+            progress(index + 1, total)
     return written
+
+
+def check_target(path: Path, trace: Trace) -> str:
+    """The animation's suffix (.gif or .png) once `path` can be written and `trace` has steps; else one sentence."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in SUFFIXES:
+        raise export.ExportError(f"Cannot export {path}: an animation's name must end in .gif or .png.")
+    if not trace or not trace.steps:
+        raise export.ExportError(f"Cannot export {path}: there is no trace yet; run the model first.")
+    export.check_writable(Path(path))
+    return suffix
+
+
+def write_animation(path: Path, total: int, draw: Callable[[int, Path], Path], frame_ms: int = FRAME_MS,
+                    progress: Callable[[int, int], None] | None = None,
+                    cancelled: Callable[[], bool] | None = None) -> Path:
+    """The `total` frames `draw` writes as PNGs (draw_frames), read back and written as one animated GIF or
+    PNG at `path`, atomically: a cancel or a failure leaves nothing behind."""
+    import imageio.v3 as iio
+
+    path = Path(path)
+    suffix = path.suffix.lower()
+    with tempfile.TemporaryDirectory(prefix="explorer-frames-") as scratch:
+        frames = draw_frames(Path(scratch), total, draw, progress, cancelled)
+        pictures = np.stack([read_frame(frame) for frame in frames])           # (frames, H, W, 3)
+
+        def write(temporary: str) -> None:
+            keep = {"optimize": False} if suffix == ".png" else {}
+            iio.imwrite(temporary, pictures, extension=suffix, duration=int(frame_ms), loop=0, **keep)
+        return export.atomic_write(path, write)
 
 
 def export_animation(trace: Trace, path: Path, layer, head, frame_ms: int = FRAME_MS,
                      progress: Callable[[int, int], None] | None = None,
                      cancelled: Callable[[], bool] | None = None, **options) -> Path:
     """Every step of one head (or a layer's heads, or the grid) as one animated GIF or PNG at `path`."""
-    import imageio.v3 as iio
+    check_target(path, trace)
 
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in SUFFIXES:
-        raise export.ExportError(f"Cannot export {path}: an animation's name must end in .gif or .png.")
-    if not trace or not trace.steps:
-        raise export.ExportError(f"Cannot export {path}: there is no trace yet; run the model first.")
-    export.check_writable(path)
-    with tempfile.TemporaryDirectory(prefix="explorer-frames-") as scratch:
-        frames = render_frames(trace, Path(scratch), layer, head, progress, cancelled, **options)
-        pictures = np.stack([read_frame(frame) for frame in frames])           # (steps, H, W, 3)
-
-        def write(temporary: str) -> None:
-            keep = {"optimize": False} if suffix == ".png" else {}
-            iio.imwrite(temporary, pictures, extension=suffix, duration=int(frame_ms), loop=0, **keep)
-        return export.atomic_write(path, write)
+    def draw(step: int, frame: Path) -> Path:
+        return export.export_attention(trace, frame, layer, head, step=step, **options)
+    return write_animation(path, frame_count(trace), draw, frame_ms, progress, cancelled)
 
 
 def read_animation(path: Path) -> np.ndarray:
@@ -86,15 +107,24 @@ def read_animation(path: Path) -> np.ndarray:
 
 def ask_and_export_animation(parent, trace: Trace, layer, head, **options) -> None:
     """Ask where and how large, then write the animation with a progress dialog that can cancel it."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QApplication, QProgressDialog
-
     path = export.ask_path(parent, "Export an animation of decoding", f"attention_L{layer}_H{head}.gif",
-                           "Animated GIF (*.gif);;Animated PNG, lossless (*.png)")
+                           ANIMATION_FILTERS)
     size = export.ask_size(parent) if path is not None else None
     if path is None or size is None:
         return
-    dialog = QProgressDialog("Drawing the frames…", "Cancel", 0, frame_count(trace), parent)
+    theme = export.figure_theme(parent)
+    options.setdefault("text_scale", export.figure_text_scale(parent))       # as the static frames
+    with_progress(parent, frame_count(trace), lambda progress, cancelled: export_animation(
+        trace, path, layer, head, size=size, theme=theme, progress=progress, cancelled=cancelled, **options))
+
+
+def with_progress(parent, total: int, write: Callable[[Callable, Callable], object]) -> None:
+    """`write(progress, cancelled)` under a progress dialog with Cancel; a failure reaches the window's error line,
+    a cancel nothing (the person asked for it)."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication, QProgressDialog
+
+    dialog = QProgressDialog("Drawing the frames…", "Cancel", 0, total, parent)
     dialog.setWindowModality(Qt.WindowModality.WindowModal)
     dialog.setMinimumDuration(300)
 
@@ -102,18 +132,14 @@ def ask_and_export_animation(parent, trace: Trace, layer, head, **options) -> No
         dialog.setValue(done)
         QApplication.processEvents()
 
-    theme = export.figure_theme(parent)
-    options.setdefault("text_scale", export.figure_text_scale(parent))       # as the static frames
-
-    def write() -> None:
+    def run() -> None:
         try:
-            export_animation(trace, path, layer, head, size=size, theme=theme, progress=progress,
-                             cancelled=dialog.wasCanceled, **options)
+            write(progress, dialog.wasCanceled)
         except AnimationCancelled:
-            pass                                # the person asked for it: nothing to report
+            pass
 
     try:
-        export.run_reporting(parent, write)
+        export.run_reporting(parent, run)
     finally:
         dialog.close()
 

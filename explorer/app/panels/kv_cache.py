@@ -120,7 +120,7 @@ class KVCachePanel(Panel):
     def make_export_actions(self) -> list:
         from PySide6.QtGui import QAction
 
-        from explorer.app.figures import export
+        from explorer.app.figures import export, kv_animation
 
         def save_table():
             trace = self.trace
@@ -133,7 +133,10 @@ class KVCachePanel(Panel):
 
         action = QAction("Export the variant comparison as CSV…", self)
         action.triggered.connect(save_table)
-        return super().make_export_actions() + [action]
+        animate = QAction("Export an animation of the cache growing (GIF/APNG)…", self)
+        animate.triggered.connect(lambda: kv_animation.ask_and_export_kv_animation(self, self.trace,
+                                                                                   self.block_box.value()))
+        return super().make_export_actions() + [animate, action]
 
     # ----- drawing ---------------------------------------------------------------------------
     def redraw(self) -> None:

@@ -1,0 +1,141 @@
+"""The KV cache growing as decoding goes on, for a slide: the KV cache panel's occupancy drawn at every
+step, as an animated GIF or a lossless animated PNG, with animation.py's machinery (frames drawn to a
+scratch folder, progress and cancel, the file written atomically).
+
+Each frame holds what the panel shows after that step:
+  - the bytes each layer's cache holds, in use (filled) against allocated (outline), where
+    bytes_l = tokens_l · bytes per token per layer (MHA 2·n_h·d_h, GQA 2·N_KV·d_h, MQA 2·d_h, MLA d_c + d_R);
+  - the bytes in use over all layers against the tokens held, up to this step;
+  - the cache paged into blocks (Kwon et al. 2023): ceil(tokens_l / block) per layer, the colour the
+    share of a block's slots in use.
+Every frame has the axes of the last step, so the cache is seen to grow rather than the axes to rescale.
+An encoder-decoder's cross-attention K/V (fixed once the encoder has run) is left out: it does not grow.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+
+from explorer.app.figures import export
+from explorer.app.figures.animation import (ANIMATION_FILTERS, FRAME_MS, check_target, with_progress,
+                                            write_animation)
+from explorer.app.figures.figures import font_scale, lay_out, scale_fonts
+from explorer.app.panels.heatmap import Heatmap
+from explorer.app.window.theme import figure_colours
+from explorer.core import kv_variants
+from explorer.core.trace import Trace
+from explorer.core.units import human_bytes
+from explorer.views.image_limits import check_image_size
+
+KIB = 1024.0
+IN_USE = "#3b7dd8"           # the panel's colours: bytes in use, the allocation's outline, this step
+ALLOCATED = "#9aa0a6"
+NOW = "#ff2d55"
+OFF_SCALE = 20               # allocated / in use beyond which the allocation is named, not drawn (as the panel)
+
+
+def cache_growth(trace: Trace) -> dict[str, np.ndarray]:
+    """Per step: bytes in use and allocated per layer (steps, L), tokens held and bytes in use in all layers."""
+    in_use = np.stack([trace.kv_bytes_in_use(step) for step in range(trace.n_steps)])        # (steps, L)
+    allocated = np.stack([trace.kv_bytes_allocated(step) for step in range(trace.n_steps)])  # (steps, L)
+    tokens = np.cumsum([step.n_new for step in trace.steps])                                   # (steps,)
+    return {"in_use": in_use, "allocated": allocated, "tokens": tokens, "totals": in_use.sum(axis=1)}
+
+
+def kv_cache_figure(trace: Trace, step: int, width: int, height: int, theme: str = "light",
+                    text_scale: float = 1.0, block_size: int = kv_variants.DEFAULT_BLOCK_SIZE,
+                    growth: dict[str, np.ndarray] | None = None) -> pg.GraphicsLayoutWidget:
+    """The cache after `step`, laid out offscreen at width × height in the figure `theme`, its text
+    `text_scale` times its size for the image (as the attention figures)."""
+    growth = growth if growth is not None else cache_growth(trace)
+    in_use, allocated = growth["in_use"][step], growth["allocated"][step]
+    with figure_colours(theme):
+        figure = pg.GraphicsLayoutWidget(size=(width, height))
+        tokens = int(growth["tokens"][step])
+        figure.addLabel(f"{trace.model.name}: KV cache after step {step} of {trace.n_steps - 1}, {tokens} tokens, "
+                        f"{human_bytes(int(in_use.sum()))} in use", row=0, col=0, colspan=3, size="11pt")
+        _layers(figure.addPlot(row=1, col=0), growth, in_use, allocated)
+        _totals(figure.addPlot(row=1, col=1), growth, step)
+        _blocks(figure, trace, growth, step, block_size)
+        scale_fonts(figure, font_scale(width, height) * text_scale)
+    return lay_out(figure, width, height, theme)
+
+
+def _layers(plot, growth, in_use: np.ndarray, allocated: np.ndarray) -> None:
+    """Bars per layer: in use, and the allocation's outline unless it dwarfs every step's use."""
+    layers = np.arange(len(in_use))
+    off_scale = growth["allocated"].max(initial=0) > OFF_SCALE * max(1, growth["in_use"].max(initial=0))
+    plot.setTitle("KiB per layer in use" + ("" if off_scale else " / allocated"))
+    if not off_scale:
+        plot.addItem(pg.BarGraphItem(x=layers, height=allocated / KIB, width=0.7, pen=pg.mkPen(ALLOCATED), brush=None))
+    plot.addItem(pg.BarGraphItem(x=layers, height=in_use / KIB, width=0.7, brush=IN_USE, pen=pg.mkPen(IN_USE)))
+    top = (growth["in_use"] if off_scale else np.maximum(growth["in_use"], growth["allocated"])).max(initial=1)
+    plot.setRange(xRange=(-0.6, len(layers) - 0.4), yRange=(0.0, max(float(top) / KIB, 1e-3) * 1.05), padding=0)
+    plot.setLabels(bottom="layer")
+    every = max(1, -(-len(layers) // 10))                 # whole layers, ten labels at most
+    plot.getAxis("bottom").setTicks([[(int(i), str(int(i))) for i in layers[::every]]])
+    plot.setMouseEnabled(False, False)
+
+
+def _totals(plot, growth, step: int) -> None:
+    """Bytes in use over all layers against tokens held, the steps so far, this one marked."""
+    tokens, totals = growth["tokens"], growth["totals"] / KIB
+    plot.setTitle("KiB in use, all layers")
+    plot.plot(tokens[: step + 1], totals[: step + 1], pen=IN_USE, symbol="o", symbolSize=5, symbolBrush=IN_USE)
+    plot.plot([tokens[step]], [totals[step]], pen=None, symbol="o", symbolSize=11, symbolBrush=NOW)
+    plot.setRange(xRange=(0.0, float(tokens[-1]) * 1.02 + 1.0), yRange=(0.0, max(float(totals.max()), 1.0) * 1.05),
+                  padding=0)
+    plot.setLabels(bottom="tokens")
+    plot.setMouseEnabled(False, False)
+
+
+def _blocks(figure, trace: Trace, growth, step: int, block_size: int) -> None:
+    """The paged cache: one row per layer, one cell per block of the last step, the share in use."""
+    per_token = kv_variants.bytes_per_token_per_layer(trace.model)
+    held = growth["in_use"][step] // per_token if per_token else np.zeros_like(growth["in_use"][step])
+    most = int(-(-int(growth["in_use"][-1].max(initial=0) // max(per_token, 1)) // block_size))
+    fill = kv_variants.block_fill(held, block_size)                                   # (L, B)
+    shown = np.full((len(held), max(most, 1)), np.nan)
+    shown[:, : fill.shape[1]] = np.where(fill > 0, fill, np.nan)
+    blocks = Heatmap(figure.ci, row=1, col=2, colorbar=True)
+    blocks.set_matrix(shown, (0.0, 1.0), [f"L{i}" for i in range(len(held))], [str(b) for b in range(shown.shape[1])])
+    blocks.plot.setTitle(f"blocks ({block_size})")      # short: the narrowest column, beside its colour bar
+
+
+def export_kv_animation(trace: Trace, path: Path, size: tuple[int, int] = export.DEFAULT_SIZE,
+                        theme: str = "light", text_scale: float = 1.0, frame_ms: int = FRAME_MS,
+                        progress: Callable[[int, int], None] | None = None,
+                        cancelled: Callable[[], bool] | None = None,
+                        block_size: int = kv_variants.DEFAULT_BLOCK_SIZE) -> Path:
+    """One frame per recorded step (the prefill, then each decoding step) of the cache growing, at `path`."""
+    check_target(path, trace)
+    if trace.model.is_encoder_only:
+        raise export.ExportError(f"Cannot export {path}: an encoder keeps no KV cache; every token is seen at once.")
+    width, height = check_image_size(*size)
+    growth = cache_growth(trace)
+
+    def draw(step: int, frame: Path) -> Path:
+        figure = kv_cache_figure(trace, step, width, height, theme, text_scale, block_size, growth)
+        try:
+            return export.save_figure(figure, frame, width, height)
+        finally:
+            figure.close()
+            figure.deleteLater()
+    return write_animation(path, trace.n_steps, draw, frame_ms, progress, cancelled)
+
+
+def ask_and_export_kv_animation(parent, trace: Trace, block_size: int = kv_variants.DEFAULT_BLOCK_SIZE) -> None:
+    """Ask where and how large, then write the cache's animation under a progress dialog with Cancel."""
+    if trace is None or not trace.steps:
+        return
+    path = export.ask_path(parent, "Export an animation of the KV cache", "kv_cache.gif", ANIMATION_FILTERS)
+    size = export.ask_size(parent) if path is not None else None
+    if path is None or size is None:
+        return
+    theme, scale = export.figure_theme(parent), export.figure_text_scale(parent)
+    with_progress(parent, trace.n_steps, lambda progress, cancelled: export_kv_animation(
+        trace, path, size, theme, scale, progress=progress, cancelled=cancelled, block_size=block_size))
+
