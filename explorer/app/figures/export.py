@@ -180,8 +180,8 @@ def export_frames(trace: Trace, path: Path, layer: int | str, head: int | str, *
 
 
 def save_widget(widget, path: Path, theme: str = "light") -> Path:
-    """A panel as it looks on screen, in the figure `theme`'s colours (explorer.app.window.theme.printed):
-    PNG from `grab()`, SVG through QSvgGenerator."""
+    """A panel as it looks on screen, at its size and text size on screen (AS_SHOWN_TIP), in the figure
+    `theme`'s colours (explorer.app.window.theme.printed): PNG from `grab()`, SVG through QSvgGenerator."""
     from explorer.app.window.theme import printed
 
     if _suffix(path, IMAGE_SUFFIXES) == ".png":
@@ -306,6 +306,25 @@ def ask_and_export_frames(parent, trace, layer, head, **options) -> None:
         theme = figure_theme(parent)
         options.setdefault("text_scale", figure_text_scale(parent))
         run_reporting(parent, lambda: export_frames(trace, path, layer, head, size=size, theme=theme, **options))
+
+
+# A panel's picture is a screenshot by definition: the export text size is for figures drawn at an image's
+# size, and a panel's labels cannot grow without laying the panel out again (its tables and texts would
+# wrap or clip otherwise than on screen). A teacher wanting larger text turns Presentation on first.
+AS_SHOWN_TIP = ("A picture of the panel exactly as it looks now, at its size on screen. File ▸ Export Figure "
+                "Text Size is for the figures (attention maps, frames, animations), not for this picture: for "
+                "larger text, turn on View ▸ Presentation first.")
+
+
+def panel_picture_action(panel):
+    """The default export of a panel: "Export <title> as shown on screen (PNG/SVG)…" (save_widget)."""
+    from PySide6.QtGui import QAction
+
+    action = QAction(f"Export {panel.title} as shown on screen (PNG/SVG)…", panel)
+    action.setToolTip(AS_SHOWN_TIP)
+    action.setStatusTip(AS_SHOWN_TIP)
+    action.triggered.connect(lambda: ask_and_save_widget(panel, panel.object_name))
+    return action
 
 
 def ask_and_save_widget(widget, name: str) -> None:

@@ -155,9 +155,7 @@ class Panel(QWidget):
         """The panel's export actions; the default saves what the panel shows."""
         from explorer.app.figures import export
 
-        action = QAction(f"Export {self.title} as PNG/SVG…", self)
-        action.triggered.connect(lambda: export.ask_and_save_widget(self, self.object_name))
-        return [action]
+        return [export.panel_picture_action(self)]
 
     # ----- shared -----------------------------------------------------------------------
     @property
