@@ -3,7 +3,7 @@
 The weights are the engine's own (a GGUF file's already dequantized and un-permuted), named by
 the inverse of the family's weight table (families.ModelFamily.weights), so transformers (and what
 reads through it) loads the folder without converting anything again. Decoder families: Llama,
-Mistral, Qwen2, Qwen3, GPT-2, Gemma 3 (text) and DeepSeek V2/V3 (MLA and its experts).
+Mistral, Qwen2, Qwen3, Phi-3, GPT-2, Gemma 3 (text) and DeepSeek V2/V3 (MLA and its experts).
 
 Two checks make a folder that loads into another model impossible: every weight of the model must
 have a place in the checkpoint, and config.json, read back by the engine's own reader (which the
@@ -59,11 +59,25 @@ def _llama_keys(config) -> dict:
             "max_position_embeddings": config.max_positions, "rms_norm_eps": config.norm_eps,
             "hidden_act": config.activation, "tie_word_embeddings": config.tie_embeddings,
             "attention_bias": config.qkv_bias, "mlp_bias": config.mlp_bias,
-            "bos_token_id": config.bos_token_id, "eos_token_id": config.eos_token_id, **rope_config(config.rope)}
+            "bos_token_id": config.bos_token_id, "eos_token_id": config.eos_token_id, **rope_config(config.rope),
+            **_original_positions(config)}
+
+
+def _original_positions(config) -> dict:
+    """The context RoPE was trained for, where the config says one apart from max_position_embeddings (Phi-3
+    does; the engine keeps it in the RopeSpec whatever the RoPE kind)."""
+    original = config.rope.original_max_positions
+    return {} if original == config.max_positions else {"original_max_position_embeddings": original}
 
 
 def _mistral_keys(config) -> dict:
     return {**_llama_keys(config), "sliding_window": config.sliding_window}
+
+
+def _phi3_keys(config) -> dict:
+    """Phi-3: Mistral's one optional window; no pad id (its embedding would take it as padding_idx, which only
+    changes gradients, and the default 32000 lies outside a smaller vocabulary)."""
+    return {**_mistral_keys(config), "pad_token_id": None}
 
 
 def _qwen_keys(config) -> dict:
@@ -135,6 +149,7 @@ WRITINGS = {
     "qwen2": HFWriting("qwen2", "Qwen2ForCausalLM", _qwen_keys),
     "qwen3": HFWriting("qwen3", "Qwen3ForCausalLM", _qwen_keys),
     "gpt2": HFWriting("gpt2", "GPT2LMHeadModel", _gpt2_keys, prefix="transformer."),
+    "phi3": HFWriting("phi3", "Phi3ForCausalLM", _phi3_keys),
     "gemma3": HFWriting("gemma3_text", "Gemma3ForCausalLM", _gemma3_keys),
     "deepseek_v2": HFWriting("deepseek_v2", "DeepseekV2ForCausalLM", _deepseek_keys),
     "deepseek_v3": HFWriting("deepseek_v3", "DeepseekV3ForCausalLM", _deepseek_keys),

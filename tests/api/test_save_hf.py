@@ -52,6 +52,8 @@ OPTIONS = {     # the config.json keys a family writes only when the model has t
         BASE, num_key_value_heads=2, use_sliding_window=True, sliding_window=4, max_window_layers=1)),
     "qwen3 window": ("Qwen3Config", "Qwen3ForCausalLM", dict(
         BASE, num_key_value_heads=2, use_sliding_window=True, sliding_window=3, max_window_layers=0)),
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", dict(BASE, bos_token_id=1, eos_token_id=2, pad_token_id=0)),
+    "phi3 window": ("Phi3Config", "Phi3ForCausalLM", dict(BASE, sliding_window=4, pad_token_id=None)),
     "gemma3 final soft-cap": ("Gemma3TextConfig", "Gemma3ForCausalLM", dict(
         BASE, num_key_value_heads=1, head_dim=16, query_pre_attn_scalar=20, sliding_window=4,
         final_logit_softcapping=5.0, rope_theta=5e4, rope_local_base_freq=500.0,
