@@ -8,7 +8,7 @@ Vaswani et al. 2017 (MHA); Shazeer 2019 (MQA); Ainslie et al. 2023 (GQA).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -55,12 +55,12 @@ class StepContext:
         key = (int(kv_positions[0]), len(kv_positions), window)
         if key not in self._masks:
             rule = MaskRule.of(np.array(self.positions_np), kv_positions, window)  # causal, within W
-            visible = rule.rows(0, len(self.positions_np))                      # (T, n_kv)
-            if self.sequences is not None:                                       # packed: no cache, keys = rows
-                visible &= self.sequences[:, None] == self.sequences[None, :]
-                rule = None                                                      # no longer the positions' rule
-            self._masks[key] = Visibility.of(visible, self.positions_np, kv_positions, self.positions.device,
-                                             self.sequences, rule)
+            if self.sequences is None:
+                self._masks[key] = Visibility.by(rule, self.positions.device)
+            else:                                                                # packed: no cache, keys = rows
+                visible = np.asarray(rule) & (self.sequences[:, None] == self.sequences[None, :])
+                self._masks[key] = Visibility.of(visible, self.positions_np, kv_positions, self.positions.device,
+                                                 self.sequences)                 # no longer the positions' rule
         return self._masks[key]
 
     def site(self, layer: int, n_heads: int, where: str = "self") -> "Site | None":
@@ -87,6 +87,15 @@ class Visibility:
            rule: MaskRule | None = None) -> "Visibility":
         hidden = None if visible.all() else torch.from_numpy(~visible).to(device)
         return Visibility(visible, hidden, queries, keys, sequences, rule)
+
+    @staticmethod
+    def by(rule: MaskRule, device, padding: torch.Tensor | None = None) -> "Visibility":
+        """The visibility `rule` gives over its queries and keys, carrying the rule to the record; `padding`
+        (True at a batch's padded keys, broadcast over the scores) is hidden as well, outside the rule."""
+        seen = Visibility.of(np.asarray(rule), rule.queries, rule.keys, device, rule=rule)  # mask: (T, n_kv)
+        if padding is None:
+            return seen
+        return replace(seen, hidden=padding if seen.hidden is None else seen.hidden | padding)
 
     def without(self, hidden: np.ndarray | None) -> "Visibility":
         """This visibility with the entries of `hidden` (T, n_kv) hidden as well."""

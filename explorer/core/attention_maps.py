@@ -81,9 +81,12 @@ class MaskRule:
     window: int | None = None     # W of "sliding"
 
     @staticmethod
-    def of(queries: np.ndarray, keys: np.ndarray, window: int | None = None) -> "MaskRule":
-        """The causal rule over these positions, within a sliding window of W keys where one is given
-        and it hides a key (i - j >= W for some query i and key j); else plain causal, the same mask."""
+    def of(queries: np.ndarray, keys: np.ndarray, window: int | None = None, causal: bool = True) -> "MaskRule":
+        """The rule a pass makes its mask by: every key where it is not causal (an encoder, cross-attention);
+        else causal, within a sliding window of W keys where one is given and it hides a key (i - j >= W
+        for some query i and key j), else plain causal, the same mask."""
+        if not causal:
+            return MaskRule("full", queries, keys)
         cuts = bool(window) and queries.size > 0 and keys.size > 0 and int(queries.max()) - int(keys.min()) >= window
         return MaskRule("sliding", queries, keys, int(window)) if cuts else MaskRule("causal", queries, keys)
 
@@ -155,8 +158,9 @@ class MaskRule:
 
 def compact(mask: np.ndarray, keys: np.ndarray) -> "MaskRule | np.ndarray":
     """The MaskRule that gives exactly `mask` (n_new, n_kv) over keys at positions `keys`, else
-    `mask` itself (one an intervention edited, a padded batch's). Only for a mask that came without
-    its rule (the encoder's, cross-attention's): the decoder's StepContext hands its rule on.
+    `mask` itself (one an intervention edited, a packed pass's). Only for a mask that came without
+    its rule: every pass (StepContext.mask, the encoder's and cross-attention's full rule, the
+    encoder-decoder's TargetStep.mask) hands its rule on, so no recorded pass comes here unedited.
 
     A causal query sees its own key last, so its position is that key's. The rule is checked
     against the mask entry by entry, so it stands in for a mask only where it is the same mask.

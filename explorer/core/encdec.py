@@ -21,13 +21,14 @@ The config.json format is our own: `model_type: "explorer-encdec"` (see EncDecCo
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
 from torch import nn
 
 from explorer.core.attention import Visibility, as_run, attend
+from explorer.core.attention_maps import MaskRule
 from explorer.core.capture import AttentionCapture
 from explorer.core.errors import ModelLoadError, UnsupportedModelError
 from explorer.core.intervention import SOFTMAX
@@ -147,15 +148,16 @@ class MultiHeadAttention(nn.Module):
         if capture is not None:
             capture.attention(self.layer, AttentionCapture(
                 q=q[0], k=k[0], v=v[0], weights=weights[0], head_out=heads[0], mask=seen.mask,
-                kv_positions=seen.keys, scale=self.scale, kernel=site.kernel if site else SOFTMAX),
+                kv_positions=seen.keys, scale=self.scale, kernel=site.kernel if site else SOFTMAX, rule=seen.rule),
                 cross=self.where == "cross")
         return y
 
 
-def padded(queries: np.ndarray, n_keys: int, key_visible: torch.Tensor | None) -> Visibility:
-    """Every query sees every key but a batch's padding (`key_visible` (B, 1, 1, S), False at padding)."""
-    return Visibility(np.ones((len(queries), n_keys), dtype=bool), None if key_visible is None else ~key_visible,
-                      queries, np.arange(n_keys))
+def padded(queries: np.ndarray, n_keys: int, key_visible: torch.Tensor | None, device) -> Visibility:
+    """Every query sees every key (the full MaskRule) but a batch's padding (`key_visible` (B, 1, 1, S),
+    False at padding)."""
+    rule = MaskRule.of(queries, np.arange(n_keys), causal=False)
+    return Visibility.by(rule, device, None if key_visible is None else ~key_visible)
 
 
 class EncoderLayer(nn.Module):
@@ -173,7 +175,7 @@ class EncoderLayer(nn.Module):
         s = h.shape[1]
         q = self.attn.queries(h)                                                 # (B, H, S, d)
         k, v = self.attn.keys_values(h)                                          # (B, H, S, d)
-        a = self.attn.attend(q, k, v, padded(np.arange(s), s, visible), run, capture)
+        a = self.attn.attend(q, k, v, padded(np.arange(s), s, visible, h.device), run, capture)
         x = h
         h = self.attn_norm(h + a)                                                # Add & Norm
         f = self.ffn(h)
@@ -201,13 +203,12 @@ class DecoderLayer(nn.Module):
         q = self.self_attn.queries(h)                                            # (B, H, T, d)
         k, v = self.self_attn.keys_values(h)
         keys, values, kv_positions = (k, v, step.positions) if cache is None else _cached(cache, k, v)
-        causal = kv_positions[None, :] <= step.positions[:, None]                # (T, n_kv) bool
-        seen = Visibility.of(causal, step.positions, kv_positions, h.device)
+        seen = step.mask(kv_positions, h.device)                                 # causal: (T, n_kv)
         a = self.self_attn.attend(q, keys, values, seen, step.run, capture)
         x = h
         h = self.self_norm(h + a)                                                # Add & Norm
         cross_k, cross_v = cross_kv                                              # K, V from C: (B, H, S, d)
-        source = padded(step.positions, cross_k.shape[2], step.source_visible)
+        source = padded(step.positions, cross_k.shape[2], step.source_visible, h.device)
         c = self.cross_attn.attend(self.cross_attn.queries(h), cross_k, cross_v, source, step.run, capture)
         h = self.cross_norm(h + c)                                               # Add & Norm
         f = self.ffn(h)
@@ -226,12 +227,21 @@ def _cached(cache, k: torch.Tensor, v: torch.Tensor):
 
 @dataclass
 class TargetStep:
-    """What every decoder layer of one forward pass shares: target positions, the source mask and
-    the intervention run (attention.InterventionRun; None: the model as it is)."""
+    """What every decoder layer of one forward pass shares: target positions, the source mask, the
+    intervention run (attention.InterventionRun; None: the model as it is) and the causal mask."""
 
     positions: np.ndarray                    # (T,) absolute target positions of the new tokens
     source_visible: torch.Tensor | None      # (B, 1, 1, S) bool: False at source padding; None = all
     run: object = None
+    _masks: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def mask(self, kv_positions: np.ndarray, device) -> Visibility:
+        """The target keys at `kv_positions` each new token sees, by the causal MaskRule (no window), the
+        one the decoder-only models' StepContext.mask uses; memoized, so the layers share one rule."""
+        key = (int(kv_positions[0]), len(kv_positions))
+        if key not in self._masks:
+            self._masks[key] = Visibility.by(MaskRule.of(self.positions, kv_positions), device)
+        return self._masks[key]
 
 
 class EncoderDecoder(nn.Module):

@@ -65,3 +65,90 @@ def test_a_mask_an_intervention_edited_is_kept_dense(gemma3):
     expected = positions[None, :] <= positions[:, None]
     expected[120, [3, 4]] = False
     np.testing.assert_array_equal(np.asarray(mask), expected)
+
+
+# ----- the encoder, cross-attention and the encoder-decoder's decoder carry their rule too ---------------
+LONG = 150                       # 150 x 150 masks: past recording.SMALL, where a record keeps a rule, not the array
+
+
+def test_the_encoder_records_the_full_rule_and_its_maps_equal_transformers(monkeypatch):
+    import torch
+
+    from tests.core import test_encoder
+
+    monkeypatch.setattr(recording, "compact", _no_guessing)
+    monkeypatch.setattr(test_encoder, "TINY", dict(test_encoder.TINY, max_position_embeddings=LONG + 10))
+    hf_model = test_encoder.tiny_bert()                                 # its positions now reach LONG
+    ids = np.random.default_rng(1).integers(0, hf_model.config.vocab_size, size=LONG)
+    trace = test_encoder.runner_for(hf_model).prefill(ids)
+    with torch.no_grad():
+        reference = hf_model(torch.as_tensor(ids)[None], output_attentions=True).attentions
+    positions = np.arange(LONG)
+    for layer, expected in enumerate(reference):
+        rule = trace.steps[0].layers[layer].attn.mask
+        assert isinstance(rule, MaskRule) and rule.kind == "full"
+        np.testing.assert_array_equal(rule.queries, positions)
+        np.testing.assert_array_equal(rule.keys, positions)
+        assert np.asarray(rule).all() and rule.shape == (LONG, LONG)
+        np.testing.assert_allclose(trace.attention(layer), expected[0].numpy(), atol=1e-5, rtol=0)
+
+
+def _long_encdec():
+    import torch
+
+    from explorer.core.encdec import EncDecConfig, EncoderDecoder, model_info
+    from explorer.core.runtime import LoadedModel
+
+    config = EncDecConfig(vocab_size=40, d_model=32, n_heads=4, d_ff=48, n_encoder_layers=2, n_decoder_layers=2,
+                          max_positions=LONG + 10)
+    torch.manual_seed(0)
+    model = EncoderDecoder(config)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "norm" not in name:
+                parameter.normal_(0.0, 0.3)
+    model.eval().requires_grad_(False)
+    return LoadedModel(model=model, config=config, tokenizer=None, info=model_info(model, config, "long"), name="long")
+
+
+def test_the_encdec_encoder_records_the_full_rule(monkeypatch):
+    from explorer.core.encdec_decode import EncDecDecoder
+
+    monkeypatch.setattr(recording, "compact", _no_guessing)
+    source = np.random.default_rng(2).integers(3, 40, size=LONG)
+    trace = EncDecDecoder(_long_encdec()).prefill(source)
+    for layer in trace.encoder.layers:
+        assert isinstance(layer.attn.mask, MaskRule) and layer.attn.mask.kind == "full"
+        np.testing.assert_array_equal(layer.attn.mask.keys, np.arange(LONG))
+        assert np.asarray(layer.attn.mask).all()
+
+
+def test_the_encdec_decoder_records_the_causal_and_the_cross_rule(monkeypatch):
+    """Teacher forcing T target tokens over S source tokens: self-attention by the causal rule over the
+    target positions, cross-attention by the full rule over the source; records keep both rules."""
+    import torch
+
+    from explorer.core.capture import StepCapture
+    from explorer.core.encdec import TargetStep
+    from explorer.core.recording import MaskCompactor, attention_record, attention_tensors, to_numpy
+
+    monkeypatch.setattr(recording, "compact", _no_guessing)
+    loaded = _long_encdec()
+    rng = np.random.default_rng(3)
+    source, target = rng.integers(3, 40, size=LONG), rng.integers(3, 40, size=LONG)
+    capture = StepCapture(2)
+    with torch.no_grad():
+        memory = loaded.model.encode(torch.as_tensor(source)[None])
+        loaded.model.decode(torch.as_tensor(target)[None], TargetStep(np.arange(LONG), None),
+                            loaded.model.cross_keys_values(memory), None, capture)
+    positions = np.arange(LONG)
+    causal = positions[None, :] <= positions[:, None]
+    masks = MaskCompactor()
+    for layer in capture.layers:
+        for captured, kind, expected in ((layer.attn, "causal", causal), (layer.cross, "full", np.ones_like(causal))):
+            record = attention_record(captured, to_numpy([attention_tensors(captured)], torch.float32)[0], masks)
+            assert isinstance(record.mask, MaskRule) and record.mask.kind == kind
+            np.testing.assert_array_equal(record.mask.queries, positions)
+            np.testing.assert_array_equal(np.asarray(record.mask), expected)
+            visible = captured.weights.numpy() > 0                           # (H, T, n_kv): what the softmax saw
+            assert not (visible & ~expected).any() and visible.any(axis=-1).all()
