@@ -68,25 +68,29 @@ class PatchMaps:
 
 
 def patch(model, clean, corrupt, target, against, site, metric, progress, cancel, intervention=None):
-    """Model.patch: one map, or for lists of prompts a PatchMaps."""
+    """Model.patch: one map, or for lists of prompts a PatchMaps (the pairs sharing their passes)."""
     from explorer.core import patching
 
-    if checks.is_batch(clean) or checks.is_batch(corrupt):
-        if not (checks.is_batch(clean) and checks.is_batch(corrupt)) or len(clean) != len(corrupt):
-            raise ExplorerError("patching a batch needs two lists of prompts of the same length (clean, corrupted)")
-        n = len(clean)
-        pairs = list(zip(clean, corrupt, batches.matched(target, n, "target"), batches.matched(against, n, "against")))
-        maps = batches.each(pairs, lambda pair: patch(model, *pair, site, metric, None, cancel, intervention),
-                            progress)
-        mean = replace(maps[0], clean=float(np.mean([m.clean for m in maps])),
-                       corrupt=float(np.mean([m.corrupt for m in maps])),
-                       values=np.mean([m.values for m in maps], axis=0), complete=all(m.complete for m in maps))
-        return PatchMaps(maps, mean)
-    clean_ids, corrupt_ids = patching.check_prompts(model._ids(clean), model._ids(corrupt))
+    batch = checks.is_batch(clean) or checks.is_batch(corrupt)
+    if batch and (not (checks.is_batch(clean) and checks.is_batch(corrupt)) or len(clean) != len(corrupt)):
+        raise ExplorerError("patching a batch needs two lists of prompts of the same length (clean, corrupted)")
+    cleans, corrupts = (list(clean), list(corrupt)) if batch else ([clean], [corrupt])
+    n = len(cleans)
+    pairs = [(*patching.check_prompts(model._ids(a), model._ids(b)), model._token(t, "target"),
+              None if o is None else model._token(o, "against"))
+             for a, b, t, o in zip(cleans, corrupts, batches.matched(target, n, "target"),
+                                   batches.matched(against, n, "against"))]
+    if batch and site == "resid" and len({len(pair[0]) for pair in pairs}) > 1:
+        raise ExplorerError(f"the mean of residual maps needs pairs of one length; these have "
+                            f"{', '.join(str(len(pair[0])) for pair in pairs)} tokens: patch them one length at a time")
     whole = checks.intervention_of((), None, None, 1.0, intervention, model.info)
-    return patching.patch_map(model.loaded, clean_ids, corrupt_ids, model._token(target, "target"),
-                              None if against is None else model._token(against, "against"), site, metric,
-                              progress=progress, cancel=cancel, intervention=whole)
+    maps = patching.patch_maps(model.loaded, pairs, site, metric, progress=progress, cancel=cancel, intervention=whole)
+    if not batch:
+        return maps[0]
+    mean = replace(maps[0], clean=float(np.mean([m.clean for m in maps])),
+                   corrupt=float(np.mean([m.corrupt for m in maps])),
+                   values=np.mean([m.values for m in maps], axis=0), complete=all(m.complete for m in maps))
+    return PatchMaps(maps, mean)
 
 
 def heads(model, ids, repeat: int, seed: int, intervention=None):

@@ -11,8 +11,9 @@ Sites: "head" patches O_h = A_h V_h of one head at every position (layers x head
 
 The patched run of a site in layer l shares the corrupted run up to that layer, so it only runs
 blocks l.. (the residual entering block l is kept from the corrupted run): on average half a
-forward per site. The sites of a layer are packed side by side into one pass, so that the
-weights (what a small prompt's pass spends its time reading) are read once for all of them.
+forward per site. The sites of a layer are packed side by side into one pass (packed.py), so that
+the weights (what a small prompt's pass spends its time reading) are read once for all of them;
+several pairs (patch_maps) share their clean and corrupted pass and their layers' site passes.
 The patch itself is an intervention.Intervention, read by the attention core.
 """
 from __future__ import annotations
@@ -25,6 +26,7 @@ import torch
 from explorer.core.capture import StepCapture
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import HeadPatch, Intervention, ResidualPatch, combined
+from explorer.core.packed import packed_captures
 
 SITES = ("head", "resid")
 METRICS = ("logit_diff", "prob")
@@ -102,12 +104,6 @@ class _Scorer:
         return (logits[:, 0] - logits[:, 1]).cpu().numpy()
 
 
-def _run(model, ids: torch.Tensor, positions: np.ndarray, intervention=None) -> StepCapture:
-    capture = StepCapture(len(model.layers))
-    model(ids, positions, None, capture, intervention)
-    return capture
-
-
 def check_base(intervention) -> Intervention | None:
     """The intervention both runs and every patched run go under (None: none); a mean ablation is refused,
     since the packed passes would take its mean over several sequences."""
@@ -131,49 +127,78 @@ def patch_map(loaded, clean_ids, corrupt_ids, target_id: int, against_id: int | 
     `metric` is "logit_diff", "prob" or a callable on one row's logits (V,); `intervention` applies
     to the clean, corrupted and patched runs alike.
     """
+    return patch_maps(loaded, [(clean_ids, corrupt_ids, target_id, against_id)], site, metric, progress, cancel,
+                      batch, intervention)[0]
+
+
+def patch_maps(loaded, pairs: list[tuple], site: str = "head", metric="logit_diff", progress=None, cancel=None,
+               batch: int = 16, intervention=None, rows: int = 4096) -> list[PatchMap]:
+    """patch_map of each (clean_ids, corrupt_ids, target_id, against_id) pair, the pairs sharing passes: the
+    clean and corrupted runs of every pair are one packed pass, and each layer's sites of every pair run
+    `batch` sequences (of at most `rows` rows in all) to a pass. `progress` counts the sites of all pairs."""
     if site not in SITES:
         raise ExplorerError(f"site {site!r} is not one of {', '.join(SITES)}")
     if loaded.info.is_encoder_only or loaded.info.is_encoder_decoder:
         raise ExplorerError(f"patching runs on decoder-only models; {loaded.info.name} is not one")
-    clean, corrupt = check_prompts(clean_ids, corrupt_ids)
+    prompts = [check_prompts(clean, corrupt) for clean, corrupt, _, _ in pairs]
     model = loaded.model
-    score = _Scorer(model, int(target_id), None if against_id is None else int(against_id), metric)
+    scores = [_Scorer(model, int(t), None if a is None else int(a), metric) for _, _, t, a in pairs]
     named = metric if isinstance(metric, str) else getattr(metric, "__name__", "custom")
-    positions = np.arange(len(clean), dtype=np.int64)
     with torch.inference_mode():
         base = check_base(intervention)
-        clean_run = _run(model, torch.as_tensor(clean), positions, base)
-        corrupt_run = _run(model, torch.as_tensor(corrupt), positions, base)
-        ends = [float(score(run.layers[-1].residual[-1:])[0]) for run in (clean_run, corrupt_run)]
-        sites = _sites(clean_run, site)
-        values = np.full((len(model.layers), len(sites[0])), np.nan)
-        done = 0
-        for layer, row in enumerate(sites):
-            for first in range(0, len(row), batch):
+        runs = packed_captures(loaded, [p for pair in prompts for p in pair], [len(p) - 1 for p, _ in prompts
+                                                                                   for _ in (0, 1)], base)
+        cleans, corrupts = runs[0::2], runs[1::2]
+        ends = [[float(score(run.layers[-1].residual[-1:])[0]) for run in pair]
+                for score, pair in zip(scores, zip(cleans, corrupts))]
+        sites = [_sites(clean, site) for clean in cleans]
+        values = [np.full((len(model.layers), len(one[0])), np.nan) for one in sites]
+        done, total = 0, sum(v.size for v in values)
+        for layer in range(len(model.layers)):
+            jobs = [(pair, index) for pair in range(len(pairs)) for index in range(len(sites[pair][layer]))]
+            for chunk in _passes(jobs, [len(p) for p, _ in prompts], batch, rows):
                 if _cancelled(cancel):
-                    return PatchMap(site, named, ends[0], ends[1], values, complete=False)
-                chunk = row[first: first + batch]
-                values[layer, first: first + len(chunk)] = _patched(model, score, corrupt_run, layer, chunk, positions,
-                                                                    base)
+                    return _maps(site, named, ends, values, complete=False)
+                patched = _patched(model, [sites[p][layer][i] for p, i in chunk],
+                                   [corrupts[p].layers[layer].residual_in for p, _ in chunk], layer, base)
+                for pair in sorted({p for p, _ in chunk}):                     # each pair's rows scored at once
+                    mine = [n for n, (p, _) in enumerate(chunk) if p == pair]
+                    values[pair][layer, [chunk[n][1] for n in mine]] = scores[pair](patched[mine])
                 done += len(chunk)
                 if progress is not None:
-                    progress(done, values.size)
-        return PatchMap(site, named, ends[0], ends[1], values)
+                    progress(done, total)
+        return _maps(site, named, ends, values)
 
 
-def _patched(model, score, corrupt_run: StepCapture, layer: int, patches: list, positions: np.ndarray,
-             base: Intervention | None = None) -> np.ndarray:
-    """The metric of the corrupted run with each of `patches` (one per packed sequence), from block `layer` on."""
-    n, t = len(patches), len(positions)
+def _maps(site: str, metric: str, ends: list, values: list, complete: bool = True) -> list[PatchMap]:
+    return [PatchMap(site, metric, end[0], end[1], v, complete) for end, v in zip(ends, values)]
+
+
+def _passes(jobs: list[tuple[int, int]], lengths: list[int], batch: int, rows: int) -> list[list]:
+    """The (pair, site) jobs cut in order into passes of at most `batch` sequences and `rows` rows (one at least)."""
+    out: list[list] = []
+    for job in jobs:
+        if out and len(out[-1]) < batch and sum(lengths[p] for p, _ in out[-1]) + lengths[job[0]] <= rows:
+            out[-1].append(job)
+        else:
+            out.append([job])
+    return out
+
+
+def _patched(model, patches: list, streams: list[torch.Tensor], layer: int,
+             base: Intervention | None = None) -> torch.Tensor:
+    """The final residual stream's last row of each corrupted run (its residual entering `layer` in `streams`,
+    (T_i, d) each) with its patch from `patches` (one per packed sequence), from block `layer` on: (n, d)."""
+    lengths = [len(h) for h in streams]
     packed = tuple(replace(patch, sequence=i) for i, patch in enumerate(patches))
     intervention = Intervention(head_patches=packed) if isinstance(patches[0], HeadPatch) else \
         Intervention(residual_patches=packed)
     if base is not None:
         intervention = combined([base, intervention])
-    step = model.step_context(np.tile(positions, n), intervention, np.repeat(np.arange(n), t))
-    h = corrupt_run.layers[layer].residual_in.repeat(n, 1)                       # (n T, d): shared up to `layer`
-    out = model.run_blocks(h, step, start=layer)                                 # (n T, d)
-    return score(out[t - 1:: t])                                                 # each sequence's last row
+    positions = np.concatenate([np.arange(t) for t in lengths])
+    step = model.step_context(positions, intervention, np.repeat(np.arange(len(lengths)), lengths))
+    out = model.run_blocks(torch.cat(streams), step, start=layer)                # (sum T_i, d): shared up to `layer`
+    return out[torch.as_tensor(np.cumsum(lengths) - 1)]                          # each sequence's last row
 
 
 def _sites(clean_run: StepCapture, site: str) -> list[list]:

@@ -117,3 +117,30 @@ def test_chunks_keep_the_order_and_stay_within_the_budget():
     sizes = [3, 4, 2, 9, 1, 1]
     cuts = packed.chunks(len(sizes), 7, lambda indices: sum(sizes[i] for i in indices))
     assert cuts == [[0, 1], [2], [3], [4, 5]]
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma3"])
+@pytest.mark.parametrize("site", ["head", "resid"])
+def test_patching_pairs_of_different_lengths_shares_passes_and_equals_each_pair_alone(family, model, site,
+                                                                                      monkeypatch):
+    from explorer.core import patching
+
+    calls = []
+    original = patching._patched
+    monkeypatch.setattr(patching, "_patched", lambda *args: calls.append(len(args[1])) or original(*args))
+    cleans = [PROMPTS[0], PROMPTS[1], PROMPTS[3]] if site == "head" else [PROMPTS[0][:6], PROMPTS[3], PROMPTS[2][:6]]
+    corrupts = [clean[::-1] for clean in cleans]
+    if site == "resid":
+        with pytest.raises(explorer.ExplorerError, match="residual maps needs pairs of one length; these have 11, 3"):
+            model.patch(PROMPTS[:2], PROMPTS[:2], target=7, against=42, site=site)
+    seen = []
+    maps = model.patch(cleans, corrupts, target=[7, 3, 5], against=42, site=site,
+                       progress=lambda done, total: seen.append((done, total)))
+    together = len(calls)
+    total = sum(m.values.size for m in maps.maps)
+    assert seen[-1] == (total, total) and [d for d, _ in seen] == sorted(d for d, _ in seen)
+    for clean, corrupt, target, one in zip(cleans, corrupts, [7, 3, 5], maps.maps):
+        alone = model.patch(clean, corrupt, target, 42, site=site)
+        assert close(one.values, alone.values) and one.clean == pytest.approx(alone.clean, abs=1e-5)
+    assert together < len(calls) - together                               # fewer passes than pair by pair
+    assert site == "resid" or together == model.info.n_layers             # 12 sites: one pass a layer
