@@ -23,6 +23,12 @@ WHERE = ("self", "cross", "encoder")
 ABLATION_MODES = ("zero", "mean")
 
 
+def check_one_of(what: str, value, allowed: tuple[str, ...]) -> None:
+    """Refuse a `value` outside `allowed`, in one sentence that names what it is and lists the choices."""
+    if value not in allowed:
+        raise ExplorerError(f"{what} {value!r} is not one of {', '.join(allowed)}")
+
+
 @dataclass(frozen=True)
 class Kernel:
     """f_kappa of A = Z^-1 f_kappa(S): "exp" (softmax at temperature tau), "linear" or "relu"."""
@@ -31,8 +37,7 @@ class Kernel:
     temperature: float = 1.0          # tau of exp(S / tau); only for "exp"
 
     def __post_init__(self):
-        if self.name not in KERNELS:
-            raise ExplorerError(f"kernel {self.name!r} is not one of {', '.join(KERNELS)}")
+        check_one_of("kernel", self.name, KERNELS)
         if not self.temperature > 0:
             raise ExplorerError(f"kernel temperature {self.temperature} must be above 0")
         if self.name != "exp" and self.temperature != 1.0:
@@ -182,8 +187,7 @@ class SublayerPatch:
     sequence: int | None = None
 
     def __post_init__(self):
-        if self.which not in SUBLAYERS:
-            raise ExplorerError(f"sublayer output {self.which!r} is not one of {', '.join(SUBLAYERS)}")
+        check_one_of("sublayer output", self.which, SUBLAYERS)
 
 
 @dataclass(frozen=True, eq=False)
@@ -199,8 +203,7 @@ class InputPatch:
     sequence: int | None = None
 
     def __post_init__(self):
-        if self.which not in HEAD_INPUTS:
-            raise ExplorerError(f"head input {self.which!r} is not one of {', '.join(HEAD_INPUTS)}")
+        check_one_of("head input", self.which, HEAD_INPUTS)
 
 
 @dataclass(frozen=True, eq=False)
@@ -233,8 +236,7 @@ class PathPatch:
     sequence: int | None = None
 
     def __post_init__(self):
-        if self.which not in HEAD_INPUTS:
-            raise ExplorerError(f"a path ends at the receiver's q, k or v, not {self.which!r}")
+        check_one_of("a path's receiver input", self.which, HEAD_INPUTS)
         if not self.sender_layer < self.receiver_layer:
             raise ExplorerError(f"a path runs from an earlier layer to a later one: sender layer {self.sender_layer} "
                                 f"is not before receiver layer {self.receiver_layer}")
