@@ -95,16 +95,22 @@ def patch(model, clean, corrupt, target, against, site, metric, progress, cancel
 
 def heads(model, ids, repeat: int, seed: int, intervention=None):
     """Model.heads: the scores on one sequence, or the mean of the scores over several."""
-    from explorer.core.head_scores import score_heads
+    from explorer.core.head_scores import score_heads, score_heads_each
 
     whole = checks.intervention_of((), None, None, 1.0, intervention, model.info)
     if ids is not None and checks.is_batch(ids):
-        each = [heads(model, one, repeat, seed, intervention) for one in ids]
+        _check_repeat(repeat)
+        each = score_heads_each(model.loaded, [checks.one_prompt_ids(one, "ids") for one in ids], int(repeat),
+                                intervention=whole)
         return replace(each[0], ids=each[0].ids, trace=None,
                        previous_token=np.mean([s.previous_token for s in each], axis=0),
                        induction=np.mean([s.induction for s in each], axis=0),
                        sink=np.mean([s.sink for s in each], axis=0))
-    if isinstance(repeat, bool) or not isinstance(repeat, (int, np.integer)) or repeat < 1:
-        raise ExplorerError(f"repeat={repeat!r} must be a whole number, 1 or more")
+    _check_repeat(repeat)
     sequence = None if ids is None else checks.one_prompt_ids(ids, "ids")
     return score_heads(model.loaded, sequence, int(repeat), seed=seed, intervention=whole)
+
+
+def _check_repeat(repeat) -> None:
+    if isinstance(repeat, bool) or not isinstance(repeat, (int, np.integer)) or repeat < 1:
+        raise ExplorerError(f"repeat={repeat!r} must be a whole number, 1 or more")

@@ -97,6 +97,30 @@ def score_heads(loaded, ids=None, repeat: int = 2, seed: int = DEFAULT_SEED, int
     return replace(scores_of_trace(trace, len(sequence) // repeat, repeat), trace=trace)
 
 
+def score_heads_each(loaded, sequences: list, repeat: int = 2, intervention=None, budget: int | None = None
+                     ) -> list[HeadScores]:
+    """score_heads of each id sequence in `sequences`, their runs prefilled together in packed passes of at
+    most `budget` bytes (packed.prefill_packed; None: packed.default_budget) where the model and the
+    intervention allow it, else one after another."""
+    from explorer.core import packed
+    from explorer.core.recording import RecordOptions
+
+    if not packed.can_record_packed(loaded, intervention):
+        return [score_heads(loaded, ids, repeat, intervention=intervention) for ids in sequences]
+    repeats = [repeated(ids, repeat) for ids in sequences]
+    for sequence in repeats:
+        if sequence.size > loaded.config.max_positions:
+            raise ExplorerError(f"{sequence.size} tokens are more than the model's context of "
+                                f"{loaded.config.max_positions}")
+    decoders = [packed.PackedDecoder(loaded, RecordOptions(dtype="float32", top_k=1), capacity=int(s.size))
+                for s in repeats]
+    for decoder in decoders:
+        decoder.set_intervention(intervention)
+    for _ in packed.prefill_packed(loaded, decoders, repeats, budget or packed.default_budget(loaded)):
+        pass
+    return [replace(scores_of_trace(d.trace, len(s) // repeat, repeat), trace=d.trace) for d, s in zip(decoders, repeats)]
+
+
 def special_ids(loaded) -> frozenset[int]:
     """The ids a tokenizer marks special (BOS, EOS, ...), which random text would not contain."""
     tokenizer = loaded.tokenizer

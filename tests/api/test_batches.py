@@ -144,3 +144,14 @@ def test_patching_pairs_of_different_lengths_shares_passes_and_equals_each_pair_
         assert close(one.values, alone.values) and one.clean == pytest.approx(alone.clean, abs=1e-5)
     assert together < len(calls) - together                               # fewer passes than pair by pair
     assert site == "resid" or together == model.info.n_layers             # 12 sites: one pass a layer
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2"])
+def test_head_scores_over_sequences_of_different_lengths_are_one_packed_pass(family, model, passes):
+    sequences = [PROMPTS[0], PROMPTS[1], PROMPTS[3]]
+    scores = model.heads(sequences, repeat=3)
+    assert passes == [3]
+    alone = [model.heads(ids, repeat=3) for ids in sequences]
+    for name in ("previous_token", "induction", "sink"):
+        expected = np.mean([getattr(one, name) for one in alone], axis=0)
+        assert close(getattr(scores, name), expected), name
