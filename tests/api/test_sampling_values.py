@@ -8,6 +8,8 @@ import math
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import explorer
 from explorer.core.sampling import distribution
@@ -43,6 +45,28 @@ def test_every_accepted_value_gives_a_probability_distribution(field, value):
     probs = distribution(logits, sampling)
     assert np.all(np.isfinite(probs)) and np.all(probs >= 0) and abs(probs.sum() - 1.0) < 1e-12
     assert type(getattr(sampling, field)) in (int, float), "a plain number, so the session file can hold it"
+
+
+ANY_NUMBER = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-2**70, 2**70), st.booleans(),
+                       st.none(), st.text(max_size=3), st.floats(width=32).map(np.float32),
+                       st.integers(-2**63, 2**63 - 1).map(np.int64))
+
+
+@settings(max_examples=300, derandomize=True, deadline=None, database=None)
+@given(temperature=ANY_NUMBER, top_k=ANY_NUMBER, top_p=ANY_NUMBER, seed=ANY_NUMBER)
+def test_any_values_either_draw_a_token_from_a_distribution_or_are_refused_in_a_sentence(temperature, top_k,
+                                                                                          top_p, seed):
+    from explorer.core.sampling import choose
+
+    try:
+        sampling = explorer.Sampling(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
+    except explorer.ExplorerError as error:
+        assert str(error).count("\n") == 0 and "is not legal" in str(error)
+        return
+    logits = torch.tensor([2.0, 1.0, 0.5, -1.0])
+    probs = distribution(logits, sampling)
+    assert np.all(np.isfinite(probs)) and abs(probs.sum() - 1.0) < 1e-9
+    assert 0 <= choose(logits, sampling, position=5) < 4
 
 
 def test_the_run_takes_only_a_sampling_value():
