@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from explorer.core.attribution import attribute_capture, capture_at, check_request, largest_parts
+from explorer.core.attribution import capture_at, check_request, freeze, largest_parts
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,8 @@ def logit_difference(loaded, ids, target_id: int, against_id: int, position: int
     under `intervention` (None: the model as it is), and its lens after each layer."""
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
     position = _checked(loaded, ids, position, target_id, against_id)
-    return difference_of(loaded, capture_at(loaded, ids, position, intervention), position, target_id, against_id)
+    return differences_of(loaded, [capture_at(loaded, ids, position, intervention)], [position], [target_id],
+                          [against_id])[0]
 
 
 def logit_differences(loaded, prompts, target_ids, against_ids, positions, intervention=None) -> list[LogitDifference]:
@@ -66,7 +67,7 @@ def logit_differences(loaded, prompts, target_ids, against_ids, positions, inter
     if not can_pack(intervention):
         return [logit_difference(loaded, *row, intervention) for row in zip(prompts, target_ids, against_ids, positions)]
     captures = packed_captures(loaded, prompts, positions, intervention)
-    return [difference_of(loaded, *row) for row in zip(captures, positions, target_ids, against_ids)]
+    return differences_of(loaded, captures, positions, target_ids, against_ids)
 
 
 def _checked(loaded, ids: np.ndarray, position: int | None, target_id: int, against_id: int) -> int:
@@ -75,18 +76,62 @@ def _checked(loaded, ids: np.ndarray, position: int | None, target_id: int, agai
     return position
 
 
-def difference_of(loaded, capture, position: int, target_id: int, against_id: int) -> LogitDifference:
-    """The LogitDifference at the last row of `capture` (that row being `position` of its prompt)."""
-    target = attribute_capture(loaded, capture, position, int(target_id))
-    against = attribute_capture(loaded, capture, position, int(against_id))
+def differences_of(loaded, captures: list, positions: list[int], target_ids: list[int],
+                   against_ids: list[int]) -> list[LogitDifference]:
+    """The LogitDifference at the last row of each capture (that row being its prompt's `position`).
+
+    Attribution is linear in the unembedding row it reads (attribution.py: u = Norm'(W_U[N]) with the
+    norm's scale frozen), so D's parts are read once along W_U[t] - W_U[a] rather than once per token,
+    and each layer's W^O is taken to float64 once for all the captures."""
     model = loaded.model
+    targets, againsts = [int(t) for t in target_ids], [int(a) for a in against_ids]
     with torch.inference_mode():
-        streams = torch.stack([capture.layers[0].residual_in[-1]] + [layer.residual[-1] for layer in capture.layers])
-        rows = model.lm_head.weight[[int(target_id), int(against_id)]]                # (2, d)
-        read = (model.norm(streams) @ rows.T).double()                                   # (L + 1, 2)
-        lens = (read[:, 0] - read[:, 1]).cpu().numpy()
-    return LogitDifference(
-        position=position, target_id=int(target_id), against_id=int(against_id),
-        difference=target.logit - against.logit, embed=target.embed - against.embed,
-        heads=target.heads - against.heads, mlp=target.mlp - against.mlp, rest=target.rest - against.rest,
-        lens=lens)
+        last = torch.stack([capture.layers[-1].residual[-1] for capture in captures])          # (B, d)
+        unembed = model.lm_head.weight
+        z = (model.norm(last)[:, None, :] * unembed[torch.as_tensor([targets, againsts]).T]).sum(-1).double()  # (B, 2)
+        reads = [freeze(model.norm, h).read((unembed[t] - unembed[a]).double())
+                 for h, t, a in zip(last, targets, againsts)]
+        u = torch.stack([read[0] for read in reads])                                            # (B, d) float64
+        rest = np.array([float(read[1]) for read in reads])
+        heads, mlp = [], []
+        for block, layers in zip(model.layers, zip(*(capture.layers for capture in captures))):
+            parts, bias_parts = _head_parts(block, layers, u)
+            heads.append(parts)
+            rest += bias_parts
+            mlp.append((torch.stack([layer.ffn_out[-1] for layer in layers]).double() * u).sum(-1).cpu().numpy())
+        embed = (torch.stack([c.layers[0].residual_in[-1] for c in captures]).double() * u).sum(-1).cpu().numpy()
+        lenses = [_lens(model, capture, t, a) for capture, t, a in zip(captures, targets, againsts)]
+    heads, mlp = np.stack(heads, axis=1), np.stack(mlp, axis=1)                                 # (B, L, N_Q), (B, L)
+    return [LogitDifference(position=p, target_id=t, against_id=a, difference=float(zs[0] - zs[1]), embed=float(e),
+                            heads=h, mlp=m, rest=float(r), lens=lens)
+            for p, t, a, zs, e, h, m, r, lens in zip(positions, targets, againsts, z.cpu().numpy(), embed, heads, mlp,
+                                                     rest, lenses)]
+
+
+def _head_parts(block, layers, u: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """u . O_h W^O_h of each head of one layer at each capture's last row (B, N_Q), and the biases' parts (B,);
+    Gemma's post-attention norm is frozen at each capture's sum of heads (attribution._head_parts)."""
+    wo = block.attn.wo
+    outs = torch.stack([layer.attn.head_out[:, -1] for layer in layers]).double()              # O_h: (B, N_Q, d_v)
+    n_heads, d_v = outs.shape[1:]
+    per_head = torch.einsum("dhv,bhv->bhd", wo.weight.double().view(-1, n_heads, d_v), outs)  # O_h W^O_h: (B, N_Q, d)
+    bias = wo.bias.double() if wo.bias is not None else None
+    if block.post_attn_norm is None:
+        reads, constants = u, torch.zeros(len(u), dtype=torch.float64)
+    else:                                                                      # a = Norm(sum_h O_h W^O_h + b)
+        frozen = [freeze(block.post_attn_norm, y + (bias if bias is not None else 0.0)).read(one)
+                  for y, one in zip(per_head.sum(1), u)]
+        reads = torch.stack([read[0] for read in frozen])
+        constants = torch.tensor([float(read[1]) for read in frozen], dtype=torch.float64)
+    parts = torch.einsum("bhd,bd->bh", per_head, reads)
+    if bias is not None:
+        constants = constants + reads @ bias
+    return parts.cpu().numpy(), constants.cpu().numpy()
+
+
+def _lens(model, capture, target_id: int, against_id: int) -> np.ndarray:
+    """D read from h after the embedding and after each block, through the full final norm: (L + 1,)."""
+    streams = torch.stack([capture.layers[0].residual_in[-1]] + [layer.residual[-1] for layer in capture.layers])
+    rows = model.lm_head.weight[[target_id, against_id]]                                  # (2, d)
+    read = (model.norm(streams) @ rows.T).double()                                         # (L + 1, 2)
+    return (read[:, 0] - read[:, 1]).cpu().numpy()

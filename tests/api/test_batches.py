@@ -155,3 +155,20 @@ def test_head_scores_over_sequences_of_different_lengths_are_one_packed_pass(fam
     for name in ("previous_token", "induction", "sink"):
         expected = np.mean([getattr(one, name) for one in alone], axis=0)
         assert close(getattr(scores, name), expected), name
+
+
+@pytest.mark.parametrize("family", ["gemma3", "gpt2", "qwen3"])
+def test_a_batch_of_differences_equals_the_attribution_of_each_token(family, model):
+    """D's parts, read once along W_U[t] - W_U[a] for the whole batch, are those of logit(t) minus those of
+    logit(a) (each attributed alone: checked against transformers in tests/core/test_attribution.py),
+    through Gemma's sandwich norms and GPT-2's biases too."""
+    targets, againsts = [7, 3, 50, 11], [42, 9, 2, 12]
+    parts = model.attribute(PROMPTS, target=targets, against=againsts)
+    for prompt, t, a, part in zip(PROMPTS, targets, againsts, parts):
+        mine, theirs = model.attribute(prompt, token_id=t), model.attribute(prompt, token_id=a)
+        assert part.difference == pytest.approx(mine.logit - theirs.logit, abs=1e-4)
+        assert part.total() == pytest.approx(part.difference, abs=1e-4)
+        assert part.embed == pytest.approx(mine.embed - theirs.embed, abs=1e-4)
+        assert part.rest == pytest.approx(mine.rest - theirs.rest, abs=1e-4)
+        np.testing.assert_allclose(part.heads, mine.heads - theirs.heads, atol=1e-4)
+        np.testing.assert_allclose(part.mlp, mine.mlp - theirs.mlp, atol=1e-4)
