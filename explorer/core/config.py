@@ -306,7 +306,7 @@ def _gpt2(d: dict) -> ModelConfig:
         d_ff=int(d.get("n_inner") or 4 * d_model),
         max_positions=int(d.get("n_positions", 1024)),
         norm="layer", norm_eps=float(d.get("layer_norm_epsilon", 1e-5)),
-        activation=str(d.get("activation_function", "gelu_new")), ffn="mlp", positional="learned",
+        activation=str(d.get("activation_function", "gelu_new")), ffn="mlp", positional=FAMILIES["gpt2"].positional,
         qkv_bias=True, o_bias=True, mlp_bias=True,
         tie_embeddings=bool(d.get("tie_word_embeddings", True)),
         attn_scale=d_head ** -0.5 if d.get("scale_attn_weights", True) else 1.0,
@@ -365,6 +365,6 @@ def bert_config(d: dict) -> ModelConfig:
         n_kv_heads=n_heads, d_head=d_model // n_heads, d_ff=int(d["intermediate_size"]),
         max_positions=int(d.get("max_position_embeddings", 512)), norm="layer",
         norm_eps=float(d.get("layer_norm_eps", 1e-12)), activation=str(d.get("hidden_act", "gelu")),
-        ffn="mlp", positional="learned", qkv_bias=True, o_bias=True, mlp_bias=True,
+        ffn="mlp", positional=FAMILIES["bert"].positional, qkv_bias=True, o_bias=True, mlp_bias=True,
         attn_scale=(d_model // n_heads) ** -0.5, layer_kinds=("full",) * n_layers,
         bos_token_id=None, eos_token_id=None)

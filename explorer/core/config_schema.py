@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 
 from explorer.core.errors import InvalidConfigError
+from explorer.core.families import FAMILIES
 
 # model.ACTIVATIONS's keys (a test keeps the two equal; this module may not import torch).
 ACTIVATION_NAMES = frozenset({"silu", "swish", "gelu", "relu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast"})
@@ -162,7 +163,12 @@ def _rotary_factor(config: dict) -> float:
     return min((float(f) for f in factors if f is not None), default=1.0)
 
 
-NO_ROPE = ("gpt2", "bert", "explorer-encdec")        # learned positions: no rotary dimensions to check
+def _rotary(config: dict) -> bool:
+    """Whether the family places positions by RoPE (its row's `positional`); a model_type with no row is checked."""
+    row = FAMILIES.get(str(config.get("model_type") or ""))
+    return row is None or row.positional == "rope"
+
+
 # (the keys a rule reads, whether the values agree, what the sentence says) -- read on the raw dict.
 AGREEMENTS = (
     (("num_attention_heads", "num_key_value_heads"),
@@ -176,7 +182,7 @@ AGREEMENTS = (
     (("n_routed_experts", "n_group"),
      lambda c: not _int(c, "n_routed_experts") or _int(c, "n_routed_experts") % _int(c, "n_group", 1) == 0,
      "the {0} routed experts must split evenly into n_group {1}"),
-    (("partial_rotary_factor", "head_dim"), lambda c: c.get("model_type") in NO_ROPE or _rotary_factor(c) == 1.0,
+    (("partial_rotary_factor", "head_dim"), lambda c: not _rotary(c) or _rotary_factor(c) == 1.0,
      "partial_rotary_factor {0} rotates only part of each head, which the supported families never do (1 is legal)"),
 )
 

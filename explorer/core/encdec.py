@@ -31,6 +31,7 @@ from explorer.core.attention import Visibility, as_run, attend
 from explorer.core.attention_maps import MaskRule
 from explorer.core.capture import AttentionCapture
 from explorer.core.errors import ModelLoadError, UnsupportedModelError
+from explorer.core.families import FAMILIES
 from explorer.core.intervention import SOFTMAX
 from explorer.core.model import ACTIVATIONS, MLP
 from explorer.core.trace import ModelInfo
@@ -324,7 +325,7 @@ def model_info(model: EncoderDecoder, config: EncDecConfig, name: str) -> ModelI
         d_v=config.d_head, vocab_size=config.vocab_size, max_positions=config.max_positions,
         n_params=int(sum(p.numel() for p in model.parameters())),
         dtype=str(weight.dtype).removeprefix("torch."), device=str(weight.device),
-        layer_kinds=config.layer_kinds, positional="sinusoidal", is_encoder_decoder=True)
+        layer_kinds=config.layer_kinds, positional=FAMILIES[MODEL_TYPE].positional, is_encoder_decoder=True)
 
 
 def load(checkpoint, device: str = "cpu", dtype: str = "float32"):

@@ -120,7 +120,7 @@ def model_info(model: BertEncoder, config: ModelConfig, name: str) -> ModelInfo:
         vocab_size=config.vocab_size, max_positions=config.max_positions,
         n_params=int(sum(p.numel() for p in model.parameters())),
         dtype=str(weight.dtype).removeprefix("torch."), device=str(weight.device),
-        layer_kinds=config.layer_kinds, positional="learned", is_encoder_only=True)
+        layer_kinds=config.layer_kinds, positional=config.positional, is_encoder_only=True)
 
 
 def load(checkpoint, device: str = "cpu", dtype: str = "float32"):

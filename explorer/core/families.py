@@ -7,8 +7,10 @@ driver steps it, and what its cache holds. Everyone asks the row; nobody keeps a
     explorer-encdec     encdec.EncDecConfig      encdec.py      encdec             EncDecDecoder   "cross"  None
 
 A row also carries what transformers assumes for the config.json keys its family leaves out
-(`defaults`) and, for the GGUF files the engine builds (llama, gemma3), the GGUF config reader and
-tensor-name table (`gguf_reader`, `gguf_weights`).
+(`defaults`); for the GGUF files the engine builds (llama, gemma3), the GGUF config reader and
+tensor-name table (`gguf_reader`, `gguf_weights`); where positions enter (`positional`: RoPE, or
+learned or sinusoidal embeddings, which have no rotary dimensions to check); and whether its checkpoints
+hold multi-token-prediction layers after the decoding ones (`mtp_layers`, DeepSeek-V3), skipped on load.
 
 A loaded model finds its row by ModelInfo.family (`family_of_model`): a decoder's config.family is a
 model_type, and a row whose models report another name says so in `reports`.
@@ -46,6 +48,8 @@ class ModelFamily:
     gguf_reader: str | None = None  # "module:function" (header, source) -> the config.json dict of a GGUF file
     gguf_weights: str | None = None  # "module:TABLE" of GGUF tensor name -> HF name, for the GGUF files it builds
     defaults: dict = field(default_factory=dict, hash=False)  # config.json keys absent -> what transformers assumes
+    positional: str = "rope"  # "rope" | "learned" | "sinusoidal": how positions enter (ModelConfig.positional)
+    mtp_layers: bool = False  # layers past num_hidden_layers are multi-token prediction, not decoding: skipped
 
     @property
     def decoder_only(self) -> bool:
@@ -66,12 +70,13 @@ class ModelFamily:
 
 
 def _decoder(model_type: str, reader: str | None, table: str, gguf: str | None = None, defaults: dict | None = None,
-             gguf_reader: str | None = None, gguf_weights: str | None = None) -> ModelFamily:
+             gguf_reader: str | None = None, gguf_weights: str | None = None, **facts) -> ModelFamily:
+    """A decoder-only row; `facts` are the other columns (positional, mtp_layers) where they differ."""
     return ModelFamily(model_type, f"explorer.core.weights:{table}", "explorer.core.runtime",
                        "explorer.core.decode:Decoder", "kv", gguf, reader=reader and f"explorer.core.config:{reader}",
                        gguf_reader=gguf_reader and f"explorer.core.loaders.gguf_config:{gguf_reader}",
                        gguf_weights=gguf_weights and f"explorer.core.loaders.gguf:{gguf_weights}",
-                       defaults=defaults or {})
+                       defaults=defaults or {}, **facts)
 
 
 # What transformers' config class of each family (5.x) assumes for a key that config.json leaves out.
@@ -94,7 +99,7 @@ FAMILIES = {row.model_type: row for row in (
     _decoder("qwen2", "_qwen2", "DENSE", "qwen2", _QWEN),
     _decoder("qwen3", "_qwen3", "DENSE", "qwen3", {**_QWEN, "head_dim": 128}),
     _decoder("phi3", "_phi3", "PHI3", None, {**_LLAMA_LIKE, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5}),
-    _decoder("gpt2", "_gpt2", "GPT2", "gpt2", {"n_positions": 1024, "tie_word_embeddings": True}),
+    _decoder("gpt2", "_gpt2", "GPT2", "gpt2", {"n_positions": 1024, "tie_word_embeddings": True}, positional="learned"),
     _decoder("gemma3_text", "_gemma3", "GEMMA3", "gemma3", {
         **_LLAMA_LIKE, "max_position_embeddings": 131072, "sliding_window": 4096, "head_dim": 256,
         "query_pre_attn_scalar": 256, "num_key_value_heads": 4, "tie_word_embeddings": True,
@@ -106,12 +111,12 @@ FAMILIES = {row.model_type: row for row in (
     _decoder("deepseek_v3", "_deepseek_v3", "DEEPSEEK", None, {
         **_DEEPSEEK, "max_position_embeddings": 4096, "routed_scaling_factor": 2.5, "n_group": 8, "topk_group": 4,
         "first_k_dense_replace": 3, "n_shared_experts": 1, "norm_topk_prob": True, "n_routed_experts": 256,
-        "num_experts_per_tok": 8, "moe_intermediate_size": 2048}),
+        "num_experts_per_tok": 8, "moe_intermediate_size": 2048}, mtp_layers=True),
     ModelFamily("bert", "explorer.core.encoder", "explorer.core.encoder", "explorer.core.encoder:EncoderRunner",
-                "none", gguf="bert", reader="explorer.core.config:bert_config"),
+                "none", gguf="bert", reader="explorer.core.config:bert_config", positional="learned"),
     ModelFamily("explorer-encdec", "explorer.core.encdec", "explorer.core.encdec",
                 "explorer.core.encdec_decode:EncDecDecoder", "cross", reports="encdec",
-                reader="explorer.core.encdec:EncDecConfig.from_json"),
+                reader="explorer.core.encdec:EncDecConfig.from_json", positional="sinusoidal"),
 )}
 
 

@@ -163,18 +163,26 @@ def _stack_experts(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return out
 
 
+_LAYER = re.compile(r"^model\.layers\.(\d+)\.")
+
+
+def _layer_of(name: str) -> int:
+    """The block index of a model.layers.{i}.* name, -1 for any other (embeddings, final norm, head)."""
+    match = _LAYER.match(name)
+    return int(match[1]) if match else -1
+
+
 def map_weights(family: str, tensors: dict[str, torch.Tensor], n_layers: int, source: str) -> dict[str, torch.Tensor]:
     """Rename (and transform) HF tensors into our names; unknown names raise ModelLoadError."""
-    rules = _compile(FAMILIES[family].weight_table())
+    row = FAMILIES[family]
+    rules = _compile(row.weight_table())
     mapped: dict[str, torch.Tensor] = {}
     for name, tensor in _normalized_names(tensors).items():
-        if IGNORED.match(name):
-            continue
+        if IGNORED.match(name) or (row.mtp_layers and _layer_of(name) >= n_layers):
+            continue            # a multi-token-prediction layer (DeepSeek-V3's) is not part of decoding
         for regex, targets, transform in rules:
             match = regex.match(name)
             if match:
-                if "i" in match.groupdict() and int(match["i"]) >= n_layers and family == "deepseek_v3":
-                    break  # DeepSeek-V3's multi-token-prediction layer is not part of decoding
                 fields = {k: v for k, v in match.groupdict().items() if v is not None}
                 for target, part in zip(targets, transform(tensor)):
                     mapped[target.format(**fields)] = part
