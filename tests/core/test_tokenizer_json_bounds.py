@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from explorer.core.errors import ModelLoadError
 from explorer.core.loaders import open_checkpoint
@@ -100,3 +102,33 @@ def test_a_vocabulary_of_more_entries_than_any_model_is_refused_from_its_bytes(f
     message = _refusal(folder)
     assert f"more than the {limit:,} of any tokenizer" in message and "vocabulary entries" in message
     assert time.perf_counter() - started < 2.0, "counted on the bytes, not built"
+
+
+PIECES = st.builds(lambda unit, count: unit * count,
+                   st.sampled_from(["a", "é", "東", "😀", "Ġ", "\\", '"', "\u0000"]),
+                   st.integers(1, 1200))
+
+
+@settings(max_examples=60, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(piece=PIECES, as_added=st.booleans())
+def test_any_piece_either_loads_within_the_cap_or_is_refused_naming_its_length(folder, piece, as_added):
+    from explorer.core.loaders.hf import read_tokenizer
+
+    original = folder.parent / "tokenizer.original.json"        # the folder is shared by every example
+    if not original.exists():
+        original.write_bytes((folder / "tokenizer.json").read_bytes())
+    spec = json.loads(original.read_text(encoding="utf-8"))
+    if as_added:
+        spec["added_tokens"].append({"id": 10_000, "content": piece, "single_word": False, "lstrip": False,
+                                     "rstrip": False, "normalized": False, "special": False})
+    else:
+        spec = _with_piece(spec, piece)
+    _write(folder, spec)
+    length = len(piece.encode("utf-8"))
+    try:
+        tokenizer = read_tokenizer(folder, {})
+    except ModelLoadError as error:
+        assert length > MAX_PIECE_BYTES and f"a vocabulary piece of {length:,} bytes" in str(error), str(error)
+        return
+    assert length <= MAX_PIECE_BYTES and tokenizer.longest_piece()[1] <= MAX_PIECE_BYTES
