@@ -15,9 +15,9 @@ the attention map to have it derived, and exports from the window's own menu. Af
 """
 from __future__ import annotations
 
-import json
 import re
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +25,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPoint, QSize, Qt
 from PySide6.QtGui import QImage
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QAbstractButton, QApplication, QLabel, QTabWidget, QTextEdit, QWidget
+from PySide6.QtWidgets import QAbstractButton, QApplication, QLabel, QMessageBox, QTabWidget, QTextEdit, QWidget
 
 from explorer.app.figures import export
 from explorer.app.panels import ALL_PANELS
@@ -35,8 +35,9 @@ from explorer.app.panels.model_call import ModelCall
 from explorer.app.panels.why import WHY_PANELS
 from explorer.app.window.error_bar import ErrorLine
 from tests.app.layout_probe import in_sight
-from tests.app.screen_fit import fit_problems
-from tests.app.tiny_model import make_tokenizer
+from tests.app.screen_fit import emulated_screen, fit_problems
+from tests.app.test_window import new_window
+from tests.app.tiny_model import make_tokenizer, save_random_model
 
 BUNDLED = Path(__file__).resolve().parents[2] / "resources" / "models"
 # What error text looks like when it escapes the error component: an exception's name or a traceback.
@@ -51,7 +52,6 @@ def registered_panels() -> list[str]:
 
 def make_tiny_gemma(folder: Path) -> Path:
     """A random Gemma 3 whose first layer attends through a sliding window of 4 tokens, the second to all."""
-    import torch
     import transformers
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -61,15 +61,22 @@ def make_tiny_gemma(folder: Path) -> Path:
         num_attention_heads=4, num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=8, sliding_window=4,
         layer_types=["sliding_attention", "full_attention"], max_position_embeddings=64,
         tie_word_embeddings=True, bos_token_id=0, eos_token_id=0, pad_token_id=0)
-    torch.manual_seed(0)
-    model = transformers.Gemma3ForCausalLM(config)
-    with torch.no_grad():
-        for parameter in model.parameters():
-            if parameter.dim() > 1:
-                parameter.normal_(0.0, 0.3)
-    model.save_pretrained(folder, safe_serialization=True)
-    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "PreTrainedTokenizerFast"}))
-    return folder
+    return save_random_model(transformers.Gemma3ForCausalLM, config, folder)
+
+
+@contextmanager
+def journey_in_a_window(qtbot, tmp_path: Path, monkeypatch, screen: QSize, out: Path | None = None):
+    """A Journey on a new main window (the real core) at the emulated `screen` (tests/app/screen_fit.py), its
+    warning dialogs recorded in journey.warnings rather than shown, exports written to `out` (default
+    tmp_path); the window is closed when the block ends, whether its checks pass or not."""
+    with emulated_screen(screen):
+        window = new_window(qtbot, tmp_path)
+        journey = Journey(qtbot, window, screen, out or tmp_path)
+        monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text, *a: journey.warnings.append(text))
+        try:
+            yield journey
+        finally:
+            window.close()
 
 
 @dataclass

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from explorer.app.figures import export
-from tests.app.shared_window import make_window
-from tests.app.synthetic_trace import WORDS, build_trace
+from tests.app.synthetic_trace import build_trace
 from tests.app.text_contrast import GLYPH_DISTANCE, background_of, rendered
+from tests.app.trace_window import window_showing
 
 SIZE = (1200, 900)
 TOLERANCE = 0.15             # hinting rounds each glyph to whole pixels
@@ -19,15 +19,9 @@ TOLERANCE = 0.15             # hinting rounds each glyph to whole pixels
 
 @pytest.fixture
 def window(qtbot, tmp_path):
-    window = make_window(qtbot, tmp_path)
-    trace = build_trace(n_layers=2, n_heads=2, n_kv_heads=1, prompt_len=6, steps=1)
-    window.session.set_token_display(lambda token_id: WORDS[token_id % len(WORDS)])
-    window.session.set_model(trace.model)
-    window.session.set_trace(trace)
-    window.resize(1400, 900)
-    qtbot.wait(100)
-    yield window
-    window.close()
+    with window_showing(qtbot, tmp_path, build_trace(n_layers=2, n_heads=2, n_kv_heads=1, prompt_len=6,
+                                                     steps=1)) as window:
+        yield window
 
 
 def ink_height(image: np.ndarray, rect) -> int:

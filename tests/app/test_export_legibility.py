@@ -18,9 +18,9 @@ from PySide6.QtCore import QPoint
 
 from explorer.app.figures import export
 from explorer.app.window.theme import apply_theme
-from tests.app.shared_window import make_window
-from tests.app.synthetic_trace import WORDS, build_trace
+from tests.app.synthetic_trace import build_trace
 from tests.app.text_contrast import glyph_contrast, label_rects, paper_luminance, rendered
+from tests.app.trace_window import window_showing
 
 ROOT = Path(__file__).resolve().parents[2]
 WCAG_AA = 4.5
@@ -42,15 +42,9 @@ def assert_legible(path: Path, rects, size=SIZE) -> None:
 
 @pytest.fixture
 def window(qtbot, tmp_path):
-    window = make_window(qtbot, tmp_path)
-    trace = build_trace(n_layers=3, n_heads=4, n_kv_heads=2, prompt_len=7, steps=2)
-    window.session.set_token_display(lambda token_id: WORDS[token_id % len(WORDS)])
-    window.session.set_model(trace.model)
-    window.session.set_trace(trace)
-    window.resize(1400, 900)
-    qtbot.wait(100)
-    yield window
-    window.close()
+    with window_showing(qtbot, tmp_path, build_trace(n_layers=3, n_heads=4, n_kv_heads=2, prompt_len=7,
+                                                     steps=2)) as window:
+        yield window
 
 
 @pytest.fixture

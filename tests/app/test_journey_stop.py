@@ -13,12 +13,11 @@ import threading
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QMessageBox
 
 from explorer.app.state.freshness import EDITED
-from tests.app.journey import BUNDLED, Journey
-from tests.app.screen_fit import SCREENS, emulated_screen
-from tests.app.test_window import new_window, store_home  # noqa: F401
+from tests.app.journey import BUNDLED, journey_in_a_window
+from tests.app.screen_fit import SCREENS
+from tests.app.test_window import store_home  # noqa: F401
 
 WAIT_S = 30
 
@@ -68,33 +67,27 @@ MOMENTS = {"before the prefill": _held_before_the_prefill, "in the prefill": _he
 
 @pytest.mark.parametrize("moment", MOMENTS)
 def test_stop_during_a_run_of_an_edited_prompt_keeps_the_trace_before(qtbot, tmp_path, monkeypatch, moment):
-    size = SCREENS["1366x768"]
-    with emulated_screen(size):
-        window = new_window(qtbot, tmp_path)
-        journey = Journey(qtbot, window, size, tmp_path)
-        monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text, *a: journey.warnings.append(text))
-        try:
-            journey.open(BUNDLED / "shakespeare-gqa", "To be, or not")
-            for _ in range(2):                            # a second Stop, from the trace Step continued
-                shown_text, before = window.prompt.text, window.session.trace
-                reached, release = MOMENTS[moment](window)
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, SCREENS["1366x768"]) as journey:
+        window = journey.window
+        journey.open(BUNDLED / "shakespeare-gqa", "To be, or not")
+        for _ in range(2):                            # a second Stop, from the trace Step continued
+            shown_text, before = window.prompt.text, window.session.trace
+            reached, release = MOMENTS[moment](window)
 
-                def run_and_stop():
-                    window.prompt.set_text(shown_text + " again")
-                    window.actions.run.trigger()
-                    reached()
-                    window.actions.stop.trigger()
-                    release()
-                journey.act(f"Stop {moment}", run_and_stop)
-                assert window.session.trace is before, f"Stop {moment} did not keep the trace shown before"
-                assert window.session.out_of_date == EDITED, f"Stop {moment}: {window.session.out_of_date!r}"
+            def run_and_stop():
+                window.prompt.set_text(shown_text + " again")
+                window.actions.run.trigger()
+                reached()
+                window.actions.stop.trigger()
+                release()
+            journey.act(f"Stop {moment}", run_and_stop)
+            assert window.session.trace is before, f"Stop {moment} did not keep the trace shown before"
+            assert window.session.out_of_date == EDITED, f"Stop {moment}: {window.session.out_of_date!r}"
 
-                window.prompt.set_text(shown_text)        # back to the kept trace's prompt: Step continues it
-                journey.act(f"Step after Stop {moment}", window.actions.step.trigger)
-                after = window.session.trace
-                assert after.n_steps == before.n_steps + 1, f"Step after Stop {moment} made {after.n_steps} steps"
-                assert after.token_ids[:before.n_tokens].tolist() == before.token_ids.tolist(), moment
-                assert after.steps[-1].token_ids.tolist() == [before.steps[-1].chosen_id], moment
-                assert window.session.out_of_date is None
-        finally:
-            window.close()
+            window.prompt.set_text(shown_text)        # back to the kept trace's prompt: Step continues it
+            journey.act(f"Step after Stop {moment}", window.actions.step.trigger)
+            after = window.session.trace
+            assert after.n_steps == before.n_steps + 1, f"Step after Stop {moment} made {after.n_steps} steps"
+            assert after.token_ids[:before.n_tokens].tolist() == before.token_ids.tolist(), moment
+            assert after.steps[-1].token_ids.tolist() == [before.steps[-1].chosen_id], moment
+            assert window.session.out_of_date is None

@@ -12,11 +12,10 @@ import threading
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QMessageBox
 
-from tests.app.journey import BUNDLED, Journey
-from tests.app.screen_fit import SCREENS, emulated_screen
-from tests.app.test_window import new_window, store_home  # noqa: F401
+from tests.app.journey import BUNDLED, journey_in_a_window
+from tests.app.screen_fit import SCREENS
+from tests.app.test_window import store_home  # noqa: F401
 
 WAIT_S = 30
 
@@ -57,30 +56,24 @@ def _stop_after_the_prefill_sent(window, edited: str, again: bool) -> None:
 
 @pytest.mark.parametrize("again", [False, True], ids=["one Stop", "Stop during the give-back"])
 def test_stop_during_a_run_leaves_the_decoder_on_the_trace_shown(qtbot, tmp_path, monkeypatch, again):
-    size = SCREENS["1366x768"]
-    with emulated_screen(size):
-        window = new_window(qtbot, tmp_path)
-        journey = Journey(qtbot, window, size, tmp_path)
-        monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text, *a: journey.warnings.append(text))
-        try:
-            journey.open(BUNDLED / "shakespeare-gqa", "To be, or not")
-            journey.act("Step", window.actions.step.trigger)
-            shown_text, before = window.prompt.text, window.session.trace
-            assert before.n_steps == 2
-            journey.act("Stop", lambda: _stop_after_the_prefill_sent(window, "A horse, a horse", again))
-            kept = window.session.trace
-            assert kept.token_ids.tolist() == before.token_ids.tolist() and kept.n_steps == before.n_steps, \
-                "Stop did not keep the trace shown before"
-            # After a second Stop the give-back may arrive as its own (equal) trace object, redrawn once.
-            assert again or kept is before, "one Stop redrew the trace it kept"
-            _assert_decoder_holds(window, before, "idle after Stop")
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, SCREENS["1366x768"]) as journey:
+        window = journey.window
+        journey.open(BUNDLED / "shakespeare-gqa", "To be, or not")
+        journey.act("Step", window.actions.step.trigger)
+        shown_text, before = window.prompt.text, window.session.trace
+        assert before.n_steps == 2
+        journey.act("Stop", lambda: _stop_after_the_prefill_sent(window, "A horse, a horse", again))
+        kept = window.session.trace
+        assert kept.token_ids.tolist() == before.token_ids.tolist() and kept.n_steps == before.n_steps, \
+            "Stop did not keep the trace shown before"
+        # After a second Stop the give-back may arrive as its own (equal) trace object, redrawn once.
+        assert again or kept is before, "one Stop redrew the trace it kept"
+        _assert_decoder_holds(window, before, "idle after Stop")
 
-            window.prompt.set_text(shown_text)        # Step continues the kept trace from its own last choice
-            journey.act("Step after Stop", window.actions.step.trigger)
-            after = window.session.trace
-            assert after.n_steps == before.n_steps + 1
-            assert after.token_ids[:before.n_tokens].tolist() == before.token_ids.tolist()
-            assert after.steps[-1].token_ids.tolist() == [before.steps[-1].chosen_id]
-            _assert_decoder_holds(window, after, "idle after the Step")
-        finally:
-            window.close()
+        window.prompt.set_text(shown_text)        # Step continues the kept trace from its own last choice
+        journey.act("Step after Stop", window.actions.step.trigger)
+        after = window.session.trace
+        assert after.n_steps == before.n_steps + 1
+        assert after.token_ids[:before.n_tokens].tolist() == before.token_ids.tolist()
+        assert after.steps[-1].token_ids.tolist() == [before.steps[-1].chosen_id]
+        _assert_decoder_holds(window, after, "idle after the Step")

@@ -8,7 +8,6 @@ outside that mode and did not see it.
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 
 import pytest
@@ -17,17 +16,10 @@ from PySide6.QtWidgets import QMessageBox
 
 from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
+from tests.app.shared_window import settle
 
 BUNDLED_GQA = Path(__file__).resolve().parents[2] / "resources" / "models" / "shakespeare-gqa"
 STEPS = 2
-
-
-def settle(app, condition, timeout_s: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "the window did not settle"
-        app.processEvents()
-        time.sleep(0.005)
 
 
 def smollm2() -> str:

@@ -25,19 +25,26 @@ def make_tokenizer(folder: Path):
     return tokenizer
 
 
-def make_tiny_llama(folder: Path, seed: int = 0) -> Path:
-    """Write config.json, model.safetensors and tokenizer.json for a 2-layer GQA Llama into `folder`."""
-    import torch
+def make_tiny_llama(folder: Path, seed: int = 0, n_layers: int = 2) -> Path:
+    """Write config.json, model.safetensors and tokenizer.json for an `n_layers`-layer GQA Llama into `folder`."""
     import transformers
 
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = make_tokenizer(folder)
     config = transformers.LlamaConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, intermediate_size=64,
-                                      num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                      num_hidden_layers=n_layers, num_attention_heads=4, num_key_value_heads=2,
                                       max_position_embeddings=64, tie_word_embeddings=False,
                                       bos_token_id=0, eos_token_id=0)
+    return save_random_model(transformers.LlamaForCausalLM, config, folder, seed)
+
+
+def save_random_model(model_class, config, folder: Path, seed: int = 0) -> Path:
+    """Build `model_class(config)` with its weight matrices drawn from N(0, 0.3²) (seeded), and save it into `folder`
+    beside its tokenizer.json, as a Hugging Face folder that transformers and the explorer both open."""
+    import torch
+
     torch.manual_seed(seed)
-    model = transformers.LlamaForCausalLM(config)
+    model = model_class(config)
     with torch.no_grad():                 # spread the weights so that choices differ between tokens
         for parameter in model.parameters():
             if parameter.dim() > 1:
