@@ -221,6 +221,29 @@ def tokenizer_nested_deeply(folder: Path, scratch: Path) -> Path:
     return folder
 
 
+def _tokenizer_with(folder: Path, change: Callable[[dict], None]) -> Path:
+    spec = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    change(spec["model"])
+    (folder / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
+    return folder
+
+
+def tokenizer_with_a_long_piece(folder: Path, scratch: Path) -> Path:
+    """A 5,000-byte vocabulary piece (and the merge that builds it): it would stretch the prompt's bound."""
+    def add(model: dict) -> None:
+        for piece in ("x" * 2500, "x" * 5000):
+            model["vocab"].setdefault(piece, len(model["vocab"]))
+        model["merges"].append(["x" * 2500, "x" * 2500] if isinstance(model["merges"][0], list) else
+                               f"{'x' * 2500} {'x' * 2500}")
+    return _tokenizer_with(folder, add)
+
+
+def tokenizer_with_millions_of_pieces(folder: Path, scratch: Path) -> Path:
+    """Two million vocabulary entries (30 MB), refused from the bytes before the library builds them."""
+    return _tokenizer_with(folder, lambda model: model["vocab"].update(
+        {f"p{index}": index + 1000 for index in range(2_000_000)}))
+
+
 def config_with_a_million_layers(folder: Path, scratch: Path) -> Path:
     return _config_with(folder, num_hidden_layers=1_000_000)
 
@@ -360,6 +383,9 @@ CASES = [
     Case("config of a gigabyte", config_far_too_big, "1,073,741,824 bytes"),
     Case("tokenizer of 4 gigabytes", tokenizer_far_too_big, "4,294,967,296 bytes"),
     Case("tokenizer nested too deeply to parse", tokenizer_nested_deeply, "is not a valid tokenizer file"),
+    Case("tokenizer piece of 5,000 bytes", tokenizer_with_a_long_piece,
+         "holds a vocabulary piece of 5,000 bytes, longer than the 1,024 of any token"),
+    Case("tokenizer of two million pieces", tokenizer_with_millions_of_pieces, "vocabulary entries, more than the"),
     Case("config asks for a million layers", config_with_a_million_layers, "num_hidden_layers = 1000000",
          UnsupportedModelError, at_build=True),
     Case("config asks for a 10^12-token context", config_with_a_huge_context,
