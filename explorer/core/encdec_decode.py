@@ -22,6 +22,7 @@ import torch
 from explorer.core.capture import StepCapture
 from explorer.core.decode import StepDecoder
 from explorer.core.encdec import TargetStep
+from explorer.core.encoder import refuse_non_finite
 from explorer.core.errors import ContextOverflowError, ExplorerError
 from explorer.core.kv_cache import HeadCache, LayerCaches
 from explorer.core.recording import RecordOptions, attention_tensors, top_candidates
@@ -80,6 +81,7 @@ class EncDecDecoder(StepDecoder):
                 f"the source has {source.size} tokens, more than the model's {self.config.max_positions} positions")
         self.kv_cache.reset()
         self._hidden = []
+        self._encoded, self.trace = None, Trace(model=self.loaded.info)   # the cache is empty, so is the trace
         self._intervened = self.new_run()
         self._encoded = self._encode(source)
         first = self._run(np.array([self.config.bos_id], dtype=np.int64), "prefill")
@@ -127,6 +129,7 @@ class EncDecDecoder(StepDecoder):
         with torch.inference_mode():
             source_t = torch.as_tensor(source, device=self.device)
             memory = self.model.encode(source_t[None], None, capture, self._intervened)  # C: (1, S, d_model)
+            refuse_non_finite(memory[0], self.loaded)
             self.kv_cache.cross = self.model.cross_keys_values(memory)             # once per source
             self._cross_np = [{"k": self._np(k[0]), "v": self._np(v[0])} for k, v in self.kv_cache.cross]
             record = self._encode_record(source, capture, self.model.embed.weight[source_t],
