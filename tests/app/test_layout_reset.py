@@ -3,9 +3,46 @@ Layout right after the first, and a Reset Layout with Help ▸ Learn open (its d
 emulated 1366x768 and 1920x1080 screens with no window manager (tests/app/screen_fit.py)."""
 from __future__ import annotations
 
+from PySide6.QtCore import QEvent, QObject
+
 from tests.app.screen_fit import assert_fits, settle
-from tests.app.stress_window import learn, reset_layout
+from tests.app.stress_window import learn, registered_panels, reset_layout
 from tests.app.test_window import new_window, store_home  # noqa: F401
+
+
+class WindowSizes(QObject):
+    """Every size the window is given (on a bare X screen each one is a real resize a person sees)."""
+
+    def __init__(self, window) -> None:
+        super().__init__(window)
+        self.heights: list[int] = []
+        window.installEventFilter(self)
+
+    def eventFilter(self, watched, event) -> bool:
+        if event.type() == QEvent.Type.Resize:
+            self.heights.append(event.size().height())
+        return False
+
+
+def test_reset_layout_twice_never_makes_the_window_taller_than_the_screen(qtbot, tmp_path, screen):
+    window = new_window(qtbot, tmp_path)
+    try:
+        settle(0.3)
+        for name in registered_panels():         # every tab built: each has a minimum height of its own
+            window.docks[name].show()
+            window.docks[name].raise_()
+            settle(0.05)
+        settle(0.3)
+        sizes = WindowSizes(window)
+        for time in ("a first", "a second"):
+            reset_layout(window)
+            settle(0.5)
+            assert_fits(window, screen, f"after {time} Reset Layout", plots=False)
+        tallest = max(sizes.heights, default=window.height())
+        assert tallest <= screen.height(), \
+            f"Reset Layout made the window {tallest} px tall on the way, on a {screen.height()} px screen"
+    finally:
+        window.close()
 
 
 def test_reset_layout_with_learn_open_fits_the_screen_and_keeps_learn_beside_the_panels(qtbot, tmp_path, screen):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QRect, QSize, Qt, QTimer
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QToolBar
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabBar, QToolBar
 
 DEFAULT_AREAS = {"prompt": "top", "tokens": "left", "next_token": "left", "attention": "right",
                  "embeddings": "bottom", "qkv": "bottom", "mask": "bottom", "kv_cache": "bottom",
@@ -33,6 +33,13 @@ SEPARATOR_PX = 6                                # between two dock areas
 FRONT = "attention"                             # the front tab where the bottom tabs join it
 TOKENS_TO_CANDIDATES = (2, 3)                   # the left column's split between tokens and next token
 TITLE_BAR_PX = 32                               # a window manager's title bar, before the window is shown
+
+
+def whole_titles(bar: QTabBar) -> None:
+    """A bar of tabbed docks scrolls, with arrows at its end, rather than cutting its titles: Qt's main window
+    makes them eliding, and at 1366 px the twelve panels' tabs all read like "Attent…" and "Ma…"."""
+    bar.setElideMode(Qt.TextElideMode.ElideNone)
+    bar.setUsesScrollButtons(True)
 
 
 def area_of(name: str, stacked: bool = True) -> str:
@@ -73,15 +80,23 @@ def available_geometry(window: QMainWindow) -> QRect:
     return screen.availableGeometry()
 
 
+def frame_size(window: QMainWindow) -> QSize:
+    """What a window manager's frame adds to the window. Read from the frame geometry once shown; that lags
+    a resize of the window until the frame follows, when the difference can be anything (a fit right after
+    the window had grown to 2,963 px left it 2,676 px tall), so a difference no frame has counts as a title
+    bar alone."""
+    if QGuiApplication.platformName() in ("offscreen", "minimal") and not window.isVisible():
+        return QSize(0, 0)
+    frame = window.frameGeometry().size() - window.geometry().size() if window.isVisible() else QSize(0, -1)
+    if 0 <= frame.width() <= 4 * TITLE_BAR_PX and 0 <= frame.height() <= 4 * TITLE_BAR_PX:
+        return frame
+    return QSize(0, TITLE_BAR_PX)
+
+
 def fit_to_screen(window: QMainWindow, available: QRect | None = None) -> None:
     """Make the window fill `available` (default: its screen's), frame included."""
     available = available if available is not None else available_geometry(window)
-    if window.isVisible():
-        frame = window.frameGeometry().size() - window.geometry().size()
-    elif QGuiApplication.platformName() in ("offscreen", "minimal"):
-        frame = QSize(0, 0)
-    else:
-        frame = QSize(0, TITLE_BAR_PX)
+    frame = frame_size(window)
     window.resize(available.width() - frame.width(), available.height() - frame.height())
     window.move(available.topLeft())
 
@@ -122,6 +137,22 @@ def keep_column_px(dock: QDockWidget) -> None:
     dock.setProperty("column_px", min(max(dock.width(), dock.minimumSizeHint().width()), LEFT_PX[1]))
 
 
+def place_hidden(window: QMainWindow, docks: dict[str, QDockWidget], stacked: bool) -> dict[str, list[QDockWidget]]:
+    """Every dock taken out (which hides it) and put back in its default area, hidden, those of a tabbed
+    area tabbed behind the first; the docks by area, attention first."""
+    by_area: dict[str, list[QDockWidget]] = {}
+    for name, dock in sorted(docks.items(), key=lambda item: item[0] != FRONT):
+        window.removeDockWidget(dock)
+        window.addDockWidget(AREAS[area_of(name, stacked)], dock, Qt.Orientation.Vertical)
+        dock.setFloating(False)
+        by_area.setdefault(area_of(name, stacked), []).append(dock)
+    for area in TABBED_AREAS + ("right",):
+        group = by_area.get(area, [])
+        for dock in group[1:]:
+            window.tabifyDockWidget(group[0], dock)
+    return by_area
+
+
 def arrange(window: QMainWindow, docks: dict[str, QDockWidget], available: QRect | None = None) -> None:
     """Every dock in its default area, the bottom ones tabbed with the first in front, sized for the screen;
     the docks that are no panel's (Learn) each in a column at the right edge, beside the panels."""
@@ -136,28 +167,22 @@ def arrange(window: QMainWindow, docks: dict[str, QDockWidget], available: QRect
     window.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
     window.setCorner(Qt.Corner.TopLeftCorner, Qt.DockWidgetArea.TopDockWidgetArea)
     window.setCorner(Qt.Corner.TopRightCorner, Qt.DockWidgetArea.TopDockWidgetArea)
-    by_area: dict[str, list[QDockWidget]] = {}
-    for name, dock in sorted(docks.items(), key=lambda item: item[0] != FRONT):    # attention first
-        window.removeDockWidget(dock)
-        window.addDockWidget(AREAS[area_of(name, stacked)], dock, Qt.Orientation.Vertical)
-        dock.setFloating(False)
-        dock.show()
-        by_area.setdefault(area_of(name, stacked), []).append(dock)
-    for area in TABBED_AREAS + ("right",):
-        group = by_area.get(area, [])
-        for dock in group[1:]:
-            window.tabifyDockWidget(group[0], dock)
-        if len(group) > 1:
-            group[0].raise_()
+    by_area = place_hidden(window, docks, stacked)
     for dock in beside:
         window.addDockWidget(AREAS["right"], dock, Qt.Orientation.Horizontal)
+    # Shown only once every area holds what it will hold: shown as they were added, the docks of one area
+    # stood one over the other until tabbed, and their minimum heights summed grew the window (no window
+    # manager caps it) to 2,963 px on the way, and a fit right after such a growth (see frame_size) once
+    # left it 2,680 px tall at a 768 px screen.
+    for dock in [*docks.values(), *beside]:
         dock.show()
+    for area in TABBED_AREAS + ("right",):
+        if len(by_area.get(area, [])) > 1:
+            by_area[area][0].raise_()
     if beside:
         by_area["beside"] = beside
     window.dock_groups = by_area               # size_docks again once shown (see MainWindow.showEvent)
-    # While the docks moved, those of one area stood one over the other before they were tabbed, and
-    # their minimum heights summed made the window grow past the screen (no window manager caps it):
-    # fit it again now that every area holds what it will hold.
+    # Fit again now that every area holds what it will hold.
     fit_to_screen(window, available)
     size_docks(window, by_area)
     # Again once the window has its size: before it is shown, Qt scales these to a layout of its own.
