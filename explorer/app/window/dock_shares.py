@@ -10,7 +10,9 @@ that size.
 from __future__ import annotations
 
 from PySide6.QtCore import QByteArray, QEvent, QObject, QSize, QTimer
-from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow
+from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QTabBar
+
+from explorer.app.window.dock_layout import whole_titles
 
 
 def focused_dock(window: QMainWindow) -> QDockWidget:
@@ -62,6 +64,8 @@ class DockShares(QObject):
             self._give_back.start()
         elif watched is self.window and kind == QEvent.Type.MouseButtonRelease:
             QTimer.singleShot(0, self, self.take)           # a separator dragged: the person's new sizes
+        elif watched is self.window and kind == QEvent.Type.ChildPolished and isinstance(event.child(), QTabBar):
+            whole_titles(event.child())                     # a bar of tabbed docks, made by Qt as docks are tabbed
         return False
 
     # ----- one panel over the whole window ---------------------------------------------------
