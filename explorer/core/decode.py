@@ -120,7 +120,7 @@ class StepDecoder(Recorder):
             # The next token's distribution after the step's last position only: a prompt's
             # earlier positions get theirs on demand (candidates_at), as transformers' generate
             # keeps only the last logits; h W_U for every prompt position was a fifth of a prefill.
-            logits = self.model.logits(hidden[-1:])                                      # (1, V)
+            logits = self._next_logits(hidden)                                           # (1, V)
             if not bool(torch.isfinite(logits).all()):
                 self._truncate_cache(self.trace.steps)     # the cache forgets the pass that is not kept
                 model = getattr(self.loaded, "path", None) or self.loaded.name
@@ -137,6 +137,10 @@ class StepDecoder(Recorder):
                 chosen_id=choose(logits[-1], self.sampling, int(positions[-1]) + 1),
                 pos_embeddings=None if pos_embeddings is None else self._np(pos_embeddings))
         return replace(record, ms=(time.perf_counter() - started) * 1000.0)
+
+    def _next_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The logits after the pass's last row (1, V) (packed.PackedDecoder gives its batch's at once)."""
+        return self.model.logits(hidden[-1:])
 
     def _layer_records(self, capture: StepCapture) -> tuple:
         return layer_records(capture.layers, RECORD_DTYPES[self.record.dtype], self.kv_cache.bytes_in_use(),
