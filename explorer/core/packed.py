@@ -125,11 +125,12 @@ def default_budget(loaded) -> int:
 @dataclass
 class PackedPrefill:
     """One prompt's part of a packed pass: its own capture (filled), its K and V per layer for its cache,
-    and its final-normed states (T, d)."""
+    its final-normed states (T, d) and the logits after its last row (1, V)."""
 
     capture: StepCapture
     keys_values: list
     hidden: torch.Tensor
+    next_logits: torch.Tensor
 
 
 class PackedDecoder(Decoder):
@@ -161,6 +162,9 @@ class PackedDecoder(Decoder):
         for cache, (k, v) in zip(self.kv_cache.layers, self._given.keys_values):
             cache.update(k, v)                                                   # as the prompt's own pass would
         return self._given.hidden
+
+    def _next_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return super()._next_logits(hidden) if self._given is None else self._given.next_logits
 
 
 class SpreadCapture(StepCapture):
@@ -232,5 +236,6 @@ def _packed_pass(loaded, decoders: list[PackedDecoder], prompts: list[np.ndarray
                                   np.repeat(np.arange(len(prompts)), lengths))
         h = model.embed_tokens(torch.as_tensor(np.concatenate(prompts), device=model.embed.weight.device), step)
         hidden = model.norm(model.run_blocks(h, step, None, spread))                # (S, d)
-    return [PackedPrefill(capture, kept, hidden[rows].clone())
-            for capture, kept, rows in zip(captures, spread.keys_values, spans)]
+        next_logits = model.logits(hidden[torch.as_tensor(starts[1:] - 1)])          # (B, V): W_U read once
+    return [PackedPrefill(capture, kept, hidden[rows].clone(), next_logits[i: i + 1])
+            for i, (capture, kept, rows) in enumerate(zip(captures, spread.keys_values, spans))]

@@ -39,6 +39,9 @@ def assert_same_run(run, alone) -> None:
     assert run.ids.tolist() == alone.ids.tolist() and run.trace.n_steps == alone.trace.n_steps
     assert close(run.logits, alone.logits)
     np.testing.assert_array_equal(run.kv_bytes, alone.kv_bytes)
+    for ours, theirs in zip(run.trace.steps, alone.trace.steps):              # the next-token candidates
+        np.testing.assert_array_equal(ours.top_ids, theirs.top_ids)
+        assert close(ours.top_probs, theirs.top_probs)
     info = alone.trace.model
     for layer in range(info.n_layers):
         ours, theirs = run.trace.steps[0].layers[layer], alone.trace.steps[0].layers[layer]
