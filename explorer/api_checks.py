@@ -32,8 +32,14 @@ def one_prompt_ids(prompt, what: str = "prompt") -> np.ndarray:
         array = np.asarray(prompt)
     except (TypeError, ValueError):
         raise ExplorerError(f"the {what} {str(prompt)[:60]!r} is not a sequence of token ids") from None
+    if array.size and array.dtype == object and all(isinstance(i, int) and not isinstance(i, bool)
+                                                    for i in array.reshape(-1)):
+        raise ExplorerError(f"the {what} holds the token id {max(array.reshape(-1), key=abs)}, far outside any "
+                            "vocabulary")                      # past int64: numpy could only hold it as an object
     if array.size and not np.issubdtype(array.dtype, np.integer):
         raise ExplorerError(f"the {what} must hold integer token ids, not {array.dtype} values")
+    if array.size and array.dtype.kind == "u" and int(array.max()) > np.iinfo(np.int64).max:
+        raise ExplorerError(f"the {what} holds the token id {int(array.max())}, far outside any vocabulary")
     return array.astype(np.int64).reshape(-1)
 
 
@@ -77,17 +83,36 @@ def intervention_of(ablate: Sequence, kernel: str | None, kernel_layers, kernel_
     built = Intervention()
     try:
         for layer, head in ablate:
+            if not (_is_whole(layer) and _is_whole(head)):
+                raise TypeError                   # int(0.5) would ablate layer 0 without a word
             built = built.ablate(int(layer), int(head))
     except (TypeError, ValueError):
-        raise ExplorerError(f"ablate={list(ablate)!r} must list (layer, head) pairs, e.g. [(3, 2)]") from None
+        raise ExplorerError(f"ablate={_shown(ablate)} must list (layer, head) pairs of whole numbers, "
+                            "e.g. [(3, 2)]") from None
     if kernel is not None:
-        built = built.kernel(kernel, None if kernel_layers is None else [int(layer) for layer in kernel_layers],
-                             kernel_temperature)
+        built = built.kernel(kernel, None if kernel_layers is None else _layers(kernel_layers), kernel_temperature)
     whole = combined([built] + ([intervention] if intervention is not None else []))
     if whole.is_empty:
         return None
     whole.check(info.n_layers, info.n_heads)
     return whole
+
+
+def _is_whole(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _shown(value) -> str:
+    text = repr(list(value) if isinstance(value, tuple) else value)
+    return text if len(text) <= 60 else text[:60] + "…"
+
+
+def _layers(kernel_layers) -> list[int]:
+    """kernel_layers as whole numbers (their range is the Intervention's check), or ExplorerError."""
+    if isinstance(kernel_layers, (str, bytes)) or not isinstance(kernel_layers, (Sequence, np.ndarray)) \
+            or not all(_is_whole(layer) for layer in kernel_layers):
+        raise ExplorerError(f"kernel_layers={_shown(kernel_layers)} must list layers as whole numbers, e.g. [0, 3]")
+    return [int(layer) for layer in kernel_layers]
 
 
 def decoder(loaded, sampling, capacity: int, intervention=None):

@@ -92,7 +92,8 @@ class Run:
 
     def _view(self, layer: int, head: int, step: int | None, kind: str) -> trace_views.View:
         for value, what in ((layer, "layer"), (head, "head"), (step, "step")):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
+            if (value is not None or what != "step") and (isinstance(value, bool)
+                                                           or not isinstance(value, (int, np.integer))):
                 raise ExplorerError(f"{what} must be an integer, not {value!r}")
         kinds = trace_views.kinds_of(self.trace.model)
         if kind not in kinds:
