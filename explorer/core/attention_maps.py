@@ -156,28 +156,6 @@ class MaskRule:
         return int(upto.sum())
 
 
-def compact(mask: np.ndarray, keys: np.ndarray) -> "MaskRule | np.ndarray":
-    """The MaskRule that gives exactly `mask` (n_new, n_kv) over keys at positions `keys`, else
-    `mask` itself (one an intervention edited, a packed pass's). Only for a mask that came without
-    its rule: every pass (StepContext.mask, the encoder's and cross-attention's full rule, the
-    encoder-decoder's TargetStep.mask) hands its rule on, so no recorded pass comes here unedited.
-
-    A causal query sees its own key last, so its position is that key's. The rule is checked
-    against the mask entry by entry, so it stands in for a mask only where it is the same mask.
-    """
-    if mask.all():
-        return MaskRule("full", np.arange(mask.shape[0]), keys)
-    if not mask.any(axis=1).all():
-        return mask
-    last = mask.shape[1] - 1 - mask[:, ::-1].argmax(axis=1)                # each row's last visible key
-    queries = keys[last]
-    rule = MaskRule("causal", queries, keys)
-    if np.array_equal(rule.rows(0, len(queries)), mask):
-        return rule
-    rule = MaskRule("sliding", queries, keys, int(mask.sum(axis=1).max()))
-    return rule if np.array_equal(rule.rows(0, len(queries)), mask) else mask
-
-
 class KeptMaps:
     """Maps computed on demand, kept across every record up to `limit` bytes in all; the one asked
     for least recently goes first. Keyed by the owning record (held weakly, only to tell records apart)."""

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from explorer.core.attention import as_run
-from explorer.core.attention_maps import ON_DEMAND_FROM, compact
+from explorer.core.attention_maps import ON_DEMAND_FROM
 from explorer.core.capture import AttentionCapture, LayerCapture, StepCapture
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import NONE
@@ -112,21 +112,15 @@ def attention_tensors(captured: AttentionCapture, skipped=frozenset(), shared=()
 
 
 class MaskCompactor:
-    """Each step's masks as their rules: the rule the pass made the mask by (StepContext.mask), else the
-    one attention_maps.compact finds, once per mask the layers share."""
-
-    def __init__(self):
-        self._rules: dict[int, tuple[np.ndarray, object]] = {}
+    """Each step's masks as their rules: the rule the pass made the mask by (StepContext.mask, the
+    encoder's and cross-attention's full rule, TargetStep.mask). A mask that came without its rule
+    (one an intervention edited, a packed pass's cut that differs from its own) stays dense: the
+    rule is carried, never guessed back from the array."""
 
     def __call__(self, mask: np.ndarray, kv_positions: np.ndarray, rule=None):
-        if mask.size <= SMALL:                              # a decoding step's row: kept as it is
+        if mask.size <= SMALL or rule is None:              # a decoding step's row, or an edited mask
             return mask
-        if rule is not None:                                # carried from the pass, never guessed back
-            return rule
-        known = self._rules.get(id(mask))
-        if known is None or known[0] is not mask:
-            known = self._rules[id(mask)] = (mask, compact(mask, kv_positions))
-        return known[1]
+        return rule
 
 
 def attention_record(captured: AttentionCapture, arrays: dict[str, np.ndarray], masks: MaskCompactor | None = None,

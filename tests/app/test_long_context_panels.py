@@ -148,17 +148,23 @@ def dense_block_maxima(trace, layer: int, step, side: int) -> np.ndarray:
 
 
 def as_rules(trace):
-    """The same trace with every mask kept as its rule, as the engine records a long prompt."""
+    """The same trace with every mask kept as its rule, as the engine records a long prompt: each
+    layer's rule made from the step's query positions, its keys and its kind, and checked to be the
+    very mask it stands in for."""
     import dataclasses
 
-    from explorer.core.attention_maps import compact
-
-    def ruled(layer):
+    def ruled(layer, kind, queries):
         attn = layer.attn
-        return dataclasses.replace(layer, attn=dataclasses.replace(
-            attn, mask=compact(np.asarray(attn.mask), np.asarray(attn.kv_positions))))
+        keys = np.asarray(attn.kv_positions)
+        rule = MaskRule.of(queries, keys, trace.model.sliding_window if kind == "sliding" else None,
+                           causal=kind != "full")
+        np.testing.assert_array_equal(np.asarray(rule), np.asarray(attn.mask))
+        return dataclasses.replace(layer, attn=dataclasses.replace(attn, mask=rule))
 
-    steps = tuple(dataclasses.replace(s, layers=tuple(ruled(layer) for layer in s.layers)) for s in trace.steps)
+    kinds = trace.model.layer_kinds
+    steps = tuple(dataclasses.replace(s, layers=tuple(ruled(layer, kinds[i], s.positions)
+                                                      for i, layer in enumerate(s.layers)))
+                  for s in trace.steps)
     return dataclasses.replace(trace, steps=steps)
 
 

@@ -24,12 +24,21 @@ def gemma3():
     return from_tensors(dict(hf_model.config.to_dict(), max_position_embeddings=256), hf_model.state_dict())
 
 
-def _no_guessing(*_):
-    raise AssertionError("the record guessed the rule back from the dense mask")
+def _every_mask_carries_its_rule(monkeypatch):
+    """Fail the test where a recorded pass hands a long mask to the record without its rule: the record
+    would then keep the dense array (recording.MaskCompactor keeps what it is given, it guesses nothing)."""
+    keep = recording.MaskCompactor.__call__
+
+    def carried(self, mask, kv_positions, rule=None):
+        if mask.size > recording.SMALL and rule is None:
+            raise AssertionError(f"a {mask.shape} mask reached the record without its rule")
+        return keep(self, mask, kv_positions, rule)
+
+    monkeypatch.setattr(recording.MaskCompactor, "__call__", carried)
 
 
 def test_a_prefill_records_the_rule_the_pass_made_its_mask_by(gemma3, monkeypatch):
-    monkeypatch.setattr(recording, "compact", _no_guessing)
+    _every_mask_carries_its_rule(monkeypatch)
     trace = Decoder(gemma3, RecordOptions(), capacity=T + 2).prefill(np.arange(T) % 96)
     positions = np.arange(T)
     causal = positions[None, :] <= positions[:, None]
@@ -76,7 +85,7 @@ def test_the_encoder_records_the_full_rule_and_its_maps_equal_transformers(monke
 
     from tests.core import test_encoder
 
-    monkeypatch.setattr(recording, "compact", _no_guessing)
+    _every_mask_carries_its_rule(monkeypatch)
     monkeypatch.setattr(test_encoder, "TINY", dict(test_encoder.TINY, max_position_embeddings=LONG + 10))
     hf_model = test_encoder.tiny_bert()                                 # its positions now reach LONG
     ids = np.random.default_rng(1).integers(0, hf_model.config.vocab_size, size=LONG)
@@ -114,7 +123,7 @@ def _long_encdec():
 def test_the_encdec_encoder_records_the_full_rule(monkeypatch):
     from explorer.core.encdec_decode import EncDecDecoder
 
-    monkeypatch.setattr(recording, "compact", _no_guessing)
+    _every_mask_carries_its_rule(monkeypatch)
     source = np.random.default_rng(2).integers(3, 40, size=LONG)
     trace = EncDecDecoder(_long_encdec()).prefill(source)
     for layer in trace.encoder.layers:
@@ -132,7 +141,7 @@ def test_the_encdec_decoder_records_the_causal_and_the_cross_rule(monkeypatch):
     from explorer.core.encdec import TargetStep
     from explorer.core.recording import MaskCompactor, attention_record, attention_tensors, to_numpy
 
-    monkeypatch.setattr(recording, "compact", _no_guessing)
+    _every_mask_carries_its_rule(monkeypatch)
     loaded = _long_encdec()
     rng = np.random.default_rng(3)
     source, target = rng.integers(3, 40, size=LONG), rng.integers(3, 40, size=LONG)
@@ -152,3 +161,26 @@ def test_the_encdec_decoder_records_the_causal_and_the_cross_rule(monkeypatch):
             np.testing.assert_array_equal(np.asarray(record.mask), expected)
             visible = captured.weights.numpy() > 0                           # (H, T, n_kv): what the softmax saw
             assert not (visible & ~expected).any() and visible.any(axis=-1).all()
+
+
+def test_a_mask_that_lost_its_rule_is_caught_and_kept_dense(monkeypatch):
+    """The check above bites: the same capture with its rule dropped is refused under it, and without it
+    the record keeps the dense array, not a MaskRule found again."""
+    from dataclasses import replace
+
+    import torch
+
+    from explorer.core.capture import StepCapture
+    from explorer.core.recording import attention_record, attention_tensors, to_numpy
+
+    loaded = _long_encdec()
+    capture = StepCapture(2)
+    with torch.no_grad():
+        loaded.model.encode(torch.as_tensor(np.random.default_rng(4).integers(3, 40, size=LONG))[None], capture=capture)
+    lost = replace(capture.layers[0].attn, rule=None)
+    arrays = to_numpy([attention_tensors(lost)], torch.float32)[0]
+    record = attention_record(lost, arrays)
+    assert not isinstance(record.mask, MaskRule) and np.asarray(record.mask).all()
+    _every_mask_carries_its_rule(monkeypatch)
+    with pytest.raises(AssertionError, match="without its rule"):
+        attention_record(lost, arrays)

@@ -105,10 +105,23 @@ def test_the_mask_is_kept_as_its_rule():
 
 
 def test_an_edited_mask_stays_dense():
-    mask = np.tril(np.ones((200, 200), dtype=bool))
-    mask[150, 3] = False                                                 # an intervention hid one entry
-    assert attention_maps.compact(mask, np.arange(200)) is mask
-    assert isinstance(attention_maps.compact(np.tril(np.ones((200, 200), dtype=bool)), np.arange(200)), MaskRule)
+    """A record keeps the rule a pass hands on and the array of a mask that came without one; it never
+    finds a rule again from the array, even where the array is exactly a rule's (a causal mask)."""
+    from explorer.core.attention import Visibility
+    from explorer.core.recording import MaskCompactor
+
+    positions = np.arange(200)
+    causal = positions[None, :] <= positions[:, None]
+    seen = Visibility.by(MaskRule.of(positions, positions), "cpu")
+    hidden = np.zeros_like(causal)
+    hidden[150, 3] = True                                                # an intervention hid one entry
+    edited = seen.without(hidden)
+    masks = MaskCompactor()
+    kept = masks(edited.mask, edited.keys, edited.rule)
+    assert not isinstance(kept, MaskRule)
+    np.testing.assert_array_equal(kept, causal & ~hidden)
+    assert masks(seen.mask, seen.keys, seen.rule) is seen.rule
+    assert masks(causal, positions) is causal                            # no rule came: the array, not a guess
 
 
 def test_bert_maps_rebuilt_on_demand_equal_transformers():
