@@ -86,6 +86,8 @@ class SessionState:
             raise SessionFileError(f"{source} is not valid JSON ({error.msg} at line {error.lineno}).") from None
         except RecursionError:
             raise SessionFileError(f"{source} is nested too deeply to be a session file.") from None
+        except ValueError:                  # a number of more digits than Python converts (4,300)
+            raise SessionFileError(f"{source} holds a number of thousands of digits, which no session has.") from None
         if not isinstance(body, dict) or body.get("format") != FORMAT:
             raise SessionFileError(f"{source} is not a Transformer Explorer session file.")
         try:

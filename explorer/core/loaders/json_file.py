@@ -23,6 +23,9 @@ def read_json(path: Path, what: str = "model's JSON file") -> dict:
         raise ModelLoadError(f"{path} is not valid JSON (it is nested too deeply to be a {what}).") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ModelLoadError(f"{path} is not valid JSON ({error}).") from None
+    except ValueError:          # a number of thousands of digits, past Python's int-conversion limit
+        raise ModelLoadError(f"{path} holds a number of more digits than Python reads (over 4,300); "
+                             f"it cannot be a {what}.") from None
     if not isinstance(value, dict):
         raise ModelLoadError(f"{path} does not hold a JSON object.")
     return value
