@@ -50,3 +50,15 @@ def test_a_session_with_a_number_of_thousands_of_digits_is_refused_naming_it(tmp
     with pytest.raises(ExplorerError) as raised:
         load(path)
     assert str(path) in str(raised.value) and "digits" in str(raised.value)
+
+
+def test_a_safetensors_header_with_a_number_of_thousands_of_digits_is_refused_naming_it(tmp_path):
+    import struct
+
+    write_hf_folder(tmp_path / "model")
+    path = tmp_path / "model" / "model.safetensors"
+    header = f'{{"w": {{"dtype": "F32", "shape": [1], "data_offsets": [0, {"4" * DIGITS}]}}}}'.encode()
+    path.write_bytes(struct.pack("<Q", len(header)) + header + bytes(4))
+    with pytest.raises(ExplorerError) as raised:
+        open_checkpoint(path.parent)
+    assert str(path) in str(raised.value) and "\n" not in str(raised.value)

@@ -36,7 +36,7 @@ def read_safetensors_header(path: Path) -> dict:
             header = json.loads(handle.read(header_len).decode("utf-8"))
     except OSError as error:
         raise unreadable(path, error) from None
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+    except (UnicodeDecodeError, ValueError, RecursionError):     # ValueError: JSONDecodeError, or a 5,000-digit number
         raise ModelLoadError(f"{path} is corrupt: its safetensors header is not valid JSON.") from None
     if not isinstance(header, dict):
         raise ModelLoadError(f"{path} is corrupt: its safetensors header is not a JSON object.")
