@@ -2,8 +2,10 @@
 
     python bench/bench_research.py [model.gguf | folder | catalog name]
 
-Each step is timed alone on each side (best of REPEAT); transformers loads the explorer's own
-save_hf folder, so both run the same float32 weights. A benchmark, not a test: it prints a table.
+Each step is timed alone on each side (best of BENCH_REPEAT, default 3), with BENCH_THREADS torch threads
+(default 1, so that a shared machine's other jobs take less from either side); transformers loads the
+explorer's own save_hf folder, so both run the same float32 weights. A benchmark, not a test: it prints
+a table and the machine's load (/proc/loadavg) before and after.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import transformers
 import explorer
 
 REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
+THREADS = int(os.environ.get("BENCH_THREADS", "1"))
 FORMATS = ["When John and Mary went to the shops,{} gave the bag to", "When Tom and James went to the park,{} gave the ball to",
            "When Dan and Sid went to the shops,{} gave an apple to", "After Martin and Amy went to the park,{} gave a drink to"]
 NAMES = [(" Mary", " John"), (" Tom", " James"), (" Dan", " Sid"), (" Martin", " Amy")]
@@ -105,8 +108,18 @@ def hf_side(hf, batch: torch.Tensor, target: torch.Tensor, against: torch.Tensor
             "head patching map": patching}
 
 
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages, where the system tells them."""
+    try:
+        return " ".join(open("/proc/loadavg").read().split()[:3])
+    except OSError:
+        return "unknown"
+
+
 def main(name: str) -> None:
     torch.set_grad_enabled(False)
+    torch.set_num_threads(THREADS)
+    print(f"load average before: {load_average()}")
     model = explorer.load(name)
     prompts, answers, wrongs = prompts_and_answers()
     with tempfile.TemporaryDirectory() as folder:           # the weights are read in; the copy goes
@@ -130,6 +143,7 @@ def main(name: str) -> None:
     for step in ours:
         a, b = best(ours[step]), best(theirs[step])
         print(f"{step:28} {a:11.3f} {b:15.3f} {a / b:7.2f}")
+    print(f"load average after: {load_average()}")
 
 
 if __name__ == "__main__":
