@@ -17,6 +17,7 @@ from torch.overrides import TorchFunctionMode
 
 from explorer.core.config import ModelConfig
 from explorer.core.errors import ModelLoadError
+from explorer.core.families import FAMILIES, refuse_decoder_build
 from explorer.core.model import Transformer
 from explorer.core.trace import ModelInfo
 from explorer.core.weights import check_finite, map_weights, validate
@@ -80,8 +81,6 @@ def build_model(hf_config: dict, tensors: dict[str, torch.Tensor], source: str =
                 device: str = "cpu", dtype: str = "float32", fuse: bool = True) -> tuple[Transformer, ModelConfig]:
     """Assemble a Transformer from a transformers config dict and HF-named tensors (validated);
     `fuse=False` leaves Transformer.fuse to the caller (load_model, once it let go of the tensors)."""
-    from explorer.core.families import refuse_decoder_build
-
     refuse_decoder_build(hf_config, source)                 # BERT and encoder-decoders: see load_model
     try:
         config = ModelConfig.from_hf(hf_config)
@@ -121,16 +120,28 @@ def _highest(pattern: re.Pattern, names) -> tuple[int, str | None]:
     return top[0] + 1, top[1]
 
 
+def _decoding_names(config: ModelConfig, names) -> list[str]:
+    """The tensor names of the decoding layers (and the rest): without the layers >= n_layers where the
+    family's checkpoints put multi-token-prediction layers there."""
+    row = FAMILIES.get(config.family)
+    if row is None or not row.mtp_layers:
+        return list(names)
+    return [name for name in names if not ((m := _LAYER.search(name)) and int(m.group(1)) >= config.n_layers)]
+
+
 def agree_with_weights(config: ModelConfig, tensors: dict, source: str) -> None:
     """The config's layer and expert counts against the weights' names (read from the headers), so that
-    a config asking for a million layers is refused before a million modules are built."""
-    layers, name = _highest(_LAYER, tensors)
+    a config asking for a million layers is refused before a million modules are built. A family whose
+    checkpoints hold multi-token-prediction layers after the decoding ones (ModelFamily.mtp_layers,
+    DeepSeek-V3) is counted without them: map_weights skips them."""
+    names = _decoding_names(config, tensors)
+    layers, name = _highest(_LAYER, names)
     if layers != config.n_layers:
         held = f"layers up to {name}" if name else "no numbered layers"
         raise ModelLoadError(f"{source}: the config says num_hidden_layers = {config.n_layers}, but the weights "
                              f"hold {held}.")
-    experts, _ = _highest(_EXPERT, tensors)
-    stacked = [t.shape[0] for name, t in tensors.items() if name.endswith(".experts.down_proj") and t.ndim == 3]
+    experts, _ = _highest(_EXPERT, names)
+    stacked = [tensors[name].shape[0] for name in names if name.endswith(".experts.down_proj") and tensors[name].ndim == 3]
     experts = experts or max(stacked, default=0)          # transformers 5 stacks the experts: (E, d, d_ff)
     has_moe = any(config.is_moe_layer(layer) for layer in range(config.n_layers))   # first_k_dense may be all
     if has_moe and experts != config.n_routed_experts:
