@@ -121,12 +121,11 @@ class StepDecoder(Recorder):
             # earlier positions get theirs on demand (candidates_at), as transformers' generate
             # keeps only the last logits; h W_U for every prompt position was a fifth of a prefill.
             logits = self._next_logits(hidden)                                           # (1, V)
-            if not bool(torch.isfinite(logits).all()):
+            try:
+                refuse_non_finite(logits, self.loaded, "logits", first_position=int(positions[-1]))
+            except NonFiniteError:
                 self._truncate_cache(self.trace.steps)     # the cache forgets the pass that is not kept
-                model = getattr(self.loaded, "path", None) or self.loaded.name
-                raise NonFiniteError(
-                    f"{model}: the forward pass at position {int(positions[-1])} gave NaN or infinite logits, so "
-                    "its numbers would be meaningless; check the model's weights and config.")
+                raise
             top_probs, top_ids = top_candidates(logits, self.record.top_k)
             self._hidden.append(hidden)
             pos_embeddings = self._pos_embeddings(positions)
@@ -234,6 +233,20 @@ def rope_angles(model) -> tuple[RopeAngles | None, ...]:
                                      start=start)
         out.append(shared[key])
     return tuple(out)
+
+
+def refuse_non_finite(values: torch.Tensor, loaded, what: str, first_position: int = 0,
+                      forward: str = "the forward pass") -> None:
+    """NonFiniteError naming the model and the first position whose row of `values` (T, n) holds a NaN or
+    an Inf: a decoder's logits, an encoder's output states. Finite weights can still overflow float32 in
+    the forward pass, and every number after that is meaningless. Row r is position first_position + r."""
+    finite = torch.isfinite(values).all(dim=-1)                                 # (T,)
+    if bool(finite.all()):
+        return
+    position = first_position + int((~finite).nonzero()[0, 0])
+    model = getattr(loaded, "path", None) or loaded.name
+    raise NonFiniteError(f"{model}: {forward} at position {position} gave NaN or infinite {what}, so its numbers "
+                         "would be meaningless; check the model's weights and config.")
 
 
 def _report_layers(capture: StepCapture, progress) -> None:

@@ -20,9 +20,9 @@ import numpy as np
 import torch
 
 from explorer.core.capture import StepCapture
-from explorer.core.decode import StepDecoder
+from explorer.core.decode import StepDecoder, refuse_non_finite
 from explorer.core.encdec import TargetStep
-from explorer.core.encoder import refuse_non_finite
+from explorer.core.encoder import ENCODER_OUTPUT
 from explorer.core.errors import ContextOverflowError, ExplorerError
 from explorer.core.kv_cache import HeadCache, LayerCaches
 from explorer.core.recording import RecordOptions, attention_tensors, top_candidates
@@ -129,7 +129,7 @@ class EncDecDecoder(StepDecoder):
         with torch.inference_mode():
             source_t = torch.as_tensor(source, device=self.device)
             memory = self.model.encode(source_t[None], None, capture, self._intervened)  # C: (1, S, d_model)
-            refuse_non_finite(memory[0], self.loaded)
+            refuse_non_finite(memory[0], self.loaded, **ENCODER_OUTPUT)
             self.kv_cache.cross = self.model.cross_keys_values(memory)             # once per source
             self._cross_np = [{"k": self._np(k[0]), "v": self._np(v[0])} for k, v in self.kv_cache.cross]
             record = self._encode_record(source, capture, self.model.embed.weight[source_t],

@@ -21,8 +21,9 @@ from torch import nn
 from explorer.core.attention import as_run
 from explorer.core.capture import StepCapture
 from explorer.core.config import ModelConfig, bert_config  # noqa: F401 (bert_config: read in config.py)
+from explorer.core.decode import refuse_non_finite
 from explorer.core.encdec import EncoderLayer
-from explorer.core.errors import ContextOverflowError, ExplorerError, ModelLoadError, NonFiniteError
+from explorer.core.errors import ContextOverflowError, ExplorerError, ModelLoadError
 from explorer.core.recording import Recorder, RecordOptions
 from explorer.core.trace import ModelInfo, StepRecord, Trace
 
@@ -175,23 +176,14 @@ class EncoderRunner(Recorder):
         device = self.model.embed.weight.device
         with torch.inference_mode():
             ids_t = torch.as_tensor(ids, device=device)
-            refuse_non_finite(self.model(ids_t[None], None, capture, self.new_run())[0], self.loaded)
+            states = self.model(ids_t[None], None, capture, self.new_run())[0]          # (T, d_model)
+            refuse_non_finite(states, self.loaded, **ENCODER_OUTPUT)
             positions = torch.arange(len(ids), device=device)
             record = self._encode_record(ids, capture, self.model.embed.weight[ids_t], self.model.pos.weight[positions])
         return replace(record, ms=(time.perf_counter() - started) * 1000.0)
 
 
-def refuse_non_finite(states: torch.Tensor, loaded) -> None:
-    """NonFiniteError naming the model and the first position whose encoder output row (states: (T, d_model))
-    holds a NaN or an Inf, as a decoder refuses its non-finite logits (decode.StepDecoder._run): finite
-    weights can still overflow float32 in the forward pass, and every number after that is meaningless."""
-    finite = torch.isfinite(states).all(dim=-1)                                 # (T,)
-    if bool(finite.all()):
-        return
-    position = int((~finite).nonzero()[0, 0])
-    model = getattr(loaded, "path", None) or loaded.name
-    raise NonFiniteError(f"{model}: the encoder's forward pass gave NaN or infinite hidden states at position "
-                         f"{position}, so its numbers would be meaningless; check the model's weights and config.")
+ENCODER_OUTPUT = {"what": "hidden states", "forward": "the encoder's forward pass"}   # refuse_non_finite's words
 
 
 class NoCache:

@@ -29,8 +29,8 @@ def test_bert_whose_forward_overflows_raises_nonfinite_naming_the_model():
     with torch.no_grad():
         out = runner.model(torch.arange(6)[None])
     assert not torch.isfinite(out).all()                                           # the pass itself overflows
-    with pytest.raises(NonFiniteError, match=r"^tiny-bert: the encoder's forward pass gave NaN or infinite "
-                                              r"hidden states at position 0"):
+    with pytest.raises(NonFiniteError, match=r"^tiny-bert: the encoder's forward pass at position 0 gave NaN or "
+                                              r"infinite hidden states"):
         runner.prefill(np.arange(9))
     assert runner.trace is kept and runner.kv_cache.length == 6                     # nothing of the refused pass
 
@@ -40,7 +40,7 @@ def test_an_encdec_encoder_that_overflows_raises_before_the_decoder_runs():
     decoder = EncDecDecoder(loaded)
     decoder.prefill(SOURCE)
     _overflow(loaded.model.encoder[0].attn.wo)
-    with pytest.raises(NonFiniteError, match=r"^tiny: the encoder's forward pass gave NaN or infinite hidden states"):
+    with pytest.raises(NonFiniteError, match=r"^tiny: the encoder's forward pass at position 0 gave NaN or infinite hidden states"):
         decoder.prefill(SOURCE)
     assert decoder.trace.n_steps == 0 and decoder.trace.encoder is None and decoder.kv_cache.length == 0
 
