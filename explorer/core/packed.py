@@ -25,6 +25,8 @@ from explorer.core.decode import Decoder
 from explorer.core.recording import rebuilds
 
 BLOCK_ROWS = ("residual_in", "attn_out", "ffn_out", "residual", "x")
+PASS_ROWS = 2048    # a batch's packed pass at most: its attention is S x S, so beyond this its S^2 work on
+                    # other prompts' (masked) keys outgrows what reading the weights once saves
 
 
 def can_pack(intervention) -> bool:
@@ -86,22 +88,24 @@ def pass_bytes(config, lengths: list[int], weights: bool) -> int:
 
         L S (5 d + 3 (N_Q + N_KV) d_head)       every layer's rows until the records are made
                                                 (X, h in and out, both sublayer outputs; Q|K|V, rotated Q, K, O)
-      + L N_Q sum_i T_i^2 + 2 N_Q S^2           kept maps of each prompt, one layer's scores and A
-                                                (only when A is asked for: a short prompt stores it)
+      + 2 N_Q S^2                               one layer's scores and A over the packed rows (a fused
+                                                kernel under a block mask may form them too)
+      + L N_Q sum_i T_i^2                       each prompt's kept maps, when A is asked for (a short
+                                                prompt stores it)
 
     with S = sum_i T_i."""
     rows = sum(lengths)
     per_row = config.n_layers * (5 * config.d_model + 3 * (config.n_heads + config.n_kv_heads) * config.d_head)
-    maps = config.n_heads * (config.n_layers * sum(t * t for t in lengths) + 2 * rows * rows) if weights else 0
-    return 4 * (rows * per_row + maps)
+    kept = config.n_layers * sum(t * t for t in lengths) if weights else 0
+    return 4 * (rows * per_row + config.n_heads * (2 * rows * rows + kept))
 
 
-def chunks(count: int, budget: int, cost) -> list[list[int]]:
-    """Indices 0..count-1 cut in order into runs whose cost(indices) stays within `budget`; an index over
-    the budget alone is a run of its own (it would need that memory alone too)."""
+def chunks(count: int, fits) -> list[list[int]]:
+    """Indices 0..count-1 cut in order into runs for which fits(indices) holds; an index that does not fit
+    alone is a run of its own (it would need that memory alone too)."""
     out: list[list[int]] = []
     for index in range(count):
-        if out and cost(out[-1] + [index]) <= budget:
+        if out and fits(out[-1] + [index]):
             out[-1].append(index)
         else:
             out.append([index])
@@ -204,14 +208,16 @@ def _cut(record: AttentionCapture, rows: slice, own) -> AttentionCapture:
 
 def prefill_packed(loaded, decoders: list[PackedDecoder], prompts: list[np.ndarray], budget: int):
     """Prefill each decoder with its prompt, from packed passes over runs of prompts whose pass_bytes fit
-    `budget` (a prompt alone runs its own prefill); yields each prompt's index once its record is made."""
+    `budget` and whose rows are at most PASS_ROWS (a prompt alone runs its own prefill); yields each
+    prompt's index once its record is made."""
     lengths = [len(ids) for ids in prompts]
     stored = [not rebuilds(n, n, own_keys=True) for n in lengths]               # short prompts store their A
 
-    def cost(indices: list[int]) -> int:
-        return pass_bytes(loaded.config, [lengths[i] for i in indices], any(stored[i] for i in indices))
+    def fits(indices: list[int]) -> bool:
+        mine = [lengths[i] for i in indices]
+        return sum(mine) <= PASS_ROWS and pass_bytes(loaded.config, mine, any(stored[i] for i in indices)) <= budget
 
-    for chunk in chunks(len(prompts), budget, cost):
+    for chunk in chunks(len(prompts), fits):
         if len(chunk) == 1:
             decoders[chunk[0]].prefill(prompts[chunk[0]])
             yield chunk[0]

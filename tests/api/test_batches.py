@@ -118,7 +118,7 @@ def test_a_wrong_memory_budget_is_one_sentence(family, model):
 
 def test_chunks_keep_the_order_and_stay_within_the_budget():
     sizes = [3, 4, 2, 9, 1, 1]
-    cuts = packed.chunks(len(sizes), 7, lambda indices: sum(sizes[i] for i in indices))
+    cuts = packed.chunks(len(sizes), lambda indices: sum(sizes[i] for i in indices) <= 7)
     assert cuts == [[0, 1], [2], [3], [4, 5]]
 
 
@@ -175,3 +175,12 @@ def test_a_batch_of_differences_equals_the_attribution_of_each_token(family, mod
         assert part.rest == pytest.approx(mine.rest - theirs.rest, abs=1e-4)
         np.testing.assert_allclose(part.heads, mine.heads - theirs.heads, atol=1e-4)
         np.testing.assert_allclose(part.mlp, mine.mlp - theirs.mlp, atol=1e-4)
+
+
+@pytest.mark.parametrize("family", ["llama"])
+def test_a_packed_pass_holds_at_most_pass_rows_rows(family, model, passes, monkeypatch):
+    monkeypatch.setattr(packed, "PASS_ROWS", 15)                 # 11 + 3 fit; 34 runs alone; 6 alone after it
+    runs = model.run(PROMPTS)
+    assert passes == [2]
+    for prompt, run in zip(PROMPTS, runs):
+        assert close(run.logits, model.run(prompt).logits)
