@@ -184,3 +184,12 @@ def test_a_packed_pass_holds_at_most_pass_rows_rows(family, model, passes, monke
     assert passes == [2]
     for prompt, run in zip(PROMPTS, runs):
         assert close(run.logits, model.run(prompt).logits)
+
+
+@pytest.mark.parametrize("family", ["deepseek_v2"])
+def test_latent_attention_runs_a_batch_one_prompt_at_a_time(family, model, passes):
+    seen = []
+    runs = model.run(PROMPTS[:2], progress=lambda done, total: seen.append((done, total)))
+    assert passes == [] and seen == [(1, 2), (2, 2)]
+    for prompt, run in zip(PROMPTS, runs):
+        np.testing.assert_array_equal(run.logits, model.run(prompt).logits)
