@@ -291,7 +291,9 @@ def _gemma3(d: dict) -> ModelConfig:
         config, norm="rms_offset", qk_norm=True, sandwich_norm=True,
         embed_scale=math.sqrt(config.d_model),
         attn_scale=float(d.get("query_pre_attn_scalar", config.d_head)) ** -0.5,
-        attn_softcap=d.get("attn_logit_softcapping"), final_softcap=d.get("final_logit_softcapping"),
+        # transformers' Gemma 3 keeps attn_logit_softcapping in its config but its attention never applies
+        # it (Gemma 2's did): the scores are not capped, whatever the key says. The logits' cap is applied.
+        attn_softcap=None, final_softcap=d.get("final_logit_softcapping"),
         rope=rope, rope_local=local)
 
 
