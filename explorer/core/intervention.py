@@ -37,7 +37,7 @@ from explorer.core.intervention_parts import (  # noqa: F401 (the parts, named f
     ABLATION_MODES, EDIT_TYPES, HEAD_INPUTS, KERNELS, SOFTMAX, SUBLAYERS, WHERE, HeadAblation, HeadPatch, HideBand,
     HideEntry, HideToken, InputPatch, KeepOnly, Kernel, KernelChoice, PathPatch, PatternPatch, ResidualPatch,
     SublayerPatch,
-    _layer_range)
+    _layer_range, check_one_of)
 
 
 @dataclass(frozen=True)
@@ -94,11 +94,9 @@ class Intervention(Chaining):
     def __post_init__(self):
         for item in (*self.kernels, *self.ablations, *self.edits, *self.head_patches, *self.pattern_patches,
                      *([self.keep_only] if self.keep_only else [])):
-            if item.where not in WHERE:
-                raise ExplorerError(f"sublayer {item.where!r} is not one of {', '.join(WHERE)}")
+            check_one_of("sublayer", item.where, WHERE)
         for mode in [a.mode for a in self.ablations] + ([self.keep_only.mode] if self.keep_only else []):
-            if mode not in ABLATION_MODES:
-                raise ExplorerError(f"ablation {mode!r} is not one of {', '.join(ABLATION_MODES)}")
+            check_one_of("ablation", mode, ABLATION_MODES)
 
     @property
     def patches(self) -> tuple:
