@@ -97,8 +97,8 @@ def test_a_batch_over_the_memory_budget_runs_in_chunks_with_the_same_numbers(fam
 
 
 @pytest.mark.parametrize("family", ["llama"])
-def test_the_packed_pass_under_an_ablation_at_one_position_equals_each_alone(family, hf_model, model, passes):
-    edit = explorer.Intervention().ablate(1, 2, positions=[2]).kernel("relu", layers=[0])
+def test_the_packed_pass_under_an_ablation_a_kernel_and_a_hidden_entry_equals_each_alone(family, hf_model, model, passes):
+    edit = explorer.Intervention().ablate(1, 2, positions=[2]).kernel("relu", layers=[0]).hide(1, query=4)
     runs = model.run(PROMPTS, intervention=edit)
     assert passes == [4]
     for prompt, run in zip(PROMPTS, runs):
