@@ -63,15 +63,19 @@ class Run:
         return self._cached("logits", self._all_logits)
 
     def _all_logits(self) -> np.ndarray:
-        """(T, V): one product h W_U per recorded step (a prefill's rows at once) where the decoder keeps its
-        steps' final states, else position by position."""
+        """(T, V): one product h W_U per recorded step (a prefill's rows at once; a batch's prefills read theirs
+        from their pass's one product, packed.SharedLogits) where the decoder keeps its steps' final states,
+        else position by position."""
         hidden = getattr(self.decoder, "_hidden", None)
         if hidden is None or len(hidden) != self.trace.n_steps:
             return np.stack([self.decoder.logits_at(p) for p in range(self.trace.n_tokens)]).astype(np.float32)
         import torch
 
         model = self.model.loaded.model
+        step_logits = getattr(self.decoder, "step_logits", None)      # a batch's runs share one product
         with torch.inference_mode():
+            if step_logits is not None:
+                return torch.cat([step_logits(step) for step in range(len(hidden))]).cpu().numpy()
             return torch.cat([model.logits(h).float() for h in hidden]).cpu().numpy()
 
     @property

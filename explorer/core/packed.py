@@ -126,15 +126,45 @@ def default_budget(loaded) -> int:
     return int(min(2 << 30, max(256 << 20, free // 4)))
 
 
+class SharedLogits:
+    """The logits h W_U of every row of a packed pass, as one product (S, V) made when the first prompt asks,
+    each prompt then reading its own rows: W_U is read once for the batch, as a batched forward reads it.
+    The product is let go once every prompt has taken its rows (each keeps its copy)."""
+
+    def __init__(self, model, hidden: torch.Tensor, spans: list[slice]) -> None:
+        self.model, self.hidden, self.spans = model, hidden, spans        # hidden: (S, d) final-normed
+        self._logits: torch.Tensor | None = None
+        self._waiting = set(range(len(spans)))
+
+    def rows(self, index: int) -> torch.Tensor:
+        """The logits of prompt `index`'s rows (T_i, V) float32, a copy; asked once per prompt."""
+        if self._logits is None:
+            with torch.inference_mode():
+                self._logits = self.model.logits(self.hidden).float()     # (S, V): one matmul for all
+        mine = self._logits[self.spans[index]].clone()
+        self._waiting.discard(index)
+        if not self._waiting:
+            self._logits = self.hidden = None
+        return mine
+
+
+def shares_logits(config, rows: int, budget: int) -> bool:
+    """Whether a pass of `rows` rows may hold its logits (rows x V float32) as one product within `budget`."""
+    return 4 * rows * config.vocab_size <= budget
+
+
 @dataclass
 class PackedPrefill:
     """One prompt's part of a packed pass: its own capture (filled), its K and V per layer for its cache,
-    its final-normed states (T, d) and the logits after its last row (1, V)."""
+    its final-normed states (T, d), the logits after its last row (1, V) and, where the budget holds them,
+    the pass's shared product of every row's logits (`index`: its rows in it)."""
 
     capture: StepCapture
     keys_values: list
     hidden: torch.Tensor
     next_logits: torch.Tensor
+    logits: SharedLogits | None = None
+    index: int = 0
 
 
 class PackedDecoder(Decoder):
@@ -143,6 +173,21 @@ class PackedDecoder(Decoder):
     each from the prompt's own rows. Every later move (step, back, force) is the Decoder's own."""
 
     _given: PackedPrefill | None = None
+    _shared: tuple[SharedLogits, int] | None = None          # the prefill's logits in its pass's product
+
+    def prefill(self, ids):
+        self._shared = None if self._given is None or self._given.logits is None else \
+            (self._given.logits, self._given.index)
+        return super().prefill(ids)
+
+    def step_logits(self, step: int) -> torch.Tensor:
+        """h W_U of recorded step `step`'s rows (n_new, V) float32: a packed prefill's from its pass's shared
+        product (taken once; the Run keeps it), else this step's own product."""
+        if step == 0 and self._shared is not None:
+            (shared, index), self._shared = self._shared, None
+            return shared.rows(index)
+        with torch.inference_mode():
+            return self.model.logits(self._hidden[step]).float()
 
     def capture_for(self, n_new: int) -> StepCapture:
         """The capture a prefill of n_new tokens records into, under this decoder's intervention."""
@@ -222,14 +267,17 @@ def prefill_packed(loaded, decoders: list[PackedDecoder], prompts: list[np.ndarr
             decoders[chunk[0]].prefill(prompts[chunk[0]])
             yield chunk[0]
             continue
-        given = _packed_pass(loaded, [decoders[i] for i in chunk], [prompts[i] for i in chunk])
+        given = _packed_pass(loaded, [decoders[i] for i in chunk], [prompts[i] for i in chunk],
+                             shares_logits(loaded.config, sum(lengths[i] for i in chunk), budget))
         for index, part in zip(chunk, given):
             decoders[index].prefill_from(prompts[index], part)
             yield index
 
 
-def _packed_pass(loaded, decoders: list[PackedDecoder], prompts: list[np.ndarray]) -> list[PackedPrefill]:
-    """One pass over `prompts` packed side by side, spread into each decoder's own capture."""
+def _packed_pass(loaded, decoders: list[PackedDecoder], prompts: list[np.ndarray],
+                 share_logits: bool = False) -> list[PackedPrefill]:
+    """One pass over `prompts` packed side by side, spread into each decoder's own capture (and, when
+    `share_logits`, one SharedLogits over its rows)."""
     model = loaded.model
     lengths = [len(ids) for ids in prompts]
     starts = np.concatenate([[0], np.cumsum(lengths)])
@@ -243,5 +291,6 @@ def _packed_pass(loaded, decoders: list[PackedDecoder], prompts: list[np.ndarray
         h = model.embed_tokens(torch.as_tensor(np.concatenate(prompts), device=model.embed.weight.device), step)
         hidden = model.norm(model.run_blocks(h, step, None, spread))                # (S, d)
         next_logits = model.logits(hidden[torch.as_tensor(starts[1:] - 1)])          # (B, V): W_U read once
-    return [PackedPrefill(capture, kept, hidden[rows].clone(), next_logits[i: i + 1])
+    shared = SharedLogits(model, hidden, spans) if share_logits else None
+    return [PackedPrefill(capture, kept, hidden[rows].clone(), next_logits[i: i + 1], shared, i)
             for i, (capture, kept, rows) in enumerate(zip(captures, spread.keys_values, spans))]

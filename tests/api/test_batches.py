@@ -26,9 +26,9 @@ def passes(monkeypatch) -> list[int]:
     seen: list[int] = []
     original = packed._packed_pass
 
-    def counting(loaded, decoders, prompts):
+    def counting(loaded, decoders, prompts, *rest):
         seen.append(len(prompts))
-        return original(loaded, decoders, prompts)
+        return original(loaded, decoders, prompts, *rest)
 
     monkeypatch.setattr(packed, "_packed_pass", counting)
     return seen
