@@ -6,7 +6,7 @@ A decoder-only block is pre-norm, as Llama, Qwen, Mistral, GPT-2 and DeepSeek wr
 
     h ← h + W^O · Attn(Norm(h))        h ← h + FFN(Norm(h))      (FFN or a mixture of experts)
 
-Gemma 3 adds a norm after each sublayer ("sandwich"); BERT and the original encoder–decoder
+Gemma 2 and 3 add a norm after each sublayer ("sandwich"); BERT and the original encoder–decoder
 (Vaswani et al. 2017) are post-norm, h ← Norm(h + Attn(h)), and the decoder's blocks add
 cross-attention, whose K and V come from the encoder's output C. The attention node names
 its kind: MHA (N_KV = N_Q), GQA (N_Q / N_KV query heads share one K/V head), MQA (N_KV = 1),
@@ -29,6 +29,7 @@ FOLD_AT = 30                      # a stack of this many blocks or more folds ar
 NORMS = {"rms": "RMSNorm", "rms_offset": "RMSNorm (1 + w)", "layer": "LayerNorm"}
 LAYER_NORM_FAMILIES = ("gpt2", "bert", "encdec")
 POST_NORM_FAMILIES = ("bert", "encdec")
+SANDWICH_FAMILIES = ("gemma2", "gemma3")    # a norm after each sublayer too, where no config says (Gemma 1 has none)
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ def facts_of(info: ModelInfo, config: Mapping | None = None) -> Facts:
                int(config.get("experts_per_token") or 0), int(config.get("first_dense_layers") or 0))
     post = family in POST_NORM_FAMILIES or info.is_encoder_decoder or info.is_encoder_only
     return Facts(info=info, norm=NORMS.get(norm, norm), ffn=ffn, d_ff=config.get("d_ff"), post_norm=post,
-                 sandwich=bool(config.get("sandwich_norm")) or family.startswith("gemma"),
+                 sandwich=bool(config.get("sandwich_norm", family in SANDWICH_FAMILIES)),
                  encoder_layers=int(config.get("n_encoder_layers") or info.n_layers), experts=experts,
                  activation=str(config.get("activation") or ""), layer_kinds=tuple(info.layer_kinds))
 
