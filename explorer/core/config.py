@@ -39,7 +39,7 @@ class RopeSpec:
 class ModelConfig:
     """Everything the blocks need; names follow the notation of the app (d_model, N_Q, N_KV, d_qk)."""
 
-    family: str                        # "llama" | "mistral" | "qwen2" | "qwen3" | "gpt2" | "gemma3" | "deepseek_v2" | "deepseek_v3"
+    family: str                        # its row in families.FAMILIES: "llama", "gemma", "gemma2", "gemma3", "gpt2", ...
     vocab_size: int
     d_model: int
     n_layers: int
@@ -161,8 +161,12 @@ def check_bounds(config: ModelConfig) -> None:
                                     f"but has only {config.n_routed_experts}.")
 
 
+GEMMA2_GLOBAL_EVERY = 2            # Gemma 2: sliding and global layers alternate (transformers' Gemma2Config)
+
+
 def gemma3_layer_types(n_layers: int, every: int = GEMMA3_GLOBAL_EVERY) -> list[str]:
-    """Gemma 3's layer_types when a config or GGUF file does not list them: every `every`-th layer global."""
+    """Gemma 3's (and, every 2nd, Gemma 2's) layer_types when a config or GGUF file does not list them: every
+    `every`-th layer global."""
     return ["full_attention" if (i + 1) % every == 0 else "sliding_attention" for i in range(n_layers)]
 
 
@@ -272,6 +276,40 @@ def _phi3(d: dict) -> ModelConfig:
     return _with_window(_llama(d, "phi3"), d.get("sliding_window"), None)
 
 
+def _gemma_embedding_and_norms(config: ModelConfig) -> ModelConfig:
+    """Every Gemma: RMSNorm scales by (1 + w), and the embedding enters as h_0 = E[ids] * sqrt(d_model)."""
+    return replace(config, norm="rms_offset", embed_scale=math.sqrt(config.d_model))
+
+
+def _causal_gemma(d: dict) -> dict:
+    """The config dict, unless it asks for bidirectional attention (an encoder's), which transformers' Gemma
+    runs without the causal mask and the engine does not run."""
+    if d.get("use_bidirectional_attention"):
+        raise UnsupportedModelError(f"model_type {d.get('model_type')!r} with use_bidirectional_attention is an "
+                                    "encoder; only the causal (decoding) Gemma is supported")
+    return d
+
+
+def _gemma(d: dict) -> ModelConfig:
+    """Gemma 1: Llama's blocks with Gemma's norms and embedding scale, FFN = W_down(GELU_tanh(X W_gate) * X W_up).
+    transformers reads the first releases' hidden_act "gelu" as the tanh approximation (GemmaConfig)."""
+    act = _causal_gemma(d).get("hidden_act") or "gelu_pytorch_tanh"
+    d = {**d, "hidden_act": "gelu_pytorch_tanh" if act == "gelu" else act}
+    return _gemma_embedding_and_norms(_llama(d, "gemma"))
+
+
+def _gemma2(d: dict) -> ModelConfig:
+    """Gemma 2: Gemma's blocks with a norm after each sublayer (sandwich), S = Q K^T / sqrt(query_pre_attn_scalar)
+    soft-capped as c tanh(S / c) (attn_logit_softcapping, which transformers' Gemma 2 applies), logits capped
+    the same way (final_logit_softcapping), and sliding layers alternating with global ones from layer 0."""
+    d = {**_causal_gemma(d), "hidden_act": d.get("hidden_activation") or "gelu_pytorch_tanh"}
+    types = d.get("layer_types") or gemma3_layer_types(int(d["num_hidden_layers"]), GEMMA2_GLOBAL_EVERY)
+    config = _with_window(_llama(d, "gemma2"), d.get("sliding_window"), types)
+    return replace(_gemma_embedding_and_norms(config), sandwich_norm=True,
+                   attn_scale=float(d.get("query_pre_attn_scalar") or config.d_head) ** -0.5,
+                   attn_softcap=d.get("attn_logit_softcapping"), final_softcap=d.get("final_logit_softcapping"))
+
+
 def _gemma3(d: dict) -> ModelConfig:
     d = dict(d)
     d["hidden_act"] = d.get("hidden_activation") or d.get("hidden_act") or "gelu_pytorch_tanh"
@@ -288,8 +326,7 @@ def _gemma3(d: dict) -> ModelConfig:
         local = _rope_spec(None, float(d.get("rope_local_base_freq", 10000.0)), max_positions, d)
         rope = _rope_spec(d.get("rope_scaling"), float(d.get("rope_theta", 1_000_000.0)), max_positions, d)
     return replace(
-        config, norm="rms_offset", qk_norm=True, sandwich_norm=True,
-        embed_scale=math.sqrt(config.d_model),
+        _gemma_embedding_and_norms(config), qk_norm=True, sandwich_norm=True,
         attn_scale=float(d.get("query_pre_attn_scalar", config.d_head)) ** -0.5,
         # transformers' Gemma 3 keeps attn_logit_softcapping in its config but its attention never applies
         # it (Gemma 2's did): the scores are not capped, whatever the key says. The logits' cap is applied.

@@ -86,6 +86,7 @@ GEMMA3_GLOBAL_EVERY = 6            # Gemma 3: 5 local (sliding) layers, then 1 g
 _LLAMA_LIKE = {"max_position_embeddings": 2048, "rms_norm_eps": 1e-6, "tie_word_embeddings": False}
 _QWEN = {**_LLAMA_LIKE, "max_position_embeddings": 32768, "use_sliding_window": False, "max_window_layers": 28,
          "num_key_value_heads": 32}
+_GEMMA = {**_LLAMA_LIKE, "max_position_embeddings": 8192, "head_dim": 256, "tie_word_embeddings": True}
 _DEEPSEEK = {**_LLAMA_LIKE, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
              "v_head_dim": 128, "first_k_dense_replace": 0, "routed_scaling_factor": 1.0}
 
@@ -100,6 +101,10 @@ FAMILIES = {row.model_type: row for row in (
     _decoder("qwen3", "_qwen3", "DENSE", "qwen3", {**_QWEN, "head_dim": 128}),
     _decoder("phi3", "_phi3", "PHI3", None, {**_LLAMA_LIKE, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5}),
     _decoder("gpt2", "_gpt2", "GPT2", "gpt2", {"n_positions": 1024, "tie_word_embeddings": True}, positional="learned"),
+    _decoder("gemma", "_gemma", "DENSE", "gemma", {**_GEMMA, "num_key_value_heads": 16}),
+    _decoder("gemma2", "_gemma2", "GEMMA2", "gemma2", {
+        **_GEMMA, "num_key_value_heads": 4, "sliding_window": 4096, "query_pre_attn_scalar": 256,
+        "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0}),
     _decoder("gemma3_text", "_gemma3", "GEMMA3", "gemma3", {
         **_LLAMA_LIKE, "max_position_embeddings": 131072, "sliding_window": 4096, "head_dim": 256,
         "query_pre_attn_scalar": 256, "num_key_value_heads": 4, "tie_word_embeddings": True,

@@ -3,7 +3,7 @@
 The weights are the engine's own (a GGUF file's already dequantized and un-permuted), named by
 the inverse of the family's weight table (families.ModelFamily.weights), so transformers (and what
 reads through it) loads the folder without converting anything again. Decoder families: Llama,
-Mistral, Qwen2, Qwen3, Phi-3, GPT-2, Gemma 3 (text) and DeepSeek V2/V3 (MLA and its experts).
+Mistral, Qwen2, Qwen3, Phi-3, GPT-2, Gemma 1, 2 and 3 (text) and DeepSeek V2/V3 (MLA and its experts).
 
 Two checks make a folder that loads into another model impossible: every weight of the model must
 have a place in the checkpoint, and config.json, read back by the engine's own reader (which the
@@ -106,11 +106,25 @@ def _gemma3_keys(config) -> dict:
     if config.attn_softcap is not None:     # transformers' Gemma 3 attention never reads the key
         raise ExplorerError(f"save_hf cannot write a Gemma 3 whose attention scores are soft-capped "
                             f"({config.attn_softcap}): transformers' Gemma 3 ignores attn_logit_softcapping")
-    scalar = config.attn_scale ** -2       # the whole number it was read from, where that reads back exactly
-    scalar = next((s for s in (round(scalar), scalar) if float(s) ** -0.5 == config.attn_scale), scalar)
-    out = {**_llama_keys(config), "hidden_activation": config.activation, "rope_local_base_freq": local.theta,
-           "query_pre_attn_scalar": scalar,
-           "sliding_window": config.sliding_window, "layer_types": _layer_types(config),
+    return {**_gemma2_keys(config), "rope_local_base_freq": local.theta}
+
+
+def _query_pre_attn_scalar(config):
+    """The query_pre_attn_scalar of S = Q K^T / sqrt(scalar): the whole number it was read from, where that
+    reads back exactly."""
+    scalar = config.attn_scale ** -2
+    return next((s for s in (round(scalar), scalar) if float(s) ** -0.5 == config.attn_scale), scalar)
+
+
+def _gemma2_keys(config) -> dict:
+    """Gemma 2 (and 3): the activation under hidden_activation, the scale's query_pre_attn_scalar, sliding and
+    global layers, both soft-caps (null where there is none: an absent key would mean transformers' default).
+    transformers builds their sliding mask whether or not a layer slides, so a model without a window gets one
+    as long as its context, which no layer reads (layer_types)."""
+    out = {**_llama_keys(config), "hidden_activation": config.activation,
+           "query_pre_attn_scalar": _query_pre_attn_scalar(config),
+           "sliding_window": config.sliding_window or config.max_positions,
+           "layer_types": _layer_types(config), "attn_logit_softcapping": config.attn_softcap,
            "final_logit_softcapping": config.final_softcap}
     del out["hidden_act"]
     return out
@@ -150,6 +164,8 @@ WRITINGS = {
     "qwen3": HFWriting("qwen3", "Qwen3ForCausalLM", _qwen_keys),
     "gpt2": HFWriting("gpt2", "GPT2LMHeadModel", _gpt2_keys, prefix="transformer."),
     "phi3": HFWriting("phi3", "Phi3ForCausalLM", _phi3_keys),
+    "gemma": HFWriting("gemma", "GemmaForCausalLM", _llama_keys),
+    "gemma2": HFWriting("gemma2", "Gemma2ForCausalLM", _gemma2_keys),
     "gemma3": HFWriting("gemma3_text", "Gemma3ForCausalLM", _gemma3_keys),
     "deepseek_v2": HFWriting("deepseek_v2", "DeepseekV2ForCausalLM", _deepseek_keys),
     "deepseek_v3": HFWriting("deepseek_v3", "DeepseekV3ForCausalLM", _deepseek_keys),

@@ -60,6 +60,10 @@ GEMMA3 = {
     "model.layers.{i}.post_feedforward_layernorm.weight": ("layers.{i}.post_ffn_norm.weight",),
 }
 
+# Gemma 2 names its sandwich norms as Gemma 3 does; Gemma 3's q_norm and k_norm are in neither a Gemma 2
+# checkpoint nor the model its config builds (qk_norm off), so the one table maps both.
+GEMMA2 = GEMMA3
+
 GPT2 = {
     "wte.weight": ("embed.weight",),
     "wpe.weight": ("pos.weight",),

@@ -58,9 +58,19 @@ OPTIONS = {     # the config.json keys a family writes only when the model has t
         BASE, num_key_value_heads=1, head_dim=16, query_pre_attn_scalar=20, sliding_window=4,
         final_logit_softcapping=5.0, rope_theta=5e4, rope_local_base_freq=500.0,
         layer_types=["full_attention", "sliding_attention"], tie_word_embeddings=False)),
+    "gemma3 global layers": ("Gemma3TextConfig", "Gemma3ForCausalLM", dict(
+        BASE, num_key_value_heads=2, head_dim=16, sliding_window=3, layer_types=["full_attention"] * 2)),
     "gemma3 linear rope": ("Gemma3TextConfig", "Gemma3ForCausalLM", dict(
         BASE, num_key_value_heads=2, head_dim=16, sliding_window=5, rope_scaling={"rope_type": "linear",
                                                                                   "factor": 4.0})),
+    "gemma": ("GemmaConfig", "GemmaForCausalLM", dict(BASE, num_key_value_heads=1, head_dim=16,
+                                                      tie_word_embeddings=True)),
+    "gemma2 window and soft-caps": ("Gemma2Config", "Gemma2ForCausalLM", dict(
+        BASE, num_key_value_heads=2, head_dim=16, query_pre_attn_scalar=20, sliding_window=4,
+        attn_logit_softcapping=2.0, final_logit_softcapping=4.0)),
+    "gemma2 global layers without caps": ("Gemma2Config", "Gemma2ForCausalLM", dict(
+        BASE, num_key_value_heads=1, head_dim=16, sliding_window=4, layer_types=["full_attention"] * 2,
+        attn_logit_softcapping=None, final_logit_softcapping=None, tie_word_embeddings=False)),
     "deepseek_v3 yarn": ("DeepseekV3Config", "DeepseekV3ForCausalLM", dict(
         MLA_V3, rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16,
                               "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0})),
