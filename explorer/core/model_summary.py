@@ -65,11 +65,11 @@ def _check_supported(config: dict) -> None:
     ModelConfig.from_hf(config)
 
 
-def _hf_summary(folder: Path) -> Summary:
+def _hf_summary(folder: Path, config_path: Path) -> Summary:
     from explorer.core.loaders.hf_folder import read_config, read_license, weight_files
     from explorer.core.loaders.safetensors_header import read_safetensors_header
 
-    config = text_config(read_config(folder))
+    config = text_config(read_config(config_path))
     files = weight_files(folder)
     if not (folder / "tokenizer.json").is_file():
         raise UnsupportedModelError(f"{folder} has no tokenizer.json.")
@@ -115,12 +115,13 @@ def _product(shape) -> int:
 
 def summarize(path: Path) -> tuple[Summary | None, str | None]:
     """(summary, None) for a model the explorer can open, or (None, one-sentence reason) for one it cannot."""
+    from explorer.core.loaders.model_file import open_model
+
     try:
-        if path.is_dir():
-            return _hf_summary(path), None
-        if path.suffix.lower() == ".gguf":
-            return _gguf_summary(path), None
-        return None, f"{path} is neither a model folder nor a .gguf file."
+        model = open_model(path)
+        if model.format == "gguf":
+            return _gguf_summary(model.path), None
+        return _hf_summary(model.path, model.config), None
     except ExplorerError as error:
         return None, str(error)
     except OSError as error:

@@ -6,7 +6,6 @@ chooses the pieces (model.py), the family's table renames the weights
 """
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,8 +104,12 @@ def build_model(hf_config: dict, tensors: dict[str, torch.Tensor], source: str =
 
 
 def config_file(source: str) -> str:
-    """The file a config came from: a folder's config.json, else the source itself (a .gguf file, a name)."""
-    return os.path.join(source, "config.json") if os.path.isdir(source) else source
+    """The file a config came from (loaders.open_model's answer: a folder's config.json, a .gguf file), else
+    the source itself (a name)."""
+    from explorer.core.loaders.model_file import find_model
+
+    model = find_model(source)
+    return str(model.config) if model else source
 
 
 _LAYER = re.compile(r"(?:^|\.)(?:layers|h|layer)\.(\d+)\.")

@@ -146,24 +146,34 @@ def pulled_path(name: str) -> Path | None:
     return folder if entry.open_as == "." else folder / entry.open_as
 
 
+def model_folders(root: Path) -> list[Path]:
+    """The folders under `root` that loaders.open_model takes for Hugging Face model folders (a config.json)."""
+    from explorer.core.loaders.model_file import find_model
+
+    found = (find_model(p) for p in sorted(root.iterdir())) if root.is_dir() else ()
+    # a config.json lying in `root` itself names `root`, not a folder under it
+    return [model.path for model in found if model is not None and model.format == "hf" and model.path != root]
+
+
 def bundled_models() -> list[Path]:
-    root = resources_dir() / "models"
-    return sorted(p for p in root.iterdir() if p.is_dir() and (p / "config.json").is_file()) if root.is_dir() else []
+    return model_folders(resources_dir() / "models")
 
 
 def hf_cache_models(root: Path | None = None) -> list[tuple[str, Path]]:
-    """(repo id, path) for every snapshot (and every .gguf in one) under models--*/snapshots/*; a .gguf that
-    is not a regular file (a FIFO would block the listing's read) is left out."""
-    from explorer.core.loaders.model_file import is_regular
+    """(repo id, path) for every snapshot (and every .gguf in one) under models--*/snapshots/*, as
+    loaders.open_model names them; a .gguf that is not a regular file (a FIFO would block the listing's
+    read) is left out."""
+    from explorer.core.loaders.model_file import find_model
 
     root = hf_cache_dir() if root is None else root
     found = []
     for repo in sorted(root.glob("models--*")) if root.is_dir() else []:
         repo_id = repo.name[len("models--"):].replace("--", "/")
-        for snapshot in sorted((repo / "snapshots").glob("*")):
-            if (snapshot / "config.json").is_file():
-                found.append((repo_id, snapshot))
-            found.extend((f"{repo_id}/{g.name}", g) for g in sorted(snapshot.glob("*.gguf")) if is_regular(g))
+        for snapshot in sorted((repo / "snapshots").glob("*/")):
+            # the snapshot itself, then what its files name: itself again (config.json) or a .gguf file
+            models = {m.path: m for m in map(find_model, [snapshot, *sorted(snapshot.iterdir())]) if m is not None}
+            found.extend((repo_id if m.format == "hf" else f"{repo_id}/{m.path.name}", m.path)
+                         for m in models.values() if m.format == "gguf" or m.path == snapshot)
     return found
 
 
@@ -233,7 +243,7 @@ def resolve(name_or_path: str | Path) -> Path:
     if snapshots:
         return max(snapshots, key=lambda p: p.stat().st_mtime)
     raise ModelLoadError(
-        f"{name} is neither a file, a folder nor a known model name (python -m explorer models lists them).")
+        f"{name} does not exist, and is no known model name (python -m explorer models lists them).")
 
 
 # ----- what the store holds, and clearing it --------------------------------------------------

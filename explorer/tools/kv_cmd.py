@@ -10,13 +10,14 @@ import json
 from explorer.core import kv_variants as kv
 from explorer.core.errors import ExplorerError
 from explorer.core.loaders.config_file import read_config
+from explorer.core.store import resolve
 from explorer.core.units import human_bytes
 from explorer.tools import arguments
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--model", required=True,
-                        help="model folder, folder with only config.json, config.json file or .gguf file")
+                        help="catalog name, model folder, folder with only config.json, config.json file or .gguf file")
     parser.add_argument("--tokens", type=arguments.count(1), default=None,
                         help="context length for the totals (default: the model's context length)")
     parser.add_argument("--dtype", choices=("float32", "bfloat16", "int8"), default="float32",
@@ -29,7 +30,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    config, name = read_config(args.model)
+    config, name = read_config(resolve(args.model))
     shape = kv.cache_shape(config, source=str(args.model))
     if args.tokens is not None and args.tokens < 0:
         raise ExplorerError(f"--tokens {args.tokens} must not be negative.")

@@ -94,11 +94,12 @@ def test_gguf_gemma3_is_five_local_to_one_global(kv_main, capsys, tmp_path):
 
 @pytest.mark.parametrize("make, message", [
     (lambda p: p / "missing", "does not exist"),
-    (lambda p: p, "without a config.json"),
+    (lambda p: p, "has no config.json"),
     (lambda p: (p / "config.json").write_text("{oops") and p, "not valid JSON"),
     (lambda p: (p / "c.json").write_text('{"model_type": "t5"}') and p / "c.json", "t5"),
     (lambda p: (p / "x.gguf").write_bytes(b"GGUF broken") and p / "x.gguf", "GGUF file"),
-    (lambda p: (p / "w.bin").write_bytes(b"x") and p / "w.bin", "neither"),
+    (lambda p: (p / "w.bin").write_bytes(b"x") and p / "w.bin", "pickle checkpoint"),
+    (lambda p: (p / "w.txt").write_bytes(b"x") and p / "w.txt", "neither"),
 ])
 def test_bad_input_is_one_line_and_exit_2(kv_main, capsys, tmp_path, make, message):
     path = make(tmp_path)

@@ -58,7 +58,7 @@ def test_missing_config_and_missing_path(tmp_path):
     with pytest.raises(ModelLoadError, match="does not exist"):
         open_checkpoint(tmp_path / "nowhere")
     (tmp_path / "notes.txt").write_text("hi")
-    with pytest.raises(UnsupportedModelError, match="neither a model folder nor a .gguf file"):
+    with pytest.raises(UnsupportedModelError, match="neither a model folder, a config.json nor a .gguf file"):
         open_checkpoint(tmp_path / "notes.txt")
 
 
@@ -85,4 +85,4 @@ def test_license_comes_from_the_model_card(tmp_path):
 def test_hf_cache_snapshot_is_named_by_repo(tmp_path):
     path = tmp_path / "hub" / "models--HuggingFaceTB--SmolLM2-135M" / "snapshots" / "abc123"
     assert checkpoint_name(path) == "HuggingFaceTB/SmolLM2-135M"
-    assert checkpoint_name(tmp_path / "x" / "model.gguf") == "model"
+    assert checkpoint_name(tmp_path / "x" / "model.gguf", "gguf") == "model"

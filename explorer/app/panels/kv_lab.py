@@ -44,10 +44,9 @@ def what_if_job(variant: str, steps: int, prompt_ids: np.ndarray) -> WhatIfJob:
 
 def bundled_configs() -> dict[str, Path]:
     """The config-only folders shipped in resources/configs (Llama 3 70B, Gemma 3 27B, DeepSeek-V2)."""
-    from explorer.core.store import resources_dir
+    from explorer.core.store import model_folders, resources_dir
 
-    folder = resources_dir() / "configs"
-    return {p.name: p for p in sorted(folder.iterdir()) if (p / "config.json").is_file()} if folder.is_dir() else {}
+    return {p.name: p for p in model_folders(resources_dir() / "configs")}
 
 
 class KVLabPanel(Panel):

@@ -30,10 +30,10 @@ DEFAULT_PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?"
 
 def bundled_variant_models() -> dict[str, Path]:
     """The four natively trained variants, where the bundled folders exist (kind -> folder)."""
-    from explorer.core.store import resources_dir
+    from explorer.core.store import model_folders, resources_dir
 
-    folders = {kind: resources_dir() / "models" / f"shakespeare-{kind}" for kind in KINDS}
-    return {kind: path for kind, path in folders.items() if (path / "config.json").is_file()}
+    folders = {path.name: path for path in model_folders(resources_dir() / "models")}
+    return {kind: folders[f"shakespeare-{kind}"] for kind in KINDS if f"shakespeare-{kind}" in folders}
 
 
 def _default_worker():

@@ -105,14 +105,15 @@ def _real_prefetch(reference: str | None) -> None:
     Anything wrong is left for the load itself to report. None drops what was read ahead and not
     taken (the load was cancelled before it ran)."""
     from explorer.core.loaders import gguf_copy
+    from explorer.core.loaders.model_file import find_model
 
     if reference is None:
         gguf_copy.drop()
         return
     try:
-        path = Path(_real_resolve(reference))
-        if path.suffix == ".gguf":
-            gguf_copy.prefetch(path)
+        model = find_model(_real_resolve(reference))
+        if model is not None and model.format == "gguf":
+            gguf_copy.prefetch(model.path)
     except Exception:           # noqa: BLE001 - a read ahead may never fail the request it helps
         pass
 

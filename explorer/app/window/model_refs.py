@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from explorer.core.errors import ExplorerError
+
 DEFAULT_PULLED = "smollm2-135m"
 DEFAULT_BUNDLED = "shakespeare-gqa"
 
@@ -136,6 +138,14 @@ def short_name(reference: str) -> str:
 
 
 def is_model_path(path: str) -> bool:
-    """Whether a dropped path looks like something the loaders open: a folder, .gguf or .safetensors."""
-    p = Path(path)
-    return p.is_dir() or p.suffix.lower() in (".gguf", ".safetensors")
+    """Whether a dropped path goes to the model opener: anything loaders.open_model does not refuse as no
+    model at all (a FIFO or a folder without config.json is opened, and its one sentence shown)."""
+    from explorer.core.loaders.model_file import NotAModelError, open_model
+
+    try:
+        open_model(path)
+    except NotAModelError:
+        return False
+    except ExplorerError:         # a FIFO, a folder without config.json: the opener shows its sentence
+        pass
+    return True

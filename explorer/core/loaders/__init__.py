@@ -1,8 +1,9 @@
 """Open any model file or folder the explorer supports, as one `Checkpoint`.
 
-A checkpoint is what a transformers model would be built from: a config.json-style
-dict and a state_dict in Hugging Face names, plus a tokenizer. GGUF files are
-translated into exactly that, so the engine has a single path from files to model.
+`open_model(path)` (model_file.py, torch-free) decides once what a path is and which files are
+involved; `open_checkpoint` then reads them: a config.json-style dict and a state_dict in Hugging
+Face names, plus a tokenizer. GGUF files are translated into exactly that, so
+the engine has a single path from files to model.
 `progress`, when given, is called as progress(fraction: float, message: str).
 """
 from __future__ import annotations
@@ -11,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from explorer.core.errors import ModelLoadError, UnsupportedModelError
+from explorer.core.loaders.model_file import (CONFIG_NAME, GGUF_SUFFIX, ModelFiles, NotAModelError,  # noqa: F401
+                                              checkpoint_name, find_model, open_model)
 from explorer.core.tokens import TextTokenizer
 
 if TYPE_CHECKING:            # the package itself stays torch-free: gguf_copy reads ahead while torch is imported
@@ -31,50 +33,25 @@ class Checkpoint:
     license: str | None = None
 
 
-def checkpoint_name(path: Path) -> str:
-    """A readable name: the HF cache repo id ('org/name') for cached snapshots, else the file or folder name."""
-    parts = path.parts
-    if "snapshots" in parts:
-        index = len(parts) - 1 - parts[::-1].index("snapshots")
-        repo = parts[index - 1]
-        if repo.startswith("models--"):
-            return repo[len("models--"):].replace("--", "/")
-    return path.stem if path.suffix == ".gguf" else path.name
-
-
 def open_checkpoint(path: str | Path, progress: Progress | None = None) -> Checkpoint:
     """Read a Hugging Face folder or a .gguf file; every failure is a ModelLoadError naming the file."""
     path = Path(path).expanduser()
     try:
-        return _open_checkpoint(path, progress)
+        return _open_checkpoint(open_model(path), progress)
     except OSError as error:        # a folder without read or search permission, a file gone while read
         from explorer.core.loaders.model_file import unreadable
 
         raise unreadable(Path(error.filename) if error.filename else path, error) from None
 
 
-def _open_checkpoint(path: Path, progress: Progress | None) -> Checkpoint:
-    if not path.exists():
-        raise ModelLoadError(f"{path} does not exist.")
-    if not path.is_dir() and path.suffix in (".bin", ".pt", ".pth", ".ckpt"):
-        from explorer.core.loaders.hf_folder import CONVERT_HINT
-
-        raise UnsupportedModelError(
-            f"{path} is a pickle checkpoint, which is never unpickled here; {CONVERT_HINT}.")
-    if not path.is_dir() and (path.name in ("config.json", "tokenizer.json") or path.suffix == ".safetensors"):
-        path = path.parent
-    if path.is_dir():
-        from explorer.core.loaders.hf import read_hf_folder
-
-        config, tensors, tokenizer, license_name = read_hf_folder(path, progress)
-        kind = "hf"
-    elif path.suffix.lower() == ".gguf":
+def _open_checkpoint(model: ModelFiles, progress: Progress | None) -> Checkpoint:
+    if model.format == "gguf":
         from explorer.core.loaders.gguf import read_gguf
 
-        config, tensors, tokenizer, license_name = read_gguf(path, progress)
-        kind = "gguf"
+        config, tensors, tokenizer, license_name = read_gguf(model.path, progress)
     else:
-        raise UnsupportedModelError(
-            f"{path} is neither a model folder nor a .gguf file; open a folder with config.json or a .gguf file.")
-    return Checkpoint(name=checkpoint_name(path), path=path, format=kind, hf_config=config,
+        from explorer.core.loaders.hf import read_hf_folder
+
+        config, tensors, tokenizer, license_name = read_hf_folder(model.path, model.config, progress)
+    return Checkpoint(name=model.name, path=model.path, format=model.format, hf_config=config,
                       tensors=tensors, tokenizer=tokenizer, license=license_name)

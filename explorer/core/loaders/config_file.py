@@ -1,29 +1,28 @@
 """The Hugging Face style config dict of a model folder, a config.json or a .gguf file, without its weights.
 
 Read by the API's kv_table, the KV lab and the `kv` command: dimensions only (a GGUF file's header).
+What the path is, is loaders.open_model's answer.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from explorer.core.errors import ModelLoadError
-from explorer.core.loaders.json_file import read_json
+from explorer.core.loaders.model_file import ModelFiles, open_model
 
 
-def read_config(path_text: str) -> tuple[dict, str]:
+def read_config(path_text: str | Path) -> tuple[dict, str]:
     """The config dict of a model folder, config.json or .gguf file, and a name for it."""
-    path = Path(path_text).expanduser()
-    if not path.exists():
-        raise ModelLoadError(f"{path_text} does not exist.")
-    if path.is_dir():
-        if not (path / "config.json").is_file():
-            raise ModelLoadError(f"{path_text} is a folder without a config.json.")
-        return read_json(path / "config.json"), path.name
-    if path.suffix.lower() == ".gguf":
-        return gguf_config(path), path.stem
-    if path.suffix.lower() == ".json":
-        return read_json(path), path.parent.name
-    raise ModelLoadError(f"{path_text} is neither a model folder, a config.json nor a .gguf file.")
+    model = open_model(path_text)
+    return model_config(model), model.name
+
+
+def model_config(model: ModelFiles) -> dict:
+    """The config dict of an opened model path: its config file, or its GGUF header's dimensions."""
+    if model.format == "gguf":
+        return gguf_config(model.path)
+    from explorer.core.loaders.json_file import read_json
+
+    return read_json(model.config)         # dimensions only: custom code a config asks for never runs here
 
 
 def gguf_config(path: Path) -> dict:

@@ -133,10 +133,11 @@ def _int_or_none(value) -> int | None:
     return int(value) if isinstance(value, int) else None
 
 
-def read_hf_folder(folder: str | Path, progress=None):
-    """(hf_config, tensors, TextTokenizer, license) of a Hugging Face folder; errors name the file."""
+def read_hf_folder(folder: str | Path, config_path: Path, progress=None):
+    """(hf_config, tensors, TextTokenizer, license) of a Hugging Face folder, its config read from
+    `config_path` (loaders.open_model's ModelFiles.config); errors name the file."""
     folder = Path(folder)
-    config = read_config(folder)
+    config = read_config(Path(config_path))
     files = weight_files(folder)
     tokenizer = read_tokenizer(folder, config)
     tensors = read_safetensors(files, progress)

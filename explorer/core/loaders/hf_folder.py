@@ -11,11 +11,7 @@ from pathlib import Path
 
 from explorer.core.errors import ModelLoadError, UnsupportedModelError
 from explorer.core.loaders.json_file import read_json
-from explorer.core.loaders.model_file import is_regular, open_regular
-
-PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt")
-CONVERT_HINT = ("convert it to safetensors in an environment you trust, e.g. "
-                "safetensors.torch.save_file(torch.load(FILE, weights_only=True), 'model.safetensors')")
+from explorer.core.loaders.model_file import CONVERT_HINT, PICKLE_SUFFIXES, is_regular, open_regular
 
 
 def refuse_custom_code(config: dict, path: Path) -> None:
@@ -26,10 +22,8 @@ def refuse_custom_code(config: dict, path: Path) -> None:
             f"{path} asks to run custom code shipped with the model ({names}); Transformer Explorer runs only its own code.")
 
 
-def read_config(folder: Path) -> dict:
-    path = folder / "config.json"
-    if not path.exists():
-        raise ModelLoadError(f"{folder} has no config.json, so it is not a Hugging Face model folder.")
+def read_config(path: Path) -> dict:
+    """The config dict of a config file (a folder's config.json, as loaders.open_model named it)."""
     config = read_json(path)
     refuse_custom_code(config, path)
     return config

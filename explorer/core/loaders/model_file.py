@@ -1,4 +1,10 @@
-"""Opening an untrusted model file: only a regular file is opened, and every OS failure is one sentence.
+"""What a model path is, decided once (`open_model`), and opening an untrusted model file: only a regular
+file is opened, and every OS failure is one sentence.
+
+`open_model(path)` is the one door: it says whether a path is a Hugging Face folder (a folder, a
+config.json or another file of one) or a .gguf file, and which files are involved, as `ModelFiles`,
+or refuses it in one sentence. The loaders, the config reader, the store's listings and summaries,
+the CLI and the app all ask it.
 
 A FIFO named `model.safetensors` would block `open()` forever and a device would stream without end,
 so the path is checked with os.stat first and opened with O_NONBLOCK (an open of a FIFO swapped in
@@ -10,9 +16,10 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from dataclasses import dataclass
 from typing import BinaryIO
 
-from explorer.core.errors import ModelLoadError
+from explorer.core.errors import ExplorerError, ModelLoadError, UnsupportedModelError
 
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
@@ -74,3 +81,80 @@ def read_bytes(path: Path, limit: int, what: str) -> bytes:
             return handle.read(limit + 1)
     except OSError as error:
         raise unreadable(path, error) from None
+
+
+# ----- the one decision of what a model path is --------------------------------------------
+CONFIG_NAME = "config.json"
+GGUF_SUFFIX = ".gguf"
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt")     # never unpickled (hf_folder refuses a folder of them)
+CONVERT_HINT = ("convert it to safetensors in an environment you trust, e.g. "
+                "safetensors.torch.save_file(torch.load(FILE, weights_only=True), 'model.safetensors')")
+# Files of a Hugging Face folder that stand for the folder when one of them is chosen.
+FOLDER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json",
+                "model.safetensors.index.json")
+
+
+class NotAModelError(UnsupportedModelError):
+    """A path whose kind no loader reads (a .txt, a .zip): neither a folder, a JSON config nor a .gguf."""
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """What a model path is, decided once by `open_model`: its format and the files involved."""
+
+    format: str     # "hf" | "gguf"
+    path: Path      # what the model opens from: the folder (hf) or the .gguf file
+    config: Path    # where its dimensions are read: a config file (hf) or the .gguf file's header
+    name: str       # a readable name (checkpoint_name)
+
+
+def checkpoint_name(path: Path, format: str = "hf") -> str:
+    """A readable name: the HF cache repo id ('org/name') for cached snapshots, else the file or folder name
+    (a .gguf file's without its suffix)."""
+    parts = path.parts
+    if "snapshots" in parts:
+        index = len(parts) - 1 - parts[::-1].index("snapshots")
+        repo = parts[index - 1]
+        if repo.startswith("models--"):
+            return repo[len("models--"):].replace("--", "/")
+    return path.stem if format == "gguf" else path.name
+
+
+def open_model(path: str | Path) -> ModelFiles:
+    """What `path` is, as a model: a folder (with its config.json), a config.json or other file of a folder,
+    a lone JSON config, or a .gguf file; anything else is refused in one sentence naming the path.
+    Only os.stat is called: nothing is opened, so a FIFO is named for what it is and never blocks."""
+    path = Path(path).expanduser()
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        raise unreadable(path, error) from None
+    except ValueError:                          # a NUL byte in the path
+        raise ModelLoadError(f"{str(path)!r:.200} is not a file name.") from None
+    if stat.S_ISDIR(mode):
+        return _folder(path, path / CONFIG_NAME)
+    regular_size(path)                          # a FIFO, a device, a socket: named, never opened
+    suffix = path.suffix.lower()
+    if suffix == GGUF_SUFFIX:
+        return ModelFiles("gguf", path, path, checkpoint_name(path, "gguf"))
+    if suffix in PICKLE_SUFFIXES:
+        raise UnsupportedModelError(f"{path} is a pickle checkpoint, which is never unpickled here; {CONVERT_HINT}.")
+    if suffix == ".safetensors" or path.name in FOLDER_FILES:
+        return _folder(path.parent, path.parent / CONFIG_NAME)
+    if suffix == ".json":                       # config.json, or a config saved under a name of its own
+        return _folder(path.parent, path)
+    raise NotAModelError(f"{path} is neither a model folder, a config.json nor a .gguf file.")
+
+
+def _folder(folder: Path, config: Path) -> ModelFiles:
+    if not os.path.lexists(config):
+        raise ModelLoadError(f"{folder} has no {CONFIG_NAME}, so it is not a Hugging Face model folder.")
+    return ModelFiles("hf", folder, config, checkpoint_name(folder))
+
+
+def find_model(path: str | Path) -> ModelFiles | None:
+    """open_model's answer, or None where it refuses the path (for listings, which skip what is not a model)."""
+    try:
+        return open_model(path)
+    except ExplorerError:
+        return None
