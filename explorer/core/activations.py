@@ -1,11 +1,12 @@
 """Activations by name: the residual stream and every sublayer's output of one run, on demand.
 
-The trace keeps what the model keeps (Q, K, V, X and ||h||), not the residual vectors. These are
-computed when asked by one pass over the run's ids under the run's own intervention (a decoder's
+The trace keeps what the model keeps (Q, K, V and ||h||; X only beside stored maps), not the residual
+vectors. These are computed when asked by one pass over the run's ids under the run's own intervention (a decoder's
 InterventionRun keeps its prompt means, so the pass equals the cached decode), through the blocks
 up to the deepest layer asked, keeping only what was asked, as float32 numpy:
 
-    resid_pre = h_{l-1},  attn_out = a_l,  resid_mid = h_{l-1} + a_l,  mlp_out = f_l,
+    resid_pre = h_{l-1},  attn_in = X = Norm(h_{l-1}) (the attention's input),  attn_out = a_l,
+    resid_mid = h_{l-1} + a_l,  mlp_out = f_l,
     resid_post = h_l = resid_mid + f_l,  mlp_post = act(x W_in) (gated: act(x W_gate) * x W_up),
     scale_attn / scale_mlp = rms(x) = sqrt(mean(x^2) + eps) (LayerNorm: sqrt(var(x) + eps)), the norm's divisor,
     q, k, v (T, heads, d) before RoPE; rot_q, rot_k after it; z = O_h (T, N_Q, d_v).
@@ -19,7 +20,7 @@ from explorer.core.capture import StepCapture
 from explorer.core.errors import ExplorerError
 from explorer.core.model import LayerNorm
 
-BLOCK_NAMES = ("resid_pre", "resid_mid", "resid_post", "attn_out", "mlp_out", "mlp_post", "scale_attn", "scale_mlp")
+BLOCK_NAMES = ("resid_pre", "attn_in", "resid_mid", "resid_post", "attn_out", "mlp_out", "mlp_post", "scale_attn", "scale_mlp")
 HEAD_NAMES = ("q", "k", "v", "rot_q", "rot_k", "z")
 RESIDUAL_NAMES = ("resid_pre", "resid_mid", "resid_post", "attn_out", "mlp_out", "scale_attn", "scale_mlp")
 NAMES = BLOCK_NAMES + HEAD_NAMES
@@ -54,7 +55,7 @@ class ActivationCapture(StepCapture):
             return
         block = self.model.layers[layer]
         h_in, a, f, h = tensors["residual_in"], tensors["attn_out"], tensors["ffn_out"], tensors["residual"]
-        values = {"resid_pre": lambda: h_in, "resid_mid": lambda: h_in + a, "resid_post": lambda: h,
+        values = {"resid_pre": lambda: h_in, "attn_in": lambda: tensors["x"], "resid_mid": lambda: h_in + a, "resid_post": lambda: h,
                   "attn_out": lambda: a, "mlp_out": lambda: f,
                   "mlp_post": lambda: _ffn_hidden(block, layer, h_in + a),
                   "scale_attn": lambda: norm_divisor(block.attn_norm, h_in),

@@ -91,6 +91,14 @@ def rebuildable(captured: AttentionCapture) -> bool:
     return rebuilds(n_new, n_kv, captured.k.shape[-2] == n_kv)
 
 
+def keeps_block_input(captured: AttentionCapture, skipped=frozenset()) -> bool:
+    """Whether a layer's record keeps its block input X = Norm(h) (n_new, d_model): beside stored maps, yes;
+    a pass whose A is rebuilt on demand (`rebuildable`: a long prefill) keeps what the model keeps, Q, K
+    and V, and X is computed again when asked (activations.compute, name "attn_in"), by one pass. At
+    8,000 tokens of SmolLM2, X took 0.55 GB of the trace's 1.49."""
+    return not ("weights" in skipped and rebuildable(captured))
+
+
 def attention_tensors(captured: AttentionCapture, skipped=frozenset(), shared=(),
                       pack: Packer | None = None) -> dict[str, torch.Tensor]:
     """The tensors one attention sublayer's record stores.
@@ -191,7 +199,8 @@ def residual_norms(captured: list[LayerCapture]) -> list[np.ndarray]:
 
 def layer_records(captured: list[LayerCapture], dtype: torch.dtype, kv_in_use=None, kv_allocated=None,
                   skipped=frozenset(), cross=None) -> tuple[LayerRecord, ...]:
-    """Every layer's LayerRecord: its input X, its attention, ||h|| after it and its cache bytes.
+    """Every layer's LayerRecord: its input X (where keeps_block_input), its attention, ||h|| after it and
+    its cache bytes.
 
     `cross(layer, captured)`, where given, returns the (tensors, shared arrays) of the layer's
     cross-attention, or None for a model without one.
@@ -200,7 +209,8 @@ def layer_records(captured: list[LayerCapture], dtype: torch.dtype, kv_in_use=No
     groups, pack = [], Packer()
     for layer in captured:
         group = attention_tensors(layer.attn, skipped=skipped, pack=pack)
-        group["x"] = layer.x                               # not an attention field: no clash
+        if layer.x is not None and keeps_block_input(layer.attn, skipped):
+            group["x"] = layer.x                           # not an attention field: no clash
         groups.append(group)
     cross_groups = [crossed[0] for crossed in crosses if crossed is not None]
     converted = to_numpy(groups + cross_groups, dtype)
@@ -212,7 +222,7 @@ def layer_records(captured: list[LayerCapture], dtype: torch.dtype, kv_in_use=No
         if crossed is not None:
             cross_record = attention_record(layer.cross, next(cross_arrays), masks, **crossed[1])
         records.append(LayerRecord(
-            x=arrays["x"], attn=attention_record(layer.attn, arrays, masks), residual_norm=norms[i],
+            x=arrays.get("x"), attn=attention_record(layer.attn, arrays, masks), residual_norm=norms[i],
             kv_bytes_in_use=int(kv_in_use[i]) if kv_in_use is not None else 0,
             kv_bytes_allocated=int(kv_allocated[i]) if kv_allocated is not None else 0, cross=cross_record))
     return tuple(records)
@@ -240,8 +250,9 @@ class RecordingCapture(StepCapture):
             return
         for name in self.BLOCK_FIELDS:
             setattr(captured, name, None)
-        captured.x = own_copy(captured.x.detach().to("cpu", self.dtype))
         attn = captured.attn
+        kept = keeps_block_input(attn, self.skipped)
+        captured.x = own_copy(captured.x.detach().to("cpu", self.dtype)) if kept else None
         if "weights" in self.skipped and rebuildable(attn):
             attn.weights = None
         for name in ATTENTION_FIELDS:

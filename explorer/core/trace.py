@@ -53,7 +53,8 @@ class ModelInfo:
 class LayerRecord:
     """One transformer block at one step."""
 
-    x: np.ndarray                        # (n_new, d_model)  normed attention input X
+    x: np.ndarray | None                 # (n_new, d_model)  normed attention input X; None: not kept (a
+                                         # long prefill keeps Q, K, V only; activations.compute gives X)
     attn: AttentionRecord                # self-attention
     residual_norm: np.ndarray            # (n_new,) ||h|| of the residual stream after the block
     kv_bytes_in_use: int                 # this layer's cache bytes holding live tokens

@@ -176,14 +176,14 @@ def test_back_force_and_float16_replay_exactly(loaded):
 
 
 def test_trace_bytes_at_4096_tokens_follow_the_o_l_t_d_formula():
-    """bytes = T (d_model [E] + L (d_model [X] + N_Q d_qk [Q] + N_KV (d_qk + d_v) [K, V])) * itemsize."""
+    """bytes = T (d_model [E] + L (N_Q d_qk [Q] + N_KV (d_qk + d_v) [K, V])) * itemsize: a long prefill keeps no X."""
     hf_model = make_hf_model("llama")
     config = dict(hf_model.config.to_dict(), max_position_embeddings=4200)
     loaded = from_tensors(config, hf_model.state_dict())
     n = 4096
     trace = Decoder(loaded, RecordOptions(dtype="float16"), capacity=n + 1).prefill(np.arange(n) % 96)
     c = loaded.config
-    per_token = c.d_model + c.n_layers * (c.d_model + c.n_heads * c.d_qk + c.n_kv_heads * (c.d_qk + c.d_v))
+    per_token = c.d_model + c.n_layers * (c.n_heads * c.d_qk + c.n_kv_heads * (c.d_qk + c.d_v))
     expected = n * per_token * 2
     assert abs(trace.nbytes() - expected) / expected < 0.10, (trace.nbytes(), expected)
 
@@ -203,7 +203,8 @@ def test_a_prefill_nobody_records_runs_the_fused_kernel_with_the_same_outputs(fa
     mla = family.startswith("deepseek")                                  # MLA keeps its explicit path
     assert len(calls) == (0 if mla or loaded.config.attn_softcap else loaded.config.n_layers)
     np.testing.assert_allclose(demand.logits_at(T - 1), stored.logits_at(T - 1), atol=1e-4, rtol=0)
-    np.testing.assert_allclose(demand.trace.steps[0].layers[-1].x, stored.trace.steps[0].layers[-1].x, atol=1e-5)
+    np.testing.assert_allclose(demand.trace.steps[0].layers[-1].attn.q, stored.trace.steps[0].layers[-1].attn.q,
+                               atol=1e-5)
 
 
 @pytest.mark.parametrize("kernel", [("relu", 1.0), ("linear", 1.0), ("exp", 0.5)])
