@@ -59,6 +59,7 @@ class KVLabPanel(Panel):
         self.source_name = ""
         self.from_config = False
         self.result = None
+        self._said_why = ""                # the sentence shown for why no target is offered, while it holds
         self.executor = executor           # None: the worker's model, through the session
         self.what_if_job = what_if_job     # (variant, steps, prompt ids) -> a model job
         self.variants_window = None
@@ -254,15 +255,32 @@ class KVLabPanel(Panel):
         self.steps_box.setEnabled(not encoder)
         if encoder:
             self.variant_box.clear()
-            self.run_summary.setText(f"What-if conversions compare the next-token predictions of the converted "
-                                     f"model with the original's; {self.session.model.name} is an encoder and "
-                                     "predicts none, and keeps no KV cache between steps.")
-        elif not running and not self.from_config and self.session.model is not None and not self.variant_box.count():
-            model = self.session.model
-            why = ("was trained with MLA: a what-if conversion starts from per-head keys and values, which it does "
-                   "not have" if model.mla_rank is not None else "is an encoder–decoder: the what-if conversion "
-                   "builds decoder-only models")
-            self.run_summary.setText(f"{model.name} {why}.")
+        self._say_why_no_targets("" if running or self.variant_box.count() else self._why_no_targets())
+
+    def _why_no_targets(self) -> str:
+        """Why the loaded model offers no what-if target, from what the model is; "" where nothing in the model
+        forbids one (its targets are simply not listed yet, or a config is shown in its place)."""
+        model = self.session.model
+        if model is None or self.from_config:
+            return ""
+        if model.is_encoder_only:
+            return (f"What-if conversions compare the next-token predictions of the converted model with the "
+                    f"original's; {model.name} is an encoder and predicts none, and keeps no KV cache between steps.")
+        if model.mla_rank is not None:
+            return (f"{model.name} was trained with MLA: a what-if conversion starts from per-head keys and values, "
+                    "which it does not have.")
+        if model.is_encoder_decoder:
+            return f"{model.name} is an encoder–decoder: the what-if conversion builds decoder-only models."
+        return ""
+
+    def _say_why_no_targets(self, why: str) -> None:
+        # The summary line also carries a run's progress and result: only a sentence this method wrote is
+        # replaced, so that it never outlives the state it explained (the targets arriving after it was set).
+        if why:
+            self.run_summary.setText(why)
+        elif self._said_why and self.run_summary.text() == self._said_why:
+            self.run_summary.setText(" ")
+        self._said_why = why
 
     def _on_run_failed(self, message: str) -> None:
         cancelled = message.lower().endswith("conversion was cancelled.")     # said, not an error
