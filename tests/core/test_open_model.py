@@ -20,7 +20,11 @@ from tests.malformed_corpus import good_folder, llama_gguf
 
 @pytest.fixture(scope="module")
 def paths(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("door")
+    return model_paths(tmp_path_factory.mktemp("door"))
+
+
+def model_paths(root: Path) -> dict[str, Path]:
+    """One path of each kind under `root`: a tiny llama folder, its config.json, its .gguf, and the bad ones."""
     folder = good_folder(root / "tiny")
     (root / "empty").mkdir()
     (root / "notes.txt").write_text("not a model")
