@@ -106,8 +106,6 @@ def test_presentation_keeps_the_grid_layer_labels(journey, tmp_path):
     assert any(text in rows for text in ("L10", "L11")), f"in Presentation the grid labels only {rows} of 12 layers"
 
 
-@pytest.mark.xfail(strict=True, reason="the session's 'running its N prompt tokens…' is a status-bar notice shown for "
-                   "6 s whatever happens, not a progress that ends when the replay does")
 def test_an_opened_session_does_not_say_it_is_still_running(journey, tmp_path):
     """File ▸ Open Session: once the session's trace is back and the model is idle, the status bar must not go on
     saying 'Opening the session: running its 5 prompt tokens…' (seen on a 1920x1080 X screen after the session

@@ -30,11 +30,15 @@ class StatusLine(QStatusBar):
     the last error's line (the window's error component: one line, Details… for the rest)."""
 
     FIELDS = ("model", "params", "attention", "device", "step", "ms", "memory")
+    UNDER_WAY = "…"          # how a notice says that work is under way: "Opening the session: running its 5 tokens…"
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("status_bar")
         self.fields: dict[str, QLabel] = {}
+        self._under_way = ""                 # the notice of work under way shown, until the model is next idle
+        self._busy_since_notice = False      # it is the model's work once the model was busy after it was shown
+        self._busy = False
         self.error_line = ErrorLine(self)
         self.addWidget(self.error_line, 1)
         for name in self.FIELDS:
@@ -63,14 +67,30 @@ class StatusLine(QStatusBar):
         self._set(step=f"{step_name(decoded)} · {plural(trace.n_tokens, 'token')}", ms=f"{last.ms:.0f} ms/step",
                   memory=f"trace {human_bytes(trace.nbytes())}")
 
+    def showMessage(self, text: str, timeout: int = 0) -> None:
+        """A notice; one that says work is under way (it ends in "…") lasts as long as that work, until the model
+        is next idle, whatever `timeout` asks: a timed one went on saying "running" after the run had ended, or
+        would vanish while a long one still ran."""
+        self._under_way = text if text.endswith(self.UNDER_WAY) else ""
+        self._busy_since_notice = self._busy
+        super().showMessage(text, 0 if self._under_way else timeout)
+
     def show_busy(self, busy: bool) -> None:
         """The step field in italics while the model works (a font, not a style sheet: re-applying a
-        style sheet twice a step re-polished the status bar, milliseconds each time)."""
+        style sheet twice a step re-polished the status bar, milliseconds each time); idle again after the
+        work a notice announced, the notice goes."""
         label = self.fields["step"]
         font = label.font()
         if font.italic() != busy:
             font.setItalic(busy)
             label.setFont(font)
+        self._busy = busy
+        if busy:
+            self._busy_since_notice = True
+        elif self._under_way and self._busy_since_notice:
+            if self.currentMessage() == self._under_way:
+                self.clearMessage()
+            self._under_way = ""
 
     def _set(self, **texts: str) -> None:
         for name, text in texts.items():
