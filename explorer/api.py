@@ -188,17 +188,17 @@ class Model:
 
     def patch(self, clean: Prompt, corrupt: Prompt, target: str | int, against: str | int | None = None,
               site: str = "head", metric="logit_diff", progress=None, cancel=None,
-              intervention: Intervention | None = None):
+              intervention: Intervention | None = None, memory: int | None = None):
         """Activation patching: each site ("head": O_h, (L, H); "resid": the residual entering a layer at one
         position, (L, T)) taken from the clean run into the corrupted one, and logit(target) − logit(against)
         (or "prob", p(target), or a callable on the last position's logits (V,)) read at the last position,
         under `intervention` (no mean ablation). Targets are one token each: " Paris" or an id.
         Lists of clean and corrupted prompts (and of targets) give api_research.PatchMaps: one map per pair
-        and their mean."""
+        and their mean. Its packed passes take at most `memory` bytes each, as run's."""
         from explorer import api_research
 
         return api_research.patch(self, clean, corrupt, target, against, site, metric, progress, cancel,
-                                  intervention)
+                                  intervention, memory)
 
     def _token(self, token: str | int, what: str) -> int:
         token_id = checks.single_token(self.loaded.tokenizer, token, what)
@@ -208,13 +208,14 @@ class Model:
         return token_id
 
     def heads(self, ids: Sequence[int] | Sequence[Sequence[int]] | None = None, repeat: int = 2, seed: int = 0,
-              intervention: Intervention | None = None):
+              intervention: Intervention | None = None, memory: int | None = None):
         """Previous-token, induction and sink scores of every head, (L, H) each, on `ids` repeated
         `repeat` times (random ids of the vocabulary when None): explorer.core.head_scores. A list of
-        id sequences gives the mean of their scores (api_research.heads)."""
+        id sequences gives the mean of their scores (api_research.heads), prefilled in packed passes of at
+        most `memory` bytes each, as run's."""
         from explorer import api_research
 
-        return api_research.heads(self, ids, repeat, seed, intervention)
+        return api_research.heads(self, ids, repeat, seed, intervention, memory)
 
 
     def save_hf(self, folder: str | Path) -> Path:
@@ -233,13 +234,12 @@ def _can_generate(loaded) -> bool:
 
 def kv_table(path: str | Path, tokens: int | None = None, dtype: str = "float32",
              ranks: Sequence[int] | None = None) -> list[dict]:
-    """The KV lab's table for a catalog name, model folder, config.json or .gguf (dimensions only, no weights):
+    """The KV lab's table for a model folder, config.json or .gguf (dimensions only, no weights):
     one dict per variant (MHA, GQA, MQA, MLA ranks) with its kv_heads, bytes_per_token and bytes_total."""
     from explorer.core import kv_variants as kv
     from explorer.core.loaders.config_file import read_config
-    from explorer.core.store import resolve
 
-    config, _ = read_config(resolve(path))
+    config, _ = read_config(str(path))
     shape = kv.cache_shape(config, source=str(path))
     rows = kv.compare(shape, tokens=tokens, dtype=dtype, ranks=None if ranks is None else list(ranks))
     return [row.as_json() for row in rows]

@@ -46,8 +46,7 @@ def runs(model, prompts: Sequence, options: dict, progress: Callable | None = No
     from explorer.core.recording import RecordOptions
     from explorer.core.sampling import Sampling
 
-    if memory is not None and (isinstance(memory, bool) or not isinstance(memory, (int, np.integer)) or memory < 1):
-        raise ExplorerError(f"memory={memory!r} must be a number of bytes, 1 or more")
+    budget = packed.budget_of(model.loaded, memory)
     whole = checks.intervention_of(options["ablate"], options["kernel"], options["kernel_layers"],
                                    options["kernel_temperature"], options["intervention"], model.info)
     prompts = list(prompts)
@@ -60,7 +59,6 @@ def runs(model, prompts: Sequence, options: dict, progress: Callable | None = No
     for decoder in decoders:
         decoder.set_intervention(whole)
     made: list = [None] * len(prompts)
-    budget = packed.default_budget(model.loaded) if memory is None else int(memory)
     for done, index in enumerate(packed.prefill_packed(model.loaded, decoders, ids, budget), start=1):
         for _ in range(steps):
             decoders[index].step()

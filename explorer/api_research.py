@@ -67,9 +67,9 @@ class PatchMaps:
         return {"maps": [m.to_json() for m in self.maps], "mean": self.mean.to_json()}
 
 
-def patch(model, clean, corrupt, target, against, site, metric, progress, cancel, intervention=None):
+def patch(model, clean, corrupt, target, against, site, metric, progress, cancel, intervention=None, memory=None):
     """Model.patch: one map, or for lists of prompts a PatchMaps (the pairs sharing their passes)."""
-    from explorer.core import patching
+    from explorer.core import packed, patching
 
     batch = checks.is_batch(clean) or checks.is_batch(corrupt)
     if batch and (not (checks.is_batch(clean) and checks.is_batch(corrupt)) or len(clean) != len(corrupt)):
@@ -84,7 +84,8 @@ def patch(model, clean, corrupt, target, against, site, metric, progress, cancel
         raise ExplorerError(f"the mean of residual maps needs pairs of one length; these have "
                             f"{', '.join(str(len(pair[0])) for pair in pairs)} tokens: patch them one length at a time")
     whole = checks.intervention_of((), None, None, 1.0, intervention, model.info)
-    maps = patching.patch_maps(model.loaded, pairs, site, metric, progress=progress, cancel=cancel, intervention=whole)
+    maps = patching.patch_maps(model.loaded, pairs, site, metric, progress=progress, cancel=cancel, intervention=whole,
+                               budget=None if memory is None else packed.budget_of(model.loaded, memory))
     if not batch:
         return maps[0]
     mean = replace(maps[0], clean=float(np.mean([m.clean for m in maps])),
@@ -93,15 +94,17 @@ def patch(model, clean, corrupt, target, against, site, metric, progress, cancel
     return PatchMaps(maps, mean)
 
 
-def heads(model, ids, repeat: int, seed: int, intervention=None):
+def heads(model, ids, repeat: int, seed: int, intervention=None, memory=None):
     """Model.heads: the scores on one sequence, or the mean of the scores over several."""
+    from explorer.core import packed
     from explorer.core.head_scores import score_heads, score_heads_each
 
+    budget = packed.budget_of(model.loaded, memory)
     whole = checks.intervention_of((), None, None, 1.0, intervention, model.info)
     if ids is not None and checks.is_batch(ids):
         _check_repeat(repeat)
         each = score_heads_each(model.loaded, [checks.one_prompt_ids(one, "ids") for one in ids], int(repeat),
-                                intervention=whole)
+                                intervention=whole, budget=budget)
         return replace(each[0], ids=each[0].ids, trace=None,
                        previous_token=np.mean([s.previous_token for s in each], axis=0),
                        induction=np.mean([s.induction for s in each], axis=0),

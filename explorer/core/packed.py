@@ -22,6 +22,7 @@ import torch
 
 from explorer.core.capture import AttentionCapture, StepCapture
 from explorer.core.decode import Decoder
+from explorer.core.errors import ExplorerError
 from explorer.core.recording import rebuilds
 
 BLOCK_ROWS = ("residual_in", "attn_out", "ffn_out", "residual", "x")
@@ -40,13 +41,28 @@ def can_pack(intervention) -> bool:
     return not means and not intervention.patches
 
 
-def packed_captures(loaded, prompts: list[np.ndarray], positions: list[int], intervention=None) -> list[StepCapture]:
-    """One capture per prompt whose last row is its position, from one packed pass over the prompts
-    cut at their positions."""
+def packed_captures(loaded, prompts: list[np.ndarray], positions: list[int], intervention=None,
+                    budget: int | None = None) -> list[StepCapture]:
+    """One capture per prompt whose last row is its position, from packed passes over the prompts cut at
+    their positions, as many prompts to a pass as `budget` bytes allow (None: default_budget)."""
+    cut = [np.asarray(ids[: p + 1], dtype=np.int64) for ids, p in zip(prompts, positions)]
+    budget = default_budget(loaded) if budget is None else budget
+
+    def fits(indices: list[int]) -> bool:
+        mine = [len(cut[i]) for i in indices]
+        return sum(mine) <= PASS_ROWS and pass_bytes(loaded.config, mine, weights=False) <= budget
+
+    captures: list[StepCapture] = []
+    for chunk in chunks(len(cut), fits):
+        captures += _captures_of_pass(loaded, [cut[i] for i in chunk], intervention)
+    return captures
+
+
+def _captures_of_pass(loaded, cut: list[np.ndarray], intervention) -> list[StepCapture]:
+    """One capture per prompt of `cut` (ids), from one packed pass over them."""
     from explorer.core.attention import as_run
 
     model = loaded.model
-    cut = [np.asarray(ids[: p + 1], dtype=np.int64) for ids, p in zip(prompts, positions)]
     lengths = [len(ids) for ids in cut]
     sequences = np.repeat(np.arange(len(cut)), lengths)
     rows = np.concatenate([np.arange(n) for n in lengths])
@@ -110,6 +126,26 @@ def chunks(count: int, fits) -> list[list[int]]:
         else:
             out.append([index])
     return out
+
+
+def budget_of(loaded, memory) -> int:
+    """The `memory=` of a batch (run, patch, heads) as the bytes its packed passes may take: a whole number,
+    1 or more, or None for default_budget; anything else is refused in one sentence."""
+    if memory is None:
+        return default_budget(loaded)
+    if isinstance(memory, bool) or not isinstance(memory, (int, np.integer)) or memory < 1:
+        raise ExplorerError(f"memory={memory!r} must be a number of bytes, 1 or more")
+    return int(memory)
+
+
+def rows_within(config, budget: int) -> int:
+    """The most rows one pass may pack within `budget` bytes (pass_bytes, no maps kept), PASS_ROWS at most
+    and 1 at least (a single row runs whatever it needs)."""
+    low, high = 1, PASS_ROWS
+    while low < high:                                       # pass_bytes grows with the rows
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if pass_bytes(config, [middle], weights=False) <= budget else (low, middle - 1)
+    return low
 
 
 def default_budget(loaded) -> int:

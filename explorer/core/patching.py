@@ -26,7 +26,7 @@ import torch
 from explorer.core.capture import StepCapture
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import HeadPatch, Intervention, ResidualPatch, combined
-from explorer.core.packed import packed_captures
+from explorer.core.packed import packed_captures, rows_within
 
 SITES = ("head", "resid")
 METRICS = ("logit_diff", "prob")
@@ -132,10 +132,12 @@ def patch_map(loaded, clean_ids, corrupt_ids, target_id: int, against_id: int | 
 
 
 def patch_maps(loaded, pairs: list[tuple], site: str = "head", metric="logit_diff", progress=None, cancel=None,
-               batch: int = 16, intervention=None, rows: int = 4096) -> list[PatchMap]:
+               batch: int = 16, intervention=None, rows: int = 4096, budget: int | None = None) -> list[PatchMap]:
     """patch_map of each (clean_ids, corrupt_ids, target_id, against_id) pair, the pairs sharing passes: the
-    clean and corrupted runs of every pair are one packed pass, and each layer's sites of every pair run
-    `batch` sequences (of at most `rows` rows in all) to a pass. `progress` counts the sites of all pairs."""
+    clean and corrupted runs of every pair are packed passes, and each layer's sites of every pair run
+    `batch` sequences (of at most `rows` rows in all) to a pass; with `budget` (bytes), no pass takes more
+    rows than a recorded pass within it (packed.rows_within: an over-estimate, as a site's pass keeps no
+    layer's rows). `progress` counts the sites of all pairs."""
     if site not in SITES:
         raise ExplorerError(f"site {site!r} is not one of {', '.join(SITES)}")
     if loaded.info.is_encoder_only or loaded.info.is_encoder_decoder:
@@ -147,7 +149,8 @@ def patch_maps(loaded, pairs: list[tuple], site: str = "head", metric="logit_dif
     with torch.inference_mode():
         base = check_base(intervention)
         runs = packed_captures(loaded, [p for pair in prompts for p in pair], [len(p) - 1 for p, _ in prompts
-                                                                                   for _ in (0, 1)], base)
+                                                                                   for _ in (0, 1)], base, budget)
+        rows = rows if budget is None else min(rows, rows_within(loaded.config, budget))
         cleans, corrupts = runs[0::2], runs[1::2]
         ends = [[float(score(run.layers[-1].residual[-1:])[0]) for run in pair]
                 for score, pair in zip(scores, zip(cleans, corrupts))]
