@@ -13,7 +13,7 @@ from explorer.app.thread.core_api import CoreApi, lending
 from explorer.app.thread.decode_loop import DecodeLoop, Emitter
 from explorer.app.thread.requests import ModelJob, RequestQueue
 from tests.app.shared_window import make
-from tests.app.test_long_context_panels import N, decoder  # noqa: F401  (fixture)
+from tests.app.test_panels_long_prompt import N, decoder  # noqa: F401  (fixture)
 
 
 def lent_executor(loaded, decoder):

@@ -2,7 +2,7 @@
 computed again), else every head's block maxima off the GUI thread (LongExport), the file written when
 done and said in the status bar; Cancel writes nothing.
 
-Expectations: block maxima of the trace's own Q and K with plain numpy (test_long_attention.exact_map)."""
+Expectations: block maxima of the trace's own Q and K with plain numpy (test_attention_long_prompt.exact_map)."""
 from __future__ import annotations
 
 import threading
@@ -17,8 +17,8 @@ from explorer.views import long_maps
 from explorer.views.grid import tile_block
 from tests.app.shared_window import make
 from tests.app.test_export_legibility import assert_legible
-from tests.app.test_long_attention import N, block_max, decoder, exact_map  # noqa: F401 (a fixture)
-from tests.app.test_long_export import answer, assert_block_maxima, computed, figures, trace  # noqa: F401
+from tests.app.test_attention_long_prompt import N, block_max, decoder, exact_map  # noqa: F401 (a fixture)
+from tests.app.test_export_long_head import answer, assert_block_maxima, computed, figures, trace  # noqa: F401
 
 GRID = 2                  # "Export the full grid as PNG/SVG…"
 

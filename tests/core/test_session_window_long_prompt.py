@@ -6,7 +6,7 @@ import numpy as np
 from PySide6.QtWidgets import QMessageBox
 
 from tests.app.test_window import idle, new_window
-from tests.core.test_long_session import FORCED, long_model, original, own_home  # noqa: F401 (fixtures)
+from tests.core.test_session_replay_long_prompt import FORCED, long_model, original, own_home  # noqa: F401 (fixtures)
 
 
 def test_the_window_opens_a_long_session_to_the_same_trace(qtbot, tmp_path, monkeypatch, original):  # noqa: F811

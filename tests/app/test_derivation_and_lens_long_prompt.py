@@ -15,7 +15,7 @@ from explorer.core.trace import Trace
 from tests.app.shared_window import make
 from explorer.core.attention_maps import MaskRule
 from explorer.core.trace import AttentionRecord
-from tests.app.test_long_context_panels import N, decoder, traces  # noqa: F401  (fixtures)
+from tests.app.test_panels_long_prompt import N, decoder, traces  # noqa: F401  (fixtures)
 
 LAYER, HEAD, ROW = 1, 2, 5000
 

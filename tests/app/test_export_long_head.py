@@ -2,7 +2,7 @@
 block maxima over the real extent, with the extent in the title, computed off the GUI thread or taken
 from the maps the panel keeps, never as the dense T × T map; the image dialog offers the exact .npy.
 
-Expectations come from the trace's own Q and K with plain numpy (test_long_attention.exact_map)."""
+Expectations come from the trace's own Q and K with plain numpy (test_attention_long_prompt.exact_map)."""
 from __future__ import annotations
 
 import threading
@@ -19,7 +19,7 @@ from explorer.core.trace import Trace
 from explorer.views import long_maps
 from tests.app.shared_window import make
 from tests.app.test_export_legibility import assert_legible
-from tests.app.test_long_attention import N, SIDE, block_max, decoder, exact_map, show  # noqa: F401 (a fixture)
+from tests.app.test_attention_long_prompt import N, SIDE, block_max, decoder, exact_map, show  # noqa: F401 (a fixture)
 from tests.app.text_contrast import label_rects, paper_luminance, rendered
 
 SIZE = (800, 600)

@@ -3,7 +3,7 @@ dimmed and labelled as that step, until every tile of the new step is in; never 
 steps, never two steps mixed; a new prompt still starts blank.
 
 The final tiles are checked against block maxima of the maps computed with numpy from the trace's
-own Q and K over every query so far, the steps' too (test_long_attention.exact_map: S = Q Kᵀ · scale
+own Q and K over every query so far, the steps' too (test_attention_long_prompt.exact_map: S = Q Kᵀ · scale
 over keys j <= i, softmax)."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from explorer.app.panels.attention import STALE_OPACITY
 from explorer.app.state.session import Session
 from explorer.views.grid import tile_block
 from tests.app.shared_window import make
-from tests.app.test_long_attention import N, block_max, exact_map
+from tests.app.test_attention_long_prompt import N, block_max, exact_map
 
 STEPS_CAPACITY = 8
 
