@@ -234,12 +234,13 @@ def _can_generate(loaded) -> bool:
 
 def kv_table(path: str | Path, tokens: int | None = None, dtype: str = "float32",
              ranks: Sequence[int] | None = None) -> list[dict]:
-    """The KV lab's table for a model folder, config.json or .gguf (dimensions only, no weights):
+    """The KV lab's table for a catalog name, model folder, config.json or .gguf (dimensions only, no weights):
     one dict per variant (MHA, GQA, MQA, MLA ranks) with its kv_heads, bytes_per_token and bytes_total."""
     from explorer.core import kv_variants as kv
     from explorer.core.loaders.config_file import read_config
+    from explorer.core.store import resolve
 
-    config, _ = read_config(str(path))
+    config, _ = read_config(resolve(path))
     shape = kv.cache_shape(config, source=str(path))
     rows = kv.compare(shape, tokens=tokens, dtype=dtype, ranks=None if ranks is None else list(ranks))
     return [row.as_json() for row in rows]
