@@ -72,7 +72,6 @@ PRESENTATION_AXES = ("TokenAxis sizes itself from the font when its labels are s
                      "View ▸ Presentation enlarges the application's font")
 
 
-@pytest.mark.xfail(strict=True, reason=PRESENTATION_AXES + ": upright key labels are cut ('␣capit')")
 def test_presentation_keeps_the_key_labels_whole(journey):
     """View ▸ Presentation enlarges every text 1.4 times: the large map's upright key labels must still fit
     whole in the key axis (SmolLM2 on a 1920x1080 X screen: '␣capital' read '␣capit')."""
@@ -94,7 +93,6 @@ def cut_key_labels(key_axis) -> list[str]:
             if width > room]
 
 
-@pytest.mark.xfail(strict=True, reason=PRESENTATION_AXES + ": the grid's two-digit layer labels are dropped")
 def test_presentation_keeps_the_grid_layer_labels(journey, tmp_path):
     """In Presentation the all-heads grid must still label rows past L9 (SmolLM2: the labels stopped at L9 of 30)."""
     journey.open(deep_llama(tmp_path / "deep-llama"), "To be, or not to be")
@@ -125,3 +123,53 @@ def test_an_opened_session_does_not_say_it_is_still_running(journey, tmp_path):
     assert trace is not None and trace.token_ids.tolist() == saved.token_ids.tolist()
     said = window.statusBar().currentMessage()
     assert "running" not in said, f"idle, with the session open, the status bar says {said!r}"
+
+
+# Not strict: a fix of the give-back (a replay of the trace a running replay rebuilds joins it) is being made in the
+# working tree beside this test; once it is committed, this marker goes.
+@pytest.mark.xfail(strict=False, reason="each give-back replay cancels the one running (a Replay supersedes a running "
+                   "decoding request), whose emptied trace makes the controller ask for the trace shown once more: "
+                   "after Stop, the Next token panel's replay (through _with_decoder) starts an endless chain")
+def test_after_stop_the_window_asks_no_replay_by_itself(journey, monkeypatch):
+    """Run an edited prompt and Stop at once while the model is slow (SmolLM2 on two busy cores), then click a
+    token (Next token in sight) and press Step while the trace shown is given back to the decoder: once those
+    are asked, the window must ask the model thread for nothing more by itself. On a bare X screen it instead
+    stayed busy for two minutes, the model thread handing back 544 empty traces and replaying as many times."""
+    import time
+
+    from explorer.core import model as core_model
+
+    journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be")
+    window = journey.window
+    journey.act("Step", window.actions.step.trigger)
+    journey.raise_panel("next_token")                 # its candidates at a selected token are asked of the decoder
+    journey.act("selecting a token inside the prompt", lambda: window.session.select(token=2, step=None))
+    forward = core_model.Block.forward
+
+    def slow_block(self, *args, **kwargs):          # a layer as slow as SmolLM2's under load, so Stop lands mid-run
+        time.sleep(0.5)
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(core_model.Block, "forward", slow_block)
+    replays, emptied = [], []
+    replay = window.worker.replay
+    monkeypatch.setattr(window.worker, "replay", lambda *a, **k: (replays.append(a or k), replay(*a, **k))[1])
+    window.worker.trace_ready.connect(lambda trace, *a: emptied.append(1) if not trace.steps else None)
+    shown = window.session.trace
+    window.prompt.set_text(window.prompt.text + " again")
+    replaying = []
+    window.worker.run_progress.connect(lambda _fraction, text: replaying.append(text) if "Replaying" in text else None)
+    window.actions.run.trigger()
+    window.actions.stop.trigger()
+    journey.qtbot.waitUntil(lambda: bool(replaying), timeout=20000)      # the give-back replay has begun
+    window.session.select(token=1, step=None)                       # a person clicks another token meanwhile
+    window.actions.step.trigger()                                    # and presses Step
+    asked = len(replays)                  # each of these asks the decoder for the trace shown first, at most
+    try:
+        journey.qtbot.waitUntil(lambda: not window.worker.busy or len(replays) > asked + 4, timeout=60000)
+    finally:
+        monkeypatch.setattr(core_model.Block, "forward", forward)    # so that a chain of replays can end
+    assert len(replays) == asked, f"after Stop, a click and Step (asking {asked} replays), the window asked " \
+        f"{len(replays) - asked} more by itself ({len(emptied)} empty traces handed back)"
+    journey.qtbot.waitUntil(lambda: not window.worker.busy, timeout=60000)
+    assert window.session.trace is not None and window.session.trace.n_tokens >= shown.n_tokens
