@@ -11,9 +11,21 @@ import json
 
 import pytest
 
-from tests.app.journey import BUNDLED
-from tests.app.test_user_journey_drive import journey  # noqa: F401
-from tests.app.test_window import store_home  # noqa: F401
+from tests.app.journey import BUNDLED, Journey
+from tests.app.test_window import new_window, store_home  # noqa: F401
+
+
+@pytest.fixture
+def journey(qtbot, tmp_path, screen, dialogs):
+    """A person's journey (tests/app/journey.py) through a new main window sized to the emulated `screen`."""
+    window = new_window(qtbot, tmp_path)
+    window.resize(screen)
+    walk = Journey(qtbot, window, screen, tmp_path)
+    walk.warnings = dialogs["warnings"]
+    yield walk
+    if window.presentation.on:                 # the application's font is every later test's too
+        window.presentation.set_on(False)
+    window.close()
 
 
 def kind_by_config(folder) -> str:
@@ -38,3 +50,30 @@ def test_the_what_if_tab_says_why_only_what_the_model_is(journey, name):
     assert ("MLA" in said) == (kind == "mla"), f"{name} ({kind}): {said!r}"
     assert ("encoder–decoder" in said) == (kind == "encoder-decoder"), f"{name} ({kind}): {said!r}"
     assert (panel.variant_box.count() > 0) == (kind == "decoder"), f"{name} ({kind}) offers {panel.variant_box.count()}"
+
+
+def placed_and_drawn(axis) -> tuple[list[str], list[str]]:
+    """The labels the axis places along its length (thinned so that none overlaps), and those pyqtgraph draws of
+    them: it leaves out a label wider than the axis has room for."""
+    from tests.app.test_user_journey_drive import drawn_labels
+
+    length = axis.boundingRect().height() if axis.orientation in ("left", "right") else axis.boundingRect().width()
+    levels = axis.tickValues(axis.range[0], axis.range[1], length)
+    placed = [text for text in axis.tickStrings(levels[0][1] if levels else [], 1.0, 1.0) if text]
+    return placed, [text for text, _width in drawn_labels(axis)]
+
+
+def test_presentation_fits_the_axes_to_the_larger_font_and_back(journey, tmp_path):
+    """View ▸ Presentation: every layer label the all-heads grid places (L0 … L11) is drawn in the larger font, none
+    left out for want of width; off again, the grid's layer axis and the map's key axis take back their size."""
+    from tests.app.test_user_journey_drive import deep_llama
+
+    journey.open(deep_llama(tmp_path / "deep-llama"), "To be, or not to be")
+    panel = journey.raise_panel("attention")
+    rows, keys = panel.grid.axes["left"], panel.large.axes["top"]
+    before = (rows.boundingRect().width(), keys.boundingRect().height())
+    journey.act("View ▸ Presentation", journey.window.menus.presentation.trigger)
+    placed, drawn = placed_and_drawn(rows)
+    assert "L11" in placed and drawn == placed, f"in Presentation the grid places {placed} and draws {drawn}"
+    journey.act("View ▸ Presentation off", journey.window.menus.presentation.trigger)
+    assert (rows.boundingRect().width(), keys.boundingRect().height()) == before

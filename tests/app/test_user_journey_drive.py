@@ -68,10 +68,6 @@ def drawn_labels(axis) -> list[tuple[str, float]]:
     return [(text, metrics.horizontalAdvance(text)) for _rect, _flags, text in (specs[2] if specs else []) if text]
 
 
-PRESENTATION_AXES = ("TokenAxis sizes itself from the font when its labels are set, and is not fitted again when "
-                     "View ▸ Presentation enlarges the application's font")
-
-
 def test_presentation_keeps_the_key_labels_whole(journey):
     """View ▸ Presentation enlarges every text 1.4 times: the large map's upright key labels must still fit
     whole in the key axis (SmolLM2 on a 1920x1080 X screen: '␣capital' read '␣capit')."""

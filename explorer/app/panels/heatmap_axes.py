@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt
+from PySide6.QtCore import QEvent, QRectF, Qt
 from PySide6.QtGui import QFont, QFontMetricsF
 
 MAX_UPRIGHT_PX = 90          # the tallest a top or bottom axis of upright token labels grows (default font)
@@ -106,10 +106,23 @@ class TokenAxis(pg.AxisItem):
 
     def showLabel(self, show: bool = True) -> None:
         super().showLabel(show)
+        self._fit()
+
+    def _fit(self) -> None:
         if self.upright:
             self._fit_upright()
         elif self.orientation in ("left", "right") and getattr(self, "_labels", None):   # (during __init__: none)
             self._fit_width()
+
+    def changeEvent(self, event) -> None:
+        """Fitted again when the application's font changes (View ▸ Presentation makes it 1.4 times larger):
+        an axis in the default font measured its labels in the font it had when they were set, which cut
+        the upright keys and left two-digit layer labels out."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange and self.style["tickFont"] is None:
+            self._fit()
+            self.picture = None
+            self.update()
 
     def _needed_px(self) -> float:
         """Room one label takes along the axis: a line of its font (upright or on a side axis), else its width."""
