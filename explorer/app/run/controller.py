@@ -60,6 +60,7 @@ class DecodingController(ModelLoading, StepControl, PromptState, PromptFit, Trac
         self._shown_prompt: np.ndarray | None = None  # the uncut prompt ids of the trace shown
         self._lost_trace: dict | None = None         # replay_arguments of the trace shown, which a cancelled
                                                      # run took from the decoder: replayed before the next step
+        self._giving_back = False                    # a replay of _lost_trace is queued (the next step follows it)
         self._redo_runs = True                       # False while a session's replay is about to record the run
         self.room = TraceRoom(lambda: self.trace_budget)
         self._after_load: Callable[[], None] | None = None

@@ -31,6 +31,7 @@ class ModelLoading:
     def cancel_load(self) -> None:
         if self.loading is not None:
             self.worker.cancel()
+            self._give_back_dropped()
             self._end_loading()
             self.notice.emit("Loading cancelled; the previous model is still in use.")
 
@@ -44,7 +45,7 @@ class ModelLoading:
             tokenizer = summary.tokenizer
             self.session.set_token_display(tokenizer.display)
             self.session.set_text_decoder(lambda ids: tokenizer.decode([i for i in ids if not tokenizer.is_special(i)]))
-        self._lost_trace = None
+        self._lost_trace, self._giving_back = None, False
         self.session.set_trace(None)
         self.session.set_model(summary.info)
         self._tokenize()
@@ -70,6 +71,7 @@ class ModelLoading:
         self.run()
 
     def _on_load_failed(self, reference: str) -> None:
+        self._give_back_dropped()               # the load pushed dropped it from the queue
         if reference == self.loading:
             self._end_loading()
             self.load_failed.emit(reference)

@@ -52,10 +52,10 @@ class StepControl:
 
     def _with_decoder(self, request, *args) -> None:
         """Ask `request` of the model thread, after replaying the trace shown if a cancelled run took it
-        from the decoder (the trace stayed on screen; the decoder must hold it again before it goes on)."""
-        lost, self._lost_trace = self._lost_trace, None
-        if lost is not None:
-            self.worker.replay(**lost)
+        from the decoder (the trace stayed on screen; the decoder must hold it again before it goes on).
+        A give-back already queued serves: the request follows it."""
+        if self._lost_trace is not None and not self._giving_back:
+            self._give_back()
         request(*args)
 
     def force(self, token_id: int) -> None:
@@ -76,7 +76,7 @@ class StepControl:
     def reset(self) -> None:
         self.set_playing(False)
         self.worker.cancel(discard_traces=True)
-        self._lost_trace = None
+        self._lost_trace, self._giving_back = None, False
         self.session.set_trace(None)
         self._update_out_of_date()
 
@@ -91,9 +91,11 @@ class StepControl:
             # A run in flight: whether the model thread has begun it or not, no trace asked so far is handed
             # on (one finishing now would replace the screen after Stop), and the trace shown stays.
             self.worker.cancel(discard_traces=True)
+            self._give_back_dropped()
             self._keep_shown_trace()
         else:
             self.worker.cancel()
+            self._give_back_dropped()
             if self._lost_trace is not None:    # the replay giving the decoder the trace shown was dropped too
                 self._give_back()
         self.session.drop_work(CANCEL)

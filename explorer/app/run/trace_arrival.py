@@ -20,11 +20,12 @@ class TraceArrival:
         if self.summary is not None and trace.model.name != self.summary.info.name:
             return                          # a late answer about a model no longer shown
         if not trace.steps:                 # a prefill stopped half way (Cancel): the model holds nothing now
-            self._cancelled_run()
+            if self._lost_trace is None:    # else the give-back itself was stopped: Stop asks it again, and
+                self._cancelled_run()       # a load's cancel leaves it to the next request (_with_decoder)
             return
         if self._given_back(trace):
             return
-        self._lost_trace = None
+        self._lost_trace, self._giving_back = None, False
         self._claim(trace)
         self.session.set_trace(trace)
         self._update_out_of_date()
@@ -54,8 +55,14 @@ class TraceArrival:
     def _give_back(self) -> None:
         """Have the model thread replay the trace shown now, so that once idle its decoder holds what the
         window shows (a panel's job lent the decoder reads it too). `_lost_trace` stays until a trace arrives:
-        a Stop that drops this replay from the queue asks for it again."""
+        a Stop that drops this replay from the queue asks for it again; until then a request asked of the
+        decoder follows this replay rather than asking another (which would cancel it and start over)."""
+        self._giving_back = True
         self.worker.replay(**self._lost_trace)
+
+    def _give_back_dropped(self) -> None:
+        """The queue was emptied (Stop, a cancelled or failed load): a give-back queued is gone with it."""
+        self._giving_back = False
 
     def _given_back(self, trace) -> bool:
         """True for the replay of the trace shown: the decoder holds it again, and the same trace stays up
@@ -65,7 +72,7 @@ class TraceArrival:
             return False
         if not np.array_equal(trace.token_ids, shown.token_ids):
             return False                        # sampled otherwise this time: the decoder's trace is shown
-        self._lost_trace = None
+        self._lost_trace, self._giving_back = None, False
         return True
 
     def _on_failed(self, message: str) -> None:

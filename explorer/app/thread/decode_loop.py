@@ -139,7 +139,9 @@ class DecodeLoop:
     @contextmanager
     def _layer_progress(self, decoder, request, what: str):
         """While a prefill runs, report each layer done (run_progress) and stop it between layers once the
-        request is cancelled (the decoder's cache and trace are then empty)."""
+        request is cancelled (the decoder's cache and trace are then empty). The emptied trace is handed back
+        unless a prefill or replay queued behind sets the decoder anew: read as a cancelled run, it would
+        have the GUI give back the trace shown over the newer run."""
         def report(done: int, total: int) -> None:
             if self._queue.is_cancelled(request):
                 raise Cancelled()
@@ -149,8 +151,8 @@ class DecodeLoop:
         try:
             yield
         except Cancelled:
-            if not decoder.trace.steps:          # stopped after the cache was reset: the window shows nothing
-                self._hand_back(decoder.trace)
+            if not decoder.trace.steps and not self._queue.starts_over(loads=False):
+                self._hand_back(decoder.trace)   # stopped after the cache was reset: the decoder holds nothing
             raise
         finally:
             decoder.progress = None

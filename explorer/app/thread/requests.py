@@ -2,7 +2,8 @@
 
 A request that has not started yet may be merged with the next one (Step + Step
 is Step(2); Step + Back cancel out) or dropped when a newer request makes it
-pointless (a new prompt drops the steps queued for the old one). Every change
+pointless (a new prompt drops the steps queued for the old one). A replay of the
+very trace a running replay rebuilds joins it rather than cancelling it. Every change
 happens under one lock, so the GUI thread and the model thread can never see
 half a queue.
 """
@@ -307,11 +308,12 @@ class RequestQueue:
         with self._lock:
             return list(self._pending)
 
-    def starts_over(self) -> bool:
-        """Whether a queued request will start the trace over (a load, a prefill, a replay): a redo of the
-        current trace now would be thrown away, and its progress would name the wrong run."""
+    def starts_over(self, loads: bool = True) -> bool:
+        """Whether a queued request will start the trace over (a load unless not `loads`, a prefill, a replay):
+        a redo of the current trace now would be thrown away, and a trace emptied now needs no word to the GUI."""
+        kinds = (Load, Prefill, Replay) if loads else (Prefill, Replay)
         with self._lock:
-            return any(isinstance(r, (Load, Prefill, Replay)) for r in self._pending)
+            return any(isinstance(r, kinds) for r in self._pending)
 
     # ----- model thread -----------------------------------------------------------
     def take(self):
@@ -359,6 +361,8 @@ class RequestQueue:
             self._cancel_running(lambda running: True)
         elif isinstance(request, (Prefill, Replay)):
             self._pending = [r for r in self._pending if not isinstance(r, _DECODING)]
+            if self._replaying(request):
+                return                      # it joins the replay running: that one ends with the same trace
             self._cancel_running(lambda running: isinstance(running, _DECODING))
         elif isinstance(request, Step) and isinstance(last, Step):
             self._pending[-1] = replace(last, count=last.count + request.count, seq=request.seq)
@@ -389,6 +393,12 @@ class RequestQueue:
             self._pending.append(Sync(seq=self._next_seq))
             self._next_seq += 1
             self._lock.notify_all()
+
+    def _replaying(self, request) -> bool:
+        """Whether `request` replays exactly the trace the running replay (not cancelled) rebuilds."""
+        running = self._running
+        return (isinstance(request, Replay) and isinstance(running, Replay) and running.seq not in self._cancelled
+                and replace(running, seq=request.seq) == request)
 
     def _cancel_running(self, applies) -> None:
         if self._running is not None and applies(self._running):
