@@ -77,3 +77,41 @@ def test_presentation_fits_the_axes_to_the_larger_font_and_back(journey, tmp_pat
     assert "L11" in placed and drawn == placed, f"in Presentation the grid places {placed} and draws {drawn}"
     journey.act("View ▸ Presentation off", journey.window.menus.presentation.trigger)
     assert (rows.boundingRect().width(), keys.boundingRect().height()) == before
+
+
+def red_ink_columns(widget) -> list[int]:
+    """The pixel columns of `widget`, as drawn, that hold red ink (the warning's text)."""
+    image = widget.grab().toImage()
+    ratio = image.devicePixelRatio()
+    columns = set()
+    for x in range(image.width()):
+        for y in range(image.height()):
+            colour = image.pixelColor(x, y)
+            if colour.red() - colour.green() > 60 and colour.red() - colour.blue() > 60:
+                columns.add(int(x / ratio))
+                break
+    return sorted(columns)
+
+
+def test_the_translators_left_out_warning_is_never_cut_at_the_docks_edge(journey):
+    """The Tokens panel's warning of the characters the translator's tokenizer leaves out ("T q k" of "The quick
+    brown fox", by its tokenizer.json's own round trip) ends inside the dock, elided, with the whole sentence in
+    its tooltip; at 1366x768 it was cut at the dock's edge mid-word ("… (3 characters ne")."""
+    from tests.app.test_token_text import bundled, not_read
+
+    text = "The quick brown fox"
+    tokenizer = bundled("translate-en-zh")
+    left_out = not_read(text, tokenizer.decode(tokenizer.encode(text).ids))
+    assert left_out
+    journey.open(BUNDLED / "translate-en-zh", text)
+    panel = journey.raise_panel("tokens")
+    warning = panel.dropped
+    assert warning.isVisible()
+    whole = warning.toolTip()
+    assert all(f" {ch}" in whole for ch in left_out), f"the tooltip {whole!r} does not name {left_out!r}"
+    assert "the model does not read them" in whole, f"the tooltip is not the whole sentence: {whole!r}"
+    ink = red_ink_columns(warning)
+    assert ink, "the warning draws nothing"
+    assert ink[-1] < warning.width() - 2, \
+        f"the warning's text runs to the edge of its {warning.width()} px line (ink up to column {ink[-1]}): cut"
+    assert warning.mapTo(panel, warning.rect().topRight()).x() < panel.width()

@@ -15,16 +15,37 @@ from collections.abc import Sequence
 
 import numpy as np
 from PySide6.QtCore import Qt, QUrl
-from PySide6.QtGui import QCursor
+from PySide6.QtGui import QColor, QCursor
 from PySide6.QtWidgets import QSplitter, QTextBrowser, QToolTip
 
-from explorer.app.panels.base import LineLabel, Panel, WrappedText, visible_text
+from explorer.app.panels.base import Panel, WrappedText, visible_text
 from explorer.app.panels.token_pieces import SELECTED, piece_html
 from explorer.app.panels.token_table import TokenRow, TokenRows, TokenTable, bytes_text, token_rows
 from explorer.app.state.session import Selection
+from explorer.app.window.error_bar import ElidedLine
 from explorer.views.token_text import TextPiece, TokenSpan, dropped_characters, dropped_warning, text_pieces
 
 SPAN_WINDOW = 1500          # tokens drawn as coloured spans at once (a rich-text layout grows with each)
+WARNING_COLOUR = "#ff6b6b"
+
+
+class WarningLine(ElidedLine):
+    """A warning in one bold red line, as the error line draws an error: elided with "…" at the panel's edge,
+    the whole sentence in its tooltip. It asks for one line of height and no width, so a long list of left-out
+    characters never widens the dock (a plain label was cut mid-word at its edge, with no sign that it went on)."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        palette = self.palette()
+        palette.setColor(self.foregroundRole(), QColor(WARNING_COLOUR))
+        self.setPalette(palette)
+        font = self.font()
+        font.setBold(True)
+        self.setFont(font)
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        self.setToolTip(self.text())
 
 
 class TokensPanel(Panel):
@@ -48,9 +69,8 @@ class TokensPanel(Panel):
         self.translation = WrappedText()      # an encoder-decoder's source and target, as text
         self.translation.setObjectName("translation")
         self.translation.hide()
-        self.dropped = LineLabel()            # characters the vocabulary has no token for, named
+        self.dropped = WarningLine()          # characters the vocabulary has no token for, named
         self.dropped.setObjectName("dropped")
-        self.dropped.setStyleSheet("color: #ff6b6b; font-weight: bold")
         self.dropped.hide()
         self.body.addWidget(self.translation)
         self.body.addWidget(self.dropped)
