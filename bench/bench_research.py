@@ -2,10 +2,11 @@
 
     python bench/bench_research.py [model.gguf | folder | catalog name]
 
-Each step is timed alone on each side (best of BENCH_REPEAT, default 3), with BENCH_THREADS torch threads
-(default 1, so that a shared machine's other jobs take less from either side); transformers loads the
+Each step is timed alone on each side, the sides taking turns (best of BENCH_REPEAT each, default 3), with
+BENCH_THREADS torch threads (default 1, so that a shared machine's other jobs take less from either side); transformers loads the
 explorer's own save_hf folder, so both run the same float32 weights. A benchmark, not a test: it prints
-a table and the machine's load (/proc/loadavg) before and after.
+a table (wall-clock and process CPU seconds, explorer ÷ transformers) and the machine's load
+(/proc/loadavg) before and after.
 """
 from __future__ import annotations
 
@@ -27,13 +28,19 @@ FORMATS = ["When John and Mary went to the shops,{} gave the bag to", "When Tom 
 NAMES = [(" Mary", " John"), (" Tom", " James"), (" Dan", " Sid"), (" Martin", " Amy")]
 
 
-def best(step) -> float:
-    times = []
-    for _ in range(REPEAT):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return min(times)
+def seconds(step) -> tuple[float, float]:
+    """The wall-clock and the process CPU seconds of one call (with one torch thread the CPU time is the
+    work done, whatever else the machine runs; the wall clock also counts the waits for a core)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    step()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def best_alternating(ours, theirs) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The best of REPEAT timings (wall, CPU) of each side, the sides taking turns (ours, theirs, ours, ...),
+    so that a shared machine's load in any one stretch weighs on both alike."""
+    times = [(seconds(ours), seconds(theirs)) for _ in range(REPEAT)]
+    return tuple(tuple(min(t[side][kind] for t in times) for kind in (0, 1)) for side in (0, 1))
 
 
 def prompts_and_answers():
@@ -139,10 +146,10 @@ def main(name: str) -> None:
     }
     theirs = hf_side(hf, batch, target, against, int(layer), int(head))
     print(f"{model.name}, {len(prompts)} prompts of {batch.shape[1]} tokens, torch threads {torch.get_num_threads()}")
-    print(f"{'step':28} {'explorer s':>11} {'transformers s':>15} {'ratio':>7}")
+    print(f"{'step':28} {'explorer s':>11} {'transformers s':>15} {'ratio':>7} {'CPU s':>15} {'CPU ratio':>10}")
     for step in ours:
-        a, b = best(ours[step]), best(theirs[step])
-        print(f"{step:28} {a:11.3f} {b:15.3f} {a / b:7.2f}")
+        (a, a_cpu), (b, b_cpu) = best_alternating(ours[step], theirs[step])
+        print(f"{step:28} {a:11.3f} {b:15.3f} {a / b:7.2f} {a_cpu:7.3f} {b_cpu:7.3f} {a_cpu / b_cpu:10.2f}")
     print(f"load average after: {load_average()}")
 
 
