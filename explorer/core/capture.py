@@ -54,6 +54,7 @@ class LayerCapture:
     cross_out: torch.Tensor | None = None      # (T, d)
     ffn_out: torch.Tensor | None = None        # (T, d) FFN output added to the residual (post-norm applied)
     residual: torch.Tensor | None = None       # (T, d) h leaving the block
+    residual_norm: torch.Tensor | None = None  # (T,) ||h||, where a recording kept only the norm of `residual`
 
 
 class StepCapture:

@@ -188,11 +188,18 @@ def own_copy(tensor: torch.Tensor) -> torch.Tensor:
     return tensor
 
 
+def residual_norm(h: torch.Tensor) -> torch.Tensor:
+    """||h|| of each row of one layer's residual stream h (n_new, d): (n_new,) float32, on the host."""
+    return torch.linalg.vector_norm(h.float(), dim=-1).cpu()
+
+
 def residual_norms(captured: list[LayerCapture]) -> list[np.ndarray]:
     """||h|| of each new token's residual stream after each layer: per layer (n_new,), float32."""
+    if all(layer.residual_norm is not None for layer in captured):     # taken as each layer ended
+        return [layer.residual_norm.numpy() for layer in captured]
     residuals = [layer.residual for layer in captured]
     if residuals[0].numel() > SMALL:                       # a prefill: no (L, n_new, d) copy, one norm per layer
-        return [torch.linalg.vector_norm(h.float(), dim=-1).cpu().numpy() for h in residuals]
+        return [residual_norm(h).numpy() for h in residuals]
     stacked = torch.stack(residuals)                                                        # (L, n_new, d)
     return list(torch.linalg.vector_norm(stacked.float(), dim=-1).cpu().numpy())
 
@@ -234,7 +241,7 @@ class RecordingCapture(StepCapture):
     view of, in the record dtype. A long prefill then holds one layer's temporaries at a time
     beside the recorded arrays, instead of every layer's."""
 
-    BLOCK_FIELDS = ("residual_in", "attn_out", "ffn_out", "cross_out")    # not recorded by a decoder's step
+    BLOCK_FIELDS = ("residual_in", "attn_out", "ffn_out", "cross_out", "residual")   # not recorded: ||h|| only
 
     def __init__(self, n_layers: int, weights: bool, skipped: frozenset, dtype: torch.dtype, intervention=None):
         super().__init__(n_layers, weights)
@@ -248,6 +255,7 @@ class RecordingCapture(StepCapture):
             mark_edited(attn, self.intervention, layer, where)
         if captured.attn is None or captured.x is None or captured.x.numel() <= SMALL:
             return
+        captured.residual_norm = residual_norm(captured.residual)      # h itself: (T, d) a layer, not recorded
         for name in self.BLOCK_FIELDS:
             setattr(captured, name, None)
         attn = captured.attn

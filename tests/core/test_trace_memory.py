@@ -50,6 +50,24 @@ def test_a_long_prefill_keeps_the_bytes_of_the_formula(tiny, dtype):
     assert all(layer.x is None for layer in trace.steps[0].layers)
 
 
+def test_a_long_prefill_holds_no_layer_s_t_by_d_rows_but_q_k_v_until_it_is_recorded(tiny, monkeypatch):
+    """The peak of a long prefill: each finished layer keeps Q, K, V and ||h||, not X or h (T, d) each."""
+    from explorer.core import decode, recording
+
+    hf, loaded, ids = tiny
+    seen = []
+    monkeypatch.setattr(decode, "layer_records", lambda captured, *a, **k: seen.append(list(captured)) or
+                        recording.layer_records(captured, *a, **k))
+    trace = Decoder(loaded, RecordOptions(top_k=TOP_K), capacity=T + 1).prefill(ids)
+    (captured,) = seen
+    norms = [np.linalg.norm(h, axis=-1) for h in _reference(hf, ids)["h"].values()]
+    for layer, held in enumerate(captured):
+        rows = {name: getattr(held, name) for name in ("x", "residual_in", "attn_out", "ffn_out", "residual")}
+        assert all(value is None for value in rows.values()), [name for name, v in rows.items() if v is not None]
+        np.testing.assert_allclose(held.residual_norm.numpy(), norms[layer], rtol=1e-4)
+        np.testing.assert_array_equal(trace.steps[0].layers[layer].residual_norm, held.residual_norm.numpy())
+
+
 def test_a_short_prompt_still_keeps_its_block_inputs(tiny):
     hf, loaded, ids = tiny
     trace = Decoder(loaded, RecordOptions(top_k=TOP_K), capacity=T + 1).prefill(ids[:16])
