@@ -183,3 +183,22 @@ def test_a_folder_holding_one_gguf_opens_it(journey, tmp_path, tiny_gguf):
     (folder / "pulled.json").write_text("{}")
     journey.open(folder, "To be, or not")
     assert journey.window.session.trace is not None and not journey.warnings
+
+
+def test_presentation_on_and_off_after_reset_layout_fits_the_screen(journey, screen, request):
+    """After a journey on the model, View ▸ Reset Layout twice, then Presentation on and off: the window must still
+    fit the screen (on a bare 1366x768 X screen it came back 1366x770, its status bar's last rows off the screen;
+    offscreen 1366x774). At 1920x1080 it fits."""
+    if screen.height() < 1000:
+        request.applymarker(pytest.mark.xfail(strict=True, reason="leaving View ▸ Presentation after Reset Layout "
+                                              "gives the window back a few px taller than a 1366x768 screen"))
+    journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be")
+    window = journey.window
+    journey.step_back_branch()
+    journey.raise_every_panel()
+    journey.cancels()
+    for _ in range(2):
+        journey.act("View ▸ Reset Layout", window.default_layout)
+    journey.act("View ▸ Presentation", window.menus.presentation.trigger)
+    journey.act("View ▸ Presentation off", window.menus.presentation.trigger)
+    assert not window.presentation.on
