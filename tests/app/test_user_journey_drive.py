@@ -121,11 +121,6 @@ def test_an_opened_session_does_not_say_it_is_still_running(journey, tmp_path):
     assert "running" not in said, f"idle, with the session open, the status bar says {said!r}"
 
 
-# Not strict: a fix of the give-back (a replay of the trace a running replay rebuilds joins it) is being made in the
-# working tree beside this test; once it is committed, this marker goes.
-@pytest.mark.xfail(strict=False, reason="each give-back replay cancels the one running (a Replay supersedes a running "
-                   "decoding request), whose emptied trace makes the controller ask for the trace shown once more: "
-                   "after Stop, the Next token panel's replay (through _with_decoder) starts an endless chain")
 def test_after_stop_the_window_asks_no_replay_by_itself(journey, monkeypatch):
     """Run an edited prompt and Stop at once while the model is slow (SmolLM2 on two busy cores), then click a
     token (Next token in sight) and press Step while the trace shown is given back to the decoder: once those
