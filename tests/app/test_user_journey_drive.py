@@ -180,13 +180,10 @@ def test_a_folder_holding_one_gguf_opens_it(journey, tmp_path, tiny_gguf):
     assert journey.window.session.trace is not None and not journey.warnings
 
 
-def test_presentation_on_and_off_after_reset_layout_fits_the_screen(journey, screen, request):
+def test_presentation_on_and_off_after_reset_layout_fits_the_screen(journey):
     """After a journey on the model, View ▸ Reset Layout twice, then Presentation on and off: the window must still
     fit the screen (on a bare 1366x768 X screen it came back 1366x770, its status bar's last rows off the screen;
     offscreen 1366x774). At 1920x1080 it fits."""
-    if screen.height() < 1000:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="leaving View ▸ Presentation after Reset Layout "
-                                              "gives the window back a few px taller than a 1366x768 screen"))
     journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be")
     window = journey.window
     journey.step_back_branch()
@@ -223,3 +220,22 @@ def test_the_kv_cache_axes_of_an_encoder_keep_their_unit(journey, minilm):
     for tabs in panel.findChildren(QTabWidget):
         for index in range(tabs.count()):
             journey.act(f"KV cache tab {index}", lambda tabs=tabs, index=index: tabs.setCurrentIndex(index))
+
+
+def test_learn_stop_three_keeps_the_q_k_v_plots_legible(journey, screen, request):
+    """Help ▸ Learn, stop 3 (Attention as a soft lookup), Show me: the Q / K / V panel it opens beside Learn keeps
+    plots of at least MIN_PLOT_PX each way (on a bare 1366x768 X screen Q_0, K_0 and V_0 were 78 px wide).
+    Journey.act checks every visible plot after each action."""
+    from explorer.app.panels.learn import open_learn
+
+    if screen.height() < 1000:
+        request.applymarker(pytest.mark.xfail(strict=True, reason="beside the Learn column at 1366x768 the Q / K / V "
+                                              "plots are squeezed to 78 px wide"))
+    journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be, that is the question:")
+    panel = open_learn(journey.window)
+    journey.act("Learn opened", lambda: None)
+    journey.act("Learn stop 3", lambda: panel.go_to(2))
+    journey.act("Show me", panel.show_me)
+    journey.qtbot.waitUntil(lambda: panel.tour is None or not panel.tour.busy, timeout=60000)
+    journey.act("the stop shown", lambda: None)
+    assert journey.window.docks["qkv"].widget().is_shown(), "stop 3 did not show the Q / K / V panel"
