@@ -72,7 +72,7 @@ def test_an_8000_token_prompt_runs_without_the_question_on_a_24_gb_machine(qtbot
     assert controller.run() and prefilled == [N] and asked == []
     cost = TraceCost.estimated(controller.summary.info)
     assert cost.prefill_bytes(N) + cost.growth(N, 100) < controller.trace_budget     # and a hundred steps after
-    controller.set_trace_budget(GB)                                 # the old default asked every time
+    controller.set_trace_budget(int(cost.prefill_bytes(N) // 2))    # a budget under the prompt's trace asks
     controller.run()
     assert len(asked) == 1 and f"{N:,} prompt tokens" in asked[0]
 

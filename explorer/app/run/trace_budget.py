@@ -15,7 +15,8 @@ demand (`rebuilt_from`): it stores only Q, K, V and a mask rule, so its pairs co
 prefills store their maps, and decoding steps always record their rows. Numpy only: it reads the Trace and its ModelInfo, never the model.
 
 The default budget is a share of the machine's memory (default_budget), so that the question is rare: on a
-24 GB machine 6 GB, where SmolLM2-135M's 8,000-token trace takes about 1.5 GB and Gemma 3 270M's 1.3 GB.
+24 GB machine 6 GB, where SmolLM2-135M's 8,000-token trace takes about 0.94 GB (a prefill that rebuilds
+A keeps no X: rebuilt_token).
 """
 from __future__ import annotations
 
@@ -64,6 +65,7 @@ class TraceCost:
     held: int = 0                  # bytes of the trace it was measured on (0 when estimated)
     prefill_pair: float | None = None  # a stored prefill's bytes per pair (None: per_pair)
     rebuilt_from: int | None = None    # (query, key) entries from which a prefill rebuilds A (None: never)
+    rebuilt_token: float | None = None  # bytes a token of such a prefill, which keeps no X (None: per_token)
 
     @classmethod
     def measured(cls, trace: Trace, meter: "TraceMeter | None" = None) -> "TraceCost":
@@ -88,10 +90,12 @@ class TraceCost:
                      + n_kv * info.d_v                 # V
                      + 1)                              # the residual norm
         numbers = info.d_model + info.n_layers * per_layer         # E[id], then every layer's rows
+        without_x = (numbers - info.n_layers * info.d_model) * itemsize + 2 * _ID_BYTES   # a rebuilt prefill's
         # The top-k candidates are kept once per step, not per token: a prefill's count is left out.
         # The mask is a dense bool (n_new, n_kv): about 2 bytes per allowed pair of a causal prefill.
         return cls(per_token=numbers * itemsize + 2 * _ID_BYTES, per_pair=_row_pair_bytes(info, itemsize),
                    rebuilt_from=ON_DEMAND_FROM if on_demand else None,
+                   rebuilt_token=float(without_x) if on_demand else None,
                    # a stored prefill keeps its mask as its rule: one weight per head of each layer a pair
                    prefill_pair=float(info.n_layers * info.n_heads * itemsize) if on_demand else None)
 
@@ -106,8 +110,9 @@ class TraceCost:
 
     def prefill_bytes(self, n_tokens: int) -> float:
         """A fresh trace holding a prompt of `n_tokens` (a causal triangle of pairs, where stored)."""
-        pair = 0.0 if self.rebuilds(n_tokens) else self.stored_pair_bytes
-        return self.per_token * n_tokens + pair * n_tokens * (n_tokens + 1) / 2
+        if self.rebuilds(n_tokens):
+            return (self.rebuilt_token or self.per_token) * n_tokens
+        return self.per_token * n_tokens + self.stored_pair_bytes * n_tokens * (n_tokens + 1) / 2
 
     def growth(self, n_tokens: int, steps: int) -> float:
         """What `steps` more decoding steps add to a trace of `n_tokens`: Σ (per_token + per_pair · t)."""
@@ -118,7 +123,8 @@ class TraceCost:
     def max_prompt_tokens(self, budget: float) -> int:
         """The longest prompt whose prefill fits in `budget` bytes (0 if not even one token does)."""
         pair = self.stored_pair_bytes
-        rows_only = int(budget // self.per_token) if self.per_token > 0 else 2 ** 62
+        token = self.rebuilt_token or self.per_token
+        rows_only = int(budget // token) if token > 0 else 2 ** 62
         if pair <= 0 or self.rebuilds(rows_only):      # that long a prompt rebuilds A: only its rows count
             return rows_only
         a, b = pair / 2, self.per_token + pair / 2     # prefill_bytes(n) = a n² + b n
