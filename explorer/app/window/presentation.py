@@ -9,6 +9,7 @@ and every other text role at a WCAG contrast of at least 7:1 (level AAA) against
 """
 from __future__ import annotations
 
+from PySide6.QtCore import QEvent
 from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import QApplication
 
@@ -74,6 +75,10 @@ class Presentation:
                 shares.toggle_maximised(focused_dock(self.window))
         else:
             app.setFont(self.font_before)
+            # Qt posts the font change: delivered now, the panels hidden under the one shown measure again at
+            # the normal font before they come back; else, shown with the large font's sizes, they made the
+            # window a few px taller than a 1366x768 screen, and it never shrank back.
+            QApplication.sendPostedEvents(None, QEvent.Type.ApplicationFontChange)
             if app.palette() == self.palette_set:         # else a theme was chosen meanwhile: it stays
                 app.setPalette(self.palette_before)
             self.font_before = self.palette_before = self.palette_set = None
