@@ -166,8 +166,6 @@ def test_after_stop_the_window_asks_no_replay_by_itself(journey, monkeypatch):
     assert window.session.trace is not None and window.session.trace.n_tokens >= shown.n_tokens
 
 
-@pytest.mark.xfail(strict=True, reason="loaders.find_model takes a folder for a Hugging Face folder only: a folder "
-                   "whose one model file is a .gguf is refused for having no config.json")
 def test_a_folder_holding_one_gguf_opens_it(journey, tmp_path, tiny_gguf):
     """File ▸ Open on a pulled GGUF model's folder (the store's smollm2-135m holds one .gguf and pulled.json) opens
     the model in it, as opening the .gguf itself does; it said the folder '… has no config.json, so it is not a

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -29,9 +30,16 @@ def model_paths(root: Path) -> dict[str, Path]:
     (root / "empty").mkdir()
     (root / "notes.txt").write_text("not a model")
     os.mkfifo(root / "weights.gguf")
-    return {"folder": folder, "config.json": folder / "config.json", "gguf": llama_gguf(folder, root, "tiny.gguf"),
+    gguf = llama_gguf(folder, root, "tiny.gguf")
+    pulled, two = root / "pulled", root / "two"                 # a pulled GGUF model's store folder; two files
+    for where, names in ((pulled, ["tiny.gguf"]), (two, ["a.gguf", "b.gguf"])):
+        where.mkdir()
+        (where / "pulled.json").write_text("{}")
+        for name in names:
+            shutil.copyfile(gguf, where / name)
+    return {"folder": folder, "config.json": folder / "config.json", "gguf": gguf, "gguf folder": pulled,
             "fifo": root / "weights.gguf", "missing": root / "missing", "empty folder": root / "empty",
-            "unknown suffix": root / "notes.txt"}
+            "unknown suffix": root / "notes.txt", "two gguf folder": two}
 
 
 def described(paths: dict[str, Path], case: str) -> ModelFiles:
@@ -39,6 +47,9 @@ def described(paths: dict[str, Path], case: str) -> ModelFiles:
     folder, gguf = paths["folder"], paths["gguf"]
     if case == "gguf":
         return ModelFiles(format="gguf", path=gguf, config=gguf, name="tiny")
+    if case == "gguf folder":                           # the one .gguf it holds
+        inside = paths[case] / gguf.name
+        return ModelFiles(format="gguf", path=inside, config=inside, name="tiny")
     return ModelFiles(format="hf", path=folder, config=folder / "config.json", name="tiny")
 
 
@@ -47,11 +58,12 @@ def sentence(paths: dict[str, Path], case: str) -> str:
     return {"fifo": f"{path} is a named pipe (FIFO), not a regular file; it was not opened.",
             "missing": f"{path} does not exist, and is no known model name (python -m explorer models lists them).",
             "empty folder": f"{path} has no config.json, so it is not a Hugging Face model folder.",
-            "unknown suffix": f"{path} is neither a model folder, a config.json nor a .gguf file."}[case]
+            "unknown suffix": f"{path} is neither a model folder, a config.json nor a .gguf file.",
+            "two gguf folder": f"{path} holds 2 .gguf files and no config.json; open one of the files."}[case]
 
 
-GOOD = ("folder", "config.json", "gguf")
-BAD = ("fifo", "missing", "empty folder", "unknown suffix")
+GOOD = ("folder", "config.json", "gguf", "gguf folder")
+BAD = ("fifo", "missing", "empty folder", "unknown suffix", "two gguf folder")
 
 
 def cli_run(capsys, *args) -> tuple[int, str, str]:

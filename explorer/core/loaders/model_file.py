@@ -132,7 +132,8 @@ def open_model(path: str | Path) -> ModelFiles:
     except ValueError:                          # a NUL byte in the path
         raise ModelLoadError(f"{str(path)!r:.200} is not a file name.") from None
     if stat.S_ISDIR(mode):
-        return _folder(path, path / CONFIG_NAME)
+        config = path / CONFIG_NAME
+        return _folder(path, config) if os.path.lexists(config) else _gguf_in(path)
     regular_size(path)                          # a FIFO, a device, a socket: named, never opened
     suffix = path.suffix.lower()
     if suffix == GGUF_SUFFIX:
@@ -150,6 +151,21 @@ def _folder(folder: Path, config: Path) -> ModelFiles:
     if not os.path.lexists(config):
         raise ModelLoadError(f"{folder} has no {CONFIG_NAME}, so it is not a Hugging Face model folder.")
     return ModelFiles("hf", folder, config, checkpoint_name(folder))
+
+
+def _gguf_in(folder: Path) -> ModelFiles:
+    """A folder without a config.json that holds exactly one .gguf (a pulled GGUF model's store folder) opens as
+    that file; with none or several it is no model, and the sentence says which. Listing the folder opens none
+    of its files."""
+    try:
+        ggufs = sorted(p for p in folder.iterdir() if p.suffix.lower() == GGUF_SUFFIX)
+    except OSError as error:
+        raise unreadable(folder, error) from None
+    if len(ggufs) == 1:
+        return open_model(ggufs[0])
+    if ggufs:
+        raise ModelLoadError(f"{folder} holds {len(ggufs)} .gguf files and no {CONFIG_NAME}; open one of the files.")
+    return _folder(folder, folder / CONFIG_NAME)            # refused: no config.json
 
 
 def find_model(path: str | Path) -> ModelFiles | None:
