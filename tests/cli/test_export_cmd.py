@@ -2,23 +2,10 @@
 import xml.etree.ElementTree as ET
 
 import numpy as np
-import pytest
 from PySide6.QtGui import QImage
 
-from explorer import cli
-from tests.app.tiny_model import make_tiny_llama
 
 
-@pytest.fixture(scope="module")
-def tiny_llama(tmp_path_factory):
-    return make_tiny_llama(tmp_path_factory.mktemp("models") / "tiny-llama")
-
-
-@pytest.fixture
-def export_main(monkeypatch, qapp):
-    """cli.main with only the export subcommand registered, so this test does not depend on the others."""
-    monkeypatch.setattr(cli, "SUBCOMMANDS", {"export": cli.SUBCOMMANDS["export"]})
-    return lambda *args: cli.main(["export", *map(str, args)])
 
 
 def test_png_of_all_heads_and_npy_of_one_head(export_main, tiny_llama, tmp_path):

@@ -5,24 +5,13 @@ import numpy as np
 import pytest
 from PySide6.QtGui import QImage
 
-from explorer import cli
 from explorer.views.figure_text import TEXT_SIZES
-from tests.app.tiny_model import make_tiny_llama
 
 SIZE = (1000, 800)
 DARK = 110                  # a channel below this on the light figure's white is a glyph's ink
 TOLERANCE = 0.15            # hinting rounds each glyph to whole pixels
 
 
-@pytest.fixture(scope="module")
-def tiny_llama(tmp_path_factory):
-    return make_tiny_llama(tmp_path_factory.mktemp("models") / "tiny-llama")
-
-
-@pytest.fixture
-def export_main(monkeypatch, qapp):
-    monkeypatch.setattr(cli, "SUBCOMMANDS", {"export": cli.SUBCOMMANDS["export"]})
-    return lambda *args: cli.main(["export", *map(str, args)])
 
 
 def pixels(path) -> np.ndarray:
