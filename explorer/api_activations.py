@@ -4,7 +4,8 @@
     cache["blocks.3.hook_resid_post"]                    # = run.residual(3)
     run.activations(as_torch=True)["blocks.3.attn.hook_z"]   # torch on request
 
-Nothing is recorded by default (the trace keeps Q, K, V, X and ||h||): a value is computed when first
+Nothing is recorded by default (the trace keeps Q, K, V and ||h||, and X below
+the long-prompt threshold): a value is computed when first
 asked, by one pass through the blocks up to its layer (explorer.core.activations), and kept on the
 Run until the run moves on. A first access computes every name of every layer up to the asked one
 in that pass when they fit in ALL_AT_ONCE bytes (a short prompt), else the asked value alone.
