@@ -205,8 +205,6 @@ def minilm():
     return folder
 
 
-@pytest.mark.xfail(strict=True, reason="the KV cache panel's tokens axis keeps pyqtgraph's automatic SI prefix: an "
-                   "encoder's plot (nothing cached) reads 'tokens (x0.001)'")
 def test_the_kv_cache_axes_of_an_encoder_keep_their_unit(journey, minilm):
     """MiniLM's KV cache panel: no axis is rescaled behind its unit (on a 1920x1080 X screen its tokens axis read
     'tokens (x0.001)'); Journey.act checks every axis in sight after each action."""

@@ -54,6 +54,11 @@ class KVCachePanel(Panel):
             self.plots.ci.layout.setColumnStretchFactor(col, 1)
         self.layer_plot.setLabels(bottom="layer")
         self.total_plot.setLabels(bottom="tokens")
+        # Counts and KiB have their unit in the label: pyqtgraph's automatic SI prefix would rescale an
+        # almost empty range (an encoder caches nothing) to "tokens (x0.001)".
+        for plot in (self.layer_plot, self.total_plot):
+            for side in ("bottom", "left"):
+                plot.getAxis(side).enableAutoSIPrefix(False)
         self.step_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#ff2d55", width=2))
         self.total_plot.addItem(self.step_line)
         occupancy.addWidget(self.plots)
