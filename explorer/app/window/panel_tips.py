@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from html import escape
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QTabBar
 
@@ -32,6 +33,14 @@ TIPS = {
     "experiments": "Ablate heads, swap the attention kernel or hide tokens, and see the next token move.",
     "model_map": "The loaded model's computation drawn as a diagram, with the part in view lit.",
 }
+
+
+# Qt's key codes from Key_Back on name the keys of remote controls and handhelds (Back, Exit, media keys):
+# a platform may bind one (without a desktop theme Qt's Quit is the "Exit" key), but no keyboard here
+# presses it, so the list leaves such a sequence out.
+KEYBOARD_KEYS_BELOW = Qt.Key.Key_Back.value
+# The word the README and the guide use where Qt's name differs: the main Enter key is Qt's "Return".
+DOC_WORDS = {"Return": "Enter"}
 
 
 def first_sentence(text: str | None) -> str:
@@ -69,7 +78,7 @@ def shortcut_rows(window) -> list[tuple[str, str]]:
             actions += dock.widget().findChildren(QAction)
     rows, seen = [], set()
     for action in actions:
-        keys = ", ".join(s.toString(QKeySequence.SequenceFormat.NativeText) for s in action.shortcuts())
+        keys = ", ".join(dict.fromkeys(key_words(s) for s in action.shortcuts() if pressable(s)))
         name = action.text().replace("&", "").rstrip("…").strip()
         if keys and name and (name, keys) not in seen:
             seen.add((name, keys))
@@ -81,6 +90,17 @@ def shortcut_rows(window) -> list[tuple[str, str]]:
                 seen.add((does, gesture))
                 rows.append((does, gesture))
     return rows
+
+
+def pressable(sequence: QKeySequence) -> bool:
+    """Whether every key of the sequence is on a keyboard (no Exit key of a remote control)."""
+    return all(sequence[i].key().value < KEYBOARD_KEYS_BELOW for i in range(sequence.count()))
+
+
+def key_words(sequence: QKeySequence) -> str:
+    """The sequence as the docs write it: "Ctrl+Enter", not Qt's "Ctrl+Return"."""
+    text = sequence.toString(QKeySequence.SequenceFormat.NativeText)
+    return "+".join(DOC_WORDS.get(part, part) for part in text.split("+"))
 
 
 def shortcuts_html(window) -> str:
