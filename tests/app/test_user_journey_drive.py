@@ -224,9 +224,6 @@ def test_learn_stop_three_keeps_the_q_k_v_plots_legible(journey, screen, request
     Journey.act checks every visible plot after each action."""
     from explorer.app.panels.learn import open_learn
 
-    if screen.height() < 1000:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="beside the Learn column at 1366x768 the Q / K / V "
-                                              "plots are squeezed to 78 px wide"))
     journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be, that is the question:")
     panel = open_learn(journey.window)
     journey.act("Learn opened", lambda: None)

@@ -28,7 +28,6 @@ from explorer.app.state.session import Selection
 from explorer.app.thread.requests import HeadWeightsJob
 from explorer.views import trace_views
 
-MATRICES_A_ROW = 3           # where they do not all fit one row: Q, K, V, then MLA's c_KV and k_R
 MATRIX_PX = 260              # a matrix's width in one row: its 120 px view, token labels and colour bar
 
 
@@ -112,10 +111,11 @@ class QKVPanel(Panel):
         self._arrange()
 
     def _arrange(self) -> None:
-        """All matrices in one row where each has MATRIX_PX, else rows of three: MLA's five side by side
-        were 70 px wide each in the 1,019 px dock of a 1366x768 screen."""
+        """As many matrices a row as have MATRIX_PX each (at least one, at most all): MLA's five side by
+        side were 70 px wide each in the 1,019 px dock of a 1366x768 screen, and Q, K, V three a row were
+        36 px wide each in the 614 px dock beside the Learn column."""
         plots = [heatmap.plot for heatmap in self.heatmaps.values()]
-        per_row = len(plots) if self.view.width() >= MATRIX_PX * len(plots) else MATRICES_A_ROW
+        per_row = max(1, min(len(plots), self.view.width() // MATRIX_PX))
         if not plots or per_row == self._per_row:
             return
         self._per_row = per_row
