@@ -23,6 +23,74 @@ __all__ = ["Heatmap", "RowLink", "TokenAxis", "nice_step", "symmetric_levels"]  
 HIGHLIGHT = QColor("#ff2d55")
 
 
+def block_max(matrix: np.ndarray, k_rows: int, k_cols: int) -> np.ndarray:
+    """out[I, J] = max { M[i, j] : i // k_rows = I, j // k_cols = J }; NaN (masked) counts only where a whole
+    block is NaN, and the last blocks of a side hold its remainder."""
+    if k_rows == 1 and k_cols == 1:
+        return matrix
+    rows, cols = matrix.shape
+    n_rows, n_cols = -(-rows // k_rows), -(-cols // k_cols)
+    padded = np.full((n_rows * k_rows, n_cols * k_cols), np.nan, dtype=np.float32)
+    padded[:rows, :cols] = matrix
+    blocks = padded.reshape(n_rows, k_rows, n_cols, k_cols)
+    return np.fmax.reduce(np.fmax.reduce(blocks, axis=3), axis=1)
+
+
+def maxima_factor(cells: int, pixels_per_cell: float) -> int:
+    """k: the smallest block side whose ceil(cells / k) blocks fit in the whole device pixels the side spans,
+    so scaling the blocks up to the screen draws every one (scaling down would sample some away)."""
+    if pixels_per_cell <= 0 or cells <= 1:
+        return 1
+    span = max(1, math.floor(cells * pixels_per_cell + 1e-6))
+    k = max(1, math.ceil(1.0 / pixels_per_cell - 1e-6))
+    while k < cells and -(-cells // k) > span:
+        k += 1
+    return k
+
+
+class MaximaImage(pg.ImageItem):
+    """An ImageItem that, with `maxima` on, draws an image larger than the device pixels it covers as the
+    maxima of its blocks, k = maxima_factor(...) cells a side (again at every zoom and resize):
+
+        drawn[I, J] = max { M[i, j] : i // k_y = I, j // k_x = J }
+
+    pyqtgraph's own automatic downsampling averages (functions.downsample) and plain scaling samples, so a
+    lone bright block of a long map drawn as block maxima vanished in a 400 px view; maxima of block maxima
+    are block maxima. `image` stays the whole matrix (hover, tests and exports read it); only the picture
+    is reduced, and stretched over the whole image (a remainder block shifts it by under a device pixel)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.maxima = False
+
+    def _computeDownsampleFactors(self) -> tuple[int, int]:
+        if not self.maxima or self.image is None or self.image.ndim != 2:
+            return super()._computeDownsampleFactors()
+        origin, right, down = (self.mapToDevice(QPointF(*p)) for p in ((0, 0), (1, 0), (0, 1)))
+        if origin is None or right is None or down is None:
+            return 1, 1
+        view = self.getViewWidget()
+        ratio = view.devicePixelRatioF() if view is not None else 1.0    # a HiDPI screen has more pixels
+        width, height = (math.hypot(p.x() - origin.x(), p.y() - origin.y()) * ratio for p in (right, down))
+        return maxima_factor(self.image.shape[1], width), maxima_factor(self.image.shape[0], height)
+
+    def render(self) -> None:
+        if not (self.maxima and self.autoDownsample) or self.image is None or self.image.ndim != 2 \
+                or self.image.size == 0:
+            super().render()
+            return
+        k_cols, k_rows = self._computeDownsampleFactors()
+        whole = self.image
+        self.image, self.autoDownsample = block_max(whole, k_rows, k_cols), False
+        self._imageHasNans = self._imageNanLocations = None        # found again: the blocks' NaN differ
+        try:
+            super().render()
+        finally:
+            self.image, self.autoDownsample = whole, True
+            self._imageHasNans = self._imageNanLocations = None
+        self._lastDownsample = (k_cols, k_rows)
+
+
 class Heatmap:
     """One matrix in a GraphicsLayout: rows top to bottom, columns left to right.
 
@@ -44,11 +112,13 @@ class Heatmap:
         self.plot.getViewBox().setBorder(pg.mkPen(pg.getConfigOption("foreground"), width=1))
         self.plot.hideButtons()
         self.plot.getViewBox().setMouseEnabled(True, True)
-        self.image = pg.ImageItem(axisOrder="row-major")
+        self.image = MaximaImage(axisOrder="row-major")      # maxima on for block maxima (set_matrix's extent)
         self.image.setTransform(QTransform().translate(-0.5, -0.5))
         self.image.setAutoDownsample(True)
         self.plot.addItem(self.image)
-        self.detail = pg.ImageItem(axisOrder="row-major")       # exact cells of a zoomed-in long map
+        self.detail = MaximaImage(axisOrder="row-major")        # exact cells of a zoomed-in long map
+        self.detail.maxima = True                                # (up to 1,024 a side: more than the pixels)
+        self.detail.setAutoDownsample(True)
         self.detail.setZValue(5)
         self.detail.setVisible(False)
         self.plot.addItem(self.detail)
@@ -90,7 +160,8 @@ class Heatmap:
         """Show `matrix` (NaN is drawn transparent); levels default to its finite range.
 
         `extent` (rows, cols): the real size of a map drawn reduced (block maxima), which the image
-        then spans, so the axes, the hover and the highlights count real rows and columns."""
+        then spans, so the axes, the hover and the highlights count real rows and columns; such a map
+        is drawn reduced further by maxima where it has more blocks than the view has pixels."""
         matrix = np.asarray(matrix, dtype=np.float32)
         if levels is None:
             finite = matrix[np.isfinite(matrix)]
@@ -101,6 +172,7 @@ class Heatmap:
         reshaped = shape != self.shape
         self.shape = shape
         self.clear_detail()
+        self.image.maxima = extent is not None
         if self._wants_colorbar and self.colorbar is None and matrix.size:
             self.colorbar = pg.ColorBarItem(values=levels, colorMap=self.colormap, interactive=False, width=12)
             self.colorbar.setImageItem(self.image, insert_in=self.plot)
