@@ -91,8 +91,19 @@ class TokensPanel(Panel):
         self._show_dropped(self.session.tokens)
         kept = self.table.token_model.set_rows(self.rows)
         self.table.fit_columns(kept)
+        self.set_formula(self._count_formula())
+
+    def _count_formula(self) -> str:
+        """x = tokenize(text), T tokens; for a translation whose encoder reads a task token before the typed
+        source (<2zh>), also the encoder's count N_KV, as the cross-attention header writes it, so the two match."""
         n = len(self.rows)
-        self.set_formula(f"x = tokenize(text) = (x_1, …, x_{{{n}}}),  x_i ∈ {{0, …, V−1}}, T = {n}")
+        formula = f"x = tokenize(text) = (x_1, …, x_{{{n}}}),  x_i ∈ {{0, …, V−1}}, T = {n}"
+        offset = self._source_offset()
+        if offset:
+            added = " ".join(visible_text(text) for text in self.trace.encoder.token_text[:offset])
+            formula += (f";  the encoder reads N_{{KV}} = {n + offset} source tokens: "
+                        f"the task token{'s' if offset > 1 else ''} {added}, then these {n}")
+        return formula
 
     def _show_translation(self, trace) -> None:
         """Source → target as text: the target is what the decoder chose so far (its <s> and </s> left out)."""
