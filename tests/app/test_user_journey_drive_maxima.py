@@ -63,3 +63,69 @@ def test_the_bright_block_stays_where_it_is_as_the_view_shrinks(qtbot):
         where = view.mapFromScene(heatmap.scene_pos_of(2801.5, 1201.5))
         assert distance < 60, f"at {side} px no pixel within 60 of the colour of 1.0 (nearest {distance:.0f})"
         assert abs(x - where.x()) <= 2 and abs(y - where.y()) <= 2, f"drawn at {(x, y)}, its cells at {where}"
+
+
+def _long_map(qtbot, side: int = 520) -> tuple[pg.GraphicsLayoutWidget, Heatmap]:
+    """SmolLM2's long map as the drive saw it: numbered labels, some of them long byte tokens."""
+    view = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(view)
+    view.resize(side, side)
+    heatmap = Heatmap(view.ci)
+    labels = [f"{i} " + ("␣<0xE2><0…" if i % 200 == 0 and i else "#") for i in range(4000)]
+    heatmap.set_matrix(np.zeros((1000, 1000), np.float32), (0.0, 1.0), labels, labels, extent=(4000, 4000))
+    heatmap.plot.setLabels(left="query", top="key")
+    view.show()
+    qtbot.waitExposed(view)
+    qtbot.waitUntil(lambda: heatmap.plot.getViewBox().width() > 100, timeout=5000)
+    return view, heatmap
+
+
+def test_the_query_labels_end_right_of_the_axis_title(qtbot):
+    """Each query label, right-aligned at the ticks, ends clear of the title "query" on the axis's left."""
+    from PySide6.QtGui import QFontMetricsF
+    _view, heatmap = _long_map(qtbot)
+    axis = heatmap.axes["left"]
+    title = axis.label.mapRectToParent(axis.label.boundingRect())
+    (lo, hi) = axis.range
+    values = [v for _, level in axis.tickValues(lo, hi, axis.height()) for v in level]
+    metrics = QFontMetricsF(axis.style["tickFont"] or axis.font())
+    for text in axis.tickStrings(values, 1.0, 1.0):
+        left = axis.width() - axis.style["tickTextOffset"][0] - metrics.horizontalAdvance(text)
+        assert left >= title.right(), f"{text!r} starts at x {left:.0f}, under the title (to x {title.right():.0f})"
+
+
+def test_the_first_key_label_is_drawn_whole(qtbot):
+    """The upright "0 #" at the map's left edge lies inside its axis: drawn past the axis's bounds, its left half
+    was lost whenever the screen repainted only the axis (what Qt repaints of an item is its bounds). Rendering
+    just the axis's corner must show as many lit pixels as the same text drawn alone."""
+    from PySide6.QtCore import QPointF, QRectF
+    from PySide6.QtGui import QColor, QImage, QPainter
+    _view, heatmap = _long_map(qtbot)
+    axis = heatmap.axes["top"]
+    axis.set_labels(["0 #"] + [" " * 12] * 3999)                # upright, and only the first one shows
+    qtbot.waitUntil(lambda: axis.upright and axis.picture is not None, timeout=5000)
+    reference = QImage(60, 60, QImage.Format.Format_ARGB32)
+    reference.fill(QColor("black"))
+    painter = QPainter(reference)
+    painter.setFont(axis.style["tickFont"] or axis.font())
+    painter.setPen(axis.textPen().color())
+    painter.translate(30, 50)
+    painter.rotate(-90)
+    painter.drawText(QPointF(0, 5), "0 #")
+    painter.end()
+    expected = sum(reference.pixelColor(x, y).lightness() > 60 for x in range(60) for y in range(60))
+    bounds = axis.sceneBoundingRect()
+    inside = _lit(axis.scene(), QRectF(bounds.left(), bounds.top(), 40, bounds.height() - 5))
+    assert inside >= 0.8 * expected, f"{inside} lit pixels of the first key label inside its axis, {expected} alone"
+
+
+def _lit(scene, source) -> int:
+    """Pixels brighter than the dark background in `source` of the scene, rendered alone."""
+    from PySide6.QtCore import QRectF
+    from PySide6.QtGui import QColor, QImage, QPainter
+    image = QImage(int(source.width()), int(source.height()), QImage.Format.Format_ARGB32)
+    image.fill(QColor("black"))
+    painter = QPainter(image)
+    scene.render(painter, QRectF(image.rect()), source)
+    painter.end()
+    return sum(image.pixelColor(x, y).lightness() > 60 for x in range(image.width()) for y in range(image.height()))

@@ -173,6 +173,9 @@ class Heatmap:
         self.shape = shape
         self.clear_detail()
         self.image.maxima = extent is not None
+        # Block maxima are about a pixel wide: the view's frame, drawn over its first pixel column, hid the
+        # first keys' column (an attention sink). Under the map, the frame shows where it has no cells.
+        self.plot.getViewBox().borderRect.setZValue(-1.0 if self.image.maxima else 1e3)
         if self._wants_colorbar and self.colorbar is None and matrix.size:
             self.colorbar = pg.ColorBarItem(values=levels, colorMap=self.colormap, interactive=False, width=12)
             self.colorbar.setImageItem(self.image, insert_in=self.plot)

@@ -68,7 +68,18 @@ class TokenAxis(pg.AxisItem):
         return [(stride, [float(self._positions[i]) for i in chosen])]
 
     def tickStrings(self, values, scale, spacing):
-        return [self._labels[self._lookup[float(v)]] if float(v) in self._lookup else "" for v in values]
+        strings = [self._labels[self._lookup[float(v)]] if float(v) in self._lookup else "" for v in values]
+        if self.orientation not in ("left", "right"):
+            return strings
+        # Cut where a label is wider than the room beside the title: the text of "2000 ␣<0xE2><0…" ran
+        # under the axis title "query" (the axis is at most 130 px wide).
+        metrics, room = QFontMetricsF(self._font()), self._label_room()
+        return [metrics.elidedText(text, Qt.TextElideMode.ElideRight, room)
+                if metrics.horizontalAdvance(text) > room else text for text in strings]
+
+    def _label_room(self) -> float:
+        """Pixels a side axis's label may take: its width less the title's and the gap at the ticks."""
+        return max(8.0, self.width() - self._title_px() - 8.0 * self._line_px() / BASE_LINE_PX)
 
     @property
     def upright(self) -> bool:
@@ -102,7 +113,9 @@ class TokenAxis(pg.AxisItem):
     def _fit_width(self) -> None:
         """Make a left or right axis wide enough for its labels and its title (e.g. "query") beside them."""
         grow = self._line_px() / BASE_LINE_PX
-        self.setWidth(int(min(130 * grow, self._char_px() * self._longest + 16 * grow)) + self._title_px())
+        metrics = QFontMetricsF(self._font())          # measured: "<0xE2>" is wider than its average characters
+        widest = max(metrics.horizontalAdvance(label) for label in self._labels)
+        self.setWidth(int(min(130 * grow, widest + 16 * grow)) + self._title_px())
 
     def showLabel(self, show: bool = True) -> None:
         super().showLabel(show)
@@ -160,12 +173,14 @@ class TokenAxis(pg.AxisItem):
         p.setPen(self.textPen())
         bounds = self.boundingRect()
         room = bounds.height() - 6 - self._title_px()
+        half = max(7.0, self._line_px() / 2)         # an upright label's half height, across the axis
         for rect, _flags, text in textSpecs:
             p.save()
             edge = bounds.bottom() - 4 if self.orientation == "top" else bounds.top() + 4
-            p.translate(rect.center().x(), edge)
+            # Kept inside the axis: the first key's label, centred on the map's left edge, lost its left half.
+            p.translate(min(max(rect.center().x(), bounds.left() + half), bounds.right() - half), edge)
             p.rotate(-90)
-            box = QRectF(0, -7, room, 14) if self.orientation == "top" else QRectF(-room, -7, room, 14)
+            box = QRectF(0, -half, room, 2 * half) if self.orientation == "top" else QRectF(-room, -half, room, 2 * half)
             align = Qt.AlignmentFlag.AlignLeft if self.orientation == "top" else Qt.AlignmentFlag.AlignRight
             p.drawText(box, int(align | Qt.AlignmentFlag.AlignVCenter), text)
             p.restore()
