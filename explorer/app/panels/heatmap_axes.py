@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QRectF, Qt
-from PySide6.QtGui import QFont, QFontMetricsF
+from PySide6.QtCore import QRectF, Qt, QTimer
+from PySide6.QtGui import QFont, QFontMetricsF, QGuiApplication
 
 MAX_UPRIGHT_PX = 90          # the tallest a top or bottom axis of upright token labels grows (default font)
 BASE_LINE_PX = 14.0          # the default font's line height, which the sizes above are for
@@ -30,6 +30,11 @@ class TokenAxis(pg.AxisItem):
         self._longest = 1
         self.setStyle(tickLength=-3, autoExpandTextSpace=True)
         self.enableAutoSIPrefix(False)
+        # The application's font, not an override of changeEvent: Qt calls a QGraphicsWidget's changeEvent
+        # while tearing the scene down too, and a Python override reached then ends the process (SIGSEGV).
+        app = QGuiApplication.instance()
+        if app is not None:
+            app.fontChanged.connect(self._on_application_font)
 
     def set_labels(self, labels: Sequence[str], positions: Sequence[float] | None = None) -> None:
         """Ticks at `positions` (default 0, 1, 2, ...); the same labels again change nothing, so a decoding
@@ -127,15 +132,18 @@ class TokenAxis(pg.AxisItem):
         elif self.orientation in ("left", "right") and getattr(self, "_labels", None):   # (during __init__: none)
             self._fit_width()
 
-    def changeEvent(self, event) -> None:
+    def _on_application_font(self, _font) -> None:
         """Fitted again when the application's font changes (View ▸ Presentation makes it 1.4 times larger):
         an axis in the default font measured its labels in the font it had when they were set, which cut
-        the upright keys and left two-digit layer labels out."""
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.FontChange and self.style["tickFont"] is None:
-            self._fit()
-            self.picture = None
-            self.update()
+        the upright keys and left two-digit layer labels out. Once the change has reached the scene's items
+        (it is posted to them), so the labels are measured in the new font."""
+        if self.style["tickFont"] is None:
+            QTimer.singleShot(0, self, self._refit)
+
+    def _refit(self) -> None:
+        self._fit()
+        self.picture = None
+        self.update()
 
     def _needed_px(self) -> float:
         """Room one label takes along the axis: a line of its font (upright or on a side axis), else its width."""
