@@ -79,6 +79,20 @@ def journey_in_a_window(qtbot, tmp_path: Path, monkeypatch, screen: QSize, out: 
             window.close()
 
 
+def walk_on_screen(qtbot, tmp_path: Path, screen: QSize, dialogs: dict):
+    """A Journey on a new main window resized to the emulated `screen` (the `screen` fixture), its warnings those
+    the `dialogs` fixture records; a generator for a fixture to yield from. Presentation is turned off at the
+    end, since the application's font is every later test's too."""
+    window = new_window(qtbot, tmp_path)
+    window.resize(screen)
+    walk = Journey(qtbot, window, screen, tmp_path)
+    walk.warnings = dialogs["warnings"]
+    yield walk
+    if window.presentation.on:
+        window.presentation.set_on(False)
+    window.close()
+
+
 @dataclass
 class Journey:
     """The window, its emulated screen, the dialogs it showed, and what the journey has done."""

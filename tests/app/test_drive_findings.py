@@ -11,21 +11,14 @@ import json
 
 import pytest
 
-from tests.app.journey import BUNDLED, Journey
+from tests.app.journey import BUNDLED, walk_on_screen
 from tests.app.test_window import new_window, store_home  # noqa: F401
 
 
 @pytest.fixture
 def journey(qtbot, tmp_path, screen, dialogs):
     """A person's journey (tests/app/journey.py) through a new main window sized to the emulated `screen`."""
-    window = new_window(qtbot, tmp_path)
-    window.resize(screen)
-    walk = Journey(qtbot, window, screen, tmp_path)
-    walk.warnings = dialogs["warnings"]
-    yield walk
-    if window.presentation.on:                 # the application's font is every later test's too
-        window.presentation.set_on(False)
-    window.close()
+    yield from walk_on_screen(qtbot, tmp_path, screen, dialogs)
 
 
 def kind_by_config(folder) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from tests.app.journey import BUNDLED, Journey
+from tests.app.journey import BUNDLED, walk_on_screen
 from tests.app.tiny_model import make_tokenizer, save_random_model
 from tests.app.test_window import idle, new_window, opened, store_home  # noqa: F401
 
@@ -19,14 +19,8 @@ import transformers  # noqa: E402,F401  (the tiny models are written with it; mi
 
 @pytest.fixture
 def journey(qtbot, tmp_path, screen, dialogs):
-    window = new_window(qtbot, tmp_path)
-    window.resize(screen)
-    walk = Journey(qtbot, window, screen, tmp_path)
-    walk.warnings = dialogs["warnings"]
-    yield walk
-    if window.presentation.on:                 # the application's font is every later test's too
-        window.presentation.set_on(False)
-    window.close()
+    """A person's journey (tests/app/journey.py) through a new main window sized to the emulated `screen`."""
+    yield from walk_on_screen(qtbot, tmp_path, screen, dialogs)
 
 
 def test_the_what_if_tab_never_calls_a_decoder_an_encoder_decoder(journey):
