@@ -54,6 +54,9 @@ class DecodeLoop:
         self._core = core
         self._state = _State()
         self._shown = None                  # the last trace handed to the GUI
+        # A prefill stopped half way emptied the decoder while the GUI showed a trace: it gives that trace back
+        # (a Replay follows), so a request that reads the trace before then is dropped, not failed, and asked again.
+        self._giving_back = False
         self._seq = -1                      # the seq of the request running
         self._sampling = SamplingSettings()
         self._record_dtype = "float32"
@@ -86,6 +89,7 @@ class DecodeLoop:
 
     def _hand_back(self, trace) -> None:
         self._shown = trace
+        self._giving_back = False
         self._queue.handed_back(trace.n_tokens)
         self._emit.trace_ready.emit(trace, self._seq)
 
@@ -151,8 +155,10 @@ class DecodeLoop:
         try:
             yield
         except Cancelled:
+            showed = self._shown is not None and bool(self._shown.steps)
             if not decoder.trace.steps and not self._queue.starts_over(loads=False):
                 self._hand_back(decoder.trace)   # stopped after the cache was reset: the decoder holds nothing
+            self._giving_back = showed and not decoder.trace.steps
             raise
         finally:
             decoder.progress = None
@@ -276,6 +282,8 @@ class DecodeLoop:
         if decoder is None:
             raise ExplorerError("No model is loaded yet; open one from the Model menu first.")
         if need_trace and not decoder.trace.steps:
+            if self._giving_back:
+                raise Cancelled()
             raise ExplorerError("Nothing has been run yet; press Run to prefill the prompt first.")
         return decoder
 
