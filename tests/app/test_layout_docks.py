@@ -83,9 +83,12 @@ def test_f1_lists_every_shortcut_the_actions_carry_and_the_gestures(window):
     help_action = next(a for a in window.menus.help.actions() if a.shortcut() == QKeySequence("F1"))
     help_action.trigger()
     listed = window.dialogs[-1]
-    carried = {s.toString(QKeySequence.SequenceFormat.NativeText) for a in window.findChildren(QAction)
-               for s in a.shortcuts()}
-    assert {"Ctrl+Shift+O", "Ctrl+Q", "F1", "Ctrl+E", "Ctrl+O", "Space"} <= carried
+    # every key a keyboard has (Qt's codes from Key_Back on are remote-control keys, e.g. "Exit"), written as the
+    # guide writes it: the main Enter key is Qt's "Return"
+    carried = {s.toString(QKeySequence.SequenceFormat.NativeText).replace("Return", "Enter")
+               for a in window.findChildren(QAction) for s in a.shortcuts()
+               if all(s[i].key().value < Qt.Key.Key_Back.value for i in range(s.count()))}
+    assert {"Ctrl+Shift+O", "Ctrl+Q", "F1", "Ctrl+E", "Ctrl+O", "Space", "Ctrl+Enter"} <= carried
     cells = {key for cell in re.findall(r"<b>(.*?)</b>", listed) for key in cell.split(", ")}
     assert carried <= cells, carried - cells
     assert "Alt+click" in listed and "Double-click a panel" in listed
