@@ -21,7 +21,7 @@ class TraceArrival:
             return                          # a late answer about a model no longer shown
         if not trace.steps:                 # a prefill stopped half way (Cancel): the model holds nothing now
             if self._lost_trace is None:    # else the give-back itself was stopped: Stop asks it again, and
-                self._cancelled_run()       # a load's cancel leaves it to the next request (_with_decoder)
+                self._keep_shown_trace()    # a load's cancel leaves it to the next request (_with_decoder)
             return
         if self._given_back(trace):
             return
@@ -33,10 +33,6 @@ class TraceArrival:
             self.set_playing(False)
         elif not self.playing and self.end_of_text(trace):
             self.notice.emit(self.end_of_text(trace))
-
-    def _cancelled_run(self) -> None:
-        """A run (or a replay) the model thread stopped half way: the decoder holds nothing now."""
-        self._keep_shown_trace()
 
     def _keep_shown_trace(self) -> None:
         """A cancelled run leaves the trace shown before on screen, whichever prompt the run was of and
