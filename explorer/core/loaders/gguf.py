@@ -23,7 +23,6 @@ import gguf
 import numpy as np
 import torch
 from gguf.constants import GGMLQuantizationType
-from tokenizers import Tokenizer
 
 from explorer.core.errors import UnsupportedModelError
 from explorer.core.families import gguf_weight_table
@@ -31,6 +30,8 @@ from explorer.core.loaders import gguf_copy
 from explorer.core.loaders.gguf_config import config_of
 from explorer.core.loaders.gguf_header import GGUFHeader, TensorInfo, read_gguf_header, tensor_bytes
 from explorer.core.loaders.gguf_tokenizer import tokenizer_from_gguf
+from explorer.core.loaders.hf import MAX_TOKENIZER_BYTES, bounded_tokenizer, check_pieces
+from explorer.core.loaders.model_file import read_bytes
 from explorer.core.tokens import TextTokenizer
 
 # GGUF tensor name (with {i} for the block) -> HF transformers state_dict name.
@@ -171,18 +172,31 @@ def cached_or_built_tokenizer(path: Path, metadata, source: str) -> TextTokenize
     tokenizer metadata, read only when the tokenizer is built."""
     cache = tokenizer_cache_path(path)
     if cache is not None and cache.is_file():
-        try:
-            saved = json.loads(cache.read_text(encoding="utf-8"))
-            if saved.get("fingerprint") == _tokenizer_fingerprint(path):
-                return TextTokenizer(Tokenizer.from_str(saved["tokenizer"]), add_bos=saved["add_bos"],
-                                     bos_id=saved["bos_id"], eos_id=saved["eos_id"])
-        except Exception:           # unreadable or damaged (tokenizers raises plain Exception): built again
-            pass
+        saved = _saved_tokenizer(cache, path)
+        if saved is not None:
+            return saved
     meta = metadata()
     tokenizer = tokenizer_from_gguf(meta, source)
     if cache is not None:
         _save_tokenizer(cache, path, tokenizer, meta)
     return tokenizer
+
+
+def _saved_tokenizer(cache: Path, path: Path) -> TextTokenizer | None:
+    """The tokenizer an earlier load saved, held to the caps of a tokenizer.json (its size, entries and
+    merges counted before it is built, its pieces after); None when it is stale, damaged or past a cap, so
+    that a tampered file in the store costs one build from the GGUF, never a bomb."""
+    try:
+        # The saved tokenizer is held as a JSON string inside the file: escaping at most doubles its size.
+        saved = json.loads(read_bytes(cache, 2 * MAX_TOKENIZER_BYTES, "saved tokenizer"))
+        if saved.get("fingerprint") != _tokenizer_fingerprint(path):
+            return None
+        tokenizer = TextTokenizer(bounded_tokenizer(saved["tokenizer"].encode("utf-8"), cache),
+                                  add_bos=saved["add_bos"], bos_id=saved["bos_id"], eos_id=saved["eos_id"])
+        check_pieces(tokenizer, cache)
+        return tokenizer
+    except Exception:       # unreadable, damaged or past a cap (a ModelLoadError): built again from the GGUF
+        return None
 
 
 def _save_tokenizer(cache: Path, path: Path, tokenizer: TextTokenizer, meta: dict) -> None:

@@ -84,16 +84,7 @@ def read_tokenizer(folder: Path, config: dict) -> TextTokenizer:
             f"{folder} has no tokenizer.json; the explorer needs the fast-tokenizer file next to the weights.")
     # Read here and handed over as text: the library would open any path (a FIFO) and cannot take a
     # folder name that is not UTF-8.
-    raw = read_bytes(path, MAX_TOKENIZER_BYTES, "tokenizer file")
-    _check_counts(raw, path)
-    try:
-        tokenizer = tokenizers.Tokenizer.from_str(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ModelLoadError(f"{path} is not a valid tokenizer file (it is not UTF-8 text).") from None
-    except BaseException as error:  # noqa: B036 -- tokenizers raises bare Exceptions, and Rust panics as BaseException
-        if isinstance(error, (KeyboardInterrupt, SystemExit)):
-            raise
-        raise ModelLoadError(f"{path} is not a valid tokenizer file ({first_line(error)}).") from None
+    tokenizer = bounded_tokenizer(read_bytes(path, MAX_TOKENIZER_BYTES, "tokenizer file"), path)
     settings = read_json(folder / "tokenizer_config.json") if (folder / "tokenizer_config.json").exists() else {}
     refuse_custom_code(settings, folder / "tokenizer_config.json")
     text_tokenizer = TextTokenizer(
@@ -102,8 +93,23 @@ def read_tokenizer(folder: Path, config: dict) -> TextTokenizer:
         bos_id=_int_or_none(config.get("bos_token_id")),
         eos_id=_int_or_none(config.get("eos_token_id")),
     )
-    _check_pieces(text_tokenizer, path)
+    check_pieces(text_tokenizer, path)
     return text_tokenizer
+
+
+def bounded_tokenizer(raw: bytes, path: Path) -> tokenizers.Tokenizer:
+    """The tokenizer a tokenizer.json's bytes describe (a file's, or one saved beside a GGUF copy), its
+    merges and entries counted on the bytes before anything is built; any failure one sentence naming `path`.
+    The caller checks its pieces (check_pieces) once it is wrapped."""
+    _check_counts(raw, path)
+    try:
+        return tokenizers.Tokenizer.from_str(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ModelLoadError(f"{path} is not a valid tokenizer file (it is not UTF-8 text).") from None
+    except BaseException as error:  # noqa: B036 -- tokenizers raises bare Exceptions, and Rust panics as BaseException
+        if isinstance(error, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise ModelLoadError(f"{path} is not a valid tokenizer file ({first_line(error)}).") from None
 
 
 def _check_counts(raw: bytes, path: Path) -> None:
@@ -118,7 +124,7 @@ def _check_counts(raw: bytes, path: Path) -> None:
                                  "any tokenizer; it was not built.")
 
 
-def _check_pieces(tokenizer: TextTokenizer, path: Path) -> None:
+def check_pieces(tokenizer: TextTokenizer, path: Path) -> None:
     """A vocabulary piece (a merge's two sides are pieces too) is bounded as a GGUF vocabulary's is: a longer
     one would stretch the prompt's length bound (tokens.TextTokenizer._check_length) past any use."""
     longest = tokenizer.longest_piece()[1]
