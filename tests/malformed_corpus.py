@@ -6,6 +6,7 @@ builds its file from a fresh good folder (written by `write_hf_folder`) and
 says which error it must raise and a piece of the one sentence that error
 must say. Nothing in a model file is ever executed: the pickle cases carry a
 payload that would create `scratch / MARKER` if it were ever unpickled.
+The GGUF cases' builders live in tests/malformed_gguf.py.
 """
 from __future__ import annotations
 
@@ -19,10 +20,11 @@ from typing import Callable
 
 import torch
 from safetensors.torch import save_file
-from tokenizers import Tokenizer
 
 from explorer.core.errors import ModelLoadError, NonFiniteError, UnsupportedModelError
-from tests.core.tiny_checkpoints import write_hf_folder, write_llama_gguf
+from tests.core.tiny_checkpoints import write_hf_folder
+from tests.malformed_gguf import (gguf_alignment_string, gguf_header_claims, gguf_truncated,  # noqa: F401
+                                 gguf_unknown_quantization, gguf_with_a_million_layers, llama_gguf, not_gguf)
 
 MARKER = "pwned"
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt")
@@ -124,53 +126,6 @@ def extra_tensor(folder: Path, scratch: Path) -> Path:
     tensors["model.layers.7.mlp.up_proj.weight"] = torch.zeros(48, 32)
     save_file(tensors, str(_weights(folder)))
     return folder
-
-
-def llama_gguf(folder: Path, scratch: Path, name: str = "model.gguf") -> Path:
-    """The good folder written as a GGUF file, as llama.cpp's converter would."""
-    path = scratch / name
-    config = json.loads((folder / "config.json").read_text())
-    write_llama_gguf(path, config, _tensors(folder), Tokenizer.from_file(str(folder / "tokenizer.json")))
-    return path
-
-
-def gguf_with_a_million_layers(folder: Path, scratch: Path) -> Path:
-    """A GGUF whose metadata says 10^6 blocks over the tiny model's two."""
-    path = scratch / "bomb.gguf"
-    config = {**json.loads((folder / "config.json").read_text()), "num_hidden_layers": 1_000_000}
-    write_llama_gguf(path, config, _tensors(folder), Tokenizer.from_file(str(folder / "tokenizer.json")))
-    return path
-
-
-def gguf_unknown_quantization(folder: Path, scratch: Path) -> Path:
-    path = llama_gguf(folder, scratch, "odd.gguf")
-    data = bytearray(path.read_bytes())
-    name = b"blk.0.attn_norm.weight"
-    at = data.index(struct.pack("<Q", len(name)) + name) + 8 + len(name)
-    n_dims = struct.unpack_from("<I", data, at)[0]
-    type_at = at + 4 + 8 * n_dims
-    assert struct.unpack_from("<I", data, type_at)[0] == 0  # F32 before the edit
-    struct.pack_into("<I", data, type_at, 211)
-    path.write_bytes(bytes(data))
-    return path
-
-
-def gguf_truncated(folder: Path, scratch: Path) -> Path:
-    path = llama_gguf(folder, scratch, "cut.gguf")
-    path.write_bytes(path.read_bytes()[:-100])
-    return path
-
-
-def gguf_header_claims(folder: Path, scratch: Path) -> Path:
-    path = scratch / "claims.gguf"
-    path.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + b"\xff" * 16)
-    return path
-
-
-def not_gguf(folder: Path, scratch: Path) -> Path:
-    path = scratch / "zip.gguf"
-    path.write_bytes(b"PK\x03\x04" + bytes(100))
-    return path
 
 
 def _config_with(folder: Path, **changes) -> Path:
@@ -309,17 +264,6 @@ def weights_link_to_text(folder: Path, scratch: Path) -> Path:
     _weights(folder).unlink()
     _weights(folder).symlink_to(folder / "notes.txt")
     return folder
-
-
-def gguf_alignment_string(folder: Path, scratch: Path) -> Path:
-    """general.alignment written as the string "x" (a GGUF string value: type 8)."""
-    path = llama_gguf(folder, scratch, "aligned.gguf")
-    data = path.read_bytes()
-    key = b"general.alignment"
-    field = struct.pack("<Q", len(key)) + key + struct.pack("<IQ", 8, 1) + b"x"
-    count = struct.unpack_from("<Q", data, 16)[0]
-    path.write_bytes(data[:16] + struct.pack("<Q", count + 1) + field + data[24:])
-    return path
 
 
 def config_with_zero_rope_theta(folder: Path, scratch: Path) -> Path:

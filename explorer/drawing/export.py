@@ -4,6 +4,9 @@ colour bar, raw matrices as CSV or .npy, and numbered frames of every step.
 Every file is written to a temporary name in the target folder and moved into
 place with `os.replace`, so a failed export never leaves half a file. A path the
 person cannot write raises an `ExplorerError` with one sentence.
+
+No dialog here: the CLI writes the same files as the window, whose dialogs ask for
+the path and size (explorer.app.figures.export_dialogs).
 """
 from __future__ import annotations
 
@@ -14,12 +17,13 @@ from pathlib import Path
 
 import numpy as np
 from pyqtgraph.exporters import ImageExporter, SVGExporter
-from PySide6.QtCore import QSettings
 
-from explorer.app.figures.vector_cells import page_coordinates, vector_cells
 from explorer.core import files
 from explorer.core.errors import ExplorerError
 from explorer.core.trace import Trace
+from explorer.drawing.colours import printed
+from explorer.drawing.figures import attention_figure
+from explorer.drawing.vector_cells import page_coordinates, vector_cells
 from explorer.views.image_limits import check_image_size
 
 IMAGE_SUFFIXES = (".png", ".svg")
@@ -139,7 +143,7 @@ def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str
                      size: tuple[int, int] | None = None, theme: str = "light", picture=None,
                      text_scale: float = 1.0) -> Path:
     """One head, all heads of a layer (`head="all"`) or the full grid (`layer="all"`) to any format;
-    images in the figure `theme` (light, print-ready, or dark; see explorer.app.window.theme.FIGURE_COLOURS),
+    images in the figure `theme` (light, print-ready, or dark; see explorer.drawing.colours.FIGURE_COLOURS),
     their text `text_scale` times its size for the image (File ▸ Export Figure Text Size).
     One head's image draws `picture` (figures.head_picture) where it is computed already; `size` None is
     default_size's."""
@@ -154,8 +158,6 @@ def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str
             raise ExportError(f"Cannot export {path}: raw matrices need one layer, not 'all'.")
         matrix = raw_attention(trace, int(layer), head, step, values, cross)
         return save_matrix(matrix, path, header=f"{values} layer {layer} head {head}")
-    from explorer.app.figures.figures import attention_figure
-
     size = size or default_size(trace.model, layer, head)
     check_image_size(*size)                         # before anything is drawn (views.image_limits)
     figure = attention_figure(trace, layer, head, size[0], size[1], step, values, log, cross, theme, picture,
@@ -180,10 +182,8 @@ def export_frames(trace: Trace, path: Path, layer: int | str, head: int | str, *
 
 
 def save_widget(widget, path: Path, theme: str = "light") -> Path:
-    """A panel as it looks on screen, at its size and text size on screen (AS_SHOWN_TIP), in the figure
-    `theme`'s colours (explorer.app.window.theme.printed): PNG from `grab()`, SVG through QSvgGenerator."""
-    from explorer.app.window.theme import printed
-
+    """A panel as it looks on screen, at its size and text size on screen (the app's AS_SHOWN_TIP), in the
+    figure `theme`'s colours (explorer.drawing.colours.printed): PNG from `grab()`, SVG through QSvgGenerator."""
     if _suffix(path, IMAGE_SUFFIXES) == ".png":
         with printed(widget, theme):
             pixmap = widget.grab()
@@ -211,125 +211,3 @@ def _check_indices(trace: Trace, layer, head) -> None:
         raise ExportError(f"Layer {layer} does not exist: the model has layers 0 to {model.n_layers - 1}.")
     if head != "all" and not 0 <= int(head) < model.n_heads:
         raise ExportError(f"Head {head} does not exist: the model has heads 0 to {model.n_heads - 1}.")
-
-
-# ----- dialogs (the GUI side of the same functions) ---------------------------------------------
-def figure_settings(widget=None):
-    """The AppSettings of the window that holds `widget`, else the person's."""
-    from explorer.app.window.settings import AppSettings
-
-    while widget is not None:
-        settings = getattr(widget, "settings", None)
-        if isinstance(settings, AppSettings):
-            return settings
-        widget = widget.parent()
-    return AppSettings()
-
-
-def figure_theme(widget=None) -> str:
-    """The figure theme chosen (File ▸ Dark Export Figures) in the window that holds `widget`, else in
-    the person's settings: 'light' unless 'dark'."""
-    return figure_settings(widget).figure_theme
-
-
-def figure_text_scale(widget=None) -> float:
-    """The text size chosen for exported figures (File ▸ Export Figure Text Size), as figure_theme."""
-    return figure_settings(widget).figure_text_scale
-
-
-def last_folder() -> str:
-    return str(QSettings("transformer-explorer", "explorer").value("export/last_folder", str(Path.home())))
-
-
-def ask_path(parent, title: str, name: str, filters: str) -> Path | None:
-    """A save dialog that opens in, and remembers, the last export folder."""
-    from PySide6.QtWidgets import QFileDialog
-
-    chosen, _ = QFileDialog.getSaveFileName(parent, title, str(Path(last_folder()) / name), filters)
-    if not chosen:
-        return None
-    QSettings("transformer-explorer", "explorer").setValue("export/last_folder", str(Path(chosen).parent))
-    return Path(chosen)
-
-
-def ask_size(parent, default: tuple[int, int] = DEFAULT_SIZE) -> tuple[int, int] | None:
-    """Ask the pixel size of a PNG (SVG uses it as its nominal size), offering `default`."""
-    from PySide6.QtWidgets import QInputDialog
-
-    text, ok = QInputDialog.getText(parent, "Image size", "Width × height in pixels:", text="{}x{}".format(*default))
-    match = re.fullmatch(r"\s*(\d+)\s*[x×,\s]\s*(\d+)\s*", text or "")
-    if not ok or not match:
-        return None
-    return max(16, int(match.group(1))), max(16, int(match.group(2)))
-
-
-def run_reporting(parent, action: Callable[[], object]) -> None:
-    try:
-        action()
-    except ExplorerError as error:
-        session = getattr(parent, "session", None)
-        if session is not None:
-            session.report_error(str(error))
-        else:
-            raise
-
-
-def ask_attention_target(parent, layer, head, raw: bool = False, exact: bool = False, model=None):
-    """Ask where to write an attention export (and a PNG's size, default_size for `model`): (path, size,
-    theme), or None if the person cancels. `exact`: an image dialog also offers the exact matrix as .npy
-    (a long head, whose image is block maxima)."""
-    filters = "CSV (*.csv);;NumPy (*.npy)" if raw else "PNG image (*.png);;SVG image (*.svg)"
-    if exact and not raw:
-        filters += ";;NumPy, exact values (*.npy)"
-    name = f"attention_L{layer}_H{head}." + ("csv" if raw else "png")
-    path = ask_path(parent, "Export attention", name, filters)
-    if path is None:
-        return None
-    size = DEFAULT_SIZE if raw or path.suffix.lower() in DATA_SUFFIXES else ask_size(
-        parent, default_size(model, layer, head))
-    return None if size is None else (path, size, figure_theme(parent))
-
-
-def ask_and_export_attention(parent, trace, layer, head, raw: bool = False, **options) -> None:
-    target = ask_attention_target(parent, layer, head, raw, model=trace.model)
-    if target is not None:
-        path, size, theme = target
-        options.setdefault("text_scale", figure_text_scale(parent))
-        run_reporting(parent, lambda: export_attention(trace, path, layer, head, size=size, theme=theme, **options))
-
-
-def ask_and_export_frames(parent, trace, layer, head, **options) -> None:
-    path = ask_path(parent, "Export every step", f"attention_L{layer}_H{head}.png",
-                    "PNG frames (*.png);;SVG frames (*.svg)")
-    size = ask_size(parent) if path is not None else None
-    if path is not None and size is not None:
-        theme = figure_theme(parent)
-        options.setdefault("text_scale", figure_text_scale(parent))
-        run_reporting(parent, lambda: export_frames(trace, path, layer, head, size=size, theme=theme, **options))
-
-
-# A panel's picture is a screenshot by definition: the export text size is for figures drawn at an image's
-# size, and a panel's labels cannot grow without laying the panel out again (its tables and texts would
-# wrap or clip otherwise than on screen). A teacher wanting larger text turns Presentation on first.
-AS_SHOWN_TIP = ("A picture of the panel exactly as it looks now, at its size on screen. File ▸ Export Figure "
-                "Text Size is for the figures (attention maps, frames, animations), not for this picture: for "
-                "larger text, turn on View ▸ Presentation first.")
-
-
-def panel_picture_action(panel):
-    """The default export of a panel: "Export <title> as shown on screen (PNG/SVG)…" (save_widget)."""
-    from PySide6.QtGui import QAction
-
-    action = QAction(f"Export {panel.title} as shown on screen (PNG/SVG)…", panel)
-    action.setToolTip(AS_SHOWN_TIP)
-    action.setStatusTip(AS_SHOWN_TIP)
-    action.triggered.connect(lambda: ask_and_save_widget(panel, panel.object_name))
-    return action
-
-
-def ask_and_save_widget(widget, name: str) -> None:
-    path = ask_path(widget, f"Export {getattr(widget, 'title', name)}", f"{name}.png",
-                    "PNG image (*.png);;SVG image (*.svg)")
-    if path is not None:
-        theme = figure_theme(widget)
-        run_reporting(widget, lambda: save_widget(widget, path, theme))

@@ -16,10 +16,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication
 
-from explorer.app.panels.heatmap import Heatmap
-from explorer.app.panels.heatmap_axes import TokenAxis
-from explorer.app.window.theme import figure_colours, paint_figure
 from explorer.core.trace import Trace
+from explorer.drawing.colours import figure_colours, paint_figure
+from explorer.drawing.heatmap import Heatmap
+from explorer.drawing.heatmap_axes import TokenAxis
 from explorer.views.grid import Mosaic, blank_mosaic, mosaic
 from explorer.views.long_maps import (THREADS, ReducedMaps, block_maxima, display_factor, extent, grid_block,
                                       is_long)

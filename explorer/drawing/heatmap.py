@@ -16,7 +16,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QPen, QTransform
 from PySide6.QtWidgets import QGraphicsRectItem
 
-from explorer.app.panels.heatmap_axes import FittingTitle, TokenAxis, nice_step, symmetric_levels
+from explorer.drawing.heatmap_axes import FittingTitle, TokenAxis, nice_step, symmetric_levels
 
 __all__ = ["Heatmap", "RowLink", "TokenAxis", "nice_step", "symmetric_levels"]   # the axes' names, as before
 

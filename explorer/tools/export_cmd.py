@@ -69,7 +69,7 @@ def run(args) -> int:
         raise ExplorerError(f"--steps {args.steps} must not be negative.")
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from explorer.app.figures import export
+    from explorer.drawing import export
 
     output = Path(args.output)
     export.check_writable(output)                      # fail before the slow model load

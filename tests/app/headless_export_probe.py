@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from explorer import cli
-from explorer.app.figures import export
+from explorer.drawing import export
 from explorer.tools import export_cmd
 from tests.app.synthetic_trace import build_trace
 from tests.app.text_contrast import label_rects

@@ -27,7 +27,7 @@ from PySide6.QtGui import QImage
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QAbstractButton, QApplication, QLabel, QMessageBox, QTabWidget, QTextEdit, QWidget
 
-from explorer.app.figures import export
+from explorer.app.figures import export_dialogs
 from explorer.app.panels import ALL_PANELS
 from explorer.app.panels.base import Panel, WrappedText
 from explorer.app.panels.experiments import EXPERIMENT_PANELS
@@ -372,8 +372,8 @@ class Journey:
     def export_from_menu(self, patch, name: str = "attention") -> Path:
         """Ctrl+E on a panel: File ▸ Export's first action for it, to a PNG in the journey's folder."""
         path = self.out / f"{len(self.exports):02d}-{self.model_name()}-{name}.png"
-        patch.setattr(export, "ask_path", lambda *args, **kwargs: path)
-        patch.setattr(export, "ask_size", lambda parent, default=None: (640, 480))
+        patch.setattr(export_dialogs, "ask_path", lambda *args, **kwargs: path)
+        patch.setattr(export_dialogs, "ask_size", lambda parent, default=None: (640, 480))
         panel = self.raise_panel(name)
         panel.setFocus()
         self.act(f"export {name}", self.window.menus.export_focused_panel)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import pytest
 from PySide6.QtWidgets import QMessageBox
 
-from explorer.app.figures import export
+from explorer.app.figures import export_dialogs
 from explorer.app.panels.base import Panel
 from explorer.core.intervention import HeadAblation, Intervention
 from tests.app import stress_window
@@ -143,8 +143,8 @@ def switch(run: Run) -> None:
 def export_panel(run: Run, monkeypatch) -> None:
     bad = run.rng.random() < 0.3
     path = run.tmp_path / ("missing" if bad else "out") / f"e{run.rng.randrange(10**6)}.png"
-    monkeypatch.setattr(export, "ask_path", lambda *args: path)
-    monkeypatch.setattr(export, "ask_size", lambda parent, default=None: (96, 72))
+    monkeypatch.setattr(export_dialogs, "ask_path", lambda *args: path)
+    monkeypatch.setattr(export_dialogs, "ask_size", lambda parent, default=None: (96, 72))
     target = run.rng.choice([run.window.prompt, run.window.docks["attention"].widget()])
     target.setFocus()
     run.window.menus.export_focused_panel()

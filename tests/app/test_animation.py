@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from PySide6.QtGui import QGuiApplication
 
-from explorer.app.figures import export
+from explorer.app.figures import export_dialogs
+from explorer.drawing import export
 from explorer.app.figures.animation import (AnimationCancelled, copy_figure, export_animation, read_animation,
                                             read_frame)
 from explorer.app.panels.mask import MaskPanel
@@ -97,8 +98,8 @@ def test_every_panels_menu_copies_its_figure_and_attention_animates_from_its_men
         copy[0].trigger()
         assert not QGuiApplication.clipboard().image().isNull()
     target = tmp_path / "from_menu.png"
-    monkeypatch.setattr(export, "ask_path", lambda *a, **k: target)
-    monkeypatch.setattr(export, "ask_size", lambda *a, **k: SIZE)
+    monkeypatch.setattr(export_dialogs, "ask_path", lambda *a, **k: target)
+    monkeypatch.setattr(export_dialogs, "ask_size", lambda *a, **k: SIZE)
     animate = [a for a in attention.make_export_actions() if "animation" in a.text()]
     assert len(animate) == 1
     animate[0].trigger()

@@ -6,7 +6,7 @@ import pyqtgraph as pg
 import pytest
 from PySide6.QtGui import QFont, QFontMetricsF, QImage, QPainter
 
-from explorer.app.panels.heatmap import Heatmap
+from explorer.drawing.heatmap import Heatmap
 
 LABELS = [f"␣word{i:02d}" for i in range(22)]          # 7 characters each, like '␣capital'
 
@@ -89,7 +89,7 @@ def test_every_axis_draws_its_first_and_last_labels_and_none_overlap(qtbot, n, s
 
 
 def test_every_head_of_an_exported_layer_labels_its_first_and_last_key(qtbot):
-    from explorer.app.figures.figures import attention_figure
+    from explorer.drawing.figures import attention_figure
     from explorer.views.maps import short_label
     from tests.app.synthetic_trace import build_trace
 

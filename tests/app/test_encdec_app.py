@@ -119,7 +119,7 @@ def test_qkv_panel_shows_target_queries_against_source_keys_and_values(qtbot, se
 
 
 def test_export_writes_the_cross_map_as_npy_csv_and_png(qtbot, tmp_path, translation):
-    from explorer.app.figures import export
+    from explorer.drawing import export
 
     trace = translation[1][-1]
     view = trace_views.view(trace, "cross")

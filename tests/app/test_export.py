@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from PySide6.QtGui import QColor, QImage
 
-from explorer.app.figures import export
-from explorer.app.figures.figures import attention_figure
+from explorer.app.figures import export_dialogs
+from explorer.drawing import export
+from explorer.drawing.figures import attention_figure
 from explorer.core.errors import ExplorerError
 from explorer.views.maps import short_label
 from tests.app.synthetic_trace import build_trace
@@ -140,8 +141,8 @@ def test_panel_export_actions_write_files_and_report_errors(qtbot, tmp_path, tra
     session.set_trace(trace)
     session.select(layer=1, head=2)
     chosen = {"path": tmp_path / "head.png"}
-    monkeypatch.setattr(export, "ask_path", lambda *args: chosen["path"])
-    monkeypatch.setattr(export, "ask_size", lambda parent, default=None: (300, 200))
+    monkeypatch.setattr(export_dialogs, "ask_path", lambda *args: chosen["path"])
+    monkeypatch.setattr(export_dialogs, "ask_size", lambda parent, default=None: (300, 200))
     head_action = attention.export_actions()[0]
     head_action.trigger()
     assert QImage(str(tmp_path / "head.png")).size().toTuple() == (300, 200)

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from explorer.app.figures import export
+from explorer.app.figures import export_dialogs
+from explorer.drawing import export
 from tests.app.synthetic_trace import build_trace
 from tests.app.text_contrast import GLYPH_DISTANCE, background_of, rendered
 from tests.app.trace_window import window_showing
@@ -37,8 +38,8 @@ def ink_height(image: np.ndarray, rect) -> int:
 def exported_title_px(window, recorded, monkeypatch, path: Path, choice: str) -> int:
     action = next(a for a in window.menus.figure_text.actions() if a.text().replace("&", "").startswith(choice))
     action.trigger()
-    monkeypatch.setattr(export, "ask_path", lambda *a, **k: path)
-    monkeypatch.setattr(export, "ask_size", lambda parent, default=None: SIZE)
+    monkeypatch.setattr(export_dialogs, "ask_path", lambda *a, **k: path)
+    monkeypatch.setattr(export_dialogs, "ask_size", lambda parent, default=None: SIZE)
     window.menus.export_focused_panel()                 # Ctrl+E: the attention panel's head map
     assert path.exists()
     title = next(rect for what, rect in recorded[path.name] if what.startswith("title"))
@@ -60,9 +61,9 @@ def test_every_step_exports_at_the_chosen_size(window, recorded, monkeypatch, tm
         next(a for a in window.menus.figure_text.actions() if a.text().replace("&", "").startswith(choice)).trigger()
         path = tmp_path / choice / "frame.png"
         path.parent.mkdir()
-        monkeypatch.setattr(export, "ask_path", lambda *a, **k: path)
-        monkeypatch.setattr(export, "ask_size", lambda parent, default=None: SIZE)
-        export.ask_and_export_frames(window.docks["attention"].widget(), window.session.trace, 0, 0)
+        monkeypatch.setattr(export_dialogs, "ask_path", lambda *a, **k: path)
+        monkeypatch.setattr(export_dialogs, "ask_size", lambda parent, default=None: SIZE)
+        export_dialogs.ask_and_export_frames(window.docks["attention"].widget(), window.session.trace, 0, 0)
         first = path.with_name("frame_0000.png")
         title = next(rect for what, rect in recorded[first.name] if what.startswith("title"))
         heights[choice] = ink_height(rendered(first, SIZE), title)
@@ -77,8 +78,8 @@ def test_an_animation_draws_its_frames_at_the_chosen_size(window, qtbot, monkeyp
     trace, size = window.session.trace, (480, 360)
     selection = window.session.selection
     target = tmp_path / "decoding.png"
-    monkeypatch.setattr(export, "ask_path", lambda *a, **k: target)
-    monkeypatch.setattr(export, "ask_size", lambda *a, **k: size)
+    monkeypatch.setattr(export_dialogs, "ask_path", lambda *a, **k: target)
+    monkeypatch.setattr(export_dialogs, "ask_size", lambda *a, **k: size)
     attention = window.docks["attention"].widget()
     next(a for a in attention.make_export_actions() if "animation" in a.text()).trigger()
     qtbot.waitUntil(target.exists, timeout=20000)

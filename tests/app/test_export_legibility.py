@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QPoint
 
-from explorer.app.figures import export
+from explorer.app.figures import export_dialogs
+from explorer.drawing import export
 from explorer.app.window.theme import apply_theme
 from tests.app.synthetic_trace import build_trace
 from tests.app.text_contrast import glyph_contrast, label_rects, paper_luminance, rendered
@@ -62,8 +63,8 @@ def recorded(monkeypatch):
 
 
 def answer_dialogs(monkeypatch, path: Path) -> None:
-    monkeypatch.setattr(export, "ask_path", lambda *a, **k: path)
-    monkeypatch.setattr(export, "ask_size", lambda parent, default=None: SIZE)
+    monkeypatch.setattr(export_dialogs, "ask_path", lambda *a, **k: path)
+    monkeypatch.setattr(export_dialogs, "ask_size", lambda parent, default=None: SIZE)
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])

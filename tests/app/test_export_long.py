@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from PySide6.QtGui import QImage
 
-from explorer.app.figures import export
-from explorer.app.figures.figures import attention_figure
+from explorer.drawing import export
+from explorer.drawing.figures import attention_figure
 from explorer.views.maps import display_reduced
 
 N = 8000

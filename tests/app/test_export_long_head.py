@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from PySide6.QtGui import QImage
 
-from explorer.app.figures import export
+from explorer.app.figures import export_dialogs
+from explorer.drawing import export
 from explorer.app.panels import AttentionPanel
 from explorer.app.state.session import Session
 from explorer.core.trace import Trace
@@ -89,8 +90,8 @@ def answer(monkeypatch, path: Path, asked: list | None = None) -> None:
             asked.append(filters)
         return path
 
-    monkeypatch.setattr(export, "ask_path", ask_path)
-    monkeypatch.setattr(export, "ask_size", lambda parent, default=None: SIZE)
+    monkeypatch.setattr(export_dialogs, "ask_path", ask_path)
+    monkeypatch.setattr(export_dialogs, "ask_size", lambda parent, default=None: SIZE)
 
 
 def export_head(qtbot, panel, action: int = 0) -> Path:
@@ -205,7 +206,7 @@ def test_ctrl_e_in_the_window_writes_a_legible_long_head(qtbot, trace, figures, 
 def test_the_query_title_stands_clear_of_the_numbered_ticks(qtbot, trace):
     from PySide6.QtGui import QFont, QFontMetrics
 
-    from explorer.app.figures.figures import attention_figure
+    from explorer.drawing.figures import attention_figure
 
     figure = attention_figure(trace, 1, 2, *SIZE)
     axis = figure.heatmaps[0].axes["left"]

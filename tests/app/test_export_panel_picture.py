@@ -8,7 +8,7 @@ import pytest
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 
-from explorer.app.figures import export
+from explorer.app.figures import export_dialogs
 from explorer.app.window.presentation import FONT_SCALE
 from tests.app.layout_probe import open_window
 from tests.app.screen_fit import settle
@@ -43,7 +43,7 @@ def line_heights(image: np.ndarray) -> list[int]:
 
 def saved(window, monkeypatch, path) -> np.ndarray:
     panel = window.docks[PANEL].widget()
-    monkeypatch.setattr(export, "ask_path", lambda *a, **k: path)
+    monkeypatch.setattr(export_dialogs, "ask_path", lambda *a, **k: path)
     action = panel.export_actions()[0]
     action.trigger()
     assert path.exists()

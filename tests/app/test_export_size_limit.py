@@ -4,7 +4,7 @@ import resource
 
 import pytest
 
-from explorer.app.figures import export
+from explorer.drawing import export
 from explorer.core.errors import ExplorerError
 from tests.app.synthetic_trace import build_trace
 

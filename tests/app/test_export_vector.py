@@ -12,8 +12,8 @@ from PySide6.QtCore import QPointF
 from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtSvg import QSvgRenderer
 
-from explorer.app.figures import export
-from explorer.app.figures.figures import attention_figure
+from explorer.drawing import export
+from explorer.drawing.figures import attention_figure
 from tests.app.synthetic_trace import build_trace
 
 

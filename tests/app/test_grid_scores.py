@@ -54,7 +54,7 @@ def test_the_grid_follows_the_weights_scores_toggle(qtbot):
 
 
 def test_the_full_grid_export_draws_scores_when_asked(qtbot, tmp_path):
-    from explorer.app.figures.figures import attention_figure
+    from explorer.drawing.figures import attention_figure
 
     trace = build_trace(n_layers=2, n_heads=4, prompt_len=6, steps=1)
     figure = attention_figure(trace, "all", "all", 500, 400, values="scores")

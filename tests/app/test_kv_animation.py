@@ -7,7 +7,8 @@ import imageio.v3 as iio
 import numpy as np
 import pytest
 
-from explorer.app.figures import export
+from explorer.app.figures import export_dialogs
+from explorer.drawing import export
 from explorer.app.figures.animation import AnimationCancelled
 from explorer.app.figures.kv_animation import export_kv_animation
 from tests.app.synthetic_trace import build_trace
@@ -81,12 +82,12 @@ def test_the_kv_panels_menu_writes_it_at_the_chosen_text_size(qtbot, trace, tmp_
     window.session.set_model(trace.model)
     window.session.set_trace(trace)
     panel = window.docks["kv_cache"].widget()
-    monkeypatch.setattr(export, "ask_size", lambda *a, **k: (1000, 600))   # room for 2× labels
+    monkeypatch.setattr(export_dialogs, "ask_size", lambda *a, **k: (1000, 600))   # room for 2× labels
     heights = {}
     for scale in (1.0, 2.0):
         window.settings.figure_text_scale = scale
         target = tmp_path / f"kv_{scale}.png"
-        monkeypatch.setattr(export, "ask_path", lambda *a, **k: target)
+        monkeypatch.setattr(export_dialogs, "ask_path", lambda *a, **k: target)
         next(a for a in panel.export_actions() if "animation" in a.text()).trigger()
         qtbot.waitUntil(target.exists, timeout=30_000)
         frames = np.asarray(iio.imread(target, index=None, extension=".png"))

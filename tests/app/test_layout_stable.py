@@ -75,7 +75,7 @@ def test_a_heatmap_labels_the_axes_it_is_asked_to_and_frames_the_rest(qtbot):
     import numpy as np
     import pyqtgraph as pg
 
-    from explorer.app.panels.heatmap import Heatmap
+    from explorer.drawing.heatmap import Heatmap
 
     view = pg.GraphicsLayoutWidget()
     qtbot.addWidget(view)

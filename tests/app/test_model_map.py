@@ -15,7 +15,7 @@ import pytest
 from PySide6.QtGui import QColor, QImage
 from PySide6.QtWidgets import QGraphicsTextItem
 
-from explorer.app.figures.export import ExportError
+from explorer.drawing.export import ExportError
 from explorer.app.panels.model_call import thread_executor
 from explorer.app.panels.model_map import ACCENT, EMPTY, NEW_ROW, ModelMapPanel
 from explorer.app.state.session import Session

@@ -90,7 +90,7 @@ def test_the_attention_panel_fits_a_narrow_dock_with_its_colour_bar_inside(qtbot
 def test_a_long_maps_title_never_pushes_the_map_and_its_colour_bar_out_of_a_narrow_view(qtbot):
     import pyqtgraph as pg
 
-    from explorer.app.panels.heatmap import Heatmap
+    from explorer.drawing.heatmap import Heatmap
 
     n, width = 2048, 253                         # the large map's column in a 1366 px window
     view = pg.GraphicsLayoutWidget()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 
-from explorer.app.panels.heatmap import Heatmap
+from explorer.drawing.heatmap import Heatmap
 
 
 def test_a_lone_bright_block_keeps_its_colour_when_the_map_is_larger_than_the_view(qtbot):

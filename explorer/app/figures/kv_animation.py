@@ -19,12 +19,13 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 
-from explorer.app.figures import export
+from explorer.app.figures import export_dialogs
+from explorer.drawing import export
 from explorer.app.figures.animation import (ANIMATION_FILTERS, FRAME_MS, check_target, with_progress,
                                             write_animation)
-from explorer.app.figures.figures import font_scale, lay_out, scale_fonts
-from explorer.app.panels.heatmap import Heatmap
-from explorer.app.window.theme import figure_colours
+from explorer.drawing.figures import font_scale, lay_out, scale_fonts
+from explorer.drawing.heatmap import Heatmap
+from explorer.drawing.colours import figure_colours
 from explorer.core import kv_variants
 from explorer.core.trace import Trace
 from explorer.core.units import human_bytes
@@ -131,11 +132,11 @@ def ask_and_export_kv_animation(parent, trace: Trace, block_size: int = kv_varia
     """Ask where and how large, then write the cache's animation under a progress dialog with Cancel."""
     if trace is None or not trace.steps:
         return
-    path = export.ask_path(parent, "Export an animation of the KV cache", "kv_cache.gif", ANIMATION_FILTERS)
-    size = export.ask_size(parent) if path is not None else None
+    path = export_dialogs.ask_path(parent, "Export an animation of the KV cache", "kv_cache.gif", ANIMATION_FILTERS)
+    size = export_dialogs.ask_size(parent) if path is not None else None
     if path is None or size is None:
         return
-    theme, scale = export.figure_theme(parent), export.figure_text_scale(parent)
+    theme, scale = export_dialogs.figure_theme(parent), export_dialogs.figure_text_scale(parent)
     with_progress(parent, trace.n_steps, lambda progress, cancelled: export_kv_animation(
         trace, path, size, theme, scale, progress=progress, cancelled=cancelled, block_size=block_size))
 

@@ -22,7 +22,7 @@ from explorer.app.panels.adaptive import orient
 from explorer.app.panels.asking import Asker
 from explorer.app.panels.atlas_reading import DescriptionReader
 from explorer.app.panels.base import LineLabel, Panel, decoder_view_unavailable
-from explorer.app.panels.heatmap import Heatmap
+from explorer.drawing.heatmap import Heatmap
 from explorer.app.panels.long_head import LongHead, Request
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import HeadScoresJob

@@ -22,7 +22,7 @@ from explorer.app.panels.attention_kind import AttentionKindBox
 from explorer.app.panels.base import Panel, dims, visible_text
 from explorer.app.panels.flow_layout import FlowLayout
 from explorer.app.panels.grid_filler import GridFiller, GridProgress
-from explorer.app.panels.heatmap import Heatmap
+from explorer.drawing.heatmap import Heatmap
 from explorer.app.panels.kernel_control import KernelControl
 from explorer.app.panels.long_export import LongExport
 from explorer.app.panels.long_head import LongHead, Request
@@ -306,7 +306,7 @@ class AttentionPanel(Panel):
     # ----- export ------------------------------------------------------------------------
     def make_export_actions(self) -> list[QAction]:
         from explorer.app.figures import animation as animated
-        from explorer.app.figures import export
+        from explorer.app.figures import export_dialogs
 
         def settings():
             s, view = self.session.selection, self.current_view()
@@ -318,18 +318,18 @@ class AttentionPanel(Panel):
             head = {"head": s.head, "layer": "all", "grid": "all"}[scope]
             if is_long(view.trace, view.step, view.cross):
                 return self._export_long(view, "all" if scope == "grid" else layer, head, False, options)
-            export.ask_and_export_attention(self, view.trace, "all" if scope == "grid" else layer, head, **options)
+            export_dialogs.ask_and_export_attention(self, view.trace, "all" if scope == "grid" else layer, head, **options)
 
         def raw():
             options, s, view, layer = settings()
             if is_long(view.trace, view.step, view.cross):
                 return self._export_long(view, layer, s.head, True, options)
-            export.ask_and_export_attention(self, view.trace, layer, s.head, raw=True, **options)
+            export_dialogs.ask_and_export_attention(self, view.trace, layer, s.head, raw=True, **options)
 
         def frames():
             options, s, view, layer = settings()
             options.pop("step")
-            export.ask_and_export_frames(self, view.trace, layer, s.head, **options)
+            export_dialogs.ask_and_export_frames(self, view.trace, layer, s.head, **options)
 
         def animation():
             options, s, view, layer = settings()

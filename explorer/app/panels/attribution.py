@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLa
 from explorer.app.panels.adaptive import is_wide, orient, place
 from explorer.app.panels.asking import Asker
 from explorer.app.panels.base import Panel, WrappedText, decoder_view_unavailable
-from explorer.app.panels.heatmap import Heatmap, symmetric_levels
+from explorer.drawing.heatmap import Heatmap, symmetric_levels
 from explorer.app.panels.text_helpers import readable, selected_position
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import AttributionJob

@@ -153,9 +153,9 @@ class Panel(QWidget):
 
     def make_export_actions(self) -> list[QAction]:
         """The panel's export actions; the default saves what the panel shows."""
-        from explorer.app.figures import export
+        from explorer.app.figures import export_dialogs
 
-        return [export.panel_picture_action(self)]
+        return [export_dialogs.panel_picture_action(self)]
 
     # ----- shared -----------------------------------------------------------------------
     @property

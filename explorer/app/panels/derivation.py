@@ -18,7 +18,7 @@ from explorer.app.panels.adaptive import orient
 from explorer.app.panels.asking import Asker
 from explorer.app.panels.base import Panel, decoder_view_unavailable, formula_html
 from explorer.app.panels.block_text import block_html
-from explorer.app.panels.heatmap import Heatmap
+from explorer.drawing.heatmap import Heatmap
 from explorer.app.panels.text_helpers import readable, selected_position
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import BlockWalkJob, OutputWeightsJob

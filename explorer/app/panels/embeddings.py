@@ -14,7 +14,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy
 
 from explorer.app.panels.base import Panel, dims
-from explorer.app.panels.heatmap import Heatmap
+from explorer.drawing.heatmap import Heatmap
 from explorer.app.panels.stacked_rows import StackedRows
 from explorer.app.panels.token_labels import tick_labels
 from explorer.app.state.session import Selection

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QSpinBox, QSplitter, QTableW
                                QTabWidget, QVBoxLayout, QWidget)
 
 from explorer.app.panels.base import Panel, WrappedText
-from explorer.app.panels.heatmap import Heatmap, nice_step
+from explorer.drawing.heatmap import Heatmap, nice_step
 from explorer.app.state.session import Selection
 from explorer.app.state.words import plural
 from explorer.app.window.status_bar import step_name
@@ -125,16 +125,17 @@ class KVCachePanel(Panel):
     def make_export_actions(self) -> list:
         from PySide6.QtGui import QAction
 
-        from explorer.app.figures import export, kv_animation
+        from explorer.app.figures import export_dialogs, kv_animation
+        from explorer.drawing import export
 
         def save_table():
             trace = self.trace
             if trace is None or not trace.steps:
                 return
-            path = export.ask_path(self, "Export the KV-cache comparison", "kv_variants.csv", "CSV (*.csv)")
+            path = export_dialogs.ask_path(self, "Export the KV-cache comparison", "kv_variants.csv", "CSV (*.csv)")
             if path is not None:
                 text = kv_variants.to_csv(kv_variants.info_comparison(trace.model, trace.n_tokens))
-                export.run_reporting(self, lambda: export.write_text(path, text))
+                export_dialogs.run_reporting(self, lambda: export.write_text(path, text))
 
         action = QAction("Export the variant comparison as CSV…", self)
         action.triggered.connect(save_table)

@@ -18,7 +18,8 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox,
                                QTableWidget, QTabWidget, QVBoxLayout, QWidget)
 
-from explorer.app.figures import export
+from explorer.app.figures import export_dialogs
+from explorer.drawing import export
 from explorer.app.panels.base import Panel
 from explorer.app.panels.kv_plot import DTYPES, BytesPlot, FitSplitter, save_bytes_plot
 from explorer.app.panels.model_call import Executor, ModelCall, thread_executor
@@ -331,7 +332,7 @@ class KVLabPanel(Panel):
         if self.shape is None:
             raise export.ExportError(f"Cannot export {path}: open a model or a config first.")
         return save_bytes_plot(Path(path), self.shape, self.ranks(), self.source_name, width, height,
-                               export.figure_theme(self))
+                               export_dialogs.figure_theme(self))
 
     def make_export_actions(self) -> list[QAction]:
         actions = []
@@ -345,7 +346,7 @@ class KVLabPanel(Panel):
         return actions
 
     def _ask_and_save(self, saver, filters: str, title: str) -> None:
-        path = export.ask_path(self, title, f"kv_lab_{self.source_name or 'model'}", filters)
+        path = export_dialogs.ask_path(self, title, f"kv_lab_{self.source_name or 'model'}", filters)
         if path is not None:
             try:
                 saver(path)
@@ -371,7 +372,7 @@ class KVLabPanel(Panel):
             self.bundled_box.setCurrentIndex(0)
 
     def _ask_config(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open a config.json or .gguf", export.last_folder(),
+        path, _ = QFileDialog.getOpenFileName(self, "Open a config.json or .gguf", export_dialogs.last_folder(),
                                               "Model config (config.json *.json *.gguf)")
         if path:
             self.open_config(path)

@@ -12,7 +12,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter
 
-from explorer.app.panels.heatmap import nice_step
+from explorer.drawing.heatmap import nice_step
 from explorer.core import kv_variants as kv
 
 DTYPES = ("float32", "bfloat16", "int8")
@@ -136,9 +136,9 @@ def save_bytes_plot(path, shape: kv.CacheShape, ranks: list[int] | None, name: s
                     theme: str = "light"):
     """The plot laid out offscreen at exactly width × height in the figure `theme` and written as PNG or
     SVG (see export)."""
-    from explorer.app.figures import export
-    from explorer.app.figures.figures import lay_out
-    from explorer.app.window.theme import figure_colours
+    from explorer.drawing import export
+    from explorer.drawing.figures import lay_out
+    from explorer.drawing.colours import figure_colours
 
     with figure_colours(theme):
         figure = BytesPlot()

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from explorer.app.figures import export
+from explorer.app.figures import export_dialogs
+from explorer.drawing import export
 from explorer.app.panels.grid_filler import Background
 from explorer.core.errors import ExplorerError
 from explorer.views.long_maps import Cancelled, extent
@@ -43,10 +44,10 @@ class LongExport(QObject):
     def ask(self, parent, trace, layer: int, head: int | str, raw: bool = False, **options) -> None:
         """The export dialog (offering one head's exact .npy beside its images), then `start`, with the
         text size chosen for exported figures (File ▸ Export Figure Text Size)."""
-        target = export.ask_attention_target(parent, layer, head, raw, exact=head != "all", model=trace.model)
+        target = export_dialogs.ask_attention_target(parent, layer, head, raw, exact=head != "all", model=trace.model)
         if target is not None:
             path, size, theme = target
-            options.setdefault("text_scale", export.figure_text_scale(parent))
+            options.setdefault("text_scale", export_dialogs.figure_text_scale(parent))
             self.start(trace, path, layer, head, size=size, theme=theme, **options)
 
     def start(self, trace, path: Path, layer: int | str, head: int | str, step: int | None = None,
@@ -62,7 +63,7 @@ class LongExport(QObject):
         except ExplorerError as error:
             self.failed.emit(str(error))
             return
-        from explorer.app.figures.figures import grid_picture, head_picture, layer_pictures   # (Qt: Heatmap)
+        from explorer.drawing.figures import grid_picture, head_picture, layer_pictures   # (Qt: Heatmap)
 
         options = dict(step=step, values=values, log=log, cross=cross, size=size, theme=theme,
                        text_scale=text_scale)
@@ -110,7 +111,7 @@ class LongExport(QObject):
         self.ended.emit()
         if isinstance(result, Cancelled):
             return
-        from explorer.app.figures.figures import HeadPicture, Mosaic
+        from explorer.drawing.figures import HeadPicture, Mosaic
 
         if isinstance(result, (HeadPicture, list, Mosaic)):     # a head's picture, a layer's, or the grid
             try:

@@ -15,7 +15,7 @@ import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from explorer.app.panels.grid_filler import Background
-from explorer.app.panels.heatmap import Heatmap
+from explorer.drawing.heatmap import Heatmap
 from explorer.views.long_maps import (THREADS, Cancelled, ReducedMaps, block_maxima, display_factor, exact_cell,
                                       extent)
 from explorer.views.maps import axis_labels, head_levels, log_scaled

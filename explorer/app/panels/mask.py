@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QGraphicsRectItem, QHBoxLayout, QLabel, QSlider, Q
 
 from explorer.app.panels.attention_kind import AttentionKindBox
 from explorer.app.panels.base import LineLabel, Panel
-from explorer.app.panels.heatmap import Heatmap
+from explorer.drawing.heatmap import Heatmap
 from explorer.app.panels.token_labels import tick_labels
 from explorer.app.state.session import Selection
 from explorer.app.window.status_bar import step_name

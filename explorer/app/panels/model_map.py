@@ -315,10 +315,10 @@ class ModelMapPanel(Panel):
 
     # ----- export -------------------------------------------------------------------------------
     def make_export_actions(self) -> list[QAction]:
-        from explorer.app.figures import export
+        from explorer.app.figures import export_dialogs
 
         action = QAction("Export the model map as PNG/SVG…", self)
-        action.triggered.connect(lambda: self._ask_export(export))
+        action.triggered.connect(lambda: self._ask_export(export_dialogs))
         copy = QAction("Copy the model map", self)
         copy.triggered.connect(self.copy_to_clipboard)
         return [action, copy]
@@ -344,7 +344,7 @@ class ModelMapPanel(Panel):
         """The whole map to `path` (.png or .svg), written atomically."""
         from pathlib import Path
 
-        from explorer.app.figures import export
+        from explorer.drawing import export
 
         path = Path(path)
         if self.graph is None:

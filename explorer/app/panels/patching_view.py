@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (QComboBox, QGridLayout, QHBoxLayout, QLabel, QLin
 
 from explorer.app.panels.adaptive import orient
 from explorer.app.panels.base import WrappedText
-from explorer.app.panels.heatmap import Heatmap
+from explorer.drawing.heatmap import Heatmap
 from explorer.app.panels.model_call import ModelCall
 from explorer.app.thread.requests import PatchMapJob
 

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSpinBox, QSplitte
 
 from explorer.app.panels.attention_kind import AttentionKindBox
 from explorer.app.panels.base import Panel, WrappedText, dims, formula_html, visible_text
-from explorer.app.panels.heatmap import Heatmap, RowLink, symmetric_levels
+from explorer.drawing.heatmap import Heatmap, RowLink, symmetric_levels
 from explorer.app.panels.model_call import Executor, ModelCall
 from explorer.app.panels.stacked_rows import StackedRows
 from explorer.app.panels.token_labels import tick_labels

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from explorer.app.panels.heatmap import symmetric_levels
+from explorer.drawing.heatmap import symmetric_levels
 
 
 class StackedRows:

@@ -15,7 +15,7 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSpinBox, QSplitter,
                                QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-from explorer.app.panels.heatmap import Heatmap
+from explorer.drawing.heatmap import Heatmap
 from explorer.app.window.error_bar import ErrorLine
 from explorer.core.units import human_bytes
 

@@ -171,7 +171,7 @@ def self_test(model: str | None = None) -> int:
 
 
 def _run_self_test(app: QApplication, reference: str, folder: Path) -> str:
-    from explorer.app.figures import export
+    from explorer.drawing import export
     from explorer.app.window.main_window import MainWindow
 
     settings = AppSettings(QSettings(str(folder / "settings.ini"), QSettings.Format.IniFormat))

@@ -13,7 +13,7 @@ from explorer.app.thread.core_api import SamplingSettings
 from explorer.views import figure_text
 
 ORGANIZATION = "transformer-explorer"
-APPLICATION = "explorer"        # the same file explorer.app.figures.export keeps its last folder in
+APPLICATION = "explorer"        # the same file explorer.app.figures.export_dialogs keeps its last folder in
 MAX_RECENT = 8
 THEMES = ("system", "light", "dark")
 FIGURE_THEMES = ("light", "dark")   # explorer.app.window.theme.FIGURE_COLOURS; exported figures are light by default

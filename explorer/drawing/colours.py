@@ -1,0 +1,102 @@
+"""The colours of a figure: print-ready black on white, or dark, whatever the app's theme.
+
+Exported figures and panels saved to a file are drawn in a figure theme of their own, so that an image
+written from the dark app is as printable as any other; the app's window theme (explorer.app.window.theme)
+reads the same light and dark palettes (palette_of).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QApplication, QWidget
+
+_DARK = {
+    QPalette.ColorRole.Window: "#2b2b2e", QPalette.ColorRole.WindowText: "#e6e6e6",
+    QPalette.ColorRole.Base: "#1f1f22", QPalette.ColorRole.AlternateBase: "#2f2f33",
+    QPalette.ColorRole.ToolTipBase: "#3a3a3e", QPalette.ColorRole.ToolTipText: "#f0f0f0",
+    QPalette.ColorRole.Text: "#e6e6e6", QPalette.ColorRole.Button: "#35353a",
+    QPalette.ColorRole.ButtonText: "#e6e6e6", QPalette.ColorRole.BrightText: "#ff5555",
+    QPalette.ColorRole.Highlight: "#3d7bd9", QPalette.ColorRole.HighlightedText: "#ffffff",
+    QPalette.ColorRole.Link: "#6ea8ff", QPalette.ColorRole.PlaceholderText: "#8a8a8f",
+}
+# Exported figures: print-ready black on white unless dark ones are asked for, whatever the app's theme.
+FIGURE_COLOURS = {"light": ("#ffffff", "#111111"), "dark": ("#101014", "#e6e6e6")}
+FIGURE_THEMES = tuple(FIGURE_COLOURS)
+
+
+def palette_of(app: QApplication, theme: str) -> QPalette:
+    """The Fusion style's own (light) palette, or the dark one."""
+    palette = app.style().standardPalette()
+    if theme == "dark":
+        for role, colour in _DARK.items():
+            palette.setColor(role, QColor(colour))
+        for role in (QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText, QPalette.ColorRole.WindowText):
+            palette.setColor(QPalette.ColorGroup.Disabled, role, QColor("#7a7a7f"))
+    return palette
+
+
+@contextmanager
+def figure_colours(theme: str = "light") -> Iterator[tuple[str, str]]:
+    """pyqtgraph's colours for the items made inside (titles, axis names and frames read them when
+    made); yields (background, foreground). Nothing is painted meanwhile, so no view of the window
+    caches a picture in the figure's colours."""
+    background, foreground = FIGURE_COLOURS.get(theme, FIGURE_COLOURS["light"])
+    before = pg.getConfigOption("background"), pg.getConfigOption("foreground")
+    pg.setConfigOptions(background=background, foreground=foreground)
+    try:
+        yield background, foreground
+    finally:
+        pg.setConfigOptions(background=before[0], foreground=before[1])
+
+
+def paint_figure(view: pg.GraphicsView, theme: str = "light") -> None:
+    """Give a figure's background and every axis explicit colours: axes otherwise read the app's
+    foreground when they paint, which drew black numbers on a dark export in the light theme."""
+    background, foreground = FIGURE_COLOURS.get(theme, FIGURE_COLOURS["light"])
+    view.setBackground(background)
+    for item in view.scene().items():
+        if isinstance(item, pg.AxisItem):
+            item.setPen(pg.mkPen(foreground))
+            item.setTextPen(pg.mkPen(foreground))
+
+
+@contextmanager
+def printed(widget: QWidget, theme: str = "light") -> Iterator[None]:
+    """The widget in a figure theme's colours while it is drawn into a file, then as it was: a panel
+    saved from the dark app theme is as print-ready as every other export."""
+    background, foreground = FIGURE_COLOURS.get(theme, FIGURE_COLOURS["light"])
+    had_palette, palette = widget.testAttribute(Qt.WidgetAttribute.WA_SetPalette), QPalette(widget.palette())
+    widget.setPalette(palette_of(QApplication.instance(), "dark" if theme == "dark" else "light"))
+    views = [(view, view.backgroundBrush()) for view in widget.findChildren(pg.GraphicsView)]
+    items = [item for view, _ in views for item in view.items()]
+    axes = [(axis, axis._pen, axis._textPen, dict(axis.labelStyle)) for axis in items if isinstance(axis, pg.AxisItem)]
+    labels = [(label, label.opts.get("color")) for label in items if isinstance(label, pg.LabelItem)]
+    frames = [(box, box.border) for box in items if isinstance(box, pg.ViewBox) and box.border is not None]
+    for view, _ in views:
+        view.setBackground(background)
+    for axis, *_ in axes:
+        axis.setPen(pg.mkPen(foreground))
+        axis.setTextPen(pg.mkPen(foreground))
+    for label, _ in labels:
+        label.setText(label.text, color=foreground)
+    for box, _ in frames:
+        box.setBorder(pg.mkPen(foreground, width=1))
+    try:
+        yield
+    finally:
+        for view, brush in views:
+            view.setBackgroundBrush(brush)
+        for axis, pen, text_pen, style in axes:
+            axis._pen, axis._textPen, axis.labelStyle, axis.picture = pen, text_pen, style, None
+            axis._updateLabel()
+        for label, colour in labels:
+            label.opts["color"] = colour
+            label.setText(label.text)
+        for box, border in frames:
+            box.setBorder(border)
+        widget.setPalette(palette if had_palette else QPalette())
+        widget.setAttribute(Qt.WidgetAttribute.WA_SetPalette, had_palette)
