@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from explorer.app.thread.core_api import CoreApi
-from explorer.app.thread.requests import Load, RequestQueue, SetIntervention, SetSampling, Step
+from explorer.app.thread.request_queue import RequestQueue
+from explorer.app.thread.requests import Load, SetIntervention, SetSampling, Step
 from explorer.app.thread.worker import ModelWorker
 from explorer.core.intervention import HeadAblation, Intervention, Kernel, KernelChoice
 from tests.app.test_window import PROMPT, idle, opened, step, store_home  # noqa: F401

@@ -11,7 +11,8 @@ from explorer.app.panels.residual import NORMS, ResidualPanel
 from explorer.app.state.session import Session
 from explorer.app.thread.core_api import CoreApi, lending
 from explorer.app.thread.decode_loop import DecodeLoop, Emitter
-from explorer.app.thread.requests import ModelJob, RequestQueue
+from explorer.app.thread.request_queue import RequestQueue
+from explorer.app.thread.requests import ModelJob
 from tests.app.shared_window import make
 from tests.app.test_panels_long_prompt import N, decoder  # noqa: F401  (fixture)
 

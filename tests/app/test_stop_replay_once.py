@@ -17,7 +17,8 @@ import threading
 import pytest
 from PySide6.QtCore import Qt
 
-from explorer.app.thread.requests import Prefill, Replay, RequestQueue, Step
+from explorer.app.thread.request_queue import RequestQueue
+from explorer.app.thread.requests import Prefill, Replay, Step
 from tests.app.journey import BUNDLED, journey_in_a_window
 from tests.app.screen_fit import SCREENS
 from tests.app.test_window import store_home  # noqa: F401

@@ -5,7 +5,8 @@ import threading
 
 import pytest
 
-from explorer.app.thread.requests import Back, Load, Prefill, RequestQueue, SetSampling, Step
+from explorer.app.thread.request_queue import RequestQueue
+from explorer.app.thread.requests import Back, Load, Prefill, SetSampling, Step
 from explorer.app.thread.worker import ModelWorker, SamplingSettings
 from tests.app.fake_core import FakeCore
 

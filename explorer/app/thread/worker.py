@@ -21,8 +21,9 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 from explorer.app.thread import preload, threads
 from explorer.app.thread.core_api import CoreApi, LoadedSummary, SamplingSettings
 from explorer.app.thread.decode_loop import DecodeLoop, Emitter
+from explorer.app.thread.request_queue import RequestQueue
 from explorer.app.thread.requests import (Back, Candidates, Force, Load, LogitLens, ModelJob, Prefill, Replay,
-                                   RequestQueue, SetIntervention, SetRecording, SetSampling, Step)
+                                          SetIntervention, SetRecording, SetSampling, Step)
 
 __all__ = ["ModelWorker", "SamplingSettings", "LoadedSummary"]
 

@@ -1,0 +1,204 @@
+"""The queue of what the GUI asks the model thread (explorer.app.thread.requests), which coalesces those asks.
+
+A request that has not started yet may be merged with the next one (Step + Step
+is Step(2); Step + Back cancel out) or dropped when a newer request makes it
+pointless (a new prompt drops the steps queued for the old one). A replay of the
+very trace a running replay rebuilds joins it rather than cancelling it. Every change
+happens under one lock, so the GUI thread and the model thread can never see
+half a queue.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+
+from explorer.app.thread.requests import (Back, Candidates, Force, Load, LogitLens, Prefill, Replay, SetIntervention,
+                                          SetRecording, SetSampling, Step, Sync)
+
+
+class Cancelled(Exception):
+    """The running request was cancelled; the worker drops it silently."""
+
+
+_DECODING = (Prefill, Step, Back, Force, Replay, LogitLens, Candidates)
+_SETTINGS = (SetSampling, SetRecording, SetIntervention)       # kept by a cancel and by a new model
+
+
+def _start_length(request, otherwise: int | None) -> int | None:
+    """The trace length a prefill or replay starts over at; `otherwise` for any other request."""
+    if isinstance(request, Prefill):
+        return len(request.ids)
+    if isinstance(request, Replay):
+        return len(request.ids) + request.n_steps - 1
+    return otherwise
+
+
+class RequestQueue:
+    """A locked FIFO of requests with coalescing, cancellation and a 'closed' state."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._pending: list = []
+        self._running = None
+        self._cancelled: set[int] = set()
+        self._next_seq = 0
+        self._closed = False
+        self._handed: int | None = None     # tokens of the last trace the model thread handed back
+        self._running_done = 0              # traces handed back by the running request so far
+
+    # ----- GUI thread -------------------------------------------------------------
+    def push(self, request) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            request = replace(request, seq=self._next_seq)
+            self._next_seq += 1
+            self._coalesce(request)
+            self._sync_if_nothing_left()
+            self._lock.notify_all()
+
+    def cancel(self) -> None:
+        """Drop every queued load and decoding request and cancel the running one."""
+        with self._lock:
+            self._pending = [r for r in self._pending if isinstance(r, _SETTINGS)]   # settings stay
+            if self._running is not None:
+                self._cancelled.add(self._running.seq)
+            self._sync_if_nothing_left()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._pending = []
+            if self._running is not None:
+                self._cancelled.add(self._running.seq)
+            self._lock.notify_all()
+
+    def idle(self) -> bool:
+        with self._lock:
+            return not self._pending and self._running is None
+
+    def pushed(self) -> int:
+        """How many requests have been accepted so far."""
+        with self._lock:
+            return self._next_seq
+
+    def pending_steps(self) -> int:
+        with self._lock:
+            return sum(r.count for r in self._pending if isinstance(r, Step))
+
+    def plan(self) -> tuple[int | None, int]:
+        """Where the trace is headed: its length before the steps still to come (None: no trace yet)
+        and those steps. Backs and forces, which only shorten it, are not counted."""
+        with self._lock:
+            start, steps, running = self._handed, 0, self._running
+            if isinstance(running, Step):
+                steps = running.count - self._running_done
+            elif running is not None and self._running_done == 0:
+                start = _start_length(running, start)
+            for request in self._pending:
+                length = _start_length(request, None)
+                if length is not None:
+                    start, steps = length, 0
+                elif isinstance(request, Step):
+                    steps += request.count
+            return start, steps
+
+    def pending(self) -> list:
+        with self._lock:
+            return list(self._pending)
+
+    def starts_over(self, loads: bool = True) -> bool:
+        """Whether a queued request will start the trace over (a load unless not `loads`, a prefill, a replay):
+        a redo of the current trace now would be thrown away, and a trace emptied now needs no word to the GUI."""
+        kinds = (Load, Prefill, Replay) if loads else (Prefill, Replay)
+        with self._lock:
+            return any(isinstance(r, kinds) for r in self._pending)
+
+    # ----- model thread -----------------------------------------------------------
+    def take(self):
+        """Block until a request is queued and return it; None once the queue is closed."""
+        with self._lock:
+            while not self._pending and not self._closed:
+                self._lock.wait()
+            if self._closed:
+                return None
+            self._running = self._pending.pop(0)
+            self._running_done = 0
+            return self._running
+
+    def handed_back(self, n_tokens: int) -> None:
+        """The model thread handed the GUI a trace of `n_tokens` tokens (see `plan`)."""
+        with self._lock:
+            self._handed = n_tokens
+            self._running_done += 1
+
+    def finish(self, request) -> int:
+        """Mark `request` done; returns `pushed()` if nothing is left to do, else -1.
+
+        The GUI compares that count with `pushed()` when the news arrives: equal
+        means no request came since, and every trace sent before is delivered.
+        """
+        with self._lock:
+            if self._running is request:
+                self._running = None
+            self._cancelled.discard(request.seq)
+            return self._next_seq if not self._pending and self._running is None else -1
+
+    def is_cancelled(self, request) -> bool:
+        with self._lock:
+            return self._closed or request.seq in self._cancelled
+
+    def check(self, request) -> None:
+        if self.is_cancelled(request):
+            raise Cancelled()
+
+    # ----- coalescing (lock held) -----------------------------------------------------
+    def _coalesce(self, request) -> None:
+        last = self._pending[-1] if self._pending else None
+        if isinstance(request, Load):
+            self._pending = [r for r in self._pending if isinstance(r, _SETTINGS)]   # settings stay
+            self._cancel_running(lambda running: True)
+        elif isinstance(request, (Prefill, Replay)):
+            self._pending = [r for r in self._pending if not isinstance(r, _DECODING)]
+            if self._replaying(request):
+                return                      # it joins the replay running: that one ends with the same trace
+            self._cancel_running(lambda running: isinstance(running, _DECODING))
+        elif isinstance(request, Step) and isinstance(last, Step):
+            self._pending[-1] = replace(last, count=last.count + request.count, seq=request.seq)
+            return
+        elif isinstance(request, Back) and isinstance(last, Step):
+            if last.count > request.count:
+                self._pending[-1] = replace(last, count=last.count - request.count, seq=request.seq)
+            else:
+                self._pending.pop()
+                if last.count < request.count:
+                    self._coalesce(replace(request, count=request.count - last.count))
+            return
+        elif isinstance(request, Back) and isinstance(last, Back):
+            self._pending[-1] = replace(last, count=last.count + request.count, seq=request.seq)
+            return
+        elif isinstance(request, SetIntervention) and isinstance(last, SetIntervention):
+            self._pending[-1] = request
+            return
+        elif isinstance(request, SetSampling) and isinstance(last, SetSampling):
+            self._pending[-1] = request
+            return
+        self._pending.append(request)
+
+    def _sync_if_nothing_left(self) -> None:
+        """A push eaten by coalescing (Back after Step) or a cancel can leave nothing to finish; then
+        queue a Sync, whose finish tells the GUI that it is idle."""
+        if not self._pending and self._running is None and not self._closed:
+            self._pending.append(Sync(seq=self._next_seq))
+            self._next_seq += 1
+            self._lock.notify_all()
+
+    def _replaying(self, request) -> bool:
+        """Whether `request` replays exactly the trace the running replay (not cancelled) rebuilds."""
+        running = self._running
+        return (isinstance(request, Replay) and isinstance(running, Replay) and running.seq not in self._cancelled
+                and replace(running, seq=request.seq) == request)
+
+    def _cancel_running(self, applies) -> None:
+        if self._running is not None and applies(self._running):
+            self._cancelled.add(self._running.seq)
