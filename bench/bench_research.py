@@ -2,7 +2,9 @@
 
     python bench/bench_research.py [model.gguf | folder | catalog name]
 
-Each step is timed alone on each side, the sides taking turns (best of BENCH_REPEAT each, default 3), with
+The explorer's runs record only their logits (record="logits"); transformers computes every position's
+logits, as a hooked model does, except in the "last row" line (logits_to_keep=1), which reads only the
+last position's, as the explorer does. Each step is timed alone on each side, the sides taking turns (best of BENCH_REPEAT each, default 3), with
 BENCH_THREADS torch threads (default 1, so that a shared machine's other jobs take less from either side); transformers loads the
 explorer's own save_hf folder, so both run the same float32 weights. A benchmark, not a test: it prints
 a table (wall-clock and process CPU seconds, explorer ÷ transformers) and the machine's load
@@ -59,9 +61,9 @@ def hf_side(hf, batch: torch.Tensor, target: torch.Tensor, against: torch.Tensor
     d_v = hf.config.hidden_size // n_heads
     rows = torch.arange(len(batch))
 
-    def logit_diff():
+    def logit_diff(keep: int = 0):
         with torch.inference_mode():
-            logits = hf(batch).logits[:, -1]
+            logits = hf(batch, logits_to_keep=keep).logits[:, -1]     # keep 0: every position's, as a hooked model
         return logits[rows, target] - logits[rows, against]
 
     def attribution():
@@ -111,8 +113,8 @@ def hf_side(hf, batch: torch.Tensor, target: torch.Tensor, against: torch.Tensor
             values[li] = logits[:, target[0]] - logits[:, against[0]]
         return values
 
-    return {"logit difference": logit_diff, "attribution": attribution, "ablation at one position": ablation,
-            "head patching map": patching}
+    return {"logit difference": logit_diff, "logit difference, last row": lambda: logit_diff(1),
+            "attribution": attribution, "ablation at one position": ablation, "head patching map": patching}
 
 
 def load_average() -> str:
@@ -137,11 +139,13 @@ def main(name: str) -> None:
     parts = model.attribute(prompts, target=answers, against=wrongs)
     layer, head = np.unravel_index(np.argmax(np.abs(np.mean([p.heads for p in parts], 0))), parts[0].heads.shape)
     last = batch.shape[1] - 1
-    ours = {
-        "logit difference": lambda: [r.logits[-1] for r in model.run(prompts)],
+    ablated = explorer.Intervention().ablate(int(layer), int(head), positions=[last])
+    ours = {                                # record="logits": the runs keep no layers, only what the metric reads
+        "logit difference": lambda: [r.last_logits for r in model.run(prompts, record="logits")],
+        "logit difference, last row": lambda: [r.last_logits for r in model.run(prompts, record="logits")],
         "attribution": lambda: model.attribute(prompts, target=answers, against=wrongs),
-        "ablation at one position": lambda: [r.logits[-1] for r in model.run(
-            prompts, intervention=explorer.Intervention().ablate(int(layer), int(head), positions=[last]))],
+        "ablation at one position": lambda: [r.last_logits for r in model.run(prompts, intervention=ablated,
+                                                                               record="logits")],
         "head patching map": lambda: model.patch(prompts[0], prompts[1], answers[0], wrongs[0]),
     }
     theirs = hf_side(hf, batch, target, against, int(layer), int(head))

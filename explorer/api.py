@@ -126,7 +126,8 @@ class Model:
             ablate: Sequence[tuple[int, int]] = (), kernel: str | None = None,
             kernel_layers: Sequence[int] | None = None, kernel_temperature: float = 1.0,
             intervention: Intervention | None = None, activations: Sequence[str] | None = None,
-            prepend_bos: bool | None = None, progress=None, memory: int | None = None) -> Run | list[Run]:
+            prepend_bos: bool | None = None, progress=None, memory: int | None = None,
+            record: str = "trace") -> Run | list[Run]:
         """Prefill `prompt` and decode `steps` tokens, recording every step; a list of prompts gives a list
         of runs, each equal to its prompt's run alone (`progress(done, total)` after each), prefilled in
         packed passes of at most `memory` bytes each (None: a quarter of the free memory; api_batches.runs).
@@ -136,17 +137,19 @@ class Model:
         `kernel` ("exp", "linear" or "relu") replaces f_κ of A = Z⁻¹ f_κ(S) in `kernel_layers` (every
         layer when None), "exp" at `kernel_temperature` τ being exp(S / τ): exactly `trace --ablate L.H
         --kernel K --kernel-layers ... --temperature τ`. `activations` (TransformerLens hook names) are
-        computed at once into run.cache; others are computed when first read.
+        computed at once into run.cache; others are computed when first read. `record="logits"` records no
+        layers (ids, tokens and logits only; activations are still computed on demand): a batch whose metric
+        reads only logits then costs one plain forward pass.
         """
         options = dict(steps=steps, sampling=sampling, ablate=ablate, kernel=kernel, kernel_layers=kernel_layers,
                        kernel_temperature=kernel_temperature, intervention=intervention, activations=activations,
-                       prepend_bos=prepend_bos)
+                       prepend_bos=prepend_bos, record=checks.recording(record))
         if checks.is_batch(prompt):
             return batches.runs(self, prompt, options, progress, memory)
         return self._run_one(prompt, **options)
 
     def _run_one(self, prompt: Prompt, steps, sampling, ablate, kernel, kernel_layers, kernel_temperature,
-                 intervention, activations, prepend_bos) -> Run:
+                 intervention, activations, prepend_bos, record) -> Run:
         from explorer.core.sampling import Sampling
 
         ids = self._ids(prompt, prepend_bos)
@@ -162,7 +165,7 @@ class Model:
             raise ContextOverflowError(
                 f"the prompt has {len(ids)} tokens; with {steps} steps it exceeds the model's context of {context}")
         whole = checks.intervention_of(ablate, kernel, kernel_layers, kernel_temperature, intervention, self.info)
-        decoder = checks.decoder(self.loaded, sampling or Sampling(), len(ids) + steps, whole)
+        decoder = checks.decoder(self.loaded, sampling or Sampling(), len(ids) + steps, whole, record)
         decoder.prefill(ids)
         for _ in range(steps):
             decoder.step()

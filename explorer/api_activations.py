@@ -57,6 +57,7 @@ class Activations:
 
     def get(self, layer: int, name: str) -> np.ndarray:
         if name == "pattern":
+            self.run._needs_layers("attention pattern")
             return self.run.trace.attention(layer).astype(np.float32, copy=False)
         if (layer, name) not in self.values:
             self.fill({layer: {name}} if layer >= 0 else {-1: {name}})

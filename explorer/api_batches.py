@@ -43,7 +43,6 @@ def runs(model, prompts: Sequence, options: dict, progress: Callable | None = No
     packed passes of as many prompts as `memory` bytes allow (None: packed.default_budget), the
     decoding steps each run's own."""
     from explorer.core import packed
-    from explorer.core.recording import RecordOptions
     from explorer.core.sampling import Sampling
 
     budget = packed.budget_of(model.loaded, memory)
@@ -54,8 +53,9 @@ def runs(model, prompts: Sequence, options: dict, progress: Callable | None = No
         return each(prompts, lambda one: model.run(one, **options), progress)
     ids = [model._ids(prompt, options["prepend_bos"]) for prompt in prompts]
     steps = _steps(options["steps"], max(len(one) for one in ids), model.loaded.config.max_positions)
-    decoders = [packed.PackedDecoder(model.loaded, RecordOptions(dtype="float32"), options["sampling"] or Sampling(),
-                                     capacity=len(one) + steps) for one in ids]
+    record = checks.record_options(options["record"], whole)
+    decoders = [packed.PackedDecoder(model.loaded, record, options["sampling"] or Sampling(), capacity=len(one) + steps)
+                for one in ids]
     for decoder in decoders:
         decoder.set_intervention(whole)
     made: list = [None] * len(prompts)

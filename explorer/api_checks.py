@@ -115,18 +115,33 @@ def _layers(kernel_layers) -> list[int]:
     return [int(layer) for layer in kernel_layers]
 
 
-def decoder(loaded, sampling, capacity: int, intervention=None):
-    """The recording driver of the model (families.make_decoder), recording in float32; a run whose
-    patterns are patched stores its maps (rebuilt from Q and K they would be the model's own)."""
-    from explorer.core.decode import RecordOptions
+RECORDINGS = ("trace", "logits")     # Model.run(record=): every layer's record, or none (the logits' states only)
+
+
+def recording(record) -> str:
+    """`record=` of Model.run, checked: "trace" or "logits"."""
+    if not isinstance(record, str) or record not in RECORDINGS:
+        raise ExplorerError(f"record={record!r} is not one of {', '.join(RECORDINGS)}")
+    return record
+
+
+def record_options(record: str = "trace", intervention=None):
+    """The RecordOptions of a run recording `record` in float32; a run whose patterns are patched stores its
+    maps (rebuilt from Q and K they would be the model's own)."""
+    from explorer.core.recording import RecordOptions
+
+    stored = intervention is not None and bool(intervention.pattern_patches)
+    return RecordOptions(dtype="float32", attention="stored" if stored else "on_demand", layers=record == "trace")
+
+
+def decoder(loaded, sampling, capacity: int, intervention=None, record: str = "trace"):
+    """The recording driver of the model (families.make_decoder), recording as record_options says."""
     from explorer.core.families import make_decoder
     from explorer.core.sampling_settings import Sampling
 
     if not isinstance(sampling, Sampling):         # its values were checked when it was made (Sampling.RULES)
         raise ExplorerError(f"sampling must be an explorer.Sampling(temperature=..., top_k=..., top_p=..., seed=...), "
                             f"not {type(sampling).__name__}")
-    stored = intervention is not None and bool(intervention.pattern_patches)
-    record = RecordOptions(dtype="float32", attention="stored" if stored else "on_demand")
-    made = make_decoder(loaded, record, sampling, capacity=capacity)
+    made = make_decoder(loaded, record_options(record, intervention), sampling, capacity=capacity)
     made.set_intervention(intervention)
     return made

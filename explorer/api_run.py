@@ -62,6 +62,22 @@ class Run:
             raise ExplorerError(f"no logits: {NO_DECODING}")
         return self._cached("logits", self._all_logits)
 
+    @property
+    def last_logits(self) -> np.ndarray:
+        """The logits after the last position, `logits[-1]`: (V,) float32, without the product h W_U over the
+        other positions (a batch's come from its pass, which read W_U once for every prompt's last row)."""
+        if not getattr(self.decoder, "can_generate", True):
+            from explorer.core.encoder import NO_DECODING
+
+            raise ExplorerError(f"no logits: {NO_DECODING}")
+        return self._cached("last_logits", self._last_logits)
+
+    def _last_logits(self) -> np.ndarray:
+        kept = getattr(self.decoder, "last_logits", None)          # packed.PackedDecoder: its prefill's, from its pass
+        if kept is not None and self.trace.n_steps == 1:
+            return kept.float().cpu().numpy()[-1]
+        return np.asarray(self.decoder.logits_at(self.trace.n_tokens - 1), dtype=np.float32)
+
     def _all_logits(self) -> np.ndarray:
         """(T, V): one product h W_U per recorded step (a prefill's rows at once; a batch's prefills read theirs
         from their pass's one product, packed.SharedLogits) where the decoder keeps its steps' final states,
@@ -95,6 +111,7 @@ class Run:
         return view.trace.attention_head(layer, head, view.step, view.cross).astype(np.float32)
 
     def _view(self, layer: int, head: int, step: int | None, kind: str) -> trace_views.View:
+        self._needs_layers("attention maps")
         for value, what in ((layer, "layer"), (head, "head"), (step, "step")):
             if (value is not None or what != "step") and (isinstance(value, bool)
                                                            or not isinstance(value, (int, np.integer))):
@@ -111,6 +128,13 @@ class Run:
         if step is not None and not 0 <= step < self.trace.n_steps:
             raise ExplorerError(f"step {step} does not exist: the run has steps 0 to {self.trace.n_steps - 1}")
         return view
+
+    def _needs_layers(self, what: str) -> None:
+        """Refuse, in one sentence, to read `what` from a run recorded without its layers (record="logits")."""
+        steps = self.trace.steps
+        if steps and not steps[0].layers and self.trace.model.n_layers:
+            raise ExplorerError(f"this run was recorded with record='logits', which keeps no {what}: "
+                                f"run the prompt again with record='trace'")
 
     def _cached(self, name: str, compute):
         trace, values = self._memo
@@ -199,6 +223,8 @@ class Run:
     def _array_items(self, layers: Sequence[int] | None, attention: bool):
         """(name, array) one at a time: a layer's maps are made (on demand, from Q and K) only when asked."""
         trace = self.trace
+        if attention:
+            self._needs_layers("attention maps (save it with attention=False)")
         yield "ids", self.ids
         if attention:
             yield "tokens", np.array(trace.token_text, dtype=str)

@@ -210,10 +210,12 @@ class PackedDecoder(Decoder):
 
     _given: PackedPrefill | None = None
     _shared: tuple[SharedLogits, int] | None = None          # the prefill's logits in its pass's product
+    last_logits: torch.Tensor | None = None                  # (1, V) after a packed prefill's last row, from its pass
 
     def prefill(self, ids):
         self._shared = None if self._given is None or self._given.logits is None else \
             (self._given.logits, self._given.index)
+        self.last_logits = None if self._given is None else self._given.next_logits
         return super().prefill(ids)
 
     def step_logits(self, step: int) -> torch.Tensor:
@@ -269,9 +271,10 @@ class SpreadCapture(StepCapture):
     def block(self, layer: int, **tensors) -> None:
         record = self._attention.pop(layer)
         for capture, rows, own, kept in zip(self.captures, self.spans, self.own, self.keys_values):
-            n = rows.stop - rows.start
-            capture.attention(layer, _cut(record, rows, own.mask(np.arange(n), self.windows[layer])))
-            capture.block(layer, **{name: value[rows] for name, value in tensors.items()})
+            if capture.layers:                                                   # else its layers are not recorded
+                n = rows.stop - rows.start
+                capture.attention(layer, _cut(record, rows, own.mask(np.arange(n), self.windows[layer])))
+                capture.block(layer, **{name: value[rows] for name, value in tensors.items()})
             kept.append((record.k[:, rows], record.v[:, rows]))                  # (N_KV, T, d) each
 
 

@@ -35,6 +35,7 @@ class RecordOptions:
     head_out: bool = False     # store O_h = A_h V_h per head (else Trace.head_out derives it from A and V)
     pre_rope: bool = False     # store Q and K before RoPE (else Trace.q_pre_rope rotates Q back)
     attention: str = "on_demand"   # "on_demand": a prefill's A is rebuilt from Q and K when asked; "stored"
+    layers: bool = True        # False: no layer records (ids, tokens, candidates and the final states only)
 
     def __post_init__(self):
         if self.dtype not in RECORD_DTYPES:
@@ -271,6 +272,22 @@ class RecordingCapture(StepCapture):
                 setattr(attn, name, own_copy(value.detach().to("cpu", self.dtype)))
 
 
+class FinalStatesCapture(StepCapture):
+    """The capture of a pass recorded without its layers (RecordOptions.layers False): it keeps nothing, and
+    asks for no A, so every layer may take the fused path. The pass is the model's own; the trace then holds
+    the ids, tokens and next-token candidates, and the decoder the final states h_L the logits come from.
+    A batch whose metric reads only logits then pays what a plain forward pays, not eight full records."""
+
+    def __init__(self):
+        super().__init__(0, weights=False)
+
+    def attention(self, layer: int, record: AttentionCapture, cross: bool = False) -> None:
+        pass
+
+    def block(self, layer: int, **tensors) -> None:
+        pass
+
+
 class Recorder:
     """What every driver holds (the loaded model, record and sampling options) and how it records."""
 
@@ -293,7 +310,9 @@ class Recorder:
     def _new_capture(self, n_new: int, n_cached: int) -> StepCapture:
         """The capture of a pass over n_new tokens after n_cached: it asks for A only where the
         record keeps it (a prefill's is rebuilt on demand, see rebuildable), and keeps of each
-        finished layer only what the record will (RecordingCapture)."""
+        finished layer only what the record will (RecordingCapture); nothing where no layer is recorded."""
+        if not self.record.layers:
+            return FinalStatesCapture()
         rebuilt = "weights" in self.record.derived and rebuilds(n_new, n_new, own_keys=n_cached == 0)
         skipped = getattr(self, "_skipped", frozenset)() | self.record.derived
         return RecordingCapture(self.config.n_layers, not rebuilt, skipped, RECORD_DTYPES[self.record.dtype],
