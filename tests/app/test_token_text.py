@@ -7,7 +7,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from PySide6.QtGui import QTextDocument
+from PySide6.QtGui import QFontInfo, QTextDocument
 from tokenizers import Tokenizer
 
 from explorer.app.panels.tokens import TokensPanel
@@ -37,14 +37,15 @@ def smollm2() -> TextTokenizer:
     return tokenizer_from_gguf(_tokenizer_metadata(path), str(path))
 
 
-def drawn_characters(document: QTextDocument, marker_px: int = 9) -> str:
-    """The document's text without its markers (drawn at `marker_px`), blocks joined by newlines."""
+def drawn_characters(document: QTextDocument) -> str:
+    """The document's text without its markers (drawn smaller than the panel's font), blocks joined by newlines."""
+    text_px = QFontInfo(document.defaultFont()).pixelSize()
     blocks, block = [], document.begin()
     while block.isValid():
         text, it = "", block.begin()
         while not it.atEnd():
             fragment = it.fragment()
-            if fragment.charFormat().font().pixelSize() != marker_px:
+            if QFontInfo(fragment.charFormat().font()).pixelSize() >= text_px:
                 text += fragment.text()
             it += 1
         blocks.append(text)

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem,
                                QTabWidget, QVBoxLayout, QWidget)
 
 from explorer.app.panels.base import Panel, WrappedText
 from explorer.drawing.heatmap import Heatmap, nice_step
+from explorer.drawing.heatmap_axes import FittingTitle
 from explorer.app.state.session import Selection
 from explorer.app.state.words import plural
 from explorer.app.window.status_bar import step_name
@@ -31,6 +32,62 @@ MIN_PLOT_PX = 120            # the least a plot's view may have, wide and high, 
 MIN_VIEW_PX = MIN_PLOT_PX + 56   # and its figure, with the title and the tick labels
 OFF_SCALE = 20               # allocated / in use beyond which the allocation is written, not drawn
 CROSS_COLOUR = "#b07cd8"
+
+
+class OccupancyPlots(pg.GraphicsLayoutWidget):
+    """The two occupancy plots, KiB per layer and KiB in use against tokens: side by side where the figure
+    is wider than high, one above the other where it is not. Side by side in the narrow column left beside
+    the Learn path at 1366x768, the second plot lay past the figure's right edge, out of sight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setMinimumSize(2 * MIN_PLOT_PX, MIN_VIEW_PX)
+        self.layer_plot = self.addPlot(row=0, col=0)
+        self.total_plot = self.addPlot(row=0, col=1)
+        for col in (0, 1):
+            self.ci.layout.setColumnStretchFactor(col, 1)
+        for plot, title in ((self.layer_plot, "KiB per layer: in use / allocated"),
+                            (self.total_plot, "KiB in use, all layers")):
+            fitting_title(plot)
+            plot.setTitle(title)
+        self.wide = True
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if getattr(self, "wide", None) not in (None, self._wide_fits()):     # (None: pyqtgraph building it)
+            # after the resize: items taken out of the scene's layout while Qt lays the dock out crashed it
+            QTimer.singleShot(0, self, self._place)
+
+    def _wide_fits(self) -> bool:
+        """Side by side gives each plot half the width, stacked half the height: the smaller side of the
+        smaller plot is the larger side by side where the figure is at least as wide as it is high."""
+        return self.width() >= self.height()
+
+    def _place(self) -> None:
+        wide = self._wide_fits()
+        if wide == self.wide:
+            return
+        self.wide = wide
+        grid = self.ci.layout            # moved in Qt's grid only: out of the scene, a plot's view lost its items
+        for index, plot in enumerate((self.layer_plot, self.total_plot)):
+            grid.removeItem(plot)
+            grid.addItem(plot, 0 if wide else index, index if wide else 0)
+        # an equal share of the width, or of the height; an empty row or column would take a share too
+        grid.setColumnStretchFactor(1, int(wide))
+        grid.setRowStretchFactor(0, 1)
+        grid.setRowStretchFactor(1, int(not wide))
+
+
+def fitting_title(plot: pg.PlotItem) -> None:
+    """Give `plot` a title cut with "…" to the plot's width: pyqtgraph's asks for its whole text's width, and
+    "KiB per layer in use (allocated: 12.00 MiB each)" made the figure wider than its column."""
+    old = plot.titleLabel
+    plot.layout.removeItem(old)
+    old.setParentItem(None)
+    if old.scene() is not None:
+        old.scene().removeItem(old)
+    plot.titleLabel = FittingTitle("", parent=plot, size="11pt")
+    plot.layout.addItem(plot.titleLabel, 0, 1)
 
 
 class KVCachePanel(Panel):
@@ -46,12 +103,8 @@ class KVCachePanel(Panel):
         # first tab, read at first sight; the variants' table in the second.
         occupancy = QSplitter(Qt.Orientation.Horizontal)
         occupancy.setChildrenCollapsible(False)
-        self.plots = pg.GraphicsLayoutWidget()
-        self.plots.setMinimumSize(2 * MIN_PLOT_PX, MIN_VIEW_PX)
-        self.layer_plot = self.plots.addPlot(row=0, col=0, title="KiB per layer: in use / allocated")
-        self.total_plot = self.plots.addPlot(row=0, col=1, title="KiB in use, all layers")
-        for col in (0, 1):
-            self.plots.ci.layout.setColumnStretchFactor(col, 1)
+        self.plots = OccupancyPlots()
+        self.layer_plot, self.total_plot = self.plots.layer_plot, self.plots.total_plot
         self.layer_plot.setLabels(bottom="layer")
         self.total_plot.setLabels(bottom="tokens")
         # Counts and KiB have their unit in the label: pyqtgraph's automatic SI prefix would rescale an

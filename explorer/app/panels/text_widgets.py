@@ -5,8 +5,8 @@ from __future__ import annotations
 import html
 import math
 
-from PySide6.QtCore import QSize
-from PySide6.QtGui import QAbstractTextDocumentLayout, QPainter, QPalette, QTextDocument
+from PySide6.QtCore import QEvent, QSize
+from PySide6.QtGui import QAbstractTextDocumentLayout, QFont, QPainter, QPalette, QTextDocument
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 
@@ -37,14 +37,13 @@ class WrappedText(QWidget):
     """
 
     PADDING = (4, 2)          # horizontal, vertical
+    SCALE = 1.1               # the formula a little larger than the text around it (13 px beside 12)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.document = QTextDocument(self)
         self.document.setDocumentMargin(0)
-        font = self.font()
-        font.setPixelSize(13)
-        self.document.setDefaultFont(font)
+        self.document.setDefaultFont(self._text_font())
         self._html = ""
         self._height = self._height_for(self.width())
         policy = QSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
@@ -53,6 +52,25 @@ class WrappedText(QWidget):
 
     def text(self) -> str:
         return self._html
+
+    def _text_font(self) -> QFont:
+        """The widget's font, SCALE times larger. Taken from the widget's font, not a fixed pixel size, so
+        that it grows with the application's (View ▸ Presentation): a fixed 13 px stayed small on a projector."""
+        font = QFont(self.font())
+        if font.pointSizeF() > 0:
+            font.setPointSizeF(font.pointSizeF() * self.SCALE)
+        else:
+            font.setPixelSize(round(font.pixelSize() * self.SCALE))
+        return font
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self.document.setDefaultFont(self._text_font())
+            self.document.setHtml(self._html)             # the HTML's runs took the old default font's size
+            self.document.setTextWidth(-1)                # wrapped again at the new size
+            self._fit(self.width())
+            self.update()
 
     def set_plain(self, text: str) -> None:
         self.setText(html.escape(text, quote=False))

@@ -9,7 +9,8 @@ from explorer.views.token_text import TextPiece
 
 SPAN_COLOURS = ("#2d4f7c", "#5a3d6e", "#2f6a4f", "#7a4a2a", "#3f5f6f", "#6e3b4f")
 SELECTED = "#ffb000"
-MARKER_STYLE = "font-size:9px"          # drawn small: not characters of the text
+MARKER_STYLE = "font-size:small"        # drawn small: not characters of the text (a size relative to the panel's
+                                        # font, so it grows with it in View ▸ Presentation)
 DROPPED_STYLE = "background-color:#b00020; color:#ffffff; text-decoration:line-through"
 
 

@@ -14,7 +14,7 @@ import html
 from collections.abc import Sequence
 
 import numpy as np
-from PySide6.QtCore import Qt, QUrl
+from PySide6.QtCore import QEvent, Qt, QTimer, QUrl
 from PySide6.QtGui import QColor, QCursor
 from PySide6.QtWidgets import QSplitter, QTextBrowser, QToolTip
 
@@ -84,6 +84,18 @@ class TokensPanel(Panel):
 
     def _on_tokens_changed(self, tokens) -> None:
         self.refresh()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            # Rich text fixes its relative sizes ('large') as it is parsed: drawn again in the new font (View ▸
+            # Presentation's), once the text view has it too.
+            QTimer.singleShot(0, self, self._draw_text_again)
+
+    def _draw_text_again(self) -> None:
+        if self._shown_html is not None:
+            self._shown_html = None
+            self._show_text(self.highlighted_token)
 
     def redraw(self) -> None:
         self._show_translation(self.trace)
@@ -206,8 +218,9 @@ class TokensPanel(Panel):
         if window.stop < n:
             parts.append(f" <a href='window:{window.stop}'><i>tokens {window.stop:,}–"
                          f"{min(n, window.stop + SPAN_WINDOW) - 1:,} ▶</i></a>")
-        # pre-wrap: two spaces are two characters of the text, not one gap
-        return "<div style='font-size:14px; line-height:150%; white-space:pre-wrap'>" + "".join(parts) + "</div>"
+        # pre-wrap: two spaces are two characters of the text, not one gap. 'large' is a step above the
+        # panel's font (14 px beside 12), not a pixel size, so the text grows with it in View ▸ Presentation.
+        return "<div style='font-size:large; line-height:150%; white-space:pre-wrap'>" + "".join(parts) + "</div>"
 
     def _pieces(self, window: range) -> list[TextPiece]:
         """The window's pieces: its tokens of the typed text cut by text_pieces (each character once),

@@ -1,0 +1,117 @@
+"""The panels on a 1366x768 projector: in View ▸ Presentation their text grows with the window's, and no
+header is cut; the KV cache panel shows both of its occupancy plots, whole, in every layout a person meets.
+
+The expectations are the Presentation factor as the presentation module states it, text widths measured
+in the font shown, and the plots' geometry against the window's: none is a size copied from a panel.
+"""
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QPoint, QRect
+from PySide6.QtGui import QFontInfo, QFontMetrics, QTextCursor
+from PySide6.QtWidgets import QApplication, QMessageBox, QStyle
+
+from explorer.app.panels.learn import open_learn
+from explorer.app.window import presentation
+from tests.app.layout_probe import open_window
+from tests.app.screen_fit import SCREENS, emulated_screen, settle
+
+MIN_PLOT_PX = 120            # the issue's bar: a plot smaller than this is a strip of ticks
+PROJECTOR = SCREENS["1366x768"]
+
+
+@pytest.fixture
+def projector_window(qapp, tmp_path, monkeypatch):
+    """The layout probe's window (a 30-layer trace) laid out for a 1366x768 screen."""
+    monkeypatch.setattr(QMessageBox, "warning", lambda *a: None)
+    font = QApplication.font()
+    with emulated_screen(PROJECTOR):
+        window = open_window(str(tmp_path / "settings.ini"))
+        settle(0.8)
+        yield window
+        window.close()
+    QApplication.setFont(font)
+
+
+def toggle_presentation(window) -> None:
+    next(a for a in window.menus.view.actions() if a.text().replace("&", "").startswith("Presentation")).trigger()
+    settle(0.6)
+
+
+def reset_layout(window) -> None:
+    next(a for a in window.menus.view.actions() if a.text().replace("&", "") == "Reset Layout").trigger()
+    settle(0.8)
+
+
+def text_px(document, position: int = 1) -> int:
+    """The pixel size of the font a document draws its character at `position` in."""
+    cursor = QTextCursor(document)
+    cursor.setPosition(position)
+    return QFontInfo(cursor.charFormat().font()).pixelSize()
+
+
+def grown(before: int, after: int) -> bool:
+    """`after` is `before` times the Presentation factor, give or take a pixel of rounding."""
+    return abs(after - before * presentation.FONT_SCALE) <= 1
+
+
+def test_the_tokens_panel_text_grows_in_presentation_and_its_headers_fit(projector_window):
+    window = projector_window
+    tokens = window.docks["tokens"].widget()
+    tokens.setFocus()
+    header_px = QFontInfo(tokens.header.document.defaultFont()).pixelSize()
+    span_px = text_px(tokens.text_view.document())
+    toggle_presentation(window)
+    assert [name for name, dock in window.docks.items() if dock.isVisible()] == ["tokens"]
+    header_now = QFontInfo(tokens.header.document.defaultFont()).pixelSize()
+    assert grown(header_px, header_now), f"the formula header is {header_now} px, was {header_px} px"
+    span_now = text_px(tokens.text_view.document())
+    assert grown(span_px, span_now), f"the coloured token text is {span_now} px, was {span_px} px"
+    header = tokens.table.horizontalHeader()
+    margin = 2 * header.style().pixelMetric(QStyle.PixelMetric.PM_HeaderMargin, None, header)
+    for section, name in enumerate(("position", "token", "id")):
+        needed = QFontMetrics(header.font()).horizontalAdvance(name) + margin
+        assert header.sectionSize(section) >= needed, \
+            f"the '{name}' header is {header.sectionSize(section)} px wide, its text needs {needed} px"
+    toggle_presentation(window)
+    assert QFontInfo(tokens.header.document.defaultFont()).pixelSize() == header_px
+    assert text_px(tokens.text_view.document()) == span_px
+
+
+def plot_problems(window, panel) -> list[str]:
+    """Each occupancy plot whose view is under MIN_PLOT_PX either way, or not wholly inside its figure and the
+    window (a person would see it cut, or not at all)."""
+    problems = []
+    view = panel.plots
+    for plot in (panel.layer_plot, panel.total_plot):
+        box = view.mapFromScene(plot.getViewBox().sceneBoundingRect()).boundingRect()
+        on_window = QRect(view.mapTo(window, box.topLeft()), box.size())
+        name = plot.titleLabel.text
+        if min(box.width(), box.height()) < MIN_PLOT_PX:
+            problems.append(f"'{name}' is {box.width()}x{box.height()} px")
+        if not view.rect().contains(box) or not window.rect().contains(on_window):
+            problems.append(f"'{name}' at {on_window.getRect()} lies outside its figure "
+                            f"{QRect(view.mapTo(window, QPoint(0, 0)), view.size()).getRect()} or the window")
+    return problems
+
+
+def test_both_kv_cache_plots_are_in_view_at_1366x768(projector_window):
+    window = projector_window
+    panel = window.docks["kv_cache"].widget()
+
+    def check(when: str) -> None:
+        window.docks["kv_cache"].raise_()
+        settle(0.5)
+        assert not window.docks["kv_cache"].visibleRegion().isEmpty(), f"{when}: the KV cache panel is hidden"
+        problems = plot_problems(window, panel)
+        assert not problems, f"{when}: " + "; ".join(problems)
+
+    check("the default layout")
+    reset_layout(window)
+    check("after View ▸ Reset Layout")
+    open_learn(window)
+    settle(0.8)
+    check("with Help ▸ Learn open")
+    reset_layout(window)
+    if window.learn_dock.isVisible():
+        check("with Learn open, after View ▸ Reset Layout")
