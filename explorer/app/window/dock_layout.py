@@ -15,6 +15,8 @@ at the right edge, beside the panels, at the width it had.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from PySide6.QtCore import QRect, QSize, Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabBar, QToolBar
@@ -40,6 +42,30 @@ def whole_titles(bar: QTabBar) -> None:
     makes them eliding, and at 1366 px the twelve panels' tabs all read like "Attent…" and "Ma…"."""
     bar.setElideMode(Qt.TextElideMode.ElideNone)
     bar.setUsesScrollButtons(True)
+
+
+def dock_tab_bars(window: QMainWindow) -> list[QTabBar]:
+    """The bars of tabbed docks (the main window's own children; a panel's tab widget keeps its bar)."""
+    return [bar for bar in window.findChildren(QTabBar) if bar.parent() is window]
+
+
+@contextmanager
+def relaid(window: QMainWindow):
+    """Lay the docks out again (every dock taken out and put back, or a saved state restored) and put
+    away the tab bars of the layout before. Qt 6 gives every tabbed group it builds a new bar, and the
+    bar of a group emptied this way is neither laid out nor deleted: it stayed on screen at its old
+    place and width, with its old tabs, under the columns of the new layout (after View ▸ Reset Layout
+    and Help ▸ Learn at 1366x768, a second bar of all the panels' tabs ran under the Learn column, and
+    its tabs answered no click). Its tabs are removed too, so that it shows nothing if shown again."""
+    before = dock_tab_bars(window)
+    yield
+    for bar in before:
+        if bar in dock_tab_bars(window):
+            bar.hide()
+            bar.blockSignals(True)          # its currentChanged would ask the layout about a bar it forgot
+            while bar.count():
+                bar.removeTab(0)
+            bar.blockSignals(False)
 
 
 def area_of(name: str, stacked: bool = True) -> str:
@@ -167,9 +193,10 @@ def arrange(window: QMainWindow, docks: dict[str, QDockWidget], available: QRect
     window.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
     window.setCorner(Qt.Corner.TopLeftCorner, Qt.DockWidgetArea.TopDockWidgetArea)
     window.setCorner(Qt.Corner.TopRightCorner, Qt.DockWidgetArea.TopDockWidgetArea)
-    by_area = place_hidden(window, docks, stacked)
-    for dock in beside:
-        window.addDockWidget(AREAS["right"], dock, Qt.Orientation.Horizontal)
+    with relaid(window):
+        by_area = place_hidden(window, docks, stacked)
+        for dock in beside:
+            window.addDockWidget(AREAS["right"], dock, Qt.Orientation.Horizontal)
     # Shown only once every area holds what it will hold: shown as they were added, the docks of one area
     # stood one over the other until tabbed, and their minimum heights summed grew the window (no window
     # manager caps it) to 2,963 px on the way, and a fit right after such a growth (see frame_size) once
