@@ -1,9 +1,9 @@
-"""After View ▸ Reset Layout, Help ▸ Learn or a restored layout, the window shows one bar per group of tabbed
-docks, each where its group is.
+"""After View ▸ Reset Layout, and then Help ▸ Learn or a layout given back after a shrink, the window shows one
+bar per group of tabbed docks, each where its group is.
 
 Qt 6 gives every tabbed group it builds a new bar and leaves the bar of a group emptied by a relayout on
 screen, at its old place, with its old tabs. After Reset Layout and then Learn at 1366x768 a second bar of
-all the panels' tabs ran on under the Learn column, and clicking its tabs did nothing.
+all the panels' tabs ran on under the Learn column.
 """
 from __future__ import annotations
 

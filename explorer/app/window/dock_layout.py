@@ -51,12 +51,12 @@ def dock_tab_bars(window: QMainWindow) -> list[QTabBar]:
 
 @contextmanager
 def relaid(window: QMainWindow):
-    """Lay the docks out again (every dock taken out and put back, or a saved state restored) and put
-    away the tab bars of the layout before. Qt 6 gives every tabbed group it builds a new bar, and the
-    bar of a group emptied this way is neither laid out nor deleted: it stayed on screen at its old
-    place and width, with its old tabs, under the columns of the new layout (after View ▸ Reset Layout
-    and Help ▸ Learn at 1366x768, a second bar of all the panels' tabs ran under the Learn column, and
-    its tabs answered no click). Its tabs are removed too, so that it shows nothing if shown again."""
+    """Lay the docks out again (every dock taken out and put back) and put away the tab bars of the
+    layout before. Qt 6 gives every tabbed group it builds a new bar, and the bar of a group emptied
+    this way is neither laid out nor deleted: it stayed on screen at its old place and width, with its
+    old tabs, under the columns of the new layout (after View ▸ Reset Layout and Help ▸ Learn at
+    1366x768, a second bar of all the panels' tabs ran under the Learn column). Its tabs are removed
+    too, so that it shows nothing if shown again."""
     before = dock_tab_bars(window)
     yield
     for bar in before:
