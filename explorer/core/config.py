@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from explorer.core.config_schema import check_config
+from explorer.core.config_schema import check_bounds, check_config
 from explorer.core.errors import UnsupportedModelError
 from explorer.core.families import FAMILIES, GEMMA3_GLOBAL_EVERY
 
@@ -57,7 +57,7 @@ class ModelConfig:
     o_bias: bool = False
     mlp_bias: bool = False
     qk_norm: bool = False              # RMSNorm on each head's q and k (Qwen3, Gemma 3)
-    sandwich_norm: bool = False        # Gemma: norms after attention and after the FFN too
+    sandwich_norm: bool = False        # Gemma 2, 3: norms after attention and after the FFN too (the family's row)
     tie_embeddings: bool = False
     embed_scale: float = 1.0           # Gemma: sqrt(d_model)
     attn_scale: float = 0.0            # the factor in S = Q K^T * scale
@@ -136,31 +136,6 @@ class ModelConfig:
         return config
 
 
-# Far past every published model (Llama 3.1 405B: 126 layers and d_model 16,384; DeepSeek V3: 256 experts;
-# Gemma 3: a 262k vocabulary; Llama 4: a 10M context): a config beyond them is broken or hostile, and is
-# refused before anything is built from it. field -> (config.json key, lowest, highest).
-BOUNDS = {
-    "n_layers": ("num_hidden_layers", 1, 1024), "d_model": ("hidden_size", 1, 1 << 17),
-    "n_heads": ("num_attention_heads", 1, 1 << 12), "n_kv_heads": ("num_key_value_heads", 1, 1 << 12),
-    "d_head": ("head_dim", 1, 1 << 14), "d_ff": ("intermediate_size", 0, 1 << 20),
-    "vocab_size": ("vocab_size", 0, 1 << 23), "max_positions": ("max_position_embeddings", 1, 1 << 27),
-    "n_routed_experts": ("n_routed_experts", 0, 1 << 13), "experts_per_token": ("num_experts_per_tok", 0, 1 << 13),
-    "moe_d_ff": ("moe_intermediate_size", 0, 1 << 20), "kv_lora_rank": ("kv_lora_rank", 0, 1 << 16),
-}
-
-
-def check_bounds(config: ModelConfig) -> None:
-    """UnsupportedModelError naming the first size of `config` outside BOUNDS (or top-k above the experts)."""
-    for name, (key, low, high) in BOUNDS.items():
-        value = getattr(config, name)
-        if not low <= value <= high:
-            raise UnsupportedModelError(
-                f"the config says {key} = {value}, outside the {low} to {high:,} of any supported model.")
-    if config.experts_per_token > max(config.n_routed_experts, 0) and config.n_routed_experts:
-        raise UnsupportedModelError(f"the config routes each token to {config.experts_per_token} experts "
-                                    f"but has only {config.n_routed_experts}.")
-
-
 GEMMA2_GLOBAL_EVERY = 2            # Gemma 2: sliding and global layers alternate (transformers' Gemma2Config)
 
 
@@ -231,6 +206,7 @@ def _llama(d: dict, family: str = "llama") -> ModelConfig:
         o_bias=bool(d.get("attention_bias", False)),
         mlp_bias=bool(d.get("mlp_bias", False)),
         tie_embeddings=bool(d.get("tie_word_embeddings", False)),
+        sandwich_norm=FAMILIES[family].sandwich_norm,
         attn_scale=d_head ** -0.5,
         layer_kinds=("causal",) * n_layers,       # Llama has no window; the families with one set it
         sliding_window=None,
@@ -305,7 +281,7 @@ def _gemma2(d: dict) -> ModelConfig:
     d = {**_causal_gemma(d), "hidden_act": d.get("hidden_activation") or "gelu_pytorch_tanh"}
     types = d.get("layer_types") or gemma3_layer_types(int(d["num_hidden_layers"]), GEMMA2_GLOBAL_EVERY)
     config = _with_window(_llama(d, "gemma2"), d.get("sliding_window"), types)
-    return replace(_gemma_embedding_and_norms(config), sandwich_norm=True,
+    return replace(_gemma_embedding_and_norms(config),
                    attn_scale=float(d.get("query_pre_attn_scalar") or config.d_head) ** -0.5,
                    attn_softcap=d.get("attn_logit_softcapping"), final_softcap=d.get("final_logit_softcapping"))
 
@@ -326,7 +302,7 @@ def _gemma3(d: dict) -> ModelConfig:
         local = _rope_spec(None, float(d.get("rope_local_base_freq", 10000.0)), max_positions, d)
         rope = _rope_spec(d.get("rope_scaling"), float(d.get("rope_theta", 1_000_000.0)), max_positions, d)
     return replace(
-        _gemma_embedding_and_norms(config), qk_norm=True, sandwich_norm=True,
+        _gemma_embedding_and_norms(config), qk_norm=True,
         attn_scale=float(d.get("query_pre_attn_scalar", config.d_head)) ** -0.5,
         # transformers' Gemma 3 keeps attn_logit_softcapping in its config but its attention never applies
         # it (Gemma 2's did): the scores are not capped, whatever the key says. The logits' cap is applied.

@@ -6,6 +6,7 @@ model is built, so that a degenerate value is refused in one sentence instead of
 (N_KV divides N_Q, topk_group <= n_group, llama3's low_freq_factor < high_freq_factor). A key that is
 absent is not checked here: the family's reader gives it a legal default. `names` maps a config key to
 the name the file itself uses (a GGUF metadata key), so that the sentence names what the user can find.
+`BOUNDS` holds the read ModelConfig's sizes within those of any published model (`check_bounds`).
 Torch-free.
 """
 from __future__ import annotations
@@ -13,11 +14,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from explorer.core.errors import InvalidConfigError
+from explorer.core.activation_names import ACTIVATION_NAMES
+from explorer.core.errors import InvalidConfigError, UnsupportedModelError
 from explorer.core.families import FAMILIES
-
-# model.ACTIVATIONS's keys (a test keeps the two equal; this module may not import torch).
-ACTIVATION_NAMES = frozenset({"silu", "swish", "gelu", "relu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast"})
 
 
 @dataclass(frozen=True)
@@ -38,7 +37,7 @@ def positive(nullable: bool = False, high: float = math.inf) -> Rule:
     return Rule("real", low=0.0, high=high, open_low=True, nullable=nullable)
 
 
-# The highs are far past every published model (config.BOUNDS says which): a config beyond them is broken
+# The highs are far past every published model (BOUNDS says which): a config beyond them is broken
 # or hostile, and is refused before a per-layer table or a module is built from it.
 LAYERS, WIDTH, HEADS, CONTEXT, VOCABULARY = 1024, 1 << 17, 1 << 12, 1 << 27, 1 << 23
 TOKEN_ID = Rule("int", low=0, high=VOCABULARY, nullable=True)
@@ -206,3 +205,28 @@ def check_config(config: dict, names: dict | None = None) -> None:
         if not agree(config):
             values = [config.get(k, "(default)") for k in keys]
             raise InvalidConfigError(f"{names.get(keys[0], keys[0])}: " + says.format(*values) + ".")
+
+
+# Far past every published model (Llama 3.1 405B: 126 layers and d_model 16,384; DeepSeek V3: 256 experts;
+# Gemma 3: a 262k vocabulary; Llama 4: a 10M context): a config beyond them is broken or hostile, and is
+# refused before anything is built from it. field -> (config.json key, lowest, highest).
+BOUNDS = {
+    "n_layers": ("num_hidden_layers", 1, LAYERS), "d_model": ("hidden_size", 1, WIDTH),
+    "n_heads": ("num_attention_heads", 1, HEADS), "n_kv_heads": ("num_key_value_heads", 1, HEADS),
+    "d_head": ("head_dim", 1, 1 << 14), "d_ff": ("intermediate_size", 0, 1 << 20),
+    "vocab_size": ("vocab_size", 0, VOCABULARY), "max_positions": ("max_position_embeddings", 1, CONTEXT),
+    "n_routed_experts": ("n_routed_experts", 0, 1 << 13), "experts_per_token": ("num_experts_per_tok", 0, 1 << 13),
+    "moe_d_ff": ("moe_intermediate_size", 0, 1 << 20), "kv_lora_rank": ("kv_lora_rank", 0, 1 << 16),
+}
+
+
+def check_bounds(config) -> None:
+    """UnsupportedModelError naming the first size of a ModelConfig outside BOUNDS (or top-k above the experts)."""
+    for name, (key, low, high) in BOUNDS.items():
+        value = getattr(config, name)
+        if not low <= value <= high:
+            raise UnsupportedModelError(
+                f"the config says {key} = {value}, outside the {low} to {high:,} of any supported model.")
+    if config.experts_per_token > max(config.n_routed_experts, 0) and config.n_routed_experts:
+        raise UnsupportedModelError(f"the config routes each token to {config.experts_per_token} experts "
+                                    f"but has only {config.n_routed_experts}.")

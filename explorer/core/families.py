@@ -4,7 +4,7 @@ driver steps it, and what its cache holds. Everyone asks the row; nobody keeps a
     model_type          config reader            weights        builder            driver          cache    gguf
     llama, smollm, ...  config._llama            weights.DENSE  runtime (decoder)  decode.Decoder  "kv"     "llama"
     bert                config.bert_config       encoder.py     encoder            EncoderRunner   "none"   "bert"
-    explorer-encdec     encdec.EncDecConfig      encdec.py      encdec             EncDecDecoder   "cross"  None
+    explorer-encdec     encdec_config            encdec.py      encdec             EncDecDecoder   "cross"  None
 
 A row also carries what transformers assumes for the config.json keys its family leaves out
 (`defaults`); for the GGUF files the engine builds (llama, gemma3), the GGUF config reader and
@@ -15,18 +15,24 @@ hold multi-token-prediction layers after the decoding ones (`mtp_layers`, DeepSe
 A loaded model finds its row by ModelInfo.family (`family_of_model`): a decoder's config.family is a
 model_type, and a row whose models report another name says so in `reports`.
 
-The config readers, weight tables, builders and drivers are named by module and attribute and imported
-when first used, so that this table imports nothing heavy and sits below every module it names (no import
-cycle through it). Every driver has the Decoder's API (prefill, step, back, force, trace, kv_cache);
+The weight tables, builders and drivers are named by module and attribute and imported when first used,
+so that this table imports nothing heavy and sits below every module it names (no import cycle through it).
+A reader that needs nothing of the engine is imported as itself (the encoder-decoder's, from
+encdec_config), as are save_hf's config writers (hf_keys); those of config.py, which reads this table, are
+named. Every driver has the Decoder's API (prefill, step, back, force, trace, kv_cache);
 `can_generate` says whether Step means anything.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 from functools import reduce
 from importlib import import_module
 
+from explorer.core.encdec_config import EncDecConfig
 from explorer.core.errors import UnsupportedModelError
+from explorer.core.hf_keys import (HFWriting, deepseek_keys, gemma2_keys, gemma3_keys, gpt2_keys, llama_keys,
+                                   mistral_keys, phi3_keys, qwen_keys)
 
 
 def _resolve(name: str):
@@ -44,12 +50,16 @@ class ModelFamily:
     cache: str              # "kv": the decoder's K/V (kv_variants) | "none": no cache | "cross": K/V + cross K/V
     gguf: str | None = None  # llama.cpp's general.architecture of this family's GGUF files, if it has one
     reports: str = ""        # the ModelInfo.family its loaded models carry, where that is not a model_type
-    reader: str | None = None  # "module:function" reading its config.json dict (config.ModelConfig.from_hf)
+    # the function reading its config.json dict (config.ModelConfig.from_hf calls it), or "module:function" for
+    # the readers of config.py, which reads this table
+    reader: Callable[[dict], object] | str | None = None
     gguf_reader: str | None = None  # "module:function" (header, source) -> the config.json dict of a GGUF file
     gguf_weights: str | None = None  # "module:TABLE" of GGUF tensor name -> HF name, for the GGUF files it builds
     defaults: dict = field(default_factory=dict, hash=False)  # config.json keys absent -> what transformers assumes
     positional: str = "rope"  # "rope" | "learned" | "sinusoidal": how positions enter (ModelConfig.positional)
     mtp_layers: bool = False  # layers past num_hidden_layers are multi-token prediction, not decoding: skipped
+    sandwich_norm: bool = False  # a norm after each sublayer too, a = Norm(Attn(Norm(h))) (ModelConfig.sandwich_norm)
+    writing: HFWriting | None = None  # how save_hf writes a model of this row back (model_type, class, config keys)
 
     @property
     def decoder_only(self) -> bool:
@@ -57,7 +67,7 @@ class ModelFamily:
 
     def config_reader(self):
         """The function config.json dict -> ModelConfig (or the family's own config) of this row."""
-        return _resolve(self.reader)
+        return self.reader if callable(self.reader) else _resolve(self.reader)
 
     def weight_table(self) -> dict:
         """The HF name -> our name table (weights.py's form) that maps a decoder-only checkpoint."""
@@ -71,7 +81,8 @@ class ModelFamily:
 
 def _decoder(model_type: str, reader: str | None, table: str, gguf: str | None = None, defaults: dict | None = None,
              gguf_reader: str | None = None, gguf_weights: str | None = None, **facts) -> ModelFamily:
-    """A decoder-only row; `facts` are the other columns (positional, mtp_layers) where they differ."""
+    """A decoder-only row; `facts` are the other columns (positional, mtp_layers, sandwich_norm, writing) where
+    they differ."""
     return ModelFamily(model_type, f"explorer.core.weights:{table}", "explorer.core.runtime",
                        "explorer.core.decode:Decoder", "kv", gguf, reader=reader and f"explorer.core.config:{reader}",
                        gguf_reader=gguf_reader and f"explorer.core.loaders.gguf_config:{gguf_reader}",
@@ -93,35 +104,46 @@ _DEEPSEEK = {**_LLAMA_LIKE, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_h
 
 # gemma3 (the multimodal wrapper) has no reader: ModelConfig.from_hf reads its text_config as gemma3_text.
 FAMILIES = {row.model_type: row for row in (
-    _decoder("llama", "_llama", "DENSE", "llama", _LLAMA_LIKE, gguf_reader="llama_config", gguf_weights="LLAMA_NAMES"),
+    _decoder("llama", "_llama", "DENSE", "llama", _LLAMA_LIKE, gguf_reader="llama_config", gguf_weights="LLAMA_NAMES",
+             writing=HFWriting("llama", "LlamaForCausalLM", llama_keys)),
     _decoder("smollm", "_llama", "DENSE", None, _LLAMA_LIKE),
     _decoder("mistral", "_mistral", "DENSE", "mistral", {**_LLAMA_LIKE, "max_position_embeddings": 131072,
-                                                         "sliding_window": 4096, "num_key_value_heads": 8}),
-    _decoder("qwen2", "_qwen2", "DENSE", "qwen2", _QWEN),
-    _decoder("qwen3", "_qwen3", "DENSE", "qwen3", {**_QWEN, "head_dim": 128}),
-    _decoder("phi3", "_phi3", "PHI3", None, {**_LLAMA_LIKE, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5}),
-    _decoder("gpt2", "_gpt2", "GPT2", "gpt2", {"n_positions": 1024, "tie_word_embeddings": True}, positional="learned"),
-    _decoder("gemma", "_gemma", "DENSE", "gemma", {**_GEMMA, "num_key_value_heads": 16}),
+                                                         "sliding_window": 4096, "num_key_value_heads": 8},
+             writing=HFWriting("mistral", "MistralForCausalLM", mistral_keys)),
+    _decoder("qwen2", "_qwen2", "DENSE", "qwen2", _QWEN, writing=HFWriting("qwen2", "Qwen2ForCausalLM", qwen_keys)),
+    _decoder("qwen3", "_qwen3", "DENSE", "qwen3", {**_QWEN, "head_dim": 128},
+             writing=HFWriting("qwen3", "Qwen3ForCausalLM", qwen_keys)),
+    _decoder("phi3", "_phi3", "PHI3", None, {**_LLAMA_LIKE, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5},
+             writing=HFWriting("phi3", "Phi3ForCausalLM", phi3_keys)),
+    _decoder("gpt2", "_gpt2", "GPT2", "gpt2", {"n_positions": 1024, "tie_word_embeddings": True}, positional="learned",
+             writing=HFWriting("gpt2", "GPT2LMHeadModel", gpt2_keys, prefix="transformer.")),
+    _decoder("gemma", "_gemma", "DENSE", "gemma", {**_GEMMA, "num_key_value_heads": 16},
+             writing=HFWriting("gemma", "GemmaForCausalLM", llama_keys)),
     _decoder("gemma2", "_gemma2", "GEMMA2", "gemma2", {
         **_GEMMA, "num_key_value_heads": 4, "sliding_window": 4096, "query_pre_attn_scalar": 256,
-        "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0}),
+        "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0}, sandwich_norm=True,
+        writing=HFWriting("gemma2", "Gemma2ForCausalLM", gemma2_keys)),
     _decoder("gemma3_text", "_gemma3", "GEMMA3", "gemma3", {
         **_LLAMA_LIKE, "max_position_embeddings": 131072, "sliding_window": 4096, "head_dim": 256,
         "query_pre_attn_scalar": 256, "num_key_value_heads": 4, "tie_word_embeddings": True,
-        "sliding_window_pattern": GEMMA3_GLOBAL_EVERY}, gguf_reader="gemma3_config", gguf_weights="GEMMA3_NAMES"),
-    _decoder("gemma3", None, "GEMMA3"),
+        "sliding_window_pattern": GEMMA3_GLOBAL_EVERY}, gguf_reader="gemma3_config", gguf_weights="GEMMA3_NAMES",
+        sandwich_norm=True),
+    # a Gemma 3's ModelConfig.family, whatever model_type it was read from; written back as gemma3_text
+    _decoder("gemma3", None, "GEMMA3", sandwich_norm=True,
+             writing=HFWriting("gemma3_text", "Gemma3ForCausalLM", gemma3_keys)),
     _decoder("deepseek_v2", "_deepseek_v2", "DEEPSEEK", "deepseek2", {
         **_DEEPSEEK, "topk_method": "greedy", "n_shared_experts": 2, "n_routed_experts": 64,
-        "moe_intermediate_size": 1407}),
+        "moe_intermediate_size": 1407}, writing=HFWriting("deepseek_v2", "DeepseekV2ForCausalLM", deepseek_keys)),
     _decoder("deepseek_v3", "_deepseek_v3", "DEEPSEEK", None, {
         **_DEEPSEEK, "max_position_embeddings": 4096, "routed_scaling_factor": 2.5, "n_group": 8, "topk_group": 4,
         "first_k_dense_replace": 3, "n_shared_experts": 1, "norm_topk_prob": True, "n_routed_experts": 256,
-        "num_experts_per_tok": 8, "moe_intermediate_size": 2048}, mtp_layers=True),
+        "num_experts_per_tok": 8, "moe_intermediate_size": 2048}, mtp_layers=True,
+        writing=HFWriting("deepseek_v3", "DeepseekV3ForCausalLM", deepseek_keys)),
     ModelFamily("bert", "explorer.core.encoder", "explorer.core.encoder", "explorer.core.encoder:EncoderRunner",
                 "none", gguf="bert", reader="explorer.core.config:bert_config", positional="learned"),
     ModelFamily("explorer-encdec", "explorer.core.encdec", "explorer.core.encdec",
                 "explorer.core.encdec_decode:EncDecDecoder", "cross", reports="encdec",
-                reader="explorer.core.encdec:EncDecConfig.from_json", positional="sinusoidal"),
+                reader=EncDecConfig.from_json, positional="sinusoidal"),
 )}
 
 
@@ -140,6 +162,11 @@ def gguf_weight_table(architecture: str) -> dict:
     """GGUF tensor name ({i} = block) -> HF name, of an architecture the engine builds ({} for any other)."""
     row = next((row for row in FAMILIES.values() if row.gguf == architecture and row.gguf_weights), None)
     return _resolve(row.gguf_weights) if row else {}
+
+
+def row_named(family: str) -> ModelFamily | None:
+    """The row of a ModelInfo.family or ModelConfig.family (a model_type, or a row's `reports`), or None."""
+    return FAMILIES.get(family) or next((row for row in FAMILIES.values() if row.reports == family), None)
 
 
 def family_of(hf_config: dict, source: str = "the config") -> ModelFamily:
@@ -174,7 +201,7 @@ def load(checkpoint, device: str = "cpu", dtype: str = "float32"):
 def family_of_model(loaded) -> ModelFamily:
     """The row of a loaded model, by the family its ModelInfo carries (a decoder's config.family is a model_type)."""
     family = loaded.info.family
-    row = FAMILIES.get(family) or next((row for row in FAMILIES.values() if row.reports == family), None)
+    row = row_named(family)
     if row is None:
         raise UnsupportedModelError(f"{loaded.info.name}: family {family!r} has no row in explorer.core.families")
     return row

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from explorer.core.errors import ExplorerError, UnsupportedModelError
+from explorer.core.families import FAMILIES, gguf_config_reader
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,10 @@ def attention_variant(config: dict) -> str:
 
 
 def head_counts(config: dict) -> tuple[int, int]:
+    """(N_Q, N_KV) of a config.json dict; a key it leaves out takes what its family's row says transformers
+    assumes (families.ModelFamily.defaults: Gemma 1's 16 K/V heads), and N_KV without one is N_Q."""
+    row = FAMILIES.get(str(config.get("model_type") or ""))
+    config = {**(row.defaults if row else {}), **config}
     heads = int(config.get("num_attention_heads") or config.get("n_head") or 0)
     kv_heads = config.get("num_key_value_heads")
     if kv_heads is None:
@@ -87,7 +92,6 @@ def _hf_summary(folder: Path, config_path: Path) -> Summary:
 
 
 def _gguf_summary(path: Path) -> Summary:
-    from explorer.core.families import gguf_config_reader
     from explorer.core.loaders.gguf_header import read_gguf_header, tensor_bytes
 
     header = read_gguf_header(path)

@@ -23,13 +23,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from explorer.core.families import row_named
 from explorer.core.trace import ModelInfo
 
 FOLD_AT = 30                      # a stack of this many blocks or more folds around the selected block
 NORMS = {"rms": "RMSNorm", "rms_offset": "RMSNorm (1 + w)", "layer": "LayerNorm"}
 LAYER_NORM_FAMILIES = ("gpt2", "bert", "encdec")
 POST_NORM_FAMILIES = ("bert", "encdec")
-SANDWICH_FAMILIES = ("gemma2", "gemma3")    # a norm after each sublayer too, where no config says (Gemma 1 has none)
 
 
 @dataclass(frozen=True)
@@ -144,8 +144,9 @@ def facts_of(info: ModelInfo, config: Mapping | None = None) -> Facts:
     experts = (int(config.get("n_routed_experts") or 0), int(config.get("n_shared_experts") or 0),
                int(config.get("experts_per_token") or 0), int(config.get("first_dense_layers") or 0))
     post = family in POST_NORM_FAMILIES or info.is_encoder_decoder or info.is_encoder_only
+    row = row_named(family)         # a norm after each sublayer too, where no config says: the family's row
     return Facts(info=info, norm=NORMS.get(norm, norm), ffn=ffn, d_ff=config.get("d_ff"), post_norm=post,
-                 sandwich=bool(config.get("sandwich_norm", family in SANDWICH_FAMILIES)),
+                 sandwich=bool(config.get("sandwich_norm", row is not None and row.sandwich_norm)),
                  encoder_layers=int(config.get("n_encoder_layers") or info.n_layers), experts=experts,
                  activation=str(config.get("activation") or ""), layer_kinds=tuple(info.layer_kinds))
 

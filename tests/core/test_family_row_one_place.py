@@ -1,0 +1,89 @@
+"""A family fact lives in its row (families.ModelFamily) and nowhere else: the model map's sandwich norms, the
+way save_hf writes a model back, and the K/V heads a config.json leaves out. A row added in a test, with no
+other edit, is followed by the map, by save_hf and by the model listing's head counts; the real rows are
+checked against transformers' own configs and modules."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import transformers  # the reference
+
+from explorer.core import config as config_module
+from explorer.core import families
+from explorer.core.config import ModelConfig
+from explorer.core.errors import ExplorerError
+from explorer.core.hf_keys import HFWriting, llama_keys
+from explorer.core.model_summary import head_counts
+from explorer.core.runtime import from_tensors
+from explorer.core.save_hf import hf_config, writing_of
+from explorer.views.model_graph import facts_of, model_graph
+from tests.core.conftest import FAMILIES as TEST_FAMILIES
+from tests.core.conftest import make_hf_model
+from tests.core.test_gemma_families import tiny as tiny_gemma
+
+TOY = dict(model_type="toy", vocab_size=64, hidden_size=48, intermediate_size=64, num_hidden_layers=2,
+           num_attention_heads=6, max_position_embeddings=32)
+
+
+def _toy_reader(d: dict) -> ModelConfig:
+    return config_module._llama(d, "toy")
+
+
+@pytest.fixture
+def toy_row(monkeypatch):
+    """A new family: Llama's blocks with sandwich norms, 3 K/V heads where config.json says none, its own writer."""
+    row = dataclasses.replace(
+        families.FAMILIES["llama"], model_type="toy", reader=_toy_reader, gguf=None, gguf_reader=None,
+        gguf_weights=None, defaults={**families.FAMILIES["llama"].defaults, "num_key_value_heads": 3},
+        sandwich_norm=True, writing=HFWriting("toy", "ToyForCausalLM", llama_keys))
+    monkeypatch.setitem(families.FAMILIES, "toy", row)
+    return row
+
+
+def test_a_new_row_is_read_with_its_defaults_and_norms(toy_row):
+    config = ModelConfig.from_hf(TOY)
+    assert config.family == "toy"
+    assert config.n_kv_heads == 3 and config.sandwich_norm
+
+
+def test_a_new_row_is_followed_by_the_head_counts(toy_row):
+    assert head_counts(TOY) == (6, 3)
+    assert head_counts({**TOY, "num_key_value_heads": 2}) == (6, 2)      # a key that is there wins
+
+
+def test_a_new_row_is_followed_by_the_model_map(toy_row):
+    loaded = from_tensors(make_hf_model("llama").config.to_dict(), make_hf_model("llama").state_dict(), name="tiny")
+    toy_info = dataclasses.replace(loaded.info, family="toy")
+    assert not facts_of(loaded.info).sandwich
+    assert facts_of(toy_info).sandwich
+    drawn = model_graph(toy_info, None, tokens=3)
+    assert len(drawn.of_kind("norm")) > len(model_graph(loaded.info, None, tokens=3).of_kind("norm"))
+
+
+def test_a_new_row_is_followed_by_save_hf(toy_row, monkeypatch):
+    config = ModelConfig.from_hf(TOY)
+    written = hf_config(config)
+    assert written["model_type"] == "toy" and written["architectures"] == ["ToyForCausalLM"]
+    assert written["num_key_value_heads"] == 3
+    loaded = type("Loaded", (), {"config": config, "name": "toy-model", "info": None})()
+    assert writing_of(loaded) is toy_row.writing
+    monkeypatch.setitem(families.FAMILIES, "toy", dataclasses.replace(toy_row, writing=None))
+    with pytest.raises(ExplorerError, match=r"^save_hf writes llama, .*; toy-model is toy$"):
+        writing_of(loaded)
+
+
+@pytest.mark.parametrize("model_type", ["gemma", "gemma2", "mistral", "qwen2", "llama"])
+def test_head_counts_of_a_config_without_kv_heads_are_transformers(model_type):
+    """transformers' config class fills num_key_value_heads (GemmaConfig: 16, Gemma2Config: 4, ...)."""
+    reference = transformers.AutoConfig.for_model(model_type, num_attention_heads=32)
+    assert head_counts({"model_type": model_type, "num_attention_heads": 32}) == (32, reference.num_key_value_heads)
+
+
+@pytest.mark.parametrize("family", sorted(TEST_FAMILIES) + ["gemma", "gemma2"])
+def test_the_map_draws_sandwich_norms_where_transformers_has_them(family):
+    hf = tiny_gemma(family, num_key_value_heads=2) if family in ("gemma", "gemma2") else make_hf_model(family)
+    loaded = from_tensors(hf.config.to_dict(), hf.state_dict(), name=f"tiny-{family}")
+    block = hf.base_model.h[0] if family == "gpt2" else hf.base_model.layers[0]
+    assert facts_of(loaded.info).sandwich == hasattr(block, "post_feedforward_layernorm")
+    assert facts_of(loaded.info, dataclasses.asdict(loaded.config)).sandwich == hasattr(block, "post_feedforward_layernorm")
