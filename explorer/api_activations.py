@@ -28,7 +28,9 @@ HOOKS = {"hook_resid_pre": "resid_pre", "hook_resid_mid": "resid_mid", "hook_res
          "hook_attn_out": "attn_out", "hook_mlp_out": "mlp_out", "mlp.hook_post": "mlp_post",
          "ln1.hook_scale": "scale_attn", "ln2.hook_scale": "scale_mlp", "attn.hook_q": "q", "attn.hook_k": "k",
          "attn.hook_v": "v", "attn.hook_rot_q": "rot_q", "attn.hook_rot_k": "rot_k", "attn.hook_z": "z",
-         "attn.hook_pattern": "pattern"}
+         "attn.hook_pattern": "pattern", "ln1.hook_normalized": "attn_in"}
+# ln1.hook_normalized is X = Norm(h) with the norm's weight (and bias), the attention's input: what
+# TransformerBridge hooks there (its norm's output). HookedTransformer with its default fold_ln gives X / gamma.
 NORMS = {"attn": "scale_attn", "mlp": "scale_mlp", "final": "scale_final"}
 _NAME = re.compile(r"blocks\.(\d+)\.(.+)")
 

@@ -26,9 +26,11 @@ def close(got: np.ndarray, expected, tol: float = 1e-4) -> None:
 def hooked(hf_model, ids):
     """What transformers' modules hand on, per layer: block input and output, the sublayer outputs,
     the FFN's hidden layer (the input of its output matrix) and the input of the first norm."""
-    kept = {"pre": [], "post": [], "attn_out": [], "mlp_out": [], "hidden": [], "q": []}
+    kept = {"pre": [], "post": [], "attn_out": [], "mlp_out": [], "hidden": [], "q": [], "attn_in": []}
     handles = []
     for layer, block in enumerate(ref.decoder_layers(hf_model)):
+        first_norm = getattr(block, "input_layernorm", None) or block.ln_1
+        handles.append(first_norm.register_forward_hook(lambda m, a, out: kept["attn_in"].append(out[0].clone())))
         handles.append(block.register_forward_pre_hook(
             lambda m, a, k: kept["pre"].append((a[0] if a else k["hidden_states"])[0].clone()), with_kwargs=True))
         handles.append(block.register_forward_hook(
@@ -57,6 +59,7 @@ def test_activations_equal_the_hooked_sublayer_outputs(family, hf_model, model):
         close(run.mlp_out(layer), kept["mlp_out"][layer])
         close(run.cache[f"blocks.{layer}.hook_resid_pre"], kept["pre"][layer])
         close(run.cache[f"blocks.{layer}.hook_resid_mid"], kept["pre"][layer] + kept["attn_out"][layer])
+        close(run.cache[f"blocks.{layer}.ln1.hook_normalized"], kept["attn_in"][layer])      # X, the attention's input
         x = kept["pre"][layer].double()
         if family == "gpt2":
             expected = torch.sqrt(x.var(-1, unbiased=False) + hf_model.config.layer_norm_epsilon)
