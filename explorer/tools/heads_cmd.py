@@ -32,6 +32,9 @@ def parse_ids(text: str) -> np.ndarray:
     bad = next((part for part in parts if not part.isdigit()), None)
     if bad is not None:
         raise ExplorerError(f"--ids {text!r} has {bad!r}, which is not a token id (write ids like 12,7,301)")
+    past = next((part for part in parts if int(part) > np.iinfo(np.int64).max), None)
+    if past is not None:        # numpy would raise OverflowError; no vocabulary comes near 2^63
+        raise ExplorerError(f"--ids has {past}, which is past any vocabulary (write ids like 12,7,301)")
     return np.array([int(part) for part in parts], dtype=np.int64)
 
 
