@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 from pyqtgraph.exporters import ImageExporter, SVGExporter
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice
 
 from explorer.core import files
 from explorer.core.errors import ExplorerError
@@ -56,6 +57,17 @@ def check_writable(path: Path) -> Path:
 def atomic_write(path: Path, write: Callable[[str], None]) -> Path:
     """Call `write(temporary_path)`, then move the result onto `path` in one step (core.files.write_atomic)."""
     return files.write_atomic(check_writable(Path(path)), write, error_type=ExportError)
+
+
+def png_bytes(picture, what: str) -> bytes:
+    """A QImage's or QPixmap's PNG, encoded in memory: written by Python, a full disk or a read-only folder is
+    reported as what it is (libpng writing to the file said only "Write Error", and Qt "could not encode")."""
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    if not picture.save(buffer, "PNG"):
+        raise OSError(f"Qt could not encode {what}")
+    return bytes(data.data())
 
 
 def _suffix(path: Path, allowed: tuple[str, ...]) -> str:
@@ -110,8 +122,7 @@ def save_figure(figure, path: Path, width: int, height: int) -> Path:
         image = exporter.export(toBytes=True)
 
         def write(temporary):
-            if not image.save(temporary, "PNG"):
-                raise OSError(f"Qt could not encode a {width}×{height} PNG")
+            Path(temporary).write_bytes(png_bytes(image, f"a {width}×{height} PNG"))
     else:
         exporter = SVGExporter(figure.ci)
         exporter.parameters()["width"] = float(width)
@@ -189,8 +200,7 @@ def save_widget(widget, path: Path, theme: str = "light") -> Path:
             pixmap = widget.grab()
 
         def write(temporary):
-            if not pixmap.save(temporary, "PNG"):
-                raise OSError("Qt could not encode the PNG")
+            Path(temporary).write_bytes(png_bytes(pixmap, "the PNG"))
     else:
         def write(temporary):
             from PySide6.QtSvg import QSvgGenerator
