@@ -115,3 +115,45 @@ def test_both_kv_cache_plots_are_in_view_at_1366x768(projector_window):
     reset_layout(window)
     if window.learn_dock.isVisible():
         check("with Learn open, after View ▸ Reset Layout")
+
+
+def title_px(plot) -> int:
+    """The pixel size of the font a plot's title is drawn in."""
+    return text_px(plot.titleLabel.item.document())
+
+
+def test_plot_titles_grow_in_presentation_and_the_kv_plots_stay_whole(projector_window):
+    window = projector_window
+    kv, embeddings = window.docks["kv_cache"].widget(), window.docks["embeddings"].widget()
+    window.docks["kv_cache"].raise_()
+    settle(0.3)
+    plots = {"KV per layer": kv.layer_plot, "KV all layers": kv.total_plot, "embedding norms": embeddings.norm_plot}
+    before = {name: title_px(plot) for name, plot in plots.items()}
+    kv.setFocus()
+    toggle_presentation(window)
+    assert [name for name, dock in window.docks.items() if dock.isVisible()] == ["kv_cache"]
+    problems = plot_problems(window, kv)
+    assert not problems, "in Presentation: " + "; ".join(problems)
+    window.docks["kv_cache"].hide()
+    window.docks["embeddings"].show()
+    settle(0.4)
+    now = {name: title_px(plot) for name, plot in plots.items()}
+    small = [f"{name}: {now[name]} px, was {before[name]} px" for name in plots if not grown(before[name], now[name])]
+    assert not small, "titles that did not grow: " + "; ".join(small)
+
+
+def test_the_next_token_columns_hold_their_text_in_presentation(projector_window):
+    window = projector_window
+    table = window.docks["next_token"].widget().table
+    assert table.rowCount() > 0, "the next-token table shows candidates"
+    table.setFocus()
+    toggle_presentation(window)
+    margin = 2 * (table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, table) + 1)
+    cut = []
+    for column in range(table.columnCount() - 1):                # the last column stretches to the edge
+        for row in range(table.rowCount()):
+            item = table.item(row, column)
+            needed = QFontMetrics(item.font()).horizontalAdvance(item.text()) + margin
+            if table.columnWidth(column) < needed:
+                cut.append(f"'{item.text()}' needs {needed} px, its column is {table.columnWidth(column)} px")
+    assert not cut, "; ".join(cut)

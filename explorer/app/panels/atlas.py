@@ -24,6 +24,7 @@ from explorer.app.panels.atlas_reading import DescriptionReader
 from explorer.app.panels.base import LineLabel, Panel, decoder_view_unavailable
 from explorer.drawing.heatmap import Heatmap
 from explorer.app.panels.long_head import LongHead, Request
+from explorer.app.panels.plot_text import SMALL_TITLE
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import HeadScoresJob
 from explorer.views import trace_views
@@ -225,7 +226,7 @@ class AtlasPanel(Panel):
         matrix = attention_matrix(example, layer, head)
         self.example.set_matrix(matrix, (0.0, 1.0))
         where = "random tokens repeated twice" if example is not self.trace else "this text"
-        self.example.plot.setTitle(f"L{layer}.H{head} on {where}", size="9pt")
+        self.example.plot.setTitle(f"L{layer}.H{head} on {where}", size=SMALL_TITLE)
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)

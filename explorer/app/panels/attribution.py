@@ -18,6 +18,7 @@ from explorer.app.panels.asking import Asker
 from explorer.app.panels.base import Panel, WrappedText, decoder_view_unavailable
 from explorer.drawing.heatmap import Heatmap, symmetric_levels
 from explorer.app.panels.text_helpers import readable, selected_position
+from explorer.app.panels.plot_text import SMALL_TITLE
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import AttributionJob
 
@@ -129,7 +130,7 @@ class AttributionPanel(Panel):
         matrix = np.concatenate([result.heads, result.mlp[:, None]], axis=1)           # (L, N_Q + 1)
         self.heads.set_matrix(matrix, symmetric_levels(result.heads), row_labels=[f"L{l}" for l in range(n_layers)],
                               col_labels=[f"H{h}" for h in range(n_heads)] + ["MLP"])
-        self.heads.plot.setTitle("every head, and each layer's FFN (colours span the heads' range)", size="9pt")
+        self.heads.plot.setTitle("every head, and each layer's FFN (colours span the heads' range)", size=SMALL_TITLE)
         selection = self.session.selection
         self.heads.outline(selection.layer, selection.head, 1, 1)
         token = readable(self.session.display_token(result.token_id))
@@ -154,7 +155,7 @@ class AttributionPanel(Panel):
                                           width=np.abs(values), brushes=brushes, pen=None))
         self.bars.getAxis("left").setTicks([[(i, name) for i, (name, _) in enumerate(parts)]])
         self.bars.setYRange(-0.5, len(parts) - 0.5, padding=0)
-        self.bars.setTitle(f"the {len(parts)} largest parts", size="9pt")
+        self.bars.setTitle(f"the {len(parts)} largest parts", size=SMALL_TITLE)
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)

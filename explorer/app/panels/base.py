@@ -20,11 +20,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, Qt
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import QLabel, QMenu, QSizePolicy, QVBoxLayout, QWidget
 
 from explorer.app.figures.animation import copy_figure
+from explorer.app.panels.plot_text import fit_to_font
 from explorer.app.panels.text_widgets import LineLabel, WrappedText
 from explorer.app.state.session import Change, Selection, Session
 from explorer.app.window.error_bar import ErrorLine
@@ -302,6 +303,11 @@ class Panel(QWidget):
         super().showEvent(event)
         if self._dirty:
             self.refresh()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:     # (View ▸ Presentation) once the children have it too
+            QTimer.singleShot(0, self, lambda: fit_to_font(self))
 
     def context_menu(self) -> QMenu:
         """The panel's right-click menu: its exports, Copy figure, and Copy formula."""

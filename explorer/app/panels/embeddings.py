@@ -13,6 +13,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy
 
+from explorer.app.panels.plot_text import TITLE
 from explorer.app.panels.base import Panel, dims
 from explorer.drawing.heatmap import Heatmap
 from explorer.app.panels.stacked_rows import StackedRows
@@ -49,9 +50,10 @@ class EmbeddingsPanel(Panel):
         self.body.addLayout(controls)
         self.view = pg.GraphicsLayoutWidget()
         self.heatmap = Heatmap(self.view.ci, row=0, col=0, colormap="CET-D1", axes=("left", "bottom"))
-        self.norm_plot = self.view.addPlot(row=0, col=2, title="‖row‖₂")
+        self.norm_plot = self.view.addPlot(row=0, col=2)
+        self.norm_plot.setTitle("‖row‖₂", size=TITLE)
         # The same title height over both plots keeps their linked rows level (else row 0 of the bars is cut off).
-        self.heatmap.plot.setTitle(TITLES["tokens"])
+        self.heatmap.plot.setTitle(TITLES["tokens"], size=TITLE)
         self.norm_plot.invertY(True)
         self.norm_plot.hideAxis("left")             # its rows are the heatmap's, labelled on its left
         self.norm_plot.setYLink(self.heatmap.plot)
@@ -108,7 +110,7 @@ class EmbeddingsPanel(Panel):
             positional = " + P[pos]" if trace.steps[0].pos_embeddings is not None and view == "tokens" else ""
             self.set_formula(f"X_0 = E[ids]{positional},  {symbol} ∈ {dims(*matrix.shape)}")
         self.matrix = matrix
-        self.heatmap.plot.setTitle(TITLES[view])
+        self.heatmap.plot.setTitle(TITLES[view], size=TITLE)
         self.heatmap.set_matrix(matrix, levels, labels, [str(i) for i in range(matrix.shape[1])], keep_view=True)
         self._show_norms(view != "rope")        # an angle has no norm: the bars go, the map takes their room
         if view != "rope":

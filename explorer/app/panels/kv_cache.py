@@ -17,6 +17,7 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem,
                                QTabWidget, QVBoxLayout, QWidget)
 
+from explorer.app.panels.plot_text import TITLE
 from explorer.app.panels.base import Panel, WrappedText
 from explorer.drawing.heatmap import Heatmap, nice_step
 from explorer.drawing.heatmap_axes import FittingTitle
@@ -86,7 +87,7 @@ def fitting_title(plot: pg.PlotItem) -> None:
     old.setParentItem(None)
     if old.scene() is not None:
         old.scene().removeItem(old)
-    plot.titleLabel = FittingTitle("", parent=plot, size="11pt")
+    plot.titleLabel = FittingTitle("", parent=plot, size=TITLE)
     plot.layout.addItem(plot.titleLabel, 0, 1)
 
 

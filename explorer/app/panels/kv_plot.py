@@ -12,6 +12,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter
 
+from explorer.app.panels.plot_text import LEGEND, TITLE
 from explorer.drawing.heatmap import nice_step
 from explorer.core import kv_variants as kv
 
@@ -60,7 +61,8 @@ class BytesPlot(pg.GraphicsLayoutWidget):
         self.setMinimumHeight(MIN_HEIGHT_PX)
         self.plots: dict[str, pg.PlotItem] = {}
         for col, dtype in enumerate(DTYPES):
-            plot = self.addPlot(row=1, col=col, title=dtype if dtype != "int8" else "8-bit")
+            plot = self.addPlot(row=1, col=col)
+            plot.setTitle(dtype if dtype != "int8" else "8-bit", size=TITLE)
             plot.setLabels(bottom="tokens")
             plot.getAxis("left").enableAutoSIPrefix(False)       # "MiB (x0.001)": the unit is chosen in draw()
             plot.showGrid(x=True, y=True, alpha=0.2)
@@ -71,7 +73,7 @@ class BytesPlot(pg.GraphicsLayoutWidget):
         # from them (in a column beside them it was cut off at the panel's edge).
         self.legend_box = self.addViewBox(row=2, col=0, colspan=len(DTYPES), enableMouse=False)
         self.ci.layout.setRowStretchFactor(1, 1)
-        self.legend = pg.LegendItem(labelTextSize="8pt")
+        self.legend = pg.LegendItem(labelTextSize=LEGEND)
         self.legend.setParentItem(self.legend_box)
         self.legend.anchor(itemPos=(0.5, 0), parentPos=(0.5, 0), offset=(0, 0))
         self.unit = MIB

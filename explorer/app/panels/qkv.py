@@ -24,6 +24,7 @@ from explorer.drawing.heatmap import Heatmap, RowLink, symmetric_levels
 from explorer.app.panels.model_call import Executor, ModelCall
 from explorer.app.panels.stacked_rows import StackedRows
 from explorer.app.panels.token_labels import tick_labels
+from explorer.app.panels.plot_text import TITLE
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import HeadWeightsJob
 from explorer.views import trace_views
@@ -195,7 +196,7 @@ class QKVPanel(Panel):
                                            colormap="CET-D1", axes=("left", "bottom"))
                              for i, name in enumerate(self.matrices)}
             for name, heatmap in self.heatmaps.items():
-                heatmap.plot.setTitle(name, size="10pt")
+                heatmap.plot.setTitle(name, size=TITLE)
                 heatmap.on_click = lambda row, col, name=name: self._click(name, row)
                 heatmap.on_hover = lambda row, col, name=name: self._hover(name, row, col)
             self._arrange()
@@ -291,7 +292,7 @@ class QKVPanel(Panel):
         for name, matrix in weights.matrices.items():
             heatmap = self.weight_maps[name]
             heatmap.set_matrix(matrix, symmetric_levels(matrix))
-            heatmap.plot.setTitle(formula_html(f"{name} ∈ {dims(*matrix.shape)}"), size="10pt")
+            heatmap.plot.setTitle(formula_html(f"{name} ∈ {dims(*matrix.shape)}"), size=TITLE)
             heatmap.on_hover = lambda row, col, name=name: self._hover_weight(name, row, col)
         shared = ", ".join(str(h) for h in weights.shared_by)
         self.readout.setText(f"weights of layer {weights.layer}, head {weights.head}"

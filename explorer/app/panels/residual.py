@@ -13,6 +13,7 @@ import pyqtgraph as pg
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem
 
+from explorer.app.panels.plot_text import LEGEND
 from explorer.app.panels.adaptive import is_wide
 from explorer.app.panels.asking import Asker
 from explorer.app.panels.base import Panel, decoder_view_unavailable
@@ -35,7 +36,7 @@ class ResidualPanel(Panel):
         self.executor = None                # None: the session's model thread (tests give their own)
         self.plot_view = pg.GraphicsLayoutWidget()
         self.plot = self.plot_view.addPlot()
-        self.plot.addLegend(offset=(4, 4), labelTextSize="8pt")
+        self.plot.addLegend(offset=(4, 4), labelTextSize=LEGEND)
         self.plot.setLabel("bottom", "layer l")
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.table = QTableWidget(0, 0)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, Qt, QTimer
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtWidgets import QAbstractItemView, QTableView, QTableWidgetItem
 
 COLUMNS = ("position", "token", "id", "span")
@@ -177,13 +177,6 @@ class TokenTable(QTableView):
                          default=0)
             if widest + margin > self.columnWidth(column):
                 self.resizeColumnToContents(column)
-
-    def changeEvent(self, event) -> None:
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.FontChange:
-            # Fitted again in the new font (View ▸ Presentation's is 1.4 times larger: the columns fitted to the
-            # old one cut 'position' and the tokens), once the header has its new font too.
-            QTimer.singleShot(0, self, lambda: self.fit_columns(0))
 
     def rowCount(self) -> int:
         return self.token_model.rowCount()

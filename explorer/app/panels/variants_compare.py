@@ -18,6 +18,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout,
                                QWidget)
 
+from explorer.app.panels.plot_text import SMALL_TITLE
 from explorer.drawing.heatmap import Heatmap
 from explorer.app.window.error_bar import ErrorLine
 from explorer.core import kv_variants
@@ -112,7 +113,7 @@ class VariantColumn(QWidget):
                           .replace("\n", "<br>"))
         layer, head = min(layer, info.n_layers - 1), min(head, info.n_heads - 1)
         self.map.set_matrix(attention_matrix(trace, layer, head), (0.0, 1.0))
-        self.map.plot.setTitle(f"layer {layer}, head {head}", size="9pt")
+        self.map.plot.setTitle(f"layer {layer}, head {head}", size=SMALL_TITLE)
         self.bytes.setText(self.bytes_text())
 
     def bytes_in_use(self) -> int:
