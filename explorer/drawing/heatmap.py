@@ -23,9 +23,10 @@ __all__ = ["Heatmap", "RowLink", "TokenAxis", "nice_step", "symmetric_levels"]  
 HIGHLIGHT = QColor("#ff2d55")
 
 
-def block_max(matrix: np.ndarray, k_rows: int, k_cols: int) -> np.ndarray:
+def block_max(matrix: np.ndarray, k_rows: int, k_cols: int, signed: bool = False) -> np.ndarray:
     """out[I, J] = max { M[i, j] : i // k_rows = I, j // k_cols = J }; NaN (masked) counts only where a whole
-    block is NaN, and the last blocks of a side hold its remainder."""
+    block is NaN, and the last blocks of a side hold its remainder. `signed` (a diverging scale, -m to m):
+    the block's entry furthest from 0 instead, its sign kept, so a negative peak shows as a positive one does."""
     if k_rows == 1 and k_cols == 1:
         return matrix
     rows, cols = matrix.shape
@@ -33,7 +34,17 @@ def block_max(matrix: np.ndarray, k_rows: int, k_cols: int) -> np.ndarray:
     padded = np.full((n_rows * k_rows, n_cols * k_cols), np.nan, dtype=np.float32)
     padded[:rows, :cols] = matrix
     blocks = padded.reshape(n_rows, k_rows, n_cols, k_cols)
-    return np.fmax.reduce(np.fmax.reduce(blocks, axis=3), axis=1)
+    highest = np.fmax.reduce(np.fmax.reduce(blocks, axis=3), axis=1)
+    if not signed:
+        return highest
+    lowest = np.fmin.reduce(np.fmin.reduce(blocks, axis=3), axis=1)
+    return np.where(np.abs(lowest) > np.abs(highest), lowest, highest)
+
+
+def diverging(levels: tuple[float, float]) -> bool:
+    """A colour scale centred on 0 (-m to m), whose peaks are the values furthest from 0 on either side."""
+    low, high = float(levels[0]), float(levels[1])
+    return low < 0.0 < high and math.isclose(-low, high, rel_tol=1e-6)
 
 
 def maxima_factor(cells: int, pixels_per_cell: float) -> int:
@@ -54,14 +65,16 @@ class MaximaImage(pg.ImageItem):
 
         drawn[I, J] = max { M[i, j] : i // k_y = I, j // k_x = J }
 
-    pyqtgraph's own automatic downsampling averages (functions.downsample) and plain scaling samples, so a
-    lone bright block of a long map drawn as block maxima vanished in a 400 px view; maxima of block maxima
-    are block maxima. `image` stays the whole matrix (hover, tests and exports read it); only the picture
-    is reduced, and stretched over the whole image (a remainder block shifts it by under a device pixel)."""
+    (`signed`: the entry furthest from 0, block_max). pyqtgraph's own automatic downsampling averages
+    (functions.downsample) and plain scaling samples, so a lone attention peak of 1.0 among 5 × 5 cells
+    was drawn as 0.04, and a small weight as nothing; maxima of block maxima are block maxima. `image`
+    stays the whole matrix (hover, tests and exports read it); only the picture is reduced, and stretched
+    over the whole image (a remainder block shifts it by under a device pixel)."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.maxima = False
+        self.maxima = True
+        self.signed = False
 
     def _computeDownsampleFactors(self) -> tuple[int, int]:
         if not self.maxima or self.image is None or self.image.ndim != 2:
@@ -81,7 +94,7 @@ class MaximaImage(pg.ImageItem):
             return
         k_cols, k_rows = self._computeDownsampleFactors()
         whole = self.image
-        self.image, self.autoDownsample = block_max(whole, k_rows, k_cols), False
+        self.image, self.autoDownsample = block_max(whole, k_rows, k_cols, self.signed), False
         self._imageHasNans = self._imageNanLocations = None        # found again: the blocks' NaN differ
         try:
             super().render()
@@ -112,12 +125,12 @@ class Heatmap:
         self.plot.getViewBox().setBorder(pg.mkPen(pg.getConfigOption("foreground"), width=1))
         self.plot.hideButtons()
         self.plot.getViewBox().setMouseEnabled(True, True)
-        self.image = MaximaImage(axisOrder="row-major")      # maxima on for block maxima (set_matrix's extent)
+        self.image = MaximaImage(axisOrder="row-major")      # reduced by maxima when drawn smaller than it is
         self.image.setTransform(QTransform().translate(-0.5, -0.5))
         self.image.setAutoDownsample(True)
         self.plot.addItem(self.image)
         self.detail = MaximaImage(axisOrder="row-major")        # exact cells of a zoomed-in long map
-        self.detail.maxima = True                                # (up to 1,024 a side: more than the pixels)
+        # (up to 1,024 a side: more than the pixels)
         self.detail.setAutoDownsample(True)
         self.detail.setZValue(5)
         self.detail.setVisible(False)
@@ -161,7 +174,9 @@ class Heatmap:
 
         `extent` (rows, cols): the real size of a map drawn reduced (block maxima), which the image
         then spans, so the axes, the hover and the highlights count real rows and columns; such a map
-        is drawn reduced further by maxima where it has more blocks than the view has pixels."""
+        is drawn reduced further by maxima where it has more blocks than the view has pixels. Every map
+        drawn smaller than it is shows each block's maximum (MaximaImage), on a diverging scale its entry
+        furthest from 0: a peak, or a small weight among zeros, never averages away."""
         matrix = np.asarray(matrix, dtype=np.float32)
         if levels is None:
             finite = matrix[np.isfinite(matrix)]
@@ -172,10 +187,10 @@ class Heatmap:
         reshaped = shape != self.shape
         self.shape = shape
         self.clear_detail()
-        self.image.maxima = extent is not None
+        self.image.signed = self.detail.signed = diverging(levels)
         # Block maxima are about a pixel wide: the view's frame, drawn over its first pixel column, hid the
         # first keys' column (an attention sink). Under the map, the frame shows where it has no cells.
-        self.plot.getViewBox().borderRect.setZValue(-1.0 if self.image.maxima else 1e3)
+        self.plot.getViewBox().borderRect.setZValue(-1.0 if extent is not None else 1e3)
         if self._wants_colorbar and self.colorbar is None and matrix.size:
             self.colorbar = pg.ColorBarItem(values=levels, colorMap=self.colormap, interactive=False, width=12)
             self.colorbar.setImageItem(self.image, insert_in=self.plot)

@@ -129,3 +129,54 @@ def _lit(scene, source) -> int:
     scene.render(painter, QRectF(image.rect()), source)
     painter.end()
     return sum(image.pixelColor(x, y).lightness() > 60 for x in range(image.width()) for y in range(image.height()))
+
+
+def _map_pixels(qtbot, matrix: np.ndarray, levels: tuple[float, float], side: int = 220) -> np.ndarray:
+    """The RGB pixels inside the map's frame (two pixels in from it) of `matrix` drawn in a `side` px view with
+    no extent: how a short map and the all-heads grid are drawn."""
+    view = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(view)
+    view.resize(side, side)
+    heatmap = Heatmap(view.ci, colorbar=False)
+    heatmap.set_matrix(matrix, levels=levels)
+    view.show()
+    qtbot.waitExposed(view)
+    qtbot.waitUntil(lambda: heatmap.plot.getViewBox().width() > 100, timeout=5000)
+    frame = view.mapFromScene(heatmap.plot.getViewBox().sceneBoundingRect()).boundingRect().adjusted(2, 2, -2, -2)
+    image = view.grab().toImage()
+    return np.array([[image.pixelColor(x, y).getRgb()[:3] for x in range(frame.left(), frame.right())]
+                     for y in range(frame.top(), frame.bottom())], dtype=float)
+
+
+def _colour(value: float, levels: tuple[float, float] = (0.0, 1.0)) -> np.ndarray:
+    """viridis's RGB for `value` on the scale `levels`."""
+    return np.array(pg.colormap.get("viridis").map((value - levels[0]) / (levels[1] - levels[0]), mode="float")[:3]) * 255
+
+
+def _distance(pixels: np.ndarray, colour: np.ndarray) -> float:
+    """How far (summed RGB) the pixel closest to `colour` is from it."""
+    return float(np.min(np.abs(pixels - colour).sum(axis=2)))
+
+
+def test_a_short_map_drawn_smaller_than_it_is_keeps_its_peak_and_its_small_weight(qtbot):
+    """1,000 × 1,000 cells in about 200 px (5 × 5 cells a pixel): the peak 1.0 stays the top colour, and a lone
+    weight of 0.15 among zeros stays its own colour. Averaged, they were drawn as 0.04 and 0.006, the zeros' colour."""
+    weights = np.zeros((1000, 1000), dtype=np.float32)
+    weights[300, 700] = 1.0
+    weights[700, 200] = 0.15
+    pixels = _map_pixels(qtbot, weights, (0.0, 1.0))
+    assert pixels.shape[0] < 400 and pixels.shape[1] < 400, "the view must be smaller than the matrix"
+    assert _distance(pixels, _colour(1.0)) < 20, "the peak is not drawn in the top colour"
+    assert np.abs(_colour(0.15) - _colour(0.0)).sum() > 40       # the small weight's colour is not the zeros'
+    assert _distance(pixels, _colour(0.15)) < 12, "the small weight vanished into the zeros"
+
+
+def test_a_diverging_map_keeps_its_negative_peak(qtbot):
+    """On a scale from -1 to 1 a block shows its entry furthest from 0: the lone -1.0 stays the bottom colour
+    (maxima alone would draw the block's 0; averaging, -0.04)."""
+    values = np.zeros((1000, 1000), dtype=np.float32)
+    values[400, 400] = -1.0
+    values[600, 800] = 1.0
+    pixels = _map_pixels(qtbot, values, (-1.0, 1.0))
+    assert _distance(pixels, _colour(-1.0, (-1.0, 1.0))) < 20, "the negative peak is not drawn in the bottom colour"
+    assert _distance(pixels, _colour(1.0, (-1.0, 1.0))) < 20, "the positive peak is not drawn in the top colour"
