@@ -55,6 +55,7 @@ class ModelFamily:
     reader: Callable[[dict], object] | str | None = None
     gguf_reader: str | None = None  # "module:function" (header, source) -> the config.json dict of a GGUF file
     gguf_weights: str | None = None  # "module:TABLE" of GGUF tensor name -> HF name, for the GGUF files it builds
+    gguf_norm_plus_one: bool = False  # llama.cpp stores each norm weight as 1 + w (Gemma's x * (1 + w)): loaded - 1
     defaults: dict = field(default_factory=dict, hash=False)  # config.json keys absent -> what transformers assumes
     positional: str = "rope"  # "rope" | "learned" | "sinusoidal": how positions enter (ModelConfig.positional)
     mtp_layers: bool = False  # layers past num_hidden_layers are multi-token prediction, not decoding: skipped
@@ -113,21 +114,22 @@ FAMILIES = {row.model_type: row for row in (
     _decoder("qwen2", "_qwen2", "DENSE", "qwen2", _QWEN, writing=HFWriting("qwen2", "Qwen2ForCausalLM", qwen_keys)),
     _decoder("qwen3", "_qwen3", "DENSE", "qwen3", {**_QWEN, "head_dim": 128},
              writing=HFWriting("qwen3", "Qwen3ForCausalLM", qwen_keys)),
-    _decoder("phi3", "_phi3", "PHI3", None, {**_LLAMA_LIKE, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5},
-             writing=HFWriting("phi3", "Phi3ForCausalLM", phi3_keys)),
+    _decoder("phi3", "_phi3", "PHI3", "phi3", {**_LLAMA_LIKE, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5},
+             gguf_reader="phi3_config", gguf_weights="PHI3_NAMES", writing=HFWriting("phi3", "Phi3ForCausalLM", phi3_keys)),
     _decoder("gpt2", "_gpt2", "GPT2", "gpt2", {"n_positions": 1024, "tie_word_embeddings": True}, positional="learned",
              writing=HFWriting("gpt2", "GPT2LMHeadModel", gpt2_keys, prefix="transformer.")),
-    _decoder("gemma", "_gemma", "DENSE", "gemma", {**_GEMMA, "num_key_value_heads": 16},
-             writing=HFWriting("gemma", "GemmaForCausalLM", llama_keys)),
+    _decoder("gemma", "_gemma", "DENSE", "gemma", {**_GEMMA, "num_key_value_heads": 16}, gguf_reader="gemma_config",
+             gguf_weights="LLAMA_NAMES", gguf_norm_plus_one=True, writing=HFWriting("gemma", "GemmaForCausalLM", llama_keys)),
     _decoder("gemma2", "_gemma2", "GEMMA2", "gemma2", {
         **_GEMMA, "num_key_value_heads": 4, "sliding_window": 4096, "query_pre_attn_scalar": 256,
         "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0}, sandwich_norm=True,
+        gguf_reader="gemma2_config", gguf_weights="GEMMA3_NAMES", gguf_norm_plus_one=True,
         writing=HFWriting("gemma2", "Gemma2ForCausalLM", gemma2_keys)),
     _decoder("gemma3_text", "_gemma3", "GEMMA3", "gemma3", {
         **_LLAMA_LIKE, "max_position_embeddings": 131072, "sliding_window": 4096, "head_dim": 256,
         "query_pre_attn_scalar": 256, "num_key_value_heads": 4, "tie_word_embeddings": True,
         "sliding_window_pattern": GEMMA3_GLOBAL_EVERY}, gguf_reader="gemma3_config", gguf_weights="GEMMA3_NAMES",
-        sandwich_norm=True),
+        gguf_norm_plus_one=True, sandwich_norm=True),
     # a Gemma 3's ModelConfig.family, whatever model_type it was read from; written back as gemma3_text
     _decoder("gemma3", None, "GEMMA3", sandwich_norm=True,
              writing=HFWriting("gemma3_text", "Gemma3ForCausalLM", gemma3_keys)),
@@ -152,10 +154,21 @@ def model_type_of_gguf(architecture: str) -> str | None:
     return next((row.model_type for row in FAMILIES.values() if row.gguf == architecture), None)
 
 
+def supported_gguf() -> str:
+    """The GGUF architectures the engine builds, for a sentence: "'llama', 'gemma' and 'gemma3'"."""
+    names = [repr(row.gguf) for row in FAMILIES.values() if row.gguf and row.gguf_reader]
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
 def gguf_config_reader(architecture: str):
     """The (header, source) -> config.json dict function of a GGUF architecture the engine builds, or None."""
     row = next((row for row in FAMILIES.values() if row.gguf == architecture and row.gguf_reader), None)
     return row and _resolve(row.gguf_reader)
+
+
+def gguf_row(architecture: str) -> ModelFamily | None:
+    """The row that builds GGUF files of `architecture` (llama.cpp's general.architecture), or None."""
+    return next((row for row in FAMILIES.values() if row.gguf == architecture and row.gguf_reader), None)
 
 
 def gguf_weight_table(architecture: str) -> dict:

@@ -9,8 +9,9 @@ models with the same code:
 - tensors dequantized with `gguf.quants.dequantize` into float32;
 - llama: llama.cpp's converter permutes W^Q and W^K rows (HF's rotate-half RoPE
   -> GGML's interleaved RoPE); we undo that permutation;
-- gemma3: llama.cpp's converter stores every RMSNorm weight as (1 + w) because
-  Gemma's norm computes x * (1 + w); we subtract 1 to get the HF weight back.
+- Gemma 1, 2 and 3: llama.cpp's converter stores every RMSNorm weight as (1 + w)
+  because Gemma's norm computes x * (1 + w); we subtract 1 to get the HF weight back
+  (the family row's gguf_norm_plus_one).
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ import torch
 from gguf.constants import GGMLQuantizationType
 
 from explorer.core.errors import UnsupportedModelError
-from explorer.core.families import gguf_weight_table
+from explorer.core.families import gguf_row, gguf_weight_table
 from explorer.core.loaders import gguf_copy
 from explorer.core.loaders.gguf_config import config_of
 from explorer.core.loaders.gguf_header import GGUFHeader, TensorInfo, read_gguf_header, tensor_bytes
@@ -60,6 +61,18 @@ GEMMA3_NAMES = {
     "blk.{i}.post_attention_norm.weight": "model.layers.{i}.post_attention_layernorm.weight",
     "blk.{i}.ffn_norm.weight": "model.layers.{i}.pre_feedforward_layernorm.weight",
     "blk.{i}.post_ffw_norm.weight": "model.layers.{i}.post_feedforward_layernorm.weight",
+}
+# Phi-3 keeps transformers' fused projections: attn_qkv = Q | K | V, ffn_up = gate | up.
+PHI3_NAMES = {
+    "token_embd.weight": "model.embed_tokens.weight",
+    "output_norm.weight": "model.norm.weight",
+    "output.weight": "lm_head.weight",
+    "blk.{i}.attn_norm.weight": "model.layers.{i}.input_layernorm.weight",
+    "blk.{i}.attn_qkv.weight": "model.layers.{i}.self_attn.qkv_proj.weight",
+    "blk.{i}.attn_output.weight": "model.layers.{i}.self_attn.o_proj.weight",
+    "blk.{i}.ffn_norm.weight": "model.layers.{i}.post_attention_layernorm.weight",
+    "blk.{i}.ffn_up.weight": "model.layers.{i}.mlp.gate_up_proj.weight",
+    "blk.{i}.ffn_down.weight": "model.layers.{i}.mlp.down_proj.weight",
 }
 _BLOCK = re.compile(r"^blk\.(\d+)\.")
 
@@ -105,7 +118,7 @@ def _fix_convention(arch: str, name: str, weight: torch.Tensor, config: dict) ->
         return unpermute_rows(weight, config["num_attention_heads"])
     if arch == "llama" and name.endswith("self_attn.k_proj.weight"):
         return unpermute_rows(weight, config["num_key_value_heads"])
-    if arch == "gemma3" and name.endswith("norm.weight"):
+    if name.endswith("norm.weight") and gguf_row(arch).gguf_norm_plus_one:     # Gemma: stored as 1 + w
         return weight - 1.0
     return weight
 

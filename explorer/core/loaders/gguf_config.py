@@ -2,8 +2,9 @@
 
 llama.cpp writes a model's numbers under `<arch>.<key>` (`llama.block_count`,
 `gemma3.attention.sliding_window`). `HF_KEYS` maps each config.json key to its
-GGUF key; `config_of(header)` builds the full config the engine runs (llama and
-gemma3, the architectures whose weights the GGUF loader maps), and
+GGUF key; `config_of(header)` builds the full config the engine runs, by the reader
+its family's row names (llama, gemma, gemma2, gemma3, phi3: the architectures whose
+weights the GGUF loader maps), and
 `dimensions_of(header)` the cache-deciding part of any known architecture, which
 is all the KV table needs. Reads a parsed header only: no torch, no tensor data.
 """
@@ -11,10 +12,10 @@ from __future__ import annotations
 
 import math
 
-from explorer.core.config import GEMMA3_GLOBAL_EVERY, gemma3_layer_types
+from explorer.core.config import GEMMA2_GLOBAL_EVERY, GEMMA3_GLOBAL_EVERY, gemma3_layer_types
 from explorer.core.config_schema import check_config, check_field
 from explorer.core.errors import ExplorerError, ModelLoadError, UnsupportedModelError
-from explorer.core.families import gguf_config_reader, model_type_of_gguf
+from explorer.core.families import gguf_config_reader, model_type_of_gguf, supported_gguf
 from explorer.core.loaders.gguf_header import GGUFHeader
 
 # config.json key -> (GGUF key under "<arch>.", default); a None default means the key is required.
@@ -30,6 +31,7 @@ HF_KEYS = {
 # Keys only some architectures carry (read when present).
 OPTIONAL_KEYS = {
     "num_key_value_heads": "attention.head_count_kv",
+    "attn_logit_softcapping": "attn_logit_softcapping", "final_logit_softcapping": "final_logit_softcapping",
     "head_dim": "attention.key_length",
     "sliding_window": "attention.sliding_window",
     "kv_lora_rank": "attention.kv_lora_rank",
@@ -105,6 +107,54 @@ def llama_config(header: GGUFHeader, source: str) -> dict:
     return config
 
 
+def _query_pre_attn_scalar(config: dict, layers_of_the_largest: int) -> int:
+    """llama.cpp scales Gemma 2 and 3 queries by 1/sqrt(head_dim), but those of the largest size (Gemma 2 27B: 46
+    layers, Gemma 3 27B: 62) by 1/sqrt(d_model / heads): the file says which only by its layer count."""
+    if config["num_hidden_layers"] == layers_of_the_largest:
+        return config["hidden_size"] // config["num_attention_heads"]
+    return config["head_dim"]
+
+
+def gemma_config(header: GGUFHeader, source: str) -> dict:
+    """Gemma 1: Llama's keys, GELU (tanh) gating; llama.cpp writes no other."""
+    config = _common_config(header, source)
+    config.update(model_type="gemma", architectures=["GemmaForCausalLM"], hidden_act="gelu_pytorch_tanh",
+                  attention_bias=False)
+    return config
+
+
+# llama.cpp's defaults where a Gemma 2 file leaves its soft-caps out (llama_hparams), transformers' too.
+GEMMA2_SOFTCAPS = {"attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0}
+
+
+def gemma2_config(header: GGUFHeader, source: str) -> dict:
+    """Gemma 2: sliding and global layers alternating from layer 0, both soft-caps, the query scale by size."""
+    config = _common_config(header, source)
+    caps = {hf: float(_scalar(header, hf, default, source, hf)) for hf, default in GEMMA2_SOFTCAPS.items()}
+    config.update(
+        model_type="gemma2", architectures=["Gemma2ForCausalLM"], hidden_activation="gelu_pytorch_tanh",
+        attention_bias=False, **caps,
+        sliding_window=int(_scalar(header, "attention.sliding_window", 4096, source, "sliding_window")),
+        layer_types=gemma3_layer_types(config["num_hidden_layers"], GEMMA2_GLOBAL_EVERY),
+        query_pre_attn_scalar=_query_pre_attn_scalar(config, 46))
+    return config
+
+
+def phi3_config(header: GGUFHeader, source: str) -> dict:
+    """Phi-3: Llama's keys with fused projections (attn_qkv, ffn_up = gate | up), an optional window on every
+    layer (llama.cpp applies the file's sliding_window), and the context its RoPE was trained for."""
+    config = _common_config(header, source)
+    window = header.get("attention.sliding_window")
+    original = header.get("rope.scaling.original_context_length")
+    config.update(model_type="phi3", architectures=["Phi3ForCausalLM"], hidden_act="silu", attention_bias=False,
+                  sliding_window=None if window is None else _scalar(header, "attention.sliding_window", None,
+                                                                     source, "sliding_window"))
+    if original is not None:
+        config["original_max_position_embeddings"] = _scalar(
+            header, "rope.scaling.original_context_length", None, source, "max_position_embeddings")
+    return config
+
+
 def _gemma3_layer_types(header: GGUFHeader, layers: int) -> list[str]:
     """From the file's per-layer sliding flags, its pattern, or llama.cpp's fixed 5 local : 1 global."""
     pattern = header.get("attention.sliding_window_pattern", GEMMA3_GLOBAL_EVERY)
@@ -123,19 +173,17 @@ def gemma3_config(header: GGUFHeader, source: str) -> dict:
         layer_types=_gemma3_layer_types(header, layers),
         rope_local_base_freq=float(_scalar(header, LOCAL_KEYS["rope_local_base_freq"], GEMMA3_LOCAL_ROPE_BASE, source,
                                            "rope_local_base_freq")),
-        # llama.cpp: Gemma 3 27B scales queries by 1/sqrt(d_model / heads), the others by 1/sqrt(head_dim).
-        query_pre_attn_scalar=(config["hidden_size"] // config["num_attention_heads"]) if layers == 62
-        else config["head_dim"],
+        query_pre_attn_scalar=_query_pre_attn_scalar(config, 62),
     )
     return config
 
 
 def config_of(header: GGUFHeader, source: str) -> dict:
-    """The full config.json dict the engine builds a GGUF model from (llama and gemma3)."""
+    """The full config.json dict the engine builds a GGUF model from (an architecture whose row has a GGUF reader)."""
     builder = gguf_config_reader(header.architecture)
     if builder is None:
         raise UnsupportedModelError(
-            f"{source} holds the architecture {header.architecture!r}; GGUF files of 'llama' and 'gemma3' are supported.")
+            f"{source} holds the architecture {header.architecture!r}; GGUF files of {supported_gguf()} are supported.")
     config = builder(header, source)
     check_config(config, gguf_names(header, source))        # the rules between fields, named as the file names them
     return config
