@@ -51,11 +51,21 @@ def _add_listed_tokens(tokenizer: Tokenizer, tokens: list[str], types: list[int]
     tokenizer.add_tokens(user)
 
 
+def _merge_pair(merge: str, vocab: dict[str, int]) -> tuple[str, str]:
+    """As llama.cpp: the first space after the first character separates the two pieces. A piece the
+    vocabulary lacks stops the list at once (the library refuses it too, but only after a 64 MB list had
+    become two million strings and 700 MB)."""
+    cut = merge.find(" ", 1)
+    left, right = merge[:cut], merge[cut + 1:]
+    if left not in vocab or right not in vocab:
+        raise ValueError(f"the merge {merge[:40]!r} joins a piece that is not in the vocabulary")
+    return left, right
+
+
 def _gpt2_tokenizer(meta: dict) -> Tokenizer:
     tokens = meta["tokenizer.ggml.tokens"]
     vocab = {piece: index for index, piece in enumerate(tokens)}
-    # As llama.cpp: the first space after the first character separates the two pieces.
-    merges = [(m[:m.find(" ", 1)], m[m.find(" ", 1) + 1:]) for m in meta.get("tokenizer.ggml.merges", [])]
+    merges = [_merge_pair(m, vocab) for m in meta.get("tokenizer.ggml.merges", [])]
     tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False, ignore_merges=False))
     tokenizer.pre_tokenizer = _byte_level_pre_tokenizer(str(meta.get("tokenizer.ggml.pre", "gpt2")))
     tokenizer.decoder = decoders.ByteLevel()
