@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 from dataclasses import fields
 from pathlib import Path
-from typing import Callable
 
 import torch
 
@@ -23,6 +22,7 @@ from explorer.core.config import ModelConfig
 from explorer.core.errors import ExplorerError
 from explorer.core.families import FAMILIES, row_named
 from explorer.core.hf_keys import HFWriting
+from explorer.core.weights import Conversion, rule_of
 
 
 def writing_of(loaded) -> HFWriting:
@@ -64,12 +64,12 @@ def hf_tensors(loaded) -> dict[str, torch.Tensor]:
     config, writing = loaded.config, writing_of(loaded)
     ours = {name: tensor.detach().to("cpu") for name, tensor in loaded.model.named_parameters()}
     out, used = {}, set()
-    for hf_name, (our_names, *convert) in FAMILIES[config.family].weight_table().items():
+    for hf_name, spec in FAMILIES[config.family].weight_table().items():
+        our_names, conversion = rule_of(spec)
         for fill in _fills(hf_name, config.n_layers):
-            names = tuple(name.format(**fill) for name in (our_names if isinstance(our_names, tuple) else (our_names,)))
+            names = tuple(name.format(**fill) for name in our_names)
             if all(name in ours for name in names):
-                parts = tuple(ours[name] for name in names)
-                out[hf_name.format(**fill)] = _inverse(convert[0], parts) if convert else parts[0].contiguous().clone()
+                out[hf_name.format(**fill)] = _joined(conversion, tuple(ours[name] for name in names), hf_name)
                 used.update(names)
     unplaced = sorted(set(ours) - used)
     if unplaced:
@@ -87,33 +87,19 @@ def _fills(hf_name: str, n_layers: int) -> list[dict]:
     return [dict(i=layer, p=part) for layer in layers for part in parts]
 
 
-def _inverse(convert: Callable, parts: tuple[torch.Tensor, ...]) -> torch.Tensor:
-    """The checkpoint tensor that the table's load-time conversion `convert` turns into `parts`.
-
-    The conversions are splits and transposes (GPT-2's Conv1D (in, out) with Q|K|V side by side, a fused
-    gate|up, Phi-3's fused qkv), so the inverse is one of: the part as is or transposed, or the parts
-    concatenated along one axis, each transposed or not. Each candidate is converted again and kept only
-    if it gives `parts` back exactly, so a wrong guess can never be written."""
-    for candidate in _candidates(parts):
-        try:
-            back = convert(candidate)
-        except (RuntimeError, IndexError):
-            continue
-        if len(back) == len(parts) and all(b.shape == p.shape and torch.equal(b, p) for b, p in zip(back, parts)):
-            return candidate.contiguous().clone()
-    raise ExplorerError(f"save_hf cannot invert the weight conversion {convert.__name__}")
-
-
-def _candidates(parts: tuple[torch.Tensor, ...]):
-    for transposed in (False, True):
-        if transposed and parts[0].dim() != 2:
-            continue
-        turned = [part.t() if transposed else part for part in parts]
-        if len(turned) == 1:
-            yield turned[0]
-        else:
-            for dim in range(turned[0].dim()):
-                yield torch.cat(turned, dim=dim)
+def _joined(conversion: Conversion, parts: tuple[torch.Tensor, ...], hf_name: str) -> torch.Tensor:
+    """The checkpoint tensor the table's conversion splits into `parts`, by its declared join, and split again
+    to check that it gives `parts` back exactly (a model whose parts no longer fit, such as Phi-3 converted
+    to GQA, is refused rather than written wrong)."""
+    try:
+        joined = conversion.join(parts)
+        back = conversion.split(joined)
+    except (RuntimeError, IndexError):
+        back = ()
+    if len(back) != len(parts) or not all(b.shape == p.shape and torch.equal(b, p) for b, p in zip(back, parts)):
+        raise ExplorerError(f"save_hf cannot write the weights of {hf_name}: its parts do not join into one "
+                            "checkpoint tensor")
+    return joined.contiguous().clone()
 
 
 def save_hf(loaded, folder: str | Path) -> Path:

@@ -2,8 +2,9 @@
 (named by the family's row, families.ModelFamily.weights).
 
 A rule maps one HF name pattern (`{i}` = layer, `{p}` = weight|bias) to one or
-more internal names and a transform (GPT-2's Conv1D stores W transposed and
-fuses Q, K, V; transformers 5 fuses each expert's gate and up projections).
+more internal names and a Conversion, split at load and joined by save_hf
+(GPT-2's Conv1D stores W transposed and fuses Q, K, V; Phi-3 fuses qkv and
+gate|up; transformers 5 fuses each expert's gate and up projections).
 `map_weights` applies the table and checks every name, shape and dtype
 against the model the config builds, so a wrong checkpoint fails with one
 sentence instead of a traceback.
@@ -11,6 +12,8 @@ sentence instead of a traceback.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
@@ -18,22 +21,36 @@ from explorer.core.errors import ModelLoadError, NonFiniteError
 from explorer.core.families import FAMILIES
 
 
-def _same(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    return (t,)
+@dataclass(frozen=True)
+class Conversion:
+    """A checkpoint tensor -> the model's parts (`split`, at load), and the parts -> that tensor (`join`, as
+    save_hf writes it back): each declared beside the other, so that join(split(t)) == t is read, not guessed."""
+
+    split: Callable[[torch.Tensor], tuple[torch.Tensor, ...]]
+    join: Callable[[tuple[torch.Tensor, ...]], torch.Tensor]
 
 
-def _transposed(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    return (t.t() if t.dim() == 2 else t,)
+def _turned(t: torch.Tensor) -> torch.Tensor:
+    return t.t() if t.dim() == 2 else t
 
 
-def _conv1d_qkv(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """GPT-2 c_attn: (d, 3d) weight or (3d,) bias -> W^Q, W^K, W^V as (d, d) Linear weights."""
-    return tuple(part.t() if t.dim() == 2 else part for part in t.chunk(3, dim=-1))
+def _chunks(count: int, dim: int) -> Conversion:
+    """Equal pieces along `dim`, joined again along it."""
+    return Conversion(lambda t: tuple(t.chunk(count, dim=dim)), lambda parts: torch.cat(parts, dim=dim))
 
 
-def _gate_up(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Stacked experts (E, 2 d_ff, d) -> W_gate, W_up, each (E, d_ff, d)."""
-    return tuple(t.chunk(2, dim=1))
+SAME = Conversion(lambda t: (t,), lambda parts: parts[0])
+# GPT-2's Conv1D stores W as (in, out): W^T of a Linear weight (a bias is kept as it is).
+TRANSPOSED = Conversion(lambda t: (_turned(t),), lambda parts: _turned(parts[0]))
+# GPT-2 c_attn: (d, 3d) weight or (3d,) bias -> W^Q, W^K, W^V as (d, d) Linear weights.
+CONV1D_QKV = Conversion(lambda t: tuple(_turned(part) for part in t.chunk(3, dim=-1)),
+                        lambda parts: torch.cat([_turned(part) for part in parts], dim=-1))
+# Stacked experts (E, 2 d_ff, d) -> W_gate, W_up, each (E, d_ff, d).
+EXPERTS_GATE_UP = _chunks(2, 1)
+# Phi-3 qkv_proj (3 N d_head, d) -> W^Q, W^K, W^V: equal thirds, so N_KV = N_Q (a GQA split fails validate).
+PHI3_QKV = _chunks(3, 0)
+# Phi-3 gate_up_proj (2 d_ff, d) -> W_gate, W_up (transformers: gate, up = (x W^T).chunk(2, dim=-1)).
+PHI3_GATE_UP = _chunks(2, 0)
 
 
 _ATTN = {f"model.layers.{{i}}.self_attn.{n}_proj.{{p}}": (f"layers.{{i}}.attn.w{n}.{{p}}",) for n in "qkvo"}
@@ -71,28 +88,18 @@ GPT2 = {
     "lm_head.weight": ("lm_head.weight",),
     "h.{i}.ln_1.{p}": ("layers.{i}.attn_norm.{p}",),
     "h.{i}.ln_2.{p}": ("layers.{i}.ffn_norm.{p}",),
-    "h.{i}.attn.c_attn.{p}": (("layers.{i}.attn.wq.{p}", "layers.{i}.attn.wk.{p}", "layers.{i}.attn.wv.{p}"), _conv1d_qkv),
-    "h.{i}.attn.c_proj.{p}": ("layers.{i}.attn.wo.{p}", _transposed),
-    "h.{i}.mlp.c_fc.{p}": ("layers.{i}.ffn.w_in.{p}", _transposed),
-    "h.{i}.mlp.c_proj.{p}": ("layers.{i}.ffn.w_out.{p}", _transposed),
+    "h.{i}.attn.c_attn.{p}": (("layers.{i}.attn.wq.{p}", "layers.{i}.attn.wk.{p}", "layers.{i}.attn.wv.{p}"), CONV1D_QKV),
+    "h.{i}.attn.c_proj.{p}": ("layers.{i}.attn.wo.{p}", TRANSPOSED),
+    "h.{i}.mlp.c_fc.{p}": ("layers.{i}.ffn.w_in.{p}", TRANSPOSED),
+    "h.{i}.mlp.c_proj.{p}": ("layers.{i}.ffn.w_out.{p}", TRANSPOSED),
 }
-
-def _thirds(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Phi-3 qkv_proj (3 N d_head, d) -> W^Q, W^K, W^V: equal thirds, so N_KV = N_Q (a GQA split fails validate)."""
-    return tuple(t.chunk(3, dim=0))
-
-
-def _halves(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Phi-3 gate_up_proj (2 d_ff, d) -> W_gate, W_up (transformers: gate, up = (x W^T).chunk(2, dim=-1))."""
-    return tuple(t.chunk(2, dim=0))
-
 
 PHI3 = {
     **_COMMON,
     "model.layers.{i}.self_attn.qkv_proj.weight": (
-        ("layers.{i}.attn.wq.weight", "layers.{i}.attn.wk.weight", "layers.{i}.attn.wv.weight"), _thirds),
+        ("layers.{i}.attn.wq.weight", "layers.{i}.attn.wk.weight", "layers.{i}.attn.wv.weight"), PHI3_QKV),
     "model.layers.{i}.self_attn.o_proj.weight": ("layers.{i}.attn.wo.weight",),
-    "model.layers.{i}.mlp.gate_up_proj.weight": (("layers.{i}.ffn.w_gate.weight", "layers.{i}.ffn.w_up.weight"), _halves),
+    "model.layers.{i}.mlp.gate_up_proj.weight": (("layers.{i}.ffn.w_gate.weight", "layers.{i}.ffn.w_up.weight"), PHI3_GATE_UP),
     "model.layers.{i}.mlp.down_proj.weight": ("layers.{i}.ffn.w_down.weight",),
     "model.layers.{i}.post_attention_layernorm.weight": ("layers.{i}.ffn_norm.weight",),
 }
@@ -112,7 +119,7 @@ DEEPSEEK = {
     "model.layers.{i}.post_attention_layernorm.weight": ("layers.{i}.ffn_norm.weight",),
     "model.layers.{i}.mlp.gate.weight": ("layers.{i}.ffn.router.weight",),
     "model.layers.{i}.mlp.gate.e_score_correction_bias": ("layers.{i}.ffn.router.bias",),
-    "model.layers.{i}.mlp.experts.gate_up_proj": (("layers.{i}.ffn.experts.w_gate", "layers.{i}.ffn.experts.w_up"), _gate_up),
+    "model.layers.{i}.mlp.experts.gate_up_proj": (("layers.{i}.ffn.experts.w_gate", "layers.{i}.ffn.experts.w_up"), EXPERTS_GATE_UP),
     "model.layers.{i}.mlp.experts.down_proj": ("layers.{i}.ffn.experts.w_down",),
     **{f"model.layers.{{i}}.mlp.shared_experts.{n}_proj.weight": (f"layers.{{i}}.ffn.shared.w_{n}.weight",)
        for n in ("gate", "up", "down")},
@@ -125,11 +132,16 @@ PREFIXES = (("transformer.", ""), ("model.language_model.", "model."), ("languag
 _PER_EXPERT = re.compile(r"^(.*\.mlp\.experts)\.(\d+)\.(gate|up|down)_proj\.weight$")
 
 
-def _compile(table: dict) -> list[tuple[re.Pattern, tuple[str, ...], callable]]:
+def rule_of(spec: tuple) -> tuple[tuple[str, ...], Conversion]:
+    """A table row's (our names, conversion): one name or a tuple of names, SAME where the row names none."""
+    targets, conversion = (spec[0], spec[1]) if len(spec) == 2 else (spec[0], SAME)
+    return (targets if isinstance(targets, tuple) else (targets,)), conversion
+
+
+def _compile(table: dict) -> list[tuple[re.Pattern, tuple[str, ...], Conversion]]:
     rules = []
     for hf_pattern, spec in table.items():
-        targets, transform = (spec[0], spec[1]) if len(spec) == 2 else (spec[0], _same)
-        targets = targets if isinstance(targets, tuple) else (targets,)
+        targets, transform = rule_of(spec)
         regex = re.escape(hf_pattern).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{p\}", r"(?P<p>weight|bias)")
         rules.append((re.compile(f"^{regex}$"), targets, transform))
     return rules
@@ -188,7 +200,7 @@ def map_weights(family: str, tensors: dict[str, torch.Tensor], n_layers: int, so
             match = regex.match(name)
             if match:
                 fields = {k: v for k, v in match.groupdict().items() if v is not None}
-                for target, part in zip(targets, transform(tensor)):
+                for target, part in zip(targets, transform.split(tensor)):
                     mapped[target.format(**fields)] = part
                 break
         else:

@@ -1,16 +1,18 @@
 """A family fact lives in its row (families.ModelFamily) and nowhere else: the model map's sandwich norms, the
 way save_hf writes a model back, and the K/V heads a config.json leaves out. A row added in a test, with no
 other edit, is followed by the map, by save_hf and by the model listing's head counts; the real rows are
-checked against transformers' own configs and modules."""
+checked against transformers' own configs and modules, and each weight conversion's declared inverse
+against transformers' checkpoint tensors."""
 from __future__ import annotations
 
 import dataclasses
 
 import pytest
+import torch
 import transformers  # the reference
 
 from explorer.core import config as config_module
-from explorer.core import families
+from explorer.core import families, weights
 from explorer.core.config import ModelConfig
 from explorer.core.errors import ExplorerError
 from explorer.core.hf_keys import HFWriting, llama_keys
@@ -21,6 +23,7 @@ from explorer.views.model_graph import facts_of, model_graph
 from tests.core.conftest import FAMILIES as TEST_FAMILIES
 from tests.core.conftest import make_hf_model
 from tests.core.test_gemma_families import tiny as tiny_gemma
+from tests.core.test_phi3 import tiny_phi3
 
 TOY = dict(model_type="toy", vocab_size=64, hidden_size=48, intermediate_size=64, num_hidden_layers=2,
            num_attention_heads=6, max_position_embeddings=32)
@@ -87,3 +90,19 @@ def test_the_map_draws_sandwich_norms_where_transformers_has_them(family):
     block = hf.base_model.h[0] if family == "gpt2" else hf.base_model.layers[0]
     assert facts_of(loaded.info).sandwich == hasattr(block, "post_feedforward_layernorm")
     assert facts_of(loaded.info, dataclasses.asdict(loaded.config)).sandwich == hasattr(block, "post_feedforward_layernorm")
+
+
+@pytest.mark.parametrize("family", ["gpt2", "phi3", "deepseek_v3"])
+def test_each_weight_conversion_is_declared_with_its_inverse(family):
+    """save_hf joins a model's parts by the table's declared join: on transformers' own checkpoint tensors,
+    split then join gives each tensor back exactly (GPT-2's Conv1D, Phi-3's fused qkv and gate|up, experts)."""
+    hf = tiny_phi3() if family == "phi3" else make_hf_model(family)
+    row = families.FAMILIES[ModelConfig.from_hf(hf.config.to_dict()).family]
+    rules = weights._compile(row.weight_table())
+    converted = 0
+    for name, tensor in weights._normalized_names(dict(hf.state_dict())).items():
+        for pattern, _targets, conversion in rules:
+            if pattern.match(name) and conversion is not weights.SAME:
+                assert torch.equal(conversion.join(conversion.split(tensor)), tensor), name
+                converted += 1
+    assert converted > 0
