@@ -60,25 +60,30 @@ def maxima_factor(cells: int, pixels_per_cell: float) -> int:
 
 
 class MaximaImage(pg.ImageItem):
-    """An ImageItem that, with `maxima` on, draws an image larger than the device pixels it covers as the
-    maxima of its blocks, k = maxima_factor(...) cells a side (again at every zoom and resize):
+    """An ImageItem that draws an image larger than the device pixels it covers as the maxima of its
+    blocks, k = maxima_factor(...) cells a side (again at every zoom and resize):
 
         drawn[I, J] = max { M[i, j] : i // k_y = I, j // k_x = J }
 
     (`signed`: the entry furthest from 0, block_max). pyqtgraph's own automatic downsampling averages
     (functions.downsample) and plain scaling samples, so a lone attention peak of 1.0 among 5 × 5 cells
     was drawn as 0.04, and a small weight as nothing; maxima of block maxima are block maxima. `image`
-    stays the whole matrix (hover, tests and exports read it); only the picture is reduced, and stretched
-    over the whole image (a remainder block shifts it by under a device pixel)."""
+    stays the whole matrix (hover, tests and exports read it). The reduction is `picture`, a plain
+    ImageItem drawn in this one's stead over its whole extent (a remainder block shifts it by under a
+    device pixel), with its levels, colours and opacity; only pyqtgraph's public calls are used."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.maxima = True
         self.signed = False
+        self.factors = (1, 1)                  # (k_x, k_y) of the picture drawn; (1, 1): the image itself
+        self.picture = pg.ImageItem(axisOrder=kwargs.get("axisOrder", "row-major"))
+        self.picture.setParentItem(self)       # in the image's own coordinates, one unit a cell
+        self.picture.setVisible(False)
 
-    def _computeDownsampleFactors(self) -> tuple[int, int]:
-        if not self.maxima or self.image is None or self.image.ndim != 2:
-            return super()._computeDownsampleFactors()
+    def device_factors(self) -> tuple[int, int]:
+        """(k_x, k_y): maxima_factor of each side for the device pixels a cell covers now; (1, 1) unseen."""
+        if self.image is None or self.image.ndim != 2 or self.image.size == 0:
+            return 1, 1
         origin, right, down = (self.mapToDevice(QPointF(*p)) for p in ((0, 0), (1, 0), (0, 1)))
         if origin is None or right is None or down is None:
             return 1, 1
@@ -87,21 +92,52 @@ class MaximaImage(pg.ImageItem):
         width, height = (math.hypot(p.x() - origin.x(), p.y() - origin.y()) * ratio for p in (right, down))
         return maxima_factor(self.image.shape[1], width), maxima_factor(self.image.shape[0], height)
 
-    def render(self) -> None:
-        if not (self.maxima and self.autoDownsample) or self.image is None or self.image.ndim != 2 \
-                or self.image.size == 0:
-            super().render()
+    def reduce(self, again: bool = False) -> None:
+        """Draw the picture for the view as it is now: computed anew where the factors changed (or `again`:
+        the image, or its sign, did)."""
+        factors = self.device_factors()
+        if factors == self.factors and not again:
             return
-        k_cols, k_rows = self._computeDownsampleFactors()
-        whole = self.image
-        self.image, self.autoDownsample = block_max(whole, k_rows, k_cols, self.signed), False
-        self._imageHasNans = self._imageNanLocations = None        # found again: the blocks' NaN differ
-        try:
-            super().render()
-        finally:
-            self.image, self.autoDownsample = whole, True
-            self._imageHasNans = self._imageNanLocations = None
-        self._lastDownsample = (k_cols, k_rows)
+        self.factors = factors
+        if factors == (1, 1):
+            self.picture.setVisible(False)
+            self.picture.clear()
+        else:
+            (k_x, k_y), (rows, cols) = factors, self.image.shape
+            self.picture.setImage(block_max(self.image, k_y, k_x, self.signed), autoLevels=False,
+                                  levels=self.levels, lut=self.lut)
+            self.picture.setRect(QRectF(0, 0, cols, rows))
+            self.picture.setVisible(True)
+        self.update()
+
+    # ----- pyqtgraph's public calls, followed by the picture ----------------------------------------------
+    def setImage(self, *args, **kwargs) -> None:
+        super().setImage(*args, **kwargs)
+        self.reduce(again=True)
+
+    def clear(self) -> None:
+        super().clear()
+        self.reduce(again=True)
+
+    def setRect(self, *args) -> None:
+        super().setRect(*args)                     # a cell's size on the device changes with it
+        self.reduce()
+
+    def setLevels(self, levels, update: bool = True) -> None:
+        super().setLevels(levels, update)
+        self.picture.setLevels(levels, update)
+
+    def setLookupTable(self, lut, update: bool = True) -> None:
+        super().setLookupTable(lut, update)
+        self.picture.setLookupTable(lut, update)
+
+    def viewTransformChanged(self) -> None:
+        super().viewTransformChanged()
+        self.reduce()
+
+    def paint(self, painter, *args) -> None:
+        if not self.picture.isVisible():           # else the picture is drawn, over the same extent
+            super().paint(painter, *args)
 
 
 class Heatmap:
@@ -127,11 +163,9 @@ class Heatmap:
         self.plot.getViewBox().setMouseEnabled(True, True)
         self.image = MaximaImage(axisOrder="row-major")      # reduced by maxima when drawn smaller than it is
         self.image.setTransform(QTransform().translate(-0.5, -0.5))
-        self.image.setAutoDownsample(True)
         self.plot.addItem(self.image)
         self.detail = MaximaImage(axisOrder="row-major")        # exact cells of a zoomed-in long map
         # (up to 1,024 a side: more than the pixels)
-        self.detail.setAutoDownsample(True)
         self.detail.setZValue(5)
         self.detail.setVisible(False)
         self.plot.addItem(self.detail)
