@@ -7,10 +7,13 @@ driver steps it, and what its cache holds. Everyone asks the row; nobody keeps a
     explorer-encdec     encdec_config            encdec.py      encdec             EncDecDecoder   "cross"  None
 
 A row also carries what transformers assumes for the config.json keys its family leaves out
-(`defaults`); for the GGUF files the engine builds (llama, gemma3), the GGUF config reader and
-tensor-name table (`gguf_reader`, `gguf_weights`); where positions enter (`positional`: RoPE, or
-learned or sinusoidal embeddings, which have no rotary dimensions to check); and whether its checkpoints
-hold multi-token-prediction layers after the decoding ones (`mtp_layers`, DeepSeek-V3), skipped on load.
+(`defaults`); for the GGUF files the engine builds (llama, gemma, gemma2, gemma3, phi3), the GGUF config
+reader and tensor-name table (`gguf_reader`, `gguf_weights`) and whether llama.cpp stores its norms as
+1 + w (`gguf_norm_plus_one`); where positions enter (`positional`: RoPE, or learned or sinusoidal
+embeddings, which have no rotary dimensions to check); whether its checkpoints hold multi-token-prediction
+layers after the decoding ones (`mtp_layers`, DeepSeek-V3), skipped on load; whether a norm follows each
+sublayer too (`sandwich_norm`, Gemma 2 and 3: the config readers and the model map read it); and how
+save_hf writes it back (`writing`: model_type, class and config.json keys, hf_keys).
 
 A loaded model finds its row by ModelInfo.family (`family_of_model`): a decoder's config.family is a
 model_type, and a row whose models report another name says so in `reports`.
@@ -25,9 +28,9 @@ named. Every driver has the Decoder's API (prefill, step, back, force, trace, kv
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
 from functools import reduce
 from importlib import import_module
+from typing import Callable
 
 from explorer.core.encdec_config import EncDecConfig
 from explorer.core.errors import UnsupportedModelError
