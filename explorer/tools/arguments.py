@@ -2,7 +2,9 @@
 
 argparse calls these on the text given; an `ArgumentTypeError` becomes
 "error: argument --steps: -1 is below 0 ..." (one line, see cli.OneLineParser).
-Transformers refuses a NaN, zero or negative sampling temperature; so do we, before a model loads.
+Sampling values (--temperature, --top-k, --top-p, --seed) are only read as numbers here: their ranges
+have one rule, `Sampling`'s own (explorer/core/sampling_settings.py), which the API and session files
+use too; `trace` builds its Sampling before a model loads, and a refusal there is exit 2 as well.
 """
 from __future__ import annotations
 
@@ -10,8 +12,9 @@ import argparse
 import math
 import re
 
+from explorer.core.sampling_settings import MAX_SEED
+
 MAX_COUNT = 2**31 - 1          # steps, tokens, positions: far beyond any context
-MAX_SEED = 2**63 - 1           # torch.Generator.manual_seed takes a signed 64-bit seed
 DEVICE = re.compile(r"(cpu|auto|mps|cuda(:\d{1,3})?)")
 
 
@@ -47,10 +50,24 @@ def number(low: float = -math.inf, high: float = math.inf, above: bool = False):
     return parse
 
 
-seed = count(0, MAX_SEED)
+seed = count(0, MAX_SEED)      # a seed of random ids or initial weights (heads, train); trace's is sampling_number
 steps = count(0)
-temperature = number(low=0.0)
-top_p = number(low=0.0, high=1.0, above=True)
+
+
+def sampling_number(text: str) -> int | float:
+    """A sampling value as written: whole if it reads as a whole number (so that Sampling refuses a top_k
+    of 1.5 rather than have it rounded), else a float; text that is no number at all is refused here."""
+    try:
+        return int(text, 10)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+sampling_number.__name__ = "number"
 
 
 def device(text: str) -> str:

@@ -39,13 +39,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--steps", type=arguments.steps, default=8, help="tokens to generate (default 8)")
     parser.add_argument("--device", type=arguments.device, default="cpu", help="cpu, cuda, mps or auto (default cpu)")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
-    parser.add_argument("--temperature", type=arguments.temperature, default=None,
+    parser.add_argument("--temperature", type=arguments.sampling_number, default=None,
                         help="the sampling temperature, 0 = greedy (default); with --kernel: the exp kernel's tau")
-    parser.add_argument("--sampling-temperature", type=arguments.temperature, default=None,
+    parser.add_argument("--sampling-temperature", type=arguments.sampling_number, default=None,
                         help="the sampling temperature whether or not --kernel is given (0 = greedy)")
-    parser.add_argument("--top-k", type=arguments.count(), default=0)
-    parser.add_argument("--top-p", type=arguments.top_p, default=1.0)
-    parser.add_argument("--seed", type=arguments.seed, default=0)
+    parser.add_argument("--top-k", type=arguments.sampling_number, default=0)
+    parser.add_argument("--top-p", type=arguments.sampling_number, default=1.0)
+    parser.add_argument("--seed", type=arguments.sampling_number, default=0)
     parser.add_argument("--out", required=True, help="the .npz file to write")
     parser.add_argument("--ablate", action="append", default=[], metavar="L.H",
                         help="zero head H of layer L before W^O (repeatable)")

@@ -2,8 +2,9 @@
 
 A session file comes from anywhere (an old autosave, a hand edit, a mail attachment), so it is
 read the way a careful parser reads a header: each field has one expected type and range, and
-the first field that is not so is named in one sentence with the file ("s.json: field
-sampling.temperature is nan, not a finite number ≥ 0."). Nothing is converted silently: a
+the first field that is not so is named in one sentence with the file ("s.json: field steps
+is '3', not a whole number."; sampling values by Sampling's own rule: "s.json: sampling temperature=nan
+is not legal: it must be a finite number, 0 or more (0 is greedy)."). Nothing is converted silently: a
 string where a number belongs, a float layer, a NaN temperature or a lone surrogate in the
 prompt is refused here, not later in a replay.
 """
@@ -11,9 +12,11 @@ from __future__ import annotations
 
 import math
 
+from explorer.core.sampling_settings import RULES as SAMPLING_RULES
+from explorer.core.sampling_settings import Sampling, SamplingError
+
 MAX_ID = 2**31 - 1            # token ids and positions; a vocabulary is far smaller
 MAX_STEPS = 10_000_000
-MAX_SEED = 2**63 - 1          # torch.Generator.manual_seed takes a signed 64-bit seed
 DTYPES = ("float32", "bfloat16", "float16")
 # The integer fields of an intervention (core.intervention_parts), none negative (a -1 layer would index from
 # the end), and the ones that may be None (no upper end).
@@ -88,14 +91,15 @@ def choice(value, name: str, allowed: tuple[str, ...]) -> str:
 
 
 def sampling(value, name: str = "sampling") -> dict:
-    """The sampling settings as Sampling.from_dict takes them, each checked (transformers refuses a NaN,
-    negative or infinite temperature too)."""
+    """The sampling settings as Sampling.from_dict takes them, checked by Sampling's own rule (the one the
+    API and the CLI use: transformers refuses a NaN, negative or infinite temperature too); a value of
+    the wrong type is refused as it is, never converted."""
     if not isinstance(value, dict):
         raise SchemaError(f"field {name} is {_shown(value)}, not an object")
-    return {"temperature": finite(value.get("temperature", 0.0), f"{name}.temperature", low=0.0),
-            "top_k": integer(value.get("top_k", 0), f"{name}.top_k", high=MAX_ID),
-            "top_p": finite(value.get("top_p", 1.0), f"{name}.top_p", low=0.0, high=1.0, open_low=True),
-            "seed": integer(value.get("seed", 0), f"{name}.seed", high=MAX_SEED)}
+    try:
+        return Sampling(**{field: value[field] for field in SAMPLING_RULES if field in value}).as_dict()
+    except SamplingError as error:
+        raise SchemaError(str(error).rstrip(".")) from None
 
 
 def experiments(value, name: str = "experiments") -> list:
