@@ -6,6 +6,8 @@ against transformers' checkpoint tensors."""
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -14,6 +16,7 @@ import transformers  # the reference
 from explorer.core import config as config_module
 from explorer.core import families, weights
 from explorer.core.config import ModelConfig
+from explorer.core.encdec_config import EncDecConfig
 from explorer.core.errors import ExplorerError
 from explorer.core.hf_keys import HFWriting, llama_keys
 from explorer.core.model_summary import head_counts
@@ -106,3 +109,14 @@ def test_each_weight_conversion_is_declared_with_its_inverse(family):
                 assert torch.equal(conversion.join(conversion.split(tensor)), tensor), name
                 converted += 1
     assert converted > 0
+
+
+def test_the_encoder_decoder_reader_is_a_plain_import_of_a_light_module():
+    """The row holds the encoder-decoder's reader itself (import tools see families -> encdec_config), and the
+    family table still imports neither torch nor the engine, so every layer may read it."""
+    assert families.FAMILIES["explorer-encdec"].reader is EncDecConfig.from_json
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, explorer.core.families; "
+         "print(sorted(m for m in ('torch', 'explorer.core.encdec', 'explorer.core.config') if m in sys.modules))"],
+        capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"
