@@ -161,7 +161,9 @@ class Site:
         for head, mode, positions in self.plan.ablated:
             rows = slice(None) if positions is None else torch.from_numpy(
                 np.flatnonzero(np.isin(seen.queries, positions))).to(heads.device)
-            if mode == "mean":
+            if mode == "mean" and seen.sequences is not None:                   # packed: each prompt's own mean
+                self._sequence_means(heads, head, rows, seen.sequences)
+            elif mode == "mean":
                 if head not in self.means:
                     self.means[head] = heads[..., head, :, :].mean(dim=-2, keepdim=True)  # (..., 1, d_v)
                 heads[..., head, rows, :] = self.means[head]
@@ -170,6 +172,19 @@ class Site:
         for patch in self.plan.patches:
             _write_rows(heads[..., patch.head, :, :], patch, seen.queries, seen.sequences)
         return heads
+
+    def _sequence_means(self, heads: torch.Tensor, head: int, rows, sequences: np.ndarray) -> None:
+        """O_head at `rows` of a packed pass set to the mean over its own sequence's rows, kept as
+        means[head, s] (InterventionRun.means_of hands sequence s its means for its later steps)."""
+        chosen = np.zeros(len(sequences), dtype=bool)
+        chosen[rows if isinstance(rows, slice) else rows.cpu().numpy()] = True
+        for s in np.unique(sequences):
+            mine = sequences == s
+            if (head, int(s)) not in self.means:
+                own = torch.from_numpy(np.flatnonzero(mine)).to(heads.device)
+                self.means[head, int(s)] = heads[..., head, own, :].mean(dim=-2, keepdim=True)  # (..., 1, d_v)
+            written = torch.from_numpy(np.flatnonzero(mine & chosen)).to(heads.device)
+            heads[..., head, written, :] = self.means[head, int(s)]
 
     def patterns(self, weights: torch.Tensor, seen: Visibility) -> torch.Tensor:
         """A (..., N_Q, T, n_kv) with the pattern patches' rows written (columns: the keys' positions)."""
@@ -218,6 +233,17 @@ class InterventionRun:
     def site(self, layer: int, n_heads: int, where: str = "self") -> Site | None:
         plan = self.intervention.at(layer, n_heads, where)
         return None if plan is None else Site(plan, self._means.setdefault((layer, where), {}), layer)
+
+    def means_of(self, sequence: int) -> dict[tuple, dict]:
+        """The prompt means a packed pass took over its sequence `sequence`, keyed as a run of that prompt
+        alone keeps them (so that its decoding steps reuse them)."""
+        return {site: {key[0]: mean for key, mean in means.items() if isinstance(key, tuple) and key[1] == sequence}
+                for site, means in self._means.items()}
+
+    def take_means(self, means: dict[tuple, dict]) -> None:
+        """Keep `means` (means_of of a packed pass) as this run's own prompt means."""
+        for site, heads in means.items():
+            self._means.setdefault(site, {}).update(heads)
 
     def patch_residual(self, h: torch.Tensor, layer: int, step: StepContext) -> torch.Tensor:
         """h (T, d) entering block `layer`, with the intervention's residual patches written."""
