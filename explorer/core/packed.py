@@ -15,7 +15,7 @@ memory budget.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -31,14 +31,10 @@ PASS_ROWS = 2048    # a batch's packed pass at most: its attention is S x S, so 
 
 
 def can_pack(intervention) -> bool:
-    """Whether a packed pass equals the prompts' own passes under `intervention`: not with a mean
-    ablation (its mean would be taken over every packed prompt) nor with patches (they name positions
-    of one prompt)."""
-    if intervention is None or intervention.is_empty:
-        return True
-    means = any(a.mode == "mean" for a in intervention.ablations) or \
-        (intervention.keep_only is not None and intervention.keep_only.mode == "mean")
-    return not means and not intervention.patches
+    """Whether a packed pass equals the prompts' own passes under `intervention`: not with patches (they
+    name positions of one prompt). A mean ablation packs: each prompt's mean is taken over its own rows
+    (attention.Site), and handed to its run for its later steps (_packed_pass)."""
+    return intervention is None or intervention.is_empty or not intervention.patches
 
 
 def packed_captures(loaded, prompts: list[np.ndarray], positions: list[int], intervention=None,
@@ -192,8 +188,8 @@ def shares_logits(config, rows: int, budget: int) -> bool:
 @dataclass
 class PackedPrefill:
     """One prompt's part of a packed pass: its own capture (filled), its K and V per layer for its cache,
-    its final-normed states (T, d), the logits after its last row (1, V) and, where the budget holds them,
-    the pass's shared product of every row's logits (`index`: its rows in it)."""
+    its final-normed states (T, d), the logits after its last row (1, V), where the budget holds them
+    the pass's shared product of every row's logits (`index`: its rows in it), and its prompt means."""
 
     capture: StepCapture
     keys_values: list
@@ -201,6 +197,7 @@ class PackedPrefill:
     next_logits: torch.Tensor
     logits: SharedLogits | None = None
     index: int = 0
+    means: dict = field(default_factory=dict)         # a mean ablation's means over this prompt's rows
 
 
 class PackedDecoder(Decoder):
@@ -236,9 +233,12 @@ class PackedDecoder(Decoder):
         """prefill(ids), its pass being `given`."""
         self._given = given
         try:
-            return self.prefill(ids)
+            trace = self.prefill(ids)
         finally:
             self._given = None
+        if given.means and self._intervened is not None:
+            self._intervened.take_means(given.means)                 # its steps reuse its prompt's means
+        return trace
 
     def _new_capture(self, n_new: int, n_cached: int) -> StepCapture:
         return super()._new_capture(n_new, n_cached) if self._given is None else self._given.capture
@@ -331,5 +331,6 @@ def _packed_pass(loaded, decoders: list[PackedDecoder], prompts: list[np.ndarray
         hidden = model.norm(model.run_blocks(h, step, None, spread))                # (S, d)
         next_logits = model.logits(hidden[torch.as_tensor(starts[1:] - 1)])          # (B, V): W_U read once
     shared = SharedLogits(model, hidden, spans) if share_logits else None
-    return [PackedPrefill(capture, kept, hidden[rows].clone(), next_logits[i: i + 1], shared, i)
+    return [PackedPrefill(capture, kept, hidden[rows].clone(), next_logits[i: i + 1], shared, i,
+                          {} if step.run is None else step.run.means_of(i))
             for i, (capture, kept, rows) in enumerate(zip(captures, spread.keys_values, spans))]

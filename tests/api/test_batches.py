@@ -9,6 +9,7 @@ import torch
 
 import explorer
 from explorer.core import packed
+from tests.core import intervention_reference as ref
 
 PROMPTS = [[5, 17, 33, 2, 71, 40, 9, 88, 23, 61, 14], [7, 8, 9], list(range(10, 44)), [60, 2, 90, 31, 31, 8]]
 PACKED = ["llama", "llama_mqa", "mistral", "qwen2", "qwen3", "gpt2", "gemma3"]
@@ -103,10 +104,22 @@ def test_the_packed_pass_under_an_ablation_a_kernel_and_a_hidden_entry_equals_ea
     assert passes == [4]
     for prompt, run in zip(PROMPTS, runs):
         assert_same_run(run, model.run(prompt, intervention=edit))
-    mean = explorer.Intervention().ablate(1, 2, mode="mean")   # a mean over each prompt: one pass each
-    for prompt, run in zip(PROMPTS, model.run(PROMPTS, intervention=mean)):
-        np.testing.assert_array_equal(run.logits, model.run(prompt, intervention=mean).logits)
-    assert passes == [4]
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2"])
+def test_a_mean_ablation_packs_each_prompt_with_its_own_mean_as_alone_and_as_the_hooked_transformers(
+        family, hf_model, model, passes):
+    for positions in (None, [1, 2]):
+        mean = explorer.Intervention().ablate(1, 2, "mean", positions=positions).ablate(0, 0, "mean", positions=positions)
+        runs = model.run(PROMPTS, steps=2, intervention=mean)
+        assert passes[-1] == len(PROMPTS)                                   # one packed pass
+        for prompt, run in zip(PROMPTS, runs):
+            assert_same_run(run, model.run(prompt, steps=2, intervention=mean))   # the steps reuse its own means
+            with ref.ablate_heads(hf_model, [(1, 2), (0, 0)], model.info.n_heads, "mean", positions), \
+                    torch.inference_mode():
+                expected = hf_model(torch.tensor([prompt])).logits[0]
+            assert close(run.logits[: len(prompt)], expected.numpy())
+    assert passes == [len(PROMPTS)] * 2
 
 
 @pytest.mark.parametrize("family", ["llama"])
