@@ -35,6 +35,16 @@ class RopeSpec:
     partial_rotary_factor: float = 1.0
 
 
+def attention_kind(n_heads: int, n_kv_heads: int, latent: bool = False) -> str:
+    """MLA where K and V come from a latent c_KV (DeepSeek-V2); else MHA (N_KV = N_Q), MQA (N_KV = 1, Shazeer
+    2019) or GQA (1 < N_KV < N_Q, Ainslie et al. 2023)."""
+    if latent:
+        return "mla"
+    if n_kv_heads == n_heads:
+        return "mha"
+    return "mqa" if n_kv_heads == 1 else "gqa"
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """Everything the blocks need; names follow the notation of the app (d_model, N_Q, N_KV, d_qk)."""
@@ -102,11 +112,7 @@ class ModelConfig:
 
     @property
     def attention_kind(self) -> str:
-        if self.mla:
-            return "mla"
-        if self.n_kv_heads == self.n_heads:
-            return "mha"
-        return "mqa" if self.n_kv_heads == 1 else "gqa"
+        return attention_kind(self.n_heads, self.n_kv_heads, self.mla)
 
     def is_moe_layer(self, layer: int) -> bool:
         return self.n_routed_experts > 0 and layer >= self.first_dense_layers

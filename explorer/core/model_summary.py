@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from explorer.core.config import ModelConfig, attention_kind
 from explorer.core.errors import ExplorerError, UnsupportedModelError
 from explorer.core.families import FAMILIES, gguf_config_reader
 
@@ -28,12 +29,7 @@ class Summary:
 
 def attention_variant(config: dict) -> str:
     """MLA when keys and values come from a latent (kv_lora_rank); else MHA, MQA or GQA by the KV head count."""
-    if config.get("kv_lora_rank"):
-        return "mla"
-    heads, kv_heads = head_counts(config)
-    if kv_heads == heads:
-        return "mha"
-    return "mqa" if kv_heads == 1 else "gqa"
+    return attention_kind(*head_counts(config), latent=bool(config.get("kv_lora_rank")))
 
 
 def head_counts(config: dict) -> tuple[int, int]:
@@ -63,10 +59,6 @@ def size_on_disk(path: Path) -> int:
 
 
 def _check_supported(config: dict) -> None:
-    try:
-        from explorer.core.config import ModelConfig
-    except ImportError:  # the engine is optional for listing
-        return
     ModelConfig.from_hf(config)
 
 

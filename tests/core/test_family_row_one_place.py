@@ -19,7 +19,7 @@ from explorer.core.config import ModelConfig
 from explorer.core.encdec_config import EncDecConfig
 from explorer.core.errors import ExplorerError
 from explorer.core.hf_keys import HFWriting, llama_keys
-from explorer.core.model_summary import head_counts
+from explorer.core.model_summary import attention_variant, head_counts
 from explorer.core.runtime import from_tensors
 from explorer.core.save_hf import hf_config, writing_of
 from explorer.views.model_graph import facts_of, model_graph
@@ -120,3 +120,16 @@ def test_the_encoder_decoder_reader_is_a_plain_import_of_a_light_module():
          "print(sorted(m for m in ('torch', 'explorer.core.encdec', 'explorer.core.config') if m in sys.modules))"],
         capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"
+
+
+@pytest.mark.parametrize("family", sorted(TEST_FAMILIES))
+def test_the_listing_and_the_engine_name_one_attention_kind(family):
+    """The model listing (from config.json alone) and the built model's config give the attention kind that
+    transformers' config says: MLA with a kv_lora_rank, else MHA, MQA or GQA by N_KV against N_Q."""
+    hf_config = make_hf_model(family).config
+    n_q = hf_config.num_attention_heads if family != "gpt2" else hf_config.n_head
+    n_kv = getattr(hf_config, "num_key_value_heads", None) or n_q
+    expected = "mla" if getattr(hf_config, "kv_lora_rank", None) else (
+        "mha" if n_kv == n_q else "mqa" if n_kv == 1 else "gqa")
+    assert attention_variant(hf_config.to_dict()) == expected
+    assert ModelConfig.from_hf(hf_config.to_dict()).attention_kind == expected
