@@ -13,6 +13,7 @@ import numpy as np
 
 from tests.boundary.harness import Case, Run
 from tests.core import fuzz_files as ff
+from tests.core.tiny_checkpoints import write_gemma3_gguf
 
 PROMPT = "The capital of France is"
 
@@ -158,7 +159,25 @@ def _long_merges(parts: ff.GGUFParts) -> None:
     _field("tokenizer.ggml.merges", ff.Value(ff.ARRAY, merges, ff.STRING))(parts)
 
 
+def _long_sentencepiece_pieces(case: Path) -> Run:
+    """A Gemma 3 (SentencePiece) vocabulary with 1,000 pieces of 1,000 bytes each, at the piece cap: the merge
+    builder looks at every split of every piece, which was quadratic in a piece's length."""
+    write_gemma3_gguf(case / "gemma.gguf")
+    parts = ff.read_gguf(case / "gemma.gguf")
+    fields = dict(parts.fields)
+    pieces = [f"{index:04d}" + "a" * 996 for index in range(1000)]
+    tokens = list(fields["tokenizer.ggml.tokens"].value) + pieces
+    scores = list(fields["tokenizer.ggml.scores"].value) + [-100.0] * len(pieces)
+    types = list(fields["tokenizer.ggml.token_type"].value) + [1] * len(pieces)
+    for key, values, item in (("tokenizer.ggml.tokens", tokens, ff.STRING), ("tokenizer.ggml.scores", scores, ff.F32),
+                              ("tokenizer.ggml.token_type", types, ff.I32)):
+        _field(key, ff.Value(ff.ARRAY, values, item))(parts)
+    ff.write_gguf(case / "bad.gguf", parts)
+    return trace(case / "bad.gguf")
+
+
 GGUF = [
+    Case("GGUF SentencePiece pieces of 1,000 bytes", "hang", _long_sentencepiece_pieces, outcome="either"),
     Case("GGUF alignment a string", "traceback", _gguf(_field("general.alignment", ff.Value(ff.STRING, "x"))),
          says="general.alignment"),
     Case("GGUF alignment NaN", "traceback", _gguf(_field("general.alignment", ff.Value(ff.F32, math.nan))),
