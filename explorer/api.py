@@ -195,7 +195,7 @@ class Model:
         """Activation patching: each site ("head": O_h, (L, H); "resid": the residual entering a layer at one
         position, (L, T)) taken from the clean run into the corrupted one, and logit(target) − logit(against)
         (or "prob", p(target), or a callable on the last position's logits (V,)) read at the last position,
-        under `intervention` (no mean ablation). Targets are one token each: " Paris" or an id.
+        under `intervention`. Targets are one token each: " Paris" or an id.
         Lists of clean and corrupted prompts (and of targets) give api_research.PatchMaps: one map per pair
         and their mean. Its packed passes take at most `memory` bytes each, as run's."""
         from explorer import api_research

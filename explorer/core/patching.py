@@ -105,14 +105,10 @@ class _Scorer:
 
 
 def check_base(intervention) -> Intervention | None:
-    """The intervention both runs and every patched run go under (None: none); a mean ablation is refused,
-    since the packed passes would take its mean over several sequences."""
+    """The intervention both runs and every patched run go under (None: none). A mean ablation's mean is
+    taken over each packed sequence's own rows (attention.Site), as in that run alone."""
     if intervention is None or intervention.is_empty:
         return None
-    if any(a.mode == "mean" for a in intervention.ablations) or \
-            (intervention.keep_only is not None and intervention.keep_only.mode == "mean"):
-        raise ExplorerError("patching under a mean ablation is not supported: use a zero ablation or patch_head "
-                            "with the mean values")
     return intervention
 
 

@@ -127,23 +127,24 @@ def test_wrong_types_and_ranges_are_one_sentence(family, model):
 
 
 @pytest.mark.parametrize("family", ["llama"])
-def test_patching_under_an_ablation_with_a_callable_metric_matches_hooks(family, hf_model, model):
-    """One head patched from the clean run into the corrupted one, both with head (0, 3) zeroed: the
-    metric, a callable on the logits, equals the same edit made with transformers' hooks."""
+@pytest.mark.parametrize("mode", ["zero", "mean"])
+def test_patching_under_an_ablation_with_a_callable_metric_matches_hooks(family, hf_model, model, mode):
+    """Heads patched from the clean run into the corrupted one, both with head (1, 3) ablated (a mean: over
+    each run's own rows, the patched ones too): the metric, a callable on the logits, equals the same edit
+    made with transformers' hooks."""
     clean, corrupt = PROMPT, PROMPT[::-1]
-    intervention = explorer.Intervention().ablate(0, 3)
+    intervention = explorer.Intervention().ablate(1, 3, mode)
     maps = model.patch(clean, corrupt, TARGET, site="head", intervention=intervention,
                        metric=lambda logits: float(logits[TARGET] - logits.mean()))
     n_heads = model.info.n_heads
-    with ref.ablate_heads(hf_model, [(0, 3)], n_heads):
+    with ref.ablate_heads(hf_model, [(1, 3)], n_heads, mode):
         inputs, recording = ref.record_head_inputs(hf_model)
         with recording:
             ref.logits(hf_model, clean)
-        with ref.patch_head(hf_model, 1, 2, n_heads, inputs[1]):
-            logits = ref.logits(hf_model, corrupt)[-1]
-    assert maps.values[1, 2] == pytest.approx(float(logits[TARGET] - logits.mean()), abs=1e-4)
-    with pytest.raises(explorer.ExplorerError, match="mean ablation"):
-        model.patch(clean, corrupt, TARGET, AGAINST, intervention=explorer.Intervention().ablate(0, 1, "mean"))
+        for layer, head in ((1, 2), (0, 1)):
+            with ref.patch_head(hf_model, layer, head, n_heads, inputs[layer]):
+                logits = ref.logits(hf_model, corrupt)[-1]
+            assert maps.values[layer, head] == pytest.approx(float(logits[TARGET] - logits.mean()), abs=1e-4)
 
 
 @pytest.mark.parametrize("family", ["deepseek_v3", "gemma3", "mistral", "qwen3"])
