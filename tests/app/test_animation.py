@@ -66,7 +66,7 @@ def test_cancel_writes_nothing_and_bad_names_say_why(trace, tmp_path):
     with pytest.raises(AnimationCancelled):
         export_animation(trace, target, 0, 0, size=SIZE, cancelled=cancelled)
     assert list(tmp_path.iterdir()) == []
-    with pytest.raises(export.ExportError, match="must end in .gif or .png"):
+    with pytest.raises(export.ExportError, match=r"must end in \.gif, \.png or \.mp4"):
         export_animation(trace, tmp_path / "decoding.mp3", 0, 0, size=SIZE)
     with pytest.raises(export.ExportError, match="does not exist"):
         export_animation(trace, tmp_path / "no" / "decoding.gif", 0, 0, size=SIZE)

@@ -28,7 +28,7 @@ def in_use_pixels(frame: np.ndarray) -> int:
     return int((np.abs(left - BLUE).max(axis=-1) <= 24).sum())
 
 
-@pytest.mark.parametrize("suffix", [".png", ".gif"])
+@pytest.mark.parametrize("suffix", [".png", ".gif", ".mp4"])
 def test_one_frame_per_step_and_the_bars_grow_with_the_cache(qtbot, trace, tmp_path, suffix):
     done = []
     path = export_kv_animation(trace, tmp_path / f"kv{suffix}", size=SIZE, progress=lambda d, t: done.append((d, t)))
@@ -55,8 +55,8 @@ def test_cancel_writes_nothing_and_bad_requests_say_why(qtbot, trace, tmp_path):
     with pytest.raises(AnimationCancelled):
         export_kv_animation(trace, target, size=SIZE, cancelled=cancelled)
     assert not any(tmp_path.iterdir())
-    with pytest.raises(export.ExportError, match=r"must end in \.gif or \.png"):
-        export_kv_animation(trace, tmp_path / "kv.mp4", size=SIZE)
+    with pytest.raises(export.ExportError, match=r"must end in \.gif, \.png or \.mp4"):
+        export_kv_animation(trace, tmp_path / "kv.mp3", size=SIZE)
     encoder = build_trace(n_layers=1, n_heads=2, prompt_len=4, encoder_only=True)
     with pytest.raises(export.ExportError, match="an encoder keeps no KV cache"):
         export_kv_animation(encoder, target, size=SIZE)

@@ -1,11 +1,13 @@
 """Animations of decoding for a slide: one head's attention map step by step, the causal mask growing a row
-per step, as an animated GIF (or a lossless animated PNG), and a panel's picture copied to the clipboard.
+per step, as an animated GIF, a lossless animated PNG or an MP4 video (video.py), and a panel's picture copied
+to the clipboard.
 
 The frames are the very files "Export every step" writes (export.export_attention at each step, same
 size, theme and options), rendered to a scratch folder and read back, so an animation and the numbered
 frames never differ. A GIF holds 256 colours per frame (Pillow picks them); an animated PNG keeps
-every pixel. The file is written atomically (export.atomic_write); `progress(done, total)` is called
-after each frame and `cancelled()` before it, and a cancel leaves nothing behind. `write_animation` and
+every pixel; an MP4 (H.264) plays in any player and slide program. The file is written atomically
+(export.atomic_write); `progress(done, total)` is called after each frame and `cancelled()` before it,
+and a cancel leaves nothing behind. `write_animation` and
 `with_progress` are the machinery any animation uses (kv_animation: the KV cache growing).
 """
 from __future__ import annotations
@@ -17,13 +19,13 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtGui import QGuiApplication, QImage
 
-from explorer.app.figures import export_dialogs
+from explorer.app.figures import export_dialogs, video
 from explorer.drawing import export
 from explorer.core.trace import Trace
 
-SUFFIXES = (".gif", ".png")
+SUFFIXES = (".gif", ".png", ".mp4")
 FRAME_MS = 600                      # how long each step stays up
-ANIMATION_FILTERS = "Animated GIF (*.gif);;Animated PNG, lossless (*.png)"
+ANIMATION_FILTERS = "Animated GIF (*.gif);;Animated PNG, lossless (*.png);;MP4 video, H.264 (*.mp4)"
 
 
 class AnimationCancelled(export.ExportError):
@@ -58,10 +60,11 @@ def draw_frames(folder: Path, total: int, draw: Callable[[int, Path], Path], pro
 
 
 def check_target(path: Path, trace: Trace) -> str:
-    """The animation's suffix (.gif or .png) once `path` can be written and `trace` has steps; else one sentence."""
+    """The animation's suffix (.gif, .png or .mp4) once `path` can be written and `trace` has steps; else one
+    sentence."""
     suffix = Path(path).suffix.lower()
     if suffix not in SUFFIXES:
-        raise export.ExportError(f"Cannot export {path}: an animation's name must end in .gif or .png.")
+        raise export.ExportError(f"Cannot export {path}: an animation's name must end in .gif, .png or .mp4.")
     if not trace or not trace.steps:
         raise export.ExportError(f"Cannot export {path}: there is no trace yet; run the model first.")
     export.check_writable(Path(path))
@@ -72,16 +75,18 @@ def write_animation(path: Path, total: int, draw: Callable[[int, Path], Path], f
                     progress: Callable[[int, int], None] | None = None,
                     cancelled: Callable[[], bool] | None = None) -> Path:
     """The `total` frames `draw` writes as PNGs (draw_frames), read back and written as one animated GIF or
-    PNG at `path`, atomically: a cancel or a failure leaves nothing behind."""
+    PNG, or an MP4, at `path`, atomically: a cancel or a failure leaves nothing behind."""
     import imageio.v3 as iio
 
     path = Path(path)
     suffix = path.suffix.lower()
     with tempfile.TemporaryDirectory(prefix="explorer-frames-") as scratch:
         frames = draw_frames(Path(scratch), total, draw, progress, cancelled)
-        pictures = np.stack([read_frame(frame) for frame in frames])           # (frames, H, W, 3)
 
         def write(temporary: str) -> None:
+            if suffix == ".mp4":                                                 # a frame at a time
+                return video.write_video(temporary, (read_frame(frame) for frame in frames), frame_ms)
+            pictures = np.stack([read_frame(frame) for frame in frames])       # (frames, H, W, 3)
             keep = {"optimize": False} if suffix == ".png" else {}
             iio.imwrite(temporary, pictures, extension=suffix, duration=int(frame_ms), loop=0, **keep)
         return export.atomic_write(path, write)
@@ -99,7 +104,7 @@ def export_animation(trace: Trace, path: Path, layer, head, frame_ms: int = FRAM
 
 
 def read_animation(path: Path) -> np.ndarray:
-    """Every frame of an animated GIF or PNG as (frames, H, W, 3) uint8 RGB."""
+    """Every frame of an animated GIF or PNG, or an MP4, as (frames, H, W, 3) uint8 RGB."""
     import imageio.v3 as iio
 
     frames = iio.imread(path, index=None, extension=Path(path).suffix.lower())

@@ -1,5 +1,5 @@
 """The KV cache growing as decoding goes on, for a slide: the KV cache panel's occupancy drawn at every
-step, as an animated GIF or a lossless animated PNG, with animation.py's machinery (frames drawn to a
+step, as an animated GIF, a lossless animated PNG or an MP4 video, with animation.py's machinery (frames drawn to a
 scratch folder, progress and cancel, the file written atomically).
 
 Each frame holds what the panel shows after that step:

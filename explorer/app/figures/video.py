@@ -1,0 +1,56 @@
+"""An animation's frames as an MP4 video (H.264), through imageio's ffmpeg plugin and the ffmpeg binary that the
+imageio-ffmpeg wheel carries (the packaged app bundles it).
+
+H.264 in yuv420p is the form every player and slide program reads. It keeps colour at half resolution each
+way (4:2:0), so its width and height must be even: a frame with an odd side gets its last column or row
+repeated once, and the picture itself is never scaled. Each frame lasts `frame_ms` (fps = 1000 / frame_ms).
+A failure of the encoder is an OSError, which the atomic writer turns into one sentence (a full disk says so).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+# imageio's 0-10 scale; for libx264 it is the constant rate factor CRF = 51·(1 - q/10) = 10: the panels'
+# thin text and grid lines stay sharp, and frames that barely change cost almost nothing.
+VIDEO_QUALITY = 8
+
+
+class EncoderFailure(OSError):
+    """ffmpeg could not be started or stopped while writing (no errno: the writer checks for a full disk)."""
+
+
+def even_sides(picture: np.ndarray) -> np.ndarray:
+    """`picture` (H, W, 3) with its last row and column repeated where H or W is odd, for yuv420p."""
+    height, width = picture.shape[:2]
+    return np.pad(picture, ((0, height % 2), (0, width % 2), (0, 0)), mode="edge")
+
+
+def write_video(path: str | Path, pictures: Iterable[np.ndarray], frame_ms: int) -> None:
+    """Encode `pictures` ((H, W, 3) uint8, one per frame, all one size) as H.264 MP4 at `path`, a frame at a
+    time, so a long animation is never held whole in memory."""
+    import imageio.v2 as imageio
+
+    try:
+        import imageio_ffmpeg  # noqa: F401 (the binary; imageio's plugin finds it)
+    except ImportError:
+        raise EncoderFailure("MP4 needs the imageio-ffmpeg package (pip install imageio-ffmpeg)") from None
+    try:
+        with imageio.get_writer(str(path), format="FFMPEG", mode="I", fps=1000.0 / max(int(frame_ms), 1),
+                                codec="libx264", pixelformat="yuv420p", quality=VIDEO_QUALITY,
+                                macro_block_size=1) as writer:   # 1: never rescale; even_sides pads instead
+            for picture in pictures:
+                writer.append_data(even_sides(picture))
+    except (RuntimeError, OSError) as error:
+        if getattr(error, "errno", None):       # the system's own reason (a full disk, no permission)
+            raise
+        raise EncoderFailure(f"the MP4 encoder (ffmpeg) stopped: {_last_line(error)}") from None
+
+
+def _last_line(error: BaseException) -> str:
+    """ffmpeg's last non-empty line of output (its reason), cut to one short clause."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    text = lines[-1] if lines else type(error).__name__
+    return text if len(text) <= 120 else text[:117] + "…"

@@ -1,0 +1,84 @@
+"""The whole window as an animation of decoding, for a slide or a screencast: File ▸ Export ▸ Record the
+Window While Stepping… shows every recorded step in turn (the prefill, then each decoding step), as the Mask
+panel's step slider does, and grabs the window (QWidget.grab) once each step is drawn: one frame per step, as
+every other animation and "Export every step". The frames are written as an animated GIF, a lossless APNG or an
+MP4 video with animation.write_animation: progress and Cancel, an atomic write, one sentence on failure.
+
+Every panel draws the step it is shown (the attention map a row per step, the mask, the KV cache), and each
+frame is the window as it stands, in the window's own theme. The step the person had selected is given back.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtWidgets import QApplication
+
+from explorer.app.figures import export_dialogs
+from explorer.app.figures.animation import ANIMATION_FILTERS, FRAME_MS, check_target, with_progress, write_animation
+from explorer.drawing import export
+
+SETTLE_S = 10.0        # at most this long for the model thread to answer what a step's panels asked of it
+
+
+def record_window(window, path: Path, frame_ms: int = FRAME_MS, progress: Callable[[int, int], None] | None = None,
+                  cancelled: Callable[[], bool] | None = None) -> Path:
+    """Show each recorded step of `window.session.trace` in `window`, grab the window, and write the frames
+    as one animation at `path` (.gif, .png or .mp4); the selection is given back afterwards."""
+    session = window.session
+    trace = session.trace
+    check_target(path, trace)
+    kept = session.selection
+    size: list[QSize] = []           # the first frame's size: every frame has it, should the window be resized
+
+    def draw(step: int, frame: Path) -> Path:
+        session.select(step=None if step == trace.n_steps - 1 else step)     # None: the latest, as the slider
+        settle(window)
+        return save_grab(window, frame, size)
+    try:
+        return write_animation(path, trace.n_steps, draw, frame_ms, progress, cancelled)
+    finally:
+        now = session.selection
+        session.select(**{name: value for name, value in asdict(kept).items() if getattr(now, name) != value})
+
+
+def settle(window) -> None:
+    """Deliver the redraws a selection change posted, and wait (at most SETTLE_S) for the model-thread
+    answers some panels asked for, so that the frame shows the step and not a panel's 'working' state."""
+    QApplication.processEvents()
+    worker = getattr(window, "worker", None)
+    deadline = time.monotonic() + SETTLE_S
+    while worker is not None and worker.busy and time.monotonic() < deadline:
+        QApplication.processEvents()
+        time.sleep(0.01)
+    QApplication.processEvents()
+
+
+def save_grab(window, frame: Path, size: list[QSize]) -> Path:
+    """The window grabbed to `frame` (PNG), at the first frame's size."""
+    image = window.grab().toImage()
+    if not size:
+        size.append(image.size())
+    elif image.size() != size[0]:
+        image = image.scaled(size[0], Qt.AspectRatioMode.IgnoreAspectRatio,
+                             Qt.TransformationMode.SmoothTransformation)
+    if not image.save(str(frame), "PNG"):
+        raise export.ExportError(f"Cannot write a frame of the window to {frame.parent}: the scratch folder "
+                                 "could not take it (is the disk full?).")
+    return frame
+
+
+def ask_and_record_window(window) -> None:
+    """Ask where, then record the window stepping through the trace under a progress dialog with Cancel."""
+    trace = window.session.trace
+    if trace is None or not trace.steps:
+        window.show_error("Nothing to record yet; run the prompt first.")
+        return
+    path = export_dialogs.ask_path(window, "Record the window while stepping", "window.mp4", ANIMATION_FILTERS)
+    if path is None:
+        return
+    with_progress(window, trace.n_steps, lambda progress, cancelled: record_window(
+        window, path, progress=progress, cancelled=cancelled))
