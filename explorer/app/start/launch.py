@@ -153,7 +153,8 @@ def show_sized_to_screen(window, settings: AppSettings) -> None:
 
 # ----- the packaged app's smoke test ------------------------------------------------------------
 def self_test(model: str | None = None) -> int:
-    """Offscreen: open the window, load a model, run three steps, export one image. 0 when all worked."""
+    """Offscreen: open the window, load a model, run three steps, export one image and an MP4 of the steps.
+    0 when all worked."""
     os.environ["QT_QPA_PLATFORM"] = "offscreen"
     reference = model or (str(model_refs.bundled_model_path()) if model_refs.bundled_model_path() else None)
     if reference is None:
@@ -171,6 +172,7 @@ def self_test(model: str | None = None) -> int:
 
 
 def _run_self_test(app: QApplication, reference: str, folder: Path) -> str:
+    from explorer.app.figures.animation import export_animation, read_animation
     from explorer.drawing import export
     from explorer.app.window.main_window import MainWindow
 
@@ -198,6 +200,9 @@ def _run_self_test(app: QApplication, reference: str, folder: Path) -> str:
         image = export.export_attention(trace, folder / "attention.png", 0, 0)
         if Path(image).stat().st_size == 0:
             raise SelfTestFailure("the exported image is empty")
-        return f"{trace.model.name}: {trace.n_tokens} tokens, exported {Path(image).name}"
+        video = export_animation(trace, folder / "decoding.mp4", 0, 0, size=(320, 240))   # the bundled ffmpeg runs
+        if read_animation(video).shape[0] != trace.n_steps:
+            raise SelfTestFailure("the MP4 animation does not hold a frame per step")
+        return f"{trace.model.name}: {trace.n_tokens} tokens, exported {Path(image).name} and {video.name}"
     finally:
         window.close()
