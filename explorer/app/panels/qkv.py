@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSpinBox, QSplitter
 
 from explorer.app.panels.attention_kind import AttentionKindBox
@@ -106,10 +106,18 @@ class QKVPanel(Panel):
         self._framed_kind = None                   # the attention kind the views were last framed for
         self._drawn = None
         self._per_row: int | None = None           # matrices a row as laid out (see _arrange)
+        self.view.installEventFilter(self)         # _arrange again at the view's own resize
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._arrange()
+
+    def eventFilter(self, watched, event) -> bool:
+        # The view's own resize: one made while it was hidden (behind a note) reaches it only when it is shown
+        # again, after the panel's resizeEvent had read its old width.
+        if watched is self.view and event.type() == QEvent.Type.Resize:
+            self._arrange()
+        return super().eventFilter(watched, event)
 
     def _arrange(self) -> None:
         """As many matrices a row as have MATRIX_PX each (at least one, at most all): MLA's five side by
