@@ -22,7 +22,9 @@ import io
 from dataclasses import dataclass
 import numpy as np
 
+from explorer.core.config import ModelConfig, attention_kind
 from explorer.core.errors import ModelLoadError, UnsupportedModelError
+from explorer.core.families import FAMILIES
 from explorer.core.units import human_bytes
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1}
@@ -53,8 +55,8 @@ class CacheShape:
     def native(self) -> str:
         """The variant name this model was trained with."""
         if self.mla_rank is not None:
-            return f"mla-{self.mla_rank}"
-        return _kv_variant_name(self.n_kv_heads, self.n_heads)
+            return variant_name("mla", latent_rank=self.mla_rank)
+        return variant_name(attention_kind(self.n_heads, self.n_kv_heads), self.n_kv_heads)
 
     def tokens_held(self, tokens: int) -> np.ndarray:
         """Tokens each layer's cache holds after `tokens` tokens: (L,) min(N, W_l)."""
@@ -156,10 +158,6 @@ CACHE_FREE = {"vocab_size": 0, "intermediate_size": 0}
 
 def cache_shape(config: dict, source: str = "the config") -> CacheShape:
     """The cache-relevant dimensions of a Hugging Face style config dict, read as the engine reads it."""
-    from explorer.core.config import ModelConfig
-
-    from explorer.core.families import FAMILIES
-
     model_type = str(config.get("model_type") or "")
     row = FAMILIES.get(model_type)
     if row is not None and row.cache == "cross":
@@ -225,10 +223,12 @@ def block_fill(held: np.ndarray, block_size: int) -> np.ndarray:
 
 # ----- the variants ------------------------------------------------------------
 
-def _kv_variant_name(kv_heads: int, n_heads: int) -> str:
-    if kv_heads == n_heads:
-        return "mha"
-    return "mqa" if kv_heads == 1 else f"gqa-{kv_heads}"
+def variant_name(kind: str, kv_heads: int | None = None, latent_rank: int | None = None) -> str:
+    """The table's name of a variant of `kind` (config.attention_kind): GQA names its K/V head count and MLA
+    its latent rank d_c, since a model has several of each; MHA and MQA are one variant each."""
+    if kind == "gqa":
+        return f"gqa-{kv_heads}"
+    return f"mla-{latent_rank}" if kind == "mla" else kind
 
 
 def default_ranks(shape: CacheShape) -> list[int]:
@@ -253,8 +253,8 @@ def variants(shape: CacheShape, ranks: list[int] | None = None) -> list[Variant]
     native = shape.native
     out = []
     for kv_heads in sorted((g for g in range(1, shape.n_heads + 1) if shape.n_heads % g == 0), reverse=True):
-        name = _kv_variant_name(kv_heads, shape.n_heads)
-        kind = name.split("-")[0]
+        kind = attention_kind(shape.n_heads, kv_heads)
+        name = variant_name(kind, kv_heads)
         out.append(Variant(name, kind, kv_heads, kv_heads * width, native=(name == native)))
     d_rope = mla_rope_dim(shape)
     chosen = set(default_ranks(shape) if ranks is None else ranks)
@@ -263,7 +263,7 @@ def variants(shape: CacheShape, ranks: list[int] | None = None) -> list[Variant]
     for rank in sorted(chosen):
         if rank <= 0:
             raise ModelLoadError(f"MLA latent rank {rank} must be a positive number.")
-        name = f"mla-{rank}"
+        name = variant_name("mla", latent_rank=rank)
         out.append(Variant(name, "mla", None, rank + d_rope, native=(name == native),
                            latent_rank=rank, rope_dim=d_rope))
     return out

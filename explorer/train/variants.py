@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from transformers import DeepseekV3Config, LlamaConfig, PretrainedConfig
 
+from explorer.core.kv_variants import cache_shape, native_variant
+
 LAYERS = 4
 D_MODEL = 192
 HEADS = 6
@@ -28,6 +30,7 @@ MLA_ROPE_DIM = 16      # d_R, qk_rope_head_dim: the decoupled RoPE key shared by
 
 # Widths chosen so each variant lands within 1% of MHA's parameter count
 # (checked by tests/core/test_bundled_models.py and test_train.py).
+# N_KV per variant; which kind a head count makes is config.attention_kind's to say (tested).
 KV_HEADS = {"mha": HEADS, "gqa": 2, "mqa": 1}
 FFN_WIDTH = {"mha": 512, "gqa": 597, "mqa": 619, "mla": 539}
 ATTENTION_KINDS = ("mha", "mqa", "gqa", "mla")
@@ -59,23 +62,7 @@ def model_config(attention: str, vocab_size: int, end_of_text_id: int = 0) -> Pr
 
 
 def kv_elements_per_token_per_layer(config: dict) -> int:
-    """Cache elements one token adds to one layer, by the variant's formula.
-
-    Llama-style: 2·N_KV·d_head (a key and a value per KV head).
-    MLA (DeepSeek, absorbed form): d_c + d_R (the latent and the shared RoPE key).
-    """
-    if config.get("kv_lora_rank"):
-        return int(config["kv_lora_rank"]) + int(config["qk_rope_head_dim"])
-    heads = int(config["num_attention_heads"])
-    d_head = int(config.get("head_dim") or int(config["hidden_size"]) // heads)
-    return 2 * int(config.get("num_key_value_heads") or heads) * d_head
-
-
-def attention_name(config: dict) -> str:
-    """mha, gqa, mqa or mla, read back from a config dict."""
-    if config.get("kv_lora_rank"):
-        return "mla"
-    kv_heads = int(config.get("num_key_value_heads") or config["num_attention_heads"])
-    if kv_heads == int(config["num_attention_heads"]):
-        return "mha"
-    return "mqa" if kv_heads == 1 else "gqa"
+    """Cache elements one token adds to one layer under the config's own variant, as the KV table counts them:
+    2·N_KV·d_head for MHA, GQA and MQA (a key and a value per K/V head), d_c + d_R for MLA (DeepSeek's absorbed
+    form: the latent and the shared RoPE key). Its kind is config.attention_kind's, read by the engine."""
+    return native_variant(cache_shape(config)).elements_per_layer
