@@ -29,7 +29,7 @@ def add_arguments(parser) -> None:
 def parse_ids(text: str) -> np.ndarray:
     """ "12, 7,301" -> array([12, 7, 301]); anything else is an ExplorerError naming the bad part."""
     parts = [part.strip() for part in text.split(",")]
-    bad = next((part for part in parts if not part.isdigit()), None)
+    bad = next((part for part in parts if not (part.isascii() and part.isdigit())), None)  # '²'.isdigit() too
     if bad is not None:
         raise ExplorerError(f"--ids {text!r} has {bad!r}, which is not a token id (write ids like 12,7,301)")
     past = next((part for part in parts if int(part) > np.iinfo(np.int64).max), None)

@@ -98,7 +98,7 @@ def intervention_of(args) -> tuple[dict, float]:
 
 def _layer_dot_head(text: str) -> tuple[int, int]:
     layer, dot, head = text.partition(".")
-    if not (dot and layer.isdigit() and head.isdigit()):
+    if not (dot and (layer + head).isascii() and layer.isdigit() and head.isdigit()):  # '³'.isdigit() too
         raise ExplorerError(f"--ablate {text!r} is not LAYER.HEAD, e.g. 3.5")
     return int(layer), int(head)
 

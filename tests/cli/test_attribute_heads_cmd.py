@@ -103,6 +103,7 @@ def test_the_plain_table_names_the_token_and_the_sum(main, capsys, folder):
     (["attribute", "--prompt", PROMPT, "--token-id", "100000"], "token id 100000 is outside"),
     (["attribute", "--prompt", ""], "--prompt is empty"),
     (["heads", "--ids", "1,two,3"], "'two', which is not a token id"),
+    (["heads", "--ids", "1,\u00b2"], "'\u00b2', which is not a token id"),     # a digit to str.isdigit, not to int
     (["heads", "--ids", "1,2", "--repeat", "1"], "--repeat: 1 is not between 2"),
     (["heads", "--ids", "1,99999"], "token id 99999 is outside"),
 ])

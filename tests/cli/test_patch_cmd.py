@@ -83,6 +83,7 @@ def test_trace_kernel_flags_are_checked(folder, tmp_path, capsys):
     out = str(tmp_path / "t.npz")
     base = ["trace", "--model", str(folder), "--prompt", CLEAN, "--steps", "1", "--out", out]
     assert main(base + ["--ablate", "1-2"]) == 2 and "LAYER.HEAD" in capsys.readouterr().err
+    assert main(base + ["--ablate", "\u00b3.1"]) == 2 and "LAYER.HEAD" in capsys.readouterr().err
     assert main(base + ["--ablate", "7.0"]) == 2 and "layer 7 does not exist" in capsys.readouterr().err
     assert main(base + ["--kernel", "relu", "--temperature", "2"]) == 2
     assert "exp kernel" in capsys.readouterr().err
