@@ -9,7 +9,9 @@ from PySide6.QtCore import QPoint
 
 from explorer.app.figures import export_dialogs
 from explorer.app.figures.animation import AnimationCancelled, read_animation
+from explorer.app.figures import window_animation
 from explorer.app.figures.window_animation import record_window
+from explorer.drawing import export
 from tests.app.shared_window import settle, window_with_tiny_model
 
 
@@ -47,8 +49,8 @@ def test_the_menu_records_a_frame_per_step_of_the_whole_window(window, qtbot, tm
     target = tmp_path / "window.png"                 # lossless: the frames are the grabs, pixel for pixel
     monkeypatch.setattr(export_dialogs, "ask_path", lambda *a, **k: target)
     before = window.session.selection
-    record_action(window).trigger()
-    qtbot.waitUntil(target.exists, timeout=60_000)
+    record_action(window).trigger()                  # records under its progress dialog, then returns
+    assert target.exists(), window.dialogs["warnings"]
     frames = read_animation(target)
     trace = window.session.trace
     ratio = window.devicePixelRatioF()
@@ -78,6 +80,11 @@ def test_cancel_writes_nothing_and_a_failure_is_one_sentence(window, tmp_path, m
     with pytest.raises(AnimationCancelled):
         record_window(window, tmp_path / "window.gif", cancelled=lambda: asked.append(1) or len(asked) > 2)
     assert list(tmp_path.glob("window*")) == []
+    monkeypatch.setattr(window_animation, "SETTLE_S", 0.0)
+    window.session.set_busy(True)                    # as during a run that outlasts the wait
+    with pytest.raises(export.ExportError, match="the model is running"):
+        record_window(window, tmp_path / "window.gif")
+    window.session.set_busy(False)
     monkeypatch.setattr(export_dialogs, "ask_path", lambda *a, **k: tmp_path / "missing" / "window.gif")
     record_action(window).trigger()
     errors = window.dialogs["warnings"]

@@ -29,8 +29,11 @@ def record_window(window, path: Path, frame_ms: int = FRAME_MS, progress: Callab
     """Show each recorded step of `window.session.trace` in `window`, grab the window, and write the frames
     as one animation at `path` (.gif, .png or .mp4); the selection is given back afterwards."""
     session = window.session
+    settle(window)                   # a panel's question to the model thread is answered first
     trace = session.trace
     check_target(path, trace)
+    if session.busy:                 # still busy: a run, whose steps would change under the recording
+        raise export.ExportError(f"Cannot record {path}: the model is running; stop it or let it finish first.")
     kept = session.selection
     size: list[QSize] = []           # the first frame's size: every frame has it, should the window be resized
 
