@@ -2,7 +2,7 @@
 
 A batch of runs is prefilled in packed passes (core/packed.py: the prompts side by side, each row
 attending only within its own prompt, so no padding enters a sum), cut into chunks that fit a memory
-budget; where a pass cannot be packed (a patch, an encoder, latent attention) the
+budget; where a pass cannot be packed (a pattern or path patch, an encoder, latent attention) the
 prompts run one after another. `progress(done, total)` is called after each prompt. Lists given
 beside the prompts (targets, positions) are matched one to one, or a single value is used for every
 prompt.

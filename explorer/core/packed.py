@@ -31,10 +31,14 @@ PASS_ROWS = 2048    # a batch's packed pass at most: its attention is S x S, so 
 
 
 def can_pack(intervention) -> bool:
-    """Whether a packed pass equals the prompts' own passes under `intervention`: not with patches (they
-    name positions of one prompt). A mean ablation packs: each prompt's mean is taken over its own rows
-    (attention.Site), and handed to its run for its later steps (_packed_pass)."""
-    return intervention is None or intervention.is_empty or not intervention.patches
+    """Whether a packed pass equals the prompts' own passes under `intervention`. A patch of a head's output,
+    the residual, a sublayer's output or a head's Q, K or V packs: it names positions, which every packed
+    prompt has (intervention_parts.rows_of writes each prompt's rows at them), as each prompt alone. A mean
+    ablation packs: each prompt's mean is taken over its own rows (attention.Site), and handed to its run
+    for its later steps (_packed_pass). Not a pattern patch (its columns are one prompt's keys) nor a path
+    (its sender's delta is taken over one pass's rows)."""
+    return intervention is None or intervention.is_empty or not (intervention.pattern_patches or
+                                                                 intervention.path_patches)
 
 
 def packed_captures(loaded, prompts: list[np.ndarray], positions: list[int], intervention=None,

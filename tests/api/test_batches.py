@@ -122,6 +122,37 @@ def test_a_mean_ablation_packs_each_prompt_with_its_own_mean_as_alone_and_as_the
     assert passes == [len(PROMPTS)] * 2
 
 
+@pytest.mark.parametrize("family", ["llama", "qwen3"])
+def test_a_batch_under_patches_is_one_packed_pass_equal_to_each_alone_and_to_the_hooked_transformers(
+        family, hf_model, model, passes):
+    rng = np.random.default_rng(0)
+    d, d_head = model.info.d_model, model.info.d_v
+    head, mlp = rng.normal(size=(2, d_head)).astype(np.float32), rng.normal(size=(2, d)).astype(np.float32)
+    edit = explorer.Intervention().patch_head(1, 2, head, start=1).patch_mlp_out(0, mlp, start=4) \
+        .patch_residual(1, 2, rng.normal(size=d).astype(np.float32)).patch_v(0, 1, head[:1], start=2)
+    runs = model.run(PROMPTS, steps=1, intervention=edit)
+    assert passes == [len(PROMPTS)]
+    for prompt, run in zip(PROMPTS, runs):
+        assert_same_run(run, model.run(prompt, steps=1, intervention=edit))
+    only_outputs = explorer.Intervention().patch_head(1, 2, head, start=1).patch_mlp_out(0, mlp, start=4)
+    cols = ref.head_slices(hf_model, 1, model.info.n_heads)(2)
+
+    def head_rows(module, args):
+        x = args[0].clone()
+        x[:, 1:3, cols] = torch.from_numpy(head)                               # O_h at positions 1 and 2
+        return (x,) + tuple(args[1:])
+
+    for prompt, run in zip(PROMPTS, model.run(PROMPTS, intervention=only_outputs)):
+        if len(prompt) < 6:                                                    # the hook writes rows 4 and 5
+            continue
+        handle = ref.output_projections(hf_model)[1].register_forward_pre_hook(head_rows)
+        with ref.hooks([handle]), ref.patch_output(ref.sublayer_modules(hf_model, "mlp_out")[0], mlp, 4), \
+                torch.inference_mode():
+            expected = hf_model(torch.tensor([prompt])).logits[0]
+        assert close(run.logits, expected.numpy())
+    assert passes == [len(PROMPTS)] * 2
+
+
 @pytest.mark.parametrize("family", ["llama"])
 def test_a_wrong_memory_budget_is_one_sentence(family, model):
     for wrong in ("1GB", 0, True, 1.5):
