@@ -89,8 +89,8 @@ def _fills(hf_name: str, n_layers: int) -> list[dict]:
 
 def _joined(conversion: Conversion, parts: tuple[torch.Tensor, ...], hf_name: str) -> torch.Tensor:
     """The checkpoint tensor the table's conversion splits into `parts`, by its declared join, and split again
-    to check that it gives `parts` back exactly (a model whose parts no longer fit, such as Phi-3 converted
-    to GQA, is refused rather than written wrong)."""
+    to check that it gives `parts` back exactly (a model whose parts no longer fit is refused rather than
+    written wrong)."""
     try:
         joined = conversion.join(parts)
         back = conversion.split(joined)

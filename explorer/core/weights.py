@@ -47,8 +47,21 @@ CONV1D_QKV = Conversion(lambda t: tuple(_turned(part) for part in t.chunk(3, dim
                         lambda parts: torch.cat([_turned(part) for part in parts], dim=-1))
 # Stacked experts (E, 2 d_ff, d) -> W_gate, W_up, each (E, d_ff, d).
 EXPERTS_GATE_UP = _chunks(2, 1)
-# Phi-3 qkv_proj (3 N d_head, d) -> W^Q, W^K, W^V: equal thirds, so N_KV = N_Q (a GQA split fails validate).
-PHI3_QKV = _chunks(3, 0)
+
+
+def _phi3_qkv_split(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Phi-3 qkv_proj ((N_Q + 2 N_KV) d_h, d) -> W^Q (N_Q d_h rows), W^K and W^V (N_KV d_h rows each), as
+    transformers' Phi3Attention slices it. There d_h = d / N_Q (Phi3Config names no head_dim), so W^Q has
+    as many rows as the tensor has columns; a config whose N_Q d_h is not d fails validate's shape check."""
+    query_rows = t.shape[1]
+    key_rows, rest = divmod(t.shape[0] - query_rows, 2)
+    if rest or key_rows <= 0:
+        return (t,)         # not Q | K | V of Phi-3: validate names the weight it lacks
+    return tuple(t.split((query_rows, key_rows, key_rows), dim=0))
+
+
+# Phi-3 qkv_proj -> W^Q, W^K, W^V, with N_KV <= N_Q (GQA, as Phi-3-medium's 10 K/V heads for 40 query heads).
+PHI3_QKV = Conversion(_phi3_qkv_split, lambda parts: torch.cat(parts, dim=0))
 # Phi-3 gate_up_proj (2 d_ff, d) -> W_gate, W_up (transformers: gate, up = (x W^T).chunk(2, dim=-1)).
 PHI3_GATE_UP = _chunks(2, 0)
 
