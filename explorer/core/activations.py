@@ -20,7 +20,8 @@ from explorer.core.capture import StepCapture
 from explorer.core.errors import ExplorerError
 from explorer.core.model import LayerNorm
 
-BLOCK_NAMES = ("resid_pre", "attn_in", "resid_mid", "resid_post", "attn_out", "mlp_out", "mlp_post", "scale_attn", "scale_mlp")
+BLOCK_NAMES = ("resid_pre", "attn_in", "resid_mid", "resid_post", "attn_out", "mlp_out", "mlp_post",
+               "scale_attn", "scale_mlp")
 HEAD_NAMES = ("q", "k", "v", "rot_q", "rot_k", "z")
 RESIDUAL_NAMES = ("resid_pre", "resid_mid", "resid_post", "attn_out", "mlp_out", "scale_attn", "scale_mlp")
 NAMES = BLOCK_NAMES + HEAD_NAMES
@@ -55,7 +56,8 @@ class ActivationCapture(StepCapture):
             return
         block = self.model.layers[layer]
         h_in, a, f, h = tensors["residual_in"], tensors["attn_out"], tensors["ffn_out"], tensors["residual"]
-        values = {"resid_pre": lambda: h_in, "attn_in": lambda: tensors["x"], "resid_mid": lambda: h_in + a, "resid_post": lambda: h,
+        values = {"resid_pre": lambda: h_in, "attn_in": lambda: tensors["x"],
+                  "resid_mid": lambda: h_in + a, "resid_post": lambda: h,
                   "attn_out": lambda: a, "mlp_out": lambda: f,
                   "mlp_post": lambda: _ffn_hidden(block, layer, h_in + a),
                   "scale_attn": lambda: norm_divisor(block.attn_norm, h_in),

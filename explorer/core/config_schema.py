@@ -53,8 +53,9 @@ FIELDS = {
     "query_pre_attn_scalar": positive(), "sliding_window": count(nullable=True), "max_window_layers": count(0),
     "sliding_window_pattern": count(nullable=True),
     "attn_logit_softcapping": positive(nullable=True), "final_logit_softcapping": positive(nullable=True),
-    "hidden_act": Rule("choice", choices=ACTIVATION_NAMES), "hidden_activation": Rule(
-        "choice", choices=ACTIVATION_NAMES, nullable=True), "activation_function": Rule("choice", choices=ACTIVATION_NAMES),
+    "hidden_act": Rule("choice", choices=ACTIVATION_NAMES),
+    "hidden_activation": Rule("choice", choices=ACTIVATION_NAMES, nullable=True),
+    "activation_function": Rule("choice", choices=ACTIVATION_NAMES),
     "tie_word_embeddings": Rule("bool"), "attention_bias": Rule("bool"), "mlp_bias": Rule("bool"),
     "use_sliding_window": Rule("bool", nullable=True),
     "bos_token_id": TOKEN_ID, "eos_token_id": TOKEN_ID,
@@ -174,7 +175,8 @@ AGREEMENTS = (
      lambda c: not c.get("num_key_value_heads") or _int(c, "num_attention_heads") % _int(c, "num_key_value_heads") == 0,
      "the {1} key/value heads must divide the {0} query heads"),
     (("hidden_size", "num_attention_heads"),
-     lambda c: c.get("head_dim") or c.get("kv_lora_rank") or _int(c, "hidden_size") % _int(c, "num_attention_heads", 1) == 0,
+     lambda c: (c.get("head_dim") or c.get("kv_lora_rank")
+                or _int(c, "hidden_size") % _int(c, "num_attention_heads", 1) == 0),
      "the {1} heads must divide hidden_size {0} (or head_dim be given)"),
     (("topk_group", "n_group"), lambda c: _int(c, "topk_group", 1) <= _int(c, "n_group", 1),
      "topk_group {0} must be at most n_group {1}"),
@@ -189,8 +191,9 @@ AGREEMENTS = (
 def _check_llama3(prefix: str, params: dict, names: dict) -> None:
     kind = params.get("rope_type", params.get("type"))
     if kind == "llama3" and not params.get("low_freq_factor", 1.0) < params.get("high_freq_factor", 4.0):
+        low = prefix + "low_freq_factor"
         raise InvalidConfigError(
-            f"{names.get(prefix + 'low_freq_factor', prefix + 'low_freq_factor')} = {params.get('low_freq_factor', 1.0)}"
+            f"{names.get(low, low)} = {params.get('low_freq_factor', 1.0)}"
             f" must be below high_freq_factor = {params.get('high_freq_factor', 4.0)} for llama3 RoPE scaling.")
 
 

@@ -90,7 +90,8 @@ def score_heads(loaded, ids=None, repeat: int = 2, seed: int = DEFAULT_SEED, int
         ids = random_ids(loaded.config.vocab_size, seed=seed, special=special_ids(loaded))
     sequence = repeated(ids, repeat)
     if sequence.size > loaded.config.max_positions:
-        raise ExplorerError(f"{sequence.size} tokens are more than the model's context of {loaded.config.max_positions}")
+        raise ExplorerError(f"{sequence.size} tokens are more than the model's context"
+                            f" of {loaded.config.max_positions}")
     decoder = make_decoder(loaded, RecordOptions(dtype="float32", top_k=1), capacity=int(sequence.size))
     decoder.set_intervention(intervention)
     trace = decoder.prefill(sequence)
@@ -118,7 +119,8 @@ def score_heads_each(loaded, sequences: list, repeat: int = 2, intervention=None
         decoder.set_intervention(intervention)
     for _ in packed.prefill_packed(loaded, decoders, repeats, budget or packed.default_budget(loaded)):
         pass
-    return [replace(scores_of_trace(d.trace, len(s) // repeat, repeat), trace=d.trace) for d, s in zip(decoders, repeats)]
+    return [replace(scores_of_trace(d.trace, len(s) // repeat, repeat), trace=d.trace)
+            for d, s in zip(decoders, repeats)]
 
 
 def special_ids(loaded) -> frozenset[int]:

@@ -48,7 +48,9 @@ class Chaining:
         return replace(self, ablations=self.ablations + (part,))
 
     def kernel(self, name: str, layers=None, temperature: float = 1.0, where: str = "self"):
-        """f_kappa of A = Z^-1 f_kappa(S) in `layers` (None: every layer): "exp" (at temperature tau), "linear", "relu"."""
+        """f_kappa of A = Z^-1 f_kappa(S) in `layers` (None: every layer).
+
+        name: "exp" (at temperature tau), "linear" or "relu"."""
         chosen = None if layers is None else tuple(_index(layer, "a kernel layer") for layer in
                                                    ((layers,) if isinstance(layers, (int, np.integer)) else layers))
         return replace(self, kernels=self.kernels + (KernelChoice(Kernel(name, float(temperature)), chosen, where),))
@@ -81,7 +83,8 @@ class Chaining:
         return self._sublayer(layer, "attn_out", values, start)
 
     def patch_mlp_out(self, layer: int, values, start: int = 0):
-        """What the FFN (or MoE) sublayer of block `layer` adds to the residual, at start.., replaced by (n, d_model)."""
+        """What the FFN (or MoE) sublayer of block `layer` adds to the residual, at start..,
+        replaced by (n, d_model)."""
         return self._sublayer(layer, "mlp_out", values, start)
 
     def _sublayer(self, layer, which: str, values, start):
@@ -94,7 +97,8 @@ class Chaining:
         return self._input(layer, head, "q", values, start)
 
     def patch_k(self, layer: int, head: int, values, start: int = 0):
-        """K_g = X W^K_g of key-value head `head` (after any k-norm, before RoPE), at start.., replaced by (n, d_head)."""
+        """K_g = X W^K_g of key-value head `head` (after any k-norm, before RoPE), at start..,
+        replaced by (n, d_head)."""
         return self._input(layer, head, "k", values, start)
 
     def patch_v(self, layer: int, head: int, values, start: int = 0):
@@ -118,7 +122,8 @@ class Chaining:
         try:
             (sender_layer, sender_head), (receiver_layer, receiver_head) = sender, receiver
         except (TypeError, ValueError):
-            raise ExplorerError(f"sender and receiver must be (layer, head) pairs, not {sender!r}, {receiver!r}") from None
+            raise ExplorerError(f"sender and receiver must be (layer, head) pairs,"
+                                f" not {sender!r}, {receiver!r}") from None
         part = PathPatch(_index(sender_layer, "sender layer"), _index(sender_head, "sender head"),
                          _index(receiver_layer, "receiver layer"), _index(receiver_head, "receiver head"), which,
                          as_values(values, "sender values", 2), _index(start, "start"))

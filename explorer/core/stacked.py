@@ -72,7 +72,8 @@ def by_columns(weight: torch.Tensor) -> torch.Tensor | None:
     - not float32 on the CPU (float16 products by columns are far slower; CUDA does either well);
     - a view of something bigger, i.e. of a memory-mapped file: rewriting it would copy it beside the
       file's pages, which is what loading mapped weights avoids."""
-    if not _faster_by_columns(weight) or not weight.is_contiguous() or weight.untyped_storage().nbytes() != weight.numel() * weight.element_size():
+    if (not _faster_by_columns(weight) or not weight.is_contiguous()
+            or weight.untyped_storage().nbytes() != weight.numel() * weight.element_size()):
         return None
     return weight.t().contiguous().t()
 

@@ -54,7 +54,8 @@ def _scalar(header: GGUFHeader, key: str, default, source: str, hf: str | None =
     if value is None:
         raise ModelLoadError(f"{source} lacks the metadata key {header.architecture}.{key}.")
     if isinstance(value, (dict, list)):  # an array, e.g. per-layer head counts
-        raise UnsupportedModelError(f"{source} has per-layer values for {header.architecture}.{key}, which are not supported.")
+        raise UnsupportedModelError(f"{source} has per-layer values for {header.architecture}.{key},"
+                                    " which are not supported.")
     if hf is not None:
         check_field(hf, value, {hf: f"{source}: {header.architecture}.{key}"})
     return value
@@ -78,7 +79,8 @@ def _common_config(header: GGUFHeader, source: str) -> dict:
         raise ModelLoadError(f"{source} has no token_embd.weight tensor.")
     config["vocab_size"] = embed.shape[0]
     config["tie_word_embeddings"] = not any(t.name == "output.weight" for t in header.tensors)
-    for hf, key in (("bos_token_id", "bos_token_id"), ("eos_token_id", "eos_token_id"), ("pad_token_id", "padding_token_id")):
+    for hf, key in (("bos_token_id", "bos_token_id"), ("eos_token_id", "eos_token_id"),
+                    ("pad_token_id", "padding_token_id")):
         if f"tokenizer.ggml.{key}" in header.metadata:
             config[hf] = _token_id(header, f"tokenizer.ggml.{key}", source)
     config["torch_dtype"] = "float32"
@@ -96,7 +98,8 @@ def _rope_scaling(header: GGUFHeader, source: str) -> dict | None:
     if kind != "linear":
         raise UnsupportedModelError(f"{source} uses RoPE scaling {kind!r}; only 'linear' is supported for GGUF.")
     if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor <= 0:
-        raise ModelLoadError(f"{source}: {header.architecture}.rope.scaling.factor = {factor!r} is not a positive number.")
+        raise ModelLoadError(f"{source}: {header.architecture}.rope.scaling.factor = {factor!r}"
+                             " is not a positive number.")
     return {"rope_type": "linear", "factor": float(factor)}
 
 
@@ -190,7 +193,8 @@ def config_of(header: GGUFHeader, source: str) -> dict:
 
 
 def dimensions_of(header: GGUFHeader, source: str) -> dict:
-    """The config dict of any architecture a family row names (families.ModelFamily.gguf), as far as its metadata holds it (the KV table's input).
+    """The config dict of any architecture a family row names (families.ModelFamily.gguf), as far as its
+    metadata holds it (the KV table's input).
 
     The full config comes first (what the engine would run); an architecture the loader does not build,
     or a detail only the weights need (such as Llama 3's rope_freqs), falls back to the keys alone.

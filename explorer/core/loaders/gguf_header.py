@@ -127,7 +127,8 @@ class _Cursor:
         elif item_type == STRING:
             values = self._strings(count, decode, key)
         elif item_type == ARRAY:                 # llama.cpp's reader refuses them too; none is ever needed
-            raise ModelLoadError(f"{self.source} is corrupt: {key} is an array of arrays, which GGUF models never hold.")
+            raise ModelLoadError(f"{self.source} is corrupt: {key} is an array of arrays,"
+                                 " which GGUF models never hold.")
         else:
             raise ModelLoadError(f"{self.source} is corrupt: {key} is an array of the unknown GGUF type {item_type}.")
         return values if values is not None else {"array_length": count}
@@ -143,7 +144,8 @@ class _Cursor:
             start = pos + 8
             pos = start + unpack_from("<Q", buffer, pos)[0]
             if pos > end:
-                raise ModelLoadError(f"{self.source} is truncated or corrupt: a GGUF string runs past the end of the file.")
+                raise ModelLoadError(f"{self.source} is truncated or corrupt:"
+                                     " a GGUF string runs past the end of the file.")
             if keep:
                 if pos - start > MAX_PIECE_BYTES:
                     raise ModelLoadError(f"{self.source}: {key} holds a string of {pos - start:,} bytes, longer "
@@ -159,7 +161,8 @@ def tensor_bytes(info: TensorInfo, source: str) -> int:
         block, type_size = GGML_QUANT_SIZES[GGMLQuantizationType(info.type_id)]
     except (ValueError, KeyError):
         raise UnsupportedModelError(
-            f"{source}: tensor {info.name} uses GGML quantization type {info.type_id}, which is unknown to this version of gguf."
+            f"{source}: tensor {info.name} uses GGML quantization type {info.type_id},"
+            " which is unknown to this version of gguf."
         ) from None
     return info.n_elements // block * type_size
 

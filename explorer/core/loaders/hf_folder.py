@@ -19,7 +19,8 @@ def refuse_custom_code(config: dict, path: Path) -> None:
     if config.get("trust_remote_code") or config.get("auto_map"):
         names = ", ".join(sorted(str(v) for v in (config.get("auto_map") or {}).values())) or "trust_remote_code"
         raise UnsupportedModelError(
-            f"{path} asks to run custom code shipped with the model ({names}); Transformer Explorer runs only its own code.")
+            f"{path} asks to run custom code shipped with the model ({names});"
+            " Transformer Explorer runs only its own code.")
 
 
 def read_config(path: Path) -> dict:
@@ -47,7 +48,8 @@ def weight_files(folder: Path) -> list[Path]:
     pickles = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
     if pickles:
         raise UnsupportedModelError(
-            f"{folder} holds only pickle checkpoints ({', '.join(pickles)}), which are never unpickled here; {CONVERT_HINT}.")
+            f"{folder} holds only pickle checkpoints ({', '.join(pickles)}),"
+            f" which are never unpickled here; {CONVERT_HINT}.")
     raise ModelLoadError(f"{folder} has no *.safetensors weights.")
 
 
