@@ -92,11 +92,11 @@ def _rows_of(capture: StepCapture, rows: slice) -> StepCapture:
 
 def can_record_packed(loaded, intervention) -> bool:
     """Whether a batch of runs of `loaded` may take their prefill from packed passes: a decoder-only
-    model with per-head attention (MLA caches a latent, which this pass does not cut) under an
-    intervention that can_pack allows."""
+    model (MLA's cache takes each prompt's rows of the latent c_KV and k_R) under an intervention that
+    can_pack allows."""
     from explorer.core.families import family_of_model
 
-    return family_of_model(loaded).driver_class() is Decoder and not loaded.config.mla and can_pack(intervention)
+    return family_of_model(loaded).driver_class() is Decoder and can_pack(intervention)
 
 
 def pass_bytes(config, lengths: list[int], weights: bool) -> int:
@@ -279,7 +279,10 @@ class SpreadCapture(StepCapture):
                 n = rows.stop - rows.start
                 capture.attention(layer, _cut(record, rows, own.mask(np.arange(n), self.windows[layer])))
                 capture.block(layer, **{name: value[rows] for name, value in tensors.items()})
-            kept.append((record.k[:, rows], record.v[:, rows]))                  # (N_KV, T, d) each
+            if record.latent is not None:                                        # MLA caches c_KV (T, d_c), k_R (T, d_R)
+                kept.append((record.latent[rows], record.k_rope[rows]))
+            else:
+                kept.append((record.k[:, rows], record.v[:, rows]))              # (N_KV, T, d) each
 
 
 def _cut(record: AttentionCapture, rows: slice, own) -> AttentionCapture:
@@ -289,6 +292,8 @@ def _cut(record: AttentionCapture, rows: slice, own) -> AttentionCapture:
     same = np.array_equal(mask, own.mask)
     heads = ("q", "k", "v", "head_out", "q_pre_rope", "k_pre_rope")             # (heads, S, d): rows in dim 1
     cut = {name: getattr(record, name)[:, rows] for name in heads if getattr(record, name) is not None}
+    cut.update({name: getattr(record, name)[rows] for name in ("latent", "k_rope")        # MLA: (S, d) rows first
+                if getattr(record, name) is not None})
     weights = None if record.weights is None else record.weights[:, rows, rows].contiguous()   # (N_Q, T, T)
     return replace(record, **cut, weights=weights, mask=own.mask if same else mask, kv_positions=own.keys,
                    rule=own.rule if same else None)
@@ -327,7 +332,7 @@ def _packed_pass(loaded, decoders: list[PackedDecoder], prompts: list[np.ndarray
     spans = [slice(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
     captures = [decoder.capture_for(n) for decoder, n in zip(decoders, lengths)]
     spread = SpreadCapture(captures, spans, [model.step_context(np.arange(n)) for n in lengths],
-                           [block.attn.window for block in model.layers], any(c.weights for c in captures))
+                           [getattr(block.attn, "window", None) for block in model.layers], any(c.weights for c in captures))
     with torch.inference_mode():
         step = model.step_context(np.concatenate([np.arange(n) for n in lengths]), decoders[0].intervention,
                                   np.repeat(np.arange(len(prompts)), lengths))

@@ -230,10 +230,19 @@ def test_a_packed_pass_holds_at_most_pass_rows_rows(family, model, passes, monke
         assert close(run.logits, model.run(prompt).logits)
 
 
-@pytest.mark.parametrize("family", ["deepseek_v2"])
-def test_latent_attention_runs_a_batch_one_prompt_at_a_time(family, model, passes):
+@pytest.mark.parametrize("family", ["deepseek_v2", "deepseek_v3"])
+def test_latent_attention_packs_a_batch_equal_to_each_alone_and_to_transformers(family, hf_model, model, passes):
     seen = []
-    runs = model.run(PROMPTS[:2], progress=lambda done, total: seen.append((done, total)))
-    assert passes == [] and seen == [(1, 2), (2, 2)]
+    runs = model.run(PROMPTS, steps=2, progress=lambda done, total: seen.append((done, total)))
+    assert passes == [len(PROMPTS)] and seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
     for prompt, run in zip(PROMPTS, runs):
-        np.testing.assert_array_equal(run.logits, model.run(prompt).logits)
+        assert_same_run(run, model.run(prompt, steps=2))                       # the latent cache: the steps agree
+    ids, mask = (torch.tensor([p + [0] * (len(PROMPTS[2]) - len(p)) for p in PROMPTS]),
+                 torch.tensor([[1] * len(p) + [0] * (len(PROMPTS[2]) - len(p)) for p in PROMPTS]))
+    with torch.inference_mode():
+        expected = hf_model(ids, attention_mask=mask).logits
+    for row, (prompt, run) in enumerate(zip(PROMPTS, model.run(PROMPTS))):
+        assert close(run.logits, expected[row, :len(prompt)].numpy())
+    scores = model.heads(PROMPTS[:2], repeat=2)
+    alone = [model.heads(prompt, repeat=2) for prompt in PROMPTS[:2]]
+    assert passes[-1] == 2 and close(scores.induction, np.mean([s.induction for s in alone], axis=0))
