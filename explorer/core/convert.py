@@ -92,7 +92,7 @@ def to_gqa(loaded: LoadedModel, kv_heads: int, progress: Progress | None = None,
         errors.append(math.sqrt(moved / max(norm, 1e-300)))
     new_config = replace(config, n_kv_heads=kv_heads)
     model = _build(new_config, state)
-    name = _variant_name(kv_heads, config.n_heads)
+    name = kv.variant_name(new_config.attention_kind, kv_heads)
     _tick(progress, cancel, config.n_layers, config.n_layers, "done")
     return Converted(_loaded(loaded, model, new_config, name), name, tuple(errors))
 
@@ -111,12 +111,6 @@ def _pool_heads(w: torch.Tensor, config: ModelConfig, kv_heads: int) -> tuple[to
     seen = pooled.repeat_interleave(n_q // kv_heads, dim=0)                               # (N_Q, d_h, ...)
     change = float((seen - per_query).pow(2).sum())
     return pooled.reshape(kv_heads * d_h, *rest).to(w.dtype), change, float(per_query.pow(2).sum())
-
-
-def _variant_name(kv_heads: int, n_heads: int) -> str:
-    if kv_heads == n_heads:
-        return "mha"
-    return "mqa" if kv_heads == 1 else f"gqa-{kv_heads}"
 
 
 # ----- MLA ----------------------------------------------------------------------------

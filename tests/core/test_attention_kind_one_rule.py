@@ -1,5 +1,6 @@
 """Which attention kind a model has (MHA, GQA, MQA or MLA) is one rule, config.attention_kind. The KV table
-(kv_variants) and the trained variants (train.variants) name every variant they produce by it, so each is
+(kv_variants), the what-if conversion (convert) and the trained variants (train.variants) name every variant
+they produce by it, so each is
 checked here against transformers' own notion: the K/V heads its cache holds against num_attention_heads, and
 MLA where the config has a kv_lora_rank. A second copy of the rule that drifted fails here."""
 from __future__ import annotations
@@ -10,6 +11,8 @@ import transformers  # the reference
 
 from explorer.core import kv_variants as kv
 from explorer.core.config import ModelConfig
+from explorer.core.convert import convert
+from explorer.core.runtime import from_tensors
 from explorer.train import variants as trained
 from tests.core.conftest import FAMILIES as TEST_FAMILIES
 from tests.core.conftest import make_hf_model
@@ -66,6 +69,20 @@ def test_every_head_count_of_the_kv_table_is_transformers_kind(n_q):
         assert variant.kind == transformers_kind(model), variant.name
         assert (variant.kv_heads, variant.elements_per_layer) == transformers_cache(model)
         assert variant.name.startswith(variant.kind)
+
+
+def test_each_head_count_conversion_is_named_and_built_as_transformers_kind():
+    """The what-if conversion of a 12-head MHA model to each other row of the table gives a model of that
+    row's name, whose K/V heads make transformers' kind of the same name."""
+    hf = llama(12, 12)
+    loaded = from_tensors(hf.config.to_dict(), hf.state_dict(), name="tiny-llama-12")
+    rows = [v for v in kv.variants(kv.shape_from_config(loaded.config)) if v.kv_heads is not None and not v.native]
+    assert [v.kind for v in rows] == ["gqa"] * 4 + ["mqa"]
+    for variant in rows:
+        converted = convert(loaded, variant.name)
+        assert converted.variant == variant.name
+        assert converted.loaded.config.n_kv_heads == variant.kv_heads
+        assert transformers_kind(llama(12, variant.kv_heads)) == converted.loaded.config.attention_kind == variant.kind
 
 
 def test_the_kv_tables_latent_variants_are_mla_at_their_rank():
