@@ -2,9 +2,10 @@
 
 Run by `make run` and `make test` before anything else; the package lists and the lines printed
 are the app's own (explorer/system_check.py), so the app's start names a missing library the same
-way. On Debian/Ubuntu it checks the packages with dpkg. When some are missing and the user is root, or has password-less sudo (`sudo -n true`
-succeeds), it installs them with apt-get, as the README's two commands promise; otherwise it
-prints the apt-get line to run and exits 2. Elsewhere it checks the shared libraries.
+way. On Debian/Ubuntu it checks the packages with dpkg. When some are missing and the user is root,
+or has password-less sudo (`sudo -n true` succeeds), it installs them with apt-get, as the README's
+two commands promise; otherwise it prints the apt-get line to run and exits 2. Elsewhere it checks
+the shared libraries.
 """
 from __future__ import annotations
 

@@ -121,7 +121,8 @@ def scale_fonts(figure: pg.GraphicsLayoutWidget, scale: float) -> None:
         if isinstance(item, pg.AxisItem):
             item.set_font(font) if isinstance(item, TokenAxis) else item.setStyle(tickFont=font)
             if item.labelText and item.label.isVisible():
-                item.setLabel(item.labelText, item.labelUnits, **{**item.labelStyle, "font-size": f"{font.pixelSize()}px"})
+                item.setLabel(item.labelText, item.labelUnits,
+                              **{**item.labelStyle, "font-size": f"{font.pixelSize()}px"})
         elif isinstance(item, pg.LabelItem) and item.text:
             points = float(str(item.opts.get("size") or "9pt").rstrip("pt") or 9)
             item.setText(item.text, size=f"{round(points * scale, 1)}pt")

@@ -188,7 +188,8 @@ class TokenAxis(pg.AxisItem):
             # Kept inside the axis: the first key's label, centred on the map's left edge, lost its left half.
             p.translate(min(max(rect.center().x(), bounds.left() + half), bounds.right() - half), edge)
             p.rotate(-90)
-            box = QRectF(0, -half, room, 2 * half) if self.orientation == "top" else QRectF(-room, -half, room, 2 * half)
+            left = 0 if self.orientation == "top" else -room
+            box = QRectF(left, -half, room, 2 * half)
             align = Qt.AlignmentFlag.AlignLeft if self.orientation == "top" else Qt.AlignmentFlag.AlignRight
             p.drawText(box, int(align | Qt.AlignmentFlag.AlignVCenter), text)
             p.restore()

@@ -20,7 +20,8 @@ from explorer.views.figure_text import TEXT_SIZES, text_scale
 def add_arguments(parser) -> None:
     parser.add_argument("--model", required=True, help="model folder, .gguf file or catalog name")
     parser.add_argument("--prompt", required=True, help="the text to run")
-    parser.add_argument("--steps", type=arguments.steps, default=0, help="greedy decoding steps after the prefill (default 0)")
+    parser.add_argument("--steps", type=arguments.steps, default=0,
+                        help="greedy decoding steps after the prefill (default 0)")
     parser.add_argument("--layer", default="0", help="layer index, or 'all' for the grid of every layer and head")
     parser.add_argument("--head", default="all", help="head index, or 'all' for every head of the layer")
     parser.add_argument("-o", "--output", required=True, help="FILE.png, FILE.svg, FILE.csv or FILE.npy")

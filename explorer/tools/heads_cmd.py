@@ -18,12 +18,15 @@ NAMES = ("previous_token", "induction", "sink")
 def add_arguments(parser) -> None:
     parser.add_argument("--model", required=True, help="model folder, .gguf file or catalog name")
     parser.add_argument("--ids", default=None, help='comma-separated token ids, e.g. "12,7,301" (default: random)')
-    parser.add_argument("--repeat", type=arguments.count(2), default=2, help="how many times the ids repeat (default 2)")
+    parser.add_argument("--repeat", type=arguments.count(2), default=2,
+                        help="how many times the ids repeat (default 2)")
     parser.add_argument("--seed", type=arguments.seed, default=0, help="seed of the random ids (default 0)")
-    parser.add_argument("--top", type=arguments.count(), default=5, help="heads listed per score without --json (default 5)")
+    parser.add_argument("--top", type=arguments.count(), default=5,
+                        help="heads listed per score without --json (default 5)")
     parser.add_argument("--device", type=arguments.device, default="cpu", help="cpu, cuda, mps or auto (default cpu)")
     parser.add_argument("--json", action="store_true",
-                        help='print {"previous_token": [[...]], "induction": [[...]], "sink": [[...]]} (layers x heads)')
+                        help='print {"previous_token": [[...]], "induction": [[...]], "sink": [[...]]}'
+                             ' (layers x heads)')
 
 
 def parse_ids(text: str) -> np.ndarray:

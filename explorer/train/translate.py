@@ -220,7 +220,8 @@ def run_training(settings: TranslateSettings, progress: Progress = print) -> dic
     record = {
         "task": "translate", "architecture": "ExplorerEncoderDecoder (Vaswani et al. 2017, post-LN)",
         "parameters": n_params, "held_out_pairs": len(held_out), "held_out_exact_match": round(accuracy, 5),
-        "held_out_misses": misses, "small_numbers_exact_match": None if small_accuracy is None else round(small_accuracy, 5),
+        "held_out_misses": misses,
+        "small_numbers_exact_match": None if small_accuracy is None else round(small_accuracy, 5),
         "small_numbers_misses": small_misses, "steps": done, "pairs_seen": done * settings.batch_size,
         "seed": settings.seed, "wall_time_s": round(wall, 1), "threads": torch.get_num_threads(),
         "dtype": str(SHIPPED_DTYPE).removeprefix("torch."),

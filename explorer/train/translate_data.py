@@ -145,7 +145,8 @@ def small_number_pairs() -> list[tuple[str, str]]:
     """Every number from 1 to 999 in both directions (all of them occur in training)."""
     pairs = []
     for n in range(1, 1000):
-        pairs += [(f"{TO_ZH}{english_number(n)}", chinese_number(n)), (f"{TO_EN}{chinese_number(n)}", english_number(n))]
+        pairs += [(f"{TO_ZH}{english_number(n)}", chinese_number(n)),
+                  (f"{TO_EN}{chinese_number(n)}", english_number(n))]
     return pairs
 
 

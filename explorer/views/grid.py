@@ -120,8 +120,8 @@ def _merge_one_row_steps(layers: list[_LayerTiles]) -> None:
         first = members[0].pending()[0]
         n_heads = first.weights_packed.shape[0]
         weights = np.stack([m.pending()[0].weights_packed for m in members]).astype(np.float32, copy=False)
-        u_rows, u_cols, reduced, mask = reduce_rows(weights.reshape(len(members) * n_heads, 1, -1), np.asarray(first.mask),
-                                                key_columns(first, cross), row, block)
+        u_rows, u_cols, reduced, mask = reduce_rows(weights.reshape(len(members) * n_heads, 1, -1),
+                                                    np.asarray(first.mask), key_columns(first, cross), row, block)
         for index, tiles in enumerate(members):
             tiles.merge(u_rows, u_cols, reduced[index * n_heads:(index + 1) * n_heads], mask, 1)
 

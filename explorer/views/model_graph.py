@@ -69,7 +69,8 @@ class AttentionSpec:
 @dataclass(frozen=True)
 class Node:
     key: str                       # unique: "dec.3.attn", "enc.0.ffn", "embed", "dec.fold.0-12"
-    kind: str                      # tokens|embed|positions|norm|attention|w_o|add|ffn|moe|fold|final_norm|unembed|softmax|output
+    # tokens|embed|positions|norm|attention|w_o|add|ffn|moe|fold|final_norm|unembed|softmax|output
+    kind: str
     label: str
     stack: str = "model"           # "decoder" | "encoder" | "model" (outside the blocks)
     layers: tuple[int, ...] = ()   # the blocks it stands for: (l,) in a block, a run in a fold
@@ -218,7 +219,8 @@ def _ffn(b: _Builder, prefix: str, stack: str, layer: int) -> str:
                           stack, (layer,), detail="router g = softmax/sigmoid(X W_r) picks each token's experts"))
     width = f"d_ff={f.d_ff}" if f.d_ff else "d_ff"
     formula = "W_down(σ(X W_gate) ⊙ X W_up)" if f.ffn == "gated" else "W_out σ(X W_in)"
-    return b.add(Node(f"{prefix}.ffn", "ffn", f"FFN {formula}", stack, (layer,), detail=f"{width}, σ={f.activation or 'act'}"))
+    return b.add(Node(f"{prefix}.ffn", "ffn", f"FFN {formula}", stack, (layer,),
+                      detail=f"{width}, σ={f.activation or 'act'}"))
 
 
 def _sublayer(b: _Builder, prefix: str, stack: str, layer: int, h: str, what: str, role: str = "self") -> str:
@@ -332,7 +334,8 @@ def _head(b: _Builder, h: str) -> None:
         norm = b.add(Node("final_norm", "final_norm", f.norm + " (final)", "model"))
         b.stream(h, norm, "decoder")
         h = norm
-    unembed = b.add(Node("unembed", "unembed", "W_U (logits)", "model", detail=f"W_U: d×V = {info.d_model}×{info.vocab_size}"))
+    unembed = b.add(Node("unembed", "unembed", "W_U (logits)", "model",
+                         detail=f"W_U: d×V = {info.d_model}×{info.vocab_size}"))
     b.stream(h, unembed, "decoder")
     softmax = b.add(Node("softmax", "softmax", "softmax → p(next token)", "model"))
     b.edge(unembed, softmax, ("T", "V"), (b.tokens, info.vocab_size))

@@ -63,7 +63,8 @@ def finite(value, name: str, low: float = -math.inf, high: float = math.inf, ope
         raise SchemaError(f"field {name} is {_shown(value)}, not a finite number")
     if value < low or value > high or (open_low and value == low):
         bound = f"above {low:g}" if open_low else f"at least {low:g}"
-        raise SchemaError(f"field {name} is {value:g}, not {bound}" + (f" and at most {high:g}" if high < math.inf else ""))
+        upper = f" and at most {high:g}" if high < math.inf else ""
+        raise SchemaError(f"field {name} is {value:g}, not {bound}{upper}")
     return float(value)
 
 
@@ -148,6 +149,9 @@ def _shown(value) -> str:
     """A value as the message shows it: short, one line (a 10 MB string is not echoed)."""
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
-    shown = repr(value) if not isinstance(value, (dict, list)) else ("an object" if isinstance(value, dict) else "a list")
+    if isinstance(value, (dict, list)):
+        shown = "an object" if isinstance(value, dict) else "a list"
+    else:
+        shown = repr(value)
     shown = shown.encode("ascii", "backslashreplace").decode("ascii")
     return shown if len(shown) <= 40 else shown[:37] + "..."
