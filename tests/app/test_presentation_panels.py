@@ -6,6 +6,8 @@ in the font shown, and the plots' geometry against the window's: none is a size 
 """
 from __future__ import annotations
 
+import time
+
 import pytest
 from PySide6.QtCore import QPoint, QRect
 from PySide6.QtGui import QFontInfo, QFontMetrics, QTextCursor
@@ -29,8 +31,17 @@ def projector_window(qapp, tmp_path, monkeypatch):
         window = open_window(str(tmp_path / "settings.ini"))
         settle(0.8)
         yield window
+        wait_idle(window)              # a job's late answer (an error) is shown while dialogs are still recorded
         window.close()
+        settle(0.2)
     QApplication.setFont(font)
+
+
+def wait_idle(window, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while window.worker.busy and time.monotonic() < deadline:
+        settle(0.05)
+    settle(0.2)
 
 
 def toggle_presentation(window) -> None:
@@ -157,3 +168,20 @@ def test_the_next_token_columns_hold_their_text_in_presentation(projector_window
             if table.columnWidth(column) < needed:
                 cut.append(f"'{item.text()}' needs {needed} px, its column is {table.columnWidth(column)} px")
     assert not cut, "; ".join(cut)
+
+
+def test_the_residual_table_grows_in_presentation_and_its_rows_hold_its_text(projector_window):
+    window = projector_window
+    panel = window.docks["residual"].widget()
+    window.docks["residual"].raise_()
+    settle(0.3)
+    before = QFontInfo(panel.table.font()).pixelSize()
+    panel.setFocus()
+    toggle_presentation(window)
+    assert [name for name, dock in window.docks.items() if dock.isVisible()] == ["residual"]
+    now = QFontInfo(panel.table.font()).pixelSize()
+    assert grown(before, now), f"the table's text is {now} px, was {before} px"
+    line = QFontMetrics(panel.table.font()).height()
+    rows = panel.table.verticalHeader()
+    short = [row for row in range(panel.table.rowCount()) if rows.sectionSize(row) < line]
+    assert not short, f"rows {short} are lower than the {line} px of a line of the table's font"

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtGui import QFont
+from PySide6.QtCore import QEvent
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem
 
 from explorer.app.panels.plot_text import LEGEND
@@ -23,7 +24,8 @@ from explorer.app.thread.requests import ResidualStreamJob
 
 K = 2                        # lens candidates per layer in the table (its tooltip has them all)
 ASKED = 5
-ROW = 16                     # px per table row
+TABLE_SCALE = 11 / 12        # the table a step smaller than the text around it, so that 30 layers fit a laptop
+ROW_PAD = 3                  # px a table row has above its font's height (16 px rows at 11 px)
 NORMS = (("attn_norms", "‖a_l‖"), ("ffn_norms", "‖f_l‖"), ("residual_norms", "‖h_l‖"))
 
 
@@ -41,21 +43,40 @@ class ResidualPanel(Panel):
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.table = QTableWidget(0, 0)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        font = QFont(self.table.font())
-        font.setPixelSize(11)
-        self.table.setFont(font)
-        self.table.verticalHeader().setMinimumSectionSize(12)
-        self.table.verticalHeader().setDefaultSectionSize(ROW)
         self.plot_view.setMinimumHeight(0)
         self.body.addWidget(self.plot_view, 1)
         self.body.addWidget(self.table)
         self.layers_across = True           # layers as columns (a wide dock) or as rows (a tall one)
+        self.stream = None
+        self.row_px = 0
+        self._fit_table_font()
         self._lay_out_table()
         self.asker = Asker(self, self._on_answer, self.error_line.show_error)
-        self.stream = None
         self.shown_key = None               # (model, ids) of the stream shown
         self.position: int | None = None
         self.set_formula("h_l = h_{l-1} + a_l + f_l,  lens: softmax(Norm(h_l) W_U)")
+
+    def _fit_table_font(self) -> None:
+        """The table's font TABLE_SCALE times the panel's, and its rows as tall as that font needs: a fixed
+        11 px stayed small in View ▸ Presentation, and fixed 16 px rows would have cut a larger font."""
+        font = QFont(self.font())
+        if font.pointSizeF() > 0:
+            font.setPointSizeF(font.pointSizeF() * TABLE_SCALE)
+        else:
+            font.setPixelSize(round(font.pixelSize() * TABLE_SCALE))
+        self.table.setFont(font)
+        self.row_px = QFontMetrics(font).height() + ROW_PAD
+        self.table.verticalHeader().setMinimumSectionSize(min(12, self.row_px))
+        self.table.verticalHeader().setDefaultSectionSize(self.row_px)
+        if self.layers_across:
+            self._fit_rows()
+        if self.stream is not None:
+            self._fit_columns()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange and getattr(self, "row_px", None) is not None:   # (once built)
+            self._fit_table_font()
 
     def resizeEvent(self, event) -> None:
         """Layers across a wide dock, down a tall one; the norms' plot only where it has room."""
@@ -71,7 +92,7 @@ class ResidualPanel(Panel):
     def _show_plot_if_room(self) -> None:
         n_layers = len(self.stream.lens_ids) if self.stream is not None else \
             self.trace.model.n_layers if self.trace is not None else 12
-        spare = self.height() - (self.table.height() if self.layers_across else (n_layers + 1) * ROW + 60)
+        spare = self.height() - (self.table.height() if self.layers_across else (n_layers + 1) * self.row_px + 60)
         self.plot_view.setVisible(spare > 150)
 
     def _lay_out_table(self) -> None:
