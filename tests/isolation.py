@@ -1,4 +1,5 @@
-"""The test run's own home: a temporary HOME, config, cache and model store, and a check that the user's were left alone.
+"""The test run's own home: a temporary HOME, config, cache and model store, and a check that the
+user's were left alone.
 
 `isolate()` runs before any test module is imported (from tests/conftest.py). It records
 fingerprints of the user's store and settings files, then points the environment into a

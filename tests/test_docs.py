@@ -69,7 +69,8 @@ def test_every_cli_command_has_its_section_in_the_cli_page():
     sections = set(re.findall(r"^## `?(\w+)`?\s*$", text, flags=re.M))
     commands = cli_commands()
     assert len(commands) >= 10
-    assert not set(commands) - sections, f"commands without a '## name' section in docs/cli.md: {set(commands) - sections}"
+    missing = set(commands) - sections
+    assert not missing, f"commands without a '## name' section in docs/cli.md: {missing}"
 
 
 def test_every_relative_link_leads_to_a_file():
@@ -97,7 +98,8 @@ def test_every_file_a_page_names_exists():
 
 
 def test_the_path_finder_sees_paths_and_skips_placeholders_and_home_folders():
-    text = "see `explorer/core/attention.py`, bench/bench_app.py and resources/configs/NAME in ~/.cache/transformer-explorer/models"
+    text = ("see `explorer/core/attention.py`, bench/bench_app.py and resources/configs/NAME"
+            " in ~/.cache/transformer-explorer/models")
     assert repository_paths(text) == {"explorer/core/attention.py", "bench/bench_app.py"}
 
 
@@ -107,7 +109,9 @@ def anchors(page: Path) -> set[str]:
     slugs = set()
     for heading in re.findall(r"^#{1,6}\s+(.+?)\s*$", text, flags=re.M):
         slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
-        slugs.add(slug if slug not in slugs else next(f"{slug}-{n}" for n in range(1, 99) if f"{slug}-{n}" not in slugs))
+        if slug in slugs:
+            slug = next(f"{slug}-{n}" for n in range(1, 99) if f"{slug}-{n}" not in slugs)
+        slugs.add(slug)
     return slugs
 
 

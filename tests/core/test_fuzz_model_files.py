@@ -11,8 +11,9 @@ Run once against the code before the boundary (commit 35a5ee9, 40 examples per f
 distinct failures, all kept in test_model_file_boundary.py: safetensors offsets None or [],
 a shape 'F32', [[1]] or None, a dtype [] (tracebacks), offsets moved by one byte (accepted: NaN logits);
 config partial_rotary_factor 2 or -1 (RuntimeError), rms_norm_eps -1 (NaN logits); GGUF merges or tokens
-as integers or a scalar, tokens a string, head_count_kv or embedding_length a string, head_count 0 or 3, embedding_length 0,
-alignment an array or a string, Q4_0 rows not whole blocks (tracebacks), an alignment of 7 (NaN logits);
+as integers or a scalar, tokens a string, head_count_kv or embedding_length a string, head_count 0 or 3,
+embedding_length 0, alignment an array or a string, Q4_0 rows not whole blocks (tracebacks), an
+alignment of 7 (NaN logits);
 and through the command line a NaN weight and rope_theta 0 exited 0, string offsets and a string
 alignment ended in a traceback. Its tokenizer.json mutations found nothing there; a 1,000-example run
 after the boundary found one more (a GGUF block_count of 2^40: MemoryError), also kept.

@@ -192,7 +192,8 @@ def test_a_copy_read_ahead_without_torch_is_taken_by_the_load_and_equals_its_own
     expected = fresh(path)
     # The read ahead runs while torch is imported elsewhere: neither it nor its package may import torch.
     probe = ("import sys; from pathlib import Path; from explorer.core.loaders import gguf_copy; "
-             f"assert gguf_copy.prefetch(Path({str(path)!r})); assert gguf_copy.take(gguf_copy.cache_path(Path({str(path)!r}))); "
+             f"assert gguf_copy.prefetch(Path({str(path)!r})); "
+             f"assert gguf_copy.take(gguf_copy.cache_path(Path({str(path)!r}))); "
              "print('torch' in sys.modules)")
     env = {**os.environ, "TRANSFORMER_EXPLORER_HOME": str(store)}
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,

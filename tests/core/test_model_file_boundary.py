@@ -76,7 +76,8 @@ def test_a_safetensors_header_of_the_wrong_type_or_layout_is_refused(folder, kin
 def test_a_tensor_moved_one_byte_back_over_its_neighbour_is_refused(folder):
     header, data = ff.read_safetensors(folder / "model.safetensors")
     name = next(n for n, e in header.items() if n != "__metadata__" and e["data_offsets"][0] > 0)
-    mutate_safetensors(folder / "model.safetensors", "shift", sorted(n for n in header if n != "__metadata__").index(name), -1)
+    index = sorted(n for n in header if n != "__metadata__").index(name)
+    mutate_safetensors(folder / "model.safetensors", "shift", index, -1)
     assert "overlaps tensor" in refused(folder)
 
 
@@ -153,7 +154,8 @@ def test_the_schema_knows_exactly_the_engines_activations():
     ("tokenizer.ggml.tokens", ff.Value(ff.STRING, "x"), "tokenizer.ggml.tokens is not a list of strings"),
     ("tokenizer.ggml.bos_token_id", ff.Value(ff.STRING, "1"), "tokenizer.ggml.bos_token_id = '1' is not a token id"),
     ("llama.attention.head_count_kv", ff.Value(ff.STRING, "x"), "llama.attention.head_count_kv = 'x' is not legal"),
-    ("llama.attention.head_count", ff.Value(ff.U32, 3), "llama.attention.head_count: the 2 key/value heads must divide"),
+    ("llama.attention.head_count", ff.Value(ff.U32, 3),
+     "llama.attention.head_count: the 2 key/value heads must divide"),
     ("llama.attention.head_count", ff.Value(ff.U32, 0), "llama.attention.head_count = 0 is not legal"),
     ("llama.embedding_length", ff.Value(ff.STRING, "x"), "llama.embedding_length = 'x' is not legal"),
     ("llama.rope.freq_base", ff.Value(ff.F32, 0.0), "llama.rope.freq_base = 0.0 is not legal"),

@@ -93,7 +93,8 @@ def _check_shapes(graph, hf_config, kind) -> None:
         (into,) = graph.edges_into(node.key)
         assert (into.names, into.shape) == (("T", "d"), (T, d))
         (out,) = graph.edges_from(node.key)
-        d_v = hf_config.v_head_dim if kind == "MLA" else getattr(hf_config, "head_dim", None) or d // hf_config.num_attention_heads
+        d_v = (hf_config.v_head_dim if kind == "MLA"
+               else getattr(hf_config, "head_dim", None) or d // hf_config.num_attention_heads)
         assert (out.names, out.shape) == (("N_Q", "T", "d_v"), (hf_config.num_attention_heads, T, d_v))
         assert out.label == f"N_Q×T×d_v = {hf_config.num_attention_heads}×{T}×{d_v}"
     (logits,) = graph.edges_into("softmax")
@@ -138,8 +139,9 @@ def test_the_encoder_decoder_shows_both_stacks_and_cross_attention():
 
 
 def test_thirty_layers_fold_around_the_selected_block():
-    config = transformers.LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=24, num_hidden_layers=FOLD_AT + 2,
-                                      num_attention_heads=4, num_key_value_heads=1, max_position_embeddings=32)
+    config = transformers.LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=24,
+                                      num_hidden_layers=FOLD_AT + 2, num_attention_heads=4, num_key_value_heads=1,
+                                      max_position_embeddings=32)
     hf = transformers.LlamaForCausalLM(config)
     loaded = from_tensors(config.to_dict(), hf.state_dict(), name="deep")
     graph = _graph(loaded, selected_layer=12)

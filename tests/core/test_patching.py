@@ -145,7 +145,8 @@ def test_smollm2_head_patching_and_ablation_match_transformers(smollm2_pair):
     with recording:
         clean_logits = ref.logits(hf_model, clean)
     assert result.clean == pytest.approx(float(clean_logits[-1, target] - clean_logits[-1, against]), rel=1e-4)
-    for layer, head in [(0, 0), (12, 4), (29, 8), *zip(*np.unravel_index(np.argsort(result.values, None)[-2:], (30, 9)))]:
+    strongest = zip(*np.unravel_index(np.argsort(result.values, None)[-2:], (30, 9)))
+    for layer, head in [(0, 0), (12, 4), (29, 8), *strongest]:
         with ref.patch_head(hf_model, int(layer), int(head), 9, kept[int(layer)]):
             logits = ref.logits(hf_model, corrupt)
         expected = float(logits[-1, target] - logits[-1, against])

@@ -191,7 +191,8 @@ def test_catalog_sha256_values_are_well_formed():
 def test_summary_of_a_non_model(tmp_path):
     (tmp_path / "x.txt").write_text("x")
     summary, reason = summarize(tmp_path / "x.txt")
-    assert summary is None and reason == f"{tmp_path / 'x.txt'} is neither a model folder, a config.json nor a .gguf file."
+    assert summary is None
+    assert reason == f"{tmp_path / 'x.txt'} is neither a model folder, a config.json nor a .gguf file."
     (tmp_path / "folder").mkdir()
     summary, reason = summarize(tmp_path / "folder")
     assert summary is None and str(tmp_path / "folder") in reason

@@ -66,7 +66,8 @@ def test_byte_level_display_spans_and_bytes(byte_level):
     assert not any("Ġ" in t or "Ċ" in t for t in tokens.text)
     assert b"".join(tokens.raw) == text.encode()
     for (start, end), raw in zip(tokens.spans, tokens.raw):
-        assert raw.decode(errors="ignore") in text[start:end] or text[start:end].encode() in raw or raw in text[start:end].encode()
+        piece = text[start:end]
+        assert raw.decode(errors="ignore") in piece or piece.encode() in raw or raw in piece.encode()
     assert byte_level.decode(tokens.ids) == text
 
 
