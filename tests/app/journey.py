@@ -161,7 +161,8 @@ class Journey:
             if line.message:
                 assert any(word in line.message for word in errors), \
                     f"{where}: {_owner(line)} shows the error {line.message[:300]!r}"
-                assert line.height() <= 3 * line.fontMetrics().height(), f"{where}: an error line took {line.height()} px"
+                assert line.height() <= 3 * line.fontMetrics().height(), \
+                    f"{where}: an error line took {line.height()} px"
                 line.clear()                  # dismissed, as a person does with its ×
 
     def check_no_error_text(self, where: str) -> None:
@@ -264,7 +265,8 @@ class Journey:
             self.act(f"raising {name}", lambda name=name: self.raise_panel(name))
             for tabs in self.window.docks[name].widget().findChildren(QTabWidget):
                 for index in range(tabs.count()):
-                    self.act(f"{name} tab {tabs.tabText(index)}", lambda tabs=tabs, index=index: tabs.setCurrentIndex(index))
+                    self.act(f"{name} tab {tabs.tabText(index)}",
+                             lambda tabs=tabs, index=index: tabs.setCurrentIndex(index))
                 tabs.setCurrentIndex(0)
 
     # ----- the jobs --------------------------------------------------------------------------------

@@ -252,7 +252,8 @@ def cancel_job(run: Run, qtbot) -> None:
     # seen twice in a row at this seed; Stop during a run stays covered by the `stop` action.
     by_stop = False
     run.idle(qtbot)                                    # the job, not a step queued before it, is what is cancelled
-    assert stress_window.cancel_job(run.window, qtbot, by_stop), f"the job ran on after {'Stop' if by_stop else 'Cancel'}"
+    assert stress_window.cancel_job(run.window, qtbot, by_stop), \
+        f"the job ran on after {'Stop' if by_stop else 'Cancel'}"
 
 
 def raise_all(run: Run, qtbot) -> None:

@@ -22,7 +22,8 @@ SHAKESPEARE = "To be, or not to be, that is the question:"
 
 @pytest.mark.parametrize("reference, prompt", [
     ("smollm2-135m", "The capital of France is"), ("gemma3-270m", "The capital of France is"),
-    ("shakespeare-gqa", SHAKESPEARE), ("/x/resources/models/shakespeare-mla", SHAKESPEARE), (None, model_refs.GENERIC_PROMPT)])
+    ("shakespeare-gqa", SHAKESPEARE), ("/x/resources/models/shakespeare-mla", SHAKESPEARE),
+    (None, model_refs.GENERIC_PROMPT)])
 def test_each_model_opens_with_a_prompt_it_completes_well(reference, prompt):
     assert model_refs.default_prompt(reference) == prompt
 

@@ -6,8 +6,9 @@ encoder-decoder) is opened in the same window, then run after typing, stepped, s
 branched; every panel of the registry is raised with each of its tabs; every job is started from its
 own button: what-if for every offered target, the patching map, the head atlas, attribution (of another
 token too), a cell of the attention map clicked to be derived, the residual stream, the logit lens; a
-conversion and a run are cancelled; and a panel is exported from the window's menu and read back. Then the next kind. At the end, View ▸ Reset
-Layout and a bad file, which must say what is wrong in one dialog and leave the layout whole.
+conversion and a run are cancelled; and a panel is exported from the window's menu and read back.
+Then the next kind. At the end, View ▸ Reset Layout and a bad file, which must say what is wrong in
+one dialog and leave the layout whole.
 
 SmolLM2 (a real GQA model, slow on two cores) takes the GQA part of one journey only; MiniLM is the
 encoder. Where they are not pulled, the bundled GQA twin and a tiny random BERT stand in, except under

@@ -60,7 +60,8 @@ def test_reset_layout_with_learn_open_fits_the_screen_and_keeps_learn_beside_the
         assert window.dockWidgetArea(window.learn_dock).name == "RightDockWidgetArea"
         attention, learn_dock = window.docks["attention"], window.learn_dock
         assert learn_dock.geometry().left() >= attention.geometry().right(), "Learn is not beside the panels"
-        assert abs(learn_dock.width() - width) <= 0.03 * width, f"Learn went from {width} to {learn_dock.width()} px wide"
+        assert abs(learn_dock.width() - width) <= 0.03 * width, \
+            f"Learn went from {width} to {learn_dock.width()} px wide"
         assert learn_dock.height() >= attention.height(), "Learn is shorter than the panels beside it"
     finally:
         window.close()

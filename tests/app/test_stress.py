@@ -68,7 +68,9 @@ def check_trace(run: Run, trace) -> None:
         assert after.token_ids.tolist() == [before.chosen_id]
     assert trace.n_tokens <= trace.model.max_positions
     shown = w.status.fields["step"].text()
-    assert shown.startswith(f"step {trace.n_steps - 1} ") and shown.endswith(f" · {trace.n_tokens} token" + ("" if trace.n_tokens == 1 else "s")), shown
+    plural = "" if trace.n_tokens == 1 else "s"
+    assert shown.startswith(f"step {trace.n_steps - 1} "), shown
+    assert shown.endswith(f" · {trace.n_tokens} token{plural}"), shown
     decoder = w.worker._loop._state.decoder            # safe to read: the worker is idle
     assert decoder.trace.token_ids.tolist() == trace.token_ids.tolist()
     assert decoder.trace.n_steps == trace.n_steps

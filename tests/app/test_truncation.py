@@ -61,7 +61,8 @@ def test_the_residual_streams_numbers_are_shown_whole_at_thirty_layers(qtbot):
     table, metrics = panel.table, panel.table.fontMetrics()
     assert panel.layers_across and table.columnCount() == n
     cut = [(r, c, table.item(r, c).text()) for r in range(table.rowCount()) for c in range(table.columnCount())
-           if table.item(r, c) is not None and metrics.horizontalAdvance(table.item(r, c).text()) + 6 > table.columnWidth(c)]
+           if table.item(r, c) is not None
+           and metrics.horizontalAdvance(table.item(r, c).text()) + 6 > table.columnWidth(c)]
     assert not cut, f"cells cut at their column's width: {cut[:4]}"
     assert table.horizontalScrollBar().maximum() > 0         # the layers scroll sideways instead
     viewport = table.viewport().height()

@@ -150,7 +150,8 @@ def _map_pixels(qtbot, matrix: np.ndarray, levels: tuple[float, float], side: in
 
 def _colour(value: float, levels: tuple[float, float] = (0.0, 1.0)) -> np.ndarray:
     """viridis's RGB for `value` on the scale `levels`."""
-    return np.array(pg.colormap.get("viridis").map((value - levels[0]) / (levels[1] - levels[0]), mode="float")[:3]) * 255
+    position = (value - levels[0]) / (levels[1] - levels[0])
+    return np.array(pg.colormap.get("viridis").map(position, mode="float")[:3]) * 255
 
 
 def _distance(pixels: np.ndarray, colour: np.ndarray) -> float:
