@@ -2,7 +2,8 @@
 
     python bench/bench_research.py [model.gguf | folder | catalog name]
 
-The explorer's runs record only their logits (record="logits"); transformers computes every position's
+Both sides are given the same token ids (the prompts are encoded once, outside the timing). The
+explorer's runs record only their logits (record="logits"); transformers computes every position's
 logits, as a hooked model does, except in the "last row" line (logits_to_keep=1), which reads only the
 last position's, as the explorer does. Each step is timed alone on each side, the sides taking turns (best of BENCH_REPEAT each, default 3), with
 BENCH_THREADS torch threads (default 1, so that a shared machine's other jobs take less from either side); transformers loads the
@@ -140,13 +141,14 @@ def main(name: str) -> None:
     layer, head = np.unravel_index(np.argmax(np.abs(np.mean([p.heads for p in parts], 0))), parts[0].heads.shape)
     last = batch.shape[1] - 1
     ablated = explorer.Intervention().ablate(int(layer), int(head), positions=[last])
+    ids, targets, againsts = list(batch.numpy()), target.tolist(), against.tolist()   # as transformers is given
     ours = {                                # record="logits": the runs keep no layers, only what the metric reads
-        "logit difference": lambda: [r.last_logits for r in model.run(prompts, record="logits")],
-        "logit difference, last row": lambda: [r.last_logits for r in model.run(prompts, record="logits")],
-        "attribution": lambda: model.attribute(prompts, target=answers, against=wrongs),
-        "ablation at one position": lambda: [r.last_logits for r in model.run(prompts, intervention=ablated,
+        "logit difference": lambda: [r.last_logits for r in model.run(ids, record="logits")],
+        "logit difference, last row": lambda: [r.last_logits for r in model.run(ids, record="logits")],
+        "attribution": lambda: model.attribute(ids, target=targets, against=againsts),
+        "ablation at one position": lambda: [r.last_logits for r in model.run(ids, intervention=ablated,
                                                                                record="logits")],
-        "head patching map": lambda: model.patch(prompts[0], prompts[1], answers[0], wrongs[0]),
+        "head patching map": lambda: model.patch(ids[0], ids[1], targets[0], againsts[0]),
     }
     theirs = hf_side(hf, batch, target, against, int(layer), int(head))
     print(f"{model.name}, {len(prompts)} prompts of {batch.shape[1]} tokens, torch threads {torch.get_num_threads()}")
