@@ -67,8 +67,10 @@ PHI3_GATE_UP = _chunks(2, 0)
 
 
 _ATTN = {f"model.layers.{{i}}.self_attn.{n}_proj.{{p}}": (f"layers.{{i}}.attn.w{n}.{{p}}",) for n in "qkvo"}
-_GATED = {f"model.layers.{{i}}.mlp.{n}_proj.weight": (f"layers.{{i}}.ffn.w_{n}.weight",) for n in ("gate", "up", "down")}
-_GATED_BIAS = {f"model.layers.{{i}}.mlp.{n}_proj.bias": (f"layers.{{i}}.ffn.w_{n}.bias",) for n in ("gate", "up", "down")}
+_GATED = {f"model.layers.{{i}}.mlp.{n}_proj.weight": (f"layers.{{i}}.ffn.w_{n}.weight",)
+          for n in ("gate", "up", "down")}
+_GATED_BIAS = {f"model.layers.{{i}}.mlp.{n}_proj.bias": (f"layers.{{i}}.ffn.w_{n}.bias",)
+               for n in ("gate", "up", "down")}
 _COMMON = {
     "model.embed_tokens.weight": ("embed.weight",),
     "model.norm.weight": ("norm.weight",),
@@ -101,7 +103,8 @@ GPT2 = {
     "lm_head.weight": ("lm_head.weight",),
     "h.{i}.ln_1.{p}": ("layers.{i}.attn_norm.{p}",),
     "h.{i}.ln_2.{p}": ("layers.{i}.ffn_norm.{p}",),
-    "h.{i}.attn.c_attn.{p}": (("layers.{i}.attn.wq.{p}", "layers.{i}.attn.wk.{p}", "layers.{i}.attn.wv.{p}"), CONV1D_QKV),
+    "h.{i}.attn.c_attn.{p}": (("layers.{i}.attn.wq.{p}", "layers.{i}.attn.wk.{p}", "layers.{i}.attn.wv.{p}"),
+                              CONV1D_QKV),
     "h.{i}.attn.c_proj.{p}": ("layers.{i}.attn.wo.{p}", TRANSPOSED),
     "h.{i}.mlp.c_fc.{p}": ("layers.{i}.ffn.w_in.{p}", TRANSPOSED),
     "h.{i}.mlp.c_proj.{p}": ("layers.{i}.ffn.w_out.{p}", TRANSPOSED),
@@ -112,7 +115,8 @@ PHI3 = {
     "model.layers.{i}.self_attn.qkv_proj.weight": (
         ("layers.{i}.attn.wq.weight", "layers.{i}.attn.wk.weight", "layers.{i}.attn.wv.weight"), PHI3_QKV),
     "model.layers.{i}.self_attn.o_proj.weight": ("layers.{i}.attn.wo.weight",),
-    "model.layers.{i}.mlp.gate_up_proj.weight": (("layers.{i}.ffn.w_gate.weight", "layers.{i}.ffn.w_up.weight"), PHI3_GATE_UP),
+    "model.layers.{i}.mlp.gate_up_proj.weight": (("layers.{i}.ffn.w_gate.weight", "layers.{i}.ffn.w_up.weight"),
+                                                 PHI3_GATE_UP),
     "model.layers.{i}.mlp.down_proj.weight": ("layers.{i}.ffn.w_down.weight",),
     "model.layers.{i}.post_attention_layernorm.weight": ("layers.{i}.ffn_norm.weight",),
 }
@@ -132,14 +136,16 @@ DEEPSEEK = {
     "model.layers.{i}.post_attention_layernorm.weight": ("layers.{i}.ffn_norm.weight",),
     "model.layers.{i}.mlp.gate.weight": ("layers.{i}.ffn.router.weight",),
     "model.layers.{i}.mlp.gate.e_score_correction_bias": ("layers.{i}.ffn.router.bias",),
-    "model.layers.{i}.mlp.experts.gate_up_proj": (("layers.{i}.ffn.experts.w_gate", "layers.{i}.ffn.experts.w_up"), EXPERTS_GATE_UP),
+    "model.layers.{i}.mlp.experts.gate_up_proj": (("layers.{i}.ffn.experts.w_gate", "layers.{i}.ffn.experts.w_up"),
+                                                  EXPERTS_GATE_UP),
     "model.layers.{i}.mlp.experts.down_proj": ("layers.{i}.ffn.experts.w_down",),
     **{f"model.layers.{{i}}.mlp.shared_experts.{n}_proj.weight": (f"layers.{{i}}.ffn.shared.w_{n}.weight",)
        for n in ("gate", "up", "down")},
 }
 
 # Names that hold no weights of the language model (buffers, other towers) and are skipped.
-IGNORED = re.compile(r"(.*rotary_emb\.inv_freq|h\.\d+\.attn\.(masked_)?bias|vision_tower\..*|multi_modal_projector\..*)$")
+IGNORED = re.compile(r"(.*rotary_emb\.inv_freq|h\.\d+\.attn\.(masked_)?bias"
+                     r"|vision_tower\..*|multi_modal_projector\..*)$")
 PREFIXES = (("transformer.", ""), ("model.language_model.", "model."), ("language_model.model.", "model."),
             ("language_model.lm_head.", "lm_head."))
 _PER_EXPERT = re.compile(r"^(.*\.mlp\.experts)\.(\d+)\.(gate|up|down)_proj\.weight$")
