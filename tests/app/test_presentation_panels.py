@@ -136,9 +136,13 @@ def title_px(plot) -> int:
 def test_plot_titles_grow_in_presentation_and_the_kv_plots_stay_whole(projector_window):
     window = projector_window
     kv, embeddings = window.docks["kv_cache"].widget(), window.docks["embeddings"].widget()
+    derivation = window.docks["derivation"].widget()
+    window.docks["derivation"].raise_()
+    settle(0.3)
     window.docks["kv_cache"].raise_()
     settle(0.3)
-    plots = {"KV per layer": kv.layer_plot, "KV all layers": kv.total_plot, "embedding norms": embeddings.norm_plot}
+    plots = {"KV per layer": kv.layer_plot, "KV all layers": kv.total_plot, "embedding norms": embeddings.norm_plot,
+             "q·k products": derivation.products}
     before = {name: title_px(plot) for name, plot in plots.items()}
     kv.setFocus()
     toggle_presentation(window)
@@ -151,6 +155,12 @@ def test_plot_titles_grow_in_presentation_and_the_kv_plots_stay_whole(projector_
     now = {name: title_px(plot) for name, plot in plots.items()}
     small = [f"{name}: {now[name]} px, was {before[name]} px" for name in plots if not grown(before[name], now[name])]
     assert not small, "titles that did not grow: " + "; ".join(small)
+    window.docks["embeddings"].hide()
+    window.docks["derivation"].show()
+    settle(0.4)
+    view = derivation.products_view          # its grown title must not push the chart past the view's edge
+    box = view.mapFromScene(derivation.products.getViewBox().sceneBoundingRect()).boundingRect()
+    assert view.rect().contains(box), f"the q·k chart {box.getRect()} is cut by its view {view.rect().getRect()}"
 
 
 def test_the_next_token_columns_hold_their_text_in_presentation(projector_window):

@@ -20,7 +20,7 @@ from explorer.app.panels.base import Panel, decoder_view_unavailable, formula_ht
 from explorer.app.panels.block_text import block_html
 from explorer.drawing.heatmap import Heatmap
 from explorer.app.panels.text_helpers import readable, selected_position
-from explorer.app.panels.plot_text import SMALL_TITLE
+from explorer.app.panels.plot_text import SMALL_TITLE, fitting_title
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import BlockWalkJob, OutputWeightsJob
 from explorer.core import derivation, trace_rows
@@ -54,6 +54,7 @@ class DerivationPanel(Panel):
         self.map.on_click = self._clicked
         self.products_view = pg.GraphicsLayoutWidget()
         self.products = self.products_view.addPlot()
+        fitting_title(self.products)
         self.products.setLabel("bottom", "dimension d")
         self.products.setTitle("q_id k_jd (RoPE pairs share a colour)", size=SMALL_TITLE)
         self.text = QTextBrowser()

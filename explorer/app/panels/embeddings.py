@@ -13,7 +13,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy
 
-from explorer.app.panels.plot_text import TITLE
+from explorer.app.panels.plot_text import TITLE, fitting_title
 from explorer.app.panels.base import Panel, dims
 from explorer.drawing.heatmap import Heatmap
 from explorer.app.panels.stacked_rows import StackedRows
@@ -51,6 +51,7 @@ class EmbeddingsPanel(Panel):
         self.view = pg.GraphicsLayoutWidget()
         self.heatmap = Heatmap(self.view.ci, row=0, col=0, colormap="CET-D1", axes=("left", "bottom"))
         self.norm_plot = self.view.addPlot(row=0, col=2)
+        fitting_title(self.norm_plot)
         self.norm_plot.setTitle("‖row‖₂", size=TITLE)
         # The same title height over both plots keeps their linked rows level (else row 0 of the bars is cut off).
         self.heatmap.plot.setTitle(TITLES["tokens"], size=TITLE)

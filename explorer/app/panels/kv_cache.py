@@ -17,10 +17,9 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem,
                                QTabWidget, QVBoxLayout, QWidget)
 
-from explorer.app.panels.plot_text import TITLE
+from explorer.app.panels.plot_text import fitting_title
 from explorer.app.panels.base import Panel, WrappedText
 from explorer.drawing.heatmap import Heatmap, nice_step
-from explorer.drawing.heatmap_axes import FittingTitle
 from explorer.app.state.session import Selection
 from explorer.app.state.words import plural
 from explorer.app.window.status_bar import step_name
@@ -77,18 +76,6 @@ class OccupancyPlots(pg.GraphicsLayoutWidget):
         grid.setColumnStretchFactor(1, int(wide))
         grid.setRowStretchFactor(0, 1)
         grid.setRowStretchFactor(1, int(not wide))
-
-
-def fitting_title(plot: pg.PlotItem) -> None:
-    """Give `plot` a title cut with "…" to the plot's width: pyqtgraph's asks for its whole text's width, and
-    "KiB per layer in use (allocated: 12.00 MiB each)" made the figure wider than its column."""
-    old = plot.titleLabel
-    plot.layout.removeItem(old)
-    old.setParentItem(None)
-    if old.scene() is not None:
-        old.scene().removeItem(old)
-    plot.titleLabel = FittingTitle("", parent=plot, size=TITLE)
-    plot.layout.addItem(plot.titleLabel, 0, 1)
 
 
 class KVCachePanel(Panel):

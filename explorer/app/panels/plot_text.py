@@ -13,6 +13,8 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6.QtWidgets import QApplication, QTableView, QWidget
 
+from explorer.drawing.heatmap_axes import FittingTitle
+
 TITLE = "large"              # a plot's title: a step above the text around it (14 px beside 12)
 SMALL_TITLE = "medium"       # a small multiple's or a chart's title beside a map: the text's own size
 LEGEND = "small"             # a legend's entries, a step below
@@ -39,3 +41,16 @@ def widen_columns(table: QTableView) -> None:
         needed = max(table.sizeHintForColumn(column), header.sectionSizeHint(column))
         if table.columnWidth(column) < needed:
             table.setColumnWidth(column, needed)
+
+
+def fitting_title(plot: pg.PlotItem) -> None:
+    """Give `plot` a title cut with "…" to the plot's width: pyqtgraph's asks for its whole text's width, and
+    "KiB per layer in use (allocated: 12.00 MiB each)" made the figure wider than its column (in Presentation's
+    font, the q·k chart's title pushed the chart past its view's right edge)."""
+    old = plot.titleLabel
+    plot.layout.removeItem(old)
+    old.setParentItem(None)
+    if old.scene() is not None:
+        old.scene().removeItem(old)
+    plot.titleLabel = FittingTitle("", parent=plot, size=TITLE)
+    plot.layout.addItem(plot.titleLabel, 0, 1)
