@@ -256,8 +256,11 @@ def test_self_test_runs_three_steps_and_exports_an_image(qtbot, tiny, capsys):
 
     from explorer.app.start.launch import launch
 
+    from explorer.core import store
+
     assert launch(Namespace(self_test=True, model=str(tiny))) == 0
     assert "self-test passed: tiny-llama" in capsys.readouterr().out
+    assert store.recent_paths() == []           # the user's recent list is not the self-test's
 
 
 def test_self_test_fails_with_a_reason_on_a_broken_model(qtbot, tiny, tmp_path, capsys):

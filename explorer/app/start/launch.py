@@ -17,6 +17,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 from PySide6.QtCore import QCoreApplication, QEvent, QSettings
 from PySide6.QtWidgets import QApplication, QMessageBox
@@ -161,7 +162,9 @@ def self_test(model: str | None = None) -> int:
         print("self-test: no model given and no bundled model in resources/models", file=sys.stderr)
         return 1
     app = make_app()
-    with tempfile.TemporaryDirectory(prefix="explorer-self-test-") as folder:
+    with tempfile.TemporaryDirectory(prefix="explorer-self-test-") as folder, \
+            mock.patch.dict(os.environ, {"TRANSFORMER_EXPLORER_HOME": str(Path(folder) / "store")}):
+        # a store of its own: the check must not put its model in the user's recent list
         try:
             result = _run_self_test(app, reference, Path(folder))
         except SelfTestFailure as failure:
