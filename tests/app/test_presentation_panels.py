@@ -195,3 +195,17 @@ def test_the_residual_table_grows_in_presentation_and_its_rows_hold_its_text(pro
     rows = panel.table.verticalHeader()
     short = [row for row in range(panel.table.rowCount()) if rows.sectionSize(row) < line]
     assert not short, f"rows {short} are lower than the {line} px of a line of the table's font"
+
+
+def test_the_attention_map_axis_titles_grow_in_presentation(projector_window):
+    window = projector_window
+    panel = window.docks["attention"].widget()
+    axes = {side: panel.large.plot.getAxis(side) for side in ("left", "top")}
+    before = {side: QFontInfo(axis.label.font()).pixelSize() for side, axis in axes.items()}
+    panel.setFocus()
+    toggle_presentation(window)
+    assert [name for name, dock in window.docks.items() if dock.isVisible()] == ["attention"]
+    now = {side: QFontInfo(axis.label.font()).pixelSize() for side, axis in axes.items()}
+    small = [f"{axes[side].labelText}: {now[side]} px, was {before[side]} px" for side in axes
+             if not grown(before[side], now[side])]
+    assert not small, "axis titles that did not grow: " + "; ".join(small)

@@ -4,7 +4,8 @@ it FONT_SCALE times larger, for a projector).
 pyqtgraph draws a title as rich text in a text item whose font is fixed when the item is made, with a size
 in points: in Presentation the tick labels grew and the titles did not. Panels give titles a size relative
 to the font instead (TITLE, SMALL_TITLE: CSS keywords that Qt resolves against the item's font as the text
-is set), and `fit_to_font` gives every title the application's font and sets its text again. A table's
+is set), and `fit_to_font` gives every title, and every axis's title, the application's font and sets its
+text again. A table's
 columns were fitted to their contents in the old font: a column now narrower than its contents is widened
 ('p' of the next-token table read '0.…').
 """
@@ -28,6 +29,9 @@ def fit_to_font(panel: QWidget) -> None:
             if isinstance(item, pg.LabelItem) and item.text:
                 item.item.setFont(font)
                 item.setText(item.text)
+            elif isinstance(item, pg.AxisItem) and item.labelText:       # an axis's title ("query", "layer")
+                item.label.setFont(font)
+                item.setLabel(item.labelText, item.labelUnits, item.labelUnitPrefix, **item.labelStyle)
     for table in panel.findChildren(QTableView):
         widen_columns(table)
 
