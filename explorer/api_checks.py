@@ -135,7 +135,11 @@ def record_options(record: str = "trace", intervention=None):
 
 
 def decoder(loaded, sampling, capacity: int, intervention=None, record: str = "trace"):
-    """The recording driver of the model (families.make_decoder), recording as record_options says."""
+    """The recording driver of the model (families.make_decoder), recording as record_options says; an
+    encoder or encoder-decoder records its whole trace whatever `record` says (its logits, or its states,
+    are read from it)."""
+    if loaded.info.is_encoder_only or loaded.info.is_encoder_decoder:
+        record = "trace"
     from explorer.core.families import make_decoder
     from explorer.core.sampling_settings import Sampling
 
