@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from PySide6.QtCore import QPoint, QRect
+from PySide6.QtCore import QEvent, QPoint, QRect
 from PySide6.QtGui import QFontInfo, QFontMetrics, QTextCursor
 from PySide6.QtWidgets import QApplication, QMessageBox, QStyle
 
@@ -32,9 +32,12 @@ def projector_window(qapp, tmp_path, monkeypatch):
         settle(0.8)
         yield window
         wait_idle(window)              # a job's late answer (an error) is shown while dialogs are still recorded
+        QApplication.setFont(font)
+        settle(0.2)                    # the panels fit themselves to the font again while the window lives
         window.close()
+        window.deleteLater()           # deleted now, not by the interpreter at exit in whatever order it picks
+        QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
         settle(0.2)
-    QApplication.setFont(font)
 
 
 def wait_idle(window, timeout_s: float = 60.0) -> None:
