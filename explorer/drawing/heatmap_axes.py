@@ -7,12 +7,13 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt, QTimer
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
 from PySide6.QtGui import QFont, QFontMetricsF, QGuiApplication
 
 MAX_UPRIGHT_PX = 90          # the tallest a top or bottom axis of upright token labels grows (default font)
 BASE_LINE_PX = 14.0          # the default font's line height, which the sizes above are for
 SHORT_LABEL = 3              # characters a label may have and still be written across (numbers, "H5")
+TICK_PX = 3                  # a tick's length, out of the map
 
 
 class TokenAxis(pg.AxisItem):
@@ -28,7 +29,9 @@ class TokenAxis(pg.AxisItem):
         self._positions = np.zeros(0)
         self._lookup: dict[float, int] = {}
         self._longest = 1
-        self.setStyle(tickLength=-3, autoExpandTextSpace=True)
+        # Ticks point out of the map: drawn into it (pyqtgraph's negative length) they covered its first
+        # 3 px at every label, and a long map's first blocks there (the first keys' column, an attention sink).
+        self.setStyle(tickLength=TICK_PX, autoExpandTextSpace=True)
         self.enableAutoSIPrefix(False)
         # The application's font, not an override of changeEvent: Qt calls a QGraphicsWidget's changeEvent
         # while tearing the scene down too, and a Python override reached then ends the process (SIGSEGV).
@@ -152,12 +155,27 @@ class TokenAxis(pg.AxisItem):
         return self._char_px() * self._longest + 8.0
 
     def generateDrawSpecs(self, p):
-        """pyqtgraph's specs, with a label for every tick of an upright axis: pyqtgraph drops a label whose
-        width, measured lying down, sticks out of the axis, which cut the first and last keys."""
+        """pyqtgraph's specs, with ticks that start a pixel off the map, and a label for every tick of an
+        upright axis: pyqtgraph drops a label whose width, measured lying down, sticks out of the axis,
+        which cut the first and last keys."""
         specs = super().generateDrawSpecs(p)
-        if specs is None or not self.upright or not self._labels:
+        if specs is None:
             return specs
-        axis_spec, tick_specs, _ = specs
+        axis_spec, tick_specs, text = specs
+        tick_specs = self._off_the_map(tick_specs)
+        if self.upright and self._labels:
+            text = self._upright_text(tick_specs)
+        return axis_spec, tick_specs, text
+
+    def _off_the_map(self, tick_specs: list) -> list:
+        """Each tick moved a pixel out, onto the axis line: starting on the map's edge, it covered the map's
+        first pixel row or column there (a long map's first block, the first keys' column)."""
+        step = {"left": QPointF(-1, 0), "right": QPointF(1, 0), "top": QPointF(0, -1), "bottom": QPointF(0, 1)}
+        out = step[self.orientation]
+        return [(pen, QPointF(start) + out, QPointF(stop) + out) for pen, start, stop in tick_specs]
+
+    def _upright_text(self, tick_specs: list) -> list:
+        """A text spec for every labelled tick of an upright axis, at the tick."""
         ticks = [spec[1].x() for spec in tick_specs]
         levels = self.tickValues(self.range[0], self.range[1], self.boundingRect().width())
         values = levels[0][1] if levels else []
@@ -168,7 +186,7 @@ class TokenAxis(pg.AxisItem):
             x = (value - lo) * width / ((hi - lo) or 1.0)
             if ticks and min(ticks) - 0.5 <= x <= max(ticks) + 0.5:
                 text.append((QRectF(x - 7, 0, 14, 14), 0, label))      # drawPicture reads only the centre's x
-        return axis_spec, tick_specs, text
+        return text
 
     def drawPicture(self, p, axisSpec, tickSpecs, textSpecs) -> None:
         """pyqtgraph's drawing, with a top or bottom axis's labels upright, reading bottom to top."""

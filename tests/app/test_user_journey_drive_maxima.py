@@ -181,3 +181,32 @@ def test_a_diverging_map_keeps_its_negative_peak(qtbot):
     pixels = _map_pixels(qtbot, values, (-1.0, 1.0))
     assert _distance(pixels, _colour(-1.0, (-1.0, 1.0))) < 20, "the negative peak is not drawn in the bottom colour"
     assert _distance(pixels, _colour(1.0, (-1.0, 1.0))) < 20, "the positive peak is not drawn in the top colour"
+
+
+def test_the_first_row_and_column_of_a_long_map_are_drawn_in_their_colour(qtbot):
+    """The first keys' column (the attention sink) and the first row, one block about a pixel wide, are drawn in the
+    colour of 1.0 along their whole length. The axes' tick marks, drawn 3 px into the map, hid them at every label."""
+    view = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(view)
+    view.resize(520, 520)
+    heatmap = Heatmap(view.ci)
+    labels = [f"{i} #" for i in range(3946)]
+    blocks = np.zeros((987, 987), np.float32)
+    blocks[:, 0] = blocks[0, :] = 1.0                       # the first column and the first row of blocks
+    heatmap.set_matrix(blocks, (0.0, 1.0), labels, labels, extent=(3946, 3946))
+    heatmap.plot.setLabels(left="query", top="key")
+    view.show()
+    qtbot.waitExposed(view)
+    qtbot.waitUntil(lambda: heatmap.plot.getViewBox().width() > 100 and heatmap.image.picture.isVisible(),
+                    timeout=5000)
+    frame = view.mapFromScene(heatmap.image.sceneBoundingRect()).boundingRect()
+    image = view.grab().toImage()
+    first_column = np.array([image.pixelColor(frame.left(), y).getRgb()[:3]
+                             for y in range(frame.top(), frame.bottom() - 1)], dtype=float)
+    first_row = np.array([image.pixelColor(x, frame.top()).getRgb()[:3]
+                          for x in range(frame.left(), frame.right() - 1)], dtype=float)
+    corner = np.array(image.pixelColor(frame.left(), frame.top()).getRgb()[:3], dtype=float)
+    assert np.abs(corner - _colour(1.0)).sum() < 20, f"the first block is drawn {corner}, not {_colour(1.0)}"
+    for name, line in (("column", first_column), ("row", first_row)):
+        wrong = np.flatnonzero(np.abs(line - _colour(1.0)).sum(axis=1) >= 20)
+        assert wrong.size == 0, f"{wrong.size} pixels of the first {name} are not the colour of 1.0 (at {wrong[:8]})"
