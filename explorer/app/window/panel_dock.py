@@ -9,6 +9,7 @@ from PySide6.QtCore import QEvent, Signal
 from PySide6.QtWidgets import QAbstractButton, QDockWidget, QToolButton, QToolTip, QWidget
 
 QT_TITLE_BUTTONS = ("qt_dockwidget_floatbutton", "qt_dockwidget_closebutton")
+FOLLOWED_EVENTS = (QEvent.Type.Move, QEvent.Type.Resize, QEvent.Type.Show, QEvent.Type.Hide)
 
 
 class PanelDock(QDockWidget):
@@ -66,12 +67,25 @@ class PanelDock(QDockWidget):
         button.setToolTip(tip)
         button.clicked.connect(open_stop)
         self.learn_button = button
+        for qt_button in self._qt_title_buttons():
+            qt_button.installEventFilter(self)
         self._place_learn_button()
         return button
+
+    def _qt_title_buttons(self) -> list[QAbstractButton]:
+        return [b for b in self.findChildren(QAbstractButton) if b.objectName() in QT_TITLE_BUTTONS]
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._place_learn_button()
+
+    def eventFilter(self, watched, event) -> bool:
+        """Qt lays its float and close buttons out in its own layout pass, after `resizeEvent` and again at
+        a font change (View ▸ Presentation): the "?" follows them every time they move, so it is never left
+        where they now are."""
+        if event.type() in FOLLOWED_EVENTS:
+            self._place_learn_button()
+        return super().eventFilter(watched, event)
 
     def _place_learn_button(self) -> None:
         """Square, as high as the title bar, just left of the leftmost of Qt's own title buttons (Qt lays
@@ -81,8 +95,7 @@ class PanelDock(QDockWidget):
             return
         title_px = super().widget().geometry().top()
         side = max(title_px - 2, 12)
-        qt_buttons = [b for b in self.findChildren(QAbstractButton)
-                      if b.objectName() in QT_TITLE_BUTTONS and b.isVisible()]
+        qt_buttons = [b for b in self._qt_title_buttons() if not b.isHidden()]
         right = min((b.geometry().left() for b in qt_buttons), default=self.width() - 2)
         button.setGeometry(right - side - 2, max((title_px - side) // 2, 0), side, side)
         button.setVisible(title_px >= 10 and self.titleBarWidget() is None)
