@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyqtgraph as pg
+import shiboken6
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
 from PySide6.QtGui import QFont, QFontMetricsF, QGuiApplication
 
@@ -140,6 +141,8 @@ class TokenAxis(pg.AxisItem):
         an axis in the default font measured its labels in the font it had when they were set, which cut
         the upright keys and left two-digit layer labels out. Once the change has reached the scene's items
         (it is posted to them), so the labels are measured in the new font."""
+        if not shiboken6.isValid(self):         # deleted with its scene while the application lives on
+            return
         if self.style["tickFont"] is None:
             QTimer.singleShot(0, self, self._refit)
 
@@ -253,11 +256,20 @@ class FittingTitle(pg.LabelItem):
         self._sizeHint[Qt.SizeHint.MinimumSize] = (0, self._sizeHint[Qt.SizeHint.MinimumSize][1])
 
     def resizeEvent(self, event) -> None:
+        # At exit, Qt may resize the title after its text item is deleted (a window left for the interpreter's
+        # shutdown to tear down): there is nothing left to fit nor place then (LabelItem's own would raise).
+        if not self._drawable():
+            return
         self._fit()
         super().resizeEvent(event)
 
+    def _drawable(self) -> bool:
+        return shiboken6.isValid(self) and shiboken6.isValid(self.item)
+
     def _fit(self) -> None:
         """Show as much of the whole text as the label's width holds (LabelItem draws it, styled)."""
+        if not self._drawable():
+            return
         width, text = self.width(), self._whole
         if self._fitting or width <= 0 or not text:
             return
