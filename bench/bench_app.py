@@ -71,6 +71,17 @@ def open_window(model: str, scratch: Path):
     return app, window, errors
 
 
+def close_window(app, window) -> None:
+    """As the app ends: the window closed (its closeEvent stops playing and shuts the model thread down), its
+    events run, then deleted while the QApplication exists (launch.tear_down). A window left to the interpreter
+    was torn down at its shutdown, in no set order, while threads.stop_all joined the threads at exit."""
+    from explorer.app.start.launch import tear_down
+
+    window.close()
+    app.processEvents()
+    tear_down(window)
+
+
 def wait(app, done, errors, what: str) -> None:
     """Run Qt's event loop until `done()`, as the app's own loop runs: asleep between events, with a
     check every CHECK_MS. (A loop of processEvents and 1 ms sleeps took Python's lock a thousand
@@ -343,7 +354,7 @@ def cold_start_child(model: str) -> int:
         app.processEvents()
         window.repaint()
         marks["prefilled_and_painted"], cpu["prefilled_and_painted"] = time.time(), time.process_time()
-        window.close()
+        close_window(app, window)
     print(json.dumps({"marks": marks, "cpu": cpu}))
     return 0
 
@@ -399,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
                 report["big_paste"] = big_paste(app, window, errors, args.paste_chars)
             if "long-step" in only:
                 report["long_step"] = long_step(app, window, errors, args.long_tokens, args.steps)
-            window.close()
+            close_window(app, window)
     print(json.dumps(report, indent=1))
     return 0
 
