@@ -23,9 +23,22 @@ from explorer.app.figures import export_dialogs, video
 from explorer.drawing import export
 from explorer.core.trace import Trace
 
-SUFFIXES = (".gif", ".png", ".mp4")
+# The one list of what an animation can be written as: the file dialogs' filters, the menus' labels and the
+# check of a chosen name are all read from it, so a format added here is offered, named and accepted at once.
+FORMATS = {".gif": "Animated GIF", ".png": "Animated PNG, lossless", ".mp4": "MP4 video, H.264"}
+SUFFIXES = tuple(FORMATS)
 FRAME_MS = 600                      # how long each step stays up
-ANIMATION_FILTERS = "Animated GIF (*.gif);;Animated PNG, lossless (*.png);;MP4 video, H.264 (*.mp4)"
+ANIMATION_FILTERS = ";;".join(f"{name} (*{suffix})" for suffix, name in FORMATS.items())
+
+
+def formats_label() -> str:
+    """The formats a menu names, in the dialog's order: "GIF/PNG/MP4"."""
+    return "/".join(suffix.lstrip(".").upper() for suffix in SUFFIXES)
+
+
+def suffix_list() -> str:
+    """The suffixes as a sentence lists them: ".gif, .png or .mp4"."""
+    return ", ".join(SUFFIXES[:-1]) + f" or {SUFFIXES[-1]}" if len(SUFFIXES) > 1 else SUFFIXES[0]
 
 
 class AnimationCancelled(export.ExportError):
@@ -64,7 +77,7 @@ def check_target(path: Path, trace: Trace) -> str:
     sentence."""
     suffix = Path(path).suffix.lower()
     if suffix not in SUFFIXES:
-        raise export.ExportError(f"Cannot export {path}: an animation's name must end in .gif, .png or .mp4.")
+        raise export.ExportError(f"Cannot export {path}: an animation's name must end in {suffix_list()}.")
     if not trace or not trace.steps:
         raise export.ExportError(f"Cannot export {path}: there is no trace yet; run the model first.")
     export.check_writable(Path(path))

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtGui import QFont, QFontMetricsF
+from PySide6.QtWidgets import QApplication
 
 from explorer.app.figures import export_dialogs
 from explorer.drawing import export
@@ -58,11 +60,42 @@ def kv_cache_figure(trace: Trace, step: int, width: int, height: int, theme: str
         tokens = int(growth["tokens"][step])
         figure.addLabel(f"{trace.model.name}: KV cache after step {step} of {trace.n_steps - 1}, {tokens} tokens, "
                         f"{human_bytes(int(in_use.sum()))} in use", row=0, col=0, colspan=3, size="11pt")
-        _layers(figure.addPlot(row=1, col=0), growth, in_use, allocated)
-        _totals(figure.addPlot(row=1, col=1), growth, step)
-        _blocks(figure, trace, growth, step, block_size)
+        plots = [figure.addPlot(row=1, col=0), figure.addPlot(row=1, col=1)]
+        _layers(plots[0], growth, in_use, allocated)
+        _totals(plots[1], growth, step)
+        blocks = _blocks(figure, trace, growth, step, block_size)
         scale_fonts(figure, font_scale(width, height) * text_scale)
-    return lay_out(figure, width, height, theme)
+        lay_out(figure, width, height, theme)
+        _keep_blocks_title_whole(figure, plots, blocks, width, height)
+    return figure
+
+
+def title_width(label: pg.LabelItem, text: str) -> float:
+    """The pixels `text` takes in `label`'s title font (its size is the label's, in points)."""
+    font = QFont(label.item.font())
+    font.setPointSizeF(float(str(label.opts.get("size") or "9pt").rstrip("pt")))
+    return max(QFontMetricsF(font).horizontalAdvance(line) for line in text.split("<br>"))
+
+
+def _keep_blocks_title_whole(figure, plots, blocks: Heatmap, width: int, height: int) -> None:
+    """The blocks' title whole. It gives way to its plot, the other two titles do not, so at a large text
+    size they left its column a sliver and "blocks (16)" was cut to "b…": then they go onto two lines, and
+    the blocks' column is widened by what its title still lacks."""
+    title = blocks.plot.titleLabel
+    for attempt in range(4):                             # Qt lays the columns out again at each change
+        lacking = title_width(title, title.text) + 4 - title.width()
+        if lacking <= 0:
+            return
+        if attempt == 0:
+            for label in (plot.titleLabel for plot in plots):
+                label.setText(label.text.replace(" in use", "<br>in use", 1) if "per layer" in label.text
+                              else label.text.replace(", ", ",<br>", 1))
+            # two lines reach up to the figure's title: a third of its line apart, they read as two texts
+            figure.ci.layout.setRowSpacing(0, figure.ci.getItem(0, 0).height() / 3)
+        else:
+            figure.ci.layout.setColumnMinimumWidth(2, blocks.plot.width() + lacking)
+        figure.ci.setGeometry(0, 0, width, height)
+        QApplication.processEvents()
 
 
 def _layers(plot, growth, in_use: np.ndarray, allocated: np.ndarray) -> None:
@@ -93,7 +126,7 @@ def _totals(plot, growth, step: int) -> None:
     plot.setMouseEnabled(False, False)
 
 
-def _blocks(figure, trace: Trace, growth, step: int, block_size: int) -> None:
+def _blocks(figure, trace: Trace, growth, step: int, block_size: int) -> Heatmap:
     """The paged cache: one row per layer, one cell per block of the last step, the share in use."""
     per_token = kv_variants.bytes_per_token_per_layer(trace.model)
     held = growth["in_use"][step] // per_token if per_token else np.zeros_like(growth["in_use"][step])
@@ -104,6 +137,7 @@ def _blocks(figure, trace: Trace, growth, step: int, block_size: int) -> None:
     blocks = Heatmap(figure.ci, row=1, col=2, colorbar=True)
     blocks.set_matrix(shown, (0.0, 1.0), [f"L{i}" for i in range(len(held))], [str(b) for b in range(shown.shape[1])])
     blocks.plot.setTitle(f"blocks ({block_size})")      # short: the narrowest column, beside its colour bar
+    return blocks
 
 
 def export_kv_animation(trace: Trace, path: Path, size: tuple[int, int] = export.DEFAULT_SIZE,

@@ -341,7 +341,7 @@ class AttentionPanel(Panel):
                  ("Export the full grid as PNG/SVG…", lambda: image("grid")),
                  ("Export the raw matrix as CSV/NPY…", raw),
                  ("Export every step as numbered frames…", frames),
-                 ("Export every step as an animation (GIF/PNG)…", animation)]
+                 (f"Export every step as an animation ({animated.formats_label()})…", animation)]
         actions = []
         for text, slot in specs:
             action = QAction(text, self)

@@ -166,7 +166,7 @@ class KVCachePanel(Panel):
     def make_export_actions(self) -> list:
         from PySide6.QtGui import QAction
 
-        from explorer.app.figures import export_dialogs, kv_animation
+        from explorer.app.figures import animation, export_dialogs, kv_animation
         from explorer.drawing import export
 
         def save_table():
@@ -180,7 +180,7 @@ class KVCachePanel(Panel):
 
         action = QAction("Export the variant comparison as CSV…", self)
         action.triggered.connect(save_table)
-        animate = QAction("Export an animation of the cache growing (GIF/APNG)…", self)
+        animate = QAction(f"Export an animation of the cache growing ({animation.formats_label()})…", self)
         animate.triggered.connect(lambda: kv_animation.ask_and_export_kv_animation(self, self.trace,
                                                                                    self.block_box.value()))
         return super().make_export_actions() + [animate, action]
