@@ -99,7 +99,8 @@ class TokenAxis(pg.AxisItem):
         """Make a top or bottom axis tall enough for its upright labels and its title (e.g. "key")."""
         self.setStyle(autoExpandTextSpace=False)
         grow = self._line_px() / BASE_LINE_PX                  # a larger font (an export) takes more room
-        self.setHeight(int(min(MAX_UPRIGHT_PX * grow, self._char_px() * self._longest + 12 * grow)) + self._title_px())
+        labels = min(MAX_UPRIGHT_PX * grow, self._char_px() * self._longest + 12 * grow)
+        self.setHeight(int(labels) + TICK_PX + self._title_px())
 
     def _title_px(self) -> int:
         return int(round(20 * self._line_px() / BASE_LINE_PX)) if self.label.isVisible() else 0
@@ -201,11 +202,11 @@ class TokenAxis(pg.AxisItem):
             p.setFont(self.style["tickFont"])
         p.setPen(self.textPen())
         bounds = self.boundingRect()
-        room = bounds.height() - 6 - self._title_px()
+        room = bounds.height() - 6 - TICK_PX - self._title_px()
         half = max(7.0, self._line_px() / 2)         # an upright label's half height, across the axis
         for rect, _flags, text in textSpecs:
             p.save()
-            edge = bounds.bottom() - 4 if self.orientation == "top" else bounds.top() + 4
+            edge = bounds.bottom() - 4 - TICK_PX if self.orientation == "top" else bounds.top() + 4 + TICK_PX
             # Kept inside the axis: the first key's label, centred on the map's left edge, lost its left half.
             p.translate(min(max(rect.center().x(), bounds.left() + half), bounds.right() - half), edge)
             p.rotate(-90)
