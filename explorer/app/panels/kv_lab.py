@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLin
 from explorer.app.figures import export_dialogs
 from explorer.drawing import export
 from explorer.app.panels.base import Panel
+from explorer.app.panels.kv_lab_rows import VariantRows
 from explorer.app.panels.kv_plot import DTYPES, BytesPlot, FitSplitter, save_bytes_plot
 from explorer.app.panels.model_call import Executor, ModelCall, thread_executor
 from explorer.app.panels.what_if_view import WhatIfView, steps_csv, table_item
@@ -75,6 +76,7 @@ class KVLabPanel(Panel):
         variants.addWidget(self.plot)
         variants.setStretchFactor(0, 2)
         variants.setStretchFactor(1, 3)
+        self.variant_rows = VariantRows(variants, self.table, self.rows_hint)
         self.tabs = QTabWidget()                   # a bottom dock is short: one idea per tab
         self.tabs.addTab(variants, "Cache per variant")
         self.tabs.addTab(self._what_if_section(), "What-if conversion")
@@ -117,7 +119,8 @@ class KVLabPanel(Panel):
         for widget in (self.source_label, self.open_button, self.bundled_box, self.model_button, self.compare_button):
             row.addWidget(widget)
         second = QHBoxLayout()
-        for widget in (self.dtype_box, self.tokens_box, self.ranks_edit):
+        self.rows_hint = QLabel()                  # on the controls' line: it takes no row of the table's
+        for widget in (self.dtype_box, self.tokens_box, self.ranks_edit, self.rows_hint):
             second.addWidget(widget)
         self.dtype_box.currentTextChanged.connect(lambda _: self.update_table(replot=False))
         self.tokens_box.valueChanged.connect(lambda _: self.update_table(replot=False))
@@ -186,6 +189,7 @@ class KVLabPanel(Panel):
             for column, value in enumerate(cells):
                 self.table.setItem(index, column, table_item(value, bold=native))
         self.table.resizeColumnsToContents()
+        self.variant_rows.say_hidden()
         if replot:
             self.update_plot(rows)
         self._fill_variant_box(rows)
