@@ -1,9 +1,8 @@
 """The model thread's answers: a trace arrived, a run was cancelled half way, a job failed.
 
 A late trace of a model no longer shown is dropped; a cancelled run leaves the trace shown before up (out of
-date when its prompt was another), and the decoder is given it back at once: by the replay asked here when
-Stop discarded the run's traces, else by the model thread itself (decode_loop, before any read queued).
-DecodingController takes these from here.
+date when its prompt was another), and the decoder is given it back at once. DecodingController
+takes these from here.
 """
 from __future__ import annotations
 
