@@ -1,8 +1,9 @@
 """The model thread's answers: a trace arrived, a run was cancelled half way, a job failed.
 
 A late trace of a model no longer shown is dropped; a cancelled run leaves the trace shown before up (out of
-date when its prompt was another), and the decoder is given it back at once. DecodingController
-takes these from here.
+date when its prompt was another), and the decoder is given it back at once: by the replay asked here when
+Stop discarded the run's traces, else by the model thread itself (decode_loop, before any read queued).
+DecodingController takes these from here.
 """
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ class TraceArrival:
     def _on_trace_ready(self, trace) -> None:
         if self.summary is not None and trace.model.name != self.summary.info.name:
             return                          # a late answer about a model no longer shown
-        if not trace.steps:                 # a prefill stopped half way (Cancel): the model holds nothing now
-            if self._lost_trace is None:    # else the give-back itself was stopped: Stop asks it again, and
-                self._keep_shown_trace()    # a load's cancel leaves it to the next request (_with_decoder)
+        if not trace.steps:                 # a prefill stopped half way (Cancel): the model thread gives the
+            if self._lost_trace is None:    # trace shown back itself (else the give-back itself was stopped:
+                self._keep_shown_trace(replay=False)   # Stop asks it again; a load's cancel leaves it to the load)
             return
         if self._given_back(trace):
             return
@@ -34,14 +35,18 @@ class TraceArrival:
         elif not self.playing and self.end_of_text(trace):
             self.notice.emit(self.end_of_text(trace))
 
-    def _keep_shown_trace(self) -> None:
+    def _keep_shown_trace(self, replay: bool = True) -> None:
         """A cancelled run leaves the trace shown before on screen, whichever prompt the run was of and
-        however far it got: the decoder is given that trace back (replayed now), and the panels say
-        it is out of date when the prompt differs. With nothing shown before, nothing is shown, and it says so."""
+        however far it got: the decoder is given that trace back (replayed now: by the window when `replay`, else
+        by the model thread, which queued it), and the panels say it is out of date when the prompt differs.
+        With nothing shown before, nothing is shown, and it says so."""
         shown, self._awaited = self.session.trace, None
         if shown is not None and shown.steps:
             self._lost_trace, self._run_prompt = replay_arguments(shown), self._shown_prompt
-            self._give_back()
+            if replay:
+                self._give_back()
+            else:
+                self._giving_back = True    # its trace, when it comes, is recognised (_given_back) and kept
             self.notice.emit("The run was cancelled; the trace from before stays.")
         else:
             self.notice.emit("The run of the prompt was cancelled; nothing is shown. Press Run to start it again.")

@@ -54,9 +54,7 @@ class DecodeLoop:
         self._core = core
         self._state = _State()
         self._shown = None                  # the last trace handed to the GUI
-        # A prefill stopped half way emptied the decoder while the GUI showed a trace: it gives that trace back
-        # (a Replay follows), so a request that reads the trace before then is dropped, not failed, and asked again.
-        self._giving_back = False
+        self._shown_seq = -1                # the seq of the request that handed it
         self._seq = -1                      # the seq of the request running
         self._sampling = SamplingSettings()
         self._record_dtype = "float32"
@@ -84,21 +82,34 @@ class DecodeLoop:
         try:
             self._attempt(request, self._handlers[type(request)])
         finally:
-            self._hand_back_if_changed()
+            self._keep_shown(request)
             self._emit.state_changed.emit(self._queue.finish(request))
 
     def _hand_back(self, trace) -> None:
-        self._shown = trace
-        self._giving_back = False
+        self._shown, self._shown_seq = trace, self._seq
         self._queue.handed_back(trace.n_tokens)
         self._emit.trace_ready.emit(trace, self._seq)
 
-    def _hand_back_if_changed(self) -> None:
-        """A request cancelled or failed half way (a replay, a force after its backs) still changed the
-        decoder: hand its trace back, so the GUI never shows a trace the decoder no longer holds."""
+    def _keep_shown(self, request) -> None:
+        """Once a request ends, the decoder holds the trace the GUI shows, or is about to. A request cancelled
+        or failed half way that changed the decoder (steps, a force after its backs) hands its trace back. A run
+        stopped half way that emptied the decoder, or a replay stopped half way, gives the GUI's trace back
+        first, before any request queued behind reads the decoder; a replay's half-rebuilt trace is never
+        shown (the GUI still shows the whole one, which a Stop during its own give-back asks again)."""
         decoder = self._state.decoder
-        if decoder is not None and decoder.trace.steps and decoder.trace is not self._shown:
+        if decoder is None or decoder.trace is self._shown:
+            return
+        rebuilding = not decoder.trace.steps or (isinstance(request, Replay) and self._queue.is_cancelled(request))
+        if not rebuilding:
             self._hand_back(decoder.trace)
+        elif self._window_keeps_shown():
+            self._queue.give_back(Replay(**replay_arguments(self._shown)))
+
+    def _window_keeps_shown(self) -> bool:
+        """Whether the GUI shows the last trace handed to it, and keeps it: a Stop or Reset that discards the
+        traces asked before it leaves the GUI to decide alone what it shows (it gives its own trace back)."""
+        shown = self._shown
+        return shown is not None and bool(shown.steps) and self._shown_seq > self._queue.discarded_through()
 
     def _attempt(self, request, handler) -> None:
         try:
@@ -133,6 +144,7 @@ class DecodeLoop:
         decoder = self._core.make_decoder(loaded, self._sampling, self._record_dtype)
         self._apply_intervention(decoder, loaded)
         self._state = _State(loaded=loaded, decoder=decoder, load_request=request)
+        self._shown = None                  # the GUI drops the trace of the model before
         self._emit.model_loaded.emit(LoadedSummary.of(loaded, request))
 
     def _prefill(self, request: Prefill) -> None:
@@ -144,8 +156,9 @@ class DecodeLoop:
     def _layer_progress(self, decoder, request, what: str):
         """While a prefill runs, report each layer done (run_progress) and stop it between layers once the
         request is cancelled (the decoder's cache and trace are then empty). The emptied trace is handed back
-        unless a prefill or replay queued behind sets the decoder anew: read as a cancelled run, it would
-        have the GUI give back the trace shown over the newer run."""
+        unless the model thread gives the GUI's trace back itself (_keep_shown), or a prefill or replay queued
+        behind sets the decoder anew: read as a cancelled run, it would have the GUI give back the trace
+        shown over the newer run."""
         def report(done: int, total: int) -> None:
             if self._queue.is_cancelled(request):
                 raise Cancelled()
@@ -155,10 +168,11 @@ class DecodeLoop:
         try:
             yield
         except Cancelled:
-            showed = self._shown is not None and bool(self._shown.steps)
-            if not decoder.trace.steps and not self._queue.starts_over(loads=False):
-                self._hand_back(decoder.trace)   # stopped after the cache was reset: the decoder holds nothing
-            self._giving_back = showed and not decoder.trace.steps
+            if not (decoder.trace.steps or self._queue.starts_over(loads=False)):
+                if self._window_keeps_shown():   # the GUI hears that the run was cancelled (its notice, its run
+                    self._emit.trace_ready.emit(decoder.trace, self._seq)   # no longer awaited); _keep_shown
+                else:                            # gives the decoder the GUI's trace back, before any read
+                    self._hand_back(decoder.trace)   # stopped after the cache was reset: the decoder holds nothing
             raise
         finally:
             decoder.progress = None
@@ -282,8 +296,6 @@ class DecodeLoop:
         if decoder is None:
             raise ExplorerError("No model is loaded yet; open one from the Model menu first.")
         if need_trace and not decoder.trace.steps:
-            if self._giving_back:
-                raise Cancelled()
             raise ExplorerError("Nothing has been run yet; press Run to prefill the prompt first.")
         return decoder
 

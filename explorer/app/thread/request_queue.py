@@ -44,6 +44,7 @@ class RequestQueue:
         self._next_seq = 0
         self._closed = False
         self._handed: int | None = None     # tokens of the last trace the model thread handed back
+        self._discarded_through = -1        # traces of requests up to this seq are not handed on to the window
         self._running_done = 0              # traces handed back by the running request so far
 
     # ----- GUI thread -------------------------------------------------------------
@@ -57,12 +58,17 @@ class RequestQueue:
             self._sync_if_nothing_left()
             self._lock.notify_all()
 
-    def cancel(self) -> None:
-        """Drop every queued load and decoding request and cancel the running one."""
+    def cancel(self, discard: bool = False) -> None:
+        """Drop every queued load and decoding request and cancel the running one. A give-back the model thread
+        queued stays (the window shows its trace, which the decoder must hold again), unless `discard`: no trace
+        of a request asked so far is handed on, and the window decides alone what it shows."""
         with self._lock:
-            self._pending = [r for r in self._pending if isinstance(r, _SETTINGS)]   # settings stay
+            self._pending = [r for r in self._pending
+                             if isinstance(r, _SETTINGS) or (isinstance(r, Replay) and r.give_back and not discard)]
             if self._running is not None:
                 self._cancelled.add(self._running.seq)
+            if discard:
+                self._discarded_through = self._next_seq - 1
             self._sync_if_nothing_left()
 
     def close(self) -> None:
@@ -103,6 +109,11 @@ class RequestQueue:
                     steps += request.count
             return start, steps
 
+    def discarded_through(self) -> int:
+        """The seq up to which the traces of requests are not handed on (a Stop or Reset that discards them)."""
+        with self._lock:
+            return self._discarded_through
+
     def pending(self) -> list:
         with self._lock:
             return list(self._pending)
@@ -125,6 +136,17 @@ class RequestQueue:
             self._running = self._pending.pop(0)
             self._running_done = 0
             return self._running
+
+    def give_back(self, replay: Replay) -> bool:
+        """Queue `replay`, which gives the decoder back the trace the window shows, first, before any request
+        that reads the decoder; False (nothing queued) when a queued request starts the trace over anyway."""
+        with self._lock:
+            if self._closed or any(isinstance(r, (Load, Prefill, Replay)) for r in self._pending):
+                return False
+            self._pending.insert(0, replace(replay, give_back=True, seq=self._next_seq))
+            self._next_seq += 1
+            self._lock.notify_all()
+            return True
 
     def handed_back(self, n_tokens: int) -> None:
         """The model thread handed the GUI a trace of `n_tokens` tokens (see `plan`)."""
@@ -197,7 +219,7 @@ class RequestQueue:
         """Whether `request` replays exactly the trace the running replay (not cancelled) rebuilds."""
         running = self._running
         return (isinstance(request, Replay) and isinstance(running, Replay) and running.seq not in self._cancelled
-                and replace(running, seq=request.seq) == request)
+                and replace(running, seq=request.seq, give_back=request.give_back) == request)
 
     def _cancel_running(self, applies) -> None:
         if self._running is not None and applies(self._running):

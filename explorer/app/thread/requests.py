@@ -46,6 +46,7 @@ class Replay:
     ids: tuple[int, ...]
     forced: tuple[tuple[int, int], ...] = ()
     n_steps: int = 1
+    give_back: bool = False         # queued by the model thread: a run stopped half way took the window's trace
     seq: int = -1
 
 

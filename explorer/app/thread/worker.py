@@ -49,7 +49,6 @@ class ModelWorker(QObject):
         self._emitter = Emitter()
         self._busy = False
         self._latest_trace = None
-        self._discard_through = -1          # traces of requests up to this seq are not handed on
         self._emitter.trace_ready.connect(self._on_trace_ready)
         self._emitter.model_loaded.connect(self.model_loaded)
         self._emitter.lens_ready.connect(self.lens_ready)
@@ -117,9 +116,8 @@ class ModelWorker(QObject):
         finishing now (Reset: the step in flight must not bring the cleared trace back).
         """
         if discard_traces:
-            self._discard_through = self._queue.pushed() - 1
             self._latest_trace = None
-        self._queue.cancel()
+        self._queue.cancel(discard=discard_traces)
         self._core.prefetch(None)               # weights read ahead for a load dropped here are let go
 
     def shutdown(self, timeout_s: float = 5.0) -> bool:
@@ -148,7 +146,11 @@ class ModelWorker(QObject):
     @Slot(object, int)
     def _on_trace_ready(self, trace, seq: int) -> None:
         # Traces that arrive together are coalesced: only the newest is handed on.
-        if seq <= self._discard_through:
+        if seq <= self._queue.discarded_through():
+            return
+        if not trace.steps:                     # a run stopped half way: the GUI hears of it, whatever follows
+            self._flush_trace()
+            self.trace_ready.emit(trace)
             return
         if self._latest_trace is None:
             QTimer.singleShot(0, self._flush_trace)
