@@ -3,6 +3,8 @@ each the window's size, the attention map's part of the window changing from fra
 row per step) and the selection given back; a cancel writes nothing, and a failure is one sentence."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from PySide6.QtCore import QPoint
@@ -89,3 +91,12 @@ def test_cancel_writes_nothing_and_a_failure_is_one_sentence(window, tmp_path, m
     record_action(window).trigger()
     errors = window.dialogs["warnings"]
     assert len(errors) == 1 and "\n" not in errors[0] and "does not exist" in errors[0], errors
+
+
+def test_the_menu_item_names_the_formats_its_dialog_offers(window, monkeypatch):
+    asked = []
+    monkeypatch.setattr(export_dialogs, "ask_path", lambda parent, title, name, filters: asked.append(filters))
+    action = record_action(window)
+    action.trigger()
+    named = re.search(r"\(([^)]*)\)", action.text()).group(1).split("/")
+    assert asked and named == [suffix.upper() for suffix in re.findall(r"\*\.(\w+)", asked[0])]

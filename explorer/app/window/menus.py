@@ -17,6 +17,7 @@ from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QApplication, QFileDialog, QInputDialog, QMenu, QMessageBox
 
 from explorer import __version__
+from explorer.app.figures import animation
 from explorer.app.figures.window_animation import ask_and_record_window
 from explorer.app.panels.learn import open_learn
 from explorer.app.run.trace_budget import MAX_BUDGET_MB, MIN_BUDGET_MB
@@ -44,7 +45,7 @@ class Menus:
         self.recent = QMenu("Open &Recent", window)
         self.export = QMenu("&Export", window)
         self.export_current = self._action("&Export Current Panel…", self.export_focused_panel, "Ctrl+E")
-        self.record_window = self._action("&Record the Window While Stepping (GIF/APNG/MP4)…",
+        self.record_window = self._action(f"&Record the Window While Stepping ({animation.formats_label()})…",
                                           lambda: ask_and_record_window(self.window))
         self._build_file()
         for action in window.actions.all():
