@@ -185,13 +185,14 @@ class GridFiller(QObject):
             return cancel.is_set()
 
         try:
-            for layer, head in missing:
-                tile = self.tiles.get(trace, layer, [head], block, upto_step, cross, values, cancelled, THREADS)
-                self._computed.emit(generation, layer, head, tile)
-            self._ended.emit(generation, True)
-        except Cancelled:
-            self._ended.emit(generation, False)
-        except RuntimeError:                     # the panel is gone
+            try:
+                for layer, head in missing:
+                    tile = self.tiles.get(trace, layer, [head], block, upto_step, cross, values, cancelled, THREADS)
+                    self._computed.emit(generation, layer, head, tile)
+                self._ended.emit(generation, True)
+            except Cancelled:
+                self._ended.emit(generation, False)
+        except RuntimeError:                     # the panel is gone (the app closing), its signals with it
             pass
 
     def _place(self, generation: int, layer: int, head: int, tile) -> None:

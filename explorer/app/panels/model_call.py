@@ -94,11 +94,17 @@ class ModelCall(QObject):
             result = job(loaded, lambda fraction, what: self._progressed.emit(generation, float(fraction), str(what)),
                          cancel)
         except ExplorerError as error:
-            self._answered.emit(generation, False, str(error))
+            self._answer(generation, False, str(error))
         except Exception as error:  # a bug must not kill the app: show it as one line
-            self._answered.emit(generation, False, f"The job failed: {type(error).__name__}: {error}")
+            self._answer(generation, False, f"The job failed: {type(error).__name__}: {error}")
         else:
-            self._answered.emit(generation, True, result)
+            self._answer(generation, True, result)
+
+    def _answer(self, generation: int, ok: bool, value) -> None:
+        try:
+            self._answered.emit(generation, ok, value)
+        except RuntimeError:        # this object was deleted while its job ran (the app closing): nobody asks
+            pass
 
     # ----- GUI thread --------------------------------------------------------------------
     def _on_progressed(self, generation: int, fraction: float, what: str) -> None:
