@@ -151,7 +151,7 @@ def test_zooming_in_draws_the_visible_cells_exactly(qtbot, panel, traces):
 
 
 def test_zooming_part_way_draws_the_view_at_finer_blocks(qtbot, panel, traces, monkeypatch):
-    from explorer.app.panels import long_head
+    from explorer.app.widgets import long_head
 
     monkeypatch.setattr(long_head, "DETAIL_SIDE", 256)                # a 600-cell view: 3 × 3 blocks, finer than 4
     trace = traces[0]

@@ -6,7 +6,7 @@ import threading
 
 import shiboken6
 
-from explorer.app.panels.model_call import ModelCall
+from explorer.app.widgets.model_call import ModelCall
 
 
 def test_a_model_job_that_ends_after_its_caller_was_deleted_says_nothing(qapp):

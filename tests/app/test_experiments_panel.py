@@ -7,7 +7,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from explorer.app.panels.experiments import ExperimentsPanel, parse_layers
-from explorer.app.panels.model_call import thread_executor
+from explorer.app.widgets.model_call import thread_executor
 from explorer.app.state.session import Session
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import Experiment, HeadAblation, Intervention, Kernel, KernelChoice, active

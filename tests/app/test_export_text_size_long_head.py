@@ -1,5 +1,5 @@
 """File ▸ Export Figure Text Size reaches a long head's export too (the block-maxima figure written off the
-GUI thread, panels/long_export.py): its title's ink is twice as tall at "Largest" (2×) as at "Normal", in
+GUI thread, widgets/long_export.py): its title's ink is twice as tall at "Largest" (2×) as at "Normal", in
 the PNG's pixels, as tests/app/test_export_font_size.py measures the short head's."""
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QApplication
 
-from explorer.app.panels.kv_lab_rows import hidden_rows
+from explorer.app.widgets.kv_lab_rows import hidden_rows
 from tests.app.screen_fit import settle
 from tests.app.test_presentation_panels import projector_window  # noqa: F401 (fixture)
 

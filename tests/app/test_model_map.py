@@ -16,7 +16,7 @@ from PySide6.QtGui import QColor, QImage
 from PySide6.QtWidgets import QGraphicsTextItem
 
 from explorer.drawing.export import ExportError
-from explorer.app.panels.model_call import thread_executor
+from explorer.app.widgets.model_call import thread_executor
 from explorer.app.panels.model_map import ACCENT, EMPTY, NEW_ROW, ModelMapPanel
 from explorer.app.state.session import Session
 from explorer.core.config import ModelConfig

@@ -40,7 +40,7 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from explorer.app.panels.model_call import ModelCall  # noqa: E402
+from explorer.app.widgets.model_call import ModelCall  # noqa: E402
 from explorer.app.thread.worker import ModelWorker  # noqa: E402
 from explorer.core.intervention import HeadAblation, Intervention  # noqa: E402
 from tests.app.tiny_model import make_tiny_llama  # noqa: E402

@@ -8,9 +8,9 @@ import threading
 import numpy as np
 import pytest
 
-from explorer.app.panels.asking import Asker
+from explorer.app.widgets.asking import Asker
 from explorer.app.panels.base import Panel
-from explorer.app.panels.grid_filler import Background
+from explorer.app.widgets.grid_filler import Background
 from explorer.app.state.session import CANCEL, ERROR, Session
 
 

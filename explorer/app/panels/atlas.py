@@ -17,14 +17,14 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSplitter,
                                QTableWidget, QTableWidgetItem)
 
-from explorer.app.panels.ablation_marks import AblationMarks, ablated_heads
-from explorer.app.panels.adaptive import orient
-from explorer.app.panels.asking import Asker
-from explorer.app.panels.atlas_reading import DescriptionReader
+from explorer.app.widgets.ablation_marks import AblationMarks, ablated_heads
+from explorer.app.widgets.adaptive import orient
+from explorer.app.widgets.asking import Asker
+from explorer.app.widgets.atlas_reading import DescriptionReader
 from explorer.app.panels.base import LineLabel, Panel, decoder_view_unavailable
 from explorer.drawing.heatmap import Heatmap
-from explorer.app.panels.long_head import LongHead, Request
-from explorer.app.panels.plot_text import SMALL_TITLE
+from explorer.app.widgets.long_head import LongHead, Request
+from explorer.app.widgets.plot_text import SMALL_TITLE
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import HeadScoresJob
 from explorer.views import trace_views

@@ -17,15 +17,15 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QSpinBox, QSplitter, QVBoxLayout, QWidget
 
-from explorer.app.panels.ablation_marks import AblationMarks, ablated_heads
-from explorer.app.panels.attention_kind import AttentionKindBox
+from explorer.app.widgets.ablation_marks import AblationMarks, ablated_heads
+from explorer.app.widgets.attention_kind import AttentionKindBox
 from explorer.app.panels.base import Panel, dims, visible_text
-from explorer.app.panels.flow_layout import FlowLayout
-from explorer.app.panels.grid_filler import GridFiller, GridProgress
+from explorer.app.widgets.flow_layout import FlowLayout
+from explorer.app.widgets.grid_filler import GridFiller, GridProgress
 from explorer.drawing.heatmap import Heatmap
-from explorer.app.panels.kernel_control import KernelControl
-from explorer.app.panels.long_export import LongExport
-from explorer.app.panels.long_head import LongHead, Request
+from explorer.app.widgets.kernel_control import KernelControl
+from explorer.app.widgets.long_export import LongExport
+from explorer.app.widgets.long_head import LongHead, Request
 from explorer.app.state.session import Selection
 from explorer.core.intervention import HeadAblation, Intervention
 from explorer.views import trace_views

@@ -14,13 +14,13 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QTextBrowser
 
-from explorer.app.panels.adaptive import orient
-from explorer.app.panels.asking import Asker
+from explorer.app.widgets.adaptive import orient
+from explorer.app.widgets.asking import Asker
 from explorer.app.panels.base import Panel, decoder_view_unavailable, formula_html
-from explorer.app.panels.block_text import block_html
+from explorer.app.widgets.block_text import block_html
 from explorer.drawing.heatmap import Heatmap
-from explorer.app.panels.text_helpers import readable, selected_position
-from explorer.app.panels.plot_text import SMALL_TITLE, fitting_title
+from explorer.app.widgets.text_helpers import readable, selected_position
+from explorer.app.widgets.plot_text import SMALL_TITLE, fitting_title
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import BlockWalkJob, OutputWeightsJob
 from explorer.core import derivation, trace_rows

@@ -13,11 +13,11 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy
 
-from explorer.app.panels.plot_text import TITLE, fitting_title
+from explorer.app.widgets.plot_text import TITLE, fitting_title
 from explorer.app.panels.base import Panel, dims
 from explorer.drawing.heatmap import Heatmap
-from explorer.app.panels.stacked_rows import StackedRows
-from explorer.app.panels.token_labels import tick_labels
+from explorer.app.widgets.stacked_rows import StackedRows
+from explorer.app.widgets.token_labels import tick_labels
 from explorer.app.state.session import Selection
 
 VIEWS = {

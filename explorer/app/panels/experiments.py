@@ -19,10 +19,10 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QGr
                                QLineEdit, QListWidget, QListWidgetItem, QPushButton, QSpinBox, QSplitter, QTableWidget, QTabWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
-from explorer.app.panels.adaptive import orient
-from explorer.app.panels.asking import Asker
+from explorer.app.widgets.adaptive import orient
+from explorer.app.widgets.asking import Asker
 from explorer.app.panels.base import Panel, WrappedText
-from explorer.app.panels.patching_view import PatchingView
+from explorer.app.widgets.patching_view import PatchingView
 from explorer.app.state.words import plural
 from explorer.app.thread.requests import CompareNextTokenJob
 from explorer.core.errors import ExplorerError

@@ -17,7 +17,7 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem,
                                QTabWidget, QVBoxLayout, QWidget)
 
-from explorer.app.panels.plot_text import fitting_title
+from explorer.app.widgets.plot_text import fitting_title
 from explorer.app.panels.base import Panel, WrappedText
 from explorer.drawing.heatmap import Heatmap, nice_step
 from explorer.app.state.session import Selection

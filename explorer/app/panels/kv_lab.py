@@ -21,10 +21,10 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLin
 from explorer.app.figures import export_dialogs
 from explorer.drawing import export
 from explorer.app.panels.base import Panel
-from explorer.app.panels.kv_lab_rows import VariantRows
-from explorer.app.panels.kv_plot import DTYPES, BytesPlot, FitSplitter, save_bytes_plot
-from explorer.app.panels.model_call import Executor, ModelCall, thread_executor
-from explorer.app.panels.what_if_view import WhatIfView, steps_csv, table_item
+from explorer.app.widgets.kv_lab_rows import VariantRows
+from explorer.app.widgets.kv_plot import DTYPES, BytesPlot, FitSplitter, save_bytes_plot
+from explorer.app.widgets.model_call import Executor, ModelCall, thread_executor
+from explorer.app.widgets.what_if_view import WhatIfView, steps_csv, table_item
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import WhatIfJob
 from explorer.core import kv_variants as kv
@@ -359,7 +359,7 @@ class KVLabPanel(Panel):
 
     def open_variants_window(self, models=None, make_worker=None):
         """The natively trained MHA, MQA, GQA and MLA models side by side, each on its own worker."""
-        from explorer.app.panels.variants_compare import VariantsWindow
+        from explorer.app.widgets.variants_compare import VariantsWindow
 
         options = {} if make_worker is None else {"make_worker": make_worker}
         self.variants_window = VariantsWindow(models, **options)

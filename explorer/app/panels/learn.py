@@ -16,7 +16,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QDockWidget, QHBoxLayout, QLabel, QPushButton, QTextBrowser
 
 from explorer.app.panels.base import Panel, formula_html
-from explorer.app.panels.learn_tour import Stop, Tour, load_stops, stop_of_panel
+from explorer.app.widgets.learn_tour import Stop, Tour, load_stops, stop_of_panel
 from explorer.core.errors import ExplorerError
 
 DOCK_PX = 400                      # the Learn dock's width beside the panels

@@ -19,10 +19,10 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QAction, QBrush, QColor, QFont, QImage, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import (QGraphicsPathItem, QGraphicsRectItem, QGraphicsScene, QGraphicsTextItem, QGraphicsView)
 
-from explorer.app.panels.asking import Asker
+from explorer.app.widgets.asking import Asker
 from explorer.app.panels.base import Panel, formula_html
 from explorer.app.state.session import Selection
-from explorer.app.panels.model_map_layout import GAP_X, NODE_W, lay_out
+from explorer.app.widgets.model_map_layout import GAP_X, NODE_W, lay_out
 from explorer.views.model_graph import FOLD_AT, ModelGraph, Node, model_graph
 
 FILL = {"attention": "#dbe8fb", "w_o": "#dbe8fb", "ffn": "#e3f4df", "moe": "#d5efcc", "norm": "#f3ece0",

@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPalette
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTableWidget, QTableWidgetItem, QWidget
 
-from explorer.app.panels.bars import SHARE_ROLE, ShareBarDelegate
+from explorer.app.widgets.bars import SHARE_ROLE, ShareBarDelegate
 from explorer.app.panels.base import Panel, WrappedText, visible_text
 from explorer.app.state.session import Selection
 from explorer.core.intervention import active

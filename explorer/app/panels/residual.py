@@ -14,11 +14,11 @@ from PySide6.QtCore import QEvent
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem
 
-from explorer.app.panels.plot_text import LEGEND
-from explorer.app.panels.adaptive import is_wide
-from explorer.app.panels.asking import Asker
+from explorer.app.widgets.plot_text import LEGEND
+from explorer.app.widgets.adaptive import is_wide
+from explorer.app.widgets.asking import Asker
 from explorer.app.panels.base import Panel, decoder_view_unavailable
-from explorer.app.panels.text_helpers import readable, selected_position
+from explorer.app.widgets.text_helpers import readable, selected_position
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import ResidualStreamJob
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from explorer.app.panels.model_call import Job, ModelCall
+from explorer.app.widgets.model_call import Job, ModelCall
 
 
 class Asker:

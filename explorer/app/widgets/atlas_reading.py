@@ -13,7 +13,7 @@ import weakref
 
 from PySide6.QtCore import QObject, Signal
 
-from explorer.app.panels.model_call import ModelCall, thread_executor
+from explorer.app.widgets.model_call import ModelCall, thread_executor
 from explorer.core.head_description import (DescriptionSums, HeadDescription, described_so_far, describe_heads,
                                             entries_to_read)
 from explorer.core.trace import Trace

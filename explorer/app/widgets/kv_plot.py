@@ -12,7 +12,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter
 
-from explorer.app.panels.plot_text import LEGEND, TITLE
+from explorer.app.widgets.plot_text import LEGEND, TITLE
 from explorer.drawing.heatmap import nice_step
 from explorer.core import kv_variants as kv
 

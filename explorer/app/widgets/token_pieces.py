@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from explorer.app.panels.text_helpers import readable
+from explorer.app.widgets.text_helpers import readable
 from explorer.views.token_text import TextPiece
 
 SPAN_COLOURS = ("#2d4f7c", "#5a3d6e", "#2f6a4f", "#7a4a2a", "#3f5f6f", "#6e3b4f")

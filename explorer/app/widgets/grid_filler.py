@@ -18,7 +18,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QWidget
 
-from explorer.app.panels.base import LineLabel
+from explorer.app.widgets.text_widgets import LineLabel
 from explorer.app.thread import threads
 from explorer.views.grid import Mosaic, attention_records, blank_mosaic
 from explorer.views.long_maps import THREADS, Cancelled, ReducedMaps, extent, grid_block

@@ -5,7 +5,7 @@ import html
 
 import numpy as np
 
-from explorer.app.panels.text_helpers import readable
+from explorer.app.widgets.text_helpers import readable
 
 
 def _vector(values: np.ndarray, n: int = 6) -> str:

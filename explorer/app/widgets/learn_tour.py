@@ -15,7 +15,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from explorer.app.panels.kernel_control import is_layer_kernel, with_kernel
+from explorer.app.widgets.kernel_control import is_layer_kernel, with_kernel
 from explorer.app.window import model_refs
 from explorer.core import store
 from explorer.core.errors import ExplorerError

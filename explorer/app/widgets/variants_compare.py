@@ -18,7 +18,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout,
                                QWidget)
 
-from explorer.app.panels.plot_text import SMALL_TITLE
+from explorer.app.widgets.plot_text import SMALL_TITLE
 from explorer.drawing.heatmap import Heatmap
 from explorer.app.window.error_bar import ErrorLine
 from explorer.core import kv_variants

@@ -14,7 +14,7 @@ from PySide6.QtCore import QObject, Signal
 
 from explorer.app.figures import export_dialogs
 from explorer.drawing import export
-from explorer.app.panels.grid_filler import Background
+from explorer.app.widgets.grid_filler import Background
 from explorer.core.errors import ExplorerError
 from explorer.views.long_maps import Cancelled, extent
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from explorer.app.panels.grid_filler import Background
+from explorer.app.widgets.grid_filler import Background
 from explorer.drawing.heatmap import Heatmap
 from explorer.views.long_maps import (THREADS, Cancelled, ReducedMaps, block_maxima, display_factor, exact_cell,
                                       extent)
