@@ -3,7 +3,7 @@ out[I, J] = max over the block (NaN only where the whole block is NaN), or the e
 import numpy as np
 import pytest
 
-from explorer.drawing.heatmap import block_max
+from explorer.drawing.maxima import block_max
 
 
 def blockwise(matrix: np.ndarray, k_rows: int, k_cols: int, signed: bool) -> np.ndarray:
