@@ -2,8 +2,9 @@
 
 A batch of runs is prefilled in packed passes (core/packed.py: the prompts side by side, each row
 attending only within its own prompt, so no padding enters a sum), cut into chunks that fit a memory
-budget; where a pass cannot be packed (a pattern or path patch, an encoder, latent attention) the
-prompts run one after another. `progress(done, total)` is called after each prompt. Lists given
+budget; an encoder-only model's batch is one padded pass (encoder.prefill_padded: right padding
+hidden by the attention mask), cut into chunks the same way; where a pass cannot be packed (a pattern or
+path patch, an intervened encoder, an encoder-decoder) the prompts run one after another. `progress(done, total)` is called after each prompt. Lists given
 beside the prompts (targets, positions) are matched one to one, or a single value is used for every
 prompt.
 """
@@ -49,6 +50,8 @@ def runs(model, prompts: Sequence, options: dict, progress: Callable | None = No
     whole = checks.intervention_of(options["ablate"], options["kernel"], options["kernel_layers"],
                                    options["kernel_temperature"], options["intervention"], model.info)
     prompts = list(prompts)
+    if len(prompts) >= 2 and _can_pad(model, whole, options):
+        return _encoder_runs(model, prompts, options, progress, budget)
     if len(prompts) < 2 or not packed.can_record_packed(model.loaded, whole):
         return each(prompts, lambda one: model.run(one, **options), progress)
     ids = [model._ids(prompt, options["prepend_bos"]) for prompt in prompts]
@@ -68,6 +71,37 @@ def runs(model, prompts: Sequence, options: dict, progress: Callable | None = No
             made[index].activations(options["activations"])
         if progress is not None:
             progress(done, len(prompts))
+    return made
+
+
+def _can_pad(model, whole, options: dict) -> bool:
+    """Whether a batch of runs may be one padded pass: an encoder-only model, no intervention, no steps
+    (a run of steps > 0 is refused by the prompt's own run, in its words)."""
+    return model.info.is_encoder_only and whole is None and isinstance(options["steps"], (int, np.integer)) \
+        and not isinstance(options["steps"], bool) and options["steps"] == 0
+
+
+def _encoder_runs(model, prompts: list, options: dict, progress: Callable | None, budget: int) -> list:
+    """An encoder's runs from padded passes over as many prompts as `budget` bytes allow (encoder.padded_bytes;
+    a prompt that does not fit alone runs alone)."""
+    from explorer.core import encoder, packed
+    from explorer.core.sampling import Sampling
+
+    ids = [model._ids(prompt, options["prepend_bos"]) for prompt in prompts]
+    runners = [checks.decoder(model.loaded, options["sampling"] or Sampling(), len(one)) for one in ids]
+    made: list = [None] * len(prompts)
+    done = 0
+    for chunk in packed.chunks(len(ids), lambda rows: encoder.padded_bytes(
+            model.loaded.config, [len(ids[i]) for i in rows]) <= budget):
+        encoder.prefill_padded([runners[i] for i in chunk], [ids[i] for i in chunk])
+        for index in chunk:
+            prompt = prompts[index]
+            made[index] = Run(model, runners[index], prompt if isinstance(prompt, str) else None, None)
+            if options["activations"] is not None:
+                made[index].activations(options["activations"])
+            done += 1
+            if progress is not None:
+                progress(done, len(prompts))
     return made
 
 

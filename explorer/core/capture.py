@@ -6,7 +6,7 @@ drops it. The fields are typed: `capture.layers[l].attn.weights  # (head, q, k)`
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -75,3 +75,37 @@ class StepCapture:
         captured = self.layers[layer]
         for name, value in tensors.items():
             setattr(captured, name, value)
+
+    def attention_of_batch(self, layer: int, record: AttentionCapture, cross: bool = False) -> None:
+        """A batch's record, its tensors (B, heads, T, ...) (encdec.py keeps B): one run's capture takes row 0."""
+        self.attention(layer, replace(record, **{name: getattr(record, name)[0] for name in BATCHED
+                                                 if getattr(record, name) is not None}), cross)
+
+    def block_of_batch(self, layer: int, **tensors) -> None:
+        """A batch's block tensors (B, T, d): one run's capture takes row 0."""
+        self.block(layer, **{name: value[0] for name, value in tensors.items()})
+
+
+BATCHED = ("q", "k", "v", "weights", "head_out")     # an AttentionCapture's tensors with a batch dimension first
+
+
+class PaddedCapture(StepCapture):
+    """The capture of a right-padded batch (B, S): row b's tensors, cut to its own n_b tokens, go to its own
+    capture with the mask and rule its pass alone makes (`own(n)`: that pass's Visibility). Padding keys get
+    weight exactly 0 and padding rows are cut away, so each capture holds what its prompt's pass holds."""
+
+    def __init__(self, captures: list[StepCapture], lengths: list[int], own):
+        super().__init__(0, weights=any(capture.weights for capture in captures))
+        self.captures, self.lengths, self.own = captures, lengths, own
+
+    def attention_of_batch(self, layer: int, record: AttentionCapture, cross: bool = False) -> None:
+        for row, (capture, n) in enumerate(zip(self.captures, self.lengths)):
+            seen = self.own(n)
+            cut = {name: getattr(record, name)[row, :, :n] for name in ("q", "k", "v", "head_out")}
+            weights = None if record.weights is None else record.weights[row, :, :n, :n].contiguous()  # (H, n, n)
+            capture.attention(layer, replace(record, **cut, weights=weights, mask=seen.mask, kv_positions=seen.keys,
+                                             rule=seen.rule), cross)
+
+    def block_of_batch(self, layer: int, **tensors) -> None:
+        for row, (capture, n) in enumerate(zip(self.captures, self.lengths)):
+            capture.block(layer, **{name: value[row, :n] for name, value in tensors.items()})

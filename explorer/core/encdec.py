@@ -13,7 +13,8 @@ The cross-attention K = C W^K and V = C W^V are computed once per source
 (`cross_keys_values`) and reused at every decoding step.
 
 Unlike model.py this module keeps a batch dimension B, because the same code
-trains the bundled translation model on padded batches; the explorer runs B = 1.
+trains the bundled translation model on padded batches; the explorer runs B = 1, and an encoder-only
+batch of prompts (encoder.prefill_padded) runs B rows whose capture cuts each row to its own length.
 The attention core (mask, softmax, interventions) is model.py's: attention.attend
 works on any leading dimensions.
 The config.json format is our own: `model_type: "explorer-encdec"` (see EncDecConfig).
@@ -73,15 +74,15 @@ class MultiHeadAttention(nn.Module):
         return self._heads(x, self.wk), self._heads(x, self.wv)                 # K = X^K W^K, V = X^V W^V
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, seen: Visibility, run=None, capture=None):
-        """Y (B, N_Q, d_model) for q (B, H, N_Q, d), k/v (B, H, N_KV, d); batch row 0 goes to `capture`."""
+        """Y (B, N_Q, d_model) for q (B, H, N_Q, d), k/v (B, H, N_KV, d); `capture` takes its rows (capture.py)."""
         site = None if run is None else run.site(self.layer, self.n_heads, self.where)
         scores = q @ k.transpose(-1, -2) * self.scale                            # S: (B, H, N_Q, N_KV)
         weights, heads, seen = attend(scores, seen, lambda a: a @ v, None, site)  # A, O_h = A_h V_h
         b, _, n_q, _ = heads.shape
         y = self.wo(heads.transpose(1, 2).reshape(b, n_q, -1))                   # concat_h O_h W^O: (B, N_Q, d_model)
-        if capture is not None:
-            capture.attention(self.layer, AttentionCapture(
-                q=q[0], k=k[0], v=v[0], weights=weights[0], head_out=heads[0], mask=seen.mask,
+        if capture is not None:                                                  # (B, ...): capture.py cuts the rows
+            capture.attention_of_batch(self.layer, AttentionCapture(
+                q=q, k=k, v=v, weights=weights, head_out=heads, mask=seen.mask,
                 kv_positions=seen.keys, scale=self.scale, kernel=site.kernel if site else SOFTMAX, rule=seen.rule),
                 cross=self.where == "cross")
         return y
@@ -115,7 +116,7 @@ class EncoderLayer(nn.Module):
         f = self.ffn(h)
         h = self.ffn_norm(h + f)                                                 # Add & Norm: (B, S, d_model)
         if capture is not None:
-            capture.block(self.layer, x=x[0], residual_in=x[0], attn_out=a[0], ffn_out=f[0], residual=h[0])
+            capture.block_of_batch(self.layer, x=x, residual_in=x, attn_out=a, ffn_out=f, residual=h)
         return h
 
 
@@ -148,8 +149,7 @@ class DecoderLayer(nn.Module):
         f = self.ffn(h)
         h = self.ffn_norm(h + f)                                                 # Add & Norm: (B, T, d_model)
         if capture is not None:
-            capture.block(self.layer, x=x[0], residual_in=x[0], attn_out=a[0], cross_out=c[0], ffn_out=f[0],
-                          residual=h[0])
+            capture.block_of_batch(self.layer, x=x, residual_in=x, attn_out=a, cross_out=c, ffn_out=f, residual=h)
         return h
 
 

@@ -19,10 +19,10 @@ import torch
 from torch import nn
 
 from explorer.core.attention import as_run
-from explorer.core.capture import StepCapture
+from explorer.core.capture import PaddedCapture, StepCapture
 from explorer.core.config import ModelConfig, bert_config  # noqa: F401 (bert_config: read in config.py)
 from explorer.core.decode import refuse_non_finite
-from explorer.core.encdec import EncoderLayer
+from explorer.core.encdec import EncoderLayer, padded
 from explorer.core.errors import ContextOverflowError, ExplorerError, ModelLoadError
 from explorer.core.recording import Recorder, RecordOptions
 from explorer.core.trace import ModelInfo, StepRecord, Trace
@@ -61,14 +61,15 @@ class BertEncoder(nn.Module):
         self.layers = nn.ModuleList(EncoderLayer(config, i) for i in range(config.n_layers))
 
     def forward(self, ids: torch.Tensor, token_types: torch.Tensor | None = None, capture=None,
-                intervention=None) -> torch.Tensor:
-        """Hidden states (B, T, d_model) of ids (B, T); every token attends to every token."""
+                intervention=None, key_visible: torch.Tensor | None = None) -> torch.Tensor:
+        """Hidden states (B, T, d_model) of ids (B, T); every token attends to every token it may see
+        (`key_visible` (B, 1, 1, T): False at a padded batch's padding, hidden from every query; None: all)."""
         positions = torch.arange(ids.shape[1], device=ids.device)
         types = torch.zeros_like(ids) if token_types is None else token_types
         h = self.embed_norm(self.embed(ids) + self.pos(positions)[None] + self.token_type(types))
         run = as_run(intervention)
         for layer in self.layers:
-            h = layer(h, None, capture, run)                                     # full mask: nothing hidden
+            h = layer(h, key_visible, capture, run)                              # full mask but the padding
         return h
 
 
@@ -143,6 +144,11 @@ class EncoderRunner(Recorder):
 
     def prefill(self, ids) -> Trace:
         """Encode the text: one "encode" StepRecord, in trace.steps and as trace.encoder."""
+        ids = self.checked(ids)
+        return self._keep(ids, self._encode(ids))
+
+    def checked(self, ids) -> np.ndarray:
+        """The ids of a text to encode, (T,) int64: at least one, within the positions and the vocabulary."""
         ids = np.asarray(getattr(ids, "ids", ids), dtype=np.int64).reshape(-1)
         if ids.size == 0:
             raise ExplorerError("the text is empty: give at least one token")
@@ -150,7 +156,9 @@ class EncoderRunner(Recorder):
             raise ContextOverflowError(
                 f"the text has {ids.size} tokens, more than the model's {self.config.max_positions} positions")
         self._check_ids(ids)
-        record = self._encode(ids)
+        return ids
+
+    def _keep(self, ids: np.ndarray, record: StepRecord) -> Trace:
         self.kv_cache.length = int(ids.size)
         self.trace = Trace(model=self.loaded.info, steps=(record,), encoder=record)
         return self.trace
@@ -181,6 +189,57 @@ class EncoderRunner(Recorder):
             positions = torch.arange(len(ids), device=device)
             record = self._encode_record(ids, capture, self.model.embed.weight[ids_t], self.model.pos.weight[positions])
         return replace(record, ms=(time.perf_counter() - started) * 1000.0)
+
+
+def prefill_padded(runners: list[EncoderRunner], prompts: list) -> None:
+    """Each runner's prefill of its prompt, from one pass over the prompts right-padded to the longest, S:
+
+        ids (B, S), padding keys hidden from every query (BERT's attention mask), each row cut to its own n_b.
+
+    Every sublayer but attention is row-wise, and a hidden key gets weight exactly 0, so each row's record
+    is its prompt's pass alone (up to the rounding of a larger matmul). The runners share one model and
+    run no intervention (a mean over a padded row, or a position counted from its end, would differ)."""
+    first = runners[0]
+    ids = [runner.checked(one) for runner, one in zip(runners, prompts)]
+    lengths = [len(one) for one in ids]
+    longest, device = max(lengths), first.model.embed.weight.device
+    batch = np.zeros((len(ids), longest), dtype=np.int64)                       # padded with id 0, never seen
+    for row, one in enumerate(ids):
+        batch[row, : len(one)] = one
+    visible = torch.as_tensor(np.arange(longest)[None, :] < np.array(lengths)[:, None], device=device)  # (B, S)
+    captures = [StepCapture(first.config.n_layers) for _ in runners]
+    own = _own_visibility(device)
+    started = time.perf_counter()
+    with torch.inference_mode():
+        states = first.model(torch.as_tensor(batch, device=device), None, PaddedCapture(captures, lengths, own),
+                             None, visible[:, None, None, :])                    # (B, S, d_model)
+        positions = torch.arange(longest, device=device)
+        for row, (runner, one, capture) in enumerate(zip(runners, ids, captures)):
+            n = len(one)
+            refuse_non_finite(states[row, :n], runner.loaded, **ENCODER_OUTPUT)
+            record = runner._encode_record(one, capture, runner.model.embed.weight[torch.as_tensor(one, device=device)],
+                                           runner.model.pos.weight[positions[:n]])
+            runner._keep(one, replace(record, ms=(time.perf_counter() - started) * 1000.0 / len(runners)))
+
+
+def _own_visibility(device):
+    """n -> the Visibility an encoder's pass over n tokens alone attends with (encdec.padded), made once per n."""
+    made: dict[int, object] = {}
+
+    def own(n: int):
+        if n not in made:
+            made[n] = padded(np.arange(n), n, None, device)
+        return made[n]
+
+    return own
+
+
+def padded_bytes(config, lengths: list[int]) -> int:
+    """The memory a padded pass over prompts of `lengths` holds at its peak, roughly (float32), B prompts
+    padded to S:  B S L (5 d + 4 d)  (every layer's rows and Q, K, V, O until the records are made)
+    + B N S^2 (2 + L)  (one layer's scores and A, and every layer's kept maps)."""
+    b, s = len(lengths), max(lengths)
+    return 4 * b * s * (config.n_layers * 9 * config.d_model + config.n_heads * s * (2 + config.n_layers))
 
 
 ENCODER_OUTPUT = {"what": "hidden states", "forward": "the encoder's forward pass"}   # refuse_non_finite's words
