@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QPalette
+from PySide6.QtGui import QColor, QPalette, QPen
 from PySide6.QtWidgets import QApplication, QWidget
 
 _DARK = {
@@ -73,7 +73,7 @@ def printed(widget: QWidget, theme: str = "light") -> Iterator[None]:
     widget.setPalette(palette_of(QApplication.instance(), "dark" if theme == "dark" else "light"))
     views = [(view, view.backgroundBrush()) for view in widget.findChildren(pg.GraphicsView)]
     items = [item for view, _ in views for item in view.items()]
-    axes = [(axis, axis._pen, axis._textPen, dict(axis.labelStyle)) for axis in items if isinstance(axis, pg.AxisItem)]
+    axes = [(axis, axis.pen(), axis.textPen(), dict(axis.labelStyle)) for axis in items if isinstance(axis, pg.AxisItem)]
     labels = [(label, label.opts.get("color")) for label in items if isinstance(label, pg.LabelItem)]
     frames = [(box, box.border) for box in items if isinstance(box, pg.ViewBox) and box.border is not None]
     for view, _ in views:
@@ -91,8 +91,7 @@ def printed(widget: QWidget, theme: str = "light") -> Iterator[None]:
         for view, brush in views:
             view.setBackgroundBrush(brush)
         for axis, pen, text_pen, style in axes:
-            axis._pen, axis._textPen, axis.labelStyle, axis.picture = pen, text_pen, style, None
-            axis._updateLabel()
+            restore_axis(axis, pen, text_pen, style)
         for label, colour in labels:
             label.opts["color"] = colour
             label.setText(label.text)
@@ -100,3 +99,14 @@ def printed(widget: QWidget, theme: str = "light") -> Iterator[None]:
             box.setBorder(border)
         widget.setPalette(palette if had_palette else QPalette())
         widget.setAttribute(Qt.WidgetAttribute.WA_SetPalette, had_palette)
+
+
+def restore_axis(axis: pg.AxisItem, pen: QPen, text_pen: QPen, style: dict) -> None:
+    """The axis's pens and title style as they were, through AxisItem's public calls (setTextPen writes its
+    colour into the title's style, so a title styled in a colour of its own gets that style back)."""
+    axis.setPen(pen)
+    axis.setTextPen(text_pen)
+    if axis.labelStyle != style:
+        axis.labelStyle = dict(style)            # a public attribute, read whenever the title is drawn
+        if axis.labelText and axis.label.isVisible():
+            axis.setLabel(axis.labelText, axis.labelUnits, axis.labelUnitPrefix, **style)   # drawn now
