@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -90,13 +91,7 @@ def write_atomic(path: str | os.PathLike, writer: Callable[[str], object], what:
 
     The temporary path ends in the target's suffix (writers that look at it choose the same format).
     `what` names the content in the error ('the session'); `error_type` is the ExplorerError raised."""
-    path = Path(path).expanduser()
-    if path.is_symlink():                # write where the link points, as an editor does; the link stays
-        path = path.resolve()
-    if path.is_dir():
-        raise error_type(f"Cannot write {path}: it is a folder.")
-    if path.exists() and not path.is_file():      # a FIFO or a device: a rename would replace the node itself
-        raise error_type(f"Cannot write {path}: it is not a regular file (a pipe or a device).")
+    path = _writable_target(Path(path).expanduser(), what, error_type)
     folder = path.parent
     try:
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX + path.suffix)
@@ -112,6 +107,33 @@ def write_atomic(path: str | os.PathLike, writer: Callable[[str], object], what:
         raise write_failure(path, error, what, error_type) from None
     finally:
         _remove_quietly(temporary)          # after a replace it is gone; after any failure it must go
+    return path
+
+
+def _writable_target(path: Path, what: str, error_type: type[ExplorerError]) -> Path:
+    """The file `write_atomic` replaces: where a link points (as an editor writes, the link stays), refused in
+    one sentence if it is a folder, a pipe or a device (a rename would replace the node itself), a link that
+    loops, a file the person made read-only (a rename would replace it all the same), or out of reach."""
+    try:
+        if path.is_symlink():
+            path = path.resolve(strict=True)
+        status = path.stat() if os.path.lexists(path) else None
+    except RuntimeError:                        # Path.resolve's word for a symbolic link that loops (3.11)
+        raise error_type(f"Cannot write {path}: it is a symbolic link that loops.") from None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise error_type(f"Cannot write {path}: it is a symbolic link that loops.") from None
+        if not isinstance(error, FileNotFoundError):
+            raise write_failure(path, error, what, error_type) from None
+        return path.resolve() if path.is_symlink() else path       # a dangling link: create what it names
+    if status is None:
+        return path
+    if stat.S_ISDIR(status.st_mode):
+        raise error_type(f"Cannot write {path}: it is a folder.")
+    if not stat.S_ISREG(status.st_mode):
+        raise error_type(f"Cannot write {path}: it is not a regular file (a pipe or a device).")
+    if not os.access(path, os.W_OK):
+        raise error_type(f"Cannot write {path}: it is read-only.")
     return path
 
 

@@ -142,8 +142,11 @@ def pulled_path(name: str) -> Path | None:
     """Where a pulled catalog model opens from, or None if it is not (completely) in the store."""
     entry = PULLABLE[name]
     folder = home() / name
-    if not (folder / PULLED_FILE).is_file() or not all((folder / f.name).is_file() for f in entry.files):
-        return None
+    try:
+        if not (folder / PULLED_FILE).is_file() or not all((folder / f.name).is_file() for f in entry.files):
+            return None
+    except OSError as error:             # a store the person cannot search: said, never taken for "not pulled"
+        raise ModelLoadError(f"The model store's {folder} cannot be read: {files.reason(error)}.") from None
     return folder if entry.open_as == "." else folder / entry.open_as
 
 
@@ -205,18 +208,25 @@ def _entry(name: str, source: str, path: Path, license_name=None, description=""
                       variant=variant)
 
 
+def _unopened(name: str, pullable: Pullable, reason: str) -> ModelEntry:
+    """A catalog model that cannot be opened from the store (not pulled, or the store cannot be read)."""
+    return ModelEntry(name=name, source="pullable", path=None, summary=None, reason=reason,
+                      license=pullable.license, description=pullable.description, variant=pullable.variant)
+
+
 def catalog(include_pullable: bool = True, hf_root: Path | None = None) -> list[ModelEntry]:
     """Every model known: bundled, pulled (or pullable), the HF cache, then recently opened ones."""
     entries = [_entry(p.name, "bundled", p) for p in bundled_models()]
     for name, pullable in PULLABLE.items():
-        path = pulled_path(name)
+        try:
+            path = pulled_path(name)
+        except ModelLoadError as error:
+            entries.append(_unopened(name, pullable, str(error)))
+            continue
         if path is not None:
             entries.append(_entry(name, "pulled", path, pullable.license, pullable.description, pullable.variant))
         elif include_pullable:
-            entries.append(ModelEntry(name=name, source="pullable", path=None, summary=None,
-                                      reason=f"not pulled yet: python -m explorer pull {name}",
-                                      license=pullable.license, description=pullable.description,
-                                      variant=pullable.variant))
+            entries.append(_unopened(name, pullable, f"not pulled yet: python -m explorer pull {name}"))
     entries += [_entry(repo_id, "hf-cache", path) for repo_id, path in hf_cache_models(hf_root)]
     seen = {e.path.resolve() for e in entries if e.path is not None}
     for path in recent_paths():
@@ -275,10 +285,13 @@ def stored_models() -> list[StoredModel]:
     found = []
     for name, entry in PULLABLE.items():
         folder = home() / name
-        if not folder.is_dir():
-            continue
-        own = {file.name for file in entry.files} | {PULLED_FILE}
-        copies = tuple(sorted(p for p in folder.iterdir() if p.name not in own and p.is_file()))
+        try:
+            if not folder.is_dir():
+                continue
+            own = {file.name for file in entry.files} | {PULLED_FILE}
+            copies = tuple(sorted(p for p in folder.iterdir() if p.name not in own and p.is_file()))
+        except OSError as error:
+            raise ModelLoadError(f"The model store's {folder} cannot be read: {files.reason(error)}.") from None
         found.append(StoredModel(name, folder, sum(_size(folder / n) for n in own),
                                  copies, sum(_size(p) for p in copies)))
     return found

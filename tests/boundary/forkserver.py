@@ -25,11 +25,14 @@ import explorer.core.loaders  # noqa: F401
 import explorer.tools.trace_cmd  # noqa: F401
 from explorer import cli
 from explorer.core.errors import ExplorerError
+from tests.boundary.privileges import drop_privileges
 
 
 def _child(request: dict) -> int:
     """The case's body in the forked child: returns its exit status the way the interpreter would."""
     os.setsid()
+    if request["unprivileged"]:
+        drop_privileges()
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])

@@ -20,8 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from tests.boundary.privileges import drop_privileges, writable_again
+
 ROOT = Path(__file__).resolve().parents[2]
-TIMEOUT_S = 20.0            # a normal small run takes ~2 s; a hang or a 20-second tokenizer is past it
+TIMEOUT_S = 20.0            # the kill limit: a normal small run takes ~2 s; a hang or a 20-second tokenizer is past it
+CONTRACT_S = 5.0            # the issue's bound on a case's own time; the report names every case over it
 EXTRA_MEMORY_MB = 300       # over a normal small run's peak (the issue's bound)
 # The API's child: run the case's code; an ExplorerError is the one sentence and exit 2, anything else a traceback.
 API_CHILD = """
@@ -45,6 +48,7 @@ class Run:
     file_size_limit: int | None = None       # RLIMIT_FSIZE in bytes: a disk that fills at this size
     env: dict = field(default_factory=dict)
     fresh: bool = False                      # a new interpreter (`python -m explorer`), not a fork of the server
+    unprivileged: bool = False               # file modes bind it, even under root (privileges.drop_privileges)
 
 
 @dataclass(frozen=True)
@@ -79,9 +83,11 @@ def environment(case_dir: Path, extra: dict) -> dict:
     return env
 
 
-def _limits(file_size_limit: int | None):
+def _limits(file_size_limit: int | None, unprivileged: bool = False):
     def apply() -> None:
         os.setsid()
+        if unprivileged:
+            drop_privileges()
         if file_size_limit is not None:
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)       # a write past the limit fails with EFBIG
             resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, file_size_limit))
@@ -103,7 +109,7 @@ def execute_fresh(run: Run, case_dir: Path, timeout: float = TIMEOUT_S) -> Outco
         start = time.monotonic()
         child = subprocess.Popen(command(run, case_dir), cwd=case_dir, env=environment(case_dir, run.env),
                                  stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                                 preexec_fn=_limits(run.file_size_limit))
+                                 preexec_fn=_limits(run.file_size_limit, run.unprivileged))
         returncode, usage = None, None
         while time.monotonic() - start < timeout:
             pid, status, usage = os.wait4(child.pid, os.WNOHANG)
@@ -133,8 +139,8 @@ class ForkServer:
             return execute_fresh(run, case_dir, timeout)
         out, err = case_dir / "stdout.txt", case_dir / "stderr.txt"
         request = {"argv": list(run.argv), "api": run.api, "cwd": str(case_dir), "env": environment(case_dir, run.env),
-                   "file_size_limit": run.file_size_limit, "stdout": str(out), "stderr": str(err),
-                   "timeout": timeout}
+                   "file_size_limit": run.file_size_limit, "unprivileged": run.unprivileged,
+                   "stdout": str(out), "stderr": str(err), "timeout": timeout}
         self.process.stdin.write(json.dumps(request) + "\n")
         self.process.stdin.flush()
         answer = json.loads(self.process.stdout.readline())
@@ -165,4 +171,17 @@ def broken_contract(case: Case, outcome: Outcome, baseline_mb: float) -> list[st
             faults.append(f"the sentence does not say {case.says!r}: {lines[0][:300]!r}")
     if outcome.peak_mb > baseline_mb + EXTRA_MEMORY_MB:
         faults.append(f"peak memory {outcome.peak_mb:.0f} MB, over {baseline_mb:.0f} + {EXTRA_MEMORY_MB} MB")
+    return faults
+
+
+def judged(case: Case, outcome: Outcome, case_dir: Path, baseline_mb: float) -> list[str]:
+    """broken_contract, and what the case's `keeps` finds lost; then the case's folder is made removable."""
+    faults = broken_contract(case, outcome, baseline_mb)
+    try:
+        if case.keeps is not None and outcome.returncode is not None:
+            case.keeps(case_dir)
+    except AssertionError as error:
+        faults.append(str(error))
+    finally:
+        writable_again(case_dir)
     return faults

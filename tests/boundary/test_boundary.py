@@ -8,22 +8,17 @@ import shutil
 
 import pytest
 
-from tests.boundary import model_files, values
-from tests.boundary.harness import broken_contract, execute_fresh
+from tests.boundary import model_files, permissions, values
+from tests.boundary.harness import execute_fresh, judged
 from tests.boundary.model_files import trace
 
-CASES = model_files.CASES + values.CASES
+CASES = model_files.CASES + values.CASES + permissions.CASES
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_a_hostile_input_is_refused_cleanly(case, case_dir, normal_peak_mb, fork_server):
     outcome = fork_server.execute(case.build(case_dir), case_dir)
-    faults = broken_contract(case, outcome, normal_peak_mb)
-    if case.keeps is not None and outcome.returncode is not None:
-        try:
-            case.keeps(case_dir)
-        except AssertionError as error:
-            faults.append(str(error))
+    faults = judged(case, outcome, case_dir, normal_peak_mb)
     assert not faults, f"{case.kind}: " + "; ".join(faults)
 
 
@@ -53,7 +48,5 @@ def fresh_normal_peak_mb(good_model, tmp_path_factory) -> float:
 def test_a_new_interpreter_answers_as_the_forked_child(name, case_dir, fresh_normal_peak_mb):
     case = next(case for case in CASES if case.name == name)
     outcome = execute_fresh(dataclasses.replace(case.build(case_dir), fresh=True), case_dir)
-    faults = broken_contract(case, outcome, fresh_normal_peak_mb)
-    if case.keeps is not None:
-        case.keeps(case_dir)
+    faults = judged(case, outcome, case_dir, fresh_normal_peak_mb)
     assert not faults, "; ".join(faults)

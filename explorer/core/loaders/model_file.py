@@ -133,7 +133,7 @@ def open_model(path: str | Path) -> ModelFiles:
         raise ModelLoadError(f"{str(path)!r:.200} is not a file name.") from None
     if stat.S_ISDIR(mode):
         config = path / CONFIG_NAME
-        return _folder(path, config) if os.path.lexists(config) else _gguf_in(path)
+        return _folder(path, config) if _present(config) else _gguf_in(path)
     regular_size(path)                          # a FIFO, a device, a socket: named, never opened
     suffix = path.suffix.lower()
     if suffix == GGUF_SUFFIX:
@@ -147,8 +147,20 @@ def open_model(path: str | Path) -> ModelFiles:
     raise NotAModelError(f"{path} is neither a model folder, a config.json nor a .gguf file.")
 
 
+def _present(path: Path) -> bool:
+    """Whether `path` is there (a link counts, whatever it points at); a folder that cannot be searched is
+    named as such, not taken for one without the file (os.path.lexists says False to both)."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as error:
+        raise unreadable(path.parent, error) from None
+    return True
+
+
 def _folder(folder: Path, config: Path) -> ModelFiles:
-    if not os.path.lexists(config):
+    if not _present(config):
         raise ModelLoadError(f"{folder} has no {CONFIG_NAME}, so it is not a Hugging Face model folder.")
     return ModelFiles("hf", folder, config, checkpoint_name(folder))
 
