@@ -5,7 +5,8 @@ to the clipboard.
 The frames are the very files "Export every step" writes (export.export_attention at each step, same
 size, theme and options), rendered to a scratch folder and read back, so an animation and the numbered
 frames never differ. A GIF holds 256 colours per frame (Pillow picks them); an animated PNG keeps
-every pixel; an MP4 (H.264) plays in any player and slide program. The file is written atomically
+every pixel; an MP4 (H.264) plays in any player and slide program. Each is written a frame at a time
+(frame_stream.py, video.py), so memory does not grow with the steps. The file is written atomically
 (export.atomic_write); `progress(done, total)` is called after each frame and `cancelled()` before it,
 and a cancel leaves nothing behind. `write_animation` and
 `with_progress` are the machinery any animation uses (kv_animation: the KV cache growing).
@@ -19,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtGui import QGuiApplication, QImage
 
-from explorer.app.figures import export_dialogs, video
+from explorer.app.figures import export_dialogs, frame_stream, video
 from explorer.drawing import export
 from explorer.core.trace import Trace
 
@@ -29,6 +30,8 @@ FORMATS = {".gif": "Animated GIF", ".png": "Animated PNG, lossless", ".mp4": "MP
 SUFFIXES = tuple(FORMATS)
 FRAME_MS = 600                      # how long each step stays up
 ANIMATION_FILTERS = ";;".join(f"{name} (*{suffix})" for suffix, name in FORMATS.items())
+# each writes an iterable of (H, W, 3) frames a frame at a time: memory does not grow with the frame count
+STREAM_WRITERS = {".gif": frame_stream.write_gif, ".png": frame_stream.write_apng, ".mp4": video.write_video}
 
 
 def formats_label() -> str:
@@ -87,22 +90,15 @@ def check_target(path: Path, trace: Trace) -> str:
 def write_animation(path: Path, total: int, draw: Callable[[int, Path], Path], frame_ms: int = FRAME_MS,
                     progress: Callable[[int, int], None] | None = None,
                     cancelled: Callable[[], bool] | None = None) -> Path:
-    """The `total` frames `draw` writes as PNGs (draw_frames), read back and written as one animated GIF or
-    PNG, or an MP4, at `path`, atomically: a cancel or a failure leaves nothing behind."""
-    import imageio.v3 as iio
-
+    """The `total` frames `draw` writes as PNGs (draw_frames), read back one by one and streamed into one
+    animated GIF or PNG, or an MP4, at `path`, atomically: a cancel or a failure leaves nothing behind."""
     path = Path(path)
-    suffix = path.suffix.lower()
+    writer = STREAM_WRITERS[path.suffix.lower()]
     with tempfile.TemporaryDirectory(prefix="explorer-frames-") as scratch:
         frames = draw_frames(Path(scratch), total, draw, progress, cancelled)
-
-        def write(temporary: str) -> None:
-            if suffix == ".mp4":                                                 # a frame at a time
-                return video.write_video(temporary, (read_frame(frame) for frame in frames), frame_ms)
-            pictures = np.stack([read_frame(frame) for frame in frames])       # (frames, H, W, 3)
-            keep = {"optimize": False} if suffix == ".png" else {}
-            iio.imwrite(temporary, pictures, extension=suffix, duration=int(frame_ms), loop=0, **keep)
-        return export.atomic_write(path, write)
+        # a frame at a time: the frames wait on disk, and only the one being written is read back
+        return export.atomic_write(path, lambda temporary: writer(
+            temporary, (read_frame(frame) for frame in frames), frame_ms))
 
 
 def export_animation(trace: Trace, path: Path, layer, head, frame_ms: int = FRAME_MS,
