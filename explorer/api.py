@@ -141,7 +141,10 @@ class Model:
         layers (ids, tokens and logits only; activations are still computed on demand): a batch whose metric
         reads only logits then costs one plain forward pass.
         """
-        options = dict(steps=steps, sampling=sampling, ablate=ablate, kernel=kernel, kernel_layers=kernel_layers,
+        checks.callback(progress, "progress")
+        checks.bos_choice(prepend_bos)
+        checks.activation_names(activations)
+        options = dict(steps=steps, sampling=checks.sampling_of(sampling), ablate=ablate, kernel=kernel, kernel_layers=kernel_layers,
                        kernel_temperature=kernel_temperature, intervention=intervention, activations=activations,
                        prepend_bos=prepend_bos, record=checks.recording(record))
         if checks.is_batch(prompt):

@@ -25,13 +25,23 @@ def one_prompt_ids(prompt, what: str = "prompt") -> np.ndarray:
     """The ids of a prompt given as ids: (T,) int64, or ExplorerError naming what is wrong."""
     if isinstance(prompt, (bytes, dict, set)) or prompt is None:
         raise ExplorerError(f"the {what} must be a string or a sequence of token ids, not {type(prompt).__name__}")
+    if isinstance(prompt, str):
+        raise ExplorerError(f"the {what} must be a sequence of token ids, not the string {_shown(prompt)}")
     if is_batch(prompt):
         raise ExplorerError(f"the {what} is a list of {len(prompt)} prompts where one was expected: "
                             "pass them one at a time, or to model.run(...) for a list of runs")
+    refuse_mixed(prompt, what)
     try:
         array = np.asarray(prompt)
     except (TypeError, ValueError):
         raise ExplorerError(f"the {what} {str(prompt)[:60]!r} is not a sequence of token ids") from None
+    kinds = "a sequence of token ids" if what == "ids" else "a string or a sequence of token ids"
+    if array.ndim == 0:                     # a bare number is not taken for a one-token prompt
+        raise ExplorerError(f"the {what} {_shown(prompt)} is a single number: give {kinds}, such as [{_shown(prompt)}]")
+    if array.ndim != 1:                     # (B, T) is a batch, never here
+        raise ExplorerError(f"the {what} is a {array.ndim}-dimensional array of shape {array.shape}: give {kinds}")
+    if array.size == 0:
+        raise ExplorerError(f"the {what} {_shown(prompt)} holds no token ids: give at least one")
     if array.size and array.dtype == object and all(isinstance(i, int) and not isinstance(i, bool)
                                                     for i in array.reshape(-1)):
         raise ExplorerError(f"the {what} holds the token id {max(array.reshape(-1), key=abs)}, far outside any "
@@ -41,6 +51,45 @@ def one_prompt_ids(prompt, what: str = "prompt") -> np.ndarray:
     if array.size and array.dtype.kind == "u" and int(array.max()) > np.iinfo(np.int64).max:
         raise ExplorerError(f"the {what} holds the token id {int(array.max())}, far outside any vocabulary")
     return array.astype(np.int64).reshape(-1)
+
+
+def refuse_mixed(prompt, what: str = "prompt") -> None:
+    """A list holding strings or sequences beside something else is a batch with one bad prompt: name it."""
+    if not isinstance(prompt, (list, tuple)):
+        return
+    nested = [isinstance(p, (str, list, tuple, np.ndarray)) for p in prompt]
+    if any(nested) and not all(nested):
+        place = nested.index(False)
+        raise ExplorerError(f"{what} {place} of the list, {_shown(prompt[place])}, is neither a string nor a "
+                            "sequence of token ids: every prompt of a list must be one")
+
+
+def callback(value, what: str) -> None:
+    """`progress=` or `cancel=`: None or a callable, else ExplorerError."""
+    if value is not None and not callable(value):
+        raise ExplorerError(f"{what}={_shown(value)} must be a function (or None), not {type(value).__name__}")
+
+
+def bos_choice(prepend_bos) -> None:
+    """`prepend_bos=`: None (as the tokenizer does), True or False, else ExplorerError."""
+    if prepend_bos is not None and not isinstance(prepend_bos, (bool, np.bool_)):
+        raise ExplorerError(f"prepend_bos={_shown(prepend_bos)} must be True, False or None")
+
+
+def seed_of(seed) -> int:
+    """A random seed: a whole number, 0 or more, else ExplorerError."""
+    if not _is_whole(seed) or seed < 0:
+        raise ExplorerError(f"seed={_shown(seed)} must be a whole number, 0 or more")
+    return int(seed)
+
+
+def activation_names(names) -> None:
+    """`activations=`: None, True (the residual stream's names), one hook name or a list of them."""
+    if names is None or names is True or isinstance(names, str):
+        return
+    if not isinstance(names, (list, tuple)) or not all(isinstance(name, str) for name in names):
+        raise ExplorerError(f"activations={_shown(names)} must be True, a hook name such as "
+                            "'blocks.0.hook_resid_post', or a list of them")
 
 
 def index(value, what: str, size: int, allow_none: bool = False) -> int | None:
@@ -103,7 +152,10 @@ def _is_whole(value) -> bool:
 
 
 def _shown(value) -> str:
-    text = repr(list(value) if isinstance(value, tuple) else value)
+    """A value as one short line of an error message."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    text = " ".join(repr(list(value) if isinstance(value, tuple) else value).split())
     return text if len(text) <= 60 else text[:60] + "…"
 
 
@@ -134,6 +186,19 @@ def record_options(record: str = "trace", intervention=None):
     return RecordOptions(dtype="float32", attention="stored" if stored else "on_demand", layers=record == "trace")
 
 
+def sampling_of(sampling):
+    """`sampling=`: an explorer.Sampling (its values were checked when it was made, Sampling.RULES), or None
+    for greedy decoding, else ExplorerError."""
+    from explorer.core.sampling_settings import Sampling
+
+    if sampling is None:
+        return Sampling()
+    if not isinstance(sampling, Sampling):
+        raise ExplorerError(f"sampling must be an explorer.Sampling(temperature=..., top_k=..., top_p=..., seed=...), "
+                            f"not {type(sampling).__name__}")
+    return sampling
+
+
 def decoder(loaded, sampling, capacity: int, intervention=None, record: str = "trace"):
     """The recording driver of the model (families.make_decoder), recording as record_options says; an
     encoder or encoder-decoder records its whole trace whatever `record` says (its logits, or its states,
@@ -141,11 +206,7 @@ def decoder(loaded, sampling, capacity: int, intervention=None, record: str = "t
     if loaded.info.is_encoder_only or loaded.info.is_encoder_decoder:
         record = "trace"
     from explorer.core.families import make_decoder
-    from explorer.core.sampling_settings import Sampling
 
-    if not isinstance(sampling, Sampling):         # its values were checked when it was made (Sampling.RULES)
-        raise ExplorerError(f"sampling must be an explorer.Sampling(temperature=..., top_k=..., top_p=..., seed=...), "
-                            f"not {type(sampling).__name__}")
-    made = make_decoder(loaded, record_options(record, intervention), sampling, capacity=capacity)
+    made = make_decoder(loaded, record_options(record, intervention), sampling_of(sampling), capacity=capacity)
     made.set_intervention(intervention)
     return made

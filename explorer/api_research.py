@@ -71,6 +71,10 @@ def patch(model, clean, corrupt, target, against, site, metric, progress, cancel
     """Model.patch: one map, or for lists of prompts a PatchMaps (the pairs sharing their passes)."""
     from explorer.core import packed, patching
 
+    checks.callback(progress, "progress")
+    checks.callback(cancel, "cancel")
+    for prompts in (clean, corrupt):
+        checks.refuse_mixed(prompts)
     batch = checks.is_batch(clean) or checks.is_batch(corrupt)
     if batch and (not (checks.is_batch(clean) and checks.is_batch(corrupt)) or len(clean) != len(corrupt)):
         raise ExplorerError("patching a batch needs two lists of prompts of the same length (clean, corrupted)")
@@ -111,7 +115,7 @@ def heads(model, ids, repeat: int, seed: int, intervention=None, memory=None):
                        sink=np.mean([s.sink for s in each], axis=0))
     _check_repeat(repeat)
     sequence = None if ids is None else checks.one_prompt_ids(ids, "ids")
-    return score_heads(model.loaded, sequence, int(repeat), seed=seed, intervention=whole)
+    return score_heads(model.loaded, sequence, int(repeat), seed=checks.seed_of(seed), intervention=whole)
 
 
 def _check_repeat(repeat) -> None:

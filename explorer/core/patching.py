@@ -82,7 +82,7 @@ class _Scorer:
             self.model, self.metric = model, metric
             return
         if metric not in METRICS:
-            raise ExplorerError(f"metric {metric!r} is not one of {', '.join(METRICS)}")
+            raise ExplorerError(f"metric {metric!r} is not one of {', '.join(METRICS)}, nor a function of the logits")
         if metric == "logit_diff" and against_id is None:
             raise ExplorerError("the logit difference needs a token to compare against")
         self.model, self.target, self.against, self.metric = model, target_id, against_id, metric

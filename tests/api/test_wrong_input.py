@@ -1,0 +1,60 @@
+"""Every wrong type or range given to run, attribute, patch and heads is an ExplorerError of one sentence
+naming the value, never a raw TypeError or ValueError, and never a silent guess (a bare number once ran as a
+one-token prompt)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import explorer
+
+IDS, OTHER = [1, 2, 3, 4], [4, 3, 2, 1]
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda m: m.run(123), "the prompt 123 is a single number"),
+    (lambda m: m.run(np.int64(5)), "the prompt 5 is a single number"),
+    (lambda m: m.run(np.zeros((2, 2, 2), dtype=np.int64)), "3-dimensional array of shape (2, 2, 2)"),
+    (lambda m: m.run([]), "the prompt [] holds no token ids"),
+    (lambda m: m.run(["To be", 3]), "prompt 1 of the list, 3, is neither a string nor"),
+    (lambda m: m.run([7, "To be"]), "prompt 0 of the list, 7, is neither a string nor"),
+    (lambda m: m.run([IDS, []]), "the prompt [] holds no token ids"),
+    (lambda m: m.run([IDS, OTHER], progress=3), "progress=3 must be a function"),
+    (lambda m: m.run([IDS, OTHER], sampling=3), "sampling must be an explorer.Sampling"),
+    (lambda m: m.run(IDS, prepend_bos="yes"), "prepend_bos='yes' must be True, False or None"),
+    (lambda m: m.run(IDS, activations=3), "activations=3 must be True, a hook name"),
+    (lambda m: m.encode(3), "the prompt 3 is a single number"),
+    (lambda m: m.to_str_tokens(3), "the prompt 3 is a single number"),
+    (lambda m: m.attribute(123), "the prompt 123 is a single number"),
+    (lambda m: m.attribute(["To be", 3], target=1, against=2), "prompt 1 of the list, 3,"),
+    (lambda m: m.attribute([IDS, OTHER], target=[1], against=2), "target lists 1 values for 2 prompts"),
+    (lambda m: m.attribute([IDS, OTHER], target=1, against=[2, 3, 4]), "against lists 3 values for 2 prompts"),
+    (lambda m: m.attribute(IDS, target=1.5, against=2), "the target must be a string or a token id, not float"),
+    (lambda m: m.attribute(IDS, position=9), "position 9 is out of range"),
+    (lambda m: m.patch(123, 456, target=1, against=2), "the prompt 123 is a single number"),
+    (lambda m: m.patch(["To be", 3], ["or not", "to be"], target=1, against=2), "prompt 1 of the list, 3,"),
+    (lambda m: m.patch([IDS, OTHER], [OTHER], target=1, against=2), "two lists of prompts of the same length"),
+    (lambda m: m.patch([IDS, OTHER], [OTHER, IDS], target=[1], against=2), "target lists 1 values for 2 prompts"),
+    (lambda m: m.patch(IDS, OTHER, target=1, against=2, metric=3), "metric 3 is not one of"),
+    (lambda m: m.patch(IDS, OTHER, target=1, against=2, site="mlp"), "site 'mlp' is not one of"),
+    (lambda m: m.patch(IDS, OTHER, target=1, against=2, progress="x"), "progress='x' must be a function"),
+    (lambda m: m.patch(IDS, OTHER, target=1, against=2, cancel=1), "cancel=1 must be a function"),
+    (lambda m: m.heads(123), "the ids 123 is a single number"),
+    (lambda m: m.heads("abc"), "the ids must be a sequence of token ids, not the string 'abc'"),
+    (lambda m: m.heads([IDS, "abc"]), "not the string 'abc'"),
+    (lambda m: m.heads(seed="x"), "seed='x' must be a whole number"),
+    (lambda m: m.heads(seed=1.5), "seed=1.5 must be a whole number"),
+    (lambda m: m.heads(IDS, repeat=0), "repeat=0 must be a whole number"),
+])
+def test_a_wrong_type_or_range_is_one_sentence_naming_the_value(bundled, call, words):
+    with pytest.raises(explorer.ExplorerError) as caught:
+        call(bundled)
+    message = str(caught.value)
+    assert words in message and "\n" not in message, message
+
+
+def test_a_list_of_ids_is_still_one_prompt_and_a_list_of_lists_a_batch(bundled):
+    one = bundled.run(IDS)
+    assert one.ids.tolist() == IDS
+    both = bundled.run([IDS, OTHER])
+    assert [run.ids.tolist() for run in both] == [IDS, OTHER]
