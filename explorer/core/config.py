@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from explorer.core.attention_kinds import attention_kind  # the rule, read here and by kv_variants
 from explorer.core.config_schema import check_bounds, check_config
 from explorer.core.errors import UnsupportedModelError
 from explorer.core.families import FAMILIES, GEMMA3_GLOBAL_EVERY
@@ -33,16 +34,6 @@ class RopeSpec:
     attention_factor: float | None = None
     truncate: bool = True
     partial_rotary_factor: float = 1.0
-
-
-def attention_kind(n_heads: int, n_kv_heads: int, latent: bool = False) -> str:
-    """MLA where K and V come from a latent c_KV (DeepSeek-V2); else MHA (N_KV = N_Q), MQA (N_KV = 1, Shazeer
-    2019) or GQA (1 < N_KV < N_Q, Ainslie et al. 2023)."""
-    if latent:
-        return "mla"
-    if n_kv_heads == n_heads:
-        return "mha"
-    return "mqa" if n_kv_heads == 1 else "gqa"
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from explorer.core.attention_kinds import ATTENTION_KINDS
 from explorer.core.errors import ExplorerError
 from explorer.tools import arguments
-
-ATTENTION_KINDS = ("mha", "mqa", "gqa", "mla")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

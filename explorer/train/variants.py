@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from transformers import DeepseekV3Config, LlamaConfig, PretrainedConfig
 
+from explorer.core.attention_kinds import ATTENTION_KINDS
 from explorer.core.kv_variants import cache_shape, native_variant
 
 LAYERS = 4
@@ -30,10 +31,9 @@ MLA_ROPE_DIM = 16      # d_R, qk_rope_head_dim: the decoupled RoPE key shared by
 
 # Widths chosen so each variant lands within 1% of MHA's parameter count
 # (checked by tests/core/test_bundled_models.py and test_train.py).
-# N_KV per variant; which kind a head count makes is config.attention_kind's to say (tested).
+# N_KV per variant; which kind a head count makes is attention_kinds.attention_kind's to say (tested).
 KV_HEADS = {"mha": HEADS, "gqa": 2, "mqa": 1}
 FFN_WIDTH = {"mha": 512, "gqa": 597, "mqa": 619, "mla": 539}
-ATTENTION_KINDS = ("mha", "mqa", "gqa", "mla")
 
 
 def model_config(attention: str, vocab_size: int, end_of_text_id: int = 0) -> PretrainedConfig:
@@ -64,5 +64,5 @@ def model_config(attention: str, vocab_size: int, end_of_text_id: int = 0) -> Pr
 def kv_elements_per_token_per_layer(config: dict) -> int:
     """Cache elements one token adds to one layer under the config's own variant, as the KV table counts them:
     2·N_KV·d_head for MHA, GQA and MQA (a key and a value per K/V head), d_c + d_R for MLA (DeepSeek's absorbed
-    form: the latent and the shared RoPE key). Its kind is config.attention_kind's, read by the engine."""
+    form: the latent and the shared RoPE key). Its kind is attention_kinds.attention_kind's, read by the engine."""
     return native_variant(cache_shape(config)).elements_per_layer
