@@ -17,7 +17,7 @@ from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QApplication, QFileDialog, QInputDialog, QMenu, QMessageBox
 
 from explorer import __version__
-from explorer.app.figures import animation
+from explorer.app.figures import animation, live_recording
 from explorer.app.figures.window_animation import ask_and_record_window
 from explorer.app.panels.learn import open_learn
 from explorer.app.run.trace_budget import MAX_BUDGET_MB, MIN_BUDGET_MB
@@ -47,6 +47,9 @@ class Menus:
         self.export_current = self._action("&Export Current Panel…", self.export_focused_panel, "Ctrl+E")
         self.record_window = self._action(f"&Record the Window While Stepping ({animation.formats_label()})…",
                                           lambda: ask_and_record_window(self.window))
+        self.recording: live_recording.LiveRecording | None = None     # the live recording under way
+        self.live_record = self._action("", self.start_or_stop_recording)
+        self.cancel_recording = self._action("&Cancel the Recording", lambda: self.recording and self.recording.cancel())
         self._build_file()
         for action in window.actions.all():
             self.decode.addAction(action)
@@ -161,8 +164,23 @@ class Menus:
                 for action in actions:
                     sub.addAction(action)
         self.export.addSeparator()
+        recording = self.recording is not None
+        self.live_record.setText("■ &Stop Recording and Save" if recording else
+                                 f"Start Recording the &Window Live ({animation.formats_label()})…")
+        self.export.addAction(self.live_record)
+        if recording:
+            self.export.addAction(self.cancel_recording)
         self.export.addAction(self.record_window)
         self.export.setEnabled(not self.export.isEmpty())
+
+    def start_or_stop_recording(self) -> None:
+        """Start recording the window live, or stop the recording under way and write its file."""
+        if self.recording is not None:
+            live_recording.stop_and_save(self.recording)
+            return
+        self.recording = live_recording.ask_and_start(self.window)
+        if self.recording is not None:
+            self.recording.ended.connect(lambda: setattr(self, "recording", None))
 
     def export_focused_panel(self) -> None:
         """Ctrl+E: the first export action of the panel holding the focus, else of the attention panel

@@ -1,0 +1,92 @@
+"""The window recorded live from File ▸ Export: once started, each step the person takes is one frame of the
+window as drawn (the window's grab size), the status bar says "● Recording" with the count, Stop and Save
+writes a file imageio reads back with a frame per step, and Cancel writes nothing and leaves no frames."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from explorer.app.figures import export_dialogs
+from explorer.app.figures.animation import read_animation
+from tests.app.shared_window import settle, window_with_tiny_model
+
+
+@pytest.fixture(scope="module")
+def window(qapp, tmp_path_factory):
+    """The real window with the tiny Llama, its prompt prefilled."""
+    dialogs = {}
+    with window_with_tiny_model(qapp, tmp_path_factory.mktemp("app"), dialogs) as window:
+        window.resize(1100, 760)
+        window.dialogs = dialogs
+        yield window
+
+
+def export_action(window, starts: str):
+    """File ▸ Export's entry whose text starts with `starts`, as the menu shows it when opened."""
+    window.menus.export.aboutToShow.emit()
+    found = [a for a in window.menus.export.actions() if a.text().replace("&", "").startswith(starts)]
+    assert len(found) == 1, [a.text() for a in window.menus.export.actions()]
+    return found[0]
+
+
+def step(qapp, window, recording) -> None:
+    """Decode ▸ Step, then wait for the step to be shown and its frame taken."""
+    steps, frames = window.session.trace.n_steps, len(recording.frames)
+    window.controller.step()
+    settle(qapp, lambda: window.session.trace.n_steps == steps + 1 and not window.worker.busy
+           and len(recording.frames) == frames + 1)
+
+
+def start(window, monkeypatch, target):
+    monkeypatch.setattr(export_dialogs, "ask_path", lambda *a, **k: target)
+    export_action(window, "Start Recording the Window Live").trigger()
+    recording = window.menus.recording
+    assert recording is not None and recording.indicator.isVisible()
+    assert recording.indicator.label.text().startswith("● Recording")
+    return recording
+
+
+@pytest.mark.parametrize("suffix", [".png", ".gif"])
+def test_each_step_taken_while_recording_is_one_frame_of_the_window(qapp, window, tmp_path, monkeypatch, suffix):
+    target = tmp_path / f"live{suffix}"
+    recording = start(window, monkeypatch, target)
+    assert recording.frames == []                              # the step already shown is not a new one
+    grabs = []
+    for _ in range(3):
+        step(qapp, window, recording)
+        grabs.append(window.grab().toImage().size())
+    assert recording.indicator.label.text() == "● Recording: 3 frames"
+    export_action(window, "■ Stop Recording and Save").trigger()
+    assert window.menus.recording is None and window.dialogs["warnings"] == []
+    frames = read_animation(target)
+    assert len(frames) == 3
+    assert all(frames.shape[1:3] == (size.height(), size.width()) for size in grabs), (frames.shape, grabs)
+    attention = window.docks["attention"].widget()
+    assert not np.array_equal(frames[0], frames[-1]), "the window did not change from step to step"
+    assert attention.isVisible()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [target.name]          # no temporary file left
+    assert export_action(window, "Start Recording the Window Live")               # ready to record again
+
+
+def test_cancel_writes_nothing_and_removes_the_frames(qapp, window, tmp_path, monkeypatch):
+    target = tmp_path / "cancelled.gif"
+    recording = start(window, monkeypatch, target)
+    step(qapp, window, recording)
+    scratch = recording.frames[0].parent
+    assert scratch.exists()
+    recording.indicator.cancel_button.click()
+    assert window.menus.recording is None
+    assert not scratch.exists() and list(tmp_path.iterdir()) == []
+    assert all(not w.isVisible() for w in window.statusBar().findChildren(type(recording.indicator)))
+
+
+def test_stop_without_a_step_and_a_bad_name_each_say_why(qapp, window, tmp_path, monkeypatch):
+    recording = start(window, monkeypatch, tmp_path / "empty.mp4")
+    recording.indicator.stop_button.click()
+    assert window.menus.recording is None and list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(export_dialogs, "ask_path", lambda *a, **k: tmp_path / "recording.avi")
+    export_action(window, "Start Recording the Window Live").trigger()
+    assert window.menus.recording is None
+    errors, window.dialogs["warnings"][:] = list(window.dialogs["warnings"]), []
+    assert len(errors) == 2 and all("\n" not in e for e in errors), errors
+    assert "Nothing was recorded" in errors[0] and "must end in .gif, .png or .mp4" in errors[1], errors
