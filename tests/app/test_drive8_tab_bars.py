@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QTabBar
 
-from tests.app.screen_fit import settle
-from tests.app.stress_window import learn, reset_layout
-from tests.app.test_window import new_window, store_home  # noqa: F401
+from tests.app.layout_steps import learn, opened_window, reset_layout, then
+from tests.app.test_window import store_home  # noqa: F401
 
 
 def shown_dock_bars(window) -> list[QTabBar]:
@@ -41,38 +40,23 @@ def assert_one_bar_per_group(window, when: str) -> None:
 
 
 def test_reset_layout_then_learn_leaves_one_bar_of_tabs(qtbot, tmp_path, screen):
-    window = new_window(qtbot, tmp_path)
-    try:
-        settle(0.3)
+    with opened_window(qtbot, tmp_path) as window:
         assert_one_bar_per_group(window, "opened")
-        reset_layout(window)
-        settle(0.3)
+        then(window, reset_layout)
         assert_one_bar_per_group(window, "View ▸ Reset Layout")
-        learn(window)
-        settle(0.5)
+        then(window, learn)
         assert_one_bar_per_group(window, "Reset Layout, then Help ▸ Learn")
-        reset_layout(window)
-        settle(0.5)
+        then(window, reset_layout)
         assert_one_bar_per_group(window, "Learn open, Reset Layout again")
-    finally:
-        window.close()
 
 
 def test_a_reset_layout_given_back_after_a_shrink_leaves_one_bar_of_tabs(qtbot, tmp_path, screen):
     """The layout made by Reset Layout is restored once the window is back at its size after a shrink."""
-    window = new_window(qtbot, tmp_path)
-    try:
-        settle(0.3)
-        reset_layout(window)
-        settle(0.5)
+    with opened_window(qtbot, tmp_path) as window:
+        then(window, reset_layout)
         size = window.size()
-        window.resize(size.width() - 200, size.height() - 100)
-        settle(0.3)
-        window.resize(size)
-        settle(0.5)
+        then(window, lambda shrunk: shrunk.resize(size.width() - 200, size.height() - 100))
+        then(window, lambda regrown: regrown.resize(size))
         assert not window.dock_shares.resized_since, "the layout was not given back"
-        learn(window)
-        settle(0.5)
+        then(window, learn)
         assert_one_bar_per_group(window, "Reset Layout, shrunk, regrown, Help ▸ Learn")
-    finally:
-        window.close()

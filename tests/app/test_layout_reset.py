@@ -6,8 +6,9 @@ from __future__ import annotations
 from PySide6.QtCore import QEvent, QObject
 
 from tests.app.screen_fit import assert_fits, settle
-from tests.app.stress_window import learn, registered_panels, reset_layout
-from tests.app.test_window import new_window, store_home  # noqa: F401
+from tests.app.layout_steps import learn, opened_window, reset_layout, then
+from tests.app.stress_window import registered_panels
+from tests.app.test_window import store_home  # noqa: F401
 
 
 class WindowSizes(QObject):
@@ -25,9 +26,7 @@ class WindowSizes(QObject):
 
 
 def test_reset_layout_twice_never_makes_the_window_taller_than_the_screen(qtbot, tmp_path, screen):
-    window = new_window(qtbot, tmp_path)
-    try:
-        settle(0.3)
+    with opened_window(qtbot, tmp_path) as window:
         for name in registered_panels():         # every tab built: each has a minimum height of its own
             window.docks[name].show()
             window.docks[name].raise_()
@@ -35,26 +34,19 @@ def test_reset_layout_twice_never_makes_the_window_taller_than_the_screen(qtbot,
         settle(0.3)
         sizes = WindowSizes(window)
         for time in ("a first", "a second"):
-            reset_layout(window)
-            settle(0.5)
+            then(window, reset_layout)
             assert_fits(window, screen, f"after {time} Reset Layout", plots=False)
         tallest = max(sizes.heights, default=window.height())
         assert tallest <= screen.height(), \
             f"Reset Layout made the window {tallest} px tall on the way, on a {screen.height()} px screen"
-    finally:
-        window.close()
 
 
 def test_reset_layout_with_learn_open_fits_the_screen_and_keeps_learn_beside_the_panels(qtbot, tmp_path, screen):
-    window = new_window(qtbot, tmp_path)
-    try:
-        settle(0.3)
-        learn(window)
-        settle(0.5)
+    with opened_window(qtbot, tmp_path) as window:
+        then(window, learn)
         assert_fits(window, screen, "Learn opened", plots=False)
         width = window.learn_dock.width()
-        reset_layout(window)
-        settle(0.5)
+        then(window, reset_layout)
         assert_fits(window, screen, "Learn open, layout reset", plots=False)
         assert window.learn_dock.isVisible() and not window.learn_dock.isFloating()
         assert window.dockWidgetArea(window.learn_dock).name == "RightDockWidgetArea"
@@ -63,5 +55,3 @@ def test_reset_layout_with_learn_open_fits_the_screen_and_keeps_learn_beside_the
         assert abs(learn_dock.width() - width) <= 0.03 * width, \
             f"Learn went from {width} to {learn_dock.width()} px wide"
         assert learn_dock.height() >= attention.height(), "Learn is shorter than the panels beside it"
-    finally:
-        window.close()

@@ -6,26 +6,19 @@ panels' tabs, so Learn opened again there stacked on them and the window asked f
 """
 from __future__ import annotations
 
-from tests.app.screen_fit import assert_fits, settle
-from tests.app.stress_window import learn, reset_layout
-from tests.app.test_window import new_window, store_home  # noqa: F401
+from tests.app.layout_steps import learn, opened_window, reset_layout, then
+from tests.app.screen_fit import assert_fits
+from tests.app.test_window import store_home  # noqa: F401
 
 
 def test_learn_opened_again_after_a_reset_layout_fits_the_screen(qtbot, tmp_path, screen):
-    window = new_window(qtbot, tmp_path)
-    try:
-        settle(0.3)
-        learn(window)
-        settle(0.5)
+    with opened_window(qtbot, tmp_path) as window:
+        then(window, learn)
         assert_fits(window, screen, "Learn opened", plots=False)
         window.learn_dock.close()
-        reset_layout(window)
-        settle(0.5)
+        then(window, reset_layout)
         assert_fits(window, screen, "Learn closed, layout reset", plots=False)
-        learn(window)
-        settle(0.5)
+        then(window, learn)
         assert window.learn_dock.isVisible()
         assert window.dockWidgetArea(window.learn_dock).name == "RightDockWidgetArea"
         assert_fits(window, screen, "Learn opened again", plots=False)
-    finally:
-        window.close()
