@@ -154,8 +154,11 @@ class AtlasPanel(Panel):
             return f"{self.metric}: reading every head's map of this text, layer by layer…"
         best = np.unravel_index(int(np.nanargmax(values)), values.shape)
         so_far = "" if done == len(values) else f" of layers 0–{done - 1} so far"     # first: a narrow caption cuts
-        return (f"{self.metric}{so_far}: highest L{best[0]}.H{best[1]} = {values[best]:.3f}; {len(self._listed)} "
-                f"heads at least {self.floor_box.value():g}, largest first")
+        floor = self.floor_box.value()
+        qualify = int((values >= floor).sum())         # the list stops at LISTED: say how many it leaves out
+        listed = f"{qualify}" if qualify == len(self._listed) else f"the {len(self._listed)} largest of {qualify}"
+        return (f"{self.metric}{so_far}: highest L{best[0]}.H{best[1]} = {values[best]:.3f}; {listed} "
+                f"heads at least {floor:g}, largest first")
 
     def show_selection(self, selection: Selection) -> None:
         self.map.outline(selection.layer, selection.head, 1, 1)
