@@ -67,7 +67,31 @@ def kv_cache_figure(trace: Trace, step: int, width: int, height: int, theme: str
         scale_fonts(figure, font_scale(width, height) * text_scale)
         lay_out(figure, width, height, theme)
         _keep_blocks_title_whole(figure, plots, blocks, width, height)
+        thin_layer_ticks(plots[0], len(in_use))
     return figure
+
+
+def thin_layer_ticks(plot, n_layers: int) -> None:
+    """Every `every`-th layer named under the bars, the first `every` of 1, 2, 5, 10, 20, … whose labels
+    fit side by side in the bars' width at the axis's font (the widest label and a gap of half a digit):
+    at a large text size ten labels ran together ("121518…")."""
+    axis = plot.getAxis("bottom")
+    metrics = QFontMetricsF(axis.style.get("tickFont") or axis.font())
+    needed = metrics.horizontalAdvance(str(n_layers - 1)) + metrics.horizontalAdvance("0") / 2
+    per_layer = plot.vb.width() / (n_layers + 0.2)          # the x range is -0.6 … L - 0.4
+    every = next(step for step in nice_steps(n_layers) if step * per_layer >= needed or step >= n_layers)
+    axis.setTicks([[(layer, str(layer)) for layer in range(0, n_layers, every)]])
+
+
+def nice_steps(n_layers: int):
+    """1, 2, 5, 10, 20, 50, … up to the first at or past `n_layers` (a single label: layer 0)."""
+    step = 1
+    while True:
+        for factor in (1, 2, 5):
+            yield step * factor
+            if step * factor >= n_layers:
+                return
+        step *= 10
 
 
 def title_width(label: pg.LabelItem, text: str) -> float:
@@ -108,9 +132,7 @@ def _layers(plot, growth, in_use: np.ndarray, allocated: np.ndarray) -> None:
     plot.addItem(pg.BarGraphItem(x=layers, height=in_use / KIB, width=0.7, brush=IN_USE, pen=pg.mkPen(IN_USE)))
     top = (growth["in_use"] if off_scale else np.maximum(growth["in_use"], growth["allocated"])).max(initial=1)
     plot.setRange(xRange=(-0.6, len(layers) - 0.4), yRange=(0.0, max(float(top) / KIB, 1e-3) * 1.05), padding=0)
-    plot.setLabels(bottom="layer")
-    every = max(1, -(-len(layers) // 10))                 # whole layers, ten labels at most
-    plot.getAxis("bottom").setTicks([[(int(i), str(int(i))) for i in layers[::every]]])
+    plot.setLabels(bottom="layer")                        # its ticks: thin_layer_ticks, once laid out
     plot.setMouseEnabled(False, False)
 
 
