@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QWidget
 
 from explorer.app.widgets.text_widgets import LineLabel
 from explorer.app.thread import threads
+from explorer.app.thread.late_emit import emit_unless_deleted
 from explorer.views.grid import Mosaic, attention_records, blank_mosaic
 from explorer.views.long_maps import THREADS, Cancelled, ReducedMaps, extent, grid_block
 
@@ -53,10 +54,7 @@ class Background(QObject):
                 result = work(cancel.is_set)
             except Exception as error:          # handed to the GUI thread, which says it or drops it
                 result = error
-            try:
-                self.done.emit(generation, result)
-            except RuntimeError:                # the panel is gone
-                pass
+            emit_unless_deleted(self, "done", generation, result)      # nobody to answer if the panel is gone
 
         threads.start(body, name, stop=cancel.set)
         return generation
@@ -185,15 +183,13 @@ class GridFiller(QObject):
             return cancel.is_set()
 
         try:
-            try:
-                for layer, head in missing:
-                    tile = self.tiles.get(trace, layer, [head], block, upto_step, cross, values, cancelled, THREADS)
-                    self._computed.emit(generation, layer, head, tile)
-                self._ended.emit(generation, True)
-            except Cancelled:
-                self._ended.emit(generation, False)
-        except RuntimeError:                     # the panel is gone (the app closing), its signals with it
-            pass
+            for layer, head in missing:
+                tile = self.tiles.get(trace, layer, [head], block, upto_step, cross, values, cancelled, THREADS)
+                if not emit_unless_deleted(self, "_computed", generation, layer, head, tile):
+                    return                       # the panel is gone (the app closing): no one to fill for
+            emit_unless_deleted(self, "_ended", generation, True)
+        except Cancelled:
+            emit_unless_deleted(self, "_ended", generation, False)
 
     def _place(self, generation: int, layer: int, head: int, tile) -> None:
         if generation != self._generation or self.mosaic is None:

@@ -15,6 +15,7 @@ from typing import Callable
 from PySide6.QtCore import QObject, Signal
 
 from explorer.app.thread import threads
+from explorer.app.thread.late_emit import emit_unless_deleted
 from explorer.core.errors import ExplorerError
 
 Progress = Callable[[float, str], None]
@@ -91,8 +92,7 @@ class ModelCall(QObject):
     def _run(self, job: Job, loaded, cancelled, cancel: _Cancel, generation: int) -> None:
         cancel.by_worker = cancelled
         try:
-            result = job(loaded, lambda fraction, what: self._progressed.emit(generation, float(fraction), str(what)),
-                         cancel)
+            result = job(loaded, lambda fraction, what: self._progress(generation, fraction, what), cancel)
         except ExplorerError as error:
             self._answer(generation, False, str(error))
         except Exception as error:  # a bug must not kill the app: show it as one line
@@ -100,11 +100,11 @@ class ModelCall(QObject):
         else:
             self._answer(generation, True, result)
 
+    def _progress(self, generation: int, fraction: float, what: str) -> None:
+        emit_unless_deleted(self, "_progressed", generation, float(fraction), str(what))
+
     def _answer(self, generation: int, ok: bool, value) -> None:
-        try:
-            self._answered.emit(generation, ok, value)
-        except RuntimeError:        # this object was deleted while its job ran (the app closing): nobody asks
-            pass
+        emit_unless_deleted(self, "_answered", generation, ok, value)     # deleted while its job ran: nobody asks
 
     # ----- GUI thread --------------------------------------------------------------------
     def _on_progressed(self, generation: int, fraction: float, what: str) -> None:
