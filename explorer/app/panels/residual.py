@@ -160,6 +160,9 @@ class ResidualPanel(Panel):
             self.plot.plot(layers, np.asarray(values, dtype=float), pen=pg.mkPen(colour, width=2), name=name,
                            symbol="o", symbolSize=4, symbolBrush=colour)
         self.plot.setXRange(-0.5, len(layers) - 0.5, padding=0)
+        # layers are whole numbers: ticks every 1, 2, 5, 10… layers, never at "1.5" (pyqtgraph's own choice)
+        step = next(step for step in (1, 2, 5, 10, 20, 50, 100) if len(layers) <= 10 * step)
+        self.plot.getAxis("bottom").setTickSpacing(levels=[(step, 0)])
 
     def _fit_rows(self) -> None:
         """Across: the table exactly as tall as its header and rows (no row is ever scrolled away)."""
