@@ -47,3 +47,24 @@ class LastOf:
         result = self.build(owner)
         self._last = (owner, result)
         return result
+
+
+class PerItem:
+    """`build(item)` for each item of a sequence that grows at its end (a trace's steps), each built once:
+    a sequence that begins with the same objects (`is`) as the last one asked about reuses their results, so
+    a decoding step builds one. Holds the results of the last sequence only."""
+
+    def __init__(self, build):
+        self.build = build
+        self._items: list = []
+        self._results: list = []
+
+    def __call__(self, items) -> list:
+        kept = 0
+        for old, new in zip(self._items, items):
+            if old is not new:
+                break
+            kept += 1
+        self._results = self._results[:kept] + [self.build(item) for item in items[kept:]]
+        self._items = list(items)
+        return self._results

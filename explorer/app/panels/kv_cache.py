@@ -12,70 +12,29 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem,
                                QTabWidget, QVBoxLayout, QWidget)
 
-from explorer.app.widgets.plot_text import fitting_title
 from explorer.app.panels.base import Panel, WrappedText
-from explorer.drawing.heatmap import Heatmap, nice_step
+from explorer.app.widgets.kv_occupancy import CROSS as CROSS_COLOUR
+from explorer.app.widgets.kv_occupancy import MIN_PLOT_PX, MIN_VIEW_PX, OccupancyPlots
+from explorer.drawing.heatmap import Heatmap
 from explorer.app.state.session import Selection
 from explorer.app.state.words import plural
 from explorer.app.window.status_bar import step_name
 from explorer.core import kv_variants
 from explorer.core.units import human_bytes as human
 from explorer.views import trace_views
+from explorer.views.caches import PerItem
 
-KIB = 1024.0
-MIN_PLOT_PX = 120            # the least a plot's view may have, wide and high, to be read
-MIN_VIEW_PX = MIN_PLOT_PX + 56   # and its figure, with the title and the tick labels
+
+def step_in_use(step) -> tuple[int, int]:
+    """(tokens the step added, bytes in use in all layers' caches after it)."""
+    return step.n_new, sum(layer.kv_bytes_in_use for layer in step.layers)
+
 OFF_SCALE = 20               # allocated / in use beyond which the allocation is written, not drawn
-CROSS_COLOUR = "#b07cd8"
-
-
-class OccupancyPlots(pg.GraphicsLayoutWidget):
-    """The two occupancy plots, KiB per layer and KiB in use against tokens: side by side where the figure
-    is wider than high, one above the other where it is not. Side by side in the narrow column left beside
-    the Learn path at 1366x768, the second plot lay past the figure's right edge, out of sight."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.setMinimumSize(2 * MIN_PLOT_PX, MIN_VIEW_PX)
-        self.layer_plot = self.addPlot(row=0, col=0)
-        self.total_plot = self.addPlot(row=0, col=1)
-        for col in (0, 1):
-            self.ci.layout.setColumnStretchFactor(col, 1)
-        for plot, title in ((self.layer_plot, "KiB per layer: in use / allocated"),
-                            (self.total_plot, "KiB in use, all layers")):
-            fitting_title(plot)
-            plot.setTitle(title)
-        self.wide = True
-
-    def resizeEvent(self, event) -> None:
-        super().resizeEvent(event)
-        if getattr(self, "wide", None) not in (None, self._wide_fits()):     # (None: pyqtgraph building it)
-            # after the resize: items taken out of the scene's layout while Qt lays the dock out crashed it
-            QTimer.singleShot(0, self, self._place)
-
-    def _wide_fits(self) -> bool:
-        """Side by side gives each plot half the width, stacked half the height: the smaller side of the
-        smaller plot is the larger side by side where the figure is at least as wide as it is high."""
-        return self.width() >= self.height()
-
-    def _place(self) -> None:
-        wide = self._wide_fits()
-        if wide == self.wide:
-            return
-        self.wide = wide
-        grid = self.ci.layout            # moved in Qt's grid only: out of the scene, a plot's view lost its items
-        for index, plot in enumerate((self.layer_plot, self.total_plot)):
-            grid.removeItem(plot)
-            grid.addItem(plot, 0 if wide else index, index if wide else 0)
-        # an equal share of the width, or of the height; an empty row or column would take a share too
-        grid.setColumnStretchFactor(1, int(wide))
-        grid.setRowStretchFactor(0, 1)
-        grid.setRowStretchFactor(1, int(not wide))
 
 
 class KVCachePanel(Panel):
@@ -100,8 +59,8 @@ class KVCachePanel(Panel):
         for plot in (self.layer_plot, self.total_plot):
             for side in ("bottom", "left"):
                 plot.getAxis(side).enableAutoSIPrefix(False)
-        self.step_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#ff2d55", width=2))
-        self.total_plot.addItem(self.step_line)
+        self.step_line = self.plots.step_line
+        self.step_totals = PerItem(step_in_use)        # a decoding step sums the one new step's layers
         occupancy.addWidget(self.plots)
         occupancy.addWidget(self._blocks_section())
         occupancy.setStretchFactor(0, 2)
@@ -117,6 +76,7 @@ class KVCachePanel(Panel):
         self.total_allocated = 0
         self.cross_bytes = np.zeros(0, dtype=np.int64)      # per layer: the fixed cross-attention K/V
         self.held = np.zeros(0, dtype=np.int64)
+        self.variant_rows: list = []          # the variants' table as last drawn: (cells, native) per row
 
     def _blocks_section(self) -> QWidget:
         section = QWidget()
@@ -213,35 +173,15 @@ class KVCachePanel(Panel):
         self.total_in_use, self.total_allocated = int(in_use.sum()), int(allocated.sum())
         self.cross_bytes = trace_views.cross_kv_bytes(trace)
         cross = bool(self.cross_bytes.any())
-        layers = np.arange(len(in_use)) - (0.2 if cross else 0.0)
-        width = 0.4 if cross else 0.7
-        self.layer_plot.clear()
         # A preallocated cache dwarfs the tokens in it: past OFF_SCALE times, the allocation is named in
         # the title instead of drawn, so the bars in use stay readable.
         off_scale = allocated.max(initial=0) > OFF_SCALE * max(1, in_use.max(initial=0))
         self.layer_plot.setTitle("KiB per layer in use" + (f" (allocated: {human(int(allocated.max()))} each)"
                                                            if off_scale else " / allocated"))
-        if not off_scale:
-            self.layer_plot.addItem(pg.BarGraphItem(x=layers, height=allocated / KIB, width=width,
-                                                    pen=pg.mkPen("#9aa0a6"), brush=None))
-        brushes = ["#ffb000" if i == layer else "#3b7dd8" for i in range(len(in_use))]
-        self.layer_plot.addItem(pg.BarGraphItem(x=layers, height=in_use / KIB, width=width, brushes=brushes))
-        tokens = np.cumsum([s.n_new for s in trace.steps])
-        totals = np.array([trace.kv_bytes_in_use(i).sum() for i in range(trace.n_steps)]) / KIB
-        self.total_plot.clear()
-        self.total_plot.addItem(self.step_line)
-        if cross:
-            self._draw_cross(tokens)
-        self.total_plot.plot(tokens, totals, pen="#3b7dd8", symbol="o", symbolSize=5)
-        self.total_plot.plot([tokens[step]], [totals[step]], pen=None, symbol="o", symbolSize=11,
-                             symbolBrush="#ff2d55")
-        self.step_line.setValue(float(tokens[step]))
-        # from zero: bytes in use against tokens held, so a single prefill point is not a range of zero
-        # height (its ticks all read the same number) and a few steps do not look like a steep rise
-        self.total_plot.setRange(xRange=(0.0, float(tokens[-1]) * 1.02 + 1.0),
-                                 yRange=(0.0, max(float(totals.max()), 1.0) * 1.05), padding=0)
-        whole = nice_step((float(tokens[-1]) - float(tokens[0])) / 5)     # whole tokens, never 5.5
-        self.total_plot.getAxis("bottom").setTickSpacing(whole, whole)
+        self.plots.draw_layers(in_use, None if off_scale else allocated, self.cross_bytes, layer)
+        added, totals = np.asarray(self.step_totals(trace.steps), dtype=np.int64).reshape(-1, 2).T
+        tokens = np.cumsum(added)
+        self.plots.draw_totals(tokens, totals, step, float(self.cross_bytes.sum()))
         self.summary.setText(
             f"<b>{human(self.total_in_use)}</b> in use of {human(self.total_allocated)} allocated "
             f"after {step_name(step)} of {trace.n_steps - 1} ({plural(int(tokens[step]), 'token')}) · "
@@ -252,13 +192,6 @@ class KVCachePanel(Panel):
                          + (f";  cross K/V = Σ_l N_{{KV}} · S · (d_{{QK}} + d_V) · "
                             f"{trace_views.element_bytes(trace.model)} = {int(self.cross_bytes.sum()):,} B, fixed"
                             if cross else ""))
-
-    def _draw_cross(self, tokens: np.ndarray) -> None:
-        """The cross-attention K/V: a purple bar beside each layer's self-attention bar, flat against tokens."""
-        self.layer_plot.addItem(pg.BarGraphItem(x=np.arange(len(self.cross_bytes)) + 0.2,
-                                                height=self.cross_bytes / KIB, width=0.4, brush=CROSS_COLOUR))
-        self.total_plot.plot(tokens, np.full(len(tokens), self.cross_bytes.sum() / KIB),
-                             pen=pg.mkPen(CROSS_COLOUR, width=2, style=Qt.PenStyle.DashLine))
 
     def _cross_summary(self, trace) -> str:
         source = int(trace.steps[0].layers[0].cross.k.shape[1])
@@ -319,20 +252,25 @@ class KVCachePanel(Panel):
         self.grouping.setText(f"{label.get(info.attention, info.attention)} &nbsp; " + " ".join(boxes))
 
     def _draw_variants(self, trace) -> None:
+        """The variants' table; its items are made again only when a cell's text changes (a decoding step
+        changes the bytes "now" of each row, seldom their text at a byte unit's rounding)."""
         info = trace.model
         rows = kv_variants.info_comparison(info, trace.n_tokens)
         context = kv_variants.info_comparison(info, info.max_positions)
+        table = [([row.variant.name + ("  ◀ this model" if row.variant.native else ""),
+                   "–" if row.variant.kv_heads is None else str(row.variant.kv_heads),
+                   human(row.bytes_per_token), human(row.bytes_total), human(far.bytes_total),
+                   f"{row.ratio_to_mha:.3f}×"], row.variant.native) for row, far in zip(rows, context)]
+        if table == self.variant_rows:
+            return
+        self.variant_rows = table
         self.table.setRowCount(len(rows))
         bold = QFont()
         bold.setBold(True)
-        for i, (row, far) in enumerate(zip(rows, context)):
-            name = row.variant.name + ("  ◀ this model" if row.variant.native else "")
-            cells = [name, "–" if row.variant.kv_heads is None else str(row.variant.kv_heads),
-                     human(row.bytes_per_token), human(row.bytes_total), human(far.bytes_total),
-                     f"{row.ratio_to_mha:.3f}×"]
+        for i, (cells, native) in enumerate(table):
             for j, text in enumerate(cells):
                 item = QTableWidgetItem(text)
-                if row.variant.native:
+                if native:
                     item.setFont(bold)
                 self.table.setItem(i, j, item)
         self.table.resizeColumnsToContents()

@@ -1,0 +1,131 @@
+"""The KV cache panel's occupancy plots: KiB per layer (in use over allocated, the cross-attention K/V
+beside them) and KiB in use in all layers against the tokens held, one point per step.
+
+The plots' items are made once and given new data at each step (`setOpts`, `setData`), never cleared
+and built again: at 8,000 tokens a redraw that rebuilt them, with a token axis ticked every token of a
+prefill-to-now span of a few tokens across 0..8,000, took 130 ms. The token axis is ticked over the
+range it shows, from 0, about five labels whatever the length, and the curve is drawn reduced to the
+view's pixels (pyqtgraph's peak downsampling), its markers shown only while steps are few.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer
+
+from explorer.app.widgets.plot_text import fitting_title
+from explorer.drawing.heatmap import nice_step
+
+KIB = 1024.0
+MIN_PLOT_PX = 120            # the least a plot's view may have, wide and high, to be read
+MIN_VIEW_PX = MIN_PLOT_PX + 56   # and its figure, with the title and the tick labels
+TOKEN_TICKS = 5              # about this many labels on the token axis
+MARKED_STEPS = 200           # a marker per step up to this many steps; beyond, they merge into the line
+IN_USE, ALLOCATED, SELECTED, CROSS = "#3b7dd8", "#9aa0a6", "#ffb000", "#b07cd8"
+STEP_COLOUR = "#ff2d55"
+
+
+def token_tick_spacing(last_token: float) -> float:
+    """Whole tokens (never 5.5) between labels of an axis drawn from 0 to `last_token`: about TOKEN_TICKS
+    labels. (Spaced over the prefill-to-now span, 8 tokens at a prefill of 7,992, it put 4,000 labels on it.)"""
+    return nice_step(float(last_token) / TOKEN_TICKS)
+
+
+class OccupancyPlots(pg.GraphicsLayoutWidget):
+    """The two occupancy plots, KiB per layer and KiB in use against tokens: side by side where the figure
+    is wider than high, one above the other where it is not. Side by side in the narrow column left beside
+    the Learn path at 1366x768, the second plot lay past the figure's right edge, out of sight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setMinimumSize(2 * MIN_PLOT_PX, MIN_VIEW_PX)
+        self.layer_plot = self.addPlot(row=0, col=0)
+        self.total_plot = self.addPlot(row=0, col=1)
+        for col in (0, 1):
+            self.ci.layout.setColumnStretchFactor(col, 1)
+        for plot, title in ((self.layer_plot, "KiB per layer: in use / allocated"),
+                            (self.total_plot, "KiB in use, all layers")):
+            fitting_title(plot)
+            plot.setTitle(title)
+        self.wide = True
+        self._make_items()
+
+    def _make_items(self) -> None:
+        """Every item either plot will hold, empty and hidden until `draw_layers` / `draw_totals` gives it data."""
+        empty = dict(x=np.zeros(1), height=np.zeros(1), width=0.7)
+        self.allocated_bars = pg.BarGraphItem(**empty, pen=pg.mkPen(ALLOCATED), brush=None)
+        self.in_use_bars = pg.BarGraphItem(**empty, brush=IN_USE)
+        self.cross_bars = pg.BarGraphItem(**empty, brush=CROSS)
+        for bars in (self.allocated_bars, self.in_use_bars, self.cross_bars):
+            bars.setVisible(False)
+            self.layer_plot.addItem(bars)
+        self.step_line = pg.InfiniteLine(angle=90, pen=pg.mkPen(STEP_COLOUR, width=2))
+        self.cross_curve = pg.PlotDataItem(pen=pg.mkPen(CROSS, width=2, style=Qt.PenStyle.DashLine))
+        self.total_curve = pg.PlotDataItem(pen=IN_USE, symbolSize=5)
+        self.total_curve.setDownsampling(auto=True, method="peak")     # no more vertices than the view has pixels
+        self.total_curve.setClipToView(True)
+        self.step_dot = pg.PlotDataItem(pen=None, symbol="o", symbolSize=11, symbolBrush=STEP_COLOUR)
+        for item in (self.step_line, self.cross_curve, self.total_curve, self.step_dot):
+            item.setVisible(False)
+            self.total_plot.addItem(item)
+
+    def draw_layers(self, in_use: np.ndarray, allocated: np.ndarray | None, cross: np.ndarray, layer: int) -> None:
+        """Bars of bytes per layer, as KiB: in use (`layer`'s marked), allocated behind them unless None
+        (off scale), and the fixed cross-attention K/V beside them where `cross` has any."""
+        crossed = bool(cross.any())
+        layers = np.arange(len(in_use)) - (0.2 if crossed else 0.0)
+        width = 0.4 if crossed else 0.7
+        if allocated is not None:
+            self.allocated_bars.setOpts(x=layers, height=allocated / KIB, width=width)
+        self.allocated_bars.setVisible(allocated is not None)
+        brushes = [SELECTED if i == layer else IN_USE for i in range(len(in_use))]
+        self.in_use_bars.setOpts(x=layers, height=in_use / KIB, width=width, brushes=brushes)
+        self.in_use_bars.setVisible(True)
+        if crossed:
+            self.cross_bars.setOpts(x=np.arange(len(cross)) + 0.2, height=cross / KIB, width=0.4)
+        self.cross_bars.setVisible(crossed)
+
+    def draw_totals(self, tokens: np.ndarray, totals: np.ndarray, step: int, cross_total: float) -> None:
+        """KiB in use in all layers (`totals`, bytes) against `tokens` held after each step, `step` marked;
+        the fixed cross-attention K/V (`cross_total` bytes; 0: none) as a dashed line."""
+        kib = totals / KIB
+        self.total_curve.setSymbol("o" if len(tokens) <= MARKED_STEPS else None)
+        self.total_curve.setData(tokens, kib)
+        self.step_dot.setData([tokens[step]], [kib[step]])
+        self.step_line.setValue(float(tokens[step]))
+        if cross_total:
+            self.cross_curve.setData(tokens, np.full(len(tokens), cross_total / KIB))
+        self.cross_curve.setVisible(bool(cross_total))
+        for item in (self.total_curve, self.step_dot, self.step_line):
+            item.setVisible(True)
+        # from zero: bytes in use against tokens held, so a single prefill point is not a range of zero
+        # height (its ticks all read the same number) and a few steps do not look like a steep rise
+        right = float(tokens[-1]) * 1.02 + 1.0
+        self.total_plot.setRange(xRange=(0.0, right), yRange=(0.0, max(float(kib.max()), 1.0) * 1.05), padding=0)
+        spacing = token_tick_spacing(right)
+        self.total_plot.getAxis("bottom").setTickSpacing(spacing, spacing)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if getattr(self, "wide", None) not in (None, self._wide_fits()):     # (None: pyqtgraph building it)
+            # after the resize: items taken out of the scene's layout while Qt lays the dock out crashed it
+            QTimer.singleShot(0, self, self._place)
+
+    def _wide_fits(self) -> bool:
+        """Side by side gives each plot half the width, stacked half the height: the smaller side of the
+        smaller plot is the larger side by side where the figure is at least as wide as it is high."""
+        return self.width() >= self.height()
+
+    def _place(self) -> None:
+        wide = self._wide_fits()
+        if wide == self.wide:
+            return
+        self.wide = wide
+        grid = self.ci.layout            # moved in Qt's grid only: out of the scene, a plot's view lost its items
+        for index, plot in enumerate((self.layer_plot, self.total_plot)):
+            grid.removeItem(plot)
+            grid.addItem(plot, 0 if wide else index, index if wide else 0)
+        # an equal share of the width, or of the height; an empty row or column would take a share too
+        grid.setColumnStretchFactor(1, int(wide))
+        grid.setRowStretchFactor(0, 1)
+        grid.setRowStretchFactor(1, int(not wide))
