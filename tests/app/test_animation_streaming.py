@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from explorer.app.figures import frame_stream
-from explorer.app.figures.animation import read_animation, write_animation
+from explorer.app.figures.animation import AnimationCancelled, read_animation, write_animation
 from explorer.drawing import export
 
 HEIGHT, WIDTH = 240, 320
@@ -87,4 +87,22 @@ def test_a_write_that_fails_half_way_leaves_nothing_and_says_why(tmp_path, monke
     with pytest.raises(export.ExportError) as raised:
         write_animation(tmp_path / "full.png", 10, draw, frame_ms=100)
     assert "\n" not in str(raised.value) and "full.png" in str(raised.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("suffix", [".gif", ".png", ".mp4"])
+def test_progress_and_cancel_cover_the_writing_not_only_the_drawing(tmp_path, suffix):
+    """Each frame is in the file (its temporary, in the target folder) when its progress is told, so a long
+    encode is never a wait without progress and Cancel; a cancel then leaves nothing."""
+    written = []
+
+    def progress(done, total):
+        temporary = [p for p in tmp_path.iterdir() if p.name.startswith(".streamed")]
+        written.append(temporary[0].stat().st_size if len(temporary) == 1 else None)
+
+    with pytest.raises(AnimationCancelled):
+        write_animation(tmp_path / f"streamed{suffix}", 8, draw, 100, progress, lambda: len(written) == 6)
+    assert None not in written and len(written) == 6, written
+    if suffix != ".mp4":                          # ffmpeg buffers its own output; the others write as they go
+        assert all(later > earlier for earlier, later in zip(written, written[1:])), written
     assert list(tmp_path.iterdir()) == []

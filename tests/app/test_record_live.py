@@ -16,7 +16,7 @@ def window(qapp, tmp_path_factory):
     """The real window with the tiny Llama, its prompt prefilled."""
     dialogs = {}
     with window_with_tiny_model(qapp, tmp_path_factory.mktemp("app"), dialogs) as window:
-        window.resize(1100, 760)
+        window.resize(1400, 900)          # beyond the docks' minimum widths, which change as a step is drawn
         window.dialogs = dialogs
         yield window
 
@@ -61,6 +61,7 @@ def test_each_step_taken_while_recording_is_one_frame_of_the_window(qapp, window
     frames = read_animation(target)
     assert len(frames) == 3
     assert all(frames.shape[1:3] == (size.height(), size.width()) for size in grabs), (frames.shape, grabs)
+    assert window.size().width() == 1400
     attention = window.docks["attention"].widget()
     assert not np.array_equal(frames[0], frames[-1]), "the window did not change from step to step"
     assert attention.isVisible()

@@ -6,7 +6,8 @@ The frames are the very files "Export every step" writes (export.export_attentio
 size, theme and options), rendered to a scratch folder and read back, so an animation and the numbered
 frames never differ. A GIF holds 256 colours per frame (Pillow picks them); an animated PNG keeps
 every pixel; an MP4 (H.264) plays in any player and slide program. Each is written a frame at a time
-(frame_stream.py, video.py), so memory does not grow with the steps. The file is written atomically
+(frame_stream.py, video.py), each frame drawn, read back and written before the next is drawn, so
+memory does not grow with the steps and progress and Cancel cover the writing. The file is written atomically
 (export.atomic_write); `progress(done, total)` is called after each frame and `cancelled()` before it,
 and a cancel leaves nothing behind. `write_animation` and
 `with_progress` are the machinery any animation uses (kv_animation: the KV cache growing).
@@ -61,18 +62,21 @@ def read_frame(path: Path) -> np.ndarray:
         image.height(), image.width(), 3).copy()
 
 
-def draw_frames(folder: Path, total: int, draw: Callable[[int, Path], Path], progress=None,
-                cancelled=None) -> list[Path]:
-    """`draw(i, folder / frame_000i.png)` for each of `total` frames, asking `cancelled()` before each and
-    telling `progress(done, total)` after it; AnimationCancelled when asked to stop."""
-    written = []
+def drawn_pictures(folder: Path, total: int, draw: Callable[[int, Path], Path], progress=None,
+                   cancelled=None):
+    """Each of `total` frames as (H, W, 3) RGB when the writer asks for it: `draw(i, folder / frame_000i.png)`,
+    read back, its file in `folder` removed. `cancelled()` is asked before each frame (AnimationCancelled), and
+    `progress(done, total)` told once the writer has taken it, so that progress and Cancel cover the writing."""
     for index in range(total):
         if cancelled is not None and cancelled():
             raise AnimationCancelled("The animation was cancelled; nothing was written.")
-        written.append(draw(index, folder / f"frame_{index:04d}.png"))
+        frame = Path(draw(index, folder / f"frame_{index:04d}.png"))
+        picture = read_frame(frame)
+        if frame.parent == folder:                # a frame drawn elsewhere (a live recording's) is its owner's
+            frame.unlink()
+        yield picture
         if progress is not None:
             progress(index + 1, total)
-    return written
 
 
 def check_target(path: Path, trace: Trace) -> str:
@@ -90,15 +94,14 @@ def check_target(path: Path, trace: Trace) -> str:
 def write_animation(path: Path, total: int, draw: Callable[[int, Path], Path], frame_ms: int = FRAME_MS,
                     progress: Callable[[int, int], None] | None = None,
                     cancelled: Callable[[], bool] | None = None) -> Path:
-    """The `total` frames `draw` writes as PNGs (draw_frames), read back one by one and streamed into one
-    animated GIF or PNG, or an MP4, at `path`, atomically: a cancel or a failure leaves nothing behind."""
+    """The `total` frames `draw` writes as PNGs, each read back and streamed into one animated GIF or PNG, or
+    an MP4, at `path` as soon as it is drawn (drawn_pictures), atomically: a cancel or a failure leaves nothing
+    behind."""
     path = Path(path)
     writer = STREAM_WRITERS[path.suffix.lower()]
     with tempfile.TemporaryDirectory(prefix="explorer-frames-") as scratch:
-        frames = draw_frames(Path(scratch), total, draw, progress, cancelled)
-        # a frame at a time: the frames wait on disk, and only the one being written is read back
-        return export.atomic_write(path, lambda temporary: writer(
-            temporary, (read_frame(frame) for frame in frames), frame_ms))
+        pictures = drawn_pictures(Path(scratch), total, draw, progress, cancelled)
+        return export.atomic_write(path, lambda temporary: writer(temporary, pictures, frame_ms))
 
 
 def export_animation(trace: Trace, path: Path, layer, head, frame_ms: int = FRAME_MS,

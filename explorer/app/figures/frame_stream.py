@@ -97,6 +97,7 @@ def write_gif(path: str | Path, pictures: Iterable[np.ndarray], frame_ms: int) -
             handle.write(struct.pack("<BBBBHBB", 0x21, 0xF9, 4, 1 << 2, delay, 0, 0))        # disposal 1
             handle.write(struct.pack("<BHHHHB", 0x2C, left, top, patch.shape[1], patch.shape[0], 0x80 | bits))
             handle.write(table + image)
+            handle.flush()                                # each frame on disk as it is told done
             count += 1
         handle.write(b"\x3b")
     return count
@@ -144,6 +145,7 @@ def write_apng(path: str | Path, pictures: Iterable[np.ndarray], frame_ms: int) 
             else:
                 handle.write(_chunk(b"fdAT", struct.pack(">I", sequence + 1) + image))
                 sequence += 2
+            handle.flush()
             count += 1
         if count == 0:
             raise ValueError("an animation needs at least one frame")
