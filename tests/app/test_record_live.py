@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from PySide6.QtCore import QPoint
 
 from explorer.app.figures import export_dialogs
 from explorer.app.figures.animation import read_animation
@@ -91,3 +92,29 @@ def test_stop_without_a_step_and_a_bad_name_each_say_why(qapp, window, tmp_path,
     errors, window.dialogs["warnings"][:] = list(window.dialogs["warnings"]), []
     assert len(errors) == 2 and all("\n" not in e for e in errors), errors
     assert "Nothing was recorded" in errors[0] and "must end in .gif, .png or .mp4" in errors[1], errors
+
+
+def test_the_steps_play_takes_are_recorded_each_once_drawn(qapp, window, tmp_path, monkeypatch):
+    target = tmp_path / "played.png"
+    recording = start(window, monkeypatch, target)
+    first = window.session.trace.n_steps
+    window.controller.set_playing(True, tokens_per_second=50)
+    settle(qapp, lambda: len(recording.frames) >= 4)
+    window.controller.set_playing(False)
+    settle(qapp, lambda: not window.worker.busy and not recording.pending)
+    taken = window.session.trace.n_steps - first
+    assert len(recording.frames) == taken >= 4
+    export_action(window, "■ Stop Recording and Save").trigger()
+    frames = read_animation(target)
+    assert len(frames) == taken
+    rows, columns = region_of(window, window.docks["attention"].widget())
+    for index in range(1, taken):                  # each frame is its own step: the map has grown a row
+        assert not np.array_equal(frames[index][rows, columns], frames[index - 1][rows, columns]), index
+
+
+def region_of(window, widget) -> tuple[slice, slice]:
+    """Rows and columns of `widget` in a grab of `window` (device pixels)."""
+    ratio = window.devicePixelRatioF()
+    corner = widget.mapTo(window, QPoint(0, 0))
+    top, left = int(corner.y() * ratio), int(corner.x() * ratio)
+    return slice(top, top + int(widget.height() * ratio)), slice(left, left + int(widget.width() * ratio))

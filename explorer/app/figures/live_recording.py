@@ -50,6 +50,9 @@ class LiveRecording(QObject):
         self._timer = QTimer(self, interval=POLL_MS)
         self._timer.timeout.connect(self._take_if_settled)
         window.session.trace_changed.connect(self._on_trace)
+        self._worker = getattr(window, "worker", None)
+        if self._worker is not None:       # the panels' answers in: the frame at once, before Play steps again
+            self._worker.busy_changed.connect(self._on_worker_busy)
         self.indicator = RecordingIndicator(self)
         window.statusBar().addPermanentWidget(self.indicator)
 
@@ -67,8 +70,14 @@ class LiveRecording(QObject):
         self._pending_since = time.monotonic()
         self._timer.start()
 
+    def _on_worker_busy(self, busy: bool) -> None:
+        if not busy and self.pending:
+            QTimer.singleShot(0, self._take_if_settled)          # after the answers' redraws posted before it
+
     def _take_if_settled(self) -> None:
-        worker = getattr(self.window, "worker", None)
+        if not self.pending:
+            return
+        worker = self._worker
         asking = worker is not None and worker.busy and not self.window.session.busy   # panels' questions, no run
         if asking and time.monotonic() - self._pending_since < window_animation.SETTLE_S:
             return
@@ -83,13 +92,16 @@ class LiveRecording(QObject):
 
     def _finish(self) -> None:
         self._timer.stop()
+        self._pending_since = None
         self.window.session.trace_changed.disconnect(self._on_trace)
+        if self._worker is not None:
+            self._worker.busy_changed.disconnect(self._on_worker_busy)
         self.window.statusBar().removeWidget(self.indicator)
         self.indicator.deleteLater()
         self.ended.emit()
 
-    def stop(self, progress=None, cancelled=None) -> Path | None:
-        """Take the frame still waiting, write every frame to `path`, and end; None when nothing was recorded."""
+    def stop(self, progress=None, cancelled=None) -> Path:
+        """Take the frame still waiting, write every frame to `path`, and end (ExportError when there is none)."""
         if self.pending:
             self._take()
         self._finish()
