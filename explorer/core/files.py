@@ -91,7 +91,7 @@ def write_atomic(path: str | os.PathLike, writer: Callable[[str], object], what:
 
     The temporary path ends in the target's suffix (writers that look at it choose the same format).
     `what` names the content in the error ('the session'); `error_type` is the ExplorerError raised."""
-    path = _writable_target(Path(path).expanduser(), what, error_type)
+    path = writable_target(Path(path).expanduser(), what, error_type)
     folder = path.parent
     try:
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX + path.suffix)
@@ -110,7 +110,7 @@ def write_atomic(path: str | os.PathLike, writer: Callable[[str], object], what:
     return path
 
 
-def _writable_target(path: Path, what: str, error_type: type[ExplorerError]) -> Path:
+def writable_target(path: Path, what: str, error_type: type[ExplorerError]) -> Path:
     """The file `write_atomic` replaces: where a link points (as an editor writes, the link stays), refused in
     one sentence if it is a folder, a pipe or a device (a rename would replace the node itself), a link that
     loops, a file the person made read-only (a rename would replace it all the same), or out of reach."""
@@ -135,6 +135,22 @@ def _writable_target(path: Path, what: str, error_type: type[ExplorerError]) -> 
     if not os.access(path, os.W_OK):
         raise error_type(f"Cannot write {path}: it is read-only.")
     return path
+
+
+def check_writable(path: str | os.PathLike, what: str = "", error_type: type[ExplorerError] = FileWriteError) -> Path:
+    """Refuse, before any slow work, a target `write_atomic` would refuse: the file itself (writable_target),
+    and a folder that is missing, not a folder, or not writable. Returns the path to write."""
+    target = writable_target(Path(path).expanduser(), what, error_type)
+    folder = target.parent
+    try:
+        is_folder = folder.is_dir()
+    except OSError as error:                # a folder above it that cannot be searched
+        raise write_failure(target, error, what, error_type) from None
+    if not is_folder:
+        raise error_type(f"Cannot write {target}: its folder {folder} does not exist.")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise error_type(f"Cannot write {target}: the folder {folder} is not writable.")
+    return target
 
 
 def write_text_atomic(path: str | os.PathLike, text: str, what: str = "",

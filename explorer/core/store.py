@@ -10,6 +10,7 @@ holds, `clear_copies` and `remove_model` free the space.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -184,7 +185,7 @@ def hf_cache_models(root: Path | None = None) -> list[tuple[str, Path]]:
 def recent_paths() -> list[Path]:
     try:
         values = json.loads((home() / RECENT_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):       # damaged or nested past the parser: no list, no crash
         return []
     return [Path(v) for v in values if isinstance(v, str)] if isinstance(values, list) else []
 
@@ -248,13 +249,23 @@ def resolve(name_or_path: str | Path) -> Path:
     if "/" not in name and bundled.is_dir():
         return bundled
     path = Path(name).expanduser()
-    if path.exists():
-        return path
+    if os.path.lexists(path):           # a link that dangles is there too: open_model says what it is
+        return _not_a_loop(path)
     snapshots = [p for repo_id, p in hf_cache_models() if repo_id == name]
     if snapshots:
         return max(snapshots, key=lambda p: p.stat().st_mtime)
     raise ModelLoadError(
         f"{name} does not exist, and is no known model name (python -m explorer models lists them).")
+
+
+def _not_a_loop(path: Path) -> Path:
+    """`path`, unless it is a symbolic link that loops (refused here: Path.resolve raises RuntimeError on one)."""
+    try:
+        os.stat(path)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise ModelLoadError(f"{path} cannot be read: it is a symbolic link that loops.") from None
+    return path
 
 
 # ----- what the store holds, and clearing it --------------------------------------------------

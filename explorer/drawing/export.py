@@ -10,7 +10,7 @@ the path and size (explorer.app.figures.export_dialogs).
 """
 from __future__ import annotations
 
-import os
+import io
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -43,14 +43,14 @@ def check_writable(path: Path) -> Path:
     """Raise a one-sentence ExportError unless a file can be created at `path`."""
     path = Path(path).expanduser()
     folder = path.parent if str(path.parent) else Path(".")
-    if not folder.exists():
-        raise ExportError(f"Cannot write {path}: the folder {folder} does not exist.")
-    if not folder.is_dir():
-        raise ExportError(f"Cannot write {path}: {folder} is a file, not a folder.")
-    if path.is_dir():
-        raise ExportError(f"Cannot write {path}: it is a folder.")
-    if not os.access(folder, os.W_OK):
-        raise ExportError(f"Cannot write {path}: the folder {folder} is not writable.")
+    try:
+        if not folder.exists():
+            raise ExportError(f"Cannot write {path}: the folder {folder} does not exist.")
+        if not folder.is_dir():
+            raise ExportError(f"Cannot write {path}: {folder} is a file, not a folder.")
+    except OSError as error:               # a folder above it that cannot be searched
+        raise files.write_failure(path, error, error_type=ExportError) from None
+    files.check_writable(path, error_type=ExportError)     # a folder, a pipe, a link that loops, a read-only file
     return path
 
 
@@ -84,8 +84,11 @@ def save_matrix(matrix: np.ndarray, path: Path, header: str = "") -> Path:
     matrix = np.asarray(matrix)
     if _suffix(path, DATA_SUFFIXES) == ".npy":
         def write(temporary):
-            with open(temporary, "wb") as handle:
-                np.save(handle, matrix)
+            # encoded in memory, written by Python: a full disk is an OSError with its errno (np.save straight to
+            # the file said only "11236 requested and 992 written")
+            encoded = io.BytesIO()
+            np.save(encoded, matrix)
+            Path(temporary).write_bytes(encoded.getbuffer())
     else:
         rows = matrix.reshape(-1, matrix.shape[-1]) if matrix.ndim == 3 else matrix
         if matrix.ndim == 3:

@@ -29,6 +29,7 @@ under them, so logits and attn_{l} are the intervened ones; the npz then also ho
 """
 from __future__ import annotations
 
+from explorer.core import files
 from explorer.core.errors import ExplorerError
 from explorer.tools import arguments
 
@@ -66,6 +67,7 @@ def run(args) -> int:
     experiment, sampling_temperature = intervention_of(args)
     sampling = Sampling(temperature=sampling_temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
     layers = _layers(args.layers, "--layers")
+    files.check_writable(args.out)                     # a target it cannot write is refused before the load
     model = load(args.model, device=args.device, dtype=args.dtype)
     bad = next((layer for layer in layers or () if not 0 <= layer < model.info.n_layers), None)
     if bad is not None:

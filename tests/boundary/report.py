@@ -1,5 +1,5 @@
 """Run the whole boundary corpus outside pytest and print, for each case, whether it was handled cleanly and
-what it said; then the count. `python -m tests.boundary.report [NAME-PIECE]`"""
+what it said; then the count. `python -m tests.boundary.report [NAME-PIECE ...]`"""
 from __future__ import annotations
 
 import os
@@ -8,15 +8,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.boundary import model_files, permissions, values
+from tests.boundary import model_files, permissions, values, writers
 from tests.boundary.harness import CONTRACT_S, ForkServer, judged
 from tests.boundary.model_files import trace
 from tests.core.tiny_checkpoints import write_hf_folder
 from tests.malformed_gguf import llama_gguf
 
 
-def main(wanted: str = "") -> int:
-    cases = [case for case in model_files.CASES + values.CASES + permissions.CASES if wanted in case.name]
+def main(*wanted: str) -> int:
+    cases = [case for case in model_files.CASES + values.CASES + permissions.CASES + writers.CASES
+             if not wanted or any(piece in case.name for piece in wanted)]
     server = ForkServer()
     with tempfile.TemporaryDirectory() as temporary:
         root = Path(temporary)

@@ -8,11 +8,11 @@ import shutil
 
 import pytest
 
-from tests.boundary import model_files, permissions, values
+from tests.boundary import model_files, permissions, values, writers
 from tests.boundary.harness import execute_fresh, judged
 from tests.boundary.model_files import trace
 
-CASES = model_files.CASES + values.CASES + permissions.CASES
+CASES = model_files.CASES + values.CASES + permissions.CASES + writers.CASES
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])

@@ -68,7 +68,7 @@ API = [
     Case("API Sampling(top_p=0)", "traceback", _api_plain("explorer.Sampling(top_p=0)"),
          says="top_p"),
     Case("API ablate=[(0.5, 1)]", "traceback", _api("model.run('hi', ablate=[(0.5, 1)])"), says="0.5"),
-    Case("API a prompt that is a float", "traceback", _api("model.run(3.5)"), says="float"),
+    Case("API a prompt that is a float", "traceback", _api("model.run(3.5)"), says="prompt"),
     Case("API a 10 MB prompt", "hang", _api("model.run('word ' * 2_000_000)"), says="prompt"),
     Case("API load of a path that does not exist", "message", _api_plain("explorer.load('/nowhere/at/all')"),
          says="/nowhere/at/all"),

@@ -13,6 +13,7 @@ Torch- and numpy-free.
 """
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -35,6 +36,8 @@ def unreadable(path: Path, error: OSError) -> ModelLoadError:
         return ModelLoadError(f"{path} cannot be read: permission denied.")
     if isinstance(error, FileNotFoundError):
         return ModelLoadError(f"{path} does not exist.")
+    if error.errno == errno.ELOOP:
+        return ModelLoadError(f"{path} cannot be read: it is a symbolic link that loops.")
     return ModelLoadError(f"{path} cannot be read ({error.strerror or error}).")
 
 
