@@ -2,9 +2,10 @@
 
 A batch of runs is prefilled in packed passes (core/packed.py: the prompts side by side, each row
 attending only within its own prompt, so no padding enters a sum), cut into chunks that fit a memory
-budget; an encoder-only model's batch is one padded pass (encoder.prefill_padded: right padding
-hidden by the attention mask), cut into chunks the same way; where a pass cannot be packed (a pattern or
-path patch, an intervened encoder, an encoder-decoder) the prompts run one after another. `progress(done, total)` is called after each prompt. Lists given
+budget; an encoder-only model's batch, and an encoder-decoder's encoder passes, are one padded pass
+(encoder.prefill_padded, encdec_decode.prefill_padded: right padding hidden by the attention mask), cut into
+chunks the same way; where a pass cannot be packed (a pattern or path patch, an intervened encoder) the
+prompts run one after another. `progress(done, total)` is called after each prompt. Lists given
 beside the prompts (targets, positions) are matched one to one, or a single value is used for every
 prompt.
 """
@@ -75,28 +76,34 @@ def runs(model, prompts: Sequence, options: dict, progress: Callable | None = No
 
 
 def _can_pad(model, whole, options: dict) -> bool:
-    """Whether a batch of runs may be one padded pass: an encoder-only model, no intervention, no steps
-    (a run of steps > 0 is refused by the prompt's own run, in its words)."""
-    return model.info.is_encoder_only and whole is None and isinstance(options["steps"], (int, np.integer)) \
-        and not isinstance(options["steps"], bool) and options["steps"] == 0
+    """Whether a batch's encoder passes may be one padded pass: an encoder-only model (no steps: a run of
+    steps > 0 is refused by the prompt's own run, in its words) or an encoder-decoder, with no intervention."""
+    steps = options["steps"]
+    if whole is not None or isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
+        return False
+    return (model.info.is_encoder_only and steps == 0) or model.info.is_encoder_decoder
 
 
 def _encoder_runs(model, prompts: list, options: dict, progress: Callable | None, budget: int) -> list:
-    """An encoder's runs from padded passes over as many prompts as `budget` bytes allow (encoder.padded_bytes;
-    a prompt that does not fit alone runs alone)."""
-    from explorer.core import encoder, packed
-    from explorer.core.sampling import Sampling
+    """An encoder's (or encoder-decoder's) runs from padded encoder passes over as many prompts as `budget`
+    bytes allow (encoder.padded_bytes; a prompt that does not fit alone runs alone), each run then taking
+    its own decoding steps."""
+    from explorer.core import encdec_decode, encoder, packed
 
     ids = [model._ids(prompt, options["prepend_bos"]) for prompt in prompts]
-    runners = [checks.decoder(model.loaded, options["sampling"] or Sampling(), len(one)) for one in ids]
+    steps = _steps(options["steps"], max(len(one) for one in ids), model.loaded.config.max_positions)
+    decoders = [checks.decoder(model.loaded, options["sampling"], len(one) + steps) for one in ids]
+    prefill = encoder.prefill_padded if model.info.is_encoder_only else encdec_decode.prefill_padded
     made: list = [None] * len(prompts)
     done = 0
     for chunk in packed.chunks(len(ids), lambda rows: encoder.padded_bytes(
             model.loaded.config, [len(ids[i]) for i in rows]) <= budget):
-        encoder.prefill_padded([runners[i] for i in chunk], [ids[i] for i in chunk])
+        prefill([decoders[i] for i in chunk], [ids[i] for i in chunk])
         for index in chunk:
+            for _ in range(steps):
+                decoders[index].step()
             prompt = prompts[index]
-            made[index] = Run(model, runners[index], prompt if isinstance(prompt, str) else None, None)
+            made[index] = Run(model, decoders[index], prompt if isinstance(prompt, str) else None, None)
             if options["activations"] is not None:
                 made[index].activations(options["activations"])
             done += 1

@@ -75,15 +75,34 @@ class EncDecDecoder(StepDecoder):
 
     def prefill(self, ids) -> Trace:
         """Encode the source (a task token is added if missing) and run the decoder on <s>."""
+        source = self.checked_source(ids)
+        self._reset()
+        self._encoded = self._encode(source)
+        return self._start()
+
+    def checked_source(self, ids) -> np.ndarray:
+        """The ids the encoder reads (source_ids), within the model's positions."""
         source = self.source_ids(np.asarray(getattr(ids, "ids", ids), dtype=np.int64).reshape(-1))
         if source.size > self.config.max_positions:
             raise ContextOverflowError(
                 f"the source has {source.size} tokens, more than the model's {self.config.max_positions} positions")
+        return source
+
+    def prefill_encoded(self, source: np.ndarray, capture: StepCapture, memory: torch.Tensor, ms: float) -> Trace:
+        """prefill(source), its encoder pass given: its capture and C (1, S, d_model) (prefill_padded)."""
+        self._reset()
+        with torch.inference_mode():
+            self._encoded = replace(self._encoded_record(source, capture, memory), ms=ms)
+        return self._start()
+
+    def _reset(self) -> None:
         self.kv_cache.reset()
         self._hidden = []
         self._encoded, self.trace = None, Trace(model=self.loaded.info)   # the cache is empty, so is the trace
         self._intervened = self.new_run()
-        self._encoded = self._encode(source)
+
+    def _start(self) -> Trace:
+        """The decoder's first step, on <s>."""
         first = self._run(np.array([self.config.bos_id], dtype=np.int64), "prefill")
         self.trace = self._trace((first,))
         return self.trace
@@ -129,12 +148,16 @@ class EncDecDecoder(StepDecoder):
         with torch.inference_mode():
             source_t = torch.as_tensor(source, device=self.device)
             memory = self.model.encode(source_t[None], None, capture, self._intervened)  # C: (1, S, d_model)
-            refuse_non_finite(memory[0], self.loaded, **ENCODER_OUTPUT)
-            self.kv_cache.cross = self.model.cross_keys_values(memory)             # once per source
-            self._cross_np = [{"k": self._np(k[0]), "v": self._np(v[0])} for k, v in self.kv_cache.cross]
-            record = self._encode_record(source, capture, self.model.embed.weight[source_t],
-                                         self.model.positional(np.arange(len(source), dtype=np.int64)))
+            record = self._encoded_record(source, capture, memory)
         return replace(record, ms=(time.perf_counter() - started) * 1000.0)
+
+    def _encoded_record(self, source: np.ndarray, capture: StepCapture, memory: torch.Tensor) -> StepRecord:
+        """The cross K/V of every layer from C (1, S, d_model), and the encoder's StepRecord."""
+        refuse_non_finite(memory[0], self.loaded, **ENCODER_OUTPUT)
+        self.kv_cache.cross = self.model.cross_keys_values(memory)                 # once per source
+        self._cross_np = [{"k": self._np(k[0]), "v": self._np(v[0])} for k, v in self.kv_cache.cross]
+        return self._encode_record(source, capture, self.model.embed.weight[torch.as_tensor(source, device=self.device)],
+                                   self.model.positional(np.arange(len(source), dtype=np.int64)))
 
     def _forward(self, ids: torch.Tensor, positions: np.ndarray, capture: StepCapture) -> torch.Tensor:
         return self.model.decode(ids[None], TargetStep(positions, None, self._intervened), self.kv_cache.cross,
@@ -146,3 +169,30 @@ class EncDecDecoder(StepDecoder):
     def _cross(self, layer: int, captured):
         shared = self._cross_np[layer]
         return attention_tensors(captured.cross, shared=shared), shared
+
+
+def prefill_padded(decoders: list[EncDecDecoder], prompts: list) -> None:
+    """Each decoder's prefill of its source, the encoder passes as one over the sources right-padded to the
+    longest (padding keys hidden, each row's capture cut to its length: capture.PaddedCapture), the decoders'
+    first steps each their own. Each row of C is its source's C alone: every encoder sublayer but attention
+    is row-wise and a hidden key gets weight exactly 0. No intervention (see encoder.prefill_padded)."""
+    from explorer.core.capture import PaddedCapture
+    from explorer.core.encdec import padded
+
+    first = decoders[0]
+    sources = [decoder.checked_source(one) for decoder, one in zip(decoders, prompts)]
+    lengths = [len(one) for one in sources]
+    longest, device = max(lengths), first.device
+    batch = np.zeros((len(sources), longest), dtype=np.int64)                   # padded with id 0, never seen
+    for row, one in enumerate(sources):
+        batch[row, : len(one)] = one
+    visible = torch.as_tensor(np.arange(longest)[None, :] < np.array(lengths)[:, None], device=device)  # (B, S)
+    captures = [StepCapture(first.config.n_encoder_layers) for _ in decoders]
+    own = {n: padded(np.arange(n), n, None, device) for n in set(lengths)}      # what each source's pass sees
+    started = time.perf_counter()
+    with torch.inference_mode():
+        memory = first.model.encode(torch.as_tensor(batch, device=device), visible[:, None, None, :],
+                                    PaddedCapture(captures, lengths, own.__getitem__))   # C: (B, S, d_model)
+    ms = (time.perf_counter() - started) * 1000.0 / len(decoders)
+    for row, (decoder, source, capture) in enumerate(zip(decoders, sources, captures)):
+        decoder.prefill_encoded(source, capture, memory[row: row + 1, : lengths[row]].clone(), ms)
