@@ -2,9 +2,9 @@
 driver steps it, and what its cache holds. Everyone asks the row; nobody keeps a second list.
 
     model_type          config reader            weights        builder            driver          cache    gguf
-    llama, smollm, ...  config._llama            weights.DENSE  runtime (decoder)  decode.Decoder  "kv"     "llama"
-    bert                config.bert_config       encoder.py     encoder            EncoderRunner   "none"   "bert"
-    explorer-encdec     encdec_config            encdec.py      encdec             EncDecDecoder   "cross"  None
+    llama, smollm, ...  read_llama               weights.DENSE  runtime (decoder)  decode.Decoder  "kv"     "llama"
+    bert                read_bert                encoder.py     encoder            EncoderRunner   "none"   "bert"
+    explorer-encdec     EncDecConfig.from_json   encdec.py      encdec             EncDecDecoder   "cross"  None
 
 A row also carries what transformers assumes for the config.json keys its family leaves out
 (`defaults`); for the GGUF files the engine builds (llama, gemma, gemma2, gemma3, phi3), the GGUF config
@@ -18,12 +18,14 @@ save_hf writes it back (`writing`: model_type, class and config.json keys, hf_ke
 A loaded model finds its row by ModelInfo.family (`family_of_model`): a decoder's config.family is a
 model_type, and a row whose models report another name says so in `reports`.
 
-The weight tables, builders and drivers are named by module and attribute and imported when first used,
-so that this table imports nothing heavy and sits below every module it names (no import cycle through it).
-A reader that needs nothing of the engine is imported as itself (the encoder-decoder's, from
-encdec_config), as are save_hf's config writers (hf_keys); those of config.py, which reads this table, are
-named. Every driver has the Decoder's API (prefill, step, back, force, trace, kv_cache);
-`can_generate` says whether Step means anything.
+The config readers are imported as themselves: they need nothing of the engine (config_readers gives a
+decoder's or BERT's fields, which ModelConfig.from_hf completes with the row's facts; the encoder-decoder's
+is encdec_config's), as are save_hf's config writers (hf_keys). The weight tables, builders, drivers and
+GGUF readers are named by module and attribute and imported when first used: they are torch (or GGUF)
+code that imports this table, and this table stays torch-free, below every module it names, because the
+numpy-only views and the CLI's parser read it too (docs/architecture.md, "The family row"). Every driver
+has the Decoder's API (prefill, step, back, force, trace, kv_cache); `can_generate` says whether Step
+means anything.
 """
 from __future__ import annotations
 
@@ -32,6 +34,9 @@ from functools import reduce
 from importlib import import_module
 from typing import Callable
 
+from explorer.core.config_readers import (GEMMA3_GLOBAL_EVERY, read_bert, read_deepseek_v2, read_deepseek_v3,
+                                          read_gemma, read_gemma2, read_gemma3, read_gpt2, read_llama, read_mistral,
+                                          read_phi3, read_qwen2, read_qwen3)
 from explorer.core.encdec_config import EncDecConfig
 from explorer.core.errors import UnsupportedModelError
 from explorer.core.hf_keys import (HFWriting, deepseek_keys, gemma2_keys, gemma3_keys, gpt2_keys, llama_keys,
@@ -53,9 +58,9 @@ class ModelFamily:
     cache: str              # "kv": the decoder's K/V (kv_variants) | "none": no cache | "cross": K/V + cross K/V
     gguf: str | None = None  # llama.cpp's general.architecture of this family's GGUF files, if it has one
     reports: str = ""        # the ModelInfo.family its loaded models carry, where that is not a model_type
-    # the function reading its config.json dict (config.ModelConfig.from_hf calls it), or "module:function" for
-    # the readers of config.py, which reads this table
-    reader: Callable[[dict], object] | str | None = None
+    # the function reading its config.json dict, called by config.ModelConfig.from_hf: a dict of ModelConfig's
+    # fields (config_readers), or the family's own config
+    reader: Callable[[dict], object] | None = None
     gguf_reader: str | None = None  # "module:function" (header, source) -> the config.json dict of a GGUF file
     gguf_weights: str | None = None  # "module:TABLE" of GGUF tensor name -> HF name, for the GGUF files it builds
     gguf_norm_plus_one: bool = False  # llama.cpp stores each norm weight as 1 + w (Gemma's x * (1 + w)): loaded - 1
@@ -69,10 +74,6 @@ class ModelFamily:
     def decoder_only(self) -> bool:
         return self.builder == "explorer.core.runtime"
 
-    def config_reader(self):
-        """The function config.json dict -> ModelConfig (or the family's own config) of this row."""
-        return self.reader if callable(self.reader) else _resolve(self.reader)
-
     def weight_table(self) -> dict:
         """The HF name -> our name table (weights.py's form) that maps a decoder-only checkpoint."""
         module, name = self.weights.split(":")
@@ -83,12 +84,13 @@ class ModelFamily:
         return getattr(import_module(module), name)
 
 
-def _decoder(model_type: str, reader: str | None, table: str, gguf: str | None = None, defaults: dict | None = None,
+def _decoder(model_type: str, reader: Callable[[dict], dict] | None, table: str, gguf: str | None = None,
+             defaults: dict | None = None,
              gguf_reader: str | None = None, gguf_weights: str | None = None, **facts) -> ModelFamily:
     """A decoder-only row; `facts` are the other columns (positional, mtp_layers, sandwich_norm, writing) where
     they differ."""
     return ModelFamily(model_type, f"explorer.core.weights:{table}", "explorer.core.runtime",
-                       "explorer.core.decode:Decoder", "kv", gguf, reader=reader and f"explorer.core.config:{reader}",
+                       "explorer.core.decode:Decoder", "kv", gguf, reader=reader,
                        gguf_reader=gguf_reader and f"explorer.core.loaders.gguf_config:{gguf_reader}",
                        gguf_weights=gguf_weights and f"explorer.core.loaders.gguf:{gguf_weights}",
                        defaults=defaults or {}, **facts)
@@ -97,7 +99,6 @@ def _decoder(model_type: str, reader: str | None, table: str, gguf: str | None =
 # What transformers' config class of each family (5.x) assumes for a key that config.json leaves out.
 # A key that is present keeps its value, null included: each reader says what null means (for the
 # K/V heads, N_Q; for head_dim, d_model / N_Q; for sliding_window, no window).
-GEMMA3_GLOBAL_EVERY = 6            # Gemma 3: 5 local (sliding) layers, then 1 global, repeated
 _LLAMA_LIKE = {"max_position_embeddings": 2048, "rms_norm_eps": 1e-6, "tie_word_embeddings": False}
 _QWEN = {**_LLAMA_LIKE, "max_position_embeddings": 32768, "use_sliding_window": False, "max_window_layers": 28,
          "num_key_value_heads": 32}
@@ -108,29 +109,29 @@ _DEEPSEEK = {**_LLAMA_LIKE, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_h
 
 # gemma3 (the multimodal wrapper) has no reader: ModelConfig.from_hf reads its text_config as gemma3_text.
 FAMILIES = {row.model_type: row for row in (
-    _decoder("llama", "_llama", "DENSE", "llama", _LLAMA_LIKE, gguf_reader="llama_config", gguf_weights="LLAMA_NAMES",
+    _decoder("llama", read_llama, "DENSE", "llama", _LLAMA_LIKE, gguf_reader="llama_config", gguf_weights="LLAMA_NAMES",
              writing=HFWriting("llama", "LlamaForCausalLM", llama_keys)),
-    _decoder("smollm", "_llama", "DENSE", None, _LLAMA_LIKE),
-    _decoder("mistral", "_mistral", "DENSE", "mistral", {**_LLAMA_LIKE, "max_position_embeddings": 131072,
+    _decoder("smollm", read_llama, "DENSE", None, _LLAMA_LIKE),
+    _decoder("mistral", read_mistral, "DENSE", "mistral", {**_LLAMA_LIKE, "max_position_embeddings": 131072,
                                                          "sliding_window": 4096, "num_key_value_heads": 8},
              writing=HFWriting("mistral", "MistralForCausalLM", mistral_keys)),
-    _decoder("qwen2", "_qwen2", "DENSE", "qwen2", _QWEN, writing=HFWriting("qwen2", "Qwen2ForCausalLM", qwen_keys)),
-    _decoder("qwen3", "_qwen3", "DENSE", "qwen3", {**_QWEN, "head_dim": 128},
+    _decoder("qwen2", read_qwen2, "DENSE", "qwen2", _QWEN, writing=HFWriting("qwen2", "Qwen2ForCausalLM", qwen_keys)),
+    _decoder("qwen3", read_qwen3, "DENSE", "qwen3", {**_QWEN, "head_dim": 128},
              writing=HFWriting("qwen3", "Qwen3ForCausalLM", qwen_keys)),
-    _decoder("phi3", "_phi3", "PHI3", "phi3", {**_LLAMA_LIKE, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5},
+    _decoder("phi3", read_phi3, "PHI3", "phi3", {**_LLAMA_LIKE, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5},
              gguf_reader="phi3_config", gguf_weights="PHI3_NAMES",
              writing=HFWriting("phi3", "Phi3ForCausalLM", phi3_keys)),
-    _decoder("gpt2", "_gpt2", "GPT2", "gpt2", {"n_positions": 1024, "tie_word_embeddings": True}, positional="learned",
+    _decoder("gpt2", read_gpt2, "GPT2", "gpt2", {"n_positions": 1024, "tie_word_embeddings": True}, positional="learned",
              writing=HFWriting("gpt2", "GPT2LMHeadModel", gpt2_keys, prefix="transformer.")),
-    _decoder("gemma", "_gemma", "DENSE", "gemma", {**_GEMMA, "num_key_value_heads": 16}, gguf_reader="gemma_config",
+    _decoder("gemma", read_gemma, "DENSE", "gemma", {**_GEMMA, "num_key_value_heads": 16}, gguf_reader="gemma_config",
              gguf_weights="LLAMA_NAMES", gguf_norm_plus_one=True,
              writing=HFWriting("gemma", "GemmaForCausalLM", llama_keys)),
-    _decoder("gemma2", "_gemma2", "GEMMA2", "gemma2", {
+    _decoder("gemma2", read_gemma2, "GEMMA2", "gemma2", {
         **_GEMMA, "num_key_value_heads": 4, "sliding_window": 4096, "query_pre_attn_scalar": 256,
         "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0}, sandwich_norm=True,
         gguf_reader="gemma2_config", gguf_weights="GEMMA3_NAMES", gguf_norm_plus_one=True,
         writing=HFWriting("gemma2", "Gemma2ForCausalLM", gemma2_keys)),
-    _decoder("gemma3_text", "_gemma3", "GEMMA3", "gemma3", {
+    _decoder("gemma3_text", read_gemma3, "GEMMA3", "gemma3", {
         **_LLAMA_LIKE, "max_position_embeddings": 131072, "sliding_window": 4096, "head_dim": 256,
         "query_pre_attn_scalar": 256, "num_key_value_heads": 4, "tie_word_embeddings": True,
         "sliding_window_pattern": GEMMA3_GLOBAL_EVERY}, gguf_reader="gemma3_config", gguf_weights="GEMMA3_NAMES",
@@ -138,16 +139,16 @@ FAMILIES = {row.model_type: row for row in (
     # a Gemma 3's ModelConfig.family, whatever model_type it was read from; written back as gemma3_text
     _decoder("gemma3", None, "GEMMA3", sandwich_norm=True,
              writing=HFWriting("gemma3_text", "Gemma3ForCausalLM", gemma3_keys)),
-    _decoder("deepseek_v2", "_deepseek_v2", "DEEPSEEK", "deepseek2", {
+    _decoder("deepseek_v2", read_deepseek_v2, "DEEPSEEK", "deepseek2", {
         **_DEEPSEEK, "topk_method": "greedy", "n_shared_experts": 2, "n_routed_experts": 64,
         "moe_intermediate_size": 1407}, writing=HFWriting("deepseek_v2", "DeepseekV2ForCausalLM", deepseek_keys)),
-    _decoder("deepseek_v3", "_deepseek_v3", "DEEPSEEK", None, {
+    _decoder("deepseek_v3", read_deepseek_v3, "DEEPSEEK", None, {
         **_DEEPSEEK, "max_position_embeddings": 4096, "routed_scaling_factor": 2.5, "n_group": 8, "topk_group": 4,
         "first_k_dense_replace": 3, "n_shared_experts": 1, "norm_topk_prob": True, "n_routed_experts": 256,
         "num_experts_per_tok": 8, "moe_intermediate_size": 2048}, mtp_layers=True,
         writing=HFWriting("deepseek_v3", "DeepseekV3ForCausalLM", deepseek_keys)),
     ModelFamily("bert", "explorer.core.encoder", "explorer.core.encoder", "explorer.core.encoder:EncoderRunner",
-                "none", gguf="bert", reader="explorer.core.config:bert_config", positional="learned"),
+                "none", gguf="bert", reader=read_bert, positional="learned"),
     ModelFamily("explorer-encdec", "explorer.core.encdec", "explorer.core.encdec",
                 "explorer.core.encdec_decode:EncDecDecoder", "cross", reports="encdec",
                 reader=EncDecConfig.from_json, positional="sinusoidal"),

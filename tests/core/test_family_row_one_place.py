@@ -13,7 +13,7 @@ import pytest
 import torch
 import transformers  # the reference
 
-from explorer.core import config as config_module
+from explorer.core import config_readers
 from explorer.core import families, weights
 from explorer.core.config import ModelConfig
 from explorer.core.encdec_config import EncDecConfig
@@ -32,8 +32,8 @@ TOY = dict(model_type="toy", vocab_size=64, hidden_size=48, intermediate_size=64
            num_attention_heads=6, max_position_embeddings=32)
 
 
-def _toy_reader(d: dict) -> ModelConfig:
-    return config_module._llama(d, "toy")
+def _toy_reader(d: dict) -> dict:
+    return config_readers.read_llama(d, "toy")
 
 
 @pytest.fixture

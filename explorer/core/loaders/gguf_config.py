@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from explorer.core.config import GEMMA2_GLOBAL_EVERY, GEMMA3_GLOBAL_EVERY, gemma3_layer_types
+from explorer.core.config_readers import GEMMA2_GLOBAL_EVERY, GEMMA3_GLOBAL_EVERY, gemma3_layer_types
 from explorer.core.config_schema import check_config, check_field
 from explorer.core.errors import ExplorerError, ModelLoadError, UnsupportedModelError
 from explorer.core.families import gguf_config_reader, model_type_of_gguf, supported_gguf
