@@ -32,7 +32,8 @@ def test_the_corpus_covers_every_class_and_names_each_case_once():
 # A few cases through a new interpreter, `python -m explorer` as a person runs it: the forked children
 # above skip only torch's import, and these show that they answer as the real entry point does.
 FRESH = ["--temperature nan", "model.safetensors a FIFO", "trace --out on a full disk", "GGUF NaN weight",
-         "API Sampling(temperature=nan)"]
+         "API Sampling(temperature=nan)", "model.safetensors without read permission",
+         "export onto a read-only map.png"]
 
 
 @pytest.fixture(scope="module")
