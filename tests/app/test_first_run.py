@@ -6,7 +6,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
 
 from explorer.app.start import launch
@@ -62,6 +62,7 @@ def launched(monkeypatch, tmp_path):
                 time.sleep(0.01)
             learn = getattr(window, "learn_dock", None)          # read now: launch deletes the window after
             seen.update(window=window, state=window.windowState(), trace=window.session.trace,
+                        frame=window.frameGeometry(), available=window.screen().availableGeometry(),
                         prompt=window.prompt.text, asked=bool(asked),
                         learn_shown=learn is not None and not learn.isHidden(),
                         learn_stop=learn.widget().index if learn is not None else None)
@@ -80,13 +81,13 @@ def prefilled(window) -> bool:
     return window.session.trace is not None and not window.worker.busy
 
 
-def test_the_first_window_is_maximized_and_shows_the_prefilled_default_prompt(launched, tiny, monkeypatch):  # noqa: F811
+def test_the_first_window_fills_the_screen_and_shows_the_prefilled_default_prompt(launched, tiny, monkeypatch):  # noqa: F811
     monkeypatch.delenv(launch.NO_RESTORE_ENV, raising=False)
     result = launched(["--model", str(tiny)], prefilled)
     assert result.prompt == model_refs.GENERIC_PROMPT
     assert result.trace is not None and result.trace.steps[0].kind == "prefill"
     assert result.trace.n_tokens == len(result.window.controller.summary.tokenizer.encode(result.prompt).ids)
-    assert result.state & Qt.WindowState.WindowMaximized
+    assert result.frame.contains(result.available), "the first window sizes itself to the screen (no window manager may)"
     assert result.asked, "without --no-restore a crashed session is offered"
 
 

@@ -145,11 +145,10 @@ def first_prompt(last_prompt: str, reference: str | None) -> str:
 
 
 def show_sized_to_screen(window, settings: AppSettings) -> None:
-    """The saved geometry if there is one; on a first run, maximized, so the panels have room."""
-    if settings.geometry() is None:
-        window.showMaximized()
-    else:
-        window.show()
+    """The saved geometry if there is one; on a first run, the screen's available area (the window fits
+    itself when shown, see MainWindow.showEvent), so the panels have room. Not by asking to be maximised:
+    only a window manager maximises, and on a bare X screen the window kept a smaller fit."""
+    window.show()
 
 
 # ----- the packaged app's smoke test ------------------------------------------------------------

@@ -21,6 +21,7 @@ from explorer.app.thread.worker import ModelWorker
 from explorer.app.window import (crash_restore, dock_layout, error_bar, menus, model_opening, model_refs,
                                  panel_tips, pull_dialog)
 from explorer.app.window.dock_shares import DockShares
+from explorer.app.window.given_size import GivenSize
 from explorer.app.window.model_picker import ModelToolbar
 from explorer.app.window.panel_dock import PanelDock
 from explorer.app.window.presentation import Presentation
@@ -50,6 +51,7 @@ class MainWindow(QMainWindow):
         self.catalog_loader = CatalogLoader(catalog, self)
         self.prompt = PromptEditor(self)
         self.setDockNestingEnabled(True)
+        self.given_size = GivenSize(self)            # a dock's minimum grown for a moment does not keep it grown
         self.dock_shares = DockShares(self)
         self.presentation = Presentation(self)
         self.docks = self._build_docks(panels)
@@ -282,7 +284,7 @@ class MainWindow(QMainWindow):
     def showEvent(self, event) -> None:
         super().showEvent(event)
         fit, self._fit_when_shown = getattr(self, "_fit_when_shown", None), None
-        if fit is None or self.isMaximized() or self.isFullScreen():
+        if fit is None or self.isFullScreen():
             return
         if not fit:
             # A saved layout made for a larger screen, or one that had grown past its own: its dock
@@ -295,10 +297,22 @@ class MainWindow(QMainWindow):
                     dock.hide()
             QTimer.singleShot(0, self, self._layout_made)
             return
-        dock_layout.fit_to_screen(self)              # now the frame's size is known
-        groups = getattr(self, "dock_groups", None)
-        if groups:
-            QTimer.singleShot(0, self, lambda: (dock_layout.size_docks(self, groups), self._layout_made()))
+        self._fit_first_start()
+
+    def _fit_first_start(self) -> None:
+        """Fill the screen's available area now that the frame's size is known, and keep the frame on it
+        once the platform has placed it. The app sizes itself: a request to maximise is only a window
+        manager's to grant, and on a bare X screen the window kept the fit made before its frame was
+        known (1366x736 over a 32 px strip of a 1366x768 screen)."""
+        dock_layout.fit_to_screen(self)
+
+        def once_placed() -> None:
+            dock_layout.keep_on_screen(self)
+            groups = getattr(self, "dock_groups", None)
+            if groups:
+                dock_layout.size_docks(self, groups)
+            self._layout_made()
+        QTimer.singleShot(0, self, once_placed)
 
     def closeEvent(self, event) -> None:
         self.controller.set_playing(False)
