@@ -35,3 +35,29 @@ def test_the_residual_streams_layer_axis_ticks_only_whole_layers(qtbot, session,
     ticks = [value for _spacing, values in axis.tickValues(low, high, axis.width()) for value in values]
     assert ticks and all(float(value).is_integer() for value in ticks), ticks
     assert {0, loaded.info.n_layers - 1} <= set(ticks), ticks          # the first and the last layer are named
+
+
+def test_a_cancelled_what_if_leaves_no_progress_words_and_no_blank_maps_after_a_model_switch(qtbot, tmp_path,
+                                                                                            monkeypatch):
+    """KV lab ▸ What-if on the bundled GQA model, cancelled mid-way, then the MLA model opened: the bar said
+    "0% factorising K/V (SVD)" for a model that cannot be converted, above two blank map frames."""
+    from PySide6.QtCore import QSize
+
+    from tests.app.journey import BUNDLED, journey_in_a_window
+
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, QSize(1366, 768)) as journey:
+        journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be, that is")
+        lab = journey.raise_panel("kv_lab")
+        journey.act("the what-if tab", lambda: lab.tabs.setCurrentIndex(1))
+        assert not lab.what_if.maps.isVisibleTo(lab), "blank map frames before any conversion"
+        lab.steps_box.setValue(lab.steps_box.maximum())          # long enough to be cancelled on its way
+        lab.run_button.click()
+        qtbot.waitUntil(lambda: lab.progress.format().startswith("%p% ") and "starting" not in lab.progress.format(),
+                        timeout=60000)
+        step_words = lab.progress.format()[4:]
+        journey.act("cancelling the conversion", lab.cancel_button.click)
+        assert step_words not in lab.progress.text(), f"the cancelled run's step stays: {lab.progress.text()!r}"
+        journey.open(BUNDLED / "shakespeare-mla", "To be, or not to be, that is")
+        journey.raise_panel("kv_lab")
+        assert lab.progress.text().strip("0% ") == "", f"the MLA model's bar reads {lab.progress.text()!r}"
+        assert not lab.what_if.maps.isVisibleTo(lab), "two blank map frames under 'trained with MLA'"

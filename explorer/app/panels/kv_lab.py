@@ -235,7 +235,7 @@ class KVLabPanel(Panel):
         variant = variant or self.variant_box.currentText()
         steps = steps or self.steps_box.value()
         prompt = np.asarray(self.trace.steps[0].token_ids, dtype=np.int64).copy()
-        self.progress.setValue(0)
+        self.what_if.show_progress(0.0, "starting")
         self.run_summary.setText(f"converting to {variant}…")
         self.error_line.clear()
         self.runner.start(self.what_if_job(variant, steps, prompt), self.executor or self._on_the_worker)
@@ -292,7 +292,7 @@ class KVLabPanel(Panel):
         self.run_summary.setText(message if cancelled else "The conversion failed.")
         if not cancelled:
             self.error_line.show_error(message)
-        self.progress.setValue(0)
+        self.what_if.reset_progress()
         self._finish_run()
 
     def _finish_run(self) -> None:

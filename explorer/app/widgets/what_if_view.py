@@ -92,10 +92,17 @@ class WhatIfView(QWidget):
         self.converted_map = Heatmap(self.maps.ci, row=0, col=1, colorbar=False)
         lower.addWidget(self.maps)
         layout.addWidget(lower, 1)
+        self.clear()
 
     def show_progress(self, fraction: float, what: str) -> None:
         self.progress.setValue(int(round(100 * fraction)))
         self.progress.setFormat(f"%p% {what}")
+
+    def reset_progress(self) -> None:
+        """No conversion running: the bar empty and wordless (a cancelled run's last step must not stay
+        written on it, nor follow the user to another model)."""
+        self.progress.setValue(0)
+        self.progress.setFormat("")
 
     def show_result(self, result, display_token) -> None:
         """Fill the step table and the summary; a step's token is its text in the original trace, or
@@ -112,9 +119,11 @@ class WhatIfView(QWidget):
         self.steps_table.resizeColumnsToContents()
         self.run_summary.setText(result_summary(result))
         self.progress.setValue(100)
+        self.progress.setFormat("%p% done")
 
     def show_maps(self, result, layer: int, head: int) -> None:
         """A_h of `head` in `layer` (each clamped to the model's) of the original and the converted model."""
+        self.maps.show()
         for heatmap, trace, label in ((self.original_map, result.original, "original"),
                                       (self.converted_map, result.converted, result.variant)):
             shown_layer = min(layer, trace.model.n_layers - 1)
@@ -123,9 +132,11 @@ class WhatIfView(QWidget):
             heatmap.plot.setTitle(f"{label}: layer {shown_layer}, head {shown_head}")
 
     def clear(self) -> None:
-        """No result: an empty table and summary, the progress at 0 and both maps blank."""
+        """No result: an empty table and summary, the progress empty and no maps (two blank frames read as a
+        result that failed to draw)."""
         self.steps_table.setRowCount(0)
         self.run_summary.setText(" ")
-        self.progress.setValue(0)
+        self.reset_progress()
         for heatmap in (self.original_map, self.converted_map):
             heatmap.clear()
+        self.maps.hide()
