@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QComboBox, QDockWidget, QHBoxLayout, QLabel, QPush
 from explorer.app.panels.base import Panel, formula_html
 from explorer.app.widgets.learn_tour import Stop, Tour, load_stops, stop_of_panel
 from explorer.core.errors import ExplorerError
+from explorer.views import try_answers
 
 DOCK_PX = 400                      # the Learn dock's width beside the panels
 
@@ -37,6 +38,7 @@ class LearnPanel(Panel):
         self.chooser.currentIndexChanged.connect(self.go_to)
         self.text = QTextBrowser()
         self.text.setOpenLinks(False)
+        self.text.anchorClicked.connect(self._on_link)
         self.status = QLabel(" ")
         self.status.setWordWrap(True)
         self.back_button, self.show_button, self.next_button = (QPushButton(t) for t in ("◀ Back", "Show me", "Next ▶"))
@@ -116,6 +118,23 @@ class LearnPanel(Panel):
         stop = next(s for s in self.stops if s.id == stop_id)
         self.status.setText(f"Shown: {stop.title}. Now try the questions above.")
 
+    def _on_link(self, url) -> None:
+        if url.scheme() == "answer":
+            self.show_answer(int(url.path()))
+
+    def show_answer(self, index: int) -> None:
+        """The answer of the stop's question `index`, read from the trace shown: its layer and head selected,
+        its panel brought forward, its sentence under the buttons."""
+        question = self.stop.tries[index]
+        found = try_answers.answer(question.answer, self.session.trace, question.layer, question.text)
+        if found.layer is not None:
+            self.session.select(layer=found.layer, head=found.head)
+        docks = getattr(self.window(), "docks", {})
+        if found.panel in docks:
+            docks[found.panel].show()
+            docks[found.panel].raise_()
+        self.status.setText(f"Answer: {found.text}")
+
     def _on_failed(self, message: str) -> None:
         self.show_button.setEnabled(True)
         self.status.setText(message)
@@ -124,7 +143,9 @@ class LearnPanel(Panel):
 def page_html(stop: Stop, index: int, count: int) -> str:
     """One stop as rich text: its title, its text and the questions to try, scripts drawn as in the panels'
     formulas (W^Q, d_{QK})."""
-    tries = "".join(f"<li>{formula_html(question)}</li>" for question in stop.tries)
+    tries = "".join(f"<li>{formula_html(t.question)}"
+                    + (f' <a href="answer:{i}">Show the answer</a>' if t.answer else "") + "</li>"
+                    for i, t in enumerate(stop.tries))
     # the counter in the palette's text colour (italic, not gray): Presentation holds text at 7:1 or more
     return (f"<p><i>Stop {index + 1} of {count}</i></p><h3>{html.escape(stop.title)}</h3>"
             f"<p>{formula_html(stop.text)}</p><p><b>Try this</b></p><ul>{tries}</ul>")

@@ -38,13 +38,23 @@ class StopState:
 
 
 @dataclass(frozen=True)
+class Try:
+    """A question to try at a stop; `answer` names how "Show the answer" answers it (views.try_answers: a
+    kind computed from the trace shown, or "text", this question's own `text`), None for none."""
+    question: str
+    answer: str | None = None
+    layer: int | None = None                # the layer the question names, for an answer in one layer
+    text: str = ""
+
+
+@dataclass(frozen=True)
 class Stop:
     id: str
     title: str
     text: str
     formula: str
     state: StopState
-    tries: tuple[str, ...] = field(default=())
+    tries: tuple[Try, ...] = field(default=())
     panels: tuple[str, ...] = field(default=())     # the docks whose title bar "?" opens this stop
 
 
@@ -59,7 +69,8 @@ def load_stops(path: Path | None = None) -> tuple[Stop, ...]:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         return tuple(Stop(id=s["id"], title=s["title"], text=s["text"], formula=s["formula"],
                           state=StopState(**{**s["state"], "models": tuple(s["state"]["models"])}),
-                          tries=tuple(s.get("try", ())), panels=tuple(s.get("panels", ())))
+                          tries=tuple(Try(t) if isinstance(t, str) else Try(**t) for t in s.get("try", ())),
+                          panels=tuple(s.get("panels", ())))
                      for s in data["stops"])
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ExplorerError(f"{path}: the Learn path cannot be read ({error}).") from None

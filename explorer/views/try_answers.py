@@ -1,0 +1,74 @@
+"""The answers the Learn path's "Try this" questions get from the trace shown: a question in
+resources/learn/stops.json may name an answer kind, and its "Show the answer" link computes it here (numpy over
+the trace, the person's own text or the stop's) and says which layer and head, and which panel, show it.
+
+    previous_token : the head whose rows put most weight on the token just before,
+                     argmax over (ℓ, h) of mean_{i=1..T-1} A^{ℓ,h}[i, i-1]   (a "previous-token head")
+    first_token    : in one layer, the head whose rows put most weight on the first token,
+                     argmax over h of mean_{i=0..T-1} A^{ℓ,h}[i, 0]          (an "attention sink")
+    text           : the answer is the question's own "text" (a fact of the algebra, the same for any model)
+
+A is the self-attention of the decoder (or the encoder alone), every query row of the trace, prefill and
+decoding steps. A trace longer than MAX_TOKENS is not read whole (T × T per head): the answer says so.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from explorer.core.trace import Trace
+
+MAX_TOKENS = 2048
+KINDS = ("previous_token", "first_token", "text")
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str                        # one or two sentences, in the panels' notation
+    layer: int | None = None         # what to select; None leaves the selection as it is
+    head: int | None = None
+    panel: str | None = None         # the dock to bring forward (its object name)
+
+
+def answer(kind: str, trace: Trace | None, layer: int | None = None, text: str = "") -> Answer:
+    """The answer of `kind` on `trace` (layer: the layer a question names)."""
+    if kind == "text":
+        return Answer(text)
+    if kind not in KINDS:
+        raise ValueError(f"unknown answer kind {kind!r}; known: {', '.join(KINDS)}")
+    if trace is None or not trace.steps:
+        return Answer("Run a prompt first (Show me runs this stop's): the answer is read from its attention.")
+    if trace.n_tokens < 2:
+        return Answer("The prompt has one token: there is no token before it. Type a longer prompt and run it.")
+    if trace.n_tokens > MAX_TOKENS:
+        return Answer(f"The text has {trace.n_tokens:,} tokens; the answer reads every row of every head, so it "
+                      f"needs {MAX_TOKENS:,} or fewer. Show me runs a short prompt.")
+    if kind == "previous_token":
+        return previous_token_head(trace)
+    return first_token_head(trace, min(int(layer or 0), trace.model.n_layers - 1))
+
+
+def previous_token_share(weights: np.ndarray) -> float:
+    """mean_{i=1..T-1} A[i, i-1]: the share of a row's weight on the token just before."""
+    return float(np.diagonal(weights, offset=-1).mean())
+
+
+def previous_token_head(trace: Trace) -> Answer:
+    """The head with the largest previous-token share, and how large it is against the layer's mean."""
+    shares = np.array([[previous_token_share(trace.attention_head(layer, head))
+                        for head in range(trace.model.n_heads)] for layer in range(trace.model.n_layers)])
+    layer, head = (int(i) for i in np.unravel_index(int(np.argmax(shares)), shares.shape))
+    return Answer(f"Layer {layer}, head {head}: on average {shares[layer, head]:.0%} of each row's weight is on the "
+                  f"token just before (the line just below the diagonal); the mean head puts {shares.mean():.0%} "
+                  "there.", layer, head, "attention")
+
+
+def first_token_head(trace: Trace, layer: int) -> Answer:
+    """The head of `layer` with the largest share of its rows' weight on the first token."""
+    shares = np.array([float(trace.attention_head(layer, head)[:, 0].mean()) for head in range(trace.model.n_heads)])
+    head = int(np.argmax(shares))
+    others = (f"; the other heads of the layer put {np.delete(shares, head).mean():.0%} there" if len(shares) > 1
+              else "")
+    return Answer(f"Layer {layer}, head {head}: on average {shares[head]:.0%} of each row's weight is on the first "
+                  f"token (the first column){others}.", layer, head, "attention")
