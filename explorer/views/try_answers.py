@@ -19,7 +19,7 @@ import numpy as np
 
 from explorer.core.trace import Trace
 
-MAX_TOKENS = 2048
+MAX_TOKENS = 512         # L·N_Q heads of T × T read on the window's thread: kept to a moment
 KINDS = ("previous_token", "first_token", "text")
 
 

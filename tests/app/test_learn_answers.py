@@ -86,6 +86,9 @@ def test_the_decoding_stops_answer_holds_in_the_windows_mask(qapp, window):
 
 def test_answers_say_why_they_cannot_be_read():
     assert "Run a prompt first" in try_answers.answer("previous_token", None).text
+    long = build_trace(n_layers=1, n_heads=2, prompt_len=try_answers.MAX_TOKENS + 1)
+    refused = try_answers.answer("previous_token", long)
+    assert refused.layer is None and f"has {try_answers.MAX_TOKENS + 1:,} tokens" in refused.text
     with pytest.raises(ValueError, match="unknown answer kind"):
         try_answers.answer("favourite_head", None)
     for stop in load_stops():                                  # every kind the path names is one answer() knows
