@@ -12,7 +12,7 @@ reader and tensor-name table (`gguf_reader`, `gguf_weights`) and whether llama.c
 1 + w (`gguf_norm_plus_one`); where positions enter (`positional`: RoPE, or learned or sinusoidal
 embeddings, which have no rotary dimensions to check); whether its checkpoints hold multi-token-prediction
 layers after the decoding ones (`mtp_layers`, DeepSeek-V3), skipped on load; whether a norm follows each
-sublayer too (`sandwich_norm`, Gemma 2 and 3: the config readers and the model map read it); and how
+sublayer too (`sandwich_norm`, Gemma 2 and 3: ModelConfig.from_hf and the model map read it); and how
 save_hf writes it back (`writing`: model_type, class and config.json keys, hf_keys).
 
 A loaded model finds its row by ModelInfo.family (`family_of_model`): a decoder's config.family is a
@@ -23,7 +23,7 @@ decoder's or BERT's fields, which ModelConfig.from_hf completes with the row's f
 is encdec_config's), as are save_hf's config writers (hf_keys). The weight tables, builders, drivers and
 GGUF readers are named by module and attribute and imported when first used: they are torch (or GGUF)
 code that imports this table, and this table stays torch-free, below every module it names, because the
-numpy-only views and the CLI's parser read it too (docs/architecture.md, "The family row"). Every driver
+numpy-only views read it too (docs/architecture.md, "The family row"). Every driver
 has the Decoder's API (prefill, step, back, force, trace, kv_cache); `can_generate` says whether Step
 means anything.
 """
