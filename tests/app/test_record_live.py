@@ -118,3 +118,23 @@ def region_of(window, widget) -> tuple[slice, slice]:
     corner = widget.mapTo(window, QPoint(0, 0))
     top, left = int(corner.y() * ratio), int(corner.x() * ratio)
     return slice(top, top + int(widget.height() * ratio)), slice(left, left + int(widget.width() * ratio))
+
+
+def test_a_window_resized_while_recording_keeps_the_first_frames_size_and_the_menu_cancels(
+        qapp, qtbot, window, tmp_path, monkeypatch):
+    target = tmp_path / "resized.png"
+    recording = start(window, monkeypatch, target)
+    step(qapp, window, recording)
+    first = window.grab().toImage().size()
+    window.resize(1500, 950)
+    qtbot.waitUntil(lambda: window.width() == 1500, timeout=10_000)
+    step(qapp, window, recording)
+    export_action(window, "■ Stop Recording and Save").trigger()
+    frames = read_animation(target)
+    assert frames.shape[:3] == (2, first.height(), first.width())
+    window.resize(1400, 900)
+    qtbot.waitUntil(lambda: window.width() == 1400, timeout=10_000)
+    recording = start(window, monkeypatch, tmp_path / "dropped.gif")
+    step(qapp, window, recording)
+    export_action(window, "Cancel the Recording").trigger()
+    assert window.menus.recording is None and sorted(p.name for p in tmp_path.iterdir()) == ["resized.png"]
