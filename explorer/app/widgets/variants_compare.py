@@ -22,10 +22,10 @@ from explorer.app.widgets.plot_text import SMALL_TITLE
 from explorer.drawing.heatmap import Heatmap
 from explorer.app.window.error_bar import ErrorLine
 from explorer.core import kv_variants
+from explorer.core.attention_kinds import ATTENTION_KINDS as KINDS
 from explorer.core.units import human_bytes
 from explorer.views.maps import attention_matrix
 
-KINDS = ("mha", "mqa", "gqa", "mla")
 DEFAULT_PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?"
 
 
