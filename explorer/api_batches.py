@@ -58,10 +58,14 @@ def runs(model, prompts: Sequence, options: dict, progress: Callable | None = No
     ids = [model._ids(prompt, options["prepend_bos"]) for prompt in prompts]
     steps = _steps(options["steps"], max(len(one) for one in ids), model.loaded.config.max_positions)
     record = checks.record_options(options["record"], whole)
-    decoders = [packed.PackedDecoder(model.loaded, record, options["sampling"] or Sampling(), capacity=len(one) + steps)
-                for one in ids]
-    for decoder in decoders:
+    def made_decoder(one: np.ndarray):
+        decoder = packed.PackedDecoder(model.loaded, record, options["sampling"] or Sampling(), capacity=len(one) + steps)
         decoder.set_intervention(whole)
+        return decoder
+
+    deferred = not record.layers and steps == 0 and options["activations"] is None
+    decoders = [DeferredDecoder(lambda one=one: made_decoder(one), whole) if deferred else made_decoder(one)
+                for one in ids]
     made: list = [None] * len(prompts)
     for done, index in enumerate(packed.prefill_packed(model.loaded, decoders, ids, budget), start=1):
         for _ in range(steps):
@@ -73,6 +77,54 @@ def runs(model, prompts: Sequence, options: dict, progress: Callable | None = No
         if progress is not None:
             progress(done, len(prompts))
     return made
+
+
+class DeferredDecoder:
+    """A batch run's packed.PackedDecoder, made and given its part of the packed pass only when the run first
+    reads more than its last logits: a run recorded with record="logits" and no steps, read for `last_logits`
+    (a logit difference over a batch), then costs its share of the pass and no KV cache, trace or candidates.
+    It stands in for the decoder in packed.prefill_packed (capture_for, intervention, prefill_from, prefill);
+    any other attribute is the made decoder's."""
+
+    can_generate = True                               # a decoder-only model's (packed passes are theirs)
+
+    def __init__(self, make: Callable, intervention) -> None:
+        from explorer.core.intervention import NONE
+
+        self._make, self._decoder, self._given = make, None, None
+        self.intervention = intervention or NONE
+        self.last_logits = None                       # (1, V) after the prompt's last row, from its pass
+
+    @property
+    def pending(self) -> bool:
+        """Whether the run's decoder is not made yet (its last logits are all it has)."""
+        return self._decoder is None
+
+    def capture_for(self, n_new: int):
+        from explorer.core.recording import FinalStatesCapture
+
+        return FinalStatesCapture()                   # what a decoder that records no layers asks its pass for
+
+    def prefill_from(self, ids: np.ndarray, given) -> None:
+        self._given, self.last_logits = (ids, given), given.next_logits
+
+    def prefill(self, ids: np.ndarray):
+        return self.decoder.prefill(ids)
+
+    @property
+    def decoder(self):
+        """The made decoder, prefilled from the pass's part it was given."""
+        if self._decoder is None:
+            self._decoder = self._make()
+            if self._given is not None:
+                self._decoder.prefill_from(*self._given)
+                self._given = None
+        return self._decoder
+
+    def __getattr__(self, name: str):                 # only what this class does not define
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.decoder, name)
 
 
 def _can_pad(model, whole, options: dict) -> bool:

@@ -70,11 +70,13 @@ class Run:
             from explorer.core.encoder import NO_DECODING
 
             raise ExplorerError(f"no logits: {NO_DECODING}")
+        if getattr(self.decoder, "pending", False):                # a batch's: its trace is not made yet
+            return self._last_logits()
         return self._cached("last_logits", self._last_logits)
 
     def _last_logits(self) -> np.ndarray:
         kept = getattr(self.decoder, "last_logits", None)          # packed.PackedDecoder: its prefill's, from its pass
-        if kept is not None and self.trace.n_steps == 1:
+        if kept is not None and (getattr(self.decoder, "pending", False) or self.trace.n_steps == 1):
             return kept.float().cpu().numpy()[-1]
         return np.asarray(self.decoder.logits_at(self.trace.n_tokens - 1), dtype=np.float32)
 

@@ -100,3 +100,31 @@ def test_what_a_logits_recording_did_not_keep_is_one_sentence(family, model, tmp
     for wrong in ("all", None, 1):
         with pytest.raises(explorer.ExplorerError, match=r"record=.* is not one of trace, logits"):
             model.run(PROMPTS[0], record=wrong)
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_a_logits_batch_makes_its_decoders_only_when_a_run_reads_more_than_its_last_logits(family, hf_model, model,
+                                                                                         monkeypatch):
+    from explorer.core import packed
+
+    made: list[int] = []
+    original = packed.PackedDecoder.__init__
+
+    def counting(self, *args, **kwargs):
+        made.append(1)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(packed.PackedDecoder, "__init__", counting)
+    ids, mask = padded(PROMPTS)
+    with torch.inference_mode():
+        expected = hf_model(ids, attention_mask=mask).logits
+    runs = model.run(PROMPTS, record="logits")
+    for row, (prompt, run) in enumerate(zip(PROMPTS, runs)):
+        assert close(run.last_logits, expected[row, len(prompt) - 1].numpy())
+    assert made == []                                    # one pass, no KV cache, trace or candidates yet
+    run, prompt = runs[2], PROMPTS[2]
+    run.step(2)                                          # its decoder is made from its part of the pass, and steps on
+    alone = model.run(prompt, steps=2)
+    assert len(made) == 1 and run.ids.tolist() == alone.ids.tolist()
+    assert close(run.logits, alone.logits) and close(run.last_logits, alone.last_logits)
+    assert close(runs[1].logits, expected[1, : len(PROMPTS[1])].numpy()) and runs[1].trace.n_steps == 1
