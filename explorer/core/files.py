@@ -143,11 +143,13 @@ def check_writable(path: str | os.PathLike, what: str = "", error_type: type[Exp
     target = writable_target(Path(path).expanduser(), what, error_type)
     folder = target.parent
     try:
-        is_folder = folder.is_dir()
+        is_folder, there = folder.is_dir(), folder.exists()
     except OSError as error:                # a folder above it that cannot be searched
         raise write_failure(target, error, what, error_type) from None
+    if not there:
+        raise error_type(f"Cannot write {target}: the folder {folder} does not exist.")
     if not is_folder:
-        raise error_type(f"Cannot write {target}: its folder {folder} does not exist.")
+        raise error_type(f"Cannot write {target}: {folder} is a file, not a folder.")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise error_type(f"Cannot write {target}: the folder {folder} is not writable.")
     return target

@@ -12,6 +12,7 @@ import os
 import re
 from pathlib import Path
 
+from explorer.core import files
 from explorer.core.errors import ExplorerError
 from explorer.tools import arguments
 from explorer.views.figure_text import TEXT_SIZES, text_scale
@@ -68,12 +69,13 @@ def run(args) -> int:
     scale = text_scale(args.text_size)                                   # before the slow model load
     if args.steps < 0:
         raise ExplorerError(f"--steps {args.steps} must not be negative.")
+    output = Path(args.output)
+    files.check_writable(output)                       # fail before Qt's import and the slow model load
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from explorer.drawing import export
 
-    output = Path(args.output)
-    export.check_writable(output)                      # fail before the slow model load
+    export.check_writable(output)
     export._suffix(output, export.IMAGE_SUFFIXES + export.DATA_SUFFIXES)
     trace = _decode(args)
     if args.at_step is not None and not 0 <= args.at_step < trace.n_steps:

@@ -130,8 +130,10 @@ class ForkServer:
     """tests/boundary/forkserver.py, started once: it forks a child per case (see there why)."""
 
     def __init__(self) -> None:
+        # One thread, as each case's environment asks: torch reads it at its import, here, before the fork
+        # (with two threads a tiny model's matmuls spun against the rest of a busy machine: 50 ms each at load 14).
         self.process = subprocess.Popen([sys.executable, str(Path(__file__).with_name("forkserver.py"))],
-                                        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                                        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def execute(self, run: Run, case_dir: Path, timeout: float = TIMEOUT_S) -> Outcome:

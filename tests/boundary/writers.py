@@ -194,9 +194,29 @@ def _first_window_kept(case: Path) -> None:
     assert len(kept) == 1 and b"typed in the first window" in kept[0].read_bytes(), "the first window's autosave went"
 
 
+def _two_pulls(case: Path) -> Run:
+    """Two pulls of one model into one store at once (two windows, or a window and the command line): each
+    works in a folder of its own and moves whole files into place, so both succeed and the store holds it whole."""
+    from tests.boundary.values import _pull
+    run = _pull()(case)
+    both = run.api.replace("sys.exit(cli.main(", "import os\nother = os.fork()\ncode = cli.main(") + (
+        "if other == 0:\n    os._exit(code)\n"
+        "_, status = os.waitpid(other, 0)\n"
+        "assert code == 0 and os.waitstatus_to_exitcode(status) == 0, (code, status)\n")
+    return Run(api=both.replace('links]))', 'links])'))
+
+
+def _pulled_whole(case: Path) -> None:
+    pulled = case / "home" / "store" / "tiny" / "tiny.gguf"
+    assert pulled.read_bytes() == (case / "model.gguf").read_bytes(), "the store does not hold the model whole"
+    left = [p.name for p in (case / "home" / "store").iterdir() if p.name.startswith(".pull-")]
+    assert not left, f"work folders left: {left}"
+
+
 TWO_WINDOWS = [
     Case("a second window leaves a running window's autosave alone", "data loss", _second_window,
          outcome="works", keeps=_first_window_kept),
+    Case("two pulls into one store at once", "data loss", _two_pulls, outcome="works", keeps=_pulled_whole),
 ]
 
 CASES = FULL_DISK + READ_ONLY + NON_UTF8_NAMES + LOOPS + DAMAGED_STORE + TWO_WINDOWS
