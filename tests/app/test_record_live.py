@@ -138,3 +138,18 @@ def test_a_window_resized_while_recording_keeps_the_first_frames_size_and_the_me
     step(qapp, window, recording)
     export_action(window, "Cancel the Recording").trigger()
     assert window.menus.recording is None and sorted(p.name for p in tmp_path.iterdir()) == ["resized.png"]
+
+
+def test_a_recording_deleted_with_its_window_leaves_no_frames(qapp, tmp_path, monkeypatch):
+    """The recording is a child of the window: Qt deletes it with the window, and its frames go with it."""
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    with window_with_tiny_model(qapp, tmp_path / "own", {}) as own:
+        recording = start(own, monkeypatch, tmp_path / "never.gif")
+        step(qapp, own, recording)
+        scratch = recording.frames[0].parent
+        assert recording.parent() is own and scratch.exists()
+        recording.deleteLater()                       # as the window's deletion deletes its children
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+        assert not scratch.exists()
+    assert not (tmp_path / "never.gif").exists()

@@ -43,6 +43,7 @@ class LiveRecording(QObject):
         super().__init__(window)
         self.window, self.path, self.frame_ms = window, check_recording_target(path), frame_ms
         self._scratch = tempfile.TemporaryDirectory(prefix="explorer-recording-")
+        self.destroyed.connect(self._scratch.cleanup)          # the window deleted while recording: no frames left
         self.frames: list[Path] = []
         self._size: list[QSize] = []
         self._last = step_key(window.session.trace)           # the step shown when recording began: no frame
@@ -72,7 +73,7 @@ class LiveRecording(QObject):
 
     def _on_worker_busy(self, busy: bool) -> None:
         if not busy and self.pending:
-            QTimer.singleShot(0, self._take_if_settled)          # after the answers' redraws posted before it
+            QTimer.singleShot(0, self, self._take_if_settled)    # after the redraws posted before it; not once deleted
 
     def _take_if_settled(self) -> None:
         if not self.pending:
