@@ -81,11 +81,14 @@ def _session_save(target: str):
 
 def _autosave(case: Path) -> Run:
     """A window's autosave in a store it cannot write: the person is not disturbed, and nothing crashes."""
-    return Run(api="from PySide6.QtCore import QCoreApplication\napp = QCoreApplication([])\n"
+    return Run(api="from PySide6.QtWidgets import QApplication, QMainWindow\napp = QApplication([])\n"
                    "from explorer.app.state.session_file import Autosaver, find_crashed\n"
                    "from explorer.views.session_state import SessionState\n"
-                   "saver = Autosaver(lambda: SessionState(model='m', prompt='typed'))\n"
+                   "window = QMainWindow()\n"
+                   "saver = Autosaver(lambda: SessionState(model='m', prompt='typed'), parent=window)\n"
                    "assert not saver.save_now(), 'an autosave was written into a folder without write permission'\n"
+                   "told = window.statusBar().currentMessage()\n"
+                   "assert 'not autosaved' in told and 'permission denied' in told, told\n"
                    "saver.discard()\nfind_crashed(saver.path, [])\n")
 
 

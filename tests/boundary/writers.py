@@ -80,6 +80,7 @@ def _autosave_full(case: Path) -> Run:
                    f"resource.setrlimit(resource.RLIMIT_FSIZE, ({FULL_AT}, {FULL_AT}))\n"
                    "state = SessionState(model='m', prompt='after ' * 2000)\n"
                    "assert not saver.save_now(), 'an autosave past the full disk was reported written'\n"
+                   "assert 'too large' in saver.problem, saver.problem\n"
                    "assert load(saver.path).prompt == 'before', 'the previous autosave was lost'\n")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ AUTOSAVE_PREFIX = "autosave-session"
 AUTOSAVE_NAME = f"{AUTOSAVE_PREFIX}.json"      # the one shared autosave of earlier versions, still restored
 SET_ASIDE_SUFFIX = ".unreadable"
 MAX_PID = 2**31 - 1                             # pid_t is a signed 32-bit number; more is no process id
+NOTICE_MS = 30000                               # how long the status bar tells an autosave's failure
 _IN_USE: set[Path] = set()      # this process's windows' autosaves (a dead run may have had our pid)
 
 
@@ -60,6 +62,7 @@ class Autosaver(QObject):
         self._snapshot = snapshot           # () -> SessionState | None
         self._last_written: str | None = None
         self._last_state = None             # the SessionState last looked at
+        self.problem: str | None = None     # why the last write failed, told once (status bar and stderr)
         self._timer = QTimer(self)
         self._timer.setInterval(interval_ms)
         self._timer.timeout.connect(self.save_now)
@@ -80,10 +83,22 @@ class Autosaver(QObject):
             return False
         try:
             write_atomically(self.path, text)
-        except SessionFileError:
-            return False                    # an unwritable cache must not disturb the person
-        self._last_written, self._last_state = text, state
+        except SessionFileError as error:   # a full disk or a folder it may not write: said once, tried again
+            self._tell(f"The session is not autosaved: {error}")
+            return False
+        self._last_written, self._last_state, self.problem = text, state, None
         return True
+
+    def _tell(self, problem: str) -> None:
+        """Say why autosave fails, once a problem: the window's status bar, and stderr (no dialog: it is not
+        the person's action that failed, and the timer tries again)."""
+        if problem == self.problem:
+            return
+        self.problem = problem
+        print(problem, file=sys.stderr)
+        status = getattr(self.parent(), "statusBar", None)
+        if callable(status):
+            status().showMessage(problem, NOTICE_MS)
 
     def discard(self) -> None:
         """A clean exit: stop and remove the autosave, so the next start offers nothing."""
