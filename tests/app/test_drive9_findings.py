@@ -61,3 +61,30 @@ def test_a_cancelled_what_if_leaves_no_progress_words_and_no_blank_maps_after_a_
         journey.raise_panel("kv_lab")
         assert lab.progress.text().strip("0% ") == "", f"the MLA model's bar reads {lab.progress.text()!r}"
         assert not lab.what_if.maps.isVisibleTo(lab), "two blank map frames under 'trained with MLA'"
+
+
+def test_a_long_map_after_the_translators_encoder_view_is_labelled_query_and_key(qtbot, tmp_path, monkeypatch):
+    """The translator's encoder self-attention ("source query" / "source key"), then a decoder whose map is long
+    (drawn in blocks): its axes kept the translator's names."""
+    from PySide6.QtCore import QSize
+
+    from explorer.views import long_maps
+    from tests.app.journey import BUNDLED, journey_in_a_window
+
+    def axis_names(panel) -> tuple[str, str]:
+        plot = panel.large.plot
+        return plot.getAxis("left").labelText, plot.getAxis("top").labelText
+
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, QSize(1366, 768)) as journey:
+        journey.open(BUNDLED / "translate-en-zh", "The brown fox")
+        attention = journey.raise_panel("attention")
+        kinds = attention.kind_box.kinds
+        journey.act("the encoder's self-attention", lambda: attention.kind_box.combo.setCurrentIndex(
+            kinds.index("encoder")))
+        assert axis_names(attention) == ("source query", "source key")
+        monkeypatch.setattr(long_maps, "STORED_LONG", 16)          # every map of 16 entries or more is long
+        journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be, that is")
+        journey.raise_panel("attention")
+        journey.idle("the long map")
+        assert long_maps.is_long(journey.window.session.trace)
+        assert axis_names(attention) == ("query", "key")

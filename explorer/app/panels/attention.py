@@ -185,6 +185,7 @@ class AttentionPanel(Panel):
 
     def _draw_large(self, view: trace_views.View, layer: int, head: int) -> None:
         trace = view.trace
+        self._name_axes(view.kind)                 # a long map too: it must not keep another kind's names
         if is_long(trace, view.step, view.cross):
             self._draw_long(view, layer, head)
             return
@@ -199,13 +200,16 @@ class AttentionPanel(Panel):
             levels = (0.0, float(np.nanmax(matrix)) if np.isfinite(matrix).any() else 1.0)
         rows, cols = axis_labels(trace, matrix.shape, view.cross)
         self.large.set_matrix(shown, levels, rows, cols, keep_view=True)
+        formula = attention_formula(trace, view.kind, self.values, layer, head, matrix.shape)
+        self.set_formula(mean_formula(trace, self.values, layer, matrix.shape) if self.mean_heads else formula)
+
+    def _name_axes(self, kind: str) -> None:
+        """query/key, or which side each comes from in an encoder-decoder's encoder and cross-attention."""
         labels = {"encoder": ("source query", "source key"), "cross": ("target query", "source key")}
-        names = labels.get(view.kind, ("query", "key"))
+        names = labels.get(kind, ("query", "key"))
         if names != self._axis_names:                    # setLabels lays both axes out again, even unchanged
             self.large.plot.setLabels(**dict(zip(("left", "top"), names)))
             self._axis_names = names
-        formula = attention_formula(trace, view.kind, self.values, layer, head, matrix.shape)
-        self.set_formula(mean_formula(trace, self.values, layer, matrix.shape) if self.mean_heads else formula)
 
     def _draw_long(self, view: trace_views.View, layer: int, head: int) -> None:
         """A long map: drawn reduced once computed in the background; the header says its real size."""
