@@ -88,3 +88,24 @@ def test_a_long_map_after_the_translators_encoder_view_is_labelled_query_and_key
         journey.idle("the long map")
         assert long_maps.is_long(journey.window.session.trace)
         assert axis_names(attention) == ("query", "key")
+
+
+def test_tokens_out_of_date_says_it_shows_the_edited_prompts_tokens(qtbot, tmp_path, monkeypatch):
+    """An edited prompt: every panel is out of date, but Tokens already shows the new text's tokens; its note
+    said only "Out of date", as if the tokens in view were the old ones."""
+    from PySide6.QtCore import QSize
+
+    from tests.app.journey import BUNDLED, journey_in_a_window
+
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, QSize(1366, 768)) as journey:
+        window = journey.window
+        journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be")
+        tokens = journey.raise_panel("tokens")
+        edited = "Now is the winter of our discontent made glorious summer"
+        expected = len(window.controller.summary.tokenizer.encode(edited).ids)
+        journey.act("editing the prompt", lambda: window.prompt.set_text(edited))
+        qtbot.waitUntil(lambda: window.session.out_of_date and window.session.tokens is not None
+                        and len(window.session.tokens.ids) == expected, timeout=10000)
+        journey.idle("the live tokens")
+        assert tokens.table.token_model.rowCount() >= expected
+        assert f"the edited prompt's {expected} tokens" in tokens.note.text(), tokens.note.text()

@@ -97,6 +97,18 @@ class TokensPanel(Panel):
             self._shown_html = None
             self._show_text(self.highlighted_token)
 
+    def show_state(self) -> None:
+        """Out of date, this panel alone already shows the edited prompt's tokens (the live tokenisation): the
+        note says so, else it reads as if these tokens were the stale ones."""
+        super().show_state()
+        drawn, tokens, trace = self.drawn(), self.session.tokens, self.session.trace
+        if drawn.kind != "out of date" or tokens is None or trace is None or not len(tokens.ids):
+            return
+        ids = np.asarray(trace.token_ids, dtype=np.int64)[: len(tokens.ids)]
+        if not np.array_equal(ids, np.asarray(tokens.ids, dtype=np.int64)):
+            self.note.setText(f"⚠ Out of date: {drawn.why} Shown here: the edited prompt's {len(tokens.ids)} "
+                              "tokens, not run yet.")
+
     def redraw(self) -> None:
         self._show_translation(self.trace)
         self.rows = token_rows(self.trace, self.session.tokens)
