@@ -81,11 +81,29 @@ def prompt_px(window: QMainWindow) -> int:
     return PROMPT_LINES * window.fontMetrics().lineSpacing() + 34
 
 
+def toolbar_rows(widths: list[int], width: int) -> list[int]:
+    """Where each row of toolbars starts (their indices), the toolbars of `widths` filling rows of `width`
+    left to right in their order; a toolbar wider than a row has a row of its own."""
+    starts, used = [], width
+    for index, bar_width in enumerate(widths):
+        if used + bar_width > width:
+            starts.append(index)
+            used = 0
+        used += bar_width
+    return starts
+
+
+def top_toolbars(window: QMainWindow) -> list[QToolBar]:
+    """The toolbars shown docked along the top of the window, in their order."""
+    return [bar for bar in window.findChildren(QToolBar) if not bar.isHidden() and not bar.isFloating()
+            and window.toolBarArea(bar) == Qt.ToolBarArea.TopToolBarArea]
+
+
 def chrome_px(window: QMainWindow) -> int:
-    """The height the menu bar, the toolbars (in as many rows as their width needs) and the status bar take."""
-    bars = [bar for bar in window.findChildren(QToolBar) if not bar.isHidden()]
-    widths = sum(bar.sizeHint().width() for bar in bars)
-    rows = -(-widths // max(1, window.width())) if bars else 0
+    """The height the menu bar, the toolbars (in as many rows as their width needs, see toolbar_rows) and
+    the status bar take."""
+    bars = top_toolbars(window)
+    rows = len(toolbar_rows([bar.sizeHint().width() for bar in bars], window.width()))
     toolbars = rows * max((bar.sizeHint().height() for bar in bars), default=0)
     return window.menuBar().sizeHint().height() + toolbars + window.statusBar().sizeHint().height()
 

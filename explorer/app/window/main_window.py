@@ -28,7 +28,7 @@ from explorer.app.window.presentation import Presentation
 from explorer.app.window.prompt_editor import PromptEditor
 from explorer.app.window.settings import AppSettings
 from explorer.app.window.status_bar import StatusLine
-from explorer.app.window.toolbar import DecodingActions, DecodingToolbar, SamplingToolbar
+from explorer.app.window.toolbar import DecodingActions, DecodingToolbar, SamplingToolbar, ToolbarRows
 from explorer.core import store
 
 TITLE = "Transformer Explorer"
@@ -62,6 +62,7 @@ class MainWindow(QMainWindow):
         self.sampling_bar = SamplingToolbar(self)
         for bar in (self.model_bar, self.decoding_bar, self.sampling_bar):
             self.addToolBar(bar)
+        self.toolbar_rows = ToolbarRows(self)
         self.status = StatusLine(self)
         self.setStatusBar(self.status)
         self.progress: QProgressDialog | None = None

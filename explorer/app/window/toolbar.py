@@ -6,11 +6,12 @@ the controller decides what a press means.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QLabel, QSpinBox, QToolBar, QWidget
+from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QLabel, QMainWindow, QSpinBox, QToolBar, QWidget
 
 from explorer.app.thread.core_api import SamplingSettings
+from explorer.app.window import dock_layout
 
 
 class DecodingActions:
@@ -131,3 +132,39 @@ class SamplingToolbar(QToolBar):
             widget.setEnabled(sampled)
         self.sampling_changed.emit(self.settings())
 
+
+
+class ToolbarRows(QObject):
+    """The window's toolbars in as many rows as its width needs (dock_layout.toolbar_rows), again whenever
+    the window's width or the text size changes: in one row Qt folds what does not fit behind a
+    toolbar's » button, and in View ▸ Presentation at 1366 px top-k, top-p and the seed were there."""
+
+    def __init__(self, window: QMainWindow) -> None:
+        super().__init__(window)
+        self.window = window
+        self._pending = False
+        window.installEventFilter(self)
+        self.flow()
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.window and event.type() in (QEvent.Type.Resize, QEvent.Type.FontChange):
+            if not self._pending:             # once the toolbars have measured their widgets again
+                self._pending = True
+                QTimer.singleShot(0, self, self.flow)
+        return False
+
+    def flow(self) -> None:
+        """Each toolbar where its row begins after a break, the others after the one before them. When the
+        rows change, every toolbar is added again in order: moved to a row of its own by a break alone, a
+        toolbar kept the place it had in the row before (the sampling bar started at x 1,086 of its new
+        row, and folded all it could not show there)."""
+        self._pending = False
+        bars = dock_layout.top_toolbars(self.window)
+        starts = dock_layout.toolbar_rows([bar.sizeHint().width() for bar in bars], self.window.width())
+        if [self.window.toolBarBreak(bar) for bar in bars[1:]] == [index in starts for index in range(1, len(bars))]:
+            return
+        for index, bar in enumerate(bars):
+            if index > 0 and index in starts:
+                self.window.addToolBarBreak()
+            self.window.addToolBar(bar)
+            bar.show()
