@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from PySide6.QtCore import QPoint
+from PySide6.QtGui import QImage
 
 from explorer.app.figures import export_dialogs
 from explorer.app.figures.animation import read_animation
@@ -57,12 +58,17 @@ def test_each_step_taken_while_recording_is_one_frame_of_the_window(qapp, window
         step(qapp, window, recording)
         grabs.append(window.grab().toImage().size())
     assert recording.indicator.label.text() == "● Recording: 3 frames"
+    on_screen = grab_of(window)
     export_action(window, "■ Stop Recording and Save").trigger()
     assert window.menus.recording is None and window.dialogs["warnings"] == []
     frames = read_animation(target)
     assert len(frames) == 3
     assert all(frames.shape[1:3] == (size.height(), size.width()) for size in grabs), (frames.shape, grabs)
     assert window.size().width() == 1400
+    rows, columns = region_of(window, window.statusBar())
+    red = np.array([0xD9, 0x30, 0x25])      # the indicator's red: in the status bar on screen, not in the recording
+    assert (np.abs(on_screen[rows, columns] - red).max(axis=-1) <= 30).sum() > 20
+    assert all((np.abs(frame[rows, columns].astype(int) - red).max(axis=-1) <= 30).sum() == 0 for frame in frames)
     attention = window.docks["attention"].widget()
     assert not np.array_equal(frames[0], frames[-1]), "the window did not change from step to step"
     assert attention.isVisible()
@@ -110,6 +116,14 @@ def test_the_steps_play_takes_are_recorded_each_once_drawn(qapp, window, tmp_pat
     rows, columns = region_of(window, window.docks["attention"].widget())
     for index in range(1, taken):                  # each frame is its own step: the map has grown a row
         assert not np.array_equal(frames[index][rows, columns], frames[index - 1][rows, columns]), index
+
+
+def grab_of(window) -> np.ndarray:
+    """The window as it is on screen, (H, W, 3) int RGB."""
+    image = window.grab().toImage().convertToFormat(QImage.Format.Format_RGB888)
+    rows = np.frombuffer(image.constBits(), np.uint8, image.bytesPerLine() * image.height())
+    return rows.reshape(image.height(), image.bytesPerLine())[:, : 3 * image.width()].reshape(
+        image.height(), image.width(), 3).astype(int)
 
 
 def region_of(window, widget) -> tuple[slice, slice]:

@@ -1,8 +1,8 @@
 """The window recorded live, as a screencast of decoding: File ▸ Export ▸ Start Recording the Window Live… asks for
 a file, and from then on every step the window is given (Decode ▸ Step, a generation, a new prompt's prefill)
 is grabbed once the window has drawn it (QWidget.grab): one frame per step. The status bar says
-"● Recording" with the frames so far, beside Stop and Save and Cancel; the same menu item then reads
-Stop Recording and Save.
+"● Recording" with the frames so far, beside Stop and Save and Cancel (left out of the frames); the same
+menu item then reads Stop Recording and Save.
 
 A step is a new last StepRecord in the trace (records are immutable and shared between traces, so a trace
 sent again unchanged is no new step). Its frame waits for the panels' questions to the model thread to be
@@ -88,7 +88,11 @@ class LiveRecording(QObject):
         self._timer.stop()
         self._pending_since = None
         frame = Path(self._scratch.name) / f"frame_{len(self.frames):05d}.png"
-        self.frames.append(window_animation.save_grab(self.window, frame, self._size))
+        self.indicator.setVisible(False)          # the recording shows the window, not its own "● Recording"
+        try:
+            self.frames.append(window_animation.save_grab(self.window, frame, self._size))
+        finally:
+            self.indicator.setVisible(True)
         self.frames_changed.emit(len(self.frames))
 
     def _finish(self) -> None:
