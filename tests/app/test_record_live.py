@@ -48,7 +48,7 @@ def start(window, monkeypatch, target):
     return recording
 
 
-@pytest.mark.parametrize("suffix", [".png", ".gif"])
+@pytest.mark.parametrize("suffix", [".png", ".gif", ".mp4"])
 def test_each_step_taken_while_recording_is_one_frame_of_the_window(qapp, window, tmp_path, monkeypatch, suffix):
     target = tmp_path / f"live{suffix}"
     recording = start(window, monkeypatch, target)
