@@ -1,7 +1,8 @@
 """The menu bar: File, Decode, View and Help, with the standard shortcuts.
 
 File: open a model (folder or file), recent models, open/save a session, export
-(Ctrl+E exports the panel in focus, or the attention panel), quit. Decode: the
+(Ctrl+E exports the panel in focus, or the attention panel; the window recorded live while the person
+steps, or replaying the recorded steps), quit. Decode: the
 toolbar's actions and the trace memory budget. View: a toggle per panel, reset layout, theme. Help: About,
 with the versions of the stack and the licences of the models.
 """
