@@ -107,7 +107,10 @@ def _settings(case: Path) -> Run:
                    "from explorer.app.window.settings import AppSettings\n"
                    f"settings = AppSettings(QSettings({str(case / 'config' / 'settings.ini')!r}, "
                    "QSettings.Format.IniFormat))\n"
-                   "settings.theme = 'dark'\nsettings.q.sync()\nassert settings.theme == 'dark'\n")
+                   "import contextlib, io\nsaid = io.StringIO()\nsettings.theme = 'dark'\n"
+                   "with contextlib.redirect_stderr(said):\n    settings.sync()\n"
+                   "assert settings.theme == 'dark'\n"
+                   "assert 'settings could not be saved' in said.getvalue(), said.getvalue()\n")
 
 
 def _api_load(relative: str):

@@ -6,6 +6,8 @@ QSettings (an .ini in a temporary folder) so they never touch the user's.
 """
 from __future__ import annotations
 
+import sys
+
 from PySide6.QtCore import QByteArray, QSettings, QSize
 
 from explorer.app.run.trace_budget import DEFAULT_BUDGET, MAX_BUDGET_MB, MIN_BUDGET_MB
@@ -187,7 +189,11 @@ class AppSettings:
         self.q.setValue("prompt/last", text[:100_000])
 
     def sync(self) -> None:
+        """Write the settings out; a file it cannot write (a folder without permission, a full disk) is said on
+        stderr, the only place left at the window's close."""
         self.q.sync()
+        if self.q.status() == QSettings.Status.AccessError:
+            print(f"The settings could not be saved: {self.q.fileName()} cannot be written.", file=sys.stderr)
 
     def _bytes(self, key: str) -> QByteArray | None:
         value = self.q.value(key)
