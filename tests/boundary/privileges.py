@@ -28,7 +28,9 @@ def drop_privileges() -> None:
         return
     libc = ctypes.CDLL(None, use_errno=True)
     for capability in range(_LAST_CAPABILITY + 1):
-        if libc.prctl(_PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # EINVAL: none
+        # EINVAL: no such capability; EPERM: no CAP_SETPCAP to drop it with (a container that withholds it); then
+        # only a program the case starts (pip) could take them back, and the store is checked before pip runs
+        if libc.prctl(_PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 and ctypes.get_errno() not in (1, 22):
             raise OSError(ctypes.get_errno(), f"cannot drop capability {capability} from the bounding set")
     empty = (ctypes.c_uint32 * 6)()          # effective, permitted, inheritable: two 32-bit words each
     if libc.capset(ctypes.byref(_CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)), ctypes.byref(empty)) != 0:
