@@ -91,7 +91,14 @@ def dropped_characters(spans: Sequence, source: str) -> str:
     for span in spans:
         if span is not None and span[1] > span[0]:
             covered[int(span[0]):int(span[1])] = b"\x01" * (int(span[1]) - int(span[0]))
-    return "".join(ch for ch, seen in zip(source, covered) if not seen and not ch.isspace())
+    # only the uncovered characters are visited: a loop over every character of an 8,000-token prompt took
+    # 30 ms at each decoding step
+    lost, at = [], covered.find(0)
+    while at != -1:
+        if not source[at].isspace():
+            lost.append(source[at])
+        at = covered.find(0, at + 1)
+    return "".join(lost)
 
 
 def dropped_warning(dropped: str) -> str:
