@@ -24,8 +24,6 @@ import math
 import os
 from dataclasses import dataclass
 
-import numpy as np
-
 from explorer.core.attention_maps import ON_DEMAND_FROM
 from explorer.core.trace import ModelInfo, StepRecord, Trace
 
@@ -169,7 +167,7 @@ def _step_bytes(step: StepRecord) -> tuple[int, int, int]:
     shared = {id(array): getattr(array, "nbytes", 0) for record in records
               for array in (record.mask, record.kv_positions)}
     pair_bytes = sum(getattr(record.weights_packed, "nbytes", 0) for record in records) + sum(shared.values())
-    pairs = int(np.asarray(step.layers[0].attn.mask).sum()) if step.layers else 0      # the allowed pairs
+    pairs = int(step.layers[0].attn.mask.sum()) if step.layers else 0      # allowed pairs (a MaskRule counts them)
     return whole, pair_bytes, pairs
 
 
