@@ -109,3 +109,21 @@ def test_tokens_out_of_date_says_it_shows_the_edited_prompts_tokens(qtbot, tmp_p
         journey.idle("the live tokens")
         assert tokens.table.token_model.rowCount() >= expected
         assert f"the edited prompt's {expected} tokens" in tokens.note.text(), tokens.note.text()
+
+
+def test_show_the_work_keeps_its_plots_legible_beside_learn_at_1366(qtbot, tmp_path, monkeypatch):
+    """With Learn open at 1366 x 768 Show the work's dock is about as tall as wide: its map, chart and text one
+    above the other left the map 62 px tall and the chart 56 (journey.act checks every visible plot's size)."""
+    from PySide6.QtCore import QSize
+
+    from explorer.app.panels.learn import open_learn
+    from tests.app.journey import BUNDLED, journey_in_a_window
+
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, QSize(1366, 768)) as journey:
+        journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be, that is the question:")
+        journey.act("Learn opened", lambda: open_learn(journey.window))
+        journey.derive_a_cell()
+        derivation = journey.window.docks["derivation"].widget()
+        for view in (derivation.view, derivation.products_view):
+            box = view.ci.items and view.sceneRect()
+            assert view.height() >= 120 and view.width() >= 120, (view.width(), view.height(), box)

@@ -14,17 +14,17 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QTextBrowser
 
-from explorer.app.widgets.adaptive import orient
-from explorer.app.widgets.asking import Asker
 from explorer.app.panels.base import Panel, decoder_view_unavailable, formula_html
-from explorer.app.widgets.block_text import block_html
-from explorer.drawing.heatmap import Heatmap
-from explorer.app.widgets.text_helpers import readable, selected_position
-from explorer.app.widgets.plot_text import SMALL_TITLE, fitting_title
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import BlockWalkJob, OutputWeightsJob
+from explorer.app.widgets.adaptive import orient
+from explorer.app.widgets.asking import Asker
+from explorer.app.widgets.block_text import block_html
+from explorer.app.widgets.plot_text import SMALL_TITLE, fitting_title
+from explorer.app.widgets.text_helpers import readable, selected_position
 from explorer.core import derivation, trace_rows
 from explorer.core.intervention import SOFTMAX, active
+from explorer.drawing.heatmap import Heatmap
 from explorer.views.long_maps import is_long
 from explorer.views.maps import attention_matrix, short_label
 
@@ -32,6 +32,9 @@ PAIR_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"
 UNROTATED = "#9a9a9a"
 ILL_CONDITIONED = 10.0       # kappa_i above which the panel says linear's Z_i cancels (float32 rounding grows)
 SHOWN_DIMS = 64              # rows of the per-dimension table (the rest is summed, not listed)
+
+
+PARTS = (6, 5)               # the plots' share of the panel beside (or above) the text's
 
 
 class DerivationPanel(Panel):
@@ -48,7 +51,10 @@ class DerivationPanel(Panel):
         controls.addWidget(self.what_box)
         controls.addStretch(1)
         self.body.addLayout(controls)
+        # The two plots share one part and the text has the other: three parts in a row (or a column) left the
+        # map under 120 px in a dock as square as Learn leaves it at 1366 x 768.
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.plots = QSplitter(Qt.Orientation.Vertical)
         self.view = pg.GraphicsLayoutWidget()
         self.map = Heatmap(self.view.ci, row=0, col=0, colorbar=False, axes=("left", "top"))
         self.map.on_click = self._clicked
@@ -58,10 +64,12 @@ class DerivationPanel(Panel):
         self.products.setLabel("bottom", "dimension d")
         self.products.setTitle("q_id k_jd (RoPE pairs share a colour)", size=SMALL_TITLE)
         self.text = QTextBrowser()
-        for widget in (self.view, self.products_view, self.text):
+        for widget in (self.view, self.products_view):
+            self.plots.addWidget(widget)
+        for widget in (self.plots, self.text):
             self.splitter.addWidget(widget)
-        self.splitter.setStretchFactor(2, 1)
-        self.splitter.setSizes([330, 330, 560])
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([660, 560])
         self.body.addWidget(self.splitter, 1)
         self.executor = None                # None: the session's model thread (tests give their own)
         self.asker = Asker(self, self._on_weights, lambda message: None)   # without weights the walk stops at y_i
@@ -187,7 +195,13 @@ class DerivationPanel(Panel):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
-        orient(self.splitter, event.size().width(), event.size().height(), (3, 3, 5))
+        width, height = event.size().width(), event.size().height()
+        orient(self.splitter, width, height, PARTS)
+        share = PARTS[0] / sum(PARTS)                   # the plots' part of the panel, then theirs in it
+        if self.splitter.orientation() == Qt.Orientation.Horizontal:
+            orient(self.plots, int(width * share), height)
+        else:
+            orient(self.plots, width, int(height * share))
 
     def _clicked(self, row: int, column: int) -> None:
         row, column = row + self.offset[0], column + self.offset[1]            # the map's cell -> the trace's
