@@ -65,9 +65,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
-    import explorer
     from PySide6.QtWidgets import QApplication
 
+    import explorer
     from explorer.app.panels.atlas import AtlasPanel
     from explorer.app.state.session import Session
 

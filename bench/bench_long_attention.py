@@ -72,9 +72,9 @@ def main() -> None:
     parser.add_argument("--dense", action="store_true", help="also time one dense head, the former path")
     args = parser.parse_args()
 
-    import explorer
     from PySide6.QtWidgets import QApplication
 
+    import explorer
     from explorer.app.panels import AttentionPanel
     from explorer.app.state.session import Session
     from explorer.views.long_maps import block_maxima, exact_cell

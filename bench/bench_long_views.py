@@ -90,9 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    import explorer
     from PySide6.QtWidgets import QApplication
 
+    import explorer
     from explorer.core import derivation
 
     app = QApplication.instance() or QApplication([])

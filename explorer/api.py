@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from explorer.core.errors import ContextOverflowError, ExplorerError
-from explorer.views.token_text import warn_left_out
 from explorer import api_batches as batches
 from explorer import api_checks as checks
 from explorer.api_run import Run
+from explorer.core.errors import ContextOverflowError, ExplorerError
+from explorer.views.token_text import warn_left_out
 
 if TYPE_CHECKING:
     from explorer.core.intervention import Intervention

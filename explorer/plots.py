@@ -65,7 +65,7 @@ MAX_VECTOR_CELLS = 256 * 256     # a map drawn as vector cells at most (beyond: 
 
 
 def _new_figure(width: float, height: float):
-    from matplotlib.figure import Figure         # no pyplot: no backend, no GUI event loop
+    from matplotlib.figure import Figure  # no pyplot: no backend, no GUI event loop
 
     return Figure(figsize=(width, height), layout="constrained")
 

@@ -23,8 +23,15 @@ from safetensors.torch import save_file
 
 from explorer.core.errors import ModelLoadError, NonFiniteError, UnsupportedModelError
 from tests.core.tiny_checkpoints import write_hf_folder
-from tests.malformed_gguf import (gguf_alignment_string, gguf_header_claims, gguf_truncated,  # noqa: F401
-                                 gguf_unknown_quantization, gguf_with_a_million_layers, llama_gguf, not_gguf)
+from tests.malformed_gguf import (  # noqa: F401
+    gguf_alignment_string,
+    gguf_header_claims,
+    gguf_truncated,
+    gguf_unknown_quantization,
+    gguf_with_a_million_layers,
+    llama_gguf,
+    not_gguf,
+)
 
 MARKER = "pwned"
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt")

@@ -31,8 +31,8 @@ from torch import nn
 from explorer.core.attention import Visibility, as_run, attend
 from explorer.core.attention_maps import MaskRule
 from explorer.core.capture import AttentionCapture
-from explorer.core.errors import ModelLoadError
 from explorer.core.encdec_config import MODEL_TYPE, EncDecConfig
+from explorer.core.errors import ModelLoadError
 from explorer.core.families import FAMILIES
 from explorer.core.intervention import SOFTMAX
 from explorer.core.model import ACTIVATIONS, MLP

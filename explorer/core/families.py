@@ -34,13 +34,34 @@ from functools import reduce
 from importlib import import_module
 from typing import Callable
 
-from explorer.core.config_readers import (GEMMA3_GLOBAL_EVERY, read_bert, read_deepseek_v2, read_deepseek_v3,
-                                          read_gemma, read_gemma2, read_gemma3, read_gpt2, read_llama, read_mistral,
-                                          read_phi3, read_qwen2, read_qwen3)
+from explorer.core.config_readers import (
+    GEMMA3_GLOBAL_EVERY,
+    read_bert,
+    read_deepseek_v2,
+    read_deepseek_v3,
+    read_gemma,
+    read_gemma2,
+    read_gemma3,
+    read_gpt2,
+    read_llama,
+    read_mistral,
+    read_phi3,
+    read_qwen2,
+    read_qwen3,
+)
 from explorer.core.encdec_config import EncDecConfig
 from explorer.core.errors import UnsupportedModelError
-from explorer.core.hf_keys import (HFWriting, deepseek_keys, gemma2_keys, gemma3_keys, gpt2_keys, llama_keys,
-                                   mistral_keys, phi3_keys, qwen_keys)
+from explorer.core.hf_keys import (
+    HFWriting,
+    deepseek_keys,
+    gemma2_keys,
+    gemma3_keys,
+    gpt2_keys,
+    llama_keys,
+    mistral_keys,
+    phi3_keys,
+    qwen_keys,
+)
 
 
 def _resolve(name: str):

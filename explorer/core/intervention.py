@@ -34,10 +34,29 @@ import numpy as np
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention_builder import Chaining
 from explorer.core.intervention_parts import (  # noqa: F401 (the parts, named from here as well)
-    ABLATION_MODES, EDIT_TYPES, HEAD_INPUTS, KERNELS, SOFTMAX, SUBLAYERS, WHERE, HeadAblation, HeadPatch, HideBand,
-    HideEntry, HideToken, InputPatch, KeepOnly, Kernel, KernelChoice, PathPatch, PatternPatch, ResidualPatch,
+    ABLATION_MODES,
+    EDIT_TYPES,
+    HEAD_INPUTS,
+    KERNELS,
+    SOFTMAX,
+    SUBLAYERS,
+    WHERE,
+    HeadAblation,
+    HeadPatch,
+    HideBand,
+    HideEntry,
+    HideToken,
+    InputPatch,
+    KeepOnly,
+    Kernel,
+    KernelChoice,
+    PathPatch,
+    PatternPatch,
+    ResidualPatch,
     SublayerPatch,
-    _layer_range, check_one_of)
+    _layer_range,
+    check_one_of,
+)
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,20 @@ from dataclasses import replace
 import numpy as np
 
 from explorer.core.errors import ExplorerError
-from explorer.core.intervention_parts import (HeadAblation, HeadPatch, HideBand, HideEntry, HideToken, InputPatch,
-                                              Kernel, KernelChoice, PathPatch, PatternPatch, ResidualPatch,
-                                              SublayerPatch)
+from explorer.core.intervention_parts import (
+    HeadAblation,
+    HeadPatch,
+    HideBand,
+    HideEntry,
+    HideToken,
+    InputPatch,
+    Kernel,
+    KernelChoice,
+    PathPatch,
+    PatternPatch,
+    ResidualPatch,
+    SublayerPatch,
+)
 
 
 def as_values(values, what: str, ndim: int) -> np.ndarray:

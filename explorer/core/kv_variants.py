@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
+
 import numpy as np
 
 from explorer.core.config import ModelConfig, attention_kind

@@ -19,8 +19,8 @@ import torch
 from torch import nn
 
 from explorer.core.attention import StepContext, attend
-from explorer.core.errors import ExplorerError
 from explorer.core.capture import AttentionCapture
+from explorer.core.errors import ExplorerError
 from explorer.core.intervention import SOFTMAX
 
 

@@ -125,8 +125,7 @@ def write_tokenizer(tokenizer, folder: Path) -> None:
     """tokenizer.json and a tokenizer_config.json naming BOS and EOS. Where the engine puts BOS before a
     prompt itself (TextTokenizer.add_bos), the written tokenizer's post-processor does, so that
     transformers' tokenizer(text) gives the ids the engine runs."""
-    from tokenizers import Tokenizer
-    from tokenizers import processors
+    from tokenizers import Tokenizer, processors
     from tokenizers.processors import TemplateProcessing
 
     written = Tokenizer.from_str(tokenizer.tokenizer.to_str())

@@ -58,7 +58,7 @@ def time_engine(loaded, prompt_tokens: int = 256, steps: int = 64, record_dtype:
 
 
 def _sync(loaded) -> None:
-    import torch    # here, not at the top: the app's start imports every subcommand module
+    import torch  # here, not at the top: the app's start imports every subcommand module
 
     device = loaded.model.embed.weight.device
     if device.type == "cuda":

@@ -19,8 +19,7 @@ import numpy as np
 
 from explorer.core import kernel as kernels
 from explorer.core.trace import AttentionRecord, Trace, run_slice
-from explorer.views.blocks import (TILE, attention_records, block_max, key_columns, query_rows,  # noqa: F401
-                                    reduce_rows, tile_block)
+from explorer.views.blocks import TILE, attention_records, block_max, key_columns, query_rows, reduce_rows, tile_block  # noqa: F401
 from explorer.views.caches import LruCache
 from explorer.views.long_maps import block_maxima, extent
 

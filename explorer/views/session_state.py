@@ -17,12 +17,11 @@ import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from explorer.views import session_schema
 from explorer.core import files
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import Experiment
 from explorer.core.sampling_settings import Sampling
-from explorer.views import trace_views
+from explorer.views import session_schema, trace_views
 
 FORMAT = "transformer-explorer-session"
 VERSION = 1

@@ -8,7 +8,6 @@ import pytest
 import torch
 
 import explorer
-
 from tests.api.test_match_hf import PROMPT, reference
 
 

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from explorer.app.panels.derivation import DerivationPanel
-from explorer.app.widgets.model_call import thread_executor
 from explorer.app.state.session import Session
+from explorer.app.widgets.model_call import thread_executor
 from explorer.core.intervention import Experiment
 
 

@@ -31,8 +31,8 @@ from explorer.app.figures import export_dialogs
 from explorer.app.panels import ALL_PANELS
 from explorer.app.panels.base import Panel, WrappedText
 from explorer.app.panels.experiments import EXPERIMENT_PANELS
-from explorer.app.widgets.model_call import ModelCall
 from explorer.app.panels.why import WHY_PANELS
+from explorer.app.widgets.model_call import ModelCall
 from explorer.app.window.error_bar import ErrorLine
 from tests.app.layout_probe import in_sight
 from tests.app.screen_fit import emulated_screen, fit_problems

@@ -19,14 +19,13 @@ from pathlib import Path
 
 import pyqtgraph as pg
 from PySide6.QtCore import QRect, QSettings
-from PySide6.QtWidgets import QApplication, QMessageBox, QTabWidget, QTableWidget, QToolBar
+from PySide6.QtWidgets import QApplication, QMessageBox, QTableWidget, QTabWidget, QToolBar
 
 from explorer.app.thread.worker import ModelWorker
 from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
 from tests.app.fake_core import FakeCore
 from tests.app.synthetic_trace import WORDS, build_trace
-
 
 LONG_ERROR = "RuntimeError: a job failed.\n" + "\n".join(f"line {i} of the traceback " * 4 for i in range(60))
 

@@ -8,11 +8,10 @@ import pytest
 from PySide6.QtGui import QGuiApplication
 
 from explorer.app.figures import export_dialogs
-from explorer.drawing import export
-from explorer.app.figures.animation import (AnimationCancelled, copy_figure, export_animation, read_animation,
-                                            read_frame)
+from explorer.app.figures.animation import AnimationCancelled, copy_figure, export_animation, read_animation, read_frame
 from explorer.app.panels.mask import MaskPanel
 from explorer.app.state.session import Session
+from explorer.drawing import export
 from tests.app.shared_window import make
 from tests.app.synthetic_trace import build_trace
 

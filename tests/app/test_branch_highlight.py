@@ -1,11 +1,10 @@
 """A clicked candidate does not stay lit beside the token chosen after the branch: one row is marked, the chosen."""
 from __future__ import annotations
 
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 from PySide6.QtCore import Qt
 
 from tests.app.test_window import idle, new_window, opened, store_home  # noqa: F401
-
-import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 
 def test_only_the_chosen_candidate_is_marked_after_a_branch(qtbot, tmp_path, tiny, dialogs):  # noqa: F811

@@ -6,13 +6,13 @@ trace must stay as it was, then Yes and the trace must be the shortened one.
 from __future__ import annotations
 
 import pytest
+import torch  # noqa: E402, F401  (missing, the run fails, never skips)
 from PySide6.QtWidgets import QInputDialog, QMessageBox
 
 from explorer.app.run.trace_budget import DEFAULT_BUDGET, TraceCost, TraceMeter
 from tests.app.test_window import PROMPT, idle, new_window, opened, step, store_home  # noqa: F401
 from tests.app.tiny_model import make_tiny_llama
 
-import torch  # noqa: E402, F401  (missing, the run fails, never skips)
 LONG_PROMPT = "To be, or not to be, that is the question: Whether 'tis nobler"
 NO, YES = QMessageBox.StandardButton.No, QMessageBox.StandardButton.Yes
 

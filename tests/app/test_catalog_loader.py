@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import threading
 
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 from PySide6.QtCore import QSettings
 
 from explorer.app.thread.catalog_loader import CatalogLoader
@@ -12,8 +13,6 @@ from explorer.app.window.model_refs import ModelChoice
 from explorer.app.window.settings import AppSettings
 from explorer.core.errors import ExplorerError
 from tests.app.test_window import idle, store_home  # noqa: F401
-
-import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 
 class SlowCatalog:

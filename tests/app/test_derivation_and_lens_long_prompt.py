@@ -11,10 +11,9 @@ import pytest
 from explorer.app.panels import NextTokenPanel
 from explorer.app.panels.derivation import DerivationPanel
 from explorer.app.state.session import Session
-from explorer.core.trace import Trace
-from tests.app.shared_window import make
 from explorer.core.attention_maps import MaskRule
-from explorer.core.trace import AttentionRecord
+from explorer.core.trace import AttentionRecord, Trace
+from tests.app.shared_window import make
 from tests.app.test_panels_long_prompt import N, decoder, traces  # noqa: F401  (fixtures)
 
 LAYER, HEAD, ROW = 1, 2, 5000

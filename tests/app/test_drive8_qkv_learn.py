@@ -9,11 +9,10 @@ views came back. Journey.act checks every visible plot against MIN_PLOT_PX after
 from __future__ import annotations
 
 import pytest
+import transformers  # noqa: E402,F401  (the journey's tiny models are written with it)
 
 from tests.app.journey import BUNDLED, walk_on_screen
 from tests.app.test_window import dialogs, store_home  # noqa: F401
-
-import transformers  # noqa: E402,F401  (the journey's tiny models are written with it)
 
 
 @pytest.fixture

@@ -3,11 +3,10 @@ say what does; the KV lab offers no what-if conversion, which would compare next
 from __future__ import annotations
 
 import pytest
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 from tests.app.test_encdec_app import make_tiny_bert
 from tests.app.test_window import idle, new_window, opened, store_home  # noqa: F401
-
-import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 
 @pytest.fixture

@@ -4,10 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 from tests.app.test_window import idle, new_window, opened, store_home  # noqa: F401
 
-import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 TRANSLATOR = Path(__file__).resolve().parents[2] / "resources" / "models" / "translate-en-zh"
 
 

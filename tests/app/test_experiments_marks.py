@@ -10,8 +10,8 @@ from explorer.app.panels import experiments
 from explorer.app.panels.atlas import AtlasPanel
 from explorer.app.panels.attention import AttentionPanel
 from explorer.app.panels.experiments import ExperimentsPanel
-from explorer.app.widgets.model_call import thread_executor
 from explorer.app.state.session import Session
+from explorer.app.widgets.model_call import thread_executor
 from explorer.core.intervention import HeadAblation, Intervention
 from tests.app.shared_window import make
 

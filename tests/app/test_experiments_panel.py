@@ -7,8 +7,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from explorer.app.panels.experiments import ExperimentsPanel, parse_layers
-from explorer.app.widgets.model_call import thread_executor
 from explorer.app.state.session import Session
+from explorer.app.widgets.model_call import thread_executor
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import Experiment, HeadAblation, Intervention, Kernel, KernelChoice, active
 from tests.app.test_why_panels import tiny  # noqa: F401  (the tiny llama and its trace, shared)

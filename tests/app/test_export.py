@@ -9,9 +9,9 @@ import pytest
 from PySide6.QtGui import QColor, QImage
 
 from explorer.app.figures import export_dialogs
+from explorer.core.errors import ExplorerError
 from explorer.drawing import export
 from explorer.drawing.figures import attention_figure
-from explorer.core.errors import ExplorerError
 from explorer.views.maps import short_label
 from tests.app.synthetic_trace import build_trace
 

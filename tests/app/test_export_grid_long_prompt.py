@@ -16,8 +16,8 @@ from explorer.app.state.session import Session
 from explorer.views import long_maps
 from explorer.views.grid import tile_block
 from tests.app.shared_window import make
-from tests.app.test_export_legibility import assert_legible
 from tests.app.test_attention_long_prompt import N, block_max, decoder, exact_map  # noqa: F401 (a fixture)
+from tests.app.test_export_legibility import assert_legible
 from tests.app.test_export_long_head import answer, assert_block_maxima, computed, figures, trace  # noqa: F401
 
 GRID = 2                  # "Export the full grid as PNG/SVG…"

@@ -17,8 +17,8 @@ import pytest
 from PySide6.QtCore import QPoint
 
 from explorer.app.figures import export_dialogs
-from explorer.drawing import export
 from explorer.app.window.theme import apply_theme
+from explorer.drawing import export
 from tests.app.synthetic_trace import build_trace
 from tests.app.text_contrast import glyph_contrast, label_rects, paper_luminance, rendered
 from tests.app.trace_window import window_showing

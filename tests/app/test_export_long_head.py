@@ -13,14 +13,14 @@ import pytest
 from PySide6.QtGui import QImage
 
 from explorer.app.figures import export_dialogs
-from explorer.drawing import export
 from explorer.app.panels import AttentionPanel
 from explorer.app.state.session import Session
 from explorer.core.trace import Trace
+from explorer.drawing import export
 from explorer.views import long_maps
 from tests.app.shared_window import make
+from tests.app.test_attention_long_prompt import SIDE, N, block_max, decoder, exact_map, show  # noqa: F401 (a fixture)
 from tests.app.test_export_legibility import assert_legible
-from tests.app.test_attention_long_prompt import N, SIDE, block_max, decoder, exact_map, show  # noqa: F401 (a fixture)
 from tests.app.text_contrast import label_rects, paper_luminance, rendered
 
 SIZE = (800, 600)

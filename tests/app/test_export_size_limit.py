@@ -4,8 +4,8 @@ import resource
 
 import pytest
 
-from explorer.drawing import export
 from explorer.core.errors import ExplorerError
+from explorer.drawing import export
 from tests.app.synthetic_trace import build_trace
 
 

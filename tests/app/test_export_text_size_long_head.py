@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from explorer.app.window.settings import AppSettings
-from tests.app.test_export_font_size import TOLERANCE, ink_height
 from tests.app.test_attention_long_prompt import decoder, show  # noqa: F401 (a fixture)
+from tests.app.test_export_font_size import TOLERANCE, ink_height
 from tests.app.test_export_long_head import SIZE, answer, export_head, figures, panel, trace  # noqa: F401 (fixtures)
 from tests.app.text_contrast import rendered
 

@@ -6,6 +6,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
 
@@ -16,7 +17,6 @@ from explorer.app.window.settings import AppSettings
 from explorer.cli import build_parser
 from tests.app.test_window import store_home  # noqa: F401
 
-import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 SHAKESPEARE = "To be, or not to be, that is the question:"
 
 

@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 import pytest
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +19,6 @@ from explorer.app.panels.tokens import SPAN_WINDOW
 from explorer.views.token_text import TokenSpan, text_pieces
 from tests.app.shared_window import window_with_tiny_model
 
-import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 SPECIAL = ["😀", "👍🏽", "👩‍👩‍👧", "🇫🇷", "e\u0301", "\u0308", "\u20dd", "مرحبا", "שלום", "\u202e", "\u200f", "\u2066",
            "\x00", "\x07", "\x1b", "\x7f", "\x85", "\t", "\n", "\r\n", "\u2028", "\ufeff", "\ufffd", "𝔘", "東京"]
 SURROGATES = st.integers(0xD800, 0xDFFF).map(chr)

@@ -14,10 +14,10 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from explorer.views.session_state import SessionFileError, SessionState
 from explorer.core.intervention import Experiment, Intervention
 from explorer.core.intervention_parts import HeadAblation, Kernel, KernelChoice
 from explorer.core.sampling_settings import Sampling
+from explorer.views.session_state import SessionFileError, SessionState
 
 SOURCE = "fuzzed.json"
 GOOD = SessionState(model="shakespeare-gqa", prompt="To be", prompt_ids=(1, 2, 3), sampling=Sampling(0.7, 5, 0.9, 3),

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
+import transformers  # noqa: E402,F401  (the tiny models are written with it; missing, the run fails, never skips)
 from PySide6.QtWidgets import QMessageBox
 
 from explorer.app.window.main_window import MainWindow
@@ -30,8 +31,6 @@ from tests.app.journey import BUNDLED, Journey, make_tiny_gemma, registered_pane
 from tests.app.screen_fit import SCREENS, emulated_screen
 from tests.app.test_encdec_app import make_tiny_bert
 from tests.app.test_window import new_window, store_home  # noqa: F401
-
-import transformers  # noqa: E402,F401  (the tiny models are written with it; missing, the run fails, never skips)
 
 pytestmark = pytest.mark.slow
 KINDS = os.environ.get("JOURNEY_KINDS", "gqa mla sliding encoder encdec").split()    # a subset to debug one

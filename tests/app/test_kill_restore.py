@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMessageBox
 
@@ -29,7 +30,6 @@ from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
 from tests.app.tiny_model import make_tiny_llama
 
-import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 REPO = Path(__file__).resolve().parents[2]
 PROMPT = "To be, or not"
 STEPS = 4                       # decoded after the prefill: the trace holds STEPS + 1 steps

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from explorer.app.figures import export_dialogs
-from explorer.drawing import export
 from explorer.app.figures.animation import AnimationCancelled
 from explorer.app.figures.kv_animation import export_kv_animation
+from explorer.drawing import export
 from tests.app.synthetic_trace import build_trace
 
 SIZE = (720, 360)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject
 
-from tests.app.screen_fit import assert_fits, settle
 from tests.app.layout_steps import learn, opened_window, reset_layout, then
+from tests.app.screen_fit import assert_fits, settle
 from tests.app.stress_window import registered_panels
 from tests.app.test_window import store_home  # noqa: F401
 

@@ -11,8 +11,8 @@ from PySide6.QtWidgets import QAbstractButton
 
 from explorer.app.panels import ALL_PANELS
 from explorer.app.panels.experiments import EXPERIMENT_PANELS
-from explorer.app.widgets.learn_tour import load_stops, stop_of_panel
 from explorer.app.panels.why import WHY_PANELS
+from explorer.app.widgets.learn_tour import load_stops, stop_of_panel
 from explorer.core import store
 from explorer.core.errors import ExplorerError
 from tests.app.screen_fit import settle

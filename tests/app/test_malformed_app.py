@@ -6,11 +6,10 @@ previous model loaded, its trace shown and Step working; no pickle payload runs.
 from __future__ import annotations
 
 import pytest
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 from tests.app.shared_window import window_with_tiny_model
 from tests.malformed_corpus import CASE_IDS, CASES, MARKER, good_folder
-
-import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 
 @pytest.fixture(scope="module")

@@ -15,12 +15,12 @@ import pytest
 from PySide6.QtGui import QColor, QImage
 from PySide6.QtWidgets import QGraphicsTextItem
 
-from explorer.drawing.export import ExportError
-from explorer.app.widgets.model_call import thread_executor
 from explorer.app.panels.model_map import ACCENT, EMPTY, NEW_ROW, ModelMapPanel
 from explorer.app.state.session import Session
+from explorer.app.widgets.model_call import thread_executor
 from explorer.core.config import ModelConfig
 from explorer.core.trace import ModelInfo
+from explorer.drawing.export import ExportError
 from explorer.views.model_graph import model_graph
 from tests.app.fake_core import FakeTokenizer
 from tests.app.fake_core import model_info as fake_info

@@ -6,7 +6,6 @@ from types import SimpleNamespace
 import pytest
 
 
-
 @pytest.fixture
 def window(window_recording_loads):
     return window_recording_loads

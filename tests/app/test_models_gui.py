@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 
 import pytest
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMessageBox, QProgressDialog
 
@@ -17,8 +18,6 @@ from explorer.app.window.settings import AppSettings
 from explorer.core import store
 from explorer.tools import pull_cmd
 from tests.app.test_window import idle
-
-import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 
 def make_window(qtbot, tmp_path, **kwargs) -> MainWindow:

@@ -39,13 +39,12 @@ def test_a_value_that_is_no_named_job_is_refused():
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
-from explorer.app.widgets.model_call import ModelCall  # noqa: E402
 from explorer.app.thread.worker import ModelWorker  # noqa: E402
+from explorer.app.widgets.model_call import ModelCall  # noqa: E402
 from explorer.core.intervention import HeadAblation, Intervention  # noqa: E402
 from tests.app.tiny_model import make_tiny_llama  # noqa: E402
-
-import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 PROMPT = "To be, or not to be"
 

@@ -5,14 +5,13 @@ path the door does not refuse as no model at all."""
 from __future__ import annotations
 
 import pytest
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 import explorer
 from explorer.app.window.model_refs import is_model_path
 from explorer.core.errors import ExplorerError
 from tests.app.shared_window import window_with_tiny_model
 from tests.core.test_open_model import BAD, GOOD, described, model_paths, sentence
-
-import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,10 @@ import threading
 import numpy as np
 import pytest
 
-from explorer.app.widgets.asking import Asker
 from explorer.app.panels.base import Panel
-from explorer.app.widgets.grid_filler import Background
 from explorer.app.state.session import CANCEL, ERROR, Session
+from explorer.app.widgets.asking import Asker
+from explorer.app.widgets.grid_filler import Background
 
 
 class Probe(Panel):

@@ -5,8 +5,16 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPoint, Qt
 
-from explorer.app.panels import (ALL_PANELS, AttentionPanel, EmbeddingsPanel, KVCachePanel, MaskPanel,
-                                 NextTokenPanel, QKVPanel, TokensPanel)
+from explorer.app.panels import (
+    ALL_PANELS,
+    AttentionPanel,
+    EmbeddingsPanel,
+    KVCachePanel,
+    MaskPanel,
+    NextTokenPanel,
+    QKVPanel,
+    TokensPanel,
+)
 from explorer.app.panels.mask import ALLOWED, MASKED, NEW_ROW
 from explorer.app.state.session import Session
 from tests.app.shared_window import make

@@ -1,8 +1,9 @@
 """Q, K and V each have their own colour scale: a V ten times smaller than Q is not drawn blank."""
 from __future__ import annotations
 
-import numpy as np
 from dataclasses import replace
+
+import numpy as np
 
 from explorer.app.panels import QKVPanel
 from explorer.app.state.session import Session

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer.app.widgets.model_call import thread_executor
 from explorer.app.panels.qkv import QKVPanel
 from explorer.app.state.session import Session
+from explorer.app.widgets.model_call import thread_executor
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tests.app.tiny_model import make_tiny_llama
-
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
+
+from tests.app.tiny_model import make_tiny_llama
 
 ROOT = Path(__file__).resolve().parents[2]
 

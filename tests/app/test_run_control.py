@@ -7,14 +7,13 @@ import dataclasses
 import json
 import threading
 
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 from PySide6.QtCore import Qt
 
 from explorer.app.run.controller import AUTO_RUN_TOKENS
 from explorer.app.state.freshness import EDITED
 from tests.app.test_window import PROMPT, idle, new_window, opened, step, store_home  # noqa: F401
 from tests.app.tiny_model import CORPUS, make_tiny_llama
-
-import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 
 def test_run_pressed_right_after_typing_runs_the_text_in_the_editor(qtbot, window, tiny):  # noqa: F811

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 from PySide6.QtWidgets import QPushButton
 
 from explorer.app.run import budget_dialog
 from explorer.app.run.trace_budget import TraceCost
+from explorer.app.state.freshness import EDITED
 from explorer.app.state.session_file import SessionState
 from explorer.app.thread.requests import Prefill
-from explorer.app.state.freshness import EDITED
 from tests.app.test_budget import LONG_PROMPT
 from tests.app.test_window import PROMPT, idle, opened, step, store_home  # noqa: F401
-
-import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 
 @pytest.fixture

@@ -3,14 +3,13 @@ written, has the size it was given, and shows more than a blank widget."""
 from __future__ import annotations
 
 import numpy as np
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 from PySide6.QtGui import QGuiApplication, QImage
 
 from explorer.app.panels import ALL_PANELS
 from explorer.app.start import screenshots
 from tests.app.synthetic_trace import build_trace
 from tests.app.test_window import store_home  # noqa: F401
-
-import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 
 def distinct_colours(path) -> int:

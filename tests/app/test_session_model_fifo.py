@@ -8,11 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 from explorer.app.state import session_file
 from tests.app.shared_window import window_with_tiny_model
-
-import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 
 @pytest.fixture(scope="module")

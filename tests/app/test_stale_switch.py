@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import transformers  # noqa: E402,F401  (the tiny models are written with it; missing, the run fails, never skips)
 
 from explorer.app.panels import ALL_PANELS
 from explorer.app.panels.base import Panel
@@ -20,8 +21,6 @@ from explorer.core.intervention import HeadAblation, Intervention
 from tests.app.test_encdec_app import make_tiny_bert
 from tests.app.test_window import idle, new_window, store_home  # noqa: F401
 from tests.app.tiny_model import make_tiny_llama
-
-import transformers  # noqa: E402,F401  (the tiny models are written with it; missing, the run fails, never skips)
 
 BUNDLED = Path(__file__).resolve().parents[2] / "resources" / "models"
 PROMPT = "To be, or not to be"

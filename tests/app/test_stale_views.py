@@ -3,12 +3,11 @@ emptied prompt marks them out of date, and another model leaves no what-if resul
 from __future__ import annotations
 
 import pytest
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 from explorer.app.panels.base import Panel
 from tests.app.test_window import PROMPT, idle, new_window, opened, step, store_home  # noqa: F401
 from tests.app.tiny_model import make_tiny_llama
-
-import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 
 @pytest.fixture

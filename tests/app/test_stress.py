@@ -16,6 +16,8 @@ import random
 
 import numpy as np
 import pytest
+import torch  # noqa: E402  (missing, the run fails, never skips)
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 from PySide6.QtWidgets import QMessageBox
 
 from explorer.app.run import budget_dialog
@@ -26,8 +28,6 @@ from tests.app.stress_actions import ACTIONS, Run, check_views, check_window, do
 from tests.app.test_window import new_window
 from tests.app.tiny_model import make_tiny_llama
 
-import torch  # noqa: E402  (missing, the run fails, never skips)
-import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 N_ACTIONS = int(os.environ.get("STRESS_ACTIONS", 1000))
 SEED = int(os.environ.get("STRESS_SEED", 20261130))
 EMPTY_TEXT = ("The prompt is empty",)

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 from PySide6.QtCore import QAbstractTableModel, Qt, QUrl
 from PySide6.QtWidgets import QApplication
 
@@ -16,7 +17,6 @@ from explorer.app.state.session import Session
 from explorer.core.tokens import TextTokenizer
 from tests.app.shared_window import make, window_with_tiny_model
 
-import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 BOOK = ("To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer 😀 "
         "The slings and arrows of outrageous fortune, e\u0301 مرحبا\n")
 

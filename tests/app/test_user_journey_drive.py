@@ -8,13 +8,12 @@ its tokenizer), never with a sentence copied from the panel.
 from __future__ import annotations
 
 import pytest
+import transformers  # noqa: E402,F401  (the tiny models are written with it; missing, the run fails, never skips)
 from PySide6.QtWidgets import QApplication
 
 from tests.app.journey import BUNDLED, walk_on_screen
-from tests.app.tiny_model import make_tokenizer, save_random_model
 from tests.app.test_window import idle, new_window, opened, store_home  # noqa: F401
-
-import transformers  # noqa: E402,F401  (the tiny models are written with it; missing, the run fails, never skips)
+from tests.app.tiny_model import make_tokenizer, save_random_model
 
 
 @pytest.fixture

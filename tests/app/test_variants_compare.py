@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from explorer.app.panels.kv_lab import KVLabPanel
-from explorer.app.widgets.variants_compare import KINDS, VariantsWindow, bytes_summary
 from explorer.app.state.session import Session
 from explorer.app.thread.worker import ModelWorker
+from explorer.app.widgets.variants_compare import KINDS, VariantsWindow, bytes_summary
 from tests.app.fake_core import FakeCore
 from tests.app.tiny_model import make_tokenizer
 

@@ -9,9 +9,9 @@ from PySide6.QtGui import QImage
 from explorer.app.panels.atlas import AtlasPanel
 from explorer.app.panels.attribution import AttributionPanel
 from explorer.app.panels.derivation import DerivationPanel
-from explorer.app.widgets.model_call import thread_executor
 from explorer.app.panels.residual import ResidualPanel, readable
 from explorer.app.state.session import Session
+from explorer.app.widgets.model_call import thread_executor
 
 SIZES = {"wide": (1080, 300), "tall": (380, 520)}
 

@@ -9,6 +9,7 @@ import shutil
 
 import numpy as np
 import pytest
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QMessageBox
 
@@ -17,7 +18,6 @@ from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
 from tests.app.tiny_model import break_weights, make_tiny_llama
 
-import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 PROMPT = "To be, or not"
 
 
@@ -255,7 +255,6 @@ def test_self_test_runs_three_steps_and_exports_an_image(qtbot, tiny, capsys):
     from argparse import Namespace
 
     from explorer.app.start.launch import launch
-
     from explorer.core import store
 
     assert launch(Namespace(self_test=True, model=str(tiny))) == 0

@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPoint
 
-from explorer.app.figures import export_dialogs
+from explorer.app.figures import export_dialogs, window_animation
 from explorer.app.figures.animation import AnimationCancelled, read_animation
-from explorer.app.figures import window_animation
 from explorer.app.figures.window_animation import record_window
 from explorer.drawing import export
 from tests.app.shared_window import settle, window_with_tiny_model

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 
 from tests.app.test_window import PROMPT, idle, new_window, opened, step, store_home  # noqa: F401
-
-import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 
 @pytest.fixture

@@ -5,9 +5,6 @@ import numpy as np
 from PySide6.QtGui import QImage
 
 
-
-
-
 def test_png_of_all_heads_and_npy_of_one_head(export_main, tiny_llama, tmp_path):
     png, npy = tmp_path / "layer.png", tmp_path / "head.npy"
     prompt = ("--model", tiny_llama, "--prompt", "To be, or not to be", "--steps", 3)

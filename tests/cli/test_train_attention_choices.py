@@ -20,7 +20,7 @@ def test_the_choices_are_every_kind_the_rule_names_and_no_other():
 
 
 def test_the_trained_variants_are_the_same_table():
-    from explorer.train import variants         # needs transformers, which the parser must not import
+    from explorer.train import variants  # needs transformers, which the parser must not import
 
     assert variants.ATTENTION_KINDS is ATTENTION_KINDS
 

@@ -148,6 +148,7 @@ def test_bad_requests_are_one_sentence(loaded, ids, position, token, message):
 @pytest.mark.slow
 def test_real_smollm2_matches_transformers():
     import transformers
+
     from explorer.core.loaders import open_checkpoint
     from explorer.core.runtime import load_model
 

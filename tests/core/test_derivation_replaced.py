@@ -16,7 +16,7 @@ from explorer.core.intervention import HeadAblation, HeadPatch, Intervention, Ke
 from explorer.core.recording import RecordOptions
 from explorer.core.runtime import from_tensors
 from tests.core.conftest import make_hf_model
-from tests.core.test_head_out_ablation import T, transformers_with_the_edit   # its mean is over T prompt rows
+from tests.core.test_head_out_ablation import T, transformers_with_the_edit  # its mean is over T prompt rows
 
 STEPS = 2
 PATCH = np.random.default_rng(8).normal(size=(3, 16)).astype(np.float32)     # rows 4..6 of L1.H2's O_h

@@ -10,7 +10,8 @@ import pytest
 from explorer.core import families, weights
 from explorer.core.config import ModelConfig
 from explorer.core.runtime import from_tensors
-from tests.core.conftest import FAMILIES as TINY, make_hf_model
+from tests.core.conftest import FAMILIES as TINY
+from tests.core.conftest import make_hf_model
 
 
 def test_every_family_row_has_a_config_reader_and_every_reader_a_row():

@@ -13,8 +13,7 @@ import pytest
 import torch
 import transformers  # the reference
 
-from explorer.core import config_readers
-from explorer.core import families, weights
+from explorer.core import config_readers, families, weights
 from explorer.core.config import ModelConfig
 from explorer.core.encdec_config import EncDecConfig
 from explorer.core.errors import ExplorerError

@@ -3,7 +3,6 @@ rebuilt when the GGUF changed or the copy is damaged, never written for files ou
 from __future__ import annotations
 
 import os
-
 from pathlib import Path
 
 import gguf

@@ -12,8 +12,17 @@ import torch
 
 from explorer.core.attention import Visibility, attention_weights, kernel_weights
 from explorer.core.errors import ExplorerError
-from explorer.core.intervention import (SOFTMAX, HeadAblation, HideBand, HideEntry, HideToken, Intervention,
-                                        KeepOnly, Kernel, KernelChoice)
+from explorer.core.intervention import (
+    SOFTMAX,
+    HeadAblation,
+    HideBand,
+    HideEntry,
+    HideToken,
+    Intervention,
+    KeepOnly,
+    Kernel,
+    KernelChoice,
+)
 from tests.core import intervention_reference as ref
 
 T = 12

@@ -87,9 +87,8 @@ def test_a_new_prefill_under_set_intervention_branches(loaded):
 
 
 def test_the_encoder_decoder_reads_interventions_in_every_sublayer():
-    from tests.core.test_encdec import SOURCE, tiny_loaded
-
     from explorer.core.encdec_decode import EncDecDecoder
+    from tests.core.test_encdec import SOURCE, tiny_loaded
 
     loaded = tiny_loaded()
     intervention = Intervention(
@@ -155,10 +154,9 @@ def test_bert_ablation_matches_a_hook_on_its_output_projection():
 
 @pytest.mark.parametrize("absorbed", [True, False])
 def test_mla_absorbed_and_naive_paths_agree_under_an_intervention(absorbed, monkeypatch):
-    from tests.core.conftest import make_hf_model
-
     from explorer.core.mla import LatentAttention
     from explorer.core.runtime import from_tensors
+    from tests.core.conftest import make_hf_model
 
     hf_model = make_hf_model("deepseek_v3")
     loaded = from_tensors(hf_model.config.to_dict(), hf_model.state_dict())

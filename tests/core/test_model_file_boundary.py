@@ -14,8 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from explorer.core.errors import (ContextOverflowError, ExplorerError, InvalidConfigError, ModelLoadError,
-                                  NonFiniteError, TokenizerError)
+from explorer.core.errors import (
+    ContextOverflowError,
+    ExplorerError,
+    InvalidConfigError,
+    ModelLoadError,
+    NonFiniteError,
+    TokenizerError,
+)
 from explorer.core.loaders import open_checkpoint
 from tests.core import fuzz_files as ff
 from tests.core.test_fuzz_model_files import mutate_gguf, mutate_safetensors, mutate_tokenizer, run_model

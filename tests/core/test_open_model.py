@@ -19,6 +19,7 @@ from explorer.core.loaders import ModelFiles, open_model
 from explorer.core.model_summary import summarize
 from tests.malformed_corpus import good_folder, llama_gguf
 
+
 @pytest.fixture(scope="module")
 def paths(tmp_path_factory) -> dict[str, Path]:
     return model_paths(tmp_path_factory.mktemp("door"))

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import explorer
-from explorer.views import session_state
 from explorer.app.thread.core_api import CoreApi
 from explorer.app.thread.worker import ModelWorker
 from explorer.core.attention_maps import ON_DEMAND_FROM
+from explorer.views import session_state
 from tests.core.tiny_checkpoints import CORPUS, LLAMA_CONFIG, write_hf_folder
 
 MIN_TOKENS = 1024            # ON_DEMAND_FROM = 1,024 x 1,024 entries: a prompt this long is rebuilt on demand

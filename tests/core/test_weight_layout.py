@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from explorer.core.runtime import from_tensors, load_model
-from tests.core.tiny_checkpoints import LLAMA_CONFIG as _LLAMA, llama_tensors, write_hf_folder
+from tests.core.tiny_checkpoints import LLAMA_CONFIG as _LLAMA
+from tests.core.tiny_checkpoints import llama_tensors, write_hf_folder
 
 LLAMA_CONFIG = dict(_LLAMA, vocab_size=320)
 

@@ -22,8 +22,8 @@ import numpy as np
 from PySide6.QtGui import QGuiApplication, QImage
 
 from explorer.app.figures import export_dialogs, frame_stream, video
-from explorer.drawing import export
 from explorer.core.trace import Trace
+from explorer.drawing import export
 
 # The one list of what an animation can be written as: the file dialogs' filters, the menus' labels and the
 # check of a chosen name are all read from it, so a format added here is offered, named and accepted at once.

@@ -12,8 +12,14 @@ from pathlib import Path
 from PySide6.QtCore import QSettings
 
 from explorer.core.errors import ExplorerError
-from explorer.drawing.export import (DATA_SUFFIXES, DEFAULT_SIZE, default_size, export_attention, export_frames,
-                                     save_widget)
+from explorer.drawing.export import (
+    DATA_SUFFIXES,
+    DEFAULT_SIZE,
+    default_size,
+    export_attention,
+    export_frames,
+    save_widget,
+)
 
 
 def figure_settings(widget=None):

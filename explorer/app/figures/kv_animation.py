@@ -22,15 +22,14 @@ from PySide6.QtGui import QFont, QFontMetricsF
 from PySide6.QtWidgets import QApplication
 
 from explorer.app.figures import export_dialogs
-from explorer.drawing import export
-from explorer.app.figures.animation import (ANIMATION_FILTERS, FRAME_MS, check_target, with_progress,
-                                            write_animation)
-from explorer.drawing.figures import font_scale, lay_out, scale_fonts
-from explorer.drawing.heatmap import Heatmap
-from explorer.drawing.colours import figure_colours
+from explorer.app.figures.animation import ANIMATION_FILTERS, FRAME_MS, check_target, with_progress, write_animation
 from explorer.core import kv_variants
 from explorer.core.trace import Trace
 from explorer.core.units import human_bytes
+from explorer.drawing import export
+from explorer.drawing.colours import figure_colours
+from explorer.drawing.figures import font_scale, lay_out, scale_fonts
+from explorer.drawing.heatmap import Heatmap
 from explorer.views.image_limits import check_image_size
 
 KIB = 1024.0

@@ -14,19 +14,28 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSplitter,
-                               QTableWidget, QTableWidgetItem)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+)
 
+from explorer.app.panels.base import LineLabel, Panel, decoder_view_unavailable
+from explorer.app.state.session import Selection
+from explorer.app.thread.requests import HeadScoresJob
 from explorer.app.widgets.ablation_marks import AblationMarks, ablated_heads
 from explorer.app.widgets.adaptive import orient
 from explorer.app.widgets.asking import Asker
 from explorer.app.widgets.atlas_reading import DescriptionReader
-from explorer.app.panels.base import LineLabel, Panel, decoder_view_unavailable
-from explorer.drawing.heatmap import Heatmap
 from explorer.app.widgets.long_head import LongHead, Request
 from explorer.app.widgets.plot_text import SMALL_TITLE
-from explorer.app.state.session import Selection
-from explorer.app.thread.requests import HeadScoresJob
+from explorer.drawing.heatmap import Heatmap
 from explorer.views import trace_views
 from explorer.views.long_maps import is_long
 from explorer.views.maps import attention_matrix

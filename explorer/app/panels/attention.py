@@ -17,22 +17,21 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QSpinBox, QSplitter, QVBoxLayout, QWidget
 
+from explorer.app.panels.base import Panel, dims, visible_text
+from explorer.app.state.session import Selection
 from explorer.app.widgets.ablation_marks import AblationMarks, ablated_heads
 from explorer.app.widgets.attention_kind import AttentionKindBox
-from explorer.app.panels.base import Panel, dims, visible_text
 from explorer.app.widgets.flow_layout import FlowLayout
 from explorer.app.widgets.grid_filler import GridFiller, GridProgress
-from explorer.drawing.heatmap import Heatmap
 from explorer.app.widgets.kernel_control import KernelControl
 from explorer.app.widgets.long_export import LongExport
 from explorer.app.widgets.long_head import LongHead, Request
-from explorer.app.state.session import Selection
 from explorer.core.intervention import HeadAblation, Intervention
+from explorer.drawing.heatmap import Heatmap
 from explorer.views import trace_views
 from explorer.views.grid import Mosaic, mosaic
 from explorer.views.long_maps import extent, is_long
 from explorer.views.maps import attention_matrix, axis_labels, grid_image, log_scaled, mean_attention_matrix
-
 
 STALE_OPACITY = 0.35      # the grid of the step before, drawn while the new step's tiles are computed
 

@@ -13,14 +13,14 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
-from explorer.app.widgets.adaptive import is_wide, orient, place
-from explorer.app.widgets.asking import Asker
 from explorer.app.panels.base import Panel, WrappedText, decoder_view_unavailable
-from explorer.drawing.heatmap import Heatmap, symmetric_levels
-from explorer.app.widgets.text_helpers import readable, selected_position
-from explorer.app.widgets.plot_text import SMALL_TITLE
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import AttributionJob
+from explorer.app.widgets.adaptive import is_wide, orient, place
+from explorer.app.widgets.asking import Asker
+from explorer.app.widgets.plot_text import SMALL_TITLE
+from explorer.app.widgets.text_helpers import readable, selected_position
+from explorer.drawing.heatmap import Heatmap, symmetric_levels
 
 N_BARS = 12
 POSITIVE, NEGATIVE = "#2a9d8f", "#e76f51"

@@ -25,9 +25,9 @@ from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import QLabel, QMenu, QSizePolicy, QVBoxLayout, QWidget
 
 from explorer.app.figures.animation import copy_figure
+from explorer.app.state.session import Change, Selection, Session
 from explorer.app.widgets.plot_text import fit_to_font
 from explorer.app.widgets.text_widgets import LineLabel, WrappedText
-from explorer.app.state.session import Change, Selection, Session
 from explorer.app.window.error_bar import ErrorLine
 from explorer.core.trace import Trace
 

@@ -13,12 +13,12 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy
 
-from explorer.app.widgets.plot_text import TITLE, fitting_title
 from explorer.app.panels.base import Panel, dims
-from explorer.drawing.heatmap import Heatmap
+from explorer.app.state.session import Selection
+from explorer.app.widgets.plot_text import TITLE, fitting_title
 from explorer.app.widgets.stacked_rows import StackedRows
 from explorer.app.widgets.token_labels import tick_labels
-from explorer.app.state.session import Selection
+from explorer.drawing.heatmap import Heatmap
 
 VIEWS = {
     "tokens": "token embeddings E[id]",

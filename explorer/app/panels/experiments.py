@@ -14,20 +14,46 @@ the model thread (explorer.core.experiments.compare_next_token), never here.
 from __future__ import annotations
 
 import json
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QGridLayout, QHBoxLayout, QHeaderView, QLabel,
-                               QLineEdit, QListWidget, QListWidgetItem, QPushButton, QSpinBox, QSplitter, QTableWidget, QTabWidget,
-                               QTableWidgetItem, QVBoxLayout, QWidget)
 
-from explorer.app.widgets.adaptive import orient
-from explorer.app.widgets.asking import Asker
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QDoubleSpinBox,
+    QGridLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
 from explorer.app.panels.base import Panel, WrappedText
-from explorer.app.widgets.patching_view import PatchingView
 from explorer.app.state.words import plural
 from explorer.app.thread.requests import CompareNextTokenJob
+from explorer.app.widgets.adaptive import orient
+from explorer.app.widgets.asking import Asker
+from explorer.app.widgets.patching_view import PatchingView
 from explorer.core.errors import ExplorerError
-from explorer.core.intervention import (Experiment, HeadAblation, HideToken, Intervention, Kernel, KernelChoice, active,
-                                        describe)
+from explorer.core.intervention import (
+    Experiment,
+    HeadAblation,
+    HideToken,
+    Intervention,
+    Kernel,
+    KernelChoice,
+    active,
+    describe,
+)
 
 TOP_K = 8
 AUTO_COMPARE_TOKENS = 1024     # above: a step alone does not run the comparison again

@@ -14,18 +14,27 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import (QHBoxLayout, QLabel, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem,
-                               QTabWidget, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QSpinBox,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from explorer.app.panels.base import Panel, WrappedText
-from explorer.app.widgets.kv_occupancy import CROSS as CROSS_COLOUR
-from explorer.app.widgets.kv_occupancy import MIN_PLOT_PX, MIN_VIEW_PX, OccupancyPlots
-from explorer.drawing.heatmap import Heatmap
 from explorer.app.state.session import Selection
 from explorer.app.state.words import plural
+from explorer.app.widgets.kv_occupancy import CROSS as CROSS_COLOUR
+from explorer.app.widgets.kv_occupancy import MIN_PLOT_PX, MIN_VIEW_PX, OccupancyPlots
 from explorer.app.window.status_bar import step_name
 from explorer.core import kv_variants
 from explorer.core.units import human_bytes as human
+from explorer.drawing.heatmap import Heatmap
 from explorer.views import trace_views
 from explorer.views.caches import PerItem
 

@@ -15,22 +15,33 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox,
-                               QTableWidget, QTabWidget, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QTableWidget,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from explorer.app.figures import export_dialogs
-from explorer.drawing import export
 from explorer.app.panels.base import Panel
+from explorer.app.state.session import Selection
+from explorer.app.thread.requests import WhatIfJob
 from explorer.app.widgets.kv_lab_rows import VariantRows
 from explorer.app.widgets.kv_plot import DTYPES, BytesPlot, FitSplitter, save_bytes_plot
 from explorer.app.widgets.model_call import Executor, ModelCall, thread_executor
 from explorer.app.widgets.what_if_view import WhatIfView, steps_csv, table_item
-from explorer.app.state.session import Selection
-from explorer.app.thread.requests import WhatIfJob
 from explorer.core import kv_variants as kv
 from explorer.core.errors import ExplorerError
 from explorer.core.loaders.config_file import read_config
 from explorer.core.units import human_bytes
+from explorer.drawing import export
 
 COLUMNS = ("variant", "K/V heads", "numbers/token/layer", "bytes/token", "bytes total", "vs MHA")
 BUNDLED = "bundled config…"

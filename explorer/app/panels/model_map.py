@@ -17,11 +17,11 @@ import re
 
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QAction, QBrush, QColor, QFont, QImage, QPainter, QPainterPath, QPen
-from PySide6.QtWidgets import (QGraphicsPathItem, QGraphicsRectItem, QGraphicsScene, QGraphicsTextItem, QGraphicsView)
+from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsRectItem, QGraphicsScene, QGraphicsTextItem, QGraphicsView
 
-from explorer.app.widgets.asking import Asker
 from explorer.app.panels.base import Panel, formula_html
 from explorer.app.state.session import Selection
+from explorer.app.widgets.asking import Asker
 from explorer.app.widgets.model_map_layout import GAP_X, NODE_W, lay_out
 from explorer.views.model_graph import FOLD_AT, ModelGraph, Node, model_graph
 

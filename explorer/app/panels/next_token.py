@@ -14,9 +14,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPalette
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTableWidget, QTableWidgetItem, QWidget
 
-from explorer.app.widgets.bars import SHARE_ROLE, ShareBarDelegate
 from explorer.app.panels.base import Panel, WrappedText, visible_text
 from explorer.app.state.session import Selection
+from explorer.app.widgets.bars import SHARE_ROLE, ShareBarDelegate
 from explorer.core.intervention import active
 
 BAR_PX = 80   # the least width of the probability bars' column

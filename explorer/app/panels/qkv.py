@@ -18,15 +18,15 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSpinBox, QSplitter
 
-from explorer.app.widgets.attention_kind import AttentionKindBox
 from explorer.app.panels.base import Panel, WrappedText, dims, formula_html, visible_text
-from explorer.drawing.heatmap import Heatmap, RowLink, symmetric_levels
-from explorer.app.widgets.model_call import Executor, ModelCall
-from explorer.app.widgets.stacked_rows import StackedRows
-from explorer.app.widgets.token_labels import tick_labels
-from explorer.app.widgets.plot_text import TITLE
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import HeadWeightsJob
+from explorer.app.widgets.attention_kind import AttentionKindBox
+from explorer.app.widgets.model_call import Executor, ModelCall
+from explorer.app.widgets.plot_text import TITLE
+from explorer.app.widgets.stacked_rows import StackedRows
+from explorer.app.widgets.token_labels import tick_labels
+from explorer.drawing.heatmap import Heatmap, RowLink, symmetric_levels
 from explorer.views import trace_views
 
 MATRIX_PX = 260              # a matrix's width in one row: its 120 px view, token labels and colour bar

@@ -14,13 +14,13 @@ from PySide6.QtCore import QEvent
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem
 
-from explorer.app.widgets.plot_text import LEGEND
-from explorer.app.widgets.adaptive import is_wide
-from explorer.app.widgets.asking import Asker
 from explorer.app.panels.base import Panel, decoder_view_unavailable
-from explorer.app.widgets.text_helpers import readable, selected_position
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import ResidualStreamJob
+from explorer.app.widgets.adaptive import is_wide
+from explorer.app.widgets.asking import Asker
+from explorer.app.widgets.plot_text import LEGEND
+from explorer.app.widgets.text_helpers import readable, selected_position
 
 K = 2                        # lens candidates per layer in the table (its tooltip has them all)
 ASKED = 5

@@ -22,8 +22,8 @@ from unittest import mock
 from PySide6.QtCore import QCoreApplication, QEvent, QSettings
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from explorer.app.window import model_refs
 from explorer.app.start.boot import SELF_TEST_TIMEOUT_S, SelfTestFailure, _wait, make_app  # noqa: F401 (re-exported)
+from explorer.app.window import model_refs
 from explorer.app.window.settings import AppSettings
 
 DEFAULT_PROMPT = "To be, or not to be, that is the question:"      # the self-test's, for the bundled model
@@ -175,8 +175,8 @@ def self_test(model: str | None = None) -> int:
 
 def _run_self_test(app: QApplication, reference: str, folder: Path) -> str:
     from explorer.app.figures.animation import export_animation, read_animation
-    from explorer.drawing import export
     from explorer.app.window.main_window import MainWindow
+    from explorer.drawing import export
 
     settings = AppSettings(QSettings(str(folder / "settings.ini"), QSettings.Format.IniFormat))
     apply_theme(app, "light")

@@ -16,7 +16,14 @@ from PySide6.QtCore import QObject, Signal
 
 from explorer.app.state.model_requests import ModelRequests
 from explorer.app.state.session_model import (  # noqa: F401 (named from here by the panels)
-    CANCEL, ERROR, MODEL, RUN, TRACE, Change, Selection, SessionModel,
+    CANCEL,
+    ERROR,
+    MODEL,
+    RUN,
+    TRACE,
+    Change,
+    Selection,
+    SessionModel,
 )
 from explorer.core.intervention import Experiment, Intervention
 from explorer.core.trace import ModelInfo, Trace

@@ -19,8 +19,7 @@ from PySide6.QtCore import QObject, QTimer
 
 from explorer.core import files
 from explorer.core.errors import ExplorerError
-from explorer.views.session_state import (FORMAT, VERSION, SessionFileError,  # noqa: F401 (re-exported)
-                                          SessionState, load, save, write_atomically)
+from explorer.views.session_state import FORMAT, VERSION, SessionFileError, SessionState, load, save, write_atomically  # noqa: F401 (re-exported)
 
 AUTOSAVE_PREFIX = "autosave-session"
 AUTOSAVE_NAME = f"{AUTOSAVE_PREFIX}.json"      # the one shared autosave of earlier versions, still restored

@@ -15,10 +15,24 @@ from PySide6.QtCore import QObject, Signal
 from explorer.app.state.words import plural
 from explorer.app.thread.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory, lending
 from explorer.app.thread.request_queue import Cancelled, RequestQueue
-from explorer.app.thread.requests import (Back, Candidates, Force, Load, LogitLens, ModelJob, Prefill, Replay,
-                                          SetIntervention, SetRecording, SetSampling, Step, Sync)
+from explorer.app.thread.requests import (
+    Back,
+    Candidates,
+    Force,
+    Load,
+    LogitLens,
+    ModelJob,
+    Prefill,
+    Replay,
+    SetIntervention,
+    SetRecording,
+    SetSampling,
+    Step,
+    Sync,
+)
 from explorer.core.errors import ExplorerError
 from explorer.views import trace_views
+
 
 class Emitter(QObject):
     """Signals emitted from the worker thread; Qt queues them to the GUI thread."""

@@ -12,8 +12,20 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
-from explorer.app.thread.requests import (Back, Candidates, Force, Load, LogitLens, Prefill, Replay, SetIntervention,
-                                          SetRecording, SetSampling, Step, Sync)
+from explorer.app.thread.requests import (
+    Back,
+    Candidates,
+    Force,
+    Load,
+    LogitLens,
+    Prefill,
+    Replay,
+    SetIntervention,
+    SetRecording,
+    SetSampling,
+    Step,
+    Sync,
+)
 
 
 class Cancelled(Exception):

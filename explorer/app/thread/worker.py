@@ -22,8 +22,20 @@ from explorer.app.thread import preload, threads
 from explorer.app.thread.core_api import CoreApi, LoadedSummary, SamplingSettings
 from explorer.app.thread.decode_loop import DecodeLoop, Emitter
 from explorer.app.thread.request_queue import RequestQueue
-from explorer.app.thread.requests import (Back, Candidates, Force, Load, LogitLens, ModelJob, Prefill, Replay,
-                                          SetIntervention, SetRecording, SetSampling, Step)
+from explorer.app.thread.requests import (
+    Back,
+    Candidates,
+    Force,
+    Load,
+    LogitLens,
+    ModelJob,
+    Prefill,
+    Replay,
+    SetIntervention,
+    SetRecording,
+    SetSampling,
+    Step,
+)
 
 __all__ = ["ModelWorker", "SamplingSettings", "LoadedSummary"]
 

@@ -14,8 +14,13 @@ import weakref
 from PySide6.QtCore import QObject, Signal
 
 from explorer.app.widgets.model_call import ModelCall, thread_executor
-from explorer.core.head_description import (DescriptionSums, HeadDescription, described_so_far, describe_heads,
-                                            entries_to_read)
+from explorer.core.head_description import (
+    DescriptionSums,
+    HeadDescription,
+    describe_heads,
+    described_so_far,
+    entries_to_read,
+)
 from explorer.core.trace import Trace
 
 INLINE_TRACE = 1 << 21     # query x key x head entries described at once on the GUI thread (~30 ms)

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QWidget
 
-from explorer.app.widgets.text_widgets import LineLabel
 from explorer.app.thread import threads
 from explorer.app.thread.late_emit import emit_unless_deleted
+from explorer.app.widgets.text_widgets import LineLabel
 from explorer.views.grid import Mosaic, attention_records, blank_mosaic
 from explorer.views.long_maps import THREADS, Cancelled, ReducedMaps, extent, grid_block
 

@@ -13,8 +13,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter
 
 from explorer.app.widgets.plot_text import LEGEND, TITLE
-from explorer.drawing.heatmap import nice_step
 from explorer.core import kv_variants as kv
+from explorer.drawing.heatmap import nice_step
 
 DTYPES = ("float32", "bfloat16", "int8")
 LEGEND_COLUMN_PX = 120     # the width one legend column needs
@@ -139,8 +139,8 @@ def save_bytes_plot(path, shape: kv.CacheShape, ranks: list[int] | None, name: s
     """The plot laid out offscreen at exactly width × height in the figure `theme` and written as PNG or
     SVG (see export)."""
     from explorer.drawing import export
-    from explorer.drawing.figures import lay_out
     from explorer.drawing.colours import figure_colours
+    from explorer.drawing.figures import lay_out
 
     with figure_colours(theme):
         figure = BytesPlot()

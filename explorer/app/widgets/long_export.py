@@ -13,9 +13,9 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 
 from explorer.app.figures import export_dialogs
-from explorer.drawing import export
 from explorer.app.widgets.grid_filler import Background
 from explorer.core.errors import ExplorerError
+from explorer.drawing import export
 from explorer.views.long_maps import Cancelled, extent
 
 
@@ -63,7 +63,7 @@ class LongExport(QObject):
         except ExplorerError as error:
             self.failed.emit(str(error))
             return
-        from explorer.drawing.figures import grid_picture, head_picture, layer_pictures   # (Qt: Heatmap)
+        from explorer.drawing.figures import grid_picture, head_picture, layer_pictures  # (Qt: Heatmap)
 
         options = dict(step=step, values=values, log=log, cross=cross, size=size, theme=theme,
                        text_scale=text_scale)

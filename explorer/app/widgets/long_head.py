@@ -16,8 +16,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from explorer.app.widgets.grid_filler import Background
 from explorer.drawing.heatmap import Heatmap
-from explorer.views.long_maps import (THREADS, Cancelled, ReducedMaps, block_maxima, display_factor, exact_cell,
-                                      extent)
+from explorer.views.long_maps import THREADS, Cancelled, ReducedMaps, block_maxima, display_factor, exact_cell, extent
 from explorer.views.maps import axis_labels, head_levels, log_scaled
 
 DETAIL_SIDE = 1024        # a zoomed view is drawn at most this many blocks a side, exactly when it holds fewer cells

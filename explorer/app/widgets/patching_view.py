@@ -13,14 +13,24 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton,
-                               QSplitter, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
 
+from explorer.app.thread.requests import PatchMapJob
 from explorer.app.widgets.adaptive import orient
+from explorer.app.widgets.model_call import ModelCall
 from explorer.app.widgets.text_widgets import WrappedText
 from explorer.drawing.heatmap import Heatmap
-from explorer.app.widgets.model_call import ModelCall
-from explorer.app.thread.requests import PatchMapJob
 
 CLEAN = "The Eiffel Tower is located in the city of"
 CORRUPT = "The Colosseum is located in the city of"

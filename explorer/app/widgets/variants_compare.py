@@ -15,15 +15,14 @@ from typing import Callable
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
 from explorer.app.widgets.plot_text import SMALL_TITLE
-from explorer.drawing.heatmap import Heatmap
 from explorer.app.window.error_bar import ErrorLine
 from explorer.core import kv_variants
 from explorer.core.attention_kinds import ATTENTION_KINDS as KINDS
 from explorer.core.units import human_bytes
+from explorer.drawing.heatmap import Heatmap
 from explorer.views.maps import attention_matrix
 
 DEFAULT_PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?"

@@ -11,8 +11,16 @@ from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QGuiApplication, QPainter
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QPlainTextEdit, QSizePolicy, QToolButton,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QHBoxLayout,
+    QPlainTextEdit,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 SUMMARY_CHARS = 400          # the most of a first line a summary (a dialog's sentence) carries
 DETAILS_SHARE = 0.6          # the Details dialog takes at most this share of the screen each way

@@ -12,8 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from explorer.core.loaders.model_file import (CONFIG_NAME, GGUF_SUFFIX, ModelFiles, NotAModelError,  # noqa: F401
-                                              checkpoint_name, find_model, open_model)
+from explorer.core.loaders.model_file import (  # noqa: F401
+    CONFIG_NAME,
+    GGUF_SUFFIX,
+    ModelFiles,
+    NotAModelError,
+    checkpoint_name,
+    find_model,
+    open_model,
+)
 from explorer.core.tokens import TextTokenizer
 
 if TYPE_CHECKING:            # the package itself stays torch-free: gguf_copy reads ahead while torch is imported

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
 from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 
 from explorer.core.errors import ModelLoadError, UnsupportedModelError

@@ -11,13 +11,19 @@ import mmap
 import struct
 from pathlib import Path
 
-import torch
 import tokenizers
+import torch
 
 from explorer.core.errors import ModelLoadError
-from explorer.core.loaders.hf_folder import (CONVERT_HINT, PICKLE_SUFFIXES, read_config, read_license,  # noqa: F401
-                                             refuse_custom_code, weight_files)
 from explorer.core.loaders.gguf_header import MAX_PIECE_BYTES
+from explorer.core.loaders.hf_folder import (  # noqa: F401
+    CONVERT_HINT,
+    PICKLE_SUFFIXES,
+    read_config,
+    read_license,
+    refuse_custom_code,
+    weight_files,
+)
 from explorer.core.loaders.json_file import read_json
 from explorer.core.loaders.model_file import open_regular, read_bytes
 from explorer.core.loaders.safetensors_header import read_safetensors_header

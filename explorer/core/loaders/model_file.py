@@ -16,8 +16,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import BinaryIO
 
 from explorer.core.errors import ExplorerError, ModelLoadError, UnsupportedModelError
