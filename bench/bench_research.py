@@ -5,7 +5,8 @@
 Both sides are given the same token ids (the prompts are encoded once, outside the timing). The
 explorer's runs record only their logits (record="logits"); transformers computes every position's
 logits, as a hooked model does, except in the "last row" line (logits_to_keep=1), which reads only the
-last position's, as the explorer does. Each step is timed alone on each side, the sides taking turns (best of BENCH_REPEAT each, default 3), with
+last position's, as the explorer does. Each step is timed alone on each side, in blocks of BENCH_BLOCK calls (default 1; their mean), the sides'
+blocks taking turns (best of BENCH_REPEAT blocks each, default 3), with
 BENCH_THREADS torch threads (default 1, so that a shared machine's other jobs take less from either side); transformers loads the
 explorer's own save_hf folder, so both run the same float32 weights. A benchmark, not a test: it prints
 a table (wall-clock and process CPU seconds, explorer ÷ transformers) and the machine's load
@@ -25,6 +26,7 @@ import transformers
 import explorer
 
 REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
+BLOCK = int(os.environ.get("BENCH_BLOCK", "1"))       # calls in a row per timed block (their mean)
 THREADS = int(os.environ.get("BENCH_THREADS", "1"))
 FORMATS = ["When John and Mary went to the shops,{} gave the bag to", "When Tom and James went to the park,{} gave the ball to",
            "When Dan and Sid went to the shops,{} gave an apple to", "After Martin and Amy went to the park,{} gave a drink to"]
@@ -39,10 +41,16 @@ def seconds(step) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
+def block(step) -> tuple[float, float]:
+    """The mean (wall, CPU) seconds of one call over a block of BLOCK calls in a row."""
+    times = [seconds(step) for _ in range(BLOCK)]
+    return tuple(sum(t[kind] for t in times) / BLOCK for kind in (0, 1))
+
+
 def best_alternating(ours, theirs) -> tuple[tuple[float, float], tuple[float, float]]:
-    """The best of REPEAT timings (wall, CPU) of each side, the sides taking turns (ours, theirs, ours, ...),
-    so that a shared machine's load in any one stretch weighs on both alike."""
-    times = [(seconds(ours), seconds(theirs)) for _ in range(REPEAT)]
+    """The best of REPEAT blocks (wall, CPU) of each side, the sides' blocks taking turns (ours, theirs, ours,
+    ...), so that a shared machine's load in any one stretch weighs on both alike."""
+    times = [(block(ours), block(theirs)) for _ in range(REPEAT)]
     return tuple(tuple(min(t[side][kind] for t in times) for kind in (0, 1)) for side in (0, 1))
 
 
