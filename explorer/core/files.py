@@ -56,8 +56,12 @@ def write_failure(path: str | os.PathLike, error: BaseException, what: str = "",
     space left was stopped by the full disk, and the sentence says so."""
     thing = f"{what} to {path}" if what else str(path)
     if not getattr(error, "errno", None) and _free_bytes(Path(path).parent) < FULL_DISK_BYTES:
-        return error_type(f"Cannot write {thing}: {_REASONS[errno.ENOSPC]}.")
-    return error_type(f"Cannot write {thing}: {reason(error)}.")
+        why = _REASONS[errno.ENOSPC]
+    else:
+        why = reason(error)
+    failed = error_type(f"Cannot write {thing}: {why}.")
+    failed.path, failed.reason = Path(path), why       # a caller that wrote a scratch file names its own target
+    return failed
 
 
 FULL_DISK_BYTES = 1 << 20

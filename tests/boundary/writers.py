@@ -90,8 +90,9 @@ FULL_DISK = [
     for suffix in (".png", ".svg", ".csv", ".npy")
 ] + [
     Case(f"animation {suffix} on a full disk", "data loss",
-         _previous(f"anim{suffix}", _full(_animation(f"anim{suffix}"))), says="too large", keeps=_kept(f"anim{suffix}"))
-    for suffix in (".gif", ".png", ".mp4")   # the sentence names the frame that failed, in the scratch folder
+         _previous(f"anim{suffix}", _full(_animation(f"anim{suffix}"))), says=f"Cannot write anim{suffix}: its frames",
+         keeps=_kept(f"anim{suffix}"))
+    for suffix in (".gif", ".png", ".mp4")
 ] + [
     Case("a session saved on a full disk", "data loss", _previous("s.json", _full(_session_save("s.json"))),
          says="s.json", keeps=_kept("s.json")),

@@ -101,7 +101,13 @@ def write_animation(path: Path, total: int, draw: Callable[[int, Path], Path], f
     writer = STREAM_WRITERS[path.suffix.lower()]
     with tempfile.TemporaryDirectory(prefix="explorer-frames-") as scratch:
         pictures = drawn_pictures(Path(scratch), total, draw, progress, cancelled)
-        return export.atomic_write(path, lambda temporary: writer(temporary, pictures, frame_ms))
+        try:
+            return export.atomic_write(path, lambda temporary: writer(temporary, pictures, frame_ms))
+        except export.ExportError as error:     # a frame's write failed: the sentence names what was asked for
+            if getattr(error, "path", None) is None or Path(error.path).parent != Path(scratch):
+                raise
+            raise export.ExportError(f"Cannot write {path}: its frames could not be drawn in {scratch}: "
+                                     f"{error.reason}.") from None
 
 
 def export_animation(trace: Trace, path: Path, layer, head, frame_ms: int = FRAME_MS,
