@@ -84,10 +84,19 @@ def main(argv: list[str] | None = None) -> int:
         module = importlib.import_module(f"explorer.tools.{args.command}_cmd")
         return int(module.run(args) or 0)
     except ExplorerError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {shown(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def shown(text: str) -> str:
+    """`text` with a file name that is not UTF-8 shown as its bytes ('caf\\xe9', not the 'caf\\udce9' Python
+    decodes it to), so that the person can recognise and type the name."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:             # a surrogate that no file name gave (a typed one): as it is
+        return text
 
 
 def _one_line_warning(show):
