@@ -13,21 +13,17 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication
 
 from explorer.core.trace import Trace
 from explorer.drawing.colours import figure_colours, paint_figure
 from explorer.drawing.heatmap import Heatmap
-from explorer.drawing.heatmap_axes import TokenAxis
+from explorer.drawing.heatmap_axes import TITLE_SIZE, TokenAxis, scaled_px, text_px
 from explorer.views.grid import Mosaic, blank_mosaic, mosaic
-from explorer.views.long_maps import (THREADS, ReducedMaps, block_maxima, display_factor, extent, grid_block,
-                                      is_long)
+from explorer.views.long_maps import THREADS, ReducedMaps, block_maxima, display_factor, extent, grid_block, is_long
 from explorer.views.maps import attention_matrix, axis_labels, display_reduced, grid_image, head_levels
 
-
 BASE_SIZE = (1000, 800)     # the export size whose text is as large as on screen
-BASE_FONT_PX = 12           # the screen's tick labels (9 pt)
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,25 +107,25 @@ def font_scale(width: int, height: int) -> float:
 
 
 def scale_fonts(figure: pg.GraphicsLayoutWidget, scale: float) -> None:
-    """Every text of the figure `scale` times its on-screen size: tick labels, axis titles, titles. Called
-    while the figure's colours are the defaults (figure_colours), which a title drawn again reads."""
+    """Every text of the figure `scale` times its on-screen size: tick labels, axis titles, titles. Each is
+    measured as drawn (the application's font, in points or in pixels, or a size of its own in any unit),
+    and set in pixels. Called while the figure's colours are the defaults (figure_colours), which a title
+    drawn again reads."""
     if scale == 1.0:
         return
-    font = QFont()
-    font.setPixelSize(round(BASE_FONT_PX * scale))
     for item in figure.scene().items():
         if isinstance(item, pg.AxisItem):
+            font = scaled_px(item.style["tickFont"] or QApplication.font(), scale)
             item.set_font(font) if isinstance(item, TokenAxis) else item.setStyle(tickFont=font)
             if item.labelText and item.label.isVisible():
                 item.setLabel(item.labelText, item.labelUnits,
-                              **{**item.labelStyle, "font-size": f"{font.pixelSize()}px"})
+                              **{**item.labelStyle, "font-size": f"{round(text_px(item.label) * scale)}px"})
         elif isinstance(item, pg.LabelItem) and item.text:
-            points = float(str(item.opts.get("size") or "9pt").rstrip("pt") or 9)
-            item.setText(item.text, size=f"{round(points * scale, 1)}pt")
+            item.setText(item.text, size=f"{round(text_px(item.item) * scale)}px")
 
 
 def _title(figure, text: str, colspan: int = 1) -> None:
-    figure.addLabel(text, row=0, col=0, colspan=colspan, size="11pt")
+    figure.addLabel(text, row=0, col=0, colspan=colspan, size=TITLE_SIZE)
 
 
 def _head(figure, trace, layer, head, picture: HeadPicture, values, log, cross) -> None:

@@ -80,7 +80,7 @@ class Heatmap:
         old.setParentItem(None)
         if old.scene() is not None:
             old.scene().removeItem(old)
-        plot.titleLabel = FittingTitle("", parent=plot, size="11pt")
+        plot.titleLabel = FittingTitle("", parent=plot)
         plot.layout.addItem(plot.titleLabel, 0, 1)
         plot.setTitle(None)
 

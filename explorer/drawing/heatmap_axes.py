@@ -9,12 +9,15 @@ import numpy as np
 import pyqtgraph as pg
 import shiboken6
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
-from PySide6.QtGui import QFont, QFontMetricsF, QGuiApplication
+from PySide6.QtGui import QFont, QFontInfo, QFontMetricsF, QGuiApplication, QTextCursor
+from PySide6.QtWidgets import QGraphicsTextItem
 
 MAX_UPRIGHT_PX = 90          # the tallest a top or bottom axis of upright token labels grows (default font)
 BASE_LINE_PX = 14.0          # the default font's line height, which the sizes above are for
 SHORT_LABEL = 3              # characters a label may have and still be written across (numbers, "H5")
 TICK_PX = 3                  # a tick's length, out of the map
+TITLE_SIZE = "large"         # a plot's title: a CSS keyword, a step above the text around it (14 px beside 12),
+                             # which Qt resolves against the title's font, in points or in pixels
 
 
 class TokenAxis(pg.AxisItem):
@@ -239,6 +242,7 @@ class FittingTitle(pg.LabelItem):
 
     def __init__(self, text: str = "", parent=None, **args) -> None:
         self._whole, self._fitting, self._colour = "", False, None
+        args.setdefault("size", TITLE_SIZE)          # relative to the font: it grows with the application's
         super().__init__(text, parent=parent, **args)
 
     def setText(self, text, **args) -> None:
@@ -283,3 +287,18 @@ class FittingTitle(pg.LabelItem):
         finally:
             self.opts["color"] = asked                      # the colour asked for, as it was
             self.text, self._fitting = text, False          # `text` stays the whole title, as set
+
+
+def text_px(item: QGraphicsTextItem) -> int:
+    """The pixel size a rich text item draws its text in (its first character's), whatever unit its size was
+    given in: points, pixels, a CSS keyword, or none (the item's font, itself in points or in pixels)."""
+    cursor = QTextCursor(item.document())
+    cursor.movePosition(QTextCursor.MoveOperation.NextCharacter)
+    return QFontInfo(cursor.charFormat().font()).pixelSize()
+
+
+def scaled_px(font: QFont, scale: float) -> QFont:
+    """`font` `scale` times larger, in pixels, whether it was sized in points or in pixels."""
+    bigger = QFont(font)
+    bigger.setPixelSize(max(1, round(QFontInfo(font).pixelSize() * scale)))
+    return bigger

@@ -30,6 +30,7 @@ from explorer.drawing import export
 from explorer.drawing.colours import figure_colours
 from explorer.drawing.figures import font_scale, lay_out, scale_fonts
 from explorer.drawing.heatmap import Heatmap
+from explorer.drawing.heatmap_axes import text_px
 from explorer.views.image_limits import check_image_size
 
 KIB = 1024.0
@@ -94,9 +95,9 @@ def nice_steps(n_layers: int):
 
 
 def title_width(label: pg.LabelItem, text: str) -> float:
-    """The pixels `text` takes in `label`'s title font (its size is the label's, in points)."""
+    """The pixels `text` takes in `label`'s title font (its size is the label's as drawn, in any unit)."""
     font = QFont(label.item.font())
-    font.setPointSizeF(float(str(label.opts.get("size") or "9pt").rstrip("pt")))
+    font.setPixelSize(text_px(label.item))
     return max(QFontMetricsF(font).horizontalAdvance(line) for line in text.split("<br>"))
 
 
