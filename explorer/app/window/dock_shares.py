@@ -12,7 +12,7 @@ from __future__ import annotations
 from PySide6.QtCore import QByteArray, QEvent, QObject, QSize, QTimer
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QTabBar
 
-from explorer.app.window.dock_layout import whole_titles
+from explorer.app.window.dock_layout import put_away_stale_bars, whole_titles
 
 
 def focused_dock(window: QMainWindow) -> QDockWidget:
@@ -55,6 +55,7 @@ class DockShares(QObject):
             self.resized_since = False
             in_front = [dock for dock in self.window.findChildren(QDockWidget) if in_sight(dock)]
             self.window.restoreState(self.taken[1])
+            put_away_stale_bars(self.window)
             for dock in in_front:               # the tabs raised since stay in front
                 dock.raise_()
 
@@ -75,6 +76,7 @@ class DockShares(QObject):
             _, state = self.maximised
             self.maximised = None
             self.window.restoreState(state)
+            put_away_stale_bars(self.window)
             QTimer.singleShot(0, self, self.take)
             return
         self.maximised = (dock, self.window.saveState())

@@ -115,7 +115,9 @@ class MainWindow(QMainWindow):
         QTimer.singleShot(0, self, self._layout_made)
 
     def _layout_made(self) -> None:
-        """After a layout is made (default, reset or restored): its tabs described, its shares kept."""
+        """After a layout is made (default, reset or restored): the bars it no longer uses put away, its tabs
+        described, its shares kept."""
+        dock_layout.put_away_stale_bars(self)
         self._describe_tabs()
         self.dock_shares.take()
 
