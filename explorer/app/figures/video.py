@@ -46,11 +46,15 @@ def write_video(path: str | Path, pictures: Iterable[np.ndarray], frame_ms: int)
     except (RuntimeError, OSError) as error:
         if getattr(error, "errno", None):       # the system's own reason (a full disk, no permission)
             raise
-        raise EncoderFailure(f"the MP4 encoder (ffmpeg) stopped: {_last_line(error)}") from None
+        raise EncoderFailure(f"the MP4 encoder (ffmpeg) stopped: {last_line(error)}") from None
 
 
-def _last_line(error: BaseException) -> str:
-    """ffmpeg's last non-empty line of output (its reason), cut to one short clause."""
+def last_line(error: BaseException) -> str:
+    """ffmpeg's last non-empty line of output (its reason), cut to one short clause. imageio-ffmpeg's message is
+    the pipe's error, then "FFMPEG COMMAND:" and the command, then "FFMPEG STDERR OUTPUT:" and what ffmpeg said
+    (nothing where its output was not caught): the headers and the command are no reason, the pipe's error is."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    text = lines[-1] if lines else type(error).__name__
+    said = [line for before, line in zip([""] + lines, lines)
+            if not line.startswith("FFMPEG ") and before != "FFMPEG COMMAND:"]
+    text = said[-1] if said else type(error).__name__
     return text if len(text) <= 120 else text[:117] + "…"
