@@ -4,7 +4,7 @@ to the clipboard.
 
 The frames are the very files "Export every step" writes (export.export_attention at each step, same
 size, theme and options), rendered to a scratch folder and read back, so an animation and the numbered
-frames never differ. A GIF holds 256 colours per frame (Pillow picks them); an animated PNG keeps
+frames never differ. A GIF holds 256 colours per frame (ffmpeg picks them); an animated PNG keeps
 every pixel; an MP4 (H.264) plays in any player and slide program. Each is written a frame at a time
 (frame_stream.py, video.py), each frame drawn, read back and written before the next is drawn, so
 memory does not grow with the steps and progress and Cancel cover the writing. The file is written atomically
