@@ -14,7 +14,7 @@ from tests.boundary.model_files import PROMPT, trace
 
 PREVIOUS = b"the user's previous file"
 FULL_AT = 4096                  # bytes: the disk is full once a file reaches this (the sentence on stderr fits)
-LONG_PROMPT = " ".join([PROMPT] * 6)      # ~53 tokens of the 64 the model holds: a CSV and .npy past FULL_AT
+LONG_PROMPT = " ".join([PROMPT] * 6)      # ~53 tokens of the 64 the model holds: its CSV and .npy pass FULL_AT
 
 
 def _previous(name: str, run, mode: int | None = None):
@@ -43,8 +43,8 @@ def _unprivileged(run):
     return lambda case: dataclasses.replace(run(case), unprivileged=True)
 
 
-def _export(target):
-    return lambda case: Run(("export", "--model", str(case / "model"), "--prompt", LONG_PROMPT, "-o",
+def _export(target, prompt: str = PROMPT):
+    return lambda case: Run(("export", "--model", str(case / "model"), "--prompt", prompt, "-o",
                              os.fsdecode(target)))
 
 
@@ -85,9 +85,9 @@ def _autosave_full(case: Path) -> Run:
 
 
 FULL_DISK = [
-    Case(f"export {suffix} on a full disk", "data loss", _previous(f"map{suffix}", _full(_export(f"map{suffix}"))),
+    Case(f"export {suffix} on a full disk", "data loss", _previous(f"map{suffix}", _full(_export(f"map{suffix}", prompt))),
          says=f"map{suffix}: the file would be too large", keeps=_kept(f"map{suffix}"))
-    for suffix in (".png", ".svg", ".csv", ".npy")
+    for suffix, prompt in ((".png", PROMPT), (".svg", PROMPT), (".csv", LONG_PROMPT), (".npy", LONG_PROMPT))
 ] + [
     Case(f"animation {suffix} on a full disk", "data loss",
          _previous(f"anim{suffix}", _full(_animation(f"anim{suffix}"))), says=f"Cannot write anim{suffix}: its frames",
