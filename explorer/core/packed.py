@@ -35,10 +35,10 @@ def can_pack(intervention) -> bool:
     the residual, a sublayer's output or a head's Q, K or V packs: it names positions, which every packed
     prompt has (intervention_parts.rows_of writes each prompt's rows at them), as each prompt alone. A mean
     ablation packs: each prompt's mean is taken over its own rows (attention.Site), and handed to its run
-    for its later steps (_packed_pass). Not a pattern patch (its columns are one prompt's keys) nor a path
-    (its sender's delta is taken over one pass's rows)."""
-    return intervention is None or intervention.is_empty or not (intervention.pattern_patches or
-                                                                 intervention.path_patches)
+    for its later steps (_packed_pass). A path packs: its sender's delta and its receiver's input are taken
+    row by row, at each prompt's positions (path_patching.py). Not a pattern patch (its columns are one
+    prompt's keys)."""
+    return intervention is None or intervention.is_empty or not intervention.pattern_patches
 
 
 def packed_captures(loaded, prompts: list[np.ndarray], positions: list[int], intervention=None,
