@@ -33,6 +33,8 @@ class TokenAxis(pg.AxisItem):
         self._positions = np.zeros(0)
         self._lookup: dict[float, int] = {}
         self._longest = 1
+        self._measured: dict[str, float] = {}       # label -> its width in _measured_font
+        self._measured_font = ""
         # Ticks point out of the map: drawn into it (pyqtgraph's negative length) they covered its first
         # 3 px at every label, and a long map's first blocks there (the first keys' column, an attention sink).
         self.setStyle(tickLength=TICK_PX, autoExpandTextSpace=True)
@@ -126,9 +128,21 @@ class TokenAxis(pg.AxisItem):
     def _fit_width(self) -> None:
         """Make a left or right axis wide enough for its labels and its title (e.g. "query") beside them."""
         grow = self._line_px() / BASE_LINE_PX
-        metrics = QFontMetricsF(self._font())          # measured: "<0xE2>" is wider than its average characters
-        widest = max(metrics.horizontalAdvance(label) for label in self._labels)
-        self.setWidth(int(min(130 * grow, widest + 16 * grow)) + self._title_px())
+        self.setWidth(int(min(130 * grow, self._widest_label() + 16 * grow)) + self._title_px())
+
+    def _widest_label(self) -> float:
+        """The widest label in pixels, measured ("<0xE2>" is wider than its average characters); each label is
+        measured once per font, since a decoding step adds one label to the thousands already measured (at
+        8,000 tokens measuring them all again took most of a step's redraw)."""
+        font = self._font()
+        if font.key() != self._measured_font or len(self._measured) > 4 * len(self._labels) + 1024:
+            self._measured, self._measured_font = {}, font.key()
+        measured, metrics = self._measured, None
+        for label in self._labels:
+            if label not in measured:
+                metrics = metrics or QFontMetricsF(font)
+                measured[label] = metrics.horizontalAdvance(label)
+        return max((measured[label] for label in self._labels), default=0.0)
 
     def showLabel(self, show: bool = True) -> None:
         super().showLabel(show)

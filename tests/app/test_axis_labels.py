@@ -102,3 +102,35 @@ def test_every_head_of_an_exported_layer_labels_its_first_and_last_key(qtbot):
             assert drawn and drawn[0] == first, f"{name}: {drawn[:2]}"
             assert len(drawn) < trace.n_tokens or drawn[-1] == last, f"{name}: {drawn[-2:]}"
     figure.close()
+
+
+
+def test_a_step_measures_only_the_new_label_and_the_width_still_fits_the_widest(qtbot, monkeypatch):
+    """A decoding step adds one row label to thousands: the side axis measures that one, not all of them again,
+    and its width still follows the widest label (a wider label added widens it; a new font measures anew)."""
+    import explorer.drawing.heatmap_axes as heatmap_axes
+    measured = []
+
+    class CountingMetrics(QFontMetricsF):
+        def horizontalAdvance(self, text, *args):
+            measured.append(text)
+            return super().horizontalAdvance(text, *args)
+
+    monkeypatch.setattr(heatmap_axes, "QFontMetricsF", CountingMetrics)
+    axis = heatmap_axes.TokenAxis("left")
+    labels = [f"{i} i" for i in range(2000)]
+    axis.set_labels(labels)
+    before = axis.width()
+    measured.clear()
+    wide = labels + ["2000 WWWW"]
+    axis.set_labels(wide)
+    assert len([text for text in measured if text in wide]) <= 4, "every label measured again for one new one"
+    assert axis.width() > before                                   # the wider label widened the axis
+    expected = QFontMetricsF(axis.style["tickFont"] or QFont()).horizontalAdvance("2000 WWWW")
+    assert axis.width() - before >= expected - QFontMetricsF(axis.style["tickFont"] or QFont()).horizontalAdvance(
+        "1999 i") - 1
+    font = QFont(axis.style["tickFont"] or QFont())
+    font.setPointSizeF(font.pointSizeF() * 2)
+    measured.clear()
+    axis.set_font(font)
+    assert len([text for text in measured if text in wide]) >= len(wide)     # a new font: all measured again
