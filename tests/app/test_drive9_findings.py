@@ -127,3 +127,28 @@ def test_show_the_work_keeps_its_plots_legible_beside_learn_at_1366(qtbot, tmp_p
         for view in (derivation.view, derivation.products_view):
             box = view.ci.items and view.sceneRect()
             assert view.height() >= 120 and view.width() >= 120, (view.width(), view.height(), box)
+
+
+def test_kv_lab_does_not_hold_the_window_taller_than_a_1366x768_screen(qtbot, tmp_path, monkeypatch):
+    """Every panel raised once, the centre tab group's minimum is its tallest dock's: KV lab's table over its
+    three plots asked 521-541 px, and the window, shrunk by hand, could not be less than 741 px tall: more than
+    768 less a title bar."""
+    from PySide6.QtCore import QSize
+
+    from explorer.app.window.dock_layout import TITLE_BAR_PX
+    from tests.app.journey import BUNDLED, journey_in_a_window
+
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, QSize(1366, 768)) as journey:
+        journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be, that is")
+        journey.raise_every_panel()
+        lab = journey.raise_panel("kv_lab")
+        journey.idle("KV lab")
+        for width in (1366, 800):                # full width, and as narrow as the window goes (shrunk by hand)
+            journey.window.resize(width, 600)
+            journey.idle("resized")
+            asked = journey.window.minimumSizeHint()
+            assert asked.height() <= 768 - TITLE_BAR_PX, f"{width} px wide, the window asks at least {asked}"
+        journey.window.resize(1366, 768 - TITLE_BAR_PX)
+        journey.idle("resized back")
+        plots = [plot.getViewBox() for plot in lab.plot.plots.values()]
+        assert all(min(box.width(), box.height()) >= 120 for box in plots), [box.size() for box in plots]

@@ -18,10 +18,12 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QTableWidget,
     QTabWidget,
@@ -62,6 +64,17 @@ def bundled_configs() -> dict[str, Path]:
     return {p.name: p for p in model_folders(resources_dir() / "configs")}
 
 
+def _scrolled(widget: QWidget) -> QScrollArea:
+    """`widget` filling a scroll area: in a dock shorter than the table and the plots' minimum it scrolls, rather
+    than holding the window (every dock tabbed with this one) at that height; 541 px asked a 1366 x 768
+    screen for a 761 px window."""
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    area.setWidget(widget)
+    return area
+
+
 class KVLabPanel(Panel):
     title = "KV lab"
     object_name = "kv_lab"
@@ -89,7 +102,7 @@ class KVLabPanel(Panel):
         variants.setStretchFactor(1, 3)
         self.variant_rows = VariantRows(variants, self.table, self.rows_hint)
         self.tabs = QTabWidget()                   # a bottom dock is short: one idea per tab
-        self.tabs.addTab(variants, "Cache per variant")
+        self.tabs.addTab(_scrolled(variants), "Cache per variant")
         self.tabs.addTab(self._what_if_section(), "What-if conversion")
         self.tabs.setTabToolTip(0, "The bytes MHA, GQA, MQA and MLA would cache for this model, per token and in all.")
         self.tabs.setTabToolTip(1, "The model converted to another variant, its next-token predictions beside the "

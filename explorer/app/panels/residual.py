@@ -28,6 +28,8 @@ TABLE_SCALE = 11 / 12        # the table a step smaller than the text around it,
 ROW_PAD = 3                  # px a table row has above its font's height (16 px rows at 11 px)
 NORMS = (("attn_norms", "‖a_l‖"), ("ffn_norms", "‖f_l‖"), ("residual_norms", "‖h_l‖"))
 
+PLOT_ROOM_PX = 190           # the panel's height beyond its table at which the norms' plot is legible
+
 
 class ResidualPanel(Panel):
     title = "Residual stream"
@@ -92,8 +94,10 @@ class ResidualPanel(Panel):
     def _show_plot_if_room(self) -> None:
         n_layers = len(self.stream.lens_ids) if self.stream is not None else \
             self.trace.model.n_layers if self.trace is not None else 12
-        spare = self.height() - (self.table.height() if self.layers_across else (n_layers + 1) * self.row_px + 60)
-        self.plot_view.setVisible(spare > 150)
+        spare = self.body_widget.height() - (self.table.height() if self.layers_across else
+                                             (n_layers + 1) * self.row_px + 60)
+        # the plot's own axes, title and legend take ~60 px: below this its view falls under 120 px, a strip
+        self.plot_view.setVisible(spare > PLOT_ROOM_PX)
 
     def _lay_out_table(self) -> None:
         """Every row of the table stays in view: the table's height is fixed when the layers run across,
