@@ -39,8 +39,9 @@ def live() -> list[threading.Thread]:
         return [thread for thread in _live if thread.is_alive()]
 
 
-def stop_all(timeout_s: float = JOIN_S) -> bool:
-    """Ask every thread to stop and join each; True when all have ended within `timeout_s` in all."""
+def stop_all(timeout_s: float | None = None) -> bool:
+    """Ask every thread to stop and join each; True when all have ended within `timeout_s` (JOIN_S) in all."""
+    timeout_s = JOIN_S if timeout_s is None else timeout_s     # read now: a test's child process shortens it
     with _lock:
         threads = list(_live.items())
     for _thread, stop in threads:

@@ -25,9 +25,12 @@ Executor = Callable[[Work], None]
 
 
 def thread_executor(loaded) -> Executor:
-    """Run each work item on a daemon thread of its own with `loaded` (a test's or a script's model)."""
+    """Run each work item on a daemon thread of its own with `loaded` (a test's or a script's model).
+    Quitting stops it (threads.stop_all sets its cancel): one still in torch when the interpreter
+    finalises aborts the process."""
     def execute(work: Work) -> None:
-        threads.start(lambda: work(loaded, lambda: False), "model-call")
+        stop = threading.Event()
+        threads.start(lambda: work(loaded, stop.is_set), "model-call", stop=stop.set)
     return execute
 
 
