@@ -10,6 +10,7 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
+import shiboken6
 from PySide6.QtCore import QObject, Signal
 
 from explorer.app.state.words import plural
@@ -89,7 +90,12 @@ class DecodeLoop:
             request = self._queue.take()
             if request is None:
                 return
-            self._run_one(request)
+            try:
+                self._run_one(request)
+            except RuntimeError:
+                if shiboken6.isValid(self._emit):
+                    raise
+                return          # the window was closed and deleted under the request: nobody left to answer
 
     def _run_one(self, request) -> None:
         self._seq = request.seq
