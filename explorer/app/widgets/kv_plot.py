@@ -56,7 +56,7 @@ class BytesPlot(pg.GraphicsLayoutWidget):
 
     def __init__(self, parent=None, titled: bool = True) -> None:
         super().__init__(parent)
-        self.title = (self.addLabel("KV-cache bytes against tokens", row=0, col=0, colspan=len(DTYPES), size="11pt")
+        self.title = (self.addLabel("KV-cache bytes against tokens", row=0, col=0, colspan=len(DTYPES), size=TITLE)
                       if titled else None)
         self.setMinimumHeight(MIN_HEIGHT_PX)
         self.plots: dict[str, pg.PlotItem] = {}
