@@ -93,9 +93,8 @@ def full_grid(app, window, errors, tokens: int) -> dict:
 def big_paste(app, window, errors, chars: int) -> dict:
     """Paste `chars` characters over the prompt and wait for the token table to list every token.
     A 5 ms heartbeat timer runs meanwhile: its longest gap is how long the window froze."""
-    from PySide6.QtCore import QTimer
-
     import numpy as np
+    from PySide6.QtCore import QTimer
 
     text = (LONG_TEXT * (chars // len(LONG_TEXT) + 1))[:chars]
     expected = len(window.controller.summary.tokenizer.encode(text).ids)

@@ -25,8 +25,14 @@ from PySide6.QtCore import QObject, QSize, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
 from explorer.app.figures import export_dialogs, window_animation
-from explorer.app.figures.animation import (ANIMATION_FILTERS, FRAME_MS, SUFFIXES, suffix_list, with_progress,
-                                            write_animation)
+from explorer.app.figures.animation import (
+    ANIMATION_FILTERS,
+    FRAME_MS,
+    SUFFIXES,
+    suffix_list,
+    with_progress,
+    write_animation,
+)
 from explorer.drawing import export
 
 POLL_MS = 30            # how often a pending frame looks whether the window has settled

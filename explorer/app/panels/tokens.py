@@ -19,9 +19,9 @@ from PySide6.QtGui import QColor, QCursor
 from PySide6.QtWidgets import QSplitter, QTextBrowser, QToolTip
 
 from explorer.app.panels.base import Panel, WrappedText, visible_text
+from explorer.app.state.session import Selection
 from explorer.app.widgets.token_pieces import SELECTED, piece_html
 from explorer.app.widgets.token_table import TokenRow, TokenRows, TokenTable, bytes_text, token_rows
-from explorer.app.state.session import Selection
 from explorer.app.window.error_bar import ElidedLine
 from explorer.views.token_text import TextPiece, TokenSpan, dropped_characters, dropped_warning, text_pieces
 

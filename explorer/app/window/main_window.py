@@ -18,8 +18,16 @@ from explorer.app.state.session_file import Autosaver, SessionState
 from explorer.app.thread.catalog_loader import CatalogLoader
 from explorer.app.thread.catalog_schedule import CatalogSchedule
 from explorer.app.thread.worker import ModelWorker
-from explorer.app.window import (crash_restore, dock_layout, error_bar, menus, model_opening, model_refs,
-                                 panel_tips, pull_dialog)
+from explorer.app.window import (
+    crash_restore,
+    dock_layout,
+    error_bar,
+    menus,
+    model_opening,
+    model_refs,
+    panel_tips,
+    pull_dialog,
+)
 from explorer.app.window.dock_shares import DockShares
 from explorer.app.window.given_size import GivenSize
 from explorer.app.window.model_picker import ModelToolbar
