@@ -19,8 +19,8 @@
 - long_step: the same step -> repaint at a prompt of --long-tokens tokens (8,000), run as a person runs
   it (prompt text, Run): first cancelled from the progress dialog after two layers (the time until the
   window is idle, and that it shows nothing), then whole: whether the trace memory question was asked
-  under the default budget, how often the prefill reported progress and whether its dialog showed, the trace's bytes, then
-  step_to_repaint and each panel's own redraw, with the attention and head-atlas docks closed (their
+  under the default budget, how often the prefill reported progress and whether its dialog showed, the
+  trace's bytes, then step_to_repaint and each panel's own redraw, with the attention and head-atlas docks closed (their
   all-heads views have their own figures, `--only grid`): tokens, Q/K/V, mask, KV cache, next token,
   embeddings. Target <= 100 ms beyond the model.
 Wall times are medians; `gui_cpu_ms` is the GUI thread's own CPU time, which a busy shared machine

@@ -5,9 +5,10 @@
 Both sides are given the same token ids (the prompts are encoded once, outside the timing). The
 explorer's runs record only their logits (record="logits"); transformers computes every position's
 logits, as a hooked model does, except in the "last row" line (logits_to_keep=1), which reads only the
-last position's, as the explorer does. Each step is timed alone on each side, in blocks of BENCH_BLOCK calls (default 1; their mean), the sides'
-blocks taking turns (best of BENCH_REPEAT blocks each, default 3), with
-BENCH_THREADS torch threads (default 1, so that a shared machine's other jobs take less from either side); transformers loads the
+last position's, as the explorer does. Each step is timed alone on each side, in blocks of BENCH_BLOCK
+calls (default 1; their mean), the sides' blocks taking turns (best of BENCH_REPEAT blocks each,
+default 3), with BENCH_THREADS torch threads (default 1, so that a shared machine's other jobs take less
+from either side); transformers loads the
 explorer's own save_hf folder, so both run the same float32 weights. A benchmark, not a test: it prints
 a table (wall-clock and process CPU seconds, explorer ÷ transformers) and the machine's load
 (/proc/loadavg) before and after.
@@ -28,8 +29,10 @@ import explorer
 REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
 BLOCK = int(os.environ.get("BENCH_BLOCK", "1"))       # calls in a row per timed block (their mean)
 THREADS = int(os.environ.get("BENCH_THREADS", "1"))
-FORMATS = ["When John and Mary went to the shops,{} gave the bag to", "When Tom and James went to the park,{} gave the ball to",
-           "When Dan and Sid went to the shops,{} gave an apple to", "After Martin and Amy went to the park,{} gave a drink to"]
+FORMATS = ["When John and Mary went to the shops,{} gave the bag to",
+           "When Tom and James went to the park,{} gave the ball to",
+           "When Dan and Sid went to the shops,{} gave an apple to",
+           "After Martin and Amy went to the park,{} gave a drink to"]
 NAMES = [(" Mary", " John"), (" Tom", " James"), (" Dan", " Sid"), (" Martin", " Amy")]
 
 

@@ -4,7 +4,8 @@
         [--dtype float16] [--modes default,on_demand,stored_all]
 
     # the 8,000-token trace (goal: within 1.2 GB), float32 records as the app and the API keep them
-    .venv/bin/python bench/bench_trace_memory.py --model .cache/test-models/smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf \
+    .venv/bin/python bench/bench_trace_memory.py \
+        --model .cache/test-models/smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf \
         --prompt-tokens 8000 --steps 0 --dtype float32 --modes default
 
 A prompt of --prompt-tokens tokens, then --steps decoding steps, recorded in --dtype, in each mode:
