@@ -144,9 +144,9 @@ class Model:
         checks.callback(progress, "progress")
         checks.bos_choice(prepend_bos)
         checks.activation_names(activations)
-        options = dict(steps=steps, sampling=checks.sampling_of(sampling), ablate=ablate, kernel=kernel, kernel_layers=kernel_layers,
-                       kernel_temperature=kernel_temperature, intervention=intervention, activations=activations,
-                       prepend_bos=prepend_bos, record=checks.recording(record))
+        options = dict(steps=steps, sampling=checks.sampling_of(sampling), ablate=ablate, kernel=kernel,
+                       kernel_layers=kernel_layers, kernel_temperature=kernel_temperature, intervention=intervention,
+                       activations=activations, prepend_bos=prepend_bos, record=checks.recording(record))
         if checks.is_batch(prompt):
             return batches.runs(self, prompt, options, progress, memory)
         return self._run_one(prompt, **options)

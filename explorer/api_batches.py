@@ -59,7 +59,8 @@ def runs(model, prompts: Sequence, options: dict, progress: Callable | None = No
     steps = _steps(options["steps"], max(len(one) for one in ids), model.loaded.config.max_positions)
     record = checks.record_options(options["record"], whole)
     def made_decoder(one: np.ndarray):
-        decoder = packed.PackedDecoder(model.loaded, record, options["sampling"] or Sampling(), capacity=len(one) + steps)
+        decoder = packed.PackedDecoder(model.loaded, record, options["sampling"] or Sampling(),
+                                       capacity=len(one) + steps)
         decoder.set_intervention(whole)
         return decoder
 

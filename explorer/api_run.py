@@ -240,7 +240,8 @@ class Run:
             yield "source_ids", trace.encoder.token_ids.astype(np.int64)
             for layer in chosen if attention else ():
                 yield f"enc_attn_{layer}", trace.encoder.layers[layer].attn.weights.astype(np.float32)
-                yield f"cross_attn_{layer}", trace.attention(layer, cross=True, keep=False).astype(np.float32, copy=False)
+                cross = trace.attention(layer, cross=True, keep=False)
+                yield f"cross_attn_{layer}", cross.astype(np.float32, copy=False)
         if self.intervention is not None and not self.intervention.is_empty:
             yield "intervention", np.array(json.dumps(self.intervention.to_json()))
 

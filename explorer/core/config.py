@@ -109,7 +109,8 @@ class ModelConfig:
             if isinstance(config, dict):                   # a config_readers reader's fields
                 config = of_row(row, config)
         except (KeyError, TypeError, ValueError, OverflowError) as error:
-            raise UnsupportedModelError(f"config of model_type {model_type!r} is incomplete or invalid: {error!r}") from None
+            raise UnsupportedModelError(
+                f"config of model_type {model_type!r} is incomplete or invalid: {error!r}") from None
         if isinstance(config, ModelConfig):
             check_bounds(config)
         return config

@@ -50,7 +50,8 @@ def _rope_spec(params: dict | None, theta_default: float, max_positions: int, d:
     kind = params.get("rope_type", params.get("type", "default")) or "default"
     if kind not in ("default", "linear", "llama3", "yarn"):
         raise UnsupportedModelError(f"RoPE type {kind!r} is not supported")
-    original = params.get("original_max_position_embeddings") or d.get("original_max_position_embeddings") or max_positions
+    original = (params.get("original_max_position_embeddings") or d.get("original_max_position_embeddings")
+                or max_positions)
     return RopeSpec(
         theta=float(params.get("rope_theta", theta_default)),
         kind=kind,

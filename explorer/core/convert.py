@@ -211,7 +211,8 @@ def _latent_weights(state: dict, prefix: str, config: ModelConfig, rank: int, m:
     for h in range(n_q):
         g = h // group
         q_rope = torch.zeros(d_rope, d_in)
-        q_rope[split.key_slots(g)] = wb["q"][h, split.rope_rows(g)]                     # reads only its K/V head's slots
+        # reads only its K/V head's slots
+        q_rope[split.key_slots(g)] = wb["q"][h, split.rope_rows(g)]
         q_rows.append(torch.cat((wb["q"][h, split.nope_rows(g)], q_rope)))                 # [nope; rope]: (d_qk, d')
     for g in range(n_kv):
         k_rope[split.key_slots(g)] = wb["k"][g, split.rope_rows(g)]                        # W^KR: (d_R, d')

@@ -75,5 +75,6 @@ class EncDecConfig:
         if config.d_model % config.n_heads or config.activation not in ACTIVATION_NAMES:
             raise UnsupportedModelError(
                 f"config of model_type {MODEL_TYPE!r} is invalid: d_model {config.d_model} must divide into "
-                f"{config.n_heads} heads and activation {config.activation!r} must be one of {', '.join(sorted(ACTIVATION_NAMES))}")
+                f"{config.n_heads} heads and activation {config.activation!r} must be one of "
+                f"{', '.join(sorted(ACTIVATION_NAMES))}")
         return config

@@ -156,7 +156,8 @@ class EncDecDecoder(StepDecoder):
         refuse_non_finite(memory[0], self.loaded, **ENCODER_OUTPUT)
         self.kv_cache.cross = self.model.cross_keys_values(memory)                 # once per source
         self._cross_np = [{"k": self._np(k[0]), "v": self._np(v[0])} for k, v in self.kv_cache.cross]
-        return self._encode_record(source, capture, self.model.embed.weight[torch.as_tensor(source, device=self.device)],
+        embedded = self.model.embed.weight[torch.as_tensor(source, device=self.device)]
+        return self._encode_record(source, capture, embedded,
                                    self.model.positional(np.arange(len(source), dtype=np.int64)))
 
     def _forward(self, ids: torch.Tensor, positions: np.ndarray, capture: StepCapture) -> torch.Tensor:

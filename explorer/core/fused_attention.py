@@ -48,5 +48,6 @@ def _is_lower_triangle(mask: np.ndarray) -> bool:
         square = mask.shape[0] == mask.shape[1]
         if len(_CAUSAL) > 8:                          # weak references: the masks die with their pass
             _CAUSAL.clear()
-        known = _CAUSAL[id(mask)] = (weakref.ref(mask), square and bool(np.array_equal(mask, np.tri(len(mask), dtype=bool))))
+        causal = square and bool(np.array_equal(mask, np.tri(len(mask), dtype=bool)))
+        known = _CAUSAL[id(mask)] = (weakref.ref(mask), causal)
     return known[1]

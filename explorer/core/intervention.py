@@ -178,7 +178,8 @@ class Intervention(Chaining):
             [l for l, _ in (self.keep_only.heads if self.keep_only else ())]
         for layer in layers:
             if not 0 <= layer < n_layers:
-                raise ExplorerError(f"layer {layer} does not exist: the model has {n_layers} layers (0..{n_layers - 1})")
+                raise ExplorerError(
+                    f"layer {layer} does not exist: the model has {n_layers} layers (0..{n_layers - 1})")
         heads = [(a.layer, a.head) for a in self.ablations] + list(self.keep_only.heads if self.keep_only else ()) + \
             [(p.layer, p.head) for p in (*self.head_patches, *self.pattern_patches)] + \
             [(p.layer, p.head) for p in self.input_patches if p.which == "q"] + \

@@ -65,7 +65,8 @@ def logit_differences(loaded, prompts, target_ids, against_ids, positions, inter
     prompts = [np.asarray(ids, dtype=np.int64).reshape(-1) for ids in prompts]
     positions = [_checked(loaded, ids, p, t, a) for ids, p, t, a in zip(prompts, positions, target_ids, against_ids)]
     if not can_pack(intervention):
-        return [logit_difference(loaded, *row, intervention) for row in zip(prompts, target_ids, against_ids, positions)]
+        rows = zip(prompts, target_ids, against_ids, positions)
+        return [logit_difference(loaded, *row, intervention) for row in rows]
     captures = packed_captures(loaded, prompts, positions, intervention)
     return differences_of(loaded, captures, positions, target_ids, against_ids)
 

@@ -187,7 +187,8 @@ class Transformer(nn.Module):
         h = self.embed_tokens(ids, step)
         return self.norm(self.run_blocks(h, step, cache, capture))
 
-    def step_context(self, positions: np.ndarray, intervention=None, sequences: np.ndarray | None = None) -> StepContext:
+    def step_context(self, positions: np.ndarray, intervention=None,
+                     sequences: np.ndarray | None = None) -> StepContext:
         """What the blocks of one pass share; `sequences` (T,) packs several sequences into one pass
         (positions restart in each; a query sees only keys of its own sequence)."""
         weight = self.embed.weight

@@ -279,7 +279,8 @@ class SpreadCapture(StepCapture):
                 n = rows.stop - rows.start
                 capture.attention(layer, _cut(record, rows, own.mask(np.arange(n), self.windows[layer])))
                 capture.block(layer, **{name: value[rows] for name, value in tensors.items()})
-            if record.latent is not None:                                        # MLA caches c_KV (T, d_c), k_R (T, d_R)
+            # MLA caches c_KV (T, d_c), k_R (T, d_R)
+            if record.latent is not None:
                 kept.append((record.latent[rows], record.k_rope[rows]))
             else:
                 kept.append((record.k[:, rows], record.v[:, rows]))              # (N_KV, T, d) each
@@ -332,7 +333,8 @@ def _packed_pass(loaded, decoders: list[PackedDecoder], prompts: list[np.ndarray
     spans = [slice(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
     captures = [decoder.capture_for(n) for decoder, n in zip(decoders, lengths)]
     spread = SpreadCapture(captures, spans, [model.step_context(np.arange(n)) for n in lengths],
-                           [getattr(block.attn, "window", None) for block in model.layers], any(c.weights for c in captures))
+                           [getattr(block.attn, "window", None) for block in model.layers],
+                           any(c.weights for c in captures))
     with torch.inference_mode():
         step = model.step_context(np.concatenate([np.arange(n) for n in lengths]), decoders[0].intervention,
                                   np.repeat(np.arange(len(prompts)), lengths))

@@ -144,7 +144,8 @@ def agree_with_weights(config: ModelConfig, tensors: dict, source: str) -> None:
         raise ModelLoadError(f"{source}: the config says num_hidden_layers = {config.n_layers}, but the weights "
                              f"hold {held}.")
     experts, _ = _highest(_EXPERT, names)
-    stacked = [tensors[name].shape[0] for name in names if name.endswith(".experts.down_proj") and tensors[name].ndim == 3]
+    stacked = [tensors[name].shape[0] for name in names
+               if name.endswith(".experts.down_proj") and tensors[name].ndim == 3]
     experts = experts or max(stacked, default=0)          # transformers 5 stacks the experts: (E, d, d_ff)
     has_moe = any(config.is_moe_layer(layer) for layer in range(config.n_layers))   # first_k_dense may be all
     if has_moe and experts != config.n_routed_experts:

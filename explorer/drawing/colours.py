@@ -73,7 +73,8 @@ def printed(widget: QWidget, theme: str = "light") -> Iterator[None]:
     widget.setPalette(palette_of(QApplication.instance(), "dark" if theme == "dark" else "light"))
     views = [(view, view.backgroundBrush()) for view in widget.findChildren(pg.GraphicsView)]
     items = [item for view, _ in views for item in view.items()]
-    axes = [(axis, axis.pen(), axis.textPen(), dict(axis.labelStyle)) for axis in items if isinstance(axis, pg.AxisItem)]
+    axes = [(axis, axis.pen(), axis.textPen(), dict(axis.labelStyle))
+            for axis in items if isinstance(axis, pg.AxisItem)]
     labels = [(label, label.opts.get("color")) for label in items if isinstance(label, pg.LabelItem)]
     frames = [(box, box.border) for box in items if isinstance(box, pg.ViewBox) and box.border is not None]
     for view, _ in views:

@@ -131,7 +131,8 @@ def read_tensors(path: Path, header: GGUFHeader, config: dict, progress=None) ->
     for index, info in enumerate(header.tensors):
         name = hf_name(arch, info.name)
         if name is None:
-            raise UnsupportedModelError(f"{source} holds the tensor {info.name}, which the {arch} loader does not know.")
+            raise UnsupportedModelError(
+                f"{source} holds the tensor {info.name}, which the {arch} loader does not know.")
         tensors[name] = _fix_convention(arch, name, _dequantize(data, info, source), config)
         if progress is not None:
             progress((index + 1) / len(header.tensors), f"dequantizing {info.name}")
