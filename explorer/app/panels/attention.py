@@ -321,7 +321,8 @@ class AttentionPanel(Panel):
             head = {"head": s.head, "layer": "all", "grid": "all"}[scope]
             if is_long(view.trace, view.step, view.cross):
                 return self._export_long(view, "all" if scope == "grid" else layer, head, False, options)
-            export_dialogs.ask_and_export_attention(self, view.trace, "all" if scope == "grid" else layer, head, **options)
+            export_dialogs.ask_and_export_attention(self, view.trace, "all" if scope == "grid" else layer, head,
+                                                    **options)
 
         def raw():
             options, s, view, layer = settings()

@@ -259,7 +259,8 @@ def derivation_html(cell: derivation.CellDerivation, token_text) -> str:
                  "its largest terms:<table cellspacing=4><tr><th>j</th><th>token</th><th>A<sub>ij</sub></th>"
                  f"<th>‖A<sub>ij</sub> v<sub>j</sub>‖</th></tr>{terms}</table>"
                  + _written(cell))
-    deltas = "".join(f"<tr><td>{html.escape(name)}</td><td>{value:.2e}</td></tr>" for name, value in cell.deltas.items())
+    deltas = "".join(f"<tr><td>{html.escape(name)}</td><td>{value:.2e}</td></tr>"
+                     for name, value in cell.deltas.items())
     lines.append(f"recomputed against the record, max |Δ|:<table cellspacing=4>{deltas}</table>")
     lines.append(_dims_table(cell))
     return "<br><br>".join(lines)

@@ -6,10 +6,10 @@
 The dock lists the experiments (explorer.core.intervention values), each with its own on/off box;
 the model thread redoes the trace under those that are on and decodes on under them (a branch);
 Alt-click a head in the attention grid to add its ablation (the Activation patching tab: patching_view.py).
-Below, the next token after the trace's
-last position before and after every experiment that is on (with none on, the model is not asked): the top-k side by side, the KL
-divergence KL(before || after) and the change of the chosen token's logit. The comparison runs on
-the model thread (explorer.core.experiments.compare_next_token), never here.
+Below, the next token after the trace's last position before and after every experiment that is on
+(with none on, the model is not asked): the top-k side by side, the KL divergence KL(before || after)
+and the change of the chosen token's logit. The comparison runs on the model thread
+(explorer.core.experiments.compare_next_token), never here.
 """
 from __future__ import annotations
 

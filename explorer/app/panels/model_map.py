@@ -81,7 +81,8 @@ def braced(text: str) -> str:
 def _label_html(node: Node, head_note: str = "") -> str:
     from html import escape
 
-    return f"<b>{formula_html(braced(node.label))}</b>" + (f"<br><small>{escape(head_note)}</small>" if head_note else "")
+    note = f"<br><small>{escape(head_note)}</small>" if head_note else ""
+    return f"<b>{formula_html(braced(node.label))}</b>" + note
 
 
 class ModelMapPanel(Panel):
@@ -220,7 +221,8 @@ class ModelMapPanel(Panel):
         line.setZValue(-1)
         self.scene.addItem(line)
         if not edge.residual:
-            self._label_edge(edge, path, font, vertical=abs(path.pointAtPercent(0).x() - path.pointAtPercent(1).x()) < 1)
+            vertical = abs(path.pointAtPercent(0).x() - path.pointAtPercent(1).x()) < 1
+            self._label_edge(edge, path, font, vertical=vertical)
 
     def _label_edge(self, edge, path: QPainterPath, font: QFont, vertical: bool) -> None:
         """The live shape beside a vertical edge, above a slanting one."""

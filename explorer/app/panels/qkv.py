@@ -262,7 +262,8 @@ class QKVPanel(Panel):
         if row is None or name not in self.matrices:
             return
         text = self.row_text[name][row] if row < len(self.row_text.get(name, ())) else ""
-        self.readout.setText(f"{name}[{row}, {col}] = {self.matrices[name][row, col]:.6g}   token ‘{visible_text(text)}’")
+        self.readout.setText(f"{name}[{row}, {col}] = {self.matrices[name][row, col]:.6g}"
+                             f"   token ‘{visible_text(text)}’")
 
     # ----- projection weights, on request ---------------------------------------------------
     def _on_weights_toggled(self, on: bool) -> None:

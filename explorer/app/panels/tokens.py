@@ -269,7 +269,8 @@ class TokensPanel(Panel):
             QToolTip.hideText()
             return
         row = self.rows[position]
-        message = f"position {row.position}, id {row.token_id}: ‘{visible_text(row.text)}’\nbytes: {bytes_text(row.raw)}"
+        message = (f"position {row.position}, id {row.token_id}: ‘{visible_text(row.text)}’\n"
+                   f"bytes: {bytes_text(row.raw)}")
         self.readout.setText(message.replace("\n", "   "))
         QToolTip.showText(QCursor.pos(), message, self.text_view)
 

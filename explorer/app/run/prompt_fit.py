@@ -51,7 +51,8 @@ class PromptFit:
 
     def _over_budget(self, ids: np.ndarray, cost: TraceCost, keep: int, question: str) -> np.ndarray | None:
         offered = budget_dialog.choices(cost, len(ids), self.trace_budget, keep, self.record_dtype)
-        text = question + (" Or run it whole, recorded in float16 or under a larger budget." if len(offered) > 1 else "")
+        whole = " Or run it whole, recorded in float16 or under a larger budget."
+        text = question + (whole if len(offered) > 1 else "")
         choice = budget_dialog.choose(self._dialog_parent, "Prompt over the memory budget", text, offered)
         if choice is None:
             self.notice.emit(f"The prompt was not run: its {len(ids):,} tokens would pass the trace memory budget "

@@ -12,7 +12,8 @@ So a trace of P prompt tokens followed by D decoded ones holds about
 
 where A is stored. A prefill of at least ON_DEMAND_FROM (query, key) entries has its A rebuilt on
 demand (`rebuilt_from`): it stores only Q, K, V and a mask rule, so its pairs cost nothing; shorter
-prefills store their maps, and decoding steps always record their rows. Numpy only: it reads the Trace and its ModelInfo, never the model.
+prefills store their maps, and decoding steps always record their rows. Numpy only: it reads the Trace
+and its ModelInfo, never the model.
 
 The default budget is a share of the machine's memory (default_budget), so that the question is rare: on a
 24 GB machine 6 GB, where SmolLM2-135M's 8,000-token trace takes about 0.94 GB (a prefill that rebuilds

@@ -34,9 +34,10 @@ class LoadedSummary:
 
     @classmethod
     def of(cls, loaded, request) -> "LoadedSummary":
-        return cls(reference=request.path, name=str(getattr(loaded, "name", request.path)), path=str(getattr(loaded, "path", request.path)),
-                   info=loaded.info, tokenizer=loaded.tokenizer, license=getattr(loaded, "license", None),
-                   device=request.device, dtype=request.dtype, no_step_reason=no_step_reason(loaded.info))
+        return cls(reference=request.path, name=str(getattr(loaded, "name", request.path)),
+                   path=str(getattr(loaded, "path", request.path)), info=loaded.info, tokenizer=loaded.tokenizer,
+                   license=getattr(loaded, "license", None), device=request.device, dtype=request.dtype,
+                   no_step_reason=no_step_reason(loaded.info))
 
     @property
     def can_step(self) -> bool:

@@ -49,6 +49,7 @@ def block_html(walk, token_text) -> str:
         lines.append(f"FFN(x) = {formula}; the neurons writing most:<table cellspacing=4><tr>{head}</tr>{rows}</table>")
     lines.append(f"f = {_vector(walk.ffn_out)}")
     lines.append(f"h″ = h′ + f = {_vector(walk.h_out)}")
-    deltas = "".join(f"<tr><td>{html.escape(name)}</td><td>{value:.2e}</td></tr>" for name, value in walk.deltas.items())
+    deltas = "".join(f"<tr><td>{html.escape(name)}</td><td>{value:.2e}</td></tr>"
+                     for name, value in walk.deltas.items())
     lines.append(f"recomputed against the model's own tensors, max |Δ|:<table cellspacing=4>{deltas}</table>")
     return "<br><br>".join(lines)

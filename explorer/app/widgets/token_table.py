@@ -72,7 +72,8 @@ def token_rows(trace, tokens) -> TokenRows:
 
 def _live_row(tokens, i: int) -> TokenRow:
     source = getattr(tokens, "source", "") or ""
-    spans, raws, special = getattr(tokens, "spans", None), getattr(tokens, "raw", None), getattr(tokens, "special", None)
+    spans, raws = getattr(tokens, "spans", None), getattr(tokens, "raw", None)
+    special = getattr(tokens, "special", None)
     span = tuple(int(v) for v in spans[i]) if spans and spans[i] is not None else None
     covered = source[span[0]: span[1]] if source and span and span[1] > span[0] else tokens.text[i]
     return TokenRow(i, tokens.text[i], int(tokens.ids[i]), span, raws[i] if raws else None,
@@ -171,7 +172,8 @@ class TokenTable(QTableView):
         if not kept:
             self.resizeColumnsToContents()
             return
-        metrics, margin = self.fontMetrics(), 2 * self.style().pixelMetric(self.style().PixelMetric.PM_FocusFrameHMargin) + 4
+        focus_margin = self.style().pixelMetric(self.style().PixelMetric.PM_FocusFrameHMargin)
+        metrics, margin = self.fontMetrics(), 2 * focus_margin + 4
         for column in range(len(COLUMNS) - 1):                  # the last column stretches to the edge
             widest = max((metrics.horizontalAdvance(cell_text(rows[i], column)) for i in range(kept, len(rows))),
                          default=0)

@@ -165,7 +165,8 @@ class MainWindow(QMainWindow):
     # ----- models -------------------------------------------------------------------
     def open_model(self, reference: str) -> None:
         if not self._terms_accepted(reference):
-            self.status.showMessage(f"{model_refs.short_name(reference)} was not opened: its terms were declined.", 8000)
+            self.status.showMessage(
+                f"{model_refs.short_name(reference)} was not opened: its terms were declined.", 8000)
             return
         device, dtype = self.model_bar.choice()
         self.status.showMessage(store.first_load_notice(reference) or f"Loading {model_refs.short_name(reference)}…")

@@ -50,7 +50,8 @@ class Menus:
                                           lambda: ask_and_record_window(self.window))
         self.recording: live_recording.LiveRecording | None = None     # the live recording under way
         self.live_record = self._action("", self.start_or_stop_recording)
-        self.cancel_recording = self._action("&Cancel the Recording", lambda: self.recording and self.recording.cancel())
+        self.cancel_recording = self._action("&Cancel the Recording",
+                                             lambda: self.recording and self.recording.cancel())
         self._build_file()
         for action in window.actions.all():
             self.decode.addAction(action)

@@ -53,7 +53,8 @@ class PullJob(QObject):
 
 
 def agreed_to_pull(window, name: str) -> bool:
-    """Ask before pulling: the terms where the model has them (remembered once accepted), else what and which licence."""
+    """Ask before pulling: the terms where the model has them (remembered once accepted), else what and
+    which licence."""
     entry = store.PULLABLE[name]
     if entry.terms and not window.settings.accepted_terms(name):
         answer = QMessageBox.question(window, "Terms of use",
