@@ -37,7 +37,8 @@ def hooked(hf_model, ids):
             lambda m, a, out: kept["post"].append((out[0] if isinstance(out, tuple) else out)[0].clone())))
         for which in ("attn_out", "mlp_out"):
             handles.append(ref.sublayer_modules(hf_model, which)[layer].register_forward_hook(
-                lambda m, a, out, which=which: kept[which].append((out[0] if isinstance(out, tuple) else out)[0].clone())))
+                lambda m, a, out, which=which: kept[which].append(
+                    (out[0] if isinstance(out, tuple) else out)[0].clone())))
         mlp = block.mlp
         down = getattr(mlp, "down_proj", None) or getattr(mlp, "c_proj", None)
         if down is not None:

@@ -98,7 +98,8 @@ def test_a_batch_over_the_memory_budget_runs_in_chunks_with_the_same_numbers(fam
 
 
 @pytest.mark.parametrize("family", ["llama"])
-def test_the_packed_pass_under_an_ablation_a_kernel_and_a_hidden_entry_equals_each_alone(family, hf_model, model, passes):
+def test_the_packed_pass_under_an_ablation_a_kernel_and_a_hidden_entry_equals_each_alone(
+        family, hf_model, model, passes):
     edit = explorer.Intervention().ablate(1, 2, positions=[2]).kernel("relu", layers=[0]).hide(1, query=4)
     runs = model.run(PROMPTS, intervention=edit)
     assert passes == [4]
@@ -110,7 +111,8 @@ def test_the_packed_pass_under_an_ablation_a_kernel_and_a_hidden_entry_equals_ea
 def test_a_mean_ablation_packs_each_prompt_with_its_own_mean_as_alone_and_as_the_hooked_transformers(
         family, hf_model, model, passes):
     for positions in (None, [1, 2]):
-        mean = explorer.Intervention().ablate(1, 2, "mean", positions=positions).ablate(0, 0, "mean", positions=positions)
+        mean = (explorer.Intervention().ablate(1, 2, "mean", positions=positions)
+                .ablate(0, 0, "mean", positions=positions))
         runs = model.run(PROMPTS, steps=2, intervention=mean)
         assert passes[-1] == len(PROMPTS)                                   # one packed pass
         for prompt, run in zip(PROMPTS, runs):

@@ -37,7 +37,8 @@ def test_the_parts_of_a_logit_difference_are_the_hooked_references(family, hf_mo
     h = kept["final"][0].double()
     norm = hf_model.model.norm
     w_u = hf_model.lm_head.weight.detach().double()
-    u = (w_u[TARGET] - w_u[AGAINST]) * norm.weight.detach().double() / torch.sqrt((h * h).mean() + norm.variance_epsilon)
+    rms = torch.sqrt((h * h).mean() + norm.variance_epsilon)
+    u = (w_u[TARGET] - w_u[AGAINST]) * norm.weight.detach().double() / rms
     n_heads = model.info.n_heads
     for layer, block in enumerate(hf_model.model.layers):
         o_proj = block.self_attn.o_proj.weight.detach().double()                 # (d, H d_v)
@@ -107,7 +108,8 @@ def test_patching_a_batch_gives_each_map_and_their_mean(family, model):
                                    atol=1e-5)                                   # the pairs share packed passes
     np.testing.assert_allclose(maps.mean.values, (maps.maps[0].values + maps.maps[1].values) / 2)
     scores = model.heads([PROMPT, PROMPT[::-1]])
-    np.testing.assert_allclose(scores.induction, (model.heads(PROMPT).induction + model.heads(PROMPT[::-1]).induction) / 2)
+    alone = [model.heads(prompt).induction for prompt in (PROMPT, PROMPT[::-1])]
+    np.testing.assert_allclose(scores.induction, (alone[0] + alone[1]) / 2)
 
 
 @pytest.mark.parametrize("family", ["llama"])

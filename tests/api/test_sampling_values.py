@@ -23,8 +23,10 @@ REFUSED = [
     ("seed", -1), ("seed", 2**64), ("seed", 1.5), ("seed", math.nan),
 ]
 ACCEPTED = [
-    ("temperature", 0.0), ("temperature", 1e-6), ("temperature", 2), ("temperature", 1e6), ("temperature", np.float32(0.7)),
-    ("top_p", 1e-9), ("top_p", 1.0), ("top_p", 0.5), ("top_k", 0), ("top_k", 1), ("top_k", 10**9), ("top_k", np.int64(3)),
+    ("temperature", 0.0), ("temperature", 1e-6), ("temperature", 2), ("temperature", 1e6),
+    ("temperature", np.float32(0.7)),
+    ("top_p", 1e-9), ("top_p", 1.0), ("top_p", 0.5),
+    ("top_k", 0), ("top_k", 1), ("top_k", 10**9), ("top_k", np.int64(3)),
     ("seed", 0), ("seed", 2**63 - 1), ("seed", np.uint32(7)),
 ]
 

@@ -27,7 +27,8 @@ class FakeTokenizer:
 
     def encode(self, text: str) -> Tokens:
         ids = np.array([self.bos_id] + [ord(c) % VOCAB for c in text], dtype=np.int64)
-        return Tokens(ids=ids, text=("<s>",) + tuple(text), spans=((0, 0),) + tuple((i, i + 1) for i in range(len(text))),
+        spans = ((0, 0),) + tuple((i, i + 1) for i in range(len(text)))
+        return Tokens(ids=ids, text=("<s>",) + tuple(text), spans=spans,
                       special=np.array([True] + [False] * len(text)),
                       raw=(b"",) + tuple(c.encode("utf-8", "replace") for c in text), source=text)
 
@@ -52,7 +53,8 @@ def _layer(rng, n_new: int, first: int) -> LayerRecord:
     attn = AttentionRecord(q=rng.standard_normal((HEADS, n_new, D)).astype(np.float32),
                            k=rng.standard_normal((KV_HEADS, n_new, D)).astype(np.float32),
                            v=rng.standard_normal((KV_HEADS, n_new, D)).astype(np.float32),
-                           weights_packed=packed(weights, mask), mask=mask, kv_positions=np.arange(n_kv), scale=D ** -0.5)
+                           weights_packed=packed(weights, mask), mask=mask, kv_positions=np.arange(n_kv),
+                           scale=D ** -0.5)
     return LayerRecord(x=rng.standard_normal((n_new, 16)).astype(np.float32), attn=attn,
                        residual_norm=np.ones(n_new, np.float32), kv_bytes_in_use=n_kv * 2 * KV_HEADS * D * 4,
                        kv_bytes_allocated=64 * 2 * KV_HEADS * D * 4)

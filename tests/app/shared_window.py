@@ -54,7 +54,8 @@ def window_with_tiny_model(app, root: Path, dialogs: dict, prompt: str = "To be,
         patch.setenv("TRANSFORMER_EXPLORER_HOME", str(root / "store"))
         patch.setattr(QMessageBox, "warning", lambda parent, title, text, *a: dialogs["warnings"].append(text))
         patch.setattr(QMessageBox, "question",
-                      lambda parent, title, text, *a: dialogs["questions"].append(text) or QMessageBox.StandardButton.No)
+                      lambda parent, title, text, *a: (dialogs["questions"].append(text)
+                                                       or QMessageBox.StandardButton.No))
         settings = AppSettings(QSettings(str(root / "settings.ini"), QSettings.Format.IniFormat))
         window = MainWindow(settings=settings, autosave_path=root / "autosave.json", catalog=lambda: [])
         window.show()

@@ -34,7 +34,8 @@ def static_frames(qtbot, trace, tmp_path):
 
 def test_a_lossless_animation_holds_exactly_the_static_frames(trace, static_frames, tmp_path):
     done = []
-    path = export_animation(trace, tmp_path / "decoding.png", 1, 2, size=SIZE, progress=lambda d, t: done.append((d, t)))
+    path = export_animation(trace, tmp_path / "decoding.png", 1, 2, size=SIZE,
+                            progress=lambda d, t: done.append((d, t)))
     frames = read_animation(path)
     assert len(static_frames) == trace.n_steps == 4
     assert frames.shape == (len(static_frames), SIZE[1], SIZE[0], 3)

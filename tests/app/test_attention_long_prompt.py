@@ -130,7 +130,8 @@ def test_hover_reads_the_exact_value_of_the_cell_under_the_pointer(qtbot, panel,
     qtbot.waitUntil(lambda: panel.readout.text().startswith("A["))
     got = re.match(r"A\[(\d+), (\d+)\] = (\S+)", panel.readout.text())
     r, c = int(got.group(1)), int(got.group(2))
-    assert abs(r - row) <= N // 100 and abs(c - col) <= N // 100     # under the pointer (a pixel is a few cells), in real tokens
+    # under the pointer (a pixel is a few cells), in real tokens
+    assert abs(r - row) <= N // 100 and abs(c - col) <= N // 100
     assert float(got.group(3)) == pytest.approx(exact_map(trace, 1, 2)[r, c], rel=1e-4)
 
 

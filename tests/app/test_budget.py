@@ -106,7 +106,8 @@ def test_a_prompt_over_the_budget_is_cut_only_when_agreed(qtbot, window, tiny, d
     dialogs["answer"] = NO
     window.actions.run.trigger()
     assert idle(qtbot, window) is first, "No leaves the trace as it was"
-    assert "memory budget" in dialogs["questions"][-1] and f"Keep only the last {keep} tokens?" in dialogs["questions"][-1]
+    question = dialogs["questions"][-1]
+    assert "memory budget" in question and f"Keep only the last {keep} tokens?" in question
     dialogs["answer"] = YES
     window.actions.run.trigger()
     cut = idle(qtbot, window, lambda: window.session.trace is not first)

@@ -194,5 +194,6 @@ def test_the_attention_header_names_the_kernel_in_use(tiny):  # noqa: F811
     loaded = tiny[0]
     swapped = Decoder(loaded, intervention=Intervention(kernels=(KernelChoice(Kernel("relu"), (1,)),))).prefill(
         np.arange(6))
-    assert "A = Z⁻¹ max(0, Q_h K_hᵀ · scale) (intervened)" in attention_formula(swapped, "self", "weights", 1, 0, (6, 6))
+    assert ("A = Z⁻¹ max(0, Q_h K_hᵀ · scale) (intervened)"
+            in attention_formula(swapped, "self", "weights", 1, 0, (6, 6)))
     assert "A = softmax(Q_h K_hᵀ / √d_{QK})" in attention_formula(swapped, "self", "weights", 0, 0, (6, 6))

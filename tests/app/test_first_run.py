@@ -87,7 +87,8 @@ def test_the_first_window_fills_the_screen_and_shows_the_prefilled_default_promp
     assert result.prompt == model_refs.GENERIC_PROMPT
     assert result.trace is not None and result.trace.steps[0].kind == "prefill"
     assert result.trace.n_tokens == len(result.window.controller.summary.tokenizer.encode(result.prompt).ids)
-    assert result.frame.contains(result.available), "the first window sizes itself to the screen (no window manager may)"
+    assert result.frame.contains(result.available), \
+        "the first window sizes itself to the screen (no window manager may)"
     assert result.asked, "without --no-restore a crashed session is offered"
 
 

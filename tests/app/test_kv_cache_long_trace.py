@@ -84,7 +84,8 @@ def test_the_long_trace_draws_the_cache_bytes_by_formula(qtbot):
     curve = panel.plots.total_curve
     np.testing.assert_array_equal(curve.xData, tokens)
     np.testing.assert_allclose(curve.yData, N_LAYERS * tokens * PER_TOKEN_PER_LAYER / 1024.0)
-    np.testing.assert_allclose(panel.plots.in_use_bars.opts["height"], [tokens[-1] * PER_TOKEN_PER_LAYER / 1024.0] * N_LAYERS)
+    np.testing.assert_allclose(panel.plots.in_use_bars.opts["height"],
+                               [tokens[-1] * PER_TOKEN_PER_LAYER / 1024.0] * N_LAYERS)
     assert panel.step_line.value() == tokens[-1]
     blocks = N_LAYERS * -(-tokens[-1] // panel.block_box.value())
     assert panel.paging_label.text().startswith(f"{blocks} blocks"), panel.paging_label.text()

@@ -22,7 +22,8 @@ def test_mean_of_heads_is_the_average_of_every_heads_weights(qtbot):
     np.testing.assert_allclose(panel.matrix[mask], expected[mask], rtol=1e-5, atol=1e-6)
     assert np.isnan(panel.matrix[~mask]).all()
     np.testing.assert_allclose(np.nansum(panel.matrix, axis=1), 1.0, atol=1e-5)   # a mean of rows that sum to 1
-    assert "Ā = (1/N<sub>Q</sub>) Σ<sub>h</sub> A<sub>h</sub>" in panel.header.text() and "4 heads" in panel.header.text()
+    header = panel.header.text()
+    assert "Ā = (1/N<sub>Q</sub>) Σ<sub>h</sub> A<sub>h</sub>" in header and "4 heads" in header
     assert not panel.head_box.isEnabled()
     panel.mean_box.setChecked(False)
     np.testing.assert_allclose(np.nan_to_num(panel.matrix), weights[1], atol=1e-6)

@@ -113,7 +113,8 @@ def test_a_step_at_8000_tokens_redraws_every_panel_without_a_t_by_t_array(qtbot,
     norms = np.linalg.norm(np.concatenate([s.embeddings for s in second.steps]), axis=1)     # (N + 1,)
     widths = np.asarray(embeddings.norm_bars.opts["width"])
     f = math.ceil((N + 1) / len(widths))
-    assert len(widths) <= 256 and widths[0] == pytest.approx(norms[:f].max()) and widths.max() == pytest.approx(norms.max())
+    assert len(widths) <= 256
+    assert widths[0] == pytest.approx(norms[:f].max()) and widths.max() == pytest.approx(norms.max())
     assert all(m.shape[0] == N + 1 for name, m in qkv.matrices.items())
     assert mask.extent == (N + 1, N + 1)
     for panel in panels:

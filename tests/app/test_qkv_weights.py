@@ -1,4 +1,5 @@
-"""The Q/K/V panel's projection weights on request: fetched where the model is, drawn per head, following the selection."""
+"""The Q/K/V panel's projection weights on request: fetched where the model is, drawn per head, following the
+selection."""
 from __future__ import annotations
 
 import numpy as np

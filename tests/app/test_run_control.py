@@ -1,6 +1,7 @@
 """What a press does, as a person sees it: Run right after typing runs the text typed, a cancelled run
-keeps the trace it would have replaced (out of date when it ran another prompt), a long prompt is not run unasked when a model opens, and the
-prefill's progress dialog closes when its trace arrives, whatever else the model thread has to do."""
+keeps the trace it would have replaced (out of date when it ran another prompt), a long prompt is not run
+unasked when a model opens, and the prefill's progress dialog closes when its trace arrives, whatever else
+the model thread has to do."""
 from __future__ import annotations
 
 import dataclasses

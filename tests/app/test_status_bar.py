@@ -15,7 +15,8 @@ def test_trace_memory_matches_nbytes_and_measures_each_record_once(qtbot, monkey
     measured = []
     real = trace_module.nbytes_of
     monkeypatch.setattr(trace_module, "nbytes_of",
-                        lambda obj, seen=None: (isinstance(obj, StepRecord) and measured.append(obj), real(obj, seen))[1])
+                        lambda obj, seen=None: (isinstance(obj, StepRecord) and measured.append(obj),
+                                                real(obj, seen))[1])
     for n in range(1, full.n_steps + 1):
         trace = Trace(model=full.model, steps=full.steps[:n], rope_inv_freq=full.rope_inv_freq)
         line.show_trace(trace)

@@ -107,7 +107,8 @@ def _stream(n_layers: int, k: int = 5):
     rng = np.random.default_rng(0)
     return ResidualStream(position=3, attn_norms=rng.random(n_layers), ffn_norms=rng.random(n_layers),
                           residual_norms=np.arange(n_layers, dtype=float),
-                          lens_ids=rng.integers(0, 90, (n_layers, k)), lens_probs=np.sort(rng.random((n_layers, k)))[:, ::-1])
+                          lens_ids=rng.integers(0, 90, (n_layers, k)),
+                          lens_probs=np.sort(rng.random((n_layers, k)))[:, ::-1])
 
 
 @pytest.mark.parametrize("layout", sorted(SIZES))

@@ -85,7 +85,8 @@ def _autosave_full(case: Path) -> Run:
 
 
 FULL_DISK = [
-    Case(f"export {suffix} on a full disk", "data loss", _previous(f"map{suffix}", _full(_export(f"map{suffix}", prompt))),
+    Case(f"export {suffix} on a full disk", "data loss",
+         _previous(f"map{suffix}", _full(_export(f"map{suffix}", prompt))),
          says=f"map{suffix}: the file would be too large", keeps=_kept(f"map{suffix}"))
     for suffix, prompt in ((".png", PROMPT), (".svg", PROMPT), (".csv", LONG_PROMPT), (".npy", LONG_PROMPT))
 ] + [
