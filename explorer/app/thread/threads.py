@@ -9,6 +9,7 @@ finalises, while daemons still run normally) asks every one to stop and joins it
 from __future__ import annotations
 
 import atexit
+import sys
 import threading
 import time
 from typing import Callable
@@ -66,4 +67,16 @@ def _forgetting(target: Callable[[], None]) -> Callable[[], None]:
     return run
 
 
-atexit.register(stop_all)
+def _stop_all_at_exit() -> None:
+    """At exit, a thread still running after JOIN_S is inside one call that cannot be interrupted (a whole
+    forward pass at thousands of tokens): waiting for it is slow, but leaving it to the interpreter's
+    finalisation aborts the process, so it is said and waited for."""
+    if stop_all():
+        return
+    names = ", ".join(sorted({thread.name for thread in live()}))
+    print(f"Waiting for {names} to finish before quitting.", file=sys.stderr, flush=True)
+    for thread in live():
+        thread.join()
+
+
+atexit.register(_stop_all_at_exit)
