@@ -69,15 +69,21 @@ def runs(model, prompts: Sequence, options: dict, progress: Callable | None = No
                 for one in ids]
     made: list = [None] * len(prompts)
     for done, index in enumerate(packed.prefill_packed(model.loaded, decoders, ids, budget), start=1):
-        for _ in range(steps):
-            decoders[index].step()
-        prompt = prompts[index]
-        made[index] = Run(model, decoders[index], prompt if isinstance(prompt, str) else None, whole)
-        if options["activations"] is not None:
-            made[index].activations(options["activations"])
+        made[index] = _stepped_run(model, decoders[index], prompts[index], whole, steps, options)
         if progress is not None:
             progress(done, len(prompts))
     return made
+
+
+def _stepped_run(model, decoder, prompt, whole, steps: int, options: dict) -> Run:
+    """A batch's run of `prompt` once its prefill is in `decoder`: its `steps` decoding steps taken, and the
+    activations asked for recorded."""
+    for _ in range(steps):
+        decoder.step()
+    run = Run(model, decoder, prompt if isinstance(prompt, str) else None, whole)
+    if options["activations"] is not None:
+        run.activations(options["activations"])
+    return run
 
 
 class DeferredDecoder:
@@ -153,12 +159,7 @@ def _encoder_runs(model, prompts: list, options: dict, progress: Callable | None
             model.loaded.config, [len(ids[i]) for i in rows]) <= budget):
         prefill([decoders[i] for i in chunk], [ids[i] for i in chunk])
         for index in chunk:
-            for _ in range(steps):
-                decoders[index].step()
-            prompt = prompts[index]
-            made[index] = Run(model, decoders[index], prompt if isinstance(prompt, str) else None, None)
-            if options["activations"] is not None:
-                made[index].activations(options["activations"])
+            made[index] = _stepped_run(model, decoders[index], prompts[index], None, steps, options)
             done += 1
             if progress is not None:
                 progress(done, len(prompts))
