@@ -93,7 +93,7 @@ class WhatIfView(QWidget):
         layout.addWidget(self.run_summary)
         self.error_line = ErrorLine()             # a failed conversion: one line, Details… for the rest
         layout.addWidget(self.error_line)
-        lower = QSplitter(Qt.Orientation.Horizontal)
+        self.lower = lower = QSplitter(Qt.Orientation.Horizontal)
         self.steps_table = QTableWidget(0, len(STEP_COLUMNS))
         self.steps_table.setHorizontalHeaderLabels(STEP_COLUMNS)
         self.steps_table.verticalHeader().setVisible(False)
@@ -134,7 +134,12 @@ class WhatIfView(QWidget):
 
     def show_maps(self, result, layer: int, head: int) -> None:
         """A_h of `head` in `layer` (each clamped to the model's) of the original and the converted model."""
-        self.maps.show()
+        if self.maps.isHidden():
+            # shown again, a splitter's widget keeps the width it had while hidden (none): the maps came back
+            # 32 px wide beside the table
+            self.maps.show()
+            total = sum(self.lower.sizes()) or self.lower.width()
+            self.lower.setSizes([total // 2, total - total // 2])
         for heatmap, trace, label in ((self.original_map, result.original, "original"),
                                       (self.converted_map, result.converted, result.variant)):
             shown_layer = min(layer, trace.model.n_layers - 1)
