@@ -5,7 +5,16 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QToolBar, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QLabel,
+    QStyle,
+    QStyleOptionComboBox,
+    QStylePainter,
+    QToolBar,
+    QWidget,
+)
 
 from explorer.app.window.model_refs import ModelChoice, short_name
 from explorer.core import store
@@ -25,6 +34,26 @@ def labelled_with_variant(choice: ModelChoice) -> str:
     return f"{name} · {entry.variant}{gap}{rest}"
 
 
+class ElidedCombo(QComboBox):
+    """A combo box whose shown text is elided in the middle ("smollm2-135m · Inst…Q4_1  (pulled)") to its field:
+    Qt cuts it at the edge, mid-word, and the box is not widened (the sampling controls beside it would go
+    into the toolbar's overflow at 1366 px). The drop-down list shows every label whole."""
+
+    def initStyleOption(self, option: QStyleOptionComboBox) -> None:
+        super().initStyleOption(option)
+        field = self.style().subControlRect(QStyle.ComplexControl.CC_ComboBox, option,
+                                            QStyle.SubControl.SC_ComboBoxEditField, self)
+        option.currentText = self.fontMetrics().elidedText(option.currentText, Qt.TextElideMode.ElideMiddle,
+                                                           field.width())
+
+    def paintEvent(self, _event) -> None:
+        painter = QStylePainter(self)
+        option = QStyleOptionComboBox()
+        self.initStyleOption(option)
+        painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, option)
+        painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, option)
+
+
 class ModelToolbar(QToolBar):
     """Emits `model_chosen(reference)`; device and dtype are read when a model is loaded."""
 
@@ -35,7 +64,7 @@ class ModelToolbar(QToolBar):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("Model", parent)
         self.setObjectName("model_toolbar")
-        self.models = QComboBox()
+        self.models = ElidedCombo()
         self.models.setObjectName("model_picker")
         self.models.setMinimumContentsLength(22)
         self.models.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
