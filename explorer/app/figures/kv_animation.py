@@ -58,14 +58,16 @@ def kv_cache_figure(trace: Trace, step: int, width: int, height: int, theme: str
     with figure_colours(theme):
         figure = pg.GraphicsLayoutWidget(size=(width, height))
         tokens = int(growth["tokens"][step])
-        figure.addLabel(f"{trace.model.name}: KV cache after step {step} of {trace.n_steps - 1}, {tokens} tokens, "
-                        f"{human_bytes(int(in_use.sum()))} in use", row=0, col=0, colspan=3, size="11pt")
+        what = (f"KV cache after step {step} of {trace.n_steps - 1}, {tokens} tokens, "
+                f"{human_bytes(int(in_use.sum()))} in use")
+        title = figure.addLabel(f"{trace.model.name}: {what}", row=0, col=0, colspan=3, size="11pt")
         plots = [figure.addPlot(row=1, col=0), figure.addPlot(row=1, col=1)]
         _layers(plots[0], growth, in_use, allocated)
         _totals(plots[1], growth, step)
         blocks = _blocks(figure, trace, growth, step, block_size)
         scale_fonts(figure, font_scale(width, height) * text_scale)
         lay_out(figure, width, height, theme)
+        _fit_title(figure, title, trace.model.name, what, width, height)
         _keep_blocks_title_whole(figure, plots, blocks, width, height)
         thin_layer_ticks(plots[0], len(in_use))
     return figure
@@ -101,13 +103,26 @@ def title_width(label: pg.LabelItem, text: str) -> float:
     return max(QFontMetricsF(font).horizontalAdvance(line) for line in text.split("<br>"))
 
 
+def _fit_title(figure, title: pg.LabelItem, name: str, what: str, width: int, height: int) -> None:
+    """The figure's title within the frame: on one line where it fits, else the model's name on a line of its
+    own, else what the cache holds broken after its step too (a long name at 640 px ran off the right edge)."""
+    margin = 2 * title_width(title, "00")               # the label's own margins and the layout's edges
+    shapes = [f"{name}: {what}", f"{name}:<br>{what}", f"{name}:<br>{what.replace(', ', ',<br>', 1)}"]
+    text = next((shape for shape in shapes if title_width(title, shape) + margin <= width), shapes[-1])
+    if text != title.text:
+        title.setText(text)
+        figure.ci.setGeometry(0, 0, width, height)
+        QApplication.processEvents()
+
+
 def _keep_blocks_title_whole(figure, plots, blocks: Heatmap, width: int, height: int) -> None:
     """The blocks' title whole. It gives way to its plot, the other two titles do not, so at a large text
     size they left its column a sliver and "blocks (16)" was cut to "b…": then they go onto two lines, and
     the blocks' column is widened by what its title still lacks."""
     title = blocks.plot.titleLabel
     for attempt in range(4):                             # Qt lays the columns out again at each change
-        lacking = title_width(title, title.text) + 4 - title.width()
+        # the text item draws its document's margin either side of the text: 4 px short of it read "blocks …"
+        lacking = title_width(title, title.text) + 2 * title.item.document().documentMargin() + 1 - title.width()
         if lacking <= 0:
             return
         if attempt == 0:
