@@ -15,7 +15,8 @@ import math
 import threading
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QWidget
 
 from explorer.app.thread import threads
@@ -241,6 +242,21 @@ class GridFiller(QObject):
         self.mosaic = self.shown = self._shown_request = None
 
 
+BAR_MAX_PX = 48
+
+
+class ElidedProgressLine(LineLabel):
+    """The progress words, elided in the middle with … to the label's width so the counts at the end stay
+    readable: beside Learn at 1366 px the grid's side is ~250 px and the words were cut to "step 0: compu"."""
+
+    def shown(self) -> str:
+        return self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideMiddle, self.contentsRect().width())
+
+    def paintEvent(self, _event) -> None:
+        painter = QPainter(self)
+        painter.drawText(self.contentsRect(), int(self.alignment() | Qt.AlignmentFlag.AlignVCenter), self.shown())
+
+
 class GridProgress(QWidget):
     """'computing heads 37 / 270' with a bar and Cancel, shown while the grid fills, or while the full
     grid is exported (`follow`: its Cancel then stops the export)."""
@@ -250,13 +266,16 @@ class GridProgress(QWidget):
         self.filler = filler
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        self.label = LineLabel()                 # never widens the grid's side of the splitter
+        self.label = ElidedProgressLine()        # never widens the grid's side of the splitter
         self.bar = QProgressBar()
         self.bar.setTextVisible(False)
         self.bar.setMaximumHeight(12)
+        self.bar.setMaximumWidth(BAR_MAX_PX)     # the words carry the counts; the bar only shows the share
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setToolTip("Stop computing the grid; the heads computed so far stay")
         self.cancel_button.clicked.connect(self._cancel)
+        # the style's 80 px minimum would leave the words too little room beside Learn at 1366 px
+        self.cancel_button.setMaximumWidth(self.cancel_button.fontMetrics().horizontalAdvance("Cancel") + 20)
         self.export = None
         layout.addWidget(self.label, 4)
         layout.addWidget(self.bar, 1)
@@ -296,7 +315,7 @@ class GridProgress(QWidget):
         if filler.updating:                     # the previous step's grid is drawn, dimmed, meanwhile
             self.label.setText(f"step {filler.shown_step}, updating to step {filler.step}: {done} / {total}")
         else:
-            self.label.setText(f"step {filler.step}: computing heads {done} / {total}")
+            self.label.setText(f"step {filler.step}: heads {done} / {total}")
         self.bar.setRange(0, total)
         self.bar.setValue(done)
 
