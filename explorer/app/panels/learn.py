@@ -107,11 +107,10 @@ class LearnPanel(Panel):
         self.own_button.setEnabled(tour.own is not None)
 
     def back_to_own_session(self) -> None:
-        if self.tour is not None:
-            self.tour.restore()
+        said = self.tour.restore() if self.tour is not None else "Your own model and prompt are back."
         self.own_button.setEnabled(False)
         self.show_button.setEnabled(True)
-        self.status.setText("Your own model and prompt are back.")
+        self.status.setText(said)
 
     def _on_reached(self, stop_id: str) -> None:
         self.show_button.setEnabled(True)
