@@ -85,7 +85,10 @@ def attention_figure(trace: Trace, layer: int | str, head: int | str, width: int
             picture = picture or head_picture(trace, int(layer), int(head), step, values, cross)
             _head(figure, trace, int(layer), int(head), picture, values, log, cross)
         scale_fonts(figure, font_scale(width, height) * text_scale)
-    return lay_out(figure, width, height, theme)
+    lay_out(figure, width, height, theme)
+    if layer != "all" and head == "all":
+        _name_outer_tiles_only(figure, width, height)
+    return figure
 
 
 def lay_out(figure: pg.GraphicsLayoutWidget, width: int, height: int, theme: str = "light"):
@@ -168,6 +171,39 @@ def _layer(figure, trace, layer, pictures: list[HeadPicture], values, log, cross
     bar = pg.ColorBarItem(values=levels, colorMap=figure.heatmaps[0].colormap, interactive=False, width=12)
     bar.setImageItem([hm.image for hm in figure.heatmaps])
     figure.ci.addItem(bar, row=1, col=n_cols, rowspan=math.ceil(n_heads / n_cols))
+
+
+def _name_outer_tiles_only(figure, width: int, height: int) -> None:
+    """Where a layer's maps come out flat (a view less than half as tall as wide: at 640 × 480 nine heads
+    drew 11 × 11 cells 137 px wide and 67 tall under their upright key labels), the keys are named over the
+    top row of tiles only and the queries beside the left column only: every head shares both axes."""
+    views = [heatmap.plot.vb for heatmap in figure.heatmaps]
+    if all(view.height() >= view.width() / 2 for view in views):
+        return
+    lefts = sorted({round(view.sceneBoundingRect().left()) for view in views})
+    tops = sorted({round(view.sceneBoundingRect().top()) for view in views})
+    for heatmap, view in zip(figure.heatmaps, views):
+        box = view.sceneBoundingRect()
+        heatmap.plot.showAxis("top", round(box.top()) == tops[0])
+        heatmap.plot.showAxis("left", round(box.left()) == lefts[0])
+    figure.ci.setGeometry(0, 0, width, height)
+    QApplication.processEvents()
+    _even_map_rows(figure, len(tops), width, height)
+
+
+def _even_map_rows(figure, n_rows: int, width: int, height: int) -> None:
+    """Every row of maps as tall: the top row is taller by its key labels alone (rows 1 … n_rows of the
+    layout; Qt had shared the height out in proportion, leaving the top row's maps the flattest)."""
+    layout = figure.ci.layout
+    plots = [heatmap.plot for heatmap in figure.heatmaps]
+    total = sum(max(p.height() for p in plots if round(p.pos().y()) == top)
+                for top in sorted({round(p.pos().y()) for p in plots}))
+    labels = figure.heatmaps[0].axes["top"].height()
+    row = (total - labels) / n_rows
+    for index in range(n_rows):
+        layout.setRowFixedHeight(1 + index, row + (labels if index == 0 else 0))
+    figure.ci.setGeometry(0, 0, width, height)
+    QApplication.processEvents()
 
 
 def grid_picture(trace: Trace, step: int | None = None, values: str = "weights", cross: bool = False,
