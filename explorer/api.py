@@ -12,7 +12,7 @@
     model.attribute(prompt, target=" Mary", against=" John")                     # api_research.py
 
 A `Run` (api_run.py) holds one decoder (decode.Decoder, or the encoder / encoder-decoder
-driver from families.make_decoder) and reads every number from its immutable
+driver from drivers.make_decoder) and reads every number from its immutable
 Trace: the same trace the app draws, the `trace` command saves and the session
 file rebuilds. Importing this module imports neither torch nor Qt; torch is
 imported by `load()`.

@@ -200,12 +200,12 @@ def sampling_of(sampling):
 
 
 def decoder(loaded, sampling, capacity: int, intervention=None, record: str = "trace"):
-    """The recording driver of the model (families.make_decoder), recording as record_options says; an
+    """The recording driver of the model (drivers.make_decoder), recording as record_options says; an
     encoder or encoder-decoder records its whole trace whatever `record` says (its logits, or its states,
     are read from it)."""
     if loaded.info.is_encoder_only or loaded.info.is_encoder_decoder:
         record = "trace"
-    from explorer.core.families import make_decoder
+    from explorer.core.drivers import make_decoder
 
     made = make_decoder(loaded, record_options(record, intervention), sampling_of(sampling), capacity=capacity)
     made.set_intervention(intervention)

@@ -235,7 +235,7 @@ class EncoderDecoder(nn.Module):
 def build(hf_config: dict, tensors: dict[str, torch.Tensor], source: str = "checkpoint",
           device: str = "cpu", dtype: str = "float32") -> tuple[EncoderDecoder, EncDecConfig]:
     """An EncoderDecoder from our config.json dict and its state_dict; names and shapes are checked."""
-    from explorer.core.runtime import resolve_device, torch_dtype
+    from explorer.core.building import resolve_device, torch_dtype
     from explorer.core.weights import validate
 
     config = EncDecConfig.from_json(hf_config)
@@ -262,7 +262,7 @@ def model_info(model: EncoderDecoder, config: EncDecConfig, name: str) -> ModelI
 
 
 def load(checkpoint, device: str = "cpu", dtype: str = "float32"):
-    """A LoadedModel (runtime.LoadedModel) from an opened Checkpoint of model_type explorer-encdec."""
-    from explorer.core.runtime import load_built
+    """A LoadedModel (building.LoadedModel) from an opened Checkpoint of model_type explorer-encdec."""
+    from explorer.core.building import load_built
 
     return load_built(checkpoint, build, model_info, device, dtype)

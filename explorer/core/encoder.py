@@ -102,7 +102,7 @@ def map_bert_weights(tensors: dict[str, torch.Tensor], source: str) -> dict[str,
 def build(hf_config: dict, tensors: dict[str, torch.Tensor], source: str = "checkpoint",
           device: str = "cpu", dtype: str = "float32") -> tuple[BertEncoder, ModelConfig]:
     """A BertEncoder from a BertConfig dict and BertModel tensors; names and shapes are checked."""
-    from explorer.core.runtime import resolve_device, torch_dtype
+    from explorer.core.building import resolve_device, torch_dtype
     from explorer.core.weights import validate
 
     config = bert_config(hf_config)
@@ -126,8 +126,8 @@ def model_info(model: BertEncoder, config: ModelConfig, name: str) -> ModelInfo:
 
 
 def load(checkpoint, device: str = "cpu", dtype: str = "float32"):
-    """A LoadedModel (runtime.LoadedModel) from an opened Checkpoint of model_type bert."""
-    from explorer.core.runtime import load_built
+    """A LoadedModel (building.LoadedModel) from an opened Checkpoint of model_type bert."""
+    from explorer.core.building import load_built
 
     return load_built(checkpoint, build, model_info, device, dtype)
 

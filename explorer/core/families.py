@@ -1,15 +1,15 @@
 """One row per model_type: who reads its config, which weight-name table maps it, who builds it, which
 driver steps it, and what its cache holds. Everyone asks the row; nobody keeps a second list.
 
-    model_type          config reader            weights        builder            driver          cache    gguf
-    llama, smollm, ...  read_llama               weights.DENSE  runtime (decoder)  decode.Decoder  "kv"     "llama"
-    bert                read_bert                encoder.py     encoder            EncoderRunner   "none"   "bert"
-    explorer-encdec     EncDecConfig.from_json   encdec.py      encdec             EncDecDecoder   "cross"  None
+    model_type          config reader            weights   builder    driver     cache    gguf
+    llama, smollm, ...  read_llama               "DENSE"   "decoder"  "decoder"  "kv"     "llama"
+    bert                read_bert                None      "encoder"  "encoder"  "none"   "bert"
+    explorer-encdec     EncDecConfig.from_json   None      "encdec"   "encdec"   "cross"  None
 
 A row also carries what transformers assumes for the config.json keys its family leaves out
-(`defaults`); for the GGUF files the engine builds (llama, gemma, gemma2, gemma3, phi3), the GGUF config
-reader and tensor-name table (`gguf_reader`, `gguf_weights`) and whether llama.cpp stores its norms as
-1 + w (`gguf_norm_plus_one`); where positions enter (`positional`: RoPE, or learned or sinusoidal
+(`defaults`); for the GGUF files the engine builds (llama, gemma, gemma2, gemma3, phi3), the names of the
+GGUF config reader and tensor-name table (`gguf_reader`, `gguf_weights`) and whether llama.cpp stores its
+norms as 1 + w (`gguf_norm_plus_one`); where positions enter (`positional`: RoPE, or learned or sinusoidal
 embeddings, which have no rotary dimensions to check); whether its checkpoints hold multi-token-prediction
 layers after the decoding ones (`mtp_layers`, DeepSeek-V3), skipped on load; whether a norm follows each
 sublayer too (`sandwich_norm`, Gemma 2 and 3: ModelConfig.from_hf and the model map read it); and how
@@ -21,17 +21,16 @@ model_type, and a row whose models report another name says so in `reports`.
 The config readers are imported as themselves: they need nothing of the engine (config_readers gives a
 decoder's or BERT's fields, which ModelConfig.from_hf completes with the row's facts; the encoder-decoder's
 is encdec_config's), as are save_hf's config writers (hf_keys). The weight tables, builders, drivers and
-GGUF readers are named by module and attribute and imported when first used: they are torch (or GGUF)
-code that imports this table, and this table stays torch-free, below every module it names, because the
-numpy-only views read it too (docs/architecture.md, "The family row"). Every driver
-has the Decoder's API (prefill, step, back, force, trace, kv_cache); `can_generate` says whether Step
-means anything.
+GGUF readers are torch (or GGUF) code that imports this table, so the row holds their plain names and each
+consumer resolves a name in its own module: weights.table_of (weights), runtime.BUILDERS (builder),
+drivers.DRIVERS (driver), loaders.gguf_config.gguf_config_reader and loaders.gguf.gguf_weight_table (the
+GGUF columns). This table imports none of them, stays torch-free and below every module that reads it,
+because the numpy-only views read it too (docs/architecture.md, "The family row"). Every driver has the
+Decoder's API (prefill, step, back, force, trace, kv_cache); `can_generate` says whether Step means anything.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import reduce
-from importlib import import_module
 from typing import Callable
 
 from explorer.core.config_readers import (
@@ -64,26 +63,20 @@ from explorer.core.hf_keys import (
 )
 
 
-def _resolve(name: str):
-    """The attribute `module:a.b` names, imported now."""
-    module, path = name.split(":")
-    return reduce(getattr, path.split("."), import_module(module))
-
-
 @dataclass(frozen=True)
 class ModelFamily:
     model_type: str
-    weights: str            # "module:TABLE" of the HF weight-name table, or the module that maps its own
-    builder: str            # module whose load(checkpoint, device, dtype) -> runtime.LoadedModel
-    driver: str             # "module:Class" of the step driver, built as Class(loaded, record, sampling, ...)
+    weights: str | None     # name of weights.py's HF weight-name table (weights.table_of); None: builder maps its own
+    builder: str            # "decoder": runtime.build_model | "encoder" | "encdec": runtime.BUILDERS' load
+    driver: str             # "decoder" | "encoder" | "encdec": drivers.DRIVERS' name of its step driver
     cache: str              # "kv": the decoder's K/V (kv_variants) | "none": no cache | "cross": K/V + cross K/V
     gguf: str | None = None  # llama.cpp's general.architecture of this family's GGUF files, if it has one
     reports: str = ""        # the ModelInfo.family its loaded models carry, where that is not a model_type
     # the function reading its config.json dict, called by config.ModelConfig.from_hf: a dict of ModelConfig's
     # fields (config_readers), or the family's own config
     reader: Callable[[dict], object] | None = None
-    gguf_reader: str | None = None  # "module:function" (header, source) -> the config.json dict of a GGUF file
-    gguf_weights: str | None = None  # "module:TABLE" of GGUF tensor name -> HF name, for the GGUF files it builds
+    gguf_reader: str | None = None  # name of loaders.gguf_config's (header, source) -> config.json dict function
+    gguf_weights: str | None = None  # name of loaders.gguf's GGUF tensor name -> HF name table, for the files it builds
     gguf_norm_plus_one: bool = False  # llama.cpp stores each norm weight as 1 + w (Gemma's x * (1 + w)): loaded - 1
     defaults: dict = field(default_factory=dict, hash=False)  # config.json keys absent -> what transformers assumes
     positional: str = "rope"  # "rope" | "learned" | "sinusoidal": how positions enter (ModelConfig.positional)
@@ -93,16 +86,7 @@ class ModelFamily:
 
     @property
     def decoder_only(self) -> bool:
-        return self.builder == "explorer.core.runtime"
-
-    def weight_table(self) -> dict:
-        """The HF name -> our name table (weights.py's form) that maps a decoder-only checkpoint."""
-        module, name = self.weights.split(":")
-        return getattr(import_module(module), name)
-
-    def driver_class(self):
-        module, name = self.driver.split(":")
-        return getattr(import_module(module), name)
+        return self.builder == "decoder"
 
 
 def _decoder(model_type: str, reader: Callable[[dict], dict] | None, table: str, gguf: str | None = None,
@@ -110,11 +94,8 @@ def _decoder(model_type: str, reader: Callable[[dict], dict] | None, table: str,
              gguf_reader: str | None = None, gguf_weights: str | None = None, **facts) -> ModelFamily:
     """A decoder-only row; `facts` are the other columns (positional, mtp_layers, sandwich_norm, writing) where
     they differ."""
-    return ModelFamily(model_type, f"explorer.core.weights:{table}", "explorer.core.runtime",
-                       "explorer.core.decode:Decoder", "kv", gguf, reader=reader,
-                       gguf_reader=gguf_reader and f"explorer.core.loaders.gguf_config:{gguf_reader}",
-                       gguf_weights=gguf_weights and f"explorer.core.loaders.gguf:{gguf_weights}",
-                       defaults=defaults or {}, **facts)
+    return ModelFamily(model_type, table, "decoder", "decoder", "kv", gguf, reader=reader, gguf_reader=gguf_reader,
+                       gguf_weights=gguf_weights, defaults=defaults or {}, **facts)
 
 
 # What transformers' config class of each family (5.x) assumes for a key that config.json leaves out.
@@ -168,10 +149,8 @@ FAMILIES = {row.model_type: row for row in (
         "first_k_dense_replace": 3, "n_shared_experts": 1, "norm_topk_prob": True, "n_routed_experts": 256,
         "num_experts_per_tok": 8, "moe_intermediate_size": 2048}, mtp_layers=True,
         writing=HFWriting("deepseek_v3", "DeepseekV3ForCausalLM", deepseek_keys)),
-    ModelFamily("bert", "explorer.core.encoder", "explorer.core.encoder", "explorer.core.encoder:EncoderRunner",
-                "none", gguf="bert", reader=read_bert, positional="learned"),
-    ModelFamily("explorer-encdec", "explorer.core.encdec", "explorer.core.encdec",
-                "explorer.core.encdec_decode:EncDecDecoder", "cross", reports="encdec",
+    ModelFamily("bert", None, "encoder", "encoder", "none", gguf="bert", reader=read_bert, positional="learned"),
+    ModelFamily("explorer-encdec", None, "encdec", "encdec", "cross", reports="encdec",
                 reader=EncDecConfig.from_json, positional="sinusoidal"),
 )}
 
@@ -187,21 +166,9 @@ def supported_gguf() -> str:
     return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
-def gguf_config_reader(architecture: str):
-    """The (header, source) -> config.json dict function of a GGUF architecture the engine builds, or None."""
-    row = next((row for row in FAMILIES.values() if row.gguf == architecture and row.gguf_reader), None)
-    return row and _resolve(row.gguf_reader)
-
-
 def gguf_row(architecture: str) -> ModelFamily | None:
     """The row that builds GGUF files of `architecture` (llama.cpp's general.architecture), or None."""
     return next((row for row in FAMILIES.values() if row.gguf == architecture and row.gguf_reader), None)
-
-
-def gguf_weight_table(architecture: str) -> dict:
-    """GGUF tensor name ({i} = block) -> HF name, of an architecture the engine builds ({} for any other)."""
-    row = next((row for row in FAMILIES.values() if row.gguf == architecture and row.gguf_weights), None)
-    return _resolve(row.gguf_weights) if row else {}
 
 
 def row_named(family: str) -> ModelFamily | None:
@@ -233,11 +200,6 @@ def refuse_decoder_build(hf_config: dict, source: str) -> None:
             "runtime.load_model, which builds it through explorer.core.families")
 
 
-def load(checkpoint, device: str = "cpu", dtype: str = "float32"):
-    """The LoadedModel of an encoder-only or encoder-decoder checkpoint, by its family's builder."""
-    return import_module(family_of(checkpoint.hf_config).builder).load(checkpoint, device, dtype)
-
-
 def family_of_model(loaded) -> ModelFamily:
     """The row of a loaded model, by the family its ModelInfo carries (a decoder's config.family is a model_type)."""
     family = loaded.info.family
@@ -245,16 +207,6 @@ def family_of_model(loaded) -> ModelFamily:
     if row is None:
         raise UnsupportedModelError(f"{loaded.info.name}: family {family!r} has no row in explorer.core.families")
     return row
-
-
-def make_decoder(loaded, record=None, sampling=None, capacity: int | None = None):
-    """The step driver of the model's row: Decoder, EncDecDecoder or EncoderRunner (its own defaults for
-    the record options and sampling left out)."""
-    row = family_of_model(loaded)
-    given = {"record": record, "sampling": sampling}
-    if row.cache != "none":          # a cache is what a capacity sizes; an encoder keeps none
-        given["capacity"] = capacity
-    return row.driver_class()(loaded, **{k: v for k, v in given.items() if v is not None})
 
 
 def can_generate(loaded_or_info) -> bool:

@@ -81,7 +81,7 @@ def scores_of_trace(trace: Trace, n: int, repeat: int) -> HeadScores:
 def score_heads(loaded, ids=None, repeat: int = 2, seed: int = DEFAULT_SEED, intervention=None) -> HeadScores:
     """Run the model on s = ids * repeat (random ids of its vocabulary when None), under `intervention`
     (None: the model as it is), and score every head."""
-    from explorer.core.families import make_decoder
+    from explorer.core.drivers import make_decoder
     from explorer.core.recording import RecordOptions
 
     if loaded.info.is_encoder_only or loaded.info.is_encoder_decoder:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from explorer.core.config import ModelConfig, attention_kind
 from explorer.core.errors import ExplorerError, UnsupportedModelError
-from explorer.core.families import FAMILIES, gguf_config_reader
+from explorer.core.families import FAMILIES
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,7 @@ def _hf_summary(folder: Path, config_path: Path) -> Summary:
 
 
 def _gguf_summary(path: Path) -> Summary:
+    from explorer.core.loaders.gguf_config import gguf_config_reader
     from explorer.core.loaders.gguf_header import read_gguf_header, tensor_bytes
 
     header = read_gguf_header(path)

@@ -96,7 +96,7 @@ def can_record_packed(loaded, intervention) -> bool:
     can_pack allows."""
     from explorer.core.families import family_of_model
 
-    return family_of_model(loaded).driver_class() is Decoder and can_pack(intervention)
+    return family_of_model(loaded).driver == "decoder" and can_pack(intervention)   # drivers.DRIVERS' Decoder
 
 
 def pass_bytes(config, lengths: list[int], weights: bool) -> int:

@@ -7,57 +7,19 @@ chooses the pieces (model.py), the family's table renames the weights
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
+from explorer.core import encdec, encoder
+from explorer.core.building import DTYPES, LoadedModel, load_built, resolve_device, torch_dtype  # noqa: F401 (re-exported)
 from explorer.core.config import ModelConfig
 from explorer.core.errors import ModelLoadError
 from explorer.core.families import FAMILIES, refuse_decoder_build
 from explorer.core.model import Transformer
 from explorer.core.trace import ModelInfo
 from explorer.core.weights import check_finite, map_weights, validate
-
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-@dataclass
-class LoadedModel:
-    """A ready model: the module, its config, its tokenizer and what the panels need to know."""
-
-    model: Transformer
-    config: ModelConfig
-    tokenizer: Any            # explorer.core.tokens.TextTokenizer, or None for a bare test model
-    info: ModelInfo
-    name: str
-    path: Path | None = None
-
-
-def torch_dtype(name: str) -> torch.dtype:
-    if name not in DTYPES:
-        raise ModelLoadError(f"dtype {name!r} is not one of {', '.join(DTYPES)}")
-    return DTYPES[name]
-
-
-def resolve_device(name: str) -> torch.device:
-    """'cpu', 'cuda', 'cuda:1', 'mps' or 'auto'; an absent device is a user error."""
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "mps" if _mps_available() else "cpu"
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise ModelLoadError(f"device {name!r} is not available on this machine (no CUDA)")
-    if name == "mps" and not _mps_available():
-        raise ModelLoadError("device 'mps' is not available on this machine")
-    try:
-        return torch.device(name)
-    except RuntimeError:
-        raise ModelLoadError(f"device {name!r} is not a device name (use cpu, cuda or mps)") from None
-
-
-def _mps_available() -> bool:
-    return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
 
 
 class SkipParameterInit(TorchFunctionMode):
@@ -200,13 +162,9 @@ def from_tensors(hf_config: dict, tensors: dict[str, torch.Tensor], name: str = 
                        name=name, path=path)
 
 
-def load_built(checkpoint, build, model_info, device: str = "cpu", dtype: str = "float32") -> LoadedModel:
-    """A LoadedModel of `checkpoint` built by a family's build(hf_config, tensors, source, device, dtype)
-    and described by its model_info(model, config, name) (encoder.py, encdec.py)."""
-    model, config = build(checkpoint.hf_config, checkpoint.tensors, str(checkpoint.path), device, dtype)
-    return LoadedModel(model=model, config=config, tokenizer=checkpoint.tokenizer,
-                       info=model_info(model, config, checkpoint.name), name=checkpoint.name,
-                       path=Path(checkpoint.path) if checkpoint.path else None)
+# The builders of the families that are not decoder-only, by the name their row gives them
+# (families.ModelFamily.builder); each is load(checkpoint, device, dtype) -> LoadedModel.
+BUILDERS = {"encoder": encoder.load, "encdec": encdec.load}
 
 
 def load_model(path_or_checkpoint, device: str = "cpu", dtype: str = "float32", progress=None) -> LoadedModel:
@@ -216,11 +174,10 @@ def load_model(path_or_checkpoint, device: str = "cpu", dtype: str = "float32", 
         from explorer.core.loaders import open_checkpoint
 
         checkpoint = open_checkpoint(path_or_checkpoint, progress=progress)
-    from explorer.core import families
-
-    if families.builds(checkpoint.hf_config):    # encoder-only (BERT) and encoder-decoder models
+    row = FAMILIES.get(str(checkpoint.hf_config.get("model_type") or ""))
+    if row is not None and not row.decoder_only:                    # encoder-only (BERT) and encoder-decoder models
         check_finite(checkpoint.tensors, str(checkpoint.path))
-        return bound_tokenizer(families.load(checkpoint, device=device, dtype=dtype), checkpoint)
+        return bound_tokenizer(BUILDERS[row.builder](checkpoint, device=device, dtype=dtype), checkpoint)
     with torch.inference_mode():
         return bound_tokenizer(from_tensors(checkpoint.hf_config, checkpoint.tensors, name=checkpoint.name,
                             tokenizer=checkpoint.tokenizer, device=device, dtype=dtype,

@@ -22,7 +22,7 @@ from explorer.core.config import ModelConfig
 from explorer.core.errors import ExplorerError
 from explorer.core.families import FAMILIES, row_named
 from explorer.core.hf_keys import HFWriting
-from explorer.core.weights import Conversion, rule_of
+from explorer.core.weights import Conversion, rule_of, table_of
 
 
 def writing_of(loaded) -> HFWriting:
@@ -64,7 +64,7 @@ def hf_tensors(loaded) -> dict[str, torch.Tensor]:
     config, writing = loaded.config, writing_of(loaded)
     ours = {name: tensor.detach().to("cpu") for name, tensor in loaded.model.named_parameters()}
     out, used = {}, set()
-    for hf_name, spec in FAMILIES[config.family].weight_table().items():
+    for hf_name, spec in table_of(FAMILIES[config.family]).items():
         our_names, conversion = rule_of(spec)
         for fill in _fills(hf_name, config.n_layers):
             names = tuple(name.format(**fill) for name in our_names)

@@ -1,5 +1,5 @@
 """Hugging Face state_dict names -> our module names, one declarative table per family
-(named by the family's row, families.ModelFamily.weights).
+(named by the family's row, families.ModelFamily.weights, and looked up here by that name: table_of).
 
 A rule maps one HF name pattern (`{i}` = layer, `{p}` = weight|bias) to one or
 more internal names and a Conversion, split at load and joined by save_hf
@@ -143,6 +143,15 @@ DEEPSEEK = {
        for n in ("gate", "up", "down")},
 }
 
+# Each table by the name a family row gives it (families.ModelFamily.weights).
+TABLES = {"DENSE": DENSE, "GEMMA3": GEMMA3, "GEMMA2": GEMMA2, "GPT2": GPT2, "PHI3": PHI3, "DEEPSEEK": DEEPSEEK}
+
+
+def table_of(row) -> dict:
+    """The HF name -> our name table that maps a decoder-only row's checkpoints (the one its `weights` names)."""
+    return TABLES[row.weights]
+
+
 # Names that hold no weights of the language model (buffers, other towers) and are skipped.
 IGNORED = re.compile(r"(.*rotary_emb\.inv_freq|h\.\d+\.attn\.(masked_)?bias"
                      r"|vision_tower\..*|multi_modal_projector\..*)$")
@@ -210,7 +219,7 @@ def _layer_of(name: str) -> int:
 def map_weights(family: str, tensors: dict[str, torch.Tensor], n_layers: int, source: str) -> dict[str, torch.Tensor]:
     """Rename (and transform) HF tensors into our names; unknown names raise ModelLoadError."""
     row = FAMILIES[family]
-    rules = _compile(row.weight_table())
+    rules = _compile(table_of(row))
     mapped: dict[str, torch.Tensor] = {}
     for name, tensor in _normalized_names(tensors).items():
         if IGNORED.match(name) or (row.mtp_layers and _layer_of(name) >= n_layers):

@@ -24,7 +24,7 @@ TARGET = ["<s>", "一", "万", "二", "千", "三", "百"]
 @pytest.fixture(scope="module")
 def translation():
     """The decoder after translating SOURCE greedily up to 百, and its trace after each step."""
-    from explorer.core.families import make_decoder
+    from explorer.core.drivers import make_decoder
     from explorer.core.runtime import load_model
 
     loaded = load_model(TRANSLATOR)

@@ -22,7 +22,7 @@ SOURCE = "March 14, 2024"           # the Learn path's translation stop
 @pytest.fixture(scope="module")
 def translated():
     """The translator's tokenizer (as the app loads it) and its trace after the prefill of SOURCE."""
-    from explorer.core.families import make_decoder
+    from explorer.core.drivers import make_decoder
     from explorer.core.runtime import load_model
 
     loaded = load_model(TRANSLATOR)

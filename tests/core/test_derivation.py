@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from explorer.core import derivation
-from explorer.core.families import make_decoder
+from explorer.core.drivers import make_decoder
 from explorer.core.recording import RecordOptions
 
 T, STEPS = 9, 3

@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from explorer.core.capture import StepCapture
+from explorer.core.drivers import make_decoder
 from explorer.core.encdec import EncDecConfig, EncoderDecoder, TargetStep, sinusoidal
 from explorer.core.encdec_decode import EncDecDecoder
 from explorer.core.errors import ExplorerError, UnsupportedModelError
-from explorer.core.families import make_decoder
 from explorer.core.runtime import load_model
 from explorer.train import translate, translate_data
 

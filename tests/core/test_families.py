@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import grimp
 import pytest
 
-from explorer.core import families, weights
+from explorer.core import drivers, families, weights
 from explorer.core.config import ModelConfig
 from explorer.core.runtime import from_tensors
 from tests.core.conftest import FAMILIES as TINY
@@ -25,11 +25,11 @@ def test_a_decoder_rows_weight_table_is_what_the_engine_maps_with(family):
     hf = make_hf_model(family)
     row = families.family_of(hf.config.to_dict())
     assert row.decoder_only and row.cache == "kv"
-    assert row.weight_table() in (weights.DENSE, weights.GPT2, weights.GEMMA3, weights.DEEPSEEK)
+    assert weights.table_of(row) in (weights.DENSE, weights.GPT2, weights.GEMMA3, weights.DEEPSEEK)
     loaded = from_tensors(hf.config.to_dict(), hf.state_dict(), name=family)
     assert loaded.config.family == ModelConfig.from_hf(hf.config.to_dict()).family
-    assert families.FAMILIES[loaded.config.family].weight_table() is row.weight_table()
-    assert type(families.make_decoder(loaded)) is row.driver_class()
+    assert weights.table_of(families.FAMILIES[loaded.config.family]) is weights.table_of(row)
+    assert type(drivers.make_decoder(loaded)) is drivers.driver_class(row)
 
 
 def test_unknown_model_types_are_named_with_the_supported_ones():
@@ -42,7 +42,7 @@ def test_a_loaded_model_finds_its_row_by_the_family_it_reports():
         return SimpleNamespace(info=SimpleNamespace(family=family, name="m"))
     assert families.family_of_model(model("encdec")) is families.FAMILIES["explorer-encdec"]
     assert families.family_of_model(model("bert")).cache == "none"
-    assert families.family_of_model(model("gemma3")).driver == "explorer.core.decode:Decoder"
+    assert drivers.driver_class(families.family_of_model(model("gemma3"))) is drivers.Decoder
     with pytest.raises(families.UnsupportedModelError, match="'mamba' has no row"):
         families.family_of_model(model("mamba"))
 

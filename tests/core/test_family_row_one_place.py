@@ -101,7 +101,7 @@ def test_each_weight_conversion_is_declared_with_its_inverse(family):
     split then join gives each tensor back exactly (GPT-2's Conv1D, Phi-3's fused qkv and gate|up, experts)."""
     hf = tiny_phi3() if family == "phi3" else make_hf_model(family)
     row = families.FAMILIES[ModelConfig.from_hf(hf.config.to_dict()).family]
-    rules = weights._compile(row.weight_table())
+    rules = weights._compile(weights.table_of(row))
     converted = 0
     for name, tensor in weights._normalized_names(dict(hf.state_dict())).items():
         for pattern, _targets, conversion in rules:

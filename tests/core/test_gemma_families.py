@@ -14,8 +14,8 @@ import transformers  # the reference
 
 from explorer.core.capture import StepCapture
 from explorer.core.config import ModelConfig
+from explorer.core.drivers import make_decoder
 from explorer.core.errors import UnsupportedModelError
-from explorer.core.families import make_decoder
 from explorer.core.runtime import from_tensors
 from explorer.views.model_graph import model_graph
 from tests.core.conftest import BASE, randomize

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from explorer.core import head_scores
+from explorer.core.drivers import make_decoder
 from explorer.core.errors import ExplorerError
-from explorer.core.families import make_decoder
 from explorer.core.head_description import describe_heads
 
 IDS = [5, 17, 42, 3, 88, 61, 29]

@@ -15,7 +15,7 @@ from explorer.core import attention_maps
 from explorer.core.attention_maps import MaskRule
 from explorer.core.capture import StepCapture
 from explorer.core.decode import Decoder
-from explorer.core.families import make_decoder
+from explorer.core.drivers import make_decoder
 from explorer.core.recording import RecordOptions, attention_record, attention_tensors, to_numpy
 from explorer.core.runtime import from_tensors
 from tests.core.conftest import make_hf_model

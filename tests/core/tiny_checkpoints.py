@@ -15,8 +15,7 @@ import torch
 from safetensors.torch import save_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from explorer.core.families import gguf_weight_table
-from explorer.core.loaders.gguf import permute_rows
+from explorer.core.loaders.gguf import gguf_weight_table, permute_rows
 
 CORPUS = [
     "The capital of France is Paris. The capital of Italy is Rome.",

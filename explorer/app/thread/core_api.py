@@ -86,7 +86,7 @@ def _real_make_decoder(loaded, settings: SamplingSettings, record_dtype: str = "
     """The driver that fits the model: a decoder, an encoder-decoder translating, or an encoder (no Step);
     its trace records in `record_dtype` (float16 halves the trace)."""
     from explorer.core.decode import RecordOptions
-    from explorer.core.families import make_decoder
+    from explorer.core.drivers import make_decoder
 
     return make_decoder(loaded, RecordOptions(dtype=record_dtype), _real_sampling(settings))
 

@@ -26,7 +26,7 @@ import torch
 from gguf.constants import GGMLQuantizationType
 
 from explorer.core.errors import UnsupportedModelError
-from explorer.core.families import gguf_row, gguf_weight_table
+from explorer.core.families import FAMILIES, gguf_row
 from explorer.core.loaders import gguf_copy
 from explorer.core.loaders.gguf_config import config_of
 from explorer.core.loaders.gguf_header import GGUFHeader, TensorInfo, read_gguf_header, tensor_bytes
@@ -74,7 +74,15 @@ PHI3_NAMES = {
     "blk.{i}.ffn_up.weight": "model.layers.{i}.mlp.gate_up_proj.weight",
     "blk.{i}.ffn_down.weight": "model.layers.{i}.mlp.down_proj.weight",
 }
+# Each table by the name a family row gives it.
+TABLES = {"LLAMA_NAMES": LLAMA_NAMES, "GEMMA3_NAMES": GEMMA3_NAMES, "PHI3_NAMES": PHI3_NAMES}
 _BLOCK = re.compile(r"^blk\.(\d+)\.")
+
+
+def gguf_weight_table(architecture: str) -> dict:
+    """GGUF tensor name ({i} = block) -> HF name, of an architecture the engine builds ({} for any other)."""
+    row = next((row for row in FAMILIES.values() if row.gguf == architecture and row.gguf_weights), None)
+    return TABLES[row.gguf_weights] if row else {}
 
 
 def hf_name(arch: str, gguf_name: str) -> str | None:

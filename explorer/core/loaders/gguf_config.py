@@ -15,7 +15,7 @@ import math
 from explorer.core.config_readers import GEMMA2_GLOBAL_EVERY, GEMMA3_GLOBAL_EVERY, gemma3_layer_types
 from explorer.core.config_schema import check_config, check_field
 from explorer.core.errors import ExplorerError, ModelLoadError, UnsupportedModelError
-from explorer.core.families import gguf_config_reader, model_type_of_gguf, supported_gguf
+from explorer.core.families import FAMILIES, model_type_of_gguf, supported_gguf
 from explorer.core.loaders.gguf_header import GGUFHeader
 
 # config.json key -> (GGUF key under "<arch>.", default); a None default means the key is required.
@@ -179,6 +179,17 @@ def gemma3_config(header: GGUFHeader, source: str) -> dict:
         query_pre_attn_scalar=_query_pre_attn_scalar(config, 62),
     )
     return config
+
+
+# Each reader by the name a family row gives it (families.ModelFamily.gguf_reader).
+READERS = {reader.__name__: reader for reader in (llama_config, gemma_config, gemma2_config, phi3_config,
+                                                   gemma3_config)}
+
+
+def gguf_config_reader(architecture: str):
+    """The (header, source) -> config.json dict function of a GGUF architecture the engine builds, or None."""
+    row = next((row for row in FAMILIES.values() if row.gguf == architecture and row.gguf_reader), None)
+    return row and READERS[row.gguf_reader]
 
 
 def config_of(header: GGUFHeader, source: str) -> dict:
