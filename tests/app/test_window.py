@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 from PySide6.QtCore import QSettings, Qt
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QApplication, QMessageBox
 
 from explorer.app.state import session_file
+from explorer.app.window import main_window
 from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
 from tests.app.tiny_model import break_weights, make_tiny_llama
@@ -181,6 +183,21 @@ def test_space_steps_outside_the_editor_and_types_inside_it(qtbot, window, tiny)
     assert window.prompt.text == " " + PROMPT
     idle(qtbot, window)
     assert window.session.trace.n_steps == 2
+
+
+def test_space_steps_after_the_loading_dialog_has_closed(qtbot, window, tiny, monkeypatch):
+    """With no window manager (a bare X screen, the offscreen platform) nobody gives the focus back when
+    the loading dialog closes: the window's shortcuts were dead until a click (a slow CI load showed the
+    dialog and Space stepped nothing)."""
+    monkeypatch.setattr(main_window, "LOADING_SHOWN_AFTER_MS", 0)
+    titles = []
+    QGuiApplication.instance().focusWindowChanged.connect(lambda w: titles.append(w.title() if w else None))
+    opened(qtbot, window, tiny)
+    assert "Loading" in titles, f"the loading dialog never became the active window: {titles}"
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=5000)
+    window.docks["attention"].widget().setFocus()
+    qtbot.keyClick(window.docks["attention"].widget(), Qt.Key.Key_Space)
+    idle(qtbot, window, lambda: window.session.trace.n_steps == 2)
 
 
 def test_a_saved_session_reopens_to_the_same_trace(qtbot, window, tiny, tmp_path):

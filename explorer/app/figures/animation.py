@@ -22,6 +22,7 @@ import numpy as np
 from PySide6.QtGui import QGuiApplication, QImage
 
 from explorer.app.figures import export_dialogs, frame_stream, video
+from explorer.app.widgets.dialog_focus import close_returning_focus
 from explorer.core.trace import Trace
 from explorer.drawing import export
 
@@ -165,7 +166,7 @@ def with_progress(parent, total: int, write: Callable[[Callable, Callable], obje
     try:
         export_dialogs.run_reporting(parent, run)
     finally:
-        dialog.close()
+        close_returning_focus(dialog)
 
 
 def copy_figure(widget) -> QImage:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QProgressDialog, QWidget
 
+from explorer.app.widgets.dialog_focus import close_returning_focus
+
 SHOWN_AFTER_MS = 600
 STEPS = 1000
 
@@ -52,6 +54,6 @@ class RunProgress(QObject):
     def close(self) -> None:
         if self.dialog is not None:
             self.dialog.canceled.disconnect(self._cancel)
-            self.dialog.close()
+            close_returning_focus(self.dialog)
             self.dialog.deleteLater()
             self.dialog = None

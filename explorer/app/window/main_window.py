@@ -18,6 +18,7 @@ from explorer.app.state.session_file import Autosaver, SessionState
 from explorer.app.thread.catalog_loader import CatalogLoader
 from explorer.app.thread.catalog_schedule import CatalogSchedule
 from explorer.app.thread.worker import ModelWorker
+from explorer.app.widgets.dialog_focus import FocusKeeper, close_returning_focus
 from explorer.app.window import (
     crash_restore,
     dock_layout,
@@ -40,6 +41,7 @@ from explorer.app.window.toolbar import DecodingActions, DecodingToolbar, Sampli
 from explorer.core import store
 
 TITLE = "Transformer Explorer"
+LOADING_SHOWN_AFTER_MS = 400           # a load shorter than this shows no dialog
 
 
 class MainWindow(QMainWindow):
@@ -82,6 +84,7 @@ class MainWindow(QMainWindow):
         self.model_bar.set_models([], self.settings.recent_models(), None)
         self._restore_layout()
         self.autosaver.start()
+        self.focus_keeper = FocusKeeper(self)
 
     # ----- composition --------------------------------------------------------------
     def _build_docks(self, panels) -> dict[str, QDockWidget]:
@@ -218,11 +221,11 @@ class MainWindow(QMainWindow):
             self.progress = QProgressDialog("Loading the model…", "Cancel", 0, 0, self)
             self.progress.setWindowTitle("Loading")
             self.progress.setWindowModality(Qt.WindowModality.NonModal)   # the window stays usable
-            self.progress.setMinimumDuration(400)
+            self.progress.setMinimumDuration(LOADING_SHOWN_AFTER_MS)
             self.progress.canceled.connect(self.controller.cancel_load)
         elif self.progress is not None:
             self.progress.canceled.disconnect(self.controller.cancel_load)
-            self.progress.close()
+            close_returning_focus(self.progress)
             self.progress.deleteLater()
             self.progress = None
             self.status.clearMessage()

@@ -12,6 +12,7 @@ import threading
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QMessageBox, QProgressDialog
 
+from explorer.app.widgets.dialog_focus import close_returning_focus
 from explorer.core import pull as pulling
 from explorer.core import store
 from explorer.core.errors import ExplorerError
@@ -93,7 +94,7 @@ def pull_model(window, name: str) -> PullJob | None:
 
 
 def _done(window, dialog: QProgressDialog, job: PullJob, error) -> None:
-    dialog.close()
+    close_returning_focus(dialog)
     dialog.deleteLater()
     window.pull_job = None
     window.catalog_loader.refresh()

@@ -1,0 +1,35 @@
+"""Keeping the main window's shortcuts alive when a progress dialog over it closes.
+
+A window manager gives the focus back to the main window when a dialog over it closes. Without one
+(a bare X screen, the offscreen platform) no window is active afterwards, and Space, Ctrl+Enter and
+every other window shortcut do nothing until the person clicks the window. Worse, a dialog closed
+right after it was shown (a quick load) may be handed the focus after it is gone.
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import QObject
+from PySide6.QtGui import QGuiApplication, QWindow
+from PySide6.QtWidgets import QApplication, QWidget
+
+
+def close_returning_focus(dialog: QWidget) -> None:
+    """Close `dialog`; if it was the active window, make its parent window the active one again."""
+    was_active = QApplication.activeWindow() is dialog
+    dialog.close()
+    parent = dialog.parentWidget()
+    if was_active and parent is not None and parent.window().isVisible():
+        parent.window().activateWindow()
+
+
+class FocusKeeper(QObject):
+    """Gives `window` the focus back whenever the application's focus lands on a window that is not
+    shown (a dialog closed before the platform's activation of it arrived)."""
+
+    def __init__(self, window: QWidget) -> None:
+        super().__init__(window)
+        self.window = window
+        QGuiApplication.instance().focusWindowChanged.connect(self._focus_changed)
+
+    def _focus_changed(self, focus: QWindow | None) -> None:
+        if focus is not None and not focus.isVisible() and self.window.isVisible():
+            self.window.activateWindow()
