@@ -141,6 +141,11 @@ def read_qwen3(d: dict) -> dict:
     return _qwen_window(d, {**read_llama(d, "qwen3"), "qk_norm": True})
 
 
+def read_seed_oss(d: dict) -> dict:
+    """Seed-OSS: Llama's blocks; attention_bias puts a bias on q, k and v only, attention_out_bias on o."""
+    return {**read_llama(d, "seed_oss"), "o_bias": bool(d.get("attention_out_bias", False))}
+
+
 def read_mistral(d: dict) -> dict:
     """Mistral: one window for every layer (transformers' MistralConfig has no layer_types)."""
     return _with_window(read_llama(d, "mistral"), d.get("sliding_window"), None)

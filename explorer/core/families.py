@@ -47,6 +47,7 @@ from explorer.core.config_readers import (
     read_phi3,
     read_qwen2,
     read_qwen3,
+    read_seed_oss,
 )
 from explorer.core.encdec_config import EncDecConfig
 from explorer.core.errors import UnsupportedModelError
@@ -60,6 +61,7 @@ from explorer.core.hf_keys import (
     mistral_keys,
     phi3_keys,
     qwen_keys,
+    seed_oss_keys,
 )
 
 
@@ -120,6 +122,10 @@ FAMILIES = {row.model_type: row for row in (
     _decoder("qwen2", read_qwen2, "DENSE", "qwen2", _QWEN, writing=HFWriting("qwen2", "Qwen2ForCausalLM", qwen_keys)),
     _decoder("qwen3", read_qwen3, "DENSE", "qwen3", {**_QWEN, "head_dim": 128},
              writing=HFWriting("qwen3", "Qwen3ForCausalLM", qwen_keys)),
+    _decoder("seed_oss", read_seed_oss, "DENSE", None, {
+        **_LLAMA_LIKE, "max_position_embeddings": 524288, "num_key_value_heads": 8, "head_dim": 128,
+        "attention_bias": True, "bos_token_id": 0, "eos_token_id": 2},
+        writing=HFWriting("seed_oss", "SeedOssForCausalLM", seed_oss_keys)),
     _decoder("phi3", read_phi3, "PHI3", "phi3", {**_LLAMA_LIKE, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5},
              gguf_reader="phi3_config", gguf_weights="PHI3_NAMES",
              writing=HFWriting("phi3", "Phi3ForCausalLM", phi3_keys)),

@@ -65,6 +65,11 @@ def mistral_keys(config) -> dict:
     return {**llama_keys(config), "sliding_window": config.sliding_window}
 
 
+def seed_oss_keys(config) -> dict:
+    """Seed-OSS: the bias of o apart from that of q, k and v."""
+    return {**llama_keys(config), "attention_out_bias": config.o_bias}
+
+
 def phi3_keys(config) -> dict:
     """Phi-3: Mistral's one optional window; no pad id (its embedding would take it as padding_idx, which only
     changes gradients, and the default 32000 lies outside a smaller vocabulary)."""
