@@ -67,13 +67,14 @@ class SessionState:
                    sampling=sampling, forced=forced, steps=trace.n_steps, device=device, dtype=dtype,
                    experiments=tuple(experiments), record_dtype=record_dtype_of(trace))
 
-    def to_json(self) -> str:
+    def to_json(self, **extra) -> str:
+        """The session file's text; `extra` fields (the autosave's pid) follow the state's own."""
         body = {f.name: getattr(self, f.name) for f in fields(self)}     # asdict deep-copied 8,000 ids
         body["sampling"] = self.sampling.as_dict()
         body["prompt_ids"] = list(self.prompt_ids)
         body["forced"] = [list(pair) for pair in self.forced]
         body["experiments"] = [experiment.to_json() for experiment in self.experiments]
-        return json.dumps({"format": FORMAT, "version": VERSION, **body}, ensure_ascii=False, indent=1)
+        return json.dumps({"format": FORMAT, "version": VERSION, **body, **extra}, ensure_ascii=False, indent=1)
 
     @classmethod
     def from_json(cls, text: str, source: str = "session") -> "SessionState":
