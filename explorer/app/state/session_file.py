@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QTimer
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from explorer.core import files
 from explorer.core.errors import ExplorerError
@@ -50,8 +51,13 @@ class Autosaver(QObject):
     again on a clean exit.
 
     The file records the writer's process id, so a second window running at the
-    same time does not mistake the first one's autosave for a crash.
+    same time does not mistake the first one's autosave for a crash. The timer takes the state on the
+    GUI thread (a frozen SessionState: its fields are strings, numbers and tuples, so the write never
+    sees a later edit) and serialises and writes it on a thread of its own, so an 8,000-token session
+    never holds up a step's repaint; `save_now()` writes at once. One write at a time, in order.
     """
+
+    _written = Signal(object)               # the writing thread's problem (None: written), to the GUI thread
 
     def __init__(self, snapshot, path: str | os.PathLike | None = None, interval_ms: int = 3000,
                  parent: QObject | None = None) -> None:
@@ -60,33 +66,77 @@ class Autosaver(QObject):
         _IN_USE.add(self.path)
         self._snapshot = snapshot           # () -> SessionState | None
         self._last_written: str | None = None
-        self._last_state = None             # the SessionState last looked at
+        self._last_state = None             # the SessionState last written (or found to be what was)
         self.problem: str | None = None     # why the last write failed, told once (status bar and stderr)
+        self._lock = threading.Lock()       # _last_written and _last_state, set by the writing thread
+        self._writing: threading.Thread | None = None
+        self._written.connect(self._after_write)
         self._timer = QTimer(self)
         self._timer.setInterval(interval_ms)
-        self._timer.timeout.connect(self.save_now)
+        self._timer.timeout.connect(self._in_background)
 
     def start(self) -> None:
         self._timer.start()
 
     def save_now(self) -> bool:
         """Write the current state if it differs from the last write; True when written."""
+        self.wait()
+        state = self._changed()
+        if state is None:
+            return False
+        written, problem = self._write(state)
+        self._after_write(problem)
+        return written
+
+    def wait(self) -> None:
+        """Until the write under way (if any) has finished."""
+        if self._writing is not None:
+            self._writing.join()
+            self._writing = None
+
+    def _in_background(self) -> None:
+        """The timer's turn: the state taken here, written on a thread (none started while one writes)."""
+        if self._writing is not None and self._writing.is_alive():
+            return                          # the next turn looks again
+        state = self._changed()
+        if state is None:
+            return
+        self._writing = threading.Thread(target=self._write_and_tell, args=(state,), name="autosave", daemon=True)
+        self._writing.start()
+
+    def _write_and_tell(self, state: SessionState) -> None:
+        problem = self._write(state)[1]
+        try:
+            self._written.emit(problem)     # queued to the GUI thread, where the status bar is
+        except RuntimeError:                # the window went meanwhile: no one to tell
+            pass
+
+    def _after_write(self, problem: str | None) -> None:
+        if problem is None:
+            self.problem = None
+        else:
+            self._tell(problem)
+
+    def _changed(self) -> SessionState | None:
         state = self._snapshot()
-        if state is None or state == self._last_state:     # unchanged: not serialised again (8,000 ids)
-            return False
-        body = json.loads(state.to_json())
-        body["pid"] = os.getpid()
-        text = json.dumps(body, ensure_ascii=False, indent=1)
-        if text == self._last_written:
-            self._last_state = state
-            return False
+        with self._lock:
+            unchanged = state is None or state == self._last_state     # not serialised again (8,000 ids)
+        return None if unchanged else state
+
+    def _write(self, state: SessionState) -> tuple[bool, str | None]:
+        """(written, why it failed or None), on either thread."""
+        text = state.to_json(pid=os.getpid())
+        with self._lock:
+            if text == self._last_written:
+                self._last_state = state
+                return False, None
         try:
             write_atomically(self.path, text)
         except SessionFileError as error:   # a full disk or a folder it may not write: said once, tried again
-            self._tell(f"The session is not autosaved: {error}")
-            return False
-        self._last_written, self._last_state, self.problem = text, state, None
-        return True
+            return False, f"The session is not autosaved: {error}"
+        with self._lock:
+            self._last_written, self._last_state = text, state
+        return True, None
 
     def _tell(self, problem: str) -> None:
         """Say why autosave fails, once a problem: the window's status bar, and stderr (no dialog: it is not
@@ -102,6 +152,7 @@ class Autosaver(QObject):
     def discard(self) -> None:
         """A clean exit: stop and remove the autosave, so the next start offers nothing."""
         self._timer.stop()
+        self.wait()                         # a write finishing after the removal would leave a file behind
         _IN_USE.discard(self.path)
         try:
             self.path.unlink(missing_ok=True)
