@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsRectItem, QGraphicsSce
 from explorer.app.panels.base import Panel, formula_html
 from explorer.app.state.session import Selection
 from explorer.app.widgets.asking import Asker
-from explorer.app.widgets.model_map_layout import GAP_X, NODE_W, lay_out
+from explorer.app.widgets.model_map_layout import GAP_X, NODE_W, headings, lay_out
 from explorer.views.model_graph import FOLD_AT, ModelGraph, Node, model_graph
 
 FILL = {"attention": "#dbe8fb", "w_o": "#dbe8fb", "ffn": "#e3f4df", "moe": "#d5efcc", "norm": "#f3ece0",
@@ -100,6 +100,7 @@ class ModelMapPanel(Panel):
         self.body.addWidget(self.view, 1)
         self.graph: ModelGraph | None = None
         self.items: dict[str, NodeItem] = {}
+        self.headings: list[QGraphicsTextItem] = []     # "layer 3" over each block's column
         self.config: dict | None = None
         self._drawn_key = None
         self.asker = Asker(self, self._on_config, lambda _message: None)
@@ -165,7 +166,7 @@ class ModelMapPanel(Panel):
         model = self.session.model
         if model is None:
             self.scene.clear()
-            self.items, self.graph, self._drawn_key = {}, None, None
+            self.items, self.graph, self._drawn_key, self.headings = {}, None, None, []
             return
         self._ask_config()                           # again after a dropped question (another run, a cancel)
         tokens, source = self.token_counts()
@@ -184,11 +185,21 @@ class ModelMapPanel(Panel):
     def _draw(self, graph: ModelGraph) -> None:
         self.scene.clear()
         self.items = {item.node.key: item for item in (NodeItem(node, self) for node in graph.nodes)}
-        for key, (x, y, height) in lay_out(graph, lambda node: self.items[node.key].text_height()).items():
+        places = lay_out(graph, lambda node: self.items[node.key].text_height())
+        for key, (x, y, height) in places.items():
             item = self.items[key]
             item.setRect(0, 0, NODE_W, height)
             item.setPos(x, y)
             self.scene.addItem(item)
+        self.headings = []
+        for x, bottom, text in headings(graph, places):
+            label = self.scene.addText(text)
+            bold = label.font()
+            bold.setBold(True)
+            label.setFont(bold)
+            label.setDefaultTextColor(QColor("#111111"))
+            label.setPos(x, bottom - label.boundingRect().height())
+            self.headings.append(label)
         font = QFont()
         font.setPixelSize(10)
         for edge in graph.edges:
