@@ -187,11 +187,16 @@ class Site:
             heads[..., head, written, :] = self.means[head, int(s)]
 
     def patterns(self, weights: torch.Tensor, seen: Visibility) -> torch.Tensor:
-        """A (..., N_Q, T, n_kv) with the pattern patches' rows written (columns: the keys' positions)."""
+        """A (..., N_Q, T, n_kv) with the pattern patches' rows written (columns: the keys' positions; in a
+        packed pass a row's own prompt's keys, the others' staying 0)."""
         for patch in self.plan.patterns:
             rows = rows_of(seen.queries, seen.sequences, patch)
             if rows.size:
-                values = patch.values[seen.queries[rows] - patch.start][:, seen.keys]       # (n, n_kv)
+                own = np.ones((len(rows), len(seen.keys)), dtype=bool) if seen.sequences is None else \
+                    seen.sequences[rows][:, None] == seen.sequences[None, :]           # (n, n_kv)
+                row, key = np.nonzero(own)
+                values = np.zeros(own.shape, dtype=np.float32)
+                values[row, key] = patch.values[seen.queries[rows][row] - patch.start, seen.keys[key]]
                 weights[..., patch.head, torch.from_numpy(rows), :] = torch.as_tensor(
                     values, dtype=weights.dtype, device=weights.device)
         return weights
