@@ -4,7 +4,7 @@ A batch of runs is prefilled in packed passes (core/packed.py: the prompts side 
 attending only within its own prompt, so no padding enters a sum), cut into chunks that fit a memory
 budget; an encoder-only model's batch, and an encoder-decoder's encoder passes, are one padded pass
 (encoder.prefill_padded, encdec_decode.prefill_padded: right padding hidden by the attention mask), cut into
-chunks the same way; where a pass cannot be packed (a pattern patch, an intervened encoder) the
+chunks the same way; where a pass cannot be packed (an intervened encoder) the
 prompts run one after another. `progress(done, total)` is called after each prompt. Lists given
 beside the prompts (targets, positions) are matched one to one, or a single value is used for every
 prompt.

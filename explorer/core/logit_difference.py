@@ -58,15 +58,12 @@ def logit_difference(loaded, ids, target_id: int, against_id: int, position: int
 
 
 def logit_differences(loaded, prompts, target_ids, against_ids, positions, intervention=None) -> list[LogitDifference]:
-    """logit_difference of each prompt, from one packed pass over all of them (packed.py) where that equals
-    their own passes, else one pass each."""
-    from explorer.core.packed import can_pack, packed_captures
+    """logit_difference of each prompt, from packed passes over them (packed.py: equal to their own passes
+    under any intervention)."""
+    from explorer.core.packed import packed_captures
 
     prompts = [np.asarray(ids, dtype=np.int64).reshape(-1) for ids in prompts]
     positions = [_checked(loaded, ids, p, t, a) for ids, p, t, a in zip(prompts, positions, target_ids, against_ids)]
-    if not can_pack(intervention):
-        rows = zip(prompts, target_ids, against_ids, positions)
-        return [logit_difference(loaded, *row, intervention) for row in rows]
     captures = packed_captures(loaded, prompts, positions, intervention)
     return differences_of(loaded, captures, positions, target_ids, against_ids)
 

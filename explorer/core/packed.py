@@ -30,17 +30,6 @@ PASS_ROWS = 2048    # a batch's packed pass at most: its attention is S x S, so 
                     # other prompts' (masked) keys outgrows what reading the weights once saves
 
 
-def can_pack(intervention) -> bool:
-    """Whether a packed pass equals the prompts' own passes under `intervention`. A patch of a head's output,
-    the residual, a sublayer's output or a head's Q, K or V packs: it names positions, which every packed
-    prompt has (intervention_parts.rows_of writes each prompt's rows at them), as each prompt alone. A mean
-    ablation packs: each prompt's mean is taken over its own rows (attention.Site), and handed to its run
-    for its later steps (_packed_pass). A path packs: its sender's delta and its receiver's input are taken
-    row by row, at each prompt's positions (path_patching.py). Not a pattern patch (its columns are one
-    prompt's keys)."""
-    return intervention is None or intervention.is_empty or not intervention.pattern_patches
-
-
 def packed_captures(loaded, prompts: list[np.ndarray], positions: list[int], intervention=None,
                     budget: int | None = None) -> list[StepCapture]:
     """One capture per prompt whose last row is its position, from packed passes over the prompts cut at
@@ -91,12 +80,17 @@ def _rows_of(capture: StepCapture, rows: slice) -> StepCapture:
 
 
 def can_record_packed(loaded, intervention) -> bool:
-    """Whether a batch of runs of `loaded` may take their prefill from packed passes: a decoder-only
-    model (MLA's cache takes each prompt's rows of the latent c_KV and k_R) under an intervention that
-    can_pack allows."""
+    """Whether a batch of runs of `loaded` may take their prefill from packed passes: a decoder-only model
+    (MLA's cache takes each prompt's rows of the latent c_KV and k_R), under any `intervention`. A packed pass
+    equals the prompts' own passes under every kind: a patch (of a head's output, the residual, a sublayer's
+    output, a head's Q, K, V or pattern) names positions, which every packed prompt has
+    (intervention_parts.rows_of writes each prompt's rows at them; a pattern row its own prompt's keys,
+    attention.Site.patterns); a mean ablation takes each prompt's mean over its own rows (attention.Site) and
+    hands it to its run for its later steps (_packed_pass); a path takes its sender's delta and its receiver's
+    input row by row, at each prompt's positions (path_patching.py)."""
     from explorer.core.families import family_of_model
 
-    return family_of_model(loaded).driver == "decoder" and can_pack(intervention)   # drivers.DRIVERS' Decoder
+    return family_of_model(loaded).driver == "decoder"                          # drivers.DRIVERS' Decoder
 
 
 def pass_bytes(config, lengths: list[int], weights: bool) -> int:
