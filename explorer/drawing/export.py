@@ -130,8 +130,8 @@ def save_figure(figure, path: Path, width: int, height: int) -> Path:
         exporter = SVGExporter(figure.ci)
         exporter.parameters()["width"] = float(width)
         exporter.parameters().param("height").setValue(float(height), blockSignal=exporter.heightChanged)
-        with vector_cells(figure):                  # cells as rectangles, not a tiny embedded raster
-            svg = page_coordinates(exporter.export(toBytes=True).decode("utf-8"))
+        with vector_cells(figure, width, height) as cells_in:     # cells as rectangles, not a tiny raster
+            svg = page_coordinates(cells_in(exporter.export(toBytes=True).decode("utf-8")))
         # crispEdges: neighbouring cells meet without the hairline seams that antialiasing draws between them
         svg = re.sub(r"<svg ", f'<svg width="{int(width)}" height="{int(height)}" shape-rendering="crispEdges" ',
                      svg, count=1)
