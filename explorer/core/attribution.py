@@ -129,8 +129,37 @@ def check_request(loaded, ids: np.ndarray, position: int | None, token_id: int |
     return position
 
 
-def run_last(loaded, ids: np.ndarray) -> tuple[StepCapture, torch.Tensor]:
-    """The capture of the last of `ids` and its final-normed state (1, d).
+class AttributionCancelled(ExplorerError):
+    """The person cancelled (or the app quit) while the model ran for an attribution."""
+
+
+class Checkpoints(StepCapture):
+    """A capture that raises AttributionCancelled after any block once `cancel` (None, a callable or a
+    threading.Event) is set, so a long prompt's pass stops within one layer. It hands what the model gives it
+    on to `kept`, or keeps nothing (the uncaptured prefix run: no weights, so the same fused kernel runs)."""
+
+    def __init__(self, cancel, kept: StepCapture | None = None):
+        super().__init__(0, weights=kept is not None and kept.weights)
+        self.cancel, self.kept = cancel, kept
+
+    def stop_if_cancelled(self) -> None:
+        cancel = self.cancel
+        if cancel is not None and (cancel.is_set() if hasattr(cancel, "is_set") else cancel()):
+            raise AttributionCancelled("The attribution was cancelled.")
+
+    def attention(self, layer: int, record, cross: bool = False) -> None:
+        if self.kept is not None:
+            self.kept.attention(layer, record, cross)
+
+    def block(self, layer: int, **tensors) -> None:
+        if self.kept is not None:
+            self.kept.block(layer, **tensors)
+        self.stop_if_cancelled()
+
+
+def run_last(loaded, ids: np.ndarray, cancel=None) -> tuple[StepCapture, torch.Tensor]:
+    """The capture of the last of `ids` and its final-normed state (1, d); AttributionCancelled within one
+    layer of `cancel` being set.
 
     The earlier tokens go through first into a KV cache, uncaptured, so that a long prompt costs
     one row of attention weights per layer, not a (T, T) map per head.
@@ -142,10 +171,11 @@ def run_last(loaded, ids: np.ndarray) -> tuple[StepCapture, torch.Tensor]:
     cache = KVCache(loaded.config, int(ids.size), weight.dtype, weight.device)
     capture = StepCapture(loaded.config.n_layers)
     tokens = torch.as_tensor(ids, device=weight.device)
+    Checkpoints(cancel).stop_if_cancelled()
     with torch.inference_mode():
         if ids.size > 1:
-            model(tokens[:-1], np.arange(ids.size - 1), cache, None)
-        hidden = model(tokens[-1:], np.arange(ids.size - 1, ids.size), cache, capture)
+            model(tokens[:-1], np.arange(ids.size - 1), cache, Checkpoints(cancel))
+        hidden = model(tokens[-1:], np.arange(ids.size - 1, ids.size), cache, Checkpoints(cancel, capture))
     return capture, hidden
 
 
@@ -159,16 +189,16 @@ def reads_cache(decoder, loaded, ids: np.ndarray, position: int) -> bool:
     return bool(np.array_equal(decoder.trace.token_ids[: position + 1], ids[: position + 1]))
 
 
-def row_at(loaded, ids: np.ndarray, position: int, decoder=None) -> StepCapture:
+def row_at(loaded, ids: np.ndarray, position: int, decoder=None, cancel=None) -> StepCapture:
     """The capture whose last row is `position` of `ids`: one row through the decoder's KV cache where it
     holds this prompt (logit_lens.row_capture, O(L (p d + params))), else the prefix run (run_last)."""
     if reads_cache(decoder, loaded, ids, position):
         with torch.inference_mode():
             return row_capture(decoder, position)
-    return run_last(loaded, ids[: position + 1])[0]
+    return run_last(loaded, ids[: position + 1], cancel)[0]
 
 
-def capture_at(loaded, ids: np.ndarray, position: int, intervention=None) -> StepCapture:
+def capture_at(loaded, ids: np.ndarray, position: int, intervention=None, cancel=None) -> StepCapture:
     """A capture whose last row is `position` of `ids`: the prefix run (run_last) for the model as it is;
     under an intervention, one pass over all of `ids` (so a mean ablation takes its mean over the
     whole prompt, as Model.run does), cut to the rows up to `position`."""
@@ -176,11 +206,12 @@ def capture_at(loaded, ids: np.ndarray, position: int, intervention=None) -> Ste
 
     run = as_run(intervention)
     if run is None:
-        return run_last(loaded, ids[: position + 1])[0]
+        return run_last(loaded, ids[: position + 1], cancel)[0]
     model = loaded.model
     capture = StepCapture(loaded.config.n_layers, weights=False)
     with torch.inference_mode():
-        model(torch.as_tensor(ids, device=model.embed.weight.device), np.arange(ids.size), None, capture, run)
+        model(torch.as_tensor(ids, device=model.embed.weight.device), np.arange(ids.size), None,
+              Checkpoints(cancel, capture), run)
     for layer in capture.layers:
         for name in ("residual_in", "attn_out", "ffn_out", "residual"):
             setattr(layer, name, getattr(layer, name)[: position + 1])
@@ -189,12 +220,12 @@ def capture_at(loaded, ids: np.ndarray, position: int, intervention=None) -> Ste
 
 
 def attribute(loaded, ids, position: int | None = None, token_id: int | None = None,
-              intervention=None) -> Attribution:
+              intervention=None, cancel=None) -> Attribution:
     """Split the logit of `token_id` (default: the top prediction) after `position` (default: the last),
-    under `intervention` (None: the model as it is)."""
+    under `intervention` (None: the model as it is); AttributionCancelled within a layer of `cancel` set."""
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
     position = check_request(loaded, ids, position, token_id)
-    return attribute_capture(loaded, capture_at(loaded, ids, position, intervention), position, token_id)
+    return attribute_capture(loaded, capture_at(loaded, ids, position, intervention, cancel), position, token_id)
 
 
 def attribute_capture(loaded, capture: StepCapture, position: int, token_id: int | None) -> Attribution:
@@ -237,12 +268,13 @@ def _head_parts(block, layer, u: torch.Tensor) -> tuple[list[float], float]:
     return contributions, constant + (float(u_in @ bias) if bias is not None else 0.0)
 
 
-def residual_stream(loaded, ids, position: int | None = None, k: int = 5, decoder=None) -> ResidualStream:
+def residual_stream(loaded, ids, position: int | None = None, k: int = 5, decoder=None,
+                    cancel=None) -> ResidualStream:
     """What each layer adds at `position`, the norms, and the logit lens softmax(Norm(h_l) W_U) top k;
     read through `decoder`'s KV cache where it ran these ids (row_at)."""
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
     position = check_request(loaded, ids, position, None)
-    capture = row_at(loaded, ids, position, decoder)
+    capture = row_at(loaded, ids, position, decoder, cancel)
     model = loaded.model
     with torch.inference_mode():
         def norms(name: str) -> np.ndarray:

@@ -158,13 +158,13 @@ def _head_weights(job, loaded, progress, cancel):
 def _attribution(job, loaded, progress, cancel):
     from explorer.core.attribution import attribute
 
-    return attribute(loaded, job.ids, job.position, job.token)
+    return attribute(loaded, job.ids, job.position, job.token, cancel=cancel)
 
 
 def _residual_stream(job, loaded, progress, cancel):
     from explorer.core.attribution import residual_stream
 
-    return residual_stream(loaded, job.ids, job.position, job.k, decoder=_DECODER.get())
+    return residual_stream(loaded, job.ids, job.position, job.k, decoder=_DECODER.get(), cancel=cancel)
 
 
 def _head_scores(job, loaded, progress, cancel):
