@@ -1,7 +1,7 @@
 """Learn: a path through the model, in the order of the seed texts, one idea per stop.
 
 Each stop (resources/learn/stops.json) has a short text in the panels' notation (X, E, W^Q, A,
-Z⁻¹AV, d_QK, N_Q, N_KV), its formula in the header, one "Show me" button that puts the window in
+A = Z⁻¹ f_κ(S), d_QK, N_Q, N_KV), its formula in the header, one "Show me" button that puts the window in
 the state that shows it (model, prompt, steps, panel, layer and head, kernel: learn_tour.Tour),
 and one or two questions to try there. Back and Next only turn the page: the person's own
 prompt and model stay until Show me is pressed, and "Back to my session" puts them back.
@@ -10,7 +10,7 @@ title of a panel a stop names (`add_stop_buttons`), at that stop; and on the fir
 """
 from __future__ import annotations
 
-import html
+import re
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QDockWidget, QHBoxLayout, QLabel, QPushButton, QTextBrowser
@@ -34,7 +34,7 @@ class LearnPanel(Panel):
         self.index = 0
         self.tour: Tour | None = None
         self.chooser = QComboBox()
-        self.chooser.addItems([f"{i + 1}. {s.title}" for i, s in enumerate(self.stops)])
+        self.chooser.addItems([f"{i + 1}. {plain(s.title)}" for i, s in enumerate(self.stops)])
         self.chooser.currentIndexChanged.connect(self.go_to)
         self.text = QTextBrowser()
         self.text.setOpenLinks(False)
@@ -139,6 +139,11 @@ class LearnPanel(Panel):
         self.status.setText(message)
 
 
+def plain(title: str) -> str:
+    """A title for plain text (the chooser): 'd_{QK}' as 'd_QK', the braces that group a script dropped."""
+    return re.sub(r"([_^])\{([^}]*)\}", r"\1\2", title)
+
+
 def page_html(stop: Stop, index: int, count: int) -> str:
     """One stop as rich text: its title, its text and the questions to try, scripts drawn as in the panels'
     formulas (W^Q, d_{QK})."""
@@ -146,7 +151,7 @@ def page_html(stop: Stop, index: int, count: int) -> str:
                     + (f' <a href="answer:{i}">Show the answer</a>' if t.answer else "") + "</li>"
                     for i, t in enumerate(stop.tries))
     # the counter in the palette's text colour (italic, not gray): Presentation holds text at 7:1 or more
-    return (f"<p><i>Stop {index + 1} of {count}</i></p><h3>{html.escape(stop.title)}</h3>"
+    return (f"<p><i>Stop {index + 1} of {count}</i></p><h3>{formula_html(stop.title)}</h3>"
             f"<p>{formula_html(stop.text)}</p><p><b>Try this</b></p><ul>{tries}</ul>")
 
 
