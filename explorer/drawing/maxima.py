@@ -12,6 +12,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF
 
+from explorer.drawing.growing_maxima import GrowingMaxima
+
 
 def block_max(matrix: np.ndarray, k_rows: int, k_cols: int, signed: bool = False) -> np.ndarray:
     """out[I, J] = max { M[i, j] : i // k_rows = I, j // k_cols = J }; NaN (masked) counts only where a whole
@@ -77,6 +79,7 @@ class MaximaImage(pg.ImageItem):
         self.picture = pg.ImageItem(axisOrder=kwargs.get("axisOrder", "row-major"))
         self.picture.setParentItem(self)       # in the image's own coordinates, one unit a cell
         self.picture.setVisible(False)
+        self.maxima = GrowingMaxima(block_max)  # a step that only grew the image reduces its new blocks
 
     def device_factors(self) -> tuple[int, int]:
         """(k_x, k_y): maxima_factor of each side for the device pixels a cell covers now; (1, 1) unseen."""
@@ -94,6 +97,8 @@ class MaximaImage(pg.ImageItem):
         """Draw the picture for the view as it is now: computed anew where the factors changed (or `again`:
         the image, or its sign, did)."""
         factors = self.device_factors()
+        if again:
+            self.maxima.changed()
         if factors == self.factors and not again:
             return
         self.factors = factors
@@ -102,7 +107,7 @@ class MaximaImage(pg.ImageItem):
             self.picture.clear()
         else:
             (k_x, k_y), (rows, cols) = factors, self.image.shape
-            self.picture.setImage(block_max(self.image, k_y, k_x, self.signed), autoLevels=False,
+            self.picture.setImage(self.maxima.reduce(self.image, k_y, k_x, self.signed), autoLevels=False,
                                   levels=self.levels, lut=self.lut)
             self.picture.setRect(QRectF(0, 0, cols, rows))
             self.picture.setVisible(True)
