@@ -50,6 +50,9 @@ METRICS = {
     "first token": ("text", "first_token", "mean_i A_i0 on this text"),
 }
 LISTED = 40
+# The scores map, the list and the example pattern: the list needs few rows, the two plots the room (equal
+# shares, stacked at 1366x768, left the example 108 px tall under a half-empty list).
+SHARES = (2, 1, 2)
 
 
 class AtlasPanel(Panel):
@@ -77,7 +80,7 @@ class AtlasPanel(Panel):
         self.table.cellClicked.connect(lambda row, _: self._clicked(*self._listed[row]))
         for widget in (self.view, self.table, self.example_view):
             self.splitter.addWidget(widget)
-        self.splitter.setSizes([420, 200, 360])
+        self.splitter.setSizes([s * 100 for s in SHARES])
         self.body.addWidget(self.splitter, 1)
         self.asker = Asker(self, self._on_scores, self.error_line.show_error)
         self.scores = None
@@ -242,7 +245,7 @@ class AtlasPanel(Panel):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
-        orient(self.splitter, event.size().width(), event.size().height())
+        orient(self.splitter, event.size().width(), event.size().height(), SHARES)
 
     def _clicked(self, layer: int, head: int) -> None:
         self.select(layer=layer, head=head)
