@@ -51,3 +51,18 @@ def test_titles_draw_their_scripts_and_the_chooser_reads_them_plain(qtbot):
         chooser = panel.chooser.itemText(index)
         assert "{" not in chooser and "}" not in chooser, chooser
     assert QApplication.instance() is not None
+
+
+def test_the_question_mark_tips_name_their_stop_plain(qtbot):
+    from explorer.app.panels.learn import add_stop_buttons
+
+    class Dock:
+        def add_learn_button(self, open_stop, tip):
+            self.tip = tip
+
+    names = {panel for stop in STOPS for panel in stop.panels}
+    window = type("Window", (), {"docks": {name: Dock() for name in names}})()
+    add_stop_buttons(window, STOPS)
+    tips = {name: dock.tip for name, dock in window.docks.items()}
+    assert "Z⁻¹ f_κ(S) V and the scale 1/√d_QK" in tips["derivation"], tips["derivation"]
+    assert not [tip for tip in tips.values() if "{" in tip or "}" in tip], tips

@@ -210,7 +210,7 @@ def add_stop_buttons(window, stops: tuple[Stop, ...] | None = None) -> None:
         dock = window.docks.get(name)
         if dock is not None and hasattr(dock, "add_learn_button"):
             dock.add_learn_button(lambda _=False, i=index: open_stop(window, i),
-                                  f"Learn: {stops[index].title} (stop {index + 1} of the path)")
+                                  f"Learn: {plain(stops[index].title)} (stop {index + 1} of the path)")
 
 
 def open_on_first_start(window, settings) -> bool:
