@@ -36,7 +36,16 @@ _REASONS = {
     errno.EISDIR: "it is a folder",
     errno.ENAMETOOLONG: "the name is too long",
     errno.EFBIG: "the file would be too large for the file system",
+    errno.ELOOP: "it is a symbolic link that loops",
 }
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def kind_of(mode: int) -> str:
+    """What a file that is not a regular file is, from its st_mode: 'a folder', 'a named pipe (FIFO)', ..."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
 def reason(error: BaseException) -> str:

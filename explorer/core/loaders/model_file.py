@@ -21,13 +21,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from explorer.core.errors import ExplorerError, ModelLoadError, UnsupportedModelError
-
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-
-
-def _kind(mode: int) -> str:
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+from explorer.core.files import kind_of as _kind
 
 
 def unreadable(path: Path, error: OSError) -> ModelLoadError:
