@@ -12,8 +12,10 @@ crash mid-write leaves the old file whole.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -146,16 +148,29 @@ MAX_SESSION_BYTES = 256 << 20     # an 8,000-token session is ~100 KB; more is n
 
 
 def load(path: str | os.PathLike) -> SessionState:
-    """Read and check a session file; anything wrong with it is one SessionFileError naming it."""
+    """Read and check a session file; anything wrong with it is one SessionFileError naming it and what it is
+    (missing, a link that loops or leads nowhere, a folder or a pipe, too large, unreadable, not a session)."""
     path = Path(path)
     try:
-        if not path.is_file():
-            raise SessionFileError(f"{path} is not a regular file, so it cannot be a session.")
-        if path.stat().st_size > MAX_SESSION_BYTES:
-            raise SessionFileError(f"{path} is {path.stat().st_size:,} bytes, too large to be a session file.")
+        status = path.stat()                       # links followed: a link to a session is a session
+        if not stat.S_ISREG(status.st_mode):
+            raise SessionFileError(f"{path} is {files.kind_of(status.st_mode)}, not a session file.")
+        if status.st_size > MAX_SESSION_BYTES:
+            raise SessionFileError(f"{path} is {status.st_size:,} bytes, too large to be a session file.")
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
         raise SessionFileError(f"{path} is not UTF-8 text (byte {error.start}), so it is not a session.") from None
     except OSError as error:
-        raise SessionFileError(f"{path}: cannot read the session ({files.reason(error)}).") from None
+        raise _unreadable(path, error) from None
     return SessionState.from_json(text, source=str(path))
+
+
+def _unreadable(path: Path, error: OSError) -> SessionFileError:
+    """The one sentence for an OS error met while reading the session file `path`."""
+    if isinstance(error, FileNotFoundError):
+        if path.is_symlink():
+            return SessionFileError(f"{path} is a symbolic link to {os.readlink(path)}, which does not exist.")
+        return SessionFileError(f"{path} does not exist.")
+    if error.errno == errno.ELOOP:
+        return SessionFileError(f"{path} is a symbolic link that loops, so it cannot be a session.")
+    return SessionFileError(f"{path}: cannot read the session ({files.reason(error)}).")

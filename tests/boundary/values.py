@@ -98,6 +98,15 @@ def _session_model_fifo(case: Path) -> Run:
                    f"explorer.load(load({str(case / 's.json')!r}).model)\n")
 
 
+def _session_at(make):
+    """A session path that is not a session file: `make(path)` makes what s.json is (a dangling link, a folder, a pipe;
+    a link that loops is writers.py's)."""
+    def build(case: Path) -> Run:
+        make(case / "s.json")
+        return Run(api=f"from explorer.views.session_state import load\nload({str(case / 's.json')!r})\n")
+    return build
+
+
 def _surrogate_save(case: Path) -> Run:
     return Run(api="from explorer.views.session_state import SessionState, save\n"
                    f"save({str(case / 'saved.json')!r}, SessionState(model='m', prompt='a\\ud800b'))\n",
@@ -121,6 +130,10 @@ SESSIONS = [
     Case("session a number of 5,000 digits", "traceback",
          _session(json.dumps(_good_session()).replace('"steps": 1', '"steps": ' + "9" * 5000)), says="s.json"),
     Case("session whose model is a FIFO", "hang", _session_model_fifo, says="FIFO"),
+    Case("session path a link to nothing", "message", _session_at(lambda p: p.symlink_to("gone.json")),
+         says="s.json is a symbolic link to gone.json, which does not exist"),
+    Case("session path a folder", "message", _session_at(Path.mkdir), says="s.json is a folder"),
+    Case("session path a FIFO", "hang", _session_at(os.mkfifo), says="s.json is a named pipe (FIFO)"),
     Case("session prompt with a lone surrogate is saved", "traceback", _surrogate_save, outcome="either",
          keeps=_no_temporary_left),
 ]
