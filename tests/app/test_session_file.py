@@ -228,7 +228,7 @@ def test_a_prompt_with_a_lone_surrogate_is_refused_and_leaves_no_temporary(tmp_p
 def test_a_fifo_is_refused_without_blocking(tmp_path):
     fifo = tmp_path / "s.json"
     os.mkfifo(fifo)
-    with pytest.raises(SessionFileError, match="not a regular file"):
+    with pytest.raises(SessionFileError, match=r"s.json is a named pipe \(FIFO\), not a session file"):
         session_file.load(fifo)
 
 
