@@ -6,6 +6,8 @@ the trace, the person's own text or the stop's) and says which layer and head, a
                      argmax over (ℓ, h) of mean_{i=1..T-1} A^{ℓ,h}[i, i-1]   (a "previous-token head")
     first_token    : in one layer, the head whose rows put most weight on the first token,
                      argmax over h of mean_{i=0..T-1} A^{ℓ,h}[i, 0]          (an "attention sink")
+    negative_weight: in one layer, the most negative weight min over (h, i, j) of A^{ℓ,h}[i, j] and where it is:
+                     under the linear kernel A = Z⁻¹ S a weight may be negative while its row still sums to 1
     text           : the answer is the question's own "text" (a fact of the algebra, the same for any model)
 
 A is the self-attention of the decoder (or the encoder alone), every query row of the trace, prefill and
@@ -20,7 +22,7 @@ import numpy as np
 from explorer.core.trace import Trace
 
 MAX_TOKENS = 512         # L·N_Q heads of T × T read on the window's thread: kept to a moment
-KINDS = ("previous_token", "first_token", "text")
+KINDS = ("previous_token", "first_token", "negative_weight", "text")
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,10 @@ def answer(kind: str, trace: Trace | None, layer: int | None = None, text: str =
                       f"needs {MAX_TOKENS:,} or fewer. Show me runs a short prompt.")
     if kind == "previous_token":
         return previous_token_head(trace)
-    return first_token_head(trace, min(int(layer or 0), trace.model.n_layers - 1))
+    layer = min(int(layer or 0), trace.model.n_layers - 1)
+    if kind == "negative_weight":
+        return negative_weight(trace, layer)
+    return first_token_head(trace, layer)
 
 
 def previous_token_share(weights: np.ndarray) -> float:
@@ -72,3 +77,20 @@ def first_token_head(trace: Trace, layer: int) -> Answer:
               else "")
     return Answer(f"Layer {layer}, head {head}: on average {shares[head]:.0%} of each row's weight is on the first "
                   f"token (the first column){others}.", layer, head, "attention")
+
+
+def negative_weight(trace: Trace, layer: int) -> Answer:
+    """The most negative weight of `layer`'s heads, with its row's sum; or that there is none."""
+    weights = np.stack([trace.attention_head(layer, head) for head in range(trace.model.n_heads)])
+    head, row, column = (int(i) for i in np.unravel_index(int(np.argmin(weights)), weights.shape))
+    smallest = float(weights[head, row, column])
+    if smallest >= 0:
+        return Answer(f"No: every weight of layer {layer} is 0 or more (the smallest is {smallest:.3g}). With "
+                      "exp every f_κ(S) is positive; set the kernel box to linear and look again.", layer, head,
+                      "attention")
+    tokens = trace.token_text
+    count = int((weights < 0).sum())
+    return Answer(f"Yes: layer {layer}, head {head}, A[{row}, {column}] = {smallest:.3f} (query {tokens[row]!r}, key "
+                  f"{tokens[column]!r}), and its row still sums to {float(weights[head, row].sum()):.3f}: Z divides by "
+                  f"the row sum of S, whatever its sign. {count} of the layer's weights are negative.",
+                  layer, head, "attention")
