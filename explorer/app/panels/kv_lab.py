@@ -9,45 +9,25 @@ KL divergence, top-1 agreement, bytes saved and both attention maps of the selec
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import (
-    QComboBox,
-    QFileDialog,
-    QFrame,
-    QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QPushButton,
-    QScrollArea,
-    QSpinBox,
-    QTableWidget,
-    QTabWidget,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QTabWidget
 
 from explorer.app.figures import export_dialogs
 from explorer.app.panels.base import Panel
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import WhatIfJob
-from explorer.app.widgets.kv_lab_rows import VariantRows
-from explorer.app.widgets.kv_plot import DTYPES, BytesPlot, FitSplitter, save_bytes_plot
+from explorer.app.widgets.kv_lab_rows import VariantsTab
+from explorer.app.widgets.kv_plot import save_bytes_plot
 from explorer.app.widgets.model_call import Executor, ModelCall, thread_executor
-from explorer.app.widgets.what_if_view import WhatIfView, steps_csv, table_item
+from explorer.app.widgets.what_if_view import WhatIfView, steps_csv
 from explorer.core import kv_variants as kv
 from explorer.core.errors import ExplorerError
 from explorer.core.loaders.config_file import read_config
-from explorer.core.units import human_bytes
 from explorer.drawing import export
-
-COLUMNS = ("variant", "K/V heads", "numbers/token/layer", "bytes/token", "bytes total", "vs MHA")
-BUNDLED = "bundled config…"
-SIDE_BY_SIDE_PX = 1150      # the table (450 px) and three plots of 230 px
 
 model_backend = thread_executor        # a test's or a script's own loaded model, on a thread of its own
 
@@ -55,24 +35,6 @@ model_backend = thread_executor        # a test's or a script's own loaded model
 def what_if_job(variant: str, steps: int, prompt_ids: np.ndarray) -> WhatIfJob:
     """The conversion as a named model job, run by core_api: job(loaded, progress, cancel) -> convert.WhatIf."""
     return WhatIfJob(variant, int(steps), tuple(int(i) for i in prompt_ids))
-
-
-def bundled_configs() -> dict[str, Path]:
-    """The config-only folders shipped in resources/configs (Llama 3 70B, Gemma 3 27B, DeepSeek-V2)."""
-    from explorer.core.store import model_folders, resources_dir
-
-    return {p.name: p for p in model_folders(resources_dir() / "configs")}
-
-
-def _scrolled(widget: QWidget) -> QScrollArea:
-    """`widget` filling a scroll area: in a dock shorter than the table and the plots' minimum it scrolls, rather
-    than holding the window (every dock tabbed with this one) at that height; 541 px asked a 1366 x 768
-    screen for a 761 px window."""
-    area = QScrollArea()
-    area.setWidgetResizable(True)
-    area.setFrameShape(QFrame.Shape.NoFrame)
-    area.setWidget(widget)
-    return area
 
 
 class KVLabPanel(Panel):
@@ -94,15 +56,8 @@ class KVLabPanel(Panel):
         self.runner.failed.connect(self._on_run_failed)
         self.set_formula("bytes/token = Σ_l width_l · bytes(dtype):  MHA 2·N_Q·d_h,  GQA 2·N_KV·d_h,  "
                          "MQA 2·d_h,  MLA d_c + d_R")
-        self.plot = BytesPlot(titled=False)
-        variants = FitSplitter(SIDE_BY_SIDE_PX)          # the table beside the plots where they both fit
-        variants.addWidget(self._table_section())
-        variants.addWidget(self.plot)
-        variants.setStretchFactor(0, 2)
-        variants.setStretchFactor(1, 3)
-        self.variant_rows = VariantRows(variants, self.table, self.rows_hint)
         self.tabs = QTabWidget()                   # a bottom dock is short: one idea per tab
-        self.tabs.addTab(_scrolled(variants), "Cache per variant")
+        self.tabs.addTab(self._variants_tab(), "Cache per variant")
         self.tabs.addTab(self._what_if_section(), "What-if conversion")
         self.tabs.setTabToolTip(0, "The bytes MHA, GQA, MQA and MLA would cache for this model, per token and in all.")
         self.tabs.setTabToolTip(1, "The model converted to another variant, its next-token predictions beside the "
@@ -115,47 +70,22 @@ class KVLabPanel(Panel):
         self._update_run_buttons()
 
     # ----- layout ---------------------------------------------------------------------------
-    def _table_section(self) -> QWidget:
-        section = QWidget()
-        layout = QVBoxLayout(section)
-        layout.setContentsMargins(0, 0, 0, 0)
-        row = QHBoxLayout()
-        self.source_label = QLabel("no model")
-        self.open_button = QPushButton("Open config…")
-        self.open_button.setToolTip("compare the caches of a model from its config.json alone, without weights")
-        self.open_button.clicked.connect(self._ask_config)
-        self.bundled_box = QComboBox()
-        self.bundled_box.addItems([BUNDLED, *bundled_configs()])
-        self.bundled_box.setToolTip("models too big to load: Llama 3 70B, Gemma 3 27B, DeepSeek-V2")
-        self.bundled_box.activated.connect(self._on_bundled_chosen)
-        self.model_button = QPushButton("Loaded model")
+    def _variants_tab(self) -> VariantsTab:
+        tab = self.variants_tab = VariantsTab()
+        section, self.plot = tab.controls, tab.plot
+        # its widgets stay reachable as the panel's own: scripts and tests read them there
+        (self.source_label, self.open_button, self.bundled_box, self.model_button, self.compare_button,
+         self.dtype_box, self.tokens_box, self.ranks_edit, self.rows_hint, self.table) = (
+            section.source_label, section.open_button, section.bundled_box, section.model_button,
+            section.compare_button, section.dtype_box, section.tokens_box, section.ranks_edit, section.rows_hint,
+            section.table)
+        section.config_chosen.connect(self.open_config)
         self.model_button.clicked.connect(self.use_loaded_model)
-        self.dtype_box = QComboBox()
-        self.dtype_box.addItems(DTYPES)
-        self.tokens_box = QSpinBox()
-        self.tokens_box.setRange(0, 2 ** 31 - 1)
-        self.tokens_box.setPrefix("tokens ")
-        self.ranks_edit = QLineEdit()
-        self.ranks_edit.setPlaceholderText("MLA ranks (default 2, 4, 8 × d_h)")
-        self.compare_button = QPushButton("Compare MHA/MQA/GQA/MLA…")
-        self.compare_button.setToolTip("open the four natively trained Shakespeare models and step one prompt in all")
         self.compare_button.clicked.connect(lambda: self.open_variants_window())
-        for widget in (self.source_label, self.open_button, self.bundled_box, self.model_button, self.compare_button):
-            row.addWidget(widget)
-        second = QHBoxLayout()
-        self.rows_hint = QLabel()                  # on the controls' line: it takes no row of the table's
-        for widget in (self.dtype_box, self.tokens_box, self.ranks_edit, self.rows_hint):
-            second.addWidget(widget)
         self.dtype_box.currentTextChanged.connect(lambda _: self.update_table(replot=False))
         self.tokens_box.valueChanged.connect(lambda _: self.update_table(replot=False))
         self.ranks_edit.editingFinished.connect(self.update_table)
-        layout.addLayout(row)
-        layout.addLayout(second)
-        self.table = QTableWidget(0, len(COLUMNS))
-        self.table.setHorizontalHeaderLabels(COLUMNS)
-        self.table.verticalHeader().setVisible(False)
-        layout.addWidget(self.table, 1)
-        return section
+        return tab
 
     def _what_if_section(self) -> WhatIfView:
         view = self.what_if = WhatIfView()
@@ -194,8 +124,7 @@ class KVLabPanel(Panel):
             self.set_shape(kv.shape_from_info(self.session.model), self.session.model.name)
 
     def ranks(self) -> list[int] | None:
-        found = [int(r) for r in re.findall(r"\d+", self.ranks_edit.text())]
-        return [r for r in found if r > 0] or None
+        return self.variants_tab.controls.ranks()
 
     def rows(self) -> list[kv.VariantRow]:
         if self.shape is None:
@@ -204,25 +133,8 @@ class KVLabPanel(Panel):
 
     def update_table(self, replot: bool = True) -> None:
         rows = self.rows()
-        self.table.setRowCount(len(rows))
-        for index, row in enumerate(rows):
-            native = row.variant.native
-            heads = "—" if row.variant.kv_heads is None else row.variant.kv_heads
-            cells = (row.variant.name + (" ★ native" if native else ""), heads, row.variant.elements_per_layer,
-                     human_bytes(row.bytes_per_token), human_bytes(row.bytes_total), f"{row.ratio_to_mha:.4f}")
-            for column, value in enumerate(cells):
-                self.table.setItem(index, column, table_item(value, bold=native))
-        self.table.resizeColumnsToContents()
-        self.variant_rows.say_hidden()
-        if replot:
-            self.update_plot(rows)
+        self.variants_tab.show_rows(rows, self.shape, self.source_name, replot)
         self._fill_variant_box(rows)
-
-    def update_plot(self, rows: list[kv.VariantRow]) -> None:
-        if self.shape is None or not rows:
-            self.plot.clear_curves()
-            return
-        self.plot.draw(self.shape, self.ranks(), self.source_name)
 
     def _fill_variant_box(self, rows: list[kv.VariantRow]) -> None:
         current = self.variant_box.currentText()
@@ -390,17 +302,3 @@ class KVLabPanel(Panel):
         self.variants_window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self.variants_window.show()
         return self.variants_window
-
-    def _on_bundled_chosen(self, index: int) -> None:
-        name = self.bundled_box.itemText(index)
-        folder = bundled_configs().get(name)
-        if folder is not None:
-            self.open_config(str(folder))
-        with self.updating():
-            self.bundled_box.setCurrentIndex(0)
-
-    def _ask_config(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open a config.json or .gguf", export_dialogs.last_folder(),
-                                              "Model config (config.json *.json *.gguf)")
-        if path:
-            self.open_config(path)

@@ -1,16 +1,46 @@
-"""The KV lab's variant table kept readable in a short dock: its rows as tall as their text, the table
-given the height of all its rows before the plots below it take the rest, and, where even that leaves
-rows out of sight, a hint that names how many more there are to scroll to.
+"""The KV lab's Cache per variant tab, left side: where the cache shape comes from (a config.json or GGUF
+header, a bundled config of a model too big to load, or the loaded model), what it is counted for (dtype,
+tokens, MLA ranks), and the table of variants, kept readable in a short dock: its rows as tall as their
+text, the table given the height of all its rows before the plots below it take the rest, and, where even
+that leaves rows out of sight, a hint that names how many more there are to scroll to.
 
 At 1366×768 the lab sits in a bottom dock a few hundred pixels high; with the table above its plots
 (kv_plot.FitSplitter) the two shared that height 2 : 3 and the table showed two of SmolLM2's six rows.
 The plots keep their minimum height (three legible plots), so the window never grows for the table.
+The widgets only say what was asked (`config_chosen`, their own signals); the panel decides what follows.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer
-from PySide6.QtWidgets import QHeaderView, QLabel, QSplitter, QTableWidget
+import re
+from pathlib import Path
 
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QSplitter,
+    QTableWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from explorer.app.figures import export_dialogs
+from explorer.app.widgets.kv_plot import DTYPES, BytesPlot, FitSplitter
+from explorer.app.widgets.what_if_view import table_item
+from explorer.core.store import model_folders, resources_dir
+from explorer.core.units import human_bytes
+
+COLUMNS = ("variant", "K/V heads", "numbers/token/layer", "bytes/token", "bytes total", "vs MHA")
+BUNDLED = "bundled config…"
+SIDE_BY_SIDE_PX = 1150      # the table (450 px) and three plots of 230 px
 RESIZES = (QEvent.Type.Resize, QEvent.Type.Show, QEvent.Type.LayoutRequest)
 
 
@@ -58,3 +88,110 @@ class VariantRows(QObject):
         self.hint.setText(f"↓ {len(hidden)} more: scroll the table" if hidden else "")
         self.hint.setToolTip(f"Out of sight: {names}" if hidden else "")
         self.hint.setVisible(bool(hidden))
+
+
+def bundled_configs() -> dict[str, Path]:
+    """The config-only folders shipped in resources/configs (Llama 3 70B, Gemma 3 27B, DeepSeek-V2)."""
+    return {p.name: p for p in model_folders(resources_dir() / "configs")}
+
+
+class VariantTable(QWidget):
+    """Two lines of controls over the table of variants. `config_chosen` carries the path of a config the
+    user picked (a file, or a bundled one); the other controls' own signals say the rest."""
+
+    config_chosen = Signal(str)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.source_label = QLabel("no model")
+        self.open_button = QPushButton("Open config…")
+        self.open_button.setToolTip("compare the caches of a model from its config.json alone, without weights")
+        self.open_button.clicked.connect(self._ask_config)
+        self.bundled_box = QComboBox()
+        self.bundled_box.addItems([BUNDLED, *bundled_configs()])
+        self.bundled_box.setToolTip("models too big to load: Llama 3 70B, Gemma 3 27B, DeepSeek-V2")
+        self.bundled_box.activated.connect(self._on_bundled_chosen)
+        self.model_button = QPushButton("Loaded model")
+        self.dtype_box = QComboBox()
+        self.dtype_box.addItems(DTYPES)
+        self.tokens_box = QSpinBox()
+        self.tokens_box.setRange(0, 2 ** 31 - 1)
+        self.tokens_box.setPrefix("tokens ")
+        self.ranks_edit = QLineEdit()
+        self.ranks_edit.setPlaceholderText("MLA ranks (default 2, 4, 8 × d_h)")
+        self.compare_button = QPushButton("Compare MHA/MQA/GQA/MLA…")
+        self.compare_button.setToolTip("open the four natively trained Shakespeare models and step one prompt in all")
+        self.rows_hint = QLabel()                  # on the controls' line: it takes no row of the table's
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.verticalHeader().setVisible(False)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        for line in ((self.source_label, self.open_button, self.bundled_box, self.model_button, self.compare_button),
+                     (self.dtype_box, self.tokens_box, self.ranks_edit, self.rows_hint)):
+            row = QHBoxLayout()
+            for widget in line:
+                row.addWidget(widget)
+            layout.addLayout(row)
+        layout.addWidget(self.table, 1)
+
+    def ranks(self) -> list[int] | None:
+        """The MLA ranks typed in (any positive whole numbers in the text), or None for the defaults."""
+        found = [int(r) for r in re.findall(r"\d+", self.ranks_edit.text())]
+        return [r for r in found if r > 0] or None
+
+    def fill(self, rows) -> None:
+        """One line per kv_variants.VariantRow, the model's own variant in bold."""
+        self.table.setRowCount(len(rows))
+        for index, row in enumerate(rows):
+            native = row.variant.native
+            heads = "—" if row.variant.kv_heads is None else row.variant.kv_heads
+            cells = (row.variant.name + (" ★ native" if native else ""), heads, row.variant.elements_per_layer,
+                     human_bytes(row.bytes_per_token), human_bytes(row.bytes_total), f"{row.ratio_to_mha:.4f}")
+            for column, value in enumerate(cells):
+                self.table.setItem(index, column, table_item(value, bold=native))
+        self.table.resizeColumnsToContents()
+
+    def _on_bundled_chosen(self, index: int) -> None:
+        folder = bundled_configs().get(self.bundled_box.itemText(index))
+        if folder is not None:
+            self.config_chosen.emit(str(folder))
+        self.bundled_box.setCurrentIndex(0)           # the box names no model of its own: it is a menu
+
+    def _ask_config(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a config.json or .gguf", export_dialogs.last_folder(),
+                                              "Model config (config.json *.json *.gguf)")
+        if path:
+            self.config_chosen.emit(path)
+
+
+class VariantsTab(QScrollArea):
+    """The Cache per variant tab: the controls and table (`controls`) beside or above the bytes plots (`plot`),
+    the table's rows kept in sight (`rows`). It fills a scroll area: in a dock shorter than the table and the
+    plots' minimum it scrolls, rather than holding the window (every dock tabbed with this one) at that
+    height; 541 px asked a 1366 x 768 screen for a 761 px window."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.controls = VariantTable()
+        self.plot = BytesPlot(titled=False)
+        splitter = FitSplitter(SIDE_BY_SIDE_PX)          # the table beside the plots where they both fit
+        splitter.addWidget(self.controls)
+        splitter.addWidget(self.plot)
+        splitter.setStretchFactor(0, 2)
+        splitter.setStretchFactor(1, 3)
+        self.rows = VariantRows(splitter, self.controls.table, self.controls.rows_hint)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setWidget(splitter)
+
+    def show_rows(self, rows, shape, name: str, replot: bool = True) -> None:
+        """The variants of `shape` (kv_variants.CacheShape, or None) in the table and, with `replot`, the plots."""
+        self.controls.fill(rows)
+        self.rows.say_hidden()
+        if not replot:
+            return
+        if shape is None or not rows:
+            self.plot.clear_curves()
+        else:
+            self.plot.draw(shape, self.controls.ranks(), name)
