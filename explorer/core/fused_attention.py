@@ -13,7 +13,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-_CAUSAL: dict[int, tuple[weakref.ref, bool]] = {}   # id(mask) -> (the mask, whether it is the lower triangle)
+_CAUSAL: dict[int, tuple[weakref.ref, int | None]] = {}   # id(mask) -> (the mask, _blocks_of it)
 
 
 def applies(capture, site, softcap: float | None, n_new: int) -> bool:
@@ -30,24 +30,44 @@ def fused(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, seen, scale
     group = q.shape[0] // keys.shape[0]
     if group > 1:                     # each K/V head repeated for its query heads: the kernel's GQA path ran
         keys, values = keys.repeat_interleave(group, 0), values.repeat_interleave(group, 0)   # 1.6x slower
-    if seen.hidden is None:
-        mask, causal = None, False
-    elif _is_lower_triangle(seen.mask):
-        mask, causal = None, True                     # the kernel skips the hidden half instead of masking it
-    else:
-        mask, causal = ~seen.hidden, False            # True where the query takes part (sliding windows)
-    out = F.scaled_dot_product_attention(q[None], keys[None], values[None], attn_mask=mask, is_causal=causal,
-                                         scale=scale)
+    count = None if seen.hidden is None else _causal_blocks(seen)
+    if count is not None:
+        return _fused_blocks(q, keys, values, count, scale)
+    mask = None if seen.hidden is None else ~seen.hidden      # True where the query takes part (sliding windows)
+    out = F.scaled_dot_product_attention(q[None], keys[None], values[None], attn_mask=mask, scale=scale)
     return out[0]                                                                # (N_Q, T, d_v)
 
 
-def _is_lower_triangle(mask: np.ndarray) -> bool:
-    """Whether `mask` (T, n_kv) is exactly the causal square: query i sees keys 0..i."""
+def _fused_blocks(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, count: int, scale: float):
+    """O of rows that are `count` prompts of one length side by side, each attending causally within itself,
+    as one batch of causal squares (B, N_Q, T, d), views of the rows: the kernel skips every hidden entry
+    instead of masking the S x S block (a packed pass of 8 prompts of 14 tokens: 0.29 ms a layer of
+    SmolLM2 against 0.44). Prompts of several lengths keep the block mask: padded to the longest, or one
+    call each, they measured slower."""
+    n, rows = q.shape[:2]
+    out = F.scaled_dot_product_attention(*(x.view(n, count, rows // count, -1).transpose(0, 1)
+                                           for x in (q, keys, values)), is_causal=True, scale=scale)
+    return out.transpose(0, 1).reshape(n, rows, values.shape[-1])                 # (N_Q, S, d_v)
+
+
+def _causal_blocks(seen) -> int | None:
+    """How many prompts of one length `seen` holds side by side, when its mask is exactly each one's causal
+    square (query i of a prompt sees its keys 0..i; one prompt: the lower triangle); else None. Memoized
+    per mask."""
+    mask = seen.mask
     known = _CAUSAL.get(id(mask))
     if known is None or known[0]() is not mask:
-        square = mask.shape[0] == mask.shape[1]
         if len(_CAUSAL) > 8:                          # weak references: the masks die with their pass
             _CAUSAL.clear()
-        causal = square and bool(np.array_equal(mask, np.tri(len(mask), dtype=bool)))
-        known = _CAUSAL[id(mask)] = (weakref.ref(mask), causal)
+        known = _CAUSAL[id(mask)] = (weakref.ref(mask), _blocks_of(mask, seen.sequences))
     return known[1]
+
+
+def _blocks_of(mask: np.ndarray, sequences: np.ndarray | None) -> int | None:
+    rows = len(mask)
+    count = 1 if sequences is None else len(np.unique(sequences))
+    if mask.shape[1] != rows or rows % count:
+        return None
+    blocks = np.arange(rows) // (rows // count)                              # prompt b: rows b T .. (b + 1) T - 1
+    expected = (blocks[:, None] == blocks[None, :]) & np.tri(rows, dtype=bool)
+    return count if np.array_equal(mask, expected) else None
