@@ -11,6 +11,7 @@ import re
 
 from PySide6.QtWidgets import QApplication
 
+from explorer.app.panels.base import formula_html
 from explorer.app.panels.learn import LearnPanel, page_html
 from explorer.app.state.session import Session
 from explorer.app.widgets.learn_tour import load_stops
@@ -66,3 +67,16 @@ def test_the_question_mark_tips_name_their_stop_plain(qtbot):
     tips = {name: dock.tip for name, dock in window.docks.items()}
     assert "Z⁻¹ f_κ(S) V and the scale 1/√d_QK" in tips["derivation"], tips["derivation"]
     assert not [tip for tip in tips.values() if "{" in tip or "}" in tip], tips
+
+
+def test_no_stop_shows_a_raw_script_mark():
+    # formula_html draws one level of scripts: a '_' or '^' left in the page's text is notation the reader sees raw
+    from PySide6.QtGui import QTextDocument
+
+    raw = []
+    for index, stop in enumerate(STOPS):
+        document = QTextDocument()
+        document.setHtml(page_html(stop, index, len(STOPS)) + "<p>" + formula_html(stop.formula) + "</p>")
+        text = document.toPlainText()
+        raw += [(stop.id, text[max(0, m.start() - 20):m.end() + 10]) for m in re.finditer(r"[_^]", text)]
+    assert not raw, raw
