@@ -115,6 +115,7 @@ def write_atomic(path: str | os.PathLike, writer: Callable[[str], object], what:
         writer(temporary)
         _flush_to_disk(temporary)
         os.chmod(temporary, umask_mode())
+        writable_target(path, what, error_type)     # again: a long write (an animation) gives time to change it
         os.replace(temporary, path)
     except OSError as error:
         raise write_failure(path, error, what, error_type) from None
