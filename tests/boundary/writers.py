@@ -69,6 +69,32 @@ def _animation(target: str):
                                 f"export_animation(run.trace, {target!r}, 0, 0)\n")
 
 
+def _animation_then(target: str, at_last: str, steps: int = 2):
+    """The animation export of a `steps`-step run, with `at_last` (Python lines on `path`, the target) run once
+    the writer has taken the last frame: while the file is finished, just before it is moved into place."""
+    last = "".join(f"        {line}\n" for line in at_last.splitlines())
+    return lambda case: Run(api="import os\nfrom pathlib import Path\nimport explorer\n"
+                                "from PySide6.QtWidgets import QApplication\napp = QApplication([])\n"
+                                "from explorer.app.figures.animation import export_animation\n"
+                                f"run = explorer.load({str(case / 'model')!r}).run('hi', steps={steps})\n"
+                                f"path = Path({target!r})\n"
+                                "def progress(done, total):\n    if done == total:\n" + last +
+                                "export_animation(run.trace, path, 0, 0, progress=progress)\n")
+
+
+def _folder_kept(name: str):
+    def keeps(case: Path) -> None:
+        assert (case / name).is_dir() and (case / name / "inside.txt").read_bytes() == PREVIOUS, \
+            f"the folder {name} put there during the export was changed"
+        left = [p.name for p in case.iterdir() if ".tmp" in p.name]
+        assert not left, f"temporary files left behind: {left}"
+    return keeps
+
+
+ANIMATION_STEPS = {".gif": 2, ".png": 2, ".mp4": 6}     # each file past ANIMATION_FULL_AT, each frame under it
+ANIMATION_FULL_AT = 32 << 10                           # a 1000 x 800 frame's PNG is ~21 KB
+
+
 def _autosave_full(case: Path) -> Run:
     """A window's autosave on a full disk: the autosave it wrote before is kept whole, and nothing is said."""
     return Run(api="from PySide6.QtCore import QCoreApplication\napp = QCoreApplication([])\n"
@@ -95,6 +121,12 @@ FULL_DISK = [
          keeps=_kept(f"anim{suffix}"))
     for suffix in (".gif", ".png", ".mp4")
 ] + [
+    Case(f"animation {suffix} on a disk that fills at its final write", "data loss",
+         _previous(f"anim{suffix}", lambda case, suffix=suffix: dataclasses.replace(_animation_then(
+             f"anim{suffix}", "pass", ANIMATION_STEPS[suffix])(case), file_size_limit=ANIMATION_FULL_AT)),
+         says=f"Cannot write anim{suffix}: the file would be too large", keeps=_kept(f"anim{suffix}"))
+    for suffix in (".gif", ".png", ".mp4")
+] + [
     Case("a session saved on a full disk", "data loss", _previous("s.json", _full(_session_save("s.json"))),
          says="s.json", keeps=_kept("s.json")),
     Case("an autosave on a full disk", "data loss", _autosave_full, outcome="works"),
@@ -109,6 +141,19 @@ READ_ONLY = [
     Case("a session saved onto a read-only file", "data loss",
          _previous("s.json", _unprivileged(_session_save("s.json")), mode=0o444), says="read-only",
          keeps=_kept("s.json")),
+]
+
+ANIMATION_FINAL_WRITE = [
+    Case(f"animation {suffix} onto a file made read-only at its final write", "data loss",
+         _previous(f"anim{suffix}", _unprivileged(_animation_then(f"anim{suffix}", "os.chmod(path, 0o444)"))),
+         says=f"anim{suffix}: it is read-only", keeps=_kept(f"anim{suffix}"))
+    for suffix in (".gif", ".png", ".mp4")
+] + [
+    Case(f"animation {suffix} onto a folder made at its final write", "data loss",
+         _previous(f"anim{suffix}", _animation_then(
+             f"anim{suffix}", f"path.unlink()\npath.mkdir()\n(path / 'inside.txt').write_bytes({PREVIOUS!r})")),
+         says=f"anim{suffix}: it is a folder", keeps=_folder_kept(f"anim{suffix}"))
+    for suffix in (".gif", ".png", ".mp4")
 ]
 
 NOT_UTF8 = b"caf\xe9"           # Latin-1 bytes, as an old file system or archive names a file
@@ -223,4 +268,4 @@ TWO_WINDOWS = [
     Case("two pulls into one store at once", "data loss", _two_pulls, outcome="works", keeps=_pulled_whole),
 ]
 
-CASES = FULL_DISK + READ_ONLY + NON_UTF8_NAMES + LOOPS + DAMAGED_STORE + TWO_WINDOWS
+CASES = FULL_DISK + READ_ONLY + ANIMATION_FINAL_WRITE + NON_UTF8_NAMES + LOOPS + DAMAGED_STORE + TWO_WINDOWS

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from explorer.app.figures.video import EncoderFailure, last_line
+from explorer.app.figures.video import failure, last_line
 
 # one palette per frame, from that frame's pixels alone; no dithering: a dithered cell or letter is speckled
 GIF_PALETTE_PER_FRAME = ("split[a][b];[a]palettegen=stats_mode=single[p];"
@@ -69,7 +69,7 @@ def stream_through_ffmpeg(path: str | Path, pictures: Iterable[np.ndarray], fram
     except (RuntimeError, OSError) as error:
         if getattr(error, "errno", None):         # the system's own reason (a full disk, no permission)
             raise
-        raise EncoderFailure(f"the {codec.upper()} encoder (ffmpeg) stopped: {last_line(error)}") from None
+        raise failure(path, f"the {codec.upper()} encoder (ffmpeg) stopped: {last_line(error)}") from None
     finally:
         if writer is not None:
             writer.close()                        # waits for ffmpeg to finish the file (or to stop)
@@ -90,10 +90,10 @@ def check_frame_count(path: str | Path, count: int, codec: str) -> None:
         with Image.open(path) as image:
             found = getattr(image, "n_frames", 1)
     except (OSError, SyntaxError, ValueError, EOFError, IndexError) as error:     # Pillow on a cut file
-        raise EncoderFailure(f"the {codec.upper()} encoder (ffmpeg) left a file that does not read back "
-                             f"({last_line(error)})") from None
+        raise failure(path, f"the {codec.upper()} encoder (ffmpeg) left a file that does not read back "
+                            f"({last_line(error)})") from None
     if found != count:
-        raise EncoderFailure(f"the {codec.upper()} encoder (ffmpeg) wrote {found} of {count} frames")
+        raise failure(path, f"the {codec.upper()} encoder (ffmpeg) wrote {found} of {count} frames")
 
 
 def write_gif(path: str | Path, pictures: Iterable[np.ndarray], frame_ms: int) -> int:

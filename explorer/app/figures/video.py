@@ -8,6 +8,8 @@ A failure of the encoder is an OSError, which the atomic writer turns into one s
 """
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -20,6 +22,22 @@ VIDEO_QUALITY = 8
 
 class EncoderFailure(OSError):
     """ffmpeg could not be started or stopped while writing (no errno: the writer checks for a full disk)."""
+
+
+def failure(path: str | Path, reason: str) -> OSError:
+    """ffmpeg's failure to write `path`, as the system's own error where it is known: a file stopped at the
+    file-size limit ffmpeg inherits from this process (RLIMIT_FSIZE, `ulimit -f`) is EFBIG, as a write by Python
+    past it is (ffmpeg's exit status and its stderr do not reach us); otherwise an EncoderFailure (no errno: the
+    atomic writer then checks for a full disk)."""
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if limit != resource.RLIM_INFINITY and os.path.getsize(path) >= limit:
+            return OSError(errno.EFBIG, os.strerror(errno.EFBIG), str(path))
+    except (ImportError, OSError, ValueError):           # no resource module (Windows), or no file at all
+        pass
+    return EncoderFailure(reason)
 
 
 def even_sides(picture: np.ndarray) -> np.ndarray:
@@ -38,15 +56,32 @@ def write_video(path: str | Path, pictures: Iterable[np.ndarray], frame_ms: int)
     except ImportError:
         raise EncoderFailure("MP4 needs the imageio-ffmpeg package (pip install imageio-ffmpeg)") from None
     try:
+        count = 0
         with imageio.get_writer(str(path), format="FFMPEG", mode="I", fps=1000.0 / max(int(frame_ms), 1),
                                 codec="libx264", pixelformat="yuv420p", quality=VIDEO_QUALITY,
                                 macro_block_size=1) as writer:   # 1: never rescale; even_sides pads instead
             for picture in pictures:
                 writer.append_data(even_sides(picture))
+                count += 1
     except (RuntimeError, OSError) as error:
         if getattr(error, "errno", None):       # the system's own reason (a full disk, no permission)
             raise
-        raise EncoderFailure(f"the MP4 encoder (ffmpeg) stopped: {last_line(error)}") from None
+        raise failure(path, f"the MP4 encoder (ffmpeg) stopped: {last_line(error)}") from None
+    check_video(path, count)
+
+
+def check_video(path: str | Path, count: int) -> None:
+    """ffmpeg's exit status does not reach imageio's writer: a video cut short (the disk filled as ffmpeg wrote
+    it, and its index, written last, is missing) is caught by reading it back, its frames counted by ffmpeg."""
+    import imageio_ffmpeg
+
+    try:
+        found = imageio_ffmpeg.count_frames_and_secs(str(path))[0]
+    except (RuntimeError, OSError, ValueError, IndexError) as error:
+        raise failure(path, f"the MP4 encoder (ffmpeg) left a file that does not read back ({last_line(error)})") \
+            from None
+    if found != count:
+        raise failure(path, f"the MP4 encoder (ffmpeg) wrote {found} of {count} frames")
 
 
 def last_line(error: BaseException) -> str:
