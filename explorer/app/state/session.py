@@ -38,6 +38,8 @@ class Session(QObject):
     """Holds the state and emits `<noun>_changed` only when something changed."""
 
     trace_changed = Signal(object)        # Trace | None
+    trace_arriving = Signal(object)       # the trace set_trace is given, before anything draws it (or the state has
+                                          # it): a live recording takes the last step's frame (figures.live_recording)
     tokens_changed = Signal(object)       # explorer.core.tokens.Tokens of the prompt, before any run
     selection_changed = Signal(object)    # Selection
     model_changed = Signal(object)        # ModelInfo | None
@@ -121,6 +123,7 @@ class Session(QObject):
 
     # ----- write: the trace and the model -------------------------------------------
     def set_trace(self, trace: Trace | None) -> None:
+        self.trace_arriving.emit(trace)
         reason = self.state.set_trace(trace)
         if reason is None:
             return
