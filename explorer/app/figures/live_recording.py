@@ -7,8 +7,9 @@ menu item then reads Stop Recording and Save.
 A step is a new last StepRecord in the trace (records are immutable and shared between traces, so a trace
 sent again unchanged is no new step). Its frame waits for the panels' questions to the model thread to be
 answered (at most window_animation.SETTLE_S), not for a generation in progress, whose next step may come at
-once: when a step comes before the last one's frame was taken, that frame is taken at once. Every frame has
-the first frame's size (a resized window is scaled to it).
+once: when a step comes before the last one's frame was taken, that frame is taken at once, as the new step
+arrives (Session.trace_arriving) and before any panel draws it, so each frame shows exactly its own step.
+Every frame has the first frame's size (a resized window is scaled to it).
 
 The frames wait on disk in a scratch folder, so a long recording takes no memory; Stop writes them as an
 animated GIF, a lossless APNG or an MP4 with animation.write_animation (a frame at a time, progress and
@@ -56,6 +57,7 @@ class LiveRecording(QObject):
         self._pending_since: float | None = None
         self._timer = QTimer(self, interval=POLL_MS)
         self._timer.timeout.connect(self._take_if_settled)
+        window.session.trace_arriving.connect(self._on_trace_arriving)
         window.session.trace_changed.connect(self._on_trace)
         self._worker = getattr(window, "worker", None)
         if self._worker is not None:       # the panels' answers in: the frame at once, before Play steps again
@@ -67,12 +69,19 @@ class LiveRecording(QObject):
     def pending(self) -> bool:
         return self._pending_since is not None
 
+    def _on_trace_arriving(self, trace) -> None:
+        """A new step came before the last one's frame was taken: that frame is taken now, while the window
+        still shows the last step (no panel has the new trace yet), so no frame shows the step after its own."""
+        key = step_key(trace)
+        if self.pending and key is not None and key != self._last:
+            self._take()
+
     def _on_trace(self, trace) -> None:
         key = step_key(trace)
         if key is None or key == self._last:
             return
         self._last = key
-        if self.pending:                  # the next step came first: the last one's frame is taken now
+        if self.pending:                  # not told before the panels (trace_arriving): taken now all the same
             self._take()
         self._pending_since = time.monotonic()
         self._timer.start()
@@ -104,6 +113,7 @@ class LiveRecording(QObject):
     def _finish(self) -> None:
         self._timer.stop()
         self._pending_since = None
+        self.window.session.trace_arriving.disconnect(self._on_trace_arriving)
         self.window.session.trace_changed.disconnect(self._on_trace)
         if self._worker is not None:
             self._worker.busy_changed.disconnect(self._on_worker_busy)
