@@ -73,7 +73,8 @@ class Visibility:
     hidden entries (None when nothing is hidden; it may carry a batch's padding as well);
     the absolute positions of the queries (T,) and of the keys (n_kv,), for packed
     sequences which one each query row belongs to, and the MaskRule `mask` was made by
-    (None where it is not one: edited, packed; `without` drops it)."""
+    (None where it is not one: edited, packed; `without` drops it); `padding` a padded batch's
+    (B, 1, 1, n_kv), True at its padded keys (self-attention: its padded rows too)."""
 
     mask: np.ndarray
     hidden: torch.Tensor | None
@@ -81,6 +82,7 @@ class Visibility:
     keys: np.ndarray
     sequences: np.ndarray | None = None
     rule: MaskRule | None = None
+    padding: torch.Tensor | None = None
 
     @staticmethod
     def of(visible: np.ndarray, queries: np.ndarray, keys: np.ndarray, device, sequences=None,
@@ -95,7 +97,7 @@ class Visibility:
         seen = Visibility.of(np.asarray(rule), rule.queries, rule.keys, device, rule=rule)  # mask: (T, n_kv)
         if padding is None:
             return seen
-        return replace(seen, hidden=padding if seen.hidden is None else seen.hidden | padding)
+        return replace(seen, hidden=padding if seen.hidden is None else seen.hidden | padding, padding=padding)
 
     def without(self, hidden: np.ndarray | None) -> "Visibility":
         """This visibility with the entries of `hidden` (T, n_kv) hidden as well."""
@@ -103,7 +105,7 @@ class Visibility:
             return self
         extra = torch.from_numpy(hidden).to(self.hidden.device if self.hidden is not None else "cpu")
         return Visibility(self.mask & ~hidden, extra if self.hidden is None else self.hidden | extra,
-                          self.queries, self.keys, self.sequences)
+                          self.queries, self.keys, self.sequences, padding=self.padding)
 
 
 def attention_weights(scores: torch.Tensor, hidden: torch.Tensor | None, softcap: float | None) -> torch.Tensor:
@@ -165,7 +167,7 @@ class Site:
                 self._sequence_means(heads, head, rows, seen.sequences)
             elif mode == "mean":
                 if head not in self.means:
-                    self.means[head] = heads[..., head, :, :].mean(dim=-2, keepdim=True)  # (..., 1, d_v)
+                    self.means[head] = _mean_rows(heads[..., head, :, :], seen.padding)  # (..., 1, d_v)
                 heads[..., head, rows, :] = self.means[head]
             else:
                 heads[..., head, rows, :] = 0.0
@@ -194,11 +196,15 @@ class Site:
             if rows.size:
                 own = np.ones((len(rows), len(seen.keys)), dtype=bool) if seen.sequences is None else \
                     seen.sequences[rows][:, None] == seen.sequences[None, :]           # (n, n_kv)
+                if seen.padding is not None:                 # a padded batch: a shorter prompt's keys suffice
+                    own &= seen.keys[None, :] < patch.values.shape[1]
                 row, key = np.nonzero(own)
                 values = np.zeros(own.shape, dtype=np.float32)
                 values[row, key] = patch.values[seen.queries[rows][row] - patch.start, seen.keys[key]]
                 weights[..., patch.head, torch.from_numpy(rows), :] = torch.as_tensor(
                     values, dtype=weights.dtype, device=weights.device)
+                if seen.padding is not None:                                     # a padded batch's keys stay 0
+                    weights[..., patch.head, :, :].masked_fill_(seen.padding[:, 0], 0.0)
         return weights
 
     def inputs(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, step: StepContext):
@@ -212,6 +218,15 @@ class Site:
                                     f"the layer has {heads} of them")
             _write_rows(parts[patch.which][:, patch.head], patch, step.positions_np, step.sequences)
         return parts["q"], parts["k"], parts["v"]
+
+
+def _mean_rows(rows: torch.Tensor, padding: torch.Tensor | None) -> torch.Tensor:
+    """The mean of rows (..., T, d) over T, (..., 1, d); in a padded batch (`padding` (B, 1, 1, T), True
+    at a padded row) over each prompt's real rows."""
+    if padding is None:
+        return rows.mean(dim=-2, keepdim=True)
+    real = (~padding).flatten(-3)[..., None].to(rows.dtype)                       # (B, T, 1)
+    return (rows * real).sum(-2, keepdim=True) / real.sum(-2, keepdim=True)
 
 
 def _write_rows(target: torch.Tensor, patch, queries: np.ndarray, sequences: np.ndarray | None) -> None:
