@@ -103,8 +103,10 @@ class PaddedCapture(StepCapture):
             seen = self.own(n)
             cut = {name: getattr(record, name)[row, :, :n] for name in ("q", "k", "v", "head_out")}
             weights = None if record.weights is None else record.weights[row, :, :n, :n].contiguous()  # (H, n, n)
-            capture.attention(layer, replace(record, **cut, weights=weights, mask=seen.mask, kv_positions=seen.keys,
-                                             rule=seen.rule), cross)
+            same = np.array_equal(record.mask[:n, :n], seen.mask)              # else an intervention hid entries
+            capture.attention(layer, replace(record, **cut, weights=weights, mask=seen.mask if same else
+                                             record.mask[:n, :n], kv_positions=seen.keys,
+                                             rule=seen.rule if same else None), cross)
 
     def block_of_batch(self, layer: int, **tensors) -> None:
         for row, (capture, n) in enumerate(zip(self.captures, self.lengths)):
