@@ -4,8 +4,7 @@ A batch of runs is prefilled in packed passes (core/packed.py: the prompts side 
 attending only within its own prompt, so no padding enters a sum), cut into chunks that fit a memory
 budget; an encoder-only model's batch, and an encoder-decoder's encoder passes, are one padded pass
 (encoder.prefill_padded, encdec_decode.prefill_padded: right padding hidden by the attention mask), cut into
-chunks the same way; where a pass cannot be packed (an intervened encoder) the
-prompts run one after another. `progress(done, total)` is called after each prompt. Lists given
+chunks the same way, under an intervention as well. `progress(done, total)` is called after each prompt. Lists given
 beside the prompts (targets, positions) are matched one to one, or a single value is used for every
 prompt.
 """
@@ -51,8 +50,8 @@ def runs(model, prompts: Sequence, options: dict, progress: Callable | None = No
     whole = checks.intervention_of(options["ablate"], options["kernel"], options["kernel_layers"],
                                    options["kernel_temperature"], options["intervention"], model.info)
     prompts = list(prompts)
-    if len(prompts) >= 2 and _can_pad(model, whole, options):
-        return _encoder_runs(model, prompts, options, progress, budget)
+    if len(prompts) >= 2 and _can_pad(model, options):
+        return _encoder_runs(model, prompts, options, progress, budget, whole)
     if len(prompts) < 2 or not packed.can_record_packed(model.loaded, whole):
         return each(prompts, lambda one: model.run(one, **options), progress)
     ids = [model._ids(prompt, options["prepend_bos"]) for prompt in prompts]
@@ -134,16 +133,18 @@ class DeferredDecoder:
         return getattr(self.decoder, name)
 
 
-def _can_pad(model, whole, options: dict) -> bool:
+def _can_pad(model, options: dict) -> bool:
     """Whether a batch's encoder passes may be one padded pass: an encoder-only model (no steps: a run of
-    steps > 0 is refused by the prompt's own run, in its words) or an encoder-decoder, with no intervention."""
+    steps > 0 is refused by the prompt's own run, in its words) or an encoder-decoder, under any intervention
+    (a mean is taken over each prompt's own rows, a pattern patch leaves the padding's keys at 0:
+    attention.Site)."""
     steps = options["steps"]
-    if whole is not None or isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
         return False
     return (model.info.is_encoder_only and steps == 0) or model.info.is_encoder_decoder
 
 
-def _encoder_runs(model, prompts: list, options: dict, progress: Callable | None, budget: int) -> list:
+def _encoder_runs(model, prompts: list, options: dict, progress: Callable | None, budget: int, whole) -> list:
     """An encoder's (or encoder-decoder's) runs from padded encoder passes over as many prompts as `budget`
     bytes allow (encoder.padded_bytes; a prompt that does not fit alone runs alone), each run then taking
     its own decoding steps."""
@@ -151,7 +152,7 @@ def _encoder_runs(model, prompts: list, options: dict, progress: Callable | None
 
     ids = [model._ids(prompt, options["prepend_bos"]) for prompt in prompts]
     steps = _steps(options["steps"], max(len(one) for one in ids), model.loaded.config.max_positions)
-    decoders = [checks.decoder(model.loaded, options["sampling"], len(one) + steps) for one in ids]
+    decoders = [checks.decoder(model.loaded, options["sampling"], len(one) + steps, whole) for one in ids]
     prefill = encoder.prefill_padded if model.info.is_encoder_only else encdec_decode.prefill_padded
     made: list = [None] * len(prompts)
     done = 0
@@ -159,7 +160,7 @@ def _encoder_runs(model, prompts: list, options: dict, progress: Callable | None
             model.loaded.config, [len(ids[i]) for i in rows]) <= budget):
         prefill([decoders[i] for i in chunk], [ids[i] for i in chunk])
         for index in chunk:
-            made[index] = _stepped_run(model, decoders[index], prompts[index], None, steps, options)
+            made[index] = _stepped_run(model, decoders[index], prompts[index], whole, steps, options)
             done += 1
             if progress is not None:
                 progress(done, len(prompts))

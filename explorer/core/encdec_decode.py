@@ -176,7 +176,8 @@ def prefill_padded(decoders: list[EncDecDecoder], prompts: list) -> None:
     """Each decoder's prefill of its source, the encoder passes as one over the sources right-padded to the
     longest (padding keys hidden, each row's capture cut to its length: capture.PaddedCapture), the decoders'
     first steps each their own. Each row of C is its source's C alone: every encoder sublayer but attention
-    is row-wise and a hidden key gets weight exactly 0. No intervention (see encoder.prefill_padded)."""
+    is row-wise and a hidden key gets weight exactly 0. The decoders share one intervention, which the
+    encoder pass runs (see encoder.prefill_padded)."""
     from explorer.core.capture import PaddedCapture
     from explorer.core.encdec import padded
 
@@ -193,7 +194,8 @@ def prefill_padded(decoders: list[EncDecDecoder], prompts: list) -> None:
     started = time.perf_counter()
     with torch.inference_mode():
         memory = first.model.encode(torch.as_tensor(batch, device=device), visible[:, None, None, :],
-                                    PaddedCapture(captures, lengths, own.__getitem__))   # C: (B, S, d_model)
+                                    PaddedCapture(captures, lengths, own.__getitem__),   # C: (B, S, d_model)
+                                    first.new_run())
     ms = (time.perf_counter() - started) * 1000.0 / len(decoders)
     for row, (decoder, source, capture) in enumerate(zip(decoders, sources, captures)):
         decoder.prefill_encoded(source, capture, memory[row: row + 1, : lengths[row]].clone(), ms)

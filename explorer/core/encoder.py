@@ -197,8 +197,9 @@ def prefill_padded(runners: list[EncoderRunner], prompts: list) -> None:
         ids (B, S), padding keys hidden from every query (BERT's attention mask), each row cut to its own n_b.
 
     Every sublayer but attention is row-wise, and a hidden key gets weight exactly 0, so each row's record
-    is its prompt's pass alone (up to the rounding of a larger matmul). The runners share one model and
-    run no intervention (a mean over a padded row, or a position counted from its end, would differ)."""
+    is its prompt's pass alone (up to the rounding of a larger matmul). The runners share one model and one
+    intervention, which the pass runs (attention.Site takes a mean over each prompt's own rows and keeps a
+    patched pattern off the padding's keys)."""
     first = runners[0]
     ids = [runner.checked(one) for runner, one in zip(runners, prompts)]
     lengths = [len(one) for one in ids]
@@ -212,7 +213,7 @@ def prefill_padded(runners: list[EncoderRunner], prompts: list) -> None:
     started = time.perf_counter()
     with torch.inference_mode():
         states = first.model(torch.as_tensor(batch, device=device), None, PaddedCapture(captures, lengths, own),
-                             None, visible[:, None, None, :])                    # (B, S, d_model)
+                             first.new_run(), visible[:, None, None, :])         # (B, S, d_model)
         positions = torch.arange(longest, device=device)
         for row, (runner, one, capture) in enumerate(zip(runners, ids, captures)):
             n = len(one)

@@ -72,11 +72,13 @@ def test_each_run_of_an_encdec_batch_equals_torch_transformer_layers():
             assert close(run.trace.attention(layer, cross=True), expected, rtol=1e-4)
 
 
-def test_an_intervened_encdec_batch_runs_each_source_alone(padded_passes):
+def test_an_intervened_encdec_batch_encodes_in_one_padded_pass_equal_to_each_source_alone(padded_passes):
+    from tests.api.test_encoder_batches import every_kind
+
     model = explorer.Model(random_model(6))
-    ablated = explorer.Intervention().ablate(0, 1)
+    ablated = every_kind(model.info, max(len(s) for s in SOURCES), where="encoder").ablate(0, 1)
     runs = model.run(SOURCES, steps=2, intervention=ablated)
-    assert padded_passes == []
+    assert padded_passes == [len(SOURCES)]
     for source, run in zip(SOURCES, runs):
         assert_same_run(run, model.run(source, steps=2, intervention=ablated))
 

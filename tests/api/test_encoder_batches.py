@@ -118,11 +118,23 @@ def test_a_batch_too_large_for_its_memory_is_cut_into_padded_passes_that_fit(pad
         assert_same_run(run, model.run(prompt))
 
 
-def test_an_intervened_encoder_batch_runs_each_prompt_alone_and_equals_it(padded_passes):
+def every_kind(info, width: int, where: str = "self") -> explorer.Intervention:
+    """An intervention of every kind an encoder's attention takes: mean and zero ablations (at chosen
+    positions), a kernel, a hidden entry, a head patch and a pattern patch over `width` keys."""
+    rng = np.random.default_rng(9)
+    rows = rng.random((2, width)).astype(np.float32)
+    return (explorer.Intervention().ablate(1, 2, mode="mean", where=where)
+            .ablate(0, 0, mode="mean", positions=[1, 2], where=where).ablate(0, 1, positions=[0], where=where)
+            .kernel("relu", layers=[1], where=where).hide(0, query=2, where=where)
+            .patch_head(1, 0, rng.normal(size=(2, info.d_v)).astype(np.float32), start=1, where=where)
+            .patch_pattern(0, 2, rows / rows.sum(-1, keepdims=True), start=1, where=where))
+
+
+def test_an_intervened_encoder_batch_is_one_padded_pass_equal_to_each_prompt_alone(padded_passes):
     model = tiny_model(tiny_bert(4))
-    intervention = explorer.Intervention().ablate(1, 2, mode="mean")
+    intervention = every_kind(model.info, max(len(p) for p in PROMPTS))
     runs = model.run(PROMPTS, intervention=intervention)
-    assert padded_passes == []                     # a mean over a padded row would take in the padding
+    assert padded_passes == [len(PROMPTS)]      # each mean over its prompt's rows, patterns off the padding
     for prompt, run in zip(PROMPTS, runs):
         assert_same_run(run, model.run(prompt, intervention=intervention))
 
