@@ -57,8 +57,8 @@ def test_the_previous_token_head_is_the_one_a_loop_over_the_rows_finds(qapp, win
     layer, head = np.unravel_index(np.argmax(shares), shares.shape)
     selection = window.session.selection
     assert (selection.layer, selection.head) == (layer, head)
-    assert panel.status.text().startswith(f"Answer: Layer {layer}, head {head}: on average "
-                                          f"{shares[layer, head]:.0%}"), panel.status.text()
+    assert panel.answer.startswith(f"Layer {layer}, head {head}: on average "
+                                   f"{shares[layer, head]:.0%}"), panel.answer
     assert window.docks["attention"].isVisible()
 
 
@@ -69,12 +69,12 @@ def test_the_first_token_head_of_the_layer_the_question_names(qapp, window):
     weights = trace.attention(layer)
     first = [np.mean([weights[h, i, 0] for i in range(weights.shape[1])]) for h in range(trace.model.n_heads)]
     assert (window.session.selection.layer, window.session.selection.head) == (layer, int(np.argmax(first)))
-    assert panel.status.text().startswith(f"Answer: Layer {layer}, head {int(np.argmax(first))}:")
+    assert panel.answer.startswith(f"Layer {layer}, head {int(np.argmax(first))}:")
 
 
 def test_the_decoding_stops_answer_holds_in_the_windows_mask(qapp, window):
     panel = click_answer(qapp, window, "decoding", 0)
-    assert panel.status.text().startswith("Answer: One new row and one new column.")
+    assert panel.answer.startswith("One new row and one new column.")
     before = window.session.trace.mask(0)
     steps = window.session.trace.n_steps
     window.controller.step()

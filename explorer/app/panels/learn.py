@@ -32,6 +32,7 @@ class LearnPanel(Panel):
         super().__init__(session, parent)
         self.stops = stops if stops is not None else load_stops()
         self.index = 0
+        self.answers: dict[int, str] = {}      # this stop's questions answered so far: shown under each question
         self.tour: Tour | None = None
         self.chooser = QComboBox()
         self.chooser.addItems([f"{i + 1}. {plain(s.title)}" for i, s in enumerate(self.stops)])
@@ -81,6 +82,7 @@ class LearnPanel(Panel):
         if self.chooser.currentIndex() != self.index:
             self.chooser.setCurrentIndex(self.index)
         self.set_formula(stop.formula)
+        self.answers = {}
         self.text.setHtml(page_html(stop, self.index, len(self.stops)))
         self.back_button.setEnabled(self.index > 0)
         self.next_button.setEnabled(self.index < len(self.stops) - 1)
@@ -123,7 +125,8 @@ class LearnPanel(Panel):
 
     def show_answer(self, index: int) -> None:
         """The answer of the stop's question `index`, read from the trace shown: its layer and head selected,
-        its panel brought forward, its sentence under the buttons."""
+        its panel brought forward, its sentences under the question in the page (under the buttons they grew the
+        status line by four lines and pushed the questions out of a short Learn column, 1920x1080)."""
         question = self.stop.tries[index]
         found = try_answers.answer(question.answer, self.session.trace, question.layer, question.text)
         if found.layer is not None:
@@ -132,7 +135,17 @@ class LearnPanel(Panel):
         if found.panel in docks:
             docks[found.panel].show()
             docks[found.panel].raise_()
-        self.status.setText(f"Answer: {found.text}")
+        self.answers[index] = found.text
+        scrolled = self.text.verticalScrollBar().value()
+        self.text.setHtml(page_html(self.stop, self.index, len(self.stops), self.answers))
+        self.text.verticalScrollBar().setValue(scrolled)
+        self.text.scrollToAnchor(f"answer{index}")
+        self.status.setText(f"The answer is under question {index + 1}.")
+
+    @property
+    def answer(self) -> str:
+        """The answer shown last on this stop ("" for none)."""
+        return next(reversed(self.answers.values()), "")
 
     def _on_failed(self, message: str) -> None:
         self.show_button.setEnabled(True)
@@ -144,11 +157,16 @@ def plain(title: str) -> str:
     return re.sub(r"([_^])\{([^}]*)\}", r"\1\2", title)
 
 
-def page_html(stop: Stop, index: int, count: int) -> str:
+def page_html(stop: Stop, index: int, count: int, answers: dict[int, str] | None = None) -> str:
     """One stop as rich text: its title, its text and the questions to try, scripts drawn as in the panels'
-    formulas (W^Q, d_{QK})."""
+    formulas (W^Q, d_{QK}); `answers` {question: text} shown under their questions."""
+    answers = answers or {}
+
+    def answered(i: int) -> str:
+        return (f'<a name="answer{i}"></a><br><b>Answer:</b> {formula_html(answers[i])}' if i in answers else "")
+
     tries = "".join(f"<li>{formula_html(t.question)}"
-                    + (f' <a href="answer:{i}">Show the answer</a>' if t.answer else "") + "</li>"
+                    + (f' <a href="answer:{i}">Show the answer</a>' if t.answer else "") + answered(i) + "</li>"
                     for i, t in enumerate(stop.tries))
     # the counter in the palette's text colour (italic, not gray): Presentation holds text at 7:1 or more
     return (f"<p><i>Stop {index + 1} of {count}</i></p><h3>{formula_html(stop.title)}</h3>"
