@@ -28,6 +28,7 @@ TABLE_SCALE = 11 / 12        # the table a step smaller than the text around it,
 ROW_PAD = 3                  # px a table row has above its font's height (16 px rows at 11 px)
 NORMS = (("attn_norms", "‖a_l‖"), ("ffn_norms", "‖f_l‖"), ("residual_norms", "‖h_l‖"))
 
+QWIDGETSIZE_MAX = 16777215     # Qt's "no maximum"
 PLOT_ROOM_PX = 190           # the panel's height beyond its table at which the norms' plot is legible
 
 
@@ -97,7 +98,13 @@ class ResidualPanel(Panel):
         spare = self.body_widget.height() - (self.table.height() if self.layers_across else
                                              (n_layers + 1) * self.row_px + 60)
         # the plot's own axes, title and legend take ~60 px: below this its view falls under 120 px, a strip
-        self.plot_view.setVisible(spare > PLOT_ROOM_PX)
+        room = spare > PLOT_ROOM_PX
+        self.plot_view.setVisible(room)
+        if not self.layers_across:
+            # down a tall dock beside the plot, the rows take the height they need and the plot the rest: with
+            # stretched rows a 4-layer model's table took three quarters and left the plot 72 px tall
+            need = (n_layers + 1) * self.row_px + 2 * self.table.frameWidth()
+            self.table.setMaximumHeight(need if room else QWIDGETSIZE_MAX)
 
     def _lay_out_table(self) -> None:
         """Every row of the table stays in view: the table's height is fixed when the layers run across,
@@ -116,7 +123,7 @@ class ResidualPanel(Panel):
             table.horizontalHeader().setSectionResizeMode(stretch)
             table.verticalHeader().setSectionResizeMode(stretch)
             table.setMinimumHeight(0)
-            table.setMaximumHeight(16777215)
+            table.setMaximumHeight(QWIDGETSIZE_MAX)
         self.body.setStretchFactor(self.table, 0 if self.layers_across else 3)
 
     def unavailable(self, trace) -> str | None:
