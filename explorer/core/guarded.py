@@ -22,7 +22,12 @@ _STDERR = threading.Lock()
 
 
 def bounded_call(work: Callable[[], T], seconds: float, too_long: str) -> T:
-    """work() in a worker thread; TokenizerError(too_long) if it has not returned after `seconds`."""
+    """work() in a worker thread; TokenizerError(too_long) if it has not returned after `seconds`.
+
+    The thread is a daemon that nobody stops or joins, on purpose: what it runs (a tokenizer's encode, in
+    Rust with the GIL released) cannot be interrupted, and a call given up on may never return, so a quit
+    that joined it could wait without end. It writes no file and holds no lock of the caller's, and it is
+    not torch (no C++ thread pool is torn down under it), so a process that exits under it exits 0."""
     outcome: dict = {}
 
     def run() -> None:

@@ -199,7 +199,7 @@ def test_a_copy_read_ahead_without_torch_is_taken_by_the_load_and_equals_its_own
                           check=True).stdout.strip() == "False"
     reads = []
     real_read = gguf_copy.read
-    monkeypatch.setattr(gguf_copy, "read", lambda copy: (reads.append(copy), real_read(copy))[1])
+    monkeypatch.setattr(gguf_copy, "read", lambda copy, *stopped: (reads.append(copy), real_read(copy, *stopped))[1])
     assert gguf_copy.prefetch(path)
     checkpoint = open_checkpoint(path)
     assert len(reads) == 1, "the load took the copy read ahead instead of reading it again"

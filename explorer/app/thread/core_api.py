@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from explorer.app.thread import threads
 from explorer.core.trace import ModelInfo
 from explorer.views.session_state import SamplingSettings  # noqa: F401 (re-exported: the toolbar's settings)
 
@@ -101,7 +102,8 @@ def _real_resolve(reference: str) -> str:
 
 
 def _real_prefetch(reference: str | None) -> None:
-    """Start reading a pulled GGUF's float32 copy in a thread of its own (gguf_copy, torch-free): asked
+    """Start reading a pulled GGUF's float32 copy on a thread of the app's registry (gguf_copy, torch-free;
+    threads.start: quitting stops it at its next piece and joins it): asked
     from the GUI thread when a load is queued, it runs while the model thread still imports torch.
     Anything wrong is left for the load itself to report. None drops what was read ahead and not
     taken (the load was cancelled before it ran)."""
@@ -114,7 +116,7 @@ def _real_prefetch(reference: str | None) -> None:
     try:
         model = find_model(_real_resolve(reference))
         if model is not None and model.format == "gguf":
-            gguf_copy.prefetch(model.path)
+            gguf_copy.prefetch(model.path, start=threads.start)
     except Exception:           # noqa: BLE001 - a read ahead may never fail the request it helps
         pass
 

