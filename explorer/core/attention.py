@@ -123,7 +123,8 @@ def kernel_weights(scores: torch.Tensor, seen: Visibility, softcap: float | None
     exp: the model's softmax (its softcap, then S / tau); linear: f(S) = S; relu: f(S) = max(0, S).
     """
     weights = kernels.weights(scores, seen.hidden, kernel, kernels.kernel_softcap(softcap, kernel))
-    empty = kernel.name == "exp" and not seen.mask.any(axis=1).all()             # a softmax over no key: 0/0
+    empty = kernel.name == "exp" and (seen.padding is not None                 # a softmax over no key: 0/0
+                                      or not seen.mask.any(axis=1).all())      # (`mask` counts no padding)
     return weights.nan_to_num_(0.0) if empty else weights
 
 
