@@ -157,3 +157,14 @@ def test_minilm_batch_equals_transformers_padded_batch_and_the_runs_alone(minilm
             assert_layer_equals_hooked(run, layer, layers[layer], row, t)
             for head in range(maps[layer].shape[1]):
                 assert close(run.attention(layer, head), maps[layer][row, head, :t, :t].numpy(), rtol=1e-4)
+
+
+def test_a_query_whose_own_keys_are_all_hidden_reads_nothing_in_a_padded_batch_as_alone(padded_passes):
+    """Query 1 of the 3-token prompt sees none of its keys (its weights are 0 alone); in the batch only the
+    padding's keys are left, which are hidden too: the row is 0, not NaN."""
+    model = tiny_model(tiny_bert(4))
+    edit = explorer.Intervention().hide(0, query=1).hide(1, query=1).hide(2, query=1)
+    runs = model.run(PROMPTS, intervention=edit)
+    assert padded_passes == [len(PROMPTS)]
+    for prompt, run in zip(PROMPTS, runs):
+        assert_same_run(run, model.run(prompt, intervention=edit))
