@@ -8,6 +8,8 @@ the trace, the person's own text or the stop's) and says which layer and head, a
                      argmax over h of mean_{i=0..T-1} A^{ℓ,h}[i, 0]          (an "attention sink")
     negative_weight: in one layer, the most negative weight min over (h, i, j) of A^{ℓ,h}[i, j] and where it is:
                      under the linear kernel A = Z⁻¹ S a weight may be negative while its row still sums to 1
+    kv_bytes       : what one more token costs the model shown, L · (its cache's numbers per token and layer) · bytes,
+                     from explorer.core.kv_variants (2 · N_KV · d_h for MHA/GQA/MQA, d_c + d_R for MLA)
     text           : the answer is the question's own "text" (a fact of the algebra, the same for any model)
 
 A is the self-attention of the decoder (or the encoder alone), every query row of the trace, prefill and
@@ -22,7 +24,7 @@ import numpy as np
 from explorer.core.trace import Trace
 
 MAX_TOKENS = 512         # L·N_Q heads of T × T read on the window's thread: kept to a moment
-KINDS = ("previous_token", "first_token", "negative_weight", "text")
+KINDS = ("previous_token", "first_token", "negative_weight", "kv_bytes", "text")
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ def answer(kind: str, trace: Trace | None, layer: int | None = None, text: str =
         return Answer(text)
     if kind not in KINDS:
         raise ValueError(f"unknown answer kind {kind!r}; known: {', '.join(KINDS)}")
+    if kind == "kv_bytes" and trace is not None:
+        return kv_bytes(trace)
     if trace is None or not trace.steps:
         return Answer("Run a prompt first (Show me runs this stop's): the answer is read from its attention.")
     if trace.n_tokens < 2:
@@ -94,3 +98,23 @@ def negative_weight(trace: Trace, layer: int) -> Answer:
                   f"{tokens[column]!r}), and its row still sums to {float(weights[head, row].sum()):.3f}: Z divides by "
                   f"the row sum of S, whatever its sign. {count} of the layer's weights are negative.",
                   layer, head, "attention")
+
+
+def kv_bytes(trace: Trace) -> Answer:
+    """Bytes one more token costs the shown model's cache, over all its layers, with the sum written out."""
+    from explorer.core import kv_variants
+
+    info = trace.model
+    per_layer = kv_variants.bytes_per_token_per_layer(info)
+    dtype = kv_variants.cache_dtype(info)
+    width = kv_variants.dtype_bytes(dtype)
+    if info.mla_rank:
+        numbers = f"d_c + d_R = {info.mla_rank} + {info.mla_rope_dim}"
+    elif info.d_qk == info.d_v:
+        numbers = f"2 · N_KV · d_h = 2 · {info.n_kv_heads} · {info.d_v}"
+    else:
+        numbers = f"N_KV · (d_QK + d_v) = {info.n_kv_heads} · ({info.d_qk} + {info.d_v})"
+    return Answer(f"{info.n_layers * per_layer:,} bytes: L = {info.n_layers} layers × ({numbers} = "
+                  f"{per_layer // width} numbers) × {width} bytes ({dtype}). The KV cache panel's 'per token' says "
+                  "the same.",
+                  None, None, "kv_cache")
