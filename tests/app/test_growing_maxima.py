@@ -46,7 +46,7 @@ def growing_map(rng, first: int, last: int):
 def test_each_step_equals_the_whole_reduction_across_block_boundaries(signed, grow):
     rng = np.random.default_rng(7 + signed)
     k_rows, k_cols = 4, 3
-    images = growing_rows(rng, 13, 22, 13) if grow == "rows" else growing_map(rng, 13, 22)   # 13 -> 22: 2 boundaries
+    images = growing_rows(rng, 13, 40, 13) if grow == "rows" else growing_map(rng, 13, 40)   # 7 block boundaries
     counting = Counting()
     kept = GrowingMaxima(counting)
     for step, image in enumerate(images):
