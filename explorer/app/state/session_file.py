@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import sys
 import threading
 import uuid
@@ -53,8 +54,9 @@ class Autosaver(QObject):
     The file records the writer's process id, so a second window running at the
     same time does not mistake the first one's autosave for a crash. The timer takes the state on the
     GUI thread (a frozen SessionState: its fields are strings, numbers and tuples, so the write never
-    sees a later edit) and serialises and writes it on a thread of its own, so an 8,000-token session
-    never holds up a step's repaint; `save_now()` writes at once. One write at a time, in order.
+    sees a later edit) and hands it to a thread of its own that serialises and writes it, so an
+    8,000-token session never holds up a step's repaint; `save_now()` writes at once. One write at a
+    time, in order.
     """
 
     _written = Signal(object)               # the writing thread's problem (None: written), to the GUI thread
@@ -69,7 +71,8 @@ class Autosaver(QObject):
         self._last_state = None             # the SessionState last written (or found to be what was)
         self.problem: str | None = None     # why the last write failed, told once (status bar and stderr)
         self._lock = threading.Lock()       # _last_written and _last_state, set by the writing thread
-        self._writing: threading.Thread | None = None
+        self._queue: queue.Queue = queue.Queue()   # states for the writing thread, started at the first
+        self._writer: threading.Thread | None = None
         self._written.connect(self._after_write)
         self._timer = QTimer(self)
         self._timer.setInterval(interval_ms)
@@ -90,26 +93,34 @@ class Autosaver(QObject):
 
     def wait(self) -> None:
         """Until the write under way (if any) has finished."""
-        if self._writing is not None:
-            self._writing.join()
-            self._writing = None
+        self._queue.join()
 
     def _in_background(self) -> None:
-        """The timer's turn: the state taken here, written on a thread (none started while one writes)."""
-        if self._writing is not None and self._writing.is_alive():
-            return                          # the next turn looks again
+        """The timer's turn: the state taken here, written on the writing thread (none handed while it writes:
+        the next turn looks again)."""
+        if self._queue.unfinished_tasks:
+            return
         state = self._changed()
         if state is None:
             return
-        self._writing = threading.Thread(target=self._write_and_tell, args=(state,), name="autosave", daemon=True)
-        self._writing.start()
+        if self._writer is None:            # one daemon thread, waiting on the queue: a thread's start waits too
+            self._writer = threading.Thread(target=self._write_queued, name="autosave", daemon=True)
+            self._writer.start()
+        self._queue.put(state)
 
-    def _write_and_tell(self, state: SessionState) -> None:
-        problem = self._write(state)[1]
-        try:
-            self._written.emit(problem)     # queued to the GUI thread, where the status bar is
-        except RuntimeError:                # the window went meanwhile: no one to tell
-            pass
+    def _write_queued(self) -> None:
+        while True:
+            state = self._queue.get()
+            try:
+                problem = self._write(state)[1]
+            except Exception as error:      # never the thread's end: wait() would wait for ever
+                problem = f"The session is not autosaved: {error}"
+            try:
+                self._written.emit(problem)     # queued to the GUI thread, where the status bar is
+            except RuntimeError:                # the window went meanwhile: no one to tell
+                pass
+            finally:
+                self._queue.task_done()
 
     def _after_write(self, problem: str | None) -> None:
         if problem is None:
