@@ -35,6 +35,24 @@ class ModelLoading:
             self._end_loading()
             self.notice.emit("Loading cancelled; the previous model is still in use.")
 
+    def close_model(self) -> None:
+        """File ▸ Close Model: stop the model's work (a load too), let the model thread release it, and show
+        no model: the session's one path (set_trace, set_model) gives every panel its empty "no model" state."""
+        self.set_playing(False)
+        if self.loading is not None:
+            self._end_loading()
+        self.worker.cancel(discard_traces=True)
+        self.worker.unload()
+        self.summary = None
+        self._run_prompt = self._awaited = self._shown_prompt = None
+        self._lost_trace, self._giving_back = None, False
+        self.session.set_token_display(None)
+        self.session.set_text_decoder(None)
+        self.session.set_tokens(None)
+        self.session.set_trace(None)
+        self.session.set_model(None)
+        self._update_out_of_date()
+
     @property
     def reference(self) -> str | None:
         return self.summary.reference if self.summary is not None else None

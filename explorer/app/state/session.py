@@ -19,6 +19,7 @@ from explorer.app.state.session_model import (  # noqa: F401 (named from here by
     CANCEL,
     ERROR,
     MODEL,
+    NO_MODEL,
     RUN,
     TRACE,
     Change,
@@ -144,8 +145,11 @@ class Session(QObject):
         self.context_changed.emit(change)
 
     def set_model(self, model: ModelInfo | None) -> None:
-        """A model was loaded (a reload of the same one too: its jobs were dropped with the old copy)."""
+        """A model was loaded (a reload of the same one too: its jobs were dropped with the old copy), or none
+        is (File ▸ Close Model): every panel then says so, with nothing kept."""
         self.state.set_model(model)
+        if model is None or self.state.not_run == NO_MODEL:
+            self.set_not_run(NO_MODEL if model is None else None)
         if model is not None:
             self.set_experiments(self.state.fitting_experiments(model))
         self.model_changed.emit(model)

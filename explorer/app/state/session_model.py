@@ -14,6 +14,8 @@ from explorer.core.trace import ModelInfo, Trace
 
 # Why the panels hear a Change; all but TRACE drop the panels' running jobs and kept results.
 MODEL, RUN, TRACE, CANCEL, ERROR = "model", "run", "trace", "cancel", "error"
+# What every panel says while no model is open (File ▸ Close Model): the session's not_run reason.
+NO_MODEL = "No model is open: choose one in the Model box or File ▸ Open."
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from explorer.app.thread.requests import (
     SetSampling,
     Step,
     Sync,
+    Unload,
 )
 from explorer.core.errors import ExplorerError
 from explorer.views import trace_views
@@ -78,7 +79,7 @@ class DecodeLoop:
                           Force: self._force, Replay: self._replay, SetSampling: self._set_sampling,
                           SetRecording: self._set_recording, SetIntervention: self._set_intervention,
                           LogitLens: self._logit_lens, Candidates: self._candidates, ModelJob: self._model_job,
-                          Sync: lambda request: None}
+                          Sync: lambda request: None, Unload: self._unload}
 
     def run_forever(self) -> None:
         try:
@@ -166,6 +167,11 @@ class DecodeLoop:
         self._state = _State(loaded=loaded, decoder=decoder, load_request=request)
         self._shown = None                  # the GUI drops the trace of the model before
         self._emit.model_loaded.emit(LoadedSummary.of(loaded, request))
+
+    def _unload(self, request: Unload) -> None:
+        """Let go of the model and its decoder (their memory is freed once nothing else holds them)."""
+        self._state = _State()
+        self._shown = None
 
     def _prefill(self, request: Prefill) -> None:
         decoder = self._decoder()

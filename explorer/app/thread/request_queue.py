@@ -25,6 +25,7 @@ from explorer.app.thread.requests import (
     SetSampling,
     Step,
     Sync,
+    Unload,
 )
 
 
@@ -34,6 +35,7 @@ class Cancelled(Exception):
 
 _DECODING = (Prefill, Step, Back, Force, Replay, LogitLens, Candidates)
 _SETTINGS = (SetSampling, SetRecording, SetIntervention)       # kept by a cancel and by a new model
+_NEW_MODEL = (Load, Unload)                                    # another model, or none: the trace starts over
 
 
 def _start_length(request, otherwise: int | None) -> int | None:
@@ -133,7 +135,7 @@ class RequestQueue:
     def starts_over(self, loads: bool = True) -> bool:
         """Whether a queued request will start the trace over (a load unless not `loads`, a prefill, a replay):
         a redo of the current trace now would be thrown away, and a trace emptied now needs no word to the GUI."""
-        kinds = (Load, Prefill, Replay) if loads else (Prefill, Replay)
+        kinds = (*_NEW_MODEL, Prefill, Replay) if loads else (Prefill, Replay)
         with self._lock:
             return any(isinstance(r, kinds) for r in self._pending)
 
@@ -153,7 +155,7 @@ class RequestQueue:
         """Queue `replay`, which gives the decoder back the trace the window shows, first, before any request
         that reads the decoder; False (nothing queued) when a queued request starts the trace over anyway."""
         with self._lock:
-            if self._closed or any(isinstance(r, (Load, Prefill, Replay)) for r in self._pending):
+            if self._closed or any(isinstance(r, (*_NEW_MODEL, Prefill, Replay)) for r in self._pending):
                 return False
             self._pending.insert(0, replace(replay, give_back=True, seq=self._next_seq))
             self._next_seq += 1
@@ -189,7 +191,7 @@ class RequestQueue:
     # ----- coalescing (lock held) -----------------------------------------------------
     def _coalesce(self, request) -> None:
         last = self._pending[-1] if self._pending else None
-        if isinstance(request, Load):
+        if isinstance(request, _NEW_MODEL):
             self._pending = [r for r in self._pending if isinstance(r, _SETTINGS)]   # settings stay
             self._cancel_running(lambda running: True)
         elif isinstance(request, (Prefill, Replay)):

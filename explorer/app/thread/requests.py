@@ -15,6 +15,14 @@ class Load:
 
 
 @dataclass(frozen=True)
+class Unload:
+    """File ▸ Close Model: let go of the model and its decoder (what is queued and running is dropped, as for a
+    Load), so its memory is freed and every panel shows no model."""
+
+    seq: int = -1
+
+
+@dataclass(frozen=True)
 class Prefill:
     ids: tuple[int, ...]
     seq: int = -1

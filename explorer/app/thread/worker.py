@@ -35,6 +35,7 @@ from explorer.app.thread.requests import (
     SetRecording,
     SetSampling,
     Step,
+    Unload,
 )
 
 __all__ = ["ModelWorker", "SamplingSettings", "LoadedSummary"]
@@ -84,6 +85,11 @@ class ModelWorker(QObject):
     def load(self, path: str, device: str = "cpu", dtype: str = "float32") -> None:
         self._core.prefetch(str(path))          # its weights are read while the model thread is busy
         self._push(Load(path=str(path), device=device, dtype=dtype))
+
+    def unload(self) -> None:
+        """Let go of the model (File ▸ Close Model): what is queued and running is dropped, as for a load."""
+        self._core.prefetch(None)
+        self._push(Unload())
 
     def prefill(self, ids) -> None:
         self._push(Prefill(ids=tuple(int(i) for i in ids)))

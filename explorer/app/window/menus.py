@@ -80,6 +80,8 @@ class Menus:
         for action in self.window.model_bar.open_actions(self.window):
             self.file.addAction(action)
         self.file.addMenu(self.recent)
+        self.close_model_action = self._action("&Close Model", self.close_model, "Ctrl+W")
+        self.file.addAction(self.close_model_action)
         self.file.addSeparator()
         self.file.addAction(self._action("Open &Session…", self.open_session, "Ctrl+Shift+O"))
         self.file.addAction(self._action("&Save Session As…", self.save_session, "Ctrl+S"))
@@ -100,6 +102,17 @@ class Menus:
         platform_keys = [k for k in QKeySequence.keyBindings(QKeySequence.StandardKey.Quit) if k != ctrl_q]
         quit_action.setShortcuts([ctrl_q, *platform_keys])
         self.file.addAction(quit_action)
+
+    def close_model(self) -> None:
+        """Stop the model's jobs and release it (the controller), then name no model in the window's chrome;
+        the panels show their empty state through the session."""
+        window = self.window
+        window.controller.close_model()
+        window.status.show_model(None)
+        window.status.show_trace(None)
+        window.model_bar.set_current(None)
+        window.setWindowTitle(window.windowTitle().rpartition(" — ")[2])     # "name — Transformer Explorer"
+        window.status.showMessage("The model was closed.", 4000)
 
     def _build_view(self) -> None:
         for dock in self.window.docks.values():

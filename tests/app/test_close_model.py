@@ -1,0 +1,60 @@
+"""File ▸ Close Model (Ctrl+W): the model's jobs stop, the model thread lets the model go, and every panel
+shows its explicit "no model" state, with nothing of the model or its run kept on screen; the status bar
+says no model, and opening a model again works as before."""
+from __future__ import annotations
+
+import transformers  # noqa: F401  (the tiny model is written with it; missing, the run fails, never skips)
+
+from explorer.app.panels.base import Panel
+from explorer.app.state.session import NO_MODEL
+from explorer.app.thread.worker import ModelWorker
+from tests.app.shared_window import make_window
+from tests.app.test_window import idle, opened
+from tests.app.tiny_model import make_tiny_llama
+
+
+def every_panel(qtbot, window) -> list[Panel]:
+    """Each dock shown and raised in turn, so each panel is made and draws what it holds."""
+    for dock in window.docks.values():
+        dock.show()
+        dock.raise_()
+    panels = window.findChildren(Panel)
+    qtbot.waitUntil(lambda: len(window.findChildren(Panel)) >= len(window.docks) - 1, timeout=10000)
+    return window.findChildren(Panel) or panels
+
+
+def shown_states(qtbot, window) -> dict[str, tuple]:
+    states = {}
+    for name, dock in window.docks.items():
+        dock.raise_()
+        for panel in dock.findChildren(Panel):
+            panel.refresh()
+            states[name] = panel.view_state()
+    return states
+
+
+def test_close_model_empties_every_panel_and_a_model_opens_again(qtbot, tmp_path):
+    folder = make_tiny_llama(tmp_path / "tiny")
+    window = make_window(qtbot, tmp_path, worker=ModelWorker())
+    opened(qtbot, window, folder)
+    every_panel(qtbot, window)
+    before = shown_states(qtbot, window)
+    assert before and all(state[0] == "trace" for state in before.values() if state[0] != "empty"), before
+
+    close = window.menus.close_model_action
+    assert close.shortcut().toString() == "Ctrl+W"
+    close.trigger()
+    idle(qtbot, window)
+    after = shown_states(qtbot, window)
+    assert window.session.model is None and window.session.trace is None and window.session.tokens is None
+    kept = {name: state for name, state in after.items()      # the model map says it in words of its own
+            if name != "learn" and (state[0] != "empty" or not state[1].startswith(NO_MODEL.split(":")[0]))}
+    assert not kept, f"panels that do not say there is no model: {kept}"
+    assert window.status.fields["model"].text() == "no model"
+    assert window.controller.reference is None and window.worker._loop._state.loaded is None   # let go
+
+    opened(qtbot, window, folder)
+    again = shown_states(qtbot, window)
+    assert window.session.model is not None and window.session.trace is not None
+    assert not any(state == ("empty", NO_MODEL) for state in again.values()), again
+    window.close()
