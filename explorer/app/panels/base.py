@@ -25,7 +25,7 @@ from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import QLabel, QMenu, QSizePolicy, QVBoxLayout, QWidget
 
 from explorer.app.figures.animation import copy_figure
-from explorer.app.state.session import Change, Selection, Session
+from explorer.app.state.session import NO_MODEL, Change, Selection, Session
 from explorer.app.widgets.plot_text import fit_to_font
 from explorer.app.widgets.text_widgets import LineLabel, WrappedText
 from explorer.app.window.error_bar import ErrorLine
@@ -135,6 +135,7 @@ class Panel(QWidget):
 
     # ----- what subclasses write -------------------------------------------------------
     needs_trace = True           # False for panels that draw something without a trace (live tokens, the model)
+    needs_model = True           # False for a panel that works with no model open (Learn opens its own)
     empty_text = "Nothing to show yet: type a prompt and press Run (Ctrl+Enter)."
     working_text = "Nothing to show yet: the model is working (its progress is in the dialog or the status bar)."
 
@@ -225,6 +226,8 @@ class Panel(QWidget):
     def drawn(self) -> Drawn:
         """What the panel shows now: the model and trace it drew, or its explicit state and why."""
         trace = self.session.trace
+        if self.needs_model and self.session.not_run == NO_MODEL:     # File ▸ Close Model: no model's data stays
+            return Drawn("empty", why=NO_MODEL)
         if self.needs_trace and trace is None:
             working = self.session.busy
             return Drawn("working" if working else "empty",

@@ -27,6 +27,7 @@ class LearnPanel(Panel):
     title = "Learn"
     object_name = "learn"
     needs_trace = False
+    needs_model = False          # the tour opens its own model; with none open (Close Model) it still starts
 
     def __init__(self, session, parent=None, stops: tuple[Stop, ...] | None = None) -> None:
         super().__init__(session, parent)
