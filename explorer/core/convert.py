@@ -40,6 +40,7 @@ from torch import nn
 
 from explorer.core import kv_variants as kv
 from explorer.core.config import ModelConfig, RopeSpec
+from explorer.core.decode import Decoder
 from explorer.core.errors import ExplorerError
 from explorer.core.model import Transformer
 from explorer.core.rope import Rotary
@@ -375,8 +376,6 @@ class WhatIf:
 def what_if(loaded: LoadedModel, variant: str, prompt_ids, steps: int, rope_pairs: int | None = None,
             progress: Progress | None = None, cancel=None) -> WhatIf:
     """Convert `loaded` to `variant`, then decode `prompt_ids` with both for `steps` predictions."""
-    from explorer.core.decode import Decoder
-
     def part(start: float, width: float) -> Progress | None:
         return None if progress is None else (lambda f, what: progress(start + width * f, what))
 

@@ -81,6 +81,7 @@ def scores_of_trace(trace: Trace, n: int, repeat: int) -> HeadScores:
 def score_heads(loaded, ids=None, repeat: int = 2, seed: int = DEFAULT_SEED, intervention=None) -> HeadScores:
     """Run the model on s = ids * repeat (random ids of its vocabulary when None), under `intervention`
     (None: the model as it is), and score every head."""
+    # torch's modules, imported when a model runs: the app's torch-free atlas and head descriptions import this one
     from explorer.core.drivers import make_decoder
     from explorer.core.recording import RecordOptions
 
@@ -103,7 +104,7 @@ def score_heads_each(loaded, sequences: list, repeat: int = 2, intervention=None
     """score_heads of each id sequence in `sequences`, their runs prefilled together in packed passes of at
     most `budget` bytes (packed.prefill_packed; None: packed.default_budget) where the model and the
     intervention allow it, else one after another."""
-    from explorer.core import packed
+    from explorer.core import packed  # torch, imported when a model runs (as score_heads)
     from explorer.core.recording import RecordOptions
 
     if not packed.can_record_packed(loaded, intervention):

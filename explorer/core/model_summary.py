@@ -12,6 +12,9 @@ from pathlib import Path
 from explorer.core.config import ModelConfig, attention_kind
 from explorer.core.errors import ExplorerError, UnsupportedModelError
 from explorer.core.families import FAMILIES
+from explorer.core.loaders.hf_folder import read_config, read_license, weight_files
+from explorer.core.loaders.model_file import open_model
+from explorer.core.loaders.safetensors_header import read_safetensors_header
 
 
 @dataclass(frozen=True)
@@ -63,9 +66,6 @@ def _check_supported(config: dict) -> None:
 
 
 def _hf_summary(folder: Path, config_path: Path) -> Summary:
-    from explorer.core.loaders.hf_folder import read_config, read_license, weight_files
-    from explorer.core.loaders.safetensors_header import read_safetensors_header
-
     config = text_config(read_config(config_path))
     files = weight_files(folder)
     if not (folder / "tokenizer.json").is_file():
@@ -84,6 +84,7 @@ def _hf_summary(folder: Path, config_path: Path) -> Summary:
 
 
 def _gguf_summary(path: Path) -> Summary:
+    # the gguf package (about 40 modules) only for a .gguf: the model list is built at the app's and CLI's start
     from explorer.core.loaders.gguf_config import gguf_config_reader
     from explorer.core.loaders.gguf_header import read_gguf_header, tensor_bytes
 
@@ -112,8 +113,6 @@ def _product(shape) -> int:
 
 def summarize(path: Path) -> tuple[Summary | None, str | None]:
     """(summary, None) for a model the explorer can open, or (None, one-sentence reason) for one it cannot."""
-    from explorer.core.loaders.model_file import open_model
-
     try:
         model = open_model(path)
         if model.format == "gguf":

@@ -6,6 +6,7 @@ chooses the pieces (model.py), the family's table renames the weights
 """
 from __future__ import annotations
 
+import ctypes
 import re
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from explorer.core.building import DTYPES, LoadedModel, load_built, resolve_devi
 from explorer.core.config import ModelConfig
 from explorer.core.errors import ModelLoadError
 from explorer.core.families import FAMILIES, refuse_decoder_build
+from explorer.core.loaders import open_checkpoint
+from explorer.core.loaders.model_file import find_model
 from explorer.core.model import Transformer
 from explorer.core.trace import ModelInfo
 from explorer.core.weights import check_finite, map_weights, validate
@@ -68,8 +71,6 @@ def build_model(hf_config: dict, tensors: dict[str, torch.Tensor], source: str =
 def config_file(source: str) -> str:
     """The file a config came from (loaders.open_model's answer: a folder's config.json, a .gguf file), else
     the source itself (a name)."""
-    from explorer.core.loaders.model_file import find_model
-
     model = find_model(source)
     return str(model.config) if model else source
 
@@ -171,8 +172,6 @@ def load_model(path_or_checkpoint, device: str = "cpu", dtype: str = "float32", 
     """Open a HF folder or GGUF file (or take an opened Checkpoint) and build the model from it."""
     checkpoint, opened_here = path_or_checkpoint, isinstance(path_or_checkpoint, (str, Path))
     if opened_here:
-        from explorer.core.loaders import open_checkpoint
-
         checkpoint = open_checkpoint(path_or_checkpoint, progress=progress)
     row = FAMILIES.get(str(checkpoint.hf_config.get("model_type") or ""))
     if row is not None and not row.decoder_only:                    # encoder-only (BERT) and encoder-decoder models
@@ -197,8 +196,6 @@ def bound_tokenizer(loaded: LoadedModel, checkpoint) -> LoadedModel:
 def release_freed_memory() -> None:
     """Hand the pages of freed tensors back to the system (glibc's malloc_trim). Weights rewritten while
     loading leave freed blocks the allocator would otherwise keep: SmolLM2-135M held ~230 MB more."""
-    import ctypes
-
     try:
         trim = getattr(ctypes.CDLL(None), "malloc_trim", None)      # the process's own C library
     except (OSError, TypeError):                # Windows has no CDLL(None); its allocator returns pages

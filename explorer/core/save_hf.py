@@ -17,6 +17,9 @@ from dataclasses import fields
 from pathlib import Path
 
 import torch
+from safetensors.torch import save_file
+from tokenizers import Tokenizer, processors
+from tokenizers.processors import TemplateProcessing
 
 from explorer.core.config import ModelConfig
 from explorer.core.errors import ExplorerError
@@ -104,8 +107,6 @@ def _joined(conversion: Conversion, parts: tuple[torch.Tensor, ...], hf_name: st
 
 def save_hf(loaded, folder: str | Path) -> Path:
     """Write `loaded` to `folder` (created if needed) as config.json, model.safetensors and tokenizer.json."""
-    from safetensors.torch import save_file
-
     folder = Path(folder)
     tensors = hf_tensors(loaded)
     config_json = hf_config(loaded.config)
@@ -125,9 +126,6 @@ def write_tokenizer(tokenizer, folder: Path) -> None:
     """tokenizer.json and a tokenizer_config.json naming BOS and EOS. Where the engine puts BOS before a
     prompt itself (TextTokenizer.add_bos), the written tokenizer's post-processor does, so that
     transformers' tokenizer(text) gives the ids the engine runs."""
-    from tokenizers import Tokenizer, processors
-    from tokenizers.processors import TemplateProcessing
-
     written = Tokenizer.from_str(tokenizer.tokenizer.to_str())
     bos = tokenizer.bos_id
     if tokenizer.add_bos and bos is not None and written.encode("a").ids[:1] != [bos]:

@@ -13,13 +13,16 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from explorer.core import files
 from explorer.core.errors import ExplorerError, ModelLoadError
+from explorer.core.loaders.model_file import find_model
 from explorer.core.model_summary import Summary, summarize
+from explorer.core.units import human_bytes
 
 RECENT_FILE = "recent.json"
 RECENT_LIMIT = 20
@@ -153,8 +156,6 @@ def pulled_path(name: str) -> Path | None:
 
 def model_folders(root: Path) -> list[Path]:
     """The folders under `root` that loaders.open_model takes for Hugging Face model folders (a config.json)."""
-    from explorer.core.loaders.model_file import find_model
-
     found = (find_model(p) for p in sorted(root.iterdir())) if root.is_dir() else ()
     # a config.json lying in `root` itself names `root`, not a folder under it
     return [model.path for model in found if model is not None and model.format == "hf" and model.path != root]
@@ -168,8 +169,6 @@ def hf_cache_models(root: Path | None = None) -> list[tuple[str, Path]]:
     """(repo id, path) for every snapshot (and every .gguf in one) under models--*/snapshots/*, as
     loaders.open_model names them; a .gguf that is not a regular file (a FIFO would block the listing's
     read) is left out."""
-    from explorer.core.loaders.model_file import find_model
-
     root = hf_cache_dir() if root is None else root
     found = []
     for repo in sorted(root.glob("models--*")) if root.is_dir() else []:
@@ -310,8 +309,6 @@ def stored_models() -> list[StoredModel]:
 
 def remove_model(name: str) -> Path:
     """Delete a pulled model's folder from the store (pulled again on demand)."""
-    import shutil
-
     if name not in PULLABLE:
         raise ModelLoadError(f"{name} is not a catalog model (python -m explorer models --store lists the store).")
     folder = home() / name
@@ -342,8 +339,6 @@ def first_load_note(entry: Pullable) -> str | None:
     """What the first load of a pulled GGUF model will add to the store, in one sentence (None otherwise)."""
     if not entry.first_load_bytes:
         return None
-    from explorer.core.units import human_bytes
-
     return (f"Its first load dequantizes it and writes a float32 copy of about "
             f"{human_bytes(entry.first_load_bytes)} beside it, so that later loads take a second; "
             f"`python -m explorer models --store` shows it and `--clear-copies` removes it.")
@@ -371,8 +366,6 @@ def first_load_notice(reference: str) -> str | None:
     copy = float32_copy_path(path) if path is not None else None
     if copy is None or copy.exists():
         return None
-    from explorer.core.units import human_bytes
-
     return (f"Loading {reference} for the first time: it is dequantized and a float32 copy of about "
             f"{human_bytes(entry.first_load_bytes)} is written into the model store, so that later loads take "
             f"a second (python -m explorer models --store shows it)…")

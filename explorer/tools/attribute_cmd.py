@@ -28,7 +28,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from explorer.api import load
+    from explorer.api import load  # at run, not at the top: --help imports every command module
 
     if not args.prompt:
         raise ExplorerError("--prompt is empty: write some text")

@@ -12,6 +12,7 @@ import time
 import numpy as np
 
 from explorer.core.errors import ContextOverflowError, ExplorerError
+from explorer.core.store import resolve
 from explorer.tools import arguments
 
 PASSAGE = ("The history of the city begins with a small settlement on the river, where traders met to "
@@ -30,7 +31,7 @@ def prompt_ids(loaded, n_tokens: int) -> np.ndarray:
 
 def time_engine(loaded, prompt_tokens: int = 256, steps: int = 64, record_dtype: str = "float32") -> dict:
     """Warm up, then time one prefill and `steps` decoding steps of our Decoder with full recording."""
-    from explorer.core.decode import Decoder, RecordOptions
+    from explorer.core.decode import Decoder, RecordOptions  # torch: --help imports every command module
 
     if prompt_tokens < 1 or steps < 1:
         raise ExplorerError("--prompt-tokens and --steps must be at least 1")
@@ -77,8 +78,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from explorer.core.runtime import load_model
-    from explorer.core.store import resolve
+    from explorer.core.runtime import load_model  # torch: --help imports every command module
 
     loaded = load_model(resolve(args.model), device=args.device, dtype=args.dtype)
     print(json.dumps(time_engine(loaded, args.prompt_tokens, args.steps)))

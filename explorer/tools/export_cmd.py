@@ -16,6 +16,7 @@ from explorer.core import files
 from explorer.core.errors import ExplorerError
 from explorer.tools import arguments
 from explorer.views.figure_text import TEXT_SIZES, text_scale
+from explorer.views.image_limits import MIN_SIDE, check_image_size
 
 
 def add_arguments(parser) -> None:
@@ -55,8 +56,6 @@ def _index(text: str, what: str) -> int | str:
 
 def _size(text: str) -> tuple[int, int]:
     """WIDTHxHEIGHT within the limits every export has (views.image_limits)."""
-    from explorer.views.image_limits import MIN_SIDE, check_image_size
-
     match = re.fullmatch(r"(\d{1,9})[x×](\d{1,9})", text.strip())
     if not match:
         raise ExplorerError(f"--size {text!r} must look like 1000x800, each side at least {MIN_SIDE} pixels.")
@@ -73,14 +72,14 @@ def run(args) -> int:
     files.check_writable(output)                       # fail before Qt's import and the slow model load
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from explorer.drawing import export
+    from explorer.drawing import export  # Qt, imported once QT_QPA_PLATFORM is set and the output checked
 
     export.check_writable(output)
     export._suffix(output, export.IMAGE_SUFFIXES + export.DATA_SUFFIXES)
     trace = _decode(args)
     if args.at_step is not None and not 0 <= args.at_step < trace.n_steps:
         raise ExplorerError(f"--at-step {args.at_step} does not exist: the run has steps 0 to {trace.n_steps - 1}.")
-    from PySide6.QtWidgets import QApplication
+    from PySide6.QtWidgets import QApplication  # Qt only for this command: --help imports every command module
 
     app = QApplication.instance() or QApplication(["transformer-explorer"])
     view = _view(trace, args.attention)
@@ -99,7 +98,7 @@ def run(args) -> int:
 
 def _view(trace, kind: str):
     """The Trace that holds the attention asked for (trace_views); a kind the model lacks is an error."""
-    from explorer.views import trace_views
+    from explorer.views import trace_views  # the trace's modules (9), not for --help, which imports every command
 
     if kind not in trace_views.kinds_of(trace.model):
         raise ExplorerError(f"--attention {kind} needs an encoder-decoder model; {trace.model.name} has "
@@ -108,7 +107,7 @@ def _view(trace, kind: str):
 
 
 def _decode(args):
-    from explorer.api import load
+    from explorer.api import load  # at run, not at the top: --help imports every command module
 
     model = load(args.model, device=args.device, dtype=args.dtype)   # a path or a catalog name
     return model.run(args.prompt, steps=args.steps).trace

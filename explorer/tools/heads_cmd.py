@@ -42,7 +42,7 @@ def parse_ids(text: str) -> np.ndarray:
 
 
 def run(args) -> int:
-    from explorer.api import load
+    from explorer.api import load  # at run, not at the top: --help imports every command module
 
     ids = None if args.ids is None else parse_ids(args.ids)
     scores = load(args.model, device=args.device).heads(ids, args.repeat, seed=args.seed)

@@ -36,7 +36,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from explorer.api import load
+    from explorer.api import load  # at run, not at the top: --help imports every command module
 
     model = load(args.model, device=args.device, dtype=args.dtype)
     result = model.patch(args.clean, args.corrupt, args.target, args.against, args.site, args.metric)

@@ -59,6 +59,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    # at run, not at the top: --help imports every command module, and sampling imports torch
     from explorer.api import load
     from explorer.core.sampling import Sampling
 

@@ -43,12 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.task == "translate":
-        from explorer.train.translate import run_from_args
+        from explorer.train.translate import run_from_args  # torch and transformers, the optional `train` extra
 
         return run_from_args(args)
     if args.attention is None:
         raise ExplorerError("train --task lm needs --attention mha|mqa|gqa|mla.")
-    try:
+    try:                        # the optional `train` extra, imported here so that its absence is one sentence
         import torch
 
         from explorer.train.lm import TrainSettings, run_training

@@ -18,9 +18,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
+import tokenizers
 import torch
 import torch.nn.functional as F
+import transformers
 from tokenizers import Tokenizer
+from transformers import AutoModelForCausalLM
 
 from explorer.train import corpus as plays_corpus
 from explorer.train import variants
@@ -82,8 +85,6 @@ def prepare_data(settings: TrainSettings) -> Data:
 
 def build_model(attention: str, tokenizer: Tokenizer, context: int, seed: int) -> torch.nn.Module:
     """A fresh variant with every matrix drawn from N(0, 0.02) under `seed` and norms at 1."""
-    from transformers import AutoModelForCausalLM
-
     config = variants.model_config(attention, tokenizer.get_vocab_size(), end_of_text_id(tokenizer))
     config.max_position_embeddings = context
     torch.manual_seed(seed)
@@ -262,8 +263,6 @@ def progress_line(step: int, steps: int, loss: float, lr: float, elapsed: float,
 def finish(model: torch.nn.Module, data: Data, settings: TrainSettings, steps: int, wall: float,
            progress: Progress) -> dict:
     """Save the float16 folder, reload it, and measure the loss and the sample on what ships."""
-    from transformers import AutoModelForCausalLM
-
     out = Path(settings.out)
     parameters = count_parameters(model)
     save_folder(model, data.tokenizer, out, settings.context)
@@ -323,8 +322,5 @@ def write_tokenizer_config(out: Path, context: int) -> None:
 
 
 def versions() -> dict:
-    import tokenizers
-    import transformers
-
     return {"python": platform.python_version(), "torch": torch.__version__,
             "transformers": transformers.__version__, "tokenizers": tokenizers.__version__}

@@ -22,12 +22,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
+import tokenizers
 import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 from tokenizers import Tokenizer
 
-from explorer.core.encdec import EncDecConfig, EncoderDecoder, TargetStep
+from explorer.core.encdec import EncDecConfig, EncoderDecoder, TargetStep, load
+from explorer.core.errors import ExplorerError
+from explorer.core.loaders import open_checkpoint
 from explorer.train import translate_data as data
 from explorer.train.lm import optimizer_update, warmup_cosine
 
@@ -191,9 +194,6 @@ def save(model: EncoderDecoder, tokenizer: Tokenizer, out: Path) -> None:
 
 def reload(out: Path) -> EncoderDecoder:
     """The shipped folder through the explorer's own loader (float16 weights computed in float32)."""
-    from explorer.core.encdec import load
-    from explorer.core.loaders import open_checkpoint
-
     return load(open_checkpoint(out)).model
 
 
@@ -240,8 +240,6 @@ def run_training(settings: TranslateSettings, progress: Progress = print) -> dic
 
 def run_from_args(args) -> int:
     """`train --task translate`: uses --out, --steps, --minutes, --seed and --threads (the rest is fixed here)."""
-    from explorer.core.errors import ExplorerError
-
     if args.steps is None and args.minutes is None:
         raise ExplorerError("train --task translate needs --steps N or --minutes M (or both).")
     for name in ("steps", "minutes", "threads"):
@@ -259,6 +257,4 @@ EXAMPLES = ["<2zh>March 5, 2024", "<2en>2024年3月5日", "<2zh>twelve thousand 
 
 
 def versions() -> dict:
-    import tokenizers
-
     return {"python": platform.python_version(), "torch": torch.__version__, "tokenizers": tokenizers.__version__}

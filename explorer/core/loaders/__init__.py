@@ -20,6 +20,7 @@ from explorer.core.loaders.model_file import (  # noqa: F401
     checkpoint_name,
     find_model,
     open_model,
+    unreadable,
 )
 from explorer.core.tokens import TextTokenizer
 
@@ -46,12 +47,12 @@ def open_checkpoint(path: str | Path, progress: Progress | None = None) -> Check
     try:
         return _open_checkpoint(open_model(path), progress)
     except OSError as error:        # a folder without read or search permission, a file gone while read
-        from explorer.core.loaders.model_file import unreadable
-
         raise unreadable(Path(error.filename) if error.filename else path, error) from None
 
 
 def _open_checkpoint(model: ModelFiles, progress: Progress | None) -> Checkpoint:
+    # the readers import torch (and gguf): the package stays torch-free for config_file, the CLI's --help and
+    # the app's start-up, which read configs and headers only
     if model.format == "gguf":
         from explorer.core.loaders.gguf import read_gguf
 

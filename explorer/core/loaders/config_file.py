@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from explorer.core.loaders.json_file import read_json
 from explorer.core.loaders.model_file import ModelFiles, open_model
 
 
@@ -20,13 +21,12 @@ def model_config(model: ModelFiles) -> dict:
     """The config dict of an opened model path: its config file, or its GGUF header's dimensions."""
     if model.format == "gguf":
         return gguf_config(model.path)
-    from explorer.core.loaders.json_file import read_json
-
     return read_json(model.config)         # dimensions only: custom code a config asks for never runs here
 
 
 def gguf_config(path: Path) -> dict:
     """A GGUF file's dimensions as a config dict, from its header only (no tensor data)."""
+    # the gguf package (about 40 modules) only for a .gguf: the CLI's --help imports this module
     from explorer.core.loaders.gguf_config import dimensions_of
     from explorer.core.loaders.gguf_header import read_gguf_header
 

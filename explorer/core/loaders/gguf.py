@@ -27,7 +27,7 @@ from gguf.constants import GGMLQuantizationType
 
 from explorer.core.errors import UnsupportedModelError
 from explorer.core.families import FAMILIES, gguf_row
-from explorer.core.loaders import gguf_copy
+from explorer.core.loaders import gguf_cache, gguf_copy, gguf_tokenizer
 from explorer.core.loaders.gguf_config import config_of
 from explorer.core.loaders.gguf_header import GGUFHeader, TensorInfo, read_gguf_header, tensor_bytes
 from explorer.core.loaders.gguf_tokenizer import tokenizer_from_gguf
@@ -150,8 +150,6 @@ def read_tensors(path: Path, header: GGUFHeader, config: dict, progress=None) ->
 def cached_or_read_tensors(path: Path, header: GGUFHeader, config: dict, progress=None) -> dict[str, torch.Tensor]:
     """The tensors from the float32 copy of an earlier load when it is fresh (see gguf_cache), else
     dequantized now, and the copy written for next time."""
-    from explorer.core.loaders import gguf_cache
-
     expected = {hf_name(header.architecture, info.name): tuple(int(d) for d in info.shape) for info in header.tensors}
     tensors = gguf_cache.load(path, expected)
     if tensors is not None:
@@ -165,16 +163,12 @@ def cached_or_read_tensors(path: Path, header: GGUFHeader, config: dict, progres
 
 def tokenizer_cache_path(path: Path) -> Path | None:
     """`<file>.gguf.tokenizer.json` beside the dequantized copy: only where that copy may be (gguf_cache)."""
-    from explorer.core.loaders import gguf_cache
-
     copy = gguf_cache.cache_path(path)
     return None if copy is None else copy.with_name(Path(path).resolve().name + ".tokenizer.json")
 
 
 def _tokenizer_fingerprint(path: Path) -> dict[str, str]:
     """The GGUF's size and mtime, and the tokenizer builder's own source: a changed builder builds again."""
-    from explorer.core.loaders import gguf_cache, gguf_tokenizer
-
     try:
         builder = hashlib.sha256(Path(gguf_tokenizer.__file__).read_bytes()).hexdigest()[:16]
     except OSError:
@@ -225,8 +219,6 @@ def _save_tokenizer(cache: Path, path: Path, tokenizer: TextTokenizer, meta: dic
     saved = {"fingerprint": _tokenizer_fingerprint(path), "add_bos": tokenizer.add_bos,
              "bos_id": meta.get("tokenizer.ggml.bos_token_id"), "eos_id": meta.get("tokenizer.ggml.eos_token_id"),
              "tokenizer": tokenizer.tokenizer.to_str()}
-    from explorer.core.loaders import gguf_cache
-
     gguf_cache.save_tokenizer(cache, saved)             # atomic; a full disk only loses the speed-up
 
 

@@ -19,6 +19,8 @@ import json
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
+from safetensors.torch import save_file
 
 from explorer.core import files
 from explorer.core.errors import ExplorerError
@@ -56,9 +58,6 @@ def save(gguf_path: Path, tensors: dict[str, torch.Tensor]) -> Path | None:
 
     safetensors reports a failed write (a full disk) as its own SafetensorError, not an OSError; either
     way write_atomic has removed the temporary file and the copy's path holds what it held before."""
-    from safetensors import SafetensorError
-    from safetensors.torch import save_file
-
     path = cache_path(gguf_path)
     if path is None:
         return None
