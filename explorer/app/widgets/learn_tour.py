@@ -153,8 +153,7 @@ class Tour(QObject):
 
     def restore(self) -> str:
         """Put back the person's own model, prompt and experiments; the sentence that says what is back.
-        A model once open cannot be closed, so with none of their own the tour's model stays (and, with no
-        prompt of their own either, the tour's prompt and trace, rather than an empty prompt over them)."""
+        With no model of their own, the tour's model is closed (File ▸ Close Model): no model, as before."""
         own, self.own = self.own, None
         if own is None:
             return "Your own model and prompt are back."
@@ -162,25 +161,15 @@ class Tour(QObject):
         w = self.window
         w.session.set_experiments(own.experiments)
         self.added = ()
-        if own.reference is None:
-            return self._keep_the_tours_model(own.prompt)
         w.prompt.set_text(own.prompt)
+        if own.reference is None:
+            w.menus.close_model()
+            return "You had no model open: the tour's model is closed, and your prompt and experiments are back."
         if own.reference != w.controller.reference:
             w.controller.load(own.reference, *w.model_bar.choice())     # runs the prompt once loaded
         elif own.prompt:
             w.controller.run()
         return "Your own model and prompt are back."
-
-    def _keep_the_tours_model(self, prompt: str) -> str:
-        w = self.window
-        name = model_refs.short_name(w.controller.reference) if w.controller.reference else "the tour's model"
-        if not prompt:
-            return (f"You had no model open: the tour's {name} and its prompt stay, your experiments are back. "
-                    "Open your own from the Model box.")
-        w.prompt.set_text(prompt)
-        w.controller.run()
-        return (f"Your prompt and experiments are back, run on the tour's {name} (you had no model open). "
-                "Open your own from the Model box.")
 
     # ----- the parts of a state, in order -------------------------------------------------------
     def _is_open(self, model: str) -> bool:
