@@ -58,3 +58,23 @@ def test_close_model_empties_every_panel_and_a_model_opens_again(qtbot, tmp_path
     assert window.session.model is not None and window.session.trace is not None
     assert not any(state == ("empty", NO_MODEL) for state in again.values()), again
     window.close()
+
+
+def test_back_to_my_session_without_a_model_of_ones_own_closes_the_tours_model(qtbot, tmp_path):
+    from explorer.app.panels.learn import open_learn
+
+    window = make_window(qtbot, tmp_path, worker=ModelWorker())
+    window.prompt.set_text("my own words")
+    panel = open_learn(window)
+    with qtbot.waitSignal(panel.ensure_tour().reached, timeout=180_000):
+        panel.show_button.click()                   # the tour opens a model of its own
+    idle(qtbot, window)
+    assert window.session.model is not None and panel.own_button.isEnabled()
+    panel.own_button.click()
+    idle(qtbot, window)
+    assert window.controller.reference is None and window.session.model is None
+    assert window.prompt.text == "my own words" and window.session.experiments == ()
+    assert window.status.fields["model"].text() == "no model"
+    states = shown_states(qtbot, window)
+    assert all(state[0] == "empty" for name, state in states.items() if name != "learn"), states
+    window.close()
