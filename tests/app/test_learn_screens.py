@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QPoint, QRect, QSettings
+from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QApplication, QMessageBox
 
+from explorer.app.panels.base import formula_html
 from explorer.app.panels.learn import open_learn
 from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
@@ -59,7 +61,9 @@ def text_problems(panel, window) -> list[str]:
         problems.append(f"the text area is {viewport.width()}x{viewport.height()} px ({lines:.1f} lines)")
     if browser.verticalScrollBar().value() != 0:
         problems.append("the page is not scrolled to its title")
-    if panel.stop.title not in browser.toPlainText():
+    title = QTextDocument()
+    title.setHtml(formula_html(panel.stop.title))       # drawn with its scripts, as the page draws it
+    if title.toPlainText() not in browser.toPlainText():
         problems.append("the page does not show the stop's title")
     return problems
 
