@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from explorer.core.attribution import capture_at, check_request, freeze, largest_parts
+from explorer.core.packed import packed_captures
 
 
 @dataclass(frozen=True)
@@ -60,8 +61,6 @@ def logit_difference(loaded, ids, target_id: int, against_id: int, position: int
 def logit_differences(loaded, prompts, target_ids, against_ids, positions, intervention=None) -> list[LogitDifference]:
     """logit_difference of each prompt, from packed passes over them (packed.py: equal to their own passes
     under any intervention)."""
-    from explorer.core.packed import packed_captures
-
     prompts = [np.asarray(ids, dtype=np.int64).reshape(-1) for ids in prompts]
     positions = [_checked(loaded, ids, p, t, a) for ids, p, t, a in zip(prompts, positions, target_ids, against_ids)]
     captures = packed_captures(loaded, prompts, positions, intervention)
