@@ -21,6 +21,7 @@ from explorer.core.intervention import active
 
 BAR_PX = 80   # the least width of the probability bars' column
 LENS_BUTTON = "Logit lens for this position"
+LENS_WORDS = ("logit lens at position", "computing the logit lens")     # the readout's words about the lens
 
 
 class NextTokenPanel(Panel):
@@ -247,6 +248,8 @@ class NextTokenPanel(Panel):
         self.table.setVisible(not shown and not encoder)
         self.tables_box.setVisible(not shown and not encoder)
         self.lens_button.setText("Back to the candidates" if shown else LENS_BUTTON)
+        if not shown and self.readout.text().startswith(LENS_WORDS):
+            self.readout.setText(" ")       # the lens's caption went on naming a table no longer shown
         self._show_before()
 
     @staticmethod
@@ -260,7 +263,7 @@ class NextTokenPanel(Panel):
     def _request_lens(self) -> None:
         if self.position is not None:
             self._lens_asked = self._lens_of(self.trace, self.position)
-            self.readout.setText(f"computing the logit lens at position {self.position}…")
+            self.readout.setText(f"{LENS_WORDS[1]} at position {self.position}…")
             self.session.requests.logit_lens_requested.emit(int(self.position))
 
     def show_logit_lens(self, lens) -> None:
@@ -291,7 +294,7 @@ class NextTokenPanel(Panel):
                 self.lens_table.setItem(layer, rank + 1, item)
         self.lens_table.resizeColumnsToContents()
         self._show_lens(True)
-        self.readout.setText(f"logit lens at position {self.position}: softmax(norm(h_l) W_U) after each layer")
+        self.readout.setText(f"{LENS_WORDS[0]} {self.position}: softmax(norm(h_l) W_U) after each layer")
 
 
 def _chosen_colour(palette: QPalette) -> QColor:
