@@ -3,6 +3,9 @@ shows its explicit "no model" state, with nothing of the model or its run kept o
 says no model, and opening a model again works as before."""
 from __future__ import annotations
 
+import threading
+import time
+
 import transformers  # noqa: F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 from explorer.app.panels.base import Panel
@@ -41,9 +44,20 @@ def test_close_model_empties_every_panel_and_a_model_opens_again(qtbot, tmp_path
     before = shown_states(qtbot, window)
     assert before and all(state[0] == "trace" for state in before.values() if state[0] != "empty"), before
 
+    started, ended = threading.Event(), threading.Event()
+
+    def job(loaded, cancelled):                     # a panel's work on the model thread, until it is stopped
+        started.set()
+        while not cancelled():
+            time.sleep(0.001)
+        ended.set()
+
+    window.session.model_job_requested.emit(job)
+    qtbot.waitUntil(started.is_set, timeout=60000)
     close = window.menus.close_model_action
     assert close.shortcut().toString() == "Ctrl+W"
     close.trigger()
+    qtbot.waitUntil(ended.is_set, timeout=10000)    # the model's job was stopped
     idle(qtbot, window)
     after = shown_states(qtbot, window)
     assert window.session.model is None and window.session.trace is None and window.session.tokens is None
