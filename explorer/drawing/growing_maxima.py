@@ -1,16 +1,20 @@
 """Block maxima of an image that grows between draws, reduced again only where it changed.
 
 A decoding step adds a row to the embeddings' (T, d) map and a row and a column to an attention map; the
-cells already there stay as they were. With the k_r × k_c block maxima R of the old (r, c) image kept, the
-new (R', C') image's maxima are R where a block holds old cells only, and reduced afresh elsewhere:
+cells already there stay as they were. The image is reduced rows first (maxima.block_max folds whole rows
+first too): B = the maxima of each k_r rows, column by column, (⌈T / k_r⌉, C). With B of the old (r, c)
+image kept, the new image's B' is B where a block of rows holds old cells only, reduced afresh elsewhere:
 
-    R'[I, J] = R[I, J]                          for I < ⌊r / k_r⌋ and J < ⌊c / k_c⌋
-    R'[I, J] = reduce(M'[block I, J])           otherwise (the last block row and column, and the new ones)
+    B'[I, j] = B[I, j]                          for I < ⌊r / k_r⌋ and j < c
+    B'[I, j] = max over rows of block I of M'   otherwise (the last block row, the new rows and columns)
 
-so a step costs a block row and a block column, not the whole (T, d) image (54 ms a step at 8,000 tokens,
-several times a step as the view's factors changed back and forth). "Old cells as they were" is checked,
-bit for bit, against a copy of the image the kept maxima came from: an image that is no extension of it
-(another trace, a buffer written over) is reduced whole. Numpy only.
+and the drawn maxima are B' folded k_c columns at a time, a (⌈T / k_r⌉, C) array, small. Maxima of maxima
+are maxima; on a signed scale the entry furthest from 0 of the entries furthest from 0 is the block's own
+(a tie goes to the positive entry both times). So a step costs a block row, not the whole (T, d) image
+(54 ms at 8,000 tokens, several times a step as the view's width changed), and a new width costs the
+small fold. "Old cells as they were" is checked, bit for bit, against a copy of the image the kept B came
+from: an image that is no extension of it (another trace, a buffer written over) is reduced whole.
+Numpy only.
 """
 from __future__ import annotations
 
@@ -19,19 +23,19 @@ from collections.abc import Callable
 
 import numpy as np
 
-KEPT = 4          # factor pairs kept: a view that goes back to the factors it had reduces nothing again
+KEPT = 4          # row factors kept: a view that goes back to a height it had reduces nothing again
 
 
 class GrowingMaxima:
-    """`reduce(matrix, k_rows, k_cols, signed)`: the full reduction (maxima.block_max) of the image last
-    given to `changed`, from what is kept where the image only grew."""
+    """`reduce(matrix, k_rows, k_cols, signed)`: the full reduction (maxima.block_max, given as `reduce`) of
+    the image last given to `changed`, from the rows' maxima kept where the image only grew."""
 
     def __init__(self, reduce: Callable[..., np.ndarray]) -> None:
         self._reduce = reduce
         self._source: np.ndarray | None = None     # a copy of the image the kept maxima were reduced from,
         self._buffer: np.ndarray | None = None     # the first rows of this one, with room for more rows
         self._stale = True                         # changed() since: compare the image with _source first
-        self._kept: OrderedDict = OrderedDict()    # (k_rows, k_cols, signed) -> (shape reduced at, maxima)
+        self._kept: OrderedDict = OrderedDict()    # (k_rows, signed) -> (shape reduced at, rows' maxima)
 
     def changed(self) -> None:
         """The image was set again: the next reduce looks at what grew."""
@@ -39,21 +43,23 @@ class GrowingMaxima:
 
     def reduce(self, matrix: np.ndarray, k_rows: int, k_cols: int, signed: bool = False) -> np.ndarray:
         matrix = np.asarray(matrix, dtype=np.float32)
+        if k_rows == 1:                            # nothing to keep: the columns' fold is the whole reduction
+            return self._reduce(matrix, 1, k_cols, signed)
         if self._stale:
             self._follow(matrix)
-        key = (k_rows, k_cols, bool(signed))
+        key = (k_rows, bool(signed))
         kept = self._kept.get(key)
         if kept is not None and kept[0] == matrix.shape:
-            out = kept[1]
+            rows = kept[1]
         elif kept is not None:
-            out = grown_maxima(self._reduce, kept[1], kept[0], matrix, k_rows, k_cols, signed)
+            rows = grown_maxima(self._reduce, kept[1], kept[0], matrix, k_rows, 1, signed)
         else:
-            out = self._reduce(matrix, k_rows, k_cols, signed)
-        self._kept[key] = (matrix.shape, out)
+            rows = self._reduce(matrix, k_rows, 1, signed)
+        self._kept[key] = (matrix.shape, rows)
         self._kept.move_to_end(key)
         while len(self._kept) > KEPT:
             self._kept.popitem(last=False)
-        return out
+        return self._reduce(rows, 1, k_cols, signed)
 
     def _follow(self, matrix: np.ndarray) -> None:
         """Keep the maxima if `matrix` extends the image they came from, else forget them; copy it (only its

@@ -55,8 +55,13 @@ def test_each_step_equals_the_whole_reduction_across_block_boundaries(signed, gr
         np.testing.assert_array_equal(got, blockwise(np.array(image), k_rows, k_cols, signed))
         np.testing.assert_array_equal(got, maxima.block_max(image, k_rows, k_cols, signed))
         if step:
-            assert sum(counting.cells) <= k_rows * image.shape[1] + image.shape[0] * k_cols, \
+            folded = got.shape[0] * image.shape[1]           # the rows' maxima folded k_cols columns at a time
+            assert sum(counting.cells) <= k_rows * image.shape[1] + image.shape[0] * k_cols + folded, \
                 "a step reduced more than its last block row and column"
+        counting.cells.clear()
+        narrower = kept.reduce(image, k_rows, k_cols + step % 3 + 1, signed)     # the view's width changed
+        np.testing.assert_array_equal(narrower, blockwise(np.array(image), k_rows, k_cols + step % 3 + 1, signed))
+        assert sum(counting.cells) <= got.shape[0] * image.shape[1], "a new width reduced more than the rows' maxima"
         counting.cells.clear()
 
 
@@ -92,4 +97,5 @@ def test_the_heatmap_reduces_only_a_steps_new_rows(qtbot, monkeypatch):
         assert k_y > 1
         np.testing.assert_array_equal(heatmap.image.picture.image,
                                       blockwise(buffer[:rows].copy(), k_y, k_x, heatmap.image.signed))
-        assert sum(counting.cells) <= 2 * (k_y * 96 + rows * k_x), f"{counting.cells} cells reduced for one row"
+        folded = -(-rows // k_y) * 96                      # the rows' maxima folded k_x columns at a time
+        assert sum(counting.cells) <= 2 * (k_y * 96 + rows * k_x + folded), f"{counting.cells} cells for a row"
