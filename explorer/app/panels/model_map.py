@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
 from PySide6.QtGui import QAction, QBrush, QColor, QFont, QImage, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsRectItem, QGraphicsScene, QGraphicsTextItem, QGraphicsView
 
@@ -71,6 +71,16 @@ class NodeItem(QGraphicsRectItem):
     def mousePressEvent(self, event) -> None:
         self.panel.open_node(self.node)
         event.accept()
+
+
+def edge_font() -> QFont:
+    """The edges' shape labels: four fifths of the application's font, so they grow with it (Presentation)."""
+    font = QFont()
+    if font.pointSizeF() > 0:
+        font.setPointSizeF(font.pointSizeF() * 0.8)
+    else:
+        font.setPixelSize(max(8, round(font.pixelSize() * 0.8)))
+    return font
 
 
 def braced(text: str) -> str:
@@ -200,8 +210,7 @@ class ModelMapPanel(Panel):
             label.setDefaultTextColor(QColor("#111111"))
             label.setPos(x, bottom - label.boundingRect().height())
             self.headings.append(label)
-        font = QFont()
-        font.setPixelSize(10)
+        font = edge_font()
         for edge in graph.edges:
             self._draw_edge(edge, font)
         self.scene.setSceneRect(self.scene.itemsBoundingRect().adjusted(-10, -10, 10, 10))
@@ -272,6 +281,13 @@ class ModelMapPanel(Panel):
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._fit()
+
+    def changeEvent(self, event) -> None:
+        """A new font (View ▸ Presentation grows the application's): the boxes laid out again for its text."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange and self.graph is not None:
+            self._drawn_key = None
+            self.redraw()
 
     # ----- selection ---------------------------------------------------------------------------
     def show_selection(self, selection: Selection) -> None:
