@@ -68,6 +68,8 @@ def _blocks_of(mask: np.ndarray, sequences: np.ndarray | None) -> int | None:
     count = 1 if sequences is None else len(np.unique(sequences))
     if mask.shape[1] != rows or rows % count:
         return None
-    blocks = np.arange(rows) // (rows // count)                              # prompt b: rows b T .. (b + 1) T - 1
-    expected = (blocks[:, None] == blocks[None, :]) & np.tri(rows, dtype=bool)
+    expected = np.tri(rows, dtype=bool)                                     # one prompt: the lower triangle
+    if count > 1:
+        blocks = np.arange(rows) // (rows // count)                          # prompt b: rows b T .. (b + 1) T - 1
+        expected &= blocks[:, None] == blocks[None, :]
     return count if np.array_equal(mask, expected) else None
