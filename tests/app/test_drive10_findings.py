@@ -17,3 +17,18 @@ def test_closing_the_logit_lens_takes_its_caption_away(qtbot, tmp_path, monkeypa
         journey.act("back to the candidates", panel.lens_button.click)
         assert panel.table.isVisibleTo(panel) and not panel.lens_table.isVisibleTo(panel)
         assert "lens" not in panel.readout.text(), f"the candidates sit above {panel.readout.text()!r}"
+
+
+def test_the_atlas_frames_no_head_over_an_empty_map_while_a_new_model_is_scored(qtbot, tmp_path, monkeypatch):
+    """SmolLM2 opened after the translator: while the new model's heads were scored, the atlas's empty map
+    kept a red frame where the old model's selected head had been."""
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, QSize(1920, 1080)) as journey:
+        journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be")
+        panel = journey.raise_panel("atlas")
+        journey.idle("scoring the heads")
+        assert panel.values is not None and panel.map.tile_box.isVisible()     # the selected head is framed
+        monkeypatch.setattr(panel, "_ask_scores", lambda trace: None)       # the next model's scores take long
+        journey.window.session.select(layer=2, head=1)
+        journey.open(BUNDLED / "shakespeare-mla", "To be, or not to be")
+        assert panel.is_shown() and panel.values is None
+        assert not panel.map.tile_box.isVisible(), "a head is framed over the map before any score is drawn"

@@ -125,6 +125,7 @@ class AtlasPanel(Panel):
         self.scores = self.described = self.values = self._described_for = None
         self._listed = []
         self.map.clear()
+        self.map.tile_box.setVisible(False)
         self.ablation_marks.show([])
         self.example.clear()
         self.table.setRowCount(0)
@@ -173,7 +174,11 @@ class AtlasPanel(Panel):
                 f"heads at least {floor:g}, largest first")
 
     def show_selection(self, selection: Selection) -> None:
-        self.map.outline(selection.layer, selection.head, 1, 1)
+        if self.values is not None and selection.layer < self.values.shape[0] and \
+                selection.head < self.values.shape[1]:
+            self.map.outline(selection.layer, selection.head, 1, 1)
+        else:           # no map yet (a new model being scored): no frame of a head over the empty plot
+            self.map.tile_box.setVisible(False)
         self._show_example(selection.layer, selection.head)
 
     # ----- the two sources ------------------------------------------------------------
