@@ -10,7 +10,7 @@ from explorer.core.intervention import HeadAblation, Intervention
 from tests.app.synthetic_trace import build_trace
 
 STATE_SIGNALS = ("trace_changed", "tokens_changed", "selection_changed", "model_changed", "busy_changed",
-                 "out_of_date_changed", "experiments_changed", "not_run_changed", "context_changed")
+                 "out_of_date_changed", "experiments_changed", "not_run_changed", "context_changed", "trace_arriving")
 
 
 def spied(session: Session) -> list:

@@ -124,7 +124,8 @@ class Session(QObject):
 
     # ----- write: the trace and the model -------------------------------------------
     def set_trace(self, trace: Trace | None) -> None:
-        self.trace_arriving.emit(trace)
+        if trace is not self.state.trace:              # the trace it holds again is no arrival
+            self.trace_arriving.emit(trace)
         reason = self.state.set_trace(trace)
         if reason is None:
             return
