@@ -9,7 +9,7 @@ from __future__ import annotations
 from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QApplication, QGraphicsTextItem
 
-from explorer.app.panels.model_map import ModelMapPanel
+from explorer.app.panels.model_map import ACCENT, ModelMapPanel
 from explorer.app.state.session import Session
 from explorer.app.window.presentation import FONT_SCALE, scaled
 from tests.app.shared_window import make
@@ -41,5 +41,8 @@ def test_a_larger_font_lays_the_map_out_again_with_larger_text_that_fits(qtbot):
         assert max(label.boundingRect().height() for label in labels) / label_before > 1 + (FONT_SCALE - 1) / 2
         for box in boxes:
             assert box.text.boundingRect().height() <= box.rect().height() + 0.5, box.node.label
+        lit = [box.node.key for box in boxes if box.pen().color() == ACCENT]
+        assert lit and all(session.selection.layer in panel.items[key].node.layers for key in lit), \
+            "the selected block is no longer outlined after the new layout"
     finally:
         app.setFont(before)

@@ -288,6 +288,7 @@ class ModelMapPanel(Panel):
         if event.type() == QEvent.Type.FontChange and self.graph is not None:
             self._drawn_key = None
             self.redraw()
+            self.show_selection(self.session.selection)         # the new boxes lit as the old ones were
 
     # ----- selection ---------------------------------------------------------------------------
     def show_selection(self, selection: Selection) -> None:
