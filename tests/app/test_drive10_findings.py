@@ -32,3 +32,20 @@ def test_the_atlas_frames_no_head_over_an_empty_map_while_a_new_model_is_scored(
         journey.open(BUNDLED / "shakespeare-mla", "To be, or not to be")
         assert panel.is_shown() and panel.values is None
         assert not panel.map.tile_box.isVisible(), "a head is framed over the map before any score is drawn"
+
+
+def test_the_window_asks_to_be_the_active_one_when_nothing_made_it_so(qtbot, tmp_path, monkeypatch):
+    """On a bare X screen (no window manager) nothing activated the new main window: F1, Ctrl+Enter and every
+    other shortcut reached no window of the app after launch (seen under Xvfb with xdotool). The offscreen
+    platform activates a shown window itself, so here the platform's answer is "no active window"."""
+    from PySide6.QtWidgets import QApplication
+
+    from explorer.app.window.main_window import MainWindow
+    from tests.app.test_window import new_window
+
+    asked = []
+    monkeypatch.setattr(QApplication, "activeWindow", staticmethod(lambda: None))
+    monkeypatch.setattr(MainWindow, "activateWindow", lambda self: asked.append(self))
+    window = new_window(qtbot, tmp_path)
+    qtbot.waitUntil(lambda: window in asked, timeout=5000)
+    window.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QRect, QSize, Qt, QTimer
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QProgressDialog, QWidget
+from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QMessageBox, QProgressDialog, QWidget
 
 from explorer.app.panels.learn import add_stop_buttons
 from explorer.app.run.controller import DecodingController
@@ -298,6 +298,7 @@ class MainWindow(QMainWindow):
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
+        QTimer.singleShot(0, self, self._take_focus_if_none)
         fit, self._fit_when_shown = getattr(self, "_fit_when_shown", None), None
         if fit is None or self.isFullScreen():
             return
@@ -313,6 +314,13 @@ class MainWindow(QMainWindow):
             QTimer.singleShot(0, self, self._layout_made)
             return
         self._fit_first_start()
+
+    def _take_focus_if_none(self) -> None:
+        """Become the active window when the app has none. A window manager activates a new window; on a bare
+        X screen nothing did, so F1, Ctrl+Enter, Space and every other shortcut did nothing after launch (the
+        keys reached no window of the app) until the person clicked into a text field."""
+        if QApplication.activeWindow() is None and self.isVisible():
+            self.activateWindow()
 
     def _fit_first_start(self) -> None:
         """Fill the screen's available area now that the frame's size is known, and keep the frame on it
