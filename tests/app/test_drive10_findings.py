@@ -49,3 +49,21 @@ def test_the_window_asks_to_be_the_active_one_when_nothing_made_it_so(qtbot, tmp
     window = new_window(qtbot, tmp_path)
     qtbot.waitUntil(lambda: window in asked, timeout=5000)
     window.close()
+
+
+def test_an_ablation_added_twice_is_listed_once(qtbot):
+    """Ablating L3.H1 on the bundled MLA model and again on the GQA model (experiments that fit are kept across
+    a switch) listed "ablate L3.H1 (zero)" twice: "3 of 3 experiments on" for two different ablations."""
+    from explorer.app.panels.experiments import ExperimentsPanel
+    from explorer.app.state.session import Session
+    from explorer.core.intervention import Experiment, HeadAblation, Intervention
+
+    session = Session()
+    panel = ExperimentsPanel(session)
+    qtbot.addWidget(panel)
+    ablation = Intervention(ablations=(HeadAblation(3, 1),))
+    panel.add(ablation)
+    session.set_experiments((Experiment(ablation, on=False),))             # ticked off
+    panel.add(Intervention(ablations=(HeadAblation(3, 1),)))                                # the same, again
+    assert [(e.intervention, e.on) for e in session.experiments] == [(ablation, True)], session.experiments
+    assert panel.list.count() == 1

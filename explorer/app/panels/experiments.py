@@ -14,6 +14,7 @@ and the change of the chosen token's logit. The comparison runs on the model thr
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -190,7 +191,17 @@ class ExperimentsPanel(Panel):
         return self.session.experiments
 
     def add(self, intervention: Intervention) -> None:
-        self.session.add_experiment(intervention)
+        """Add `intervention` to the list; one already listed is turned on and selected instead of listed
+        twice (the same ablation added on two models read "ablate L3.H1" twice, "3 of 3 experiments on")."""
+        listed = [experiment.intervention for experiment in self.experiments]
+        if intervention not in listed:
+            self.session.add_experiment(intervention)
+            return
+        row = listed.index(intervention)
+        if not self.experiments[row].on:
+            self.session.set_experiments(self.experiments[:row] + (replace(self.experiments[row], on=True),) +
+                                         self.experiments[row + 1:])
+        self.list.setCurrentRow(row)
 
     def remove_selected(self) -> None:
         row = self.list.currentRow()
