@@ -46,6 +46,7 @@ def test_the_timer_writes_the_session_on_another_thread_while_the_gui_thread_run
     assert session_file.load(tmp_path / "auto.json") == state["value"]
     saver.discard()
     assert not (tmp_path / "auto.json").exists() and os.listdir(tmp_path) == []
+    assert not writers[0].is_alive(), "the writing thread outlived the window's clean exit"
 
 
 def test_a_failing_background_write_is_told_on_the_gui_thread(qtbot, tmp_path):

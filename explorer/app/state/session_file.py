@@ -111,6 +111,9 @@ class Autosaver(QObject):
     def _write_queued(self) -> None:
         while True:
             state = self._queue.get()
+            if state is None:                   # discard(): the window closed cleanly
+                self._queue.task_done()
+                return
             try:
                 problem = self._write(state)[1]
             except Exception as error:      # never the thread's end: wait() would wait for ever
@@ -164,6 +167,10 @@ class Autosaver(QObject):
         """A clean exit: stop and remove the autosave, so the next start offers nothing."""
         self._timer.stop()
         self.wait()                         # a write finishing after the removal would leave a file behind
+        if self._writer is not None:        # the writing thread ends with the window, not at the interpreter's exit
+            self._queue.put(None)
+            self._writer.join()
+            self._writer = None
         _IN_USE.discard(self.path)
         try:
             self.path.unlink(missing_ok=True)
