@@ -67,3 +67,22 @@ def test_an_ablation_added_twice_is_listed_once(qtbot):
     panel.add(Intervention(ablations=(HeadAblation(3, 1),)))                                # the same, again
     assert [(e.intervention, e.on) for e in session.experiments] == [(ablation, True)], session.experiments
     assert panel.list.count() == 1
+
+
+def test_the_window_takes_the_focus_back_after_an_error_dialog(qtbot, tmp_path, monkeypatch):
+    """Opening a bad file on a bare X screen: once its warning closed no window was active, and every shortcut
+    (F1, Ctrl+Enter, Space) did nothing until a click (seen under Xvfb with xdotool)."""
+    from PySide6.QtWidgets import QApplication, QMessageBox
+
+    from explorer.app.window.main_window import MainWindow
+    from tests.app.test_window import new_window
+
+    window = new_window(qtbot, tmp_path)
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=5000)
+    asked = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *args: None)              # closed by the person
+    monkeypatch.setattr(QApplication, "activeWindow", staticmethod(lambda: None))  # and no window is active
+    monkeypatch.setattr(MainWindow, "activateWindow", lambda self: asked.append(self))
+    window.show_error("bad.json is not valid JSON (Expecting property name at line 1).")
+    assert asked == [window]
+    window.close()

@@ -249,6 +249,7 @@ class MainWindow(QMainWindow):
         it), and a dialog says its first line; neither takes its size from the text."""
         self.status.error_line.show_error(message)
         QMessageBox.warning(self, TITLE, error_bar.summary(message))
+        self._take_focus_if_none()          # on a bare X screen no window was active once the dialog closed
 
     def session_state(self) -> SessionState:
         summary = self.controller.summary
