@@ -196,7 +196,7 @@ def test_a_running_conversion_can_be_cancelled(panel, session, qtbot):
         assert panel.cancel_button.isEnabled() and not panel.run_button.isEnabled()
         panel.cancel_button.click()
     assert signal.args == ["The conversion was cancelled."]
-    assert panel.run_summary.text() == "The conversion was cancelled."
+    assert panel.run_summary.text() == "No result for mqa: The conversion was cancelled."
     qtbot.waitUntil(lambda: panel.run_button.isEnabled())
 
 

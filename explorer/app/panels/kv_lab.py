@@ -47,6 +47,7 @@ class KVLabPanel(Panel):
         self.source_name = ""
         self.from_config = False
         self.result = None
+        self.running_variant = ""          # the target of the conversion last started
         self._said_why = ""                # the sentence shown for why no target is offered, while it holds
         self.executor = executor           # None: the worker's model, through the session
         self.what_if_job = what_if_job     # (variant, steps, prompt ids) -> a model job
@@ -171,8 +172,9 @@ class KVLabPanel(Panel):
         variant = variant or self.variant_box.currentText()
         steps = steps or self.steps_box.value()
         prompt = np.asarray(self.trace.steps[0].token_ids, dtype=np.int64).copy()
-        self.what_if.show_progress(0.0, "starting")
-        self.run_summary.setText(f"converting to {variant}…")
+        self.result = None                  # the target before's result goes: nothing of it stays up as current
+        self.running_variant = variant
+        self.what_if.show_working(variant, steps)
         self.error_line.clear()
         self.runner.start(self.what_if_job(variant, steps, prompt), self.executor or self._on_the_worker)
         self._update_run_buttons()
@@ -225,10 +227,9 @@ class KVLabPanel(Panel):
 
     def _on_run_failed(self, message: str) -> None:
         cancelled = message.lower().endswith("conversion was cancelled.")     # said, not an error
-        self.run_summary.setText(message if cancelled else "The conversion failed.")
+        self.what_if.show_no_result(self.running_variant, message if cancelled else "the conversion failed.")
         if not cancelled:
             self.error_line.show_error(message)
-        self.what_if.reset_progress()
         self._finish_run()
 
     def _finish_run(self) -> None:

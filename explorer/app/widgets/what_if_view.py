@@ -115,6 +115,18 @@ class WhatIfView(QWidget):
         self.progress.setValue(0)
         self.progress.setFormat("")
 
+    def show_working(self, variant: str, steps: int) -> None:
+        """A conversion to `variant` has started: the result of the target before (its table, summary and
+        maps) goes, and the summary names the target now converting, so nothing on screen reads as its result."""
+        self.clear()
+        self.run_summary.setText(f"Converting to {variant} and comparing {steps} steps…")
+        self.show_progress(0.0, f"{variant}: starting")
+
+    def show_no_result(self, variant: str, why: str) -> None:
+        """A conversion to `variant` ended without a result (cancelled, failed): say which, and why."""
+        self.clear()
+        self.run_summary.setText(f"No result for {variant}: {why}" if variant else why[:1].upper() + why[1:])
+
     def show_result(self, result, display_token) -> None:
         """Fill the step table and the summary; a step's token is its text in the original trace, or
         `display_token(id)` where it lies beyond it."""

@@ -1,0 +1,54 @@
+"""KV lab ▸ What-if never shows one target's result as another's: once a conversion to a new target starts,
+the table, the summary and both maps of the target before are gone and the summary names the new target;
+a cancelled one says which target has no result and why; a finished one shows its own.
+
+The expectations are the targets' names and the step counts the test asks for.
+"""
+from __future__ import annotations
+
+import threading
+
+from explorer.app.panels.kv_lab import model_backend
+from tests.app.test_kv_lab import panel, session, slow_job, tiny  # noqa: F401 (fixtures)
+
+
+def shown_steps(lab) -> list[str]:
+    return [lab.steps_table.item(row, 0).text() for row in range(lab.steps_table.rowCount())]
+
+
+def test_a_new_target_replaces_the_old_result_with_its_working_state(panel, session, tiny, qtbot):  # noqa: F811
+    panel.set_executor(model_backend(tiny))
+    panel.tabs.setCurrentWidget(panel.what_if)
+    with qtbot.waitSignal(panel.runner.finished, timeout=60000):
+        assert panel.run_conversion("mqa", 3)
+    assert len(shown_steps(panel)) == 3 and panel.run_summary.text().startswith("mqa:")
+    assert not panel.what_if.maps.isHidden() and panel.converted_map.plot.titleLabel.text.startswith("mqa")
+
+    started = threading.Event()
+    make_slow = slow_job(started, {})
+    real_job = panel.what_if_job
+    panel.what_if_job = make_slow
+    assert panel.run_conversion("mha", 2)
+    assert started.wait(10)
+    # converting to mha: nothing of mqa's result stays up as current, and the working state names mha
+    summary = panel.run_summary.text()
+    assert "mha" in summary and "mqa" not in summary, summary
+    assert shown_steps(panel) == [] and panel.result is None
+    assert panel.what_if.maps.isHidden()
+    assert "mqa" not in panel.progress.text()
+
+    with qtbot.waitSignal(panel.runner.failed, timeout=30000):
+        panel.cancel_button.click()
+    summary = panel.run_summary.text()
+    assert "mha" in summary and "cancelled" in summary and "mqa" not in summary, summary
+    assert shown_steps(panel) == [] and panel.what_if.maps.isHidden()
+    qtbot.waitUntil(panel.run_button.isEnabled)
+
+    panel.what_if_job = real_job
+    with qtbot.waitSignal(panel.runner.finished, timeout=60000):
+        assert panel.run_conversion("mha", 2)
+    assert len(shown_steps(panel)) == 2 and panel.run_summary.text().startswith("mha:")
+    assert not panel.what_if.maps.isHidden() and panel.converted_map.plot.titleLabel.text.startswith("mha")
+
+    session.set_model(tiny.info)                    # a model switch: no result of the model before stays up
+    assert shown_steps(panel) == [] and panel.result is None and panel.what_if.maps.isHidden()
