@@ -111,3 +111,20 @@ def restore_axis(axis: pg.AxisItem, pen: QPen, text_pen: QPen, style: dict) -> N
         axis.labelStyle = dict(style)            # a public attribute, read whenever the title is drawn
         if axis.labelText and axis.label.isVisible():
             axis.setLabel(axis.labelText, axis.labelUnits, axis.labelUnitPrefix, **style)   # drawn now
+
+
+# Signed quantities (the residual, attribution and Q/K/V panels' maps) are drawn on this diverging map, its
+# centre colour at 0.
+SIGNED_COLORMAP = "CET-D1"
+
+
+def signed_colormap(levels: tuple[float, float]) -> pg.ColorMap:
+    """The diverging map over levels (low, high) with low < 0 < high: a value v is drawn in the colour of
+    (v / m + 1) / 2 along SIGNED_COLORMAP, m = max(-low, high), so 0 gets the centre colour and equal magnitudes
+    of either sign equally strong ones; the part from low to high, so the colour bar shows both levels."""
+    low, high = float(levels[0]), float(levels[1])
+    top = max(-low, high)
+    start, stop = (low / top + 1) / 2, (high / top + 1) / 2
+    colormap = pg.colormap.get(SIGNED_COLORMAP).getSubset(start, stop - start)
+    colormap.name = f"{SIGNED_COLORMAP} {low:.6g} to {high:.6g}"        # the same levels: the same map
+    return colormap

@@ -16,6 +16,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QPen, QTransform
 from PySide6.QtWidgets import QGraphicsRectItem
 
+from explorer.drawing.colours import signed_colormap
 from explorer.drawing.heatmap_axes import FittingTitle, TokenAxis, nice_step, symmetric_levels
 from explorer.drawing.maxima import MaximaImage, diverging
 
@@ -58,7 +59,7 @@ class Heatmap:
         self.backdrop.setZValue(4)
         self.backdrop.setVisible(False)
         self.plot.addItem(self.backdrop)
-        self.colormap = pg.colormap.get(colormap)
+        self.colormap = self.base_colormap = pg.colormap.get(colormap)   # base: a map of values of one sign
         self.image.setColorMap(self.colormap)
         self.detail.setColorMap(self.colormap)
         self._rect: tuple | None = None                # (the image's rect, the matrix's shape)
@@ -87,8 +88,10 @@ class Heatmap:
     # ----- data -------------------------------------------------------------------
     def set_matrix(self, matrix: np.ndarray, levels: tuple[float, float] | None = None,
                    row_labels: Sequence[str] | None = None, col_labels: Sequence[str] | None = None,
-                   keep_view: bool = False, extent: tuple[int, int] | None = None) -> None:
-        """Show `matrix` (NaN is drawn transparent); levels default to its finite range.
+                   keep_view: bool = False, extent: tuple[int, int] | None = None, signed: bool = False) -> None:
+        """Show `matrix` (NaN is drawn transparent); levels default to its finite range. `signed`: values
+        whose sign matters (attention weights, negative under a linear kernel), drawn on the diverging
+        colours.signed_colormap when the levels start below 0, on the heatmap's own colour map otherwise.
 
         `extent` (rows, cols): the real size of a map drawn reduced (block maxima), which the image
         then spans, so the axes, the hover and the highlights count real rows and columns; such a map
@@ -105,7 +108,9 @@ class Heatmap:
         reshaped = shape != self.shape
         self.shape = shape
         self.clear_detail()
-        self.image.signed = self.detail.signed = diverging(levels)
+        below_zero = signed and levels[0] < 0.0
+        self._use_colormap(signed_colormap(levels) if below_zero else self.base_colormap)
+        self.image.signed = self.detail.signed = below_zero or diverging(levels)
         # Block maxima are about a pixel wide: the view's frame, drawn over its first pixel column, hid the
         # first keys' column (an attention sink). Under the map, the frame shows where it has no cells.
         self.plot.getViewBox().borderRect.setZValue(-1.0 if extent is not None else 1e3)
@@ -169,6 +174,10 @@ class Heatmap:
     def set_colormap(self, colormap) -> None:
         """A pyqtgraph ColorMap or its name; the colour bar follows. The same map again changes nothing."""
         colormap = pg.colormap.get(colormap) if isinstance(colormap, str) else colormap
+        self.base_colormap = colormap
+        self._use_colormap(colormap)
+
+    def _use_colormap(self, colormap: pg.ColorMap) -> None:
         if colormap is self.colormap or colormap.name == self.colormap.name and colormap.name:
             return
         self.colormap = colormap

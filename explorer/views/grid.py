@@ -54,7 +54,7 @@ class _LayerTiles:
         self.block = tile_block(t_q, t_kv, tile)
         shape = (self.records[0].n_heads, math.ceil(t_q / self.block), math.ceil(t_kv / self.block))
         self.key = ("tiles", layer, tile, cross, values)
-        fill = 0.0 if values == "weights" else -np.inf
+        fill = -np.inf                     # below every score and weight (other kernels than exp make some < 0)
         self.out, self.allowed, self.done = _tiles_so_far(self.key, self.records, self.block, shape, fill)
         self.row = first_rows[self.done]                                # the first query row still to merge
 
@@ -91,7 +91,7 @@ class _LayerTiles:
         maps = np.stack([block_maxima(self.trace, self.layer, [head], self.block, self.done, self.cross,
                                       self.values, window) for head in range(record.n_heads)])   # (N_Q, r, c)
         allowed = np.isfinite(maps[0])                                     # the mask is every head's
-        maps[:, ~allowed] = 0.0 if self.values == "weights" else -np.inf
+        maps[:, ~allowed] = -np.inf
         top = self.row // self.block
         return np.arange(top, top + maps.shape[1]), np.arange(maps.shape[2]), maps, allowed
 
@@ -211,18 +211,20 @@ def _reduce_packed(packed: np.ndarray, plan):
 
     Each row's allowed weights are one run of the packed array; folding every run into its row
     block with an elementwise max (one call per row) reduces the rows without unpacking, and the
-    columns are then cut into blocks by reshaping. Weights are >= 0, so a cell no row reaches keeps
-    0, as the dense masked zeros would give it.
+    columns are then cut into blocks by reshaping. Cells start at -inf, below every weight (a kernel other
+    than exp makes some negative); a block no row reaches is 0, as the dense masked zeros give it.
     """
     runs, u_rows, u_cols, reduced_mask, base, block, n_kv = plan
-    per_block = np.zeros((u_rows.size, packed.shape[0], n_kv), dtype=np.float32)   # rows reduced, by block
+    per_block = np.full((u_rows.size, packed.shape[0], n_kv), -np.inf, dtype=np.float32)   # rows reduced, by block
     for row_block, rows in runs:
         folded = per_block[row_block]                                               # (N_Q, n_kv), contiguous
         for columns, source in rows:
             target = folded[:, columns]
             np.maximum(target, packed[:, source], out=target)
     per_block = np.ascontiguousarray(per_block.transpose(1, 0, 2))                 # (N_Q, row blocks, n_kv)
-    return u_rows, u_cols, block_max(per_block, 2, base, block), reduced_mask
+    reduced = block_max(per_block, 2, base, block)
+    reduced[reduced == -np.inf] = 0.0
+    return u_rows, u_cols, reduced, reduced_mask
 
 
 def _reduced_scores(trace: Trace, layer: int, index: int, record: AttentionRecord, row: int, block: int,

@@ -53,20 +53,33 @@ def axis_labels(trace, shape: tuple[int, int], cross: bool = False,
 
 
 def grid_image(grid, values: str, log: bool) -> tuple[np.ndarray, tuple[float, float]]:
-    """The all-heads mosaic as drawn: scores at robust levels, weights linear (0 to 1) or log10."""
+    """The all-heads mosaic as drawn: scores at robust levels, weights linear (0 to 1, or from the lowest
+    to the highest weight where a kernel made some negative) or log10."""
     if values == "scores":
         return grid.image, score_levels(grid.image)
-    return log_scaled(grid.image) if log else (grid.image, (0.0, 1.0))
+    if log:
+        return log_scaled(grid.image)
+    low, high = weight_range(grid.image)
+    return grid.image, ((0.0, 1.0) if low >= 0 else (low, max(high, 1.0)))
 
 
 def head_levels(matrix: np.ndarray, values: str, log: bool) -> tuple[np.ndarray, tuple[float, float] | None]:
-    """What one head's figure draws and its colour levels: weights from 0 to their maximum (or log10),
-    scores at None (the heatmap's own range)."""
+    """What one head's figure draws and its colour levels: weights from 0 (or their minimum where a kernel
+    made some negative) to their maximum (or log10), scores at None (the heatmap's own range)."""
     if log and values == "weights":
         return log_scaled(matrix)
     if values == "weights":
-        return matrix, (0.0, float(np.nanmax(matrix)) if np.isfinite(matrix).any() else 1.0)
+        low, high = weight_range(matrix)
+        return matrix, (min(low, 0.0), high)
     return matrix, None
+
+
+def weight_range(matrix: np.ndarray) -> tuple[float, float]:
+    """The lowest and highest finite weight; (0, 1) where none is (every cell masked)."""
+    finite = np.isfinite(matrix)
+    if not finite.any():
+        return 0.0, 1.0
+    return float(np.min(matrix, where=finite, initial=np.inf)), float(np.max(matrix, where=finite, initial=-np.inf))
 
 
 def log_scaled(matrix: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:

@@ -31,7 +31,7 @@ from explorer.drawing.heatmap import Heatmap
 from explorer.views import trace_views
 from explorer.views.grid import Mosaic, mosaic
 from explorer.views.long_maps import extent, is_long
-from explorer.views.maps import attention_matrix, axis_labels, grid_image, log_scaled, mean_attention_matrix
+from explorer.views.maps import attention_matrix, axis_labels, grid_image, head_levels, mean_attention_matrix
 
 STALE_OPACITY = 0.35      # the grid of the step before, drawn while the new step's tiles are computed
 
@@ -122,6 +122,11 @@ class AttentionPanel(Panel):
         return self.scale_box.currentIndex() == 1 and self.values == "weights"
 
     @property
+    def signed(self) -> bool:
+        """Weights drawn linearly: a kernel other than exp can make some negative (Heatmap.set_matrix's signed)."""
+        return self.values == "weights" and not self.log_scale
+
+    @property
     def cross(self) -> bool:
         return self.kind == "cross"
 
@@ -194,11 +199,9 @@ class AttentionPanel(Panel):
         else:
             matrix = attention_matrix(trace, layer, head, view.step, self.values, view.cross)
         self.matrix = matrix
-        shown, levels = (log_scaled(matrix) if self.log_scale else (matrix, None))
-        if self.values == "weights" and not self.log_scale:
-            levels = (0.0, float(np.nanmax(matrix)) if np.isfinite(matrix).any() else 1.0)
+        shown, levels = head_levels(matrix, self.values, self.log_scale)
         rows, cols = axis_labels(trace, matrix.shape, view.cross)
-        self.large.set_matrix(shown, levels, rows, cols, keep_view=True)
+        self.large.set_matrix(shown, levels, rows, cols, keep_view=True, signed=self.signed)
         formula = attention_formula(trace, view.kind, self.values, layer, head, matrix.shape)
         self.set_formula(mean_formula(trace, self.values, layer, matrix.shape) if self.mean_heads else formula)
 
@@ -240,7 +243,7 @@ class AttentionPanel(Panel):
         if self.mosaic is None:
             return
         image, levels = grid_image(self.mosaic, self.values, self.log_scale)
-        self.grid.set_matrix(image, levels, keep_view=True)
+        self.grid.set_matrix(image, levels, keep_view=True, signed=self.signed)
         self.grid.image.setOpacity(STALE_OPACITY if self.filler.updating else 1.0)   # the previous step's, dimmed
         self.grid.axes["left"].set_labels([f"L{i}" for i in range(self.mosaic.n_layers)], self.mosaic.layer_centres())
         self.grid.axes["top"].set_labels([f"H{i}" for i in range(self.mosaic.n_heads)], self.mosaic.head_centres())
