@@ -139,7 +139,8 @@ def _head(figure, trace, layer, head, picture: HeadPicture, values, log, cross) 
     _title(figure, f"{trace.model.name}: layer {layer}, head {head}, {symbol} ({t_q}×{t_kv}{blocks})")
     heatmap = Heatmap(figure.ci, row=1, col=0)
     rows, cols = axis_labels(trace, picture.extent, cross, numbered=picture.long)
-    heatmap.set_matrix(shown, levels, rows, cols, extent=picture.extent)   # the axes count real tokens
+    heatmap.set_matrix(shown, levels, rows, cols, extent=picture.extent,   # the axes count real tokens
+                       signed=values == "weights" and not log)
     heatmap.plot.setLabels(left="query", top="key")
     figure.heatmaps.append(heatmap)
 
@@ -156,8 +157,8 @@ def _layer(figure, trace, layer, pictures: list[HeadPicture], values, log, cross
     scaled = [head_levels(p.shown, values, log) for p in pictures]
     finite = np.concatenate([s[np.isfinite(s)] for s, _ in scaled])
     levels = scaled[0][1] or ((float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0))
-    if values == "weights" and not log:                  # one scale for all: 0 to the largest weight of any head
-        levels = (0.0, max(level[1] for _, level in scaled))
+    if values == "weights" and not log:    # one scale for all: 0 (or the lowest) to the largest weight of any head
+        levels = (min(level[0] for _, level in scaled), max(level[1] for _, level in scaled))
     first = pictures[0]
     blocks = f", {first.factor}×{first.factor} block maxima" if first.factor > 1 else ""
     _title(figure, f"{trace.model.name}: layer {layer}, all {n_heads} heads ({first.extent[0]}×{first.extent[1]}"
@@ -165,7 +166,7 @@ def _layer(figure, trace, layer, pictures: list[HeadPicture], values, log, cross
     rows, cols = axis_labels(trace, first.extent, cross, numbered=first.long)
     for h, (shown, _) in enumerate(scaled):
         heatmap = Heatmap(figure.ci, row=1 + h // n_cols, col=h % n_cols, colorbar=False)
-        heatmap.set_matrix(shown, levels, rows, cols, extent=first.extent)
+        heatmap.set_matrix(shown, levels, rows, cols, extent=first.extent, signed=values == "weights" and not log)
         heatmap.plot.setTitle(f"head {h}", size="9pt")
         figure.heatmaps.append(heatmap)
     bar = pg.ColorBarItem(values=levels, colorMap=figure.heatmaps[0].colormap, interactive=False, width=12)
@@ -237,7 +238,7 @@ def _grid(figure, trace, grid: Mosaic, values, log, size: tuple[int, int]) -> No
     _title(figure, f"{trace.model.name}: all {grid.n_layers} layers × {grid.n_heads} heads, {symbol}, "
                    f"{trace.n_tokens} tokens" + (" (block maxima)" if reduced else ""))
     heatmap = Heatmap(figure.ci, row=1, col=0)
-    heatmap.set_matrix(shown, levels)
+    heatmap.set_matrix(shown, levels, signed=values == "weights" and not log)
     heatmap.axes["left"].set_labels([f"L{i}" for i in range(grid.n_layers)], grid.layer_centres())
     heatmap.axes["top"].set_labels([f"H{i}" for i in range(grid.n_heads)], grid.head_centres())
     heatmap.plot.setLabels(left="layer", top="head")
