@@ -154,7 +154,8 @@ class LongHead(QObject):
             self._labels = (trace, axis_labels(trace, request.size, request.view.cross, numbered=True))
         rows, cols = self._labels[1]
         shown, levels = head_levels(reduced, request.values, request.log)
-        self.heatmap.set_matrix(shown, levels, rows, cols, keep_view=True, extent=request.size)
+        self.heatmap.set_matrix(shown, levels, rows, cols, keep_view=True, extent=request.size,
+                                signed=request.values == "weights" and not request.log)
         self._title(request)
         self.painted = request
         self.shown.emit(request)
