@@ -79,6 +79,10 @@ def test_a_negative_weight_is_drawn_below_zero_in_the_large_map_and_the_grid(qtb
     assert f"A[{i}, {j}] = {float(weights[head, i, j]):.6g}" in panel.readout.text()     # the true value
     check_negative_cell(panel.grid, panel.grid.image.image)
     assert float(np.nanmin(panel.grid.image.image)) == pytest.approx(float(weights.min()))
+    panel.session.select(layer=0)                                   # layer 0 keeps exp: back to [0, max]
+    assert linear_trace.attention(0).min() >= 0
+    assert tuple(panel.large.colorbar.levels()) == pytest.approx((0.0, float(linear_trace.attention(0)[head].max())))
+    assert panel.large.colormap.name == "viridis"
 
 
 @pytest.mark.parametrize("head", [4, "all"])
