@@ -1,15 +1,21 @@
 """KV lab ▸ What-if never shows one target's result as another's: once a conversion to a new target starts,
 the table, the summary and both maps of the target before are gone and the summary names the new target;
-a cancelled one says which target has no result and why; a finished one shows its own.
+a cancelled one says which target has no result and why; a finished one shows its own. And the Cache per
+variant tab fits the width a 1366x768 screen's default layout gives it, with Help ▸ Learn open beside it
+too: no sideways scroll bar, every plot legible and within sight, the rows' hint whole.
 
-The expectations are the targets' names and the step counts the test asks for.
+The expectations are the targets' names and the step counts the test asks for, and the widgets' rectangles
+against the tab's viewport.
 """
 from __future__ import annotations
 
 import threading
 
 from explorer.app.panels.kv_lab import model_backend
+from explorer.app.panels.learn import open_learn
+from tests.app.screen_fit import MIN_PLOT_PX, settle
 from tests.app.test_kv_lab import panel, session, slow_job, tiny  # noqa: F401 (fixtures)
+from tests.app.test_presentation_panels import projector_window, toggle_presentation  # noqa: F401 (fixture)
 
 
 def shown_steps(lab) -> list[str]:
@@ -52,3 +58,35 @@ def test_a_new_target_replaces_the_old_result_with_its_working_state(panel, sess
 
     session.set_model(tiny.info)                    # a model switch: no result of the model before stays up
     assert shown_steps(panel) == [] and panel.result is None and panel.what_if.maps.isHidden()
+
+
+def assert_fits(lab, case: str) -> None:
+    tab = lab.variants_tab
+    assert not tab.horizontalScrollBar().isVisible(), (case, tab.viewport().width(), tab.widget().minimumSizeHint())
+    viewport = tab.viewport().rect()
+    for dtype, plot in tab.plot.plots.items():
+        box = plot.vb.mapRectToScene(plot.vb.boundingRect())
+        right = tab.plot.mapTo(tab.viewport(), tab.plot.mapFromScene(box.topRight()))
+        assert viewport.contains(right) and box.width() >= MIN_PLOT_PX, (case, dtype, box, right, viewport)
+    hint = lab.rows_hint
+    if hint.isVisible():
+        words = hint.fontMetrics().horizontalAdvance(hint.text())
+        assert hint.width() >= words, (case, hint.text(), hint.width(), words)
+        assert viewport.contains(hint.mapTo(tab.viewport(), hint.rect().topRight())), (case, hint.geometry())
+
+
+def test_the_cache_per_variant_tab_fits_1366_px(projector_window):  # noqa: F811
+    window = projector_window
+    dock = window.docks["kv_lab"]
+    lab = dock.widget()
+    for case in ("default layout", "Learn open", "Learn open, presentation"):
+        if case == "Learn open":
+            open_learn(window)
+        elif case.endswith("presentation"):
+            toggle_presentation(window)
+        dock.show()
+        dock.raise_()
+        lab.tabs.setCurrentWidget(lab.variants_tab)
+        settle(0.5)
+        assert lab.variants_tab.isVisible(), case
+        assert_fits(lab, case)

@@ -19,12 +19,12 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
     QFrame,
-    QHBoxLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QSpinBox,
     QSplitter,
     QTableWidget,
@@ -33,8 +33,10 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.app.figures import export_dialogs
+from explorer.app.widgets.flow_layout import FlowLayout
 from explorer.app.widgets.kv_plot import DTYPES, BytesPlot, FitSplitter
 from explorer.app.widgets.what_if_view import table_item
+from explorer.app.window.error_bar import ElidedLine
 from explorer.core.store import model_folders, resources_dir
 from explorer.core.units import human_bytes
 
@@ -96,14 +98,16 @@ def bundled_configs() -> dict[str, Path]:
 
 
 class VariantTable(QWidget):
-    """Two lines of controls over the table of variants. `config_chosen` carries the path of a config the
+    """The controls, wrapped to the width, over the table of variants. `config_chosen` carries the path of a config the
     user picked (a file, or a bundled one); the other controls' own signals say the rest."""
 
     config_chosen = Signal(str)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self.source_label = QLabel("no model")
+        self.source_label = ElidedLine()           # a long model name elided, not widening the tab
+        self.source_label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        self.source_label.setText("no model")
         self.open_button = QPushButton("Open config…")
         self.open_button.setToolTip("compare the caches of a model from its config.json alone, without weights")
         self.open_button.clicked.connect(self._ask_config)
@@ -125,14 +129,17 @@ class VariantTable(QWidget):
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.verticalHeader().setVisible(False)
+        placeholder = self.ranks_edit.placeholderText()
+        self.ranks_edit.setMinimumWidth(self.ranks_edit.fontMetrics().horizontalAdvance(placeholder) + 16)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        for line in ((self.source_label, self.open_button, self.bundled_box, self.model_button, self.compare_button),
-                     (self.dtype_box, self.tokens_box, self.ranks_edit, self.rows_hint)):
-            row = QHBoxLayout()
-            for widget in line:
-                row.addWidget(widget)
-            layout.addLayout(row)
+        # The controls wrap like words to the tab's width: in two fixed lines the first asked for 613 px, and
+        # beside Learn at 1366 px the tab had 610, so it scrolled sideways, the third plot and the hint cut off.
+        controls = FlowLayout()
+        for widget in (self.source_label, self.open_button, self.bundled_box, self.model_button, self.compare_button,
+                       self.dtype_box, self.tokens_box, self.ranks_edit, self.rows_hint):
+            controls.addWidget(widget)
+        layout.addLayout(controls)
         layout.addWidget(self.table, 1)
 
     def ranks(self) -> list[int] | None:
