@@ -223,7 +223,9 @@ def test_maps_rebuilt_under_an_intervention_use_its_kernel_and_hidden_entries(ke
     assert demand.steps[0].layers[1].attn.on_demand and demand.steps[0].layers[1].attn.kernel == Kernel(*kernel)
     assert not demand.mask(0)[9, 4]                                      # the hidden entry
     for layer in range(2):
-        np.testing.assert_allclose(demand.attention(layer), stored.attention(layer), atol=1e-6, rtol=0)
+        # The linear kernel's Z (a sum of signed scores) can nearly cancel, so its weights reach ±40 and carry the
+        # float32 rounding of both passes ×40 (1e-5 apart on one CPU's kernels, 1e-7 on another's): relative there.
+        np.testing.assert_allclose(demand.attention(layer), stored.attention(layer), atol=1e-6, rtol=1e-5)
 
 
 def test_kept_maps_stay_within_their_budget_and_drop_the_least_recent():
