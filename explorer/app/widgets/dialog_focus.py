@@ -12,6 +12,14 @@ from PySide6.QtGui import QGuiApplication, QWindow
 from PySide6.QtWidgets import QApplication, QWidget
 
 
+def take_focus_if_none(window: QWidget) -> None:
+    """Make `window` the active window when the app has none: a window manager activates a new window and
+    gives the focus back after a dialog; on a bare X screen nothing does, and F1, Ctrl+Enter, Space and every
+    other shortcut did nothing after launch, or after a warning, until the person clicked into a text field."""
+    if QApplication.activeWindow() is None and window.isVisible():
+        window.activateWindow()
+
+
 def close_returning_focus(dialog: QWidget) -> None:
     """Close `dialog`; if it was the active window, make its parent window the active one again."""
     was_active = QApplication.activeWindow() is dialog

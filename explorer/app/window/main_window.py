@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QRect, QSize, Qt, QTimer
-from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QMessageBox, QProgressDialog, QWidget
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QProgressDialog, QWidget
 
 from explorer.app.panels.learn import add_stop_buttons
 from explorer.app.run.controller import DecodingController
@@ -18,7 +18,7 @@ from explorer.app.state.session_file import Autosaver, SessionState
 from explorer.app.thread.catalog_loader import CatalogLoader
 from explorer.app.thread.catalog_schedule import CatalogSchedule
 from explorer.app.thread.worker import ModelWorker
-from explorer.app.widgets.dialog_focus import FocusKeeper, close_returning_focus
+from explorer.app.widgets.dialog_focus import FocusKeeper, close_returning_focus, take_focus_if_none
 from explorer.app.window import (
     crash_restore,
     dock_layout,
@@ -249,7 +249,7 @@ class MainWindow(QMainWindow):
         it), and a dialog says its first line; neither takes its size from the text."""
         self.status.error_line.show_error(message)
         QMessageBox.warning(self, TITLE, error_bar.summary(message))
-        self._take_focus_if_none()          # on a bare X screen no window was active once the dialog closed
+        take_focus_if_none(self)            # on a bare X screen no window was active once the dialog closed
 
     def session_state(self) -> SessionState:
         summary = self.controller.summary
@@ -299,7 +299,7 @@ class MainWindow(QMainWindow):
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
-        QTimer.singleShot(0, self, self._take_focus_if_none)
+        QTimer.singleShot(0, self, lambda: take_focus_if_none(self))     # launched on a bare X screen
         fit, self._fit_when_shown = getattr(self, "_fit_when_shown", None), None
         if fit is None or self.isFullScreen():
             return
@@ -315,13 +315,6 @@ class MainWindow(QMainWindow):
             QTimer.singleShot(0, self, self._layout_made)
             return
         self._fit_first_start()
-
-    def _take_focus_if_none(self) -> None:
-        """Become the active window when the app has none. A window manager activates a new window; on a bare
-        X screen nothing did, so F1, Ctrl+Enter, Space and every other shortcut did nothing after launch (the
-        keys reached no window of the app) until the person clicked into a text field."""
-        if QApplication.activeWindow() is None and self.isVisible():
-            self.activateWindow()
 
     def _fit_first_start(self) -> None:
         """Fill the screen's available area now that the frame's size is known, and keep the frame on it
