@@ -187,6 +187,14 @@ class MainWindow(QMainWindow):
             self.status.showMessage(f"Could not list the model store: {error}", 8000)
         self.model_bar.set_models(choices, self.settings.recent_models(), self.controller.reference)
 
+    def show_no_model(self) -> None:
+        """The window's chrome once the model is closed: what _on_model_ready names, named as none."""
+        self.model_bar.set_current(None)
+        self.status.show_model(None)
+        self.status.show_trace(None)
+        self.setWindowTitle(TITLE)
+        self.status.showMessage("The model was closed.", 4000)
+
     def _on_model_ready(self, summary) -> None:
         self.settings.remember_model(summary.reference)
         self.model_bar.set_current(summary.reference)     # named at once, not after the listing (a long prefill)

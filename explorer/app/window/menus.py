@@ -106,13 +106,8 @@ class Menus:
     def close_model(self) -> None:
         """Stop the model's jobs and release it (the controller), then name no model in the window's chrome;
         the panels show their empty state through the session."""
-        window = self.window
-        window.controller.close_model()
-        window.status.show_model(None)
-        window.status.show_trace(None)
-        window.model_bar.set_current(None)
-        window.setWindowTitle(window.windowTitle().rpartition(" — ")[2])     # "name — Transformer Explorer"
-        window.status.showMessage("The model was closed.", 4000)
+        self.window.controller.close_model()
+        self.window.show_no_model()
 
     def _build_view(self) -> None:
         for dock in self.window.docks.values():
