@@ -1,22 +1,22 @@
 """The indirect-object walkthrough's steps on 8 prompts: the explorer against transformers batched with hooks.
 
-    python bench/bench_research.py [model.gguf | folder | catalog name]
+    python bench/bench_research.py [model.gguf | folder | catalog name] [--repeat N] [--block N] [--threads N]
 
-Both sides are given the same token ids (the prompts are encoded once, outside the timing). The
-explorer's runs record only their logits (record="logits"); transformers computes every position's
-logits, as a hooked model does, except in the "last row" line (logits_to_keep=1), which reads only the
-last position's, as the explorer does. Each step is timed alone on each side, in blocks of BENCH_BLOCK
-calls (default 1; their mean), the sides' blocks taking turns (best of BENCH_REPEAT blocks each,
-default 3), with BENCH_THREADS torch threads (default 1, so that a shared machine's other jobs take less
-from either side); transformers loads the
+(--help lists the options; each one's default may be set by its BENCH_* variable instead.) Both sides are
+given the same token ids (the prompts are encoded once, outside the timing). The explorer's runs record
+only their logits (record="logits"); transformers computes every position's logits, as a hooked model
+does, except in the "last row" line (logits_to_keep=1), which reads only the last position's, as the
+explorer does. Each step is timed alone on each side, in blocks of --block calls (default 1; their mean),
+the sides' blocks taking turns (best of --repeat blocks each, default 3), with --threads torch threads
+(default 1, so that a shared machine's other jobs take less from either side); transformers loads the
 explorer's own save_hf folder, so both run the same float32 weights. A benchmark, not a test: it prints
 a table (wall-clock and process CPU seconds, explorer ÷ transformers) and the machine's load
 (/proc/loadavg) before and after.
 """
 from __future__ import annotations
 
+import argparse
 import os
-import sys
 import tempfile
 import time
 
@@ -26,9 +26,8 @@ import transformers
 
 import explorer
 
-REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
-BLOCK = int(os.environ.get("BENCH_BLOCK", "1"))       # calls in a row per timed block (their mean)
-THREADS = int(os.environ.get("BENCH_THREADS", "1"))
+REPEAT = 3      # blocks per side, the best kept (--repeat)
+BLOCK = 1       # calls in a row per timed block, their mean (--block)
 FORMATS = ["When John and Mary went to the shops,{} gave the bag to",
            "When Tom and James went to the park,{} gave the ball to",
            "When Dan and Sid went to the shops,{} gave an apple to",
@@ -137,9 +136,44 @@ def load_average() -> str:
         return "unknown"
 
 
-def main(name: str) -> None:
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line; each option's default is its BENCH_* variable's value where one is set."""
+
+    def default(name: str, value: int) -> int:
+        text = os.environ.get(name, str(value))
+        try:
+            number = int(text)
+        except ValueError:
+            parser.error(f"{name}={text!r} must be a whole number")
+        if number < 1:
+            parser.error(f"{name}={text!r} must be 1 or more")
+        return number
+
+    def count(text: str) -> int:
+        if not text.isdigit() or int(text) < 1:
+            raise argparse.ArgumentTypeError(f"{text!r} must be a whole number, 1 or more")
+        return int(text)
+
+    parser = argparse.ArgumentParser(
+        description="The indirect-object walkthrough's steps on 8 prompts: the explorer against transformers "
+                    "batched with hooks, each step timed alone on each side (wall-clock and process CPU seconds, "
+                    "explorer / transformers). A benchmark, not a test.")
+    parser.add_argument("model", nargs="?", default="smollm2-135m",
+                        help="a model file (.gguf), a folder or a catalog name (default: smollm2-135m)")
+    parser.add_argument("--repeat", type=count, default=default("BENCH_REPEAT", REPEAT), metavar="N",
+                        help="timed blocks per side, the sides taking turns, the best kept "
+                             f"(default: $BENCH_REPEAT or {REPEAT})")
+    parser.add_argument("--block", type=count, default=default("BENCH_BLOCK", BLOCK), metavar="N",
+                        help=f"calls in a row per timed block, their mean (default: $BENCH_BLOCK or {BLOCK})")
+    parser.add_argument("--threads", type=count, default=default("BENCH_THREADS", 1), metavar="N",
+                        help="torch threads, the same for both sides; 1 keeps a shared machine's other jobs "
+                             "from weighing on one side more (default: $BENCH_THREADS or 1)")
+    return parser.parse_args(argv)
+
+
+def main(name: str, threads: int) -> None:
     torch.set_grad_enabled(False)
-    torch.set_num_threads(THREADS)
+    torch.set_num_threads(threads)
     print(f"load average before: {load_average()}")
     model = explorer.load(name)
     prompts, answers, wrongs = prompts_and_answers()
@@ -171,4 +205,6 @@ def main(name: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "smollm2-135m")
+    options = arguments()
+    REPEAT, BLOCK = options.repeat, options.block
+    main(options.model, options.threads)
