@@ -8,6 +8,9 @@ the trace, the person's own text or the stop's) and says which layer and head, a
                      argmax over h of mean_{i=0..T-1} A^{ℓ,h}[i, 0]          (an "attention sink")
     negative_weight: in one layer, the most negative weight min over (h, i, j) of A^{ℓ,h}[i, j] and where it is:
                      under the linear kernel A = Z⁻¹ S a weight may be negative while its row still sums to 1
+    cross_source   : in one layer of an encoder–decoder, for each target token the decoder wrote, the source token its
+                     query weighs most, argmax_j of mean over h of the cross-attention C^{ℓ,h}[i, j] (i: the row
+                     whose next token is the one written)
     kv_bytes       : what one more token costs the model shown, L · (its cache's numbers per token and layer) · bytes,
                      from explorer.core.kv_variants (2 · N_KV · d_h for MHA/GQA/MQA, d_c + d_R for MLA)
     text           : the answer is the question's own "text" (a fact of the algebra, the same for any model)
@@ -24,7 +27,7 @@ import numpy as np
 from explorer.core.trace import Trace
 
 MAX_TOKENS = 512         # L·N_Q heads of T × T read on the window's thread: kept to a moment
-KINDS = ("previous_token", "first_token", "negative_weight", "kv_bytes", "text")
+KINDS = ("previous_token", "first_token", "negative_weight", "cross_source", "kv_bytes", "text")
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,8 @@ def answer(kind: str, trace: Trace | None, layer: int | None = None, text: str =
     layer = min(int(layer or 0), trace.model.n_layers - 1)
     if kind == "negative_weight":
         return negative_weight(trace, layer)
+    if kind == "cross_source":
+        return cross_source(trace, layer)
     return first_token_head(trace, layer)
 
 
@@ -98,6 +103,29 @@ def negative_weight(trace: Trace, layer: int) -> Answer:
                   f"{tokens[column]!r}), and its row still sums to {float(weights[head, row].sum()):.3f}: Z divides by "
                   f"the row sum of S, whatever its sign. {count} of the layer's weights are negative.",
                   layer, head, "attention")
+
+
+def cross_source(trace: Trace, layer: int) -> Answer:
+    """For each target token written, the source token the decoder's query before it weighs most in `layer`
+    (heads averaged), and that weight."""
+    encoder = getattr(trace, "encoder", None)
+    if encoder is None or trace.steps[0].layers[layer].cross is None:
+        return Answer("This model has no cross-attention: Show me opens the translator, an encoder–decoder.")
+    weights = trace.attention(layer, cross=True).mean(axis=0)        # (T, S): row i writes token i + 1
+    target, source = trace.token_text, encoder.token_text
+    if len(target) < 2:
+        return Answer("The decoder has written nothing yet: press Step (Space) and ask again.")
+    peaks = [int(j) for j in np.argmax(weights[:-1], axis=1)]
+    looks = "; ".join(f"writing {target[i + 1]!r}, {source[j]!r} ({weights[i, j]:.0%})" for i, j in enumerate(peaks))
+    same = sum(bare(target[i + 1]) == bare(source[j]) for i, j in enumerate(peaks))
+    return Answer(f"Layer {layer}, the heads' mean weight: {looks}. {same} of the {len(peaks)} target tokens look "
+                  "most at the source token with their own text (the brightest cell of each row of the "
+                  "cross-attention map).", layer, None, "attention")
+
+
+def bare(token: str) -> str:
+    """A token's text without the space the tokens table draws as ␣."""
+    return token.replace("␣", " ").strip()
 
 
 def kv_bytes(trace: Trace) -> Answer:

@@ -131,7 +131,7 @@ class LearnPanel(Panel):
         question = self.stop.tries[index]
         found = try_answers.answer(question.answer, self.session.trace, question.layer, question.text)
         if found.layer is not None:
-            self.session.select(layer=found.layer, head=found.head)
+            self.session.select(layer=found.layer, **({} if found.head is None else {"head": found.head}))
         docks = getattr(self.window(), "docks", {})
         if found.panel in docks:
             docks[found.panel].show()
