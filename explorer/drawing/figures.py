@@ -43,6 +43,9 @@ def head_picture(trace: Trace, layer: int, head: int, step: int | None = None, v
 
         shown[I, J] = max { A[i, j] : i // f = I, j // f = J }
 
+    (weights that may be negative: the entry furthest from 0, its sign kept, so that a block of negative
+    weights is drawn in the negative colours.)
+
     A long trace (long_maps.is_long) is reduced a block of query rows at a time, never as its dense
     T × T array, at the panel's block side (long_maps.display_factor), from `maps` (a ReducedMaps: the
     panel's kept map costs nothing) where given; a short one is the dense matrix, reduced past
@@ -57,7 +60,7 @@ def head_picture(trace: Trace, layer: int, head: int, step: int | None = None, v
                                    threads=THREADS)
         return HeadPicture(reduced, factor, size, long=True)
     matrix = attention_matrix(trace, layer, head, step, values, cross)
-    shown, factor = display_reduced(matrix)
+    shown, factor = display_reduced(matrix, signed=values == "weights")
     return HeadPicture(shown, factor, matrix.shape)
 
 

@@ -3,14 +3,14 @@
 A decoding step adds a row to the embeddings' (T, d) map and a row and a column to an attention map; the
 cells already there stay as they were. The image is reduced rows first (maxima.block_max folds whole rows
 first too): B = the maxima of each k_r rows, column by column, (⌈T / k_r⌉, C). With B of the old (r, c)
-image kept, the new image's B' is B where a block of rows holds old cells only, reduced afresh elsewhere:
+image kept, the new image's B' is B with only the new cells reduced and merged in:
 
-    B'[I, j] = B[I, j]                          for I < ⌊r / k_r⌋ and j < c
-    B'[I, j] = max over rows of block I of M'   otherwise (the last block row, the new rows and columns)
+    B'[I, j] = B[I, j] merged with the maxima of the new cells of block row I, column j
 
 and the drawn maxima are B' folded k_c columns at a time, a (⌈T / k_r⌉, C) array, small. Maxima of maxima
 are maxima; on a signed scale the entry furthest from 0 of the entries furthest from 0 is the block's own
-(a tie goes to the positive entry both times). So a step costs a block row, not the whole (T, d) image
+(a tie goes to the positive entry both times). The growing itself is views.blocks.grown_blocks, which the
+long attention maps a decoding step longer grow by too. So a step costs a block row, not the whole (T, d) image
 (54 ms at 8,000 tokens, several times a step as the view's width changed), and a new width costs the
 small fold. "Old cells as they were" is checked, bit for bit, against a copy of the image the kept B came
 from: an image that is no extension of it (another trace, a buffer written over) is reduced whole.
@@ -22,6 +22,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 import numpy as np
+
+from explorer.views.blocks import grown_blocks
 
 KEPT = 4          # row factors kept: a view that goes back to a height it had reduces nothing again
 
@@ -52,7 +54,7 @@ class GrowingMaxima:
         if kept is not None and kept[0] == matrix.shape:
             rows = kept[1]
         elif kept is not None:
-            rows = grown_maxima(self._reduce, kept[1], kept[0], matrix, k_rows, 1, signed)
+            rows = grown_blocks(kept[1], kept[0], matrix.shape, k_rows, 1, self._part(matrix, k_rows, signed), signed)
         else:
             rows = self._reduce(matrix, k_rows, 1, signed)
         self._kept[key] = (matrix.shape, rows)
@@ -60,6 +62,10 @@ class GrowingMaxima:
         while len(self._kept) > KEPT:
             self._kept.popitem(last=False)
         return self._reduce(rows, 1, k_cols, signed)
+
+    def _part(self, matrix: np.ndarray, k_rows: int, signed: bool) -> Callable[[int, int, int, int], np.ndarray]:
+        """The rows' maxima of a window of `matrix`, from its first block row's boundary (grown_blocks' part)."""
+        return lambda r0, r1, c0, c1: self._reduce(matrix[r0 - r0 % k_rows: r1, c0:c1], k_rows, 1, signed)
 
     def _follow(self, matrix: np.ndarray) -> None:
         """Keep the maxima if `matrix` extends the image they came from, else forget them; copy it (only its
@@ -85,18 +91,3 @@ def extends(matrix: np.ndarray, old: np.ndarray) -> bool:
         return False
     corner = matrix[: old.shape[0], : old.shape[1]]
     return bool(np.array_equal(corner.view(np.uint32), old.view(np.uint32)))
-
-
-def grown_maxima(reduce: Callable[..., np.ndarray], old: np.ndarray, old_shape: tuple[int, int], matrix: np.ndarray,
-                 k_rows: int, k_cols: int, signed: bool = False) -> np.ndarray:
-    """reduce(matrix, k_rows, k_cols, signed), given `old` = reduce of matrix[:old_shape[0], :old_shape[1]]:
-    the whole blocks of old cells copied, the last block row and column and the new ones reduced."""
-    rows, cols = matrix.shape
-    top, left = old_shape[0] // k_rows, old_shape[1] // k_cols        # blocks of old cells only, each way
-    out = np.empty((-(-rows // k_rows), -(-cols // k_cols)), dtype=np.float32)
-    out[:top, :left] = old[:top, :left]
-    if top * k_rows < rows:
-        out[top:, :] = reduce(matrix[top * k_rows:, :], k_rows, k_cols, signed)
-    if top and left * k_cols < cols:
-        out[:top, left:] = reduce(matrix[: top * k_rows, left * k_cols:], k_rows, k_cols, signed)
-    return out

@@ -19,7 +19,17 @@ import numpy as np
 
 from explorer.core import kernel as kernels
 from explorer.core.trace import AttentionRecord, Trace, run_slice
-from explorer.views.blocks import TILE, attention_records, block_max, key_columns, query_rows, reduce_rows, tile_block  # noqa: F401
+from explorer.views.blocks import (  # noqa: F401
+    TILE,
+    attention_records,
+    block_max,
+    key_columns,
+    merged,
+    query_rows,
+    reduce_rows,
+    signed_map,
+    tile_block,
+)
 from explorer.views.caches import LruCache
 from explorer.views.long_maps import block_maxima, extent
 
@@ -28,7 +38,9 @@ _block_max, _reduce = block_max, reduce_rows             # the names tests/app/t
 
 def downsampled_attention(trace: Trace, layer: int, tile: int = TILE, upto_step: int | None = None,
                           cross: bool = False, values: str = "weights") -> np.ndarray:
-    """Block maxima of one layer's weights (or scores): (N_Q, ceil(T_q/f), ceil(T_kv/f)) with f the block.
+    """Block maxima of one layer's weights (or scores): (N_Q, ceil(T_q/f), ceil(T_kv/f)) with f the block;
+    signed extremes (the entry furthest from 0, its sign kept) where the weights may be negative
+    (blocks.signed_map: the linear kernel), so a block of negative weights is drawn negative.
 
     Blocks with no allowed cell at all are NaN (drawn transparent), like masked cells.
     """
@@ -53,8 +65,10 @@ class _LayerTiles:
         t_kv = self.records[0].n_kv if cross else int(self.records[-1].kv_positions.max()) + 1
         self.block = tile_block(t_q, t_kv, tile)
         shape = (self.records[0].n_heads, math.ceil(t_q / self.block), math.ceil(t_kv / self.block))
-        self.key = ("tiles", layer, tile, cross, values)
-        fill = -np.inf                     # below every score and weight (other kernels than exp make some < 0)
+        self.signed = signed_map(self.records, values)      # blocks keep their signed extremes, not maxima
+        self.key = ("tiles", layer, tile, cross, values, self.signed)
+        # below every score and weight; for signed extremes 0, which every other value is further from 0 than
+        fill = self.fill = 0.0 if self.signed else -np.inf
         self.out, self.allowed, self.done = _tiles_so_far(self.key, self.records, self.block, shape, fill)
         self.row = first_rows[self.done]                                # the first query row still to merge
 
@@ -65,12 +79,13 @@ class _LayerTiles:
         """Merge the blocks of the next record's rows (n_rows of them)."""
         rows, cols = run_slice(u_rows), run_slice(u_cols)
         if rows is not None and cols is not None:                # a run of blocks each way: views, no copies
-            target = self.out[:, rows, cols]
-            np.maximum(target, weights, out=target)
+            merged(self.out[:, rows, cols], weights, self.signed)
             self.allowed[rows, cols] |= mask
         else:
             cells = (slice(None), u_rows[:, None], u_cols[None, :])
-            self.out[cells] = np.maximum(self.out[cells], weights)
+            target = self.out[cells]
+            merged(target, weights, self.signed)
+            self.out[cells] = target
             self.allowed[u_rows[:, None], u_cols[None, :]] |= mask
         self.row += n_rows
         self.done += 1
@@ -82,7 +97,7 @@ class _LayerTiles:
             elif self.values == "scores":
                 reduced = _reduced_scores(self.trace, self.layer, self.done, record, self.row, self.block, self.cross)
             else:
-                reduced = _reduced(record, self.row, self.block, self.cross)
+                reduced = _reduced(record, self.row, self.block, self.cross, self.signed)
             self.merge(*reduced, record.n_new)
 
     def _reduced_on_demand(self, record: AttentionRecord):
@@ -91,7 +106,7 @@ class _LayerTiles:
         maps = np.stack([block_maxima(self.trace, self.layer, [head], self.block, self.done, self.cross,
                                       self.values, window) for head in range(record.n_heads)])   # (N_Q, r, c)
         allowed = np.isfinite(maps[0])                                     # the mask is every head's
-        maps[:, ~allowed] = -np.inf
+        maps[:, ~allowed] = self.fill
         top = self.row // self.block
         return np.arange(top, top + maps.shape[1]), np.arange(maps.shape[2]), maps, allowed
 
@@ -109,7 +124,8 @@ def _merge_one_row_steps(layers: list[_LayerTiles]) -> None:
     groups: dict[tuple, list[_LayerTiles]] = {}
     for tiles in layers:
         pending = tiles.pending()
-        if tiles.values != "weights" or len(pending) != 1 or pending[0].n_new != 1 or not pending[0].mask.all():
+        if tiles.values != "weights" or tiles.signed or len(pending) != 1 or pending[0].n_new != 1 or \
+                not pending[0].mask.all():
             continue
         record = pending[0]
         key = (np.asarray(record.mask).tobytes(), np.asarray(record.kv_positions).tobytes(), tiles.row, tiles.block,
@@ -156,16 +172,17 @@ def _cached(key: tuple, record: AttentionRecord, compute):
     return result
 
 
-def _reduced(record: AttentionRecord, row: int, block: int, cross: bool):
-    """One step's rows of the weights A reduced to blocks."""
+def _reduced(record: AttentionRecord, row: int, block: int, cross: bool, signed: bool = False):
+    """One step's rows of the weights A reduced to blocks (`signed`: to their signed extremes, from the dense
+    rows: the packed rows' reduction keeps maxima only)."""
     def compute():
         mask, positions = np.asarray(record.mask), key_columns(record, cross)
-        plan = None if record.on_demand else _packed_plan(mask, positions, row, block)
+        plan = None if record.on_demand or signed else _packed_plan(mask, positions, row, block)
         if plan is not None:                                                # a prefill: never unpacked
             return _reduce_packed(record.weights_packed, plan)
         weights = np.asarray(record.weights, dtype=np.float32)              # (N_Q, n_new, n_kv)
-        return reduce_rows(weights, mask, positions, row, block)
-    return _cached(("weights", id(record), row, block, cross), record, compute)
+        return reduce_rows(weights, mask, positions, row, block, signed)
+    return _cached(("weights", id(record), row, block, cross, signed), record, compute)
 
 
 _PLANS = LruCache(16)      # (id(mask), row, block, first position) -> (mask, plan)

@@ -7,8 +7,10 @@ sliding window: i₀ − W < j ≤ i₁), so only that span is scored:
     S = Q[i₀:i₁] K[span]ᵀ · scale,   A = Z⁻¹ f_κ(S) over the visible keys      (attention_maps)
 
 which is every entry the rows see, so A is exact there (the rest of a row is masked, 0). The
-maxima over f × f blocks of the rows are then merged into the picture (grid._reduce), so a causal
-8,000-token head costs half its scores and one block of rows beside the (T/f)² result.
+maxima over f × f blocks of the rows are then merged into the picture (blocks.reduce_rows), so a causal
+8,000-token head costs half its scores and one block of rows beside the (T/f)² result. Where the weights
+may be negative (the linear kernel: blocks.signed_map) each block keeps its signed extreme, the entry
+furthest from 0 with its sign, instead of its maximum: a block of negative weights is drawn negative.
 """
 from __future__ import annotations
 
@@ -22,7 +24,17 @@ import numpy as np
 
 from explorer.core.attention_maps import ON_DEMAND_FROM, ROW_BLOCK, MaskRule, mask_rows, normalised, scores
 from explorer.core.trace import AttentionRecord, Trace, run_slice
-from explorer.views.blocks import TILE, attention_records, key_columns, query_rows, reduce_rows, tile_block
+from explorer.views.blocks import (
+    TILE,
+    attention_records,
+    grown_blocks,
+    key_columns,
+    merged,
+    query_rows,
+    reduce_rows,
+    signed_map,
+    tile_block,
+)
 
 STORED_LONG = 16 * ON_DEMAND_FROM    # stored maps of 4,096² entries and more are drawn as long ones too
 DISPLAY_SIDE = 1024      # the panel draws a long head at most this many blocks a side (zoomed in: finer)
@@ -126,9 +138,10 @@ def block_maxima(trace: Trace, layer: int, heads: Sequence[int], block: int, upt
                  cross: bool = False, values: str = "weights", window: tuple[int, int, int, int] | None = None,
                  cancelled: Callable[[], bool] | None = None, threads: int = 1) -> np.ndarray:
     """Maxima of the map over the `block` × `block` cells of a grid cut from cell (0, 0) (NaN where a
-    whole block is masked), for the blocks that hold the window rows r0..r1, columns c0..c1 (default:
-    the whole map): (ceil(r1/block) - r0//block, ceil(c1/block) - c0//block). Only the window's cells
-    count, so a window starting inside a block gives that block's maximum over its part.
+    whole block is masked; signed extremes where the weights may be negative, blocks.signed_map), for the
+    blocks that hold the window rows r0..r1, columns c0..c1 (default: the whole map):
+    (ceil(r1/block) - r0//block, ceil(c1/block) - c0//block). Only the window's cells count, so a window
+    starting inside a block gives that block's maximum over its part.
 
     `heads`: one head, or several whose mean Ā = (1/n) Σ_h A_h is reduced. `block` 1 gives the
     window's exact values. Raises Cancelled between blocks of rows once `cancelled()` is true.
@@ -138,9 +151,11 @@ def block_maxima(trace: Trace, layer: int, heads: Sequence[int], block: int, upt
     r0, r1, c0, c1 = window or (0, t_q, 0, t_kv)
     top, left = r0 // block * block, c0 // block * block                 # the window's first block, in cells
     shape = (math.ceil(r1 / block) - r0 // block, math.ceil(c1 / block) - c0 // block)
-    out = np.full(shape, 0.0 if values == "weights" else -np.inf, dtype=np.float32)
+    records = attention_records(trace, layer, upto_step, cross)
+    signed = signed_map(records, values)
+    out = np.full(shape, 0.0 if values == "weights" else -np.inf, dtype=np.float32)   # 0: below no extreme
     allowed = np.zeros(shape, dtype=bool)
-    chunks = _chunks(attention_records(trace, layer, upto_step, cross), block, (r0, r1))
+    chunks = _chunks(records, block, (r0, r1))
     lock = threading.Lock()
 
     def work(part: int) -> None:
@@ -149,10 +164,10 @@ def block_maxima(trace: Trace, layer: int, heads: Sequence[int], block: int, upt
             if cancelled is not None and cancelled():
                 raise Cancelled()
             got = source.rows(record, first - start, last - start)
-            reduced = None if got is None else _reduced(got, first - top, (c0, c1), left, block)
+            reduced = None if got is None else _reduced(got, first - top, (c0, c1), left, block, signed)
             if reduced is not None:
                 with lock:
-                    _fold(out, allowed, *reduced)
+                    _fold(out, allowed, *reduced, signed)
 
     _in_threads(work, threads if len(chunks) > 1 else 1)
     out[~allowed] = np.nan
@@ -194,7 +209,7 @@ def _chunks(records: list[AttentionRecord], block: int, rows: tuple[int, int]) -
     return out
 
 
-def _reduced(got, row: int, columns: tuple[int, int], left: int, block: int):
+def _reduced(got, row: int, columns: tuple[int, int], left: int, block: int, signed: bool = False):
     """One block of rows reduced to the picture's blocks: its first row is `row` cells below the picture's
     top, and its keys in columns c0..c1 count, at `left` cells from the picture's left edge."""
     positions, rows, visible = got
@@ -203,19 +218,20 @@ def _reduced(got, row: int, columns: tuple[int, int], left: int, block: int):
         positions, rows, visible = positions[inside], rows[:, inside], visible[:, inside]
     if positions.size == 0:
         return None
-    u_rows, u_cols, reduced, mask = reduce_rows(rows[None], visible, positions - left, row, block)
+    u_rows, u_cols, reduced, mask = reduce_rows(rows[None], visible, positions - left, row, block, signed)
     return u_rows, u_cols, reduced[0], mask
 
 
-def _fold(out, allowed, u_rows, u_cols, reduced, mask) -> None:
+def _fold(out, allowed, u_rows, u_cols, reduced, mask, signed: bool = False) -> None:
     rows_run, cols_run = run_slice(u_rows), run_slice(u_cols)
     if rows_run is not None and cols_run is not None:                # a run of blocks each way: views, no copies
-        target = out[rows_run, cols_run]
-        np.maximum(target, reduced, out=target)
+        merged(out[rows_run, cols_run], reduced, signed)
         allowed[rows_run, cols_run] |= mask
         return
     cells = (u_rows[:, None], u_cols[None, :])
-    out[cells] = np.maximum(out[cells], reduced)
+    target = out[cells]
+    merged(target, reduced, signed)
+    out[cells] = target
     allowed[cells] |= mask
 
 
@@ -282,16 +298,17 @@ class ReducedMaps:
 
 
 def _extended(trace, layer, heads, kept, block, upto_step, cross, values, cancelled) -> np.ndarray:
-    """The kept map grown to the trace's size, with the new records' rows merged in (np.fmax: NaN, a
-    block no row saw, gives way to any value). The old rows never see the new keys."""
+    """The kept map grown to the trace's size, with the new records' rows merged in (blocks.grown_blocks:
+    NaN, a block no row saw, gives way to any value). The old rows never see the new keys: their cells there
+    are masked, as the NaN the grown map starts from says, so the old rows count as of the map's full width."""
     old_rows = query_rows(list(kept[0]))[-1]
     t_q, t_kv = extent(trace, upto_step, cross, layer)
-    grown = np.full((math.ceil(t_q / block), math.ceil(t_kv / block)), np.nan, dtype=np.float32)
-    grown[: kept[1].shape[0], : kept[1].shape[1]] = kept[1]
-    new = block_maxima(trace, layer, heads, block, upto_step, cross, values, (old_rows, t_q, 0, t_kv), cancelled)
-    top = old_rows // block
-    np.fmax(grown[top:], new, out=grown[top:])
-    return grown
+
+    def part(r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
+        return block_maxima(trace, layer, heads, block, upto_step, cross, values, (r0, r1, c0, c1), cancelled)
+
+    signed = signed_map(attention_records(trace, layer, upto_step, cross), values)
+    return grown_blocks(kept[1], (old_rows, t_kv), (t_q, t_kv), block, block, part, signed)
 
 
 def grid_block(trace: Trace, upto_step: int | None = None, cross: bool = False, tile: int = TILE) -> int:

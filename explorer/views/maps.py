@@ -6,10 +6,10 @@ Numpy only.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
+from explorer.views.blocks import image_block_max
 from explorer.views.grid import score_levels
 
 LOG_FLOOR = 1e-6
@@ -90,20 +90,16 @@ def log_scaled(matrix: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
     return out.astype(np.float32), (math.log10(LOG_FLOOR), 0.0)
 
 
-def display_reduced(matrix: np.ndarray, max_cells: int = DISPLAY_CELLS) -> tuple[np.ndarray, int]:
-    """`matrix` (R, C) as drawn: the maximum of each f x f block (NaN where a whole block is masked),
-    with f the smallest factor that brings both sides to `max_cells` or fewer, and f (1: as it is).
+def display_reduced(matrix: np.ndarray, max_cells: int = DISPLAY_CELLS, signed: bool = False) -> tuple[np.ndarray, int]:
+    """`matrix` (R, C) as drawn: the maximum of each f x f block (NaN where a whole block is masked;
+    `signed`, for weights: the entry furthest from 0, its sign kept, blocks.image_block_max), with f the
+    smallest factor that brings both sides to `max_cells` or fewer, and f (1: as it is).
 
-    Maxima, so that a single strong weight stays visible however far a long map is reduced; the
-    exact values are the .npy export's and the panel's hover.
+    Maxima, so that a single strong weight stays visible however far a long map is reduced (signed
+    extremes, so that a negative one does too, in the negative colours); the exact values are the .npy
+    export's and the panel's hover.
     """
     factor = max(1, math.ceil(max(matrix.shape) / max_cells))
     if factor == 1:
         return matrix, 1
-    rows, cols = matrix.shape
-    padded = np.full((math.ceil(rows / factor) * factor, math.ceil(cols / factor) * factor), np.nan, np.float32)
-    padded[:rows, :cols] = matrix
-    blocks = padded.reshape(padded.shape[0] // factor, factor, padded.shape[1] // factor, factor)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)                   # an all-masked block is NaN
-        return np.nanmax(blocks, axis=(1, 3)), factor
+    return image_block_max(matrix, factor, factor, signed), factor
