@@ -1,0 +1,34 @@
+"""The Q / K / V panel keeps every map legible beside Learn at 1366x768.
+
+Drive 10 measured the bundled MLA model's five maps (Q, K, V, c_KV, k_R) at 178x85 px and the translator's three at
+201x109 px in the ~614 px dock beside the Learn column: two a row fit the width, but the rows shared the dock's
+height. Journey.act checks every visible plot's ViewBox is at least MIN_PLOT_PX (120) each way and the window
+stays within the screen, after each action.
+"""
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QSize
+
+from tests.app.journey import BUNDLED, journey_in_a_window
+from tests.app.screen_fit import MIN_PLOT_PX
+
+
+@pytest.mark.parametrize("model, prompt, n_maps", [("shakespeare-mla", "To be, or not to be, that is the question", 5),
+                                                   ("translate-en-zh", "The cat sits on the mat.", 3)],
+                         ids=["MLA", "translator"])
+@pytest.mark.parametrize("learn", [True, False], ids=["beside Learn", "alone"])
+@pytest.mark.parametrize("screen", [QSize(1366, 768), QSize(1920, 1080)], ids=["1366x768", "1920x1080"])
+def test_every_q_k_v_map_is_legible(qtbot, tmp_path, monkeypatch, model, prompt, n_maps, learn, screen):
+    from explorer.app.panels.learn import open_learn
+
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, screen) as journey:
+        if learn:
+            open_learn(journey.window)
+        journey.open(BUNDLED / model, prompt)
+        journey.act("raising Q / K / V", lambda: journey.raise_panel("qkv"))
+        panel = journey.window.docks["qkv"].widget()
+        assert len(panel.heatmaps) == n_maps
+        for name, heatmap in panel.heatmaps.items():         # each map's own box, scrolled to or not
+            box = heatmap.plot.getViewBox().sceneBoundingRect()
+            assert min(box.width(), box.height()) >= MIN_PLOT_PX, f"{name} is {box.width()}x{box.height()} px"
