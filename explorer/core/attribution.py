@@ -202,7 +202,7 @@ def capture_at(loaded, ids: np.ndarray, position: int, intervention=None, cancel
     """A capture whose last row is `position` of `ids`: the prefix run (run_last) for the model as it is;
     under an intervention, one pass over all of `ids` (so a mean ablation takes its mean over the
     whole prompt, as Model.run does), cut to the rows up to `position`."""
-    from explorer.core.attention import as_run
+    from explorer.core.intervention_run import as_run
 
     run = as_run(intervention)
     if run is None:

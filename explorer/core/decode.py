@@ -38,7 +38,7 @@ class StepDecoder(Recorder):
 
     def __init__(self, loaded, record: RecordOptions, sampling: Sampling, intervention=None):
         super().__init__(loaded, record, sampling, intervention)
-        self._intervened = None                        # the prefill's attention.InterventionRun (its prompt means)
+        self._intervened = None                        # the prefill's InterventionRun (its prompt means)
         weight = self.model.embed.weight
         self.device, self.dtype = weight.device, weight.dtype
         self._hidden: list[torch.Tensor] = []          # per step: the states the logits come from (n_new, d)

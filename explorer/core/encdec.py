@@ -28,15 +28,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from explorer.core.attention import Visibility, as_run, attend
+from explorer.core.attention import attend
 from explorer.core.attention_maps import MaskRule
 from explorer.core.capture import AttentionCapture
 from explorer.core.encdec_config import MODEL_TYPE, EncDecConfig
 from explorer.core.errors import ModelLoadError
 from explorer.core.families import FAMILIES
 from explorer.core.intervention import SOFTMAX
+from explorer.core.intervention_run import as_run
 from explorer.core.model import ACTIVATIONS, MLP
 from explorer.core.trace import ModelInfo
+from explorer.core.visibility import Visibility
 
 
 def sinusoidal(positions: torch.Tensor, d_model: int, dtype=torch.float32) -> torch.Tensor:
@@ -162,7 +164,7 @@ def _cached(cache, k: torch.Tensor, v: torch.Tensor):
 @dataclass
 class TargetStep:
     """What every decoder layer of one forward pass shares: target positions, the source mask, the
-    intervention run (attention.InterventionRun; None: the model as it is) and the causal mask."""
+    intervention run (intervention_run.InterventionRun; None: the model as it is) and the causal mask."""
 
     positions: np.ndarray                    # (T,) absolute target positions of the new tokens
     source_visible: torch.Tensor | None      # (B, 1, 1, S) bool: False at source padding; None = all

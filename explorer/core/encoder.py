@@ -18,12 +18,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from explorer.core.attention import as_run
 from explorer.core.capture import PaddedCapture, StepCapture
 from explorer.core.config import ModelConfig, bert_config  # noqa: F401 (bert_config: read in config.py)
 from explorer.core.decode import refuse_non_finite
 from explorer.core.encdec import EncoderLayer, padded
 from explorer.core.errors import ContextOverflowError, ExplorerError, ModelLoadError
+from explorer.core.intervention_run import as_run
 from explorer.core.recording import Recorder, RecordOptions
 from explorer.core.trace import ModelInfo, StepRecord, Trace
 
@@ -198,7 +198,7 @@ def prefill_padded(runners: list[EncoderRunner], prompts: list) -> None:
 
     Every sublayer but attention is row-wise, and a hidden key gets weight exactly 0, so each row's record
     is its prompt's pass alone (up to the rounding of a larger matmul). The runners share one model and one
-    intervention, which the pass runs (attention.Site takes a mean over each prompt's own rows and keeps a
+    intervention, which the pass runs (intervention_run.Site takes a mean over each prompt's own rows and keeps a
     patched pattern off the padding's keys)."""
     first = runners[0]
     ids = [runner.checked(one) for runner, one in zip(runners, prompts)]

@@ -19,8 +19,9 @@ from torch import nn
 
 from explorer.core import kernel as kernels
 from explorer.core import path_patching
-from explorer.core.attention import SelfAttention, StepContext, as_run
+from explorer.core.attention import SelfAttention, StepContext
 from explorer.core.config import ModelConfig
+from explorer.core.intervention_run import as_run
 from explorer.core.mla import LatentAttention
 from explorer.core.moe import GatedMLP, MoE
 from explorer.core.rope import Rotary
@@ -180,7 +181,7 @@ class Transformer(nn.Module):
                 intervention=None) -> torch.Tensor:
         """Final-normed hidden states (T, d_model) of the new tokens; `cache` holds earlier ones.
 
-        `intervention`: an intervention.Intervention, or the attention.InterventionRun of a
+        `intervention`: an intervention.Intervention, or the intervention_run.InterventionRun of a
         decoder that keeps its prompt means across steps; None runs the model as it is.
         """
         step = self.step_context(positions, intervention)

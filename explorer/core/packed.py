@@ -49,7 +49,7 @@ def packed_captures(loaded, prompts: list[np.ndarray], positions: list[int], int
 
 def _captures_of_pass(loaded, cut: list[np.ndarray], intervention) -> list[StepCapture]:
     """One capture per prompt of `cut` (ids), from one packed pass over them."""
-    from explorer.core.attention import as_run
+    from explorer.core.intervention_run import as_run
 
     model = loaded.model
     lengths = [len(ids) for ids in cut]
@@ -85,9 +85,9 @@ def can_record_packed(loaded, intervention) -> bool:
     equals the prompts' own passes under every kind: a patch (of a head's output, the residual, a sublayer's
     output, a head's Q, K, V or pattern) names positions, which every packed prompt has
     (intervention_parts.rows_of writes each prompt's rows at them; a pattern row its own prompt's keys,
-    attention.Site.patterns); a mean ablation takes each prompt's mean over its own rows (attention.Site) and
-    hands it to its run for its later steps (_packed_pass); a path takes its sender's delta and its receiver's
-    input row by row, at each prompt's positions (path_patching.py)."""
+    intervention_run.Site.patterns); a mean ablation takes each prompt's mean over its own rows
+    (intervention_run.Site) and hands it to its run for its later steps (_packed_pass); a path takes its
+    sender's delta and its receiver's input row by row, at each prompt's positions (path_patching.py)."""
     from explorer.core.families import family_of_model
 
     return family_of_model(loaded).driver == "decoder"                          # drivers.DRIVERS' Decoder

@@ -106,7 +106,7 @@ class _Scorer:
 
 def check_base(intervention) -> Intervention | None:
     """The intervention both runs and every patched run go under (None: none). A mean ablation's mean is
-    taken over each packed sequence's own rows (attention.Site), as in that run alone."""
+    taken over each packed sequence's own rows (intervention_run.Site), as in that run alone."""
     if intervention is None or intervention.is_empty:
         return None
     return intervention

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from explorer.core.attention import as_run
 from explorer.core.attention_maps import ON_DEMAND_FROM
 from explorer.core.capture import AttentionCapture, LayerCapture, StepCapture
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import NONE
+from explorer.core.intervention_run import as_run
 from explorer.core.trace import AttentionRecord, LayerRecord, StepRecord
 
 RECORD_DTYPES = {"float32": torch.float32, "float16": torch.float16}
@@ -304,7 +304,7 @@ class Recorder:
         self.intervention = intervention or NONE
 
     def new_run(self):
-        """A fresh attention.InterventionRun of the intervention (None when it changes nothing)."""
+        """A fresh intervention_run.InterventionRun of the intervention (None when it changes nothing)."""
         return as_run(self.intervention)
 
     def _new_capture(self, n_new: int, n_cached: int) -> StepCapture:

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from explorer.core import fused_attention
-from explorer.core.attention import Visibility
+from explorer.core.visibility import Visibility
 
 N_Q, N_KV, D, SCALE = 6, 2, 8, 0.3
 

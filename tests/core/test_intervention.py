@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from explorer.core.attention import Visibility, attention_weights, kernel_weights
+from explorer.core.attention import attention_weights, kernel_weights
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import (
     SOFTMAX,
@@ -23,6 +23,7 @@ from explorer.core.intervention import (
     Kernel,
     KernelChoice,
 )
+from explorer.core.visibility import Visibility
 from tests.core import intervention_reference as ref
 
 T = 12

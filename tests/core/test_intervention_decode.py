@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from explorer.core.attention import InterventionRun
 from explorer.core.decode import Decoder
 from explorer.core.intervention import HeadAblation, HideBand, HideToken, Intervention, Kernel, KernelChoice
+from explorer.core.intervention_run import InterventionRun
 
 PROMPT = np.array([5, 17, 42, 8, 63, 21], dtype=np.int64)
 STEPS = 8          # past the sliding windows (5) of the fixtures

@@ -16,8 +16,9 @@ import pytest
 import torch
 
 from explorer.core import attention_maps, derivation, kernel
-from explorer.core.attention import Visibility, attention_weights, kernel_weights
+from explorer.core.attention import attention_weights, kernel_weights
 from explorer.core.intervention import SOFTMAX, Kernel
+from explorer.core.visibility import Visibility
 
 KERNELS = [(SOFTMAX, None), (SOFTMAX, 2.5), (Kernel("exp", temperature=0.5), 2.5),
            (Kernel("exp", temperature=3.0), None), (Kernel("linear"), None), (Kernel("relu"), None)]

@@ -107,8 +107,8 @@ def test_the_mask_is_kept_as_its_rule():
 def test_an_edited_mask_stays_dense():
     """A record keeps the rule a pass hands on and the array of a mask that came without one; it never
     finds a rule again from the array, even where the array is exactly a rule's (a causal mask)."""
-    from explorer.core.attention import Visibility
     from explorer.core.recording import MaskCompactor
+    from explorer.core.visibility import Visibility
 
     positions = np.arange(200)
     causal = positions[None, :] <= positions[:, None]
