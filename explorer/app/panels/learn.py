@@ -185,6 +185,10 @@ def open_learn(window) -> LearnPanel:
     if not dock.isVisible():
         # placed again each time it is opened: a closed dock keeps its old slot, which a View ▸ Reset Layout
         # since then puts under the panels, where the window asks for more height than a 768 px screen
+        if getattr(window, "docks", None):
+            from explorer.app.window.dock_layout import tabs_beside_column
+
+            tabs_beside_column(window, window.docks)     # the column beside the bottom tabs, not over them
         window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock, Qt.Orientation.Horizontal)
         _share_width(window, dock)
     dock.show()

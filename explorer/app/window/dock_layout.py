@@ -11,7 +11,8 @@ legible at a time rather than two strips of ticks. View ▸ Reset Layout
 puts everything back the same way. Panels this table does not name join the bottom
 tabs, behind the others, built when first shown (four docks stacked beside attention
 left none of them room). A dock that is no panel's (Help ▸ Learn) and is open keeps its column
-at the right edge, beside the panels, at the width it had.
+at the right edge, beside the panels, at the width it had, and the whole height under the prompt: the bottom
+tabs then sit under attention in the right area (tabs_beside_column) rather than across the window's width.
 """
 from __future__ import annotations
 
@@ -220,6 +221,30 @@ def keep_column_px(dock: QDockWidget) -> None:
     dock.setProperty("column_px", min(max(dock.width(), dock.minimumSizeHint().width()), LEFT_PX[1]))
 
 
+def tabs_beside_column(window: QMainWindow, docks: dict[str, QDockWidget]) -> None:
+    """The bottom tabs moved up into the right area, under attention, the same tab in front and the two as
+    high as they were: a column added at the right edge (Learn) then runs from under the prompt to the status
+    bar beside both. In the bottom area the tabs ran the whole width of the window, under the column too, and
+    left it the top row alone (330 px of a 1080 px screen). Left as they are where attention is not docked on
+    the right (the person's own arrangement)."""
+    above = docks.get(FRONT)
+    if above is None or above.isFloating() or window.dockWidgetArea(above) != AREAS["right"]:
+        return
+    group = [dock for dock in docks.values() if not dock.isFloating()
+             and window.dockWidgetArea(dock) == AREAS[TABBED_AREAS[0]]]
+    if not group:
+        return
+    in_front = next((dock for dock in group if dock.isVisible() and not dock.visibleRegion().isEmpty()), None)
+    heights = [above.height(), max((dock.height() for dock in group if dock.isVisible()), default=0)]
+    window.splitDockWidget(above, group[0], Qt.Orientation.Vertical)
+    for dock in group[1:]:
+        window.tabifyDockWidget(group[0], dock)
+    if in_front is not None:
+        in_front.raise_()
+    if all(heights):
+        window.resizeDocks([above, group[0]], heights, Qt.Orientation.Vertical)
+
+
 def place_hidden(window: QMainWindow, docks: dict[str, QDockWidget], stacked: bool) -> dict[str, list[QDockWidget]]:
     """Every dock taken out (which hides it) and put back in its default area, hidden, those of a tabbed
     area tabbed behind the first; the docks by area, attention first."""
@@ -252,6 +277,8 @@ def arrange(window: QMainWindow, docks: dict[str, QDockWidget], available: QRect
     window.setCorner(Qt.Corner.TopRightCorner, Qt.DockWidgetArea.TopDockWidgetArea)
     with relaid(window):
         by_area = place_hidden(window, docks, stacked)
+        if beside:
+            tabs_beside_column(window, docks)
         for dock in beside:
             window.addDockWidget(AREAS["right"], dock, Qt.Orientation.Horizontal)
     # Shown only once every area holds what it will hold: shown as they were added, the docks of one area
