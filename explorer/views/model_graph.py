@@ -100,6 +100,14 @@ class ModelGraph:
     source_tokens: int = 0         # S: the encoder's tokens of an encoder–decoder
     folded: bool = False
 
+    def same_drawing(self, other: "ModelGraph") -> bool:
+        """Whether `other` draws the same boxes, labelled the same, and the same lines between them: only the
+        live shapes (and the inner shapes of a node's detail) differ, as after a decoding step."""
+        return ([(n.key, n.kind, n.label, n.layers) for n in self.nodes]
+                == [(n.key, n.kind, n.label, n.layers) for n in other.nodes]
+                and [(e.source, e.target, e.names, e.residual) for e in self.edges]
+                == [(e.source, e.target, e.names, e.residual) for e in other.edges])
+
     def node(self, key: str) -> Node:
         return next(n for n in self.nodes if n.key == key)
 

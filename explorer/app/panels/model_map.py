@@ -8,33 +8,38 @@ block is outlined and its attention node names the selected head; clicking a nod
 layer and brings forward the panel that shows that piece (through the window's registry of
 docks, never by calling the panel). From 30 blocks on, the others fold into one node each.
 The config's facts (norms, FFN or experts, the encoder's depth) are asked of the model thread
-once per model; until they come the map draws from the model's info alone.
+once per model; until they come the map draws from the model's info alone. A decoding step draws
+nothing anew: the boxes and lines stay (widgets.model_map_items) and only what they say changes, the
+shapes for the new T and the new row's path.
 """
 from __future__ import annotations
 
 import dataclasses
-import re
+import functools
+from html import escape
 
-from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
-from PySide6.QtGui import QAction, QBrush, QColor, QFont, QImage, QPainter, QPainterPath, QPen
-from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsRectItem, QGraphicsScene, QGraphicsTextItem, QGraphicsView
+from PySide6.QtCore import QEvent, QRectF
+from PySide6.QtGui import QAction, QColor, QImage, QPainter
+from PySide6.QtWidgets import QGraphicsScene, QGraphicsTextItem, QGraphicsView
 
 from explorer.app.panels.base import Panel, formula_html
 from explorer.app.state.session import Selection
 from explorer.app.widgets.asking import Asker
-from explorer.app.widgets.model_map_layout import GAP_X, NODE_W, headings, lay_out
-from explorer.views.model_graph import FOLD_AT, ModelGraph, Node, model_graph
+from explorer.app.widgets.model_map_items import (
+    ACCENT,
+    NEW_ROW,
+    PANEL_OF,
+    EdgeItem,
+    NodeItem,
+    braced,
+    edge_font,
+    edge_path,
+)
+from explorer.app.widgets.model_map_layout import headings, lay_out
+from explorer.views.model_graph import FOLD_AT, Edge, ModelGraph, Node, model_graph
 
-FILL = {"attention": "#dbe8fb", "w_o": "#dbe8fb", "ffn": "#e3f4df", "moe": "#d5efcc", "norm": "#f3ece0",
-        "final_norm": "#f3ece0", "add": "#f2f2f2", "fold": "#ececf6", "tokens": "#fff4cc", "embed": "#fff4cc",
-        "positions": "#fff4cc", "unembed": "#fde3e3", "softmax": "#fde3e3", "output": "#eeeeee"}
-ACCENT = QColor("#d9480f")
+__all__ = ["ACCENT", "EMPTY", "NEW_ROW", "ModelMapPanel"]
 MIN_SCALE = 0.7
-NEW_ROW = QColor("#0c8599")        # the path of a decoding step's new row
-# which panel shows a node's piece (object names of the window's docks), and the attention it selects
-PANEL_OF = {"tokens": "tokens", "embed": "embeddings", "positions": "embeddings", "attention": "attention",
-            "w_o": "qkv", "norm": "residual", "add": "residual", "ffn": "residual", "moe": "residual",
-            "final_norm": "next_token", "unembed": "next_token", "softmax": "next_token", "output": "attention"}
 EMPTY = "No model is open: choose one in the Model box (or File ▸ Open), and its map is drawn here."
 
 
@@ -44,55 +49,20 @@ def config_job(loaded, progress, cancel) -> dict:
     return dataclasses.asdict(config) if dataclasses.is_dataclass(config) else {}
 
 
-class NodeItem(QGraphicsRectItem):
-    """One node's box; a click selects its layer and opens its panel."""
-
-    def __init__(self, node: Node, panel: "ModelMapPanel") -> None:
-        super().__init__(0, 0, NODE_W, 30)
-        self.node, self.panel = node, panel
-        self.setBrush(QBrush(QColor(FILL.get(node.kind, "#ffffff"))))
-        self.setPen(QPen(QColor("#555555"), 1))
-        self.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.setToolTip("\n".join(t for t in (node.label, node.detail, self._where()) if t))
-        self.text = QGraphicsTextItem(self)
-        self.text.setTextWidth(NODE_W - 8)
-        self.text.setPos(4, 2)
-        self.text.setDefaultTextColor(QColor("#111111"))
-        self.text.setHtml(_label_html(node))
-
-    def text_height(self) -> float:
-        """The box's height: its text's (the longest labels wrap to two lines), one line of room for a note."""
-        return self.text.boundingRect().height() + 4 + (16 if self.node.attention is not None else 0)
-
-    def _where(self) -> str:
-        panel = PANEL_OF.get(self.node.kind)
-        return "click: fold open" if self.node.kind == "fold" else f"click: open {panel}" if panel else ""
-
-    def mousePressEvent(self, event) -> None:
-        self.panel.open_node(self.node)
-        event.accept()
-
-
-def edge_font() -> QFont:
-    """The edges' shape labels: four fifths of the application's font, so they grow with it (Presentation)."""
-    font = QFont()
-    if font.pointSizeF() > 0:
-        font.setPointSizeF(font.pointSizeF() * 0.8)
-    else:
-        font.setPixelSize(max(8, round(font.pixelSize() * 0.8)))
-    return font
-
-
-def braced(text: str) -> str:
-    """'N_KV' -> 'N_{KV}': the whole name as the subscript (formula_html scripts one character unless braced)."""
-    return re.sub(r"([_^])([A-Za-z]{2,})", r"\1{\2}", text)
-
-
-def _label_html(node: Node, head_note: str = "") -> str:
-    from html import escape
-
+def label_html(node: Node, head_note: str = "") -> str:
+    """A box's label in the panels' notation, with the selection's note under it."""
     note = f"<br><small>{escape(head_note)}</small>" if head_note else ""
-    return f"<b>{formula_html(braced(node.label))}</b>" + note
+    return f"<b>{rich(node.label)}</b>" + note
+
+
+def edge_html(edge: Edge) -> str:
+    return rich(edge.label)
+
+
+@functools.lru_cache(maxsize=1024)
+def rich(text: str) -> str:
+    """`text` in the panels' notation, as rich text (the same few labels, again at every step)."""
+    return formula_html(braced(text))
 
 
 class ModelMapPanel(Panel):
@@ -110,6 +80,7 @@ class ModelMapPanel(Panel):
         self.body.addWidget(self.view, 1)
         self.graph: ModelGraph | None = None
         self.items: dict[str, NodeItem] = {}
+        self.edges: list[EdgeItem] = []                  # in the order of the graph's edges
         self.headings: list[QGraphicsTextItem] = []     # "layer 3" over each block's column
         self.config: dict | None = None
         self._drawn_key = None
@@ -135,7 +106,7 @@ class ModelMapPanel(Panel):
     def _on_model_changed(self, model) -> None:
         """Nothing of the previous model stays: its graph, its config and its items go at once."""
         self.config, self.graph, self._drawn_key = None, None, None
-        self.items = {}
+        self.items, self.edges = {}, []
         self.scene.clear()
         self.asker.forget()
         self._ask_config()
@@ -176,7 +147,7 @@ class ModelMapPanel(Panel):
         model = self.session.model
         if model is None:
             self.scene.clear()
-            self.items, self.graph, self._drawn_key, self.headings = {}, None, None, []
+            self.items, self.edges, self.graph, self._drawn_key, self.headings = {}, [], None, None, []
             return
         self._ask_config()                           # again after a dropped question (another run, a cancel)
         tokens, source = self.token_counts()
@@ -185,8 +156,12 @@ class ModelMapPanel(Panel):
         if key == self._drawn_key:
             return
         self._drawn_key = key
-        self.graph = model_graph(model, self.config, tokens, source, layer)
-        self._draw(self.graph)
+        graph = model_graph(model, self.config, tokens, source, layer)
+        drawn, self.graph = self.graph, graph
+        if drawn is not None and self.items and graph.same_drawing(drawn):
+            self._restate(graph)                     # a step: the same boxes and lines, new shapes
+        else:
+            self._draw(graph)
 
     @staticmethod
     def _folds(model) -> bool:
@@ -194,11 +169,11 @@ class ModelMapPanel(Panel):
 
     def _draw(self, graph: ModelGraph) -> None:
         self.scene.clear()
-        self.items = {item.node.key: item for item in (NodeItem(node, self) for node in graph.nodes)}
+        self.items = {node.key: NodeItem(node, self.open_node, label_html(node)) for node in graph.nodes}
         places = lay_out(graph, lambda node: self.items[node.key].text_height())
         for key, (x, y, height) in places.items():
             item = self.items[key]
-            item.setRect(0, 0, NODE_W, height)
+            item.setRect(0, 0, item.rect().width(), height)
             item.setPos(x, y)
             self.scene.addItem(item)
         self.headings = []
@@ -210,56 +185,28 @@ class ModelMapPanel(Panel):
             label.setDefaultTextColor(QColor("#111111"))
             label.setPos(x, bottom - label.boundingRect().height())
             self.headings.append(label)
-        font = edge_font()
-        for edge in graph.edges:
-            self._draw_edge(edge, font)
+        font, new_row = edge_font(), self._new_row(graph)
+        self.edges = [EdgeItem(edge, edge_path(edge, self.items), font, self.scene, edge_html(edge))
+                      for edge in graph.edges]
+        for item, edge in zip(self.edges, graph.edges):
+            item.show_edge(edge, new_row(edge), edge_html(edge))
         self.scene.setSceneRect(self.scene.itemsBoundingRect().adjusted(-10, -10, 10, 10))
         self._fit()
 
-    def _draw_edge(self, edge, font: QFont) -> None:
-        source, target = self.items[edge.source], self.items[edge.target]
-        a, b = source.sceneBoundingRect(), target.sceneBoundingRect()
-        path = QPainterPath()
-        if edge.residual:                  # the skip path: a dashed arc down the block's right side
-            top = a if abs(a.left() - b.left()) < 1 else self._column_top(target)
-            start, end = QPointF(top.right(), top.center().y()), QPointF(b.right(), b.center().y())
-            bend = b.right() + GAP_X * 0.3
-            path.moveTo(start)
-            path.cubicTo(bend, start.y(), bend, end.y(), end.x(), end.y())
-            pen = QPen(QColor("#8a8a8a"), 1, Qt.PenStyle.DashLine)
-        else:
-            below = b.top() >= a.bottom() - 1 and abs(a.center().x() - b.center().x()) < 1
-            start = QPointF(a.center().x(), a.bottom()) if below else QPointF(a.right(), a.center().y())
-            end = QPointF(b.center().x(), b.top()) if below else QPointF(b.left(), b.center().y())
-            path.moveTo(start)
-            path.lineTo(end)
-            new_row = self.stepping() and self.graph.node(edge.source).stack != "encoder"
-            pen = QPen(NEW_ROW, 2.2) if new_row else QPen(QColor("#333333"), 1.2)
-        line = QGraphicsPathItem(path)
-        line.setPen(pen)
-        line.setToolTip(edge.label)
-        line.setZValue(-1)
-        self.scene.addItem(line)
-        if not edge.residual:
-            vertical = abs(path.pointAtPercent(0).x() - path.pointAtPercent(1).x()) < 1
-            self._label_edge(edge, path, font, vertical=vertical)
+    def _restate(self, graph: ModelGraph) -> None:
+        """The drawn items say what `graph` says (its shapes for the new T, the new row's path), in place."""
+        for node in graph.nodes:
+            self.items[node.key].show_node(node)
+        new_row = self._new_row(graph)
+        for item, edge in zip(self.edges, graph.edges):
+            item.show_edge(edge, new_row(edge), edge_html(edge))
+        bounds = self.scene.itemsBoundingRect().adjusted(-10, -10, 10, 10)
+        self.scene.setSceneRect(self.scene.sceneRect().united(bounds))      # a wider shape's label
 
-    def _label_edge(self, edge, path: QPainterPath, font: QFont, vertical: bool) -> None:
-        """The live shape beside a vertical edge, above a slanting one."""
-        label = QGraphicsTextItem()
-        label.setFont(font)
-        label.setDefaultTextColor(QColor("#1f4e9c"))
-        label.setHtml(formula_html(braced(edge.label)))
-        middle, size = path.pointAtPercent(0.5), label.boundingRect()
-        label.setPos(middle.x() + 2, middle.y() - size.height() / 2) if vertical else \
-            label.setPos(middle.x() - size.width() / 2, middle.y() - size.height())
-        self.scene.addItem(label)
-
-    def _column_top(self, item: "NodeItem"):
-        """The first box of `item`'s column (where the block's stream enters)."""
-        return min((i.sceneBoundingRect() for i in self.items.values()
-                    if abs(i.sceneBoundingRect().left() - item.sceneBoundingRect().left()) < 1),
-                   key=lambda rect: rect.top())
+    def _new_row(self, graph: ModelGraph):
+        """Whether an edge carries a decoding step's new row: every stream edge outside the encoder."""
+        stepping = self.stepping()
+        return lambda edge: stepping and not edge.residual and graph.node(edge.source).stack != "encoder"
 
     def _fit(self) -> None:
         """Scale the map to fit the view (never up, never below MIN_SCALE), and scroll the selected block into sight."""
@@ -286,7 +233,7 @@ class ModelMapPanel(Panel):
         """A new font (View ▸ Presentation grows the application's): the boxes laid out again for its text."""
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange and self.graph is not None:
-            self._drawn_key = None
+            self._drawn_key, self.items = None, {}          # laid out again: the boxes' heights follow the text
             self.redraw()
             self.show_selection(self.session.selection)         # the new boxes lit as the old ones were
 
@@ -300,8 +247,7 @@ class ModelMapPanel(Panel):
             self.redraw()
         for item in self.items.values():
             lit = selection.layer in item.node.layers
-            item.setPen(QPen(ACCENT if lit else QColor("#555555"), 2.5 if lit else 1))
-            item.text.setHtml(_label_html(item.node, self.head_note(item.node, selection) if lit else ""))
+            item.light(lit, label_html(item.node, self.head_note(item.node, selection) if lit else ""))
         position = "none" if selection.token is None else str(selection.token)
         step = (f" · decoding step: the new token's row (position {self.session.trace.n_tokens - 1}) flows along "
                 "the teal edges; the earlier rows' K and V come from the KV cache") if self.stepping() else ""
