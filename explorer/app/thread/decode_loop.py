@@ -116,7 +116,9 @@ class DecodeLoop:
         or failed half way that changed the decoder (steps, a force after its backs) hands its trace back. A run
         stopped half way that emptied the decoder, or a replay stopped half way, gives the GUI's trace back
         first, before any request queued behind reads the decoder; a replay's half-rebuilt trace is never
-        shown (the GUI still shows the whole one, which a Stop during its own give-back asks again)."""
+        shown (the GUI still shows the whole one, which a Stop during its own give-back asks again). A record
+        dtype set with redo False, on the GUI's word that a run replacing the emptied decoder follows, only owes
+        the give-back: it is dropped if that run is queued before anything reads the decoder."""
         decoder = self._state.decoder
         if decoder is None or decoder.trace is self._shown:
             return
@@ -124,7 +126,11 @@ class DecodeLoop:
         if not rebuilding:
             self._hand_back(decoder.trace)
         elif self._window_keeps_shown():
-            self._queue.give_back(Replay(**replay_arguments(self._shown)))
+            shown = Replay(**replay_arguments(self._shown))
+            if getattr(request, "redo", True):
+                self._queue.give_back(shown)
+            else:                   # a run that replaces the emptied decoder follows, on the GUI's word
+                self._queue.give_back_unless_replaced(shown)
 
     def _window_keeps_shown(self) -> bool:
         """Whether the GUI shows the last trace handed to it, and keeps it: a Stop or Reset that discards the

@@ -36,6 +36,7 @@ class Cancelled(Exception):
 _DECODING = (Prefill, Step, Back, Force, Replay, LogitLens, Candidates)
 _SETTINGS = (SetSampling, SetRecording, SetIntervention)       # kept by a cancel and by a new model
 _NEW_MODEL = (Load, Unload)                                    # another model, or none: the trace starts over
+_STARTS_OVER = (*_NEW_MODEL, Prefill, Replay)                  # set the decoder anew: a give-back before is wasted
 
 
 def _start_length(request, otherwise: int | None) -> int | None:
@@ -60,6 +61,7 @@ class RequestQueue:
         self._handed: int | None = None     # tokens of the last trace the model thread handed back
         self._discarded_through = -1        # traces of requests up to this seq are not handed on to the window
         self._running_done = 0              # traces handed back by the running request so far
+        self._owed: Replay | None = None    # a give-back that waits for the next request (give_back_unless_replaced)
 
     # ----- GUI thread -------------------------------------------------------------
     def push(self, request) -> None:
@@ -83,12 +85,14 @@ class RequestQueue:
                 self._cancelled.add(self._running.seq)
             if discard:
                 self._discarded_through = self._next_seq - 1
+                self._owed = None
             self._sync_if_nothing_left()
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
             self._pending = []
+            self._owed = None
             if self._running is not None:
                 self._cancelled.add(self._running.seq)
             self._lock.notify_all()
@@ -135,7 +139,7 @@ class RequestQueue:
     def starts_over(self, loads: bool = True) -> bool:
         """Whether a queued request will start the trace over (a load unless not `loads`, a prefill, a replay):
         a redo of the current trace now would be thrown away, and a trace emptied now needs no word to the GUI."""
-        kinds = (*_NEW_MODEL, Prefill, Replay) if loads else (Prefill, Replay)
+        kinds = _STARTS_OVER if loads else (Prefill, Replay)
         with self._lock:
             return any(isinstance(r, kinds) for r in self._pending)
 
@@ -147,7 +151,7 @@ class RequestQueue:
                 self._lock.wait()
             if self._closed:
                 return None
-            self._running = self._pending.pop(0)
+            self._running = self._owed_give_back() or self._pending.pop(0)
             self._running_done = 0
             return self._running
 
@@ -155,12 +159,20 @@ class RequestQueue:
         """Queue `replay`, which gives the decoder back the trace the window shows, first, before any request
         that reads the decoder; False (nothing queued) when a queued request starts the trace over anyway."""
         with self._lock:
-            if self._closed or any(isinstance(r, (*_NEW_MODEL, Prefill, Replay)) for r in self._pending):
+            if self._closed or any(isinstance(r, _STARTS_OVER) for r in self._pending):
                 return False
-            self._pending.insert(0, replace(replay, give_back=True, seq=self._next_seq))
-            self._next_seq += 1
+            self._pending.insert(0, self._numbered(replay))
             self._lock.notify_all()
             return True
+
+    def give_back_unless_replaced(self, replay: Replay) -> None:
+        """Owe `replay` (give_back's) for a decoder the GUI's own word emptied (a record dtype set with redo False,
+        as a session opens): the run that replaces it may still be on its way, so the give-back waits for the
+        next request that reads the decoder and is dropped once a request that starts the trace over is queued
+        (otherwise the model thread replayed the trace shown, only to throw it away for the session's)."""
+        with self._lock:
+            if not self._closed and not any(isinstance(r, _STARTS_OVER) for r in self._pending):
+                self._owed = replay
 
     def handed_back(self, n_tokens: int) -> None:
         """The model thread handed the GUI a trace of `n_tokens` tokens (see `plan`)."""
@@ -187,6 +199,25 @@ class RequestQueue:
     def check(self, request) -> None:
         if self.is_cancelled(request):
             raise Cancelled()
+
+    # ----- give-backs (lock held) -----------------------------------------------------
+    def _numbered(self, replay: Replay) -> Replay:
+        self._next_seq += 1
+        return replace(replay, give_back=True, seq=self._next_seq - 1)
+
+    def _owed_give_back(self) -> Replay | None:
+        """The owed give-back, to run before the next request if that one reads the decoder's trace (a decoding
+        request, or a setting that redoes the run); forgotten if a request queued starts the trace over."""
+        owed, head = self._owed, self._pending[0]
+        if owed is None:
+            return None
+        if any(isinstance(r, _STARTS_OVER) for r in self._pending):
+            self._owed = None
+            return None
+        if not (isinstance(head, _DECODING) or getattr(head, "redo", False)):
+            return None                     # a setting or a panel's job: the decoder's trace is not read
+        self._owed = None
+        return self._numbered(owed)
 
     # ----- coalescing (lock held) -----------------------------------------------------
     def _coalesce(self, request) -> None:
