@@ -248,3 +248,32 @@ def rows_of(queries: np.ndarray, sequences: np.ndarray | None, patch) -> np.ndar
     if sequences is not None and patch.sequence is not None:
         inside &= sequences == patch.sequence
     return np.flatnonzero(inside)
+
+
+def pattern_rows(patch: PatternPatch, queries: np.ndarray, keys: np.ndarray, sequences: np.ndarray | None,
+                 rows: np.ndarray, key_counts: np.ndarray | None = None) -> np.ndarray:
+    """The rows `rows` of a pass (query positions queries[rows]) that pattern `patch` writes, over the pass's
+    keys (n, n_kv) float32: column j the patch's weight of the key at position keys[j] where the row's own
+    prompt has that key, 0 elsewhere. A row's own keys: every key of the pass; in a packed pass its
+    sequence's; in a padded batch (`key_counts`: each prompt's number of keys, right-padded) those of the
+    longest prompt that has the row (for cross-attention, every prompt). A patch with fewer columns than a
+    row's own keys is refused in one sentence, alone or in a batch alike."""
+    mine = queries[rows]
+    own = np.ones((len(rows), len(keys)), dtype=bool) if sequences is None else \
+        sequences[rows][:, None] == sequences[None, :]
+    if key_counts is not None:
+        counts = np.asarray(key_counts)
+        longest = np.full(len(rows), counts.max()) if patch.where == "cross" else \
+            np.array([counts[counts > q].max(initial=0) for q in mine])
+        own &= keys[None, :] < longest[:, None]
+    row, key = np.nonzero(own)
+    width = patch.values.shape[1]
+    beyond = np.flatnonzero(keys[key] >= width)
+    if beyond.size:
+        short = row[beyond[0]]
+        raise ExplorerError(f"the pattern patch of layer {patch.layer}, head {patch.head} has {width} columns, "
+                            f"but its row for position {int(mine[short])} is over {int(own[short].sum())} keys "
+                            f"and needs a weight for each")
+    values = np.zeros(own.shape, dtype=np.float32)
+    values[row, key] = patch.values[mine[row] - patch.start, keys[key]]
+    return values

@@ -11,7 +11,7 @@ import torch
 
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import Intervention, Kernel, LayerIntervention
-from explorer.core.intervention_parts import rows_of
+from explorer.core.intervention_parts import pattern_rows, rows_of
 from explorer.core.visibility import Visibility
 
 
@@ -66,13 +66,8 @@ class Site:
         for patch in self.plan.patterns:
             rows = rows_of(seen.queries, seen.sequences, patch)
             if rows.size:
-                own = np.ones((len(rows), len(seen.keys)), dtype=bool) if seen.sequences is None else \
-                    seen.sequences[rows][:, None] == seen.sequences[None, :]           # (n, n_kv)
-                if seen.padding is not None:                 # a padded batch: a shorter prompt's keys suffice
-                    own &= seen.keys[None, :] < patch.values.shape[1]
-                row, key = np.nonzero(own)
-                values = np.zeros(own.shape, dtype=np.float32)
-                values[row, key] = patch.values[seen.queries[rows][row] - patch.start, seen.keys[key]]
+                counts = None if seen.padding is None else (~seen.padding).flatten(1).sum(1).cpu().numpy()
+                values = pattern_rows(patch, seen.queries, seen.keys, seen.sequences, rows, counts)   # (n, n_kv)
                 weights[..., patch.head, torch.from_numpy(rows), :] = torch.as_tensor(
                     values, dtype=weights.dtype, device=weights.device)
                 if seen.padding is not None:                                     # a padded batch's keys stay 0
