@@ -188,3 +188,32 @@ def test_a_dense_figure_past_its_cell_limit_keeps_the_signed_extremes():
                                   reference(weights, 5, signed=False).astype(np.float32))
     np.testing.assert_array_equal(display_reduced(matrix, max_cells=20)[0],
                                   reference(matrix, 5, signed=False).astype(np.float32))
+
+
+def test_the_panels_long_map_draws_negative_blocks_in_the_negative_colours(qtbot, stepped):
+    """The Attention panel's large head at a long prompt (computed off the GUI thread, long_head)."""
+    from explorer.app.panels import AttentionPanel
+    from explorer.app.state.session import Session
+    from tests.app.shared_window import make
+
+    trace = stepped[0]
+    panel = make(qtbot, Session(), AttentionPanel)
+    with qtbot.waitSignal(panel.long_head.shown, timeout=30000):
+        panel.session.set_trace(trace)
+        panel.session.select(layer=LINEAR, head=1)
+    shown = panel.large.image.image
+    dense = masked_dense(trace, LINEAR, 1)
+    block = math.ceil(dense.shape[0] / shown.shape[0])
+    assert block > 1 and "block maxima" in panel.large.plot.titleLabel.text
+    expected = reference(dense, block, signed=True)
+    assert_close(shown, expected)
+    levels = tuple(panel.large.colorbar.levels())
+    assert levels[0] == pytest.approx(float(np.nanmin(expected)), rel=1e-4) and levels[0] < 0
+    top = max(-levels[0], levels[1])
+    rows, cols = np.nonzero(negative_blocks(dense, block))
+    for row, col in zip(rows[:: max(1, rows.size // 5)], cols[:: max(1, rows.size // 5)]):
+        value = float(expected[row, col])
+        colour = panel.large.pixel_color(int(row), int(col))
+        drawn = np.array([colour.red(), colour.green(), colour.blue()])
+        wanted = pg.colormap.get("CET-D1").map((value / top + 1) / 2, mode="byte")[:3].astype(int)
+        assert np.abs(drawn - wanted).max() <= TOLERANCE, (row, col, value, drawn, wanted)
