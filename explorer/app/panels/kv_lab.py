@@ -19,10 +19,10 @@ from PySide6.QtWidgets import QTabWidget
 from explorer.app.figures import export_dialogs
 from explorer.app.panels.base import Panel
 from explorer.app.state.session import Selection
-from explorer.app.thread.requests import WhatIfJob
 from explorer.app.widgets.kv_lab_rows import VariantsTab
 from explorer.app.widgets.kv_plot import save_bytes_plot
-from explorer.app.widgets.model_call import Executor, ModelCall, thread_executor
+from explorer.app.widgets.model_call import Executor, thread_executor
+from explorer.app.widgets.what_if_runner import WhatIfRunner, what_if_job, why_no_targets
 from explorer.app.widgets.what_if_view import WhatIfView, steps_csv
 from explorer.core import kv_variants as kv
 from explorer.core.errors import ExplorerError
@@ -30,11 +30,6 @@ from explorer.core.loaders.config_file import read_config
 from explorer.drawing import export
 
 model_backend = thread_executor        # a test's or a script's own loaded model, on a thread of its own
-
-
-def what_if_job(variant: str, steps: int, prompt_ids: np.ndarray) -> WhatIfJob:
-    """The conversion as a named model job, run by core_api: job(loaded, progress, cancel) -> convert.WhatIf."""
-    return WhatIfJob(variant, int(steps), tuple(int(i) for i in prompt_ids))
 
 
 class KVLabPanel(Panel):
@@ -47,14 +42,9 @@ class KVLabPanel(Panel):
         self.source_name = ""
         self.from_config = False
         self.result = None
-        self.running_variant = ""          # the target of the conversion last started
-        self._said_why = ""                # the sentence shown for why no target is offered, while it holds
         self.executor = executor           # None: the worker's model, through the session
         self.what_if_job = what_if_job     # (variant, steps, prompt ids) -> a model job
         self.variants_window = None
-        self.runner = ModelCall(self)
-        self.runner.finished.connect(self._on_result_changed)
-        self.runner.failed.connect(self._on_run_failed)
         self.set_formula("bytes/token = Σ_l width_l · bytes(dtype):  MHA 2·N_Q·d_h,  GQA 2·N_KV·d_h,  "
                          "MQA 2·d_h,  MLA d_c + d_R")
         self.tabs = QTabWidget()                   # a bottom dock is short: one idea per tab
@@ -67,7 +57,7 @@ class KVLabPanel(Panel):
         for plot in self.plot.plots.values():
             self.add_to_plot_menu(plot)
         session.model_changed.connect(self._on_model_changed)
-        session.busy_changed.connect(self._on_busy_changed)
+        session.busy_changed.connect(self.runner.on_busy_changed)
         self._update_run_buttons()
 
     # ----- layout ---------------------------------------------------------------------------
@@ -90,9 +80,10 @@ class KVLabPanel(Panel):
 
     def _what_if_section(self) -> WhatIfView:
         view = self.what_if = WhatIfView()
+        self.runner = WhatIfRunner(view, self.session.model_job_requested.emit, self)
+        self.runner.finished.connect(self._on_result_changed)
+        self.runner.failed.connect(lambda _: self._update_run_buttons())
         view.run_button.clicked.connect(lambda: self.run_conversion())
-        view.cancel_button.clicked.connect(self.runner.cancel)
-        self.runner.progress_changed.connect(view.show_progress)
         # the tab's widgets stay reachable as the panel's own: scripts and tests read them there
         (self.variant_box, self.steps_box, self.run_button, self.cancel_button, self.progress, self.run_summary,
          self.error_line, self.steps_table, self.original_map, self.converted_map) = (
@@ -174,20 +165,9 @@ class KVLabPanel(Panel):
         steps = steps or self.steps_box.value()
         prompt = np.asarray(self.trace.steps[0].token_ids, dtype=np.int64).copy()
         self.result = None                  # the target before's result goes: nothing of it stays up as current
-        self.running_variant = variant
-        self.what_if.show_working(variant, steps)
-        self.error_line.clear()
-        self.runner.start(self.what_if_job(variant, steps, prompt), self.executor or self._on_the_worker)
+        self.runner.convert(variant, steps, self.what_if_job(variant, steps, prompt), self.executor)
         self._update_run_buttons()
         return True
-
-    def _on_the_worker(self, work) -> None:
-        self.session.model_job_requested.emit(work)
-
-    def _on_busy_changed(self, busy: bool) -> None:
-        # The worker answers a job before it reports idle: still running now means it dropped the job.
-        if not busy and self.executor is None and self.runner.running:
-            self.runner.abandon("The conversion was cancelled.")
 
     def _update_run_buttons(self) -> None:
         running = self.runner.running
@@ -199,47 +179,14 @@ class KVLabPanel(Panel):
         self.steps_box.setEnabled(not encoder)
         if encoder:
             self.variant_box.clear()
-        self._say_why_no_targets("" if running or self.variant_box.count() else self._why_no_targets())
-
-    def _why_no_targets(self) -> str:
-        """Why the loaded model offers no what-if target, from what the model is; "" where nothing in the model
-        forbids one (its targets are simply not listed yet, or a config is shown in its place)."""
         model = self.session.model
-        if model is None or self.from_config:
-            return ""
-        if model.is_encoder_only:
-            return (f"What-if conversions compare the next-token predictions of the converted model with the "
-                    f"original's; {model.name} is an encoder and predicts none, and keeps no KV cache between steps.")
-        if model.mla_rank is not None:
-            return (f"{model.name} was trained with MLA: a what-if conversion starts from per-head keys and values, "
-                    "which it does not have.")
-        if model.is_encoder_decoder:
-            return f"{model.name} is an encoder–decoder: the what-if conversion builds decoder-only models."
-        return ""
-
-    def _say_why_no_targets(self, why: str) -> None:
-        # The summary line also carries a run's progress and result: only a sentence this method wrote is
-        # replaced, so that it never outlives the state it explained (the targets arriving after it was set).
-        if why:
-            self.run_summary.setText(why)
-        elif self._said_why and self.run_summary.text() == self._said_why:
-            self.run_summary.setText(" ")
-        self._said_why = why
-
-    def _on_run_failed(self, message: str) -> None:
-        cancelled = message.lower().endswith("conversion was cancelled.")     # said, not an error
-        self.what_if.show_no_result(self.running_variant, message if cancelled else "the conversion failed.")
-        if not cancelled:
-            self.error_line.show_error(message)
-        self._finish_run()
-
-    def _finish_run(self) -> None:
-        self._update_run_buttons()
+        why = "" if running or self.variant_box.count() or model is None or self.from_config else why_no_targets(model)
+        self.what_if.say_why_no_targets(why)
 
     def _on_result_changed(self, result) -> None:
         self.result = result
         self.what_if.show_result(result, self.session.display_token)
-        self._finish_run()
+        self._update_run_buttons()
         self.show_selection(self.session.selection)
 
     # ----- Panel ---------------------------------------------------------------------------------

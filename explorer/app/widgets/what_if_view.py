@@ -4,7 +4,7 @@ A what-if result (explorer.core.convert.WhatIf) holds, per decoding step, KL(p_o
 of the next-token distributions, whether both pick the same top-1 token, and the bytes each cache keeps
 (DeepSeek-V2, Table 1: MHA 2·n_h·d_h, GQA 2·n_g·d_h, MQA 2·d_h, MLA d_c + d_R per token per layer). This
 view shows them as a table and a summary line, and A_h of the selected head in both models. It holds
-widgets only: the panel decides when a conversion may run and runs it.
+widgets only: the panel decides when a conversion may run, and what_if_runner.WhatIfRunner runs it.
 """
 from __future__ import annotations
 
@@ -103,7 +103,18 @@ class WhatIfView(QWidget):
         self.converted_map = Heatmap(self.maps.ci, row=0, col=1, colorbar=False)
         lower.addWidget(self.maps)
         layout.addWidget(lower, 1)
+        self._said_why = ""                       # the sentence shown for why no target is offered, while it holds
         self.clear()
+
+    def say_why_no_targets(self, why: str) -> None:
+        """Say `why` no target is offered ("": nothing says so). The summary line also carries a run's progress
+        and result: only a sentence this method wrote is replaced, so that it never outlives the state it
+        explained (the targets arriving after it was set)."""
+        if why:
+            self.run_summary.setText(why)
+        elif self._said_why and self.run_summary.text() == self._said_why:
+            self.run_summary.setText(" ")
+        self._said_why = why
 
     def show_progress(self, fraction: float, what: str) -> None:
         self.progress.setValue(int(round(100 * fraction)))

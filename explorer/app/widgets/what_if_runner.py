@@ -1,0 +1,65 @@
+"""The KV lab's what-if conversion as a model job: the job, where it runs, and its state shown in a WhatIfView.
+
+The job (thread.requests.WhatIfJob, run by core_api) converts the loaded model to another variant (GQA/MQA by
+mean-pooling K/V heads, MLA by truncated SVD: explorer.core.convert) and decodes the same prompt with both.
+It runs on the app's model worker, or on a test's or a script's executor. The runner shows its working state,
+progress and a cancelled or failed run's sentence; the result goes out on `finished`, and the panel keeps it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from explorer.app.thread.requests import WhatIfJob
+from explorer.app.widgets.model_call import Executor, ModelCall
+from explorer.app.widgets.what_if_view import WhatIfView
+
+
+def what_if_job(variant: str, steps: int, prompt_ids: np.ndarray) -> WhatIfJob:
+    """The conversion as a named model job, run by core_api: job(loaded, progress, cancel) -> convert.WhatIf."""
+    return WhatIfJob(variant, int(steps), tuple(int(i) for i in prompt_ids))
+
+
+def why_no_targets(model) -> str:
+    """Why the loaded model (a ModelInfo) offers no what-if target, from what the model is; "" where nothing in
+    the model forbids one."""
+    if model.is_encoder_only:
+        return (f"What-if conversions compare the next-token predictions of the converted model with the "
+                f"original's; {model.name} is an encoder and predicts none, and keeps no KV cache between steps.")
+    if model.mla_rank is not None:
+        return (f"{model.name} was trained with MLA: a what-if conversion starts from per-head keys and values, "
+                "which it does not have.")
+    if model.is_encoder_decoder:
+        return f"{model.name} is an encoder–decoder: the what-if conversion builds decoder-only models."
+    return ""
+
+
+class WhatIfRunner(ModelCall):
+    """One conversion at a time, shown in `view`; `to_worker` hands a job to the app's model worker."""
+
+    def __init__(self, view: WhatIfView, to_worker: Executor, parent=None) -> None:
+        super().__init__(parent)
+        self.view = view
+        self.to_worker = to_worker
+        self.variant = ""                  # the target of the conversion last started
+        self._on_worker = False
+        view.cancel_button.clicked.connect(self.cancel)
+        self.progress_changed.connect(view.show_progress)
+        self.failed.connect(self._show_failure)
+
+    def convert(self, variant: str, steps: int, job, executor: Executor | None) -> bool:
+        """Start `job`, the conversion to `variant` over `steps` steps, on `executor` (None: the worker)."""
+        self.variant, self._on_worker = variant, executor is None
+        self.view.show_working(variant, steps)
+        self.view.error_line.clear()
+        return self.start(job, executor or self.to_worker)
+
+    def on_busy_changed(self, busy: bool) -> None:
+        # The worker answers a job before it reports idle: still running now means it dropped the job.
+        if not busy and self._on_worker and self.running:
+            self.abandon("The conversion was cancelled.")
+
+    def _show_failure(self, message: str) -> None:
+        cancelled = message.lower().endswith("conversion was cancelled.")     # said, not an error
+        self.view.show_no_result(self.variant, message if cancelled else "the conversion failed.")
+        if not cancelled:
+            self.view.error_line.show_error(message)
