@@ -19,6 +19,7 @@ imported by `load()`.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -94,6 +95,7 @@ class Model:
     def _ids(self, prompt: Prompt, prepend_bos: bool | None = None) -> np.ndarray:
         """encode(prompt), with the model's BOS token first (True), never first (False) or as its
         tokenizer does (None); ids given as numbers are taken as they are unless prepend_bos says."""
+        checks.bos_choice(prepend_bos)
         if not isinstance(prompt, str):
             prompt = checks.one_prompt_ids(prompt)
         ids = self.encode(prompt)
@@ -229,6 +231,8 @@ class Model:
         transformers loads with the same logits; a GGUF model's weights go out dequantized: core/save_hf.py."""
         from explorer.core.save_hf import save_hf
 
+        if not isinstance(folder, (str, os.PathLike)):
+            raise ExplorerError(f"save_hf takes a folder's path, not {folder!r}")
         return save_hf(self.loaded, folder)
 
 

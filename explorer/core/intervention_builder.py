@@ -37,12 +37,28 @@ def as_values(values, what: str, ndim: int) -> np.ndarray:
         raise ExplorerError(f"{what} must be an array of numbers, not {type(values).__name__}") from None
     if array.ndim != ndim:
         raise ExplorerError(f"{what} must have {ndim} dimensions, not shape {array.shape}")
+    if not np.isfinite(array).all():
+        raise ExplorerError(f"{what} must be finite numbers; they hold {array[~np.isfinite(array)][0]}")
     return array
 
 
 def _index(value, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ExplorerError(f"{what} must be an integer, not {value!r}")
+    return int(value)
+
+
+def _layers(first, last) -> tuple[int, int | None]:
+    """A hiding edit's first and last layer (None: to the last), each 0 or more."""
+    first = _position(first, "first_layer")
+    return first, None if last is None else _position(last, "last_layer")
+
+
+def _position(value, what: str) -> int:
+    """A whole number 0 or more: a position of a prompt (counted from its first token, as every prompt of a batch
+    counts it) or a layer."""
+    if _index(value, what) < 0:
+        raise ExplorerError(f"{what} must be 0 or more, not {value}")
     return int(value)
 
 
@@ -53,8 +69,11 @@ class Chaining:
         """O_h set to 0 ("zero") or to its mean over the prompt's positions ("mean"), at the query
         `positions` given (None: every position)."""
         if positions is not None:
-            positions = (positions,) if isinstance(positions, (int, np.integer)) else \
-                tuple(_index(p, "an ablated position") for p in positions)
+            positions = (positions,) if isinstance(positions, (int, np.integer)) else positions
+            try:
+                positions = tuple(_position(p, "an ablated position") for p in positions)
+            except TypeError:
+                raise ExplorerError(f"positions must be a position or a list of them, not {positions!r}") from None
         part = HeadAblation(_index(layer, "layer"), _index(head, "head"), mode, where, positions)
         return replace(self, ablations=self.ablations + (part,))
 
@@ -64,29 +83,34 @@ class Chaining:
         name: "exp" (at temperature tau), "linear" or "relu"."""
         chosen = None if layers is None else tuple(_index(layer, "a kernel layer") for layer in
                                                    ((layers,) if isinstance(layers, (int, np.integer)) else layers))
+        if isinstance(temperature, bool) or not isinstance(temperature, (int, float, np.integer, np.floating)):
+            raise ExplorerError(f"kernel temperature must be a number, not {temperature!r}")
         return replace(self, kernels=self.kernels + (KernelChoice(Kernel(name, float(temperature)), chosen, where),))
 
     def hide(self, key: int, query: int | None = None, first_layer: int = 0, last_layer: int | None = None,
              where: str = "self"):
         """Hide the key at position `key` from the query at `query` (None: from every query), in layers first..last."""
-        edit = HideToken(_index(key, "key"), first_layer, last_layer, where) if query is None else \
-            HideEntry(_index(query, "query"), _index(key, "key"), first_layer, last_layer, where)
+        first_layer, last_layer = _layers(first_layer, last_layer)
+        edit = HideToken(_position(key, "key"), first_layer, last_layer, where) if query is None else \
+            HideEntry(_position(query, "query"), _position(key, "key"), first_layer, last_layer, where)
         return replace(self, edits=self.edits + (edit,))
 
     def hide_band(self, low: int, high: int | None = None, first_layer: int = 0, last_layer: int | None = None,
                   where: str = "self"):
         """Hide every entry whose offset i - j (query minus key) lies in low..high."""
+        first_layer, last_layer = _layers(first_layer, last_layer)
+        high = None if high is None else _index(high, "high")
         return replace(self, edits=self.edits + (HideBand(_index(low, "low"), high, first_layer, last_layer, where),))
 
     def patch_head(self, layer: int, head: int, values, start: int = 0, where: str = "self"):
         """O_h of one head at positions start.. replaced by `values` (n, d_v)."""
         part = HeadPatch(_index(layer, "layer"), _index(head, "head"), as_values(values, "head values", 2),
-                         _index(start, "start"), where)
+                         _position(start, "start"), where)
         return replace(self, head_patches=self.head_patches + (part,))
 
     def patch_residual(self, layer: int, position: int, value):
         """The residual stream entering block `layer` at `position` replaced by `value` (d_model,)."""
-        part = ResidualPatch(_index(layer, "layer"), _index(position, "position"), as_values(value, "residual", 1))
+        part = ResidualPatch(_index(layer, "layer"), _position(position, "position"), as_values(value, "residual", 1))
         return replace(self, residual_patches=self.residual_patches + (part,))
 
     def patch_attn_out(self, layer: int, values, start: int = 0):
@@ -100,7 +124,7 @@ class Chaining:
 
     def _sublayer(self, layer, which: str, values, start):
         part = SublayerPatch(_index(layer, "layer"), which, as_values(values, f"{which} values", 2),
-                             _index(start, "start"))
+                             _position(start, "start"))
         return replace(self, sublayer_patches=self.sublayer_patches + (part,))
 
     def patch_q(self, layer: int, head: int, values, start: int = 0):
@@ -118,13 +142,13 @@ class Chaining:
 
     def _input(self, layer, head, which: str, values, start):
         part = InputPatch(_index(layer, "layer"), _index(head, "head"), which,
-                          as_values(values, f"{which} values", 2), _index(start, "start"))
+                          as_values(values, f"{which} values", 2), _position(start, "start"))
         return replace(self, input_patches=self.input_patches + (part,))
 
     def patch_pattern(self, layer: int, head: int, values, start: int = 0, where: str = "self"):
         """A_h's rows of query positions start.. replaced by `values` (n, n_keys), column j the key at position j."""
         part = PatternPatch(_index(layer, "layer"), _index(head, "head"), as_values(values, "pattern values", 2),
-                            _index(start, "start"), where)
+                            _position(start, "start"), where)
         return replace(self, pattern_patches=self.pattern_patches + (part,))
 
     def patch_path(self, sender: tuple[int, int], receiver: tuple[int, int], which: str, values, start: int = 0):
@@ -137,5 +161,5 @@ class Chaining:
                                 f" not {sender!r}, {receiver!r}") from None
         part = PathPatch(_index(sender_layer, "sender layer"), _index(sender_head, "sender head"),
                          _index(receiver_layer, "receiver layer"), _index(receiver_head, "receiver head"), which,
-                         as_values(values, "sender values", 2), _index(start, "start"))
+                         as_values(values, "sender values", 2), _position(start, "start"))
         return replace(self, path_patches=self.path_patches + (part,))

@@ -141,6 +141,9 @@ class InterventionRun:
         for patch in patches:
             rows = np.flatnonzero(_in_sequence(step.sequences, patch.sequence) & (step.positions_np == patch.position))
             if rows.size:
+                if patch.value.shape[-1] != h.shape[-1]:
+                    raise ExplorerError(f"a residual patch of layer {patch.layer} has {patch.value.shape[-1]} "
+                                        f"numbers; the residual stream has {h.shape[-1]}")
                 h[torch.from_numpy(rows)] = torch.as_tensor(patch.value, dtype=h.dtype, device=h.device)
         return h
 

@@ -93,7 +93,7 @@ class _Scorer:
         last = self.model.norm(last)                                             # (n, d)
         if callable(self.metric):
             logits = self.model.logits(last).float().cpu().numpy()               # (n, V)
-            return np.array([float(self.metric(row)) for row in logits])
+            return np.array([_number(self.metric(row)) for row in logits])
         if self.metric == "prob" or self.capped:
             logits = self.model.logits(last).float()                             # (n, V)
             if self.metric == "prob":
@@ -217,3 +217,14 @@ def _cancelled(cancel) -> bool:
     if cancel is None:
         return False
     return bool(cancel()) if callable(cancel) else bool(cancel.is_set())
+
+
+def _number(value) -> float:
+    """What a callable metric returned, as a float; anything but a number (or NaN) refused in one sentence."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ExplorerError(f"the metric returned {value!r}, not a number") from None
+    if number != number:
+        raise ExplorerError("the metric returned NaN, not a number")
+    return number

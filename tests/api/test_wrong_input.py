@@ -9,6 +9,7 @@ import pytest
 import explorer
 
 IDS, OTHER = [1, 2, 3, 4], [4, 3, 2, 1]
+I = explorer.Intervention()
 
 
 @pytest.mark.parametrize("call, words", [
@@ -45,6 +46,23 @@ IDS, OTHER = [1, 2, 3, 4], [4, 3, 2, 1]
     (lambda m: m.heads(seed="x"), "seed='x' must be a whole number"),
     (lambda m: m.heads(seed=1.5), "seed=1.5 must be a whole number"),
     (lambda m: m.heads(IDS, repeat=0), "repeat=0 must be a whole number"),
+    (lambda m: m.to_str_tokens(IDS, prepend_bos="x"), "prepend_bos='x' must be True, False or None"),
+    (lambda m: m.save_hf(5), "save_hf takes a folder's path, not 5"),
+    (lambda m: m.patch(IDS, OTHER, target=1, metric=lambda logits: "x"), "the metric returned 'x', not a number"),
+    (lambda m: m.patch(IDS, OTHER, target=1, metric=lambda logits: np.nan), "the metric returned NaN"),
+    (lambda m: m.run(IDS, intervention=I.patch_residual(1, 2, np.zeros(3))), "has 3 numbers; the residual stream has"),
+    (lambda m: I.patch_head(0, 1, np.full((1, 32), np.nan)), "head values must be finite numbers; they hold nan"),
+    (lambda m: I.patch_residual(0, 1, [0.0, np.inf]), "residual must be finite numbers; they hold inf"),
+    (lambda m: I.ablate(0, 1, positions=-1), "an ablated position must be 0 or more, not -1"),
+    (lambda m: I.ablate(0, 1, positions=[2, -1]), "an ablated position must be 0 or more, not -1"),
+    (lambda m: I.ablate(0, 1, positions=2.0), "positions must be a position or a list of them, not 2.0"),
+    (lambda m: I.patch_residual(0, -1, np.zeros(3)), "position must be 0 or more, not -1"),
+    (lambda m: I.patch_mlp_out(0, np.zeros((1, 3)), start=-2), "start must be 0 or more, not -2"),
+    (lambda m: I.hide(-1), "key must be 0 or more, not -1"),
+    (lambda m: I.hide(1, first_layer="a"), "first_layer must be an integer, not 'a'"),
+    (lambda m: I.hide_band(0, last_layer=-1), "last_layer must be 0 or more, not -1"),
+    (lambda m: I.hide_band(0, high="b"), "high must be an integer, not 'b'"),
+    (lambda m: I.kernel("exp", temperature="hot"), "kernel temperature must be a number, not 'hot'"),
 ])
 def test_a_wrong_type_or_range_is_one_sentence_naming_the_value(bundled, call, words):
     with pytest.raises(explorer.ExplorerError) as caught:
