@@ -13,19 +13,30 @@ from tests.core import intervention_reference as ref
 TARGET, AGAINST = 7, 42
 
 
+def parts_of(hf_model):
+    """(final norm, the blocks, each block's W^O as (d, H d_v)) of a llama-like or a GPT-2 model."""
+    if hasattr(hf_model, "transformer"):                                         # GPT-2: Conv1D, x @ W
+        blocks = list(hf_model.transformer.h)
+        return hf_model.transformer.ln_f, blocks, [b.attn.c_proj.weight.detach().double().T for b in blocks]
+    blocks = list(hf_model.model.layers)
+    return hf_model.model.norm, blocks, [b.self_attn.o_proj.weight.detach().double() for b in blocks]
+
+
 def hf_pieces(hf_model, ids, position):
     """At `position`: the final norm's input, each W^O input (concat_h O_h), each FFN output, the hidden states."""
     kept = {"final": [], "mlp": []}
+    norm, blocks, _ = parts_of(hf_model)
     heads, recording = ref.record_head_inputs(hf_model)
-    handles = [hf_model.model.norm.register_forward_pre_hook(lambda m, a: kept["final"].append(a[0][0, position]))]
+    handles = [norm.register_forward_pre_hook(lambda m, a: kept["final"].append(a[0][0, position]))]
     handles += [block.mlp.register_forward_hook(lambda m, a, out: kept["mlp"].append(out[0, position]))
-                for block in hf_model.model.layers]
+                for block in blocks]
     with recording, ref.hooks(handles), torch.inference_mode():
         out = hf_model(torch.as_tensor(ids)[None], output_hidden_states=True)
     return kept, [h[0, position] for h in heads], out
 
 
-@pytest.mark.parametrize("family", ["llama", "qwen2", "mistral"])
+@pytest.mark.parametrize("family", ["llama", "llama_mqa", "qwen2", "qwen3", "mistral", "gpt2", "deepseek_v2",
+                                    "deepseek_v3"])
 def test_the_parts_of_a_logit_difference_are_the_hooked_references(family, hf_model, model):
     position = 6
     parts = model.attribute(PROMPT, target=TARGET, against=AGAINST, position=position)
@@ -33,23 +44,27 @@ def test_the_parts_of_a_logit_difference_are_the_hooked_references(family, hf_mo
     logits = out.logits[0, position].double()
     assert parts.difference == pytest.approx(float(logits[TARGET] - logits[AGAINST]), abs=1e-4)
     assert parts.total() == pytest.approx(parts.difference, abs=1e-4)
-    # the readout through the final norm frozen at this position: u = (W_U[t] - W_U[a]) * w / rms(h_L)
+    # the readout through the final norm frozen at this position: u = (W_U[t] - W_U[a]) * w / rms(h_L), for a
+    # LayerNorm centred and over the standard deviation
     h = kept["final"][0].double()
-    norm = hf_model.model.norm
+    norm, blocks, o_projs = parts_of(hf_model)
     w_u = hf_model.lm_head.weight.detach().double()
-    rms = torch.sqrt((h * h).mean() + norm.variance_epsilon)
-    u = (w_u[TARGET] - w_u[AGAINST]) * norm.weight.detach().double() / rms
+    u = (w_u[TARGET] - w_u[AGAINST]) * norm.weight.detach().double()
+    if isinstance(norm, torch.nn.LayerNorm):
+        u = (u - u.mean()) / torch.sqrt(h.var(unbiased=False) + norm.eps)
+    else:
+        u = u / torch.sqrt((h * h).mean() + norm.variance_epsilon)
     n_heads = model.info.n_heads
-    for layer, block in enumerate(hf_model.model.layers):
-        o_proj = block.self_attn.o_proj.weight.detach().double()                 # (d, H d_v)
+    for layer, o_proj in enumerate(o_projs):                                     # (d, H d_v)
         d_v = o_proj.shape[1] // n_heads
         for head in range(n_heads):
             cols = slice(head * d_v, (head + 1) * d_v)
             expected = float(u @ (o_proj[:, cols] @ heads[layer][cols].double()))
             assert parts.heads[layer, head] == pytest.approx(expected, abs=1e-4)
         assert parts.mlp[layer] == pytest.approx(float(u @ kept["mlp"][layer].double()), abs=1e-4)
-    lens = [float((hf_model.lm_head(norm(s[0, position]))[[TARGET, AGAINST]] * torch.tensor([1.0, -1.0])).sum())
-            for s in out.hidden_states[:-1]]
+    with torch.inference_mode():
+        lens = [float((hf_model.lm_head(norm(s[0, position]))[[TARGET, AGAINST]] * torch.tensor([1.0, -1.0])).sum())
+                for s in out.hidden_states[:-1]]
     np.testing.assert_allclose(parts.lens[:-1], lens, atol=1e-4)
     assert parts.lens[-1] == pytest.approx(parts.difference, abs=1e-4)
 
