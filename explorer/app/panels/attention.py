@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QSpinBox, QSplitter,
 from explorer.app.panels.base import Panel, dims, visible_text
 from explorer.app.state.session import Selection
 from explorer.app.widgets.ablation_marks import AblationMarks, ablated_heads
+from explorer.app.widgets.attention_exports import export_actions
 from explorer.app.widgets.attention_kind import AttentionKindBox
 from explorer.app.widgets.flow_layout import FlowLayout
 from explorer.app.widgets.grid_filler import GridFiller, GridProgress
@@ -77,7 +78,7 @@ class AttentionPanel(Panel):
         self.long_export = LongExport(self.long_head.maps, self.filler.pause, self,   # off the GUI thread
                                       tiles=self.filler.tiles)
         self.grid_progress.follow(self.long_export)
-        self.long_export.written.connect(lambda path: self._say(f"Exported {path}."))
+        self.long_export.written.connect(lambda path: self.say(f"Exported {path}."))
         self.long_export.failed.connect(self.session.report_error)
         grid_box = QWidget()
         grid_layout = QVBoxLayout(grid_box)
@@ -311,58 +312,10 @@ class AttentionPanel(Panel):
 
     # ----- export ------------------------------------------------------------------------
     def make_export_actions(self) -> list[QAction]:
-        from explorer.app.figures import animation as animated
-        from explorer.app.figures import export_dialogs
+        return export_actions(self)
 
-        def settings():
-            s, view = self.session.selection, self.current_view()
-            layer = min(s.layer, view.n_layers - 1)
-            return dict(step=view.step, values=self.values, log=self.log_scale, cross=view.cross), s, view, layer
-
-        def image(scope):
-            options, s, view, layer = settings()
-            head = {"head": s.head, "layer": "all", "grid": "all"}[scope]
-            if is_long(view.trace, view.step, view.cross):
-                return self._export_long(view, "all" if scope == "grid" else layer, head, False, options)
-            export_dialogs.ask_and_export_attention(self, view.trace, "all" if scope == "grid" else layer, head,
-                                                    **options)
-
-        def raw():
-            options, s, view, layer = settings()
-            if is_long(view.trace, view.step, view.cross):
-                return self._export_long(view, layer, s.head, True, options)
-            export_dialogs.ask_and_export_attention(self, view.trace, layer, s.head, raw=True, **options)
-
-        def frames():
-            options, s, view, layer = settings()
-            options.pop("step")
-            export_dialogs.ask_and_export_frames(self, view.trace, layer, s.head, **options)
-
-        def animation():
-            options, s, view, layer = settings()
-            options.pop("step")
-            animated.ask_and_export_animation(self, view.trace, layer, s.head, **options)
-
-        specs = [("Export this head as PNG/SVG…", lambda: image("head")),
-                 ("Export all heads of this layer as PNG/SVG…", lambda: image("layer")),
-                 ("Export the full grid as PNG/SVG…", lambda: image("grid")),
-                 ("Export the raw matrix as CSV/NPY…", raw),
-                 ("Export every step as numbered frames…", frames),
-                 (f"Export every step as an animation ({animated.formats_label()})…", animation)]
-        actions = []
-        for text, slot in specs:
-            action = QAction(text, self)
-            action.triggered.connect(slot)
-            actions.append(action)
-        return actions
-
-    def _export_long(self, view, layer: int, head: int | str, raw: bool, options: dict) -> None:
-        """A long head's export (or its layer's): block maxima, or the exact .npy, computed off the GUI thread."""
-        self.long_export.ask(self, view.trace, layer, head, raw, **options)
-        if self.long_export.running:
-            self._say(f"Exporting {self.long_export.describe()}…")
-
-    def _say(self, text: str) -> None:
+    def say(self, text: str) -> None:
+        """`text` on the window's status bar for a while (an export started or written)."""
         bar = getattr(self.window(), "statusBar", None)
         if callable(bar):
             bar().showMessage(text, 8000)
