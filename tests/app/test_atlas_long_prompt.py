@@ -13,7 +13,6 @@ import transformers
 from PySide6.QtCore import Qt
 
 from explorer.app.panels.atlas import AtlasPanel
-from explorer.app.state.session import Session
 from explorer.core import head_description
 from explorer.core.decode import Decoder, RecordOptions
 from explorer.core.head_description import describe_heads
@@ -64,14 +63,8 @@ def slow(monkeypatch):
 
 
 @pytest.fixture
-def panel(qtbot, model):
-    session = Session()
-    session.set_model(model.info)
-    panel = AtlasPanel(session)
-    qtbot.addWidget(panel)
-    panel.resize(1000, 320)
-    panel.show()
-    qtbot.waitExposed(panel)
+def panel(open_panel, model):
+    panel = open_panel(AtlasPanel, model.info, (1000, 320))
     panel.metric_box.setCurrentText("entropy")
     return panel
 

@@ -14,7 +14,6 @@ import pytest
 
 import explorer
 from explorer.app.panels.attention import AttentionPanel
-from explorer.app.state.session import Session
 from explorer.drawing.figures import attention_figure
 
 PROMPT = "To be, or not to be, that is the question:"
@@ -27,15 +26,9 @@ def model():
     return explorer.load("shakespeare-gqa")
 
 
-def open_panel(qtbot, model, trace) -> AttentionPanel:
-    session = Session()
-    session.set_model(model.info)
-    panel = AttentionPanel(session)
-    qtbot.addWidget(panel)
-    panel.resize(900, 500)
-    panel.show()
-    qtbot.waitExposed(panel)
-    session.set_trace(trace)
+def attention_panel(open_panel, model, trace) -> AttentionPanel:
+    panel = open_panel(AttentionPanel, model.info, (900, 500))
+    panel.session.set_trace(trace)
     return panel
 
 
@@ -68,10 +61,10 @@ def linear_trace(model):
     return model.run(PROMPT, kernel="linear", kernel_layers=[LAYER]).trace
 
 
-def test_a_negative_weight_is_drawn_below_zero_in_the_large_map_and_the_grid(qtbot, model, linear_trace):
+def test_a_negative_weight_is_drawn_below_zero_in_the_large_map_and_the_grid(open_panel, model, linear_trace):
     weights = linear_trace.attention(LAYER)
     head, i, j = np.unravel_index(np.argmin(weights), weights.shape)
-    panel = open_panel(qtbot, model, linear_trace)
+    panel = attention_panel(open_panel, model, linear_trace)
     panel.session.select(layer=LAYER, head=int(head))
     check_negative_cell(panel.large, panel.large.image.image)
     assert float(panel.large.image.image[i, j]) == pytest.approx(float(weights[head, i, j]))
@@ -101,9 +94,9 @@ def test_the_exported_head_and_layer_figures_draw_the_negative_weights(qtbot, li
         assert np.abs(drawn - diverging_colour(float(matrix[row, col]), levels)).max() <= TOLERANCE
 
 
-def test_under_exp_the_levels_are_zero_to_the_largest_weight(qtbot, model):
+def test_under_exp_the_levels_are_zero_to_the_largest_weight(open_panel, model):
     trace = model.run(PROMPT).trace
-    panel = open_panel(qtbot, model, trace)
+    panel = attention_panel(open_panel, model, trace)
     panel.session.select(layer=LAYER, head=4)
     weights = trace.attention(LAYER)
     assert weights.min() >= 0
