@@ -7,6 +7,7 @@ norms are drawn as one bar per block of rows, the block's largest ‖row‖₂.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -17,7 +18,7 @@ from explorer.app.panels.base import Panel, dims
 from explorer.app.state.session import Selection
 from explorer.app.widgets.plot_text import TITLE, fitting_title
 from explorer.app.widgets.stacked_rows import StackedRows
-from explorer.app.widgets.token_labels import tick_labels
+from explorer.app.widgets.token_labels import GrowingLabels
 from explorer.drawing.heatmap import Heatmap
 
 VIEWS = {
@@ -31,6 +32,12 @@ TITLES = {
     "rope": "angles pos · θ_i mod 2π (position × frequency pair i)",
 }
 MAX_BARS = 256              # norm bars drawn at most: a longer prompt's are block maxima, unoutlined
+
+
+@functools.lru_cache(maxsize=8)
+def column_labels(n: int) -> tuple[str, ...]:
+    """'0', '1', …: the d_model components (or frequency pairs) across the map."""
+    return tuple(str(i) for i in range(n))
 
 
 class EmbeddingsPanel(Panel):
@@ -68,6 +75,7 @@ class EmbeddingsPanel(Panel):
         self.norm_bars: pg.BarGraphItem | None = None
         self.stacks = {"tokens": StackedRows(lambda step: step.embeddings),
                        "positions": StackedRows(lambda step: step.pos_embeddings)}
+        self.row_labels = GrowingLabels()                 # a step adds one row's label to the ones made
 
     def current_view(self) -> str:
         return self.view_box.currentData() or "tokens"
@@ -93,7 +101,7 @@ class EmbeddingsPanel(Panel):
         self._draw(trace, self.current_view())
 
     def _draw(self, trace, view: str) -> None:
-        labels = tick_labels(trace.token_text, numbered=True)
+        labels = self.row_labels(trace.token_text, numbered=True)
         T = trace.n_tokens
         if view == "rope":
             positions = np.arange(T, dtype=np.float64)[:, None]                  # (T, 1)
@@ -112,7 +120,7 @@ class EmbeddingsPanel(Panel):
             self.set_formula(f"X_0 = E[ids]{positional},  {symbol} ∈ {dims(*matrix.shape)}")
         self.matrix = matrix
         self.heatmap.plot.setTitle(TITLES[view], size=TITLE)
-        self.heatmap.set_matrix(matrix, levels, labels, [str(i) for i in range(matrix.shape[1])], keep_view=True)
+        self.heatmap.set_matrix(matrix, levels, labels, column_labels(matrix.shape[1]), keep_view=True)
         self._show_norms(view != "rope")        # an angle has no norm: the bars go, the map takes their room
         if view != "rope":
             self._draw_norms(self.stacks[view].norms)
