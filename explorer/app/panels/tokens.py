@@ -81,6 +81,7 @@ class TokensPanel(Panel):
         self._shown_html: tuple | None = None   # (the rows' window_key, window, selected, …) of the text view's HTML
         self._shown_tokens = None             # the live Tokens drawn, held so that its id stays its own
         self._shown_source: int | None = None   # the source token lit in the translation line
+        self._dropped_for = ()                # the Tokens (or None) whose left-out characters `dropped` names
 
     def _on_tokens_changed(self, tokens) -> None:
         self.refresh()
@@ -144,7 +145,12 @@ class TokensPanel(Panel):
         self.translation.show()
 
     def _show_dropped(self, tokens) -> None:
-        """Name the characters of the prompt that no token covers: the model never reads them."""
+        """Name the characters of the prompt that no token covers: the model never reads them. Scanned once per
+        tokenisation (Tokens is frozen): a decoding step keeps the prompt's, and scanning an 8,000-token
+        prompt again took 20 ms of every step."""
+        if tokens is self._dropped_for:
+            return
+        self._dropped_for = tokens
         lost = dropped_characters(tokens.spans, tokens.source) if tokens is not None and tokens.source else ""
         self.dropped.setVisible(bool(lost))
         if lost:
