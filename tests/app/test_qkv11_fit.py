@@ -2,8 +2,9 @@
 
 Drive 10 measured the bundled MLA model's five maps (Q, K, V, c_KV, k_R) at 178x85 px and the translator's three at
 201x109 px in the ~614 px dock beside the Learn column: two a row fit the width, but the rows shared the dock's
-height. Journey.act checks every visible plot's ViewBox is at least MIN_PLOT_PX (120) each way and the window
-stays within the screen, after each action.
+height. The projection weights, drawn on request, were 42 px wide (MLA's five) beside Learn and 66-79 px (GQA's
+three) at 1920x1080 without it, all in one row. Journey.act checks every visible plot's ViewBox is at least
+MIN_PLOT_PX (120) each way and the window stays within the screen, after each action.
 """
 from __future__ import annotations
 
@@ -30,5 +31,25 @@ def test_every_q_k_v_map_is_legible(qtbot, tmp_path, monkeypatch, model, prompt,
         panel = journey.window.docks["qkv"].widget()
         assert len(panel.heatmaps) == n_maps
         for name, heatmap in panel.heatmaps.items():         # each map's own box, scrolled to or not
+            box = heatmap.plot.getViewBox().sceneBoundingRect()
+            assert min(box.width(), box.height()) >= MIN_PLOT_PX, f"{name} is {box.width()}x{box.height()} px"
+
+
+@pytest.mark.parametrize("model, learn, screen", [("shakespeare-mla", True, QSize(1366, 768)),
+                                                  ("shakespeare-gqa", False, QSize(1920, 1080))],
+                         ids=["MLA beside Learn at 1366x768", "GQA alone at 1920x1080"])
+def test_the_projection_weights_are_legible_too(qtbot, tmp_path, monkeypatch, model, learn, screen):
+    from explorer.app.panels.learn import open_learn
+
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, screen) as journey:
+        if learn:
+            open_learn(journey.window)
+        journey.open(BUNDLED / model, "To be, or not to be, that is the question")
+        panel = journey.raise_panel("qkv")
+        journey.act("the projection weights", lambda: panel.weights_box.setChecked(True))
+        qtbot.waitUntil(lambda: panel.weights is not None, timeout=30000)
+        journey.act("the weights drawn", lambda: None)
+        assert set(panel.weight_maps) == set(panel.weights.matrices)
+        for name, heatmap in {**panel.heatmaps, **panel.weight_maps}.items():
             box = heatmap.plot.getViewBox().sceneBoundingRect()
             assert min(box.width(), box.height()) >= MIN_PLOT_PX, f"{name} is {box.width()}x{box.height()} px"

@@ -14,24 +14,20 @@ output C (source rows, computed once).
 from __future__ import annotations
 
 import numpy as np
-import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt
-from PySide6.QtWidgets import QCheckBox, QFrame, QHBoxLayout, QLabel, QScrollArea, QSpinBox, QSplitter
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSpinBox, QSplitter
 
 from explorer.app.panels.base import Panel, WrappedText, dims, formula_html, visible_text
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import HeadWeightsJob
 from explorer.app.widgets.attention_kind import AttentionKindBox
-from explorer.app.widgets.kv_occupancy import MIN_PLOT_PX
+from explorer.app.widgets.map_grid import MapGrid
 from explorer.app.widgets.model_call import Executor, ModelCall
 from explorer.app.widgets.plot_text import TITLE
 from explorer.app.widgets.stacked_rows import StackedRows
 from explorer.app.widgets.token_labels import tick_labels
 from explorer.drawing.heatmap import Heatmap, RowLink, symmetric_levels
 from explorer.views import trace_views
-
-MATRIX_PX = 260              # a matrix's width in one row: its 120 px view, token labels and colour bar
-MATRIX_ROW_PX = 175          # a row's height: its 120 px view, title and column numbers (until one is measured)
 
 
 def _records(trace, layer: int, step):
@@ -81,16 +77,12 @@ class QKVPanel(Panel):
         self.sharing = WrappedText()
         controls.addWidget(self.sharing, 1)
         self.body.addLayout(controls)
-        self.view = pg.GraphicsLayoutWidget()
-        self.weights_view = pg.GraphicsLayoutWidget()
-        self.weights_view.setVisible(False)
-        self.scroll = QScrollArea()                # the maps keep their MIN_PLOT_PX views where the dock is short
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
-        self.scroll.setWidget(self.view)
+        self.maps, self.weight_grid = MapGrid(), MapGrid()      # each map keeps a legible view, scrolled to
+        self.view, self.weights_view = self.maps.view, self.weight_grid.view
+        self.weight_grid.setVisible(False)
         self.splitter = QSplitter(Qt.Orientation.Vertical)
-        self.splitter.addWidget(self.scroll)
-        self.splitter.addWidget(self.weights_view)
+        self.splitter.addWidget(self.maps)
+        self.splitter.addWidget(self.weight_grid)
         self.body.addWidget(self.splitter, 1)
         self.executor = executor                   # None: the worker's model, through the session
         self.weights_call = ModelCall(self)
@@ -111,64 +103,11 @@ class QKVPanel(Panel):
         self.attention_view: trace_views.View | None = None
         self._framed_kind = None                   # the attention kind the views were last framed for
         self._drawn = None
-        self._per_row: int | None = None           # matrices a row as laid out (see _arrange)
-        self.scroll.viewport().installEventFilter(self)     # _arrange again at the scroll area's own resize
-
-    def resizeEvent(self, event) -> None:
-        super().resizeEvent(event)
-        self._arrange()
-
-    def eventFilter(self, watched, event) -> bool:
-        # The scroll area's own resize: one made while it was hidden (behind a note) reaches it only when it is
-        # shown again, after the panel's resizeEvent had read its old width.
-        if watched is self.scroll.viewport() and event.type() == QEvent.Type.Resize:
-            self._arrange()
-        return super().eventFilter(watched, event)
-
-    def _arrange(self) -> None:
-        """As many matrices a row as the scroll area's width holds with a MIN_PLOT_PX view each (at least one,
-        at most all), and the view at least as tall as their rows, so a short dock scrolls them rather than
-        squashing them: MLA's five side by side were 70 px wide each in the 1,019 px dock of a 1366x768 screen,
-        and two a row 85 px tall in the 614 px dock beside the Learn column."""
-        plots = [heatmap.plot for heatmap in self.heatmaps.values()]
-        if not plots:
-            return
-        cells = [self._cell_px(plot) for plot in plots]
-        cell_w, cell_h = max(w for w, _ in cells), max(h for _, h in cells)
-        layout = self.view.ci.layout
-        left, top, right, bottom = layout.getContentsMargins()
-        room = self.scroll.viewport().width() - left - right + layout.horizontalSpacing()
-        per_row = max(1, min(len(plots), int(room // (cell_w + layout.horizontalSpacing()))))
-        rows = -(-len(plots) // per_row)
-        self.view.setMinimumSize(int(left + right + per_row * cell_w + (per_row - 1) * layout.horizontalSpacing()),
-                                 int(top + bottom + rows * cell_h + (rows - 1) * layout.verticalSpacing()))
-        if per_row == self._per_row:
-            return
-        self._per_row = None                        # while moved, their views' resizes do not lay them out again
-        for plot in plots:
-            self.view.ci.removeItem(plot)
-        for index, plot in enumerate(plots):
-            self.view.ci.addItem(plot, *divmod(index, per_row))
-        self._per_row = per_row
-
-    def _on_map_resized(self, _view) -> None:
-        if self._per_row is not None:
-            self._arrange()
-
-    @staticmethod
-    def _cell_px(plot) -> tuple[float, float]:
-        """The width and height a matrix needs for a MIN_PLOT_PX view: its axes, title and colour bar as laid
-        out (they grow with the token labels and the font), or MATRIX_PX by MATRIX_ROW_PX before its first
-        layout."""
-        view = plot.getViewBox()
-        if view.width() <= 0 or view.height() <= 0:
-            return MATRIX_PX, MATRIX_ROW_PX
-        return (MIN_PLOT_PX + plot.width() - view.width() + 1, MIN_PLOT_PX + plot.height() - view.height() + 1)
 
     def forget(self) -> None:
         """No weights of another model: asked again for the new one."""
         self.weights, self._weights_key, self._drawn = None, None, None
-        self.weights_view.clear()
+        self.weight_grid.clear()
         self.weight_maps = {}
 
     def redraw(self) -> None:
@@ -229,9 +168,8 @@ class QKVPanel(Panel):
     def _draw(self, selection: Selection) -> None:
         self.matrices = self._matrices(selection)
         if list(self.heatmaps) != list(self.matrices):
-            self.view.clear()
+            self.maps.clear()
             # Each its own colour bar: V is often ten times smaller than Q and K, and on their scale looks blank.
-            self._per_row = None                    # laid out by _arrange, below
             self.heatmaps = {name: Heatmap(self.view.ci, row=0, col=i, colorbar=True,
                                            colormap="CET-D1", axes=("left", "bottom"))
                              for i, name in enumerate(self.matrices)}
@@ -239,8 +177,7 @@ class QKVPanel(Panel):
                 heatmap.plot.setTitle(name, size=TITLE)
                 heatmap.on_click = lambda row, col, name=name: self._click(name, row)
                 heatmap.on_hover = lambda row, col, name=name: self._hover(name, row, col)
-                heatmap.plot.getViewBox().sigResized.connect(self._on_map_resized)   # its axes took their room
-            self._arrange()
+            self.maps.hold([heatmap.plot for heatmap in self.heatmaps.values()])
         self._link_rows()
         reframe, self._framed_kind = self.attention_view.kind != self._framed_kind, self.attention_view.kind
         for name, matrix in self.matrices.items():
@@ -300,7 +237,7 @@ class QKVPanel(Panel):
 
     # ----- projection weights, on request ---------------------------------------------------
     def _on_weights_toggled(self, on: bool) -> None:
-        self.weights_view.setVisible(on)
+        self.weight_grid.setVisible(on)
         if on:
             height = max(2, self.splitter.height())
             self.splitter.setSizes([height // 2, height - height // 2])
@@ -327,10 +264,11 @@ class QKVPanel(Panel):
         self.weights = weights
         names = list(weights.matrices)
         if list(self.weight_maps) != names:
-            self.weights_view.clear()
+            self.weight_grid.clear()
             self.weight_maps = {name: Heatmap(self.weights_view.ci, row=0, col=i, colorbar=True,
                                               colormap="CET-D1", axes=("left", "bottom"))
                                 for i, name in enumerate(names)}
+            self.weight_grid.hold([heatmap.plot for heatmap in self.weight_maps.values()])
         for name, matrix in weights.matrices.items():
             heatmap = self.weight_maps[name]
             heatmap.set_matrix(matrix, symmetric_levels(matrix))

@@ -1,0 +1,101 @@
+"""A grid of matrices (heatmap PlotItems) that keeps each one legible: as many a row as the width holds with a
+MIN_PLOT_PX view each, and a scroll area where the rows need more height than the dock has, rather than
+squashing every map to a strip of ticks. The Q / K / V panel draws its Q, K, V (and MLA's c_KV, k_R) and its
+projection weights in one each.
+"""
+from __future__ import annotations
+
+import math
+
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, QTimer
+from PySide6.QtWidgets import QFrame, QScrollArea
+
+from explorer.app.widgets.kv_occupancy import MIN_PLOT_PX
+
+MATRIX_PX = 260              # a matrix's width in one row: its 120 px view, token labels and colour bar
+MATRIX_ROW_PX = 175          # a row's height: its 120 px view, title and column numbers (until one is measured)
+
+
+class MapGrid(QScrollArea):
+    """`view` (a GraphicsLayoutWidget) in a scroll area; `hold(plots)` lays the plots made in `view.ci` out."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.view = pg.GraphicsLayoutWidget()
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setWidget(self.view)
+        self.plots: list = []
+        self.per_row: int | None = None             # plots a row as laid out (None: being laid out)
+        self._due = False                           # a layout is queued (_later)
+        self.viewport().installEventFilter(self)    # laid out again at the scroll area's own resize, which one made
+        # while it was hidden (behind a note) reaches only when it is shown again
+
+    def clear(self) -> None:
+        self.view.clear()
+        self.plots, self.per_row = [], None
+
+    def hold(self, plots: list) -> None:
+        """Lay out `plots` (made in view.ci) and again whenever their axes or the width change."""
+        self.plots, self.per_row = list(plots), None
+        for plot in self.plots:
+            plot.getViewBox().sigResized.connect(self._on_plot_resized)       # its axes took their room
+        self.arrange()
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.viewport() and event.type() == QEvent.Type.Resize:
+            self._later()
+        return super().eventFilter(watched, event)
+
+    def _on_plot_resized(self, _view) -> None:
+        if self.per_row is not None:
+            self._later()
+
+    def _later(self) -> None:
+        """Lay out once control is back in the event loop: a minimum size set inside the view's own resize
+        resized it again within that resize, and the view kept its scene the older, shorter height."""
+        if not self._due:
+            self._due = True
+            QTimer.singleShot(0, self, self._due_now)
+
+    def _due_now(self) -> None:
+        self._due = False
+        self.arrange()
+
+    def arrange(self) -> None:
+        """As many plots a row as the width holds with a MIN_PLOT_PX view each (at least one, at most all), and
+        the view at least as tall as their rows: MLA's five Q/K/V maps were 137x84 px in the 614 px dock beside
+        the Learn column of a 1366x768 screen, and its four projection weights 42 px wide."""
+        plots = self.plots
+        if not plots:
+            return
+        cells = [_cell_px(plot) for plot in plots]
+        cell_w, cell_h = max(w for w, _ in cells), max(h for _, h in cells)
+        layout = self.view.ci.layout
+        left, top, right, bottom = layout.getContentsMargins()
+        across, down = layout.horizontalSpacing(), layout.verticalSpacing()
+        room = self.viewport().width() - left - right + across
+        per_row = max(1, min(len(plots), int(room // (cell_w + across))))
+        rows = -(-len(plots) // per_row)
+        self.view.setMinimumSize(math.ceil(left + right + per_row * cell_w + (per_row - 1) * across),
+                                 math.ceil(top + bottom + rows * cell_h + (rows - 1) * down))
+        if per_row == self.per_row:
+            return
+        self.per_row = None                         # while moved, their views' resizes do not lay them out again
+        for plot in plots:
+            self.view.ci.removeItem(plot)
+        for index, plot in enumerate(plots):
+            self.view.ci.addItem(plot, *divmod(index, per_row))
+        self.per_row = per_row
+
+
+def _cell_px(plot) -> tuple[float, float]:
+    """The width and height a plot needs for a MIN_PLOT_PX view: its axes, title and colour bar as laid out
+    (they grow with the token labels and the font), at least MATRIX_PX by MATRIX_ROW_PX (a plot squeezed
+    thinner drops its labels, and measured so would stay squeezed)."""
+    view = plot.getViewBox()
+    if view.width() <= 0 or view.height() <= 0:
+        return MATRIX_PX, MATRIX_ROW_PX
+    return (max(MATRIX_PX, MIN_PLOT_PX + plot.width() - view.width() + 2),
+            max(MATRIX_ROW_PX, MIN_PLOT_PX + plot.height() - view.height() + 2))
