@@ -22,7 +22,7 @@ def journey(qtbot, tmp_path, screen, dialogs):  # noqa: F811
 
 def test_q_k_v_narrowed_while_its_views_were_hidden_lays_them_out_again(journey):
     from explorer.app.panels.learn import open_learn
-    from explorer.app.panels.qkv import MATRIX_PX
+    from explorer.app.widgets.map_grid import MATRIX_PX
 
     journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be, that is the question:")
     window = journey.window
@@ -33,4 +33,5 @@ def test_q_k_v_narrowed_while_its_views_were_hidden_lays_them_out_again(journey)
     panel.body_widget.show()
     journey.act("the views back", lambda: None)
     fit = max(1, min(3, panel.view.width() // MATRIX_PX))
-    assert panel._per_row == fit, f"{panel._per_row} matrices a row in a {panel.view.width()} px view ({fit} fit)"
+    per_row = panel.maps.per_row
+    assert per_row == fit, f"{per_row} matrices a row in a {panel.view.width()} px view ({fit} fit)"
