@@ -19,12 +19,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QImage
+from PySide6.QtWidgets import QApplication, QProgressDialog
 
 from explorer.app.figures import export_dialogs, frame_stream, video
 from explorer.app.widgets.dialog_focus import close_returning_focus
 from explorer.core.trace import Trace
 from explorer.drawing import export
+from explorer.drawing.colours import printed
 
 # The one list of what an animation can be written as: the file dialogs' filters, the menus' labels and the
 # check of a chosen name are all read from it, so a format added here is offered, named and accepted at once.
@@ -124,7 +127,7 @@ def export_animation(trace: Trace, path: Path, layer, head, frame_ms: int = FRAM
 
 def read_animation(path: Path) -> np.ndarray:
     """Every frame of an animated GIF or PNG, or an MP4, as (frames, H, W, 3) uint8 RGB."""
-    import imageio.v3 as iio
+    import imageio.v3 as iio  # start-up: imageio takes a second to import, only for reading back
 
     frames = iio.imread(path, index=None, extension=Path(path).suffix.lower())
     return np.asarray(frames)[..., :3]
@@ -146,9 +149,6 @@ def ask_and_export_animation(parent, trace: Trace, layer, head, **options) -> No
 def with_progress(parent, total: int, write: Callable[[Callable, Callable], object]) -> None:
     """`write(progress, cancelled)` under a progress dialog with Cancel; a failure reaches the window's error line,
     a cancel nothing (the person asked for it)."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QApplication, QProgressDialog
-
     dialog = QProgressDialog("Drawing the frames…", "Cancel", 0, total, parent)
     dialog.setWindowModality(Qt.WindowModality.WindowModal)
     dialog.setMinimumDuration(300)
@@ -171,8 +171,6 @@ def with_progress(parent, total: int, write: Callable[[Callable, Callable], obje
 
 def copy_figure(widget) -> QImage:
     """Put what `widget` (a panel) shows on the clipboard as an image, in the export figures' theme."""
-    from explorer.drawing.colours import printed
-
     with printed(widget, export_dialogs.figure_theme(widget)):
         image = widget.grab().toImage()
     QGuiApplication.clipboard().setImage(image)

@@ -10,7 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QSettings
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QFileDialog, QInputDialog
 
+from explorer.app.window.settings import AppSettings
 from explorer.core.errors import ExplorerError
 from explorer.drawing.export import (
     DATA_SUFFIXES,
@@ -24,8 +27,6 @@ from explorer.drawing.export import (
 
 def figure_settings(widget=None):
     """The AppSettings of the window that holds `widget`, else the person's."""
-    from explorer.app.window.settings import AppSettings
-
     while widget is not None:
         settings = getattr(widget, "settings", None)
         if isinstance(settings, AppSettings):
@@ -51,8 +52,6 @@ def last_folder() -> str:
 
 def ask_path(parent, title: str, name: str, filters: str) -> Path | None:
     """A save dialog that opens in, and remembers, the last export folder."""
-    from PySide6.QtWidgets import QFileDialog
-
     chosen, _ = QFileDialog.getSaveFileName(parent, title, str(Path(last_folder()) / name), filters)
     if not chosen:
         return None
@@ -62,8 +61,6 @@ def ask_path(parent, title: str, name: str, filters: str) -> Path | None:
 
 def ask_size(parent, default: tuple[int, int] = DEFAULT_SIZE) -> tuple[int, int] | None:
     """Ask the pixel size of a PNG (SVG uses it as its nominal size), offering `default`."""
-    from PySide6.QtWidgets import QInputDialog
-
     text, ok = QInputDialog.getText(parent, "Image size", "Width × height in pixels:", text="{}x{}".format(*default))
     match = re.fullmatch(r"\s*(\d+)\s*[x×,\s]\s*(\d+)\s*", text or "")
     if not ok or not match:
@@ -126,8 +123,6 @@ AS_SHOWN_TIP = ("A picture of the panel exactly as it looks now, at its size on 
 
 def panel_picture_action(panel):
     """The default export of a panel: "Export <title> as shown on screen (PNG/SVG)…" (save_widget)."""
-    from PySide6.QtGui import QAction
-
     action = QAction(f"Export {panel.title} as shown on screen (PNG/SVG)…", panel)
     action.setToolTip(AS_SHOWN_TIP)
     action.setStatusTip(AS_SHOWN_TIP)

@@ -53,7 +53,7 @@ def rgb_frames(pictures: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
 def stream_through_ffmpeg(path: str | Path, pictures: Iterable[np.ndarray], frame_ms: int, codec: str,
                           pix_fmt_out: str, output_params: list[str]) -> int:
     """Pipe `pictures` ((H, W, 3) uint8) into ffmpeg one at a time, writing `path`; the frame count."""
-    import imageio_ffmpeg
+    import imageio_ffmpeg  # optional, and only for a video (its writer says if missing)
 
     writer, count = None, 0
     try:

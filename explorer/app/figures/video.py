@@ -30,7 +30,7 @@ def failure(path: str | Path, reason: str) -> OSError:
     past it is (ffmpeg's exit status and its stderr do not reach us); otherwise an EncoderFailure (no errno: the
     atomic writer then checks for a full disk)."""
     try:
-        import resource
+        import resource  # Unix only: Windows has no file-size limit to read
 
         limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
         if limit != resource.RLIM_INFINITY and os.path.getsize(path) >= limit:
@@ -49,10 +49,10 @@ def even_sides(picture: np.ndarray) -> np.ndarray:
 def write_video(path: str | Path, pictures: Iterable[np.ndarray], frame_ms: int) -> None:
     """Encode `pictures` ((H, W, 3) uint8, one per frame, all one size) as H.264 MP4 at `path`, a frame at a
     time, so a long animation is never held whole in memory."""
-    import imageio.v2 as imageio
+    import imageio.v2 as imageio  # start-up: imageio takes a second, only for an MP4
 
     try:
-        import imageio_ffmpeg  # noqa: F401 (the binary; imageio's plugin finds it)
+        import imageio_ffmpeg  # noqa: F401 (the binary; imageio's plugin finds it; optional: said if missing)
     except ImportError:
         raise EncoderFailure("MP4 needs the imageio-ffmpeg package (pip install imageio-ffmpeg)") from None
     try:
@@ -73,7 +73,7 @@ def write_video(path: str | Path, pictures: Iterable[np.ndarray], frame_ms: int)
 def check_video(path: str | Path, count: int) -> None:
     """ffmpeg's exit status does not reach imageio's writer: a video cut short (the disk filled as ffmpeg wrote
     it, and its index, written last, is missing) is caught by reading it back, its frames counted by ffmpeg."""
-    import imageio_ffmpeg
+    import imageio_ffmpeg  # optional, and only for an MP4 (write_video says if missing)
 
     try:
         found = imageio_ffmpeg.count_frames_and_secs(str(path))[0]

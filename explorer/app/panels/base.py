@@ -24,6 +24,7 @@ from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import QLabel, QMenu, QSizePolicy, QVBoxLayout, QWidget
 
+from explorer.app.figures import export_dialogs
 from explorer.app.figures.animation import copy_figure
 from explorer.app.state.session import NO_MODEL, Change, Selection, Session
 from explorer.app.widgets.plot_text import fit_to_font
@@ -155,8 +156,6 @@ class Panel(QWidget):
 
     def make_export_actions(self) -> list[QAction]:
         """The panel's export actions; the default saves what the panel shows."""
-        from explorer.app.figures import export_dialogs
-
         return [export_dialogs.panel_picture_action(self)]
 
     # ----- shared -----------------------------------------------------------------------

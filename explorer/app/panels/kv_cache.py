@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QAction, QFont
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.app.figures import animation, export_dialogs, kv_animation
 from explorer.app.panels.base import Panel, WrappedText
 from explorer.app.state.session import Selection
 from explorer.app.state.words import plural
@@ -34,6 +35,7 @@ from explorer.app.widgets.kv_occupancy import MIN_PLOT_PX, MIN_VIEW_PX, Occupanc
 from explorer.app.window.status_bar import step_name
 from explorer.core import kv_variants
 from explorer.core.units import human_bytes as human
+from explorer.drawing import export
 from explorer.drawing.heatmap import Heatmap
 from explorer.views import trace_views
 from explorer.views.caches import PerItem
@@ -133,11 +135,6 @@ class KVCachePanel(Panel):
         return section
 
     def make_export_actions(self) -> list:
-        from PySide6.QtGui import QAction
-
-        from explorer.app.figures import animation, export_dialogs, kv_animation
-        from explorer.drawing import export
-
         def save_table():
             trace = self.trace
             if trace is None or not trace.steps:

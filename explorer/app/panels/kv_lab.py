@@ -22,6 +22,7 @@ from explorer.app.state.session import Selection
 from explorer.app.widgets.kv_lab_rows import VariantsTab
 from explorer.app.widgets.kv_plot import save_bytes_plot
 from explorer.app.widgets.model_call import Executor, thread_executor
+from explorer.app.widgets.variants_compare import VariantsWindow
 from explorer.app.widgets.what_if_runner import WhatIfRunner, what_if_job, why_no_targets
 from explorer.app.widgets.what_if_view import WhatIfView, steps_csv
 from explorer.core import kv_variants as kv
@@ -244,8 +245,6 @@ class KVLabPanel(Panel):
 
     def open_variants_window(self, models=None, make_worker=None):
         """The natively trained MHA, MQA, GQA and MLA models side by side, each on its own worker."""
-        from explorer.app.widgets.variants_compare import VariantsWindow
-
         options = {} if make_worker is None else {"make_worker": make_worker}
         self.variants_window = VariantsWindow(models, **options)
         self.variants_window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)

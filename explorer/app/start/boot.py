@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 import time
 
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from explorer.app.window import model_refs
@@ -23,8 +24,6 @@ def make_app(argv: list[str] | None = None) -> QApplication:
     app.setDesktopFileName("transformer-explorer")
     icon = model_refs.resources_dir() / "icons" / "transformer-explorer.svg"
     if icon.exists():
-        from PySide6.QtGui import QIcon
-
         app.setWindowIcon(QIcon(str(icon)))
     return app
 

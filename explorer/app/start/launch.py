@@ -23,6 +23,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QSettings
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from explorer.app.start.boot import SELF_TEST_TIMEOUT_S, SelfTestFailure, _wait, make_app  # noqa: F401 (re-exported)
+from explorer.app.thread.gc_guard import collect_on_gui_thread
 from explorer.app.window import model_refs
 from explorer.app.window.settings import AppSettings
 
@@ -33,7 +34,7 @@ NO_RESTORE_ENV = "TRANSFORMER_EXPLORER_NO_RESTORE"
 def apply_theme(app: QApplication, choice: str, root=None) -> str:
     """explorer.app.window.theme.apply_theme, imported on first use: it imports pyqtgraph (0.4 s), which the
     model thread need not wait behind."""
-    from explorer.app.window.theme import apply_theme as apply
+    from explorer.app.window.theme import apply_theme as apply  # start-up: pyqtgraph after the model thread
 
     return apply(app, choice, root)
 
@@ -45,7 +46,7 @@ def start_model_thread():
     it runs while this thread makes the application, imports pyqtgraph and the panels and builds
     the window, and the model load queued by `open_model` follows it at once.
     """
-    from explorer.app.thread.worker import ModelWorker
+    from explorer.app.thread.worker import ModelWorker  # start-up: the model thread first of all
 
     return ModelWorker()
 
@@ -53,7 +54,7 @@ def start_model_thread():
 def new_window(app: QApplication, settings: AppSettings, autosave_path: str | Path | None = None, worker=None):
     """The main window, on `worker` (see start_model_thread; one is started here if not given)."""
     worker = worker or start_model_thread()
-    from explorer.app.window.main_window import MainWindow
+    from explorer.app.window.main_window import MainWindow  # start-up: the panels import after the model thread
 
     apply_theme(app, settings.theme)
     window = MainWindow(worker=worker, settings=settings, autosave_path=autosave_path)
@@ -83,11 +84,9 @@ def launch(args) -> int:
     if getattr(args, "self_test", False):
         return self_test(getattr(args, "model", None))
     if getattr(args, "screenshots", None):
-        from explorer.app.start.screenshots import take_screenshots
+        from explorer.app.start.screenshots import take_screenshots  # only for --screenshots
 
         return take_screenshots(args.screenshots, getattr(args, "model", None), getattr(args, "prompt", None))
-    from explorer.app.thread.gc_guard import collect_on_gui_thread
-
     worker = start_model_thread()
     app = make_app()
     collect_on_gui_thread(app)
@@ -100,7 +99,7 @@ def launch(args) -> int:
         tear_down(window)
         return code
     if restore_allowed(args):                # a script's run (--no-restore) is not a person's first start
-        from explorer.app.panels.learn import open_on_first_start
+        from explorer.app.panels.learn import open_on_first_start  # start-up: after the model thread
 
         open_on_first_start(window, settings)
     reference = getattr(args, "model", None) or model_refs.default_model()
@@ -174,6 +173,7 @@ def self_test(model: str | None = None) -> int:
 
 
 def _run_self_test(app: QApplication, reference: str, folder: Path) -> str:
+    # only for --self-test, after its model thread started (as new_window)
     from explorer.app.figures.animation import export_animation, read_animation
     from explorer.app.window.main_window import MainWindow
     from explorer.drawing import export

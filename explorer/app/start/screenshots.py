@@ -16,10 +16,12 @@ import time
 from pathlib import Path
 
 from PySide6.QtCore import QSettings
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from explorer.app.start.boot import SelfTestFailure, _wait, make_app
 from explorer.app.window import model_refs
+from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
 from explorer.app.window.theme import apply_theme
 
@@ -54,8 +56,6 @@ def take_screenshots(folder: str | Path, model: str | None = None, prompt: str |
 
 
 def _drive(app: QApplication, reference: str, prompt: str, out: Path, scratch: Path) -> list[Path]:
-    from explorer.app.window.main_window import MainWindow
-
     settings = AppSettings(QSettings(str(scratch / "settings.ini"), QSettings.Format.IniFormat))
     apply_theme(app, "light")
     window = MainWindow(settings=settings, autosave_path=scratch / "autosave.json")
@@ -78,8 +78,6 @@ def _drive(app: QApplication, reference: str, prompt: str, out: Path, scratch: P
 
 
 def _type_and_decode(app: QApplication, window, prompt: str, errors: list[str]) -> None:
-    from PySide6.QtTest import QTest
-
     window.prompt.setFocus()
     QTest.keyClicks(window.prompt, prompt)
     window.prompt.settle()

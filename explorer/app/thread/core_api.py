@@ -15,6 +15,9 @@ from typing import Any, Callable
 import numpy as np
 
 from explorer.app.thread import threads
+from explorer.core import store
+from explorer.core.errors import ModelLoadError
+from explorer.core.loaders.model_file import find_model
 from explorer.core.trace import ModelInfo
 from explorer.views.session_state import SamplingSettings  # noqa: F401 (re-exported: the toolbar's settings)
 
@@ -50,7 +53,7 @@ def no_step_reason(info) -> str | None:
     thread, which has imported torch already (explorer.core.encoder needs it)."""
     if not getattr(info, "is_encoder_only", False):
         return None
-    from explorer.core.encoder import NO_DECODING
+    from explorer.core.encoder import NO_DECODING  # torch: on the model thread
 
     return NO_DECODING[0].upper() + NO_DECODING[1:] + "."
 
@@ -74,7 +77,7 @@ class CoreApi:
 
 
 def _real_load_model(path, device="cpu", dtype="float32", progress=None):
-    from explorer.core.runtime import load_model
+    from explorer.core.runtime import load_model  # torch: on the model thread
 
     return load_model(path, device=device, dtype=dtype, progress=progress)
 
@@ -86,8 +89,8 @@ def _real_sampling(settings: SamplingSettings):
 def _real_make_decoder(loaded, settings: SamplingSettings, record_dtype: str = "float32"):
     """The driver that fits the model: a decoder, an encoder-decoder translating, or an encoder (no Step);
     its trace records in `record_dtype` (float16 halves the trace)."""
-    from explorer.core.decode import RecordOptions
-    from explorer.core.drivers import make_decoder
+    from explorer.core.decode import RecordOptions  # torch: on the model thread
+    from explorer.core.drivers import make_decoder  # torch: on the model thread
 
     return make_decoder(loaded, RecordOptions(dtype=record_dtype), _real_sampling(settings))
 
@@ -96,8 +99,6 @@ def _real_resolve(reference: str) -> str:
     """A path that exists is opened as it is; anything else is a name for the model store."""
     if Path(reference).expanduser().exists():
         return str(Path(reference).expanduser())
-    from explorer.core import store
-
     return str(store.resolve(reference))
 
 
@@ -107,8 +108,7 @@ def _real_prefetch(reference: str | None) -> None:
     from the GUI thread when a load is queued, it runs while the model thread still imports torch.
     Anything wrong is left for the load itself to report. None drops what was read ahead and not
     taken (the load was cancelled before it ran)."""
-    from explorer.core.loaders import gguf_copy
-    from explorer.core.loaders.model_file import find_model
+    from explorer.core.loaders import gguf_copy  # start-up: read at the first load, not at launch
 
     if reference is None:
         gguf_copy.drop()
@@ -127,8 +127,7 @@ _DEVICE_DTYPES = {"cpu": ["float32", "bfloat16"], "cuda": ["float32", "bfloat16"
 
 
 def _real_available_devices() -> dict[str, list[str]]:
-    from explorer.core.errors import ModelLoadError
-    from explorer.core.runtime import resolve_device
+    from explorer.core.runtime import resolve_device  # torch: on the model thread
 
     devices = {}
     for device, dtypes in _DEVICE_DTYPES.items():
@@ -146,59 +145,59 @@ def is_out_of_memory(error: BaseException) -> bool:
 
 
 def _what_if(job, loaded, progress, cancel):
-    from explorer.core.convert import what_if
+    from explorer.core.convert import what_if  # torch: on the model thread
 
     return what_if(loaded, job.variant, list(job.prompt_ids), job.steps, progress=progress, cancel=cancel)
 
 
 def _head_weights(job, loaded, progress, cancel):
-    from explorer.core.weights_view import head_weights
+    from explorer.core.weights_view import head_weights  # torch: on the model thread
 
     return head_weights(loaded, job.layer, job.head)
 
 
 def _attribution(job, loaded, progress, cancel):
-    from explorer.core.attribution import attribute
+    from explorer.core.attribution import attribute  # torch: on the model thread
 
     return attribute(loaded, job.ids, job.position, job.token, cancel=cancel)
 
 
 def _residual_stream(job, loaded, progress, cancel):
-    from explorer.core.attribution import residual_stream
+    from explorer.core.attribution import residual_stream  # torch: on the model thread
 
     return residual_stream(loaded, job.ids, job.position, job.k, decoder=_DECODER.get(), cancel=cancel)
 
 
 def _head_scores(job, loaded, progress, cancel):
-    from explorer.core.head_scores import score_heads
+    from explorer.core.head_scores import score_heads  # start-up: only the model thread needs it
 
     return score_heads(loaded)
 
 
 def _output_weights(job, loaded, progress, cancel):
     """W^O_h of the head, and MLA's W_h^UK (None elsewhere): Show the work past y_i."""
-    from explorer.core.attribution import output_columns
-    from explorer.core.weights_view import head_weights
+    from explorer.core.attribution import output_columns  # torch: on the model thread
+    from explorer.core.weights_view import head_weights  # torch: on the model thread
 
     w_uk = head_weights(loaded, job.layer, job.head).matrices[f"W_{job.head}^{{UK}}"] if loaded.config.mla else None
     return output_columns(loaded, job.layer, job.head), w_uk
 
 
 def _block_walk(job, loaded, progress, cancel):
-    from explorer.core.block_walk import walk_block
+    from explorer.core.block_walk import walk_block  # torch: on the model thread
 
     return walk_block(loaded, job.ids, job.layer, job.position, decoder=_DECODER.get())
 
 
 def _compare_next_token(job, loaded, progress, cancel):
-    from explorer.core.experiments import compare_next_token
+    from explorer.core.experiments import compare_next_token  # torch: on the model thread
 
     return compare_next_token(loaded, job.ids, job.intervention, job.k)
 
 
 def _patch_map(job, loaded, progress, cancel):
     """The patching map of the job's prompts; the target and against texts must be one token each."""
-    from explorer.core import patching
+    from explorer.core import patching  # torch: on the model thread
 
     tokenizer = loaded.tokenizer
     target_id = patching.single_token(tokenizer, job.target, "the target")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from explorer.app.thread.core_api import run_named_job
+
 
 @dataclass(frozen=True)
 class Load:
@@ -130,8 +132,6 @@ class WhatIfJob:
     prompt_ids: tuple[int, ...]
 
     def __call__(self, loaded, progress, cancel):
-        from explorer.app.thread.core_api import run_named_job
-
         return run_named_job(self, loaded, progress, cancel)
 
 
@@ -143,8 +143,6 @@ class HeadWeightsJob:
     head: int
 
     def __call__(self, loaded, progress, cancel):
-        from explorer.app.thread.core_api import run_named_job
-
         return run_named_job(self, loaded, progress, cancel)
 
 
@@ -152,8 +150,6 @@ class _NamedJob:
     """Run by core_api on the model thread, with the loaded model, like WhatIfJob and HeadWeightsJob."""
 
     def __call__(self, loaded, progress, cancel):
-        from explorer.app.thread.core_api import run_named_job
-
         return run_named_job(self, loaded, progress, cancel)
 
 

@@ -14,6 +14,9 @@ from PySide6.QtWidgets import QSplitter
 
 from explorer.app.widgets.plot_text import LEGEND, TITLE
 from explorer.core import kv_variants as kv
+from explorer.drawing import export
+from explorer.drawing.colours import figure_colours
+from explorer.drawing.figures import lay_out
 from explorer.drawing.heatmap import nice_step
 
 DTYPES = ("float32", "bfloat16", "int8")
@@ -138,10 +141,6 @@ def save_bytes_plot(path, shape: kv.CacheShape, ranks: list[int] | None, name: s
                     theme: str = "light"):
     """The plot laid out offscreen at exactly width × height in the figure `theme` and written as PNG or
     SVG (see export)."""
-    from explorer.drawing import export
-    from explorer.drawing.colours import figure_colours
-    from explorer.drawing.figures import lay_out
-
     with figure_colours(theme):
         figure = BytesPlot()
         figure.draw(shape, ranks, name)

@@ -16,6 +16,7 @@ from explorer.app.figures import export_dialogs
 from explorer.app.widgets.grid_filler import Background
 from explorer.core.errors import ExplorerError
 from explorer.drawing import export
+from explorer.drawing.figures import HeadPicture, Mosaic, grid_picture, head_picture, layer_pictures
 from explorer.views.long_maps import Cancelled, extent
 
 
@@ -63,8 +64,6 @@ class LongExport(QObject):
         except ExplorerError as error:
             self.failed.emit(str(error))
             return
-        from explorer.drawing.figures import grid_picture, head_picture, layer_pictures  # (Qt: Heatmap)
-
         options = dict(step=step, values=values, log=log, cross=cross, size=size, theme=theme,
                        text_scale=text_scale)
         self._pending = (trace, path, layer, head, options)
@@ -111,8 +110,6 @@ class LongExport(QObject):
         self.ended.emit()
         if isinstance(result, Cancelled):
             return
-        from explorer.drawing.figures import HeadPicture, Mosaic
-
         if isinstance(result, (HeadPicture, list, Mosaic)):     # a head's picture, a layer's, or the grid
             try:
                 result = export.export_attention(trace, path, layer, head, picture=result, **options)

@@ -17,10 +17,12 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
+from explorer.app.thread.worker import ModelWorker
 from explorer.app.widgets.plot_text import SMALL_TITLE
 from explorer.app.window.error_bar import ErrorLine
 from explorer.core import kv_variants
 from explorer.core.attention_kinds import ATTENTION_KINDS as KINDS
+from explorer.core.store import model_folders, resources_dir
 from explorer.core.units import human_bytes
 from explorer.drawing.heatmap import Heatmap
 from explorer.views.maps import attention_matrix
@@ -30,15 +32,11 @@ DEFAULT_PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?"
 
 def bundled_variant_models() -> dict[str, Path]:
     """The four natively trained variants, where the bundled folders exist (kind -> folder)."""
-    from explorer.core.store import model_folders, resources_dir
-
     folders = {path.name: path for path in model_folders(resources_dir() / "models")}
     return {kind: folders[f"shakespeare-{kind}"] for kind in KINDS if f"shakespeare-{kind}" in folders}
 
 
 def _default_worker():
-    from explorer.app.thread.worker import ModelWorker
-
     return ModelWorker()
 
 

@@ -11,7 +11,10 @@ from pathlib import Path
 from PySide6.QtCore import QRect, QSize, Qt, QTimer
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QProgressDialog, QWidget
 
+from explorer.app.panels import ALL_PANELS
+from explorer.app.panels.experiments import EXPERIMENT_PANELS
 from explorer.app.panels.learn import add_stop_buttons
+from explorer.app.panels.why import WHY_PANELS
 from explorer.app.run.controller import DecodingController
 from explorer.app.state.session import Session
 from explorer.app.state.session_file import Autosaver, SessionState
@@ -89,10 +92,6 @@ class MainWindow(QMainWindow):
     # ----- composition --------------------------------------------------------------
     def _build_docks(self, panels) -> dict[str, QDockWidget]:
         if panels is None:
-            from explorer.app.panels import ALL_PANELS
-            from explorer.app.panels.experiments import EXPERIMENT_PANELS
-            from explorer.app.panels.why import WHY_PANELS
-
             panels = ALL_PANELS + WHY_PANELS + EXPERIMENT_PANELS
         docks = {"prompt": self._dock("prompt", "Prompt", self.prompt)}
         fronts = set()

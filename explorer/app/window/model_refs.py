@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from explorer.core import store
 from explorer.core.errors import ExplorerError
+from explorer.core.loaders.model_file import NotAModelError, open_model
 
 DEFAULT_PULLED = "smollm2-135m"
 DEFAULT_BUNDLED = "shakespeare-gqa"
@@ -35,9 +37,7 @@ class ModelChoice:
 
 
 def resources_dir() -> Path:
-    from explorer.core.store import resources_dir as store_resources
-
-    return store_resources()
+    return store.resources_dir()
 
 
 def bundled_model_path(name: str = DEFAULT_BUNDLED) -> Path | None:
@@ -47,8 +47,6 @@ def bundled_model_path(name: str = DEFAULT_BUNDLED) -> Path | None:
 
 def catalog_choices() -> list[ModelChoice]:
     """Every model the store knows: bundled, pulled or pullable, the Hugging Face cache, recently opened."""
-    from explorer.core import store
-
     choices = []
     for entry in store.catalog():
         label = short_name(entry.name)
@@ -67,8 +65,6 @@ def default_model() -> str | None:
 
     Asks the store only where those two would open from: summarizing the whole catalog reads every
     model's headers, seconds that the first window must not wait for."""
-    from explorer.core import store
-
     if store.pulled_path(DEFAULT_PULLED) is not None:
         return DEFAULT_PULLED
     if any(path.name == DEFAULT_BUNDLED for path in store.bundled_models()):
@@ -86,8 +82,6 @@ def fallback_notice(reference: str | None, asked_for: str | None) -> str | None:
 
 def terms_of(reference: str) -> tuple[str, str] | None:
     """(catalog name, terms) when `reference` opens a pulled model whose licence must be accepted (Gemma)."""
-    from explorer.core import store
-
     for name, entry in store.PULLABLE.items():
         if not entry.terms:
             continue
@@ -117,8 +111,6 @@ def is_default_prompt(text: str) -> bool:
 def remember(reference: str) -> None:
     """Tell the store about a model opened from a path, so `explorer models` lists it too."""
     if ("/" in reference or "\\" in reference) and Path(reference).expanduser().exists():
-        from explorer.core import store
-
         store.remember_recent(reference)
 
 
@@ -140,8 +132,6 @@ def short_name(reference: str) -> str:
 def is_model_path(path: str) -> bool:
     """Whether a dropped path goes to the model opener: anything loaders.open_model does not refuse as no
     model at all (a FIFO or a folder without config.json is opened, and its one sentence shown)."""
-    from explorer.core.loaders.model_file import NotAModelError, open_model
-
     try:
         open_model(path)
     except NotAModelError:
