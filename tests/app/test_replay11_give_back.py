@@ -89,9 +89,10 @@ def test_a_discarding_stop_drops_the_owed_give_back_and_a_plain_one_keeps_it():
 # ----- in the window, on the real model thread --------------------------------------------------------------
 class _Passes:
     """Each prefill or replay the model thread starts, by its first layer's progress text (seen on that thread),
-    and a hold: after the record dtype is queued, the GUI waits until the model thread is idle."""
+    and a hold: after the record dtype is queued, the GUI calls `holding` and waits until the model thread is
+    idle."""
 
-    def __init__(self, window, monkeypatch) -> None:
+    def __init__(self, window, monkeypatch, holding=lambda: None) -> None:
         self.window, self.texts, self.idle = window, [], threading.Event()
         emitter = window.worker._emitter
         emitter.run_progress.connect(self._on_layer, Qt.ConnectionType.DirectConnection)
@@ -101,6 +102,7 @@ class _Passes:
         def held(dtype, redo=True):
             self.idle.clear()
             set_recording(dtype, redo)
+            holding()
             assert self.idle.wait(WAIT_S), "the model thread never went idle after the record dtype"
         monkeypatch.setattr(window.worker, "set_recording", held)
 
@@ -138,12 +140,11 @@ def test_opening_a_session_replays_only_the_session(qtbot, tmp_path, monkeypatch
         journey.act("Run another prompt", window.actions.run.trigger)
         shown = window.session.trace
         assert shown.n_steps == 1 and shown.token_ids.tolist() != saved.token_ids.tolist()
-        passes = _Passes(window, monkeypatch)
         release = threading.Event()
+        passes = _Passes(window, monkeypatch, holding=release.set)      # the job ends while the GUI holds
         try:
             if behind_a_job:                # a panel's job borrows the decoder as the session opens
                 window.session.model_job_requested.emit(lambda loaded, cancelled: release.wait(WAIT_S))
-                threading.Timer(0.2, release.set).start()    # ends while the GUI holds after the setting
             journey.act("Open the session", lambda: window.restore_session(state))
         finally:
             release.set()
