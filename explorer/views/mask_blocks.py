@@ -15,6 +15,7 @@ any of its rows covers it (a running sum of +1 at each run's first block and -1 
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,31 +36,78 @@ class MaskPicture:
 
 def mask_extent(records: list, cross: bool = False) -> tuple[int, int]:
     """(T_q, T_kv) of the mask assembled from `records`."""
-    t_q = sum(r.n_new for r in records)
-    t_kv = records[0].n_kv if cross else max(int(r.kv_positions.max()) for r in records) + 1
-    return t_q, t_kv
+    return sum(r.n_new for r in records), max(_kv_end(r, records[0], cross) for r in records)
+
+
+def _kv_end(record, first, cross: bool) -> int:
+    """1 + the last column `record`'s keys reach (`first`: the mask's first record, whose keys cross-attention's
+    columns are)."""
+    return first.n_kv if cross else int(record.kv_positions.max()) + 1
+
+
+@dataclass
+class _Folded:
+    """The picture of a layer's first records, every row ALLOWED: a decoding step's picture is it with the rows of
+    the records after it folded in, so a step folds its own rows (and its predecessor's, ALLOWED now), not the
+    whole trace again. The records are held weakly (each holds its Q, K and V): an entry is used only while
+    they are the very records asked for."""
+    records: list                # weakref.ref of each record folded
+    cross: bool
+    factor: int
+    blocks: np.ndarray           # uint8 (ceil(t_q / factor), ceil(t_kv / factor)), MASKED or ALLOWED
+    t_q: int                     # rows folded
+    t_kv: int                    # 1 + the last column they reach
+
+    def starts(self, records: list, cross: bool) -> bool:
+        """Whether these are the first of `records` (the same objects)."""
+        return (self.cross == cross and len(self.records) <= len(records)
+                and all(ref() is record for ref, record in zip(self.records, records)))
+
+
+_FOLDED: list[_Folded] = []    # the latest first, a few: one per layer and kind of attention a panel shows
+_KEPT = 8
 
 
 def mask_blocks(trace, layer: int, step: int | None = None, cross: bool = False, side: int = MASK_SIDE,
                 new_rows: bool = True) -> MaskPicture:
-    """Block maxima of the mask of `layer` up to `step`, the rows `step` added marked NEW_ROW (not a prefill's)."""
+    """Block maxima of the mask of `layer` up to `step`, the rows `step` added marked NEW_ROW (not a prefill's).
+    The picture of the records before the last is kept (_Folded) for the next step's call to grow."""
     records = attention_records(trace, layer, step, cross)
-    t_q, t_kv = mask_extent(records, cross)
+    *body, last = records
+    starting = [entry for entry in _FOLDED if entry.starts(body, cross)]
+    kept = max(starting, key=lambda e: len(e.records), default=None)
+    done = len(kept.records) if kept is not None else 0
+    body_kv = max(([kept.t_kv] if kept is not None else []) + [_kv_end(r, records[0], cross) for r in body[done:]],
+                  default=0)
+    t_q = (kept.t_q if kept is not None else 0) + sum(r.n_new for r in records[done:])
+    t_kv = max(body_kv, _kv_end(last, records[0], cross))
     factor = max(1, math.ceil(max(t_q, t_kv) / side))
     out = np.zeros((math.ceil(t_q / factor), math.ceil(t_kv / factor)), dtype=np.uint8)
-    row = 0
-    for index, record in enumerate(records):
-        value = NEW_ROW if new_rows and index == len(records) - 1 and index > 0 else ALLOWED
-        cols = key_columns(record, cross)
-        runs = _row_runs(record.mask, cols)
-        if runs is not None:
-            _fold_runs(out, *runs, row, factor, value)
-        else:
-            for first in range(0, record.n_new, ROW_BLOCK):
-                last = min(record.n_new, first + ROW_BLOCK)
-                _fold_dense(out, mask_rows(record.mask, first, last), row + first, cols, factor, value)
+    kept = max((e for e in starting if e.factor == factor), key=lambda e: len(e.records), default=None)
+    done, row = (len(kept.records), kept.t_q) if kept is not None else (0, 0)
+    if kept is not None:
+        out[: kept.blocks.shape[0], : kept.blocks.shape[1]] = kept.blocks      # the same blocks, the extent grown
+    for record in body[done:]:
+        _fold(out, record, row, factor, ALLOWED, cross)
         row += record.n_new
+    if body:               # kept in place of the entries it grew from, and of those whose records are gone
+        grown = [e for e in _FOLDED if not e.starts(body, cross) and e.records[0]() is not None]
+        _FOLDED[:] = [_Folded([weakref.ref(r) for r in body], cross, factor, out.copy(), row, body_kv)] + grown
+        del _FOLDED[_KEPT:]
+    _fold(out, last, row, factor, NEW_ROW if new_rows and body else ALLOWED, cross)
     return MaskPicture(out.astype(np.float32), factor, (t_q, t_kv))
+
+
+def _fold(out: np.ndarray, record, row: int, factor: int, value: int, cross: bool) -> None:
+    """Mark the blocks of the cells `record` allows, its rows from mask row `row`, with `value`."""
+    cols = key_columns(record, cross)
+    runs = _row_runs(record.mask, cols)
+    if runs is not None:
+        _fold_runs(out, *runs, row, factor, value)
+        return
+    for first in range(0, record.n_new, ROW_BLOCK):
+        last = min(record.n_new, first + ROW_BLOCK)
+        _fold_dense(out, mask_rows(record.mask, first, last), row + first, cols, factor, value)
 
 
 def _row_runs(mask, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QGraphicsRectItem, QHBoxLayout, QLabel, QSlider, Q
 from explorer.app.panels.base import LineLabel, Panel
 from explorer.app.state.session import Selection
 from explorer.app.widgets.attention_kind import AttentionKindBox
-from explorer.app.widgets.token_labels import tick_labels
+from explorer.app.widgets.token_labels import GrowingLabels
 from explorer.app.window.status_bar import step_name
 from explorer.drawing.heatmap import Heatmap
 from explorer.views import trace_views
@@ -78,6 +78,7 @@ class MaskPanel(Panel):
         self.extent = (0, 0)                     # (T_q, T_kv): the mask's real rows and columns
         self.view: trace_views.View | None = None
         self._drawn = None
+        self.row_labels, self.column_labels = GrowingLabels(), GrowingLabels()   # a step adds a row's and a key's
 
     def redraw(self) -> None:
         self._drawn = None
@@ -115,14 +116,14 @@ class MaskPanel(Panel):
         picture = mask_blocks(trace, layer, view.step, view.cross)
         self.mask, self.factor = picture.blocks, picture.factor
         numbered = picture.factor > 1                 # thousands of tokens: a label says where it is, too
-        rows = tick_labels(view.row_text()[: picture.shape[0]], numbered)
-        cols = tick_labels(view.column_text()[: picture.shape[1]], numbered)
+        rows = self.row_labels(view.row_text()[: picture.shape[0]], numbered)
+        cols = self.column_labels(view.column_text()[: picture.shape[1]], numbered)
         # Over the real extent: the axes, the hover and the highlight count tokens whatever the blocks.
         self.heatmap.set_matrix(self.mask, (0, 2), rows, cols, keep_view=True, extent=picture.shape)
         self.extent = picture.shape
         self._outline_new_rows(trace, view, step)
         names = {"encoder": ("source query i", "source key j"), "cross": ("target query i", "source key j")}
-        self.heatmap.plot.setLabels(**dict(zip(("left", "top"), names.get(view.kind, ("query i", "key j")))))
+        self._set_axis_titles(*names.get(view.kind, ("query i", "key j")))
         kind = "cross" if view.cross else trace.model.layer_kinds[layer]
         rule = RULES.get(kind, kind).replace("{w}", str(trace.model.sliding_window))
         n_q, n_kv = picture.shape
@@ -140,6 +141,12 @@ class MaskPanel(Panel):
         record = self.trace.steps[step]
         self.step_label.setText(f"{step_name(step)} of {self.trace.n_steps - 1} (+{record.n_new} "
                                 f"row{'s' if record.n_new != 1 else ''})")
+
+    def _set_axis_titles(self, left: str, top: str) -> None:
+        """Title the axes; the same titles again change nothing (pyqtgraph lays both axes out again)."""
+        axes = self.heatmap.axes
+        if (axes["left"].labelText, axes["top"].labelText) != (left, top):
+            self.heatmap.plot.setLabels(left=left, top=top)
 
     def _new_rows_box(self) -> QGraphicsRectItem:
         box = QGraphicsRectItem()
