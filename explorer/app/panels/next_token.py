@@ -19,7 +19,7 @@ from explorer.app.state.session import Selection
 from explorer.app.widgets.bars import SHARE_ROLE, ShareBarDelegate
 from explorer.core.intervention import active
 
-BAR_PX = 80   # the least width of the probability bars' column
+BAR_PX = 32   # the least width of the probability bars' column (drawn to scale in any width); the rest is theirs
 LENS_BUTTON = "Logit lens for this position"
 LENS_WORDS = ("logit lens at position", "computing the logit lens")     # the readout's words about the lens
 
@@ -32,14 +32,17 @@ class NextTokenPanel(Panel):
         super().__init__(session, parent)
         self.position_label = WrappedText()
         self.body.addWidget(self.position_label)
-        self.table = _table(["rank", "token", "id", "p", ""])
+        self.table = _table(["#", "token", "id", "p", ""])        # "#": "rank" took 20 px of a narrow dock
         self.table.setItemDelegateForColumn(4, ShareBarDelegate(self.table))     # p / p_max, as long as it has room
         # A click branches; the chosen row is marked by its own colour, so Qt's selection would leave the
         # clicked row lit beside the token chosen after it.
         self.table.setSelectionMode(QTableWidget.SelectionMode.NoSelection)
         self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.table.cellClicked.connect(self._clicked)
-        self.before_table = _table(["before", "p"])     # the un-intervened top-k, beside
+        # The un-intervened top-k, beside, only as wide as its columns (_show_before): split 2 : 3, the
+        # candidates scrolled sideways with their p and bars out of sight (1366x768, and 1920x1080 with Gemma)
+        self.before_table = _table(["before", "p"])
+        self.before_table.horizontalHeader().setStretchLastSection(False)
         self.before_table.setVisible(False)
         self.compare_label = WrappedText()
         self.compare_label.setVisible(False)
@@ -49,8 +52,8 @@ class NextTokenPanel(Panel):
         self.tables_box = QWidget()
         tables = QHBoxLayout(self.tables_box)
         tables.setContentsMargins(0, 0, 0, 0)
-        tables.addWidget(self.before_table, 2)
-        tables.addWidget(self.table, 3)
+        tables.addWidget(self.before_table, 0)
+        tables.addWidget(self.table, 1)
         self.body.addWidget(self.tables_box, 2)
         self.lens_button = QPushButton(LENS_BUTTON)
         self.lens_button.clicked.connect(self._on_lens_button)
@@ -140,6 +143,9 @@ class NextTokenPanel(Panel):
             self.before_table.setItem(row, 0, QTableWidgetItem(name(token_id)))
             self.before_table.setItem(row, 1, QTableWidgetItem(f"{float(p):.4f}"))
         self.before_table.resizeColumnsToContents()
+        table = self.before_table
+        table.setMaximumWidth(table.horizontalHeader().length() + table.verticalScrollBar().sizeHint().width()
+                              + 2 * table.frameWidth())
         self.compare_label.set_plain(
             f"before (without the experiments) → after (the trace, with them): KL(before ‖ after) = {result.kl:.4f}"
             f" nats;  ‘{name(result.token_id)}’ "
