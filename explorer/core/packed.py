@@ -41,9 +41,11 @@ def packed_captures(loaded, prompts: list[np.ndarray], positions: list[int], int
         mine = [len(cut[i]) for i in indices]
         return sum(mine) <= PASS_ROWS and pass_bytes(loaded.config, mine, weights=False) <= budget
 
-    captures: list[StepCapture] = []
+    captures: list[StepCapture | None] = [None] * len(cut)
     for chunk in chunks(len(cut), fits):
-        captures += _captures_of_pass(loaded, [cut[i] for i in chunk], intervention)
+        order = by_length(chunk, [len(ids) for ids in cut])
+        for index, capture in zip(order, _captures_of_pass(loaded, [cut[i] for i in order], intervention)):
+            captures[index] = capture
     return captures
 
 
@@ -120,6 +122,13 @@ def chunks(count: int, fits) -> list[list[int]]:
         else:
             out.append([index])
     return out
+
+
+def by_length(chunk: list[int], lengths: list[int]) -> list[int]:
+    """The prompts of a chunk in the order its packed pass takes them: by length (stable), so that prompts of one
+    length lie side by side and its fused attention takes them as one batch of causal squares
+    (fused_attention._runs). Each prompt's numbers do not depend on its place in the pass."""
+    return sorted(chunk, key=lengths.__getitem__)
 
 
 def budget_of(loaded, memory) -> int:
@@ -310,9 +319,10 @@ def prefill_packed(loaded, decoders: list[PackedDecoder], prompts: list[np.ndarr
             decoders[chunk[0]].prefill(prompts[chunk[0]])
             yield chunk[0]
             continue
-        given = _packed_pass(loaded, [decoders[i] for i in chunk], [prompts[i] for i in chunk],
+        order = by_length(chunk, lengths)
+        given = _packed_pass(loaded, [decoders[i] for i in order], [prompts[i] for i in order],
                              shares_logits(loaded.config, sum(lengths[i] for i in chunk), budget))
-        for index, part in zip(chunk, given):
+        for index, part in zip(order, given):
             decoders[index].prefill_from(prompts[index], part)
             yield index
 

@@ -1,6 +1,6 @@
 """A packed pass of prompts of several lengths, where the S x S block mask would cost more than one call per run
-of prompts of one length, takes its fused attention as one batch of causal squares per run
-(fused_attention._runs): each run's logits, and each prompt's logit difference, equal transformers' forward
+of prompts of one length, takes its prompts by length and its fused attention as one batch of causal squares
+per run (fused_attention._runs): each run's logits, and each prompt's logit difference, equal transformers' forward
 of that prompt alone, and each prompt's attribution equals its attribution alone."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from explorer.core import fused_attention
 from tests.api.test_batches import close
 from tests.core import intervention_reference as ref
 
-LENGTHS = [30, 30, 12, 40, 40, 40]           # S = 192: 36,864 masked entries against 6,744 in 3 runs
-RUNS = ((2, 30), (1, 12), (3, 40))
+LENGTHS = [30, 40, 12, 30, 40, 40]           # S = 192: 36,864 masked entries against 6,744 in 3 runs
+RUNS = ((1, 12), (2, 30), (3, 40))           # the pass takes its prompts by length (packed.by_length)
 WINDOWED = {"mistral", "gemma3"}             # a window of 5: no layer (mistral) or half of them (gemma3) is causal
 
 
