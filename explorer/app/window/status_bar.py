@@ -1,6 +1,7 @@
 """The status bar: model, parameters, attention variant, device, step, ms per step and trace memory."""
 from __future__ import annotations
 
+from PySide6.QtCore import QSize
 from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 
 from explorer.app.state.words import plural
@@ -25,6 +26,23 @@ def step_name(step: int) -> str:
     return "step 0 (prefill)" if step == 0 else f"step {step}"
 
 
+class Field(QLabel):
+    """A permanent field that keeps the room of the widest text it showed for the model open: the status bar sets
+    the window's least width, and a step's italics, or a time one digit shorter, changed it, so a window at that
+    width was resized and laid out again twice a decoding step (25 ms at 8,000 tokens)."""
+
+    widest = 0
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()
+        self.widest = max(self.widest, hint.width())
+        return QSize(self.widest, hint.height())
+
+    def sizeHint(self) -> QSize:
+        hint = super().sizeHint()
+        return QSize(max(self.widest, hint.width()), hint.height())
+
+
 class StatusLine(QStatusBar):
     """Permanent fields on the right; transient messages (notices) on the left, and there, between them,
     the last error's line (the window's error component: one line, Details… for the rest)."""
@@ -42,7 +60,7 @@ class StatusLine(QStatusBar):
         self.error_line = ErrorLine(self)
         self.addWidget(self.error_line, 1)
         for name in self.FIELDS:
-            label = QLabel("")
+            label = Field("")
             label.setObjectName(f"status_{name}")
             label.setContentsMargins(6, 0, 6, 0)
             self.fields[name] = label
@@ -50,6 +68,8 @@ class StatusLine(QStatusBar):
         self.show_model(None)
 
     def show_model(self, info: ModelInfo | None, device: str = "", dtype: str = "") -> None:
+        for label in self.fields.values():
+            label.widest = 0                 # another model's texts: their own room
         if info is None:
             self._set(model="no model", params="", attention="", device="", step="", ms="", memory="")
             return
