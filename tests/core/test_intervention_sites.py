@@ -98,6 +98,9 @@ def path_reference(hf_model, sender, receiver, which: str, clean_heads, n_heads:
     o_proj = ref.output_projections(hf_model)[ls]
     cols = ref.head_slices(hf_model, ls, n_heads)(hs)
     block = ref.decoder_layers(hf_model)[lr]
+    norm = getattr(block, "input_layernorm", None) or block.ln_1                # GPT-2: ln_1
+    w_o = o_proj.weight.T if type(o_proj).__name__ == "Conv1D" else o_proj.weight   # (d, H d_v)
+    attn = ref.attention_modules(hf_model)[lr]
     seen = {}
 
     def keep_sender(module, args):
@@ -108,18 +111,30 @@ def path_reference(hf_model, sender, receiver, which: str, clean_heads, n_heads:
 
     projection, head_cols = ref.projection_columns(hf_model, lr, which, hr)
 
+    def project(x):
+        """What the receiver's module outputs for input X (GPT-2's Conv1D: x W + b; a q/k norm after its
+        projection, over (B, T, heads, d), called past its hooks: this runs inside one)."""
+        if hasattr(attn, "c_attn"):
+            return x @ attn.c_attn.weight + attn.c_attn.bias
+        linear = getattr(attn, f"{which}_proj")
+        y = torch.nn.functional.linear(x, linear.weight, linear.bias)
+        return y if projection is linear else projection.forward(y.view(*y.shape[:-1], -1, attn.head_dim))
+
     def replace(module, args, output):
-        delta = (torch.as_tensor(clean_heads[..., cols]) - seen["own"]) @ o_proj.weight[:, cols].T
+        delta = (torch.as_tensor(clean_heads[..., cols]) - seen["own"]) @ w_o[:, cols].T
         out = output.clone()
-        x = block.input_layernorm(seen["h"] + delta)
-        out[..., head_cols] = torch.nn.functional.linear(x, module.weight, module.bias)[..., head_cols]
+        y = project(norm(seen["h"] + delta))
+        if isinstance(head_cols, tuple):                                         # (B, T, heads, d) after a norm
+            out[:, :, head_cols[0]] = y[:, :, head_cols[0]]
+        else:
+            out[..., head_cols] = y[..., head_cols]
         return out
     handles = [o_proj.register_forward_pre_hook(keep_sender),
                block.register_forward_pre_hook(keep_residual, with_kwargs=True)]
     return ref.hooks(handles + [projection.register_forward_hook(replace)])
 
 
-@pytest.mark.parametrize("family", ["llama", "qwen2", "mistral"])
+@pytest.mark.parametrize("family", ["llama", "qwen2", "qwen3", "mistral", "gpt2"])
 @pytest.mark.parametrize("which", ["q", "k", "v"])
 def test_path_patching_matches_hooks_that_feed_one_receiver(family, hf_model, loaded, which):
     clean_ids = np.random.default_rng(5).integers(0, 96, size=T)
