@@ -13,6 +13,7 @@ import torch
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import Intervention
 from tests.core import intervention_reference as ref
+from tests.core.conftest import FAMILIES
 from tests.core.test_intervention import IDS, T, assert_close, ours
 
 RNG = np.random.default_rng(11)
@@ -22,7 +23,7 @@ def changed(loaded, got) -> bool:
     return bool(((got - ours(loaded, None)).abs().max() > 1e-3).item())
 
 
-@pytest.mark.parametrize("family", ["llama", "gpt2", "gemma3", "deepseek_v2"])
+@pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("mode", ["zero", "mean"])
 def test_ablation_at_chosen_positions_matches_hooks_on_w_o(family, hf_model, loaded, mode):
     positions = [4, T - 1]
@@ -36,7 +37,7 @@ def test_ablation_at_chosen_positions_matches_hooks_on_w_o(family, hf_model, loa
     assert (whole - got).abs().max() > 1e-3
 
 
-@pytest.mark.parametrize("family", ["llama", "gpt2", "gemma3", "deepseek_v3"])
+@pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("which", ["attn_out", "mlp_out"])
 def test_a_sublayer_output_patch_matches_a_hook_on_that_sublayer(family, hf_model, loaded, which):
     values = RNG.normal(size=(3, loaded.config.d_model)).astype(np.float32)
@@ -48,7 +49,7 @@ def test_a_sublayer_output_patch_matches_a_hook_on_that_sublayer(family, hf_mode
     assert changed(loaded, got)
 
 
-@pytest.mark.parametrize("family", ["llama", "gpt2", "qwen3", "gemma3"])
+@pytest.mark.parametrize("family", ["llama", "mistral", "qwen2", "qwen3", "gpt2", "gemma3"])   # MLA: refused
 @pytest.mark.parametrize("which", ["q", "k", "v"])
 def test_a_q_k_or_v_patch_matches_a_hook_on_the_projection(family, hf_model, loaded, which):
     module, cols = ref.projection_columns(hf_model, 1, which, 1)
@@ -61,7 +62,7 @@ def test_a_q_k_or_v_patch_matches_a_hook_on_the_projection(family, hf_model, loa
     assert changed(loaded, got)
 
 
-@pytest.mark.parametrize("family", ["llama", "mistral", "gemma3", "gpt2"])
+@pytest.mark.parametrize("family", FAMILIES)
 def test_a_pattern_patch_matches_a_registered_attention_function(family, hf_model, loaded):
     rows = RNG.random(size=(3, T)).astype(np.float32)
     rows /= rows.sum(-1, keepdims=True)
