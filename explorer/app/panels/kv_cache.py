@@ -29,10 +29,9 @@ from PySide6.QtWidgets import (
 from explorer.app.figures import animation, export_dialogs, kv_animation
 from explorer.app.panels.base import Panel, WrappedText
 from explorer.app.state.session import Selection
-from explorer.app.state.words import plural
+from explorer.app.state.words import plural, step_name
 from explorer.app.widgets.kv_occupancy import CROSS as CROSS_COLOUR
 from explorer.app.widgets.kv_occupancy import MIN_PLOT_PX, MIN_VIEW_PX, OccupancyPlots
-from explorer.app.window.status_bar import step_name
 from explorer.core import kv_variants
 from explorer.core.units import human_bytes as human
 from explorer.drawing import export

@@ -20,9 +20,9 @@ from PySide6.QtWidgets import QGraphicsRectItem, QHBoxLayout, QLabel, QSlider, Q
 
 from explorer.app.panels.base import LineLabel, Panel
 from explorer.app.state.session import Selection
+from explorer.app.state.words import step_name
 from explorer.app.widgets.attention_kind import AttentionKindBox
 from explorer.app.widgets.token_labels import GrowingLabels
-from explorer.app.window.status_bar import step_name
 from explorer.drawing.heatmap import Heatmap
 from explorer.views import trace_views
 from explorer.views.mask_blocks import ALLOWED, MASKED, NEW_ROW, mask_allowed, mask_blocks

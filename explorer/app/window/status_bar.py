@@ -4,7 +4,7 @@ from __future__ import annotations
 from PySide6.QtCore import QSize
 from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 
-from explorer.app.state.words import plural
+from explorer.app.state.words import plural, step_name
 from explorer.app.window.error_bar import ErrorLine
 from explorer.core.trace import ModelInfo, Trace
 from explorer.core.units import human_bytes, human_count
@@ -18,12 +18,6 @@ def attention_label(info: ModelInfo) -> str:
     if info.attention in ("gqa", "mqa"):
         return f"{kind} {info.n_heads} Q → {info.n_kv_heads} KV heads"
     return f"{kind} {info.n_heads} heads"
-
-
-def step_name(step: int) -> str:
-    """How every view counts steps: step 0 is the prefill, step n the n-th decoded token (the status
-    bar, the KV cache and the mask all say the same number; `export --at-step` counts so too)."""
-    return "step 0 (prefill)" if step == 0 else f"step {step}"
 
 
 class Field(QLabel):
