@@ -31,3 +31,26 @@ def test_the_candidates_keep_their_probabilities_in_sight_beside_the_before_tabl
                 f"px view at {screen.width()}x{screen.height()}"
             assert table.viewport().height() >= 3 * table.rowHeight(0), \
                 f"only {table.viewport().height()} px of rows at {screen.width()}x{screen.height()}"
+
+
+def test_the_probability_bars_are_never_cut_at_the_view_edge(qtbot, tmp_path, monkeypatch):
+    """Gemma's longer tokens beside the before table at 1366x768 left the bars' column partly in sight: cut at
+    the view's edge, p = 0.23 and p = 0.13 drew the same length. A narrower dock stands in for longer tokens."""
+
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, QSize(1366, 768)) as journey:
+        journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be")
+        experiments = journey.raise_panel("experiments")
+        journey.act("ablating a head", lambda: experiments.add(experiments._add_ablation()))
+        panel = journey.raise_panel("next_token")
+        qtbot.waitUntil(lambda: panel.before_table.isVisible(), timeout=20000)
+        dock = journey.window.docks["next_token"]
+        for width in (330, 300, 280, 260, 240):
+            dock.setMaximumWidth(width)
+            journey.idle("laying out")
+            table, header = panel.table, panel.table.horizontalHeader()
+            if table.isColumnHidden(4):
+                continue
+            right = header.sectionViewportPosition(4) + header.sectionSize(4)
+            assert header.sectionViewportPosition(4) >= 0 and right <= table.viewport().width(), \
+                f"the bars' column spans {header.sectionViewportPosition(4)}..{right} px of a " \
+                f"{table.viewport().width()} px view (dock {dock.width()} px)"

@@ -10,7 +10,7 @@ Experiments dock's comparison (`session.comparison`), not computed again here.
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPalette
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTableWidget, QTableWidgetItem, QWidget
 
@@ -39,6 +39,7 @@ class NextTokenPanel(Panel):
         self.table.setSelectionMode(QTableWidget.SelectionMode.NoSelection)
         self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.table.cellClicked.connect(self._clicked)
+        self.table.viewport().installEventFilter(self)     # the bars' column shown only where it fits (_fit_bars)
         # The un-intervened top-k, beside, only as wide as its columns (_show_before): split 2 : 3, the
         # candidates scrolled sideways with their p and bars out of sight (1366x768, and 1920x1080 with Gemma)
         self.before_table = _table(["before", "p"])
@@ -219,6 +220,7 @@ class NextTokenPanel(Panel):
             self.table.item(rank, 4).setData(SHARE_ROLE, float(p) / max(top, 1e-12))   # painted to scale
         self.table.resizeColumnsToContents()
         self.table.setColumnWidth(4, BAR_PX)             # the bars' least room; the last column takes any more
+        self._fit_bars()
 
     def _describe(self, trace, position: int, chosen, forced: bool) -> None:
         is_last = position == trace.n_tokens - 1
@@ -231,6 +233,18 @@ class NextTokenPanel(Panel):
             + ("   · click a candidate to branch on it" if is_last else "   · select the last token to branch"))
         k = len(self.candidates)
         self.set_formula(f"p = softmax(h_{{{position}}} W_U) ∈ ℝ^{{{trace.model.vocab_size}}}, top {k} shown")
+
+    def _fit_bars(self) -> None:
+        """The bars' column only where it is wholly in sight: cut at the view's edge, two bars longer than the
+        part in sight drew the same length (Gemma's tokens beside the before table at 1366x768)."""
+        table, header = self.table, self.table.horizontalHeader()
+        needed = sum(max(table.sizeHintForColumn(c), header.sectionSizeHint(c)) for c in range(4)) + BAR_PX
+        table.setColumnHidden(4, needed > table.viewport().width())
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
+            self._fit_bars()
+        return super().eventFilter(watched, event)
 
     # ----- intents -------------------------------------------------------------------------------
     def _clicked(self, row: int, _column: int) -> None:
