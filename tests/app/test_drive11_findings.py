@@ -36,7 +36,6 @@ def test_the_candidates_keep_their_probabilities_in_sight_beside_the_before_tabl
 def test_the_probability_bars_are_never_cut_at_the_view_edge(qtbot, tmp_path, monkeypatch):
     """Gemma's longer tokens beside the before table at 1366x768 left the bars' column partly in sight: cut at
     the view's edge, p = 0.23 and p = 0.13 drew the same length. A narrower dock stands in for longer tokens."""
-
     with journey_in_a_window(qtbot, tmp_path, monkeypatch, QSize(1366, 768)) as journey:
         journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be")
         experiments = journey.raise_panel("experiments")
@@ -54,3 +53,7 @@ def test_the_probability_bars_are_never_cut_at_the_view_edge(qtbot, tmp_path, mo
             assert header.sectionViewportPosition(4) >= 0 and right <= table.viewport().width(), \
                 f"the bars' column spans {header.sectionViewportPosition(4)}..{right} px of a " \
                 f"{table.viewport().width()} px view (dock {dock.width()} px)"
+        dock.setMaximumWidth(16777215)                    # widened again, the bars come back
+        dock.setMinimumWidth(500)
+        journey.idle("laying out")
+        assert not panel.table.isColumnHidden(4), f"no bars in a {panel.table.viewport().width()} px view"
