@@ -57,3 +57,23 @@ def test_the_probability_bars_are_never_cut_at_the_view_edge(qtbot, tmp_path, mo
         dock.setMinimumWidth(500)
         journey.idle("laying out")
         assert not panel.table.isColumnHidden(4), f"no bars in a {panel.table.viewport().width()} px view"
+
+
+def test_why_this_token_stacks_its_plots_where_side_by_side_leaves_them_too_narrow(qtbot, tmp_path, monkeypatch):
+    """Why this token beside Learn at 1366x768, after the translator, on the bundled MLA model: the dock was
+    690 x 545 px, wide enough by its shape for side by side, and the heads' map got 42 px of width (Xvfb)."""
+    from explorer.app.panels.learn import open_learn
+    from tests.app.screen_fit import fit_problems
+
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, QSize(1366, 768)) as journey:
+        open_learn(journey.window)
+        journey.open(BUNDLED / "shakespeare-mla", "To be, or not to be")
+        panel = journey.raise_panel("attribution")
+        dock = journey.window.docks["attribution"]
+        dock.setMinimumWidth(690)
+        dock.setMaximumWidth(690)
+        journey.idle("the attribution")
+        qtbot.waitUntil(lambda: panel.result is not None, timeout=20000)
+        assert panel.width() >= 1.2 * panel.height(), f"the panel is {panel.width()}x{panel.height()}"
+        problems = [p for p in fit_problems(journey.window, QSize(1366, 768)) if p.startswith("attribution")]
+        assert not problems, problems

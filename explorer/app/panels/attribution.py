@@ -29,6 +29,9 @@ POSITIVE, NEGATIVE = "#2a9d8f", "#e76f51"
 # Stacked (a tall dock), the token box and its caption take the lines they need, the two plots the rest:
 # equal shares at 1366x768 beside Learn left the plots 46 px tall under an empty caption column.
 SIDE_LINES = 6              # the token box's row and up to four lines of caption
+# Side by side, the caption takes half the width and the plots 3 : 4 of the rest: below this width the heads'
+# map was 42-109 px wide (690 x 545 px beside Learn at 1366x768, after the translator, on the bundled MLA model)
+SIDE_BY_SIDE_PX = 900
 
 
 class AttributionPanel(Panel):
@@ -165,8 +168,8 @@ class AttributionPanel(Panel):
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         width, height = event.size().width(), event.size().height()
-        if orient(self.splitter, width, height):
-            wide = is_wide(width, height)
+        if orient(self.splitter, width, height, least=SIDE_BY_SIDE_PX):
+            wide = is_wide(width, height, SIDE_BY_SIDE_PX)
             place(self.view.ci, [self.bars, self.heads.plot], wide)
             if not wide:
                 side = min(SIDE_LINES * self.fontMetrics().lineSpacing(), height // 3)

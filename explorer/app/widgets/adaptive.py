@@ -7,14 +7,16 @@ from PySide6.QtWidgets import QSplitter
 WIDE = 1.2                  # width / height at and above which the parts go side by side
 
 
-def is_wide(width: int, height: int) -> bool:
-    return width >= WIDE * max(1, height)
+def is_wide(width: int, height: int, least: int = 0) -> bool:
+    """Wide: at least WIDE times as wide as tall and, for a panel whose parts need it, `least` px wide."""
+    return width >= WIDE * max(1, height) and width >= least
 
 
-def orient(splitter: QSplitter, width: int, height: int, weights: tuple[int, ...] | None = None) -> bool:
+def orient(splitter: QSplitter, width: int, height: int, weights: tuple[int, ...] | None = None,
+           least: int = 0) -> bool:
     """Side by side when the panel is wide, stacked when it is tall (sizes in proportion to `weights`,
     default equal); True when that changed."""
-    wanted = Qt.Orientation.Horizontal if is_wide(width, height) else Qt.Orientation.Vertical
+    wanted = Qt.Orientation.Horizontal if is_wide(width, height, least) else Qt.Orientation.Vertical
     if splitter.orientation() == wanted:
         return False
     splitter.setOrientation(wanted)
