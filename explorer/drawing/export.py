@@ -99,8 +99,10 @@ def save_matrix(matrix: np.ndarray, path: Path, header: str = "") -> Path:
     return atomic_write(path, write)
 
 
-def write_text(path: Path, text: str) -> Path:
-    """A text file (e.g. a CSV table), written atomically."""
+def write_text(path: Path, text: str, suffixes: tuple[str, ...] = (".csv",)) -> Path:
+    """A text file (e.g. a CSV table), written atomically, under a name ending in one of `suffixes` (a table
+    asked into "x.png" would leave a picture's name on text)."""
+    _suffix(path, suffixes)
     return atomic_write(path, lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
 
 

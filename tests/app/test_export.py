@@ -89,6 +89,14 @@ def test_unwritable_paths_raise_one_sentence(qtbot, tmp_path, trace):
         export.export_attention(trace, tmp_path / "a.png", 0, 9)
 
 
+def test_a_table_asked_into_a_picture_s_name_is_refused_and_writes_nothing(tmp_path):
+    # seen driving the app: the KV cache's comparison CSV typed as "kv.png" wrote CSV text into a .png
+    with pytest.raises(ExplorerError, match=r"^Cannot export to .*kv\.png: the file name must end in one of \.csv\.$"):
+        export.write_text(tmp_path / "kv.png", "a,b\n1,2\n")
+    assert not (tmp_path / "kv.png").exists()
+    assert export.write_text(tmp_path / "kv.CSV", "a,b\n1,2\n").read_text() == "a,b\n1,2\n"
+
+
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
     target = tmp_path / "kept.npy"
     target.write_bytes(b"old")
