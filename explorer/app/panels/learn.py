@@ -10,12 +10,14 @@ title of a panel a stop names (`add_stop_buttons`), at that stop; and on the fir
 """
 from __future__ import annotations
 
+import html
 import re
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QDockWidget, QHBoxLayout, QLabel, QPushButton, QTextBrowser
 
 from explorer.app.panels.base import Panel, formula_html
+from explorer.app.state.session import NO_MODEL
 from explorer.app.widgets.learn_tour import Stop, Tour, load_stops, stop_of_panel
 from explorer.core.errors import ExplorerError
 from explorer.views import try_answers
@@ -43,6 +45,7 @@ class LearnPanel(Panel):
         self.text.anchorClicked.connect(self._on_link)
         self.status = QLabel(" ")
         self.status.setWordWrap(True)
+        self.status.setTextFormat(Qt.TextFormat.RichText)     # a stop's title draws d_QK, W^O with scripts
         self.back_button, self.show_button, self.next_button = (QPushButton(t) for t in ("◀ Back", "Show me", "Next ▶"))
         self.show_button.setToolTip("open the model, prompt, panel, layer and head this stop talks about")
         self.own_button = QPushButton("Back to my session")
@@ -71,6 +74,15 @@ class LearnPanel(Panel):
     def view_state(self) -> tuple[str, object]:
         return "trace", self.session.trace_id
 
+    def _on_trace_changed(self, trace) -> None:
+        if self.session.not_run == NO_MODEL:        # File ▸ Close Model: what the status said of a model is past
+            self.say("No model is open: Show me opens the one this stop needs.")
+        super()._on_trace_changed(trace)
+
+    def say(self, text: str) -> None:
+        """A plain sentence in the status line (rich text only for a stop's formula-bearing title)."""
+        self.status.setText(html.escape(text, quote=False))
+
     # ----- pages ----------------------------------------------------------------------------------
     @property
     def stop(self) -> Stop:
@@ -96,13 +108,13 @@ class LearnPanel(Panel):
             self.tour = Tour(window, self)
             self.tour.reached.connect(self._on_reached)
             self.tour.failed.connect(self._on_failed)
-            self.tour.progress.connect(lambda text: self.status.setText(text or " "))
+            self.tour.progress.connect(lambda text: self.say(text or " "))
         return self.tour
 
     def show_me(self) -> None:
         tour = self.ensure_tour()
         if tour is None:
-            self.status.setText("Show me needs the main window: open Learn from the Help menu.")
+            self.say("Show me needs the main window: open Learn from the Help menu.")
             return
         self.show_button.setEnabled(False)
         if not tour.show(self.stop):
@@ -113,12 +125,12 @@ class LearnPanel(Panel):
         said = self.tour.restore() if self.tour is not None else "Your own model and prompt are back."
         self.own_button.setEnabled(False)
         self.show_button.setEnabled(True)
-        self.status.setText(said)
+        self.say(said)
 
     def _on_reached(self, stop_id: str) -> None:
         self.show_button.setEnabled(True)
         stop = next(s for s in self.stops if s.id == stop_id)
-        self.status.setText(f"Shown: {stop.title}. Now try the questions above.")
+        self.status.setText(f"Shown: {formula_html(stop.title)}. Now try the questions above.")
 
     def _on_link(self, url) -> None:
         if url.scheme() == "answer":
@@ -141,7 +153,7 @@ class LearnPanel(Panel):
         self.text.setHtml(page_html(self.stop, self.index, len(self.stops), self.answers))
         self.text.verticalScrollBar().setValue(scrolled)
         self.text.scrollToAnchor(f"answer{index}")
-        self.status.setText(f"The answer is under question {index + 1}.")
+        self.say(f"The answer is under question {index + 1}.")
 
     @property
     def answer(self) -> str:
@@ -150,7 +162,7 @@ class LearnPanel(Panel):
 
     def _on_failed(self, message: str) -> None:
         self.show_button.setEnabled(True)
-        self.status.setText(message)
+        self.say(message)
 
 
 def plain(title: str) -> str:

@@ -1,0 +1,40 @@
+"""Learn's status line on a real window: a stop's title after Show me draws its scripts as the page's heading
+does (not 'd_{QK}' as typed), and File ▸ Close Model leaves no sentence about a model that is gone (it said
+"Your own model and prompt are back." with no model open; seen driving the app on Xvfb)."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from PySide6.QtWidgets import QApplication
+
+from explorer.app.panels.learn import open_learn
+from tests.app.shared_window import settle
+from tests.app.test_learn import window  # noqa: F401  (the fixture: a real window, store and settings in tmp)
+
+ROOT = Path(__file__).resolve().parents[2]
+STOPS = json.loads((ROOT / "resources" / "learn" / "stops.json").read_text())["stops"]
+
+
+def test_show_me_names_its_stop_with_drawn_scripts_and_close_model_clears_the_status(qtbot, window):  # noqa: F811
+    app = QApplication.instance()
+    index = next(i for i, s in enumerate(STOPS) if "_{" in s["title"] and s["state"].get("models"))
+    panel = open_learn(window)
+    panel.go_to(index)
+    with qtbot.waitSignal(panel.ensure_tour().reached, timeout=180_000):
+        panel.show_button.click()
+    shown = panel.status.text()
+    assert shown.startswith("Shown: ") and "<sub>" in shown, shown
+    assert not re.search(r"[_^]\{", shown), shown               # no script typed as source
+
+    panel.own_button.click()                      # no model of the person's own: the tour's is closed
+    settle(app, lambda: window.controller.reference is None and not window.worker.busy)
+    assert "no model open" in panel.status.text(), panel.status.text()
+
+    window.open_model(STOPS[index]["state"]["models"][-1])
+    settle(app, lambda: window.session.trace is not None or not window.worker.busy)
+    window.menus.close_model_action.trigger()
+    settle(app, lambda: window.controller.reference is None and not window.worker.busy)
+    said = panel.status.text()
+    assert "No model is open" in said and "are back" not in said, said
