@@ -55,6 +55,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(TITLE)
         self.setObjectName("main_window")
         self.setAcceptDrops(True)
+        self.closed = False                 # closeEvent ran: errors still arriving open no dialog (show_error)
         self.settings = settings or AppSettings()
         self.session = Session(self)
         self.worker = worker or ModelWorker(parent=self)
@@ -253,8 +254,11 @@ class MainWindow(QMainWindow):
     # ----- errors, sessions ----------------------------------------------------------------
     def show_error(self, message: str) -> None:
         """The one door for errors: the status bar's error line keeps the message (Details… shows all of
-        it), and a dialog says its first line; neither takes its size from the text."""
+        it), and a dialog says its first line; neither takes its size from the text. A window closed already
+        asks nothing: a job's failure still queued when it closed would open a modal dialog over no window."""
         self.status.error_line.show_error(message)
+        if self.closed:
+            return
         QMessageBox.warning(self, TITLE, error_bar.summary(message))
         take_focus_if_none(self)            # on a bare X screen no window was active once the dialog closed
 
@@ -339,6 +343,7 @@ class MainWindow(QMainWindow):
         QTimer.singleShot(0, self, once_placed)
 
     def closeEvent(self, event) -> None:
+        self.closed = True
         self.controller.set_playing(False)
         self.settings.save_window(self.saveGeometry(), self.dock_shares.state_to_save(), self.size())
         self.settings.sampling = self.sampling_bar.settings()
