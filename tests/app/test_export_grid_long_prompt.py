@@ -27,7 +27,7 @@ GRID = 2                  # "Export the full grid as PNG/SVG…"
 def panel(qtbot):
     panel = make(qtbot, Session(), AttentionPanel)
     panel.said = []
-    panel._say = panel.said.append
+    panel.say = panel.said.append
     return panel
 
 

@@ -54,7 +54,7 @@ def test_a_long_error_keeps_the_layout_and_is_shown_whole_only_in_its_details(wi
     lab = window.docks["kv_lab"]
     lab.raise_()
     panel = lab.widget()
-    panel._on_run_failed(LONG_ERROR)
+    panel.runner.failed.emit(LONG_ERROR)                # as the what-if runner reports a failed job
     settle(0.4)
     assert_fits(window, screen, "after a failed conversion")
     assert panel.error_line.message == LONG_ERROR and second_line not in panel.run_summary.text()
