@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
 
-from explorer.app.panels.learn import open_learn
+from explorer.app.panels.learn import open_learn, plain
 from tests.app.shared_window import settle
 from tests.app.test_learn import window  # noqa: F401  (the fixture: a real window, store and settings in tmp)
 
@@ -38,3 +39,15 @@ def test_show_me_names_its_stop_with_drawn_scripts_and_close_model_clears_the_st
     settle(app, lambda: window.controller.reference is None and not window.worker.busy)
     said = panel.status.text()
     assert "No model is open" in said and "are back" not in said, said
+
+
+def test_the_stop_chooser_raises_a_superscript_unicode_has_letters_for():
+    # the raised letters are Unicode's MODIFIER LETTER CAPITAL O etc., looked up by name, not copied from the code
+    import unicodedata
+
+    from explorer.app.panels.learn import plain
+    raised_o = unicodedata.lookup("MODIFIER LETTER CAPITAL O")
+    heads = next(s["title"] for s in STOPS if "W^O" in s["title"])
+    assert plain(heads).endswith("W" + raised_o) and "^" not in plain(heads)
+    assert plain("W^Q") == "W^Q"                      # no raised Q in Unicode: the caret stays, readable
+    assert plain("1/√d_{QK}") == "1/√d_QK"

@@ -165,9 +165,20 @@ class LearnPanel(Panel):
         self.say(message)
 
 
+_RAISED = str.maketrans("ABDEGHIJKLMNOPRTUVWabdehijklmnoprstuvwxyz0123456789+-",
+                        "ᴬᴮᴰᴱᴳᴴᴵᴶᴷᴸᴹᴺᴼᴾᴿᵀᵁⱽᵂᵃᵇᵈᵉʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻ⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻")
+
+
 def plain(title: str) -> str:
-    """A title for plain text (the chooser): 'd_{QK}' as 'd_QK', the braces that group a script dropped."""
-    return re.sub(r"([_^])\{([^}]*)\}", r"\1\2", title)
+    """A title for plain text (the chooser): 'd_{QK}' as 'd_QK', the braces that group a script dropped, and a
+    superscript Unicode has letters for raised ('W^O' as 'Wᴼ'; 'W^Q' stays, there is no raised Q)."""
+    def raised(match: re.Match) -> str:
+        body = match.group(1).strip("{}")
+        up = body.translate(_RAISED)
+        return up if all(a != b for a, b in zip(body, up)) else "^" + body
+
+    title = re.sub(r"\^(\{[^}]*\}|[^\s{}_^=,·()])", raised, title)
+    return re.sub(r"_\{([^}]*)\}", r"_\1", title)
 
 
 def page_html(stop: Stop, index: int, count: int, answers: dict[int, str] | None = None) -> str:
