@@ -43,9 +43,6 @@ def test_show_me_names_its_stop_with_drawn_scripts_and_close_model_clears_the_st
 
 def test_the_stop_chooser_raises_a_superscript_unicode_has_letters_for():
     # the raised letters are Unicode's MODIFIER LETTER CAPITAL O etc., looked up by name, not copied from the code
-    import unicodedata
-
-    from explorer.app.panels.learn import plain
     raised_o = unicodedata.lookup("MODIFIER LETTER CAPITAL O")
     heads = next(s["title"] for s in STOPS if "W^O" in s["title"])
     assert plain(heads).endswith("W" + raised_o) and "^" not in plain(heads)
