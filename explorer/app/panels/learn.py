@@ -13,12 +13,13 @@ from __future__ import annotations
 import html
 import re
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QComboBox, QDockWidget, QHBoxLayout, QLabel, QPushButton, QTextBrowser
 
-from explorer.app.panels.base import Panel, formula_html
+from explorer.app.panels.base import Drawn, Panel, formula_html
 from explorer.app.state.session import NO_MODEL
 from explorer.app.widgets.learn_tour import Stop, Tour, load_stops, stop_of_panel
+from explorer.app.window.dock_layout import LEFT_PX, LEFT_SHARE, tabs_beside_column
 from explorer.core.errors import ExplorerError
 from explorer.views import try_answers
 
@@ -67,9 +68,7 @@ class LearnPanel(Panel):
 
     # ----- the contract: the path is always there to read ------------------------------------------
     def drawn(self):
-        from explorer.app.panels import base
-
-        return base.Drawn("trace", getattr(self.session, "model_id", None), self.session.trace_id)
+        return Drawn("trace", getattr(self.session, "model_id", None), self.session.trace_id)
 
     def view_state(self) -> tuple[str, object]:
         return "trace", self.session.trace_id
@@ -209,8 +208,6 @@ def open_learn(window) -> LearnPanel:
         # placed again each time it is opened: a closed dock keeps its old slot, which a View ▸ Reset Layout
         # since then puts under the panels, where the window asks for more height than a 768 px screen
         if getattr(window, "docks", None):
-            from explorer.app.window.dock_layout import tabs_beside_column
-
             tabs_beside_column(window, window.docks)     # the column beside the bottom tabs, not over them
         window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock, Qt.Orientation.Horizontal)
         _share_width(window, dock)
@@ -223,10 +220,6 @@ def _share_width(window, dock) -> None:
     """The Learn column DOCK_PX wide, the left column its default width, the panels between them the rest
     (given alone, Qt hands the new column's width to the left column and squeezes the panels); again once
     the window has laid the new dock out."""
-    from PySide6.QtCore import QTimer
-
-    from explorer.app.window.dock_layout import LEFT_PX, LEFT_SHARE
-
     def share() -> None:
         left_px = int(min(max(LEFT_SHARE * window.width(), LEFT_PX[0]), LEFT_PX[1]))
         docks = [d for d in (window.docks.get("tokens"), window.docks.get("attention"))
