@@ -89,13 +89,6 @@ def _runs(seen) -> tuple | None:
     return tuple((count, n) for count, n in runs)
 
 
-def _causal_blocks(seen) -> int | None:
-    """How many prompts of one length `seen` holds side by side, when its mask is exactly each one's causal
-    square; else None."""
-    lengths = _prompts(seen)
-    return len(lengths) if lengths is not None and len(set(lengths)) == 1 else None
-
-
 def _prompts(seen) -> tuple | None:
     """The lengths of the prompts `seen` holds side by side in row order, when its mask is exactly each one's
     causal square (query i of a prompt sees its keys 0..i; one prompt: the lower triangle); else None.

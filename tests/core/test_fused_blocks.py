@@ -54,6 +54,5 @@ def test_a_mask_that_is_not_each_prompts_causal_square_is_not_batched():
     seen = packed([4, 4])
     widened = seen.mask.copy()
     widened[5, 0] = True                                                         # a row sees another prompt's key
-    assert fused_attention._causal_blocks(seen) == 2
-    assert fused_attention._causal_blocks(Visibility.of(widened, seen.queries, seen.keys, "cpu",
-                                                        seen.sequences)) is None
+    assert fused_attention._runs(seen) == ((2, 4),)                              # 2 prompts of 4 tokens
+    assert fused_attention._runs(Visibility.of(widened, seen.queries, seen.keys, "cpu", seen.sequences)) is None
