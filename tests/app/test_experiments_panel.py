@@ -197,3 +197,17 @@ def test_the_attention_header_names_the_kernel_in_use(tiny):  # noqa: F811
     assert ("A = Z⁻¹ max(0, Q_h K_hᵀ · scale) (intervened)"
             in attention_formula(swapped, "self", "weights", 1, 0, (6, 6)))
     assert "A = softmax(Q_h K_hᵀ / √d_{QK})" in attention_formula(swapped, "self", "weights", 0, 0, (6, 6))
+
+
+def test_an_ablation_added_twice_is_listed_once(qtbot):
+    """Ablating L3.H1 on the bundled MLA model and again on the GQA model (experiments that fit are kept across
+    a switch) listed "ablate L3.H1 (zero)" twice: "3 of 3 experiments on" for two different ablations."""
+    session = Session()
+    panel = ExperimentsPanel(session)
+    qtbot.addWidget(panel)
+    ablation = Intervention(ablations=(HeadAblation(3, 1),))
+    panel.add(ablation)
+    session.set_experiments((Experiment(ablation, on=False),))             # ticked off
+    panel.add(Intervention(ablations=(HeadAblation(3, 1),)))                                # the same, again
+    assert [(e.intervention, e.on) for e in session.experiments] == [(ablation, True)], session.experiments
+    assert panel.list.count() == 1

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QDockWidget, QTabBar
 
 from tests.app.screen_fit import settle
 from tests.app.stress_window import reset_layout
-from tests.app.test_drive8_tab_bars import assert_one_bar_per_group
+from tests.app.test_layout_reset_tab_bars import assert_one_bar_per_group
 from tests.app.test_window import new_window, store_home  # noqa: F401
 
 

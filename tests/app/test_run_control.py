@@ -154,7 +154,7 @@ def test_opening_a_session_reports_the_session_s_run_only(qtbot, window, tiny): 
     again = idle(qtbot, window, lambda: window.session.trace.n_steps == 3)
     assert again.token_ids.tolist() == saved.token_ids.tolist()
     # The session's replay says its 2 decoded tokens. Only the session's texts are judged: no give-back of the
-    # trace shown ("Replaying the prompt's 11 tokens") should run before it (test_replay11_give_back holds that).
+    # trace shown ("Replaying the prompt's 11 tokens") should run before it (test_give_back_owed holds that).
     session_texts = [text for text in texts if "before decoding" in text]
     assert session_texts and all("decoding 2 tokens" in text for text in session_texts), texts
     assert not any("1 tokens" in text or "0 steps" in text for text in texts), texts

@@ -1,10 +1,24 @@
-"""What driving the whole app on bare X screens (drive 11) found at the seams, checked where a person sees it."""
+"""The Next token panel in a real window: its candidates and the top-k before the experiments keep their
+probabilities and bars in sight at 1366x768 and 1920x1080, and the logit lens's caption goes with the lens."""
 from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import QSize
 
 from tests.app.journey import BUNDLED, journey_in_a_window
+
+
+def test_closing_the_logit_lens_takes_its_caption_away(qtbot, tmp_path, monkeypatch):
+    """Next token ▸ Logit lens, then Back to the candidates: the caption "logit lens at position 2: ... after
+    each layer" stayed under the candidates, naming a table no longer shown."""
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, QSize(1920, 1080)) as journey:
+        journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be")
+        panel = journey.raise_panel("next_token")
+        journey.act("logit lens", panel.lens_button.click)
+        assert panel.lens_table.isVisibleTo(panel) and "lens" in panel.readout.text()
+        journey.act("back to the candidates", panel.lens_button.click)
+        assert panel.table.isVisibleTo(panel) and not panel.lens_table.isVisibleTo(panel)
+        assert "lens" not in panel.readout.text(), f"the candidates sit above {panel.readout.text()!r}"
 
 
 @pytest.mark.parametrize("screen", [QSize(1366, 768), QSize(1920, 1080)])
@@ -57,23 +71,3 @@ def test_the_probability_bars_are_never_cut_at_the_view_edge(qtbot, tmp_path, mo
         dock.setMinimumWidth(500)
         journey.idle("laying out")
         assert not panel.table.isColumnHidden(4), f"no bars in a {panel.table.viewport().width()} px view"
-
-
-def test_why_this_token_stacks_its_plots_where_side_by_side_leaves_them_too_narrow(qtbot, tmp_path, monkeypatch):
-    """Why this token beside Learn at 1366x768, after the translator, on the bundled MLA model: the dock was
-    690 x 545 px, wide enough by its shape for side by side, and the heads' map got 42 px of width (Xvfb)."""
-    from explorer.app.panels.learn import open_learn
-    from tests.app.screen_fit import fit_problems
-
-    with journey_in_a_window(qtbot, tmp_path, monkeypatch, QSize(1366, 768)) as journey:
-        open_learn(journey.window)
-        journey.open(BUNDLED / "shakespeare-mla", "To be, or not to be")
-        panel = journey.raise_panel("attribution")
-        dock = journey.window.docks["attribution"]
-        dock.setMinimumWidth(690)
-        dock.setMaximumWidth(690)
-        journey.idle("the attribution")
-        qtbot.waitUntil(lambda: panel.result is not None, timeout=20000)
-        assert panel.width() >= 1.2 * panel.height(), f"the panel is {panel.width()}x{panel.height()}"
-        problems = [p for p in fit_problems(journey.window, QSize(1366, 768)) if p.startswith("attribution")]
-        assert not problems, problems

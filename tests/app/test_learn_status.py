@@ -1,6 +1,7 @@
 """Learn's status line on a real window: a stop's title after Show me draws its scripts as the page's heading
 does (not 'd_{QK}' as typed), and File ▸ Close Model leaves no sentence about a model that is gone (it said
-"Your own model and prompt are back." with no model open; seen driving the app on Xvfb)."""
+"Your own model and prompt are back." with no model open; seen driving the app on Xvfb), nor, launched with no
+model, after "Back to my session" while the tour's model stays."""
 from __future__ import annotations
 
 import json
@@ -48,3 +49,32 @@ def test_the_stop_chooser_raises_a_superscript_unicode_has_letters_for():
     assert plain(heads).endswith("W" + raised_o) and "^" not in plain(heads)
     assert plain("W^Q") == "W^Q"                      # no raised Q in Unicode: the caret stays, readable
     assert plain("1/√d_{QK}") == "1/√d_QK"
+
+
+def test_back_to_my_session_with_no_model_of_ones_own_says_the_tours_model_stays(qtbot, tmp_path, monkeypatch):
+    """Launched with no model, a Learn stop shown, then "Back to my session": it said "Your own model and prompt
+    are back." over the tour's model and trace, the prompt emptied under them (every panel "out of date")."""
+    from PySide6.QtCore import QSize
+
+    from explorer.app.panels.learn import open_learn
+    from explorer.app.window.model_refs import short_name
+    from tests.app.journey import journey_in_a_window
+
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, QSize(1366, 768)) as journey:
+        window = journey.window
+        assert window.controller.reference is None and window.prompt.text == ""
+        panel = open_learn(window)
+        panel.go_to(len(panel.stops) - 1)                       # a late stop
+        with qtbot.waitSignal(panel.ensure_tour().reached, timeout=180_000):
+            panel.show_button.click()
+        tour_prompt = window.prompt.text
+        journey.act("back to my session", panel.own_button.click)
+        journey.idle("back")
+        said = panel.status.text()
+        if window.controller.reference is None:                  # truly back where it started
+            assert window.session.trace is None, said
+        else:
+            assert short_name(window.controller.reference) in said, said
+            assert "stay" in said and "are back." not in said.split(":")[0], said
+            assert window.prompt.text == tour_prompt and not window.session.out_of_date, (
+                window.prompt.text, said)

@@ -1,6 +1,7 @@
-"""The Q / K / V panel keeps every map legible beside Learn at 1366x768.
+"""The Q / K / V panel keeps every map legible beside Learn at 1366x768, and lays its matrices out for the width
+its view has once shown, not the width it had when hidden.
 
-Drive 10 measured the bundled MLA model's five maps (Q, K, V, c_KV, k_R) at 178x85 px and the translator's three at
+Driving the app on Xvfb measured the bundled MLA model's five maps (Q, K, V, c_KV, k_R) at 178x85 px and the translator's three at
 201x109 px in the ~614 px dock beside the Learn column: two a row fit the width, but the rows shared the dock's
 height. The projection weights, drawn on request, were 42 px wide (MLA's five) beside Learn and 66-79 px (GQA's
 three) at 1920x1080 without it, all in one row. Journey.act checks every visible plot's ViewBox is at least
@@ -11,8 +12,9 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QSize
 
-from tests.app.journey import BUNDLED, journey_in_a_window
+from tests.app.journey import BUNDLED, journey_in_a_window, walk_on_screen
 from tests.app.screen_fit import MIN_PLOT_PX
+from tests.app.test_window import store_home  # noqa: F401
 
 
 @pytest.mark.parametrize("model, prompt, n_maps", [("shakespeare-mla", "To be, or not to be, that is the question", 5),
@@ -53,3 +55,29 @@ def test_the_projection_weights_are_legible_too(qtbot, tmp_path, monkeypatch, mo
         for name, heatmap in {**panel.heatmaps, **panel.weight_maps}.items():
             box = heatmap.plot.getViewBox().sceneBoundingRect()
             assert min(box.width(), box.height()) >= MIN_PLOT_PX, f"{name} is {box.width()}x{box.height()} px"
+
+
+@pytest.fixture
+def journey(qtbot, tmp_path, screen, dialogs):
+    yield from walk_on_screen(qtbot, tmp_path, screen, dialogs)
+
+
+def test_q_k_v_narrowed_while_its_views_were_hidden_lays_them_out_again(journey):
+    """On a bare 1366x768 X screen, Help ▸ Learn's tour left Q_0, K_0 and V_0 three a row at 60-79 px each in a
+    ~740 px dock (two a row fit there at MATRIX_PX each): the dock was narrowed while the panel's views were hidden
+    behind its "working" note, so the panel's resize read the view's old, wider width, and nothing laid it out
+    again when the views came back. Journey.act checks every visible plot against MIN_PLOT_PX after each action."""
+    from explorer.app.panels.learn import open_learn
+    from explorer.app.widgets.map_grid import MATRIX_PX
+
+    journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be, that is the question:")
+    window = journey.window
+    panel = journey.raise_panel("qkv")
+    journey.act("Q / K / V raised", lambda: None)
+    panel.body_widget.hide()                    # its views hidden, as behind a note while a model loads
+    journey.act("Learn opened", lambda: open_learn(window))
+    panel.body_widget.show()
+    journey.act("the views back", lambda: None)
+    fit = max(1, min(3, panel.view.width() // MATRIX_PX))
+    per_row = panel.maps.per_row
+    assert per_row == fit, f"{per_row} matrices a row in a {panel.view.width()} px view ({fit} fit)"
