@@ -5,8 +5,9 @@ from pathlib import Path
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
 
+from explorer.app.figures.figure_settings import APPLICATION, ORGANIZATION
 from explorer.app.state import session_file
-from explorer.app.window.settings import APPLICATION, ORGANIZATION, AppSettings
+from explorer.app.window.settings import AppSettings
 from explorer.core import store
 
 

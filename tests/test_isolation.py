@@ -6,8 +6,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings
 
+from explorer.app.figures.figure_settings import APPLICATION, ORGANIZATION
 from explorer.app.state import session_file
-from explorer.app.window.settings import APPLICATION, ORGANIZATION
 from explorer.core import store
 from tests import isolation
 from tests.conftest import ISOLATED

@@ -40,7 +40,7 @@ def title_box(image: np.ndarray) -> tuple[int, int]:
 
 
 def test_the_app_and_the_cli_offer_the_same_text_sizes():
-    from explorer.app.window.settings import FIGURE_TEXT_SCALES
+    from explorer.app.figures.figure_settings import FIGURE_TEXT_SCALES
 
     assert FIGURE_TEXT_SCALES == tuple(size.scale for size in TEXT_SIZES) == (1.0, 1.5, 2.0)
 

@@ -9,11 +9,10 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QSettings
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QInputDialog
 
-from explorer.app.window.settings import AppSettings
+from explorer.app.figures.figure_settings import FigureSettings
 from explorer.core.errors import ExplorerError
 from explorer.drawing.export import (
     DATA_SUFFIXES,
@@ -25,14 +24,14 @@ from explorer.drawing.export import (
 )
 
 
-def figure_settings(widget=None):
-    """The AppSettings of the window that holds `widget`, else the person's."""
+def figure_settings(widget=None) -> FigureSettings:
+    """The settings of the window that holds `widget` (its AppSettings are FigureSettings), else the person's."""
     while widget is not None:
         settings = getattr(widget, "settings", None)
-        if isinstance(settings, AppSettings):
+        if isinstance(settings, FigureSettings):
             return settings
         widget = widget.parent()
-    return AppSettings()
+    return FigureSettings()
 
 
 def figure_theme(widget=None) -> str:
@@ -47,7 +46,7 @@ def figure_text_scale(widget=None) -> float:
 
 
 def last_folder() -> str:
-    return str(QSettings("transformer-explorer", "explorer").value("export/last_folder", str(Path.home())))
+    return FigureSettings().last_folder
 
 
 def ask_path(parent, title: str, name: str, filters: str) -> Path | None:
@@ -55,7 +54,7 @@ def ask_path(parent, title: str, name: str, filters: str) -> Path | None:
     chosen, _ = QFileDialog.getSaveFileName(parent, title, str(Path(last_folder()) / name), filters)
     if not chosen:
         return None
-    QSettings("transformer-explorer", "explorer").setValue("export/last_folder", str(Path(chosen).parent))
+    FigureSettings().last_folder = str(Path(chosen).parent)
     return Path(chosen)
 
 

@@ -10,8 +10,8 @@ import time
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
+from explorer.app.figures.figure_settings import APPLICATION, ORGANIZATION
 from explorer.app.window import model_refs
-from explorer.app.window.settings import APPLICATION, ORGANIZATION
 
 SELF_TEST_TIMEOUT_S = 300.0
 

@@ -10,23 +10,16 @@ import sys
 
 from PySide6.QtCore import QByteArray, QSettings, QSize
 
+from explorer.app.figures.figure_settings import FigureSettings
 from explorer.app.run.trace_budget import DEFAULT_BUDGET, MAX_BUDGET_MB, MIN_BUDGET_MB
 from explorer.app.thread.core_api import SamplingSettings
-from explorer.views import figure_text
 
-ORGANIZATION = "transformer-explorer"
-APPLICATION = "explorer"        # the same file explorer.app.figures.export_dialogs keeps its last folder in
 MAX_RECENT = 8
 THEMES = ("system", "light", "dark")
-FIGURE_THEMES = ("light", "dark")   # explorer.app.window.theme.FIGURE_COLOURS; exported figures are light by default
-FIGURE_TEXT_SCALES = figure_text.SCALES   # exported figures' text, times its size (one table with the CLI's)
 
 
-class AppSettings:
-    """Typed access to the app's QSettings."""
-
-    def __init__(self, qsettings: QSettings | None = None) -> None:
-        self.q = qsettings if qsettings is not None else QSettings(ORGANIZATION, APPLICATION)
+class AppSettings(FigureSettings):
+    """Typed access to the app's QSettings: the exported figures' keys (FigureSettings) and the window's."""
 
     # ----- window ----------------------------------------------------------------
     def geometry(self) -> QByteArray | None:
@@ -61,16 +54,6 @@ class AppSettings:
         self.q.setValue("view/theme", theme if theme in THEMES else "system")
 
     @property
-    def figure_theme(self) -> str:
-        """The colours of exported figures (File ▸ Dark Export Figures): 'light', print-ready, or 'dark'."""
-        theme = str(self.q.value("export/figure_theme", "light"))
-        return theme if theme in FIGURE_THEMES else "light"
-
-    @figure_theme.setter
-    def figure_theme(self, theme: str) -> None:
-        self.q.setValue("export/figure_theme", theme if theme in FIGURE_THEMES else "light")
-
-    @property
     def learn_seen(self) -> bool:
         """Whether the Learn path was opened on a first start already (it opens by itself only once)."""
         return str(self.q.value("learn/seen", "")) == "yes"
@@ -78,19 +61,6 @@ class AppSettings:
     @learn_seen.setter
     def learn_seen(self, seen: bool) -> None:
         self.q.setValue("learn/seen", "yes" if seen else "")
-
-    @property
-    def figure_text_scale(self) -> float:
-        """The text size of exported figures (File ▸ Export Figure Text Size), one of FIGURE_TEXT_SCALES."""
-        try:
-            scale = float(self.q.value("export/figure_text_scale", 1.0))
-        except (TypeError, ValueError):
-            return 1.0
-        return scale if scale in FIGURE_TEXT_SCALES else 1.0
-
-    @figure_text_scale.setter
-    def figure_text_scale(self, scale: float) -> None:
-        self.q.setValue("export/figure_text_scale", float(scale) if float(scale) in FIGURE_TEXT_SCALES else 1.0)
 
     # ----- models -----------------------------------------------------------------
     def recent_models(self) -> list[str]:
@@ -171,14 +141,6 @@ class AppSettings:
     @record_dtype.setter
     def record_dtype(self, dtype: str) -> None:
         self.q.setValue("decode/record_dtype", dtype)
-
-    @property
-    def export_folder(self) -> str:
-        return str(self.q.value("export/last_folder", ""))
-
-    @export_folder.setter
-    def export_folder(self, folder: str) -> None:
-        self.q.setValue("export/last_folder", folder)
 
     @property
     def last_prompt(self) -> str:
