@@ -22,6 +22,7 @@ import numpy as np
 
 from explorer.core.attention_maps import ROW_BLOCK, MaskRule, mask_rows
 from explorer.views.blocks import attention_records, key_columns
+from explorer.views.caches import LruCache
 
 MASKED, ALLOWED, NEW_ROW = 0, 1, 2
 MASK_SIDE = 1024           # blocks a side at most: a panel is never more pixels than that
@@ -64,8 +65,9 @@ class _Folded:
                 and all(ref() is record for ref, record in zip(self.records, records)))
 
 
-_FOLDED: list[_Folded] = []    # the latest first, a few: one per layer and kind of attention a panel shows
-_KEPT = 8
+# (id of a layer's first record, cross) -> the latest _Folded of that layer's records: one per layer and kind of
+# attention a panel shows, a few
+_FOLDED = LruCache(8)
 
 
 def mask_blocks(trace, layer: int, step: int | None = None, cross: bool = False, side: int = MASK_SIDE,
@@ -74,8 +76,9 @@ def mask_blocks(trace, layer: int, step: int | None = None, cross: bool = False,
     The picture of the records before the last is kept (_Folded) for the next step's call to grow."""
     records = attention_records(trace, layer, step, cross)
     *body, last = records
-    starting = [entry for entry in _FOLDED if entry.starts(body, cross)]
-    kept = max(starting, key=lambda e: len(e.records), default=None)
+    key = (id(records[0]), cross)
+    kept = _FOLDED.recall(key)
+    kept = kept if kept is not None and kept.starts(body, cross) else None
     done = len(kept.records) if kept is not None else 0
     body_kv = max(([kept.t_kv] if kept is not None else []) + [_kv_end(r, records[0], cross) for r in body[done:]],
                   default=0)
@@ -83,17 +86,15 @@ def mask_blocks(trace, layer: int, step: int | None = None, cross: bool = False,
     t_kv = max(body_kv, _kv_end(last, records[0], cross))
     factor = max(1, math.ceil(max(t_q, t_kv) / side))
     out = np.zeros((math.ceil(t_q / factor), math.ceil(t_kv / factor)), dtype=np.uint8)
-    kept = max((e for e in starting if e.factor == factor), key=lambda e: len(e.records), default=None)
+    kept = kept if kept is not None and kept.factor == factor else None      # blocks of another side: not grown
     done, row = (len(kept.records), kept.t_q) if kept is not None else (0, 0)
     if kept is not None:
         out[: kept.blocks.shape[0], : kept.blocks.shape[1]] = kept.blocks      # the same blocks, the extent grown
     for record in body[done:]:
         _fold(out, record, row, factor, ALLOWED, cross)
         row += record.n_new
-    if body:               # kept in place of the entries it grew from, and of those whose records are gone
-        grown = [e for e in _FOLDED if not e.starts(body, cross) and e.records[0]() is not None]
-        _FOLDED[:] = [_Folded([weakref.ref(r) for r in body], cross, factor, out.copy(), row, body_kv)] + grown
-        del _FOLDED[_KEPT:]
+    if body:               # kept in place of the entry it grew from
+        _FOLDED.remember(key, _Folded([weakref.ref(r) for r in body], cross, factor, out.copy(), row, body_kv))
     _fold(out, last, row, factor, NEW_ROW if new_rows and body else ALLOWED, cross)
     return MaskPicture(out.astype(np.float32), factor, (t_q, t_kv))
 
