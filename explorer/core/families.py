@@ -1,32 +1,40 @@
-"""One row per model_type: who reads its config, which weight-name table maps it, who builds it, which
-driver steps it, and what its cache holds. Everyone asks the row; nobody keeps a second list.
+"""One row per model_type: who reads its config, the weight names that map its checkpoints, who builds it,
+which driver steps it, and what its cache holds. Everyone asks the row; nobody keeps a second list.
 
-    model_type          config reader            weights   builder    driver     cache    gguf
-    llama, smollm, ...  read_llama               "DENSE"   "decoder"  "decoder"  "kv"     "llama"
-    bert                read_bert                None      "encoder"  "encoder"  "none"   "bert"
-    explorer-encdec     EncDecConfig.from_json   None      "encdec"   "encdec"   "cross"  None
+    model_type          config reader            weights  builder    driver     cache    gguf
+    llama, smollm, ...  read_llama               DENSE    "decoder"  "decoder"  "kv"     "llama"
+    bert                read_bert                None     "encoder"  "encoder"  "none"   "bert"
+    explorer-encdec     EncDecConfig.from_json   None     "encdec"   "encdec"   "cross"  None
 
 A row also carries what transformers assumes for the config.json keys its family leaves out
-(`defaults`); for the GGUF files the engine builds (llama, gemma, gemma2, gemma3, phi3), the names of the
-GGUF config reader and tensor-name table (`gguf_reader`, `gguf_weights`) and whether llama.cpp stores its
-norms as 1 + w (`gguf_norm_plus_one`); where positions enter (`positional`: RoPE, or learned or sinusoidal
-embeddings, which have no rotary dimensions to check); whether its checkpoints hold multi-token-prediction
-layers after the decoding ones (`mtp_layers`, DeepSeek-V3), skipped on load; whether a norm follows each
-sublayer too (`sandwich_norm`, Gemma 2 and 3: ModelConfig.from_hf and the model map read it); and how
-save_hf writes it back (`writing`: model_type, class and config.json keys, hf_keys).
+(`defaults`); for the GGUF files the engine builds (llama, gemma, gemma2, gemma3, phi3), the GGUF config
+reader and tensor-name table (`gguf_reader`, `gguf_weights`), whether llama.cpp stores its norms as 1 + w
+(`gguf_norm_plus_one`) and whether it permuted the W^Q and W^K rows for its RoPE (`gguf_permuted_qk`);
+where positions enter (`positional`: RoPE, or learned or sinusoidal embeddings, which have no rotary
+dimensions to check); whether its checkpoints hold multi-token-prediction layers after the decoding ones
+(`mtp_layers`, DeepSeek-V3), skipped on load; whether a norm follows each sublayer too (`sandwich_norm`,
+Gemma 2 and 3: ModelConfig.from_hf and the model map read it); and how save_hf writes it back (`writing`:
+model_type, class and config.json keys, hf_keys).
 
 A loaded model finds its row by ModelInfo.family (`family_of_model`): a decoder's config.family is a
 model_type, and a row whose models report another name says so in `reports`.
 
-The config readers are imported as themselves: they need nothing of the engine (config_readers gives a
-decoder's or BERT's fields, which ModelConfig.from_hf completes with the row's facts; the encoder-decoder's
-is encdec_config's), as are save_hf's config writers (hf_keys). The weight tables, builders, drivers and
-GGUF readers are torch (or GGUF) code that imports this table, so the row holds their plain names and each
-consumer resolves a name in its own module: weights.table_of (weights), runtime.BUILDERS (builder),
-drivers.DRIVERS (driver), loaders.gguf_config.gguf_config_reader and loaders.gguf.gguf_weight_table (the
-GGUF columns). This table imports none of them, stays torch-free and below every module that reads it,
-because the numpy-only views read it too (docs/architecture.md, "The family row"). Every driver has the
-Decoder's API (prefill, step, back, force, trace, kv_cache); `can_generate` says whether Step means anything.
+Every fact the row holds is the value itself, imported from a module that needs nothing of the engine: the
+config readers (config_readers gives a decoder's or BERT's fields, which ModelConfig.from_hf completes with the
+row's facts; the encoder-decoder's is encdec_config's), the weight-name tables for safetensors and GGUF
+(weight_names: plain strings and Layout values, which weights.py applies with torch), the GGUF config readers
+(gguf_readers: plain Python over a parsed header) and save_hf's config writers (hf_keys). So this table stays
+torch-free and gguf-free, below every module that reads it, because the numpy-only views read it too
+(docs/architecture.md, "The family row").
+
+Tokenizer facts are not per family: a GGUF file's vocabulary says its own kind and pre-tokenizer
+(loaders/gguf_tokenizer.py reads tokenizer.ggml.model and .pre), and a Hugging Face folder's tokenizer.json
+says the rest, so no row carries one.
+
+Only the builders and drivers, the torch code that makes and steps a model, stay above the row, which names
+them (`builder`, `driver`): runtime.BUILDERS and drivers.DRIVERS resolve the name in their own module, since
+the row cannot import torch code. Every driver has the Decoder's API (prefill, step, back, force, trace,
+kv_cache); `can_generate` says whether Step means anything.
 """
 from __future__ import annotations
 
@@ -51,6 +59,7 @@ from explorer.core.config_readers import (
 )
 from explorer.core.encdec_config import EncDecConfig
 from explorer.core.errors import UnsupportedModelError
+from explorer.core.gguf_readers import gemma2_config, gemma3_config, gemma_config, llama_config, phi3_config
 from explorer.core.hf_keys import (
     HFWriting,
     deepseek_keys,
@@ -63,12 +72,14 @@ from explorer.core.hf_keys import (
     qwen_keys,
     seed_oss_keys,
 )
+from explorer.core.weight_names import DEEPSEEK, DENSE, GEMMA3, GGUF_GEMMA3, GGUF_LLAMA, GGUF_PHI3, GPT2, PHI3
 
 
 @dataclass(frozen=True)
 class ModelFamily:
     model_type: str
-    weights: str | None     # name of weights.py's HF weight-name table (weights.table_of); None: builder maps its own
+    # HF name -> our names (weight_names), applied by weights.map_weights; None: the builder maps its own
+    weights: dict | None = field(hash=False)
     builder: str            # "decoder": runtime.build_model | "encoder" | "encdec": runtime.BUILDERS' load
     driver: str             # "decoder" | "encoder" | "encdec": drivers.DRIVERS' name of its step driver
     cache: str              # "kv": the decoder's K/V (kv_variants) | "none": no cache | "cross": K/V + cross K/V
@@ -77,9 +88,11 @@ class ModelFamily:
     # the function reading its config.json dict, called by config.ModelConfig.from_hf: a dict of ModelConfig's
     # fields (config_readers), or the family's own config
     reader: Callable[[dict], object] | None = None
-    gguf_reader: str | None = None  # name of loaders.gguf_config's (header, source) -> config.json dict function
-    gguf_weights: str | None = None  # name of loaders.gguf's GGUF tensor name -> HF name table, for the files it builds
+    # the (header, source) -> config.json dict function of the GGUF files it builds (gguf_readers)
+    gguf_reader: Callable[[object, str], dict] | None = None
+    gguf_weights: dict | None = field(default=None, hash=False)  # GGUF tensor name -> HF name (weight_names)
     gguf_norm_plus_one: bool = False  # llama.cpp stores each norm weight as 1 + w (Gemma's x * (1 + w)): loaded - 1
+    gguf_permuted_qk: bool = False  # llama.cpp interleaves W^Q and W^K rows for its RoPE (Llama): unpermuted on load
     defaults: dict = field(default_factory=dict, hash=False)  # config.json keys absent -> what transformers assumes
     positional: str = "rope"  # "rope" | "learned" | "sinusoidal": how positions enter (ModelConfig.positional)
     mtp_layers: bool = False  # layers past num_hidden_layers are multi-token prediction, not decoding: skipped
@@ -91,9 +104,9 @@ class ModelFamily:
         return self.builder == "decoder"
 
 
-def _decoder(model_type: str, reader: Callable[[dict], dict] | None, table: str, gguf: str | None = None,
-             defaults: dict | None = None,
-             gguf_reader: str | None = None, gguf_weights: str | None = None, **facts) -> ModelFamily:
+def _decoder(model_type: str, reader: Callable[[dict], dict] | None, table: dict, gguf: str | None = None,
+             defaults: dict | None = None, gguf_reader: Callable[[object, str], dict] | None = None,
+             gguf_weights: dict | None = None, **facts) -> ModelFamily:
     """A decoder-only row; `facts` are the other columns (positional, mtp_layers, sandwich_norm, writing) where
     they differ."""
     return ModelFamily(model_type, table, "decoder", "decoder", "kv", gguf, reader=reader, gguf_reader=gguf_reader,
@@ -113,44 +126,45 @@ _DEEPSEEK = {**_LLAMA_LIKE, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_h
 
 # gemma3 (the multimodal wrapper) has no reader: ModelConfig.from_hf reads its text_config as gemma3_text.
 FAMILIES = {row.model_type: row for row in (
-    _decoder("llama", read_llama, "DENSE", "llama", _LLAMA_LIKE, gguf_reader="llama_config", gguf_weights="LLAMA_NAMES",
-             writing=HFWriting("llama", "LlamaForCausalLM", llama_keys)),
-    _decoder("smollm", read_llama, "DENSE", None, _LLAMA_LIKE),
-    _decoder("mistral", read_mistral, "DENSE", "mistral", {**_LLAMA_LIKE, "max_position_embeddings": 131072,
+    _decoder("llama", read_llama, DENSE, "llama", _LLAMA_LIKE, gguf_reader=llama_config, gguf_weights=GGUF_LLAMA,
+             gguf_permuted_qk=True, writing=HFWriting("llama", "LlamaForCausalLM", llama_keys)),
+    _decoder("smollm", read_llama, DENSE, None, _LLAMA_LIKE),
+    _decoder("mistral", read_mistral, DENSE, "mistral", {**_LLAMA_LIKE, "max_position_embeddings": 131072,
                                                          "sliding_window": 4096, "num_key_value_heads": 8},
              writing=HFWriting("mistral", "MistralForCausalLM", mistral_keys)),
-    _decoder("qwen2", read_qwen2, "DENSE", "qwen2", _QWEN, writing=HFWriting("qwen2", "Qwen2ForCausalLM", qwen_keys)),
-    _decoder("qwen3", read_qwen3, "DENSE", "qwen3", {**_QWEN, "head_dim": 128},
+    _decoder("qwen2", read_qwen2, DENSE, "qwen2", _QWEN, writing=HFWriting("qwen2", "Qwen2ForCausalLM", qwen_keys)),
+    _decoder("qwen3", read_qwen3, DENSE, "qwen3", {**_QWEN, "head_dim": 128},
              writing=HFWriting("qwen3", "Qwen3ForCausalLM", qwen_keys)),
-    _decoder("seed_oss", read_seed_oss, "DENSE", None, {
+    _decoder("seed_oss", read_seed_oss, DENSE, None, {
         **_LLAMA_LIKE, "max_position_embeddings": 524288, "num_key_value_heads": 8, "head_dim": 128,
         "attention_bias": True, "bos_token_id": 0, "eos_token_id": 2},
         writing=HFWriting("seed_oss", "SeedOssForCausalLM", seed_oss_keys)),
-    _decoder("phi3", read_phi3, "PHI3", "phi3", {**_LLAMA_LIKE, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5},
-             gguf_reader="phi3_config", gguf_weights="PHI3_NAMES",
+    _decoder("phi3", read_phi3, PHI3, "phi3", {**_LLAMA_LIKE, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5},
+             gguf_reader=phi3_config, gguf_weights=GGUF_PHI3,
              writing=HFWriting("phi3", "Phi3ForCausalLM", phi3_keys)),
-    _decoder("gpt2", read_gpt2, "GPT2", "gpt2", {"n_positions": 1024, "tie_word_embeddings": True},
+    _decoder("gpt2", read_gpt2, GPT2, "gpt2", {"n_positions": 1024, "tie_word_embeddings": True},
              positional="learned", writing=HFWriting("gpt2", "GPT2LMHeadModel", gpt2_keys, prefix="transformer.")),
-    _decoder("gemma", read_gemma, "DENSE", "gemma", {**_GEMMA, "num_key_value_heads": 16}, gguf_reader="gemma_config",
-             gguf_weights="LLAMA_NAMES", gguf_norm_plus_one=True,
+    _decoder("gemma", read_gemma, DENSE, "gemma", {**_GEMMA, "num_key_value_heads": 16}, gguf_reader=gemma_config,
+             gguf_weights=GGUF_LLAMA, gguf_norm_plus_one=True,
              writing=HFWriting("gemma", "GemmaForCausalLM", llama_keys)),
-    _decoder("gemma2", read_gemma2, "GEMMA2", "gemma2", {
+    # Gemma 2 names its sandwich norms as Gemma 3 does, and has no q_norm or k_norm to map: Gemma 3's tables
+    _decoder("gemma2", read_gemma2, GEMMA3, "gemma2", {
         **_GEMMA, "num_key_value_heads": 4, "sliding_window": 4096, "query_pre_attn_scalar": 256,
         "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0}, sandwich_norm=True,
-        gguf_reader="gemma2_config", gguf_weights="GEMMA3_NAMES", gguf_norm_plus_one=True,
+        gguf_reader=gemma2_config, gguf_weights=GGUF_GEMMA3, gguf_norm_plus_one=True,
         writing=HFWriting("gemma2", "Gemma2ForCausalLM", gemma2_keys)),
-    _decoder("gemma3_text", read_gemma3, "GEMMA3", "gemma3", {
+    _decoder("gemma3_text", read_gemma3, GEMMA3, "gemma3", {
         **_LLAMA_LIKE, "max_position_embeddings": 131072, "sliding_window": 4096, "head_dim": 256,
         "query_pre_attn_scalar": 256, "num_key_value_heads": 4, "tie_word_embeddings": True,
-        "sliding_window_pattern": GEMMA3_GLOBAL_EVERY}, gguf_reader="gemma3_config", gguf_weights="GEMMA3_NAMES",
+        "sliding_window_pattern": GEMMA3_GLOBAL_EVERY}, gguf_reader=gemma3_config, gguf_weights=GGUF_GEMMA3,
         gguf_norm_plus_one=True, sandwich_norm=True),
     # a Gemma 3's ModelConfig.family, whatever model_type it was read from; written back as gemma3_text
-    _decoder("gemma3", None, "GEMMA3", sandwich_norm=True,
+    _decoder("gemma3", None, GEMMA3, sandwich_norm=True,
              writing=HFWriting("gemma3_text", "Gemma3ForCausalLM", gemma3_keys)),
-    _decoder("deepseek_v2", read_deepseek_v2, "DEEPSEEK", "deepseek2", {
+    _decoder("deepseek_v2", read_deepseek_v2, DEEPSEEK, "deepseek2", {
         **_DEEPSEEK, "topk_method": "greedy", "n_shared_experts": 2, "n_routed_experts": 64,
         "moe_intermediate_size": 1407}, writing=HFWriting("deepseek_v2", "DeepseekV2ForCausalLM", deepseek_keys)),
-    _decoder("deepseek_v3", read_deepseek_v3, "DEEPSEEK", None, {
+    _decoder("deepseek_v3", read_deepseek_v3, DEEPSEEK, None, {
         **_DEEPSEEK, "max_position_embeddings": 4096, "routed_scaling_factor": 2.5, "n_group": 8, "topk_group": 4,
         "first_k_dense_replace": 3, "n_shared_experts": 1, "norm_topk_prob": True, "n_routed_experts": 256,
         "num_experts_per_tok": 8, "moe_intermediate_size": 2048}, mtp_layers=True,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from explorer.core.config import ModelConfig, attention_kind
 from explorer.core.errors import ExplorerError, UnsupportedModelError
-from explorer.core.families import FAMILIES
+from explorer.core.families import FAMILIES, gguf_row
 from explorer.core.loaders.hf_folder import read_config, read_license, weight_files
 from explorer.core.loaders.model_file import open_model
 from explorer.core.loaders.safetensors_header import read_safetensors_header
@@ -85,16 +85,15 @@ def _hf_summary(folder: Path, config_path: Path) -> Summary:
 
 def _gguf_summary(path: Path) -> Summary:
     # the gguf package (about 40 modules) only for a .gguf: the model list is built at the app's and CLI's start
-    from explorer.core.loaders.gguf_config import gguf_config_reader
     from explorer.core.loaders.gguf_header import read_gguf_header, tensor_bytes
 
     header = read_gguf_header(path)
     for info in header.tensors:
         tensor_bytes(info, str(path))
-    builder = gguf_config_reader(header.architecture)
-    if builder is None:
+    row = gguf_row(header.architecture)
+    if row is None:
         raise UnsupportedModelError(f"GGUF architecture {header.architecture!r} is not supported.")
-    config = builder(header, str(path))
+    config = row.gguf_reader(header, str(path))
     _check_supported(config)
     heads, kv_heads = head_counts(config)
     license_name = header.metadata.get("general.license")

@@ -25,7 +25,8 @@ from explorer.core.config import ModelConfig
 from explorer.core.errors import ExplorerError
 from explorer.core.families import FAMILIES, row_named
 from explorer.core.hf_keys import HFWriting
-from explorer.core.weights import Conversion, rule_of, table_of
+from explorer.core.weight_names import Layout
+from explorer.core.weights import join, rule_of, split
 
 
 def writing_of(loaded) -> HFWriting:
@@ -67,12 +68,12 @@ def hf_tensors(loaded) -> dict[str, torch.Tensor]:
     config, writing = loaded.config, writing_of(loaded)
     ours = {name: tensor.detach().to("cpu") for name, tensor in loaded.model.named_parameters()}
     out, used = {}, set()
-    for hf_name, spec in table_of(FAMILIES[config.family]).items():
-        our_names, conversion = rule_of(spec)
+    for hf_name, spec in FAMILIES[config.family].weights.items():
+        our_names, layout = rule_of(spec)
         for fill in _fills(hf_name, config.n_layers):
             names = tuple(name.format(**fill) for name in our_names)
             if all(name in ours for name in names):
-                out[hf_name.format(**fill)] = _joined(conversion, tuple(ours[name] for name in names), hf_name)
+                out[hf_name.format(**fill)] = _joined(layout, tuple(ours[name] for name in names), hf_name)
                 used.update(names)
     unplaced = sorted(set(ours) - used)
     if unplaced:
@@ -90,13 +91,13 @@ def _fills(hf_name: str, n_layers: int) -> list[dict]:
     return [dict(i=layer, p=part) for layer in layers for part in parts]
 
 
-def _joined(conversion: Conversion, parts: tuple[torch.Tensor, ...], hf_name: str) -> torch.Tensor:
-    """The checkpoint tensor the table's conversion splits into `parts`, by its declared join, and split again
+def _joined(layout: Layout, parts: tuple[torch.Tensor, ...], hf_name: str) -> torch.Tensor:
+    """The checkpoint tensor the table's layout splits into `parts`, joined by weights.join, and split again
     to check that it gives `parts` back exactly (a model whose parts no longer fit is refused rather than
     written wrong)."""
     try:
-        joined = conversion.join(parts)
-        back = conversion.split(joined)
+        joined = join(layout, parts)
+        back = split(layout, joined)
     except (RuntimeError, IndexError):
         back = ()
     if len(back) != len(parts) or not all(b.shape == p.shape and torch.equal(b, p) for b, p in zip(back, parts)):

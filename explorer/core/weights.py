@@ -1,155 +1,51 @@
-"""Hugging Face state_dict names -> our module names, one declarative table per family
-(named by the family's row, families.ModelFamily.weights, and looked up here by that name: table_of).
+"""Hugging Face state_dict tensors -> our module's weights, by the table the family's row holds
+(families.ModelFamily.weights, declared torch-free in weight_names.py).
 
-A rule maps one HF name pattern (`{i}` = layer, `{p}` = weight|bias) to one or
-more internal names and a Conversion, split at load and joined by save_hf
-(GPT-2's Conv1D stores W transposed and fuses Q, K, V; Phi-3 fuses qkv and
-gate|up; transformers 5 fuses each expert's gate and up projections).
-`map_weights` applies the table and checks every name, shape and dtype
-against the model the config builds, so a wrong checkpoint fails with one
-sentence instead of a traceback.
+A rule maps one HF name pattern (`{i}` = layer, `{p}` = weight|bias) to one or more internal names and the
+Layout of the tensor that holds them: `split` cuts it into our parts at load and `join` puts them back for
+save_hf (GPT-2's Conv1D stores W transposed and fuses Q, K, V; Phi-3 fuses qkv and gate|up; transformers 5
+fuses each expert's gate and up projections). `map_weights` applies the table and checks every name, shape
+and dtype against the model the config builds, so a wrong checkpoint fails with one sentence instead of a
+traceback.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
 from explorer.core.errors import ModelLoadError, NonFiniteError
 from explorer.core.families import FAMILIES
-
-
-@dataclass(frozen=True)
-class Conversion:
-    """A checkpoint tensor -> the model's parts (`split`, at load), and the parts -> that tensor (`join`, as
-    save_hf writes it back): each declared beside the other, so that join(split(t)) == t is read, not guessed."""
-
-    split: Callable[[torch.Tensor], tuple[torch.Tensor, ...]]
-    join: Callable[[tuple[torch.Tensor, ...]], torch.Tensor]
+from explorer.core.weight_names import SAME, Layout
 
 
 def _turned(t: torch.Tensor) -> torch.Tensor:
     return t.t() if t.dim() == 2 else t
 
 
-def _chunks(count: int, dim: int) -> Conversion:
-    """Equal pieces along `dim`, joined again along it."""
-    return Conversion(lambda t: tuple(t.chunk(count, dim=dim)), lambda parts: torch.cat(parts, dim=dim))
+def _cut(layout: Layout, t: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The checkpoint tensor's parts, as stored (before any transposition)."""
+    if layout.pieces == 1:
+        return (t,)
+    if layout.first_square:
+        first = t.shape[1]
+        each, odd = divmod(t.shape[layout.dim] - first, layout.pieces - 1)
+        if odd or each <= 0:
+            return (t,)     # not Phi-3's Q | K | V: validate names the weight it lacks
+        return tuple(t.split((first, *[each] * (layout.pieces - 1)), dim=layout.dim))
+    return tuple(t.chunk(layout.pieces, dim=layout.dim))
 
 
-SAME = Conversion(lambda t: (t,), lambda parts: parts[0])
-# GPT-2's Conv1D stores W as (in, out): W^T of a Linear weight (a bias is kept as it is).
-TRANSPOSED = Conversion(lambda t: (_turned(t),), lambda parts: _turned(parts[0]))
-# GPT-2 c_attn: (d, 3d) weight or (3d,) bias -> W^Q, W^K, W^V as (d, d) Linear weights.
-CONV1D_QKV = Conversion(lambda t: tuple(_turned(part) for part in t.chunk(3, dim=-1)),
-                        lambda parts: torch.cat([_turned(part) for part in parts], dim=-1))
-# Stacked experts (E, 2 d_ff, d) -> W_gate, W_up, each (E, d_ff, d).
-EXPERTS_GATE_UP = _chunks(2, 1)
+def split(layout: Layout, t: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """A checkpoint tensor -> the model's parts it holds (at load)."""
+    parts = _cut(layout, t)
+    return tuple(_turned(part) for part in parts) if layout.transposed else parts
 
 
-def _phi3_qkv_split(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Phi-3 qkv_proj ((N_Q + 2 N_KV) d_h, d) -> W^Q (N_Q d_h rows), W^K and W^V (N_KV d_h rows each), as
-    transformers' Phi3Attention slices it. There d_h = d / N_Q (Phi3Config names no head_dim), so W^Q has
-    as many rows as the tensor has columns; a config whose N_Q d_h is not d fails validate's shape check."""
-    query_rows = t.shape[1]
-    key_rows, rest = divmod(t.shape[0] - query_rows, 2)
-    if rest or key_rows <= 0:
-        return (t,)         # not Q | K | V of Phi-3: validate names the weight it lacks
-    return tuple(t.split((query_rows, key_rows, key_rows), dim=0))
-
-
-# Phi-3 qkv_proj -> W^Q, W^K, W^V, with N_KV <= N_Q (GQA, as Phi-3-medium's 10 K/V heads for 40 query heads).
-PHI3_QKV = Conversion(_phi3_qkv_split, lambda parts: torch.cat(parts, dim=0))
-# Phi-3 gate_up_proj (2 d_ff, d) -> W_gate, W_up (transformers: gate, up = (x W^T).chunk(2, dim=-1)).
-PHI3_GATE_UP = _chunks(2, 0)
-
-
-_ATTN = {f"model.layers.{{i}}.self_attn.{n}_proj.{{p}}": (f"layers.{{i}}.attn.w{n}.{{p}}",) for n in "qkvo"}
-_GATED = {f"model.layers.{{i}}.mlp.{n}_proj.weight": (f"layers.{{i}}.ffn.w_{n}.weight",)
-          for n in ("gate", "up", "down")}
-_GATED_BIAS = {f"model.layers.{{i}}.mlp.{n}_proj.bias": (f"layers.{{i}}.ffn.w_{n}.bias",)
-               for n in ("gate", "up", "down")}
-_COMMON = {
-    "model.embed_tokens.weight": ("embed.weight",),
-    "model.norm.weight": ("norm.weight",),
-    "lm_head.weight": ("lm_head.weight",),
-    "model.layers.{i}.input_layernorm.weight": ("layers.{i}.attn_norm.weight",),
-}
-
-DENSE = {
-    **_COMMON, **_ATTN, **_GATED, **_GATED_BIAS,
-    "model.layers.{i}.post_attention_layernorm.weight": ("layers.{i}.ffn_norm.weight",),
-    "model.layers.{i}.self_attn.q_norm.weight": ("layers.{i}.attn.q_norm.weight",),
-    "model.layers.{i}.self_attn.k_norm.weight": ("layers.{i}.attn.k_norm.weight",),
-}
-
-GEMMA3 = {
-    **DENSE,
-    "model.layers.{i}.post_attention_layernorm.weight": ("layers.{i}.post_attn_norm.weight",),
-    "model.layers.{i}.pre_feedforward_layernorm.weight": ("layers.{i}.ffn_norm.weight",),
-    "model.layers.{i}.post_feedforward_layernorm.weight": ("layers.{i}.post_ffn_norm.weight",),
-}
-
-# Gemma 2 names its sandwich norms as Gemma 3 does; Gemma 3's q_norm and k_norm are in neither a Gemma 2
-# checkpoint nor the model its config builds (qk_norm off), so the one table maps both.
-GEMMA2 = GEMMA3
-
-GPT2 = {
-    "wte.weight": ("embed.weight",),
-    "wpe.weight": ("pos.weight",),
-    "ln_f.{p}": ("norm.{p}",),
-    "lm_head.weight": ("lm_head.weight",),
-    "h.{i}.ln_1.{p}": ("layers.{i}.attn_norm.{p}",),
-    "h.{i}.ln_2.{p}": ("layers.{i}.ffn_norm.{p}",),
-    "h.{i}.attn.c_attn.{p}": (("layers.{i}.attn.wq.{p}", "layers.{i}.attn.wk.{p}", "layers.{i}.attn.wv.{p}"),
-                              CONV1D_QKV),
-    "h.{i}.attn.c_proj.{p}": ("layers.{i}.attn.wo.{p}", TRANSPOSED),
-    "h.{i}.mlp.c_fc.{p}": ("layers.{i}.ffn.w_in.{p}", TRANSPOSED),
-    "h.{i}.mlp.c_proj.{p}": ("layers.{i}.ffn.w_out.{p}", TRANSPOSED),
-}
-
-PHI3 = {
-    **_COMMON,
-    "model.layers.{i}.self_attn.qkv_proj.weight": (
-        ("layers.{i}.attn.wq.weight", "layers.{i}.attn.wk.weight", "layers.{i}.attn.wv.weight"), PHI3_QKV),
-    "model.layers.{i}.self_attn.o_proj.weight": ("layers.{i}.attn.wo.weight",),
-    "model.layers.{i}.mlp.gate_up_proj.weight": (("layers.{i}.ffn.w_gate.weight", "layers.{i}.ffn.w_up.weight"),
-                                                 PHI3_GATE_UP),
-    "model.layers.{i}.mlp.down_proj.weight": ("layers.{i}.ffn.w_down.weight",),
-    "model.layers.{i}.post_attention_layernorm.weight": ("layers.{i}.ffn_norm.weight",),
-}
-
-_MLA = {
-    "model.layers.{i}.self_attn.q_proj.weight": ("layers.{i}.attn.wq.weight",),
-    "model.layers.{i}.self_attn.q_a_proj.{p}": ("layers.{i}.attn.wq_a.{p}",),
-    "model.layers.{i}.self_attn.q_a_layernorm.weight": ("layers.{i}.attn.q_norm.weight",),
-    "model.layers.{i}.self_attn.q_b_proj.weight": ("layers.{i}.attn.wq_b.weight",),
-    "model.layers.{i}.self_attn.kv_a_proj_with_mqa.{p}": ("layers.{i}.attn.wkv_a.{p}",),
-    "model.layers.{i}.self_attn.kv_a_layernorm.weight": ("layers.{i}.attn.kv_norm.weight",),
-    "model.layers.{i}.self_attn.kv_b_proj.weight": ("layers.{i}.attn.wkv_b.weight",),
-    "model.layers.{i}.self_attn.o_proj.{p}": ("layers.{i}.attn.wo.{p}",),
-}
-DEEPSEEK = {
-    **_COMMON, **_GATED, **_MLA,
-    "model.layers.{i}.post_attention_layernorm.weight": ("layers.{i}.ffn_norm.weight",),
-    "model.layers.{i}.mlp.gate.weight": ("layers.{i}.ffn.router.weight",),
-    "model.layers.{i}.mlp.gate.e_score_correction_bias": ("layers.{i}.ffn.router.bias",),
-    "model.layers.{i}.mlp.experts.gate_up_proj": (("layers.{i}.ffn.experts.w_gate", "layers.{i}.ffn.experts.w_up"),
-                                                  EXPERTS_GATE_UP),
-    "model.layers.{i}.mlp.experts.down_proj": ("layers.{i}.ffn.experts.w_down",),
-    **{f"model.layers.{{i}}.mlp.shared_experts.{n}_proj.weight": (f"layers.{{i}}.ffn.shared.w_{n}.weight",)
-       for n in ("gate", "up", "down")},
-}
-
-# Each table by the name a family row gives it (families.ModelFamily.weights).
-TABLES = {"DENSE": DENSE, "GEMMA3": GEMMA3, "GEMMA2": GEMMA2, "GPT2": GPT2, "PHI3": PHI3, "DEEPSEEK": DEEPSEEK}
-
-
-def table_of(row) -> dict:
-    """The HF name -> our name table that maps a decoder-only row's checkpoints (the one its `weights` names)."""
-    return TABLES[row.weights]
+def join(layout: Layout, parts: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """The model's parts -> the checkpoint tensor that holds them (as save_hf writes it back); split's inverse."""
+    stored = tuple(_turned(part) for part in parts) if layout.transposed else tuple(parts)
+    return stored[0] if layout.pieces == 1 else torch.cat(stored, dim=layout.dim)
 
 
 # Names that hold no weights of the language model (buffers, other towers) and are skipped.
@@ -160,18 +56,18 @@ PREFIXES = (("transformer.", ""), ("model.language_model.", "model."), ("languag
 _PER_EXPERT = re.compile(r"^(.*\.mlp\.experts)\.(\d+)\.(gate|up|down)_proj\.weight$")
 
 
-def rule_of(spec: tuple) -> tuple[tuple[str, ...], Conversion]:
-    """A table row's (our names, conversion): one name or a tuple of names, SAME where the row names none."""
-    targets, conversion = (spec[0], spec[1]) if len(spec) == 2 else (spec[0], SAME)
-    return (targets if isinstance(targets, tuple) else (targets,)), conversion
+def rule_of(spec: tuple) -> tuple[tuple[str, ...], Layout]:
+    """A table row's (our names, layout): one name or a tuple of names, SAME where the row names none."""
+    targets, layout = (spec[0], spec[1]) if len(spec) == 2 else (spec[0], SAME)
+    return (targets if isinstance(targets, tuple) else (targets,)), layout
 
 
-def _compile(table: dict) -> list[tuple[re.Pattern, tuple[str, ...], Conversion]]:
+def _compile(table: dict) -> list[tuple[re.Pattern, tuple[str, ...], Layout]]:
     rules = []
     for hf_pattern, spec in table.items():
-        targets, transform = rule_of(spec)
+        targets, layout = rule_of(spec)
         regex = re.escape(hf_pattern).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{p\}", r"(?P<p>weight|bias)")
-        rules.append((re.compile(f"^{regex}$"), targets, transform))
+        rules.append((re.compile(f"^{regex}$"), targets, layout))
     return rules
 
 
@@ -219,16 +115,16 @@ def _layer_of(name: str) -> int:
 def map_weights(family: str, tensors: dict[str, torch.Tensor], n_layers: int, source: str) -> dict[str, torch.Tensor]:
     """Rename (and transform) HF tensors into our names; unknown names raise ModelLoadError."""
     row = FAMILIES[family]
-    rules = _compile(table_of(row))
+    rules = _compile(row.weights)
     mapped: dict[str, torch.Tensor] = {}
     for name, tensor in _normalized_names(tensors).items():
         if IGNORED.match(name) or (row.mtp_layers and _layer_of(name) >= n_layers):
             continue            # a multi-token-prediction layer (DeepSeek-V3's) is not part of decoding
-        for regex, targets, transform in rules:
+        for regex, targets, layout in rules:
             match = regex.match(name)
             if match:
                 fields = {k: v for k, v in match.groupdict().items() if v is not None}
-                for target, part in zip(targets, transform.split(tensor)):
+                for target, part in zip(targets, split(layout, tensor)):
                     mapped[target.format(**fields)] = part
                 break
         else:

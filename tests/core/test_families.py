@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import grimp
 import pytest
 
-from explorer.core import drivers, families, weights
+from explorer.core import drivers, families, weight_names
 from explorer.core.config import ModelConfig
 from explorer.core.runtime import from_tensors
 from tests.core.conftest import FAMILIES as TINY
@@ -25,10 +25,10 @@ def test_a_decoder_rows_weight_table_is_what_the_engine_maps_with(family):
     hf = make_hf_model(family)
     row = families.family_of(hf.config.to_dict())
     assert row.decoder_only and row.cache == "kv"
-    assert weights.table_of(row) in (weights.DENSE, weights.GPT2, weights.GEMMA3, weights.DEEPSEEK)
+    assert row.weights in (weight_names.DENSE, weight_names.GPT2, weight_names.GEMMA3, weight_names.DEEPSEEK)
     loaded = from_tensors(hf.config.to_dict(), hf.state_dict(), name=family)
     assert loaded.config.family == ModelConfig.from_hf(hf.config.to_dict()).family
-    assert weights.table_of(families.FAMILIES[loaded.config.family]) is weights.table_of(row)
+    assert families.FAMILIES[loaded.config.family].weights is row.weights
     assert type(drivers.make_decoder(loaded)) is drivers.driver_class(row)
 
 

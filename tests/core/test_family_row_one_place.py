@@ -13,7 +13,7 @@ import pytest
 import torch
 import transformers  # the reference
 
-from explorer.core import config_readers, families, weights
+from explorer.core import config_readers, families, weight_names, weights
 from explorer.core.config import ModelConfig
 from explorer.core.encdec_config import EncDecConfig
 from explorer.core.errors import ExplorerError
@@ -101,12 +101,12 @@ def test_each_weight_conversion_is_declared_with_its_inverse(family):
     split then join gives each tensor back exactly (GPT-2's Conv1D, Phi-3's fused qkv and gate|up, experts)."""
     hf = tiny_phi3() if family == "phi3" else make_hf_model(family)
     row = families.FAMILIES[ModelConfig.from_hf(hf.config.to_dict()).family]
-    rules = weights._compile(weights.table_of(row))
+    rules = weights._compile(row.weights)
     converted = 0
     for name, tensor in weights._normalized_names(dict(hf.state_dict())).items():
-        for pattern, _targets, conversion in rules:
-            if pattern.match(name) and conversion is not weights.SAME:
-                assert torch.equal(conversion.join(conversion.split(tensor)), tensor), name
+        for pattern, _targets, layout in rules:
+            if pattern.match(name) and layout != weight_names.SAME:
+                assert torch.equal(weights.join(layout, weights.split(layout, tensor)), tensor), name
                 converted += 1
     assert converted > 0
 

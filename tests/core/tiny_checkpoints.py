@@ -15,7 +15,8 @@ import torch
 from safetensors.torch import save_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from explorer.core.loaders.gguf import gguf_weight_table, permute_rows
+from explorer.core.families import gguf_row
+from explorer.core.loaders.gguf import permute_rows
 
 CORPUS = [
     "The capital of France is Paris. The capital of Italy is Rome.",
@@ -84,7 +85,7 @@ def write_hf_folder(folder: Path, config: dict | None = None, seed: int = 0, sha
 
 
 def gguf_name(arch: str, hf_name: str) -> str:
-    for pattern, target in gguf_weight_table(arch).items():
+    for pattern, target in gguf_row(arch).gguf_weights.items():
         parts = target.split("{i}")
         if len(parts) == 1 and target == hf_name:
             return pattern

@@ -4,11 +4,11 @@ GGUF (llama.cpp) stores metadata under `<arch>.*` keys and weights under short
 names (`blk.3.attn_q.weight`), often quantized. We map both back to what a
 transformers checkpoint would hold, so the engine builds GGUF and safetensors
 models with the same code:
-- the config from the one table of GGUF metadata keys (`gguf_config.py`);
-- tensor names from a declarative name table;
+- the config by the GGUF reader its family's row holds (gguf_readers.py), checked (`gguf_config.py`);
+- tensor names from the declarative name table its family's row holds (weight_names.py);
 - tensors dequantized with `gguf.quants.dequantize` into float32;
 - llama: llama.cpp's converter permutes W^Q and W^K rows (HF's rotate-half RoPE
-  -> GGML's interleaved RoPE); we undo that permutation;
+  -> GGML's interleaved RoPE); we undo that permutation (the family row's gguf_permuted_qk);
 - Gemma 1, 2 and 3: llama.cpp's converter stores every RMSNorm weight as (1 + w)
   because Gemma's norm computes x * (1 + w); we subtract 1 to get the HF weight back
   (the family row's gguf_norm_plus_one).
@@ -26,7 +26,7 @@ import torch
 from gguf.constants import GGMLQuantizationType
 
 from explorer.core.errors import UnsupportedModelError
-from explorer.core.families import FAMILIES, gguf_row
+from explorer.core.families import gguf_row
 from explorer.core.loaders import gguf_cache, gguf_copy, gguf_tokenizer
 from explorer.core.loaders.gguf_config import config_of
 from explorer.core.loaders.gguf_header import GGUFHeader, TensorInfo, read_gguf_header, tensor_bytes
@@ -35,61 +35,16 @@ from explorer.core.loaders.hf import MAX_TOKENIZER_BYTES, bounded_tokenizer, che
 from explorer.core.loaders.model_file import read_bytes
 from explorer.core.tokens import TextTokenizer
 
-# GGUF tensor name (with {i} for the block) -> HF transformers state_dict name.
-_COMMON_NAMES = {
-    "token_embd.weight": "model.embed_tokens.weight",
-    "output_norm.weight": "model.norm.weight",
-    "output.weight": "lm_head.weight",
-    "blk.{i}.attn_norm.weight": "model.layers.{i}.input_layernorm.weight",
-    "blk.{i}.attn_q.weight": "model.layers.{i}.self_attn.q_proj.weight",
-    "blk.{i}.attn_k.weight": "model.layers.{i}.self_attn.k_proj.weight",
-    "blk.{i}.attn_v.weight": "model.layers.{i}.self_attn.v_proj.weight",
-    "blk.{i}.attn_output.weight": "model.layers.{i}.self_attn.o_proj.weight",
-    "blk.{i}.ffn_gate.weight": "model.layers.{i}.mlp.gate_proj.weight",
-    "blk.{i}.ffn_up.weight": "model.layers.{i}.mlp.up_proj.weight",
-    "blk.{i}.ffn_down.weight": "model.layers.{i}.mlp.down_proj.weight",
-}
-# One table per family, named by its row (families.ModelFamily.gguf_weights).
-LLAMA_NAMES = {
-    **_COMMON_NAMES,
-    "blk.{i}.ffn_norm.weight": "model.layers.{i}.post_attention_layernorm.weight",
-}
-GEMMA3_NAMES = {
-    **_COMMON_NAMES,
-    "blk.{i}.attn_q_norm.weight": "model.layers.{i}.self_attn.q_norm.weight",
-    "blk.{i}.attn_k_norm.weight": "model.layers.{i}.self_attn.k_norm.weight",
-    "blk.{i}.post_attention_norm.weight": "model.layers.{i}.post_attention_layernorm.weight",
-    "blk.{i}.ffn_norm.weight": "model.layers.{i}.pre_feedforward_layernorm.weight",
-    "blk.{i}.post_ffw_norm.weight": "model.layers.{i}.post_feedforward_layernorm.weight",
-}
-# Phi-3 keeps transformers' fused projections: attn_qkv = Q | K | V, ffn_up = gate | up.
-PHI3_NAMES = {
-    "token_embd.weight": "model.embed_tokens.weight",
-    "output_norm.weight": "model.norm.weight",
-    "output.weight": "lm_head.weight",
-    "blk.{i}.attn_norm.weight": "model.layers.{i}.input_layernorm.weight",
-    "blk.{i}.attn_qkv.weight": "model.layers.{i}.self_attn.qkv_proj.weight",
-    "blk.{i}.attn_output.weight": "model.layers.{i}.self_attn.o_proj.weight",
-    "blk.{i}.ffn_norm.weight": "model.layers.{i}.post_attention_layernorm.weight",
-    "blk.{i}.ffn_up.weight": "model.layers.{i}.mlp.gate_up_proj.weight",
-    "blk.{i}.ffn_down.weight": "model.layers.{i}.mlp.down_proj.weight",
-}
-# Each table by the name a family row gives it.
-TABLES = {"LLAMA_NAMES": LLAMA_NAMES, "GEMMA3_NAMES": GEMMA3_NAMES, "PHI3_NAMES": PHI3_NAMES}
 _BLOCK = re.compile(r"^blk\.(\d+)\.")
 
 
-def gguf_weight_table(architecture: str) -> dict:
-    """GGUF tensor name ({i} = block) -> HF name, of an architecture the engine builds ({} for any other)."""
-    row = next((row for row in FAMILIES.values() if row.gguf == architecture and row.gguf_weights), None)
-    return TABLES[row.gguf_weights] if row else {}
-
-
 def hf_name(arch: str, gguf_name: str) -> str | None:
-    """HF state_dict name of a GGUF tensor, or None if the table does not know it."""
+    """HF state_dict name of a GGUF tensor, by the table its family's row holds (families.ModelFamily.gguf_weights),
+    or None if the table does not know it (or no row builds `arch`)."""
     match = _BLOCK.match(gguf_name)
     key = _BLOCK.sub("blk.{i}.", gguf_name) if match else gguf_name
-    target = gguf_weight_table(arch).get(key)
+    row = gguf_row(arch)
+    target = (row.gguf_weights or {}).get(key) if row else None
     if target is None:
         return None
     return target.format(i=match.group(1)) if match else target
@@ -122,11 +77,12 @@ def _dequantize(data: np.ndarray, info: TensorInfo, source: str) -> torch.Tensor
 
 
 def _fix_convention(arch: str, name: str, weight: torch.Tensor, config: dict) -> torch.Tensor:
-    if arch == "llama" and name.endswith("self_attn.q_proj.weight"):
+    row = gguf_row(arch)
+    if row.gguf_permuted_qk and name.endswith("self_attn.q_proj.weight"):
         return unpermute_rows(weight, config["num_attention_heads"])
-    if arch == "llama" and name.endswith("self_attn.k_proj.weight"):
+    if row.gguf_permuted_qk and name.endswith("self_attn.k_proj.weight"):
         return unpermute_rows(weight, config["num_key_value_heads"])
-    if name.endswith("norm.weight") and gguf_row(arch).gguf_norm_plus_one:     # Gemma: stored as 1 + w
+    if name.endswith("norm.weight") and row.gguf_norm_plus_one:     # Gemma: stored as 1 + w
         return weight - 1.0
     return weight
 

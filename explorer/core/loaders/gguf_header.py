@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 
+from explorer.core.config_schema import check_field
 from explorer.core.errors import ModelLoadError, UnsupportedModelError
 from explorer.core.loaders.model_file import open_regular, unreadable
 
@@ -54,6 +55,20 @@ class GGUFHeader:
     def get(self, key: str, default=None):
         """An architecture-scoped value, e.g. get('block_count') reads 'llama.block_count'."""
         return self.metadata.get(f"{self.architecture}.{key}", default)
+
+    def scalar(self, key: str, default, source: str, hf: str | None = None):
+        """The typed value of `<arch>.<key>` (`default` where it is absent; a None default: it is required),
+        checked against the config schema's rule for the config.json key `hf`: the getter every GGUF config
+        reader (gguf_readers) reads through, so a value of the wrong type is one sentence naming its key."""
+        value = self.get(key, default)
+        if value is None:
+            raise ModelLoadError(f"{source} lacks the metadata key {self.architecture}.{key}.")
+        if isinstance(value, (dict, list)):  # an array, e.g. per-layer head counts
+            raise UnsupportedModelError(f"{source} has per-layer values for {self.architecture}.{key},"
+                                        " which are not supported.")
+        if hf is not None:
+            check_field(hf, value, {hf: f"{source}: {self.architecture}.{key}"})
+        return value
 
 
 # Arrays decoded into Python values, each with the most elements it may hold; every other array is skipped
