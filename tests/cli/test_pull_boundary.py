@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from explorer import cli
-from explorer.core import pull as pulling
+from explorer.core.store import pull as pulling
 from explorer.core import store
 from tests.cli.test_pull_models import build_wheel, catalog, tiny_gguf  # noqa: F401
 

