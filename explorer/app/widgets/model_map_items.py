@@ -115,9 +115,19 @@ def edge_path(edge: Edge, items: dict[str, NodeItem]) -> QPainterPath:
     return path
 
 
+class EdgeLabel(QGraphicsTextItem):
+    """An edge's shape, on a patch of the map's white: a line that runs under it (the steep one from a block's
+    last add up to the next block's first norm, 80 units across) is hidden there instead of striking the text
+    through."""
+
+    def paint(self, painter, option, widget=None) -> None:
+        painter.fillRect(self.boundingRect(), QColor(255, 255, 255, 235))
+        super().paint(painter, option, widget)
+
+
 class EdgeItem(QGraphicsPathItem):
     """One edge's line, behind the boxes, and (the residual skip path aside) its live shape in a label of its
-    own in the scene, beside a vertical line and above a slanting one."""
+    own in the scene, beside a vertical line and centred on a slanting one, over it."""
 
     def __init__(self, edge: Edge, path: QPainterPath, font: QFont, scene: QGraphicsScene, html: str) -> None:
         super().__init__(path)
@@ -125,7 +135,7 @@ class EdgeItem(QGraphicsPathItem):
         scene.addItem(self)
         self.label = None
         if not edge.residual:
-            self.label = QGraphicsTextItem()
+            self.label = EdgeLabel()
             self.label.setFont(font)
             self.label.setDefaultTextColor(QColor("#1f4e9c"))
             scene.addItem(self.label)
@@ -150,4 +160,4 @@ class EdgeItem(QGraphicsPathItem):
         if abs(path.pointAtPercent(0).x() - path.pointAtPercent(1).x()) < 1:
             self.label.setPos(middle.x() + 2, middle.y() - size.height() / 2)
         else:
-            self.label.setPos(middle.x() - size.width() / 2, middle.y() - size.height())
+            self.label.setPos(middle.x() - size.width() / 2, middle.y() - size.height() / 2)
