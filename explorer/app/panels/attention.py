@@ -27,12 +27,14 @@ from explorer.app.widgets.grid_filler import GridFiller, GridProgress
 from explorer.app.widgets.kernel_control import KernelControl
 from explorer.app.widgets.long_export import LongExport
 from explorer.app.widgets.long_head import LongHead, Request
+from explorer.app.widgets.map_grid import TileScroll
 from explorer.core.intervention import HeadAblation, Intervention
+from explorer.drawing.grid_legend import GridLegend
 from explorer.drawing.heatmap import Heatmap
 from explorer.views import trace_views
 from explorer.views.grid import Mosaic, mosaic
 from explorer.views.long_maps import extent, is_long
-from explorer.views.maps import attention_matrix, axis_labels, grid_image, head_levels, mean_attention_matrix
+from explorer.views.maps import attention_matrix, axis_labels, head_levels, mean_attention_matrix
 
 STALE_OPACITY = 0.35      # the grid of the step before, drawn while the new step's tiles are computed
 
@@ -66,6 +68,8 @@ class AttentionPanel(Panel):
         self.grid_view = pg.GraphicsLayoutWidget()
         self.large = Heatmap(self.large_view.ci)
         self.grid = Heatmap(self.grid_view.ci, axes=("left", "top"))
+        self.grid_legend = GridLegend(self.grid)          # a colour scale per kind of layer, each bar labelled
+        self.grid_scroll = TileScroll(self.grid_view)     # scrolls rather than squash the tiles
         self._axis_names = ("query", "key")
         self.large.plot.setLabels(**dict(zip(("left", "top"), self._axis_names)))
         splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -85,7 +89,7 @@ class AttentionPanel(Panel):
         grid_layout.setContentsMargins(0, 0, 0, 0)
         grid_layout.setSpacing(2)
         grid_layout.addWidget(self.grid_progress)
-        grid_layout.addWidget(self.grid_view, 1)
+        grid_layout.addWidget(self.grid_scroll, 1)
         splitter.addWidget(self.large_view)
         splitter.addWidget(grid_box)
         splitter.setSizes([600, 400])
@@ -243,9 +247,10 @@ class AttentionPanel(Panel):
                 self._outline_grid(selection, min(selection.layer, self.view.n_layers - 1))
         if self.mosaic is None:
             return
-        image, levels = grid_image(self.mosaic, self.values, self.log_scale)
-        self.grid.set_matrix(image, levels, keep_view=True, signed=self.signed)
-        self.grid.image.setOpacity(STALE_OPACITY if self.filler.updating else 1.0)   # the previous step's, dimmed
+        self.grid_legend.show(self.mosaic, self.values, self.log_scale)
+        self.grid_legend.set_opacity(STALE_OPACITY if self.filler.updating else 1.0)   # the previous step's, dimmed
+        mosaic = self.mosaic
+        self.grid_scroll.fit_tiles(self.grid.plot, (mosaic.n_layers, mosaic.n_heads), mosaic.tile_shape)
         self.grid.axes["left"].set_labels([f"L{i}" for i in range(self.mosaic.n_layers)], self.mosaic.layer_centres())
         self.grid.axes["top"].set_labels([f"H{i}" for i in range(self.mosaic.n_heads)], self.mosaic.head_centres())
         self._mark_ablations()
@@ -267,6 +272,7 @@ class AttentionPanel(Panel):
         for heatmap in (self.large, self.grid):
             heatmap.clear()
             heatmap.plot.setTitle(None)              # no title row: a short map has none
+        self.grid_legend.clear()
         self.ablation_marks.show([])
 
     # ----- pointer --------------------------------------------------------------------

@@ -1,20 +1,22 @@
 """A grid of matrices (heatmap PlotItems) that keeps each one legible: as many a row as the width holds with a
 MIN_PLOT_PX view each, and a scroll area where the rows need more height than the dock has, rather than
 squashing every map to a strip of ticks. The Q / K / V panel draws its Q, K, V (and MLA's c_KV, k_R) and its
-projection weights in one each.
+projection weights in one each. The Attention panel's grid of every head is one plot of tiles in a TileScroll,
+which keeps each tile MIN_TILE_PX a side.
 """
 from __future__ import annotations
 
 import math
 
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QTimer
+from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtWidgets import QFrame, QScrollArea
 
 from explorer.app.widgets.kv_occupancy import MIN_PLOT_PX
 
 MATRIX_PX = 260              # a matrix's width in one row: its 120 px view, token labels and colour bar
 MATRIX_ROW_PX = 175          # a row's height: its 120 px view, title and column numbers (until one is measured)
+MIN_TILE_PX = 48             # a tile of the all-heads grid, each way: MiniLM's 12 heads beside Learn were 11 x 62 px
 
 
 class MapGrid(QScrollArea):
@@ -99,3 +101,32 @@ def _cell_px(plot) -> tuple[float, float]:
         return MATRIX_PX, MATRIX_ROW_PX
     return (max(MATRIX_PX, MIN_PLOT_PX + plot.width() - view.width() + 2),
             max(MATRIX_ROW_PX, MIN_PLOT_PX + plot.height() - view.height() + 2))
+
+
+class TileScroll(QScrollArea):
+    """`view` (a GraphicsLayoutWidget whose plot draws tiles with one-cell gutters) in a scroll area that scrolls
+    where the tiles at MIN_TILE_PX a side need more room than it has; with room to spare the tiles fill it."""
+
+    def __init__(self, view: pg.GraphicsLayoutWidget, parent=None) -> None:
+        super().__init__(parent)
+        self.view = view
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setWidget(view)
+        self._fitted: tuple | None = None
+
+    def fit_tiles(self, plot, tiles: tuple[int, int], cells: tuple[int, int]) -> None:
+        """Give `plot`'s view room for `tiles` (rows, columns) of `cells` (rows, columns) each, a one-cell gutter
+        between them, each tile at least MIN_TILE_PX a side, and the view the room its axes and colour bars add."""
+        (rows, columns), (r, c) = tiles, cells
+        width = (columns * (c + 1) - 1) * MIN_TILE_PX / c        # the gutters are drawn at a tile's cell size
+        height = (rows * (r + 1) - 1) * MIN_TILE_PX / r
+        view_box = plot.getViewBox()
+        view_box.setMinimumSize(math.ceil(width), math.ceil(height))
+        plot.layout.invalidate()                 # the layouts' size hints are kept until they are asked again
+        self.view.ci.layout.invalidate()
+        least = self.view.ci.effectiveSizeHint(Qt.SizeHint.MinimumSize)      # the view's, its axes' and bars'
+        fitted = (math.ceil(least.width()), math.ceil(least.height()))
+        if fitted != self._fitted:
+            self._fitted = fitted
+            self.view.setMinimumSize(*fitted)

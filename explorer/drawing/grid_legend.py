@@ -1,0 +1,167 @@
+"""The all-heads grid drawn on its colour scales (views.grid_scales): a layer of probabilities and a layer
+whose kernel made its weights signed are each drawn on their own scale, and a colour bar per scale,
+labelled with its layers, says which.
+
+The heat map's own image and colour bar draw the first scale; each other scale is an image of its layers
+alone (the rest transparent) over the same cells, with a colour bar under the first (the bars share the
+height of the tiles, so the legend takes no more width than one bar however narrow the grid). A grid on
+one scale (every softmax grid, scores, log10) is drawn as before: one image, one bar, no label.
+`export_grid` writes the full grid's figure (figures.attention_figure) drawn so.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyqtgraph as pg
+from PySide6.QtGui import QTransform
+
+from explorer.core.trace import Trace
+from explorer.drawing.colours import figure_colours, signed_colormap
+from explorer.drawing.export import check_writable, default_size, export_attention, save_figure
+from explorer.drawing.figures import attention_figure, grid_picture, lay_out
+from explorer.drawing.heatmap import Heatmap
+from explorer.drawing.maxima import MaximaImage, diverging
+from explorer.views.grid import Mosaic
+from explorer.views.grid_scales import LayerScale, layer_scales, scale_image
+from explorer.views.image_limits import check_image_size
+
+BAR_WIDTH = 12               # px, as the heat map's own colour bar
+BAR_CELL = (2, 5)            # where pyqtgraph puts a plot's colour bar in its layout: the view's row, after its axis
+
+
+class GridLegend:
+    """Draws a Mosaic on `heatmap` (a grid's Heatmap) with a colour scale per kind of layer, and a colour bar
+    per scale labelled with its layers. `scales` are those drawn last."""
+
+    def __init__(self, heatmap: Heatmap) -> None:
+        self.heatmap = heatmap
+        self.images: list[MaximaImage] = []      # the scales after the first, in order
+        self.bars: list[pg.ColorBarItem] = []
+        self.scales: list[LayerScale] = []
+        self.stack: pg.GraphicsLayout | None = None     # the bars, one under the other, while there are several
+
+    def show(self, grid: Mosaic, values: str, log: bool, keep_view: bool = True) -> list[LayerScale]:
+        """Draw `grid` of `values` ("weights" or "scores"; `log`: log10 of the weights)."""
+        heatmap = self.heatmap
+        signed = values == "weights" and not log      # weights that a kernel may have made negative
+        scales = layer_scales(grid, values, log)
+        first = scales[0]
+        heatmap.set_matrix(scale_image(grid, first, values, log), first.levels, keep_view=keep_view, signed=signed)
+        self._keep(len(scales) - 1)
+        for image, bar, scale in zip(self.images, self.bars, scales[1:]):
+            below_zero = signed and scale.levels[0] < 0.0
+            bar.setColorMap(signed_colormap(scale.levels) if below_zero else heatmap.base_colormap)
+            image.signed = below_zero or diverging(scale.levels)
+            image.setImage(scale_image(grid, scale, values, log), levels=scale.levels, autoLevels=False)
+            bar.setLevels(scale.levels)
+            _label(bar, scale.label)
+        if heatmap.colorbar is not None:
+            _label(heatmap.colorbar, first.label if len(scales) > 1 else "")
+        self.set_opacity(heatmap.image.opacity())
+        self.scales = scales
+        return scales
+
+    def set_opacity(self, opacity: float) -> None:
+        """Every scale's image drawn at `opacity` (a grid of the step before, dimmed)."""
+        self.heatmap.image.setOpacity(opacity)
+        for image in self.images:
+            image.setOpacity(opacity)
+
+    def clear(self) -> None:
+        """No scale beyond the heat map's own (Heatmap.clear clears that one)."""
+        self._keep(0)
+        if self.heatmap.colorbar is not None:
+            _label(self.heatmap.colorbar, "")
+        self.scales = []
+
+    def _keep(self, count: int) -> None:
+        """Exactly `count` images and colour bars beyond the heat map's own."""
+        plot = self.heatmap.plot
+        while len(self.images) > count:
+            image, bar = self.images.pop(), self.bars.pop()
+            plot.removeItem(image)
+            self.stack.removeItem(bar)
+        if count == 0 and self.stack is not None:
+            self._unstack()
+        while len(self.images) < count:
+            image = MaximaImage(axisOrder="row-major")
+            image.setTransform(QTransform().translate(-0.5, -0.5))     # cell centres on integers, as the heat map's
+            image.setZValue(self.heatmap.image.zValue())
+            plot.addItem(image)
+            bar = pg.ColorBarItem(values=(0.0, 1.0), colorMap=self.heatmap.base_colormap, interactive=False,
+                                  width=BAR_WIDTH)
+            bar.setImageItem(image)
+            _match_font(bar, self.heatmap.colorbar)
+            self._stacked().addItem(bar, row=len(self.bars) + 1, col=0)
+            self.images.append(image)
+            self.bars.append(bar)
+
+    def _stacked(self) -> pg.GraphicsLayout:
+        """The layout of the bars one under the other, the heat map's own first, in its place in the plot."""
+        if self.stack is None:
+            plot, own = self.heatmap.plot, self.heatmap.colorbar
+            self.stack = pg.GraphicsLayout()
+            self.stack.setContentsMargins(0, 0, 0, 0)
+            if own is not None:
+                plot.layout.removeItem(own)
+                self.stack.addItem(own, row=0, col=0)
+            plot.layout.addItem(self.stack, *BAR_CELL)
+        return self.stack
+
+    def _unstack(self) -> None:
+        """The heat map's own bar back in its place, alone."""
+        plot, own, stack = self.heatmap.plot, self.heatmap.colorbar, self.stack
+        self.stack = None
+        if own is not None:
+            stack.removeItem(own)
+        plot.layout.removeItem(stack)
+        if stack.scene() is not None:
+            stack.scene().removeItem(stack)
+        if own is not None:
+            plot.layout.addItem(own, *BAR_CELL)
+
+
+def export_grid(trace: Trace, path: Path, step: int | None = None, values: str = "weights", log: bool = False,
+                cross: bool = False, size: tuple[int, int] | None = None, theme: str = "light", text_scale: float = 1.0,
+                picture: Mosaic | None = None) -> Path:
+    """The full grid's image as export.export_attention writes it (`picture`: the grid, if computed already),
+    its layers on their colour scales with a labelled bar each, as the panel draws them."""
+    grid = picture if picture is not None else grid_picture(trace, step, values, cross)
+    if len(layer_scales(grid, values, log)) == 1:
+        return export_attention(trace, path, "all", "all", step, values, log, cross, size, theme, grid, text_scale)
+    size = size or default_size(trace.model, "all", "all")
+    check_image_size(*size)
+    check_writable(path)
+    figure = attention_figure(trace, "all", "all", *size, step, values, log, cross, theme, grid, text_scale)
+    try:
+        with figure_colours(theme):                     # the bars' axes in the figure's colours
+            GridLegend(figure.heatmaps[0]).show(grid, values, log, keep_view=False)
+        lay_out(figure, *size, theme)
+        return save_figure(figure, path, *size)
+    finally:
+        figure.close()
+        figure.deleteLater()
+
+
+def _label(bar: pg.ColorBarItem, text: str) -> None:
+    """The layers a colour bar draws, beside it, in its numbers' font (none: no label, and no room taken)."""
+    axis = bar.getAxis("left")
+    if text:
+        font = bar.getAxis("right").style["tickFont"]
+        style = {"font-size": f"{font.pixelSize()}px"} if font is not None and font.pixelSize() > 0 else {}
+        axis.setLabel(("layers " if "," in text or "–" in text else "layer ") + text, **style)
+        bar.showAxis("left")
+        axis.setStyle(showValues=False)
+    elif axis.isVisible():
+        axis.setLabel(None)
+        bar.hideAxis("left")
+
+
+def _match_font(bar: pg.ColorBarItem, like: pg.ColorBarItem | None) -> None:
+    """A bar's numbers and label in the font of the heat map's own bar (an export's text is scaled before)."""
+    if like is None:
+        return
+    font = like.getAxis("right").style["tickFont"]
+    if font is not None:
+        for side in ("left", "right"):
+            bar.getAxis(side).setStyle(tickFont=font)
