@@ -134,9 +134,10 @@ class AttributionCancelled(ExplorerError):
 
 
 class Checkpoints(StepCapture):
-    """A capture that raises AttributionCancelled after any block once `cancel` (None, a callable or a
-    threading.Event) is set, so a long prompt's pass stops within one layer. It hands what the model gives it
-    on to `kept`, or keeps nothing (the uncaptured prefix run: no weights, so the same fused kernel runs)."""
+    """A capture that raises AttributionCancelled after any attention and any block once `cancel` (None, a
+    callable or a threading.Event) is set, so a pass stops within the sublayer it is in (and the prefix run,
+    in chunks of PREFIX_CHUNK tokens, within one chunk of one sublayer). It hands what the model gives it on
+    to `kept`, or keeps nothing (the uncaptured prefix run: no weights, so the same fused kernel runs)."""
 
     def __init__(self, cancel, kept: StepCapture | None = None):
         super().__init__(0, weights=kept is not None and kept.weights)
@@ -150,6 +151,7 @@ class Checkpoints(StepCapture):
     def attention(self, layer: int, record, cross: bool = False) -> None:
         if self.kept is not None:
             self.kept.attention(layer, record, cross)
+        self.stop_if_cancelled()
 
     def block(self, layer: int, **tensors) -> None:
         if self.kept is not None:
@@ -157,12 +159,18 @@ class Checkpoints(StepCapture):
         self.stop_if_cancelled()
 
 
+# The prefix run goes through the KV cache this many tokens at a time: whole, one layer of an 8,000-token
+# prompt is seconds of work that a Cancel had to wait out; a chunk's layer is a small part of that.
+PREFIX_CHUNK = 512
+
+
 def run_last(loaded, ids: np.ndarray, cancel=None) -> tuple[StepCapture, torch.Tensor]:
     """The capture of the last of `ids` and its final-normed state (1, d); AttributionCancelled within one
-    layer of `cancel` being set.
+    sublayer of one chunk of `cancel` being set.
 
-    The earlier tokens go through first into a KV cache, uncaptured, so that a long prompt costs
-    one row of attention weights per layer, not a (T, T) map per head.
+    The earlier tokens go through first into a KV cache, uncaptured, PREFIX_CHUNK at a time (each chunk's
+    queries see the keys of the chunks before it in the cache, as a decoding step does), so that a long
+    prompt costs one row of attention weights per layer, not a (T, T) map per head.
     """
     from explorer.core.kv_cache import KVCache
 
@@ -171,11 +179,14 @@ def run_last(loaded, ids: np.ndarray, cancel=None) -> tuple[StepCapture, torch.T
     cache = KVCache(loaded.config, int(ids.size), weight.dtype, weight.device)
     capture = StepCapture(loaded.config.n_layers)
     tokens = torch.as_tensor(ids, device=weight.device)
-    Checkpoints(cancel).stop_if_cancelled()
+    checkpoints = Checkpoints(cancel)
+    checkpoints.stop_if_cancelled()
+    last = ids.size - 1
     with torch.inference_mode():
-        if ids.size > 1:
-            model(tokens[:-1], np.arange(ids.size - 1), cache, Checkpoints(cancel))
-        hidden = model(tokens[-1:], np.arange(ids.size - 1, ids.size), cache, Checkpoints(cancel, capture))
+        for start in range(0, last, PREFIX_CHUNK):
+            end = min(start + PREFIX_CHUNK, last)
+            model(tokens[start:end], np.arange(start, end), cache, checkpoints)
+        hidden = model(tokens[last:], np.arange(last, ids.size), cache, Checkpoints(cancel, capture))
     return capture, hidden
 
 
