@@ -1,0 +1,59 @@
+"""MiniLM's grid (6 layers × 12 heads) in the main window on a 1366×768 screen: squeezed into the width the
+Attention dock gives it beside the large map, its tiles were 23 px wide (11 px beside the Learn column). Every
+tile keeps at least 48 px each way, and the grid scrolls where it does not fit.
+
+Expectation: a tile's size on screen is the ViewBox's own mapping of its cells to device pixels; 48 px is the
+size at which a 19-token tile still gives each token more than 2 px.
+"""
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QPointF, QSize
+
+from explorer.app.panels.attention import AttentionPanel
+from explorer.core import store
+from tests.app.screen_fit import emulated_screen
+from tests.app.test_window import idle, new_window
+
+LEAST_TILE_PX = 48
+PROMPT = "To be, or not to be, that is the question: whether tis nobler"
+
+pytestmark = pytest.mark.realmodel
+
+
+def tile_px(panel: AttentionPanel) -> tuple[float, float]:
+    """A tile's width and height on screen: its cells mapped through the grid's ViewBox."""
+    rows, columns = panel.mosaic.tile_shape
+    view_box = panel.grid.plot.getViewBox()
+    origin, corner = (view_box.mapViewToDevice(QPointF(*p)) for p in ((0, 0), (columns, rows)))
+    return corner.x() - origin.x(), corner.y() - origin.y()
+
+
+@pytest.mark.parametrize("screen", [QSize(1366, 768)], ids=["1366x768"])
+def test_minilm_grid_tiles_keep_48_px_and_the_grid_scrolls(qtbot, tmp_path, dialogs, screen):
+    folder = store.pulled_path("minilm-l6")
+    if folder is None:
+        pytest.skip("minilm-l6 is not pulled")
+    with emulated_screen(screen):
+        window = new_window(qtbot, tmp_path)
+        try:
+            window.resize(screen)
+            window.prompt.set_text(PROMPT)
+            window.open_model(str(folder))
+            trace = idle(qtbot, window, lambda: window.session.trace is not None)
+            panel = window.findChild(AttentionPanel)
+            window.docks["attention"].raise_()
+            qtbot.waitUntil(lambda: panel.mosaic is not None and panel.grid_view.isVisible())
+            assert (panel.mosaic.n_layers, panel.mosaic.n_heads) == (6, 12)
+            assert panel.mosaic.tile_shape == (trace.n_tokens, trace.n_tokens)
+
+            def legible() -> None:
+                assert min(tile_px(panel)) >= LEAST_TILE_PX, tile_px(panel)
+            qtbot.waitUntil(legible, timeout=3000)
+            width, height = tile_px(panel)
+            scroll = panel.grid_scroll
+            needed = panel.mosaic.n_heads * width
+            if needed > scroll.viewport().width():               # what does not fit is reached by scrolling
+                assert scroll.horizontalScrollBar().maximum() > 0
+        finally:
+            window.close()
