@@ -75,7 +75,7 @@ def test_close_model_empties_every_panel_and_a_model_opens_again(qtbot, tmp_path
 
 
 def test_back_to_my_session_without_a_model_of_ones_own_closes_the_tours_model(qtbot, tmp_path):
-    from explorer.app.panels.learn import open_learn
+    from explorer.app.window.learn_placement import open_learn
 
     window = make_window(qtbot, tmp_path, worker=ModelWorker())
     window.prompt.set_text("my own words")

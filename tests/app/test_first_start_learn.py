@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from explorer.app.panels.learn import open_learn
 from explorer.app.start import launch
+from explorer.app.window.learn_placement import open_learn
 from tests.app.layout_probe import open_window
 from tests.app.screen_fit import SCREENS, assert_fits, emulated_screen, settle
 from tests.app.test_first_run import launched, prefilled  # noqa: F401

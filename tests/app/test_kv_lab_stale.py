@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 
 from explorer.app.panels.kv_lab import model_backend
-from explorer.app.panels.learn import open_learn
+from explorer.app.window.learn_placement import open_learn
 from tests.app.screen_fit import MIN_PLOT_PX, settle
 from tests.app.test_kv_lab import panel, session, slow_job, tiny  # noqa: F401 (fixtures)
 from tests.app.test_presentation_panels import projector_window, toggle_presentation  # noqa: F401 (fixture)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QSize
 
+from explorer.app.window.learn_placement import open_learn
 from tests.app.journey import BUNDLED, journey_in_a_window
 
 
@@ -12,8 +13,6 @@ def test_why_this_token_and_the_atlas_keep_legible_plots_beside_learn_at_1366(qt
     """On the first start Learn opens beside the panels; at 1366x768 the central docks are then taller than
     wide, and the attribution's token column and the atlas's list took equal shares of the stacked height:
     the plots were 46-108 px tall (Journey.act checks every visible plot is at least MIN_PLOT_PX each way)."""
-    from explorer.app.panels.learn import open_learn
-
     with journey_in_a_window(qtbot, tmp_path, monkeypatch, QSize(1366, 768)) as journey:
         open_learn(journey.window)
         journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be, that is the question")
@@ -26,8 +25,6 @@ def test_why_this_token_and_the_atlas_keep_legible_plots_beside_learn_at_1366(qt
 def test_the_residual_streams_plot_keeps_its_room_beside_a_few_layers_rows_at_1366(qtbot, tmp_path, monkeypatch):
     """The bundled MLA model has 4 layers; with Learn open at 1366x768 the residual panel lists layers down a
     tall dock, and its stretched rows took three quarters of the height: the norms' plot was 72 px tall."""
-    from explorer.app.panels.learn import open_learn
-
     with journey_in_a_window(qtbot, tmp_path, monkeypatch, QSize(1366, 768)) as journey:
         open_learn(journey.window)
         journey.open(BUNDLED / "shakespeare-mla", "To be, or not to be")
@@ -40,7 +37,6 @@ def test_the_residual_streams_plot_keeps_its_room_beside_a_few_layers_rows_at_13
 def test_why_this_token_stacks_its_plots_where_side_by_side_leaves_them_too_narrow(qtbot, tmp_path, monkeypatch):
     """Why this token beside Learn at 1366x768, after the translator, on the bundled MLA model: the dock was
     690 x 545 px, wide enough by its shape for side by side, and the heads' map got 42 px of width (Xvfb)."""
-    from explorer.app.panels.learn import open_learn
     from tests.app.screen_fit import fit_problems
 
     with journey_in_a_window(qtbot, tmp_path, monkeypatch, QSize(1366, 768)) as journey:
@@ -60,8 +56,6 @@ def test_why_this_token_stacks_its_plots_where_side_by_side_leaves_them_too_narr
 def test_show_the_work_keeps_its_plots_legible_beside_learn_at_1366(qtbot, tmp_path, monkeypatch):
     """With Learn open at 1366 x 768 Show the work's dock is about as tall as wide: its map, chart and text one
     above the other left the map 62 px tall and the chart 56 (journey.act checks every visible plot's size)."""
-    from explorer.app.panels.learn import open_learn
-
     with journey_in_a_window(qtbot, tmp_path, monkeypatch, QSize(1366, 768)) as journey:
         journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be, that is the question:")
         journey.act("Learn opened", lambda: open_learn(journey.window))
@@ -96,8 +90,6 @@ def test_kv_lab_does_not_hold_the_window_taller_than_a_1366x768_screen(qtbot, tm
 
 def test_the_grid_progress_reads_whole_beside_learn_at_1366(qtbot, tmp_path, monkeypatch):
     """Learn open at 1366 x 768: the all-heads grid's progress read "step 0: compu"."""
-    from explorer.app.panels.learn import open_learn
-
     with journey_in_a_window(qtbot, tmp_path, monkeypatch, QSize(1366, 768)) as journey:
         journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be, that is the question:")
         journey.act("Learn opened", lambda: open_learn(journey.window))

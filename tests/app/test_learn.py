@@ -15,8 +15,9 @@ import pytest
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from explorer.app.panels.learn import LearnPanel, open_learn
+from explorer.app.panels.learn import LearnPanel
 from explorer.app.window import model_refs
+from explorer.app.window.learn_placement import open_learn
 from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
 from explorer.core.intervention import Kernel, active

@@ -5,9 +5,10 @@ status line's height against the font's line height, at the dock's width.
 """
 from __future__ import annotations
 
-from explorer.app.panels.learn import DOCK_PX, LearnPanel
+from explorer.app.panels.learn import LearnPanel
 from explorer.app.state.session import Session
 from explorer.app.widgets.learn_tour import load_stops
+from explorer.app.window.learn_placement import DOCK_PX
 
 STOPS = load_stops()
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QUrl
 
-from explorer.app.panels.learn import open_learn
 from explorer.app.widgets.learn_tour import load_stops
+from explorer.app.window.learn_placement import open_learn
 from explorer.views import try_answers
 from tests.app.shared_window import settle, window_with_tiny_model
 from tests.app.synthetic_trace import build_trace

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from explorer.app.panels.learn import open_learn
+from explorer.app.window.learn_placement import open_learn
 from explorer.app.window.theme import apply_theme
 from tests.app.screen_fit import settle
 from tests.app.test_presentation_contrast import AAA, image_array, presentation, window  # noqa: F401 (a fixture)

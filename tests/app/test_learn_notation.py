@@ -55,7 +55,7 @@ def test_titles_draw_their_scripts_and_the_chooser_reads_them_plain(qtbot):
 
 
 def test_the_question_mark_tips_name_their_stop_plain(qtbot):
-    from explorer.app.panels.learn import add_stop_buttons
+    from explorer.app.window.learn_placement import add_stop_buttons
 
     class Dock:
         def add_learn_button(self, open_stop, tip):

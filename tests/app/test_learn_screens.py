@@ -15,7 +15,7 @@ from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from explorer.app.panels.base import formula_html
-from explorer.app.panels.learn import open_learn
+from explorer.app.window.learn_placement import open_learn
 from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
 from tests.app.screen_fit import assert_fits, settle

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
 
-from explorer.app.panels.learn import open_learn, plain
+from explorer.app.panels.learn import plain
+from explorer.app.window.learn_placement import open_learn
 from tests.app.shared_window import settle
 from tests.app.test_learn import window  # noqa: F401  (the fixture: a real window, store and settings in tmp)
 
@@ -56,7 +57,6 @@ def test_back_to_my_session_with_no_model_of_ones_own_says_the_tours_model_stays
     are back." over the tour's model and trace, the prompt emptied under them (every panel "out of date")."""
     from PySide6.QtCore import QSize
 
-    from explorer.app.panels.learn import open_learn
     from explorer.app.window.model_refs import short_name
     from tests.app.journey import journey_in_a_window
 

@@ -13,8 +13,8 @@ from PySide6.QtCore import QEvent, QPoint, QRect
 from PySide6.QtGui import QFontInfo, QFontMetrics, QTextCursor
 from PySide6.QtWidgets import QApplication, QMessageBox, QStyle
 
-from explorer.app.panels.learn import open_learn
 from explorer.app.window import presentation
+from explorer.app.window.learn_placement import open_learn
 from tests.app.layout_probe import open_window
 from tests.app.screen_fit import SCREENS, emulated_screen, settle
 

@@ -1,17 +1,18 @@
 """The Q / K / V panel keeps every map legible beside Learn at 1366x768, and lays its matrices out for the width
 its view has once shown, not the width it had when hidden.
 
-Driving the app on Xvfb measured the bundled MLA model's five maps (Q, K, V, c_KV, k_R) at 178x85 px and the translator's three at
-201x109 px in the ~614 px dock beside the Learn column: two a row fit the width, but the rows shared the dock's
-height. The projection weights, drawn on request, were 42 px wide (MLA's five) beside Learn and 66-79 px (GQA's
-three) at 1920x1080 without it, all in one row. Journey.act checks every visible plot's ViewBox is at least
-MIN_PLOT_PX (120) each way and the window stays within the screen, after each action.
+Driving the app on Xvfb measured the bundled MLA model's five maps (Q, K, V, c_KV, k_R) at 178x85 px and the
+translator's three at 201x109 px in the ~614 px dock beside the Learn column: two a row fit the width, but the rows
+shared the dock's height. The projection weights, drawn on request, were 42 px wide (MLA's five) beside Learn and
+66-79 px (GQA's three) at 1920x1080 without it, all in one row. Journey.act checks every visible plot's ViewBox is
+at least MIN_PLOT_PX (120) each way and the window stays within the screen, after each action.
 """
 from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import QSize
 
+from explorer.app.window.learn_placement import open_learn
 from tests.app.journey import BUNDLED, journey_in_a_window, walk_on_screen
 from tests.app.screen_fit import MIN_PLOT_PX
 from tests.app.test_window import store_home  # noqa: F401
@@ -23,7 +24,6 @@ from tests.app.test_window import store_home  # noqa: F401
 @pytest.mark.parametrize("learn", [True, False], ids=["beside Learn", "alone"])
 @pytest.mark.parametrize("screen", [QSize(1366, 768), QSize(1920, 1080)], ids=["1366x768", "1920x1080"])
 def test_every_q_k_v_map_is_legible(qtbot, tmp_path, monkeypatch, model, prompt, n_maps, learn, screen):
-    from explorer.app.panels.learn import open_learn
 
     with journey_in_a_window(qtbot, tmp_path, monkeypatch, screen) as journey:
         if learn:
@@ -41,7 +41,6 @@ def test_every_q_k_v_map_is_legible(qtbot, tmp_path, monkeypatch, model, prompt,
                                                   ("shakespeare-gqa", False, QSize(1920, 1080))],
                          ids=["MLA beside Learn at 1366x768", "GQA alone at 1920x1080"])
 def test_the_projection_weights_are_legible_too(qtbot, tmp_path, monkeypatch, model, learn, screen):
-    from explorer.app.panels.learn import open_learn
 
     with journey_in_a_window(qtbot, tmp_path, monkeypatch, screen) as journey:
         if learn:
@@ -67,7 +66,6 @@ def test_q_k_v_narrowed_while_its_views_were_hidden_lays_them_out_again(journey)
     ~740 px dock (two a row fit there at MATRIX_PX each): the dock was narrowed while the panel's views were hidden
     behind its "working" note, so the panel's resize read the view's old, wider width, and nothing laid it out
     again when the views came back. Journey.act checks every visible plot against MIN_PLOT_PX after each action."""
-    from explorer.app.panels.learn import open_learn
     from explorer.app.widgets.map_grid import MATRIX_PX
 
     journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be, that is the question:")

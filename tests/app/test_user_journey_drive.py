@@ -215,7 +215,7 @@ def test_learn_stop_three_keeps_the_q_k_v_plots_legible(journey, screen, request
     """Help ▸ Learn, stop 3 (Attention as a soft lookup), Show me: the Q / K / V panel it opens beside Learn keeps
     plots of at least MIN_PLOT_PX each way (on a bare 1366x768 X screen Q_0, K_0 and V_0 were 78 px wide).
     Journey.act checks every visible plot after each action."""
-    from explorer.app.panels.learn import open_learn
+    from explorer.app.window.learn_placement import open_learn
 
     journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be, that is the question:")
     panel = open_learn(journey.window)

@@ -99,7 +99,7 @@ def launch(args) -> int:
         tear_down(window)
         return code
     if restore_allowed(args):                # a script's run (--no-restore) is not a person's first start
-        from explorer.app.panels.learn import open_on_first_start  # start-up: after the model thread
+        from explorer.app.window.learn_placement import open_on_first_start  # start-up: after the model thread
 
         open_on_first_start(window, settings)
     reference = getattr(args, "model", None) or model_refs.default_model()

@@ -13,7 +13,6 @@ from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QProgressDi
 
 from explorer.app.panels import ALL_PANELS
 from explorer.app.panels.experiments import EXPERIMENT_PANELS
-from explorer.app.panels.learn import add_stop_buttons
 from explorer.app.panels.why import WHY_PANELS
 from explorer.app.run.controller import DecodingController
 from explorer.app.state.session import Session
@@ -34,6 +33,7 @@ from explorer.app.window import (
 )
 from explorer.app.window.dock_shares import DockShares
 from explorer.app.window.given_size import GivenSize
+from explorer.app.window.learn_placement import add_stop_buttons
 from explorer.app.window.model_picker import ModelToolbar
 from explorer.app.window.panel_dock import PanelDock
 from explorer.app.window.presentation import Presentation

@@ -20,11 +20,11 @@ from PySide6.QtWidgets import QApplication, QFileDialog, QInputDialog, QMenu, QM
 from explorer import __version__
 from explorer.app.figures import animation, live_recording
 from explorer.app.figures.window_animation import ask_and_record_window
-from explorer.app.panels.learn import open_learn
 from explorer.app.run.trace_budget import MAX_BUDGET_MB, MIN_BUDGET_MB
 from explorer.app.state import session_file
 from explorer.app.window import model_refs, panel_tips
 from explorer.app.window.dock_shares import focused_dock
+from explorer.app.window.learn_placement import open_learn
 from explorer.app.window.theme import apply_theme
 from explorer.core.errors import ExplorerError
 from explorer.views.figure_text import TEXT_SIZES
