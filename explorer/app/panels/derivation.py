@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QTextBr
 from explorer.app.panels.base import Panel, decoder_view_unavailable, formula_html
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import BlockWalkJob, OutputWeightsJob
-from explorer.app.widgets.adaptive import orient
+from explorer.app.widgets.adaptive import is_wide, orient
 from explorer.app.widgets.asking import Asker
 from explorer.app.widgets.block_text import block_html
 from explorer.app.widgets.plot_text import SMALL_TITLE, fitting_title
@@ -35,6 +35,8 @@ SHOWN_DIMS = 64              # rows of the per-dimension table (the rest is summ
 
 
 PARTS = (6, 5)               # the plots' share of the panel beside (or above) the text's
+PLOT_BESIDE_PX = 260         # the least width of each plot side by side: the map's rotated key labels take
+                             # ~110 px of a stacked map's height, which left it 116 px tall in a 1020 x 530 dock
 
 
 class DerivationPanel(Panel):
@@ -199,9 +201,10 @@ class DerivationPanel(Panel):
         orient(self.splitter, width, height, PARTS)
         share = PARTS[0] / sum(PARTS)                   # the plots' part of the panel, then theirs in it
         if self.splitter.orientation() == Qt.Orientation.Horizontal:
-            orient(self.plots, int(width * share), height)
+            width = int(width * share)
         else:
-            orient(self.plots, width, int(height * share))
+            height = int(height * share)
+        orient(self.plots, width, height, wide=width >= 2 * PLOT_BESIDE_PX or is_wide(width, height))
 
     def _clicked(self, row: int, column: int) -> None:
         row, column = row + self.offset[0], column + self.offset[1]            # the map's cell -> the trace's

@@ -13,10 +13,11 @@ def is_wide(width: int, height: int, least: int = 0) -> bool:
 
 
 def orient(splitter: QSplitter, width: int, height: int, weights: tuple[int, ...] | None = None,
-           least: int = 0) -> bool:
-    """Side by side when the panel is wide, stacked when it is tall (sizes in proportion to `weights`,
-    default equal); True when that changed."""
-    wanted = Qt.Orientation.Horizontal if is_wide(width, height, least) else Qt.Orientation.Vertical
+           least: int = 0, wide: bool | None = None) -> bool:
+    """Side by side when the panel is wide (or `wide` says so, where the panel decides by its parts' own
+    needs), stacked when it is tall (sizes in proportion to `weights`, default equal); True when that changed."""
+    wide = is_wide(width, height, least) if wide is None else wide
+    wanted = Qt.Orientation.Horizontal if wide else Qt.Orientation.Vertical
     if splitter.orientation() == wanted:
         return False
     splitter.setOrientation(wanted)
