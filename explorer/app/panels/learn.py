@@ -14,11 +14,12 @@ import html
 import re
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QTextBrowser
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTextBrowser
 
 from explorer.app.panels.base import Drawn, Panel, formula_html
 from explorer.app.state.session import NO_MODEL
 from explorer.app.widgets.learn_tour import Stop, Tour, load_stops
+from explorer.app.widgets.scripted_combo import ScriptedComboBox
 from explorer.views import try_answers
 
 
@@ -34,8 +35,9 @@ class LearnPanel(Panel):
         self.index = 0
         self.answers: dict[int, str] = {}      # this stop's questions answered so far: shown under each question
         self.tour: Tour | None = None
-        self.chooser = QComboBox()
-        self.chooser.addItems([f"{i + 1}. {plain(s.title)}" for i, s in enumerate(self.stops)])
+        self.chooser = ScriptedComboBox()           # W^Q drawn with a raised Q, as in the page's heading
+        for i, s in enumerate(self.stops):
+            self.chooser.add_item(f"{i + 1}. {plain(s.title)}", f"{i + 1}. {formula_html(s.title)}")
         self.chooser.currentIndexChanged.connect(self.go_to)
         self.text = QTextBrowser()
         self.text.setOpenLinks(False)
