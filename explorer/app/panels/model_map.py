@@ -35,7 +35,7 @@ from explorer.app.widgets.model_map_items import (
     edge_font,
     edge_path,
 )
-from explorer.app.widgets.model_map_layout import headings, lay_out
+from explorer.app.widgets.model_map_layout import GAP_X, headings, lay_out
 from explorer.views.model_graph import FOLD_AT, Edge, ModelGraph, Node, model_graph
 
 __all__ = ["ACCENT", "EMPTY", "NEW_ROW", "ModelMapPanel"]
@@ -221,9 +221,21 @@ class ModelMapPanel(Panel):
         self._show_selected()
 
     def _show_selected(self) -> None:
+        """Scroll the selected block into sight, the view starting in a gap between columns: scrolled only as far
+        as the block needs, it cut the first column mid-word ('ens (ids)', stop 7 of Learn at 1366x768)."""
         selected = [i for i in self.items.values() if self.session.selection.layer in i.node.layers]
-        if selected:
-            self.view.ensureVisible(selected[0].sceneBoundingRect(), 40, 10)
+        if not selected:
+            return
+        target = selected[0].sceneBoundingRect()
+        self.view.ensureVisible(target, 40, 10)
+        left = self.view.mapToScene(self.view.viewport().rect()).boundingRect().left()
+        boxes = [i.sceneBoundingRect() for i in self.items.values()]
+        if not any(box.left() < left < box.right() for box in boxes):
+            return
+        gap = min(box.left() for box in boxes if box.left() >= left) - GAP_X / 2      # before the next column
+        if gap <= target.left():
+            bar = self.view.horizontalScrollBar()
+            bar.setValue(bar.value() + round((gap - left) * self.view.transform().m11()))
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
