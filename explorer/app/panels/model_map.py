@@ -228,14 +228,17 @@ class ModelMapPanel(Panel):
             return
         target = selected[0].sceneBoundingRect()
         self.view.ensureVisible(target, 40, 10)
-        left = self.view.mapToScene(self.view.viewport().rect()).boundingRect().left()
-        boxes = [i.sceneBoundingRect() for i in self.items.values()]
-        if not any(box.left() < left < box.right() for box in boxes):
+        visible = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
+        left, boxes = visible.left(), [i.sceneBoundingRect() for i in self.items.values()]
+        cut = [box.left() for box in boxes if box.left() < left < box.right()]
+        if not cut:
             return
-        gap = min(box.left() for box in boxes if box.left() >= left) - GAP_X / 2      # before the next column
-        if gap <= target.left():
+        start = max(min(cut) - GAP_X / 2, self.scene.sceneRect().left())   # the cut column whole, if the block fits
+        if target.right() > start + visible.width():
+            start = min(box.left() for box in boxes if box.left() >= left) - GAP_X / 2     # else the next column
+        if start <= target.left():
             bar = self.view.horizontalScrollBar()
-            bar.setValue(bar.value() + round((gap - left) * self.view.transform().m11()))
+            bar.setValue(bar.value() + round((start - left) * self.view.transform().m11()))
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
