@@ -114,3 +114,26 @@ def test_the_question_mark_tip_draws_its_stop_with_scripts():
     document.setHtml(window.docks[heads].tip)
     text, runs = scripts(document)
     assert "^" not in text and ("O", SUPER) in runs, (text, runs)
+
+
+def test_the_question_mark_tip_stays_on_one_line(qtbot):
+    # QToolTip word-wraps a rich-text tip (QTipLabel: setWordWrap(Qt::mightBeRichText(text))), and a wrapped QLabel
+    # takes about a third of its text's width: 'Learn: Z⁻¹ fκ(S) V' over four lines. Measured as Qt sizes that label.
+    from PySide6.QtWidgets import QLabel
+
+    path = load_stops()
+
+    class Dock:
+        def add_learn_button(self, open_stop, tip):
+            self.tip = tip
+
+    names = {panel for stop in path for panel in stop.panels}
+    window = type("Window", (), {"docks": {name: Dock() for name in names}})()
+    add_stop_buttons(window, path)
+    for name, dock in window.docks.items():
+        label = QLabel()
+        qtbot.addWidget(label)
+        label.setWordWrap(GuiQt.mightBeRichText(dock.tip))
+        label.setText(dock.tip)
+        lines = label.sizeHint().height() / label.fontMetrics().lineSpacing()
+        assert lines < 2, f"the '?' tip of {name} takes {lines:.1f} lines"

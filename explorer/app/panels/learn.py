@@ -178,6 +178,12 @@ def plain(title: str) -> str:
     return re.sub(r"_\{([^}]*)\}", r"_\1", title)
 
 
+def stop_tip(stop: Stop, index: int) -> str:
+    """The tip of a panel's "?": the stop it opens, its title with its scripts drawn, on one line (Qt wraps a
+    rich-text tip at about a third of its width: 'Learn: Z⁻¹ f_κ(S) V' over four lines)."""
+    return f'<p style="white-space:pre">Learn: {formula_html(stop.title)} (stop {index + 1} of the path)</p>'
+
+
 def page_html(stop: Stop, index: int, count: int, answers: dict[int, str] | None = None) -> str:
     """One stop as rich text: its title, its text and the questions to try, scripts drawn as in the panels'
     formulas (W^Q, d_{QK}); `answers` {question: text} shown under their questions."""

@@ -7,8 +7,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QDockWidget
 
-from explorer.app.panels.base import formula_html
-from explorer.app.panels.learn import LearnPanel
+from explorer.app.panels.learn import LearnPanel, stop_tip
 from explorer.app.widgets.learn_tour import Stop, load_stops, stop_of_panel
 from explorer.app.window.dock_layout import LEFT_PX, LEFT_SHARE, tabs_beside_column
 from explorer.core.errors import ExplorerError
@@ -69,7 +68,7 @@ def add_stop_buttons(window, stops: tuple[Stop, ...] | None = None) -> None:
         dock = window.docks.get(name)
         if dock is not None and hasattr(dock, "add_learn_button"):
             dock.add_learn_button(lambda _=False, i=index: open_stop(window, i),
-                                  f"<qt>Learn: {formula_html(stops[index].title)} (stop {index + 1} of the path)</qt>")
+                                  stop_tip(stops[index], index))
 
 
 def open_on_first_start(window, settings) -> bool:
