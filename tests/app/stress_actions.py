@@ -115,7 +115,7 @@ def force(run: Run) -> None:
     w.session.select(step=at)
     record = trace.steps[-1 if at is None else at]
     candidates = [int(i) for i in record.top_ids[-1] if int(i) != record.chosen_id]
-    w.session.force_requested.emit(run.rng.choice(candidates))
+    w.session.requests.force_requested.emit(run.rng.choice(candidates))
     w.session.select(step=None)
 
 

@@ -53,7 +53,7 @@ def shown_panels(qtbot, derivation_first: bool):
 def test_a_click_on_an_attention_cell_is_derived_from_the_selection(qtbot, derivation_first):
     session, trace, attention, derivation = shown_panels(qtbot, derivation_first)
     raised = []
-    session.cell_requested.connect(lambda row, column: raised.append((row, column)))
+    session.requests.cell_requested.connect(lambda row, column: raised.append((row, column)))
     attention._click_large(ROW, COLUMN)
     assert session.selection.cell == (ROW, COLUMN) and raised == [(ROW, COLUMN)]
     assert derivation.cell == (ROW, COLUMN)

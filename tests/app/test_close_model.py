@@ -52,7 +52,7 @@ def test_close_model_empties_every_panel_and_a_model_opens_again(qtbot, tmp_path
             time.sleep(0.001)
         ended.set()
 
-    window.session.model_job_requested.emit(job)
+    window.session.requests.model_job_requested.emit(job)
     qtbot.waitUntil(started.is_set, timeout=60000)
     close = window.menus.close_model_action
     assert close.shortcut().toString() == "Ctrl+W"

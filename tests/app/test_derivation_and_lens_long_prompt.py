@@ -99,17 +99,17 @@ def test_a_lens_answered_for_another_trace_is_not_shown(qtbot, session, traces):
     session.set_trace(first)
     session.select(token=ROW)
     asked = []
-    session.logit_lens_requested.connect(asked.append)
+    session.requests.logit_lens_requested.connect(asked.append)
     panel.lens_button.click()
     assert asked == [ROW] and "computing the logit lens" in panel.readout.text()
     other = dataclasses.replace(first, steps=(dataclasses.replace(first.steps[0]),))
     session.set_trace(other)                                                     # a new prompt, same position
     session.select(token=ROW)
     answer = {"position": ROW, "ids": np.array([[1, 2], [3, 4]]), "probs": np.array([[0.6, 0.3], [0.5, 0.2]])}
-    session.logit_lens_ready.emit(answer)
+    session.requests.logit_lens_ready.emit(answer)
     assert not panel.lens_table.isVisibleTo(panel)                               # asked of the first trace
     panel.lens_button.click()
-    session.logit_lens_ready.emit(answer)                                        # asked of this one: shown
+    session.requests.logit_lens_ready.emit(answer)                                        # asked of this one: shown
     assert panel.lens_table.isVisibleTo(panel) and panel.lens_table.rowCount() == 2
     session.set_trace(dataclasses.replace(other, steps=other.steps + second.steps[1:]))   # a step after it keeps
     session.select(token=ROW)                                                    # the prompt's record: still

@@ -144,7 +144,7 @@ def test_opening_a_session_replays_only_the_session(qtbot, tmp_path, monkeypatch
         passes = _Passes(window, monkeypatch, holding=release.set)      # the job ends while the GUI holds
         try:
             if behind_a_job:                # a panel's job borrows the decoder as the session opens
-                window.session.model_job_requested.emit(lambda loaded, cancelled: release.wait(WAIT_S))
+                window.session.requests.model_job_requested.emit(lambda loaded, cancelled: release.wait(WAIT_S))
             journey.act("Open the session", lambda: window.restore_session(state))
         finally:
             release.set()

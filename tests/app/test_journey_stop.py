@@ -25,7 +25,7 @@ WAIT_S = 30
 def _held_before_the_prefill(window):
     """The model thread is busy with a panel's job until Stop has been pressed: the prefill is still queued."""
     gate = threading.Event()
-    window.session.model_job_requested.emit(lambda loaded, cancelled: gate.wait(WAIT_S))
+    window.session.requests.model_job_requested.emit(lambda loaded, cancelled: gate.wait(WAIT_S))
     return (lambda: None), gate.set
 
 

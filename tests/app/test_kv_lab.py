@@ -207,7 +207,7 @@ def wired(qtbot, session):
     from tests.app.fake_core import FakeCore
 
     worker = ModelWorker(FakeCore().api())
-    session.model_job_requested.connect(worker.run_job)
+    session.requests.model_job_requested.connect(worker.run_job)
     worker.busy_changed.connect(session.set_busy)
     with qtbot.waitSignal(worker.model_loaded, timeout=10000) as loaded:
         worker.load("models/fake")

@@ -21,7 +21,7 @@ def test_the_lens_takes_the_candidates_room_one_column_a_rank_and_names_odd_char
     assert rows and panel.table.isVisibleTo(panel)
     ids = np.tile(np.array([[NBSP, 2, 3]]), (30, 1))
     probs = np.tile(np.array([[0.5, 0.3, 0.2]]), (30, 1))
-    session.logit_lens_ready.emit({"position": panel.position, "ids": ids, "probs": probs})
+    session.requests.logit_lens_ready.emit({"position": panel.position, "ids": ids, "probs": probs})
     lens = panel.lens_table
     assert lens.isVisibleTo(panel) and not panel.table.isVisibleTo(panel)   # in place of the candidates
     assert lens.rowCount() == 30 and lens.columnCount() == 4

@@ -184,11 +184,11 @@ def test_next_token_click_forces_only_at_the_last_position(qtbot, session):
     last = trace.steps[-1]
     assert list(panel.candidates) == list(last.top_ids[-1])
     assert panel.table.item(0, 1).text() == WORDS[last.top_ids[-1][0]]
-    with qtbot.waitSignal(session.force_requested) as forced:
+    with qtbot.waitSignal(session.requests.force_requested) as forced:
         panel.table.cellClicked.emit(2, 1)
     assert forced.args == [int(last.top_ids[-1][2])]
     session.select(token=1)
-    with qtbot.assertNotEmitted(session.force_requested):
+    with qtbot.assertNotEmitted(session.requests.force_requested):
         panel.table.cellClicked.emit(0, 1)
     chosen = int(trace.token_ids[2])
     ranks = list(trace.steps[0].top_ids[1])
@@ -198,14 +198,14 @@ def test_next_token_click_forces_only_at_the_last_position(qtbot, session):
 def test_logit_lens_hook_shows_what_the_session_hands_over(qtbot, session):
     panel = make(qtbot, session, NextTokenPanel)
     session.set_trace(build_trace(n_layers=2, prompt_len=4))
-    with qtbot.waitSignal(session.logit_lens_requested) as asked:
+    with qtbot.waitSignal(session.requests.logit_lens_requested) as asked:
         panel.lens_button.click()
     assert asked.args == [3]
-    session.logit_lens_ready.emit({"position": 3, "ids": np.array([[1, 2], [3, 4], [5, 6]]),
+    session.requests.logit_lens_ready.emit({"position": 3, "ids": np.array([[1, 2], [3, 4], [5, 6]]),
                                    "probs": np.array([[0.5, 0.2], [0.6, 0.1], [0.9, 0.05]])})
     assert panel.lens_table.isVisibleTo(panel) and panel.lens_table.rowCount() == 3
     assert WORDS[5] in panel.lens_table.item(2, 1).text()
-    session.logit_lens_ready.emit((np.array([[7, 8]]), np.array([[0.7, 0.2]])))   # Decoder.logit_lens's pair
+    session.requests.logit_lens_ready.emit((np.array([[7, 8]]), np.array([[0.7, 0.2]])))   # Decoder.logit_lens's pair
     assert panel.lens_table.rowCount() == 1 and WORDS[7] in panel.lens_table.item(0, 1).text()
 
 

@@ -65,7 +65,7 @@ def test_without_an_executor_the_job_goes_to_the_worker_through_the_session(qtbo
     def worker(work):                       # what the controller wires to ModelWorker.run_job
         asked.append(work)
         work(loaded, lambda: False)
-    session.model_job_requested.connect(worker)
+    session.requests.model_job_requested.connect(worker)
     panel = QKVPanel(session)
     qtbot.addWidget(panel)
     panel.show()

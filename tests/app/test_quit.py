@@ -26,7 +26,7 @@ STEPS = """
             x = torch.tanh(x @ x)
         print("the long job ended", flush=True)
 
-    window.session.model_job_requested.emit(long_torch_call)
+    window.session.requests.model_job_requested.emit(long_torch_call)
     settle(started.is_set)
     window.close()                  # as the person quits: the job is still running
     app.processEvents()

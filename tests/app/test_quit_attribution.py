@@ -38,7 +38,7 @@ STEPS = f"""
     def start_attribution():
         polls.clear()
         ended.clear()
-        ModelCall(window).start(attribution, window.session.model_job_requested.emit)
+        ModelCall(window).start(attribution, window.session.requests.model_job_requested.emit)
         settle(lambda: len(polls) >= 2 or ended)         # past the prefix's first block (or, deaf, done)
 
     start_attribution()

@@ -127,7 +127,7 @@ def test_the_prefill_dialog_closes_when_its_trace_arrives_while_other_jobs_run(q
     release = threading.Event()
     window.prompt.set_text("To")
     window.actions.run.trigger()
-    window.session.model_job_requested.emit(lambda loaded, cancelled: release.wait(30))   # a panel's long job
+    window.session.requests.model_job_requested.emit(lambda loaded, cancelled: release.wait(30))   # a panel's long job
     try:
         qtbot.waitUntil(lambda: window.session.trace is not None and window.session.trace.n_tokens == 1
                         and bool(texts), timeout=30000)

@@ -89,7 +89,7 @@ def test_stop_drops_the_panels_questions_and_they_ask_again_instead_of_waiting_f
     shown.docks["residual"].raise_()
     idle(qtbot, shown, lambda: residual.stream is not None)
     release = threading.Event()
-    shown.session.model_job_requested.emit(lambda loaded, cancelled: release.wait(30))   # the thread is busy
+    shown.session.requests.model_job_requested.emit(lambda loaded, cancelled: release.wait(30))   # the thread is busy
     shown.session.select(token=2)                  # the residual stream at 2 is asked, queued behind it
     assert residual.asker.call.running and residual.stream is None
     shown.actions.stop.trigger()                   # the model thread drops what is queued

@@ -45,7 +45,7 @@ def _stop_after_the_prefill_sent(window, edited: str, again: bool) -> None:
         window.actions.run.trigger()
         assert sent.wait(WAIT_S), "the prefill never sent its trace"
         if again:
-            window.session.model_job_requested.emit(lambda loaded, cancelled: gate.wait(WAIT_S))
+            window.session.requests.model_job_requested.emit(lambda loaded, cancelled: gate.wait(WAIT_S))
         window.actions.stop.trigger()
         if again:
             window.actions.stop.trigger()

@@ -141,7 +141,7 @@ def test_forcing_a_candidate_changes_the_continuation(qtbot, window, tiny):
     idle(qtbot, window, lambda: window.session.trace.n_steps == 1)
     candidates = [int(i) for i in greedy.steps[-1].top_ids[-1]]
     other = next(c for c in candidates if c != greedy.steps[-1].chosen_id)
-    window.session.force_requested.emit(other)            # what the next-token panel does on a click
+    window.session.requests.force_requested.emit(other)            # what the next-token panel does on a click
     branched = idle(qtbot, window, lambda: window.session.trace.n_steps == 2)
     assert branched.steps[0].forced and branched.steps[0].chosen_id == other
     assert branched.steps[1].token_ids.tolist() == [other]
@@ -203,7 +203,7 @@ def test_space_steps_after_the_loading_dialog_has_closed(qtbot, window, tiny, mo
 def test_a_saved_session_reopens_to_the_same_trace(qtbot, window, tiny, tmp_path):
     opened(qtbot, window, tiny)
     step(qtbot, window)
-    window.session.force_requested.emit(7)
+    window.session.requests.force_requested.emit(7)
     original = idle(qtbot, window, lambda: window.session.trace.n_steps == 3)
     path = tmp_path / "saved.json"
     session_file.save(path, window.session_state())

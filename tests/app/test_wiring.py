@@ -37,10 +37,10 @@ def test_the_logit_lens_button_is_answered_by_the_engine(qtbot, window, tiny):  
     opened(qtbot, window, tiny)
     trace = step(qtbot, window, 2)
     panel = window.docks["next_token"].widget()
-    with qtbot.waitSignal(window.session.candidates_ready, timeout=60000):   # a prompt position: on demand
+    with qtbot.waitSignal(window.session.requests.candidates_ready, timeout=60000):   # a prompt position: on demand
         window.session.select(token=2)
     assert trace.candidates(2) is None and len(panel.candidates) == 10
-    with qtbot.waitSignal(window.session.logit_lens_ready, timeout=60000) as answer:
+    with qtbot.waitSignal(window.session.requests.logit_lens_ready, timeout=60000) as answer:
         panel.lens_button.click()
     lens = answer.args[0]
     assert lens["position"] == 2
@@ -54,7 +54,7 @@ def test_the_logit_lens_button_is_answered_by_the_engine(qtbot, window, tiny):  
 
 def test_the_logit_lens_of_a_position_outside_the_trace_is_one_sentence(qtbot, window, tiny, dialogs):  # noqa: F811
     trace = opened(qtbot, window, tiny)
-    window.session.logit_lens_requested.emit(trace.n_tokens + 5)
+    window.session.requests.logit_lens_requested.emit(trace.n_tokens + 5)
     qtbot.waitUntil(lambda: bool(dialogs["warnings"]), timeout=60000)
     assert f"position {trace.n_tokens + 5} is not in the trace" in dialogs["warnings"][0]
 

@@ -81,7 +81,7 @@ class KVLabPanel(Panel):
 
     def _what_if_section(self) -> WhatIfView:
         view = self.what_if = WhatIfView()
-        self.runner = WhatIfRunner(view, self.session.model_job_requested.emit, self)
+        self.runner = WhatIfRunner(view, self.session.requests.model_job_requested.emit, self)
         self.runner.finished.connect(self._on_result_changed)
         self.runner.failed.connect(lambda _: self._update_run_buttons())
         view.run_button.clicked.connect(lambda: self.run_conversion())

@@ -127,10 +127,10 @@ def _ask_logit_lens(app: QApplication, window, errors: list[str]) -> None:
     """Press the next-token panel's logit-lens button, as a person would, and wait for the answer."""
     panel = window.docks["next_token"].widget()
     answers = []
-    window.session.logit_lens_ready.connect(answers.append)
+    window.session.requests.logit_lens_ready.connect(answers.append)
     panel.lens_button.click()
     _wait_for(app, lambda: bool(answers), "the logit lens", errors)
-    window.session.logit_lens_ready.disconnect(answers.append)
+    window.session.requests.logit_lens_ready.disconnect(answers.append)
     panel.lens_table.scrollToBottom()           # the last layers, where the answer emerges
 
 

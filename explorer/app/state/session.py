@@ -30,11 +30,6 @@ from explorer.core.intervention import Experiment, Intervention
 from explorer.core.trace import ModelInfo, Trace
 
 
-def _request(name: str) -> property:
-    """A request signal of `session.requests`, also reachable as `session.<name>`."""
-    return property(lambda session: getattr(session.requests, name), doc=f"session.requests.{name}")
-
-
 class Session(QObject):
     """Holds the state and emits `<noun>_changed` only when something changed."""
 
@@ -53,19 +48,10 @@ class Session(QObject):
     context_changed = Signal(object)      # Change: the one path by which a model, a trace, a cancel or an error
                                           # reaches every panel
 
-    force_requested = _request("force_requested")
-    step_requested = _request("step_requested")
-    logit_lens_requested = _request("logit_lens_requested")
-    logit_lens_ready = _request("logit_lens_ready")
-    candidates_requested = _request("candidates_requested")
-    candidates_ready = _request("candidates_ready")
-    model_job_requested = _request("model_job_requested")
-    cell_requested = _request("cell_requested")
-
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.state = SessionModel()
-        self.requests = ModelRequests(self)
+        self.requests = ModelRequests(self)     # the asks for model work and their answers: not the state
 
     # ----- read -----------------------------------------------------------------
     @property

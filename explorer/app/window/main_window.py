@@ -161,7 +161,7 @@ class MainWindow(QMainWindow):
         c.notice.connect(lambda text: self.status.showMessage(text, 6000))
         self.session.trace_changed.connect(self.status.show_trace)
         if "derivation" in self.docks:                   # a clicked cell opens Show the work, which derives it
-            self.session.cell_requested.connect(lambda *_: self.docks["derivation"].raise_())
+            self.session.requests.cell_requested.connect(lambda *_: self.docks["derivation"].raise_())
         self.session.busy_changed.connect(self.status.show_busy)
         self.session.error_raised.connect(self.show_error)
 
