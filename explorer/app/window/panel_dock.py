@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from PySide6.QtCore import QEvent, Signal
+from PySide6.QtCore import QEvent, QTimer, Signal
 from PySide6.QtWidgets import QAbstractButton, QDockWidget, QToolButton, QToolTip, QWidget
 
 QT_TITLE_BUTTONS = ("qt_dockwidget_floatbutton", "qt_dockwidget_closebutton")
@@ -20,9 +20,14 @@ class PanelDock(QDockWidget):
     title only, not over every widget of the panel that has none of its own.
 
     Tabs behind another tab are still visible to Qt (it only moves them out of sight), so the panel
-    hears `visibilityChanged` through `set_exposed` and skips its redraws meanwhile. Given `build`, the
-    dock holds an empty placeholder until it is first shown or its `widget()` is asked for: the KV,
-    mask and Q/K/V tabs behind the embeddings cost nothing at start-up.
+    hears through `set_exposed` whether it is in the person's sight (`exposed`) and skips its redraws
+    meanwhile. Given `build`, the dock holds an empty placeholder until it is first exposed or its
+    `widget()` is asked for: the KV, mask and Q/K/V tabs behind the embeddings cost nothing at start-up.
+
+    `visibilityChanged(True)` is not taken at its word: a relayout that tabifies the docks again (Help ▸
+    Learn's tabs_beside_column, View ▸ Reset Layout) brings each tab in front in turn, and building on
+    the signal built every tabbed panel at once, each starting its first model job. Whether the dock is
+    exposed is judged once the layout has settled (`_settle_exposure`, queued after the signal).
     """
 
     maximise_requested = Signal(QDockWidget)
@@ -32,7 +37,7 @@ class PanelDock(QDockWidget):
     def __init__(self, title: str, parent: QWidget, build: Callable[[], QWidget] | None = None) -> None:
         super().__init__(title, parent)
         self._build = build
-        self._in_sight: bool | None = None          # the last visibilityChanged; None before the first
+        self._settling = False                      # a _settle_exposure is queued
         self.learn_button: QToolButton | None = None
         self.visibilityChanged.connect(self._on_visibility_changed)
         if build is not None:
@@ -104,22 +109,43 @@ class PanelDock(QDockWidget):
         self._ensure_built()
         return super().widget()
 
+    def exposed(self) -> bool:
+        """In the person's sight: shown, and not a tab behind another (Qt moves those out of the window, so
+        none of it is left to paint)."""
+        return self.isVisible() and not self.visibleRegion().isEmpty()
+
     def _ensure_built(self) -> None:
         if self._build is None:
             return
         build, self._build = self._build, None
         placeholder, panel = super().widget(), build()
         if hasattr(panel, "set_exposed"):            # before it joins the dock, which may show it
-            panel.set_exposed(self.isVisible() if self._in_sight is None else self._in_sight)
+            panel.set_exposed(self.exposed())
         self.setWidget(panel)
         placeholder.deleteLater()
         if self.isVisible():
             panel.show()
 
     def _on_visibility_changed(self, visible: bool) -> None:
-        self._in_sight = visible
-        if visible:
+        if not visible:
+            self._tell_panel(False)
+        elif not self._settling:
+            self._settling = True
+            QTimer.singleShot(0, self, self._settle_exposure)
+
+    def _settle_exposure(self) -> None:
+        """After a visibilityChanged(True): once the window's layout has placed every dock (a relayout still
+        pending is done first), build the panel if it is exposed and tell it whether it is."""
+        self._settling = False
+        window = self.parentWidget()
+        if window is not None and window.layout() is not None:
+            window.layout().activate()
+        exposed = self.exposed()
+        if exposed:
             self._ensure_built()
+        self._tell_panel(exposed)
+
+    def _tell_panel(self, exposed: bool) -> None:
         panel = super().widget()
         if self.built and hasattr(panel, "set_exposed"):
-            panel.set_exposed(visible)
+            panel.set_exposed(exposed)
