@@ -77,6 +77,9 @@ class ModelMapPanel(Panel):
         self.view = QGraphicsView(self.scene)
         self.view.setRenderHint(QPainter.RenderHint.Antialiasing)
         self.view.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
+        # a diagram on its own paper, as exported: its fills and text are fixed light and dark colours, which the
+        # dark theme's base made dark on dark (the layer headings, the lines, the shapes)
+        self.view.setBackgroundBrush(QColor("white"))
         self.body.addWidget(self.view, 1)
         self.graph: ModelGraph | None = None
         self.items: dict[str, NodeItem] = {}
