@@ -85,6 +85,7 @@ class VectorCells(QGraphicsItem):
     def generateSvg(self, nodes: dict):           # the name pyqtgraph's SVGExporter calls on an item
         """A placeholder group named as the exporter names groups, with the rectangles' text kept in `svg` for
         cells_in; NotImplementedError (the exporter then paints the item) where the cells are not axis-aligned."""
+        _update_views(self)
         to_page = itemTransform(self, self.scene()) * self.page
         if to_page.m12() or to_page.m21():
             raise NotImplementedError("rotated cells")
@@ -106,6 +107,17 @@ class VectorCells(QGraphicsItem):
             out.append(f'<rect x="{x0:.6g}" y="{y0:.6g}" width="{x1 - x0:.6g}" height="{y1 - y0:.6g}" '
                        f'fill="#{argb & 0xFFFFFF:06x}" fill-opacity="{alpha:.6g}" stroke="none"/>')
         return "\n".join(out)
+
+
+def _update_views(item: QGraphicsItem) -> None:
+    """Bring the view transforms above `item` up to date: a ViewBox resized (a layer's rows evened out after its
+    first layout) maps its children afresh only when it is next painted, and the cells of a layer's top row of
+    tiles were placed by the map of the size before (nine rows drawn in the height of eight)."""
+    parent = item.parentItem()
+    while parent is not None:
+        if isinstance(parent, pg.ViewBox):
+            parent.updateMatrix()
+        parent = parent.parentItem()
 
 
 def _picture_of(item) -> tuple[QImage, float, float] | None:
