@@ -4,7 +4,8 @@ labelled with its layers, says which.
 
 The heat map's own image and colour bar draw the first scale; each other scale is an image of its layers
 alone (the rest transparent) over the same cells, with a colour bar under the first (the bars share the
-height of the tiles, so the legend takes no more width than one bar however narrow the grid). A grid on
+height of the tiles, so the legend takes no more width than one bar however narrow the grid), or every bar
+in a layout of the caller's (the panel's, beside its grid, which scrolls: the bars stay in sight). A grid on
 one scale (every softmax grid, scores, log10) is drawn as before: one image, one bar, no label.
 `export_grid` writes the full grid's figure (figures.attention_figure) drawn so.
 """
@@ -31,14 +32,17 @@ BAR_CELL = (2, 5)            # where pyqtgraph puts a plot's colour bar in its l
 
 class GridLegend:
     """Draws a Mosaic on `heatmap` (a grid's Heatmap) with a colour scale per kind of layer, and a colour bar
-    per scale labelled with its layers. `scales` are those drawn last."""
+    per scale labelled with its layers, one under the other in `legend` where given (the heat map's own bar
+    too), else beside the tiles. `scales` are those drawn last."""
 
-    def __init__(self, heatmap: Heatmap) -> None:
+    def __init__(self, heatmap: Heatmap, legend: pg.GraphicsLayout | None = None) -> None:
         self.heatmap = heatmap
+        self.legend = legend
         self.images: list[MaximaImage] = []      # the scales after the first, in order
         self.bars: list[pg.ColorBarItem] = []
         self.scales: list[LayerScale] = []
-        self.stack: pg.GraphicsLayout | None = None     # the bars, one under the other, while there are several
+        self.stack: pg.GraphicsLayout | None = legend   # the bars, one under the other (without `legend`: while
+        # there are several)
 
     def show(self, grid: Mosaic, values: str, log: bool, keep_view: bool = True) -> list[LayerScale]:
         """Draw `grid` of `values` ("weights" or "scores"; `log`: log10 of the weights)."""
@@ -47,6 +51,14 @@ class GridLegend:
         scales = layer_scales(grid, values, log)
         first = scales[0]
         heatmap.set_matrix(scale_image(grid, first, values, log), first.levels, keep_view=keep_view, signed=signed)
+        own = heatmap.colorbar
+        if self.legend is not None and own is not None and own.parentItem() is not self.legend:
+            heatmap.plot.layout.removeItem(own)          # made in the plot with the first data: into the legend
+            scene = own.scene()
+            own.setParentItem(None)
+            if scene is not None:                        # out of the plot's scene first: Qt crashed moving it over
+                scene.removeItem(own)
+            self.legend.addItem(own, row=0, col=0)
         self._keep(len(scales) - 1)
         for image, bar, scale in zip(self.images, self.bars, scales[1:]):
             below_zero = signed and scale.levels[0] < 0.0
@@ -81,7 +93,7 @@ class GridLegend:
             image, bar = self.images.pop(), self.bars.pop()
             plot.removeItem(image)
             self.stack.removeItem(bar)
-        if count == 0 and self.stack is not None:
+        if count == 0 and self.stack is not None and self.legend is None:
             self._unstack()
         while len(self.images) < count:
             image = MaximaImage(axisOrder="row-major")

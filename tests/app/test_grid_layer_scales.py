@@ -49,7 +49,10 @@ def grid_panel(open_panel, model, trace) -> AttentionPanel:
 
 
 def grid_bars(panel) -> list[pg.ColorBarItem]:
-    return [item for item in panel.grid_view.scene().items() if isinstance(item, pg.ColorBarItem) and item.isVisible()]
+    """The colour bars the panel shows, but the large map's."""
+    large = panel.large.colorbar
+    return [item for view in panel.findChildren(pg.GraphicsView) for item in view.scene().items()
+            if isinstance(item, pg.ColorBarItem) and item.isVisible() and item is not large]
 
 
 def bar_label(bar: pg.ColorBarItem) -> str:

@@ -15,7 +15,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QGuiApplication
-from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QSpinBox, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSpinBox, QSplitter, QVBoxLayout, QWidget
 
 from explorer.app.panels.base import Panel, dims, visible_text
 from explorer.app.state.session import Selection
@@ -68,8 +68,9 @@ class AttentionPanel(Panel):
         self.grid_view = pg.GraphicsLayoutWidget()
         self.large = Heatmap(self.large_view.ci)
         self.grid = Heatmap(self.grid_view.ci, axes=("left", "top"))
-        self.grid_legend = GridLegend(self.grid)          # a colour scale per kind of layer, each bar labelled
         self.grid_scroll = TileScroll(self.grid_view)     # scrolls rather than squash the tiles
+        self.legend_view = pg.GraphicsLayoutWidget()      # the grid's colour bars, in sight however it scrolls
+        self.grid_legend = GridLegend(self.grid, self.legend_view.ci)   # a scale per kind of layer, bars labelled
         self._axis_names = ("query", "key")
         self.large.plot.setLabels(**dict(zip(("left", "top"), self._axis_names)))
         splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -89,7 +90,12 @@ class AttentionPanel(Panel):
         grid_layout.setContentsMargins(0, 0, 0, 0)
         grid_layout.setSpacing(2)
         grid_layout.addWidget(self.grid_progress)
-        grid_layout.addWidget(self.grid_scroll, 1)
+        grid_row = QHBoxLayout()
+        grid_row.setContentsMargins(0, 0, 0, 0)
+        grid_row.setSpacing(0)
+        grid_row.addWidget(self.grid_scroll, 1)
+        grid_row.addWidget(self.legend_view)
+        grid_layout.addLayout(grid_row, 1)
         splitter.addWidget(self.large_view)
         splitter.addWidget(grid_box)
         splitter.setSizes([600, 400])
@@ -251,6 +257,7 @@ class AttentionPanel(Panel):
         self.grid_legend.set_opacity(STALE_OPACITY if self.filler.updating else 1.0)   # the previous step's, dimmed
         mosaic = self.mosaic
         self.grid_scroll.fit_tiles(self.grid.plot, (mosaic.n_layers, mosaic.n_heads), mosaic.tile_shape)
+        self.grid_scroll.fit_beside(self.legend_view)
         self.grid.axes["left"].set_labels([f"L{i}" for i in range(self.mosaic.n_layers)], self.mosaic.layer_centres())
         self.grid.axes["top"].set_labels([f"H{i}" for i in range(self.mosaic.n_heads)], self.mosaic.head_centres())
         self._mark_ablations()

@@ -130,3 +130,9 @@ class TileScroll(QScrollArea):
         if fitted != self._fitted:
             self._fitted = fitted
             self.view.setMinimumSize(*fitted)
+
+    def fit_beside(self, legend: pg.GraphicsLayoutWidget) -> None:
+        """`legend` (the grid's colour bars, beside the scroll area, in sight however it scrolls) as wide as its
+        bars and their labels need."""
+        least = legend.ci.effectiveSizeHint(Qt.SizeHint.PreferredSize)
+        legend.setFixedWidth(math.ceil(least.width()))
