@@ -52,13 +52,12 @@ class StepContext:
         """
         key = (int(kv_positions[0]), len(kv_positions), window)
         if key not in self._masks:
-            rule = MaskRule.of(np.array(self.positions_np), kv_positions, window)  # causal, within W
             if self.sequences is None:
+                rule = MaskRule.of(np.array(self.positions_np), kv_positions, window)   # causal, within W
                 self._masks[key] = Visibility.by(rule, self.positions.device)
-            else:                                                                # packed: no cache, keys = rows
-                visible = np.asarray(rule) & (self.sequences[:, None] == self.sequences[None, :])
-                self._masks[key] = Visibility.of(visible, self.positions_np, kv_positions, self.positions.device,
-                                                 self.sequences)                 # no longer the positions' rule
+            else:                                                                # packed: each prompt's own rule
+                self._masks[key] = fused_attention.packed_visibility(self.positions_np, kv_positions, self.sequences,
+                                                                     window, self.positions.device)
         return self._masks[key]
 
     def site(self, layer: int, n_heads: int, where: str = "self") -> Site | None:
@@ -104,20 +103,20 @@ def attend(scores: torch.Tensor, seen: Visibility, mix, softcap: float | None = 
 def grouped_scores(q: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
     """Q_h K_g^T for every query head h against its K/V head g, without copying K per head.
 
-    q: (N_Q, T, d), keys: (N_KV, n_kv, d) -> (N_Q, T, n_kv)
+    q: (..., N_Q, T, d), keys: (..., N_KV, n_kv, d) -> (..., N_Q, T, n_kv)   (...: a batch of prompts, or none)
     """
-    n_q, t, d = q.shape
-    n_kv = keys.shape[0]
-    grouped = q.reshape(n_kv, (n_q // n_kv) * t, d)                             # (N_KV, group*T, d)
-    return torch.bmm(grouped, keys.transpose(1, 2)).view(n_q, t, -1)            # (N_Q, T, n_kv)
+    *batch, n_q, t, d = q.shape
+    n_kv = keys.shape[-3]
+    grouped = q.reshape(*batch, n_kv, (n_q // n_kv) * t, d)                      # (..., N_KV, group*T, d)
+    return torch.matmul(grouped, keys.transpose(-1, -2)).view(*batch, n_q, t, -1)   # (..., N_Q, T, n_kv)
 
 
 def grouped_mix(weights: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
-    """O_h = A_h V_g.  weights: (N_Q, T, n_kv), values: (N_KV, n_kv, d_v) -> (N_Q, T, d_v)"""
-    n_q, t, n = weights.shape
-    n_kv = values.shape[0]
-    grouped = weights.reshape(n_kv, (n_q // n_kv) * t, n)                       # (N_KV, group*T, n_kv)
-    return torch.bmm(grouped, values).view(n_q, t, -1)
+    """O_h = A_h V_g.  weights: (..., N_Q, T, n_kv), values: (..., N_KV, n_kv, d_v) -> (..., N_Q, T, d_v)"""
+    *batch, n_q, t, n = weights.shape
+    n_kv = values.shape[-3]
+    grouped = weights.reshape(*batch, n_kv, (n_q // n_kv) * t, n)                # (..., N_KV, group*T, n_kv)
+    return torch.matmul(grouped, values).view(*batch, n_q, t, -1)
 
 
 class SelfAttention(nn.Module):
@@ -161,6 +160,14 @@ class SelfAttention(nn.Module):
         q, k, v = site.inputs(q, k, v, step)
         return path_patching.read(self, q, k, v, site, step) if site.plan.paths else (q, k, v)
 
+    def _attend(self, site: Site | None):
+        """S = Q K^T * scale, then attend: (A, O, the visibility attended) of q (..., N_Q, T, d) against
+        keys and values (..., N_KV, n_kv, d)."""
+        def core(q, keys, values, seen):
+            scores = grouped_scores(q, keys).mul_(self.scale)                    # S: (..., N_Q, T, n_kv)
+            return attend(scores, seen, lambda a: grouped_mix(a, values), self.softcap, site)  # O_h = A_h V
+        return core
+
     def forward(self, x: torch.Tensor, step: StepContext, cache=None, capture=None) -> torch.Tensor:
         t = x.shape[0]                                                           # x: (T, d_model)
         n_q, n_kv = self.n_heads, self.n_kv_heads
@@ -188,10 +195,10 @@ class SelfAttention(nn.Module):
         seen = step.mask(kv_positions, self.window)
         if fused_attention.applies(capture, site, self.softcap, t):                # A not recorded: see fused_attention
             weights, heads = None, fused_attention.fused(q, keys, values, seen, self.scale)
-        else:
-            scores = grouped_scores(q, keys).mul_(self.scale)                    # S: (N_Q, T, n_kv)
-            weights, heads, seen = attend(scores, seen, lambda a: grouped_mix(a, values),  # A: (N_Q, T, n_kv)
-                                          self.softcap, site)                     # O_h = A_h V
+            prompts = fused_attention.as_attended(seen)
+        else:                                                                    # a packed pass: in its squares
+            weights, heads, seen, prompts = fused_attention.in_squares(self._attend(site), seen, (q, keys, values),
+                                                                       site is not None)
         if site is not None and site.plan.senders:
             path_patching.send(site, heads, self.wo, step)                       # delta = (O_s' - O_s) W^O_s
         wo = self.wo
@@ -201,7 +208,8 @@ class SelfAttention(nn.Module):
             rotated = self.rope is not None
             capture.attention(self.layer, AttentionCapture(
                 q=q, k=k, v=v, weights=weights, head_out=heads, mask=seen.mask, kv_positions=seen.keys,
-                rule=seen.rule, scale=self.scale, softcap=self.softcap, kernel=site.kernel if site else SOFTMAX,
+                rule=seen.rule, prompts=prompts, scale=self.scale, softcap=self.softcap,
+                kernel=site.kernel if site else SOFTMAX,
                 q_pre_rope=q_pre.transpose(0, 1) if rotated else None,
                 k_pre_rope=k_pre.transpose(0, 1) if rotated else None))
         return y

@@ -36,6 +36,8 @@ class AttentionCapture:
     edited_heads: tuple[int, ...] = ()     # heads whose O_h an intervention replaced (recording.mark_edited)
     edited_out: torch.Tensor | None = None  # (n_edited, T, d_v) their O_h as the model went on with it
     rule: MaskRule | None = None           # the rule `mask` was made by (StepContext.mask); None: edited or not one
+    prompts: tuple | None = None           # a packed pass: each prompt's fused_attention.PromptAttention (its A,
+                                           # mask and rule); `weights` and `mask` then None in runs of squares
 
 
 @dataclass

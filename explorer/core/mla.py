@@ -18,6 +18,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from explorer.core import fused_attention
 from explorer.core.attention import StepContext, attend
 from explorer.core.capture import AttentionCapture
 from explorer.core.errors import ExplorerError
@@ -79,38 +80,41 @@ class LatentAttention(nn.Module):
                                 "(MLA) does not have: patch the head's output or pattern instead")
         w_uk, w_uv = self.up_projections()
         path = self._absorbed if self.absorbed else self._naive
-        weights, heads, seen = path(q_nope, q_rope, latents, rope_keys, w_uk, w_uv, seen, site)
+        weights, heads, seen, prompts = fused_attention.in_squares(         # a packed pass: in its squares
+            lambda *rows: path(*rows, w_uk, w_uv, site), seen, (q_nope, q_rope, latents, rope_keys), site is not None)
         y = self.wo(heads.transpose(0, 1).reshape(t, -1))                        # (T, d_model)
 
         if capture is not None:
             self._record(capture, q_nope, q_rope, q_rope_pre, latent, k_rope, k_rope_pre, w_uk, w_uv,
-                         weights, heads, seen, site)
+                         weights, heads, seen, site, prompts)
         return y
 
-    def _absorbed(self, q_nope, q_rope, latents, rope_keys, w_uk, w_uv, seen, site):
-        q_latent = q_nope @ w_uk                                                 # q W^UK: (H, T, d_c)
-        scores = (q_latent @ latents.T + q_rope @ rope_keys.T) * self.scale     # S: (H, T, n_kv)
+    def _absorbed(self, q_nope, q_rope, latents, rope_keys, seen, w_uk, w_uv, site):
+        q_latent = q_nope @ w_uk                                                 # q W^UK: (..., H, T, d_c)
+        scores = (q_latent @ latents.transpose(-1, -2) + q_rope @ rope_keys.transpose(-1, -2)) * self.scale
         return attend(scores, seen, lambda a: (a @ latents) @ w_uv.transpose(1, 2), None, site)  # (A c_KV) W^UV^T
 
-    def _naive(self, q_nope, q_rope, latents, rope_keys, w_uk, w_uv, seen, site):
+    def _naive(self, q_nope, q_rope, latents, rope_keys, seen, w_uk, w_uv, site):
         keys, values = self.expand(latents, rope_keys, w_uk, w_uv)               # (H, n_kv, d_qk), (H, n_kv, d_v)
         q = torch.cat((q_nope, q_rope), dim=-1)                                  # (H, T, d_qk)
-        scores = (q @ keys.transpose(1, 2)) * self.scale
+        scores = (q @ keys.transpose(-1, -2)) * self.scale
         return attend(scores, seen, lambda a: a @ values, None, site)           # O_h = A_h V_h
 
     def expand(self, latents, rope_keys, w_uk, w_uv):
-        """K_h = [c W_h^UK^T ; k_R] and V_h = c W_h^UV^T for every head: (H, n, d_qk), (H, n, d_v)."""
-        k_nope = latents @ w_uk.transpose(1, 2)                                  # (H, n, d_nope)
-        k_rope = rope_keys.unsqueeze(0).expand(self.n_heads, -1, -1)                  # (H, n, d_R)
+        """K_h = [c W_h^UK^T ; k_R] and V_h = c W_h^UV^T for every head: (..., H, n, d_qk), (..., H, n, d_v)
+        (...: a batch of prompts (c, k_R: (B, 1, n, d)), or none)."""
+        k_nope = latents @ w_uk.transpose(1, 2)                                  # (..., H, n, d_nope)
+        k_rope = rope_keys.expand(*k_nope.shape[:-1], -1)                        # (..., H, n, d_R)
         return torch.cat((k_nope, k_rope), dim=-1), latents @ w_uv.transpose(1, 2)
 
     def _record(self, capture, q_nope, q_rope, q_rope_pre, latent, k_rope, k_rope_pre, w_uk, w_uv,
-                weights, heads, seen, site):
+                weights, heads, seen, site, prompts):
         """Per-head Q/K/V of the new tokens, expanded from the latent for display only."""
         keys, values = self.expand(latent, k_rope, w_uk, w_uv)
         keys_pre = torch.cat((keys[..., : self.d_nope], k_rope_pre.unsqueeze(0).expand(self.n_heads, -1, -1)), -1)
         capture.attention(self.layer, AttentionCapture(
             q=torch.cat((q_nope, q_rope), -1), k=keys, v=values, weights=weights, head_out=heads,
             q_pre_rope=torch.cat((q_nope, q_rope_pre), -1), k_pre_rope=keys_pre, mask=seen.mask, rule=seen.rule,
+            prompts=prompts,
             kv_positions=seen.keys, scale=self.scale, softcap=None, latent=latent, k_rope=k_rope,
             kernel=site.kernel if site else SOFTMAX))

@@ -63,18 +63,20 @@ def _captures_of_pass(loaded, cut: list[np.ndarray], intervention) -> list[StepC
         h = model.embed_tokens(torch.as_tensor(np.concatenate(cut), device=model.embed.weight.device), step)
         model.run_blocks(h, step, None, capture)
     starts = np.concatenate([[0], np.cumsum(lengths)])
-    return [_rows_of(capture, slice(int(a), int(b))) for a, b in zip(starts[:-1], starts[1:])]
+    return [_rows_of(capture, slice(int(a), int(b)), i) for i, (a, b) in enumerate(zip(starts[:-1], starts[1:]))]
 
 
-def _rows_of(capture: StepCapture, rows: slice) -> StepCapture:
-    """The block tensors and head outputs of one packed prompt's rows."""
+def _rows_of(capture: StepCapture, rows: slice, index: int) -> StepCapture:
+    """The block tensors and head outputs of packed prompt `index`, whose rows are `rows`, with the mask and rule
+    of its own attention (AttentionCapture.prompts)."""
     out = StepCapture(len(capture.layers), weights=False)
     for layer, whole in zip(out.layers, capture.layers):
         for name in BLOCK_ROWS:
             value = getattr(whole, name)
             setattr(layer, name, None if value is None else value[rows])
+        own = whole.attn.prompts[index]
         layer.attn = AttentionCapture(q=None, k=None, v=None, weights=None, head_out=whole.attn.head_out[:, rows],
-                                      mask=None, kv_positions=None, scale=whole.attn.scale)
+                                      mask=own.mask, kv_positions=own.keys, scale=whole.attn.scale, rule=own.rule)
     return out
 
 
@@ -263,12 +265,13 @@ class PackedDecoder(Decoder):
 
 class SpreadCapture(StepCapture):
     """A packed pass's capture, handed on as each layer ends: each prompt's rows go to its own capture, cut
-    to its rows and keys with the mask its own pass makes (`own`: its StepContext), and its K and V are
-    kept for its cache. Nothing of a layer stays here once the layer is done."""
+    to its rows and keys with the mask and rule of its own attention (AttentionCapture.prompts: its own pass's
+    unless an intervention hid entries), and its K and V are kept for its cache. Nothing of a layer stays here
+    once the layer is done."""
 
-    def __init__(self, captures: list[StepCapture], spans: list[slice], own: list, windows: list, weights: bool):
-        super().__init__(len(windows), weights)
-        self.captures, self.spans, self.own, self.windows = captures, spans, own, windows
+    def __init__(self, captures: list[StepCapture], spans: list[slice], n_layers: int, weights: bool):
+        super().__init__(n_layers, weights)
+        self.captures, self.spans = captures, spans
         self.keys_values: list[list] = [[] for _ in captures]
         self._attention: dict[int, AttentionCapture] = {}
 
@@ -277,10 +280,9 @@ class SpreadCapture(StepCapture):
 
     def block(self, layer: int, **tensors) -> None:
         record = self._attention.pop(layer)
-        for capture, rows, own, kept in zip(self.captures, self.spans, self.own, self.keys_values):
+        for capture, rows, own, kept in zip(self.captures, self.spans, record.prompts, self.keys_values):
             if capture.layers:                                                   # else its layers are not recorded
-                n = rows.stop - rows.start
-                capture.attention(layer, _cut(record, rows, own.mask(np.arange(n), self.windows[layer])))
+                capture.attention(layer, _cut(record, rows, own))
                 capture.block(layer, **{name: value[rows] for name, value in tensors.items()})
             # MLA caches c_KV (T, d_c), k_R (T, d_R)
             if record.latent is not None:
@@ -290,17 +292,15 @@ class SpreadCapture(StepCapture):
 
 
 def _cut(record: AttentionCapture, rows: slice, own) -> AttentionCapture:
-    """One prompt's part of a packed attention capture: its query rows against its own keys (the same
-    rows); its mask is its own pass's (and its rule) unless an intervention hid entries of it."""
-    mask = record.mask[rows, rows]
-    same = np.array_equal(mask, own.mask)
+    """One prompt's part of a packed attention capture: its query rows against its own keys (the same rows),
+    with its own attention (`own`: fused_attention.PromptAttention: its A, its mask and the rule it carries)."""
     heads = ("q", "k", "v", "head_out", "q_pre_rope", "k_pre_rope")             # (heads, S, d): rows in dim 1
     cut = {name: getattr(record, name)[:, rows] for name in heads if getattr(record, name) is not None}
     cut.update({name: getattr(record, name)[rows] for name in ("latent", "k_rope")        # MLA: (S, d) rows first
                 if getattr(record, name) is not None})
-    weights = None if record.weights is None else record.weights[:, rows, rows].contiguous()   # (N_Q, T, T)
-    return replace(record, **cut, weights=weights, mask=own.mask if same else mask, kv_positions=own.keys,
-                   rule=own.rule if same else None)
+    weights = None if own.weights is None else own.weights.contiguous()                  # (N_Q, T, T)
+    return replace(record, **cut, weights=weights, mask=own.mask, kv_positions=own.keys, rule=own.rule,
+                   prompts=None)
 
 
 def prefill_packed(loaded, decoders: list[PackedDecoder], prompts: list[np.ndarray], budget: int):
@@ -336,9 +336,7 @@ def _packed_pass(loaded, decoders: list[PackedDecoder], prompts: list[np.ndarray
     starts = np.concatenate([[0], np.cumsum(lengths)])
     spans = [slice(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
     captures = [decoder.capture_for(n) for decoder, n in zip(decoders, lengths)]
-    spread = SpreadCapture(captures, spans, [model.step_context(np.arange(n)) for n in lengths],
-                           [getattr(block.attn, "window", None) for block in model.layers],
-                           any(c.weights for c in captures))
+    spread = SpreadCapture(captures, spans, len(model.layers), any(c.weights for c in captures))
     with torch.inference_mode():
         step = model.step_context(np.concatenate([np.arange(n) for n in lengths]), decoders[0].intervention,
                                   np.repeat(np.arange(len(prompts)), lengths))

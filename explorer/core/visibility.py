@@ -18,15 +18,18 @@ class Visibility:
     the absolute positions of the queries (T,) and of the keys (n_kv,), for packed
     sequences which one each query row belongs to, and the MaskRule `mask` was made by
     (None where it is not one: edited, packed; `without` drops it); `padding` a padded batch's
-    (B, 1, 1, n_kv), True at its padded keys (self-attention: its padded rows too)."""
+    (B, 1, 1, n_kv), True at its padded keys (self-attention: its padded rows too); `prompts` a packed pass's
+    prompts, each with its own rule (fused_attention.packed_visibility: `mask` and `hidden` None where it is taken
+    in runs of squares, no S x S mask made; `without` drops them)."""
 
-    mask: np.ndarray
+    mask: np.ndarray | None
     hidden: torch.Tensor | None
     queries: np.ndarray
     keys: np.ndarray
     sequences: np.ndarray | None = None
     rule: MaskRule | None = None
     padding: torch.Tensor | None = None
+    prompts: object | None = None               # fused_attention.PackedPrompts
 
     @staticmethod
     def of(visible: np.ndarray, queries: np.ndarray, keys: np.ndarray, device, sequences=None,

@@ -13,12 +13,12 @@ from explorer.core.visibility import Visibility
 N_Q, N_KV, D, SCALE = 6, 2, 8, 0.3
 
 
-def packed(lengths: list[int]) -> Visibility:
-    """The visibility a packed pass of prompts of `lengths` makes: causal within each prompt."""
+def packed(lengths: list[int], window: int | None = None) -> Visibility:
+    """The visibility a packed pass of prompts of `lengths` makes: each prompt's own rule (causal, within
+    `window` where one cuts)."""
     sequences = np.repeat(np.arange(len(lengths)), lengths)
     positions = np.concatenate([np.arange(n) for n in lengths])
-    visible = (sequences[:, None] == sequences[None, :]) & (positions[None, :] <= positions[:, None])
-    return Visibility.of(visible, positions, positions, "cpu", sequences)
+    return fused_attention.packed_visibility(positions, positions, sequences, window, "cpu")
 
 
 def by_formula(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lengths: list[int]) -> np.ndarray:
@@ -51,8 +51,12 @@ def test_packed_fused_attention_equals_each_prompts_softmax(lengths, batched, mo
 
 
 def test_a_mask_that_is_not_each_prompts_causal_square_is_not_batched():
-    seen = packed([4, 4])
-    widened = seen.mask.copy()
-    widened[5, 0] = True                                                         # a row sees another prompt's key
-    assert fused_attention._runs(seen) == ((2, 4),)                              # 2 prompts of 4 tokens
-    assert fused_attention._runs(Visibility.of(widened, seen.queries, seen.keys, "cpu", seen.sequences)) is None
+    causal = packed([4, 4])
+    assert causal.prompts.runs == ((2, 4),) and causal.mask is None            # 2 prompts of 4 tokens, no S x S mask
+    windowed = packed([4, 4], window=3)                                          # the window hides key 0 from row 3
+    assert windowed.prompts.runs is None
+    block = np.zeros((8, 8), dtype=bool)
+    for rows in (slice(0, 4), slice(4, 8)):
+        block[rows, rows] = np.tri(4, dtype=bool) & ~np.tri(4, k=-3, dtype=bool)
+    np.testing.assert_array_equal(windowed.mask, block)
+    assert [own.rule.kind for own in windowed.prompts.own] == ["sliding", "sliding"]
