@@ -253,11 +253,11 @@ class AttentionPanel(Panel):
                 self._outline_grid(selection, min(selection.layer, self.view.n_layers - 1))
         if self.mosaic is None:
             return
-        self.grid_legend.show(self.mosaic, self.values, self.log_scale)
+        scales = self.grid_legend.show(self.mosaic, self.values, self.log_scale)
         self.grid_legend.set_opacity(STALE_OPACITY if self.filler.updating else 1.0)   # the previous step's, dimmed
         mosaic = self.mosaic
         self.grid_scroll.fit_tiles(self.grid.plot, (mosaic.n_layers, mosaic.n_heads), mosaic.tile_shape)
-        self.grid_scroll.fit_beside(self.legend_view)
+        self.grid_scroll.fit_beside(self.legend_view, tuple(scale.label for scale in scales))
         self.grid.axes["left"].set_labels([f"L{i}" for i in range(self.mosaic.n_layers)], self.mosaic.layer_centres())
         self.grid.axes["top"].set_labels([f"H{i}" for i in range(self.mosaic.n_heads)], self.mosaic.head_centres())
         self._mark_ablations()

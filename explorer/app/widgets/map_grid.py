@@ -113,26 +113,32 @@ class TileScroll(QScrollArea):
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setWidget(view)
-        self._fitted: tuple | None = None
+        self._fitted: tuple | None = None           # the tiles and cells the view was last sized for
+        self._legend_fitted: tuple | None = None
 
     def fit_tiles(self, plot, tiles: tuple[int, int], cells: tuple[int, int]) -> None:
         """Give `plot`'s view room for `tiles` (rows, columns) of `cells` (rows, columns) each, a one-cell gutter
-        between them, each tile at least MIN_TILE_PX a side, and the view the room its axes and colour bars add."""
+        between them, each tile at least MIN_TILE_PX a side, and the view the room its axes add. Laid out again
+        only when the tiles or cells change (not at every decoding step of a grid whose tiles have grown less)."""
+        if (tiles, cells) == self._fitted:
+            return
+        self._fitted = (tiles, cells)
         (rows, columns), (r, c) = tiles, cells
         width = (columns * (c + 1) - 1) * MIN_TILE_PX / c        # the gutters are drawn at a tile's cell size
         height = (rows * (r + 1) - 1) * MIN_TILE_PX / r
-        view_box = plot.getViewBox()
-        view_box.setMinimumSize(math.ceil(width), math.ceil(height))
+        plot.getViewBox().setMinimumSize(math.ceil(width), math.ceil(height))
         plot.layout.invalidate()                 # the layouts' size hints are kept until they are asked again
         self.view.ci.layout.invalidate()
-        least = self.view.ci.effectiveSizeHint(Qt.SizeHint.MinimumSize)      # the view's, its axes' and bars'
-        fitted = (math.ceil(least.width()), math.ceil(least.height()))
-        if fitted != self._fitted:
-            self._fitted = fitted
-            self.view.setMinimumSize(*fitted)
+        least = self.view.ci.effectiveSizeHint(Qt.SizeHint.MinimumSize)      # the view's and its axes'
+        self.view.setMinimumSize(math.ceil(least.width()), math.ceil(least.height()))
 
-    def fit_beside(self, legend: pg.GraphicsLayoutWidget) -> None:
+    def fit_beside(self, legend: pg.GraphicsLayoutWidget, labels: tuple[str, ...]) -> None:
         """`legend` (the grid's colour bars, beside the scroll area, in sight however it scrolls) as wide as its
-        bars and their labels need."""
-        least = legend.ci.effectiveSizeHint(Qt.SizeHint.PreferredSize)
-        legend.setFixedWidth(math.ceil(least.width()))
+        bars and their `labels` need (laid out again when they change; a bar's numbers widening its axis ask
+        for the room themselves)."""
+        if labels != self._legend_fitted:
+            self._legend_fitted = labels
+            legend.ci.layout.invalidate()
+        width = math.ceil(legend.ci.effectiveSizeHint(Qt.SizeHint.PreferredSize).width())
+        if width != legend.width():
+            legend.setFixedWidth(width)
