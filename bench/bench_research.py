@@ -9,7 +9,10 @@ does, except in the "last row" line (logits_to_keep=1), which reads only the las
 explorer does. Each step is timed alone on each side, in blocks of --block calls (default 1; their mean),
 the sides' blocks taking turns (best of --repeat blocks each, default 3), with --threads torch threads
 (default 1, so that a shared machine's other jobs take less from either side); transformers loads the
-explorer's own save_hf folder, so both run the same float32 weights. A benchmark, not a test: it prints
+explorer's own save_hf folder, so both run the same float32 weights. The "unequal lengths" lines take the 8
+prompts behind openings of 4 lengths (runs of 2 prompts of one length): the explorer packs them side by side
+(its attention in runs of causal squares, packed.py), transformers pads them on the right with an attention
+mask and reads each prompt's last real row. A benchmark, not a test: it prints
 a table (wall-clock and process CPU seconds, explorer ÷ transformers) and the machine's load
 (/proc/loadavg) before and after.
 """
@@ -33,6 +36,7 @@ FORMATS = ["When John and Mary went to the shops,{} gave the bag to",
            "When Dan and Sid went to the shops,{} gave an apple to",
            "After Martin and Amy went to the park,{} gave a drink to"]
 NAMES = [(" Mary", " John"), (" Tom", " James"), (" Dan", " Sid"), (" Martin", " Amy")]
+OPENINGS = ["", "Then, ", "Later that day, ", "On a cold and rainy Sunday afternoon in the town, "]   # unequal
 
 
 def seconds(step) -> tuple[float, float]:
@@ -128,6 +132,37 @@ def hf_side(hf, batch: torch.Tensor, target: torch.Tensor, against: torch.Tensor
             "attribution": attribution, "ablation at one position": ablation, "head patching map": patching}
 
 
+def hf_unequal_side(hf, ids: list[np.ndarray], target: torch.Tensor, against: torch.Tensor, layer: int, head: int,
+                    positions: list[int]):
+    """transformers' steps over prompts of several lengths, right-padded with an attention mask: the logit
+    difference at each prompt's last real row, and under head `head` of `layer` zeroed at `positions`."""
+    lengths = torch.tensor([len(one) for one in ids])
+    batch = torch.zeros(len(ids), int(lengths.max()), dtype=torch.long)
+    for row, one in enumerate(ids):
+        batch[row, : len(one)] = torch.as_tensor(one)
+    mask = (torch.arange(batch.shape[1])[None] < lengths[:, None]).long()       # (B, T): 0 at the padding
+    rows, last = torch.arange(len(ids)), lengths - 1
+    proj = hf.model.layers[layer].self_attn.o_proj
+    d_v = hf.config.hidden_size // hf.config.num_attention_heads
+
+    def logit_diff():
+        with torch.inference_mode():
+            logits = hf(batch, attention_mask=mask).logits[rows, last]          # every position's, as a hooked model
+        return logits[rows, target] - logits[rows, against]
+
+    def ablation():
+        def hook(module, args):
+            x = args[0].clone()
+            x[:, positions, head * d_v:(head + 1) * d_v] = 0.0
+            return (x,)
+        handle = proj.register_forward_pre_hook(hook)
+        out = logit_diff()
+        handle.remove()
+        return out
+
+    return {"unequal lengths: logit difference": logit_diff, "unequal lengths: ablation": ablation}
+
+
 def load_average() -> str:
     """The 1, 5 and 15 minute load averages, where the system tells them."""
     try:
@@ -196,11 +231,19 @@ def main(name: str, threads: int) -> None:
         "head patching map": lambda: model.patch(ids[0], ids[1], targets[0], againsts[0]),
     }
     theirs = hf_side(hf, batch, target, against, int(layer), int(head))
-    print(f"{model.name}, {len(prompts)} prompts of {batch.shape[1]} tokens, torch threads {torch.get_num_threads()}")
-    print(f"{'step':28} {'explorer s':>11} {'transformers s':>15} {'ratio':>7} {'CPU s':>15} {'CPU ratio':>10}")
+    unequal = [model.encode(OPENINGS[i // 2] + p) for i, p in enumerate(prompts)]
+    lasts = sorted({len(one) - 1 for one in unequal})
+    unequal_ablated = explorer.Intervention().ablate(int(layer), int(head), positions=lasts)
+    ours["unequal lengths: logit difference"] = lambda: [r.last_logits for r in model.run(unequal, record="logits")]
+    ours["unequal lengths: ablation"] = lambda: [r.last_logits for r in model.run(unequal, intervention=unequal_ablated,
+                                                                                  record="logits")]
+    theirs.update(hf_unequal_side(hf, unequal, target, against, int(layer), int(head), lasts))
+    print(f"{model.name}, {len(prompts)} prompts of {batch.shape[1]} tokens "
+          f"(unequal: {', '.join(str(len(one)) for one in unequal)}), torch threads {torch.get_num_threads()}")
+    print(f"{'step':34} {'explorer s':>11} {'transformers s':>15} {'ratio':>7} {'CPU s':>15} {'CPU ratio':>10}")
     for step in ours:
         (a, a_cpu), (b, b_cpu) = best_alternating(ours[step], theirs[step])
-        print(f"{step:28} {a:11.3f} {b:15.3f} {a / b:7.2f} {a_cpu:7.3f} {b_cpu:7.3f} {a_cpu / b_cpu:10.2f}")
+        print(f"{step:34} {a:11.3f} {b:15.3f} {a / b:7.2f} {a_cpu:7.3f} {b_cpu:7.3f} {a_cpu / b_cpu:10.2f}")
     print(f"load average after: {load_average()}")
 
 
