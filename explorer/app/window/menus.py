@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.metadata
 import platform
 from html import escape
+from pathlib import Path
 
 from PySide6 import __version__ as pyside_version
 from PySide6.QtCore import qVersion
@@ -26,6 +27,7 @@ from explorer.app.window import model_refs, panel_tips
 from explorer.app.window.dock_shares import focused_dock
 from explorer.app.window.learn_placement import open_learn
 from explorer.app.window.theme import apply_theme
+from explorer.core import store
 from explorer.core.errors import ExplorerError
 from explorer.views.figure_text import TEXT_SIZES
 
@@ -276,6 +278,23 @@ def _version(package: str) -> str:
         return "not installed"
 
 
+def as_stored(reference: str) -> str:
+    """A model's path as the person's store holds it: one that lies under a symbolic link of the store (the
+    recent list keeps paths resolved) is named by the link, then "→" and where the link leads; a catalog
+    name, or a path under no link of the store, as it is."""
+    if "/" not in reference and "\\" not in reference:
+        return reference
+    path = Path(reference)
+    try:
+        for link in sorted(store.home().iterdir()):
+            target = link.resolve() if link.is_symlink() else None
+            if target is not None and (path == target or target in path.parents):
+                return f"{link / path.relative_to(target)} → {path}"
+    except (OSError, RuntimeError):           # no store, or one that cannot be read; a link that loops
+        pass
+    return reference
+
+
 def about_html(window) -> str:
     """Versions of the app and its stack, and the licence of every model it can open."""
     stack = [("Transformer Explorer", __version__), ("Python", platform.python_version()),
@@ -286,7 +305,7 @@ def about_html(window) -> str:
     summary = window.controller.summary
     if summary is not None:
         models.append((summary.name + " (open)", summary.license))
-    models += [(c.reference, c.license) for c in window.catalog_loader.latest]     # listed in the background
+    models += [(as_stored(c.reference), c.license) for c in window.catalog_loader.latest]  # listed in the background
     seen, licence_rows = set(), []
     for name, licence in models:
         if name not in seen:
