@@ -8,17 +8,18 @@ size at which a 19-token tile still gives each token more than 2 px.
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QPointF, QSize
+from PySide6.QtCore import QPoint, QPointF, QSize, Qt
+from PySide6.QtGui import QWheelEvent
+from PySide6.QtWidgets import QApplication
 
 from explorer.app.panels.attention import AttentionPanel
 from explorer.core import store
 from tests.app.screen_fit import emulated_screen
+from tests.app.synthetic_trace import build_trace
 from tests.app.test_window import idle, new_window
 
 LEAST_TILE_PX = 48
 PROMPT = "To be, or not to be, that is the question: whether tis nobler"
-
-pytestmark = pytest.mark.realmodel
 
 
 def tile_px(panel: AttentionPanel) -> tuple[float, float]:
@@ -29,6 +30,7 @@ def tile_px(panel: AttentionPanel) -> tuple[float, float]:
     return corner.x() - origin.x(), corner.y() - origin.y()
 
 
+@pytest.mark.realmodel
 @pytest.mark.parametrize("screen", [QSize(1366, 768)], ids=["1366x768"])
 def test_minilm_grid_tiles_keep_48_px_and_the_grid_scrolls(qtbot, tmp_path, dialogs, screen):
     folder = store.pulled_path("minilm-l6")
@@ -57,3 +59,27 @@ def test_minilm_grid_tiles_keep_48_px_and_the_grid_scrolls(qtbot, tmp_path, dial
                 assert scroll.horizontalScrollBar().maximum() > 0
         finally:
             window.close()
+
+
+def test_the_wheel_scrolls_a_grid_that_does_not_fit_and_ctrl_wheel_zooms(open_panel):
+    """30 layers of 48 px tiles in a 500 px panel: the wheel over the tiles moves the scroll bar, as over any
+    page, and leaves the plot's range alone; Ctrl+wheel zooms the plot as before."""
+    trace = build_trace(n_layers=30, n_heads=9, n_kv_heads=3, prompt_len=6, steps=1)
+    panel = open_panel(AttentionPanel, trace.model, (900, 500))
+    panel.session.set_trace(trace)
+    scroll, view = panel.grid_scroll, panel.grid_view
+    assert scroll.verticalScrollBar().maximum() > 0                  # 30 × 48 px do not fit in 500
+    view_box = panel.grid.plot.getViewBox()
+    before = view_box.viewRange()
+
+    def wheel(modifiers) -> None:
+        centre = QPointF(view.viewport().width() / 2, min(200, view.viewport().height() / 2))
+        event = QWheelEvent(centre, view.viewport().mapToGlobal(centre), QPoint(), QPoint(0, -120),
+                            Qt.MouseButton.NoButton, modifiers, Qt.ScrollPhase.NoScrollPhase, False)
+        QApplication.sendEvent(view.viewport(), event)
+
+    wheel(Qt.KeyboardModifier.NoModifier)
+    assert scroll.verticalScrollBar().value() > 0
+    assert view_box.viewRange() == before
+    wheel(Qt.KeyboardModifier.ControlModifier)
+    assert view_box.viewRange() != before

@@ -115,6 +115,17 @@ class TileScroll(QScrollArea):
         self.setWidget(view)
         self._fitted: tuple | None = None           # the tiles and cells the view was last sized for
         self._legend_fitted: tuple | None = None
+        view.viewport().installEventFilter(self)    # the wheel scrolls the tiles (Ctrl+wheel zooms the view)
+
+    def eventFilter(self, watched, event) -> bool:
+        """A wheel over the tiles scrolls them where they do not fit, as over any page; with Ctrl held, or with
+        nothing to scroll, it goes on to the plot, which zooms."""
+        if event.type() == QEvent.Type.Wheel and watched is self.view.viewport() and \
+                not event.modifiers() & Qt.KeyboardModifier.ControlModifier and \
+                (self.verticalScrollBar().maximum() > 0 or self.horizontalScrollBar().maximum() > 0):
+            self.wheelEvent(event)
+            return True
+        return super().eventFilter(watched, event)
 
     def fit_tiles(self, plot, tiles: tuple[int, int], cells: tuple[int, int]) -> None:
         """Give `plot`'s view room for `tiles` (rows, columns) of `cells` (rows, columns) each, a one-cell gutter
