@@ -113,7 +113,7 @@ class TileScroll(QScrollArea):
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setWidget(view)
-        self._fitted: tuple | None = None           # the tiles and cells the view was last sized for
+        self._fitted: tuple | None = None           # the tiles, cells and font the view was last sized for
         self._legend_fitted: tuple | None = None
         view.viewport().installEventFilter(self)    # the wheel scrolls the tiles (Ctrl+wheel zooms the view)
 
@@ -130,10 +130,11 @@ class TileScroll(QScrollArea):
     def fit_tiles(self, plot, tiles: tuple[int, int], cells: tuple[int, int]) -> None:
         """Give `plot`'s view room for `tiles` (rows, columns) of `cells` (rows, columns) each, a one-cell gutter
         between them, each tile at least MIN_TILE_PX a side, and the view the room its axes add. Laid out again
-        only when the tiles or cells change (not at every decoding step of a grid whose tiles have grown less)."""
-        if (tiles, cells) == self._fitted:
+        only when the tiles, the cells or the font (View ▸ Presentation: wider axes) change, not at every repaint."""
+        fitted = (tiles, cells, self.view.font().toString())
+        if fitted == self._fitted:
             return
-        self._fitted = (tiles, cells)
+        self._fitted = fitted
         (rows, columns), (r, c) = tiles, cells
         width = (columns * (c + 1) - 1) * MIN_TILE_PX / c        # the gutters are drawn at a tile's cell size
         height = (rows * (r + 1) - 1) * MIN_TILE_PX / r
