@@ -13,6 +13,8 @@ from __future__ import annotations
 from PySide6.QtCore import QEvent, QObject, QSize, QTimer
 from PySide6.QtWidgets import QWidget
 
+from explorer.app.window import dock_layout
+
 
 def grown_to_minimum(old: QSize, new: QSize, minimum: QSize) -> bool:
     """Whether a resize from `old` to `new` is Qt growing the window to its minimum (it then has exactly
@@ -40,10 +42,17 @@ class GivenSize(QObject):
                 if grown_to_minimum(event.oldSize(), event.size(), self.window.minimumSize()):
                     self._give_back_later()
                 elif not self._giving_back:        # part of the way back is not a new size given
-                    self.given = QSize(event.size())
+                    self.given = QSize(event.size()).boundedTo(self._screen())
             elif kind == QEvent.Type.LayoutRequest and self._grown():
                 self._give_back_later()      # the layout's minimum may fall once this request is handled
         return False
+
+    def _screen(self) -> QSize:
+        """The screen's available size less the window's frame: no size given is larger. A resize asked while the
+        layout's minimum was taller than the screen is made at the minimum instead (shrunk to 800 x 600 with the
+        translator open, the window was 866 px tall; asked 1366 x 738 on a 1366x768 screen, it stayed 866), and
+        the size asked is lost."""
+        return dock_layout.available_geometry(self.window).size() - dock_layout.frame_size(self.window)
 
     def _grown(self) -> bool:
         size = self.window.size()

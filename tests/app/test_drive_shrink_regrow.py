@@ -1,0 +1,28 @@
+"""A window shrunk to 800 x 600 and grown back to the screen asks no more than the screen, and fits it again.
+
+Seen on a bare X screen at 1366x768 with the translator open: shrunk to 800 x 600, the window could be no less
+than 1007 x 866 (the Tokens column's wrapped notes over Next token, the toolbars in two rows); grown back to
+1366 x 738 it stayed 866 px tall, its status bar and bottom tabs below the screen's edge.
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import QSize
+
+from tests.app.journey import BUNDLED, journey_in_a_window
+from tests.app.screen_fit import fit_problems
+from tests.app.test_window import store_home  # noqa: F401  (the store in the test's folder)
+
+SCREEN = QSize(1366, 768)
+
+
+def test_shrunk_and_regrown_the_translators_window_fits_the_screen(qtbot, tmp_path, monkeypatch):
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, SCREEN) as journey:
+        window = journey.window
+        journey.open(BUNDLED / "translate-en-zh", "To be, or not to be the again")
+        journey.raise_panel("attention")
+        window.resize(800, 600)                          # taller than the screen at that width: its own finding
+        journey.idle("shrunk to 800 x 600")
+        assert window.height() > SCREEN.height() - 30, "the shrunk window no longer outgrows the screen: test moot"
+        journey.act("grown back", lambda: window.resize(1366, 738))
+        assert window.height() <= SCREEN.height(), f"grown back, the window is {window.width()}x{window.height()}"
+        assert not fit_problems(window, SCREEN), fit_problems(window, SCREEN)
