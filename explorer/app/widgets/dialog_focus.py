@@ -7,7 +7,7 @@ right after it was shown (a quick load) may be handed the focus after it is gone
 """
 from __future__ import annotations
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QGuiApplication, QWindow
 from PySide6.QtWidgets import QApplication, QWidget
 
@@ -21,12 +21,20 @@ def take_focus_if_none(window: QWidget) -> None:
 
 
 def close_returning_focus(dialog: QWidget) -> None:
-    """Close `dialog`; if it was the active window, make its parent window the active one again."""
-    was_active = QApplication.activeWindow() is dialog
+    """Close `dialog`; if it was the active window, make its parent window the active one again, and if it was
+    shown, make its parent window active once the platform has handled the close should no window be then:
+    a progress dialog of a slow export (SmolLM2's animation) was shown and closed before its activation had
+    reached the app, which then had no active window on a bare X screen, and Ctrl+Enter did nothing."""
+    was_active, shown = QApplication.activeWindow() is dialog, dialog.isVisible()
     dialog.close()
     parent = dialog.parentWidget()
-    if was_active and parent is not None and parent.window().isVisible():
-        parent.window().activateWindow()
+    if parent is None:
+        return
+    window = parent.window()
+    if was_active and window.isVisible():
+        window.activateWindow()
+    if shown:
+        QTimer.singleShot(0, window, lambda: take_focus_if_none(window))
 
 
 class FocusKeeper(QObject):

@@ -1,0 +1,33 @@
+"""The main window takes the focus back after a progress dialog over it closes, even where the platform had
+not made the dialog active yet (a bare X screen, no window manager): Ctrl+Enter must still reach the window."""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QApplication, QProgressDialog
+
+from explorer.app.widgets.dialog_focus import close_returning_focus
+from explorer.app.window.main_window import MainWindow
+from tests.app.test_window import new_window, store_home  # noqa: F401  (the store in the test's folder)
+
+
+def test_a_shown_progress_dialog_closed_before_it_was_active_gives_the_window_the_focus(qtbot, tmp_path,
+                                                                                         monkeypatch):
+    """Exporting SmolLM2's attention as a GIF on Xvfb at 1366x768: the frames' progress dialog was shown and
+    closed; no window of the app was active afterwards, and Ctrl+Enter typed next ran nothing (the drive's
+    check after each action; the next model's run after typing used the old prompt)."""
+    window = new_window(qtbot, tmp_path)
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=5000)
+    dialog = QProgressDialog("Drawing the frames…", "Cancel", 0, 3, window.docks["attention"].widget())
+    dialog.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)     # its activation never reaches the app
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    # On Xvfb the focus landed on no window at all, which the offscreen platform never does: it hands the focus to
+    # the closed dialog, and the FocusKeeper (which moves a focus landing on a hidden window) is taken out here.
+    QGuiApplication.instance().focusWindowChanged.disconnect(window.focus_keeper._focus_changed)
+    asked = []
+    monkeypatch.setattr(QApplication, "activeWindow", staticmethod(lambda: None))  # X gave the focus to no window
+    monkeypatch.setattr(MainWindow, "activateWindow", lambda self: asked.append(self))
+    close_returning_focus(dialog)
+    qtbot.waitUntil(lambda: window in asked, timeout=5000)
+    window.close()
