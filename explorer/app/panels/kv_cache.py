@@ -145,10 +145,21 @@ class KVCachePanel(Panel):
 
         action = QAction("Export the variant comparison as CSV…", self)
         action.triggered.connect(save_table)
-        animate = QAction(f"Export an animation of the cache growing ({animation.formats_label()})…", self)
-        animate.triggered.connect(lambda: kv_animation.ask_and_export_kv_animation(self, self.trace,
-                                                                                   self.block_box.value()))
-        return super().make_export_actions() + [animate, action]
+        self.animate_action = QAction(f"Export an animation of the cache growing ({animation.formats_label()})…",
+                                      self)
+        self.animate_action.triggered.connect(lambda: kv_animation.ask_and_export_kv_animation(
+            self, self.trace, self.block_box.value()))
+        self._offer_animation(self.trace)
+        self.session.trace_changed.connect(self._offer_animation)
+        return super().make_export_actions() + [self.animate_action, action]
+
+    def _offer_animation(self, trace) -> None:
+        """The cache's animation is offered where there is a cache: an encoder keeps none, and MiniLM's menu
+        offered it only for its dialog to answer "Cannot export …: an encoder keeps no KV cache"."""
+        encoder = trace is not None and trace.model.is_encoder_only
+        self.animate_action.setEnabled(trace is not None and bool(trace.steps) and not encoder)
+        self.animate_action.setToolTip("An encoder keeps no KV cache: every token is seen at once." if encoder
+                                       else "")
 
     # ----- drawing ---------------------------------------------------------------------------
     def redraw(self) -> None:
