@@ -17,11 +17,12 @@ from PySide6.QtWidgets import QApplication
 
 from explorer.core.trace import Trace
 from explorer.drawing.colours import figure_colours, paint_figure
+from explorer.drawing.grid_legend import GridLegend
 from explorer.drawing.heatmap import Heatmap
 from explorer.drawing.heatmap_axes import TITLE_SIZE, TokenAxis, scaled_px, text_px
 from explorer.views.grid import Mosaic, blank_mosaic, mosaic
 from explorer.views.long_maps import THREADS, ReducedMaps, block_maxima, display_factor, extent, grid_block, is_long
-from explorer.views.maps import attention_matrix, axis_labels, display_reduced, grid_image, head_levels
+from explorer.views.maps import attention_matrix, axis_labels, display_reduced, head_levels
 
 BASE_SIZE = (1000, 800)     # the export size whose text is as large as on screen
 
@@ -235,13 +236,12 @@ def grid_picture(trace: Trace, step: int | None = None, values: str = "weights",
 def _grid(figure, trace, grid: Mosaic, values, log, size: tuple[int, int]) -> None:
     """The mosaic of every head; the title says "block maxima" only where a tile is smaller than the
     `size` (T_q, T_kv) of the maps it stands for."""
-    shown, levels = grid_image(grid, values, log and values == "weights")
     symbol = "scores S" if values == "scores" else ("log10 A" if log else "weights A")
     reduced = grid.tile_shape[0] < size[0] or grid.tile_shape[1] < size[1]
     _title(figure, f"{trace.model.name}: all {grid.n_layers} layers × {grid.n_heads} heads, {symbol}, "
                    f"{trace.n_tokens} tokens" + (" (block maxima)" if reduced else ""))
     heatmap = Heatmap(figure.ci, row=1, col=0)
-    heatmap.set_matrix(shown, levels, signed=values == "weights" and not log)
+    GridLegend(heatmap).show(grid, values, log and values == "weights", keep_view=False)   # a scale per kind of layer
     heatmap.axes["left"].set_labels([f"L{i}" for i in range(grid.n_layers)], grid.layer_centres())
     heatmap.axes["top"].set_labels([f"H{i}" for i in range(grid.n_heads)], grid.head_centres())
     heatmap.plot.setLabels(left="layer", top="head")

@@ -7,24 +7,18 @@ alone (the rest transparent) over the same cells, with a colour bar under the fi
 height of the tiles, so the legend takes no more width than one bar however narrow the grid), or every bar
 in a layout of the caller's (the panel's, beside its grid, which scrolls: the bars stay in sight). A grid on
 one scale (every softmax grid, scores, log10) is drawn as before: one image, one bar, no label.
-`export_grid` writes the full grid's figure (figures.attention_figure) drawn so.
+figures' full grid (every export of it: the panel's, the CLI's, the API's) is drawn so.
 """
 from __future__ import annotations
-
-from pathlib import Path
 
 import pyqtgraph as pg
 from PySide6.QtGui import QTransform
 
-from explorer.core.trace import Trace
-from explorer.drawing.colours import figure_colours, signed_colormap
-from explorer.drawing.export import check_writable, default_size, export_attention, save_figure
-from explorer.drawing.figures import attention_figure, grid_picture, lay_out
+from explorer.drawing.colours import signed_colormap
 from explorer.drawing.heatmap import Heatmap
 from explorer.drawing.maxima import MaximaImage, diverging
 from explorer.views.grid import Mosaic
 from explorer.views.grid_scales import LayerScale, layer_scales, scale_image
-from explorer.views.image_limits import check_image_size
 
 BAR_WIDTH = 12               # px, as the heat map's own colour bar
 BAR_CELL = (2, 5)            # where pyqtgraph puts a plot's colour bar in its layout: the view's row, after its axis
@@ -131,28 +125,6 @@ class GridLegend:
             stack.scene().removeItem(stack)
         if own is not None:
             plot.layout.addItem(own, *BAR_CELL)
-
-
-def export_grid(trace: Trace, path: Path, step: int | None = None, values: str = "weights", log: bool = False,
-                cross: bool = False, size: tuple[int, int] | None = None, theme: str = "light", text_scale: float = 1.0,
-                picture: Mosaic | None = None) -> Path:
-    """The full grid's image as export.export_attention writes it (`picture`: the grid, if computed already),
-    its layers on their colour scales with a labelled bar each, as the panel draws them."""
-    grid = picture if picture is not None else grid_picture(trace, step, values, cross)
-    if len(layer_scales(grid, values, log)) == 1:
-        return export_attention(trace, path, "all", "all", step, values, log, cross, size, theme, grid, text_scale)
-    size = size or default_size(trace.model, "all", "all")
-    check_image_size(*size)
-    check_writable(path)
-    figure = attention_figure(trace, "all", "all", *size, step, values, log, cross, theme, grid, text_scale)
-    try:
-        with figure_colours(theme):                     # the bars' axes in the figure's colours
-            GridLegend(figure.heatmaps[0]).show(grid, values, log, keep_view=False)
-        lay_out(figure, *size, theme)
-        return save_figure(figure, path, *size)
-    finally:
-        figure.close()
-        figure.deleteLater()
 
 
 def _label(bar: pg.ColorBarItem, text: str) -> None:

@@ -18,6 +18,7 @@ import pytest
 import explorer
 from explorer.app.panels.attention import AttentionPanel
 from explorer.app.widgets import attention_exports
+from explorer.drawing.export import export_attention
 
 PROMPT = "To be, or not to be, that is the question: whether tis nobler"
 LINEAR_LAYER = 1
@@ -111,6 +112,19 @@ def test_the_exported_grid_draws_the_same_scales_and_legend(open_panel, model, m
                         lambda *args, **kwargs: (path, (900, 700), "light"))
     action = next(a for a in panel.make_export_actions() if "full grid" in a.text())
     action.trigger()
+    svg = path.read_text(encoding="utf-8")
+    texts = re.sub(r"\s+", " ", " ".join(re.findall(r"<text[^>]*>([^<]*)</text>", svg)))
+    assert "layer L1" in texts and "layers L0, L2–3" in texts, texts
+    fills = _svg_fills(svg)
+    for layer in (0, 2, 3):
+        for *_, p in large_probabilities(mixed_trace, layer, count=3):
+            assert np.abs(fills - viridis(p)).max(axis=1).min() <= TOLERANCE, (layer, p, viridis(p))
+
+
+def test_the_grid_export_outside_the_panel_draws_the_same_scales(qapp, mixed_trace, tmp_path):
+    """export_attention is the one export the CLI, a long prompt's export and the animations call: its full grid
+    has the panel's scales too (it drew every layer on one ±9 scale, softmax tiles near-white)."""
+    path = export_attention(mixed_trace, tmp_path / "grid.svg", "all", "all", size=(900, 700))
     svg = path.read_text(encoding="utf-8")
     texts = re.sub(r"\s+", " ", " ".join(re.findall(r"<text[^>]*>([^<]*)</text>", svg)))
     assert "layer L1" in texts and "layers L0, L2–3" in texts, texts

@@ -2,9 +2,8 @@
 matrix, every step as frames or an animation, each with the panel's settings (step, values, colour, kind).
 
 A long map's picture or matrix is computed off the GUI thread (long_export.LongExport); a short one goes straight
-to the export dialogs; a short full grid is drawn on its layers' colour scales with a labelled bar each, as the
-panel draws it (grid_legend.export_grid). `panel` is the AttentionPanel (its selection, current view, values and
-log scale).
+to the export dialogs (a full grid on its layers' colour scales, as the panel draws it: drawing.grid_legend).
+`panel` is the AttentionPanel (its selection, current view, values and log scale).
 """
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ from PySide6.QtGui import QAction
 
 from explorer.app.figures import animation as animated
 from explorer.app.figures import export_dialogs
-from explorer.drawing.grid_legend import export_grid
 from explorer.views.long_maps import is_long
 
 
@@ -28,8 +26,6 @@ def export_actions(panel) -> list[QAction]:
         head = {"head": s.head, "layer": "all", "grid": "all"}[scope]
         if is_long(view.trace, view.step, view.cross):
             return export_long(panel, view, "all" if scope == "grid" else layer, head, False, options)
-        if scope == "grid":
-            return ask_and_export_grid(panel, view.trace, options)
         export_dialogs.ask_and_export_attention(panel, view.trace, "all" if scope == "grid" else layer, head,
                                                 **options)
 
@@ -61,16 +57,6 @@ def export_actions(panel) -> list[QAction]:
         action.triggered.connect(slot)
         actions.append(action)
     return actions
-
-
-def ask_and_export_grid(panel, trace, options: dict) -> None:
-    """The full grid's image, where and how large the person says, on the panel's colour scales."""
-    target = export_dialogs.ask_attention_target(panel, "all", "all", model=trace.model)
-    if target is not None:
-        path, size, theme = target
-        text_scale = export_dialogs.figure_text_scale(panel)
-        export_dialogs.run_reporting(panel, lambda: export_grid(trace, path, size=size, theme=theme,
-                                                                text_scale=text_scale, **options))
 
 
 def export_long(panel, view, layer: int | str, head: int | str, raw: bool, options: dict) -> None:
