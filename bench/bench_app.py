@@ -1,8 +1,8 @@
 """The app's own costs on a real model (issue 3), as one JSON object. Not a test: numbers, not verdicts.
 
     .venv/bin/python bench/bench_app.py [--model smollm2-135m] [--steps 8] [--grid-tokens 512] [--cold-runs 2]
-                                        [--paste-chars 100000] [--only step|grid|cold|paste|long-step ...]
-                                        [--long-tokens 8000] [--profile PATH]
+                                        [--paste-chars 100000] [--only step|grid|cold|paste|long-step|long-views ...]
+                                        [--long-tokens 8000] [--heads 6] [--profile PATH]
 
 - step_to_repaint: press Step -> every visible panel repainted, minus the model's own step time
   (StepRecord.ms). Target <= 50 ms. The window is the default layout at 1600x1000. `beyond_model_ms`
@@ -16,6 +16,13 @@
 - cold_start: a new process, launch -> window shown -> default model loaded -> prompt prefilled.
   Target <= 4 s to the loaded model. `process_cpu_s` is the CPU the whole process used (all threads);
   `<milestone>_cpu_s` the CPU it had used by that milestone (the GIL makes most of it serial).
+- long_views: at a prompt of --long-tokens tokens (8,000; run from the prompt box unless long_step ran it) in the
+  window at 1600x1000, the attention dock shown: `head_ms`, selecting a head of another layer (--heads of them) ->
+  its map painted (block maxima, computed off the GUI thread, the all-heads grid filling meanwhile), median and
+  max; then `tabs`: each tab of the bottom group raised in turn, twice (`first`: the panel built and drawn for
+  the first time, its jobs asked; `again`), as [longest freeze ms, ms until painted]. The freeze is the
+  longest gap of a 5 ms heartbeat timer from the raise to 0.3 s after the paint: how long the window stopped
+  answering. Targets: a head within 0.5 s; no tab switch blocks for more than 100 ms.
 - long_step: the same step -> repaint at a prompt of --long-tokens tokens (8,000), run as a person runs
   it (prompt text, Run): first cancelled from the progress dialog after two layers (the time until the
   window is idle, and that it shows nothing), then whole: whether the trace memory question was asked
@@ -43,7 +50,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.app_steps import long_step, step_to_repaint  # noqa: E402  (bench/ is found from the repository root)
+from bench.app_steps import (  # noqa: E402  (bench/ is found from the repository root)
+    answer_questions,
+    long_prompt,
+    long_step,
+    step_to_repaint,
+)
 from bench.app_window import LONG_TEXT, TIMEOUT_S, close_window, load, open_window, wait  # noqa: E402
 
 
@@ -122,6 +134,103 @@ def big_paste(app, window, errors, chars: int) -> dict:
             "longest_freeze_ms": round(1e3 * float(gaps.max()), 1) if len(gaps) else None}
 
 
+# ----- a head and the tabs at a long prompt ---------------------------------------------------------
+class Heartbeat:
+    """A 5 ms timer on the GUI thread: the longest gap between its beats in a time span is how long the
+    window stopped answering then."""
+
+    def __init__(self) -> None:
+        from PySide6.QtCore import QTimer
+
+        self.beats: list[float] = []
+        self.timer = QTimer()
+        self.timer.timeout.connect(lambda: self.beats.append(time.perf_counter()))
+        self.timer.start(5)
+
+    def longest_gap_ms(self, start: float, end: float) -> float:
+        import numpy as np
+
+        inside = [start] + [b for b in self.beats if start <= b <= end] + [end]
+        return round(1e3 * float(np.diff(inside).max()), 1)
+
+
+def run_long_prompt(app, window, errors, tokens: int) -> None:
+    """The prompt of `tokens` tokens run from the prompt box, unless the trace already holds it."""
+    trace = window.session.trace
+    if trace is not None and trace.n_tokens >= tokens - 2:
+        return
+    answer_questions(window)
+    window.prompt.set_text(long_prompt(window.controller.summary.tokenizer, tokens))
+    window.controller.run()
+    wait(app, lambda: (window.session.trace is not None and window.session.trace.n_tokens >= tokens - 2
+                       and not window.worker.busy), errors, "the long prefill")
+
+
+def shown(panel, layer: int, head: int) -> bool:
+    """The attention panel draws this head: at once for a short map, once its block maxima are painted for a
+    long one (long_head)."""
+    drawn, long_head = panel._drawn_large, panel.long_head
+    painted = long_head.painted
+    return drawn is not None and drawn[:2] == (layer, head) and (
+        not long_head.active or (painted is not None and (painted.layer, painted.heads) == (layer, (head,))))
+
+
+def head_shown_ms(app, window, errors, heads: int, beat: Heartbeat) -> dict:
+    """Select heads of layers spread over the model: the time until the attention panel painted each map."""
+    dock = window.docks["attention"]
+    dock.show()
+    dock.raise_()
+    panel = dock.widget()
+    wait(app, panel.is_shown, errors, "the attention panel")
+    model = window.session.trace.model
+    picks = [(round(i * (model.n_layers - 1) / max(heads - 1, 1)), (3 * i + 1) % model.n_heads) for i in range(heads)]
+    times, freezes = [], []
+    for layer, head in picks:
+        t0 = time.perf_counter()
+        window.session.select(layer=layer, head=head)
+        wait(app, lambda: shown(panel, layer, head), errors, f"head {layer}.{head}")
+        app.processEvents()
+        panel.repaint()
+        t1 = time.perf_counter()
+        times.append(1e3 * (t1 - t0))
+        freezes.append(beat.longest_gap_ms(t0, t1))
+    return {"heads": [f"L{layer}.H{head}" for layer, head in picks], "each_ms": [round(t) for t in times],
+            "median_ms": round(statistics.median(times), 1), "max_ms": round(max(times), 1),
+            "longest_freeze_ms": max(freezes)}
+
+
+def tab_switches(app, window, errors, beat: Heartbeat) -> dict:
+    """Raise each tab of the bottom group in turn, twice: [longest freeze, until painted] in ms per tab."""
+    front = window.docks["embeddings"]
+    group = [front] + window.tabifiedDockWidgets(front)
+    names = {dock: name for name, dock in window.docks.items()}
+    result = {}
+    for run in ("first", "again"):
+        result[run] = {}
+        for dock in group:
+            t0 = time.perf_counter()
+            dock.raise_()
+            wait(app, lambda: dock.built and getattr(dock.widget(), "is_shown", lambda: True)()
+                 and not getattr(dock.widget(), "_dirty", False), errors, f"the {names[dock]} tab")
+            app.processEvents()
+            dock.widget().repaint()
+            painted = time.perf_counter()
+            calm = painted + 0.3
+            wait(app, lambda: time.perf_counter() > calm, errors, "the paints after a raise")
+            result[run][names[dock]] = [beat.longest_gap_ms(t0, calm), round(1e3 * (painted - t0), 1)]
+    result["longest_freeze_ms"] = max(v[0] for run in ("first", "again") for v in result[run].values())
+    return result
+
+
+def long_views(app, window, errors, tokens: int, heads: int) -> dict:
+    run_long_prompt(app, window, errors, tokens)
+    beat = Heartbeat()
+    result = {"tokens": window.session.trace.n_tokens, "head": head_shown_ms(app, window, errors, heads, beat),
+              "tabs": tab_switches(app, window, errors, beat)}
+    beat.timer.stop()
+    return result
+
+
 # ----- cold start -----------------------------------------------------------------------------------
 def cold_start_child(model: str) -> int:
     """Run in a fresh process: print wall-clock times (time.time) of the milestones as JSON, and the CPU time
@@ -178,7 +287,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cold-runs", type=int, default=2)
     parser.add_argument("--paste-chars", type=int, default=100_000)
     parser.add_argument("--long-tokens", type=int, default=8000)
-    parser.add_argument("--only", choices=["step", "grid", "cold", "paste", "long-step"], action="append")
+    parser.add_argument("--heads", type=int, default=6, help="heads selected by --only long-views")
+    parser.add_argument("--only", choices=["step", "grid", "cold", "paste", "long-step", "long-views"],
+                        action="append")
     parser.add_argument("--profile", metavar="PATH", help="write the GUI thread's cProfile of the long steps here")
     parser.add_argument("--xcb", action="store_true", help="use the X server in $DISPLAY instead of offscreen")
     parser.add_argument("--cold-start-child", action="store_true", help=argparse.SUPPRESS)
@@ -190,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {"model": args.model, "cpus": os.cpu_count(), "load_average": os.getloadavg()}
     if "cold" in only:
         report["cold_start_s"] = cold_start(args.model, args.cold_runs, args.xcb)
-    if only & {"step", "grid", "paste", "long-step"}:
+    if only & {"step", "grid", "paste", "long-step", "long-views"}:
         with tempfile.TemporaryDirectory() as scratch:
             app, window, errors = open_window(args.model, Path(scratch))
             load(app, window, errors, args.model, None)
@@ -203,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
             if "long-step" in only:
                 report["long_step"] = long_step(app, window, errors, args.long_tokens, args.steps,
                                                  args.profile)
+            if "long-views" in only:
+                report["long_views"] = long_views(app, window, errors, args.long_tokens, args.heads)
             close_window(app, window)
     print(json.dumps(report, indent=1))
     return 0
