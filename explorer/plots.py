@@ -17,6 +17,7 @@ from explorer.core import files
 from explorer.core.errors import ExplorerError
 from explorer.views import trace_views
 from explorer.views.grid import mosaic
+from explorer.views.grid_scales import layer_scales, scale_image
 from explorer.views.maps import attention_matrix, axis_labels, grid_image, head_levels
 
 COLOURMAP = "viridis"             # the app's heatmaps
@@ -132,11 +133,13 @@ def grid_figure(view: trace_views.View, values: str = "weights", log: bool = Fal
                 name: str = "") -> AttentionFigure:
     """Every layer (down) × head (across) as one mosaic, as the app's grid draws it."""
     grid = mosaic(view.trace, upto_step=view.step, cross=view.cross, values=values)
-    shown, levels = grid_image(grid, values, log and values == "weights")
+    log = log and values == "weights"
+    shown, levels = grid_image(grid, values, log)
+    scales = layer_scales(grid, values, log)    # a layer whose kernel made its weights signed: a scale of its own
     height = min(12.0, 2.0 + 0.35 * grid.n_layers)
     figure = _new_figure(min(14.0, 2.5 + 0.8 * grid.n_heads), height)
     axes = figure.add_subplot()
-    image = _image(axes, shown, levels)
+    images = [_image(axes, scale_image(grid, scale, values, log), scale.levels) for scale in scales]
     symbol = "scores S" if values == "scores" else ("log10 A" if log else "weights A")
     axes.set_title(f"{name}: {grid.n_layers} layers × {grid.n_heads} heads, {symbol}, "
                    f"{view.trace.n_tokens} tokens", fontsize=10)
@@ -145,5 +148,6 @@ def grid_figure(view: trace_views.View, values: str = "weights", log: bool = Fal
     columns = [f"H{i}" for i in range(grid.n_heads)]
     _ticks(lambda p, t: axes.set_xticks(p, t, fontsize=8), columns, grid.head_centres())
     _ticks(lambda p, t: axes.set_yticks(p, t, fontsize=8), rows, grid.layer_centres())
-    _colour_bar(figure, image, axes, symbol)
+    for image, scale in zip(images, scales):
+        _colour_bar(figure, image, axes, symbol + (f", {scale.named}" if len(scales) > 1 else ""))
     return AttentionFigure(figure, shown, rows, columns, levels)

@@ -60,9 +60,9 @@ class GridLegend:
             image.signed = below_zero or diverging(scale.levels)
             image.setImage(scale_image(grid, scale, values, log), levels=scale.levels, autoLevels=False)
             bar.setLevels(scale.levels)
-            _label(bar, scale.label)
+            _label(bar, scale.named)
         if heatmap.colorbar is not None:
-            _label(heatmap.colorbar, first.label if len(scales) > 1 else "")
+            _label(heatmap.colorbar, first.named if len(scales) > 1 else "")
         self.set_opacity(heatmap.image.opacity())
         self.scales = scales
         return scales
@@ -133,7 +133,7 @@ def _label(bar: pg.ColorBarItem, text: str) -> None:
     if text:
         font = bar.getAxis("right").style["tickFont"]
         style = {"font-size": f"{font.pixelSize()}px"} if font is not None and font.pixelSize() > 0 else {}
-        axis.setLabel(("layers " if "," in text or "–" in text else "layer ") + text, **style)
+        axis.setLabel(text, **style)
         bar.showAxis("left")
         axis.setStyle(showValues=False)
     elif axis.isVisible():

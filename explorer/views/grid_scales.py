@@ -40,6 +40,11 @@ class LayerScale:
                 runs.append([layer])
         return ", ".join(f"L{run[0]}" if len(run) == 1 else f"L{run[0]}–{run[-1]}" for run in runs)
 
+    @property
+    def named(self) -> str:
+        """What a colour bar of the scale is labelled: "layer L1", "layers L0, L2–3"."""
+        return ("layer " if len(self.layers) == 1 else "layers ") + self.label
+
 
 def layer_rows(grid: Mosaic, layer: int) -> np.ndarray:
     """The image rows of one layer's tiles (a view), gutters between its heads included (NaN)."""

@@ -6,6 +6,8 @@ import re
 import numpy as np
 import pytest
 
+import explorer
+
 
 @pytest.fixture(scope="module")
 def run(bundled):
@@ -63,6 +65,27 @@ def test_the_grid_holds_every_layer_and_head(run):
     np.testing.assert_array_equal(tile[mask], run.attention(2, 5)[mask])
     assert shown.rows == [f"L{i}" for i in range(info.n_layers)]
     assert shown.columns == [f"H{i}" for i in range(info.n_heads)]
+
+
+def test_a_softmax_layer_beside_a_linear_kernel_layer_keeps_its_own_scale():
+    """With f_κ(x) = x on layer 1 only, its weights are signed; every other layer is drawn on [0, 1] (viridis at
+    the probability), with a colour bar per scale naming its layers (one shared scale drew them near its middle)."""
+    import matplotlib
+
+    mixed = explorer.load("shakespeare-mla").run("To be, or not to be, that is the question", kernel="linear",
+                                                  kernel_layers=[1])
+    shown = mixed.show_grid()
+    t = len(mixed.ids)
+    assert len(shown.figure.axes) == 3                                   # the map and two colour bars
+    labels = [axes.get_ylabel() for axes in shown.figure.axes[1:]]
+    assert labels == ["weights A, layer L1", "weights A, layers L0, L2–3"], labels
+    viridis = matplotlib.colormaps["viridis"]
+    for layer in (0, 2, 3):
+        weights = mixed.attention(layer, 0)
+        row, col = np.unravel_index(np.argmax(weights), weights.shape)
+        expected = np.array(viridis(float(weights[row, col]), bytes=True))
+        drawn = drawn_colour(shown, (t + 1) * layer + row, col).astype(int)
+        assert np.abs(drawn - expected).max() <= 3, (layer, weights[row, col], drawn, expected)
 
 
 def test_save_writes_png_or_svg_only(run, tmp_path):
