@@ -11,17 +11,18 @@ from explorer.app.window.main_window import MainWindow
 from tests.app.test_window import new_window, store_home  # noqa: F401  (the store in the test's folder)
 
 
-def test_a_shown_progress_dialog_closed_before_it_was_active_gives_the_window_the_focus(qtbot, tmp_path,
-                                                                                         monkeypatch):
-    """Exporting SmolLM2's attention as a GIF on Xvfb at 1366x768: the frames' progress dialog was shown and
-    closed; no window of the app was active afterwards, and Ctrl+Enter typed next ran nothing (the drive's
-    check after each action; the next model's run after typing used the old prompt)."""
+def test_a_progress_dialog_that_hid_itself_gives_the_window_the_focus(qtbot, tmp_path, monkeypatch):
+    """Exporting SmolLM2's attention as a GIF on Xvfb at 1366x768: the frames' progress dialog was shown, took
+    the focus and hid itself at the last frame; no window of the app was active afterwards, and Ctrl+Enter
+    typed next ran nothing (the drive's check after each action; the next model's run used the old prompt)."""
     window = new_window(qtbot, tmp_path)
     qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=5000)
     dialog = QProgressDialog("Drawing the frames…", "Cancel", 0, 3, window.docks["attention"].widget())
     dialog.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)     # its activation never reaches the app
     dialog.show()
     qtbot.waitExposed(dialog)
+    dialog.setValue(3)                                 # the last frame drawn: it hides itself (autoClose)
+    assert not dialog.isVisible()
     # On Xvfb the focus landed on no window at all, which the offscreen platform never does: it hands the focus to
     # the closed dialog, and the FocusKeeper (which moves a focus landing on a hidden window) is taken out here.
     QGuiApplication.instance().focusWindowChanged.disconnect(window.focus_keeper._focus_changed)

@@ -21,17 +21,19 @@ def take_focus_if_none(window: QWidget) -> None:
 
 
 def close_returning_focus(dialog: QWidget) -> None:
-    """Close `dialog`; if it was the active window, make its parent window the active one again, and if it was
-    shown, make its parent window active once the platform has handled the close should no window be then:
-    a progress dialog of a slow export (SmolLM2's animation) was shown and closed before its activation had
-    reached the app, which then had no active window on a bare X screen, and Ctrl+Enter did nothing."""
-    was_active, shown = QApplication.activeWindow() is dialog, dialog.isVisible()
+    """Close `dialog`; if it was the active window, make its parent window the active one again; if it was ever
+    shown, do so too when no window is active now or once the platform has handled the close. A progress
+    dialog hides itself at its last step: SmolLM2's animation export on a bare X screen took the focus to its
+    dialog, which hid when the last frame was drawn, and no window was active afterwards: Ctrl+Enter typed next
+    did nothing."""
+    was_active = QApplication.activeWindow() is dialog
+    shown = dialog.windowHandle() is not None            # made a window of its own: shown at some time
     dialog.close()
     parent = dialog.parentWidget()
     if parent is None:
         return
     window = parent.window()
-    if was_active and window.isVisible():
+    if window.isVisible() and (was_active or (shown and QApplication.activeWindow() is None)):
         window.activateWindow()
     if shown:
         QTimer.singleShot(0, window, lambda: take_focus_if_none(window))
