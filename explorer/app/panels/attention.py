@@ -42,7 +42,9 @@ STALE_OPACITY = 0.35      # the grid of the step before, drawn while the new ste
 class AttentionPanel(Panel):
     title = "Attention"
     object_name = "attention"
-    gestures = (("Alt+click a head in the grid", "Ablate that head (an experiment)"),)   # Help's shortcut list
+    gestures = (("Alt+click a head in the grid", "Ablate that head (an experiment)"),     # Help's shortcut list
+                ("Wheel over the grid", "Scroll the grid, where its tiles do not fit"),
+                ("Ctrl+wheel over the grid", "Zoom the grid"))
 
     def __init__(self, session, parent=None) -> None:
         super().__init__(session, parent)
