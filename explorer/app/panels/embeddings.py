@@ -31,6 +31,9 @@ TITLES = {
     "positions": "rows P[pos] (position × d_model)",
     "rope": "angles pos · θ_i mod 2π (position × frequency pair i)",
 }
+# The bars' titles: the norms of the rows as the matrix stores them. A model may scale them as they enter the
+# residual stream (Gemma: h_0 = E[ids] * sqrt(d_model), 25.3 for Gemma 3 270M); the bars do not.
+NORM_TITLES = {"tokens": "‖E[id]‖₂ unscaled", "positions": "‖P[pos]‖₂"}
 MAX_BARS = 256              # norm bars drawn at most: a longer prompt's are block maxima, unoutlined
 
 
@@ -59,7 +62,8 @@ class EmbeddingsPanel(Panel):
         self.heatmap = Heatmap(self.view.ci, row=0, col=0, colormap="CET-D1", axes=("left", "bottom"))
         self.norm_plot = self.view.addPlot(row=0, col=2)
         fitting_title(self.norm_plot)
-        self.norm_plot.setTitle("‖row‖₂", size=TITLE)
+        self._norm_title = NORM_TITLES["tokens"]
+        self.norm_plot.setTitle(self._norm_title, size=TITLE)
         # The same title height over both plots keeps their linked rows level (else row 0 of the bars is cut off).
         self.heatmap.plot.setTitle(TITLES["tokens"], size=TITLE)
         self.norm_plot.invertY(True)
@@ -123,6 +127,9 @@ class EmbeddingsPanel(Panel):
         self.heatmap.set_matrix(matrix, levels, labels, column_labels(matrix.shape[1]), keep_view=True)
         self._show_norms(view != "rope")        # an angle has no norm: the bars go, the map takes their room
         if view != "rope":
+            if self._norm_title != NORM_TITLES[view]:            # a new title lays the plot out again
+                self._norm_title = NORM_TITLES[view]
+                self.norm_plot.setTitle(self._norm_title, size=TITLE)
             self._draw_norms(self.stacks[view].norms)
 
     def _show_norms(self, shown: bool) -> None:
@@ -160,4 +167,4 @@ class EmbeddingsPanel(Panel):
             self.readout.setText(f"position {row} {text!r}, pair {col}: angle {self.matrix[row, col]:.6g} rad")
             return
         self.readout.setText(f"position {row} {text!r}, component {col}: {self.matrix[row, col]:.6g}   "
-                             f"‖row‖ = {np.linalg.norm(self.matrix[row]):.4g}")
+                             f"‖row‖₂ = {np.linalg.norm(self.matrix[row]):.4g} (as stored, unscaled)")
