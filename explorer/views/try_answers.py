@@ -11,6 +11,8 @@ the trace, the person's own text or the stop's) and says which layer and head, a
     cross_source   : in one layer of an encoder–decoder, for each target token the decoder wrote, the source token its
                      query weighs most, argmax_j of mean over h of the cross-attention C^{ℓ,h}[i, j] (i: the row
                      whose next token is the one written)
+    top_key        : in the layer and head shown, the key the last query scores highest, argmax_j S[T-1, j] with
+                     S = q_i k_j / √d_QK (the Q / K / V panel's rows), against the key its row of A weighs most
     kv_bytes       : what one more token costs the model shown, L · (its cache's numbers per token and layer) · bytes,
                      from explorer.core.kv_variants (2 · N_KV · d_h for MHA/GQA/MQA, d_c + d_R for MLA)
     text           : the answer is the question's own "text" (a fact of the algebra, the same for any model)
@@ -27,7 +29,7 @@ import numpy as np
 from explorer.core.trace import Trace
 
 MAX_TOKENS = 512         # L·N_Q heads of T × T read on the window's thread: kept to a moment
-KINDS = ("previous_token", "first_token", "negative_weight", "cross_source", "kv_bytes", "text")
+KINDS = ("previous_token", "first_token", "negative_weight", "cross_source", "top_key", "kv_bytes", "text")
 
 
 @dataclass(frozen=True)
@@ -38,8 +40,8 @@ class Answer:
     panel: str | None = None         # the dock to bring forward (its object name)
 
 
-def answer(kind: str, trace: Trace | None, layer: int | None = None, text: str = "") -> Answer:
-    """The answer of `kind` on `trace` (layer: the layer a question names)."""
+def answer(kind: str, trace: Trace | None, layer: int | None = None, text: str = "", head: int = 0) -> Answer:
+    """The answer of `kind` on `trace` (layer: the layer a question names; head: the head shown)."""
     if kind == "text":
         return Answer(text)
     if kind not in KINDS:
@@ -60,6 +62,8 @@ def answer(kind: str, trace: Trace | None, layer: int | None = None, text: str =
         return negative_weight(trace, layer)
     if kind == "cross_source":
         return cross_source(trace, layer)
+    if kind == "top_key":
+        return top_key(trace, layer, min(int(head), trace.model.n_heads - 1))
     return first_token_head(trace, layer)
 
 
@@ -102,6 +106,23 @@ def negative_weight(trace: Trace, layer: int) -> Answer:
     return Answer(f"Yes: layer {layer}, head {head}, A[{row}, {column}] = {smallest:.3f} (query {tokens[row]!r}, key "
                   f"{tokens[column]!r}), and its row still sums to {float(weights[head, row].sum()):.3f}: Z divides by "
                   f"the row sum of S, whatever its sign. {count} of the layer's weights are negative.",
+                  layer, head, "attention")
+
+
+def top_key(trace: Trace, layer: int, head: int) -> Answer:
+    """The key the last query scores highest in (layer, head), and the key its row of A weighs most."""
+    scores = trace.scores(layer, head)[-1]                  # (N_KV,): S[T-1, :], the hidden keys at -inf
+    weights = trace.attention_head(layer, head)[-1]
+    tokens, scored, weighed = trace.token_text, int(np.argmax(scores)), int(np.argmax(weights))
+    query = len(weights) - 1
+    said = (f"Layer {layer}, head {head}: the last query, {tokens[query]!r} (row {query}), scores key {scored} "
+            f"{tokens[scored]!r} highest, S[{query}, {scored}] = {float(scores[scored]):.3f}; its row of A weighs ")
+    if scored == weighed:
+        return Answer(said + f"that key most too, A[{query}, {scored}] = {float(weights[scored]):.3f}: exp keeps "
+                      "the order of the scores, and Z⁻¹ divides the whole row by one number.", layer, head, "attention")
+    most = float(weights[weighed])
+    return Answer(said + f"key {weighed} {tokens[weighed]!r} most, A[{query}, {weighed}] = {most:.3f}: the kernel "
+                  "is not exp here (see the kernel box), and it does not keep the scores' order.",
                   layer, head, "attention")
 
 

@@ -138,7 +138,9 @@ class LearnPanel(Panel):
         its panel brought forward, its sentences under the question in the page (under the buttons they grew the
         status line by four lines and pushed the questions out of a short Learn column, 1920x1080)."""
         question = self.stop.tries[index]
-        found = try_answers.answer(question.answer, self.session.trace, question.layer, question.text)
+        selection = self.session.selection
+        layer = question.layer if question.layer is not None else selection.layer
+        found = try_answers.answer(question.answer, self.session.trace, layer, question.text, selection.head)
         if found.layer is not None:
             self.session.select(layer=found.layer, **({} if found.head is None else {"head": found.head}))
         docks = getattr(self.window(), "docks", {})
