@@ -32,3 +32,24 @@ def test_a_progress_dialog_that_hid_itself_gives_the_window_the_focus(qtbot, tmp
     close_returning_focus(dialog)
     qtbot.waitUntil(lambda: window in asked, timeout=5000)
     window.close()
+
+
+
+def test_the_window_takes_the_focus_back_after_the_shortcuts_list_and_about(qtbot, tmp_path, monkeypatch):
+    """F1 (Help ▸ Keyboard Shortcuts) and Help ▸ About on Xvfb at 1366x768 and 1920x1080: closed with OK, the
+    box left no window active (and the platform said nothing of it: the focus window went with the box);
+    Ctrl+Enter, Space and F1 itself then did nothing until a click (the drive's check after each action)."""
+    from PySide6.QtWidgets import QMessageBox
+
+    window = new_window(qtbot, tmp_path)
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=5000)
+    asked = []
+    for kind in ("information", "about"):
+        monkeypatch.setattr(QMessageBox, kind, lambda *args: None)               # closed by the person
+    monkeypatch.setattr(QApplication, "activeWindow", staticmethod(lambda: None))  # and no window is active
+    monkeypatch.setattr(MainWindow, "activateWindow", lambda self: asked.append(self))
+    window.menus.shortcuts()
+    assert asked == [window], "F1's list closed, the window did not take the focus back"
+    window.menus.about()
+    assert asked == [window, window], "About closed, the window did not take the focus back"
+    window.close()

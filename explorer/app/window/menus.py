@@ -23,6 +23,7 @@ from explorer.app.figures import animation, live_recording
 from explorer.app.figures.window_animation import ask_and_record_window
 from explorer.app.run.trace_budget import MAX_BUDGET_MB, MIN_BUDGET_MB
 from explorer.app.state import session_file
+from explorer.app.widgets.dialog_focus import take_focus_if_none
 from explorer.app.window import model_refs, panel_tips
 from explorer.app.window.dock_shares import focused_dock
 from explorer.app.window.learn_placement import open_learn
@@ -260,10 +261,12 @@ class Menus:
 
     def about(self) -> None:
         QMessageBox.about(self.window, "About Transformer Explorer", about_html(self.window))
+        take_focus_if_none(self.window)     # on a bare X screen no window was active once the box closed
 
     def shortcuts(self) -> None:
         """Every shortcut the window's actions carry and every declared mouse gesture (panel_tips)."""
         QMessageBox.information(self.window, "Keyboard shortcuts", panel_tips.shortcuts_html(self.window))
+        take_focus_if_none(self.window)     # F1 closed on Xvfb: Ctrl+Enter, Space and F1 did nothing until a click
 
 
 def _export_actions(widget) -> list[QAction]:
