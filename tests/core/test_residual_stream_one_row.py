@@ -57,7 +57,8 @@ def test_the_stream_at_8000_tokens_is_one_row_and_equals_transformers_and_the_pr
     assert_lens_equal((got.lens_ids, got.lens_probs), reference_lens(hf_model, ids, position))
     fed.clear()
     assert_streams_equal(got, residual_stream(loaded, ids, position, 5))       # the prefix run it replaces
-    assert fed == [(position, True), (1, True)]                                 # (the prefix, into its own cache)
+    # the prefix into its own cache (in chunks, each a point where a Cancel is heard), then the row itself
+    assert sum(n for n, _ in fed[:-1]) == position and all(cache for _, cache in fed) and fed[-1] == (1, True)
     assert decoder.trace is trace and decoder.kv_cache.length == length
     assert torch.equal(decoder.kv_cache.layers[0].buffers[0].narrow(1, 0, length), keys)
 
