@@ -16,10 +16,12 @@ from explorer.app.window.dock_layout import put_away_stale_bars, whole_titles
 
 
 def focused_dock(window: QMainWindow) -> QDockWidget:
-    """The dock holding the keyboard focus, else attention's (else the first)."""
+    """The dock holding the keyboard focus (a panel's, or one of the window's own such as Learn), else
+    attention's (else the first panel's)."""
     focus = QApplication.focusWidget()
     docks = window.docks
-    focused = next((d for d in docks.values() if focus is not None and d.isAncestorOf(focus)), None)
+    focused = next((d for d in window.findChildren(QDockWidget) if focus is not None and d.isAncestorOf(focus)),
+                   None)
     return focused or docks.get("attention") or next(iter(docks.values()))
 
 
