@@ -14,6 +14,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette, QPen
 from PySide6.QtWidgets import QApplication, QWidget
 
+from explorer.views.figure_text import FIGURE_COLOURS
+
 _DARK = {
     QPalette.ColorRole.Window: "#2b2b2e", QPalette.ColorRole.WindowText: "#e6e6e6",
     QPalette.ColorRole.Base: "#1f1f22", QPalette.ColorRole.AlternateBase: "#2f2f33",
@@ -23,9 +25,6 @@ _DARK = {
     QPalette.ColorRole.Highlight: "#3d7bd9", QPalette.ColorRole.HighlightedText: "#ffffff",
     QPalette.ColorRole.Link: "#6ea8ff", QPalette.ColorRole.PlaceholderText: "#8a8a8f",
 }
-# Exported figures: print-ready black on white unless dark ones are asked for, whatever the app's theme.
-FIGURE_COLOURS = {"light": ("#ffffff", "#111111"), "dark": ("#101014", "#e6e6e6")}
-FIGURE_THEMES = tuple(FIGURE_COLOURS)
 
 
 def palette_of(app: QApplication, theme: str) -> QPalette:

@@ -159,7 +159,7 @@ def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str
                      size: tuple[int, int] | None = None, theme: str = "light", picture=None,
                      text_scale: float = 1.0) -> Path:
     """One head, all heads of a layer (`head="all"`) or the full grid (`layer="all"`) to any format;
-    images in the figure `theme` (light, print-ready, or dark; see explorer.drawing.colours.FIGURE_COLOURS),
+    images in the figure `theme` (light, print-ready, or dark; see explorer.views.figure_text.FIGURE_COLOURS),
     their text `text_scale` times its size for the image (File ▸ Export Figure Text Size).
     One head's image draws `picture` (figures.head_picture) where it is computed already; `size` None is
     default_size's."""

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings
 
-from explorer.drawing.colours import FIGURE_THEMES
 from explorer.views import figure_text
+from explorer.views.figure_text import FIGURE_THEMES
 
 ORGANIZATION = "transformer-explorer"       # the app's QSettings file: ORGANIZATION/APPLICATION
 APPLICATION = "explorer"
