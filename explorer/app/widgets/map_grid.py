@@ -113,7 +113,7 @@ class TileScroll(QScrollArea):
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setWidget(view)
-        self._fitted: tuple | None = None           # the tiles, cells and font the view was last sized for
+        self._fitted: tuple | None = None           # ((tiles, font), width, height) the view was last sized for
         self._legend_fitted: tuple | None = None
         view.viewport().installEventFilter(self)    # the wheel scrolls the tiles (Ctrl+wheel zooms the view)
 
@@ -130,15 +130,20 @@ class TileScroll(QScrollArea):
     def fit_tiles(self, plot, tiles: tuple[int, int], cells: tuple[int, int]) -> None:
         """Give `plot`'s view room for `tiles` (rows, columns) of `cells` (rows, columns) each, a one-cell gutter
         between them, each tile at least MIN_TILE_PX a side, and the view the room its axes add. Laid out again
-        only when the tiles, the cells or the font (View ▸ Presentation: wider axes) change, not at every repaint."""
-        fitted = (tiles, cells, self.view.font().toString())
-        if fitted == self._fitted:
-            return
-        self._fitted = fitted
+        only when the tiles or the font (View ▸ Presentation: wider axes) change or more room is needed, not at
+        every repaint or step."""
         (rows, columns), (r, c) = tiles, cells
-        width = (columns * (c + 1) - 1) * MIN_TILE_PX / c        # the gutters are drawn at a tile's cell size
-        height = (rows * (r + 1) - 1) * MIN_TILE_PX / r
-        plot.getViewBox().setMinimumSize(math.ceil(width), math.ceil(height))
+        width = math.ceil((columns * (c + 1) - 1) * MIN_TILE_PX / c)    # the gutters are drawn at a cell's size
+        height = math.ceil((rows * (r + 1) - 1) * MIN_TILE_PX / r)
+        same = (tiles, self.view.font().toString())
+        if self._fitted is not None and self._fitted[0] == same:
+            # more cells (a step) need a little less room, the gutters being thinner: the room stays, so that
+            # decoding never lays the view out again (it shrank a few px a step); it grows where more is needed
+            if width <= self._fitted[1] and height <= self._fitted[2]:
+                return
+            width, height = max(width, self._fitted[1]), max(height, self._fitted[2])
+        self._fitted = (same, width, height)
+        plot.getViewBox().setMinimumSize(width, height)
         plot.layout.invalidate()                 # the layouts' size hints are kept until they are asked again
         self.view.ci.layout.invalidate()
         least = self.view.ci.effectiveSizeHint(Qt.SizeHint.MinimumSize)      # the view's and its axes'
