@@ -24,7 +24,7 @@ from explorer.core.errors import ExplorerError
 from explorer.core.trace import Trace
 from explorer.drawing.colours import printed
 from explorer.drawing.figures import attention_figure
-from explorer.drawing.vector_cells import page_coordinates, vector_cells
+from explorer.drawing.vector_cells import baked_strokes, page_coordinates, vector_cells
 from explorer.views.image_limits import check_image_size
 
 IMAGE_SUFFIXES = (".png", ".svg")
@@ -217,6 +217,7 @@ def save_widget(widget, path: Path, theme: str = "light") -> Path:
             generator.setTitle(getattr(widget, "title", "panel"))
             with printed(widget, theme):
                 widget.render(generator)
+            Path(temporary).write_text(baked_strokes(Path(temporary).read_text(encoding="utf-8")), encoding="utf-8")
     return atomic_write(path, write)
 
 

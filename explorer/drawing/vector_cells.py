@@ -285,3 +285,48 @@ def page_coordinates(svg: str) -> str:
     """`svg` with every filled rectangle in page coordinates with its own fill attribute, rotated text
     anchored on the page, and rectangular clips of rectangles applied (see the module docstring)."""
     return _unclipped(_TEXT_GROUP.sub(_anchored_text, _FILLED_GROUP.sub(_page_rects, svg)))
+
+
+_STROKED_GROUP = re.compile(r'<g ([^>]*?)\stransform="matrix\(([^)]*)\)"([^>]*)>((?:\s*<(?:polyline|path|rect) '
+                            r'[^>]*vector-effect="non-scaling-stroke"[^>]*/>)+)\s*</g>')
+_PAIR = re.compile(f"({_NUMBER}),({_NUMBER})")
+
+
+def _baked(match: re.Match) -> str:
+    """One group of non-scaling strokes with its matrix applied to their points, and no transform left."""
+    a, b, c, d, e, f = (float(v) for v in match.group(2).split(","))
+
+    def point(pair: re.Match) -> str:
+        x, y = float(pair.group(1)), float(pair.group(2))
+        return f"{a * x + c * y + e:.6g},{b * x + d * y + f:.6g}"
+
+    def shape(element: re.Match) -> str:
+        tag = element.group(0)
+        if tag.startswith("<rect"):
+            x, y = float(_attribute(tag, "x", "0")), float(_attribute(tag, "y", "0"))
+            w, h = float(_attribute(tag, "width", "0")), float(_attribute(tag, "height", "0"))
+            corners = " ".join(point(_PAIR.match(f"{px},{py}")) for px, py in ((x, y), (x + w, y), (x + w, y + h),
+                                                                                 (x, y + h)))
+            return f'<polygon fill="none" points="{corners}"/>'
+        tag = re.sub(r'\b(points|d)="([^"]*)"', lambda m: f'{m.group(1)}="{_PAIR.sub(point, m.group(2))}"', tag)
+        return tag.replace(' vector-effect="non-scaling-stroke"', "")
+
+    body = re.sub(r"<(?:polyline|path|rect) [^>]*/>", shape, match.group(4))
+    return f"<g {match.group(1)}{match.group(3)}>{body}\n</g>"
+
+
+def baked_strokes(svg: str) -> str:
+    """`svg` (Qt's QSvgGenerator's, a panel as shown on screen) with each group of cosmetic strokes drawn in page
+    coordinates: Qt writes a plot's lines in the plot's own units under the view's matrix with
+    vector-effect="non-scaling-stroke", which librsvg and ImageMagick ignore, so a 2 px line under a 32 x 0.4
+    scale came out as a band 64 px wide, and the selection's outline as a filled bar (SmolLM2's residual stream
+    and Q / K / V, seen opening the window's exports)."""
+    if "non-scaling-stroke" not in svg:
+        return svg
+    unsafe = re.compile(r"[a-zA-Z]")
+    def bake(match: re.Match) -> str:
+        paths = re.findall(r'\bd="([^"]*)"', match.group(4))
+        if any(set(unsafe.findall(d)) - {"M", "L", "C", "Z", "e"} for d in paths):   # relative or arc commands
+            return match.group(0)
+        return _baked(match)
+    return _STROKED_GROUP.sub(bake, svg)
