@@ -193,6 +193,7 @@ class MainWindow(QMainWindow):
         self.status.show_model(None)
         self.status.show_trace(None)
         self.setWindowTitle(TITLE)
+        self._name_the_prompt(source=False)       # the translator's "Source" named a text no model reads now
         self.status.showMessage("The model was closed.", 4000)
 
     def _on_model_ready(self, summary) -> None:
@@ -205,10 +206,13 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"{summary.name} — {TITLE}")
         self.status.showMessage(f"Loaded {summary.name}.", 4000)
         self.actions.set_step_reason(getattr(summary, "no_step_reason", None))
-        source = summary.info.is_encoder_decoder
+        self._name_the_prompt(source=summary.info.is_encoder_decoder)
+        self.menus.refresh_recent()
+
+    def _name_the_prompt(self, source: bool) -> None:
+        """The editor is an encoder-decoder's source text, or a prompt (any other model, or none)."""
         self.docks["prompt"].setWindowTitle("Source" if source else "Prompt")
         self.prompt.set_role("source" if source else "prompt")
-        self.menus.refresh_recent()
 
     def _on_load_failed(self, reference: str) -> None:
         self.model_bar.set_current(self.controller.reference)
