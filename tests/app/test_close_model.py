@@ -17,13 +17,13 @@ from tests.app.tiny_model import make_tiny_llama
 
 
 def every_panel(qtbot, window) -> list[Panel]:
-    """Each dock shown and raised in turn, so each panel is made and draws what it holds."""
+    """Each dock shown and raised in turn, so each panel is made (once it is in sight: PanelDock builds a panel
+    when it is exposed, not when a tab merely passes through the front) and draws what it holds."""
     for dock in window.docks.values():
         dock.show()
         dock.raise_()
-    panels = window.findChildren(Panel)
-    qtbot.waitUntil(lambda: len(window.findChildren(Panel)) >= len(window.docks) - 1, timeout=10000)
-    return window.findChildren(Panel) or panels
+        qtbot.waitUntil(lambda dock=dock: getattr(dock, "built", True), timeout=10000)
+    return window.findChildren(Panel)
 
 
 def shown_states(qtbot, window) -> dict[str, tuple]:
