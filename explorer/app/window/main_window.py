@@ -308,7 +308,11 @@ class MainWindow(QMainWindow):
         geometry, state = self.settings.geometry(), self.settings.dock_state()
         self._fit_when_shown = geometry is None
         if geometry is not None:
-            self.restoreGeometry(geometry)
+            self.restoreGeometry(geometry)       # the screen, and maximised or full screen
+            place = self.settings.window_place()
+            if place is not None and not self.windowState() & (Qt.WindowState.WindowMaximized
+                                                               | Qt.WindowState.WindowFullScreen):
+                self.setGeometry(place)          # where it was: keep_on_screen brings it onto this screen
         if state is not None:
             self.restoreState(state)
 
@@ -349,7 +353,8 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event) -> None:
         self.closed = True
         self.controller.set_playing(False)
-        self.settings.save_window(self.saveGeometry(), self.dock_shares.state_to_save(), self.size())
+        self.settings.save_window(self.saveGeometry(), self.dock_shares.state_to_save(), self.size(),
+                                  self.normalGeometry())
         self.settings.sampling = self.sampling_bar.settings()
         self.settings.last_prompt = self.prompt.text
         self.settings.sync()

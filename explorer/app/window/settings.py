@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from PySide6.QtCore import QByteArray, QSettings, QSize
+from PySide6.QtCore import QByteArray, QRect, QSettings, QSize
 
 from explorer.app.figures.figure_settings import FigureSettings
 from explorer.app.run.trace_budget import DEFAULT_BUDGET, MAX_BUDGET_MB, MIN_BUDGET_MB
@@ -16,6 +16,7 @@ from explorer.app.thread.core_api import SamplingSettings
 
 MAX_RECENT = 8
 THEMES = ("system", "light", "dark")
+PLACE_LIMIT = 16384         # px: no screen is larger; a saved place past it is not the window's
 
 
 class AppSettings(FigureSettings):
@@ -28,13 +29,28 @@ class AppSettings(FigureSettings):
     def dock_state(self) -> QByteArray | None:
         return self._bytes("window/state")
 
-    def save_window(self, geometry: QByteArray, state: QByteArray, size: QSize | None = None) -> None:
-        """The window's geometry and dock state, and the size the docks were laid out for (Qt's
-        restoreGeometry cuts a saved geometry to the screen, so it cannot tell that size again)."""
+    def save_window(self, geometry: QByteArray, state: QByteArray, size: QSize | None = None,
+                    place: QRect | None = None) -> None:
+        """The window's geometry and dock state, the size the docks were laid out for (Qt's
+        restoreGeometry cuts a saved geometry to the screen, so it cannot tell that size again), and where
+        the window itself was (`place`, its own rectangle, frame not included)."""
         self.q.setValue("window/geometry", geometry)
         self.q.setValue("window/state", state)
         if size is not None:
             self.q.setValue("window/size", f"{size.width()}x{size.height()}")
+        if place is not None:
+            self.q.setValue("window/place", ",".join(str(n) for n in place.getRect()))
+
+    def window_place(self) -> QRect | None:
+        """Where the window itself was at the last quit (x, y, width, height, its frame not included); None if
+        not saved (or unreadable). Qt's restoreGeometry cannot say it on a screen without a window manager: it
+        keeps room above the window for a title bar it guesses, and the window came back 25 px down."""
+        try:
+            x, y, width, height = (int(n) for n in str(self.q.value("window/place", "")).split(","))
+        except ValueError:
+            return None
+        sane = 0 < width <= PLACE_LIMIT and 0 < height <= PLACE_LIMIT and max(abs(x), abs(y)) <= PLACE_LIMIT
+        return QRect(x, y, width, height) if sane else None      # a damaged file asks for no giant window
 
     def window_size(self) -> QSize | None:
         """The size the saved dock state was laid out for; None if not saved (or unreadable)."""
