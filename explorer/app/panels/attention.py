@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSpinBo
 from explorer.app.panels.base import Panel, dims, visible_text
 from explorer.app.state.session import Selection
 from explorer.app.widgets.ablation_marks import AblationMarks, ablated_heads
-from explorer.app.widgets.attention_exports import export_actions
+from explorer.app.widgets.attention_exports import export_actions, offer_steps
 from explorer.app.widgets.attention_kind import AttentionKindBox
 from explorer.app.widgets.flow_layout import FlowLayout
 from explorer.app.widgets.grid_filler import GridFiller, GridProgress
@@ -327,7 +327,14 @@ class AttentionPanel(Panel):
 
     # ----- export ------------------------------------------------------------------------
     def make_export_actions(self) -> list[QAction]:
-        return export_actions(self)
+        actions = export_actions(self)
+        self.animate_action = actions[-1]            # every step as an animation: none for an encoder's one step
+        offer_steps(self.animate_action, self.trace)
+        self.session.trace_changed.connect(self._offer_animation)
+        return actions
+
+    def _offer_animation(self, trace) -> None:
+        offer_steps(self.animate_action, trace)
 
     def say(self, text: str) -> None:
         """`text` on the window's status bar for a while (an export started or written)."""

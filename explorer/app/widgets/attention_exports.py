@@ -59,6 +59,14 @@ def export_actions(panel) -> list[QAction]:
     return actions
 
 
+def offer_steps(action: QAction, trace) -> None:
+    """An animation of the steps is offered where there are steps to animate: an encoder reads its text in one
+    pass, and MiniLM's menu wrote a GIF of one frame."""
+    encoder = trace is not None and trace.model.is_encoder_only
+    action.setEnabled(not encoder)
+    action.setToolTip("An encoder reads the whole text in one step: there is nothing to animate." if encoder else "")
+
+
 def export_long(panel, view, layer: int | str, head: int | str, raw: bool, options: dict) -> None:
     """A long head's export (or its layer's): block maxima, or the exact .npy, computed off the GUI thread."""
     long_export = panel.long_export
