@@ -10,6 +10,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from explorer.core.errors import ExplorerError
+from explorer.core.intervention import Intervention, combined
+from explorer.core.sampling_settings import Sampling
 
 
 def is_batch(prompts) -> bool:
@@ -114,7 +116,7 @@ def single_token(tokenizer, text, what: str = "token") -> int:
         raise ExplorerError(f"the {what} must be a string or a token id, not {type(text).__name__}")
     if tokenizer is None:
         raise ExplorerError(f"the model has no tokenizer: give the {what} as a token id")
-    from explorer.core.patching import single_token as one
+    from explorer.core.patching import single_token as one  # torch: not before a model is used
 
     return one(tokenizer, text, what)
 
@@ -123,7 +125,6 @@ def intervention_of(ablate: Sequence, kernel: str | None, kernel_layers, kernel_
                     info):
     """The core Intervention of the API's keywords and `intervention` together, None for the model as it is:
     `ablate` zeroes O_h of each (layer, head); `kernel` replaces f_κ in `kernel_layers` (None: every layer)."""
-    from explorer.core.intervention import Intervention, combined
 
     if intervention is not None and not isinstance(intervention, Intervention):
         raise ExplorerError(f"intervention must be an explorer.Intervention, not {type(intervention).__name__}")
@@ -180,7 +181,7 @@ def recording(record) -> str:
 def record_options(record: str = "trace", intervention=None):
     """The RecordOptions of a run recording `record` in float32; a run whose patterns are patched stores its
     maps (rebuilt from Q and K they would be the model's own)."""
-    from explorer.core.recording import RecordOptions
+    from explorer.core.recording import RecordOptions  # torch: not before a model is used
 
     stored = intervention is not None and bool(intervention.pattern_patches)
     return RecordOptions(dtype="float32", attention="stored" if stored else "on_demand", layers=record == "trace")
@@ -189,7 +190,6 @@ def record_options(record: str = "trace", intervention=None):
 def sampling_of(sampling):
     """`sampling=`: an explorer.Sampling (its values were checked when it was made, Sampling.RULES), or None
     for greedy decoding, else ExplorerError."""
-    from explorer.core.sampling_settings import Sampling
 
     if sampling is None:
         return Sampling()
@@ -205,7 +205,7 @@ def decoder(loaded, sampling, capacity: int, intervention=None, record: str = "t
     are read from it)."""
     if loaded.info.is_encoder_only or loaded.info.is_encoder_decoder:
         record = "trace"
-    from explorer.core.drivers import make_decoder
+    from explorer.core.drivers import make_decoder  # torch: not before a model is used
 
     made = make_decoder(loaded, record_options(record, intervention), sampling_of(sampling), capacity=capacity)
     made.set_intervention(intervention)

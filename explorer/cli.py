@@ -12,7 +12,9 @@ import sys
 import warnings
 
 from explorer import __version__, system_check
+from explorer.core.errors import ExplorerError
 from explorer.tools import arguments
+from explorer.views.token_text import TextLeftOutWarning
 
 SUBCOMMANDS = {
     "trace": "decode greedily and write every attention map and logit to an .npz",
@@ -65,8 +67,6 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:             # --help, --version, or a bad argument (one line printed)
         return exit_.code if isinstance(exit_.code, int) else 2
-    from explorer.core.errors import ExplorerError
-
     warnings.showwarning = _one_line_warning(warnings.showwarning)
 
     try:
@@ -101,8 +101,6 @@ def shown(text: str) -> str:
 
 def _one_line_warning(show):
     """`show`, but a warning the user can act on (text the tokenizer leaves out) is one line, like an error."""
-    from explorer.views.token_text import TextLeftOutWarning
-
     def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
         if issubclass(category, TextLeftOutWarning):
             print(f"warning: {message}", file=file or sys.stderr)

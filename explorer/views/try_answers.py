@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from explorer.core import kv_variants
 from explorer.core.trace import Trace
 
 MAX_TOKENS = 512         # L·N_Q heads of T × T read on the window's thread: kept to a moment
@@ -151,8 +152,6 @@ def bare(token: str) -> str:
 
 def kv_bytes(trace: Trace) -> Answer:
     """Bytes one more token costs the shown model's cache, over all its layers, with the sum written out."""
-    from explorer.core import kv_variants
-
     info = trace.model
     per_layer = kv_variants.bytes_per_token_per_layer(info)
     dtype = kv_variants.cache_dtype(info)

@@ -17,12 +17,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 from html import escape
+from pathlib import Path
 
 from PySide6.QtCore import QEvent, QRectF
 from PySide6.QtGui import QAction, QColor, QImage, QPainter
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsTextItem, QGraphicsView
 
-from explorer.app.panels.base import Panel, formula_html
+from explorer.app.figures import export_dialogs
+from explorer.app.panels.base import Drawn, Panel, formula_html
 from explorer.app.state.session import Selection
 from explorer.app.widgets.asking import Asker
 from explorer.app.widgets.model_map_items import (
@@ -36,6 +38,7 @@ from explorer.app.widgets.model_map_items import (
     edge_path,
 )
 from explorer.app.widgets.model_map_layout import GAP_X, headings, lay_out
+from explorer.drawing import export
 from explorer.views.model_graph import FOLD_AT, Edge, ModelGraph, Node, model_graph
 
 __all__ = ["ACCENT", "EMPTY", "NEW_ROW", "ModelMapPanel"]
@@ -96,9 +99,7 @@ class ModelMapPanel(Panel):
     def drawn(self):
         """The base contract's state, and "empty" while no model is open (the map needs no trace)."""
         if self.session.model is None:
-            from explorer.app.panels import base
-
-            return base.Drawn("empty", why=EMPTY)
+            return Drawn("empty", why=EMPTY)
         return super().drawn()
 
     def view_state(self) -> tuple[str, object]:
@@ -309,18 +310,17 @@ class ModelMapPanel(Panel):
 
     # ----- export -------------------------------------------------------------------------------
     def make_export_actions(self) -> list[QAction]:
-        from explorer.app.figures import export_dialogs
-
         action = QAction("Export the model map as PNG/SVG…", self)
-        action.triggered.connect(lambda: self._ask_export(export_dialogs))
+        action.triggered.connect(self._ask_export)
         copy = QAction("Copy the model map", self)
         copy.triggered.connect(self.copy_to_clipboard)
         return [action, copy]
 
-    def _ask_export(self, export) -> None:
-        path = export.ask_path(self, "Export the model map", "model_map.png", "PNG image (*.png);;SVG image (*.svg)")
+    def _ask_export(self) -> None:
+        path = export_dialogs.ask_path(self, "Export the model map", "model_map.png",
+                                       "PNG image (*.png);;SVG image (*.svg)")
         if path is not None:
-            export.run_reporting(self, lambda: self.save(path))
+            export_dialogs.run_reporting(self, lambda: self.save(path))
 
     def image(self, scale: float = 2.0) -> QImage:
         """The whole map (not only what the view shows) at `scale` pixels per scene unit, on white."""
@@ -336,10 +336,6 @@ class ModelMapPanel(Panel):
 
     def save(self, path):
         """The whole map to `path` (.png or .svg), written atomically."""
-        from pathlib import Path
-
-        from explorer.drawing import export
-
         path = Path(path)
         if self.graph is None:
             raise export.ExportError(f"Cannot export {path}: no model is open, so there is no map yet.")
