@@ -28,8 +28,13 @@ import numpy as np
 
 from explorer import api_batches as batches
 from explorer import api_checks as checks
+from explorer import api_research
 from explorer.api_run import Run
+from explorer.core import kv_variants as kv
 from explorer.core.errors import ContextOverflowError, ExplorerError
+from explorer.core.families import can_generate
+from explorer.core.loaders.config_file import read_config
+from explorer.core.store import resolve
 from explorer.views.token_text import warn_left_out
 
 if TYPE_CHECKING:
@@ -47,8 +52,7 @@ def load(name_or_path: str | Path, device: str = "cpu", dtype: str = "float32") 
     `device` is cpu, cuda, cuda:N, mps or auto; `dtype` float32, bfloat16 or float16.
     Raises ModelLoadError (an ExplorerError) naming the file and the problem.
     """
-    from explorer.core.runtime import load_model
-    from explorer.core.store import resolve
+    from explorer.core.runtime import load_model  # torch: imported by load(), not by `import explorer`
 
     path = resolve(name_or_path)
     reference = str(name_or_path) if Path(str(name_or_path)) != path else str(path.resolve())
@@ -155,14 +159,14 @@ class Model:
 
     def _run_one(self, prompt: Prompt, steps, sampling, ablate, kernel, kernel_layers, kernel_temperature,
                  intervention, activations, prepend_bos, record) -> Run:
-        from explorer.core.sampling import Sampling
+        from explorer.core.sampling import Sampling  # torch: imported by load(), not by `import explorer`
 
         ids = self._ids(prompt, prepend_bos)
         if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
             raise ExplorerError(f"steps={steps!r} must be a whole number, 0 or more")
         steps = int(steps)
         if steps and not _can_generate(self.loaded):
-            from explorer.core.encoder import NO_DECODING
+            from explorer.core.encoder import NO_DECODING  # torch: imported by load(), not by `import explorer`
 
             raise ExplorerError(f"steps={steps}: {NO_DECODING}; use steps=0")
         context = self.loaded.config.max_positions
@@ -190,7 +194,6 @@ class Model:
         the logit of `token_id` (default: the top prediction). A list of prompts (with a list of targets)
         gives a list. Under `intervention` the parts are those of the intervened model.
         """
-        from explorer import api_research
 
         return api_research.attribute(self, prompt, position, token_id, target, against, intervention)
 
@@ -203,7 +206,6 @@ class Model:
         under `intervention`. Targets are one token each: " Paris" or an id.
         Lists of clean and corrupted prompts (and of targets) give api_research.PatchMaps: one map per pair
         and their mean. Its packed passes take at most `memory` bytes each, as run's."""
-        from explorer import api_research
 
         return api_research.patch(self, clean, corrupt, target, against, site, metric, progress, cancel,
                                   intervention, memory)
@@ -221,7 +223,6 @@ class Model:
         `repeat` times (random ids of the vocabulary when None): explorer.core.head_scores. A list of
         id sequences gives the mean of their scores (api_research.heads), prefilled in packed passes of at
         most `memory` bytes each, as run's."""
-        from explorer import api_research
 
         return api_research.heads(self, ids, repeat, seed, intervention, memory)
 
@@ -229,7 +230,7 @@ class Model:
     def save_hf(self, folder: str | Path) -> Path:
         """Write the model as a Hugging Face folder (config.json, model.safetensors, tokenizer.json) that
         transformers loads with the same logits; a GGUF model's weights go out dequantized: core/save_hf.py."""
-        from explorer.core.save_hf import save_hf
+        from explorer.core.save_hf import save_hf  # torch: imported by load(), not by `import explorer`
 
         if not isinstance(folder, (str, os.PathLike)):
             raise ExplorerError(f"save_hf takes a folder's path, not {folder!r}")
@@ -237,7 +238,6 @@ class Model:
 
 
 def _can_generate(loaded) -> bool:
-    from explorer.core.families import can_generate
 
     return can_generate(loaded)
 
@@ -246,9 +246,6 @@ def kv_table(path: str | Path, tokens: int | None = None, dtype: str = "float32"
              ranks: Sequence[int] | None = None) -> list[dict]:
     """The KV lab's table for a catalog name, model folder, config.json or .gguf (dimensions only, no weights):
     one dict per variant (MHA, GQA, MQA, MLA ranks) with its kv_heads, bytes_per_token and bytes_total."""
-    from explorer.core import kv_variants as kv
-    from explorer.core.loaders.config_file import read_config
-    from explorer.core.store import resolve
 
     config, _ = read_config(resolve(path))
     shape = kv.cache_shape(config, source=str(path))
