@@ -37,6 +37,7 @@ class WrappedText(QWidget):
     """
 
     PADDING = (4, 2)          # horizontal, vertical
+    SQUEEZED_PX = 320         # narrower than this, the text asks no more height than it needs at this width
     SCALE = 1.1               # the formula a little larger than the text around it (13 px beside 12)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -95,8 +96,26 @@ class WrappedText(QWidget):
             self.document.setTextWidth(width)
 
     def _height_for(self, width: int) -> int:
+        """The height the text needs wrapped at `width`, but never more than at SQUEEZED_PX: a column squeezed
+        narrower (a window shrunk to 800 px) shows the text's first lines and the rest in the tooltip, rather
+        than a window taller than the screen (the Tokens column's 174 px asked 412 px of text height)."""
+        height = self._wrapped_height(width)
+        if width < self.SQUEEZED_PX:
+            height = min(height, self._wrapped_height(self.SQUEEZED_PX))
+            self._wrap_at(width)
+        self._clipped(height < self._wrapped_height(width))
+        return height
+
+    def _wrapped_height(self, width: int) -> int:
         self._wrap_at(width)
         return int(math.ceil(self.document.size().height())) + 2 * self.PADDING[1]
+
+    def _clipped(self, clipped: bool) -> None:
+        """The whole text in the tooltip while its last lines are cut (a widget's own tooltip is left alone)."""
+        tip = self.document.toPlainText() if clipped else ""
+        if self.toolTip() in ("", getattr(self, "_clip_tip", "")):
+            self.setToolTip(tip)
+        self._clip_tip = tip
 
     def hasHeightForWidth(self) -> bool:
         return True
