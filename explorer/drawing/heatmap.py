@@ -41,6 +41,8 @@ class Heatmap:
         self.plot.setDefaultPadding(0.0)
         # Only the labelled axes are shown; the view's border closes the frame (two unlabelled axes
         # were laid out and drawn again at every step, for a line each).
+        self.labelled = tuple(axes)            # the sides given labels: measuring a hidden axis's 8,000 row labels
+        # was most of the Q/K/V tab's first raise at a long prompt
         shown = tuple(side in axes for side in ("left", "top", "right", "bottom"))
         self.plot.showAxes(shown, showValues=shown)
         self.plot.getViewBox().setBorder(pg.mkPen(pg.getConfigOption("foreground"), width=1))
@@ -124,12 +126,10 @@ class Heatmap:
             self._rect = rect
         if self.colorbar is not None and tuple(self.colorbar.levels()) != tuple(levels):
             self.colorbar.setLevels(levels)          # its axis is laid out and drawn again only on a change
-        if row_labels is not None:
-            self.axes["left"].set_labels(row_labels)
-            self.axes["right"].set_labels(row_labels)
-        if col_labels is not None:
-            self.axes["top"].set_labels(col_labels)
-            self.axes["bottom"].set_labels(col_labels)
+        for sides, labels in ((("left", "right"), row_labels), (("top", "bottom"), col_labels)):
+            for side in sides:
+                if labels is not None and side in self.labelled:
+                    self.axes[side].set_labels(labels)
         if reshaped or not keep_view:
             self.plot.setRange(xRange=(-0.5, shape[1] - 0.5), yRange=(-0.5, shape[0] - 0.5), padding=0)
         self.highlight(*self.highlighted)
