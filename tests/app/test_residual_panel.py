@@ -16,3 +16,27 @@ def test_the_residual_streams_layer_axis_ticks_only_whole_layers(qtbot, session,
     ticks = [value for _spacing, values in axis.tickValues(low, high, axis.width()) for value in values]
     assert ticks and all(float(value).is_integer() for value in ticks), ticks
     assert {0, loaded.info.n_layers - 1} <= set(ticks), ticks          # the first and the last layer are named
+
+
+def test_the_legend_names_the_lines_outside_them_and_goes_with_them(qtbot, session, tiny):  # noqa: F811
+    """The legend lay inside the plot's view, over the lines it names (seen walking the Learn path at 1366x768);
+    it sits beside the view now, and a stream forgotten leaves no names of lines gone."""
+    from explorer.app.panels.residual import ResidualPanel
+
+    loaded, trace = tiny
+    panel = answered(qtbot, ResidualPanel, session, tiny)
+    panel.resize(700, 500)
+    session.select(token=trace.n_tokens - 1)
+    qtbot.waitUntil(lambda: panel.stream is not None, timeout=30000)
+    qtbot.waitUntil(lambda: panel.plot.getViewBox().sceneBoundingRect().height() > 0)
+    import pyqtgraph as pg
+
+    legends = [item for item in panel.plot_view.scene().items() if isinstance(item, pg.LegendItem)]
+    assert len(legends) == 1, legends
+    names = [label.text for _sample, label in legends[0].items]
+    assert len(names) == 3 and any("attention" in name for name in names), names
+    view = panel.plot.getViewBox().sceneBoundingRect()
+    legend = legends[0].sceneBoundingRect()
+    assert not view.intersects(legend), (view, legend)
+    panel.forget()
+    assert legends[0].items == []

@@ -40,8 +40,10 @@ class ResidualPanel(Panel):
         super().__init__(session, parent)
         self.executor = None                # None: the session's model thread (tests give their own)
         self.plot_view = pg.GraphicsLayoutWidget()
-        self.plot = self.plot_view.addPlot()
-        self.plot.addLegend(offset=(4, 4), labelTextSize=LEGEND)
+        # the legend in a row of its own above the plot: inside the view it lay over the lines it names
+        self.legend = pg.LegendItem(colCount=3, labelTextSize=LEGEND)
+        self.plot_view.ci.addItem(self.legend, row=0, col=0)
+        self.plot = self.plot_view.ci.addPlot(row=1, col=0)
         self.plot.setLabel("bottom", "layer l")
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.table = QTableWidget(0, 0)
@@ -132,7 +134,7 @@ class ResidualPanel(Panel):
     def forget(self) -> None:
         """No stream of another model or run, and none being read."""
         self.stream = self.shown_key = self.position = None
-        self.plot.clear()
+        self._clear_plot()
         self.table.clearContents()
 
     def show_selection(self, selection: Selection) -> None:
@@ -145,7 +147,7 @@ class ResidualPanel(Panel):
         key = (trace.model.name, ids)
         if key != self.shown_key:                  # no other position's stream beside this one while it is read
             self.stream, self.shown_key = None, None
-            self.plot.clear()
+            self._clear_plot()
             self.table.clearContents()
             self.set_formula(f"h_l at position {position}: reading the residual stream…")
         if self.asker.ask(key, ResidualStreamJob(ids, position, ASKED)):
@@ -162,14 +164,20 @@ class ResidualPanel(Panel):
                          "logit lens softmax(Norm(h_l) W_U)")
         self.readout.setText(f"position {stream.position}: ||h_L|| = {float(stream.residual_norms[-1]):.2f}")
 
-    def _draw_norms(self, stream) -> None:
+    def _clear_plot(self) -> None:
+        """No lines, and no names in the legend for lines gone (the legend is not the plot's own)."""
         self.plot.clear()
+        self.legend.clear()
+
+    def _draw_norms(self, stream) -> None:
+        self._clear_plot()
         layers = np.arange(len(stream.residual_norms))
         for values, name, colour in ((stream.attn_norms, "||a_l|| attention", "#1f77b4"),
                                      (stream.ffn_norms, "||f_l|| FFN", "#ff7f0e"),
                                      (stream.residual_norms, "||h_l|| stream", "#444444")):
-            self.plot.plot(layers, np.asarray(values, dtype=float), pen=pg.mkPen(colour, width=2), name=name,
-                           symbol="o", symbolSize=4, symbolBrush=colour)
+            curve = self.plot.plot(layers, np.asarray(values, dtype=float), pen=pg.mkPen(colour, width=2),
+                                   symbol="o", symbolSize=4, symbolBrush=colour)
+            self.legend.addItem(curve, name)
         self.plot.setXRange(-0.5, len(layers) - 0.5, padding=0)
         # layers are whole numbers: ticks every 1, 2, 5, 10… layers, never at "1.5" (pyqtgraph's own choice)
         step = next(step for step in (1, 2, 5, 10, 20, 50, 100) if len(layers) <= 10 * step)
