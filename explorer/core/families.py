@@ -9,7 +9,9 @@ which driver steps it, and what its cache holds. Everyone asks the row; nobody k
 A row also carries what transformers assumes for the config.json keys its family leaves out
 (`defaults`); for the GGUF files the engine builds (llama, gemma, gemma2, gemma3, phi3), the GGUF config
 reader and tensor-name table (`gguf_reader`, `gguf_weights`), whether llama.cpp stores its norms as 1 + w
-(`gguf_norm_plus_one`) and whether it permuted the W^Q and W^K rows for its RoPE (`gguf_permuted_qk`);
+(`gguf_norm_plus_one`) and whether it permuted the W^Q and W^K rows for its RoPE (`gguf_permuted_qk`); what
+the KV table's keys-only reading of its GGUF files adds, built or not (`gguf_dimensions`: Gemma 3's sliding
+layers, MLA's head sizes);
 where positions enter (`positional`: RoPE, or learned or sinusoidal embeddings, which have no rotary
 dimensions to check); whether its checkpoints hold multi-token-prediction layers after the decoding ones
 (`mtp_layers`, DeepSeek-V3), skipped on load; whether a norm follows each sublayer too (`sandwich_norm`,
@@ -59,7 +61,15 @@ from explorer.core.config_readers import (
 )
 from explorer.core.encdec_config import EncDecConfig
 from explorer.core.errors import UnsupportedModelError
-from explorer.core.gguf_readers import gemma2_config, gemma3_config, gemma_config, llama_config, phi3_config
+from explorer.core.gguf_readers import (
+    deepseek2_dimensions,
+    gemma2_config,
+    gemma3_config,
+    gemma3_dimensions,
+    gemma_config,
+    llama_config,
+    phi3_config,
+)
 from explorer.core.hf_keys import (
     HFWriting,
     deepseek_keys,
@@ -91,6 +101,8 @@ class ModelFamily:
     # the (header, source) -> config.json dict function of the GGUF files it builds (gguf_readers)
     gguf_reader: Callable[[object, str], dict] | None = None
     gguf_weights: dict | None = field(default=None, hash=False)  # GGUF tensor name -> HF name (weight_names)
+    # what the KV table's keys-only reading of its GGUF files adds, (header, config, source) (gguf_readers)
+    gguf_dimensions: Callable[[object, dict, str], None] | None = None
     gguf_norm_plus_one: bool = False  # llama.cpp stores each norm weight as 1 + w (Gemma's x * (1 + w)): loaded - 1
     gguf_permuted_qk: bool = False  # llama.cpp interleaves W^Q and W^K rows for its RoPE (Llama): unpermuted on load
     defaults: dict = field(default_factory=dict, hash=False)  # config.json keys absent -> what transformers assumes
@@ -157,13 +169,15 @@ FAMILIES = {row.model_type: row for row in (
         **_LLAMA_LIKE, "max_position_embeddings": 131072, "sliding_window": 4096, "head_dim": 256,
         "query_pre_attn_scalar": 256, "num_key_value_heads": 4, "tie_word_embeddings": True,
         "sliding_window_pattern": GEMMA3_GLOBAL_EVERY}, gguf_reader=gemma3_config, gguf_weights=GGUF_GEMMA3,
+             gguf_dimensions=gemma3_dimensions,
         gguf_norm_plus_one=True, sandwich_norm=True),
     # a Gemma 3's ModelConfig.family, whatever model_type it was read from; written back as gemma3_text
     _decoder("gemma3", None, GEMMA3, sandwich_norm=True,
              writing=HFWriting("gemma3_text", "Gemma3ForCausalLM", gemma3_keys)),
     _decoder("deepseek_v2", read_deepseek_v2, DEEPSEEK, "deepseek2", {
         **_DEEPSEEK, "topk_method": "greedy", "n_shared_experts": 2, "n_routed_experts": 64,
-        "moe_intermediate_size": 1407}, writing=HFWriting("deepseek_v2", "DeepseekV2ForCausalLM", deepseek_keys)),
+        "moe_intermediate_size": 1407}, gguf_dimensions=deepseek2_dimensions,
+        writing=HFWriting("deepseek_v2", "DeepseekV2ForCausalLM", deepseek_keys)),
     _decoder("deepseek_v3", read_deepseek_v3, DEEPSEEK, None, {
         **_DEEPSEEK, "max_position_embeddings": 4096, "routed_scaling_factor": 2.5, "n_group": 8, "topk_group": 4,
         "first_k_dense_replace": 3, "n_shared_experts": 1, "norm_topk_prob": True, "n_routed_experts": 256,
@@ -177,13 +191,19 @@ FAMILIES = {row.model_type: row for row in (
 
 def model_type_of_gguf(architecture: str) -> str | None:
     """The config.json model_type of a GGUF general.architecture, or None for one no row names."""
-    return next((row.model_type for row in FAMILIES.values() if row.gguf == architecture), None)
+    row = gguf_named(architecture)
+    return row.model_type if row is not None else None
 
 
 def supported_gguf() -> str:
     """The GGUF architectures the engine builds, for a sentence: "'llama', 'gemma' and 'gemma3'"."""
     names = [repr(row.gguf) for row in FAMILIES.values() if row.gguf and row.gguf_reader]
     return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
+def gguf_named(architecture: str) -> ModelFamily | None:
+    """The row whose GGUF files are of `architecture`, built by the engine or not (the KV table reads them)."""
+    return next((row for row in FAMILIES.values() if row.gguf == architecture), None)
 
 
 def gguf_row(architecture: str) -> ModelFamily | None:

@@ -160,3 +160,21 @@ def gemma3_config(header: GGUFHeader, source: str) -> dict:
         query_pre_attn_scalar=_query_pre_attn_scalar(config, 62),
     )
     return config
+
+
+# What the KV table's keys-only reading of a GGUF file (loaders.gguf_config.dimensions_of, where the row's
+# reader cannot read the file, or the row has none) adds for an architecture: ModelFamily.gguf_dimensions.
+def gemma3_dimensions(header: GGUFHeader, config: dict, source: str) -> None:
+    """Which layers are sliding (the cache of a sliding layer holds at most its window)."""
+    config["layer_types"] = gemma3_file_layer_types(header, int(config.get("num_hidden_layers") or 0))
+
+
+def deepseek2_dimensions(header: GGUFHeader, config: dict, source: str) -> None:
+    """MLA's head sizes, which llama.cpp stores under their own keys: d_h = d_nope + d_R, and d_v."""
+    def present(key: str, hf: str):
+        return header.scalar(key, None, source, hf) if header.get(key) is not None else None
+
+    key_length = present("attention.key_length_mla", "head_dim") or config.get("head_dim")
+    config["v_head_dim"] = present("attention.value_length_mla", "v_head_dim") or config.get("v_head_dim")
+    if key_length is not None and config.get("qk_rope_head_dim") is not None:
+        config["qk_nope_head_dim"] = key_length - config["qk_rope_head_dim"]

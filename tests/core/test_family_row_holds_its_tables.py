@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import pkgutil
+import re
 from collections.abc import Mapping
 
 import pytest
 import torch
 
 import explorer.core
-from explorer.core import families
+from explorer.core import families, loaders
 from explorer.core.loaders import gguf, gguf_config
 from explorer.core.loaders.gguf_header import GGUFHeader
 from explorer.core.weights import map_weights
@@ -95,3 +97,23 @@ def test_a_new_rows_gguf_names_and_reader_are_followed_by_the_gguf_loader(toy_ro
     header = GGUFHeader(metadata={"general.architecture": "toyarch", "toyarch.block_count": 3}, tensors=(),
                         file_size=0)
     assert gguf_config.config_of(header, "toy.gguf") == {**TOY_CONFIG, "num_hidden_layers": 3}
+
+
+def test_the_kv_tables_keys_only_reading_follows_the_row():
+    """A GGUF file the engine does not build (DeepSeek V2's "deepseek2") is read key by key for the KV table, and
+    what its architecture adds (MLA's head sizes under their own keys) is the row's, not an `arch ==` branch of
+    the loader: d_nope = key_length_mla - d_R, d_v = value_length_mla, as llama.cpp writes them."""
+    assert families.gguf_named("deepseek2").gguf_dimensions is not None
+    metadata = {"general.architecture": "deepseek2", "deepseek2.block_count": 2, "deepseek2.embedding_length": 64,
+                "deepseek2.feed_forward_length": 128, "deepseek2.attention.head_count": 4,
+                "deepseek2.attention.kv_lora_rank": 32, "deepseek2.rope.dimension_count": 8,
+                "deepseek2.attention.key_length_mla": 24, "deepseek2.attention.value_length_mla": 16}
+    config = gguf_config.dimensions_of(GGUFHeader(metadata=metadata, tensors=(), file_size=0), "ds.gguf")
+    assert config["qk_nope_head_dim"] == 24 - 8 and config["v_head_dim"] == 16 and config["kv_lora_rank"] == 32
+
+
+def test_no_loader_branches_on_an_architectures_name():
+    """Per-architecture facts are the row's: no `arch == "..."` test in the GGUF loaders."""
+    for found in pkgutil.walk_packages(loaders.__path__, "explorer.core.loaders."):
+        source = inspect.getsource(importlib.import_module(found.name))
+        assert not re.search(r'arch(itecture)? == "', source), found.name

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from explorer.core.config_schema import check_config, check_field
 from explorer.core.errors import ExplorerError, ModelLoadError, UnsupportedModelError
-from explorer.core.families import gguf_row, model_type_of_gguf, supported_gguf
-from explorer.core.gguf_readers import HF_KEYS, LOCAL_KEYS, OPTIONAL_KEYS, gemma3_file_layer_types
+from explorer.core.families import gguf_named, gguf_row, model_type_of_gguf, supported_gguf
+from explorer.core.gguf_readers import HF_KEYS, LOCAL_KEYS, OPTIONAL_KEYS
 from explorer.core.loaders.gguf_header import GGUFHeader
 
 
@@ -57,14 +57,7 @@ def dimensions_of(header: GGUFHeader, source: str) -> dict:
         if value is not None and not isinstance(value, dict):
             check_field(hf, value, {hf: f"{source}: {arch}.{gguf_key}"})
             config[hf] = value
-    if arch == "gemma3":
-        config["layer_types"] = gemma3_file_layer_types(header, int(config.get("num_hidden_layers") or 0))
-    if arch == "deepseek2":
-        for hf, key in (("head_dim", "attention.key_length_mla"), ("v_head_dim", "attention.value_length_mla")):
-            if header.get(key) is not None:
-                check_field(hf, header.get(key), {hf: f"{source}: {arch}.{key}"})
-        key_length = header.get("attention.key_length_mla") or config.get("head_dim")
-        config["v_head_dim"] = header.get("attention.value_length_mla") or config.get("v_head_dim")
-        if key_length is not None and config.get("qk_rope_head_dim") is not None:
-            config["qk_nope_head_dim"] = key_length - config["qk_rope_head_dim"]
+    named = gguf_named(arch)
+    if named.gguf_dimensions is not None:             # the architecture's own keys (Gemma 3's windows, MLA's sizes)
+        named.gguf_dimensions(header, config, source)
     return config
