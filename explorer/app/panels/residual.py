@@ -99,8 +99,9 @@ class ResidualPanel(Panel):
             self.trace.model.n_layers if self.trace is not None else 12
         spare = self.body_widget.height() - (self.table.height() if self.layers_across else
                                              (n_layers + 1) * self.row_px + 60)
-        # the plot's own axes, title and legend take ~60 px: below this its view falls under 120 px, a strip
-        room = spare > PLOT_ROOM_PX
+        # the plot's own axes and title take ~60 px, the legend's row above it ~22 px more with its margins (two
+        # lines' worth kept for it): below this its view falls under 120 px, a strip
+        room = spare > PLOT_ROOM_PX + 2 * self.fontMetrics().height() + 8
         self.plot_view.setVisible(room)
         if not self.layers_across:
             # down a tall dock beside the plot, the rows take the height they need and the plot the rest: with
