@@ -10,14 +10,17 @@ from PySide6.QtGui import QImage
 
 from explorer.app.figures import export_dialogs
 from explorer.app.figures.animation import read_animation
+from tests.app.screen_fit import SCREENS, emulated_screen
 from tests.app.shared_window import settle, window_with_tiny_model
 
 
 @pytest.fixture(scope="module")
 def window(qapp, tmp_path_factory):
-    """The real window with the tiny Llama, its prompt prefilled."""
+    """The real window with the tiny Llama, its prompt prefilled, on a 1920x1080 screen (the offscreen platform's
+    own is 800 px wide, and a window keeps no size given larger than its screen)."""
     dialogs = {}
-    with window_with_tiny_model(qapp, tmp_path_factory.mktemp("app"), dialogs) as window:
+    with emulated_screen(SCREENS["1920x1080"]), \
+            window_with_tiny_model(qapp, tmp_path_factory.mktemp("app"), dialogs) as window:
         window.resize(1400, 900)          # beyond the docks' minimum widths, which change as a step is drawn
         window.dialogs = dialogs
         yield window
