@@ -13,14 +13,16 @@ from explorer.app.figures import export_dialogs, window_animation
 from explorer.app.figures.animation import AnimationCancelled, read_animation
 from explorer.app.figures.window_animation import record_window
 from explorer.drawing import export
+from tests.app.screen_fit import SCREENS, emulated_screen
 from tests.app.shared_window import settle, window_with_tiny_model
 
 
 @pytest.fixture
 def window(qapp, tmp_path):
-    """The real window with the tiny Llama, its prompt prefilled and three tokens decoded by Step."""
+    """The real window with the tiny Llama, its prompt prefilled and three tokens decoded by Step, on a 1920x1080
+    screen (the offscreen platform's own is 800 px wide, and a window keeps no size given larger than its screen)."""
     dialogs = {}
-    with window_with_tiny_model(qapp, tmp_path / "app", dialogs) as window:
+    with emulated_screen(SCREENS["1920x1080"]), window_with_tiny_model(qapp, tmp_path / "app", dialogs) as window:
         window.resize(1200, 800)
         for steps in (2, 3, 4):
             window.controller.step()
