@@ -99,11 +99,11 @@ class WrappedText(QWidget):
         """The height the text needs wrapped at `width`, but never more than at SQUEEZED_PX: a column squeezed
         narrower (a window shrunk to 800 px) shows the text's first lines and the rest in the tooltip, rather
         than a window taller than the screen (the Tokens column's 174 px asked 412 px of text height)."""
-        height = self._wrapped_height(width)
+        full = height = self._wrapped_height(width)
         if width < self.SQUEEZED_PX:
-            height = min(height, self._wrapped_height(self.SQUEEZED_PX))
+            height = min(full, self._wrapped_height(self.SQUEEZED_PX))
             self._wrap_at(width)
-        self._clipped(height < self._wrapped_height(width))
+        self._clipped(height < full)
         return height
 
     def _wrapped_height(self, width: int) -> int:
