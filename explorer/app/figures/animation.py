@@ -53,6 +53,15 @@ class AnimationCancelled(export.ExportError):
     """The person cancelled the animation; nothing was written."""
 
 
+def offer_animation(action, trace: Trace | None, encoder_why: str) -> None:
+    """Offer `action`, an animation of `trace`'s steps, only where there is something to animate: greyed while
+    there is no trace, and for an encoder, which reads its text in one pass, with `encoder_why` as its tooltip
+    (MiniLM's menus wrote a GIF of one frame, or asked for a file only to refuse it)."""
+    encoder = trace is not None and trace.model.is_encoder_only
+    action.setEnabled(trace is not None and bool(trace.steps) and not encoder)
+    action.setToolTip(encoder_why if encoder else "")
+
+
 def frame_count(trace: Trace) -> int:
     """One frame per recorded step (the prompt's prefill, then each decoding step), as export_frames writes."""
     return trace.n_steps

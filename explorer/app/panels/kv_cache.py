@@ -154,12 +154,8 @@ class KVCachePanel(Panel):
         return super().make_export_actions() + [self.animate_action, action]
 
     def _offer_animation(self, trace) -> None:
-        """The cache's animation is offered where there is a cache: an encoder keeps none, and MiniLM's menu
-        offered it only for its dialog to answer "Cannot export …: an encoder keeps no KV cache"."""
-        encoder = trace is not None and trace.model.is_encoder_only
-        self.animate_action.setEnabled(trace is not None and bool(trace.steps) and not encoder)
-        self.animate_action.setToolTip("An encoder keeps no KV cache: every token is seen at once." if encoder
-                                       else "")
+        animation.offer_animation(self.animate_action, trace,
+                                  "An encoder keeps no KV cache: every token is seen at once.")
 
     # ----- drawing ---------------------------------------------------------------------------
     def redraw(self) -> None:

@@ -60,11 +60,9 @@ def export_actions(panel) -> list[QAction]:
 
 
 def offer_steps(action: QAction, trace) -> None:
-    """An animation of the steps is offered where there are steps to animate: an encoder reads its text in one
-    pass, and MiniLM's menu wrote a GIF of one frame."""
-    encoder = trace is not None and trace.model.is_encoder_only
-    action.setEnabled(not encoder)
-    action.setToolTip("An encoder reads the whole text in one step: there is nothing to animate." if encoder else "")
+    """Every step as an animation, offered where there are steps to animate (animation.offer_animation)."""
+    animated.offer_animation(action, trace, "An encoder reads the whole text in one step: there is nothing to "
+                                            "animate.")
 
 
 def export_long(panel, view, layer: int | str, head: int | str, raw: bool, options: dict) -> None:
