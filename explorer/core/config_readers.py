@@ -146,6 +146,12 @@ def read_seed_oss(d: dict) -> dict:
     return {**read_llama(d, "seed_oss"), "o_bias": bool(d.get("attention_out_bias", False))}
 
 
+def read_helium(d: dict) -> dict:
+    """Helium: Llama's blocks with RoPE rotating the pairs (x0, x1), (x2, x3) (transformers' HeliumAttention
+    repeats each angle twice and rotates neighbours), and no bias on o whatever attention_bias says."""
+    return {**read_llama(d, "helium"), "rope_interleave": True, "o_bias": False}
+
+
 def read_mistral(d: dict) -> dict:
     """Mistral: one window for every layer (transformers' MistralConfig has no layer_types)."""
     return _with_window(read_llama(d, "mistral"), d.get("sliding_window"), None)

@@ -52,6 +52,7 @@ from explorer.core.config_readers import (
     read_gemma2,
     read_gemma3,
     read_gpt2,
+    read_helium,
     read_llama,
     read_mistral,
     read_phi3,
@@ -151,6 +152,10 @@ FAMILIES = {row.model_type: row for row in (
         **_LLAMA_LIKE, "max_position_embeddings": 524288, "num_key_value_heads": 8, "head_dim": 128,
         "attention_bias": True, "bos_token_id": 0, "eos_token_id": 2},
         writing=HFWriting("seed_oss", "SeedOssForCausalLM", seed_oss_keys)),
+    _decoder("helium", read_helium, DENSE, None, {
+        **_LLAMA_LIKE, "max_position_embeddings": 4096, "rms_norm_eps": 1e-8, "head_dim": 128,
+        "num_key_value_heads": 20, "rope_theta": 100000.0, "bos_token_id": 1, "eos_token_id": 2},
+        writing=HFWriting("helium", "HeliumForCausalLM", llama_keys)),
     _decoder("phi3", read_phi3, PHI3, "phi3", {**_LLAMA_LIKE, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5},
              gguf_reader=phi3_config, gguf_weights=GGUF_PHI3,
              writing=HFWriting("phi3", "Phi3ForCausalLM", phi3_keys)),
