@@ -41,13 +41,38 @@ def close_returning_focus(dialog: QWidget) -> None:
 
 class FocusKeeper(QObject):
     """Gives `window` the focus back whenever the application's focus lands on a window that is not
-    shown (a dialog closed before the platform's activation of it arrived)."""
+    shown (a dialog closed before the platform's activation of it arrived), and whenever a dialog over it
+    that held the focus closes with no window active: on a bare X screen every question box (a model's
+    terms, the pull question, the budget's choices, the budget's input) left no window active once
+    answered, and Ctrl+Enter, Space and F1 did nothing until a click. One keeper for every dialog, so that
+    no call site has to remember it; with a window manager the window is active by then, and nothing is done."""
 
     def __init__(self, window: QWidget) -> None:
         super().__init__(window)
         self.window = window
+        self._watched: set[int] = set()       # the dialogs' windows whose hiding is followed
         QGuiApplication.instance().focusWindowChanged.connect(self._focus_changed)
 
     def _focus_changed(self, focus: QWindow | None) -> None:
-        if focus is not None and not focus.isVisible() and self.window.isVisible():
+        if focus is None or not self.window.isVisible():
+            return
+        if not focus.isVisible():
             self.window.activateWindow()
+        elif self._over_window(focus) and id(focus) not in self._watched:
+            self._watched.add(id(focus))
+            focus.visibleChanged.connect(lambda visible, dialog=focus: self._dialog_shown(dialog, visible))
+            focus.destroyed.connect(lambda _=None, key=id(focus): self._watched.discard(key))
+
+    def _over_window(self, focus: QWindow) -> bool:
+        """`focus` is a window of its own over this one (a dialog, a message box), not this window."""
+        own = self.window.windowHandle()
+        parent = focus.transientParent()
+        return focus is not own and parent is not None and parent is own
+
+    def _dialog_shown(self, dialog: QWindow, visible: bool) -> None:
+        if visible or not self.window.isVisible():
+            return
+        active = QApplication.activeWindow()
+        if active is None or active.windowHandle() is dialog:
+            self.window.activateWindow()
+        QTimer.singleShot(0, self.window, lambda: take_focus_if_none(self.window))
