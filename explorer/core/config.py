@@ -13,7 +13,7 @@ from explorer.core.attention_kinds import attention_kind  # the rule, read here 
 from explorer.core.config_readers import RopeSpec, read_bert
 from explorer.core.config_schema import check_bounds, check_config
 from explorer.core.errors import UnsupportedModelError
-from explorer.core.families import FAMILIES, ModelFamily
+from explorer.core.families import FAMILIES, ModelFamily, text_config
 
 
 @dataclass(frozen=True)
@@ -94,10 +94,8 @@ class ModelConfig:
     @staticmethod
     def from_hf(d: dict) -> "ModelConfig":
         """Read a transformers config.json dict (transformers 4 or 5 style)."""
+        d = text_config(d)                                     # a multimodal wrapper's language model
         model_type = str(d.get("model_type") or "")
-        if model_type == "gemma3" and "text_config" in d:
-            d = {**d["text_config"], "model_type": "gemma3_text"}
-            model_type = "gemma3_text"
         row = FAMILIES.get(model_type)
         if row is None or row.reader is None:
             names = ", ".join(sorted(name for name, row in FAMILIES.items() if row.reader))

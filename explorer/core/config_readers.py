@@ -241,7 +241,8 @@ def read_gpt2(d: dict) -> dict:
     )
 
 
-def _deepseek(d: dict, family: str) -> dict:
+def _deepseek(d: dict, family: str, **router) -> dict:
+    """DeepSeek's MLA and experts; `router` holds what V2 and V3 read differently (their readers below)."""
     config = read_llama(d, family)
     nope, rope_dim, v_dim = int(d["qk_nope_head_dim"]), int(d["qk_rope_head_dim"]), int(d["v_head_dim"])
     rope = config["rope"]
@@ -249,12 +250,10 @@ def _deepseek(d: dict, family: str) -> dict:
     if rope.kind != "default" and rope.mscale_all_dim:
         mscale = 0.1 * rope.mscale_all_dim * math.log(rope.factor) + 1.0 if rope.factor > 1 else 1.0
         scale = scale * mscale * mscale
-    v3 = family == "deepseek_v3"
     n_experts = int(d.get("n_routed_experts") or 0)
     return dict(
         config, n_kv_heads=config["n_heads"], d_head=rope_dim, attn_scale=scale, qkv_bias=False,
         o_bias=bool(d.get("attention_bias", False)),
-        rope_interleave=bool(d.get("rope_interleave", True)) if v3 else True,
         mla=True, q_lora_rank=d.get("q_lora_rank"), kv_lora_rank=int(d["kv_lora_rank"]),
         qk_nope_dim=nope, qk_rope_dim=rope_dim, v_head_dim=v_dim,
         n_routed_experts=n_experts, n_shared_experts=int(d.get("n_shared_experts") or 0),
@@ -262,19 +261,23 @@ def _deepseek(d: dict, family: str) -> dict:
         moe_d_ff=int(d.get("moe_intermediate_size") or 0),
         first_dense_layers=int(d.get("first_k_dense_replace") or 0),
         routed_scaling=float(d.get("routed_scaling_factor") or 1.0),
-        router_score="sigmoid" if v3 else "softmax",
-        router_groups="noaux_tc" if v3 else str(d.get("topk_method") or "greedy"),
         n_group=int(d.get("n_group") or 1), topk_group=int(d.get("topk_group") or 1),
-        norm_topk_prob=bool(d.get("norm_topk_prob", False)) if v3 else False,
+        **router,
     )
 
 
 def read_deepseek_v2(d: dict) -> dict:
-    return _deepseek(d, "deepseek_v2")
+    """DeepSeek V2: RoPE on neighbouring pairs; softmax router scores, experts chosen by topk_method."""
+    return _deepseek(d, "deepseek_v2", rope_interleave=True, router_score="softmax",
+                     router_groups=str(d.get("topk_method") or "greedy"), norm_topk_prob=False)
 
 
 def read_deepseek_v3(d: dict) -> dict:
-    return _deepseek(d, "deepseek_v3")
+    """DeepSeek V3: rope_interleave from the config; sigmoid router scores, grouped top-k (noaux_tc), and the
+    chosen weights renormalised where norm_topk_prob says."""
+    return _deepseek(d, "deepseek_v3", rope_interleave=bool(d.get("rope_interleave", True)),
+                     router_score="sigmoid", router_groups="noaux_tc",
+                     norm_topk_prob=bool(d.get("norm_topk_prob", False)))
 
 
 def read_bert(d: dict) -> dict:

@@ -16,7 +16,8 @@ where positions enter (`positional`: RoPE, or learned or sinusoidal embeddings, 
 dimensions to check); whether its checkpoints hold multi-token-prediction layers after the decoding ones
 (`mtp_layers`, DeepSeek-V3), skipped on load; whether a norm follows each sublayer too (`sandwich_norm`,
 Gemma 2 and 3: ModelConfig.from_hf and the model map read it); and how save_hf writes it back (`writing`:
-model_type, class and config.json keys, hf_keys).
+model_type, class and config.json keys, hf_keys); and, for a multimodal wrapper, the model_type
+its text_config is read as (`text_model`, Gemma 3's; families.text_config).
 
 A loaded model finds its row by ModelInfo.family (`family_of_model`): a decoder's config.family is a
 model_type, and a row whose models report another name says so in `reports`.
@@ -111,6 +112,8 @@ class ModelFamily:
     mtp_layers: bool = False  # layers past num_hidden_layers are multi-token prediction, not decoding: skipped
     sandwich_norm: bool = False  # a norm after each sublayer too, a = Norm(Attn(Norm(h))) (ModelConfig.sandwich_norm)
     writing: HFWriting | None = None  # how save_hf writes a model of this row back (model_type, class, config keys)
+    # a multimodal wrapper's config.json: its language model's config is its text_config, of this model_type
+    text_model: str | None = None
 
     @property
     def decoder_only(self) -> bool:
@@ -137,7 +140,7 @@ _DEEPSEEK = {**_LLAMA_LIKE, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_h
              "v_head_dim": 128, "first_k_dense_replace": 0, "routed_scaling_factor": 1.0}
 
 
-# gemma3 (the multimodal wrapper) has no reader: ModelConfig.from_hf reads its text_config as gemma3_text.
+# gemma3 (the multimodal wrapper) has no reader: its text_config is read as gemma3_text (text_model, text_config).
 FAMILIES = {row.model_type: row for row in (
     _decoder("llama", read_llama, DENSE, "llama", _LLAMA_LIKE, gguf_reader=llama_config, gguf_weights=GGUF_LLAMA,
              gguf_permuted_qk=True, writing=HFWriting("llama", "LlamaForCausalLM", llama_keys)),
@@ -177,7 +180,7 @@ FAMILIES = {row.model_type: row for row in (
              gguf_dimensions=gemma3_dimensions,
         gguf_norm_plus_one=True, sandwich_norm=True),
     # a Gemma 3's ModelConfig.family, whatever model_type it was read from; written back as gemma3_text
-    _decoder("gemma3", None, GEMMA3, sandwich_norm=True,
+    _decoder("gemma3", None, GEMMA3, sandwich_norm=True, text_model="gemma3_text",
              writing=HFWriting("gemma3_text", "Gemma3ForCausalLM", gemma3_keys)),
     _decoder("deepseek_v2", read_deepseek_v2, DEEPSEEK, "deepseek2", {
         **_DEEPSEEK, "topk_method": "greedy", "n_shared_experts": 2, "n_routed_experts": 64,
@@ -204,6 +207,16 @@ def supported_gguf() -> str:
     """The GGUF architectures the engine builds, for a sentence: "'llama', 'gemma' and 'gemma3'"."""
     names = [repr(row.gguf) for row in FAMILIES.values() if row.gguf and row.gguf_reader]
     return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
+def text_config(config: dict) -> dict:
+    """The language-model part of a multimodal config.json (a row's `text_model`: Gemma 3's text_config, as
+    that model_type), else the config itself."""
+    row = FAMILIES.get(str(config.get("model_type") or ""))
+    inner = config.get("text_config")
+    if row is None or row.text_model is None or not isinstance(inner, dict):
+        return config
+    return {**inner, "model_type": row.text_model}
 
 
 def gguf_named(architecture: str) -> ModelFamily | None:

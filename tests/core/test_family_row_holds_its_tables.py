@@ -21,9 +21,10 @@ from explorer.core.loaders.gguf_header import GGUFHeader
 from explorer.core.weights import map_weights
 from tests.core.conftest import make_hf_model
 
-# The columns that are names: of a model_type, of llama.cpp's architecture, of what the builders and drivers
-# (torch code above the row) resolve, and plain labels. Every other column holds its fact itself.
-NAME_COLUMNS = {"model_type", "builder", "driver", "cache", "gguf", "reports", "positional"}
+# The columns that are names: of a model_type (a wrapper's text_model too), of llama.cpp's architecture, of
+# what the builders and drivers (torch code above the row) resolve, and plain labels. Every other column holds
+# its fact itself.
+NAME_COLUMNS = {"model_type", "builder", "driver", "cache", "gguf", "reports", "positional", "text_model"}
 
 
 @pytest.mark.parametrize("row", list(families.FAMILIES.values()), ids=list(families.FAMILIES))
