@@ -264,9 +264,11 @@ class NextTokenPanel(Panel):
 
     def _show_lens(self, shown: bool) -> None:
         encoder = self.trace is not None and self.trace.model.is_encoder_only
-        self.lens_table.setVisible(shown)
-        self.table.setVisible(not shown and not encoder)
-        self.tables_box.setVisible(not shown and not encoder)
+        # The one going hidden first: both shown for a moment, their minimums summed grew the dock, and Qt took
+        # the growth from the Tokens table above and kept it there.
+        for widget, visible in sorted([(self.lens_table, shown), (self.table, not shown and not encoder),
+                                       (self.tables_box, not shown and not encoder)], key=lambda pair: pair[1]):
+            widget.setVisible(visible)
         self.lens_button.setText("Back to the candidates" if shown else LENS_BUTTON)
         if not shown and self.readout.text().startswith(LENS_WORDS):
             self.readout.setText(" ")       # the lens's caption went on naming a table no longer shown

@@ -14,14 +14,14 @@ import html
 from collections.abc import Sequence
 
 import numpy as np
-from PySide6.QtCore import QEvent, Qt, QTimer, QUrl
+from PySide6.QtCore import QEvent, QTimer, QUrl
 from PySide6.QtGui import QColor, QCursor
-from PySide6.QtWidgets import QSplitter, QTextBrowser, QToolTip
+from PySide6.QtWidgets import QTextBrowser, QToolTip
 
 from explorer.app.panels.base import Panel, WrappedText, visible_text
 from explorer.app.state.session import Selection
 from explorer.app.widgets.token_pieces import SELECTED, piece_html
-from explorer.app.widgets.token_table import TokenRow, TokenRows, TokenTable, bytes_text, token_rows
+from explorer.app.widgets.token_table import TextOverTable, TokenRow, TokenRows, TokenTable, bytes_text, token_rows
 from explorer.views.token_text import TextPiece, TokenSpan, dropped_characters, dropped_warning, text_pieces
 
 SPAN_WINDOW = 1500          # tokens drawn as coloured spans at once (a rich-text layout grows with each)
@@ -62,7 +62,6 @@ class TokensPanel(Panel):
 
     def __init__(self, session, parent=None) -> None:
         super().__init__(session, parent)
-        splitter = QSplitter(Qt.Orientation.Vertical)
         self.text_view = QTextBrowser()
         self.text_view.setOpenLinks(False)
         self.text_view.document().setDefaultStyleSheet("a { text-decoration: none; }")
@@ -70,9 +69,7 @@ class TokensPanel(Panel):
         self.text_view.highlighted.connect(self._anchor_hovered)
         self.table = TokenTable()
         self.table.selectionModel().selectionChanged.connect(self._table_selected)
-        splitter.addWidget(self.text_view)
-        splitter.addWidget(self.table)
-        splitter.setSizes([120, 300])
+        splitter = TextOverTable(self.text_view, self.table)
         self.translation = WrappedText()      # an encoder-decoder's source and target, as text
         self.translation.setObjectName("translation")
         self.translation.hide()

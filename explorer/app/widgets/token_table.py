@@ -10,10 +10,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
-from PySide6.QtWidgets import QAbstractItemView, QTableView, QTableWidgetItem
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSize, Qt
+from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableView, QTableWidgetItem, QTextEdit
 
 COLUMNS = ("position", "token", "id", "span")
+ROWS_IN_SIGHT = 6           # the rows the table keeps in sight: fewer and a person scrolls to read a short prompt
+ROWS_ASKED = ROWS_IN_SIGHT + 1      # asked for before a run: the panel's formula then takes a second line
+TEXT_LINES = 3              # the lines of coloured text over the table, where the two share too little height
+TABLE_SHARE = 0.6           # the table's share of the height the two share, where both have room
 
 
 @dataclass(frozen=True)
@@ -165,6 +169,14 @@ class TokenTable(QTableView):
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.horizontalHeader().setStretchLastSection(True)
 
+    def rows_px(self, rows: int) -> int:
+        """The height that shows the header and `rows` rows."""
+        return (self.horizontalHeader().sizeHint().height() + rows * self.verticalHeader().defaultSectionSize()
+                + 2 * self.frameWidth())
+
+    def sizeHint(self) -> QSize:
+        return QSize(super().sizeHint().width(), self.rows_px(ROWS_ASKED))
+
     def fit_columns(self, kept: int) -> None:
         """Columns as wide as their contents. After rows were only added, only a column whose new cells
         are wider than it is fitted again (fitting every column measured every row in sight, each step)."""
@@ -191,3 +203,41 @@ class TokenTable(QTableView):
         item = QTableWidgetItem(self.token_model.data(index))
         item.setToolTip(self.token_model.data(index, Qt.ItemDataRole.ToolTipRole))
         return item
+
+
+class TextOverTable(QSplitter):
+    """The coloured text over the token table, split so that the table keeps ROWS_IN_SIGHT rows while the text
+    keeps TEXT_LINES lines, and the table TABLE_SHARE of the rest. Qt's splitter shares a squeeze in proportion,
+    and in the Tokens dock beside Next token at 1366x768 the table showed two rows. Once the person drags
+    the handle, the split is theirs."""
+
+    def __init__(self, text: QTextEdit, table: TokenTable) -> None:
+        super().__init__(Qt.Orientation.Vertical)
+        self.text, self.table = text, table
+        self.addWidget(text)
+        self.addWidget(table)
+        text.setMinimumHeight(self.text_px())
+        self.dragged = False
+        self.splitterMoved.connect(self._moved)
+
+    def _moved(self, *_args) -> None:
+        self.dragged = True
+
+    def text_px(self) -> int:
+        margin = 2 * (self.text.frameWidth() + int(self.text.document().documentMargin()))
+        return TEXT_LINES * self.text.fontMetrics().lineSpacing() + margin
+
+    def sizeHint(self) -> QSize:
+        return QSize(super().sizeHint().width(), self.text_px() + self.handleWidth() + self.table.sizeHint().height())
+
+    def shares(self, height: int) -> list[int]:
+        """The text's and the table's heights in `height` (handle included)."""
+        room = height - self.handleWidth()
+        table = max(self.table.sizeHint().height(), int(TABLE_SHARE * room))
+        table = min(table, room - min(self.text_px(), room // 2))
+        return [room - table, table]
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if not self.dragged and not self.text.isHidden():
+            self.setSizes(self.shares(self.height()))

@@ -245,6 +245,47 @@ def tabs_beside_column(window: QMainWindow, docks: dict[str, QDockWidget]) -> No
         window.resizeDocks([above, group[0]], heights, Qt.Orientation.Vertical)
 
 
+def tab_group(window: QMainWindow, dock: QDockWidget) -> list[QDockWidget]:
+    """`dock` and the docks tabbed with it."""
+    return [dock, *window.tabifiedDockWidgets(dock)]
+
+
+def under_front(window: QMainWindow, docks: dict[str, QDockWidget]) -> list[QDockWidget]:
+    """The panels docked under attention, outside its tab group: the bottom tabs, in the bottom area or split
+    under attention in the right area (tabs_beside_column), their front tab first. Empty where attention is
+    closed or floating, or where nothing lies under it (the short screen's layout, a folded one)."""
+    above = docks.get(FRONT)
+    if above is None or above.isHidden() or above.isFloating():
+        return []
+    group, top, areas = set(tab_group(window, above)), above.geometry(), (AREAS["right"], AREAS["bottom"])
+
+    def lies_under(rect: QRect) -> bool:
+        return rect.top() >= top.bottom() and rect.left() < top.right() and rect.right() > top.left()
+    fronts = [dock for dock in docks.values() if dock not in group and dock.isVisible() and not dock.isFloating()
+              and not dock.visibleRegion().isEmpty() and window.dockWidgetArea(dock) in areas
+              and lies_under(dock.geometry())]
+    return [dock for front in fronts for dock in tab_group(window, front) if not dock.isHidden()]
+
+
+def fold_under_front(window: QMainWindow, docks: dict[str, QDockWidget], under: list[QDockWidget]) -> None:
+    """The docks `under` attention tabbed behind it, attention in front: the layout of a screen too short for
+    two rows of plots (see stacks), for a window shrunk below that height."""
+    above = docks[FRONT]
+    for dock in under:
+        window.tabifyDockWidget(above, dock)
+    above.raise_()
+
+
+def stack_heights(heights: list[int]) -> list[int]:
+    """Attention's and the bottom tabs' heights, of the same sum, each at least BOTTOM_MIN_PX where the sum allows
+    both: Qt takes a shrink off both alike, whatever they need."""
+    total, least = sum(heights), BOTTOM_MIN_PX
+    if total < 2 * least or min(heights) >= least:
+        return heights
+    upper = min(max(heights[0], least), total - least)
+    return [upper, total - upper]
+
+
 def place_hidden(window: QMainWindow, docks: dict[str, QDockWidget], stacked: bool) -> dict[str, list[QDockWidget]]:
     """Every dock taken out (which hides it) and put back in its default area, hidden, those of a tabbed
     area tabbed behind the first; the docks by area, attention first."""
@@ -321,7 +362,15 @@ def size_docks(window: QMainWindow, by_area: dict[str, list[QDockWidget]]) -> No
         window.resizeDocks(left + [panels[0]] + columns, left_widths + [middle] + widths, Qt.Orientation.Horizontal)
     column = by_area.get("left", [])
     if len(column) == 2:
-        total = sum(TOKENS_TO_CANDIDATES)
-        height = sum(d.height() for d in column)
-        window.resizeDocks(column, [height * share // total for share in TOKENS_TO_CANDIDATES],
-                           Qt.Orientation.Vertical)
+        window.resizeDocks(column, column_split(column, sum(d.height() for d in column)), Qt.Orientation.Vertical)
+
+
+def column_split(column: list[QDockWidget], height: int) -> list[int]:
+    """Tokens over Next token in the left column's `height`: tokens its share, or what it asks for (its table's
+    rows) where the share is less, as long as Next token keeps its own minimum. At 1366x768 two fifths of the
+    column left the token table two rows."""
+    upper, lower = column
+    share = height * TOKENS_TO_CANDIDATES[0] // sum(TOKENS_TO_CANDIDATES)
+    upper_px = min(max(share, upper.sizeHint().height()), height - lower.minimumSizeHint().height())
+    upper_px = max(upper_px, min(share, upper.minimumSizeHint().height()))
+    return [upper_px, height - upper_px]

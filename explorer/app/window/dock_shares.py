@@ -6,12 +6,18 @@ whichever it pleases: after a round trip the attention map had lost half its hei
 tabs. The layout is taken when it is made (default layout, restore) and when the person drags a
 separator or moves a dock, never from a squeezed window, and given back when the window is back at
 that size.
+
+A window shrunk too short for attention over the bottom tabs, each with legible plots (dock_layout.stacks),
+has the bottom tabs folded behind attention, as on a short screen, and unfolded as they were once it is tall
+enough again: shrunk from 1920 x 1080 to 800 x 600, Qt's shares left the attention map 4 px tall. Between
+the two, each keeps at least the height its plots need (dock_layout.stack_heights).
 """
 from __future__ import annotations
 
-from PySide6.QtCore import QByteArray, QEvent, QObject, QSize, QTimer
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSize, Qt, QTimer
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QTabBar
 
+from explorer.app.window import dock_layout
 from explorer.app.window.dock_layout import put_away_stale_bars, whole_titles
 
 
@@ -48,6 +54,7 @@ class DockShares(QObject):
         self.taken: tuple[QSize, QByteArray] | None = None       # the window's size and its layout, as laid out
         self.maximised: tuple[QDockWidget, QByteArray] | None = None
         self.resized_since = False                          # the window left the size the layout was taken at
+        self.folded: tuple[list[QDockWidget], QByteArray] | None = None   # the bottom tabs folded, the layout before
         self._give_back = QTimer(self, singleShot=True, interval=0, timeout=self.give_back)
         window.installEventFilter(self)
 
@@ -66,11 +73,43 @@ class DockShares(QObject):
             self.resized_since = True
         elif self.resized_since:
             self.resized_since = False
-            in_front = [dock for dock in self.window.findChildren(QDockWidget) if in_sight(dock)]
-            self.window.restoreState(self.taken[1])
-            put_away_stale_bars(self.window)
-            for dock in in_front:               # the tabs raised since stay in front
-                dock.raise_()
+            self.folded = None
+            self._restore(self.taken[1])
+        self.keep_plots_legible()
+
+    def _restore(self, state: QByteArray) -> None:
+        in_front = [dock for dock in self.window.findChildren(QDockWidget) if in_sight(dock)]
+        self.window.restoreState(state)
+        put_away_stale_bars(self.window)
+        for dock in in_front:               # the tabs raised since stay in front
+            dock.raise_()
+
+    def keep_plots_legible(self) -> None:
+        """Attention and the bottom tabs under it each as tall as their plots need: folded into one tab group
+        where the window is too short for both, unfolded where it is tall enough again (and the docks folded are
+        still where the fold put them). The room to unfold is the window's, not attention's: Qt may hand a
+        regrow to the prompt."""
+        docks = getattr(self.window, "docks", {})
+        above = docks.get(dock_layout.FRONT)
+        if above is None or self.maximised is not None:
+            return
+        under = dock_layout.under_front(self.window, docks)
+        least = 2 * dock_layout.BOTTOM_MIN_PX + dock_layout.SEPARATOR_PX
+        if under:
+            heights = [above.height(), max(dock.height() for dock in under)]
+            if sum(heights) + dock_layout.SEPARATOR_PX < least:
+                self.folded = (under, self.taken[1] if self.taken is not None else self.window.saveState())
+                dock_layout.fold_under_front(self.window, docks, under)
+            elif dock_layout.stack_heights(heights) != heights:
+                self.window.resizeDocks([above, under[0]], dock_layout.stack_heights(heights),
+                                        Qt.Orientation.Vertical)
+        elif self.folded is not None and dock_layout.stacks(self.window):
+            folded, state = self.folded
+            self.folded = None
+            group = dock_layout.tab_group(self.window, above)
+            if all(dock in group for dock in folded):
+                self._restore(state)
+                QTimer.singleShot(0, self, self.keep_plots_legible)
 
     def eventFilter(self, watched, event) -> bool:
         kind = event.type()
@@ -101,5 +140,8 @@ class DockShares(QObject):
         dock.raise_()
 
     def state_to_save(self) -> QByteArray:
-        """The layout to remember at quit: the one before a panel was maximised."""
-        return self.maximised[1] if self.maximised is not None else self.window.saveState()
+        """The layout to remember at quit: the one before a panel was maximised, or before the bottom tabs were
+        folded (folded again if the window opens as short)."""
+        if self.maximised is not None:
+            return self.maximised[1]
+        return self.folded[1] if self.folded is not None else self.window.saveState()
