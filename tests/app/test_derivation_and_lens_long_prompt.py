@@ -60,6 +60,7 @@ def test_the_derivation_at_8000_tokens_reads_one_row_and_matches_its_check(qtbot
     panel = make(qtbot, session, DerivationPanel)
     session.set_trace(last)                                                      # after two decoding steps
     session.select(layer=LAYER, head=HEAD, token=ROW)
+    qtbot.waitUntil(lambda: panel.derived is not None and panel.derived.row == ROW, timeout=60_000)  # off the GUI
     cell = panel.derived
     expected = softmax_row(last, LAYER, HEAD, ROW)
     assert cell.row == ROW and cell.column == int(np.argmax(expected))          # the row's largest weight
@@ -84,13 +85,16 @@ def test_a_click_in_the_window_derives_that_cell_of_the_trace(qtbot, session, tr
     panel = make(qtbot, session, DerivationPanel)
     session.set_trace(first)
     session.select(layer=LAYER, head=HEAD, token=ROW)
+    qtbot.waitUntil(lambda: panel.derived is not None, timeout=60_000)          # derived off the GUI thread
     top, left = panel.offset
     rows, _ = panel.map.shape
     panel._clicked(rows - 1, 3)                                                  # the selected row, 4th column
+    qtbot.waitUntil(lambda: panel.derived.column == left + 3, timeout=60_000)
     assert (panel.derived.row, panel.derived.column) == (ROW, left + 3)
     assert panel.derived.weight == pytest.approx(softmax_row(first, LAYER, HEAD, ROW)[left + 3], abs=1e-6)
     panel._clicked(rows - 2, 0)                                                  # a row above: that token
-    assert session.selection.token == top + rows - 2 and panel.derived.row == top + rows - 2
+    qtbot.waitUntil(lambda: panel.derived.row == top + rows - 2, timeout=60_000)
+    assert session.selection.token == top + rows - 2
 
 
 def test_a_lens_answered_for_another_trace_is_not_shown(qtbot, session, traces):

@@ -12,6 +12,7 @@ from explorer.app.panels.derivation import DerivationPanel
 from explorer.app.panels.residual import ResidualPanel, readable
 from explorer.app.state.session import Session
 from explorer.app.widgets.model_call import thread_executor
+from explorer.views.cell_derivation import clicked_column
 
 SIZES = {"wide": (1080, 300), "tall": (380, 520)}
 
@@ -229,5 +230,6 @@ def test_a_cell_asked_for_opens_show_the_work_with_that_cell(qtbot, tmp_path):
     window.session.select(token=3, key=1)
     qtbot.waitUntil(lambda: dock.isVisible() and not dock.visibleRegion().isEmpty(), timeout=5000)
     assert isinstance(dock.widget(), DerivationPanel)
-    assert dock.widget()._clicked_column(3, 4) == 1       # the panel reads the clicked cell from the selection
+    selection = window.session.selection                   # the panel derives the clicked cell of the selection
+    assert clicked_column((selection.token, selection.key), 3, 4) == 1
     window.close()

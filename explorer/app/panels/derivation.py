@@ -20,13 +20,15 @@ from explorer.app.thread.requests import BlockWalkJob, OutputWeightsJob
 from explorer.app.widgets.adaptive import is_wide, orient
 from explorer.app.widgets.asking import Asker
 from explorer.app.widgets.block_text import block_html
+from explorer.app.widgets.grid_filler import Background
 from explorer.app.widgets.plot_text import SMALL_TITLE, fitting_title
 from explorer.app.widgets.text_helpers import readable, selected_position
-from explorer.core import derivation, trace_rows
+from explorer.core import derivation
 from explorer.core.intervention import SOFTMAX, active
 from explorer.drawing.heatmap import Heatmap
+from explorer.views.cell_derivation import CellAsked, DerivedCell, derive
 from explorer.views.long_maps import is_long
-from explorer.views.maps import attention_matrix, short_label
+from explorer.views.maps import short_label
 
 PAIR_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 UNROTATED = "#9a9a9a"
@@ -84,6 +86,9 @@ class DerivationPanel(Panel):
         self._drawn = None
         self.offset = (0, 0)                                # the trace's (row, column) of the map's cell (0, 0)
         self._map_note = "click any cell of the map to derive it"
+        self.job = Background(self)                         # a long trace's cell, derived off the GUI thread
+        self.job.done.connect(self._on_derived)
+        self._asked = None
         self.set_formula(f"{derivation.kernel_formula(SOFTMAX)},  S_{{ij}} = ⟨q_i, k_j⟩ · scale")
 
     def unavailable(self, trace) -> str | None:
@@ -92,7 +97,7 @@ class DerivationPanel(Panel):
     def forget(self) -> None:
         """Nothing of another model or run: its map, its q·k bars, its cell, its weights and block walk."""
         self.weights, self.walk, self.walk_key = {}, None, None
-        self.cell = self.derived = self._drawn = None
+        self.cell = self.derived = self._drawn = self._asked = None
         self.offset = (0, 0)
         self.map.clear()
         self.products.clear()
@@ -103,66 +108,64 @@ class DerivationPanel(Panel):
         if trace is None or not trace.steps:
             return
         upto = trace.n_steps - 1 if selection.step is None else selection.step
-        row, column = self._draw_map(trace, selection.layer, selection.head, upto, selected_position(trace, selection))
-        self.cell = (row, column)
+        clicked = (selection.token, selection.key) if selection.attention == "self" else None
         w_o, w_uk = self._weights_of(trace, selection.layer, selection.head)
-        self.derived = derivation.derive_cell(trace, selection.layer, selection.head, row, column, upto,
-                                              w_o=w_o, w_uk=w_uk, intervention=active(self.session.experiments))
-        self._draw_products(self.derived)
-        if self.what_box.currentIndex() == 1:
-            self._ask_block(trace, selection.layer, row)
-        else:
-            self.text.setHtml(derivation_html(self.derived, trace.token_text))
-        self.set_formula(f"A[{row}, {column}] of layer {selection.layer}, head {selection.head} = "
-                         f"{self.derived.weight:.6g} ({derivation.kernel_formula(self.derived.kernel)}), "
-                         f"recomputed (max |Δ| {self.derived.max_delta:.1e})"
-                         + ("; its output replaced by the experiment" if self.derived.replaced_by else ""))
-        self.readout.setText(self._map_note)
+        asked = CellAsked(trace, selection.layer, selection.head, upto, selected_position(trace, selection), clicked,
+                          w_o, w_uk, active(self.session.experiments))
+        if not is_long(trace, upto):
+            self.job.drop_work()                     # a long trace's cell still being derived is not drawn
+            self._show_cell(derive(asked))
+            return
+        # A long trace's cell reads T keys and a window of rows (a few hundred ms at 8,000 tokens): it is derived
+        # off the GUI thread, the cell shown before kept under a working line meanwhile
+        if self.job.running and self._asked == asked.key:
+            return
+        self._asked = asked.key
+        self.readout.setText(f"deriving a cell of row {asked.position}, layer {asked.layer}, head {asked.head}…")
+        self.job.run(lambda _cancelled: derive(asked), name="show-the-work")
 
-    def _draw_map(self, trace, layer: int, head: int, upto: int, position: int) -> tuple[int, int]:
-        """Draw the head's map (a long trace's: the WINDOW x WINDOW cells around the cell, each row one
-        weights_row, never T x T) and highlight the cell derived: the one clicked in this row, else the row's
-        largest weight. Returns (row, column) in the trace."""
-        windowed = is_long(trace, upto)
-        if windowed:
-            t = trace_rows.n_keys(trace, upto)
-            row = min(position, t - 1)
-            column = self._clicked_column(row, t)
-            if column is None:                                                   # the row's largest weight
-                column = int(np.argmax(np.where(trace_rows.mask_row(trace, layer, row, upto),
-                                                trace.attention_row(layer, head, row, upto), -np.inf)))
-            shown = trace_rows.window(trace, layer, head, row, column, upto)
-            matrix, top, left = shown.matrix, shown.top, shown.left
-            self._map_note = (f"rows {top}–{top + matrix.shape[0] - 1} and keys {left}–{left + matrix.shape[1] - 1} "
-                              f"of the {shown.extent[0]}×{shown.extent[1]} map, around the cell derived (colours "
-                              f"from {min(0.0, float(np.nanmin(matrix))):.3g} to {float(np.nanmax(matrix)):.3g}); "
-                              "click any cell to derive it")
+    def _on_derived(self, generation: int, result) -> None:
+        if generation != self.job.generation:
+            return                                   # another cell, trace or model was asked since
+        self._asked = None
+        if isinstance(result, Exception):
+            self.error_line.show_error(f"Show the work could not derive the cell: {result}")
+            return
+        if result.asked.trace is self.trace:
+            self._show_cell(result)
+
+    def _show_cell(self, cell: DerivedCell) -> None:
+        """Draw a derived cell: the map around it, its q·k bars, its walk (or its block's) and the formula."""
+        asked, trace, derived = cell.asked, cell.asked.trace, cell.derived
+        self._draw_map(cell)
+        self.cell, self.derived = (cell.row, cell.column), derived
+        self._draw_products(derived)
+        if self.what_box.currentIndex() == 1:
+            self._ask_block(trace, asked.layer, cell.row)
         else:
-            matrix, top, left = attention_matrix(trace, layer, head, upto), 0, 0
-            row = min(position, matrix.shape[0] - 1)
-            column = self._clicked_column(row, matrix.shape[1])
-            if column is None:                                                   # the row's largest weight
-                column = int(np.nanargmax(matrix[row]))
-            self._map_note = "click any cell of the map to derive it"
-        key = (id(trace), layer, head, upto, top, left)
+            self.text.setHtml(derivation_html(derived, trace.token_text))
+        self.set_formula(f"A[{cell.row}, {cell.column}] of layer {asked.layer}, head {asked.head} = "
+                         f"{derived.weight:.6g} ({derivation.kernel_formula(derived.kernel)}), "
+                         f"recomputed (max |Δ| {derived.max_delta:.1e})"
+                         + ("; its output replaced by the experiment" if derived.replaced_by else ""))
+        self._map_note = cell.note
+        self.readout.setText(cell.note)
+
+    def _draw_map(self, cell: DerivedCell) -> None:
+        """The head's map as derived (a long trace's: the window around the cell), the cell highlighted."""
+        asked, trace, matrix, top, left = cell.asked, cell.asked.trace, cell.matrix, cell.top, cell.left
+        key = (id(trace), asked.layer, asked.head, asked.upto, top, left)
         if key != self._drawn:
             self._drawn, self.offset = key, (top, left)
             rows = [short_label(text) for text in trace.token_text[top: top + matrix.shape[0]]]
             cols = [short_label(text) for text in trace.token_text[left: left + matrix.shape[1]]]
-            if windowed:                                                         # a window: say where it is
+            if cell.windowed:                                                    # a window: say where it is
                 rows = [f"{top + i} {label}" for i, label in enumerate(rows)]
                 cols = [f"{left + j} {label}" for j, label in enumerate(cols)]
             low, high = min(0.0, float(np.nanmin(matrix))), float(np.nanmax(matrix))
-            levels = (low, high if windowed else max(1.0, high))    # linear: A < 0, > 1; a window: its own range
+            levels = (low, high if cell.windowed else max(1.0, high))   # linear: A < 0, > 1; a window: its own range
             self.map.set_matrix(matrix, levels, row_labels=rows, col_labels=cols)
-        self.map.highlight(row - top, column - left)
-        return row, column
-
-    def _clicked_column(self, row: int, n_columns: int) -> int | None:
-        """The key clicked in `row` of a self-attention map (the selection's cell), if the map has it."""
-        selection = self.session.selection
-        column = selection.key if selection.attention == "self" and selection.token == row else None
-        return column if column is not None and column < n_columns else None
+        self.map.highlight(cell.row - top, cell.column - left)
 
     def _weights_of(self, trace, layer: int, head: int) -> tuple:
         """The head's W^O_h (and MLA's W_h^UK) if the model thread gave them, else ask for them."""
@@ -222,7 +225,8 @@ class DerivationPanel(Panel):
         self.products.setXRange(-0.5, dims.size - 0.5, padding=0)
 
 
-def _vector(values: np.ndarray, n: int = 6) -> str:
+def _vector(
+values: np.ndarray, n: int = 6) -> str:
     shown = ", ".join(f"{v:+.3f}" for v in values[:n])
     return f"[{shown}{', …' if values.size > n else ''}]  ({values.size} dims)"
 
