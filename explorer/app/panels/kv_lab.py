@@ -87,10 +87,18 @@ class KVLabPanel(Panel):
         view.run_button.clicked.connect(lambda: self.run_conversion())
         # the tab's widgets stay reachable as the panel's own: scripts and tests read them there
         (self.variant_box, self.steps_box, self.run_button, self.cancel_button, self.progress, self.run_summary,
-         self.error_line, self.steps_table, self.original_map, self.converted_map) = (
+         self.error_line, self.steps_table) = (
             view.variant_box, view.steps_box, view.run_button, view.cancel_button, view.progress, view.run_summary,
-            view.error_line, view.steps_table, view.original_map, view.converted_map)
+            view.error_line, view.steps_table)
         return view
+
+    @property
+    def original_map(self):
+        return self.what_if.original_map            # built with the first result (WhatIfView.heatmaps)
+
+    @property
+    def converted_map(self):
+        return self.what_if.converted_map
 
     # ----- the comparison table -------------------------------------------------------------
     def set_shape(self, shape: kv.CacheShape, name: str, from_config: bool = False) -> None:

@@ -201,4 +201,4 @@ class VariantsTab(QScrollArea):
         if shape is None or not rows:
             self.plot.clear_curves()
         else:
-            self.plot.draw(shape, self.controls.ranks(), name)
+            self.plot.draw_later(shape, self.controls.ranks(), name)

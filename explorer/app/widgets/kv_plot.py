@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QSplitter
 
 from explorer.app.widgets.plot_text import LEGEND, TITLE
@@ -80,6 +80,7 @@ class BytesPlot(pg.GraphicsLayoutWidget):
         self.legend.setParentItem(self.legend_box)
         self.legend.anchor(itemPos=(0.5, 0), parentPos=(0.5, 0), offset=(0, 0))
         self.unit = MIB
+        self._pending: tuple | None = None          # a drawing asked for the next turn (draw_later)
         self._fit_legend()
 
     def _fit_legend(self) -> None:
@@ -100,9 +101,24 @@ class BytesPlot(pg.GraphicsLayoutWidget):
         self._fit_legend()
 
     def curves(self, dtype: str) -> list[pg.PlotDataItem]:
+        """The curves drawn for `dtype`, a drawing asked for later done first."""
+        self.draw_pending()
         return self.plots[dtype].listDataItems()
 
+    def draw_later(self, shape: kv.CacheShape, ranks: list[int] | None, name: str) -> None:
+        """`draw` on the next turn of the event loop: the KV lab's first raise builds the panel in this one, and
+        its 18 curves (~45 ms) would lengthen that freeze. A newer drawing asked replaces this one."""
+        if self._pending is None:
+            QTimer.singleShot(0, self, self.draw_pending)
+        self._pending = (shape, ranks, name)
+
+    def draw_pending(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self.draw(*pending)
+
     def clear_curves(self) -> None:
+        self._pending = None                        # nothing asked before is drawn over the cleared plots
         for plot in self.plots.values():
             plot.clear()
         self.legend.clear()

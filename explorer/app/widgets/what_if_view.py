@@ -99,12 +99,27 @@ class WhatIfView(QWidget):
         self.steps_table.verticalHeader().setVisible(False)
         lower.addWidget(self.steps_table)
         self.maps = pg.GraphicsLayoutWidget()
-        self.original_map = Heatmap(self.maps.ci, row=0, col=0, colorbar=False)
-        self.converted_map = Heatmap(self.maps.ci, row=0, col=1, colorbar=False)
+        self._heatmaps: tuple[Heatmap, Heatmap] | None = None      # built with the first result (heatmaps())
         lower.addWidget(self.maps)
         layout.addWidget(lower, 1)
         self._said_why = ""                       # the sentence shown for why no target is offered, while it holds
         self.clear()
+
+    def heatmaps(self) -> tuple[Heatmap, Heatmap]:
+        """The original's and the converted model's map, built when first asked for: they stay hidden until a
+        conversion gives a result, and building them cost the KV lab's first raise ~30 ms for nothing."""
+        if self._heatmaps is None:
+            self._heatmaps = (Heatmap(self.maps.ci, row=0, col=0, colorbar=False),
+                              Heatmap(self.maps.ci, row=0, col=1, colorbar=False))
+        return self._heatmaps
+
+    @property
+    def original_map(self) -> Heatmap:
+        return self.heatmaps()[0]
+
+    @property
+    def converted_map(self) -> Heatmap:
+        return self.heatmaps()[1]
 
     def say_why_no_targets(self, why: str) -> None:
         """Say `why` no target is offered ("": nothing says so). The summary line also carries a run's progress
@@ -176,6 +191,6 @@ class WhatIfView(QWidget):
         self.steps_table.setRowCount(0)
         self.run_summary.setText(" ")
         self.reset_progress()
-        for heatmap in (self.original_map, self.converted_map):
+        for heatmap in self._heatmaps or ():
             heatmap.clear()
         self.maps.hide()
