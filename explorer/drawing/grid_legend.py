@@ -19,6 +19,7 @@ from explorer.drawing.heatmap import Heatmap
 from explorer.drawing.maxima import MaximaImage, diverging
 from explorer.views.grid import Mosaic
 from explorer.views.grid_scales import LayerScale, layer_scales, scale_image
+from explorer.views.maps import grid_image
 
 BAR_WIDTH = 12               # px, as the heat map's own colour bar
 BAR_CELL = (2, 5)            # where pyqtgraph puts a plot's colour bar in its layout: the view's row, after its axis
@@ -42,9 +43,11 @@ class GridLegend:
         """Draw `grid` of `values` ("weights" or "scores"; `log`: log10 of the weights)."""
         heatmap = self.heatmap
         signed = values == "weights" and not log      # weights that a kernel may have made negative
-        scales = layer_scales(grid, values, log)
+        drawn = grid_image(grid, values, log)          # once per redraw: every scale's image and levels read it
+        scales = layer_scales(grid, values, log, drawn)
         first = scales[0]
-        heatmap.set_matrix(scale_image(grid, first, values, log), first.levels, keep_view=keep_view, signed=signed)
+        heatmap.set_matrix(scale_image(grid, first, values, log, drawn), first.levels, keep_view=keep_view,
+                           signed=signed)
         own = heatmap.colorbar
         if self.legend is not None and own is not None and own.parentItem() is not self.legend:
             heatmap.plot.layout.removeItem(own)          # made in the plot with the first data: into the legend
@@ -58,7 +61,7 @@ class GridLegend:
             below_zero = signed and scale.levels[0] < 0.0
             bar.setColorMap(signed_colormap(scale.levels) if below_zero else heatmap.base_colormap)
             image.signed = below_zero or diverging(scale.levels)
-            image.setImage(scale_image(grid, scale, values, log), levels=scale.levels, autoLevels=False)
+            image.setImage(scale_image(grid, scale, values, log, drawn), levels=scale.levels, autoLevels=False)
             bar.setLevels(scale.levels)
             _label(bar, scale.named)
         if heatmap.colorbar is not None:

@@ -52,12 +52,14 @@ def layer_rows(grid: Mosaic, layer: int) -> np.ndarray:
     return grid.image[top: top + grid.tile_shape[0]]
 
 
-def layer_scales(grid: Mosaic, values: str = "weights", log: bool = False) -> list[LayerScale]:
+def layer_scales(grid: Mosaic, values: str = "weights", log: bool = False,
+                 drawn: tuple[np.ndarray, tuple[float, float]] | None = None) -> list[LayerScale]:
     """The grid's scales, the signed ones first (the heat map's own colour bar draws the first): one per layer
-    whose weights leave [0, 1], and one [0, 1] for all the others; scores or log10: one for every layer."""
+    whose weights leave [0, 1], and one [0, 1] for all the others; scores or log10: one for every layer.
+    `drawn`: maps.grid_image(grid, values, log) where the caller has it already (it is not computed again)."""
     every = tuple(range(grid.n_layers))
     if values == "scores" or log:
-        return [LayerScale(every, grid_image(grid, values, log)[1])]
+        return [LayerScale(every, (drawn or grid_image(grid, values, log))[1])]
     ranges = [weight_range(layer_rows(grid, layer)) for layer in every]
     signed = [layer for layer in every if ranges[layer][0] < 0.0 or ranges[layer][1] > 1.0 + PROBABILITY_SLACK]
     probabilities = tuple(layer for layer in every if layer not in signed)
@@ -74,10 +76,11 @@ def _signed_levels(ranges: list[tuple[float, float]]) -> tuple[float, float]:
     return min(low, 0.0), max(high, 0.0)
 
 
-def scale_image(grid: Mosaic, scale: LayerScale, values: str = "weights", log: bool = False) -> np.ndarray:
-    """The grid's image as drawn (maps.grid_image: log10 where `log`) with only the scale's layers (every other
-    cell NaN, drawn transparent)."""
-    image = grid_image(grid, values, log)[0]
+def scale_image(grid: Mosaic, scale: LayerScale, values: str = "weights", log: bool = False,
+                drawn: tuple[np.ndarray, tuple[float, float]] | None = None) -> np.ndarray:
+    """The grid's image as drawn (maps.grid_image: log10 where `log`; `drawn` where the caller has it already)
+    with only the scale's layers (every other cell NaN, drawn transparent)."""
+    image = (drawn or grid_image(grid, values, log))[0]
     if len(scale.layers) == grid.n_layers:
         return image
     shown = np.full_like(image, np.nan)
