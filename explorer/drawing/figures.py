@@ -242,7 +242,5 @@ def _grid(figure, trace, grid: Mosaic, values, log, size: tuple[int, int]) -> No
                    f"{trace.n_tokens} tokens" + (" (block maxima)" if reduced else ""))
     heatmap = Heatmap(figure.ci, row=1, col=0)
     GridLegend(heatmap).show(grid, values, log and values == "weights", keep_view=False)   # a scale per kind of layer
-    heatmap.axes["left"].set_labels([f"L{i}" for i in range(grid.n_layers)], grid.layer_centres())
-    heatmap.axes["top"].set_labels([f"H{i}" for i in range(grid.n_heads)], grid.head_centres())
     heatmap.plot.setLabels(left="layer", top="head")
     figure.heatmaps.append(heatmap)

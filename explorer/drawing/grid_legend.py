@@ -40,7 +40,8 @@ class GridLegend:
         # there are several)
 
     def show(self, grid: Mosaic, values: str, log: bool, keep_view: bool = True) -> list[LayerScale]:
-        """Draw `grid` of `values` ("weights" or "scores"; `log`: log10 of the weights)."""
+        """Draw `grid` of `values` ("weights" or "scores"; `log`: log10 of the weights), its layers L0, L1, ...
+        down the left axis and its heads H0, H1, ... along the top (the one place the grid's axes are named)."""
         heatmap = self.heatmap
         signed = values == "weights" and not log      # weights that a kernel may have made negative
         drawn = grid_image(grid, values, log)          # once per redraw: every scale's image and levels read it
@@ -66,6 +67,8 @@ class GridLegend:
             _label(bar, scale.named)
         if heatmap.colorbar is not None:
             _label(heatmap.colorbar, first.named if len(scales) > 1 else "")
+        heatmap.axes["left"].set_labels([f"L{i}" for i in range(grid.n_layers)], grid.layer_centres())
+        heatmap.axes["top"].set_labels([f"H{i}" for i in range(grid.n_heads)], grid.head_centres())
         self.set_opacity(heatmap.image.opacity())
         self.scales = scales
         return scales

@@ -64,3 +64,16 @@ def test_a_redraw_passes_over_the_whole_grid_once(qapp, monkeypatch, values, log
         probabilities = finite.copy()
         probabilities[rows] = False
         np.testing.assert_array_equal(others[probabilities], grid.image[probabilities])
+
+
+def test_the_legend_names_the_grids_layers_and_heads_at_their_tiles_centres(qapp):
+    """One place names the grid's axes, for the panel and every export of the grid alike."""
+    grid = mixed_grid()
+    view = pg.GraphicsLayoutWidget()
+    legend = GridLegend(Heatmap(view.ci, axes=("left", "top")))
+    legend.show(grid, "weights", False)
+    left, top = legend.heatmap.axes["left"], legend.heatmap.axes["top"]
+    assert left._labels == ["L0", "L1", "L2"] and top._labels == ["H0", "H1"]
+    rows, cols = TILE                           # a tile, then a one-cell gutter: its centre is (side - 1) / 2 in
+    np.testing.assert_allclose(left._positions, [i * (rows + 1) + (rows - 1) / 2 for i in range(N_LAYERS)])
+    np.testing.assert_allclose(top._positions, [i * (cols + 1) + (cols - 1) / 2 for i in range(N_HEADS)])

@@ -260,8 +260,6 @@ class AttentionPanel(Panel):
         mosaic = self.mosaic
         self.grid_scroll.fit_tiles(self.grid.plot, (mosaic.n_layers, mosaic.n_heads), mosaic.tile_shape)
         self.grid_scroll.fit_beside(self.legend_view, tuple(scale.label for scale in scales))
-        self.grid.axes["left"].set_labels([f"L{i}" for i in range(self.mosaic.n_layers)], self.mosaic.layer_centres())
-        self.grid.axes["top"].set_labels([f"H{i}" for i in range(self.mosaic.n_heads)], self.mosaic.head_centres())
         self._mark_ablations()
 
     def _mark_ablations(self) -> None:
