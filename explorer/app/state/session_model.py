@@ -136,11 +136,16 @@ class SessionModel:
         return tuple(kept)
 
     def with_experiment(self, intervention: Intervention) -> tuple[Experiment, ...]:
-        """The experiments with `intervention` appended, on; ExplorerError if it names a layer or head
-        the model does not have."""
+        """The experiments with `intervention` appended, on; one listed already is switched on where it
+        stands instead (an Alt-click twice on a head listed "ablate L1.H2" twice, each run under the same
+        ablation). ExplorerError if it names a layer or head the model does not have."""
         if self.model is not None:
             intervention.check(self.model.n_layers, self.model.n_heads)
-        return self.experiments + (Experiment(intervention),)
+        listed = [experiment.intervention for experiment in self.experiments]
+        if intervention not in listed:
+            return self.experiments + (Experiment(intervention),)
+        row = listed.index(intervention)
+        return self.experiments[:row] + (replace(self.experiments[row], on=True),) + self.experiments[row + 1:]
 
     def set_comparison(self, intervention: Intervention, ids, result) -> None:
         self.comparison = None if result is None else (intervention, tuple(int(i) for i in ids), result)
