@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QFont
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -45,6 +45,7 @@ def step_in_use(step) -> tuple[int, int]:
     return step.n_new, sum(layer.kv_bytes_in_use for layer in step.layers)
 
 OFF_SCALE = 20               # allocated / in use beyond which the allocation is written, not drawn
+LONG_TOKENS = 2048           # a trace from which the panel's first drawing, as it is shown, waits for the next turn
 
 
 class KVCachePanel(Panel):
@@ -87,6 +88,10 @@ class KVCachePanel(Panel):
         self.cross_bytes = np.zeros(0, dtype=np.int64)      # per layer: the fixed cross-attention K/V
         self.held = np.zeros(0, dtype=np.int64)
         self.variant_rows: list = []          # the variants' table as last drawn: (cells, native) per row
+        self._showing = False                  # in showEvent: the panel built or raised in this turn
+        self._draw_later = QTimer(self)        # a long trace's occupancy, drawn on the turn after the raise's
+        self._draw_later.setSingleShot(True)
+        self._draw_later.timeout.connect(lambda: self._on_selection_changed(self.session.selection))
 
     def _blocks_section(self) -> QWidget:
         section = QWidget()
@@ -158,6 +163,13 @@ class KVCachePanel(Panel):
                                   "An encoder keeps no KV cache: every token is seen at once.")
 
     # ----- drawing ---------------------------------------------------------------------------
+    def showEvent(self, event) -> None:
+        self._showing = True
+        try:
+            super().showEvent(event)
+        finally:
+            self._showing = False
+
     def redraw(self) -> None:
         trace = self.trace
         if trace is None or not trace.steps:
@@ -172,6 +184,13 @@ class KVCachePanel(Panel):
             if trace is not None and trace.model.is_encoder_only:
                 self.summary.setText("An encoder keeps no KV cache: every token is seen at once.")
             return
+        if self._showing and trace.n_tokens >= LONG_TOKENS:
+            # built (or raised) in this turn: at 8,000 tokens the plots and the 30 x 500 blocks would hold the
+            # window ~50 ms more; they are drawn on the next turn, from the session's trace and selection then
+            self.summary.setText(f"Drawing the cache of {plural(trace.n_tokens, 'token')}…")
+            self._draw_later.start(0)
+            return
+        self._draw_later.stop()
         step = trace.n_steps - 1 if selection.step is None else selection.step
         self._draw_occupancy(trace, step, selection.layer)
         self._draw_blocks(selection.layer)
