@@ -33,8 +33,7 @@ class TokenAxis(pg.AxisItem):
         self._positions = np.zeros(0)
         self._lookup: dict[float, int] = {}
         self._longest = 1
-        self._measured: dict[str, float] = {}       # label -> its width in _measured_font
-        self._measured_font = ""
+        self._measured_font = ""                    # the font of _widest
         self._widest: tuple[int, float] | None = None   # (n, the widest of the first n labels), in _measured_font
         # Ticks point out of the map: drawn into it (pyqtgraph's negative length) they covered its first
         # 3 px at every label, and a long map's first blocks there (the first keys' column, an attention sink).
@@ -147,19 +146,14 @@ class TokenAxis(pg.AxisItem):
 
     def _widest_label(self) -> float:
         """The widest label in pixels, measured ("<0xE2>" is wider than its average characters); each label is
-        measured once per font, since a decoding step adds one label to the thousands already measured (at
-        8,000 tokens measuring them all again took most of a step's redraw), and after labels were only added
-        (set_labels keeps `_widest` then) only the new ones are looked at."""
+        measured once per font by every axis together (label_widths: the Q, K and V maps' row labels are the
+        same 8,000 labels at a long prompt), and after labels were only added (set_labels keeps `_widest`
+        then) only the new ones are looked at."""
         font = self._font()
-        if font.key() != self._measured_font or len(self._measured) > 4 * len(self._labels) + 1024:
-            self._measured, self._measured_font, self._widest = {}, font.key(), None
+        if font.key() != self._measured_font:
+            self._measured_font, self._widest = font.key(), None
         start, widest = (0, 0.0) if self._widest is None else self._widest
-        measured, metrics = self._measured, None
-        for label in self._labels[start:]:
-            if label not in measured:
-                metrics = metrics or QFontMetricsF(font)
-                measured[label] = metrics.horizontalAdvance(label)
-            widest = max(widest, measured[label])
+        widest = max(widest, max(label_widths(self._labels[start:], font), default=0.0))
         self._widest = (len(self._labels), widest)
         return widest
 
@@ -251,6 +245,35 @@ class TokenAxis(pg.AxisItem):
             align = Qt.AlignmentFlag.AlignLeft if self.orientation == "top" else Qt.AlignmentFlag.AlignRight
             p.drawText(box, int(align | Qt.AlignmentFlag.AlignVCenter), text)
             p.restore()
+
+
+_WIDTHS: dict[str, dict[str, float]] = {}      # font key -> label -> its width in pixels, for every axis
+MOST_WIDTHS = 1 << 17                          # widths kept per font: a long document's labels, numbered and plain
+
+
+def _widths_of(font: QFont) -> dict[str, float]:
+    widths = _WIDTHS.setdefault(font.key(), {})
+    if len(widths) > MOST_WIDTHS:
+        widths.clear()
+    return widths
+
+
+def label_widths(labels: Sequence[str], font: QFont | None = None) -> list[float]:
+    """Each label's width in `font` (the default font: an axis's unless it was given one), each label measured
+    once per font for every axis (QFontMetricsF.horizontalAdvance: ~5 µs a label, 40 ms for 8,000)."""
+    font = font or QFont()
+    widths, metrics = _widths_of(font), None
+    for label in labels:
+        if label not in widths:
+            metrics = metrics or QFontMetricsF(font)
+            widths[label] = metrics.horizontalAdvance(label)
+    return [widths[label] for label in labels]
+
+
+def unmeasured(labels: Sequence[str], font: QFont | None = None) -> int:
+    """How many of `labels` an axis in `font` would measure yet."""
+    widths = _WIDTHS.get((font or QFont()).key(), {})
+    return sum(label not in widths for label in labels)
 
 
 def symmetric_levels(matrix: np.ndarray) -> tuple[float, float]:

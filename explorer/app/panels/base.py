@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -124,6 +125,8 @@ class Panel(QWidget):
         self._updating = False
         self._dirty = True
         self._exposed = True
+        self._raising = False                     # refreshing because the panel came into sight
+        self._parts: Iterator | None = None       # a drawing's parts still to run, one per turn (draw_in_parts)
         self._actions: list[QAction] | None = None
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.customContextMenuRequested.connect(self._show_menu)
@@ -139,6 +142,7 @@ class Panel(QWidget):
     needs_model = True           # False for a panel that works with no model open (Learn opens its own)
     empty_text = "Nothing to show yet: type a prompt and press Run (Ctrl+Enter)."
     working_text = "Nothing to show yet: the model is working (its progress is in the dialog or the status bar)."
+    drawing_text = "Drawing…"    # shown while a drawing's parts run in later turns (draw_in_parts)
 
     def redraw(self) -> None:
         """Draw everything from `self.session.trace`; then `show_selection`."""
@@ -201,7 +205,7 @@ class Panel(QWidget):
         calls the panel visible (it only moves it out of sight). Redraws what it missed once exposed."""
         self._exposed = exposed
         if exposed and self._dirty:
-            self.refresh()
+            self._refresh_raised()
 
     def is_shown(self) -> bool:
         return self.isVisible() and self._exposed
@@ -210,6 +214,7 @@ class Panel(QWidget):
         """Redraw now if shown, or once shown again (hidden docks and tabs behind others cost nothing per step)."""
         if not self.is_shown():
             self._dirty = True
+            self._stop_parts()                 # drawn again once shown: nothing older is finished meanwhile
             return
         self._dirty = False
         self.show_state()
@@ -220,6 +225,61 @@ class Panel(QWidget):
                 self.show_selection(self.session.selection)
         self.drawn_trace_id, self.drawn_model_id = self.session.trace_id, self.session.model_id
         self.settle_views()
+
+    def _refresh_raised(self) -> None:
+        previous, self._raising = self._raising, True
+        try:
+            self.refresh()
+        finally:
+            self._raising = previous
+
+    @property
+    def raising(self) -> bool:
+        """Drawing because the panel came into sight (its tab raised, first shown): a drawing that would hold
+        the window then may run in parts (draw_in_parts)."""
+        return self._raising
+
+    # ----- a long drawing in parts ----------------------------------------------------------------
+    @property
+    def drawing(self) -> bool:
+        """Parts of a drawing are still to run (draw_in_parts)."""
+        return self._parts is not None
+
+    def draw_in_parts(self, parts: Iterator, in_turns: bool) -> None:
+        """Run the generator `parts`: whole now, or (`in_turns`) up to its first yield now and each further part
+        in a later turn of the event loop, the panel saying it is drawing meanwhile, so that a long drawing
+        never holds the window. Another drawing, a refresh while hidden, and drop_work (another model or run)
+        drop the parts still waiting: nothing of an older trace or selection is drawn after them."""
+        self._stop_parts()
+        if not in_turns:
+            for _ in parts:
+                pass
+            return
+        self._parts = parts
+        self._next_part(parts)
+        self.show_state()
+
+    def _next_part(self, parts: Iterator) -> None:
+        if self._parts is not parts:
+            return
+        try:
+            with self.updating():
+                next(parts)
+        except StopIteration:
+            self._parts = None
+            self.show_state()
+            self.settle_views()
+            return
+        except BaseException:
+            self._parts = None
+            raise
+        QTimer.singleShot(0, self, lambda: self._next_part(parts))
+
+    def _stop_parts(self) -> None:
+        parts, self._parts = self._parts, None
+        if parts is not None:
+            parts.close()
+            self.show_state()
 
     # ----- which trace is shown -----------------------------------------------------------
     def drawn(self) -> Drawn:
@@ -250,8 +310,11 @@ class Panel(QWidget):
         hidden = drawn.kind in ("empty", "working")
         for widget in (self.header, self.body_widget, self.readout):
             widget.setVisible(not hidden)
-        self.note.setVisible(drawn.kind != "trace")
-        if drawn.kind != "trace":
+        self.note.setVisible(drawn.kind != "trace" or self.drawing)
+        if drawn.kind == "trace" and self.drawing:
+            self.note.setText(self.drawing_text)
+            self.note.setStyleSheet("QLabel { padding: 6px; border-radius: 3px; background: palette(alternate-base); }")
+        elif drawn.kind != "trace":
             self.note.setText(drawn.why if hidden else f"⚠ Out of date: {drawn.why}")
             tone = "palette(alternate-base)" if hidden else "rgba(230, 160, 0, 60)"
             self.note.setStyleSheet(f"QLabel {{ padding: 6px; border-radius: 3px; background: {tone}; }}")
@@ -275,6 +338,7 @@ class Panel(QWidget):
     def drop_work(self) -> None:
         """Stop waiting for every job this panel started: its askers' questions, and each child object's
         work (ModelCall, background maps), so no late answer of another model or run is drawn."""
+        self._stop_parts()
         for asker in self.askers:
             asker.drop()
         for child in self.findChildren(QObject):
@@ -304,7 +368,7 @@ class Panel(QWidget):
     def showEvent(self, event) -> None:
         super().showEvent(event)
         if self._dirty:
-            self.refresh()
+            self._refresh_raised()
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)

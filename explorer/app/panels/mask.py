@@ -22,12 +22,15 @@ from explorer.app.panels.base import LineLabel, Panel
 from explorer.app.state.session import Selection
 from explorer.app.state.words import step_name
 from explorer.app.widgets.attention_kind import AttentionKindBox
-from explorer.app.widgets.token_labels import GrowingLabels
+from explorer.app.widgets.token_labels import GrowingLabels, tick_labels
 from explorer.drawing.heatmap import Heatmap
+from explorer.drawing.heatmap_axes import label_widths, unmeasured
 from explorer.views import trace_views
 from explorer.views.mask_blocks import ALLOWED, MASKED, NEW_ROW, mask_allowed, mask_blocks
 
 __all__ = ["ALLOWED", "MASKED", "NEW_ROW", "MaskPanel"]
+LONG_ROWS = 2048            # queries from which the first drawing on a raise runs in parts, one per turn
+LABELS_A_TURN = 2000       # row labels measured in one turn of such a drawing (~10 ms)
 MIN_VIEW_PX = 250           # a 120 px view of the rows under upright key labels
 COLOURS = pg.ColorMap(pos=[0.0, 0.5, 1.0], color=["#23232b", "#3b7dd8", "#ffb000"])
 
@@ -61,7 +64,7 @@ class MaskPanel(Panel):
         self.kinds_label = QLabel()
         self.kinds_label.setWordWrap(True)
         self.body.addWidget(self.kinds_label)
-        self.view = pg.GraphicsLayoutWidget()
+        self.canvas = self.view = pg.GraphicsLayoutWidget()     # self.view: the trace's view, once drawn
         self.view.setMinimumHeight(MIN_VIEW_PX)          # rows a person can tell apart, not a 75 px strip
         self.heatmap = Heatmap(self.view.ci, colorbar=False)
         self.heatmap.set_colormap(COLOURS)
@@ -108,16 +111,44 @@ class MaskPanel(Panel):
         if key != self._drawn:
             self._draw(view, layer, step)
             self._drawn = key
-        token = selection.token if view.kind != "encoder" else None
-        self.heatmap.highlight(token, token if view.kind == "self" else None)
+        self._highlight(selection)
+
+    def _highlight(self, selection: Selection) -> None:
+        token = selection.token if self.view.kind != "encoder" else None
+        self.heatmap.highlight(token, token if self.view.kind == "self" else None)
 
     def _draw(self, view: trace_views.View, layer: int, step: int) -> None:
+        """Draw the mask: at once, or, when the panel comes into sight with a long trace whose row labels no
+        axis has measured yet, in parts over several turns of the event loop (folding 8,000 rows into blocks
+        and measuring 8,000 row labels held the window 0.3–0.5 s at the tab's first raise)."""
+        texts = view.row_text()
+        in_turns = self.raising and len(texts) >= LONG_ROWS and unmeasured(tick_labels(texts, numbered=True)) > 0
+        self.draw_in_parts(self._draw_parts(view, layer, step), in_turns)
+
+    def _draw_parts(self, view: trace_views.View, layer: int, step: int):
+        """The drawing, a part between yields (draw_in_parts): the mask folded into blocks, its row labels
+        measured a share at a time, then drawn. The map is painted once drawn: a plot painted before its data
+        keeps another axis size (pyqtgraph's text room only grows)."""
+        self.canvas.setUpdatesEnabled(False)
+        try:
+            yield from self._draw_map(view, layer, step)
+        finally:
+            self.canvas.setUpdatesEnabled(True)
+        self._highlight(self.session.selection)
+
+    def _draw_map(self, view: trace_views.View, layer: int, step: int):
         trace = view.trace
+        yield
         picture = mask_blocks(trace, layer, view.step, view.cross)
         self.mask, self.factor = picture.blocks, picture.factor
         numbered = picture.factor > 1                 # thousands of tokens: a label says where it is, too
         rows = self.row_labels(view.row_text()[: picture.shape[0]], numbered)
         cols = self.column_labels(view.column_text()[: picture.shape[1]], numbered)
+        for start in range(0, len(rows), LABELS_A_TURN):
+            if unmeasured(rows[start: start + LABELS_A_TURN]):
+                yield
+                label_widths(rows[start: start + LABELS_A_TURN])
+        yield
         # Over the real extent: the axes, the hover and the highlight count tokens whatever the blocks.
         self.heatmap.set_matrix(self.mask, (0, 2), rows, cols, keep_view=True, extent=picture.shape)
         self.extent = picture.shape
@@ -137,10 +168,10 @@ class MaskPanel(Panel):
                 f"<b>L{i}</b> {'unmasked' if kind == 'cross' else kind}" for i, kind in enumerate(kinds)))
         if view.kind == "encoder":
             self.step_label.setText("the encoder pass: once, over the whole source, before any target token")
-            return
-        record = self.trace.steps[step]
-        self.step_label.setText(f"{step_name(step)} of {self.trace.n_steps - 1} (+{record.n_new} "
-                                f"row{'s' if record.n_new != 1 else ''})")
+        else:
+            record = self.trace.steps[step]
+            self.step_label.setText(f"{step_name(step)} of {self.trace.n_steps - 1} (+{record.n_new} "
+                                    f"row{'s' if record.n_new != 1 else ''})")
 
     def _set_axis_titles(self, left: str, top: str) -> None:
         """Title the axes; the same titles again change nothing (pyqtgraph lays both axes out again)."""

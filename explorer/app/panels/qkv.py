@@ -27,7 +27,11 @@ from explorer.app.widgets.plot_text import TITLE
 from explorer.app.widgets.stacked_rows import StackedRows
 from explorer.app.widgets.token_labels import tick_labels
 from explorer.drawing.heatmap import Heatmap, RowLink, symmetric_levels
+from explorer.drawing.heatmap_axes import label_widths, unmeasured
 from explorer.views import trace_views
+
+LONG_ROWS = 2048            # rows from which the maps' first drawing on a raise runs in parts, one per turn
+LABELS_A_TURN = 2000       # row labels measured in one turn of such a drawing (~10 ms)
 
 
 def _records(trace, layer: int, step):
@@ -131,10 +135,14 @@ class QKVPanel(Panel):
         if key != self._drawn:
             self._draw(selection)
             self._drawn = key
+        self._highlight(selection)
+        self._request_weights(selection)
+
+    def _highlight(self, selection: Selection) -> None:
+        view = self.attention_view
         for name, heatmap in self.heatmaps.items():
             target_rows = view.kind == "self" or (view.kind == "cross" and name.startswith("Q"))
             heatmap.highlight(selection.token if target_rows else None, None)
-        self._request_weights(selection)
 
     def _matrices(self, selection: Selection) -> dict[str, np.ndarray]:
         view = self.attention_view
@@ -166,34 +174,70 @@ class QKVPanel(Panel):
         return symmetric_levels(matrix) if made_here or from_stack is None else from_stack
 
     def _draw(self, selection: Selection) -> None:
+        """Draw the maps: at once, or, when the panel comes into sight with a long trace whose maps it must
+        build, in parts over several turns of the event loop (a plot is built in ~50 ms, 8,000 row labels
+        measured in ~40: together they held the window 0.5–0.9 s at the tab's first raise)."""
         self.matrices = self._matrices(selection)
-        if list(self.heatmaps) != list(self.matrices):
+        build = list(self.heatmaps) != list(self.matrices)
+        rows = max((len(m) for m in self.matrices.values()), default=0)
+        in_turns = self.raising and rows >= LONG_ROWS and (build or any(
+            unmeasured(tick_labels(text[:rows], numbered=True)) for text in self._row_texts().values()))
+        self.draw_in_parts(self._draw_parts(selection, build), in_turns)
+
+    def _draw_parts(self, selection: Selection, build: bool):
+        """The drawing, a part between yields (draw_in_parts): the formula and the maps' frame first, then each
+        plot built, the row labels measured a share at a time, and each map drawn. The maps are painted once
+        drawn: a plot painted before its data keeps another axis height (pyqtgraph's text room only grows)."""
+        self._describe(self.attention_view.trace, selection)
+        self.view.setUpdatesEnabled(False)
+        try:
+            yield from self._draw_maps(build)
+        finally:
+            self.view.setUpdatesEnabled(True)
+        self._highlight(self.session.selection)
+
+    def _draw_maps(self, build: bool):
+        if build:
             self.maps.clear()
-            # Each its own colour bar: V is often ten times smaller than Q and K, and on their scale looks blank.
-            self.heatmaps = {name: Heatmap(self.view.ci, row=0, col=i, colorbar=True,
-                                           colormap="CET-D1", axes=("left", "bottom"))
-                             for i, name in enumerate(self.matrices)}
-            for name, heatmap in self.heatmaps.items():
-                heatmap.plot.setTitle(name, size=TITLE)
-                heatmap.on_click = lambda row, col, name=name: self._click(name, row)
-                heatmap.on_hover = lambda row, col, name=name: self._hover(name, row, col)
+            self.heatmaps = {}
+            for i, name in enumerate(self.matrices):
+                yield
+                self.heatmaps[name] = self._new_heatmap(name, i)
             self.maps.hold([heatmap.plot for heatmap in self.heatmaps.values()])
         self._link_rows()
         reframe, self._framed_kind = self.attention_view.kind != self._framed_kind, self.attention_view.kind
+        labels = {name: tick_labels(self.row_text[name][: len(matrix)], numbered=True)
+                  for name, matrix in self.matrices.items()}
+        for rows in labels.values():            # Q, K and V share theirs: measured once (label_widths)
+            for start in range(0, len(rows), LABELS_A_TURN):
+                if unmeasured(rows[start: start + LABELS_A_TURN]):
+                    yield
+                    label_widths(rows[start: start + LABELS_A_TURN])
         for name, matrix in self.matrices.items():
-            labels = tick_labels(self.row_text[name][: len(matrix)], numbered=True)
-            self.heatmaps[name].set_matrix(matrix, self._levels(name, matrix), labels,
+            yield
+            self.heatmaps[name].set_matrix(matrix, self._levels(name, matrix), labels[name],
                                            [str(i) for i in range(matrix.shape[1])], keep_view=not reframe)
-        self._describe(self.attention_view.trace, selection)
+
+    def _new_heatmap(self, name: str, col: int) -> Heatmap:
+        # Each its own colour bar: V is often ten times smaller than Q and K, and on their scale looks blank.
+        heatmap = Heatmap(self.view.ci, row=0, col=col, colorbar=True, colormap="CET-D1", axes=("left", "bottom"))
+        heatmap.plot.setTitle(name, size=TITLE)
+        heatmap.on_click = lambda row, col: self._click(name, row)
+        heatmap.on_hover = lambda row, col: self._hover(name, row, col)
+        return heatmap
 
     def _link_rows(self) -> None:
         """Matrices whose rows are the same tokens scroll together; cross-attention's Q (target rows) and
         K, V (source rows) each keep their own rows."""
         view = self.attention_view
-        for name, heatmap in self.heatmaps.items():
-            source_rows = view.cross and not name.startswith("Q")
-            self.row_text[name] = view.column_text() if source_rows else view.row_text()
+        self.row_text.update(self._row_texts())
         self.row_link.set_plots([] if view.cross else [heatmap.plot for heatmap in self.heatmaps.values()])
+
+    def _row_texts(self) -> dict[str, tuple[str, ...]]:
+        """Per matrix: the token of each row (cross-attention's K and V: the source's)."""
+        view = self.attention_view
+        return {name: view.column_text() if view.cross and not name.startswith("Q") else view.row_text()
+                for name in self.matrices}
 
     def _click(self, name: str, row: int) -> None:
         view = self.attention_view
