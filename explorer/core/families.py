@@ -15,7 +15,9 @@ layers, MLA's head sizes);
 where positions enter (`positional`: RoPE, or learned or sinusoidal embeddings, which have no rotary
 dimensions to check); whether its checkpoints hold multi-token-prediction layers after the decoding ones
 (`mtp_layers`, DeepSeek-V3), skipped on load; whether a norm follows each sublayer too (`sandwich_norm`,
-Gemma 2 and 3: ModelConfig.from_hf and the model map read it); and how save_hf writes it back (`writing`:
+Gemma 2 and 3: ModelConfig.from_hf and the model map read it); what the model map draws for a model opened
+without its config (`layer_norm`: LayerNorm and a plain MLP, GPT-2, BERT and the encoder-decoder, which their
+readers say too; `post_norm`: BERT's and the encoder-decoder's blocks); and how save_hf writes it back (`writing`:
 model_type, class and config.json keys, hf_keys); and, for a multimodal wrapper, the model_type
 its text_config is read as (`text_model`, Gemma 3's; families.text_config).
 
@@ -74,7 +76,8 @@ from explorer.core.gguf_readers import (
 )
 from explorer.core.hf_keys import (
     HFWriting,
-    deepseek_keys,
+    deepseek_v2_keys,
+    deepseek_v3_keys,
     gemma2_keys,
     gemma3_keys,
     gpt2_keys,
@@ -111,6 +114,11 @@ class ModelFamily:
     positional: str = "rope"  # "rope" | "learned" | "sinusoidal": how positions enter (ModelConfig.positional)
     mtp_layers: bool = False  # layers past num_hidden_layers are multi-token prediction, not decoding: skipped
     sandwich_norm: bool = False  # a norm after each sublayer too, a = Norm(Attn(Norm(h))) (ModelConfig.sandwich_norm)
+    # what the model map draws for a model opened without its config: blocks of LayerNorm and a plain MLP, as its
+    # reader's ModelConfig.norm "layer" and ffn "mlp" (GPT-2, BERT, the encoder-decoder), else RMSNorm and a gated
+    # FFN; and post-norm blocks, h <- Norm(h + sublayer(h)) (BERT, the encoder-decoder), else pre-norm
+    layer_norm: bool = False
+    post_norm: bool = False
     writing: HFWriting | None = None  # how save_hf writes a model of this row back (model_type, class, config keys)
     # a multimodal wrapper's config.json: its language model's config is its text_config, of this model_type
     text_model: str | None = None
@@ -163,7 +171,8 @@ FAMILIES = {row.model_type: row for row in (
              gguf_reader=phi3_config, gguf_weights=GGUF_PHI3,
              writing=HFWriting("phi3", "Phi3ForCausalLM", phi3_keys)),
     _decoder("gpt2", read_gpt2, GPT2, "gpt2", {"n_positions": 1024, "tie_word_embeddings": True},
-             positional="learned", writing=HFWriting("gpt2", "GPT2LMHeadModel", gpt2_keys, prefix="transformer.")),
+             positional="learned", layer_norm=True,
+             writing=HFWriting("gpt2", "GPT2LMHeadModel", gpt2_keys, prefix="transformer.")),
     _decoder("gemma", read_gemma, DENSE, "gemma", {**_GEMMA, "num_key_value_heads": 16}, gguf_reader=gemma_config,
              gguf_weights=GGUF_LLAMA, gguf_norm_plus_one=True,
              writing=HFWriting("gemma", "GemmaForCausalLM", llama_keys)),
@@ -185,15 +194,17 @@ FAMILIES = {row.model_type: row for row in (
     _decoder("deepseek_v2", read_deepseek_v2, DEEPSEEK, "deepseek2", {
         **_DEEPSEEK, "topk_method": "greedy", "n_shared_experts": 2, "n_routed_experts": 64,
         "moe_intermediate_size": 1407}, gguf_dimensions=deepseek2_dimensions,
-        writing=HFWriting("deepseek_v2", "DeepseekV2ForCausalLM", deepseek_keys)),
+        writing=HFWriting("deepseek_v2", "DeepseekV2ForCausalLM", deepseek_v2_keys)),
     _decoder("deepseek_v3", read_deepseek_v3, DEEPSEEK, None, {
         **_DEEPSEEK, "max_position_embeddings": 4096, "routed_scaling_factor": 2.5, "n_group": 8, "topk_group": 4,
         "first_k_dense_replace": 3, "n_shared_experts": 1, "norm_topk_prob": True, "n_routed_experts": 256,
         "num_experts_per_tok": 8, "moe_intermediate_size": 2048}, mtp_layers=True,
-        writing=HFWriting("deepseek_v3", "DeepseekV3ForCausalLM", deepseek_keys)),
-    ModelFamily("bert", None, "encoder", "encoder", "none", gguf="bert", reader=read_bert, positional="learned"),
+        writing=HFWriting("deepseek_v3", "DeepseekV3ForCausalLM", deepseek_v3_keys)),
+    ModelFamily("bert", None, "encoder", "encoder", "none", gguf="bert", reader=read_bert, positional="learned",
+                layer_norm=True, post_norm=True),
     ModelFamily("explorer-encdec", None, "encdec", "encdec", "cross", reports="encdec",
-                reader=EncDecConfig.from_json, positional="sinusoidal"),
+                reader=EncDecConfig.from_json, positional="sinusoidal",
+                layer_norm=True, post_norm=True),
 )}
 
 

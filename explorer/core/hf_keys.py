@@ -126,19 +126,28 @@ def gemma2_keys(config) -> dict:
     return out
 
 
-def deepseek_keys(config) -> dict:
-    """DeepSeek V2/V3: MLA's ranks and head parts, and the experts' router."""
-    out = {**llama_keys(config), "attention_bias": config.o_bias, "head_dim": config.qk_rope_dim,
-           "q_lora_rank": config.q_lora_rank, "kv_lora_rank": config.kv_lora_rank,
-           "qk_nope_head_dim": config.qk_nope_dim, "qk_rope_head_dim": config.qk_rope_dim,
-           "v_head_dim": config.v_head_dim, "n_routed_experts": config.n_routed_experts,
-           "n_shared_experts": config.n_shared_experts, "num_experts_per_tok": config.experts_per_token,
-           "moe_intermediate_size": config.moe_d_ff, "first_k_dense_replace": config.first_dense_layers,
-           "routed_scaling_factor": config.routed_scaling, "n_group": config.n_group, "topk_group": config.topk_group}
-    if config.family == "deepseek_v3":
-        return {**out, "norm_topk_prob": config.norm_topk_prob, "rope_interleave": config.rope_interleave,
-                "num_nextn_predict_layers": 0}      # the multi-token-prediction layer is not part of decoding
-    return {**out, "topk_method": config.router_groups}
+def _deepseek_keys(config) -> dict:
+    """DeepSeek V2 and V3 alike: MLA's ranks and head parts, and the experts' router."""
+    return {**llama_keys(config), "attention_bias": config.o_bias, "head_dim": config.qk_rope_dim,
+            "q_lora_rank": config.q_lora_rank, "kv_lora_rank": config.kv_lora_rank,
+            "qk_nope_head_dim": config.qk_nope_dim, "qk_rope_head_dim": config.qk_rope_dim,
+            "v_head_dim": config.v_head_dim, "n_routed_experts": config.n_routed_experts,
+            "n_shared_experts": config.n_shared_experts, "num_experts_per_tok": config.experts_per_token,
+            "moe_intermediate_size": config.moe_d_ff, "first_k_dense_replace": config.first_dense_layers,
+            "routed_scaling_factor": config.routed_scaling, "n_group": config.n_group,
+            "topk_group": config.topk_group}
+
+
+def deepseek_v2_keys(config) -> dict:
+    """DeepSeek V2: the shared keys and the router's top-k method."""
+    return {**_deepseek_keys(config), "topk_method": config.router_groups}
+
+
+def deepseek_v3_keys(config) -> dict:
+    """DeepSeek V3: the shared keys, the router's normalised top-k and the interleaved RoPE."""
+    return {**_deepseek_keys(config), "norm_topk_prob": config.norm_topk_prob,
+            "rope_interleave": config.rope_interleave,
+            "num_nextn_predict_layers": 0}      # the multi-token-prediction layer is not part of decoding
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from explorer.core.config import ModelConfig, attention_kind
 from explorer.core.errors import ExplorerError, UnsupportedModelError
-from explorer.core.families import FAMILIES, gguf_row
+from explorer.core.families import FAMILIES, gguf_row, text_config
 from explorer.core.loaders.hf_folder import read_config, read_license, weight_files
 from explorer.core.loaders.model_file import open_model
 from explorer.core.loaders.safetensors_header import read_safetensors_header
@@ -45,13 +45,6 @@ def head_counts(config: dict) -> tuple[int, int]:
     if kv_heads is None:
         kv_heads = 1 if config.get("multi_query") else heads
     return heads, int(kv_heads)
-
-
-def text_config(config: dict) -> dict:
-    """The language-model part of a multimodal config (Gemma 3's text_config), else the config itself."""
-    if config.get("model_type") == "gemma3" and isinstance(config.get("text_config"), dict):
-        return {**config["text_config"], "model_type": "gemma3_text"}
-    return config
 
 
 def size_on_disk(path: Path) -> int:

@@ -23,13 +23,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from explorer.core.families import row_named
+from explorer.core.families import ModelFamily, row_named
 from explorer.core.trace import ModelInfo
 
 FOLD_AT = 30                      # a stack of this many blocks or more folds around the selected block
 NORMS = {"rms": "RMSNorm", "rms_offset": "RMSNorm (1 + w)", "layer": "LayerNorm"}
-LAYER_NORM_FAMILIES = ("gpt2", "bert", "encdec")
-POST_NORM_FAMILIES = ("bert", "encdec")
+# a family no row names: a decoder block's defaults (RMSNorm, a gated FFN, pre-norm, no sandwich)
+_NO_ROW = ModelFamily("", None, "decoder", "decoder", "kv")
 
 
 @dataclass(frozen=True)
@@ -147,15 +147,15 @@ class Facts:
 def facts_of(info: ModelInfo, config: Mapping | None = None) -> Facts:
     """`info`'s facts, refined by `config` (a ModelConfig or EncDecConfig as a dict) where given."""
     config = dict(config or {})
-    family = info.family
-    norm = config.get("norm") or ("layer" if family in LAYER_NORM_FAMILIES or info.is_encoder_decoder else "rms")
-    ffn = config.get("ffn") or ("mlp" if family in LAYER_NORM_FAMILIES or info.is_encoder_decoder else "gated")
+    row = row_named(info.family) or _NO_ROW     # where no config says: the family's row (families.ModelFamily)
+    encdec = info.is_encoder_decoder            # an encoder-decoder's blocks are LayerNorm, MLP and post-norm
+    norm = config.get("norm") or ("layer" if encdec or row.layer_norm else "rms")
+    ffn = config.get("ffn") or ("mlp" if encdec or row.layer_norm else "gated")
     experts = (int(config.get("n_routed_experts") or 0), int(config.get("n_shared_experts") or 0),
                int(config.get("experts_per_token") or 0), int(config.get("first_dense_layers") or 0))
-    post = family in POST_NORM_FAMILIES or info.is_encoder_decoder or info.is_encoder_only
-    row = row_named(family)         # a norm after each sublayer too, where no config says: the family's row
+    post = row.post_norm or encdec or info.is_encoder_only
     return Facts(info=info, norm=NORMS.get(norm, norm), ffn=ffn, d_ff=config.get("d_ff"), post_norm=post,
-                 sandwich=bool(config.get("sandwich_norm", row is not None and row.sandwich_norm)),
+                 sandwich=bool(config.get("sandwich_norm", row.sandwich_norm)),
                  encoder_layers=int(config.get("n_encoder_layers") or info.n_layers), experts=experts,
                  activation=str(config.get("activation") or ""), layer_kinds=tuple(info.layer_kinds))
 

@@ -12,21 +12,14 @@ import transformers  # the reference
 
 from explorer.core import families
 from explorer.core.config import ModelConfig
+from explorer.core.trace import ModelInfo
+from explorer.views.model_graph import facts_of
 from tests.core.conftest import FAMILIES as TINY
 
 ROOT = Path(__file__).resolve().parents[2] / "explorer"
 # llama.cpp's tokenizer kinds and pre-tokenizer names ("gpt2", "llama", "smollm") read from a GGUF file are
 # not family names, though they are spelled alike (families.py: tokenizer facts are not per family).
 TOKENIZER_KINDS = "core/loaders/gguf_tokenizer.py"
-# Branches left in modules this change did not own, each with the row column that replaces it
-# (see the issue 25 audit): hf_keys' deepseek writer, model_summary.text_config (-> families.text_config),
-# the model map's norm and post-norm guesses for a model opened without its config.
-LEFT_ELSEWHERE = {
-    ("core/hf_keys.py", ("deepseek_v3",)),
-    ("core/model_summary.py", ("gemma3",)),
-    ("views/model_graph.py", ("gpt2", "bert", "encdec")),
-    ("views/model_graph.py", ("bert", "encdec")),
-}
 
 
 def family_names() -> set[str]:
@@ -60,7 +53,7 @@ def test_no_module_branches_on_a_family_name():
     found = {(path.relative_to(ROOT).as_posix(), named)
              for path in sorted(ROOT.rglob("*.py")) if path.relative_to(ROOT).as_posix() != TOKENIZER_KINDS
              for _, named in name_branches(path.read_text(encoding="utf-8"), names)}
-    assert found - LEFT_ELSEWHERE == set()
+    assert found == set()
 
 
 def test_a_wrapper_rows_text_model_is_read_from_its_text_config(monkeypatch):
@@ -80,3 +73,33 @@ def test_gemma3s_wrapper_is_read_as_its_text_model():
     inner = transformers.Gemma3TextConfig(**TINY["gemma3"][2]).to_dict()
     wrapped = {"model_type": "gemma3", "text_config": {k: v for k, v in inner.items() if k != "model_type"}}
     assert ModelConfig.from_hf(wrapped) == ModelConfig.from_hf(inner)
+
+
+def test_a_rows_layer_norm_is_what_its_reader_reads_from_transformers_config():
+    """The row's layer_norm (what the model map draws without a config: LayerNorm and an MLP, else RMSNorm and
+    a gated FFN) agrees with what the row's reader makes of transformers' own default config of that model_type
+    (smollm, not in transformers, read as a Llama)."""
+    checked = set()
+    for model_type, row in families.FAMILIES.items():
+        if model_type == "explorer-encdec":      # its own format, not in transformers
+            continue
+        known = model_type if model_type in transformers.CONFIG_MAPPING else "llama"
+        hf = {**transformers.AutoConfig.for_model(known).to_dict(), "model_type": model_type}
+        config = ModelConfig.from_hf(hf)
+        assert row.layer_norm == (config.norm == "layer") == (config.ffn == "mlp"), model_type
+        checked.add(row.layer_norm)
+    assert checked == {True, False}
+
+
+def test_a_new_layer_norm_rows_map_is_drawn_from_its_row_without_a_config(monkeypatch):
+    """A new post-norm LayerNorm family (a row alone) is drawn with LayerNorm, an MLP and post-norm blocks by
+    the model map of a model opened without its config."""
+    monkeypatch.setitem(families.FAMILIES, "toy_ln", dataclasses.replace(
+        families.FAMILIES["llama"], model_type="toy_ln", layer_norm=True, post_norm=True))
+    info = ModelInfo(name="toy", family="toy_ln", attention="mha", n_layers=2, n_heads=4, n_kv_heads=4, d_model=64,
+                     d_qk=16, d_v=16, vocab_size=96, max_positions=64, n_params=0, dtype="float32", device="cpu",
+                     layer_kinds=("causal",) * 2)
+    facts = facts_of(info)
+    assert (facts.norm, facts.ffn, facts.post_norm) == ("LayerNorm", "mlp", True)
+    llama = facts_of(dataclasses.replace(info, family="llama"))
+    assert (llama.norm, llama.ffn, llama.post_norm) == ("RMSNorm", "gated", False)
