@@ -71,7 +71,7 @@ class PatchingView(QWidget):
         buttons.addWidget(self.progress, 1)
         self.caption = WrappedText()
         self.view = pg.GraphicsLayoutWidget()
-        self.heatmap = Heatmap(self.view.ci, colormap="CET-D1", axes=("left", "top"))
+        self._heatmap: Heatmap | None = None           # built with the first map (heatmap)
         controls = QWidget()
         column = QVBoxLayout(controls)
         column.setContentsMargins(0, 0, 0, 0)
@@ -86,6 +86,14 @@ class PatchingView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.splitter, 1)
+
+    @property
+    def heatmap(self) -> Heatmap:
+        """The map, built when first drawn: the tab lies behind the interventions' and is empty until a map is
+        run, and building it cost the Experiments tab's first raise for nothing."""
+        if self._heatmap is None:
+            self._heatmap = Heatmap(self.view.ci, colormap="CET-D1", axes=("left", "top"))
+        return self._heatmap
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
