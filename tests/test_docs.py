@@ -2,7 +2,8 @@
 CLI command in the CLI page, every relative link leads to a file, and the README stays a short front door.
 
 `python tests/test_docs.py` rewrites the module list of docs/architecture.md from the tree (each module's
-docstring, first sentence) between its two markers; the prose around it is written by hand."""
+docstring, first sentence) and the supported models' table of docs/formats.md from the family rows (each row's
+`doc`, explorer/core/families.py), each between its two markers; the prose around them is written by hand."""
 from __future__ import annotations
 
 import ast
@@ -15,6 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 ARCHITECTURE = DOCS / "architecture.md"
 BEGIN, END = "<!-- modules: begin -->", "<!-- modules: end -->"
+FORMATS = DOCS / "formats.md"
+FAMILIES_BEGIN, FAMILIES_END = "<!-- families: begin -->", "<!-- families: end -->"
 README_LIMIT = 15 * 1024
 
 
@@ -173,12 +176,42 @@ def summary(path: Path) -> str:
 
 
 def write_module_list() -> None:
-    text = ARCHITECTURE.read_text(encoding="utf-8")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    ARCHITECTURE.write_text(f"{head}{BEGIN}\n\n{module_list()}\n\n{END}{tail}", encoding="utf-8")
+    write_between(ARCHITECTURE, BEGIN, END, module_list())
+
+
+def family_table() -> str:
+    """The generated part of docs/formats.md: one line per family row, in the rows' order."""
+    from explorer.core.families import FAMILIES
+
+    lines = ["| Family | `model_type` | Attention | What differs |", "|---|---|---|---|"]
+    lines += [f"| {row.doc.name} | `{model_type}` | {row.doc.attention} | {row.doc.differs} |"
+              for model_type, row in FAMILIES.items()]
+    return "\n".join(lines)
+
+
+def between(text: str, begin: str, end: str) -> str:
+    return text.split(begin, 1)[1].split(end, 1)[0].strip()
+
+
+def write_between(page: Path, begin: str, end: str, generated: str) -> None:
+    text = page.read_text(encoding="utf-8")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    page.write_text(f"{head}{begin}\n\n{generated}\n\n{end}{tail}", encoding="utf-8")
+
+
+def test_every_family_row_has_its_line_and_the_formats_page_lists_the_rows():
+    """docs/formats.md's supported models are the family rows, each with its doc, and nothing else."""
+    from explorer.core.families import FAMILIES
+
+    assert not [name for name, row in FAMILIES.items() if row.doc is None], "family rows without a doc"
+    table = between(FORMATS.read_text(encoding="utf-8"), FAMILIES_BEGIN, FAMILIES_END)
+    listed = [re.match(r"\|[^|]*\| `([^`]+)` \|", line).group(1) for line in table.splitlines()[2:]]
+    assert listed == list(FAMILIES), "docs/formats.md's supported models are not the family rows"
+    assert table == family_table(), "docs/formats.md differs from the family rows: run python tests/test_docs.py"
 
 
 if __name__ == "__main__":
     write_module_list()
+    write_between(FORMATS, FAMILIES_BEGIN, FAMILIES_END, family_table())
     sys.exit(0)

@@ -18,8 +18,9 @@ dimensions to check); whether its checkpoints hold multi-token-prediction layers
 Gemma 2 and 3: ModelConfig.from_hf and the model map read it); what the model map draws for a model opened
 without its config (`layer_norm`: LayerNorm and a plain MLP, GPT-2, BERT and the encoder-decoder, which their
 readers say too; `post_norm`: BERT's and the encoder-decoder's blocks); and how save_hf writes it back (`writing`:
-model_type, class and config.json keys, hf_keys); and, for a multimodal wrapper, the model_type
-its text_config is read as (`text_model`, Gemma 3's; families.text_config).
+model_type, class and config.json keys, hf_keys); for a multimodal wrapper, the model_type
+its text_config is read as (`text_model`, Gemma 3's; families.text_config); and its line of the supported
+models in docs/formats.md (`doc`, which tests/test_docs.py writes there).
 
 A loaded model finds its row by ModelInfo.family (`family_of_model`): a decoder's config.family is a
 model_type, and a row whose models report another name says so in `reports`.
@@ -91,6 +92,15 @@ from explorer.core.weight_names import DEEPSEEK, DENSE, GEMMA3, GGUF_GEMMA3, GGU
 
 
 @dataclass(frozen=True)
+class FamilyDoc:
+    """A row's line in docs/formats.md's table of supported models (tests/test_docs.py writes the table)."""
+
+    name: str               # as people call it, e.g. "Llama 2/3"
+    attention: str          # its attention kinds, e.g. "GQA", "MHA/GQA/MQA (from `num_key_value_heads`)"
+    differs: str            # what differs from the other rows' blocks
+
+
+@dataclass(frozen=True)
 class ModelFamily:
     model_type: str
     # HF name -> our names (weight_names), applied by weights.map_weights; None: the builder maps its own
@@ -122,6 +132,7 @@ class ModelFamily:
     writing: HFWriting | None = None  # how save_hf writes a model of this row back (model_type, class, config keys)
     # a multimodal wrapper's config.json: its language model's config is its text_config, of this model_type
     text_model: str | None = None
+    doc: FamilyDoc | None = None  # its line of docs/formats.md's supported models (every row has one)
 
     @property
     def decoder_only(self) -> bool:
@@ -151,60 +162,101 @@ _DEEPSEEK = {**_LLAMA_LIKE, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_h
 # gemma3 (the multimodal wrapper) has no reader: its text_config is read as gemma3_text (text_model, text_config).
 FAMILIES = {row.model_type: row for row in (
     _decoder("llama", read_llama, DENSE, "llama", _LLAMA_LIKE, gguf_reader=llama_config, gguf_weights=GGUF_LLAMA,
-             gguf_permuted_qk=True, writing=HFWriting("llama", "LlamaForCausalLM", llama_keys)),
-    _decoder("smollm", read_llama, DENSE, None, _LLAMA_LIKE),
+             gguf_permuted_qk=True, writing=HFWriting("llama", "LlamaForCausalLM", llama_keys),
+        doc=FamilyDoc("Llama 2/3", "MHA/GQA/MQA (from `num_key_value_heads`)",
+                      "RoPE (incl. `llama3` scaling), RMSNorm, SwiGLU")),
+    _decoder("smollm", read_llama, DENSE, None, _LLAMA_LIKE,
+        doc=FamilyDoc("SmolLM", "MHA/GQA/MQA (from `num_key_value_heads`)",
+                      "Llama's block, read as Llama (SmolLM2 checkpoints say `llama`)")),
     _decoder("mistral", read_mistral, DENSE, "mistral", {**_LLAMA_LIKE, "max_position_embeddings": 131072,
                                                          "sliding_window": 4096, "num_key_value_heads": 8},
-             writing=HFWriting("mistral", "MistralForCausalLM", mistral_keys)),
-    _decoder("qwen2", read_qwen2, DENSE, "qwen2", _QWEN, writing=HFWriting("qwen2", "Qwen2ForCausalLM", qwen_keys)),
+             writing=HFWriting("mistral", "MistralForCausalLM", mistral_keys),
+        doc=FamilyDoc("Mistral", "GQA",
+                      "sliding-window attention")),
+    _decoder("qwen2", read_qwen2, DENSE, "qwen2", _QWEN, writing=HFWriting("qwen2", "Qwen2ForCausalLM", qwen_keys),
+        doc=FamilyDoc("Qwen2", "GQA/MQA",
+                      "q/k/v bias")),
     _decoder("qwen3", read_qwen3, DENSE, "qwen3", {**_QWEN, "head_dim": 128},
-             writing=HFWriting("qwen3", "Qwen3ForCausalLM", qwen_keys)),
+             writing=HFWriting("qwen3", "Qwen3ForCausalLM", qwen_keys),
+        doc=FamilyDoc("Qwen3", "GQA/MQA",
+                      "q/k RMSNorm and a `head_dim` that differs from d/H")),
     _decoder("seed_oss", read_seed_oss, DENSE, None, {
         **_LLAMA_LIKE, "max_position_embeddings": 524288, "num_key_value_heads": 8, "head_dim": 128,
         "attention_bias": True, "bos_token_id": 0, "eos_token_id": 2},
-        writing=HFWriting("seed_oss", "SeedOssForCausalLM", seed_oss_keys)),
+        writing=HFWriting("seed_oss", "SeedOssForCausalLM", seed_oss_keys),
+        doc=FamilyDoc("Seed-OSS", "GQA",
+                      "Llama's block with q/k/v biases (`attention_bias`) and an optional o bias "
+                      "(`attention_out_bias`)")),
     _decoder("helium", read_helium, DENSE, None, {
         **_LLAMA_LIKE, "max_position_embeddings": 4096, "rms_norm_eps": 1e-8, "head_dim": 128,
         "num_key_value_heads": 20, "rope_theta": 100000.0, "bos_token_id": 1, "eos_token_id": 2},
-        writing=HFWriting("helium", "HeliumForCausalLM", llama_keys)),
+        writing=HFWriting("helium", "HeliumForCausalLM", llama_keys),
+        doc=FamilyDoc("Helium", "MHA/GQA/MQA (from `num_key_value_heads`)",
+                      "Llama's block with RoPE rotating neighbouring pairs (`rope_interleave`) and no o bias")),
     _decoder("phi3", read_phi3, PHI3, "phi3", {**_LLAMA_LIKE, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5},
              gguf_reader=phi3_config, gguf_weights=GGUF_PHI3,
-             writing=HFWriting("phi3", "Phi3ForCausalLM", phi3_keys)),
+             writing=HFWriting("phi3", "Phi3ForCausalLM", phi3_keys),
+        doc=FamilyDoc("Phi-3", "MHA/GQA/MQA (from `num_key_value_heads`)",
+                      "fused qkv (split into N_Q·d_h, N_KV·d_h and N_KV·d_h rows) and gate/up weights split at load, "
+                      "optional sliding window")),
     _decoder("gpt2", read_gpt2, GPT2, "gpt2", {"n_positions": 1024, "tie_word_embeddings": True},
              positional="learned", layer_norm=True,
-             writing=HFWriting("gpt2", "GPT2LMHeadModel", gpt2_keys, prefix="transformer.")),
+             writing=HFWriting("gpt2", "GPT2LMHeadModel", gpt2_keys, prefix="transformer."),
+        doc=FamilyDoc("GPT-2", "MHA",
+                      "learned positions, LayerNorm, GELU, tied embeddings, Conv1D weights")),
     _decoder("gemma", read_gemma, DENSE, "gemma", {**_GEMMA, "num_key_value_heads": 16}, gguf_reader=gemma_config,
              gguf_weights=GGUF_LLAMA, gguf_norm_plus_one=True,
-             writing=HFWriting("gemma", "GemmaForCausalLM", llama_keys)),
+             writing=HFWriting("gemma", "GemmaForCausalLM", llama_keys),
+        doc=FamilyDoc("Gemma", "MHA/MQA",
+                      "Llama's block with RMSNorm (1 + w), √d embedding scale, GELU-tanh")),
     # Gemma 2 names its sandwich norms as Gemma 3 does, and has no q_norm or k_norm to map: Gemma 3's tables
     _decoder("gemma2", read_gemma2, GEMMA3, "gemma2", {
         **_GEMMA, "num_key_value_heads": 4, "sliding_window": 4096, "query_pre_attn_scalar": 256,
         "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0}, sandwich_norm=True,
         gguf_reader=gemma2_config, gguf_weights=GGUF_GEMMA3, gguf_norm_plus_one=True,
-        writing=HFWriting("gemma2", "Gemma2ForCausalLM", gemma2_keys)),
+        writing=HFWriting("gemma2", "Gemma2ForCausalLM", gemma2_keys),
+        doc=FamilyDoc("Gemma 2", "GQA",
+                      "sliding and global layers alternating, four norms per block, attention and final-logit soft-"
+                      "caps, `query_pre_attn_scalar`")),
     _decoder("gemma3_text", read_gemma3, GEMMA3, "gemma3", {
         **_LLAMA_LIKE, "max_position_embeddings": 131072, "sliding_window": 4096, "head_dim": 256,
         "query_pre_attn_scalar": 256, "num_key_value_heads": 4, "tie_word_embeddings": True,
         "sliding_window_pattern": GEMMA3_GLOBAL_EVERY}, gguf_reader=gemma3_config, gguf_weights=GGUF_GEMMA3,
              gguf_dimensions=gemma3_dimensions,
-        gguf_norm_plus_one=True, sandwich_norm=True),
+        gguf_norm_plus_one=True, sandwich_norm=True,
+        doc=FamilyDoc("Gemma 3 (text)", "MQA/GQA",
+                      "sliding local and global layers with their own RoPE bases, q/k norms, four norms per block, √d"
+                      " embedding scale, `query_pre_attn_scalar`, GELU-tanh")),
     # a Gemma 3's ModelConfig.family, whatever model_type it was read from; written back as gemma3_text
     _decoder("gemma3", None, GEMMA3, sandwich_norm=True, text_model="gemma3_text",
-             writing=HFWriting("gemma3_text", "Gemma3ForCausalLM", gemma3_keys)),
+             writing=HFWriting("gemma3_text", "Gemma3ForCausalLM", gemma3_keys),
+        doc=FamilyDoc("Gemma 3 (multimodal checkpoint)", "MQA/GQA",
+                      "its language model alone: the `text_config`, read as Gemma 3 (text)")),
     _decoder("deepseek_v2", read_deepseek_v2, DEEPSEEK, "deepseek2", {
         **_DEEPSEEK, "topk_method": "greedy", "n_shared_experts": 2, "n_routed_experts": 64,
         "moe_intermediate_size": 1407}, gguf_dimensions=deepseek2_dimensions,
-        writing=HFWriting("deepseek_v2", "DeepseekV2ForCausalLM", deepseek_v2_keys)),
+        writing=HFWriting("deepseek_v2", "DeepseekV2ForCausalLM", deepseek_v2_keys),
+        doc=FamilyDoc("DeepSeek V2", "MLA",
+                      "optional q LoRA, `kv_lora_rank` latent, decoupled RoPE key, MoE (routed + shared experts, "
+                      "softmax scores, `topk_method` routing); the cache holds only c_KV and k_R and decoding uses "
+                      "the absorbed matrices")),
     _decoder("deepseek_v3", read_deepseek_v3, DEEPSEEK, None, {
         **_DEEPSEEK, "max_position_embeddings": 4096, "routed_scaling_factor": 2.5, "n_group": 8, "topk_group": 4,
         "first_k_dense_replace": 3, "n_shared_experts": 1, "norm_topk_prob": True, "n_routed_experts": 256,
         "num_experts_per_tok": 8, "moe_intermediate_size": 2048}, mtp_layers=True,
-        writing=HFWriting("deepseek_v3", "DeepseekV3ForCausalLM", deepseek_v3_keys)),
+        writing=HFWriting("deepseek_v3", "DeepseekV3ForCausalLM", deepseek_v3_keys),
+        doc=FamilyDoc("DeepSeek V3", "MLA",
+                      "DeepSeek V2's attention and cache; sigmoid router scores, group-limited top-k (`noaux_tc`) and"
+                      " `norm_topk_prob`; its multi-token-prediction layers are skipped")),
     ModelFamily("bert", None, "encoder", "encoder", "none", gguf="bert", reader=read_bert, positional="learned",
-                layer_norm=True, post_norm=True),
+                layer_norm=True, post_norm=True,
+        doc=FamilyDoc("BERT (e.g. all-MiniLM-L6-v2)", "MHA, encoder",
+                      "bidirectional full mask, no decoding (Step is disabled and says why)")),
     ModelFamily("explorer-encdec", None, "encdec", "encdec", "cross", reports="encdec",
                 reader=EncDecConfig.from_json, positional="sinusoidal",
-                layer_norm=True, post_norm=True),
+                layer_norm=True, post_norm=True,
+        doc=FamilyDoc("Encoder–decoder (\"Attention Is All You Need\")", "MHA + cross-attention",
+                      "sinusoidal positions, post-LN, cross K/V computed once from the encoder output")),
 )}
 
 
