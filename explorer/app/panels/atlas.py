@@ -235,8 +235,15 @@ class AtlasPanel(Panel):
         self.table.resizeColumnsToContents()
 
     def _show_example(self, layer: int, head: int) -> None:
-        example = self.scores.trace if self.scores is not None and METRICS[self.metric][0] == "repeated" \
-            else self.trace
+        repeated = METRICS[self.metric][0] == "repeated"
+        if repeated and self.scores is None:
+            # a repeated-tokens score's example is drawn on those tokens, which come with the scores: the text's
+            # map was drawn meanwhile only to be replaced, at 8,000 tokens its block maxima computed and its
+            # 8,000 labels laid out at the tab's first raise
+            self.long_example.stop()
+            self.example.clear()
+            return
+        example = self.scores.trace if repeated else self.trace
         if example is None or not example.steps or layer >= example.model.n_layers:
             return
         if is_long(example):                      # a long text's map: block maxima, computed in the background
