@@ -81,6 +81,9 @@ class BytesPlot(pg.GraphicsLayoutWidget):
         self.legend.anchor(itemPos=(0.5, 0), parentPos=(0.5, 0), offset=(0, 0))
         self.unit = MIB
         self._pending: tuple | None = None          # a drawing asked for the next turn (draw_later)
+        self._later = QTimer(self)
+        self._later.setSingleShot(True)
+        self._later.timeout.connect(self.draw_pending)
         self._fit_legend()
 
     def _fit_legend(self) -> None:
@@ -108,9 +111,8 @@ class BytesPlot(pg.GraphicsLayoutWidget):
     def draw_later(self, shape: kv.CacheShape, ranks: list[int] | None, name: str) -> None:
         """`draw` on the next turn of the event loop: the KV lab's first raise builds the panel in this one, and
         its 18 curves (~45 ms) would lengthen that freeze. A newer drawing asked replaces this one."""
-        if self._pending is None:
-            QTimer.singleShot(0, self, self.draw_pending)
         self._pending = (shape, ranks, name)
+        self._later.start(0)          # a timer, not a queued call: the window's own timers and input go first
 
     def draw_pending(self) -> None:
         pending, self._pending = self._pending, None
