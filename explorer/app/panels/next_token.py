@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTableWidget, QTableWidg
 from explorer.app.panels.base import Panel, WrappedText, visible_text
 from explorer.app.state.session import Selection
 from explorer.app.widgets.bars import SHARE_ROLE, ShareBarDelegate
+from explorer.app.widgets.token_table import fit_row_height
 from explorer.core.intervention import active
 
 BAR_PX = 32   # the least width of the probability bars' column (drawn to scale in any width); the rest is theirs
@@ -241,6 +242,12 @@ class NextTokenPanel(Panel):
         needed = sum(max(table.sizeHintForColumn(c), header.sectionSizeHint(c)) for c in range(4)) + BAR_PX
         table.setColumnHidden(4, needed > table.viewport().width())
 
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            for table in (self.table, self.before_table):
+                fit_row_height(table)
+
     def eventFilter(self, watched, event) -> bool:
         if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
             self._fit_bars()
@@ -333,4 +340,5 @@ def _table(headers: list[str]) -> QTableWidget:
     table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
     table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
     table.horizontalHeader().setStretchLastSection(True)
+    fit_row_height(table)
     return table

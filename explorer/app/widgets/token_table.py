@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSize, Qt
+from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QSize, Qt
 from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableView, QTableWidgetItem, QTextEdit
 
 COLUMNS = ("position", "token", "id", "span")
@@ -18,6 +18,17 @@ ROWS_IN_SIGHT = 6           # the rows the table keeps in sight: fewer and a per
 ROWS_ASKED = ROWS_IN_SIGHT + 1      # asked for before a run: the panel's formula then takes a second line
 TEXT_LINES = 3              # the lines of coloured text over the table, where the two share too little height
 TABLE_SHARE = 0.6           # the table's share of the height the two share, where both have room
+ROW_PAD_PX = 8              # a row's room above and below its line of text
+
+
+def fit_row_height(table: QTableView) -> None:
+    """Rows one line of the table's font high, with room around it: the style's default is 30 px whatever the
+    font (a 9 pt line is 15), which left six rows of a short prompt 180 px. Again after a font change (View ▸
+    Presentation)."""
+    header = table.verticalHeader()
+    height = table.fontMetrics().lineSpacing() + ROW_PAD_PX
+    header.setMinimumSectionSize(min(header.minimumSectionSize(), height))
+    header.setDefaultSectionSize(height)
 
 
 @dataclass(frozen=True)
@@ -168,6 +179,12 @@ class TokenTable(QTableView):
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.horizontalHeader().setStretchLastSection(True)
+        fit_row_height(self)
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            fit_row_height(self)
 
     def rows_px(self, rows: int) -> int:
         """The height that shows the header and `rows` rows."""

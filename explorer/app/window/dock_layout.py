@@ -36,6 +36,7 @@ BOTTOM_SHARE, BOTTOM_MIN_PX = 0.5, 330          # the bottom tabs: a share of th
 SEPARATOR_PX = 6                                # between two dock areas
 FRONT = "attention"                             # the front tab where the bottom tabs join it
 TOKENS_TO_CANDIDATES = (2, 3)                   # the left column's split between tokens and next token
+COLUMN = ("tokens", "next_token")               # the left column, top to bottom
 TITLE_BAR_PX = 32                               # a window manager's title bar, before the window is shown
 
 
@@ -363,6 +364,25 @@ def size_docks(window: QMainWindow, by_area: dict[str, list[QDockWidget]]) -> No
     column = by_area.get("left", [])
     if len(column) == 2:
         window.resizeDocks(column, column_split(column, sum(d.height() for d in column)), Qt.Orientation.Vertical)
+
+
+def column_pair(window: QMainWindow, docks: dict[str, QDockWidget]) -> list[QDockWidget]:
+    """Tokens and Next token where they stand one over the other in the left column, both in sight, else []."""
+    column = [docks.get(name) for name in COLUMN]
+    if any(dock is None or dock.isFloating() or not dock.isVisible() or dock.visibleRegion().isEmpty()
+           or window.dockWidgetArea(dock) != AREAS["left"] for dock in column):
+        return []
+    upper, lower = (dock.geometry() for dock in column)
+    return column if upper.left() == lower.left() and lower.top() > upper.bottom() else []
+
+
+def column_heights(column: list[QDockWidget], heights: list[int]) -> list[int]:
+    """Tokens over Next token of the same sum, Tokens at least the height it asks (its table's rows) where Next
+    token's minimum leaves it: Qt takes a shrink, and a fit on a screen that turned out shorter, off both."""
+    upper, lower = column
+    total = sum(heights)
+    asked = min(upper.sizeHint().height(), total - lower.minimumSizeHint().height())
+    return heights if heights[0] >= asked else [asked, total - asked]
 
 
 def column_split(column: list[QDockWidget], height: int) -> list[int]:

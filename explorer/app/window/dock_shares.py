@@ -55,7 +55,10 @@ class DockShares(QObject):
         self.maximised: tuple[QDockWidget, QByteArray] | None = None
         self.resized_since = False                          # the window left the size the layout was taken at
         self.folded: tuple[list[QDockWidget], QByteArray] | None = None   # the bottom tabs folded, the layout before
+        self.folded_fronts: list[QDockWidget] = []          # their front tabs then, in front again once unfolded
         self._give_back = QTimer(self, singleShot=True, interval=0, timeout=self.give_back)
+        self.column_asked = 0                               # the height Tokens asked when its rows were last kept
+        self._asked_more = QTimer(self, singleShot=True, interval=0, timeout=lambda: self.keep_rows(asked_more=True))
         window.installEventFilter(self)
 
     def take(self) -> None:
@@ -78,27 +81,49 @@ class DockShares(QObject):
         self.keep_plots_legible()
 
     def _restore(self, state: QByteArray) -> None:
-        in_front = [dock for dock in self.window.findChildren(QDockWidget) if in_sight(dock)]
+        in_sight_now = [dock for dock in self.window.findChildren(QDockWidget) if in_sight(dock)]
+        in_front = [dock for dock in self.folded_fronts if dock not in in_sight_now] + in_sight_now   # latest last
+        self.folded_fronts = []
         self.window.restoreState(state)
         put_away_stale_bars(self.window)
         for dock in in_front:               # the tabs raised since stay in front
             dock.raise_()
 
     def keep_plots_legible(self) -> None:
+        """After a resize: the Tokens table its rows, and every plot of attention and the bottom tabs its height."""
+        docks = getattr(self.window, "docks", {})
+        if docks.get(dock_layout.FRONT) is None or self.maximised is not None:
+            return
+        self.keep_rows()
+        self._fold_or_unfold(docks)
+
+    def keep_rows(self, asked_more: bool = False) -> None:
+        """Tokens over Next token: the Tokens table its rows where Next token can give them (column_heights). Done
+        after a resize and, `asked_more`, when Tokens asks more than before (a translation line over its table), never
+        for a person's drag of the separator alone."""
+        column = dock_layout.column_pair(self.window, getattr(self.window, "docks", {}))
+        if not column or self.maximised is not None:
+            return
+        asked, before = column[0].sizeHint().height(), self.column_asked
+        self.column_asked = asked
+        if asked_more and asked <= before:
+            return
+        heights = [dock.height() for dock in column]
+        if dock_layout.column_heights(column, heights) != heights:
+            self.window.resizeDocks(column, dock_layout.column_heights(column, heights), Qt.Orientation.Vertical)
+
+    def _fold_or_unfold(self, docks: dict[str, QDockWidget]) -> None:
         """Attention and the bottom tabs under it each as tall as their plots need: folded into one tab group
         where the window is too short for both, unfolded where it is tall enough again (and the docks folded are
         still where the fold put them). The room to unfold is the window's, not attention's: Qt may hand a
         regrow to the prompt."""
-        docks = getattr(self.window, "docks", {})
-        above = docks.get(dock_layout.FRONT)
-        if above is None or self.maximised is not None:
-            return
+        above = docks[dock_layout.FRONT]
         under = dock_layout.under_front(self.window, docks)
-        least = 2 * dock_layout.BOTTOM_MIN_PX + dock_layout.SEPARATOR_PX
         if under:
             heights = [above.height(), max(dock.height() for dock in under)]
-            if sum(heights) + dock_layout.SEPARATOR_PX < least:
+            if sum(heights) < 2 * dock_layout.BOTTOM_MIN_PX:
                 self.folded = (under, self.taken[1] if self.taken is not None else self.window.saveState())
+                self.folded_fronts = [dock for dock in under if in_sight(dock)]
                 dock_layout.fold_under_front(self.window, docks, under)
             elif dock_layout.stack_heights(heights) != heights:
                 self.window.resizeDocks([above, under[0]], dock_layout.stack_heights(heights),
@@ -106,8 +131,7 @@ class DockShares(QObject):
         elif self.folded is not None and dock_layout.stacks(self.window):
             folded, state = self.folded
             self.folded = None
-            group = dock_layout.tab_group(self.window, above)
-            if all(dock in group for dock in folded):
+            if all(dock in dock_layout.tab_group(self.window, above) for dock in folded):
                 self._restore(state)
                 QTimer.singleShot(0, self, self.keep_plots_legible)
 
@@ -115,6 +139,8 @@ class DockShares(QObject):
         kind = event.type()
         if watched is self.window and kind == QEvent.Type.Resize:
             self._give_back.start()
+        elif watched is self.window and kind == QEvent.Type.LayoutRequest:
+            self._asked_more.start()                        # a dock may ask more room (keep_rows)
         elif watched is self.window and kind == QEvent.Type.MouseButtonRelease:
             QTimer.singleShot(0, self, self.take)           # a separator dragged: the person's new sizes
         elif watched is self.window and kind == QEvent.Type.ChildPolished and isinstance(event.child(), QTabBar):
