@@ -7,7 +7,7 @@ and a new trace starts from a blank grid: no tile of another trace is ever shown
 the same trace (a decoding step, the step slider) keeps the grid of the step shown, marked as
 that step and dimmed, until every tile of the new step is in, then shows those: the grid never
 flashes blank at each step, and never mixes two steps' tiles. A large head asked for meanwhile
-goes first: the grid pauses between blocks of rows while `pause` is held.
+goes first: the grid pauses between blocks of rows while anyone holds `pause` (Holds).
 """
 from __future__ import annotations
 
@@ -75,6 +75,30 @@ class Background(QObject):
         self.running = False
 
 
+class Holds:
+    """The grid's pause: the grid waits between blocks of rows while anyone holds it (a large head being computed,
+    an export running), and goes on once the last holder lets go. Each holder takes and gives back its own hold,
+    so one that ends (an export written, a head shown) never hands the turn back to the grid while another
+    still computes: with one shared flag, an export's end cleared the pause of a head still being computed."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holders: set = set()
+
+    def hold(self, holder: object) -> None:
+        with self._lock:
+            self._holders.add(holder)
+
+    def release(self, holder: object) -> None:
+        with self._lock:
+            self._holders.discard(holder)
+
+    def is_set(self) -> bool:
+        """Whether the grid waits: someone holds it."""
+        with self._lock:
+            return bool(self._holders)
+
+
 def step_of(trace, upto_step: int | None) -> int:
     """The index of the step a grid draws (0: the prefill)."""
     return trace.n_steps - 1 if upto_step is None else int(upto_step)
@@ -112,7 +136,7 @@ class GridFiller(QObject):
         self._shown_request: tuple | None = None
         self.done = self.total = 0
         self.running = False
-        self.pause = threading.Event()           # set: the grid waits (a large head is being computed)
+        self.pause = Holds()                     # held: the grid waits (a large head is computed, an export runs)
         self._generation = 0
         self._request: tuple | None = None
         self._cancel = threading.Event()

@@ -33,7 +33,7 @@ class LongExport(QObject):
         super().__init__(parent)
         self.maps = maps                  # the large view's ReducedMaps: a head it shows is not computed again
         self.tiles = tiles                # the grid filler's ReducedMaps: a tile it holds is not computed again
-        self.pause = pause                # threading.Event the grid waits on meanwhile
+        self.pause = pause                # grid_filler.Holds: the grid waits meanwhile
         self.job = Background(self)
         self.job.done.connect(self._done)
         self._pending: tuple | None = None
@@ -79,7 +79,7 @@ class LongExport(QObject):
             work = lambda cancelled: head_picture(trace, layer, head, step, values, cross,  # noqa: E731
                                                   self.maps, cancelled)
         if self.pause is not None:
-            self.pause.set()
+            self.pause.hold(self)
         self.job.run(work, name="attention-export")
 
     def describe(self) -> str:
@@ -99,7 +99,7 @@ class LongExport(QObject):
 
     def _release(self) -> None:
         if self.pause is not None:
-            self.pause.clear()
+            self.pause.release(self)
 
     def _done(self, generation: int, result) -> None:
         if generation != self.job.generation or self._pending is None:

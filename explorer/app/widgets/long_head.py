@@ -56,7 +56,7 @@ class LongHead(QObject):
     def __init__(self, heatmap: Heatmap, pause=None, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.heatmap = heatmap
-        self.pause = pause                   # threading.Event the grid waits on while a head is computed
+        self.pause = pause                   # grid_filler.Holds: the grid waits while a head is computed
         self.request: Request | None = None
         self.painted: Request | None = None
         self.maps = ReducedMaps(limit=KEPT)             # a decoding step computes only its new rows
@@ -101,7 +101,7 @@ class LongHead(QObject):
             self.heatmap.plot.setTitle(title)
             self.painted = None
         if self.pause is not None:
-            self.pause.set()
+            self.pause.hold(self)
         self.job.run(lambda cancelled: self.maps.get(v.trace, request.layer, request.heads, f, v.step, v.cross,
                                                      request.values, cancelled, THREADS), name="attention-head")
 
@@ -135,7 +135,7 @@ class LongHead(QObject):
 
     def _release(self) -> None:
         if self.pause is not None:
-            self.pause.clear()
+            self.pause.release(self)
 
     def _on_map(self, generation: int, result) -> None:
         if generation != self.job.generation or self.request is None:
