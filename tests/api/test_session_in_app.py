@@ -5,7 +5,7 @@ import numpy as np
 from PySide6.QtWidgets import QMessageBox
 
 import explorer
-from tests.app.test_window import idle, new_window
+from tests.app.window_helpers import idle, new_window
 
 
 def test_the_app_opens_an_api_session_to_the_same_trace(qtbot, tmp_path, monkeypatch):

@@ -2,16 +2,20 @@
 imports none of them (an imported fixture is shadowed by the parameter of the same name).
 
 A module that needs another fixture of the same name defines or imports its own, which takes precedence:
-test_why_panels's `tiny` (the tiny Llama with its trace) is one. `store_home` is left out on purpose: it is
-autouse, and the modules that want their own store import it."""
+test_why_panels's `tiny` (the tiny Llama with its trace) is one. `store_home` is not autouse: a module that
+wants the model store in its test's folder says `pytestmark = pytest.mark.usefixtures("store_home")` (others
+keep the run's isolated store, with the pulled models). The window's plain helpers (new_window, idle,
+opened, step, PROMPT) are in tests/app/window_helpers.py."""
 import pytest
+from PySide6.QtWidgets import QMessageBox
 
 from explorer.app.state.session import Session
 from tests.app.screen_fit import SCREENS, emulated_screen
 from tests.app.shared_window import window_recording_loads  # noqa: F401
 from tests.app.test_export_legibility import recorded  # noqa: F401
-from tests.app.test_window import dialogs, tiny, window  # noqa: F401
 from tests.app.text_contrast import restore_palette  # noqa: F401
+from tests.app.tiny_model import make_tiny_llama
+from tests.app.window_helpers import new_window
 from tests.cli.test_pull_models import catalog, tiny_gguf  # noqa: F401
 
 
@@ -36,3 +40,38 @@ def open_panel(qtbot):
         qtbot.waitExposed(panel)
         return panel
     return open_
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """A tiny random Llama folder (tests/app/tiny_model.py), one per test module."""
+    return make_tiny_llama(tmp_path_factory.mktemp("models") / "tiny-llama")
+
+
+@pytest.fixture
+def store_home(monkeypatch, tmp_path):
+    """The model store (recent list, autosave) lives in the test's folder, never in ~/.cache."""
+    monkeypatch.setenv("TRANSFORMER_EXPLORER_HOME", str(tmp_path / "store"))
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def dialogs(monkeypatch):
+    """Every warning shown, and the answer every question gets (Yes unless a test changes it)."""
+    shown = {"warnings": [], "questions": [], "answer": QMessageBox.StandardButton.Yes}
+    monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text, *a: shown["warnings"].append(text))
+
+    def question(parent, title, text, *args):
+        shown["questions"].append(text)
+        return shown["answer"]
+
+    monkeypatch.setattr(QMessageBox, "question", question)
+    return shown
+
+
+@pytest.fixture
+def window(qtbot, tmp_path, dialogs):
+    """The main window on its own settings file and autosave in the test's folder, closed after the test."""
+    window = new_window(qtbot, tmp_path)
+    yield window
+    window.close()

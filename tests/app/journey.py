@@ -36,8 +36,8 @@ from explorer.app.widgets.model_call import ModelCall
 from explorer.app.window.error_bar import ErrorLine
 from tests.app.layout_probe import in_sight
 from tests.app.screen_fit import emulated_screen, fit_problems
-from tests.app.test_window import new_window
 from tests.app.tiny_model import make_tokenizer, save_random_model
+from tests.app.window_helpers import new_window
 
 BUNDLED = Path(__file__).resolve().parents[2] / "resources" / "models"
 # What error text looks like when it escapes the error component: an exception's name or a traceback.

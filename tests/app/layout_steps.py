@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 from tests.app.screen_fit import settle
 from tests.app.stress_window import learn, reset_layout
-from tests.app.test_window import new_window
+from tests.app.window_helpers import new_window
 
 __all__ = ["learn", "reset_layout", "opened_window", "then"]
 

@@ -6,7 +6,8 @@ import pytest
 from PySide6.QtCore import QSize
 
 from tests.app.journey import BUNDLED, journey_in_a_window, walk_on_screen
-from tests.app.test_window import store_home  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 @pytest.fixture

@@ -1,13 +1,16 @@
 """A clicked candidate does not stay lit beside the token chosen after the branch: one row is marked, the chosen."""
 from __future__ import annotations
 
+import pytest
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 from PySide6.QtCore import Qt
 
-from tests.app.test_window import idle, new_window, opened, store_home  # noqa: F401
+from tests.app.window_helpers import idle, new_window, opened
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
-def test_only_the_chosen_candidate_is_marked_after_a_branch(qtbot, tmp_path, tiny, dialogs):  # noqa: F811
+def test_only_the_chosen_candidate_is_marked_after_a_branch(qtbot, tmp_path, tiny, dialogs):
     window = new_window(qtbot, tmp_path)
     try:
         before = opened(qtbot, window, tiny)

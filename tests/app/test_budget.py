@@ -10,8 +10,10 @@ import torch  # noqa: E402, F401  (missing, the run fails, never skips)
 from PySide6.QtWidgets import QInputDialog, QMessageBox
 
 from explorer.app.run.trace_budget import DEFAULT_BUDGET, TraceCost, TraceMeter
-from tests.app.test_window import PROMPT, idle, new_window, opened, step, store_home  # noqa: F401
 from tests.app.tiny_model import make_tiny_llama
+from tests.app.window_helpers import PROMPT, idle, new_window, opened, step
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 LONG_PROMPT = "To be, or not to be, that is the question: Whether 'tis nobler"
 NO, YES = QMessageBox.StandardButton.No, QMessageBox.StandardButton.Yes
@@ -31,7 +33,7 @@ def decoder(tiny):
 
 
 @pytest.fixture
-def window(qtbot, tmp_path, dialogs):  # noqa: F811
+def window(qtbot, tmp_path, dialogs):
     window = new_window(qtbot, tmp_path)
     yield window
     window.close()
@@ -83,7 +85,7 @@ def test_the_budget_is_a_setting_changed_from_the_decode_menu(qtbot, window, tmp
 
 
 @pytest.fixture
-def budget_choices(monkeypatch, dialogs):  # noqa: F811
+def budget_choices(monkeypatch, dialogs):
     """The over-budget question (explorer.app.run.budget_dialog.choose) answered like the others: Yes keeps."""
     from explorer.app.run import budget_dialog
 
@@ -94,7 +96,7 @@ def budget_choices(monkeypatch, dialogs):  # noqa: F811
     monkeypatch.setattr(budget_dialog, "choose", choose)
 
 
-def test_a_prompt_over_the_budget_is_cut_only_when_agreed(qtbot, window, tiny, dialogs, budget_choices):  # noqa: F811
+def test_a_prompt_over_the_budget_is_cut_only_when_agreed(qtbot, window, tiny, dialogs, budget_choices):
     first = opened(qtbot, window, tiny)
     cost = TraceCost.measured(first)
     window.prompt.set_text(LONG_PROMPT)
@@ -118,7 +120,7 @@ def test_a_prompt_over_the_budget_is_cut_only_when_agreed(qtbot, window, tiny, d
     assert not dialogs["warnings"]
 
 
-def test_a_step_past_the_budget_asks_and_continues_from_a_shorter_context(qtbot, window, tiny, dialogs):  # noqa: F811
+def test_a_step_past_the_budget_asks_and_continues_from_a_shorter_context(qtbot, window, tiny, dialogs):
     opened(qtbot, window, tiny, LONG_PROMPT)
     before = step(qtbot, window, 2)
     cost = TraceCost.measured(before)
@@ -138,7 +140,7 @@ def test_a_step_past_the_budget_asks_and_continues_from_a_shorter_context(qtbot,
     assert not dialogs["warnings"]
 
 
-def test_play_pauses_at_the_budget_without_a_dialog(qtbot, window, tiny, decoder, dialogs):  # noqa: F811
+def test_play_pauses_at_the_budget_without_a_dialog(qtbot, window, tiny, decoder, dialogs):
     first = opened(qtbot, window, tiny)
     decoder.prefill(first.token_ids)
     for _ in range(3):
@@ -154,7 +156,7 @@ def test_play_pauses_at_the_budget_without_a_dialog(qtbot, window, tiny, decoder
     assert "memory budget" in window.status.currentMessage()
 
 
-def test_a_full_context_asks_before_going_on(qtbot, window, tiny, dialogs):  # noqa: F811
+def test_a_full_context_asks_before_going_on(qtbot, window, tiny, dialogs):
     first = opened(qtbot, window, tiny, LONG_PROMPT)
     full = step(qtbot, window, 64 - first.n_tokens)
     assert full.n_tokens == 64 and not dialogs["warnings"]

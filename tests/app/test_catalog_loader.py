@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 from PySide6.QtCore import QSettings
 
@@ -12,7 +13,9 @@ from explorer.app.window.menus import about_html
 from explorer.app.window.model_refs import ModelChoice
 from explorer.app.window.settings import AppSettings
 from explorer.core.errors import ExplorerError
-from tests.app.test_window import idle, store_home  # noqa: F401
+from tests.app.window_helpers import idle
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 class SlowCatalog:
@@ -37,7 +40,7 @@ def make_window(qtbot, tmp_path, catalog) -> MainWindow:
     return window
 
 
-def test_the_window_opens_while_the_catalog_is_still_being_listed(qtbot, tmp_path, tiny, dialogs):  # noqa: F811
+def test_the_window_opens_while_the_catalog_is_still_being_listed(qtbot, tmp_path, tiny, dialogs):
     catalog = SlowCatalog([ModelChoice("tiny  (bundled)", str(tiny), license="MIT")])
     window = make_window(qtbot, tmp_path, catalog)
     try:
@@ -52,7 +55,7 @@ def test_the_window_opens_while_the_catalog_is_still_being_listed(qtbot, tmp_pat
         window.close()
 
 
-def test_a_model_opened_at_start_loads_before_the_catalog_is_listed(qtbot, tmp_path, tiny, dialogs):  # noqa: F811
+def test_a_model_opened_at_start_loads_before_the_catalog_is_listed(qtbot, tmp_path, tiny, dialogs):
     listed_during_load = []
     window = None
 

@@ -12,8 +12,8 @@ from explorer.app.panels.base import Panel
 from explorer.app.state.session import NO_MODEL
 from explorer.app.thread.worker import ModelWorker
 from tests.app.shared_window import make_window
-from tests.app.test_window import idle, opened
 from tests.app.tiny_model import make_tiny_llama
+from tests.app.window_helpers import idle, opened
 
 
 def every_panel(qtbot, window) -> list[Panel]:

@@ -5,11 +5,13 @@ the editor's dock still read "Source" (with the source's placeholder), a text of
 """
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QSize
 
 from explorer.app.window.prompt_editor import PLACEHOLDERS
 from tests.app.journey import BUNDLED, journey_in_a_window
-from tests.app.test_window import store_home  # noqa: F401  (the store in the test's folder)
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 def test_closing_the_translator_names_the_editor_a_prompt_again(qtbot, tmp_path, monkeypatch):

@@ -7,12 +7,14 @@ the map's top axis of rotated words ('␣capital', '␣France') took half of its
 """
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QSize
 
 from tests.app.journey import BUNDLED, journey_in_a_window
 from tests.app.layout_probe import plot_boxes
 from tests.app.screen_fit import MIN_PLOT_PX
-from tests.app.test_window import store_home  # noqa: F401  (the store in the test's folder)
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 # Tokens of the bundled model's vocabulary as long as a tick label gets (views/maps.short_label: 10 characters).
 PROMPT = "The melancholy Gloucester and Buckingham understand their conscience"

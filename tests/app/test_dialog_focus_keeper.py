@@ -3,13 +3,16 @@
 that no call site has to remember to."""
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
 from explorer.app.window import model_opening, pull_dialog
 from explorer.app.window.main_window import MainWindow
-from tests.app.test_window import new_window, store_home  # noqa: F401  (the store in the test's folder)
+from tests.app.window_helpers import new_window
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 def _answered_with_no_window_active(qtbot, window, monkeypatch, asked: list) -> None:

@@ -2,13 +2,16 @@
 not made the dialog active yet (a bare X screen, no window manager): Ctrl+Enter must still reach the window."""
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication, QProgressDialog
 
 from explorer.app.widgets.dialog_focus import close_returning_focus
 from explorer.app.window.main_window import MainWindow
-from tests.app.test_window import new_window, store_home  # noqa: F401  (the store in the test's folder)
+from tests.app.window_helpers import new_window
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 def test_a_progress_dialog_that_hid_itself_gives_the_window_the_focus(qtbot, tmp_path, monkeypatch):

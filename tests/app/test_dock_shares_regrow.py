@@ -7,10 +7,12 @@ it was taken at.
 """
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QSize
 
 from tests.app.journey import BUNDLED, journey_in_a_window
-from tests.app.test_window import store_home  # noqa: F401  (the store in the test's folder)
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 SCREEN = QSize(1920, 1080)
 

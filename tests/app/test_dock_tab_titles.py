@@ -5,11 +5,14 @@ What a tab reads is what Qt paints on it: QTabBar.initStyleOption gives the text
 """
 from __future__ import annotations
 
+import pytest
 from PySide6.QtWidgets import QStyleOptionTab, QTabBar
 
 from tests.app.screen_fit import assert_fits, settle
 from tests.app.stress_window import learn, reset_layout
-from tests.app.test_window import new_window, store_home  # noqa: F401
+from tests.app.window_helpers import new_window
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 def dock_tab_bars(window) -> list[QTabBar]:

@@ -6,11 +6,13 @@ import pytest
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 from tests.app.test_encdec_app import make_tiny_bert
-from tests.app.test_window import idle, new_window, opened, store_home  # noqa: F401
+from tests.app.window_helpers import new_window, opened
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 @pytest.fixture
-def encoder_window(qtbot, tmp_path, dialogs):  # noqa: F811
+def encoder_window(qtbot, tmp_path, dialogs):
     window = new_window(qtbot, tmp_path)
     window.resize(1400, 900)
     window.docks["kv_lab"].show()

@@ -6,13 +6,15 @@ from pathlib import Path
 import pytest
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
-from tests.app.test_window import idle, new_window, opened, store_home  # noqa: F401
+from tests.app.window_helpers import idle, new_window, opened
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 TRANSLATOR = Path(__file__).resolve().parents[2] / "resources" / "models" / "translate-en-zh"
 
 
 @pytest.fixture
-def translator(qtbot, tmp_path, dialogs):  # noqa: F811
+def translator(qtbot, tmp_path, dialogs):
     window = new_window(qtbot, tmp_path)
     window.resize(1400, 900)
     window.docks["tokens"].raise_()

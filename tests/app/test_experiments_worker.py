@@ -10,9 +10,11 @@ from explorer.app.thread.request_queue import RequestQueue
 from explorer.app.thread.requests import Load, SetIntervention, SetSampling, Step
 from explorer.app.thread.worker import ModelWorker
 from explorer.core.intervention import HeadAblation, Intervention, Kernel, KernelChoice
-from tests.app.test_window import PROMPT, idle, opened, step, store_home  # noqa: F401
 from tests.app.test_worker import loaded, run
+from tests.app.window_helpers import idle, opened, step
 from tests.core.tiny_checkpoints import write_hf_folder
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 RELU = Intervention(kernels=(KernelChoice(Kernel("relu")),), ablations=(HeadAblation(1, 2),))
 
@@ -82,7 +84,7 @@ def test_the_queue_keeps_the_intervention_across_a_load_and_the_latest_one_wins(
     assert queue.pending()[0].intervention is None
 
 
-def test_a_saved_session_reopens_under_its_experiments(qtbot, window, tiny):  # noqa: F811
+def test_a_saved_session_reopens_under_its_experiments(qtbot, window, tiny):
     """The window: an Alt-click ablation redoes the trace; the session file keeps it; reopening runs under it."""
     from explorer.app.state.session_file import SessionState
 

@@ -15,7 +15,8 @@ from explorer.app.window import model_refs
 from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
 from explorer.cli import build_parser
-from tests.app.test_window import store_home  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 SHAKESPEARE = "To be, or not to be, that is the question:"
 
@@ -81,7 +82,7 @@ def prefilled(window) -> bool:
     return window.session.trace is not None and not window.worker.busy
 
 
-def test_the_first_window_fills_the_screen_and_shows_the_prefilled_default_prompt(launched, tiny, monkeypatch):  # noqa: F811
+def test_the_first_window_fills_the_screen_and_shows_the_prefilled_default_prompt(launched, tiny, monkeypatch):
     monkeypatch.delenv(launch.NO_RESTORE_ENV, raising=False)
     result = launched(["--model", str(tiny)], prefilled)
     assert result.prompt == model_refs.GENERIC_PROMPT
@@ -92,7 +93,7 @@ def test_the_first_window_fills_the_screen_and_shows_the_prefilled_default_promp
     assert result.asked, "without --no-restore a crashed session is offered"
 
 
-def test_no_restore_and_prompt_flags(launched, tiny):  # noqa: F811
+def test_no_restore_and_prompt_flags(launched, tiny):
     result = launched(["--no-restore", "--model", str(tiny), "--prompt", "Whether 'tis nobler"], prefilled)
     assert not result.asked
     assert result.prompt == "Whether 'tis nobler" and result.trace.n_tokens > 1

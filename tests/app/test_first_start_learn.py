@@ -11,7 +11,8 @@ from explorer.app.window.learn_placement import open_learn
 from tests.app.layout_probe import open_window
 from tests.app.screen_fit import SCREENS, assert_fits, emulated_screen, settle
 from tests.app.test_first_run import launched, prefilled  # noqa: F401
-from tests.app.test_window import store_home  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 def learn_shown(window) -> bool:

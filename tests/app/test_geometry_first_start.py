@@ -8,6 +8,7 @@ platform maximises to a screen of its own), as with no window manager.
 """
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QRect, QSettings
 
 from explorer.app.start import launch
@@ -16,7 +17,8 @@ from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
 from tests.app.fake_core import FakeCore
 from tests.app.screen_fit import settle
-from tests.app.test_window import store_home  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 def test_the_first_start_fills_the_available_screen(qtbot, tmp_path, screen):

@@ -6,6 +6,7 @@ Expectation: the window's own geometry before the quit, read back after the rela
 """
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QRect, QSettings
 
 from explorer.app.start import launch
@@ -14,7 +15,8 @@ from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
 from tests.app.fake_core import FakeCore
 from tests.app.screen_fit import settle
-from tests.app.test_window import store_home  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 def launched(qtbot, tmp_path) -> MainWindow:

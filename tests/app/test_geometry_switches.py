@@ -8,10 +8,12 @@ working state), and the window grew from 736 to 758 px over a round of switches 
 """
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QSize
 
 from tests.app.journey import BUNDLED, journey_in_a_window
-from tests.app.test_window import store_home  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 SCREEN = QSize(1366, 768)
 GIVEN = QSize(1366, 736)        # what a first start on a bare 1366x768 X screen gave the window

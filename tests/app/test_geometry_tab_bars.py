@@ -7,12 +7,15 @@ Like the relayout of Reset Layout, a restore makes new bars; the old ones stayed
 """
 from __future__ import annotations
 
+import pytest
 from PySide6.QtWidgets import QDockWidget, QTabBar
 
 from tests.app.screen_fit import settle
 from tests.app.stress_window import reset_layout
 from tests.app.test_layout_reset_tab_bars import assert_one_bar_per_group
-from tests.app.test_window import new_window, store_home  # noqa: F401
+from tests.app.window_helpers import new_window
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 def tab_groups(window) -> set[frozenset]:

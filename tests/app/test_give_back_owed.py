@@ -29,7 +29,8 @@ from explorer.app.thread.requests import (
 )
 from tests.app.journey import BUNDLED, journey_in_a_window
 from tests.app.screen_fit import SCREENS
-from tests.app.test_window import store_home  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 WAIT_S = 30
 SHOWN = Replay(ids=(1, 2, 3), forced=((1, 7),), n_steps=3)

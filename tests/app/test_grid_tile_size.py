@@ -16,7 +16,7 @@ from explorer.app.panels.attention import AttentionPanel
 from explorer.core import store
 from tests.app.screen_fit import emulated_screen
 from tests.app.synthetic_trace import build_trace
-from tests.app.test_window import idle, new_window
+from tests.app.window_helpers import idle, new_window
 
 LEAST_TILE_PX = 48
 PROMPT = "To be, or not to be, that is the question: whether tis nobler"

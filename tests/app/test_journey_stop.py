@@ -17,7 +17,8 @@ from PySide6.QtCore import Qt
 from explorer.app.state.freshness import EDITED
 from tests.app.journey import BUNDLED, journey_in_a_window
 from tests.app.screen_fit import SCREENS
-from tests.app.test_window import store_home  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 WAIT_S = 30
 

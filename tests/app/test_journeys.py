@@ -30,9 +30,9 @@ from explorer.core import store
 from tests.app.journey import BUNDLED, Journey, make_tiny_gemma, registered_panels
 from tests.app.screen_fit import SCREENS, emulated_screen
 from tests.app.test_encdec_app import make_tiny_bert
-from tests.app.test_window import new_window, store_home  # noqa: F401
+from tests.app.window_helpers import new_window
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("store_home")]   # the store in the test's folder
 KINDS = os.environ.get("JOURNEY_KINDS", "gqa mla sliding encoder encdec").split()    # a subset to debug one
 PROMPTS = {"gqa": "To be, or not to be, that is", "mla": "To be, or not to be, that is",
            "sliding": "To be, or not to be, that is the question", "encoder": "The capital of France is Paris.",

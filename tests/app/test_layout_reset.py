@@ -3,12 +3,14 @@ Layout right after the first, and a Reset Layout with Help ▸ Learn open (its d
 emulated 1366x768 and 1920x1080 screens with no window manager (tests/app/screen_fit.py)."""
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QEvent, QObject
 
 from tests.app.layout_steps import learn, opened_window, reset_layout, then
 from tests.app.screen_fit import assert_fits, settle
 from tests.app.stress_window import registered_panels
-from tests.app.test_window import store_home  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 class WindowSizes(QObject):

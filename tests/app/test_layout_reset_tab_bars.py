@@ -7,10 +7,12 @@ all the panels' tabs ran on under the Learn column.
 """
 from __future__ import annotations
 
+import pytest
 from PySide6.QtWidgets import QTabBar
 
 from tests.app.layout_steps import learn, opened_window, reset_layout, then
-from tests.app.test_window import store_home  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 def shown_dock_bars(window) -> list[QTabBar]:

@@ -8,9 +8,12 @@ fits the screen after each action (tests/app/screen_fit.py).
 """
 from __future__ import annotations
 
+import pytest
+
 from tests.app.journey import BUNDLED, journey_in_a_window
 from tests.app.screen_fit import SCREENS
-from tests.app.test_window import store_home  # noqa: F401  (the store in the test's folder)
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 ROWS_WANTED = 6          # a short prompt read without scrolling
 

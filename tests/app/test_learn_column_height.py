@@ -8,11 +8,13 @@ the prompt to the status bar) and the status bar's top, never a size copied from
 """
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QPoint
 
 from tests.app.layout_steps import learn, opened_window, reset_layout, then
 from tests.app.screen_fit import assert_fits
-from tests.app.test_window import store_home  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 NEAR_PX = 12          # a separator and a title bar's pixels
 

@@ -6,9 +6,12 @@ panels' tabs, so Learn opened again there stacked on them and the window asked f
 """
 from __future__ import annotations
 
+import pytest
+
 from tests.app.layout_steps import learn, opened_window, reset_layout, then
 from tests.app.screen_fit import assert_fits
-from tests.app.test_window import store_home  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 def test_learn_opened_again_after_a_reset_layout_fits_the_screen(qtbot, tmp_path, screen):

@@ -17,7 +17,7 @@ from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
 from explorer.core import store
 from explorer.tools import pull_cmd
-from tests.app.test_window import idle
+from tests.app.window_helpers import idle
 
 
 def make_window(qtbot, tmp_path, **kwargs) -> MainWindow:
@@ -43,7 +43,7 @@ def choose(window, reference) -> None:
 
 
 @pytest.fixture
-def listed(qtbot, tmp_path, catalog, dialogs):  # noqa: F811
+def listed(qtbot, tmp_path, catalog, dialogs):
     links, _ = catalog
     window = make_window(qtbot, tmp_path)
     window.prompt.set_text("To be, or not")
@@ -53,7 +53,7 @@ def listed(qtbot, tmp_path, catalog, dialogs):  # noqa: F811
     window.close()
 
 
-def test_a_pullable_model_is_pulled_from_the_picker_with_progress_and_opens(qtbot, listed, dialogs, monkeypatch):  # noqa: F811
+def test_a_pullable_model_is_pulled_from_the_picker_with_progress_and_opens(qtbot, listed, dialogs, monkeypatch):
     window, links = listed
     assert ("tiny  (pull…)", "tiny", True) in picker_rows(window)     # offered, not greyed out
     monkeypatch.setattr(pull_dialog, "PULL", functools.partial(pull_cmd.pull, find_links=str(links)))
@@ -69,7 +69,7 @@ def test_a_pullable_model_is_pulled_from_the_picker_with_progress_and_opens(qtbo
     assert [row for row in picker_rows(window) if "tiny" in row[0]] == [("tiny  (pulled)", "tiny", True)]
 
 
-def test_declined_terms_pull_nothing(qtbot, listed, dialogs):  # noqa: F811
+def test_declined_terms_pull_nothing(qtbot, listed, dialogs):
     window, _ = listed
     dialogs["answer"] = QMessageBox.StandardButton.No
     choose(window, "parts")
@@ -78,7 +78,7 @@ def test_declined_terms_pull_nothing(qtbot, listed, dialogs):  # noqa: F811
     assert not window.settings.accepted_terms("parts")
 
 
-def test_a_cancelled_pull_leaves_nothing_in_the_store(qtbot, listed, dialogs, monkeypatch):  # noqa: F811
+def test_a_cancelled_pull_leaves_nothing_in_the_store(qtbot, listed, dialogs, monkeypatch):
     window, links = listed
 
     def slow_pull(entry, **kwargs):
@@ -118,7 +118,7 @@ def test_a_window_made_on_an_idle_model_thread_with_saved_sampling_starts_cleanl
     assert exceptions == []
 
 
-def test_the_picker_names_the_model_as_soon_as_it_is_loaded(qtbot, tmp_path, dialogs):  # noqa: F811
+def test_the_picker_names_the_model_as_soon_as_it_is_loaded(qtbot, tmp_path, dialogs):
     import threading
 
     from tests.app.tiny_model import make_tiny_llama

@@ -15,7 +15,8 @@ from PySide6.QtCore import QSize
 from explorer.app.window.learn_placement import open_learn
 from tests.app.journey import BUNDLED, journey_in_a_window, walk_on_screen
 from tests.app.screen_fit import MIN_PLOT_PX
-from tests.app.test_window import store_home  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 @pytest.mark.parametrize("model, prompt, n_maps", [("shakespeare-mla", "To be, or not to be, that is the question", 5),

@@ -8,16 +8,19 @@ import dataclasses
 import json
 import threading
 
+import pytest
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 from PySide6.QtCore import Qt
 
 from explorer.app.run.controller import AUTO_RUN_TOKENS
 from explorer.app.state.freshness import EDITED
-from tests.app.test_window import PROMPT, idle, new_window, opened, step, store_home  # noqa: F401
 from tests.app.tiny_model import CORPUS, make_tiny_llama
+from tests.app.window_helpers import PROMPT, idle, opened, step
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
-def test_run_pressed_right_after_typing_runs_the_text_in_the_editor(qtbot, window, tiny):  # noqa: F811
+def test_run_pressed_right_after_typing_runs_the_text_in_the_editor(qtbot, window, tiny):
     opened(qtbot, window, tiny)
     window.prompt.setFocus()
     window.prompt.moveCursor(window.prompt.textCursor().MoveOperation.End)
@@ -29,7 +32,7 @@ def test_run_pressed_right_after_typing_runs_the_text_in_the_editor(qtbot, windo
     assert window.session.out_of_date is None
 
 
-def test_step_pressed_right_after_typing_runs_the_text_in_the_editor(qtbot, window, tiny):  # noqa: F811
+def test_step_pressed_right_after_typing_runs_the_text_in_the_editor(qtbot, window, tiny):
     opened(qtbot, window, tiny)
     window.prompt.moveCursor(window.prompt.textCursor().MoveOperation.End)
     qtbot.keyClicks(window.prompt, ", that")
@@ -52,7 +55,7 @@ def cancel_at_the_first_layer(window) -> list:
     return seen
 
 
-def test_cancelling_a_rerun_of_the_same_prompt_keeps_the_trace_and_steps_on_from_it(qtbot, window, tiny):  # noqa: F811
+def test_cancelling_a_rerun_of_the_same_prompt_keeps_the_trace_and_steps_on_from_it(qtbot, window, tiny):
     opened(qtbot, window, tiny)
     before = step(qtbot, window, 2)
     seen = cancel_at_the_first_layer(window)
@@ -69,7 +72,7 @@ def test_cancelling_a_rerun_of_the_same_prompt_keeps_the_trace_and_steps_on_from
     assert after.steps[-1].token_ids.tolist() == [before.steps[-1].chosen_id]
 
 
-def test_cancelling_another_prompt_s_run_keeps_the_trace_before_marked_out_of_date(qtbot, window, tiny):  # noqa: F811
+def test_cancelling_another_prompt_s_run_keeps_the_trace_before_marked_out_of_date(qtbot, window, tiny):
     before = opened(qtbot, window, tiny)
     window.prompt.set_text("Whether 'tis nobler")
     seen = cancel_at_the_first_layer(window)
@@ -86,7 +89,7 @@ def test_cancelling_another_prompt_s_run_keeps_the_trace_before_marked_out_of_da
     assert after.token_ids[:before.n_tokens].tolist() == before.token_ids.tolist()
 
 
-def test_cancelling_the_first_run_shows_nothing_and_says_so(qtbot, window, tiny):  # noqa: F811
+def test_cancelling_the_first_run_shows_nothing_and_says_so(qtbot, window, tiny):
     opened(qtbot, window, tiny)
     window.actions.reset.trigger()
     idle(qtbot, window, lambda: window.session.trace is None)
@@ -98,7 +101,7 @@ def test_cancelling_the_first_run_shows_nothing_and_says_so(qtbot, window, tiny)
     assert kind == "empty" and "Run" in why
 
 
-def test_a_long_prompt_is_not_run_unasked_when_a_model_opens(qtbot, window, tmp_path, dialogs):  # noqa: F811
+def test_a_long_prompt_is_not_run_unasked_when_a_model_opens(qtbot, window, tmp_path, dialogs):
     wide = make_tiny_llama(tmp_path / "wide-llama")            # the tiny Llama, with room for 2,048 positions
     config = json.loads((wide / "config.json").read_text())
     (wide / "config.json").write_text(json.dumps(dict(config, max_position_embeddings=2048)))
@@ -119,7 +122,7 @@ def test_a_long_prompt_is_not_run_unasked_when_a_model_opens(qtbot, window, tmp_
         window.session.tokens.ids)
 
 
-def test_the_prefill_dialog_closes_when_its_trace_arrives_while_other_jobs_run(qtbot, window, tiny):  # noqa: F811
+def test_the_prefill_dialog_closes_when_its_trace_arrives_while_other_jobs_run(qtbot, window, tiny):
     opened(qtbot, window, tiny)
     progress = window.controller.run_progress
     texts = []
@@ -138,7 +141,7 @@ def test_the_prefill_dialog_closes_when_its_trace_arrives_while_other_jobs_run(q
     assert texts[0].startswith("Prefilling 1 token: layer 1 of ")          # one token, not "1 tokens"
 
 
-def test_opening_a_session_reports_the_session_s_run_only(qtbot, window, tiny):  # noqa: F811
+def test_opening_a_session_reports_the_session_s_run_only(qtbot, window, tiny):
     from explorer.views.session_state import SessionState
 
     opened(qtbot, window, tiny)

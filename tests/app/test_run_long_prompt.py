@@ -8,8 +8,10 @@ from PySide6.QtWidgets import QPushButton
 
 from explorer.app.run import budget_dialog
 from explorer.app.state.freshness import EDITED
-from tests.app.test_window import idle, opened, store_home  # noqa: F401
+from tests.app.window_helpers import idle, opened
 from tests.core.tiny_checkpoints import LLAMA_CONFIG, write_hf_folder
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 N = 8000
 LAYERS = 4
@@ -34,7 +36,7 @@ def long_prompt(window) -> str:
 
 
 @pytest.fixture
-def typed(qtbot, window, long_llama, monkeypatch):  # noqa: F811
+def typed(qtbot, window, long_llama, monkeypatch):
     """The window with the tiny long model open and an N-token prompt typed (not run); progress reports kept.
     The attention and head-atlas docks are closed: their all-heads views compute in the background, not here."""
     for name in ("attention", "atlas"):
@@ -50,7 +52,7 @@ def typed(qtbot, window, long_llama, monkeypatch):  # noqa: F811
     return window, n, asked, reports
 
 
-def test_an_8000_token_prompt_runs_under_the_default_budget_reporting_every_layer(qtbot, typed, dialogs):  # noqa: F811
+def test_an_8000_token_prompt_runs_under_the_default_budget_reporting_every_layer(qtbot, typed, dialogs):
     window, n, asked, reports = typed
     window.actions.run.trigger()
     trace = idle(qtbot, window, lambda: window.session.trace.n_tokens == n)

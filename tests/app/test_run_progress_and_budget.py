@@ -13,11 +13,13 @@ from explorer.app.state.freshness import EDITED
 from explorer.app.state.session_file import SessionState
 from explorer.app.thread.requests import Prefill
 from tests.app.test_budget import LONG_PROMPT
-from tests.app.test_window import PROMPT, idle, opened, step, store_home  # noqa: F401
+from tests.app.window_helpers import PROMPT, idle, opened, step
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 @pytest.fixture
-def over_budget(qtbot, window, tiny, monkeypatch):  # noqa: F811
+def over_budget(qtbot, window, tiny, monkeypatch):
     """The window with LONG_PROMPT typed under a budget it passes; answers[0] is the choice to make."""
     first = opened(qtbot, window, tiny)
     window.prompt.set_text(LONG_PROMPT)
@@ -64,7 +66,7 @@ def test_a_larger_budget_from_the_question_runs_the_whole_prompt_and_is_kept(qtb
     assert int(window.settings.q.value("decode/trace_budget_mb")) == raised // 10 ** 6     # kept for the next run
 
 
-def test_a_prefill_reports_every_layer(qtbot, window, tiny):  # noqa: F811
+def test_a_prefill_reports_every_layer(qtbot, window, tiny):
     reports = []
     window.worker.run_progress.connect(lambda fraction, text: reports.append((fraction, text)))
     trace = opened(qtbot, window, tiny)
@@ -74,7 +76,7 @@ def test_a_prefill_reports_every_layer(qtbot, window, tiny):  # noqa: F811
     assert reports[-1][1] == f"Prefilling {trace.n_tokens:,} tokens: layer {n_layers} of {n_layers}"
 
 
-def test_a_cancelled_prefill_leaves_nothing_half_done(qtbot, window, tiny, monkeypatch):  # noqa: F811
+def test_a_cancelled_prefill_leaves_nothing_half_done(qtbot, window, tiny, monkeypatch):
     opened(qtbot, window, tiny)
     step(qtbot, window)
     queue = window.worker._loop._queue
@@ -94,7 +96,7 @@ def test_a_cancelled_prefill_leaves_nothing_half_done(qtbot, window, tiny, monke
     assert trace.token_ids.tolist()[:len(window.session.tokens.ids)] == window.session.tokens.ids.tolist()
 
 
-def test_the_progress_dialog_follows_the_layers_and_cancel_cancels(qtbot, window, monkeypatch):  # noqa: F811
+def test_the_progress_dialog_follows_the_layers_and_cancel_cancels(qtbot, window, monkeypatch):
     progress = window.controller.run_progress
     cancelled = []
     monkeypatch.setattr(window.worker, "cancel", lambda *a, **k: cancelled.append(True))
@@ -105,7 +107,7 @@ def test_the_progress_dialog_follows_the_layers_and_cancel_cancels(qtbot, window
     assert cancelled and progress.dialog is None
 
 
-def test_opening_a_session_runs_it_and_says_so(qtbot, window, tiny):  # noqa: F811
+def test_opening_a_session_runs_it_and_says_so(qtbot, window, tiny):
     first = opened(qtbot, window, tiny)
     trace = step(qtbot, window, 2)
     state = SessionState.of(str(tiny), PROMPT, window.sampling_bar.settings(), trace)
@@ -119,7 +121,7 @@ def test_opening_a_session_runs_it_and_says_so(qtbot, window, tiny):  # noqa: F8
     assert any(f"Opening the session: running its {first.n_tokens} prompt tokens and 2 steps" in n for n in notices)
 
 
-def test_a_session_saved_before_it_ran_runs_its_prompt(qtbot, window, tiny):  # noqa: F811
+def test_a_session_saved_before_it_ran_runs_its_prompt(qtbot, window, tiny):
     opened(qtbot, window, tiny)
     window.actions.reset.trigger()
     idle(qtbot, window)
@@ -128,7 +130,7 @@ def test_a_session_saved_before_it_ran_runs_its_prompt(qtbot, window, tiny):  # 
     assert trace.token_ids.tolist() == window.session.tokens.ids.tolist()
 
 
-def test_opening_another_model_says_nothing_about_a_cancelled_run(qtbot, window, tiny, tmp_path):  # noqa: F811
+def test_opening_another_model_says_nothing_about_a_cancelled_run(qtbot, window, tiny, tmp_path):
     from tests.app.tiny_model import make_tiny_llama
 
     opened(qtbot, window, tiny)

@@ -3,13 +3,15 @@ written, has the size it was given, and shows more than a blank widget."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 from PySide6.QtGui import QGuiApplication, QImage
 
 from explorer.app.panels import ALL_PANELS
 from explorer.app.start import screenshots
 from tests.app.synthetic_trace import build_trace
-from tests.app.test_window import store_home  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 def distinct_colours(path) -> int:
@@ -18,7 +20,7 @@ def distinct_colours(path) -> int:
     return len(np.unique(pixels))
 
 
-def test_the_driver_writes_the_window_and_every_panel(qtbot, tiny, tmp_path):  # noqa: F811
+def test_the_driver_writes_the_window_and_every_panel(qtbot, tiny, tmp_path):
     assert screenshots.take_screenshots(tmp_path, str(tiny), "To be, or not") == 0
     panels = [name for name, _, _ in ALL_PANELS]
     tabs = ["embeddings", "qkv", "mask", "kv_cache", "kv_lab"]          # the bottom area's tabs

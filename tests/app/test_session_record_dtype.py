@@ -18,7 +18,7 @@ from explorer.app.state import session_file
 from explorer.app.state.session_file import SessionFileError, SessionState
 from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
-from tests.app.test_window import PROMPT, idle, step
+from tests.app.window_helpers import PROMPT, idle, step
 
 
 @pytest.fixture(autouse=True)

@@ -19,8 +19,10 @@ from explorer.app.panels.experiments import EXPERIMENT_PANELS
 from explorer.app.panels.why import WHY_PANELS
 from explorer.core.intervention import HeadAblation, Intervention
 from tests.app.test_encdec_app import make_tiny_bert
-from tests.app.test_window import idle, new_window, store_home  # noqa: F401
 from tests.app.tiny_model import make_tiny_llama
+from tests.app.window_helpers import idle, new_window
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 BUNDLED = Path(__file__).resolve().parents[2] / "resources" / "models"
 PROMPT = "To be, or not to be"
@@ -101,7 +103,7 @@ def check_panel(window, name: str, panel: Panel, before: dict, pair: str) -> Non
         assert "block maxima" not in title, where
 
 
-def test_every_panel_names_the_new_model_and_trace_or_says_why_after_every_switch(qtbot, tmp_path, dialogs,  # noqa: F811
+def test_every_panel_names_the_new_model_and_trace_or_says_why_after_every_switch(qtbot, tmp_path, dialogs,
                                                                                  models):
     window = new_window(qtbot, tmp_path)
     window.resize(1400, 900)

@@ -6,12 +6,14 @@ import pytest
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 from explorer.app.panels.base import Panel
-from tests.app.test_window import PROMPT, idle, new_window, opened, step, store_home  # noqa: F401
 from tests.app.tiny_model import make_tiny_llama
+from tests.app.window_helpers import PROMPT, idle, new_window, opened, step
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 @pytest.fixture
-def shown(qtbot, tmp_path, tiny, dialogs):  # noqa: F811
+def shown(qtbot, tmp_path, tiny, dialogs):
     window = new_window(qtbot, tmp_path)
     window.resize(1400, 900)
     for name in ("qkv", "next_token", "tokens", "attention"):          # attention raised last: in front of its tab

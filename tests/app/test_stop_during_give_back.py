@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from tests.app.journey import BUNDLED, journey_in_a_window
 from tests.app.screen_fit import SCREENS
-from tests.app.test_window import store_home  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 WAIT_S = 30
 

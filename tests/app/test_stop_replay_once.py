@@ -21,7 +21,8 @@ from explorer.app.thread.request_queue import RequestQueue
 from explorer.app.thread.requests import Prefill, Replay, Step
 from tests.app.journey import BUNDLED, journey_in_a_window
 from tests.app.screen_fit import SCREENS
-from tests.app.test_window import store_home  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 WAIT_S = 30
 TOO_MANY = 6                 # replay passes after which the chain is taken as endless

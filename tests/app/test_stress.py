@@ -25,8 +25,8 @@ from explorer.core.kv_variants import dtype_bytes, native_variant, shape_from_in
 from tests.app import stress_window
 from tests.app.screen_fit import SCREENS, emulated_screen
 from tests.app.stress_actions import ACTIONS, Run, check_views, check_window, do, schedule, view
-from tests.app.test_window import new_window
 from tests.app.tiny_model import make_tiny_llama
+from tests.app.window_helpers import new_window
 
 N_ACTIONS = int(os.environ.get("STRESS_ACTIONS", 1000))
 SEED = int(os.environ.get("STRESS_SEED", 20261130))

@@ -14,7 +14,8 @@ from explorer.app.state.session import Session
 from tests.app.journey import BUNDLED, journey_in_a_window, walk_on_screen
 from tests.app.shared_window import make
 from tests.app.test_token_text import bundled, not_read
-from tests.app.test_window import store_home  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 @pytest.fixture(scope="module")

@@ -3,12 +3,14 @@ Tokens column it was one elided line ("⚠ Left out by the tokeni…"), neither 
 not read them" in sight."""
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtGui import QFontMetrics
 
 from tests.app.journey import BUNDLED, journey_in_a_window
 from tests.app.test_token_text import bundled, not_read
-from tests.app.test_window import store_home  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 SCREEN = QSize(1366, 768)
 

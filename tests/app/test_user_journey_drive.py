@@ -12,8 +12,9 @@ import transformers  # noqa: E402,F401  (the tiny models are written with it; mi
 from PySide6.QtWidgets import QApplication
 
 from tests.app.journey import BUNDLED, walk_on_screen
-from tests.app.test_window import idle, new_window, opened, store_home  # noqa: F401
 from tests.app.tiny_model import make_tokenizer, save_random_model
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 @pytest.fixture

@@ -18,69 +18,20 @@ from explorer.app.state import session_file
 from explorer.app.window import main_window
 from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
-from tests.app.tiny_model import break_weights, make_tiny_llama
+from tests.app.tiny_model import break_weights
+from tests.app.window_helpers import PROMPT, idle, new_window, opened, step
 
-PROMPT = "To be, or not"
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return make_tiny_llama(tmp_path_factory.mktemp("models") / "tiny-llama")
+# the store (recent list, autosave) in the test's folder, never in ~/.cache (tests/app/conftest.py)
+pytestmark = pytest.mark.usefixtures("store_home")
 
 
-@pytest.fixture(autouse=True)
-def store_home(monkeypatch, tmp_path):
-    """The model store (recent list, autosave) lives in the test's folder, never in ~/.cache."""
-    monkeypatch.setenv("TRANSFORMER_EXPLORER_HOME", str(tmp_path / "store"))
-    return tmp_path / "store"
-
-
-@pytest.fixture
-def dialogs(monkeypatch):
-    """Every warning shown, and the answer every question gets (Yes unless a test changes it)."""
-    shown = {"warnings": [], "questions": [], "answer": QMessageBox.StandardButton.Yes}
-    monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text, *a: shown["warnings"].append(text))
-
-    def question(parent, title, text, *args):
-        shown["questions"].append(text)
-        return shown["answer"]
-
-    monkeypatch.setattr(QMessageBox, "question", question)
-    return shown
-
-
-def new_window(qtbot, tmp_path, name="settings.ini"):
-    settings = AppSettings(QSettings(str(tmp_path / name), QSettings.Format.IniFormat))
-    window = MainWindow(settings=settings, autosave_path=tmp_path / "autosave.json", catalog=lambda: [])
-    qtbot.addWidget(window)
-    window.show()
-    return window
-
-
-@pytest.fixture
-def window(qtbot, tmp_path, dialogs):
-    window = new_window(qtbot, tmp_path)
-    yield window
-    window.close()
-
-
-def idle(qtbot, window, condition=lambda: True):
-    qtbot.waitUntil(lambda: not window.worker.busy and window.controller.loading is None and condition(),
-                    timeout=60000)
-    return window.session.trace
-
-
-def opened(qtbot, window, folder, prompt=PROMPT):
-    window.prompt.set_text(prompt)
-    window.open_model(str(folder))
-    return idle(qtbot, window, lambda: window.session.trace is not None)
-
-
-def step(qtbot, window, times=1):
-    before = window.session.trace.n_steps
-    for _ in range(times):
-        window.actions.step.trigger()
-    return idle(qtbot, window, lambda: window.session.trace.n_steps == before + times)
+def __getattr__(name):
+    """test_relaunch_long_prompt and test_residual_after_model_switch, being written, still import `dialogs` and
+    `store_home` from here: they are tests/app/conftest.py's (to drop once those modules import neither)."""
+    if name in ("dialogs", "store_home"):
+        from tests.app import conftest
+        return getattr(conftest, name)
+    raise AttributeError(name)
 
 
 def test_opening_a_model_prefills_the_prompt_and_fills_the_status_bar(qtbot, window, tiny):

@@ -10,7 +10,7 @@ def test_the_window_asks_to_be_the_active_one_when_nothing_made_it_so(qtbot, tmp
     from PySide6.QtWidgets import QApplication
 
     from explorer.app.window.main_window import MainWindow
-    from tests.app.test_window import new_window
+    from tests.app.window_helpers import new_window
 
     asked = []
     monkeypatch.setattr(QApplication, "activeWindow", staticmethod(lambda: None))
@@ -26,7 +26,7 @@ def test_the_window_takes_the_focus_back_after_an_error_dialog(qtbot, tmp_path, 
     from PySide6.QtWidgets import QApplication, QMessageBox
 
     from explorer.app.window.main_window import MainWindow
-    from tests.app.test_window import new_window
+    from tests.app.window_helpers import new_window
 
     window = new_window(qtbot, tmp_path)
     qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=5000)

@@ -9,7 +9,7 @@ from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication
 
 from explorer.core.decode import Decoder
-from tests.app.test_window import opened, step
+from tests.app.window_helpers import opened, step
 
 
 class Resizes(QObject):

@@ -7,11 +7,13 @@ column squeezed that narrow now asks no more height than it needs at a readable 
 """
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QSize
 
 from tests.app.journey import BUNDLED, journey_in_a_window
 from tests.app.screen_fit import fit_problems
-from tests.app.test_window import store_home  # noqa: F401  (the store in the test's folder)
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 SCREEN = QSize(1366, 768)
 

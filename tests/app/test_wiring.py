@@ -12,17 +12,19 @@ import transformers  # noqa: E402,F401  (the tiny model is written with it; miss
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 
-from tests.app.test_window import PROMPT, idle, new_window, opened, step, store_home  # noqa: F401
+from tests.app.window_helpers import PROMPT, idle, new_window, opened, step
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 @pytest.fixture
-def window(qtbot, tmp_path, dialogs):  # noqa: F811
+def window(qtbot, tmp_path, dialogs):
     window = new_window(qtbot, tmp_path)
     yield window
     window.close()
 
 
-def test_a_loaded_model_names_vocabulary_ids_in_the_panels(qtbot, window, tiny):  # noqa: F811
+def test_a_loaded_model_names_vocabulary_ids_in_the_panels(qtbot, window, tiny):
     trace = opened(qtbot, window, tiny)
     tokenizer = window.controller.summary.tokenizer
     for token_id in (0, 5, 17, int(trace.steps[-1].chosen_id)):
@@ -33,7 +35,7 @@ def test_a_loaded_model_names_vocabulary_ids_in_the_panels(qtbot, window, tiny):
     assert table.item(0, 1).text() == tokenizer.display(top_id) != f"#{top_id}"
 
 
-def test_the_logit_lens_button_is_answered_by_the_engine(qtbot, window, tiny):  # noqa: F811
+def test_the_logit_lens_button_is_answered_by_the_engine(qtbot, window, tiny):
     opened(qtbot, window, tiny)
     trace = step(qtbot, window, 2)
     panel = window.docks["next_token"].widget()
@@ -52,7 +54,7 @@ def test_the_logit_lens_button_is_answered_by_the_engine(qtbot, window, tiny):  
     assert window.session.display_token(int(lens["ids"][0, 0])) in panel.lens_table.item(0, 1).text()
 
 
-def test_the_logit_lens_of_a_position_outside_the_trace_is_one_sentence(qtbot, window, tiny, dialogs):  # noqa: F811
+def test_the_logit_lens_of_a_position_outside_the_trace_is_one_sentence(qtbot, window, tiny, dialogs):
     trace = opened(qtbot, window, tiny)
     window.session.requests.logit_lens_requested.emit(trace.n_tokens + 5)
     qtbot.waitUntil(lambda: bool(dialogs["warnings"]), timeout=60000)
@@ -74,7 +76,7 @@ def save_dialogs(monkeypatch):
 
 @pytest.mark.parametrize("panel, title", [("tokens", "Export Tokens"), ("attention", "Export attention"),
                                           ("mask", "Export Mask")])
-def test_ctrl_e_runs_the_first_export_action_of_the_focused_panel(qtbot, window, tiny, save_dialogs, panel, title):  # noqa: F811
+def test_ctrl_e_runs_the_first_export_action_of_the_focused_panel(qtbot, window, tiny, save_dialogs, panel, title):
     opened(qtbot, window, tiny)
     dock = window.docks[panel]
     dock.show()
@@ -86,7 +88,7 @@ def test_ctrl_e_runs_the_first_export_action_of_the_focused_panel(qtbot, window,
     assert save_dialogs == [title], f"Ctrl+E in the {panel} panel opened {save_dialogs}"
 
 
-def test_ctrl_e_in_the_prompt_editor_exports_the_attention_map(qtbot, window, tiny, save_dialogs):  # noqa: F811
+def test_ctrl_e_in_the_prompt_editor_exports_the_attention_map(qtbot, window, tiny, save_dialogs):
     opened(qtbot, window, tiny)
     window.prompt.setFocus()
     qtbot.keyClick(window.prompt, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
@@ -94,7 +96,7 @@ def test_ctrl_e_in_the_prompt_editor_exports_the_attention_map(qtbot, window, ti
     assert window.prompt.text == PROMPT, "Ctrl+E typed nothing"
 
 
-def test_recording_in_float16_redoes_the_run_in_half_the_memory(qtbot, window, tiny):  # noqa: F811
+def test_recording_in_float16_redoes_the_run_in_half_the_memory(qtbot, window, tiny):
     opened(qtbot, window, tiny)
     before = step(qtbot, window, 3)
     assert before.steps[-1].layers[0].attn.q.dtype == np.float32

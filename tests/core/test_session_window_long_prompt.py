@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtWidgets import QMessageBox
 
-from tests.app.test_window import idle, new_window
+from tests.app.window_helpers import idle, new_window
 from tests.core.test_session_replay_long_prompt import FORCED, long_model, original, own_home  # noqa: F401 (fixtures)
 
 

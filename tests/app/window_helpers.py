@@ -1,0 +1,38 @@
+"""The window's test helpers, plain functions the app's tests call: a fresh window on its own settings file,
+waiting until the worker is idle, opening a model with a prompt and stepping. Their fixtures (the tiny Llama,
+the window, the patched dialogs, the store in the test's folder) are in tests/app/conftest.py."""
+from __future__ import annotations
+
+from PySide6.QtCore import QSettings
+
+from explorer.app.window.main_window import MainWindow
+from explorer.app.window.settings import AppSettings
+
+PROMPT = "To be, or not"
+
+
+def new_window(qtbot, tmp_path, name="settings.ini"):
+    settings = AppSettings(QSettings(str(tmp_path / name), QSettings.Format.IniFormat))
+    window = MainWindow(settings=settings, autosave_path=tmp_path / "autosave.json", catalog=lambda: [])
+    qtbot.addWidget(window)
+    window.show()
+    return window
+
+
+def idle(qtbot, window, condition=lambda: True):
+    qtbot.waitUntil(lambda: not window.worker.busy and window.controller.loading is None and condition(),
+                    timeout=60000)
+    return window.session.trace
+
+
+def opened(qtbot, window, folder, prompt=PROMPT):
+    window.prompt.set_text(prompt)
+    window.open_model(str(folder))
+    return idle(qtbot, window, lambda: window.session.trace is not None)
+
+
+def step(qtbot, window, times=1):
+    before = window.session.trace.n_steps
+    for _ in range(times):
+        window.actions.step.trigger()
+    return idle(qtbot, window, lambda: window.session.trace.n_steps == before + times)
