@@ -175,3 +175,20 @@ def test_a_new_run_while_drawing_in_turns_draws_only_the_new_trace(qtbot, traces
         assert panel.extent == panel.heatmap.shape == (N + 1, N + 1)
         assert len(panel.heatmap.axes["left"]._labels) == N + 1
         assert f"{N + 1}×{N + 1}" in panel.formula
+
+
+@pytest.mark.parametrize("cls", [QKVPanel, MaskPanel])
+def test_raised_again_after_a_step_it_draws_at_once(qtbot, traces, cls):
+    """A step's one new row label is no long drawing: the tab raised again shows the step at once, without
+    'Drawing…' coming and going."""
+    first, second = traces
+    session = new_session(first)
+    panel = built(qtbot, session, cls)
+    panel.show()
+    qtbot.waitUntil(lambda: not panel.drawing, timeout=60_000)
+    panel.hide()                                   # behind another tab
+    session.set_trace(second)
+    panel.show()
+    assert not panel.drawing and not panel.note.isVisible()
+    shape = panel.heatmaps["Q_0"].shape if cls is QKVPanel else panel.heatmap.shape
+    assert shape[0] == N + 1

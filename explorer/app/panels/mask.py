@@ -122,7 +122,8 @@ class MaskPanel(Panel):
         axis has measured yet, in parts over several turns of the event loop (folding 8,000 rows into blocks
         and measuring 8,000 row labels held the window 0.3–0.5 s at the tab's first raise)."""
         texts = view.row_text()
-        in_turns = self.raising and len(texts) >= LONG_ROWS and unmeasured(tick_labels(texts, numbered=True)) > 0
+        in_turns = (self.raising and len(texts) >= LONG_ROWS                        # (not a step's one new label)
+                    and unmeasured(tick_labels(texts, numbered=True)) >= LABELS_A_TURN)
         self.draw_in_parts(self._draw_parts(view, layer, step), in_turns)
 
     def _draw_parts(self, view: trace_views.View, layer: int, step: int):

@@ -180,8 +180,9 @@ class QKVPanel(Panel):
         self.matrices = self._matrices(selection)
         build = list(self.heatmaps) != list(self.matrices)
         rows = max((len(m) for m in self.matrices.values()), default=0)
-        in_turns = self.raising and rows >= LONG_ROWS and (build or any(
-            unmeasured(tick_labels(text[:rows], numbered=True)) for text in self._row_texts().values()))
+        in_turns = self.raising and rows >= LONG_ROWS and (build or sum(          # (not a step's one new label)
+            unmeasured(tick_labels(text[:rows], numbered=True)) for text in self._row_texts().values())
+            >= LABELS_A_TURN)
         self.draw_in_parts(self._draw_parts(selection, build), in_turns)
 
     def _draw_parts(self, selection: Selection, build: bool):
