@@ -87,8 +87,9 @@ def _stepped_run(model, decoder, prompt, whole, steps: int, options: dict) -> Ru
 
 class DeferredDecoder:
     """A batch run's packed.PackedDecoder, made and given its part of the packed pass only when the run first
-    reads more than its last logits: a run recorded with record="logits" and no steps, read for `last_logits`
-    (a logit difference over a batch), then costs its share of the pass and no KV cache, trace or candidates.
+    reads more than its last logits or its final states: a run recorded with record="logits" and no steps, read
+    for `last_logits` or `logit_diff` (a metric over a batch), then costs its share of the pass and no KV cache,
+    trace or candidates (and `logit_diff` not even the pass's product with W_U: packed.LastLogits).
     It stands in for the decoder in packed.prefill_packed (capture_for, intervention, prefill_from, prefill);
     any other attribute is the made decoder's."""
 
@@ -97,14 +98,22 @@ class DeferredDecoder:
     def __init__(self, make: Callable, intervention) -> None:
         from explorer.core.intervention import NONE
 
-        self._make, self._decoder, self._given = make, None, None
+        self._make, self._decoder, self._given, self._last = make, None, None, None
         self.intervention = intervention or NONE
-        self.last_logits = None                       # (1, V) after the prompt's last row, from its pass
+        self.final_states = None                      # (T, d) final-normed, the prompt's rows of its pass
 
     @property
     def pending(self) -> bool:
-        """Whether the run's decoder is not made yet (its last logits are all it has)."""
+        """Whether the run's decoder is not made yet (its last logits and final states are all it has)."""
         return self._decoder is None
+
+    @property
+    def last_logits(self):
+        """The logits after the prompt's last row (1, V), from its pass's one product (made when first asked)."""
+        if self._last is None:
+            return None
+        last, index = self._last
+        return last.row(index)
 
     def capture_for(self, n_new: int):
         from explorer.core.recording import FinalStatesCapture
@@ -112,7 +121,7 @@ class DeferredDecoder:
         return FinalStatesCapture()                   # what a decoder that records no layers asks its pass for
 
     def prefill_from(self, ids: np.ndarray, given) -> None:
-        self._given, self.last_logits = (ids, given), given.next_logits
+        self._given, self._last, self.final_states = (ids, given), (given.last, given.index), given.hidden
 
     def prefill(self, ids: np.ndarray):
         return self.decoder.prefill(ids)

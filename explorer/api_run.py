@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from explorer import api_checks as checks
 from explorer.api_activations import NORMS, ActivationCache, Activations
 from explorer.core import files
 from explorer.core.errors import ExplorerError
@@ -56,20 +57,20 @@ class Run:
     @property
     def logits(self) -> np.ndarray:
         """The logits h_t W_U predicted at every position t: (T, V) float32."""
+        self._needs_logits()
+        return self._cached("logits", self._all_logits)
+
+    def _needs_logits(self) -> None:
         if not getattr(self.decoder, "can_generate", True):
             from explorer.core.encoder import NO_DECODING
 
             raise ExplorerError(f"no logits: {NO_DECODING}")
-        return self._cached("logits", self._all_logits)
 
     @property
     def last_logits(self) -> np.ndarray:
         """The logits after the last position, `logits[-1]`: (V,) float32, without the product h W_U over the
         other positions (a batch's come from its pass, which read W_U once for every prompt's last row)."""
-        if not getattr(self.decoder, "can_generate", True):
-            from explorer.core.encoder import NO_DECODING
-
-            raise ExplorerError(f"no logits: {NO_DECODING}")
+        self._needs_logits()
         if getattr(self.decoder, "pending", False):                # a batch's: its trace is not made yet
             return self._last_logits()
         return self._cached("last_logits", self._last_logits)
@@ -79,6 +80,46 @@ class Run:
         if kept is not None and (getattr(self.decoder, "pending", False) or self.trace.n_steps == 1):
             return kept.float().cpu().numpy()[-1]
         return np.asarray(self.decoder.logits_at(self.trace.n_tokens - 1), dtype=np.float32)
+
+    def logit_diff(self, target: str | int, against: str | int, position: int | None = None) -> float:
+        """logits[position, target] − logits[position, against] (default: the last position; targets are one
+        token each, " Mary" or an id), from the final state at the position and the two rows of W_U only: no
+        product over the vocabulary, so a batch recorded with record="logits" and read for its differences
+        costs its pass and nothing more."""
+        self._needs_logits()
+        ids = [self.model._token(target, "target"), self.model._token(against, "against")]
+        state, position = self._final_state(position)
+        if state is None:                                          # a driver that keeps no final states here
+            logits = self.decoder.logits_at(position)
+            return float(logits[ids[0]] - logits[ids[1]])
+        import torch
+
+        from explorer.core.patching import token_logits
+
+        with torch.inference_mode():
+            two = token_logits(self.model.loaded.model, state, ids).float().cpu().numpy()[0]     # (2,)
+        return float(two[0] - two[1])
+
+    def _final_state(self, position: int | None):
+        """(h_L after the final norm at `position` (1, d) where this run's decoder keeps it, else None; the
+        position checked, the last when None)."""
+        from explorer.core.decode import Decoder
+
+        pending = getattr(self.decoder, "pending", False)              # a batch's: its pass's rows, no trace yet
+        n = len(self.decoder.final_states) if pending else self.trace.n_tokens
+        position = checks.index(position, "position", n, allow_none=True)
+        position = n - 1 if position is None else position
+        if pending:
+            return self.decoder.final_states[position: position + 1], position
+        hidden = getattr(self.decoder, "_hidden", None)
+        if not isinstance(self.decoder, Decoder) or hidden is None or len(hidden) != self.trace.n_steps:
+            return None, position
+        offset = position
+        for rows in hidden:                                            # each recorded step's rows, in order
+            if offset < len(rows):
+                return rows[offset: offset + 1], position
+            offset -= len(rows)
+        return None, position
 
     def _all_logits(self) -> np.ndarray:
         """(T, V): one product h W_U per recorded step (a prefill's rows at once; a batch's prefills read theirs

@@ -60,10 +60,10 @@ def logit_difference(loaded, ids, target_id: int, against_id: int, position: int
 
 def logit_differences(loaded, prompts, target_ids, against_ids, positions, intervention=None) -> list[LogitDifference]:
     """logit_difference of each prompt, from packed passes over them (packed.py: equal to their own passes
-    under any intervention)."""
+    under any intervention) that keep only each prompt's row at its position (packed.LastRows)."""
     prompts = [np.asarray(ids, dtype=np.int64).reshape(-1) for ids in prompts]
     positions = [_checked(loaded, ids, p, t, a) for ids, p, t, a in zip(prompts, positions, target_ids, against_ids)]
-    captures = packed_captures(loaded, prompts, positions, intervention)
+    captures = packed_captures(loaded, prompts, positions, intervention, last_only=True)
     return differences_of(loaded, captures, positions, target_ids, against_ids)
 
 

@@ -31,9 +31,10 @@ PASS_ROWS = 2048    # a batch's packed pass at most: its attention is S x S, so 
 
 
 def packed_captures(loaded, prompts: list[np.ndarray], positions: list[int], intervention=None,
-                    budget: int | None = None) -> list[StepCapture]:
+                    budget: int | None = None, last_only: bool = False) -> list[StepCapture]:
     """One capture per prompt whose last row is its position, from packed passes over the prompts cut at
-    their positions, as many prompts to a pass as `budget` bytes allow (None: default_budget)."""
+    their positions, as many prompts to a pass as `budget` bytes allow (None: default_budget). With
+    `last_only`, each capture holds only that row of what a readout there needs (LastRows)."""
     cut = [np.asarray(ids[: p + 1], dtype=np.int64) for ids, p in zip(prompts, positions)]
     budget = default_budget(loaded) if budget is None else budget
 
@@ -44,26 +45,64 @@ def packed_captures(loaded, prompts: list[np.ndarray], positions: list[int], int
     captures: list[StepCapture | None] = [None] * len(cut)
     for chunk in chunks(len(cut), fits):
         order = by_length(chunk, [len(ids) for ids in cut])
-        for index, capture in zip(order, _captures_of_pass(loaded, [cut[i] for i in order], intervention)):
+        for index, capture in zip(order, _captures_of_pass(loaded, [cut[i] for i in order], intervention,
+                                                            last_only)):
             captures[index] = capture
     return captures
 
 
-def _captures_of_pass(loaded, cut: list[np.ndarray], intervention) -> list[StepCapture]:
-    """One capture per prompt of `cut` (ids), from one packed pass over them."""
+def _captures_of_pass(loaded, cut: list[np.ndarray], intervention, last_only: bool = False) -> list[StepCapture]:
+    """One capture per prompt of `cut` (ids), from one packed pass over them (of its last row only: LastRows)."""
     from explorer.core.intervention_run import as_run
 
     model = loaded.model
     lengths = [len(ids) for ids in cut]
     sequences = np.repeat(np.arange(len(cut)), lengths)
     rows = np.concatenate([np.arange(n) for n in lengths])
-    capture = StepCapture(loaded.config.n_layers, weights=False)
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    device = model.embed.weight.device
+    n_layers = loaded.config.n_layers
+    capture = LastRows(n_layers, torch.as_tensor(starts[1:] - 1, device=device)) if last_only else \
+        StepCapture(n_layers, weights=False)
     with torch.inference_mode():
         step = model.step_context(rows, as_run(intervention), sequences)
-        h = model.embed_tokens(torch.as_tensor(np.concatenate(cut), device=model.embed.weight.device), step)
+        h = model.embed_tokens(torch.as_tensor(np.concatenate(cut), device=device), step)
         model.run_blocks(h, step, None, capture)
-    starts = np.concatenate([[0], np.cumsum(lengths)])
+    if last_only:
+        return capture.each()
     return [_rows_of(capture, slice(int(a), int(b)), i) for i, (a, b) in enumerate(zip(starts[:-1], starts[1:]))]
+
+
+class LastRows(StepCapture):
+    """A packed pass's capture that keeps, as each layer ends, only the given rows (each prompt's last) of what a
+    readout at those rows needs: the residual stream entering and leaving the block, the FFN's output and the
+    heads' outputs O_h (what the attribution of a logit reads, logit_difference.py). Every other row, and X, Q,
+    K, V and the masks, is let go with its layer, so the pass holds what a plain forward holds."""
+
+    KEPT = ("residual_in", "ffn_out", "residual")
+
+    def __init__(self, n_layers: int, rows: torch.Tensor) -> None:
+        super().__init__(n_layers, weights=False)
+        self.rows = rows                                                    # (B,) one row per prompt
+
+    def attention(self, layer: int, record: AttentionCapture, cross: bool = False) -> None:
+        super().attention(layer, AttentionCapture(q=None, k=None, v=None, weights=None, mask=None, kv_positions=None,
+                                                  head_out=record.head_out[:, self.rows], scale=record.scale), cross)
+
+    def block(self, layer: int, **tensors) -> None:
+        super().block(layer, **{name: tensors[name][self.rows] for name in self.KEPT})
+
+    def each(self) -> list[StepCapture]:
+        """One capture per prompt, its layers holding its one row."""
+        out = []
+        for index in range(len(self.rows)):
+            row, one = slice(index, index + 1), StepCapture(len(self.layers), weights=False)
+            for mine, whole in zip(one.layers, self.layers):
+                for name in self.KEPT:
+                    setattr(mine, name, getattr(whole, name)[row])
+                mine.attn = replace(whole.attn, head_out=whole.attn.head_out[:, row])
+            out.append(one)
+        return out
 
 
 def _rows_of(capture: StepCapture, rows: slice, index: int) -> StepCapture:
@@ -189,6 +228,23 @@ class SharedLogits:
         return mine
 
 
+class LastLogits:
+    """The logits after each prompt's last row of a packed pass (B, V), as one product over the B final states
+    made when the first prompt asks (W_U read once for the batch), and never where none asks: a metric of two
+    tokens (Run.logit_diff) reads their two rows of W_U from the final states instead (patching.token_logits)."""
+
+    def __init__(self, model, last: torch.Tensor) -> None:
+        self.model, self.last = model, last                    # last: (B, d) final-normed
+        self._logits: torch.Tensor | None = None
+
+    def row(self, index: int) -> torch.Tensor:
+        """The logits after prompt `index`'s last row: (1, V)."""
+        if self._logits is None:
+            with torch.inference_mode():
+                self._logits = self.model.logits(self.last)    # (B, V): one matmul for all
+        return self._logits[index: index + 1]
+
+
 def shares_logits(config, rows: int, budget: int) -> bool:
     """Whether a pass of `rows` rows may hold its logits (rows x V float32) as one product within `budget`."""
     return 4 * rows * config.vocab_size <= budget
@@ -197,16 +253,22 @@ def shares_logits(config, rows: int, budget: int) -> bool:
 @dataclass
 class PackedPrefill:
     """One prompt's part of a packed pass: its own capture (filled), its K and V per layer for its cache,
-    its final-normed states (T, d), the logits after its last row (1, V), where the budget holds them
-    the pass's shared product of every row's logits (`index`: its rows in it), and its prompt means."""
+    its final-normed states (T, d), the pass's logits after each prompt's last row (`last`; its own:
+    next_logits), where the budget holds them the pass's shared product of every row's logits (`index`: its
+    place in both), and its prompt means."""
 
     capture: StepCapture
     keys_values: list
     hidden: torch.Tensor
-    next_logits: torch.Tensor
+    last: LastLogits
     logits: SharedLogits | None = None
     index: int = 0
     means: dict = field(default_factory=dict)         # a mean ablation's means over this prompt's rows
+
+    @property
+    def next_logits(self) -> torch.Tensor:
+        """The logits after this prompt's last row (1, V), from the pass's one product (made when first asked)."""
+        return self.last.row(self.index)
 
 
 class PackedDecoder(Decoder):
@@ -342,8 +404,8 @@ def _packed_pass(loaded, decoders: list[PackedDecoder], prompts: list[np.ndarray
                                   np.repeat(np.arange(len(prompts)), lengths))
         h = model.embed_tokens(torch.as_tensor(np.concatenate(prompts), device=model.embed.weight.device), step)
         hidden = model.norm(model.run_blocks(h, step, None, spread))                # (S, d)
-        next_logits = model.logits(hidden[torch.as_tensor(starts[1:] - 1)])          # (B, V): W_U read once
+    last = LastLogits(model, hidden[torch.as_tensor(starts[1:] - 1)])                # (B, d): W_U read when asked
     shared = SharedLogits(model, hidden, spans) if share_logits else None
-    return [PackedPrefill(capture, kept, hidden[rows].clone(), next_logits[i: i + 1], shared, i,
+    return [PackedPrefill(capture, kept, hidden[rows].clone(), last, shared, i,
                           {} if step.run is None else step.run.means_of(i))
             for i, (capture, kept, rows) in enumerate(zip(captures, spread.keys_values, spans))]

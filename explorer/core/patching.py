@@ -22,10 +22,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from explorer.core.capture import StepCapture
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import HeadPatch, Intervention, ResidualPatch, combined
+from explorer.core.kernel import softcapped
 from explorer.core.packed import packed_captures, rows_within
 
 SITES = ("head", "resid")
@@ -86,7 +88,6 @@ class _Scorer:
         if metric == "logit_diff" and against_id is None:
             raise ExplorerError("the logit difference needs a token to compare against")
         self.model, self.target, self.against, self.metric = model, target_id, against_id, metric
-        self.capped = bool(getattr(model.config, "final_softcap", None))
 
     def __call__(self, last: torch.Tensor) -> np.ndarray:
         """The metric of each row of `last` (n, d), residual streams before the final norm: (n,)."""
@@ -94,14 +95,19 @@ class _Scorer:
         if callable(self.metric):
             logits = self.model.logits(last).float().cpu().numpy()               # (n, V)
             return np.array([_number(self.metric(row)) for row in logits])
-        if self.metric == "prob" or self.capped:
+        if self.metric == "prob":
             logits = self.model.logits(last).float()                             # (n, V)
-            if self.metric == "prob":
-                return torch.softmax(logits, dim=-1)[:, self.target].cpu().numpy()
-            return (logits[:, self.target] - logits[:, self.against]).cpu().numpy()
-        rows = self.model.lm_head.weight[[self.target, self.against]]            # (2, d) rows of W_U
-        logits = (last @ rows.T).float()                                         # (n, 2)
+            return torch.softmax(logits, dim=-1)[:, self.target].cpu().numpy()
+        logits = token_logits(self.model, last, [self.target, self.against]).float()     # (n, 2)
         return (logits[:, 0] - logits[:, 1]).cpu().numpy()
+
+
+def token_logits(model, hidden: torch.Tensor, token_ids: list[int]) -> torch.Tensor:
+    """The logits of the tokens `token_ids` only, (n, k) for final-normed states `hidden` (n, d), as model.logits
+    gives them (h W_U, soft-capped where the model caps them): k rows of W_U read, not the vocabulary's V."""
+    head = model.lm_head
+    bias = None if head.bias is None else head.bias[token_ids]
+    return softcapped(F.linear(hidden, head.weight[token_ids], bias), getattr(model.config, "final_softcap", None))
 
 
 def check_base(intervention) -> Intervention | None:

@@ -13,8 +13,9 @@ import torch
 import explorer
 from tests.api.test_match_hf import PROMPT
 from tests.core import intervention_reference as ref
+from tests.core.conftest import FAMILIES as RANDOM_FAMILIES
 
-FAMILIES = ["llama", "gpt2", "gemma3", "qwen3", "deepseek_v3"]
+FAMILIES = sorted(RANDOM_FAMILIES)                      # every random family: issue 24's "how we will know"
 
 
 def close(got: np.ndarray, expected, tol: float = 1e-4) -> None:
@@ -67,7 +68,7 @@ def test_activations_equal_the_hooked_sublayer_outputs(family, hf_model, model):
         else:
             expected = torch.sqrt((x * x).mean(-1) + hf_model.config.rms_norm_eps)
         close(run.norm_scale(layer, "attn"), expected)
-    if family != "deepseek_v3":                                            # layer 1 is a mixture of experts
+    if not family.startswith("deepseek"):                                  # layer 1 is a mixture of experts
         close(run.mlp_hidden(1), kept["hidden"][1])
     else:
         with pytest.raises(explorer.ExplorerError, match="mixture of experts"):
@@ -120,3 +121,20 @@ def test_activations_asked_at_the_run_are_computed_in_one_pass(family, hf_model,
     close(run.cache["blocks.1.hook_resid_post"], kept["post"][1])
     named = model.run(PROMPT, activations=["blocks.0.hook_mlp_out"])
     assert (0, "mlp_out") in named._activations().values
+
+
+@pytest.mark.parametrize("family", ["llama"])
+def test_beyond_the_short_run_budget_only_the_asked_name_is_computed_and_kept(family, hf_model, model, monkeypatch):
+    from explorer import api_activations
+
+    run = model.run(PROMPT)
+    trace_bytes = run.trace.nbytes()
+    kept = hooked(hf_model, run.ids)
+    close(run.residual(0), kept["post"][0])                                   # short: its layer's names at once
+    assert {(0, name) for name in ("resid_pre", "resid_mid", "attn_out", "mlp_out")} <= set(run._activations().values)
+    monkeypatch.setattr(api_activations, "ALL_AT_ONCE", 1)                    # as a long prompt's reads are
+    long = model.run(PROMPT)
+    close(long.residual(1), kept["post"][1])
+    close(long.mlp_out(0), kept["mlp_out"][0])
+    assert set(long._activations().values) == {(1, "resid_post"), (0, "mlp_out")}
+    assert run.trace.nbytes() == long.trace.nbytes() == trace_bytes           # nothing of them is in the trace

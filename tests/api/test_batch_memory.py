@@ -16,7 +16,7 @@ def capture_passes(monkeypatch) -> list[int]:
     seen: list[int] = []
     original = packed._captures_of_pass
     monkeypatch.setattr(packed, "_captures_of_pass",
-                        lambda loaded, cut, intervention: seen.append(len(cut)) or original(loaded, cut, intervention))
+                        lambda loaded, cut, *rest: seen.append(len(cut)) or original(loaded, cut, *rest))
     return seen
 
 

@@ -1,7 +1,8 @@
-"""Two checks against transformers with its own hooks that the other families already had: a Q, K or V patch of
-multi-query attention (one K/V head shared by every query head), alone and in a batch of several lengths, and
-each part of gemma3's attribution of a logit difference through its sandwich norms (each head through its
-layer's post-attention norm and the final norm, both scales frozen at the position), not only their sum."""
+"""Checks against transformers with its own hooks that the other families already had: a Q, K or V patch of
+multi-query attention (one K/V head shared by every query head), alone and in a batch of several lengths, a path
+patch into its Q, K or V (tests/core/test_intervention_sites.py's hooks), and each part of gemma3's attribution
+of a logit difference through its sandwich norms (each head through its layer's post-attention norm and the
+final norm, both scales frozen at the position), not only their sum."""
 from __future__ import annotations
 
 import numpy as np
@@ -76,3 +77,22 @@ def test_each_part_of_a_gemma3_logit_difference_is_the_hooked_reference(family, 
         assert parts.mlp[layer] == pytest.approx(float(u @ kept["mlp"][layer].double()), abs=1e-4)
     assert parts.rest == pytest.approx(0.0, abs=1e-4)                    # gemma3 has no biases
     assert parts.total() == pytest.approx(parts.difference, abs=1e-4)
+
+
+@pytest.mark.parametrize("family", ["llama_mqa"])
+@pytest.mark.parametrize("which, receiver_head", [("q", 3), ("k", 0), ("v", 0)])   # K, V: the one key-value head
+def test_an_mqa_path_patch_matches_hooks_that_feed_one_receiver(family, which, receiver_head, hf_model, model):
+    from tests.core.test_intervention_sites import IDS, path_reference
+
+    n_heads = model.info.n_heads
+    kept, recording = ref.record_head_inputs(hf_model)
+    with recording:
+        ref.logits(hf_model, RNG.integers(0, model.info.vocab_size, size=len(IDS)))
+    clean_heads = kept[0][0]                                                   # (T, H d_v) entering layer 0's W^O
+    with path_reference(hf_model, (0, 2), (1, receiver_head), which, clean_heads, n_heads):
+        expected = ref.logits(hf_model, IDS).numpy()
+    d_v = clean_heads.shape[-1] // n_heads
+    values = clean_heads[:, 2 * d_v: 3 * d_v].numpy()
+    run = model.run(IDS, intervention=explorer.Intervention().patch_path((0, 2), (1, receiver_head), which, values))
+    assert relative(run.logits, expected) < 1e-4
+    assert np.abs(run.logits - ref.logits(hf_model, IDS).numpy()).max() > 1e-3              # it changed
