@@ -9,6 +9,7 @@ stream drawn (no "reading" left in the formula or the readout).
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
@@ -25,7 +26,6 @@ def layers_of(folder: Path) -> int:
 
 
 def opened(qtbot, window, folder: Path):
-    window.open_model(str(folder))
     return idle(qtbot, window, lambda: window.controller.reference == str(folder) and window.session.trace is not None
                 and window.session.trace.model.name == window.controller.summary.name)
 
@@ -54,13 +54,21 @@ def test_the_residual_stream_is_read_again_for_the_new_model_after_a_switch(qtbo
     try:
         window.prompt.set_text(PROMPT)
         # (the folder opened, whether the next switch comes while this model's stream is still being read)
+        gate = None
         for folder, while_reading in ((llama, False), (BUNDLED_MLA, True), (llama, True), (BUNDLED_MLA, False)):
+            window.open_model(str(folder))
+            if gate is not None:
+                gate.set()                                 # the model thread goes on: the switch is queued
             trace = opened(qtbot, window, folder)
-            window.session.select(token=trace.n_tokens - 2)
-            if while_reading:
+            if while_reading:                              # the stream asked behind a job that holds the thread
+                gate = threading.Event()
+                window.session.requests.model_job_requested.emit(lambda _loaded, _cancelled, g=gate: g.wait(30))
+                window.session.select(token=trace.n_tokens - 2)
                 panel = residual_raised(qtbot, window)
-                assert panel.asker.call.running, "the stream was read before the switch could come"
-                continue                                   # switched at once, the answer not yet in
+                assert panel.asker.call.running and panel.stream is None
+                continue
+            gate = None
+            window.session.select(token=trace.n_tokens - 2)
             panel = residual_drawn(qtbot, window)
             assert len(panel.stream.residual_norms) == layers_of(folder), folder.name
             assert panel.stream.position == trace.n_tokens - 2 == panel.position
