@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 from explorer.app.start import launch
 from tests.app.test_first_run import launched  # noqa: F401
-from tests.app.test_window import dialogs, store_home  # noqa: F401
 from tests.app.tiny_model import CORPUS, make_tiny_llama
+
+pytestmark = pytest.mark.usefixtures("store_home")
 
 LONG = " ".join(CORPUS * 5)
 
@@ -44,7 +46,7 @@ def read_when_loaded(seen: dict, also=lambda window: True):
     return until
 
 
-def test_a_relaunch_waits_for_run_with_a_long_last_prompt(launched, tmp_path, dialogs):  # noqa: F811
+def test_a_relaunch_waits_for_run_with_a_long_last_prompt(launched, tmp_path, dialogs):  # noqa: F811 (its fixture)
     model = wide_llama(tmp_path / "wide-llama")
     launch.AppSettings().last_prompt = LONG                   # the fixture's settings: a file in tmp_path
     seen = {}
@@ -57,7 +59,7 @@ def test_a_relaunch_waits_for_run_with_a_long_last_prompt(launched, tmp_path, di
     assert dialogs["questions"] == [] and dialogs["warnings"] == []          # nothing asked either
 
 
-def test_a_relaunch_runs_a_short_last_prompt_at_once(launched, tmp_path, dialogs):  # noqa: F811
+def test_a_relaunch_runs_a_short_last_prompt_at_once(launched, tmp_path, dialogs):  # noqa: F811 (its fixture)
     model = wide_llama(tmp_path / "wide-llama")
     launch.AppSettings().last_prompt = CORPUS[1]
     seen = {}

@@ -12,10 +12,13 @@ import json
 import threading
 from pathlib import Path
 
+import pytest
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
-from tests.app.test_window import dialogs, idle, new_window, store_home  # noqa: F401
 from tests.app.tiny_model import make_tiny_llama
+from tests.app.window_helpers import idle, new_window
+
+pytestmark = pytest.mark.usefixtures("store_home")
 
 BUNDLED_MLA = Path(__file__).resolve().parents[2] / "resources" / "models" / "shakespeare-mla"
 PROMPT = "To be, or not to be"
@@ -47,7 +50,7 @@ def residual_drawn(qtbot, window):
     return panel
 
 
-def test_the_residual_stream_is_read_again_for_the_new_model_after_a_switch(qtbot, tmp_path, dialogs):  # noqa: F811
+def test_the_residual_stream_is_read_again_for_the_new_model_after_a_switch(qtbot, tmp_path, dialogs):
     llama = make_tiny_llama(tmp_path / "tiny-llama")
     window = new_window(qtbot, tmp_path)
     window.resize(1400, 900)
