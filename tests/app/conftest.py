@@ -7,10 +7,13 @@ wants the model store in its test's folder says `pytestmark = pytest.mark.usefix
 keep the run's isolated store, with the pulled models). The window's plain helpers (new_window, idle,
 opened, step, PROMPT) are in tests/app/window_helpers.py."""
 import pytest
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtCore import QEvent
+from PySide6.QtWidgets import QApplication, QMessageBox
 
 from explorer.app.state.session import Session
-from tests.app.screen_fit import SCREENS, emulated_screen
+from tests.app.layout_probe import open_window
+from tests.app.projector import PROJECTOR, wait_idle
+from tests.app.screen_fit import SCREENS, emulated_screen, settle
 from tests.app.shared_window import window_recording_loads  # noqa: F401
 from tests.app.test_export_legibility import recorded  # noqa: F401
 from tests.app.text_contrast import restore_palette  # noqa: F401
@@ -75,3 +78,21 @@ def window(qtbot, tmp_path, dialogs):
     window = new_window(qtbot, tmp_path)
     yield window
     window.close()
+
+
+@pytest.fixture
+def projector_window(qapp, tmp_path, monkeypatch):
+    """The layout probe's window (a 30-layer trace) laid out for a 1366x768 screen (tests/app/projector.py)."""
+    monkeypatch.setattr(QMessageBox, "warning", lambda *a: None)
+    font = QApplication.font()
+    with emulated_screen(PROJECTOR):
+        window = open_window(str(tmp_path / "settings.ini"))
+        settle(0.8)
+        yield window
+        wait_idle(window)              # a job's late answer (an error) is shown while dialogs are still recorded
+        QApplication.setFont(font)
+        settle(0.2)                    # the panels fit themselves to the font again while the window lives
+        window.close()
+        window.deleteLater()           # deleted now, not by the interpreter at exit in whatever order it picks
+        QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+        settle(0.2)

@@ -14,7 +14,6 @@ import pytest
 from explorer.app.figures import export_dialogs
 from explorer.app.figures.kv_animation import kv_cache_figure
 from tests.app.synthetic_trace import build_trace
-from tests.app.test_presentation_panels import projector_window  # noqa: F401 (fixture)
 
 BLOCK = 16
 
@@ -33,7 +32,7 @@ def offered_formats(window, monkeypatch, dock: str) -> tuple[list[str], list[str
 
 
 @pytest.mark.parametrize("dock", ["attention", "kv_cache"])
-def test_the_animation_item_names_what_its_dialog_offers(projector_window, monkeypatch, dock):  # noqa: F811
+def test_the_animation_item_names_what_its_dialog_offers(projector_window, monkeypatch, dock):
     named, offered = offered_formats(projector_window, monkeypatch, dock)
     assert named == [suffix.upper() for suffix in offered]
 

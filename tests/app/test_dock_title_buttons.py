@@ -11,8 +11,8 @@ from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QAbstractButton
 
 from explorer.app.window.panel_dock import QT_TITLE_BUTTONS
+from tests.app.projector import toggle_presentation
 from tests.app.screen_fit import settle
-from tests.app.test_presentation_panels import projector_window, toggle_presentation  # noqa: F401 (fixture)
 
 TITLE_BUTTONS = (*QT_TITLE_BUTTONS, "learn_button")
 
@@ -48,12 +48,12 @@ def shown_docks_faults(window) -> dict[str, list[str]]:
     return {name: f for name, f in faults.items() if f}
 
 
-def test_title_buttons_sit_side_by_side_at_the_normal_font(projector_window):  # noqa: F811 (the imported fixture)
+def test_title_buttons_sit_side_by_side_at_the_normal_font(projector_window):
     settle(0.3)
     assert shown_docks_faults(projector_window) == {}
 
 
-def test_title_buttons_sit_side_by_side_in_presentation_and_back(projector_window):  # noqa: F811 (the imported fixture)
+def test_title_buttons_sit_side_by_side_in_presentation_and_back(projector_window):
     window = projector_window
     window.docks["attention"].widget().setFocus()
     settle(0.2)

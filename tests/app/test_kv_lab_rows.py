@@ -11,12 +11,11 @@ from PySide6.QtWidgets import QApplication
 
 from explorer.app.widgets.kv_lab_rows import hidden_rows
 from tests.app.screen_fit import settle
-from tests.app.test_presentation_panels import projector_window  # noqa: F401 (fixture)
 
 KINDS = ("mha", "gqa", "mqa", "mla")
 
 
-def test_every_kind_of_cache_is_in_sight_and_the_rest_is_named(projector_window):  # noqa: F811
+def test_every_kind_of_cache_is_in_sight_and_the_rest_is_named(projector_window):
     window = projector_window
     dock = window.docks["kv_lab"]
     dock.show()

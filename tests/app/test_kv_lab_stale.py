@@ -13,9 +13,9 @@ import threading
 
 from explorer.app.panels.kv_lab import model_backend
 from explorer.app.window.learn_placement import open_learn
+from tests.app.projector import toggle_presentation
 from tests.app.screen_fit import MIN_PLOT_PX, settle
 from tests.app.test_kv_lab import panel, session, slow_job, tiny  # noqa: F401 (fixtures)
-from tests.app.test_presentation_panels import projector_window, toggle_presentation  # noqa: F401 (fixture)
 
 
 def shown_steps(lab) -> list[str]:
@@ -75,7 +75,7 @@ def assert_fits(lab, case: str) -> None:
         assert viewport.contains(hint.mapTo(tab.viewport(), hint.rect().topRight())), (case, hint.geometry())
 
 
-def test_the_cache_per_variant_tab_fits_1366_px(projector_window):  # noqa: F811
+def test_the_cache_per_variant_tab_fits_1366_px(projector_window):
     window = projector_window
     dock = window.docks["kv_lab"]
     lab = dock.widget()

@@ -45,7 +45,7 @@ def image_array(image: QImage) -> np.ndarray:
 
 
 @pytest.fixture
-def window(qapp, tmp_path, monkeypatch, restore_palette):  # noqa: F811
+def window(qapp, tmp_path, monkeypatch, restore_palette):
     monkeypatch.setattr(QMessageBox, "warning", lambda *a: None)
     font = QApplication.font()
     window = open_window(str(tmp_path / "settings.ini"))

@@ -6,8 +6,8 @@ from PySide6.QtWidgets import QMessageBox
 
 from explorer.app.window.learn_placement import open_learn
 from tests.app.layout_probe import open_window
+from tests.app.projector import toggle_presentation, wait_idle
 from tests.app.screen_fit import SCREENS, emulated_screen, settle
-from tests.app.test_presentation_panels import toggle_presentation, wait_idle
 
 
 def test_presentation_with_the_focus_in_learn_shows_learn(qapp, tmp_path, monkeypatch):

@@ -6,50 +6,16 @@ in the font shown, and the plots' geometry against the window's: none is a size 
 """
 from __future__ import annotations
 
-import time
-
-import pytest
-from PySide6.QtCore import QEvent, QPoint, QRect
+from PySide6.QtCore import QPoint, QRect
 from PySide6.QtGui import QFontInfo, QFontMetrics, QTextCursor
-from PySide6.QtWidgets import QApplication, QMessageBox, QStyle
+from PySide6.QtWidgets import QStyle
 
 from explorer.app.window import presentation
 from explorer.app.window.learn_placement import open_learn
-from tests.app.layout_probe import open_window
-from tests.app.screen_fit import SCREENS, emulated_screen, settle
+from tests.app.projector import toggle_presentation
+from tests.app.screen_fit import settle
 
 MIN_PLOT_PX = 120            # the issue's bar: a plot smaller than this is a strip of ticks
-PROJECTOR = SCREENS["1366x768"]
-
-
-@pytest.fixture
-def projector_window(qapp, tmp_path, monkeypatch):
-    """The layout probe's window (a 30-layer trace) laid out for a 1366x768 screen."""
-    monkeypatch.setattr(QMessageBox, "warning", lambda *a: None)
-    font = QApplication.font()
-    with emulated_screen(PROJECTOR):
-        window = open_window(str(tmp_path / "settings.ini"))
-        settle(0.8)
-        yield window
-        wait_idle(window)              # a job's late answer (an error) is shown while dialogs are still recorded
-        QApplication.setFont(font)
-        settle(0.2)                    # the panels fit themselves to the font again while the window lives
-        window.close()
-        window.deleteLater()           # deleted now, not by the interpreter at exit in whatever order it picks
-        QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-        settle(0.2)
-
-
-def wait_idle(window, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while window.worker.busy and time.monotonic() < deadline:
-        settle(0.05)
-    settle(0.2)
-
-
-def toggle_presentation(window) -> None:
-    next(a for a in window.menus.view.actions() if a.text().replace("&", "").startswith("Presentation")).trigger()
-    settle(0.6)
 
 
 def reset_layout(window) -> None:

@@ -34,7 +34,7 @@ def test_the_pull_question_says_the_variant_and_the_size(qtbot, monkeypatch):
     assert "Instruct, Q4_1" in asked[0] and f"{mebibytes:.1f}" in asked[0] and "MiB" in asked[0]
 
 
-def test_the_first_load_of_a_pulled_gguf_says_it_writes_a_float32_copy(qtbot, tmp_path, catalog, monkeypatch):  # noqa: F811
+def test_the_first_load_of_a_pulled_gguf_says_it_writes_a_float32_copy(qtbot, tmp_path, catalog, monkeypatch):
     """Its copy is written beside it in the store; the next load of the same model says nothing of it."""
     from PySide6.QtCore import QSettings
 
