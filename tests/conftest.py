@@ -25,7 +25,8 @@ import pytest
 
 from tests import isolation
 
-pytest_plugins = ["tests.suite_guard"]       # in CI: no test may skip, and the whole suite must run
+# suite_guard: in CI no test may skip, and the whole suite must run; pull_catalog: the pull tests' catalog fixtures
+pytest_plugins = ["tests.suite_guard", "tests.pull_catalog"]
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -19,7 +19,6 @@ from tests.app.test_export_legibility import recorded  # noqa: F401
 from tests.app.text_contrast import restore_palette  # noqa: F401
 from tests.app.tiny_model import make_tiny_llama
 from tests.app.window_helpers import new_window
-from tests.cli.test_pull_models import catalog, tiny_gguf  # noqa: F401
 
 
 @pytest.fixture(params=list(SCREENS), ids=list(SCREENS))

