@@ -109,4 +109,4 @@ def _done(window, dialog: QProgressDialog, job: PullJob, error) -> None:
     elif error == CANCELLED:
         window.status.showMessage(f"The pull of {job.name} was cancelled; nothing was kept.", 8000)
     else:
-        QMessageBox.warning(window, "Pull failed", f"Could not pull {job.name}: {error}")
+        window.show_error(f"Could not pull {job.name}: {error}")     # the one door: a line, Details… for the rest
