@@ -6,17 +6,19 @@ test_why_panels's `tiny` (the tiny Llama with its trace) is one. `store_home` is
 wants the model store in its test's folder says `pytestmark = pytest.mark.usefixtures("store_home")` (others
 keep the run's isolated store, with the pulled models). The window's plain helpers (new_window, idle,
 opened, step, PROMPT) are in tests/app/window_helpers.py."""
+from pathlib import Path
+
 import pytest
 from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from explorer.app.state.session import Session
+from explorer.drawing import export
 from tests.app.layout_probe import open_window
 from tests.app.projector import PROJECTOR, wait_idle
 from tests.app.screen_fit import SCREENS, emulated_screen, settle
 from tests.app.shared_window import window_recording_loads  # noqa: F401
-from tests.app.test_export_legibility import recorded  # noqa: F401
-from tests.app.text_contrast import restore_palette  # noqa: F401
+from tests.app.text_contrast import label_rects, restore_palette  # noqa: F401
 from tests.app.tiny_model import make_tiny_llama
 from tests.app.window_helpers import new_window
 
@@ -95,3 +97,17 @@ def projector_window(qapp, tmp_path, monkeypatch):
         window.deleteLater()           # deleted now, not by the interpreter at exit in whatever order it picks
         QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
         settle(0.2)
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """The text rectangles of every figure export.save_figure writes, by file name."""
+    rects = {}
+    save = export.save_figure
+
+    def recording(figure, path, width, height):
+        rects[Path(path).name] = label_rects(figure)
+        return save(figure, path, width, height)
+
+    monkeypatch.setattr(export, "save_figure", recording)
+    return rects

@@ -18,7 +18,6 @@ from PySide6.QtCore import QPoint
 
 from explorer.app.figures import export_dialogs
 from explorer.app.window.theme import apply_theme
-from explorer.drawing import export
 from tests.app.synthetic_trace import build_trace
 from tests.app.text_contrast import glyph_contrast, label_rects, paper_luminance, rendered
 from tests.app.trace_window import window_showing
@@ -46,20 +45,6 @@ def window(qtbot, tmp_path):
     with window_showing(qtbot, tmp_path, build_trace(n_layers=3, n_heads=4, n_kv_heads=2, prompt_len=7,
                                                      steps=2)) as window:
         yield window
-
-
-@pytest.fixture
-def recorded(monkeypatch):
-    """The text rectangles of every figure export.save_figure writes, by file name."""
-    rects = {}
-    save = export.save_figure
-
-    def recording(figure, path, width, height):
-        rects[Path(path).name] = label_rects(figure)
-        return save(figure, path, width, height)
-
-    monkeypatch.setattr(export, "save_figure", recording)
-    return rects
 
 
 def answer_dialogs(monkeypatch, path: Path) -> None:
