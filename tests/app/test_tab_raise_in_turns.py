@@ -13,7 +13,9 @@ from explorer.app.panels import MaskPanel, QKVPanel
 from explorer.app.panels import mask as mask_module
 from explorer.app.panels import qkv as qkv_module
 from explorer.app.state.session import Session
+from explorer.app.widgets.token_labels import tick_labels
 from explorer.drawing import heatmap_axes
+from explorer.views import trace_views
 
 N = 3000
 
@@ -192,3 +194,15 @@ def test_raised_again_after_a_step_it_draws_at_once(qtbot, traces, cls):
     assert not panel.drawing and not panel.note.isVisible()
     shape = panel.heatmaps["Q_0"].shape if cls is QKVPanel else panel.heatmap.shape
     assert shape[0] == N + 1
+
+
+def test_the_mask_folds_in_a_later_turn_when_its_row_labels_were_measured_already(qtbot, traces):
+    """The Q/K/V tab, raised first, measured the same numbered row labels: the mask still folds its N rows in a
+    turn after the raise, and draws what a mask drawn at once draws."""
+    first, _ = traces
+    heatmap_axes.label_widths(tick_labels(trace_views.view(first).row_text(), numbered=True))
+    panel = built(qtbot, new_session(first), MaskPanel)
+    panel.show()
+    assert panel.drawing and panel.mask is None
+    qtbot.waitUntil(lambda: not panel.drawing, timeout=60_000)
+    np.testing.assert_array_equal(panel.mask, drawn_at_once(qtbot, MaskPanel, first).mask)

@@ -118,12 +118,12 @@ class MaskPanel(Panel):
         self.heatmap.highlight(token, token if self.view.kind == "self" else None)
 
     def _draw(self, view: trace_views.View, layer: int, step: int) -> None:
-        """Draw the mask: at once, or, when the panel comes into sight with a long trace whose row labels no
-        axis has measured yet, in parts over several turns of the event loop (folding 8,000 rows into blocks
-        and measuring 8,000 row labels held the window 0.3–0.5 s at the tab's first raise)."""
+        """Draw the mask: at once, or, when the panel comes into sight with a long trace it has not folded yet or
+        whose row labels no axis has measured yet, in parts over several turns of the event loop (folding 8,000
+        rows into blocks and measuring 8,000 row labels held the window 0.3–0.5 s at the tab's first raise)."""
         texts = view.row_text()
-        in_turns = (self.raising and len(texts) >= LONG_ROWS                        # (not a step's one new label)
-                    and unmeasured(tick_labels(texts, numbered=True)) >= LABELS_A_TURN)
+        in_turns = self.raising and len(texts) >= LONG_ROWS and (                     # (not a step's one new row)
+            self.mask is None or unmeasured(tick_labels(texts, numbered=True)) >= LABELS_A_TURN)
         self.draw_in_parts(self._draw_parts(view, layer, step), in_turns)
 
     def _draw_parts(self, view: trace_views.View, layer: int, step: int):
