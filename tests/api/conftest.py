@@ -1,8 +1,10 @@
-"""The API against transformers: the random tiny families of tests/core, and a bundled model."""
+"""The API against transformers: the random tiny families of tests/core, a bundled model, and the count of a
+batch's packed passes."""
 from __future__ import annotations
 
 import pytest
 
+from explorer.core import packed
 from tests.core.conftest import family, hf_model  # noqa: F401 (the random families' fixtures, shared)
 
 
@@ -20,3 +22,17 @@ def bundled():
     import explorer
 
     return explorer.load("shakespeare-gqa")
+
+
+@pytest.fixture
+def passes(monkeypatch) -> list[int]:
+    """The number of prompts in each packed pass the batch takes."""
+    seen: list[int] = []
+    original = packed._packed_pass
+
+    def counting(loaded, decoders, prompts, *rest):
+        seen.append(len(prompts))
+        return original(loaded, decoders, prompts, *rest)
+
+    monkeypatch.setattr(packed, "_packed_pass", counting)
+    return seen

@@ -21,20 +21,6 @@ def close(got: np.ndarray, expected: np.ndarray, rtol: float = 1e-5) -> bool:
     return float(np.abs(got - expected).max()) <= rtol * max(float(np.abs(expected).max()), 1.0)
 
 
-@pytest.fixture
-def passes(monkeypatch) -> list[int]:
-    """The number of prompts in each packed pass the batch takes."""
-    seen: list[int] = []
-    original = packed._packed_pass
-
-    def counting(loaded, decoders, prompts, *rest):
-        seen.append(len(prompts))
-        return original(loaded, decoders, prompts, *rest)
-
-    monkeypatch.setattr(packed, "_packed_pass", counting)
-    return seen
-
-
 def assert_same_run(run, alone) -> None:
     """The trace, logits, maps, activations and cache of `run` equal those of the prompt's run alone."""
     assert run.ids.tolist() == alone.ids.tolist() and run.trace.n_steps == alone.trace.n_steps

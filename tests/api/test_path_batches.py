@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import explorer
-from tests.api.test_batches import PROMPTS, assert_same_run, close, passes  # noqa: F401 (a fixture)
+from tests.api.test_batches import PROMPTS, assert_same_run, close
 from tests.core import intervention_reference as ref
 from tests.core.test_intervention_sites import path_reference
 
@@ -30,7 +30,7 @@ def sender_values(hf_model, n_heads: int, length: int) -> tuple[torch.Tensor, np
 @pytest.mark.parametrize("family", ["llama", "qwen2", "mistral"])
 @pytest.mark.parametrize("which", ["q", "k", "v"])
 def test_a_batch_under_a_path_patch_is_one_packed_pass_equal_to_each_prompt_alone(family, which, model,
-                                                                                 passes):  # noqa: F811
+                                                                                 passes):
     shortest = min(len(p) for p in PROMPTS)
     values = np.random.default_rng(1).standard_normal((shortest + 4, model.info.d_v)).astype(np.float32)
     edit = explorer.Intervention().patch_path(SENDER, RECEIVER, which, values, start=1)

@@ -8,7 +8,7 @@ import pytest
 
 import explorer
 from explorer.core import packed
-from tests.api.test_batches import PROMPTS, assert_same_run, close, passes  # noqa: F401 (a fixture)
+from tests.api.test_batches import PROMPTS, assert_same_run, close
 from tests.core import intervention_reference as ref
 
 LAYER, HEAD, START = 1, 1, 2
@@ -22,7 +22,7 @@ def pattern_rows(width: int) -> np.ndarray:
 
 @pytest.mark.parametrize("family", ["llama", "gpt2"])
 def test_a_batch_under_a_pattern_patch_is_one_packed_pass_equal_to_each_alone_and_to_transformers(
-        family, hf_model, model, passes):  # noqa: F811
+        family, hf_model, model, passes):
     rows = pattern_rows(max(len(p) for p in PROMPTS) + 1)                      # the step reads one key more
     edit = explorer.Intervention().patch_pattern(LAYER, HEAD, rows, start=START)
     runs = model.run(PROMPTS, steps=1, intervention=edit)
