@@ -2,12 +2,13 @@
 imports none of them (an imported fixture is shadowed by the parameter of the same name).
 
 A module that needs another fixture of the same name defines or imports its own, which takes precedence:
-test_why_panels's `tiny` (the tiny Llama with its trace) is one. `store_home` is not autouse: a module that
+test_kv_lab's `session` is one. `store_home` is not autouse: a module that
 wants the model store in its test's folder says `pytestmark = pytest.mark.usefixtures("store_home")` (others
 keep the run's isolated store, with the pulled models). The window's plain helpers (new_window, idle,
 opened, step, PROMPT) are in tests/app/window_helpers.py."""
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QApplication, QMessageBox
@@ -111,3 +112,28 @@ def recorded(monkeypatch):
 
     monkeypatch.setattr(export, "save_figure", recording)
     return rects
+
+
+@pytest.fixture(scope="module")
+def traced_llama():
+    """A tiny random Llama (tests/core/conftest.py) and its trace of 9 prompt tokens and one step."""
+    # torch: imported only for the modules that ask for it
+    from explorer.core.decode import Decoder
+    from explorer.core.runtime import from_tensors
+    from tests.core.conftest import make_hf_model
+
+    hf = make_hf_model("llama", seed=5)
+    loaded = from_tensors(hf.config.to_dict(), hf.state_dict(), name="tiny-llama")
+    decoder = Decoder(loaded)
+    decoder.prefill(np.arange(9) * 7 % 90)
+    decoder.step()
+    return loaded, decoder.trace
+
+
+@pytest.fixture
+def session(qtbot, traced_llama):
+    """A Session holding traced_llama's model, showing some tokens as a no-break space."""
+    session = Session()
+    session.set_model(traced_llama[0].info)
+    session.set_token_display(lambda token_id: "\xa0" if token_id % 3 == 0 else f"t{token_id}")
+    return session

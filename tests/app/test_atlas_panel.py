@@ -7,16 +7,16 @@ from PySide6.QtCore import QSize
 
 from explorer.app.panels import atlas
 from tests.app.journey import BUNDLED, journey_in_a_window
-from tests.app.test_why_panels import answered, session, tiny  # noqa: F401  (fixtures)
+from tests.app.why_helpers import answered
 
 
-def test_the_atlas_caption_counts_every_head_above_the_floor_not_only_those_listed(qtbot, session, tiny,  # noqa: F811
+def test_the_atlas_caption_counts_every_head_above_the_floor_not_only_those_listed(qtbot, session, traced_llama,
                                                                                    monkeypatch):
     from explorer.core.head_scores import score_heads
 
     monkeypatch.setattr(atlas, "LISTED", 3)
-    loaded, _trace = tiny
-    panel = answered(qtbot, atlas.AtlasPanel, session, tiny)
+    loaded, _trace = traced_llama
+    panel = answered(qtbot, atlas.AtlasPanel, session, traced_llama)
     qtbot.waitUntil(lambda: panel.values is not None, timeout=5000)
     induction = score_heads(loaded).induction
     floor = float(np.sort(induction, axis=None)[1])          # all but the smallest head qualify

@@ -7,19 +7,18 @@ import pytest
 from explorer.app.panels.attention import AttentionPanel
 from explorer.app.state.session import Session
 from explorer.core.intervention import SOFTMAX, Experiment, HeadAblation, Intervention, Kernel, KernelChoice, active
-from tests.app.test_why_panels import tiny  # noqa: F401  (the tiny llama and its trace, shared)
 
 
 @pytest.fixture
-def panel(qtbot, tiny):  # noqa: F811
+def panel(qtbot, traced_llama):
     session = Session()
-    session.set_model(tiny[0].info)
+    session.set_model(traced_llama[0].info)
     panel = AttentionPanel(session)
     qtbot.addWidget(panel)
     panel.resize(900, 500)
     panel.show()
     qtbot.waitExposed(panel)
-    session.set_trace(tiny[1])
+    session.set_trace(traced_llama[1])
     return panel
 
 

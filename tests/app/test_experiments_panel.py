@@ -11,21 +11,20 @@ from explorer.app.state.session import Session
 from explorer.app.widgets.model_call import thread_executor
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import Experiment, HeadAblation, Intervention, Kernel, KernelChoice, active
-from tests.app.test_why_panels import tiny  # noqa: F401  (the tiny llama and its trace, shared)
 
 
 @pytest.fixture
-def panel(qtbot, tiny):  # noqa: F811
+def panel(qtbot, traced_llama):
     session = Session()
-    session.set_model(tiny[0].info)
+    session.set_model(traced_llama[0].info)
     session.set_token_display(lambda token_id: f"t{token_id}")
     panel = ExperimentsPanel(session)
-    panel.executor = thread_executor(tiny[0])
+    panel.executor = thread_executor(traced_llama[0])
     qtbot.addWidget(panel)
     panel.resize(420, 640)
     panel.show()
     qtbot.waitExposed(panel)
-    session.set_trace(tiny[1])                  # no experiment on: nothing is compared (test below)
+    session.set_trace(traced_llama[1])                  # no experiment on: nothing is compared (test below)
     return panel
 
 
@@ -34,10 +33,10 @@ def _answer(qtbot, panel, action) -> None:
         action()
 
 
-def test_an_ablation_shows_the_core_comparison_and_unticking_it_undoes_it(qtbot, panel, tiny):  # noqa: F811
+def test_an_ablation_shows_the_core_comparison_and_unticking_it_undoes_it(qtbot, panel, traced_llama):
     from explorer.core.experiments import compare_next_token
 
-    loaded, trace = tiny
+    loaded, trace = traced_llama
     assert panel.result is None and panel.table.rowCount() == 0                # nothing on yet
     panel.layer_box.setValue(1)
     panel.head_box.setValue(2)
@@ -58,9 +57,9 @@ def test_an_ablation_shows_the_core_comparison_and_unticking_it_undoes_it(qtbot,
     assert panel.result.kl == pytest.approx(expected.kl)
 
 
-def test_with_no_experiment_on_the_model_is_not_asked_and_the_panel_says_how_to_compare(qtbot, tiny):  # noqa: F811
+def test_with_no_experiment_on_the_model_is_not_asked_and_the_panel_says_how_to_compare(qtbot, traced_llama):
     session = Session()
-    session.set_model(tiny[0].info)
+    session.set_model(traced_llama[0].info)
     session.set_experiments([Experiment(Intervention(ablations=(HeadAblation(1, 2),)), on=False)])
     panel = ExperimentsPanel(session)
     asked = []
@@ -68,7 +67,7 @@ def test_with_no_experiment_on_the_model_is_not_asked_and_the_panel_says_how_to_
     qtbot.addWidget(panel)
     panel.show()
     qtbot.waitExposed(panel)
-    session.set_trace(tiny[1])
+    session.set_trace(traced_llama[1])
     panel.compare_button.click()
     assert asked == [] and panel.result is None and not panel.compare_button.isEnabled()
     assert panel.summary.text() == "Turn an experiment on to compare the next token before and after it."
@@ -92,7 +91,7 @@ def test_an_experiment_the_session_gains_is_listed_and_a_kernel_is_added_by_its_
     assert [e.intervention.kernels for e in panel.experiments] == [(KernelChoice(Kernel("exp", 2.0), (1,)),)]
 
 
-def test_the_list_is_saved_in_the_session_file_and_bad_layers_are_named(qtbot, panel, tiny, tmp_path):  # noqa: F811
+def test_the_list_is_saved_in_the_session_file_and_bad_layers_are_named(qtbot, panel, traced_llama, tmp_path):
     from explorer.views.session_state import SessionState, load, save
 
     experiments = (Experiment(Intervention(ablations=(HeadAblation(1, 0, "mean"),)), on=False),
@@ -100,7 +99,8 @@ def test_the_list_is_saved_in_the_session_file_and_bad_layers_are_named(qtbot, p
     panel.session.set_experiments(experiments)
     assert panel.list.item(0).checkState() == Qt.CheckState.Unchecked and panel.list.count() == 2
     path = tmp_path / "s.json"
-    save(path, SessionState.of("tiny", "x", SessionState().sampling, tiny[1], experiments=panel.session.experiments))
+    save(path, SessionState.of("tiny", "x", SessionState().sampling, traced_llama[1],
+                               experiments=panel.session.experiments))
     assert load(path).experiments == experiments
     assert parse_layers("all") is None and parse_layers("1, 3") == (1, 3)
     with pytest.raises(ExplorerError, match="'one'"):
@@ -187,11 +187,11 @@ def test_cancel_stops_the_map_and_the_caption_says_so(qtbot, panel, with_tokens)
     assert "Cancelled" in view.caption.text() and view.run_button.isEnabled()
 
 
-def test_the_attention_header_names_the_kernel_in_use(tiny):  # noqa: F811
+def test_the_attention_header_names_the_kernel_in_use(traced_llama):
     from explorer.app.panels.attention import attention_formula
     from explorer.core.decode import Decoder
 
-    loaded = tiny[0]
+    loaded = traced_llama[0]
     swapped = Decoder(loaded, intervention=Intervention(kernels=(KernelChoice(Kernel("relu"), (1,)),))).prefill(
         np.arange(6))
     assert ("A = Z⁻¹ max(0, Q_h K_hᵀ · scale) (intervened)"

@@ -8,34 +8,33 @@ import torch
 from explorer.app.panels.next_token import NextTokenPanel
 from explorer.app.state.session import Session
 from explorer.core.intervention import Experiment, HeadAblation, Intervention, active
-from tests.app.test_why_panels import tiny  # noqa: F401  (the tiny llama and its trace, shared)
 
 
 @pytest.fixture
-def panel(qtbot, tiny):  # noqa: F811
+def panel(qtbot, traced_llama):
     session = Session()
-    session.set_model(tiny[0].info)
+    session.set_model(traced_llama[0].info)
     session.set_token_display(lambda token_id: f"t{token_id}")
     panel = NextTokenPanel(session)
     qtbot.addWidget(panel)
     panel.resize(700, 500)
     panel.show()
     qtbot.waitExposed(panel)
-    session.set_trace(tiny[1])
+    session.set_trace(traced_llama[1])
     return panel
 
 
-def _compare(tiny, intervention):  # noqa: F811
+def _compare(traced_llama, intervention):
     from explorer.core.experiments import compare_next_token
 
-    return compare_next_token(tiny[0], tiny[1].token_ids, intervention, 8)
+    return compare_next_token(traced_llama[0], traced_llama[1].token_ids, intervention, 8)
 
 
-def test_with_an_experiment_on_and_its_comparison_both_columns_are_shown(qtbot, panel, tiny):  # noqa: F811
-    session, trace = panel.session, tiny[1]
+def test_with_an_experiment_on_and_its_comparison_both_columns_are_shown(qtbot, panel, traced_llama):
+    session, trace = panel.session, traced_llama[1]
     session.set_experiments((Experiment(Intervention(ablations=(HeadAblation(1, 2),))),))
     assert not panel.before_table.isVisible()                     # no comparison yet
-    result = _compare(tiny, active(session.experiments))
+    result = _compare(traced_llama, active(session.experiments))
     session.set_comparison(active(session.experiments), trace.token_ids, result)
     assert panel.before_table.isVisible() and panel.table.isVisible() and panel.compare_label.isVisible()
     # the left column is the model without the experiments: the unintervened trace's own top-k
@@ -46,19 +45,19 @@ def test_with_an_experiment_on_and_its_comparison_both_columns_are_shown(qtbot, 
     # KL(p || q) = sum p log(p / q) over the vocabulary, from the two logits the formula needs
     from explorer.core.experiments import next_logits
 
-    p = torch.log_softmax(next_logits(tiny[0], trace.token_ids, None).double(), -1)
-    q = torch.log_softmax(next_logits(tiny[0], trace.token_ids, active(session.experiments)).double(), -1)
+    p = torch.log_softmax(next_logits(traced_llama[0], trace.token_ids, None).double(), -1)
+    q = torch.log_softmax(next_logits(traced_llama[0], trace.token_ids, active(session.experiments)).double(), -1)
     kl = float((p.exp() * (p - q)).sum())
     assert kl > 0 and f"KL(before ‖ after) = {kl:.4f}" in panel.compare_label.text()
     assert f"Δ {result.logit_after - result.logit_before:+.3f}" in panel.compare_label.text()
     assert panel.table.horizontalHeaderItem(1).text() == "after"
 
 
-def test_an_experiment_turned_off_or_a_stale_comparison_shows_one_column(qtbot, panel, tiny):  # noqa: F811
-    session, trace = panel.session, tiny[1]
+def test_an_experiment_turned_off_or_a_stale_comparison_shows_one_column(qtbot, panel, traced_llama):
+    session, trace = panel.session, traced_llama[1]
     ablate = Intervention(ablations=(HeadAblation(0, 1),))
     session.set_experiments((Experiment(ablate),))
-    session.set_comparison(ablate, trace.token_ids, _compare(tiny, ablate))
+    session.set_comparison(ablate, trace.token_ids, _compare(traced_llama, ablate))
     assert panel.before_table.isVisible()
     session.set_experiments((Experiment(ablate, on=False),))     # nothing on: nothing to compare
     assert not panel.before_table.isVisible() and not panel.compare_label.isVisible()

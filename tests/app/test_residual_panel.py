@@ -1,14 +1,14 @@
 """The Residual stream panel's plots: the layer axis ticks whole layers only."""
 from __future__ import annotations
 
-from tests.app.test_why_panels import answered, session, tiny  # noqa: F401  (fixtures)
+from tests.app.why_helpers import answered
 
 
-def test_the_residual_streams_layer_axis_ticks_only_whole_layers(qtbot, session, tiny):  # noqa: F811
+def test_the_residual_streams_layer_axis_ticks_only_whole_layers(qtbot, session, traced_llama):
     from explorer.app.panels.residual import ResidualPanel
 
-    loaded, trace = tiny
-    panel = answered(qtbot, ResidualPanel, session, tiny)
+    loaded, trace = traced_llama
+    panel = answered(qtbot, ResidualPanel, session, traced_llama)
     session.select(token=trace.n_tokens - 1)
     qtbot.waitUntil(lambda: panel.stream is not None, timeout=30000)
     axis = panel.plot.getAxis("bottom")
@@ -18,13 +18,13 @@ def test_the_residual_streams_layer_axis_ticks_only_whole_layers(qtbot, session,
     assert {0, loaded.info.n_layers - 1} <= set(ticks), ticks          # the first and the last layer are named
 
 
-def test_the_legend_names_the_lines_outside_them_and_goes_with_them(qtbot, session, tiny):  # noqa: F811
+def test_the_legend_names_the_lines_outside_them_and_goes_with_them(qtbot, session, traced_llama):
     """The legend lay inside the plot's view, over the lines it names (seen walking the Learn path at 1366x768);
     it sits beside the view now, and a stream forgotten leaves no names of lines gone."""
     from explorer.app.panels.residual import ResidualPanel
 
-    loaded, trace = tiny
-    panel = answered(qtbot, ResidualPanel, session, tiny)
+    loaded, trace = traced_llama
+    panel = answered(qtbot, ResidualPanel, session, traced_llama)
     panel.resize(700, 500)
     session.select(token=trace.n_tokens - 1)
     qtbot.waitUntil(lambda: panel.stream is not None, timeout=30000)

@@ -10,41 +10,9 @@ from explorer.app.panels.atlas import AtlasPanel
 from explorer.app.panels.attribution import AttributionPanel
 from explorer.app.panels.derivation import DerivationPanel
 from explorer.app.panels.residual import ResidualPanel, readable
-from explorer.app.state.session import Session
 from explorer.app.widgets.model_call import thread_executor
 from explorer.views.cell_derivation import clicked_column
-
-SIZES = {"wide": (1080, 300), "tall": (380, 520)}
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    from explorer.core.decode import Decoder
-    from explorer.core.runtime import from_tensors
-    from tests.core.conftest import make_hf_model
-
-    hf = make_hf_model("llama", seed=5)
-    loaded = from_tensors(hf.config.to_dict(), hf.state_dict(), name="tiny-llama")
-    decoder = Decoder(loaded)
-    decoder.prefill(np.arange(9) * 7 % 90)
-    decoder.step()
-    return loaded, decoder.trace
-
-
-@pytest.fixture
-def session(qtbot, tiny):
-    session = Session()
-    session.set_model(tiny[0].info)
-    session.set_token_display(lambda token_id: "\xa0" if token_id % 3 == 0 else f"t{token_id}")
-    return session
-
-
-def shown(qtbot, panel, size):
-    qtbot.addWidget(panel)
-    panel.resize(*size)
-    panel.show()
-    qtbot.waitExposed(panel)
-    return panel
+from tests.app.why_helpers import SIZES, answered, shown
 
 
 def legible(panel) -> None:
@@ -56,27 +24,17 @@ def legible(panel) -> None:
     assert np.mean((pixels & 0xFFFFFF) % 4099 != background) > 0.05
 
 
-def answered(qtbot, cls, session, tiny, layout: str = "wide"):
-    """A shown panel asking the tiny model on a thread of its own, once it has answered for the trace."""
-    loaded, trace = tiny
-    panel = shown(qtbot, cls(session), SIZES[layout])
-    panel.executor = thread_executor(loaded)
-    with qtbot.waitSignal(panel.asker.call.finished, timeout=30000):
-        session.set_trace(trace)
-    return panel
-
-
 def all_text(table) -> list[str]:
     return [table.item(r, c).text() for r in range(table.rowCount()) for c in range(table.columnCount())
             if table.item(r, c) is not None]
 
 
 @pytest.mark.parametrize("layout", sorted(SIZES))
-def test_attribution_draws_the_parts_and_a_click_selects_the_head(qtbot, session, tiny, layout):
+def test_attribution_draws_the_parts_and_a_click_selects_the_head(qtbot, session, traced_llama, layout):
     from explorer.core.attribution import attribute
 
-    loaded, trace = tiny
-    panel = answered(qtbot, AttributionPanel, session, tiny, layout)
+    loaded, trace = traced_llama
+    panel = answered(qtbot, AttributionPanel, session, traced_llama, layout)
     expected = attribute(loaded, trace.token_ids, trace.n_tokens - 1)
     np.testing.assert_allclose(panel.heads.image.image,
                                np.concatenate([expected.heads, expected.mlp[:, None]], axis=1), rtol=1e-6)
@@ -87,8 +45,8 @@ def test_attribution_draws_the_parts_and_a_click_selects_the_head(qtbot, session
     legible(panel)
 
 
-def test_attribution_of_a_chosen_token_at_a_prompt_position(qtbot, session, tiny):
-    loaded, trace = tiny
+def test_attribution_of_a_chosen_token_at_a_prompt_position(qtbot, session, traced_llama):
+    loaded, trace = traced_llama
     panel = shown(qtbot, AttributionPanel(session), SIZES["wide"])
     panel.executor = thread_executor(loaded)
     session.set_trace(trace)
@@ -113,9 +71,9 @@ def _stream(n_layers: int, k: int = 5):
 
 
 @pytest.mark.parametrize("layout", sorted(SIZES))
-def test_the_logit_lens_shows_every_layer_as_visible_text(qtbot, session, tiny, layout):
+def test_the_logit_lens_shows_every_layer_as_visible_text(qtbot, session, traced_llama, layout):
     panel = shown(qtbot, ResidualPanel(session), SIZES[layout])
-    session.set_trace(tiny[1])                               # (its own answer is not asked for: no executor)
+    session.set_trace(traced_llama[1])                               # (its own answer is not asked for: no executor)
     panel._on_answer(("m", (1, 2, 3, 4)), _stream(30))
     qtbot.wait(50)
     table = panel.table
@@ -138,16 +96,16 @@ def test_readable_leaves_nothing_invisible():
     assert readable("␣Paris") == "␣Paris"
 
 
-def test_residual_stream_comes_from_the_model_thread(qtbot, session, tiny):
-    loaded, trace = tiny
-    panel = answered(qtbot, ResidualPanel, session, tiny)
+def test_residual_stream_comes_from_the_model_thread(qtbot, session, traced_llama):
+    loaded, trace = traced_llama
+    panel = answered(qtbot, ResidualPanel, session, traced_llama)
     assert panel.stream.position == trace.n_tokens - 1
     assert panel.table.columnCount() == loaded.info.n_layers
 
 
 @pytest.mark.parametrize("layout", sorted(SIZES))
-def test_clicking_a_cell_derives_it(qtbot, session, tiny, layout):
-    loaded, trace = tiny
+def test_clicking_a_cell_derives_it(qtbot, session, traced_llama, layout):
+    loaded, trace = traced_llama
     panel = shown(qtbot, DerivationPanel(session), SIZES[layout])
     panel.executor = thread_executor(loaded)
     session.set_trace(trace)
@@ -167,12 +125,12 @@ def test_clicking_a_cell_derives_it(qtbot, session, tiny, layout):
 
 
 @pytest.mark.parametrize("layout", sorted(SIZES))
-def test_the_atlas_scores_sorts_filters_and_selects(qtbot, session, tiny, layout):
+def test_the_atlas_scores_sorts_filters_and_selects(qtbot, session, traced_llama, layout):
     from explorer.core.head_description import describe_heads
     from explorer.core.head_scores import score_heads
 
-    loaded, trace = tiny
-    panel = answered(qtbot, AtlasPanel, session, tiny, layout)
+    loaded, trace = traced_llama
+    panel = answered(qtbot, AtlasPanel, session, traced_llama, layout)
     qtbot.waitUntil(lambda: panel.values is not None, timeout=5000)
     np.testing.assert_allclose(panel.map.image.image, score_heads(loaded).induction, rtol=1e-6)
     listed = [float(panel.table.item(r, 2).text()) for r in range(panel.table.rowCount())]
@@ -188,10 +146,10 @@ def test_the_atlas_scores_sorts_filters_and_selects(qtbot, session, tiny, layout
     legible(panel)
 
 
-def test_the_block_walk_comes_from_the_model_thread(qtbot, session, tiny):
+def test_the_block_walk_comes_from_the_model_thread(qtbot, session, traced_llama):
     from explorer.core.block_walk import walk_block
 
-    loaded, trace = tiny
+    loaded, trace = traced_llama
     panel = shown(qtbot, DerivationPanel(session), SIZES["wide"])
     panel.executor = thread_executor(loaded)
     session.set_trace(trace)
@@ -206,10 +164,10 @@ def test_the_block_walk_comes_from_the_model_thread(qtbot, session, tiny):
     assert "A[5, " in panel.text.toPlainText()
 
 
-def test_a_click_in_the_attention_panel_is_derived(qtbot, session, tiny):
+def test_a_click_in_the_attention_panel_is_derived(qtbot, session, traced_llama):
     from explorer.app.panels.attention import AttentionPanel
 
-    _, trace = tiny
+    _, trace = traced_llama
     attention = shown(qtbot, AttentionPanel(session), (900, 600))
     panel = shown(qtbot, DerivationPanel(session), SIZES["wide"])
     session.set_trace(trace)
