@@ -44,6 +44,20 @@ def test_plots_stay_legible_shrunk_from_1920x1080_to_800x600_and_grown_back(qtbo
         assert window.size() == laid_out
 
 
+def test_a_regrow_to_another_size_goes_to_the_panels_not_to_the_prompt(qtbot, tmp_path, monkeypatch):
+    """Shrunk to 800 x 600 and grown to 1300 x 800 (not the size it was laid out at, whose layout is given back
+    whole), Qt handed the growth to the prompt: 270 px tall for three lines, the attention map under it as small
+    as at 800 x 600."""
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, SCREENS["1920x1080"]) as journey:
+        window = journey.window
+        journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be, that is the question")
+        laid_out = window.docks["prompt"].height()
+        journey.act("shrunk to 800 x 600", lambda: window.resize(800, 600))
+        journey.act("grown to 1300 x 800", lambda: window.resize(1300, 800))
+        assert window.docks["prompt"].height() <= laid_out + 8, \
+            f"the prompt is {window.docks['prompt'].height()} px tall, {laid_out} as laid out"
+
+
 def test_the_tokens_table_shows_six_rows_beside_next_token_at_1366x768(qtbot, tmp_path, monkeypatch):
     with journey_in_a_window(qtbot, tmp_path, monkeypatch, SCREENS["1366x768"]) as journey:
         window = journey.window

@@ -58,6 +58,7 @@ class DockShares(QObject):
         self.folded_fronts: list[QDockWidget] = []          # their front tabs then, in front again once unfolded
         self._give_back = QTimer(self, singleShot=True, interval=0, timeout=self.give_back)
         self.column_asked = 0                               # the height Tokens asked when its rows were last kept
+        self.prompt_px = 0                                  # the prompt's height as laid out
         self._asked_more = QTimer(self, singleShot=True, interval=0, timeout=lambda: self.keep_rows(asked_more=True))
         window.installEventFilter(self)
 
@@ -66,6 +67,8 @@ class DockShares(QObject):
         if self.maximised is None:
             self.taken = (self.window.size(), self.window.saveState())
             self.resized_since = False
+            prompt = getattr(self.window, "docks", {}).get("prompt")
+            self.prompt_px = prompt.height() if prompt is not None and prompt.isVisible() else 0
 
     def give_back(self) -> None:
         """Back at (near) the size the layout was taken at, the docks get the sizes they had then (Qt's own
@@ -94,8 +97,27 @@ class DockShares(QObject):
         docks = getattr(self.window, "docks", {})
         if docks.get(dock_layout.FRONT) is None or self.maximised is not None:
             return
+        self._keep_prompt(docks)
         self.keep_rows()
         self._fold_or_unfold(docks)
+
+    def _keep_prompt(self, docks: dict[str, QDockWidget]) -> None:
+        """The prompt back at the height it was laid out at, the rest to attention: Qt handed a regrow to the
+        prompt (shrunk to 800 x 600 and grown to 1300 x 800, the prompt was 270 px tall for three lines)."""
+        prompt = docks.get("prompt")
+        if (prompt is None or not self.prompt_px or prompt.height() <= self.prompt_px or prompt.isFloating()
+                or self.window.dockWidgetArea(prompt) != dock_layout.AREAS["top"]):
+            return
+        # Split with a dock right under it; Qt leaves the split alone when that one is a tab of a group
+        # (attention with the bottom tabs folded behind it), so the next is tried.
+        under = [dock for dock in docks.values() if dock is not prompt and in_sight(dock)
+                 and abs(dock.geometry().top() - prompt.geometry().bottom()) <= 2 * dock_layout.SEPARATOR_PX]
+        for dock in under:
+            extra = prompt.height() - self.prompt_px
+            self.window.resizeDocks([prompt, dock], [self.prompt_px, dock.height() + extra], Qt.Orientation.Vertical)
+            self.window.layout().activate()
+            if prompt.height() <= self.prompt_px:
+                return
 
     def keep_rows(self, asked_more: bool = False) -> None:
         """Tokens over Next token: the Tokens table its rows where Next token can give them (column_heights). Done
