@@ -10,7 +10,8 @@ that size.
 A window shrunk too short for attention over the bottom tabs, each with legible plots (dock_layout.stacks),
 has the bottom tabs folded behind attention, as on a short screen, and unfolded as they were once it is tall
 enough again: shrunk from 1920 x 1080 to 800 x 600, Qt's shares left the attention map 4 px tall. Between
-the two, each keeps at least the height its plots need (dock_layout.stack_heights).
+the two, each keeps at least the height its plots need (dock_layout.stack_heights). After a resize, too, the
+prompt goes back to its laid-out height and Tokens to the height its table's rows ask (dock_layout.column_heights).
 """
 from __future__ import annotations
 
