@@ -1,0 +1,101 @@
+"""The first raise of tabs at a long prompt (issue 22: no tab switch blocks for more than 100 ms), as one JSON object.
+Not a test: numbers, not verdicts.
+
+    .venv/bin/python bench/bench_tab_raise.py [--model smollm2-135m] [--long-tokens 8000] [--tabs qkv,mask]
+
+The window (1600x1000, as bench_app.py opens it) runs a prompt of --long-tokens tokens, then raises each tab of
+--tabs in turn for the first time and waits until its panel has drawn (its drawing's later parts too, Panel.drawing)
+and 0.3 s more. Per tab: `freeze_ms`, the longest gap of a 5 ms heartbeat timer (how long the window stopped
+answering, which a loaded machine stretches); `longest_gui_work_ms`, the longest GUI-thread CPU time between two
+beats (the most work the event loop did in one go, which the load hardly stretches); `parts`, the GUI CPU ms of the
+dock's build turn and of each later part of the drawing; `gui_cpu_ms`, all of the raise's GUI CPU. Runs offscreen.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.app_window import close_window, load, open_window, wait  # noqa: E402  (bench/ from the repository root)
+from bench.bench_app import run_long_prompt  # noqa: E402
+
+
+def timed(log: list, what: str, method):
+    """`method`, its GUI CPU ms appended to `log` as (what, ms) at each call."""
+    def wrapper(self, *args):
+        start = time.thread_time()
+        try:
+            return method(self, *args)
+        finally:
+            log.append((what, round(1e3 * (time.thread_time() - start), 1)))
+    return wrapper
+
+
+def raise_tabs(app, window, errors, tabs: list[str]) -> dict:
+    from PySide6.QtCore import QTimer
+
+    from explorer.app.panels.base import Panel
+    from explorer.app.window.panel_dock import PanelDock
+
+    log: list = []
+    Panel._next_part = timed(log, "part", Panel._next_part)
+    PanelDock._settle_exposure = timed(log, "build", PanelDock._settle_exposure)
+    beats: list[tuple[float, float]] = []                      # (wall, GUI CPU) at each beat
+    timer = QTimer()
+    timer.timeout.connect(lambda: beats.append((time.perf_counter(), time.thread_time())))
+    timer.start(5)
+    result = {}
+    for name in tabs:
+        dock = window.docks[name]
+        log.clear()
+        t0, c0 = time.perf_counter(), time.thread_time()
+        dock.raise_()
+        wait(app, lambda: dock.built and dock.widget().is_shown() and not dock.widget()._dirty
+             and not getattr(dock.widget(), "drawing", False), errors, f"the {name} tab")
+        app.processEvents()
+        dock.widget().repaint()
+        painted = time.perf_counter()
+        calm = painted + 0.3
+        wait(app, lambda: time.perf_counter() > calm, errors, "the paints after a raise")
+        inside = [(t0, c0)] + [b for b in beats if t0 <= b[0] <= calm]
+        walls = [t for t, _ in inside] + [calm]
+        result[name] = {
+            "freeze_ms": round(1e3 * max(b - a for a, b in zip(walls, walls[1:])), 1),
+            "longest_gui_work_ms": round(1e3 * max(b[1] - a[1] for a, b in zip(inside, inside[1:])), 1),
+            "painted_ms": round(1e3 * (painted - t0), 1),
+            "gui_cpu_ms": round(1e3 * (time.thread_time() - c0), 1),
+            "parts": [f"{what} {ms}" for what, ms in log],
+        }
+    timer.stop()
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--long-tokens", type=int, default=8000)
+    parser.add_argument("--tabs", default="qkv,mask", help="dock names, comma-separated, raised in this order")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    report = {"model": args.model, "cpus": os.cpu_count(), "load_average_before": os.getloadavg()}
+    with tempfile.TemporaryDirectory() as scratch:
+        app, window, errors = open_window(args.model, Path(scratch))
+        load(app, window, errors, args.model, None)
+        run_long_prompt(app, window, errors, args.long_tokens)
+        report["tokens"] = window.session.trace.n_tokens
+        report["load_average_at_raise"] = os.getloadavg()
+        report["tabs"] = raise_tabs(app, window, errors, args.tabs.split(","))
+        report["load_average_after"] = os.getloadavg()
+        close_window(app, window)
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
