@@ -4,12 +4,14 @@
 
 (--help lists the options; each one's default may be set by its BENCH_* variable instead.) Both sides are
 given the same token ids (the prompts are encoded once, outside the timing). The explorer's runs record
-only their logits (record="logits"); transformers computes every position's logits, as a hooked model
-does, except in the "last row" line (logits_to_keep=1), which reads only the last position's, as the
-explorer does. Each step is timed alone on each side, in blocks of --block calls (default 1; their mean),
-the sides' blocks taking turns (best of --repeat blocks each, default 3), with --threads torch threads
-(default 1, so that a shared machine's other jobs take less from either side); transformers loads the
-explorer's own save_hf folder, so both run the same float32 weights. The "unequal lengths" lines take the 8
+only their logits (record="logits") and read each difference with Run.logit_diff (the last position's final
+state against two rows of W_U); transformers computes every position's logits, as a hooked model does, except
+in the "last row" line (logits_to_keep=1: the last position's logits over the vocabulary) and the "two rows"
+line (its base model's last final states against W_U[target] - W_U[against], as the explorer does). Each step
+is timed alone on each side, in blocks of --block calls (default 1; their mean), the sides' blocks taking turns
+(best of --repeat blocks each, default 3), with --threads torch threads (default 1, so that a shared machine's
+other jobs take less from either side); transformers loads the explorer's own save_hf folder, so both run the
+same float32 weights. The "unequal lengths" lines take the 8
 prompts behind openings of 4 lengths (runs of 2 prompts of one length): the explorer packs them side by side
 (its attention in runs of causal squares, packed.py), transformers pads them on the right with an attention
 mask and reads each prompt's last real row. A benchmark, not a test: it prints
@@ -81,6 +83,12 @@ def hf_side(hf, batch: torch.Tensor, target: torch.Tensor, against: torch.Tensor
             logits = hf(batch, logits_to_keep=keep).logits[:, -1]     # keep 0: every position's, as a hooked model
         return logits[rows, target] - logits[rows, against]
 
+    def two_rows():
+        with torch.inference_mode():
+            h = hf.model(batch).last_hidden_state[:, -1]             # (B, d) final-normed, no product with W_U
+            unembed = hf.lm_head.weight
+            return (h * (unembed[target] - unembed[against])).sum(-1)
+
     def attribution():
         kept, final = [], []
         handles = [p.register_forward_pre_hook(lambda m, a: kept.append(a[0][:, -1])) for p in o_projs]
@@ -129,6 +137,7 @@ def hf_side(hf, batch: torch.Tensor, target: torch.Tensor, against: torch.Tensor
         return values
 
     return {"logit difference": logit_diff, "logit difference, last row": lambda: logit_diff(1),
+            "logit difference, two rows": two_rows,
             "attribution": attribution, "ablation at one position": ablation, "head patching map": patching}
 
 
@@ -222,21 +231,24 @@ def main(name: str, threads: int) -> None:
     last = batch.shape[1] - 1
     ablated = explorer.Intervention().ablate(int(layer), int(head), positions=[last])
     ids, targets, againsts = list(batch.numpy()), target.tolist(), against.tolist()   # as transformers is given
-    ours = {                                # record="logits": the runs keep no layers, only what the metric reads
-        "logit difference": lambda: [r.last_logits for r in model.run(ids, record="logits")],
-        "logit difference, last row": lambda: [r.last_logits for r in model.run(ids, record="logits")],
+    def differences(prompts, intervention=None):       # record="logits": the runs keep no layers; logit_diff
+        runs = model.run(prompts, intervention=intervention, record="logits")      # reads two rows of W_U
+        return [r.logit_diff(t, a) for r, t, a in zip(runs, targets, againsts)]
+
+    ours = {
+        "logit difference": lambda: differences(ids),
+        "logit difference, last row": lambda: differences(ids),
+        "logit difference, two rows": lambda: differences(ids),
         "attribution": lambda: model.attribute(ids, target=targets, against=againsts),
-        "ablation at one position": lambda: [r.last_logits for r in model.run(ids, intervention=ablated,
-                                                                               record="logits")],
+        "ablation at one position": lambda: differences(ids, ablated),
         "head patching map": lambda: model.patch(ids[0], ids[1], targets[0], againsts[0]),
     }
     theirs = hf_side(hf, batch, target, against, int(layer), int(head))
     unequal = [model.encode(OPENINGS[i // 2] + p) for i, p in enumerate(prompts)]
     lasts = sorted({len(one) - 1 for one in unequal})
     unequal_ablated = explorer.Intervention().ablate(int(layer), int(head), positions=lasts)
-    ours["unequal lengths: logit difference"] = lambda: [r.last_logits for r in model.run(unequal, record="logits")]
-    ours["unequal lengths: ablation"] = lambda: [r.last_logits for r in model.run(unequal, intervention=unequal_ablated,
-                                                                                  record="logits")]
+    ours["unequal lengths: logit difference"] = lambda: differences(unequal)
+    ours["unequal lengths: ablation"] = lambda: differences(unequal, unequal_ablated)
     theirs.update(hf_unequal_side(hf, unequal, target, against, int(layer), int(head), lasts))
     print(f"{model.name}, {len(prompts)} prompts of {batch.shape[1]} tokens "
           f"(unequal: {', '.join(str(len(one)) for one in unequal)}), torch threads {torch.get_num_threads()}")
