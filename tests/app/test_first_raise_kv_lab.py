@@ -1,6 +1,6 @@
 """The KV lab's first raise (issue 22, "switching tabs never blocks for more than 100 ms"): the panel is built in
-one turn of the event loop and its bytes-against-tokens curves are drawn on the next, the same curves a one-shot
-drawing gives; the what-if maps, hidden until a conversion gives a result, are not built for it."""
+one turn of the event loop and its bytes-against-tokens plots are built and drawn on later ones, the same curves a
+one-shot drawing gives; the what-if maps, hidden until a conversion gives a result, are not built for it."""
 from __future__ import annotations
 
 import numpy as np
@@ -28,6 +28,7 @@ def test_the_first_raise_draws_the_curves_on_a_later_turn_and_the_same_as_at_onc
     qtbot.addWidget(panel)
     panel.resize(1200, 400)
     panel.show()                                            # built, shown and redrawn: the raise's own turn
+    assert getattr(panel.variants_tab, "_plot", "built") is None, "the bytes plots were built in the raise's turn"
     assert not any(panel.plot.plots[dtype].listDataItems() for dtype in DTYPES), \
         "the curves were drawn in the raise's own turn"
     assert getattr(panel.what_if, "_heatmaps", "built") is None, "the hidden what-if maps were built"

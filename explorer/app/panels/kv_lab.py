@@ -55,8 +55,6 @@ class KVLabPanel(Panel):
         self.tabs.setTabToolTip(1, "The model converted to another variant, its next-token predictions beside the "
                                    "original's.")
         self.body.addWidget(self.tabs, 1)
-        for plot in self.plot.plots.values():
-            self.add_to_plot_menu(plot)
         session.model_changed.connect(self._on_model_changed)
         session.busy_changed.connect(self.runner.on_busy_changed)
         self._update_run_buttons()
@@ -64,7 +62,8 @@ class KVLabPanel(Panel):
     # ----- layout ---------------------------------------------------------------------------
     def _variants_tab(self) -> VariantsTab:
         tab = self.variants_tab = VariantsTab()
-        section, self.plot = tab.controls, tab.plot
+        section = tab.controls
+        tab.plot_built.connect(lambda plot: [self.add_to_plot_menu(item) for item in plot.plots.values()])
         # its widgets stay reachable as the panel's own: scripts and tests read them there
         (self.source_label, self.open_button, self.bundled_box, self.model_button, self.compare_button,
          self.dtype_box, self.tokens_box, self.ranks_edit, self.rows_hint, self.table) = (
@@ -91,6 +90,10 @@ class KVLabPanel(Panel):
             view.variant_box, view.steps_box, view.run_button, view.cancel_button, view.progress, view.run_summary,
             view.error_line, view.steps_table)
         return view
+
+    @property
+    def plot(self):
+        return self.variants_tab.plot               # built on the turn after the panel (VariantsTab.plot)
 
     @property
     def original_map(self):

@@ -178,19 +178,40 @@ class VariantsTab(QScrollArea):
     plots' minimum it scrolls, rather than holding the window (every dock tabbed with this one) at that
     height; 541 px asked a 1366 x 768 screen for a 761 px window."""
 
+    plot_built = Signal(object)              # the BytesPlot, once built (plot)
+
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.controls = VariantTable()
-        self.plot = BytesPlot(titled=False)
-        splitter = FitSplitter(SIDE_BY_SIDE_PX)          # the table beside the plots where they both fit
+        self._plot: BytesPlot | None = None
+        self._asked: tuple | None = None         # (shape, ranks, name): the curves to draw once the plot is built
+        self.splitter = splitter = FitSplitter(SIDE_BY_SIDE_PX)    # the table beside the plots where both fit
         splitter.addWidget(self.controls)
-        splitter.addWidget(self.plot)
+        splitter.addWidget(QWidget())            # the plots' place until they are built
         splitter.setStretchFactor(0, 2)
         splitter.setStretchFactor(1, 3)
         self.rows = VariantRows(splitter, self.controls.table, self.controls.rows_hint)
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setWidget(splitter)
+        self._build = QTimer(self)               # a timer, not a queued call: the window's own timers go first
+        self._build.setSingleShot(True)
+        self._build.timeout.connect(lambda: self.plot)
+        self._build.start(0)
+
+    @property
+    def plot(self) -> BytesPlot:
+        """The bytes plots, built on the turn after the tab or when first asked for: the KV lab's first raise
+        builds the panel in its own turn, and the three plots (~55 ms) lengthened that freeze."""
+        if self._plot is None:
+            self._build.stop()
+            self._plot = BytesPlot(titled=False)
+            self.splitter.replaceWidget(1, self._plot).deleteLater()
+            self.splitter.setStretchFactor(1, 3)
+            self.plot_built.emit(self._plot)
+            if self._asked is not None:
+                self._plot.draw_later(*self._asked)
+        return self._plot
 
     def show_rows(self, rows, shape, name: str, replot: bool = True) -> None:
         """The variants of `shape` (kv_variants.CacheShape, or None) in the table and, with `replot`, the plots."""
@@ -198,7 +219,10 @@ class VariantsTab(QScrollArea):
         self.rows.say_hidden()
         if not replot:
             return
-        if shape is None or not rows:
-            self.plot.clear_curves()
+        self._asked = None if shape is None or not rows else (shape, self.controls.ranks(), name)
+        if self._plot is None:
+            return                               # drawn as the plot is built
+        if self._asked is None:
+            self._plot.clear_curves()
         else:
-            self.plot.draw_later(shape, self.controls.ranks(), name)
+            self._plot.draw_later(*self._asked)
