@@ -133,6 +133,7 @@ class MaskPanel(Panel):
         self.canvas.setUpdatesEnabled(False)
         try:
             yield from self._draw_map(view, layer, step)
+            yield                               # the map's first paint in a turn of its own
         finally:
             self.canvas.setUpdatesEnabled(True)
         self._highlight(self.session.selection)

@@ -193,6 +193,7 @@ class QKVPanel(Panel):
         self.view.setUpdatesEnabled(False)
         try:
             yield from self._draw_maps(build)
+            yield                               # the maps' first paint in a turn of its own
         finally:
             self.view.setUpdatesEnabled(True)
         self._highlight(self.session.selection)
