@@ -6,14 +6,20 @@ test_kv_lab's `session` is one. `store_home` is not autouse: a module that
 wants the model store in its test's folder says `pytestmark = pytest.mark.usefixtures("store_home")` (others
 keep the run's isolated store, with the pulled models). The window's plain helpers (new_window, idle,
 opened, step, PROMPT) are in tests/app/window_helpers.py."""
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QEvent
+from PySide6.QtCore import QEvent, QSettings
 from PySide6.QtWidgets import QApplication, QMessageBox
 
+from explorer.app.start import launch
 from explorer.app.state.session import Session
+from explorer.app.window.main_window import MainWindow
+from explorer.app.window.settings import AppSettings
+from explorer.cli import build_parser
 from explorer.drawing import export
 from tests.app.layout_probe import open_window
 from tests.app.projector import PROJECTOR, wait_idle
@@ -137,3 +143,38 @@ def session(qtbot, traced_llama):
     session.set_model(traced_llama[0].info)
     session.set_token_display(lambda token_id: "\xa0" if token_id % 3 == 0 else f"t{token_id}")
     return session
+
+
+@pytest.fixture
+def launched(monkeypatch, tmp_path):
+    """Run `launch(args)` with settings in tmp_path; its event loop runs until `until(window)` holds."""
+    settings = AppSettings(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+    monkeypatch.setattr(launch, "AppSettings", lambda: settings)
+    monkeypatch.setattr(launch, "apply_theme", lambda *args, **kwargs: "light")
+    asked = []
+    monkeypatch.setattr(MainWindow, "offer_crash_restore", lambda self: asked.append(True) or False)
+    seen = {}
+
+    def run(argv, until):
+        def exec_until():
+            app = QApplication.instance()
+            window = next(w for w in app.topLevelWidgets() if isinstance(w, MainWindow) and w.isVisible())
+            deadline = time.monotonic() + 120
+            while not until(window) and time.monotonic() < deadline:
+                app.processEvents()
+                time.sleep(0.01)
+            learn = getattr(window, "learn_dock", None)          # read now: launch deletes the window after
+            seen.update(window=window, state=window.windowState(), trace=window.session.trace,
+                        frame=window.frameGeometry(), available=window.screen().availableGeometry(),
+                        prompt=window.prompt.text, asked=bool(asked),
+                        learn_shown=learn is not None and not learn.isHidden(),
+                        learn_stop=learn.widget().index if learn is not None else None)
+            window.close()
+            window.deleteLater()
+            return 0
+
+        monkeypatch.setattr(QApplication, "exec", lambda self: exec_until())
+        assert launch.launch(build_parser().parse_args(argv)) == 0
+        return SimpleNamespace(**seen)
+
+    return run

@@ -3,10 +3,13 @@ that failed with a long message opened its own box with the whole text on one cl
 and the status bar's error line kept the error before it."""
 from __future__ import annotations
 
+import pytest
 from PySide6.QtWidgets import QMessageBox, QProgressDialog
 
 from explorer.app.window import pull_dialog
-from tests.app.test_window import new_window, store_home  # noqa: F401  (the store in the test's folder)
+from tests.app.window_helpers import new_window
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 def test_a_failed_pull_is_shown_on_the_error_line_with_its_first_line_in_the_box(qtbot, tmp_path, monkeypatch):

@@ -2,19 +2,13 @@
 sized to the screen; `--no-restore` keeps scripts from being asked about a crashed session."""
 from __future__ import annotations
 
-import time
-from types import SimpleNamespace
-
 import pytest
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
-from PySide6.QtCore import QSettings
-from PySide6.QtWidgets import QApplication
 
 from explorer.app.start import launch
 from explorer.app.window import model_refs
-from explorer.app.window.main_window import MainWindow
-from explorer.app.window.settings import AppSettings
 from explorer.cli import build_parser
+from tests.app.window_helpers import prefilled
 
 pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
@@ -41,45 +35,6 @@ def test_no_restore_by_flag_or_environment(monkeypatch):
     assert not launch.restore_allowed(build_parser().parse_args(["--no-restore"]))
     monkeypatch.setenv(launch.NO_RESTORE_ENV, "1")
     assert not launch.restore_allowed(build_parser().parse_args([]))
-
-
-@pytest.fixture
-def launched(monkeypatch, tmp_path):
-    """Run `launch(args)` with settings in tmp_path; its event loop runs until `until(window)` holds."""
-    settings = AppSettings(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
-    monkeypatch.setattr(launch, "AppSettings", lambda: settings)
-    monkeypatch.setattr(launch, "apply_theme", lambda *args, **kwargs: "light")
-    asked = []
-    monkeypatch.setattr(MainWindow, "offer_crash_restore", lambda self: asked.append(True) or False)
-    seen = {}
-
-    def run(argv, until):
-        def exec_until():
-            app = QApplication.instance()
-            window = next(w for w in app.topLevelWidgets() if isinstance(w, MainWindow) and w.isVisible())
-            deadline = time.monotonic() + 120
-            while not until(window) and time.monotonic() < deadline:
-                app.processEvents()
-                time.sleep(0.01)
-            learn = getattr(window, "learn_dock", None)          # read now: launch deletes the window after
-            seen.update(window=window, state=window.windowState(), trace=window.session.trace,
-                        frame=window.frameGeometry(), available=window.screen().availableGeometry(),
-                        prompt=window.prompt.text, asked=bool(asked),
-                        learn_shown=learn is not None and not learn.isHidden(),
-                        learn_stop=learn.widget().index if learn is not None else None)
-            window.close()
-            window.deleteLater()
-            return 0
-
-        monkeypatch.setattr(QApplication, "exec", lambda self: exec_until())
-        assert launch.launch(build_parser().parse_args(argv)) == 0
-        return SimpleNamespace(**seen)
-
-    return run
-
-
-def prefilled(window) -> bool:
-    return window.session.trace is not None and not window.worker.busy
 
 
 def test_the_first_window_fills_the_screen_and_shows_the_prefilled_default_prompt(launched, tiny, monkeypatch):

@@ -10,7 +10,7 @@ from explorer.app.start import launch
 from explorer.app.window.learn_placement import open_learn
 from tests.app.layout_probe import open_window
 from tests.app.screen_fit import SCREENS, assert_fits, emulated_screen, settle
-from tests.app.test_first_run import launched, prefilled  # noqa: F401
+from tests.app.window_helpers import prefilled
 
 pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
@@ -20,7 +20,7 @@ def learn_shown(window) -> bool:
     return dock is not None and not dock.isHidden()          # the window itself may be closed by now
 
 
-def test_learn_opens_on_the_first_start_only(launched, tiny, monkeypatch):  # noqa: F811
+def test_learn_opens_on_the_first_start_only(launched, tiny, monkeypatch):
     monkeypatch.delenv(launch.NO_RESTORE_ENV, raising=False)
     first = launched(["--model", str(tiny)], prefilled)
     assert first.learn_shown, "a fresh configuration starts with the Learn path open"
@@ -30,7 +30,7 @@ def test_learn_opens_on_the_first_start_only(launched, tiny, monkeypatch):  # no
 
 
 @pytest.mark.parametrize("how", ["flag", "environment"])
-def test_a_scripted_run_does_not_open_learn(launched, tiny, monkeypatch, how):  # noqa: F811
+def test_a_scripted_run_does_not_open_learn(launched, tiny, monkeypatch, how):
     monkeypatch.delenv(launch.NO_RESTORE_ENV, raising=False)
     if how == "environment":
         monkeypatch.setenv(launch.NO_RESTORE_ENV, "1")

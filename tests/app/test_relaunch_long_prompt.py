@@ -14,7 +14,6 @@ import pytest
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
 from explorer.app.start import launch
-from tests.app.test_first_run import launched  # noqa: F401
 from tests.app.tiny_model import CORPUS, make_tiny_llama
 
 pytestmark = pytest.mark.usefixtures("store_home")

@@ -25,15 +25,6 @@ from tests.app.window_helpers import PROMPT, idle, new_window, opened, step
 pytestmark = pytest.mark.usefixtures("store_home")
 
 
-def __getattr__(name):
-    """test_relaunch_long_prompt and test_residual_after_model_switch, being written, still import `dialogs` and
-    `store_home` from here: they are tests/app/conftest.py's (to drop once those modules import neither)."""
-    if name in ("dialogs", "store_home"):
-        from tests.app import conftest
-        return getattr(conftest, name)
-    raise AttributeError(name)
-
-
 def test_opening_a_model_prefills_the_prompt_and_fills_the_status_bar(qtbot, window, tiny):
     trace = opened(qtbot, window, tiny)
     assert trace.n_steps == 1 and trace.steps[0].kind == "prefill"

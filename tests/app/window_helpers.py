@@ -36,3 +36,8 @@ def step(qtbot, window, times=1):
     for _ in range(times):
         window.actions.step.trigger()
     return idle(qtbot, window, lambda: window.session.trace.n_steps == before + times)
+
+
+def prefilled(window) -> bool:
+    """The window holds a trace and its worker is idle (`launched`'s condition for a prefilled prompt)."""
+    return window.session.trace is not None and not window.worker.busy
