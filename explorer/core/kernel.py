@@ -117,4 +117,9 @@ def normalise(f):
     """A = f / Z with Z = sum_j f_j along the last axis; a row with Z = 0 is all 0."""
     xp = array_namespace(f)
     z = xp.sum(f, axis=-1, keepdims=True)                                         # Z: row sums
-    return xp.where(z != 0, f / xp.where(z != 0, z, 1.0), 0.0)
+    empty = z == 0
+    if isinstance(f, np.ndarray):                  # the caller's fresh block (`terms`): divided in place
+        np.divide(f, np.where(empty, f.dtype.type(1), z), out=f)
+        np.copyto(f, 0, where=empty)
+        return f
+    return xp.where(empty, 0.0, f / xp.where(empty, 1.0, z))

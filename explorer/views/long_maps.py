@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from explorer.core.attention_maps import ON_DEMAND_FROM, ROW_BLOCK, MaskRule, mask_rows, normalised, scores
+from explorer.core.attention_maps import ON_DEMAND_FROM, MaskRule, mask_rows, normalised, scores
 from explorer.core.trace import AttentionRecord, Trace, run_slice
 from explorer.views.blocks import (
     TILE,
@@ -39,6 +39,7 @@ from explorer.views.blocks import (
 STORED_LONG = 16 * ON_DEMAND_FROM    # stored maps of 4,096² entries and more are drawn as long ones too
 DISPLAY_SIDE = 1024      # the panel draws a long head at most this many blocks a side (zoomed in: finer)
 THREADS = min(2, os.cpu_count() or 1)    # threads a view's map is computed on
+ROW_BLOCK = 256         # query rows a unit of a view's work: a head asked while the grid fills waits for one
 COUNTS = {"row_blocks": 0}   # blocks of rows scored (tests count the work a cached view saves)
 
 
@@ -197,7 +198,8 @@ def _in_threads(work: Callable[[int], None], threads: int) -> None:
 
 def _chunks(records: list[AttentionRecord], block: int, rows: tuple[int, int]) -> list[tuple]:
     """(first row of the record, record, first, last): the blocks of rows first..last of the window's
-    rows, ROW_BLOCK or so each, cut at block boundaries and at the records' edges."""
+    rows, ROW_BLOCK or so each (one tile row of the grid at 8,000 tokens), cut at block boundaries and at
+    the records' edges."""
     chunk = max(block, ROW_BLOCK // block * block)                           # whole row blocks per chunk
     out = []
     for start, record in zip(query_rows(records), records):
