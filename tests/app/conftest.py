@@ -4,8 +4,10 @@ imports none of them (an imported fixture is shadowed by the parameter of the sa
 A module that needs another fixture of the same name defines or imports its own, which takes precedence:
 test_kv_lab's `session` is one. `store_home` is not autouse: a module that
 wants the model store in its test's folder says `pytestmark = pytest.mark.usefixtures("store_home")` (others
-keep the run's isolated store, with the pulled models). The window's plain helpers (new_window, idle,
-opened, step, PROMPT) are in tests/app/window_helpers.py."""
+keep the run's isolated store, with the pulled models). Plain helpers are modules a test imports:
+tests/app/window_helpers.py (new_window, idle, opened, step, prefilled, PROMPT), projector.py (the 1366x768
+projector) and why_helpers.py (a Why panel once answered). The pull catalog's fixtures (catalog, tiny_gguf),
+shared with the CLI's tests, are tests/pull_catalog.py, a plugin of tests/conftest.py."""
 import time
 from pathlib import Path
 from types import SimpleNamespace
