@@ -367,9 +367,10 @@ def size_docks(window: QMainWindow, by_area: dict[str, list[QDockWidget]]) -> No
 
 
 def column_pair(window: QMainWindow, docks: dict[str, QDockWidget]) -> list[QDockWidget]:
-    """Tokens and Next token where they stand one over the other in the left column, both in sight, else []."""
+    """Tokens and Next token where they stand one over the other in the left column, else [] (two tabs of one
+    group share one rectangle). Asked before the window is first exposed too, when nothing is in sight yet."""
     column = [docks.get(name) for name in COLUMN]
-    if any(dock is None or dock.isFloating() or not dock.isVisible() or dock.visibleRegion().isEmpty()
+    if any(dock is None or dock.isFloating() or not dock.isVisible()
            or window.dockWidgetArea(dock) != AREAS["left"] for dock in column):
         return []
     upper, lower = (dock.geometry() for dock in column)
