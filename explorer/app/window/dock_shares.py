@@ -60,7 +60,7 @@ class DockShares(QObject):
         self._give_back = QTimer(self, singleShot=True, interval=0, timeout=self.give_back)
         self.column_asked = 0                               # the height Tokens asked when its rows were last kept
         self.prompt_px = 0                                  # the prompt's height as laid out
-        self._asked_more = QTimer(self, singleShot=True, interval=0, timeout=lambda: self.keep_rows(asked_more=True))
+        self._asked_more = QTimer(self, singleShot=True, interval=0, timeout=self.layout_asked)
         window.installEventFilter(self)
 
     def take(self) -> None:
@@ -101,6 +101,16 @@ class DockShares(QObject):
         self._keep_prompt(docks)
         self.keep_rows()
         self._fold_or_unfold(docks)
+
+    def layout_asked(self) -> None:
+        """After a dock or toolbar asked for another size: the prompt back at its height (a row of toolbars given
+        up at 1366 px went to the prompt: 117 px for 86), Tokens its rows if it asks more; not while a mouse
+        button is down, in case the person is dragging a separator."""
+        docks = getattr(self.window, "docks", {})
+        if QApplication.mouseButtons() != Qt.MouseButton.NoButton or self.maximised is not None or not docks:
+            return
+        self._keep_prompt(docks)
+        self.keep_rows(asked_more=True)
 
     def _keep_prompt(self, docks: dict[str, QDockWidget]) -> None:
         """The prompt back at the height it was laid out at, the rest to attention: Qt handed a regrow to the
