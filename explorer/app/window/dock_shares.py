@@ -57,6 +57,7 @@ class DockShares(QObject):
         self.resized_since = False                          # the window left the size the layout was taken at
         self.folded: tuple[list[QDockWidget], QByteArray] | None = None   # the bottom tabs folded, the layout before
         self.folded_fronts: list[QDockWidget] = []          # their front tabs then, in front again once unfolded
+        self.folded_closed: frozenset = frozenset()          # the docks closed then: the layout before holds no other
         self._give_back = QTimer(self, singleShot=True, interval=0, timeout=self.give_back)
         self.column_asked = 0                               # the height Tokens asked when its rows were last kept
         self.prompt_px = 0                                  # the prompt's height as laid out
@@ -154,9 +155,12 @@ class DockShares(QObject):
         under = dock_layout.under_front(self.window, docks)
         if under:
             heights = [above.height(), max(dock.height() for dock in under)]
-            if sum(heights) < 2 * dock_layout.BOTTOM_MIN_PX:
+            # Folded only where the window too is short (the rule its layout was chosen by): the docks' heights
+            # alone, read while a first layout settles, folded a just-opened 796 px window laid out stacked.
+            if sum(heights) < 2 * dock_layout.BOTTOM_MIN_PX and not dock_layout.stacks(self.window):
                 self.folded = (under, self.taken[1] if self.taken is not None else self.window.saveState())
                 self.folded_fronts = [dock for dock in under if in_sight(dock)]
+                self.folded_closed = self._closed()
                 dock_layout.fold_under_front(self.window, docks, under)
             elif dock_layout.stack_heights(heights) != heights:
                 self.window.resizeDocks([above, under[0]], dock_layout.stack_heights(heights),
@@ -164,7 +168,8 @@ class DockShares(QObject):
         elif self.folded is not None and dock_layout.stacks(self.window):
             folded, state = self.folded
             self.folded = None
-            if all(dock in dock_layout.tab_group(self.window, above) for dock in folded):
+            if self._closed() == self.folded_closed and all(dock in dock_layout.tab_group(self.window, above)
+                                                             for dock in folded):
                 self._restore(state)
                 QTimer.singleShot(0, self, self.keep_plots_legible)
 
@@ -203,4 +208,10 @@ class DockShares(QObject):
         folded (folded again if the window opens as short)."""
         if self.maximised is not None:
             return self.maximised[1]
-        return self.folded[1] if self.folded is not None else self.window.saveState()
+        if self.folded is not None and self._closed() == self.folded_closed:
+            return self.folded[1]
+        return self.window.saveState()      # a dock closed or opened since the fold: the layout as it is
+
+    def _closed(self) -> frozenset:
+        """The names of the docks closed now."""
+        return frozenset(dock.objectName() for dock in self.window.findChildren(QDockWidget) if dock.isHidden())

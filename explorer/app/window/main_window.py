@@ -81,6 +81,9 @@ class MainWindow(QMainWindow):
         self.setStatusBar(self.status)
         self.progress: QProgressDialog | None = None
         self.menus = menus.build(self)
+        # Laid out once the menu bar, toolbars and status bar are there: chrome_px counted 22 px of them
+        # before, so an 800 px screen got the stacked layout its 141 px of bars leave no room for.
+        self.default_layout()
         self.autosaver = Autosaver(self.session_state, autosave_path, parent=self)
         self.listing = CatalogSchedule(self.catalog_loader, self.worker, lambda: self.controller.loading, self)
         self._connect()
@@ -110,7 +113,6 @@ class MainWindow(QMainWindow):
             dock.dockLocationChanged.connect(lambda _area: QTimer.singleShot(0, self, self._layout_made))
             dock.toggleViewAction().triggered.connect(lambda _on: QTimer.singleShot(0, self, self._layout_made))
             dock.maximise_requested.connect(self.dock_shares.toggle_maximised)
-        self.default_layout(docks)
         return docks
 
     def _dock(self, object_name: str, title: str, widget: QWidget) -> QDockWidget:
