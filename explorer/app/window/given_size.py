@@ -51,8 +51,12 @@ class GivenSize(QObject):
         """The screen's available size less the window's frame: no size given is larger. A resize asked while the
         layout's minimum was taller than the screen is made at the minimum instead (shrunk to 800 x 600 with the
         translator open, the window was 866 px tall; asked 1366 x 738 on a 1366x768 screen, it stayed 866), and
-        the size asked is lost."""
-        return dock_layout.available_geometry(self.window).size() - dock_layout.frame_size(self.window)
+        the size asked is lost. Before the window is shown its frame is unknown and frame_size guesses a title
+        bar, which a bare X screen never draws: a restored 1920x1080 was recorded as given 1920x1048, and given
+        back once shown, over a 32 px black strip. A window manager that adds a frame resizes the window once
+        shown, and that size is the one given."""
+        frame = dock_layout.frame_size(self.window) if self.window.isVisible() else QSize(0, 0)
+        return dock_layout.available_geometry(self.window).size() - frame
 
     def _grown(self) -> bool:
         size = self.window.size()
