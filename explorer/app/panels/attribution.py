@@ -5,16 +5,20 @@
 (explorer.core.attribution: the final norm's scale g frozen at this position, so the parts sum
 exactly). Left, the largest parts as bars; right, every head as a layer x head map with the FFN
 sublayers as its last column. Clicking a head selects it, which opens it in the attention views.
+
+Stop (Esc) cancels an attribution being computed: the panel then says it was stopped, with a Compute button,
+and asks nothing until the person presses it or picks another position, token, run or model. An attribution
+already drawn stays, since it still holds for the trace that stays.
 """
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSplitter, QVBoxLayout, QWidget
 
 from explorer.app.panels.base import Panel, WrappedText, decoder_view_unavailable
-from explorer.app.state.session import Selection
+from explorer.app.state.session import CANCEL, Selection
 from explorer.app.thread.requests import AttributionJob
 from explorer.app.widgets.adaptive import is_wide, orient, place
 from explorer.app.widgets.asking import Asker
@@ -51,6 +55,11 @@ class AttributionPanel(Panel):
         self.token_box.setMinimumContentsLength(14)
         self.token_box.currentIndexChanged.connect(lambda _: self._on_token_chosen())
         row.addWidget(self.token_box, 1)
+        self.compute_button = QPushButton("Compute")        # shown once a Stop cancelled the attribution
+        self.compute_button.setToolTip("Compute the attribution that Stop cancelled")
+        self.compute_button.clicked.connect(self._compute)
+        self.compute_button.hide()
+        row.addWidget(self.compute_button)
         column.addLayout(row)
         self.caption = WrappedText()
         column.addWidget(self.caption)
@@ -72,6 +81,8 @@ class AttributionPanel(Panel):
         self.body.addWidget(self.splitter, 1)
         self.asker = Asker(self, self._on_answer, self.error_line.show_error)
         self.result = None
+        self.answered = None                # the key of the result drawn
+        self._stopping = False              # a Stop reaches the panel: the trace and the choices stay
         self.position: int | None = None
         self._tokens: list[int | None] = [None]
         self.set_formula("z_N = embed + Σ_{l,h} u·O_h W^O_h + Σ_l u·f_l + rest")
@@ -81,12 +92,34 @@ class AttributionPanel(Panel):
 
     def forget(self) -> None:
         """No attribution of another model or run: its bars, its layer × head map, its caption, its choices."""
-        self.result, self.position, self._tokens = None, None, [None]
+        if self._stopping:          # the trace stays: so do the position and token, and a result of the key stopped
+            if self.answered != self.asker.stopped:
+                self._clear_result()
+            return
+        self._clear_result()
+        self.position, self._tokens = None, [None]
+        with self.updating():
+            self.token_box.clear()
+
+    def _clear_result(self) -> None:
+        self.result = self.answered = None
         self.bars.clear()
         self.heads.clear()
         self.caption.set_plain("")
-        with self.updating():
-            self.token_box.clear()
+
+    def _on_context_changed(self, change) -> None:
+        """Stop (CANCEL) cancels the attribution being computed, which is then asked no more until the person
+        asks (`_compute`) or picks another position or token; one drawn already for the key asked stays.
+        Another run or model, or an error, asks again."""
+        self._stopping = change.reason == CANCEL
+        if self._stopping:
+            self.asker.stop()
+        elif change.drops_work:
+            self.asker.resume()
+        try:
+            super()._on_context_changed(change)
+        finally:
+            self._stopping = False
 
     # ----- asking --------------------------------------------------------------------
     def show_selection(self, selection: Selection) -> None:
@@ -127,12 +160,27 @@ class AttributionPanel(Panel):
         token = self._tokens[index] if index < len(self._tokens) else None
         ids = tuple(int(i) for i in trace.token_ids[: position + 1])
 
-        if self.asker.ask((trace.model.name, ids, position, token), AttributionJob(ids, position, token)):
+        key = (trace.model.name, ids, position, token)
+        if self.asker.ask(key, AttributionJob(ids, position, token)):
             self.readout.setText(f"attributing the logit after position {position}…")
+        self._show_stopped(key == self.asker.stopped and key != self.answered, position)
+
+    def _show_stopped(self, stopped: bool, position: int) -> None:
+        """The explicit state after a Stop: no bars or map of another key, what was stopped, and Compute."""
+        self.compute_button.setVisible(stopped)
+        if stopped:
+            self._clear_result()
+            self.caption.set_plain(f"Stopped: the attribution of the logit after position {position} was "
+                                   "cancelled. Press Compute to run it.")
+
+    def _compute(self) -> None:
+        """The person asks for the attribution a Stop cancelled."""
+        self.asker.resume()
+        self._ask()
 
     # ----- drawing -------------------------------------------------------------------
     def _on_answer(self, key, result) -> None:
-        self.result = result
+        self.result, self.answered = result, key
         self._draw_bars(result)
         n_layers, n_heads = result.heads.shape
         matrix = np.concatenate([result.heads, result.mlp[:, None]], axis=1)           # (L, N_Q + 1)
