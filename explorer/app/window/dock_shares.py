@@ -11,14 +11,16 @@ A window shrunk too short for attention over the bottom tabs, each with legible 
 has the bottom tabs folded behind attention, as on a short screen, and unfolded as they were once it is tall
 enough again: shrunk from 1920 x 1080 to 800 x 600, Qt's shares left the attention map 4 px tall. Between
 the two, each keeps at least the height its plots need (dock_layout.stack_heights). After a resize, too, the
-prompt goes back to its laid-out height and Tokens to the height its table's rows ask (dock_layout.column_heights).
+prompt goes back to its laid-out height and Tokens to the height its table's rows ask (dock_layout.column_heights),
+and a window too narrow for Help ▸ Learn's column beside the panels has it folded into attention's tabs
+(learn_placement.keep_beside).
 """
 from __future__ import annotations
 
 from PySide6.QtCore import QByteArray, QEvent, QObject, QSize, Qt, QTimer
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QTabBar
 
-from explorer.app.window import dock_layout
+from explorer.app.window import dock_layout, learn_placement
 from explorer.app.window.dock_layout import put_away_stale_bars, whole_titles
 
 
@@ -102,6 +104,7 @@ class DockShares(QObject):
         self._keep_prompt(docks)
         self.keep_rows()
         self._fold_or_unfold(docks)
+        learn_placement.keep_beside(self.window)     # Learn's column folded where attention would be too narrow
 
     def layout_asked(self) -> None:
         """After a dock or toolbar asked for another size: the prompt back at its height (a row of toolbars given

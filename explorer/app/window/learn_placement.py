@@ -1,6 +1,11 @@
 """Where the window puts the Learn panel: a dock on the right, beside the panels it talks about, opened from
 Help ▸ Learn (`open_learn`), from the "?" on the title of a panel a stop names (`add_stop_buttons`), at that
 stop, and on the first start (`open_on_first_start`). The panel itself is explorer.app.panels.learn.
+
+Where the window is too narrow for the column beside the panels (attention would have less than PANELS_MIN_PX),
+Learn folds: it is tabbed with attention instead, one click away, and goes back to its column once the window
+is wide enough again (`keep_beside`, after every resize). At the window's minimum width (about 880 px) the
+column left attention 330 px, and its grid of heads, beside the map, 2 px.
 """
 from __future__ import annotations
 
@@ -9,10 +14,23 @@ from PySide6.QtWidgets import QDockWidget
 
 from explorer.app.panels.learn import LearnPanel, stop_tip
 from explorer.app.widgets.learn_tour import Stop, load_stops, stop_of_panel
-from explorer.app.window.dock_layout import LEFT_PX, LEFT_SHARE, tabs_beside_column
+from explorer.app.window.dock_layout import (
+    AREAS,
+    COLUMN,
+    FRONT,
+    LEFT_PX,
+    LEFT_SHARE,
+    SEPARATOR_PX,
+    keep_column_px,
+    tab_group,
+    tabs_beside_column,
+)
 from explorer.core.errors import ExplorerError
 
 DOCK_PX = 400                      # the Learn dock's width beside the panels
+# Attention's least width beside the Learn column: its map and its grid of heads side by side, each plot at least
+# 120 px wide with its axes and colour bars (the grid's axes and bars take about 150 px of its share).
+PANELS_MIN_PX = 520
 
 
 def open_learn(window) -> LearnPanel:
@@ -26,28 +44,97 @@ def open_learn(window) -> LearnPanel:
     if not dock.isVisible():
         # placed again each time it is opened: a closed dock keeps its old slot, which a View ▸ Reset Layout
         # since then puts under the panels, where the window asks for more height than a 768 px screen
-        if getattr(window, "docks", None):
-            tabs_beside_column(window, window.docks)     # the column beside the bottom tabs, not over them
-        window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock, Qt.Orientation.Horizontal)
-        _share_width(window, dock)
+        attention = _attention_on_the_right(window)
+        if attention is not None and room_beside(window, DOCK_PX) < PANELS_MIN_PX:
+            dock.setProperty("column_px", DOCK_PX)
+            window.tabifyDockWidget(attention, dock)        # folded: the window is too narrow for the column
+        else:
+            _place_column(window, dock, DOCK_PX)
     dock.show()
     dock.raise_()
     return dock.widget()
 
 
-def _share_width(window, dock) -> None:
-    """The Learn column DOCK_PX wide, the left column its default width, the panels between them the rest
+def _place_column(window, dock, px: int) -> None:
+    """`dock` a column `px` wide at the right edge, beside the panels."""
+    if getattr(window, "docks", None):
+        tabs_beside_column(window, window.docks)     # the column beside the bottom tabs, not over them
+    window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock, Qt.Orientation.Horizontal)
+    dock.setProperty("column_px", px)            # the width it goes back to once folded (keep_beside)
+    _share_width(window, dock, px)
+
+
+def _left_px(width: int) -> int:
+    """The left column's width in a window `width` wide, as a layout gives it."""
+    return int(min(max(LEFT_SHARE * width, LEFT_PX[0]), LEFT_PX[1]))
+
+
+def _attention_on_the_right(window):
+    """Attention, open and docked in the right area (the default layouts), else None (the person's own)."""
+    attention = getattr(window, "docks", {}).get(FRONT)
+    if attention is None or attention.isHidden() or attention.isFloating():
+        return None
+    return attention if window.dockWidgetArea(attention) == AREAS["right"] else None
+
+
+def room_beside(window, px: int) -> int:
+    """The width attention would have beside a column `px` wide at the right edge: the window's, less the left
+    column's (when open) at the width a layout gives it, the column and the separators between the three."""
+    docks = getattr(window, "docks", {})
+    left = any(dock is not None and dock.isVisible() and not dock.isFloating()
+               and window.dockWidgetArea(dock) == AREAS["left"] for dock in map(docks.get, COLUMN))
+    return window.width() - (_left_px(window.width()) + SEPARATOR_PX if left else 0) - px - SEPARATOR_PX
+
+
+def keep_beside(window) -> None:
+    """After a resize: Learn, a column beside the panels, folded into attention's tabs (behind the tab in front)
+    where attention has less than PANELS_MIN_PX; folded, back in its column where the window has room again,
+    in front as it was."""
+    dock, attention = getattr(window, "learn_dock", None), _attention_on_the_right(window)
+    if dock is None or attention is None or dock.isHidden() or dock.isFloating():
+        return
+    group = tab_group(window, attention)
+    if dock in group:
+        px = int(dock.property("column_px") or DOCK_PX)
+        if room_beside(window, px) >= PANELS_MIN_PX:
+            in_front = not dock.visibleRegion().isEmpty()
+            window.removeDockWidget(dock)
+            _place_column(window, dock, px)
+            dock.show()
+            if not in_front:
+                return
+            front = next((d for d in group if d is not dock and d.isVisible()), attention)
+            front.raise_()              # the tab Learn covered, in front again
+        return
+    if window.dockWidgetArea(dock) != AREAS["right"]:
+        return
+    in_sight = [d for d in group if d.isVisible() and not d.visibleRegion().isEmpty()]
+    front = in_sight[0] if in_sight else attention
+    if front.width() < PANELS_MIN_PX:
+        if not dock.property("column_px"):
+            keep_column_px(dock)        # a column placed by a layout made before (squeezed by now, but its own)
+        window.tabifyDockWidget(attention, dock)
+        front.raise_()
+
+
+def _share_width(window, dock, px: int = DOCK_PX) -> None:
+    """The Learn column `px` wide, the left column its default width, the panels between them the rest
     (given alone, Qt hands the new column's width to the left column and squeezes the panels); again once
-    the window has laid the new dock out."""
+    the window has laid the new dock out, and that layout kept as the one a regrow gives back (DockShares)."""
     def share() -> None:
-        left_px = int(min(max(LEFT_SHARE * window.width(), LEFT_PX[0]), LEFT_PX[1]))
+        left_px = _left_px(window.width())
         docks = [d for d in (window.docks.get("tokens"), window.docks.get("attention"))
                  if d is not None and not d.isFloating() and d.isVisible()]
-        widths = [left_px, window.width() - left_px - DOCK_PX][-len(docks):] if docks else []
-        window.resizeDocks(docks + [dock], widths + [DOCK_PX], Qt.Orientation.Horizontal)
+        widths = [left_px, window.width() - left_px - px][-len(docks):] if docks else []
+        window.resizeDocks(docks + [dock], widths + [px], Qt.Orientation.Horizontal)
 
+    def share_and_keep() -> None:
+        share()
+        shares = getattr(window, "dock_shares", None)
+        if shares is not None:
+            shares.take()           # the layout given back after a shrink: taken before this share, Learn had 364 px
     share()
-    QTimer.singleShot(0, window, share)
+    QTimer.singleShot(0, window, share_and_keep)
 
 
 def open_stop(window, index: int) -> LearnPanel:

@@ -1,0 +1,48 @@
+"""Help ▸ Learn open and the window shrunk to its minimum: every plot in sight stays legible, Learn stays one
+click away, and a regrow gives the layout back.
+
+The Learn column kept its width beside the left column and the panels; at the window's minimum (about 880 px
+wide) attention had 330 px, and its grid of heads, beside the map, was 2 px wide (7 px on Xvfb).
+Expectation: every visible plot at least MIN_PLOT_PX each way (tests/app/screen_fit.py, checked by
+Journey.act after every action), on an emulated 1366x768 and 1920x1080 screen; grown back to the screen,
+Learn in sight beside attention again, each about as wide as before the shrink.
+"""
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QSize
+
+from explorer.app.window.learn_placement import open_learn
+from tests.app.journey import BUNDLED, journey_in_a_window
+from tests.app.layout_probe import in_sight
+from tests.app.screen_fit import SCREENS
+
+
+def beside(left, right) -> bool:
+    """Both in sight, `right` wholly to the right of `left` (a column beside it, not a tab over it)."""
+    return in_sight(left) and in_sight(right) and right.geometry().left() > left.geometry().right()
+
+
+@pytest.mark.parametrize("screen_name", list(SCREENS))
+def test_learn_beside_the_panels_leaves_every_plot_legible_at_the_windows_minimum(qtbot, tmp_path, monkeypatch,
+                                                                                  screen_name):
+    screen = SCREENS[screen_name]
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, screen) as journey:
+        window = journey.window
+        journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be, that is the question:")
+        journey.act("Learn opened", lambda: open_learn(window))
+        attention = journey.raise_panel("attention")
+        learn, attention_dock = window.learn_dock, window.docks["attention"]
+        assert beside(attention_dock, learn)
+        widths = (attention_dock.width(), learn.width())
+        for shrunk in (window.minimumSizeHint(), QSize(window.minimumSizeHint().width(), screen.height())):
+            journey.act(f"shrunk to {shrunk.width()}x{shrunk.height()}", lambda shrunk=shrunk: window.resize(shrunk))
+            assert attention.grid_view.isVisible() and attention.large_view.isVisible()
+            assert not learn.isHidden(), "Learn was closed by the shrink"
+            journey.act("Learn raised", learn.raise_)            # one click away: its tab
+            assert in_sight(learn) and learn.widget().text.viewport().width() >= 240, learn.geometry().getRect()
+            journey.act("attention raised", attention_dock.raise_)
+            journey.act("grown back", lambda: window.resize(screen))
+            assert beside(attention_dock, learn), "Learn is not a column beside attention once the window is wide"
+            now = (attention_dock.width(), learn.width())
+            assert all(abs(a - b) <= 0.1 * b for a, b in zip(now, widths)), f"widths {now}, before the shrink {widths}"
