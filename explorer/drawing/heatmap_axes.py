@@ -298,6 +298,7 @@ class FittingTitle(pg.LabelItem):
 
     def __init__(self, text: str = "", parent=None, **args) -> None:
         self._whole, self._fitting, self._colour = "", False, None
+        self._fitted: tuple | None = None       # what the shown text was last fitted to (_fit_key)
         args.setdefault("size", TITLE_SIZE)          # relative to the font: it grows with the application's
         super().__init__(text, parent=parent, **args)
 
@@ -308,6 +309,7 @@ class FittingTitle(pg.LabelItem):
             # The colour as the text is set (a figure's theme is the default colour only while it is built):
             # the text cut again later, on a resize, is drawn in it.
             self._colour = args.get("color") or self.opts.get("color") or pg.getConfigOption("foreground")
+            self._fitted = None                 # the whole text is shown again: it must be cut anew
         super().setText(text, **args)
         self._fit()
 
@@ -327,12 +329,21 @@ class FittingTitle(pg.LabelItem):
     def _drawable(self) -> bool:
         return shiboken6.isValid(self) and shiboken6.isValid(self.item)
 
+    def _fit_key(self) -> tuple:
+        """What the cut text depends on: the width, the whole text, its font, colour and style."""
+        return self.width(), self._whole, self.item.font().key(), str(self._colour), repr(sorted(self.opts.items()))
+
     def _fit(self) -> None:
-        """Show as much of the whole text as the label's width holds (LabelItem draws it, styled)."""
+        """Show as much of the whole text as the label's width holds (LabelItem draws it, styled). Nothing is
+        set again when none of what the cut depends on changed: a layout resizes a title many times at the
+        same width (a panel's first raise resized its titles hundreds of times, each setting its rich text)."""
         if not self._drawable():
             return
         width, text = self.width(), self._whole
         if self._fitting or width <= 0 or not text:
+            return
+        key = self._fit_key()
+        if key == self._fitted:
             return
         self._fitting, shown, asked = True, text, self.opts.get("color")
         try:
@@ -343,6 +354,7 @@ class FittingTitle(pg.LabelItem):
         finally:
             self.opts["color"] = asked                      # the colour asked for, as it was
             self.text, self._fitting = text, False          # `text` stays the whole title, as set
+        self._fitted = self._fit_key()
 
 
 def text_px(item: QGraphicsTextItem) -> int:

@@ -6,6 +6,7 @@ Numpy only.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -43,13 +44,21 @@ def mean_attention_matrix(trace, layer: int, step: int | None = None, values: st
 def axis_labels(trace, shape: tuple[int, int], cross: bool = False,
                 numbered: bool = False) -> tuple[list[str], list[str]]:
     """Tick labels of the query rows and key columns; `numbered` puts each token's position first
-    ("5203 ·cat"), so a long map's thinned ticks say where they are."""
-    def labels(texts) -> list[str]:
-        return [f"{i} {short_label(t)}" if numbered else short_label(t) for i, t in enumerate(texts)]
-
+    ("5203 ·cat"), so a long map's thinned ticks say where they are. Each token text is labelled once
+    (token_tick_labels) for every map and figure of the trace: a long map's first paint made 16,000 labels."""
     text = trace.token_text
     source = trace.encoder.token_text if cross and trace.encoder is not None else text
-    return labels(text[: shape[0]]), labels(source[: shape[1]])
+    return (list(token_tick_labels(tuple(text), numbered)[: shape[0]]),
+            list(token_tick_labels(tuple(source), numbered)[: shape[1]]))
+
+
+@lru_cache(maxsize=8)
+def token_tick_labels(texts: tuple[str, ...], numbered: bool = False) -> tuple[str, ...]:
+    """A label per token of `texts` (a trace's token_text: the same tuple at every call, so the recent
+    traces' labels are found at the cost of hashing it), position first where `numbered`."""
+    if numbered:
+        return tuple(f"{i} {short_label(t)}" for i, t in enumerate(texts))
+    return tuple(short_label(t) for t in texts)
 
 
 def grid_image(grid, values: str, log: bool) -> tuple[np.ndarray, tuple[float, float]]:

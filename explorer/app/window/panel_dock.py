@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Callable
 
 from PySide6.QtCore import QEvent, QTimer, Signal
-from PySide6.QtWidgets import QAbstractButton, QDockWidget, QToolButton, QToolTip, QWidget
+from PySide6.QtWidgets import QAbstractButton, QDockWidget, QLabel, QToolButton, QToolTip, QWidget
 
 QT_TITLE_BUTTONS = ("qt_dockwidget_floatbutton", "qt_dockwidget_closebutton")
 FOLLOWED_EVENTS = (QEvent.Type.Move, QEvent.Type.Resize, QEvent.Type.Show, QEvent.Type.Hide)
@@ -24,6 +24,10 @@ class PanelDock(QDockWidget):
     meanwhile. Given `build`, the dock holds an empty placeholder until it is first exposed or its
     `widget()` is asked for: the KV, mask and Q/K/V tabs behind the embeddings cost nothing at start-up.
 
+    A panel built because its tab was raised draws in the next turn of the event loop, not in the turn that
+    built it, the dock saying "Drawing…" over it meanwhile: building and drawing a plot panel in one go held
+    the window past 100 ms at a long prompt.
+
     `visibilityChanged(True)` is not taken at its word: a relayout that tabifies the docks again (Help ▸
     Learn's tabs_beside_column, View ▸ Reset Layout) brings each tab in front in turn, and building on
     the signal built every tabbed panel at once, each starting its first model job. Whether the dock is
@@ -38,6 +42,7 @@ class PanelDock(QDockWidget):
         super().__init__(title, parent)
         self._build = build
         self._settling = False                      # a _settle_exposure is queued
+        self._drawing_note: QLabel | None = None    # over a panel built this turn, drawn in the next
         self.learn_button: QToolButton | None = None
         self.visibilityChanged.connect(self._on_visibility_changed)
         if build is not None:
@@ -114,17 +119,41 @@ class PanelDock(QDockWidget):
         none of it is left to paint)."""
         return self.isVisible() and not self.visibleRegion().isEmpty()
 
-    def _ensure_built(self) -> None:
+    def _ensure_built(self, draw_later: bool = False) -> None:
+        """Build the panel, and tell it whether it is exposed: now, or (`draw_later`) in the next turn of the
+        event loop, so that its first drawing has a turn of its own."""
         if self._build is None:
             return
         build, self._build = self._build, None
         placeholder, panel = super().widget(), build()
         if hasattr(panel, "set_exposed"):            # before it joins the dock, which may show it
-            panel.set_exposed(self.exposed())
+            panel.set_exposed(self.exposed() and not draw_later)
         self.setWidget(panel)
         placeholder.deleteLater()
         if self.isVisible():
             panel.show()
+        if draw_later and hasattr(panel, "set_exposed"):
+            self._say_drawing(panel, getattr(panel, "drawing_text", "Drawing…"))
+            QTimer.singleShot(0, self, self._first_drawing)
+
+    def _say_drawing(self, panel: QWidget, text: str) -> None:
+        """A note across the top of the panel until its first drawing: nothing of it is drawn yet (the panel
+        says "Drawing…" itself once it draws in parts)."""
+        note = QLabel(text, panel)
+        note.setObjectName("dock_drawing_note")
+        note.setAutoFillBackground(True)
+        note.setStyleSheet("QLabel { padding: 6px; background: palette(alternate-base); }")
+        note.setGeometry(0, 0, max(panel.width(), self.width()), note.sizeHint().height())
+        note.show()
+        note.raise_()
+        self._drawing_note = note
+
+    def _first_drawing(self) -> None:
+        """The turn after the build: the panel told whether it is exposed, and drawn if it is."""
+        note, self._drawing_note = self._drawing_note, None
+        self._tell_panel(self.exposed())
+        if note is not None:
+            note.deleteLater()
 
     def _on_visibility_changed(self, visible: bool) -> None:
         if not visible:
@@ -141,8 +170,9 @@ class PanelDock(QDockWidget):
         if window is not None and window.layout() is not None:
             window.layout().activate()
         exposed = self.exposed()
-        if exposed:
-            self._ensure_built()
+        if exposed and not self.built:
+            self._ensure_built(draw_later=True)      # told in the next turn (_first_drawing)
+            return
         self._tell_panel(exposed)
 
     def _tell_panel(self, exposed: bool) -> None:
