@@ -148,11 +148,14 @@ def _on_demand_sums(record: AttentionRecord, positions: np.ndarray, cancel) -> n
 
 def record_sums(record: AttentionRecord, positions: np.ndarray, cancel=None) -> np.ndarray:
     """(3, N_Q) float64: each quantity summed over the record's query rows, per head.
-    positions: (n_new,) the query positions. Raises Cancelled when `cancel` is set mid-way."""
+    positions: (n_new,) the query positions. Raises Cancelled when `cancel` is set mid-way (checked before each
+    head, whether its map is stored or rebuilt)."""
     if record.on_demand:
         return _on_demand_sums(record, positions, cancel)
     sums = np.zeros((3, record.n_heads))
     for head in range(record.n_heads):
+        if _stopped(cancel):
+            raise Cancelled
         sums[:, head] = block_sums(record.weights_of(head).astype(np.float32), positions, record.kv_positions)
     return sums
 
@@ -207,9 +210,12 @@ def _layer_rows(trace: Trace, layer: int, upto_step: int | None, sums: Descripti
 def describe_heads(trace: Trace, upto_step: int | None = None, sums: DescriptionSums | None = None,
                    cancel=None, on_layer: Callable[[int], None] | None = None) -> HeadDescription:
     """Entropy, mean attention distance and share on the first token of every head, on the trace's text,
-    layer by layer (`on_layer(l)` once layer l is described). Raises Cancelled when `cancel` is set."""
+    layer by layer (`on_layer(l)` once layer l is described). Raises Cancelled when `cancel` is set (checked
+    before each layer and each head)."""
     per_layer = []
     for layer in range(trace.model.n_layers):
+        if _stopped(cancel):
+            raise Cancelled
         per_layer.append(_layer_rows(trace, layer, upto_step, sums, cancel))
         if on_layer is not None:
             on_layer(layer)

@@ -70,17 +70,35 @@ def random_ids(vocab_size: int, length: int = DEFAULT_LENGTH, seed: int = DEFAUL
     return rng.choice(pool, size=min(length, pool.size), replace=False).astype(np.int64)
 
 
-def scores_of_trace(trace: Trace, n: int, repeat: int) -> HeadScores:
-    """The three scores of every head from a trace of one prefill of s (its first n ids repeated)."""
-    per_layer = [pattern_scores(trace.attention(layer).astype(np.float64), n) for layer in range(trace.model.n_layers)]
+class ScoringCancelled(ExplorerError):
+    """The person cancelled (or the app quit) while the heads were scored."""
+
+
+def _stop_if_cancelled(cancel) -> None:
+    """`cancel` is None, a callable or anything with is_set() (the model thread's flag)."""
+    if cancel is not None and (cancel.is_set() if hasattr(cancel, "is_set") else cancel()):
+        raise ScoringCancelled("The scoring of the heads was cancelled.")
+
+
+def _layer_scores(trace: Trace, layer: int, n: int, cancel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    _stop_if_cancelled(cancel)
+    return pattern_scores(trace.attention(layer).astype(np.float64), n)
+
+
+def scores_of_trace(trace: Trace, n: int, repeat: int, cancel=None) -> HeadScores:
+    """The three scores of every head from a trace of one prefill of s (its first n ids repeated);
+    ScoringCancelled before a layer once `cancel` is set."""
+    per_layer = [_layer_scores(trace, layer, n, cancel) for layer in range(trace.model.n_layers)]
     previous, induction, sink = (np.stack(parts) for parts in zip(*per_layer))
     return HeadScores(ids=tuple(int(i) for i in trace.token_ids[:n]), repeat=repeat,
                       previous_token=previous, induction=induction, sink=sink)
 
 
-def score_heads(loaded, ids=None, repeat: int = 2, seed: int = DEFAULT_SEED, intervention=None) -> HeadScores:
+def score_heads(loaded, ids=None, repeat: int = 2, seed: int = DEFAULT_SEED, intervention=None,
+                cancel=None) -> HeadScores:
     """Run the model on s = ids * repeat (random ids of its vocabulary when None), under `intervention`
-    (None: the model as it is), and score every head."""
+    (None: the model as it is), and score every head; ScoringCancelled before the run and before each
+    layer's scores once `cancel` (None, a callable or an Event-like flag) is set."""
     # torch's modules, imported when a model runs: the app's torch-free atlas and head descriptions import this one
     from explorer.core.drivers import make_decoder
     from explorer.core.recording import RecordOptions
@@ -95,8 +113,9 @@ def score_heads(loaded, ids=None, repeat: int = 2, seed: int = DEFAULT_SEED, int
                             f" of {loaded.config.max_positions}")
     decoder = make_decoder(loaded, RecordOptions(dtype="float32", top_k=1), capacity=int(sequence.size))
     decoder.set_intervention(intervention)
+    _stop_if_cancelled(cancel)
     trace = decoder.prefill(sequence)
-    return replace(scores_of_trace(trace, len(sequence) // repeat, repeat), trace=trace)
+    return replace(scores_of_trace(trace, len(sequence) // repeat, repeat, cancel), trace=trace)
 
 
 def score_heads_each(loaded, sequences: list, repeat: int = 2, intervention=None, budget: int | None = None

@@ -8,6 +8,10 @@ selects it (the attention views open it large) and shows its pattern on the repe
 A long text's maps are rebuilt from Q and K, so its description is read on a thread of its own,
 layer by layer under a progress bar with Cancel (atlas_reading.py), and its example map is drawn
 as block maxima computed in the background (long_head.py).
+
+Cancel (and Stop, Esc) stops what the atlas computes, the reading and the scoring alike: the panel then
+says where it stopped ("cancelled at k of L", or that the heads were not scored) beside a Resume, and asks
+nothing again until the person presses it, or another run or model comes.
 """
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.app.panels.base import LineLabel, Panel, decoder_view_unavailable
-from explorer.app.state.session import Selection
+from explorer.app.state.session import CANCEL, Selection
 from explorer.app.thread.requests import HeadScoresJob
 from explorer.app.widgets.ablation_marks import AblationMarks, ablated_heads
 from explorer.app.widgets.adaptive import orient
@@ -88,6 +92,7 @@ class AtlasPanel(Panel):
         self.values: np.ndarray | None = None
         self._listed: list[tuple[int, int]] = []
         self._described_for = None
+        self._stopping = False              # a Stop reaches the panel: the trace stays, and what was computed of it
         self.set_formula(METRICS["induction"][2])
 
     def _controls(self) -> QHBoxLayout:
@@ -122,6 +127,8 @@ class AtlasPanel(Panel):
 
     def forget(self) -> None:
         """No score, description, list or example of another model or run."""
+        if self._stopping:          # a Stop: the model and trace stay, and so do their scores and layers read
+            return
         self.scores = self.described = self.values = self._described_for = None
         self._listed = []
         self.map.clear()
@@ -142,9 +149,11 @@ class AtlasPanel(Panel):
             values = None if self.scores is None else getattr(self.scores, name)
         else:
             values = getattr(self._description(trace), name)
-        self._show_reading(trace)
+        self._show_reading(trace, source)
         if values is None:
-            self.caption.setText("scoring every head on random tokens repeated twice…")
+            self.caption.setText("Stopped before every head was scored on random tokens repeated twice: press "
+                                 "Resume to score them." if self._scoring_stopped(trace)
+                                 else "scoring every head on random tokens repeated twice…")
             return
         self.values = values
         n_layers, n_heads = values.shape
@@ -185,6 +194,9 @@ class AtlasPanel(Panel):
     def _ask_scores(self, trace) -> None:
         self.asker.ask(trace.model.name, HeadScoresJob())
 
+    def _scoring_stopped(self, trace) -> bool:
+        return self.scores is None and self.asker.stopped == trace.model.name
+
     def _on_scores(self, key, scores) -> None:
         self.scores = scores
         self.refresh()
@@ -196,28 +208,53 @@ class AtlasPanel(Panel):
             self._described_for, self.described = trace, self.reader.description(trace)
         return self.described
 
-    def _show_reading(self, trace) -> None:
-        """The progress bar and Cancel while the text is read; Resume once cancelled before the end."""
+    def _show_reading(self, trace, source: str) -> None:
+        """The progress bar and Cancel while the text is read (Cancel alone while the heads are scored); Resume
+        once either was cancelled before the end."""
         reader, n_layers = self.reader, trace.model.n_layers
         shown = reader.running or reader.stopped_for(trace)
         done = self._description(trace).layers_done if shown else n_layers
         stopped = reader.stopped_for(trace) and done < n_layers
+        working = reader.running or (source == "repeated" and self.asker.busy)
         self.progress.setVisible(reader.running or stopped)
-        self.cancel_button.setVisible(reader.running or stopped)
+        self.cancel_button.setVisible(working or stopped or (source == "repeated" and self._scoring_stopped(trace)))
         self.progress.setRange(0, n_layers)
         self.progress.setValue(done)
         self.progress.setFormat("%v of %m layers read" if reader.running else "cancelled at %v of %m")
-        self.cancel_button.setText("Cancel" if reader.running else "Resume")
+        self.cancel_button.setText("Cancel" if working else "Resume")
         if reader.failure:
             self.error_line.show_error(reader.failure)
 
     def _cancel_or_resume(self) -> None:
-        if self.reader.running:
-            self.reader.cancel()
-        elif self.trace is not None:
-            self.reader.resume()
-            self._description(self.trace)                  # reads on from the layers kept
+        if self.reader.running or self.asker.busy:
+            self._cancel()
             self.refresh()
+        elif self.trace is not None:
+            reading = self.reader.stopped_for(self.trace) or METRICS[self.metric][0] == "text"
+            self.reader.resume()
+            self.asker.resume()
+            if reading:
+                self._description(self.trace)              # reads on from the layers kept
+            self.refresh()                                 # and asks for the scores again
+
+    def _cancel(self) -> None:
+        """Stop the reading (its thread drops it at the next head) and the scoring (the model thread's job is
+        cancelled): neither is asked again until Resume, or another run or model."""
+        self.reader.cancel()
+        self.asker.stop()
+
+    def _on_context_changed(self, change) -> None:
+        """Stop (CANCEL) cancels as the panel's Cancel does, keeping what was computed; another run or model, or
+        an error, asks again."""
+        self._stopping = change.reason == CANCEL
+        if self._stopping:
+            self._cancel()
+        elif change.drops_work:
+            self.asker.resume()
+        try:
+            super()._on_context_changed(change)
+        finally:
+            self._stopping = False
 
     def _on_trace_changed(self, trace) -> None:
         self.reader.trace_changed(trace)

@@ -171,7 +171,7 @@ def _residual_stream(job, loaded, progress, cancel):
 def _head_scores(job, loaded, progress, cancel):
     from explorer.core.head_scores import score_heads  # start-up: only the model thread needs it
 
-    return score_heads(loaded)
+    return score_heads(loaded, cancel=cancel)
 
 
 def _output_weights(job, loaded, progress, cancel):
