@@ -64,7 +64,8 @@ class DescriptionReader(QObject):
         return self._stopped is not None and self._stopped() is trace.steps[0]
 
     def cancel(self) -> None:
-        """Stop now: the thread drops its block at the next one; the layers read so far stay."""
+        """Stop now: the thread stops before its next head (describe_heads polls the flag abandon sets), and
+        the reading of this prompt is not started again until `resume`; the layers read so far stay."""
         if self.call.running:
             self._stopped = weakref.ref(self.reading.steps[0])
             self.call.abandon("")
