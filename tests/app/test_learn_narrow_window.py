@@ -46,3 +46,21 @@ def test_learn_beside_the_panels_leaves_every_plot_legible_at_the_windows_minimu
             assert beside(attention_dock, learn), "Learn is not a column beside attention once the window is wide"
             now = (attention_dock.width(), learn.width())
             assert all(abs(a - b) <= 0.1 * b for a, b in zip(now, widths)), f"widths {now}, before the shrink {widths}"
+
+
+@pytest.mark.parametrize("screen_name", list(SCREENS))
+def test_learn_opened_on_a_narrow_window_comes_in_front_then_takes_its_column_once_wide(qtbot, tmp_path,
+                                                                                       monkeypatch, screen_name):
+    screen = SCREENS[screen_name]
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, screen) as journey:
+        window = journey.window
+        journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be, that is the question:")
+        journey.act("shrunk to the minimum", lambda: window.resize(window.minimumSizeHint()))
+        journey.act("Learn opened", lambda: open_learn(window))
+        learn, attention_dock = window.learn_dock, window.docks["attention"]
+        assert in_sight(learn) and learn.widget().text.viewport().width() >= 240, learn.geometry().getRect()
+        journey.act("attention raised", attention_dock.raise_)
+        journey.act("Help ▸ Learn again", lambda: open_learn(window))      # the way back to it
+        assert in_sight(learn)
+        journey.act("grown back", lambda: window.resize(screen))
+        assert beside(attention_dock, learn), "Learn is not a column beside attention once the window is wide"

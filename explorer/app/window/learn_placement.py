@@ -89,24 +89,17 @@ def room_beside(window, px: int) -> int:
 def keep_beside(window) -> None:
     """After a resize: Learn, a column beside the panels, folded into attention's tabs (behind the tab in front)
     where attention has less than PANELS_MIN_PX; folded, back in its column where the window has room again,
-    in front as it was."""
+    the tab it covered in front again. So too where a layout given back was made without Learn (the one before
+    the bottom tabs folded, Learn opened since) and Qt put it between attention and the bottom tabs."""
     dock, attention = getattr(window, "learn_dock", None), _attention_on_the_right(window)
-    if dock is None or attention is None or dock.isHidden() or dock.isFloating():
+    if (dock is None or attention is None or dock.isHidden() or dock.isFloating()
+            or window.dockWidgetArea(dock) != AREAS["right"]):
         return
     group = tab_group(window, attention)
-    if dock in group:
-        px = int(dock.property("column_px") or DOCK_PX)
-        if room_beside(window, px) >= PANELS_MIN_PX:
-            in_front = not dock.visibleRegion().isEmpty()
-            window.removeDockWidget(dock)
-            _place_column(window, dock, px)
-            dock.show()
-            if not in_front:
-                return
-            front = next((d for d in group if d is not dock and d.isVisible()), attention)
-            front.raise_()              # the tab Learn covered, in front again
-        return
-    if window.dockWidgetArea(dock) != AREAS["right"]:
+    folded = dock in group
+    out_of_place = not dock.visibleRegion().isEmpty() and dock.geometry().left() <= attention.geometry().right()
+    if folded or out_of_place:          # in sight but not a column beside attention (and laid out: in sight)
+        _place_again(window, dock, attention, group, folded)
         return
     in_sight = [d for d in group if d.isVisible() and not d.visibleRegion().isEmpty()]
     front = in_sight[0] if in_sight else attention
@@ -115,6 +108,23 @@ def keep_beside(window) -> None:
             keep_column_px(dock)        # a column placed by a layout made before (squeezed by now, but its own)
         window.tabifyDockWidget(attention, dock)
         front.raise_()
+
+
+def _place_again(window, dock, attention, group, folded: bool) -> None:
+    """Learn, folded into attention's tabs or out of its place, back in its column where the window has room
+    for it, else folded."""
+    px = int(dock.property("column_px") or DOCK_PX)
+    if room_beside(window, px) < PANELS_MIN_PX:
+        if not folded:
+            window.tabifyDockWidget(attention, dock)
+            attention.raise_()
+        return
+    covered = folded and not dock.visibleRegion().isEmpty()
+    window.removeDockWidget(dock)
+    _place_column(window, dock, px)
+    dock.show()
+    if covered:
+        next((d for d in group if d is not dock and d.isVisible()), attention).raise_()
 
 
 def _share_width(window, dock, px: int = DOCK_PX) -> None:
