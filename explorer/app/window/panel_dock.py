@@ -43,6 +43,10 @@ class PanelDock(QDockWidget):
         self._build = build
         self._settling = False                      # a _settle_exposure is queued
         self._drawing_note: QLabel | None = None    # over a panel built this turn, drawn in the next
+        # A timer, not a queued call (QTimer.singleShot(0) posts one): a queued call runs in the same pass of the
+        # event loop as the build's layout and paint, before the window's own timers, and the window froze for both.
+        self._draw_timer = QTimer(self, singleShot=True, interval=0)
+        self._draw_timer.timeout.connect(self._first_drawing)
         self.learn_button: QToolButton | None = None
         self.visibilityChanged.connect(self._on_visibility_changed)
         if build is not None:
@@ -134,7 +138,7 @@ class PanelDock(QDockWidget):
             panel.show()
         if draw_later and hasattr(panel, "set_exposed"):
             self._say_drawing(panel, getattr(panel, "drawing_text", "Drawing…"))
-            QTimer.singleShot(0, self, self._first_drawing)
+            self._draw_timer.start()
 
     def _say_drawing(self, panel: QWidget, text: str) -> None:
         """A note across the top of the panel until its first drawing: nothing of it is drawn yet (the panel
