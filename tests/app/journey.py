@@ -28,10 +28,8 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QAbstractButton, QApplication, QLabel, QMessageBox, QTabWidget, QTextEdit, QWidget
 
 from explorer.app.figures import export_dialogs
-from explorer.app.panels import ALL_PANELS
+from explorer.app.panels import registry
 from explorer.app.panels.base import Panel, WrappedText
-from explorer.app.panels.experiments import EXPERIMENT_PANELS
-from explorer.app.panels.why import WHY_PANELS
 from explorer.app.widgets.model_call import ModelCall
 from explorer.app.window.error_bar import ErrorLine
 from tests.app.layout_probe import in_sight
@@ -47,7 +45,7 @@ WAIT_S = 120.0
 
 def registered_panels() -> list[str]:
     """Every panel the registry lists, by object name (the main window builds one dock for each)."""
-    return [name for name, _title, _cls in ALL_PANELS + WHY_PANELS + EXPERIMENT_PANELS]
+    return [spec.object_name for spec in registry.PANELS]
 
 
 def make_tiny_gemma(folder: Path) -> Path:

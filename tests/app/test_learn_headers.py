@@ -9,9 +9,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractButton
 
-from explorer.app.panels import ALL_PANELS
-from explorer.app.panels.experiments import EXPERIMENT_PANELS
-from explorer.app.panels.why import WHY_PANELS
+from explorer.app.panels import registry
 from explorer.app.widgets.learn_tour import load_stops, stop_of_panel
 from explorer.core import store
 from explorer.core.errors import ExplorerError
@@ -36,7 +34,7 @@ def window(qtbot, tmp_path):
 
 def test_the_path_names_most_panels():
     named = named_in_stops()
-    registered = {name for name, _title, _cls in ALL_PANELS + WHY_PANELS + EXPERIMENT_PANELS}
+    registered = {spec.object_name for spec in registry.PANELS}
     assert set(named) <= registered | {"prompt"}, "every panel a stop names exists"
     assert {"tokens", "embeddings", "qkv", "attention", "mask", "kv_cache", "derivation"} <= set(named)
 
@@ -44,7 +42,7 @@ def test_the_path_names_most_panels():
 def test_a_question_mark_iff_a_stop_names_the_panel_and_it_opens_that_stop(window, qtbot):
     named = named_in_stops()
     ids = [stop.id for stop in load_stops()]
-    registered = ["prompt"] + [name for name, _title, _cls in ALL_PANELS + WHY_PANELS + EXPERIMENT_PANELS]
+    registered = ["prompt"] + [spec.object_name for spec in registry.PANELS]
     for name in registered:
         dock = window.docks[name]
         button = dock.findChild(QAbstractButton, "learn_button")

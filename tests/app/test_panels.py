@@ -6,7 +6,6 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 
 from explorer.app.panels import (
-    ALL_PANELS,
     AttentionPanel,
     EmbeddingsPanel,
     KVCachePanel,
@@ -14,6 +13,7 @@ from explorer.app.panels import (
     NextTokenPanel,
     QKVPanel,
     TokensPanel,
+    registry,
 )
 from explorer.app.panels.mask import ALLOWED, MASKED, NEW_ROW
 from explorer.app.state.session import Session
@@ -34,10 +34,11 @@ def view_point(view, heatmap, row, col) -> QPoint:
 
 
 def test_all_panels_have_a_title_a_formula_and_export_actions(qtbot, session):
-    panels = [make(qtbot, session, cls) for _, _, cls in ALL_PANELS]
+    panels = [make(qtbot, session, spec.cls) for spec in registry.PANELS]
     session.set_trace(build_trace(n_layers=3, n_heads=4, n_kv_heads=2, prompt_len=7, steps=2))
-    assert [name for name, _, _ in ALL_PANELS] == ["tokens", "embeddings", "qkv", "attention", "mask",
-                                                   "kv_cache", "kv_lab", "next_token", "model_map"]
+    assert [spec.object_name for spec in registry.PANELS] == [
+        "tokens", "embeddings", "qkv", "attention", "mask", "kv_cache", "kv_lab", "next_token", "model_map",
+        "derivation", "attribution", "residual", "atlas", "experiments"]
     for panel in panels:
         assert isinstance(panel.title, str) and panel.title
         assert panel.formula, f"{panel.object_name} shows no formula"

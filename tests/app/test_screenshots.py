@@ -7,7 +7,7 @@ import pytest
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 from PySide6.QtGui import QGuiApplication, QImage
 
-from explorer.app.panels import ALL_PANELS
+from explorer.app.panels import registry
 from explorer.app.start import screenshots
 from tests.app.synthetic_trace import build_trace
 
@@ -22,7 +22,7 @@ def distinct_colours(path) -> int:
 
 def test_the_driver_writes_the_window_and_every_panel(qtbot, tiny, tmp_path):
     assert screenshots.take_screenshots(tmp_path, str(tiny), "To be, or not") == 0
-    panels = [name for name, _, _ in ALL_PANELS]
+    panels = [spec.object_name for spec in registry.PANELS]
     tabs = ["embeddings", "qkv", "mask", "kv_cache", "kv_lab"]          # the bottom area's tabs
     names = {path.name for path in tmp_path.glob("*.png")}               # panels added later have theirs too
     assert {"window.png"} | {f"panel_{name}.png" for name in panels} | {f"tab_{name}.png" for name in tabs} <= names

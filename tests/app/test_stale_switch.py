@@ -2,7 +2,7 @@
 model and trace it draws (the session's current ones) or is in an explicit state that says why, and nothing
 of the model before stays up: no hover line, no job or result keyed to it, no experiment naming its layers.
 
-The panels are read from the registry (ALL_PANELS, WHY_PANELS, EXPERIMENT_PANELS), never listed here; the
+The panels are read from the registry (panels.registry.PANELS), never listed here; the
 switches walk every ordered pair of the four kinds (a GQA decoder, the bundled MLA model, an encoder and the
 bundled encoder-decoder) in one window, as a person switching back and forth would.
 """
@@ -13,10 +13,8 @@ from pathlib import Path
 import pytest
 import transformers  # noqa: E402,F401  (the tiny models are written with it; missing, the run fails, never skips)
 
-from explorer.app.panels import ALL_PANELS
+from explorer.app.panels import registry
 from explorer.app.panels.base import Panel
-from explorer.app.panels.experiments import EXPERIMENT_PANELS
-from explorer.app.panels.why import WHY_PANELS
 from explorer.core.intervention import HeadAblation, Intervention
 from tests.app.test_encdec_app import make_tiny_bert
 from tests.app.tiny_model import make_tiny_llama
@@ -32,7 +30,7 @@ CIRCUIT = ["gqa", "mla", "encoder", "encdec", "gqa", "encoder", "mla", "encdec",
 
 
 def registered_panels() -> list[str]:
-    return [name for name, _title, _cls in ALL_PANELS + WHY_PANELS + EXPERIMENT_PANELS]
+    return [spec.object_name for spec in registry.PANELS]
 
 
 @pytest.fixture

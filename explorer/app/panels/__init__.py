@@ -1,7 +1,6 @@
 """The panels, one module each. Each is `XxxPanel(session)`, has a `title` and `export_actions()`.
 
-`ALL_PANELS` lists (object_name, title, class) in display order, for the main
-window's dock widgets.
+`registry.PANELS` lists them in display order, each with its dock area and tooltip, for the main window.
 """
 from __future__ import annotations
 
@@ -15,9 +14,5 @@ from explorer.app.panels.next_token import NextTokenPanel
 from explorer.app.panels.qkv import QKVPanel
 from explorer.app.panels.tokens import TokensPanel
 
-ALL_PANELS = [(cls.object_name, cls.title, cls) for cls in (
-    TokensPanel, EmbeddingsPanel, QKVPanel, AttentionPanel, MaskPanel, KVCachePanel, KVLabPanel, NextTokenPanel,
-    ModelMapPanel)]
-
-__all__ = ["ALL_PANELS", "AttentionPanel", "EmbeddingsPanel", "KVCachePanel", "KVLabPanel", "MaskPanel",
+__all__ = ["AttentionPanel", "EmbeddingsPanel", "KVCachePanel", "KVLabPanel", "MaskPanel",
            "ModelMapPanel", "NextTokenPanel", "QKVPanel", "TokensPanel"]

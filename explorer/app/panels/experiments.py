@@ -308,6 +308,3 @@ class ExperimentsPanel(Panel):
             f"(Δ {result.delta_logit:+.3f}), p {result.prob_before:.3f} → {result.prob_after:.3f}.")
         on = sum(e.on for e in self.experiments)
         self.readout.setText(f"{on} of {plural(len(self.experiments), 'experiment')} on")
-
-
-EXPERIMENT_PANELS = [(ExperimentsPanel.object_name, ExperimentsPanel.title, ExperimentsPanel)]

@@ -23,10 +23,8 @@ from PySide6.QtCore import QRect, QSize, Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabBar, QToolBar
 
-DEFAULT_AREAS = {"prompt": "top", "tokens": "left", "next_token": "left", "attention": "right",
-                 "embeddings": "bottom", "qkv": "bottom", "mask": "bottom", "kv_cache": "bottom",
-                 "kv_lab": "bottom", "derivation": "bottom", "attribution": "bottom", "residual": "bottom",
-                 "atlas": "bottom", "experiments": "bottom"}
+from explorer.app.panels import registry
+
 TABBED_AREAS = ("bottom",)
 AREAS = {"top": Qt.DockWidgetArea.TopDockWidgetArea, "left": Qt.DockWidgetArea.LeftDockWidgetArea,
          "right": Qt.DockWidgetArea.RightDockWidgetArea, "bottom": Qt.DockWidgetArea.BottomDockWidgetArea}
@@ -113,7 +111,8 @@ def area_of(name: str, stacked: bool = True) -> str:
     """The default area of a panel. `stacked` False (a short screen): the bottom tabs join attention's
     area on the right, behind it, beside the left column (in the bottom area beside that column, Qt
     widened the column a little at every relayout)."""
-    area = DEFAULT_AREAS.get(name, TABBED_AREAS[0])
+    spec = registry.spec(name)                  # each panel's row says its area; the prompt's is the top
+    area = "top" if name == "prompt" else spec.area if spec is not None else TABBED_AREAS[0]
     return "right" if not stacked and area in TABBED_AREAS else area
 
 

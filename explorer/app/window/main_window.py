@@ -2,7 +2,7 @@
 
 It holds no decoding logic of its own: presses go to the `DecodingController`,
 the trace lives in the `Session`, and every panel is built as `cls(session)`
-from `explorer.app.panels.ALL_PANELS`.
+from `explorer.app.panels.registry.PANELS`.
 """
 from __future__ import annotations
 
@@ -11,9 +11,7 @@ from pathlib import Path
 from PySide6.QtCore import QRect, QSize, Qt, QTimer
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QProgressDialog, QWidget
 
-from explorer.app.panels import ALL_PANELS
-from explorer.app.panels.experiments import EXPERIMENT_PANELS
-from explorer.app.panels.why import WHY_PANELS
+from explorer.app.panels import registry
 from explorer.app.run.controller import DecodingController
 from explorer.app.state.session import Session
 from explorer.app.state.session_file import Autosaver, SessionState
@@ -49,7 +47,7 @@ LOADING_SHOWN_AFTER_MS = 400           # a load shorter than this shows no dialo
 
 class MainWindow(QMainWindow):
     def __init__(self, worker: ModelWorker | None = None, settings: AppSettings | None = None,
-                 panels: list | None = None, autosave_path: str | Path | None = None,
+                 panels: tuple[registry.PanelSpec, ...] | None = None, autosave_path: str | Path | None = None,
                  catalog=model_refs.catalog_choices) -> None:
         super().__init__()
         self.setWindowTitle(TITLE)
@@ -95,11 +93,10 @@ class MainWindow(QMainWindow):
 
     # ----- composition --------------------------------------------------------------
     def _build_docks(self, panels) -> dict[str, QDockWidget]:
-        if panels is None:
-            panels = ALL_PANELS + WHY_PANELS + EXPERIMENT_PANELS
         docks = {"prompt": self._dock("prompt", "Prompt", self.prompt)}
         fronts = set()
-        for object_name, title, cls in panels:
+        for spec in registry.PANELS if panels is None else panels:
+            object_name, title, cls = spec.object_name, spec.title, spec.cls
             area = dock_layout.area_of(object_name)
             if area in dock_layout.TABBED_AREAS and area in fronts:     # behind another tab: built once first shown
                 docks[object_name] = PanelDock(title, self, lambda cls=cls: cls(self.session))

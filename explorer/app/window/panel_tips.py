@@ -1,8 +1,8 @@
 """One sentence of what each panel shows, for its dock's title bar and its tab, and the list of keys
 and mouse gestures for Help ▸ Keyboard Shortcuts, read from the actions themselves.
 
-A panel this table does not name is described by the first sentence of its class's docstring, so a
-panel added later has a tooltip from the day it is added. The shortcuts are read from every QAction
+A panel's sentence is its row's in panels.registry; a panel without one is described by the first
+sentence of its class's docstring. The shortcuts are read from every QAction
 the window holds (menus, toolbars, panels), so the list cannot drift from what the keys do; a mouse
 gesture has no action, so the widget that implements it declares it (`gestures`, a tuple of
 (gesture, what it does)) and the list reads that.
@@ -16,23 +16,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QTabBar
 
-TIPS = {
-    "prompt": "The text the model reads: edit it, then Run (Ctrl+Enter) to prefill it.",
-    "tokens": "The prompt cut into the model's tokens, with each token's id; click one to select it.",
-    "embeddings": "The embedding rows E[id] the tokens start from, their norms, and the position each adds.",
-    "qkv": "The query, key and value vectors Q = X W^Q, K = X W^K, V = X W^V of the selected head.",
-    "attention": "The attention weights A = softmax(Q K^T / √d) of the selected head, and every head as a grid.",
-    "mask": "Which keys each query may attend to, step by step and layer by layer.",
-    "kv_cache": "What the model's KV cache holds after each step, block by block, and the bytes it takes.",
-    "kv_lab": "The bytes MHA, GQA, MQA and MLA would cache for this model, and what converting it costs.",
-    "next_token": "The next-token probabilities softmax(h W_U), most likely first; click one to force it.",
-    "derivation": "One attention weight A[i, j], derived step by step from the numbers the model recorded.",
-    "attribution": "How much each head and layer adds to the chosen next token's logit.",
-    "residual": "What each layer adds to the residual stream at the selected position, read by the logit lens.",
-    "atlas": "What every head does (previous token, induction, sink), as layer × head maps.",
-    "experiments": "Ablate heads, swap the attention kernel or hide tokens, and see the next token move.",
-    "model_map": "The loaded model's computation drawn as a diagram, with the part in view lit.",
-}
+from explorer.app.panels import registry
+
+# The prompt is no panel: its sentence is here; each panel's is its row's (panels.registry).
+PROMPT_TIP = "The text the model reads: edit it, then Run (Ctrl+Enter) to prefill it."
 
 
 # Qt's key codes from Key_Back on name the keys of remote controls and handhelds (Back, Exit, media keys):
@@ -51,9 +38,12 @@ def first_sentence(text: str | None) -> str:
 
 
 def panel_tip(object_name: str, panel_class=None) -> str:
-    """The table's sentence, else the panel class's docstring's first, else its module's."""
+    """The registry's sentence, else the panel class's docstring's first, else its module's."""
+    if object_name == "prompt":
+        return PROMPT_TIP
+    spec = registry.spec(object_name)
     module = sys.modules.get(getattr(panel_class, "__module__", ""), None)
-    return (TIPS.get(object_name) or first_sentence(getattr(panel_class, "__doc__", None))
+    return ((spec.tip if spec is not None else "") or first_sentence(getattr(panel_class, "__doc__", None))
             or first_sentence(getattr(module, "__doc__", None)))
 
 
