@@ -32,7 +32,8 @@ def test_the_first_raise_draws_the_curves_on_a_later_turn_and_the_same_as_at_onc
     assert not any(panel.plot.plots[dtype].listDataItems() for dtype in DTYPES), \
         "the curves were drawn in the raise's own turn"
     assert getattr(panel.what_if, "_heatmaps", "built") is None, "the hidden what-if maps were built"
-    qtbot.waitUntil(lambda: bool(panel.plot.plots[DTYPES[0]].listDataItems()), timeout=5000)
+    qtbot.waitUntil(lambda: panel.plot._pending is None and bool(panel.plot.plots[DTYPES[-1]].listDataItems()),
+                    timeout=5000)
     at_once = BytesPlot(titled=False)
     qtbot.addWidget(at_once)
     at_once.draw(kv.shape_from_info(trace.model), None, trace.model.name)
@@ -59,3 +60,27 @@ def test_a_drawing_asked_for_a_model_replaced_meanwhile_is_not_drawn(qtbot):
     qtbot.waitUntil(lambda: bool(panel.plot.plots[DTYPES[0]].listDataItems()), timeout=5000)
     x, _ = panel.plot.plots[DTYPES[0]].listDataItems()[0].getData()
     assert x[-1] == large.model.max_positions
+
+
+def test_a_later_drawing_draws_one_dtype_a_turn_and_ends_as_a_drawing_at_once(qtbot):
+    """18 curves and their paint in one turn were the KV lab's longest freeze at 8,000 tokens: one dtype a turn."""
+    shape = kv.shape_from_info(build_trace(n_layers=4, n_heads=6, n_kv_heads=2, d_head=16, max_positions=4096).model)
+    plot, at_once = BytesPlot(titled=False), BytesPlot(titled=False)
+    qtbot.addWidget(plot)
+    qtbot.addWidget(at_once)
+    plot.draw_later(shape, None, "m")
+    plot._later.stop()                                       # its turns run by hand, one at a time
+    assert not any(plot.plots[dtype].listDataItems() for dtype in DTYPES)
+    for turn, dtype in enumerate(DTYPES):
+        plot._next_part()
+        assert [bool(plot.plots[d].listDataItems()) for d in DTYPES] == [i <= turn for i in range(len(DTYPES))], \
+            f"after turn {turn}: drawn {dtype} and only the ones before it"
+    plot._next_part()
+    assert plot._pending is None
+    at_once.draw(shape, None, "m")
+    for mine, one_shot in zip(drawn(plot), drawn(at_once), strict=True):
+        if isinstance(mine, tuple):
+            assert mine[:2] == one_shot[:2] and mine[4] == one_shot[4]
+            np.testing.assert_array_equal(mine[3], one_shot[3])
+        else:
+            assert mine == one_shot

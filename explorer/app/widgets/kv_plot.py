@@ -7,6 +7,8 @@ MLA d_c + d_R). The model's own variant is the thick red curve in each.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
@@ -80,10 +82,10 @@ class BytesPlot(pg.GraphicsLayoutWidget):
         self.legend.setParentItem(self.legend_box)
         self.legend.anchor(itemPos=(0.5, 0), parentPos=(0.5, 0), offset=(0, 0))
         self.unit = MIB
-        self._pending: tuple | None = None          # a drawing asked for the next turn (draw_later)
+        self._pending: Iterator | None = None       # a drawing's dtypes still to draw, one a turn (draw_later)
         self._later = QTimer(self)
         self._later.setSingleShot(True)
-        self._later.timeout.connect(self.draw_pending)
+        self._later.timeout.connect(self._next_part)
         self._fit_legend()
 
     def _fit_legend(self) -> None:
@@ -109,15 +111,28 @@ class BytesPlot(pg.GraphicsLayoutWidget):
         return self.plots[dtype].listDataItems()
 
     def draw_later(self, shape: kv.CacheShape, ranks: list[int] | None, name: str) -> None:
-        """`draw` on the next turn of the event loop: the KV lab's first raise builds the panel in this one, and
-        its 18 curves (~45 ms) would lengthen that freeze. A newer drawing asked replaces this one."""
-        self._pending = (shape, ranks, name)
+        """`draw` from the next turn of the event loop on, one dtype's plot a turn: the KV lab's first raise
+        builds the panel in this one, and its 18 curves and their paint in one turn were its longest freeze
+        (~130 ms of GUI work at 8,000 tokens). A newer drawing asked replaces this one."""
+        self.clear_curves()
+        self._pending = self._parts(shape, ranks, name)
         self._later.start(0)          # a timer, not a queued call: the window's own timers and input go first
 
     def draw_pending(self) -> None:
+        """What a drawing asked for later has still to draw, drawn now."""
         pending, self._pending = self._pending, None
-        if pending is not None:
-            self.draw(*pending)
+        for _ in pending or ():
+            pass
+
+    def _next_part(self) -> None:
+        if self._pending is None:
+            return
+        try:
+            next(self._pending)
+        except StopIteration:
+            self._pending = None
+            return
+        self._later.start(0)
 
     def clear_curves(self) -> None:
         self._pending = None                        # nothing asked before is drawn over the cleared plots
@@ -128,6 +143,11 @@ class BytesPlot(pg.GraphicsLayoutWidget):
     def draw(self, shape: kv.CacheShape, ranks: list[int] | None, name: str) -> None:
         """Every variant of `shape` (with these MLA ranks) at every dtype, the native one marked."""
         self.clear_curves()
+        for _ in self._parts(shape, ranks, name):
+            pass
+
+    def _parts(self, shape: kv.CacheShape, ranks: list[int] | None, name: str) -> Iterator[None]:
+        """`draw`, yielding after each dtype's plot (the curves cleared by the caller)."""
         tokens = token_axis(shape)
         variants = kv.variants(shape, ranks)
         peak = max(v.bytes_total(shape, int(tokens[-1]), DTYPES[0]) for v in variants)
@@ -150,6 +170,8 @@ class BytesPlot(pg.GraphicsLayoutWidget):
             plot.setXRange(0, float(tokens[-1]), padding=0.02)
             step = nice_step(float(tokens[-1]) / 2.5)        # three labels at most: the plots are narrow
             plot.getAxis("bottom").setTickSpacing(step, step / 2)
+            if col < len(DTYPES) - 1:
+                yield
         if self.title is not None:
             self.title.setText(f"{name[:40]}: KV cache (all layers) against tokens")
         self._fit_legend()
