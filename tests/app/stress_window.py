@@ -15,7 +15,7 @@ import time
 from PySide6.QtCore import QSize
 from PySide6.QtWidgets import QAbstractButton, QLabel, QPlainTextEdit, QTextEdit, QWidget
 
-from explorer.app.panels.why import AttributionPanel
+from explorer.app.panels.attribution import AttributionPanel
 from explorer.app.window.error_bar import ErrorLine
 from explorer.core.patching import Cancelled
 from tests.app.screen_fit import SCREENS, fit_problems
