@@ -27,6 +27,7 @@ from explorer.app.widgets.dialog_focus import take_focus_if_none
 from explorer.app.window import model_refs, panel_tips
 from explorer.app.window.dock_shares import focused_dock
 from explorer.app.window.learn_placement import open_learn
+from explorer.app.window.store_dialog import show_store
 from explorer.app.window.theme import apply_theme
 from explorer.core import store
 from explorer.core.errors import ExplorerError
@@ -85,6 +86,7 @@ class Menus:
         self.file.addMenu(self.recent)
         self.close_model_action = self._action("&Close Model", self.close_model, "Ctrl+W")
         self.file.addAction(self.close_model_action)
+        self.file.addAction(self._action("Model S&tore…", lambda: show_store(self.window)))
         self.file.addSeparator()
         self.file.addAction(self._action("Open &Session…", self.open_session, "Ctrl+Shift+O"))
         self.file.addAction(self._action("&Save Session As…", self.save_session, "Ctrl+S"))
