@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 
 from explorer.core import packed
-from tests.core.conftest import family, hf_model  # noqa: F401 (the random families' fixtures, shared)
+from tests.core import conftest as core
+
+# tests/core/conftest.py's fixtures the API's tests share: the random families and the pulled MiniLM folder
+family, hf_model, minilm_folder = core.family, core.hf_model, core.minilm_folder
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import torch
 import explorer
 from explorer.core import encoder
 from explorer.core.runtime import LoadedModel
-from tests.core.test_encoder import minilm_folder, tiny_bert  # noqa: F401 (a fixture)
+from tests.core.test_encoder import tiny_bert
 
 PROMPTS = [[5, 17, 33, 2, 71, 40, 9, 88, 23, 61, 14], [7, 8, 9], list(range(10, 31)), [60, 2, 90, 31, 31, 8]]
 
@@ -140,7 +140,7 @@ def test_an_intervened_encoder_batch_is_one_padded_pass_equal_to_each_prompt_alo
 
 
 @pytest.mark.realmodel
-def test_minilm_batch_equals_transformers_padded_batch_and_the_runs_alone(minilm_folder):  # noqa: F811
+def test_minilm_batch_equals_transformers_padded_batch_and_the_runs_alone(minilm_folder):
     import transformers
 
     model = explorer.load(minilm_folder)

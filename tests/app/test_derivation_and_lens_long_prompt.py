@@ -14,7 +14,7 @@ from explorer.app.state.session import Session
 from explorer.core.attention_maps import MaskRule
 from explorer.core.trace import AttentionRecord, Trace
 from tests.app.shared_window import make
-from tests.app.test_panels_long_prompt import N, decoder, traces  # noqa: F401  (fixtures)
+from tests.app.test_panels_long_prompt import N
 
 LAYER, HEAD, ROW = 1, 2, 5000
 
@@ -55,8 +55,8 @@ def softmax_row(trace: Trace, layer: int, head: int, row: int) -> np.ndarray:
     return e / e.sum()
 
 
-def test_the_derivation_at_8000_tokens_reads_one_row_and_matches_its_check(qtbot, session, traces, no_dense_maps):
-    first, _, last = traces
+def test_the_derivation_at_8000_tokens_reads_one_row_and_matches_its_check(qtbot, session, traces_8000, no_dense_maps):
+    first, _, last = traces_8000
     panel = make(qtbot, session, DerivationPanel)
     session.set_trace(last)                                                      # after two decoding steps
     session.select(layer=LAYER, head=HEAD, token=ROW)
@@ -80,8 +80,8 @@ def test_the_derivation_at_8000_tokens_reads_one_row_and_matches_its_check(qtbot
     assert f"of the {N + 2}×{N + 2} map" in panel.readout.text()
 
 
-def test_a_click_in_the_window_derives_that_cell_of_the_trace(qtbot, session, traces, no_dense_maps):
-    first, _, _ = traces
+def test_a_click_in_the_window_derives_that_cell_of_the_trace(qtbot, session, traces_8000, no_dense_maps):
+    first, _, _ = traces_8000
     panel = make(qtbot, session, DerivationPanel)
     session.set_trace(first)
     session.select(layer=LAYER, head=HEAD, token=ROW)
@@ -97,8 +97,8 @@ def test_a_click_in_the_window_derives_that_cell_of_the_trace(qtbot, session, tr
     assert session.selection.token == top + rows - 2
 
 
-def test_a_lens_answered_for_another_trace_is_not_shown(qtbot, session, traces):
-    first, second, _ = traces
+def test_a_lens_answered_for_another_trace_is_not_shown(qtbot, session, traces_8000):
+    first, second, _ = traces_8000
     panel = make(qtbot, session, NextTokenPanel)
     session.set_trace(first)
     session.select(token=ROW)
@@ -123,11 +123,11 @@ def test_a_lens_answered_for_another_trace_is_not_shown(qtbot, session, traces):
     assert not panel.lens_table.isVisibleTo(panel)
 
 
-def test_the_residual_stream_of_another_position_is_not_left_beside_the_one_being_read(qtbot, session, traces):
+def test_the_residual_stream_of_another_position_is_not_left_beside_the_one_being_read(qtbot, session, traces_8000):
     from explorer.app.panels.residual import ResidualPanel
     from explorer.core.attribution import ResidualStream
 
-    first = traces[0]
+    first = traces_8000[0]
     panel = make(qtbot, session, ResidualPanel)
     session.set_trace(first)
     session.select(token=10)

@@ -16,9 +16,9 @@ from explorer.app.state.session import Session
 from explorer.views import long_maps
 from explorer.views.grid import tile_block
 from tests.app.shared_window import make
-from tests.app.test_attention_long_prompt import N, block_max, decoder, exact_map  # noqa: F401 (a fixture)
+from tests.app.test_attention_long_prompt import N, block_max, exact_map
 from tests.app.test_export_legibility import assert_legible
-from tests.app.test_export_long_head import answer, assert_block_maxima, computed, figures, trace  # noqa: F401
+from tests.app.test_export_long_head import answer, assert_block_maxima
 
 GRID = 2                  # "Export the full grid as PNG/SVG…"
 
@@ -53,10 +53,10 @@ def fill(qtbot, panel, trace) -> None:
     assert finished.args == [True]
 
 
-def test_a_complete_grid_is_exported_from_its_kept_tiles(qtbot, panel, trace, figures, computed,  # noqa: F811
+def test_a_complete_grid_is_exported_from_its_kept_tiles(qtbot, panel, head_trace, exported, computed_in,
                                                          monkeypatch, tmp_path):
-    fill(qtbot, panel, trace)
-    computed.clear()
+    fill(qtbot, panel, head_trace)
+    computed_in.clear()
     path = tmp_path / "grid.png"
     answer(monkeypatch, path)
     panel.export_actions()[GRID].trigger()
@@ -64,18 +64,18 @@ def test_a_complete_grid_is_exported_from_its_kept_tiles(qtbot, panel, trace, fi
     with qtbot.waitSignal(panel.long_export.written, timeout=30000) as written:
         pass
     assert written.args == [path] and path.exists()
-    assert computed == []                                     # no head computed again
-    assert_grid_is_block_maxima(figures[path.name]["image"], trace)
+    assert computed_in == []                                     # no head computed again
+    assert_grid_is_block_maxima(exported[path.name]["image"], head_trace)
     assert f"Exported {path}." in panel.said
-    assert_legible(path, figures[path.name]["rects"], (800, 600))
+    assert_legible(path, exported[path.name]["rects"], (800, 600))
 
 
-def test_an_incomplete_grid_is_computed_off_the_gui_thread(qtbot, panel, trace, figures, computed,  # noqa: F811
+def test_an_incomplete_grid_is_computed_off_the_gui_thread(qtbot, panel, head_trace, exported, computed_in,
                                                            monkeypatch, tmp_path):
-    panel.session.set_trace(trace)
+    panel.session.set_trace(head_trace)
     panel.filler.cancel()
     panel.filler.tiles.clear()
-    computed.clear()
+    computed_in.clear()
     path = tmp_path / "grid.svg"
     answer(monkeypatch, path)
     panel.export_actions()[GRID].trigger()
@@ -83,14 +83,14 @@ def test_an_incomplete_grid_is_computed_off_the_gui_thread(qtbot, panel, trace, 
     assert any("Exporting the full grid" in text for text in panel.said)
     with qtbot.waitSignal(panel.long_export.written, timeout=120000):
         pass
-    n_heads = trace.model.n_layers * trace.model.n_heads
-    assert computed.count("attention-export") == n_heads and threading.main_thread().name not in computed
-    assert_grid_is_block_maxima(figures[path.name]["image"], trace)
+    n_heads = head_trace.model.n_layers * head_trace.model.n_heads
+    assert computed_in.count("attention-export") == n_heads and threading.main_thread().name not in computed_in
+    assert_grid_is_block_maxima(exported[path.name]["image"], head_trace)
     assert f"Exported {path}." in panel.said
 
 
-def test_the_panels_cancel_stops_the_export_and_writes_no_file(qtbot, panel, trace, monkeypatch, tmp_path):  # noqa: F811
-    panel.session.set_trace(trace)
+def test_the_panels_cancel_stops_the_export_and_writes_no_file(qtbot, panel, head_trace, monkeypatch, tmp_path):
+    panel.session.set_trace(head_trace)
     panel.filler.cancel()
     panel.filler.tiles.clear()
     path = tmp_path / "grid.png"

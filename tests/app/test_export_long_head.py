@@ -13,75 +13,21 @@ import pytest
 from PySide6.QtGui import QImage
 
 from explorer.app.figures import export_dialogs
-from explorer.app.panels import AttentionPanel
-from explorer.app.state.session import Session
 from explorer.core.trace import Trace
-from explorer.drawing import export
 from explorer.views import long_maps
-from tests.app.shared_window import make
-from tests.app.test_attention_long_prompt import SIDE, N, block_max, decoder, exact_map, show  # noqa: F401 (a fixture)
+from tests.app.long_prompt import SIDE, spy
+from tests.app.test_attention_long_prompt import N, block_max, exact_map, show
 from tests.app.test_export_legibility import assert_legible
-from tests.app.text_contrast import label_rects, paper_luminance, rendered
+from tests.app.text_contrast import paper_luminance, rendered
 
 SIZE = (800, 600)
 FACTOR = N // SIDE
-
-
-@pytest.fixture(scope="module")
-def trace(decoder):  # noqa: F811
-    return decoder.prefill((np.arange(N) * 3 + 2) % 96)
-
-
-@pytest.fixture
-def panel(qtbot, monkeypatch):
-    monkeypatch.setattr(long_maps, "DISPLAY_SIDE", SIDE)
-    return make(qtbot, Session(), AttentionPanel)
-
-
-@pytest.fixture
-def figures(monkeypatch):
-    """What each written figure drew: its text rectangles, its map and title, by file name."""
-    seen = {}
-    save = export.save_figure
-
-    def recording(figure, path, width, height):
-        heatmap = figure.heatmaps[0]
-        rect = heatmap.image.mapRectToParent(heatmap.image.boundingRect())
-        title = next(item.text for item in figure.scene().items() if getattr(item, "text", None)
-                     and "layer" in str(item.text))
-        seen[Path(path).name] = dict(rects=label_rects(figure), image=heatmap.image.image.copy(),
-                                     images=[h.image.image.copy() for h in figure.heatmaps],
-                                     extent=(rect.height(), rect.width()), title=title,
-                                     thread=threading.current_thread())
-        return save(figure, path, width, height)
-
-    monkeypatch.setattr(export, "save_figure", recording)
-    return seen
-
-
-def spy(monkeypatch, owner, name: str) -> list[str]:
-    """The names of the threads that call owner.name from now on."""
-    names = []
-    original = getattr(owner, name)
-
-    def recording(*args, **kwargs):
-        names.append(threading.current_thread().name)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(owner, name, recording)
-    return names
 
 
 @pytest.fixture
 def dense(monkeypatch):
     """The threads on which a dense T × T head was built (Trace.attention_head)."""
     return spy(monkeypatch, Trace, "attention_head")
-
-
-@pytest.fixture
-def computed(monkeypatch):
-    """The threads that computed block maxima (long_maps.block_maxima)."""
-    return spy(monkeypatch, long_maps, "block_maxima")
 
 
 def answer(monkeypatch, path: Path, asked: list | None = None) -> None:
@@ -107,19 +53,19 @@ def assert_block_maxima(drawn, expected) -> None:
 
 
 @pytest.mark.parametrize("suffix", [".png", ".svg"])
-def test_ctrl_e_exports_the_shown_head_from_its_kept_map(qtbot, panel, trace, figures, dense, computed,
+def test_ctrl_e_exports_the_shown_head_from_its_kept_map(qtbot, long_panel, head_trace, exported, dense, computed_in,
                                                          monkeypatch, tmp_path, suffix):
-    show(qtbot, panel, trace, layer=1, head=2)                # the large view computed and kept the head
+    show(qtbot, long_panel, head_trace, layer=1, head=2)                # the large view computed and kept the head
     path = tmp_path / f"head{suffix}"
     answer(monkeypatch, path)
-    panel.export_actions()[0].trigger()                       # Ctrl+E's action: "Export this head"
+    long_panel.export_actions()[0].trigger()                       # Ctrl+E's action: "Export this head"
     assert not path.exists()                                  # the GUI thread went on; the file comes after
-    with qtbot.waitSignal(panel.long_export.written, timeout=30000) as written:
+    with qtbot.waitSignal(long_panel.long_export.written, timeout=30000) as written:
         pass
     assert written.args == [path] and path.exists()
-    assert dense == [] and "attention-export" not in computed           # no dense map, nothing computed again
-    drawn = figures[path.name]
-    assert_block_maxima(drawn["image"], block_max(exact_map(trace, 1, 2), FACTOR))
+    assert dense == [] and "attention-export" not in computed_in           # no dense map, nothing computed again
+    drawn = exported[path.name]
+    assert_block_maxima(drawn["image"], block_max(exact_map(head_trace, 1, 2), FACTOR))
     assert drawn["extent"] == (N, N)                                     # the axes count real tokens
     assert f"({N}×{N}, {FACTOR}×{FACTOR} block maxima)" in drawn["title"]
     assert_legible(path, drawn["rects"], SIZE)
@@ -130,85 +76,85 @@ def test_ctrl_e_exports_the_shown_head_from_its_kept_map(qtbot, panel, trace, fi
         assert f"{N}×{N}" in path.read_text(encoding="utf-8")
 
 
-def test_a_head_not_shown_is_computed_off_the_gui_thread(qtbot, panel, trace, figures, dense, computed, monkeypatch,
-                                                         tmp_path):
-    show(qtbot, panel, trace, layer=1, head=2)
-    panel.long_head.maps.clear()                              # nothing kept: the export computes the head
+def test_a_head_not_shown_is_computed_off_the_gui_thread(qtbot, long_panel, head_trace, exported, dense, computed_in,
+                                                         monkeypatch, tmp_path):
+    show(qtbot, long_panel, head_trace, layer=1, head=2)
+    long_panel.long_head.maps.clear()                              # nothing kept: the export computes the head
     path = tmp_path / "head.png"
     answer(monkeypatch, path)
-    assert export_head(qtbot, panel) == path
-    assert "attention-export" in computed and threading.main_thread().name not in computed and dense == []
-    assert figures[path.name]["thread"] is threading.main_thread()      # only the layout is the GUI's
-    assert_block_maxima(figures[path.name]["image"], block_max(exact_map(trace, 1, 2), FACTOR))
+    assert export_head(qtbot, long_panel) == path
+    assert "attention-export" in computed_in and threading.main_thread().name not in computed_in and dense == []
+    assert exported[path.name]["thread"] is threading.main_thread()      # only the layout is the GUI's
+    assert_block_maxima(exported[path.name]["image"], block_max(exact_map(head_trace, 1, 2), FACTOR))
 
 
-def test_all_heads_of_a_layer_export_as_block_maxima_off_the_gui_thread(qtbot, panel, trace, figures, dense,
-                                                                       computed, monkeypatch, tmp_path):
-    show(qtbot, panel, trace, layer=1, head=2)
+def test_all_heads_of_a_layer_export_as_block_maxima_off_the_gui_thread(qtbot, long_panel, head_trace, exported, dense,
+                                                                       computed_in, monkeypatch, tmp_path):
+    show(qtbot, long_panel, head_trace, layer=1, head=2)
     path = tmp_path / "layer.png"
     answer(monkeypatch, path)
-    assert export_head(qtbot, panel, action=1) == path         # "Export all heads of this layer"
-    assert dense == [] and "attention-export" in computed and threading.main_thread().name not in computed
-    drawn = figures[path.name]
-    assert len(drawn["images"]) == trace.model.n_heads
+    assert export_head(qtbot, long_panel, action=1) == path         # "Export all heads of this layer"
+    assert dense == [] and "attention-export" in computed_in and threading.main_thread().name not in computed_in
+    drawn = exported[path.name]
+    assert len(drawn["images"]) == head_trace.model.n_heads
     for head, image in enumerate(drawn["images"]):
-        assert_block_maxima(image, block_max(exact_map(trace, 1, head), FACTOR))
-    assert f"all {trace.model.n_heads} heads ({N}×{N}, {FACTOR}×{FACTOR} block maxima)" in drawn["title"]
+        assert_block_maxima(image, block_max(exact_map(head_trace, 1, head), FACTOR))
+    assert f"all {head_trace.model.n_heads} heads ({N}×{N}, {FACTOR}×{FACTOR} block maxima)" in drawn["title"]
     assert_legible(path, drawn["rects"], SIZE)
 
 
 @pytest.mark.parametrize("action", [0, 3])                # the image dialog's exact .npy; the raw matrix's
-def test_the_exact_npy_is_offered_and_written_off_the_gui_thread(qtbot, panel, trace, dense, monkeypatch, tmp_path,
-                                                                 action):
-    show(qtbot, panel, trace, layer=0, head=1)
+def test_the_exact_npy_is_offered_and_written_off_the_gui_thread(qtbot, long_panel, head_trace, dense, monkeypatch,
+                                                                 tmp_path, action):
+    show(qtbot, long_panel, head_trace, layer=0, head=1)
     path, asked = tmp_path / "head.npy", []
     answer(monkeypatch, path, asked)
-    assert export_head(qtbot, panel, action) == path
+    assert export_head(qtbot, long_panel, action) == path
     assert "*.npy" in asked[0]
     assert dense and threading.main_thread().name not in dense      # the T × T matrix, built on the export's thread
     written = np.load(path)
     assert written.shape == (N, N)
-    np.testing.assert_allclose(written, np.nan_to_num(exact_map(trace, 0, 1)), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(written, np.nan_to_num(exact_map(head_trace, 0, 1)), rtol=1e-4, atol=1e-6)
 
 
-def test_an_unwritable_path_is_reported_in_one_sentence(qtbot, panel, trace, monkeypatch, tmp_path):
-    show(qtbot, panel, trace, layer=1, head=2)
+def test_an_unwritable_path_is_reported_in_one_sentence(qtbot, long_panel, head_trace, monkeypatch, tmp_path):
+    show(qtbot, long_panel, head_trace, layer=1, head=2)
     errors = []
-    panel.session.error_raised.connect(errors.append)
+    long_panel.session.error_raised.connect(errors.append)
     answer(monkeypatch, tmp_path / "missing" / "head.png")
-    panel.export_actions()[0].trigger()
-    assert len(errors) == 1 and "does not exist" in errors[0] and not panel.long_export.running
+    long_panel.export_actions()[0].trigger()
+    assert len(errors) == 1 and "does not exist" in errors[0] and not long_panel.long_export.running
 
 
-def test_ctrl_e_in_the_window_writes_a_legible_long_head(qtbot, trace, figures, dense, monkeypatch, tmp_path):
+def test_ctrl_e_in_the_window_writes_a_legible_long_head(qtbot, head_trace, exported, dense, monkeypatch, tmp_path):
     from tests.app.shared_window import make_window
 
     monkeypatch.setattr(long_maps, "DISPLAY_SIDE", SIDE)
     window = make_window(qtbot, tmp_path)
-    panel = window.docks["attention"].widget()
+    long_panel = window.docks["attention"].widget()
     window.resize(1366, 768)
-    with qtbot.waitSignal(panel.long_head.shown, timeout=20000):
-        window.session.set_model(trace.model)
-        window.session.set_trace(trace)
+    with qtbot.waitSignal(long_panel.long_head.shown, timeout=20000):
+        window.session.set_model(head_trace.model)
+        window.session.set_trace(head_trace)
         window.session.select(layer=1, head=2)
     path = tmp_path / "ctrl_e.png"
     answer(monkeypatch, path)
     window.menus.export_focused_panel()                       # Ctrl+E
     assert not path.exists()
-    with qtbot.waitSignal(panel.long_export.written, timeout=30000):
+    with qtbot.waitSignal(long_panel.long_export.written, timeout=30000):
         pass
-    assert dense == [] and f"{N}×{N}" in figures[path.name]["title"]
-    assert_legible(path, figures[path.name]["rects"], SIZE)
+    assert dense == [] and f"{N}×{N}" in exported[path.name]["title"]
+    assert_legible(path, exported[path.name]["rects"], SIZE)
     assert window.statusBar().currentMessage() == f"Exported {path}."
     window.close()
 
 
-def test_the_query_title_stands_clear_of_the_numbered_ticks(qtbot, trace):
+def test_the_query_title_stands_clear_of_the_numbered_ticks(qtbot, head_trace):
     from PySide6.QtGui import QFont, QFontMetrics
 
     from explorer.drawing.figures import attention_figure
 
-    figure = attention_figure(trace, 1, 2, *SIZE)
+    figure = attention_figure(head_trace, 1, 2, *SIZE)
     axis = figure.heatmaps[0].axes["left"]
     metrics = QFontMetrics(axis.style["tickFont"] or QFont())
     lo, hi = axis.range

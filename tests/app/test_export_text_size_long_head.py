@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from explorer.app.window.settings import AppSettings
-from tests.app.test_attention_long_prompt import decoder, show  # noqa: F401 (a fixture)
+from tests.app.test_attention_long_prompt import show
 from tests.app.test_export_font_size import TOLERANCE, ink_height
-from tests.app.test_export_long_head import SIZE, answer, export_head, figures, panel, trace  # noqa: F401 (fixtures)
+from tests.app.test_export_long_head import SIZE, answer, export_head
 from tests.app.text_contrast import rendered
 
 
@@ -20,16 +20,16 @@ def chosen_size():
     settings.figure_text_scale = 1.0
 
 
-def test_a_long_heads_export_draws_its_title_at_the_chosen_size(qtbot, panel, trace, figures, monkeypatch,  # noqa: F811
+def test_a_long_heads_export_draws_its_title_at_the_chosen_size(qtbot, long_panel, head_trace, exported, monkeypatch,
                                                                   tmp_path, chosen_size):
-    show(qtbot, panel, trace, layer=1, head=2)
+    show(qtbot, long_panel, head_trace, layer=1, head=2)
     heights = {}
     for scale in (1.0, 2.0):
         chosen_size(scale)
         path = tmp_path / f"head{scale}.png"
         answer(monkeypatch, path)
-        assert export_head(qtbot, panel) == path
-        title = next(rect for what, rect in figures[path.name]["rects"] if what.startswith("title"))
+        assert export_head(qtbot, long_panel) == path
+        title = next(rect for what, rect in exported[path.name]["rects"] if what.startswith("title"))
         heights[scale] = ink_height(rendered(path, SIZE), title)
     assert heights[1.0] >= 8, f"the normal title's ink is {heights[1.0]} px tall"
     assert abs(heights[2.0] / heights[1.0] - 2.0) <= TOLERANCE * 2.0, heights

@@ -13,11 +13,9 @@ from explorer.app.panels.derivation import DerivationPanel
 from explorer.app.state.session import Session
 from explorer.core.intervention import active
 from explorer.views.cell_derivation import CellAsked, derive
-from tests.app import test_panels_long_prompt as long_prompt
 from tests.app.shared_window import make
 
 LAYER, HEAD, ROW = 1, 2, 5000
-decoder, traces = long_prompt.decoder, long_prompt.traces          # the 8,000-token trace (fixtures)
 
 
 @pytest.fixture
@@ -48,8 +46,8 @@ def derive_threads(monkeypatch):
 
 
 def test_show_the_work_derives_a_long_cell_off_the_gui_thread_and_draws_the_one_shot_cell(
-        qtbot, session, traces, derive_threads):
-    first, _, last = traces
+        qtbot, session, traces_8000, derive_threads):
+    first, _, last = traces_8000
     session.select(layer=LAYER, head=HEAD, token=ROW)
     session.set_trace(last)
     panel = make(qtbot, session, DerivationPanel)                   # built and shown: its first raise
@@ -65,8 +63,8 @@ def test_show_the_work_derives_a_long_cell_off_the_gui_thread_and_draws_the_one_
     assert panel.map.highlighted == (one_shot.row - one_shot.top, one_shot.column - one_shot.left)
 
 
-def test_a_long_cell_of_a_trace_replaced_meanwhile_is_never_drawn(qtbot, session, traces, derive_threads):
-    first, _, last = traces
+def test_a_long_cell_of_a_trace_replaced_meanwhile_is_never_drawn(qtbot, session, traces_8000, derive_threads):
+    first, _, last = traces_8000
     session.select(layer=LAYER, head=HEAD, token=ROW)
     session.set_trace(last)
     panel = make(qtbot, session, DerivationPanel)

@@ -15,49 +15,49 @@ from explorer.app.panels.kv_lab import model_backend
 from explorer.app.window.learn_placement import open_learn
 from tests.app.projector import toggle_presentation
 from tests.app.screen_fit import MIN_PLOT_PX, settle
-from tests.app.test_kv_lab import panel, session, slow_job, tiny  # noqa: F401 (fixtures)
+from tests.app.test_kv_lab import slow_job
 
 
 def shown_steps(lab) -> list[str]:
     return [lab.steps_table.item(row, 0).text() for row in range(lab.steps_table.rowCount())]
 
 
-def test_a_new_target_replaces_the_old_result_with_its_working_state(panel, session, tiny, qtbot):  # noqa: F811
-    panel.set_executor(model_backend(tiny))
-    panel.tabs.setCurrentWidget(panel.what_if)
-    with qtbot.waitSignal(panel.runner.finished, timeout=60000):
-        assert panel.run_conversion("mqa", 3)
-    assert len(shown_steps(panel)) == 3 and panel.run_summary.text().startswith("mqa:")
-    assert not panel.what_if.maps.isHidden() and panel.converted_map.plot.titleLabel.text.startswith("mqa")
+def test_a_new_target_replaces_the_old_result_with_its_working_state(kv_lab, bare_session, lab_llama, qtbot):
+    kv_lab.set_executor(model_backend(lab_llama))
+    kv_lab.tabs.setCurrentWidget(kv_lab.what_if)
+    with qtbot.waitSignal(kv_lab.runner.finished, timeout=60000):
+        assert kv_lab.run_conversion("mqa", 3)
+    assert len(shown_steps(kv_lab)) == 3 and kv_lab.run_summary.text().startswith("mqa:")
+    assert not kv_lab.what_if.maps.isHidden() and kv_lab.converted_map.plot.titleLabel.text.startswith("mqa")
 
     started = threading.Event()
     make_slow = slow_job(started, {})
-    real_job = panel.what_if_job
-    panel.what_if_job = make_slow
-    assert panel.run_conversion("mha", 2)
+    real_job = kv_lab.what_if_job
+    kv_lab.what_if_job = make_slow
+    assert kv_lab.run_conversion("mha", 2)
     assert started.wait(10)
     # converting to mha: nothing of mqa's result stays up as current, and the working state names mha
-    summary = panel.run_summary.text()
+    summary = kv_lab.run_summary.text()
     assert "mha" in summary and "mqa" not in summary, summary
-    assert shown_steps(panel) == [] and panel.result is None
-    assert panel.what_if.maps.isHidden()
-    assert "mqa" not in panel.progress.text()
+    assert shown_steps(kv_lab) == [] and kv_lab.result is None
+    assert kv_lab.what_if.maps.isHidden()
+    assert "mqa" not in kv_lab.progress.text()
 
-    with qtbot.waitSignal(panel.runner.failed, timeout=30000):
-        panel.cancel_button.click()
-    summary = panel.run_summary.text()
+    with qtbot.waitSignal(kv_lab.runner.failed, timeout=30000):
+        kv_lab.cancel_button.click()
+    summary = kv_lab.run_summary.text()
     assert "mha" in summary and "cancelled" in summary and "mqa" not in summary, summary
-    assert shown_steps(panel) == [] and panel.what_if.maps.isHidden()
-    qtbot.waitUntil(panel.run_button.isEnabled)
+    assert shown_steps(kv_lab) == [] and kv_lab.what_if.maps.isHidden()
+    qtbot.waitUntil(kv_lab.run_button.isEnabled)
 
-    panel.what_if_job = real_job
-    with qtbot.waitSignal(panel.runner.finished, timeout=60000):
-        assert panel.run_conversion("mha", 2)
-    assert len(shown_steps(panel)) == 2 and panel.run_summary.text().startswith("mha:")
-    assert not panel.what_if.maps.isHidden() and panel.converted_map.plot.titleLabel.text.startswith("mha")
+    kv_lab.what_if_job = real_job
+    with qtbot.waitSignal(kv_lab.runner.finished, timeout=60000):
+        assert kv_lab.run_conversion("mha", 2)
+    assert len(shown_steps(kv_lab)) == 2 and kv_lab.run_summary.text().startswith("mha:")
+    assert not kv_lab.what_if.maps.isHidden() and kv_lab.converted_map.plot.titleLabel.text.startswith("mha")
 
-    session.set_model(tiny.info)                    # a model switch: no result of the model before stays up
-    assert shown_steps(panel) == [] and panel.result is None and panel.what_if.maps.isHidden()
+    bare_session.set_model(lab_llama.info)                    # a model switch: no result of the model before stays up
+    assert shown_steps(kv_lab) == [] and kv_lab.result is None and kv_lab.what_if.maps.isHidden()
 
 
 def assert_fits(lab, case: str) -> None:

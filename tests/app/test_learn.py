@@ -11,37 +11,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-from PySide6.QtCore import QSettings
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication
 
 from explorer.app.panels.learn import LearnPanel
 from explorer.app.window import model_refs
 from explorer.app.window.learn_placement import open_learn
-from explorer.app.window.main_window import MainWindow
-from explorer.app.window.settings import AppSettings
 from explorer.core.intervention import Kernel, active
 from tests.app.shared_window import settle
 
 ROOT = Path(__file__).resolve().parents[2]
 STOPS = json.loads((ROOT / "resources" / "learn" / "stops.json").read_text())["stops"]
 BUNDLED = {p.name for p in (ROOT / "resources" / "models").iterdir() if p.is_dir()}
-
-
-@pytest.fixture
-def window(qtbot, tmp_path, monkeypatch):
-    """A window on the real core, its store (nothing pulled) and settings in the test's folder."""
-    monkeypatch.setenv("TRANSFORMER_EXPLORER_HOME", str(tmp_path / "store"))
-    warnings = []
-    monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text, *a: warnings.append(text))
-    monkeypatch.setattr(QMessageBox, "question", lambda *a: QMessageBox.StandardButton.No)
-    settings = AppSettings(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
-    window = MainWindow(settings=settings, autosave_path=tmp_path / "autosave.json", catalog=lambda: [])
-    window.resize(1366, 768)
-    window.show()
-    window.warnings = warnings
-    yield window
-    window.close()
 
 
 def expected_model(state: dict) -> str:
@@ -53,82 +33,84 @@ def in_front(window, name: str) -> bool:
     return not window.docks[name].visibleRegion().isEmpty()
 
 
-def test_twelve_stops_each_name_bundled_models_and_panels_the_window_has(window):
+def test_twelve_stops_each_name_bundled_models_and_panels_the_window_has(real_core_window):
     assert len(STOPS) == 12
     for stop in STOPS:
         state = stop["state"]
         assert any(name in BUNDLED for name in state["models"]), stop["id"]
-        assert state["panel"] in window.docks, stop["id"]
+        assert state["panel"] in real_core_window.docks, stop["id"]
         assert 1 <= len(stop["try"]) <= 2 and stop["text"] and stop["formula"]
 
 
-def test_every_stops_show_me_reaches_its_state(qtbot, window):
-    panel = open_learn(window)
-    assert window.learn_dock.isVisible()
+def test_every_stops_show_me_reaches_its_state(qtbot, real_core_window):
+    panel = open_learn(real_core_window)
+    assert real_core_window.learn_dock.isVisible()
     for index, stop in enumerate(STOPS):
         state = stop["state"]
         panel.go_to(index)
         with qtbot.waitSignal(panel.ensure_tour().reached, timeout=180_000):
             panel.show_button.click()
         model = expected_model(state)
-        assert Path(window.controller.reference).name == model, stop["id"]
-        assert window.session.model.name == window.controller.summary.name
-        assert window.prompt.text == (state.get("prompt") or model_refs.default_prompt(model))
-        settle(QApplication.instance(), lambda: not window.worker.busy)
-        trace = window.session.trace
-        assert trace is not None and not window.session.out_of_date, stop["id"]
-        if not window.session.model.is_encoder_decoder:
+        assert Path(real_core_window.controller.reference).name == model, stop["id"]
+        assert real_core_window.session.model.name == real_core_window.controller.summary.name
+        assert real_core_window.prompt.text == (state.get("prompt") or model_refs.default_prompt(model))
+        settle(QApplication.instance(), lambda: not real_core_window.worker.busy)
+        trace = real_core_window.session.trace
+        assert trace is not None and not real_core_window.session.out_of_date, stop["id"]
+        if not real_core_window.session.model.is_encoder_decoder:
             assert trace.n_steps == 1 + state.get("steps", 0), stop["id"]
         else:
             assert trace.n_steps >= state.get("steps", 0), stop["id"]
-        selection = window.session.selection
+        selection = real_core_window.session.selection
         assert (selection.layer, selection.head) == (state.get("layer", 0), state.get("head", 0)), stop["id"]
         assert selection.attention == state.get("attention", "self")
-        qtbot.waitUntil(lambda: in_front(window, state["panel"]), timeout=5000)
+        qtbot.waitUntil(lambda: in_front(real_core_window, state["panel"]), timeout=5000)
         where = "cross" if state.get("attention") == "cross" else "self"
-        kernel = active(window.session.experiments).kernel_of(state.get("layer", 0), where)
+        kernel = active(real_core_window.session.experiments).kernel_of(state.get("layer", 0), where)
         if state.get("kernel"):
             assert kernel == Kernel(state["kernel"]), stop["id"]
         else:
             assert kernel.is_model_softmax, f"{stop['id']} kept an earlier stop's kernel"
         assert panel.status.text().startswith("Shown:"), panel.status.text()
-    assert not window.warnings
+    assert not real_core_window.warnings
 
 
-def test_back_and_next_keep_the_persons_own_prompt_and_model(qtbot, window):
-    window.prompt.set_text("my own words")
-    panel = open_learn(window)
+def test_back_and_next_keep_the_persons_own_prompt_and_model(qtbot, real_core_window):
+    real_core_window.prompt.set_text("my own words")
+    panel = open_learn(real_core_window)
     for _ in range(3):
         panel.next_button.click()
     panel.back_button.click()
     assert panel.index == 2 and panel.stop.id == STOPS[2]["id"]
     assert STOPS[2]["title"] in panel.text.toPlainText()
-    assert window.prompt.text == "my own words"
-    assert window.controller.reference is None and window.controller.loading is None
+    assert real_core_window.prompt.text == "my own words"
+    assert real_core_window.controller.reference is None and real_core_window.controller.loading is None
     assert not panel.own_button.isEnabled()
 
 
-def test_back_to_my_session_restores_model_prompt_and_experiments(qtbot, window):
+def test_back_to_my_session_restores_model_prompt_and_experiments(qtbot, real_core_window):
     app = QApplication.instance()
-    window.prompt.set_text("my own words")
-    window.open_model("shakespeare-mqa")
-    settle(app, lambda: window.session.trace is not None and not window.worker.busy)
-    panel = open_learn(window)
+    real_core_window.prompt.set_text("my own words")
+    real_core_window.open_model("shakespeare-mqa")
+    settle(app, lambda: real_core_window.session.trace is not None and not real_core_window.worker.busy)
+    panel = open_learn(real_core_window)
     panel.go_to(next(i for i, s in enumerate(STOPS) if s["state"].get("kernel")))
     with qtbot.waitSignal(panel.ensure_tour().reached, timeout=180_000):
         panel.show_button.click()
-    assert Path(window.controller.reference).name == "shakespeare-gqa" and window.session.experiments
+    assert Path(real_core_window.controller.reference).name == "shakespeare-gqa"
+    assert real_core_window.session.experiments
     assert panel.own_button.isEnabled()
     panel.own_button.click()
-    settle(app, lambda: window.controller.loading is None and not window.worker.busy
-           and window.session.trace is not None)
-    assert window.controller.reference == "shakespeare-mqa"
-    assert window.prompt.text == "my own words" and window.session.experiments == ()
+    settle(app, lambda: real_core_window.controller.loading is None and not real_core_window.worker.busy
+           and real_core_window.session.trace is not None)
+    assert real_core_window.controller.reference == "shakespeare-mqa"
+    assert real_core_window.prompt.text == "my own words" and real_core_window.session.experiments == ()
 
 
-def test_the_help_menu_opens_learn(qtbot, window):
-    (action,) = [a for a in window.menus.help.actions() if "Learn" in a.text()]
+def test_the_help_menu_opens_learn(qtbot, real_core_window):
+    (action,) = [a for a in real_core_window.menus.help.actions() if "Learn" in a.text()]
     action.trigger()
-    assert window.learn_dock.isVisible() and isinstance(window.learn_dock.widget(), LearnPanel)
+    assert real_core_window.learn_dock.isVisible() and isinstance(real_core_window.learn_dock.widget(), LearnPanel)
     action.trigger()                               # again: the same dock, not a second one
-    assert len([d for d in window.findChildren(type(window.learn_dock)) if d.objectName() == "learn_dock"]) == 1
+    docks = real_core_window.findChildren(type(real_core_window.learn_dock))
+    assert len([d for d in docks if d.objectName() == "learn_dock"]) == 1

@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QApplication
 from explorer.app.window.learn_placement import open_learn
 from explorer.app.window.theme import apply_theme
 from tests.app.screen_fit import settle
-from tests.app.test_presentation_contrast import AAA, image_array, presentation, window  # noqa: F401 (a fixture)
+from tests.app.test_presentation_contrast import AAA, image_array, presentation
 from tests.app.text_contrast import glyph_contrast, restore_palette  # noqa: F401 (a fixture)
 
 
@@ -24,10 +24,10 @@ def stop_line_rect(panel) -> list[float]:
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
-def test_the_stop_counter_has_aaa_contrast_in_presentation(window, theme):  # noqa: F811
-    apply_theme(QApplication.instance(), theme, window)
-    panel = open_learn(window)
-    presentation(window).trigger()
+def test_the_stop_counter_has_aaa_contrast_in_presentation(palette_window, theme):
+    apply_theme(QApplication.instance(), theme, palette_window)
+    panel = open_learn(palette_window)
+    presentation(palette_window).trigger()
     settle(0.4)
     image = image_array(panel.grab().toImage())
     ratio, glyphs = glyph_contrast(image, stop_line_rect(panel))

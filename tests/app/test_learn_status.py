@@ -14,16 +14,15 @@ from PySide6.QtWidgets import QApplication
 from explorer.app.panels.learn import plain
 from explorer.app.window.learn_placement import open_learn
 from tests.app.shared_window import settle
-from tests.app.test_learn import window  # noqa: F401  (the fixture: a real window, store and settings in tmp)
 
 ROOT = Path(__file__).resolve().parents[2]
 STOPS = json.loads((ROOT / "resources" / "learn" / "stops.json").read_text())["stops"]
 
 
-def test_show_me_names_its_stop_with_drawn_scripts_and_close_model_clears_the_status(qtbot, window):  # noqa: F811
+def test_show_me_names_its_stop_with_drawn_scripts_and_close_model_clears_the_status(qtbot, real_core_window):
     app = QApplication.instance()
     index = next(i for i, s in enumerate(STOPS) if "_{" in s["title"] and s["state"].get("models"))
-    panel = open_learn(window)
+    panel = open_learn(real_core_window)
     panel.go_to(index)
     with qtbot.waitSignal(panel.ensure_tour().reached, timeout=180_000):
         panel.show_button.click()
@@ -32,13 +31,13 @@ def test_show_me_names_its_stop_with_drawn_scripts_and_close_model_clears_the_st
     assert not re.search(r"[_^]\{", shown), shown               # no script typed as source
 
     panel.own_button.click()                      # no model of the person's own: the tour's is closed
-    settle(app, lambda: window.controller.reference is None and not window.worker.busy)
+    settle(app, lambda: real_core_window.controller.reference is None and not real_core_window.worker.busy)
     assert "no model open" in panel.status.text(), panel.status.text()
 
-    window.open_model(STOPS[index]["state"]["models"][-1])
-    settle(app, lambda: window.session.trace is not None or not window.worker.busy)
-    window.menus.close_model_action.trigger()
-    settle(app, lambda: window.controller.reference is None and not window.worker.busy)
+    real_core_window.open_model(STOPS[index]["state"]["models"][-1])
+    settle(app, lambda: real_core_window.session.trace is not None or not real_core_window.worker.busy)
+    real_core_window.menus.close_model_action.trigger()
+    settle(app, lambda: real_core_window.controller.reference is None and not real_core_window.worker.busy)
     said = panel.status.text()
     assert "No model is open" in said and "are back" not in said, said
 
@@ -61,20 +60,20 @@ def test_back_to_my_session_with_no_model_of_ones_own_says_the_tours_model_stays
     from tests.app.journey import journey_in_a_window
 
     with journey_in_a_window(qtbot, tmp_path, monkeypatch, QSize(1366, 768)) as journey:
-        window = journey.window
-        assert window.controller.reference is None and window.prompt.text == ""
-        panel = open_learn(window)
+        real_core_window = journey.window
+        assert real_core_window.controller.reference is None and real_core_window.prompt.text == ""
+        panel = open_learn(real_core_window)
         panel.go_to(len(panel.stops) - 1)                       # a late stop
         with qtbot.waitSignal(panel.ensure_tour().reached, timeout=180_000):
             panel.show_button.click()
-        tour_prompt = window.prompt.text
+        tour_prompt = real_core_window.prompt.text
         journey.act("back to my session", panel.own_button.click)
         journey.idle("back")
         said = panel.status.text()
-        if window.controller.reference is None:                  # truly back where it started
-            assert window.session.trace is None, said
+        if real_core_window.controller.reference is None:                  # truly back where it started
+            assert real_core_window.session.trace is None, said
         else:
-            assert short_name(window.controller.reference) in said, said
+            assert short_name(real_core_window.controller.reference) in said, said
             assert "stay" in said and "are back." not in said.split(":")[0], said
-            assert window.prompt.text == tour_prompt and not window.session.out_of_date, (
-                window.prompt.text, said)
+            assert real_core_window.prompt.text == tour_prompt and not real_core_window.session.out_of_date, (
+                real_core_window.prompt.text, said)

@@ -6,15 +6,14 @@ import numpy as np
 
 from explorer.app.panels import KVCachePanel, NextTokenPanel
 from tests.app.synthetic_trace import build_trace
-from tests.app.test_panels import session  # noqa: F401
 
 
-def test_the_logit_lens_table_follows_its_button_without_a_blank_band(qtbot, session):  # noqa: F811
-    panel = NextTokenPanel(session)
+def test_the_logit_lens_table_follows_its_button_without_a_blank_band(qtbot, words_session):
+    panel = NextTokenPanel(words_session)
     qtbot.addWidget(panel)
     panel.resize(340, 600)
     panel.show()
-    session.set_trace(build_trace(n_layers=3, prompt_len=8, steps=1))
+    words_session.set_trace(build_trace(n_layers=3, prompt_len=8, steps=1))
     ids, probs = np.zeros((3, 4), dtype=np.int64), np.full((3, 4), 0.25)
     panel.show_logit_lens({"position": panel.position, "ids": ids, "probs": probs})
     qtbot.wait(20)
@@ -27,12 +26,12 @@ def test_the_logit_lens_table_follows_its_button_without_a_blank_band(qtbot, ses
     assert panel.table.isVisible() and panel.table.height() > 100
 
 
-def test_the_paging_line_wraps_in_a_narrow_column(qtbot, session):  # noqa: F811
-    panel = KVCachePanel(session)
+def test_the_paging_line_wraps_in_a_narrow_column(qtbot, words_session):
+    panel = KVCachePanel(words_session)
     qtbot.addWidget(panel)
     panel.resize(1000, 500)
     panel.show()
-    session.set_trace(build_trace(prompt_len=8000 // 16, steps=1, max_positions=1024))
+    words_session.set_trace(build_trace(prompt_len=8000 // 16, steps=1, max_positions=1024))
     qtbot.wait(20)
     label = panel.paging_label
     text_width = label.fontMetrics().horizontalAdvance(label.document.toPlainText())

@@ -16,16 +16,8 @@ from explorer.app.panels import (
     registry,
 )
 from explorer.app.panels.mask import ALLOWED, MASKED, NEW_ROW
-from explorer.app.state.session import Session
 from tests.app.shared_window import make
 from tests.app.synthetic_trace import WORDS, build_trace
-
-
-@pytest.fixture
-def session(qtbot):
-    session = Session()
-    session.set_token_display(lambda token_id: WORDS[token_id])
-    return session
 
 
 def view_point(view, heatmap, row, col) -> QPoint:
@@ -33,9 +25,9 @@ def view_point(view, heatmap, row, col) -> QPoint:
     return view.mapFromScene(heatmap.scene_pos_of(row, col))
 
 
-def test_all_panels_have_a_title_a_formula_and_export_actions(qtbot, session):
-    panels = [make(qtbot, session, spec.cls) for spec in registry.PANELS]
-    session.set_trace(build_trace(n_layers=3, n_heads=4, n_kv_heads=2, prompt_len=7, steps=2))
+def test_all_panels_have_a_title_a_formula_and_export_actions(qtbot, words_session):
+    panels = [make(qtbot, words_session, spec.cls) for spec in registry.PANELS]
+    words_session.set_trace(build_trace(n_layers=3, n_heads=4, n_kv_heads=2, prompt_len=7, steps=2))
     assert [spec.object_name for spec in registry.PANELS] == [
         "tokens", "embeddings", "qkv", "attention", "mask", "kv_cache", "kv_lab", "next_token", "model_map",
         "derivation", "attribution", "residual", "atlas", "experiments"]
@@ -49,12 +41,12 @@ def test_all_panels_have_a_title_a_formula_and_export_actions(qtbot, session):
     assert "<sub>0</sub><sup>Q</sup>" in qkv.header.text()
 
 
-def test_selecting_a_token_in_the_token_panel_highlights_it_in_attention_and_mask(qtbot, session):
-    tokens, attention, mask = (make(qtbot, session, cls) for cls in (TokensPanel, AttentionPanel, MaskPanel))
-    session.set_trace(build_trace(prompt_len=8, steps=2))
+def test_selecting_a_token_in_the_token_panel_highlights_it_in_attention_and_mask(qtbot, words_session):
+    tokens, attention, mask = (make(qtbot, words_session, cls) for cls in (TokensPanel, AttentionPanel, MaskPanel))
+    words_session.set_trace(build_trace(prompt_len=8, steps=2))
     assert attention.large.highlighted == (None, None)
     tokens.table.selectRow(3)
-    assert session.selection.token == 3
+    assert words_session.selection.token == 3
     for heatmap in (attention.large, mask.heatmap):
         assert heatmap.highlighted == (3, 3)
         assert heatmap.row_box.isVisible() and heatmap.col_box.isVisible()
@@ -64,49 +56,49 @@ def test_selecting_a_token_in_the_token_panel_highlights_it_in_attention_and_mas
     assert tokens.table.selectionModel().isRowSelected(3)
     # And back the other way: a click in the attention map selects the query token everywhere.
     attention.large.on_click(6, 1)
-    assert session.selection.token == 6
+    assert words_session.selection.token == 6
     assert mask.heatmap.highlighted == (6, 6)
     assert tokens.table.selectionModel().isRowSelected(6)
 
 
-def test_three_steps_add_three_mask_rows_and_three_tokens_of_kv_bytes(qtbot, session):
-    mask, kv = make(qtbot, session, MaskPanel), make(qtbot, session, KVCachePanel)
+def test_three_steps_add_three_mask_rows_and_three_tokens_of_kv_bytes(qtbot, words_session):
+    mask, kv = make(qtbot, words_session, MaskPanel), make(qtbot, words_session, KVCachePanel)
     n_layers, n_kv, d_head = 3, 2, 8
     options = dict(n_layers=n_layers, n_heads=4, n_kv_heads=n_kv, d_head=d_head, prompt_len=6)
-    session.set_trace(build_trace(steps=0, **options))
+    words_session.set_trace(build_trace(steps=0, **options))
     assert mask.mask.shape == (6, 6)
     assert not (mask.mask == NEW_ROW).any()          # prefill: the square causal mask, nothing new
     before = kv.total_in_use
-    session.set_trace(build_trace(steps=3, **options))
+    words_session.set_trace(build_trace(steps=3, **options))
     assert mask.mask.shape == (9, 9)
     assert (mask.mask[-1] == NEW_ROW).sum() == 9 and not (mask.mask[:-1] == NEW_ROW).any()
     token_bytes = n_layers * 2 * n_kv * d_head * 4     # GQA: 2 · N_KV · d_head · float32, every layer
     assert kv.total_in_use - before == 3 * token_bytes
     # The slider replays: step 0 is the prefill again.
     mask.slider.setValue(0)
-    assert session.selection.step == 0
+    assert words_session.selection.step == 0
     assert mask.mask.shape == (6, 6)
     assert kv.total_in_use == before
 
 
-def test_masks_are_drawn_per_layer_as_they_are(qtbot, session):
-    mask = make(qtbot, session, MaskPanel)
-    session.set_trace(build_trace(n_layers=2, prompt_len=6, steps=3, sliding_window=3))
+def test_masks_are_drawn_per_layer_as_they_are(qtbot, words_session):
+    mask = make(qtbot, words_session, MaskPanel)
+    words_session.set_trace(build_trace(n_layers=2, prompt_len=6, steps=3, sliding_window=3))
     assert "sliding" in mask.formula and "W = 3" in mask.formula
     last = mask.mask[-1]
     assert list(np.flatnonzero(last != MASKED)) == [6, 7, 8]    # the window: the last 3 keys
-    session.select(layer=1)
+    words_session.select(layer=1)
     assert "causal" in mask.formula
     assert (mask.mask[-1] != MASKED).sum() == 9
-    session.set_trace(build_trace(n_layers=2, prompt_len=5, encoder_only=True))
+    words_session.set_trace(build_trace(n_layers=2, prompt_len=5, encoder_only=True))
     assert "bidirectional" in mask.formula
     assert (mask.mask == ALLOWED).all()
 
 
-def test_hover_reports_exact_value_and_both_tokens(qtbot, session):
-    attention = make(qtbot, session, AttentionPanel)
+def test_hover_reports_exact_value_and_both_tokens(qtbot, words_session):
+    attention = make(qtbot, words_session, AttentionPanel)
     trace = build_trace(prompt_len=6, steps=1)
-    session.set_trace(trace)
+    words_session.set_trace(trace)
     qtbot.waitExposed(attention)
     expected = trace.attention(0)[0][5, 2]
     qtbot.mouseMove(attention.large_view.viewport(), view_point(attention.large_view, attention.large, 5, 2))
@@ -116,25 +108,25 @@ def test_hover_reports_exact_value_and_both_tokens(qtbot, session):
     assert f"‘{trace.token_text[5]}’" in text and f"‘{trace.token_text[2]}’" in text      # quoted, not Python's repr
 
 
-def test_clicking_a_grid_tile_opens_that_layer_and_head(qtbot, session):
-    attention, qkv = make(qtbot, session, AttentionPanel), make(qtbot, session, QKVPanel)
+def test_clicking_a_grid_tile_opens_that_layer_and_head(qtbot, words_session):
+    attention, qkv = make(qtbot, words_session, AttentionPanel), make(qtbot, words_session, QKVPanel)
     trace = build_trace(n_layers=3, n_heads=4, prompt_len=6, steps=1)
-    session.set_trace(trace)
+    words_session.set_trace(trace)
     qtbot.waitExposed(attention)
     top, left = attention.mosaic.tile_origin(2, 1)
     point = view_point(attention.grid_view, attention.grid, top + 2, left + 2)
     qtbot.mouseClick(attention.grid_view.viewport(), Qt.MouseButton.LeftButton, pos=point)
-    qtbot.waitUntil(lambda: (session.selection.layer, session.selection.head) == (2, 1))
+    qtbot.waitUntil(lambda: (words_session.selection.layer, words_session.selection.head) == (2, 1))
     assert np.allclose(np.nan_to_num(attention.matrix), trace.attention(2)[1])
     assert np.allclose(qkv.matrices["Q_1"], trace.q(2, 1))
     assert attention.grid.tile_box.isVisible()
 
 
-def test_scores_toggle_and_log_scale(qtbot, session):
-    attention = make(qtbot, session, AttentionPanel)
+def test_scores_toggle_and_log_scale(qtbot, words_session):
+    attention = make(qtbot, words_session, AttentionPanel)
     trace = build_trace(prompt_len=5, steps=2)
-    session.set_trace(trace)
-    session.select(layer=1, head=2)
+    words_session.set_trace(trace)
+    words_session.select(layer=1, head=2)
     attention.values_box.setCurrentIndex(1)
     scores = trace.scores(1, 2)
     shown = attention.matrix
@@ -153,24 +145,24 @@ def test_scores_toggle_and_log_scale(qtbot, session):
     assert np.isnan(drawn[~mask]).all() and (drawn[mask & ~visible] == np.float32(low)).all()
 
 
-def test_grid_stays_small_at_2048_tokens(qtbot, session):
-    attention = make(qtbot, session, AttentionPanel)
-    session.set_trace(build_trace(n_layers=2, n_heads=2, d_head=4, prompt_len=2048, steps=0, max_positions=4096))
+def test_grid_stays_small_at_2048_tokens(qtbot, words_session):
+    attention = make(qtbot, words_session, AttentionPanel)
+    words_session.set_trace(build_trace(n_layers=2, n_heads=2, d_head=4, prompt_len=2048, steps=0, max_positions=4096))
     assert attention.matrix.shape == (2048, 2048)
     assert attention.mosaic.tile_shape == (32, 32)
     # the large map is drawn reduced, by maxima, to the few hundred pixels it has, not as 2048 x 2048 cells
     qtbot.waitUntil(lambda: min(attention.large.image.factors) > 1, timeout=5000)
 
 
-def test_qkv_shows_the_shared_kv_head_and_mla_latent(qtbot, session):
-    qkv, kv = make(qtbot, session, QKVPanel), make(qtbot, session, KVCachePanel)
+def test_qkv_shows_the_shared_kv_head_and_mla_latent(qtbot, words_session):
+    qkv, kv = make(qtbot, words_session, QKVPanel), make(qtbot, words_session, KVCachePanel)
     trace = build_trace(n_heads=6, n_kv_heads=2, prompt_len=5)
-    session.set_trace(trace)
-    session.select(head=4)
+    words_session.set_trace(trace)
+    words_session.select(head=4)
     assert "shared by query heads 3, 4, 5" in qkv.sharing.text()
     assert np.allclose(qkv.matrices["K_1"], trace.k(0, 1))
     assert "KV1 ← Q3 <b>Q4</b> Q5" in kv.grouping.text()
-    session.set_trace(build_trace(n_heads=4, prompt_len=5, mla_rank=16, mla_rope_dim=4))
+    words_session.set_trace(build_trace(n_heads=4, prompt_len=5, mla_rank=16, mla_rope_dim=4))
     assert qkv.matrices["c_KV"].shape == (5, 16) and qkv.matrices["k_R"].shape == (5, 4)
     assert "latent" in kv.grouping.text()
     native = [kv.table.item(r, 0).text() for r in range(kv.table.rowCount())
@@ -178,54 +170,55 @@ def test_qkv_shows_the_shared_kv_head_and_mla_latent(qtbot, session):
     assert native == ["mla-16  ◀ this model"]
 
 
-def test_next_token_click_forces_only_at_the_last_position(qtbot, session):
-    panel = make(qtbot, session, NextTokenPanel)
+def test_next_token_click_forces_only_at_the_last_position(qtbot, words_session):
+    panel = make(qtbot, words_session, NextTokenPanel)
     trace = build_trace(prompt_len=5, steps=2)
-    session.set_trace(trace)
+    words_session.set_trace(trace)
     last = trace.steps[-1]
     assert list(panel.candidates) == list(last.top_ids[-1])
     assert panel.table.item(0, 1).text() == WORDS[last.top_ids[-1][0]]
-    with qtbot.waitSignal(session.requests.force_requested) as forced:
+    with qtbot.waitSignal(words_session.requests.force_requested) as forced:
         panel.table.cellClicked.emit(2, 1)
     assert forced.args == [int(last.top_ids[-1][2])]
-    session.select(token=1)
-    with qtbot.assertNotEmitted(session.requests.force_requested):
+    words_session.select(token=1)
+    with qtbot.assertNotEmitted(words_session.requests.force_requested):
         panel.table.cellClicked.emit(0, 1)
     chosen = int(trace.token_ids[2])
     ranks = list(trace.steps[0].top_ids[1])
     assert panel.chosen_rank == (ranks.index(chosen) + 1 if chosen in ranks else None)
 
 
-def test_logit_lens_hook_shows_what_the_session_hands_over(qtbot, session):
-    panel = make(qtbot, session, NextTokenPanel)
-    session.set_trace(build_trace(n_layers=2, prompt_len=4))
-    with qtbot.waitSignal(session.requests.logit_lens_requested) as asked:
+def test_logit_lens_hook_shows_what_the_session_hands_over(qtbot, words_session):
+    panel = make(qtbot, words_session, NextTokenPanel)
+    words_session.set_trace(build_trace(n_layers=2, prompt_len=4))
+    with qtbot.waitSignal(words_session.requests.logit_lens_requested) as asked:
         panel.lens_button.click()
     assert asked.args == [3]
-    session.requests.logit_lens_ready.emit({"position": 3, "ids": np.array([[1, 2], [3, 4], [5, 6]]),
+    words_session.requests.logit_lens_ready.emit({"position": 3, "ids": np.array([[1, 2], [3, 4], [5, 6]]),
                                    "probs": np.array([[0.5, 0.2], [0.6, 0.1], [0.9, 0.05]])})
     assert panel.lens_table.isVisibleTo(panel) and panel.lens_table.rowCount() == 3
     assert WORDS[5] in panel.lens_table.item(2, 1).text()
-    session.requests.logit_lens_ready.emit((np.array([[7, 8]]), np.array([[0.7, 0.2]])))   # Decoder.logit_lens's pair
+    lens = (np.array([[7, 8]]), np.array([[0.7, 0.2]]))                  # Decoder.logit_lens's pair
+    words_session.requests.logit_lens_ready.emit(lens)
     assert panel.lens_table.rowCount() == 1 and WORDS[7] in panel.lens_table.item(0, 1).text()
 
 
-def test_tokens_panel_shows_live_tokens_before_any_run(qtbot, session):
+def test_tokens_panel_shows_live_tokens_before_any_run(qtbot, words_session):
     from types import SimpleNamespace
 
-    panel = make(qtbot, session, TokensPanel)
+    panel = make(qtbot, words_session, TokensPanel)
     live = SimpleNamespace(ids=np.array([5, 9, 2]), text=("The", "·cat", "!"), spans=((0, 3), (3, 7), (7, 8)),
                            special=np.zeros(3, bool), raw=(b"The", b" cat", b"!"), source="The cat!")
-    session.set_tokens(live)
+    words_session.set_tokens(live)
     assert [panel.table.item(r, 2).text() for r in range(3)] == ["5", "9", "2"]
     assert panel.table.item(1, 3).text() == "3–7"
     assert "20 63 61 74" in panel.table.item(1, 1).toolTip()
 
 
-def test_embeddings_show_rows_of_e_and_rope_angles(qtbot, session):
-    panel = make(qtbot, session, EmbeddingsPanel)
+def test_embeddings_show_rows_of_e_and_rope_angles(qtbot, words_session):
+    panel = make(qtbot, words_session, EmbeddingsPanel)
     trace = build_trace(prompt_len=5, steps=1, d_model=16)
-    session.set_trace(trace)
+    words_session.set_trace(trace)
     assert np.allclose(panel.matrix, np.concatenate([s.embeddings for s in trace.steps]))
     panel.view_box.setCurrentIndex(panel.view_box.findData("rope"))
     assert panel.matrix.shape == (6, len(trace.rope_inv_freq))
@@ -250,13 +243,13 @@ def test_grid_tiles_are_block_maxima_of_the_dense_attention():
         assert np.array_equal(tiles, expected, equal_nan=True)
 
 
-def test_the_kv_total_is_drawn_from_zero_so_a_prefill_alone_has_readable_ticks(qtbot, session):
+def test_the_kv_total_is_drawn_from_zero_so_a_prefill_alone_has_readable_ticks(qtbot, words_session):
     """A prefill is one point: drawn by its own range, its axis had zero height and every tick read the same
     number (seen at 7,836 tokens). From zero, the point and the steps after it read as bytes against tokens."""
-    kv = make(qtbot, session, KVCachePanel)
+    kv = make(qtbot, words_session, KVCachePanel)
     options = dict(n_layers=3, n_heads=4, n_kv_heads=2, d_head=8, prompt_len=6)
     for steps in (0, 3):
-        session.set_trace(build_trace(steps=steps, **options))
+        words_session.set_trace(build_trace(steps=steps, **options))
         (x0, x1), (y0, y1) = kv.total_plot.getViewBox().viewRange()
         in_use_kib = kv.total_in_use / 1024
         assert y0 == 0.0 and in_use_kib < y1 < 1.2 * in_use_kib          # the point, near the top, and zero
@@ -266,13 +259,13 @@ def test_the_kv_total_is_drawn_from_zero_so_a_prefill_alone_has_readable_ticks(q
         assert len(set(values)) >= 2                                       # distinct tick labels
 
 
-def test_the_next_token_formula_names_the_position_being_computed_not_the_last_one(qtbot, session, monkeypatch):
-    panel = make(qtbot, session, NextTokenPanel)
-    session.set_trace(build_trace(steps=2, prompt_len=6))
-    last = session.trace.n_tokens - 1
+def test_the_next_token_formula_names_the_position_being_computed_not_the_last_one(qtbot, words_session, monkeypatch):
+    panel = make(qtbot, words_session, NextTokenPanel)
+    words_session.set_trace(build_trace(steps=2, prompt_len=6))
+    last = words_session.trace.n_tokens - 1
     assert f"h_{{{last}}}" in panel.formula
-    monkeypatch.setattr(type(session.trace), "candidates",
+    monkeypatch.setattr(type(words_session.trace), "candidates",
                         lambda trace, position: None)           # as a real prefill: only its last row recorded
-    session.select(token=2)                                  # a prompt position: its candidates are asked for
+    words_session.select(token=2)                                  # a prompt position: its candidates are asked for
     assert "computing the candidates" in panel.position_label.text()
     assert "h_{2}" in panel.formula and f"h_{{{last}}}" not in panel.formula

@@ -14,30 +14,11 @@ from explorer.app.panels.mask import ALLOWED, NEW_ROW
 from explorer.app.state.session import Session
 from explorer.core.attention_maps import MaskRule
 from explorer.core.trace import AttentionRecord, Trace
+from tests.app.long_prompt import N_PANELS
 from tests.app.shared_window import make
 
-N = 8000
+N = N_PANELS
 T_BY_T_BOOL = N * N                     # bytes of one T x T bool array: what no step's redraw may allocate
-
-
-@pytest.fixture(scope="module")
-def decoder():
-    from explorer.core.decode import Decoder, RecordOptions
-    from explorer.core.runtime import from_tensors
-    from tests.core.conftest import make_hf_model
-
-    hf_model = make_hf_model("llama")
-    loaded = from_tensors(dict(hf_model.config.to_dict(), max_position_embeddings=N + 16), hf_model.state_dict())
-    decoder = Decoder(loaded, RecordOptions(), capacity=N + 8)
-    decoder.prefill(np.arange(N) % 96)
-    return decoder
-
-
-@pytest.fixture(scope="module")
-def traces(decoder):
-    """The 8,000-token prefill and two decoding steps after it."""
-    first = decoder.trace
-    return first, decoder.step(), decoder.step()
 
 
 @pytest.fixture
@@ -69,8 +50,9 @@ def causal_blocks(t: int, f: int, new_row: bool) -> np.ndarray:
     return expected
 
 
-def test_the_mask_is_drawn_from_its_rule_as_block_maxima_over_the_real_extent(qtbot, session, traces, no_dense_maps):
-    first, _, last = traces
+def test_the_mask_is_drawn_from_its_rule_as_block_maxima_over_the_real_extent(qtbot, session, traces_8000,
+                                                                              no_dense_maps):
+    first, _, last = traces_8000
     assert isinstance(first.steps[0].layers[0].attn.mask, MaskRule)
     mask = make(qtbot, session, MaskPanel)
     session.set_trace(first)
@@ -92,8 +74,8 @@ def test_the_mask_is_drawn_from_its_rule_as_block_maxima_over_the_real_extent(qt
         assert ("may attend" if col <= row else "is masked from") in mask.readout.text()
 
 
-def test_a_step_at_8000_tokens_redraws_every_panel_without_a_t_by_t_array(qtbot, session, traces, no_dense_maps):
-    first, second, _ = traces
+def test_a_step_at_8000_tokens_redraws_every_panel_without_a_t_by_t_array(qtbot, session, traces_8000, no_dense_maps):
+    first, second, _ = traces_8000
     panels = [make(qtbot, session, cls) for cls in (TokensPanel, EmbeddingsPanel, QKVPanel, MaskPanel,
                                                     KVCachePanel, NextTokenPanel)]
     session.set_trace(first)
@@ -121,8 +103,8 @@ def test_a_step_at_8000_tokens_redraws_every_panel_without_a_t_by_t_array(qtbot,
         assert panel.drawn_trace_id == session.trace_id
 
 
-def test_a_step_that_leaves_the_token_window_as_it_was_lays_no_text_out_again(qtbot, session, traces, monkeypatch):
-    first, second, _ = traces
+def test_a_step_that_leaves_the_token_window_as_it_was_lays_no_text_out_again(qtbot, session, traces_8000, monkeypatch):
+    first, second, _ = traces_8000
     tokens = make(qtbot, session, TokensPanel)
     session.set_trace(first)
     laid_out = []

@@ -6,10 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from PySide6.QtGui import QImage, QPalette
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication
 
 from explorer.app.window.theme import apply_theme
-from tests.app.layout_probe import open_window
 from tests.app.screen_fit import settle
 from tests.app.text_contrast import contrast, glyph_contrast
 
@@ -44,48 +43,36 @@ def image_array(image: QImage) -> np.ndarray:
     return data.reshape(height, image.bytesPerLine())[:, : 3 * width].reshape(height, width, 3).copy()
 
 
-@pytest.fixture
-def window(qapp, tmp_path, monkeypatch, restore_palette):
-    monkeypatch.setattr(QMessageBox, "warning", lambda *a: None)
-    font = QApplication.font()
-    window = open_window(str(tmp_path / "settings.ini"))
-    settle(0.5)
-    yield window
-    window.presentation.set_on(False)
-    window.close()
-    QApplication.setFont(font)
-
-
 def presentation(window):
     return next(a for a in window.menus.view.actions() if a.text().replace("&", "").startswith("Presentation"))
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
-def test_presentation_text_has_aaa_contrast(window, theme):
+def test_presentation_text_has_aaa_contrast(palette_window, theme):
     app = QApplication.instance()
-    apply_theme(app, theme, window)
+    apply_theme(app, theme, palette_window)
     before = QPalette(app.palette())
-    window.docks["next_token"].widget().setFocus()
-    presentation(window).trigger()
+    palette_window.docks["next_token"].widget().setFocus()
+    presentation(palette_window).trigger()
     settle(0.4)
     low = {what: round(ratio, 2) for what, ratio in palette_contrasts(app.palette()).items() if ratio < AAA}
     assert not low, f"under {AAA}:1 in presentation ({theme}): {low}"
-    panel = window.docks["next_token"].widget()
+    panel = palette_window.docks["next_token"].widget()
     header = panel.header
     image = image_array(panel.grab().toImage())
     ratio, glyphs = glyph_contrast(image, [header.x(), header.y(), header.width(), header.height()])
     assert glyphs > 0 and ratio >= AAA, f"the header's text is drawn at {ratio:.2f}:1 ({theme})"
-    presentation(window).trigger()
+    presentation(palette_window).trigger()
     settle(0.2)
     assert app.palette() == before, "off again, the colours are the theme's"
 
 
-def test_a_theme_chosen_while_presenting_stays_when_presentation_ends(window):
+def test_a_theme_chosen_while_presenting_stays_when_presentation_ends(palette_window):
     app = QApplication.instance()
-    apply_theme(app, "light", window)
-    presentation(window).trigger()
+    apply_theme(app, "light", palette_window)
+    presentation(palette_window).trigger()
     settle(0.2)
-    apply_theme(app, "dark", window)                    # View ▸ Theme ▸ Dark meanwhile
-    presentation(window).trigger()
+    apply_theme(app, "dark", palette_window)                    # View ▸ Theme ▸ Dark meanwhile
+    presentation(palette_window).trigger()
     settle(0.2)
     assert app.palette().color(Role.Window).lightness() < 128, "the dark theme chosen is kept"

@@ -45,7 +45,7 @@ def read_when_loaded(seen: dict, also=lambda window: True):
     return until
 
 
-def test_a_relaunch_waits_for_run_with_a_long_last_prompt(launched, tmp_path, dialogs):  # noqa: F811 (its fixture)
+def test_a_relaunch_waits_for_run_with_a_long_last_prompt(launched, tmp_path, dialogs):
     model = wide_llama(tmp_path / "wide-llama")
     launch.AppSettings().last_prompt = LONG                   # the fixture's settings: a file in tmp_path
     seen = {}
@@ -58,7 +58,7 @@ def test_a_relaunch_waits_for_run_with_a_long_last_prompt(launched, tmp_path, di
     assert dialogs["questions"] == [] and dialogs["warnings"] == []          # nothing asked either
 
 
-def test_a_relaunch_runs_a_short_last_prompt_at_once(launched, tmp_path, dialogs):  # noqa: F811 (its fixture)
+def test_a_relaunch_runs_a_short_last_prompt_at_once(launched, tmp_path, dialogs):
     model = wide_llama(tmp_path / "wide-llama")
     launch.AppSettings().last_prompt = CORPUS[1]
     seen = {}

@@ -14,7 +14,7 @@ from explorer.app.thread.decode_loop import DecodeLoop, Emitter
 from explorer.app.thread.request_queue import RequestQueue
 from explorer.app.thread.requests import ModelJob
 from tests.app.shared_window import make
-from tests.app.test_panels_long_prompt import N, decoder  # noqa: F401  (fixture)
+from tests.app.test_panels_long_prompt import N
 
 
 def lent_executor(loaded, decoder):
@@ -53,13 +53,13 @@ def session(qtbot):
     return session
 
 
-def test_the_panel_shows_each_asked_positions_stream_read_through_the_cache(qtbot, session, decoder, monkeypatch):
+def test_the_panel_shows_each_asked_positions_stream_read_through_the_cache(qtbot, session, decoder_8000, monkeypatch):
     from explorer.core.attribution import residual_stream
 
-    trace, ids = decoder.trace, np.asarray(decoder.trace.token_ids)
+    trace, ids = decoder_8000.trace, np.asarray(decoder_8000.trace.token_ids)
     panel = make(qtbot, session, ResidualPanel)
-    panel.executor = lent_executor(decoder.loaded, decoder)
-    fed = fed_rows(decoder, monkeypatch)
+    panel.executor = lent_executor(decoder_8000.loaded, decoder_8000)
+    fed = fed_rows(decoder_8000, monkeypatch)
     session.set_trace(trace)                                                    # asks for the last token
     for position in (5000, N - 1):
         before = len(fed)
@@ -68,10 +68,10 @@ def test_the_panel_shows_each_asked_positions_stream_read_through_the_cache(qtbo
         qtbot.waitUntil(lambda: panel.stream is not None, timeout=30000)
         assert panel.stream.position == position and f"position {position} (" in panel.formula
         assert (1, position) in fed[before:] and all(n == 1 for n, _ in fed[before:])   # one token each time
-        want = residual_stream(decoder.loaded, ids, position)                    # the prefix run
+        want = residual_stream(decoder_8000.loaded, ids, position)                    # the prefix run
         assert shown_norms(panel) == [[f"{float(v):.0f}" for v in getattr(want, name)] for name, _ in NORMS]
         assert panel.table.item(0, 0).text() == f"t{int(want.lens_ids[0, 0])}"
-    assert decoder.trace is trace and decoder.kv_cache.length == N
+    assert decoder_8000.trace is trace and decoder_8000.kv_cache.length == N
 
 
 def test_the_model_thread_lends_its_decoder_to_a_panels_job_and_only_while_it_runs():

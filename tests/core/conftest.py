@@ -6,9 +6,18 @@ library's init so that attention is far from uniform and errors would show.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pytest
 import torch
 import transformers  # the reference: a missing one fails collection, never skips the core tests
+
+import explorer
+from explorer.core import store
+from explorer.core.decode import Decoder, RecordOptions
+from explorer.core.runtime import from_tensors
+from tests.core.tiny_checkpoints import CORPUS, LLAMA_CONFIG, write_hf_folder
 
 VOCAB = 96
 BASE = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
@@ -75,6 +84,58 @@ def hf_model(family):
 
 @pytest.fixture
 def loaded(hf_model, family):
-    from explorer.core.runtime import from_tensors
-
     return from_tensors(hf_model.config.to_dict(), hf_model.state_dict(), name=f"tiny-{family}")
+
+
+LONG_LLAMA_TOKENS = 8000
+MIN_TOKENS = 1024            # ON_DEMAND_FROM = 1,024 x 1,024 entries: a prompt this long is rebuilt on demand
+FORCED = 17                  # the token `original` forces at its third step
+
+
+@pytest.fixture
+def own_home(tmp_path, monkeypatch):
+    """The model store in the test's folder: nothing may touch the user's store (a module asks for it with
+    `pytestmark = pytest.mark.usefixtures("own_home")`)."""
+    monkeypatch.setenv("TRANSFORMER_EXPLORER_HOME", str(tmp_path / "home"))
+
+
+@pytest.fixture(scope="module")
+def long_model(tmp_path_factory):
+    """A random tiny llama (2 layers, 4/2 heads) whose context holds a long prompt and a few steps."""
+    folder = tmp_path_factory.mktemp("long-llama")
+    write_hf_folder(folder, dict(LLAMA_CONFIG, max_position_embeddings=2048), seed=3)
+    return explorer.load(folder)
+
+
+def long_prompt(model) -> str:
+    text, paragraph = "", "\n".join(CORPUS) + "\n"
+    while len(model.loaded.tokenizer.encode(text).ids) < MIN_TOKENS + 40:
+        text += paragraph
+    return text
+
+
+@pytest.fixture(scope="module")
+def original(long_model):
+    """prefill a long prompt, step, force a token, step: the run the session file describes."""
+    return long_model.run(long_prompt(long_model), steps=1).step().force(FORCED).step()
+
+
+@pytest.fixture(scope="module")
+def long_llama():
+    """A tiny random Llama (its transformers model), its Decoder after a LONG_LLAMA_TOKENS prompt, and the ids."""
+    n = LONG_LLAMA_TOKENS
+    hf_model = make_hf_model("llama")
+    loaded = from_tensors(dict(hf_model.config.to_dict(), max_position_embeddings=n + 16), hf_model.state_dict())
+    decoder = Decoder(loaded, RecordOptions(), capacity=n + 8)
+    ids = (np.arange(n) * 7 + 3) % 96
+    decoder.prefill(ids)
+    return hf_model, decoder, ids
+
+
+@pytest.fixture(scope="module")
+def minilm_folder() -> Path:
+    """The real all-MiniLM-L6-v2 folder in the store (`make test` pulls it: python -m explorer pull minilm-l6)."""
+    path = store.pulled_path("minilm-l6")
+    if path is None:
+        pytest.skip("minilm-l6 is not pulled (python -m explorer pull minilm-l6)")
+    return path

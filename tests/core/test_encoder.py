@@ -1,14 +1,12 @@
 """The BERT encoder against transformers' BertModel: attention and hidden states, tiny random and MiniLM."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
 import transformers  # the reference
 
-from explorer.core import encoder, store
+from explorer.core import encoder
 from explorer.core.errors import ExplorerError, ModelLoadError, UnsupportedModelError
 from explorer.core.runtime import LoadedModel
 
@@ -101,15 +99,6 @@ def test_checkpoint_names_are_checked():
     encoder.build(config, prefixed, "tiny")
     with pytest.raises(UnsupportedModelError, match="relative_key"):
         encoder.bert_config({**config, "position_embedding_type": "relative_key"})
-
-
-@pytest.fixture(scope="module")
-def minilm_folder() -> Path:
-    """The real all-MiniLM-L6-v2 folder in the store (`make test` pulls it: python -m explorer pull minilm-l6)."""
-    path = store.pulled_path("minilm-l6")
-    if path is None:
-        pytest.skip("minilm-l6 is not pulled (python -m explorer pull minilm-l6)")
-    return path
 
 
 @pytest.mark.realmodel

@@ -11,9 +11,9 @@ from explorer.core import logit_lens
 from explorer.core.decode import Decoder, RecordOptions
 from explorer.core.errors import ExplorerError
 from explorer.core.runtime import from_tensors
-from tests.core.conftest import make_hf_model
+from tests.core.conftest import LONG_LLAMA_TOKENS, make_hf_model
 
-N = 8000
+N = LONG_LLAMA_TOKENS
 
 
 def reference_lens(hf_model, ids: np.ndarray, position: int, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
@@ -37,16 +37,6 @@ def assert_lens_equal(got, expected) -> None:
     np.testing.assert_allclose(probs, want_probs, atol=2e-5)
     distinct = np.abs(np.diff(want_probs, axis=1)) > 1e-5                       # ties may swap places
     assert (ids[:, :-1] == want_ids[:, :-1])[distinct].all() and ids.shape == want_ids.shape
-
-
-@pytest.fixture(scope="module")
-def long_llama():
-    hf_model = make_hf_model("llama")
-    loaded = from_tensors(dict(hf_model.config.to_dict(), max_position_embeddings=N + 16), hf_model.state_dict())
-    decoder = Decoder(loaded, RecordOptions(), capacity=N + 8)
-    ids = (np.arange(N) * 7 + 3) % 96
-    decoder.prefill(ids)
-    return hf_model, decoder, ids
 
 
 @pytest.mark.parametrize("position", [0, 1500, 2999])

@@ -13,7 +13,7 @@ from explorer.core.block_walk import walk_block
 from explorer.core.decode import Decoder, RecordOptions
 from explorer.core.runtime import from_tensors
 from tests.core.conftest import make_hf_model
-from tests.core.test_logit_lens_one_row import assert_lens_equal, long_llama, reference_lens  # noqa: F401
+from tests.core.test_logit_lens_one_row import assert_lens_equal, reference_lens
 
 FIELDS = ("attn_norms", "ffn_norms", "residual_norms", "lens_probs")
 

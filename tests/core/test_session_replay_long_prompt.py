@@ -10,42 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import explorer
 from explorer.app.thread.core_api import CoreApi
 from explorer.app.thread.worker import ModelWorker
 from explorer.core.attention_maps import ON_DEMAND_FROM
 from explorer.views import session_state
-from tests.core.tiny_checkpoints import CORPUS, LLAMA_CONFIG, write_hf_folder
+from tests.core.conftest import FORCED, MIN_TOKENS, long_prompt
 
-MIN_TOKENS = 1024            # ON_DEMAND_FROM = 1,024 x 1,024 entries: a prompt this long is rebuilt on demand
-FORCED = 17
-
-
-@pytest.fixture(autouse=True)
-def own_home(tmp_path, monkeypatch):
-    """Nothing here may touch the user's store."""
-    monkeypatch.setenv("TRANSFORMER_EXPLORER_HOME", str(tmp_path / "home"))
-
-
-@pytest.fixture(scope="module")
-def long_model(tmp_path_factory):
-    """A random tiny llama (2 layers, 4/2 heads) whose context holds a long prompt and a few steps."""
-    folder = tmp_path_factory.mktemp("long-llama")
-    write_hf_folder(folder, dict(LLAMA_CONFIG, max_position_embeddings=2048), seed=3)
-    return explorer.load(folder)
-
-
-def long_prompt(model) -> str:
-    text, paragraph = "", "\n".join(CORPUS) + "\n"
-    while len(model.loaded.tokenizer.encode(text).ids) < MIN_TOKENS + 40:
-        text += paragraph
-    return text
-
-
-@pytest.fixture(scope="module")
-def original(long_model):
-    """prefill a long prompt, step, force a token, step: the run the session file describes."""
-    return long_model.run(long_prompt(long_model), steps=1).step().force(FORCED).step()
+pytestmark = pytest.mark.usefixtures("own_home")
 
 
 def test_the_prompt_is_long_enough_for_on_demand_maps(original):

@@ -3,13 +3,16 @@ back unchanged: File > Open session on the real core, offscreen. The expectation
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from PySide6.QtWidgets import QMessageBox
 
 from tests.app.window_helpers import idle, new_window
-from tests.core.test_session_replay_long_prompt import FORCED, long_model, original, own_home  # noqa: F401 (fixtures)
+from tests.core.conftest import FORCED
+
+pytestmark = pytest.mark.usefixtures("own_home")
 
 
-def test_the_window_opens_a_long_session_to_the_same_trace(qtbot, tmp_path, monkeypatch, original):  # noqa: F811
+def test_the_window_opens_a_long_session_to_the_same_trace(qtbot, tmp_path, monkeypatch, original):
     warnings = []
     monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text, *a: warnings.append(text))
     path = original.save_session(tmp_path / "long.json")
