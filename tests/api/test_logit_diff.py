@@ -11,7 +11,7 @@ import transformers
 
 import explorer
 from tests.api.test_batches import PROMPTS
-from tests.api.test_record_logits import padded
+from tests.api.test_record_logits import ablated_at_one_position, padded
 from tests.core.conftest import FAMILIES, randomize
 
 TARGET, AGAINST = 7, 42
@@ -55,22 +55,7 @@ def test_a_logits_batch_read_for_its_differences_equals_transformers_without_a_v
 
 @pytest.mark.parametrize("family", ["llama", "qwen2"])
 def test_differences_under_an_ablation_at_one_position_equal_the_hooked_transformers(family, hf_model, model):
-    layer, head, position = 1, 2, 5
-    d_v = hf_model.config.hidden_size // hf_model.config.num_attention_heads
-
-    def zero_head(module, args):
-        x = args[0].clone()
-        x[:, position, head * d_v:(head + 1) * d_v] = 0.0
-        return (x,)
-
-    ids, mask = padded(PROMPTS)
-    handle = hf_model.model.layers[layer].self_attn.o_proj.register_forward_pre_hook(zero_head)
-    try:
-        with torch.inference_mode():
-            expected = hf_model(ids, attention_mask=mask).logits
-    finally:
-        handle.remove()
-    edit = explorer.Intervention().ablate(layer, head, positions=[position])
+    edit, expected = ablated_at_one_position(hf_model, PROMPTS, layer=1, head=2, position=5)
     for row, (prompt, run) in enumerate(zip(PROMPTS, model.run(PROMPTS, intervention=edit, record="logits"))):
         assert run.logit_diff(TARGET, AGAINST) == pytest.approx(difference(expected[row, len(prompt) - 1]), abs=1e-4)
 

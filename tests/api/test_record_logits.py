@@ -22,6 +22,26 @@ def padded(prompts):
     return ids, mask
 
 
+def ablated_at_one_position(hf_model, prompts, layer: int, head: int, position: int):
+    """The Intervention that zeroes one head's output at one position, and transformers' logits of the padded
+    prompts with that head's slice of o_proj's input zeroed there (a forward pre-hook)."""
+    d_v = hf_model.config.hidden_size // hf_model.config.num_attention_heads
+
+    def zero_head(module, args):
+        x = args[0].clone()
+        x[:, position, head * d_v:(head + 1) * d_v] = 0.0
+        return (x,)
+
+    ids, mask = padded(prompts)
+    handle = hf_model.model.layers[layer].self_attn.o_proj.register_forward_pre_hook(zero_head)
+    try:
+        with torch.inference_mode():
+            expected = hf_model(ids, attention_mask=mask).logits
+    finally:
+        handle.remove()
+    return explorer.Intervention().ablate(layer, head, positions=[position]), expected
+
+
 @pytest.fixture
 def fused_calls(monkeypatch) -> list[int]:
     """The query rows of each call to the fused attention kernel."""
@@ -67,22 +87,8 @@ def test_one_prompt_recording_only_logits_equals_transformers_and_steps_on(famil
 
 @pytest.mark.parametrize("family", ["llama", "qwen2"])
 def test_an_ablation_at_one_position_recording_only_logits_equals_the_hooked_transformers(family, hf_model, model):
-    layer, head, position = 1, 2, 5
-    d_v = hf_model.config.hidden_size // hf_model.config.num_attention_heads
-
-    def zero_head(module, args):
-        x = args[0].clone()
-        x[:, position, head * d_v:(head + 1) * d_v] = 0.0
-        return (x,)
-
-    ids, mask = padded(PROMPTS)
-    handle = hf_model.model.layers[layer].self_attn.o_proj.register_forward_pre_hook(zero_head)
-    try:
-        with torch.inference_mode():
-            expected = hf_model(ids, attention_mask=mask).logits
-    finally:
-        handle.remove()
-    edit = explorer.Intervention().ablate(layer, head, positions=[position])
+    position = 5
+    edit, expected = ablated_at_one_position(hf_model, PROMPTS, layer=1, head=2, position=position)
     for row, (prompt, run) in enumerate(zip(PROMPTS, model.run(PROMPTS, intervention=edit, record="logits"))):
         if len(prompt) > position:
             assert close(run.last_logits, expected[row, len(prompt) - 1].numpy())

@@ -320,3 +320,11 @@ def words_session(qtbot):
     session = Session()
     session.set_token_display(lambda token_id: WORDS[token_id])
     return session
+
+
+@pytest.fixture
+def t_session(qtbot):
+    """A Session with no model that shows token i as "t{i}"."""
+    session = Session()
+    session.set_token_display(lambda token_id: f"t{token_id}")
+    return session

@@ -10,7 +10,6 @@ import pytest
 
 from explorer.app.panels import NextTokenPanel
 from explorer.app.panels.derivation import DerivationPanel
-from explorer.app.state.session import Session
 from explorer.core.attention_maps import MaskRule
 from explorer.core.trace import AttentionRecord, Trace
 from tests.app.shared_window import make
@@ -38,13 +37,6 @@ def no_dense_maps(monkeypatch):
     monkeypatch.setattr(AttentionRecord, "weights_of", one_row_only)
 
 
-@pytest.fixture
-def session(qtbot):
-    session = Session()
-    session.set_token_display(lambda token_id: f"t{token_id}")
-    return session
-
-
 def softmax_row(trace: Trace, layer: int, head: int, row: int) -> np.ndarray:
     """A_i = softmax(q_i K^T / sqrt(d)) over the keys j <= i of a causal prompt, in float64: (T,)."""
     q = trace.q(layer, head).astype(np.float64)[row]                             # (d,)
@@ -55,11 +47,12 @@ def softmax_row(trace: Trace, layer: int, head: int, row: int) -> np.ndarray:
     return e / e.sum()
 
 
-def test_the_derivation_at_8000_tokens_reads_one_row_and_matches_its_check(qtbot, session, traces_8000, no_dense_maps):
+def test_the_derivation_at_8000_tokens_reads_one_row_and_matches_its_check(qtbot, t_session, traces_8000,
+                                                                           no_dense_maps):
     first, _, last = traces_8000
-    panel = make(qtbot, session, DerivationPanel)
-    session.set_trace(last)                                                      # after two decoding steps
-    session.select(layer=LAYER, head=HEAD, token=ROW)
+    panel = make(qtbot, t_session, DerivationPanel)
+    t_session.set_trace(last)                                                      # after two decoding steps
+    t_session.select(layer=LAYER, head=HEAD, token=ROW)
     qtbot.waitUntil(lambda: panel.derived is not None and panel.derived.row == ROW, timeout=60_000)  # off the GUI
     cell = panel.derived
     expected = softmax_row(last, LAYER, HEAD, ROW)
@@ -80,11 +73,11 @@ def test_the_derivation_at_8000_tokens_reads_one_row_and_matches_its_check(qtbot
     assert f"of the {N + 2}×{N + 2} map" in panel.readout.text()
 
 
-def test_a_click_in_the_window_derives_that_cell_of_the_trace(qtbot, session, traces_8000, no_dense_maps):
+def test_a_click_in_the_window_derives_that_cell_of_the_trace(qtbot, t_session, traces_8000, no_dense_maps):
     first, _, _ = traces_8000
-    panel = make(qtbot, session, DerivationPanel)
-    session.set_trace(first)
-    session.select(layer=LAYER, head=HEAD, token=ROW)
+    panel = make(qtbot, t_session, DerivationPanel)
+    t_session.set_trace(first)
+    t_session.select(layer=LAYER, head=HEAD, token=ROW)
     qtbot.waitUntil(lambda: panel.derived is not None, timeout=60_000)          # derived off the GUI thread
     top, left = panel.offset
     rows, _ = panel.map.shape
@@ -94,50 +87,50 @@ def test_a_click_in_the_window_derives_that_cell_of_the_trace(qtbot, session, tr
     assert panel.derived.weight == pytest.approx(softmax_row(first, LAYER, HEAD, ROW)[left + 3], abs=1e-6)
     panel._clicked(rows - 2, 0)                                                  # a row above: that token
     qtbot.waitUntil(lambda: panel.derived.row == top + rows - 2, timeout=60_000)
-    assert session.selection.token == top + rows - 2
+    assert t_session.selection.token == top + rows - 2
 
 
-def test_a_lens_answered_for_another_trace_is_not_shown(qtbot, session, traces_8000):
+def test_a_lens_answered_for_another_trace_is_not_shown(qtbot, t_session, traces_8000):
     first, second, _ = traces_8000
-    panel = make(qtbot, session, NextTokenPanel)
-    session.set_trace(first)
-    session.select(token=ROW)
+    panel = make(qtbot, t_session, NextTokenPanel)
+    t_session.set_trace(first)
+    t_session.select(token=ROW)
     asked = []
-    session.requests.logit_lens_requested.connect(asked.append)
+    t_session.requests.logit_lens_requested.connect(asked.append)
     panel.lens_button.click()
     assert asked == [ROW] and "computing the logit lens" in panel.readout.text()
     other = dataclasses.replace(first, steps=(dataclasses.replace(first.steps[0]),))
-    session.set_trace(other)                                                     # a new prompt, same position
-    session.select(token=ROW)
+    t_session.set_trace(other)                                                     # a new prompt, same position
+    t_session.select(token=ROW)
     answer = {"position": ROW, "ids": np.array([[1, 2], [3, 4]]), "probs": np.array([[0.6, 0.3], [0.5, 0.2]])}
-    session.requests.logit_lens_ready.emit(answer)
+    t_session.requests.logit_lens_ready.emit(answer)
     assert not panel.lens_table.isVisibleTo(panel)                               # asked of the first trace
     panel.lens_button.click()
-    session.requests.logit_lens_ready.emit(answer)                                        # asked of this one: shown
+    t_session.requests.logit_lens_ready.emit(answer)                                        # asked of this one: shown
     assert panel.lens_table.isVisibleTo(panel) and panel.lens_table.rowCount() == 2
-    session.set_trace(dataclasses.replace(other, steps=other.steps + second.steps[1:]))   # a step after it keeps
-    session.select(token=ROW)                                                    # the prompt's record: still
+    t_session.set_trace(dataclasses.replace(other, steps=other.steps + second.steps[1:]))   # a step after it keeps
+    t_session.select(token=ROW)                                                    # the prompt's record: still
     assert panel.lens_table.isVisibleTo(panel)                                   # the lens of this position
-    session.set_trace(second)                                                    # the first prompt's record
-    session.select(token=ROW)
+    t_session.set_trace(second)                                                    # the first prompt's record
+    t_session.select(token=ROW)
     assert not panel.lens_table.isVisibleTo(panel)
 
 
-def test_the_residual_stream_of_another_position_is_not_left_beside_the_one_being_read(qtbot, session, traces_8000):
+def test_the_residual_stream_of_another_position_is_not_left_beside_the_one_being_read(qtbot, t_session, traces_8000):
     from explorer.app.panels.residual import ResidualPanel
     from explorer.core.attribution import ResidualStream
 
     first = traces_8000[0]
-    panel = make(qtbot, session, ResidualPanel)
-    session.set_trace(first)
-    session.select(token=10)
+    panel = make(qtbot, t_session, ResidualPanel)
+    t_session.set_trace(first)
+    t_session.select(token=10)
     n = first.model.n_layers
     stream = ResidualStream(position=10, attn_norms=np.ones(n), ffn_norms=np.ones(n), residual_norms=np.arange(n) + 1.0,
                             lens_ids=np.zeros((n, 5), dtype=np.int64), lens_probs=np.full((n, 5), 0.2))
     panel._on_answer((first.model.name, tuple(int(i) for i in first.token_ids[:11])), stream)
     assert panel.table.item(0, 0) is not None and "position 10" in panel.formula
-    session.select(token=ROW)                                                    # asked; not answered yet
+    t_session.select(token=ROW)                                                    # asked; not answered yet
     assert panel.stream is None and panel.table.item(0, 0) is None
     assert f"position {ROW}: reading" in panel.formula
-    session.select(token=10)                                                     # back: asked again, not
+    t_session.select(token=10)                                                     # back: asked again, not
     assert panel.stream is None and "position 10: reading" in panel.formula      # the cleared table's

@@ -10,19 +10,11 @@ import pytest
 
 from explorer.app.panels import derivation as derivation_panel
 from explorer.app.panels.derivation import DerivationPanel
-from explorer.app.state.session import Session
 from explorer.core.intervention import active
 from explorer.views.cell_derivation import CellAsked, derive
 from tests.app.shared_window import make
 
 LAYER, HEAD, ROW = 1, 2, 5000
-
-
-@pytest.fixture
-def session(qtbot):
-    session = Session()
-    session.set_token_display(lambda token_id: f"t{token_id}")
-    return session
 
 
 @pytest.fixture
@@ -46,16 +38,16 @@ def derive_threads(monkeypatch):
 
 
 def test_show_the_work_derives_a_long_cell_off_the_gui_thread_and_draws_the_one_shot_cell(
-        qtbot, session, traces_8000, derive_threads):
+        qtbot, t_session, traces_8000, derive_threads):
     first, _, last = traces_8000
-    session.select(layer=LAYER, head=HEAD, token=ROW)
-    session.set_trace(last)
-    panel = make(qtbot, session, DerivationPanel)                   # built and shown: its first raise
+    t_session.select(layer=LAYER, head=HEAD, token=ROW)
+    t_session.set_trace(last)
+    panel = make(qtbot, t_session, DerivationPanel)                   # built and shown: its first raise
     assert panel.derived is None and "deriving" in panel.readout.text(), "no working state while it derives"
     qtbot.waitUntil(lambda: panel.derived is not None, timeout=60_000)
     assert derive_threads["threads"] and not any(derive_threads["threads"]), "a long cell derived on the GUI thread"
     one_shot = derive(CellAsked(last, LAYER, HEAD, last.n_steps - 1, ROW, (ROW, None), None, None,
-                                active(session.experiments)))
+                                active(t_session.experiments)))
     assert (panel.derived.row, panel.derived.column) == (one_shot.row, one_shot.column)
     assert panel.derived.weight == one_shot.derived.weight
     np.testing.assert_array_equal(panel.map.image.image, one_shot.matrix)
@@ -63,12 +55,12 @@ def test_show_the_work_derives_a_long_cell_off_the_gui_thread_and_draws_the_one_
     assert panel.map.highlighted == (one_shot.row - one_shot.top, one_shot.column - one_shot.left)
 
 
-def test_a_long_cell_of_a_trace_replaced_meanwhile_is_never_drawn(qtbot, session, traces_8000, derive_threads):
+def test_a_long_cell_of_a_trace_replaced_meanwhile_is_never_drawn(qtbot, t_session, traces_8000, derive_threads):
     first, _, last = traces_8000
-    session.select(layer=LAYER, head=HEAD, token=ROW)
-    session.set_trace(last)
-    panel = make(qtbot, session, DerivationPanel)
-    session.set_trace(first)                                        # a new trace before the cell of `last` came
+    t_session.select(layer=LAYER, head=HEAD, token=ROW)
+    t_session.set_trace(last)
+    panel = make(qtbot, t_session, DerivationPanel)
+    t_session.set_trace(first)                                        # a new trace before the cell of `last` came
     qtbot.waitUntil(lambda: panel.derived is not None, timeout=60_000)
     assert derive_threads["drawn"] and all(trace is first for trace in derive_threads["drawn"]), \
         "a cell of the trace replaced was drawn"

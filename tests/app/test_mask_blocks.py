@@ -10,6 +10,7 @@ from explorer.app.panels import MaskPanel
 from explorer.app.state.session import Session
 from explorer.views import mask_blocks as blocks_module
 from explorer.views.mask_blocks import mask_blocks
+from tests.app.long_prompt import long_decoder
 from tests.app.shared_window import make
 from tests.app.test_panels_long_prompt import dense_block_maxima
 
@@ -19,13 +20,7 @@ PROMPT = 300
 @pytest.fixture(scope="module")
 def traces():
     """A prefill of PROMPT tokens and the traces of five decoding steps after it (Mistral: a sliding-window layer)."""
-    from explorer.core.decode import Decoder, RecordOptions
-    from explorer.core.runtime import from_tensors
-    from tests.core.conftest import make_hf_model
-
-    hf_model = make_hf_model("mistral")
-    loaded = from_tensors(dict(hf_model.config.to_dict(), max_position_embeddings=PROMPT + 16), hf_model.state_dict())
-    decoder = Decoder(loaded, RecordOptions(), capacity=PROMPT + 8)
+    decoder = long_decoder(PROMPT, "mistral")
     decoder.prefill(np.arange(PROMPT) % 96)
     return [decoder.trace] + [decoder.step() for _ in range(5)]
 

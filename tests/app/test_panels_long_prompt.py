@@ -11,7 +11,6 @@ import pytest
 
 from explorer.app.panels import EmbeddingsPanel, KVCachePanel, MaskPanel, NextTokenPanel, QKVPanel, TokensPanel
 from explorer.app.panels.mask import ALLOWED, NEW_ROW
-from explorer.app.state.session import Session
 from explorer.core.attention_maps import MaskRule
 from explorer.core.trace import AttentionRecord, Trace
 from tests.app.long_prompt import N_PANELS
@@ -19,13 +18,6 @@ from tests.app.shared_window import make
 
 N = N_PANELS
 T_BY_T_BOOL = N * N                     # bytes of one T x T bool array: what no step's redraw may allocate
-
-
-@pytest.fixture
-def session(qtbot):
-    session = Session()
-    session.set_token_display(lambda token_id: f"t{token_id}")
-    return session
 
 
 @pytest.fixture
@@ -50,17 +42,17 @@ def causal_blocks(t: int, f: int, new_row: bool) -> np.ndarray:
     return expected
 
 
-def test_the_mask_is_drawn_from_its_rule_as_block_maxima_over_the_real_extent(qtbot, session, traces_8000,
+def test_the_mask_is_drawn_from_its_rule_as_block_maxima_over_the_real_extent(qtbot, t_session, traces_8000,
                                                                               no_dense_maps):
     first, _, last = traces_8000
     assert isinstance(first.steps[0].layers[0].attn.mask, MaskRule)
-    mask = make(qtbot, session, MaskPanel)
-    session.set_trace(first)
+    mask = make(qtbot, t_session, MaskPanel)
+    t_session.set_trace(first)
     f = mask.factor
     assert f > 1 and max(mask.mask.shape) <= 1024
     np.testing.assert_array_equal(mask.mask, causal_blocks(N, f, new_row=False))
     assert not mask.new_rows_box.isVisible()                                  # a prefill adds no new row
-    session.set_trace(last)
+    t_session.set_trace(last)
     t = N + 2
     assert mask.extent == (t, t) and mask.heatmap.shape == (t, t)
     np.testing.assert_array_equal(mask.mask, causal_blocks(t, mask.factor, new_row=True))
@@ -74,15 +66,15 @@ def test_the_mask_is_drawn_from_its_rule_as_block_maxima_over_the_real_extent(qt
         assert ("may attend" if col <= row else "is masked from") in mask.readout.text()
 
 
-def test_a_step_at_8000_tokens_redraws_every_panel_without_a_t_by_t_array(qtbot, session, traces_8000, no_dense_maps):
+def test_a_step_at_8000_tokens_redraws_every_panel_without_a_t_by_t_array(qtbot, t_session, traces_8000, no_dense_maps):
     first, second, _ = traces_8000
-    panels = [make(qtbot, session, cls) for cls in (TokensPanel, EmbeddingsPanel, QKVPanel, MaskPanel,
+    panels = [make(qtbot, t_session, cls) for cls in (TokensPanel, EmbeddingsPanel, QKVPanel, MaskPanel,
                                                     KVCachePanel, NextTokenPanel)]
-    session.set_trace(first)
+    t_session.set_trace(first)
     qtbot.wait(10)
     tracemalloc.start()
     try:
-        session.set_trace(second)
+        t_session.set_trace(second)
         for panel in panels:
             panel.repaint()
         _, peak = tracemalloc.get_traced_memory()
@@ -100,19 +92,20 @@ def test_a_step_at_8000_tokens_redraws_every_panel_without_a_t_by_t_array(qtbot,
     assert all(m.shape[0] == N + 1 for name, m in qkv.matrices.items())
     assert mask.extent == (N + 1, N + 1)
     for panel in panels:
-        assert panel.drawn_trace_id == session.trace_id
+        assert panel.drawn_trace_id == t_session.trace_id
 
 
-def test_a_step_that_leaves_the_token_window_as_it_was_lays_no_text_out_again(qtbot, session, traces_8000, monkeypatch):
+def test_a_step_that_leaves_the_token_window_as_it_was_lays_no_text_out_again(qtbot, t_session, traces_8000,
+                                                                              monkeypatch):
     first, second, _ = traces_8000
-    tokens = make(qtbot, session, TokensPanel)
-    session.set_trace(first)
+    tokens = make(qtbot, t_session, TokensPanel)
+    t_session.set_trace(first)
     laid_out = []
     original = tokens.text_view.setHtml
     monkeypatch.setattr(tokens.text_view, "setHtml", lambda html: laid_out.append(html) or original(html))
-    session.set_trace(second)                              # the window shows tokens 0..1,499, as before
+    t_session.set_trace(second)                              # the window shows tokens 0..1,499, as before
     assert laid_out == [] and tokens.table.rowCount() == N + 1
-    session.select(token=N)                                # the new token: the window moves to it
+    t_session.select(token=N)                                # the new token: the window moves to it
     assert len(laid_out) == 1 and "tok:8000" in laid_out[0]
 
 

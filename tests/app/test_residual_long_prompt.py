@@ -5,10 +5,8 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-import pytest
 
 from explorer.app.panels.residual import NORMS, ResidualPanel
-from explorer.app.state.session import Session
 from explorer.app.thread.core_api import CoreApi, lending
 from explorer.app.thread.decode_loop import DecodeLoop, Emitter
 from explorer.app.thread.request_queue import RequestQueue
@@ -46,24 +44,18 @@ def shown_norms(panel) -> list[list[str]]:
             for row in range(first, first + len(NORMS))]
 
 
-@pytest.fixture
-def session(qtbot):
-    session = Session()
-    session.set_token_display(lambda token_id: f"t{token_id}")
-    return session
-
-
-def test_the_panel_shows_each_asked_positions_stream_read_through_the_cache(qtbot, session, decoder_8000, monkeypatch):
+def test_the_panel_shows_each_asked_positions_stream_read_through_the_cache(qtbot, t_session, decoder_8000,
+                                                                            monkeypatch):
     from explorer.core.attribution import residual_stream
 
     trace, ids = decoder_8000.trace, np.asarray(decoder_8000.trace.token_ids)
-    panel = make(qtbot, session, ResidualPanel)
+    panel = make(qtbot, t_session, ResidualPanel)
     panel.executor = lent_executor(decoder_8000.loaded, decoder_8000)
     fed = fed_rows(decoder_8000, monkeypatch)
-    session.set_trace(trace)                                                    # asks for the last token
+    t_session.set_trace(trace)                                                    # asks for the last token
     for position in (5000, N - 1):
         before = len(fed)
-        session.select(token=position)
+        t_session.select(token=position)
         assert panel.stream is None and panel.table.item(0, 0) is None          # nothing stale while it is read
         qtbot.waitUntil(lambda: panel.stream is not None, timeout=30000)
         assert panel.stream.position == position and f"position {position} (" in panel.formula

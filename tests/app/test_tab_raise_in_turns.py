@@ -16,6 +16,7 @@ from explorer.app.state.session import Session
 from explorer.app.widgets.token_labels import tick_labels
 from explorer.drawing import heatmap_axes
 from explorer.views import trace_views
+from tests.app.long_prompt import long_decoder
 
 N = 3000
 
@@ -23,13 +24,7 @@ N = 3000
 @pytest.fixture(scope="module")
 def traces():
     """A prefill of N tokens and one decoding step after it."""
-    from explorer.core.decode import Decoder, RecordOptions
-    from explorer.core.runtime import from_tensors
-    from tests.core.conftest import make_hf_model
-
-    hf_model = make_hf_model("llama")
-    loaded = from_tensors(dict(hf_model.config.to_dict(), max_position_embeddings=N + 16), hf_model.state_dict())
-    decoder = Decoder(loaded, RecordOptions(), capacity=N + 8)
+    decoder = long_decoder(N)
     decoder.prefill(np.arange(N) % 96)
     first = decoder.trace
     return first, decoder.step()
