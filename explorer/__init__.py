@@ -32,7 +32,7 @@ __all__ = ["AttentionFigure", "ContextOverflowError", "ExplorerError", "Interven
 
 def __getattr__(name: str):
     if name in _LAZY:
-        from importlib import import_module
+        from importlib import import_module  # here, not at the top: `explorer.import_module` is no API
 
         return getattr(import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'explorer' has no attribute {name!r}")

@@ -67,7 +67,7 @@ class Activations:
 
     def fill(self, wanted: dict[int, set[str]]) -> None:
         """Compute the asked names (and, for a short run, every name of the layers up to them) in one pass."""
-        from explorer.core import activations
+        from explorer.core import activations  # torch, loaded on first use
 
         run = self.run
         if not getattr(run.decoder, "can_generate", True) or not hasattr(run.decoder, "kv_cache"):

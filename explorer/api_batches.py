@@ -17,6 +17,7 @@ import numpy as np
 from explorer import api_checks as checks
 from explorer.api_run import Run
 from explorer.core.errors import ContextOverflowError, ExplorerError
+from explorer.core.intervention import NONE
 
 
 def each(prompts: Sequence, compute: Callable, progress: Callable | None = None) -> list:
@@ -43,7 +44,7 @@ def runs(model, prompts: Sequence, options: dict, progress: Callable | None = No
     """Model.run over several prompts: one Run each, equal to the prompt's run alone. The prefills are
     packed passes of as many prompts as `memory` bytes allow (None: packed.default_budget), the
     decoding steps each run's own."""
-    from explorer.core import packed
+    from explorer.core import packed  # torch, loaded on first use
     from explorer.core.sampling import Sampling
 
     budget = packed.budget_of(model.loaded, memory)
@@ -96,8 +97,6 @@ class DeferredDecoder:
     can_generate = True                               # a decoder-only model's (packed passes are theirs)
 
     def __init__(self, make: Callable, intervention) -> None:
-        from explorer.core.intervention import NONE
-
         self._make, self._decoder, self._given, self._last = make, None, None, None
         self.intervention = intervention or NONE
         self.final_states = None                      # (T, d) final-normed, the prompt's rows of its pass
@@ -116,7 +115,7 @@ class DeferredDecoder:
         return last.row(index)
 
     def capture_for(self, n_new: int):
-        from explorer.core.recording import FinalStatesCapture
+        from explorer.core.recording import FinalStatesCapture  # torch, loaded on first use
 
         return FinalStatesCapture()                   # what a decoder that records no layers asks its pass for
 
@@ -157,7 +156,7 @@ def _encoder_runs(model, prompts: list, options: dict, progress: Callable | None
     """An encoder's (or encoder-decoder's) runs from padded encoder passes over as many prompts as `budget`
     bytes allow (encoder.padded_bytes; a prompt that does not fit alone runs alone), each run then taking
     its own decoding steps."""
-    from explorer.core import encdec_decode, encoder, packed
+    from explorer.core import encdec_decode, encoder, packed  # torch, loaded on first use
 
     ids = [model._ids(prompt, options["prepend_bos"]) for prompt in prompts]
     steps = _steps(options["steps"], max(len(one) for one in ids), model.loaded.config.max_positions)

@@ -26,7 +26,7 @@ def attribute(model, prompt, position, token_id, target, against, intervention):
         if target is not None and against is not None and token_id is None:
             return _differences(model, rows, intervention)
         return [attribute(model, *row, intervention) for row in rows]
-    from explorer.core.attribution import attribute as attribute_logit
+    from explorer.core.attribution import attribute as attribute_logit  # torch, loaded on first use
     from explorer.core.logit_difference import logit_difference
 
     ids = model._ids(prompt)
@@ -47,7 +47,7 @@ def attribute(model, prompt, position, token_id, target, against, intervention):
 
 def _differences(model, rows, intervention):
     """The LogitDifference of each (prompt, position, _, target, against) row, from one packed pass."""
-    from explorer.core.logit_difference import logit_differences
+    from explorer.core.logit_difference import logit_differences  # torch, loaded on first use
 
     ids = [model._ids(row[0]) for row in rows]
     positions = [checks.index(row[1], "position", len(one), allow_none=True) for row, one in zip(rows, ids)]
@@ -69,7 +69,7 @@ class PatchMaps:
 
 def patch(model, clean, corrupt, target, against, site, metric, progress, cancel, intervention=None, memory=None):
     """Model.patch: one map, or for lists of prompts a PatchMaps (the pairs sharing their passes)."""
-    from explorer.core import packed, patching
+    from explorer.core import packed, patching  # torch, loaded on first use
 
     checks.callback(progress, "progress")
     checks.callback(cancel, "cancel")
@@ -100,7 +100,7 @@ def patch(model, clean, corrupt, target, against, site, metric, progress, cancel
 
 def heads(model, ids, repeat: int, seed: int, intervention=None, memory=None):
     """Model.heads: the scores on one sequence, or the mean of the scores over several."""
-    from explorer.core import packed
+    from explorer.core import packed  # torch, loaded on first use
     from explorer.core.head_scores import score_heads, score_heads_each
 
     budget = packed.budget_of(model.loaded, memory)

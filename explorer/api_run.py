@@ -5,6 +5,7 @@ Its activations by name (residual(l), attn_out(l), ..., cache) are computed on d
 from __future__ import annotations
 
 import json
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,9 @@ from explorer import api_checks as checks
 from explorer.api_activations import NORMS, ActivationCache, Activations
 from explorer.core import files
 from explorer.core.errors import ExplorerError
+from explorer.plots import grid_figure, head_figure
 from explorer.views import trace_views
+from explorer.views.session_state import SamplingSettings, SessionState, save
 
 if TYPE_CHECKING:
     from explorer.api import Model
@@ -62,7 +65,7 @@ class Run:
 
     def _needs_logits(self) -> None:
         if not getattr(self.decoder, "can_generate", True):
-            from explorer.core.encoder import NO_DECODING
+            from explorer.core.encoder import NO_DECODING  # torch, loaded on first use
 
             raise ExplorerError(f"no logits: {NO_DECODING}")
 
@@ -103,7 +106,7 @@ class Run:
     def _final_state(self, position: int | None):
         """(h_L after the final norm at `position` (1, d) where this run's decoder keeps it, else None; the
         position checked, the last when None)."""
-        from explorer.core.decode import Decoder
+        from explorer.core.decode import Decoder  # torch, loaded on first use
 
         pending = getattr(self.decoder, "pending", False)              # a batch's: its pass's rows, no trace yet
         n = len(self.decoder.final_states) if pending else self.trace.n_tokens
@@ -128,7 +131,7 @@ class Run:
         hidden = getattr(self.decoder, "_hidden", None)
         if hidden is None or len(hidden) != self.trace.n_steps:
             return np.stack([self.decoder.logits_at(p) for p in range(self.trace.n_tokens)]).astype(np.float32)
-        import torch
+        import torch  # torch, loaded on first use
 
         model = self.model.loaded.model
         step_logits = getattr(self.decoder, "step_logits", None)      # a batch's runs share one product
@@ -289,7 +292,6 @@ class Run:
     def save(self, path: str | Path, layers: Sequence[int] | None = None, attention: bool = True) -> Path:
         """Write `arrays(layers, attention)` to an .npz file (the format of np.savez, no pickles), one array
         at a time, as `python -m explorer trace` does."""
-        import zipfile
 
         if layers is not None:
             for layer in layers:
@@ -306,7 +308,6 @@ class Run:
 
     def save_session(self, path: str | Path) -> Path:
         """Write the app's session file (File → Open session… rebuilds this very trace)."""
-        from explorer.views.session_state import SamplingSettings, SessionState, save
 
         if self.intervention is not None and not self.intervention.is_empty:
             raise ExplorerError("a session file does not hold this run's ablation or kernel, so the app would "
@@ -326,7 +327,6 @@ class Run:
     def show(self, layer: int, head: int, step: int | None = None, kind: str = "self",
              values: str = "weights", log: bool = False) -> AttentionFigure:
         """One head's map with token labels and a colour bar; shows inline in Jupyter (PNG and SVG)."""
-        from explorer.plots import head_figure
 
         view = self._view(layer, head, step, kind)
         return head_figure(view, layer, head, values, log, self.model.name)
@@ -334,7 +334,6 @@ class Run:
     def show_grid(self, step: int | None = None, kind: str = "self", values: str = "weights",
                   log: bool = False) -> AttentionFigure:
         """Every layer × head map as one mosaic (block maxima past 64 tokens), as the app's grid."""
-        from explorer.plots import grid_figure
 
         view = self._view(0, 0, step, kind)
         return grid_figure(view, values, log, self.model.name)
@@ -342,7 +341,7 @@ class Run:
 
 def _wanted(names: Sequence[str], n_layers: int) -> dict[int, set[str]]:
     """{layer: core names} of TransformerLens hook names (api_activations.parse); patterns need no pass."""
-    from explorer.api_activations import parse
+    from explorer.api_activations import parse  # torch, loaded on first use
     from explorer.core.activations import RESIDUAL_NAMES
 
     if names is True:                                   # every residual-stream name of every layer

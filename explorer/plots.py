@@ -38,7 +38,7 @@ class AttentionFigure:
     levels: tuple[float, float]
 
     def _bytes(self, fmt: str) -> bytes:
-        import matplotlib
+        import matplotlib  # matplotlib, loaded on first use
 
         buffer = io.BytesIO()
         with matplotlib.rc_context({"svg.fonttype": "none"}):     # SVG labels stay text
@@ -81,7 +81,7 @@ def _ticks(axis_set, labels: list[str], positions=None) -> None:
 def _image(axes, shown: np.ndarray, levels: tuple[float, float]):
     """The map, rows top to bottom: up to MAX_VECTOR_CELLS cells as one quadrilateral each, so that an
     SVG holds vector cells (sharp at any zoom, read by any SVG reader); a larger map as an image."""
-    import matplotlib
+    import matplotlib  # matplotlib, loaded on first use
 
     colours = matplotlib.colormaps[COLOURMAP].with_extremes(bad=(0, 0, 0, 0))
     masked = np.ma.masked_invalid(shown)

@@ -26,8 +26,11 @@ import torch
 from explorer.core import kernel as kernels
 from explorer.core.capture import StepCapture
 from explorer.core.errors import ExplorerError
+from explorer.core.intervention_run import as_run
+from explorer.core.kv_cache import KVCache
 from explorer.core.logit_lens import row_capture
 from explorer.core.model import LayerNorm, OffsetRMSNorm, RMSNorm
+from explorer.core.weights_view import attention_module
 
 PRE_NORM = "pre-norm: every head through the final norm, its scale frozen at this position"
 SANDWICH = ("sandwich: every head through its layer's post-attention norm and the final norm, both scales "
@@ -172,7 +175,6 @@ def run_last(loaded, ids: np.ndarray, cancel=None) -> tuple[StepCapture, torch.T
     queries see the keys of the chunks before it in the cache, as a decoding step does), so that a long
     prompt costs one row of attention weights per layer, not a (T, T) map per head.
     """
-    from explorer.core.kv_cache import KVCache
 
     model = loaded.model
     weight = model.embed.weight
@@ -213,7 +215,6 @@ def capture_at(loaded, ids: np.ndarray, position: int, intervention=None, cancel
     """A capture whose last row is `position` of `ids`: the prefix run (run_last) for the model as it is;
     under an intervention, one pass over all of `ids` (so a mean ablation takes its mean over the
     whole prompt, as Model.run does), cut to the rows up to `position`."""
-    from explorer.core.intervention_run import as_run
 
     run = as_run(intervention)
     if run is None:
@@ -301,7 +302,6 @@ def residual_stream(loaded, ids, position: int | None = None, k: int = 5, decode
 
 def output_columns(loaded, layer: int, head: int) -> np.ndarray:
     """W^O_h: the columns of W^O that head h writes through, as (d_v, d_model) float32 (y_h W^O_h is its part)."""
-    from explorer.core.weights_view import attention_module
 
     info = loaded.info
     if not 0 <= head < info.n_heads:

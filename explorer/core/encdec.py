@@ -30,6 +30,7 @@ from torch import nn
 
 from explorer.core.attention import attend
 from explorer.core.attention_maps import MaskRule
+from explorer.core.building import load_built, resolve_device, torch_dtype
 from explorer.core.capture import AttentionCapture
 from explorer.core.encdec_config import MODEL_TYPE, EncDecConfig
 from explorer.core.errors import ModelLoadError
@@ -39,6 +40,7 @@ from explorer.core.intervention_run import as_run
 from explorer.core.model import ACTIVATIONS, MLP
 from explorer.core.trace import ModelInfo
 from explorer.core.visibility import Visibility
+from explorer.core.weights import validate
 
 
 def sinusoidal(positions: torch.Tensor, d_model: int, dtype=torch.float32) -> torch.Tensor:
@@ -237,9 +239,6 @@ class EncoderDecoder(nn.Module):
 def build(hf_config: dict, tensors: dict[str, torch.Tensor], source: str = "checkpoint",
           device: str = "cpu", dtype: str = "float32") -> tuple[EncoderDecoder, EncDecConfig]:
     """An EncoderDecoder from our config.json dict and its state_dict; names and shapes are checked."""
-    from explorer.core.building import resolve_device, torch_dtype
-    from explorer.core.weights import validate
-
     config = EncDecConfig.from_json(hf_config)
     model = EncoderDecoder(config)
     tensors = {name: tensor for name, tensor in tensors.items() if name != "lm_head.weight"}  # tied to embed
@@ -265,6 +264,5 @@ def model_info(model: EncoderDecoder, config: EncDecConfig, name: str) -> ModelI
 
 def load(checkpoint, device: str = "cpu", dtype: str = "float32"):
     """A LoadedModel (building.LoadedModel) from an opened Checkpoint of model_type explorer-encdec."""
-    from explorer.core.building import load_built
 
     return load_built(checkpoint, build, model_info, device, dtype)

@@ -19,9 +19,9 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from explorer.core.capture import StepCapture
+from explorer.core.capture import PaddedCapture, StepCapture
 from explorer.core.decode import StepDecoder, refuse_non_finite
-from explorer.core.encdec import TargetStep
+from explorer.core.encdec import TargetStep, padded
 from explorer.core.encoder import ENCODER_OUTPUT
 from explorer.core.errors import ContextOverflowError, ExplorerError
 from explorer.core.kv_cache import HeadCache, LayerCaches
@@ -178,9 +178,6 @@ def prefill_padded(decoders: list[EncDecDecoder], prompts: list) -> None:
     first steps each their own. Each row of C is its source's C alone: every encoder sublayer but attention
     is row-wise and a hidden key gets weight exactly 0. The decoders share one intervention, which the
     encoder pass runs (see encoder.prefill_padded)."""
-    from explorer.core.capture import PaddedCapture
-    from explorer.core.encdec import padded
-
     first = decoders[0]
     sources = [decoder.checked_source(one) for decoder, one in zip(decoders, prompts)]
     lengths = [len(one) for one in sources]

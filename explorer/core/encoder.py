@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from explorer.core.building import load_built, resolve_device, torch_dtype
 from explorer.core.capture import PaddedCapture, StepCapture
 from explorer.core.config import ModelConfig, bert_config  # noqa: F401 (bert_config: read in config.py)
 from explorer.core.decode import refuse_non_finite
@@ -26,6 +27,7 @@ from explorer.core.errors import ContextOverflowError, ExplorerError, ModelLoadE
 from explorer.core.intervention_run import as_run
 from explorer.core.recording import Recorder, RecordOptions
 from explorer.core.trace import ModelInfo, StepRecord, Trace
+from explorer.core.weights import validate
 
 NO_DECODING = "an encoder-only model reads the whole text at once and predicts no next token, so there is no Step"
 
@@ -102,9 +104,6 @@ def map_bert_weights(tensors: dict[str, torch.Tensor], source: str) -> dict[str,
 def build(hf_config: dict, tensors: dict[str, torch.Tensor], source: str = "checkpoint",
           device: str = "cpu", dtype: str = "float32") -> tuple[BertEncoder, ModelConfig]:
     """A BertEncoder from a BertConfig dict and BertModel tensors; names and shapes are checked."""
-    from explorer.core.building import resolve_device, torch_dtype
-    from explorer.core.weights import validate
-
     config = bert_config(hf_config)
     model = BertEncoder(config, int(hf_config.get("type_vocab_size", 2)))
     mapped = map_bert_weights(tensors, source)
@@ -127,7 +126,6 @@ def model_info(model: BertEncoder, config: ModelConfig, name: str) -> ModelInfo:
 
 def load(checkpoint, device: str = "cpu", dtype: str = "float32"):
     """A LoadedModel (building.LoadedModel) from an opened Checkpoint of model_type bert."""
-    from explorer.core.building import load_built
 
     return load_built(checkpoint, build, model_info, device, dtype)
 

@@ -23,6 +23,8 @@ import torch
 from explorer.core.capture import AttentionCapture, StepCapture
 from explorer.core.decode import Decoder
 from explorer.core.errors import ExplorerError
+from explorer.core.families import family_of_model
+from explorer.core.intervention_run import as_run
 from explorer.core.recording import rebuilds
 
 BLOCK_ROWS = ("residual_in", "attn_out", "ffn_out", "residual", "x")
@@ -53,7 +55,6 @@ def packed_captures(loaded, prompts: list[np.ndarray], positions: list[int], int
 
 def _captures_of_pass(loaded, cut: list[np.ndarray], intervention, last_only: bool = False) -> list[StepCapture]:
     """One capture per prompt of `cut` (ids), from one packed pass over them (of its last row only: LastRows)."""
-    from explorer.core.intervention_run import as_run
 
     model = loaded.model
     lengths = [len(ids) for ids in cut]
@@ -131,7 +132,6 @@ def can_record_packed(loaded, intervention) -> bool:
     intervention_run.Site.patterns); a mean ablation takes each prompt's mean over its own rows
     (intervention_run.Site) and hands it to its run for its later steps (_packed_pass); a path takes its
     sender's delta and its receiver's input row by row, at each prompt's positions (path_patching.py)."""
-    from explorer.core.families import family_of_model
 
     return family_of_model(loaded).driver == "decoder"                          # drivers.DRIVERS' Decoder
 

@@ -208,7 +208,7 @@ def save_widget(widget, path: Path, theme: str = "light") -> Path:
             Path(temporary).write_bytes(png_bytes(pixmap, "the PNG"))
     else:
         def write(temporary):
-            from PySide6.QtSvg import QSvgGenerator
+            from PySide6.QtSvg import QSvgGenerator  # QtSvg loaded only when an SVG is written
 
             generator = QSvgGenerator()
             generator.setFileName(temporary)

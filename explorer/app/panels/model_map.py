@@ -20,7 +20,7 @@ from html import escape
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, QRectF
-from PySide6.QtGui import QAction, QColor, QImage, QPainter
+from PySide6.QtGui import QAction, QColor, QGuiApplication, QImage, QPainter
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsTextItem, QGraphicsView
 
 from explorer.app.figures import export_dialogs
@@ -348,7 +348,7 @@ class ModelMapPanel(Panel):
             raise OSError("Qt could not encode the PNG")
 
     def _write_svg(self, temporary: str) -> None:
-        from PySide6.QtSvg import QSvgGenerator
+        from PySide6.QtSvg import QSvgGenerator  # QtSvg loaded only when an SVG is written
 
         rect = self.scene.sceneRect()
         generator = QSvgGenerator()
@@ -361,7 +361,5 @@ class ModelMapPanel(Panel):
         painter.end()
 
     def copy_to_clipboard(self) -> None:
-        from PySide6.QtGui import QGuiApplication
-
         if self.graph is not None:
             QGuiApplication.clipboard().setImage(self.image())
