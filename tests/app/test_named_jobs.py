@@ -36,7 +36,6 @@ def test_a_value_that_is_no_named_job_is_refused():
 
 
 # ----- every named job through the real model thread, on the tiny Llama loaded as the app loads it ---------
-import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
@@ -44,6 +43,7 @@ import transformers  # noqa: E402,F401  (the tiny model is written with it; miss
 from explorer.app.thread.worker import ModelWorker  # noqa: E402
 from explorer.app.widgets.model_call import ModelCall  # noqa: E402
 from explorer.core.intervention import HeadAblation, Intervention  # noqa: E402
+from tests.app.model_thread import wait  # noqa: E402
 from tests.app.tiny_model import make_tiny_llama  # noqa: E402
 
 PROMPT = "To be, or not to be"
@@ -63,14 +63,6 @@ def loaded_worker(tmp_path_factory, qapp):
     wait(qapp, lambda: not worker.busy)
     yield worker, summaries[0], ids
     worker.shutdown()
-
-
-def wait(app, condition, timeout_s: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "the model thread did not answer"
-        app.processEvents()
-        time.sleep(0.005)
 
 
 def jobs_for(summary, ids) -> dict:
