@@ -123,3 +123,30 @@ def test_a_long_traces_labels_are_made_once_for_two_paints(monkeypatch):
     expected = [f"{i} ·tok↵{i}" for i in range(len(texts))]     # a space shown as ·, a newline as ↵
     assert first == second == (expected, expected)
     assert len(made) == len(texts), f"{len(made)} labels made for {len(texts)} tokens over two paints"
+
+
+def test_an_exposure_settled_before_the_first_drawing_waits_for_it(qtbot):
+    """A second visibilityChanged(True) settled between the build and its drawing turn does not draw the panel
+    in the build's pass of the event loop (seen once on a loaded CI machine)."""
+    window = QMainWindow()
+    qtbot.addWidget(window)
+    window.setCentralWidget(QWidget())
+    seen: dict = {}
+    dock = PanelDock("dock", window, build=lambda: Drawable(seen))
+    window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
+    window.resize(600, 400)
+    window.show()
+    qtbot.waitExposed(window)
+    qtbot.waitUntil(lambda: dock.built)          # built, its first drawing due in a later turn
+    seen.clear()
+
+    fresh = PanelDock("fresh", window, build=lambda: Drawable(seen))
+    window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, fresh)
+    fresh.show()
+    window.layout().activate()
+    fresh._ensure_built(draw_later=True)
+    fresh._settle_exposure()                      # what a second visibilityChanged(True) queues
+    assert "drawn_after_a_turn" not in seen, "the panel was told to draw before its own turn"
+    seen["turned"] = True
+    qtbot.waitUntil(lambda: "drawn_after_a_turn" in seen)
+    assert seen["drawn_after_a_turn"] is True

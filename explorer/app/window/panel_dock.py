@@ -180,6 +180,8 @@ class PanelDock(QDockWidget):
         self._tell_panel(exposed)
 
     def _tell_panel(self, exposed: bool) -> None:
+        if exposed and self._draw_timer.isActive():
+            return                                   # its first drawing has its own turn (_first_drawing)
         panel = super().widget()
         if self.built and hasattr(panel, "set_exposed"):
             panel.set_exposed(exposed)
