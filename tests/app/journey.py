@@ -268,7 +268,9 @@ class Journey:
                 tabs.setCurrentIndex(0)
 
     # ----- the jobs --------------------------------------------------------------------------------
-    def what_if_every_target(self) -> list[str]:
+    def what_if_every_target(self, most: int | None = None) -> list[str]:
+        """A what-if conversion to every target offered (the first `most` of them only, where given: a real model's
+        conversions take a minute each on two cores); the targets converted to."""
         panel = self.raise_panel("kv_lab")
         if not self.decoder():
             assert not panel.run_button.isEnabled(), "a what-if conversion is offered for an encoder"
@@ -282,6 +284,7 @@ class Journey:
                 f"no what-if target offered, and no word why: {panel.run_summary.text()!r}"
             return []
         panel.steps_box.setValue(2)              # the second step's token lies beyond the prompt's text
+        offered = offered[:most]
         for index, variant in enumerate(offered):
             def convert(index=index):
                 panel.variant_box.setCurrentIndex(index)

@@ -10,8 +10,10 @@ conversion and a run are cancelled; and a panel is exported from the window's me
 Then the next kind. At the end, View ▸ Reset Layout and a bad file, which must say what is wrong in
 one dialog and leave the layout whole.
 
-SmolLM2 (a real GQA model, slow on two cores) takes the GQA part of one journey only; MiniLM is the
-encoder. Where they are not pulled, the bundled GQA twin and a tiny random BERT stand in, except under
+SmolLM2 (a real GQA model, slow on two cores) takes the GQA part of the 1920x1080 journey only, and the real
+Gemma 3 270M (a sliding window on five layers in six) the sliding part of the 1366x768 one only; each other
+screen has the bundled GQA twin and a tiny random Gemma, so neither real model is run twice. MiniLM is the
+encoder. Where they are not pulled, the bundled GQA twin, the tiny Gemma and a tiny random BERT stand in, except under
 `make test`, which names the models it pulled (TRANSFORMER_EXPLORER_REQUIRED_MODELS): there a missing
 one fails.
 """
@@ -38,6 +40,7 @@ PROMPTS = {"gqa": "To be, or not to be, that is", "mla": "To be, or not to be, t
            "sliding": "To be, or not to be, that is the question", "encoder": "The capital of France is Paris.",
            "encdec": "To be, or not to be"}
 REAL_GQA_ON = "1920x1080"           # SmolLM2 is the GQA model of this journey only
+REAL_SLIDING_ON = "1366x768"        # Gemma 3 270M is the sliding-window model of this journey only
 
 
 def pulled(name: str) -> Path | None:
@@ -55,16 +58,18 @@ def models(tmp_path_factory):
             "sliding": make_tiny_gemma(root / "tiny-gemma3"),
             "encoder": pulled("minilm-l6") or make_tiny_bert(root / "tiny-bert"),
             "encdec": BUNDLED / "translate-en-zh",
-            "real gqa": pulled("smollm2-135m") or BUNDLED / "shakespeare-gqa"}    # before a test's empty store
+            "real gqa": pulled("smollm2-135m") or BUNDLED / "shakespeare-gqa",    # before a test's empty store
+            "real sliding": pulled("gemma3-270m") or root / "tiny-gemma3"}     # the tiny one made above
 
 
-def walk(journey: Journey, folder: Path, kind: str, patch) -> None:
-    """One kind's part of the journey, in the order a person exploring it would go."""
+def walk(journey: Journey, folder: Path, kind: str, patch, targets: int | None = None) -> None:
+    """One kind's part of the journey, in the order a person exploring it would go; `targets`: the what-if
+    targets converted to (None: every one offered)."""
     journey.open(folder, PROMPTS[kind])
     journey.type_and_run(" and")
     journey.step_back_branch()
     journey.raise_every_panel()
-    journey.what_if_every_target()
+    journey.what_if_every_target(targets)
     journey.patching()
     journey.cancels()
     journey.why_panels()
@@ -79,6 +84,10 @@ def test_a_journey_through_every_kind_of_model(qtbot, tmp_path, monkeypatch, mod
     chosen = dict(models)
     if screen == REAL_GQA_ON:
         chosen["gqa"] = models["real gqa"]
+    targets = {}
+    if screen == REAL_SLIDING_ON and models["real sliding"] != models["sliding"]:
+        chosen["sliding"] = models["real sliding"]
+        targets["sliding"] = 1         # every target is converted to on the tiny Gemma of the other screen
     (tmp_path / "exports").mkdir()
     with emulated_screen(size):
         window = new_window(qtbot, tmp_path)
@@ -89,7 +98,7 @@ def test_a_journey_through_every_kind_of_model(qtbot, tmp_path, monkeypatch, mod
         started = time.monotonic()
         try:
             for kind in KINDS:
-                walk(journey, chosen[kind], kind, monkeypatch)
+                walk(journey, chosen[kind], kind, monkeypatch, targets.get(kind))
             journey.act("View ▸ Reset Layout", window.default_layout)
             bad = tmp_path / "bad.gguf"
             bad.write_bytes(b"not a model\n" * 100)
