@@ -64,7 +64,7 @@ def test_stop_cancels_the_attribution_and_asks_it_again_only_when_the_person_doe
     session.select(token=session.selection.token)             # the same selection again
     assert calls == [trace.n_tokens - 1] and not panel.asker.call.running     # not asked again
     assert panel.result is None and panel.compute_button.isVisible()
-    assert "Stopped" in panel.caption.text() and "Compute" in panel.caption.text()
+    assert "Stopped" in panel.stopped_label.text() and "Compute" in panel.stopped_label.text()
     assert panel.drawn().trace_id == session.trace_id and not panel.note.isVisible()
 
     panel.compute_button.click()                             # the person asks
@@ -77,7 +77,7 @@ def test_stop_cancels_the_attribution_and_asks_it_again_only_when_the_person_doe
     press_stop(model_thread, session)                        # a Stop while idle: the attribution drawn stays
     model_thread.idle()
     assert len(calls) == 2 and panel.result is result and not panel.compute_button.isVisible()
-    assert "Stopped" not in panel.caption.text()
+    assert not panel.stopped_label.isVisible()
 
     other = model_thread.run(PROMPT + " that is")            # a new run asks again
     session.set_trace(other)

@@ -83,7 +83,7 @@ def test_another_model_leaves_no_what_if_result_of_the_last(qtbot, shown, tmp_pa
     assert lab.original_map.shape == (0, 0) and lab.original_map.image.image is None
 
 
-def test_stop_drops_the_panels_questions_and_they_ask_again_instead_of_waiting_forever(qtbot, shown):
+def test_stop_drops_the_panels_questions_and_they_say_so_instead_of_waiting_forever(qtbot, shown):
     import threading
 
     residual = shown.docks["residual"].widget()
@@ -96,6 +96,10 @@ def test_stop_drops_the_panels_questions_and_they_ask_again_instead_of_waiting_f
     assert residual.asker.call.running and residual.stream is None
     shown.actions.stop.trigger()                   # the model thread drops what is queued
     release.set()
+    idle(qtbot, shown)
+    assert not residual.asker.call.running and residual.stream is None          # not waiting, and not asked again
+    assert residual.stopped_label.isVisible() and "position 2" in residual.stopped_label.text()
+    residual.compute_button.click()                # the person asks again
     idle(qtbot, shown, lambda: residual.stream is not None)
     assert residual.stream.position == 2 and residual.drawn().kind == "trace"
-    assert "reading" not in residual.formula
+    assert "reading" not in residual.formula and not residual.stopped_label.isVisible()

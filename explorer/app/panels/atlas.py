@@ -30,8 +30,8 @@ from PySide6.QtWidgets import (
     QTableWidgetItem,
 )
 
-from explorer.app.panels.base import LineLabel, Panel, decoder_view_unavailable
-from explorer.app.state.session import CANCEL, Selection
+from explorer.app.panels.base import LineLabel, Panel, decoder_view_unavailable, stopped_text
+from explorer.app.state.session import Selection
 from explorer.app.thread.requests import HeadScoresJob
 from explorer.app.widgets.ablation_marks import AblationMarks, ablated_heads
 from explorer.app.widgets.adaptive import orient
@@ -62,6 +62,7 @@ SHARES = (2, 1, 2)
 class AtlasPanel(Panel):
     title = "Head atlas"
     object_name = "atlas"
+    stop_holds = True           # a Stop cancels the reading and the scoring until Resume (base.Panel.stop_work)
 
     def __init__(self, session, parent=None) -> None:
         super().__init__(session, parent)
@@ -92,7 +93,6 @@ class AtlasPanel(Panel):
         self.values: np.ndarray | None = None
         self._listed: list[tuple[int, int]] = []
         self._described_for = None
-        self._stopping = False              # a Stop reaches the panel: the trace stays, and what was computed of it
         self.set_formula(METRICS["induction"][2])
 
     def _controls(self) -> QHBoxLayout:
@@ -127,8 +127,6 @@ class AtlasPanel(Panel):
 
     def forget(self) -> None:
         """No score, description, list or example of another model or run."""
-        if self._stopping:          # a Stop: the model and trace stay, and so do their scores and layers read
-            return
         self.scores = self.described = self.values = self._described_for = None
         self._listed = []
         self.map.clear()
@@ -151,8 +149,8 @@ class AtlasPanel(Panel):
             values = getattr(self._description(trace), name)
         self._show_reading(trace, source)
         if values is None:
-            self.caption.setText("Stopped before every head was scored on random tokens repeated twice: press "
-                                 "Resume to score them." if self._scoring_stopped(trace)
+            self.caption.setText(stopped_text("scoring every head on random tokens repeated twice", "Resume")
+                                 if self._scoring_stopped(trace)
                                  else "scoring every head on random tokens repeated twice…")
             return
         self.values = values
@@ -227,34 +225,24 @@ class AtlasPanel(Panel):
 
     def _cancel_or_resume(self) -> None:
         if self.reader.running or self.asker.busy:
-            self._cancel()
+            self.stop_work()
             self.refresh()
         elif self.trace is not None:
             reading = self.reader.stopped_for(self.trace) or METRICS[self.metric][0] == "text"
-            self.reader.resume()
-            self.asker.resume()
+            self.resume_work()
             if reading:
                 self._description(self.trace)              # reads on from the layers kept
             self.refresh()                                 # and asks for the scores again
 
-    def _cancel(self) -> None:
-        """Stop the reading (its thread drops it at the next head) and the scoring (the model thread's job is
-        cancelled): neither is asked again until Resume, or another run or model."""
+    def stop_work(self) -> None:
+        """Stop the reading too (its thread drops it at the next head): neither it nor the scoring is asked again
+        until Resume, or another run or model."""
         self.reader.cancel()
-        self.asker.stop()
+        super().stop_work()
 
-    def _on_context_changed(self, change) -> None:
-        """Stop (CANCEL) cancels as the panel's Cancel does, keeping what was computed; another run or model, or
-        an error, asks again."""
-        self._stopping = change.reason == CANCEL
-        if self._stopping:
-            self._cancel()
-        elif change.drops_work:
-            self.asker.resume()
-        try:
-            super()._on_context_changed(change)
-        finally:
-            self._stopping = False
+    def resume_work(self) -> None:
+        self.reader.resume()
+        super().resume_work()
 
     def _on_trace_changed(self, trace) -> None:
         self.reader.trace_changed(trace)

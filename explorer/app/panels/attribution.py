@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
 from explorer.app.panels.base import Panel, WrappedText, decoder_view_unavailable
-from explorer.app.state.session import CANCEL, Selection
+from explorer.app.state.session import Selection
 from explorer.app.thread.requests import AttributionJob
 from explorer.app.widgets.adaptive import is_wide, orient, place
 from explorer.app.widgets.asking import Asker
@@ -41,6 +41,7 @@ SIDE_BY_SIDE_PX = 900
 class AttributionPanel(Panel):
     title = "Why this token"
     object_name = "attribution"
+    stop_holds = True           # a Stop cancels the attribution until Compute (base.Panel.stop_work)
 
     def __init__(self, session, parent=None) -> None:
         super().__init__(session, parent)
@@ -55,11 +56,6 @@ class AttributionPanel(Panel):
         self.token_box.setMinimumContentsLength(14)
         self.token_box.currentIndexChanged.connect(lambda _: self._on_token_chosen())
         row.addWidget(self.token_box, 1)
-        self.compute_button = QPushButton("Compute")        # shown once a Stop cancelled the attribution
-        self.compute_button.setToolTip("Compute the attribution that Stop cancelled")
-        self.compute_button.clicked.connect(self._compute)
-        self.compute_button.hide()
-        row.addWidget(self.compute_button)
         column.addLayout(row)
         self.caption = WrappedText()
         column.addWidget(self.caption)
@@ -82,7 +78,6 @@ class AttributionPanel(Panel):
         self.asker = Asker(self, self._on_answer, self.error_line.show_error)
         self.result = None
         self.answered = None                # the key of the result drawn
-        self._stopping = False              # a Stop reaches the panel: the trace and the choices stay
         self.position: int | None = None
         self._tokens: list[int | None] = [None]
         self.set_formula("z_N = embed + Σ_{l,h} u·O_h W^O_h + Σ_l u·f_l + rest")
@@ -92,10 +87,6 @@ class AttributionPanel(Panel):
 
     def forget(self) -> None:
         """No attribution of another model or run: its bars, its layer × head map, its caption, its choices."""
-        if self._stopping:          # the trace stays: so do the position and token, and a result of the key stopped
-            if self.answered != self.asker.stopped:
-                self._clear_result()
-            return
         self._clear_result()
         self.position, self._tokens = None, [None]
         with self.updating():
@@ -106,20 +97,6 @@ class AttributionPanel(Panel):
         self.bars.clear()
         self.heads.clear()
         self.caption.set_plain("")
-
-    def _on_context_changed(self, change) -> None:
-        """Stop (CANCEL) cancels the attribution being computed, which is then asked no more until the person
-        asks (`_compute`) or picks another position or token; one drawn already for the key asked stays.
-        Another run or model, or an error, asks again."""
-        self._stopping = change.reason == CANCEL
-        if self._stopping:
-            self.asker.stop()
-        elif change.drops_work:
-            self.asker.resume()
-        try:
-            super()._on_context_changed(change)
-        finally:
-            self._stopping = False
 
     # ----- asking --------------------------------------------------------------------
     def show_selection(self, selection: Selection) -> None:
@@ -163,20 +140,10 @@ class AttributionPanel(Panel):
         key = (trace.model.name, ids, position, token)
         if self.asker.ask(key, AttributionJob(ids, position, token)):
             self.readout.setText(f"attributing the logit after position {position}…")
-        self._show_stopped(key == self.asker.stopped and key != self.answered, position)
-
-    def _show_stopped(self, stopped: bool, position: int) -> None:
-        """The explicit state after a Stop: no bars or map of another key, what was stopped, and Compute."""
-        self.compute_button.setVisible(stopped)
-        if stopped:
+        stopped = key == self.asker.stopped
+        if stopped and key != self.answered:        # no bars or map of another key beside the words
             self._clear_result()
-            self.caption.set_plain(f"Stopped: the attribution of the logit after position {position} was "
-                                   "cancelled. Press Compute to run it.")
-
-    def _compute(self) -> None:
-        """The person asks for the attribution a Stop cancelled."""
-        self.asker.resume()
-        self._ask()
+        self.show_stopped(f"the attribution of the logit after position {position}" if stopped else None)
 
     # ----- drawing -------------------------------------------------------------------
     def _on_answer(self, key, result) -> None:

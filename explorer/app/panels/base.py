@@ -11,6 +11,11 @@ The contract every panel keeps: given (model, trace, selection) it either draws 
 cancel or an error reaches it by one path, `_on_context_changed`, which also drops its running
 jobs (`drop_work`: every Asker, ModelCall and background job it owns) and its kept results
 (`forget`), and clears the pointer's readout, so nothing of another model or run stays up.
+
+A Stop (CANCEL) of a panel whose `stop_holds` stops its work for good instead (`stop_work`): what it was
+asking is cancelled and not asked again by its next redraw or selection echo, what it computed of the trace
+that stays is kept, and it says it stopped (`show_stopped`, with Compute) until the person asks again:
+Compute, another selection, another run or model (`resume_work`).
 """
 from __future__ import annotations
 
@@ -23,11 +28,11 @@ from dataclasses import dataclass
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtGui import QAction, QGuiApplication
-from PySide6.QtWidgets import QLabel, QMenu, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from explorer.app.figures import export_dialogs
 from explorer.app.figures.animation import copy_figure
-from explorer.app.state.session import NO_MODEL, Change, Selection, Session
+from explorer.app.state.session import CANCEL, NO_MODEL, Change, Selection, Session
 from explorer.app.widgets.plot_text import fit_to_font
 from explorer.app.widgets.text_widgets import LineLabel, WrappedText
 from explorer.app.window.error_bar import ErrorLine
@@ -45,8 +50,9 @@ class Drawn:
     why: str = ""
 
 
+# LineLabel and WrappedText live in text_widgets; panels import them from here
 __all__ = ["Drawn", "LineLabel", "Panel", "WrappedText", "decoder_view_unavailable", "dims", "formula_html",
-           "visible_text"]       # LineLabel and WrappedText live in text_widgets; panels import them from here
+           "stopped_text", "visible_text"]
 
 _SCRIPT = re.compile(r"([_^])(\{[^}]*\}|[^\s{}_^=,·()])")
 
@@ -71,6 +77,11 @@ def visible_text(text: str) -> str:
 def dims(*sizes: int) -> str:
     """`ℝ^{7×64}` for the shape (7, 64)."""
     return "ℝ^{" + "×".join(str(int(s)) for s in sizes) + "}"
+
+
+def stopped_text(what: str, button: str = "Compute") -> str:
+    """The words of a panel's stopped state: what a Stop or Cancel cut off, and the button that asks again."""
+    return f"Stopped: {what} was cancelled. Press {button} to run it."
 
 
 def decoder_view_unavailable(trace, what: str) -> str | None:
@@ -119,6 +130,8 @@ class Panel(QWidget):
         layout.addWidget(self.readout)
         self.error_line = ErrorLine()             # a failed job: one line, Details… for the rest
         layout.addWidget(self.error_line)
+        if self.stop_holds:
+            layout.insertWidget(1, self._stopped_row())
         self.drawn_trace_id: int | None = None    # the session's trace_id when this panel last drew
         self.drawn_model_id: int | None = None    # and its model_id
         self.askers: list = []                    # every Asker of this panel (asking.Asker joins itself)
@@ -143,6 +156,7 @@ class Panel(QWidget):
     empty_text = "Nothing to show yet: type a prompt and press Run (Ctrl+Enter)."
     working_text = "Nothing to show yet: the model is working (its progress is in the dialog or the status bar)."
     drawing_text = "Drawing…"    # shown while a drawing's parts run in later turns (draw_in_parts)
+    stop_holds = False           # True: a Stop stops the panel's work until the person asks again (stop_work)
 
     def redraw(self) -> None:
         """Draw everything from `self.session.trace`; then `show_selection`."""
@@ -328,7 +342,10 @@ class Panel(QWidget):
 
     # ----- the one path: a model, a trace, a cancel, an error ---------------------------------
     def _on_context_changed(self, change: Change) -> None:
-        if change.drops_work:
+        if self.stop_holds and change.reason == CANCEL:
+            self.stop_work()                   # the model and trace stay, and so does what was computed of them
+        elif change.drops_work:
+            self.resume_work()                 # another run or model, or an error: what was stopped is asked again
             self.drop_work()
             self.forget()
         self.readout.setText(" ")              # the pointer's readout described the drawing now replaced
@@ -341,6 +358,53 @@ class Panel(QWidget):
         self._stop_parts()
         for asker in self.askers:
             asker.drop()
+        self._drop_children()
+
+    def stop_work(self) -> None:
+        """The person stopped the work (Stop, or the panel's own Cancel): every question unanswered is cancelled
+        and its key not asked again (Asker.stop) until `resume_work` or another key, and the child objects' work
+        is dropped as in drop_work. A panel adds what else it stops (a reading, a cell derived off the GUI)."""
+        self._stop_parts()
+        for asker in self.askers:
+            asker.stop()
+        self._drop_children()
+
+    def resume_work(self) -> None:
+        """The person asks again (Compute, Resume), or another run or model came: what a Stop cut off is asked at
+        the next question, and the panel no longer says it stopped."""
+        for asker in self.askers:
+            asker.resume()
+        if self.stop_holds:
+            self.show_stopped(None)
+
+    def show_stopped(self, what: str | None) -> None:
+        """The explicit stopped state (stop_holds panels): `what` a Stop cut off, with Compute; None hides it."""
+        self.stopped_row.setVisible(what is not None)
+        if what is not None:
+            self.stopped_label.setText(stopped_text(what))
+
+    def _stopped_row(self) -> QWidget:
+        row = self.stopped_row = QWidget()
+        line = QHBoxLayout(row)
+        line.setContentsMargins(0, 0, 0, 0)
+        self.stopped_label = QLabel()
+        self.stopped_label.setObjectName("panel_stopped")
+        self.stopped_label.setWordWrap(True)
+        self.stopped_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)   # never widens
+        self.compute_button = QPushButton("Compute")
+        self.compute_button.setToolTip("Compute what Stop cancelled")
+        self.compute_button.clicked.connect(self.compute_stopped)
+        line.addWidget(self.stopped_label, 1)
+        line.addWidget(self.compute_button)
+        self.show_stopped(None)
+        return row
+
+    def compute_stopped(self) -> None:
+        """Compute: the person asks for what a Stop cancelled."""
+        self.resume_work()
+        self.refresh()
+
+    def _drop_children(self) -> None:
         for child in self.findChildren(QObject):
             drop = getattr(child, "drop_work", None)
             if callable(drop):

@@ -4,6 +4,10 @@ mask, the row's max, exp and Z_i, then y_i = sum_j A_ij v_j, each figure recompu
 (explorer.core.derivation) with its max |delta| against what the model recorded. For a head whose
 output an experiment replaced (an ablation, "only these heads", a patch) it says so, and shows
 A.V as what the head would have given beside the output the model went on with.
+
+Stop (Esc) cancels what it was computing, the head's weights and block walk on the model thread and a long
+trace's cell off the GUI thread: the panel says what was stopped, with Compute, and computes it again only
+when the person presses it or picks another cell, head or run (base.Panel.stop_work).
 """
 from __future__ import annotations
 
@@ -44,6 +48,7 @@ PLOT_BESIDE_PX = 260         # the least width of each plot side by side: the ma
 class DerivationPanel(Panel):
     title = "Show the work"
     object_name = "derivation"
+    stop_holds = True
 
     def __init__(self, session, parent=None) -> None:
         super().__init__(session, parent)
@@ -89,6 +94,8 @@ class DerivationPanel(Panel):
         self.job = Background(self)                         # a long trace's cell, derived off the GUI thread
         self.job.done.connect(self._on_derived)
         self._asked = None
+        self._stopped_cell = None                           # the key of the long trace's cell a Stop cut off
+        self._cut: dict[str, str | None] = {"cell": None, "weights": None, "block": None}   # what each Stop cut
         self.set_formula(f"{derivation.kernel_formula(SOFTMAX)},  S_{{ij}} = ⟨q_i, k_j⟩ · scale")
 
     def unavailable(self, trace) -> str | None:
@@ -98,6 +105,7 @@ class DerivationPanel(Panel):
         """Nothing of another model or run: its map, its q·k bars, its cell, its weights and block walk."""
         self.weights, self.walk, self.walk_key = {}, None, None
         self.cell = self.derived = self._drawn = self._asked = None
+        self._cut = dict.fromkeys(self._cut)
         self.offset = (0, 0)
         self.map.clear()
         self.products.clear()
@@ -114,12 +122,19 @@ class DerivationPanel(Panel):
                           w_o, w_uk, active(self.session.experiments))
         if not is_long(trace, upto):
             self.job.drop_work()                     # a long trace's cell still being derived is not drawn
+            self._say_stopped("cell", None)
             self._show_cell(derive(asked))
             return
         # A long trace's cell reads T keys and a window of rows (a few hundred ms at 8,000 tokens): it is derived
         # off the GUI thread, the cell shown before kept under a working line meanwhile
         if self.job.running and self._asked == asked.key:
             return
+        stopped = asked.key == self._stopped_cell
+        self._say_stopped("cell", f"deriving the cell of row {asked.position}, layer {asked.layer}, head "
+                                  f"{asked.head}" if stopped else None)
+        if stopped:
+            return
+        self._stopped_cell = None                    # another cell asked: the one stopped is derived once asked
         self._asked = asked.key
         self.readout.setText(f"deriving a cell of row {asked.position}, layer {asked.layer}, head {asked.head}…")
         self.job.run(lambda _cancelled: derive(asked), name="show-the-work")
@@ -143,6 +158,7 @@ class DerivationPanel(Panel):
         if self.what_box.currentIndex() == 1:
             self._ask_block(trace, asked.layer, cell.row)
         else:
+            self._say_stopped("block", None)
             self.text.setHtml(derivation_html(derived, trace.token_text))
         self.set_formula(f"A[{cell.row}, {cell.column}] of layer {asked.layer}, head {asked.head} = "
                          f"{derived.weight:.6g} ({derivation.kernel_formula(derived.kernel)}), "
@@ -170,6 +186,8 @@ class DerivationPanel(Panel):
     def _weights_of(self, trace, layer: int, head: int) -> tuple:
         """The head's W^O_h (and MLA's W_h^UK) if the model thread gave them, else ask for them."""
         key = (trace.model.name, layer, head)
+        stopped = key == self.asker.stopped
+        self._say_stopped("weights", f"reading W^O of layer {layer}, head {head}" if stopped else None)
         if key in self.weights:
             return self.weights[key]
 
@@ -180,12 +198,32 @@ class DerivationPanel(Panel):
         """The block walk of `row` through `layer`, from the model thread (its FFN weights are there)."""
         ids = tuple(int(i) for i in trace.token_ids[: row + 1])
         key = (trace.model.name, ids, layer)
+        stopped = key == self.block_asker.stopped
+        self._say_stopped("block", f"walking position {row} through block {layer}" if stopped else None)
         if self.walk is not None and self.walk_key == key:
             self.text.setHtml(block_html(self.walk, trace.token_text))
             return
 
         if self.block_asker.ask(key, BlockWalkJob(ids, layer, row)):
             self.text.setPlainText(f"walking position {row} through block {layer}…")
+        elif stopped:
+            self.text.setPlainText(f"Stopped before walking position {row} through block {layer}.")
+
+    def _say_stopped(self, part: str, what: str | None) -> None:
+        """Say which of its computations (`part`: the cell, the weights, the block walk) a Stop cut off."""
+        self._cut[part] = what
+        self.show_stopped("; ".join(what for what in self._cut.values() if what) or None)
+
+    def stop_work(self) -> None:
+        """A long trace's cell being derived is stopped too, and not derived again until asked again."""
+        if self.job.running:
+            self._stopped_cell = self._asked
+        super().stop_work()
+
+    def resume_work(self) -> None:
+        self._stopped_cell = None
+        self._cut = dict.fromkeys(self._cut)
+        super().resume_work()
 
     def _on_block(self, key, walk) -> None:
         self.walk, self.walk_key = walk, key

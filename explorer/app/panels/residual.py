@@ -5,6 +5,9 @@ The layers run left to right, one column each, so that even 30 layers fit a lapt
 tokens are shown as visible text (a no-break space is '⍽', never '\\xa0'). Computed on the model
 thread by explorer.core.attribution.residual_stream, which feeds the position alone against the
 decoder's KV cache (one token through the blocks, as the logit lens does) when the decoder ran these ids.
+
+Stop (Esc) cancels a stream being read: the panel says so, with Compute, and reads nothing again until the
+person presses it or picks another position, or another run or model comes (base.Panel.stop_work).
 """
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ PLOT_ROOM_PX = 190           # the panel's height beyond its table at which the 
 class ResidualPanel(Panel):
     title = "Residual stream"
     object_name = "residual"
+    stop_holds = True
 
     def __init__(self, session, parent=None) -> None:
         super().__init__(session, parent)
@@ -153,6 +157,10 @@ class ResidualPanel(Panel):
             self.set_formula(f"h_l at position {position}: reading the residual stream…")
         if self.asker.ask(key, ResidualStreamJob(ids, position, ASKED)):
             self.readout.setText(f"reading the residual stream at position {position}…")
+        stopped = key == self.asker.stopped
+        if stopped:
+            self.set_formula(f"h_l at position {position}: stopped")
+        self.show_stopped(f"reading the residual stream at position {position}" if stopped else None)
 
     def _on_answer(self, key, stream) -> None:
         ids = key[1]

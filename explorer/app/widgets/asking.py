@@ -50,12 +50,13 @@ class Asker:
 
     def stop(self) -> bool:
         """The person stopped the work (Stop, a Cancel): the job running is cancelled (its cancel flag set,
-        which the model thread's job polls) and never handed on, and the key asked last, answered or not,
-        is not asked again until `resume` or another key. Whether a question was still unanswered."""
+        which the model thread's job polls) and never handed on, and the key of the question left unanswered
+        is not asked again until `resume` or another key; an answer already given stays asked (the same key
+        asks nothing). Whether a question was still unanswered."""
         unanswered = self.busy
-        key = self.waiting[0] if self.waiting is not None else self.asked
-        if key is not None:
-            self.stopped = key
+        if unanswered:
+            self.stopped = self.waiting[0] if self.waiting is not None else self.asked
+            self.asked = None               # the question running, cut off, is asked again once asked again
         self.waiting = None
         self.call.abandon("")
         return unanswered

@@ -1,0 +1,146 @@
+"""A Stop (Esc) stops a panel's long job for good, through the real window and its model thread: the head atlas,
+Why this token, the residual stream and Show the work each say they stopped, and neither their next redraw nor a
+selection echo asks the model thread (or, for Show the work's long trace, a thread of its own) the same again;
+a fresh request by the person (Compute, Resume) does. (Before, the residual stream and Show the work asked the
+job a Stop had cancelled again at their next redraw.)"""
+from __future__ import annotations
+
+import threading
+
+import pytest
+import transformers  # noqa: F401  (the tiny model is written with it; missing, the run fails, never skips)
+from PySide6.QtCore import Qt
+
+from explorer.app.panels import derivation
+from tests.app.window_helpers import idle, new_window, opened
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
+
+PANELS = ("residual", "attribution", "atlas", "derivation")
+
+
+@pytest.fixture
+def window(qtbot, tmp_path, tiny, dialogs):
+    window = new_window(qtbot, tmp_path)
+    window.resize(1400, 900)
+    opened(qtbot, window, tiny)
+    yield window
+    window.close()
+
+
+@pytest.fixture
+def submitted(window):
+    """Every job handed to the model thread from now on (the panels' and the test's own)."""
+    jobs = []
+    window.session.requests.model_job_requested.connect(jobs.append)
+    return jobs
+
+
+def hold_the_model_thread(window) -> threading.Event:
+    """The model thread runs a job that waits for the event returned: the panels' jobs queue behind it."""
+    release = threading.Event()
+    window.session.requests.model_job_requested.emit(lambda loaded, cancelled: release.wait(30))
+    return release
+
+
+def raise_panel(qtbot, window, name: str):
+    """The panel's dock raised: its first drawing asks its job (in a turn of its own)."""
+    panel = window.docks[name].widget()
+    assert not panel.is_shown(), "asked nothing yet"
+    window.docks[name].show()
+    window.docks[name].raise_()
+    qtbot.waitUntil(lambda: any(asker.busy for asker in panel.askers), timeout=30000)
+    return panel
+
+
+def echo(panel) -> None:
+    """What used to ask again: the panel redrawn, and the selection it has heard again."""
+    panel.refresh()
+    panel.session.selection_changed.emit(panel.session.selection)
+
+
+def says_stopped(panel) -> str:
+    if panel.object_name == "atlas":                     # its caption, beside its own Resume
+        return panel.caption.text() if "Stopped" in panel.caption.text() else ""
+    return panel.stopped_label.text() if panel.stopped_label.isVisible() else ""
+
+
+def ask_again(qtbot, panel) -> None:
+    button = panel.cancel_button if panel.object_name == "atlas" else panel.compute_button
+    assert button.isVisible()
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+
+
+def answered(panel) -> bool:
+    return {"residual": lambda: panel.stream is not None,
+            "attribution": lambda: panel.result is not None,
+            "atlas": lambda: panel.scores is not None,
+            "derivation": lambda: bool(panel.weights)}[panel.object_name]()
+
+
+@pytest.mark.parametrize("name", PANELS)
+def test_a_stopped_job_is_not_asked_again_until_the_person_asks(qtbot, window, submitted, name):
+    release = hold_the_model_thread(window)
+    panel = raise_panel(qtbot, window, name)
+    asked = len(submitted)
+    assert asked == 2                                    # the test's job, and the panel's behind it
+    window.actions.stop.trigger()                        # the model thread drops the panel's job
+    release.set()
+    idle(qtbot, window)
+    for _ in range(2):
+        echo(panel)
+        idle(qtbot, window)
+    assert len(submitted) == asked and not any(asker.busy for asker in panel.askers)      # nothing asked again
+    assert "Stopped" in says_stopped(panel) and not answered(panel)
+    assert panel.drawn().trace_id == window.session.trace_id     # the trace stays drawn
+
+    ask_again(qtbot, panel)                              # the person asks
+    idle(qtbot, window, lambda: answered(panel))
+    assert len(submitted) > asked and says_stopped(panel) == ""
+
+
+@pytest.mark.parametrize("name", ["residual", "attribution"])
+def test_after_a_stop_another_position_is_asked_at_once(qtbot, window, submitted, name):
+    release = hold_the_model_thread(window)
+    panel = raise_panel(qtbot, window, name)
+    window.actions.stop.trigger()
+    release.set()
+    idle(qtbot, window)
+    asked = len(submitted)
+    window.session.select(token=1)                       # a selection the person made
+    idle(qtbot, window, lambda: answered(panel))
+    assert len(submitted) == asked + 1 and says_stopped(panel) == ""
+    assert (panel.stream if name == "residual" else panel.result).position == 1
+
+
+def test_show_the_work_s_long_cell_stopped_is_not_derived_again_until_the_person_asks(qtbot, window,
+                                                                                       monkeypatch):
+    """A long trace's cell is derived on a thread of its own: a Stop drops it, and neither a redraw nor the
+    selection heard again derives it again; Compute does."""
+    gate, derived, real = threading.Event(), [], derivation.derive
+
+    def derive(asked):
+        derived.append(asked.key)
+        gate.wait(30)
+        return real(asked)
+
+    monkeypatch.setattr(derivation, "is_long", lambda *args, **kwargs: True)      # every trace derived off the GUI
+    monkeypatch.setattr(derivation, "derive", derive)
+    panel = window.docks["derivation"].widget()
+    window.docks["derivation"].show()
+    window.docks["derivation"].raise_()
+    idle(qtbot, window, lambda: bool(panel.weights) and panel.job.running)   # the weights came; the cell is derived
+    asked = len(derived)
+    window.actions.stop.trigger()
+    gate.set()
+    idle(qtbot, window)
+    for _ in range(2):
+        echo(panel)
+        idle(qtbot, window)
+    qtbot.wait(50)                                         # a late answer of the cell dropped would arrive here
+    assert len(derived) == asked and not panel.job.running and panel.derived is None
+    assert "Stopped" in says_stopped(panel) and "deriving the cell" in says_stopped(panel)
+
+    ask_again(qtbot, panel)
+    qtbot.waitUntil(lambda: panel.derived is not None, timeout=30000)
+    assert len(derived) == asked + 1 and says_stopped(panel) == ""
