@@ -4,10 +4,12 @@ a test builds. With it open, the window still fits a 1366x768 screen with legibl
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from explorer.app.start import launch
 from explorer.app.window.learn_placement import open_learn
+from explorer.app.window.settings import AppSettings
 from tests.app.layout_probe import open_window
 from tests.app.screen_fit import SCREENS, assert_fits, emulated_screen, settle
 from tests.app.window_helpers import prefilled
@@ -20,11 +22,13 @@ def learn_shown(window) -> bool:
     return dock is not None and not dock.isHidden()          # the window itself may be closed by now
 
 
-def test_learn_opens_on_the_first_start_only(launched, tiny, monkeypatch):
+def test_learn_opens_on_the_first_start_only(launched, tiny, monkeypatch, tmp_path):
     monkeypatch.delenv(launch.NO_RESTORE_ENV, raising=False)
     first = launched(["--model", str(tiny)], prefilled)
     assert first.learn_shown, "a fresh configuration starts with the Learn path open"
     assert first.learn_stop == 0, "at its first stop"
+    # closed before the quit (open then, a relaunch opens it again: test_learn_relaunch.py)
+    AppSettings(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)).learn_open_at = None
     second = launched(["--model", str(tiny)], prefilled)
     assert not second.learn_shown, "once only"
 

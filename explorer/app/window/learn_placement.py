@@ -1,6 +1,8 @@
 """Where the window puts the Learn panel: a dock on the right, beside the panels it talks about, opened from
 Help ▸ Learn (`open_learn`), from the "?" on the title of a panel a stop names (`add_stop_buttons`), at that
-stop, and on the first start (`open_on_first_start`). The panel itself is explorer.app.panels.learn.
+stop, on the first start (`open_on_first_start`), and on a relaunch where it was open at the quit, where the
+saved layout had it (`before_restore`, `after_restore`, `keep_restored_width`). The panel itself is
+explorer.app.panels.learn.
 
 Where the window is too narrow for the column beside the panels (attention would have less than PANELS_MIN_PX),
 Learn folds: it is tabbed with attention instead, one click away, and goes back to its column once the window
@@ -33,14 +35,20 @@ DOCK_PX = 400                      # the Learn dock's width beside the panels
 PANELS_MIN_PX = 520
 
 
-def open_learn(window) -> LearnPanel:
-    """Help ▸ Learn: the Learn dock, made once, beside the panels on the right, and brought forward."""
+def learn_dock(window) -> QDockWidget:
+    """The window's Learn dock, made once (placed by `open_learn`, or by a restored layout)."""
     dock = getattr(window, "learn_dock", None)
     if dock is None:
         dock = QDockWidget("Learn", window)
         dock.setObjectName("learn_dock")
         dock.setWidget(LearnPanel(window.session))
         window.learn_dock = dock
+    return dock
+
+
+def open_learn(window) -> LearnPanel:
+    """Help ▸ Learn: the Learn dock, made once, beside the panels on the right, and brought forward."""
+    dock = learn_dock(window)
     if not dock.isVisible():
         # placed again each time it is opened: a closed dock keeps its old slot, which a View ▸ Reset Layout
         # since then puts under the panels, where the window asks for more height than a 768 px screen
@@ -145,6 +153,44 @@ def _share_width(window, dock, px: int = DOCK_PX) -> None:
             shares.take()           # the layout given back after a shrink: taken before this share, Learn had 364 px
     share()
     QTimer.singleShot(0, window, share_and_keep)
+
+
+def open_at_quit(window) -> int | None:
+    """The stop the Learn dock shows when it is open (in sight or behind a tab), else None (learn_open_at)."""
+    dock = getattr(window, "learn_dock", None)
+    return dock.widget().index if dock is not None and dock.toggleViewAction().isChecked() else None
+
+
+def before_restore(window, index: int | None) -> None:
+    """Before a saved layout is restored: the Learn dock made, at stop `index`, when it was open at the last quit,
+    so that the layout puts it back where it was (Qt's restoreState places only the docks the window has)."""
+    if index is not None:
+        learn_dock(window).widget().go_to(index)
+
+
+def after_restore(window, index: int | None) -> None:
+    """Learn, open at the last quit but left out of the layout restored (one saved before it was opened: the
+    layout before a panel was maximised), placed beside the panels as Help ▸ Learn does."""
+    dock = getattr(window, "learn_dock", None)
+    if index is not None and dock is not None and window.dockWidgetArea(dock) == Qt.DockWidgetArea.NoDockWidgetArea:
+        open_learn(window)
+
+
+def keep_restored_width(window) -> None:
+    """Once the window is shown with a restored layout: Learn, a column beside the panels, kept at the width the
+    layout gave it (Qt then took it to its minimum, 364 px for 398, at its first layout) and remembered as the
+    width it goes back to once folded (keep_beside)."""
+    dock = getattr(window, "learn_dock", None)
+    if dock is None or dock.isHidden() or dock.isFloating() or window.dockWidgetArea(dock) != AREAS["right"]:
+        return
+    attention = _attention_on_the_right(window)
+    if attention is None or dock in tab_group(window, attention):
+        return
+    dock.setProperty("column_px", dock.width())
+    docks = [d for d in (window.docks.get("tokens"), attention, dock)
+             if d is not None and d.isVisible() and not d.isFloating()]
+    widths = [d.width() for d in docks]
+    QTimer.singleShot(0, window, lambda: window.resizeDocks(docks, widths, Qt.Orientation.Horizontal))
 
 
 def open_stop(window, index: int) -> LearnPanel:

@@ -23,6 +23,7 @@ from explorer.app.window import (
     crash_restore,
     dock_layout,
     error_bar,
+    learn_placement,
     menus,
     model_opening,
     model_refs,
@@ -31,7 +32,6 @@ from explorer.app.window import (
 )
 from explorer.app.window.dock_shares import DockShares
 from explorer.app.window.given_size import GivenSize
-from explorer.app.window.learn_placement import add_stop_buttons
 from explorer.app.window.model_picker import ModelToolbar
 from explorer.app.window.panel_dock import PanelDock
 from explorer.app.window.presentation import Presentation
@@ -67,7 +67,7 @@ class MainWindow(QMainWindow):
         self.dock_shares = DockShares(self)
         self.presentation = Presentation(self)
         self.docks = self._build_docks(panels)
-        add_stop_buttons(self)                      # the "?" on each panel's title: its stop on the Learn path
+        learn_placement.add_stop_buttons(self)      # the "?" on each panel's title: its stop on the Learn path
         self.actions = DecodingActions(self)
         self.model_bar = ModelToolbar(self)
         self.decoding_bar = DecodingToolbar(self.actions, self)
@@ -313,7 +313,10 @@ class MainWindow(QMainWindow):
                                                                | Qt.WindowState.WindowFullScreen):
                 self.setGeometry(place)          # where it was: keep_on_screen brings it onto this screen
         if state is not None:
+            learn_at = self.settings.learn_open_at      # Learn open at the quit: made first, restored with the rest
+            learn_placement.before_restore(self, learn_at)
             self.restoreState(state)
+            learn_placement.after_restore(self, learn_at)
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
@@ -330,6 +333,8 @@ class MainWindow(QMainWindow):
                 self.default_layout()
                 for dock in closed:
                     dock.hide()
+            else:
+                learn_placement.keep_restored_width(self)
             QTimer.singleShot(0, self, self._layout_made)
             return
         self._fit_first_start()
@@ -354,6 +359,7 @@ class MainWindow(QMainWindow):
         self.controller.set_playing(False)
         self.settings.save_window(self.saveGeometry(), self.dock_shares.state_to_save(), self.size(),
                                   self.normalGeometry())
+        self.settings.learn_open_at = learn_placement.open_at_quit(self)
         self.settings.sampling = self.sampling_bar.settings()
         self.settings.last_prompt = self.prompt.text
         self.settings.sync()

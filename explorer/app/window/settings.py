@@ -78,6 +78,19 @@ class AppSettings(FigureSettings):
     def learn_seen(self, seen: bool) -> None:
         self.q.setValue("learn/seen", "yes" if seen else "")
 
+    @property
+    def learn_open_at(self) -> int | None:
+        """The Learn stop its dock showed at the last quit when it was open then, else None: a relaunch opens it
+        again, where the saved layout had it."""
+        try:
+            return int(str(self.q.value("learn/open_at", "")))
+        except ValueError:
+            return None
+
+    @learn_open_at.setter
+    def learn_open_at(self, index: int | None) -> None:
+        self.q.setValue("learn/open_at", "" if index is None else str(int(index)))
+
     # ----- models -----------------------------------------------------------------
     def recent_models(self) -> list[str]:
         value = self.q.value("models/recent", [])
