@@ -10,6 +10,8 @@ per layer, drawn beside the self-attention cache and flat while it grows.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
@@ -45,7 +47,7 @@ def step_in_use(step) -> tuple[int, int]:
     return step.n_new, sum(layer.kv_bytes_in_use for layer in step.layers)
 
 OFF_SCALE = 20               # allocated / in use beyond which the allocation is written, not drawn
-LONG_TOKENS = 2048           # a trace from which the panel's first drawing, as it is shown, waits for the next turn
+LONG_TOKENS = 2048           # a trace from which a raise draws the occupancy and the blocks in turns of their own
 
 
 class KVCachePanel(Panel):
@@ -59,39 +61,80 @@ class KVCachePanel(Panel):
         self.body.addWidget(self.summary)
         # A bottom dock is wide and short: the occupancy plots and the paged grid side by side in the
         # first tab, read at first sight; the variants' table in the second.
-        occupancy = QSplitter(Qt.Orientation.Horizontal)
+        occupancy = self.occupancy = QSplitter(Qt.Orientation.Horizontal)
         occupancy.setChildrenCollapsible(False)
-        self.plots = OccupancyPlots()
-        self.layer_plot, self.total_plot = self.plots.layer_plot, self.plots.total_plot
-        self.layer_plot.setLabels(bottom="layer")
-        self.total_plot.setLabels(bottom="tokens")
-        # Counts and KiB have their unit in the label: pyqtgraph's automatic SI prefix would rescale an
-        # almost empty range (an encoder caches nothing) to "tokens (x0.001)".
-        for plot in (self.layer_plot, self.total_plot):
-            for side in ("bottom", "left"):
-                plot.getAxis(side).enableAutoSIPrefix(False)
-        self.step_line = self.plots.step_line
-        self.step_totals = PerItem(step_in_use)        # a decoding step sums the one new step's layers
+        # The plots are built when first drawn, one a turn when the tab is raised (_drawing): their four PlotItems
+        # and their first drawing in the turn that built the panel held the window ~130 ms at 8,000 tokens.
+        self.plots = OccupancyPlots(built=False)
+        self._blocks: Heatmap | None = None
+        self._pending: Iterator | None = None  # a raise's drawing, one piece a turn (_next_piece)
+        self._later = QTimer(self)             # a timer, not a queued call: the window's own timers go first
+        self._later.setSingleShot(True)
+        self._later.timeout.connect(self._next_piece)
         occupancy.addWidget(self.plots)
         occupancy.addWidget(self._blocks_section())
         occupancy.setStretchFactor(0, 2)
         occupancy.setStretchFactor(1, 1)
+        self.step_totals = PerItem(step_in_use)        # a decoding step sums the one new step's layers
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         self.tabs.addTab(occupancy, "Occupancy")
         self.tabs.addTab(self._variants_section(), "MHA / GQA / MQA / MLA")
         self.body.addWidget(self.tabs, 1)
-        self.add_to_plot_menu(self.layer_plot)
-        self.total_plot.getViewBox().menu.addActions(self.export_actions())
         self.total_in_use = 0
         self.total_allocated = 0
         self.cross_bytes = np.zeros(0, dtype=np.int64)      # per layer: the fixed cross-attention K/V
         self.held = np.zeros(0, dtype=np.int64)
         self.variant_rows: list = []          # the variants' table as last drawn: (cells, native) per row
-        self._showing = False                  # in showEvent: the panel built or raised in this turn
-        self._draw_later = QTimer(self)        # a long trace's occupancy, drawn on the turn after the raise's
-        self._draw_later.setSingleShot(True)
-        self._draw_later.timeout.connect(lambda: self._on_selection_changed(self.session.selection))
+
+    # ----- the plots, built when first needed -----------------------------------------------
+    def _build_plots(self) -> None:
+        """Both occupancy plots built now, if they are not yet."""
+        for _ in self._plots_building():
+            pass
+
+    def _plots_building(self) -> Iterator[None]:
+        """The occupancy plots built, one a turn, with their labels and menus."""
+        plots = self.plots
+        for _ in plots.building():
+            plot = plots.layer_plot if plots.total_plot is None else plots.total_plot
+            plot.setLabels(bottom="tokens" if plot is plots.total_plot else "layer")
+            # Counts and KiB have their unit in the label: pyqtgraph's automatic SI prefix would rescale an
+            # almost empty range (an encoder caches nothing) to "tokens (x0.001)".
+            for side in ("bottom", "left"):
+                plot.getAxis(side).enableAutoSIPrefix(False)
+            if plot is plots.total_plot:
+                plot.getViewBox().menu.addActions(self.export_actions())
+            else:
+                self.add_to_plot_menu(plot)
+            yield
+
+    @property
+    def layer_plot(self) -> pg.PlotItem:
+        self._build_plots()
+        return self.plots.layer_plot
+
+    @property
+    def total_plot(self) -> pg.PlotItem:
+        self._build_plots()
+        return self.plots.total_plot
+
+    @property
+    def step_line(self) -> pg.InfiniteLine:
+        self._build_plots()
+        return self.plots.step_line
+
+    @property
+    def blocks(self) -> Heatmap:
+        """The paged blocks' grid (layers x blocks), built when first asked for."""
+        if self._blocks is None:
+            # The colour bar is the legend: a cell's colour is the share of that block's slots holding
+            # tokens, blank where no block is allocated. (It is made with the first matrix.)
+            blocks = self._blocks = Heatmap(self.block_view.ci, colorbar=True)
+            blocks.plot.setLabels(top="block")        # the rows say L0, L1, ...: a "layer" label overlapped them
+            blocks.on_hover = self._hover_block
+            blocks.on_click = lambda layer, _block: self.select(layer=layer)
+        return self._blocks
 
     def _blocks_section(self) -> QWidget:
         section = QWidget()
@@ -110,13 +153,7 @@ class KVCachePanel(Panel):
         layout.addLayout(row)
         layout.addWidget(self.paging_label)
         self.block_view = pg.GraphicsLayoutWidget()
-        self.block_view.setMinimumSize(MIN_PLOT_PX + 110, MIN_VIEW_PX)
-        # The colour bar is the legend: a cell's colour is the share of that block's slots holding
-        # tokens, blank where no block is allocated.
-        self.blocks = Heatmap(self.block_view.ci, colorbar=True)
-        self.blocks.plot.setLabels(top="block")        # the rows say L0, L1, ...: a "layer" label overlapped them
-        self.blocks.on_hover = self._hover_block
-        self.blocks.on_click = lambda layer, _block: self.select(layer=layer)
+        self.block_view.setMinimumSize(MIN_PLOT_PX + 110, MIN_VIEW_PX)     # its grid is built by `blocks`
         layout.addWidget(self.block_view, 1)
         self.block_legend = QLabel("colour: share of a block's slots in use · blank: no block")
         layout.addWidget(self.block_legend)
@@ -163,13 +200,6 @@ class KVCachePanel(Panel):
                                   "An encoder keeps no KV cache: every token is seen at once.")
 
     # ----- drawing ---------------------------------------------------------------------------
-    def showEvent(self, event) -> None:
-        self._showing = True
-        try:
-            super().showEvent(event)
-        finally:
-            self._showing = False
-
     def redraw(self) -> None:
         trace = self.trace
         if trace is None or not trace.steps:
@@ -180,21 +210,78 @@ class KVCachePanel(Panel):
 
     def show_selection(self, selection: Selection) -> None:
         trace = self.trace
-        if trace is None or not trace.steps or trace.model.is_encoder_only:
-            if trace is not None and trace.model.is_encoder_only:
-                self.summary.setText("An encoder keeps no KV cache: every token is seen at once.")
+        if trace is None or not trace.steps:
             return
-        if self._showing and trace.n_tokens >= LONG_TOKENS:
-            # built (or raised) in this turn: at 8,000 tokens the plots and the 30 x 500 blocks would hold the
-            # window ~50 ms more; they are drawn on the next turn, from the session's trace and selection then
+        # Raised (or first shown) with its plots still to build, or at a long trace: one piece a turn.
+        built = self.plots.built and self._blocks is not None
+        was_drawing, self._pending = self._pending is not None, self._drawing(trace, selection)
+        if self.raising and (not built or trace.n_tokens >= LONG_TOKENS):
+            self._next_piece()
+        else:
+            self._finish()
+        if was_drawing or self.drawing:
+            self.show_state()              # says "Drawing…" while pieces wait, and no longer once drawn
+
+    def _drawing(self, trace, selection: Selection) -> Iterator[None]:
+        """The occupancy plots, then the paged blocks, each built if it is not yet, yielding after each piece of
+        work that a turn of the event loop can hold: a plot built, the plots drawn, the blocks drawn."""
+        encoder = trace.model.is_encoder_only
+        if encoder:
+            self.summary.setText("An encoder keeps no KV cache: every token is seen at once.")
+        elif not self.plots.built or self._blocks is None:
             self.summary.setText(f"Drawing the cache of {plural(trace.n_tokens, 'token')}…")
-            self._draw_later.start(0)
+        yield from self._plots_building()
+        if not encoder:
+            step = trace.n_steps - 1 if selection.step is None else selection.step
+            self._draw_occupancy(trace, step, selection.layer)
+            yield
+        if self._blocks is None:
+            _ = self.blocks
+            yield
+        if not encoder:
+            self._draw_blocks(selection.layer)
+            self._draw_grouping(trace, selection.head)
+
+    @property
+    def drawing(self) -> bool:
+        """Pieces of a raise's drawing are still to draw (_next_piece), or parts of the base's (draw_in_parts)."""
+        return self._pending is not None or super().drawing
+
+    def _next_piece(self) -> None:
+        """One piece of the drawing a turn, on a zero timer: a queued call (draw_in_parts) ran two pieces in one
+        pass of the event loop, with the paints of both, before the window's own timers."""
+        pending = self._pending
+        if pending is None:
             return
-        self._draw_later.stop()
-        step = trace.n_steps - 1 if selection.step is None else selection.step
-        self._draw_occupancy(trace, step, selection.layer)
-        self._draw_blocks(selection.layer)
-        self._draw_grouping(trace, selection.head)
+        if not self.is_shown():              # hidden meanwhile: drawn again once shown
+            self._pending = None
+            self.refresh()
+            return
+        try:
+            with self.updating():
+                next(pending)
+        except StopIteration:
+            self._pending = None
+            self.show_state()
+            self.settle_views()
+            return
+        except BaseException:
+            self._pending = None
+            raise
+        if self._pending is pending:
+            self._later.start(0)
+
+    def _finish(self) -> None:
+        """The drawing asked for, drawn now whole."""
+        pending, self._pending = self._pending, None
+        self._later.stop()
+        for _ in pending or ():
+            pass
+
+    def drop_work(self) -> None:
+        self._pending = None                 # nothing of an older trace is drawn after another run or model
+        self._later.stop()
+        super().drop_work()
 
     def _draw_occupancy(self, trace, step: int, layer: int) -> None:
         in_use = trace.kv_bytes_in_use(step)

@@ -5,9 +5,13 @@ The plots' items are made once and given new data at each step (`setOpts`, `setD
 and built again: at 8,000 tokens a redraw that rebuilt them, with a token axis ticked every token of a
 prefill-to-now span of a few tokens across 0..8,000, took 130 ms. The token axis is ticked over the
 range it shows, from 0, about five labels whatever the length, and the curve is drawn reduced to the
-view's pixels (pyqtgraph's peak downsampling), its markers shown only while steps are few.
+view's pixels (pyqtgraph's peak downsampling), its markers shown only while steps are few. The two plots may
+be built one a turn of the event loop (`building`): a tab's first raise then holds the window for one PlotItem
+at a time, not for both and their first drawing.
 """
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import numpy as np
 import pyqtgraph as pg
@@ -36,38 +40,62 @@ class OccupancyPlots(pg.GraphicsLayoutWidget):
     is wider than high, one above the other where it is not. Side by side in the narrow column left beside
     the Learn path at 1366x768, the second plot lay past the figure's right edge, out of sight."""
 
-    def __init__(self) -> None:
+    def __init__(self, built: bool = True) -> None:
+        """`built` False: the plots are built later, one a turn, by `building` (a tab's first raise)."""
         super().__init__()
         self.setMinimumSize(2 * MIN_PLOT_PX, MIN_VIEW_PX)
-        self.layer_plot = self.addPlot(row=0, col=0)
-        self.total_plot = self.addPlot(row=0, col=1)
-        for col in (0, 1):
-            self.ci.layout.setColumnStretchFactor(col, 1)
-        for plot, title in ((self.layer_plot, "KiB per layer: in use / allocated"),
-                            (self.total_plot, "KiB in use, all layers")):
-            fitting_title(plot)
-            plot.setTitle(title)
         self.wide = True
-        self._make_items()
+        self.layer_plot: pg.PlotItem | None = None
+        self.total_plot: pg.PlotItem | None = None
+        if built:
+            for _ in self.building():
+                pass
 
-    def _make_items(self) -> None:
-        """Every item either plot will hold, empty and hidden until `draw_layers` / `draw_totals` gives it data."""
-        empty = dict(x=np.zeros(1), height=np.zeros(1), width=0.7)
-        self.allocated_bars = pg.BarGraphItem(**empty, pen=pg.mkPen(ALLOCATED), brush=None)
-        self.in_use_bars = pg.BarGraphItem(**empty, brush=IN_USE)
-        self.cross_bars = pg.BarGraphItem(**empty, brush=CROSS)
-        for bars in (self.allocated_bars, self.in_use_bars, self.cross_bars):
-            bars.setVisible(False)
-            self.layer_plot.addItem(bars)
-        self.step_line = pg.InfiniteLine(angle=90, pen=pg.mkPen(STEP_COLOUR, width=2))
-        self.cross_curve = pg.PlotDataItem(pen=pg.mkPen(CROSS, width=2, style=Qt.PenStyle.DashLine))
-        self.total_curve = pg.PlotDataItem(pen=IN_USE, symbolSize=5)
-        self.total_curve.setDownsampling(auto=True, method="peak")     # no more vertices than the view has pixels
-        self.total_curve.setClipToView(True)
-        self.step_dot = pg.PlotDataItem(pen=None, symbol="o", symbolSize=11, symbolBrush=STEP_COLOUR)
-        for item in (self.step_line, self.cross_curve, self.total_curve, self.step_dot):
-            item.setVisible(False)
-            self.total_plot.addItem(item)
+    @property
+    def built(self) -> bool:
+        return self.total_plot is not None
+
+    def building(self) -> Iterator[None]:
+        """Build the plots still to build, yielding after each: each is a PlotItem with its axes, view and menus,
+        and the items it will hold, made once, empty and hidden until `draw_layers` / `draw_totals` gives them data."""
+        if self.layer_plot is None:
+            self.layer_plot = self._plot(0, "KiB per layer: in use / allocated")
+            empty = dict(x=np.zeros(1), height=np.zeros(1), width=0.7)
+            self.allocated_bars = pg.BarGraphItem(**empty, pen=pg.mkPen(ALLOCATED), brush=None)
+            self.in_use_bars = pg.BarGraphItem(**empty, brush=IN_USE)
+            self.cross_bars = pg.BarGraphItem(**empty, brush=CROSS)
+            for bars in (self.allocated_bars, self.in_use_bars, self.cross_bars):
+                bars.setVisible(False)
+                self.layer_plot.addItem(bars)
+            yield
+        if self.total_plot is None:
+            self.total_plot = self._plot(1, "KiB in use, all layers")
+            self.step_line = pg.InfiniteLine(angle=90, pen=pg.mkPen(STEP_COLOUR, width=2))
+            self.cross_curve = pg.PlotDataItem(pen=pg.mkPen(CROSS, width=2, style=Qt.PenStyle.DashLine))
+            self.total_curve = pg.PlotDataItem(pen=IN_USE, symbolSize=5)
+            self.total_curve.setDownsampling(auto=True, method="peak")     # no more vertices than the view has pixels
+            self.total_curve.setClipToView(True)
+            self.step_dot = pg.PlotDataItem(pen=None, symbol="o", symbolSize=11, symbolBrush=STEP_COLOUR)
+            for item in (self.step_line, self.cross_curve, self.total_curve, self.step_dot):
+                item.setVisible(False)
+                self.total_plot.addItem(item)
+            yield
+
+    def _plot(self, index: int, title: str) -> pg.PlotItem:
+        """The `index`-th plot (0: per layer, 1: against tokens) in its place, side by side or stacked."""
+        plot = self.addPlot(row=0 if self.wide else index, col=index if self.wide else 0)
+        fitting_title(plot)
+        plot.setTitle(title)
+        self._share()
+        return plot
+
+    def _share(self) -> None:
+        """An equal share of the width, or of the height; an empty row or column would take a share too."""
+        grid = self.ci.layout
+        grid.setColumnStretchFactor(0, 1)
+        grid.setColumnStretchFactor(1, int(self.wide))
+        grid.setRowStretchFactor(0, 1)
+        grid.setRowStretchFactor(1, int(not self.wide))
 
     def draw_layers(self, in_use: np.ndarray, allocated: np.ndarray | None, cross: np.ndarray, layer: int) -> None:
         """Bars of bytes per layer, as KiB: in use (`layer`'s marked), allocated behind them unless None
@@ -123,9 +151,8 @@ class OccupancyPlots(pg.GraphicsLayoutWidget):
         self.wide = wide
         grid = self.ci.layout            # moved in Qt's grid only: out of the scene, a plot's view lost its items
         for index, plot in enumerate((self.layer_plot, self.total_plot)):
+            if plot is None:
+                continue                 # built later in its place (building)
             grid.removeItem(plot)
             grid.addItem(plot, 0 if wide else index, index if wide else 0)
-        # an equal share of the width, or of the height; an empty row or column would take a share too
-        grid.setColumnStretchFactor(1, int(wide))
-        grid.setRowStretchFactor(0, 1)
-        grid.setRowStretchFactor(1, int(not wide))
+        self._share()
