@@ -71,6 +71,8 @@ def test_a_later_drawing_draws_one_dtype_a_turn_and_ends_as_a_drawing_at_once(qt
     plot.draw_later(shape, None, "m")
     plot._later.stop()                                       # its turns run by hand, one at a time
     assert not any(plot.plots[dtype].listDataItems() for dtype in DTYPES)
+    plot._next_part()                                        # the curves' numbers and colours: nothing drawn yet
+    assert not any(plot.plots[dtype].listDataItems() for dtype in DTYPES)
     for turn, dtype in enumerate(DTYPES):
         plot._next_part()
         assert [bool(plot.plots[d].listDataItems()) for d in DTYPES] == [i <= turn for i in range(len(DTYPES))], \

@@ -12,6 +12,7 @@ The widgets only say what was asked (`config_chosen`, their own signals); the pa
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
@@ -194,24 +195,49 @@ class VariantsTab(QScrollArea):
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setWidget(splitter)
+        self._building: Iterator | None = self._build_parts()       # the plots' parts still to build
         self._build = QTimer(self)               # a timer, not a queued call: the window's own timers go first
         self._build.setSingleShot(True)
-        self._build.timeout.connect(lambda: self.plot)
+        self._build.timeout.connect(self._next_build_part)
         self._build.start(0)
 
     @property
     def plot(self) -> BytesPlot:
-        """The bytes plots, built on the turn after the tab or when first asked for: the KV lab's first raise
-        builds the panel in its own turn, and the three plots (~55 ms) lengthened that freeze."""
+        """The bytes plots, built a part a turn from the turn after the panel's first drawing, or at once when
+        first asked for: built with the panel, they lengthened the KV lab's first raise by ~55 ms, and built
+        whole in the turn after it, with the panel's first drawing and their paint, held the window ~150 ms."""
         if self._plot is None:
             self._build.stop()
-            self._plot = BytesPlot(titled=False)
-            self.splitter.replaceWidget(1, self._plot).deleteLater()
-            self.splitter.setStretchFactor(1, 3)
-            self.plot_built.emit(self._plot)
-            if self._asked is not None:
-                self._plot.draw_later(*self._asked)
+            building, self._building = self._building, None
+            for _ in building or ():
+                pass
         return self._plot
+
+    def _next_build_part(self) -> None:
+        if self._building is None:
+            return
+        try:
+            next(self._building)
+        except StopIteration:
+            self._building = None
+            return
+        self._build.start(0)
+
+    def _build_parts(self) -> Iterator[None]:
+        """Build the plots, yielding between parts of ~15 ms of GUI work each: out of sight until whole, as a
+        figure built at once is (shown while its plots were added, their columns came out a few pixels apart),
+        and painted once, not once a plot."""
+        yield                                    # this turn is the panel's first drawing (PanelDock._first_drawing)
+        plot = BytesPlot(titled=False, plots=False)
+        yield
+        yield from plot.add_plots()
+        yield
+        self.splitter.replaceWidget(1, plot).deleteLater()
+        self.splitter.setStretchFactor(1, 3)
+        self._plot = plot
+        self.plot_built.emit(plot)
+        if self._asked is not None:
+            plot.draw_later(*self._asked)          # its curves, one dtype a turn from the next
 
     def show_rows(self, rows, shape, name: str, replot: bool = True) -> None:
         """The variants of `shape` (kv_variants.CacheShape, or None) in the table and, with `replot`, the plots."""

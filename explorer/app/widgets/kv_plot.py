@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pyqtgraph as pg
+import shiboken6
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QSplitter
 
@@ -59,21 +60,13 @@ class BytesPlot(pg.GraphicsLayoutWidget):
     """One plot per dtype; `plots[dtype]` is its PlotItem, `ci` the whole figure for export. The
     figure's title is for exports; in the panel the dock and the table name the model."""
 
-    def __init__(self, parent=None, titled: bool = True) -> None:
+    def __init__(self, parent=None, titled: bool = True, plots: bool = True) -> None:
+        """`plots=False`: the figure without its plots, which `add_plots` adds one at a time (VariantsTab)."""
         super().__init__(parent)
         self.title = (self.addLabel("KV-cache bytes against tokens", row=0, col=0, colspan=len(DTYPES), size=TITLE)
                       if titled else None)
         self.setMinimumHeight(MIN_HEIGHT_PX)
         self.plots: dict[str, pg.PlotItem] = {}
-        for col, dtype in enumerate(DTYPES):
-            plot = self.addPlot(row=1, col=col)
-            plot.setTitle(dtype if dtype != "int8" else "8-bit", size=TITLE)
-            plot.setLabels(bottom="tokens")
-            plot.getAxis("left").enableAutoSIPrefix(False)       # "MiB (x0.001)": the unit is chosen in draw()
-            plot.showGrid(x=True, y=True, alpha=0.2)
-            if col:
-                plot.setYLink(self.plots[DTYPES[0]])
-            self.plots[dtype] = plot
         # The legend sits in a row of its own below the plots, so it hides no curve and takes no width
         # from them (in a column beside them it was cut off at the panel's edge).
         self.legend_box = self.addViewBox(row=2, col=0, colspan=len(DTYPES), enableMouse=False)
@@ -87,6 +80,26 @@ class BytesPlot(pg.GraphicsLayoutWidget):
         self._later.setSingleShot(True)
         self._later.timeout.connect(self._next_part)
         self._fit_legend()
+        if plots:
+            for _ in self.add_plots():
+                pass
+
+    def add_plots(self) -> Iterator[None]:
+        """The dtypes' plots not added yet, yielding between two: each PlotItem is ~15 ms of GUI work, and the
+        three built in one turn, with the KV lab's first drawing and their paint, held the window 120-240 ms."""
+        for col, dtype in enumerate(DTYPES):
+            if dtype in self.plots:
+                continue
+            plot = self.addPlot(row=1, col=col)
+            plot.setTitle(dtype if dtype != "int8" else "8-bit", size=TITLE)
+            plot.setLabels(bottom="tokens")
+            plot.getAxis("left").enableAutoSIPrefix(False)       # "MiB (x0.001)": the unit is chosen in draw()
+            plot.showGrid(x=True, y=True, alpha=0.2)
+            if col:
+                plot.setYLink(self.plots[DTYPES[0]])
+            self.plots[dtype] = plot
+            if len(self.plots) < len(DTYPES):
+                yield
 
     def _fit_legend(self) -> None:
         """As many legend columns as the width holds (one per variant at most), and the row as tall as they need."""
@@ -111,12 +124,24 @@ class BytesPlot(pg.GraphicsLayoutWidget):
         return self.plots[dtype].listDataItems()
 
     def draw_later(self, shape: kv.CacheShape, ranks: list[int] | None, name: str) -> None:
-        """`draw` from the next turn of the event loop on, one dtype's plot a turn: the KV lab's first raise
-        builds the panel in this one, and its 18 curves and their paint in one turn were its longest freeze
-        (~130 ms of GUI work at 8,000 tokens). A newer drawing asked replaces this one."""
+        """`draw` from the next turn of the event loop on: the curves' numbers in one turn, then one dtype's plot
+        a turn (see _parts), then their paint in a turn of its own. The KV lab's first raise builds the panel in
+        this one, and its 18 curves and their paint in one turn were its longest freeze (~130 ms of GUI work at
+        8,000 tokens). A newer drawing asked replaces this one."""
         self.clear_curves()
-        self._pending = self._parts(shape, ranks, name)
+        self._pending = self._painted_once(self._parts(shape, ranks, name))
         self._later.start(0)          # a timer, not a queued call: the window's own timers and input go first
+
+    def _painted_once(self, parts: Iterator[None]) -> Iterator[None]:
+        """`parts`, the figure not painted between them but once, in a turn after the last: each paint of all
+        three plots is ~20-30 ms of GUI work, after each dtype's curves it doubled that dtype's turn."""
+        self.setUpdatesEnabled(False)
+        try:
+            yield from parts
+            yield
+        finally:                      # also where the drawing is dropped (clear_curves, a newer one)
+            if shiboken6.isValid(self):           # or dropped as the figure is deleted
+                self.setUpdatesEnabled(True)
 
     def draw_pending(self) -> None:
         """What a drawing asked for later has still to draw, drawn now."""
@@ -147,12 +172,16 @@ class BytesPlot(pg.GraphicsLayoutWidget):
             pass
 
     def _parts(self, shape: kv.CacheShape, ranks: list[int] | None, name: str) -> Iterator[None]:
-        """`draw`, yielding after each dtype's plot (the curves cleared by the caller)."""
+        """`draw`, yielding after the curves' numbers and colours are worked out (their first time, with
+        the colour map read, ~25 ms of the first dtype's ~45), then after each dtype's plot (the curves cleared
+        by the caller)."""
         tokens = token_axis(shape)
         variants = kv.variants(shape, ranks)
         peak = max(v.bytes_total(shape, int(tokens[-1]), DTYPES[0]) for v in variants)
-        self.unit, unit_name = (GIB, "GiB") if peak >= GIB else (MIB, "MiB")
+        unit, unit_name = (GIB, "GiB") if peak >= GIB else (MIB, "MiB")
         colours = pg.colormap.get("viridis").getLookupTable(0.0, 0.9, max(2, len(variants)))
+        yield
+        self.unit = unit
         for col, dtype in enumerate(DTYPES):
             plot = self.plots[dtype]
             if col == 0:
