@@ -227,7 +227,11 @@ class VariantsTab(QScrollArea):
         """Build the plots, yielding between parts of ~15 ms of GUI work each: out of sight until whole, as a
         figure built at once is (shown while its plots were added, their columns came out a few pixels apart),
         and painted once, not once a plot."""
-        yield                                    # this turn is the panel's first drawing (PanelDock._first_drawing)
+        # The turn after the panel's build runs this timer and the dock's first drawing together (this one, started
+        # first, fires first): the figure waits out that turn and the next, or the event loop ran the first
+        # drawing, the panel's paint and the empty figure in one go (PanelDock._first_drawing).
+        yield
+        yield
         plot = BytesPlot(titled=False, plots=False)
         yield
         yield from plot.add_plots()
