@@ -20,6 +20,7 @@ from explorer.app.widgets.plot_text import TITLE, fitting_title
 from explorer.app.widgets.stacked_rows import StackedRows
 from explorer.app.widgets.token_labels import GrowingLabels
 from explorer.drawing.heatmap import Heatmap
+from explorer.drawing.heatmap_axes import label_widths, unmeasured
 
 VIEWS = {
     "tokens": "token embeddings E[id]",
@@ -35,6 +36,8 @@ TITLES = {
 # residual stream (Gemma: h_0 = E[ids] * sqrt(d_model), 25.3 for Gemma 3 270M); the bars do not.
 NORM_TITLES = {"tokens": "‖E[id]‖₂ unscaled", "positions": "‖P[pos]‖₂"}
 MAX_BARS = 256              # norm bars drawn at most: a longer prompt's are block maxima, unoutlined
+LONG_ROWS = 2048            # rows from which the first drawing on a raise runs in parts, one per turn (as Q/K/V's)
+LABELS_A_TURN = 2000       # rows stacked, or row labels measured, in one turn of such a drawing (~10 ms)
 
 
 @functools.lru_cache(maxsize=8)
@@ -105,28 +108,55 @@ class EmbeddingsPanel(Panel):
         self._draw(trace, self.current_view())
 
     def _draw(self, trace, view: str) -> None:
-        labels = self.row_labels(trace.token_text, numbered=True)
+        """Draw the map and its norms: at once, or, when the panel comes into sight with a long trace whose rows
+        it must stack or label anew, in parts over several turns of the event loop (stacking 8,000 rows, making
+        and measuring their labels, the map's first data and the norms' bars held the window ~90 ms in one)."""
+        stack = self.stacks.get(view)
+        in_turns = self.raising and trace.n_tokens >= LONG_ROWS and (          # (not a step's one new row)
+            self.heatmap.colorbar is None or (stack is not None and stack.pending(trace.steps) >= LONG_ROWS)
+            or unmeasured(self.row_labels(trace.token_text, numbered=True)) >= LABELS_A_TURN)
+        self.draw_in_parts(self._draw_parts(trace, view), in_turns)
+
+    def _draw_parts(self, trace, view: str):
+        """The drawing, a part between yields (draw_in_parts): the rows stacked, their labels made, then measured
+        a share at a time, the map drawn, the norms drawn, and the first paint in a turn of its own."""
+        self.view.setUpdatesEnabled(False)
+        try:
+            yield from self._draw_map(trace, view)
+            yield                                   # the map's first paint in a turn of its own
+        finally:
+            self.view.setUpdatesEnabled(True)
+
+    def _draw_map(self, trace, view: str):
+        yield                                       # the rows stacked in a turn of their own
         T = trace.n_tokens
         if view == "rope":
             positions = np.arange(T, dtype=np.float64)[:, None]                  # (T, 1)
             matrix = np.mod(positions * trace.rope_inv_freq[None, :], 2 * np.pi)  # (T, d_qk/2)
-            self.heatmap.set_colormap("CET-C1")
             levels = (0.0, 2 * np.pi)
-            self.set_formula(f"angle_{{pos,i}} = pos · θ_i mod 2π,  θ_i = base^{{−2i/d}}"
-                             f" ∈ {dims(*matrix.shape)}")
+            formula = f"angle_{{pos,i}} = pos · θ_i mod 2π,  θ_i = base^{{−2i/d}} ∈ {dims(*matrix.shape)}"
         else:
             stack = self.stacks[view]
-            matrix = stack.stack(trace.steps)
-            self.heatmap.set_colormap("CET-D1")
+            matrix = yield from stack.stack_in_parts(trace.steps, LABELS_A_TURN)
             levels = stack.levels()
             symbol = "E[ids]" if view == "tokens" else "P[pos]"
             positional = " + P[pos]" if trace.steps[0].pos_embeddings is not None and view == "tokens" else ""
-            self.set_formula(f"X_0 = E[ids]{positional},  {symbol} ∈ {dims(*matrix.shape)}")
+            formula = f"X_0 = E[ids]{positional},  {symbol} ∈ {dims(*matrix.shape)}"
+        self.set_formula(formula)
+        yield                                       # the row labels made in a turn of their own
+        labels = self.row_labels(trace.token_text, numbered=True)
+        for start in range(0, len(labels), LABELS_A_TURN):
+            if unmeasured(labels[start: start + LABELS_A_TURN]):
+                yield
+                label_widths(labels[start: start + LABELS_A_TURN])
+        yield
         self.matrix = matrix
+        self.heatmap.set_colormap("CET-C1" if view == "rope" else "CET-D1")
         self.heatmap.plot.setTitle(TITLES[view], size=TITLE)
         self.heatmap.set_matrix(matrix, levels, labels, column_labels(matrix.shape[1]), keep_view=True)
         self._show_norms(view != "rope")        # an angle has no norm: the bars go, the map takes their room
         if view != "rope":
+            yield
             if self._norm_title != NORM_TITLES[view]:            # a new title lays the plot out again
                 self._norm_title = NORM_TITLES[view]
                 self.norm_plot.setTitle(self._norm_title, size=TITLE)

@@ -25,13 +25,18 @@ from explorer.app.widgets.map_grid import MapGrid
 from explorer.app.widgets.model_call import Executor, ModelCall
 from explorer.app.widgets.plot_text import TITLE
 from explorer.app.widgets.stacked_rows import StackedRows
-from explorer.app.widgets.token_labels import tick_labels
+from explorer.app.widgets.token_labels import GrowingLabels
 from explorer.drawing.heatmap import Heatmap, RowLink, symmetric_levels
 from explorer.drawing.heatmap_axes import label_widths, unmeasured
 from explorer.views import trace_views
 
 LONG_ROWS = 2048            # rows from which the maps' first drawing on a raise runs in parts, one per turn
 LABELS_A_TURN = 2000       # row labels measured in one turn of such a drawing (~10 ms)
+
+
+def _distinct(lists) -> list:
+    """Each list once (the matrices of the same tokens share one list of labels)."""
+    return list({id(labels): labels for labels in lists}.values())
 
 
 def _records(trace, layer: int, step):
@@ -104,6 +109,7 @@ class QKVPanel(Panel):
         self.matrices: dict[str, np.ndarray] = {}
         self._stacks = _Stacks()
         self.row_text: dict[str, tuple[str, ...]] = {}      # per matrix: the token of each row
+        self._labels = {True: GrowingLabels(), False: GrowingLabels()}   # the target's rows, the source's
         self.attention_view: trace_views.View | None = None
         self._framed_kind = None                   # the attention kind the views were last framed for
         self._drawn = None
@@ -176,19 +182,19 @@ class QKVPanel(Panel):
     def _draw(self, selection: Selection) -> None:
         """Draw the maps: at once, or, when the panel comes into sight with a long trace whose maps it must
         build, in parts over several turns of the event loop (a plot is built in ~50 ms, 8,000 row labels
-        measured in ~40: together they held the window 0.5–0.9 s at the tab's first raise)."""
+        made in ~15 and measured in ~40: together they held the window 0.5–0.9 s at the tab's first raise)."""
         self.matrices = self._matrices(selection)
         build = list(self.heatmaps) != list(self.matrices)
         rows = max((len(m) for m in self.matrices.values()), default=0)
         in_turns = self.raising and rows >= LONG_ROWS and (build or sum(          # (not a step's one new label)
-            unmeasured(tick_labels(text[:rows], numbered=True)) for text in self._row_texts().values())
-            >= LABELS_A_TURN)
+            unmeasured(labels) for labels in _distinct(self._row_labels().values())) >= LABELS_A_TURN)
         self.draw_in_parts(self._draw_parts(selection, build), in_turns)
 
     def _draw_parts(self, selection: Selection, build: bool):
         """The drawing, a part between yields (draw_in_parts): the formula and the maps' frame first, then each
-        plot built, the row labels measured a share at a time, and each map drawn. The maps are painted once
-        drawn: a plot painted before its data keeps another axis height (pyqtgraph's text room only grows)."""
+        plot built, the plots laid out, the row labels made, then measured a share at a time, and each map
+        drawn. The maps are painted once drawn: a plot painted before its data keeps another axis height
+        (pyqtgraph's text room only grows)."""
         self._describe(self.attention_view.trace, selection)
         self.view.setUpdatesEnabled(False)
         try:
@@ -205,12 +211,14 @@ class QKVPanel(Panel):
             for i, name in enumerate(self.matrices):
                 yield
                 self.heatmaps[name] = self._new_heatmap(name, i)
+            yield                               # the plots laid out in a turn of their own
             self.maps.hold([heatmap.plot for heatmap in self.heatmaps.values()])
         self._link_rows()
         reframe, self._framed_kind = self.attention_view.kind != self._framed_kind, self.attention_view.kind
-        labels = {name: tick_labels(self.row_text[name][: len(matrix)], numbered=True)
-                  for name, matrix in self.matrices.items()}
-        for rows in labels.values():            # Q, K and V share theirs: measured once (label_widths)
+        if build:
+            yield                               # the row labels made in a turn of their own
+        labels = self._row_labels()
+        for rows in _distinct(labels.values()):     # Q, K and V share theirs: made and measured once
             for start in range(0, len(rows), LABELS_A_TURN):
                 if unmeasured(rows[start: start + LABELS_A_TURN]):
                     yield
@@ -219,6 +227,14 @@ class QKVPanel(Panel):
             yield
             self.heatmaps[name].set_matrix(matrix, self._levels(name, matrix), labels[name],
                                            [str(i) for i in range(matrix.shape[1])], keep_view=not reframe)
+
+    def _row_labels(self) -> dict[str, list[str]]:
+        """Per matrix: its numbered row labels, one list for the matrices of the same tokens (Q, K and V
+        but in cross-attention), made only for the tokens new since the last drawing (GrowingLabels)."""
+        texts = self._row_texts()
+        return {name: self._labels[name.startswith("Q") or not self.attention_view.cross](
+                    texts[name][: len(matrix)], numbered=True)
+                for name, matrix in self.matrices.items()}
 
     def _new_heatmap(self, name: str, col: int) -> Heatmap:
         # Each its own colour bar: V is often ten times smaller than Q and K, and on their scale looks blank.

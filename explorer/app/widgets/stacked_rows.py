@@ -27,18 +27,48 @@ class StackedRows:
 
     def stack(self, records: Sequence) -> np.ndarray | None:
         """The rows of `records` (in order) stacked; None where a record has none (the field is not recorded)."""
+        parts = self.stack_in_parts(records, None)
+        while True:
+            try:
+                next(parts)
+            except StopIteration as done:
+                return done.value
+
+    def stack_in_parts(self, records: Sequence, rows_a_part: int | None):
+        """stack() as a generator that appends at most `rows_a_part` rows (None: all) between its yields, and
+        returns the stack: an 8,000-token prefill's rows over several turns of the event loop."""
         records = tuple(records)
-        kept = self._records
-        if len(kept) > len(records) or any(a is not b for a, b in zip(kept, records)):
+        if not self._extended_by(records):
             self._records, self._n, self.top = (), 0, 0.0
         for record in records[len(self._records):]:
             rows = self._rows(record)
             if rows is None:
                 self._records, self._n = (), 0
                 return None
-            self._append(np.asarray(rows, dtype=np.float32))
+            rows, kept = np.asarray(rows, dtype=np.float32), (self._n, self.top)
+            step, whole = rows_a_part or max(1, len(rows)), False
+            try:
+                for start in range(0, len(rows), step):
+                    if start:
+                        yield
+                    self._append(rows[start: start + step])
+                whole = True
+            finally:
+                if not whole:                      # dropped halfway: the record's rows are not kept
+                    self._n, self.top = kept
             self._records += (record,)
         return self._buffer[: self._n]
+
+    def pending(self, records: Sequence) -> int:
+        """How many rows stack() would stack anew for `records` (a decoding step's: its new rows)."""
+        records = tuple(records)
+        start = len(self._records) if self._extended_by(records) else 0
+        return sum(len(rows) for rows in map(self._rows, records[start:]) if rows is not None)
+
+    def _extended_by(self, records: tuple) -> bool:
+        """`records` begin with the records stacked."""
+        kept = self._records
+        return len(kept) <= len(records) and all(a is b for a, b in zip(kept, records))
 
     @property
     def norms(self) -> np.ndarray:
@@ -56,9 +86,11 @@ class StackedRows:
             self._buffer, self._norms = grown, norms
         self._buffer[n:n + k] = rows
         self._norms[n:n + k] = np.linalg.norm(rows.reshape(k, -1), axis=1)
-        finite = np.abs(rows[np.isfinite(rows)])
-        if finite.size:
-            self.top = max(self.top, float(finite.max()))
+        peak = float(np.abs(rows).max()) if rows.size else 0.0
+        if not np.isfinite(peak):                  # (NaN or ±inf among them: the finite entries' alone)
+            finite = np.abs(rows[np.isfinite(rows)])
+            peak = float(finite.max()) if finite.size else 0.0
+        self.top = max(self.top, peak)
         self._n = n + k
 
     def levels(self) -> tuple[float, float]:
