@@ -16,6 +16,7 @@ tabs then sit under attention in the right area (tabs_beside_column) rather than
 """
 from __future__ import annotations
 
+import itertools
 from contextlib import contextmanager
 
 import shiboken6
@@ -32,6 +33,7 @@ PROMPT_LINES = 3
 LEFT_SHARE, LEFT_PX = 0.25, (330, 520)          # the left column: a share of the width, within these
 BOTTOM_SHARE, BOTTOM_MIN_PX = 0.5, 330          # the bottom tabs: a share of the height below the prompt
 SEPARATOR_PX = 6                                # between two dock areas
+SHORT_PX = 700                                  # a screen this tall has room for two rows of toolbars at most
 FRONT = "attention"                             # the front tab where the bottom tabs join it
 TOKENS_TO_CANDIDATES = (2, 3)                   # the left column's split between tokens and next token
 COLUMN = ("tokens", "next_token")               # the left column, top to bottom
@@ -121,16 +123,29 @@ def prompt_px(window: QMainWindow) -> int:
     return PROMPT_LINES * window.fontMetrics().lineSpacing() + 34
 
 
-def toolbar_rows(widths: list[int], width: int) -> list[int]:
+def toolbar_rows(widths: list[int], width: int, most: int | None = None) -> list[int]:
     """Where each row of toolbars starts (their indices), the toolbars of `widths` filling rows of `width`
-    left to right in their order; a toolbar wider than a row has a row of its own."""
+    left to right in their order; a toolbar wider than a row has a row of its own. No more than `most` rows
+    where given: then the rows that fold the least behind a toolbar's » button (at 800 x 600 a third row of
+    toolbars left the docks too little height: the window's least height was 621 px)."""
     starts, used = [], width
     for index, bar_width in enumerate(widths):
         if used + bar_width > width:
             starts.append(index)
             used = 0
         used += bar_width
-    return starts
+    if most is None or len(starts) <= most:
+        return starts
+
+    def folded(breaks: tuple[int, ...]) -> int:
+        edges = (0, *breaks, len(widths))
+        return max(sum(widths[a:b]) - width for a, b in zip(edges, edges[1:]))
+    return [0, *min(itertools.combinations(range(1, len(widths)), most - 1), key=folded)]
+
+
+def toolbar_rows_most(window: QMainWindow) -> int | None:
+    """The most rows of toolbars the window's screen has room for: two on a screen under SHORT_PX tall."""
+    return 2 if available_geometry(window).height() < SHORT_PX else None
 
 
 def top_toolbars(window: QMainWindow) -> list[QToolBar]:
@@ -143,7 +158,7 @@ def chrome_px(window: QMainWindow) -> int:
     """The height the menu bar, the toolbars (in as many rows as their width needs, see toolbar_rows) and
     the status bar take."""
     bars = top_toolbars(window)
-    rows = len(toolbar_rows([bar.sizeHint().width() for bar in bars], window.width()))
+    rows = len(toolbar_rows([bar.sizeHint().width() for bar in bars], window.width(), toolbar_rows_most(window)))
     toolbars = rows * max((bar.sizeHint().height() for bar in bars), default=0)
     return window.menuBar().sizeHint().height() + toolbars + window.statusBar().sizeHint().height()
 

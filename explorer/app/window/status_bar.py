@@ -1,7 +1,8 @@
 """The status bar: model, parameters, attention variant, device, step, ms per step and trace memory."""
 from __future__ import annotations
 
-from PySide6.QtCore import QSize
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QFont, QFontMetrics, QPainter
 from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 
 from explorer.app.state.words import plural, step_name
@@ -20,17 +21,36 @@ def attention_label(info: ModelInfo) -> str:
     return f"{kind} {info.n_heads} heads"
 
 
+LEAST_CHARS = 8         # a field squeezed to this many digits' width, its text elided: "SmolLM2-…"
+
+
 class Field(QLabel):
     """A permanent field that keeps the room of the widest text it showed for the model open: the status bar sets
     the window's least width, and a step's italics, or a time one digit shorter, changed it, so a window at that
-    width was resized and laid out again twice a decoding step (25 ms at 8,000 tokens)."""
+    width was resized and laid out again twice a decoding step (25 ms at 8,000 tokens). It asks that room as its
+    size, and no more than LEAST_CHARS as its least, its text elided below its room: asked as its least, the
+    seven fields of a model made the window 864 px wide at least, past an 800 px screen."""
 
     widest = 0
 
     def minimumSizeHint(self) -> QSize:
         hint = super().minimumSizeHint()
         self.widest = max(self.widest, hint.width())
-        return QSize(self.widest, hint.height())
+        upright = QFont(self.font())
+        upright.setItalic(False)          # the step's italics while the model works change no least width
+        margins = self.contentsMargins()
+        least = QFontMetrics(upright).horizontalAdvance("0" * LEAST_CHARS) + margins.left() + margins.right()
+        return QSize(min(self.widest, least), hint.height())
+
+    def paintEvent(self, event) -> None:
+        room = self.contentsRect()
+        if self.fontMetrics().horizontalAdvance(self.text()) <= room.width():
+            super().paintEvent(event)
+            return
+        painter = QPainter(self)
+        painter.setPen(self.palette().color(self.foregroundRole()))
+        painter.drawText(room, int(self.alignment()),
+                         self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight, room.width()))
 
     def sizeHint(self) -> QSize:
         hint = super().sizeHint()

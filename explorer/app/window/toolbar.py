@@ -160,7 +160,8 @@ class ToolbarRows(QObject):
         row, and folded all it could not show there)."""
         self._pending = False
         bars = dock_layout.top_toolbars(self.window)
-        starts = dock_layout.toolbar_rows([bar.sizeHint().width() for bar in bars], self.window.width())
+        starts = dock_layout.toolbar_rows([bar.sizeHint().width() for bar in bars], self.window.width(),
+                                          dock_layout.toolbar_rows_most(self.window))
         if [self.window.toolBarBreak(bar) for bar in bars[1:]] == [index in starts for index in range(1, len(bars))]:
             return
         for index, bar in enumerate(bars):
