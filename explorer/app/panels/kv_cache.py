@@ -224,12 +224,15 @@ class KVCachePanel(Panel):
 
     def _drawing(self, trace, selection: Selection) -> Iterator[None]:
         """The occupancy plots, then the paged blocks, each built if it is not yet, yielding after each piece of
-        work that a turn of the event loop can hold: a plot built, the plots drawn, the blocks drawn."""
+        work that a turn of the event loop can hold: a plot built, the plots drawn, the blocks drawn. The first
+        piece, in the raise's own turn, builds nothing."""
         encoder = trace.model.is_encoder_only
         if encoder:
             self.summary.setText("An encoder keeps no KV cache: every token is seen at once.")
         elif not self.plots.built or self._blocks is None:
             self.summary.setText(f"Drawing the cache of {plural(trace.n_tokens, 'token')}…")
+        if not self.plots.built:
+            yield                            # the raise's turn lays out and paints the panel's text and table
         yield from self._plots_building()
         if not encoder:
             step = trace.n_steps - 1 if selection.step is None else selection.step
