@@ -108,7 +108,9 @@ class Journey:
         w = self.window
         if w.worker.busy or w.controller.loading is not None:
             return True
-        return any(call.running for call in w.findChildren(ModelCall))
+        if any(call.running for call in w.findChildren(ModelCall)):
+            return True
+        return any(panel.drawing for panel in w.findChildren(Panel))    # a drawing's later parts, a turn each
 
     def idle(self, what: str) -> None:
         app, deadline = QApplication.instance(), time.monotonic() + WAIT_S
