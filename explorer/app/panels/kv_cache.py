@@ -47,6 +47,7 @@ def step_in_use(step) -> tuple[int, int]:
     return step.n_new, sum(layer.kv_bytes_in_use for layer in step.layers)
 
 OFF_SCALE = 20               # allocated / in use beyond which the allocation is written, not drawn
+NO_CACHE = "An encoder keeps no KV cache: every token is seen at once."
 LONG_TOKENS = 2048           # a trace from which a raise draws the occupancy and the blocks in turns of their own
 
 
@@ -196,10 +197,14 @@ class KVCachePanel(Panel):
         return super().make_export_actions() + [self.animate_action, action]
 
     def _offer_animation(self, trace) -> None:
-        animation.offer_animation(self.animate_action, trace,
-                                  "An encoder keeps no KV cache: every token is seen at once.")
+        animation.offer_animation(self.animate_action, trace, NO_CACHE)
 
     # ----- drawing ---------------------------------------------------------------------------
+    def unavailable(self, trace) -> str | None:
+        """An encoder keeps no cache: the panel says so alone, its plots hidden (a decoder's plots drawn
+        before a switch to an encoder stayed up under that line)."""
+        return NO_CACHE if trace.steps and trace.model.is_encoder_only else None
+
     def redraw(self) -> None:
         trace = self.trace
         if trace is None or not trace.steps:
@@ -226,24 +231,19 @@ class KVCachePanel(Panel):
         """The occupancy plots, then the paged blocks, each built if it is not yet, yielding after each piece of
         work that a turn of the event loop can hold: a plot built, the plots drawn, the blocks drawn. The first
         piece, in the raise's own turn, builds nothing."""
-        encoder = trace.model.is_encoder_only
-        if encoder:
-            self.summary.setText("An encoder keeps no KV cache: every token is seen at once.")
-        elif not self.plots.built or self._blocks is None:
+        if not self.plots.built or self._blocks is None:
             self.summary.setText(f"Drawing the cache of {plural(trace.n_tokens, 'token')}…")
         if not self.plots.built:
             yield                            # the raise's turn lays out and paints the panel's text and table
         yield from self._plots_building()
-        if not encoder:
-            step = trace.n_steps - 1 if selection.step is None else selection.step
-            self._draw_occupancy(trace, step, selection.layer)
-            yield
+        step = trace.n_steps - 1 if selection.step is None else selection.step
+        self._draw_occupancy(trace, step, selection.layer)
+        yield
         if self._blocks is None:
             _ = self.blocks
             yield
-        if not encoder:
-            self._draw_blocks(selection.layer)
-            self._draw_grouping(trace, selection.head)
+        self._draw_blocks(selection.layer)
+        self._draw_grouping(trace, selection.head)
 
     @property
     def drawing(self) -> bool:
