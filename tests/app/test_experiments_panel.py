@@ -211,3 +211,37 @@ def test_an_ablation_added_twice_is_listed_once(qtbot):
     panel.add(Intervention(ablations=(HeadAblation(3, 1),)))                                # the same, again
     assert [(e.intervention, e.on) for e in session.experiments] == [(ablation, True)], session.experiments
     assert panel.list.count() == 1
+
+
+def test_a_model_switch_clears_the_patching_map_and_an_encoder_cannot_run_it(qtbot, panel, with_tokens):
+    """Found driving the app: SmolLM2's 30 x 9 patching map, its "270 of 270 sites" and its logit diff stayed
+    up under MLA, Gemma, MiniLM and the translator; on an encoder Run map failed with an error."""
+    from tests.app.synthetic_trace import build_trace
+
+    view, session = panel.patching, panel.session
+    session.set_model(with_tokens.info)
+    panel.executor = thread_executor(with_tokens)
+    view.clean.setText("The cat sat on the")
+    view.corrupt.setText("The hat sat on the")
+    view.target.setText(" m")
+    view.against.setText("at")
+    with qtbot.waitSignal(view.call.finished, timeout=30000):
+        assert view.run()
+    assert view.heatmap.shape != (0, 0) and "clean" in view.caption.text()
+
+    encoder = build_trace(encoder_only=True, prompt_len=6)
+    session.set_model(encoder.model)                     # another model: the map is not this model's
+    session.set_trace(encoder)
+    assert view.result is None and view.heatmap.shape == (0, 0), "the previous model's map stays up"
+    assert "clean" not in view.caption.text() and view.progress.value() == 0
+    assert "needs a decoder" in view.caption.text() and not view.run_button.isEnabled()
+    assert not view.run(), "an encoder's patching map was asked"
+
+    queued = []
+    session.set_model(with_tokens.info)                  # a decoder again: Run map is offered
+    panel.executor = queued.append                       # the model thread busy: the job waits
+    assert view.run_button.isEnabled() and view.run()
+    session.set_model(encoder.model)                     # the model switched under a running map
+    assert not view.call.running and not view.cancel_button.isEnabled()
+    session.set_model(with_tokens.info)
+    assert view.run_button.isEnabled(), "Run map stays greyed after a map dropped by a model switch"

@@ -51,8 +51,8 @@ class Drawn:
 
 
 # LineLabel and WrappedText live in text_widgets; panels import them from here
-__all__ = ["Drawn", "LineLabel", "Panel", "WrappedText", "decoder_view_unavailable", "dims", "formula_html",
-           "stopped_text", "visible_text"]
+__all__ = ["Drawn", "LineLabel", "Panel", "WrappedText", "decoder_model_unavailable", "decoder_view_unavailable",
+           "dims", "formula_html", "stopped_text", "visible_text"]
 
 _SCRIPT = re.compile(r"([_^])(\{[^}]*\}|[^\s{}_^=,·()])")
 
@@ -86,8 +86,12 @@ def stopped_text(what: str, button: str = "Compute") -> str:
 
 def decoder_view_unavailable(trace, what: str) -> str | None:
     """Why a view of a decoder's own attention and next token has nothing to show for `trace`'s model."""
-    model = trace.model
-    if not trace.steps:
+    return decoder_model_unavailable(trace.model, what) if trace.steps else None
+
+
+def decoder_model_unavailable(model, what: str) -> str | None:
+    """Why `what`, a view or job of a decoder's own next token, cannot run on `model` (None when it can)."""
+    if model is None:
         return None
     if model.is_encoder_only:
         return f"{what} needs a decoder: {model.name} is an encoder, which predicts no next token."

@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.app.panels.base import Panel, WrappedText
+from explorer.app.panels.base import Panel, WrappedText, decoder_model_unavailable
 from explorer.app.state.words import plural
 from explorer.app.thread.requests import CompareNextTokenJob
 from explorer.app.widgets.adaptive import orient
@@ -236,12 +236,19 @@ class ExperimentsPanel(Panel):
         self.result, self.compared = None, None
         self.table.setRowCount(0)
         self.summary.set_plain(self._unfit_text())
+        self._fit_patching()
+
+    def _fit_patching(self) -> None:
+        """The patching tab told the model now open: a map of another model goes, an encoder's Run waits."""
+        self.patching.forget(self.session.model_id,
+                             decoder_model_unavailable(self.session.model, "Activation patching"))
 
     def _unfit_text(self) -> str:
         unfit = self.session.unfit_experiments
         return ("Removed, as this model lacks what they name: " + "; ".join(unfit) + ".") if unfit else ""
 
     def redraw(self) -> None:
+        self._fit_patching()
         if self.trace is None:
             return
         model = self.trace.model

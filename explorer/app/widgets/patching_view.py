@@ -47,6 +47,8 @@ class PatchingView(QWidget):
         self.call.finished.connect(self._on_finished)
         self.call.failed.connect(self._on_failed)
         self.result = None
+        self.model_id: int | None = None              # the model the map shown was run on
+        self.unfit: str | None = None                 # why this model cannot be patched (an encoder), or None
         grid = QGridLayout()
         self.clean, self.corrupt = QLineEdit(CLEAN), QLineEdit(CORRUPT)
         self.target, self.against = QLineEdit(" Paris"), QLineEdit(" Rome")
@@ -99,11 +101,37 @@ class PatchingView(QWidget):
         super().resizeEvent(event)
         orient(self.splitter, self.width(), self.height(), (2, 3))
 
+    def forget(self, model_id: int, unfit: str | None) -> None:
+        """Another model or run: a map of another model is cleared (its layers and heads are not this one's);
+        `unfit` says why this model cannot be patched, and Run waits for one that can."""
+        self.unfit = unfit
+        if model_id != self.model_id and (self.result is not None or self.model_id is not None):
+            self.result, self.model_id = None, None
+            if self._heatmap is not None:
+                self._heatmap.clear()
+            self.progress.setValue(0)
+            self.progress.setFormat("%p%")
+            self.caption.set_plain("")
+        if not self.call.running:
+            self._done()
+        if unfit:
+            self.caption.set_plain(unfit)
+
+    def drop_work(self) -> None:
+        """A map still running is dropped with the run or model it was asked under: say so, and Run again."""
+        if self.call.running:
+            self.call.drop_work()
+            self._done()
+            self.caption.set_plain("The patching map was dropped: another run or model came. Press Run map again.")
+
     def run(self) -> bool:
+        if self.unfit:
+            return False
         job = PatchMapJob(self.clean.text(), self.corrupt.text(), self.target.text(), self.against.text(),
                           self.site.currentText())                      # run by core_api on the model thread
         started = self.call.start(job, self.panel.executor or self.panel.session.requests.model_job_requested.emit)
         if started:
+            self.model_id = self.panel.session.model_id
             self.progress.setValue(0)
             self.run_button.setEnabled(False)
             self.cancel_button.setEnabled(True)
@@ -115,7 +143,7 @@ class PatchingView(QWidget):
         self.progress.setFormat(what)
 
     def _done(self) -> None:
-        self.run_button.setEnabled(True)
+        self.run_button.setEnabled(not self.unfit)
         self.cancel_button.setEnabled(False)
 
     def _on_failed(self, message: str) -> None:
