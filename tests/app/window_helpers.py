@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QSettings
 
+from explorer.app.panels.base import Panel
 from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
 
@@ -20,8 +21,9 @@ def new_window(qtbot, tmp_path, name="settings.ini"):
 
 
 def idle(qtbot, window, condition=lambda: True):
-    qtbot.waitUntil(lambda: not window.worker.busy and window.controller.loading is None and condition(),
-                    timeout=60000)
+    """Wait for the model thread, a load, the panels' drawings in turns (Panel.drawing) and `condition`."""
+    qtbot.waitUntil(lambda: not window.worker.busy and window.controller.loading is None and condition()
+                    and not any(panel.drawing for panel in window.findChildren(Panel)), timeout=60000)
     return window.session.trace
 
 
