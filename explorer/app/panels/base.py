@@ -144,6 +144,10 @@ class Panel(QWidget):
         self._exposed = True
         self._raising = False                     # refreshing because the panel came into sight
         self._parts: Iterator | None = None       # a drawing's parts still to run, one per turn (draw_in_parts)
+        # A zero timer, not a queued call: queued calls ran two parts, and their paints, in one pass of the event
+        # loop before the window's own timers; a timer gives each part a pass of its own.
+        self._part_timer = QTimer(self, singleShot=True, interval=0)
+        self._part_timer.timeout.connect(lambda: self._next_part(self._parts))
         self._actions: list[QAction] | None = None
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.customContextMenuRequested.connect(self._show_menu)
@@ -277,8 +281,8 @@ class Panel(QWidget):
         self._next_part(parts)
         self.show_state()
 
-    def _next_part(self, parts: Iterator) -> None:
-        if self._parts is not parts:
+    def _next_part(self, parts: Iterator | None) -> None:
+        if parts is None or self._parts is not parts:
             return
         try:
             with self.updating():
@@ -291,10 +295,11 @@ class Panel(QWidget):
         except BaseException:
             self._parts = None
             raise
-        QTimer.singleShot(0, self, lambda: self._next_part(parts))
+        self._part_timer.start()
 
     def _stop_parts(self) -> None:
         parts, self._parts = self._parts, None
+        self._part_timer.stop()
         if parts is not None:
             parts.close()
             self.show_state()
