@@ -12,8 +12,7 @@ import pytest
 from PySide6.QtWidgets import QApplication
 
 from explorer.app.panels import EmbeddingsPanel, QKVPanel
-from explorer.app.panels import embeddings as embeddings_module
-from explorer.app.panels import qkv as qkv_module
+from explorer.app.panels import base as base_module
 from explorer.app.state.session import Session
 from explorer.app.widgets import map_grid, stacked_rows, token_labels
 from explorer.drawing import heatmap, heatmap_axes
@@ -74,9 +73,8 @@ class Turns:
         counting(token_labels, "numbered_label", "made")
         counting(EmbeddingsPanel, "_draw_norms", "norms")
         unmeasured = heatmap_axes.unmeasured
-        for module in (qkv_module, embeddings_module):
-            counting(module, "label_widths", "measured", lambda labels, font=None: unmeasured(labels, font),
-                     heatmap_axes.label_widths)
+        counting(base_module, "label_widths", "measured", lambda labels, font=None: unmeasured(labels, font),
+                 heatmap_axes.label_widths)                  # the panels measure through base.measuring
         next_part = panel._next_part
 
         def one_turn(parts):

@@ -10,6 +10,7 @@ import pytest
 from PySide6.QtWidgets import QApplication
 
 from explorer.app.panels import MaskPanel, QKVPanel
+from explorer.app.panels import base as base_module
 from explorer.app.panels import mask as mask_module
 from explorer.app.panels import qkv as qkv_module
 from explorer.app.state.session import Session
@@ -51,10 +52,9 @@ class Turns:
     def __init__(self, monkeypatch, panel) -> None:
         self.turns: list[dict] = []
         self.now = self._new()
-        for module in (qkv_module, mask_module):
-            original = module.label_widths
-            monkeypatch.setattr(module, "label_widths",
-                                lambda labels, font=None, original=original: self._measured(labels, font, original))
+        original = base_module.label_widths            # the panels measure through base.measuring
+        monkeypatch.setattr(base_module, "label_widths",
+                            lambda labels, font=None, original=original: self._measured(labels, font, original))
         fold = mask_module.mask_blocks
         monkeypatch.setattr(mask_module, "mask_blocks", lambda *a, **k: self._count("folds") or fold(*a, **k))
         heatmap_class = qkv_module.Heatmap

@@ -37,6 +37,7 @@ from explorer.app.widgets.plot_text import fit_to_font
 from explorer.app.widgets.text_widgets import LineLabel, WrappedText
 from explorer.app.window.error_bar import ErrorLine
 from explorer.core.trace import Trace
+from explorer.drawing.heatmap_axes import label_widths, unmeasured
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,8 @@ class Drawn:
 
 
 # LineLabel and WrappedText live in text_widgets; panels import them from here
-__all__ = ["Drawn", "LineLabel", "Panel", "WrappedText", "decoder_model_unavailable", "decoder_view_unavailable",
-           "dims", "formula_html", "stopped_text", "visible_text"]
+__all__ = ["LABELS_A_TURN", "LONG_ROWS", "Drawn", "LineLabel", "Panel", "WrappedText", "decoder_model_unavailable",
+           "decoder_view_unavailable", "dims", "formula_html", "measuring", "stopped_text", "visible_text"]
 
 _SCRIPT = re.compile(r"([_^])(\{[^}]*\}|[^\s{}_^=,·()])")
 
@@ -77,6 +78,20 @@ def visible_text(text: str) -> str:
 def dims(*sizes: int) -> str:
     """`ℝ^{7×64}` for the shape (7, 64)."""
     return "ℝ^{" + "×".join(str(int(s)) for s in sizes) + "}"
+
+
+LONG_ROWS = 2048            # rows from which a panel's first drawing on a raise runs in parts, one per turn
+LABELS_A_TURN = 2000       # row labels measured (or rows stacked) in one turn of such a drawing (~10 ms)
+
+
+def measuring(labels) -> Iterator[None]:
+    """Measure the widths of `labels` LABELS_A_TURN a turn (a part of draw_in_parts), yielding before each
+    share not measured yet: the axes then lay out the labels from the cache."""
+    for start in range(0, len(labels), LABELS_A_TURN):
+        share = labels[start: start + LABELS_A_TURN]
+        if unmeasured(share):
+            yield
+            label_widths(share)
 
 
 def stopped_text(what: str, button: str = "Compute") -> str:

@@ -14,13 +14,13 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy
 
-from explorer.app.panels.base import Panel, dims
+from explorer.app.panels.base import LABELS_A_TURN, LONG_ROWS, Panel, dims, measuring
 from explorer.app.state.session import Selection
 from explorer.app.widgets.plot_text import TITLE, fitting_title
 from explorer.app.widgets.stacked_rows import StackedRows
 from explorer.app.widgets.token_labels import GrowingLabels
 from explorer.drawing.heatmap import Heatmap
-from explorer.drawing.heatmap_axes import label_widths, unmeasured
+from explorer.drawing.heatmap_axes import unmeasured
 
 VIEWS = {
     "tokens": "token embeddings E[id]",
@@ -36,8 +36,6 @@ TITLES = {
 # residual stream (Gemma: h_0 = E[ids] * sqrt(d_model), 25.3 for Gemma 3 270M); the bars do not.
 NORM_TITLES = {"tokens": "‖E[id]‖₂ unscaled", "positions": "‖P[pos]‖₂"}
 MAX_BARS = 256              # norm bars drawn at most: a longer prompt's are block maxima, unoutlined
-LONG_ROWS = 2048            # rows from which the first drawing on a raise runs in parts, one per turn (as Q/K/V's)
-LABELS_A_TURN = 2000       # rows stacked, or row labels measured, in one turn of such a drawing (~10 ms)
 
 
 @functools.lru_cache(maxsize=8)
@@ -145,10 +143,7 @@ class EmbeddingsPanel(Panel):
         self.set_formula(formula)
         yield                                       # the row labels made in a turn of their own
         labels = self.row_labels(trace.token_text, numbered=True)
-        for start in range(0, len(labels), LABELS_A_TURN):
-            if unmeasured(labels[start: start + LABELS_A_TURN]):
-                yield
-                label_widths(labels[start: start + LABELS_A_TURN])
+        yield from measuring(labels)
         yield
         self.matrix = matrix
         self.heatmap.set_colormap("CET-C1" if view == "rope" else "CET-D1")

@@ -18,19 +18,17 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QPen
 from PySide6.QtWidgets import QGraphicsRectItem, QHBoxLayout, QLabel, QSlider, QSpinBox
 
-from explorer.app.panels.base import LineLabel, Panel
+from explorer.app.panels.base import LABELS_A_TURN, LONG_ROWS, LineLabel, Panel, measuring
 from explorer.app.state.session import Selection
 from explorer.app.state.words import step_name
 from explorer.app.widgets.attention_kind import AttentionKindBox
 from explorer.app.widgets.token_labels import GrowingLabels, tick_labels
 from explorer.drawing.heatmap import Heatmap
-from explorer.drawing.heatmap_axes import label_widths, unmeasured
+from explorer.drawing.heatmap_axes import unmeasured
 from explorer.views import trace_views
 from explorer.views.mask_blocks import ALLOWED, MASKED, NEW_ROW, mask_allowed, mask_blocks
 
 __all__ = ["ALLOWED", "MASKED", "NEW_ROW", "MaskPanel"]
-LONG_ROWS = 2048            # queries from which the first drawing on a raise runs in parts, one per turn
-LABELS_A_TURN = 2000       # row labels measured in one turn of such a drawing (~10 ms)
 MIN_VIEW_PX = 250           # a 120 px view of the rows under upright key labels
 COLOURS = pg.ColorMap(pos=[0.0, 0.5, 1.0], color=["#23232b", "#3b7dd8", "#ffb000"])
 
@@ -146,10 +144,7 @@ class MaskPanel(Panel):
         numbered = picture.factor > 1                 # thousands of tokens: a label says where it is, too
         rows = self.row_labels(view.row_text()[: picture.shape[0]], numbered)
         cols = self.column_labels(view.column_text()[: picture.shape[1]], numbered)
-        for start in range(0, len(rows), LABELS_A_TURN):
-            if unmeasured(rows[start: start + LABELS_A_TURN]):
-                yield
-                label_widths(rows[start: start + LABELS_A_TURN])
+        yield from measuring(rows)
         yield
         # Over the real extent: the axes, the hover and the highlight count tokens whatever the blocks.
         self.heatmap.set_matrix(self.mask, (0, 2), rows, cols, keep_view=True, extent=picture.shape)

@@ -17,7 +17,16 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSpinBox, QSplitter
 
-from explorer.app.panels.base import Panel, WrappedText, dims, formula_html, visible_text
+from explorer.app.panels.base import (
+    LABELS_A_TURN,
+    LONG_ROWS,
+    Panel,
+    WrappedText,
+    dims,
+    formula_html,
+    measuring,
+    visible_text,
+)
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import HeadWeightsJob
 from explorer.app.widgets.attention_kind import AttentionKindBox
@@ -27,11 +36,8 @@ from explorer.app.widgets.plot_text import TITLE
 from explorer.app.widgets.stacked_rows import StackedRows
 from explorer.app.widgets.token_labels import GrowingLabels
 from explorer.drawing.heatmap import Heatmap, RowLink, symmetric_levels
-from explorer.drawing.heatmap_axes import label_widths, unmeasured
+from explorer.drawing.heatmap_axes import unmeasured
 from explorer.views import trace_views
-
-LONG_ROWS = 2048            # rows from which the maps' first drawing on a raise runs in parts, one per turn
-LABELS_A_TURN = 2000       # row labels measured in one turn of such a drawing (~10 ms)
 
 
 def _distinct(lists) -> list:
@@ -219,10 +225,7 @@ class QKVPanel(Panel):
             yield                               # the row labels made in a turn of their own
         labels = self._row_labels()
         for rows in _distinct(labels.values()):     # Q, K and V share theirs: made and measured once
-            for start in range(0, len(rows), LABELS_A_TURN):
-                if unmeasured(rows[start: start + LABELS_A_TURN]):
-                    yield
-                    label_widths(rows[start: start + LABELS_A_TURN])
+            yield from measuring(rows)
         for name, matrix in self.matrices.items():
             yield
             self.heatmaps[name].set_matrix(matrix, self._levels(name, matrix), labels[name],
