@@ -102,7 +102,9 @@ def launch(args) -> int:
         from explorer.app.window.learn_placement import open_on_first_start  # start-up: after the model thread
 
         open_on_first_start(window, settings)
-    reference = getattr(args, "model", None) or model_refs.default_model()
+    # The model asked for, else the one open at the last quit (a relaunch; not a script's run), else the default.
+    reopened = model_refs.reopened_model(settings.last_model) if restore_allowed(args) else None
+    reference = getattr(args, "model", None) or reopened or model_refs.default_model()
     window.prompt.set_text(getattr(args, "prompt", None) or first_prompt(settings.last_prompt, reference))
     if reference:
         window.open_model(reference)          # once loaded, the controller prefills the prompt

@@ -72,6 +72,18 @@ def default_model() -> str | None:
     return None
 
 
+def reopened_model(last: str | None) -> str | None:
+    """The model open at the last quit, when it still opens: a pulled catalog name, a bundled model's name, or
+    a path that still exists (a model since deleted or moved is not asked for at launch)."""
+    if not last:
+        return None
+    if last in store.PULLABLE:
+        return last if store.pulled_path(last) is not None else None
+    if any(path.name == last for path in store.bundled_models()):
+        return last
+    return last if Path(last).exists() else None
+
+
 def fallback_notice(reference: str | None, asked_for: str | None) -> str | None:
     """What to tell a person whose first window opens the bundled model because the real default is absent."""
     if asked_for or reference != DEFAULT_BUNDLED:
