@@ -12,11 +12,12 @@ import transformers  # noqa: F401  (the tiny model is written with it; missing, 
 from PySide6.QtCore import Qt
 
 from explorer.app.panels import derivation
+from explorer.core.intervention import HeadAblation, Intervention
 from tests.app.window_helpers import idle, new_window, opened
 
 pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
-PANELS = ("residual", "attribution", "atlas", "derivation")
+PANELS = ("residual", "attribution", "atlas", "derivation", "experiments")
 
 
 @pytest.fixture
@@ -75,11 +76,16 @@ def answered(panel) -> bool:
     return {"residual": lambda: panel.stream is not None,
             "attribution": lambda: panel.result is not None,
             "atlas": lambda: panel.scores is not None,
-            "derivation": lambda: bool(panel.weights)}[panel.object_name]()
+            "derivation": lambda: bool(panel.weights),
+            "experiments": lambda: panel.result is not None}[panel.object_name]()
 
 
 @pytest.mark.parametrize("name", PANELS)
 def test_a_stopped_job_is_not_asked_again_until_the_person_asks(qtbot, window, submitted, name):
+    if name == "experiments":                            # it compares only with an experiment on
+        window.session.add_experiment(Intervention(ablations=(HeadAblation(0, 0),)))
+        idle(qtbot, window)
+        submitted.clear()
     release = hold_the_model_thread(window)
     panel = raise_panel(qtbot, window, name)
     asked = len(submitted)

@@ -75,6 +75,7 @@ def parse_layers(text: str) -> tuple[int, ...] | None:
 class ExperimentsPanel(Panel):
     title = "Experiments"
     object_name = "experiments"
+    stop_holds = True           # a Stop cancels the before/after until Compute (base.Panel.stop_work)
 
     def __init__(self, session, parent=None) -> None:
         super().__init__(session, parent)
@@ -285,6 +286,8 @@ class ExperimentsPanel(Panel):
         self.compared = key
         if self.asker.ask(key, CompareNextTokenJob(ids, intervention, TOP_K)):     # run by core_api, model thread
             self.readout.setText(f"running the next token after position {len(ids) - 1}, before and after…")
+        stopped = key == self.asker.stopped and self.result is None
+        self.show_stopped(f"the next token after position {len(ids) - 1}, before and after" if stopped else None)
 
     def _show_idle(self) -> None:
         """No experiment on: the model is not asked, and no comparison of one turned off stays."""
