@@ -299,6 +299,9 @@ class Panel(QWidget):
     def _next_part(self, parts: Iterator | None) -> None:
         if parts is None or self._parts is not parts:
             return
+        if not self.is_shown():                # hidden meanwhile: drawn again, from the start, once shown
+            self.refresh()
+            return
         try:
             with self.updating():
                 next(parts)

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QFont
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -68,10 +68,6 @@ class KVCachePanel(Panel):
         # and their first drawing in the turn that built the panel held the window ~130 ms at 8,000 tokens.
         self.plots = OccupancyPlots(built=False)
         self._blocks: Heatmap | None = None
-        self._pending: Iterator | None = None  # a raise's drawing, one piece a turn (_next_piece)
-        self._later = QTimer(self)             # a timer, not a queued call: the window's own timers go first
-        self._later.setSingleShot(True)
-        self._later.timeout.connect(self._next_piece)
         occupancy.addWidget(self.plots)
         occupancy.addWidget(self._blocks_section())
         occupancy.setStretchFactor(0, 2)
@@ -219,13 +215,8 @@ class KVCachePanel(Panel):
             return
         # Raised (or first shown) with its plots still to build, or at a long trace: one piece a turn.
         built = self.plots.built and self._blocks is not None
-        was_drawing, self._pending = self._pending is not None, self._drawing(trace, selection)
-        if self.raising and (not built or trace.n_tokens >= LONG_TOKENS):
-            self._next_piece()
-        else:
-            self._finish()
-        if was_drawing or self.drawing:
-            self.show_state()              # says "Drawing…" while pieces wait, and no longer once drawn
+        self.draw_in_parts(self._drawing(trace, selection),
+                           in_turns=self.raising and (not built or trace.n_tokens >= LONG_TOKENS))
 
     def _drawing(self, trace, selection: Selection) -> Iterator[None]:
         """The occupancy plots, then the paged blocks, each built if it is not yet, yielding after each piece of
@@ -244,47 +235,6 @@ class KVCachePanel(Panel):
             yield
         self._draw_blocks(selection.layer)
         self._draw_grouping(trace, selection.head)
-
-    @property
-    def drawing(self) -> bool:
-        """Pieces of a raise's drawing are still to draw (_next_piece), or parts of the base's (draw_in_parts)."""
-        return self._pending is not None or super().drawing
-
-    def _next_piece(self) -> None:
-        """One piece of the drawing a turn, on a zero timer: a queued call (draw_in_parts) ran two pieces in one
-        pass of the event loop, with the paints of both, before the window's own timers."""
-        pending = self._pending
-        if pending is None:
-            return
-        if not self.is_shown():              # hidden meanwhile: drawn again once shown
-            self._pending = None
-            self.refresh()
-            return
-        try:
-            with self.updating():
-                next(pending)
-        except StopIteration:
-            self._pending = None
-            self.show_state()
-            self.settle_views()
-            return
-        except BaseException:
-            self._pending = None
-            raise
-        if self._pending is pending:
-            self._later.start(0)
-
-    def _finish(self) -> None:
-        """The drawing asked for, drawn now whole."""
-        pending, self._pending = self._pending, None
-        self._later.stop()
-        for _ in pending or ():
-            pass
-
-    def drop_work(self) -> None:
-        self._pending = None                 # nothing of an older trace is drawn after another run or model
-        self._later.stop()
-        super().drop_work()
 
     def _draw_occupancy(self, trace, step: int, layer: int) -> None:
         in_use = trace.kv_bytes_in_use(step)
