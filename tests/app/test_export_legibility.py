@@ -95,9 +95,11 @@ def test_the_kv_lab_plot_export_is_legible(window, restore_palette, recorded, mo
 @pytest.mark.parametrize("suffix", [".png", ".svg"])
 def test_a_panel_saved_as_it_looks_is_legible(window, restore_palette, qtbot, monkeypatch, tmp_path, theme, suffix):
     apply_theme(restore_palette, theme, window)
-    window.docks["kv_cache"].raise_()
-    qtbot.wait(100)
-    panel = window.docks["kv_cache"].widget()
+    dock = window.docks["kv_cache"]
+    dock.raise_()
+    qtbot.waitUntil(lambda: dock.built, timeout=10000)             # its plots are built and drawn a piece a turn
+    panel = dock.widget()
+    qtbot.waitUntil(lambda: panel.is_shown() and not panel.drawing, timeout=10000)
     path = tmp_path / f"kv_cache{suffix}"
     answer_dialogs(monkeypatch, path)
     panel.export_actions()[0].trigger()
