@@ -63,6 +63,11 @@ class Run:
             qtbot.waitUntil(lambda: not w.worker.busy and w.controller.loading is None, timeout=60000)
         except qtbot.TimeoutError:
             pytest.fail(f"the worker stayed busy after {self.log[-8:]} (queue: {w.worker._queue.pending()})")
+        try:       # a panel drawing in turns (Panel.drawing) says so in its note until its last part
+            qtbot.waitUntil(lambda: not any(panel.drawing for panel in w.findChildren(Panel)), timeout=30000)
+        except qtbot.TimeoutError:
+            drawing = [type(panel).__name__ for panel in w.findChildren(Panel) if panel.drawing]
+            pytest.fail(f"{drawing} still drawing after {self.log[-8:]}")
 
 
 # ----- the actions --------------------------------------------------------------------------

@@ -34,6 +34,9 @@ LEFT_SHARE, LEFT_PX = 0.25, (330, 520)          # the left column: a share of th
 BOTTOM_SHARE, BOTTOM_MIN_PX = 0.5, 330          # the bottom tabs: a share of the height below the prompt
 SEPARATOR_PX = 6                                # between two dock areas
 SHORT_PX = 700                                  # a screen this tall has room for two rows of toolbars at most
+LEAST_WIDTH_PX = 760                            # the window's least width: within an 800 px screen, and wide
+                                                # enough that attention's map and grid keep 120 px views (at the
+                                                # layout's own least, 572 px, the map's view was 53 x 97 px)
 FRONT = "attention"                             # the front tab where the bottom tabs join it
 TOKENS_TO_CANDIDATES = (2, 3)                   # the left column's split between tokens and next token
 COLUMN = ("tokens", "next_token")               # the left column, top to bottom

@@ -63,6 +63,7 @@ class MainWindow(QMainWindow):
         self.catalog_loader = CatalogLoader(catalog, self)
         self.prompt = PromptEditor(self)
         self.setDockNestingEnabled(True)
+        self.setMinimumWidth(dock_layout.LEAST_WIDTH_PX)
         self.given_size = GivenSize(self)            # a dock's minimum grown for a moment does not keep it grown
         self.dock_shares = DockShares(self)
         self.presentation = Presentation(self)
