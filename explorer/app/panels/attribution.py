@@ -12,6 +12,8 @@ already drawn stays, since it still holds for the trace that stays.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
@@ -61,15 +63,10 @@ class AttributionPanel(Panel):
         column.addWidget(self.caption)
         column.addStretch(1)
         self.view = pg.GraphicsLayoutWidget()
-        self.bars = self.view.addPlot(row=0, col=0)
-        self.bars.invertY(True)
-        self.bars.setLabel("bottom", "contribution to the logit")
-        self.bars.showGrid(x=True, alpha=0.25)
-        self.heads = Heatmap(self.view.ci, row=0, col=1, colormap="CET-D1", axes=("left", "bottom"))
-        self.heads.on_click = self._clicked
-        self.heads.on_hover = self._hover
-        self.view.ci.layout.setColumnStretchFactor(0, 3)
-        self.view.ci.layout.setColumnStretchFactor(1, 4)
+        # Built a turn each at a first raise (_building): each is 20-40 ms of pyqtgraph's making, which the
+        # raise's turn at 8,000 tokens could not also hold (its first raise froze the window 120-138 ms).
+        self.bars: pg.PlotItem | None = None
+        self.heads: Heatmap | None = None
         self.splitter.addWidget(side)
         self.splitter.addWidget(self.view)
         self.splitter.setStretchFactor(1, 1)
@@ -85,6 +82,44 @@ class AttributionPanel(Panel):
     def unavailable(self, trace) -> str | None:
         return decoder_view_unavailable(trace, "Why this token")
 
+    # ----- the two plots, built once --------------------------------------------------
+    def redraw(self) -> None:
+        if self.heads is None:
+            self.draw_in_parts(self._building(), in_turns=self.raising)
+
+    def _building(self) -> Iterator[None]:
+        """The bars' plot, then the heads' map, each in a turn of its own after the raise's."""
+        yield                           # the raise's turn lays out and paints the token box and the words
+        if self.bars is None:
+            self._build_bars()
+            yield
+        if self.heads is None:
+            self._build_heads()
+
+    def _built(self) -> None:
+        """Both plots now: an answer came before their turns did."""
+        if self.heads is None:
+            self.draw_in_parts(self._building(), in_turns=False)
+
+    def _build_bars(self) -> None:
+        self.bars = self.view.addPlot(row=0, col=0)
+        self.bars.invertY(True)
+        self.bars.setLabel("bottom", "contribution to the logit")
+        self.bars.showGrid(x=True, alpha=0.25)
+
+    def _build_heads(self) -> None:
+        self.heads = Heatmap(self.view.ci, row=0, col=1, colormap="CET-D1", axes=("left", "bottom"))
+        self.heads.on_click = self._clicked
+        self.heads.on_hover = self._hover
+        self.view.ci.layout.setColumnStretchFactor(0, 3)
+        self.view.ci.layout.setColumnStretchFactor(1, 4)
+        self._place()
+
+    def _place(self) -> None:
+        """The plots in a row beside the words, in a column under them."""
+        if self.heads is not None:
+            place(self.view.ci, [self.bars, self.heads.plot], self.splitter.orientation() == Qt.Orientation.Horizontal)
+
     def forget(self) -> None:
         """No attribution of another model or run: its bars, its layer × head map, its caption, its choices."""
         self._clear_result()
@@ -94,8 +129,9 @@ class AttributionPanel(Panel):
 
     def _clear_result(self) -> None:
         self.result = self.answered = None
-        self.bars.clear()
-        self.heads.clear()
+        if self.heads is not None:
+            self.bars.clear()
+            self.heads.clear()
         self.caption.set_plain("")
 
     # ----- asking --------------------------------------------------------------------
@@ -147,6 +183,7 @@ class AttributionPanel(Panel):
 
     # ----- drawing -------------------------------------------------------------------
     def _on_answer(self, key, result) -> None:
+        self._built()
         self.result, self.answered = result, key
         self._draw_bars(result)
         n_layers, n_heads = result.heads.shape
@@ -184,9 +221,8 @@ class AttributionPanel(Panel):
         super().resizeEvent(event)
         width, height = event.size().width(), event.size().height()
         if orient(self.splitter, width, height, least=SIDE_BY_SIDE_PX):
-            wide = is_wide(width, height, SIDE_BY_SIDE_PX)
-            place(self.view.ci, [self.bars, self.heads.plot], wide)
-            if not wide:
+            self._place()
+            if not is_wide(width, height, SIDE_BY_SIDE_PX):
                 side = min(SIDE_LINES * self.fontMetrics().lineSpacing(), height // 3)
                 self.splitter.setSizes([side, max(1, self.splitter.height() - side)])
         if self.result is not None and height != event.oldSize().height():

@@ -1,0 +1,51 @@
+"""Why this token raised for the first time (issue 22: no tab switch blocks for more than 100 ms) makes its two
+plots, each 20-40 ms of pyqtgraph's building, in turns of the event loop of their own after the raise's turn,
+not in the turn that builds the panel and raises it (120-138 ms at 8,000 tokens). Counted, not timed: the
+PlotItems made (colour bars aside) in each turn, a turn ending where the panel's next part is called. The plots
+built so then draw the attribution the core computes."""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pyqtgraph as pg
+
+from explorer.app.panels.attribution import AttributionPanel
+from explorer.app.panels.base import Panel
+from explorer.app.widgets.model_call import thread_executor
+from tests.app.why_helpers import SIZES, shown
+
+
+def test_why_this_token_makes_one_plot_a_turn_after_its_first_raise(qtbot, session, traced_llama, monkeypatch):
+    from explorer.core.attribution import attribute
+
+    loaded, trace = traced_llama
+    made, turn = Counter(), [0]
+    make, next_part = pg.PlotItem.__init__, Panel._next_part
+
+    def counted(self, *args, **kwargs):
+        if not isinstance(self, pg.ColorBarItem):
+            made[turn[0]] += 1
+        make(self, *args, **kwargs)
+
+    def a_turn(self, parts):
+        turn[0] += 1
+        next_part(self, parts)
+
+    monkeypatch.setattr(pg.PlotItem, "__init__", counted)
+    monkeypatch.setattr(Panel, "_next_part", a_turn)
+    session.set_trace(trace)
+    panel = AttributionPanel(session)
+    held = []
+    panel.executor = held.append                    # the model's answer waits until the plots are made
+    shown(qtbot, panel, SIZES["wide"])              # its first showing: a raise
+    qtbot.waitUntil(lambda: not panel.drawing, timeout=5000)
+    assert made[0] == 0, f"{made[0]} plots made in the panel's building and raising turn"
+    assert sum(made.values()) == 2 and max(made.values()) == 1, f"plots made by turn: {dict(made)}"
+
+    assert held, "the attribution was not asked"
+    thread_executor(loaded)(held.pop())
+    qtbot.waitUntil(lambda: panel.result is not None, timeout=30000)
+    expected = attribute(loaded, trace.token_ids, trace.n_tokens - 1)
+    np.testing.assert_allclose(panel.heads.image.image,
+                               np.concatenate([expected.heads, expected.mlp[:, None]], axis=1), rtol=1e-6)
