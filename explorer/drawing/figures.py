@@ -81,7 +81,7 @@ def attention_figure(trace: Trace, layer: int | str, head: int | str, width: int
         figure.heatmaps = []
         if layer == "all":
             _grid(figure, trace, picture or grid_picture(trace, step, values, cross), values, log,
-                  extent(trace, step, cross))
+                  extent(trace, step, cross), cross)
         elif head == "all":
             pictures = picture or layer_pictures(trace, int(layer), step, values, cross)
             _layer(figure, trace, int(layer), pictures, values, log, cross)
@@ -131,6 +131,12 @@ def scale_fonts(figure: pg.GraphicsLayoutWidget, scale: float) -> None:
             item.setText(item.text, size=f"{round(text_px(item.item) * scale)}px")
 
 
+def _kind(cross: bool) -> str:
+    """The map's kind where it is not the model's own self-attention: the decoder's queries against the encoder's
+    keys (a cross-attention map read as a self-attention one was the translator's export's only title)."""
+    return "cross-attention " if cross else ""
+
+
 def _title(figure, text: str, colspan: int = 1) -> None:
     figure.addLabel(text, row=0, col=0, colspan=colspan, size=TITLE_SIZE)
 
@@ -140,7 +146,7 @@ def _head(figure, trace, layer, head, picture: HeadPicture, values, log, cross) 
     (t_q, t_kv), factor = picture.extent, picture.factor
     symbol = "S" if values == "scores" else ("log10 A" if log else "A")
     blocks = f", {factor}×{factor} block maxima" if factor > 1 else ""
-    _title(figure, f"{trace.model.name}: layer {layer}, head {head}, {symbol} ({t_q}×{t_kv}{blocks})")
+    _title(figure, f"{trace.model.name}: layer {layer}, head {head}, {_kind(cross)}{symbol} ({t_q}×{t_kv}{blocks})")
     heatmap = Heatmap(figure.ci, row=1, col=0)
     rows, cols = axis_labels(trace, picture.extent, cross, numbered=picture.long)
     heatmap.set_matrix(shown, levels, rows, cols, extent=picture.extent,   # the axes count real tokens
@@ -165,7 +171,8 @@ def _layer(figure, trace, layer, pictures: list[HeadPicture], values, log, cross
         levels = (min(level[0] for _, level in scaled), max(level[1] for _, level in scaled))
     first = pictures[0]
     blocks = f", {first.factor}×{first.factor} block maxima" if first.factor > 1 else ""
-    _title(figure, f"{trace.model.name}: layer {layer}, all {n_heads} heads ({first.extent[0]}×{first.extent[1]}"
+    _title(figure, f"{trace.model.name}: layer {layer}, all {n_heads} heads ({_kind(cross)}"
+                   f"{first.extent[0]}×{first.extent[1]}"
                    f"{blocks})", colspan=n_cols + 1)
     rows, cols = axis_labels(trace, first.extent, cross, numbered=first.long)
     for h, (shown, _) in enumerate(scaled):
@@ -233,12 +240,12 @@ def grid_picture(trace: Trace, step: int | None = None, values: str = "weights",
     return grid
 
 
-def _grid(figure, trace, grid: Mosaic, values, log, size: tuple[int, int]) -> None:
+def _grid(figure, trace, grid: Mosaic, values, log, size: tuple[int, int], cross: bool = False) -> None:
     """The mosaic of every head; the title says "block maxima" only where a tile is smaller than the
     `size` (T_q, T_kv) of the maps it stands for."""
     symbol = "scores S" if values == "scores" else ("log10 A" if log else "weights A")
     reduced = grid.tile_shape[0] < size[0] or grid.tile_shape[1] < size[1]
-    _title(figure, f"{trace.model.name}: all {grid.n_layers} layers × {grid.n_heads} heads, {symbol}, "
+    _title(figure, f"{trace.model.name}: all {grid.n_layers} layers × {grid.n_heads} heads, {_kind(cross)}{symbol}, "
                    f"{trace.n_tokens} tokens" + (" (block maxima)" if reduced else ""))
     heatmap = Heatmap(figure.ci, row=1, col=0)
     GridLegend(heatmap).show(grid, values, log and values == "weights", keep_view=False)   # a scale per kind of layer

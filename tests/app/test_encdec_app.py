@@ -316,3 +316,17 @@ def test_the_tokens_panel_of_a_translation_selects_and_lights_source_tokens(qtbo
     assert tokens.table.selectionModel().isRowSelected(2) and tokens.highlighted_token == 2
     session.select(source=None, token=1)                   # a target token alone lights no source row
     assert tokens.highlighted_token is None
+
+
+@pytest.mark.parametrize("layer, head", [(2, 0), (2, "all"), ("all", "all")])
+def test_an_exported_cross_map_says_it_is_cross_attention(qtbot, translation, layer, head):
+    """A cross-attention figure's title names it (it read as the decoder's self-attention: 'layer 0, head 0, A');
+    the self-attention's does not."""
+    from explorer.drawing.figures import attention_figure
+
+    trace = translation[1][-1]
+    for kind, named in (("cross", True), ("self", False)):
+        view = trace_views.view(trace, kind)
+        figure = attention_figure(view.trace, layer, head, 640, 480, cross=view.cross)
+        title = figure.ci.getItem(0, 0).text
+        assert ("cross-attention" in title) == named, (kind, title)
