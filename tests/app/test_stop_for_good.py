@@ -1,8 +1,9 @@
 """A Stop (Esc) stops a panel's long job for good, through the real window and its model thread: the head atlas,
-Why this token, the residual stream and Show the work each say they stopped, and neither their next redraw nor a
-selection echo asks the model thread (or, for Show the work's long trace, a thread of its own) the same again;
-a fresh request by the person (Compute, Resume) does. (Before, the residual stream and Show the work asked the
-job a Stop had cancelled again at their next redraw.)"""
+Why this token, the residual stream, Show the work, Experiments and the model map each say they stopped, and
+neither their next redraw nor a selection echo asks the model thread (or, for Show the work's long trace, a thread
+of its own) the same again; a fresh request by the person (Compute, Resume) does. (Before, the residual stream and
+Show the work asked the job a Stop had cancelled again at their next redraw, and so did the model map its model's
+config.)"""
 from __future__ import annotations
 
 import threading
@@ -11,7 +12,7 @@ import pytest
 import transformers  # noqa: F401  (the tiny model is written with it; missing, the run fails, never skips)
 from PySide6.QtCore import Qt
 
-from explorer.app.panels import derivation
+from explorer.app.panels import derivation, model_map
 from explorer.core.intervention import HeadAblation, Intervention
 from tests.app.window_helpers import idle, new_window, opened
 
@@ -77,7 +78,8 @@ def answered(panel) -> bool:
             "attribution": lambda: panel.result is not None,
             "atlas": lambda: panel.scores is not None,
             "derivation": lambda: bool(panel.weights),
-            "experiments": lambda: panel.result is not None}[panel.object_name]()
+            "experiments": lambda: panel.result is not None,
+            "model_map": lambda: panel.config is not None}[panel.object_name]()
 
 
 @pytest.mark.parametrize("name", PANELS)
@@ -150,3 +152,36 @@ def test_show_the_work_s_long_cell_stopped_is_not_derived_again_until_the_person
     ask_again(qtbot, panel)
     qtbot.waitUntil(lambda: panel.derived is not None, timeout=30000)
     assert len(derived) == asked + 1 and says_stopped(panel) == ""
+
+
+def test_the_model_map_s_config_stopped_is_not_asked_again_until_the_person_asks(qtbot, window, tiny, monkeypatch):
+    """The map asks the model thread for its model's config once per model (at a load, shown or not): a Stop while
+    it is asked holds, the map drawn from the model's info alone says so, and Compute asks it."""
+    gate, real, read = threading.Event(), model_map.config_job, []
+
+    def config_job(loaded, progress, cancel):
+        read.append(loaded)
+        gate.wait(30)
+        return real(loaded, progress, cancel)
+
+    monkeypatch.setattr(model_map, "config_job", config_job)
+    panel = window.docks["model_map"].widget()
+    window.docks["model_map"].show()
+    window.docks["model_map"].raise_()
+    window.open_model(str(tiny))                         # the model again: a new model, its config asked
+    qtbot.waitUntil(lambda: len(read) == 1, timeout=30000)    # (the load ends with its run, queued behind)
+    assert panel.config is None
+    window.actions.stop.trigger()
+    gate.set()
+    idle(qtbot, window)
+    for _ in range(2):
+        echo(panel)
+        idle(qtbot, window)
+    qtbot.wait(50)                                       # a config asked again would be read here
+    assert len(read) == 1 and not panel.asker.busy and not answered(panel)
+    assert "Stopped" in says_stopped(panel) and "config" in says_stopped(panel)
+    assert panel.graph is not None and panel.items              # drawn from the model's info meanwhile
+
+    ask_again(qtbot, panel)
+    idle(qtbot, window, lambda: answered(panel))
+    assert len(read) == 2 and says_stopped(panel) == ""

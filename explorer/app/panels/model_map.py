@@ -8,7 +8,9 @@ block is outlined and its attention node names the selected head; clicking a nod
 layer and brings forward the panel that shows that piece (through the window's registry of
 docks, never by calling the panel). From 30 blocks on, the others fold into one node each.
 The config's facts (norms, FFN or experts, the encoder's depth) are asked of the model thread
-once per model; until they come the map draws from the model's info alone. A decoding step draws
+once per model; until they come the map draws from the model's info alone. A Stop while they are asked
+holds (base.Panel.stop_holds): the map says so, beside Compute, and asks nothing again until the person
+presses it, or another model or run comes. A decoding step draws
 nothing anew: the boxes and lines stay (widgets.model_map_items) and only what they say changes, the
 shapes for the new T and the new row's path.
 """
@@ -43,6 +45,7 @@ from explorer.views.model_graph import FOLD_AT, Edge, ModelGraph, Node, model_gr
 
 __all__ = ["ACCENT", "EMPTY", "NEW_ROW", "ModelMapPanel"]
 MIN_SCALE = 0.7
+STOPPED = "reading the model's config (its norms, FFN or experts); the map is drawn from its info alone"
 EMPTY = "No model is open: choose one in the Model box (or File ▸ Open), and its map is drawn here."
 
 
@@ -72,6 +75,7 @@ class ModelMapPanel(Panel):
     title = "Model map"
     object_name = "model_map"
     needs_trace = False
+    stop_holds = True           # a Stop cancels asking the config until Compute (base.Panel.stop_work)
 
     def __init__(self, session, parent=None) -> None:
         super().__init__(session, parent)
@@ -127,6 +131,9 @@ class ModelMapPanel(Panel):
         if self.session.model is not None and self.config is None:
             self.asker.ask(self._config_key(), config_job)
 
+    def _config_stopped(self) -> bool:
+        return self.session.model is not None and self.config is None and self.asker.stopped == self._config_key()
+
     def _on_config(self, key, config) -> None:
         if key != self._config_key():
             return
@@ -149,11 +156,12 @@ class ModelMapPanel(Panel):
 
     def redraw(self) -> None:
         model = self.session.model
+        self._ask_config()                           # again after another run dropped the question
+        self.show_stopped(STOPPED if self._config_stopped() else None)
         if model is None:
             self.scene.clear()
             self.items, self.edges, self.graph, self._drawn_key, self.headings = {}, [], None, None, []
             return
-        self._ask_config()                           # again after a dropped question (another run, a cancel)
         tokens, source = self.token_counts()
         layer = self.session.selection.layer
         key = (model, id(self.config), tokens, source, layer if self._folds(model) else None)
