@@ -12,22 +12,24 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import (
     QComboBox,
+    QFrame,
     QGridLayout,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QProgressBar,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QVBoxLayout,
     QWidget,
 )
 
 from explorer.app.thread.requests import PatchMapJob
-from explorer.app.widgets.adaptive import orient
+from explorer.app.widgets.adaptive import is_wide, orient
 from explorer.app.widgets.model_call import ModelCall
 from explorer.app.widgets.text_widgets import WrappedText
 from explorer.drawing.heatmap import Heatmap
@@ -36,8 +38,35 @@ CLEAN = "The Eiffel Tower is located in the city of"
 CORRUPT = "The Colosseum is located in the city of"
 
 
+class DefaultTextField(QLineEdit):
+    """A line edit that asks for the width its default text needs, where a QLineEdit asks for 17 x's whatever
+    its text: the controls' column is then as wide as its default texts. Only asked: its least width stays a
+    QLineEdit's, so no text sets the window's."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.default_width = self.fontMetrics().horizontalAdvance(text)
+
+    def sizeHint(self) -> QSize:
+        hint = super().sizeHint()
+        metrics = self.fontMetrics()
+        return QSize(hint.width() + self.default_width - 17 * metrics.horizontalAdvance("x"), hint.height())
+
+
+class Caption(WrappedText):
+    """The map's caption, wrapped whole at every width. WrappedText caps its height in a column narrower than
+    SQUEEZED_PX, lest the text make the window taller, and that cap cut this caption mid-sentence in a 280 px
+    column; in its scroll area (PatchingView) it asks the window for nothing, so it needs no cap."""
+
+    SQUEEZED_PX = 0
+
+
 class PatchingView(QWidget):
-    """Prompts, target and site; Run and Cancel; a progress bar; the map as a heatmap."""
+    """Prompts, target and site; Run and Cancel; a progress bar; the map as a heatmap. Side by side in a wide
+    panel, the controls two fifths of it but never narrower than their default texts need (until moved by
+    hand), the map the rest."""
+
+    MAP_PX = 300          # side by side only where the map keeps this much: 120 px of cells, row labels, colour bar
 
     def __init__(self, panel) -> None:
         super().__init__()
@@ -49,18 +78,34 @@ class PatchingView(QWidget):
         self.result = None
         self.model_id: int | None = None              # the model the map shown was run on
         self.unfit: str | None = None                 # why this model cannot be patched (an encoder), or None
+        self.caption = Caption()
+        self.view = pg.GraphicsLayoutWidget()
+        self._heatmap: Heatmap | None = None           # built with the first map (heatmap)
+        self.controls = self._controls()
+        self.splitter = QSplitter(Qt.Orientation.Vertical)           # side by side when wide (resizeEvent)
+        self.splitter.addWidget(self.controls)
+        self.splitter.addWidget(self.view)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.splitterMoved.connect(self._on_splitter_moved)
+        self._moved_by_hand = False
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.splitter, 1)
+
+    def _controls(self) -> QWidget:
         grid = QGridLayout()
-        self.clean, self.corrupt = QLineEdit(CLEAN), QLineEdit(CORRUPT)
-        self.target, self.against = QLineEdit(" Paris"), QLineEdit(" Rome")
+        self.clean, self.corrupt = DefaultTextField(CLEAN), DefaultTextField(CORRUPT)
+        self.target, self.against = DefaultTextField(" Paris"), DefaultTextField(" Rome")
         self.site = QComboBox()
         self.site.addItems(["head", "resid"])
+        answers = QHBoxLayout()              # a row of their own: under the prompts' columns each had 28 px
+        for widget in (self.target, QLabel("against"), self.against, QLabel("site"), self.site):
+            answers.addWidget(widget)
         for row, (name, widget) in enumerate((("clean", self.clean), ("corrupted", self.corrupt))):
             grid.addWidget(QLabel(name), row, 0)
-            grid.addWidget(widget, row, 1, 1, 5)
-        for col, (name, widget) in enumerate((("target", self.target), ("against", self.against),
-                                             ("site", self.site))):
-            grid.addWidget(QLabel(name), 2, 2 * col)
-            grid.addWidget(widget, 2, 2 * col + 1)
+            grid.addWidget(widget, row, 1)
+        grid.addWidget(QLabel("target"), 2, 0)
+        grid.addLayout(answers, 2, 1)
         buttons = QHBoxLayout()
         self.run_button, self.cancel_button = QPushButton("Run map"), QPushButton("Cancel")
         self.run_button.clicked.connect(self.run)
@@ -71,23 +116,20 @@ class PatchingView(QWidget):
         buttons.addWidget(self.run_button)
         buttons.addWidget(self.cancel_button)
         buttons.addWidget(self.progress, 1)
-        self.caption = WrappedText()
-        self.view = pg.GraphicsLayoutWidget()
-        self._heatmap: Heatmap | None = None           # built with the first map (heatmap)
+        scroll = QScrollArea()                  # the caption whole where there is room, never a taller window
+        scroll.setWidget(self.caption)
+        scroll.setWidgetResizable(True)
+        scroll.viewport().setAutoFillBackground(False)        # the tab's own background, as beside it
+        self.caption.setAutoFillBackground(False)              # (setWidget turned it on)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         controls = QWidget()
         column = QVBoxLayout(controls)
         column.setContentsMargins(0, 0, 0, 0)
         column.addLayout(grid)
         column.addLayout(buttons)
-        column.addWidget(self.caption)
-        column.addStretch(1)
-        self.splitter = QSplitter(Qt.Orientation.Vertical)           # side by side when wide (resizeEvent)
-        self.splitter.addWidget(controls)
-        self.splitter.addWidget(self.view)
-        self.splitter.setStretchFactor(1, 1)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.splitter, 1)
+        column.addWidget(scroll, 1)
+        return controls
 
     @property
     def heatmap(self) -> Heatmap:
@@ -99,7 +141,17 @@ class PatchingView(QWidget):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
-        orient(self.splitter, self.width(), self.height(), (2, 3))
+        wanted = self.controls.sizeHint().width()
+        wide = is_wide(self.width(), self.height(), wanted + self.MAP_PX)
+        if orient(self.splitter, self.width(), self.height(), (2, 3), wide=wide):
+            self._moved_by_hand = False
+        if wide and not self._moved_by_hand:
+            room = self.splitter.width() - self.splitter.handleWidth()
+            share = max(wanted, min(2 * room // 5, room - self.MAP_PX))     # two fifths where the map keeps enough
+            self.splitter.setSizes([share, room - share])
+
+    def _on_splitter_moved(self, _position: int, _index: int) -> None:
+        self._moved_by_hand = True           # a person's choice of widths is kept until the parts turn
 
     def forget(self, model_id: int, unfit: str | None) -> None:
         """Another model or run: a map of another model is cleared (its layers and heads are not this one's);
