@@ -1,8 +1,8 @@
-"""Why this token raised for the first time (issue 22: no tab switch blocks for more than 100 ms) makes its two
-plots, each 20-40 ms of pyqtgraph's building, in turns of the event loop of their own after the raise's turn,
-not in the turn that builds the panel and raises it (120-138 ms at 8,000 tokens). Counted, not timed: the
-PlotItems made (colour bars aside) in each turn, a turn ending where the panel's next part is called. The plots
-built so then draw the attribution the core computes."""
+"""Why this token and Show the work raised for the first time (issue 22: no tab switch blocks for more than
+100 ms) make their two plots, each 20-40 ms of pyqtgraph's building, in turns of the event loop of their own after
+the raise's turn, not in the turn that builds the panel and raises it (120-138 and 76-161 ms at 8,000 tokens).
+Counted, not timed: the PlotItems made (colour bars aside) in each turn, a turn ending where the panel's next part
+is called. The plots built so then draw what the core computes: the attribution, the selected head's map."""
 from __future__ import annotations
 
 from collections import Counter
@@ -12,14 +12,13 @@ import pyqtgraph as pg
 
 from explorer.app.panels.attribution import AttributionPanel
 from explorer.app.panels.base import Panel
+from explorer.app.panels.derivation import DerivationPanel
 from explorer.app.widgets.model_call import thread_executor
 from tests.app.why_helpers import SIZES, shown
 
 
-def test_why_this_token_makes_one_plot_a_turn_after_its_first_raise(qtbot, session, traced_llama, monkeypatch):
-    from explorer.core.attribution import attribute
-
-    loaded, trace = traced_llama
+def counting_turns(monkeypatch) -> Counter:
+    """The plots made (colour bars aside) by turn: 0 until the panel's first later part."""
     made, turn = Counter(), [0]
     make, next_part = pg.PlotItem.__init__, Panel._next_part
 
@@ -34,14 +33,29 @@ def test_why_this_token_makes_one_plot_a_turn_after_its_first_raise(qtbot, sessi
 
     monkeypatch.setattr(pg.PlotItem, "__init__", counted)
     monkeypatch.setattr(Panel, "_next_part", a_turn)
+    return made
+
+
+def raised_in_turns(qtbot, session, trace, cls, monkeypatch) -> tuple[Panel, list]:
+    """A panel of `cls` built and shown for the first time with `trace`, its model jobs held; its plots made one
+    a turn after the raise's turn."""
+    made = counting_turns(monkeypatch)
     session.set_trace(trace)
-    panel = AttributionPanel(session)
+    panel = cls(session)
     held = []
-    panel.executor = held.append                    # the model's answer waits until the plots are made
+    panel.executor = held.append                    # the model's answers wait until the plots are made
     shown(qtbot, panel, SIZES["wide"])              # its first showing: a raise
     qtbot.waitUntil(lambda: not panel.drawing, timeout=5000)
     assert made[0] == 0, f"{made[0]} plots made in the panel's building and raising turn"
     assert sum(made.values()) == 2 and max(made.values()) == 1, f"plots made by turn: {dict(made)}"
+    return panel, held
+
+
+def test_why_this_token_makes_one_plot_a_turn_after_its_first_raise(qtbot, session, traced_llama, monkeypatch):
+    from explorer.core.attribution import attribute
+
+    loaded, trace = traced_llama
+    panel, held = raised_in_turns(qtbot, session, trace, AttributionPanel, monkeypatch)
 
     assert held, "the attribution was not asked"
     thread_executor(loaded)(held.pop())
@@ -49,3 +63,13 @@ def test_why_this_token_makes_one_plot_a_turn_after_its_first_raise(qtbot, sessi
     expected = attribute(loaded, trace.token_ids, trace.n_tokens - 1)
     np.testing.assert_allclose(panel.heads.image.image,
                                np.concatenate([expected.heads, expected.mlp[:, None]], axis=1), rtol=1e-6)
+
+
+def test_show_the_work_makes_one_plot_a_turn_after_its_first_raise_then_derives_the_cell(qtbot, session,
+                                                                                        traced_llama, monkeypatch):
+    _, trace = traced_llama
+    session.select(layer=1, head=2, token=trace.n_tokens - 2)
+    panel, _ = raised_in_turns(qtbot, session, trace, DerivationPanel, monkeypatch)
+    assert panel.derived is not None, "the selected cell was not derived once the plots were made"
+    shown = panel.map.image.image                   # the mask's cells drawn blank (NaN)
+    np.testing.assert_allclose(np.nan_to_num(shown), trace.attention(1)[2], rtol=1e-6)

@@ -12,6 +12,7 @@ when the person presses it or picks another cell, head or run (base.Panel.stop_w
 from __future__ import annotations
 
 import html
+from collections.abc import Iterator
 
 import numpy as np
 import pyqtgraph as pg
@@ -65,13 +66,11 @@ class DerivationPanel(Panel):
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.plots = QSplitter(Qt.Orientation.Vertical)
         self.view = pg.GraphicsLayoutWidget()
-        self.map = Heatmap(self.view.ci, row=0, col=0, colorbar=False, axes=("left", "top"))
-        self.map.on_click = self._clicked
         self.products_view = pg.GraphicsLayoutWidget()
-        self.products = self.products_view.addPlot()
-        fitting_title(self.products)
-        self.products.setLabel("bottom", "dimension d")
-        self.products.setTitle("q_id k_jd (RoPE pairs share a colour)", size=SMALL_TITLE)
+        # Made a turn each after a first raise (_building): 20-40 ms each of pyqtgraph's building, which the
+        # raise's own turn could not also hold at 8,000 tokens (it froze the window 76-161 ms).
+        self.map: Heatmap | None = None
+        self.products: pg.PlotItem | None = None
         self.text = QTextBrowser()
         for widget in (self.view, self.products_view):
             self.plots.addWidget(widget)
@@ -101,14 +100,40 @@ class DerivationPanel(Panel):
     def unavailable(self, trace) -> str | None:
         return decoder_view_unavailable(trace, "Show the work")
 
+    # ----- the two plots, made once ------------------------------------------------------------
+    def redraw(self) -> None:
+        if self.products is None:
+            self.draw_in_parts(self._building(), in_turns=self.raising)
+
+    def _building(self) -> Iterator[None]:
+        """The map, then the q·k bars, each in a turn of its own after the raise's; then the cell selected."""
+        yield                           # the raise's turn lays out and paints the controls and the text
+        if self.map is None:
+            self.map = Heatmap(self.view.ci, row=0, col=0, colorbar=False, axes=("left", "top"))
+            self.map.on_click = self._clicked
+            yield
+        if self.products is None:
+            self.products = self.products_view.addPlot()
+            fitting_title(self.products)
+            self.products.setLabel("bottom", "dimension d")
+            self.products.setTitle("q_id k_jd (RoPE pairs share a colour)", size=SMALL_TITLE)
+        if self.drawing:                # in turns: the refresh that raised the panel left the selection to us
+            self.show_selection(self.session.selection)
+
+    def _built(self) -> None:
+        """Both plots now: a long trace's cell came before their turns did."""
+        if self.products is None:
+            self.draw_in_parts(self._building(), in_turns=False)
+
     def forget(self) -> None:
         """Nothing of another model or run: its map, its q·k bars, its cell, its weights and block walk."""
         self.weights, self.walk, self.walk_key = {}, None, None
         self.cell = self.derived = self._drawn = self._asked = None
         self._cut = dict.fromkeys(self._cut)
         self.offset = (0, 0)
-        self.map.clear()
-        self.products.clear()
+        if self.products is not None:
+            self.map.clear()
+            self.products.clear()
         self.text.clear()
 
     def show_selection(self, selection: Selection) -> None:
@@ -121,6 +146,8 @@ class DerivationPanel(Panel):
         asked = CellAsked(trace, selection.layer, selection.head, upto, selected_position(trace, selection), clicked,
                           w_o, w_uk, active(self.session.experiments))
         if not is_long(trace, upto):
+            if self.products is None:
+                return                               # the plots' last part shows it (_building)
             self.job.drop_work()                     # a long trace's cell still being derived is not drawn
             self._say_stopped("cell", None)
             self._show_cell(derive(asked))
@@ -152,6 +179,7 @@ class DerivationPanel(Panel):
     def _show_cell(self, cell: DerivedCell) -> None:
         """Draw a derived cell: the map around it, its q·k bars, its walk (or its block's) and the formula."""
         asked, trace, derived = cell.asked, cell.asked.trace, cell.derived
+        self._built()
         self._draw_map(cell)
         self.cell, self.derived = (cell.row, cell.column), derived
         self._draw_products(derived)
