@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QTableWidgetItem,
 )
 
-from explorer.app.panels.base import LineLabel, Panel, decoder_view_unavailable, stopped_text
+from explorer.app.panels.base import Panel, WrappedText, decoder_view_unavailable, stopped_text
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import HeadScoresJob
 from explorer.app.widgets.ablation_marks import AblationMarks, ablated_heads
@@ -54,9 +54,12 @@ METRICS = {
     "first token": ("text", "first_token", "mean_i A_i0 on this text"),
 }
 LISTED = 40
-# The scores map, the list and the example pattern: the list needs few rows, the two plots the room (equal
-# shares, stacked at 1366x768, left the example 108 px tall under a half-empty list).
+# The scores map, the list and the example pattern side by side; stacked, the list READABLE_ROWS compact rows
+# (2 : 1 : 2 of Qt's 30 px rows showed 2½ rows at 1366x768) and the two plots the rest, their views of equal
+# height (equal shares left the example 108 px tall under a half-empty list).
 SHARES = (2, 1, 2)
+READABLE_ROWS = 5
+ROW_PAD_PX = 4                  # a list row: its text's height and this
 
 
 class AtlasPanel(Panel):
@@ -70,6 +73,8 @@ class AtlasPanel(Panel):
         self.reader = DescriptionReader(self)          # the text's description, read beside the GUI when long
         self.reader.progressed.connect(self.refresh)
         self.body.addLayout(self._controls())
+        self.caption = WrappedText()        # wrapped whole under the controls: beside them it was cut at 1366x768
+        self.body.addWidget(self.caption)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.view = pg.GraphicsLayoutWidget()
         self.map = Heatmap(self.view.ci, row=0, col=0, colormap="viridis", axes=("left", "top"))
@@ -96,7 +101,7 @@ class AtlasPanel(Panel):
         self.set_formula(METRICS["induction"][2])
 
     def _controls(self) -> QHBoxLayout:
-        """The score, the floor of the list, the caption, and the reading's progress bar and Cancel."""
+        """The score, the floor of the list, and the reading's progress bar and Cancel."""
         controls = QHBoxLayout()
         self.metric_box = QComboBox()
         self.metric_box.addItems(list(METRICS))
@@ -110,8 +115,7 @@ class AtlasPanel(Panel):
         for label, widget in (("score", self.metric_box), ("list heads with at least", self.floor_box)):
             controls.addWidget(QLabel(label))
             controls.addWidget(widget)
-        self.caption = LineLabel(" ")
-        controls.addWidget(self.caption, 1)
+        controls.addStretch(1)
         self.progress, self.cancel_button = _reading_progress()
         self.cancel_button.clicked.connect(self._cancel_or_resume)
         controls.addWidget(self.progress)
@@ -134,7 +138,7 @@ class AtlasPanel(Panel):
         self.ablation_marks.show([])
         self.example.clear()
         self.table.setRowCount(0)
-        self.caption.setText(" ")
+        self.caption.set_plain("")
 
     def redraw(self) -> None:
         trace = self.trace
@@ -149,7 +153,7 @@ class AtlasPanel(Panel):
             values = getattr(self._description(trace), name)
         self._show_reading(trace, source)
         if values is None:
-            self.caption.setText(stopped_text("scoring every head on random tokens repeated twice", "Resume")
+            self.caption.set_plain(stopped_text("scoring every head on random tokens repeated twice", "Resume")
                                  if self._scoring_stopped(trace)
                                  else "scoring every head on random tokens repeated twice…")
             return
@@ -159,7 +163,7 @@ class AtlasPanel(Panel):
                             col_labels=[f"H{h}" for h in range(n_heads)])
         self._fill_list(values)
         self._mark_ablations()
-        self.caption.setText(self._caption(values))
+        self.caption.set_plain(self._caption(values))
 
     def _mark_ablations(self) -> None:
         """A dashed cross over every head an experiment that is on ablates."""
@@ -282,7 +286,23 @@ class AtlasPanel(Panel):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
-        orient(self.splitter, event.size().width(), event.size().height(), SHARES)
+        if orient(self.splitter, event.size().width(), event.size().height(), SHARES) and \
+                self.splitter.orientation() == Qt.Orientation.Vertical:
+            QTimer.singleShot(0, self, self._share_the_height)        # once the splitter has its new height
+
+    def _share_the_height(self) -> None:
+        """Stacked: the list READABLE_ROWS rows, and the two plots the rest, their views equally tall."""
+        if self.splitter.orientation() != Qt.Orientation.Vertical:
+            return
+        table = self.table
+        listed = table.horizontalHeader().sizeHint().height() + READABLE_ROWS * \
+            table.verticalHeader().defaultSectionSize() + 2 * table.frameWidth()
+        views = (self.view, self.example_view)
+        boxes = (self.map.plot.getViewBox(), self.example.plot.getViewBox())
+        around = [max(0, view.height() - round(box.height())) for view, box in zip(views, boxes)]
+        plots = sum(self.splitter.sizes()) - listed
+        each = max(0, (plots - sum(around)) // 2)
+        self.splitter.setSizes([each + around[0], listed, plots - each - around[0]])
 
     def _clicked(self, layer: int, head: int) -> None:
         self.select(layer=layer, head=head)
@@ -312,7 +332,7 @@ def _title_never_widens(plot) -> None:
 def _reading_progress() -> tuple[QProgressBar, QPushButton]:
     """The bar of layers read so far and its Cancel, hidden until a long text is read."""
     bar = QProgressBar()
-    bar.setMinimumWidth(bar.fontMetrics().horizontalAdvance("000 of 000 layers read") + 24)   # the caption gives way
+    bar.setMinimumWidth(bar.fontMetrics().horizontalAdvance("000 of 000 layers read") + 24)
     bar.setMaximumWidth(260)
     button = QPushButton("Cancel")
     for widget in (bar, button):
@@ -327,4 +347,5 @@ def _head_table() -> QTableWidget:
     table.verticalHeader().setVisible(False)
     table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
     table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+    table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + ROW_PAD_PX)
     return table

@@ -25,13 +25,21 @@ LENS_BUTTON = "Logit lens for this position"
 LENS_WORDS = ("logit lens at position", "computing the logit lens")     # the readout's words about the lens
 
 
+class WholeText(WrappedText):
+    """The caption (what came after the position, and how to branch) wrapped whole at any width: a few short lines.
+    WrappedText keeps a column squeezed under SQUEEZED_PX to the text's height at that width, which cut the hint's
+    last word ("… branch on" at 300 px)."""
+
+    SQUEEZED_PX = 0
+
+
 class NextTokenPanel(Panel):
     title = "Next token"
     object_name = "next_token"
 
     def __init__(self, session, parent=None) -> None:
         super().__init__(session, parent)
-        self.position_label = WrappedText()
+        self.position_label = WholeText()
         self.body.addWidget(self.position_label)
         self.table = _table(["#", "token", "id", "p", ""])        # "#": "rank" took 20 px of a narrow dock
         self.table.setItemDelegateForColumn(4, ShareBarDelegate(self.table))     # p / p_max, as long as it has room
@@ -231,7 +239,7 @@ class NextTokenPanel(Panel):
         how = "forced" if forced else ("the prompt continues with" if in_prompt else "chosen")
         self.position_label.set_plain(
             f"after position {position} ‘{visible_text(trace.token_text[position])}’: {how} ‘{name}’ ({where})"
-            + ("   · click a candidate to branch on it" if is_last else "   · select the last token to branch"))
+            + ("   · click a candidate to branch" if is_last else "   · select the last token to branch"))
         k = len(self.candidates)
         self.set_formula(f"p = softmax(h_{{{position}}} W_U) ∈ ℝ^{{{trace.model.vocab_size}}}, top {k} shown")
 

@@ -10,7 +10,7 @@ import math
 
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer
-from PySide6.QtWidgets import QFrame, QScrollArea
+from PySide6.QtWidgets import QFrame, QScrollArea, QStyle
 
 from explorer.app.widgets.kv_occupancy import MIN_PLOT_PX
 
@@ -113,7 +113,8 @@ class TileScroll(QScrollArea):
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setWidget(view)
-        self._fitted: tuple | None = None           # ((tiles, font), width, height) the view was last sized for
+        self._tiles: tuple | None = None            # (plot, tiles, cells) last asked to fit
+        self._fitted: tuple | None = None           # (tiles, font, room) the view was last sized for
         self._legend_fitted: tuple | None = None
         view.viewport().installEventFilter(self)    # the wheel scrolls the tiles (Ctrl+wheel zooms the view)
 
@@ -129,25 +130,39 @@ class TileScroll(QScrollArea):
 
     def fit_tiles(self, plot, tiles: tuple[int, int], cells: tuple[int, int]) -> None:
         """Give `plot`'s view room for `tiles` (rows, columns) of `cells` (rows, columns) each, a one-cell gutter
-        between them, each tile at least MIN_TILE_PX a side, and the view the room its axes add. Laid out again
-        only when the tiles or the font (View ▸ Presentation: wider axes) change or more room is needed, not at
+        between them: square tiles, at least MIN_TILE_PX a side, as large as the scroll area holds them all, and
+        where they do not fit, as many whole columns in sight as fit (tiles stretched to the room were 48 x 94 px
+        for shakespeare-mla beside Learn at 1366x768, and the scroll area's edge cut a column and its header).
+        Laid out again when the tiles, the font (View ▸ Presentation: wider axes) or the room change, not at
         every repaint or step."""
+        self._tiles = (plot, tiles, cells)
+        self._lay_out()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._lay_out()
+
+    def _lay_out(self) -> None:
+        if self._tiles is None:
+            return
+        plot, tiles, cells = self._tiles
+        same = (tiles, self.view.font().toString(), self.size().toTuple())
+        if self._fitted == same:
+            return                                  # a step: more cells, the same tiles and room
+        self._fitted = same
+        box = plot.getViewBox()
+        least = self.view.ci.effectiveSizeHint(Qt.SizeHint.MinimumSize)      # the view's and its axes'
+        axes = (least.width() - box.minimumWidth(), least.height() - box.minimumHeight())
         (rows, columns), (r, c) = tiles, cells
-        width = math.ceil((columns * (c + 1) - 1) * MIN_TILE_PX / c)    # the gutters are drawn at a cell's size
-        height = math.ceil((rows * (r + 1) - 1) * MIN_TILE_PX / r)
-        same = (tiles, self.view.font().toString())
-        if self._fitted is not None and self._fitted[0] == same:
-            # more cells (a step) need a little less room, the gutters being thinner: the room stays, so that
-            # decoding never lays the view out again (it shrank a few px a step); it grows where more is needed
-            if width <= self._fitted[1] and height <= self._fitted[2]:
-                return
-            width, height = max(width, self._fitted[1]), max(height, self._fitted[2])
-        self._fitted = (same, width, height)
-        plot.getViewBox().setMinimumSize(width, height)
+        span = ((columns * (c + 1) - 1) / c, (rows * (r + 1) - 1) / r)      # the grid in tile sides, gutters too
+        side = _tile_side(span, columns, c, (self.width() - axes[0], self.height() - axes[1]),
+                          self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent))
+        box.setMinimumSize(math.ceil(span[0] * side), math.ceil(span[1] * side))
         plot.layout.invalidate()                 # the layouts' size hints are kept until they are asked again
         self.view.ci.layout.invalidate()
-        least = self.view.ci.effectiveSizeHint(Qt.SizeHint.MinimumSize)      # the view's and its axes'
+        least = self.view.ci.effectiveSizeHint(Qt.SizeHint.MinimumSize)
         self.view.setMinimumSize(math.ceil(least.width()), math.ceil(least.height()))
+        self.view.setMaximumSize(math.ceil(least.width()), math.ceil(least.height()))    # room to spare stays blank
 
     def fit_beside(self, legend: pg.GraphicsLayoutWidget, labels: tuple[str, ...]) -> None:
         """`legend` (the grid's colour bars, beside the scroll area, in sight however it scrolls) as wide as its
@@ -159,3 +174,19 @@ class TileScroll(QScrollArea):
         width = math.ceil(legend.ci.effectiveSizeHint(Qt.SizeHint.PreferredSize).width())
         if width != legend.width():
             legend.setFixedWidth(width)
+
+
+def _tile_side(span: tuple[float, float], columns: int, cells: int, room: tuple[float, float], bar: int) -> float:
+    """A square tile's side in px for a grid `span` tile sides wide and tall (gutters included) in `room`: the
+    largest that shows every tile, else (scroll bars taking `bar` px) the largest that fills the width with
+    whole columns of at least MIN_TILE_PX, `columns` of `cells` cells and a one-cell gutter each."""
+    width, height = room
+    side = min(width / span[0], height / span[1])
+    if side >= MIN_TILE_PX:
+        return side
+    if height / span[1] < MIN_TILE_PX:
+        width -= bar                                # the vertical scroll bar takes its width
+    if width / span[0] >= MIN_TILE_PX:
+        return width / span[0]                      # every column, scrolled down
+    whole = max(1, min(columns, int((width * cells / MIN_TILE_PX + 1) // (cells + 1))))
+    return max(MIN_TILE_PX, width * cells / (whole * (cells + 1) - 1))
