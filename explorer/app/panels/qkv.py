@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSpinBox, QSplitter
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSpinBox, QSplitter, QWidget
 
 from explorer.app.panels.base import (
     LABELS_A_TURN,
@@ -30,6 +30,7 @@ from explorer.app.panels.base import (
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import HeadWeightsJob
 from explorer.app.widgets.attention_kind import AttentionKindBox
+from explorer.app.widgets.flow_layout import FlowLayout
 from explorer.app.widgets.map_grid import MapGrid
 from explorer.app.widgets.model_call import Executor, ModelCall
 from explorer.app.widgets.plot_text import TITLE
@@ -77,7 +78,8 @@ class QKVPanel(Panel):
 
     def __init__(self, session, executor: Executor | None = None, parent=None) -> None:
         super().__init__(session, parent)
-        controls = QHBoxLayout()
+        controls_row = QWidget()
+        controls = FlowLayout(controls_row)        # wraps: one row asked 690 px with the translator's kind box
         self.layer_box, self.head_box = QSpinBox(), QSpinBox()
         self.pre_rope = QCheckBox("before RoPE")
         for label, widget in (("layer", self.layer_box), ("head", self.head_box)):
@@ -90,8 +92,11 @@ class QKVPanel(Panel):
         self.kind_box = AttentionKindBox(self)
         controls.addWidget(self.kind_box)
         self.sharing = WrappedText()
-        controls.addWidget(self.sharing, 1)
-        self.body.addLayout(controls)
+        self.sharing.setMinimumWidth(self.fontMetrics().horizontalAdvance("x" * 24))  # else the row's hint took all
+        row = QHBoxLayout()
+        row.addWidget(controls_row)
+        row.addWidget(self.sharing, 1)
+        self.body.addLayout(row)
         self.maps, self.weight_grid = MapGrid(), MapGrid()      # each map keeps a legible view, scrolled to
         self.view, self.weights_view = self.maps.view, self.weight_grid.view
         self.weight_grid.setVisible(False)

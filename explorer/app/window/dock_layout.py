@@ -11,8 +11,9 @@ legible at a time rather than two strips of ticks. View ▸ Reset Layout
 puts everything back the same way. Panels this table does not name join the bottom
 tabs, behind the others, built when first shown (four docks stacked beside attention
 left none of them room). A dock that is no panel's (Help ▸ Learn) and is open keeps its column
-at the right edge, beside the panels, at the width it had, and the whole height under the prompt: the bottom
-tabs then sit under attention in the right area (tabs_beside_column) rather than across the window's width.
+at the right edge, beside the panels, COLUMN_PX wide as when it was first placed, and the whole height under
+the prompt: the bottom tabs then sit under attention in the right area (tabs_beside_column) rather than across
+the window's width.
 """
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ FRONT = "attention"                             # the front tab where the bottom
 TOKENS_TO_CANDIDATES = (2, 3)                   # the left column's split between tokens and next token
 COLUMN = ("tokens", "next_token")               # the left column, top to bottom
 TITLE_BAR_PX = 32                               # a window manager's title bar, before the window is shown
+COLUMN_PX = 400                                 # a column beside the panels (Help ▸ Learn), as a layout places it
 
 
 def whole_titles(bar: QTabBar) -> None:
@@ -144,6 +146,15 @@ def toolbar_rows(widths: list[int], width: int, most: int | None = None) -> list
         edges = (0, *breaks, len(widths))
         return max(sum(widths[a:b]) - width for a, b in zip(edges, edges[1:]))
     return [0, *min(itertools.combinations(range(1, len(widths)), most - 1), key=folded)]
+
+
+def flow_toolbars(window: QMainWindow) -> None:
+    """The toolbars in the rows the window's width gives them (chrome_px counts those) before the docks are
+    sized: flowed after the window was shown, at launch, their rows given up went to the left column after its
+    split (Tokens 322 px tall for the 304 its rows ask, and a Reset Layout gives)."""
+    rows = getattr(window, "toolbar_rows", None)
+    if rows is not None:
+        rows.flow()
 
 
 def toolbar_rows_most(window: QMainWindow) -> int | None:
@@ -326,10 +337,13 @@ def arrange(window: QMainWindow, docks: dict[str, QDockWidget], available: QRect
     beside = columns_beside(window, docks)
     for dock in beside:
         # Put back after the panels: re-added one by one in their areas, the panels stacked under it, and
-        # with its minimum height over attention's the window asked for 781 px at a 768 px screen.
-        keep_column_px(dock)
+        # with its minimum height over attention's the window asked for 781 px at a 768 px screen. At the
+        # width it is first placed at: kept at the width it had, a column squeezed by a wide panel (the
+        # translator's Q/K/V) stayed squeezed, and the left column with it, after every Reset Layout.
+        dock.setProperty("column_px", COLUMN_PX)
         window.removeDockWidget(dock)
     fit_to_screen(window, available)
+    flow_toolbars(window)
     stacked = stacks(window)
     window.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
     window.setCorner(Qt.Corner.TopLeftCorner, Qt.DockWidgetArea.TopDockWidgetArea)

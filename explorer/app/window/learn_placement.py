@@ -19,6 +19,7 @@ from explorer.app.widgets.learn_tour import Stop, load_stops, stop_of_panel
 from explorer.app.window.dock_layout import (
     AREAS,
     COLUMN,
+    COLUMN_PX,
     FRONT,
     LEFT_PX,
     LEFT_SHARE,
@@ -29,7 +30,7 @@ from explorer.app.window.dock_layout import (
 )
 from explorer.core.errors import ExplorerError
 
-DOCK_PX = 400                      # the Learn dock's width beside the panels
+DOCK_PX = COLUMN_PX                # the Learn dock's width beside the panels
 # Attention's least width beside the Learn column: its map and its grid of heads side by side, each plot at least
 # 120 px wide with its axes and colour bars (the grid's axes and bars take about 150 px of its share).
 PANELS_MIN_PX = 520
