@@ -16,6 +16,7 @@ MAX_UPRIGHT_PX = 90          # the tallest a top or bottom axis of upright token
 BASE_LINE_PX = 14.0          # the default font's line height, which the sizes above are for
 SHORT_LABEL = 3              # characters a label may have and still be written across (numbers, "H5")
 TICK_PX = 3                  # a tick's length, out of the map
+LABEL_GAP_PX = 2.0           # between two labels' lines along an axis: a blank pixel between the tallest inks
 TITLE_SIZE = "large"         # a plot's title: a CSS keyword, a step above the text around it (14 px beside 12),
                              # which Qt resolves against the title's font, in points or in pixels
 
@@ -183,9 +184,11 @@ class TokenAxis(pg.AxisItem):
         self.update()
 
     def _needed_px(self) -> float:
-        """Room one label takes along the axis: a line of its font (upright or on a side axis), else its width."""
+        """Room one label takes along the axis: a line of its font and a gap (upright or on a side axis), else its
+        width. The ink of a label with an accented capital and a descender ("Ĵyg") is about a line tall: with a
+        pixel between lines, two such upright labels touched."""
         if self.orientation in ("left", "right") or self.upright:
-            return max(13.0, self._line_px() + 1.0)
+            return max(13.0, self._line_px() + LABEL_GAP_PX)
         return self._char_px() * self._longest + 8.0
 
     def generateDrawSpecs(self, p):
