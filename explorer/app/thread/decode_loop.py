@@ -167,8 +167,8 @@ class DecodeLoop:
 
         loaded = self._core.load_model(self._core.resolve(request.path), device=request.device, dtype=request.dtype,
                                        progress=progress)
-        self._queue.check(request)
         decoder = self._core.make_decoder(loaded, self._sampling, self._record_dtype)
+        self._queue.check(request)          # just before the swap: a Cancel pressed until now keeps the model in use
         self._apply_intervention(decoder, loaded)
         self._state = _State(loaded=loaded, decoder=decoder, load_request=request)
         self._shown = None                  # the GUI drops the trace of the model before

@@ -168,6 +168,7 @@ class MainWindow(QMainWindow):
     # ----- models -------------------------------------------------------------------
     def open_model(self, reference: str) -> None:
         if not self._terms_accepted(reference):
+            self.model_bar.set_current(self.controller.loading or self.controller.reference)
             self.status.showMessage(
                 f"{model_refs.short_name(reference)} was not opened: its terms were declined.", 8000)
             return
@@ -215,8 +216,7 @@ class MainWindow(QMainWindow):
         self.prompt.set_role("source" if source else "prompt")
 
     def _on_load_failed(self, reference: str) -> None:
-        self.model_bar.set_current(self.controller.reference)
-        self.refresh_models()
+        self.refresh_models()           # the picker names the model in use again once loading ends
 
     def _on_devices_found(self, devices: dict) -> None:
         self.model_bar.set_devices(devices, self.settings.device, self.settings.dtype)
@@ -229,11 +229,17 @@ class MainWindow(QMainWindow):
             self.open_model(reference)
 
     def _on_loading_changed(self, loading: bool) -> None:
+        """The Loading dialog and its Cancel last as long as the load; once it ends, the picker names the model
+        in use (the one loaded, or the one kept by a cancel or a failure)."""
         if loading:
             self.progress = QProgressDialog("Loading the model…", "Cancel", 0, 0, self)
             self.progress.setWindowTitle("Loading")
             self.progress.setWindowModality(Qt.WindowModality.NonModal)   # the window stays usable
             self.progress.setMinimumDuration(LOADING_SHOWN_AFTER_MS)
+            # Not hidden at its maximum: the loader's last tensor is not the end of the load (the model is made,
+            # a float32 copy written), and a dialog gone then left the load running with no Cancel to click.
+            self.progress.setAutoReset(False)
+            self.progress.setAutoClose(False)
             self.progress.canceled.connect(self.controller.cancel_load)
         elif self.progress is not None:
             self.progress.canceled.disconnect(self.controller.cancel_load)
@@ -241,13 +247,18 @@ class MainWindow(QMainWindow):
             self.progress.deleteLater()
             self.progress = None
             self.status.clearMessage()
+        if not loading:
+            self.model_bar.set_current(self.controller.reference)
 
     def _on_progress(self, fraction: float, message: str) -> None:
         if self.progress is None:
             return
         if fraction >= 0:
             self.progress.setMaximum(100)
-            self.progress.setValue(int(100 * min(1.0, fraction)))
+            self.progress.setValue(int(100 * min(1.0, fraction)))     # shown here once LOADING_SHOWN_AFTER_MS passed
+        if fraction >= 1:               # every tensor read: what is left (making the model) reports no fraction
+            self.progress.setRange(0, 0)
+            message = "Making the model ready…"
         if message:
             self.progress.setLabelText(message)
 
