@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import QRect, QSettings
+from PySide6.QtCore import QRect, QSettings, QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox, QTableWidget, QTabWidget, QToolBar
 
 from explorer.app.thread.worker import ModelWorker
@@ -35,6 +35,18 @@ def settle(app: QApplication, seconds: float = 0.3) -> None:
     while time.monotonic() < deadline:
         app.processEvents()
         time.sleep(0.01)
+
+
+def drawn(app: QApplication, window, most: float = 10.0) -> None:
+    """Events run until no part of a drawing in turns is due, `most` seconds at most: a zero-interval timer of the
+    window's active (Panel.draw_in_parts and the KV lab's figure draw a part a turn on one). A fixed 0.15 s did
+    not see the KV lab's plots on a loaded machine."""
+    deadline = time.monotonic() + most
+    while time.monotonic() < deadline:
+        app.processEvents()
+        if not any(timer.isActive() and timer.interval() == 0 for timer in window.findChildren(QTimer)):
+            return
+        time.sleep(0.005)
 
 
 def rect(widget) -> list[int]:
@@ -82,6 +94,7 @@ def tables(window) -> list[dict]:
 
 
 def snapshot(app, window, label: str) -> dict:
+    drawn(app, window)
     settle(app, 0.15)
     widgets = {name: rect(dock) for name, dock in window.docks.items() if in_sight(dock)}
     for bar in [window.statusBar(), window.menuBar(), *window.findChildren(QToolBar)]:
