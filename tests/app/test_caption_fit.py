@@ -21,10 +21,11 @@ from explorer.app.window.learn_placement import open_on_first_start
 from tests.app.journey import BUNDLED
 from tests.app.layout_probe import plot_boxes
 from tests.app.screen_fit import MIN_PLOT_PX, emulated_screen, settle
-from tests.app.window_helpers import idle, new_window, opened
+from tests.app.window_helpers import idle, new_window, opened, step
 
 pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 LAUNCH = QSize(1366, 768)
+MIN_TILE_PX = 48             # a tile of the all-heads grid (test_grid_tile_size)
 READABLE_ROWS = 5
 
 
@@ -110,7 +111,7 @@ def tile_rect(panel, layer: int, head: int) -> tuple[int, int, int, int]:
     """Tile (layer, head) of the grid, its cells and not its gutters, in the scroll area's viewport pixels."""
     rows, columns = panel.mosaic.tile_shape
     view_box, viewport = panel.grid.plot.getViewBox(), panel.grid_scroll.viewport()
-    left, top = head * (columns + 1), layer * (rows + 1)
+    left, top = head * (columns + 1) - 0.5, layer * (rows + 1) - 0.5           # cells are centred on their index
     corners = [panel.grid_view.mapTo(viewport, view_box.mapViewToDevice(QPointF(x, y)).toPoint())
                for x, y in ((left, top), (left + columns, top + rows))]
     return corners[0].x(), corners[0].y(), corners[1].x(), corners[1].y()
@@ -118,14 +119,19 @@ def tile_rect(panel, layer: int, head: int) -> tuple[int, int, int, int]:
 
 def test_shakespeare_mla_s_grid_keeps_square_tiles_and_whole_columns(qtbot, launched):
     window = launched
-    opened(qtbot, window, BUNDLED / "shakespeare-mla")
+    opened(qtbot, window, BUNDLED / "shakespeare-mla", "To be, or not to be, that is the question:")
     panel = raised(qtbot, window, "attention")
     qtbot.waitUntil(lambda: panel.mosaic is not None and panel.grid_view.isVisible())
     settle(0.5)
     mosaic = panel.mosaic
     viewport = panel.grid_scroll.viewport()
-    x0, y0, x1, y1 = tile_rect(panel, 0, 0)
-    assert 0.8 <= (x1 - x0) / (y1 - y0) <= 1.25, (x1 - x0, y1 - y0)
-    for head in range(mosaic.n_heads):
-        x0, _, x1, _ = tile_rect(panel, 0, head)
-        assert x1 <= viewport.width() or x0 >= viewport.width(), (head, x0, x1, viewport.width())
+    for when in ("prefill", "three steps"):         # a step's thinner gutters move no column past the edge
+        x0, y0, x1, y1 = tile_rect(panel, 0, 0)
+        assert 0.8 <= (x1 - x0) / (y1 - y0) <= 1.25, (when, x1 - x0, y1 - y0)
+        assert min(x1 - x0, y1 - y0) >= MIN_TILE_PX - 1, when
+        for head in range(mosaic.n_heads):
+            x0, _, x1, _ = tile_rect(panel, 0, head)
+            assert x1 <= viewport.width() or x0 >= viewport.width(), (when, head, x0, x1, viewport.width())
+        step(qtbot, window, 3)
+        qtbot.waitUntil(lambda: panel.mosaic.tile_shape[1] == window.session.trace.n_tokens)
+        settle(0.3)

@@ -114,7 +114,9 @@ class TileScroll(QScrollArea):
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setWidget(view)
         self._tiles: tuple | None = None            # (plot, tiles, cells) last asked to fit
-        self._fitted: tuple | None = None           # (tiles, font, room) the view was last sized for
+        self._fitted: tuple | None = None           # (tiles, font, room, cells) the view was last sized for
+        self._scrolls = False                       # the columns did not all fit: whole ones fill the width
+        self._squeezed: tuple | None = None         # the view's size against its least, last laid out for
         self._legend_fitted: tuple | None = None
         view.viewport().installEventFilter(self)    # the wheel scrolls the tiles (Ctrl+wheel zooms the view)
 
@@ -135,8 +137,18 @@ class TileScroll(QScrollArea):
         for shakespeare-mla beside Learn at 1366x768, and the scroll area's edge cut a column and its header).
         Laid out again when the tiles, the font (View ▸ Presentation: wider axes) or the room change, not at
         every repaint or step."""
+        if self._tiles is None or self._tiles[0] is not plot:
+            plot.getViewBox().sigResized.connect(self._on_box_resized)
         self._tiles = (plot, tiles, cells)
         self._lay_out()
+
+    def _on_box_resized(self, box) -> None:
+        """An axis grew once its labels were drawn (pyqtgraph sizes them as it paints them), squeezing the view
+        under the size its tiles were given: laid out again once control is back in the event loop."""
+        squeezed = (round(box.width() - box.minimumWidth()), round(box.height() - box.minimumHeight()))
+        if squeezed != (0, 0) and squeezed != self._squeezed:       # once for each change, never in a loop
+            self._squeezed, self._fitted = squeezed, None
+            QTimer.singleShot(0, self, self._lay_out)
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
@@ -146,23 +158,33 @@ class TileScroll(QScrollArea):
         if self._tiles is None:
             return
         plot, tiles, cells = self._tiles
-        same = (tiles, self.view.font().toString(), self.size().toTuple())
+        # a step (more cells, the same tiles and room) is laid out again only where the columns scroll, whose
+        # thinner gutters would move the last whole column past the edge
+        same = (tiles, self.view.font().toString(), self.size().toTuple(), cells if self._scrolls else None)
         if self._fitted == same:
-            return                                  # a step: more cells, the same tiles and room
+            return
         self._fitted = same
         box = plot.getViewBox()
-        least = self.view.ci.effectiveSizeHint(Qt.SizeHint.MinimumSize)      # the view's and its axes'
-        axes = (least.width() - box.minimumWidth(), least.height() - box.minimumHeight())
         (rows, columns), (r, c) = tiles, cells
         span = ((columns * (c + 1) - 1) / c, (rows * (r + 1) - 1) / r)      # the grid in tile sides, gutters too
-        side = _tile_side(span, columns, c, (self.width() - axes[0], self.height() - axes[1]),
-                          self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent))
-        box.setMinimumSize(math.ceil(span[0] * side), math.ceil(span[1] * side))
-        plot.layout.invalidate()                 # the layouts' size hints are kept until they are asked again
+        bar = self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        right = self.view.ci.layout.getContentsMargins()[2] + plot.layout.getContentsMargins()[2]
+        for _ in range(2):                       # the axes measured again once the view has its own least size
+            plot.layout.invalidate()             # the layouts' size hints are kept until they are asked again
+            self.view.ci.layout.invalidate()
+            least = self.view.ci.effectiveSizeHint(Qt.SizeHint.MinimumSize)      # the view's and its axes'
+            frame = 2 * self.view.frameWidth()        # the view's own frame around its scene
+            axes = (least.width() - box.minimumWidth() + frame, least.height() - box.minimumHeight() + frame)
+            side = _tile_side(span, columns, c, (self.width() - axes[0], self.height() - axes[1]), bar, right)
+            box.setMinimumSize(math.ceil(span[0] * side), math.ceil(span[1] * side))
+        plot.layout.invalidate()
         self.view.ci.layout.invalidate()
         least = self.view.ci.effectiveSizeHint(Qt.SizeHint.MinimumSize)
-        self.view.setMinimumSize(math.ceil(least.width()), math.ceil(least.height()))
-        self.view.setMaximumSize(math.ceil(least.width()), math.ceil(least.height()))    # room to spare stays blank
+        size = (math.ceil(least.width()) + frame, math.ceil(least.height()) + frame)
+        self.view.setMinimumSize(*size)
+        self.view.setMaximumSize(*size)          # room to spare stays blank: the tiles stay square
+        self._scrolls = size[0] > self.width()
+        self._fitted = same[:3] + (cells if self._scrolls else None,)
 
     def fit_beside(self, legend: pg.GraphicsLayoutWidget, labels: tuple[str, ...]) -> None:
         """`legend` (the grid's colour bars, beside the scroll area, in sight however it scrolls) as wide as its
@@ -176,10 +198,12 @@ class TileScroll(QScrollArea):
             legend.setFixedWidth(width)
 
 
-def _tile_side(span: tuple[float, float], columns: int, cells: int, room: tuple[float, float], bar: int) -> float:
+def _tile_side(span: tuple[float, float], columns: int, cells: int, room: tuple[float, float], bar: int,
+               right: float) -> float:
     """A square tile's side in px for a grid `span` tile sides wide and tall (gutters included) in `room`: the
     largest that shows every tile, else (scroll bars taking `bar` px) the largest that fills the width with
-    whole columns of at least MIN_TILE_PX, `columns` of `cells` cells and a one-cell gutter each."""
+    whole columns of at least MIN_TILE_PX, `columns` of `cells` cells and a one-cell gutter each (scrolled to
+    the left, the view's `right` margin is out of sight and the columns have its room too)."""
     width, height = room
     side = min(width / span[0], height / span[1])
     if side >= MIN_TILE_PX:
@@ -188,5 +212,6 @@ def _tile_side(span: tuple[float, float], columns: int, cells: int, room: tuple[
         width -= bar                                # the vertical scroll bar takes its width
     if width / span[0] >= MIN_TILE_PX:
         return width / span[0]                      # every column, scrolled down
+    width += right - 1                              # a px to spare for the view's rounding up
     whole = max(1, min(columns, int((width * cells / MIN_TILE_PX + 1) // (cells + 1))))
     return max(MIN_TILE_PX, width * cells / (whole * (cells + 1) - 1))
