@@ -189,3 +189,36 @@ def test_header_reader_agrees_with_gguf_reader(tmp_path):
     assert [(t.name, t.shape) for t in ours.tensors] == [(t.name, tuple(int(d) for d in reversed(t.shape)))
                                                            for t in theirs.tensors]
     assert [t.offset for t in ours.tensors] == [int(t.data_offset) for t in theirs.tensors]  # absolute offsets
+
+
+def test_a_tensor_is_dequantized_a_chunk_of_rows_at_a_time_with_progress_between(tmp_path, monkeypatch):
+    """A load's progress (which raises to cancel it) is called within a tensor, between chunks of its rows, and the
+    chunks give the values gguf dequantizes from the whole tensor at once: Gemma 3's token embedding, one call,
+    kept a Cancel waiting up to 20 s."""
+    from explorer.core.loaders import gguf as gguf_loader
+    from explorer.core.loaders.gguf_header import tensor_bytes
+
+    folder = tmp_path / "m"
+    config, tensors = write_hf_folder(folder)
+    from tokenizers import Tokenizer
+
+    path = tmp_path / "q.gguf"
+    write_llama_gguf(path, config, tensors, Tokenizer.from_file(str(folder / "tokenizer.json")),
+                     {"model.embed_tokens.weight": Q.Q8_0})
+    header = read_gguf_header(path)
+    index, info = next((i, t) for i, t in enumerate(header.tensors) if t.name == "token_embd.weight")
+    rows, width = int(np.prod(info.shape[:-1])), int(info.shape[-1])
+    data = np.memmap(path, mode="r", dtype=np.uint8)
+    raw = data[info.offset:info.offset + tensor_bytes(info, str(path))]
+    whole = gguf.quants.dequantize(raw.reshape(rows, -1), Q(info.type_id)).reshape(info.shape)
+    monkeypatch.setattr(gguf_loader, "CHUNK_VALUES", 3 * width)          # three rows a chunk
+    seen = []
+    chunked = gguf_loader._dequantize(data, info, str(path), seen.append)
+    np.testing.assert_array_equal(chunked.numpy(), whole)
+    assert seen == [start / rows for start in range(3, rows, 3)]
+
+    calls = []
+    gguf_loader.read_tensors(path, header, open_checkpoint(path).hf_config, lambda share, text: calls.append(share))
+    total = len(header.tensors)
+    within = [share for share in calls if index / total < share < (index + 1) / total]
+    assert len(within) == len(range(3, rows, 3)), "no progress (and so no Cancel) within the token embedding"

@@ -64,16 +64,28 @@ def permute_rows(weight: torch.Tensor, heads: int) -> torch.Tensor:
             .transpose(1, 2).reshape(weight.shape))
 
 
-def _dequantize(data: np.ndarray, info: TensorInfo, source: str) -> torch.Tensor:
-    """float32 values of one tensor, from its bytes in the memory-mapped file."""
+CHUNK_VALUES = 1 << 22      # values dequantized between two calls of `between`: a Cancel of a load is seen within
+                            # a tensor (Gemma 3's 262,144-row token embedding took up to 20 s in one piece)
+
+
+def _dequantize(data: np.ndarray, info: TensorInfo, source: str, between=None) -> torch.Tensor:
+    """float32 values of one tensor, from its bytes in the memory-mapped file: its rows a chunk at a time (quants
+    are blocks within a row), `between(share done)` called between two chunks (a progress, which may cancel)."""
     qtype = GGMLQuantizationType(info.type_id)
-    raw = data[info.offset:info.offset + tensor_bytes(info, source)]
+    width = int(info.shape[-1])
+    n_rows = int(np.prod(info.shape[:-1], dtype=np.int64))
+    rows = data[info.offset:info.offset + tensor_bytes(info, source)].reshape(n_rows, -1)
+    values = np.empty((n_rows, width), dtype=np.float32)
+    step = max(1, CHUNK_VALUES // max(1, width))
     try:
-        values = gguf.quants.dequantize(raw.reshape(*info.shape[:-1], -1), qtype)
+        for start in range(0, n_rows, step):
+            if start and between is not None:
+                between(start / n_rows)
+            values[start:start + step] = gguf.quants.dequantize(rows[start:start + step], qtype)
     except NotImplementedError:
         raise UnsupportedModelError(
             f"{source}: tensor {info.name} uses quantization type {qtype.name}, which cannot be dequantized.") from None
-    return torch.from_numpy(np.array(values, dtype=np.float32).reshape(info.shape))
+    return torch.from_numpy(values.reshape(info.shape))
 
 
 def _fix_convention(arch: str, name: str, weight: torch.Tensor, config: dict) -> torch.Tensor:
@@ -91,15 +103,17 @@ def read_tensors(path: Path, header: GGUFHeader, config: dict, progress=None) ->
     """Every tensor of the file, dequantized to float32, under its HF name and convention."""
     source, arch = str(path), header.architecture
     data = np.memmap(path, mode="r", dtype=np.uint8)
-    tensors = {}
+    tensors, total = {}, len(header.tensors)
     for index, info in enumerate(header.tensors):
         name = hf_name(arch, info.name)
         if name is None:
             raise UnsupportedModelError(
                 f"{source} holds the tensor {info.name}, which the {arch} loader does not know.")
-        tensors[name] = _fix_convention(arch, name, _dequantize(data, info, source), config)
+        between = None if progress is None else \
+            (lambda done, index=index, info=info: progress((index + done) / total, f"dequantizing {info.name}"))
+        tensors[name] = _fix_convention(arch, name, _dequantize(data, info, source, between), config)
         if progress is not None:
-            progress((index + 1) / len(header.tensors), f"dequantizing {info.name}")
+            progress((index + 1) / total, f"dequantizing {info.name}")
     return tensors
 
 
