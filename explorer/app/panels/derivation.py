@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QTextBrowser
 
 from explorer.app.panels.base import Panel, decoder_view_unavailable, formula_html
@@ -44,6 +44,10 @@ SHOWN_DIMS = 64              # rows of the per-dimension table (the rest is summ
 PARTS = (6, 5)               # the plots' share of the panel beside (or above) the text's
 PLOT_BESIDE_PX = 260         # the least width of each plot side by side: the map's rotated key labels take
                              # ~110 px of a stacked map's height, which left it 116 px tall in a 1020 x 530 dock
+VIEW_PX = 120                # the least a plot's view may have each way, else the plot is given up
+TEXT_LEAST_PX = 90           # the least the derivation's text keeps where the plots need more than their share
+MARGIN_PX = 6                # what a measured plot's axes may grow by, laid out again
+AXES_PX = {"map": (120, 130), "bars": (60, 95)}   # a plot's axes, title and margins (width, height), until measured
 
 
 class DerivationPanel(Panel):
@@ -78,6 +82,10 @@ class DerivationPanel(Panel):
             self.splitter.addWidget(widget)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([660, 560])
+        self.splitter.installEventFilter(self)       # the plots arranged for the room the splitter has
+        self.dragged = False                         # the person moved the split: theirs, within TEXT_LEAST_PX
+        self.splitter.splitterMoved.connect(lambda *_: setattr(self, "dragged", True))
+        self.axes_px = dict(AXES_PX)                 # measured once drawn (_measure_axes)
         self.body.addWidget(self.splitter, 1)
         self.executor = None                # None: the session's model thread (tests give their own)
         self.asker = Asker(self, self._on_weights, lambda message: None)   # without weights the walk stops at y_i
@@ -194,6 +202,7 @@ class DerivationPanel(Panel):
                          + ("; its output replaced by the experiment" if derived.replaced_by else ""))
         self._map_note = cell.note
         self.readout.setText(cell.note)
+        QTimer.singleShot(0, self, self._measure_axes)      # once the new labels are laid out
 
     def _draw_map(self, cell: DerivedCell) -> None:
         """The head's map as derived (a long trace's: the window around the cell), the cell highlighted."""
@@ -264,16 +273,65 @@ class DerivationPanel(Panel):
                                               self.session.selection.head):
             self.show_selection(self.session.selection)
 
-    def resizeEvent(self, event) -> None:
-        super().resizeEvent(event)
-        width, height = event.size().width(), event.size().height()
-        orient(self.splitter, width, height, PARTS)
-        share = PARTS[0] / sum(PARTS)                   # the plots' part of the panel, then theirs in it
-        if self.splitter.orientation() == Qt.Orientation.Horizontal:
-            width = int(width * share)
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.splitter and event.type() == QEvent.Type.Resize:
+            self._arrange(event.size().width(), event.size().height())
+        return super().eventFilter(watched, event)
+
+    def _arrange(self, width: int, height: int) -> None:
+        """The plots beside the text in a wide splitter, above it in a tall one, at their share (PARTS), one beside
+        or over the other as their part is wide or tall. Where that leaves a view under VIEW_PX, the q·k bars are
+        given up, then the map takes more (the text keeping TEXT_LEAST_PX), then it too is given up: at the window's
+        least size (760 x 669) the map's view was 431 x 84 px and the bars' 467 x 69, squeezed under their axes."""
+        flipped = orient(self.splitter, width, height, PARTS)
+        beside = self.splitter.orientation() == Qt.Orientation.Horizontal
+        length = width if beside else height
+        handle = self.splitter.handleWidth()
+        sizes, share = self.splitter.sizes(), length * PARTS[0] // sum(PARTS)
+        # The plots' share, or the split a person dragged to (Qt handed a shrink to the text: 70 px of 580)
+        now = min(sizes[0], length - handle - TEXT_LEAST_PX) if self.dragged and sizes[0] and not flipped else share
+        for part, shown in ((now, ("map", "bars")), (now, ("map",)), (length - handle - TEXT_LEAST_PX, ("map",))):
+            room = (part, height) if beside else (width, part)
+            stacking = self._stacking(room, shown)
+            if stacking is not None:
+                break
         else:
-            height = int(height * share)
-        orient(self.plots, width, height, wide=width >= 2 * PLOT_BESIDE_PX or is_wide(width, height))
+            shown, stacking, part = (), None, 0
+        self.plots.setVisible(bool(shown))
+        self.products_view.setVisible("bars" in shown)
+        if stacking is not None:
+            orient(self.plots, *room, wide=stacking == "beside")
+            self.plots.setSizes([1000] * self.plots.count())       # alike: Qt gave a shrink to the bars (2 px)
+        if shown and sizes[0] != part:
+            self.splitter.setSizes([part, max(0, length - handle - part)])
+
+    def _stacking(self, room: tuple[int, int], shown: tuple[str, ...]) -> str | None:
+        """How the plots `shown` lie in `room` with every view at least VIEW_PX each way: "beside" or "stacked"
+        (the usual choice first: beside where the room is wide), None where neither leaves their views that."""
+        width, height = room
+        wide = width >= 2 * PLOT_BESIDE_PX or is_wide(width, height)
+        for stacking in (("beside", "stacked") if wide else ("stacked", "beside")):
+            count, handles = len(shown), (len(shown) - 1) * self.plots.handleWidth() + MARGIN_PX
+            along = (width if stacking == "beside" else height) - handles       # shared by the plots
+            each = (along // count, height) if stacking == "beside" else (width, along // count)
+            if all(each[0] - self.axes_px[name][0] >= VIEW_PX and each[1] - self.axes_px[name][1] >= VIEW_PX
+                   for name in shown):
+                return stacking
+        return None
+
+    def _measure_axes(self) -> None:
+        """Each plot's axes, title and margins as drawn (its widget less its view), for _arrange; arranged again
+        where they changed (the map's key labels of another prompt)."""
+        measured = dict(self.axes_px)
+        for name, widget, plot in (("map", self.view, self.map.plot if self.map is not None else None),
+                                   ("bars", self.products_view, self.products)):
+            if plot is None or not widget.isVisible() or widget.width() < 2 * VIEW_PX:
+                continue
+            box = plot.getViewBox().size()
+            measured[name] = (max(0, widget.width() - int(box.width())), max(0, widget.height() - int(box.height())))
+        if measured != self.axes_px:
+            self.axes_px = measured
+            self._arrange(self.splitter.width(), self.splitter.height())
 
     def _clicked(self, row: int, column: int) -> None:
         row, column = row + self.offset[0], column + self.offset[1]            # the map's cell -> the trace's
