@@ -237,6 +237,7 @@ class KVCachePanel(Panel):
         self._draw_grouping(trace, selection.head)
 
     def _draw_occupancy(self, trace, step: int, layer: int) -> None:
+        self._build_plots()
         in_use = trace.kv_bytes_in_use(step)
         allocated = trace.kv_bytes_allocated(step)
         per_token = kv_variants.bytes_per_token_per_layer(trace.model)
@@ -247,8 +248,12 @@ class KVCachePanel(Panel):
         # A preallocated cache dwarfs the tokens in it: past OFF_SCALE times, the allocation is named in
         # the title instead of drawn, so the bars in use stay readable.
         off_scale = allocated.max(initial=0) > OFF_SCALE * max(1, in_use.max(initial=0))
-        self.layer_plot.setTitle("KiB per layer in use" + (f" (allocated: {human(int(allocated.max()))} each)"
-                                                           if off_scale else " / allocated"))
+        if off_scale:
+            each = human(int(allocated.max()))
+            self.plots.title_layers(f"KiB per layer in use (allocated: {each} each)",
+                                    f"KiB per layer in use (of {each} each)", "KiB per layer in use")
+        else:
+            self.plots.title_layers("KiB per layer in use / allocated", "KiB in use / allocated")
         self.plots.draw_layers(in_use, None if off_scale else allocated, self.cross_bytes, layer)
         added, totals = np.asarray(self.step_totals(trace.steps), dtype=np.int64).reshape(-1, 2).T
         tokens = np.cumsum(added)

@@ -107,8 +107,7 @@ class KVLabPanel(Panel):
     def set_shape(self, shape: kv.CacheShape, name: str, from_config: bool = False) -> None:
         """Show the variants of `shape` (a loaded model's, or a config-only model's)."""
         self.shape, self.source_name, self.from_config = shape, name, from_config
-        self.source_label.setText(f"{name}{' (config only)' if from_config else ''}")
-        self.source_label.setToolTip(self.source_label.text())
+        self.variants_tab.controls.show_source(f"{name}{' (config only)' if from_config else ''}")
         with self.updating():
             self.tokens_box.setValue(min(shape.max_positions, self.tokens_box.maximum()))
         self.update_table()

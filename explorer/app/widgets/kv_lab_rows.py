@@ -1,12 +1,15 @@
 """The KV lab's Cache per variant tab, left side: where the cache shape comes from (a config.json or GGUF
 header, a bundled config of a model too big to load, or the loaded model), what it is counted for (dtype,
 tokens, MLA ranks), and the table of variants, kept readable in a short dock: its rows as tall as their
-text, the table given the height of all its rows before the plots below it take the rest, and, where even
-that leaves rows out of sight, a hint that names how many more there are to scroll to.
+text, the table given the height (or, beside the plots, the width) of all its rows before the plots take the
+rest, and, where even that leaves rows out of sight, a hint that names how many more there are to scroll to.
+Each row carries its curve's pen: the table is the plots' legend, whose own row below them took ~60 px.
 
-At 1366×768 the lab sits in a bottom dock a few hundred pixels high; with the table above its plots
-(kv_plot.FitSplitter) the two shared that height 2 : 3 and the table showed two of SmolLM2's six rows.
-The plots keep their minimum height (three legible plots), so the window never grows for the table.
+The table goes above the plots where all its rows and three legible plots fit one above the other, beside
+them where they fit side by side, and above them, scrolled, where neither does (VariantRows.arrange). At
+1920x1080 the lab sits in a bottom dock ~330 px high: above the plots, the table showed one row of six and the
+plots' "tokens" axis titles were cut at the bottom. The plots keep their minimum size (three legible plots),
+so the window never grows for the table.
 The widgets only say what was asked (`config_chosen`, their own signals); the panel decides what follows.
 """
 from __future__ import annotations
@@ -15,7 +18,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QLineF, QObject, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QIcon, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -34,17 +38,32 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.app.figures import export_dialogs
+from explorer.app.widgets.adaptive import orient
 from explorer.app.widgets.flow_layout import FlowLayout
-from explorer.app.widgets.kv_plot import DTYPES, BytesPlot, FitSplitter
+from explorer.app.widgets.kv_plot import DTYPES, LEAST_WIDTH_PX, MIN_HEIGHT_PX, BytesPlot, variant_pens
 from explorer.app.widgets.what_if_view import table_item
 from explorer.app.window.error_bar import ElidedLine
 from explorer.core.store import model_folders, resources_dir
 from explorer.core.units import human_bytes
 
-COLUMNS = ("variant", "K/V heads", "numbers/token/layer", "bytes/token", "bytes total", "vs MHA")
+# Headers in two lines: "numbers/token/layer" in one made its column three times as wide as its numbers, and
+# the table too wide to stand beside the plots in a 1920 px window's bottom dock.
+COLUMNS = ("variant", "K/V\nheads", "numbers /\ntoken / layer", "bytes /\ntoken", "bytes\ntotal", "vs\nMHA")
 BUNDLED = "bundled config…"
-SIDE_BY_SIDE_PX = 1150      # the table (450 px) and three plots of 230 px
 RESIZES = (QEvent.Type.Resize, QEvent.Type.Show, QEvent.Type.LayoutRequest)
+
+
+def pen_icon(pen: QPen, size: QSize) -> QIcon:
+    """A short stroke of `pen` (its colour, width and dashes): the curve's sample in a legend."""
+    pixmap = QPixmap(size)
+    pixmap.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(pixmap)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    painter.setPen(pen)
+    middle = size.height() // 2 + 0.5               # a pixel row's centre: a thin stroke is one crisp row
+    painter.drawLine(QLineF(2, middle, size.width() - 2, middle))
+    painter.end()
+    return QIcon(pixmap)
 
 
 def hidden_rows(table: QTableWidget) -> list[int]:
@@ -55,16 +74,22 @@ def hidden_rows(table: QTableWidget) -> list[int]:
             or table.visualRect(table.model().index(row, 0)).top() < 0]
 
 
-class VariantRows(QObject):
-    """Keeps the table's rows in sight in `splitter` (table section first, plots second), and `hint` saying
-    how many are not."""
+def plots_least(plots: QWidget) -> QSize:
+    """The least size of the splitter's plots: a BytesPlot's own, an estimate for the place kept until it is built."""
+    return plots.least_size() if isinstance(plots, BytesPlot) else QSize(LEAST_WIDTH_PX, MIN_HEIGHT_PX)
 
-    def __init__(self, splitter: QSplitter, table: QTableWidget, hint: QLabel) -> None:
-        super().__init__(table)
-        self.splitter, self.table, self.hint = splitter, table, hint
-        table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)   # follows the font
-        hint.setVisible(False)
-        for watched in (splitter, table.viewport()):
+
+class VariantRows(QObject):
+    """Lays out `splitter` (the controls and table first, the plots second) in the scroll area `area`: the table
+    above the plots or beside them (`arrange`), its rows in sight, and `hint` saying how many are not."""
+
+    def __init__(self, area: QScrollArea, splitter: QSplitter, controls: "VariantTable") -> None:
+        super().__init__(controls.table)
+        self.area, self.splitter, self.controls = area, splitter, controls
+        self.table, self.hint = controls.table, controls.rows_hint
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)  # follows the font
+        self.hint.setVisible(False)
+        for watched in (area, splitter, self.table.viewport()):
             watched.installEventFilter(self)
 
     def eventFilter(self, watched, event) -> bool:
@@ -73,17 +98,40 @@ class VariantRows(QObject):
         return super().eventFilter(watched, event)
 
     def fit(self) -> None:
-        """Give the table what its rows lack, down to the plots' minimum height, and say what still is."""
+        """Arrange the table and the plots, give the table what its rows lack (or give back what they do not use),
+        down to the plots' minimum along the splitter, and say what rows are still out of sight."""
+        self.arrange()
         splitter, table = self.splitter, self.table
-        if splitter.orientation() == Qt.Orientation.Vertical and splitter.count() == 2:
+        if splitter.count() == 2:
             sizes = splitter.sizes()
-            lacking = table.verticalHeader().length() - table.viewport().height()
-            room = sizes[0] + sizes[1] - splitter.widget(1).minimumSizeHint().height()
-            room = max(room, sizes[0])
-            wanted = min(sizes[0] + max(lacking, 0), room)
-            if wanted != sizes[0] and lacking > 0:
-                splitter.setSizes([wanted, sizes[0] + sizes[1] - wanted])
+            least = plots_least(splitter.widget(1))
+            if splitter.orientation() == Qt.Orientation.Vertical:
+                lacking = table.verticalHeader().length() - table.viewport().height()
+                plots = least.height()
+            else:
+                lacking = table.horizontalHeader().length() - table.viewport().width()
+                plots = least.width()
+            wanted = sizes[0] + lacking
+            if lacking > 0:
+                wanted = min(wanted, max(sum(sizes) - plots, sizes[0]))
+            if wanted != sizes[0] and lacking:
+                splitter.setSizes([wanted, sum(sizes) - wanted])
         self.say_hidden()
+
+    def arrange(self) -> None:
+        """The table above the plots where both fit so (the plots then have the whole width), else beside them
+        where they fit side by side, else above them in a tab that scrolls."""
+        room = self.area.maximumViewportSize()             # the area's size without its scroll bars
+        width, height = room.width(), room.height()
+        handle = self.splitter.handleWidth()
+        least = plots_least(self.splitter.widget(1))
+        above = self.controls.height_for(width) + handle + least.height() <= height
+        left = max(self.controls.table_width(), self.controls.minimumSizeHint().width())
+        beside = not above and left + handle + least.width() <= width
+        if orient(self.splitter, width, height, wide=beside):
+            total = width if beside else height
+            first = left if beside else self.controls.height_for(width)
+            self.splitter.setSizes([first, max(0, total - first - handle)])
 
     def say_hidden(self) -> None:
         hidden = hidden_rows(self.table)
@@ -106,7 +154,7 @@ class VariantTable(QWidget):
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self.source_label = ElidedLine()           # a long model name elided, not widening the tab
+        self.source_label = ElidedLine()           # a long model name elided (show_source), not widening the tab
         self.source_label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         self.source_label.setText("no model")
         self.open_button = QPushButton("Open config…")
@@ -136,12 +184,31 @@ class VariantTable(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         # The controls wrap like words to the tab's width: in two fixed lines the first asked for 613 px, and
         # beside Learn at 1366 px the tab had 610, so it scrolled sideways, the third plot and the hint cut off.
-        controls = FlowLayout()
+        self.flow = controls = FlowLayout()
         for widget in (self.source_label, self.open_button, self.bundled_box, self.model_button, self.compare_button,
                        self.dtype_box, self.tokens_box, self.ranks_edit, self.rows_hint):
             controls.addWidget(widget)
         layout.addLayout(controls)
         layout.addWidget(self.table, 1)
+
+    def show_source(self, text: str) -> None:
+        """Name where the shape comes from, the whole name in the tooltip. The label asks for its text's width
+        again: it kept the width of "no model" it was first laid out with, and SmolLM2's name read "SmolL…"."""
+        self.source_label.setText(text)
+        self.source_label.setToolTip(text)
+        self.source_label.updateGeometry()
+
+    def table_width(self) -> int:
+        """The width the table needs to show every column whole."""
+        return self.table.horizontalHeader().length() + 2 * self.table.frameWidth()
+
+    def height_for(self, width: int) -> int:
+        """The height the controls, wrapped at `width`, and every row of the table take."""
+        table = self.table
+        rows = table.horizontalHeader().height() + table.verticalHeader().length() + 2 * table.frameWidth()
+        if self.table_width() > width:
+            rows += table.horizontalScrollBar().sizeHint().height()
+        return self.flow.heightForWidth(width) + self.layout().spacing() + rows
 
     def ranks(self) -> list[int] | None:
         """The MLA ranks typed in (any positive whole numbers in the text), or None for the defaults."""
@@ -149,8 +216,11 @@ class VariantTable(QWidget):
         return [r for r in found if r > 0] or None
 
     def fill(self, rows) -> None:
-        """One line per kv_variants.VariantRow, the model's own variant in bold."""
+        """One line per kv_variants.VariantRow, the model's own variant in bold, each led by its curve's pen."""
         self.table.setRowCount(len(rows))
+        line = self.fontMetrics().height()
+        self.table.setIconSize(QSize(2 * line, line))
+        pens = variant_pens([row.variant for row in rows])
         for index, row in enumerate(rows):
             native = row.variant.native
             heads = "—" if row.variant.kv_heads is None else row.variant.kv_heads
@@ -158,6 +228,7 @@ class VariantTable(QWidget):
                      human_bytes(row.bytes_per_token), human_bytes(row.bytes_total), f"{row.ratio_to_mha:.4f}")
             for column, value in enumerate(cells):
                 self.table.setItem(index, column, table_item(value, bold=native))
+            self.table.item(index, 0).setIcon(pen_icon(pens[index], self.table.iconSize()))
         self.table.resizeColumnsToContents()
 
     def _on_bundled_chosen(self, index: int) -> None:
@@ -186,12 +257,13 @@ class VariantsTab(QScrollArea):
         self.controls = VariantTable()
         self._plot: BytesPlot | None = None
         self._asked: tuple | None = None         # (shape, ranks, name): the curves to draw once the plot is built
-        self.splitter = splitter = FitSplitter(SIDE_BY_SIDE_PX)    # the table beside the plots where both fit
+        self.splitter = splitter = QSplitter(Qt.Orientation.Vertical)    # beside the plots where both fit (rows)
+        splitter.setChildrenCollapsible(False)
         splitter.addWidget(self.controls)
         splitter.addWidget(QWidget())            # the plots' place until they are built
-        splitter.setStretchFactor(0, 2)
-        splitter.setStretchFactor(1, 3)
-        self.rows = VariantRows(splitter, self.controls.table, self.controls.rows_hint)
+        splitter.setStretchFactor(0, 0)          # the table keeps what its rows need; the plots take the rest
+        splitter.setStretchFactor(1, 1)
+        self.rows = VariantRows(self, splitter, self.controls)
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setWidget(splitter)
@@ -232,12 +304,12 @@ class VariantsTab(QScrollArea):
         # drawing, the panel's paint and the empty figure in one go (PanelDock._first_drawing).
         yield
         yield
-        plot = BytesPlot(titled=False, plots=False)
+        plot = BytesPlot(titled=False, plots=False, legend=False)      # the table is its legend
         yield
         yield from plot.add_plots()
         yield
         self.splitter.replaceWidget(1, plot).deleteLater()
-        self.splitter.setStretchFactor(1, 3)
+        self.splitter.setStretchFactor(1, 1)
         self._plot = plot
         self.plot_built.emit(plot)
         if self._asked is not None:

@@ -7,7 +7,8 @@ prefill-to-now span of a few tokens across 0..8,000, took 130 ms. The token axis
 range it shows, from 0, about five labels whatever the length, and the curve is drawn reduced to the
 view's pixels (pyqtgraph's peak downsampling), its markers shown only while steps are few. The two plots may
 be built one a turn of the event loop (`building`): a tab's first raise then holds the window for one PlotItem
-at a time, not for both and their first drawing.
+at a time, not for both and their first drawing. The per-layer plot's title is worded to its width
+(`title_layers`): cut where it ran out of room, it read "KiB per layer in use (allocated:…" at 1366x768.
 """
 from __future__ import annotations
 
@@ -45,6 +46,8 @@ class OccupancyPlots(pg.GraphicsLayoutWidget):
         super().__init__()
         self.setMinimumSize(2 * MIN_PLOT_PX, MIN_VIEW_PX)
         self.wide = True
+        self._layer_wordings: tuple[str, ...] = ()
+        self._worded: tuple | None = None           # (width, wordings) the layer plot's title was last worded for
         self.layer_plot: pg.PlotItem | None = None
         self.total_plot: pg.PlotItem | None = None
         if built:
@@ -67,6 +70,9 @@ class OccupancyPlots(pg.GraphicsLayoutWidget):
             for bars in (self.allocated_bars, self.in_use_bars, self.cross_bars):
                 bars.setVisible(False)
                 self.layer_plot.addItem(bars)
+            self.layer_plot.titleLabel.geometryChanged.connect(self._word_layer_title)
+            if self._layer_wordings:
+                self._word_layer_title()
             yield
         if self.total_plot is None:
             self.total_plot = self._plot(1, "KiB in use, all layers")
@@ -88,6 +94,26 @@ class OccupancyPlots(pg.GraphicsLayoutWidget):
         plot.setTitle(title)
         self._share()
         return plot
+
+    def title_layers(self, *wordings: str) -> None:
+        """Title the per-layer plot with the first of `wordings` (longest first) that its width shows whole, the
+        first in its tooltip: shortened on purpose, never cut mid-word (only the last is cut, where even it
+        cannot be read whole)."""
+        self._layer_wordings, self._worded = wordings, None
+        if self.layer_plot is not None:
+            self._word_layer_title()
+
+    def _word_layer_title(self) -> None:
+        title = self.layer_plot.titleLabel
+        key = (title.width(), self._layer_wordings)
+        if not self._layer_wordings or key == self._worded:
+            return
+        self._worded = key
+        for text in self._layer_wordings:
+            self.layer_plot.setTitle(text)
+            if title.item.toPlainText() == text:
+                break
+        title.setToolTip(self._layer_wordings[0])
 
     def _share(self) -> None:
         """An equal share of the width, or of the height; an empty row or column would take a share too."""

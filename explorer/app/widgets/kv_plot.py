@@ -3,7 +3,8 @@
 Three small multiples with one shared y axis, so the dtype's factor reads off as
 a height and the variants' ratios as the gaps between curves (DeepSeek-V2,
 Table 1, per token per layer: MHA 2·n_h·d_h, GQA 2·n_g·d_h, MQA 2·d_h,
-MLA d_c + d_R). The model's own variant is the thick red curve in each.
+MLA d_c + d_R). The model's own variant is the thick red curve in each. The shared y axis is read
+on the first plot: the others' tick values repeated it and took ~40 px of width each.
 """
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from collections.abc import Iterator
 import numpy as np
 import pyqtgraph as pg
 import shiboken6
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QSplitter
+from PySide6.QtCore import QSize, Qt, QTimer
+from PySide6.QtGui import QPen
 
 from explorer.app.widgets.plot_text import LEGEND, TITLE
 from explorer.core import kv_variants as kv
@@ -25,7 +26,9 @@ from explorer.drawing.heatmap import nice_step
 DTYPES = ("float32", "bfloat16", "int8")
 LEGEND_COLUMN_PX = 120     # the width one legend column needs
 LEGEND_ROW_PX = 20
-MIN_HEIGHT_PX = 280        # three legible plots (a 120 px view each) with their titles, ticks and legend
+MIN_PLOT_PX = 120          # the least a plot's view may have, wide and high, to be read
+MIN_HEIGHT_PX = 280        # the figure's least height until its plots are laid out and say their own
+LEAST_WIDTH_PX = 3 * MIN_PLOT_PX + 80      # and its least width, with the first plot's y axis and the margins
 NATIVE_COLOUR = "#ff2d55"
 GIB = 1024.0 ** 3
 MIB = 1024.0 ** 2
@@ -39,29 +42,24 @@ def token_axis(shape: kv.CacheShape, points: int = 256) -> np.ndarray:
                                      np.asarray(windows, dtype=np.int64))))
 
 
-class FitSplitter(QSplitter):
-    """Side by side where there is width for both, one above the other where there is not: beside
-    the table in a 900 px dock, each of the three plots had 80 px."""
-
-    def __init__(self, side_by_side_px: int, parent=None) -> None:
-        super().__init__(Qt.Orientation.Horizontal, parent)
-        self.side_by_side_px = side_by_side_px
-        self.setChildrenCollapsible(False)
-
-    def resizeEvent(self, event) -> None:
-        wanted = (Qt.Orientation.Horizontal if event.size().width() >= self.side_by_side_px
-                  else Qt.Orientation.Vertical)
-        if wanted != self.orientation():
-            self.setOrientation(wanted)
-        super().resizeEvent(event)
+def variant_pens(variants: list[kv.Variant]) -> list[QPen]:
+    """The pen of each variant's curve: the native one thick and red, MLA dashed, the rest on viridis. The
+    KV lab's table draws the same pens beside its rows, where they are the plots' legend."""
+    colours = pg.colormap.get("viridis").getLookupTable(0.0, 0.9, max(2, len(variants)))
+    return [pg.mkPen(NATIVE_COLOUR if variant.native else tuple(colours[index]),
+                     width=4 if variant.native else 1.5,
+                     style=Qt.PenStyle.DashLine if variant.kind == "mla" else Qt.PenStyle.SolidLine)
+            for index, variant in enumerate(variants)]
 
 
 class BytesPlot(pg.GraphicsLayoutWidget):
     """One plot per dtype; `plots[dtype]` is its PlotItem, `ci` the whole figure for export. The
     figure's title is for exports; in the panel the dock and the table name the model."""
 
-    def __init__(self, parent=None, titled: bool = True, plots: bool = True) -> None:
-        """`plots=False`: the figure without its plots, which `add_plots` adds one at a time (VariantsTab)."""
+    def __init__(self, parent=None, titled: bool = True, plots: bool = True, legend: bool = True) -> None:
+        """`plots=False`: the figure without its plots, which `add_plots` adds one at a time (VariantsTab).
+        `legend=False`: its legend kept (`legend.items`) but not shown, where a table beside it draws each
+        curve's pen by its row (the KV lab: in a short dock the legend's row took the table's)."""
         super().__init__(parent)
         self.title = (self.addLabel("KV-cache bytes against tokens", row=0, col=0, colspan=len(DTYPES), size=TITLE)
                       if titled else None)
@@ -69,11 +67,13 @@ class BytesPlot(pg.GraphicsLayoutWidget):
         self.plots: dict[str, pg.PlotItem] = {}
         # The legend sits in a row of its own below the plots, so it hides no curve and takes no width
         # from them (in a column beside them it was cut off at the panel's edge).
-        self.legend_box = self.addViewBox(row=2, col=0, colspan=len(DTYPES), enableMouse=False)
+        self.legend_box = (self.addViewBox(row=2, col=0, colspan=len(DTYPES), enableMouse=False) if legend
+                           else None)
         self.ci.layout.setRowStretchFactor(1, 1)
         self.legend = pg.LegendItem(labelTextSize=LEGEND)
-        self.legend.setParentItem(self.legend_box)
-        self.legend.anchor(itemPos=(0.5, 0), parentPos=(0.5, 0), offset=(0, 0))
+        if self.legend_box is not None:
+            self.legend.setParentItem(self.legend_box)
+            self.legend.anchor(itemPos=(0.5, 0), parentPos=(0.5, 0), offset=(0, 0))
         self.unit = MIB
         self._pending: Iterator | None = None       # a drawing's dtypes still to draw, one a turn (draw_later)
         self._later = QTimer(self)
@@ -95,24 +95,38 @@ class BytesPlot(pg.GraphicsLayoutWidget):
             plot.setLabels(bottom="tokens")
             plot.getAxis("left").enableAutoSIPrefix(False)       # "MiB (x0.001)": the unit is chosen in draw()
             plot.showGrid(x=True, y=True, alpha=0.2)
+            plot.getViewBox().setMinimumSize(MIN_PLOT_PX, MIN_PLOT_PX)     # the figure's least size follows
             if col:
                 plot.setYLink(self.plots[DTYPES[0]])
+                plot.getAxis("left").setStyle(showValues=False)           # one y axis, read on the first plot
             self.plots[dtype] = plot
             if len(self.plots) < len(DTYPES):
                 yield
 
     def _fit_legend(self) -> None:
-        """As many legend columns as the width holds (one per variant at most), and the row as tall as they need."""
+        """As many legend columns as the width holds (one per variant at most), and the row as tall as they need;
+        the figure no shorter than its plots' MIN_PLOT_PX views, their titles and axes and that row."""
         if getattr(self, "legend", None) is None or getattr(self, "closed", False):
             return                              # a resize while the figure is built, or once closed (no scene)
-        columns = max(1, min(len(self.legend.items) or 1, (self.width() - 20) // LEGEND_COLUMN_PX))
-        if columns != self.legend.columnCount:
-            self.legend.setColumnCount(columns)
-        self.legend.updateSize()
-        legend_px = max(LEGEND_ROW_PX, self.legend.boundingRect().height() + 4)
-        self.ci.layout.setRowFixedHeight(2, legend_px)
-        # A legend of several rows (seven variants) takes its height from the plots, not from their 120 px.
-        self.setMinimumHeight(int(MIN_HEIGHT_PX + legend_px - LEGEND_ROW_PX))
+        if self.legend_box is not None:
+            columns = max(1, min(len(self.legend.items) or 1, (self.width() - 20) // LEGEND_COLUMN_PX))
+            if columns != self.legend.columnCount:
+                self.legend.setColumnCount(columns)
+            self.legend.updateSize()
+            self.ci.layout.setRowFixedHeight(2, max(LEGEND_ROW_PX, self.legend.boundingRect().height() + 4))
+        if self.plots:
+            # A legend of several rows (seven variants) takes its height from the plots, not from their 120 px.
+            self.setMinimumHeight(self.least_size().height())
+
+    def least_size(self) -> QSize:
+        """The least size at which every plot keeps a MIN_PLOT_PX view: what the figure's layout asks, from the
+        plots' titles, axes and tick values as they are drawn and the legend's row (an estimate until the
+        plots are built)."""
+        if not self.plots:
+            return QSize(LEAST_WIDTH_PX, MIN_HEIGHT_PX)
+        least = self.ci.effectiveSizeHint(Qt.SizeHint.MinimumSize)
+        frame = 2 * self.frameWidth()
+        return QSize(int(np.ceil(least.width())) + frame, int(np.ceil(least.height())) + frame)
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
@@ -179,7 +193,7 @@ class BytesPlot(pg.GraphicsLayoutWidget):
         variants = kv.variants(shape, ranks)
         peak = max(v.bytes_total(shape, int(tokens[-1]), DTYPES[0]) for v in variants)
         unit, unit_name = (GIB, "GiB") if peak >= GIB else (MIB, "MiB")
-        colours = pg.colormap.get("viridis").getLookupTable(0.0, 0.9, max(2, len(variants)))
+        pens = variant_pens(variants)
         yield
         self.unit = unit
         for col, dtype in enumerate(DTYPES):
@@ -188,11 +202,8 @@ class BytesPlot(pg.GraphicsLayoutWidget):
                 plot.setLabel("left", unit_name)
             for index, variant in enumerate(variants):
                 curve = variant.bytes_curve(shape, tokens, dtype) / self.unit
-                pen = pg.mkPen(NATIVE_COLOUR if variant.native else tuple(colours[index]),
-                               width=4 if variant.native else 1.5,
-                               style=Qt.PenStyle.DashLine if variant.kind == "mla" else Qt.PenStyle.SolidLine)
                 label = variant.name + (" (native)" if variant.native else "")
-                item = plot.plot(tokens, curve, pen=pen)
+                item = plot.plot(tokens, curve, pen=pens[index])
                 item.variant_name = label
                 if col == 0:
                     self.legend.addItem(item, label)

@@ -5,12 +5,17 @@ of the next-token distributions, whether both pick the same top-1 token, and the
 (DeepSeek-V2, Table 1: MHA 2·n_h·d_h, GQA 2·n_g·d_h, MQA 2·d_h, MLA d_c + d_R per token per layer). This
 view shows them as a table and a summary line, and A_h of the selected head in both models. It holds
 widgets only: the panel decides when a conversion may run, and what_if_runner.WhatIfRunner runs it.
+
+Beside Learn at 1366x768 the tab is ~610 px wide: the table beside the maps had a horizontal scroll bar, the
+maps' titles read "original: layer 0…" and "mqa: layer 0, h…" over maps 130 px wide and 370 high, and the bar's
+"32% decoding both models" wrapped to a second line inside its one. The maps now go below the table where each
+gets a larger square there, the layer and head are said once above both, and the bar says its stage where it fits.
 """
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QComboBox,
@@ -20,18 +25,24 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSpinBox,
     QSplitter,
+    QStyle,
+    QStyleOptionProgressBar,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
+from explorer.app.widgets.adaptive import orient
+from explorer.app.widgets.plot_text import TITLE
 from explorer.app.window.error_bar import ErrorLine
 from explorer.core.units import human_bytes
 from explorer.drawing.heatmap import Heatmap
+from explorer.drawing.heatmap_axes import FittingTitle
 
 STEP_COLUMNS = ("step", "next token", "KL (nats)", "top-1", "bytes saved")
 STEPS_CSV_HEADER = "step,position,token_id,kl,top1_agrees,original_bytes,converted_bytes,bytes_saved"
+MAPS_SHARE = 0.6             # of the height, the maps' below the table
 
 
 def table_item(value, bold: bool = False) -> QTableWidgetItem:
@@ -65,6 +76,29 @@ def result_summary(result) -> str:
             f"tokens; K/V map moved {100 * float(np.mean(result.relative_error)):.1f}%")
 
 
+class StageBar(QProgressBar):
+    """A progress bar whose format is "%p% <stage>": it shows the stage where its words fit the bar's one line
+    and the percentage alone where they do not (the stage is then its tooltip); `format()` keeps the whole."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self._measuring = False
+
+    def text(self) -> str:
+        whole = super().text()
+        if self._measuring or " " not in whole:
+            return whole
+        self._measuring = True                  # the style's option asks text() again
+        try:
+            option = QStyleOptionProgressBar()
+            self.initStyleOption(option)
+            room = self.style().subElementRect(QStyle.SubElement.SE_ProgressBarLabel, option, self).width()
+        finally:
+            self._measuring = False
+        margin = 2 * self.style().pixelMetric(QStyle.PixelMetric.PM_DefaultFrameWidth, None, self) + 4
+        return whole if self.fontMetrics().horizontalAdvance(whole) + margin <= room else whole.split(" ", 1)[0]
+
+
 class WhatIfView(QWidget):
     """The target and step count, Convert and Cancel with a progress bar, a summary line, the one error line,
     the per-step table and the selected head's attention map in the original and the converted model."""
@@ -82,7 +116,7 @@ class WhatIfView(QWidget):
         self.run_button = QPushButton("Convert and compare")
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
-        self.progress = QProgressBar()
+        self.progress = StageBar()
         self.progress.setRange(0, 100)
         for widget in (QLabel("what if:"), self.variant_box, self.steps_box, self.run_button, self.cancel_button,
                        self.progress):
@@ -100,18 +134,49 @@ class WhatIfView(QWidget):
         lower.addWidget(self.steps_table)
         self.maps = pg.GraphicsLayoutWidget()
         self._heatmaps: tuple[Heatmap, Heatmap] | None = None      # built with the first result (heatmaps())
+        self.caption: FittingTitle | None = None  # "layer l, head h" above both maps (heatmaps())
         lower.addWidget(self.maps)
+        lower.setChildrenCollapsible(False)
+        lower.installEventFilter(self)            # its resizes: the maps below the table or beside it (arrange)
         layout.addWidget(lower, 1)
         self._said_why = ""                       # the sentence shown for why no target is offered, while it holds
         self.clear()
 
     def heatmaps(self) -> tuple[Heatmap, Heatmap]:
-        """The original's and the converted model's map, built when first asked for: they stay hidden until a
-        conversion gives a result, and building them cost the KV lab's first raise ~30 ms for nothing."""
+        """The original's and the converted model's map under a caption they share, built when first asked for:
+        they stay hidden until a conversion gives a result, and building them cost the KV lab's first raise ~30 ms
+        for nothing."""
         if self._heatmaps is None:
-            self._heatmaps = (Heatmap(self.maps.ci, row=0, col=0, colorbar=False),
-                              Heatmap(self.maps.ci, row=0, col=1, colorbar=False))
+            self.caption = FittingTitle("", size=TITLE)
+            self.maps.ci.addItem(self.caption, row=0, col=0, colspan=2)
+            self._heatmaps = (Heatmap(self.maps.ci, row=1, col=0, colorbar=False),
+                              Heatmap(self.maps.ci, row=1, col=1, colorbar=False))
         return self._heatmaps
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.lower and event.type() == QEvent.Type.Resize:
+            self.arrange()
+        return super().eventFilter(watched, event)
+
+    def table_width(self) -> int:
+        """The width the steps table needs to show every column whole, with room for its scroll bar."""
+        table = self.steps_table
+        return (table.horizontalHeader().length() + 2 * table.frameWidth()
+                + table.verticalScrollBar().sizeHint().width())
+
+    def arrange(self, again: bool = False) -> None:
+        """The maps beside the table (as wide as its columns) where each map's square is larger there than
+        below it (MAPS_SHARE of the height, the whole width), else below; `again`: the shares set anew, as they
+        are when the arrangement changes."""
+        if self.maps.isHidden():
+            return
+        width, height = self.lower.width(), self.lower.height()
+        table = self.table_width()
+        beside = min((width - table) / 2, height) >= min(width / 2, MAPS_SHARE * height)
+        if orient(self.lower, width, height, wide=beside) or again:
+            first = table if beside else round((1 - MAPS_SHARE) * height)
+            total = width if beside else height
+            self.lower.setSizes([first, max(0, total - first - self.lower.handleWidth())])
 
     @property
     def original_map(self) -> Heatmap:
@@ -134,12 +199,14 @@ class WhatIfView(QWidget):
     def show_progress(self, fraction: float, what: str) -> None:
         self.progress.setValue(int(round(100 * fraction)))
         self.progress.setFormat(f"%p% {what}")
+        self.progress.setToolTip(what)
 
     def reset_progress(self) -> None:
         """No conversion running: the bar empty and wordless (a cancelled run's last step must not stay
         written on it, nor follow the user to another model)."""
         self.progress.setValue(0)
         self.progress.setFormat("")
+        self.progress.setToolTip("")
 
     def show_working(self, variant: str, steps: int) -> None:
         """A conversion to `variant` has started: the result of the target before (its table, summary and
@@ -167,23 +234,25 @@ class WhatIfView(QWidget):
                 self.steps_table.setItem(index, column, table_item(value))
         self.steps_table.resizeColumnsToContents()
         self.run_summary.setText(result_summary(result))
-        self.progress.setValue(100)
-        self.progress.setFormat("%p% done")
+        self.show_progress(1.0, "done")
 
     def show_maps(self, result, layer: int, head: int) -> None:
         """A_h of `head` in `layer` (each clamped to the model's) of the original and the converted model."""
         if self.maps.isHidden():
-            # shown again, a splitter's widget keeps the width it had while hidden (none): the maps came back
+            # shown again, a splitter's widget keeps the size it had while hidden (none): the maps came back
             # 32 px wide beside the table
             self.maps.show()
-            total = sum(self.lower.sizes()) or self.lower.width()
-            self.lower.setSizes([total // 2, total - total // 2])
+            self.arrange(again=True)
+        shown = []
         for heatmap, trace, label in ((self.original_map, result.original, "original"),
                                       (self.converted_map, result.converted, result.variant)):
             shown_layer = min(layer, trace.model.n_layers - 1)
             shown_head = min(head, trace.model.n_heads - 1)
             heatmap.set_matrix(trace.attention(shown_layer)[shown_head].astype(np.float32), levels=(0.0, 1.0))
-            heatmap.plot.setTitle(f"{label}: layer {shown_layer}, head {shown_head}")
+            heatmap.plot.setTitle(label)
+            shown.append(f"layer {shown_layer}, head {shown_head}")
+        # both models have the original's layers and query heads: the place is said once, above both
+        self.caption.setText(shown[0] if shown[0] == shown[1] else f"{shown[0]} / {shown[1]}")
 
     def clear(self) -> None:
         """No result: an empty table and summary, the progress empty and no maps (two blank frames read as a
