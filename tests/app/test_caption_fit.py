@@ -74,14 +74,26 @@ def raised(qtbot, window, name: str):
     return panel
 
 
-def test_the_head_atlas_caption_is_whole_and_its_list_shows_rows_at_the_launch_layout(qtbot, launched, tiny):
+@pytest.fixture
+def atlas(qtbot, launched, tiny):
+    """The head atlas raised at the launch layout, its heads scored; the window's size before it was raised."""
     window = launched
     opened(qtbot, window, tiny)
     size = window.size()
     panel = raised(qtbot, window, "atlas")
     idle(qtbot, window, lambda: panel.scores is not None and "highest" in plain(panel.caption))
     settle(0.3)
+    return window, panel, size
+
+
+def test_the_head_atlas_caption_is_whole_at_the_launch_layout(atlas):
+    window, panel, size = atlas
     assert shown_whole(panel.caption) and inside(panel.caption, panel), plain(panel.caption)
+    assert window.size() == size                                     # the window did not grow for it
+
+
+def test_the_head_atlas_list_shows_five_rows_and_its_plots_stay_legible(atlas):
+    window, panel, size = atlas
     table = panel.table
     assert table.rowCount() >= READABLE_ROWS
     rows = sum(0 <= table.rowViewportPosition(row) and
@@ -90,7 +102,7 @@ def test_the_head_atlas_caption_is_whole_and_its_list_shows_rows_at_the_launch_l
     assert rows >= READABLE_ROWS
     boxes = [box for box in plot_boxes(window) if box["dock"] == "atlas"]
     assert len(boxes) == 2 and all(min(box["width"], box["height"]) >= MIN_PLOT_PX for box in boxes), boxes
-    assert window.size() == size                                     # the window did not grow for it
+    assert window.size() == size
 
 
 @pytest.mark.parametrize("column_px", [300, 240])
