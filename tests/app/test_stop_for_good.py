@@ -61,6 +61,18 @@ def echo(panel) -> None:
     panel.session.selection_changed.emit(panel.session.selection)
 
 
+def stop_then_echo(qtbot, window, panel, release: threading.Event) -> None:
+    """Stop, the job held on the model thread (or the panel's own) let go, and the panel redrawn and its selection
+    heard again, twice."""
+    window.actions.stop.trigger()
+    release.set()
+    idle(qtbot, window)
+    for _ in range(2):
+        echo(panel)
+        idle(qtbot, window)
+    qtbot.wait(50)                                       # a late answer, or a job asked again, would arrive here
+
+
 def says_stopped(panel) -> str:
     if panel.object_name == "atlas":                     # its caption, beside its own Resume
         return panel.caption.text() if "Stopped" in panel.caption.text() else ""
@@ -92,12 +104,7 @@ def test_a_stopped_job_is_not_asked_again_until_the_person_asks(qtbot, window, s
     panel = raise_panel(qtbot, window, name)
     asked = len(submitted)
     assert asked == 2                                    # the test's job, and the panel's behind it
-    window.actions.stop.trigger()                        # the model thread drops the panel's job
-    release.set()
-    idle(qtbot, window)
-    for _ in range(2):
-        echo(panel)
-        idle(qtbot, window)
+    stop_then_echo(qtbot, window, panel, release)        # the model thread drops the panel's job
     assert len(submitted) == asked and not any(asker.busy for asker in panel.askers)      # nothing asked again
     assert "Stopped" in says_stopped(panel) and not answered(panel)
     assert panel.drawn().trace_id == window.session.trace_id     # the trace stays drawn
@@ -139,13 +146,7 @@ def test_show_the_work_s_long_cell_stopped_is_not_derived_again_until_the_person
     window.docks["derivation"].raise_()
     idle(qtbot, window, lambda: bool(panel.weights) and panel.job.running)   # the weights came; the cell is derived
     asked = len(derived)
-    window.actions.stop.trigger()
-    gate.set()
-    idle(qtbot, window)
-    for _ in range(2):
-        echo(panel)
-        idle(qtbot, window)
-    qtbot.wait(50)                                         # a late answer of the cell dropped would arrive here
+    stop_then_echo(qtbot, window, panel, gate)
     assert len(derived) == asked and not panel.job.running and panel.derived is None
     assert "Stopped" in says_stopped(panel) and "deriving the cell" in says_stopped(panel)
 
@@ -171,13 +172,7 @@ def test_the_model_map_s_config_stopped_is_not_asked_again_until_the_person_asks
     window.open_model(str(tiny))                         # the model again: a new model, its config asked
     qtbot.waitUntil(lambda: len(read) == 1, timeout=30000)    # (the load ends with its run, queued behind)
     assert panel.config is None
-    window.actions.stop.trigger()
-    gate.set()
-    idle(qtbot, window)
-    for _ in range(2):
-        echo(panel)
-        idle(qtbot, window)
-    qtbot.wait(50)                                       # a config asked again would be read here
+    stop_then_echo(qtbot, window, panel, gate)
     assert len(read) == 1 and not panel.asker.busy and not answered(panel)
     assert "Stopped" in says_stopped(panel) and "config" in says_stopped(panel)
     assert panel.graph is not None and panel.items              # drawn from the model's info meanwhile
