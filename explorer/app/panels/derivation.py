@@ -283,6 +283,9 @@ class DerivationPanel(Panel):
         or over the other as their part is wide or tall. Where that leaves a view under VIEW_PX, the q·k bars are
         given up, then the map takes more (the text keeping TEXT_LEAST_PX), then it too is given up: at the window's
         least size (760 x 669) the map's view was 431 x 84 px and the bars' 467 x 69, squeezed under their axes."""
+        if self.map is not None and self.plots.isHidden():    # given up, so not measured: its axes' own sizes
+            axes = self.map.plot.getAxis("left").width(), self.map.plot.getAxis("top").height()
+            self.axes_px["map"] = tuple(int(px) + 2 * MARGIN_PX for px in axes)
         flipped = orient(self.splitter, width, height, PARTS)
         beside = self.splitter.orientation() == Qt.Orientation.Horizontal
         length = width if beside else height
@@ -321,7 +324,7 @@ class DerivationPanel(Panel):
 
     def _measure_axes(self) -> None:
         """Each plot's axes, title and margins as drawn (its widget less its view), for _arrange; arranged again
-        where they changed (the map's key labels of another prompt)."""
+        for them (the map's key labels of another prompt)."""
         measured = dict(self.axes_px)
         for name, widget, plot in (("map", self.view, self.map.plot if self.map is not None else None),
                                    ("bars", self.products_view, self.products)):
@@ -329,9 +332,8 @@ class DerivationPanel(Panel):
                 continue
             box = plot.getViewBox().size()
             measured[name] = (max(0, widget.width() - int(box.width())), max(0, widget.height() - int(box.height())))
-        if measured != self.axes_px:
-            self.axes_px = measured
-            self._arrange(self.splitter.width(), self.splitter.height())
+        self.axes_px = measured
+        self._arrange(self.splitter.width(), self.splitter.height())
 
     def _clicked(self, row: int, column: int) -> None:
         row, column = row + self.offset[0], column + self.offset[1]            # the map's cell -> the trace's
