@@ -25,6 +25,8 @@ from explorer.app.widgets.token_table import TextOverTable, TokenRow, TokenRows,
 from explorer.views.token_text import TextPiece, TokenSpan, dropped_characters, dropped_warning, text_pieces
 
 SPAN_WINDOW = 1500          # tokens drawn as coloured spans at once (a rich-text layout grows with each)
+LEAST_WIDTH_PX = 220        # the Tokens column's least: at the window's least width (760 px) attention keeps 494 px,
+                            # its plots 120 px views (at 320 px, 434: its grid's view was 112 px wide)
 WARNING_COLOUR = "#ff6b6b"
 
 
@@ -35,6 +37,7 @@ class WarningLine(WrappedText):
     tokeni…" in the 341 px Tokens column at 1366x768, the characters and "the model does not read them" lost."""
 
     SCALE = 1.0
+    SQUEEZED_PX = 0         # never cut, however narrow: its text is bounded, and the column keeps LEAST_WIDTH_PX
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -69,9 +72,17 @@ class TokensPanel(Panel):
         self.text_view.highlighted.connect(self._anchor_hovered)
         self.table = TokenTable()
         self.table.selectionModel().selectionChanged.connect(self._table_selected)
-        splitter = TextOverTable(self.text_view, self.table)
+        splitter = self.text_over_table = TextOverTable(self.text_view, self.table)
+        # The coloured text gives way, rather than being squeezed, where the column is short, and the column keeps
+        # LEAST_WIDTH_PX: squeezed to 174 px at the window's least width, the translator's Tokens (its texts
+        # wrapped into more lines, and TEXT_LINES of coloured text asked) and Next token asked 787 px of a 768 px
+        # screen, and the header and the "Left out by the tokenizer" warning were cut mid-sentence.
+        self.setMinimumWidth(LEAST_WIDTH_PX)
+        splitter.installEventFilter(self)
         self.translation = WrappedText()      # an encoder-decoder's source and target, as text
         self.translation.setObjectName("translation")
+        for text in (self.header, self.translation):    # never cut: the column keeps LEAST_WIDTH_PX, the text gives
+            text.SQUEEZED_PX = 0                         # way under them (a long source is the prompt, above)
         self.translation.hide()
         self.dropped = WarningLine()          # characters the vocabulary has no token for, named
         self.dropped.setObjectName("dropped")
@@ -89,6 +100,23 @@ class TokensPanel(Panel):
 
     def _on_tokens_changed(self, tokens) -> None:
         self.refresh()
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.text_over_table and event.type() == QEvent.Type.Resize:
+            self._give_way(event.size().height())
+        return super().eventFilter(watched, event)
+
+    def _give_way(self, height: int) -> None:
+        """The coloured text shown where the split has room for its TEXT_LINES over the table's least, else
+        hidden, the table taking its room (its rows say the same tokens)."""
+        splitter = self.text_over_table
+        room = splitter.text_px() + splitter.handleWidth() + self.table.minimumSizeHint().height()
+        self.text_view.setVisible(height >= room)
+
+    def _show_translation_lines(self, shown: bool) -> None:
+        """An encoder-decoder's lines over the table: the coloured text then gives way where the column is short
+        (a decoder's Tokens keeps its TEXT_LINES, which keep the window tall enough for attention's plots)."""
+        self.text_view.setMinimumHeight(1 if shown else self.text_over_table.text_px())
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
@@ -138,6 +166,7 @@ class TokensPanel(Panel):
         """Source → target as text: the target is what the decoder chose so far (its <s> and </s> left out)."""
         if trace is None or not trace.steps or trace.encoder is None or not trace.model.is_encoder_decoder:
             self.translation.hide()
+            self._show_translation_lines(False)
             return
         chosen = [int(i) for i in trace.token_ids[1:]] + [int(trace.steps[-1].chosen_id)]
         target = self.session.decode_text(chosen)
@@ -147,6 +176,7 @@ class TokensPanel(Panel):
             f"<b>Target</b>&nbsp; {html.escape(target)}"
             + (f" <i>(ended: {html.escape(self.session.display_token(chosen[-1]))})</i>" if ended else " …"))
         self.translation.show()
+        self._show_translation_lines(True)
 
     def _show_dropped(self, tokens) -> None:
         """Name the characters of the prompt that no token covers: the model never reads them. Scanned once per
