@@ -118,8 +118,9 @@ def test_running_random_text_shows_the_trace_tokens(qtbot, window, dialogs, text
     window.prompt.set_text(text)
     ids = window.session.tokens.ids
     asked = len(dialogs["questions"])
-    if len(ids) == 0:                  # the editor dropped lone surrogates and kept nothing with a token
-        assert window.controller.summary.tokenizer.encode(window.prompt.text).ids.size == 0
+    if len(ids) == 0:                  # the editor dropped lone surrogates and kept nothing with a token (nor a
+        # lone U+FEFF, which Qt's document sometimes reports and sometimes strips, as in the first test above)
+        assert window.controller.summary.tokenizer.encode(window.prompt.text.replace("\ufeff", "")).ids.size == 0
     elif len(ids) < window.controller.summary.info.max_positions:
         window.actions.run.trigger()
         qtbot.waitUntil(lambda: not window.worker.busy and window.session.trace is not None
