@@ -9,8 +9,9 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from PySide6.QtCore import QTimer
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QFileDialog, QInputDialog
+from PySide6.QtWidgets import QDockWidget, QFileDialog, QInputDialog
 
 from explorer.app.figures.figure_settings import FigureSettings
 from explorer.core.errors import ExplorerError
@@ -125,8 +126,37 @@ def panel_picture_action(panel):
     action = QAction(f"Export {panel.title} as shown on screen (PNG/SVG)…", panel)
     action.setToolTip(AS_SHOWN_TIP)
     action.setStatusTip(AS_SHOWN_TIP)
-    action.triggered.connect(lambda: ask_and_save_widget(panel, panel.object_name))
+    action.triggered.connect(lambda: in_front_then(panel, lambda: ask_and_save_widget(panel, panel.object_name)))
     return action
+
+
+IN_FRONT_WAIT_MS, IN_FRONT_POLL_MS = 5000, 20
+
+
+def in_front_then(panel, save: Callable[[], None]) -> None:
+    """`save` once `panel` is in sight and drawn. A panel whose tab lies behind another draws nothing until it is
+    shown (Panel.refresh), so File ▸ Export of it saved what it drew last: another model's KV cache, a message
+    of the model before. Its dock is brought in front first, and the picture taken once its drawing (in turns,
+    Panel.drawing) is done, within IN_FRONT_WAIT_MS."""
+    ready = lambda: panel.is_shown() and not panel.drawing      # noqa: E731
+    if ready():
+        save()
+        return
+    dock = panel.parentWidget()
+    while dock is not None and not isinstance(dock, QDockWidget):
+        dock = dock.parentWidget()
+    if dock is not None:
+        dock.show()
+        dock.raise_()
+    waited = [0]
+
+    def poll() -> None:
+        if ready() or waited[0] >= IN_FRONT_WAIT_MS:
+            save()
+            return
+        waited[0] += IN_FRONT_POLL_MS
+        QTimer.singleShot(IN_FRONT_POLL_MS, panel, poll)
+    QTimer.singleShot(0, panel, poll)
 
 
 def ask_and_save_widget(widget, name: str) -> None:
