@@ -115,7 +115,6 @@ class TileScroll(QScrollArea):
         self.setWidget(view)
         self._tiles: tuple | None = None            # (plot, tiles, cells) last asked to fit
         self._fitted: tuple | None = None           # (tiles, font, room, cells) the view was last sized for
-        self._scrolls = False                       # the columns did not all fit: whole ones fill the width
         self._squeezed: tuple | None = None         # the view's size against its least, last laid out for
         self._legend_fitted: tuple | None = None
         view.viewport().installEventFilter(self)    # the wheel scrolls the tiles (Ctrl+wheel zooms the view)
@@ -158,9 +157,10 @@ class TileScroll(QScrollArea):
         if self._tiles is None:
             return
         plot, tiles, cells = self._tiles
-        # a step (more cells, the same tiles and room) is laid out again only where the columns scroll, whose
-        # thinner gutters would move the last whole column past the edge
-        same = (tiles, self.view.font().toString(), self.size().toTuple(), cells if self._scrolls else None)
+        # A step (more cells, the same tiles and room) is not laid out again: the view would be resized at every
+        # step (test_layout_stable). Where the columns scroll, its thinner gutters move the last whole column's
+        # edge by under a gutter's change, (1/c - 1/(c+1)) of a tile per column.
+        same = (tiles, self.view.font().toString(), self.size().toTuple(), None)
         if self._fitted == same:
             return
         self._fitted = same
@@ -183,8 +183,7 @@ class TileScroll(QScrollArea):
         size = (math.ceil(least.width()) + frame, math.ceil(least.height()) + frame)
         self.view.setMinimumSize(*size)
         self.view.setMaximumSize(*size)          # room to spare stays blank: the tiles stay square
-        self._scrolls = size[0] > self.width()
-        self._fitted = same[:3] + (cells if self._scrolls else None,)
+        self._fitted = same
 
     def fit_beside(self, legend: pg.GraphicsLayoutWidget, labels: tuple[str, ...]) -> None:
         """`legend` (the grid's colour bars, beside the scroll area, in sight however it scrolls) as wide as its
