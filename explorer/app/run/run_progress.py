@@ -7,9 +7,10 @@ ones (a pasted chapter: seconds per layer) show it. Cancel stops the pass at the
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtWidgets import QProgressDialog, QWidget
+from PySide6.QtWidgets import QWidget
 
 from explorer.app.widgets.dialog_focus import close_returning_focus
+from explorer.app.widgets.steady_progress import SteadyProgress
 
 SHOWN_AFTER_MS = 600
 STEPS = 1000
@@ -26,7 +27,7 @@ class RunProgress(QObject):
         super().__init__(parent)
         self.worker = worker
         self._parent = parent
-        self.dialog: QProgressDialog | None = None
+        self.dialog: SteadyProgress | None = None
         self.cancelled = False
         worker.run_progress.connect(self._on_progress)
         worker.busy_changed.connect(lambda busy: None if busy else self.close())
@@ -35,13 +36,9 @@ class RunProgress(QObject):
     def _on_progress(self, fraction: float, text: str) -> None:
         if self.dialog is None:
             self.cancelled = False
-            self.dialog = QProgressDialog(text, "Cancel", 0, STEPS, self._parent)
-            self.dialog.setWindowTitle("Running the prompt")
+            self.dialog = SteadyProgress(text, STEPS, self._parent, "Running the prompt")
             self.dialog.setWindowModality(Qt.WindowModality.NonModal)     # the window stays usable
             self.dialog.setMinimumDuration(SHOWN_AFTER_MS)
-            self.dialog.setAutoClose(False)
-            self.dialog.setAutoReset(False)
-            self.dialog.setMinimumWidth(420)
             self.dialog.canceled.connect(self._cancel)
         self.dialog.setLabelText(text)
         self.dialog.setValue(round(STEPS * min(1.0, max(0.0, fraction))))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QRect, QSize, Qt, QTimer
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QProgressDialog, QWidget
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QWidget
 
 from explorer.app.panels import registry
 from explorer.app.run.controller import DecodingController
@@ -19,6 +19,7 @@ from explorer.app.thread.catalog_loader import CatalogLoader
 from explorer.app.thread.catalog_schedule import CatalogSchedule
 from explorer.app.thread.worker import ModelWorker
 from explorer.app.widgets.dialog_focus import FocusKeeper, close_returning_focus, take_focus_if_none
+from explorer.app.widgets.steady_progress import SteadyProgress
 from explorer.app.window import (
     crash_restore,
     dock_layout,
@@ -78,7 +79,7 @@ class MainWindow(QMainWindow):
         self.toolbar_rows = ToolbarRows(self)
         self.status = StatusLine(self)
         self.setStatusBar(self.status)
-        self.progress: QProgressDialog | None = None
+        self.progress: SteadyProgress | None = None
         self.menus = menus.build(self)
         # Laid out once the menu bar, toolbars and status bar are there: chrome_px counted 22 px of them
         # before, so an 800 px screen got the stacked layout its 141 px of bars leave no room for.
@@ -232,14 +233,11 @@ class MainWindow(QMainWindow):
         """The Loading dialog and its Cancel last as long as the load; once it ends, the picker names the model
         in use (the one loaded, or the one kept by a cancel or a failure)."""
         if loading:
-            self.progress = QProgressDialog("Loading the model…", "Cancel", 0, 0, self)
-            self.progress.setWindowTitle("Loading")
+            self.progress = SteadyProgress("Loading the model…", 0, self, "Loading")   # Cancel stays where aimed at
             self.progress.setWindowModality(Qt.WindowModality.NonModal)   # the window stays usable
             self.progress.setMinimumDuration(LOADING_SHOWN_AFTER_MS)
-            # Not hidden at its maximum: the loader's last tensor is not the end of the load (the model is made,
-            # a float32 copy written), and a dialog gone then left the load running with no Cancel to click.
-            self.progress.setAutoReset(False)
-            self.progress.setAutoClose(False)
+            # Not hidden at its maximum (SteadyProgress): the loader's last tensor is not the end of the load (the
+            # model is made, a float32 copy written), and a dialog gone then left the load running with no Cancel.
             self.progress.canceled.connect(self.controller.cancel_load)
         elif self.progress is not None:
             self.progress.canceled.disconnect(self.controller.cancel_load)

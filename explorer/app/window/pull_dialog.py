@@ -11,11 +11,12 @@ from __future__ import annotations
 import threading
 
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtWidgets import QMessageBox, QProgressDialog
+from PySide6.QtWidgets import QMessageBox
 
 from explorer.app.thread import threads
 from explorer.app.thread.late_emit import emit_unless_deleted
 from explorer.app.widgets.dialog_focus import close_returning_focus
+from explorer.app.widgets.steady_progress import SteadyProgress
 from explorer.core import store
 from explorer.core.errors import ExplorerError
 from explorer.core.store import pull as pulling
@@ -79,13 +80,9 @@ def pull_model(window, name: str) -> PullJob | None:
     """Pull `name` with a progress dialog in front of `window`, then open it there; None when not agreed."""
     if not agreed_to_pull(window, name):
         return None
-    dialog = QProgressDialog(f"Pulling {name}…", "Cancel", 0, STEPS, window)
-    dialog.setWindowTitle(f"Pulling {name}")
+    dialog = SteadyProgress(f"Pulling {name}…", STEPS, window, f"Pulling {name}")
     dialog.setWindowModality(Qt.WindowModality.WindowModal)
-    dialog.setAutoClose(False)
-    dialog.setAutoReset(False)
     dialog.setMinimumDuration(0)
-    dialog.setMinimumWidth(420)
     job = PullJob(name, window)
     job.progressed.connect(lambda fraction, text: (dialog.setValue(round(STEPS * fraction)),
                                                    dialog.setLabelText(f"{text}…")))
@@ -97,7 +94,7 @@ def pull_model(window, name: str) -> PullJob | None:
     return job
 
 
-def _done(window, dialog: QProgressDialog, job: PullJob, error) -> None:
+def _done(window, dialog: SteadyProgress, job: PullJob, error) -> None:
     close_returning_focus(dialog)
     dialog.deleteLater()
     window.pull_job = None
