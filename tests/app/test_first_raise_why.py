@@ -73,3 +73,29 @@ def test_show_the_work_makes_one_plot_a_turn_after_its_first_raise_then_derives_
     assert panel.derived is not None, "the selected cell was not derived once the plots were made"
     shown = panel.map.image.image                   # the mask's cells drawn blank (NaN)
     np.testing.assert_allclose(np.nan_to_num(shown), trace.attention(1)[2], rtol=1e-6)
+
+
+def test_why_this_token_caption_is_whole_in_a_narrow_side_column(qtbot, session, traced_llama):
+    """Its caption is never cut (drive 15: '… Decomposition: pre-norm, the norm' on the MLA model at 1920 x 1080,
+    'scales frozen here.' lost with room below): in a 200 px side column it is as tall as its text wrapped at its
+    width, a QTextDocument of the same HTML and font laid out alone."""
+    from PySide6.QtGui import QTextDocument
+
+    from explorer.app.widgets.model_call import thread_executor
+
+    loaded, trace = traced_llama
+    panel = shown(qtbot, AttributionPanel(session), SIZES["wide"])
+    panel.executor = thread_executor(loaded)
+    session.set_trace(trace)
+    qtbot.waitUntil(lambda: panel.result is not None, timeout=30000)
+    panel.splitter.setSizes([200, SIZES["wide"][0] - 200])
+    qtbot.wait(50)
+    caption = panel.caption
+    document = QTextDocument()
+    document.setDocumentMargin(0)
+    document.setDefaultFont(caption.document.defaultFont())
+    document.setHtml(caption.document.toHtml())
+    document.setTextWidth(caption.width() - 2 * caption.PADDING[0])
+    assert caption.width() < 320
+    assert caption.height() >= document.size().height(), \
+        f"the caption is {caption.height()} px tall, its text {document.size().height()} px at {caption.width()} px"

@@ -19,13 +19,14 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
-from explorer.app.panels.base import Panel, WrappedText, decoder_view_unavailable
+from explorer.app.panels.base import Panel, decoder_view_unavailable
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import AttributionJob
 from explorer.app.widgets.adaptive import is_wide, orient, place
 from explorer.app.widgets.asking import Asker
 from explorer.app.widgets.plot_text import SMALL_TITLE
 from explorer.app.widgets.text_helpers import readable, selected_position
+from explorer.app.widgets.text_widgets import Caption
 from explorer.drawing.heatmap import Heatmap, symmetric_levels
 
 N_BARS = 12
@@ -59,9 +60,8 @@ class AttributionPanel(Panel):
         self.token_box.currentIndexChanged.connect(lambda _: self._on_token_chosen())
         row.addWidget(self.token_box, 1)
         column.addLayout(row)
-        self.caption = WrappedText()
-        column.addWidget(self.caption)
-        column.addStretch(1)
+        self.caption = Caption()                # whole in the side column, however narrow (a scroll area's)
+        column.addWidget(self.caption.scrolled(), 1)
         self.view = pg.GraphicsLayoutWidget()
         # Built a turn each at a first raise (_building): each is 20-40 ms of pyqtgraph's making, which the
         # raise's turn at 8,000 tokens could not also hold (its first raise froze the window 120-138 ms).

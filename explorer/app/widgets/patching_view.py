@@ -15,14 +15,12 @@ import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import (
     QComboBox,
-    QFrame,
     QGridLayout,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QProgressBar,
     QPushButton,
-    QScrollArea,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -31,7 +29,7 @@ from PySide6.QtWidgets import (
 from explorer.app.thread.requests import PatchMapJob
 from explorer.app.widgets.adaptive import is_wide, orient
 from explorer.app.widgets.model_call import ModelCall
-from explorer.app.widgets.text_widgets import WrappedText
+from explorer.app.widgets.text_widgets import Caption
 from explorer.drawing.heatmap import Heatmap
 
 CLEAN = "The Eiffel Tower is located in the city of"
@@ -51,14 +49,6 @@ class DefaultTextField(QLineEdit):
         hint = super().sizeHint()
         metrics = self.fontMetrics()
         return QSize(hint.width() + self.default_width - 17 * metrics.horizontalAdvance("x"), hint.height())
-
-
-class Caption(WrappedText):
-    """The map's caption, wrapped whole at every width. WrappedText caps its height in a column narrower than
-    SQUEEZED_PX, lest the text make the window taller, and that cap cut this caption mid-sentence in a 280 px
-    column; in its scroll area (PatchingView) it asks the window for nothing, so it needs no cap."""
-
-    SQUEEZED_PX = 0
 
 
 class PatchingView(QWidget):
@@ -116,13 +106,7 @@ class PatchingView(QWidget):
         buttons.addWidget(self.run_button)
         buttons.addWidget(self.cancel_button)
         buttons.addWidget(self.progress, 1)
-        scroll = QScrollArea()                  # the caption whole where there is room, never a taller window
-        scroll.setWidget(self.caption)
-        scroll.setWidgetResizable(True)
-        scroll.viewport().setAutoFillBackground(False)        # the tab's own background, as beside it
-        self.caption.setAutoFillBackground(False)              # (setWidget turned it on)
-        scroll.setFrameShape(QFrame.Shape.NoFrame)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll = self.caption.scrolled()        # the caption whole where there is room, never a taller window
         controls = QWidget()
         column = QVBoxLayout(controls)
         column.setContentsMargins(0, 0, 0, 0)
