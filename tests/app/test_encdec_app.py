@@ -330,3 +330,14 @@ def test_an_exported_cross_map_says_it_is_cross_attention(qtbot, translation, la
         figure = attention_figure(view.trace, layer, head, 640, 480, cross=view.cross)
         title = figure.ci.getItem(0, 0).text
         assert ("cross-attention" in title) == named, (kind, title)
+
+
+def test_kv_panel_ticks_whole_layers_for_a_three_layer_decoder(qtbot, session, translation):
+    """Layers are counted: the translator's 3 decoder layers were ticked 0, 0.5, 1, 1.5, 2 (drive 15)."""
+    _, traces = translation
+    kv = make(qtbot, session, KVCachePanel)
+    session.set_trace(traces[-1])
+    qtbot.waitUntil(lambda: not kv.drawing, timeout=10000)
+    axis = kv.plots.layer_plot.getAxis("bottom")
+    ticks = [value for _, values in axis.tickValues(*axis.range, axis.width()) for value in values]
+    assert ticks and all(float(value).is_integer() for value in ticks), ticks

@@ -23,6 +23,7 @@ from explorer.drawing.heatmap import nice_step
 
 KIB = 1024.0
 MIN_PLOT_PX = 120            # the least a plot's view may have, wide and high, to be read
+WHOLE_TICKS = 12            # up to this many layers, a tick at every layer
 MIN_VIEW_PX = MIN_PLOT_PX + 56   # and its figure, with the title and the tick labels
 TOKEN_TICKS = 5              # about this many labels on the token axis
 MARKED_STEPS = 200           # a marker per step up to this many steps; beyond, they merge into the line
@@ -127,6 +128,12 @@ class OccupancyPlots(pg.GraphicsLayoutWidget):
         """Bars of bytes per layer, as KiB: in use (`layer`'s marked), allocated behind them unless None
         (off scale), and the fixed cross-attention K/V beside them where `cross` has any."""
         crossed = bool(cross.any())
+        # Layers are whole numbers: left to pyqtgraph, the translator's 3 layers were ticked 0, 0.5, 1, 1.5, 2
+        axis = self.layer_plot.getAxis("bottom")
+        if len(in_use) <= WHOLE_TICKS:
+            axis.setTickSpacing(1, 1)
+        else:
+            axis.setTickSpacing()                   # pyqtgraph's own (whole numbers at many layers)
         layers = np.arange(len(in_use)) - (0.2 if crossed else 0.0)
         width = 0.4 if crossed else 0.7
         if allocated is not None:
