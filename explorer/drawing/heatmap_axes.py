@@ -16,7 +16,7 @@ MAX_UPRIGHT_PX = 90          # the tallest a top or bottom axis of upright token
 BASE_LINE_PX = 14.0          # the default font's line height, which the sizes above are for
 SHORT_LABEL = 3              # characters a label may have and still be written across (numbers, "H5")
 TICK_PX = 3                  # a tick's length, out of the map
-LABEL_GAP_PX = 2.0           # between two labels' lines along an axis: a blank pixel between the tallest inks
+LABEL_GAP_PX = 3.0           # between two labels' lines along an axis: a blank pixel between the tallest inks
 TITLE_SIZE = "large"         # a plot's title: a CSS keyword, a step above the text around it (14 px beside 12),
                              # which Qt resolves against the title's font, in points or in pixels
 
