@@ -64,3 +64,19 @@ def test_learn_opened_on_a_narrow_window_comes_in_front_then_takes_its_column_on
         assert in_sight(learn)
         journey.act("grown back", lambda: window.resize(screen))
         assert beside(attention_dock, learn), "Learn is not a column beside attention once the window is wide"
+
+
+def test_the_windows_least_width_is_the_layouts_and_never_under_the_floor(qtbot, tmp_path, monkeypatch):
+    """The least width is what the layout needs (the translator with Learn open: 903 px) and never under the floor
+    (760 px, where attention's plots keep 120 px views): a least set on the window replaced the layout's, and the
+    window could be made 760 px wide with 903 px of docks in it."""
+    from explorer.app.window import dock_layout
+
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, SCREENS["1366x768"]) as journey:
+        window = journey.window
+        journey.open(BUNDLED / "translate-en-zh", "The cat sat on the mat.")
+        journey.act("Learn opened", lambda: open_learn(window))
+        needed = window.layout().totalMinimumSize().width()
+        assert window.minimumWidth() == needed >= dock_layout.LEAST_WIDTH_PX
+        journey.act("shrunk", lambda: window.resize(100, 100))
+        assert window.width() >= needed

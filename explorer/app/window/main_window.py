@@ -64,7 +64,6 @@ class MainWindow(QMainWindow):
         self.catalog_loader = CatalogLoader(catalog, self)
         self.prompt = PromptEditor(self)
         self.setDockNestingEnabled(True)
-        self.setMinimumWidth(dock_layout.LEAST_WIDTH_PX)
         self.given_size = GivenSize(self)            # a dock's minimum grown for a moment does not keep it grown
         self.dock_shares = DockShares(self)
         self.presentation = Presentation(self)
@@ -79,6 +78,9 @@ class MainWindow(QMainWindow):
         self.toolbar_rows = ToolbarRows(self)
         self.status = StatusLine(self)
         self.setStatusBar(self.status)
+        # A floor under the window's least width: the status bar spans the window, so the layout's least is at
+        # least its least (a least set on the window itself replaced the layout's: 760 of 903 px asked)
+        self.status.setMinimumWidth(dock_layout.LEAST_WIDTH_PX)
         self.progress: SteadyProgress | None = None
         self.menus = menus.build(self)
         # Laid out once the menu bar, toolbars and status bar are there: chrome_px counted 22 px of them
