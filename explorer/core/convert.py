@@ -6,8 +6,9 @@
       W_g^K = mean_{h in group g} W_h^K,   W_g^V = mean_{h in group g} W_h^V.
 
   The paper then uptrains for ~5% of the pre-training steps; here we look at the
-  model right after pooling. A group count equal to N_Q copies each K/V head to
-  every query head that reads it, which is exact.
+  model right after pooling. More K/V heads than the model has (MHA from GQA)
+  replicate each K/V head to every query head that reads it, which is exact and
+  makes the cache larger. kv_variants.conversion_work names what each target does.
 
 - **MLA by truncated SVD** (DeepSeek-AI 2024, "DeepSeek-V2", section 2.1; the
   conversions of MHA2MLA, Ji et al. 2025, and TransMLA, Meng et al. 2025). The
@@ -78,13 +79,14 @@ def convert(loaded: LoadedModel, variant: str, rope_pairs: int | None = None,
 # ----- GQA / MQA ---------------------------------------------------------------------
 
 def to_gqa(loaded: LoadedModel, kv_heads: int, progress: Progress | None = None, cancel=None) -> Converted:
-    """Mean-pool the K/V heads so that `kv_heads` heads serve all N_Q query heads."""
+    """Mean-pool (or, to more heads, replicate) the K/V heads so that `kv_heads` heads serve all N_Q query heads."""
     config = _dense_config(loaded, "GQA")
     if kv_heads <= 0 or config.n_heads % kv_heads:
         raise ExplorerError(f"{kv_heads} K/V heads do not divide the model's {config.n_heads} query heads.")
     state, errors = dict(loaded.model.state_dict()), []
+    work = kv.conversion_work(config.n_kv_heads, kv_heads)      # replicating, or mean-pooling
     for layer in range(config.n_layers):
-        _tick(progress, cancel, layer, config.n_layers, "mean-pooling K/V heads")
+        _tick(progress, cancel, layer, config.n_layers, work)
         prefix, moved, norm = f"layers.{layer}.attn.", 0.0, 0.0
         for name in ("wk.weight", "wk.bias", "wv.weight", "wv.bias"):
             if prefix + name in state:
@@ -184,7 +186,7 @@ def to_mla(loaded: LoadedModel, rank: int, rope_pairs: int | None = None,
         raise ExplorerError(f"MLA rank {rank} must lie between 1 and {limit}, the rank of this model's K/V stack.")
     state, errors, split = dict(loaded.model.state_dict()), [], None
     for layer in range(config.n_layers):
-        _tick(progress, cancel, layer, config.n_layers, "factorising K/V (SVD)")
+        _tick(progress, cancel, layer, config.n_layers, kv.conversion_work(config.n_kv_heads, None))
         error, split = _latent_weights(state, f"layers.{layer}.attn.", config, rank, m)
         errors.append(error)
     d_rope = 2 * m * config.n_kv_heads

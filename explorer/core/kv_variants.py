@@ -283,6 +283,26 @@ def conversion_rank_limit(n_kv_heads: int, d_head: int, d_model: int, rope_pairs
     return min(rows, d_model + (1 if bias else 0))
 
 
+def conversion_work(n_kv_heads: int, kv_heads: int | None) -> str:
+    """What the what-if conversion (explorer.core.convert) does to each layer's K/V projections to go from
+    `n_kv_heads` K/V heads to `kv_heads` (None: MLA's latent), the words its progress and docs use. More heads
+    copy each K/V head to the query heads that read it (exact); fewer average each group's (GQA, section 2.1)."""
+    if kv_heads is None:
+        return "low-rank factoring K/V (SVD)"
+    if kv_heads % n_kv_heads == 0:
+        return "replicating K/V heads" if kv_heads > n_kv_heads else "copying K/V heads"
+    return "mean-pooling K/V heads" if n_kv_heads % kv_heads == 0 else "replicating and mean-pooling K/V heads"
+
+
+def cache_change(original_bytes: int, converted_bytes: int) -> str:
+    """The converted model's cache beside the original's, never a negative saving: "cache saved X",
+    "cache grows by X" (MHA from GQA) or "cache unchanged"."""
+    saved = int(original_bytes) - int(converted_bytes)
+    if saved == 0:
+        return "cache unchanged"
+    return f"cache saved {human_bytes(saved)}" if saved > 0 else f"cache grows by {human_bytes(-saved)}"
+
+
 def what_if_targets(info, rows: list[VariantRow]) -> list[str]:
     """The variants of `rows` that the what-if conversion can turn this loaded model into: the other
     head counts, and MLA at ranks within the K/V stack's rank (without knowing the bias, d_model bounds

@@ -3,9 +3,10 @@
 The table and the plot come from the model's dimensions alone (DeepSeek-V2, Table 1:
 MHA 2·n_h·d_h, GQA 2·n_g·d_h, MQA 2·d_h, MLA d_c + d_R per token per layer), from the
 loaded model or from a config.json of a model too big to load. The what-if runner
-converts the loaded model (GQA/MQA by mean-pooling K/V heads, MLA by truncated SVD,
-see explorer.core.convert), decodes the same prompt with both, and shows per step the
-KL divergence, top-1 agreement, bytes saved and both attention maps of the selected head.
+converts the loaded model (fewer K/V heads by mean-pooling, more by replicating them, MLA
+by truncated SVD, see explorer.core.convert), decodes the same prompt with both, and shows per
+step the KL divergence, top-1 agreement, how the cache changes and both attention maps of the
+selected head.
 """
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The KV lab's what-if conversion as a model job: the job, where it runs, and its state shown in a WhatIfView.
 
-The job (thread.requests.WhatIfJob, run by core_api) converts the loaded model to another variant (GQA/MQA by
-mean-pooling K/V heads, MLA by truncated SVD: explorer.core.convert) and decodes the same prompt with both.
+The job (thread.requests.WhatIfJob, run by core_api) converts the loaded model to another variant (fewer K/V heads by
+mean-pooling, more by replicating them, MLA by truncated SVD: explorer.core.convert; each progress stage's words
+come from kv_variants.conversion_work) and decodes the same prompt with both.
 It runs on the app's model worker, or on a test's or a script's executor. The runner shows its working state,
 progress and a cancelled or failed run's sentence; the result goes out on `finished`, and the panel keeps it.
 """

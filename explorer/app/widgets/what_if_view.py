@@ -36,11 +36,12 @@ from PySide6.QtWidgets import (
 from explorer.app.widgets.adaptive import orient
 from explorer.app.widgets.plot_text import TITLE
 from explorer.app.window.error_bar import ErrorLine
+from explorer.core import kv_variants as kv
 from explorer.core.units import human_bytes
 from explorer.drawing.heatmap import Heatmap
 from explorer.drawing.heatmap_axes import FittingTitle
 
-STEP_COLUMNS = ("step", "next token", "KL (nats)", "top-1", "bytes saved")
+STEP_COLUMNS = ("step", "next token", "KL (nats)", "top-1", "cache change")
 STEPS_CSV_HEADER = "step,position,token_id,kl,top1_agrees,original_bytes,converted_bytes,bytes_saved"
 MAPS_SHARE = 0.6             # of the height, the maps' below the table
 
@@ -64,15 +65,21 @@ def steps_csv(comparisons) -> str:
     return "\n".join(lines) + "\n"
 
 
+def cache_delta(row) -> str:
+    """A step's converted cache less the original's, signed: "+1.85 MiB" where it grows, "−512 B" where it shrinks."""
+    grows = row.converted_bytes - row.original_bytes
+    return ("+" if grows > 0 else "−" if grows < 0 else "") + human_bytes(abs(grows))
+
+
 def result_summary(result) -> str:
-    """One line for a what-if result: mean KL, top-1 agreement, the cache saved at the last step, and how far
-    the conversion moved the K/V maps (the mean over layers of ‖W − W'‖_F / ‖W‖_F)."""
+    """One line for a what-if result: mean KL, top-1 agreement, the cache saved (or grown, to MHA) at the last
+    step, and how far the conversion moved the K/V maps (the mean over layers of ‖W − W'‖_F / ‖W‖_F)."""
     rows = result.comparisons
     agree = np.mean([r.top1_agrees for r in rows]) if rows else 0.0
     mean_kl = np.mean([r.kl for r in rows]) if rows else 0.0
-    saved = rows[-1].bytes_saved if rows else 0
+    cache = kv.cache_change(rows[-1].original_bytes, rows[-1].converted_bytes) if rows else kv.cache_change(0, 0)
     return (f"{result.variant}: mean KL {mean_kl:.4g} nats, top-1 agreement {100 * agree:.0f}%, "
-            f"cache saved {human_bytes(saved)} at {rows[-1].position + 1 if rows else 0} "
+            f"{cache} at {rows[-1].position + 1 if rows else 0} "
             f"tokens; K/V map moved {100 * float(np.mean(result.relative_error)):.1f}%")
 
 
@@ -228,8 +235,7 @@ class WhatIfView(QWidget):
         texts = result.original.token_text
         for index, row in enumerate(rows):
             token = texts[row.position + 1] if row.position + 1 < len(texts) else display_token(row.token_id)
-            cells = (row.step, token, f"{row.kl:.4g}", "✓" if row.top1_agrees else "✗",
-                     human_bytes(row.bytes_saved))
+            cells = (row.step, token, f"{row.kl:.4g}", "✓" if row.top1_agrees else "✗", cache_delta(row))
             for column, value in enumerate(cells):
                 self.steps_table.setItem(index, column, table_item(value))
         self.steps_table.resizeColumnsToContents()
