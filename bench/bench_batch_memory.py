@@ -1,4 +1,4 @@
-"""A batch's memory: the peak a packed pass of model.run(prompts) adds, measured, against packed.pass_bytes.
+"""A batch's memory: the peak a packed pass of model.run(prompts) adds, measured, against pass_budget.pass_bytes.
 
     .venv/bin/python bench/bench_batch_memory.py [model.gguf | folder | catalog name] [--shapes 16x64,8x256,2x1024]
 
@@ -34,7 +34,7 @@ def child(name: str, count: int, tokens: int) -> dict:
     import torch
 
     import explorer
-    from explorer.core import packed
+    from explorer.core import pass_budget
     from explorer.core.recording import rebuilds
 
     torch.set_num_threads(1)
@@ -45,7 +45,7 @@ def child(name: str, count: int, tokens: int) -> dict:
     model.run([p[:8] for p in prompts[:2]])                                    # warm: pools, rotary tables
     lengths = [tokens] * count
     stored = not rebuilds(tokens, tokens, own_keys=True)
-    estimate = packed.pass_bytes(model.loaded.config, lengths, stored)
+    estimate = pass_budget.pass_bytes(model.loaded.config, lengths, stored)
     with open("/proc/self/clear_refs", "w") as clear:
         clear.write("5")                                                       # VmHWM := VmRSS from here
     before = status_bytes("VmRSS")

@@ -42,12 +42,12 @@ def matched(values, n: int, what: str) -> list:
 
 def runs(model, prompts: Sequence, options: dict, progress: Callable | None = None, memory: int | None = None) -> list:
     """Model.run over several prompts: one Run each, equal to the prompt's run alone. The prefills are
-    packed passes of as many prompts as `memory` bytes allow (None: packed.default_budget), the
+    packed passes of as many prompts as `memory` bytes allow (None: pass_budget.default_budget), the
     decoding steps each run's own."""
-    from explorer.core import packed  # torch, loaded on first use
+    from explorer.core import packed, pass_budget  # torch, loaded on first use
     from explorer.core.sampling import Sampling
 
-    budget = packed.budget_of(model.loaded, memory)
+    budget = pass_budget.budget_of(model.loaded, memory)
     whole = checks.intervention_of(options["ablate"], options["kernel"], options["kernel_layers"],
                                    options["kernel_temperature"], options["intervention"], model.info)
     prompts = list(prompts)
@@ -156,7 +156,7 @@ def _encoder_runs(model, prompts: list, options: dict, progress: Callable | None
     """An encoder's (or encoder-decoder's) runs from padded encoder passes over as many prompts as `budget`
     bytes allow (encoder.padded_bytes; a prompt that does not fit alone runs alone), each run then taking
     its own decoding steps."""
-    from explorer.core import encdec_decode, encoder, packed  # torch, loaded on first use
+    from explorer.core import encdec_decode, encoder, pass_budget  # torch, loaded on first use
 
     ids = [model._ids(prompt, options["prepend_bos"]) for prompt in prompts]
     steps = _steps(options["steps"], max(len(one) for one in ids), model.loaded.config.max_positions)
@@ -164,7 +164,7 @@ def _encoder_runs(model, prompts: list, options: dict, progress: Callable | None
     prefill = encoder.prefill_padded if model.info.is_encoder_only else encdec_decode.prefill_padded
     made: list = [None] * len(prompts)
     done = 0
-    for chunk in packed.chunks(len(ids), lambda rows: encoder.padded_bytes(
+    for chunk in pass_budget.chunks(len(ids), lambda rows: encoder.padded_bytes(
             model.loaded.config, [len(ids[i]) for i in rows]) <= budget):
         prefill([decoders[i] for i in chunk], [ids[i] for i in chunk])
         for index in chunk:

@@ -69,7 +69,7 @@ class PatchMaps:
 
 def patch(model, clean, corrupt, target, against, site, metric, progress, cancel, intervention=None, memory=None):
     """Model.patch: one map, or for lists of prompts a PatchMaps (the pairs sharing their passes)."""
-    from explorer.core import packed, patching  # torch, loaded on first use
+    from explorer.core import pass_budget, patching  # torch, loaded on first use
 
     checks.callback(progress, "progress")
     checks.callback(cancel, "cancel")
@@ -89,7 +89,7 @@ def patch(model, clean, corrupt, target, against, site, metric, progress, cancel
                             f"{', '.join(str(len(pair[0])) for pair in pairs)} tokens: patch them one length at a time")
     whole = checks.intervention_of((), None, None, 1.0, intervention, model.info)
     maps = patching.patch_maps(model.loaded, pairs, site, metric, progress=progress, cancel=cancel, intervention=whole,
-                               budget=None if memory is None else packed.budget_of(model.loaded, memory))
+                               budget=None if memory is None else pass_budget.budget_of(model.loaded, memory))
     if not batch:
         return maps[0]
     mean = replace(maps[0], clean=float(np.mean([m.clean for m in maps])),
@@ -100,10 +100,10 @@ def patch(model, clean, corrupt, target, against, site, metric, progress, cancel
 
 def heads(model, ids, repeat: int, seed: int, intervention=None, memory=None):
     """Model.heads: the scores on one sequence, or the mean of the scores over several."""
-    from explorer.core import packed  # torch, loaded on first use
+    from explorer.core import pass_budget  # torch, loaded on first use
     from explorer.core.head_scores import score_heads, score_heads_each
 
-    budget = packed.budget_of(model.loaded, memory)
+    budget = pass_budget.budget_of(model.loaded, memory)
     whole = checks.intervention_of((), None, None, 1.0, intervention, model.info)
     if ids is not None and checks.is_batch(ids):
         _check_repeat(repeat)

@@ -121,9 +121,9 @@ def score_heads(loaded, ids=None, repeat: int = 2, seed: int = DEFAULT_SEED, int
 def score_heads_each(loaded, sequences: list, repeat: int = 2, intervention=None, budget: int | None = None
                      ) -> list[HeadScores]:
     """score_heads of each id sequence in `sequences`, their runs prefilled together in packed passes of at
-    most `budget` bytes (packed.prefill_packed; None: packed.default_budget) where the model and the
+    most `budget` bytes (packed.prefill_packed; None: pass_budget.default_budget) where the model and the
     intervention allow it, else one after another."""
-    from explorer.core import packed  # torch, imported when a model runs (as score_heads)
+    from explorer.core import packed, pass_budget  # torch, imported when a model runs (as score_heads)
     from explorer.core.recording import RecordOptions
 
     if not packed.can_record_packed(loaded, intervention):
@@ -137,7 +137,7 @@ def score_heads_each(loaded, sequences: list, repeat: int = 2, intervention=None
                 for s in repeats]
     for decoder in decoders:
         decoder.set_intervention(intervention)
-    for _ in packed.prefill_packed(loaded, decoders, repeats, budget or packed.default_budget(loaded)):
+    for _ in packed.prefill_packed(loaded, decoders, repeats, budget or pass_budget.default_budget(loaded)):
         pass
     return [replace(scores_of_trace(d.trace, len(s) // repeat, repeat), trace=d.trace)
             for d, s in zip(decoders, repeats)]

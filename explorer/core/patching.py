@@ -28,7 +28,8 @@ from explorer.core.capture import StepCapture
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import HeadPatch, Intervention, ResidualPatch, combined
 from explorer.core.kernel import softcapped
-from explorer.core.packed import packed_captures, rows_within
+from explorer.core.packed import packed_captures
+from explorer.core.pass_budget import rows_within
 
 SITES = ("head", "resid")
 METRICS = ("logit_diff", "prob")
@@ -138,7 +139,7 @@ def patch_maps(loaded, pairs: list[tuple], site: str = "head", metric="logit_dif
     """patch_map of each (clean_ids, corrupt_ids, target_id, against_id) pair, the pairs sharing passes: the
     clean and corrupted runs of every pair are packed passes, and each layer's sites of every pair run
     `batch` sequences (of at most `rows` rows in all) to a pass; with `budget` (bytes), no pass takes more
-    rows than a recorded pass within it (packed.rows_within: an over-estimate, as a site's pass keeps no
+    rows than a recorded pass within it (pass_budget.rows_within: an over-estimate, as a site's pass keeps no
     layer's rows). `progress` counts the sites of all pairs."""
     if site not in SITES:
         raise ExplorerError(f"site {site!r} is not one of {', '.join(SITES)}")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from explorer.core import packed
+from explorer.core import packed, pass_budget
 from tests.api.test_batches import PROMPTS, close
 
 
@@ -76,4 +76,4 @@ def test_the_product_is_shared_only_where_the_budget_holds_it(family, model):
     config = model.loaded.config
     rows = sum(len(p) for p in PROMPTS)
     exact = rows * config.vocab_size * np.dtype(np.float32).itemsize     # the (S, V) float32 product
-    assert packed.shares_logits(config, rows, exact) and not packed.shares_logits(config, rows, exact - 1)
+    assert pass_budget.shares_logits(config, rows, exact) and not pass_budget.shares_logits(config, rows, exact - 1)

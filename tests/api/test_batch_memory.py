@@ -1,4 +1,4 @@
-"""`memory=` on run, patch and heads: one budget (packed.budget_of), checked alike; a budget too small for
+"""`memory=` on run, patch and heads: one budget (pass_budget.budget_of), checked alike; a budget too small for
 the batch's passes cuts them into more and smaller passes, and the results stay those of the whole pass."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import explorer
-from explorer.core import packed, patching
+from explorer.core import packed, pass_budget, patching
 from tests.api.test_batches import PROMPTS, close
 
 
@@ -51,7 +51,7 @@ def test_a_tiny_budget_splits_the_patching_passes_and_leaves_the_maps_unchanged(
 @pytest.mark.parametrize("family", ["llama"])
 def test_a_budget_of_two_prompts_packs_two_captures_to_a_pass(family, model, capture_passes):
     cleans, corrupts = [PROMPTS[1], PROMPTS[3]], [PROMPTS[1][::-1], PROMPTS[3][::-1]]
-    two = packed.pass_bytes(model.loaded.config, [len(PROMPTS[1])] * 2, weights=False)
+    two = pass_budget.pass_bytes(model.loaded.config, [len(PROMPTS[1])] * 2, weights=False)
     model.patch(cleans, corrupts, target=7, against=42, memory=two)
     assert capture_passes == [2, 1, 1]                                   # 3 + 3 fit; 6 + 6 do not, nor 3 + 6
 
@@ -74,11 +74,11 @@ def test_a_tiny_budget_splits_the_head_scores_and_leaves_them_unchanged(family, 
 @pytest.mark.parametrize("family", ["llama"])
 def test_rows_within_is_the_most_rows_whose_pass_fits(family, model):
     config = model.loaded.config
-    for budget in (1, packed.pass_bytes(config, [40], weights=False), 10 ** 7):
-        rows = packed.rows_within(config, budget)
-        assert rows == 1 or packed.pass_bytes(config, [rows], weights=False) <= budget
-        assert rows == packed.PASS_ROWS or packed.pass_bytes(config, [rows + 1], weights=False) > budget
-    assert packed.rows_within(config, packed.pass_bytes(config, [40], weights=False)) == 40
+    for budget in (1, pass_budget.pass_bytes(config, [40], weights=False), 10 ** 7):
+        rows = pass_budget.rows_within(config, budget)
+        assert rows == 1 or pass_budget.pass_bytes(config, [rows], weights=False) <= budget
+        assert rows == pass_budget.PASS_ROWS or pass_budget.pass_bytes(config, [rows + 1], weights=False) > budget
+    assert pass_budget.rows_within(config, pass_budget.pass_bytes(config, [40], weights=False)) == 40
 
 
 @pytest.mark.parametrize("family", ["llama"])

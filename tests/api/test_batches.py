@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import explorer
-from explorer.core import packed
+from explorer.core import packed, pass_budget
 from tests.core import intervention_reference as ref
 
 PROMPTS = [[5, 17, 33, 2, 71, 40, 9, 88, 23, 61, 14], [7, 8, 9], list(range(10, 44)), [60, 2, 90, 31, 31, 8]]
@@ -69,7 +69,7 @@ def test_a_packed_batch_equals_transformers_padded_batch(family, hf_model, model
 def test_a_batch_over_the_memory_budget_runs_in_chunks_with_the_same_numbers(family, model, passes):
     whole = model.run(PROMPTS)
     assert passes == [4]
-    two = packed.pass_bytes(model.loaded.config, [len(PROMPTS[0]), len(PROMPTS[1])], weights=True)
+    two = pass_budget.pass_bytes(model.loaded.config, [len(PROMPTS[0]), len(PROMPTS[1])], weights=True)
     seen = []
     chunked = model.run(PROMPTS, memory=two, progress=lambda done, total: seen.append((done, total)))
     assert passes[0] == 4 and passes[1:] and max(passes[1:]) < 4         # several chunks, some packed
@@ -150,7 +150,7 @@ def test_a_wrong_memory_budget_is_one_sentence(family, model):
 
 def test_chunks_keep_the_order_and_stay_within_the_budget():
     sizes = [3, 4, 2, 9, 1, 1]
-    cuts = packed.chunks(len(sizes), lambda indices: sum(sizes[i] for i in indices) <= 7)
+    cuts = pass_budget.chunks(len(sizes), lambda indices: sum(sizes[i] for i in indices) <= 7)
     assert cuts == [[0, 1], [2], [3], [4, 5]]
 
 

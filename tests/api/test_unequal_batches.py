@@ -12,7 +12,7 @@ from tests.api.test_batches import close
 from tests.core import intervention_reference as ref
 
 LENGTHS = [30, 40, 12, 30, 40, 40]           # S = 192: 36,864 masked entries against 6,744 in 3 runs
-RUNS = ((1, 12), (2, 30), (3, 40))           # the pass takes its prompts by length (packed.by_length)
+RUNS = ((1, 12), (2, 30), (3, 40))           # the pass takes its prompts by length (pass_budget.by_length)
 WINDOWED = {"mistral", "gemma3"}             # a window of 5: no layer (mistral) or half of them (gemma3) is causal
 
 
