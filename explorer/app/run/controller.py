@@ -39,6 +39,7 @@ class DecodingController(ModelLoading, StepControl, PromptState, PromptFit, Trac
                          SessionRestore, QObject):
     notice = Signal(str)                 # a line for the status bar
     model_ready = Signal(object)         # LoadedSummary of the model now in use
+    model_changed = Signal(object)       # LoadedSummary of the model now in use, or None: no model is open
     load_failed = Signal(str)            # the reference that could not be loaded
     loading_changed = Signal(bool)
     playing_changed = Signal(bool)

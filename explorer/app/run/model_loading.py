@@ -52,6 +52,7 @@ class ModelLoading:
         self.session.set_trace(None)
         self.session.set_model(None)
         self._update_out_of_date()
+        self.model_changed.emit(None)
 
     @property
     def reference(self) -> str | None:
@@ -68,6 +69,7 @@ class ModelLoading:
         self.session.set_model(summary.info)
         self._tokenize()
         self._update_out_of_date()
+        self.model_changed.emit(summary)
         action = self._after_load
         self._end_loading()
         self.model_ready.emit(summary)
@@ -97,8 +99,8 @@ class ModelLoading:
     def _deferred(self, action: Callable[[], None]) -> bool:
         """While a model loads, remember the press and do it once the model is ready."""
         if self.loading is None:
-            if self.summary is None:
-                self.session.report_error("No model is open yet; choose one in the Model box or File ▸ Open.")
+            if self.summary is None:            # a status line, never a modal box (the presses are off then)
+                self.notice.emit("No model is open yet; choose one in the Model box or File ▸ Open.")
                 return True
             return False
         self._after_load = action

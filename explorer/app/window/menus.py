@@ -57,6 +57,8 @@ class Menus:
         self.cancel_recording = self._action("&Cancel the Recording",
                                              lambda: self.recording and self.recording.cancel())
         self._build_file()
+        window.actions.follow(window.controller)          # Run, Step, Back, Play: on while a model is open
+        window.controller.model_changed.connect(lambda summary: summary is None and window.show_no_model())
         for action in window.actions.all():
             self.decode.addAction(action)
         self.decode.addSeparator()
@@ -109,10 +111,10 @@ class Menus:
         self.file.addAction(quit_action)
 
     def close_model(self) -> None:
-        """Stop the model's jobs and release it (the controller), then name no model in the window's chrome;
-        the panels show their empty state through the session."""
+        """Stop the model's jobs and release it (the controller); its model_changed(None) names no model in
+        the window's chrome and turns the decoding presses off, and the panels show their empty state through
+        the session."""
         self.window.controller.close_model()
-        self.window.show_no_model()
 
     def _build_view(self) -> None:
         for dock in self.window.docks.values():

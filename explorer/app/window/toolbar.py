@@ -13,6 +13,8 @@ from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QLabel, QMainWindow, QS
 from explorer.app.thread.core_api import SamplingSettings
 from explorer.app.window import dock_layout
 
+NO_MODEL_REASON = "open a model first (the Model box or File ▸ Open)."
+
 
 class DecodingActions:
     """The decoding QActions, created once and placed in the toolbar and the Decode menu."""
@@ -34,19 +36,48 @@ class DecodingActions:
         self.play = action("Play", "Ctrl+Space", "Keep stepping at the chosen speed", checkable=True)
         self.reset = action("Reset", "Ctrl+R", "Clear the trace")
         self.stop = action("Stop", "Escape", "Cancel what the model is doing")
+        self._usual_tips = {act: act.toolTip() for act in self.needing_a_model()}
+        self._model_open = False              # no model at launch, until one opens or is on its way
+        self._step_reason: str | None = None  # why the model open cannot step (an encoder), or None
+        self._apply()
 
     def all(self) -> list[QAction]:
         return [self.run, self.step, self.back, self.play, self.reset, self.stop]
 
+    def needing_a_model(self) -> list[QAction]:
+        """The presses that ask the model for a run: with no model they mean nothing."""
+        return [self.run, self.step, self.back, self.play]
+
+    def follow(self, controller) -> None:
+        """Enable the presses by what `controller` holds: a model open, or one on its way (a press made
+        while it loads waits for it), whenever the model or the loading changes."""
+        def show(*_) -> None:
+            self.set_model_open(controller.summary is not None or controller.loading is not None,
+                                getattr(controller.summary, "no_step_reason", None))
+
+        controller.model_changed.connect(show)
+        controller.loading_changed.connect(show)
+        show()
+
+    def set_model_open(self, model_open: bool, step_reason: str | None = None) -> None:
+        self._model_open, self._step_reason = model_open, step_reason
+        self._apply()
+
     def set_step_reason(self, reason: str | None) -> None:
         """Disable Step, Back and Play with `reason` as their tooltip (an encoder-only model); None enables them."""
-        for act in (self.step, self.back, self.play):
-            if not hasattr(act, "usual_tip"):
-                act.usual_tip = act.toolTip()
+        self._step_reason = reason
+        self._apply()
+
+    def _apply(self) -> None:
+        """The one rule for Run, Step, Back and Play: a model must be open (Step, Back and Play: one that
+        decodes). A disabled action's shortcut does nothing, so no press asks for a model that is not there;
+        its tooltip says why it is off."""
+        for act in self.needing_a_model():
+            reason = NO_MODEL_REASON if not self._model_open else None if act is self.run else self._step_reason
             if reason is not None and act.isChecked():
                 act.setChecked(False)
             act.setEnabled(reason is None)
-            act.setToolTip(act.usual_tip if reason is None else f"{act.text()} is off: {reason}")
+            act.setToolTip(self._usual_tips[act] if reason is None else f"{act.text()} is off: {reason}")
             act.setStatusTip(act.toolTip())
 
 
