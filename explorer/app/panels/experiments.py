@@ -59,6 +59,8 @@ from explorer.core.intervention import (
 TOP_K = 8
 AUTO_COMPARE_TOKENS = 1024     # above: a step alone does not run the comparison again
 IDLE_TEXT = "Turn an experiment on to compare the next token before and after it."
+NONE_LISTED = ("No experiments yet: add one with an Add button (ablate a head, change the kernel, hide a token), "
+               "or Alt-click a head in the attention grid.")
 
 
 def parse_layers(text: str) -> tuple[int, ...] | None:
@@ -114,6 +116,8 @@ class ExperimentsPanel(Panel):
         self.patching = PatchingView(self)
         self.tabs.addTab(self.patching, "Activation patching")
         self.body.addWidget(self.tabs, 1)
+        self._said = " "                    # the Interventions tab's line under the panel (a count, a comparison)
+        self.tabs.currentChanged.connect(lambda _index: self._say(self._said))
         self.asker = Asker(self, self._on_answer, self.error_line.show_error)
         self.result = None
         self.compared = None                # (model, intervention, ids) of the comparison asked or shown
@@ -237,6 +241,7 @@ class ExperimentsPanel(Panel):
         self.result, self.compared = None, None
         self.table.setRowCount(0)
         self.summary.set_plain(self._unfit_text())
+        self._said = " "
         self._fit_patching()
 
     def _fit_patching(self) -> None:
@@ -267,6 +272,7 @@ class ExperimentsPanel(Panel):
         trace = self.trace
         self.compare_button.setEnabled(False)
         if trace is None or not trace.steps:
+            self._say(" ")
             return
         if trace.model.is_encoder_only or trace.model.is_encoder_decoder:
             self.summary.set_plain(f"The before/after compares next-token predictions; {trace.model.name} is "
@@ -285,7 +291,7 @@ class ExperimentsPanel(Panel):
             return
         self.compared = key
         if self.asker.ask(key, CompareNextTokenJob(ids, intervention, TOP_K)):     # run by core_api, model thread
-            self.readout.setText(f"running the next token after position {len(ids) - 1}, before and after…")
+            self._say(f"running the next token after position {len(ids) - 1}, before and after…")
         stopped = key == self.asker.stopped and self.result is None
         self.show_stopped(f"the next token after position {len(ids) - 1}, before and after" if stopped else None)
 
@@ -294,13 +300,14 @@ class ExperimentsPanel(Panel):
         self.asker.drop()
         self.result, self.compared = None, None
         self.table.setRowCount(0)
-        self.summary.set_plain(" ".join(filter(None, (self._unfit_text(), IDLE_TEXT))))
-        self.readout.setText(f"0 of {plural(len(self.experiments), 'experiment')} on")
+        listed = len(self.experiments)
+        self.summary.set_plain(" ".join(filter(None, (self._unfit_text(), IDLE_TEXT if listed else NONE_LISTED))))
+        self._say(f"0 of {plural(listed, 'experiment')} on" if listed else " ")     # nothing to count: no count
 
     def _show_behind(self, compared: int, last: int) -> None:
         self.compare_button.setEnabled(True)
-        self.readout.setText(f"compared after position {compared}; the trace has gone on to position {last}: "
-                             "press Compare to update")
+        self._say(f"compared after position {compared}; the trace has gone on to position {last}: "
+                  "press Compare to update")
 
     def _on_answer(self, key, result) -> None:
         self.result = result
@@ -317,4 +324,10 @@ class ExperimentsPanel(Panel):
             f"nats.  '{token}': logit {result.logit_before:.3f} → {result.logit_after:.3f} "
             f"(Δ {result.delta_logit:+.3f}), p {result.prob_before:.3f} → {result.prob_after:.3f}.")
         on = sum(e.on for e in self.experiments)
-        self.readout.setText(f"{on} of {plural(len(self.experiments), 'experiment')} on")
+        self._say(f"{on} of {plural(len(self.experiments), 'experiment')} on")
+
+    def _say(self, text: str) -> None:
+        """The line under the panel speaks of the Interventions tab: it is shown while that tab is up, and
+        kept for when it comes back (the patching tab says what it does in its own view)."""
+        self._said = text
+        self.readout.setText(text if self.tabs.currentIndex() == 0 else " ")
