@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QApplication
 
 from explorer.core.trace import Trace
@@ -25,6 +26,9 @@ from explorer.views.long_maps import THREADS, ReducedMaps, block_maxima, display
 from explorer.views.maps import attention_matrix, axis_labels, display_reduced, head_levels
 
 BASE_SIZE = (1000, 800)     # the export size whose text is as large as on screen
+EDGE_PX = 6                 # the band of bare background every figure keeps on each side, beyond any text
+FIT_TRIES = 4               # text made smaller at most this many times until the figure's least size fits
+LEAST_TEXT_SHARE = 0.25     # nor smaller than this share of the size it was asked in
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,15 +100,47 @@ def attention_figure(trace: Trace, layer: int | str, head: int | str, width: int
 
 
 def lay_out(figure: pg.GraphicsLayoutWidget, width: int, height: int, theme: str = "light"):
-    """Lay a figure out offscreen at exactly width × height pixels, in the figure theme's colours."""
+    """Lay a figure out offscreen at exactly width × height pixels, in the figure theme's colours, a margin
+    of bare background on every side (edge_margin) and its text no larger than fits (fit_text)."""
     paint_figure(figure, theme)
     figure.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
     figure.setFixedSize(width, height)
     figure.show()
     QApplication.processEvents()
-    figure.ci.setGeometry(0, 0, width, height)
-    QApplication.processEvents()
+    with figure_colours(theme):            # a title set again in fit_text reads the theme's colours
+        fit_text(figure, width, height)
     return figure
+
+
+def edge_margin(figure: pg.GraphicsLayoutWidget) -> int:
+    """The layout's margin on each side: EDGE_PX, and half the tallest tick label beyond it. An axis's end
+    labels are centred on its ends, so the colour bar's "0" and "1.0" stood half a line past the layout's
+    edge: with the layout's own 9 px, a 640 × 480 head at twice the text size drew its "0" 2 px from the
+    bottom, and the SVG's grid touched the left edge."""
+    tallest = max((QFontMetrics(item.style["tickFont"] or QApplication.font()).height()
+                   for item in figure.scene().items() if isinstance(item, pg.AxisItem) and item.isVisible()),
+                  default=QFontMetrics(QApplication.font()).height())
+    return EDGE_PX + math.ceil(tallest / 2)
+
+
+def fit_text(figure: pg.GraphicsLayoutWidget, width: int, height: int) -> None:
+    """Lay the figure out in width × height with edge_margin on every side; where its least size (a title on
+    one line, labels at the text size asked) is larger, its text is made smaller until it fits, within
+    FIT_TRIES and LEAST_TEXT_SHARE. Laid out larger than the image, the SVG cut the title and the labels at
+    its edges, and the PNG drew the whole layout shrunk into a corner (400 × 300 at twice the text size)."""
+    shrunk = 1.0
+    for _ in range(FIT_TRIES + 1):
+        margin = edge_margin(figure)
+        figure.ci.setContentsMargins(margin, margin, margin, margin)
+        figure.ci.setGeometry(0, 0, width, height)
+        QApplication.processEvents()
+        least = figure.ci.layout.minimumSize()
+        ratio = min(width / max(least.width(), 1.0), height / max(least.height(), 1.0))
+        if ratio >= 1 or shrunk <= LEAST_TEXT_SHARE:
+            return
+        step = max(LEAST_TEXT_SHARE / shrunk, 0.97 * ratio)     # a little past the ratio: margins shrink too
+        scale_fonts(figure, step)
+        shrunk *= step
 
 
 def font_scale(width: int, height: int) -> float:
