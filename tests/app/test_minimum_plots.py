@@ -79,3 +79,33 @@ def test_the_translators_tokens_are_whole_at_the_windows_least_size(qtbot, tmp_p
             cut = {text.text()[:60]: (text.height(), whole_height(text)) for text in texts
                    if text.height() < whole_height(text)}
             assert not cut, f"at {window.width()}x{window.height()} these texts are cut (height, whole): {cut}"
+
+
+@pytest.mark.parametrize("screen_name", list(SCREENS))
+def test_kv_cache_and_why_this_token_at_the_windows_least_size(qtbot, tmp_path, monkeypatch, screen_name):
+    """Issue 22: at the window's least size on a 1366x768 screen (800 x 653) the KV cache's occupancy plots were
+    61 px tall and Why this token's plots 54 px. Expectation: raised there and at the least width at the screen's
+    height, each panel's plots a person sees keep MIN_PLOT_PX views each way (Journey.act checks every visible
+    plot), the KV cache keeps its per-layer plot and Why this token its heads' map, the plots a person clicks,
+    at least in reach (in sight, or in a scroll area), and Why this token still draws its attribution."""
+    screen = SCREENS[screen_name]
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, screen) as journey:
+        window = journey.window
+        journey.open(BUNDLED / "shakespeare-gqa", PROMPT)
+        least = window.minimumSizeHint()
+        for size in (least, QSize(least.width(), screen.height())):
+            journey.act(f"shrunk to {size.width()}x{size.height()}", lambda size=size: window.resize(size))
+            kv = journey.raise_panel("kv_cache")
+            journey.act("KV cache raised", lambda: None)
+            assert kv.plots.layer_plot is not None and kv.plots.layer_plot.isVisible(), \
+                "the KV cache gave up its per-layer plot"
+            why = journey.raise_panel("attribution")
+            journey.act("Why this token raised", lambda: None)
+            journey.act("attribution of another token", lambda: why.token_box.setCurrentIndex(1))
+            assert why.result is not None and why.heads.plot.isVisible(), "Why this token shows no heads' map"
+            assert why.answered[3] == why._tokens[1], "Why this token did not attribute the token chosen"
+        journey.act("grown back", lambda: window.resize(screen))
+        journey.raise_panel("kv_cache")
+        journey.act("KV cache raised", lambda: None)
+        kv = window.docks["kv_cache"].widget()
+        assert kv.plots.total_plot.isVisible() and in_sight(kv.plots), "grown back, the KV cache's plots are hidden"

@@ -16,13 +16,13 @@ from collections.abc import Iterator
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
 from explorer.app.panels.base import Panel, decoder_view_unavailable
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import AttributionJob
-from explorer.app.widgets.adaptive import is_wide, orient, place
+from explorer.app.widgets.adaptive import is_wide, orient
 from explorer.app.widgets.asking import Asker
 from explorer.app.widgets.plot_text import SMALL_TITLE
 from explorer.app.widgets.text_helpers import readable, selected_position
@@ -39,6 +39,28 @@ SIDE_LINES = 6              # the token box's row and up to four lines of captio
 # Side by side, the caption takes half the width and the plots 3 : 4 of the rest: below this width the heads'
 # map was 42-109 px wide (690 x 545 px beside Learn at 1366x768, after the translator, on the bundled MLA model)
 SIDE_BY_SIDE_PX = 900
+# The plots lie in a row or a column by their view's own shape, each view kept VIEW_PX each way, or the bars are
+# given up for the heads' map: a row or a column by the splitter's orientation left both plots 41-43 px tall in
+# the 567 x 223 px view under the words at the window's least size on a 1366x768 screen.
+VIEW_PX = 120
+AXES_PX = {"bars": (90, 60), "heads": (70, 60)}    # axes, title, colour bar (width, height), until measured
+SHARES = {"bars": 3, "heads": 4}                    # the plots' shares of a row
+
+
+def plots_placement(width: int, height: int, axes_px: dict) -> tuple[bool, bool]:
+    """(in a row, both plots) for a view of width x height: both where a row or a column leaves each view VIEW_PX
+    each way (the view's own shape's first), else the heads' map alone, in a row."""
+    def legible(wide: bool, names: tuple[str, ...]) -> bool:
+        total = sum(SHARES[name] for name in names)
+        rooms = {name: (width * SHARES[name] // total, height) if wide else (width, height // len(names))
+                 for name in names}
+        return all(rooms[name][0] - axes_px[name][0] >= VIEW_PX and rooms[name][1] - axes_px[name][1] >= VIEW_PX
+                   for name in names)
+
+    for wide in ((True, False) if width >= height else (False, True)):
+        if legible(wide, ("bars", "heads")):
+            return wide, True
+    return True, False
 
 
 class AttributionPanel(Panel):
@@ -63,6 +85,9 @@ class AttributionPanel(Panel):
         self.caption = Caption()                # whole in the side column, however narrow (a scroll area's)
         column.addWidget(self.caption.scrolled(), 1)
         self.view = pg.GraphicsLayoutWidget()
+        self.view.installEventFilter(self)          # the plots placed for the view's shape (_place)
+        self.axes_px = dict(AXES_PX)
+        self._placed: tuple[bool, bool] | None = None        # (in a row, both plots) as last placed
         # Built a turn each at a first raise (_building): each is 20-40 ms of pyqtgraph's making, which the
         # raise's turn at 8,000 tokens could not also hold (its first raise froze the window 120-138 ms).
         self.bars: pg.PlotItem | None = None
@@ -111,14 +136,47 @@ class AttributionPanel(Panel):
         self.heads = Heatmap(self.view.ci, row=0, col=1, colormap="CET-D1", axes=("left", "bottom"))
         self.heads.on_click = self._clicked
         self.heads.on_hover = self._hover
-        self.view.ci.layout.setColumnStretchFactor(0, 3)
-        self.view.ci.layout.setColumnStretchFactor(1, 4)
         self._place()
 
     def _place(self) -> None:
-        """The plots in a row beside the words, in a column under them."""
-        if self.heads is not None:
-            place(self.view.ci, [self.bars, self.heads.plot], self.splitter.orientation() == Qt.Orientation.Horizontal)
+        """The plots in a row where the view is wide, in a column where it is tall (the other way where only that
+        leaves both views VIEW_PX each way), the heads' map alone where neither does."""
+        if self.heads is None:
+            return
+        self._measure_axes()
+        width, height = self.view.width(), self.view.height()
+        wide, both = plots_placement(width, height, self.axes_px)
+        if (wide, both) == self._placed:
+            return
+        self._placed = wide, both
+        shown = [self.bars, self.heads.plot] if both else [self.heads.plot]
+        grid = self.view.ci.layout       # moved in Qt's grid only: out of the scene, a plot's view lost its items
+        laid = [grid.itemAt(index) for index in range(grid.count())]
+        for plot in (self.bars, self.heads.plot):
+            if plot in laid:
+                grid.removeItem(plot)
+        for index, plot in enumerate(shown):
+            grid.addItem(plot, 0 if wide else index, index if wide else 0)
+        self.bars.setVisible(both)
+        shares = [SHARES["bars"], SHARES["heads"]] if both else [1, 0]
+        for index in range(2):
+            grid.setColumnStretchFactor(index, shares[index] if wide else 1 - index)
+            grid.setRowStretchFactor(index, 1 - index if wide else int(bool(shares[index])))
+        if self.result is not None and both:
+            self._draw_bars(self.result)          # as many bars as their new height holds
+
+    def _measure_axes(self) -> None:
+        """Each shown plot's axes, title and colour bar as laid out (its size less its view's)."""
+        for name, plot in (("bars", self.bars), ("heads", self.heads.plot)):
+            view = plot.getViewBox()
+            if plot.isVisible() and view.width() > 1 and view.height() > 1:
+                self.axes_px[name] = (int(plot.width() - view.width()), int(plot.height() - view.height()))
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.view and event.type() == QEvent.Type.Resize:
+            # after the resize: items moved in the scene's layout while Qt lays the dock out crashed it
+            QTimer.singleShot(0, self, self._place)
+        return super().eventFilter(watched, event)
 
     def forget(self) -> None:
         """No attribution of another model or run: its bars, its layer × head map, its caption, its choices."""
@@ -204,6 +262,7 @@ class AttributionPanel(Panel):
             f"{result.decomposition.split(':')[0]}, the norm scales frozen here.")
         self.caption.setToolTip(f"Shown: {result.decomposition}.")
         self.readout.setText("click a head to open it in the attention views")
+        QTimer.singleShot(0, self, self._place)      # for the axes of these labels, once laid out
 
     def _draw_bars(self, result) -> None:
         self.bars.clear()
@@ -221,7 +280,6 @@ class AttributionPanel(Panel):
         super().resizeEvent(event)
         width, height = event.size().width(), event.size().height()
         if orient(self.splitter, width, height, least=SIDE_BY_SIDE_PX):
-            self._place()
             if not is_wide(width, height, SIDE_BY_SIDE_PX):
                 side = min(SIDE_LINES * self.fontMetrics().lineSpacing(), height // 3)
                 self.splitter.setSizes([side, max(1, self.splitter.height() - side)])

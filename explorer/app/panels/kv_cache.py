@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QSpinBox,
-    QSplitter,
     QTableWidget,
     QTableWidgetItem,
     QTabWidget,
@@ -34,6 +33,7 @@ from explorer.app.state.session import Selection
 from explorer.app.state.words import plural, step_name
 from explorer.app.widgets.kv_occupancy import CROSS as CROSS_COLOUR
 from explorer.app.widgets.kv_occupancy import MIN_PLOT_PX, MIN_VIEW_PX, OccupancyPlots
+from explorer.app.widgets.occupancy_room import OccupancyRoom
 from explorer.core import kv_variants
 from explorer.core.units import human_bytes as human
 from explorer.drawing import export
@@ -61,21 +61,18 @@ class KVCachePanel(Panel):
         self.summary.setWordWrap(True)
         self.body.addWidget(self.summary)
         # A bottom dock is wide and short: the occupancy plots and the paged grid side by side in the
-        # first tab, read at first sight; the variants' table in the second.
-        occupancy = self.occupancy = QSplitter(Qt.Orientation.Horizontal)
-        occupancy.setChildrenCollapsible(False)
+        # first tab, read at first sight (above one another, scrolled, in a short narrow one); the variants'
+        # table in the second.
         # The plots are built when first drawn, one a turn when the tab is raised (_drawing): their four PlotItems
         # and their first drawing in the turn that built the panel held the window ~130 ms at 8,000 tokens.
         self.plots = OccupancyPlots(built=False)
         self._blocks: Heatmap | None = None
-        occupancy.addWidget(self.plots)
-        occupancy.addWidget(self._blocks_section())
-        occupancy.setStretchFactor(0, 2)
-        occupancy.setStretchFactor(1, 1)
+        self.room = OccupancyRoom(self.plots, self._blocks_section(), self.block_view)
+        self.occupancy = self.room.splitter
         self.step_totals = PerItem(step_in_use)        # a decoding step sums the one new step's layers
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
-        self.tabs.addTab(occupancy, "Occupancy")
+        self.tabs.addTab(self.room, "Occupancy")
         self.tabs.addTab(self._variants_section(), "MHA / GQA / MQA / MLA")
         self.body.addWidget(self.tabs, 1)
         self.total_in_use = 0
@@ -100,6 +97,7 @@ class KVCachePanel(Panel):
             # almost empty range (an encoder caches nothing) to "tokens (x0.001)".
             for side in ("bottom", "left"):
                 plot.getAxis(side).enableAutoSIPrefix(False)
+            plot.getViewBox().setMinimumSize(MIN_PLOT_PX, MIN_PLOT_PX)     # the room's least size follows (fit)
             if plot is plots.total_plot:
                 plot.getViewBox().menu.addActions(self.export_actions())
             else:
