@@ -77,6 +77,7 @@ class DecodingController(ModelLoading, StepControl, PromptState, PromptFit, Trac
         """The model thread's answers: traces, a model, failures, notices, and the answers panels asked for."""
         worker.trace_ready.connect(self._on_trace_ready)
         worker.model_loaded.connect(self._on_model_loaded)
+        worker.model_loaded_late.connect(self._on_model_loaded_late)
         worker.failed.connect(self._on_failed)
         worker.load_failed.connect(self._on_load_failed)
         worker.notice.connect(self.notice)

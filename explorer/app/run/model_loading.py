@@ -33,7 +33,23 @@ class ModelLoading:
             self.worker.cancel()
             self._give_back_dropped()
             self._end_loading()
-            self.notice.emit("Loading cancelled; the previous model is still in use.")
+            if self.worker.holds_unwanted:      # a load cancelled earlier had switched the model thread already
+                self._drop_unwanted_model()
+            else:
+                self.notice.emit("Loading cancelled; the previous model is still in use.")
+
+    def _on_model_loaded_late(self, summary: LoadedSummary) -> None:
+        """The model thread switched to `summary`'s model just before a Cancel (or another load) reached it. The
+        cancel wins: the model is not taken. The one before is gone from the model thread, so unless a newer
+        load is awaited (its end decides), no model is open, and every panel says so."""
+        if self.loading is None:
+            self._drop_unwanted_model(summary.name)
+
+    def _drop_unwanted_model(self, name: str = "the model") -> None:
+        """Let the model thread go of a model nobody awaits, and name no model anywhere (close_model's path)."""
+        self.close_model()
+        self.notice.emit(f"Loading cancelled as {name} became ready; the model before was let go already, so "
+                         "no model is open: choose one in the Model box or File ▸ Open.")
 
     def close_model(self) -> None:
         """File ▸ Close Model: stop the model's work (a load too), let the model thread release it, and show
@@ -95,6 +111,8 @@ class ModelLoading:
         if reference == self.loading:
             self._end_loading()
             self.load_failed.emit(reference)
+            if self.worker.holds_unwanted:      # the model before went for a load cancelled too late
+                self._drop_unwanted_model()
 
     def _deferred(self, action: Callable[[], None]) -> bool:
         """While a model loads, remember the press and do it once the model is ready."""

@@ -75,6 +75,8 @@ class StepControl:
 
     def reset(self) -> None:
         self.set_playing(False)
+        if self.loading is not None:            # the load is cancelled with the rest: it ends here, too
+            self.cancel_load()
         self.worker.cancel(discard_traces=True)
         self._lost_trace, self._giving_back = None, False
         self.session.set_trace(None)

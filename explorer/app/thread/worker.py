@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QObject, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 
 from explorer.app.thread import preload, threads
 from explorer.app.thread.core_api import CoreApi, LoadedSummary, SamplingSettings
@@ -45,7 +45,9 @@ class ModelWorker(QObject):
     """The GUI's handle on the model thread: push requests, receive traces and errors as signals."""
 
     trace_ready = Signal(object)        # Trace, the newest state of the decoder
-    model_loaded = Signal(object)       # LoadedSummary
+    model_loaded = Signal(object)       # LoadedSummary of the model loaded as asked
+    model_loaded_late = Signal(object)  # LoadedSummary of a model the thread switched to after its load was
+                                        # cancelled: it now holds that one, not the one before (see holds_unwanted)
     lens_ready = Signal(object)         # {"position": int, "ids": (L, k), "probs": (L, k)}
     candidates_ready = Signal(object)   # {"position": int, "ids": (k,), "probs": (k,), "token": id at position}
     failed = Signal(str)                # one sentence for a dialog
@@ -55,6 +57,7 @@ class ModelWorker(QObject):
     run_progress = Signal(float, str)   # a prefill's progress, layer by layer, and what runs
     devices_found = Signal(object)      # {device: [dtypes]}
     busy_changed = Signal(bool)
+    _loaded_as = Signal(object, int)    # a model the thread switched to, and the seq of its Load
 
     def __init__(self, core: CoreApi | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -62,8 +65,13 @@ class ModelWorker(QObject):
         self._emitter = Emitter()
         self._busy = False
         self._latest_trace = None
+        self._loads_dropped_through = -1    # a Load up to this seq is no longer awaited (cancelled or superseded)
+        self._unloaded_at = -1              # the seq of the last Unload pushed
+        self.holds_unwanted = False         # the thread switched to a model after its load was cancelled
         self._emitter.trace_ready.connect(self._on_trace_ready)
-        self._emitter.model_loaded.connect(self.model_loaded)
+        # Direct: read on the model thread while the Load that switched runs, so its seq goes with the news.
+        self._emitter.model_loaded.connect(self._on_switched, Qt.ConnectionType.DirectConnection)
+        self._loaded_as.connect(self._on_loaded_as)
         self._emitter.lens_ready.connect(self.lens_ready)
         self._emitter.candidates_ready.connect(self.candidates_ready)
         self._emitter.failed.connect(self.failed)
@@ -84,12 +92,15 @@ class ModelWorker(QObject):
     # ----- requests (GUI thread) -----------------------------------------------------
     def load(self, path: str, device: str = "cpu", dtype: str = "float32") -> None:
         self._core.prefetch(str(path))          # its weights are read while the model thread is busy
+        self._loads_dropped_through = self._queue.pushed() - 1     # a load asked before is superseded
         self._push(Load(path=str(path), device=device, dtype=dtype))
 
     def unload(self) -> None:
         """Let go of the model (File ▸ Close Model): what is queued and running is dropped, as for a load."""
         self._core.prefetch(None)
         self._push(Unload())
+        self._unloaded_at = self._loads_dropped_through = self._queue.pushed() - 1
+        self.holds_unwanted = False
 
     def prefill(self, ids) -> None:
         self._push(Prefill(ids=tuple(int(i) for i in ids)))
@@ -135,6 +146,7 @@ class ModelWorker(QObject):
         """
         if discard_traces:
             self._latest_trace = None
+        self._loads_dropped_through = self._queue.pushed() - 1
         self._queue.cancel(discard=discard_traces)
         self._core.prefetch(None)               # weights read ahead for a load dropped here are let go
 
@@ -144,6 +156,23 @@ class ModelWorker(QObject):
         self._queue.close()
         self._thread.join(timeout_s)
         return not self._thread.is_alive()
+
+    # ----- a model switched to --------------------------------------------------------
+    def _on_switched(self, summary) -> None:
+        """On the model thread, as the Load that switched models ends: its seq is the request running."""
+        self._loaded_as.emit(summary, self._loop._seq)   # the loop's seq of the request running (read here only)
+
+    @Slot(object, int)
+    def _on_loaded_as(self, summary, seq: int) -> None:
+        """A Cancel (or another load) pressed after the model thread had switched, but before the GUI heard of
+        it, wins: the model is not handed on as loaded. Unless an Unload follows, the thread now holds a model
+        nobody asked for (holds_unwanted), and the one before is gone from it: model_loaded_late says so."""
+        if seq > self._loads_dropped_through:
+            self.holds_unwanted = False
+            self.model_loaded.emit(summary)
+        elif seq > self._unloaded_at:
+            self.holds_unwanted = True
+            self.model_loaded_late.emit(summary)
 
     # ----- state ------------------------------------------------------------------
     @property
