@@ -125,10 +125,10 @@ def test_the_build_turn_builds_no_plot_and_each_later_turn_one_piece_of_work(qtb
     panel = panel_on(qtbot, session)                        # the dock's build turn: the panel, not yet shown
     assert work.turn() == {"plots": 0, "draws": 0}, "the panel's build built plots or drew"
     panel.show()                                            # its first drawing's turn
-    panel._part_timer.stop()                                     # the turns after it run by hand, one at a time
+    panel._turns.pause()                                        # the turns after it run by hand, one at a time
     turns = [work.turn()]
     while panel.drawing and len(turns) < 20:
-        panel._next_part(panel._parts)
+        panel._turns.step()
         turns.append(work.turn())
     assert not panel.drawing
     for index, done in enumerate(turns):
@@ -144,9 +144,9 @@ def test_a_panel_hidden_before_its_pieces_are_drawn_draws_them_once_shown_again(
     session.set_trace(trace)
     panel = panel_on(qtbot, session)
     panel.show()
-    panel._part_timer.stop()
+    panel._turns.pause()
     panel.set_exposed(False)                                # its tab put behind another before the next turn
-    panel._next_part(panel._parts)
+    panel._turns.step()
     assert not panel.drawing and not blocks_drawn(panel), "a hidden panel went on drawing"
     panel.set_exposed(True)                                 # raised again: the drawing starts over, in turns
     qtbot.waitUntil(lambda: not panel.drawing, timeout=5000)

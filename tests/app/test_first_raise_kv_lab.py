@@ -32,7 +32,7 @@ def test_the_first_raise_draws_the_curves_on_a_later_turn_and_the_same_as_at_onc
     assert not any(panel.plot.plots[dtype].listDataItems() for dtype in DTYPES), \
         "the curves were drawn in the raise's own turn"
     assert getattr(panel.what_if, "_heatmaps", "built") is None, "the hidden what-if maps were built"
-    qtbot.waitUntil(lambda: panel.plot._pending is None and bool(panel.plot.plots[DTYPES[-1]].listDataItems()),
+    qtbot.waitUntil(lambda: not panel.plot.turns.running and bool(panel.plot.plots[DTYPES[-1]].listDataItems()),
                     timeout=5000)
     at_once = BytesPlot(titled=False)
     qtbot.addWidget(at_once)
@@ -69,16 +69,16 @@ def test_a_later_drawing_draws_one_dtype_a_turn_and_ends_as_a_drawing_at_once(qt
     qtbot.addWidget(plot)
     qtbot.addWidget(at_once)
     plot.draw_later(shape, None, "m")
-    plot._later.stop()                                       # its turns run by hand, one at a time
+    plot.turns.pause()                                       # its turns run by hand, one at a time
     assert not any(plot.plots[dtype].listDataItems() for dtype in DTYPES)
-    plot._next_part()                                        # the curves' numbers and colours: nothing drawn yet
+    plot.turns.step()                                        # the curves' numbers and colours: nothing drawn yet
     assert not any(plot.plots[dtype].listDataItems() for dtype in DTYPES)
     for turn, dtype in enumerate(DTYPES):
-        plot._next_part()
+        plot.turns.step()
         assert [bool(plot.plots[d].listDataItems()) for d in DTYPES] == [i <= turn for i in range(len(DTYPES))], \
             f"after turn {turn}: drawn {dtype} and only the ones before it"
-    plot._next_part()
-    assert plot._pending is None
+    plot.turns.step()
+    assert not plot.turns.running
     at_once.draw(shape, None, "m")
     for mine, one_shot in zip(drawn(plot), drawn(at_once), strict=True):
         if isinstance(mine, tuple):

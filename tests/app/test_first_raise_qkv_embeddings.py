@@ -75,13 +75,13 @@ class Turns:
         unmeasured = heatmap_axes.unmeasured
         counting(base_module, "label_widths", "measured", lambda labels, font=None: unmeasured(labels, font),
                  heatmap_axes.label_widths)                  # the panels measure through base.measuring
-        next_part = panel._next_part
+        next_part = panel._turns.step
 
-        def one_turn(parts):
+        def one_turn():
             self.end_turn()
-            next_part(parts)
+            next_part()
 
-        monkeypatch.setattr(panel, "_next_part", one_turn)
+        monkeypatch.setattr(panel._turns, "step", one_turn)
 
     def _count(self, what: str, n: int) -> None:
         self.now[what] += n

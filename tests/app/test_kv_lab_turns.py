@@ -80,7 +80,7 @@ def test_the_first_raise_builds_one_plot_or_draws_one_dtype_a_turn_and_paints_no
     turns.end_turn()
     turns.beat.start(0)
     tab = panel.variants_tab
-    qtbot.waitUntil(lambda: tab._plot is not None and tab._plot._pending is None, timeout=10_000)
+    qtbot.waitUntil(lambda: tab._plot is not None and not tab._plot.turns.running, timeout=10_000)
     qtbot.wait(50)                                    # the last part's paint
     turns.stop()
     raised, later = turns.turns[0], turns.turns[1:]
@@ -118,15 +118,15 @@ def test_a_drawing_in_turns_paints_once_after_its_last_dtype_and_a_dropped_one_l
     plot = BytesPlot(titled=False)
     qtbot.addWidget(plot)
     plot.draw_later(shape, None, "m")
-    plot._later.stop()                                # its turns run by hand
+    plot.turns.pause()                                # its turns run by hand
     for _ in range(1 + len(DTYPES)):                  # the curves' numbers, then each dtype's curves
-        plot._next_part()
+        plot.turns.step()
         assert not plot.updatesEnabled()
-    plot._next_part()                                 # the paint's own turn
-    assert plot._pending is None and plot.updatesEnabled()
+    plot.turns.step()                                 # the paint's own turn
+    assert not plot.turns.running and plot.updatesEnabled()
     plot.draw_later(shape, None, "m")
-    plot._later.stop()
-    plot._next_part()
+    plot.turns.pause()
+    plot.turns.step()
     assert not plot.updatesEnabled()
     plot.clear_curves()                               # dropped half drawn (another model, a newer drawing)
     assert plot.updatesEnabled()

@@ -67,13 +67,13 @@ class Turns:
             return original_set(heatmap, matrix, *args, **kwargs)
 
         monkeypatch.setattr(heatmap_class, "set_matrix", set_matrix)
-        next_part = panel._next_part
+        next_part = panel._turns.step
 
-        def one_turn(parts):                  # each later part runs in a turn of its own (a queued call)
+        def one_turn():                       # each later part runs in a turn of its own (a zero timer)
             self.end_turn()
-            next_part(parts)
+            next_part()
 
-        monkeypatch.setattr(panel, "_next_part", one_turn)
+        monkeypatch.setattr(panel._turns, "step", one_turn)
 
     @staticmethod
     def _new() -> dict:

@@ -88,7 +88,7 @@ class AttributionPanel(Panel):
         self.view.installEventFilter(self)          # the plots placed for the view's shape (_place)
         self.axes_px = dict(AXES_PX)
         self._placed: tuple[bool, bool] | None = None        # (in a row, both plots) as last placed
-        # Built a turn each at a first raise (_building): each is 20-40 ms of pyqtgraph's making, which the
+        # Built a turn each at a first raise (Panel.make_plots): each is 20-40 ms of pyqtgraph's making, which the
         # raise's turn at 8,000 tokens could not also hold (its first raise froze the window 120-138 ms).
         self.bars: pg.PlotItem | None = None
         self.heads: Heatmap | None = None
@@ -109,22 +109,18 @@ class AttributionPanel(Panel):
 
     # ----- the two plots, built once --------------------------------------------------
     def redraw(self) -> None:
-        if self.heads is None:
-            self.draw_in_parts(self._building(), in_turns=self.raising)
+        self.make_plots()
 
-    def _building(self) -> Iterator[None]:
-        """The bars' plot, then the heads' map, each in a turn of its own after the raise's."""
-        yield                           # the raise's turn lays out and paints the token box and the words
+    def plots_built(self) -> bool:
+        return self.heads is not None
+
+    def build_plots(self) -> Iterator[None]:
+        """The bars' plot, then the heads' map."""
         if self.bars is None:
             self._build_bars()
             yield
         if self.heads is None:
             self._build_heads()
-
-    def _built(self) -> None:
-        """Both plots now: an answer came before their turns did."""
-        if self.heads is None:
-            self.draw_in_parts(self._building(), in_turns=False)
 
     def _build_bars(self) -> None:
         self.bars = self.view.addPlot(row=0, col=0)
@@ -241,7 +237,7 @@ class AttributionPanel(Panel):
 
     # ----- drawing -------------------------------------------------------------------
     def _on_answer(self, key, result) -> None:
-        self._built()
+        self.plots_now()
         self.result, self.answered = result, key
         self._draw_bars(result)
         n_layers, n_heads = result.heads.shape

@@ -35,6 +35,7 @@ from explorer.app.figures.animation import copy_figure
 from explorer.app.state.session import CANCEL, NO_MODEL, Change, Selection, Session
 from explorer.app.widgets.plot_text import fit_to_font
 from explorer.app.widgets.text_widgets import LineLabel, WrappedText
+from explorer.app.widgets.turns import Turns
 from explorer.app.window.error_bar import ErrorLine
 from explorer.core.trace import Trace
 from explorer.drawing.heatmap_axes import label_widths, unmeasured
@@ -158,11 +159,9 @@ class Panel(QWidget):
         self._dirty = True
         self._exposed = True
         self._raising = False                     # refreshing because the panel came into sight
-        self._parts: Iterator | None = None       # a drawing's parts still to run, one per turn (draw_in_parts)
-        # A zero timer, not a queued call: queued calls ran two parts, and their paints, in one pass of the event
-        # loop before the window's own timers; a timer gives each part a pass of its own.
-        self._part_timer = QTimer(self, singleShot=True, interval=0)
-        self._part_timer.timeout.connect(lambda: self._next_part(self._parts))
+        self._turns = Turns(self, before=self._part_may_run, each=self.updating)    # a drawing's parts, a turn each
+        self._turns.finished.connect(self._drawn_in_parts)
+        self._making: Iterator | None = None      # the plots' building in turns (make_plots)
         self._actions: list[QAction] | None = None
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.customContextMenuRequested.connect(self._show_menu)
@@ -280,7 +279,7 @@ class Panel(QWidget):
     @property
     def drawing(self) -> bool:
         """Parts of a drawing are still to run (draw_in_parts)."""
-        return self._parts is not None
+        return self._turns.running
 
     def draw_in_parts(self, parts: Iterator, in_turns: bool) -> None:
         """Run the generator `parts`: whole now, or (`in_turns`) up to its first yield now and each further part
@@ -292,35 +291,55 @@ class Panel(QWidget):
             for _ in parts:
                 pass
             return
-        self._parts = parts
-        self._next_part(parts)
+        self._turns.start(parts, now=True)
         self.show_state()
 
-    def _next_part(self, parts: Iterator | None) -> None:
-        if parts is None or self._parts is not parts:
-            return
-        if not self.is_shown():                # hidden meanwhile: drawn again, from the start, once shown
-            self.refresh()
-            return
-        try:
-            with self.updating():
-                next(parts)
-        except StopIteration:
-            self._parts = None
-            self.show_state()
-            self.settle_views()
-            return
-        except BaseException:
-            self._parts = None
-            raise
-        self._part_timer.start()
+    def _part_may_run(self) -> bool:
+        if self.is_shown():
+            return True
+        self.refresh()                         # hidden meanwhile: drawn again, from the start, once shown
+        return False
+
+    def _drawn_in_parts(self) -> None:
+        self.show_state()
+        self.settle_views()
 
     def _stop_parts(self) -> None:
-        parts, self._parts = self._parts, None
-        self._part_timer.stop()
-        if parts is not None:
-            parts.close()
+        if self._turns.stop():
             self.show_state()
+
+    # ----- plots made in parts or at once ---------------------------------------------------------
+    def plots_built(self) -> bool:
+        """Whether the panel's plots, built when first needed (build_plots), are all built."""
+        return True
+
+    def build_plots(self) -> Iterator[None]:
+        """Build the plots not built yet, yielding after each: each is 20-40 ms of pyqtgraph's making, which a
+        raise's own turn at 8,000 tokens could not also hold."""
+        return iter(())
+
+    def make_plots(self) -> None:
+        """The plots not built yet: raising, one a turn after the raise's own turn, which lays out and paints the
+        panel's controls and words; else at once."""
+        if not self.plots_built():
+            self._making = self._plots_in_turns()
+            self.draw_in_parts(self._making, in_turns=self.raising)
+
+    def plots_now(self) -> None:
+        """The plots not built yet, built now (an answer came before their turns did), in place of their building
+        in turns (whose last part would show the selection again) but within any other drawing under way."""
+        if self.plots_built():
+            return
+        if self._turns.runs(self._making):
+            self._stop_parts()
+        for _ in self.build_plots():
+            pass
+
+    def _plots_in_turns(self) -> Iterator[None]:
+        yield
+        yield from self.build_plots()
+        if self.drawing:             # in turns: the refresh that raised the panel showed the selection before them
+            self.show_selection(self.session.selection)
 
     # ----- which trace is shown -----------------------------------------------------------
     def drawn(self) -> Drawn:

@@ -71,7 +71,7 @@ class DerivationPanel(Panel):
         self.plots = QSplitter(Qt.Orientation.Vertical)
         self.view = pg.GraphicsLayoutWidget()
         self.products_view = pg.GraphicsLayoutWidget()
-        # Made a turn each after a first raise (_building): 20-40 ms each of pyqtgraph's building, which the
+        # Made a turn each after a first raise (Panel.make_plots): 20-40 ms each of pyqtgraph's building, which the
         # raise's own turn could not also hold at 8,000 tokens (it froze the window 76-161 ms).
         self.map: Heatmap | None = None
         self.products: pg.PlotItem | None = None
@@ -110,12 +110,13 @@ class DerivationPanel(Panel):
 
     # ----- the two plots, made once ------------------------------------------------------------
     def redraw(self) -> None:
-        if self.products is None:
-            self.draw_in_parts(self._building(), in_turns=self.raising)
+        self.make_plots()
 
-    def _building(self) -> Iterator[None]:
-        """The map, then the q·k bars, each in a turn of its own after the raise's; then the cell selected."""
-        yield                           # the raise's turn lays out and paints the controls and the text
+    def plots_built(self) -> bool:
+        return self.products is not None
+
+    def build_plots(self) -> Iterator[None]:
+        """The map, then the q·k bars."""
         if self.map is None:
             self.map = Heatmap(self.view.ci, row=0, col=0, colorbar=False, axes=("left", "top"))
             self.map.on_click = self._clicked
@@ -125,13 +126,6 @@ class DerivationPanel(Panel):
             fitting_title(self.products)
             self.products.setLabel("bottom", "dimension d")
             self.products.setTitle("q_id k_jd (RoPE pairs share a colour)", size=SMALL_TITLE)
-        if self.drawing:                # in turns: the refresh that raised the panel left the selection to us
-            self.show_selection(self.session.selection)
-
-    def _built(self) -> None:
-        """Both plots now: a long trace's cell came before their turns did."""
-        if self.products is None:
-            self.draw_in_parts(self._building(), in_turns=False)
 
     def forget(self) -> None:
         """Nothing of another model or run: its map, its q·k bars, its cell, its weights and block walk."""
@@ -155,7 +149,7 @@ class DerivationPanel(Panel):
                           w_o, w_uk, active(self.session.experiments))
         if not is_long(trace, upto):
             if self.products is None:
-                return                               # the plots' last part shows it (_building)
+                return                               # shown once the plots are built (Panel.make_plots)
             self.job.drop_work()                     # a long trace's cell still being derived is not drawn
             self._say_stopped("cell", None)
             self._show_cell(derive(asked))
@@ -187,7 +181,7 @@ class DerivationPanel(Panel):
     def _show_cell(self, cell: DerivedCell) -> None:
         """Draw a derived cell: the map around it, its q·k bars, its walk (or its block's) and the formula."""
         asked, trace, derived = cell.asked, cell.asked.trace, cell.derived
-        self._built()
+        self.plots_now()
         self._draw_map(cell)
         self.cell, self.derived = (cell.row, cell.column), derived
         self._draw_products(derived)

@@ -82,12 +82,10 @@ class KVCachePanel(Panel):
         self.variant_rows: list = []          # the variants' table as last drawn: (cells, native) per row
 
     # ----- the plots, built when first needed -----------------------------------------------
-    def _build_plots(self) -> None:
-        """Both occupancy plots built now, if they are not yet."""
-        for _ in self._plots_building():
-            pass
+    def plots_built(self) -> bool:
+        return self.plots.built
 
-    def _plots_building(self) -> Iterator[None]:
+    def build_plots(self) -> Iterator[None]:
         """The occupancy plots built, one a turn, with their labels and menus."""
         plots = self.plots
         for _ in plots.building():
@@ -106,17 +104,17 @@ class KVCachePanel(Panel):
 
     @property
     def layer_plot(self) -> pg.PlotItem:
-        self._build_plots()
+        self.plots_now()
         return self.plots.layer_plot
 
     @property
     def total_plot(self) -> pg.PlotItem:
-        self._build_plots()
+        self.plots_now()
         return self.plots.total_plot
 
     @property
     def step_line(self) -> pg.InfiniteLine:
-        self._build_plots()
+        self.plots_now()
         return self.plots.step_line
 
     @property
@@ -212,7 +210,7 @@ class KVCachePanel(Panel):
         if trace is None or not trace.steps:
             return
         # Raised (or first shown) with its plots still to build, or at a long trace: one piece a turn.
-        built = self.plots.built and self._blocks is not None
+        built = self.plots_built() and self._blocks is not None
         self.draw_in_parts(self._drawing(trace, selection),
                            in_turns=self.raising and (not built or trace.n_tokens >= LONG_TOKENS))
 
@@ -220,11 +218,11 @@ class KVCachePanel(Panel):
         """The occupancy plots, then the paged blocks, each built if it is not yet, yielding after each piece of
         work that a turn of the event loop can hold: a plot built, the plots drawn, the blocks drawn. The first
         piece, in the raise's own turn, builds nothing."""
-        if not self.plots.built or self._blocks is None:
+        if not self.plots_built() or self._blocks is None:
             self.summary.setText(f"Drawing the cache of {plural(trace.n_tokens, 'token')}…")
-        if not self.plots.built:
+        if not self.plots_built():
             yield                            # the raise's turn lays out and paints the panel's text and table
-        yield from self._plots_building()
+        yield from self.build_plots()
         step = trace.n_steps - 1 if selection.step is None else selection.step
         self._draw_occupancy(trace, step, selection.layer)
         yield
@@ -235,7 +233,7 @@ class KVCachePanel(Panel):
         self._draw_grouping(trace, selection.head)
 
     def _draw_occupancy(self, trace, step: int, layer: int) -> None:
-        self._build_plots()
+        self.plots_now()
         in_use = trace.kv_bytes_in_use(step)
         allocated = trace.kv_bytes_allocated(step)
         per_token = kv_variants.bytes_per_token_per_layer(trace.model)

@@ -41,6 +41,7 @@ from explorer.app.figures import export_dialogs
 from explorer.app.widgets.adaptive import orient
 from explorer.app.widgets.flow_layout import FlowLayout
 from explorer.app.widgets.kv_plot import DTYPES, LEAST_WIDTH_PX, MIN_HEIGHT_PX, BytesPlot, variant_pens
+from explorer.app.widgets.turns import Turns
 from explorer.app.widgets.what_if_view import table_item
 from explorer.app.window.error_bar import ElidedLine
 from explorer.core.store import model_folders, resources_dir
@@ -267,11 +268,8 @@ class VariantsTab(QScrollArea):
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setWidget(splitter)
-        self._building: Iterator | None = self._build_parts()       # the plots' parts still to build
-        self._build = QTimer(self)               # a timer, not a queued call: the window's own timers go first
-        self._build.setSingleShot(True)
-        self._build.timeout.connect(self._next_build_part)
-        self._build.start(0)
+        self.building = Turns(self)              # the plots' parts still to build, a turn each
+        self.building.start(self._build_parts())
 
     @property
     def plot(self) -> BytesPlot:
@@ -279,21 +277,8 @@ class VariantsTab(QScrollArea):
         first asked for: built with the panel, they lengthened the KV lab's first raise by ~55 ms, and built
         whole in the turn after it, with the panel's first drawing and their paint, held the window ~150 ms."""
         if self._plot is None:
-            self._build.stop()
-            building, self._building = self._building, None
-            for _ in building or ():
-                pass
+            self.building.finish()
         return self._plot
-
-    def _next_build_part(self) -> None:
-        if self._building is None:
-            return
-        try:
-            next(self._building)
-        except StopIteration:
-            self._building = None
-            return
-        self._build.start(0)
 
     def _build_parts(self) -> Iterator[None]:
         """Build the plots, yielding between parts of ~15 ms of GUI work each: out of sight until whole, as a

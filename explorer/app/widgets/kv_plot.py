@@ -13,10 +13,11 @@ from collections.abc import Iterator
 import numpy as np
 import pyqtgraph as pg
 import shiboken6
-from PySide6.QtCore import QSize, Qt, QTimer
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QPen
 
 from explorer.app.widgets.plot_text import LEGEND, TITLE
+from explorer.app.widgets.turns import Turns
 from explorer.core import kv_variants as kv
 from explorer.drawing import export
 from explorer.drawing.colours import figure_colours
@@ -75,10 +76,7 @@ class BytesPlot(pg.GraphicsLayoutWidget):
             self.legend.setParentItem(self.legend_box)
             self.legend.anchor(itemPos=(0.5, 0), parentPos=(0.5, 0), offset=(0, 0))
         self.unit = MIB
-        self._pending: Iterator | None = None       # a drawing's dtypes still to draw, one a turn (draw_later)
-        self._later = QTimer(self)
-        self._later.setSingleShot(True)
-        self._later.timeout.connect(self._next_part)
+        self.turns = Turns(self)             # a drawing's dtypes still to draw, one a turn (draw_later)
         self._fit_legend()
         if plots:
             for _ in self.add_plots():
@@ -143,8 +141,7 @@ class BytesPlot(pg.GraphicsLayoutWidget):
         this one, and its 18 curves and their paint in one turn were its longest freeze (~130 ms of GUI work at
         8,000 tokens). A newer drawing asked replaces this one."""
         self.clear_curves()
-        self._pending = self._painted_once(self._parts(shape, ranks, name))
-        self._later.start(0)          # a timer, not a queued call: the window's own timers and input go first
+        self.turns.start(self._painted_once(self._parts(shape, ranks, name)))
 
     def _painted_once(self, parts: Iterator[None]) -> Iterator[None]:
         """`parts`, the figure not painted between them but once, in a turn after the last: each paint of all
@@ -159,22 +156,10 @@ class BytesPlot(pg.GraphicsLayoutWidget):
 
     def draw_pending(self) -> None:
         """What a drawing asked for later has still to draw, drawn now."""
-        pending, self._pending = self._pending, None
-        for _ in pending or ():
-            pass
-
-    def _next_part(self) -> None:
-        if self._pending is None:
-            return
-        try:
-            next(self._pending)
-        except StopIteration:
-            self._pending = None
-            return
-        self._later.start(0)
+        self.turns.finish()
 
     def clear_curves(self) -> None:
-        self._pending = None                        # nothing asked before is drawn over the cleared plots
+        self.turns.stop()                           # nothing asked before is drawn over the cleared plots
         for plot in self.plots.values():
             plot.clear()
         self.legend.clear()

@@ -1,0 +1,91 @@
+"""Work in parts, one part a turn of the event loop, so that no turn holds the window long.
+
+The work is a generator that yields between parts (a plot built, a dtype's curves drawn). `Turns` runs its next
+part on a zero-interval single-shot timer, not a queued call: queued calls ran two parts, and their paints, in
+one pass of the event loop before the window's own timers and input; a timer gives each part a pass of its
+own. A panel's drawing (Panel.draw_in_parts), the KV lab's bytes plots (BytesPlot.draw_later) and their
+building (VariantsTab) all run their parts through it.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+
+class Turns(QObject):
+    """One generator's parts, a turn each: `start` it, `finish` what is left now, or `stop` it (its generator
+    closed, so its `finally` runs). `finished` is emitted after its last part ran, not when it is stopped."""
+
+    finished = Signal()
+
+    def __init__(self, parent: QObject, before: Callable[[], bool] | None = None,
+                 each: Callable[[], AbstractContextManager] = nullcontext) -> None:
+        """`before`: asked before each part; False leaves it (and the rest) waiting, or dropped (`stop`).
+        `each`: the context every part runs in."""
+        super().__init__(parent)
+        self._parts: Iterator | None = None
+        self._before, self._each = before, each
+        self._timer = QTimer(self, singleShot=True, interval=0)
+        self._timer.timeout.connect(lambda: self.step())     # looked up at each turn: a test may count them
+
+    @property
+    def running(self) -> bool:
+        """Parts are still to run."""
+        return self._parts is not None
+
+    def runs(self, parts: Iterator | None) -> bool:
+        """Whether `parts` are the parts still to run."""
+        return parts is not None and self._parts is parts
+
+    def start(self, parts: Iterator, now: bool = False) -> None:
+        """Run `parts` a part a turn, the first now (`now`) or in the next turn; what ran before is stopped."""
+        self.stop()
+        self._parts = parts
+        if now:
+            self.step()
+        else:
+            self._timer.start()
+
+    def step(self) -> None:
+        """The next part, run now as its turn runs it (unless `before` says not yet); the one after it in the next
+        turn."""
+        parts = self._parts
+        if parts is None or (self._before is not None and not self._before()):
+            return
+        try:
+            with self._each():
+                next(parts)
+        except StopIteration:
+            if self._parts is parts:
+                self._parts = None
+                self.finished.emit()
+            return
+        except BaseException:
+            if self._parts is parts:
+                self._parts = None
+            raise
+        if self._parts is parts:
+            self._timer.start()
+
+    def pause(self) -> None:
+        """No part runs by itself until the next `step` (a test's turns run by hand, one at a time)."""
+        self._timer.stop()
+
+    def finish(self) -> None:
+        """Every part still to run, run now."""
+        parts, self._parts = self._parts, None
+        self._timer.stop()
+        for _ in parts or ():
+            pass
+        if parts is not None:
+            self.finished.emit()
+
+    def stop(self) -> bool:
+        """Drop the parts still to run (their generator closed); whether there were any."""
+        parts, self._parts = self._parts, None
+        self._timer.stop()
+        if parts is not None:
+            parts.close()
+        return parts is not None
