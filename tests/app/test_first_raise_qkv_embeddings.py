@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtWidgets import QApplication
 
 from explorer.app.panels import EmbeddingsPanel, QKVPanel
-from explorer.app.panels import base as base_module
+from explorer.app.panels import drawing_parts as base_module
 from explorer.app.state.session import Session
 from explorer.app.widgets import map_grid, stacked_rows, token_labels
 from explorer.drawing import heatmap, heatmap_axes
@@ -74,7 +74,7 @@ class Turns:
         counting(EmbeddingsPanel, "_draw_norms", "norms")
         unmeasured = heatmap_axes.unmeasured
         counting(base_module, "label_widths", "measured", lambda labels, font=None: unmeasured(labels, font),
-                 heatmap_axes.label_widths)                  # the panels measure through base.measuring
+                 heatmap_axes.label_widths)                  # the panels measure through drawing_parts.measuring
         next_part = panel._turns.step
 
         def one_turn():

@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtWidgets import QApplication
 
 from explorer.app.panels import MaskPanel, QKVPanel
-from explorer.app.panels import base as base_module
+from explorer.app.panels import drawing_parts as base_module
 from explorer.app.panels import mask as mask_module
 from explorer.app.panels import qkv as qkv_module
 from explorer.app.state.session import Session
@@ -52,7 +52,7 @@ class Turns:
     def __init__(self, monkeypatch, panel) -> None:
         self.turns: list[dict] = []
         self.now = self._new()
-        original = base_module.label_widths            # the panels measure through base.measuring
+        original = base_module.label_widths            # the panels measure through drawing_parts.measuring
         monkeypatch.setattr(base_module, "label_widths",
                             lambda labels, font=None, original=original: self._measured(labels, font, original))
         fold = mask_module.mask_blocks

@@ -19,9 +19,6 @@ Compute, another selection, another run or model (`resume_work`).
 """
 from __future__ import annotations
 
-import html
-import re
-from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -32,13 +29,20 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QPushButton, QSizePoli
 
 from explorer.app.figures import export_dialogs
 from explorer.app.figures.animation import copy_figure
+from explorer.app.panels.drawing_parts import LABELS_A_TURN, LONG_ROWS, DrawsInParts, measuring
+from explorer.app.panels.panel_words import (
+    decoder_model_unavailable,
+    decoder_view_unavailable,
+    dims,
+    formula_html,
+    stopped_text,
+    visible_text,
+)
 from explorer.app.state.session import CANCEL, NO_MODEL, Change, Selection, Session
 from explorer.app.widgets.plot_text import fit_to_font
 from explorer.app.widgets.text_widgets import LineLabel, WrappedText
-from explorer.app.widgets.turns import Turns
 from explorer.app.window.error_bar import ErrorLine
 from explorer.core.trace import Trace
-from explorer.drawing.heatmap_axes import label_widths, unmeasured
 
 
 @dataclass(frozen=True)
@@ -52,72 +56,13 @@ class Drawn:
     why: str = ""
 
 
-# LineLabel and WrappedText live in text_widgets; panels import them from here
+# LineLabel and WrappedText live in text_widgets, the words in panel_words, measuring in drawing_parts; panels import
+# them from here
 __all__ = ["LABELS_A_TURN", "LONG_ROWS", "Drawn", "LineLabel", "Panel", "WrappedText", "decoder_model_unavailable",
            "decoder_view_unavailable", "dims", "formula_html", "measuring", "stopped_text", "visible_text"]
 
-_SCRIPT = re.compile(r"([_^])(\{[^}]*\}|[^\s{}_^=,·()])")
 
-
-def formula_html(formula: str) -> str:
-    """`Q_h = X W_h^Q ∈ ℝ^{7×64}` as rich text with real subscripts and superscripts."""
-    def script(match: re.Match) -> str:
-        tag = "sub" if match.group(1) == "_" else "sup"
-        body = match.group(2)
-        body = body[1:-1] if body.startswith("{") else body
-        return f"<{tag}>{body}</{tag}>"
-
-    return _SCRIPT.sub(script, html.escape(formula, quote=False))
-
-
-def visible_text(text: str) -> str:
-    """A token's display text with anything unprintable named (a no-break space reads ⟨U+00A0⟩), never a
-    Python escape such as '\\xa0'."""
-    return "".join(c if c.isprintable() and c != "\u00a0" else f"⟨U+{ord(c):04X}⟩" for c in text)
-
-
-def dims(*sizes: int) -> str:
-    """`ℝ^{7×64}` for the shape (7, 64)."""
-    return "ℝ^{" + "×".join(str(int(s)) for s in sizes) + "}"
-
-
-LONG_ROWS = 2048            # rows from which a panel's first drawing on a raise runs in parts, one per turn
-LABELS_A_TURN = 2000       # row labels measured (or rows stacked) in one turn of such a drawing (~10 ms)
-
-
-def measuring(labels) -> Iterator[None]:
-    """Measure the widths of `labels` LABELS_A_TURN a turn (a part of draw_in_parts), yielding before each
-    share not measured yet: the axes then lay out the labels from the cache."""
-    for start in range(0, len(labels), LABELS_A_TURN):
-        share = labels[start: start + LABELS_A_TURN]
-        if unmeasured(share):
-            yield
-            label_widths(share)
-
-
-def stopped_text(what: str, button: str = "Compute") -> str:
-    """The words of a panel's stopped state: what a Stop or Cancel cut off, and the button that asks again."""
-    return f"Stopped: {what} was cancelled. Press {button} to run it."
-
-
-def decoder_view_unavailable(trace, what: str) -> str | None:
-    """Why a view of a decoder's own attention and next token has nothing to show for `trace`'s model."""
-    return decoder_model_unavailable(trace.model, what) if trace.steps else None
-
-
-def decoder_model_unavailable(model, what: str) -> str | None:
-    """Why `what`, a view or job of a decoder's own next token, cannot run on `model` (None when it can)."""
-    if model is None:
-        return None
-    if model.is_encoder_only:
-        return f"{what} needs a decoder: {model.name} is an encoder, which predicts no next token."
-    if model.is_encoder_decoder:
-        return (f"{what} needs a decoder-only model: {model.name} is an encoder–decoder (see Attention for its "
-                "self- and cross-attention).")
-    return None
-
-
-class Panel(QWidget):
+class Panel(QWidget, DrawsInParts):
     """Base of every panel: `title`, `formula`, `export_actions()`, and the session wiring."""
 
     title = "Panel"
@@ -159,9 +104,7 @@ class Panel(QWidget):
         self._dirty = True
         self._exposed = True
         self._raising = False                     # refreshing because the panel came into sight
-        self._turns = Turns(self, before=self._part_may_run, each=self.updating)    # a drawing's parts, a turn each
-        self._turns.finished.connect(self._drawn_in_parts)
-        self._making: Iterator | None = None      # the plots' building in turns (make_plots)
+        self._init_parts()
         self._actions: list[QAction] | None = None
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.customContextMenuRequested.connect(self._show_menu)
@@ -274,72 +217,6 @@ class Panel(QWidget):
         """Drawing because the panel came into sight (its tab raised, first shown): a drawing that would hold
         the window then may run in parts (draw_in_parts)."""
         return self._raising
-
-    # ----- a long drawing in parts ----------------------------------------------------------------
-    @property
-    def drawing(self) -> bool:
-        """Parts of a drawing are still to run (draw_in_parts)."""
-        return self._turns.running
-
-    def draw_in_parts(self, parts: Iterator, in_turns: bool) -> None:
-        """Run the generator `parts`: whole now, or (`in_turns`) up to its first yield now and each further part
-        in a later turn of the event loop, the panel saying it is drawing meanwhile, so that a long drawing
-        never holds the window. Another drawing, a refresh while hidden, and drop_work (another model or run)
-        drop the parts still waiting: nothing of an older trace or selection is drawn after them."""
-        self._stop_parts()
-        if not in_turns:
-            for _ in parts:
-                pass
-            return
-        self._turns.start(parts, now=True)
-        self.show_state()
-
-    def _part_may_run(self) -> bool:
-        if self.is_shown():
-            return True
-        self.refresh()                         # hidden meanwhile: drawn again, from the start, once shown
-        return False
-
-    def _drawn_in_parts(self) -> None:
-        self.show_state()
-        self.settle_views()
-
-    def _stop_parts(self) -> None:
-        if self._turns.stop():
-            self.show_state()
-
-    # ----- plots made in parts or at once ---------------------------------------------------------
-    def plots_built(self) -> bool:
-        """Whether the panel's plots, built when first needed (build_plots), are all built."""
-        return True
-
-    def build_plots(self) -> Iterator[None]:
-        """Build the plots not built yet, yielding after each: each is 20-40 ms of pyqtgraph's making, which a
-        raise's own turn at 8,000 tokens could not also hold."""
-        return iter(())
-
-    def make_plots(self) -> None:
-        """The plots not built yet: raising, one a turn after the raise's own turn, which lays out and paints the
-        panel's controls and words; else at once."""
-        if not self.plots_built():
-            self._making = self._plots_in_turns()
-            self.draw_in_parts(self._making, in_turns=self.raising)
-
-    def plots_now(self) -> None:
-        """The plots not built yet, built now (an answer came before their turns did), in place of their building
-        in turns (whose last part would show the selection again) but within any other drawing under way."""
-        if self.plots_built():
-            return
-        if self._turns.runs(self._making):
-            self._stop_parts()
-        for _ in self.build_plots():
-            pass
-
-    def _plots_in_turns(self) -> Iterator[None]:
-        yield
-        yield from self.build_plots()
-        if self.drawing:             # in turns: the refresh that raised the panel showed the selection before them
-            self.show_selection(self.session.selection)
 
     # ----- which trace is shown -----------------------------------------------------------
     def drawn(self) -> Drawn:
