@@ -21,10 +21,11 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QImage
-from PySide6.QtWidgets import QApplication, QProgressDialog
+from PySide6.QtWidgets import QApplication
 
 from explorer.app.figures import export_dialogs, frame_stream, video
 from explorer.app.widgets.dialog_focus import close_returning_focus
+from explorer.app.widgets.steady_progress import SteadyProgress
 from explorer.core.trace import Trace
 from explorer.drawing import export
 from explorer.drawing.colours import printed
@@ -155,27 +156,37 @@ def ask_and_export_animation(parent, trace: Trace, layer, head, **options) -> No
         trace, path, layer, head, size=size, theme=theme, progress=progress, cancelled=cancelled, **options))
 
 
-def with_progress(parent, total: int, write: Callable[[Callable, Callable], object]) -> None:
-    """`write(progress, cancelled)` under a progress dialog with Cancel; a failure reaches the window's error line,
-    a cancel nothing (the person asked for it)."""
-    dialog = QProgressDialog("Drawing the frames…", "Cancel", 0, total, parent)
+SHOWN_AFTER_MS = 300       # an animation of a few frames is written before any dialog shows
+
+
+def with_progress(parent, total: int, write: Callable[[Callable, Callable], object]) -> object:
+    """`write(progress, cancelled)` under the app's progress dialog (SteadyProgress: its Cancel stays where it
+    is aimed at, whatever the label says); what it wrote is said in the status bar, a failure reaches the
+    window's error line (export_dialogs.run_reporting), a cancel nothing (the person asked for it). Returns
+    what `write` returned, None after a cancel or a failure."""
+    dialog = SteadyProgress(f"Drawing frame 1 of {total}…", total, parent, "Exporting an animation")
     dialog.setWindowModality(Qt.WindowModality.WindowModal)
-    dialog.setMinimumDuration(300)
+    dialog.setMinimumDuration(SHOWN_AFTER_MS)
+    dialog.setValue(0)                  # no frame drawn yet (a dialog starts at -1: nothing to say)
 
     def progress(done: int, total: int) -> None:
+        dialog.setMaximum(total)
         dialog.setValue(done)
+        dialog.setLabelText(f"Drawing frame {min(done + 1, total)} of {total}…" if done < total else
+                            f"Writing the {total} frames…")
         QApplication.processEvents()
 
-    def run() -> None:
+    def run():
         try:
-            write(progress, dialog.wasCanceled)
+            return write(progress, dialog.wasCanceled)
         except AnimationCancelled:
-            pass
+            return None
 
     try:
-        export_dialogs.run_reporting(parent, run)
+        return export_dialogs.run_reporting(parent, run)
     finally:
         close_returning_focus(dialog)
+        dialog.deleteLater()
 
 
 def copy_figure(widget) -> QImage:

@@ -10,11 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QTimer
-from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QDockWidget, QFileDialog, QInputDialog
+from PySide6.QtGui import QAction, QImageReader
+from PySide6.QtWidgets import QDockWidget, QFileDialog, QInputDialog, QStatusBar
 
 from explorer.app.figures.figure_settings import FigureSettings
+from explorer.core import files
 from explorer.core.errors import ExplorerError
+from explorer.core.units import human_bytes
 from explorer.drawing.export import (
     DATA_SUFFIXES,
     DEFAULT_SIZE,
@@ -68,15 +70,76 @@ def ask_size(parent, default: tuple[int, int] = DEFAULT_SIZE) -> tuple[int, int]
     return max(16, int(match.group(1))), max(16, int(match.group(2)))
 
 
-def run_reporting(parent, action: Callable[[], object]) -> None:
+def run_reporting(parent, action: Callable[[], object]) -> object:
+    """Run `action`, a save; what it wrote (a path, or a list of them) is said in the status bar (saved_line),
+    and a failure reaches the window's one error line (report_failure) as one sentence naming the file, never a
+    traceback. Returns what `action` returned, None after a failure."""
     try:
-        action()
+        written = action()
     except ExplorerError as error:
-        session = getattr(parent, "session", None)
-        if session is not None:
-            session.report_error(str(error))
-        else:
-            raise
+        report_failure(parent, str(error))
+        return None
+    except OSError as error:            # a write outside core.files.write_atomic: still one sentence
+        where = f" {error.filename}" if error.filename else ""
+        report_failure(parent, f"Cannot write{where}: {files.reason(error)}.")
+        return None
+    report_saved(parent, written)
+    return written
+
+
+def report_failure(parent, message: str) -> None:
+    """The window's one door for errors: its session's report_error (the status bar's error line, and a dialog
+    of its first line); outside a window, raised."""
+    widget = parent
+    while widget is not None and getattr(widget, "session", None) is None:
+        widget = widget.parentWidget()
+    if widget is None:
+        raise ExplorerError(message)
+    widget.session.report_error(message)
+
+
+def report_saved(parent, written) -> None:
+    """Say in the status bar of `parent`'s window what was written (StatusLine.show_saved); nothing outside a
+    window, or when nothing was written (a dialog cancelled). The window's top parent, not `parent.window()`:
+    a floating dock is a window of its own."""
+    line = saved_line(written)
+    top = parent
+    while top is not None and top.parentWidget() is not None:
+        top = top.parentWidget()
+    status = top.findChild(QStatusBar) if top is not None and line else None
+    if status is None:
+        return
+    if hasattr(status, "show_saved"):           # the window's StatusLine: how long a saved line stays up
+        status.show_saved(line)
+    else:
+        status.showMessage(line)
+
+
+def saved_line(written) -> str:
+    """'Saved head.png (640×480 px)'; 'Saved 3 frames, head_0000.png … head_0002.png (640×480 px)'; a matrix or a
+    video 'Saved a.csv (1.20 KiB)'; '' when nothing was written. The size is read from the file written."""
+    paths = [Path(p) for p in (written if isinstance(written, (list, tuple)) else [written])
+             if isinstance(p, (str, Path)) and Path(p).is_file()]
+    if not paths:
+        return ""
+    first, last = paths[0], paths[-1]
+    names = first.name if len(paths) == 1 else f"{len(paths)} frames, {first.name} … {last.name}"
+    size = image_size(last)
+    if size is not None:
+        return f"Saved {names} ({size[0]}×{size[1]} px)"
+    return f"Saved {names} ({human_bytes(sum(p.stat().st_size for p in paths))})"
+
+
+def image_size(path: Path) -> tuple[int, int] | None:
+    """An image file's width and height in pixels as a reader finds them (an SVG's: its view box, the pixels it
+    was drawn in; a panel's SVG gives its width in millimetres), or None for a file that is not an image."""
+    if path.suffix.lower() == ".svg":
+        from PySide6.QtSvg import QSvgRenderer  # QtSvg loaded only once an SVG was written
+
+        box = QSvgRenderer(str(path)).viewBox()
+        return (box.width(), box.height()) if box.isValid() and not box.isEmpty() else None
+    size = QImageReader(str(path)).size()
+    return (size.width(), size.height()) if size.isValid() else None
 
 
 def ask_attention_target(parent, layer, head, raw: bool = False, exact: bool = False, model=None):

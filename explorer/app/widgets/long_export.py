@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QWidget
 
 from explorer.app.figures import export_dialogs
 from explorer.app.widgets.grid_filler import Background
@@ -21,7 +22,8 @@ from explorer.views.long_maps import Cancelled, extent
 
 
 class LongExport(QObject):
-    """`written(path)` once the file is in place; `failed(sentence)` if it could not be written;
+    """`written(path)` once the file is in place, said in the status bar of the window of its parent
+    ("Saved head.png (640×480 px)", export_dialogs.report_saved); `failed(sentence)` if it could not be written;
     `progressed(done, total)` as the full grid's heads come in; `ended()` once it is over (or cancelled)."""
 
     written = Signal(object)
@@ -120,4 +122,6 @@ class LongExport(QObject):
         elif isinstance(result, Exception):
             self.failed.emit(f"Could not export {path}: {result}.")
         else:
+            if isinstance(self.parent(), QWidget):
+                export_dialogs.report_saved(self.parent(), result)
             self.written.emit(result)

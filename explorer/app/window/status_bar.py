@@ -1,4 +1,5 @@
-"""The status bar: model, parameters, attention variant, device, step, ms per step and trace memory."""
+"""The status bar: model, parameters, attention variant, device, step, ms per step and trace memory; what an export
+wrote ("Saved head.png (640×480 px)") and the window's one error line."""
 from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt
@@ -21,6 +22,7 @@ def attention_label(info: ModelInfo) -> str:
     return f"{kind} {info.n_heads} heads"
 
 
+SAVED_MS = 8000         # how long "Saved head.png (640×480 px)" stays up
 LEAST_CHARS = 8         # a field squeezed to this many digits' width, its text elided: "SmolLM2-…"
 
 
@@ -109,6 +111,11 @@ class StatusLine(QStatusBar):
         self._busy_since_notice = self._busy
         super().showMessage(text, 0 if self._under_way else timeout)
 
+    def show_saved(self, line: str) -> None:
+        """What an export wrote, one line ("Saved head.png (640×480 px)"), for SAVED_MS: a save said nothing, so
+        a person could not tell a written file from a cancelled dialog."""
+        self.showMessage(line, SAVED_MS)
+
     def show_busy(self, busy: bool) -> None:
         """The step field in italics while the model works (a font, not a style sheet: re-applying a
         style sheet twice a step re-polished the status bar, milliseconds each time); idle again after the
@@ -130,3 +137,4 @@ class StatusLine(QStatusBar):
         for name, text in texts.items():
             self.fields[name].setText(text)
             self.fields[name].setVisible(bool(text))
+
