@@ -61,6 +61,7 @@ AUTO_COMPARE_TOKENS = 1024     # above: a step alone does not run the comparison
 IDLE_TEXT = "Turn an experiment on to compare the next token before and after it."
 NONE_LISTED = ("No experiments yet: add one with an Add button (ablate a head, change the kernel, hide a token), "
                "or Alt-click a head in the attention grid.")
+NO_MAP = "No patching map yet: press Run map."
 
 
 def parse_layers(text: str) -> tuple[int, ...] | None:
@@ -118,6 +119,8 @@ class ExperimentsPanel(Panel):
         self.body.addWidget(self.tabs, 1)
         self._said = " "                    # the Interventions tab's line under the panel (a count, a comparison)
         self.tabs.currentChanged.connect(lambda _index: self._say(self._said))
+        for news in (self.patching.call.finished, self.patching.call.failed, self.patching.run_button.clicked):
+            news.connect(lambda *_: self._say(self._said))
         self.asker = Asker(self, self._on_answer, self.error_line.show_error)
         self.result = None
         self.compared = None                # (model, intervention, ids) of the comparison asked or shown
@@ -328,6 +331,11 @@ class ExperimentsPanel(Panel):
 
     def _say(self, text: str) -> None:
         """The line under the panel speaks of the Interventions tab: it is shown while that tab is up, and
-        kept for when it comes back (the patching tab says what it does in its own view)."""
+        kept for when it comes back; under the patching tab it says whether a map was run."""
         self._said = text
-        self.readout.setText(text if self.tabs.currentIndex() == 0 else " ")
+        self.readout.setText(text if self.tabs.currentIndex() == 0 else self._patching_state())
+
+    def _patching_state(self) -> str:
+        """The patching tab's explicit empty state: no map run yet (running, or unfit, it says so itself)."""
+        view = self.patching
+        return NO_MAP if view.result is None and not view.call.running and not view.unfit else " "
