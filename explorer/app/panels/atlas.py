@@ -262,6 +262,7 @@ class AtlasPanel(Panel):
             for column, text in enumerate((f"L{layer}", f"H{head}", f"{values[layer, head]:.3f}")):
                 self.table.setItem(row, column, QTableWidgetItem(text))
         self.table.resizeColumnsToContents()
+        QTimer.singleShot(0, self, self._share_the_space)          # the list's columns are their own width now
 
     def _show_example(self, layer: int, head: int) -> None:
         repeated = METRICS[self.metric][0] == "repeated"
@@ -286,23 +287,55 @@ class AtlasPanel(Panel):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
-        if orient(self.splitter, event.size().width(), event.size().height(), SHARES) and \
-                self.splitter.orientation() == Qt.Orientation.Vertical:
-            QTimer.singleShot(0, self, self._share_the_height)        # once the splitter has its new height
+        QTimer.singleShot(0, self, self._share_the_space)        # once the splitter has its new size
 
-    def _share_the_height(self) -> None:
-        """Stacked: the list READABLE_ROWS rows, and the two plots the rest, their views equally tall."""
-        if self.splitter.orientation() != Qt.Orientation.Vertical:
-            return
+    def _share_the_space(self) -> None:
+        """The map, the list and the example side by side or stacked, whichever gives the smaller plot's view more
+        room; the list as wide as its columns (side by side) or READABLE_ROWS rows tall (stacked), and the two
+        plots the rest, their views equally large. In shares of 2 : 1 : 2 the map, whose axis and colour bar take
+        ~110 px of its share, had a 97 px view at the window's least size, and stacked at its least width with
+        the screen's height both views were 98 px tall where side by side they had 125 x 350."""
+        around = self._around_views()
+        size = self.splitter.size()
+        wide = None if around is None else self._least_view_px(True, around) >= self._least_view_px(False, around)
+        orient(self.splitter, self.width(), self.height(), SHARES, wide=wide)
+        if around is None:
+            return                                   # not laid out yet: nothing to measure the axes by
+        vertical = self.splitter.orientation() == Qt.Orientation.Vertical
+        listed = self._list_px(vertical)
+        plots = (size.height() if vertical else size.width()) - listed - 2 * self.splitter.handleWidth()
+        extra = [height if vertical else width for width, height in around]
+        each = max(0, (plots - sum(extra)) // 2)
+        self.splitter.setSizes([each + extra[0], listed, plots - each - extra[0]])
+
+    def _around_views(self) -> list[tuple[int, int]] | None:
+        """The px of each plot's widget, across and down, that are not its view (axes, colour bar, title); None
+        before they are laid out."""
+        around = []
+        for view, plot in ((self.view, self.map.plot), (self.example_view, self.example.plot)):
+            box = plot.getViewBox().sceneBoundingRect()
+            if box.width() <= 0 or box.height() <= 0:
+                return None
+            around.append((max(0, view.width() - round(box.width())), max(0, view.height() - round(box.height()))))
+        return around
+
+    def _least_view_px(self, wide: bool, around: list[tuple[int, int]]) -> int:
+        """The smaller side of the smaller plot's view, the plots side by side (`wide`) or stacked."""
+        size, handles = self.splitter.size(), 2 * self.splitter.handleWidth()
+        if wide:
+            across = (size.width() - self._list_px(False) - handles - sum(w for w, _ in around)) // 2
+            return min(across, size.height() - max(h for _, h in around))
+        down = (size.height() - self._list_px(True) - handles - sum(h for _, h in around)) // 2
+        return min(down, size.width() - max(w for w, _ in around))
+
+    def _list_px(self, vertical: bool) -> int:
+        """The list's share: READABLE_ROWS rows and its header stacked, its columns and scroll bar beside."""
         table = self.table
-        listed = table.horizontalHeader().sizeHint().height() + READABLE_ROWS * \
-            table.verticalHeader().defaultSectionSize() + 2 * table.frameWidth()
-        views = (self.view, self.example_view)
-        boxes = (self.map.plot.getViewBox(), self.example.plot.getViewBox())
-        around = [max(0, view.height() - round(box.height())) for view, box in zip(views, boxes)]
-        plots = sum(self.splitter.sizes()) - listed
-        each = max(0, (plots - sum(around)) // 2)
-        self.splitter.setSizes([each + around[0], listed, plots - each - around[0]])
+        if vertical:
+            return table.horizontalHeader().sizeHint().height() + READABLE_ROWS * \
+                table.verticalHeader().defaultSectionSize() + 2 * table.frameWidth()
+        return table.horizontalHeader().length() + table.verticalScrollBar().sizeHint().width() + \
+            2 * table.frameWidth()
 
     def _clicked(self, layer: int, head: int) -> None:
         self.select(layer=layer, head=head)

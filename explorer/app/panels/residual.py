@@ -33,6 +33,7 @@ NORMS = (("attn_norms", "‖a_l‖"), ("ffn_norms", "‖f_l‖"), ("residual_nor
 
 QWIDGETSIZE_MAX = 16777215     # Qt's "no maximum"
 PLOT_ROOM_PX = 190           # the panel's height beyond its table at which the norms' plot is legible
+MIN_VIEW_PX = 120            # the least height of the plot's view: less is a strip of ticks
 
 
 class ResidualPanel(Panel):
@@ -58,6 +59,7 @@ class ResidualPanel(Panel):
         self.layers_across = True           # layers as columns (a wide dock) or as rows (a tall one)
         self.stream = None
         self.row_px = 0
+        self.overhead_px = 0                # the plot's widget less its view, in px, as last measured
         self._fit_table_font()
         self._lay_out_table()
         self.asker = Asker(self, self._on_answer, self.error_line.show_error)
@@ -99,19 +101,34 @@ class ResidualPanel(Panel):
         self._show_plot_if_room()
 
     def _show_plot_if_room(self) -> None:
+        """The norms' plot where its view keeps MIN_VIEW_PX of height, else the table fills the panel: a table of
+        fixed height alone left 217 px of a 366 px body blank, above and below it, at 1920x1080."""
         n_layers = len(self.stream.lens_ids) if self.stream is not None else \
             self.trace.model.n_layers if self.trace is not None else 12
-        spare = self.body_widget.height() - (self.table.height() if self.layers_across else
-                                             (n_layers + 1) * self.row_px + 60)
-        # the plot's own axes and title take ~60 px, the legend's row above it ~22 px more with its margins (two
-        # lines' worth kept for it): below this its view falls under 120 px, a strip
-        room = spare > PLOT_ROOM_PX + 2 * self.fontMetrics().height() + 8
+        rows = self._table_px() if self.layers_across else (n_layers + 1) * self.row_px + 2 * self.table.frameWidth()
+        spare = self.body_widget.height() - rows - self.body.spacing()
+        room = spare >= MIN_VIEW_PX + self._plot_overhead()
         self.plot_view.setVisible(room)
-        if not self.layers_across:
+        if self.layers_across:
+            # with the plot, the rows keep their font's height; alone, they share the panel's whole height
+            mode = QHeaderView.ResizeMode.Fixed if room else QHeaderView.ResizeMode.Stretch
+            self.table.verticalHeader().setSectionResizeMode(mode)
+            self.table.setMinimumHeight(rows)
+            self.table.setMaximumHeight(rows if room else QWIDGETSIZE_MAX)
+        else:
             # down a tall dock beside the plot, the rows take the height they need and the plot the rest: with
             # stretched rows a 4-layer model's table took three quarters and left the plot 72 px tall
-            need = (n_layers + 1) * self.row_px + 2 * self.table.frameWidth()
-            self.table.setMaximumHeight(need if room else QWIDGETSIZE_MAX)
+            self.table.setMaximumHeight(rows if room else QWIDGETSIZE_MAX)
+        self.body.setStretchFactor(self.table, 0 if room else 1)
+
+    def _plot_overhead(self) -> int:
+        """The px of the plot's widget that are not its view (legend row, axes, margins): measured where the plot
+        is laid out, else the last measure, else an estimate from the font (two legend lines, axis and title)."""
+        box = self.plot.getViewBox().sceneBoundingRect()
+        measured = self.plot_view.height() - int(box.height())
+        if self.plot_view.isVisible() and box.height() > 0 and 40 <= measured <= 200:    # (laid out, not stale)
+            self.overhead_px = measured
+        return self.overhead_px or (PLOT_ROOM_PX - MIN_VIEW_PX) + 2 * self.fontMetrics().height() + 8
 
     def _lay_out_table(self) -> None:
         """Every row of the table stays in view: the table's height is fixed when the layers run across,
@@ -131,7 +148,7 @@ class ResidualPanel(Panel):
             table.verticalHeader().setSectionResizeMode(stretch)
             table.setMinimumHeight(0)
             table.setMaximumHeight(QWIDGETSIZE_MAX)
-        self.body.setStretchFactor(self.table, 0 if self.layers_across else 3)
+        self._show_plot_if_room()
 
     def unavailable(self, trace) -> str | None:
         return decoder_view_unavailable(trace, "The residual stream's logit lens")
@@ -193,12 +210,19 @@ class ResidualPanel(Panel):
         self.plot.getAxis("bottom").setTickSpacing(levels=[(step, 0)])
 
     def _fit_rows(self) -> None:
-        """Across: the table exactly as tall as its header and rows (no row is ever scrolled away)."""
+        """Across: the table at least as tall as its header and rows (no row is ever scrolled away)."""
+        self.table.setMinimumHeight(self._table_px())
+        self._show_plot_if_room()
+
+    def _table_px(self) -> int:
+        """Across: the height of the table's header and rows, and of its scroll bar where the columns need one."""
         table = self.table
         header = max(table.horizontalHeader().sizeHint().height(), table.fontMetrics().height() + 6)
-        rows = sum(table.rowHeight(row) for row in range(table.rowCount()))
-        scroll = table.horizontalScrollBar().sizeHint().height()       # room for it, should the columns not fit
-        table.setFixedHeight(header + rows + scroll + 2 * table.frameWidth() + 2)
+        rows = table.rowCount() * self.row_px
+        columns = table.columnCount() * table.horizontalHeader().minimumSectionSize()
+        room = self.body_widget.width() - table.verticalHeader().sizeHint().width() - 2 * table.frameWidth()
+        scroll = table.horizontalScrollBar().sizeHint().height() if columns > room else 0
+        return header + rows + scroll + 2 * table.frameWidth() + 2
 
     def _fill_lens(self, stream) -> None:
         n_layers = len(stream.lens_ids)

@@ -14,12 +14,13 @@ The widgets only say what was asked (`config_chosen`, their own signals); the pa
 """
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, QLineF, QObject, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QIcon, QPainter, QPen, QPixmap
+from PySide6.QtGui import QFontMetricsF, QIcon, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -147,6 +148,19 @@ def bundled_configs() -> dict[str, Path]:
     return {p.name: p for p in model_folders(resources_dir() / "configs")}
 
 
+class NameLine(ElidedLine):
+    """The name of the model whose shape is shown: whole where the line has room, elided only where it has not.
+
+    ElidedLine asks for its text's width in whole pixels, rounded; its text is wider by a fraction (91.4 px for
+    "translate-en-zh"), so laid out at the width it asked, the translator's name was drawn "translate-en-…"."""
+
+    MOST_PX = 400                    # a long config name wraps the controls no wider than this, elided
+
+    def sizeHint(self) -> QSize:
+        whole = math.ceil(QFontMetricsF(self.font()).horizontalAdvance(self.text())) + 1
+        return QSize(min(whole, self.MOST_PX), self.fontMetrics().height())
+
+
 class VariantTable(QWidget):
     """The controls, wrapped to the width, over the table of variants. `config_chosen` carries the path of a config the
     user picked (a file, or a bundled one); the other controls' own signals say the rest."""
@@ -155,7 +169,7 @@ class VariantTable(QWidget):
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self.source_label = ElidedLine()           # a long model name elided (show_source), not widening the tab
+        self.source_label = NameLine()             # a long model name elided (show_source), not widening the tab
         self.source_label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         self.source_label.setText("no model")
         self.open_button = QPushButton("Open config…")
