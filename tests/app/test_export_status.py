@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QApplication
 
 from explorer.app.figures import animation, export_dialogs
 from explorer.app.widgets.long_export import LongExport
@@ -59,6 +60,15 @@ def test_a_saved_picture_is_named_with_its_pixel_size_in_the_status_bar(gqa, tmp
     assert (width, height) == SIZE
     assert window.status.currentMessage() == f"Saved head{suffix} ({width}×{height} px)"
     assert not window.status.error_line.isVisible()
+    check_room_for_the_notice(window)
+
+
+def check_room_for_the_notice(window) -> None:
+    """The notice is drawn left of the first field shown: it needs its text's width there."""
+    status = window.status
+    QApplication.processEvents()
+    first = min(field.geometry().left() for field in status.fields.values() if field.isVisible())
+    assert first >= status.fontMetrics().horizontalAdvance(status.currentMessage()), (first, status.width())
 
 
 def test_a_saved_matrix_and_numbered_frames_are_named(gqa, tmp_path):
@@ -104,12 +114,17 @@ def full_disk(*args, **kwargs):
 
 
 def check_one_line_error(window, dialogs, name: str, why: str, size_before) -> None:
+    QApplication.processEvents()
     line = window.status.error_line
     assert line.isVisible()
     assert name in line.message and why in line.message.lower(), line.message
     assert "\n" not in line.message and "Traceback" not in line.message
     assert dialogs["warnings"] and name in dialogs["warnings"][-1]
-    assert not window.status.currentMessage().startswith("Saved")
+    assert window.status.currentMessage() == ""        # no notice drawn across the error line
+    # room for its first words beside the model's fields, elided (at 796 px they had left it 0 px wide)
+    assert line.line.width() >= line.line.fontMetrics().horizontalAdvance(line.message[:20])
+    assert line.geometry().right() <= min(field.geometry().left() for field in window.status.fields.values()
+                                          if field.isVisible())
     assert window.size().toTuple() == size_before          # the error line takes its room, not the text's
     assert window.minimumSizeHint().height() <= window.height()
 
@@ -118,6 +133,9 @@ def check_one_line_error(window, dialogs, name: str, why: str, size_before) -> N
 def test_a_full_disk_is_one_line_naming_the_file_and_the_window_keeps_its_size(gqa, tmp_path, dialogs, monkeypatch,
                                                                               suffix):
     window, panel, target = gqa
+    target["path"] = tmp_path / f"first{suffix}"
+    trigger(panel, "Export this head")
+    assert window.status.currentMessage().startswith(f"Saved first{suffix}")
     target["path"] = tmp_path / f"head{suffix}"
     size_before = window.size().toTuple()
     monkeypatch.setattr(Path, "write_bytes", full_disk)

@@ -23,6 +23,9 @@ def attention_label(info: ModelInfo) -> str:
 
 
 SAVED_MS = 8000         # how long "Saved head.png (640×480 px)" stays up
+FIELD_GAP_PX = 6        # the layout's spacing beside each field
+NOTICE_ROOM_PX = 320    # the room a notice or the error line is given on the left, the fields elided to make it
+YIELD_CHARS = 6         # a field's least while it yields its room to a notice or an error (Field.yielding)
 LEAST_CHARS = 8         # a field squeezed to this many digits' width, its text elided: "SmolLM2-…"
 
 
@@ -41,7 +44,8 @@ class Field(QLabel):
         upright = QFont(self.font())
         upright.setItalic(False)          # the step's italics while the model works change no least width
         margins = self.contentsMargins()
-        least = QFontMetrics(upright).horizontalAdvance("0" * LEAST_CHARS) + margins.left() + margins.right()
+        chars = YIELD_CHARS if self.yielding else LEAST_CHARS
+        least = QFontMetrics(upright).horizontalAdvance("0" * chars) + margins.left() + margins.right()
         return QSize(min(self.widest, least), hint.height())
 
     def paintEvent(self, event) -> None:
@@ -54,9 +58,16 @@ class Field(QLabel):
         painter.drawText(room, int(self.alignment()),
                          self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight, room.width()))
 
+    yielding = False        # asks only YIELD_CHARS: a notice or an error on the left needs the room (StatusLine)
+
+    def room(self) -> int:
+        """The width it asks when it does not yield: the widest text it showed."""
+        return max(self.widest, super().sizeHint().width())
+
     def sizeHint(self) -> QSize:
-        hint = super().sizeHint()
-        return QSize(max(self.widest, hint.width()), hint.height())
+        if self.yielding:
+            return self.minimumSizeHint()
+        return QSize(self.room(), super().sizeHint().height())
 
 
 class StatusLine(QStatusBar):
@@ -75,6 +86,8 @@ class StatusLine(QStatusBar):
         self._busy = False
         self.error_line = ErrorLine(self)
         self.addWidget(self.error_line, 1)
+        self.error_line.changed.connect(self._on_error_changed)
+        self.messageChanged.connect(lambda _text: self._make_room())
         for name in self.FIELDS:
             label = Field("")
             label.setObjectName(f"status_{name}")
@@ -110,6 +123,32 @@ class StatusLine(QStatusBar):
         self._under_way = text if text.endswith(self.UNDER_WAY) else ""
         self._busy_since_notice = self._busy
         super().showMessage(text, 0 if self._under_way else timeout)
+
+    def _on_error_changed(self, message: str) -> None:
+        """An error shown ends the notice on its left, and has room: the error line is shown by hand, over a
+        notice's text (QStatusBar hides its widgets only when the notice comes), and "Saved head.png" was drawn
+        across "Cannot write head.png: the disk is full"."""
+        if message and self.currentMessage():
+            self.clearMessage()
+            self._under_way = ""
+        self._make_room()
+
+    def _make_room(self) -> None:
+        """Where the fields' room leaves a notice or the error line less than NOTICE_ROOM_PX, the fields yield to
+        their least (elided): at 796 px they left both 0 px wide, "Saved head.png" and "Cannot write head.png"
+        unseen. Their least only shrinks, so the window keeps its least width and its size; none yields at 1366 px."""
+        fields = [field for field in self.fields.values() if not field.isHidden()]
+        spare = self.width() - sum(field.room() + FIELD_GAP_PX for field in fields)
+        wanted = bool(self.currentMessage() or self.error_line.message)
+        yielding = wanted and spare < NOTICE_ROOM_PX
+        if any(field.yielding != yielding for field in fields):
+            for field in self.fields.values():
+                field.yielding = yielding
+                field.updateGeometry()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._make_room()
 
     def show_saved(self, line: str) -> None:
         """What an export wrote, one line ("Saved head.png (640×480 px)"), for SAVED_MS: a save said nothing, so
