@@ -19,7 +19,7 @@ from PySide6.QtGui import QColor, QCursor
 from PySide6.QtWidgets import QTextBrowser, QToolTip
 
 from explorer.app.panels.base import Panel, WrappedText, visible_text
-from explorer.app.state.session import Selection
+from explorer.app.state.session import MODEL, RUN, Selection
 from explorer.app.widgets.token_pieces import SELECTED, piece_html
 from explorer.app.widgets.token_table import TextOverTable, TokenRow, TokenRows, TokenTable, bytes_text, token_rows
 from explorer.views.token_text import TextPiece, TokenSpan, dropped_characters, dropped_warning, text_pieces
@@ -97,6 +97,15 @@ class TokensPanel(Panel):
         self._shown_tokens = None             # the live Tokens drawn, held so that its id stays its own
         self._shown_source: int | None = None   # the source token lit in the translation line
         self._dropped_for = ()                # the Tokens (or None) whose left-out characters `dropped` names
+        self._to_top = False                  # another model or run came: the table starts at its first row
+
+    def _on_context_changed(self, change) -> None:
+        # Set before the base redraws. A step of the same run (TRACE) keeps the person's place, and so do a cancel
+        # and an error; another model or run starts at the top: the view's offset outlived the model's reset, and
+        # the new model's table opened scrolled part-way (issue 22).
+        if change.reason in (MODEL, RUN):
+            self._to_top = True
+        super()._on_context_changed(change)
 
     def _on_tokens_changed(self, tokens) -> None:
         self.refresh()
@@ -148,6 +157,9 @@ class TokensPanel(Panel):
         self._show_dropped(self.session.tokens)
         kept = self.table.token_model.set_rows(self.rows)
         self.table.fit_columns(kept)
+        if self._to_top:
+            self._to_top = False
+            self.table.scrollToTop()
         self.set_formula(self._count_formula())
 
     def _count_formula(self) -> str:
