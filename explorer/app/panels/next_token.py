@@ -23,6 +23,8 @@ from explorer.core.intervention import active
 BAR_PX = 32   # the least width of the probability bars' column (drawn to scale in any width); the rest is theirs
 LENS_BUTTON = "Logit lens for this position"
 LENS_WORDS = ("logit lens at position", "computing the logit lens")     # the readout's words about the lens
+LENS_ROWS = 3       # the lens's layers kept in sight, whatever the dock's share of the column: fewer, and it read
+                    # as a strip (2 whole rows in 64 px, in the Next token dock at 1366x768 after the translator)
 
 
 class WholeText(WrappedText):
@@ -41,6 +43,7 @@ class NextTokenPanel(Panel):
         super().__init__(session, parent)
         self.position_label = WholeText()
         self.body.addWidget(self.position_label)
+        self._captions = {False: "", True: ""}    # the position label's text, with the candidates and with the lens
         self.table = _table(["#", "token", "id", "p", ""])        # "#": "rank" took 20 px of a narrow dock
         self.table.setItemDelegateForColumn(4, ShareBarDelegate(self.table))     # p / p_max, as long as it has room
         # A click branches; the chosen row is marked by its own colour, so Qt's selection would leave the
@@ -111,8 +114,8 @@ class NextTokenPanel(Panel):
         if found is None:                                   # a prompt position: asked of the model
             self.candidates = np.zeros(0, dtype=np.int64)
             self.table.setRowCount(0)
-            self.position_label.set_plain(f"after position {position} ‘{visible_text(trace.token_text[position])}’: "
-                                        "computing the candidates…")
+            self._set_caption(False, f"after position {position} ‘{visible_text(trace.token_text[position])}’: "
+                                     "computing the candidates…")
             self.set_formula(f"p = softmax(h_{{{position}}} W_U) ∈ ℝ^{{{trace.model.vocab_size}}}")   # not the last h
             self._show_before()
             step = trace.steps[trace.step_of_position(position)]
@@ -237,8 +240,8 @@ class NextTokenPanel(Panel):
         name = visible_text(self.session.display_token(chosen)) if chosen is not None else "–"
         in_prompt = position + 1 < trace.steps[0].n_new and trace.steps[0].kind != "decode"
         how = "forced" if forced else ("the prompt continues with" if in_prompt else "chosen")
-        self.position_label.set_plain(
-            f"after position {position} ‘{visible_text(trace.token_text[position])}’: {how} ‘{name}’ ({where})"
+        self._set_caption(
+            False, f"after position {position} ‘{visible_text(trace.token_text[position])}’: {how} ‘{name}’ ({where})"
             + ("   · click a candidate to branch" if is_last else "   · select the last token to branch"))
         k = len(self.candidates)
         self.set_formula(f"p = softmax(h_{{{position}}} W_U) ∈ ℝ^{{{trace.model.vocab_size}}}, top {k} shown")
@@ -255,6 +258,7 @@ class NextTokenPanel(Panel):
         if event.type() == QEvent.Type.FontChange:
             for table in (self.table, self.before_table):
                 fit_row_height(table)
+            self._fit_lens_height()
 
     def eventFilter(self, watched, event) -> bool:
         if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
@@ -285,9 +289,25 @@ class NextTokenPanel(Panel):
                                        (self.tables_box, not shown and not encoder)], key=lambda pair: pair[1]):
             widget.setVisible(visible)
         self.lens_button.setText("Back to the candidates" if shown else LENS_BUTTON)
+        self.position_label.set_plain(self._captions[shown])
         if not shown and self.readout.text().startswith(LENS_WORDS):
             self.readout.setText(" ")       # the lens's caption went on naming a table no longer shown
         self._show_before()
+
+    def _set_caption(self, lens: bool, text: str) -> None:
+        """The position label's text with the candidates (`lens` False) or with the logit lens, shown while its
+        table is: the lens's caption wraps there whole, where the one-line readout cut it (393 px in 333)."""
+        self._captions[lens] = text
+        if lens == self.lens_table.isVisibleTo(self):
+            self.position_label.set_plain(text)
+
+    def _fit_lens_height(self) -> None:
+        """The lens keeps LENS_ROWS layers (or all, if fewer) in sight under its header and sideways scroll bar."""
+        table = self.lens_table
+        rows = min(LENS_ROWS, table.rowCount())
+        table.setMinimumHeight(table.horizontalHeader().sizeHint().height() + rows * table.rowHeight(0)
+                               + table.horizontalScrollBar().sizeHint().height() + 2 * table.frameWidth()
+                               if rows else 0)
 
     @staticmethod
     def _lens_of(trace, position: int | None):
@@ -330,8 +350,13 @@ class NextTokenPanel(Panel):
                 item.setBackground(QBrush(colour))
                 self.lens_table.setItem(layer, rank + 1, item)
         self.lens_table.resizeColumnsToContents()
+        self._fit_lens_height()
+        known = self.trace is not None and self.position is not None and self.position < self.trace.n_tokens
+        token = visible_text(self.trace.token_text[self.position]) if known else ""
+        self._set_caption(True, f"{LENS_WORDS[0]} {self.position} ‘{token}’: the top {k} of softmax(norm(h_l) W_U) "
+                                "after each layer l, the likelier the darker")
         self._show_lens(True)
-        self.readout.setText(f"{LENS_WORDS[0]} {self.position}: softmax(norm(h_l) W_U) after each layer")
+        self.readout.setText(f"{LENS_WORDS[0]} {self.position}")    # short: whole in the one-line readout
 
 
 def _chosen_colour(palette: QPalette) -> QColor:

@@ -6,7 +6,7 @@ import html
 import math
 
 from PySide6.QtCore import QEvent, QSize, Qt
-from PySide6.QtGui import QAbstractTextDocumentLayout, QFont, QPainter, QPalette, QTextDocument
+from PySide6.QtGui import QAbstractTextDocumentLayout, QFont, QPainter, QPalette, QTextCursor, QTextDocument
 from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QSizePolicy, QWidget
 
 
@@ -46,6 +46,7 @@ class WrappedText(QWidget):
         self.document.setDocumentMargin(0)
         self.document.setDefaultFont(self._text_font())
         self._html = ""
+        self._elided: tuple | None = None       # ((html, width, height), the text cut to fit them, ending in …)
         self._height = self._height_for(self.width())
         policy = QSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         policy.setHeightForWidth(True)
@@ -141,8 +142,36 @@ class WrappedText(QWidget):
         palette = QPalette(context.palette)
         palette.setColor(QPalette.ColorRole.Text, self.palette().color(QPalette.ColorRole.WindowText))
         context.palette = palette
-        self.document.documentLayout().draw(painter, context)
+        self.shown_document().documentLayout().draw(painter, context)
         painter.end()
+
+    def shown_document(self) -> QTextDocument:
+        """What is drawn: the text, or where the widget is shorter than it, the text cut after its last whole line
+        and ending in "…", so that a person sees there is more (in the tooltip). Cut mid-line by the widget's edge,
+        the formula of Next token read "p = softmax(h₁₅ W_U) ∈ ℝ⁴⁰⁹⁶," as if it ended there."""
+        room = self.height() - 2 * self.PADDING[1]
+        if math.ceil(self.document.size().height()) <= room:
+            return self.document
+        key = (self._html, self.document.textWidth(), room)
+        if self._elided is None or self._elided[0] != key:
+            self._elided = (key, self._cut_to(room))
+        return self._elided[1]
+
+    def _cut_to(self, room: int) -> QTextDocument:
+        """The longest start of the text that, with "…" after it, fits `room` px at the text's width."""
+        def cut(length: int) -> QTextDocument:
+            document = self.document.clone()
+            document.setDocumentMargin(self.document.documentMargin())     # a clone has the default margin, 4 px
+            cursor = QTextCursor(document)
+            cursor.setPosition(length)
+            cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+            cursor.insertText("…")
+            return document
+        low, high = 0, self.document.characterCount() - 1       # fits with `low` characters; not with `high`
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (middle, high) if math.ceil(cut(middle).size().height()) <= room else (low, middle)
+        return cut(low)
 
 
 class Caption(WrappedText):
