@@ -145,7 +145,8 @@ def test_ctrl_e_in_the_window_writes_a_legible_long_head(qtbot, head_trace, expo
         pass
     assert dense == [] and f"{N}×{N}" in exported[path.name]["title"]
     assert_legible(path, exported[path.name]["rects"], SIZE)
-    assert window.statusBar().currentMessage() == f"Exported {path}."
+    width, height = QImage(str(path)).width(), QImage(str(path)).height()    # the file as written
+    assert window.statusBar().currentMessage() == f"Saved {path.name} ({width}×{height} px)"
     window.close()
 
 

@@ -85,7 +85,6 @@ class AttentionPanel(Panel):
         self.long_export = LongExport(self.long_head.maps, self.filler.pause, self,   # off the GUI thread
                                       tiles=self.filler.tiles)
         self.grid_progress.follow(self.long_export)
-        self.long_export.written.connect(lambda path: self.say(f"Exported {path}."))
         self.long_export.failed.connect(self.session.report_error)
         grid_box = QWidget()
         grid_layout = QVBoxLayout(grid_box)
