@@ -209,7 +209,6 @@ class MainWindow(QMainWindow):
         self.status.show_trace(self.session.trace)
         self.setWindowTitle(f"{summary.name} — {TITLE}")
         self.status.showMessage(f"Loaded {summary.name}.", 4000)
-        self.actions.set_step_reason(getattr(summary, "no_step_reason", None))
         self._name_the_prompt(source=summary.info.is_encoder_decoder)
         self.menus.refresh_recent()
 

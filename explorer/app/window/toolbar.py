@@ -63,11 +63,6 @@ class DecodingActions:
         self._model_open, self._step_reason = model_open, step_reason
         self._apply()
 
-    def set_step_reason(self, reason: str | None) -> None:
-        """Disable Step, Back and Play with `reason` as their tooltip (an encoder-only model); None enables them."""
-        self._step_reason = reason
-        self._apply()
-
     def _apply(self) -> None:
         """The one rule for Run, Step, Back and Play: a model must be open (Step, Back and Play: one that
         decodes). A disabled action's shortcut does nothing, so no press asks for a model that is not there;
