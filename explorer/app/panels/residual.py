@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem
 
@@ -258,4 +258,5 @@ class ResidualPanel(Panel):
         cells += [QTableWidgetItem(f"{float(getattr(stream, name)[layer]):.0f}") for name, _ in NORMS]
         for cell in cells:
             cell.setToolTip(tip)
+            cell.setTextAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)   # (rows may stretch)
         return cells
