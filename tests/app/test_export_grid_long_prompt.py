@@ -10,12 +10,13 @@ import time
 
 import numpy as np
 import pytest
+from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QMainWindow, QStatusBar
 
 from explorer.app.panels import AttentionPanel
 from explorer.app.state.session import Session
 from explorer.views import long_maps
 from explorer.views.grid import tile_block
-from tests.app.shared_window import make
 from tests.app.test_attention_long_prompt import N, block_max, exact_map
 from tests.app.test_export_legibility import assert_legible
 from tests.app.test_export_long_head import answer, assert_block_maxima
@@ -25,10 +26,25 @@ GRID = 2                  # "Export the full grid as PNG/SVG…"
 
 @pytest.fixture
 def panel(qtbot):
-    panel = make(qtbot, Session(), AttentionPanel)
+    """The panel in a main window of its own, whose status bar says what an export saved."""
+    host = QMainWindow()
+    qtbot.addWidget(host)
+    panel = AttentionPanel(Session())
+    host.setCentralWidget(panel)
+    host.setStatusBar(QStatusBar())
+    host.resize(900, 650)
+    host.show()
+    panel.host = host                      # kept alive with the panel
     panel.said = []
     panel.say = panel.said.append
     return panel
+
+
+def said_saved(panel, path) -> bool:
+    """The status bar of the panel's window names the file and its size as written."""
+    image = QImage(str(path))
+    line = panel.window().statusBar().currentMessage()
+    return line == f"Saved {path.name} ({image.width()}×{image.height()} px)"
 
 
 def tiles_of(image: np.ndarray, n_layers: int, n_heads: int, r: int, c: int):
@@ -66,7 +82,7 @@ def test_a_complete_grid_is_exported_from_its_kept_tiles(qtbot, panel, head_trac
     assert written.args == [path] and path.exists()
     assert computed_in == []                                     # no head computed again
     assert_grid_is_block_maxima(exported[path.name]["image"], head_trace)
-    assert f"Exported {path}." in panel.said
+    assert said_saved(panel, path), panel.window().statusBar().currentMessage()
     assert_legible(path, exported[path.name]["rects"], (800, 600))
 
 
@@ -86,7 +102,7 @@ def test_an_incomplete_grid_is_computed_off_the_gui_thread(qtbot, panel, head_tr
     n_heads = head_trace.model.n_layers * head_trace.model.n_heads
     assert computed_in.count("attention-export") == n_heads and threading.main_thread().name not in computed_in
     assert_grid_is_block_maxima(exported[path.name]["image"], head_trace)
-    assert f"Exported {path}." in panel.said
+    assert said_saved(panel, path), panel.window().statusBar().currentMessage()
 
 
 def test_the_panels_cancel_stops_the_export_and_writes_no_file(qtbot, panel, head_trace, monkeypatch, tmp_path):
