@@ -49,6 +49,8 @@ class ResidualPanel(Panel):
         self.legend = pg.LegendItem(colCount=3, labelTextSize=LEGEND)
         self.plot_view.ci.addItem(self.legend, row=0, col=0)
         self.plot = self.plot_view.ci.addPlot(row=1, col=0)
+        # the plot's layout settles after the panel's resize: its view measured then corrects a guessed overhead
+        self.plot.getViewBox().sigResized.connect(self._on_view_resized)
         self.plot.setLabel("bottom", "layer l")
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.table = QTableWidget(0, 0)
@@ -120,6 +122,12 @@ class ResidualPanel(Panel):
             # stretched rows a 4-layer model's table took three quarters and left the plot 72 px tall
             self.table.setMaximumHeight(rows if room else QWIDGETSIZE_MAX)
         self.body.setStretchFactor(self.table, 0 if room else 1)
+
+    def _on_view_resized(self, view) -> None:
+        """The plot laid out with a view under MIN_VIEW_PX (its overhead was guessed before it was first laid
+        out): decide again with the overhead now measured, which gives the rows the panel."""
+        if self.plot_view.isVisible() and 0 < view.sceneBoundingRect().height() < MIN_VIEW_PX:
+            self._show_plot_if_room()
 
     def _plot_overhead(self) -> int:
         """The px of the plot's widget that are not its view (legend row, axes, margins): measured where the plot
