@@ -6,7 +6,8 @@
 
 (explorer.core.patching.patch_map; "resid" patches the residual stream entering layer l at one
 position). The map runs on the model thread, asked as a PatchMapJob (requests.py), with a progress
-bar and Cancel; a cancelled map shows what it reached.
+bar and Cancel; a cancelled map shows what it reached. Until a map is drawn, the map's place says why it is
+empty (no map run yet, one running, or a model that cannot be patched) as a panel's note does (base.Panel).
 """
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QSplitter,
+    QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -34,6 +37,9 @@ from explorer.drawing.heatmap import Heatmap
 
 CLEAN = "The Eiffel Tower is located in the city of"
 CORRUPT = "The Colosseum is located in the city of"
+NO_MAP_YET = ("No map yet. Press Run map to patch each head (or each position's residual) of the clean run, in "
+              "turn, into the corrupted one: the map then shows the share of the logit gap each patch recovers.")
+RUNNING = "Patching every site from the clean run into the corrupted one…"
 
 
 class DefaultTextField(QLineEdit):
@@ -71,16 +77,29 @@ class PatchingView(QWidget):
         self.caption = Caption()
         self.view = pg.GraphicsLayoutWidget()
         self._heatmap: Heatmap | None = None           # built with the first map (heatmap)
+        self.empty = _empty_note()
+        self.map_area = QStackedWidget()         # the note until a map is drawn: an empty view is a black box
+        self.map_area.addWidget(self.empty)
+        self.map_area.addWidget(self.view)
         self.controls = self._controls()
         self.splitter = QSplitter(Qt.Orientation.Vertical)           # side by side when wide (resizeEvent)
         self.splitter.addWidget(self.controls)
-        self.splitter.addWidget(self.view)
+        self.splitter.addWidget(self.map_area)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.splitterMoved.connect(self._on_splitter_moved)
         self._moved_by_hand = False
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.splitter, 1)
+        self._show_map_state()
+
+    def _show_map_state(self) -> None:
+        """The map once one is drawn; until then the note of why there is none, in words."""
+        if self.result is not None:
+            self.map_area.setCurrentWidget(self.view)
+            return
+        self.empty.setText(self.unfit or (RUNNING if self.call.running else NO_MAP_YET))
+        self.map_area.setCurrentWidget(self.empty)
 
     def _controls(self) -> QWidget:
         grid = QGridLayout()
@@ -152,6 +171,7 @@ class PatchingView(QWidget):
             self._done()
         if unfit:
             self.caption.set_plain(unfit)
+        self._show_map_state()
 
     def drop_work(self) -> None:
         """A map still running is dropped with the run or model it was asked under: say so, and Run again."""
@@ -172,6 +192,7 @@ class PatchingView(QWidget):
             self.run_button.setEnabled(False)
             self.cancel_button.setEnabled(True)
             self.caption.set_plain("patching every site from the clean run into the corrupted one…")
+            self._show_map_state()
         return started
 
     def _on_progress(self, fraction: float, what: str) -> None:
@@ -181,6 +202,7 @@ class PatchingView(QWidget):
     def _done(self) -> None:
         self.run_button.setEnabled(not self.unfit)
         self.cancel_button.setEnabled(False)
+        self._show_map_state()
 
     def _on_failed(self, message: str) -> None:
         self._done()
@@ -188,8 +210,8 @@ class PatchingView(QWidget):
         self.panel.error_line.show_error(message)
 
     def _on_finished(self, result) -> None:
-        self._done()
         self.result = result
+        self._done()
         values = result.values                                                   # (L, H) or (L, T)
         gap = result.clean - result.corrupt
         recovered = (values - result.corrupt) / gap if gap else np.zeros_like(values)   # 0: corrupted, 1: clean
@@ -205,3 +227,15 @@ class PatchingView(QWidget):
             f"logit diff: clean {result.clean:.3f}, corrupted {result.corrupt:.3f}; colour: the share of that gap "
             "each patch recovers (0 corrupted, 1 clean)." + where
             + ("" if result.complete else " Cancelled: the blank cells were not run."))
+
+
+def _empty_note() -> QLabel:
+    """The map's place before a map: a sentence on the panel note's ground (base.Panel.note), never sizing the
+    tab (its text wraps, or is cut, in whatever room the map has)."""
+    note = QLabel()
+    note.setObjectName("patching_empty")
+    note.setWordWrap(True)
+    note.setAlignment(Qt.AlignmentFlag.AlignCenter)
+    note.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)
+    note.setStyleSheet("QLabel { padding: 6px; border-radius: 3px; background: palette(alternate-base); }")
+    return note
