@@ -60,6 +60,7 @@ LISTED = 40
 SHARES = (2, 1, 2)
 READABLE_ROWS = 5
 ROW_PAD_PX = 4                  # a list row: its text's height and this
+LEAST_VIEW_PX = 120             # a plot's view kept at least this long when the person's shares are followed
 
 
 class AtlasPanel(Panel):
@@ -91,6 +92,8 @@ class AtlasPanel(Panel):
         for widget in (self.view, self.table, self.example_view):
             self.splitter.addWidget(widget)
         self.splitter.setSizes([s * 100 for s in SHARES])
+        self.hand_shares: tuple[float, ...] | None = None     # the shares the person dragged, kept at resizes
+        self.splitter.splitterMoved.connect(self._on_splitter_moved)
         self.body.addWidget(self.splitter, 1)
         self.asker = Asker(self, self._on_scores, self.error_line.show_error)
         self.scores = None
@@ -298,15 +301,27 @@ class AtlasPanel(Panel):
         around = self._around_views()
         size = self.splitter.size()
         wide = None if around is None else self._least_view_px(True, around) >= self._least_view_px(False, around)
-        orient(self.splitter, self.width(), self.height(), SHARES, wide=wide)
+        if orient(self.splitter, self.width(), self.height(), SHARES, wide=wide):
+            self.hand_shares = None                  # shares along the other way say nothing of this one
         if around is None:
             return                                   # not laid out yet: nothing to measure the axes by
         vertical = self.splitter.orientation() == Qt.Orientation.Vertical
-        listed = self._list_px(vertical)
-        plots = (size.height() if vertical else size.width()) - listed - 2 * self.splitter.handleWidth()
         extra = [height if vertical else width for width, height in around]
+        room = (size.height() if vertical else size.width()) - 2 * self.splitter.handleWidth()
+        if self.hand_shares is not None:
+            hint = self.table.minimumSizeHint()          # the splitter holds the list at its least anyway
+            least = (extra[0] + LEAST_VIEW_PX, hint.height() if vertical else hint.width(), extra[1] + LEAST_VIEW_PX)
+            self.splitter.setSizes(kept_shares(room, self.hand_shares, least))
+            return
+        listed = self._list_px(vertical)
+        plots = room - listed
         each = max(0, (plots - sum(extra)) // 2)
         self.splitter.setSizes([each + extra[0], listed, plots - each - extra[0]])
+
+    def _on_splitter_moved(self, _position: int, _index: int) -> None:
+        """A person's drag: the shares it leaves are kept at every later resize, until the parts turn."""
+        sizes = self.splitter.sizes()
+        self.hand_shares = tuple(px / sum(sizes) for px in sizes) if sum(sizes) else None
 
     def _around_views(self) -> list[tuple[int, int]] | None:
         """The px of each plot's widget, across and down, that are not its view (axes, colour bar, title); None
@@ -345,6 +360,22 @@ class AtlasPanel(Panel):
             value = float(self.values[layer, head])
             self.readout.setText(f"L{layer}.H{head}: {self.metric} " + (f"{value:.4f}" if np.isfinite(value)
                                                                          else "not read yet"))
+
+
+def kept_shares(room: int, shares: tuple[float, ...], least: tuple[int, ...]) -> list[int]:
+    """`room` px shared in proportion to `shares`, each part then raised to its `least` px where the others can
+    give it from what they hold above their own least (the largest holder gives first)."""
+    sizes = [round(room * share) for share in shares]
+    sizes[-1] += room - sum(sizes)
+    for index, floor in enumerate(least):
+        for giver in sorted(range(len(sizes)), key=lambda j: least[j] - sizes[j]):
+            short = floor - sizes[index]
+            if short <= 0 or giver == index:
+                continue
+            given = min(short, max(0, sizes[giver] - least[giver]))
+            sizes[giver] -= given
+            sizes[index] += given
+    return sizes
 
 
 def _title_never_widens(plot) -> None:
