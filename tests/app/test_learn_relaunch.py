@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from explorer.app.window.learn_placement import open_learn
+from explorer.app.window.learn_placement import PANELS_MIN_PX, open_learn
 from tests.app.screen_fit import settle
 from tests.app.test_geometry_relaunch import launched
 
@@ -54,5 +54,32 @@ def test_learn_closed_before_the_quit_stays_closed(qtbot, tmp_path, screen):
     try:
         dock = getattr(again, "learn_dock", None)
         assert dock is None or not dock.isVisible()
+    finally:
+        again.close()
+
+
+def test_learn_folded_at_the_quit_comes_back_as_a_column_where_there_is_room(qtbot, tmp_path, screen):
+    """Drive 16: Learn open but folded into attention's tabs at the quit (the window at its least size) came back
+    folded, or as an empty slot above attention with the dock off the window, at every relaunch, even with room
+    for its column. Expectation: grown to the screen, Learn is in sight, to the right of attention, from the same
+    top, and attention keeps its least width beside it (PANELS_MIN_PX, learn_placement's own rule)."""
+    first = launched(qtbot, tmp_path)
+    open_learn(first).go_to(STOP)
+    settle(0.3)
+    first.resize(first.minimumSizeHint())
+    settle(0.5)
+    assert first.learn_dock in first.tabifiedDockWidgets(first.docks["attention"]), "the test needs Learn folded"
+    first.close()
+    settle(0.2)
+    again = launched(qtbot, tmp_path)
+    try:
+        again.resize(screen)
+        settle(0.5)
+        dock, attention = again.learn_dock, again.docks["attention"]
+        assert not dock.visibleRegion().isEmpty(), f"Learn is open but nowhere in sight: {dock.geometry().getRect()}"
+        assert dock not in again.tabifiedDockWidgets(attention), "Learn stayed folded with room for its column"
+        assert dock.geometry().left() > attention.geometry().right()
+        assert dock.geometry().top() == attention.geometry().top(), "a slot above attention, or Learn under it"
+        assert attention.width() >= PANELS_MIN_PX and dock.widget().index == STOP
     finally:
         again.close()

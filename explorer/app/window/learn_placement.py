@@ -1,7 +1,7 @@
 """Where the window puts the Learn panel: a dock on the right, beside the panels it talks about, opened from
 Help ▸ Learn (`open_learn`), from the "?" on the title of a panel a stop names (`add_stop_buttons`), at that
 stop, on the first start (`open_on_first_start`), and on a relaunch where it was open at the quit, where the
-saved layout had it (`before_restore`, `after_restore`, `keep_restored_width`). The panel itself is
+placement above puts it (`after_restore`). The panel itself is
 explorer.app.panels.learn.
 
 Where the window is too narrow for the column beside the panels (attention would have less than PANELS_MIN_PX),
@@ -106,15 +106,23 @@ def keep_beside(window) -> None:
         return
     group = tab_group(window, attention)
     folded = dock in group
-    out_of_place = not dock.visibleRegion().isEmpty() and dock.geometry().left() <= attention.geometry().right()
-    if folded or out_of_place:          # in sight but not a column beside attention (and laid out: in sight)
+    in_sight = not dock.visibleRegion().isEmpty()
+    out_of_place = in_sight and dock.geometry().left() <= attention.geometry().right()
+    # open, not a tab, attention in sight but Learn nowhere: a layout saved with Learn folded came back with an
+    # empty slot above attention and the dock off the window (drive 16, every relaunch at 1366 px)
+    lost = (not folded and not in_sight and not window.tabifiedDockWidgets(dock)
+            and not attention.visibleRegion().isEmpty())
+    if folded or out_of_place or lost:  # in sight but not a column beside attention (and laid out: in sight)
         _place_again(window, dock, attention, group, folded)
         return
-    in_sight = [d for d in group if d.isVisible() and not d.visibleRegion().isEmpty()]
-    front = in_sight[0] if in_sight else attention
-    if front.width() < PANELS_MIN_PX:
-        if not dock.property("column_px"):
-            keep_column_px(dock)        # a column placed by a layout made before (squeezed by now, but its own)
+    # Folded by the window's width, as _place_again and open_learn decide, not by attention's width now: just
+    # after the column is placed that is the width before (427 px for 1022 on a relaunch at 1366 px), and a
+    # relaunch folded Learn again at once, a blank strip where it stood (drive 16)
+    if not dock.property("column_px"):
+        keep_column_px(dock)            # a column placed by a layout made before (squeezed by now, but its own)
+    if room_beside(window, int(dock.property("column_px"))) < PANELS_MIN_PX:
+        shown = [d for d in group if d.isVisible() and not d.visibleRegion().isEmpty()]
+        front = shown[0] if shown else attention
         window.tabifyDockWidget(attention, dock)
         front.raise_()
 
@@ -162,36 +170,13 @@ def open_at_quit(window) -> int | None:
     return dock.widget().index if dock is not None and dock.toggleViewAction().isChecked() else None
 
 
-def before_restore(window, index: int | None) -> None:
-    """Before a saved layout is restored: the Learn dock made, at stop `index`, when it was open at the last quit,
-    so that the layout puts it back where it was (Qt's restoreState places only the docks the window has)."""
-    if index is not None:
-        learn_dock(window).widget().go_to(index)
-
-
 def after_restore(window, index: int | None) -> None:
-    """Learn, open at the last quit but left out of the layout restored (one saved before it was opened: the
-    layout before a panel was maximised), placed beside the panels as Help ▸ Learn does."""
-    dock = getattr(window, "learn_dock", None)
-    if index is not None and dock is not None and window.dockWidgetArea(dock) == Qt.DockWidgetArea.NoDockWidgetArea:
-        open_learn(window)
-
-
-def keep_restored_width(window) -> None:
-    """Once the window is shown with a restored layout: Learn, a column beside the panels, kept at the width the
-    layout gave it (Qt then took it to its minimum, 364 px for 398, at its first layout) and remembered as the
-    width it goes back to once folded (keep_beside)."""
-    dock = getattr(window, "learn_dock", None)
-    if dock is None or dock.isHidden() or dock.isFloating() or window.dockWidgetArea(dock) != AREAS["right"]:
-        return
-    attention = _attention_on_the_right(window)
-    if attention is None or dock in tab_group(window, attention):
-        return
-    dock.setProperty("column_px", dock.width())
-    docks = [d for d in (window.docks.get("tokens"), attention, dock)
-             if d is not None and d.isVisible() and not d.isFloating()]
-    widths = [d.width() for d in docks]
-    QTimer.singleShot(0, window, lambda: window.resizeDocks(docks, widths, Qt.Orientation.Horizontal))
+    """Learn, open at the last quit, opened again at stop `index` after the saved layout is restored, placed as
+    Help ▸ Learn places it: a column beside the panels, or folded into attention's tabs where the window is too
+    narrow. It is made after the restore, so the layout saved does not place it: a layout saved with Learn
+    folded came back with an empty slot above attention and the dock off the window (drive 16, at 1366 px)."""
+    if index is not None:
+        open_learn(window).go_to(index)
 
 
 def open_stop(window, index: int) -> LearnPanel:

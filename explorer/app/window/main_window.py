@@ -324,10 +324,8 @@ class MainWindow(QMainWindow):
                                                                | Qt.WindowState.WindowFullScreen):
                 self.setGeometry(place)          # where it was: keep_on_screen brings it onto this screen
         if state is not None:
-            learn_at = self.settings.learn_open_at      # Learn open at the quit: made first, restored with the rest
-            learn_placement.before_restore(self, learn_at)
             self.restoreState(state)
-            learn_placement.after_restore(self, learn_at)
+            learn_placement.after_restore(self, self.settings.learn_open_at)   # Learn, open at the quit
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
@@ -344,8 +342,6 @@ class MainWindow(QMainWindow):
                 self.default_layout()
                 for dock in closed:
                     dock.hide()
-            else:
-                learn_placement.keep_restored_width(self)
             QTimer.singleShot(0, self, self._layout_made)
             return
         self._fit_first_start()
