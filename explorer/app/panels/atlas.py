@@ -34,7 +34,7 @@ from explorer.app.panels.base import Panel, WrappedText, decoder_view_unavailabl
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import HeadScoresJob
 from explorer.app.widgets.ablation_marks import AblationMarks, ablated_heads
-from explorer.app.widgets.adaptive import orient
+from explorer.app.widgets.adaptive import kept_shares, orient
 from explorer.app.widgets.asking import Asker
 from explorer.app.widgets.atlas_reading import DescriptionReader
 from explorer.app.widgets.long_head import LongHead, Request
@@ -360,22 +360,6 @@ class AtlasPanel(Panel):
             value = float(self.values[layer, head])
             self.readout.setText(f"L{layer}.H{head}: {self.metric} " + (f"{value:.4f}" if np.isfinite(value)
                                                                          else "not read yet"))
-
-
-def kept_shares(room: int, shares: tuple[float, ...], least: tuple[int, ...]) -> list[int]:
-    """`room` px shared in proportion to `shares`, each part then raised to its `least` px where the others can
-    give it from what they hold above their own least (the largest holder gives first)."""
-    sizes = [round(room * share) for share in shares]
-    sizes[-1] += room - sum(sizes)
-    for index, floor in enumerate(least):
-        for giver in sorted(range(len(sizes)), key=lambda j: least[j] - sizes[j]):
-            short = floor - sizes[index]
-            if short <= 0 or giver == index:
-                continue
-            given = min(short, max(0, sizes[giver] - least[giver]))
-            sizes[giver] -= given
-            sizes[index] += given
-    return sizes
 
 
 def _title_never_widens(plot) -> None:

@@ -1,4 +1,5 @@
-"""Panels that lay their parts side by side in a wide dock and one above the other in a tall one."""
+"""Panels that lay their parts side by side in a wide dock and one above the other in a tall one, and share a
+splitter's room as a person dragged it (kept_shares)."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
@@ -34,3 +35,19 @@ def place(layout, items: list, wide: bool) -> None:
         layout.removeItem(item)
     for index, item in enumerate(items):
         layout.addItem(item, row=0 if wide else index, col=index if wide else 0)
+
+
+def kept_shares(room: int, shares: tuple[float, ...], least: tuple[int, ...]) -> list[int]:
+    """`room` px shared in proportion to `shares`, each part then raised to its `least` px where the others can
+    give it from what they hold above their own least (the largest holder gives first)."""
+    sizes = [round(room * share) for share in shares]
+    sizes[-1] += room - sum(sizes)
+    for index, floor in enumerate(least):
+        for giver in sorted(range(len(sizes)), key=lambda j: least[j] - sizes[j]):
+            short = floor - sizes[index]
+            if short <= 0 or giver == index:
+                continue
+            given = min(short, max(0, sizes[giver] - least[giver]))
+            sizes[giver] -= given
+            sizes[index] += given
+    return sizes
