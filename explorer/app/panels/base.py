@@ -40,7 +40,7 @@ from explorer.app.panels.panel_words import (
 )
 from explorer.app.state.session import CANCEL, NO_MODEL, Change, Selection, Session
 from explorer.app.widgets.plot_text import fit_to_font
-from explorer.app.widgets.text_widgets import LineLabel, WrappedText
+from explorer.app.widgets.text_widgets import QUIET_GROUND, WARNING_GROUND, LineLabel, WrappedText, note_style
 from explorer.app.window.error_bar import ErrorLine
 from explorer.core.trace import Trace
 
@@ -250,11 +250,10 @@ class Panel(QWidget, DrawsInParts):
         self.note.setVisible(drawn.kind != "trace" or self.drawing)
         if drawn.kind == "trace" and self.drawing:
             self.note.setText(self.drawing_text)
-            self.note.setStyleSheet("QLabel { padding: 6px; border-radius: 3px; background: palette(alternate-base); }")
+            self.note.setStyleSheet(note_style())
         elif drawn.kind != "trace":
             self.note.setText(drawn.why if hidden else f"⚠ Out of date: {drawn.why}")
-            tone = "palette(alternate-base)" if hidden else "rgba(230, 160, 0, 60)"
-            self.note.setStyleSheet(f"QLabel {{ padding: 6px; border-radius: 3px; background: {tone}; }}")
+            self.note.setStyleSheet(note_style(QUIET_GROUND if hidden else WARNING_GROUND))
 
     def settle_views(self) -> None:
         """Apply pyqtgraph's pending view ranges and transforms now. Left to the paint, they move the

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 from explorer.app.thread.requests import PatchMapJob
 from explorer.app.widgets.adaptive import is_wide, orient
 from explorer.app.widgets.model_call import ModelCall
-from explorer.app.widgets.text_widgets import Caption
+from explorer.app.widgets.text_widgets import Caption, note_style
 from explorer.drawing.heatmap import Heatmap
 
 CLEAN = "The Eiffel Tower is located in the city of"
@@ -237,5 +237,5 @@ def _empty_note() -> QLabel:
     note.setWordWrap(True)
     note.setAlignment(Qt.AlignmentFlag.AlignCenter)
     note.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)
-    note.setStyleSheet("QLabel { padding: 6px; border-radius: 3px; background: palette(alternate-base); }")
+    note.setStyleSheet(note_style())
     return note

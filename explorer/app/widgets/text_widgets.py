@@ -25,6 +25,14 @@ class LineLabel(QLabel):
         self.setToolTip(text if self.fontMetrics().horizontalAdvance(text) > self.width() else "")
 
 
+QUIET_GROUND = "palette(alternate-base)"          # a note's ground: nothing to show yet, working, drawing
+WARNING_GROUND = "rgba(230, 160, 0, 60)"          # out of date
+
+
+def note_style(ground: str = QUIET_GROUND) -> str:
+    """The style sheet of a note in words standing in a view's place (a panel's, the patching map's)."""
+    return f"QLabel {{ padding: 6px; border-radius: 3px; background: {ground}; }}"
+
 class WrappedText(QWidget):
     """Changing text (a panel's formula with its live shapes, the next-token caption) wrapped to
     the panel's width, `setText` taking rich text.
