@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLa
 from explorer.app.panels.base import Panel, decoder_view_unavailable
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import AttributionJob
-from explorer.app.widgets.adaptive import is_wide, orient
+from explorer.app.widgets.adaptive import around_view, is_wide, orient
 from explorer.app.widgets.asking import Asker
 from explorer.app.widgets.plot_text import SMALL_TITLE
 from explorer.app.widgets.text_helpers import readable, selected_position
@@ -164,9 +164,9 @@ class AttributionPanel(Panel):
     def _measure_axes(self) -> None:
         """Each shown plot's axes, title and colour bar as laid out (its size less its view's)."""
         for name, plot in (("bars", self.bars), ("heads", self.heads.plot)):
-            view = plot.getViewBox()
-            if plot.isVisible() and view.width() > 1 and view.height() > 1:
-                self.axes_px[name] = (int(plot.width() - view.width()), int(plot.height() - view.height()))
+            measured = around_view(plot) if plot.isVisible() else None
+            if measured is not None:
+                self.axes_px[name] = measured
 
     def eventFilter(self, watched, event) -> bool:
         if watched is self.view and event.type() == QEvent.Type.Resize:

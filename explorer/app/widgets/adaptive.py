@@ -51,3 +51,12 @@ def kept_shares(room: int, shares: tuple[float, ...], least: tuple[int, ...]) ->
             sizes[giver] -= given
             sizes[index] += given
     return sizes
+
+
+def around_view(plot) -> tuple[int, int] | None:
+    """The px of a pyqtgraph PlotItem that are not its view (axes, title, colour bar, margins), across and down, as
+    laid out; None before it is laid out."""
+    view = plot.getViewBox()
+    if view.width() <= 1 or view.height() <= 1:
+        return None
+    return int(plot.width() - view.width()), int(plot.height() - view.height())

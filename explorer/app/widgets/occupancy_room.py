@@ -13,7 +13,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QSize, Qt, QTimer
 from PySide6.QtWidgets import QFrame, QScrollArea, QSplitter, QWidget
 
-from explorer.app.widgets.adaptive import orient
+from explorer.app.widgets.adaptive import around_view, orient
 from explorer.app.widgets.kv_occupancy import MIN_PLOT_PX, OccupancyPlots
 
 AXES_PX = (70, 80)           # a plot's axes, title and margins (width, height), until measured
@@ -79,11 +79,9 @@ class OccupancyRoom(QScrollArea):
     def _measure_axes(self) -> None:
         """Each built plot's axes, title and margins as laid out: its size less its view's."""
         for index, plot in enumerate((self.plots.layer_plot, self.plots.total_plot)):
-            if plot is None:
-                continue
-            view = plot.getViewBox()
-            if view.width() > 1 and view.height() > 1:
-                self.axes_px[index] = (int(plot.width() - view.width()), int(plot.height() - view.height()))
+            measured = around_view(plot) if plot is not None else None
+            if measured is not None:
+                self.axes_px[index] = measured
 
     def _fit_blocks(self) -> None:
         """The blocks' figure no smaller than its grid's axes, colour bar and a MIN_PLOT_PX view (above the plots,
