@@ -7,14 +7,18 @@ import math
 
 from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QAbstractTextDocumentLayout, QFont, QPainter, QPalette, QTextCursor, QTextDocument
+from PySide6.QtGui import Qt as GuiQt
 from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QSizePolicy, QWidget
 
 
 class LineLabel(QLabel):
     """One line of changing text (a hover readout, a step counter) that never widens its panel: a plain
     QLabel asks for its text's width, so a longer text made the main window resize the docks beside
-    it during decoding, every view in them laid out and drawn again. The text is cut at the edge
-    instead, and shown whole as the tooltip."""
+    it during decoding, every view in them laid out and drawn again. Where the text is wider than the
+    label it is elided with "…" (`shown`), and shown whole as the tooltip: cut at the edge, the Mask
+    panel's step read "step 0 (prefill) of 0 (+12 rov" at 1366 px."""
+
+    ELIDE = Qt.TextElideMode.ElideRight
 
     def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
         super().__init__(text, parent)
@@ -22,7 +26,33 @@ class LineLabel(QLabel):
 
     def setText(self, text: str) -> None:
         super().setText(text)
-        self.setToolTip(text if self.fontMetrics().horizontalAdvance(text) > self.width() else "")
+        self._tip_if_cut()
+
+    def shown(self) -> str:
+        """The text drawn: whole where it fits, else elided with "…" at a character's boundary."""
+        return self.fontMetrics().elidedText(self.text(), self.ELIDE, self.contentsRect().width())
+
+    def _rich(self) -> bool:
+        form = self.textFormat()
+        return form == Qt.TextFormat.RichText or (form == Qt.TextFormat.AutoText and GuiQt.mightBeRichText(self.text()))
+
+    def _tip_if_cut(self) -> None:
+        text = self.text()
+        cut = self.fontMetrics().horizontalAdvance(text) > self.contentsRect().width()
+        self.setToolTip(text if cut else "")
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._tip_if_cut()                      # the text that fitted may not any longer, and the other way round
+
+    def paintEvent(self, event) -> None:
+        if self._rich():                        # (rich text is laid out by QLabel, and cut at its edge)
+            super().paintEvent(event)
+            return
+        painter = QPainter(self)
+        self.style().drawItemText(painter, self.contentsRect(), int(self.alignment()), self.palette(),
+                                  self.isEnabled(), self.shown(), self.foregroundRole())
+        painter.end()
 
 
 QUIET_GROUND = "palette(alternate-base)"          # a note's ground: nothing to show yet, working, drawing
