@@ -83,3 +83,19 @@ def test_learn_folded_at_the_quit_comes_back_as_a_column_where_there_is_room(qtb
         assert attention.width() >= PANELS_MIN_PX and dock.widget().index == STOP
     finally:
         again.close()
+
+
+def test_learn_is_placed_at_its_width_before_any_timer_runs(qtbot, tmp_path, screen):
+    """CI (stop 33): on a loaded machine Learn stayed 364 px where it is 398 px elsewhere, so the relaunch and
+    Reset Layout tests saw it change width. Its share was taken only from a zero timer, which ran before the
+    window's layout had placed the new dock and was dropped. Expectation: the width the window settles to is
+    the one open_learn leaves, before the event loop turns at all (a placement that does not hang on timers)."""
+    window = launched(qtbot, tmp_path)
+    try:
+        open_learn(window)
+        at_once = window.learn_dock.width()
+        settle(0.5)
+        assert abs(window.learn_dock.width() - at_once) <= 2, \
+            f"Learn was {at_once} px wide when placed and {window.learn_dock.width()} px once the window settled"
+    finally:
+        window.close()

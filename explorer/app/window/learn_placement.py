@@ -70,6 +70,7 @@ def _place_column(window, dock, px: int) -> None:
         tabs_beside_column(window, window.docks)     # the column beside the bottom tabs, not over them
     window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock, Qt.Orientation.Horizontal)
     dock.setProperty("column_px", px)            # the width it goes back to once folded (keep_beside)
+    dock.show()             # shown and laid out before it is shared: a hidden dock's share is not taken
     _share_width(window, dock, px)
 
 
@@ -149,11 +150,15 @@ def _share_width(window, dock, px: int = DOCK_PX) -> None:
     (given alone, Qt hands the new column's width to the left column and squeezes the panels); again once
     the window has laid the new dock out, and that layout kept as the one a regrow gives back (DockShares)."""
     def share() -> None:
+        # laid out first: shared before the window's layout had placed the new dock (a loaded machine ran the
+        # timer below before that), the share was dropped and Learn kept Qt's 364 px of a 1366 px window
+        window.layout().activate()
         left_px = _left_px(window.width())
         docks = [d for d in (window.docks.get("tokens"), window.docks.get("attention"))
                  if d is not None and not d.isFloating() and d.isVisible()]
         widths = [left_px, window.width() - left_px - px][-len(docks):] if docks else []
         window.resizeDocks(docks + [dock], widths + [px], Qt.Orientation.Horizontal)
+        window.layout().activate()
 
     def share_and_keep() -> None:
         share()
