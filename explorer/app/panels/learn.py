@@ -22,6 +22,8 @@ from explorer.app.widgets.learn_tour import Stop, Tour, load_stops
 from explorer.app.widgets.scripted_combo import ScriptedComboBox
 from explorer.views import try_answers
 
+NO_MODEL_SAID = "No model is open: Show me opens the one this stop needs."
+
 
 class LearnPanel(Panel):
     title = "Learn"
@@ -63,6 +65,8 @@ class LearnPanel(Panel):
         self.body.addWidget(self.own_button)
         self.body.addWidget(self.status)
         self.go_to(0)
+        session.model_changed.connect(self._on_model_changed)
+        self._on_model_changed(session.model)      # made after a Close Model, or beside a model open already
 
     # ----- the contract: the path is always there to read ------------------------------------------
     def drawn(self):
@@ -71,10 +75,14 @@ class LearnPanel(Panel):
     def view_state(self) -> tuple[str, object]:
         return "trace", self.session.trace_id
 
-    def _on_trace_changed(self, trace) -> None:
-        if self.session.not_run == NO_MODEL:        # File ▸ Close Model: what the status said of a model is past
-            self.say("No model is open: Show me opens the one this stop needs.")
-        super()._on_trace_changed(trace)
+    def _on_model_changed(self, model) -> None:
+        """The status line follows the model at every switch, close and failed load: none open says so, and a
+        model opened replaces what was said of the one before (it kept "No model is open" after a model was
+        opened again). A model the tour is opening is left to the tour's own progress lines."""
+        if model is None and self.session.not_run == NO_MODEL:
+            self.say(NO_MODEL_SAID)
+        elif model is not None and not (self.tour is not None and self.tour.busy):
+            self.say(f"{model.name} is open: Show me opens what this stop shows.")
 
     def say(self, text: str) -> None:
         """A plain sentence in the status line (rich text only for a stop's formula-bearing title)."""

@@ -14,7 +14,7 @@ from html import escape
 from pathlib import Path
 
 from PySide6 import __version__ as pyside_version
-from PySide6.QtCore import qVersion
+from PySide6.QtCore import Qt, qVersion
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QApplication, QFileDialog, QInputDialog, QMenu, QMessageBox
 
@@ -70,7 +70,7 @@ class Menus:
         window.controller.record_dtype_changed.connect(self._on_record_dtype_changed)   # also chosen in a question
         window.controller.budget_changed.connect(lambda n: setattr(window.settings, "trace_budget", n))
         self._build_view()
-        self.help.addAction(self._action("&Learn: a Path Through the Model", lambda: open_learn(self.window)))
+        self.help.addAction(self._action("&Learn: a Path Through the Model", lambda: self.show_learn(True)))
         self.help.addAction(self._action("&About Transformer Explorer", self.about))
         self.help.addAction(self._action("&Keyboard Shortcuts", self.shortcuts, "F1"))
         self.refresh_recent()
@@ -114,11 +114,23 @@ class Menus:
         """Stop the model's jobs and release it (the controller); its model_changed(None) names no model in
         the window's chrome and turns the decoding presses off, and the panels show their empty state through
         the session."""
+        focus = QApplication.focusWidget()
         self.window.controller.close_model()
+        if QApplication.focusWidget() is not focus or focus is None or not focus.isVisible():
+            # the panels hid what held the focus, and Qt handed it to the next widget in the chain: the Model box
+            # (Space then opened its list) or a dock's "?" (Space opened Learn). The prompt takes no harm from it
+            target = self.window.prompt if self.window.prompt.isVisible() else self.window
+            target.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _build_view(self) -> None:
         for dock in self.window.docks.values():
             self.view.addAction(dock.toggleViewAction())
+        # Learn's dock is made when first opened (learn_placement), so it is not among the docks: its entry opens
+        # it as Help ▸ Learn does, placed beside the panels, and closes it; checked while it is open
+        self.learn_action = self._action("&Learn", self.show_learn)
+        self.learn_action.setCheckable(True)
+        self.view.addAction(self.learn_action)
+        self.view.aboutToShow.connect(self.follow_learn)
         self.view.addSeparator()
         self.view.addAction(self._action("&Reset Layout", lambda: self.window.default_layout()))
         self.view.addAction(self._action("&Maximise the Panel in Focus", self.maximise_focused_panel, "Ctrl+Shift+M"))
@@ -136,6 +148,27 @@ class Menus:
             action.triggered.connect(lambda _=False, t=theme: self.set_theme(t))
             group.addAction(action)
             theme_menu.addAction(action)
+
+    def show_learn(self, on: bool) -> None:
+        """View ▸ Learn: open the Learn dock where Help ▸ Learn puts it, or close it."""
+        if on:
+            open_learn(self.window)
+        elif getattr(self.window, "learn_dock", None) is not None:
+            self.window.learn_dock.close()
+        self.follow_learn()
+
+    def follow_learn(self) -> None:
+        """View ▸ Learn checked while the Learn dock is open (in sight or behind a tab), whoever opened or closed
+        it: Help ▸ Learn, a panel's "?", the first start, a relaunch or the dock's own close button."""
+        dock = getattr(self.window, "learn_dock", None)
+        if dock is None:
+            self.learn_action.setChecked(False)
+            return
+        toggle = dock.toggleViewAction()
+        if not dock.property("view_menu_follows"):
+            dock.setProperty("view_menu_follows", True)
+            toggle.toggled.connect(self.learn_action.setChecked)
+        self.learn_action.setChecked(toggle.isChecked())
 
     # ----- recent models, sessions ------------------------------------------------------
     def refresh_recent(self) -> None:
