@@ -3,6 +3,10 @@
 Only an autosave whose window has died is offered; another window's, still running, is left
 alone. An autosave that cannot be read was moved aside by session_file.find_crashed: the
 status bar (and stderr) says so, and the start goes on.
+
+A session whose replay is long (session_restore.is_long: minutes of work on a CPU) is offered three ways:
+restored and run, restored without running (its prompt waits for Run), or not restored. Whatever the answer,
+its prompt is not lost: declined, it is the last prompt, which the start puts in the editor.
 """
 from __future__ import annotations
 
@@ -12,33 +16,63 @@ from typing import Callable
 
 from PySide6.QtWidgets import QMessageBox, QWidget
 
+from explorer.app.run.session_restore import is_long, replay_tokens
 from explorer.app.state.session_file import SessionState, find_crashed, forget
+from explorer.app.widgets.dialog_focus import take_focus_if_none
 from explorer.app.window.model_refs import short_name
 
 NOTICE_MS = 30000
+TITLE = "Restore the last session?"
+RUN, WITHOUT_RUNNING, DECLINE = "run", "without running", "decline"
 
 
 def offer_crash_restore(parent: QWidget, autosave_path: str | Path | None,
-                        restore: Callable[[SessionState], None]) -> bool:
+                        restore: Callable[[SessionState], None],
+                        put_back: Callable[[SessionState], None] | None = None,
+                        keep_prompt: Callable[[str], None] | None = None) -> bool:
     """Asks whether to restore the session a dead run left beside `autosave_path` (this window's own
-    autosave); True when restored. Answered either way, the dead run's file is removed."""
+    autosave); True when restored (`restore`, or `put_back`: restored without running, offered where given).
+    Answered either way, the dead run's file is removed; declined, its prompt goes to `keep_prompt`."""
     notices: list[str] = []
     found = find_crashed(autosave_path, notices)
     _tell(parent, notices)
     if found is None:
         return False
     state = found.state
-    steps = f", {state.steps - 1} decoded tokens" if state.steps > 1 else ""
-    answer = QMessageBox.question(
-        parent, "Restore the last session?",
-        f"Transformer Explorer did not close cleanly last time. Restore its session "
-        f"({short_name(state.model or 'no model')}, a {len(state.prompt):,}-character prompt{steps})?")
+    answer = ask(parent, state, without_running=put_back is not None)
     if Path(found.path) != Path(autosave_path or ""):
         forget(found.path)               # restored, this window autosaves it under its own name
-    if answer != QMessageBox.StandardButton.Yes:
+    if answer == DECLINE:
+        if keep_prompt is not None and state.prompt:
+            keep_prompt(state.prompt)
         return False
-    restore(state)
+    (restore if answer == RUN else put_back)(state)
     return True
+
+
+def ask(parent: QWidget, state: SessionState, without_running: bool = True) -> str:
+    """RUN, WITHOUT_RUNNING or DECLINE: Yes or No for a session quick to replay, three buttons for a long one
+    (`without_running`), where Enter (the default) restores without running and Escape declines, so nothing
+    long starts unasked."""
+    steps = f", {state.steps - 1} decoded tokens" if state.steps > 1 else ""
+    question = (f"Transformer Explorer did not close cleanly last time. Restore its session "
+                f"({short_name(state.model or 'no model')}, a {len(state.prompt):,}-character prompt{steps})?")
+    if not (without_running and is_long(state)):
+        answer = QMessageBox.question(parent, TITLE, question)
+        return RUN if answer == QMessageBox.StandardButton.Yes else DECLINE
+    box = QMessageBox(QMessageBox.Icon.Question, TITLE, question, parent=parent)
+    box.setInformativeText(f"Running it again goes through {replay_tokens(state):,} tokens, which can take "
+                           "minutes. Restored without running, its model, prompt and experiments are back, and "
+                           "Run (Ctrl+Enter) runs it when you choose.")
+    run = box.addButton("Restore and &Run", QMessageBox.ButtonRole.AcceptRole)
+    without = box.addButton("Restore &Without Running", QMessageBox.ButtonRole.ActionRole)
+    box.addButton("&Don't Restore", QMessageBox.ButtonRole.RejectRole)
+    box.setDefaultButton(without)
+    box.exec()
+    clicked = box.clickedButton()
+    box.deleteLater()
+    take_focus_if_none(parent)          # on a bare X screen no window was active once the box closed
+    return RUN if clicked is run else WITHOUT_RUNNING if clicked is without else DECLINE
 
 
 def _tell(parent: QWidget, notices: list[str]) -> None:

@@ -284,14 +284,18 @@ class MainWindow(QMainWindow):
                                summary.dtype if summary else self.model_bar.choice()[1],
                                experiments=self.session.experiments)
 
-    def restore_session(self, state: SessionState) -> None:
+    def restore_session(self, state: SessionState, run: bool = True) -> None:
+        """A saved session back in the window, replayed (`run`) or waiting for Run."""
         self.prompt.set_text(state.prompt)
         self.sampling_bar.set_settings(state.sampling)
-        self.controller.restore(state)
+        self.controller.restore(state, run)
 
     def offer_crash_restore(self) -> bool:
-        """After a crash, ask whether to restore the autosaved session; True when restored."""
-        return crash_restore.offer_crash_restore(self, self.autosaver.path, self.restore_session)
+        """After a crash, ask whether to restore the autosaved session; True when restored. Declined, its
+        prompt is kept as the last prompt, which the start puts in the editor."""
+        return crash_restore.offer_crash_restore(self, self.autosaver.path, self.restore_session,
+                                                 lambda state: self.restore_session(state, run=False),
+                                                 lambda prompt: setattr(self.settings, "last_prompt", prompt))
 
     # ----- window events ----------------------------------------------------------------
     def sizeHint(self) -> QSize:
@@ -326,6 +330,7 @@ class MainWindow(QMainWindow):
         if state is not None:
             self.restoreState(state)
             learn_placement.after_restore(self, self.settings.learn_open_at)   # Learn, open at the quit
+            self.menus.follow_learn()
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
