@@ -30,6 +30,7 @@ ASKED = 5
 TABLE_SCALE = 11 / 12        # the table a step smaller than the text around it, so that 30 layers fit a laptop
 ROW_PAD = 3                  # px a table row has above its font's height (16 px rows at 11 px)
 NORMS = (("attn_norms", "‖a_l‖"), ("ffn_norms", "‖f_l‖"), ("residual_norms", "‖h_l‖"))
+CELL_MARGINS_PX = 10         # a cell's margins beside its text
 
 QWIDGETSIZE_MAX = 16777215     # Qt's "no maximum"
 PLOT_ROOM_PX = 190           # the panel's height beyond its table at which the norms' plot is legible
@@ -55,6 +56,7 @@ class ResidualPanel(Panel):
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.table = QTableWidget(0, 0)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.viewport().installEventFilter(self)      # down a tall dock: columns shared to its width
         self.plot_view.setMinimumHeight(0)
         self.body.addWidget(self.plot_view, 1)
         self.body.addWidget(self.table)
@@ -85,6 +87,11 @@ class ResidualPanel(Panel):
             self._fit_rows()
         if self.stream is not None:
             self._fit_columns()
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize and not self.layers_across:
+            self._share_columns()
+        return super().eventFilter(watched, event)
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
@@ -152,7 +159,7 @@ class ResidualPanel(Panel):
         else:
             table.setColumnCount(len(labels))
             table.setHorizontalHeaderLabels(labels)
-            table.horizontalHeader().setSectionResizeMode(stretch)
+            table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)     # (_share_columns)
             table.verticalHeader().setSectionResizeMode(stretch)
             table.setMinimumHeight(0)
             table.setMaximumHeight(QWIDGETSIZE_MAX)
@@ -248,12 +255,42 @@ class ResidualPanel(Panel):
             self._fit_rows()
 
     def _fit_columns(self) -> None:
-        """No column narrower than its widest cell ("0…" for 0.12 at 1366 px): past the panel's width the
-        table scrolls sideways instead."""
+        """Across, no layer's column narrower than the widest cell ("0…" for 0.12 at 1366 px): past the panel's
+        width the table scrolls sideways instead. Down, each column its own width (_share_columns)."""
+        table = self.table
+        if not self.layers_across:
+            table.horizontalHeader().setMinimumSectionSize(0)
+            self._share_columns()
+            return
+        widest = max((self._cells_px(c) for c in range(table.columnCount())), default=0)
+        table.horizontalHeader().setMinimumSectionSize(widest)
+
+    def _cells_px(self, column: int) -> int:
+        """The width the widest cell of `column` needs, with the cell's margins."""
         table, metrics = self.table, self.table.fontMetrics()
-        widest = max((metrics.horizontalAdvance(table.item(r, c).text()) for r in range(table.rowCount())
-                      for c in range(table.columnCount()) if table.item(r, c) is not None), default=0)
-        table.horizontalHeader().setMinimumSectionSize(widest + 10)     # + the cell's margins
+        return max((metrics.horizontalAdvance(table.item(r, column).text()) for r in range(table.rowCount())
+                    if table.item(r, column) is not None), default=0) + CELL_MARGINS_PX
+
+    def _share_columns(self) -> None:
+        """Down a tall dock, each column as wide as its header and cells need and the spare shared out; narrower
+        than that, the numbers keep their widths and the lens's tokens share the rest, elided with "…" (their
+        tooltip has them all). Every column had the widest token's width, and at 1366 px the last one, ‖h_l‖,
+        was cut under a scroll bar."""
+        table = self.table
+        header, n = table.horizontalHeader(), table.columnCount()
+        needed = [max(header.sectionSizeHint(c), self._cells_px(c)) for c in range(n)]
+        tokens = [c for c in range(n) if c < 2 * K and c % 2 == 0]           # the lens's columns (_lay_out_table)
+        room, total = table.viewport().width(), sum(needed)
+        if total <= room:
+            widths = [need + (room - total) // n for need in needed]
+        else:
+            numbers = sum(need for c, need in enumerate(needed) if c not in tokens)
+            share = max(0, room - numbers) // max(1, len(tokens))
+            widths = [max(header.sectionSizeHint(c), share) if c in tokens else need for c, need in enumerate(needed)]
+        widths[-1] += max(0, room - sum(widths))                               # to the edge
+        for column, width in enumerate(widths):
+            if table.columnWidth(column) != width:
+                table.setColumnWidth(column, width)
 
     def _cells(self, stream, layer: int) -> list[QTableWidgetItem]:
         """One layer's cells: the lens's top K tokens and their p, then the three norms."""
