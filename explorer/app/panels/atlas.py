@@ -15,9 +15,11 @@ nothing again until the person presses it, or another run or model comes.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
@@ -34,9 +36,9 @@ from explorer.app.panels.base import Panel, WrappedText, decoder_view_unavailabl
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import HeadScoresJob
 from explorer.app.widgets.ablation_marks import AblationMarks, ablated_heads
-from explorer.app.widgets.adaptive import kept_shares, orient
 from explorer.app.widgets.asking import Asker
 from explorer.app.widgets.atlas_reading import DescriptionReader
+from explorer.app.widgets.atlas_shares import SHARES, AtlasShares
 from explorer.app.widgets.long_head import LongHead, Request
 from explorer.app.widgets.plot_text import SMALL_TITLE
 from explorer.drawing.heatmap import Heatmap
@@ -54,13 +56,7 @@ METRICS = {
     "first token": ("text", "first_token", "mean_i A_i0 on this text"),
 }
 LISTED = 40
-# The scores map, the list and the example pattern side by side; stacked, the list READABLE_ROWS compact rows
-# (2 : 1 : 2 of Qt's 30 px rows showed 2½ rows at 1366x768) and the two plots the rest, their views of equal
-# height (equal shares left the example 108 px tall under a half-empty list).
-SHARES = (2, 1, 2)
-READABLE_ROWS = 5
 ROW_PAD_PX = 4                  # a list row: its text's height and this
-LEAST_VIEW_PX = 120             # a plot's view kept at least this long when the person's shares are followed
 
 
 class AtlasPanel(Panel):
@@ -77,23 +73,20 @@ class AtlasPanel(Panel):
         self.caption = WrappedText()        # wrapped whole under the controls: beside them it was cut at 1366x768
         self.body.addWidget(self.caption)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.view = pg.GraphicsLayoutWidget()
-        self.map = Heatmap(self.view.ci, row=0, col=0, colormap="viridis", axes=("left", "top"))
-        self.map.on_click = self._clicked
-        self.map.on_hover = self._hover
-        self.ablation_marks = AblationMarks(self.map.plot)       # the heads the experiments on ablate
+        # The two maps are built when first drawn, one a turn when the tab is raised (build_plots): their
+        # PlotItems, axes and menus in the turn that built the panel held the window ~140 ms.
+        self.view, self.example_view = pg.GraphicsLayoutWidget(), pg.GraphicsLayoutWidget()
+        self._map: Heatmap | None = None
+        self._example: Heatmap | None = None
+        self._long_example: LongHead | None = None      # the example of a long text: titles it with its size, blocks
+        self._ablation_marks: AblationMarks | None = None      # the heads the experiments on ablate
         session.experiments_changed.connect(lambda _experiments: self._mark_ablations())
-        self.example_view = pg.GraphicsLayoutWidget()
-        self.example = Heatmap(self.example_view.ci, row=0, col=0, colorbar=False, axes=("left", "top"))
-        self.long_example = LongHead(self.example, parent=self)          # titles it with its size and blocks
-        _title_never_widens(self.example.plot)
         self.table = _head_table()
         self.table.cellClicked.connect(lambda row, _: self._clicked(*self._listed[row]))
         for widget in (self.view, self.table, self.example_view):
             self.splitter.addWidget(widget)
         self.splitter.setSizes([s * 100 for s in SHARES])
-        self.hand_shares: tuple[float, ...] | None = None     # the shares the person dragged, kept at resizes
-        self.splitter.splitterMoved.connect(self._on_splitter_moved)
+        self.shares = AtlasShares(self, self.splitter, self.table, self._plot_views)
         self.body.addWidget(self.splitter, 1)
         self.asker = Asker(self, self._on_scores, self.error_line.show_error)
         self.scores = None
@@ -125,6 +118,59 @@ class AtlasPanel(Panel):
         controls.addWidget(self.cancel_button)
         return controls
 
+    # ----- the two maps, built when first needed --------------------------------------
+    def plots_built(self) -> bool:
+        return self._example is not None
+
+    def build_plots(self) -> Iterator[None]:
+        """The scores map, then the example with its long map's drawing, one a turn."""
+        if self._map is None:
+            self._map = Heatmap(self.view.ci, row=0, col=0, colormap="viridis", axes=("left", "top"))
+            self._map.on_click = self._clicked
+            self._map.on_hover = self._hover
+            self._ablation_marks = AblationMarks(self._map.plot)
+            yield
+        if self._example is None:
+            example = Heatmap(self.example_view.ci, row=0, col=0, colorbar=False, axes=("left", "top"))
+            self._long_example = LongHead(example, parent=self)
+            _title_never_widens(example.plot)
+            self._example = example
+            yield
+
+    @property
+    def map(self) -> Heatmap:
+        self.plots_now()
+        return self._map
+
+    @property
+    def example(self) -> Heatmap:
+        self.plots_now()
+        return self._example
+
+    @property
+    def long_example(self) -> LongHead:
+        self.plots_now()
+        return self._long_example
+
+    @property
+    def ablation_marks(self) -> AblationMarks:
+        self.plots_now()
+        return self._ablation_marks
+
+    def _plot_views(self) -> list[tuple[pg.GraphicsView, pg.PlotItem]] | None:
+        """Each map's widget and plot, once built (AtlasShares measures them)."""
+        if not self.plots_built():
+            return None
+        return [(self.view, self._map.plot), (self.example_view, self._example.plot)]
+
+    def _built_and_drawn(self) -> Iterator[None]:
+        """A raise's drawing with the maps still to build: the raise's turn lays out the controls and the list, a
+        map is built a turn, then drawn."""
+        yield
+        yield from self.build_plots()
+        self.redraw()
+        self.show_selection(self.session.selection)
+
     @property
     def metric(self) -> str:
         return self.metric_box.currentText()
@@ -136,10 +182,12 @@ class AtlasPanel(Panel):
         """No score, description, list or example of another model or run."""
         self.scores = self.described = self.values = self._described_for = None
         self._listed = []
-        self.map.clear()
-        self.map.tile_box.setVisible(False)
-        self.ablation_marks.show([])
-        self.example.clear()
+        if self._map is not None:
+            self._map.clear()
+            self._map.tile_box.setVisible(False)
+            self._ablation_marks.show([])
+        if self._example is not None:
+            self._example.clear()
         self.table.setRowCount(0)
         self.caption.set_plain("")
 
@@ -147,6 +195,11 @@ class AtlasPanel(Panel):
         trace = self.trace
         if trace is None or not trace.steps:
             return
+        if not self.plots_built():
+            if self.raising:
+                self.draw_in_parts(self._built_and_drawn(), in_turns=True)
+                return
+            self.plots_now()
         source, name, formula = METRICS[self.metric]
         self.set_formula(f"{self.metric} = {formula}")
         if source == "repeated":
@@ -171,6 +224,8 @@ class AtlasPanel(Panel):
     def _mark_ablations(self) -> None:
         """A dashed cross over every head an experiment that is on ablates."""
         values = self.values
+        if self._ablation_marks is None:
+            return                   # marked once the map is built and drawn
         heads = [] if values is None else [(l, h) for l, h in ablated_heads(self.session.experiments)
                                            if l < values.shape[0] and h < values.shape[1]]
         self.ablation_marks.show([(l, h, 1, 1) for l, h in heads])
@@ -188,6 +243,8 @@ class AtlasPanel(Panel):
                 f"heads at least {floor:g}, largest first")
 
     def show_selection(self, selection: Selection) -> None:
+        if not self.plots_built():
+            return                   # shown by the drawing that builds the maps (_built_and_drawn)
         if self.values is not None and selection.layer < self.values.shape[0] and \
                 selection.head < self.values.shape[1]:
             self.map.outline(selection.layer, selection.head, 1, 1)
@@ -265,7 +322,7 @@ class AtlasPanel(Panel):
             for column, text in enumerate((f"L{layer}", f"H{head}", f"{values[layer, head]:.3f}")):
                 self.table.setItem(row, column, QTableWidgetItem(text))
         self.table.resizeColumnsToContents()
-        QTimer.singleShot(0, self, self._share_the_space)          # the list's columns are their own width now
+        self.shares.list_changed()          # the list's columns are their own width now
 
     def _show_example(self, layer: int, head: int) -> None:
         repeated = METRICS[self.metric][0] == "repeated"
@@ -290,67 +347,7 @@ class AtlasPanel(Panel):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
-        QTimer.singleShot(0, self, self._share_the_space)        # once the splitter has its new size
-
-    def _share_the_space(self) -> None:
-        """The map, the list and the example side by side or stacked, whichever gives the smaller plot's view more
-        room; the list as wide as its columns (side by side) or READABLE_ROWS rows tall (stacked), and the two
-        plots the rest, their views equally large. In shares of 2 : 1 : 2 the map, whose axis and colour bar take
-        ~110 px of its share, had a 97 px view at the window's least size, and stacked at its least width with
-        the screen's height both views were 98 px tall where side by side they had 125 x 350."""
-        around = self._around_views()
-        size = self.splitter.size()
-        wide = None if around is None else self._least_view_px(True, around) >= self._least_view_px(False, around)
-        if orient(self.splitter, self.width(), self.height(), SHARES, wide=wide):
-            self.hand_shares = None                  # shares along the other way say nothing of this one
-        if around is None:
-            return                                   # not laid out yet: nothing to measure the axes by
-        vertical = self.splitter.orientation() == Qt.Orientation.Vertical
-        extra = [height if vertical else width for width, height in around]
-        room = (size.height() if vertical else size.width()) - 2 * self.splitter.handleWidth()
-        if self.hand_shares is not None:
-            hint = self.table.minimumSizeHint()          # the splitter holds the list at its least anyway
-            least = (extra[0] + LEAST_VIEW_PX, hint.height() if vertical else hint.width(), extra[1] + LEAST_VIEW_PX)
-            self.splitter.setSizes(kept_shares(room, self.hand_shares, least))
-            return
-        listed = self._list_px(vertical)
-        plots = room - listed
-        each = max(0, (plots - sum(extra)) // 2)
-        self.splitter.setSizes([each + extra[0], listed, plots - each - extra[0]])
-
-    def _on_splitter_moved(self, _position: int, _index: int) -> None:
-        """A person's drag: the shares it leaves are kept at every later resize, until the parts turn."""
-        sizes = self.splitter.sizes()
-        self.hand_shares = tuple(px / sum(sizes) for px in sizes) if sum(sizes) else None
-
-    def _around_views(self) -> list[tuple[int, int]] | None:
-        """The px of each plot's widget, across and down, that are not its view (axes, colour bar, title); None
-        before they are laid out."""
-        around = []
-        for view, plot in ((self.view, self.map.plot), (self.example_view, self.example.plot)):
-            box = plot.getViewBox().sceneBoundingRect()
-            if box.width() <= 0 or box.height() <= 0:
-                return None
-            around.append((max(0, view.width() - round(box.width())), max(0, view.height() - round(box.height()))))
-        return around
-
-    def _least_view_px(self, wide: bool, around: list[tuple[int, int]]) -> int:
-        """The smaller side of the smaller plot's view, the plots side by side (`wide`) or stacked."""
-        size, handles = self.splitter.size(), 2 * self.splitter.handleWidth()
-        if wide:
-            across = (size.width() - self._list_px(False) - handles - sum(w for w, _ in around)) // 2
-            return min(across, size.height() - max(h for _, h in around))
-        down = (size.height() - self._list_px(True) - handles - sum(h for _, h in around)) // 2
-        return min(down, size.width() - max(w for w, _ in around))
-
-    def _list_px(self, vertical: bool) -> int:
-        """The list's share: READABLE_ROWS rows and its header stacked, its columns and scroll bar beside."""
-        table = self.table
-        if vertical:
-            return table.horizontalHeader().sizeHint().height() + READABLE_ROWS * \
-                table.verticalHeader().defaultSectionSize() + 2 * table.frameWidth()
-        return table.horizontalHeader().length() + table.verticalScrollBar().sizeHint().width() + \
-            2 * table.frameWidth()
+        self.shares.resized()
 
     def _clicked(self, layer: int, head: int) -> None:
         self.select(layer=layer, head=head)
