@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 from explorer.app.thread.requests import PatchMapJob
 from explorer.app.widgets.adaptive import is_wide, orient
 from explorer.app.widgets.model_call import ModelCall
-from explorer.app.widgets.text_widgets import Caption, note_style
+from explorer.app.widgets.text_widgets import Caption, LineLabel, note_style
 from explorer.drawing.heatmap import Heatmap
 
 CLEAN = "The Eiffel Tower is located in the city of"
@@ -122,9 +122,14 @@ class PatchingView(QWidget):
         self.cancel_button.setEnabled(False)
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
+        # The words beside the bar, not on it: Fusion centres a bar's text, and the chunk growing under it
+        # covered its first digits ("54 of 270" read "4 of 270" at 1366 px). Elided, whole in the tooltip.
+        self.progress.setTextVisible(False)
+        self.progress_words = LineLabel()
         buttons.addWidget(self.run_button)
         buttons.addWidget(self.cancel_button)
-        buttons.addWidget(self.progress, 1)
+        buttons.addWidget(self.progress, 2)
+        buttons.addWidget(self.progress_words, 3)          # "270 of 270 sites" whole at 1366 px
         scroll = self.caption.scrolled()        # the caption whole where there is room, never a taller window
         controls = QWidget()
         column = QVBoxLayout(controls)
@@ -165,7 +170,7 @@ class PatchingView(QWidget):
             if self._heatmap is not None:
                 self._heatmap.clear()
             self.progress.setValue(0)
-            self.progress.setFormat("%p%")
+            self.progress_words.setText("")
             self.caption.set_plain("")
         if not self.call.running:
             self._done()
@@ -189,6 +194,7 @@ class PatchingView(QWidget):
         if started:
             self.model_id = self.panel.session.model_id
             self.progress.setValue(0)
+            self.progress_words.setText("")
             self.run_button.setEnabled(False)
             self.cancel_button.setEnabled(True)
             self.caption.set_plain("patching every site from the clean run into the corrupted one…")
@@ -197,7 +203,7 @@ class PatchingView(QWidget):
 
     def _on_progress(self, fraction: float, what: str) -> None:
         self.progress.setValue(int(1000 * fraction))
-        self.progress.setFormat(what)
+        self.progress_words.setText(what)
 
     def _done(self) -> None:
         self.run_button.setEnabled(not self.unfit)
