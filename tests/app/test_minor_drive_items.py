@@ -78,7 +78,7 @@ def test_after_close_model_space_types_into_the_prompt_and_ctrl_enter_runs_nothi
     plot = window.docks["attention"].widget().findChildren(pg.GraphicsView)[0]
     plot.setFocus()                                                     # the map held the focus (a click on it)
     qtbot.waitUntil(lambda: QApplication.focusWidget() is plot)
-    window.menus.close_model_action.trigger()
+    window.menus.close_model_action.trigger()                           # File ▸ Close Model, from the menu
     idle(qtbot, window, lambda: window.controller.reference is None)
     focus = QApplication.focusWidget()
     assert focus is window.prompt, focus

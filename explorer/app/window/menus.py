@@ -114,13 +114,12 @@ class Menus:
         """Stop the model's jobs and release it (the controller); its model_changed(None) names no model in
         the window's chrome and turns the decoding presses off, and the panels show their empty state through
         the session."""
-        focus = QApplication.focusWidget()
         self.window.controller.close_model()
-        if QApplication.focusWidget() is not focus or focus is None or not focus.isVisible():
-            # the panels hid what held the focus, and Qt handed it to the next widget in the chain: the Model box
-            # (Space then opened its list) or a dock's "?" (Space opened Learn). The prompt takes no harm from it
-            target = self.window.prompt if self.window.prompt.isVisible() else self.window
-            target.setFocus(Qt.FocusReason.OtherFocusReason)
+        # The focus goes to the prompt: the panels hid what held it, and Qt handed it to the next widget in the
+        # chain, the Model box (Space opened its list) or a dock's "?" (Space opened Learn). In the prompt, Space
+        # types and Ctrl+Enter does nothing (Run is off with no model).
+        target = self.window.prompt if self.window.prompt.isVisible() else self.window
+        target.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _build_view(self) -> None:
         for dock in self.window.docks.values():
