@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from PySide6.QtCore import Qt
 
 from tests.app.journey import BUNDLED, journey_in_a_window
 from tests.app.screen_fit import SCREENS
@@ -48,18 +49,24 @@ def test_a_second_stop_during_the_give_back_keeps_the_trace_whole(qtbot, tmp_pat
             journey.act(f"Step {press + 1}", window.actions.step.trigger)
         kept = window.session.trace
         assert kept.n_steps == 4, "the give-back must have decoding steps to replay"
-        held = _HeldStep(window.worker._loop._state.decoder)
-        seen: list = []
+        sent, seen, held = threading.Event(), [], None
+        emitter = window.worker._emitter
+        emitter.trace_ready.connect(lambda trace, _seq: trace.steps and sent.set(), Qt.ConnectionType.DirectConnection)
         try:
             window.prompt.set_text("A horse, a horse")
             window.actions.run.trigger()
+            # Stopped once its prefill ended (its trace sent, not received), the run has the decoder: the give-back
+            # replays the trace kept (stopped half way, the decoder keeps it, with nothing to replay)
+            assert sent.wait(WAIT_S), "the run never sent its trace"
+            held = _HeldStep(window.worker._loop._state.decoder)
             held.armed = True
             window.actions.stop.trigger()                     # the first Stop: the give-back is queued
             assert held.inside.wait(WAIT_S), "the give-back never reached its decoding steps"
             window.session.trace_changed.connect(seen.append)
             window.actions.stop.trigger()                     # the second, while the give-back is half way
         finally:
-            held.close()
+            if held is not None:
+                held.close()
         journey.idle("the second Stop")
         window.session.trace_changed.disconnect(seen.append)
         short = [(0, 0) if trace is None else (trace.n_tokens, trace.n_steps) for trace in seen

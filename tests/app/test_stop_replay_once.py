@@ -83,9 +83,23 @@ def _open_with_a_step(journey):
 
 
 def _run_and_stop(window, text: str) -> None:
-    window.prompt.set_text(text)
-    window.actions.run.trigger()
-    window.actions.stop.trigger()
+    """Run `text` and press Stop once its prefill has ended (its trace sent, not yet received): the decoder then
+    holds the new run, and the give-back replays the trace shown. (A run stopped before its prefill ended leaves
+    the decoder on the trace shown, with nothing to replay: test_cancel_keeps_run.)"""
+    sent = threading.Event()
+
+    def on_trace(trace, _seq) -> None:
+        if trace.steps:
+            sent.set()
+    emitter = window.worker._emitter
+    emitter.trace_ready.connect(on_trace, Qt.ConnectionType.DirectConnection)
+    try:
+        window.prompt.set_text(text)
+        window.actions.run.trigger()
+        assert sent.wait(WAIT_S), "the run never sent its trace"
+        window.actions.stop.trigger()
+    finally:
+        emitter.trace_ready.disconnect(on_trace)
 
 
 def test_an_ask_during_the_give_back_joins_it(qtbot, tmp_path, monkeypatch):

@@ -47,7 +47,7 @@ class TraceArrival:
                 self._give_back()
             else:
                 self._giving_back = True    # its trace, when it comes, is recognised (_given_back) and kept
-            self.notice.emit("The run was cancelled; the trace from before stays.")
+            self.notice.emit("Run cancelled: the previous run is kept.")
         else:
             self.notice.emit("The run of the prompt was cancelled; nothing is shown. Press Run to start it again.")
             self.session.set_trace(None)

@@ -75,6 +75,7 @@ class DecodeLoop:
         self._sampling = SamplingSettings()
         self._record_dtype = "float32"
         self._intervention = None           # the Experiments dock's, applied to every decoder made here
+        self._held_is_current = False       # the decoder's trace is what a replay of it gives under the settings now
         self._handlers = {Load: self._load, Prefill: self._prefill, Step: self._step, Back: self._back,
                           Force: self._force, Replay: self._replay, SetSampling: self._set_sampling,
                           SetRecording: self._set_recording, SetIntervention: self._set_intervention,
@@ -180,9 +181,23 @@ class DecodeLoop:
         self._shown = None
 
     def _prefill(self, request: Prefill) -> None:
-        decoder = self._decoder()
+        """Run the prompt on a decoder of its own while the decoder holds a run, which it keeps until the new
+        one has run: a Cancel half way then leaves the decoder on the trace shown, with nothing to replay
+        (the pass of the whole prompt again was a second progress dialog the person had not asked for)."""
+        kept = self._decoder()
+        decoder = self._new_decoder(kept) if kept.trace.steps else kept
         with self._layer_progress(decoder, request, f"Prefilling {plural(len(request.ids), 'token')}"):
-            self._hand_back(decoder.prefill(self._core.ids(request.ids)))
+            trace = decoder.prefill(self._core.ids(request.ids))
+        self._state = replace(self._state, decoder=decoder)
+        self._held_is_current = True
+        self._hand_back(trace)
+
+    def _new_decoder(self, kept):
+        """A decoder like `kept` (the model, sampling, record dtype and experiments now), with nothing run."""
+        decoder = self._core.make_decoder(self._state.loaded, self._sampling, self._record_dtype)
+        if hasattr(decoder, "set_intervention"):          # every core decoder (test doubles may lack it)
+            decoder.set_intervention(getattr(kept, "intervention", None))
+        return decoder
 
     @contextmanager
     def _layer_progress(self, decoder, request, what: str):
@@ -200,7 +215,10 @@ class DecodeLoop:
         try:
             yield
         except Cancelled:
-            if not (decoder.trace.steps or self._queue.starts_over(loads=False)):
+            if decoder is not self._state.decoder:   # a prefill on a decoder of its own: the decoder kept its run
+                if self._window_keeps_shown() and not self._queue.starts_over(loads=False):
+                    self._emit.trace_ready.emit(decoder.trace, self._seq)      # the GUI hears of the cancel
+            elif not (decoder.trace.steps or self._queue.starts_over(loads=False)):
                 if self._window_keeps_shown():   # the GUI hears that the run was cancelled (its notice, its run
                     self._emit.trace_ready.emit(decoder.trace, self._seq)   # no longer awaited); _keep_shown
                 else:                            # gives the decoder the GUI's trace back, before any read
@@ -238,7 +256,14 @@ class DecodeLoop:
         self._hand_back(decoder.force(request.token_id))
 
     def _replay(self, request: Replay) -> None:
-        self._run_again(self._decoder(), self._core.ids(request.ids), dict(request.forced), request.n_steps, request)
+        """Rebuild the trace asked; one the decoder holds already (a cancelled run kept it) is handed back as it
+        is, with no pass and no progress: the window's give-back after a Cancel must not run the prompt again."""
+        decoder = self._decoder()
+        asked = {"ids": request.ids, "forced": request.forced, "n_steps": request.n_steps}
+        if self._held_is_current and decoder.trace.steps and replay_arguments(decoder.trace) == asked:
+            self._hand_back(decoder.trace)
+            return
+        self._run_again(decoder, self._core.ids(request.ids), dict(request.forced), request.n_steps, request)
 
     def _run_again(self, decoder, ids, forced: dict, n_steps: int, request) -> None:
         """Prefill `ids`, then go to `n_steps` steps, forcing the chosen token of step i to forced[i]."""
@@ -251,6 +276,7 @@ class DecodeLoop:
                 trace = decoder.force(forced[index])
             if index < n_steps - 1:
                 trace = decoder.step()
+        self._held_is_current = True
         self._hand_back(trace)
 
     def _logit_lens(self, request: LogitLens) -> None:
@@ -294,6 +320,7 @@ class DecodeLoop:
     def _set_intervention(self, request: SetIntervention) -> None:
         """The current run again under the intervention (a branch); the steps after it decode under it too."""
         self._intervention = request.intervention
+        self._held_is_current = False       # the trace held was run without it, until it is redone
         decoder = self._state.decoder
         if decoder is not None:
             self._apply_intervention(decoder, self._state.loaded)
@@ -311,6 +338,8 @@ class DecodeLoop:
             decoder.set_intervention(intervention)
 
     def _set_sampling(self, request: SetSampling) -> None:
+        if request.sampling != self._sampling:
+            self._held_is_current = False   # a replay now would sample its steps otherwise
         self._sampling = request.sampling
         if self._state.decoder is not None:
             self._state.decoder.set_sampling(self._core.sampling(request.sampling))
