@@ -80,3 +80,15 @@ def test_a_short_crashed_session_declined_keeps_its_prompt_too(qtbot, window, ti
     assert not window.offer_crash_restore()
     assert "did not close cleanly" in dialogs["questions"][0]
     assert window.settings.last_prompt == "Or to take arms"
+
+
+def test_a_long_prompt_that_crashed_before_its_run_ended_is_not_run_again_unasked(qtbot, window, wide, tmp_path,
+                                                                                   dialogs):
+    state = crashed(tmp_path, wide, LONG_TEXT, steps=0)
+    state = session_file.SessionState(model=state.model, prompt=state.prompt)     # autosaved before a trace came
+    (tmp_path / "autosave.json").write_text(json.dumps({**json.loads(state.to_json()), "pid": 2 ** 22 + 4321}))
+    assert window.offer_crash_restore()                          # Yes: the quick question, nothing to replay
+    idle(qtbot, window, lambda: window.controller.summary is not None)
+    assert window.session.trace is None and window.prompt.text == LONG_TEXT
+    kind, why = window.docks["attention"].widget().view_state()
+    assert kind == "empty" and "press Run" in why, why

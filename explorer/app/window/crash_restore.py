@@ -61,9 +61,10 @@ def ask(parent: QWidget, state: SessionState, without_running: bool = True) -> s
         answer = QMessageBox.question(parent, TITLE, question)
         return RUN if answer == QMessageBox.StandardButton.Yes else DECLINE
     box = QMessageBox(QMessageBox.Icon.Question, TITLE, question, parent=parent)
+    decoded = " (not its decoded tokens)" if state.steps > 1 else ""
     box.setInformativeText(f"Running it again goes through {replay_tokens(state):,} tokens, which can take "
-                           "minutes. Restored without running, its model, prompt and experiments are back, and "
-                           "Run (Ctrl+Enter) runs it when you choose.")
+                           f"minutes. Restored without running, its model, prompt and experiments are back{decoded}, "
+                           "and Run (Ctrl+Enter) runs the prompt when you choose.")
     run = box.addButton("Restore and &Run", QMessageBox.ButtonRole.AcceptRole)
     without = box.addButton("Restore &Without Running", QMessageBox.ButtonRole.ActionRole)
     box.addButton("&Don't Restore", QMessageBox.ButtonRole.RejectRole)
