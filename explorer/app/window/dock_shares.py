@@ -50,11 +50,20 @@ def near(size: QSize, taken: QSize) -> bool:
             and abs(size.height() - taken.height()) <= NEAR * taken.height())
 
 
+def arrangement(window: QMainWindow) -> frozenset:
+    """Where each dock is, sizes aside: its area, floating or closed, and the docks tabbed with it."""
+    return frozenset((dock.objectName(), window.dockWidgetArea(dock), dock.isFloating(), dock.isHidden(),
+                      frozenset(other.objectName() for other in window.tabifiedDockWidgets(dock)))
+                     for dock in window.findChildren(QDockWidget))
+
+
 class DockShares(QObject):
     def __init__(self, window: QMainWindow) -> None:
         super().__init__(window)
         self.window = window
         self.taken: tuple[QSize, QByteArray] | None = None       # the window's size and its layout, as laid out
+        self.groups = None                                  # the window's dock_groups then: a new one is a new layout
+        self.arranged: set[frozenset] = set()               # the arrangements the window's own rules made since
         self.maximised: tuple[QDockWidget, QByteArray] | None = None
         self.resized_since = False                          # the window left the size the layout was taken at
         self.folded: tuple[list[QDockWidget], QByteArray] | None = None   # the bottom tabs folded, the layout before
@@ -66,13 +75,27 @@ class DockShares(QObject):
         self._asked_more = QTimer(self, singleShot=True, interval=0, timeout=self.layout_asked)
         window.installEventFilter(self)
 
-    def take(self) -> None:
-        """Remember the layout as it is now, at the window's present size."""
-        if self.maximised is None:
+    def take(self, dragged: bool = False) -> None:
+        """Remember the layout as it is now, at the window's present size: a layout made (a default one, a
+        restore) or a person's drag (`dragged`), never a squeezed window's (see squeezed)."""
+        if self.maximised is None and (dragged or not self.squeezed() or arrangement(self.window) not in self.arranged):
             self.taken = (self.window.size(), self.window.saveState())
+            self.groups = getattr(self.window, "dock_groups", None)
+            self.arranged = {arrangement(self.window)}
             self.resized_since = False
             prompt = getattr(self.window, "docks", {}).get("prompt")
             self.prompt_px = prompt.height() if prompt is not None and prompt.isVisible() else 0
+
+    def squeezed(self) -> bool:
+        """Whether the window is smaller than the size its layout was taken at (beyond `near`), with the same
+        layout. The docks this class and Learn's placement move while it is (the bottom tabs folded and unfolded,
+        Learn folded) asked for the layout to be taken again, and a shrink to 796 x 900 and back to 1920 x 1080
+        gave back the squeezed shares (attention's map 45 px tall): such an arrangement is not taken (see
+        arranged); one a person made (a dock closed, moved) is, as is a layout made afresh (Reset Layout)."""
+        if self.taken is None or getattr(self.window, "dock_groups", None) is not self.groups:
+            return False
+        size, taken = self.window.size(), self.taken[0]
+        return not near(size, taken) and (size.width() < taken.width() or size.height() < taken.height())
 
     def give_back(self) -> None:
         """Back at (near) the size the layout was taken at, the docks get the sizes they had then (Qt's own
@@ -105,6 +128,7 @@ class DockShares(QObject):
         self.keep_rows()
         self._fold_or_unfold(docks)
         learn_placement.keep_beside(self.window)     # Learn's column folded where attention would be too narrow
+        self.arranged.add(arrangement(self.window))
 
     def layout_asked(self) -> None:
         """After a dock or toolbar asked for another size: the prompt back at its height (a row of toolbars given
@@ -183,7 +207,7 @@ class DockShares(QObject):
         elif watched is self.window and kind == QEvent.Type.LayoutRequest:
             self._asked_more.start()                        # a dock may ask more room (keep_rows)
         elif watched is self.window and kind == QEvent.Type.MouseButtonRelease:
-            QTimer.singleShot(0, self, self.take)           # a separator dragged: the person's new sizes
+            QTimer.singleShot(0, self, lambda: self.take(dragged=True))   # a separator dragged: the person's sizes
         elif watched is self.window and kind == QEvent.Type.ChildPolished and isinstance(event.child(), QTabBar):
             whole_titles(event.child())                     # a bar of tabbed docks, made by Qt as docks are tabbed
         return False
