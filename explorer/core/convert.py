@@ -383,6 +383,8 @@ def what_if(loaded: LoadedModel, variant: str, prompt_ids, steps: int, rope_pair
 
     converted = convert(loaded, variant, rope_pairs, part(0.0, 0.3), cancel)
     original_decoder, converted_decoder = Decoder(loaded), Decoder(converted.loaded)
+    for decoder in (original_decoder, converted_decoder):   # a Cancel stops the prompt's passes between layers
+        decoder.progress = lambda done, total: _tick(None, cancel, done, total, "")
     rows = compare(original_decoder, converted_decoder, steps, prompt_ids, part(0.3, 0.7), cancel)
     return WhatIf(converted.variant, tuple(rows), original_decoder.trace, converted_decoder.trace,
                   converted.relative_error, converted.rope_dim)

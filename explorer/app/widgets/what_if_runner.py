@@ -44,8 +44,24 @@ class WhatIfRunner(ModelCall):
         self.variant = ""                  # the target of the conversion last started
         self._on_worker = False
         view.cancel_button.clicked.connect(self.cancel)
-        self.progress_changed.connect(view.show_progress)
+        self.progress_changed.connect(self._on_progress)
         self.failed.connect(self._show_failure)
+
+    def cancel(self) -> None:
+        """Ask the conversion to stop, and say so at once: the model thread stops at its next check (a layer
+        factored or run, a step decoded), and until then the view read "Converting… 13 %" with Cancel enabled."""
+        super().cancel()
+        if self.running:
+            self.view.show_cancelling(self.variant)
+
+    @property
+    def cancelling(self) -> bool:
+        """Cancel was pressed and the conversion has not stopped yet (its Cancel button stays disabled)."""
+        return self.running and self._cancel.event.is_set()
+
+    def _on_progress(self, fraction: float, what: str) -> None:
+        if not self.cancelling:                 # a late report must not write over "Cancelling…"
+            self.view.show_progress(fraction, what)
 
     def convert(self, variant: str, steps: int, job, executor: Executor | None) -> bool:
         """Start `job`, the conversion to `variant` over `steps` steps, on `executor` (None: the worker)."""

@@ -222,6 +222,13 @@ class WhatIfView(QWidget):
         self.run_summary.setText(f"Converting to {variant} and comparing {steps} steps…")
         self.show_progress(0.0, f"{variant}: starting")
 
+    def show_cancelling(self, variant: str) -> None:
+        """Cancel was pressed: the conversion to `variant` stops at its next check; Cancel is not pressed twice."""
+        self.cancel_button.setEnabled(False)
+        self.run_summary.setText(f"Cancelling the conversion to {variant}…")
+        self.progress.setFormat("%p% cancelling…")
+        self.progress.setToolTip("cancelling…")
+
     def show_no_result(self, variant: str, why: str) -> None:
         """A conversion to `variant` ended without a result (cancelled, failed): say which, and why."""
         self.clear()
