@@ -116,10 +116,11 @@ class TokenAxis(pg.AxisItem):
         return self.orientation in ("top", "bottom") and getattr(self, "_longest", 0) > SHORT_LABEL
 
     def _fit_upright(self) -> None:
-        """Make a top or bottom axis tall enough for its upright labels and its title (e.g. "key")."""
+        """Make a top or bottom axis tall enough for its upright labels, as measured, and its title (e.g. "key"):
+        guessed from a mean character's width, "<0xE6><0x…" (87 px) was given 71 px."""
         self.setStyle(autoExpandTextSpace=False)
         grow = self._line_px() / BASE_LINE_PX                  # a larger font (an export) takes more room
-        labels = min(MAX_UPRIGHT_PX * grow, self._char_px() * self._longest + 12 * grow)
+        labels = min(MAX_UPRIGHT_PX * grow, self._widest_label() + 12 * grow)
         self.setHeight(int(labels) + TICK_PX + self._title_px())
 
     def _title_px(self) -> int:
@@ -237,7 +238,11 @@ class TokenAxis(pg.AxisItem):
         bounds = self.boundingRect()
         room = bounds.height() - 6 - TICK_PX - self._title_px()
         half = max(7.0, self._line_px() / 2)         # an upright label's half height, across the axis
-        for rect, _flags, text in textSpecs:
+        metrics = QFontMetricsF(p.font())
+        for rect, _flags, whole in textSpecs:
+            # Longer than the axis's room, elided after a whole character: the box cut it mid-glyph ("<0xE6><0:").
+            text = metrics.elidedText(whole, Qt.TextElideMode.ElideRight, room) \
+                if metrics.horizontalAdvance(whole) > room else whole
             p.save()
             edge = bounds.bottom() - 4 - TICK_PX if self.orientation == "top" else bounds.top() + 4 + TICK_PX
             # Kept inside the axis: the first key's label, centred on the map's left edge, lost its left half.
