@@ -278,6 +278,8 @@ class ResidualPanel(Panel):
         was cut under a scroll bar."""
         table = self.table
         header, n = table.horizontalHeader(), table.columnCount()
+        if n == 0:
+            return
         needed = [max(header.sectionSizeHint(c), self._cells_px(c)) for c in range(n)]
         tokens = [c for c in range(n) if c < 2 * K and c % 2 == 0]           # the lens's columns (_lay_out_table)
         room, total = table.viewport().width(), sum(needed)
