@@ -6,6 +6,7 @@ Numpy only.
 from __future__ import annotations
 
 import math
+import unicodedata
 from functools import lru_cache
 
 import numpy as np
@@ -18,9 +19,26 @@ DISPLAY_CELLS = 2048     # a figure draws at most this many rows and columns; a 
 
 
 def short_label(text: str, width: int = 10) -> str:
-    """A tick label: whitespace made visible, long tokens cut."""
+    """A tick label: whitespace made visible, long tokens cut after a whole character (never between a letter
+    and its accent, nor inside an emoji sequence)."""
     text = text.replace(" ", "·").replace("\n", "↵").replace("\t", "→")
-    return text if len(text) <= width else text[: width - 1] + "…"
+    if len(text) <= width:
+        return text
+    cut = width - 1
+    while cut > 1 and (_joins_before(text[cut]) or text[cut - 1] == ZWJ):
+        cut -= 1
+    return text[:cut] + "…"
+
+
+ZWJ = "\u200d"        # the zero-width joiner of emoji sequences (👩‍💻)
+
+
+def _joins_before(char: str) -> bool:
+    """Whether `char` belongs to the character before it: a combining mark, a joiner, a variation selector or
+    an emoji skin-tone modifier."""
+    point = ord(char)
+    return (unicodedata.combining(char) > 0 or char == ZWJ or 0xFE00 <= point <= 0xFE0F
+            or 0x1F3FB <= point <= 0x1F3FF or unicodedata.category(char) in ("Mn", "Me"))
 
 
 def attention_matrix(trace, layer: int, head: int, step: int | None = None, values: str = "weights",
