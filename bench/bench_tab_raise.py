@@ -8,7 +8,8 @@ The window (1600x1000, as bench_app.py opens it) runs a prompt of --long-tokens 
 and 0.3 s more. Per tab: `freeze_ms`, the longest gap of a 5 ms heartbeat timer (how long the window stopped
 answering, which a loaded machine stretches); `longest_gui_work_ms`, the longest GUI-thread CPU time between two
 beats (the most work the event loop did in one go, which the load hardly stretches); `parts`, the GUI CPU ms of the
-dock's build turn, of the panel's first drawing (the turn after) and of each later part of the drawing;
+dock's build turn, of the panel's first drawing (the turn after) and of each later part (a turn of widgets.turns.Turns:
+the panel's drawing in parts, or a figure built or drawn a part a turn);
 `gui_cpu_ms`, all of the raise's GUI CPU. Runs offscreen.
 """
 from __future__ import annotations
@@ -41,11 +42,11 @@ def timed(log: list, what: str, method):
 def raise_tabs(app, window, errors, tabs: list[str]) -> dict:
     from PySide6.QtCore import QTimer
 
-    from explorer.app.panels.base import Panel
+    from explorer.app.widgets.turns import Turns
     from explorer.app.window.panel_dock import PanelDock
 
     log: list = []
-    Panel._next_part = timed(log, "part", Panel._next_part)
+    Turns.step = timed(log, "part", Turns.step)                 # a part of a drawing, or of a figure's building
     PanelDock._settle_exposure = timed(log, "build", PanelDock._settle_exposure)
     if hasattr(PanelDock, "_first_drawing"):                  # the panel's first drawing, the turn after its build
         PanelDock._first_drawing = timed(log, "first drawing", PanelDock._first_drawing)
