@@ -22,7 +22,7 @@ from explorer.app.panels.base import Panel, decoder_view_unavailable
 from explorer.app.panels.derivation_text import derivation_html
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import BlockWalkJob, OutputWeightsJob
-from explorer.app.widgets.adaptive import is_wide, orient
+from explorer.app.widgets.adaptive import square_placement
 from explorer.app.widgets.asking import Asker
 from explorer.app.widgets.block_text import block_html
 from explorer.app.widgets.grid_filler import Background
@@ -39,9 +39,7 @@ PAIR_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"
 UNROTATED = "#9a9a9a"
 
 
-PARTS = (6, 5)               # the plots' share of the panel beside (or above) the text's
-PLOT_BESIDE_PX = 260         # the least width of each plot side by side: the map's rotated key labels take
-                             # ~110 px of a stacked map's height, which left it 116 px tall in a 1020 x 530 dock
+PARTS = (6, 5)               # the plots' share of the panel beside (or above) the text's, where the bars take more
 VIEW_PX = 120                # the least a plot's view may have each way, else the plot is given up
 TEXT_LEAST_PX = 90           # the least the derivation's text keeps where the plots need more than their share
 MARGIN_PX = 6                # what a measured plot's axes may grow by, laid out again
@@ -81,9 +79,8 @@ class DerivationPanel(Panel):
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([660, 560])
         self.splitter.installEventFilter(self)       # the plots arranged for the room the splitter has
-        self.dragged = False                         # the person moved the split: theirs, within TEXT_LEAST_PX
-        self.splitter.splitterMoved.connect(lambda *_: setattr(self, "dragged", True))
         self.axes_px = dict(AXES_PX)                 # measured once drawn (_measure_axes)
+        self._measured = False                       # the map's axes measured since its labels last changed
         self.body.addWidget(self.splitter, 1)
         self.executor = None                # None: the session's model thread (tests give their own)
         self.asker = Asker(self, self._on_weights, lambda message: None)   # without weights the walk stops at y_i
@@ -118,6 +115,7 @@ class DerivationPanel(Panel):
         if self.map is None:
             self.map = Heatmap(self.view.ci, row=0, col=0, colorbar=False, axes=("left", "top"))
             self.map.on_click = self._clicked
+            self.map.plot.getViewBox().setAspectLocked(True)     # square cells, whatever room the view is given
             yield
         if self.products is None:
             self.products = self.products_view.addPlot()
@@ -201,7 +199,7 @@ class DerivationPanel(Panel):
         asked, trace, matrix, top, left = cell.asked, cell.asked.trace, cell.matrix, cell.top, cell.left
         key = (id(trace), asked.layer, asked.head, asked.upto, top, left)
         if key != self._drawn:
-            self._drawn, self.offset = key, (top, left)
+            self._drawn, self.offset, self._measured = key, (top, left), False
             rows = [short_label(text) for text in trace.token_text[top: top + matrix.shape[0]]]
             cols = [short_label(text) for text in trace.token_text[left: left + matrix.shape[1]]]
             if cell.windowed:                                                    # a window: say where it is
@@ -271,48 +269,29 @@ class DerivationPanel(Panel):
         return super().eventFilter(watched, event)
 
     def _arrange(self, width: int, height: int) -> None:
-        """The plots beside the text in a wide splitter, above it in a tall one, at their share (PARTS), one beside
-        or over the other as their part is wide or tall. Where that leaves a view under VIEW_PX, the q·k bars are
-        given up, then the map takes more (the text keeping TEXT_LEAST_PX), then it too is given up: at the window's
-        least size (760 x 669) the map's view was 431 x 84 px and the bars' 467 x 69, squeezed under their axes."""
-        if self.map is not None and self.plots.isHidden():    # given up, so not measured: its axes' own sizes
-            axes = self.map.plot.getAxis("left").width(), self.map.plot.getAxis("top").height()
-            self.axes_px["map"] = tuple(int(px) + 2 * MARGIN_PX for px in axes)
-        flipped = orient(self.splitter, width, height, PARTS)
-        beside = self.splitter.orientation() == Qt.Orientation.Horizontal
-        length = width if beside else height
-        handle = self.splitter.handleWidth()
-        sizes, share = self.splitter.sizes(), length * PARTS[0] // sum(PARTS)
-        # The plots' share, or the split a person dragged to (Qt handed a shrink to the text: 70 px of 580)
-        now = min(sizes[0], length - handle - TEXT_LEAST_PX) if self.dragged and sizes[0] and not flipped else share
-        for part, shown in ((now, ("map", "bars")), (now, ("map",)), (length - handle - TEXT_LEAST_PX, ("map",))):
-            room = (part, height) if beside else (width, part)
-            stacking = self._stacking(room, shown)
-            if stacking is not None:
-                break
-        else:
-            shown, stacking, part = (), None, 0
-        self.plots.setVisible(bool(shown))
-        self.products_view.setVisible("bars" in shown)
-        if stacking is not None:
-            orient(self.plots, *room, wide=stacking == "beside")
-            self.plots.setSizes([1000] * self.plots.count())       # alike: Qt gave a shrink to the bars (2 px)
-        if shown and sizes[0] != part:
-            self.splitter.setSizes([part, max(0, length - handle - part)])
-
-    def _stacking(self, room: tuple[int, int], shown: tuple[str, ...]) -> str | None:
-        """How the plots `shown` lie in `room` with every view at least VIEW_PX each way: "beside" or "stacked"
-        (the usual choice first: beside where the room is wide), None where neither leaves their views that."""
-        width, height = room
-        wide = width >= 2 * PLOT_BESIDE_PX or is_wide(width, height)
-        for stacking in (("beside", "stacked") if wide else ("stacked", "beside")):
-            count, handles = len(shown), (len(shown) - 1) * self.plots.handleWidth() + MARGIN_PX
-            along = (width if stacking == "beside" else height) - handles       # shared by the plots
-            each = (along // count, height) if stacking == "beside" else (width, along // count)
-            if all(each[0] - self.axes_px[name][0] >= VIEW_PX and each[1] - self.axes_px[name][1] >= VIEW_PX
-                   for name in shown):
-                return stacking
-        return None
+        """The map the largest square view the splitter's room gives it (adaptive.square_placement), the q·k bars
+        beside or under it where that costs the map little, the text the rest (at least TEXT_LEAST_PX); the map
+        given up where it has no VIEW_PX. A function of the room alone: shrunk to the window's least and grown
+        back, the map at 1366 x 768 kept 118 px of its 360 under the bars, and at 1920 x 1080 it was a 260 x 900 px
+        column of oblong cells."""
+        room, handles = (width, height), (self.splitter.handleWidth(), self.plots.handleWidth())
+        placed = square_placement(room, handles, (self.axes_px["map"], self.axes_px["bars"]), VIEW_PX + MARGIN_PX,
+                                  TEXT_LEAST_PX, PARTS[0] / sum(PARTS))
+        self.plots.setVisible(placed is not None)
+        if placed is None:
+            return
+        self.products_view.setVisible(placed.inner != "alone")
+        beside = placed.outer == "beside"
+        self.splitter.setOrientation(Qt.Orientation.Horizontal if beside else Qt.Orientation.Vertical)
+        along = width if beside else height
+        self.splitter.setSizes([placed.part, max(0, along - handles[0] - placed.part)])
+        if placed.inner != "alone":
+            inner_beside = placed.inner == "beside"
+            self.plots.setOrientation(Qt.Orientation.Horizontal if inner_beside else Qt.Orientation.Vertical)
+            length = (placed.part if beside else width) if inner_beside else (height if beside else placed.part)
+            self.plots.setSizes([placed.first, max(0, length - handles[1] - placed.first)])
+        if not self._measured and self.map is not None and self.view.isVisible():
+            QTimer.singleShot(0, self, self._measure_axes)       # drawn while given up: its axes as laid out now
 
     def _measure_axes(self) -> None:
         """Each plot's axes, title and margins as drawn (its widget less its view), for _arrange; arranged again
@@ -320,7 +299,10 @@ class DerivationPanel(Panel):
         measured = dict(self.axes_px)
         for name, widget, plot in (("map", self.view, self.map.plot if self.map is not None else None),
                                    ("bars", self.products_view, self.products)):
-            if plot is None or not widget.isVisible() or widget.width() < 2 * VIEW_PX:
+            if plot is None or not widget.isVisible():
+                continue
+            self._measured = self._measured or name == "map"
+            if widget.width() < 2 * VIEW_PX:
                 continue
             box = plot.getViewBox().size()
             measured[name] = (max(0, widget.width() - int(box.width())), max(0, widget.height() - int(box.height())))

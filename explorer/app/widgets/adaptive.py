@@ -2,6 +2,8 @@
 splitter's room as a person dragged it (kept_shares)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter
 
@@ -60,3 +62,56 @@ def around_view(plot) -> tuple[int, int] | None:
     if view.width() <= 1 or view.height() <= 1:
         return None
     return int(plot.width() - view.width()), int(plot.height() - view.height())
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a square plot, an optional second plot and a text lie in a panel. `outer`: the plots "beside" the text
+    (left of it) or "stacked" over it, their part `part` px along that way; `inner`: the square plot "alone", or
+    "beside" or "stacked" with the second, the square plot's part `first` px of the plots' along that way; `side`:
+    the square plot's view, px each way."""
+
+    outer: str
+    inner: str
+    part: int
+    first: int
+    side: int
+
+
+KEEP_SECOND = 0.75           # the second plot is shown where the square keeps this share of the side it has alone
+
+
+def square_placement(room: tuple[int, int], handles: tuple[int, int], axes: tuple[tuple[int, int], tuple[int, int]],
+                     least: int, text_least: int, share: float) -> Placement | None:
+    """The placement that gives the square plot (axes[0], its axes' px across and down) the largest square view,
+    the second plot (axes[1]) beside or under it where that costs the square little (KEEP_SECOND), every view at
+    least `least` px each way and the text `text_least` px; the second plot's part grows to `share` of the panel.
+    A function of the room alone, never of the sizes before: None where even the square plot alone has no room."""
+    found = [placement for outer in ("beside", "stacked") for placement in _placements(outer, room, handles, axes,
+                                                                                       least, text_least, share)]
+    alone = max((p for p in found if p.inner == "alone"), key=lambda p: p.side, default=None)
+    paired = max((p for p in found if p.inner != "alone"), key=lambda p: p.side, default=None)
+    if paired is not None and (alone is None or paired.side >= KEEP_SECOND * alone.side):
+        return paired
+    return alone
+
+
+def _placements(outer: str, room, handles, axes, least: int, text_least: int, share: float) -> list[Placement]:
+    """The square plot alone, then with the second across the outer way, then along it; those with room only."""
+    beside = outer == "beside"
+    along, across = room if beside else room[::-1]
+    (square_along, square_across), (other_along, other_across) = (
+        (pair if beside else pair[::-1]) for pair in axes)
+    handle, inner_handle = handles
+    most = along - handle - text_least                       # the plots' part at most
+    other = least + other_along                              # the second plot's least part along the outer way
+    found = []
+    side = min(most - square_along, across - square_across)                 # alone
+    found.append(Placement(outer, "alone", side + square_along, side + square_along, side))
+    side = min(most - square_along, across - inner_handle - least - other_across - square_across)   # across
+    part = min(most, max(side + square_along, other))
+    found.append(Placement(outer, "stacked" if beside else "beside", part, side + square_across, side))
+    side = min(across - square_across, most - inner_handle - other - square_along)                    # along
+    part = min(most, max(side + square_along + inner_handle + other, int(share * along)))
+    found.append(Placement(outer, outer, part, side + square_along, side))
+    return [placement for placement in found if placement.side >= least]

@@ -1,0 +1,67 @@
+"""Show the work's map keeps square-ish cells of at least MIN_PLOT_PX each way in every placement, and its layout
+is a function of the panel's size alone (issue 22).
+
+Seen: at 1366x768, after the window was shrunk to its least size and grown back, the map was ~118 px tall under a
+q·k chart where it had been 360 px; at 1920x1080 the panel laid map, chart and text side by side and the map was a
+~260 x 900 px column of oblong cells. Measured here: the map's image as drawn on screen, its cells' width over
+their height, before a shrink to the window's least size and after the regrow, at both emulated screens.
+"""
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QRectF
+
+from tests.app.journey import BUNDLED, journey_in_a_window
+from tests.app.screen_fit import MIN_PLOT_PX, SCREENS, settle
+
+pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
+
+PROMPT = "To be, or not to be, that is the question"
+SQUARE_ISH = 1.5             # a cell at most this much wider than tall, or taller than wide
+
+
+def drawn_map(panel) -> QRectF:
+    """The map's image as drawn, in the panel's view's pixels, cut to its ViewBox."""
+    view = panel.view
+    box = view.mapFromScene(panel.map.plot.getViewBox().sceneBoundingRect()).boundingRect()
+    image = view.mapFromScene(panel.map.image.sceneBoundingRect()).boundingRect()
+    return QRectF(image).intersected(QRectF(box))
+
+
+def layout_of(panel) -> tuple:
+    """What a person sees of the panel's arrangement."""
+    return (panel.splitter.orientation(), tuple(panel.splitter.sizes()), panel.plots.isVisible(),
+            panel.products_view.isVisible(), panel.plots.orientation(), tuple(panel.plots.sizes()))
+
+
+def check_map(panel, where: str) -> None:
+    assert panel.view.isVisible(), f"{where}: the map is given up"
+    rows, columns = panel.map.shape
+    drawn = drawn_map(panel)
+    assert min(drawn.width(), drawn.height()) >= MIN_PLOT_PX, f"{where}: the map is drawn {drawn.width():.0f} x " \
+        f"{drawn.height():.0f} px"
+    cell = (drawn.width() / columns) / (drawn.height() / rows)
+    assert 1 / SQUARE_ISH <= cell <= SQUARE_ISH, \
+        f"{where}: cells {drawn.width() / columns:.1f} x {drawn.height() / rows:.1f} px ({drawn.width():.0f} x " \
+        f"{drawn.height():.0f} px for {rows} x {columns})"
+
+
+@pytest.mark.parametrize("screen", list(SCREENS))
+def test_the_map_stays_square_and_its_layout_comes_back_after_a_shrink_and_a_regrow(qtbot, tmp_path, monkeypatch,
+                                                                                     screen):
+    size = SCREENS[screen]
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, size) as journey:
+        journey.open(BUNDLED / "shakespeare-gqa", PROMPT)
+        journey.derive_a_cell()
+        window, panel = journey.window, journey.window.docks["derivation"].widget()
+        settle(0.5)
+        check_map(panel, f"{screen}, opened")
+        before = layout_of(panel)
+        window.resize(window.minimumSizeHint())
+        settle(1.0)
+        if panel.view.isVisible():
+            check_map(panel, f"{screen}, at the window's least size")
+        window.resize(size)
+        settle(1.0)
+        check_map(panel, f"{screen}, grown back")
+        assert layout_of(panel) == before, f"{screen}: laid out {before} before the shrink, {layout_of(panel)} after"
