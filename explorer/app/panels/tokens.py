@@ -28,6 +28,8 @@ SPAN_WINDOW = 1500          # tokens drawn as coloured spans at once (a rich-tex
 LEAST_WIDTH_PX = 220        # the Tokens column's least: at the window's least width (760 px) attention keeps 494 px,
                             # its plots 120 px views (at 320 px, 434: its grid's view was 112 px wide)
 WARNING_COLOUR = "#ff6b6b"
+ROWS_LEAST = 4              # the table's rows kept in sight before the coloured text is: with the translator's lines
+                            # and warning over them, at 1366x768 the text kept its lines and the table 2.9 rows
 
 
 class WarningLine(WrappedText):
@@ -37,7 +39,10 @@ class WarningLine(WrappedText):
     tokeni…" in the 341 px Tokens column at 1366x768, the characters and "the model does not read them" lost."""
 
     SCALE = 1.0
-    SQUEEZED_PX = 0         # never cut, however narrow: its text is bounded, and the column keeps LEAST_WIDTH_PX
+    # Narrower than this, it asks no more lines than it needs here (two), the rest elided and the whole in its
+    # tooltip: at the window's least width its three lines in the ~224 px column, over the translator's, made the
+    # window ask 769 px of a 768 px screen after a prompt edit. At 1366 px and wider it is read whole.
+    SQUEEZED_PX = 300
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -116,10 +121,10 @@ class TokensPanel(Panel):
         return super().eventFilter(watched, event)
 
     def _give_way(self, height: int) -> None:
-        """The coloured text shown where the split has room for its TEXT_LINES over the table's least, else
-        hidden, the table taking its room (its rows say the same tokens)."""
+        """The coloured text shown where the split has room for its TEXT_LINES over ROWS_LEAST rows of the table,
+        else hidden, the table taking its room (its rows say the same tokens)."""
         splitter = self.text_over_table
-        room = splitter.text_px() + splitter.handleWidth() + self.table.minimumSizeHint().height()
+        room = splitter.text_px() + splitter.handleWidth() + self.table.rows_px(ROWS_LEAST)
         self.text_view.setVisible(height >= room)
 
     def _show_translation_lines(self, shown: bool) -> None:
