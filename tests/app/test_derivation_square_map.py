@@ -4,7 +4,8 @@ is a function of the panel's size alone (issue 22).
 Seen: at 1366x768, after the window was shrunk to its least size and grown back, the map was ~118 px tall under a
 q·k chart where it had been 360 px; at 1920x1080 the panel laid map, chart and text side by side and the map was a
 ~260 x 900 px column of oblong cells. Measured here: the map's image as drawn on screen, its cells' width over
-their height, before a shrink to the window's least size and after the regrow, at both emulated screens.
+their height, before a shrink to the window's least size, after the regrow and with the panel maximised, at both
+emulated screens.
 """
 from __future__ import annotations
 
@@ -65,3 +66,9 @@ def test_the_map_stays_square_and_its_layout_comes_back_after_a_shrink_and_a_reg
         settle(1.0)
         check_map(panel, f"{screen}, grown back")
         assert layout_of(panel) == before, f"{screen}: laid out {before} before the shrink, {layout_of(panel)} after"
+        window.dock_shares.toggle_maximised(window.docks["derivation"])      # the whole window: a tall, wide room
+        settle(1.0)
+        check_map(panel, f"{screen}, maximised")
+        window.dock_shares.toggle_maximised(window.docks["derivation"])
+        settle(1.0)
+        assert layout_of(panel) == before, f"{screen}: laid out {before} before maximising, {layout_of(panel)} after"
