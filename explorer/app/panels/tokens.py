@@ -121,10 +121,14 @@ class TokensPanel(Panel):
         return super().eventFilter(watched, event)
 
     def _give_way(self, height: int) -> None:
-        """The coloured text shown where the split has room for its TEXT_LINES over ROWS_LEAST rows of the table,
-        else hidden, the table taking its room (its rows say the same tokens)."""
+        """The coloured text shown where the split has room for its TEXT_LINES over the table's least, else hidden,
+        the table taking its room (its rows say the same tokens). Under an encoder-decoder's lines (the text then
+        asks no least height) the table's least is ROWS_LEAST rows; else the table's own, so that the text's lines
+        stay in the window's least height (hidden there, the window shrank to its least left attention 109 px)."""
         splitter = self.text_over_table
-        room = splitter.text_px() + splitter.handleWidth() + self.table.rows_px(ROWS_LEAST)
+        giving = self.text_view.minimumHeight() <= 1
+        least = self.table.rows_px(ROWS_LEAST) if giving else self.table.minimumSizeHint().height()
+        room = splitter.text_px() + splitter.handleWidth() + least
         self.text_view.setVisible(height >= room)
 
     def _show_translation_lines(self, shown: bool) -> None:
