@@ -42,7 +42,7 @@ class WarningLine(WrappedText):
     # Narrower than this, it asks no more lines than it needs here (two), the rest elided and the whole in its
     # tooltip: at the window's least width its three lines in the ~224 px column, over the translator's, made the
     # window ask 769 px of a 768 px screen after a prompt edit. At 1366 px and wider it is read whole.
-    SQUEEZED_PX = 300
+    SQUEEZED_PX = 0
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -161,8 +161,8 @@ class TokensPanel(Panel):
                               "tokens, not run yet.")
 
     def redraw(self) -> None:
-        self._show_translation(self.trace)
         self.rows = token_rows(self.trace, self.session.tokens)
+        self._show_translation(self.trace)
         self._show_dropped(self.session.tokens)
         kept = self.table.token_model.set_rows(self.rows)
         self.table.fit_columns(kept)
@@ -188,6 +188,12 @@ class TokensPanel(Panel):
         if trace is None or not trace.steps or trace.encoder is None or not trace.model.is_encoder_decoder:
             self.translation.hide()
             self._show_translation_lines(False)
+            return
+        if self.session.tokens is not None and len(self.rows) and self._source_offset() is None:
+            # The rows are an edited prompt's, not the source translated: the line would read the old source over
+            # the new tokens, and at the window's least size its lines (with the out-of-date note) made the window
+            # ask 769 px of a 768 px screen. The text's least height stays as under the lines.
+            self.translation.hide()
             return
         chosen = [int(i) for i in trace.token_ids[1:]] + [int(trace.steps[-1].chosen_id)]
         target = self.session.decode_text(chosen)
