@@ -53,12 +53,14 @@ LONG_TOKENS = 2048           # a trace from which a raise draws the occupancy an
 
 
 def _painted(view: QWidget, unpainted: list[QWidget]) -> Iterator[None]:
-    """`view`, drawn out of sight, painted in the next turn, alone: nothing is built or drawn until the turn after
-    (nothing if it was never out of sight)."""
+    """`view`, drawn out of sight, painted in the next turn, alone: nothing is built or drawn until two turns after,
+    the room's fit to the figure's measured axes (OccupancyRoom.fit, on a zero timer) and its paint between (nothing if
+    it was never out of sight)."""
     if view in unpainted:
         yield
         view.setUpdatesEnabled(True)
         unpainted.remove(view)
+        yield
         yield
 
 
