@@ -67,6 +67,8 @@ def test_cancel_disables_itself_and_says_cancelling_at_once(qtbot, tmp_path, mon
             assert not lab.cancel_button.isEnabled(), "Cancel is still enabled after it was pressed"
             assert "Cancelling" in lab.run_summary.text(), f"the summary reads {lab.run_summary.text()!r}"
             assert "cancelling" in lab.progress.format(), f"the bar reads {lab.progress.format()!r}"
+            lab.redraw()                              # the panel drawn again meanwhile (a new selection, a resize)
+            assert not lab.cancel_button.isEnabled(), "a redraw turned Cancel on again while it is cancelling"
         finally:
             held.go.set()
         qtbot.waitUntil(lambda: "was cancelled" in lab.run_summary.text(), timeout=WAIT_S * 1000)

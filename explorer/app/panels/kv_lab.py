@@ -185,7 +185,7 @@ class KVLabPanel(Panel):
         running = self.runner.running
         self.run_button.setEnabled(self.can_convert())
         self.run_button.setToolTip("" if self.can_convert() or running else "load a model and run a prompt first")
-        self.cancel_button.setEnabled(running)
+        self.cancel_button.setEnabled(running and not self.runner.cancelling)   # one press: stopping
         encoder = self._encoder_only()          # a conversion compares next-token predictions: an encoder has none
         self.variant_box.setEnabled(not encoder)
         self.steps_box.setEnabled(not encoder)
