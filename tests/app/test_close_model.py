@@ -7,6 +7,7 @@ import threading
 import time
 
 import transformers  # noqa: F401  (the tiny model is written with it; missing, the run fails, never skips)
+from PySide6.QtWidgets import QApplication
 
 from explorer.app.panels.base import Panel
 from explorer.app.state.session import NO_MODEL
@@ -91,4 +92,24 @@ def test_back_to_my_session_without_a_model_of_ones_own_closes_the_tours_model(q
     assert window.status.fields["model"].text() == "no model"
     states = shown_states(qtbot, window)
     assert all(state[0] == "empty" for name, state in states.items() if name != "learn"), states
+    window.close()
+
+def test_typing_after_close_model_keeps_every_panel_saying_there_is_no_model(qtbot, tmp_path):
+    """Drive 18: after File ▸ Close Model the focus is in the prompt (so Space types there), and the text typed
+    made every panel say "type a prompt and press Run" with Run off and no model open. Expectation: the
+    panels keep saying why nothing is shown, whatever is typed, until a model is open."""
+    folder = make_tiny_llama(tmp_path / "tiny")
+    window = make_window(qtbot, tmp_path, worker=ModelWorker())
+    opened(qtbot, window, folder)
+    every_panel(qtbot, window)
+    window.menus.close_model_action.trigger()
+    idle(qtbot, window)
+    window.prompt.setFocus()
+    qtbot.keyClicks(QApplication.focusWidget(), " more words")
+    window.prompt.settle()                                  # what its debounce does after a pause
+    idle(qtbot, window)
+    after = shown_states(qtbot, window)
+    forgot = {name: state for name, state in after.items()
+              if name not in ("learn", "model_map") and state != ("empty", NO_MODEL)}
+    assert not forgot, f"panels that no longer say there is no model: {forgot}"
     window.close()

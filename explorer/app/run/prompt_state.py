@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from explorer.app.state.freshness import out_of_date, started_from
+from explorer.app.state.session_model import NO_MODEL
 from explorer.core.errors import ExplorerError
 from explorer.views import trace_views
 
@@ -21,7 +22,8 @@ class PromptState:
         if text == self.prompt and (self.session.tokens is not None or self.summary is None):
             return
         self.prompt = text
-        self.session.set_not_run(None)
+        if self.session.not_run != NO_MODEL:    # typed with no model open: the panels keep saying why (drive 18)
+            self.session.set_not_run(None)
         self._tokenize()
         self._update_out_of_date()
 
