@@ -125,17 +125,19 @@ class PatchingView(QWidget):
         # The words beside the bar, not on it: Fusion centres a bar's text, and the chunk growing under it
         # covered its first digits ("54 of 270" read "4 of 270" at 1366 px). Elided, whole in the tooltip.
         self.progress.setTextVisible(False)
+        # On a line of their own under the bar: beside it, in the 306 px column the Experiments dock beside
+        # Learn gives the controls at 1366 px, they had 33 px and read "9 o…". Elided, whole in the tooltip.
         self.progress_words = LineLabel()
         buttons.addWidget(self.run_button)
         buttons.addWidget(self.cancel_button)
-        buttons.addWidget(self.progress, 2)
-        buttons.addWidget(self.progress_words, 3)          # "270 of 270 sites" whole at 1366 px
+        buttons.addWidget(self.progress, 1)
         scroll = self.caption.scrolled()        # the caption whole where there is room, never a taller window
         controls = QWidget()
         column = QVBoxLayout(controls)
         column.setContentsMargins(0, 0, 0, 0)
         column.addLayout(grid)
         column.addLayout(buttons)
+        column.addWidget(self.progress_words)
         column.addWidget(scroll, 1)
         return controls
 
