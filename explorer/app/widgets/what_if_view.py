@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 
 from explorer.app.widgets.adaptive import orient
 from explorer.app.widgets.plot_text import TITLE
+from explorer.app.widgets.text_widgets import LineLabel
 from explorer.app.window.error_bar import ErrorLine
 from explorer.core import kv_variants as kv
 from explorer.core.units import human_bytes
@@ -84,12 +85,27 @@ def result_summary(result) -> str:
 
 
 class StageBar(QProgressBar):
-    """A progress bar whose format is "%p% <stage>": it shows the stage where its words fit the bar's one line
-    and the percentage alone where they do not (the stage is then its tooltip); `format()` keeps the whole."""
+    """A progress bar whose format is "%p% <stage>", its words drawn beside it in `words` (a LineLabel: elided
+    with "…", whole in its tooltip), not on it: Fusion centres a bar's text, and the chunk growing under it hid
+    the first digit ("30%" read "80%" beside Learn at 1366 px, issue 22). `text()` is the percentage alone where
+    the whole would not fit the bar's one line; `format()` keeps the whole."""
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self._measuring = False
+        self.setTextVisible(False)
+        self.words = LineLabel()
+        self.words.setMinimumWidth(self.words.fontMetrics().horizontalAdvance("100%…"))   # the share always whole
+        self.setMinimumWidth(self.words.minimumWidth())      # a QProgressBar's least width is its asked one: the
+        # words beside it then widened the tab beside Learn
+        self.valueChanged.connect(self._say)
+
+    def setFormat(self, form: str) -> None:
+        super().setFormat(form)
+        self._say()
+
+    def _say(self) -> None:
+        self.words.setText(QProgressBar.text(self))          # the whole: the label elides what it cannot show
 
     def text(self) -> str:
         whole = super().text()
@@ -125,9 +141,10 @@ class WhatIfView(QWidget):
         self.cancel_button.setEnabled(False)
         self.progress = StageBar()
         self.progress.setRange(0, 100)
-        for widget in (QLabel("what if:"), self.variant_box, self.steps_box, self.run_button, self.cancel_button,
-                       self.progress):
+        for widget in (QLabel("what if:"), self.variant_box, self.steps_box, self.run_button, self.cancel_button):
             row.addWidget(widget)
+        row.addWidget(self.progress, 1)
+        row.addWidget(self.progress.words, 2)
         layout.addLayout(row)
         self.run_summary = QLabel(" ")
         self.run_summary.setWordWrap(True)
