@@ -47,6 +47,7 @@ class KVLabPanel(Panel):
         self.executor = executor           # None: the worker's model, through the session
         self.what_if_job = what_if_job     # (variant, steps, prompt ids) -> a model job
         self.variants_window = None
+        self.opening = False               # a model switch was asked and has not ended (on_model_opening)
         self.set_formula("bytes/token = Σ_l width_l · bytes(dtype):  MHA 2·N_Q·d_h,  GQA 2·N_KV·d_h,  "
                          "MQA 2·d_h,  MLA d_c + d_R")
         self.tabs = QTabWidget()                   # a bottom dock is short: one idea per tab
@@ -163,7 +164,7 @@ class KVLabPanel(Panel):
         trace = self.trace
         ready = has_model and not self.from_config and trace is not None and bool(trace.steps)
         offered = self.variant_box.count() > 0 or self.executor is not None     # a test's executor names its own
-        return ready and offered and not self.runner.running and not self._encoder_only()
+        return ready and offered and not self.runner.running and not self.opening and not self._encoder_only()
 
     def _encoder_only(self) -> bool:
         model = self.session.model
@@ -184,7 +185,8 @@ class KVLabPanel(Panel):
     def _update_run_buttons(self) -> None:
         running = self.runner.running
         self.run_button.setEnabled(self.can_convert())
-        self.run_button.setToolTip("" if self.can_convert() or running else "load a model and run a prompt first")
+        why_off = "another model is being opened" if self.opening else "load a model and run a prompt first"
+        self.run_button.setToolTip("" if self.can_convert() or running else why_off)
         self.cancel_button.setEnabled(running and not self.runner.cancelling)   # one press: stopping
         encoder = self._encoder_only()          # a conversion compares next-token predictions: an encoder has none
         self.variant_box.setEnabled(not encoder)
@@ -213,7 +215,17 @@ class KVLabPanel(Panel):
         if self.result is not None:
             self.what_if.show_maps(self.result, selection.layer, selection.head)
 
+    def on_model_opening(self, opening: bool) -> None:
+        """A model switch was asked (the controller's loading_changed): the conversion of the model going is
+        cancelled at once and says so; it would otherwise read "Converting… 1 %" until the model thread's next
+        check, its Cancel live, while the Model box already named the model coming."""
+        self.opening = opening               # Run waits for the model coming: a job asked now would run on it
+        if opening:
+            self.runner.cancel_because("another model is being opened")
+        self._update_run_buttons()
+
     def _on_model_changed(self, info) -> None:
+        self.opening = False
         self.runner.abandon("The model changed; the conversion was cancelled.")
         self.result = None
         self.what_if.clear()                 # no what-if result of the model before stays up

@@ -54,6 +54,13 @@ class WhatIfRunner(ModelCall):
         if self.running:
             self.view.show_cancelling(self.variant)
 
+    def cancel_because(self, why: str) -> None:
+        """Stop the conversion because of `why` ("another model is being opened") and say so at once, Cancel off:
+        the model thread drops the job itself (a Load supersedes it) but reached its next check only seconds
+        later, the view reading "Converting… 1 %" with Cancel live while the Model box named another model."""
+        if self.running:
+            self.abandon(f"Cancelled: {why}, so the conversion was cancelled.")
+
     @property
     def cancelling(self) -> bool:
         """Cancel was pressed and the conversion has not stopped yet (its Cancel button stays disabled)."""
