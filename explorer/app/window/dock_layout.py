@@ -384,7 +384,7 @@ def size_docks(window: QMainWindow, by_area: dict[str, list[QDockWidget]]) -> No
             (bottom, bottom_px)]
     rows = [(docks[0], size) for docks, size in rows if docks]
     window.resizeDocks([d for d, _ in rows], [s for _, s in rows], Qt.Orientation.Vertical)
-    left_px = int(min(max(LEFT_SHARE * window.width(), LEFT_PX[0]), LEFT_PX[1]))
+    left_px = left_column_px(window.width())
     panels = right or bottom
     columns = [dock for dock in by_area.get("beside", []) if dock.isVisible() and not dock.isFloating()]
     widths = [int(dock.property("column_px") or 0) for dock in columns]
@@ -395,6 +395,11 @@ def size_docks(window: QMainWindow, by_area: dict[str, list[QDockWidget]]) -> No
     column = by_area.get("left", [])
     if len(column) == 2:
         window.resizeDocks(column, column_split(column, sum(d.height() for d in column)), Qt.Orientation.Vertical)
+
+
+def left_column_px(width: int) -> int:
+    """The left column's width in a window `width` wide: its share, within LEFT_PX."""
+    return int(min(max(LEFT_SHARE * width, LEFT_PX[0]), LEFT_PX[1]))
 
 
 def column_pair(window: QMainWindow, docks: dict[str, QDockWidget]) -> list[QDockWidget]:

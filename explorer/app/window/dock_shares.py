@@ -39,6 +39,12 @@ def in_sight(dock: QDockWidget) -> bool:
     return dock.isVisible() and not dock.isFloating() and not dock.visibleRegion().isEmpty()
 
 
+def left_column(window: QMainWindow) -> list[QDockWidget]:
+    """The docks in sight in the window's left area (Tokens over Next token, as laid out)."""
+    return [dock for dock in window.findChildren(QDockWidget)
+            if in_sight(dock) and window.dockWidgetArea(dock) == dock_layout.AREAS["left"]]
+
+
 NEAR = 0.1                   # a regrow within this share of the laid-out size, each way, gives the layout back
 
 
@@ -62,6 +68,7 @@ class DockShares(QObject):
         super().__init__(window)
         self.window = window
         self.taken: tuple[QSize, QByteArray] | None = None       # the window's size and its layout, as laid out
+        self.left_px = 0                                    # the left column's width then
         self.groups = None                                  # the window's dock_groups then: a new one is a new layout
         self.arranged: set[frozenset] = set()               # the arrangements the window's own rules made since
         self.maximised: tuple[QDockWidget, QByteArray] | None = None
@@ -80,6 +87,7 @@ class DockShares(QObject):
         restore) or a person's drag (`dragged`), never a squeezed window's (see squeezed)."""
         if self.maximised is None and (dragged or not self.squeezed() or arrangement(self.window) not in self.arranged):
             self.taken = (self.window.size(), self.window.saveState())
+            self.left_px = max((dock.width() for dock in left_column(self.window)), default=0)
             self.groups = getattr(self.window, "dock_groups", None)
             self.arranged = {arrangement(self.window)}
             self.resized_since = False
@@ -104,11 +112,29 @@ class DockShares(QObject):
             return
         if not near(self.window.size(), self.taken[0]):
             self.resized_since = True
+            self._keep_left_column()
         elif self.resized_since:
             self.resized_since = False
             self.folded = None
             self._restore(self.taken[1])
         self.keep_plots_legible()
+
+    def _keep_left_column(self) -> None:
+        """After a resize away from the size the layout was taken at: the left column no wider than the default
+        layout's rule for this width (dock_layout.left_column_px) or the width it had when the layout was taken
+        (a person's drag among them), the rest to the panels beside it. Qt handed a grow from 1366 to 1920 px,
+        the window relaunched at its saved size on a larger screen, to the left column: 893 px wide, and
+        attention's map a strip."""
+        left = left_column(self.window)
+        widest = max(dock_layout.left_column_px(self.window.width()), self.left_px)
+        if not left or left[0].width() <= widest:
+            return
+        beside = [dock for dock in self.window.findChildren(QDockWidget) if in_sight(dock)
+                  and self.window.dockWidgetArea(dock) in (dock_layout.AREAS["right"], dock_layout.AREAS["bottom"])]
+        if beside:
+            extra = left[0].width() - widest
+            self.window.resizeDocks([left[0], beside[0]], [widest, beside[0].width() + extra],
+                                    Qt.Orientation.Horizontal)
 
     def _restore(self, state: QByteArray) -> None:
         in_sight_now = [dock for dock in self.window.findChildren(QDockWidget) if in_sight(dock)]
