@@ -16,8 +16,6 @@ from tests.app.test_what_if_cancel import WAIT_S, _HeldAt, _what_if_tab
 pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
-@pytest.mark.xfail(strict=True, reason="KVLabPanel.on_model_opening is not yet connected to the load's start "
-                   "(controller.loading_changed): the panel hears only the session, which has no such signal")
 def test_a_model_switch_cancels_the_conversion_and_says_so(qtbot, tmp_path, monkeypatch):
     with journey_in_a_window(qtbot, tmp_path, monkeypatch, QSize(1366, 768)) as journey:
         lab, window = _what_if_tab(journey), journey.window

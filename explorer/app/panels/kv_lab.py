@@ -58,6 +58,7 @@ class KVLabPanel(Panel):
                                    "original's.")
         self.body.addWidget(self.tabs, 1)
         session.model_changed.connect(self._on_model_changed)
+        session.model_opening.connect(self.on_model_opening)
         session.busy_changed.connect(self.runner.on_busy_changed)
         self._update_run_buttons()
 
@@ -216,7 +217,7 @@ class KVLabPanel(Panel):
             self.what_if.show_maps(self.result, selection.layer, selection.head)
 
     def on_model_opening(self, opening: bool) -> None:
-        """A model switch was asked (the controller's loading_changed): the conversion of the model going is
+        """A model switch was asked (the session's model_opening): the conversion of the model going is
         cancelled at once and says so; it would otherwise read "Converting… 1 %" until the model thread's next
         check, its Cancel live, while the Model box already named the model coming."""
         self.opening = opening               # Run waits for the model coming: a job asked now would run on it

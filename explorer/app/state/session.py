@@ -39,6 +39,7 @@ class Session(QObject):
     tokens_changed = Signal(object)       # explorer.core.tokens.Tokens of the prompt, before any run
     selection_changed = Signal(object)    # Selection
     model_changed = Signal(object)        # ModelInfo | None
+    model_opening = Signal(bool)          # a model switch asked (True) and ended (False): its jobs stop at once
     busy_changed = Signal(bool)
     error_raised = Signal(str)            # one sentence for a dialog
     out_of_date_changed = Signal(object)  # why the trace no longer matches the prompt (one sentence), or None

@@ -161,6 +161,7 @@ class MainWindow(QMainWindow):
         c.model_ready.connect(self._on_model_ready)
         c.load_failed.connect(self._on_load_failed)
         c.loading_changed.connect(self._on_loading_changed)
+        c.loading_changed.connect(self.session.model_opening)       # the panels' jobs hear of a switch as it starts
         c.notice.connect(lambda text: self.status.showMessage(text, 6000))
         self.session.trace_changed.connect(self.status.show_trace)
         if "derivation" in self.docks:                   # a clicked cell opens Show the work, which derives it
