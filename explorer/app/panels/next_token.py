@@ -147,6 +147,7 @@ class NextTokenPanel(Panel):
         result = self.comparison() if self.table.isVisibleTo(self) else None
         self.before_table.setVisible(result is not None)
         self.compare_label.setVisible(result is not None)
+        self._fit_before_after_height(result is not None)       # again once the rows are in (below)
         self.table.horizontalHeaderItem(1).setText("token" if result is None else "after")
         if result is None:
             return
@@ -163,6 +164,18 @@ class NextTokenPanel(Panel):
             f"before (without the experiments) → after (the trace, with them): KL(before ‖ after) = {result.kl:.4f}"
             f" nats;  ‘{name(result.token_id)}’ "
             f"logit {result.logit_before:.3f} → {result.logit_after:.3f} (Δ {result.delta_logit:+.3f})")
+        self._fit_before_after_height(True)
+
+    def _fit_before_after_height(self, compared: bool) -> None:
+        """While compared, both tables keep LENS_ROWS rows in sight under their header (and sideways scroll bar,
+        where one shows): with the comparison's caption above them they had 2 rows of 22 px each (50 px) in the
+        Next token dock at 1366x768 after the translator. Otherwise the candidates ask no more than before."""
+        for table in (self.before_table, self.table):
+            bar = table.horizontalScrollBar()
+            rows = min(LENS_ROWS, table.rowCount())
+            table.setMinimumHeight(table.horizontalHeader().sizeHint().height() + rows * table.rowHeight(0)
+                                   + (bar.sizeHint().height() if bar.isVisible() else 0) + 2 * table.frameWidth()
+                                   if compared and rows else 0)
 
     def _step_aside(self, encoder: bool, name: str) -> None:
         """An encoder-only model predicts no next token (and is loaded without a masked-token head): say so and
