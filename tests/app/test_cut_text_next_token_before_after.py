@@ -37,8 +37,14 @@ def cut_columns(table) -> dict:
     return cut
 
 
-def test_the_before_after_tables_keep_three_rows_and_whole_columns(qtbot, tmp_path, monkeypatch):
+@pytest.mark.parametrize("larger", [0, 2], ids=["font", "font+2pt"])
+def test_the_before_after_tables_keep_three_rows_and_whole_columns(qtbot, tmp_path, monkeypatch, larger):
     with journey_in_a_window(qtbot, tmp_path, monkeypatch, SCREENS["1366x768"]) as journey:
+        panel = journey.window.docks["next_token"].widget()
+        if larger:                          # a bare X screen's font is larger than the offscreen one
+            font = panel.font()
+            font.setPointSizeF(font.pointSizeF() + larger)
+            panel.setFont(font)
         journey.open(BUNDLED / "translate-en-zh", PROMPT)      # its Tokens grew, and kept, a larger share
         journey.open(BUNDLED / "shakespeare-gqa", PROMPT)
         window = journey.window

@@ -154,7 +154,8 @@ class NextTokenPanel(Panel):
         name = lambda token_id: visible_text(self.session.display_token(int(token_id)))   # noqa: E731
         self.before_table.setRowCount(len(result.before_ids))
         for row, (token_id, p) in enumerate(zip(result.before_ids, result.before_probs)):
-            self.before_table.setItem(row, 0, QTableWidgetItem(name(token_id)))
+            self.before_table.setItem(row, 0, item := QTableWidgetItem(name(token_id)))
+            item.setToolTip(item.text())                 # whole where the column elides it
             self.before_table.setItem(row, 1, QTableWidgetItem(f"{float(p):.4f}"))
         self.before_table.resizeColumnsToContents()
         table = self.before_table
@@ -241,6 +242,8 @@ class NextTokenPanel(Panel):
                 if int(token_id) == chosen:
                     item.setFont(bold)
                     item.setBackground(QBrush(chosen_background))
+                if column == 1:
+                    item.setToolTip(text)                # whole where the column elides it (_fit_bars)
                 self.table.setItem(rank, column, item)
             self.table.item(rank, 4).setData(SHARE_ROLE, float(p) / max(top, 1e-12))   # painted to scale
         self.table.resizeColumnsToContents()
@@ -261,10 +264,18 @@ class NextTokenPanel(Panel):
 
     def _fit_bars(self) -> None:
         """The bars' column only where it is wholly in sight: cut at the view's edge, two bars longer than the
-        part in sight drew the same length (Gemma's tokens beside the before table at 1366x768)."""
+        part in sight drew the same length (Gemma's tokens beside the before table at 1366x768). Where even the
+        rest is wider than the view (the after table's p was cut, in a bare X screen's font at 1366x768), the id
+        column goes too, and the token column gives way: its words elided with "…", whole in their tooltips."""
         table, header = self.table, self.table.horizontalHeader()
-        needed = sum(max(table.sizeHintForColumn(c), header.sectionSizeHint(c)) for c in range(4)) + BAR_PX
-        table.setColumnHidden(4, needed > table.viewport().width())
+        asked = [max(table.sizeHintForColumn(c), header.sectionSizeHint(c)) for c in range(4)]
+        room = table.viewport().width()
+        table.setColumnHidden(4, sum(asked) + BAR_PX > room)
+        table.setColumnHidden(2, sum(asked) > room)
+        for column in (0, 2, 3):
+            table.setColumnWidth(column, asked[column])
+        others = asked[0] + asked[3] + (0 if table.isColumnHidden(2) else asked[2])
+        table.setColumnWidth(1, max(header.sectionSizeHint(1), min(asked[1], room - others)))
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
