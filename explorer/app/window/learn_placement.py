@@ -21,10 +21,9 @@ from explorer.app.window.dock_layout import (
     COLUMN,
     COLUMN_PX,
     FRONT,
-    LEFT_PX,
-    LEFT_SHARE,
     SEPARATOR_PX,
     keep_column_px,
+    left_column_px,
     tab_group,
     tabs_beside_column,
 )
@@ -74,11 +73,6 @@ def _place_column(window, dock, px: int) -> None:
     _share_width(window, dock, px)
 
 
-def _left_px(width: int) -> int:
-    """The left column's width in a window `width` wide, as a layout gives it."""
-    return int(min(max(LEFT_SHARE * width, LEFT_PX[0]), LEFT_PX[1]))
-
-
 def _attention_on_the_right(window):
     """Attention, open and docked in the right area (the default layouts), else None (the person's own)."""
     attention = getattr(window, "docks", {}).get(FRONT)
@@ -93,7 +87,7 @@ def room_beside(window, px: int) -> int:
     docks = getattr(window, "docks", {})
     left = any(dock is not None and dock.isVisible() and not dock.isFloating()
                and window.dockWidgetArea(dock) == AREAS["left"] for dock in map(docks.get, COLUMN))
-    return window.width() - (_left_px(window.width()) + SEPARATOR_PX if left else 0) - px - SEPARATOR_PX
+    return window.width() - (left_column_px(window.width()) + SEPARATOR_PX if left else 0) - px - SEPARATOR_PX
 
 
 def keep_beside(window) -> None:
@@ -153,7 +147,7 @@ def _share_width(window, dock, px: int = DOCK_PX) -> None:
         # laid out first: shared before the window's layout had placed the new dock (a loaded machine ran the
         # timer below before that), the share was dropped and Learn kept Qt's 364 px of a 1366 px window
         window.layout().activate()
-        left_px = _left_px(window.width())
+        left_px = left_column_px(window.width())
         docks = [d for d in (window.docks.get("tokens"), window.docks.get("attention"))
                  if d is not None and not d.isFloating() and d.isVisible()]
         widths = [left_px, window.width() - left_px - px][-len(docks):] if docks else []
