@@ -14,6 +14,7 @@ from explorer.app.window import presentation
 from explorer.app.window.learn_placement import open_learn
 from tests.app.projector import toggle_presentation
 from tests.app.screen_fit import settle
+from tests.app.test_kv_clipping import wait_drawn
 
 MIN_PLOT_PX = 120            # the bar: a plot smaller than this is a strip of ticks
 
@@ -107,26 +108,27 @@ def test_plot_titles_grow_in_presentation_and_the_kv_plots_stay_whole(projector_
     kv, embeddings = window.docks["kv_cache"].widget(), window.docks["embeddings"].widget()
     derivation = window.docks["derivation"].widget()
     window.docks["derivation"].raise_()
-    settle(0.3)
+    wait_drawn(window)          # a first raise draws in turns: on a loaded machine 0.3 s did not see them all
     window.docks["kv_cache"].raise_()
-    settle(0.3)
+    wait_drawn(window)
     plots = {"KV per layer": kv.layer_plot, "KV all layers": kv.total_plot, "embedding norms": embeddings.norm_plot,
              "q·k products": derivation.products}
     before = {name: title_px(plot) for name, plot in plots.items()}
     kv.setFocus()
     toggle_presentation(window)
+    wait_drawn(window)
     assert [name for name, dock in window.docks.items() if dock.isVisible()] == ["kv_cache"]
     problems = plot_problems(window, kv)
     assert not problems, "in Presentation: " + "; ".join(problems)
     window.docks["kv_cache"].hide()
     window.docks["embeddings"].show()
-    settle(0.4)
+    wait_drawn(window)
     now = {name: title_px(plot) for name, plot in plots.items()}
     small = [f"{name}: {now[name]} px, was {before[name]} px" for name in plots if not grown(before[name], now[name])]
     assert not small, "titles that did not grow: " + "; ".join(small)
     window.docks["embeddings"].hide()
     window.docks["derivation"].show()
-    settle(0.4)
+    wait_drawn(window)
     view = derivation.products_view          # its grown title must not push the chart past the view's edge
     box = view.mapFromScene(derivation.products.getViewBox().sceneBoundingRect()).boundingRect()
     assert view.rect().contains(box), f"the q·k chart {box.getRect()} is cut by its view {view.rect().getRect()}"
