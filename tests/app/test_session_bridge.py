@@ -46,6 +46,6 @@ def test_requests_are_their_own_object_and_not_state_signals(qapp):
     session = Session()
     assert isinstance(session.requests, ModelRequests)
     own = {name for name, value in vars(Session).items() if isinstance(value, Signal)}
-    assert own == set(STATE_SIGNALS) | {"error_raised", "comparison_changed"}
+    assert own == set(STATE_SIGNALS) | {"error_raised", "comparison_changed", "model_opening"}   # relayed events
     asks = {name for name, value in vars(ModelRequests).items() if isinstance(value, Signal)}
     assert asks and not any(hasattr(session, name) for name in asks), "a request is reachable on the session"
