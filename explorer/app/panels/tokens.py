@@ -39,10 +39,7 @@ class WarningLine(WrappedText):
     tokeni…" in the 341 px Tokens column at 1366x768, the characters and "the model does not read them" lost."""
 
     SCALE = 1.0
-    # Narrower than this, it asks no more lines than it needs here (two), the rest elided and the whole in its
-    # tooltip: at the window's least width its three lines in the ~224 px column, over the translator's, made the
-    # window ask 769 px of a 768 px screen after a prompt edit. At 1366 px and wider it is read whole.
-    SQUEEZED_PX = 0
+    SQUEEZED_PX = 0         # never cut, however narrow: its text is bounded, and the column keeps LEAST_WIDTH_PX
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
