@@ -21,7 +21,7 @@ from PySide6.QtCore import QByteArray, QEvent, QObject, QSize, Qt, QTimer
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QTabBar
 
 from explorer.app.window import dock_layout, learn_placement
-from explorer.app.window.dock_layout import put_away_stale_bars, whole_titles
+from explorer.app.window.dock_tab_bars import put_away_stale_bars, whole_titles
 
 
 def focused_dock(window: QMainWindow) -> QDockWidget:

@@ -23,6 +23,7 @@ from explorer.app.widgets.steady_progress import SteadyProgress
 from explorer.app.window import (
     crash_restore,
     dock_layout,
+    dock_tab_bars,
     error_bar,
     learn_placement,
     menus,
@@ -131,7 +132,7 @@ class MainWindow(QMainWindow):
     def _layout_made(self) -> None:
         """After a layout is made (default, reset or restored): the bars it no longer uses put away, its tabs
         described, its shares kept."""
-        dock_layout.put_away_stale_bars(self)
+        dock_tab_bars.put_away_stale_bars(self)
         self._describe_tabs()
         self.dock_shares.take()
 
