@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QBrush, QColor, QFont, QPalette
+from PySide6.QtGui import QBrush, QFont
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTableWidget, QTableWidgetItem, QWidget
 
 from explorer.app.panels.base import Panel, WrappedText, visible_text
 from explorer.app.state.session import Selection
 from explorer.app.widgets.bars import SHARE_ROLE, ShareBarDelegate
+from explorer.app.widgets.candidate_tables import chosen_colour, fill_lens, read_only_table, rows_height
 from explorer.app.widgets.token_table import fit_row_height
 from explorer.core.intervention import active
 
@@ -44,7 +45,7 @@ class NextTokenPanel(Panel):
         self.position_label = WholeText()
         self.body.addWidget(self.position_label)
         self._captions = {False: "", True: ""}    # the position label's text, with the candidates and with the lens
-        self.table = _table(["#", "token", "id", "p", ""])        # "#": "rank" took 20 px of a narrow dock
+        self.table = read_only_table(["#", "token", "id", "p", ""])        # "#": "rank" took 20 px of a narrow dock
         self.table.setItemDelegateForColumn(4, ShareBarDelegate(self.table))     # p / p_max, as long as it has room
         # A click branches; the chosen row is marked by its own colour, so Qt's selection would leave the
         # clicked row lit beside the token chosen after it.
@@ -54,7 +55,7 @@ class NextTokenPanel(Panel):
         self.table.viewport().installEventFilter(self)     # the bars' column shown only where it fits (_fit_bars)
         # The un-intervened top-k, beside, only as wide as its columns (_show_before): split 2 : 3, the
         # candidates scrolled sideways with their p and bars out of sight (1366x768, and 1920x1080 with Gemma)
-        self.before_table = _table(["before", "p"])
+        self.before_table = read_only_table(["before", "p"])
         self.before_table.horizontalHeader().setStretchLastSection(False)
         self.before_table.setVisible(False)
         self.compare_label = WrappedText()
@@ -71,7 +72,7 @@ class NextTokenPanel(Panel):
         self.lens_button = QPushButton(LENS_BUTTON)
         self.lens_button.clicked.connect(self._on_lens_button)
         self.body.addWidget(self.lens_button)
-        self.lens_table = _table(["layer", "top 1 (p)"])      # one row a layer, one column a rank; in place of
+        self.lens_table = read_only_table(["layer", "top 1 (p)"])      # one row a layer, one column a rank; in place of
         self.lens_table.setVisible(False)                     # the candidates while shown, so it has their room
         self.lens_table.verticalHeader().setDefaultSectionSize(22)
         self.body.addWidget(self.lens_table, 2)
@@ -174,9 +175,8 @@ class NextTokenPanel(Panel):
         for table in (self.before_table, self.table):
             bar = table.horizontalScrollBar()
             rows = min(LENS_ROWS, table.rowCount())
-            table.setMinimumHeight(table.horizontalHeader().sizeHint().height() + rows * table.rowHeight(0)
-                                   + (bar.sizeHint().height() if bar.isVisible() else 0) + 2 * table.frameWidth()
-                                   if compared and rows else 0)
+            table.setMinimumHeight(rows_height(table, rows if compared else 0,
+                                               bar.sizeHint().height() if bar.isVisible() else 0))
 
     def _step_aside(self, encoder: bool, name: str) -> None:
         """An encoder-only model predicts no next token (and is loaded without a masked-token head): say so and
@@ -233,7 +233,7 @@ class NextTokenPanel(Panel):
         top = float(probs[0]) if len(probs) else 1.0
         bold = QFont()
         bold.setBold(True)
-        chosen_background = _chosen_colour(self.palette())
+        chosen_background = chosen_colour(self.palette())
         for rank, (token_id, p) in enumerate(zip(ids, probs)):
             cells = [str(rank + 1), visible_text(self.session.display_token(int(token_id))), str(int(token_id)),
                      f"{float(p):.4f}", ""]
@@ -328,10 +328,8 @@ class NextTokenPanel(Panel):
     def _fit_lens_height(self) -> None:
         """The lens keeps LENS_ROWS layers (or all, if fewer) in sight under its header and sideways scroll bar."""
         table = self.lens_table
-        rows = min(LENS_ROWS, table.rowCount())
-        table.setMinimumHeight(table.horizontalHeader().sizeHint().height() + rows * table.rowHeight(0)
-                               + table.horizontalScrollBar().sizeHint().height() + 2 * table.frameWidth()
-                               if rows else 0)
+        table.setMinimumHeight(rows_height(table, min(LENS_ROWS, table.rowCount()),
+                                           table.horizontalScrollBar().sizeHint().height()))
 
     @staticmethod
     def _lens_of(trace, position: int | None):
@@ -360,20 +358,8 @@ class NextTokenPanel(Panel):
         if self._lens_asked is not None and self._lens_asked is not self._lens_of(self.trace, self.position):
             return                                          # asked of a trace that is no longer shown
         self._lens_shown = self._lens_of(self.trace, self.position)
-        k = ids.shape[1] if ids.ndim == 2 else 0
-        self.lens_table.setColumnCount(1 + k)
-        self.lens_table.setHorizontalHeaderLabels(["layer"] + [f"top {rank + 1} (p)" for rank in range(k)])
-        self.lens_table.setRowCount(len(ids))
-        shade = _chosen_colour(self.palette())
-        for layer, (row_ids, row_probs) in enumerate(zip(ids, probs)):
-            self.lens_table.setItem(layer, 0, QTableWidgetItem(f"L{layer}"))
-            for rank, (token_id, p) in enumerate(zip(row_ids, row_probs)):
-                item = QTableWidgetItem(f"{visible_text(self.session.display_token(int(token_id)))}  {float(p):.3f}")
-                colour = QColor(shade)
-                colour.setAlpha(int(20 + 160 * float(p)))        # the likelier, the darker: where the answer forms
-                item.setBackground(QBrush(colour))
-                self.lens_table.setItem(layer, rank + 1, item)
-        self.lens_table.resizeColumnsToContents()
+        k = fill_lens(self.lens_table, ids, probs, lambda token_id: visible_text(self.session.display_token(token_id)),
+                      chosen_colour(self.palette()))
         self._fit_lens_height()
         known = self.trace is not None and self.position is not None and self.position < self.trace.n_tokens
         token = visible_text(self.trace.token_text[self.position]) if known else ""
@@ -382,20 +368,3 @@ class NextTokenPanel(Panel):
         self._show_lens(True)
         self.readout.setText(f"{LENS_WORDS[0]} {self.position}")    # short: whole in the one-line readout
 
-
-def _chosen_colour(palette: QPalette) -> QColor:
-    """The selection colour, faded into the base, so the row's text stays readable in light and dark themes."""
-    colour = QColor(palette.color(QPalette.ColorRole.Highlight))
-    colour.setAlpha(70)
-    return colour
-
-
-def _table(headers: list[str]) -> QTableWidget:
-    table = QTableWidget(0, len(headers))
-    table.setHorizontalHeaderLabels(headers)
-    table.verticalHeader().setVisible(False)
-    table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-    table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
-    table.horizontalHeader().setStretchLastSection(True)
-    fit_row_height(table)
-    return table
