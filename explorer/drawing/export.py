@@ -10,9 +10,10 @@ the path and size (explorer.app.figures.export_dialogs).
 """
 from __future__ import annotations
 
+import csv
 import io
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -79,8 +80,10 @@ def _suffix(path: Path, allowed: tuple[str, ...]) -> str:
 
 
 # ----- raw matrices ------------------------------------------------------------------------
-def save_matrix(matrix: np.ndarray, path: Path, header: str = "") -> Path:
-    """Write a 2-D or 3-D matrix as .npy (as is) or .csv (3-D stacked head after head)."""
+def save_matrix(matrix: np.ndarray, path: Path, header: str = "",
+                labels: tuple[Sequence[str], Sequence[str]] | None = None) -> Path:
+    """Write a 2-D or 3-D matrix as .npy (as is) or .csv (attention_csv: 3-D stacked head after head), the CSV's
+    rows and columns named by `labels` (query tokens, key tokens; positions where None)."""
     matrix = np.asarray(matrix)
     if _suffix(path, DATA_SUFFIXES) == ".npy":
         def write(temporary):
@@ -90,13 +93,28 @@ def save_matrix(matrix: np.ndarray, path: Path, header: str = "") -> Path:
             np.save(encoded, matrix)
             Path(temporary).write_bytes(encoded.getbuffer())
     else:
-        rows = matrix.reshape(-1, matrix.shape[-1]) if matrix.ndim == 3 else matrix
-        if matrix.ndim == 3:
-            header = f"{header} heads stacked: row h*{matrix.shape[1]}+q".strip()
+        queries, keys = labels or ([str(q) for q in range(matrix.shape[-2])], [str(k) for k in range(matrix.shape[-1])])
 
         def write(temporary):
-            np.savetxt(temporary, rows, delimiter=",", fmt="%.9g", header=header)
+            with open(temporary, "w", newline="", encoding="utf-8") as stream:
+                attention_csv(stream, matrix, queries, keys, header)
     return atomic_write(path, write)
+
+
+def attention_csv(stream, matrix: np.ndarray, queries: Sequence[str], keys: Sequence[str], corner: str = "") -> None:
+    """The one CSV of an attention map, which the window and `explorer export` both write: a header row of the key
+    tokens, then one row per query token, its token first (a 3-D stack of heads: the head's index before it, head
+    after head). Cells are quoted where a token holds a comma, a quote or a line break (Python's csv module);
+    numbers are the shortest text that reads back to the very same value in the matrix's own precision
+    (float32's 0.33333334, never a rounded 0.333333), and a masked score is -inf."""
+    writer = csv.writer(stream)             # rows end in \r\n (RFC 4180): a token "\r" alone is then quoted too
+    corner = f"{corner}: query \\ key" if corner else "query \\ key"     # what the rows and columns are
+    stacked = matrix.ndim == 3
+    writer.writerow((["head"] if stacked else []) + [corner, *keys[: matrix.shape[-1]]])
+    for head, rows in enumerate(matrix if stacked else [matrix]):
+        lead = [str(head)] if stacked else []
+        for query, row in zip(queries, rows):
+            writer.writerow(lead + [query, *row.astype(str).tolist()])
 
 
 def write_text(path: Path, text: str, suffixes: tuple[str, ...] = (".csv",)) -> Path:
@@ -115,6 +133,13 @@ def raw_attention(trace: Trace, layer: int, head: int | str, step: int | None = 
     else:
         stack = np.stack([trace.attention_head(layer, h, step, cross) for h in heads])   # only the heads asked for
     return stack if head == "all" else stack[0]
+
+
+def token_labels(trace: Trace, shape: tuple[int, int], cross: bool = False) -> tuple[list[str], list[str]]:
+    """The tokens of a (T_q, T_kv) map's rows and columns as the tokenizer shows them, whole (a figure's ticks
+    are cut short: views.maps.axis_labels): a cross-attention map's keys are the encoder's source tokens."""
+    source = trace.encoder.token_text if cross and trace.encoder is not None else trace.token_text
+    return list(trace.token_text[: shape[0]]), list(source[: shape[1]])
 
 
 # ----- images ------------------------------------------------------------------------------
@@ -173,7 +198,9 @@ def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str
         if layer == "all":
             raise ExportError(f"Cannot export {path}: raw matrices need one layer, not 'all'.")
         matrix = raw_attention(trace, int(layer), head, step, values, cross)
-        return save_matrix(matrix, path, header=f"{values} layer {layer} head {head}")
+        heads = "" if head == "all" else f", head {head}"
+        return save_matrix(matrix, path, header=f"{values}, layer {layer}{heads}",
+                           labels=token_labels(trace, matrix.shape[-2:], cross))
     size = size or default_size(trace.model, layer, head)
     check_image_size(*size)                         # before anything is drawn (views.image_limits)
     figure = attention_figure(trace, layer, head, size[0], size[1], step, values, log, cross, theme, picture,

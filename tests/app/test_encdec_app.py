@@ -14,6 +14,7 @@ from explorer.app.panels import AttentionPanel, KVCachePanel, MaskPanel, QKVPane
 from explorer.app.panels.mask import MASKED, NEW_ROW
 from explorer.app.state.session import Session
 from explorer.views import trace_views
+from tests.app.csv_maps import read_map
 from tests.app.shared_window import make, settle
 
 TRANSLATOR = Path(__file__).resolve().parents[2] / "resources" / "models" / "translate-en-zh"
@@ -127,7 +128,7 @@ def test_export_writes_the_cross_map_as_npy_csv_and_png(qtbot, tmp_path, transla
     saved = np.load(tmp_path / "cross.npy")
     assert saved.shape == (7, 5) and np.allclose(saved, trace.attention(2, cross=True)[0])
     export.export_attention(view.trace, tmp_path / "cross.csv", 2, "all", cross=view.cross)
-    assert np.loadtxt(tmp_path / "cross.csv", delimiter=",").shape == (4 * 7, 5)
+    assert read_map(tmp_path / "cross.csv")[0].shape == (4 * 7, 5)
     export.export_attention(view.trace, tmp_path / "cross.png", 2, 0, cross=True, size=(400, 300))
     from PySide6.QtGui import QImage
 
@@ -259,7 +260,7 @@ def test_the_export_command_writes_cross_and_encoder_attention_of_a_translation(
     assert cross.shape == (4, 12, 8)                  # heads × (<s> + 11 target tokens) × (<2zh> + 7 source tokens)
     assert np.allclose(cross.sum(axis=-1), 1.0, atol=1e-4)
     assert cli.main([*run, "--attention", "encoder", "--head", "0", "-o", str(tmp_path / "encoder.csv")]) == 0
-    assert np.loadtxt(tmp_path / "encoder.csv", delimiter=",").shape == (8, 8)
+    assert read_map(tmp_path / "encoder.csv")[0].shape == (8, 8)
     assert cli.main([*run, "--attention", "cross", "--head", "0", "-o", str(tmp_path / "cross.png")]) == 0
     assert cli.main(["export", "--model", str(TRANSLATOR), "--prompt", "x", "--attention", "cross",
                      "--layer", "9", "-o", str(tmp_path / "bad.npy")]) == 2

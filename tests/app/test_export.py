@@ -13,6 +13,7 @@ from explorer.core.errors import ExplorerError
 from explorer.drawing import export
 from explorer.drawing.figures import attention_figure
 from explorer.views.maps import short_label
+from tests.app.csv_maps import read_map
 from tests.app.synthetic_trace import build_trace
 
 VIRIDIS_TOP = QColor("#fde725")     # the colour of weight 1.0
@@ -67,14 +68,14 @@ def test_csv_and_npy_round_trip_the_trace_matrix(qtbot, tmp_path, trace):
     weights = trace.attention(1)[2]
     export.export_attention(trace, tmp_path / "a.csv", 1, 2)
     export.export_attention(trace, tmp_path / "a.npy", 1, 2)
-    assert np.allclose(np.loadtxt(tmp_path / "a.csv", delimiter=","), weights, atol=1e-8, rtol=1e-6)
+    assert np.allclose(read_map(tmp_path / "a.csv")[0], weights, atol=1e-8, rtol=1e-6)
     assert np.array_equal(np.load(tmp_path / "a.npy"), weights)
     export.export_attention(trace, tmp_path / "all.npy", 0, "all", step=1)
     assert np.array_equal(np.load(tmp_path / "all.npy"), trace.attention(0, upto_step=1))
     export.export_attention(trace, tmp_path / "s.csv", 0, 0, values="scores")
     scores = trace.scores(0, 0)
     assert np.isneginf(scores).any()
-    assert np.allclose(np.loadtxt(tmp_path / "s.csv", delimiter=","), scores, rtol=1e-6)
+    assert np.allclose(read_map(tmp_path / "s.csv")[0], scores, rtol=1e-6)
 
 
 def test_unwritable_paths_raise_one_sentence(qtbot, tmp_path, trace):
