@@ -22,7 +22,7 @@ from explorer.app.panels.base import Panel, decoder_view_unavailable
 from explorer.app.panels.derivation_text import derivation_html
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import BlockWalkJob, OutputWeightsJob
-from explorer.app.widgets.adaptive import square_placement
+from explorer.app.widgets.adaptive import kept_shares, square_placement
 from explorer.app.widgets.asking import Asker
 from explorer.app.widgets.block_text import block_html
 from explorer.app.widgets.grid_filler import Background
@@ -79,6 +79,11 @@ class DerivationPanel(Panel):
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([660, 560])
         self.splitter.installEventFilter(self)       # the plots arranged for the room the splitter has
+        # The shares a person dragged each splitter to, with its orientation then: kept at later resizes while it
+        # lies that way. splitterMoved comes of a drag only, never of _arrange's own setSizes.
+        self.hand: dict[str, tuple[Qt.Orientation, tuple[float, ...]]] = {}
+        self.splitter.splitterMoved.connect(lambda _position, _index: self._on_dragged("outer", self.splitter))
+        self.plots.splitterMoved.connect(lambda _position, _index: self._on_dragged("inner", self.plots))
         self.axes_px = dict(AXES_PX)                 # measured once drawn (_measure_axes)
         self._measured = False                       # the map's axes measured since its labels last changed
         self.body.addWidget(self.splitter, 1)
@@ -271,27 +276,54 @@ class DerivationPanel(Panel):
     def _arrange(self, width: int, height: int) -> None:
         """The map the largest square view the splitter's room gives it (adaptive.square_placement), the q·k bars
         beside or under it where that costs the map little, the text the rest (at least TEXT_LEAST_PX); the map
-        given up where it has no VIEW_PX. A function of the room alone: shrunk to the window's least and grown
-        back, the map at 1366 x 768 kept 118 px of its 360 under the bars, and at 1920 x 1080 it was a 260 x 900 px
-        column of oblong cells."""
+        given up where it has no VIEW_PX. A function of the room alone, but for the shares a person dragged a
+        splitter to (_kept): shrunk to the window's least and grown back, the map at 1366 x 768 kept 118 px of its
+        360 under the bars, and at 1920 x 1080 it was a 260 x 900 px column of oblong cells."""
         room, handles = (width, height), (self.splitter.handleWidth(), self.plots.handleWidth())
-        placed = square_placement(room, handles, (self.axes_px["map"], self.axes_px["bars"]), VIEW_PX + MARGIN_PX,
+        least = VIEW_PX + MARGIN_PX
+        placed = square_placement(room, handles, (self.axes_px["map"], self.axes_px["bars"]), least,
                                   TEXT_LEAST_PX, PARTS[0] / sum(PARTS))
         self.plots.setVisible(placed is not None)
         if placed is None:
             return
         self.products_view.setVisible(placed.inner != "alone")
         beside = placed.outer == "beside"
-        self.splitter.setOrientation(Qt.Orientation.Horizontal if beside else Qt.Orientation.Vertical)
-        along = width if beside else height
-        self.splitter.setSizes([placed.part, max(0, along - handles[0] - placed.part)])
+        orientation = Qt.Orientation.Horizontal if beside else Qt.Orientation.Vertical
+        self.splitter.setOrientation(orientation)
+        along = (width if beside else height) - handles[0]
+        plots_least = self._least_px("map", beside) + (
+            handles[1] + self._least_px("bars", beside) if placed.inner == placed.outer else 0)
+        part = self._kept("outer", orientation, along, placed.part, (plots_least, TEXT_LEAST_PX))
+        self.splitter.setSizes([part, max(0, along - part)])
         if placed.inner != "alone":
             inner_beside = placed.inner == "beside"
-            self.plots.setOrientation(Qt.Orientation.Horizontal if inner_beside else Qt.Orientation.Vertical)
-            length = (placed.part if beside else width) if inner_beside else (height if beside else placed.part)
-            self.plots.setSizes([placed.first, max(0, length - handles[1] - placed.first)])
+            inner = Qt.Orientation.Horizontal if inner_beside else Qt.Orientation.Vertical
+            self.plots.setOrientation(inner)
+            length = ((part if beside else width) if inner_beside else (height if beside else part)) - handles[1]
+            floors = (self._least_px("map", inner_beside), self._least_px("bars", inner_beside))
+            first = max(floors[0], min(placed.first, length - floors[1]))      # the bars' room where a drag took it
+            first = self._kept("inner", inner, length, first, floors)
+            self.plots.setSizes([first, max(0, length - first)])
         if not self._measured and self.map is not None and self.view.isVisible():
             QTimer.singleShot(0, self, self._measure_axes)       # drawn while given up: its axes as laid out now
+
+    def _least_px(self, plot: str, across: bool) -> int:
+        """The least px of `plot` ("map" or "bars") across (else down): its axes and a view of VIEW_PX."""
+        return self.axes_px[plot][0 if across else 1] + VIEW_PX + MARGIN_PX
+
+    def _kept(self, splitter: str, orientation: Qt.Orientation, room: int, placed: int, least: tuple[int, int]) -> int:
+        """The first part of `splitter` ("outer" or "inner") in `room` px: `placed`, or where a person dragged it
+        lying this way, the share they left (adaptive.kept_shares), each part raised to its `least`."""
+        hand = self.hand.get(splitter)
+        if hand is None or hand[0] != orientation:
+            return placed
+        return kept_shares(room, hand[1], least)[0]
+
+    def _on_dragged(self, name: str, splitter: QSplitter) -> None:
+        """A person's drag of a splitter's handle: the shares it left are kept at every later resize."""
+        sizes = splitter.sizes()
+        if len(sizes) == 2 and min(sizes) >= 0 and sum(sizes) > 0:
+            self.hand[name] = (splitter.orientation(), (sizes[0] / sum(sizes), sizes[1] / sum(sizes)))
 
     def _measure_axes(self) -> None:
         """Each plot's axes, title and margins as drawn (its widget less its view), for _arrange; arranged again
