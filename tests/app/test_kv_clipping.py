@@ -4,9 +4,10 @@ as on a first start): nothing of them is cut by accident (drive 14, findings 6 a
 - KV lab ▸ Cache per variant: every row of a SmolLM2-shaped model's variant table is in sight, every plot's
   "tokens" axis title is, the tab does not scroll, and the model's name before "Open config…" is whole. At 1920
   the lab's bottom dock showed one row of six and cut the axis titles at the bottom.
-- KV lab ▸ What-if: while converting, the progress bar's text is one line within the bar (it wrapped to two,
-  "32% decoding both models"); after, the steps table shows every column without a horizontal scroll bar and the
-  maps' titles are whole ("original: layer 0…").
+- KV lab ▸ What-if: while converting, the progress words (drawn beside the bar, not on it) are one line within
+  their label, elided with "…" and whole in its tooltip (on the bar they wrapped to two, "32% decoding both
+  models"), and the bar's text is the whole of them at any width, the share and the stage; after, the steps
+  table shows every column without a horizontal scroll bar and the maps' titles are whole ("original: layer 0…").
 - KV cache: the per-layer plot's title is whole ("KiB per layer in use (allocated:…" at 1366); a shortened
   wording keeps the allocation in its tooltip.
 
@@ -22,7 +23,7 @@ import pyqtgraph as pg
 import pytest
 from PySide6.QtCore import QRect
 from PySide6.QtGui import QFontMetrics, QRegion
-from PySide6.QtWidgets import QApplication, QStyle, QStyleOptionProgressBar
+from PySide6.QtWidgets import QApplication
 
 from explorer.app.panels.base import Panel
 from explorer.app.window.learn_placement import open_on_first_start
@@ -126,15 +127,24 @@ def test_the_kv_cache_titles_are_whole_and_the_shortened_one_says_the_rest(launc
     assert "allocated" in title.text or "allocated" in title.toolTip(), (title.text, title.toolTip())
 
 
-def bar_text_problem(bar) -> str | None:
-    """Why the progress bar's text is not on one line within the bar (None: it is)."""
-    option = QStyleOptionProgressBar()
-    bar.initStyleOption(option)
-    room = bar.style().subElementRect(QStyle.SubElement.SE_ProgressBarLabel, option, bar)
-    width = QFontMetrics(bar.font()).horizontalAdvance(bar.text())
-    if width > room.width():
-        return f"{bar.text()!r} is {width} px in a {room.width()} px bar"
+def words_problem(bar) -> str | None:
+    """Why the progress words beside the bar (what is drawn of them) are not one line within their label, or not
+    whole somewhere (None: they are)."""
+    words, metrics = bar.words, QFontMetrics(bar.words.font())
+    drawn, room = words.shown(), words.contentsRect()
+    if metrics.horizontalAdvance(drawn) > room.width():
+        return f"{drawn!r} is {metrics.horizontalAdvance(drawn)} px in a {room.width()} px label"
+    if metrics.height() > room.height():
+        return f"a {room.height()} px label for a {metrics.height()} px line"
+    if drawn != words.text() and words.toolTip() != words.text():
+        return f"{words.text()!r} is drawn {drawn!r} with no whole tooltip"
     return None
+
+
+def bar_text(bar) -> str:
+    """The bar's format with its share done spelled out as Qt's %p is: the whole text, the words and the stage."""
+    share = round(100 * (bar.value() - bar.minimum()) / max(bar.maximum() - bar.minimum(), 1))
+    return bar.format().replace("%p", str(share))
 
 
 @pytest.mark.usefixtures("store_home")
@@ -151,8 +161,9 @@ def test_the_what_if_progress_table_and_titles_fit(qtbot, tmp_path, monkeypatch,
         bar = lab.progress
         qtbot.waitUntil(lambda: bar.format().startswith("%p% ") and "starting" not in bar.format(), timeout=60000)
         stage = bar.format()[4:]
-        assert bar_text_problem(bar) is None, bar_text_problem(bar)
-        assert stage in bar.text() or stage in bar.toolTip(), f"the stage {stage!r} is said nowhere"
+        assert words_problem(bar) is None, words_problem(bar)
+        assert stage in bar.words.shown() or stage in bar.words.toolTip(), f"the stage {stage!r} is said nowhere"
+        assert bar.text() == bar_text(bar), f"the bar's text {bar.text()!r} is not its whole {bar_text(bar)!r}"
         journey.act("cancelling the conversion", lab.cancel_button.click)
 
         lab.steps_box.setValue(12)
@@ -175,7 +186,7 @@ def test_the_what_if_progress_table_and_titles_fit(qtbot, tmp_path, monkeypatch,
         for heatmap in (lab.original_map, lab.converted_map):
             box = maps.mapFromScene(heatmap.plot.getViewBox().sceneBoundingRect()).boundingRect()
             assert min(box.width(), box.height()) >= 120, f"a {box.width()}x{box.height()} map"
-        assert bar_text_problem(bar) is None, bar_text_problem(bar)
+        assert words_problem(bar) is None, words_problem(bar)
 
 
 def test_the_variant_table_is_the_plots_legend(launched):

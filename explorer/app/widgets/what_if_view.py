@@ -25,8 +25,6 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSpinBox,
     QSplitter,
-    QStyle,
-    QStyleOptionProgressBar,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -87,12 +85,10 @@ def result_summary(result) -> str:
 class StageBar(QProgressBar):
     """A progress bar whose format is "%p% <stage>", its words drawn beside it in `words` (a LineLabel: elided
     with "…", whole in its tooltip), not on it: Fusion centres a bar's text, and the chunk growing under it hid
-    the first digit ("30%" read "80%" beside Learn at 1366 px, issue 22). `text()` is the percentage alone where
-    the whole would not fit the bar's one line; `format()` keeps the whole."""
+    the first digit ("30%" read "80%" beside Learn at 1366 px, issue 22)."""
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self._measuring = False
         self.setTextVisible(False)
         self.words = LineLabel()
         self.words.setMinimumWidth(self.words.fontMetrics().horizontalAdvance("100%…"))   # the share always whole
@@ -105,21 +101,7 @@ class StageBar(QProgressBar):
         self._say()
 
     def _say(self) -> None:
-        self.words.setText(QProgressBar.text(self))          # the whole: the label elides what it cannot show
-
-    def text(self) -> str:
-        whole = super().text()
-        if self._measuring or " " not in whole:
-            return whole
-        self._measuring = True                  # the style's option asks text() again
-        try:
-            option = QStyleOptionProgressBar()
-            self.initStyleOption(option)
-            room = self.style().subElementRect(QStyle.SubElement.SE_ProgressBarLabel, option, self).width()
-        finally:
-            self._measuring = False
-        margin = 2 * self.style().pixelMetric(QStyle.PixelMetric.PM_DefaultFrameWidth, None, self) + 4
-        return whole if self.fontMetrics().horizontalAdvance(whole) + margin <= room else whole.split(" ", 1)[0]
+        self.words.setText(self.text())          # the whole: the label elides what it cannot show
 
 
 class WhatIfView(QWidget):
