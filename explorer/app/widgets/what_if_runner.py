@@ -14,6 +14,9 @@ from explorer.app.thread.requests import WhatIfJob
 from explorer.app.widgets.model_call import Executor, ModelCall
 from explorer.app.widgets.what_if_view import WhatIfView
 
+CANCELLED_BECAUSE = "Conversion cancelled: "     # how the runner's own cancel for a reason (cancel_because) begins
+CANCELLED_ENDING = "conversion was cancelled."   # how the model thread's cancel ends (convert.ConversionCancelled)
+
 
 def what_if_job(variant: str, steps: int, prompt_ids: np.ndarray) -> WhatIfJob:
     """The conversion as a named model job, run by core_api: job(loaded, progress, cancel) -> convert.WhatIf."""
@@ -59,7 +62,7 @@ class WhatIfRunner(ModelCall):
         the model thread drops the job itself (a Load supersedes it) but reached its next check only seconds
         later, the view reading "Converting… 1 %" with Cancel live while the Model box named another model."""
         if self.running:
-            self.abandon(f"Cancelled: {why}, so the conversion was cancelled.")
+            self.abandon(f"{CANCELLED_BECAUSE}{why}.")
 
     @property
     def cancelling(self) -> bool:
@@ -83,7 +86,7 @@ class WhatIfRunner(ModelCall):
             self.abandon("The conversion was cancelled.")
 
     def _show_failure(self, message: str) -> None:
-        cancelled = message.lower().endswith("conversion was cancelled.")     # said, not an error
+        cancelled = message.startswith(CANCELLED_BECAUSE) or message.lower().endswith(CANCELLED_ENDING)   # not an error
         self.view.show_no_result(self.variant, message if cancelled else "the conversion failed.")
         if not cancelled:
             self.view.error_line.show_error(message)
