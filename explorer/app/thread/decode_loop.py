@@ -82,6 +82,11 @@ class DecodeLoop:
                           LogitLens: self._logit_lens, Candidates: self._candidates, ModelJob: self._model_job,
                           Sync: lambda request: None, Unload: self._unload}
 
+    @property
+    def seq(self) -> int:
+        """The seq of the request running (-1 before the first); read on this thread only."""
+        return self._seq
+
     def run_forever(self) -> None:
         try:
             self._emit.devices_found.emit(self._core.available_devices())

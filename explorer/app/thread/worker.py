@@ -160,7 +160,7 @@ class ModelWorker(QObject):
     # ----- a model switched to --------------------------------------------------------
     def _on_switched(self, summary) -> None:
         """On the model thread, as the Load that switched models ends: its seq is the request running."""
-        self._loaded_as.emit(summary, self._loop._seq)   # the loop's seq of the request running (read here only)
+        self._loaded_as.emit(summary, self._loop.seq)
 
     @Slot(object, int)
     def _on_loaded_as(self, summary, seq: int) -> None:
