@@ -23,10 +23,12 @@ from PySide6.QtCore import QBuffer, QByteArray, QIODevice
 from explorer.core import files
 from explorer.core.errors import ExplorerError
 from explorer.core.trace import Trace
-from explorer.drawing.colours import printed
-from explorer.drawing.figures import attention_figure
+from explorer.drawing.colours import figure_colours, printed
+from explorer.drawing.figures import attention_figure, lay_out
+from explorer.drawing.heatmap_axes import text_px
 from explorer.drawing.vector_cells import baked_strokes, page_coordinates, vector_cells
 from explorer.views.image_limits import check_image_size
+from explorer.views.maps import short_label
 
 IMAGE_SUFFIXES = (".png", ".svg")
 DATA_SUFFIXES = (".csv", ".npy")
@@ -182,12 +184,12 @@ def default_size(model, layer: int | str, head: int | str) -> tuple[int, int]:
 def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str, step: int | None = None,
                      values: str = "weights", log: bool = False, cross: bool = False,
                      size: tuple[int, int] | None = None, theme: str = "light", picture=None,
-                     text_scale: float = 1.0) -> Path:
+                     text_scale: float = 1.0, caption: str = "") -> Path:
     """One head, all heads of a layer (`head="all"`) or the full grid (`layer="all"`) to any format;
     images in the figure `theme` (light, print-ready, or dark; see explorer.views.figure_text.FIGURE_COLOURS),
     their text `text_scale` times its size for the image (File ▸ Export Figure Text Size).
     One head's image draws `picture` (figures.head_picture) where it is computed already; `size` None is
-    default_size's."""
+    default_size's; an image's `caption` (a frame's step, step_caption) is drawn under the map."""
     path = Path(path)
     if not trace or not trace.steps:
         raise ExportError(f"Cannot export {path}: there is no trace yet; run the model first.")
@@ -205,6 +207,8 @@ def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str
     check_image_size(*size)                         # before anything is drawn (views.image_limits)
     figure = attention_figure(trace, layer, head, size[0], size[1], step, values, log, cross, theme, picture,
                               text_scale)
+    if caption:
+        add_caption(figure, caption, size, theme)
     try:
         return save_figure(figure, path, *size)
     finally:
@@ -212,15 +216,38 @@ def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str
         figure.deleteLater()
 
 
+def step_caption(trace: Trace, step: int) -> str:
+    """What a frame of every step says it shows: "step 3 of 8 · '␣cat'" (the token fed at that step, as the
+    tokenizer shows it), "step 0 of 8 · the prompt, 6 tokens" for the prefill."""
+    record = trace.steps[step]
+    fed = (f"'{short_label(record.token_text[0], 24)}'" if record.n_new == 1 and record.token_text
+           else f"the prompt, {record.n_new} tokens")
+    return f"step {step} of {trace.n_steps - 1} · {fed}"
+
+
+def add_caption(figure, caption: str, size: tuple[int, int], theme: str) -> None:
+    """`caption` on a line of its own under the whole figure, at its title's size, and the figure laid out
+    again at `size`: an animation's frames (and the numbered ones) each name their step, where the map alone
+    left a viewer to count rows."""
+    layout = figure.ci.layout
+    title = figure.ci.getItem(0, 0)
+    px = text_px(title.item) if hasattr(title, "item") else 14
+    with figure_colours(theme):
+        figure.addLabel(caption, row=layout.rowCount(), col=0, colspan=max(1, layout.columnCount()), size=f"{px}px")
+    lay_out(figure, *size, theme)
+
+
 def export_frames(trace: Trace, path: Path, layer: int | str, head: int | str, **options) -> list[Path]:
-    """'Export every step': `frame.png` becomes frame_0000.png, frame_0001.png, ... one per step."""
+    """'Export every step': `frame.png` becomes frame_0000.png, frame_0001.png, ... one per step, each captioned
+    with its step (step_caption)."""
     path = Path(path)
     _suffix(path, IMAGE_SUFFIXES + DATA_SUFFIXES)
     check_writable(path)
     written = []
     for step in range(trace.n_steps):
         frame = path.with_name(f"{path.stem}_{step:04d}{path.suffix}")
-        written.append(export_attention(trace, frame, layer, head, step=step, **options))
+        written.append(export_attention(trace, frame, layer, head, step=step, caption=step_caption(trace, step),
+                                        **options))
     return written
 
 

@@ -43,7 +43,9 @@ def test_an_mp4_has_a_frame_per_step_each_its_gif_frame_within_the_codec(qtbot, 
 
 def test_an_odd_size_is_padded_to_even_sides_not_scaled(qtbot, trace, tmp_path):
     odd = (241, 199)
-    static = read_frame(export.export_attention(trace, tmp_path / "last.png", 1, 2, size=odd))
+    last = trace.n_steps - 1                     # the last frame, its step named under it as every frame
+    static = read_frame(export.export_attention(trace, tmp_path / "last.png", 1, 2, step=last, size=odd,
+                                                caption=export.step_caption(trace, last)))
     frames = read_animation(export_animation(trace, tmp_path / "odd.mp4", 1, 2, size=odd))
     assert frames.shape == (trace.n_steps, odd[1] + 1, odd[0] + 1, 3)
     assert mean_difference(frames[-1][: odd[1], : odd[0]], static) < 4.0       # the picture in place, unscaled

@@ -131,7 +131,8 @@ def export_animation(trace: Trace, path: Path, layer, head, frame_ms: int = FRAM
     check_target(path, trace)
 
     def draw(step: int, frame: Path) -> Path:
-        return export.export_attention(trace, frame, layer, head, step=step, **options)
+        return export.export_attention(trace, frame, layer, head, step=step, caption=export.step_caption(trace, step),
+                                       **options)
     return write_animation(path, frame_count(trace), draw, frame_ms, progress, cancelled)
 
 
