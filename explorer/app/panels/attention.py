@@ -119,6 +119,7 @@ class AttentionPanel(Panel):
         self.mosaic: Mosaic | None = None
         self._drawn_large = None
         self._drawn_grid = None
+        self._revealed_tile = None                         # (kind, layer, head or None: the mean) scrolled to
 
     # ----- settings the exports reuse ------------------------------------------------
     @property
@@ -190,6 +191,10 @@ class AttentionPanel(Panel):
                          "encoder": (selection.source, selection.source)}[view.kind]
         self.large.highlight(rows, columns)
         self._outline_grid(selection, layer)
+        tile = (view.kind, layer, None if self.mean_heads else selection.head)
+        if tile != self._revealed_tile:      # a head chosen anywhere (the shared selection) scrolled into sight
+            self._revealed_tile = tile
+            self.grid_scroll.reveal(self.grid.tile_box)
 
     def _outline_grid(self, selection: Selection, layer: int) -> None:
         """Outline the selected head's tile in the grid (the layer's row of tiles for the mean)."""
@@ -274,7 +279,7 @@ class AttentionPanel(Panel):
     def forget(self) -> None:
         """Nothing drawn from another model or run: its maps, the grid, the cell under the pointer."""
         self.matrix = self.view = self.mosaic = None
-        self._drawn_large = self._drawn_grid = None
+        self._drawn_large = self._drawn_grid = self._revealed_tile = None
         for heatmap in (self.large, self.grid):
             heatmap.clear()
             heatmap.plot.setTitle(None)              # no title row: a short map has none

@@ -17,6 +17,7 @@ from explorer.app.widgets.kv_occupancy import MIN_PLOT_PX
 MATRIX_PX = 260              # a matrix's width in one row: its 120 px view, token labels and colour bar
 MATRIX_ROW_PX = 175          # a row's height: its 120 px view, title and column numbers (until one is measured)
 MIN_TILE_PX = 48             # a tile of the all-heads grid, each way: MiniLM's 12 heads beside Learn were 11 x 62 px
+REVEAL_MARGIN_PX = 4         # room kept around a tile scrolled into sight, so its outline is not at the edge
 
 
 class MapGrid(QScrollArea):
@@ -117,6 +118,8 @@ class TileScroll(QScrollArea):
         self._fitted: tuple | None = None           # (tiles, font, room, cells) the view was last sized for
         self._squeezed: tuple | None = None         # the view's size against its least, last laid out for
         self._legend_fitted: tuple | None = None
+        self._revealed = None                       # the item kept in sight (reveal)
+        self._reveal_due = False
         view.viewport().installEventFilter(self)    # the wheel scrolls the tiles (Ctrl+wheel zooms the view)
 
     def eventFilter(self, watched, event) -> bool:
@@ -141,9 +144,35 @@ class TileScroll(QScrollArea):
         self._tiles = (plot, tiles, cells)
         self._lay_out()
 
+    def reveal(self, item) -> None:
+        """Scroll `item` (a QGraphicsRectItem of the view's scene: the selected head's outline) into sight once control
+        is back in the event loop, and again whenever the tiles' view is resized (laid out anew, a first raise),
+        where they scroll; a scroll by hand is left alone until then."""
+        self._revealed = item
+        if not self._reveal_due:
+            self._reveal_due = True
+            QTimer.singleShot(0, self, self._reveal_now)
+
+    def _reveal_now(self) -> None:
+        self._reveal_due = False
+        item = self._revealed
+        if item is None or not item.isVisible() or not self.isVisible():
+            return
+        view = self.view
+        # its rect, not its bounding rect: a cosmetic pen's width is counted there in data units, a cell a side
+        rect = view.mapFromScene(item.mapRectToScene(item.rect())).boundingRect().translated(view.viewport().pos())
+        if rect.isEmpty():
+            return
+        centre = rect.center()                      # in the view's px, which are the scroll area's content px
+        self.ensureVisible(centre.x(), centre.y(), rect.width() // 2 + REVEAL_MARGIN_PX,
+                           rect.height() // 2 + REVEAL_MARGIN_PX)
+
     def _on_box_resized(self, box) -> None:
         """An axis grew once its labels were drawn (pyqtgraph sizes them as it paints them), squeezing the view
-        under the size its tiles were given: laid out again once control is back in the event loop."""
+        under the size its tiles were given: laid out again once control is back in the event loop. The tile
+        kept in sight (reveal) moved with the view: scrolled to again."""
+        if self._revealed is not None:
+            self.reveal(self._revealed)
         squeezed = (round(box.width() - box.minimumWidth()), round(box.height() - box.minimumHeight()))
         if squeezed != (0, 0) and squeezed != self._squeezed:       # once for each change, never in a loop
             self._squeezed, self._fitted = squeezed, None

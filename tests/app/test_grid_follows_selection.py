@@ -1,0 +1,86 @@
+"""The Attention panel's grid of every head scrolls the selected head's tile into sight whenever the shared selection
+changes, wherever it was changed (issue 22): choosing a head in Why this token selected it, but in a grid that
+scrolls (SmolLM2's 30 layers x 9 heads at 1366x768) its tile stayed out of sight.
+
+Expectation: the tile's corners, from the mosaic's own tile origin and shape mapped through the grid's ViewBox to the
+scroll area's viewport, lie inside the viewport (rounding of a px allowed).
+"""
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QPointF, QRectF, QSize
+
+from explorer.app.panels.attention import AttentionPanel
+from explorer.core import store
+from tests.app.screen_fit import SCREENS, emulated_screen, settle
+from tests.app.synthetic_trace import build_trace
+from tests.app.window_helpers import idle, new_window
+
+SMOLLM2 = store.pulled_path("smollm2-135m")          # looked up before a test's empty store
+PROMPT = "The capital of France is"
+FAR_HEADS = ((29, 8), (0, 0), (15, 8), (29, 0))      # last, first, the far right of a middle row, bottom left
+
+
+def tile_in_viewport(panel: AttentionPanel, layer: int, head: int) -> tuple[QRectF, QRectF]:
+    """The head's tile (its cells' outer edges) and the scroll area's viewport, both in the viewport's px."""
+    rows, columns = panel.mosaic.tile_shape
+    top, left = panel.mosaic.tile_origin(layer, head)
+    box, view = panel.grid.plot.getViewBox(), panel.grid_view
+    corners = [view.viewport().mapTo(panel.grid_scroll.viewport(), view.mapFromScene(box.mapViewToScene(point)))
+               for point in (QPointF(left - 0.5, top - 0.5), QPointF(left - 0.5 + columns, top - 0.5 + rows))]
+    return QRectF(QPointF(corners[0]), QPointF(corners[1])), QRectF(panel.grid_scroll.viewport().rect())
+
+
+def check_in_sight(qtbot, panel: AttentionPanel, layer: int, head: int, where: str) -> None:
+    def in_sight() -> None:
+        tile, viewport = tile_in_viewport(panel, layer, head)
+        assert viewport.adjusted(-1, -1, 1, 1).contains(tile), \
+            f"{where}: the tile of layer {layer}, head {head} is at {tile.getCoords()}, the viewport {viewport}"
+    qtbot.waitUntil(in_sight, timeout=5000)
+
+
+@pytest.mark.realmodel
+def test_a_head_selected_anywhere_is_scrolled_into_sight_in_the_main_window(qtbot, tmp_path, dialogs):
+    if SMOLLM2 is None:
+        pytest.skip("smollm2-135m is not pulled")
+    screen = SCREENS["1366x768"]
+    with emulated_screen(screen):
+        window = new_window(qtbot, tmp_path)
+        try:
+            window.resize(screen)
+            window.prompt.set_text(PROMPT)
+            window.open_model(str(SMOLLM2))
+            idle(qtbot, window, lambda: window.session.trace is not None)
+            panel = window.findChild(AttentionPanel)
+            window.docks["attention"].raise_()
+            qtbot.waitUntil(lambda: panel.mosaic is not None and panel.grid_view.isVisible())
+            settle(0.5)
+            scroll = panel.grid_scroll
+            assert (panel.mosaic.n_layers, panel.mosaic.n_heads) == (30, 9)
+            assert scroll.verticalScrollBar().maximum() > 0, "the grid fits: nothing to scroll to"
+            for layer, head in FAR_HEADS:
+                window.session.select(layer=layer, head=head)          # as Why this token's head list does
+                check_in_sight(qtbot, panel, layer, head, "1366x768")
+            why = window.docks["attribution"]                # Why this token, in front of the grid's tab group
+            why.show()
+            why.raise_()
+            settle(0.3)
+            window.session.select(layer=22, head=7)
+            window.docks["attention"].raise_()
+            check_in_sight(qtbot, panel, 22, 7, "1366x768, raised after a choice made behind Why this token")
+        finally:
+            window.close()
+
+
+def test_a_selected_head_is_scrolled_into_sight_in_a_small_panel(qtbot, open_panel):
+    """The same with a synthetic trace of 30 layers x 9 heads in a panel too small for the grid either way."""
+    trace = build_trace(n_layers=30, n_heads=9, n_kv_heads=3, prompt_len=6, steps=1)
+    panel = open_panel(AttentionPanel, trace.model, (700, 420))
+    panel.session.set_trace(trace)
+    settle(0.5)
+    assert panel.grid_scroll.verticalScrollBar().maximum() > 0, "the grid fits: nothing to scroll to"
+    for layer, head in FAR_HEADS:
+        panel.session.select(layer=layer, head=head)
+        check_in_sight(qtbot, panel, layer, head, "700x420")
+    panel.resize(QSize(760, 460))                         # laid out anew: the selected tile is kept in sight
+    check_in_sight(qtbot, panel, *FAR_HEADS[-1], "resized to 760x460")
