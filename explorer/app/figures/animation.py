@@ -54,13 +54,40 @@ class AnimationCancelled(export.ExportError):
     """The person cancelled the animation; nothing was written."""
 
 
+ENCODER_STEPS = "An encoder reads the whole text in one step: there is nothing to animate."
+ONE_STEP = ("The run has only its prompt (step 0), so an animation would be a single frame: decode a token or more "
+            "first (Step, Space).")
+
+
+def not_animated(trace: Trace | None, encoder_why: str) -> str:
+    """Why `trace` has nothing to animate, in one sentence ('' where it has): no trace, an encoder (`encoder_why`),
+    or a run of its prompt alone, whose animation wrote a single frame without a word."""
+    if trace is None or not trace.steps:
+        return "There is no run yet: run the model first."
+    if trace.model.is_encoder_only:
+        return encoder_why
+    return ONE_STEP if trace.n_steps < 2 else ""
+
+
 def offer_animation(action, trace: Trace | None, encoder_why: str) -> None:
     """Offer `action`, an animation of `trace`'s steps, only where there is something to animate: greyed while
-    there is no trace, and for an encoder, which reads its text in one pass, with `encoder_why` as its tooltip
-    (MiniLM's menus wrote a GIF of one frame, or asked for a file only to refuse it)."""
-    encoder = trace is not None and trace.model.is_encoder_only
-    action.setEnabled(trace is not None and bool(trace.steps) and not encoder)
-    action.setToolTip(encoder_why if encoder else "")
+    there is no trace, for an encoder, which reads its text in one pass (`encoder_why`), and for a run of its
+    prompt alone (ONE_STEP), the reason as its tooltip and status tip (MiniLM's menus wrote a GIF of one frame,
+    or asked for a file only to refuse it)."""
+    why = not_animated(trace, encoder_why)
+    action.setEnabled(not why)
+    tip = why if trace is not None and trace.steps else ""         # greyed without a trace: nothing to explain
+    action.setToolTip(tip)
+    action.setStatusTip(tip)
+
+
+def refused(parent, trace: Trace | None, encoder_why: str) -> bool:
+    """Whether an animation of `trace` is refused, said before any dialog asks for a file (an action triggered
+    while it was offered, its trace replaced since): the reason in the window's one error line."""
+    why = not_animated(trace, encoder_why)
+    if why:
+        export_dialogs.report_failure(parent, why)
+    return bool(why)
 
 
 def frame_count(trace: Trace) -> int:
@@ -146,6 +173,8 @@ def read_animation(path: Path) -> np.ndarray:
 
 def ask_and_export_animation(parent, trace: Trace, layer, head, **options) -> None:
     """Ask where and how large, then write the animation with a progress dialog that can cancel it."""
+    if refused(parent, trace, ENCODER_STEPS):
+        return
     path = export_dialogs.ask_path(parent, "Export an animation of decoding", f"attention_L{layer}_H{head}.gif",
                            ANIMATION_FILTERS)
     size = export_dialogs.ask_size(parent) if path is not None else None

@@ -22,7 +22,14 @@ from PySide6.QtGui import QFont, QFontMetricsF
 from PySide6.QtWidgets import QApplication
 
 from explorer.app.figures import export_dialogs
-from explorer.app.figures.animation import ANIMATION_FILTERS, FRAME_MS, check_target, with_progress, write_animation
+from explorer.app.figures.animation import (
+    ANIMATION_FILTERS,
+    FRAME_MS,
+    check_target,
+    refused,
+    with_progress,
+    write_animation,
+)
 from explorer.core import kv_variants
 from explorer.core.trace import Trace
 from explorer.core.units import human_bytes
@@ -201,7 +208,7 @@ def export_kv_animation(trace: Trace, path: Path, size: tuple[int, int] = export
 
 def ask_and_export_kv_animation(parent, trace: Trace, block_size: int = kv_variants.DEFAULT_BLOCK_SIZE) -> None:
     """Ask where and how large, then write the cache's animation under a progress dialog with Cancel."""
-    if trace is None or not trace.steps:
+    if refused(parent, trace, "An encoder keeps no KV cache: every token is seen at once."):
         return
     path = export_dialogs.ask_path(parent, "Export an animation of the KV cache", "kv_cache.gif", ANIMATION_FILTERS)
     size = export_dialogs.ask_size(parent) if path is not None else None

@@ -61,8 +61,7 @@ def export_actions(panel) -> list[QAction]:
 
 def offer_steps(action: QAction, trace) -> None:
     """Every step as an animation, offered where there are steps to animate (animation.offer_animation)."""
-    animated.offer_animation(action, trace, "An encoder reads the whole text in one step: there is nothing to "
-                                            "animate.")
+    animated.offer_animation(action, trace, animated.ENCODER_STEPS)
 
 
 def export_long(panel, view, layer: int | str, head: int | str, raw: bool, options: dict) -> None:
