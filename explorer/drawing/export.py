@@ -14,18 +14,22 @@ import csv
 import io
 import re
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+import pyqtgraph as pg
+import shiboken6
 from pyqtgraph.exporters import ImageExporter, SVGExporter
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice
+from PySide6.QtCore import QBuffer, QByteArray, QCoreApplication, QEvent, QIODevice, Qt
+from PySide6.QtGui import QTextOption
 
 from explorer.core import files
 from explorer.core.errors import ExplorerError
 from explorer.core.trace import Trace
 from explorer.drawing.colours import figure_colours, printed
 from explorer.drawing.figures import attention_figure, lay_out
-from explorer.drawing.heatmap_axes import text_px
+from explorer.drawing.heatmap_axes import FittingTitle, text_px
 from explorer.drawing.vector_cells import baked_strokes, page_coordinates, vector_cells
 from explorer.views.image_limits import check_image_size
 from explorer.views.maps import short_label
@@ -253,9 +257,10 @@ def export_frames(trace: Trace, path: Path, layer: int | str, head: int | str, *
 
 def save_widget(widget, path: Path, theme: str = "light") -> Path:
     """A panel as it looks on screen, at its size and text size on screen (the app's AS_SHOWN_TIP), in the
-    figure `theme`'s colours (explorer.drawing.colours.printed): PNG from `grab()`, SVG through QSvgGenerator."""
+    figure `theme`'s colours (explorer.drawing.colours.printed), its plot titles whole (whole_titles): PNG from
+    `grab()`, SVG through QSvgGenerator."""
     if _suffix(path, IMAGE_SUFFIXES) == ".png":
-        with printed(widget, theme):
+        with printed(widget, theme), whole_titles(widget):
             pixmap = widget.grab()
 
         def write(temporary):
@@ -269,10 +274,48 @@ def save_widget(widget, path: Path, theme: str = "light") -> Path:
             generator.setSize(widget.size())
             generator.setViewBox(widget.rect())
             generator.setTitle(getattr(widget, "title", "panel"))
-            with printed(widget, theme):
+            with printed(widget, theme), whole_titles(widget):
                 widget.render(generator)
             Path(temporary).write_text(baked_strokes(Path(temporary).read_text(encoding="utf-8")), encoding="utf-8")
     return atomic_write(path, write)
+
+
+@contextmanager
+def whole_titles(widget):
+    """While the picture is taken, every plot title that is cut with "…" to its plot's width on screen
+    (heatmap_axes.FittingTitle) is shown whole, wrapped onto as many centred lines as its width needs, its plot
+    laid out again beneath it; afterwards each is cut to fit again. A file has no tooltip to hold the rest: Why
+    this token's "every head, and each layer's FFN (colours…" was saved as it was cut."""
+    views = ([widget] if isinstance(widget, pg.GraphicsView) else []) + widget.findChildren(pg.GraphicsView)
+    titles = [item for view in views for item in view.items()
+              if isinstance(item, FittingTitle) and item.isVisible() and item.text and item.width() > 0]
+    for _ in range(3):              # wrapped, the plots make room for its lines; a column may change width then
+        changed = [title for title in titles if title.item.textWidth() != title.width()]
+        for title in changed:
+            _wrap_whole(title, title.width())
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+        if not changed:
+            break
+    try:
+        yield titles
+    finally:
+        for title in titles:
+            if shiboken6.isValid(title) and shiboken6.isValid(title.item):
+                _wrap_whole(title, None)
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+
+
+def _wrap_whole(title: FittingTitle, width: float | None) -> None:
+    """`title`'s whole text wrapped, centred, at `width`; None: on one line, cut to its width again."""
+    option = QTextOption(title.item.document().defaultTextOption())
+    option.setAlignment(Qt.AlignmentFlag.AlignHCenter if width else Qt.AlignmentFlag.AlignLeft)
+    title.item.document().setDefaultTextOption(option)
+    title.item.setTextWidth(width if width else -1)
+    title._fitting = bool(width)           # FittingTitle cuts nothing meanwhile (its _fit returns at once)
+    title._fitted = None
+    asked = title.opts.get("color")
+    title.setText(title.text, color=title._colour)
+    title.opts["color"] = asked            # the colour asked for, as FittingTitle keeps it
 
 
 def _check_indices(trace: Trace, layer, head) -> None:
