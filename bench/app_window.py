@@ -76,3 +76,16 @@ def load(app, window, errors, model: str, prompt: str | None) -> None:
     window.prompt.set_text(prompt or model_refs.default_prompt(model))
     window.open_model(model)
     wait(app, lambda: window.session.trace is not None and not window.worker.busy, errors, "the prefill")
+
+
+def tab_drawn(dock) -> bool:
+    """The dock's panel built, in sight and drawn, its drawing's parts all run: its own (Panel.drawing) and those of
+    its figures (any widgets.turns.Turns under it, such as the KV lab's bytes plots, built and drawn a part a turn
+    after the panel's drawing: not waited for, they ran in the next tab's raise and were counted there)."""
+    from explorer.app.widgets.turns import Turns
+
+    if not dock.built:
+        return False
+    panel = dock.widget()
+    return (getattr(panel, "is_shown", lambda: True)() and not getattr(panel, "_dirty", False)
+            and not any(turns.running for turns in panel.findChildren(Turns)))

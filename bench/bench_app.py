@@ -57,7 +57,7 @@ from bench.app_steps import (  # noqa: E402  (bench/ is found from the repositor
     long_step,
     step_to_repaint,
 )
-from bench.app_window import LONG_TEXT, TIMEOUT_S, close_window, load, open_window, wait  # noqa: E402
+from bench.app_window import LONG_TEXT, TIMEOUT_S, close_window, load, open_window, tab_drawn, wait  # noqa: E402
 
 
 # ----- the full grid ----------------------------------------------------------------------------
@@ -211,9 +211,7 @@ def tab_switches(app, window, errors, beat: Heartbeat) -> dict:
         for dock in group:
             t0 = time.perf_counter()
             dock.raise_()
-            wait(app, lambda: dock.built and getattr(dock.widget(), "is_shown", lambda: True)()
-                 and not getattr(dock.widget(), "_dirty", False) and not getattr(dock.widget(), "drawing", False),
-                 errors, f"the {names[dock]} tab")             # (drawing: a long drawing's parts still to run)
+            wait(app, lambda: tab_drawn(dock), errors, f"the {names[dock]} tab")      # its drawing's parts all run
             app.processEvents()
             dock.widget().repaint()
             painted = time.perf_counter()

@@ -4,12 +4,12 @@ Not a test: numbers, not verdicts.
     .venv/bin/python bench/bench_tab_raise.py [--model smollm2-135m] [--long-tokens 8000] [--tabs qkv,mask]
 
 The window (1600x1000, as bench_app.py opens it) runs a prompt of --long-tokens tokens, then raises each tab of
---tabs in turn for the first time and waits until its panel has drawn (its drawing's later parts too, Panel.drawing)
-and 0.3 s more. Per tab: `freeze_ms`, the longest gap of a 5 ms heartbeat timer (how long the window stopped
-answering, which a loaded machine stretches); `longest_gui_work_ms`, the longest GUI-thread CPU time between two
-beats (the most work the event loop did in one go, which the load hardly stretches); `parts`, the GUI CPU ms of the
-dock's build turn, of the panel's first drawing (the turn after) and of each later part (a turn of widgets.turns.Turns:
-the panel's drawing in parts, or a figure built or drawn a part a turn);
+--tabs in turn for the first time and waits until its panel has drawn (its drawing's later parts and its figures'
+too: app_window.tab_drawn) and 0.3 s more. Per tab: `freeze_ms`, the longest gap of a 5 ms heartbeat timer (how
+long the window stopped answering, which a loaded machine stretches); `longest_gui_work_ms`, the longest GUI-thread
+CPU time between two beats (the most work the event loop did in one go, which the load hardly stretches); `parts`,
+the GUI CPU ms of the dock's build turn, of the panel's first drawing (the turn after) and of each later part (a
+turn of widgets.turns.Turns: the panel's drawing in parts, or a figure built or drawn a part a turn);
 `gui_cpu_ms`, all of the raise's GUI CPU. Runs offscreen.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.app_window import close_window, load, open_window, wait  # noqa: E402  (bench/ from the repository root)
+from bench.app_window import close_window, load, open_window, tab_drawn, wait  # noqa: E402  (bench/ from the repository root)
 from bench.bench_app import run_long_prompt  # noqa: E402
 
 
@@ -60,8 +60,7 @@ def raise_tabs(app, window, errors, tabs: list[str]) -> dict:
         log.clear()
         t0, c0 = time.perf_counter(), time.thread_time()
         dock.raise_()
-        wait(app, lambda: dock.built and dock.widget().is_shown() and not dock.widget()._dirty
-             and not getattr(dock.widget(), "drawing", False), errors, f"the {name} tab")
+        wait(app, lambda: tab_drawn(dock), errors, f"the {name} tab")
         app.processEvents()
         dock.widget().repaint()
         painted = time.perf_counter()

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.app_window import close_window, load, open_window, wait  # noqa: E402  (bench/ from the repository root)
+from bench.app_window import close_window, load, open_window, tab_drawn, wait  # noqa: E402  (bench/ from the repository root)
 from bench.bench_app import run_long_prompt  # noqa: E402
 
 LONG_SPAN_S = 0.015          # a span with more GUI CPU than this is printed
@@ -70,8 +70,7 @@ def raise_once(app, window, errors, name: str, top: int) -> None:
     profiler = TurnProfiler()
     profiler.start()
     dock.raise_()
-    wait(app, lambda: dock.built and dock.widget().is_shown() and not dock.widget()._dirty
-         and not getattr(dock.widget(), "drawing", False), errors, f"the {name} tab")
+    wait(app, lambda: tab_drawn(dock), errors, f"the {name} tab")
     app.processEvents()
     dock.widget().repaint()
     calm = time.perf_counter() + 0.3
@@ -91,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--long-tokens", type=int, default=8000)
-    parser.add_argument("--tabs", default="kv_cache,atlas")
+    parser.add_argument("--tabs", default="kv_cache,attribution,kv_lab")
     parser.add_argument("--again", action="store_true", help="raise each tab a second time, after the next one")
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args(argv)

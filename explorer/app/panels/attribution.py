@@ -100,6 +100,9 @@ class AttributionPanel(Panel):
         self.asker = Asker(self, self._on_answer, self.error_line.show_error)
         self.result = None
         self.answered = None                # the key of the result drawn
+        # An answer come while the plots are built in turns (a first raise): drawn in a turn after theirs. Drawn as
+        # it came, it built the plots still to build and drew them in one turn (~80 ms of GUI work at 8,000 tokens).
+        self.waiting: tuple | None = None
         self.position: int | None = None
         self._tokens: list[int | None] = [None]
         self.set_formula("z_N = embed + Σ_{l,h} u·O_h W^O_h + Σ_l u·f_l + rest")
@@ -115,12 +118,17 @@ class AttributionPanel(Panel):
         return self.heads is not None
 
     def build_plots(self) -> Iterator[None]:
-        """The bars' plot, then the heads' map."""
+        """The bars' plot, then the heads' map, then, in a turn of its own, an answer that came meanwhile."""
         if self.bars is None:
             self._build_bars()
             yield
         if self.heads is None:
             self._build_heads()
+        if self.waiting is not None:
+            yield
+            waiting, self.waiting = self.waiting, None
+            if waiting is not None:
+                self._draw_answer(*waiting)
 
     def _build_bars(self) -> None:
         self.bars = self.view.addPlot(row=0, col=0)
@@ -182,7 +190,7 @@ class AttributionPanel(Panel):
             self.token_box.clear()
 
     def _clear_result(self) -> None:
-        self.result = self.answered = None
+        self.result = self.answered = self.waiting = None
         if self.heads is not None:
             self.bars.clear()
             self.heads.clear()
@@ -237,6 +245,13 @@ class AttributionPanel(Panel):
 
     # ----- drawing -------------------------------------------------------------------
     def _on_answer(self, key, result) -> None:
+        if not self.plots_built() and self.drawing:      # the plots are being built a turn each: drawn after them
+            self.waiting = (key, result)
+            return
+        self.waiting = None
+        self._draw_answer(key, result)
+
+    def _draw_answer(self, key, result) -> None:
         self.plots_now()
         self.result, self.answered = result, key
         self._draw_bars(result)

@@ -191,6 +191,7 @@ class VariantTable(QWidget):
         self.compare_button.setToolTip("open the four natively trained Shakespeare models and step one prompt in all")
         self.rows_hint = QLabel()                  # on the controls' line: it takes no row of the table's
         self.table = QTableWidget(0, len(COLUMNS))
+        self.filled: tuple | None = None           # (icon size, rows' cells) as last filled (fill)
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.verticalHeader().setVisible(False)
         placeholder = self.ranks_edit.placeholderText()
@@ -231,18 +232,25 @@ class VariantTable(QWidget):
         return [r for r in found if r > 0] or None
 
     def fill(self, rows) -> None:
-        """One line per kv_variants.VariantRow, the model's own variant in bold, each led by its curve's pen."""
-        self.table.setRowCount(len(rows))
+        """One line per kv_variants.VariantRow, the model's own variant in bold, each led by its curve's pen. Rows
+        the table already shows are not made again: a model's first drawing asked for the same rows twice (its
+        tokens set, then its shape), ~70 items and their icons each time."""
         line = self.fontMetrics().height()
-        self.table.setIconSize(QSize(2 * line, line))
+        icon = QSize(2 * line, line)
+        lines = [((row.variant.name + (" ★ native" if row.variant.native else "")),
+                  "—" if row.variant.kv_heads is None else row.variant.kv_heads, row.variant.elements_per_layer,
+                  human_bytes(row.bytes_per_token), human_bytes(row.bytes_total), f"{row.ratio_to_mha:.4f}")
+                 for row in rows]
+        shown = (icon, [(cells, row.variant.native) for cells, row in zip(lines, rows)])
+        if shown == self.filled and self.table.rowCount() == len(rows):
+            return
+        self.filled = shown
+        self.table.setRowCount(len(rows))
+        self.table.setIconSize(icon)
         pens = variant_pens([row.variant for row in rows])
-        for index, row in enumerate(rows):
-            native = row.variant.native
-            heads = "—" if row.variant.kv_heads is None else row.variant.kv_heads
-            cells = (row.variant.name + (" ★ native" if native else ""), heads, row.variant.elements_per_layer,
-                     human_bytes(row.bytes_per_token), human_bytes(row.bytes_total), f"{row.ratio_to_mha:.4f}")
+        for index, (cells, row) in enumerate(zip(lines, rows)):
             for column, value in enumerate(cells):
-                self.table.setItem(index, column, table_item(value, bold=native))
+                self.table.setItem(index, column, table_item(value, bold=row.variant.native))
             self.table.item(index, 0).setIcon(pen_icon(pens[index], self.table.iconSize()))
         self.table.resizeColumnsToContents()
 
