@@ -90,3 +90,30 @@ def test_the_kv_labs_first_drawing_fills_its_table_once_and_a_new_token_count_ag
     rows = kv.compare(shape, panel.tokens_box.value(), panel.dtype_box.currentText(), None)
     assert sum(items.values()) == len(rows) * columns
     assert [panel.table.item(i, 4).text() for i in range(len(rows))] == [human_bytes(r.bytes_total) for r in rows]
+
+
+def test_why_this_tokens_view_is_not_painted_half_built_on_its_first_raise(qtbot, session, traced_llama):
+    """Its two plots built a turn each, the view is painted once both are: a paint in between painted the bars'
+    plot alone, work thrown away a turn later."""
+    from PySide6.QtCore import QEvent, QObject
+
+    _, trace = traced_llama
+    panel = AttributionPanel(session)
+    panel.executor = [].append                       # no answer: the plots alone
+    painted = []
+
+    class Paints(QObject):
+        def eventFilter(self, watched, event):
+            if event.type() == QEvent.Type.Paint:
+                painted.append((panel.bars is not None, panel.heads is not None))
+            return False
+
+    paints = Paints()
+    panel.view.viewport().installEventFilter(paints)
+    panel.view.installEventFilter(paints)
+    session.set_trace(trace)
+    shown(qtbot, panel, SIZES["wide"])
+    qtbot.waitUntil(lambda: not panel.drawing, timeout=5000)
+    qtbot.wait(100)
+    assert (True, True) in painted, f"the built view was not painted: {painted}"
+    assert (True, False) not in painted, f"the view was painted with its bars' plot alone: {painted}"

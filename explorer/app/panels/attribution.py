@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pyqtgraph as pg
+import shiboken6
 from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
@@ -118,12 +119,21 @@ class AttributionPanel(Panel):
         return self.heads is not None
 
     def build_plots(self) -> Iterator[None]:
-        """The bars' plot, then the heads' map, then, in a turn of its own, an answer that came meanwhile."""
-        if self.bars is None:
-            self._build_bars()
-            yield
-        if self.heads is None:
-            self._build_heads()
+        """The bars' plot, then the heads' map, then, in a turn of its own, an answer that came meanwhile. Built in
+        turns, the view is built out of sight and painted once, after both: each turn painted the half-built
+        figure again (six paints of the view in a first raise, ~5 ms of GUI work each)."""
+        unpainted = self.drawing and self.view.updatesEnabled()
+        if unpainted:
+            self.view.setUpdatesEnabled(False)
+        try:
+            if self.bars is None:
+                self._build_bars()
+                yield
+            if self.heads is None:
+                self._build_heads()
+        finally:                              # (also where the building is dropped, or the panel deleted)
+            if unpainted and shiboken6.isValid(self.view):
+                self.view.setUpdatesEnabled(True)
         if self.waiting is not None:
             yield
             waiting, self.waiting = self.waiting, None
