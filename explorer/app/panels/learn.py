@@ -61,9 +61,11 @@ class LearnPanel(Panel):
             buttons.addWidget(button)
         self.body.addWidget(self.chooser)
         self.body.addWidget(self.text, 1)
+        # The status line over the buttons, the page giving it its lines: under them, "Shown: <title>. …" wrapped
+        # to one line at one stop and two at the next, and Back and Next moved 14 px under the pointer.
+        self.body.addWidget(self.status)
         self.body.addLayout(buttons)
         self.body.addWidget(self.own_button)
-        self.body.addWidget(self.status)
         self.go_to(0)
         session.model_changed.connect(self._on_model_changed)
         self._on_model_changed(session.model)      # made after a Close Model, or beside a model open already
@@ -143,8 +145,8 @@ class LearnPanel(Panel):
 
     def show_answer(self, index: int) -> None:
         """The answer of the stop's question `index`, read from the trace shown: its layer and head selected,
-        its panel brought forward, its sentences under the question in the page (under the buttons they grew the
-        status line by four lines and pushed the questions out of a short Learn column, 1920x1080)."""
+        its panel brought forward, its sentences under the question in the page (in the status line they grew it
+        by four lines and pushed the questions out of a short Learn column, 1920x1080)."""
         question = self.stop.tries[index]
         selection = self.session.selection
         layer = question.layer if question.layer is not None else selection.layer
