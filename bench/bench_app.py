@@ -23,7 +23,9 @@
   the first time, its jobs asked, its drawing's later parts run; `again`), as [longest freeze ms, ms until
   painted]. The freeze is the
   longest gap of a 5 ms heartbeat timer from the raise to 0.3 s after the paint: how long the window stopped
-  answering. Targets: a head within 0.5 s; no tab switch blocks for more than 100 ms.
+  answering. A tab is drawn when its drawing's parts and its figures' have all run (app_window.tab_drawn);
+  `raised_while_the_grid_filled` names the tabs raised while the attention grid still filled on its threads.
+  Targets: a head within 0.5 s; no tab switch blocks for more than 100 ms.
 - long_step: the same step -> repaint at a prompt of --long-tokens tokens (8,000), run as a person runs
   it (prompt text, Run): first cancelled from the progress dialog after two layers (the time until the
   window is idle, and that it shows nothing), then whole: whether the trace memory question was asked
@@ -205,10 +207,13 @@ def tab_switches(app, window, errors, beat: Heartbeat) -> dict:
     front = window.docks["embeddings"]
     group = [front] + window.tabifiedDockWidgets(front)
     names = {dock: name for name, dock in window.docks.items()}
-    result = {}
+    filler = window.docks["attention"].widget().filler      # the all-heads grid, filled on two threads
+    result, filling = {}, {}
     for run in ("first", "again"):
-        result[run] = {}
+        result[run], filling[run] = {}, []
         for dock in group:
+            if filler.running:
+                filling[run].append(names[dock])
             t0 = time.perf_counter()
             dock.raise_()
             wait(app, lambda: tab_drawn(dock), errors, f"the {names[dock]} tab")      # its drawing's parts all run
@@ -219,6 +224,7 @@ def tab_switches(app, window, errors, beat: Heartbeat) -> dict:
             wait(app, lambda: time.perf_counter() > calm, errors, "the paints after a raise")
             result[run][names[dock]] = [beat.longest_gap_ms(t0, calm), round(1e3 * (painted - t0), 1)]
     result["longest_freeze_ms"] = max(v[0] for run in ("first", "again") for v in result[run].values())
+    result["raised_while_the_grid_filled"] = filling
     return result
 
 
