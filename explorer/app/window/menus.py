@@ -210,6 +210,7 @@ class Menus:
             actions = _export_actions(dock.widget())
             if actions:
                 sub = self.export.addMenu(dock.windowTitle())
+                sub.setToolTipsVisible(True)            # a greyed action's tooltip says why it is greyed
                 for action in actions:
                     sub.addAction(action)
         self.export.addSeparator()
