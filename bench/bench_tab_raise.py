@@ -2,6 +2,7 @@
 Not a test: numbers, not verdicts.
 
     .venv/bin/python bench/bench_tab_raise.py [--model smollm2-135m] [--long-tokens 8000] [--tabs qkv,mask] [--again]
+                                                 [--grid-done]
 
 The window (1600x1000, as bench_app.py opens it) runs a prompt of --long-tokens tokens, then raises each tab of
 --tabs in turn for the first time and waits until its panel has drawn (its drawing's later parts and its figures'
@@ -93,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--long-tokens", type=int, default=8000)
     parser.add_argument("--tabs", default="qkv,mask", help="dock names, comma-separated, raised in this order")
+    parser.add_argument("--grid-done", action="store_true",
+                        help="raise the tabs once the attention grid has filled (its threads hold the GIL meanwhile)")
     parser.add_argument("--again", action="store_true", help="raise each tab a second time, after the next one")
     args = parser.parse_args(argv)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -102,6 +105,10 @@ def main(argv: list[str] | None = None) -> int:
         load(app, window, errors, args.model, None)
         run_long_prompt(app, window, errors, args.long_tokens)
         report["tokens"] = window.session.trace.n_tokens
+        if args.grid_done:                  # the attention grid's threads done: no other Python thread at work
+            filler = window.docks["attention"].widget().filler
+            wait(app, lambda: not filler.running, errors, "the attention grid")
+        report["grid_filling_at_raise"] = window.docks["attention"].widget().filler.running
         report["load_average_at_raise"] = os.getloadavg()
         report["tabs"] = raise_tabs(app, window, errors, args.tabs.split(","), args.again)
         report["load_average_after"] = os.getloadavg()
