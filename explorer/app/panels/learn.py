@@ -50,7 +50,8 @@ class LearnPanel(Panel):
         self.back_button, self.show_button, self.next_button = (QPushButton(t) for t in ("◀ Back", "Show me", "Next ▶"))
         self.show_button.setToolTip("open the model, prompt, panel, layer and head this stop talks about")
         self.own_button = QPushButton("Back to my session")
-        self.own_button.setToolTip("your own model, prompt and experiments, as they were before Show me")
+        self.own_button.setToolTip("your own session as it was before Show me: model, prompt, decoded tokens, "
+                                   "selection and experiments")
         self.own_button.setEnabled(False)
         self.back_button.clicked.connect(lambda: self.go_to(self.index - 1))
         self.next_button.clicked.connect(lambda: self.go_to(self.index + 1))

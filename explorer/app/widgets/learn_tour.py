@@ -3,8 +3,10 @@
 A stop's state is a model, a prompt, a number of decoding steps, a panel, a layer and head, the
 attention (self, cross, encoder) and a kernel f_κ. `Tour.show(stop)` reaches it through the window's
 own controller and session, one part after the other (load, then the kernel, run, step, select,
-bring the panel forward), and says `reached` once the window shows it. The person's own prompt,
-model and experiments are kept from before the first stop shown, and `restore()` puts them back.
+bring the panel forward), and says `reached` once the window shows it. The person's whole session is
+kept from before the first stop shown, as File ▸ Save Session's value (in memory, never on disk), and
+`restore()` puts it back by File ▸ Open Session's path: model, sampling, experiments, prompt and the decoded
+tokens replayed, then the selection (layer, head, step) they were looking at.
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from explorer.app.state.session_file import SessionState
+from explorer.app.state.session_model import Selection
 from explorer.app.widgets.kernel_control import is_layer_kernel, with_kernel
 from explorer.app.window import model_refs
 from explorer.core import store
@@ -102,11 +106,28 @@ def available_model(models: tuple[str, ...]) -> str | None:
 
 @dataclass(frozen=True)
 class OwnSession:
-    """What the person had before the first stop was shown."""
+    """What the person had before the first stop was shown: the window's session as File ▸ Save Session writes
+    it (model, prompt, sampling, the decoded tokens, experiments), what they had selected, and the token ids
+    of their trace (empty: none), which the replay must give back."""
 
     reference: str | None
-    prompt: str
-    experiments: tuple
+    state: SessionState
+    selection: Selection
+    token_ids: tuple[int, ...] = ()
+
+    @property
+    def prompt(self) -> str:
+        return self.state.prompt
+
+    @property
+    def experiments(self) -> tuple:
+        return self.state.experiments
+
+    @classmethod
+    def of(cls, window) -> "OwnSession":
+        trace = window.session.trace
+        ids = tuple(int(i) for i in trace.token_ids) if trace is not None and trace.steps else ()
+        return cls(window.controller.reference, window.session_state(), window.session.selection, ids)
 
 
 class Tour(QObject):
@@ -125,11 +146,15 @@ class Tour(QObject):
         self._timer = QTimer(self)
         self._timer.setInterval(POLL_MS)
         self._timer.timeout.connect(self._poll)
+        self._back: OwnSession | None = None        # the session being put back, until its replay arrives
+        self._back_timer = QTimer(self)
+        self._back_timer.setInterval(POLL_MS)
+        self._back_timer.timeout.connect(self._poll_back)
         window.controller.load_failed.connect(self._on_load_failed)
 
     @property
     def busy(self) -> bool:
-        return self._timer.isActive()
+        return self._timer.isActive() or self._back_timer.isActive()
 
     def show(self, stop: Stop) -> bool:
         """Start putting the window in `stop`'s state; False (and `failed`) when its model is not here."""
@@ -139,7 +164,9 @@ class Tour(QObject):
             return False
         w = self.window
         if self.own is None:
-            self.own = OwnSession(w.controller.reference, w.prompt.text, tuple(w.session.experiments))
+            self.own = OwnSession.of(w)
+        self._back_timer.stop()
+        self._back = None
         self.stop, self._steps_left = stop, stop.state.steps
         self._deadline = time.monotonic() + TIMEOUT_S
         w.prompt.set_text(stop.state.prompt or model_refs.default_prompt(model))
@@ -152,24 +179,47 @@ class Tour(QObject):
         return True
 
     def restore(self) -> str:
-        """Put back the person's own model, prompt and experiments; the sentence that says what is back.
-        With no model of their own, the tour's model is closed (File ▸ Close Model): no model, as before."""
+        """Put back the person's whole session (File ▸ Open Session's path, from memory): their model, sampling,
+        experiments, prompt and decoded tokens replayed, then their selection; the sentence that says what is
+        back. With no model of their own, the tour's model is closed (File ▸ Close Model): no model, as before."""
         own, self.own = self.own, None
         if own is None:
             return "Your own model and prompt are back."
         self._timer.stop()
-        w = self.window
-        w.session.set_experiments(own.experiments)
         self.added = ()
-        w.prompt.set_text(own.prompt)
+        w = self.window
         if own.reference is None:
+            w.session.set_experiments(own.experiments)
+            w.prompt.set_text(own.prompt)
             w.menus.close_model()
             return "You had no model open: the tour's model is closed, and your prompt and experiments are back."
-        if own.reference != w.controller.reference:
-            w.controller.load(own.reference, *w.model_bar.choice())     # runs the prompt once loaded
-        elif own.prompt:
-            w.controller.run()
-        return "Your own model and prompt are back."
+        w.restore_session(own.state)
+        self._back, self._deadline = own, time.monotonic() + TIMEOUT_S
+        self._back_timer.start()
+        return "Your own model, prompt and decoded tokens are back."
+
+    def _poll_back(self) -> None:
+        """Once the replay of the person's session has arrived, their selection back on it."""
+        w, own = self.window, self._back
+        if time.monotonic() > self._deadline:
+            self._back_timer.stop()
+            self.failed.emit(f"Your session did not come back within {TIMEOUT_S:.0f} s.")
+            return
+        if w.controller.loading is not None or w.worker.busy or w.session.model is None:
+            return
+        trace = w.session.trace
+        if own.token_ids and (trace is None or len(trace.token_ids) < len(own.token_ids)):
+            return
+        self._back_timer.stop()
+        self._back = None
+        s = own.selection
+        w.session.select(layer=s.layer, head=s.head, attention=s.attention, step=s.step, token=s.token,
+                         source=s.source, key=s.key)
+        if own.token_ids and tuple(int(i) for i in trace.token_ids) != own.token_ids:
+            # Only sampling settings changed since those steps give other tokens (a draw is fixed by seed
+            # and position): say so rather than show other tokens as the person's.
+            self.failed.emit("Your prompt and steps were replayed, but the sampling settings changed since "
+                             "they were decoded, so the decoded tokens differ.")
 
     # ----- the parts of a state, in order -------------------------------------------------------
     def _is_open(self, model: str) -> bool:
