@@ -5,13 +5,35 @@ part on a zero-interval single-shot timer, not a queued call: queued calls ran t
 one pass of the event loop before the window's own timers and input; a timer gives each part a pass of its
 own. A panel's drawing (Panel.draw_in_parts), the KV lab's bytes plots (BytesPlot.draw_later) and their
 building (VariantsTab) all run their parts through it.
+
+While any Turns has a part due, `pending()` is true: the all-heads grid's threads (grid_filler) wait between tiles
+and blocks of rows meanwhile, since a raise at 8,000 tokens froze 96-217 ms waiting on them for Python's lock.
 """
 from __future__ import annotations
 
+import functools
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 
 from PySide6.QtCore import QObject, QTimer, Signal
+
+_due: set[object] = set()          # a key per Turns with a part due (its timer started, or its part running)
+_due_lock = threading.Lock()
+
+
+def pending() -> bool:
+    """Whether any Turns has a part due: read from other threads (the grid's), which wait meanwhile."""
+    with _due_lock:
+        return bool(_due)
+
+
+def _mark(key: object, due: bool) -> None:
+    with _due_lock:
+        if due:
+            _due.add(key)
+        else:
+            _due.discard(key)
 
 
 class Turns(QObject):
@@ -29,6 +51,17 @@ class Turns(QObject):
         self._before, self._each = before, each
         self._timer = QTimer(self, singleShot=True, interval=0)
         self._timer.timeout.connect(lambda: self.step())     # looked up at each turn: a test may count them
+        self._key = key = object()              # not self: a Turns deleted with its parent must not stay due
+        self.destroyed.connect(functools.partial(_mark, key, False))
+
+    def _due_next(self) -> None:
+        """The next part in the next turn: due (pending) until it runs or is dropped."""
+        _mark(self._key, True)
+        self._timer.start()
+
+    def _none_due(self) -> None:
+        _mark(self._key, False)
+        self._timer.stop()
 
     @property
     def running(self) -> bool:
@@ -44,15 +77,18 @@ class Turns(QObject):
         self.stop()
         self._parts = parts
         if now:
+            _mark(self._key, True)
             self.step()
         else:
-            self._timer.start()
+            self._due_next()
 
     def step(self) -> None:
         """The next part, run now as its turn runs it (unless `before` says not yet); the one after it in the next
         turn."""
         parts = self._parts
         if parts is None or (self._before is not None and not self._before()):
+            if self._parts is parts and not self._timer.isActive():
+                _mark(self._key, False)         # waiting (hidden) or done: nothing due holds the grid
             return
         try:
             with self._each():
@@ -60,23 +96,25 @@ class Turns(QObject):
         except StopIteration:
             if self._parts is parts:
                 self._parts = None
+                _mark(self._key, False)
                 self.finished.emit()
             return
         except BaseException:
             if self._parts is parts:
                 self._parts = None
+                _mark(self._key, False)
             raise
         if self._parts is parts:
-            self._timer.start()
+            self._due_next()
 
     def pause(self) -> None:
         """No part runs by itself until the next `step` (a test's turns run by hand, one at a time)."""
-        self._timer.stop()
+        self._none_due()
 
     def finish(self) -> None:
         """Every part still to run, run now."""
         parts, self._parts = self._parts, None
-        self._timer.stop()
+        self._none_due()
         for _ in parts or ():
             pass
         if parts is not None:
@@ -85,7 +123,7 @@ class Turns(QObject):
     def stop(self) -> bool:
         """Drop the parts still to run (their generator closed); whether there were any."""
         parts, self._parts = self._parts, None
-        self._timer.stop()
+        self._none_due()
         if parts is not None:
             parts.close()
         return parts is not None
