@@ -53,12 +53,29 @@ def last_folder() -> str:
 
 
 def ask_path(parent, title: str, name: str, filters: str) -> Path | None:
-    """A save dialog that opens in, and remembers, the last export folder."""
-    chosen, _ = QFileDialog.getSaveFileName(parent, title, str(Path(last_folder()) / name), filters)
+    """A save dialog that opens in, and remembers, the last export folder, proposing `name` under the filter
+    that takes its suffix (Qt selects the first otherwise: "window.mp4" stood under "Animated GIF (*.gif)"). A
+    name chosen without a suffix is given the chosen filter's."""
+    chosen, chosen_filter = QFileDialog.getSaveFileName(
+        parent, title, str(Path(last_folder()) / name), filters, filter_of(name, filters))
     if not chosen:
         return None
+    if not Path(chosen).suffix and filter_suffixes(chosen_filter):
+        chosen += filter_suffixes(chosen_filter)[0]
     FigureSettings().last_folder = str(Path(chosen).parent)
     return Path(chosen)
+
+
+def filter_suffixes(name_filter: str) -> list[str]:
+    """The suffixes a dialog filter takes: "Images (*.png *.svg)" -> ['.png', '.svg']."""
+    return [suffix.lower() for suffix in re.findall(r"\*(\.[\w.]+)", name_filter or "")]
+
+
+def filter_of(name: str, filters: str) -> str:
+    """The filter of `filters` (";;"-separated) that takes `name`'s suffix, else the first."""
+    offered = filters.split(";;")
+    suffix = Path(name).suffix.lower()
+    return next((f for f in offered if suffix and suffix in filter_suffixes(f)), offered[0])
 
 
 def ask_size(parent, default: tuple[int, int] = DEFAULT_SIZE) -> tuple[int, int] | None:

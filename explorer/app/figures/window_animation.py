@@ -15,13 +15,14 @@ from dataclasses import asdict
 from pathlib import Path
 
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QDockWidget, QWidget
 
 from explorer.app.figures import export_dialogs
 from explorer.app.figures.animation import ANIMATION_FILTERS, FRAME_MS, check_target, with_progress, write_animation
 from explorer.drawing import export
 
-SETTLE_S = 10.0        # at most this long for the model thread to answer what a step's panels asked of it
+SETTLE_S = 10.0        # at most this long for the model thread and the panels' drawings in turns to finish a step
+QUIET_PASSES = 2       # passes of the event loop in a row with nothing asked nor drawing: the step is drawn
 
 
 def record_window(window, path: Path, frame_ms: int = FRAME_MS, progress: Callable[[int, int], None] | None = None,
@@ -49,15 +50,27 @@ def record_window(window, path: Path, frame_ms: int = FRAME_MS, progress: Callab
 
 
 def settle(window) -> None:
-    """Deliver the redraws a selection change posted, and wait (at most SETTLE_S) for the model-thread
-    answers some panels asked for, so that the frame shows the step and not a panel's 'working' state."""
+    """Wait (at most SETTLE_S) until the window shows the step selected: the redraws a selection change posted
+    delivered, the model-thread answers some panels asked for drawn, and no visible panel still drawing in
+    turns (Panel.drawing, widgets/turns.py), so that a frame shows every panel at its step and never a panel's
+    'working' or 'Drawing…' state, nor the step before. Quiet means quiet twice running: an answer delivered
+    by the last pass of the event loop may start a drawing of its own."""
     QApplication.processEvents()
-    worker = getattr(window, "worker", None)
     deadline = time.monotonic() + SETTLE_S
-    while worker is not None and worker.busy and time.monotonic() < deadline:
+    quiet = 0
+    while quiet < QUIET_PASSES and time.monotonic() < deadline:
+        busy = getattr(getattr(window, "worker", None), "busy", False) or drawing_panels(window)
+        quiet = 0 if busy else quiet + 1
+        if busy:
+            time.sleep(0.01)
         QApplication.processEvents()
-        time.sleep(0.01)
-    QApplication.processEvents()
+
+
+def drawing_panels(window) -> list[QWidget]:
+    """The panels in sight whose drawing has parts still to run in later turns of the event loop."""
+    panels = (dock.widget() for dock in window.findChildren(QDockWidget))
+    return [panel for panel in panels if callable(getattr(panel, "is_shown", None)) and panel.is_shown()
+            and getattr(panel, "drawing", False) is True]
 
 
 def save_grab(window, frame: Path, size: list[QSize]) -> Path:
