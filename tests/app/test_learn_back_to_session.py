@@ -72,3 +72,26 @@ def test_back_to_my_session_brings_back_the_decoded_tokens_step_and_selection(qt
     assert w.session.experiments == own_kernel
     assert active(w.session.experiments).kernel_of(0, "self") == Kernel("relu")
     assert not w.warnings
+
+
+def test_show_me_again_while_the_session_comes_back_keeps_the_persons_session(qtbot, real_core_window):
+    """Show me pressed before the replay of "Back to my session" arrived: the session kept is still the
+    person's (not the half-restored window), so a second Back brings their decoded tokens."""
+    app, w = QApplication.instance(), real_core_window
+    w.prompt.set_text("ROMEO: But soft, what light")
+    w.sampling_bar.set_settings(SAMPLING)
+    w.open_model(OWN_MODEL)
+    settle(app, lambda: idle(w))
+    for _ in range(2):
+        w.controller.step()
+        settle(app, lambda: idle(w))
+    ids = tuple(int(i) for i in w.session.trace.token_ids)
+    panel = open_learn(w)
+    panel.go_to(a_stop_on_another_model())
+    for _ in range(2):
+        with qtbot.waitSignal(panel.ensure_tour().reached, timeout=180_000):
+            panel.show_button.click()
+        panel.own_button.click()                  # the second time, the Show me above came before the replay
+    settle(app, lambda: idle(w) and not panel.tour.busy)
+    assert w.controller.reference == OWN_MODEL
+    assert tuple(int(i) for i in w.session.trace.token_ids) == ids

@@ -163,8 +163,8 @@ class Tour(QObject):
             self.failed.emit(f"{stop.title}: none of {', '.join(stop.state.models)} can be opened here.")
             return False
         w = self.window
-        if self.own is None:
-            self.own = OwnSession.of(w)
+        if self.own is None:        # a session still coming back is the person's, not what the window shows now
+            self.own = self._back or OwnSession.of(w)
         self._back_timer.stop()
         self._back = None
         self.stop, self._steps_left = stop, stop.state.steps
