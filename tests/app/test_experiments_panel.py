@@ -168,7 +168,7 @@ def test_the_patching_tab_runs_the_core_map_with_progress(qtbot, panel, with_tok
     view.target.setText(" Paris")
     with qtbot.waitSignal(view.call.failed, timeout=30000):
         view.run()
-    assert "not one" in panel.error_line.message
+    assert "not one" in view.empty.text() and not panel.error_line.message     # said once, in the tab
 
 
 def test_cancel_stops_the_map_and_the_caption_says_so(qtbot, panel, with_tokens):
@@ -234,7 +234,8 @@ def test_a_model_switch_clears_the_patching_map_and_an_encoder_cannot_run_it(qtb
     session.set_trace(encoder)
     assert view.result is None and view.heatmap.shape == (0, 0), "the previous model's map stays up"
     assert "clean" not in view.caption.text() and view.progress.value() == 0
-    assert "needs a decoder" in view.caption.text() and not view.run_button.isEnabled()
+    assert "needs a decoder" in view.empty.text() and not view.run_button.isEnabled()
+    assert "needs a decoder" not in view.caption.text()            # said once, in the map's place (drive 19)
     assert not view.run(), "an encoder's patching map was asked"
 
     queued = []

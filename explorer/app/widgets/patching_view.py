@@ -7,7 +7,8 @@
 (explorer.core.patching.patch_map; "resid" patches the residual stream entering layer l at one
 position). The map runs on the model thread, asked as a PatchMapJob (requests.py), with a progress
 bar and Cancel; a cancelled map shows what it reached. Until a map is drawn, the map's place says why it is
-empty (no map run yet, one running, or a model that cannot be patched) as a panel's note does (base.Panel).
+empty (no map run yet, one running, one that failed and why, or a model that cannot be patched) as a panel's
+note does (base.Panel).
 """
 from __future__ import annotations
 
@@ -35,11 +36,20 @@ from explorer.app.widgets.model_call import ModelCall
 from explorer.app.widgets.text_widgets import Caption, LineLabel, note_style
 from explorer.drawing.heatmap import Heatmap
 
-CLEAN = "The Eiffel Tower is located in the city of"
-CORRUPT = "The Colosseum is located in the city of"
+# The default example: a pair whose prompts differ in one word, so that they have the same number of tokens
+# (patching swaps activations position by position), as TransformerLens's demos pair "John"/"Mary". The Eiffel
+# Tower/Colosseum pair had 15 and 14 tokens on every bundled Shakespeare tokenizer; this one has as many under
+# each bundled and test decoder's tokenizer (Shakespeare's 4,096 pieces, SmolLM2's, Gemma 3's), and its answers
+# are one token each (tests/app/test_patching_fits_the_model.py).
+CLEAN = "The king is dead; long live the"
+CORRUPT = "The queen is dead; long live the"
+TARGET, AGAINST = " king", " queen"
 NO_MAP_YET = ("No map yet. Press Run map to patch each head (or each position's residual) of the clean run, in "
               "turn, into the corrupted one: the map then shows the share of the logit gap each patch recovers.")
 RUNNING = "Patching every site from the clean run into the corrupted one…"
+FAILED = "The patching map failed: {}"
+REASON_CHARS = 240       # the most of a failure's reason the tab's sentence carries; the whole is in its tooltip
+UNEXPECTED = "The job failed:"     # how ModelCall words a fault of the program (not of the prompts)
 
 
 class DefaultTextField(QLineEdit):
@@ -74,6 +84,7 @@ class PatchingView(QWidget):
         self.result = None
         self.model_id: int | None = None              # the model the map shown was run on
         self.unfit: str | None = None                 # why this model cannot be patched (an encoder), or None
+        self.failure: str | None = None               # why the last map asked of this model failed, or None
         self.caption = Caption()
         self.view = pg.GraphicsLayoutWidget()
         self._heatmap: Heatmap | None = None           # built with the first map (heatmap)
@@ -98,13 +109,15 @@ class PatchingView(QWidget):
         if self.result is not None:
             self.map_area.setCurrentWidget(self.view)
             return
-        self.empty.setText(self.unfit or (RUNNING if self.call.running else NO_MAP_YET))
+        failed = None if self.failure is None else FAILED.format(reason(self.failure))
+        self.empty.setText(self.unfit or (RUNNING if self.call.running else failed or NO_MAP_YET))
+        self.empty.setToolTip("" if self.unfit or self.call.running or failed is None else self.failure)
         self.map_area.setCurrentWidget(self.empty)
 
     def _controls(self) -> QWidget:
         grid = QGridLayout()
         self.clean, self.corrupt = DefaultTextField(CLEAN), DefaultTextField(CORRUPT)
-        self.target, self.against = DefaultTextField(" Paris"), DefaultTextField(" Rome")
+        self.target, self.against = DefaultTextField(TARGET), DefaultTextField(AGAINST)
         self.site = QComboBox()
         self.site.addItems(["head", "resid"])
         answers = QHBoxLayout()              # a row of their own: under the prompts' columns each had 28 px
@@ -164,11 +177,13 @@ class PatchingView(QWidget):
         self._moved_by_hand = True           # a person's choice of widths is kept until the parts turn
 
     def forget(self, model_id: int, unfit: str | None) -> None:
-        """Another model or run: a map of another model is cleared (its layers and heads are not this one's);
-        `unfit` says why this model cannot be patched, and Run waits for one that can."""
+        """Another model or run: a map of another model is cleared (its layers and heads are not this one's),
+        and so is its failure; `unfit` says why this model cannot be patched, and Run waits for one that can.
+        The state is the model's now, whatever the model before said: the reason an encoder cannot be patched
+        stands once, in the map's place, and goes with it (it stayed in the caption beside a decoder's Run)."""
         self.unfit = unfit
         if model_id != self.model_id and (self.result is not None or self.model_id is not None):
-            self.result, self.model_id = None, None
+            self.result, self.model_id, self.failure = None, None, None
             if self._heatmap is not None:
                 self._heatmap.clear()
             self.progress.setValue(0)
@@ -177,7 +192,7 @@ class PatchingView(QWidget):
         if not self.call.running:
             self._done()
         if unfit:
-            self.caption.set_plain(unfit)
+            self.caption.set_plain("")            # the map's place says why; said twice it stood left and right
         self._show_map_state()
 
     def drop_work(self) -> None:
@@ -194,7 +209,7 @@ class PatchingView(QWidget):
                           self.site.currentText())                      # run by core_api on the model thread
         started = self.call.start(job, self.panel.executor or self.panel.session.requests.model_job_requested.emit)
         if started:
-            self.model_id = self.panel.session.model_id
+            self.model_id, self.failure = self.panel.session.model_id, None
             self.progress.setValue(0)
             self.progress_words.setText("")
             self.run_button.setEnabled(False)
@@ -213,9 +228,19 @@ class PatchingView(QWidget):
         self._show_map_state()
 
     def _on_failed(self, message: str) -> None:
+        """The map's place says why, in one bounded sentence (the whole reason in its tooltip), where a map drawn
+        before gives way to it. A fault of the program rather than of the prompts also goes to the panel's error
+        line, whose Details… hold it whole."""
+        if not message:
+            self._done()                  # dropped with its run or model (drop_work): no failure to tell
+            return
+        self.failure, self.result = message, None      # a map of other prompts would answer another question
+        if self._heatmap is not None:
+            self._heatmap.clear()
         self._done()
-        self.caption.set_plain("The patching map failed.")
-        self.panel.error_line.show_error(message)
+        self.caption.set_plain("")
+        if message.startswith(UNEXPECTED):
+            self.panel.error_line.show_error(message)
 
     def _on_finished(self, result) -> None:
         self.result = result
@@ -235,6 +260,17 @@ class PatchingView(QWidget):
             f"logit diff: clean {result.clean:.3f}, corrupted {result.corrupt:.3f}; colour: the share of that gap "
             "each patch recovers (0 corrupted, 1 clean)." + where
             + ("" if result.complete else " Cancelled: the blank cells were not run."))
+
+
+def reason(message: str) -> str:
+    """A failure's reason as the end of one sentence: its first line, cut to REASON_CHARS; a fault of the
+    program is named as such (its words, a Python exception's, are for the error line's Details…)."""
+    if message.startswith(UNEXPECTED):
+        return "an unexpected error (Details… in the line below)."
+    first = next((line.strip() for line in message.splitlines() if line.strip()), "no reason given")
+    if len(first) > REASON_CHARS:
+        return first[:REASON_CHARS - 1] + "…"
+    return first if first.endswith((".", "…", "?", "!")) else first + "."
 
 
 def _empty_note() -> QLabel:
