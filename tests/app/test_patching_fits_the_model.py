@@ -125,6 +125,9 @@ def test_a_failed_map_says_why_in_the_tab(qtbot, tmp_path, monkeypatch):
         assert all(str(count) in said[0] for count in counts), f"{said[0]!r} gives no token counts {counts}"
         assert len(said[0]) <= LONGEST_SENTENCE
         assert view.empty.toolTip() and all(str(count) in view.empty.toolTip() for count in counts)
+        panel = journey.window.docks["experiments"].widget()
+        unsaid = [text for text in texts_in_sight(panel) if "press Run map" in text]
+        assert not unsaid, f"beside the failure, the panel says there is simply no map yet: {unsaid}"
 
         view.corrupt.setText(clean)
         view.target.setText(" Paris" * 200)                       # a long reason: bounded, whole in the tooltip

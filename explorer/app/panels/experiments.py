@@ -336,6 +336,7 @@ class ExperimentsPanel(Panel):
         self.readout.setText(text if self.tabs.currentIndex() == 0 else self._patching_state())
 
     def _patching_state(self) -> str:
-        """The patching tab's explicit empty state: no map run yet (running, or unfit, it says so itself)."""
+        """The patching tab's explicit empty state: no map run yet (running, failed or unfit, it says so itself)."""
         view = self.patching
-        return NO_MAP if view.result is None and not view.call.running and not view.unfit else " "
+        quiet = view.call.running or view.unfit or view.failure is not None
+        return NO_MAP if view.result is None and not quiet else " "
