@@ -30,6 +30,8 @@ LEAST_WIDTH_PX = 220        # the Tokens column's least: at the window's least w
 WARNING_COLOUR = "#ff6b6b"
 ROWS_LEAST = 4              # the table's rows kept in sight before the coloured text is: with the translator's lines
                             # and warning over them, at 1366x768 the text kept its lines and the table 2.9 rows
+ROWS_WITH_TEXT = 2          # a decoder's: the coloured text gives way where the table would show fewer whole rows
+                            # under it (at the window's least size the table showed one row and a cut one)
 
 
 class WarningLine(WrappedText):
@@ -120,11 +122,12 @@ class TokensPanel(Panel):
     def _give_way(self, height: int) -> None:
         """The coloured text shown where the split has room for its TEXT_LINES over the table's least, else hidden,
         the table taking its room (its rows say the same tokens). Under an encoder-decoder's lines (the text then
-        asks no least height) the table's least is ROWS_LEAST rows; else the table's own, so that the text's lines
-        stay in the window's least height (hidden there, the window shrank to its least left attention 109 px)."""
+        asks no least height) the table's least is ROWS_LEAST rows; else ROWS_WITH_TEXT whole rows over its scroll
+        bar. A decoder's text keeps its room in the split's least height even where hidden (else the window shrunk
+        to its least left attention 109 px): there the table takes it."""
         splitter = self.text_over_table
         giving = self.text_view.minimumHeight() <= 1
-        least = self.table.rows_px(ROWS_LEAST) if giving else self.table.minimumSizeHint().height()
+        least = self.table.rows_px(ROWS_LEAST) if giving else self.table.with_bar_px(ROWS_WITH_TEXT)
         room = splitter.text_px() + splitter.handleWidth() + least
         self.text_view.setVisible(height >= room)
 

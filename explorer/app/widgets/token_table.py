@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableView, QTableWi
 COLUMNS = ("position", "token", "id", "span")
 ROWS_IN_SIGHT = 6           # the rows the table keeps in sight: fewer and a person scrolls to read a short prompt
 ROWS_ASKED = ROWS_IN_SIGHT + 1      # asked for before a run: the panel's formula then takes a second line
+ROWS_LEAST_WHOLE = 1        # the whole rows the table keeps at its least, under its header and over its scroll bar
 TEXT_LINES = 3              # the lines of coloured text over the table, where the two share too little height
 TABLE_SHARE = 0.6           # the table's share of the height the two share, where both have room
 ROW_PAD_PX = 8              # a row's room above and below its line of text
@@ -194,6 +195,18 @@ class TokenTable(QTableView):
     def sizeHint(self) -> QSize:
         return QSize(super().sizeHint().width(), self.rows_px(ROWS_ASKED))
 
+    def minimumSizeHint(self) -> QSize:
+        """At least the header and ROWS_LEAST_WHOLE whole rows over a horizontal scroll bar (the four columns need
+        one in a narrow column). The scroll area's own least does not follow the font, and a larger one (View ▸
+        Presentation) makes the header and rows taller. The bar's room is kept whether it shows or not, so
+        that the least height does not follow the columns' widths."""
+        least = super().minimumSizeHint()
+        return QSize(least.width(), max(least.height(), self.with_bar_px(ROWS_LEAST_WHOLE)))
+
+    def with_bar_px(self, rows: int) -> int:
+        """The height that shows the header and `rows` whole rows over a horizontal scroll bar."""
+        return self.rows_px(rows) + self.horizontalScrollBar().sizeHint().height()
+
     def fit_columns(self, kept: int) -> None:
         """Columns as wide as their contents. After rows were only added, only a column whose new cells
         are wider than it is fitted again (fitting every column measured every row in sight, each step)."""
@@ -246,6 +259,16 @@ class TextOverTable(QSplitter):
 
     def sizeHint(self) -> QSize:
         return QSize(super().sizeHint().width(), self.text_px() + self.handleWidth() + self.table.sizeHint().height())
+
+    def minimumSizeHint(self) -> QSize:
+        """The text's least over the table's, whether the text shows or has given way (hidden, it leaves its room
+        to the table's rows rather than to the window's least height, which keeps attention's plots tall). A text
+        that asks no least (under an encoder-decoder's lines) leaves the splitter's own."""
+        hint = super().minimumSizeHint()
+        if self.text.minimumHeight() <= 1:
+            return hint
+        least = self.text.minimumHeight() + self.handleWidth() + self.table.minimumSizeHint().height()
+        return QSize(hint.width(), least)
 
     def shares(self, height: int) -> list[int]:
         """The text's and the table's heights in `height` (handle included)."""
