@@ -1,7 +1,8 @@
 """A panel still working on a new model shows nothing of the model before (drive 19, M3): right after a switch
 from a 5-layer to a 2-layer model (and back), while the new model's job is asked and not yet answered, the
 Residual stream named the old layers (its table's L0…L4, its plot's axis over layers 0…4) under "reading…",
-and the Head atlas kept the old scores' colour bar range under "scoring every head…".
+the Head atlas kept the old scores' colour bar range under "scoring every head…", and Why this token kept the
+old parts' names (MLP 3, L4.H2…) and axis under "attributing…".
 
 The check runs inside the session's context_changed, just after the panels took the new trace and asked their
 jobs: no answer can have come (answers come through the event loop), so the panel is in its working state.
@@ -142,6 +143,51 @@ def test_the_head_atlas_keeps_no_colour_bar_of_the_model_before_while_it_scores(
             assert bar.isVisible()
             finite = panel.values[np.isfinite(panel.values)]
             assert np.allclose(bar.levels(), (finite.min(), finite.max()), atol=1e-6)
+        assert not dialogs["warnings"], dialogs["warnings"]
+    finally:
+        window.close()
+
+
+def bars_labels(panel) -> list[str]:
+    """The names on the bars' left axis (pyqtgraph's set ticks), as drawn."""
+    ticks = panel.bars.getAxis("left")._tickLevels or []
+    return [name for level in ticks for _, name in level]
+
+
+def test_why_this_token_names_no_part_of_the_model_before_while_it_attributes(qtbot, tmp_path, dialogs):
+    five, two = make_tiny_llama(tmp_path / "five", n_layers=5), make_tiny_llama(tmp_path / "two", seed=1, n_layers=2)
+    window = new_window(qtbot, tmp_path)
+    window.resize(1400, 900)
+    try:
+        window.prompt.set_text(PROMPT)
+        for old, new in ((None, five), (five, two), (two, five)):
+            panel = raised(qtbot, window, "attribution")
+            if old is None:
+                window.open_model(str(new))
+            else:
+                def look():
+                    body = panel.body_widget.isVisibleTo(panel)
+                    bar = panel.heads.colorbar
+                    return dict(working=panel.asker.busy, readout=panel.readout.text(),
+                                labels=bars_labels(panel) if body else [],
+                                rows=list(panel.heads.axes["left"]._labels) if body else [],
+                                values=body and panel.bars.getAxis("bottom").style["showValues"],
+                                bar_shown=body and bar is not None and bar.isVisible())
+                seen = open_and_watch(qtbot, window, new, look)[0]
+                assert seen["working"], "the new model's attribution was not being computed"
+                old_parts = {f"MLP {layer}" for layer in range(layers_of(new), layers_of(old))} | \
+                    {f"L{layer}" for layer in range(layers_of(new), layers_of(old))}
+                named = {label.split(".")[0] for label in seen["labels"] + seen["rows"]} | set(seen["labels"])
+                assert not old_parts & named, seen
+                assert not seen["bar_shown"], seen
+                assert not seen["values"], seen           # the bars' axis spanned the old answer's parts
+                assert "attributing" in seen["readout"], seen
+            trace = idle(qtbot, window, lambda: window.session.trace is not None)
+            window.session.select(token=trace.n_tokens - 2)
+            idle(qtbot, window, lambda: panel.result is not None)
+            assert panel.result.heads.shape[0] == layers_of(new)
+            assert list(panel.heads.axes["left"]._labels) == [f"L{layer}" for layer in range(layers_of(new))]
+            assert panel.heads.colorbar.isVisible() and panel.bars.getAxis("bottom").style["showValues"]
         assert not dialogs["warnings"], dialogs["warnings"]
     finally:
         window.close()

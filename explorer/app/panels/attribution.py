@@ -8,7 +8,8 @@ sublayers as its last column. Clicking a head selects it, which opens it in the 
 
 Stop (Esc) cancels an attribution being computed: the panel then says it was stopped, with a Compute button,
 and asks nothing until the person presses it or picks another position, token, run or model. An attribution
-already drawn stays, since it still holds for the trace that stays.
+already drawn stays, since it still holds for the trace that stays. Dropped (another model or run), an attribution
+leaves nothing: no part's name, axis values or colour bar range stands under "attributing…".
 """
 from __future__ import annotations
 
@@ -203,7 +204,16 @@ class AttributionPanel(Panel):
         self.result = self.answered = self.waiting = None
         if self.heads is not None:
             self.bars.clear()
+            self.bars.getAxis("left").setTicks([[]])          # the parts' names (MLP 3, L3.H4…) of the last answer
+            self.bars.setTitle(None)
+            _show_values(self.bars, False)                     # its axis spanned the last answer's parts
             self.heads.clear()
+            bar = self.heads.colorbar
+            if bar is not None:               # its range was the last answer's; its place kept (the map keeps its size)
+                policy = bar.sizePolicy()
+                policy.setRetainSizeWhenHidden(True)
+                bar.setSizePolicy(policy)
+                bar.setVisible(False)
         self.caption.set_plain("")
 
     # ----- asking --------------------------------------------------------------------
@@ -269,6 +279,8 @@ class AttributionPanel(Panel):
         matrix = np.concatenate([result.heads, result.mlp[:, None]], axis=1)           # (L, N_Q + 1)
         self.heads.set_matrix(matrix, symmetric_levels(result.heads), row_labels=[f"L{l}" for l in range(n_layers)],
                               col_labels=[f"H{h}" for h in range(n_heads)] + ["MLP"])
+        if self.heads.colorbar is not None:
+            self.heads.colorbar.setVisible(True)
         self.heads.plot.setTitle("every head, and each layer's FFN (colours span the heads' range)", size=SMALL_TITLE)
         selection = self.session.selection
         self.heads.outline(selection.layer, selection.head, 1, 1)
@@ -287,6 +299,7 @@ class AttributionPanel(Panel):
 
     def _draw_bars(self, result) -> None:
         self.bars.clear()
+        _show_values(self.bars, True)
         fits = int((self.bars.height() - 50) // 15)                                 # bars of >= 15 px each
         parts = result.largest(max(3, min(N_BARS, fits)))
         values = np.array([value for _, value in parts])
@@ -323,3 +336,10 @@ class AttributionPanel(Panel):
         name = f"head {column}" if column < heads.shape[1] else "FFN"
         value = heads[layer, column] if column < heads.shape[1] else self.result.mlp[layer]
         self.readout.setText(f"layer {layer}, {name}: {float(value):+.4f} of z = {self.result.logit:.3f}")
+
+
+def _show_values(plot: pg.PlotItem, shown: bool) -> None:
+    """The numbers along the plot's bottom axis, shown or not (a change only where it changes: it lays the axis out)."""
+    axis = plot.getAxis("bottom")
+    if axis.style["showValues"] != shown:
+        axis.setStyle(showValues=shown)
