@@ -176,6 +176,9 @@ class TokensPanel(Panel):
         source (<2zh>), also the encoder's count N_KV, as the cross-attention header writes it, so the two match."""
         n = len(self.rows)
         formula = f"x = tokenize(text) = (x_1, …, x_{{{n}}}),  x_i ∈ {{0, …, V−1}}, T = {n}"
+        cut = getattr(self.rows, "cut", 0)
+        if cut:
+            formula += f";  the prompt's first {cut:,} tokens were cut: the model ran its last {self.rows._n_live:,}"
         offset = self._source_offset()
         if offset:
             added = " ".join(visible_text(text) for text in self.trace.encoder.token_text[:offset])
@@ -308,7 +311,8 @@ class TokensPanel(Panel):
         source = getattr(getattr(self.rows, "_tokens", None), "source", "") or ""
         n_source = getattr(self.rows, "_n_live", 0) if source else 0
         typed = [TokenSpan(row.position, row.span, row.text, row.raw) for row in rows if row.position < n_source]
-        pieces = text_pieces(typed, source, first=window.start == 0, last=window.stop >= n_source) if typed else []
+        first = window.start == 0 and not getattr(self.rows, "cut", 0)     # a cut prompt's left-out text is not run
+        pieces = text_pieces(typed, source, first=first, last=window.stop >= n_source) if typed else []
         return pieces + [TextPiece(row.source_text, row.position, marker="" if row.source_text else "∅")
                          for row in rows if row.position >= n_source]
 

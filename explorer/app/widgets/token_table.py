@@ -46,10 +46,11 @@ class TokenRow:
 class TokenRows(Sequence):
     """The rows to show, made on demand: the live tokens of the prompt, then the trace's generated tokens."""
 
-    def __init__(self, tokens=None, generated_ids=(), generated_text=()) -> None:
+    def __init__(self, tokens=None, generated_ids=(), generated_text=(), cut: int = 0) -> None:
         self._tokens = tokens
-        self._n_live = len(tokens.ids) if tokens is not None else 0
-        live = np.asarray(tokens.ids, dtype=np.int64) if tokens is not None else np.zeros(0, np.int64)
+        self.cut = cut             # the prompt's first tokens left out: the model ran its last ones only
+        self._n_live = len(tokens.ids) - cut if tokens is not None else 0
+        live = np.asarray(tokens.ids, dtype=np.int64)[cut:] if tokens is not None else np.zeros(0, np.int64)
         self.ids = np.concatenate([live, np.asarray(generated_ids, dtype=np.int64)])     # (n,)
         self._generated_text = tuple(generated_text)
 
@@ -59,7 +60,7 @@ class TokenRows(Sequence):
     def window_key(self, window: range) -> tuple:
         """What the rows in `window` show, to compare with another TokenRows' (equal: the same rows)."""
         start, stop = max(0, window.start - self._n_live), max(0, window.stop - self._n_live)
-        return (id(self._tokens), self.ids[window.start:window.stop].tobytes(),
+        return (id(self._tokens), self.cut, self.ids[window.start:window.stop].tobytes(),
                 self._generated_text[start:stop])
 
     def __getitem__(self, index):
@@ -72,7 +73,7 @@ class TokenRows(Sequence):
         if index >= self._n_live:
             text = self._generated_text[index - self._n_live]
             return TokenRow(index, text, int(self.ids[index]), None, None, False, text)
-        return _live_row(self._tokens, index)
+        return _live_row(self._tokens, index, self.cut)
 
 
 def token_rows(trace, tokens) -> TokenRows:
@@ -81,18 +82,32 @@ def token_rows(trace, tokens) -> TokenRows:
     if trace is None or not trace.steps:
         return live
     ids = np.asarray(trace.token_ids, dtype=np.int64)
-    if tokens is not None and (not len(live) or not np.array_equal(ids[: len(live)], live.ids)):
+    cut = _cut(trace, live.ids) if tokens is not None else 0
+    kept = len(live) - cut
+    if tokens is not None and (not kept or not np.array_equal(ids[:kept], live.ids[cut:])):
         return live                                   # the person has edited (or emptied) the prompt since the run
-    return TokenRows(tokens, ids[len(live):], trace.token_text[len(live):len(ids)])
+    return TokenRows(tokens, ids[kept:], trace.token_text[kept:len(ids)], cut)
 
 
-def _live_row(tokens, i: int) -> TokenRow:
+def _cut(trace, prompt: np.ndarray) -> int:
+    """How many of the prompt's first tokens the trace left out: a prompt past the context (or the memory
+    budget) is run as its last tokens where the person agrees, and its rows are those, at positions from 0."""
+    if trace.model.is_encoder_decoder:
+        return 0
+    started = np.asarray(trace.steps[0].token_ids, dtype=np.int64)
+    cut = len(prompt) - len(started)
+    return cut if 0 < cut and np.array_equal(prompt[cut:], started) else 0
+
+
+def _live_row(tokens, position: int, cut: int = 0) -> TokenRow:
+    """The row at `position` of the prompt's tokens run, the prompt's token `position + cut`."""
+    i = position + cut
     source = getattr(tokens, "source", "") or ""
     spans, raws = getattr(tokens, "spans", None), getattr(tokens, "raw", None)
     special = getattr(tokens, "special", None)
     span = tuple(int(v) for v in spans[i]) if spans and spans[i] is not None else None
     covered = source[span[0]: span[1]] if source and span and span[1] > span[0] else tokens.text[i]
-    return TokenRow(i, tokens.text[i], int(tokens.ids[i]), span, raws[i] if raws else None,
+    return TokenRow(position, tokens.text[i], int(tokens.ids[i]), span, raws[i] if raws else None,
                     bool(special[i]) if special is not None else False, covered)
 
 
@@ -100,7 +115,7 @@ def _extends(old: Sequence[TokenRow], new: Sequence[TokenRow]) -> bool:
     """Whether `new` holds `old`'s rows unchanged, then possibly more."""
     if not (isinstance(old, TokenRows) and isinstance(new, TokenRows)) or not len(old) or len(new) < len(old):
         return False
-    return (old._tokens is new._tokens and old._n_live == new._n_live
+    return (old._tokens is new._tokens and old._n_live == new._n_live and old.cut == new.cut
             and np.array_equal(old.ids, new.ids[: len(old)])
             and new._generated_text[: len(old._generated_text)] == old._generated_text)
 
