@@ -190,8 +190,9 @@ class KVLabPanel(Panel):
         self.run_button.setToolTip("" if self.can_convert() or running else why_off)
         self.cancel_button.setEnabled(running and not self.runner.cancelling)   # one press: stopping
         encoder = self._encoder_only()          # a conversion compares next-token predictions: an encoder has none
-        self.variant_box.setEnabled(not encoder)
-        self.steps_box.setEnabled(not encoder)
+        # held while a conversion runs: another target chosen then stood over "Converting to <the first>…"
+        self.variant_box.setEnabled(not encoder and not running)
+        self.steps_box.setEnabled(not encoder and not running)
         if encoder:
             self.variant_box.clear()
         model = self.session.model
