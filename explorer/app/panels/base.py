@@ -225,9 +225,10 @@ class Panel(QWidget, DrawsInParts):
         if self.needs_model and self.session.not_run == NO_MODEL:     # File ▸ Close Model: no model's data stays
             return Drawn("empty", why=NO_MODEL)
         if self.needs_trace and trace is None:
-            working = self.session.busy
+            not_run = self.session.not_run
+            working = self.session.busy and not not_run     # a run clears not_run: work beside it brings no trace
             return Drawn("working" if working else "empty",
-                         why=self.working_text if working else self.session.not_run or self.empty_text)
+                         why=self.working_text if working else not_run or self.empty_text)
         reason = self.unavailable(trace) if trace is not None else None
         if reason:
             return Drawn("empty", why=reason)

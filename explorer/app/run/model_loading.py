@@ -83,6 +83,7 @@ class ModelLoading:
         self._lost_trace, self._giving_back = None, False
         self.session.set_trace(None)
         self.session.set_model(summary.info)
+        self.session.set_not_run(None)          # why the model before ran nothing; this one's run says anew
         self._tokenize()
         self._update_out_of_date()
         self.model_changed.emit(summary)
@@ -101,8 +102,7 @@ class ModelLoading:
         if ids is not None and len(ids) > AUTO_RUN_TOKENS:
             reason = (f"The prompt has {plural(len(ids), 'token')}, too many to run on its own when a model "
                       "opens: press Run (Ctrl+Enter) to run it.")
-            self.session.set_not_run(reason)
-            self.notice.emit(reason)
+            self._not_run(reason)
             return
         self.run()
 

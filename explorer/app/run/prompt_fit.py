@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QMessageBox
 from explorer.app.run import budget_dialog
 from explorer.app.run.trace_budget import TraceCost, human_bytes
 from explorer.app.run.trace_room import BUDGET_MENU
+from explorer.app.state.words import plural
 
 
 class PromptFit:
@@ -45,9 +46,18 @@ class PromptFit:
         if n <= info.max_positions - 1:             # over the budget only: float16 or a larger one run it whole
             return self._over_budget(ids, cost, keep, question)
         if not self._agreed("Prompt longer than the context", question):
-            self.notice.emit(f"The prompt was not run: its {n:,} tokens do not fit the context of {self.summary.name}.")
+            self._not_run(f"The prompt ({plural(n, 'token')}) is longer than {self.summary.name}'s context of "
+                          f"{plural(info.max_positions, 'token')}; it was not run. Shorten it, or press Run "
+                          f"(Ctrl+Enter) and keep its last {keep:,}.")
             return None
         return ids[-keep:]
+
+    def _not_run(self, reason: str) -> None:
+        """The prompt was not run: every panel with nothing to show says why (the session's not_run, which the
+        next edit or run clears), and so does the status bar. Without it, a declined question left every panel
+        saying "type a prompt and press Run" under the prompt the person had typed."""
+        self.session.set_not_run(reason)
+        self.notice.emit(reason)
 
     def _over_budget(self, ids: np.ndarray, cost: TraceCost, keep: int, question: str) -> np.ndarray | None:
         offered = budget_dialog.choices(cost, len(ids), self.trace_budget, keep, self.record_dtype)
@@ -55,8 +65,8 @@ class PromptFit:
         text = question + (whole if len(offered) > 1 else "")
         choice = budget_dialog.choose(self._dialog_parent, "Prompt over the memory budget", text, offered)
         if choice is None:
-            self.notice.emit(f"The prompt was not run: its {len(ids):,} tokens would pass the trace memory budget "
-                             f"of {human_bytes(self.trace_budget)} ({BUDGET_MENU}).")
+            self._not_run(f"The prompt was not run: its {plural(len(ids), 'token')} would pass the trace memory "
+                          f"budget of {human_bytes(self.trace_budget)} ({BUDGET_MENU}).")
             return None
         if choice.key == budget_dialog.KEEP:
             return ids[-keep:]

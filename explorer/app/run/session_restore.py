@@ -65,5 +65,4 @@ class SessionRestore:
         n_tokens = len(ids) if ids is not None else len(state.prompt_ids)
         reason = (f"The restored session was not run{decoded}: press Run (Ctrl+Enter) to run its "
                   f"{plural(n_tokens, 'prompt token')}.")
-        self.session.set_not_run(reason)
-        self.notice.emit(reason)
+        self._not_run(reason)
