@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QSize, Qt
+from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QSize, Qt, QTimer
 from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableView, QTableWidgetItem, QTextEdit
 
 COLUMNS = ("position", "token", "id", "span")
@@ -201,6 +201,9 @@ class TokenTable(QTableView):
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange:
             fit_row_height(self)
+            # columns as wide as their cells in the new font: after View ▸ Presentation was turned off they kept
+            # its widths, and the id and span columns went out of sight behind a scroll bar
+            QTimer.singleShot(0, self, self.resizeColumnsToContents)
 
     def rows_px(self, rows: int) -> int:
         """The height that shows the header and `rows` rows."""

@@ -1,0 +1,34 @@
+"""The Tokens table's columns follow the font: View ▸ Presentation (a larger font) on and then off gives back
+columns as wide as their cells in the font shown. They kept the large font's widths, and the id and span
+columns went out of sight behind a horizontal scroll bar (drive 19, M5)."""
+from __future__ import annotations
+
+from PySide6.QtGui import QFont
+
+from explorer.app.panels.tokens import TokensPanel
+from explorer.app.state.session import Session
+from tests.app.synthetic_trace import build_trace
+
+
+def test_columns_come_back_to_the_font_shown(qtbot):
+    session = Session()
+    panel = TokensPanel(session)
+    qtbot.addWidget(panel)
+    panel.resize(600, 400)
+    panel.show()
+    trace = build_trace(prompt_len=12, steps=2)
+    session.set_model(trace.model)
+    session.set_trace(trace)
+    qtbot.wait(50)
+    table = panel.table
+    columns = range(table.model().columnCount() - 1)          # the last stretches to the panel's edge
+    before = [table.columnWidth(c) for c in columns]
+    normal = QFont(panel.font())
+    large = QFont(normal)
+    large.setPointSizeF(normal.pointSizeF() * 2)
+    panel.setFont(large)
+    qtbot.waitUntil(lambda: table.columnWidth(1) > before[1] * 1.4, timeout=2000)
+    panel.setFont(normal)
+    qtbot.wait(50)
+    for column, width in zip(columns, before):
+        assert abs(table.columnWidth(column) - width) <= 2, (column, table.columnWidth(column), width)
