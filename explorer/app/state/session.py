@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
+from explorer.app.state.font_coverage import drawable
 from explorer.app.state.model_requests import ModelRequests
 from explorer.app.state.session_model import (  # noqa: F401 (named from here by the panels)
     CANCEL,
@@ -91,7 +92,8 @@ class Session(QObject):
 
     @property
     def not_run(self) -> str | None:
-        """Why the prompt was not run on its own (too long to run unasked), while nothing is shown."""
+        """Why the prompt in the editor was not run (too long to run unasked, a cut declined, a session put
+        back unrun): what every panel with nothing to show says."""
         return self.state.not_run
 
     @property
@@ -208,8 +210,9 @@ class Session(QObject):
         return self.state.decode_text(ids)
 
     def display_token(self, token_id: int) -> str:
-        """A vocabulary id as visible text (`#id` while no tokenizer is known)."""
-        return self.state.display_token(token_id)
+        """A vocabulary id as visible text (`#id` while no tokenizer is known), with a script no installed font
+        shapes named by its code points (font_coverage.drawable)."""
+        return drawable(self.state.display_token(token_id))
 
     def report_error(self, message: str) -> None:
         self.error_raised.emit(message)
