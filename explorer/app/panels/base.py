@@ -365,6 +365,7 @@ class Panel(QWidget, DrawsInParts):
     def context_menu(self) -> QMenu:
         """The panel's right-click menu: its exports, Copy figure, and Copy formula."""
         menu = QMenu(self)
+        menu.setToolTipsVisible(True)               # a greyed action's tooltip says why it is greyed
         for action in self.export_actions():
             menu.addAction(action)
         menu.addAction("Copy figure", lambda: copy_figure(self))
