@@ -180,24 +180,16 @@ class AtlasPanel(Panel):
 
     def forget(self) -> None:
         """No score, description, list or example of another model or run."""
-        self.scores = self.described = self._described_for = None
-        self._show_no_scores()
+        self.scores = self.described = self.values = self._described_for = None
+        self._listed = []
+        if self._map is not None:
+            self._map.clear()
+            self._map.tile_box.setVisible(False)
+            self._ablation_marks.show([])
         if self._example is not None:
             self._example.clear()
-        self.caption.set_plain("")
-
-    def _show_no_scores(self) -> None:
-        """No map, list or colour bar while the heads are scored (or their scoring stopped): the bar kept the range
-        of the scores drawn before, another model's after a switch (drive 19, M3), under "scoring every head…"."""
-        self.values = None
-        self._listed = []
         self.table.setRowCount(0)
-        if self._map is None:
-            return
-        self._map.clear(None)                # (no title row: the map has none, and an empty one took its height)
-        self._map.tile_box.setVisible(False)
-        self._ablation_marks.show([])
-        _show_colorbar(self._map, False)
+        self.caption.set_plain("")
 
     def redraw(self) -> None:
         trace = self.trace
@@ -217,7 +209,6 @@ class AtlasPanel(Panel):
             values = getattr(self._description(trace), name)
         self._show_reading(trace, source)
         if values is None:
-            self._show_no_scores()
             self.caption.set_plain(stopped_text("scoring every head on random tokens repeated twice", "Resume")
                                  if self._scoring_stopped(trace)
                                  else "scoring every head on random tokens repeated twice…")
@@ -226,7 +217,6 @@ class AtlasPanel(Panel):
         n_layers, n_heads = values.shape
         self.map.set_matrix(values, row_labels=[f"L{l}" for l in range(n_layers)],
                             col_labels=[f"H{h}" for h in range(n_heads)])
-        _show_colorbar(self.map, True)
         self._fill_list(values)
         self._mark_ablations()
         self.caption.set_plain(self._caption(values))
@@ -367,19 +357,6 @@ class AtlasPanel(Panel):
             value = float(self.values[layer, head])
             self.readout.setText(f"L{layer}.H{head}: {self.metric} " + (f"{value:.4f}" if np.isfinite(value)
                                                                          else "not read yet"))
-
-
-def _show_colorbar(heatmap: Heatmap, shown: bool) -> None:
-    """Show or hide the map's colour bar (made with its first data), its place in the plot kept while hidden: the map's
-    view neither widens nor narrows under the words."""
-    bar = heatmap.colorbar
-    if bar is None or bar.isVisible() == shown:
-        return
-    policy = bar.sizePolicy()
-    if not policy.retainSizeWhenHidden():
-        policy.setRetainSizeWhenHidden(True)
-        bar.setSizePolicy(policy)
-    bar.setVisible(shown)
 
 
 def _title_never_widens(plot) -> None:

@@ -6,10 +6,6 @@ tokens are shown as visible text (a no-break space is '⍽', never '\\xa0'). Com
 thread by explorer.core.attribution.residual_stream, which feeds the position alone against the
 decoder's KV cache (one token through the blocks, as the logit lens does) when the decoder ran these ids.
 
-While a position's stream is read and none is shown, the panel is in the contract's working state (base.Panel:
-its views hidden, the note saying what is read): no axis or row of another model's or position's layers stands
-under the words.
-
 Stop (Esc) cancels a stream being read: the panel says so, with Compute, and reads nothing again until the
 person presses it or picks another position, or another run or model comes (base.Panel.stop_work).
 """
@@ -21,7 +17,7 @@ from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem
 
-from explorer.app.panels.base import Drawn, Panel, decoder_view_unavailable
+from explorer.app.panels.base import Panel, decoder_view_unavailable
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import ResidualStreamJob
 from explorer.app.widgets.adaptive import is_wide
@@ -70,7 +66,7 @@ class ResidualPanel(Panel):
         self.overhead_px = 0                # the plot's widget less its view, in px, as last measured
         self._fit_table_font()
         self._lay_out_table()
-        self.asker = Asker(self, self._on_answer, self._on_failure)
+        self.asker = Asker(self, self._on_answer, self.error_line.show_error)
         self.shown_key = None               # (model, ids) of the stream shown
         self.position: int | None = None
         self.set_formula("h_l = h_{l-1} + a_l + f_l,  lens: softmax(Norm(h_l) W_U)")
@@ -120,8 +116,7 @@ class ResidualPanel(Panel):
             self.trace.model.n_layers if self.trace is not None else 12
         rows = self._table_px() if self.layers_across else (n_layers + 1) * self.row_px + 2 * self.table.frameWidth()
         spare = self.body_widget.height() - rows - self.body.spacing()
-        # no stream, no plot: an empty one kept the axis of the layers drawn last (another model's, drive 19 M3)
-        room = self.stream is not None and spare >= MIN_VIEW_PX + self._plot_overhead()
+        room = spare >= MIN_VIEW_PX + self._plot_overhead()
         self.plot_view.setVisible(room)
         if self.layers_across:
             # with the plot, the rows keep their font's height; alone, they share the panel's whole height
@@ -156,14 +151,12 @@ class ResidualPanel(Panel):
         labels = [f"{name} {rank + 1}" for rank in range(K) for name in ("lens", "p")] + [n for _, n in NORMS]
         table, stretch = self.table, QHeaderView.ResizeMode.Stretch
         if self.layers_across:
-            table.setColumnCount(0)                # the layers' columns: filled by the stream (_fill_lens)
             table.setRowCount(len(labels))
             table.setVerticalHeaderLabels(labels)
             table.horizontalHeader().setSectionResizeMode(stretch)
             table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
             self._fit_rows()
         else:
-            table.setRowCount(0)                   # the layers' rows: filled by the stream (_fill_lens)
             table.setColumnCount(len(labels))
             table.setHorizontalHeaderLabels(labels)
             table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)     # (_share_columns)
@@ -177,28 +170,9 @@ class ResidualPanel(Panel):
 
     def forget(self) -> None:
         """No stream of another model or run, and none being read."""
-        self.position = None
-        self._clear_stream()
-
-    def drawn(self) -> Drawn:
-        """The base contract's state, and "working" while the selected position's stream is read with none shown."""
-        drawn = super().drawn()
-        if drawn.kind == "trace" and self.stream is None and self.position is not None and self.asker.busy:
-            return Drawn("working", drawn.model_id, drawn.trace_id,
-                         f"Reading the residual stream at position {self.position}…")
-        return drawn
-
-    def _clear_stream(self) -> None:
-        """No stream shown: no lines, no plot, and no layer's row or column left in the table (its labels L0…L{n-1}
-        named the layers of the stream before, another model's after a switch)."""
-        self.stream = self.shown_key = None
+        self.stream = self.shown_key = self.position = None
         self._clear_plot()
         self.table.clearContents()
-        if self.layers_across:
-            self.table.setColumnCount(0)
-        else:
-            self.table.setRowCount(0)
-        self._show_plot_if_room()
 
     def show_selection(self, selection: Selection) -> None:
         trace = self.trace
@@ -209,7 +183,9 @@ class ResidualPanel(Panel):
         ids = tuple(int(i) for i in trace.token_ids[: position + 1])
         key = (trace.model.name, ids)
         if key != self.shown_key:                  # no other position's stream beside this one while it is read
-            self._clear_stream()
+            self.stream, self.shown_key = None, None
+            self._clear_plot()
+            self.table.clearContents()
             self.set_formula(f"h_l at position {position}: reading the residual stream…")
         if self.asker.ask(key, ResidualStreamJob(ids, position, ASKED)):
             self.readout.setText(f"reading the residual stream at position {position}…")
@@ -217,13 +193,10 @@ class ResidualPanel(Panel):
         if stopped:
             self.set_formula(f"h_l at position {position}: stopped")
         self.show_stopped(f"reading the residual stream at position {position}" if stopped else None)
-        self.show_state()                          # working while it is read (drawn)
 
     def _on_answer(self, key, stream) -> None:
         ids = key[1]
         self.stream, self.shown_key = stream, key
-        self.show_state()                          # the views shown again, and laid out before they are measured
-        self.layout().activate()
         self._show_plot_if_room()
         self._draw_norms(stream)
         self._fill_lens(stream)
@@ -231,10 +204,6 @@ class ResidualPanel(Panel):
         self.set_formula(f"h_l at position {stream.position} ('{token}'): what each layer adds, and the "
                          "logit lens softmax(Norm(h_l) W_U)")
         self.readout.setText(f"position {stream.position}: ||h_L|| = {float(stream.residual_norms[-1]):.2f}")
-
-    def _on_failure(self, message: str) -> None:
-        self.error_line.show_error(message)
-        self.show_state()                          # no longer working: the error bar says why
 
     def _clear_plot(self) -> None:
         """No lines, and no names in the legend for lines gone (the legend is not the plot's own)."""

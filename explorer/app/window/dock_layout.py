@@ -4,8 +4,7 @@ The prompt across the top, a few lines high; tokens over the next-token candidat
 left column that runs down to the status bar; attention large on the right, over the
 per-matrix panels tabbed along the bottom. The window takes the screen's available
 geometry (less its frame), and the docks share it by what they need: the left column
-a quarter of the width, the bottom tabs enough height for their plots (under half of what lies under
-the prompt), attention, the main map, the rest.
+a quarter of the width, the bottom tabs enough height for their plots, attention the rest.
 Where the screen is too short for two rows of plots (1366×768), the bottom tabs go
 behind attention, which stays the front tab and has the whole height: one plot panel
 legible at a time rather than two strips of ticks. View ▸ Reset Layout
@@ -32,11 +31,7 @@ AREAS = {"top": Qt.DockWidgetArea.TopDockWidgetArea, "left": Qt.DockWidgetArea.L
          "right": Qt.DockWidgetArea.RightDockWidgetArea, "bottom": Qt.DockWidgetArea.BottomDockWidgetArea}
 PROMPT_LINES = 3
 LEFT_SHARE, LEFT_PX = 0.25, (330, 520)          # the left column: a share of the width, within these
-# The bottom tabs: a share of the height below the prompt, at least what their plots need; attention, the main
-# map, the rest. Half each left the map 278 px of a 1080 px window, under the Embeddings plot beneath it; under
-# 0.42 (350 px at 1080) Show the work's map had no room above its readable text, nor Why this token's parts
-# 120 px at the window's least width.
-BOTTOM_SHARE, BOTTOM_MIN_PX = 0.45, 330
+BOTTOM_SHARE, BOTTOM_MIN_PX = 0.5, 330          # the bottom tabs: a share of the height below the prompt
 SEPARATOR_PX = 6                                # between two dock areas
 SHORT_PX = 700                                  # a screen this tall has room for two rows of toolbars at most
 LEAST_WIDTH_PX = 760                            # the window's least width: within an 800 px screen, and wide
