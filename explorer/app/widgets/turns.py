@@ -13,27 +13,34 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-_due: set[object] = set()          # a key per Turns with a part due (its timer started, or its part running)
+_due: dict[object, float] = {}     # a key per Turns with a part due (its timer started, or its part running): since
 _due_lock = threading.Lock()
+# A part due this long holds the grid no longer: a part runs in a turn of the event loop, so one due longer is a
+# window's whose event loop no longer turns (a window closed, its timers never run) or a part far past any turn's
+# length; the grid waiting on it for ever was a grid that never filled.
+HOLD_S = 2.0
 
 
 def pending() -> bool:
-    """Whether any Turns has a part due: read from other threads (the grid's), which wait meanwhile."""
+    """Whether any Turns has had a part due for under HOLD_S: read from other threads (the grid's), which wait
+    meanwhile."""
+    now = time.monotonic()
     with _due_lock:
-        return bool(_due)
+        return any(now - since < HOLD_S for since in _due.values())
 
 
 def _mark(key: object, due: bool) -> None:
     with _due_lock:
         if due:
-            _due.add(key)
+            _due[key] = time.monotonic()
         else:
-            _due.discard(key)
+            _due.pop(key, None)
 
 
 class Turns(QObject):
