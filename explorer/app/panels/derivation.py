@@ -22,7 +22,7 @@ from explorer.app.panels.base import Panel, decoder_view_unavailable
 from explorer.app.panels.derivation_text import derivation_html
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import BlockWalkJob, OutputWeightsJob
-from explorer.app.widgets.adaptive import _placements, kept_shares, square_placement
+from explorer.app.widgets.adaptive import kept_shares, readable_px, square_placement
 from explorer.app.widgets.asking import Asker
 from explorer.app.widgets.block_text import block_html
 from explorer.app.widgets.grid_filler import Background
@@ -277,13 +277,14 @@ class DerivationPanel(Panel):
 
     def _arrange(self, width: int, height: int) -> None:
         """The map the largest square view the splitter's room gives it (adaptive.square_placement), the q·k bars
-        beside or under it where that costs the map little, the text the rest (at least text_least_px where the
-        room allows, see _placement); the map given up where it has no VIEW_PX. A function of the room alone, but
-        for the shares a person dragged a splitter to (_kept): shrunk to the window's least and grown back, the map
-        at 1366 x 768 kept 118 px of its 360 under the bars, and at 1920 x 1080 it was a 260 x 900 px column of
-        oblong cells."""
+        beside or under it where that costs the map little, the text the rest (READABLE_CHARS of its font where the
+        room also has the map's least, else TEXT_LEAST_PX); the map given up where it has no VIEW_PX. A function of
+        the room alone, but for the shares a person dragged a splitter to (_kept): shrunk to the window's least and
+        grown back, the map at 1366 x 768 kept 118 px of its 360 under the bars, and at 1920 x 1080 it was a
+        260 x 900 px column of oblong cells."""
         room, handles = (width, height), (self.splitter.handleWidth(), self.plots.handleWidth())
-        placed, text_least = self._placement(room, handles)
+        placed = square_placement(room, handles, (self.axes_px["map"], self.axes_px["bars"]), VIEW_PX + MARGIN_PX,
+                                  TEXT_LEAST_PX, PARTS[0] / sum(PARTS), readable_px(self.text, READABLE_CHARS))
         self.plots.setVisible(placed is not None)
         if placed is None:
             return
@@ -294,7 +295,7 @@ class DerivationPanel(Panel):
         along = (width if beside else height) - handles[0]
         plots_least = self._least_px("map", beside) + (
             handles[1] + self._least_px("bars", beside) if placed.inner == placed.outer else 0)
-        part = self._kept("outer", orientation, along, placed.part, (plots_least, text_least))
+        part = self._kept("outer", orientation, along, placed.part, (plots_least, placed.text))
         self.splitter.setSizes([part, max(0, along - part)])
         if placed.inner != "alone":
             inner_beside = placed.inner == "beside"
@@ -307,31 +308,6 @@ class DerivationPanel(Panel):
             self.plots.setSizes([first, max(0, length - first)])
         if not self._measured and self.map is not None and self.view.isVisible():
             QTimer.singleShot(0, self, self._measure_axes)       # drawn while given up: its axes as laid out now
-
-    def _placement(self, room: tuple[int, int], handles: tuple[int, int]):
-        """square_placement with the text at its readable least (text_least_px), the q·k bars kept where a narrow
-        text kept them and a readable one leaves them room; in a room too small for a readable text and a map of
-        VIEW_PX, the text at TEXT_LEAST_PX (the map kept, the text narrow). With the text's least."""
-        axes, share, least, readable = (self.axes_px["map"], self.axes_px["bars"]), PARTS[0] / sum(PARTS), \
-            VIEW_PX + MARGIN_PX, self.text_least_px()
-        placed = square_placement(room, handles, axes, least, readable, share)
-        narrow = square_placement(room, handles, axes, least, TEXT_LEAST_PX, share)
-        if placed is None:
-            return narrow, TEXT_LEAST_PX
-        if placed.inner == "alone" and narrow is not None and narrow.inner != "alone":
-            # The bars too where a readable text leaves them room, the map smaller (Learn beside at 1366 x 768)
-            paired = [found for outer in ("beside", "stacked") for found in
-                      _placements(outer, room, handles, axes, least, readable, share) if found.inner != "alone"]
-            placed = max(paired, key=lambda found: found.side, default=placed)
-        return placed, readable
-
-    def text_least_px(self) -> int:
-        """The least px the text keeps (across, or down where it lies under the plots): READABLE_CHARS of its font
-        a line, with its frame, margins and scroll bar; a presentation's larger font asks more."""
-        text = self.text
-        chrome = 2 * (text.frameWidth() + round(text.document().documentMargin()))
-        scroll_bar = text.verticalScrollBar().sizeHint().width()
-        return READABLE_CHARS * text.fontMetrics().averageCharWidth() + chrome + scroll_bar
 
     def _least_px(self, plot: str, across: bool) -> int:
         """The least px of `plot` ("map" or "bars") across (else down): its axes and a view of VIEW_PX."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QSplitter
+from PySide6.QtWidgets import QSplitter, QTextEdit
 
 WIDE = 1.2                  # width / height at and above which the parts go side by side
 
@@ -69,26 +69,58 @@ class Placement:
     """Where a square plot, an optional second plot and a text lie in a panel. `outer`: the plots "beside" the text
     (left of it) or "stacked" over it, their part `part` px along that way; `inner`: the square plot "alone", or
     "beside" or "stacked" with the second, the square plot's part `first` px of the plots' along that way; `side`:
-    the square plot's view, px each way."""
+    the square plot's view, px each way; `text`: the least px the text keeps along the outer way."""
 
     outer: str
     inner: str
     part: int
     first: int
     side: int
+    text: int
 
 
 KEEP_SECOND = 0.75           # the second plot is shown where the square keeps this share of the side it has alone
 
 
+def readable_px(text: QTextEdit, chars: int) -> int:
+    """The px a text widget needs to show `chars` average characters of its own font a line (QFontMetrics), with
+    its frame, document margins and vertical scroll bar: a text least measured in the font, so that a larger font
+    (a presentation's) asks more."""
+    chrome = 2 * (text.frameWidth() + round(text.document().documentMargin()))
+    scroll_bar = text.verticalScrollBar().sizeHint().width()
+    return chars * text.fontMetrics().averageCharWidth() + chrome + scroll_bar
+
+
 def square_placement(room: tuple[int, int], handles: tuple[int, int], axes: tuple[tuple[int, int], tuple[int, int]],
-                     least: int, text_least: int, share: float) -> Placement | None:
+                     least: int, text_least: int, share: float, readable: int | None = None) -> Placement | None:
     """The placement that gives the square plot (axes[0], its axes' px across and down) the largest square view,
     the second plot (axes[1]) beside or under it where that costs the square little (KEEP_SECOND), every view at
     least `least` px each way and the text `text_least` px; the second plot's part grows to `share` of the panel.
+    With `readable` (px, e.g. readable_px of the text), the text keeps that much wherever the room also has the
+    square plot's least, the square giving up size first, and the second plot stays shown wherever a text of
+    `text_least` left it room; where it does not, the text narrows to `text_least`. Placement.text says which.
     A function of the room alone, never of the sizes before: None where even the square plot alone has no room."""
-    found = [placement for outer in ("beside", "stacked") for placement in _placements(outer, room, handles, axes,
-                                                                                       least, text_least, share)]
+    narrow = _chosen(_found(room, handles, axes, least, text_least, share))
+    if readable is None:
+        return narrow
+    found = _found(room, handles, axes, least, readable, share)
+    placed = _chosen(found)
+    if placed is None:
+        return narrow
+    if placed.inner == "alone" and narrow is not None and narrow.inner != "alone":
+        # The second plot too where the readable text leaves it room, the square smaller (Learn beside at 1366 x 768)
+        placed = max((p for p in found if p.inner != "alone"), key=lambda p: p.side, default=placed)
+    return placed
+
+
+def _found(room, handles, axes, least: int, text_least: int, share: float) -> list[Placement]:
+    """Every placement with room, the plots beside the text and stacked over it."""
+    return [placement for outer in ("beside", "stacked")
+            for placement in _placements(outer, room, handles, axes, least, text_least, share)]
+
+
+def _chosen(found: list[Placement]) -> Placement | None:
+    """The square plot's largest view, with the second plot where that keeps KEEP_SECOND of the square alone's."""
     alone = max((p for p in found if p.inner == "alone"), key=lambda p: p.side, default=None)
     paired = max((p for p in found if p.inner != "alone"), key=lambda p: p.side, default=None)
     if paired is not None and (alone is None or paired.side >= KEEP_SECOND * alone.side):
@@ -107,11 +139,11 @@ def _placements(outer: str, room, handles, axes, least: int, text_least: int, sh
     other = least + other_along                              # the second plot's least part along the outer way
     found = []
     side = min(most - square_along, across - square_across)                 # alone
-    found.append(Placement(outer, "alone", side + square_along, side + square_along, side))
+    found.append(Placement(outer, "alone", side + square_along, side + square_along, side, text_least))
     side = min(most - square_along, across - inner_handle - least - other_across - square_across)   # across
     part = min(most, max(side + square_along, other))
-    found.append(Placement(outer, "stacked" if beside else "beside", part, side + square_across, side))
+    found.append(Placement(outer, "stacked" if beside else "beside", part, side + square_across, side, text_least))
     side = min(across - square_across, most - inner_handle - other - square_along)                    # along
     part = min(most, max(side + square_along + inner_handle + other, int(share * along)))
-    found.append(Placement(outer, outer, part, side + square_along, side))
+    found.append(Placement(outer, outer, part, side + square_along, side, text_least))
     return [placement for placement in found if placement.side >= least]
