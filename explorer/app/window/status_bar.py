@@ -2,6 +2,8 @@
 wrote ("Saved head.png (640×480 px)") and the window's one error line."""
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QFont, QFontMetrics, QPainter
 from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
@@ -27,6 +29,31 @@ FIELD_GAP_PX = 6        # the layout's spacing beside each field
 NOTICE_ROOM_PX = 320    # the room a notice or the error line is given on the left, the fields elided to make it
 YIELD_CHARS = 6         # a field's least while it yields its room to a notice or an error (Field.yielding)
 LEAST_CHARS = 8         # a field squeezed to this many digits' width, its text elided: "SmolLM2-…"
+MODEL_CHARS = 24        # a model's name longer than this is shortened in its middle where it does not fit
+
+
+def _short_name(name: str) -> str:
+    half = MODEL_CHARS // 2
+    return name if len(name) <= MODEL_CHARS else f"{name[:half]}…{name[1 - half:]}"
+
+
+# Each field's shorter form, drawn where its text does not fit (the text is then its tooltip): at the window's
+# least width (760 px) seven fields asked 849 px, and each was cut to "shake…", "step …".
+SHORT_FORMS = {
+    "model": _short_name,
+    "params": lambda text: text.removesuffix(" params"),                                 # 2.56M
+    "attention": lambda text: re.sub(r" Q → (\d+) KV heads$", r"→\1", text).replace(" d_c=", " ")
+                                .removesuffix(" heads"),                                   # GQA 6→2, MLA 512
+    "device": lambda text: re.sub(r"(b?)float(\d+)", r"\1f\2", text),                    # cpu · f32
+    "step": lambda text: re.sub(r" tokens?$", " tok", text.replace(" (prefill)", "")),  # step 0 · 10 tok
+    "ms": lambda text: text.replace(" ms/step", " ms"),
+    "memory": lambda text: text.removeprefix("trace "),
+}
+# The fields a person reads first keep their short form whole at any width the window takes, unless they yield to a
+# notice or an error (Field.yielding): their least is this text's width (the step's room for three-digit steps and
+# four-digit counts, so that decoding does not change the window's least width each step), or their widest short
+# form for the model open where that is wider.
+WHOLE_AT_LEAST = {"model": "", "step": "step 000 · 0,000 tok"}
 
 
 class Field(QLabel):
@@ -37,26 +64,48 @@ class Field(QLabel):
     seven fields of a model made the window 864 px wide at least, past an 800 px screen."""
 
     widest = 0
+    short = ""                  # the shorter form drawn where the text does not fit (SHORT_FORMS)
+    whole_at_least: str | None = None     # WHOLE_AT_LEAST's text: the least keeps the short form whole
+    widest_short = 0
+
+    def show_text(self, text: str, short: str) -> None:
+        """Show `text`, or `short` where the field is narrower than `text`; the tooltip says `text` then."""
+        self.short = short
+        if self.whole_at_least is not None:
+            self.widest_short = max(self.widest_short, self._upright().horizontalAdvance(short))
+        self.setToolTip(text if short != text else "")
+        self.setText(text)
+
+    def _upright(self) -> QFontMetrics:
+        upright = QFont(self.font())
+        upright.setItalic(False)          # the step's italics while the model works change no least width
+        return QFontMetrics(upright)
 
     def minimumSizeHint(self) -> QSize:
         hint = super().minimumSizeHint()
         self.widest = max(self.widest, hint.width())
-        upright = QFont(self.font())
-        upright.setItalic(False)          # the step's italics while the model works change no least width
         margins = self.contentsMargins()
-        chars = YIELD_CHARS if self.yielding else LEAST_CHARS
-        least = QFontMetrics(upright).horizontalAdvance("0" * chars) + margins.left() + margins.right()
-        return QSize(min(self.widest, least), hint.height())
+        if self.whole_at_least is not None and not self.yielding:
+            least = max(self.widest_short, self._upright().horizontalAdvance(self.whole_at_least))
+        else:
+            least = self._upright().horizontalAdvance("0" * (YIELD_CHARS if self.yielding else LEAST_CHARS))
+        return QSize(min(self.widest, least + margins.left() + margins.right()), hint.height())
+
+    def drawn_text(self) -> str:
+        """The text where it fits the field, else its short form (elided only where that does not fit either)."""
+        text = self.text()
+        fits = self.fontMetrics().horizontalAdvance(text) <= self.contentsRect().width()
+        return text if fits or not self.short else self.short
 
     def paintEvent(self, event) -> None:
-        room = self.contentsRect()
-        if self.fontMetrics().horizontalAdvance(self.text()) <= room.width():
+        room, drawn = self.contentsRect(), self.drawn_text()
+        if drawn == self.text() and self.fontMetrics().horizontalAdvance(drawn) <= room.width():
             super().paintEvent(event)
             return
         painter = QPainter(self)
         painter.setPen(self.palette().color(self.foregroundRole()))
         painter.drawText(room, int(self.alignment()),
-                         self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight, room.width()))
+                         self.fontMetrics().elidedText(drawn, Qt.TextElideMode.ElideRight, room.width()))
 
     yielding = False        # asks only YIELD_CHARS: a notice or an error on the left needs the room (StatusLine)
 
@@ -92,6 +141,7 @@ class StatusLine(QStatusBar):
             label = Field("")
             label.setObjectName(f"status_{name}")
             label.setContentsMargins(6, 0, 6, 0)
+            label.whole_at_least = WHOLE_AT_LEAST.get(name)
             self.fields[name] = label
             self.addPermanentWidget(label)
         self.show_model(None)
@@ -101,14 +151,14 @@ class StatusLine(QStatusBar):
         (a load that failed, a job or an export of the model before) is about a model no longer in use, and it
         stayed up through three models that opened well after a failed one ("x.gguf is not a GGUF file")."""
         for label in self.fields.values():
-            label.widest = 0                 # another model's texts: their own room
+            label.widest = label.widest_short = 0      # another model's texts: their own room
         if info is None:
             self._set(model="no model", params="", attention="", device="", step="", ms="", memory="")
             return
         self.error_line.clear()
         self._set(model=info.name, params=f"{human_count(info.n_params)} params", attention=attention_label(info),
                   device=f"{device or info.device} · {dtype or info.dtype}")
-        self.fields["model"].setToolTip(f"{info.family}, {info.n_layers} layers, d_model {info.d_model}, "
+        self.fields["model"].setToolTip(f"{info.name}: {info.family}, {info.n_layers} layers, d_model {info.d_model}, "
                                         f"context {info.max_positions:,}")
 
     def show_trace(self, trace: Trace | None) -> None:
@@ -178,6 +228,6 @@ class StatusLine(QStatusBar):
 
     def _set(self, **texts: str) -> None:
         for name, text in texts.items():
-            self.fields[name].setText(text)
+            self.fields[name].show_text(text, SHORT_FORMS[name](text))
             self.fields[name].setVisible(bool(text))
 
