@@ -11,7 +11,8 @@ as block maxima computed in the background (long_head.py).
 
 Cancel (and Stop, Esc) stops what the atlas computes, the reading and the scoring alike: the panel then
 says where it stopped ("cancelled at k of L", or that the heads were not scored) beside a Resume, and asks
-nothing again until the person presses it, or another run or model comes.
+nothing again until the person presses it, or another run or model comes. Another run or model leaves nothing of
+the scores before while the new ones are scored: no map, list, example or colour bar (its place kept).
 """
 from __future__ import annotations
 
@@ -25,10 +26,7 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QHBoxLayout,
     QLabel,
-    QProgressBar,
-    QPushButton,
     QSplitter,
-    QTableWidget,
     QTableWidgetItem,
 )
 
@@ -37,6 +35,7 @@ from explorer.app.state.session import Selection
 from explorer.app.thread.requests import HeadScoresJob
 from explorer.app.widgets.ablation_marks import AblationMarks, ablated_heads
 from explorer.app.widgets.asking import Asker
+from explorer.app.widgets.atlas_parts import head_table, reading_progress, show_colorbar, title_never_widens
 from explorer.app.widgets.atlas_reading import DescriptionReader
 from explorer.app.widgets.atlas_shares import SHARES, AtlasShares
 from explorer.app.widgets.long_head import LongHead, Request
@@ -56,7 +55,6 @@ METRICS = {
     "first token": ("text", "first_token", "mean_i A_i0 on this text"),
 }
 LISTED = 40
-ROW_PAD_PX = 4                  # a list row: its text's height and this
 
 
 class AtlasPanel(Panel):
@@ -81,7 +79,7 @@ class AtlasPanel(Panel):
         self._long_example: LongHead | None = None      # the example of a long text: titles it with its size, blocks
         self._ablation_marks: AblationMarks | None = None      # the heads the experiments on ablate
         session.experiments_changed.connect(lambda _experiments: self._mark_ablations())
-        self.table = _head_table()
+        self.table = head_table()
         self.table.cellClicked.connect(lambda row, _: self._clicked(*self._listed[row]))
         for widget in (self.view, self.table, self.example_view):
             self.splitter.addWidget(widget)
@@ -112,7 +110,7 @@ class AtlasPanel(Panel):
             controls.addWidget(QLabel(label))
             controls.addWidget(widget)
         controls.addStretch(1)
-        self.progress, self.cancel_button = _reading_progress()
+        self.progress, self.cancel_button = reading_progress()
         self.cancel_button.clicked.connect(self._cancel_or_resume)
         controls.addWidget(self.progress)
         controls.addWidget(self.cancel_button)
@@ -133,7 +131,7 @@ class AtlasPanel(Panel):
         if self._example is None:
             example = Heatmap(self.example_view.ci, row=0, col=0, colorbar=False, axes=("left", "top"))
             self._long_example = LongHead(example, parent=self)
-            _title_never_widens(example.plot)
+            title_never_widens(example.plot)
             self._example = example
             yield
 
@@ -186,6 +184,7 @@ class AtlasPanel(Panel):
             self._map.clear()
             self._map.tile_box.setVisible(False)
             self._ablation_marks.show([])
+            show_colorbar(self._map, False)        # its range was the scores dropped (issue 22, M3)
         if self._example is not None:
             self._example.clear()
         self.table.setRowCount(0)
@@ -217,6 +216,7 @@ class AtlasPanel(Panel):
         n_layers, n_heads = values.shape
         self.map.set_matrix(values, row_labels=[f"L{l}" for l in range(n_layers)],
                             col_labels=[f"H{h}" for h in range(n_heads)])
+        show_colorbar(self.map, True)
         self._fill_list(values)
         self._mark_ablations()
         self.caption.set_plain(self._caption(values))
@@ -358,39 +358,3 @@ class AtlasPanel(Panel):
             self.readout.setText(f"L{layer}.H{head}: {self.metric} " + (f"{value:.4f}" if np.isfinite(value)
                                                                          else "not read yet"))
 
-
-def _title_never_widens(plot) -> None:
-    """A long map's title (its size, its blocks, how to zoom) is wider than the example's third of the
-    panel, and pyqtgraph's title asks for its text's width: the view then overflows its widget and the
-    map is cut at the right. The title asks for no width here; a long one is cut at its end instead."""
-    label = plot.titleLabel
-    label.opts["justify"] = "left"
-    fit = label.updateMin
-
-    def fit_height_only() -> None:
-        fit()
-        label.setMinimumWidth(0)
-    label.updateMin = fit_height_only
-    fit_height_only()
-
-
-def _reading_progress() -> tuple[QProgressBar, QPushButton]:
-    """The bar of layers read so far and its Cancel, hidden until a long text is read."""
-    bar = QProgressBar()
-    bar.setMinimumWidth(bar.fontMetrics().horizontalAdvance("000 of 000 layers read") + 24)
-    bar.setMaximumWidth(260)
-    button = QPushButton("Cancel")
-    for widget in (bar, button):
-        widget.hide()
-    return bar, button
-
-
-def _head_table() -> QTableWidget:
-    """The list of heads, largest score first: layer, head, score."""
-    table = QTableWidget(0, 3)
-    table.setHorizontalHeaderLabels(["layer", "head", "score"])
-    table.verticalHeader().setVisible(False)
-    table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-    table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
-    table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + ROW_PAD_PX)
-    return table

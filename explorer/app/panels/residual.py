@@ -6,6 +6,9 @@ tokens are shown as visible text (a no-break space is '⍽', never '\\xa0'). Com
 thread by explorer.core.attribution.residual_stream, which feeds the position alone against the
 decoder's KV cache (one token through the blocks, as the logit lens does) when the decoder ran these ids.
 
+While a position's stream is read, none is shown: the plot is hidden (its place kept, so nothing moves) and the
+table has no layer's column or row, so "reading the residual stream…" never stands over another model's layers.
+
 Stop (Esc) cancels a stream being read: the panel says so, with Compute, and reads nothing again until the
 person presses it or picks another position, or another run or model comes (base.Panel.stop_work).
 """
@@ -54,6 +57,10 @@ class ResidualPanel(Panel):
         self.plot.getViewBox().sigResized.connect(self._on_view_resized)
         self.plot.setLabel("bottom", "layer l")
         self.plot.showGrid(x=True, y=True, alpha=0.2)
+        policy = self.plot.sizePolicy()          # hidden while a stream is read, its place kept (_clear_stream)
+        policy.setRetainSizeWhenHidden(True)
+        self.plot.setSizePolicy(policy)
+        self.plot.setVisible(False)              # shown with a stream (_draw_norms)
         self.table = QTableWidget(0, 0)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.viewport().installEventFilter(self)      # down a tall dock: columns shared to its width
@@ -141,7 +148,8 @@ class ResidualPanel(Panel):
         is laid out, else the last measure, else an estimate from the font (two legend lines, axis and title)."""
         box = self.plot.getViewBox().sceneBoundingRect()
         measured = self.plot_view.height() - int(box.height())
-        if self.plot_view.isVisible() and box.height() > 0 and 40 <= measured <= 200:    # (laid out, not stale)
+        # (laid out and not stale; a plot hidden while a stream is read lays out no axis: it would measure too little)
+        if self.plot_view.isVisible() and self.plot.isVisible() and box.height() > 0 and 40 <= measured <= 200:
             self.overhead_px = measured
         return self.overhead_px or (PLOT_ROOM_PX - MIN_VIEW_PX) + 2 * self.fontMetrics().height() + 8
 
@@ -151,12 +159,14 @@ class ResidualPanel(Panel):
         labels = [f"{name} {rank + 1}" for rank in range(K) for name in ("lens", "p")] + [n for _, n in NORMS]
         table, stretch = self.table, QHeaderView.ResizeMode.Stretch
         if self.layers_across:
+            table.setColumnCount(0)                # the layers' columns: the stream's (_fill_lens)
             table.setRowCount(len(labels))
             table.setVerticalHeaderLabels(labels)
             table.horizontalHeader().setSectionResizeMode(stretch)
             table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
             self._fit_rows()
         else:
+            table.setRowCount(0)                   # the layers' rows: the stream's (_fill_lens)
             table.setColumnCount(len(labels))
             table.setHorizontalHeaderLabels(labels)
             table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)     # (_share_columns)
@@ -170,9 +180,22 @@ class ResidualPanel(Panel):
 
     def forget(self) -> None:
         """No stream of another model or run, and none being read."""
-        self.stream = self.shown_key = self.position = None
+        self.position = None
+        self._clear_stream()
+
+    def _clear_stream(self) -> None:
+        """No stream shown: no plot, whose axis spanned the last stream's layers, and no layer's column (across) or
+        row (down) in the table, whose L0…L{n-1} named them: after a switch, another model's (issue 22, M3). The
+        plot's widget keeps its size, so the panel's layout does not move under the words."""
+        self.stream = self.shown_key = None
         self._clear_plot()
+        self.plot.setVisible(False)
         self.table.clearContents()
+        if self.layers_across:
+            self.table.setColumnCount(0)
+            self._fit_rows()
+        else:
+            self.table.setRowCount(0)
 
     def show_selection(self, selection: Selection) -> None:
         trace = self.trace
@@ -183,9 +206,7 @@ class ResidualPanel(Panel):
         ids = tuple(int(i) for i in trace.token_ids[: position + 1])
         key = (trace.model.name, ids)
         if key != self.shown_key:                  # no other position's stream beside this one while it is read
-            self.stream, self.shown_key = None, None
-            self._clear_plot()
-            self.table.clearContents()
+            self._clear_stream()
             self.set_formula(f"h_l at position {position}: reading the residual stream…")
         if self.asker.ask(key, ResidualStreamJob(ids, position, ASKED)):
             self.readout.setText(f"reading the residual stream at position {position}…")
@@ -220,6 +241,7 @@ class ResidualPanel(Panel):
                                    symbol="o", symbolSize=4, symbolBrush=colour)
             self.legend.addItem(curve, name)
         self.plot.setXRange(-0.5, len(layers) - 0.5, padding=0)
+        self.plot.setVisible(True)
         # layers are whole numbers: ticks every 1, 2, 5, 10… layers, never at "1.5" (pyqtgraph's own choice)
         step = next(step for step in (1, 2, 5, 10, 20, 50, 100) if len(layers) <= 10 * step)
         self.plot.getAxis("bottom").setTickSpacing(levels=[(step, 0)])
