@@ -2,7 +2,7 @@
 
 Each test follows one path a person takes: a loaded model's tokenizer names the
 ids in the panels, the logit-lens button is answered by the engine on the worker
-thread, and Ctrl+E exports the panel that holds the focus.
+thread, and Ctrl+E exports the panel that holds the focus, or the one last in focus.
 """
 from __future__ import annotations
 
@@ -93,6 +93,24 @@ def test_ctrl_e_in_the_prompt_editor_exports_the_attention_map(qtbot, window, ti
     window.prompt.setFocus()
     qtbot.keyClick(window.prompt, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
     assert save_dialogs == ["Export attention"]
+    assert window.prompt.text == PROMPT, "Ctrl+E typed nothing"
+
+
+def test_ctrl_e_in_the_prompt_editor_exports_the_panel_the_person_was_last_in(qtbot, window, tiny, save_dialogs):
+    """Qt Creator's current editor stays current while the focus is in a tool pane: the prompt is no figure, so
+    Ctrl+E there exports the panel the person read last (it exported attention whatever that was), and attention
+    again once that panel is closed."""
+    opened(qtbot, window, tiny)
+    tokens = window.docks["tokens"].widget()
+    qtbot.waitUntil(tokens.isVisible, timeout=5000)
+    tokens.setFocus()
+    window.prompt.setFocus()
+    qtbot.keyClick(window.prompt, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
+    assert save_dialogs == ["Export Tokens"]
+    window.docks["tokens"].close()
+    window.prompt.setFocus()
+    qtbot.keyClick(window.prompt, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
+    assert save_dialogs == ["Export Tokens", "Export attention"]
     assert window.prompt.text == PROMPT, "Ctrl+E typed nothing"
 
 

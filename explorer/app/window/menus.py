@@ -1,8 +1,8 @@
 """The menu bar: File, Decode, View and Help, with the standard shortcuts.
 
 File: open a model (folder or file), recent models, open/save a session, export
-(Ctrl+E exports the panel in focus, or the attention panel; the window recorded live while the person
-steps, or replaying the recorded steps), quit. Decode: the
+(Ctrl+E exports the current panel: the one in focus, else the last panel with figures the person was in, else
+attention; the window recorded live while the person steps, or replaying the recorded steps), quit. Decode: the
 toolbar's actions and the trace memory budget. View: a toggle per panel, reset layout, theme. Help: About,
 with the versions of the stack and the licences of the models.
 """
@@ -14,9 +14,9 @@ from html import escape
 from pathlib import Path
 
 from PySide6 import __version__ as pyside_version
-from PySide6.QtCore import Qt, qVersion
+from PySide6.QtCore import QObject, Qt, qVersion
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
-from PySide6.QtWidgets import QApplication, QFileDialog, QInputDialog, QMenu, QMessageBox
+from PySide6.QtWidgets import QApplication, QFileDialog, QInputDialog, QMenu, QMessageBox, QWidget
 
 from explorer import __version__
 from explorer.app.figures import animation, live_recording
@@ -50,6 +50,9 @@ class Menus:
         self.recent = QMenu("Open &Recent", window)
         self.export = QMenu("&Export", window)
         self.export_current = self._action("&Export Current Panel…", self.export_focused_panel, "Ctrl+E")
+        self.export_current.setStatusTip("Export the panel in focus, else the last panel you were in "
+                                         "(from the prompt or a toolbar), else Attention")
+        self.current_panel = CurrentPanel(window)
         self.record_window = self._action(f"&Record the Window While Stepping ({animation.formats_label()})…",
                                           lambda: ask_and_record_window(self.window))
         self.recording: live_recording.LiveRecording | None = None     # the live recording under way
@@ -233,15 +236,10 @@ class Menus:
             self.recording.ended.connect(lambda: setattr(self, "recording", None))
 
     def export_focused_panel(self) -> None:
-        """Ctrl+E: the first export action of the panel holding the focus, else of the attention panel
-        (also when the focus is in the prompt editor, which has nothing to export)."""
-        focus = QApplication.focusWidget()
-        docks = self.window.docks
-        focused = next((d for d in docks.values() if focus is not None and d.isAncestorOf(focus)), None)
-        actions = _export_actions(focused.widget()) if focused is not None else []
-        fallback = docks.get("attention")
-        if not actions and fallback is not None:
-            actions = _export_actions(fallback.widget())
+        """Ctrl+E: the first export action of the current panel (CurrentPanel): the one holding the focus, else
+        the last one with figures the person was in (the prompt editor has nothing to export), else attention."""
+        dock = self.current_panel.dock()
+        actions = _export_actions(dock.widget()) if dock is not None else []
         if self.window.session.trace is None:
             self.window.show_error("Nothing to export yet; run the prompt first.")
         elif actions:
@@ -304,6 +302,34 @@ class Menus:
         """Every shortcut the window's actions carry and every declared mouse gesture (panel_tips)."""
         QMessageBox.information(self.window, "Keyboard shortcuts", panel_tips.shortcuts_html(self.window))
         take_focus_if_none(self.window)     # F1 closed on Xvfb: Ctrl+Enter, Space and F1 did nothing until a click
+
+
+class CurrentPanel(QObject):
+    """The panel Ctrl+E exports, as an editor stays current in Qt Creator while the focus is in a tool pane: the
+    panel holding the focus, else the last panel with exports the focus was in while it is still in sight (the
+    focus went to the prompt, a toolbar or the menu bar), else attention. Ctrl+E from the prompt exported
+    attention whatever panel the person had just been reading."""
+
+    def __init__(self, window) -> None:
+        super().__init__(window)
+        self.window = window
+        self.last = None                  # the last dock with exports that held the focus
+        QApplication.instance().focusChanged.connect(self._on_focus_changed)
+
+    def _exporting_dock(self, widget: QWidget | None):
+        return next((dock for dock in self.window.docks.values() if widget is not None and dock.isAncestorOf(widget)
+                     and _export_actions(dock.widget())), None)
+
+    def _on_focus_changed(self, _old: QWidget | None, new: QWidget | None) -> None:
+        self.last = self._exporting_dock(new) or self.last
+
+    def dock(self):
+        focused = self._exporting_dock(QApplication.focusWidget())
+        if focused is not None:
+            return focused
+        if self.last is not None and self.last.isVisible() and self.last.widget() is not None:
+            return self.last
+        return self.window.docks.get("attention")
 
 
 def _export_actions(widget) -> list[QAction]:
