@@ -85,6 +85,23 @@ def pairs(value, name: str) -> tuple[tuple[int, int], ...]:
     return tuple(found)
 
 
+def decoded(value, steps: int, forced: tuple[tuple[int, int], ...], name: str = "decoded") -> tuple[int, ...]:
+    """The id chosen after each step, sampled or forced: one per step, the forced ones among them. Absent (None:
+    a file written before they were saved) is no ids, and the replay samples its steps again as it did then."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise SchemaError(f"field {name} is {_shown(value)}, not a list of token ids")
+    if len(value) != steps:         # checked before the items: a mismatch is named as one, whatever they hold
+        raise SchemaError(f"field {name} holds {len(value):,} token ids for {steps:,} steps, not one per step")
+    ids = integers(value, name)
+    for index, (step, token) in enumerate(forced):
+        if step < steps and ids[step] != token:
+            raise SchemaError(f"field forced[{index}] forces token {token} at step {step}, "
+                              f"but field {name}[{step}] is {ids[step]}")
+    return ids
+
+
 def choice(value, name: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed or not isinstance(value, str):
         raise SchemaError(f"field {name} is {_shown(value)}, not one of {', '.join(allowed)}")

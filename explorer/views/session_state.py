@@ -1,14 +1,16 @@
 """A session as a small JSON file: what rebuilds a trace exactly. Qt-free, so that the Python API writes the
 same files the app opens.
 
-Decoding is deterministic, so the model reference, the prompt and its ids, the
-sampling settings with the seed, the forced tokens, the number of steps and the
-precision the trace was recorded in (`record_dtype`: float16 rounds every recorded
-array, so it is another trace) are enough. A file written before `record_dtype` was
-saved reads as float32, the default recording: a session file is a value, read the
-same whatever the app's current setting (and the Python API records in float32).
-Files are written atomically (a temporary file, then `os.replace`), so a
-crash mid-write leaves the old file whole.
+The model reference, the prompt and its ids, the sampling settings with the seed, the id
+chosen after each step (`decoded`: the tokens the person saw, which the replay feeds
+whatever the seed or temperature is by then), which of them the person forced, the number
+of steps and the precision the trace was recorded in (`record_dtype`: float16 rounds every
+recorded array, so it is another trace) are enough. A file written before `decoded` was
+saved replays by sampling its steps again under its settings, as it always did; one
+written before `record_dtype` was saved reads as float32, the default recording: a session
+file is a value, read the same whatever the app's current setting (and the Python API
+records in float32). Files are written atomically (a temporary file, then `os.replace`),
+so a crash mid-write leaves the old file whole.
 """
 from __future__ import annotations
 
@@ -46,6 +48,7 @@ class SessionState:
     prompt_ids: tuple[int, ...] = ()     # the ids the trace was prefilled with (empty: not run)
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     forced: tuple[tuple[int, int], ...] = ()   # (step index, token id) chosen by the person
+    decoded: tuple[int, ...] = ()        # the id chosen after each step, sampled or forced (empty: an older file)
     steps: int = 0                       # trace length in steps (prefill counts as one)
     device: str = "cpu"
     dtype: str = "float32"
@@ -55,6 +58,8 @@ class SessionState:
     def __post_init__(self):
         if self.record_dtype not in RECORD_DTYPES:
             raise SessionFileError(f"record dtype {self.record_dtype!r} is not one of {', '.join(RECORD_DTYPES)}.")
+        if self.decoded and len(self.decoded) != self.steps:
+            raise SessionFileError(f"{len(self.decoded)} decoded token ids for {self.steps} steps, not one per step.")
 
     @classmethod
     def of(cls, model: str | None, prompt: str, sampling: SamplingSettings, trace=None,
@@ -65,8 +70,10 @@ class SessionState:
             return cls(model=model, prompt=prompt, sampling=sampling, device=device, dtype=dtype,
                        experiments=tuple(experiments))
         forced = tuple((i, int(s.chosen_id)) for i, s in enumerate(trace.steps) if s.forced)
+        chosen = [s.chosen_id for s in trace.steps]
+        decoded = tuple(int(i) for i in chosen) if None not in chosen else ()    # an encoder chooses none
         return cls(model=model, prompt=prompt, prompt_ids=tuple(int(i) for i in trace_views.started_ids(trace)),
-                   sampling=sampling, forced=forced, steps=trace.n_steps, device=device, dtype=dtype,
+                   sampling=sampling, forced=forced, decoded=decoded, steps=trace.n_steps, device=device, dtype=dtype,
                    experiments=tuple(experiments), record_dtype=record_dtype_of(trace))
 
     def to_json(self, **extra) -> str:
@@ -75,6 +82,10 @@ class SessionState:
         body["sampling"] = self.sampling.as_dict()
         body["prompt_ids"] = list(self.prompt_ids)
         body["forced"] = [list(pair) for pair in self.forced]
+        if self.decoded:
+            body["decoded"] = list(self.decoded)
+        else:                               # no ids (an older state): the file says nothing, as an older file
+            del body["decoded"]
         body["experiments"] = [experiment.to_json() for experiment in self.experiments]
         return json.dumps({"format": FORMAT, "version": VERSION, **body, **extra}, ensure_ascii=False, indent=1)
 
@@ -105,12 +116,13 @@ class SessionState:
         if version > VERSION:
             raise session_schema.SchemaError(f"it was written by a newer version (format {version})")
         schema = session_schema
+        steps = schema.integer(body.get("steps", 0), "steps", high=schema.MAX_STEPS)
+        forced = schema.pairs(body.get("forced", []), "forced")
         return cls(model=schema.text(body.get("model"), "model", allow_none=True),
                    prompt=schema.text(body.get("prompt", ""), "prompt"),
                    prompt_ids=schema.integers(body.get("prompt_ids", []), "prompt_ids"),
                    sampling=SamplingSettings.from_dict(schema.sampling(body.get("sampling", {}))),
-                   forced=schema.pairs(body.get("forced", []), "forced"),
-                   steps=schema.integer(body.get("steps", 0), "steps", high=schema.MAX_STEPS),
+                   forced=forced, decoded=schema.decoded(body.get("decoded"), steps, forced), steps=steps,
                    device=schema.text(body.get("device", "cpu"), "device"),
                    dtype=schema.choice(body.get("dtype", "float32"), "dtype", schema.DTYPES),
                    experiments=tuple(Experiment.from_json(e) for e in schema.experiments(body.get("experiments", []))),

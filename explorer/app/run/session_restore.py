@@ -1,6 +1,7 @@
 """Opening a saved session: its model, sampling, experiments, record precision, prompt, forced tokens and
-steps, rebuilt exactly by replaying them. DecodingController takes this from here; the file itself is
-explorer.app.state.session_file's.
+steps, rebuilt exactly by replaying them: the tokens it decoded come back even if its seed or temperature
+was changed after stepping (a file from before those were saved samples its steps again). DecodingController
+takes this from here; the file itself is explorer.app.state.session_file's.
 
 A session may also be put back without running it (`restore(state, run=False)`, chosen after a crash when its
 replay is long): the model, sampling, experiments and prompt come back, and the panels say that Run runs it.
@@ -49,7 +50,7 @@ class SessionRestore:
             self._run_prompt = self._awaited = self.prompt_ids()    # the saved trace is this prompt's, even if cut
             self.notice.emit(f"Opening the session: running its {plural(len(state.prompt_ids), 'prompt token')}"
                              + (f" and {plural(state.steps - 1, 'step')}…" if state.steps > 1 else "…"))
-            self.worker.replay(state.prompt_ids, state.forced, state.steps)
+            self.worker.replay(state.prompt_ids, state.forced, state.steps, state.decoded)
         elif self.prompt:                   # saved before it ran: run it as a newly opened model does (if short)
             self._run_if_short()
 

@@ -264,14 +264,17 @@ class DecodeLoop:
         """Rebuild the trace asked; one the decoder holds already (a cancelled run kept it) is handed back as it
         is, with no pass and no progress: the window's give-back after a Cancel must not run the prompt again."""
         decoder = self._decoder()
-        asked = {"ids": request.ids, "forced": request.forced, "n_steps": request.n_steps}
-        if self._held_is_current and decoder.trace.steps and replay_arguments(decoder.trace) == asked:
+        asked = {"ids": request.ids, "forced": request.forced, "n_steps": request.n_steps, "decoded": request.decoded}
+        held = decoder.trace.steps and replay_arguments(decoder.trace) | ({} if request.decoded else {"decoded": ()})
+        if self._held_is_current and held == asked:
             self._hand_back(decoder.trace)
             return
-        self._run_again(decoder, self._core.ids(request.ids), dict(request.forced), request.n_steps, request)
+        self._run_again(decoder, self._core.ids(request.ids), dict(request.forced), request.n_steps, request,
+                        request.decoded)
 
-    def _run_again(self, decoder, ids, forced: dict, n_steps: int, request) -> None:
-        """Prefill `ids`, then go to `n_steps` steps, forcing the chosen token of step i to forced[i]."""
+    def _run_again(self, decoder, ids, forced: dict, n_steps: int, request, decoded=()) -> None:
+        """Prefill `ids`, then go to `n_steps` steps, forcing the chosen token of step i to forced[i], or taking
+        decoded[i] as its choice (a saved trace's tokens: the seed or temperature may have changed since)."""
         steps = f" before decoding {plural(n_steps - 1, 'token')}" if n_steps > 1 else ""
         with self._layer_progress(decoder, request, f"Replaying the prompt's {plural(len(ids), 'token')}{steps}"):
             trace = decoder.prefill(ids)
@@ -279,6 +282,8 @@ class DecodeLoop:
             self._queue.check(request)
             if index in forced:
                 trace = decoder.force(forced[index])
+            elif index < len(decoded) and trace.steps[-1].chosen_id != decoded[index]:
+                trace = _take(decoder, decoded[index])
             if index < n_steps - 1:
                 trace = decoder.step()
         self._held_is_current = True
@@ -387,9 +392,19 @@ class DecodeLoop:
 
 
 def replay_arguments(trace) -> dict:
-    """The prompt ids, forced tokens and step count that rebuild `trace` exactly."""
+    """The prompt ids, forced tokens, step count and chosen ids that rebuild `trace` exactly."""
     forced = tuple((index, int(step.chosen_id)) for index, step in enumerate(trace.steps) if step.forced)
-    return {"ids": tuple(int(i) for i in trace_views.started_ids(trace)), "forced": forced, "n_steps": trace.n_steps}
+    chosen = [step.chosen_id for step in trace.steps]
+    return {"ids": tuple(int(i) for i in trace_views.started_ids(trace)), "forced": forced, "n_steps": trace.n_steps,
+            "decoded": tuple(int(i) for i in chosen) if None not in chosen else ()}
+
+
+def _take(decoder, token_id: int):
+    """Make `token_id` the last step's choice as the sampler's, not the person's: a replayed step's token."""
+    trace = decoder.force(token_id)                     # which checks the id against the vocabulary
+    last = replace(trace.steps[-1], forced=False)
+    decoder.trace = replace(trace, steps=trace.steps[:-1] + (last,), _cache={})
+    return decoder.trace
 
 
 def _progress_of(args, kwargs) -> tuple[float, str]:

@@ -51,11 +51,13 @@ class Force:
 
 @dataclass(frozen=True)
 class Replay:
-    """Rebuild a trace exactly: prefill `ids`, then step, forcing `forced` (step index, id) on the way."""
+    """Rebuild a trace exactly: prefill `ids`, then step, forcing `forced` (step index, id) on the way and
+    taking `decoded[i]` as step i's choice (the tokens a saved trace decoded, whatever the sampling is now)."""
 
     ids: tuple[int, ...]
     forced: tuple[tuple[int, int], ...] = ()
     n_steps: int = 1
+    decoded: tuple[int, ...] = ()   # one id per step, or none: sample the steps not forced
     give_back: bool = False         # queued by the model thread: a run stopped half way took the window's trace
     seq: int = -1
 

@@ -115,8 +115,10 @@ class ModelWorker(QObject):
         """Branch: make `token_id` the choice after step `at_steps` (the step the person was looking at)."""
         self._push(Force(token_id=int(token_id), at_steps=int(at_steps)))
 
-    def replay(self, ids, forced=(), n_steps: int = 1) -> None:
-        self._push(Replay(ids=tuple(int(i) for i in ids), forced=tuple(forced), n_steps=int(n_steps)))
+    def replay(self, ids, forced=(), n_steps: int = 1, decoded=()) -> None:
+        """Rebuild a trace: `decoded` (one id per step) gives back the tokens it decoded, not the sampling's now."""
+        self._push(Replay(ids=tuple(int(i) for i in ids), forced=tuple(forced), n_steps=int(n_steps),
+                          decoded=tuple(int(i) for i in decoded)))
 
     def set_sampling(self, sampling: SamplingSettings) -> None:
         self._push(SetSampling(sampling=sampling))
