@@ -27,6 +27,7 @@ from explorer.core.intervention import Kernel
 
 POLL_MS = 40
 TIMEOUT_S = 300.0
+STOP, BACK = "stop", "back"      # what the tour's one poller waits for: a stop's state, the person's session back
 
 
 @dataclass(frozen=True)
@@ -143,18 +144,31 @@ class Tour(QObject):
         self.added: tuple = ()                      # the kernel experiments the path added
         self._steps_left = 0
         self._deadline = 0.0
-        self._timer = QTimer(self)
-        self._timer.setInterval(POLL_MS)
-        self._timer.timeout.connect(self._poll)
         self._back: OwnSession | None = None        # the session being put back, until its replay arrives
-        self._back_timer = QTimer(self)
-        self._back_timer.setInterval(POLL_MS)
-        self._back_timer.timeout.connect(self._poll_back)
+        self.waiting_for: str | None = None         # STOP or BACK while the poller runs, else None
+        self._poller = QTimer(self)
+        self._poller.setInterval(POLL_MS)
+        self._poller.timeout.connect(self._poll)
         window.controller.load_failed.connect(self._on_load_failed)
 
     @property
     def busy(self) -> bool:
-        return self._timer.isActive() or self._back_timer.isActive()
+        return self.waiting_for is not None
+
+    def _wait_for(self, what: str | None) -> None:
+        """Poll every POLL_MS for `what` (STOP: the stop's state reached; BACK: the person's session back), which
+        replaces whatever was awaited before; None: wait for nothing."""
+        self.waiting_for = what
+        if what is None:
+            self._poller.stop()
+        else:
+            self._poller.start()
+
+    def _poll(self) -> None:
+        if self.waiting_for == STOP:
+            self._poll_stop()
+        elif self.waiting_for == BACK:
+            self._poll_back()
 
     def show(self, stop: Stop) -> bool:
         """Start putting the window in `stop`'s state; False (and `failed`) when its model is not here."""
@@ -165,7 +179,7 @@ class Tour(QObject):
         w = self.window
         if self.own is None:        # a session still coming back is the person's, not what the window shows now
             self.own = self._back or OwnSession.of(w)
-        self._back_timer.stop()
+        self._wait_for(None)
         self._back = None
         self.stop, self._steps_left = stop, stop.state.steps
         self._deadline = time.monotonic() + TIMEOUT_S
@@ -175,7 +189,7 @@ class Tour(QObject):
         else:
             self.progress.emit(f"Opening {model}…")
             w.controller.load(model, *w.model_bar.choice(), then=self._run)
-        self._timer.start()
+        self._wait_for(STOP)
         return True
 
     def restore(self) -> str:
@@ -185,7 +199,7 @@ class Tour(QObject):
         own, self.own = self.own, None
         if own is None:
             return "Your own model and prompt are back."
-        self._timer.stop()
+        self._wait_for(None)
         self.added = ()
         w = self.window
         if own.reference is None:
@@ -195,14 +209,14 @@ class Tour(QObject):
             return "You had no model open: the tour's model is closed, and your prompt and experiments are back."
         w.restore_session(own.state)
         self._back, self._deadline = own, time.monotonic() + TIMEOUT_S
-        self._back_timer.start()
+        self._wait_for(BACK)
         return "Your own model, prompt and decoded tokens are back."
 
     def _poll_back(self) -> None:
         """Once the replay of the person's session has arrived, their selection back on it."""
         w, own = self.window, self._back
         if time.monotonic() > self._deadline:
-            self._back_timer.stop()
+            self._wait_for(None)
             self.failed.emit(f"Your session did not come back within {TIMEOUT_S:.0f} s.")
             return
         if w.controller.loading is not None or w.worker.busy or w.session.model is None:
@@ -210,7 +224,7 @@ class Tour(QObject):
         trace = w.session.trace
         if own.token_ids and (trace is None or len(trace.token_ids) < len(own.token_ids)):
             return
-        self._back_timer.stop()
+        self._wait_for(None)
         self._back = None
         s = own.selection
         w.session.select(layer=s.layer, head=s.head, attention=s.attention, step=s.step, token=s.token,
@@ -244,10 +258,11 @@ class Tour(QObject):
             experiments, self.added = kept, ()
         session.set_experiments(experiments)
 
-    def _poll(self) -> None:
+    def _poll_stop(self) -> None:
+        """The stop's state built a part at a time: the model open and run, then its steps decoded, one a poll."""
         w = self.window
         if time.monotonic() > self._deadline:
-            self._timer.stop()
+            self._wait_for(None)
             self.failed.emit(f"{self.stop.title}: the model did not answer within {TIMEOUT_S:.0f} s.")
             return
         if w.controller.loading is not None or w.worker.busy or w.session.trace is None:
@@ -258,7 +273,7 @@ class Tour(QObject):
                                f"{self.stop.state.steps})…")
             w.controller.step()
             return
-        self._timer.stop()
+        self._wait_for(None)
         self._finish()
 
     def _finish(self) -> None:
@@ -272,6 +287,6 @@ class Tour(QObject):
         self.reached.emit(self.stop.id)
 
     def _on_load_failed(self, reference: str) -> None:
-        if self._timer.isActive():
-            self._timer.stop()
+        if self.waiting_for == STOP:
+            self._wait_for(None)
             self.failed.emit(f"{reference} could not be opened.")
