@@ -8,6 +8,8 @@ from typing import Callable
 from PySide6.QtCore import QEvent, QTimer, Signal
 from PySide6.QtWidgets import QAbstractButton, QDockWidget, QLabel, QToolButton, QToolTip, QWidget
 
+from explorer.app.widgets.turns import Turns
+
 QT_TITLE_BUTTONS = ("qt_dockwidget_floatbutton", "qt_dockwidget_closebutton")
 FOLLOWED_EVENTS = (QEvent.Type.Move, QEvent.Type.Resize, QEvent.Type.Show, QEvent.Type.Hide)
 
@@ -32,6 +34,10 @@ class PanelDock(QDockWidget):
     Learn's tabs_beside_column, View ▸ Reset Layout) brings each tab in front in turn, and building on
     the signal built every tabbed panel at once, each starting its first model job. Whether the dock is
     exposed is judged once the layout has settled (`_settle_exposure`, queued after the signal).
+
+    A raise holds the attention grid (`_raising`, two turns due in widgets.turns) until the window has laid out and
+    painted the tab: raised again at 8,000 tokens while the grid filled, the KV cache's relayout and paint took
+    40-50 ms of GUI CPU but froze the window 94-179 ms, waiting on the grid's threads for Python's lock.
     """
 
     maximise_requested = Signal(QDockWidget)
@@ -47,6 +53,7 @@ class PanelDock(QDockWidget):
         # event loop as the build's layout and paint, before the window's own timers, and the window froze for both.
         self._draw_timer = QTimer(self, singleShot=True, interval=0)
         self._draw_timer.timeout.connect(self._first_drawing)
+        self._raising = Turns(self)                 # due from a raise until its layout and paint have run
         self.learn_button: QToolButton | None = None
         self.visibilityChanged.connect(self._on_visibility_changed)
         if build is not None:
@@ -164,6 +171,7 @@ class PanelDock(QDockWidget):
             self._tell_panel(False)
         elif not self._settling:
             self._settling = True
+            self._raising.start(_raise_turns())
             QTimer.singleShot(0, self, self._settle_exposure)
 
     def _settle_exposure(self) -> None:
@@ -185,3 +193,10 @@ class PanelDock(QDockWidget):
         panel = super().widget()
         if self.built and hasattr(panel, "set_exposed"):
             panel.set_exposed(exposed)
+
+
+def _raise_turns():
+    """The turns a raise holds the grid for: the one that settles its exposure (and builds its panel) with the
+    window's relayout, and the one after it, with the paint (Qt paints in its posted events, before a timer's turn)."""
+    yield
+    yield
