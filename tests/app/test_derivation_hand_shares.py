@@ -12,9 +12,7 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 
-from explorer.app.panels.derivation import DerivationPanel
-from explorer.app.state.session import Session
-from explorer.app.widgets.model_call import thread_executor
+from tests.app.derivation_panel import derived_in_room
 from tests.app.screen_fit import MIN_PLOT_PX, settle
 
 ROUNDING_PX = 3
@@ -24,20 +22,7 @@ RESIZES = ((1400, 560), (1000, 400))     # bigger, then smaller than the size dr
 
 @pytest.fixture
 def panel(qtbot, traced_llama):
-    loaded, trace = traced_llama
-    session = Session()
-    session.set_model(loaded.info)
-    panel = DerivationPanel(session)
-    qtbot.addWidget(panel)
-    panel.resize(*FIRST_SIZE)
-    panel.show()
-    qtbot.waitExposed(panel)
-    panel.executor = thread_executor(loaded)
-    session.set_trace(trace)
-    session.select(layer=1, head=0, token=6, key=3)
-    qtbot.waitUntil(lambda: panel.derived is not None, timeout=20000)
-    settle(0.5)
-    return panel
+    return derived_in_room(qtbot, traced_llama, FIRST_SIZE)
 
 
 def drag_handle(splitter, by: int) -> None:

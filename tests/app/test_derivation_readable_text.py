@@ -11,10 +11,8 @@ from __future__ import annotations
 import pytest
 from PySide6.QtGui import QFontMetrics
 
-from explorer.app.panels.derivation import DerivationPanel
-from explorer.app.state.session import Session
-from explorer.app.widgets.model_call import thread_executor
 from explorer.app.window.learn_placement import open_learn
+from tests.app.derivation_panel import derived_in_room
 from tests.app.journey import BUNDLED, journey_in_a_window
 from tests.app.screen_fit import MIN_PLOT_PX, SCREENS, emulated_screen, settle
 
@@ -26,20 +24,7 @@ ROOMS = ((1030, 900), (1000, 1000), (1400, 520), (760, 900))
 
 @pytest.fixture
 def panel(qtbot, traced_llama):
-    loaded, trace = traced_llama
-    session = Session()
-    session.set_model(loaded.info)
-    panel = DerivationPanel(session)
-    qtbot.addWidget(panel)
-    panel.resize(1366 - 360, 470)              # the bottom tabs' room at 1366 x 768, then grown
-    panel.show()
-    qtbot.waitExposed(panel)
-    panel.executor = thread_executor(loaded)
-    session.set_trace(trace)
-    session.select(layer=1, head=0, token=6, key=3)
-    qtbot.waitUntil(lambda: panel.derived is not None, timeout=20000)
-    settle(0.5)
-    return panel
+    return derived_in_room(qtbot, traced_llama, (1366 - 360, 470))    # the bottom tabs' room at 1366, then grown
 
 
 @pytest.mark.parametrize("room", ROOMS, ids=[f"{w}x{h}" for w, h in ROOMS])

@@ -5,36 +5,14 @@ Counted, not timed: the PlotItems made (colour bars aside) in each turn, a turn 
 is called. The plots built so then draw what the core computes: the attribution, the selected head's map."""
 from __future__ import annotations
 
-from collections import Counter
-
 import numpy as np
-import pyqtgraph as pg
 
 from explorer.app.panels.attribution import AttributionPanel
 from explorer.app.panels.base import Panel
 from explorer.app.panels.derivation import DerivationPanel
 from explorer.app.widgets.model_call import thread_executor
-from explorer.app.widgets.turns import Turns
+from tests.app.turn_counting import counting_turns
 from tests.app.why_helpers import SIZES, shown
-
-
-def counting_turns(monkeypatch) -> Counter:
-    """The plots made (colour bars aside) by turn: 0 until the panel's first later part."""
-    made, turn = Counter(), [0]
-    make, next_part = pg.PlotItem.__init__, Turns.step
-
-    def counted(self, *args, **kwargs):
-        if not isinstance(self, pg.ColorBarItem):
-            made[turn[0]] += 1
-        make(self, *args, **kwargs)
-
-    def a_turn(self):
-        turn[0] += 1
-        next_part(self)
-
-    monkeypatch.setattr(pg.PlotItem, "__init__", counted)
-    monkeypatch.setattr(Turns, "step", a_turn)
-    return made
 
 
 def raised_in_turns(qtbot, session, trace, cls, monkeypatch) -> tuple[Panel, list]:

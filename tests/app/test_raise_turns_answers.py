@@ -10,16 +10,15 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtWidgets import QApplication, QTableWidget
 
 from explorer.app.panels.attribution import AttributionPanel
 from explorer.app.panels.kv_lab import KVLabPanel
 from explorer.app.state.session import Session
-from explorer.app.widgets.turns import Turns
 from explorer.core import kv_variants as kv
 from explorer.core.units import human_bytes
 from tests.app.synthetic_trace import build_trace
+from tests.app.turn_counting import counting_turns
 from tests.app.why_helpers import SIZES, shown
 
 
@@ -28,28 +27,21 @@ def test_an_attribution_come_while_the_plots_are_built_is_drawn_in_a_turn_after_
     from explorer.core.attribution import attribute
 
     loaded, trace = traced_llama
-    made, turn, drawn_in = Counter(), [0], []
-    make, next_part = pg.PlotItem.__init__, Turns.step
+    drawn_in: list = []
     held: list = []
     panel = AttributionPanel(session)
     panel.executor = held.append
 
-    def counted(self, *args, **kwargs):
-        if not isinstance(self, pg.ColorBarItem):
-            made[turn[0]] += 1
-        make(self, *args, **kwargs)
-
-    def a_turn(self):
-        turn[0] += 1
+    def answer(turn: int) -> None:
         if held:                                  # the model answers before the plots' first turn after the raise
             held.pop()(loaded, lambda: False)
             QApplication.processEvents()          # its answer handed to the panel
-        next_part(self)
-        if panel.result is not None and not drawn_in:
-            drawn_in.append(turn[0])
 
-    monkeypatch.setattr(pg.PlotItem, "__init__", counted)
-    monkeypatch.setattr(Turns, "step", a_turn)
+    def drawn(turn: int) -> None:
+        if panel.result is not None and not drawn_in:
+            drawn_in.append(turn)
+
+    made = counting_turns(monkeypatch, before=answer, after=drawn)
     session.set_trace(trace)
     shown(qtbot, panel, SIZES["wide"])           # its first showing: a raise, the attribution asked
     qtbot.waitUntil(lambda: not panel.drawing and panel.result is not None, timeout=10000)
