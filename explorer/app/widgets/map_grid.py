@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt, QTimer
+from PySide6.QtCore import QEvent, QPoint, QPointF, Qt, QTimer
 from PySide6.QtWidgets import QFrame, QScrollArea, QStyle
 
 from explorer.app.widgets.kv_occupancy import MIN_PLOT_PX
@@ -120,7 +120,12 @@ class TileScroll(QScrollArea):
         self._legend_fitted: tuple | None = None
         self._revealed = None                       # the item kept in sight (reveal)
         self._reveal_due = False
+        self._by_hand = False                       # scrolled by a person since the last reveal
+        self._hand_anchor: QPointF | None = None    # the tiles' point (data) at the viewport's corner, scrolled by hand
         view.viewport().installEventFilter(self)    # the wheel scrolls the tiles (Ctrl+wheel zooms the view)
+        for bar in (self.horizontalScrollBar(), self.verticalScrollBar()):
+            # a bar's action is a person's scroll (a drag, a click, a key, the wheel); ensureVisible sets its value
+            bar.actionTriggered.connect(self._on_scrolled_by_hand)
 
     def eventFilter(self, watched, event) -> bool:
         """A wheel over the tiles scrolls them where they do not fit, as over any page; with Ctrl held, or with
@@ -147,7 +152,12 @@ class TileScroll(QScrollArea):
     def reveal(self, item) -> None:
         """Scroll `item` (a QGraphicsRectItem of the view's scene: the selected head's outline) into sight once control
         is back in the event loop, and again whenever the tiles' view is resized (laid out anew, a first raise),
-        where they scroll; a scroll by hand is left alone until then."""
+        where they scroll, until the person scrolls by hand: from then a relayout keeps the tiles they scrolled to
+        (a resize or a dock moved scrolled back to the selected head), until `reveal` is asked again."""
+        self._by_hand, self._hand_anchor = False, None
+        self._reveal_later(item)
+
+    def _reveal_later(self, item) -> None:
         self._revealed = item
         if not self._reveal_due:
             self._reveal_due = True
@@ -156,7 +166,7 @@ class TileScroll(QScrollArea):
     def _reveal_now(self) -> None:
         self._reveal_due = False
         item = self._revealed
-        if item is None or not item.isVisible() or not self.isVisible():
+        if self._by_hand or item is None or not item.isVisible() or not self.isVisible():
             return
         view = self.view
         # its rect, not its bounding rect: a cosmetic pen's width is counted there in data units, a cell a side
@@ -167,12 +177,37 @@ class TileScroll(QScrollArea):
         self.ensureVisible(centre.x(), centre.y(), rect.width() // 2 + REVEAL_MARGIN_PX,
                            rect.height() // 2 + REVEAL_MARGIN_PX)
 
+    def _corner_point(self) -> QPoint:
+        """The viewport's top-left corner in the view's scene."""
+        view = self.view
+        return QPoint(self.horizontalScrollBar().value(), self.verticalScrollBar().value()) - view.viewport().pos()
+
+    def _on_scrolled_by_hand(self, _action: int) -> None:
+        self._by_hand = True                        # a reveal still due is dropped: the person's scroll is later
+        QTimer.singleShot(0, self, self._keep_hand_scroll)     # the bar's value is set once its action is done
+
+    def _keep_hand_scroll(self) -> None:
+        """Keep, in the tiles' own coordinates, the point a person's scroll left at the viewport's corner."""
+        if self._tiles is not None:
+            box = self._tiles[0].getViewBox()
+            self._hand_anchor = box.mapSceneToView(self.view.mapToScene(self._corner_point()))
+
+    def _scroll_to_hand_anchor(self) -> None:
+        if self._hand_anchor is None or self._tiles is None:
+            return
+        box = self._tiles[0].getViewBox()
+        corner = self.view.mapFromScene(box.mapViewToScene(self._hand_anchor)) + self.view.viewport().pos()
+        self.horizontalScrollBar().setValue(corner.x())
+        self.verticalScrollBar().setValue(corner.y())
+
     def _on_box_resized(self, box) -> None:
         """An axis grew once its labels were drawn (pyqtgraph sizes them as it paints them), squeezing the view
-        under the size its tiles were given: laid out again once control is back in the event loop. The tile
-        kept in sight (reveal) moved with the view: scrolled to again."""
-        if self._revealed is not None:
-            self.reveal(self._revealed)
+        under the size its tiles were given: laid out again once control is back in the event loop. The tiles
+        moved with the view: the tile kept in sight (reveal) scrolled to again, or those a person scrolled to."""
+        if self._by_hand:
+            QTimer.singleShot(0, self, self._scroll_to_hand_anchor)
+        elif self._revealed is not None:
+            self._reveal_later(self._revealed)
         squeezed = (round(box.width() - box.minimumWidth()), round(box.height() - box.minimumHeight()))
         if squeezed != (0, 0) and squeezed != self._squeezed:       # once for each change, never in a loop
             self._squeezed, self._fitted = squeezed, None
