@@ -65,12 +65,13 @@ class StepDecoder(Recorder):
         self.trace = self._trace(steps)
         return self.trace
 
-    def force(self, token_id: int) -> Trace:
-        """Take `token_id` instead of the chosen next token (the next step() feeds it)."""
+    def force(self, token_id: int, forced: bool = True) -> Trace:
+        """Take `token_id` instead of the chosen next token (the next step() feeds it); `forced` marks it as the
+        person's choice (False: a replayed trace's own token, the sampler's as it was drawn then)."""
         if not self.trace.steps:
             raise ExplorerError(f"nothing to force: call prefill with {self.prompt_name} first")
         self._check_ids(np.array([token_id]))
-        last = replace(self.trace.steps[-1], chosen_id=int(token_id), forced=True)
+        last = replace(self.trace.steps[-1], chosen_id=int(token_id), forced=forced)
         self.trace = self._trace(self.trace.steps[:-1] + (last,))
         return self.trace
 

@@ -164,7 +164,7 @@ class EncoderRunner(Recorder):
     def step(self) -> Trace:
         raise ExplorerError(NO_DECODING)
 
-    def force(self, token_id: int) -> Trace:
+    def force(self, token_id: int, forced: bool = True) -> Trace:
         raise ExplorerError(NO_DECODING)
 
     def back(self) -> Trace:

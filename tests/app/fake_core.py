@@ -105,11 +105,11 @@ class FakeDecoder:
         self.trace = Trace(model=self.loaded.info, steps=self.trace.steps[:-1])
         return self.trace
 
-    def force(self, token_id: int) -> Trace:
+    def force(self, token_id: int, forced: bool = True) -> Trace:
         self.calls.append(f"force {token_id}")
         from dataclasses import replace
 
-        last = replace(self.trace.steps[-1], chosen_id=int(token_id), forced=True)
+        last = replace(self.trace.steps[-1], chosen_id=int(token_id), forced=forced)
         self.trace = Trace(model=self.loaded.info, steps=self.trace.steps[:-1] + (last,))
         return self.trace
 

@@ -283,7 +283,7 @@ class DecodeLoop:
             if index in forced:
                 trace = decoder.force(forced[index])
             elif index < len(decoded) and trace.steps[-1].chosen_id != decoded[index]:
-                trace = _take(decoder, decoded[index])
+                trace = decoder.force(decoded[index], forced=False)
             if index < n_steps - 1:
                 trace = decoder.step()
         self._held_is_current = True
@@ -397,14 +397,6 @@ def replay_arguments(trace) -> dict:
     chosen = [step.chosen_id for step in trace.steps]
     return {"ids": tuple(int(i) for i in trace_views.started_ids(trace)), "forced": forced, "n_steps": trace.n_steps,
             "decoded": tuple(int(i) for i in chosen) if None not in chosen else ()}
-
-
-def _take(decoder, token_id: int):
-    """Make `token_id` the last step's choice as the sampler's, not the person's: a replayed step's token."""
-    trace = decoder.force(token_id)                     # which checks the id against the vocabulary
-    last = replace(trace.steps[-1], forced=False)
-    decoder.trace = replace(trace, steps=trace.steps[:-1] + (last,), _cache={})
-    return decoder.trace
 
 
 def _progress_of(args, kwargs) -> tuple[float, str]:
