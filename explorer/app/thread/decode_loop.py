@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, Signal
 
 from explorer.app.state.words import plural
 from explorer.app.thread.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory, lending
+from explorer.app.thread.replay import holds, redo_arguments, replay_arguments, replay_steps
 from explorer.app.thread.request_queue import Cancelled, RequestQueue
 from explorer.app.thread.requests import (
     Back,
@@ -33,7 +34,6 @@ from explorer.app.thread.requests import (
     Unload,
 )
 from explorer.core.errors import ExplorerError
-from explorer.views import trace_views
 
 
 class Emitter(QObject):
@@ -264,28 +264,18 @@ class DecodeLoop:
         """Rebuild the trace asked; one the decoder holds already (a cancelled run kept it) is handed back as it
         is, with no pass and no progress: the window's give-back after a Cancel must not run the prompt again."""
         decoder = self._decoder()
-        asked = {"ids": request.ids, "forced": request.forced, "n_steps": request.n_steps, "decoded": request.decoded}
-        held = decoder.trace.steps and replay_arguments(decoder.trace) | ({} if request.decoded else {"decoded": ()})
-        if self._held_is_current and held == asked:
+        if self._held_is_current and holds(decoder.trace, request):
             self._hand_back(decoder.trace)
             return
         self._run_again(decoder, self._core.ids(request.ids), dict(request.forced), request.n_steps, request,
                         request.decoded)
 
     def _run_again(self, decoder, ids, forced: dict, n_steps: int, request, decoded=()) -> None:
-        """Prefill `ids`, then go to `n_steps` steps, forcing the chosen token of step i to forced[i], or taking
-        decoded[i] as its choice (a saved trace's tokens: the seed or temperature may have changed since)."""
+        """Prefill `ids`, then go to `n_steps` steps (replay.replay_steps: forced[i] forced, decoded[i] taken)."""
         steps = f" before decoding {plural(n_steps - 1, 'token')}" if n_steps > 1 else ""
         with self._layer_progress(decoder, request, f"Replaying the prompt's {plural(len(ids), 'token')}{steps}"):
             trace = decoder.prefill(ids)
-        for index in range(n_steps):
-            self._queue.check(request)
-            if index in forced:
-                trace = decoder.force(forced[index])
-            elif index < len(decoded) and trace.steps[-1].chosen_id != decoded[index]:
-                trace = decoder.force(decoded[index], forced=False)
-            if index < n_steps - 1:
-                trace = decoder.step()
+        trace = replay_steps(decoder, trace, forced, n_steps, decoded, lambda: self._queue.check(request))
         self._held_is_current = True
         self._hand_back(trace)
 
@@ -320,12 +310,9 @@ class DecodeLoop:
     def _redo(self, decoder, trace, request) -> None:
         """Run `trace`'s prompt, forced tokens and steps again on `decoder`, unless a run queued behind starts
         over anyway (a session opened: its replay follows its record dtype and experiments)."""
-        steps = trace.steps
-        if not steps or not request.redo or self._queue.starts_over():
+        if not trace.steps or not request.redo or self._queue.starts_over():
             return
-        encoded = trace.encoder if trace.model.is_encoder_decoder else None             # a translation's source
-        forced = {index: step.chosen_id for index, step in enumerate(steps) if step.forced}
-        self._run_again(decoder, (encoded or steps[0]).token_ids, forced, len(steps), request)
+        self._run_again(decoder, *redo_arguments(trace), request)
 
     def _set_intervention(self, request: SetIntervention) -> None:
         """The current run again under the intervention (a branch); the steps after it decode under it too."""
@@ -389,14 +376,6 @@ class DecodeLoop:
             self._replay(Replay(**replay_arguments(trace)))
         if not was_load:
             self._handlers[type(failed_request)](failed_request)
-
-
-def replay_arguments(trace) -> dict:
-    """The prompt ids, forced tokens, step count and chosen ids that rebuild `trace` exactly."""
-    forced = tuple((index, int(step.chosen_id)) for index, step in enumerate(trace.steps) if step.forced)
-    chosen = [step.chosen_id for step in trace.steps]
-    return {"ids": tuple(int(i) for i in trace_views.started_ids(trace)), "forced": forced, "n_steps": trace.n_steps,
-            "decoded": tuple(int(i) for i in chosen) if None not in chosen else ()}
 
 
 def _progress_of(args, kwargs) -> tuple[float, str]:
