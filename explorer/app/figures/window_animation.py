@@ -4,8 +4,10 @@ panel's step slider does, and grabs the window (QWidget.grab) once each step is 
 every other animation and "Export every step". The frames are written as an animated GIF, a lossless APNG or an
 MP4 video with animation.write_animation: progress and Cancel, an atomic write, one sentence on failure.
 
-Every panel draws the step it is shown (the attention map a row per step, the mask, the KV cache), and each
-frame is the window as it stands, in the window's own theme. The step the person had selected is given back.
+The step is chosen as a person chooses it, through the session's selection, so every panel draws the step it is
+shown (the attention map a row per step, the mask, the KV cache, the Tokens table and its T) and so does the status
+bar ("step 0 (prefill) of 3 · 7 tokens"); each frame is the window as it stands, in the window's own theme. The
+selection the person had is given back, whether the recording ends, fails or is cancelled.
 """
 from __future__ import annotations
 

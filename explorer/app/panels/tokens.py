@@ -20,8 +20,17 @@ from PySide6.QtWidgets import QTextBrowser, QToolTip
 
 from explorer.app.panels.base import Panel, WrappedText, visible_text
 from explorer.app.state.session import MODEL, RUN, Selection
+from explorer.app.state.words import step_name
 from explorer.app.widgets.token_pieces import SELECTED, piece_html
-from explorer.app.widgets.token_table import TextOverTable, TokenRow, TokenRows, TokenTable, bytes_text, token_rows
+from explorer.app.widgets.token_table import (
+    TextOverTable,
+    TokenRow,
+    TokenRows,
+    TokenTable,
+    bytes_text,
+    n_tokens_at,
+    token_rows,
+)
 from explorer.views.token_text import TextPiece, TokenSpan, dropped_characters, dropped_warning, text_pieces
 
 SPAN_WINDOW = 1500          # tokens drawn as coloured spans at once (a rich-text layout grows with each)
@@ -102,6 +111,7 @@ class TokensPanel(Panel):
         self._shown_source: int | None = None   # the source token lit in the translation line
         self._dropped_for = ()                # the Tokens (or None) whose left-out characters `dropped` names
         self._to_top = False                  # another model or run came: the table starts at its first row
+        self._rows_step: int | None = None    # the step whose tokens the rows are (None: the latest)
 
     def _on_context_changed(self, change) -> None:
         # Set before the base redraws. A step of the same run (TRACE) keeps the person's place, and so do a cancel
@@ -161,9 +171,16 @@ class TokensPanel(Panel):
                               "tokens, not run yet.")
 
     def redraw(self) -> None:
-        self.rows = token_rows(self.trace, self.session.tokens)
-        self._show_translation(self.trace)
+        self._show_rows()
         self._show_dropped(self.session.tokens)
+
+    def _show_rows(self) -> None:
+        """The rows (and the translation's target) as of the step selected, as the attention map and the mask
+        show it: at an earlier step (the Mask's step slider, a recording of the window) the table kept the
+        latest step's tokens, "T = 24" beside attention's ℝ^{22×22} (issue 22)."""
+        self._rows_step = self.session.selection.step
+        self.rows = token_rows(self.trace, self.session.tokens, self._rows_step)
+        self._show_translation(self.trace)
         kept = self.table.token_model.set_rows(self.rows)
         self.table.fit_columns(kept)
         if self._to_top:
@@ -176,6 +193,10 @@ class TokensPanel(Panel):
         source (<2zh>), also the encoder's count N_KV, as the cross-attention header writes it, so the two match."""
         n = len(self.rows)
         formula = f"x = tokenize(text) = (x_1, …, x_{{{n}}}),  x_i ∈ {{0, …, V−1}}, T = {n}"
+        step, trace = self._rows_step, self.trace
+        earlier = step is not None and trace is not None and step < trace.n_steps - 1
+        if earlier and n == n_tokens_at(trace, step) and self._source_offset() is None:     # not an edited prompt
+            formula += f";  as of {step_name(step)} of {trace.n_steps - 1}"
         cut = getattr(self.rows, "cut", 0)
         if cut:
             formula += f";  the prompt's first {cut:,} tokens were cut: the model ran its last {self.rows._n_live:,}"
@@ -198,7 +219,8 @@ class TokensPanel(Panel):
             # ask 769 px of a 768 px screen. The text's least height stays as under the lines.
             self.translation.hide()
             return
-        chosen = [int(i) for i in trace.token_ids[1:]] + [int(trace.steps[-1].chosen_id)]
+        step = trace.n_steps - 1 if self._rows_step is None else min(self._rows_step, trace.n_steps - 1)
+        chosen = [int(i) for i in trace.token_ids[1:n_tokens_at(trace, step)]] + [int(trace.steps[step].chosen_id)]
         target = self.session.decode_text(chosen)
         ended = self.session.decode_text(chosen[-1:]) == "" and len(chosen) > 1
         self.translation.setText(
@@ -237,7 +259,10 @@ class TokensPanel(Panel):
         return "".join(parts)
 
     def show_selection(self, selection: Selection) -> None:
-        if selection.source != self._shown_source:          # the source token picked in a source view
+        if selection.step != self._rows_step:               # another step: its tokens
+            self._shown_source = selection.source
+            self._show_rows()
+        elif selection.source != self._shown_source:        # the source token picked in a source view
             self._shown_source = selection.source
             self._show_translation(self.trace)
         token = self._row_of(selection)

@@ -76,8 +76,9 @@ class TokenRows(Sequence):
         return _live_row(self._tokens, index, self.cut)
 
 
-def token_rows(trace, tokens) -> TokenRows:
-    """The prompt's live tokens while they differ from the trace; else the trace's tokens."""
+def token_rows(trace, tokens, upto_step: int | None = None) -> TokenRows:
+    """The prompt's live tokens while they differ from the trace; else the trace's tokens as of step `upto_step`
+    (None: the latest), as every other view of that step counts them."""
     live = TokenRows(tokens) if tokens is not None else TokenRows()
     if trace is None or not trace.steps:
         return live
@@ -86,7 +87,15 @@ def token_rows(trace, tokens) -> TokenRows:
     kept = len(live) - cut
     if tokens is not None and (not kept or not np.array_equal(ids[:kept], live.ids[cut:])):
         return live                                   # the person has edited (or emptied) the prompt since the run
-    return TokenRows(tokens, ids[kept:], trace.token_text[kept:len(ids)], cut)
+    n = max(kept, n_tokens_at(trace, upto_step))
+    return TokenRows(tokens, ids[kept:n], trace.token_text[kept:n], cut)
+
+
+def n_tokens_at(trace, step: int | None) -> int:
+    """T as of `step` (None: the latest): the tokens the model had read once that step ran."""
+    if step is None:
+        return trace.n_tokens
+    return sum(record.n_new for record in trace.steps[: step + 1])
 
 
 def _cut(trace, prompt: np.ndarray) -> int:

@@ -9,6 +9,7 @@ from PySide6.QtGui import QFont, QFontMetrics, QPainter
 from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 
 from explorer.app.state.words import plural, step_name
+from explorer.app.widgets.token_table import n_tokens_at
 from explorer.app.window.error_bar import ErrorLine
 from explorer.core.trace import ModelInfo, Trace
 from explorer.core.units import human_bytes, human_count
@@ -45,7 +46,7 @@ SHORT_FORMS = {
     "attention": lambda text: re.sub(r" Q → (\d+) KV heads$", r"→\1", text).replace(" d_c=", " ")
                                 .removesuffix(" heads"),                                   # GQA 6→2, MLA 512
     "device": lambda text: re.sub(r"(b?)float(\d+)", r"\1f\2", text),                    # cpu · f32
-    "step": lambda text: re.sub(r" tokens?$", " tok", text.replace(" (prefill)", "")),  # step 0 · 10 tok
+    "step": lambda text: re.sub(r" tokens?$", " tok", re.sub(r" \(prefill\)| of \d+", "", text)),  # step 0 · 10 tok
     "ms": lambda text: text.replace(" ms/step", " ms"),
     "memory": lambda text: text.removeprefix("trace "),
 }
@@ -126,9 +127,13 @@ class StatusLine(QStatusBar):
     FIELDS = ("model", "params", "attention", "device", "step", "ms", "memory")
     UNDER_WAY = "…"          # how a notice says that work is under way: "Opening the session: running its 5 tokens…"
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, session=None) -> None:
         super().__init__(parent)
         self.setObjectName("status_bar")
+        # The step the person looks at is the session's selection (the window's, where none is given): the step
+        # field follows it as every panel does
+        self.session = session if session is not None else getattr(parent, "session", None)
+        self._shown: tuple[Trace | None, int | None] | None = None    # (trace, step) the step field shows
         self.fields: dict[str, QLabel] = {}
         self._under_way = ""                 # the notice of work under way shown, until the model is next idle
         self._busy_since_notice = False      # it is the model's work once the model was busy after it was shown
@@ -145,6 +150,8 @@ class StatusLine(QStatusBar):
             self.fields[name] = label
             self.addPermanentWidget(label)
         self.show_model(None)
+        if self.session is not None:
+            self.session.selection_changed.connect(self._on_selection_changed)
 
     def show_model(self, info: ModelInfo | None, device: str = "", dtype: str = "") -> None:
         """The fields of the model now open (None: no model). A model opened clears the error line: what it said
@@ -162,13 +169,26 @@ class StatusLine(QStatusBar):
                                         f"context {info.max_positions:,}")
 
     def show_trace(self, trace: Trace | None) -> None:
+        """The step selected (the latest unless the person went back to an earlier one: "step 0 (prefill) of 2 ·
+        22 tokens"), its time, and the whole trace's memory. It said the latest step's "step 2 · 24 tokens" beside
+        panels that showed step 0, and so did every frame of a recording of the window (issue 22)."""
+        selected = self.session.selection.step if self.session is not None else None
+        self._shown = (trace, selected)
         if trace is None or not trace.steps:
             self._set(step="not run", ms="", memory="")
             return
-        last = trace.steps[-1]
-        decoded = trace.n_steps - 1
-        self._set(step=f"{step_name(decoded)} · {plural(trace.n_tokens, 'token')}", ms=f"{last.ms:.0f} ms/step",
-                  memory=f"trace {human_bytes(trace.nbytes())}")
+        last = trace.n_steps - 1
+        step = last if selected is None else min(selected, last)
+        of = f" of {last}" if step < last else ""
+        self._set(step=f"{step_name(step)}{of} · {plural(n_tokens_at(trace, step), 'token')}",
+                  ms=f"{trace.steps[step].ms:.0f} ms/step", memory=f"trace {human_bytes(trace.nbytes())}")
+
+    def _on_selection_changed(self, selection) -> None:
+        if self._shown is None:                     # no trace was shown yet: the window shows it as it comes
+            return
+        trace, step = self._shown
+        if trace is self.session.trace and step != selection.step:      # another step: say it
+            self.show_trace(trace)
 
     def showMessage(self, text: str, timeout: int = 0) -> None:
         """A notice; one that says work is under way (it ends in "…") lasts as long as that work, until the model
