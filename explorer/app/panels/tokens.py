@@ -41,6 +41,8 @@ ROWS_LEAST = 4              # the table's rows kept in sight before the coloured
                             # and warning over them, at 1366x768 the text kept its lines and the table 2.9 rows
 ROWS_WITH_TEXT = 2          # a decoder's: the coloured text gives way where the table would show fewer whole rows
                             # under it (at the window's least size the table showed one row and a cut one)
+ROWS_UNDER_LINES = 2        # an encoder-decoder's table keeps as many whole rows under its lines (it showed 1.6 at
+                            # the least size); its pointer readout gives the room (see _show_readout)
 
 
 class WarningLine(WrappedText):
@@ -75,6 +77,7 @@ class TokensPanel(Panel):
     title = "Tokens"
     object_name = "tokens"
     needs_trace = False              # the prompt's live tokens show before any run
+    _lines_shown = False             # an encoder-decoder's lines over the table (_show_translation_lines)
 
     def __init__(self, session, parent=None) -> None:
         super().__init__(session, parent)
@@ -143,8 +146,18 @@ class TokensPanel(Panel):
 
     def _show_translation_lines(self, shown: bool) -> None:
         """An encoder-decoder's lines over the table: the coloured text then gives way where the column is short
-        (a decoder's Tokens keeps its TEXT_LINES, which keep the window tall enough for attention's plots)."""
+        (a decoder's Tokens keeps its TEXT_LINES, which keep the window tall enough for attention's plots), and
+        the table keeps ROWS_UNDER_LINES whole rows over its scroll bar."""
+        self._lines_shown = shown
         self.text_view.setMinimumHeight(1 if shown else self.text_over_table.text_px())
+        self._keep_rows_under_lines()
+        self._show_readout()
+
+    def _show_readout(self) -> None:
+        """The pointer's readout line, but under an encoder-decoder's lines: it repeats the coloured text's tooltip,
+        and its 16 px give the table its second row there within a 768 px screen (the translator's least window
+        was 761 px high, 765 px framed: 8 px more for the row, with the readout, was past the screen; now 753 px)."""
+        self.readout.setVisible(self.body_widget.isVisibleTo(self) and not self._lines_shown)
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
@@ -152,6 +165,11 @@ class TokensPanel(Panel):
             # Rich text fixes its relative sizes ('large') as it is parsed: drawn again in the new font (View ▸
             # Presentation's), once the text view has it too.
             QTimer.singleShot(0, self, self._draw_text_again)
+            QTimer.singleShot(0, self, self._keep_rows_under_lines)        # the rows' height in the new font
+
+    def _keep_rows_under_lines(self) -> None:
+        """The table's least, set only where it changes (a step would lay the column out again)."""
+        self.table.setMinimumHeight(self.table.with_bar_px(ROWS_UNDER_LINES) if self._lines_shown else 0)
 
     def _draw_text_again(self) -> None:
         if self._shown_html is not None:
@@ -162,6 +180,7 @@ class TokensPanel(Panel):
         """Out of date, this panel alone already shows the edited prompt's tokens (the live tokenisation): the
         note says so, else it reads as if these tokens were the stale ones."""
         super().show_state()
+        self._show_readout()
         drawn, tokens, trace = self.drawn(), self.session.tokens, self.session.trace
         if drawn.kind != "out of date" or tokens is None or trace is None or not len(tokens.ids):
             return
