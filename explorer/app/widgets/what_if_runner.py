@@ -64,6 +64,11 @@ class WhatIfRunner(ModelCall):
         if self.running:
             self.abandon(f"{CANCELLED_BECAUSE}{why}.")
 
+    def drop_work(self) -> None:
+        """Stop (Escape), another run or a failure dropped the panel's work (base.Panel's one path): the
+        conversion is cancelled and says so. ModelCall's quiet abandon("") read "the conversion failed." here."""
+        self.abandon("The conversion was cancelled.")
+
     @property
     def cancelling(self) -> bool:
         """Cancel was pressed and the conversion has not stopped yet (its Cancel button stays disabled)."""
