@@ -94,7 +94,7 @@ def launch(args) -> int:
     window = new_window(app, settings, worker=worker)
     follow_system_theme(app, settings, window)
     show_sized_to_screen(window, settings)
-    if restore_allowed(args) and window.offer_crash_restore():
+    if restore_allowed(args) and (window.offer_crash_restore() or relaunched(window, args)):
         code = app.exec()
         tear_down(window)
         return code
@@ -131,6 +131,16 @@ def step_after_prefill(window, n_steps: int) -> None:
                 window.controller.step()
 
     window.session.trace_changed.connect(on_trace)
+
+
+def relaunched(window, args) -> bool:
+    """A relaunch with no model or prompt asked: the session quit in is back, its decoded steps too (a long one
+    waits for Run); True when restored (crash_restore.restore_quit_session)."""
+    if getattr(args, "model", None) or getattr(args, "prompt", None):
+        return False
+    from explorer.app.window.crash_restore import restore_quit_session  # start-up: after the model thread
+
+    return restore_quit_session(window)
 
 
 def restore_allowed(args) -> bool:

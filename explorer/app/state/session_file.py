@@ -5,6 +5,9 @@ app's folder, and removes only that file on a clean exit: a second window closin
 the first one's autosave with it. At start, an autosave whose process is no longer running is
 the session of a run that died, and the window offers to restore it. An autosave that cannot be
 read (damaged, not a session, an absurd pid) is moved aside with a message and never stops a start.
+
+A clean exit keeps the session it quit in, beside the autosave (`last-session.json`, quit_session_path): the
+next launch brings its decoded steps back (crash_restore.restore_quit_session), as File ▸ Open Session does.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from explorer.views.session_state import FORMAT, VERSION, SessionFileError, Sess
 
 AUTOSAVE_PREFIX = "autosave-session"
 AUTOSAVE_NAME = f"{AUTOSAVE_PREFIX}.json"      # the one shared autosave of earlier versions, still restored
+QUIT_SESSION_NAME = "last-session.json"        # the session of the last clean exit (not an autosave: no pid)
 SET_ASIDE_SUFFIX = ".unreadable"
 MAX_PID = 2**31 - 1                             # pid_t is a signed 32-bit number; more is no process id
 NOTICE_MS = 30000                               # how long the status bar tells an autosave's failure
@@ -41,6 +45,21 @@ def default_autosave_path() -> Path:
     """A new window's own autosave: the process id (a crash is told from a running window by it) and a
     random part (two windows of one process have two files)."""
     return app_home() / f"{AUTOSAVE_PREFIX}-{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
+
+
+def quit_session_path(autosave: str | os.PathLike) -> Path:
+    """Where a window whose autosave is `autosave` keeps the session it quit in: beside it, one for the folder
+    (the last window to quit wins, as the settings' last prompt and model do)."""
+    return Path(autosave).with_name(QUIT_SESSION_NAME)
+
+
+def quit_session(autosave: str | os.PathLike) -> SessionState | None:
+    """The session the last clean exit beside `autosave` quit in, or None (none kept, or not readable: a launch
+    then opens the last model and prompt as it did before)."""
+    try:
+        return load(quit_session_path(autosave))
+    except (OSError, ValueError, ExplorerError, RecursionError):
+        return None
 
 
 def is_autosave(path: Path) -> bool:
@@ -152,6 +171,20 @@ class Autosaver(QObject):
             self._last_written, self._last_state = text, state
         return True, None
 
+    def keep_quit_session(self) -> None:
+        """Write the state now to quit_session_path, which the next launch restores, steps and all: the settings
+        keep only the prompt and model, so a relaunch came back at the prefill (drive20 m18). A state with
+        nothing run leaves no file (the settings' last prompt does as much); a failed write is said on stderr."""
+        path = quit_session_path(self.path)
+        state = self._snapshot()
+        try:
+            if state is None or state.steps < 1 or not state.model:
+                path.unlink(missing_ok=True)
+            else:
+                write_atomically(path, state.to_json())
+        except (OSError, SessionFileError) as error:
+            print(f"The session quit in is not kept: {error}", file=sys.stderr)
+
     def _tell(self, problem: str) -> None:
         """Say why autosave fails, once a problem: the window's status bar, and stderr (no dialog: it is not
         the person's action that failed, and the timer tries again)."""
@@ -164,9 +197,11 @@ class Autosaver(QObject):
             status().showMessage(problem, NOTICE_MS)
 
     def discard(self) -> None:
-        """A clean exit: stop and remove the autosave, so the next start offers nothing."""
+        """A clean exit: stop and remove the autosave, so the next start offers no crash restore, and keep the
+        session quit in (keep_quit_session)."""
         self._timer.stop()
         self.wait()                         # a write finishing after the removal would leave a file behind
+        self.keep_quit_session()
         if self._writer is not None:        # the writing thread ends with the window, not at the interpreter's exit
             self._queue.put(None)
             self._writer.join()

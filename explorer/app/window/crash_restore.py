@@ -7,6 +7,10 @@ status bar (and stderr) says so, and the start goes on.
 A session whose replay is long (session_restore.is_long: minutes of work on a CPU) is offered three ways:
 restored and run, restored without running (its prompt waits for Run), or not restored. Whatever the answer,
 its prompt is not lost: declined, it is the last prompt, which the start puts in the editor.
+
+After a clean quit there is no question: the session quit in (session_file.quit_session, kept at the exit)
+comes back with its decoded steps (restore_quit_session), as File ▸ Open Session brings them; a long one is put
+back waiting for Run, as a relaunch's long last prompt is (issue 22 #18: nothing long starts unasked).
 """
 from __future__ import annotations
 
@@ -17,9 +21,9 @@ from typing import Callable
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from explorer.app.run.session_restore import is_long, replay_tokens
-from explorer.app.state.session_file import SessionState, find_crashed, forget
+from explorer.app.state.session_file import SessionState, find_crashed, forget, quit_session
 from explorer.app.widgets.dialog_focus import take_focus_if_none
-from explorer.app.window.model_refs import short_name
+from explorer.app.window.model_refs import reopened_model, short_name
 
 NOTICE_MS = 30000
 TITLE = "Restore the last session?"
@@ -47,6 +51,18 @@ def offer_crash_restore(parent: QWidget, autosave_path: str | Path | None,
             keep_prompt(state.prompt)
         return False
     (restore if answer == RUN else put_back)(state)
+    return True
+
+
+def restore_quit_session(window) -> bool:
+    """At a launch after a clean quit, the session `window`'s folder quit in, when it had decoded steps and its
+    model still opens: replayed with its decoded ids, or, when the replay is long (is_long), put back waiting
+    for Run. True when restored; False leaves the launch to open the last model and prompt (a session with no
+    step decoded is no more than they are)."""
+    state = quit_session(window.autosaver.path)
+    if state is None or state.steps < 2 or reopened_model(state.model) is None:
+        return False
+    window.restore_session(state, run=not is_long(state))
     return True
 
 
