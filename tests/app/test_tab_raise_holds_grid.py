@@ -2,14 +2,16 @@
 tokens while the grid filled, the KV cache's relayout and paint took 40-50 ms of the GUI thread's CPU but froze the
 window 94-179 ms, the GUI thread waiting on the grid's threads for Python's lock. The grid (GridFiller.held) waits
 from the raise, both for a tab raised again (its panel built, nothing to draw) and a first raise, and no longer once
-the raise's turns have run."""
+the raise's turns have run. It waits from the raise's first event, before the panel is laid out: a tab raised again
+after a wider tab had widened the tabs' area (the KV lab at its first raise) was laid out at its new width inside the
+raise, before the dock said it was visible."""
 from __future__ import annotations
 
 import time
 
 import pytest
-from PySide6.QtCore import QObject, Qt
-from PySide6.QtWidgets import QApplication, QLabel, QMainWindow
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QWidget
 
 from explorer.app.widgets.grid_filler import GridFiller
 from explorer.app.window.panel_dock import PanelDock
@@ -24,6 +26,31 @@ def settle(seconds: float = SETTLE_S) -> None:
         time.sleep(0.01)
 
 
+def front_width(window: QMainWindow) -> int:
+    return window.findChild(PanelDock, "front").widget().width()
+
+
+def wide_panel(window: QMainWindow) -> QWidget:
+    """A panel wider than the tabs' area it joins: its first raise widens the area."""
+    panel = QLabel("behind, built at its first raise, wider than the area")
+    panel.setMinimumWidth(front_width(window) + 150)
+    return panel
+
+
+class HeldAtResize(QObject):
+    """Whether the grid was held at each resize of the watched widget."""
+
+    def __init__(self, watched: QWidget, grid: GridFiller) -> None:
+        super().__init__(watched)
+        self.grid, self.held = grid, []
+        watched.installEventFilter(self)
+
+    def eventFilter(self, watched, event) -> bool:
+        if event.type() == QEvent.Type.Resize:
+            self.held.append(self.grid.held())
+        return False
+
+
 @pytest.fixture
 def tabbed(qtbot):
     """Two docks tabbed together in a window, the first in front, and a grid beside them."""
@@ -32,10 +59,10 @@ def tabbed(qtbot):
     window.setCentralWidget(QLabel("centre"))
     front = PanelDock("front", window)
     front.setWidget(QLabel("front"))
-    behind = PanelDock("behind", window, build=lambda: QLabel("behind, built at its first raise"))
+    behind = PanelDock("behind", window, build=lambda: wide_panel(window))
     for dock in (front, behind):
         dock.setObjectName(dock.windowTitle())
-        window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
+        window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
     window.tabifyDockWidget(front, behind)
     window.resize(600, 400)
     window.show()
@@ -61,3 +88,14 @@ def test_a_first_raise_and_a_raise_again_hold_the_grid_until_their_turns_ran(tab
     assert behind.built
     raise_holds_then_frees(front, grid)      # raised again: nothing to build or draw, a relayout and a paint
     raise_holds_then_frees(behind, grid)
+
+
+def test_a_tab_raised_again_at_a_new_width_is_laid_out_while_the_grid_waits(tabbed):
+    front, behind, grid = tabbed
+    was = front.widget().width()
+    raise_holds_then_frees(behind, grid)     # wider than the area: the area widens
+    assert behind.width() > front.width()
+    resizes = HeldAtResize(front.widget(), grid)
+    raise_holds_then_frees(front, grid)
+    assert front.widget().width() > was, "raised again, the front tab is laid out at the wider area"
+    assert resizes.held and all(resizes.held), "the front tab was laid out again while the grid filled on"

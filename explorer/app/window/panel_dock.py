@@ -12,6 +12,9 @@ from explorer.app.widgets.turns import Turns
 
 QT_TITLE_BUTTONS = ("qt_dockwidget_floatbutton", "qt_dockwidget_closebutton")
 FOLLOWED_EVENTS = (QEvent.Type.Move, QEvent.Type.Resize, QEvent.Type.Show, QEvent.Type.Hide)
+# Where a raise or a relayout reaches the dock before its panel: raise_() sends ZOrderChange, in which Qt's dock layout
+# places the tab; a tab clicked moves the dock into sight. Its children are resized inside these events.
+RELAYOUT_EVENTS = (QEvent.Type.ZOrderChange, QEvent.Type.Move, QEvent.Type.Resize)
 
 
 class PanelDock(QDockWidget):
@@ -35,9 +38,10 @@ class PanelDock(QDockWidget):
     the signal built every tabbed panel at once, each starting its first model job. Whether the dock is
     exposed is judged once the layout has settled (`_settle_exposure`, queued after the signal).
 
-    A raise holds the attention grid (`_raising`, two turns due in widgets.turns) until the window has laid out and
-    painted the tab: raised again at 8,000 tokens while the grid filled, the KV cache's relayout and paint took
-    40-50 ms of GUI CPU but froze the window 94-179 ms, waiting on the grid's threads for Python's lock.
+    A raise or a relayout holds the attention grid (`_raising`, two turns due in widgets.turns) from the dock's first
+    event of it until the window has laid out and painted the tab: raised again at 8,000 tokens while the grid
+    filled, the KV cache's relayout and paint took 35-49 ms of GUI CPU but froze the window 94-179 ms, waiting on
+    the grid's threads for Python's lock between the layout's and paint's many calls into Python.
     """
 
     maximise_requested = Signal(QDockWidget)
@@ -69,6 +73,8 @@ class PanelDock(QDockWidget):
 
     def event(self, event) -> bool:
         kind = event.type()
+        if kind in RELAYOUT_EVENTS and hasattr(self, "_raising"):    # (not while QDockWidget is constructed)
+            self._raising.start(_raise_turns())      # before the panel is laid out, inside this event
         if kind == QEvent.Type.MouseButtonDblClick and not self.isFloating() and self.on_title(event.position().y()):
             self.maximise_requested.emit(self)
             return True
