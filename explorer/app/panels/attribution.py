@@ -9,7 +9,8 @@ sublayers as its last column. Clicking a head selects it, which opens it in the 
 Stop (Esc) cancels an attribution being computed: the panel then says it was stopped, with a Compute button,
 and asks nothing until the person presses it or picks another position, token, run or model. An attribution
 already drawn stays, since it still holds for the trace that stays. Dropped (another model or run), an attribution
-leaves nothing: no part's name, axis values or colour bar range stands under "attributing…".
+leaves nothing: no part's name, axis values, colour bar range or selected head's outline stands under
+"attributing…".
 """
 from __future__ import annotations
 
@@ -208,6 +209,7 @@ class AttributionPanel(Panel):
             self.bars.setTitle(None)
             _show_values(self.bars, False)                     # its axis spanned the last answer's parts
             self.heads.clear()
+            self.heads.tile_box.setVisible(False)              # the last answer's selected head, over empty axes
             bar = self.heads.colorbar
             if bar is not None:               # its range was the last answer's; its place kept (the map keeps its size)
                 policy = bar.sizePolicy()
