@@ -115,6 +115,8 @@ class TokensPanel(Panel):
         self._dropped_for = ()                # the Tokens (or None) whose left-out characters `dropped` names
         self._to_top = False                  # another model or run came: the table starts at its first row
         self._rows_step: int | None = None    # the step whose tokens the rows are (None: the latest)
+        self._rows_fresh = True               # whether the rows were made while the trace was the prompt's
+        session.out_of_date_changed.connect(self._on_out_of_date_changed)
 
     def _on_context_changed(self, change) -> None:
         # Set before the base redraws. A step of the same run (TRACE) keeps the person's place, and so do a cancel
@@ -126,6 +128,12 @@ class TokensPanel(Panel):
 
     def _on_tokens_changed(self, tokens) -> None:
         self.refresh()
+
+    def _on_out_of_date_changed(self, _reason) -> None:
+        """Rows made before the session said whether the trace is the prompt's are made again: a trace the context
+        slid along is listed as run only while it is the prompt's, the edited prompt's live tokens otherwise."""
+        if self._rows_fresh != (self.session.out_of_date is None):
+            self.refresh()
 
     def eventFilter(self, watched, event) -> bool:
         if watched is self.text_over_table and event.type() == QEvent.Type.Resize:
@@ -197,8 +205,8 @@ class TokensPanel(Panel):
         """The rows (and the translation's target) as of the step selected, as the attention map and the mask
         show it: at an earlier step (the Mask's step slider, a recording of the window) the table kept the
         latest step's tokens, "T = 24" beside attention's ℝ^{22×22} (issue 22)."""
-        self._rows_step = self.session.selection.step
-        self.rows = token_rows(self.trace, self.session.tokens, self._rows_step)
+        self._rows_step, self._rows_fresh = self.session.selection.step, self.session.out_of_date is None
+        self.rows = token_rows(self.trace, self.session.tokens, self._rows_step, self._rows_fresh)
         self._show_translation(self.trace)
         kept = self.table.token_model.set_rows(self.rows)
         self.table.fit_columns(kept)
@@ -216,9 +224,9 @@ class TokensPanel(Panel):
         earlier = step is not None and trace is not None and step < trace.n_steps - 1
         if earlier and n == n_tokens_at(trace, step) and self._source_offset() is None:     # not an edited prompt
             formula += f";  as of {step_name(step)} of {trace.n_steps - 1}"
-        cut = getattr(self.rows, "cut", 0)
-        if cut:
-            formula += f";  the prompt's first {cut:,} tokens were cut: the model ran its last {self.rows._n_live:,}"
+        note = getattr(self.rows, "cut_note", "")
+        if note:
+            formula += f";  {note}"
         offset = self._source_offset()
         if offset:
             added = " ".join(visible_text(text) for text in self.trace.encoder.token_text[:offset])

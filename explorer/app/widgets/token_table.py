@@ -6,12 +6,15 @@ paints. A decoding step only adds rows, and the model inserts them rather than r
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QSize, Qt, QTimer
 from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableView, QTableWidgetItem, QTextEdit
+
+from explorer.core.tokens import NEWLINE, RETURN, SPACE, TAB
 
 COLUMNS = ("position", "token", "id", "span")
 ROWS_IN_SIGHT = 6           # the rows the table keeps in sight: fewer and a person scrolls to read a short prompt
@@ -46,9 +49,10 @@ class TokenRow:
 class TokenRows(Sequence):
     """The rows to show, made on demand: the live tokens of the prompt, then the trace's generated tokens."""
 
-    def __init__(self, tokens=None, generated_ids=(), generated_text=(), cut: int = 0) -> None:
+    def __init__(self, tokens=None, generated_ids=(), generated_text=(), cut: int = 0, slid: bool = False) -> None:
         self._tokens = tokens
         self.cut = cut             # the prompt's first tokens left out: the model ran its last ones only
+        self.slid = slid           # left out as the context slid (Continue from the last N tokens?), not cut
         self._n_live = len(tokens.ids) - cut if tokens is not None else 0
         live = np.asarray(tokens.ids, dtype=np.int64)[cut:] if tokens is not None else np.zeros(0, np.int64)
         self.ids = np.concatenate([live, np.asarray(generated_ids, dtype=np.int64)])     # (n,)
@@ -56,6 +60,20 @@ class TokenRows(Sequence):
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
+
+    @property
+    def cut_note(self) -> str:
+        """What the rows leave out of the prompt, in words ('' when nothing)."""
+        if self.slid:
+            generated = len(self) - self._n_live
+            if not self._n_live:
+                return (f"the context slid: the prompt's {self.cut:,} tokens left it, and tokens generated after "
+                        "them; the model runs from tokens it generated")
+            return (f"the context slid: the prompt's first {self.cut:,} tokens left it; the model runs from its last "
+                    f"{self._n_live:,}, then {generated:,} generated")
+        if self.cut:
+            return f"the prompt's first {self.cut:,} tokens were cut: the model ran its last {self._n_live:,}"
+        return ""
 
     def window_key(self, window: range) -> tuple:
         """What the rows in `window` show, to compare with another TokenRows' (equal: the same rows)."""
@@ -72,23 +90,27 @@ class TokenRows(Sequence):
             raise IndexError(index)
         if index >= self._n_live:
             text = self._generated_text[index - self._n_live]
-            return TokenRow(index, text, int(self.ids[index]), None, None, False, text)
+            return TokenRow(index, text, int(self.ids[index]), None, shown_bytes(text), False, text)
         return _live_row(self._tokens, index, self.cut)
 
 
-def token_rows(trace, tokens, upto_step: int | None = None) -> TokenRows:
+def token_rows(trace, tokens, upto_step: int | None = None, fresh: bool = True) -> TokenRows:
     """The prompt's live tokens while they differ from the trace; else the trace's tokens as of step `upto_step`
-    (None: the latest), as every other view of that step counts them."""
+    (None: the latest), as every other view of that step counts them. `fresh`: the trace is the prompt's (the
+    session does not call it out of date), so a trace that the context slid along is this prompt's too."""
     live = TokenRows(tokens) if tokens is not None else TokenRows()
     if trace is None or not trace.steps:
         return live
     ids = np.asarray(trace.token_ids, dtype=np.int64)
     cut = _cut(trace, live.ids) if tokens is not None else 0
-    kept = len(live) - cut
+    kept, slid = len(live) - cut, False
     if tokens is not None and (not kept or not np.array_equal(ids[:kept], live.ids[cut:])):
-        return live                                   # the person has edited (or emptied) the prompt since the run
+        kept = _typed_in_slid(trace, live.ids) if fresh and len(live) else None
+        if kept is None:
+            return live                               # the person has edited (or emptied) the prompt since the run
+        cut, slid = len(live) - kept, True
     n = max(kept, n_tokens_at(trace, upto_step))
-    return TokenRows(tokens, ids[kept:n], trace.token_text[kept:n], cut)
+    return TokenRows(tokens, ids[kept:n], trace.token_text[kept:n], cut, slid)
 
 
 def n_tokens_at(trace, step: int | None) -> int:
@@ -106,6 +128,28 @@ def _cut(trace, prompt: np.ndarray) -> int:
     started = np.asarray(trace.steps[0].token_ids, dtype=np.int64)
     cut = len(prompt) - len(started)
     return cut if 0 < cut and np.array_equal(prompt[cut:], started) else 0
+
+
+def _typed_in_slid(trace, prompt: np.ndarray) -> int | None:
+    """How many of the prompt's last tokens begin a trace that the context slid along (prompt_fit's "Continue from
+    the last N tokens?": its prefill is the last N of the prompt and the tokens generated after it), 0 where all of
+    them slid out; None for a trace that cannot be such a slide (an encoder-decoder's)."""
+    if trace.model.is_encoder_decoder:
+        return None
+    started = np.asarray(trace.steps[0].token_ids, dtype=np.int64)
+    most = min(len(prompt), len(started) - 1)         # a slide's prefill holds at least one generated token
+    if most < 1:
+        return 0
+    # The longest overlap first (a repeated text overlaps at several lengths). Candidates begin and end as the
+    # prefill does; only those are compared whole (a slid trace asks again at every step).
+    tail = prompt[len(prompt) - most:]
+    starts = np.flatnonzero(tail == started[0])                  # (c,)
+    starts = starts[started[most - starts - 1] == tail[-1]]
+    for start in starts:
+        typed = most - int(start)
+        if np.array_equal(tail[start:], started[:typed]):
+            return typed
+    return 0
 
 
 def _live_row(tokens, position: int, cut: int = 0) -> TokenRow:
@@ -127,6 +171,20 @@ def _extends(old: Sequence[TokenRow], new: Sequence[TokenRow]) -> bool:
     return (old._tokens is new._tokens and old._n_live == new._n_live and old.cut == new.cut
             and np.array_equal(old.ids, new.ids[: len(old)])
             and new._generated_text[: len(old._generated_text)] == old._generated_text)
+
+
+_HIDDEN = {SPACE: " ", NEWLINE: "\n", TAB: "\t", RETURN: "\r", "␡": "\x7f"} | {chr(0x2400 + c): chr(c)
+                                                                               for c in range(32)}
+_BYTE = re.compile(r"<0x([0-9A-F]{2})>")
+
+
+def shown_bytes(text: str) -> bytes:
+    """The bytes of a token the trace names by its display string (core.tokens.bytes_to_display: the vocabulary
+    entry's bytes as UTF-8, whitespace drawn visible, a byte of no whole character as <0xNN>), read back."""
+    out = bytearray()
+    for i, part in enumerate(_BYTE.split(text)):
+        out += bytes([int(part, 16)]) if i % 2 else "".join(_HIDDEN.get(ch, ch) for ch in part).encode("utf-8")
+    return bytes(out)
 
 
 def bytes_text(raw: bytes | None) -> str:
