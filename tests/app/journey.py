@@ -337,7 +337,8 @@ class Journey:
         panel.tabs.setCurrentIndex(0)
 
     def derive_a_cell(self) -> None:
-        """Click a cell of the large attention map: Show the work comes to the front and derives it."""
+        """Click a cell of the large attention map: Show the work comes to the front and derives it (where it can:
+        else the map clicked stays in front)."""
         attention = self.raise_panel("attention")
         self.idle("drawing attention")
         trace = self.window.session.trace
@@ -348,9 +349,10 @@ class Journey:
         self.act("clicking a cell of the attention map",
                  lambda: QTest.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(point.x(), point.y())))
         derivation = self.window.docks["derivation"].widget()
-        assert derivation.is_shown(), "clicking a cell did not bring Show the work to the front"
-        if derivation.drawn().kind != "trace":      # an encoder-decoder: it says why it derives nothing
+        if derivation.unavailable(trace):           # an encoder or encoder-decoder: the map clicked stays in front
+            assert attention.is_shown() and not derivation.is_shown(), "Show the work, deriving nothing, was raised"
             return
+        assert derivation.is_shown(), "clicking a cell did not bring Show the work to the front"
         assert f"A[{row}, 0]" in derivation.formula, \
             f"{self.model_name()}: Show the work derives {derivation.formula[:80]!r}, not the clicked A[{row}, 0]"
 

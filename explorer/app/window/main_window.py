@@ -166,9 +166,16 @@ class MainWindow(QMainWindow):
         c.notice.connect(lambda text: self.status.showMessage(text, 6000))
         self.session.trace_changed.connect(self.status.show_trace)
         if "derivation" in self.docks:                   # a clicked cell opens Show the work, which derives it
-            self.session.requests.cell_requested.connect(lambda *_: self.docks["derivation"].raise_())
+            self.session.requests.cell_requested.connect(self._show_the_work)
         self.session.busy_changed.connect(self.status.show_busy)
         self.session.error_raised.connect(self.show_error)
+
+    def _show_the_work(self) -> None:
+        """A clicked cell raises Show the work where it can derive it: for an encoder or encoder–decoder it only
+        says it cannot, and the map clicked stayed hidden behind that sentence (drive 20, m17)."""
+        trace, dock = self.session.trace, self.docks["derivation"]
+        if trace is not None and dock.widget().unavailable(trace) is None:
+            dock.raise_()
 
     # ----- models -------------------------------------------------------------------
     def open_model(self, reference: str) -> None:
