@@ -2,9 +2,11 @@
 
 pyqtgraph's SVGExporter writes an ImageItem as an embedded raster the size of the matrix (17 × 17
 pixels for 17 tokens), which librsvg draws blurred when scaled up and ImageMagick not at all. While an
-SVG is written, each image of at most MAX_VECTOR_CELLS cells is drawn instead as one rectangle per run
-of equal colours in a row: sharp at any zoom, and readable by any SVG reader. A larger image stays a
-raster (a quarter of a million rectangles would make a file no reader opens comfortably).
+SVG is written, the maps of a figure of at most MAX_VECTOR_CELLS cells in all are drawn instead as one
+rectangle per run of equal colours in a row: sharp at any zoom, and readable by any SVG reader. Past that,
+each map is one embedded PNG (RasterCells) placed exactly on its cells, each cell a block of whole pixels
+drawn without smoothing (image-rendering: pixelated), while the axes, labels and colour bar stay vector:
+a layer's nine heads at 256 tokens were 124,000 rectangles, 13.9 MB, which librsvg took ~10 s to draw.
 
 The rectangles are written straight in page coordinates, each with its own fill: a VectorCells hands
 pyqtgraph's exporter (through its generateSvg hook) a placeholder group, and `cells_in` puts the
@@ -18,6 +20,7 @@ plainest form every SVG reader draws, and applies rectangular clips to the recta
 """
 from __future__ import annotations
 
+import base64
 import math
 import re
 from contextlib import contextmanager
@@ -26,11 +29,16 @@ from xml.dom import minidom
 import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.exporters.SVGExporter import itemTransform
-from PySide6.QtCore import QRectF
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF
 from PySide6.QtGui import QColor, QImage, QPainter, QTransform
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsPixmapItem
 
-MAX_VECTOR_CELLS = 256 * 256
+# The cells of a figure's maps drawn as rectangles at most, all maps together: a rectangle costs ~110 bytes and
+# librsvg ~80 us (124k of them: 13.9 MB, ~10 s), so a 128 x 128 map, or a layer's nine heads of 42 tokens, stay
+# under ~2 MB and ~1.5 s at worst (equal neighbours share a rectangle, a causal mask's half is none). Past it a
+# map is a PNG of its cells, which costs about what the PNG export does.
+MAX_VECTOR_CELLS = 128 * 128
+MAX_RASTER_SIDE = 4096          # px of a map's embedded PNG at most, however many page px its cells cover
 
 
 def _pixels(image: QImage) -> np.ndarray:
@@ -109,6 +117,39 @@ class VectorCells(QGraphicsItem):
         return "\n".join(out)
 
 
+class RasterCells(VectorCells):
+    """The pixels of one image item as one embedded PNG over exactly its cells' page rectangle, each cell a block
+    of k x k pixels (k: the page px a cell covers, rounded up) so that even a reader that smooths keeps a cell's
+    colour to its edge, and image-rendering pixelated for those that honour it."""
+
+    def _rects(self, to_page: QTransform) -> str:
+        height, width = self.pixels.shape
+        sx, sy, dx, dy = to_page.m11(), to_page.m22(), to_page.dx(), to_page.dy()
+        x0, x1 = sorted((dx, sx * self.size[0] + dx))
+        y0, y1 = sorted((dy, sy * self.size[1] + dy))
+        pixels = self.pixels[::-1 if sy < 0 else 1, ::-1 if sx < 0 else 1]     # a flipped axis flips the picture
+        kx = max(1, min(math.ceil((x1 - x0) / width), MAX_RASTER_SIDE // width))
+        ky = max(1, min(math.ceil((y1 - y0) / height), MAX_RASTER_SIDE // height))
+        opacity = self.effectiveOpacity()
+        faded = f' opacity="{opacity:.6g}"' if opacity < 1 else ""
+        data = base64.b64encode(_png(np.repeat(np.repeat(pixels, ky, axis=0), kx, axis=1))).decode("ascii")
+        return (f'<image x="{x0:.6g}" y="{y0:.6g}" width="{x1 - x0:.6g}" height="{y1 - y0:.6g}" '
+                f'preserveAspectRatio="none" image-rendering="pixelated" style="image-rendering:pixelated"{faded} '
+                f'xlink:href="data:image/png;base64,{data}"/>')
+
+
+def _png(pixels: np.ndarray) -> bytes:
+    """A (height, width) array of 0xAARRGGBB integers as PNG bytes."""
+    pixels = np.ascontiguousarray(pixels, dtype=np.uint32)
+    image = QImage(pixels.data, pixels.shape[1], pixels.shape[0], 4 * pixels.shape[1], QImage.Format.Format_ARGB32)
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    image.save(buffer, "PNG")
+    buffer.close()
+    return bytes(data)
+
+
 def _update_views(item: QGraphicsItem) -> None:
     """Bring the view transforms above `item` up to date: a ViewBox resized (a layer's rows evened out after its
     first layout) maps its children afresh only when it is next painted, and the cells of a layer's top row of
@@ -149,16 +190,18 @@ _PLACEHOLDER = re.compile(r'<g id="(VectorCells_\d+)">\s*<cells\s*/>\s*</g>')
 
 @contextmanager
 def vector_cells(figure, width: float, height: float):
-    """While inside, every visible image item of `figure` of at most MAX_VECTOR_CELLS pixels is hidden
-    and drawn by a VectorCells beside it (same parent, transform and depth), for an SVG export of figure.ci
-    at width × height. Yields `cells_in(svg)`: the exported text with each placeholder replaced by its cells."""
+    """While inside, every visible image item of `figure` is hidden and drawn by a VectorCells beside it (same
+    parent, transform and depth), or, its maps past MAX_VECTOR_CELLS cells in all, each map by a RasterCells (a
+    colour bar stays vector), for an SVG export of figure.ci at width × height. Yields `cells_in(svg)`: the
+    exported text with each placeholder replaced by its cells."""
     page = export_transform(figure.ci, width, height)
+    pictures = [(item, found) for item in figure.scene().items()
+                if (found := _picture_of(item)) is not None and not found[0].isNull()]
+    map_cells = sum(found[0].width() * found[0].height() for item, found in pictures if isinstance(item, pg.ImageItem))
+    raster = map_cells > MAX_VECTOR_CELLS
     swapped = []
-    for item in figure.scene().items():
-        found = _picture_of(item)
-        if found is None or found[0].isNull() or found[0].width() * found[0].height() > MAX_VECTOR_CELLS:
-            continue
-        cells = VectorCells(*found, page)
+    for item, found in pictures:
+        cells = (RasterCells if raster and isinstance(item, pg.ImageItem) else VectorCells)(*found, page)
         cells.setParentItem(item.parentItem())
         cells.setTransform(item.transform())
         cells.setPos(item.pos())

@@ -1,6 +1,6 @@
-"""Exported figures open anywhere and scale: an SVG heat map is drawn as vector cells (up to 256 × 256
-cells; a raster beyond), text grows with the asked size, and the grid's default size keeps its tiles
-square and calls them block maxima only when they are."""
+"""Exported figures open anywhere and scale: an SVG heat map is drawn as vector cells (up to
+vector_cells.MAX_VECTOR_CELLS cells; a raster beyond), text grows with the asked size, and the grid's default
+size keeps its tiles square and calls them block maxima only when they are."""
 from __future__ import annotations
 
 import shutil
