@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from explorer.app.state.session import ERROR
-from explorer.app.thread.decode_loop import replay_arguments
+from explorer.app.thread.replay import replay_arguments
 
 
 class TraceArrival:
