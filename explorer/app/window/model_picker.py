@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.app.window.model_refs import ModelChoice, short_name
+from explorer.app.window.model_refs import ModelChoice, opens_from, short_name
 from explorer.core import store
 
 _OPEN_FOLDER = "open-folder"
@@ -159,11 +159,12 @@ class ModelToolbar(QToolBar):
         return {choice.reference for choice in self._choices}
 
     def _listed_as(self, reference: str | None) -> str | None:
-        """The catalog entry a reference opens (a pulled model opened by its path is that entry), else itself."""
+        """The catalog entry a reference opens (a pulled model opened by its path, or by its store folder, is that
+        entry), else itself."""
         if not reference or ("/" not in reference and "\\" not in reference):
             return reference
         try:
-            resolved = str(Path(reference).expanduser().resolve())
+            resolved = opens_from(Path(reference).expanduser()) or str(Path(reference).expanduser().resolve())
         except OSError:
             return reference
         return next((c.reference for c in self._choices if c.path == resolved), reference)
