@@ -21,8 +21,9 @@ import numpy as np
 import pyqtgraph as pg
 import shiboken6
 from pyqtgraph.exporters import ImageExporter, SVGExporter
-from PySide6.QtCore import QBuffer, QByteArray, QCoreApplication, QEvent, QIODevice, Qt
+from PySide6.QtCore import QBuffer, QByteArray, QCoreApplication, QEvent, QIODevice, QSize, Qt
 from PySide6.QtGui import QTextOption
+from PySide6.QtWidgets import QTableView, QWidget
 
 from explorer.core import files
 from explorer.core.errors import ExplorerError
@@ -31,7 +32,7 @@ from explorer.drawing.colours import figure_colours, printed
 from explorer.drawing.figures import attention_figure, lay_out
 from explorer.drawing.heatmap_axes import FittingTitle, text_px
 from explorer.drawing.vector_cells import baked_strokes, page_coordinates, vector_cells
-from explorer.views.image_limits import check_image_size
+from explorer.views.image_limits import MAX_SIDE, check_image_size
 from explorer.views.maps import short_label
 
 IMAGE_SUFFIXES = (".png", ".svg")
@@ -39,6 +40,7 @@ DATA_SUFFIXES = (".csv", ".npy")
 DEFAULT_SIZE = (1000, 800)
 GRID_TILE_PX = (40, 240)        # the least and most a grid's tile is given by default, square
 GRID_MARGINS = (160, 130)       # px beside and above the tiles: labels, title, colour bar
+QWIDGETSIZE_MAX = 16777215      # Qt's "no maximum"
 
 
 class ExportError(ExplorerError):
@@ -260,7 +262,7 @@ def save_widget(widget, path: Path, theme: str = "light") -> Path:
     figure `theme`'s colours (explorer.drawing.colours.printed), its plot titles whole (whole_titles): PNG from
     `grab()`, SVG through QSvgGenerator."""
     if _suffix(path, IMAGE_SUFFIXES) == ".png":
-        with printed(widget, theme), whole_titles(widget):
+        with printed(widget, theme), whole_titles(widget), whole_tables(widget):
             pixmap = widget.grab()
 
         def write(temporary):
@@ -271,13 +273,80 @@ def save_widget(widget, path: Path, theme: str = "light") -> Path:
 
             generator = QSvgGenerator()
             generator.setFileName(temporary)
-            generator.setSize(widget.size())
-            generator.setViewBox(widget.rect())
             generator.setTitle(getattr(widget, "title", "panel"))
-            with printed(widget, theme), whole_titles(widget):
+            with printed(widget, theme), whole_titles(widget), whole_tables(widget):
+                generator.setSize(widget.size())            # grown to hold every table whole
+                generator.setViewBox(widget.rect())
                 widget.render(generator)
             Path(temporary).write_text(baked_strokes(Path(temporary).read_text(encoding="utf-8")), encoding="utf-8")
     return atomic_write(path, write)
+
+
+def _whole_size(table: QTableView) -> QSize:
+    """The size at which `table` shows every row and column with no scroll bar: its headers, sections and frame."""
+    frame = 2 * table.frameWidth()
+    rows, columns = table.verticalHeader(), table.horizontalHeader()
+    width = (rows.width() if not rows.isHidden() else 0) + columns.length() + frame
+    height = (columns.height() if not columns.isHidden() else 0) + rows.length() + frame
+    return QSize(width, height)
+
+
+@contextmanager
+def whole_tables(widget):
+    """While the picture is taken, every table of `widget` that scrolls shows all its rows and columns: its scroll
+    bars off and `widget` grown by what they hid (within views.image_limits' sides), then put back. A panel's
+    picture is of its size on screen, and Residual stream's 30 layers were cut at L24 with the scroll bars in
+    the picture (drive20 m16): an export must not drop what the panel holds."""
+    tables = [table for table in widget.findChildren(QTableView) if table.isVisible() and _cut(table)]
+    if not tables:
+        yield
+        return
+    size, least_size = widget.size(), widget.minimumSize()
+    kept = [(table, table.minimumSize(), table.maximumSize(), table.horizontalScrollBarPolicy(),
+             table.verticalScrollBarPolicy(), table.horizontalScrollBar().value(), table.verticalScrollBar().value())
+            for table in tables]
+    try:
+        for _ in range(3):          # a panel may lay itself out again at its new size (Residual stream: its plot)
+            extra = QSize(max(max(0, _whole_size(t).width() - t.width()) for t in tables),
+                          sum(max(0, _whole_size(t).height() - t.height()) for t in tables))
+            widget.resize((widget.size() + extra).boundedTo(QSize(MAX_SIDE, MAX_SIDE)))
+            for table in tables:
+                table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+                table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+                table.setMinimumSize(_whole_size(table).boundedTo(QSize(MAX_SIDE, MAX_SIDE)))
+                table.setMaximumSize(QSize(QWIDGETSIZE_MAX, QWIDGETSIZE_MAX))
+            _activate(widget)
+            if not any(_cut(table) for table in tables):
+                break
+        yield
+    finally:
+        for table, least, most, across, down, _x, _y in kept:
+            table.setMinimumSize(least)
+            table.setMaximumSize(most)
+            table.setHorizontalScrollBarPolicy(across)
+            table.setVerticalScrollBarPolicy(down)
+        _activate(widget)
+        widget.setMinimumSize(least_size)       # a window's layout raised its least size to the grown one
+        widget.resize(size)
+        _activate(widget)
+        for table, *_, x, y in kept:
+            table.horizontalScrollBar().setValue(x)
+            table.verticalScrollBar().setValue(y)
+
+
+def _cut(table: QTableView) -> bool:
+    """Whether `table` hides some of its rows or columns (behind a scroll bar, or past its edge)."""
+    whole = _whole_size(table)
+    return whole.width() > table.width() or whole.height() > table.height()
+
+
+def _activate(widget) -> None:
+    """`widget` laid out now, with every layout inside it, the windows above it left to the event loop (a dock
+    laid out meanwhile would size the panel back to the dock)."""
+    for inner in [widget, *widget.findChildren(QWidget)]:
+        QCoreApplication.sendPostedEvents(inner, QEvent.Type.LayoutRequest)
+    if widget.layout() is not None:
+        widget.layout().activate()
 
 
 @contextmanager
