@@ -77,7 +77,7 @@ class MainWindow(QMainWindow):
         for bar in (self.model_bar, self.decoding_bar, self.sampling_bar):
             self.addToolBar(bar)
         self.toolbar_rows = ToolbarRows(self)
-        self.status = StatusLine(self)
+        self.status = StatusLine(self, session=self.session)
         self.setStatusBar(self.status)
         # A floor under the window's least width: the status bar spans the window, so the layout's least is at
         # least its least (a least set on the window itself replaced the layout's: 760 of 903 px asked)

@@ -130,9 +130,8 @@ class StatusLine(QStatusBar):
     def __init__(self, parent: QWidget | None = None, session=None) -> None:
         super().__init__(parent)
         self.setObjectName("status_bar")
-        # The step the person looks at is the session's selection (the window's, where none is given): the step
-        # field follows it as every panel does
-        self.session = session if session is not None else getattr(parent, "session", None)
+        # The step the person looks at is the session's selection: the step field follows it as every panel does
+        self.session = session
         self._shown: tuple[Trace | None, int | None] | None = None    # (trace, step) the step field shows
         self.fields: dict[str, QLabel] = {}
         self._under_way = ""                 # the notice of work under way shown, until the model is next idle
