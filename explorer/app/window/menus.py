@@ -19,7 +19,7 @@ from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QApplication, QFileDialog, QInputDialog, QMenu, QMessageBox, QWidget
 
 from explorer import __version__
-from explorer.app.figures import animation, live_recording
+from explorer.app.figures import animation, export_dialogs, live_recording
 from explorer.app.figures.window_animation import ask_and_record_window
 from explorer.app.run.trace_budget import MAX_BUDGET_MB, MIN_BUDGET_MB
 from explorer.app.state import session_file
@@ -183,7 +183,10 @@ class Menus:
         self.recent.setEnabled(bool(recent))
 
     def open_session(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self.window, "Open a session", "", SESSION_FILTER)
+        """The open dialog starts where the last file was saved (the home folder at first), as exports do, not in
+        the process's working folder (the source tree, under `make run`)."""
+        path, _ = QFileDialog.getOpenFileName(self.window, "Open a session", export_dialogs.last_folder(),
+                                              SESSION_FILTER)
         if path:
             self.open_session_file(path)
 
@@ -196,8 +199,8 @@ class Menus:
         self.window.restore_session(state)
 
     def save_session(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self.window, "Save the session", "session.json", SESSION_FILTER)
-        if not path:
+        path = export_dialogs.ask_path(self.window, "Save the session", "session.json", SESSION_FILTER)
+        if path is None:
             return
         try:
             session_file.save(path, self.window.session_state())
