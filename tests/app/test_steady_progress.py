@@ -1,7 +1,7 @@
 """The Loading dialog keeps its width, and so its Cancel its place, whatever its label says (drive 15: loading
 Gemma, the dialog grew from 225 to 312 px as the tensor names lengthened, Cancel moved ~90 px and a click aimed at
 it landed on blank dialog). Expectation: the Cancel button's screen rectangle, before and after longer labels;
-a label too long for the dialog keeps its two ends (what is done, how far) and is whole in the tooltip."""
+a label too long for the dialog's two lines is cut at its end and is whole in the tooltip."""
 from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel, QPushButton
@@ -25,5 +25,5 @@ def test_cancel_stays_put_as_the_label_lengthens(qtbot):
         where.append(cancel.mapToGlobal(cancel.rect().topLeft()).toTuple() + (dialog.width(),))
     assert len(set(where)) == 1, f"Cancel (x, y) and the dialog's width moved: {where}"
     label = dialog.findChild(QLabel)
-    assert label.text().startswith("dequantizing blk.17") and label.text().endswith("name ")
-    assert "…" in label.text() and dialog.toolTip().count("very long stage name") == 3
+    assert label.text().startswith("dequantizing blk.17") and label.text().endswith("…")
+    assert dialog.toolTip().count("very long stage name") == 3
