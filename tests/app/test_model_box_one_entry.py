@@ -40,3 +40,16 @@ def test_a_pulled_model_also_in_the_recent_list_is_listed_once(qtbot, catalog):
     bar.set_models(catalog_choices(), [str(gguf.parent)], str(gguf.parent))
     assert len(entries_opening(bar, gguf)) == 1, entries_opening(bar, gguf)
     assert bar.models.currentIndex() >= 0 and opened_file(bar.models.currentData()) == gguf
+
+
+def test_explorer_models_lists_a_pulled_model_opened_by_its_folder_once(catalog, capsys):
+    """The command line's list is the same catalog (store.catalog): the folder in recent.json is no second row."""
+    links, _ = catalog
+    assert cli.main(["pull", "tiny", "--find-links", str(links), "--quiet"]) == 0
+    gguf = store.pulled_path("tiny").resolve()
+    store.remember_recent(gguf.parent)
+    capsys.readouterr()
+    assert cli.main(["models"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.split()[:1] == ["tiny"]
+            or str(gguf.parent) in line]
+    assert len(rows) == 1 and rows[0].split()[1] == "pulled", rows

@@ -1,8 +1,6 @@
 """The model toolbar: which model (catalog, recent, a folder or .gguf file), on which device, in which dtype."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
@@ -16,7 +14,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.app.window.model_refs import ModelChoice, opens_from, short_name
+from explorer.app.window.model_refs import ModelChoice, short_name
 from explorer.core import store
 
 _OPEN_FOLDER = "open-folder"
@@ -163,10 +161,7 @@ class ModelToolbar(QToolBar):
         entry), else itself."""
         if not reference or ("/" not in reference and "\\" not in reference):
             return reference
-        try:
-            resolved = opens_from(Path(reference).expanduser()) or str(Path(reference).expanduser().resolve())
-        except OSError:
-            return reference
+        resolved = str(store.opens_from(reference))       # never raises: a path it cannot resolve is itself
         return next((c.reference for c in self._choices if c.path == resolved), reference)
 
     def _on_activated(self, index: int) -> None:

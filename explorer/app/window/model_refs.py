@@ -45,24 +45,12 @@ def bundled_model_path(name: str = DEFAULT_BUNDLED) -> Path | None:
     return path if path.exists() else None
 
 
-def opens_from(path: str | Path) -> str | None:
-    """The resolved file or folder the loaders open for `path` (loaders.open_model): a store folder holding one
-    .gguf opens that file, so the folder and the file are one model. None where no model opens from it."""
-    try:
-        return str(open_model(path).path.resolve())
-    except (ExplorerError, OSError, RuntimeError):
-        return None
-
-
 def catalog_choices() -> list[ModelChoice]:
-    """Every model the store knows: bundled, pulled or pullable, the Hugging Face cache, recently opened. A recent
-    path that opens a model listed already (the pulled model's store folder) is that entry, not another one."""
-    choices, listed = [], set()
-    for entry in store.catalog():
-        path = (opens_from(entry.path) or str(entry.path.resolve())) if entry.path else None
-        if entry.source == "recent" and path in listed:
-            continue
-        listed.add(path)
+    """Every model the store knows: bundled, pulled or pullable, the Hugging Face cache, recently opened (a recent
+    path that opens a model listed already, the pulled model's store folder, is that entry: store.catalog)."""
+    choices = []
+    for entry in store.catalog():        # a recent path that opens a listed model is left out there
+        path = str(store.opens_from(entry.path)) if entry.path else None
         label = short_name(entry.name)
         tip = " — ".join(part for part in (entry.description, str(entry.path or "")) if part)
         pullable = entry.source == "pullable"

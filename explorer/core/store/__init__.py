@@ -20,7 +20,7 @@ from pathlib import Path
 
 from explorer.core import files
 from explorer.core.errors import ExplorerError, ModelLoadError
-from explorer.core.loaders.model_file import find_model
+from explorer.core.loaders.model_file import find_model, open_model
 from explorer.core.model_summary import Summary, summarize
 from explorer.core.units import human_bytes
 
@@ -228,12 +228,26 @@ def catalog(include_pullable: bool = True, hf_root: Path | None = None) -> list[
         elif include_pullable:
             entries.append(_unopened(name, pullable, f"not pulled yet: python -m explorer pull {name}"))
     entries += [_entry(repo_id, "hf-cache", path) for repo_id, path in hf_cache_models(hf_root)]
-    seen = {e.path.resolve() for e in entries if e.path is not None}
+    seen = {opens_from(e.path) for e in entries if e.path is not None}
     for path in recent_paths():
-        if path.exists() and path.resolve() not in seen:
-            seen.add(path.resolve())
+        if path.exists() and opens_from(path) not in seen:    # a pulled model's folder is its entry's .gguf
+            seen.add(opens_from(path))
             entries.append(_entry(str(path), "recent", path))
     return entries
+
+
+def opens_from(path: str | Path) -> Path:
+    """The resolved file or folder the loaders open for `path` (open_model, which only stats): a store folder
+    holding one .gguf opens that file, so the folder and the file are one model; `path` resolved where no model
+    opens from it."""
+    path = Path(path).expanduser()
+    try:
+        return open_model(path).path.resolve()
+    except (ExplorerError, OSError, RuntimeError):
+        try:
+            return path.resolve()
+        except (OSError, RuntimeError):       # a link that loops
+            return path
 
 
 def resolve(name_or_path: str | Path) -> Path:
