@@ -129,6 +129,8 @@ class ResidualPanel(Panel):
             # with the plot, the rows keep their font's height; alone, they share the panel's whole height
             mode = QHeaderView.ResizeMode.Fixed if room else QHeaderView.ResizeMode.Stretch
             self.table.verticalHeader().setSectionResizeMode(mode)
+            if room:       # Fixed keeps a stretched row's height: 25 px rows in a table sized for 16 cut the last
+                self._rows_to_font()
             self.table.setMinimumHeight(rows)
             self.table.setMaximumHeight(rows if room else QWIDGETSIZE_MAX)
         else:
@@ -136,6 +138,12 @@ class ResidualPanel(Panel):
             # stretched rows a 4-layer model's table took three quarters and left the plot 72 px tall
             self.table.setMaximumHeight(rows if room else QWIDGETSIZE_MAX)
         self.body.setStretchFactor(self.table, 0 if room else 1)
+
+    def _rows_to_font(self) -> None:
+        """Every row back to the font's height (row_px), the height the table's fixed height counts on."""
+        for row in range(self.table.rowCount()):
+            if self.table.rowHeight(row) != self.row_px:
+                self.table.setRowHeight(row, self.row_px)
 
     def _on_view_resized(self, view) -> None:
         """The plot laid out with a view under MIN_VIEW_PX (its overhead was guessed before it was first laid
