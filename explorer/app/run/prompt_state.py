@@ -17,6 +17,8 @@ class PromptState:
     """The prompt's tokens and freshness, for DecodingController (a mixin: it reads the controller's session,
     summary and prompt ids it ran)."""
 
+    _replayed_start: np.ndarray | None = None   # the ids a saved session's replay starts from (session_restore)
+
     def set_prompt(self, text: str) -> None:
         """The editor's text (settled after a pause in typing, and at once before Run or Step)."""
         if text == self.prompt and (self.session.tokens is not None or self.summary is None):
@@ -44,10 +46,15 @@ class PromptState:
             self.session.set_tokens(tokens)
 
     def _claim(self, trace) -> None:
-        """The first trace started from the awaited run's prompt (or its cut tail) is that prompt's."""
+        """The first trace started from the awaited run's prompt (or its cut tail) is that prompt's; so is a saved
+        session's replay, which starts from the ids the session ran: after the context slid those are its last
+        tokens and the tokens generated after them, not a tail of the prompt."""
         started = trace_views.started_ids(trace) if trace.steps else None
-        if self._awaited is not None and started is not None and started_from(started, self._awaited):
-            self._shown_prompt, self._awaited = self._awaited, None
+        if self._awaited is None or started is None:
+            return
+        replayed = self._replayed_start is not None and np.array_equal(started, self._replayed_start)
+        if replayed or started_from(started, self._awaited):
+            self._shown_prompt, self._awaited, self._replayed_start = self._awaited, None, None
 
     def _update_out_of_date(self) -> None:
         """Tell the session whether the trace shown is still the prompt's: after an edit it is not."""

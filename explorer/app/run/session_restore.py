@@ -8,6 +8,8 @@ replay is long): the model, sampling, experiments and prompt come back, and the 
 """
 from __future__ import annotations
 
+import numpy as np
+
 from explorer.app.run.model_loading import AUTO_RUN_TOKENS
 from explorer.app.state.session_file import SessionState
 from explorer.app.state.words import plural
@@ -48,6 +50,7 @@ class SessionRestore:
         self._run_prompt = None
         if state.steps and state.prompt_ids:
             self._run_prompt = self._awaited = self.prompt_ids()    # the saved trace is this prompt's, even if cut
+            self._replayed_start = np.asarray(state.prompt_ids, dtype=np.int64)   # or slid (prompt_state._claim)
             self.notice.emit(f"Opening the session: running its {plural(len(state.prompt_ids), 'prompt token')}"
                              + (f" and {plural(state.steps - 1, 'step')}…" if state.steps > 1 else "…"))
             self.worker.replay(state.prompt_ids, state.forced, state.steps, state.decoded)
