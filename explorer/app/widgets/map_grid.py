@@ -2,7 +2,7 @@
 MIN_PLOT_PX view each, and a scroll area where the rows need more height than the dock has, rather than
 squashing every map to a strip of ticks. The Q / K / V panel draws its Q, K, V (and MLA's c_KV, k_R) and its
 projection weights in one each. The Attention panel's grid of every head is one plot of tiles in a TileScroll,
-which keeps each tile MIN_TILE_PX a side.
+which keeps each tile MIN_TILE_PX a side (a tile of few tokens, least_tile_px).
 """
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from explorer.app.widgets.kv_occupancy import MIN_PLOT_PX
 MATRIX_PX = 260              # a matrix's width in one row: its 120 px view, token labels and colour bar
 MATRIX_ROW_PX = 175          # a row's height: its 120 px view, title and column numbers (until one is measured)
 MIN_TILE_PX = 48             # a tile of the all-heads grid, each way: MiniLM's 12 heads beside Learn were 11 x 62 px
+MIN_CELL_PX = 4              # a token's cells in a tile of few tokens, each way, at least
+MIN_SMALL_TILE_PX = 24       # a tile of a token or two: room for its head's label ("H11") above it
 REVEAL_MARGIN_PX = 4         # room kept around a tile scrolled into sight, so its outline is not at the edge
 
 
@@ -106,7 +108,8 @@ def _cell_px(plot) -> tuple[float, float]:
 
 class TileScroll(QScrollArea):
     """`view` (a GraphicsLayoutWidget whose plot draws tiles with one-cell gutters) in a scroll area that scrolls
-    where the tiles at MIN_TILE_PX a side need more room than it has; with room to spare the tiles fill it."""
+    where the tiles at their least side (least_tile_px) need more room than it has; with room to spare the tiles
+    fill it."""
 
     def __init__(self, view: pg.GraphicsLayoutWidget, parent=None) -> None:
         super().__init__(parent)
@@ -139,7 +142,7 @@ class TileScroll(QScrollArea):
 
     def fit_tiles(self, plot, tiles: tuple[int, int], cells: tuple[int, int]) -> None:
         """Give `plot`'s view room for `tiles` (rows, columns) of `cells` (rows, columns) each, a one-cell gutter
-        between them: square tiles, at least MIN_TILE_PX a side, as large as the scroll area holds them all, and
+        between them: square tiles, at least least_tile_px a side, as large as the scroll area holds them all, and
         where they do not fit, as many whole columns in sight as fit (tiles stretched to the room were 48 x 94 px
         for shakespeare-mla beside Learn at 1366x768, and the scroll area's edge cut a column and its header).
         Laid out again when the tiles, the font (View ▸ Presentation: wider axes) or the room change, not at
@@ -239,7 +242,8 @@ class TileScroll(QScrollArea):
             least = self.view.ci.effectiveSizeHint(Qt.SizeHint.MinimumSize)      # the view's and its axes'
             frame = 2 * self.view.frameWidth()        # the view's own frame around its scene
             axes = (least.width() - box.minimumWidth() + frame, least.height() - box.minimumHeight() + frame)
-            side = _tile_side(span, columns, c, (self.width() - axes[0], self.height() - axes[1]), bar, right)
+            side = _tile_side(span, columns, c, (self.width() - axes[0], self.height() - axes[1]), bar, right,
+                              least_tile_px(r, c))
             box.setMinimumSize(math.ceil(span[0] * side), math.ceil(span[1] * side))
         plot.layout.invalidate()
         self.view.ci.layout.invalidate()
@@ -261,20 +265,28 @@ class TileScroll(QScrollArea):
             legend.setFixedWidth(width)
 
 
+def least_tile_px(rows: int, columns: int) -> float:
+    """The least side of a tile of `rows` x `columns` cells that keeps it readable: MIN_CELL_PX a token, within
+    MIN_SMALL_TILE_PX and MIN_TILE_PX. The translator's step 0 (a 1 x 1 map) at MIN_TILE_PX, its one-cell
+    gutters as wide as a tile, showed one head of four in sight at 1366x768 (drive20 m5); a 19-token tile keeps
+    MIN_TILE_PX."""
+    return min(MIN_TILE_PX, max(MIN_SMALL_TILE_PX, MIN_CELL_PX * max(rows, columns)))
+
+
 def _tile_side(span: tuple[float, float], columns: int, cells: int, room: tuple[float, float], bar: int,
-               right: float) -> float:
+               right: float, least: float = MIN_TILE_PX) -> float:
     """A square tile's side in px for a grid `span` tile sides wide and tall (gutters included) in `room`: the
     largest that shows every tile, else (scroll bars taking `bar` px) the largest that fills the width with
-    whole columns of at least MIN_TILE_PX, `columns` of `cells` cells and a one-cell gutter each (scrolled to
+    whole columns of at least `least` px, `columns` of `cells` cells and a one-cell gutter each (scrolled to
     the left, the view's `right` margin is out of sight and the columns have its room too)."""
     width, height = room
     side = min(width / span[0], height / span[1])
-    if side >= MIN_TILE_PX:
+    if side >= least:
         return side
-    if height / span[1] < MIN_TILE_PX:
+    if height / span[1] < least:
         width -= bar                                # the vertical scroll bar takes its width
-    if width / span[0] >= MIN_TILE_PX:
+    if width / span[0] >= least:
         return width / span[0]                      # every column, scrolled down
     width += right - 1                              # a px to spare for the view's rounding up
-    whole = max(1, min(columns, int((width * cells / MIN_TILE_PX + 1) // (cells + 1))))
-    return max(MIN_TILE_PX, width * cells / (whole * (cells + 1) - 1))
+    whole = max(1, min(columns, int((width * cells / least + 1) // (cells + 1))))
+    return max(least, width * cells / (whole * (cells + 1) - 1))
