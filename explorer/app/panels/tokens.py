@@ -19,9 +19,9 @@ from PySide6.QtGui import QColor, QCursor
 from PySide6.QtWidgets import QTextBrowser, QToolTip
 
 from explorer.app.panels.base import Panel, WrappedText, visible_text
+from explorer.app.panels.tokens_text import count_formula, source_html, source_offset
 from explorer.app.state.session import MODEL, RUN, Selection
-from explorer.app.state.words import step_name
-from explorer.app.widgets.token_pieces import SELECTED, piece_html
+from explorer.app.widgets.token_pieces import piece_html
 from explorer.app.widgets.token_table import (
     TextOverTable,
     TokenRow,
@@ -213,26 +213,7 @@ class TokensPanel(Panel):
         if self._to_top:
             self._to_top = False
             self.table.scrollToTop()
-        self.set_formula(self._count_formula())
-
-    def _count_formula(self) -> str:
-        """x = tokenize(text), T tokens; for a translation whose encoder reads a task token before the typed
-        source (<2zh>), also the encoder's count N_KV, as the cross-attention header writes it, so the two match."""
-        n = len(self.rows)
-        formula = f"x = tokenize(text) = (x_1, …, x_{{{n}}}),  x_i ∈ {{0, …, V−1}}, T = {n}"
-        step, trace = self._rows_step, self.trace
-        earlier = step is not None and trace is not None and step < trace.n_steps - 1
-        if earlier and n == n_tokens_at(trace, step) and self._source_offset() is None:     # not an edited prompt
-            formula += f";  as of {step_name(step)} of {trace.n_steps - 1}"
-        note = getattr(self.rows, "cut_note", "")
-        if note:
-            formula += f";  {note}"
-        offset = self._source_offset()
-        if offset:
-            added = " ".join(visible_text(text) for text in self.trace.encoder.token_text[:offset])
-            formula += (f";  the encoder reads N_{{KV}} = {n + offset} source tokens: "
-                        f"the task token{'s' if offset > 1 else ''} {added}, then these {n}")
-        return formula
+        self.set_formula(count_formula(self.rows, self.trace, self._rows_step))
 
     def _show_translation(self, trace) -> None:
         """Source → target as text: the target is what the decoder chose so far (its <s> and </s> left out)."""
@@ -250,8 +231,9 @@ class TokensPanel(Panel):
         chosen = [int(i) for i in trace.token_ids[1:n_tokens_at(trace, step)]] + [int(trace.steps[step].chosen_id)]
         target = self.session.decode_text(chosen)
         ended = self.session.decode_text(chosen[-1:]) == "" and len(chosen) > 1
+        selected = self.session.selection.source
         self.translation.setText(
-            f"<b>Source</b>&nbsp; {self._source_html(trace.encoder, self.session.selection.source)}<br>"
+            f"<b>Source</b>&nbsp; {source_html(trace.encoder, selected, self.session.decode_text)}<br>"
             f"<b>Target</b>&nbsp; {html.escape(target)}"
             + (f" <i>(ended: {html.escape(self.session.display_token(chosen[-1]))})</i>" if ended else " …"))
         self.translation.show()
@@ -268,22 +250,6 @@ class TokensPanel(Panel):
         self.dropped.setVisible(bool(lost))
         if lost:
             self.dropped.setText(dropped_warning(lost))
-
-    def _source_html(self, encoder, selected: int | None) -> str:
-        """The source as text, the token selected in a source view (a source position, not a target
-        one) lit; a lit token that writes no text (the task token) shows its name."""
-        if selected is None:
-            return html.escape(self.session.decode_text(encoder.token_ids))
-        parts = []
-        for i, token_id in enumerate(encoder.token_ids):
-            text = self.session.decode_text([int(token_id)])
-            if i == selected:
-                shown = html.escape(text or visible_text(encoder.token_text[i]))
-                text = f"<span style='background-color:{SELECTED}; color:#000000'>{shown}</span>"
-            else:
-                text = html.escape(text)
-            parts.append(text)
-        return "".join(parts)
 
     def show_selection(self, selection: Selection) -> None:
         if selection.step != self._rows_step:               # another step: its tokens
@@ -302,14 +268,7 @@ class TokensPanel(Panel):
             self.table.clearSelection()
 
     def _source_offset(self) -> int | None:
-        """Where the rows are an encoder-decoder's source as typed: the encoder position of row 0 (1 behind
-        a task token the decoder put in front); else None (the rows are the trace's own tokens)."""
-        trace, rows = self.trace, self.rows
-        if trace is None or trace.encoder is None or not isinstance(rows, TokenRows) or not len(rows):
-            return None
-        source = np.asarray(trace.encoder.token_ids, dtype=np.int64)
-        offset = len(source) - len(rows)
-        return offset if offset >= 0 and np.array_equal(source[offset:], rows.ids) else None
+        return source_offset(self.trace, self.rows)
 
     def _row_of(self, selection: Selection) -> int | None:
         """The row the selection points at: its source token where the rows are the source, else its token."""
