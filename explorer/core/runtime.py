@@ -18,7 +18,7 @@ from explorer.core.building import DTYPES, LoadedModel, load_built, resolve_devi
 from explorer.core.config import ModelConfig
 from explorer.core.errors import ModelLoadError
 from explorer.core.families import FAMILIES, refuse_decoder_build
-from explorer.core.loaders import open_checkpoint
+from explorer.core.loaders import READY_AT, open_checkpoint
 from explorer.core.loaders.model_file import find_model
 from explorer.core.model import Transformer
 from explorer.core.trace import ModelInfo
@@ -172,7 +172,9 @@ def load_model(path_or_checkpoint, device: str = "cpu", dtype: str = "float32", 
     """Open a HF folder or GGUF file (or take an opened Checkpoint) and build the model from it."""
     checkpoint, opened_here = path_or_checkpoint, isinstance(path_or_checkpoint, (str, Path))
     if opened_here:
-        checkpoint = open_checkpoint(path_or_checkpoint, progress=progress)
+        checkpoint = open_checkpoint(path_or_checkpoint, progress=_reading(progress))
+        if progress is not None:        # short of full: a full bar said the load was done while the model was made
+            progress(READY_AT, "making the model ready")
     row = FAMILIES.get(str(checkpoint.hf_config.get("model_type") or ""))
     if row is not None and not row.decoder_only:                    # encoder-only (BERT) and encoder-decoder models
         check_finite(checkpoint.tensors, str(checkpoint.path))
@@ -181,6 +183,11 @@ def load_model(path_or_checkpoint, device: str = "cpu", dtype: str = "float32", 
         return bound_tokenizer(from_tensors(checkpoint.hf_config, checkpoint.tensors, name=checkpoint.name,
                             tokenizer=checkpoint.tokenizer, device=device, dtype=dtype,
                             path=Path(checkpoint.path) if checkpoint.path else None, take=opened_here), checkpoint)
+
+
+def _reading(progress):
+    """The load's progress while the files are read: up to READY_AT of the bar, the rest is making the model."""
+    return None if progress is None else (lambda share, text: progress(min(share, READY_AT), text))
 
 
 def bound_tokenizer(loaded: LoadedModel, checkpoint) -> LoadedModel:

@@ -32,10 +32,10 @@ def _store_files(folder: pathlib.Path) -> list[str]:
 
 
 def _half_written_copy(error: BaseException):
-    """A save_file that fills the disk (or is interrupted) halfway: half of the real file, then `error`."""
+    """A copy's writer that fills the disk (or is interrupted) halfway: half of the real file, then `error`."""
     from safetensors.torch import save as to_bytes
 
-    def save_file(tensors, filename, metadata=None):
+    def save_file(tensors, filename, metadata=None, progress=None):
         data = to_bytes(tensors, metadata=metadata)
         pathlib.Path(filename).write_bytes(data[: len(data) // 2])
         raise error
@@ -44,12 +44,10 @@ def _half_written_copy(error: BaseException):
 
 @pytest.mark.parametrize("error", [FULL_DISK_COPY, KeyboardInterrupt()], ids=["full disk", "interrupted"])
 def test_a_copy_cut_short_leaves_nothing_and_the_next_load_writes_it_whole(store, tmp_path, monkeypatch, error):
-    import safetensors.torch
-
     path = write_gguf(store / "tiny" / "tiny.gguf", tmp_path)
     expected = fresh(path)
     with monkeypatch.context() as patch:
-        patch.setattr(safetensors.torch, "save_file", _half_written_copy(error))
+        patch.setattr(gguf_cache, "write_safetensors", _half_written_copy(error))
         if isinstance(error, KeyboardInterrupt):
             with pytest.raises(KeyboardInterrupt):
                 open_checkpoint(path)

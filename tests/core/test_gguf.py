@@ -219,6 +219,7 @@ def test_a_tensor_is_dequantized_a_chunk_of_rows_at_a_time_with_progress_between
 
     calls = []
     gguf_loader.read_tensors(path, header, open_checkpoint(path).hf_config, lambda share, text: calls.append(share))
-    total = len(header.tensors)
-    within = [share for share in calls if index / total < share < (index + 1) / total]
+    sizes = [int(np.prod(t.shape)) for t in header.tensors]      # the bar counts values, not tensors
+    before, total = sum(sizes[:index]), sum(sizes)
+    within = [share for share in calls if before / total < share < (before + sizes[index]) / total]
     assert len(within) == len(range(3, rows, 3)), "no progress (and so no Cancel) within the token embedding"

@@ -28,6 +28,7 @@ if TYPE_CHECKING:            # the package itself stays torch-free: gguf_copy re
     import torch
 
 Progress = Callable[[float, str], None]
+READY_AT = 0.95         # of a load's bar once the files are read: what is left is making the model (runtime)
 
 
 @dataclass
