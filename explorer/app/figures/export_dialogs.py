@@ -119,7 +119,12 @@ def report_saved(parent, written) -> None:
     """Say in the status bar of `parent`'s window what was written (StatusLine.show_saved); nothing outside a
     window, or when nothing was written (a dialog cancelled). The window's top parent, not `parent.window()`:
     a floating dock is a window of its own."""
-    line = saved_line(written)
+    say_in_status(parent, saved_line(written))
+
+
+def say_in_status(parent, line: str) -> None:
+    """Show `line` in the status bar of `parent`'s window (its top parent's: a floating dock is a window of its
+    own), as a saved line stays (StatusLine.show_saved); nothing outside a window, or for an empty line."""
     top = parent
     while top is not None and top.parentWidget() is not None:
         top = top.parentWidget()
@@ -211,15 +216,18 @@ def panel_picture_action(panel):
 
 
 IN_FRONT_WAIT_MS, IN_FRONT_POLL_MS = 5000, 20
+WORKING_WAIT_MS = 30000      # the longest an export waits for a panel's working state (a stream read) to end
 
 
 def in_front_then(panel, save: Callable[[], None]) -> None:
     """`save` once `panel` is in sight and drawn. A panel whose tab lies behind another draws nothing until it is
     shown (Panel.refresh), so File ▸ Export of it saved what it drew last: another model's KV cache, a message
     of the model before. Its dock is brought in front first, and the picture taken once its drawing (in turns,
-    Panel.drawing) is done, within IN_FRONT_WAIT_MS."""
-    ready = lambda: panel.is_shown() and not panel.drawing      # noqa: E731
-    if ready():
+    Panel.drawing) is done, within IN_FRONT_WAIT_MS, and once it is no longer working (Panel.drawn: the residual
+    stream being read after a model switch, when the panel is cleared), within WORKING_WAIT_MS; a panel still
+    working then is not saved, and the status bar says why."""
+    in_front = lambda: panel.is_shown() and not panel.drawing      # noqa: E731
+    if in_front() and not working(panel):
         save()
         return
     dock = panel.parentWidget()
@@ -231,12 +239,22 @@ def in_front_then(panel, save: Callable[[], None]) -> None:
     waited = [0]
 
     def poll() -> None:
-        if ready() or waited[0] >= IN_FRONT_WAIT_MS:
+        if (in_front() or waited[0] >= IN_FRONT_WAIT_MS) and not working(panel):
             save()
+            return
+        if waited[0] >= WORKING_WAIT_MS:
+            say_in_status(panel, f"{getattr(panel, 'title', 'The panel')} was still working after "
+                                 f"{WORKING_WAIT_MS // 1000} s: nothing exported. Export again once it has drawn.")
             return
         waited[0] += IN_FRONT_POLL_MS
         QTimer.singleShot(IN_FRONT_POLL_MS, panel, poll)
     QTimer.singleShot(0, panel, poll)
+
+
+def working(panel) -> bool:
+    """`panel` shows its working state (Panel.drawn), not what it will draw: a picture now would be of that."""
+    drawn = getattr(panel, "drawn", None)
+    return drawn is not None and drawn().kind == "working"
 
 
 def ask_and_save_widget(widget, name: str) -> None:
