@@ -206,7 +206,8 @@ class TokensPanel(Panel):
         show it: at an earlier step (the Mask's step slider, a recording of the window) the table kept the
         latest step's tokens, "T = 24" beside attention's ℝ^{22×22} (issue 22)."""
         self._rows_step, self._rows_fresh = self.session.selection.step, self.session.out_of_date is None
-        self.rows = token_rows(self.trace, self.session.tokens, self._rows_step, self._rows_fresh)
+        self.rows = token_rows(self.trace, self.session.tokens, self._rows_step, self._rows_fresh,
+                               self.session.token_bytes)
         self._show_translation(self.trace)
         kept = self.table.token_model.set_rows(self.rows)
         self.table.fit_columns(kept)

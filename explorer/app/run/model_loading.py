@@ -63,6 +63,7 @@ class ModelLoading:
         self._run_prompt = self._awaited = self._shown_prompt = None
         self._lost_trace, self._giving_back = None, False
         self.session.set_token_display(None)
+        self.session.set_token_bytes(None)
         self.session.set_text_decoder(None)
         self.session.set_tokens(None)
         self.session.set_trace(None)
@@ -79,6 +80,7 @@ class ModelLoading:
         if summary.tokenizer is not None:
             tokenizer = summary.tokenizer
             self.session.set_token_display(tokenizer.display)
+            self.session.set_token_bytes(tokenizer.token_bytes)
             self.session.set_text_decoder(lambda ids: tokenizer.decode([i for i in ids if not tokenizer.is_special(i)]))
         self._lost_trace, self._giving_back = None, False
         self.session.set_trace(None)

@@ -201,6 +201,14 @@ class Session(QObject):
         """The loaded tokenizer's `display(id) -> str`, so panels can name vocabulary ids."""
         self.state.token_display = display
 
+    def set_token_bytes(self, token_bytes) -> None:
+        """The loaded tokenizer's `token_bytes(id) -> bytes`, so a generated token's row names its exact bytes."""
+        self.state.token_bytes = token_bytes
+
+    def token_bytes(self, token_id: int) -> bytes | None:
+        """The bytes a vocabulary id stands for (b"" for a special token; None while no tokenizer is known)."""
+        return self.state.bytes_of(token_id)
+
     def set_text_decoder(self, decode) -> None:
         """The loaded tokenizer's `decode(ids) -> str` of plain text, special tokens left out."""
         self.state.text_decoder = decode

@@ -72,6 +72,7 @@ class SessionModel:
     unfit_experiments: tuple[str, ...] = ()       # what the last model switch removed, and why
     comparison: tuple | None = None               # (Intervention, ids, NextTokenComparison) or None
     token_display: object = None                  # the tokenizer's display(id) -> str
+    token_bytes: object = None                    # the tokenizer's token_bytes(id) -> bytes (b"" for a special token)
     text_decoder: object = None                   # the tokenizer's decode(ids) -> str, special tokens left out
 
     # ----- the trace and the model ---------------------------------------------------
@@ -196,6 +197,10 @@ class SessionModel:
     def display_token(self, token_id: int) -> str:
         """A vocabulary id as visible text (`#id` while no tokenizer is known)."""
         return self.token_display(int(token_id)) if self.token_display else f"#{int(token_id)}"
+
+    def bytes_of(self, token_id: int) -> bytes | None:
+        """The bytes a vocabulary id stands for (b"" for a special token; None while no tokenizer is known)."""
+        return self.token_bytes(int(token_id)) if self.token_bytes else None
 
 
 def same_run(before: Trace | None, after: Trace | None) -> bool:

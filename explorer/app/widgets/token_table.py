@@ -49,8 +49,10 @@ class TokenRow:
 class TokenRows(Sequence):
     """The rows to show, made on demand: the live tokens of the prompt, then the trace's generated tokens."""
 
-    def __init__(self, tokens=None, generated_ids=(), generated_text=(), cut: int = 0, slid: bool = False) -> None:
+    def __init__(self, tokens=None, generated_ids=(), generated_text=(), cut: int = 0, slid: bool = False,
+                 token_bytes=None) -> None:
         self._tokens = tokens
+        self._token_bytes = token_bytes    # the tokenizer's id -> bytes (b"" special, None unknown), where known
         self.cut = cut             # the prompt's first tokens left out: the model ran its last ones only
         self.slid = slid           # left out as the context slid (Continue from the last N tokens?), not cut
         self._n_live = len(tokens.ids) - cut if tokens is not None else 0
@@ -89,15 +91,20 @@ class TokenRows(Sequence):
         if not 0 <= index < len(self):
             raise IndexError(index)
         if index >= self._n_live:
-            text = self._generated_text[index - self._n_live]
-            return TokenRow(index, text, int(self.ids[index]), None, shown_bytes(text), False, text)
+            text, token_id = self._generated_text[index - self._n_live], int(self.ids[index])
+            raw = self._token_bytes(token_id) if self._token_bytes is not None else None
+            # The display string spells a special token's name (<|endoftext|>), not bytes it stands for: only the
+            # tokenizer knows which; its display string is read back where no tokenizer is given.
+            raw = shown_bytes(text) if raw is None else raw
+            return TokenRow(index, text, token_id, None, raw, raw == b"", text)
         return _live_row(self._tokens, index, self.cut)
 
 
-def token_rows(trace, tokens, upto_step: int | None = None, fresh: bool = True) -> TokenRows:
+def token_rows(trace, tokens, upto_step: int | None = None, fresh: bool = True, token_bytes=None) -> TokenRows:
     """The prompt's live tokens while they differ from the trace; else the trace's tokens as of step `upto_step`
     (None: the latest), as every other view of that step counts them. `fresh`: the trace is the prompt's (the
-    session does not call it out of date), so a trace that the context slid along is this prompt's too."""
+    session does not call it out of date), so a trace that the context slid along is this prompt's too.
+    `token_bytes`: the tokenizer's id -> bytes, which a generated token's row names."""
     live = TokenRows(tokens) if tokens is not None else TokenRows()
     if trace is None or not trace.steps:
         return live
@@ -110,7 +117,7 @@ def token_rows(trace, tokens, upto_step: int | None = None, fresh: bool = True) 
             return live                               # the person has edited (or emptied) the prompt since the run
         cut, slid = len(live) - kept, True
     n = max(kept, n_tokens_at(trace, upto_step))
-    return TokenRows(tokens, ids[kept:n], trace.token_text[kept:n], cut, slid)
+    return TokenRows(tokens, ids[kept:n], trace.token_text[kept:n], cut, slid, token_bytes)
 
 
 def n_tokens_at(trace, step: int | None) -> int:
