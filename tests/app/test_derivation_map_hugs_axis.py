@@ -15,12 +15,11 @@ from tests.app.screen_fit import settle
 SLACK_PX = 4
 
 
-@pytest.mark.parametrize("size", [(420, 700), (700, 420), (600, 600), (1000, 300)])
+@pytest.mark.parametrize("size", [(420, 700), (700, 420), (600, 600)])     # rooms that have a map
 def test_the_maps_view_box_hugs_the_square_map(qtbot, traced_llama, size):
     panel = derived_in_room(qtbot, traced_llama, size)
     settle(0.3)
-    if not panel.view.isVisible():
-        pytest.skip("the map is given up in this room")
+    assert panel.view.isVisible(), f"{size}: the map was given up"
     box = panel.map.plot.getViewBox().sceneBoundingRect()
     image = panel.map.image.sceneBoundingRect().intersected(box)
     rows, columns = panel.map.shape
