@@ -223,9 +223,10 @@ def in_front_then(panel, save: Callable[[], None]) -> None:
     """`save` once `panel` is in sight and drawn. A panel whose tab lies behind another draws nothing until it is
     shown (Panel.refresh), so File ▸ Export of it saved what it drew last: another model's KV cache, a message
     of the model before. Its dock is brought in front first, and the picture taken once its drawing (in turns,
-    Panel.drawing) is done, within IN_FRONT_WAIT_MS, and once it is no longer working (Panel.drawn: the residual
-    stream being read after a model switch, when the panel is cleared), within WORKING_WAIT_MS; a panel still
-    working then is not saved, and the status bar says why."""
+    Panel.drawing) is done, within IN_FRONT_WAIT_MS, and once it is no longer working (Panel.drawn) nor waiting
+    for the answer that replaces what it shows (Panel.answer_due: the residual stream read after a model switch,
+    the panel cleared meanwhile), within WORKING_WAIT_MS; a panel still working then is not saved, and the
+    status bar says why."""
     in_front = lambda: panel.is_shown() and not panel.drawing      # noqa: E731
     if in_front() and not working(panel):
         save()
@@ -252,9 +253,10 @@ def in_front_then(panel, save: Callable[[], None]) -> None:
 
 
 def working(panel) -> bool:
-    """`panel` shows its working state (Panel.drawn), not what it will draw: a picture now would be of that."""
-    drawn = getattr(panel, "drawn", None)
-    return drawn is not None and drawn().kind == "working"
+    """`panel` shows its working state (Panel.drawn) or waits for the answer that replaces what it shows
+    (Panel.answer_due), not what it will draw: a picture now would be of that."""
+    drawn, due = getattr(panel, "drawn", None), getattr(panel, "answer_due", None)
+    return (drawn is not None and drawn().kind == "working") or (due is not None and due())
 
 
 def ask_and_save_widget(widget, name: str) -> None:

@@ -126,6 +126,12 @@ class Panel(QWidget, DrawsInParts):
     def redraw(self) -> None:
         """Draw everything from `self.session.trace`; then `show_selection`."""
 
+    def answer_due(self) -> bool:
+        """Whether the panel waits for the model thread's answer that replaces what it shows (the Residual
+        stream's, read after a switch): a picture taken now would be of the cleared panel. Not a state of its own:
+        the panel draws the current trace meanwhile (drawn)."""
+        return False
+
     def unavailable(self, trace: Trace) -> str | None:
         """Why this panel has nothing to show for `trace` (a decoder-only view of an encoder), or None."""
         return None

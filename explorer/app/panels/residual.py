@@ -20,7 +20,7 @@ from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem
 
-from explorer.app.panels.base import Drawn, Panel, decoder_view_unavailable
+from explorer.app.panels.base import Panel, decoder_view_unavailable
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import ResidualStreamJob
 from explorer.app.widgets.adaptive import is_wide
@@ -183,13 +183,10 @@ class ResidualPanel(Panel):
             table.setMaximumHeight(QWIDGETSIZE_MAX)
         self._show_plot_if_room()
 
-    def drawn(self) -> Drawn:
-        """As every panel's, but "working" while a position's stream is read: the panel shows none then, and an
-        export taken meanwhile saved that cleared panel (issue 22)."""
-        drawn = super().drawn()
-        if drawn.kind == "trace" and self.stream is None and self.asker.busy:
-            return Drawn("working", why="reading the residual stream")
-        return drawn
+    def answer_due(self) -> bool:
+        """While a position's stream is read the panel shows none: an export taken meanwhile saved that cleared
+        panel (issue 22), so it waits for this."""
+        return self.stream is None and self.asker.busy
 
     def unavailable(self, trace) -> str | None:
         return decoder_view_unavailable(trace, "The residual stream's logit lens")
