@@ -45,7 +45,6 @@ READABLE_CHARS = 30          # the derivation's text keeps this many average cha
                              # size first: at 1920 x 1080 a 90 px least left it one word a line beside a 740 px map
 TEXT_LEAST_PX = 90           # the least the text keeps where the room has no map beside a readable text
 MARGIN_PX = 6                # what a measured plot's axes may grow by, laid out again
-QWIDGETSIZE_MAX = 16777215   # Qt's "no maximum"
 AXES_PX = {"map": (120, 130), "bars": (60, 95)}   # a plot's axes, title and margins (width, height), until measured
 
 
@@ -124,8 +123,6 @@ class DerivationPanel(Panel):
             self.map = Heatmap(self.view.ci, row=0, col=0, colorbar=False, axes=("left", "top"))
             self.map.on_click = self._clicked
             self.map.plot.getViewBox().setAspectLocked(True)     # square cells, whatever room the view is given
-            self.map.plot.getViewBox().sigResized.connect(lambda _box: self._hug_map())
-            self.view.ci.geometryChanged.connect(self._hug_map)     # (a capped plot's box is not resized as it grows)
             yield
         if self.products is None:
             self.products = self.products_view.addPlot()
@@ -311,38 +308,6 @@ class DerivationPanel(Panel):
             self.plots.setSizes([first, max(0, length - first)])
         if not self._measured and self.map is not None and self.view.isVisible():
             QTimer.singleShot(0, self, self._measure_axes)       # drawn while given up: its axes as laid out now
-
-    def _hug_map(self) -> None:
-        """The map's axis as large as its square cells: with the aspect locked, a 10x10 map of 165 px sat mid-way
-        in a 165x370 px axis at 1366. The plot is capped to the cells the layout's room allows, and along the plots'
-        splitter, with the bars beside, the widget too, which gives the bars the rest. Both caps follow from the
-        room across them alone, never from the capped view, so that they loosen when the room grows."""
-        shape, plot = getattr(self.map, "shape", None), self.map.plot
-        if not shape or min(shape) <= 0:
-            return
-        rows, columns = shape
-        box, cell = plot.getViewBox().size(), self.view.ci.contentsRect()
-        left, top, right, bottom = self.view.ci.layout.getContentsMargins()   # the room the layout gives its items
-        cell = cell.adjusted(left, top, -right, -bottom)
-        axes_w, axes_h = plot.size().width() - box.width(), plot.size().height() - box.height()
-        scale_w, scale_h = (cell.width() - axes_w) / columns, (cell.height() - axes_h) / rows
-        scale = min(scale_w, scale_h)
-        if scale * min(rows, columns) < VIEW_PX:      # a room too small to be worth fitting: nothing capped
-            plot.setMaximumSize(QWIDGETSIZE_MAX, QWIDGETSIZE_MAX)
-            self.view.setMaximumSize(QWIDGETSIZE_MAX, QWIDGETSIZE_MAX)
-            return
-        plot.setMaximumSize(axes_w + columns * scale + 1, axes_h + rows * scale + 1)
-        vertical = self.plots.orientation() == Qt.Orientation.Vertical
-        cap = QWIDGETSIZE_MAX
-        if self.products_view.isVisible() and scale_w > 0 and scale_h > 0:
-            if vertical:
-                cap = self.view.height() - int(cell.height()) + int(axes_h + rows * scale_w) + 2
-            else:
-                cap = self.view.width() - int(cell.width()) + int(axes_w + columns * scale_h) + 2
-            cap = max(cap, self._least_px("map", not vertical))
-        wanted = (QWIDGETSIZE_MAX, cap) if vertical else (cap, QWIDGETSIZE_MAX)
-        if (self.view.maximumWidth(), self.view.maximumHeight()) != wanted:
-            self.view.setMaximumSize(*wanted)
 
     def _least_px(self, plot: str, across: bool) -> int:
         """The least px of `plot` ("map" or "bars") across (else down): its axes and a view of VIEW_PX."""
