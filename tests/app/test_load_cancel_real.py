@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QMessageBox, QPushButton
 from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
 from explorer.core import store
+from explorer.core.loaders import READY_AT
 from tests.app.window_helpers import idle
 
 pytestmark = pytest.mark.realmodel
@@ -55,9 +56,10 @@ def test_cancel_once_every_tensor_is_read_stops_the_load(qtbot, listed_window, d
     window.controller.model_ready.connect(lambda summary: landed.append(summary.reference))
 
     def click_cancel_at_the_last_tensor(fraction: float, _message: str) -> None:
-        """Runs after the window's own handler of the same report, as a person's click would after the repaint."""
+        """Runs after the window's own handler of the same report, as a person's click would after the repaint.
+        Every tensor is read once the load reports READY_AT: what is left is making the model."""
         dialog = window.progress
-        if fraction < 1.0:
+        if fraction < READY_AT:
             shown_while_reading.append(dialog is not None and dialog.isVisible())
             return
         if seen:
