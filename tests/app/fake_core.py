@@ -38,6 +38,10 @@ class FakeTokenizer:
     def decode(self, ids) -> str:
         return " ".join(self.display(i) for i in ids)
 
+    def token_bytes(self, token_id: int) -> bytes:
+        """As core.tokens.Tokenizer's: the BOS and EOS stand for no bytes."""
+        return b"" if token_id in (self.bos_id, self.eos_id) else chr(token_id).encode("utf-8")
+
 
 def model_info(name: str = "fake", device: str = "cpu") -> ModelInfo:
     return ModelInfo(name=name, family="llama", attention="gqa", n_layers=LAYERS, n_heads=HEADS,
