@@ -67,7 +67,7 @@ def test_an_8000_token_prompt_runs_without_the_question_on_a_24_gb_machine(qtbot
     monkeypatch.setattr(controller.worker, "prefill", lambda ids: prefilled.append(len(ids)))
     monkeypatch.setattr(controller, "prompt_ids", lambda: np.arange(N) % 100)
     controller.summary = types.SimpleNamespace(info=info_of(hf_config, name), name=name, tokenizer=None,
-                                               reference=name, no_step_reason=None)
+                                               reference=name, no_step_reason=None, device="cpu", dtype="float32")
     controller.set_trace_budget(default_budget(24 * GIB))
     assert controller.run() and prefilled == [N] and asked == []
     cost = TraceCost.estimated(controller.summary.info)
