@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
+from explorer.core.loaders.load_progress import READY_AT, Progress  # noqa: F401 (READY_AT re-exported)
 from explorer.core.loaders.model_file import (  # noqa: F401
     CONFIG_NAME,
     GGUF_SUFFIX,
@@ -26,9 +27,6 @@ from explorer.core.tokens import TextTokenizer
 
 if TYPE_CHECKING:            # the package itself stays torch-free: gguf_copy reads ahead while torch is imported
     import torch
-
-Progress = Callable[[float, str], None]
-READY_AT = 0.95         # of a load's bar once the files are read: what is left is making the model (runtime)
 
 
 @dataclass

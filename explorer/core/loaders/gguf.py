@@ -27,11 +27,12 @@ from gguf.constants import GGMLQuantizationType
 
 from explorer.core.errors import UnsupportedModelError
 from explorer.core.families import gguf_row
-from explorer.core.loaders import READY_AT, gguf_cache, gguf_copy, gguf_tokenizer
+from explorer.core.loaders import gguf_cache, gguf_copy, gguf_tokenizer
 from explorer.core.loaders.gguf_config import config_of
 from explorer.core.loaders.gguf_header import GGUFHeader, TensorInfo, read_gguf_header, tensor_bytes
 from explorer.core.loaders.gguf_tokenizer import tokenizer_from_gguf
 from explorer.core.loaders.hf import MAX_TOKENIZER_BYTES, bounded_tokenizer, check_pieces
+from explorer.core.loaders.load_progress import READY_AT
 from explorer.core.loaders.model_file import read_bytes
 from explorer.core.tokens import TextTokenizer
 
