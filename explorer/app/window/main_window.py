@@ -174,7 +174,7 @@ class MainWindow(QMainWindow):
         """A clicked cell raises Show the work where it can derive it: for an encoder or encoder–decoder it only
         says it cannot, and the map clicked stayed hidden behind that sentence (drive 20, m17)."""
         trace, dock = self.session.trace, self.docks["derivation"]
-        if trace is not None and dock.widget().unavailable(trace) is None:
+        if trace is None or dock.widget().unavailable(trace) is None:      # with no trace yet it waits for one
             dock.raise_()
 
     # ----- models -------------------------------------------------------------------
