@@ -47,3 +47,31 @@ def test_question_boxes_give_the_focus_back(qtbot, tmp_path, monkeypatch):
         monkeypatch.setattr(model_opening.model_refs, "terms_of", lambda reference: ("gemma3-270m", "The terms."))
         qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=5000)
     window.close()
+
+
+def test_a_dialog_that_outlives_its_window_calls_nothing_deleted(qtbot):
+    """The keeper followed a dialog's visibility with a lambda that held the window: a dialog hidden after its
+    window was deleted raised "Internal C++ object (MainWindow) already deleted" in the event loop, failing
+    whichever test ran then (the CI run's test_steady_progress)."""
+    from PySide6.QtWidgets import QDialog, QWidget
+    from shiboken6 import isValid
+
+    from explorer.app.widgets.dialog_focus import FocusKeeper
+
+    window = QWidget()                                   # not given to qtbot: the test deletes it
+    FocusKeeper(window)
+    window.show()
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QGuiApplication.focusWindow() is window.windowHandle(), timeout=5000)
+    dialog = QDialog()                                   # no QObject parent: it outlives the window
+    qtbot.addWidget(dialog)
+    dialog.winId()
+    dialog.windowHandle().setTransientParent(window.windowHandle())
+    dialog.show()
+    dialog.activateWindow()
+    qtbot.waitUntil(lambda: QGuiApplication.focusWindow() is dialog.windowHandle(), timeout=5000)
+    window.close()
+    window.deleteLater()
+    qtbot.waitUntil(lambda: not isValid(window), timeout=5000)
+    dialog.hide()                                        # raised in the event loop before
+    qtbot.wait(50)

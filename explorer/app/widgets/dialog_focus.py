@@ -60,7 +60,9 @@ class FocusKeeper(QObject):
             self.window.activateWindow()
         elif self._over_window(focus) and id(focus) not in self._watched:
             self._watched.add(id(focus))
-            focus.visibleChanged.connect(lambda visible, dialog=focus: self._dialog_shown(dialog, visible))
+            # a method of this keeper, not a lambda: Qt drops the connection with the keeper (its window's
+            # child), so a dialog that outlives the window (a progress dialog hidden later) calls nothing deleted
+            focus.visibleChanged.connect(self._on_dialog_visible)
             focus.destroyed.connect(lambda _=None, key=id(focus): self._watched.discard(key))
 
     def _over_window(self, focus: QWindow) -> bool:
@@ -68,6 +70,9 @@ class FocusKeeper(QObject):
         own = self.window.windowHandle()
         parent = focus.transientParent()
         return focus is not own and parent is not None and parent is own
+
+    def _on_dialog_visible(self, visible: bool) -> None:
+        self._dialog_shown(self.sender(), visible)
 
     def _dialog_shown(self, dialog: QWindow, visible: bool) -> None:
         if visible or not self.window.isVisible():
