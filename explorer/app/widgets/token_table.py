@@ -14,6 +14,7 @@ import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QSize, Qt, QTimer
 from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableView, QTableWidgetItem, QTextEdit
 
+from explorer.core import trace_rows
 from explorer.core.tokens import NEWLINE, RETURN, SPACE, TAB
 
 COLUMNS = ("position", "token", "id", "span")
@@ -122,9 +123,7 @@ def token_rows(trace, tokens, upto_step: int | None = None, fresh: bool = True, 
 
 def n_tokens_at(trace, step: int | None) -> int:
     """T as of `step` (None: the latest): the tokens the model had read once that step ran."""
-    if step is None:
-        return trace.n_tokens
-    return sum(record.n_new for record in trace.steps[: step + 1])
+    return trace.n_tokens if step is None else trace_rows.n_keys(trace, step)      # the positions read by then
 
 
 def _cut(trace, prompt: np.ndarray) -> int:
