@@ -23,8 +23,9 @@ def holds(trace, request: Replay) -> bool:
     """Whether `trace` is the one `request` rebuilds; its chosen ids count only where the request names them."""
     if not trace.steps:
         return False
-    asked = {"ids": request.ids, "forced": request.forced, "n_steps": request.n_steps, "decoded": request.decoded}
-    return replay_arguments(trace) | ({} if request.decoded else {"decoded": ()}) == asked
+    made = replay_arguments(trace)
+    return (made["ids"] == request.ids and made["forced"] == request.forced and made["n_steps"] == request.n_steps
+            and (not request.decoded or made["decoded"] == request.decoded))
 
 
 def redo_arguments(trace) -> tuple:
