@@ -18,7 +18,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QTextBrowser
 
-from explorer.app.panels.base import Panel, decoder_view_unavailable
+from explorer.app.panels.base import Panel
+from explorer.app.panels.derivable import cannot_derive
 from explorer.app.panels.derivation_text import derivation_html
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import BlockWalkJob, OutputWeightsJob
@@ -108,7 +109,7 @@ class DerivationPanel(Panel):
         self.set_formula(f"{derivation.kernel_formula(SOFTMAX)},  S_{{ij}} = ⟨q_i, k_j⟩ · scale")
 
     def unavailable(self, trace) -> str | None:
-        return decoder_view_unavailable(trace, "Show the work")
+        return cannot_derive(trace)
 
     # ----- the two plots, made once ------------------------------------------------------------
     def redraw(self) -> None:

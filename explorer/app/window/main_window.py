@@ -12,6 +12,7 @@ from PySide6.QtCore import QRect, QSize, Qt, QTimer
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QWidget
 
 from explorer.app.panels import registry
+from explorer.app.panels.derivable import cannot_derive
 from explorer.app.run.controller import DecodingController
 from explorer.app.state.session import Session
 from explorer.app.state.session_file import Autosaver, SessionState
@@ -172,10 +173,11 @@ class MainWindow(QMainWindow):
 
     def _show_the_work(self) -> None:
         """A clicked cell raises Show the work where it can derive it: for an encoder or encoder–decoder it only
-        says it cannot, and the map clicked stayed hidden behind that sentence (drive 20, m17)."""
-        trace, dock = self.session.trace, self.docks["derivation"]
-        if trace is None or dock.widget().unavailable(trace) is None:      # with no trace yet it waits for one
-            dock.raise_()
+        says it cannot, and the map clicked stayed hidden behind that sentence (drive 20, m17). The rule is asked of
+        the trace: the panel, behind its tab, is not built to be asked."""
+        trace = self.session.trace
+        if trace is None or cannot_derive(trace) is None:      # with no trace yet it waits for one
+            self.docks["derivation"].raise_()
 
     # ----- models -------------------------------------------------------------------
     def open_model(self, reference: str) -> None:
