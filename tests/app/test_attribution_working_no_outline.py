@@ -13,9 +13,8 @@ import pytest
 from PySide6.QtGui import QImage
 
 from explorer.drawing.heatmap import HIGHLIGHT
-from tests.app.test_working_state_after_switch import PROMPT, open_and_watch, raised
-from tests.app.tiny_model import make_tiny_llama
-from tests.app.window_helpers import idle, new_window
+from tests.app.model_switch import switches, two_depths
+from tests.app.window_helpers import idle
 
 pytestmark = pytest.mark.usefixtures("store_home")
 
@@ -30,26 +29,20 @@ def outline_pixels(panel) -> int:
     return int((np.abs(rgb - target).sum(axis=2) < 40).sum())
 
 
-def test_why_this_token_working_after_a_switch_outlines_no_head(qtbot, tmp_path, dialogs):
-    five, two = make_tiny_llama(tmp_path / "five", n_layers=5), make_tiny_llama(tmp_path / "two", seed=1, n_layers=2)
-    window = new_window(qtbot, tmp_path)
-    window.resize(1400, 900)
-    try:
-        window.prompt.set_text(PROMPT)
-        panel = raised(qtbot, window, "attribution")
-        window.open_model(str(five))
-        trace = idle(qtbot, window, lambda: window.session.trace is not None)
-        window.session.select(token=trace.n_tokens - 2, layer=0, head=0)
-        idle(qtbot, window, lambda: panel.result is not None)
-        before = outline_pixels(panel)
-        assert before > 0, "the answer's outline of the selected head is not seen: the count would prove nothing"
+def outline_look(panel) -> dict:
+    """Whether the panel works, shows its body, and how many outline pixels its view holds."""
+    return dict(working=panel.asker.busy, body=panel.body_widget.isVisibleTo(panel),
+                outline=outline_pixels(panel) if panel.view.isVisibleTo(panel) else 0)
 
-        def look():
-            return dict(working=panel.asker.busy, body=panel.body_widget.isVisibleTo(panel),
-                        outline=outline_pixels(panel) if panel.view.isVisibleTo(panel) else 0)
-        seen = open_and_watch(qtbot, window, two, look)[0]
+
+def test_why_this_token_working_after_a_switch_outlines_no_head(qtbot, tmp_path, dialogs):
+    with two_depths(qtbot, tmp_path, dialogs) as (window, five, two):
+        journey = switches(qtbot, window, "attribution", (five, two), outline_look)
+        first = next(journey)
+        window.session.select(token=first.trace.n_tokens - 2, layer=0, head=0)
+        idle(qtbot, window, lambda: first.panel.result is not None)
+        before = outline_pixels(first.panel)
+        assert before > 0, "the answer's outline of the selected head is not seen: the count would prove nothing"
+        seen = next(journey).seen
         assert seen["working"], "the new model's attribution was not being computed"
         assert seen["outline"] == 0, f"{seen['outline']} outline pixels over the empty working map ({seen})"
-        assert not dialogs["warnings"], dialogs["warnings"]
-    finally:
-        window.close()

@@ -4,7 +4,7 @@ heads are scored, the Residual stream drew "reading…" over the old model's axi
 and the Head atlas kept the old scores' colour bar under "scoring every head…".
 
 The check runs inside the session's context_changed, just after the panels took the new trace and asked their
-jobs: no answer can have come (answers come through the event loop), so each panel is in its working state.
+jobs (tests/app/model_switch.py): no answer can have come, so each panel is in its working state.
 Expectation: the two models' layer counts, from their config.json, and the old scores' own range; and, once the
 answer came, the new model's layers and scores drawn.
 """
@@ -15,9 +15,8 @@ import pyqtgraph as pg
 import pytest
 import transformers  # noqa: E402,F401  (the tiny model is written with it; missing, the run fails, never skips)
 
-from tests.app.test_working_state_after_switch import PROMPT, layers_of, open_and_watch, raised
-from tests.app.tiny_model import make_tiny_llama
-from tests.app.window_helpers import idle, new_window
+from tests.app.model_switch import layers_of, switches, two_depths
+from tests.app.window_helpers import idle
 
 pytestmark = pytest.mark.usefixtures("store_home")
 
@@ -48,24 +47,19 @@ def layers_axis(plot: pg.PlotItem) -> dict:
                                                      if c.getData()[0] is not None])
 
 
-def test_the_residual_stream_draws_no_layer_of_the_model_before_while_it_reads(qtbot, tmp_path, dialogs):
-    five, two = make_tiny_llama(tmp_path / "five", n_layers=5), make_tiny_llama(tmp_path / "two", seed=1, n_layers=2)
-    window = new_window(qtbot, tmp_path)
-    window.resize(1400, 900)
-    try:
-        window.prompt.set_text(PROMPT)
-        for old, new in ((None, five), (five, two), (two, five)):
-            panel = raised(qtbot, window, "residual")
-            if old is None:
-                window.open_model(str(new))
-            else:
+def residual_look(panel) -> dict:
+    """What the Residual stream draws along the layers: its readout, the table's layer labels, the plots' axes."""
+    return dict(working=panel.asker.busy, readout=panel.readout.text(),
+                labels=layer_labels(panel.table) if panel.body_widget.isVisibleTo(panel) else [],
+                plots=[layers_axis(plot) for plot in plots_drawn(panel)])
 
-                def look():
-                    return dict(working=panel.asker.busy, readout=panel.readout.text(),
-                                labels=layer_labels(panel.table) if panel.body_widget.isVisibleTo(panel) else [],
-                                plots=[layers_axis(plot) for plot in plots_drawn(panel)])
-                seen = open_and_watch(qtbot, window, new, look)[0]
-                n_old, n_new = layers_of(old), layers_of(new)
+
+def test_the_residual_stream_draws_no_layer_of_the_model_before_while_it_reads(qtbot, tmp_path, dialogs):
+    with two_depths(qtbot, tmp_path, dialogs) as (window, five, two):
+        for switch in switches(qtbot, window, "residual", (five, two, five), residual_look):
+            panel, seen, n_new = switch.panel, switch.seen, layers_of(switch.new)
+            if switch.old is not None:
+                n_old = layers_of(switch.old)
                 assert seen["working"], "the new model's stream was not being read"
                 assert "reading the residual stream" in seen["readout"], seen      # it says what it does
                 assert not {f"L{layer}" for layer in range(n_new, n_old)} & set(seen["labels"]), seen
@@ -74,57 +68,44 @@ def test_the_residual_stream_draws_no_layer_of_the_model_before_while_it_reads(q
                     assert not np.allclose(drawn["x_range"], (-0.5, n_old - 0.5)), seen      # the old layers' span
                     assert not [t for t in drawn["ticks"] if n_new <= t < n_old], seen
                     assert all(max(xs, default=0) < n_new for xs in drawn["xs"]), seen
-            trace = idle(qtbot, window, lambda: window.session.trace is not None)
-            window.session.select(token=trace.n_tokens - 2)
+            window.session.select(token=switch.trace.n_tokens - 2)
             idle(qtbot, window, lambda: panel.stream is not None)
-            n_new = layers_of(new)
             assert len(panel.stream.residual_norms) == n_new
             assert layer_labels(panel.table) == [f"L{layer}" for layer in range(n_new)]
             for drawn in [layers_axis(plot) for plot in plots_drawn(panel)]:
                 assert np.allclose(drawn["x_range"], (-0.5, n_new - 0.5)), drawn
                 assert drawn["ticks"] and max(drawn["ticks"]) <= n_new - 1, drawn
-        assert not dialogs["warnings"], dialogs["warnings"]
-    finally:
-        window.close()
+
+
+def atlas_look(panel) -> dict:
+    """What the Head atlas draws: its caption, the colour bar and its levels, the map's rows, the list, the
+    example pattern."""
+    bar, example = panel.map.colorbar, panel.example
+    return dict(working=panel.asker.busy, caption=panel.caption.text(),
+                bar_shown=bar is not None and bar.isVisible(),
+                levels=tuple(bar.levels()) if bar is not None else None,
+                rows=list(panel.map.axes["left"]._labels), listed=panel.table.rowCount(),
+                pattern=example.image.image is not None and example.image.isVisible(),
+                map=panel.map.image.image is not None)
 
 
 def test_the_head_atlas_draws_no_colour_bar_or_pattern_of_the_model_before_while_it_scores(qtbot, tmp_path,
                                                                                              dialogs):
-    five, two = make_tiny_llama(tmp_path / "five", n_layers=5), make_tiny_llama(tmp_path / "two", seed=1, n_layers=2)
-    window = new_window(qtbot, tmp_path)
-    window.resize(1400, 900)
-    try:
-        window.prompt.set_text(PROMPT)
-        panel = None
-        for old, new in ((None, five), (five, two), (two, five)):
-            if old is None:
-                window.open_model(str(new))
-            else:
-                scores = panel.values[np.isfinite(panel.values)]
-                old_levels = (float(scores.min()), float(scores.max()))
-
-                def look():
-                    bar, example = panel.map.colorbar, panel.example
-                    return dict(working=panel.asker.busy, caption=panel.caption.text(),
-                                bar_shown=bar is not None and bar.isVisible(),
-                                levels=tuple(bar.levels()) if bar is not None else None,
-                                rows=list(panel.map.axes["left"]._labels), listed=panel.table.rowCount(),
-                                pattern=example.image.image is not None and example.image.isVisible(),
-                                map=panel.map.image.image is not None)
-                seen = open_and_watch(qtbot, window, new, look)[0]
+    with two_depths(qtbot, tmp_path, dialogs) as (window, five, two):
+        old_levels = None
+        for switch in switches(qtbot, window, "atlas", (five, two, five), atlas_look):
+            panel, seen = switch.panel, switch.seen
+            if switch.old is not None:
                 assert seen["working"], "the new model's heads were not being scored"
                 assert "scoring every head" in seen["caption"], seen                # it says what it does
                 assert not (seen["bar_shown"] and np.allclose(seen["levels"], old_levels)), (seen, old_levels)
                 assert not seen["bar_shown"], seen
                 assert not seen["rows"] and seen["listed"] == 0 and not seen["pattern"] and not seen["map"], seen
-            panel = raised(qtbot, window, "atlas")
             idle(qtbot, window, lambda: panel.values is not None and panel.scores is not None)
-            assert panel.values.shape[0] == layers_of(new)
-            assert list(panel.map.axes["left"]._labels) == [f"L{layer}" for layer in range(layers_of(new))]
+            assert panel.values.shape[0] == layers_of(switch.new)
+            assert list(panel.map.axes["left"]._labels) == [f"L{layer}" for layer in range(layers_of(switch.new))]
             bar = panel.map.colorbar
             assert bar.isVisible()
             finite = panel.values[np.isfinite(panel.values)]
             assert np.allclose(bar.levels(), (finite.min(), finite.max()), atol=1e-6)
-        assert not dialogs["warnings"], dialogs["warnings"]
-    finally:
-        window.close()
+            old_levels = (float(finite.min()), float(finite.max()))
