@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import json
 
-from PySide6.QtWidgets import QMessageBox
-
 import explorer
-from tests.app.window_helpers import idle, new_window
+from tests.app.window_helpers import session_opened
 
 
 def test_the_app_opens_a_sampled_api_session_to_the_ids_decoded_whatever_its_seed(qtbot, tmp_path, monkeypatch):
     monkeypatch.setenv("TRANSFORMER_EXPLORER_HOME", str(tmp_path / "store"))
-    warnings = []
-    monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text, *a: warnings.append(text))
     sampling = explorer.Sampling(temperature=2.0, top_k=0, top_p=1.0, seed=3)
     run = explorer.load("shakespeare-gqa").run("To be, or not to be", steps=4, sampling=sampling)
     ids, chosen = run.ids.tolist(), [int(s.chosen_id) for s in run.trace.steps]
@@ -23,14 +19,7 @@ def test_the_app_opens_a_sampled_api_session_to_the_ids_decoded_whatever_its_see
     assert body["decoded"] == chosen and body["forced"] == []
     body["sampling"]["seed"] = 4                      # what the file holds now draws other tokens
     path.write_text(json.dumps(body))
-    window = new_window(qtbot, tmp_path)
-    try:
-        window.menus.open_session_file(str(path))
-        trace = idle(qtbot, window, lambda: window.session.trace is not None
-                     and window.session.trace.n_steps == run.trace.n_steps)
-        assert not warnings
+    with session_opened(qtbot, tmp_path, path, run.trace.n_steps) as (window, trace):
         assert trace.token_ids.tolist() == ids
         assert [int(s.chosen_id) for s in trace.steps] == chosen and not any(s.forced for s in trace.steps)
         assert json.loads(window.session_state().to_json())["decoded"] == chosen
-    finally:
-        window.close()

@@ -3,7 +3,11 @@ waiting until the worker is idle, opening a model with a prompt and stepping. Th
 the window, the patched dialogs, the store in the test's folder) are in tests/app/conftest.py."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
+import pytest
 from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QMessageBox
 
 from explorer.app.panels.base import Panel
 from explorer.app.window.main_window import MainWindow
@@ -43,3 +47,21 @@ def step(qtbot, window, times=1):
 def prefilled(window) -> bool:
     """The window holds a trace and its worker is idle (`launched`'s condition for a prefilled prompt)."""
     return window.session.trace is not None and not window.worker.busy
+
+
+@contextmanager
+def session_opened(qtbot, tmp_path, path, n_steps: int):
+    """(window, trace): a new window that opened the session file `path` (File > Open session) and holds its
+    trace of `n_steps` steps, with no warning shown; closed on leaving."""
+    warnings = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(QMessageBox, "warning", lambda parent, title, text, *a: warnings.append(text))
+        window = new_window(qtbot, tmp_path)
+        try:
+            window.menus.open_session_file(str(path))
+            trace = idle(qtbot, window, lambda: window.session.trace is not None
+                         and window.session.trace.n_steps == n_steps)
+            assert not warnings, warnings
+            yield window, trace
+        finally:
+            window.close()

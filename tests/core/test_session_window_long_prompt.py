@@ -4,24 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from PySide6.QtWidgets import QMessageBox
 
-from tests.app.window_helpers import idle, new_window
+from tests.app.window_helpers import session_opened
 from tests.core.conftest import FORCED
 
 pytestmark = pytest.mark.usefixtures("own_home")
 
 
-def test_the_window_opens_a_long_session_to_the_same_trace(qtbot, tmp_path, monkeypatch, original):
-    warnings = []
-    monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text, *a: warnings.append(text))
+def test_the_window_opens_a_long_session_to_the_same_trace(qtbot, tmp_path, original):
     path = original.save_session(tmp_path / "long.json")
-    window = new_window(qtbot, tmp_path)
-    try:
-        window.menus.open_session_file(str(path))
-        trace = idle(qtbot, window, lambda: window.session.trace is not None
-                     and window.session.trace.n_steps == original.trace.n_steps)
-        assert not warnings
+    with session_opened(qtbot, tmp_path, path, original.trace.n_steps) as (window, trace):
         assert trace.steps[0].layers[0].attn.on_demand
         np.testing.assert_array_equal(trace.token_ids, original.ids)
         assert [s.chosen_id for s in trace.steps] == [s.chosen_id for s in original.trace.steps]
@@ -32,5 +24,3 @@ def test_the_window_opens_a_long_session_to_the_same_trace(qtbot, tmp_path, monk
         state = window.session_state()
         assert state.prompt_ids == tuple(int(i) for i in original.ids[: original.trace.steps[0].n_new])
         assert state.forced == ((2, FORCED),) and state.steps == original.trace.n_steps
-    finally:
-        window.close()
