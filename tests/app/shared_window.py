@@ -17,6 +17,7 @@ from explorer.app.thread.worker import ModelWorker
 from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
 from tests.app.fake_core import FakeCore
+from tests.app.screen_fit import SCREENS, emulated_screen
 from tests.app.tiny_model import make_tiny_llama
 
 
@@ -67,6 +68,18 @@ def window_with_tiny_model(app, root: Path, dialogs: dict, prompt: str = "To be,
             yield window
         finally:
             window.close()
+
+
+@contextmanager
+def window_three_steps_on(app, root: Path):
+    """The real window (1200x800 on a 1920x1080 screen) with the tiny Llama: its prompt prefilled, then three
+    tokens decoded by Step."""
+    with emulated_screen(SCREENS["1920x1080"]), window_with_tiny_model(app, root, {}) as window:
+        window.resize(1200, 800)
+        for steps in (2, 3, 4):
+            window.controller.step()
+            settle(app, lambda: window.session.trace.n_steps == steps and not window.worker.busy)
+        yield window
 
 
 def settle(app, condition, timeout_s: float = 120.0) -> None:

@@ -8,35 +8,10 @@ is left; the panel on screen is as it was before.
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from PySide6.QtGui import QImage
 
 from explorer.app.figures import export_dialogs
-from explorer.app.panels.residual import ResidualPanel
-from explorer.app.state.session import Session
-from explorer.app.widgets.model_call import thread_executor
-from tests.app.why_helpers import shown
-
-N_LAYERS = 40
-
-
-@pytest.fixture(scope="module")
-def deep_llama():
-    """A random Llama of N_LAYERS tiny layers, and its trace of 6 prompt tokens."""
-    import torch
-    import transformers
-
-    from explorer.core.decode import Decoder
-    from explorer.core.runtime import from_tensors
-
-    config = transformers.LlamaConfig(vocab_size=90, hidden_size=16, intermediate_size=32, num_hidden_layers=N_LAYERS,
-                                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32)
-    torch.manual_seed(0)
-    hf = transformers.LlamaForCausalLM(config).eval()
-    loaded = from_tensors(hf.config.to_dict(), hf.state_dict(), name="deep-llama")
-    decoder = Decoder(loaded)
-    decoder.prefill(np.arange(6) * 7 % 90)
-    return loaded, decoder.trace, config.num_hidden_layers
+from tests.app.deep_residual import deep_llama, residual_stream_shown  # noqa: F401  (deep_llama: the fixture)
 
 
 def rgb(image: QImage) -> np.ndarray:
@@ -63,15 +38,9 @@ def grid_lines(picture: np.ndarray) -> tuple[int, int]:
     return len(ys), columns
 
 
-def test_the_residual_pictures_table_holds_every_layer(qtbot, deep_llama, tmp_path, monkeypatch):
-    loaded, trace, n_layers = deep_llama
-    session = Session()
-    session.set_model(loaded.info)
-    panel = shown(qtbot, ResidualPanel(session), (1000, 420))
-    panel.executor = thread_executor(loaded)
-    session.set_trace(trace)
-    session.select(token=trace.n_tokens - 1)
-    qtbot.waitUntil(lambda: panel.stream is not None, timeout=60000)
+def test_the_residual_pictures_table_holds_every_layer(qtbot, deep_llama, tmp_path, monkeypatch):  # noqa: F811
+    n_layers = deep_llama[2]
+    panel = residual_stream_shown(qtbot, deep_llama, (1000, 420))
     qtbot.wait(300)
     assert panel.table.horizontalScrollBar().maximum() > 0, "the test's layers fit the panel: nothing to show"
     before, scrolled = panel.size(), panel.table.horizontalScrollBar().value()

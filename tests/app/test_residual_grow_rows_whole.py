@@ -7,22 +7,12 @@ every row the table has lies whole inside its viewport.
 """
 from __future__ import annotations
 
-from explorer.app.panels.residual import ResidualPanel
-from explorer.app.state.session import Session
-from explorer.app.widgets.model_call import thread_executor
-from tests.app.test_export_residual_whole_table import deep_llama  # noqa: F401  (the 40-layer model)
-from tests.app.why_helpers import shown
+from tests.app.deep_residual import deep_llama, residual_stream_shown  # noqa: F401  (deep_llama: the fixture)
 
 
 def test_growing_the_panel_until_its_plot_shows_cuts_no_row(qtbot, deep_llama):  # noqa: F811
-    loaded, trace, n_layers = deep_llama
-    session = Session()
-    session.set_model(loaded.info)
-    panel = shown(qtbot, ResidualPanel(session), (1000, 260))
-    panel.executor = thread_executor(loaded)
-    session.set_trace(trace)
-    session.select(token=trace.n_tokens - 1)
-    qtbot.waitUntil(lambda: panel.stream is not None, timeout=60000)
+    n_layers = deep_llama[2]
+    panel = residual_stream_shown(qtbot, deep_llama, (1000, 260))
     qtbot.wait(200)
     assert len(panel.stream.lens_ids) == n_layers
     assert not panel.plot_view.isVisible(), "the test's small panel already shows the plot"

@@ -13,8 +13,7 @@ from explorer.app.figures import window_animation
 from explorer.app.figures.animation import AnimationCancelled
 from explorer.app.state.session import Session
 from tests.app import test_encdec_app
-from tests.app.screen_fit import SCREENS, emulated_screen
-from tests.app.shared_window import make, settle, window_with_tiny_model
+from tests.app.shared_window import make, window_three_steps_on
 from tests.app.test_encdec_app import SOURCE, TARGET
 
 translation = test_encdec_app.translation      # the fixture: the translator's trace after each step
@@ -23,11 +22,7 @@ translation = test_encdec_app.translation      # the fixture: the translator's t
 @pytest.fixture
 def window(qapp, tmp_path):
     """The real window with the tiny Llama: its prompt prefilled, then three tokens decoded by Step."""
-    with emulated_screen(SCREENS["1920x1080"]), window_with_tiny_model(qapp, tmp_path / "app", {}) as window:
-        window.resize(1200, 800)
-        for steps in (2, 3, 4):
-            window.controller.step()
-            settle(qapp, lambda: window.session.trace.n_steps == steps and not window.worker.busy)
+    with window_three_steps_on(qapp, tmp_path / "app") as window:
         yield window
 
 

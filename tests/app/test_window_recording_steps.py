@@ -20,8 +20,7 @@ from PySide6.QtWidgets import QApplication, QFileDialog
 from explorer.app.figures import animation, export_dialogs, kv_animation, live_recording, window_animation
 from explorer.app.figures.animation import read_animation
 from explorer.app.panels.base import Panel
-from tests.app.screen_fit import SCREENS, emulated_screen
-from tests.app.shared_window import settle, window_with_tiny_model
+from tests.app.shared_window import window_three_steps_on
 from tests.app.test_window_animation import region_of
 
 
@@ -45,11 +44,7 @@ def wait_drawn(window, seconds: float = 30.0) -> None:
 @pytest.fixture
 def window(qapp, tmp_path):
     """The real window with the tiny Llama, its prompt prefilled and three tokens decoded, on 1920x1080."""
-    with emulated_screen(SCREENS["1920x1080"]), window_with_tiny_model(qapp, tmp_path / "app", {}) as window:
-        window.resize(1200, 800)
-        for steps in (2, 3, 4):
-            window.controller.step()
-            settle(qapp, lambda: window.session.trace.n_steps == steps and not window.worker.busy)
+    with window_three_steps_on(qapp, tmp_path / "app") as window:
         window.prompt.setFocus()
         window.prompt.clearFocus()          # no blinking text cursor in any grab
         wait_drawn(window)
