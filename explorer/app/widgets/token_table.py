@@ -6,7 +6,6 @@ paints. A decoding step only adds rows, and the model inserts them rather than r
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,7 +14,6 @@ from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QSize, Qt, 
 from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableView, QTableWidgetItem, QTextEdit
 
 from explorer.core import trace_rows
-from explorer.core.tokens import NEWLINE, RETURN, SPACE, TAB
 
 COLUMNS = ("position", "token", "id", "span")
 ROWS_IN_SIGHT = 6           # the rows the table keeps in sight: fewer and a person scrolls to read a short prompt
@@ -93,10 +91,9 @@ class TokenRows(Sequence):
             raise IndexError(index)
         if index >= self._n_live:
             text, token_id = self._generated_text[index - self._n_live], int(self.ids[index])
+            # Only the tokenizer knows a generated token's bytes: its display string spells a special token's
+            # name (<|endoftext|>), and draws a space and the character '␣' alike. With none, they are unknown.
             raw = self._token_bytes(token_id) if self._token_bytes is not None else None
-            # The display string spells a special token's name (<|endoftext|>), not bytes it stands for: only the
-            # tokenizer knows which; its display string is read back where no tokenizer is given.
-            raw = shown_bytes(text) if raw is None else raw
             return TokenRow(index, text, token_id, None, raw, raw == b"", text)
         return _live_row(self._tokens, index, self.cut)
 
@@ -177,20 +174,6 @@ def _extends(old: Sequence[TokenRow], new: Sequence[TokenRow]) -> bool:
     return (old._tokens is new._tokens and old._n_live == new._n_live and old.cut == new.cut
             and np.array_equal(old.ids, new.ids[: len(old)])
             and new._generated_text[: len(old._generated_text)] == old._generated_text)
-
-
-_HIDDEN = {SPACE: " ", NEWLINE: "\n", TAB: "\t", RETURN: "\r", "␡": "\x7f"} | {chr(0x2400 + c): chr(c)
-                                                                               for c in range(32)}
-_BYTE = re.compile(r"<0x([0-9A-F]{2})>")
-
-
-def shown_bytes(text: str) -> bytes:
-    """The bytes of a token the trace names by its display string (core.tokens.bytes_to_display: the vocabulary
-    entry's bytes as UTF-8, whitespace drawn visible, a byte of no whole character as <0xNN>), read back."""
-    out = bytearray()
-    for i, part in enumerate(_BYTE.split(text)):
-        out += bytes([int(part, 16)]) if i % 2 else "".join(_HIDDEN.get(ch, ch) for ch in part).encode("utf-8")
-    return bytes(out)
 
 
 def bytes_text(raw: bytes | None) -> str:
