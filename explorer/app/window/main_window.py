@@ -19,12 +19,13 @@ from explorer.app.state.session_file import Autosaver, SessionState
 from explorer.app.thread.catalog_loader import CatalogLoader
 from explorer.app.thread.catalog_schedule import CatalogSchedule
 from explorer.app.thread.worker import ModelWorker
-from explorer.app.widgets.dialog_focus import FocusKeeper, close_returning_focus, take_focus_if_none
+from explorer.app.widgets.dialog_focus import FocusKeeper, take_focus_if_none
 from explorer.app.widgets.steady_progress import SteadyProgress
 from explorer.app.window import (
     crash_restore,
     dock_layout,
     dock_tab_bars,
+    dropped_files,
     error_bar,
     learn_placement,
     menus,
@@ -35,6 +36,7 @@ from explorer.app.window import (
 )
 from explorer.app.window.dock_shares import DockShares
 from explorer.app.window.given_size import GivenSize
+from explorer.app.window.loading_dialog import LoadingDialog
 from explorer.app.window.model_picker import ModelToolbar
 from explorer.app.window.panel_dock import PanelDock
 from explorer.app.window.presentation import Presentation
@@ -83,7 +85,7 @@ class MainWindow(QMainWindow):
         # A floor under the window's least width: the status bar spans the window, so the layout's least is at
         # least its least (a least set on the window itself replaced the layout's: 760 of 903 px asked)
         self.status.setMinimumWidth(dock_layout.LEAST_WIDTH_PX)
-        self.progress: SteadyProgress | None = None
+        self.loading_dialog = LoadingDialog(self, self.controller.cancel_load)
         self.menus = menus.build(self)
         # Laid out once the menu bar, toolbars and status bar are there: chrome_px counted 22 px of them
         # before, so an 800 px screen got the stacked layout its 141 px of bars leave no room for.
@@ -159,7 +161,7 @@ class MainWindow(QMainWindow):
         self.model_bar.device_changed.connect(self._on_device_changed)
         self.worker.devices_found.connect(self._on_devices_found)
         self.catalog_loader.ready.connect(self._on_catalog_ready)
-        self.worker.progress.connect(self._on_progress)
+        self.worker.progress.connect(self.loading_dialog.show_progress)
         c.model_ready.connect(self._on_model_ready)
         c.load_failed.connect(self._on_load_failed)
         c.loading_changed.connect(self._on_loading_changed)
@@ -244,33 +246,15 @@ class MainWindow(QMainWindow):
     def _on_loading_changed(self, loading: bool) -> None:
         """The Loading dialog and its Cancel last as long as the load; once it ends, the picker names the model
         in use (the one loaded, or the one kept by a cancel or a failure)."""
-        if loading:
-            self.progress = SteadyProgress("Loading the model…", 0, self, "Loading")   # Cancel stays where aimed at
-            self.progress.setWindowModality(Qt.WindowModality.NonModal)   # the window stays usable
-            self.progress.setMinimumDuration(LOADING_SHOWN_AFTER_MS)
-            # Not hidden at its maximum (SteadyProgress): the loader's last tensor is not the end of the load (the
-            # model is made, a float32 copy written), and a dialog gone then left the load running with no Cancel.
-            self.progress.canceled.connect(self.controller.cancel_load)
-        elif self.progress is not None:
-            self.progress.canceled.disconnect(self.controller.cancel_load)
-            close_returning_focus(self.progress)
-            self.progress.deleteLater()
-            self.progress = None
+        if self.loading_dialog.follow(loading, LOADING_SHOWN_AFTER_MS):
             self.status.clearMessage()
         if not loading:
             self.model_bar.set_current(self.controller.reference)
 
-    def _on_progress(self, fraction: float, message: str) -> None:
-        if self.progress is None:
-            return
-        if fraction >= 0:
-            self.progress.setMaximum(100)
-            self.progress.setValue(int(100 * min(1.0, fraction)))     # shown here once LOADING_SHOWN_AFTER_MS passed
-        if fraction >= 1:               # every tensor read: what is left (making the model) reports no fraction
-            self.progress.setRange(0, 0)
-            message = "Making the model ready…"
-        if message:
-            self.progress.setLabelText(message)
+    @property
+    def progress(self) -> SteadyProgress | None:
+        """The Loading dialog while a load lasts, else None."""
+        return self.loading_dialog.dialog
 
     def _on_playing_changed(self, playing: bool) -> None:
         if self.actions.play.isChecked() != playing:
@@ -315,19 +299,10 @@ class MainWindow(QMainWindow):
         return super().sizeHint().boundedTo(dock_layout.available_geometry(self).size())
 
     def dragEnterEvent(self, event) -> None:
-        if any(_dropped_path(url) for url in event.mimeData().urls()):
-            event.acceptProposedAction()
+        dropped_files.accept_drag(event)
 
     def dropEvent(self, event) -> None:
-        for url in event.mimeData().urls():
-            path = _dropped_path(url)
-            if path and path.endswith(".json"):
-                self.menus.open_session_file(path)
-                break
-            if path:
-                self.open_model(path)
-                break
-        event.acceptProposedAction()
+        dropped_files.open_dropped(self, event)
 
     def _restore_layout(self) -> None:
         geometry, state = self.settings.geometry(), self.settings.dock_state()
@@ -389,13 +364,6 @@ class MainWindow(QMainWindow):
         self.worker.shutdown(5.0)
         self.autosaver.discard()
         super().closeEvent(event)
-
-
-def _dropped_path(url) -> str | None:
-    if not url.isLocalFile():
-        return None
-    path = url.toLocalFile()
-    return path if model_refs.is_model_path(path) or path.endswith(".json") else None
 
 
 def panel_widgets(window: MainWindow) -> list[QWidget]:
