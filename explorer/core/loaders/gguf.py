@@ -123,6 +123,8 @@ def read_tensors(path: Path, header: GGUFHeader, config: dict, progress=None) ->
     return tensors
 
 
+TOKENIZER_SHARE = 0.15  # of the bar, reading or building the tokenizer, before the tensors: Gemma 3 270M's first
+                        # open built its 262k pieces in ~6 s, the bar at 0% with no Cancel seen (issue 22)
 READ_SHARE = 0.6        # of the bar, dequantizing when a float32 copy is written after it: Gemma 3 270M's first
                         # open (OMP_NUM_THREADS=1) took 15.4 s to dequantize, 8.4 s to write the copy, ~1.4 s to build
 
@@ -132,10 +134,12 @@ def _part(progress, start: float, end: float):
     return None if progress is None else (lambda share, text: progress(start + (end - start) * share, text))
 
 
-def cached_or_read_tensors(path: Path, header: GGUFHeader, config: dict, progress=None) -> dict[str, torch.Tensor]:
+def cached_or_read_tensors(path: Path, header: GGUFHeader, config: dict, progress=None,
+                           start: float = 0.0) -> dict[str, torch.Tensor]:
     """The tensors from the float32 copy of an earlier load when it is fresh (see gguf_cache), else
-    dequantized now, and the copy written for next time. The bar stops short of full (READY_AT): the model
-    is still to be made, and a full bar said the work was done for 20 s (drive20 m2)."""
+    dequantized now, and the copy written for next time; the bar drawn from `start` (the tokenizer's before).
+    It stops short of full (READY_AT): the model is still to be made, and a full bar said the work was done
+    for 20 s (drive20 m2)."""
     expected = {hf_name(header.architecture, info.name): tuple(int(d) for d in info.shape) for info in header.tensors}
     tensors = gguf_cache.load(path, expected)
     if tensors is not None:
@@ -144,7 +148,7 @@ def cached_or_read_tensors(path: Path, header: GGUFHeader, config: dict, progres
         return tensors
     copy = gguf_cache.cache_path(path)
     read_end = READ_SHARE if copy is not None else READY_AT
-    tensors = read_tensors(path, header, config, _part(progress, 0.0, read_end))
+    tensors = read_tensors(path, header, config, _part(progress, start, read_end))
     if copy is not None:
         if progress is not None:
             gigabytes = sum(t.numel() for t in tensors.values()) * 4 / 1e9
@@ -174,21 +178,30 @@ def _tokenizer_metadata(path: Path) -> dict:
     return {key: value for key, value in header.metadata.items() if key.startswith("tokenizer.ggml.")}
 
 
+BUILDING = "building the tokenizer from the file's vocabulary"
+
+
 def cached_or_built_tokenizer(path: Path, metadata, source: str, progress=None) -> TextTokenizer:
-    """The tokenizer saved by an earlier load when it is fresh, else built from the metadata (~1.5 s on a
-    busy 2-core machine for a 49k-piece vocabulary) and saved for next time. `metadata()` gives the
-    tokenizer metadata, read only when the tokenizer is built."""
+    """The tokenizer saved by an earlier load when it is fresh, else built from the metadata (Gemma 3's 262k
+    pieces: ~6 s) and saved for next time. `metadata()` gives the tokenizer metadata, read only when the
+    tokenizer is built. `progress(share, text)` is called between the pieces of the work, so that a Cancel
+    (progress raising) is seen within a build, and right after a piece the library does in one call."""
+    report = progress or (lambda share, text: None)
     cache = tokenizer_cache_path(path)
     if cache is not None and cache.is_file():
+        report(0.0, "reading the tokenizer saved by an earlier load")
         saved = _saved_tokenizer(cache, path)
         if saved is not None:
+            report(1.0, "read the saved tokenizer")
             return saved
-    if progress is not None:            # Gemma 3's 262k pieces take ~6 s, said before the bar starts to move
-        progress(0.0, "building the tokenizer from the file's vocabulary")
+    report(0.0, BUILDING)
     meta = metadata()
-    tokenizer = tokenizer_from_gguf(meta, source)
+    report(0.05, BUILDING)
+    tokenizer = tokenizer_from_gguf(meta, source, lambda share: report(0.05 + 0.8 * share, BUILDING))
     if cache is not None:
+        report(0.85, "saving the tokenizer for next time")
         _save_tokenizer(cache, path, tokenizer, meta)
+    report(1.0, "built the tokenizer")
     return tokenizer
 
 
@@ -235,7 +248,8 @@ def _read_gguf(path: Path, progress) -> tuple[dict, dict[str, torch.Tensor], obj
     for info in header.tensors:
         tensor_bytes(info, source)  # raises UnsupportedModelError naming an unknown quantization type
     config = config_of(header, source)
-    tokenizer = cached_or_built_tokenizer(path, lambda: _tokenizer_metadata(path), source, progress)
-    tensors = cached_or_read_tensors(path, header, config, progress)
+    tokenizer = cached_or_built_tokenizer(path, lambda: _tokenizer_metadata(path), source,
+                                          _part(progress, 0.0, TOKENIZER_SHARE))
+    tensors = cached_or_read_tensors(path, header, config, progress, TOKENIZER_SHARE)
     license_name = header.metadata.get("general.license")
     return config, tensors, tokenizer, (str(license_name) if license_name else None)

@@ -19,6 +19,10 @@ from explorer.core.tokens import TextTokenizer, first_line
 
 # llama.cpp token types (llama_token_type): 3 = control, 4 = user defined, 6 = byte.
 CONTROL, USER_DEFINED = 3, 4
+PIECES_BETWEEN = 16_384     # pieces split (or merges read) between two calls of `between` (Gemma 3's 262k: 16 calls)
+# Where a build's pieces end, as shares of its time (Gemma 3 270M, 262k pieces): the merge list, in Python, ~60 %;
+# the library's model, built from it in one call, ~25 %; the listed tokens after it.
+MERGES_DONE, MODEL_DONE = 0.6, 0.9
 
 _GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 _LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
@@ -51,21 +55,32 @@ def _add_listed_tokens(tokenizer: Tokenizer, tokens: list[str], types: list[int]
     tokenizer.add_tokens(user)
 
 
-def _merge_pair(merge: str, vocab: dict[str, int]) -> tuple[str, str]:
+def _merge_pair(merge: str, vocab: dict[str, int], source: str) -> tuple[str, str]:
     """As llama.cpp: the first space after the first character separates the two pieces. A piece the
     vocabulary lacks stops the list at once (the library refuses it too, but only after a 64 MB list had
     become two million strings and 700 MB)."""
     cut = merge.find(" ", 1)
     left, right = merge[:cut], merge[cut + 1:]
     if left not in vocab or right not in vocab:
-        raise ValueError(f"the merge {merge[:40]!r} joins a piece that is not in the vocabulary")
+        raise ModelLoadError(f"{source}: its tokenizer metadata cannot be built (the merge {merge[:40]!r} joins "
+                             "a piece that is not in the vocabulary).")
     return left, right
 
 
-def _gpt2_tokenizer(meta: dict) -> Tokenizer:
-    tokens = meta["tokenizer.ggml.tokens"]
-    vocab = {piece: index for index, piece in enumerate(tokens)}
-    merges = [_merge_pair(m, vocab) for m in meta.get("tokenizer.ggml.merges", [])]
+def _gpt2_merges(meta: dict, source: str, between) -> list[tuple[str, str]]:
+    """The file's merge list as pairs of pieces, `between(share done)` called every PIECES_BETWEEN merges."""
+    vocab = {piece: index for index, piece in enumerate(meta["tokenizer.ggml.tokens"])}
+    listed = meta.get("tokenizer.ggml.merges", [])
+    merges = []
+    for done, merge in enumerate(listed):
+        if done and done % PIECES_BETWEEN == 0:
+            between(done / len(listed))
+        merges.append(_merge_pair(merge, vocab, source))
+    return merges
+
+
+def _gpt2_tokenizer(meta: dict, merges: list[tuple[str, str]]) -> Tokenizer:
+    vocab = {piece: index for index, piece in enumerate(meta["tokenizer.ggml.tokens"])}
     tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False, ignore_merges=False))
     tokenizer.pre_tokenizer = _byte_level_pre_tokenizer(str(meta.get("tokenizer.ggml.pre", "gpt2")))
     tokenizer.decoder = decoders.ByteLevel()
@@ -76,16 +91,19 @@ MAX_SPLIT_CHECKS = 20_000_000     # Gemma 3's 262k pieces need ~2M; a hostile vo
 
 
 def sentencepiece_merges(tokens: list[str], scores: list[float], types: list[int],
-                         source: str = "the vocabulary") -> list[tuple[str, str]]:
+                         source: str = "the vocabulary", between=None) -> list[tuple[str, str]]:
     """Every split of a normal piece into two vocabulary pieces, ranked by the joined piece's score.
 
     Only cuts where both sides have lengths that some vocabulary piece has are tried, and the number
     of cuts tried over the whole vocabulary is bounded, so the work grows with the vocabulary's length
-    in characters, never with the square of one piece's."""
+    in characters, never with the square of one piece's. `between(share of the pieces split)` is called
+    every PIECES_BETWEEN pieces (a load's progress, which may raise to cancel: Gemma 3's took seconds)."""
     vocab = {piece: index for index, piece in enumerate(tokens) if types[index] in (1, 2)}
     lengths = {len(piece) for piece in vocab}
     merges, checks = [], 0
-    for piece, index in vocab.items():
+    for done, (piece, index) in enumerate(vocab.items()):
+        if done and done % PIECES_BETWEEN == 0 and between is not None:
+            between(done / len(vocab))
         cuts = [cut for cut in range(1, len(piece)) if cut in lengths and len(piece) - cut in lengths]
         checks += len(cuts)
         if checks > MAX_SPLIT_CHECKS:
@@ -99,15 +117,19 @@ def sentencepiece_merges(tokens: list[str], scores: list[float], types: list[int
     return [(left, right) for _, _, _, left, right in merges]
 
 
-def _sentencepiece_tokenizer(meta: dict, source: str) -> Tokenizer:
+def _sentencepiece_merges(meta: dict, source: str, between) -> list[tuple[str, str]]:
     tokens = meta["tokenizer.ggml.tokens"]
     scores = meta.get("tokenizer.ggml.scores") or [0.0] * len(tokens)
     types = meta.get("tokenizer.ggml.token_type") or [1] * len(tokens)
+    return sentencepiece_merges(tokens, scores, types, source, between)
+
+
+def _sentencepiece_tokenizer(meta: dict, merges: list[tuple[str, str]]) -> Tokenizer:
+    tokens = meta["tokenizer.ggml.tokens"]
     vocab = {piece: index for index, piece in enumerate(tokens)}
     unk = meta.get("tokenizer.ggml.unknown_token_id")
     unk_piece = tokens[unk] if unk is not None and 0 <= unk < len(tokens) else None
-    model = models.BPE(vocab=vocab, merges=sentencepiece_merges(tokens, scores, types, source),
-                       unk_token=unk_piece, fuse_unk=True, byte_fallback=True)
+    model = models.BPE(vocab=vocab, merges=merges, unk_token=unk_piece, fuse_unk=True, byte_fallback=True)
     tokenizer = Tokenizer(model)
     steps = [normalizers.Replace(" ", "▁")]
     if meta.get("tokenizer.ggml.add_space_prefix", True):
@@ -116,6 +138,12 @@ def _sentencepiece_tokenizer(meta: dict, source: str) -> Tokenizer:
     tokenizer.decoder = decoders.Sequence([
         decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
     return tokenizer
+
+
+# tokenizer.ggml.model -> (its merge list, in Python; the library's tokenizer built from it; whether BOS is added
+# when the file does not say)
+BUILDERS = {"gpt2": (_gpt2_merges, _gpt2_tokenizer, False),
+            "llama": (_sentencepiece_merges, _sentencepiece_tokenizer, True)}
 
 
 def _is_id(value, tokens: list) -> bool:
@@ -156,29 +184,39 @@ def check_tokenizer_metadata(meta: dict, source: str) -> None:
             raise ModelLoadError(f"{source}: {key} = {shown} is not legal: it must be {wanted}.")
 
 
-def tokenizer_from_gguf(meta: dict, source: str) -> TextTokenizer:
-    """A TextTokenizer from GGUF metadata (values already read into Python lists and scalars)."""
+def tokenizer_from_gguf(meta: dict, source: str, between=None) -> TextTokenizer:
+    """A TextTokenizer from GGUF metadata (values already read into Python lists and scalars).
+
+    `between(share of the build done)` is called between its pieces, and within the merge list (a load's
+    progress: Gemma 3's build takes seconds). What it raises (a Cancel) passes as it is, never as a bad file."""
+    between = between or (lambda share: None)
     check_tokenizer_metadata(meta, source)
     kind = meta.get("tokenizer.ggml.model")
-    try:
-        if kind == "gpt2":
-            tokenizer, default_bos = _gpt2_tokenizer(meta), False
-        elif kind == "llama":
-            tokenizer, default_bos = _sentencepiece_tokenizer(meta, source), True
-        else:
-            raise UnsupportedModelError(
-                f"{source} uses the tokenizer type {kind!r}; only 'gpt2' and 'llama' are supported.")
-        types = meta.get("tokenizer.ggml.token_type") or [1] * len(meta["tokenizer.ggml.tokens"])
-        _add_listed_tokens(tokenizer, meta["tokenizer.ggml.tokens"], types)
-    except ExplorerError:
-        raise
-    except BaseException as error:  # noqa: B036 -- tokenizers raises bare Exceptions, and Rust panics as BaseException
-        if isinstance(error, (KeyboardInterrupt, SystemExit)):
-            raise
-        raise ModelLoadError(f"{source}: its tokenizer metadata cannot be built ({first_line(error)}).") from None
+    if kind not in BUILDERS:
+        raise UnsupportedModelError(
+            f"{source} uses the tokenizer type {kind!r}; only 'gpt2' and 'llama' are supported.")
+    merges_of, build, default_bos = BUILDERS[kind]
+    merges = merges_of(meta, source, lambda share: between(MERGES_DONE * share))
+    between(MERGES_DONE)
+    tokenizer = _by_the_library(source, lambda: build(meta, merges))
+    between(MODEL_DONE)
+    types = meta.get("tokenizer.ggml.token_type") or [1] * len(meta["tokenizer.ggml.tokens"])
+    _by_the_library(source, lambda: _add_listed_tokens(tokenizer, meta["tokenizer.ggml.tokens"], types))
     return TextTokenizer(
         tokenizer,
         add_bos=bool(meta.get("tokenizer.ggml.add_bos_token", default_bos)),
         bos_id=meta.get("tokenizer.ggml.bos_token_id"),
         eos_id=meta.get("tokenizer.ggml.eos_token_id"),
     )
+
+
+def _by_the_library(source: str, call):
+    """`call()`, which the tokenizers library runs: whatever it raises is one ModelLoadError naming `source`."""
+    try:
+        return call()
+    except ExplorerError:
+        raise
+    except BaseException as error:  # noqa: B036 -- tokenizers raises bare Exceptions, and Rust panics as BaseException
+        if isinstance(error, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise ModelLoadError(f"{source}: its tokenizer metadata cannot be built ({first_line(error)}).") from None
