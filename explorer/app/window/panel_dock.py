@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from typing import Callable
 
-from PySide6.QtCore import QEvent, QTimer, Signal
+from PySide6.QtCore import QEvent, QRect, QTimer, Signal
 from PySide6.QtWidgets import QAbstractButton, QDockWidget, QLabel, QToolButton, QToolTip, QWidget
 
 from explorer.app.widgets.turns import Turns
 
 QT_TITLE_BUTTONS = ("qt_dockwidget_floatbutton", "qt_dockwidget_closebutton")
 FOLLOWED_EVENTS = (QEvent.Type.Move, QEvent.Type.Resize, QEvent.Type.Show, QEvent.Type.Hide)
-# Where a raise or a relayout reaches the dock before its panel: raise_() sends ZOrderChange, in which Qt's dock layout
-# places the tab; a tab clicked moves the dock into sight. Its children are resized inside these events.
-RELAYOUT_EVENTS = (QEvent.Type.ZOrderChange, QEvent.Type.Move, QEvent.Type.Resize)
+# Where a raise reaches the dock before its panel: raise_() sends ZOrderChange, in which Qt's dock layout places the
+# tab; a tab clicked moves the dock into sight (from where Qt keeps a tab behind another, left of and above the
+# window). Its children are resized inside these events. A Move or Resize of a dock already in sight (the window
+# resized or dragged, a separator dragged) is no raise: holding the grid at each one held it through a whole drag.
+RAISE_EVENTS = (QEvent.Type.ZOrderChange, QEvent.Type.Move)
 
 
 class PanelDock(QDockWidget):
@@ -38,8 +40,9 @@ class PanelDock(QDockWidget):
     the signal built every tabbed panel at once, each starting its first model job. Whether the dock is
     exposed is judged once the layout has settled (`_settle_exposure`, queued after the signal).
 
-    A raise or a relayout holds the attention grid (`_raising`, two turns due in widgets.turns) from the dock's first
-    event of it until the window has laid out and painted the tab: raised again at 8,000 tokens while the grid
+    A raise holds the attention grid (`_raising`, two turns due in widgets.turns) from the dock's first event of it
+    (RAISE_EVENTS: raise_() or its tab clicked; not a resize or a drag of a dock in sight) until the window has laid
+    out and painted the tab: raised again at 8,000 tokens while the grid
     filled, the KV cache's relayout and paint took 35-49 ms of GUI CPU but froze the window 94-179 ms, waiting on
     the grid's threads for Python's lock between the layout's and paint's many calls into Python.
     """
@@ -73,7 +76,7 @@ class PanelDock(QDockWidget):
 
     def event(self, event) -> bool:
         kind = event.type()
-        if kind in RELAYOUT_EVENTS and hasattr(self, "_raising"):    # (not while QDockWidget is constructed)
+        if kind in RAISE_EVENTS and hasattr(self, "_raising") and self._is_raise(event):   # (not while constructed)
             self._raising.start(_raise_turns())      # before the panel is laid out, inside this event
         if kind == QEvent.Type.MouseButtonDblClick and not self.isFloating() and self.on_title(event.position().y()):
             self.maximise_requested.emit(self)
@@ -83,6 +86,18 @@ class PanelDock(QDockWidget):
             event.ignore()
             return True
         return super().event(event)
+
+    def _is_raise(self, event) -> bool:
+        """Whether `event` (a RAISE_EVENTS one) raises the dock: raise_() (ZOrderChange), or a Move that brings a
+        docked tab from out of the window into it (its tab clicked)."""
+        if event.type() == QEvent.Type.ZOrderChange:
+            return True
+        window = self.parentWidget()
+        if window is None or self.isFloating():
+            return False
+        inside = window.rect()
+        return (not inside.intersects(QRect(event.oldPos(), self.size()))
+                and inside.intersects(QRect(event.pos(), self.size())))
 
     # ----- the "?" on the title ------------------------------------------------------------------
     def add_learn_button(self, open_stop: Callable[[], object], tip: str) -> QToolButton:
