@@ -4,21 +4,20 @@ Not a test: numbers, not verdicts.
     .venv/bin/python bench/bench_tab_raise.py [--model smollm2-135m] [--long-tokens 8000] [--tabs qkv,mask] [--again]
                                                  [--grid-done] [--screen 1600x1000]
 
-The window (1600x1000, as bench_app.py opens it, on an offscreen screen of --screen: Qt's own is 800x800, which held
-the window to 796 px wide, narrower than any screen the app is for) runs a prompt of --long-tokens tokens, then raises
-each tab of --tabs in turn for the first time and waits until its panel has drawn (its drawing's later parts and its
-figures' too: app_window.tab_drawn) and 0.3 s more. Per tab: `freeze_ms`, the longest gap of a 5 ms heartbeat timer
-(how long the window stopped answering, which a loaded machine stretches); `longest_gui_work_ms`, the longest
-GUI-thread CPU time between two beats (the most work the event loop did in one go, which the load hardly stretches);
-`parts`, the GUI CPU ms of the dock's build turn, of the panel's first drawing (the turn after) and of each later part
-(a turn of widgets.turns.Turns: the panel's drawing in parts, or a figure built or drawn a part a turn);
-`gui_cpu_in_longest_gap_ms`, the GUI CPU within the longest gap between two beats; `gui_cpu_ms`, all of the raise's GUI
-CPU. Runs offscreen.
+The window (1600x1000, as bench_app.py opens it, on an offscreen screen of --screen: app_window.use_screen) runs a
+prompt of --long-tokens tokens, then raises each tab of --tabs in turn for the first time and waits until its panel
+has drawn (its drawing's later parts and its figures' too: app_window.tab_drawn) and 0.3 s more. Per tab: `freeze_ms`,
+the longest gap of a 5 ms heartbeat timer (how long the window stopped answering, which a loaded machine stretches),
+and `longest_gap_at_ms`, when it began after the raise (beside `painted_ms`: before the drawing was done, or in the
+paints after it); `longest_gui_work_ms`, the longest GUI-thread CPU time between two beats (the most work the event
+loop did in one go, which the load hardly stretches); `parts`, the GUI CPU ms of the dock's build turn, of the panel's
+first drawing (the turn after) and of each later part (a turn of widgets.turns.Turns: the panel's drawing in parts, or
+a figure built or drawn a part a turn); `gui_cpu_in_longest_gap_ms`, the GUI CPU within the longest gap between two
+beats; `gui_cpu_ms`, all of the raise's GUI CPU. Runs offscreen.
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
@@ -28,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.app_window import close_window, load, open_window, tab_drawn, wait  # noqa: E402  (bench/ from the repository root)
+from bench.app_window import SCREEN, close_window, load, open_window, tab_drawn, wait  # noqa: E402  (bench/ from the repository root)
 from bench.bench_app import run_long_prompt  # noqa: E402
 
 
@@ -82,6 +81,7 @@ def raise_tabs(app, window, errors, tabs: list[str], again: bool = False) -> dic
             # the GUI thread's CPU in the longest gap between two beats: far under it, the thread waited (for the
             # GIL, which the attention grid's threads hold, or for a core) rather than worked
             "gui_cpu_in_longest_gap_ms": round(1e3 * (longest[1][1] - longest[0][1]), 1) if longest else None,
+            "longest_gap_at_ms": round(1e3 * (longest[0][0] - t0), 1) if longest else None,
             "longest_gui_work_ms": round(1e3 * max(b[1] - a[1] for a, b in zip(inside, inside[1:])), 1),
             "painted_ms": round(1e3 * (painted - t0), 1),
             "gui_cpu_ms": round(1e3 * (time.thread_time() - c0), 1),
@@ -89,24 +89,6 @@ def raise_tabs(app, window, errors, tabs: list[str], again: bool = False) -> dic
         }
     timer.stop()
     return result
-
-
-@contextlib.contextmanager
-def offscreen_screen(size: str, folder: Path):
-    """Qt's offscreen platform with one screen of `size` ("WxH"; read from a JSON file), unless another platform
-    was asked for."""
-    if os.environ.get("QT_QPA_PLATFORM", "offscreen") != "offscreen":
-        yield
-        return
-    width, height = (int(side) for side in size.split("x"))
-    config = folder / "screen.json"
-    config.write_text(json.dumps({"screens": [{"name": "bench", "x": 0, "y": 0, "width": width, "height": height,
-                                               "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]}))
-    os.environ["QT_QPA_PLATFORM"] = f"offscreen:configfile={config}"
-    try:
-        yield
-    finally:
-        os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,11 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grid-done", action="store_true",
                         help="raise the tabs once the attention grid has filled (its threads hold the GIL meanwhile)")
     parser.add_argument("--again", action="store_true", help="raise each tab a second time, after the next one")
-    parser.add_argument("--screen", default="1600x1000", help="the offscreen screen, WxH (800x800: Qt's own)")
+    parser.add_argument("--screen", default=SCREEN, help="the offscreen screen, WxH (800x800: Qt's own)")
     args = parser.parse_args(argv)
     report = {"model": args.model, "cpus": os.cpu_count(), "load_average_before": os.getloadavg()}
-    with tempfile.TemporaryDirectory() as scratch, offscreen_screen(args.screen, Path(scratch)):
-        app, window, errors = open_window(args.model, Path(scratch))
+    with tempfile.TemporaryDirectory() as scratch:
+        app, window, errors = open_window(args.model, Path(scratch), args.screen)
         report["window"] = [window.width(), window.height()]
         load(app, window, errors, args.model, None)
         run_long_prompt(app, window, errors, args.long_tokens)

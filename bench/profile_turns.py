@@ -2,7 +2,7 @@
 Not a test: a profile, for finding what holds the window.
 
     .venv/bin/python bench/profile_turns.py [--model smollm2-135m] [--long-tokens 8000] [--tabs kv_cache,atlas]
-                                            [--again] [--top 25]
+                                            [--again] [--top 25] [--screen 1600x1000]
 
 The window (as bench_app.py opens it) runs a prompt of --long-tokens tokens, then raises each tab of --tabs for the
 first time (and, with --again, each once more after another tab) and waits until it has drawn and 0.3 s more. A
@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.app_window import close_window, load, open_window, tab_drawn, wait  # noqa: E402  (bench/ from the repository root)
+from bench.app_window import SCREEN, close_window, load, open_window, tab_drawn, wait  # noqa: E402  (bench/ from the repository root)
 from bench.bench_app import run_long_prompt  # noqa: E402
 
 LONG_SPAN_S = 0.015          # a span with more GUI CPU than this is printed
@@ -93,11 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tabs", default="kv_cache,attribution,kv_lab")
     parser.add_argument("--again", action="store_true", help="raise each tab a second time, after the next one")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--screen", default=SCREEN, help="the offscreen screen, WxH (800x800: Qt's own)")
     args = parser.parse_args(argv)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     tabs = args.tabs.split(",")
     with tempfile.TemporaryDirectory() as scratch:
-        app, window, errors = open_window(args.model, Path(scratch))
+        app, window, errors = open_window(args.model, Path(scratch), args.screen)
         load(app, window, errors, args.model, None)
         run_long_prompt(app, window, errors, args.long_tokens)
         calm = time.perf_counter() + 5.0            # the attention panel's first long map, painted meanwhile
