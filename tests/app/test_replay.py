@@ -55,5 +55,7 @@ def test_a_redo_keeps_the_prompt_and_the_persons_token_and_samples_the_rest(load
     first.prefill(PROMPT)
     first.step()
     first.force(FORCED_ID)
-    ids, forced, n_steps = redo_arguments(first.trace)
-    assert list(ids) == list(PROMPT) and forced == {1: FORCED_ID} and n_steps == 2
+    ids, forced, n_steps, decoded = redo_arguments(first.trace, keep_decoded=False)     # experiments: a branch
+    assert list(ids) == list(PROMPT) and forced == {1: FORCED_ID} and n_steps == 2 and decoded == ()
+    *_, decoded = redo_arguments(first.trace, keep_decoded=True)                        # a record dtype
+    assert decoded == tuple(int(step.chosen_id) for step in first.trace.steps)

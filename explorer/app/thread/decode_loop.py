@@ -309,10 +309,12 @@ class DecodeLoop:
 
     def _redo(self, decoder, trace, request) -> None:
         """Run `trace`'s prompt, forced tokens and steps again on `decoder`, unless a run queued behind starts
-        over anyway (a session opened: its replay follows its record dtype and experiments)."""
+        over anyway (a session opened: its replay follows its record dtype and experiments). Its decoded tokens
+        stay where the request says the setting changes no choice (requests.SetRecording.keeps_decoded)."""
         if not trace.steps or not request.redo or self._queue.starts_over():
             return
-        self._run_again(decoder, *redo_arguments(trace), request)
+        ids, forced, n_steps, decoded = redo_arguments(trace, request.keeps_decoded)
+        self._run_again(decoder, ids, forced, n_steps, request, decoded)
 
     def _set_intervention(self, request: SetIntervention) -> None:
         """The current run again under the intervention (a branch); the steps after it decode under it too."""

@@ -28,13 +28,17 @@ def holds(trace, request: Replay) -> bool:
             and (not request.decoded or made["decoded"] == request.decoded))
 
 
-def redo_arguments(trace) -> tuple:
-    """The prompt ids (a translation's, its source), forced tokens {step: id} and step count that run `trace`
-    again under new settings: its forced tokens stay the person's, its sampled ones are sampled again."""
+def redo_arguments(trace, keep_decoded: bool) -> tuple:
+    """The prompt ids (a translation's, its source), forced tokens {step: id}, step count and decoded ids that run
+    `trace` again under new settings. Its forced tokens stay the person's. Its sampled ones are taken again as the
+    sampler's (decoded) where the new setting changes no choice (`keep_decoded`: a record dtype), else decided
+    again (decoded empty: experiments, a branch of what the changed model chooses)."""
     steps = trace.steps
     encoded = trace.encoder if trace.model.is_encoder_decoder else None
     forced = {index: step.chosen_id for index, step in enumerate(steps) if step.forced}
-    return (encoded or steps[0]).token_ids, forced, len(steps)
+    chosen = [step.chosen_id for step in steps]
+    decoded = tuple(int(i) for i in chosen) if keep_decoded and None not in chosen else ()
+    return (encoded or steps[0]).token_ids, forced, len(steps), decoded
 
 
 def replay_steps(decoder, trace, forced: dict, n_steps: int, decoded: tuple, check: Callable[[], None]):

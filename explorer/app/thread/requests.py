@@ -4,6 +4,7 @@ named model jobs a panel hands to its ModelCall. The queue that orders and coale
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from explorer.app.thread.core_api import run_named_job
 
@@ -82,11 +83,14 @@ class Candidates:
 
 @dataclass(frozen=True)
 class SetRecording:
-    """Record the trace's arrays in `dtype` ("float32" or "float16"); the current run is redone in it."""
+    """Record the trace's arrays in `dtype` ("float32" or "float16"); the current run is redone in it, its
+    tokens kept: a dtype changes what is recorded, never what the model chose (the sampling bar's settings of
+    now may draw others: they are for the steps to come)."""
 
     dtype: str
     redo: bool = True               # False: a run asked next replaces the current one (a session opened)
     seq: int = -1
+    keeps_decoded: ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
@@ -98,11 +102,15 @@ class SetSampling:
 @dataclass(frozen=True)
 class SetIntervention:
     """Run under `intervention` (explorer.core.intervention.Intervention, None: none): the current run is
-    redone under it, a branch, and decoding continues under it."""
+    redone under it, a branch, and decoding continues under it. The branch's sampled steps are decided again
+    by the changed model, as a greedy decode's are: the draw at a position depends only on (seed, position)
+    (core.sampling), so while the sampling settings stay as they were, the experiments alone move a token and
+    turning them off brings the run's tokens back."""
 
     intervention: object
     redo: bool = True               # False: a run asked next replaces the current one (a session opened)
     seq: int = -1
+    keeps_decoded: ClassVar[bool] = False
 
 
 @dataclass(frozen=True)
