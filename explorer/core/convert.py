@@ -330,27 +330,39 @@ def _log_softmax(x: np.ndarray) -> np.ndarray:
 
 
 def compare(original, converted, steps: int, prompt_ids=None, progress: Progress | None = None,
-            cancel=None) -> list[StepComparison]:
+            cancel=None, followed=()) -> list[StepComparison]:
     """Decode with the original and feed the same tokens to the converted model (teacher forcing),
     comparing `steps` next-token distributions: the prefill's, then one per decoding step.
 
     `original` and `converted` are `explorer.core.decode.Decoder`s; with `prompt_ids` both are
-    prefilled here, otherwise both must already hold the same tokens.
+    prefilled here, otherwise both must already hold the same tokens. `followed` (a session's
+    `[step.chosen_id for step in trace.steps]`) are the tokens to take: row i's token is followed[i],
+    taken as the sampler's choice (Decoder.force(id, forced=False)), so the rows follow a session that
+    was branched or sampled; past its end the original decodes greedily.
     """
     if prompt_ids is not None:
         original.prefill(prompt_ids)
         converted.prefill(prompt_ids)
     if not original.trace.steps or not np.array_equal(original.trace.token_ids, converted.trace.token_ids):
         raise ExplorerError("The original and the converted decoder must be prefilled with the same prompt.")
+    followed = [int(i) for i in followed]
+    _follow(original, followed, 0)
     rows = [_compare_last(original, converted, 0)]
     for index in range(1, steps):
         _tick(progress, cancel, index, steps, "decoding both models")
         converted.force(original.trace.steps[-1].chosen_id)
         original.step()
         converted.step()
+        _follow(original, followed, index)
         rows.append(_compare_last(original, converted, index))
     _tick(progress, None, steps, steps, "done")
     return rows
+
+
+def _follow(original, followed: list[int], index: int) -> None:
+    """Row `index` takes the followed token where there is one, as the sampler's choice, not the person's."""
+    if index < len(followed) and original.trace.steps[-1].chosen_id != followed[index]:
+        original.force(followed[index], forced=False)
 
 
 def _compare_last(original, converted, index: int) -> StepComparison:
@@ -373,11 +385,16 @@ class WhatIf:
     converted: object         # its converted copy's Trace, same tokens
     relative_error: tuple[float, ...]
     rope_dim: int | None = None
+    followed: int = 0         # the first rows that took the session's tokens; the rest are the original's greedy
 
 
 def what_if(loaded: LoadedModel, variant: str, prompt_ids, steps: int, rope_pairs: int | None = None,
-            progress: Progress | None = None, cancel=None) -> WhatIf:
-    """Convert `loaded` to `variant`, then decode `prompt_ids` with both for `steps` predictions."""
+            progress: Progress | None = None, cancel=None, followed=()) -> WhatIf:
+    """Convert `loaded` to `variant`, then decode `prompt_ids` with both for `steps` predictions.
+
+    `followed`: the session's chosen ids (`[step.chosen_id for step in trace.steps]`), which the first
+    rows take (see compare); without them the original decodes greedily from the prompt.
+    """
     def part(start: float, width: float) -> Progress | None:
         return None if progress is None else (lambda f, what: progress(start + width * f, what))
 
@@ -385,6 +402,7 @@ def what_if(loaded: LoadedModel, variant: str, prompt_ids, steps: int, rope_pair
     original_decoder, converted_decoder = Decoder(loaded), Decoder(converted.loaded)
     for decoder in (original_decoder, converted_decoder):   # a Cancel stops the prompt's passes between layers
         decoder.progress = lambda done, total: _tick(None, cancel, done, total, "")
-    rows = compare(original_decoder, converted_decoder, steps, prompt_ids, part(0.3, 0.7), cancel)
+    followed = tuple(int(i) for i in followed)
+    rows = compare(original_decoder, converted_decoder, steps, prompt_ids, part(0.3, 0.7), cancel, followed)
     return WhatIf(converted.variant, tuple(rows), original_decoder.trace, converted_decoder.trace,
-                  converted.relative_error, converted.rope_dim)
+                  converted.relative_error, converted.rope_dim, min(len(followed), steps))
