@@ -117,6 +117,14 @@ def restore_axis(axis: pg.AxisItem, pen: QPen, text_pen: QPen, style: dict) -> N
 SIGNED_COLORMAP = "CET-D1"
 
 
+def sign_colours() -> tuple[QColor, QColor]:
+    """The colours (positive, negative) of a signed amount drawn outside a map, as a bar beside one: the ends of
+    SIGNED_COLORMAP, so that a bar takes the hue of the map's cells of its sign (Why this token's bars were red
+    for negative beside a map red for positive, drive21 m3)."""
+    colormap = pg.colormap.get(SIGNED_COLORMAP)
+    return colormap.map(1.0, mode="qcolor"), colormap.map(0.0, mode="qcolor")
+
+
 def signed_colormap(levels: tuple[float, float]) -> pg.ColorMap:
     """The diverging map over levels (low, high) with low < 0 < high: a value v is drawn in the colour of
     (v / m + 1) / 2 along SIGNED_COLORMAP, m = max(-low, high), so 0 gets the centre colour and equal magnitudes

@@ -30,10 +30,11 @@ from explorer.app.widgets.asking import Asker
 from explorer.app.widgets.plot_text import SMALL_TITLE
 from explorer.app.widgets.text_helpers import readable, selected_position
 from explorer.app.widgets.text_widgets import Caption
+from explorer.drawing.colours import sign_colours
 from explorer.drawing.heatmap import Heatmap, symmetric_levels
 
 N_BARS = 12
-POSITIVE, NEGATIVE = "#2a9d8f", "#e76f51"
+POSITIVE, NEGATIVE = sign_colours()           # the heads' map's hues: one colour convention in the panel
 
 
 # Stacked (a tall dock), the token box and its caption take the lines they need, the two plots the rest:
