@@ -141,7 +141,7 @@ def test_a_real_conversion_runs_and_fills_steps_and_both_attention_maps(kv_lab, 
 
 
 def slow_job(started: threading.Event, seen: dict):
-    def make(variant, steps, prompt_ids):
+    def make(variant, steps, prompt_ids, followed=()):
         def job(loaded, progress, cancel):
             from explorer.core.convert import ConversionCancelled
 
@@ -189,7 +189,7 @@ def wired(qtbot, bare_session):
 
 
 def test_the_conversion_runs_on_the_worker_with_the_model_it_holds(kv_lab, bare_session, wired, qtbot):
-    def job_factory(variant, steps, prompt_ids):
+    def job_factory(variant, steps, prompt_ids, followed=()):
         def job(loaded, progress, cancel):
             progress(0.5, "half")
             return (variant, steps, loaded.name, threading.current_thread().name)

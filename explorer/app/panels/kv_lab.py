@@ -45,7 +45,7 @@ class KVLabPanel(Panel):
         self.from_config = False
         self.result = None
         self.executor = executor           # None: the worker's model, through the session
-        self.what_if_job = what_if_job     # (variant, steps, prompt ids) -> a model job
+        self.what_if_job = what_if_job     # (variant, steps, prompt ids, followed ids) -> a model job
         self.variants_window = None
         self.opening = False               # a model switch was asked and has not ended (on_model_opening)
         self.set_formula("bytes/token = Σ_l width_l · bytes(dtype):  MHA 2·N_Q·d_h,  GQA 2·N_KV·d_h,  "
@@ -178,8 +178,10 @@ class KVLabPanel(Panel):
         variant = variant or self.variant_box.currentText()
         steps = steps or self.steps_box.value()
         prompt = np.asarray(self.trace.steps[0].token_ids, dtype=np.int64).copy()
+        # the session's own tokens (a branch, sampled steps), not the original's greedy path from the prompt
+        followed = tuple(int(step.chosen_id) for step in self.trace.steps)
         self.result = None                  # the target before's result goes: nothing of it stays up as current
-        self.runner.convert(variant, steps, self.what_if_job(variant, steps, prompt), self.executor)
+        self.runner.convert(variant, steps, self.what_if_job(variant, steps, prompt, followed), self.executor)
         self._update_run_buttons()
         return True
 

@@ -135,11 +135,14 @@ class ModelJob:
 # model-thread module core_api turns it into the torch-side call, so no panel imports torch-side core.
 @dataclass(frozen=True)
 class WhatIfJob:
-    """The KV lab's conversion: `variant` of the loaded model against the original, `steps` steps."""
+    """The KV lab's conversion: `variant` of the loaded model against the original, `steps` steps; the first
+    rows take `followed` (the session's chosen ids, so a branched or sampled session is the one compared), the
+    rest the original's greedy choice."""
 
     variant: str
     steps: int
     prompt_ids: tuple[int, ...]
+    followed: tuple[int, ...] = ()
 
     def __call__(self, loaded, progress, cancel):
         return run_named_job(self, loaded, progress, cancel)

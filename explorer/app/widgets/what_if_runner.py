@@ -18,9 +18,10 @@ CANCELLED_BECAUSE = "Conversion cancelled: "     # how the runner's own cancel f
 CANCELLED_ENDING = "conversion was cancelled."   # how the model thread's cancel ends (convert.ConversionCancelled)
 
 
-def what_if_job(variant: str, steps: int, prompt_ids: np.ndarray) -> WhatIfJob:
-    """The conversion as a named model job, run by core_api: job(loaded, progress, cancel) -> convert.WhatIf."""
-    return WhatIfJob(variant, int(steps), tuple(int(i) for i in prompt_ids))
+def what_if_job(variant: str, steps: int, prompt_ids: np.ndarray, followed=()) -> WhatIfJob:
+    """The conversion as a named model job, run by core_api: job(loaded, progress, cancel) -> convert.WhatIf;
+    `followed`: the session's chosen ids, which the first rows take (convert.compare)."""
+    return WhatIfJob(variant, int(steps), tuple(int(i) for i in prompt_ids), tuple(int(i) for i in followed))
 
 
 def why_no_targets(model) -> str:

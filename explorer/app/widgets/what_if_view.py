@@ -79,7 +79,18 @@ def result_summary(result) -> str:
     cache = kv.cache_change(rows[-1].original_bytes, rows[-1].converted_bytes) if rows else kv.cache_change(0, 0)
     return (f"{result.variant}: mean KL {mean_kl:.4g} nats, top-1 agreement {100 * agree:.0f}%, "
             f"{cache} at {rows[-1].position + 1 if rows else 0} "
-            f"tokens; K/V map moved {100 * float(np.mean(result.relative_error)):.1f}%")
+            f"tokens; K/V map moved {100 * float(np.mean(result.relative_error)):.1f}%. {followed_words(result)}")
+
+
+def followed_words(result) -> str:
+    """Whose tokens the rows feed: the session's for the steps it has, then the original's greedy choice."""
+    followed, steps = getattr(result, "followed", 0), len(result.comparisons)
+    if not followed:
+        return "The rows follow the original's greedy choice from the prompt."
+    if followed >= steps:
+        return f"The rows follow this session's tokens ({followed} steps)."
+    return (f"The rows follow this session's tokens for its {followed} steps, "
+            "then the original's greedy choice.")
 
 
 class StageBar(QProgressBar):
