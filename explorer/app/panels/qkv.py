@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSpinBox, QSplitter, QWidget
+from PySide6.QtWidgets import QCheckBox, QLabel, QSpinBox, QSplitter, QWidget
 
 from explorer.app.panels.base import (
     LABELS_A_TURN,
@@ -91,12 +91,11 @@ class QKVPanel(Panel):
         controls.addWidget(self.weights_box)
         self.kind_box = AttentionKindBox(self)
         controls.addWidget(self.kind_box)
+        # Under the controls, the panel's width: beside them it had what they left (~200 px at 1366x768) and was
+        # cut, "MLA: K and V of every head are expanded from the shared lat…" (drive21 m8).
         self.sharing = WrappedText()
-        self.sharing.setMinimumWidth(self.fontMetrics().horizontalAdvance("x" * 24))  # else the row's hint took all
-        row = QHBoxLayout()
-        row.addWidget(controls_row)
-        row.addWidget(self.sharing, 1)
-        self.body.addLayout(row)
+        self.body.addWidget(controls_row)
+        self.body.addWidget(self.sharing)
         self.maps, self.weight_grid = MapGrid(), MapGrid()      # each map keeps a legible view, scrolled to
         self.view, self.weights_view = self.maps.view, self.weight_grid.view
         self.weight_grid.setVisible(False)
