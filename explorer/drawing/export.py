@@ -23,7 +23,7 @@ import shiboken6
 from pyqtgraph.exporters import ImageExporter, SVGExporter
 from PySide6.QtCore import QBuffer, QByteArray, QCoreApplication, QEvent, QIODevice, QSize, Qt
 from PySide6.QtGui import QTextOption
-from PySide6.QtWidgets import QTableView, QWidget
+from PySide6.QtWidgets import QAbstractScrollArea, QTableView, QTextEdit, QWidget
 
 from explorer.core import files
 from explorer.core.errors import ExplorerError
@@ -282,22 +282,34 @@ def save_widget(widget, path: Path, theme: str = "light") -> Path:
     return atomic_write(path, write)
 
 
-def _whole_size(table: QTableView) -> QSize:
-    """The size at which `table` shows every row and column with no scroll bar: its headers, sections and frame."""
-    frame = 2 * table.frameWidth()
-    rows, columns = table.verticalHeader(), table.horizontalHeader()
+def _whole_size(view: QAbstractScrollArea) -> QSize:
+    """The size at which `view` (a table, or a text box) shows all it holds with no scroll bar: a table's
+    headers, sections and frame; a text box's document at its width, its margins and frame."""
+    frame = 2 * view.frameWidth()
+    if isinstance(view, QTextEdit):
+        margins, inner = view.contentsMargins(), view.viewportMargins()
+        across = margins.top() + margins.bottom() + inner.top() + inner.bottom()
+        return QSize(view.width(), int(np.ceil(view.document().size().height())) + across)
+    rows, columns = view.verticalHeader(), view.horizontalHeader()
     width = (rows.width() if not rows.isHidden() else 0) + columns.length() + frame
     height = (columns.height() if not columns.isHidden() else 0) + rows.length() + frame
     return QSize(width, height)
 
 
+def _scrolled(widget) -> list[QAbstractScrollArea]:
+    """The tables and text boxes of `widget` in sight that hide some of what they hold."""
+    views = widget.findChildren(QTableView) + widget.findChildren(QTextEdit)
+    return [view for view in views if view.isVisible() and _cut(view)]
+
+
 @contextmanager
 def whole_tables(widget):
-    """While the picture is taken, every table of `widget` that scrolls shows all its rows and columns: its scroll
-    bars off and `widget` grown by what they hid (within views.image_limits' sides), then put back. A panel's
-    picture is of its size on screen, and Residual stream's 30 layers were cut at L24 with the scroll bars in
-    the picture (drive20 m16): an export must not drop what the panel holds."""
-    tables = [table for table in widget.findChildren(QTableView) if table.isVisible() and _cut(table)]
+    """While the picture is taken, every table of `widget` that scrolls shows all its rows and columns, and every
+    text box all its text: its scroll bars off and `widget` grown by what they hid (within views.image_limits'
+    sides), then put back. A panel's picture is of its size on screen, and Residual stream's 30 layers were cut
+    at L24 with the scroll bars in the picture (drive20 m16), Tokens' coloured text was its 4-line box and its
+    scroll bar (drive21 m9): an export must not drop what the panel holds."""
+    tables = _scrolled(widget)
     if not tables:
         yield
         return
@@ -334,8 +346,8 @@ def whole_tables(widget):
             table.verticalScrollBar().setValue(y)
 
 
-def _cut(table: QTableView) -> bool:
-    """Whether `table` hides some of its rows or columns (behind a scroll bar, or past its edge)."""
+def _cut(table: QAbstractScrollArea) -> bool:
+    """Whether `table` hides some of its rows or columns, or text (behind a scroll bar, or past its edge)."""
     whole = _whole_size(table)
     return whole.width() > table.width() or whole.height() > table.height()
 
