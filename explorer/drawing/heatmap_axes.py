@@ -9,7 +9,7 @@ import numpy as np
 import pyqtgraph as pg
 import shiboken6
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
-from PySide6.QtGui import QFont, QFontInfo, QFontMetricsF, QGuiApplication, QTextCursor
+from PySide6.QtGui import QFont, QFontInfo, QFontMetricsF, QGuiApplication, QTextCursor, QTextOption
 from PySide6.QtWidgets import QGraphicsTextItem
 
 MAX_UPRIGHT_PX = 90          # the tallest a top or bottom axis of upright token labels grows (default font)
@@ -299,10 +299,14 @@ def nice_step(at_least: float) -> float:
     return next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= at_least)
 
 
+WRAPPED_LINES = 2           # a title too long for one line takes a second before it is cut
+
+
 class FittingTitle(pg.LabelItem):
     """A plot title that never widens its plot: pyqtgraph's asks for its text's width, so a long title
     in a narrow dock pushed the map and its colour bar out past the right edge. This one is cut with an
-    ellipsis where it has less room, its whole text in the tooltip."""
+    second line where it has less room (wrapped at its spaces), else cut with an ellipsis, its whole text in
+    the tooltip."""
 
     def __init__(self, text: str = "", parent=None, **args) -> None:
         self._whole, self._fitting, self._colour = "", False, None
@@ -355,7 +359,10 @@ class FittingTitle(pg.LabelItem):
             return
         self._fitting, shown, asked = True, text, self.opts.get("color")
         try:
+            self._wrap_at(None)
             super().setText(shown, color=self._colour)
+            if self.item.boundingRect().width() > width and not self._wrap_at(width):
+                self._wrap_at(None)
             while len(shown) > 1 and self.item.boundingRect().width() > width:
                 shown = text[: max(1, int(len(shown) * width / self.item.boundingRect().width()) - 1)]
                 super().setText(shown + "…", color=self._colour)
@@ -363,6 +370,24 @@ class FittingTitle(pg.LabelItem):
             self.opts["color"] = asked                      # the colour asked for, as it was
             self.text, self._fitting = text, False          # `text` stays the whole title, as set
         self._fitted = self._fit_key()
+
+    def _wrap_at(self, width: float | None) -> bool:
+        """Wrap the title at its spaces, centred, within `width` (None: one line again); whether it then holds
+        in WRAPPED_LINES lines with no word wider than `width`. A second line keeps a title's meaning that a cut
+        lost ("every head, and each layer's FFN (colours s…", "L0.H0 on random toke…", drive21)."""
+        document = self.item.document()
+        option = QTextOption(document.defaultTextOption())
+        option.setAlignment(Qt.AlignmentFlag.AlignHCenter if width else Qt.AlignmentFlag.AlignLeft)
+        option.setWrapMode(QTextOption.WrapMode.WordWrap)
+        document.setDefaultTextOption(option)
+        self.item.setTextWidth(width if width else -1)
+        if width:
+            document.size()                                 # lays the text out at the width
+            lines = sum(document.findBlockByNumber(i).layout().lineCount() for i in range(document.blockCount()))
+            if lines > WRAPPED_LINES or document.idealWidth() > width:
+                return False
+        self.updateMin()
+        return True
 
 
 def text_px(item: QGraphicsTextItem) -> int:

@@ -1,5 +1,6 @@
 """Why this token ▸ Export … as shown on screen: the picture carries its plot titles whole. On screen a title longer
-than its plot is cut with "…" (its tooltip holds the rest); a file has no tooltip, and the export kept the cut.
+than two lines of its plot is cut with "…" (its tooltip holds the rest); a file has no tooltip, and the export kept
+the cut.
 Checked on what is drawn while the picture is taken, on the picture's pixels (more ink where the title is, as the
 whole text drawn alone has more than the cut one), and on the panel afterwards (cut again, as it was)."""
 from __future__ import annotations
@@ -31,6 +32,12 @@ def lines_above_the_map(image: np.ndarray, left: int, right: int, top: int) -> i
     return int(np.count_nonzero(np.diff(np.concatenate(([0], ink.astype(int)))) == 1))
 
 
+def narrow(panel):
+    """`panel` too narrow for its map's title even on two lines (heatmap_axes.WRAPPED_LINES): cut on screen."""
+    panel.resize(300, panel.height())
+    return panel
+
+
 def cut_titles(panel) -> list[FittingTitle]:
     return [item for item in panel.view.items() if isinstance(item, FittingTitle) and item.isVisible()
             and item.item.toPlainText().endswith("…")]
@@ -38,7 +45,7 @@ def cut_titles(panel) -> list[FittingTitle]:
 
 def test_the_panels_picture_holds_its_titles_whole_and_the_panel_is_cut_again_after(qtbot, session, traced_llama,
                                                                                       tmp_path, monkeypatch):
-    panel = answered(qtbot, AttributionPanel, session, traced_llama, "tall")
+    panel = narrow(answered(qtbot, AttributionPanel, session, traced_llama, "tall"))
     qtbot.waitUntil(lambda: bool(cut_titles(panel)), timeout=10000)
     qtbot.wait(300)                                # laid out and drawn as it stays
     title = cut_titles(panel)[0]
@@ -73,7 +80,7 @@ def test_the_panels_picture_holds_its_titles_whole_and_the_panel_is_cut_again_af
 
 
 def test_the_svg_carries_the_whole_title_text(qtbot, session, traced_llama, tmp_path):
-    panel = answered(qtbot, AttributionPanel, session, traced_llama, "tall")
+    panel = narrow(answered(qtbot, AttributionPanel, session, traced_llama, "tall"))
     qtbot.waitUntil(lambda: bool(cut_titles(panel)), timeout=10000)
     whole = cut_titles(panel)[0].text
     text = export.save_widget(panel, tmp_path / "why.svg").read_text(encoding="utf-8")

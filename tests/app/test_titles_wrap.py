@@ -1,0 +1,57 @@
+"""A plot title too long for its plot's width takes a second line, wrapped at its spaces, before it is cut: at
+1366x768 Why this token's map read "every head, and each layer's FFN (colours s…" and the Head atlas example
+"L0.H0 on random toke…" (drive21 m3, m4). Checked with the font's own metrics: every line drawn fits the
+title's width and the lines together hold the whole text."""
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtGui import QFontMetricsF
+
+from explorer.app.panels.attribution import AttributionPanel
+from explorer.drawing.heatmap_axes import FittingTitle
+from tests.app.why_helpers import answered, shown
+
+
+def drawn_lines(title: FittingTitle) -> list[str]:
+    document = title.item.document()
+    document.size()
+    lines = []
+    for number in range(document.blockCount()):
+        block = document.findBlockByNumber(number)
+        layout = block.layout()
+        for i in range(layout.lineCount()):
+            line = layout.lineAt(i)
+            lines.append(block.text()[line.textStart(): line.textStart() + line.textLength()].strip())
+    return lines
+
+
+def assert_whole_and_fitting(title: FittingTitle) -> None:
+    lines = drawn_lines(title)
+    metrics = QFontMetricsF(title.item.document().defaultFont())
+    cursor_font = title.item.document().firstBlock().charFormat().font()
+    metrics = QFontMetricsF(cursor_font) if cursor_font.pixelSize() > 0 or cursor_font.pointSizeF() > 0 else metrics
+    assert " ".join(lines) == title.text, lines                       # the whole sentence is shown
+    for line in lines:
+        assert title.item.document().idealWidth() <= title.width() + 0.5
+        assert metrics.horizontalAdvance(line) <= title.width() + 1, (line, title.width())
+    assert 2 <= len(lines) <= 2
+
+
+def test_a_long_title_wraps_whole_words_onto_a_second_line(qtbot):
+    view = shown(qtbot, pg.GraphicsLayoutWidget(), (300, 300))
+    plot = view.addPlot()
+    title = FittingTitle("", parent=plot)
+    plot.layout.removeItem(plot.titleLabel)
+    plot.titleLabel = title
+    plot.layout.addItem(title, 0, 1)
+    title.setText("L0.H0 on random tokens repeated twice, the second half")
+    qtbot.waitUntil(lambda: title.width() > 0 and len(drawn_lines(title)) == 2, timeout=5000)
+    assert_whole_and_fitting(title)
+
+
+def test_why_this_tokens_map_title_shows_its_whole_sentence_at_1366(qtbot, session, traced_llama):
+    panel = answered(qtbot, AttributionPanel, session, traced_llama, "tall")
+    panel.resize(620, 480)                        # Why this token's share of a 1366x768 window (drive21 s1_tab8b)
+    title = panel.heads.plot.titleLabel
+    qtbot.waitUntil(lambda: "every head" in title.text and len(drawn_lines(title)) == 2, timeout=10000)
+    assert_whole_and_fitting(title)
