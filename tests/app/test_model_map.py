@@ -185,5 +185,6 @@ def test_a_decoding_step_shows_where_the_new_row_flows(qtbot, session):
     stepped = build_trace(n_layers=2, n_heads=4, n_kv_heads=2, prompt_len=5, steps=2)
     session.set_trace(stepped)
     streams = [e for e in panel.graph.edges if not e.residual]
-    assert teal_edges() == len(streams) and f"position {stepped.n_tokens - 1}) flows" in panel.readout.text()
+    assert teal_edges() == len(streams)
+    assert f"position {stepped.n_tokens - 1}) flows" in panel.step_note.document.toPlainText()
     assert f"T×d = {stepped.n_tokens}×{stepped.model.d_model}" in texts(panel)

@@ -40,6 +40,7 @@ from explorer.app.widgets.model_map_items import (
     edge_path,
 )
 from explorer.app.widgets.model_map_layout import GAP_X, headings, lay_out
+from explorer.app.widgets.text_widgets import WrappedText
 from explorer.drawing import export
 from explorer.views.model_graph import FOLD_AT, Edge, ModelGraph, Node, model_graph
 
@@ -88,6 +89,11 @@ class ModelMapPanel(Panel):
         # dark theme's base made dark on dark (the layer headings, the lines, the shapes)
         self.view.setBackgroundBrush(QColor("white"))
         self.body.addWidget(self.view, 1)
+        # A decoding step's words, wrapped under the map: at the end of the one-line readout they were cut,
+        # "…flows along the te…" at 1366x768 (drive21 m4).
+        self.step_note = WrappedText()
+        self.step_note.setVisible(False)
+        self.body.addWidget(self.step_note)
         self.graph: ModelGraph | None = None
         self.items: dict[str, NodeItem] = {}
         self.edges: list[EdgeItem] = []                  # in the order of the graph's edges
@@ -116,6 +122,7 @@ class ModelMapPanel(Panel):
         self.config, self.graph, self._drawn_key = None, None, None
         self.items, self.edges = {}, []
         self.scene.clear()
+        self.step_note.setVisible(False)                # its words were the previous trace's
         self.asker.forget()
         self._ask_config()
         self.refresh()
@@ -276,9 +283,12 @@ class ModelMapPanel(Panel):
             lit = selection.layer in item.node.layers
             item.light(lit, label_html(item.node, self.head_note(item.node, selection) if lit else ""))
         position = "none" if selection.token is None else str(selection.token)
-        step = (f" · decoding step: the new token's row (position {self.session.trace.n_tokens - 1}) flows along "
-                "the teal edges; the earlier rows' K and V come from the KV cache") if self.stepping() else ""
-        self.readout.setText(f"layer {selection.layer} · head {selection.head} · position {position}{step}")
+        stepping = self.stepping()
+        self.step_note.set_plain(f"decoding step: the new token's row (position {self.session.trace.n_tokens - 1}) "
+                                 "flows along the teal edges; the earlier rows' K and V come from the KV cache"
+                                 if stepping else "")
+        self.step_note.setVisible(stepping)
+        self.readout.setText(f"layer {selection.layer} · head {selection.head} · position {position}")
         self._show_selected()
 
     def stepping(self) -> bool:
