@@ -69,7 +69,8 @@ class Placement:
     """Where a square plot, an optional second plot and a text lie in a panel. `outer`: the plots "beside" the text
     (left of it) or "stacked" over it, their part `part` px along that way; `inner`: the square plot "alone", or
     "beside" or "stacked" with the second, the square plot's part `first` px of the plots' along that way; `side`:
-    the square plot's view, px each way; `text`: the least px the text keeps along the outer way."""
+    the square plot's view, px each way; `text`: the least px the text keeps along the outer way; `spare`: the px
+    of the square plot's part across the outer way that its square view leaves empty."""
 
     outer: str
     inner: str
@@ -77,9 +78,14 @@ class Placement:
     first: int
     side: int
     text: int
+    spare: int = 0
 
 
 KEEP_SECOND = 0.75           # the second plot is shown where the square keeps this share of the side it has alone
+KEEP_ACROSS = 0.8            # the second plot goes across the square's part (under a square beside the text) where
+                             # that keeps this share of the square's side, rather than leave the square's part
+                             # emptier than the square: a 248 px map sat in a 249 x 433 px axis, the row's width
+                             # holding it back, where across it is 223 px and the text has the room's width
 
 
 def readable_px(text: QTextEdit, chars: int) -> int:
@@ -109,7 +115,7 @@ def square_placement(room: tuple[int, int], handles: tuple[int, int], axes: tupl
         return narrow
     if placed.inner == "alone" and narrow is not None and narrow.inner != "alone":
         # The second plot too where the readable text leaves it room, the square smaller (Learn beside at 1366 x 768)
-        placed = max((p for p in found if p.inner != "alone"), key=lambda p: p.side, default=placed)
+        placed = _paired(found) or placed
     return placed
 
 
@@ -122,10 +128,23 @@ def _found(room, handles, axes, least: int, text_least: int, share: float) -> li
 def _chosen(found: list[Placement]) -> Placement | None:
     """The square plot's largest view, with the second plot where that keeps KEEP_SECOND of the square alone's."""
     alone = max((p for p in found if p.inner == "alone"), key=lambda p: p.side, default=None)
-    paired = max((p for p in found if p.inner != "alone"), key=lambda p: p.side, default=None)
-    if paired is not None and (alone is None or paired.side >= KEEP_SECOND * alone.side):
-        return paired
+    largest = max((p.side for p in found if p.inner != "alone"), default=None)
+    if largest is not None and (alone is None or largest >= KEEP_SECOND * alone.side):
+        return _paired(found)
     return alone
+
+
+def _paired(found: list[Placement]) -> Placement | None:
+    """The square plot with the second: the largest square, but the second across the square's part where that
+    keeps KEEP_ACROSS of it. With the second along the outer way (square, second and text in one row), a square
+    that the row's width holds back sat mid-way in a part as tall as the panel (a 248 px map in a 249 x 433 px
+    axis); across, the second takes that height under the square and the text the width the second had."""
+    paired = [p for p in found if p.inner != "alone"]
+    largest = max(paired, key=lambda p: p.side, default=None)
+    across = max((p for p in paired if p.inner != p.outer), key=lambda p: p.side, default=None)
+    if largest is not None and across is not None and largest.spare > 0 and across.side >= KEEP_ACROSS * largest.side:
+        return across
+    return largest
 
 
 def _placements(outer: str, room, handles, axes, least: int, text_least: int, share: float) -> list[Placement]:
@@ -139,11 +158,12 @@ def _placements(outer: str, room, handles, axes, least: int, text_least: int, sh
     other = least + other_along                              # the second plot's least part along the outer way
     found = []
     side = min(most - square_along, across - square_across)                 # alone
-    found.append(Placement(outer, "alone", side + square_along, side + square_along, side, text_least))
+    found.append(Placement(outer, "alone", side + square_along, side + square_along, side, text_least,
+                           across - square_across - side))
     side = min(most - square_along, across - inner_handle - least - other_across - square_across)   # across
     part = min(most, max(side + square_along, other))
     found.append(Placement(outer, "stacked" if beside else "beside", part, side + square_across, side, text_least))
     side = min(across - square_across, most - inner_handle - other - square_along)                    # along
     part = min(most, max(side + square_along + inner_handle + other, int(share * along)))
-    found.append(Placement(outer, outer, part, side + square_along, side, text_least))
+    found.append(Placement(outer, outer, part, side + square_along, side, text_least, across - square_across - side))
     return [placement for placement in found if placement.side >= least]
