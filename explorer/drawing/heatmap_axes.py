@@ -219,12 +219,34 @@ class TokenAxis(pg.AxisItem):
         values = levels[0][1] if levels else []
         lo, hi = self.range[0], self.range[1]
         width = self.boundingRect().width()
-        text = []
+        placed = []
         for value, label in zip(values, self.tickStrings(values, 1.0, 1.0)):
             x = (value - lo) * width / ((hi - lo) or 1.0)
             if ticks and min(ticks) - 0.5 <= x <= max(ticks) + 0.5:
-                text.append((QRectF(x - 7, 0, 14, 14), 0, label))      # drawPicture reads only the centre's x
-        return text
+                placed.append((self._drawn_x(x), label))
+        return [(QRectF(x - 7, 0, 14, 14), 0, label) for x, label in self._apart(placed)]   # the centre's x read
+
+    def _drawn_x(self, x: float) -> float:
+        """Where an upright label at `x` is drawn: kept inside the axis, the first key's label, centred on the
+        map's left edge, lost its left half."""
+        bounds, half = self.boundingRect(), self._half_line()
+        return min(max(x, bounds.left() + half), bounds.right() - half)
+
+    def _half_line(self) -> float:
+        return max(7.0, self._line_px() / 2)         # an upright label's half height, across the axis
+
+    def _apart(self, placed: list[tuple[float, str]]) -> list[tuple[float, str]]:
+        """The labels (drawn x, text) whose lines keep _needed_px apart, both ends kept: the first key's label,
+        moved into the axis by half a line, stood 11 px from the next at 128 keys ('␣tor' over '␣inter' in the
+        all-heads export, drive21), so its neighbour gives way."""
+        needed, kept = self._needed_px() - 0.5, []
+        for i, (x, label) in enumerate(placed):
+            if kept and x - kept[-1][0] < needed:
+                if i < len(placed) - 1 or len(kept) == 1:
+                    continue
+                kept.pop()                           # the last key keeps its label; the one before gives way
+            kept.append((x, label))
+        return kept
 
     def drawPicture(self, p, axisSpec, tickSpecs, textSpecs) -> None:
         """pyqtgraph's drawing, with a top or bottom axis's labels upright, reading bottom to top."""
@@ -237,7 +259,7 @@ class TokenAxis(pg.AxisItem):
         p.setPen(self.textPen())
         bounds = self.boundingRect()
         room = bounds.height() - 6 - TICK_PX - self._title_px()
-        half = max(7.0, self._line_px() / 2)         # an upright label's half height, across the axis
+        half = self._half_line()
         metrics = QFontMetricsF(p.font())
         for rect, _flags, whole in textSpecs:
             # Longer than the axis's room, elided after a whole character: the box cut it mid-glyph ("<0xE6><0:").
@@ -245,8 +267,7 @@ class TokenAxis(pg.AxisItem):
                 if metrics.horizontalAdvance(whole) > room else whole
             p.save()
             edge = bounds.bottom() - 4 - TICK_PX if self.orientation == "top" else bounds.top() + 4 + TICK_PX
-            # Kept inside the axis: the first key's label, centred on the map's left edge, lost its left half.
-            p.translate(min(max(rect.center().x(), bounds.left() + half), bounds.right() - half), edge)
+            p.translate(rect.center().x(), edge)       # kept inside the axis (_upright_text, _drawn_x)
             p.rotate(-90)
             left = 0 if self.orientation == "top" else -room
             box = QRectF(left, -half, room, 2 * half)
