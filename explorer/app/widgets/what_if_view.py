@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QSpinBox,
     QSplitter,
     QTableWidget,
@@ -33,7 +34,7 @@ from PySide6.QtWidgets import (
 
 from explorer.app.widgets.adaptive import orient
 from explorer.app.widgets.plot_text import TITLE
-from explorer.app.widgets.text_widgets import LineLabel
+from explorer.app.widgets.steady_progress import word_lines
 from explorer.app.window.error_bar import ErrorLine
 from explorer.core import kv_variants as kv
 from explorer.core.units import human_bytes
@@ -93,15 +94,52 @@ def followed_words(result) -> str:
             "then the original's greedy choice.")
 
 
+class StageWords(QLabel):
+    """A progress bar's words, wrapped at their spaces onto LINES lines (steady_progress.word_lines, as the
+    Loading dialog's), a text longer still cut after its last whole word with "…", whole in the tooltip. Its
+    height is LINES lines whatever the text, so the row keeps its place. Elided on one line beside the bar it
+    read "39% decodi…" at 1366x768 (drive21 m1)."""
+
+    LINES = 2
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self._whole = ""
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.setFixedHeight(self.LINES * self.fontMetrics().lineSpacing())
+
+    def text(self) -> str:
+        return self._whole
+
+    def shown(self) -> str:
+        """The text drawn, its lines parted by newlines."""
+        return super().text()
+
+    def setText(self, text: str) -> None:
+        self._whole = text
+        self._fit()
+
+    def _fit(self) -> None:
+        width, whole = self.contentsRect().width(), self._whole
+        lines = word_lines(whole, self.fontMetrics(), width, self.LINES) if width > 0 and whole.strip() else [whole]
+        super().setText("\n".join(lines))
+        self.setToolTip(whole if " ".join(lines).split() != whole.split() else "")
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit()
+
+
 class StageBar(QProgressBar):
-    """A progress bar whose format is "%p% <stage>", its words drawn beside it in `words` (a LineLabel: elided
-    with "…", whole in its tooltip), not on it: Fusion centres a bar's text, and the chunk growing under it hid
+    """A progress bar whose format is "%p% <stage>", its words drawn beside it in `words` (StageWords: on two
+    lines, whole words), not on it: Fusion centres a bar's text, and the chunk growing under it hid
     the first digit ("30%" read "80%" beside Learn at 1366 px, issue 22)."""
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setTextVisible(False)
-        self.words = LineLabel()
+        self.words = StageWords()
         self.words.setMinimumWidth(self.words.fontMetrics().horizontalAdvance("100%…"))   # the share always whole
         self.setMinimumWidth(self.words.minimumWidth())      # a QProgressBar's least width is its asked one: the
         # words beside it then widened the tab beside Learn
