@@ -25,6 +25,23 @@ __all__ = ["Heatmap", "RowLink", "TokenAxis", "nice_step", "symmetric_levels"]  
 HIGHLIGHT = QColor("#ff2d55")
 
 
+class InsetBox(QGraphicsRectItem):
+    """A frame drawn inside its rect, its cosmetic pen and a pixel more in from each side: on the rect's edges a
+    tile at the map's edge lost the sides there to the view's clip and its frame line, and L0.H0 in the Head atlas
+    was framed by a thin left and bottom edge alone (drive21 m7)."""
+
+    def paint(self, painter, option, widget=None) -> None:
+        scale = painter.deviceTransform()
+        x_px = math.hypot(scale.m11(), scale.m12()) or 1.0         # device pixels per unit, each way
+        y_px = math.hypot(scale.m21(), scale.m22()) or 1.0
+        inset = self.pen().widthF() / 2 + 1
+        rect = self.rect()
+        dx, dy = min(inset / x_px, rect.width() / 4), min(inset / y_px, rect.height() / 4)
+        painter.setPen(self.pen())
+        painter.setBrush(self.brush())
+        painter.drawRect(rect.adjusted(dx, dy, -dx, -dy))
+
+
 class Heatmap:
     """One matrix in a GraphicsLayout: rows top to bottom, columns left to right.
 
@@ -69,7 +86,7 @@ class Heatmap:
         self._wants_colorbar = colorbar
         self.row_box = self._box()
         self.col_box = self._box()
-        self.tile_box = self._box()
+        self.tile_box = self._box(InsetBox())      # a tile at the map's edge: all four sides in sight
         self.on_hover: Callable[[int | None, int | None], None] | None = None
         self.on_click: Callable[[int, int], None] | None = None
         self.shape = (0, 0)
@@ -214,8 +231,8 @@ class Heatmap:
         self.tile_box.setRect(QRectF(left - 0.5, top - 0.5, width, height))
         self.tile_box.setVisible(True)
 
-    def _box(self) -> QGraphicsRectItem:
-        box = QGraphicsRectItem()
+    def _box(self, box: QGraphicsRectItem | None = None) -> QGraphicsRectItem:
+        box = QGraphicsRectItem() if box is None else box
         pen = QPen(HIGHLIGHT, 2)
         pen.setCosmetic(True)
         box.setPen(pen)
