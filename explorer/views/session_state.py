@@ -96,7 +96,9 @@ class SessionState:
         try:
             body = json.loads(text)
         except json.JSONDecodeError as error:
-            raise SessionFileError(f"{source} is not valid JSON ({error.msg} at line {error.lineno}).") from None
+            # json's own msg may end in "at" ("Unterminated string starting at"): one "at", then where
+            what, where = error.msg.removesuffix(" at"), f"line {error.lineno}, column {error.colno}"
+            raise SessionFileError(f"{source} is not valid JSON ({what} at {where}).") from None
         except RecursionError:
             raise SessionFileError(f"{source} is nested too deeply to be a session file.") from None
         except ValueError:                  # a number of more digits than Python converts (4,300)

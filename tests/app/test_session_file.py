@@ -252,3 +252,18 @@ def test_a_start_beside_a_bad_autosave_asks_nothing_and_says_it_in_the_status_ba
     assert sorted(p.name for p in tmp_path.iterdir()) == ["autosave-session-77-dead.json.unreadable"], \
         "the dead run's autosave is removed once answered; the bad one is set aside"
     assert not crash_restore.offer_crash_restore(window, own.path, restored.append) and len(asked) == 1
+
+
+@pytest.mark.parametrize("content, line, column", [
+    ('{\n "format": "transformer-explorer-session",\n "prompt": "never closed', 3, 12),
+    ('{\n\n  "a": ,\n}', 3, 8),
+])
+def test_invalid_json_names_line_and_column_once(tmp_path, content, line, column):
+    """drive21 m11: 'Unterminated string starting at at line 5' — json's msg ends in 'at'."""
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(SessionFileError) as error:
+        session_file.load(path)
+    words = str(error.value).replace(str(path), "PATH").split()
+    assert all(a != b for a, b in zip(words, words[1:])), words
+    assert f"line {line}, column {column}" in str(error.value)
