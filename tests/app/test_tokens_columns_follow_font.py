@@ -32,3 +32,41 @@ def test_columns_come_back_to_the_font_shown(qtbot):
     qtbot.wait(50)
     for column, width in zip(columns, before):
         assert abs(table.columnWidth(column) - width) <= 2, (column, table.columnWidth(column), width)
+
+
+def test_presentation_font_on_and_off_gives_back_the_columns_and_header(qtbot):
+    """drive21 m14: the application's font 1.4x larger and back (View ▸ Presentation twice): the span column kept
+    its cells' width (~70 px) with blank room beside it, and the header read bold while a row was selected."""
+    from PySide6.QtWidgets import QApplication
+
+    from explorer.app.window.presentation import FONT_SCALE, scaled
+    session = Session()
+    panel = TokensPanel(session)
+    qtbot.addWidget(panel)
+    panel.resize(600, 400)
+    panel.show()
+    trace = build_trace(prompt_len=12, steps=2)
+    session.set_model(trace.model)
+    session.set_trace(trace)
+    qtbot.wait(50)
+    table, header = panel.table, panel.table.horizontalHeader()
+    columns = range(table.model().columnCount())
+
+    def layout():
+        return [table.columnWidth(c) for c in columns], [header.sectionResizeMode(c) for c in columns]
+
+    before, header_look = layout(), header.grab().toImage()
+    assert sum(before[0]) == table.viewport().width()           # the span column reaches the right edge
+    normal = QFont(QApplication.font())
+    try:
+        QApplication.setFont(scaled(normal, FONT_SCALE))
+        qtbot.wait(100)
+        assert sum(table.columnWidth(c) for c in columns) == table.viewport().width(), "in Presentation"
+    finally:
+        QApplication.setFont(normal)
+    qtbot.wait(100)
+    assert layout() == before
+    assert header.font() == QFont(table.font())
+    table.selectRow(4)
+    qtbot.wait(50)
+    assert header.grab().toImage() == header_look, "the header drawn otherwise with a row selected"

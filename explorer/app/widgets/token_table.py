@@ -251,6 +251,9 @@ class TokenTable(QTableView):
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.horizontalHeader().setStretchLastSection(True)
+        # a row is selected whole, so every column "intersects the selection": Qt drew every header bold while a
+        # row was selected, which read as a font Presentation had left behind (drive21 m14)
+        self.horizontalHeader().setHighlightSections(False)
         fit_row_height(self)
 
     def changeEvent(self, event) -> None:
@@ -259,7 +262,7 @@ class TokenTable(QTableView):
             fit_row_height(self)
             # columns as wide as their cells in the new font: after View ▸ Presentation was turned off they kept
             # its widths, and the id and span columns went out of sight behind a scroll bar
-            QTimer.singleShot(0, self, self.resizeColumnsToContents)
+            QTimer.singleShot(0, self, self.resize_columns)
 
     def rows_px(self, rows: int) -> int:
         """The height that shows the header and `rows` rows."""
@@ -281,12 +284,21 @@ class TokenTable(QTableView):
         """The height that shows the header and `rows` whole rows over a horizontal scroll bar."""
         return self.rows_px(rows) + self.horizontalScrollBar().sizeHint().height()
 
+    def resize_columns(self) -> None:
+        """Every column as wide as its cells, the last one then stretched to the edge again: fitting sized the
+        last section to its cells too, and Qt stretched it again only when the view was next resized, so after
+        Presentation off the span column stayed ~70 px with blank room beside it (drive21 m14)."""
+        self.resizeColumnsToContents()
+        header = self.horizontalHeader()
+        header.setStretchLastSection(False)
+        header.setStretchLastSection(True)
+
     def fit_columns(self, kept: int) -> None:
         """Columns as wide as their contents. After rows were only added, only a column whose new cells
         are wider than it is fitted again (fitting every column measured every row in sight, each step)."""
         rows = self.token_model.rows
         if not kept:
-            self.resizeColumnsToContents()
+            self.resize_columns()
             return
         focus_margin = self.style().pixelMetric(self.style().PixelMetric.PM_FocusFrameHMargin)
         metrics, margin = self.fontMetrics(), 2 * focus_margin + 4
