@@ -43,6 +43,7 @@ SIDE_LINES = 6              # the token box's row and up to four lines of captio
 # Side by side, the caption takes half the width and the plots 3 : 4 of the rest: below this width the heads'
 # map was 42-109 px wide (690 x 545 px beside Learn at 1366x768, after the translator, on the bundled MLA model)
 SIDE_BY_SIDE_PX = 900
+SIDE_PX = 280               # the caption's column side by side, the plots the rest (also after a stacked spell)
 # The plots lie in a row or a column by their view's own shape, each view kept VIEW_PX each way, or the bars are
 # given up for the heads' map: a row or a column by the splitter's orientation left both plots 41-43 px tall in
 # the 567 x 223 px view under the words at the window's least size on a 1366x768 screen.
@@ -99,10 +100,11 @@ class AttributionPanel(Panel):
         self.splitter.addWidget(side)
         self.splitter.addWidget(self.view)
         self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([280, 900])
+        self.splitter.setSizes([SIDE_PX, 900])
         self.body.addWidget(self.splitter, 1)
         self.asker = Asker(self, self._on_answer, self.error_line.show_error)
         self.result = None
+        self.bars_drawn = 0                 # how many bars are drawn
         self.answered = None                # the key of the result drawn
         # An answer come while the plots are built in turns (a first raise): drawn in a turn after theirs. Drawn as
         # it came, it built the plots still to build and drew them in one turn (~80 ms of GUI work at 8,000 tokens).
@@ -168,6 +170,10 @@ class AttributionPanel(Panel):
         width, height = self.view.width(), self.view.height()
         wide, both = plots_placement(width, height, self.axes_px)
         if (wide, both) == self._placed:
+            # the same placement in a new size: as many bars as the bars' new height holds (at a resize the
+            # plot still had its old height, so grown back from a small dock it kept "the 3 largest parts")
+            if both and self.result is not None and self._bars_fit() != self.bars_drawn:
+                self._draw_bars(self.result)
             return
         self._placed = wide, both
         shown = [self.bars, self.heads.plot] if both else [self.heads.plot]
@@ -307,8 +313,8 @@ class AttributionPanel(Panel):
     def _draw_bars(self, result) -> None:
         self.bars.clear()
         _show_values(self.bars, True)
-        fits = int((self.bars.height() - 50) // 15)                                 # bars of >= 15 px each
-        parts = result.largest(max(3, min(N_BARS, fits)))
+        parts = result.largest(self._bars_fit())
+        self.bars_drawn = self._bars_fit()
         values = np.array([value for _, value in parts])
         brushes = [pg.mkBrush(POSITIVE if value >= 0 else NEGATIVE) for value in values]
         self.bars.addItem(pg.BarGraphItem(x0=np.minimum(values, 0), y=np.arange(len(parts)), height=0.7,
@@ -317,6 +323,10 @@ class AttributionPanel(Panel):
         self.bars.setYRange(-0.5, len(parts) - 0.5, padding=0)
         self.bars.setTitle(f"the {len(parts)} largest parts", size=SMALL_TITLE)
 
+    def _bars_fit(self) -> int:
+        """How many bars the bars' plot holds at its height, at least 3, at most N_BARS."""
+        return max(3, min(N_BARS, int((self.bars.height() - 50) // 15)))          # bars of >= 15 px each
+
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         width, height = event.size().width(), event.size().height()
@@ -324,6 +334,8 @@ class AttributionPanel(Panel):
             if not is_wide(width, height, SIDE_BY_SIDE_PX):
                 side = min(SIDE_LINES * self.fontMetrics().lineSpacing(), height // 3)
                 self.splitter.setSizes([side, max(1, self.splitter.height() - side)])
+            else:           # side by side again: the caption's column as when built wide, not half the panel
+                self.splitter.setSizes([SIDE_PX, max(1, self.splitter.width() - SIDE_PX)])
         if self.result is not None and height != event.oldSize().height():
             self._draw_bars(self.result)
 
