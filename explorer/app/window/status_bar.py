@@ -153,15 +153,16 @@ class StatusLine(QStatusBar):
             self.session.selection_changed.connect(self._on_selection_changed)
 
     def show_model(self, info: ModelInfo | None, device: str = "", dtype: str = "") -> None:
-        """The fields of the model now open (None: no model). A model opened clears the error line: what it said
-        (a load that failed, a job or an export of the model before) is about a model no longer in use, and it
-        stayed up through three models that opened well after a failed one ("x.gguf is not a GGUF file")."""
+        """The fields of the model now open (None: no model). A model opened or closed clears the error line: what
+        it said (a load that failed, a job or an export of the model before) belonged to the action that raised it,
+        and it stayed up through three models that opened well after a failed one ("x.gguf is not a GGUF file"),
+        and came back red when "The model was closed." went (drive 21 m10: QStatusBar hides it under a notice)."""
         for label in self.fields.values():
             label.widest = label.widest_short = 0      # another model's texts: their own room
+        self.error_line.clear()
         if info is None:
             self._set(model="no model", params="", attention="", device="", step="", ms="", memory="")
             return
-        self.error_line.clear()
         self._set(model=info.name, params=f"{human_count(info.n_params)} params", attention=attention_label(info),
                   device=f"{device or info.device} · {dtype or info.dtype}")
         self.fields["model"].setToolTip(f"{info.name}: {info.family}, {info.n_layers} layers, d_model {info.d_model}, "
