@@ -118,8 +118,26 @@ def test_a_model_without_the_ablated_layer_drops_the_experiment_and_names_it(qtb
     session.add_experiment(Intervention(ablations=(HeadAblation(1, 3),)))
     session.add_experiment(Intervention(ablations=(HeadAblation(0, 1),)))
     smaller = dataclasses.replace(stepped[0].info, name="one-layer", n_layers=1)
+    # a session file's experiments, put back before its model opens: those that fit it stay (drive 21 m19:
+    # experiments made on the model open are that model's, and a switch to another clears them all)
+    session.set_experiments(session.experiments, for_next_model=True)
     session.set_trace(None)
     session.set_model(smaller)
     assert [e.intervention.ablations for e in session.experiments] == [(HeadAblation(0, 1),)]
     assert panel.list.count() == 1 and panel.list.item(0).text() == "ablate L0.H1 (zero)"
     assert "ablate L1.H3 (zero)" in panel.summary.text() and "layer 1 does not exist" in panel.summary.text()
+
+
+def test_a_switch_to_another_model_clears_the_experiments_and_says_so(qtbot, panel, session, stepped):
+    import dataclasses
+
+    session.set_trace(stepped[1][0])
+    session.add_experiment(Intervention(ablations=(HeadAblation(0, 1),)))
+    made_on = session.model.name
+    session.set_trace(None)
+    session.set_model(dataclasses.replace(stepped[0].info, name="another"))
+    assert session.experiments == () and panel.list.count() == 0
+    assert f"experiments on {made_on} were cleared" in panel.summary.text(), panel.summary.text()
+    session.add_experiment(Intervention(ablations=(HeadAblation(1, 1),)))
+    session.set_model(dataclasses.replace(stepped[0].info, name="another"))     # a reload of the same model
+    assert [e.intervention.ablations for e in session.experiments] == [(HeadAblation(1, 1),)]

@@ -254,7 +254,8 @@ class ExperimentsPanel(Panel):
 
     def _unfit_text(self) -> str:
         unfit = self.session.unfit_experiments
-        return ("Removed, as this model lacks what they name: " + "; ".join(unfit) + ".") if unfit else ""
+        removed = ("Removed, as this model lacks what they name: " + "; ".join(unfit) + ".") if unfit else ""
+        return " ".join(filter(None, (self.session.experiments_cleared, removed)))
 
     def redraw(self) -> None:
         self._fit_patching()

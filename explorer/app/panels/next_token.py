@@ -19,7 +19,7 @@ from explorer.app.state.session import Selection
 from explorer.app.widgets.bars import SHARE_ROLE, ShareBarDelegate
 from explorer.app.widgets.candidate_tables import chosen_colour, fill_lens, read_only_table, rows_height
 from explorer.app.widgets.token_table import fit_row_height
-from explorer.core.intervention import active
+from explorer.core.intervention import active, describe
 
 BAR_PX = 32   # the least width of the probability bars' column (drawn to scale in any width); the rest is theirs
 LENS_BUTTON = "Logit lens for this position"
@@ -145,11 +145,15 @@ class NextTokenPanel(Panel):
         return result if same and not now.is_empty else None
 
     def _show_before(self) -> None:
-        result = self.comparison() if self.table.isVisibleTo(self) else None
+        shown = self.table.isVisibleTo(self)
+        result = self.comparison() if shown else None
+        waiting = self._awaited_comparison() if shown and result is None else None
         self.before_table.setVisible(result is not None)
-        self.compare_label.setVisible(result is not None)
+        self.compare_label.setVisible(result is not None or waiting is not None)
         self._fit_before_after_height(result is not None)       # again once the rows are in (below)
         self.table.horizontalHeaderItem(1).setText("token" if result is None else "after")
+        if waiting is not None:
+            self.compare_label.set_plain(waiting)
         if result is None:
             return
         name = lambda token_id: visible_text(self.session.display_token(int(token_id)))   # noqa: E731
@@ -167,6 +171,17 @@ class NextTokenPanel(Panel):
             f" nats;  ‘{name(result.token_id)}’ "
             f"logit {result.logit_before:.3f} → {result.logit_after:.3f} (Δ {result.delta_logit:+.3f})")
         self._fit_before_after_height(True)
+
+    def _awaited_comparison(self) -> str | None:
+        """What the candidates are while their run was under experiments and no before → after of it is known yet:
+        the ablated probabilities read as the model's own for the ~40 s a comparison took (Gemma, 312 tokens;
+        drive 21 m20). None where the last position's run had no experiments."""
+        trace, intervention = self.trace, self.session.trace_intervention
+        if trace is None or intervention.is_empty or self.position != trace.n_tokens - 1:
+            return None
+        if intervention != active(self.session.experiments):           # turned off or changed: a new run comes
+            return f"with experiments ({describe(intervention)}): running again under those on now…"
+        return f"with experiments ({describe(intervention)}): comparing to the plain run…"
 
     def _fit_before_after_height(self, compared: bool) -> None:
         """While compared, both tables keep LENS_ROWS rows in sight under their header (and sideways scroll bar,

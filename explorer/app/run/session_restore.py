@@ -33,12 +33,13 @@ class SessionRestore:
         steps; with `run` False, all but the run: the prompt waits in the editor for Run."""
         self.set_sampling(state.sampling)
         self._redo_runs = False                             # the session's replay follows: nothing redone before
-        try:
-            self.session.set_experiments(state.experiments)
+        loads = bool(state.model and state.model != self.reference)
+        try:        # the file's experiments are its model's: one loading now takes them (a switch clears others)
+            self.session.set_experiments(state.experiments, for_next_model=loads)
         finally:
             self._redo_runs = True
         then = (lambda: self._replay(state)) if run else (lambda: self._put_back(state))
-        if state.model and state.model != self.reference:
+        if loads:
             self.load(state.model, state.device, state.dtype, then=then)
         else:
             then()

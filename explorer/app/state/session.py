@@ -106,6 +106,16 @@ class Session(QObject):
         return self.state.unfit_experiments
 
     @property
+    def experiments_cleared(self) -> str | None:
+        """The sentence saying the last model switch cleared the experiments of the model before, or None."""
+        return self.state.experiments_cleared
+
+    @property
+    def trace_intervention(self) -> Intervention:
+        """What the trace's run was asked under: the experiments on when it began (empty: none)."""
+        return self.state.trace_intervention
+
+    @property
     def comparison(self):
         """The next token before and after the experiments (the Experiments dock asked the model thread):
         (the Intervention, the token ids, NextTokenComparison), or None."""
@@ -141,7 +151,7 @@ class Session(QObject):
         if model is None or self.state.not_run == NO_MODEL:
             self.set_not_run(NO_MODEL if model is None else None)
         if model is not None:
-            self.set_experiments(self.state.fitting_experiments(model))
+            self.set_experiments(self.state.own_experiments(model))
         self.model_changed.emit(model)
         self.selection_changed.emit(self.state.selection)
         self._changed(MODEL)
@@ -165,8 +175,10 @@ class Session(QObject):
             self.tokens_changed.emit(tokens)
 
     # ----- write: experiments ---------------------------------------------------------------
-    def set_experiments(self, experiments) -> None:
-        if self.state.set_experiments(experiments):
+    def set_experiments(self, experiments, for_next_model: bool = False) -> None:
+        """The experiments, made on the model open, or (`for_next_model`) on the one about to open (a saved
+        session's, put back before its model loads): a switch to another model clears them."""
+        if self.state.set_experiments(experiments, for_next_model):
             self.experiments_changed.emit(self.state.experiments)
 
     def add_experiment(self, intervention: Intervention) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from explorer.core.errors import ExplorerError
-from explorer.core.intervention import Experiment, Intervention, describe
+from explorer.core.intervention import NONE, Experiment, Intervention, active, describe
 from explorer.core.trace import ModelInfo, Trace
 
 # Why the panels hear a Change; all but TRACE drop the panels' running jobs and kept results.
@@ -70,6 +70,9 @@ class SessionModel:
     not_run: str | None = None                    # why the prompt was not run on its own, or None
     experiments: tuple[Experiment, ...] = ()
     unfit_experiments: tuple[str, ...] = ()       # what the last model switch removed, and why
+    experiments_model: str | None = None          # the model the experiments were made on (None: the next opened)
+    experiments_cleared: str | None = None        # the sentence saying the last switch cleared them, or None
+    trace_intervention: Intervention = NONE       # what the trace's run was asked under (the experiments then on)
     comparison: tuple | None = None               # (Intervention, ids, NextTokenComparison) or None
     token_display: object = None                  # the tokenizer's display(id) -> str
     token_bytes: object = None                    # the tokenizer's token_bytes(id) -> bytes (b"" for a special token)
@@ -84,6 +87,8 @@ class SessionModel:
         reason = TRACE if same_run(self.trace, trace) else RUN
         self.trace = trace
         self.trace_id += 1
+        if reason == RUN:       # a run of its own is recorded under the experiments on (a step keeps its run's)
+            self.trace_intervention = active(self.experiments) if trace is not None else NONE
         return reason
 
     def set_model(self, model: ModelInfo | None) -> None:
@@ -116,12 +121,30 @@ class SessionModel:
         return True
 
     # ----- experiments -------------------------------------------------------------------
-    def set_experiments(self, experiments) -> bool:
+    def set_experiments(self, experiments, for_next_model: bool = False) -> bool:
+        """The experiments, made on the model open (or, `for_next_model`, on the one about to open: a session
+        file's, put back before its model loads); False when nothing changed."""
         experiments = tuple(experiments)
+        owner = None if for_next_model or self.model is None else self.model.name
+        if experiments or for_next_model:
+            self.experiments_model, self.experiments_cleared = owner, None
         if experiments == self.experiments:
             return False
         self.experiments = experiments
         return True
+
+    def own_experiments(self, model: ModelInfo) -> tuple[Experiment, ...]:
+        """The experiments `model` runs under once it opens: none where they were made on another model (an
+        ablation chosen for one model changed the next one's outputs unsaid, drive 21 m19), and
+        `experiments_cleared` says so; else those that fit it (see fitting_experiments)."""
+        made_on, self.experiments_cleared = self.experiments_model, None
+        self.unfit_experiments = ()
+        if self.experiments and made_on not in (None, model.name):
+            self.experiments_cleared = (f"The experiments on {made_on} were cleared: they were made for that "
+                                        f"model, not {model.name}.")
+            return ()
+        self.experiments_model = model.name
+        return self.fitting_experiments(model)
 
     def fitting_experiments(self, model: ModelInfo) -> tuple[Experiment, ...]:
         """The experiments that fit `model`; one naming a layer or head it lacks ("ablate L23.H4" in a

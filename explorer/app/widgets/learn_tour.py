@@ -203,7 +203,7 @@ class Tour(QObject):
         self.added = ()
         w = self.window
         if own.reference is None:
-            w.session.set_experiments(own.experiments)
+            w.session.set_experiments(own.experiments, for_next_model=True)    # no model of theirs: the next one's
             w.prompt.set_text(own.prompt)
             w.menus.close_model()
             return "You had no model open: the tour's model is closed, and your prompt and experiments are back."

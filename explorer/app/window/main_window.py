@@ -221,7 +221,8 @@ class MainWindow(QMainWindow):
         self.status.show_model(summary.info, summary.device, summary.dtype)
         self.status.show_trace(self.session.trace)
         self.setWindowTitle(f"{summary.name} — {TITLE}")
-        self.status.showMessage(f"Loaded {summary.name}.", 4000)
+        cleared = self.session.experiments_cleared          # said once, by the switch that cleared them
+        self.status.showMessage(" ".join(filter(None, (f"Loaded {summary.name}.", cleared))), 8000 if cleared else 4000)
         self._name_the_prompt(source=summary.info.is_encoder_decoder)
         self.menus.refresh_recent()
 
