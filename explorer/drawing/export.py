@@ -14,25 +14,21 @@ import csv
 import io
 import re
 from collections.abc import Callable, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-import pyqtgraph as pg
-import shiboken6
 from pyqtgraph.exporters import ImageExporter, SVGExporter
-from PySide6.QtCore import QBuffer, QByteArray, QCoreApplication, QEvent, QIODevice, QSize, Qt
-from PySide6.QtGui import QTextOption
-from PySide6.QtWidgets import QAbstractScrollArea, QTableView, QTextEdit, QWidget
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice
 
 from explorer.core import files
 from explorer.core.errors import ExplorerError
 from explorer.core.trace import Trace
 from explorer.drawing.colours import figure_colours, printed
+from explorer.drawing.export_whole import whole_tables, whole_titles
 from explorer.drawing.figures import attention_figure, lay_out
-from explorer.drawing.heatmap_axes import FittingTitle, text_px
+from explorer.drawing.heatmap_axes import text_px
 from explorer.drawing.vector_cells import baked_strokes, page_coordinates, vector_cells
-from explorer.views.image_limits import MAX_SIDE, check_image_size
+from explorer.views.image_limits import check_image_size
 from explorer.views.maps import short_label
 
 IMAGE_SUFFIXES = (".png", ".svg")
@@ -40,7 +36,6 @@ DATA_SUFFIXES = (".csv", ".npy")
 DEFAULT_SIZE = (1000, 800)
 GRID_TILE_PX = (40, 240)        # the least and most a grid's tile is given by default, square
 GRID_MARGINS = (160, 130)       # px beside and above the tiles: labels, title, colour bar
-QWIDGETSIZE_MAX = 16777215      # Qt's "no maximum"
 
 
 class ExportError(ExplorerError):
@@ -280,123 +275,6 @@ def save_widget(widget, path: Path, theme: str = "light") -> Path:
                 widget.render(generator)
             Path(temporary).write_text(baked_strokes(Path(temporary).read_text(encoding="utf-8")), encoding="utf-8")
     return atomic_write(path, write)
-
-
-def _whole_size(view: QAbstractScrollArea) -> QSize:
-    """The size at which `view` (a table, or a text box) shows all it holds with no scroll bar: a table's
-    headers, sections and frame; a text box's document at its width, its margins and frame."""
-    frame = 2 * view.frameWidth()
-    if isinstance(view, QTextEdit):
-        margins, inner = view.contentsMargins(), view.viewportMargins()
-        across = margins.top() + margins.bottom() + inner.top() + inner.bottom()
-        return QSize(view.width(), int(np.ceil(view.document().size().height())) + across)
-    rows, columns = view.verticalHeader(), view.horizontalHeader()
-    width = (rows.width() if not rows.isHidden() else 0) + columns.length() + frame
-    height = (columns.height() if not columns.isHidden() else 0) + rows.length() + frame
-    return QSize(width, height)
-
-
-def _scrolled(widget) -> list[QAbstractScrollArea]:
-    """The tables and text boxes of `widget` in sight that hide some of what they hold."""
-    views = widget.findChildren(QTableView) + widget.findChildren(QTextEdit)
-    return [view for view in views if view.isVisible() and _cut(view)]
-
-
-@contextmanager
-def whole_tables(widget):
-    """While the picture is taken, every table of `widget` that scrolls shows all its rows and columns, and every
-    text box all its text: its scroll bars off and `widget` grown by what they hid (within views.image_limits'
-    sides), then put back. A panel's picture is of its size on screen, and Residual stream's 30 layers were cut
-    at L24 with the scroll bars in the picture (drive20 m16), Tokens' coloured text was its 4-line box and its
-    scroll bar (drive21 m9): an export must not drop what the panel holds."""
-    tables = _scrolled(widget)
-    if not tables:
-        yield
-        return
-    size, least_size = widget.size(), widget.minimumSize()
-    kept = [(table, table.minimumSize(), table.maximumSize(), table.horizontalScrollBarPolicy(),
-             table.verticalScrollBarPolicy(), table.horizontalScrollBar().value(), table.verticalScrollBar().value())
-            for table in tables]
-    try:
-        for _ in range(3):          # a panel may lay itself out again at its new size (Residual stream: its plot)
-            extra = QSize(max(max(0, _whole_size(t).width() - t.width()) for t in tables),
-                          sum(max(0, _whole_size(t).height() - t.height()) for t in tables))
-            widget.resize((widget.size() + extra).boundedTo(QSize(MAX_SIDE, MAX_SIDE)))
-            for table in tables:
-                table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-                table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-                table.setMinimumSize(_whole_size(table).boundedTo(QSize(MAX_SIDE, MAX_SIDE)))
-                table.setMaximumSize(QSize(QWIDGETSIZE_MAX, QWIDGETSIZE_MAX))
-            _activate(widget)
-            if not any(_cut(table) for table in tables):
-                break
-        yield
-    finally:
-        for table, least, most, across, down, _x, _y in kept:
-            table.setMinimumSize(least)
-            table.setMaximumSize(most)
-            table.setHorizontalScrollBarPolicy(across)
-            table.setVerticalScrollBarPolicy(down)
-        _activate(widget)
-        widget.setMinimumSize(least_size)       # a window's layout raised its least size to the grown one
-        widget.resize(size)
-        _activate(widget)
-        for table, *_, x, y in kept:
-            table.horizontalScrollBar().setValue(x)
-            table.verticalScrollBar().setValue(y)
-
-
-def _cut(table: QAbstractScrollArea) -> bool:
-    """Whether `table` hides some of its rows or columns, or text (behind a scroll bar, or past its edge)."""
-    whole = _whole_size(table)
-    return whole.width() > table.width() or whole.height() > table.height()
-
-
-def _activate(widget) -> None:
-    """`widget` laid out now, with every layout inside it, the windows above it left to the event loop (a dock
-    laid out meanwhile would size the panel back to the dock)."""
-    for inner in [widget, *widget.findChildren(QWidget)]:
-        QCoreApplication.sendPostedEvents(inner, QEvent.Type.LayoutRequest)
-    if widget.layout() is not None:
-        widget.layout().activate()
-
-
-@contextmanager
-def whole_titles(widget):
-    """While the picture is taken, every plot title that is cut with "…" to its plot's width on screen
-    (heatmap_axes.FittingTitle) is shown whole, wrapped onto as many centred lines as its width needs, its plot
-    laid out again beneath it; afterwards each is cut to fit again. A file has no tooltip to hold the rest: Why
-    this token's "every head, and each layer's FFN (colours…" was saved as it was cut."""
-    views = ([widget] if isinstance(widget, pg.GraphicsView) else []) + widget.findChildren(pg.GraphicsView)
-    titles = [item for view in views for item in view.items()
-              if isinstance(item, FittingTitle) and item.isVisible() and item.text and item.width() > 0]
-    for _ in range(3):              # wrapped, the plots make room for its lines; a column may change width then
-        changed = [title for title in titles if title.item.textWidth() != title.width()]
-        for title in changed:
-            _wrap_whole(title, title.width())
-        QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
-        if not changed:
-            break
-    try:
-        yield titles
-    finally:
-        for title in titles:
-            if shiboken6.isValid(title) and shiboken6.isValid(title.item):
-                _wrap_whole(title, None)
-        QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
-
-
-def _wrap_whole(title: FittingTitle, width: float | None) -> None:
-    """`title`'s whole text wrapped, centred, at `width`; None: on one line, cut to its width again."""
-    option = QTextOption(title.item.document().defaultTextOption())
-    option.setAlignment(Qt.AlignmentFlag.AlignHCenter if width else Qt.AlignmentFlag.AlignLeft)
-    title.item.document().setDefaultTextOption(option)
-    title.item.setTextWidth(width if width else -1)
-    title._fitting = bool(width)           # FittingTitle cuts nothing meanwhile (its _fit returns at once)
-    title._fitted = None
-    asked = title.opts.get("color")
-    title.setText(title.text, color=title._colour)
-    title.opts["color"] = asked            # the colour asked for, as FittingTitle keeps it
 
 
 def _check_indices(trace: Trace, layer, head) -> None:
