@@ -24,7 +24,7 @@ from explorer.app.widgets.kv_lab_rows import VariantsTab
 from explorer.app.widgets.kv_plot import save_bytes_plot
 from explorer.app.widgets.model_call import Executor, thread_executor
 from explorer.app.widgets.variants_compare import VariantsWindow
-from explorer.app.widgets.what_if_runner import WhatIfRunner, what_if_job, why_no_targets
+from explorer.app.widgets.what_if_runner import WhatIfRunner, steps_room, what_if_job, why_no_targets
 from explorer.app.widgets.what_if_view import WhatIfView, steps_csv
 from explorer.core import kv_variants as kv
 from explorer.core.errors import ExplorerError
@@ -177,6 +177,12 @@ class KVLabPanel(Panel):
             return False
         variant = variant or self.variant_box.currentText()
         steps = steps or self.steps_box.value()
+        over = steps - steps_room(self.trace)
+        if over > 0:                        # refused before it runs: the core would stop at the context's end
+            self.what_if.show_no_result(variant, f"needs {over:,} more token{'s' if over > 1 else ''} than the "
+                                                 f"context of {self.trace.model.max_positions:,} holds: fewer "
+                                                 "steps or a shorter prompt.")
+            return False
         prompt = np.asarray(self.trace.steps[0].token_ids, dtype=np.int64).copy()
         # the session's own tokens (a branch, sampled steps), not the original's greedy path from the prompt
         followed = tuple(int(step.chosen_id) for step in self.trace.steps)
@@ -195,11 +201,22 @@ class KVLabPanel(Panel):
         # held while a conversion runs: another target chosen then stood over "Converting to <the first>…"
         self.variant_box.setEnabled(not encoder and not running)
         self.steps_box.setEnabled(not encoder and not running)
+        self._limit_steps()
         if encoder:
             self.variant_box.clear()
         model = self.session.model
         why = "" if running or self.variant_box.count() or model is None or self.from_config else why_no_targets(model)
         self.what_if.say_why_no_targets(why)
+
+    def _limit_steps(self) -> None:
+        """The steps box holds at most the predictions the context leaves after the session's prompt."""
+        if self.trace is None or not self.trace.steps or self.runner.running:
+            return
+        room = steps_room(self.trace)
+        self.steps_box.setMaximum(max(1, room))
+        self.steps_box.setToolTip(f"At most {room:,}: the context of {self.trace.model.max_positions:,} positions "
+                                  f"holds the prompt's {len(self.trace.steps[0].token_ids):,} tokens and one more "
+                                  "per step after the first prediction.")
 
     def _on_result_changed(self, result) -> None:
         self.result = result

@@ -24,6 +24,12 @@ def what_if_job(variant: str, steps: int, prompt_ids: np.ndarray, followed=()) -
     return WhatIfJob(variant, int(steps), tuple(int(i) for i in prompt_ids), tuple(int(i) for i in followed))
 
 
+def steps_room(trace) -> int:
+    """How many predictions a what-if of `trace`'s prompt can compare within the model's context: the prefill's,
+    then one per decoding step, each step feeding one more token after the prompt's (convert.compare)."""
+    return trace.model.max_positions - len(trace.steps[0].token_ids) + 1
+
+
 def why_no_targets(model) -> str:
     """Why the loaded model (a ModelInfo) offers no what-if target, from what the model is; "" where nothing in
     the model forbids one."""
@@ -93,6 +99,9 @@ class WhatIfRunner(ModelCall):
 
     def _show_failure(self, message: str) -> None:
         cancelled = message.startswith(CANCELLED_BECAUSE) or message.lower().endswith(CANCELLED_ENDING)   # not an error
-        self.view.show_no_result(self.variant, message if cancelled else "the conversion failed.")
-        if not cancelled:
+        full = " is full" in message            # a refusal the person can act on, not a fault (decode.full_context)
+        said = message if cancelled else f"{message}: fewer steps or a shorter prompt." if full else \
+            "the conversion failed."
+        self.view.show_no_result(self.variant, said)
+        if not cancelled and not full:
             self.view.error_line.show_error(message)
