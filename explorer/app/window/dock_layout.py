@@ -4,8 +4,7 @@ The prompt across the top, a few lines high; tokens over the next-token candidat
 left column that runs down to the status bar; attention large on the right, over the
 per-matrix panels tabbed along the bottom. The window takes the screen's available
 geometry (less its frame), and the docks share it by what they need: the left column
-a quarter of the width, the bottom tabs a little under half the height (never less than their plots need),
-attention, the map a person reads most, the rest.
+a quarter of the width, the bottom tabs enough height for their plots, attention the rest.
 Where the screen is too short for two rows of plots (1366×768), the bottom tabs go
 behind attention, which stays the front tab and has the whole height: one plot panel
 legible at a time rather than two strips of ticks. View ▸ Reset Layout
@@ -32,11 +31,7 @@ AREAS = {"top": Qt.DockWidgetArea.TopDockWidgetArea, "left": Qt.DockWidgetArea.L
          "right": Qt.DockWidgetArea.RightDockWidgetArea, "bottom": Qt.DockWidgetArea.BottomDockWidgetArea}
 PROMPT_LINES = 3
 LEFT_SHARE, LEFT_PX = 0.25, (330, 520)          # the left column: a share of the width, within these
-BOTTOM_SHARE, BOTTOM_MIN_PX = 0.45, 330         # the bottom tabs: a share of the height below the prompt.
-                                                # At a half attention's map at 1920x1080 was shorter than the
-                                                # Embeddings plot under it (256 px, 274); at a third the tabs
-                                                # were held at their tallest minimum (Experiments', 360 px) and
-                                                # Show the work gave its map up
+BOTTOM_SHARE, BOTTOM_MIN_PX = 0.5, 330          # the bottom tabs: a share of the height below the prompt
 SEPARATOR_PX = 6                                # between two dock areas
 SHORT_PX = 700                                  # a screen this tall has room for two rows of toolbars at most
 LEAST_WIDTH_PX = 760                            # the window's least width: within an 800 px screen, and wide
