@@ -177,3 +177,16 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+def document_lines(document) -> list[str]:
+    """The lines of text a QTextDocument is laid out in, each stripped of its spaces, block after block."""
+    document.size()                              # lays the document out at its text width
+    lines = []
+    for number in range(document.blockCount()):
+        block = document.findBlockByNumber(number)
+        layout = block.layout()
+        for i in range(layout.lineCount()):
+            line = layout.lineAt(i)
+            lines.append(block.text()[line.textStart(): line.textStart() + line.textLength()].strip())
+    return lines

@@ -9,21 +9,13 @@ from PySide6.QtGui import QFontMetricsF
 
 from explorer.app.window.learn_placement import open_learn
 from tests.app.journey import BUNDLED, journey_in_a_window
+from tests.app.layout_probe import document_lines
 
 pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
 
 def shown_lines(note) -> list[str]:
-    document = note.shown_document()
-    document.size()
-    lines = []
-    for number in range(document.blockCount()):
-        block = document.findBlockByNumber(number)
-        layout = block.layout()
-        for i in range(layout.lineCount()):
-            line = layout.lineAt(i)
-            lines.append(block.text()[line.textStart(): line.textStart() + line.textLength()].strip())
-    return lines
+    return document_lines(note.shown_document())
 
 
 def test_the_mla_sharing_note_is_whole_at_1366(qtbot, tmp_path, monkeypatch):

@@ -13,20 +13,12 @@ from explorer.app.panels.attribution import AttributionPanel
 from explorer.app.window.learn_placement import open_learn
 from explorer.drawing.heatmap_axes import FittingTitle
 from tests.app.journey import BUNDLED, journey_in_a_window
+from tests.app.layout_probe import document_lines
 from tests.app.why_helpers import answered, shown
 
 
 def drawn_lines(title: FittingTitle) -> list[str]:
-    document = title.item.document()
-    document.size()
-    lines = []
-    for number in range(document.blockCount()):
-        block = document.findBlockByNumber(number)
-        layout = block.layout()
-        for i in range(layout.lineCount()):
-            line = layout.lineAt(i)
-            lines.append(block.text()[line.textStart(): line.textStart() + line.textLength()].strip())
-    return lines
+    return document_lines(title.item.document())
 
 
 def assert_whole_and_fitting(title: FittingTitle, most: int = 2, least: int = 2) -> None:
