@@ -6,11 +6,12 @@ from __future__ import annotations
 import time
 
 import pytest
-from PySide6.QtCore import QEvent, QObject, Qt
-from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QTabBar, QWidget
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QTabBar
 
 from explorer.app.widgets.grid_filler import GridFiller
 from explorer.app.window.panel_dock import PanelDock
+from tests.app.held_grid import HeldAt
 
 SETTLE_S = 0.3
 
@@ -20,20 +21,6 @@ def settle(seconds: float = SETTLE_S) -> None:
     while time.monotonic() < deadline:
         QApplication.processEvents()
         time.sleep(0.01)
-
-
-class HeldAt(QObject):
-    """Whether the grid was held at each Move and Resize of the watched widget."""
-
-    def __init__(self, watched: QWidget, grid: GridFiller) -> None:
-        super().__init__(watched)
-        self.grid, self.held = grid, []
-        watched.installEventFilter(self)
-
-    def eventFilter(self, watched, event) -> bool:
-        if event.type() in (QEvent.Type.Move, QEvent.Type.Resize):
-            self.held.append(self.grid.held())
-        return False
 
 
 @pytest.fixture

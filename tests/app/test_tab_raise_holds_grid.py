@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QWidget
 
 from explorer.app.widgets.grid_filler import GridFiller
 from explorer.app.window.panel_dock import PanelDock
+from tests.app.held_grid import HeldAt
 
 SETTLE_S = 0.3
 
@@ -35,20 +36,6 @@ def wide_panel(window: QMainWindow) -> QWidget:
     panel = QLabel("behind, built at its first raise, wider than the area")
     panel.setMinimumWidth(front_width(window) + 150)
     return panel
-
-
-class HeldAtResize(QObject):
-    """Whether the grid was held at each resize of the watched widget."""
-
-    def __init__(self, watched: QWidget, grid: GridFiller) -> None:
-        super().__init__(watched)
-        self.grid, self.held = grid, []
-        watched.installEventFilter(self)
-
-    def eventFilter(self, watched, event) -> bool:
-        if event.type() == QEvent.Type.Resize:
-            self.held.append(self.grid.held())
-        return False
 
 
 @pytest.fixture
@@ -95,7 +82,7 @@ def test_a_tab_raised_again_at_a_new_width_is_laid_out_while_the_grid_waits(tabb
     was = front.widget().width()
     raise_holds_then_frees(behind, grid)     # wider than the area: the area widens
     assert behind.width() > front.width()
-    resizes = HeldAtResize(front.widget(), grid)
+    resizes = HeldAt(front.widget(), grid, (QEvent.Type.Resize,))
     raise_holds_then_frees(front, grid)
     assert front.widget().width() > was, "raised again, the front tab is laid out at the wider area"
     assert resizes.held and all(resizes.held), "the front tab was laid out again while the grid filled on"
