@@ -36,6 +36,8 @@ TITLES = {
 # residual stream (Gemma: h_0 = E[ids] * sqrt(d_model), 25.3 for Gemma 3 270M); the bars do not.
 NORM_TITLES = {"tokens": "‖E[id]‖₂ unscaled", "positions": "‖P[pos]‖₂"}
 MAX_BARS = 256              # norm bars drawn at most: a longer prompt's are block maxima, unoutlined
+OUTLINED_PX = 4             # a bar is outlined where a row is this tall on screen: 256 bars 1.5 px apart, each
+                            # outlined, drew a black mass over the blue (drive21 m15)
 
 
 @functools.lru_cache(maxsize=8)
@@ -70,6 +72,9 @@ class EmbeddingsPanel(Panel):
         self.norm_plot.invertY(True)
         self.norm_plot.hideAxis("left")             # its rows are the heatmap's, labelled on its left
         self.norm_plot.setYLink(self.heatmap.plot)
+        self.rows_per_bar = 1
+        self.norm_plot.getViewBox().sigResized.connect(self._outline_bars)
+        self.norm_plot.getViewBox().sigYRangeChanged.connect(self._outline_bars)
         self.norm_plot.setMaximumWidth(160)
         self.body.addWidget(self.view, 1)
         self.heatmap.on_hover = self._hover
@@ -174,12 +179,26 @@ class EmbeddingsPanel(Panel):
         widths = padded.reshape(-1, f).max(axis=1)
         rows = np.arange(len(widths)) * f + (f - 1) / 2              # the block's centre, in rows
         # Blocks touch (no gaps, no outline): outlines of hundreds of thin bars drew a black mass.
-        shape = dict(height=0.8, pen=pg.getConfigOption("foreground")) if f == 1 else dict(height=f, pen=None)
+        self.rows_per_bar = f
+        shape = dict(height=0.8, pen=self._bar_pen()) if f == 1 else dict(height=f, pen=None)
         if self.norm_bars is None:
             self.norm_bars = pg.BarGraphItem(x0=0, y=rows, width=widths, brush="#3b7dd8", **shape)
             self.norm_plot.addItem(self.norm_bars)
         else:
             self.norm_bars.setOpts(y=rows, width=widths, **shape)
+
+    def _bar_pen(self):
+        """The bars' outline: the foreground's where a row is OUTLINED_PX tall in the view, else none."""
+        view = self.norm_plot.getViewBox()
+        low, high = view.viewRange()[1]
+        return pg.getConfigOption("foreground") if view.height() >= OUTLINED_PX * max(high - low, 1.0) else None
+
+    def _outline_bars(self, *_) -> None:
+        """The bars outlined anew as the view's rows grow or shrink on screen (a resize, a zoom)."""
+        if getattr(self, "norm_bars", None) is not None and self.rows_per_bar == 1:
+            pen = self._bar_pen()
+            if (pen is None) != (self.norm_bars.opts["pen"] is None):
+                self.norm_bars.setOpts(pen=pen)
 
     def show_selection(self, selection: Selection) -> None:
         self.heatmap.highlight(selection.token, None)
