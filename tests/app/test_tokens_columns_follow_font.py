@@ -3,7 +3,10 @@ columns as wide as their cells in the font shown. They kept the large font's wid
 columns went out of sight behind a horizontal scroll bar (drive 19, M5)."""
 from __future__ import annotations
 
+import contextlib
+
 from PySide6.QtGui import QFont
+from pytestqt.exceptions import TimeoutError
 
 from explorer.app.panels.tokens import TokensPanel
 from explorer.app.state.session import Session
@@ -60,11 +63,13 @@ def test_presentation_font_on_and_off_gives_back_the_columns_and_header(qtbot):
     normal = QFont(QApplication.font())
     try:
         QApplication.setFont(scaled(normal, FONT_SCALE))
-        qtbot.wait(100)
+        qtbot.waitUntil(lambda: table.columnWidth(0) > before[0][0], timeout=5000)      # refitted to the large font
+        qtbot.wait(50)
         assert sum(table.columnWidth(c) for c in columns) == table.viewport().width(), "in Presentation"
     finally:
         QApplication.setFont(normal)
-    qtbot.wait(100)
+    with contextlib.suppress(TimeoutError):     # the refit comes in a turn of its own (later on a loaded machine)
+        qtbot.waitUntil(lambda: layout() == before, timeout=5000)
     assert layout() == before
     assert header.font() == QFont(table.font())
     table.selectRow(4)
