@@ -13,7 +13,8 @@ from explorer.app.state.session import Session
 from tests.app.synthetic_trace import build_trace
 
 
-def test_columns_come_back_to_the_font_shown(qtbot):
+def shown_panel(qtbot) -> TokensPanel:
+    """A Tokens panel, 600 x 400 on screen, listing a 12-token prompt and 2 steps."""
     session = Session()
     panel = TokensPanel(session)
     qtbot.addWidget(panel)
@@ -23,6 +24,11 @@ def test_columns_come_back_to_the_font_shown(qtbot):
     session.set_model(trace.model)
     session.set_trace(trace)
     qtbot.wait(50)
+    return panel
+
+
+def test_columns_come_back_to_the_font_shown(qtbot):
+    panel = shown_panel(qtbot)
     table = panel.table
     columns = range(table.model().columnCount() - 1)          # the last stretches to the panel's edge
     before = [table.columnWidth(c) for c in columns]
@@ -43,15 +49,7 @@ def test_presentation_font_on_and_off_gives_back_the_columns_and_header(qtbot):
     from PySide6.QtWidgets import QApplication
 
     from explorer.app.window.presentation import FONT_SCALE, scaled
-    session = Session()
-    panel = TokensPanel(session)
-    qtbot.addWidget(panel)
-    panel.resize(600, 400)
-    panel.show()
-    trace = build_trace(prompt_len=12, steps=2)
-    session.set_model(trace.model)
-    session.set_trace(trace)
-    qtbot.wait(50)
+    panel = shown_panel(qtbot)
     table, header = panel.table, panel.table.horizontalHeader()
     columns = range(table.model().columnCount())
 
