@@ -32,7 +32,7 @@ from explorer.core.loaders.gguf_config import config_of
 from explorer.core.loaders.gguf_header import GGUFHeader, TensorInfo, read_gguf_header, tensor_bytes
 from explorer.core.loaders.gguf_tokenizer import tokenizer_from_gguf
 from explorer.core.loaders.hf import MAX_TOKENIZER_BYTES, bounded_tokenizer, check_pieces
-from explorer.core.loaders.load_progress import READY_AT
+from explorer.core.loaders.load_progress import READY_AT, TOKENIZER_SHARE, phase
 from explorer.core.loaders.model_file import read_bytes
 from explorer.core.tokens import TextTokenizer
 
@@ -123,15 +123,8 @@ def read_tensors(path: Path, header: GGUFHeader, config: dict, progress=None) ->
     return tensors
 
 
-TOKENIZER_SHARE = 0.15  # of the bar, reading or building the tokenizer, before the tensors: Gemma 3 270M's first
-                        # open built its 262k pieces in ~6 s, the bar at 0% with no Cancel seen (issue 22)
 READ_SHARE = 0.6        # of the bar, dequantizing when a float32 copy is written after it: Gemma 3 270M's first
                         # open (OMP_NUM_THREADS=1) took 15.4 s to dequantize, 8.4 s to write the copy, ~1.4 s to build
-
-
-def _part(progress, start: float, end: float):
-    """`progress` for one phase of the load, its share 0..1 drawn between `start` and `end` of the bar."""
-    return None if progress is None else (lambda share, text: progress(start + (end - start) * share, text))
 
 
 def cached_or_read_tensors(path: Path, header: GGUFHeader, config: dict, progress=None,
@@ -148,12 +141,12 @@ def cached_or_read_tensors(path: Path, header: GGUFHeader, config: dict, progres
         return tensors
     copy = gguf_cache.cache_path(path)
     read_end = READ_SHARE if copy is not None else READY_AT
-    tensors = read_tensors(path, header, config, _part(progress, start, read_end))
+    tensors = read_tensors(path, header, config, phase(progress, start, read_end))
     if copy is not None:
         if progress is not None:
             gigabytes = sum(t.numel() for t in tensors.values()) * 4 / 1e9
             progress(read_end, f"writing a {gigabytes:.1f} GB float32 copy for next time")
-        gguf_cache.save(path, tensors, _part(progress, read_end, READY_AT))
+        gguf_cache.save(path, tensors, phase(progress, read_end, READY_AT))
     return tensors
 
 
@@ -249,7 +242,7 @@ def _read_gguf(path: Path, progress) -> tuple[dict, dict[str, torch.Tensor], obj
         tensor_bytes(info, source)  # raises UnsupportedModelError naming an unknown quantization type
     config = config_of(header, source)
     tokenizer = cached_or_built_tokenizer(path, lambda: _tokenizer_metadata(path), source,
-                                          _part(progress, 0.0, TOKENIZER_SHARE))
+                                          phase(progress, 0.0, TOKENIZER_SHARE))
     tensors = cached_or_read_tensors(path, header, config, progress, TOKENIZER_SHARE)
     license_name = header.metadata.get("general.license")
     return config, tensors, tokenizer, (str(license_name) if license_name else None)

@@ -25,6 +25,7 @@ from explorer.core.loaders.hf_folder import (  # noqa: F401
     weight_files,
 )
 from explorer.core.loaders.json_file import read_json
+from explorer.core.loaders.load_progress import TOKENIZER_SHARE, phase
 from explorer.core.loaders.model_file import open_regular, read_bytes
 from explorer.core.loaders.safetensors_header import read_safetensors_header
 from explorer.core.tokens import TextTokenizer, first_line
@@ -83,14 +84,25 @@ MAX_TOKENIZER_STRINGS = 1 << 20     # Llama 3 has 280k merges, Gemma 3 (converte
                                     # and 262k pieces: the bound of a GGUF vocabulary's arrays (gguf_header)
 
 
-def read_tokenizer(folder: Path, config: dict) -> TextTokenizer:
+READING = "reading the tokenizer from tokenizer.json"
+
+
+def read_tokenizer(folder: Path, config: dict, progress=None) -> TextTokenizer:
+    """The folder's tokenizer.json (with its tokenizer_config.json), checked as any file is. `progress(share,
+    text)` is called before and right after the library's one build call (a 33 MB tokenizer.json takes it
+    seconds), so that a Cancel (progress raising) is seen as soon as the build is done."""
+    report = progress or (lambda share, text: None)
     path = folder / "tokenizer.json"
     if not path.exists():
         raise ModelLoadError(
             f"{folder} has no tokenizer.json; the explorer needs the fast-tokenizer file next to the weights.")
+    report(0.0, READING)
     # Read here and handed over as text: the library would open any path (a FIFO) and cannot take a
     # folder name that is not UTF-8.
-    tokenizer = bounded_tokenizer(read_bytes(path, MAX_TOKENIZER_BYTES, "tokenizer file"), path)
+    raw = read_bytes(path, MAX_TOKENIZER_BYTES, "tokenizer file")
+    report(0.05, READING)
+    tokenizer = bounded_tokenizer(raw, path)
+    report(0.9, "checking the tokenizer's settings and pieces")
     settings = read_json(folder / "tokenizer_config.json") if (folder / "tokenizer_config.json").exists() else {}
     refuse_custom_code(settings, folder / "tokenizer_config.json")
     text_tokenizer = TextTokenizer(
@@ -100,6 +112,7 @@ def read_tokenizer(folder: Path, config: dict) -> TextTokenizer:
         eos_id=_int_or_none(config.get("eos_token_id")),
     )
     check_pieces(text_tokenizer, path)
+    report(1.0, "read the tokenizer")
     return text_tokenizer
 
 
@@ -147,10 +160,11 @@ def _int_or_none(value) -> int | None:
 
 def read_hf_folder(folder: str | Path, config_path: Path, progress=None):
     """(hf_config, tensors, TextTokenizer, license) of a Hugging Face folder, its config read from
-    `config_path` (loaders.open_model's ModelFiles.config); errors name the file."""
+    `config_path` (loaders.open_model's ModelFiles.config); errors name the file. The bar: the tokenizer
+    first (TOKENIZER_SHARE, as a GGUF's), then the weights to its end (runtime.load_model holds it at READY_AT)."""
     folder = Path(folder)
     config = read_config(Path(config_path))
     files = weight_files(folder)
-    tokenizer = read_tokenizer(folder, config)
-    tensors = read_safetensors(files, progress)
+    tokenizer = read_tokenizer(folder, config, phase(progress, 0.0, TOKENIZER_SHARE))
+    tensors = read_safetensors(files, phase(progress, TOKENIZER_SHARE, 1.0))
     return config, tensors, tokenizer, read_license(folder)
