@@ -17,9 +17,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from explorer.core.convert import what_if  # noqa: E402
 from explorer.core.runtime import load_model  # noqa: E402
 from explorer.core.store import resolve  # noqa: E402
+from explorer.core.what_if import what_if  # noqa: E402
 
 PROMPT = "The capital of France is"
 

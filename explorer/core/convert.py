@@ -26,7 +26,8 @@
   papers fine-tune away. With every pair kept (or without RoPE) and full rank,
   the conversion is exact.
 
-The converted copy shares every other weight with the original (no copy).
+The converted copy shares every other weight with the original (no copy); explorer.core.what_if decodes it
+beside the original and compares their predictions.
 """
 from __future__ import annotations
 
@@ -41,7 +42,6 @@ from torch import nn
 
 from explorer.core import kv_variants as kv
 from explorer.core.config import ModelConfig, RopeSpec
-from explorer.core.decode import Decoder
 from explorer.core.errors import ExplorerError
 from explorer.core.model import Transformer
 from explorer.core.rope import Rotary
@@ -86,7 +86,7 @@ def to_gqa(loaded: LoadedModel, kv_heads: int, progress: Progress | None = None,
     state, errors = dict(loaded.model.state_dict()), []
     work = kv.conversion_work(config.n_kv_heads, kv_heads)      # replicating, or mean-pooling
     for layer in range(config.n_layers):
-        _tick(progress, cancel, layer, config.n_layers, work)
+        tick(progress, cancel, layer, config.n_layers, work)
         prefix, moved, norm = f"layers.{layer}.attn.", 0.0, 0.0
         for name in ("wk.weight", "wk.bias", "wv.weight", "wv.bias"):
             if prefix + name in state:
@@ -96,7 +96,7 @@ def to_gqa(loaded: LoadedModel, kv_heads: int, progress: Progress | None = None,
     new_config = replace(config, n_kv_heads=kv_heads)
     model = _build(new_config, state)
     name = kv.variant_name(new_config.attention_kind, kv_heads)
-    _tick(progress, cancel, config.n_layers, config.n_layers, "done")
+    tick(progress, cancel, config.n_layers, config.n_layers, "done")
     return Converted(_loaded(loaded, model, new_config, name), name, tuple(errors))
 
 
@@ -186,7 +186,7 @@ def to_mla(loaded: LoadedModel, rank: int, rope_pairs: int | None = None,
         raise ExplorerError(f"MLA rank {rank} must lie between 1 and {limit}, the rank of this model's K/V stack.")
     state, errors, split = dict(loaded.model.state_dict()), [], None
     for layer in range(config.n_layers):
-        _tick(progress, cancel, layer, config.n_layers, kv.conversion_work(config.n_kv_heads, None))
+        tick(progress, cancel, layer, config.n_layers, kv.conversion_work(config.n_kv_heads, None))
         error, split = _latent_weights(state, f"layers.{layer}.attn.", config, rank, m)
         errors.append(error)
     d_rope = 2 * m * config.n_kv_heads
@@ -195,7 +195,7 @@ def to_mla(loaded: LoadedModel, rank: int, rope_pairs: int | None = None,
                          d_head=d_rope)
     model = _build(new_config, state, lambda built: _prepare_latent_modules(built, loaded.model, config, d_rope))
     model.rotaries = {"global": _rope_table(loaded.model, split)}
-    _tick(progress, cancel, config.n_layers, config.n_layers, "done")
+    tick(progress, cancel, config.n_layers, config.n_layers, "done")
     name = f"mla-{rank}"
     return Converted(_loaded(loaded, model, new_config, name), name, tuple(errors), d_rope)
 
@@ -291,118 +291,10 @@ def _loaded(original: LoadedModel, model: Transformer, config: ModelConfig, vari
                        info=model_info(model, config, name), name=name, path=original.path)
 
 
-def _tick(progress: Progress | None, cancel, done: int, total: int, what: str) -> None:
+def tick(progress: Progress | None, cancel, done: int, total: int, what: str) -> None:
+    """Report `done` of `total` to `progress`, first raising ConversionCancelled if `cancel` (an Event or a
+    callable) says the person cancelled."""
     if cancel is not None and (cancel.is_set() if hasattr(cancel, "is_set") else cancel()):
         raise ConversionCancelled("The conversion was cancelled.")
     if progress is not None:
         progress(done / max(1, total), what)
-
-
-# ----- the converted copy beside the original -------------------------------------------
-
-@dataclass(frozen=True)
-class StepComparison:
-    """One next-token prediction of the original and the converted model, in the same context."""
-
-    step: int                 # 0 = the prefill's prediction
-    position: int             # the position whose next token both predict
-    token_id: int             # the original's choice, which both models then feed
-    original_bytes: int       # KV-cache bytes in use after this step
-    converted_bytes: int
-    kl: float                 # KL(P_original || P_converted) in nats
-    top1_agrees: bool
-
-    @property
-    def bytes_saved(self) -> int:
-        return self.original_bytes - self.converted_bytes
-
-
-def kl_divergence(logits_p: np.ndarray, logits_q: np.ndarray) -> float:
-    """KL(P || Q) = sum_v P(v) (log P(v) - log Q(v)) of two softmax distributions, in float64."""
-    log_p = _log_softmax(np.asarray(logits_p, dtype=np.float64))
-    log_q = _log_softmax(np.asarray(logits_q, dtype=np.float64))
-    return max(0.0, float(np.sum(np.exp(log_p) * (log_p - log_q))))
-
-
-def _log_softmax(x: np.ndarray) -> np.ndarray:
-    shifted = x - x.max()
-    return shifted - np.log(np.exp(shifted).sum())
-
-
-def compare(original, converted, steps: int, prompt_ids=None, progress: Progress | None = None,
-            cancel=None, followed=()) -> list[StepComparison]:
-    """Decode with the original and feed the same tokens to the converted model (teacher forcing),
-    comparing `steps` next-token distributions: the prefill's, then one per decoding step.
-
-    `original` and `converted` are `explorer.core.decode.Decoder`s; with `prompt_ids` both are
-    prefilled here, otherwise both must already hold the same tokens. `followed` (a session's
-    `[step.chosen_id for step in trace.steps]`) are the tokens to take: row i's token is followed[i],
-    taken as the sampler's choice (Decoder.force(id, forced=False)), so the rows follow a session that
-    was branched or sampled; past its end the original decodes greedily.
-    """
-    if prompt_ids is not None:
-        original.prefill(prompt_ids)
-        converted.prefill(prompt_ids)
-    if not original.trace.steps or not np.array_equal(original.trace.token_ids, converted.trace.token_ids):
-        raise ExplorerError("The original and the converted decoder must be prefilled with the same prompt.")
-    followed = [int(i) for i in followed]
-    _follow(original, followed, 0)
-    rows = [_compare_last(original, converted, 0)]
-    for index in range(1, steps):
-        _tick(progress, cancel, index, steps, "decoding both models")
-        converted.force(original.trace.steps[-1].chosen_id)
-        original.step()
-        converted.step()
-        _follow(original, followed, index)
-        rows.append(_compare_last(original, converted, index))
-    _tick(progress, None, steps, steps, "done")
-    return rows
-
-
-def _follow(original, followed: list[int], index: int) -> None:
-    """Row `index` takes the followed token where there is one, as the sampler's choice, not the person's."""
-    if index < len(followed) and original.trace.steps[-1].chosen_id != followed[index]:
-        original.force(followed[index], forced=False)
-
-
-def _compare_last(original, converted, index: int) -> StepComparison:
-    position = original.trace.n_tokens - 1
-    p, q = original.logits_at(position), converted.logits_at(position)
-    return StepComparison(
-        step=index, position=position, token_id=int(original.trace.steps[-1].chosen_id),
-        original_bytes=int(original.trace.kv_bytes_in_use().sum()),
-        converted_bytes=int(converted.trace.kv_bytes_in_use().sum()),
-        kl=kl_divergence(p, q), top1_agrees=bool(np.argmax(p) == np.argmax(q)))
-
-
-@dataclass(frozen=True)
-class WhatIf:
-    """A finished what-if run, numpy only, for the app: both traces and the per-step comparison."""
-
-    variant: str
-    comparisons: tuple[StepComparison, ...]
-    original: object          # explorer.core.trace.Trace of the original model
-    converted: object         # its converted copy's Trace, same tokens
-    relative_error: tuple[float, ...]
-    rope_dim: int | None = None
-    followed: int = 0         # the first rows that took the session's tokens; the rest are the original's greedy
-
-
-def what_if(loaded: LoadedModel, variant: str, prompt_ids, steps: int, rope_pairs: int | None = None,
-            progress: Progress | None = None, cancel=None, followed=()) -> WhatIf:
-    """Convert `loaded` to `variant`, then decode `prompt_ids` with both for `steps` predictions.
-
-    `followed`: the session's chosen ids (`[step.chosen_id for step in trace.steps]`), which the first
-    rows take (see compare); without them the original decodes greedily from the prompt.
-    """
-    def part(start: float, width: float) -> Progress | None:
-        return None if progress is None else (lambda f, what: progress(start + width * f, what))
-
-    converted = convert(loaded, variant, rope_pairs, part(0.0, 0.3), cancel)
-    original_decoder, converted_decoder = Decoder(loaded), Decoder(converted.loaded)
-    for decoder in (original_decoder, converted_decoder):   # a Cancel stops the prompt's passes between layers
-        decoder.progress = lambda done, total: _tick(None, cancel, done, total, "")
-    followed = tuple(int(i) for i in followed)
-    rows = compare(original_decoder, converted_decoder, steps, prompt_ids, part(0.3, 0.7), cancel, followed)
-    return WhatIf(converted.variant, tuple(rows), original_decoder.trace, converted_decoder.trace,
-                  converted.relative_error, converted.rope_dim, min(len(followed), steps))

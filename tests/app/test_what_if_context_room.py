@@ -27,8 +27,8 @@ def full_lab(kv_lab, bare_session, lab_llama):
 
 
 def test_the_steps_box_holds_what_the_context_leaves(full_lab, qtbot):
-    from explorer.core.convert import what_if
     from explorer.core.errors import ExplorerError
+    from explorer.core.what_if import what_if
 
     kv_lab, loaded, context = full_lab
     most = kv_lab.steps_box.maximum()

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from explorer.core import convert
+from explorer.core import convert, what_if
 from explorer.core.decode import Decoder
 from explorer.core.errors import ExplorerError
 from explorer.core.runtime import from_tensors
@@ -123,11 +123,11 @@ def test_progress_reaches_one_and_cancel_stops():
 
 def test_kl_is_zero_for_an_unconverted_copy_and_positive_for_a_conversion():
     loaded = load("llama")
-    same = convert.compare(Decoder(loaded), Decoder(loaded), steps=5, prompt_ids=IDS.numpy())
+    same = what_if.compare(Decoder(loaded), Decoder(loaded), steps=5, prompt_ids=IDS.numpy())
     assert len(same) == 5 and [r.step for r in same] == list(range(5))
     assert all(r.kl == 0.0 and r.top1_agrees and r.bytes_saved == 0 for r in same)
     mqa = convert.convert(loaded, "mqa").loaded
-    rows = convert.compare(Decoder(loaded), Decoder(mqa), steps=4, prompt_ids=IDS.numpy())
+    rows = what_if.compare(Decoder(loaded), Decoder(mqa), steps=4, prompt_ids=IDS.numpy())
     assert all(r.kl > 0 for r in rows)
     per_token = 2 * (2 - 1) * 16 * 2 * 4                         # one K/V head fewer, K and V, 2 layers, float32
     assert [r.bytes_saved for r in rows] == [(T + i) * per_token for i in range(4)]
@@ -137,7 +137,7 @@ def test_kl_is_zero_for_an_unconverted_copy_and_positive_for_a_conversion():
 def test_compare_feeds_the_originals_tokens_to_both():
     loaded = load("llama")
     original, converted = Decoder(loaded), Decoder(convert.to_mla(loaded, 4, 1).loaded)
-    rows = convert.compare(original, converted, steps=4, prompt_ids=IDS.numpy())
+    rows = what_if.compare(original, converted, steps=4, prompt_ids=IDS.numpy())
     assert np.array_equal(original.trace.token_ids, converted.trace.token_ids)
     assert [r.token_id for r in rows[:-1]] == original.trace.token_ids[T:].tolist()
 
@@ -145,8 +145,8 @@ def test_compare_feeds_the_originals_tokens_to_both():
 def test_kl_divergence_matches_the_definition():
     p, q = np.array([1.0, 2.0, 3.0]), np.array([3.0, 2.0, 1.0])
     pp, qq = np.exp(p) / np.exp(p).sum(), np.exp(q) / np.exp(q).sum()
-    assert convert.kl_divergence(p, q) == pytest.approx(float((pp * np.log(pp / qq)).sum()))
-    assert convert.kl_divergence(p, p) == 0.0
+    assert what_if.kl_divergence(p, q) == pytest.approx(float((pp * np.log(pp / qq)).sum()))
+    assert what_if.kl_divergence(p, p) == 0.0
 
 
 def test_compare_needs_the_same_prompt():
@@ -155,13 +155,13 @@ def test_compare_needs_the_same_prompt():
     a.prefill(IDS.numpy())
     b.prefill(IDS.numpy()[:-1])
     with pytest.raises(ExplorerError, match="same prompt"):
-        convert.compare(a, b, steps=2)
+        what_if.compare(a, b, steps=2)
 
 
 def test_what_if_returns_both_traces_and_reports_progress():
     loaded = load("llama")
     seen = []
-    result = convert.what_if(loaded, "gqa-1", IDS.numpy(), steps=3, progress=lambda f, what: seen.append(f))
+    result = what_if.what_if(loaded, "gqa-1", IDS.numpy(), steps=3, progress=lambda f, what: seen.append(f))
     assert result.variant == "mqa" and len(result.comparisons) == 3
     assert result.original.n_tokens == result.converted.n_tokens == T + 2
     assert result.converted.model.n_kv_heads == 1 and result.original.model.n_kv_heads == 2

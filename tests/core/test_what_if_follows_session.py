@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from explorer.core import convert
+from explorer.core import what_if
 from explorer.core.decode import Decoder
 from explorer.core.sampling import Sampling
 from tests.core.test_convert import IDS, load
@@ -29,7 +29,7 @@ def test_what_if_rows_take_the_sessions_tokens_then_decode_greedily():
     chosen = [int(step.chosen_id) for step in trace.steps]
     assert trace.steps[1].forced and len(chosen) == SESSION_STEPS
     steps = SESSION_STEPS + 2
-    result = convert.what_if(llama, "mha", IDS.numpy(), steps=steps, followed=chosen)
+    result = what_if.what_if(llama, "mha", IDS.numpy(), steps=steps, followed=chosen)
     rows = result.comparisons
     assert [r.token_id for r in rows[:SESSION_STEPS]] == chosen
     assert result.followed == SESSION_STEPS
@@ -46,7 +46,7 @@ def test_what_if_rows_take_the_sessions_tokens_then_decode_greedily():
 
 def test_without_followed_ids_the_what_if_decodes_greedily():
     llama = load("llama")
-    result = convert.what_if(llama, "mha", IDS.numpy(), steps=2)
+    result = what_if.what_if(llama, "mha", IDS.numpy(), steps=2)
     original = Decoder(llama)
     original.prefill(IDS.numpy())
     assert result.comparisons[0].token_id == int(np.argmax(original.logits_at(original.trace.n_tokens - 1)))

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from explorer.core import convert
 from explorer.core import kv_variants as kv
+from explorer.core import what_if
 from explorer.core.runtime import from_tensors
 from tests.core.conftest import make_hf_model
 
@@ -24,10 +24,10 @@ def llama():
     return from_tensors(hf.config.to_dict(), hf.state_dict(), name="tiny-llama"), hf.config
 
 
-def conversion_stages(loaded, variant: str) -> tuple[set[str], convert.WhatIf]:
+def conversion_stages(loaded, variant: str) -> tuple[set[str], what_if.WhatIf]:
     """The words the progress said while converting (not while decoding, not "done"), and the result."""
     said = []
-    result = convert.what_if(loaded, variant, IDS, steps=STEPS, progress=lambda f, what: said.append((f, what)))
+    result = what_if.what_if(loaded, variant, IDS, steps=STEPS, progress=lambda f, what: said.append((f, what)))
     return {what for f, what in said if f < 0.3 and what != "done"}, result
 
 

@@ -145,7 +145,7 @@ def is_out_of_memory(error: BaseException) -> bool:
 
 
 def _what_if(job, loaded, progress, cancel):
-    from explorer.core.convert import what_if  # torch: on the model thread
+    from explorer.core.what_if import what_if  # torch: on the model thread
 
     return what_if(loaded, job.variant, list(job.prompt_ids), job.steps, progress=progress, cancel=cancel,
                    followed=job.followed)

@@ -2,7 +2,7 @@
 
 The job (thread.requests.WhatIfJob, run by core_api) converts the loaded model to another variant (fewer K/V heads by
 mean-pooling, more by replicating them, MLA by truncated SVD: explorer.core.convert; each progress stage's words
-come from kv_variants.conversion_work) and decodes the same prompt with both.
+come from kv_variants.conversion_work) and decodes the same prompt with both (explorer.core.what_if).
 It runs on the app's model worker, or on a test's or a script's executor. The runner shows its working state,
 progress and a cancelled or failed run's sentence; the result goes out on `finished`, and the panel keeps it.
 """
@@ -19,14 +19,14 @@ CANCELLED_ENDING = "conversion was cancelled."   # how the model thread's cancel
 
 
 def what_if_job(variant: str, steps: int, prompt_ids: np.ndarray, followed=()) -> WhatIfJob:
-    """The conversion as a named model job, run by core_api: job(loaded, progress, cancel) -> convert.WhatIf;
-    `followed`: the session's chosen ids, which the first rows take (convert.compare)."""
+    """The conversion as a named model job, run by core_api: job(loaded, progress, cancel) -> what_if.WhatIf;
+    `followed`: the session's chosen ids, which the first rows take (what_if.compare)."""
     return WhatIfJob(variant, int(steps), tuple(int(i) for i in prompt_ids), tuple(int(i) for i in followed))
 
 
 def steps_room(trace) -> int:
     """How many predictions a what-if of `trace`'s prompt can compare within the model's context: the prefill's,
-    then one per decoding step, each step feeding one more token after the prompt's (convert.compare)."""
+    then one per decoding step, each step feeding one more token after the prompt's (what_if.compare)."""
     return trace.model.max_positions - len(trace.steps[0].token_ids) + 1
 
 

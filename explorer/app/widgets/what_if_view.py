@@ -1,6 +1,6 @@
 """The KV lab's what-if tab: a conversion's controls, and its result step by step beside both attention maps.
 
-A what-if result (explorer.core.convert.WhatIf) holds, per decoding step, KL(p_original ‖ p_converted)
+A what-if result (explorer.core.what_if.WhatIf) holds, per decoding step, KL(p_original ‖ p_converted)
 of the next-token distributions, whether both pick the same top-1 token, and the bytes each cache keeps
 (DeepSeek-V2, Table 1: MHA 2·n_h·d_h, GQA 2·n_g·d_h, MQA 2·d_h, MLA d_c + d_R per token per layer). This
 view shows them as a table and a summary line, and A_h of the selected head in both models. It holds
