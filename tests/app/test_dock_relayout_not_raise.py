@@ -3,24 +3,13 @@ separator dragged) is not raised, and the grid fills on meanwhile. Holding it at
 through a whole drag. A tab clicked, which moves its dock into sight without raise_(), still holds it."""
 from __future__ import annotations
 
-import time
-
 import pytest
 from PySide6.QtCore import QObject, Qt
-from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QTabBar
+from PySide6.QtWidgets import QLabel, QMainWindow, QTabBar
 
 from explorer.app.widgets.grid_filler import GridFiller
 from explorer.app.window.panel_dock import PanelDock
-from tests.app.held_grid import HeldAt
-
-SETTLE_S = 0.3
-
-
-def settle(seconds: float = SETTLE_S) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        QApplication.processEvents()
-        time.sleep(0.01)
+from tests.app.held_grid import HeldAt, settle
 
 
 @pytest.fixture

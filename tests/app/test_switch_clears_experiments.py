@@ -7,6 +7,8 @@ experiments come back with its model.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
 from PySide6.QtCore import QSize
@@ -39,12 +41,19 @@ def open_and_wait(journey, name: str) -> None:
     journey.idle(f"opening {name}")
 
 
-def test_a_switch_clears_the_experiments_and_runs_the_new_model_plain(qtbot, tmp_path, monkeypatch):
+@contextmanager
+def ablated_on_gqa(qtbot, tmp_path, monkeypatch):
+    """A window (1366 x 768) with shakespeare-gqa open on PROMPT and L0.H1 ablated there: the journey."""
     with journey_in_a_window(qtbot, tmp_path, monkeypatch, QSize(1366, 768)) as journey:
-        window, session = journey.window, journey.window.session
         open_and_wait(journey, "shakespeare-gqa")
-        session.add_experiment(ABLATE)
+        journey.window.session.add_experiment(ABLATE)
         journey.idle("ablating L0.H1 on shakespeare-gqa")
+        yield journey
+
+
+def test_a_switch_clears_the_experiments_and_runs_the_new_model_plain(qtbot, tmp_path, monkeypatch):
+    with ablated_on_gqa(qtbot, tmp_path, monkeypatch) as journey:
+        window, session = journey.window, journey.window.session
         said = []
         window.status.messageChanged.connect(lambda text: text and said.append(text))
         open_and_wait(journey, "shakespeare-mqa")
@@ -65,11 +74,8 @@ def test_a_switch_clears_the_experiments_and_runs_the_new_model_plain(qtbot, tmp
 
 
 def test_a_session_files_experiments_come_back_with_its_model(qtbot, tmp_path, monkeypatch):
-    with journey_in_a_window(qtbot, tmp_path, monkeypatch, QSize(1366, 768)) as journey:
+    with ablated_on_gqa(qtbot, tmp_path, monkeypatch) as journey:
         window, session = journey.window, journey.window.session
-        open_and_wait(journey, "shakespeare-gqa")
-        session.add_experiment(ABLATE)
-        journey.idle("ablating L0.H1 on shakespeare-gqa")
         saved = window.session_state()
         assert saved.experiments == (Experiment(ABLATE),)
         open_and_wait(journey, "shakespeare-mqa")

@@ -11,20 +11,11 @@ import time
 
 import pytest
 from PySide6.QtCore import QEvent, QObject, Qt
-from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QWidget
+from PySide6.QtWidgets import QLabel, QMainWindow, QWidget
 
 from explorer.app.widgets.grid_filler import GridFiller
 from explorer.app.window.panel_dock import PanelDock
-from tests.app.held_grid import HeldAt
-
-SETTLE_S = 0.3
-
-
-def settle(seconds: float = SETTLE_S) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        QApplication.processEvents()
-        time.sleep(0.01)
+from tests.app.held_grid import HeldAt, settle
 
 
 def front_width(window: QMainWindow) -> int:
