@@ -12,7 +12,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QSize, Qt
 from PySide6.QtGui import QTextOption
 from PySide6.QtWidgets import QAbstractScrollArea, QTableView, QTextEdit, QWidget
 
-from explorer.drawing.heatmap_axes import FittingTitle
+from explorer.drawing.plot_title import FittingTitle
 from explorer.views.image_limits import MAX_SIDE
 
 QWIDGETSIZE_MAX = 16777215      # Qt's "no maximum"
@@ -131,7 +131,7 @@ def _activate(widget) -> None:
 @contextmanager
 def whole_titles(widget):
     """While the picture is taken, every plot title that is cut with "…" to its plot's width on screen
-    (heatmap_axes.FittingTitle) is shown whole, wrapped onto as many centred lines as its width needs, its plot
+    (plot_title.FittingTitle) is shown whole, wrapped onto as many centred lines as its width needs, its plot
     laid out again beneath it; afterwards each is cut to fit again. A file has no tooltip to hold the rest: Why
     this token's "every head, and each layer's FFN (colours…" was saved as it was cut."""
     views = ([widget] if isinstance(widget, pg.GraphicsView) else []) + widget.findChildren(pg.GraphicsView)

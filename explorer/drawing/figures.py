@@ -20,7 +20,8 @@ from explorer.core.trace import Trace
 from explorer.drawing.colours import figure_colours, paint_figure
 from explorer.drawing.grid_legend import GridLegend
 from explorer.drawing.heatmap import Heatmap
-from explorer.drawing.heatmap_axes import TITLE_SIZE, TokenAxis, scaled_px, text_px
+from explorer.drawing.heatmap_axes import TokenAxis, scaled_px, text_px
+from explorer.drawing.plot_title import TITLE_SIZE
 from explorer.views.grid import Mosaic, blank_mosaic, mosaic
 from explorer.views.long_maps import THREADS, ReducedMaps, block_maxima, display_factor, extent, grid_block, is_long
 from explorer.views.maps import attention_matrix, axis_labels, display_reduced, head_levels

@@ -17,10 +17,11 @@ from PySide6.QtGui import QColor, QPen, QTransform
 from PySide6.QtWidgets import QGraphicsRectItem
 
 from explorer.drawing.colours import signed_colormap
-from explorer.drawing.heatmap_axes import FittingTitle, TokenAxis, nice_step, symmetric_levels
+from explorer.drawing.heatmap_axes import TokenAxis, symmetric_levels
 from explorer.drawing.maxima import MaximaImage, diverging
+from explorer.drawing.plot_title import FittingTitle
 
-__all__ = ["Heatmap", "RowLink", "TokenAxis", "nice_step", "symmetric_levels"]   # the axes' names, as before
+__all__ = ["Heatmap", "RowLink", "TokenAxis", "symmetric_levels"]   # the axes' names, as before
 
 HIGHLIGHT = QColor("#ff2d55")
 

@@ -1,24 +1,24 @@
-"""The axes and title of a heat map: token tick labels that never overlap nor drop an end, written
-upright on a key axis, and a title that never widens its plot (heatmap.Heatmap puts them together)."""
+"""The axes of a heat map: token tick labels that never overlap nor drop an end (which ones show:
+label_thinning), written upright on a key axis, each label measured once per font for every axis
+(heatmap.Heatmap puts them together with its title, plot_title.FittingTitle)."""
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 import pyqtgraph as pg
 import shiboken6
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
-from PySide6.QtGui import QFont, QFontInfo, QFontMetricsF, QGuiApplication, QTextCursor, QTextOption
+from PySide6.QtGui import QFont, QFontInfo, QFontMetricsF, QGuiApplication, QTextCursor
 from PySide6.QtWidgets import QGraphicsTextItem
+
+from explorer.drawing.label_thinning import kept_apart, thinned_ticks
 
 MAX_UPRIGHT_PX = 90          # the tallest a top or bottom axis of upright token labels grows (default font)
 BASE_LINE_PX = 14.0          # the default font's line height, which the sizes above are for
 SHORT_LABEL = 3              # characters a label may have and still be written across (numbers, "H5")
 TICK_PX = 3                  # a tick's length, out of the map
 LABEL_GAP_PX = 3.0           # between two labels' lines along an axis: a blank pixel between the tallest inks
-TITLE_SIZE = "large"         # a plot's title: a CSS keyword, a step above the text around it (14 px beside 12),
-                             # which Qt resolves against the title's font, in points or in pixels
 
 
 class TokenAxis(pg.AxisItem):
@@ -86,15 +86,7 @@ class TokenAxis(pg.AxisItem):
     def tickValues(self, minVal, maxVal, size):
         if not self._labels:
             return []
-        lo, hi = sorted((minVal, maxVal))
-        visible = np.flatnonzero((self._positions >= lo - 0.5) & (self._positions <= hi + 0.5))
-        if visible.size == 0:
-            return []
-        spacing = (self._positions[-1] - self._positions[0]) / max(1, len(self._positions) - 1) or 1.0
-        px_per_label = size / max(hi - lo, 1e-9) * spacing
-        stride = int(nice_step(self._needed_px() / max(px_per_label, 1e-9)))
-        chosen = visible[visible % stride == 0]
-        return [(stride, [float(self._positions[i]) for i in chosen])]
+        return thinned_ticks(self._positions, minVal, maxVal, size, self._needed_px())
 
     def tickStrings(self, values, scale, spacing):
         strings = [self._labels[self._lookup[float(v)]] if float(v) in self._lookup else "" for v in values]
@@ -224,7 +216,8 @@ class TokenAxis(pg.AxisItem):
             x = (value - lo) * width / ((hi - lo) or 1.0)
             if ticks and min(ticks) - 0.5 <= x <= max(ticks) + 0.5:
                 placed.append((self._drawn_x(x), label))
-        return [(QRectF(x - 7, 0, 14, 14), 0, label) for x, label in self._apart(placed)]   # the centre's x read
+        kept = kept_apart(placed, self._needed_px() - 0.5)
+        return [(QRectF(x - 7, 0, 14, 14), 0, label) for x, label in kept]   # the centre's x read
 
     def _drawn_x(self, x: float) -> float:
         """Where an upright label at `x` is drawn: kept inside the axis, the first key's label, centred on the
@@ -234,19 +227,6 @@ class TokenAxis(pg.AxisItem):
 
     def _half_line(self) -> float:
         return max(7.0, self._line_px() / 2)         # an upright label's half height, across the axis
-
-    def _apart(self, placed: list[tuple[float, str]]) -> list[tuple[float, str]]:
-        """The labels (drawn x, text) whose lines keep _needed_px apart, both ends kept: the first key's label,
-        moved into the axis by half a line, stood 11 px from the next at 128 keys ('␣tor' over '␣inter' in the
-        all-heads export, drive21), so its neighbour gives way."""
-        needed, kept = self._needed_px() - 0.5, []
-        for i, (x, label) in enumerate(placed):
-            if kept and x - kept[-1][0] < needed:
-                if i < len(placed) - 1 or len(kept) == 1:
-                    continue
-                kept.pop()                           # the last key keeps its label; the one before gives way
-            kept.append((x, label))
-        return kept
 
     def drawPicture(self, p, axisSpec, tickSpecs, textSpecs) -> None:
         """pyqtgraph's drawing, with a top or bottom axis's labels upright, reading bottom to top."""
@@ -310,105 +290,6 @@ def symmetric_levels(matrix: np.ndarray) -> tuple[float, float]:
     finite = np.abs(matrix[np.isfinite(matrix)])
     top = float(finite.max()) if finite.size else 1.0
     return -top or -1.0, top or 1.0
-
-
-def nice_step(at_least: float) -> float:
-    """The smallest 1, 2 or 5 times a power of ten that is at least `at_least`, and at least 1."""
-    if at_least <= 1:
-        return 1.0
-    magnitude = 10.0 ** math.floor(math.log10(at_least))
-    return next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= at_least)
-
-
-WRAPPED_LINES = 2           # a title too long for one line takes a second before it is cut
-
-
-class FittingTitle(pg.LabelItem):
-    """A plot title that never widens its plot: pyqtgraph's asks for its text's width, so a long title
-    in a narrow dock pushed the map and its colour bar out past the right edge. This one is cut with an
-    second line where it has less room (wrapped at its spaces), else cut with an ellipsis, its whole text in
-    the tooltip."""
-
-    def __init__(self, text: str = "", parent=None, **args) -> None:
-        self._whole, self._fitting, self._colour = "", False, None
-        self._fitted: tuple | None = None       # what the shown text was last fitted to (_fit_key)
-        args.setdefault("size", TITLE_SIZE)          # relative to the font: it grows with the application's
-        super().__init__(text, parent=parent, **args)
-
-    def setText(self, text, **args) -> None:
-        if not self._fitting:
-            self._whole = str(text)
-            self.setToolTip(self._whole)
-            # The colour as the text is set (a figure's theme is the default colour only while it is built):
-            # the text cut again later, on a resize, is drawn in it.
-            self._colour = args.get("color") or self.opts.get("color") or pg.getConfigOption("foreground")
-            self._fitted = None                 # the whole text is shown again: it must be cut anew
-        super().setText(text, **args)
-        self._fit()
-
-    def updateMin(self) -> None:
-        super().updateMin()
-        self.setMinimumWidth(0)                              # the plot, not its title, sets the width
-        self._sizeHint[Qt.SizeHint.MinimumSize] = (0, self._sizeHint[Qt.SizeHint.MinimumSize][1])
-
-    def resizeEvent(self, event) -> None:
-        # At exit, Qt may resize the title after its text item is deleted (a window left for the interpreter's
-        # shutdown to tear down): there is nothing left to fit nor place then (LabelItem's own would raise).
-        if not self._drawable():
-            return
-        self._fit()
-        super().resizeEvent(event)
-
-    def _drawable(self) -> bool:
-        return shiboken6.isValid(self) and shiboken6.isValid(self.item)
-
-    def _fit_key(self) -> tuple:
-        """What the cut text depends on: the width, the whole text, its font, colour and style."""
-        return self.width(), self._whole, self.item.font().key(), str(self._colour), repr(sorted(self.opts.items()))
-
-    def _fit(self) -> None:
-        """Show as much of the whole text as the label's width holds (LabelItem draws it, styled). Nothing is
-        set again when none of what the cut depends on changed: a layout resizes a title many times at the
-        same width (a panel's first raise resized its titles hundreds of times, each setting its rich text)."""
-        if not self._drawable():
-            return
-        width, text = self.width(), self._whole
-        if self._fitting or width <= 0 or not text:
-            return
-        key = self._fit_key()
-        if key == self._fitted:
-            return
-        self._fitting, shown, asked = True, text, self.opts.get("color")
-        try:
-            self._wrap_at(None)
-            super().setText(shown, color=self._colour)
-            if self.item.boundingRect().width() > width and not self._wrap_at(width):
-                self._wrap_at(None)
-            while len(shown) > 1 and self.item.boundingRect().width() > width:
-                shown = text[: max(1, int(len(shown) * width / self.item.boundingRect().width()) - 1)]
-                super().setText(shown + "…", color=self._colour)
-        finally:
-            self.opts["color"] = asked                      # the colour asked for, as it was
-            self.text, self._fitting = text, False          # `text` stays the whole title, as set
-        self._fitted = self._fit_key()
-
-    def _wrap_at(self, width: float | None) -> bool:
-        """Wrap the title at its spaces, centred, within `width` (None: one line again); whether it then holds
-        in WRAPPED_LINES lines with no word wider than `width`. A second line keeps a title's meaning that a cut
-        lost ("every head, and each layer's FFN (colours s…", "L0.H0 on random toke…", drive21)."""
-        document = self.item.document()
-        option = QTextOption(document.defaultTextOption())
-        option.setAlignment(Qt.AlignmentFlag.AlignHCenter if width else Qt.AlignmentFlag.AlignLeft)
-        option.setWrapMode(QTextOption.WrapMode.WordWrap)
-        document.setDefaultTextOption(option)
-        self.item.setTextWidth(width if width else -1)
-        if width:
-            document.size()                                 # lays the text out at the width
-            lines = sum(document.findBlockByNumber(i).layout().lineCount() for i in range(document.blockCount()))
-            if lines > WRAPPED_LINES or document.idealWidth() > width:
-                return False
-        self.updateMin()
-        return True
 
 
 def text_px(item: QGraphicsTextItem) -> int:

@@ -12,7 +12,7 @@ from explorer.app.figures import export_dialogs
 from explorer.app.panels.attribution import AttributionPanel
 from explorer.drawing import export
 from explorer.drawing.colours import printed
-from explorer.drawing.heatmap_axes import FittingTitle
+from explorer.drawing.plot_title import FittingTitle
 from tests.app.why_helpers import answered
 
 
@@ -33,7 +33,7 @@ def lines_above_the_map(image: np.ndarray, left: int, right: int, top: int) -> i
 
 
 def narrow(panel):
-    """`panel` too narrow for its map's title even on two lines (heatmap_axes.WRAPPED_LINES): cut on screen."""
+    """`panel` too narrow for its map's title even on two lines (plot_title.WRAPPED_LINES): cut on screen."""
     panel.resize(300, panel.height())
     return panel
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import shiboken6
 from PySide6.QtWidgets import QGraphicsSceneResizeEvent
 
-from explorer.drawing.heatmap_axes import FittingTitle
+from explorer.drawing.plot_title import FittingTitle
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN_NOTE = "This plugin does not support propagateSizeHints()"     # the offscreen platform's, at every show

@@ -11,7 +11,7 @@ from PySide6.QtGui import QFontMetricsF
 
 from explorer.app.panels.attribution import AttributionPanel
 from explorer.app.window.learn_placement import open_learn
-from explorer.drawing.heatmap_axes import FittingTitle
+from explorer.drawing.plot_title import FittingTitle
 from tests.app.journey import BUNDLED, journey_in_a_window
 from tests.app.layout_probe import document_lines
 from tests.app.why_helpers import answered, shown

@@ -19,7 +19,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 
 from explorer.app.widgets.plot_text import fitting_title
-from explorer.drawing.heatmap import nice_step
+from explorer.drawing.label_thinning import nice_step
 
 KIB = 1024.0
 MIN_PLOT_PX = 120            # the least a plot's view may have, wide and high, to be read

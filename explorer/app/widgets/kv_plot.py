@@ -22,7 +22,7 @@ from explorer.core import kv_variants as kv
 from explorer.drawing import export
 from explorer.drawing.colours import figure_colours
 from explorer.drawing.figures import lay_out
-from explorer.drawing.heatmap import nice_step
+from explorer.drawing.label_thinning import nice_step
 
 DTYPES = ("float32", "bfloat16", "int8")
 LEGEND_COLUMN_PX = 120     # the width one legend column needs

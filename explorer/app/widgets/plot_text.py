@@ -14,7 +14,7 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6.QtWidgets import QApplication, QTableView, QWidget
 
-from explorer.drawing.heatmap_axes import TITLE_SIZE, FittingTitle
+from explorer.drawing.plot_title import TITLE_SIZE, FittingTitle
 
 TITLE = TITLE_SIZE           # a plot's title: a step above the text around it (14 px beside 12)
 SMALL_TITLE = "medium"       # a small multiple's or a chart's title beside a map: the text's own size

@@ -39,7 +39,7 @@ from explorer.app.window.error_bar import ErrorLine
 from explorer.core import kv_variants as kv
 from explorer.core.units import human_bytes
 from explorer.drawing.heatmap import Heatmap
-from explorer.drawing.heatmap_axes import FittingTitle
+from explorer.drawing.plot_title import FittingTitle
 
 STEP_COLUMNS = ("step", "next token", "KL (nats)", "top-1", "cache change")
 STEPS_CSV_HEADER = "step,position,token_id,kl,top1_agrees,original_bytes,converted_bytes,bytes_saved"
