@@ -26,98 +26,141 @@ def attention_label(info: ModelInfo) -> str:
 
 
 SAVED_MS = 8000         # how long "Saved head.png (640×480 px)" stays up
-FIELD_GAP_PX = 6        # the layout's spacing beside each field
-NOTICE_ROOM_PX = 320    # the room a notice or the error line is given on the left, the fields elided to make it
-YIELD_CHARS = 6         # a field's least while it yields its room to a notice or an error (Field.yielding)
-LEAST_CHARS = 8         # a field squeezed to this many digits' width, its text elided: "SmolLM2-…"
-MODEL_CHARS = 24        # a model's name longer than this is shortened in its middle where it does not fit
+NOTICE_ROOM_PX = 320    # the most room a notice or the error line takes on the left; the fields shorten to leave it
+BOX_LEAD_PX = 2         # QStatusBar's spacing before its first widget, inside the box the fields are laid out in
+GAP_PX = 6              # that box's spacing between two fields
+DROPPED = -1            # a field's form index when it gives up its place (StatusLine._fit)
 
 
-def _short_name(name: str) -> str:
-    half = MODEL_CHARS // 2
-    return name if len(name) <= MODEL_CHARS else f"{name[:half]}…{name[1 - half:]}"
+def _model_forms(name: str) -> tuple[str, ...]:
+    """The name, then its leading parts, whole words at its separators: "Qwen2.5-0.5B-Instruct", "Qwen2.5-0.5B",
+    "Qwen2.5" (the whole name is the tooltip's first words)."""
+    cuts = [match.start() for match in re.finditer(r"[-_]", name) if match.start() > 0]
+    return (name, *(name[:cut] for cut in reversed(cuts)))
 
 
-# Each field's shorter form, drawn where its text does not fit (the text is then its tooltip): at the window's
-# least width (760 px) seven fields asked 849 px, and each was cut to "shake…", "step …".
-SHORT_FORMS = {
-    "model": _short_name,
-    "params": lambda text: text.removesuffix(" params"),                                 # 2.56M
-    "attention": lambda text: re.sub(r" Q → (\d+) KV heads$", r"→\1", text).replace(" d_c=", " ")
-                                .removesuffix(" heads"),                                   # GQA 6→2, MLA 512
-    "device": lambda text: re.sub(r"(b?)float(\d+)", r"\1f\2", text),                    # cpu · f32
-    "step": lambda text: re.sub(r" tokens?$", " tok", re.sub(r" \(prefill\)| of \d+", "", text)),  # step 0 · 10 tok
-    "ms": lambda text: text.replace(" ms/step", " ms"),
-    "memory": lambda text: text.removeprefix("trace "),
+def _attention_forms(text: str) -> tuple[str, ...]:
+    short = re.sub(r" Q → (\d+) KV heads$", r"→\1", text).replace(" d_c=", " ").removesuffix(" heads")
+    return text, short, text.split(" ")[0]                                       # GQA 6→2, GQA; MLA 512, MLA
+
+
+def _step_forms(text: str) -> tuple[str, ...]:
+    short = re.sub(r" tokens?$", " tok", re.sub(r" \(prefill\)| of \d+", "", text))  # step 0 · 10 tok
+    return text, short, short.removeprefix("step ").removesuffix(" tok")          # 0 · 10
+
+
+# Each field's forms, longest first, each whole: where the fields do not fit the bar they step down these forms
+# and then give up their place, in SHRINK_ORDER. At 799 px beside an error line each of them was cut to 6 digits:
+# "shak…", "MQA …", "cpu · …", "step …", "1.77 …" (drive21 m12).
+FORMS = {
+    "model": _model_forms,
+    "params": lambda text: (text, text.removesuffix(" params")),                             # 2.56M
+    "attention": _attention_forms,
+    "device": lambda text: (text, re.sub(r"(b?)float(\d+)", r"\1f\2", text), text.split(" · ")[0]),  # cpu · f32, cpu
+    "step": _step_forms,
+    "ms": lambda text: (text, text.replace(" ms/step", " ms")),                              # 278 ms
+    "memory": lambda text: (text, text.removeprefix("trace ")),                              # 93 KiB
 }
-# The fields a person reads first keep their short form whole at any width the window takes, unless they yield to a
-# notice or an error (Field.yielding): their least is this text's width (the step's room for three-digit steps and
-# four-digit counts, so that decoding does not change the window's least width each step), or their widest short
-# form for the model open where that is wider.
-WHOLE_AT_LEAST = {"model": "", "step": "step 000 · 0,000 tok"}
+# (field, form) moves, made one at a time until the fields fit: first every field's short form, then the least read
+# give up their place. The parameter count and the device go first (the device after "cpu"): they are facts of the
+# model open that the model's tooltip and the toolbar's "on cpu float32" also show, and the step's "3 · 31" says
+# less. The trace's memory and time per step go next: they change as the person steps, but are read less than what
+# is looked at. The attention variant is the subject of the app, so it stays while it can, as "MQA" at last. The
+# step and the model say what the panels show and are never dropped (KEPT): at the window's least width (760 px)
+# they keep a whole form beside NOTICE_ROOM_PX.
+SHRINK_ORDER = (
+    ("params", 1), ("device", 1), ("memory", 1), ("ms", 1), ("attention", 1), ("step", 1),
+    ("params", DROPPED), ("device", 2), ("attention", 2), ("device", DROPPED), ("step", 2), ("memory", DROPPED),
+    ("model", 1), ("ms", DROPPED), ("model", 2), ("attention", DROPPED), ("model", 99),
+)
+# The fields never dropped, and the text each asks as its least width ("": its shortest form)
+KEPT = {"model": "", "step": "000 · 0,000"}
 
 
 class Field(QLabel):
-    """A permanent field that keeps the room of the widest text it showed for the model open: the status bar sets
-    the window's least width, and a step's italics, or a time one digit shorter, changed it, so a window at that
-    width was resized and laid out again twice a decoding step (25 ms at 8,000 tokens). It asks that room as its
-    size, and no more than LEAST_CHARS as its least, its text elided below its room: asked as its least, the
-    seven fields of a model made the window 864 px wide at least, past an 800 px screen."""
+    """A permanent field: its whole text (`text()`), and the whole shorter forms the status bar draws instead where
+    the window is narrow (StatusLine._fit); the tooltip says the whole text then. It asks the room of the form drawn
+    as its size, and as its least no width, or a kept field's shortest form's (minimumSizeHint): the fields' whole
+    texts as their least once made the window 864 px wide at least, past an 800 px screen. Each form keeps the room
+    of the widest text it showed for the model open, so that a time one digit shorter or the step's italics do not
+    shift the fields each decoding step."""
 
-    widest = 0
-    short = ""                  # the shorter form drawn where the text does not fit (SHORT_FORMS)
-    whole_at_least: str | None = None     # WHOLE_AT_LEAST's text: the least keeps the short form whole
-    widest_short = 0
+    def __init__(self, least: str | None = None) -> None:
+        super().__init__("")
+        self.least = least                     # KEPT's text: the field is never dropped and asks it as its least
+        self.forms: tuple[str, ...] = ("",)
+        self.form = 0                          # the index into forms drawn, or DROPPED
+        self.widest: dict[int, int] = {}       # form index: the widest text it showed for the model open
 
-    def show_text(self, text: str, short: str) -> None:
-        """Show `text`, or `short` where the field is narrower than `text`; the tooltip says `text` then."""
-        self.short = short
-        if self.whole_at_least is not None:
-            self.widest_short = max(self.widest_short, self._upright().horizontalAdvance(short))
-        self.setToolTip(text if short != text else "")
+    def show_text(self, text: str, forms: tuple[str, ...]) -> None:
+        """Show `text`, or one of its shorter `forms` where the status bar says so; the tooltip says `text` then."""
+        self.forms = tuple(dict.fromkeys(form for form in forms if form)) or (text,)
+        metrics = self.fontMetrics()
+        for index, form in enumerate(self.forms):
+            self.widest[index] = max(self.widest.get(index, 0), metrics.horizontalAdvance(form))
+        self.setToolTip(text if len(self.forms) > 1 else "")
         self.setText(text)
 
-    def _upright(self) -> QFontMetrics:
-        upright = QFont(self.font())
-        upright.setItalic(False)          # the step's italics while the model works change no least width
-        return QFontMetrics(upright)
+    def forget_widths(self) -> None:
+        """Another model's texts have their own room."""
+        self.widest.clear()
+
+    def room(self, form: int) -> int:
+        """The width the field asks drawing `form` (the last form beyond them), margins included; 0 when dropped."""
+        if form == DROPPED or not self.text():
+            return 0
+        index = min(form, len(self.forms) - 1)
+        margins = self.contentsMargins()
+        widest = self.widest.get(index, 0) + margins.left() + margins.right()
+        return max(widest, self.text_room(self.forms[index]), self.minimumSizeHint().width())
+
+    def text_room(self, text: str) -> int:
+        """`text`'s width in the field's font now, margins included."""
+        margins = self.contentsMargins()
+        return self.fontMetrics().horizontalAdvance(text) + margins.left() + margins.right()
+
+    def draw_form(self, form: int) -> None:
+        """Draw `form` (DROPPED: give up the field's place, hidden)."""
+        if form != self.form:
+            self.form = form
+            self.updateGeometry()
+            self.update()
+        self.setVisible(bool(self.text()) and form != DROPPED)
 
     def minimumSizeHint(self) -> QSize:
-        hint = super().minimumSizeHint()
-        self.widest = max(self.widest, hint.width())
+        """No width, or a kept field's shortest form's (the step's KEPT text, as wide as three-digit steps and
+        four-digit counts), upright: the step's italics while the model works, or a step one digit longer, changed
+        the window's least width where the status bar set it, and the window was laid out again twice a step."""
+        height = super().minimumSizeHint().height()
+        if self.least is None or not self.text():
+            return QSize(0, height)
+        upright = QFont(self.font())
+        upright.setItalic(False)
         margins = self.contentsMargins()
-        if self.whole_at_least is not None and not self.yielding:
-            least = max(self.widest_short, self._upright().horizontalAdvance(self.whole_at_least))
-        else:
-            least = self._upright().horizontalAdvance("0" * (YIELD_CHARS if self.yielding else LEAST_CHARS))
-        return QSize(min(self.widest, least + margins.left() + margins.right()), hint.height())
+        width = QFontMetrics(upright).horizontalAdvance(self.least or self.forms[-1])
+        return QSize(width + margins.left() + margins.right(), height)
+
+    def sizeHint(self) -> QSize:
+        return QSize(self.room(self.form), super().sizeHint().height())
 
     def drawn_text(self) -> str:
-        """The text where it fits the field, else its short form (elided only where that does not fit either)."""
-        text = self.text()
-        fits = self.fontMetrics().horizontalAdvance(text) <= self.contentsRect().width()
-        return text if fits or not self.short else self.short
+        """What the field draws: the form the status bar chose, elided only where even that does not fit."""
+        if self.form == DROPPED:
+            return ""
+        form, room = self.forms[min(self.form, len(self.forms) - 1)], self.contentsRect().width()
+        # elidedText measures fractional widths: it cut "289.96 KiB" in the 65 px its rounded width asked
+        if self.fontMetrics().horizontalAdvance(form) <= room:
+            return form
+        return self.fontMetrics().elidedText(form, Qt.TextElideMode.ElideRight, room)
 
     def paintEvent(self, event) -> None:
-        room, drawn = self.contentsRect(), self.drawn_text()
-        if drawn == self.text() and self.fontMetrics().horizontalAdvance(drawn) <= room.width():
+        drawn = self.drawn_text()
+        if drawn == self.text():
             super().paintEvent(event)
             return
         painter = QPainter(self)
         painter.setPen(self.palette().color(self.foregroundRole()))
-        painter.drawText(room, int(self.alignment()),
-                         self.fontMetrics().elidedText(drawn, Qt.TextElideMode.ElideRight, room.width()))
-
-    yielding = False        # asks only YIELD_CHARS: a notice or an error on the left needs the room (StatusLine)
-
-    def room(self) -> int:
-        """The width it asks when it does not yield: the widest text it showed."""
-        return max(self.widest, super().sizeHint().width())
-
-    def sizeHint(self) -> QSize:
-        if self.yielding:
-            return self.minimumSizeHint()
-        return QSize(self.room(), super().sizeHint().height())
+        painter.drawText(self.contentsRect(), int(self.alignment()), drawn)
 
 
 class StatusLine(QStatusBar):
@@ -133,19 +176,18 @@ class StatusLine(QStatusBar):
         # The step the person looks at is the session's selection: the step field follows it as every panel does
         self.session = session
         self._shown: tuple[Trace | None, int | None] | None = None    # (trace, step) the step field shows
-        self.fields: dict[str, QLabel] = {}
+        self.fields: dict[str, Field] = {}
         self._under_way = ""                 # the notice of work under way shown, until the model is next idle
         self._busy_since_notice = False      # it is the model's work once the model was busy after it was shown
         self._busy = False
         self.error_line = ErrorLine(self)
         self.addWidget(self.error_line, 1)
         self.error_line.changed.connect(self._on_error_changed)
-        self.messageChanged.connect(lambda _text: self._make_room())
+        self.messageChanged.connect(lambda _text: self._fit())
         for name in self.FIELDS:
-            label = Field("")
+            label = Field(KEPT.get(name))
             label.setObjectName(f"status_{name}")
             label.setContentsMargins(6, 0, 6, 0)
-            label.whole_at_least = WHOLE_AT_LEAST.get(name)
             self.fields[name] = label
             self.addPermanentWidget(label)
         self.show_model(None)
@@ -158,14 +200,15 @@ class StatusLine(QStatusBar):
         and it stayed up through three models that opened well after a failed one ("x.gguf is not a GGUF file"),
         and came back red when "The model was closed." went (drive 21 m10: QStatusBar hides it under a notice)."""
         for label in self.fields.values():
-            label.widest = label.widest_short = 0      # another model's texts: their own room
+            label.forget_widths()
         self.error_line.clear()
         if info is None:
             self._set(model="no model", params="", attention="", device="", step="", ms="", memory="")
             return
         self._set(model=info.name, params=f"{human_count(info.n_params)} params", attention=attention_label(info),
                   device=f"{device or info.device} · {dtype or info.dtype}")
-        self.fields["model"].setToolTip(f"{info.name}: {info.family}, {info.n_layers} layers, d_model {info.d_model}, "
+        self.fields["model"].setToolTip(f"{info.name}: {info.family}, {human_count(info.n_params)} parameters, "
+                                        f"{info.n_layers} layers, d_model {info.d_model}, "
                                         f"context {info.max_positions:,}")
 
     def show_trace(self, trace: Trace | None) -> None:
@@ -205,24 +248,44 @@ class StatusLine(QStatusBar):
         if message and self.currentMessage():
             self.clearMessage()
             self._under_way = ""
-        self._make_room()
+        self._fit()
 
-    def _make_room(self) -> None:
-        """Where the fields' room leaves a notice or the error line less than NOTICE_ROOM_PX, the fields yield to
-        their least (elided): at 796 px they left both 0 px wide, "Saved head.png" and "Cannot write head.png"
-        unseen. Their least only shrinks, so the window keeps its least width and its size; none yields at 1366 px."""
-        fields = [field for field in self.fields.values() if not field.isHidden()]
-        spare = self.width() - sum(field.room() + FIELD_GAP_PX for field in fields)
-        wanted = bool(self.currentMessage() or self.error_line.message)
-        yielding = wanted and spare < NOTICE_ROOM_PX
-        if any(field.yielding != yielding for field in fields):
-            for field in self.fields.values():
-                field.yielding = yielding
-                field.updateGeometry()
+    def _fields_room(self) -> int:
+        """The width the fields may take: the box QStatusBar lays them out in (its width less the size grip's), less
+        the room a notice or the error line on its left takes. At 796 px the fields had left both 0 px wide, "Saved
+        head.png" and "Cannot write head.png" unseen."""
+        box = self.layout().itemAt(0).layout() if self.layout() is not None else None
+        box = box.itemAt(1).layout() if box is not None and box.count() > 1 else None
+        width = box.geometry().width() if box is not None else 0
+        width = (width if width > 0 else self.width() - 2 * GAP_PX - 12) - BOX_LEAD_PX
+        if self.error_line.message:
+            return width - NOTICE_ROOM_PX
+        if self.currentMessage():           # drawn from 6 px, and ended 12 px left of the first field
+            return width - min(NOTICE_ROOM_PX, self.fontMetrics().horizontalAdvance(self.currentMessage()) + 18)
+        return width
+
+    def _fit(self) -> None:
+        """Each field's form: the whole texts where they fit, else the moves of SHRINK_ORDER, one at a time, until
+        the fields fit their room. The window's least width and its size stay what they are."""
+        forms = dict.fromkeys(self.FIELDS, 0)
+        rooms = {name: [field.room(form) for form in range(len(field.forms))] for name, field in self.fields.items()}
+        room = self._fields_room()
+
+        def width() -> int:
+            shown = [rooms[name][min(form, len(rooms[name]) - 1)] for name, form in forms.items() if form != DROPPED]
+            shown = [px for px in shown if px]
+            return sum(shown) + GAP_PX * max(len(shown) - 1, 0)
+
+        for name, form in SHRINK_ORDER:
+            if width() <= room:
+                break
+            forms[name] = form
+        for name, form in forms.items():
+            self.fields[name].draw_form(form)
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
-        self._make_room()
+        self._fit()
 
     def show_saved(self, line: str) -> None:
         """What an export wrote, one line ("Saved head.png (640×480 px)"), for SAVED_MS: a save said nothing, so
@@ -239,6 +302,7 @@ class StatusLine(QStatusBar):
             font.setItalic(busy)
             label.setFont(font)
         self._busy = busy
+        self._fit()                      # the italics are wider
         if busy:
             self._busy_since_notice = True
         elif self._under_way and self._busy_since_notice:
@@ -248,6 +312,6 @@ class StatusLine(QStatusBar):
 
     def _set(self, **texts: str) -> None:
         for name, text in texts.items():
-            self.fields[name].show_text(text, SHORT_FORMS[name](text))
-            self.fields[name].setVisible(bool(text))
+            self.fields[name].show_text(text, FORMS[name](text))
+        self._fit()
 
