@@ -32,6 +32,7 @@ from explorer.views.blocks import (  # noqa: F401
 )
 from explorer.views.caches import LruCache
 from explorer.views.long_maps import block_maxima, extent
+from explorer.views.tile_layout import TileLayout
 
 _block_max, _reduce = block_max, reduce_rows             # the names tests/app/test_grid_reduce.py reads
 
@@ -261,22 +262,44 @@ def _reduced_scores(trace: Trace, layer: int, index: int, record: AttentionRecor
     return _cached(("scores", id(record), row, block, cross), record, compute)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Mosaic:
-    """Tiles laid out with one-pixel NaN gutters: layers down, heads across."""
+    """Tiles laid out with one-pixel NaN gutters: layers down, heads across, each layer's heads `per_row` a row
+    (wrapped onto bands of rows where they do not fit the width; None: every head in one row). Where each tile
+    sits is its `layout`'s (views.tile_layout), the one mapping drawing, picking, outlines, marks and labels read."""
 
-    image: np.ndarray        # (L*(r+1)-1, H*(c+1)-1), NaN in the gutters
+    image: np.ndarray        # (L*B*(r+1)-1, k*(c+1)-1) for k heads a row in B bands, NaN in the gutters
     tile_shape: tuple[int, int]
     n_layers: int
     n_heads: int
+    per_row: int | None = None
+
+    @property
+    def layout(self) -> TileLayout:
+        return TileLayout(self.n_layers, self.n_heads, self.tile_shape, self.per_row)
 
     def tile_at(self, row: int, col: int) -> tuple[int, int] | None:
-        """(layer, head) of the tile under an image pixel, or None in a gutter."""
-        r, c = self.tile_shape
-        layer, head = row // (r + 1), col // (c + 1)
-        if row % (r + 1) == r or col % (c + 1) == c or layer >= self.n_layers or head >= self.n_heads:
-            return None
-        return layer, head
+        """(layer, head) of the tile under an image pixel, or None in a gutter or an empty slot."""
+        return self.layout.tile_at(row, col)
+
+    def tile_origin(self, layer: int, head: int) -> tuple[int, int]:
+        return self.layout.tile_origin(layer, head)
+
+    def layer_block(self, layer: int) -> tuple[int, int, int, int]:
+        """(top, left, height, width) in pixels of all of a layer's tiles."""
+        return self.layout.layer_block(layer)
+
+    def layer_centres(self) -> list[float]:
+        return self.layout.layer_centres()
+
+    def head_centres(self) -> list[float]:
+        return self.layout.head_centres()
+
+    def head_labels(self) -> list[str]:
+        return self.layout.head_labels()
+
+    def row_labels(self) -> tuple[list[str], list[float]]:
+        return self.layout.row_labels()
 
     def place(self, layer: int, head: int, tile: np.ndarray) -> None:
         """Draw one head's tile into the image (a grid filled in as its tiles are computed)."""
@@ -287,17 +310,16 @@ class Mosaic:
         top, left = self.tile_origin(layer, head)
         return self.image[top: top + self.tile_shape[0], left: left + self.tile_shape[1]]
 
-    def tile_origin(self, layer: int, head: int) -> tuple[int, int]:
-        r, c = self.tile_shape
-        return layer * (r + 1), head * (c + 1)
-
-    def layer_centres(self) -> list[float]:
-        r = self.tile_shape[0]
-        return [layer * (r + 1) + (r - 1) / 2 for layer in range(self.n_layers)]
-
-    def head_centres(self) -> list[float]:
-        c = self.tile_shape[1]
-        return [head * (c + 1) + (c - 1) / 2 for head in range(self.n_heads)]
+    def wrap(self, per_row: int | None) -> None:
+        """Lay the heads out `per_row` a row (None: all in one), each tile moved with its head."""
+        wrapped = TileLayout(self.n_layers, self.n_heads, self.tile_shape, per_row)
+        if wrapped.across == self.layout.across:
+            return
+        tiles = {(layer, head): self.tile(layer, head).copy()
+                 for layer in range(self.n_layers) for head in range(self.n_heads)}
+        self.per_row, self.image = per_row, np.full(wrapped.image_shape(), np.nan, dtype=np.float32)
+        for (layer, head), tile in tiles.items():
+            self.place(layer, head, tile)
 
 
 def mosaic(trace: Trace, layers: list[int] | None = None, tile: int = TILE, upto_step: int | None = None,
@@ -320,9 +342,8 @@ def mosaic(trace: Trace, layers: list[int] | None = None, tile: int = TILE, upto
 
 def blank_mosaic(n_layers: int, n_heads: int, tile_shape: tuple[int, int]) -> Mosaic:
     """A grid with no tile drawn yet (all NaN, transparent), to `place` tiles into as they come."""
-    r, c = tile_shape
-    image = np.full((n_layers * (r + 1) - 1, n_heads * (c + 1) - 1), np.nan, dtype=np.float32)
-    return Mosaic(image, (r, c), n_layers, n_heads)
+    image = np.full(TileLayout(n_layers, n_heads, tuple(tile_shape)).image_shape(), np.nan, dtype=np.float32)
+    return Mosaic(image, tuple(tile_shape), n_layers, n_heads)
 
 
 def score_levels(image: np.ndarray) -> tuple[float, float]:

@@ -47,9 +47,10 @@ class LayerScale:
 
 
 def layer_rows(grid: Mosaic, layer: int) -> np.ndarray:
-    """The image rows of one layer's tiles (a view), gutters between its heads included (NaN)."""
-    top = grid.tile_origin(layer, 0)[0]
-    return grid.image[top: top + grid.tile_shape[0]]
+    """The image rows of one layer's tiles, all its bands where its heads wrap (a view), gutters and empty slots
+    included (NaN)."""
+    top, _, height, _ = grid.layer_block(layer)
+    return grid.image[top: top + height]
 
 
 def layer_scales(grid: Mosaic, values: str = "weights", log: bool = False,
@@ -85,7 +86,6 @@ def scale_image(grid: Mosaic, scale: LayerScale, values: str = "weights", log: b
         return image
     shown = np.full_like(image, np.nan)
     for layer in scale.layers:
-        top = grid.tile_origin(layer, 0)[0]
-        rows = slice(top, top + grid.tile_shape[0])
-        shown[rows] = image[rows]
+        top, _, height, _ = grid.layer_block(layer)
+        shown[top: top + height] = image[top: top + height]
     return shown

@@ -9,10 +9,11 @@ from __future__ import annotations
 import math
 
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPoint, QPointF, Qt, QTimer
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QRectF, Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QScrollArea, QStyle
 
 from explorer.app.widgets.kv_occupancy import MIN_PLOT_PX
+from explorer.views.tile_layout import TileLayout
 
 MATRIX_PX = 260              # a matrix's width in one row: its 120 px view, token labels and colour bar
 MATRIX_ROW_PX = 175          # a row's height: its 120 px view, title and column numbers (until one is measured)
@@ -109,11 +110,16 @@ def _cell_px(plot) -> tuple[float, float]:
 class TileScroll(QScrollArea):
     """`view` (a GraphicsLayoutWidget whose plot draws tiles with one-cell gutters) in a scroll area that scrolls
     where the tiles at their least side (least_tile_px) need more room than it has; with room to spare the tiles
-    fill it."""
+    fill it. A layer's heads that do not fit the width at that side wrap onto rows of `per_row` heads
+    (heads_per_row); `wrap_changed(per_row)` when that changes, for the grid to be drawn so (Mosaic.wrap)."""
+
+    wrap_changed = Signal(object)                   # heads a row (None: all in one row)
 
     def __init__(self, view: pg.GraphicsLayoutWidget, parent=None) -> None:
         super().__init__(parent)
         self.view = view
+        self.per_row: int | None = None             # heads a row the tiles were last laid out for
+        self._wraps = False                         # whether a layer's heads may wrap (wrap_heads)
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setWidget(view)
@@ -141,15 +147,26 @@ class TileScroll(QScrollArea):
         return super().eventFilter(watched, event)
 
     def fit_tiles(self, plot, tiles: tuple[int, int], cells: tuple[int, int]) -> None:
-        """Give `plot`'s view room for `tiles` (rows, columns) of `cells` (rows, columns) each, a one-cell gutter
-        between them: square tiles, at least least_tile_px a side, as large as the scroll area holds them all, and
-        where they do not fit, as many whole columns in sight as fit (tiles stretched to the room were 48 x 94 px
-        for shakespeare-mla beside Learn at 1366x768, and the scroll area's edge cut a column and its header).
+        """Give `plot`'s view room for `tiles` (layers, heads) of `cells` (rows, columns) each, a one-cell gutter
+        between them, the heads `per_row` a row (heads_per_row: SmolLM2's 9 heads showed 3 beside a horizontal
+        scroll bar at 1366x768, drive21 m13): square tiles, at least least_tile_px a side, as large as the scroll
+        area holds them all, and where even a head a row does not fit, as many whole columns in sight as fit
+        (tiles stretched to the room were 48 x 94 px for shakespeare-mla beside Learn at 1366x768, and the scroll
+        area's edge cut a column and its header).
         Laid out again when the tiles, the font (View ▸ Presentation: wider axes) or the room change, not at
         every repaint or step."""
         if self._tiles is None or self._tiles[0] is not plot:
             plot.getViewBox().sigResized.connect(self._on_box_resized)
         self._tiles = (plot, tiles, cells)
+        self._lay_out()
+
+    def wrap_heads(self, on_wrap) -> None:
+        """From now on let a layer's heads wrap onto rows of `per_row` (heads_per_row); `on_wrap(per_row)` is called
+        whenever that changes, to draw the grid so (Mosaic.wrap(per_row)); the tile kept in sight is revealed
+        again after it."""
+        self._wraps = True
+        self.wrap_changed.connect(on_wrap)
+        self._fitted = None
         self._lay_out()
 
     def reveal(self, item) -> None:
@@ -171,14 +188,37 @@ class TileScroll(QScrollArea):
         item = self._revealed
         if self._by_hand or item is None or not item.isVisible() or not self.isVisible():
             return
-        view = self.view
         # its rect, not its bounding rect: a cosmetic pen's width is counted there in data units, a cell a side
-        rect = view.mapFromScene(item.mapRectToScene(item.rect())).boundingRect().translated(view.viewport().pos())
+        rect = self._content_rect(item.mapRectToScene(item.rect()))
         if rect.isEmpty():
             return
-        centre = rect.center()                      # in the view's px, which are the scroll area's content px
+        layer = self._layer_rect(item.rect().center())
+        if layer is not None and layer.height() <= self.viewport().height():
+            self._ensure_visible(layer)             # every head of a wrapped layer, where its bands fit
+        self._ensure_visible(rect)
+
+    def _content_rect(self, scene_rect: QRectF) -> QRect:
+        """A rect of the view's scene in the view's px, which are the scroll area's content px."""
+        view = self.view
+        return view.mapFromScene(scene_rect).boundingRect().translated(view.viewport().pos())
+
+    def _ensure_visible(self, rect: QRect) -> None:
+        centre = rect.center()
         self.ensureVisible(centre.x(), centre.y(), rect.width() // 2 + REVEAL_MARGIN_PX,
                            rect.height() // 2 + REVEAL_MARGIN_PX)
+
+    def _layer_rect(self, point: QPointF) -> QRect | None:
+        """All the tiles of the layer whose tile is at `point` (the tiles' data), where its heads wrap; else None."""
+        if self._tiles is None or self.per_row is None:
+            return None
+        plot, (n_layers, n_heads), cells = self._tiles
+        layout = TileLayout(n_layers, n_heads, tuple(cells), self.per_row)
+        tile = layout.tile_at(round(point.y()), round(point.x()))
+        if tile is None:
+            return None
+        top, left, height, width = layout.layer_block(tile[0])
+        box = plot.getViewBox()
+        return self._content_rect(box.mapViewToScene(QRectF(left - 0.5, top - 0.5, width, height)).boundingRect())
 
     def _corner_point(self) -> QPoint:
         """The viewport's top-left corner in the view's scene."""
@@ -223,17 +263,16 @@ class TileScroll(QScrollArea):
     def _lay_out(self) -> None:
         if self._tiles is None:
             return
-        plot, tiles, cells = self._tiles
+        plot, (n_layers, n_heads), cells = self._tiles
         # A step (more cells, the same tiles and room) is not laid out again: the view would be resized at every
         # step (test_layout_stable). Where the columns scroll, its thinner gutters move the last whole column's
         # edge by under a gutter's change, (1/c - 1/(c+1)) of a tile per column.
-        same = (tiles, self.view.font().toString(), self.size().toTuple(), None)
+        same = ((n_layers, n_heads), self.view.font().toString(), self.size().toTuple(), None)
         if self._fitted == same:
             return
         self._fitted = same
         box = plot.getViewBox()
-        (rows, columns), (r, c) = tiles, cells
-        span = ((columns * (c + 1) - 1) / c, (rows * (r + 1) - 1) / r)      # the grid in tile sides, gutters too
+        r, c = cells
         bar = self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
         right = self.view.ci.layout.getContentsMargins()[2] + plot.layout.getContentsMargins()[2]
         for _ in range(2):                       # the axes measured again once the view has its own least size
@@ -242,8 +281,13 @@ class TileScroll(QScrollArea):
             least = self.view.ci.effectiveSizeHint(Qt.SizeHint.MinimumSize)      # the view's and its axes'
             frame = 2 * self.view.frameWidth()        # the view's own frame around its scene
             axes = (least.width() - box.minimumWidth() + frame, least.height() - box.minimumHeight() + frame)
-            side = _tile_side(span, columns, c, (self.width() - axes[0], self.height() - axes[1]), bar, right,
-                              least_tile_px(r, c))
+            room = (self.width() - axes[0], self.height() - axes[1])
+            per_row = heads_per_row(n_layers, n_heads, cells, room, bar, least_tile_px(r, c)) if self._wraps else None
+            if per_row is not None:             # a plot narrower than MIN_PLOT_PX is a strip of ticks
+                room = (max(room[0], MIN_PLOT_PX), room[1])
+            rows, columns = TileLayout(n_layers, n_heads, tuple(cells), per_row).tiles
+            span = ((columns * (c + 1) - 1) / c, (rows * (r + 1) - 1) / r)      # the grid in tile sides, gutters too
+            side = _tile_side(span, columns, c, room, bar, right, least_tile_px(r, c))
             box.setMinimumSize(math.ceil(span[0] * side), math.ceil(span[1] * side))
         plot.layout.invalidate()
         self.view.ci.layout.invalidate()
@@ -251,7 +295,25 @@ class TileScroll(QScrollArea):
         size = (math.ceil(least.width()) + frame, math.ceil(least.height()) + frame)
         self.view.setMinimumSize(*size)
         self.view.setMaximumSize(*size)          # room to spare stays blank: the tiles stay square
+        self._bars_as_needed(size, bar)
         self._fitted = same
+        if per_row != self.per_row:
+            self.per_row = per_row
+            self.wrap_changed.emit(per_row)      # the grid drawn so (fitting its tiles again changes nothing)
+            if self._revealed is not None and not self._by_hand:
+                self._reveal_later(self._revealed)          # the selected head moved with its tile
+
+    def _bars_as_needed(self, size: tuple[int, int], bar: int) -> None:
+        """A scroll bar each way only where the view of `size` needs one. Qt keeps bars it showed once while a
+        view capped smaller than the viewport (its maximum size: square tiles) fits: the translator's grid beside
+        Learn kept both over ~300 px of grey, its last head behind them (drive21 m5)."""
+        room = self.maximumViewportSize()
+        down = size[1] > room.height()
+        across = size[0] > room.width() - (bar if down else 0)
+        down = down or size[1] > room.height() - (bar if across else 0)
+        policy = Qt.ScrollBarPolicy
+        self.setVerticalScrollBarPolicy(policy.ScrollBarAsNeeded if down else policy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(policy.ScrollBarAsNeeded if across else policy.ScrollBarAlwaysOff)
 
     def fit_beside(self, legend: pg.GraphicsLayoutWidget, labels: tuple[str, ...]) -> None:
         """`legend` (the grid's colour bars, beside the scroll area, in sight however it scrolls) as wide as its
@@ -273,6 +335,37 @@ def least_tile_px(rows: int, columns: int) -> float:
     return min(MIN_TILE_PX, max(MIN_SMALL_TILE_PX, MIN_CELL_PX * max(rows, columns)))
 
 
+def heads_per_row(n_layers: int, n_heads: int, cells: tuple[int, int], room: tuple[float, float], bar: int,
+                  least: float, least_box: float = MIN_PLOT_PX) -> int | None:
+    """How many heads a row of tiles holds (None: every head in one row, as long as that keeps tiles `least` px a
+    side, or where not even one head fits the width: a room not laid out yet). Where the whole grid fits in `room`
+    with its heads wrapped, the wrap with the largest tiles, its plot at least `least_box` px wide (narrower is a
+    strip of ticks: the tiles then reach a few px past a narrower room) (the translator's four 1 x 1 tiles beside
+    Learn: two rows, not one row behind a scroll bar over 300 px of grey, drive21 m5); where it scrolls down anyway,
+    the most heads a row that fill the width, less the vertical scroll bar, at `least` px (no sideways scroll
+    hides a layer's last heads: SmolLM2's H3-H8 at 1366x768, drive21 m13)."""
+    (r, c), (width, height) = cells, room
+    if width < least:
+        return None
+
+    def sides(per_row: int, width: float) -> tuple[float, float]:
+        bands = -(-n_heads // per_row)
+        return width * c / (per_row * (c + 1) - 1), height * r / (n_layers * bands * (r + 1) - 1)
+
+    if min(sides(n_heads, width)) >= least:
+        return None
+    box = max(width, least_box)
+    fitting = [k for k in range(1, n_heads + 1)
+               if min(sides(k, box)) >= least and min(sides(k, box)) * (k * (c + 1) - 1) / c >= least_box]
+    if fitting:
+        whole = max(fitting, key=lambda k: (min(sides(k, box)), k))
+        return None if whole == n_heads else whole
+    wide = [k for k in range(1, n_heads + 1) if sides(k, width - bar)[0] >= least]
+    if not wide or width - bar < least_box:
+        return None                                 # too narrow a room to wrap into: whole columns scroll
+    return None if max(wide) == n_heads else max(wide)
+
+
 def _tile_side(span: tuple[float, float], columns: int, cells: int, room: tuple[float, float], bar: int,
                right: float, least: float = MIN_TILE_PX) -> float:
     """A square tile's side in px for a grid `span` tile sides wide and tall (gutters included) in `room`: the
@@ -280,7 +373,7 @@ def _tile_side(span: tuple[float, float], columns: int, cells: int, room: tuple[
     whole columns of at least `least` px, `columns` of `cells` cells and a one-cell gutter each (scrolled to
     the left, the view's `right` margin is out of sight and the columns have its room too)."""
     width, height = room
-    side = min(width / span[0], height / span[1])
+    side = min(width / span[0], height / span[1]) * (1 - 1e-9)     # its px rounded up stay within the room
     if side >= least:
         return side
     if height / span[1] < least:
