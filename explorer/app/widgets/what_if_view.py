@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.app.state.words import plural
 from explorer.app.widgets.adaptive import orient
 from explorer.app.widgets.plot_text import TITLE
 from explorer.app.widgets.steady_progress import word_lines
@@ -78,9 +79,10 @@ def result_summary(result) -> str:
     agree = np.mean([r.top1_agrees for r in rows]) if rows else 0.0
     mean_kl = np.mean([r.kl for r in rows]) if rows else 0.0
     cache = kv.cache_change(rows[-1].original_bytes, rows[-1].converted_bytes) if rows else kv.cache_change(0, 0)
+    tokens = plural(rows[-1].position + 1 if rows else 0, "token")
     return (f"{result.variant}: mean KL {mean_kl:.4g} nats, top-1 agreement {100 * agree:.0f}%, "
-            f"{cache} at {rows[-1].position + 1 if rows else 0} "
-            f"tokens; K/V map moved {100 * float(np.mean(result.relative_error)):.1f}%. {followed_words(result)}")
+            f"{cache} at {tokens}; K/V map moved {100 * float(np.mean(result.relative_error)):.1f}%. "
+            f"{followed_words(result)}")
 
 
 def followed_words(result) -> str:
@@ -89,8 +91,8 @@ def followed_words(result) -> str:
     if not followed:
         return "The rows follow the original's greedy choice from the prompt."
     if followed >= steps:
-        return f"The rows follow this session's tokens ({followed} steps)."
-    return (f"The rows follow this session's tokens for its {followed} steps, "
+        return f"The rows follow this session's tokens ({plural(followed, 'step')})."
+    return (f"The rows follow this session's tokens for its {plural(followed, 'step')}, "
             "then the original's greedy choice.")
 
 
@@ -267,7 +269,7 @@ class WhatIfView(QWidget):
         """A conversion to `variant` has started: the result of the target before (its table, summary and
         maps) goes, and the summary names the target now converting, so nothing on screen reads as its result."""
         self.clear()
-        self.run_summary.setText(f"Converting to {variant} and comparing {steps} steps…")
+        self.run_summary.setText(f"Converting to {variant} and comparing {plural(steps, 'step')}…")
         self.show_progress(0.0, f"{variant}: starting")
 
     def show_cancelling(self, variant: str) -> None:
