@@ -19,7 +19,9 @@ STEPS = 1000
 class RunProgress(QObject):
     """Follows `worker.run_progress` with a non-modal progress dialog over `parent`; closed once the run's
     trace arrives (other jobs may keep the worker busy long after: the dialog must not stand at 100 %
-    meanwhile), or when the worker is idle (a run that failed). Cancel asks `cancel_requested`."""
+    meanwhile), or when the worker is idle (a run that failed). A run asked while a panel's job holds the model
+    thread (the head atlas scoring) opens it at once on what it waits for (`run_waiting`), at 0 %, until its
+    first layer. Cancel asks `cancel_requested`."""
 
     cancel_requested = Signal()
 
@@ -30,6 +32,7 @@ class RunProgress(QObject):
         self.dialog: SteadyProgress | None = None
         self.cancelled = False
         worker.run_progress.connect(self._on_progress)
+        worker.run_waiting.connect(lambda text: self._on_progress(0.0, text))
         worker.busy_changed.connect(lambda busy: None if busy else self.close())
         worker.trace_ready.connect(lambda _trace: self.close())
 

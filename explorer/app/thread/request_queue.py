@@ -18,6 +18,7 @@ from explorer.app.thread.requests import (
     Force,
     Load,
     LogitLens,
+    ModelJob,
     Prefill,
     Replay,
     SetIntervention,
@@ -131,6 +132,18 @@ class RequestQueue:
         """The seq up to which the traces of requests are not handed on (a Stop or Reset that discards them)."""
         with self._lock:
             return self._discarded_through
+
+    def jobs_ahead(self) -> list[str]:
+        """What the run of the prompt queued last waits behind: the names of the panels' model jobs running or
+        queued before it (RequestQueue holds them in order; a job has its `what`, else it is "another job"), or
+        none where the request queued last runs no prompt or nothing waits ahead of it."""
+        with self._lock:
+            last = self._pending[-1] if self._pending else None
+            if not (isinstance(last, (Prefill, Replay)) or getattr(last, "redo", False)):
+                return []
+            ahead = [r for r in (self._running, *self._pending[:-1])
+                     if isinstance(r, ModelJob) and r.seq not in self._cancelled]
+            return [getattr(r.job, "what", "") or "another job on the model" for r in ahead]
 
     def pending(self) -> list:
         with self._lock:

@@ -188,6 +188,8 @@ class ResidualStreamJob(_NamedJob):
 class HeadScoresJob(_NamedJob):
     """The head atlas: previous-token, induction and sink scores on the model's random ids repeated twice."""
 
+    what: ClassVar[str] = "the head atlas's scoring"
+
 
 @dataclass(frozen=True)
 class OutputWeightsJob(_NamedJob):
@@ -211,6 +213,7 @@ class CompareNextTokenJob(_NamedJob):
     """The Experiments dock: the top `k` next tokens after `ids`, before and under `intervention`
     (explorer.core.intervention.Intervention)."""
 
+    what: ClassVar[str] = "the before/after comparison"
     ids: tuple[int, ...]
     intervention: object
     k: int

@@ -55,6 +55,7 @@ class ModelWorker(QObject):
     notice = Signal(str)                # something the person should know, e.g. a CPU fallback
     progress = Signal(float, str)       # loading progress in [0, 1] (negative: unknown) and a message
     run_progress = Signal(float, str)   # a prefill's progress, layer by layer, and what runs
+    run_waiting = Signal(str)           # a run of the prompt just asked waits behind a panel's job: what it waits for
     devices_found = Signal(object)      # {device: [dtypes]}
     busy_changed = Signal(bool)
     _loaded_as = Signal(object, int)    # a model the thread switched to, and the seq of its Load
@@ -191,6 +192,10 @@ class ModelWorker(QObject):
     def _push(self, request) -> None:
         self._queue.push(request)
         self._set_busy(True)
+        ahead = self._queue.jobs_ahead()
+        if ahead:                               # its dialog says so, rather than nothing or a stale bar
+            names = " and ".join(dict.fromkeys(ahead))
+            self.run_waiting.emit(f"Waiting for {names} to finish; then the prompt runs…")
 
     @Slot(object, int)
     def _on_trace_ready(self, trace, seq: int) -> None:

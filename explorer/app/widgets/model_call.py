@@ -73,7 +73,10 @@ class ModelCall(QObject):
         self._generation += 1
         cancel = self._cancel = _Cancel()
         generation = self._generation
-        executor(lambda loaded, cancelled: self._run(job, loaded, cancelled, cancel, generation))
+        def work(loaded, cancelled) -> None:
+            self._run(job, loaded, cancelled, cancel, generation)
+        work.what = getattr(job, "what", "")        # named for a run queued behind it (RequestQueue.jobs_ahead)
+        executor(work)
         return True
 
     def cancel(self) -> None:
