@@ -189,7 +189,18 @@ def cell_text(row: TokenRow, column: int) -> str:
         return row.text
     if column == 2:
         return str(row.token_id)
-    return f"{row.span[0]}–{row.span[1]}" if row.span else "generated"
+    return span_text(row)
+
+
+def span_text(row: TokenRow) -> str:
+    """The characters a row's token covers, "start–end"; "added" for a special token the tokenizer put in
+    ([CLS], [SEP], BOS: its offsets are (0, 0), which read as the text's first character even at its end),
+    "—" for another token that covers none, "generated" for a token the model chose."""
+    if row.span is None:
+        return "generated"
+    if row.span[1] > row.span[0]:
+        return f"{row.span[0]}–{row.span[1]}"
+    return "added" if row.special else "—"
 
 
 class TokenTableModel(QAbstractTableModel):
