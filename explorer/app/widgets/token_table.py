@@ -94,8 +94,18 @@ class TokenRows(Sequence):
             # Only the tokenizer knows a generated token's bytes: its display string spells a special token's
             # name (<|endoftext|>), and draws a space and the character '␣' alike. With none, they are unknown.
             raw = self._token_bytes(token_id) if self._token_bytes is not None else None
-            return TokenRow(index, text, token_id, None, raw, raw == b"", text)
+            return TokenRow(index, text, token_id, None, raw, raw == b"", written_text(text, raw))
         return _live_row(self._tokens, index, self.cut)
+
+
+def written_text(display: str, raw: bytes | None) -> str:
+    """The characters a generated token writes, as the coloured text draws a typed token's: its bytes as UTF-8
+    (a space a space, not the table's '␣'). Its display string where the bytes are not whole characters (they
+    end one a later token ends), are unknown, or are none (a special token: its name)."""
+    try:
+        return raw.decode("utf-8") or display if raw else display
+    except UnicodeDecodeError:
+        return display
 
 
 def token_rows(trace, tokens, upto_step: int | None = None, fresh: bool = True, token_bytes=None) -> TokenRows:
