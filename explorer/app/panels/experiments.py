@@ -279,8 +279,10 @@ class ExperimentsPanel(Panel):
             self._say(" ")
             return
         if trace.model.is_encoder_only or trace.model.is_encoder_decoder:
-            self.summary.set_plain(f"The before/after compares next-token predictions; {trace.model.name} is "
-                                   "not a decoder-only model. The experiments still apply to its attention.")
+            # after what a switch cleared: the encoder's reason had replaced that sentence (drive 22, MiniLM)
+            self.summary.set_plain(" ".join(filter(None, (
+                self._unfit_text(), f"The before/after compares next-token predictions; {trace.model.name} is "
+                "not a decoder-only model. The experiments still apply to its attention."))))
             return
         if not any(experiment.on for experiment in self.experiments):
             self._show_idle()               # nothing to compare: a comparison is a full pass of the model

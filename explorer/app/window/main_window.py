@@ -42,12 +42,24 @@ from explorer.app.window.panel_dock import PanelDock
 from explorer.app.window.presentation import Presentation
 from explorer.app.window.prompt_editor import PromptEditor
 from explorer.app.window.settings import AppSettings
-from explorer.app.window.status_bar import StatusLine
+from explorer.app.window.status_bar import NOTICE_ROOM_PX, StatusLine
 from explorer.app.window.toolbar import DecodingActions, DecodingToolbar, SamplingToolbar, ToolbarRows
 from explorer.core import store
 
 TITLE = "Transformer Explorer"
 LOADING_SHOWN_AFTER_MS = 400           # a load shorter than this shows no dialog
+
+
+def loaded_notice(name: str, cleared: bool, width) -> str:
+    """The status bar's notice of a model opened: where the switch cleared the experiments, the longest of its
+    forms that `width` (a text's px) keeps within the room the fields always leave a notice (NOTICE_ROOM_PX, less
+    its 18 px of margins). The whole sentence, naming the model they were made on, stands in the Experiments dock:
+    in the notice it was clipped at 1366 px ("… SmolLM2-135M-Instruct.Q4_1 were clearec", drive 22)."""
+    if not cleared:
+        return f"Loaded {name}."
+    forms = (f"Loaded {name}; experiments cleared (see Experiments).", f"Loaded {name}; experiments cleared.",
+             "Experiments cleared (see Experiments).")
+    return next((form for form in forms if width(form) <= NOTICE_ROOM_PX - 18), forms[-1])
 
 
 class MainWindow(QMainWindow):
@@ -222,7 +234,8 @@ class MainWindow(QMainWindow):
         self.status.show_trace(self.session.trace)
         self.setWindowTitle(f"{summary.name} — {TITLE}")
         cleared = self.session.experiments_cleared          # said once, by the switch that cleared them
-        self.status.showMessage(" ".join(filter(None, (f"Loaded {summary.name}.", cleared))), 8000 if cleared else 4000)
+        loaded = loaded_notice(summary.name, bool(cleared), self.status.fontMetrics().horizontalAdvance)
+        self.status.showMessage(loaded, 8000 if cleared else 4000)
         self._name_the_prompt(source=summary.info.is_encoder_decoder)
         self.menus.refresh_recent()
 
