@@ -77,16 +77,21 @@ class MultiHeadAttention(nn.Module):
     def keys_values(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self._heads(x, self.wk), self._heads(x, self.wv)                 # K = X^K W^K, V = X^V W^V
 
-    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, seen: Visibility, run=None, capture=None):
-        """Y (B, N_Q, d_model) for q (B, H, N_Q, d), k/v (B, H, N_KV, d); `capture` takes its rows (capture.py)."""
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, seen: Visibility, run=None, capture=None,
+               new_kv: tuple[torch.Tensor, torch.Tensor] | None = None):
+        """Y (B, N_Q, d_model) for q (B, H, N_Q, d), k/v (B, H, N_KV, d); `capture` takes its rows (capture.py).
+
+        `new_kv`: the K, V of this pass's own tokens where k, v also hold a cache's; the record keeps only
+        those (AttentionRecord.k is the new tokens' keys, and the trace stacks the steps' records)."""
         site = None if run is None else run.site(self.layer, self.n_heads, self.where)
         scores = q @ k.transpose(-1, -2) * self.scale                            # S: (B, H, N_Q, N_KV)
         weights, heads, seen = attend(scores, seen, lambda a: a @ v, None, site)  # A, O_h = A_h V_h
         b, _, n_q, _ = heads.shape
         y = self.wo(heads.transpose(1, 2).reshape(b, n_q, -1))                   # concat_h O_h W^O: (B, N_Q, d_model)
         if capture is not None:                                                  # (B, ...): capture.py cuts the rows
+            own_k, own_v = (k, v) if new_kv is None else new_kv
             capture.attention_of_batch(self.layer, AttentionCapture(
-                q=q, k=k, v=v, weights=weights, head_out=heads, mask=seen.mask,
+                q=q, k=own_k, v=own_v, weights=weights, head_out=heads, mask=seen.mask,
                 kv_positions=seen.keys, scale=self.scale, kernel=site.kernel if site else SOFTMAX, rule=seen.rule),
                 cross=self.where == "cross")
         return y
@@ -143,7 +148,7 @@ class DecoderLayer(nn.Module):
         k, v = self.self_attn.keys_values(h)
         keys, values, kv_positions = (k, v, step.positions) if cache is None else _cached(cache, k, v)
         seen = step.mask(kv_positions, h.device)                                 # causal: (T, n_kv)
-        a = self.self_attn.attend(q, keys, values, seen, step.run, capture)
+        a = self.self_attn.attend(q, keys, values, seen, step.run, capture, new_kv=(k, v))
         x = h
         h = self.self_norm(h + a)                                                # Add & Norm
         cross_k, cross_v = cross_kv                                              # K, V from C: (B, H, S, d)
