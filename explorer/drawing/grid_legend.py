@@ -67,8 +67,8 @@ class GridLegend:
             _label(bar, scale.named)
         if heatmap.colorbar is not None:
             _label(heatmap.colorbar, first.named if len(scales) > 1 else "")
-        heatmap.axes["left"].set_labels([f"L{i}" for i in range(grid.n_layers)], grid.layer_centres())
-        heatmap.axes["top"].set_labels([f"H{i}" for i in range(grid.n_heads)], grid.head_centres())
+        heatmap.axes["left"].set_labels(*grid.row_labels())
+        heatmap.axes["top"].set_labels(grid.head_labels(), grid.head_centres())
         self.set_opacity(heatmap.image.opacity())
         self.scales = scales
         return scales

@@ -105,6 +105,7 @@ class AttentionPanel(Panel):
         self.large.on_click = self._click_large
         self.grid.on_hover = self._hover_grid
         self.grid.on_click = self._click_grid
+        self.grid_scroll.wrap_heads(self._on_wrap_changed)       # a layer's heads in rows the width holds
         self.layer_box.valueChanged.connect(lambda v: self.select(layer=v))
         self.head_box.valueChanged.connect(lambda v: self.select(head=v))
         self.values_box.currentIndexChanged.connect(self._on_toggle)
@@ -198,11 +199,17 @@ class AttentionPanel(Panel):
 
     def _outline_grid(self, selection: Selection, layer: int) -> None:
         """Outline the selected head's tile in the grid (the layer's row of tiles for the mean)."""
-        r, c = self.mosaic.tile_shape
-        top, left = self.mosaic.tile_origin(layer, 0 if self.mean_heads else selection.head)
         if self.mean_heads:
-            c = self.mosaic.tile_origin(layer, self.mosaic.n_heads - 1)[1] + c - left
-        self.grid.outline(top, left, r, c)
+            self.grid.outline(*self.mosaic.layer_block(layer))
+        else:
+            self.grid.outline(*self.mosaic.tile_origin(layer, selection.head), *self.mosaic.tile_shape)
+
+    def _on_wrap_changed(self, _per_row) -> None:
+        """The heads wrap anew (the room changed): the grid drawn so, the selected head outlined where it went."""
+        if self.mosaic is not None and self.view is not None:
+            self._paint_grid()
+            selection = self.session.selection
+            self._outline_grid(selection, min(selection.layer, self.view.n_layers - 1))
 
     def _draw_large(self, view: trace_views.View, layer: int, head: int) -> None:
         trace = view.trace
@@ -259,6 +266,7 @@ class AttentionPanel(Panel):
                 self._outline_grid(selection, min(selection.layer, self.view.n_layers - 1))
         if self.mosaic is None:
             return
+        self.mosaic.wrap(self.grid_scroll.per_row)       # laid out as the scroll area wraps the heads
         scales = self.grid_legend.show(self.mosaic, self.values, self.log_scale)
         self.grid_legend.set_opacity(STALE_OPACITY if self.filler.updating else 1.0)   # the previous step's, dimmed
         mosaic = self.mosaic

@@ -1,0 +1,120 @@
+"""The Attention panel's grid wraps a layer's heads onto rows of as many as the width holds (drive21 m13, m5):
+at 1366x768 SmolLM2's grid showed heads H0–H2 of 9 and shakespeare-mqa's H0–H1 of 6, the rest behind a
+horizontal scroll bar; the translator's four 1 x 1 tiles beside Learn hid H3 over ~300 px of empty grey.
+
+Expectation: in the main window every head of the selected layer, its tile's corners (from the mosaic's own tile
+origin and shape) mapped through the grid's ViewBox to the scroll area's viewport, lies inside the viewport; a
+click on the last head's tile, on a row of its own, selects that head.
+"""
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
+from PySide6.QtTest import QTest
+
+from explorer.app.panels.attention import AttentionPanel
+from explorer.core import store
+from tests.app.journey import BUNDLED, journey_in_a_window
+from tests.app.screen_fit import SCREENS, emulated_screen, settle
+from tests.app.stress_window import learn
+from tests.app.window_helpers import idle, new_window
+
+SMOLLM2 = store.pulled_path("smollm2-135m")          # looked up before a test's empty store
+LONG_PROMPT = "The capital of France is Paris, and the capital of Germany is Berlin, and the capital of Italy is"
+
+
+def tile_rect(panel: AttentionPanel, layer: int, head: int) -> QRectF:
+    """The head's tile (its cells' outer edges) in the scroll area's viewport px."""
+    rows, columns = panel.mosaic.tile_shape
+    top, left = panel.mosaic.tile_origin(layer, head)
+    box, view = panel.grid.plot.getViewBox(), panel.grid_view
+    corners = [view.viewport().mapTo(panel.grid_scroll.viewport(), view.mapFromScene(box.mapViewToScene(point)))
+               for point in (QPointF(left - 0.5, top - 0.5), QPointF(left - 0.5 + columns, top - 0.5 + rows))]
+    return QRectF(QPointF(corners[0]), QPointF(corners[1]))
+
+
+def check_layer_in_sight(qtbot, panel: AttentionPanel, layer: int, where: str) -> None:
+    def in_sight() -> None:
+        viewport = QRectF(panel.grid_scroll.viewport().rect()).adjusted(-1, -1, 1, 1)
+        for head in range(panel.mosaic.n_heads):
+            tile = tile_rect(panel, layer, head)
+            assert viewport.contains(tile), f"{where}: layer {layer} head {head} at {tile.getCoords()}, {viewport}"
+    qtbot.waitUntil(in_sight, timeout=5000)
+
+
+def click_tile(qtbot, panel: AttentionPanel, layer: int, head: int) -> None:
+    """A left click on the middle of the head's tile, as a person clicks."""
+    rows, columns = panel.mosaic.tile_shape
+    top, left = panel.mosaic.tile_origin(layer, head)
+    view = panel.grid_view
+    point = view.mapFromScene(panel.grid.scene_pos_of(top + (rows - 1) / 2, left + (columns - 1) / 2))
+    QTest.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(point.x(), point.y()))
+    qtbot.waitUntil(lambda: panel.session.selection.head == head and panel.session.selection.layer == layer,
+                    timeout=5000)
+
+
+def check_wrapped_and_clickable(qtbot, panel: AttentionPanel, layer: int, where: str) -> None:
+    """Every head of `layer` in sight; a click on its last head (on a wrapped row) selects it, still in sight."""
+    check_layer_in_sight(qtbot, panel, layer, where)
+    grid = panel.mosaic
+    last = grid.n_heads - 1
+    assert grid.per_row is not None and grid.tile_origin(layer, last)[0] > grid.tile_origin(layer, 0)[0], \
+        f"{where}: the heads were not wrapped ({grid.per_row} a row)"
+    click_tile(qtbot, panel, layer, last)
+    check_layer_in_sight(qtbot, panel, layer, f"{where}, head {last} clicked")
+
+
+@pytest.mark.realmodel
+def test_smollm2s_nine_heads_are_in_sight_at_1366(qtbot, tmp_path, dialogs):
+    if SMOLLM2 is None:
+        pytest.skip("smollm2-135m is not pulled")
+    screen = SCREENS["1366x768"]
+    with emulated_screen(screen):
+        window = new_window(qtbot, tmp_path)
+        try:
+            window.resize(screen)
+            window.prompt.set_text(LONG_PROMPT)                       # >= 12 tokens: tiles of 48 px at least
+            window.open_model(str(SMOLLM2))
+            idle(qtbot, window, lambda: window.session.trace is not None)
+            panel = window.findChild(AttentionPanel)
+            window.docks["attention"].raise_()
+            qtbot.waitUntil(lambda: panel.mosaic is not None and panel.grid_view.isVisible())
+            settle(0.5)
+            assert (panel.mosaic.n_layers, panel.mosaic.n_heads) == (30, 9)
+            window.session.select(layer=12, head=0)
+            check_wrapped_and_clickable(qtbot, panel, 12, "SmolLM2 at 1366x768")
+        finally:
+            window.close()
+
+
+@pytest.mark.usefixtures("store_home")                 # the store in the test's folder
+def test_shakespeare_mqas_six_heads_are_in_sight_at_1366(qtbot, tmp_path, monkeypatch):
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, SCREENS["1366x768"]) as journey:
+        journey.open(BUNDLED / "shakespeare-mqa", "To be, or not to be, that is the question")
+        panel = journey.raise_panel("attention")
+        journey.idle("drawing attention")
+        settle(0.5)
+        layer = journey.window.session.selection.layer
+        check_wrapped_and_clickable(qtbot, panel, layer, "shakespeare-mqa at 1366x768")
+
+
+@pytest.mark.usefixtures("store_home")
+def test_translators_heads_beside_learn_are_in_sight_at_1366(qtbot, tmp_path, monkeypatch):
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, SCREENS["1366x768"]) as journey:
+        journey.open(BUNDLED / "translate-en-zh", "The cat sat on the mat.")
+        learn(journey.window)                                        # Help ▸ Learn: its dock beside the panels
+        panel = journey.raise_panel("attention")
+        journey.idle("drawing attention")
+        settle(0.5)
+        layer = min(journey.window.session.selection.layer, panel.mosaic.n_layers - 1)
+
+        def mostly_in_sight() -> None:
+            # the dock leaves the tiles under MIN_PLOT_PX (a plot narrower is a strip of ticks): the plot keeps
+            # that width and reaches a few px past the viewport, never a whole head
+            viewport = QRectF(panel.grid_scroll.viewport().rect())
+            for head in range(panel.mosaic.n_heads):
+                tile = tile_rect(panel, layer, head)
+                seen = tile.intersected(viewport)
+                assert seen.width() * seen.height() >= 0.8 * tile.width() * tile.height(), \
+                    f"head {head} at {tile.getCoords()} is out of the viewport {viewport}"
+        qtbot.waitUntil(mostly_in_sight, timeout=5000)
