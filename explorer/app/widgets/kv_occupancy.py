@@ -6,9 +6,9 @@ and built again: at 8,000 tokens a redraw that rebuilt them, with a token axis t
 prefill-to-now span of a few tokens across 0..8,000, took 130 ms. The token axis is ticked over the
 range it shows, from 0, about five labels whatever the length, and the curve is drawn reduced to the
 view's pixels (pyqtgraph's peak downsampling), its markers shown only while steps are few. The two plots may
-be built one a turn of the event loop (`building`): a tab's first raise then holds the window for one PlotItem
-at a time, not for both and their first drawing. The per-layer plot's title is worded to its width
-(`title_layers`): cut where it ran out of room, it read "KiB per layer in use (allocated:…" at 1366x768.
+be built a piece a turn of the event loop (`building`): a tab's first raise then holds the window for one PlotItem
+at a time, or one plot's items, not for both and their first drawing. The per-layer plot's title is worded to its
+width (`title_layers`): cut where it ran out of room, it read "KiB per layer in use (allocated:…" at 1366x768.
 """
 from __future__ import annotations
 
@@ -51,42 +51,60 @@ class OccupancyPlots(pg.GraphicsLayoutWidget):
         self._worded: tuple | None = None           # (width, wordings) the layer plot's title was last worded for
         self.layer_plot: pg.PlotItem | None = None
         self.total_plot: pg.PlotItem | None = None
+        self.in_use_bars: pg.BarGraphItem | None = None      # each plot's items, made the turn after it (building)
+        self.total_curve: pg.PlotDataItem | None = None
         if built:
             for _ in self.building():
                 pass
 
     @property
     def built(self) -> bool:
-        return self.total_plot is not None
+        return self.total_curve is not None
 
-    def building(self) -> Iterator[None]:
-        """Build the plots still to build, yielding after each: each is a PlotItem with its axes, view and menus,
-        and the items it will hold, made once, empty and hidden until `draw_layers` / `draw_totals` gives them data."""
+    def building(self) -> Iterator[pg.PlotItem | None]:
+        """Build the plots still to build, a piece a turn: each PlotItem with its axes, view and menus (10-16 ms of GUI
+        work at its first, made alone: with its items the total plot's turn was 21-28 ms), yielding None after it; then
+        the items it will hold, made once, empty and hidden until `draw_layers` / `draw_totals` gives them data,
+        yielding the plot (complete: the caller's to dress) after them."""
         if self.layer_plot is None:
             self.layer_plot = self._plot(0, "KiB per layer: in use / allocated")
-            empty = dict(x=np.zeros(1), height=np.zeros(1), width=0.7)
-            self.allocated_bars = pg.BarGraphItem(**empty, pen=pg.mkPen(ALLOCATED), brush=None)
-            self.in_use_bars = pg.BarGraphItem(**empty, brush=IN_USE)
-            self.cross_bars = pg.BarGraphItem(**empty, brush=CROSS)
-            for bars in (self.allocated_bars, self.in_use_bars, self.cross_bars):
-                bars.setVisible(False)
-                self.layer_plot.addItem(bars)
             self.layer_plot.titleLabel.geometryChanged.connect(self._word_layer_title)
             if self._layer_wordings:
                 self._word_layer_title()
-            yield
+            yield None
+        if self.in_use_bars is None:
+            self._add_bars()
+            yield self.layer_plot
         if self.total_plot is None:
             self.total_plot = self._plot(1, "KiB in use, all layers")
-            self.step_line = pg.InfiniteLine(angle=90, pen=pg.mkPen(STEP_COLOUR, width=2))
-            self.cross_curve = pg.PlotDataItem(pen=pg.mkPen(CROSS, width=2, style=Qt.PenStyle.DashLine))
-            self.total_curve = pg.PlotDataItem(pen=IN_USE, symbolSize=5)
-            self.total_curve.setDownsampling(auto=True, method="peak")     # no more vertices than the view has pixels
-            self.total_curve.setClipToView(True)
-            self.step_dot = pg.PlotDataItem(pen=None, symbol="o", symbolSize=11, symbolBrush=STEP_COLOUR)
-            for item in (self.step_line, self.cross_curve, self.total_curve, self.step_dot):
-                item.setVisible(False)
-                self.total_plot.addItem(item)
-            yield
+            yield None
+        if self.total_curve is None:
+            self._add_curves()
+            yield self.total_plot
+
+    def _add_bars(self) -> None:
+        """The per-layer plot's bars: allocated (outlined), in use, the cross-attention K/V."""
+        empty = dict(x=np.zeros(1), height=np.zeros(1), width=0.7)
+        self.allocated_bars = pg.BarGraphItem(**empty, pen=pg.mkPen(ALLOCATED), brush=None)
+        self.cross_bars = pg.BarGraphItem(**empty, brush=CROSS)
+        in_use_bars = pg.BarGraphItem(**empty, brush=IN_USE)
+        for bars in (self.allocated_bars, in_use_bars, self.cross_bars):
+            bars.setVisible(False)
+            self.layer_plot.addItem(bars)
+        self.in_use_bars = in_use_bars            # last: the bars are made once all are in the plot
+
+    def _add_curves(self) -> None:
+        """The plot against tokens' items: the step's line and dot, the curve in use, the cross-attention K/V."""
+        self.step_line = pg.InfiniteLine(angle=90, pen=pg.mkPen(STEP_COLOUR, width=2))
+        self.cross_curve = pg.PlotDataItem(pen=pg.mkPen(CROSS, width=2, style=Qt.PenStyle.DashLine))
+        total_curve = pg.PlotDataItem(pen=IN_USE, symbolSize=5)
+        total_curve.setDownsampling(auto=True, method="peak")     # no more vertices than the view has pixels
+        total_curve.setClipToView(True)
+        self.step_dot = pg.PlotDataItem(pen=None, symbol="o", symbolSize=11, symbolBrush=STEP_COLOUR)
+        for item in (self.step_line, self.cross_curve, total_curve, self.step_dot):
+            item.setVisible(False)
+            self.total_plot.addItem(item)
+        self.total_curve = total_curve            # last: `built` once every item is in the plot
 
     def _plot(self, index: int, title: str) -> pg.PlotItem:
         """The `index`-th plot (0: per layer, 1: against tokens) in its place, side by side or stacked."""
