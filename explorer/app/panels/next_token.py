@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTableWidget, QTableWidg
 
 from explorer.app.panels.base import Panel, WrappedText, visible_text
 from explorer.app.state.session import Selection
+from explorer.app.thread.requests import CompareNextTokenJob
 from explorer.app.widgets.bars import SHARE_ROLE, ShareBarDelegate
 from explorer.app.widgets.candidate_tables import chosen_colour, fill_lens, read_only_table, rows_height
 from explorer.app.widgets.token_table import fit_row_height
@@ -80,6 +81,8 @@ class NextTokenPanel(Panel):
         session.requests.candidates_ready.connect(self.show_candidates)
         session.comparison_changed.connect(lambda _c: self._show_before())
         session.experiments_changed.connect(lambda _e: self._show_before())
+        self._jobs: dict = {"running": None, "queued": ()}     # the model thread's (RequestQueue.jobs)
+        session.requests.jobs_changed.connect(self._on_jobs)
         self._asked: dict[tuple[int, int], tuple] = {}     # (id(step), position) -> (step, ids, probs)
         self._pending: dict[tuple[int, int], object] = {}  # asked, not answered yet -> the step asked about
         self.position: int | None = None
@@ -181,7 +184,19 @@ class NextTokenPanel(Panel):
             return None
         if intervention != active(self.session.experiments):           # turned off or changed: a new run comes
             return f"with experiments ({describe(intervention)}): running again under those on now…"
+        running, compare = self._jobs["running"], CompareNextTokenJob.what
+        if compare in self._jobs["queued"] and running not in (None, compare):
+            return (f"with experiments ({describe(intervention)}): waiting for {running} to finish, then comparing "
+                    "to the plain run…")                 # queued on the model thread: say so, not that it compares
+        if running != compare and compare not in self._jobs["queued"]:      # nothing compares: none was asked
+            return (f"with experiments ({describe(intervention)}): no before → after of this run yet (Compare in "
+                    "the Experiments dock)")
         return f"with experiments ({describe(intervention)}): comparing to the plain run…"
+
+    def _on_jobs(self, jobs: dict) -> None:
+        self._jobs = jobs
+        if self.compare_label.isVisibleTo(self) and self.comparison() is None:     # a waiting line to say anew
+            self._show_before()
 
     def _fit_before_after_height(self, compared: bool) -> None:
         """While compared, both tables keep LENS_ROWS rows in sight under their header (and sideways scroll bar,

@@ -84,6 +84,7 @@ class DecodingController(ModelLoading, StepControl, PromptState, PromptFit, Trac
         worker.busy_changed.connect(self.session.set_busy)
         worker.lens_ready.connect(self.session.requests.logit_lens_ready)
         worker.candidates_ready.connect(self.session.requests.candidates_ready)
+        worker.jobs_changed.connect(self.session.requests.jobs_changed)
 
     def _connect_requests(self, session: Session, worker: ModelWorker) -> None:
         """What the panels ask of the model (session.requests), and the experiments it runs under."""

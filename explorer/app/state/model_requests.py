@@ -19,4 +19,5 @@ class ModelRequests(QObject):
     candidates_requested = Signal(int)    # the next-token candidates after this position
     candidates_ready = Signal(object)     # {"position": p, "ids": (k,), "probs": (k,), "token": id at p}
     model_job_requested = Signal(object)  # job(loaded, cancelled) to run where the model is (the worker)
+    jobs_changed = Signal(object)         # {"running": what runs on the model thread, "queued": the jobs that wait}
     cell_requested = Signal(int, int)     # an attention cell was clicked: Show the work is wanted in front

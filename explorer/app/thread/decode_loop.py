@@ -50,6 +50,7 @@ class Emitter(QObject):
     run_progress = Signal(float, str)   # a prefill's (or a replay's) layers done, and what runs
     devices_found = Signal(object)
     state_changed = Signal(int)     # RequestQueue.finish's answer: the push count once idle, else -1
+    jobs_changed = Signal(object)   # RequestQueue.jobs as a request starts: what runs, and the jobs that wait
 
 
 @dataclass
@@ -106,6 +107,7 @@ class DecodeLoop:
 
     def _run_one(self, request) -> None:
         self._seq = request.seq
+        self._emit.jobs_changed.emit(self._queue.jobs())
         try:
             self._attempt(request, self._handlers[type(request)])
         finally:

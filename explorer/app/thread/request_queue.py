@@ -49,6 +49,13 @@ def _start_length(request, otherwise: int | None) -> int | None:
     return otherwise
 
 
+def _what(request) -> str:
+    """A request in words, for a run or job that waits behind it."""
+    if isinstance(request, ModelJob):
+        return getattr(request.job, "what", "") or "another job on the model"
+    return "the run of the prompt"
+
+
 class RequestQueue:
     """A locked FIFO of requests with coalescing, cancellation and a 'closed' state."""
 
@@ -143,7 +150,17 @@ class RequestQueue:
                 return []
             ahead = [r for r in (self._running, *self._pending[:-1])
                      if isinstance(r, ModelJob) and r.seq not in self._cancelled]
-            return [getattr(r.job, "what", "") or "another job on the model" for r in ahead]
+            return [_what(r) for r in ahead]
+
+    def jobs(self) -> dict:
+        """What the model thread is doing and what waits, in words: {"running": the `what` of the request running
+        (None: nothing), "queued": the `what` of each panel's job queued, in order}. A comparison queued behind
+        the head atlas says so from this (the Next token panel)."""
+        with self._lock:
+            running = self._running if self._running is not None and self._running.seq not in self._cancelled \
+                else None
+            return {"running": None if running is None else _what(running),
+                    "queued": tuple(_what(r) for r in self._pending if isinstance(r, ModelJob))}
 
     def pending(self) -> list:
         with self._lock:

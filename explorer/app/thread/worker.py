@@ -56,6 +56,7 @@ class ModelWorker(QObject):
     progress = Signal(float, str)       # loading progress in [0, 1] (negative: unknown) and a message
     run_progress = Signal(float, str)   # a prefill's progress, layer by layer, and what runs
     run_waiting = Signal(str)           # a run of the prompt just asked waits behind a panel's job: what it waits for
+    jobs_changed = Signal(object)       # RequestQueue.jobs: what the model thread runs, and the jobs that wait
     devices_found = Signal(object)      # {device: [dtypes]}
     busy_changed = Signal(bool)
     _loaded_as = Signal(object, int)    # a model the thread switched to, and the seq of its Load
@@ -82,6 +83,7 @@ class ModelWorker(QObject):
         self._emitter.run_progress.connect(self.run_progress)
         self._emitter.devices_found.connect(self.devices_found)
         self._emitter.state_changed.connect(self._on_state_changed)
+        self._emitter.jobs_changed.connect(self.jobs_changed)
         self._core = core or CoreApi.real()
         self._loop = DecodeLoop(self._queue, self._emitter, self._core)   # read by tests when idle
         self._thread = preload.adopt(self._loop.run_forever)      # the thread started at launch, if any
@@ -192,6 +194,7 @@ class ModelWorker(QObject):
     def _push(self, request) -> None:
         self._queue.push(request)
         self._set_busy(True)
+        self.jobs_changed.emit(self._queue.jobs())
         ahead = self._queue.jobs_ahead()
         if ahead:                               # its dialog says so, rather than nothing or a stale bar
             names = " and ".join(dict.fromkeys(ahead))
@@ -220,6 +223,7 @@ class ModelWorker(QObject):
         # Idle only if the worker was idle after the last request pushed: then every trace it sent
         # before this news has arrived too (a live `queue.idle()` would race the queued traces).
         self._flush_trace()
+        self.jobs_changed.emit(self._queue.jobs())
         if idle_at == self._queue.pushed():
             self._set_busy(False)
 
