@@ -185,12 +185,13 @@ def default_size(model, layer: int | str, head: int | str) -> tuple[int, int]:
 def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str, step: int | None = None,
                      values: str = "weights", log: bool = False, cross: bool = False,
                      size: tuple[int, int] | None = None, theme: str = "light", picture=None,
-                     text_scale: float = 1.0, caption: str = "") -> Path:
+                     text_scale: float = 1.0, caption: str = "", kind: str | None = None) -> Path:
     """One head, all heads of a layer (`head="all"`) or the full grid (`layer="all"`) to any format;
     images in the figure `theme` (light, print-ready, or dark; see explorer.views.figure_text.FIGURE_COLOURS),
     their text `text_scale` times its size for the image (File ▸ Export Figure Text Size).
     One head's image draws `picture` (figures.head_picture) where it is computed already; `size` None is
-    default_size's; an image's `caption` (a frame's step, step_caption) is drawn under the map."""
+    default_size's; an image's `caption` (a frame's step, step_caption) is drawn under the map; its title names
+    the attention `kind` of a model with more than one (figures.kind_words)."""
     path = Path(path)
     if not trace or not trace.steps:
         raise ExportError(f"Cannot export {path}: there is no trace yet; run the model first.")
@@ -207,7 +208,7 @@ def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str
     size = size or default_size(trace.model, layer, head)
     check_image_size(*size)                         # before anything is drawn (views.image_limits)
     figure = attention_figure(trace, layer, head, size[0], size[1], step, values, log, cross, theme, picture,
-                              text_scale)
+                              text_scale, kind)
     if caption:
         add_caption(figure, caption, size, theme)
     try:

@@ -74,8 +74,9 @@ def attention_figure(trace: Trace, layer: int | str, head: int | str, width: int
                      step: int | None = None, values: str = "weights", log: bool = False,
                      cross: bool = False, theme: str = "light",
                      picture: HeadPicture | list[HeadPicture] | None = None,
-                     text_scale: float = 1.0) -> pg.GraphicsLayoutWidget:
-    """Build and lay out the figure; `layer="all"` is the full grid, `head="all"` a layer's heads.
+                     text_scale: float = 1.0, kind: str | None = None) -> pg.GraphicsLayoutWidget:
+    """Build and lay out the figure; `layer="all"` is the full grid, `head="all"` a layer's heads. Its title
+    names the attention `kind` (kind_words) where the model has more than one.
     `text_scale` makes every text that many times its size for the image's size (the text size chosen
     for exported figures).
     `theme` is the figure's own ("light", print-ready, or "dark"), never the app's. One head's
@@ -84,15 +85,16 @@ def attention_figure(trace: Trace, layer: int | str, head: int | str, width: int
     with figure_colours(theme):
         figure = pg.GraphicsLayoutWidget(size=(width, height))
         figure.heatmaps = []
+        named = kind_words(trace, cross, kind)
         if layer == "all":
             _grid(figure, trace, picture or grid_picture(trace, step, values, cross), values, log,
-                  extent(trace, step, cross), cross)
+                  extent(trace, step, cross), named)
         elif head == "all":
             pictures = picture or layer_pictures(trace, int(layer), step, values, cross)
-            _layer(figure, trace, int(layer), pictures, values, log, cross)
+            _layer(figure, trace, int(layer), pictures, values, log, cross, named)
         else:
             picture = picture or head_picture(trace, int(layer), int(head), step, values, cross)
-            _head(figure, trace, int(layer), int(head), picture, values, log, cross)
+            _head(figure, trace, int(layer), int(head), picture, values, log, cross, named)
         scale_fonts(figure, font_scale(width, height) * text_scale)
     lay_out(figure, width, height, theme)
     if layer != "all" and head == "all":
@@ -168,22 +170,30 @@ def scale_fonts(figure: pg.GraphicsLayoutWidget, scale: float) -> None:
             item.setText(item.text, size=f"{round(text_px(item.item) * scale)}px")
 
 
-def _kind(cross: bool) -> str:
-    """The map's kind where it is not the model's own self-attention: the decoder's queries against the encoder's
-    keys (a cross-attention map read as a self-attention one was the translator's export's only title)."""
-    return "cross-attention " if cross else ""
+KIND_WORDS = {"encoder": "encoder self-attention", "self": "decoder self-attention", "cross": "cross-attention"}
+
+
+def kind_words(trace: Trace, cross: bool, kind: str | None = None) -> str:
+    """The map's kind, followed by a space, for a model with more than one (an encoder-decoder's encoder
+    self-attention, decoder self-attention or cross-attention; trace_views.kinds_of), else "": the translator's
+    export read "layer 0, head 0, A (4×4)" whichever it was. `kind` as the caller's view names it; None: read
+    from the trace (cross-attention, or an encoder-decoder's decoder self-attention; the encoder's own view is a
+    Trace of an encoder alone, so its caller names it)."""
+    if kind is None:
+        kind = "cross" if cross else ("self" if trace.model.is_encoder_decoder else None)
+    return f"{KIND_WORDS[kind]} " if kind in KIND_WORDS else ""
 
 
 def _title(figure, text: str, colspan: int = 1) -> None:
     figure.addLabel(text, row=0, col=0, colspan=colspan, size=TITLE_SIZE)
 
 
-def _head(figure, trace, layer, head, picture: HeadPicture, values, log, cross) -> None:
+def _head(figure, trace, layer, head, picture: HeadPicture, values, log, cross, named: str) -> None:
     shown, levels = head_levels(picture.shown, values, log)      # log10 keeps maxima: it is increasing
     (t_q, t_kv), factor = picture.extent, picture.factor
     symbol = "S" if values == "scores" else ("log10 A" if log else "A")
     blocks = f", {factor}×{factor} block maxima" if factor > 1 else ""
-    _title(figure, f"{trace.model.name}: layer {layer}, head {head}, {_kind(cross)}{symbol} ({t_q}×{t_kv}{blocks})")
+    _title(figure, f"{trace.model.name}: layer {layer}, head {head}, {named}{symbol} ({t_q}×{t_kv}{blocks})")
     heatmap = Heatmap(figure.ci, row=1, col=0)
     rows, cols = axis_labels(trace, picture.extent, cross, numbered=picture.long)
     heatmap.set_matrix(shown, levels, rows, cols, extent=picture.extent,   # the axes count real tokens
@@ -198,7 +208,7 @@ def layer_pictures(trace: Trace, layer: int, step: int | None = None, values: st
     return [head_picture(trace, layer, h, step, values, cross, maps, cancelled) for h in range(trace.model.n_heads)]
 
 
-def _layer(figure, trace, layer, pictures: list[HeadPicture], values, log, cross) -> None:
+def _layer(figure, trace, layer, pictures: list[HeadPicture], values, log, cross, named: str) -> None:
     n_heads = len(pictures)
     n_cols = math.ceil(math.sqrt(n_heads))
     scaled = [head_levels(p.shown, values, log) for p in pictures]
@@ -208,7 +218,7 @@ def _layer(figure, trace, layer, pictures: list[HeadPicture], values, log, cross
         levels = (min(level[0] for _, level in scaled), max(level[1] for _, level in scaled))
     first = pictures[0]
     blocks = f", {first.factor}×{first.factor} block maxima" if first.factor > 1 else ""
-    _title(figure, f"{trace.model.name}: layer {layer}, all {n_heads} heads ({_kind(cross)}"
+    _title(figure, f"{trace.model.name}: layer {layer}, all {n_heads} heads ({named}"
                    f"{first.extent[0]}×{first.extent[1]}"
                    f"{blocks})", colspan=n_cols + 1)
     rows, cols = axis_labels(trace, first.extent, cross, numbered=first.long)
@@ -277,12 +287,12 @@ def grid_picture(trace: Trace, step: int | None = None, values: str = "weights",
     return grid
 
 
-def _grid(figure, trace, grid: Mosaic, values, log, size: tuple[int, int], cross: bool = False) -> None:
+def _grid(figure, trace, grid: Mosaic, values, log, size: tuple[int, int], named: str = "") -> None:
     """The mosaic of every head; the title says "block maxima" only where a tile is smaller than the
     `size` (T_q, T_kv) of the maps it stands for."""
     symbol = "scores S" if values == "scores" else ("log10 A" if log else "weights A")
     reduced = grid.tile_shape[0] < size[0] or grid.tile_shape[1] < size[1]
-    _title(figure, f"{trace.model.name}: all {grid.n_layers} layers × {grid.n_heads} heads, {_kind(cross)}{symbol}, "
+    _title(figure, f"{trace.model.name}: all {grid.n_layers} layers × {grid.n_heads} heads, {named}{symbol}, "
                    f"{trace.n_tokens} tokens" + (" (block maxima)" if reduced else ""))
     heatmap = Heatmap(figure.ci, row=1, col=0)
     GridLegend(heatmap).show(grid, values, log and values == "weights", keep_view=False)   # a scale per kind of layer

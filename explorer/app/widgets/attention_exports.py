@@ -12,6 +12,7 @@ from PySide6.QtGui import QAction
 from explorer.app.figures import animation as animated
 from explorer.app.figures import export_dialogs
 from explorer.views.long_maps import is_long
+from explorer.views.trace_views import kinds_of
 
 
 def export_actions(panel) -> list[QAction]:
@@ -23,6 +24,8 @@ def export_actions(panel) -> list[QAction]:
 
     def image(scope):
         options, s, view, layer = settings()
+        if len(kinds_of(panel.trace.model)) > 1:      # the title names which of the model's kinds it is
+            options["kind"] = view.kind
         head = {"head": s.head, "layer": "all", "grid": "all"}[scope]
         if is_long(view.trace, view.step, view.cross):
             return export_long(panel, view, "all" if scope == "grid" else layer, head, False, options)
