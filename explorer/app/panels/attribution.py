@@ -154,6 +154,14 @@ class AttributionPanel(Panel):
         self.bars.invertY(True)
         self.bars.setLabel("bottom", "contribution to the logit")
         self.bars.showGrid(x=True, alpha=0.25)
+        self.bars.getViewBox().sigResized.connect(self._on_bars_resized)
+
+    def _on_bars_resized(self, view) -> None:
+        """The bars laid out with a view under VIEW_PX (their axes and title measured before the plot had its new
+        size, e.g. at a shrink to 760 x 1080, where they left the bars 110 px tall): placed again next turn, with
+        the axes now measured."""
+        if self.bars.isVisible() and 0 < min(view.width(), view.height()) < VIEW_PX:
+            QTimer.singleShot(0, self, self._place)
 
     def _build_heads(self) -> None:
         self.heads = Heatmap(self.view.ci, row=0, col=1, colormap="CET-D1", axes=("left", "bottom"))
@@ -167,7 +175,12 @@ class AttributionPanel(Panel):
         if self.heads is None:
             return
         self._measure_axes()
-        width, height = self.view.width(), self.view.height()
+        # the plots' room is the view less its layout's margins and spacing: the whole view counted, the bars were
+        # placed for 133 px of height and had 109 (at a shrink to 760 x 1080)
+        grid = self.view.ci.layout
+        left, top, right, bottom = grid.getContentsMargins()
+        width = self.view.width() - int(left + right + grid.horizontalSpacing())
+        height = self.view.height() - int(top + bottom + grid.verticalSpacing())
         wide, both = plots_placement(width, height, self.axes_px)
         if (wide, both) == self._placed:
             # the same placement in a new size: as many bars as the bars' new height holds (at a resize the

@@ -36,7 +36,6 @@ NORMS = (("attn_norms", "‖a_l‖"), ("ffn_norms", "‖f_l‖"), ("residual_nor
 CELL_MARGINS_PX = 10         # a cell's margins beside its text
 
 QWIDGETSIZE_MAX = 16777215     # Qt's "no maximum"
-PLOT_ROOM_PX = 190           # the panel's height beyond its table at which the norms' plot is legible
 MIN_VIEW_PX = 120            # the least height of the plot's view: less is a strip of ticks
 
 
@@ -49,13 +48,17 @@ class ResidualPanel(Panel):
         super().__init__(session, parent)
         self.executor = None                # None: the session's model thread (tests give their own)
         self.plot_view = pg.GraphicsLayoutWidget()
-        # the legend in a row of its own above the plot: inside the view it lay over the lines it names
-        self.legend = pg.LegendItem(colCount=3, labelTextSize=LEGEND)
-        self.plot_view.ci.addItem(self.legend, row=0, col=0)
-        self.plot = self.plot_view.ci.addPlot(row=1, col=0)
+        # the legend in a column of its own beside the plot: inside the view it lay over the lines it names, and
+        # in a row above it took 44 px of the height the view needs (the plot hidden in a 408 px panel)
+        self.legend = pg.LegendItem(colCount=1, labelTextSize=LEGEND)
+        self.plot = self.plot_view.ci.addPlot(row=0, col=0)
+        self.plot_view.ci.addItem(self.legend, row=0, col=1)
+        # 9 px margins a side by default, and 5 px between ticks and their text: 17 px of the view's height
+        self.plot_view.ci.layout.setContentsMargins(2, 2, 2, 0)
         # the plot's layout settles after the panel's resize: its view measured then corrects a guessed overhead
         self.plot.getViewBox().sigResized.connect(self._on_view_resized)
         self.plot.setLabel("bottom", "layer l")
+        self.plot.getAxis("bottom").setStyle(tickTextOffset=2)
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         policy = self.plot.sizePolicy()          # hidden while a stream is read, its place kept (_clear_stream)
         policy.setRetainSizeWhenHidden(True)
@@ -152,14 +155,16 @@ class ResidualPanel(Panel):
             self._show_plot_if_room()
 
     def _plot_overhead(self) -> int:
-        """The px of the plot's widget that are not its view (legend row, axes, margins): measured where the plot
-        is laid out, else the last measure, else an estimate from the font (two legend lines, axis and title)."""
+        """The px of the plot's widget that are not its view (axes, margins): measured where the plot
+        is laid out, else the last measure, else an estimate from the font (the axis's ticks and title)."""
         box = self.plot.getViewBox().sceneBoundingRect()
         measured = self.plot_view.height() - int(box.height())
         # (laid out and not stale; a plot hidden while a stream is read lays out no axis: it would measure too little)
         if self.plot_view.isVisible() and self.plot.isVisible() and box.height() > 0 and 40 <= measured <= 200:
             self.overhead_px = measured
-        return self.overhead_px or (PLOT_ROOM_PX - MIN_VIEW_PX) + 2 * self.fontMetrics().height() + 8
+        # under rather than over: a plot guessed out of room is never laid out, so never measured
+        margins = self.plot_view.ci.layout.getContentsMargins()
+        return self.overhead_px or int(margins[1] + margins[3]) + 2 * self.fontMetrics().height() + 8
 
     def _lay_out_table(self) -> None:
         """Every row of the table stays in view: the table's height is fixed when the layers run across,

@@ -24,14 +24,17 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QToolBar
 
 from explorer.app.panels import registry
-from explorer.app.window.dock_tab_bars import relaid
+from explorer.app.window.dock_tab_bars import dock_tab_bars, relaid, runs_along
 
 TABBED_AREAS = ("bottom",)
 AREAS = {"top": Qt.DockWidgetArea.TopDockWidgetArea, "left": Qt.DockWidgetArea.LeftDockWidgetArea,
          "right": Qt.DockWidgetArea.RightDockWidgetArea, "bottom": Qt.DockWidgetArea.BottomDockWidgetArea}
 PROMPT_LINES = 3
 LEFT_SHARE, LEFT_PX = 0.25, (330, 520)          # the left column: a share of the width, within these
-BOTTOM_SHARE, BOTTOM_MIN_PX = 0.5, 330          # the bottom tabs: a share of the height below the prompt
+BOTTOM_SHARE, BOTTOM_MIN_PX = 0.43, 330         # the bottom tabs: a share of the height below the prompt (their
+                                                # bar of tabs in it), the rest to attention, the main map; at
+                                                # 1920x1080 a 360 px dock, the Experiments panel's least and room
+                                                # for the Residual stream's table and plot (half: the map 278 px)
 SEPARATOR_PX = 6                                # between two dock areas
 SHORT_PX = 700                                  # a screen this tall has room for two rows of toolbars at most
 LEAST_WIDTH_PX = 760                            # the window's least width: within an 800 px screen, and wide
@@ -235,14 +238,24 @@ def fold_under_front(window: QMainWindow, docks: dict[str, QDockWidget], under: 
     above.raise_()
 
 
-def stack_heights(heights: list[int]) -> list[int]:
+def group_px(window: QMainWindow, dock: QDockWidget) -> int:
+    """The height of `dock`'s tab group as resizeDocks sets it: the dock's and its bar of tabs' (asked 360 px,
+    the bottom tabs' front dock was 329 px tall over a 31 px bar)."""
+    bars = [bar.height() for bar in dock_tab_bars(window)
+            if not bar.isHidden() and bar.count() and runs_along(bar, dock)]
+    return dock.height() + max(bars, default=0)
+
+
+def stack_heights(heights: list[int], under_px: int = 0) -> list[int]:
     """Attention's and the bottom tabs' heights, of the same sum, each at least BOTTOM_MIN_PX where the sum allows
-    both: Qt takes a shrink off both alike, whatever they need."""
+    both, the bottom tabs `under_px` (the height they were laid out at; 0: as they are) where attention keeps its
+    least: Qt takes a shrink off both alike, whatever they need, and the bottom tabs' plots need their height
+    whatever the width (Why this token's map 100 px tall after a shrink to 760 x 1080), attention has the rest."""
     total, least = sum(heights), BOTTOM_MIN_PX
-    if total < 2 * least or min(heights) >= least:
+    if total < 2 * least:
         return heights
-    upper = min(max(heights[0], least), total - least)
-    return [upper, total - upper]
+    lower = min(max(under_px or heights[1], least), total - least)
+    return [total - lower, lower]
 
 
 def place_hidden(window: QMainWindow, docks: dict[str, QDockWidget], stacked: bool) -> dict[str, list[QDockWidget]]:

@@ -10,7 +10,8 @@ that size.
 A window shrunk too short for attention over the bottom tabs, each with legible plots (dock_layout.stacks),
 has the bottom tabs folded behind attention, as on a short screen, and unfolded as they were once it is tall
 enough again: shrunk from 1920 x 1080 to 800 x 600, Qt's shares left the attention map 4 px tall. Between
-the two, each keeps at least the height its plots need (dock_layout.stack_heights). After a resize, too, the
+the two, each keeps at least the height its plots need, and the bottom tabs the height they were laid out at
+where attention keeps its least: attention gives first (dock_layout.stack_heights). After a resize, too, the
 prompt goes back to its laid-out height and Tokens to the height its table's rows ask (dock_layout.column_heights),
 and a window too narrow for Help ▸ Learn's column beside the panels has it folded into attention's tabs
 (learn_placement.keep_beside).
@@ -79,6 +80,7 @@ class DockShares(QObject):
         self._give_back = QTimer(self, singleShot=True, interval=0, timeout=self.give_back)
         self.column_asked = 0                               # the height Tokens asked when its rows were last kept
         self.prompt_px = 0                                  # the prompt's height as laid out
+        self.under_px = 0                                   # the bottom tabs' height under attention then (0: none)
         self._asked_more = QTimer(self, singleShot=True, interval=0, timeout=self.layout_asked)
         window.installEventFilter(self)
 
@@ -93,6 +95,8 @@ class DockShares(QObject):
             self.resized_since = False
             prompt = getattr(self.window, "docks", {}).get("prompt")
             self.prompt_px = prompt.height() if prompt is not None and prompt.isVisible() else 0
+            under = dock_layout.under_front(self.window, getattr(self.window, "docks", {}))
+            self.under_px = dock_layout.group_px(self.window, under[0]) if under else 0
 
     def squeezed(self) -> bool:
         """Whether the window is smaller than the size its layout was taken at (beyond `near`), with the same
@@ -207,7 +211,7 @@ class DockShares(QObject):
         above = docks[dock_layout.FRONT]
         under = dock_layout.under_front(self.window, docks)
         if under:
-            heights = [above.height(), max(dock.height() for dock in under)]
+            heights = [above.height(), dock_layout.group_px(self.window, under[0])]     # as resizeDocks sets them
             # Folded only where the window too is short (the rule its layout was chosen by): the docks' heights
             # alone, read while a first layout settles, folded a just-opened 796 px window laid out stacked.
             if sum(heights) < 2 * dock_layout.BOTTOM_MIN_PX and not dock_layout.stacks(self.window):
@@ -215,8 +219,8 @@ class DockShares(QObject):
                 self.folded_fronts = [dock for dock in under if in_sight(dock)]
                 self.folded_closed = self._closed()
                 dock_layout.fold_under_front(self.window, docks, under)
-            elif dock_layout.stack_heights(heights) != heights:
-                self.window.resizeDocks([above, under[0]], dock_layout.stack_heights(heights),
+            elif dock_layout.stack_heights(heights, self.under_px) != heights:
+                self.window.resizeDocks([above, under[0]], dock_layout.stack_heights(heights, self.under_px),
                                         Qt.Orientation.Vertical)
         elif self.folded is not None and dock_layout.stacks(self.window):
             folded, state = self.folded
