@@ -12,31 +12,27 @@ drawing against the panel drawn at once).
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QObject, QTimer
-from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import QEvent
 
 from explorer.app.panels import KVCachePanel
 from explorer.app.state.session import Session
 from explorer.drawing.heatmap import Heatmap
 from tests.app.test_kv_cache_long_trace import STEPS, long_trace
+from tests.app.turn_counter import TurnCounter
 
 
-class Turns(QObject):
+class Turns(TurnCounter):
     """Per turn: PlotItems made (for the occupancy or the blocks' figure), matrices set, and paints of the occupancy
     figure (with whether its curve was drawn) and of the blocks' figure (with whether its matrix was set)."""
 
     def __init__(self, monkeypatch, panel) -> None:
         super().__init__()
-        self.panel, self.turns, self.now = panel, [], self._new()
+        self.panel = panel
         build, matrix = pg.PlotItem.__init__, Heatmap.set_matrix
         monkeypatch.setattr(pg.PlotItem, "__init__",
                             lambda item, *a, **k: self._count(self._building()) or build(item, *a, **k))
         monkeypatch.setattr(Heatmap, "set_matrix",
                             lambda map_, *a, **k: self._count("matrices") or matrix(map_, *a, **k))
-        QApplication.instance().installEventFilter(self)
-        self.beat = QTimer()
-        self.beat.timeout.connect(self.end_turn)
-        self.beat.start(0)
 
     @staticmethod
     def _new() -> dict:
@@ -45,9 +41,6 @@ class Turns(QObject):
     def _building(self) -> str:
         """Which figure a PlotItem made now is for: the occupancy plots are built first."""
         return "plots" if self.panel.plots.total_plot is None else "block plots"
-
-    def _count(self, what: str) -> None:
-        self.now[what] += 1
 
     def eventFilter(self, watched, event) -> bool:
         if event.type() == QEvent.Type.Paint:
@@ -59,15 +52,6 @@ class Turns(QObject):
                 blocks = panel._blocks
                 self.now["paints"].append(("blocks", blocks is not None and blocks.image.image is not None))
         return False
-
-    def end_turn(self) -> None:
-        self.turns.append(self.now)
-        self.now = self._new()
-
-    def stop(self) -> None:
-        self.beat.stop()
-        QApplication.instance().removeEventFilter(self)
-        self.end_turn()
 
 
 def test_each_figure_is_painted_once_drawn_in_a_turn_of_its_own_and_not_again_at_a_second_raise(qtbot, monkeypatch):

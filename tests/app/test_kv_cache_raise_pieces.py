@@ -13,36 +13,29 @@ drawn at once in tests/app/test_first_raise_kv_cache.py.
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QObject, QTimer
-from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import QEvent
 
 from explorer.app.panels import KVCachePanel
 from explorer.app.state.session import Session
 from tests.app.test_kv_cache_long_trace import STEPS, long_trace
+from tests.app.turn_counter import TurnCounter
 
 
-class Pieces(QObject):
+class Pieces(TurnCounter):
     """Per turn: PlotItems and plot items (bars, curves) made, and paints of either figure with the figure's size and
     whether the panel was still drawing then."""
 
     def __init__(self, monkeypatch, panel) -> None:
         super().__init__()
-        self.panel, self.turns, self.now = panel, [], self._new()
+        self.panel = panel
         for cls, what in ((pg.PlotItem, "plot items"), (pg.BarGraphItem, "held"), (pg.PlotDataItem, "held")):
             made = cls.__init__
             monkeypatch.setattr(cls, "__init__", lambda item, *a, made=made, what=what, **k:
                                 self._count(what) or made(item, *a, **k))
-        QApplication.instance().installEventFilter(self)
-        self.beat = QTimer()
-        self.beat.timeout.connect(self.end_turn)
-        self.beat.start(0)
 
     @staticmethod
     def _new() -> dict:
         return {"plot items": 0, "held": 0, "paints": []}
-
-    def _count(self, what: str) -> None:
-        self.now[what] += 1
 
     def eventFilter(self, watched, event) -> bool:
         if event.type() == QEvent.Type.Paint:
@@ -50,15 +43,6 @@ class Pieces(QObject):
                 if watched is view.viewport():
                     self.now["paints"].append((name, view.size().toTuple(), self.panel.drawing))
         return False
-
-    def end_turn(self) -> None:
-        self.turns.append(self.now)
-        self.now = self._new()
-
-    def stop(self) -> None:
-        self.beat.stop()
-        QApplication.instance().removeEventFilter(self)
-        self.end_turn()
 
 
 def raised_panel(qtbot, monkeypatch) -> tuple[KVCachePanel, Pieces]:

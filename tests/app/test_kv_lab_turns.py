@@ -7,7 +7,7 @@ between two beats of a 0 ms heartbeat timer, as bench/bench_tab_raise.py counts 
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QObject, QTimer
+from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QApplication
 
 from explorer.app.panels.kv_lab import KVLabPanel
@@ -15,16 +15,15 @@ from explorer.app.state.session import Session
 from explorer.app.widgets.kv_plot import DTYPES, BytesPlot
 from explorer.core import kv_variants as kv
 from tests.app.synthetic_trace import build_trace
+from tests.app.turn_counter import TurnCounter
 
 
-class Turns(QObject):
+class Turns(TurnCounter):
     """Per turn: PlotItems built, the plots given curves (one per dtype drawn), and paints of a BytesPlot, with
     how many plots it had when painted."""
 
     def __init__(self, monkeypatch) -> None:
-        super().__init__()
-        self.turns: list[dict] = []
-        self.now = self._new()
+        super().__init__(start=False)                                  # the test starts the beat
         build = pg.PlotItem.__init__
         monkeypatch.setattr(pg.PlotItem, "__init__", lambda item, *a, **k: self._count("plots") or build(item, *a, **k))
         plot = pg.PlotItem.plot
@@ -34,30 +33,15 @@ class Turns(QObject):
             return plot(item, *args, **kwargs)
 
         monkeypatch.setattr(pg.PlotItem, "plot", curve)
-        QApplication.instance().installEventFilter(self)
-        self.beat = QTimer()
-        self.beat.timeout.connect(self.end_turn)
 
     @staticmethod
     def _new() -> dict:
         return {"plots": 0, "drawn": set(), "paints": []}
 
-    def _count(self, what: str) -> None:
-        self.now[what] += 1
-
     def eventFilter(self, watched, event) -> bool:
         if event.type() == QEvent.Type.Paint and isinstance(watched.parent(), BytesPlot):
             self.now["paints"].append(len(watched.parent().plots))
         return False
-
-    def end_turn(self) -> None:
-        self.turns.append(self.now)
-        self.now = self._new()
-
-    def stop(self) -> None:
-        self.beat.stop()
-        QApplication.instance().removeEventFilter(self)
-        self.end_turn()
 
 
 def model_session() -> Session:
