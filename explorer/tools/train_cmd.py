@@ -49,15 +49,14 @@ def run(args: argparse.Namespace) -> int:
     if args.attention is None:
         raise ExplorerError("train --task lm needs --attention mha|mqa|gqa|mla.")
     try:                        # the optional `train` extra, imported here so that its absence is one sentence
-        import torch
-
         from explorer.train.lm import TrainSettings, run_training
+        from explorer.train.threads import torch_threads
     except ImportError as missing:
         raise ExplorerError(f"training needs the `train` extra ({missing.name} is missing): "
                             "pip install 'transformer-explorer[train]'.") from missing
     settings = _settings(args, TrainSettings)
-    torch.set_num_threads(args.threads)
-    run_training(settings, progress=lambda line: print(line, flush=True))
+    with torch_threads(args.threads):
+        run_training(settings, progress=lambda line: print(line, flush=True))
     return 0
 
 

@@ -33,6 +33,7 @@ from explorer.core.errors import ExplorerError
 from explorer.core.loaders import open_checkpoint
 from explorer.train import translate_data as data
 from explorer.train.lm import optimizer_update, warmup_cosine
+from explorer.train.threads import torch_threads
 
 SHIPPED_DTYPE = torch.float16
 HELD_OUT = 2000                  # pairs never trained on; exact match is measured on all of them
@@ -246,9 +247,9 @@ def run_from_args(args) -> int:
         value = getattr(args, name)
         if value is not None and value <= 0:
             raise ExplorerError(f"--{name} must be positive, not {value}.")
-    torch.set_num_threads(args.threads)
     settings = TranslateSettings(out=args.out, steps=args.steps, minutes=args.minutes, seed=args.seed)
-    run_training(settings, progress=lambda line: print(line, flush=True))
+    with torch_threads(args.threads):
+        run_training(settings, progress=lambda line: print(line, flush=True))
     return 0
 
 

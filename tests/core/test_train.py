@@ -133,3 +133,18 @@ def test_three_steps_are_deterministic_for_a_seed_and_write_a_loadable_folder(pl
 def test_training_needs_a_step_or_time_budget(plays_dir, tmp_path, capsys):
     status = train_cmd.main(["--attention", "mha", "--corpus", str(plays_dir), "--out", str(tmp_path)])
     assert status == 2 and "--steps" in capsys.readouterr().err
+
+
+def test_training_in_process_gives_torch_back_its_thread_count(plays_dir, tmp_path):
+    """`--threads 1` holds for the run only: torch.set_num_threads is process-wide, and a run called in-process
+    (a notebook, this suite) left every later computation on one thread (an encoder-decoder batch then differed
+    from its runs alone by 6e-5)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        _train(plays_dir, tmp_path / "run", seed=3)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
