@@ -6,7 +6,7 @@ import re
 
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QFont, QFontMetrics, QPainter
-from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
+from PySide6.QtWidgets import QLabel, QSizeGrip, QStatusBar, QWidget
 
 from explorer.app.state.words import plural, step_name
 from explorer.app.widgets.token_table import n_tokens_at
@@ -254,10 +254,11 @@ class StatusLine(QStatusBar):
         """The width the fields may take: the box QStatusBar lays them out in (its width less the size grip's), less
         the room a notice or the error line on its left takes. At 796 px the fields had left both 0 px wide, "Saved
         head.png" and "Cannot write head.png" unseen."""
-        box = self.layout().itemAt(0).layout() if self.layout() is not None else None
-        box = box.itemAt(1).layout() if box is not None and box.count() > 1 else None
-        width = box.geometry().width() if box is not None else 0
-        width = (width if width > 0 else self.width() - 2 * GAP_PX - 12) - BOX_LEAD_PX
+        # Read from the bar's own size and its grip, not QStatusBar's private layout: walking that from Python met a
+        # QSpacerItem where a layout had been (a wrapper of a deleted item) and raised in the event loop.
+        grip = self.findChild(QSizeGrip)
+        grip_px = grip.width() if grip is not None and grip.isVisible() else 0
+        width = self.width() - 2 * GAP_PX - grip_px - BOX_LEAD_PX
         if self.error_line.message:
             return width - NOTICE_ROOM_PX
         if self.currentMessage():           # drawn from 6 px, and ended 12 px left of the first field
