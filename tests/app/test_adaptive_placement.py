@@ -21,12 +21,12 @@ SHARE = 6 / 11
 READABLE = 300
 
 
-def laid_out(placed: Placement, room: tuple[int, int]) -> dict[str, tuple[int, int]]:
+def laid_out(placed: Placement, room: tuple[int, int], axes=AXES) -> dict[str, tuple[int, int]]:
     """The (width, height) px of the text, the square plot's view and (where shown) the second plot's view, with the
     plots' part `placed.part` px along the outer way and the square plot's `placed.first` px along the inner way."""
     width, height = room
     handle, inner_handle = HANDLES
-    (square_w, square_h), (other_w, other_h) = AXES
+    (square_w, square_h), (other_w, other_h) = axes
     if placed.outer == "beside":
         text = (width - handle - placed.part, height)
         plots = (placed.part, height)
@@ -49,8 +49,8 @@ def text_along(placed: Placement, parts: dict) -> int:
     return parts["text"][0 if placed.outer == "beside" else 1]
 
 
-def assert_fits(placed: Placement, room: tuple[int, int], text_least: int) -> None:
-    parts = laid_out(placed, room)
+def assert_fits(placed: Placement, room: tuple[int, int], text_least: int, axes=AXES) -> None:
+    parts = laid_out(placed, room, axes)
     assert text_along(placed, parts) >= text_least, (room, placed, parts)
     assert min(parts["square"]) >= placed.side >= LEAST, (room, placed, parts)
     if "other" in parts:
@@ -83,10 +83,10 @@ def test_where_a_readable_text_leaves_no_square_the_text_narrows_and_the_square_
 ROOMS = [(width, height) for width in range(400, 1601, 40) for height in range(300, 1101, 40)]
 
 
-def both_plots_fit(room: tuple[int, int], text_least: int) -> bool:
+def both_plots_fit(room: tuple[int, int], text_least: int, axes=AXES) -> bool:
     """Whether some layout holds the text's `text_least` and both plots' views of LEAST each way: the plots beside
     the text or over it, the two plots side by side or one over the other."""
-    (square_w, square_h), (other_w, other_h) = AXES
+    (square_w, square_h), (other_w, other_h) = axes
     handle, inner_handle = HANDLES
     for width, height, axes_along, axes_across in ((*room, (square_w, other_w), (square_h, other_h)),
                                                    (*room[::-1], (square_h, other_h), (square_w, other_w))):
@@ -112,6 +112,39 @@ def test_the_second_plot_stays_where_a_narrow_text_showed_it_and_a_readable_one_
             assert placed.inner != "alone", (room, placed, narrow)
             kept += square_placement(room, HANDLES, AXES, LEAST, READABLE, SHARE).inner == "alone"
     assert kept > 0, "no room where the readable least alone would have dropped the second plot"
+
+
+# Show the work's as measured at 1366 x 768: the q·k bars' title and axis take more height than the map's top labels
+TALL_SECOND = ((73, 72), (55, 88))
+
+
+@pytest.mark.parametrize("keep_second", [False, True])
+def test_a_second_plot_with_taller_axes_than_the_square_keeps_its_least_view(keep_second):
+    """The map over the text with the bars beside it (530 x 409 px, the window's least width at 1366 x 768): the
+    plots' part was cut to the room over a readable text, 201 px, and the bars' view was 201 - 88 = 113 px tall,
+    under the least the placement had promised (a 271 x 115 px chart in the real window)."""
+    for room in ROOMS + [(530, 409)]:
+        placed = square_placement(room, HANDLES, TALL_SECOND, LEAST, NARROW, SHARE, READABLE, keep_second)
+        if placed is not None:
+            assert_fits(placed, room, placed.text, TALL_SECOND)
+
+
+@pytest.mark.parametrize("axes", [AXES, TALL_SECOND])
+def test_keep_second_shows_the_second_plot_wherever_the_room_has_it_beside_a_readable_text(axes):
+    """Show the work's q·k bars came and went with a few px of a model's key labels: SmolLM2's map, its top axis
+    102 px, kept 273 px with the bars against 369 px alone, under KEEP_SECOND, and the bars were given up, where
+    Gemma's 76 px axis kept them (1366 x 768, Learn beside the panels). With keep_second they stay wherever they
+    fit."""
+    kept = 0
+    for room in ROOMS + [(614, 471)]:
+        placed = square_placement(room, HANDLES, axes, LEAST, NARROW, SHARE, READABLE, keep_second=True)
+        if placed is None:
+            continue
+        assert_fits(placed, room, placed.text, axes)
+        if placed.text == READABLE and both_plots_fit(room, READABLE, axes):
+            assert placed.inner != "alone", (room, placed)
+            kept += square_placement(room, HANDLES, axes, LEAST, NARROW, SHARE, READABLE).inner == "alone"
+    assert kept > 0, "no room where the placement without keep_second gave the second plot up"
 
 
 @pytest.mark.parametrize("point_size", [9, 16])

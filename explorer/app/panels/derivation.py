@@ -45,6 +45,7 @@ VIEW_PX = 120                # the least a plot's view may have each way, else t
 READABLE_CHARS = 30          # the derivation's text keeps this many average characters a line, the map given up
                              # size first: at 1920 x 1080 a 90 px least left it one word a line beside a 740 px map
 TEXT_LEAST_PX = 90           # the least the text keeps where the room has no map beside a readable text
+NO_BARS = "no room for the q·k bars here: enlarge the panel to see them"
 MARGIN_PX = 6                # what a measured plot's axes may grow by, laid out again
 AXES_PX = {"map": (120, 130), "bars": (60, 95)}   # a plot's axes, title and margins (width, height), until measured
 
@@ -101,6 +102,7 @@ class DerivationPanel(Panel):
         self._drawn = None
         self.offset = (0, 0)                                # the trace's (row, column) of the map's cell (0, 0)
         self._map_note = "click any cell of the map to derive it"
+        self.bars_given_up = False                          # the room has no q·k bars (_arrange): the readout says so
         self.job = Background(self)                         # a long trace's cell, derived off the GUI thread
         self.job.done.connect(self._on_derived)
         self._asked = None
@@ -199,7 +201,7 @@ class DerivationPanel(Panel):
                          f"recomputed (max |Δ| {derived.max_delta:.1e})"
                          + ("; its output replaced by the experiment" if derived.replaced_by else ""))
         self._map_note = cell.note
-        self.readout.setText(cell.note)
+        self._say_note()
         QTimer.singleShot(0, self, self._measure_axes)      # once the new labels are laid out
 
     def _draw_map(self, cell: DerivedCell) -> None:
@@ -278,18 +280,21 @@ class DerivationPanel(Panel):
 
     def _arrange(self, width: int, height: int) -> None:
         """The map the largest square view the splitter's room gives it (adaptive.square_placement), the q·k bars
-        beside or under it where that costs the map little, the text the rest (READABLE_CHARS of its font where the
-        room also has the map's least, else TEXT_LEAST_PX); the map given up where it has no VIEW_PX. A function of
-        the room alone, but for the shares a person dragged a splitter to (_kept): shrunk to the window's least and
-        grown back, the map at 1366 x 768 kept 118 px of its 360 under the bars, and at 1920 x 1080 it was a
-        260 x 900 px column of oblong cells."""
+        beside or under it wherever the room has their VIEW_PX too (keep_second: the map then smaller, where a ratio
+        of the map's sides, moved by a few px of a model's key labels, gave them up for one model and not the next;
+        where the room has none, the readout says so), the text the rest (READABLE_CHARS of its font where the room
+        also has the map's least, else TEXT_LEAST_PX); the map given up where it has no VIEW_PX. A function of the
+        room alone, but for the shares a person dragged a splitter to (_kept): shrunk to the window's least and grown
+        back, the map at 1366 x 768 kept 118 px of its 360 under the bars, and at 1920 x 1080 it was a 260 x 900 px
+        column of oblong cells."""
         room, handles = (width, height), (self.splitter.handleWidth(), self.plots.handleWidth())
         placed = square_placement(room, handles, (self.axes_px["map"], self.axes_px["bars"]), VIEW_PX + MARGIN_PX,
-                                  TEXT_LEAST_PX, PARTS[0] / sum(PARTS), readable_px(self.text, READABLE_CHARS))
+                                  TEXT_LEAST_PX, PARTS[0] / sum(PARTS), readable_px(self.text, READABLE_CHARS),
+                                  keep_second=True)
         self.plots.setVisible(placed is not None)
+        self._give_up_bars(placed is None or placed.inner == "alone")
         if placed is None:
             return
-        self.products_view.setVisible(placed.inner != "alone")
         beside = placed.outer == "beside"
         orientation = Qt.Orientation.Horizontal if beside else Qt.Orientation.Vertical
         self.splitter.setOrientation(orientation)
@@ -309,6 +314,18 @@ class DerivationPanel(Panel):
             self.plots.setSizes([first, max(0, length - first)])
         if not self._measured and self.map is not None and self.view.isVisible():
             QTimer.singleShot(0, self, self._measure_axes)       # drawn while given up: its axes as laid out now
+
+    def _give_up_bars(self, given_up: bool) -> None:
+        """Hide the q·k bars where the room has no VIEW_PX for them beside the map and a readable text, saying so."""
+        self.products_view.setVisible(not given_up)
+        if given_up != self.bars_given_up:
+            self.bars_given_up = given_up
+            self._say_note()
+
+    def _say_note(self) -> None:
+        """The derived cell's note, and where the room has no q·k bars, that they were given up and why."""
+        if self.cell is not None:
+            self.readout.setText(self._map_note + (f"; {NO_BARS}" if self.bars_given_up else ""))
 
     def _least_px(self, plot: str, across: bool) -> int:
         """The least px of `plot` ("map" or "bars") across (else down): its axes and a view of VIEW_PX."""

@@ -98,19 +98,22 @@ def readable_px(text: QTextEdit, chars: int) -> int:
 
 
 def square_placement(room: tuple[int, int], handles: tuple[int, int], axes: tuple[tuple[int, int], tuple[int, int]],
-                     least: int, text_least: int, share: float, readable: int | None = None) -> Placement | None:
+                     least: int, text_least: int, share: float, readable: int | None = None,
+                     keep_second: bool = False) -> Placement | None:
     """The placement that gives the square plot (axes[0], its axes' px across and down) the largest square view,
     the second plot (axes[1]) beside or under it where that costs the square little (KEEP_SECOND), every view at
     least `least` px each way and the text `text_least` px; the second plot's part grows to `share` of the panel.
     With `readable` (px, e.g. readable_px of the text), the text keeps that much wherever the room also has the
     square plot's least, the square giving up size first, and the second plot stays shown wherever a text of
     `text_least` left it room; where it does not, the text narrows to `text_least`. Placement.text says which.
+    With `keep_second`, the second plot is shown wherever some placement has room for it (the square then smaller):
+    a panel whose second plot is part of what it explains, not a garnish the square may take the room of.
     A function of the room alone, never of the sizes before: None where even the square plot alone has no room."""
-    narrow = _chosen(_found(room, handles, axes, least, text_least, share))
+    narrow = _chosen(_found(room, handles, axes, least, text_least, share), keep_second)
     if readable is None:
         return narrow
     found = _found(room, handles, axes, least, readable, share)
-    placed = _chosen(found)
+    placed = _chosen(found, keep_second)
     if placed is None:
         return narrow
     if placed.inner == "alone" and narrow is not None and narrow.inner != "alone":
@@ -125,8 +128,11 @@ def _found(room, handles, axes, least: int, text_least: int, share: float) -> li
             for placement in _placements(outer, room, handles, axes, least, text_least, share)]
 
 
-def _chosen(found: list[Placement]) -> Placement | None:
-    """The square plot's largest view, with the second plot where that keeps KEEP_SECOND of the square alone's."""
+def _chosen(found: list[Placement], keep_second: bool = False) -> Placement | None:
+    """The square plot's largest view, with the second plot where that keeps KEEP_SECOND of the square alone's
+    (with `keep_second`, wherever it has room)."""
+    if keep_second and _paired(found) is not None:
+        return _paired(found)
     alone = max((p for p in found if p.inner == "alone"), key=lambda p: p.side, default=None)
     largest = max((p.side for p in found if p.inner != "alone"), default=None)
     if largest is not None and (alone is None or largest >= KEEP_SECOND * alone.side):
@@ -161,9 +167,13 @@ def _placements(outer: str, room, handles, axes, least: int, text_least: int, sh
     found.append(Placement(outer, "alone", side + square_along, side + square_along, side, text_least,
                            across - square_across - side))
     side = min(most - square_along, across - inner_handle - least - other_across - square_across)   # across
+    if other > most:             # the second plot's view is its part less its axes: 113 px where `most` cut it
+        side = -1
     part = min(most, max(side + square_along, other))
     found.append(Placement(outer, "stacked" if beside else "beside", part, side + square_across, side, text_least))
     side = min(across - square_across, most - inner_handle - other - square_along)                    # along
+    if across - other_across < least:
+        side = -1
     part = min(most, max(side + square_along + inner_handle + other, int(share * along)))
     found.append(Placement(outer, outer, part, side + square_along, side, text_least, across - square_across - side))
     return [placement for placement in found if placement.side >= least]
