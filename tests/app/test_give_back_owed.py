@@ -61,17 +61,17 @@ def _taken(queue: RequestQueue) -> list:
 @pytest.mark.parametrize("replacing", [Replay(ids=(9, 8)), Prefill(ids=(9,)), Load(path="m")],
                          ids=["the session's replay", "a run", "a load"])
 def test_a_request_that_starts_over_drops_the_owed_give_back(replacing):
-    taken = _taken(_owing(ModelJob(job=None), replacing))       # a panel's job borrows the decoder before it
+    taken = _taken(_owing(ModelJob(job=None), replacing))       # a panel's job borrows the decoder queued before it
     kept = [] if isinstance(replacing, Load) else [ModelJob]      # a load drops the job queued
-    assert [type(r) for r in taken] == [*kept, type(replacing)]
+    assert [type(r) for r in taken] == [type(replacing), *kept]   # the person's request first (request_queue._priority)
     assert not any(getattr(r, "give_back", False) for r in taken)
 
 
 @pytest.mark.parametrize("reading", [Step(), SetIntervention(intervention=None)], ids=["a step", "a redo"])
 def test_a_request_that_reads_the_decoder_gets_the_give_back_first(reading):
     taken = _taken(_owing(SetSampling(sampling=None), ModelJob(job=None), reading))
-    assert [type(r) for r in taken] == [SetSampling, ModelJob, Replay, type(reading)]
-    give_back = taken[2]
+    assert [type(r) for r in taken] == [SetSampling, Replay, type(reading), ModelJob]     # the panel's job last
+    give_back = taken[1]
     assert give_back.give_back and (give_back.ids, give_back.forced, give_back.n_steps) == (
         SHOWN.ids, SHOWN.forced, SHOWN.n_steps)
 

@@ -16,7 +16,7 @@ from PySide6.QtCore import QObject, Signal
 from explorer.app.state.words import plural
 from explorer.app.thread.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory, lending
 from explorer.app.thread.replay import holds, redo_arguments, replay_arguments, replay_steps
-from explorer.app.thread.request_queue import Cancelled, RequestQueue
+from explorer.app.thread.request_queue import Cancelled, JobYields, RequestQueue
 from explorer.app.thread.requests import (
     Back,
     Candidates,
@@ -309,10 +309,23 @@ class DecodeLoop:
                                           "token": int(decoder.trace.token_ids[request.position])})
 
     def _model_job(self, request: ModelJob) -> None:
+        """Run a panel's job; one that checks its cancel flag while a person's request waits yields to it there
+        (RequestQueue.yields) and is queued again, to run anew after it."""
         if self._state.loaded is None:
             raise ExplorerError("No model is loaded yet; open one from the Model menu first.")
-        with lending(self._state.decoder):               # its cache serves one position's row
-            request.job(self._state.loaded, lambda: self._queue.is_cancelled(request))
+
+        def cancelled() -> bool:
+            if self._queue.is_cancelled(request):
+                return True
+            if self._queue.yields(request):
+                raise JobYields()
+            return False
+
+        try:
+            with lending(self._state.decoder):           # its cache serves one position's row
+                request.job(self._state.loaded, cancelled)
+        except JobYields:
+            self._queue.requeue(request)
 
     def _set_recording(self, request: SetRecording) -> None:
         """A new decoder recording in the new dtype, which redoes the current run exactly."""

@@ -3,9 +3,11 @@
 A request that has not started yet may be merged with the next one (Step + Step
 is Step(2); Step + Back cancel out) or dropped when a newer request makes it
 pointless (a new prompt drops the steps queued for the old one). A replay of the
-very trace a running replay rebuilds joins it rather than cancelling it. Every change
-happens under one lock, so the GUI thread and the model thread can never see
-half a queue.
+very trace a running replay rebuilds joins it rather than cancelling it. A person's
+own request (a run, a step, a setting, a model) goes ahead of the panels' background
+jobs queued (`_priority`), and a job running that checks its cancel flag yields to it
+(`JobYields`). Every change happens under one lock, so the GUI thread and the model
+thread can never see half a queue.
 """
 from __future__ import annotations
 
@@ -34,10 +36,25 @@ class Cancelled(Exception):
     """The running request was cancelled; the worker drops it silently."""
 
 
+class JobYields(BaseException):
+    """Raised by a panel's job's cancel check while a person's request waits (`RequestQueue.yields`): the job
+    stops there and is queued again behind that request. A BaseException, as asyncio.CancelledError is, so that
+    the job's own `except Exception` (ModelCall's, which would answer "failed") lets it through unanswered."""
+
+
 _DECODING = (Prefill, Step, Back, Force, Replay, LogitLens, Candidates)
 _SETTINGS = (SetSampling, SetRecording, SetIntervention)       # kept by a cancel and by a new model
 _NEW_MODEL = (Load, Unload)                                    # another model, or none: the trace starts over
 _STARTS_OVER = (*_NEW_MODEL, Prefill, Replay)                  # set the decoder anew: a give-back before is wasted
+
+
+PERSON, BACKGROUND = 0, 1     # the priorities: what a person asked directly runs before the panels' own jobs
+
+
+def _priority(request) -> int:
+    """A panel's model job (the head atlas's scoring, an attribution) is background work that a person's direct
+    action (Run, Step, an Alt-click's replay, a setting, a model) goes ahead of; the one place that says so."""
+    return BACKGROUND if isinstance(request, ModelJob) else PERSON
 
 
 def _start_length(request, otherwise: int | None) -> int | None:
@@ -141,26 +158,43 @@ class RequestQueue:
             return self._discarded_through
 
     def jobs_ahead(self) -> list[str]:
-        """What the run of the prompt queued last waits behind: the names of the panels' model jobs running or
-        queued before it (RequestQueue holds them in order; a job has its `what`, else it is "another job"), or
-        none where the request queued last runs no prompt or nothing waits ahead of it."""
+        """What the person's request queued last waits behind, where it runs the prompt: the `what` of each
+        panel's model job running or queued before it (see `_order`), else none."""
         with self._lock:
-            last = self._pending[-1] if self._pending else None
+            order = self._order()
+            asked = [index for index, request in enumerate(order)
+                     if request is not self._running and _priority(request) == PERSON]
+            last = order[asked[-1]] if asked else None
             if not (isinstance(last, (Prefill, Replay)) or getattr(last, "redo", False)):
                 return []
-            ahead = [r for r in (self._running, *self._pending[:-1])
-                     if isinstance(r, ModelJob) and r.seq not in self._cancelled]
-            return [_what(r) for r in ahead]
+            return [_what(r) for r in order[:asked[-1]] if isinstance(r, ModelJob)]
 
     def jobs(self) -> dict:
         """What the model thread is doing and what waits, in words: {"running": the `what` of the request running
         (None: nothing), "queued": the `what` of each panel's job queued, in order}. A comparison queued behind
         the head atlas says so from this (the Next token panel)."""
         with self._lock:
-            running = self._running if self._running is not None and self._running.seq not in self._cancelled \
-                else None
+            order = self._order()
+            running = order[0] if order and order[0] is self._running else None
             return {"running": None if running is None else _what(running),
-                    "queued": tuple(_what(r) for r in self._pending if isinstance(r, ModelJob))}
+                    "queued": tuple(_what(r) for r in order[running is not None:] if isinstance(r, ModelJob))}
+
+    def yields(self, request) -> bool:
+        """Whether the running `request`, a panel's job, should stop at its cancel check for a person's request
+        queued behind it (JobYields): that one runs first, and the job again after it."""
+        with self._lock:
+            return (request is self._running and not self._closed and request.seq not in self._cancelled
+                    and any(_priority(r) < _priority(request) for r in self._pending))
+
+    def requeue(self, request) -> None:
+        """Queue `request`, a job that yielded, again: first among the jobs of its priority, as it was."""
+        with self._lock:
+            if self._closed or request.seq in self._cancelled:
+                return
+            at = next((i for i, r in enumerate(self._pending) if _priority(r) >= _priority(request)),
+                      len(self._pending))
+            self._pending.insert(at, request)
+            self._lock.notify_all()
 
     def pending(self) -> list:
         with self._lock:
@@ -230,6 +264,19 @@ class RequestQueue:
         if self.is_cancelled(request):
             raise Cancelled()
 
+    # ----- order (lock held) -----------------------------------------------------------
+    def _order(self) -> list:
+        """The requests in the order the model thread runs them: the running one, unless it was cancelled (it
+        ends at its next check and nothing waits for it), then those queued."""
+        running = self._running
+        alive = running is not None and running.seq not in self._cancelled
+        return [running, *self._pending] if alive else list(self._pending)
+
+    def _lane_end(self, request) -> int:
+        """Where `request` is queued: after every request queued of its priority or a higher one (_priority)."""
+        return next((i for i, r in enumerate(self._pending) if _priority(r) > _priority(request)),
+                    len(self._pending))
+
     # ----- give-backs (lock held) -----------------------------------------------------
     def _numbered(self, replay: Replay) -> Replay:
         self._next_seq += 1
@@ -251,7 +298,8 @@ class RequestQueue:
 
     # ----- coalescing (lock held) -----------------------------------------------------
     def _coalesce(self, request) -> None:
-        last = self._pending[-1] if self._pending else None
+        at = self._lane_end(request) - 1      # the request it would be queued right behind, merged with
+        last = self._pending[at] if at >= 0 else None
         if isinstance(request, _NEW_MODEL):
             self._pending = [r for r in self._pending if isinstance(r, _SETTINGS)]   # settings stay
             self._cancel_running(lambda running: True)
@@ -261,26 +309,26 @@ class RequestQueue:
                 return                      # it joins the replay running: that one ends with the same trace
             self._cancel_running(lambda running: isinstance(running, _DECODING))
         elif isinstance(request, Step) and isinstance(last, Step):
-            self._pending[-1] = replace(last, count=last.count + request.count, seq=request.seq)
+            self._pending[at] = replace(last, count=last.count + request.count, seq=request.seq)
             return
         elif isinstance(request, Back) and isinstance(last, Step):
             if last.count > request.count:
-                self._pending[-1] = replace(last, count=last.count - request.count, seq=request.seq)
+                self._pending[at] = replace(last, count=last.count - request.count, seq=request.seq)
             else:
-                self._pending.pop()
+                self._pending.pop(at)
                 if last.count < request.count:
                     self._coalesce(replace(request, count=request.count - last.count))
             return
         elif isinstance(request, Back) and isinstance(last, Back):
-            self._pending[-1] = replace(last, count=last.count + request.count, seq=request.seq)
+            self._pending[at] = replace(last, count=last.count + request.count, seq=request.seq)
             return
         elif isinstance(request, SetIntervention) and isinstance(last, SetIntervention):
-            self._pending[-1] = request
+            self._pending[at] = request
             return
         elif isinstance(request, SetSampling) and isinstance(last, SetSampling):
-            self._pending[-1] = request
+            self._pending[at] = request
             return
-        self._pending.append(request)
+        self._pending.insert(self._lane_end(request), request)
 
     def _sync_if_nothing_left(self) -> None:
         """A push eaten by coalescing (Back after Step) or a cancel can leave nothing to finish; then
