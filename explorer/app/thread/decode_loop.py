@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, Signal
 
 from explorer.app.state.words import plural
 from explorer.app.thread.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory, lending
+from explorer.app.thread.pass_progress import layer_progress, prefill_share, replay_words, step_progress
 from explorer.app.thread.replay import holds, redo_arguments, replay_arguments, replay_steps
 from explorer.app.thread.request_queue import Cancelled, JobYields, RequestQueue
 from explorer.app.thread.requests import (
@@ -208,20 +209,15 @@ class DecodeLoop:
 
     @contextmanager
     def _layer_progress(self, decoder, request, what: str, share: float = 1.0):
-        """While a prefill runs, report each layer done (run_progress) and stop it between layers once the
-        request is cancelled (the decoder's cache and trace are then empty). The emptied trace is handed back
-        unless the model thread gives the GUI's trace back itself (_keep_shown), or a prefill or replay queued
-        behind sets the decoder anew: read as a cancelled run, it would have the GUI give back the trace
-        shown over the newer run. The layers fill `share` of the bar: the steps a replay decodes after fill the rest
-        (its last layer is not 100 % while they run)."""
-        def report(done: int, total: int) -> None:
-            if self._queue.is_cancelled(request):
-                raise Cancelled()
-            self._emit.run_progress.emit(share * done / total, f"{what}: layer {done} of {total}")
-
-        decoder.progress = report
+        """While a prefill runs, report each layer done (pass_progress.layer_progress) and stop it between layers
+        once the request is cancelled (the decoder's cache and trace are then empty). The emptied trace is handed
+        back unless the model thread gives the GUI's trace back itself (_keep_shown), or a prefill or replay queued
+        behind sets the decoder anew: read as a cancelled run, it would have the GUI give back the trace shown over
+        the newer run."""
         try:
-            yield
+            with layer_progress(decoder, self._emit.run_progress.emit, lambda: self._queue.check(request), what,
+                                share):
+                yield
         except Cancelled:
             if decoder is not self._state.decoder:   # a prefill on a decoder of its own: the decoder kept its run
                 if self._window_keeps_shown() and not self._queue.starts_over(loads=False):
@@ -232,8 +228,6 @@ class DecodeLoop:
                 else:                            # gives the decoder the GUI's trace back, before any read
                     self._hand_back(decoder.trace)   # stopped after the cache was reset: the decoder holds nothing
             raise
-        finally:
-            decoder.progress = None
 
     def _step(self, request: Step) -> None:
         decoder = self._decoder(need_trace=True)
@@ -275,27 +269,14 @@ class DecodeLoop:
 
     def _run_again(self, decoder, ids, forced: dict, n_steps: int, request, decoded=()) -> None:
         """Prefill `ids`, then go to `n_steps` steps (replay.replay_steps: forced[i] forced, decoded[i] taken)."""
-        steps = f" before decoding {plural(n_steps - 1, 'token')}" if n_steps > 1 else ""
-        what = f"Replaying the prompt's {plural(len(ids), 'token')}{steps}"
-        share = len(ids) / (len(ids) + n_steps - 1)     # the bar's part of the prefill: by the tokens each runs
+        what, share = replay_words(len(ids), n_steps), prefill_share(len(ids), n_steps)
         with self._layer_progress(decoder, request, what, share):
             trace = decoder.prefill(ids)
-        trace = replay_steps(decoder, trace, forced, n_steps, decoded, self._step_progress(request, what, share,
-                                                                                          n_steps - 1))
+        check = step_progress(lambda: self._queue.check(request), self._emit.run_progress.emit, what, share,
+                              n_steps - 1)
+        trace = replay_steps(decoder, trace, forced, n_steps, decoded, check)
         self._held_is_current = True
         self._hand_back(trace)
-
-    def _step_progress(self, request, what: str, share: float, n_steps: int):
-        """replay_steps' check before each step, which also reports the steps done past the prefill's `share`."""
-        done = iter(range(n_steps + 1))
-
-        def check() -> None:
-            self._queue.check(request)
-            step = next(done, n_steps)
-            if n_steps:
-                self._emit.run_progress.emit(share + (1 - share) * step / n_steps,
-                                             f"{what}: token {step} of {n_steps} decoded")
-        return check
 
     def _logit_lens(self, request: LogitLens) -> None:
         decoder = self._decoder_at(request.position)
