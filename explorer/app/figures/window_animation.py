@@ -17,6 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication, QDockWidget, QWidget
 
 from explorer.app.figures import export_dialogs
@@ -25,6 +26,7 @@ from explorer.drawing import export
 
 SETTLE_S = 10.0        # at most this long for the model thread and the panels' drawings in turns to finish a step
 QUIET_PASSES = 2       # passes of the event loop in a row with nothing asked nor drawing: the step is drawn
+STEADY_TRIES = 4       # grabs at most, a settle apart, until two in a row agree
 
 
 def record_window(window, path: Path, frame_ms: int = FRAME_MS, progress: Callable[[int, int], None] | None = None,
@@ -43,7 +45,7 @@ def record_window(window, path: Path, frame_ms: int = FRAME_MS, progress: Callab
     def draw(step: int, frame: Path) -> Path:
         session.select(step=None if step == trace.n_steps - 1 else step)     # None: the latest, as the slider
         settle(window)
-        return save_grab(window, frame, size)
+        return save_image(steady_grab(window), frame, size)
     try:
         return write_animation(path, trace.n_steps, draw, frame_ms, progress, cancelled)
     finally:
@@ -75,9 +77,29 @@ def drawing_panels(window) -> list[QWidget]:
             and getattr(panel, "drawing", False) is True]
 
 
+def steady_grab(window) -> QImage:
+    """The window as it stands once drawing it changes it no more. A paint can change what the next paint
+    shows: pyqtgraph sizes an axis as it paints its labels, and the view laid out again for it (and the tiles
+    scrolled back into sight) shows only after a later pass of the event loop; a window not yet repainted since
+    the step was selected is first painted by the grab itself. So the window is grabbed, settled and grabbed
+    again until two grabs in a row agree (at most STEADY_TRIES grabs: something that animates never agrees)."""
+    image = window.grab().toImage()
+    for _ in range(STEADY_TRIES - 1):
+        settle(window)
+        again = window.grab().toImage()
+        if again == image:
+            break
+        image = again
+    return image
+
+
 def save_grab(window, frame: Path, size: list[QSize]) -> Path:
     """The window grabbed to `frame` (PNG), at the first frame's size."""
-    image = window.grab().toImage()
+    return save_image(window.grab().toImage(), frame, size)
+
+
+def save_image(image: QImage, frame: Path, size: list[QSize]) -> Path:
+    """`image` (a grab of the window) written to `frame` (PNG), at the first frame's size."""
     if not size:
         size.append(image.size())
     elif image.size() != size[0]:
