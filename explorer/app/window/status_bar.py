@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QEvent, QRect, QSize, Qt
 from PySide6.QtGui import QFont, QFontMetrics, QPainter
-from PySide6.QtWidgets import QLabel, QSizeGrip, QStatusBar, QWidget
+from PySide6.QtWidgets import QLabel, QSizeGrip, QStatusBar, QStyle, QStyleOption, QToolTip, QWidget
 
 from explorer.app.state.words import plural, step_name
 from explorer.app.widgets.token_table import n_tokens_at
@@ -27,8 +27,12 @@ def attention_label(info: ModelInfo) -> str:
 
 SAVED_MS = 8000         # how long "Saved head.png (640×480 px)" stays up
 NOTICE_ROOM_PX = 320    # the most room a notice or the error line takes on the left; the fields shorten to leave it
+# Before QStatusBar has laid the fields out (StatusLine._estimated_box); after, each is read from the fields' places
 BOX_LEAD_PX = 2         # QStatusBar's spacing before its first widget, inside the box the fields are laid out in
-GAP_PX = 6              # that box's spacing between two fields
+GAP_PX = 6              # that box's spacing between two fields, and between it and the size grip
+MESSAGE_LEFT_PX = 6     # where QStatusBar draws a notice from (QStatusBarPrivate::messageRect)
+MESSAGE_END_PX = 2      # and how far left of the first permanent field it ends
+MESSAGE_RIGHT_PX = 12   # or short of the bar's right end, where no size grip is shown
 DROPPED = -1            # a field's form index when it gives up its place (StatusLine._fit)
 
 
@@ -177,6 +181,7 @@ class StatusLine(QStatusBar):
         self.session = session
         self._shown: tuple[Trace | None, int | None] | None = None    # (trace, step) the step field shows
         self.fields: dict[str, Field] = {}
+        self._box: tuple[int, int, int] | None = None    # (left, right, gap) of the fields' box, once laid out
         self._under_way = ""                 # the notice of work under way shown, until the model is next idle
         self._busy_since_notice = False      # it is the model's work once the model was busy after it was shown
         self._busy = False
@@ -251,19 +256,44 @@ class StatusLine(QStatusBar):
         self._fit()
 
     def _fields_room(self) -> int:
-        """The width the fields may take: the box QStatusBar lays them out in (its width less the size grip's), less
-        the room a notice or the error line on its left takes. At 796 px the fields had left both 0 px wide, "Saved
-        head.png" and "Cannot write head.png" unseen."""
-        # Read from the bar's own size and its grip, not QStatusBar's private layout: walking that from Python met a
-        # QSpacerItem where a layout had been (a wrapper of a deleted item) and raised in the event loop.
-        grip = self.findChild(QSizeGrip)
-        grip_px = grip.width() if grip is not None and grip.isVisible() else 0
-        width = self.width() - 2 * GAP_PX - grip_px - BOX_LEAD_PX
+        """The width the fields may take: the box QStatusBar lays them out in, less the room a notice or the error
+        line on its left takes. At 796 px the fields had left both 0 px wide, "Saved head.png" and "Cannot write
+        head.png" unseen."""
+        box = self._box or self._estimated_box()
+        left, right, gap = box
         if self.error_line.message:
-            return width - NOTICE_ROOM_PX
-        if self.currentMessage():           # drawn from 6 px, and ended 12 px left of the first field
-            return width - min(NOTICE_ROOM_PX, self.fontMetrics().horizontalAdvance(self.currentMessage()) + 18)
-        return width
+            return right - left - NOTICE_ROOM_PX - gap
+        if self.currentMessage():        # drawn from MESSAGE_LEFT_PX, ended MESSAGE_END_PX left of the first field
+            needed = MESSAGE_LEFT_PX + self.fontMetrics().horizontalAdvance(self.currentMessage()) + MESSAGE_END_PX
+            return right - min(NOTICE_ROOM_PX, needed)
+        return right - left
+
+    def _estimated_box(self) -> tuple[int, int, int]:
+        """(left, right, gap) of the box the fields are laid out in, guessed from the bar's width and its size grip
+        before QStatusBar has laid them out (_measure_box reads it after)."""
+        grip = self.findChild(QSizeGrip)
+        grip_px = grip.width() + GAP_PX + 1 if grip is not None and grip.isVisible() else 0
+        return BOX_LEAD_PX, self.width() - grip_px, GAP_PX
+
+    def _measure_box(self) -> None:
+        """Read the fields' box from where QStatusBar laid them, as it did it (after a resize or a layout
+        request): its right end is the right edge of the rightmost field shown (the stretch on their left takes
+        the slack), the gap the one between two fields shown side by side, its left end the error line's left
+        where it was shown. Read from the widgets, not QStatusBar's private layout: walking that from Python met
+        a QSpacerItem where a layout had been (a wrapper of a deleted item) and raised in the event loop. The
+        estimate from the grip and Qt's spacings (_estimated_box) shrank the fields 5 px early."""
+        shown = sorted((field.geometry() for field in self.fields.values() if field.isVisible()), key=QRect.left)
+        if not self.isVisible() or not shown:
+            return
+        left, _right, gap = self._box or self._estimated_box()
+        gaps = [after.left() - before.right() - 1 for before, after in zip(shown, shown[1:])]
+        gap = min((px for px in gaps if px >= 0), default=gap)
+        if self.error_line.isVisible():
+            left = self.error_line.x()
+        box = (left, max(rect.right() + 1 for rect in shown), gap)
+        if box != self._box:
+            self._box = box
+            self._fit()
 
     def _fit(self) -> None:
         """Each field's form: the whole texts where they fit, else the moves of SHRINK_ORDER, one at a time, until
@@ -271,11 +301,12 @@ class StatusLine(QStatusBar):
         forms = dict.fromkeys(self.FIELDS, 0)
         rooms = {name: [field.room(form) for form in range(len(field.forms))] for name, field in self.fields.items()}
         room = self._fields_room()
+        gap = (self._box or self._estimated_box())[2]
 
         def width() -> int:
             shown = [rooms[name][min(form, len(rooms[name]) - 1)] for name, form in forms.items() if form != DROPPED]
             shown = [px for px in shown if px]
-            return sum(shown) + GAP_PX * max(len(shown) - 1, 0)
+            return sum(shown) + gap * max(len(shown) - 1, 0)
 
         for name, form in SHRINK_ORDER:
             if width() <= room:
@@ -285,8 +316,67 @@ class StatusLine(QStatusBar):
             self.fields[name].draw_form(form)
 
     def resizeEvent(self, event) -> None:
-        super().resizeEvent(event)
+        super().resizeEvent(event)                  # QStatusBar's layout has placed the fields for the new width
+        self._measure_box()
         self._fit()
+
+    def event(self, event) -> bool:
+        if event.type() == QEvent.Type.ToolTip and self._on_tooltip(event):
+            return True
+        handled = super().event(event)
+        if event.type() == QEvent.Type.LayoutRequest:     # the layout has placed the fields again
+            self._measure_box()
+        return handled
+
+    def message_rect(self) -> QRect:
+        """Where the notice is drawn: from MESSAGE_LEFT_PX to MESSAGE_END_PX short of the first permanent widget
+        shown (or of the size grip), as QStatusBar draws it (QStatusBarPrivate::messageRect)."""
+        grip = self.findChild(QSizeGrip)
+        right = grip.x() if grip is not None and grip.isVisible() else self.width() - MESSAGE_RIGHT_PX
+        permanent = [child.x() - MESSAGE_END_PX for child in self._widgets_shown() if child is not self.error_line]
+        right = min([right, *permanent])
+        return QRect(MESSAGE_LEFT_PX, 0, right - MESSAGE_LEFT_PX, self.height())
+
+    def _widgets_shown(self) -> list[QWidget]:
+        """The bar's own widgets shown (QStatusBar hides the others under a notice), the size grip aside."""
+        children = self.findChildren(QWidget, options=Qt.FindChildOption.FindDirectChildrenOnly)
+        return [child for child in children if child.isVisible() and not isinstance(child, QSizeGrip)]
+
+    def shown_message(self) -> str:
+        """The notice as drawn: whole where it fits its room, else elided with "…" (the whole in the tooltip).
+        QStatusBar cut it at the first field, mid-word: "…text ends here. Back, or click another c" beside the
+        translator's fields at 1366 px (issue 22)."""
+        whole, room = self.currentMessage(), self.message_rect().width()
+        metrics = self.fontMetrics()
+        # elidedText measures fractional widths: a text as wide as its rounded room would lose its end
+        if metrics.horizontalAdvance(whole) <= room:
+            return whole
+        return metrics.elidedText(whole, Qt.TextElideMode.ElideRight, max(room, 0))
+
+    def paintEvent(self, event) -> None:
+        """What QStatusBar.paintEvent draws (the panel, each shown widget's frame, the notice), the notice
+        elided to its room (shown_message)."""
+        painter = QPainter(self)
+        option = QStyleOption()
+        option.initFrom(self)
+        self.style().drawPrimitive(QStyle.PrimitiveElement.PE_PanelStatusBar, option, painter, self)
+        for child in self._widgets_shown():
+            frame = QStyleOption()
+            frame.rect, frame.palette = child.geometry().adjusted(-2, -1, 2, 1), self.palette()
+            frame.state = QStyle.StateFlag.State_None
+            self.style().drawPrimitive(QStyle.PrimitiveElement.PE_FrameStatusBarItem, frame, painter, child)
+        if self.currentMessage():
+            painter.setPen(self.palette().windowText().color())
+            flags = Qt.AlignmentFlag.AlignLeading | Qt.AlignmentFlag.AlignVCenter | Qt.TextFlag.TextSingleLine
+            painter.drawText(self.message_rect(), int(flags), self.shown_message())
+
+    def _on_tooltip(self, event) -> bool:
+        """The whole notice as the tooltip over it, where it is elided."""
+        whole = self.currentMessage()
+        if whole and self.message_rect().contains(event.pos()) and self.shown_message() != whole:
+            QToolTip.showText(event.globalPos(), whole, self, self.message_rect())
+            return True
+        return False
 
     def show_saved(self, line: str) -> None:
         """What an export wrote, one line ("Saved head.png (640×480 px)"), for SAVED_MS: a save said nothing, so
