@@ -97,12 +97,12 @@ def followed_words(result) -> str:
 
 
 class StageWords(QLabel):
-    """A progress bar's words, wrapped at their spaces onto LINES lines (steady_progress.word_lines, as the
-    Loading dialog's), a text longer still cut after its last whole word with "…", whole in the tooltip. Its
-    height is LINES lines whatever the text, so the row keeps its place. Elided on one line beside the bar it
-    read "39% decodi…" at 1366x768 (drive21 m1)."""
+    """A progress bar's words on one line (steady_progress.word_lines), a text longer than the line cut after its
+    last whole word with "…", whole in the tooltip; one line high whatever the text, so the row keeps its place.
+    Cut at any character it read "39% decodi…" at 1366x768 (drive21 m1); on two lines in the ~85 px left it beside
+    the controls, "21%" over "replicating…" (issue 22): the bar and its words now have a row of their own."""
 
-    LINES = 2
+    LINES = 1
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -134,8 +134,8 @@ class StageWords(QLabel):
 
 
 class StageBar(QProgressBar):
-    """A progress bar whose format is "%p% <stage>", its words drawn beside it in `words` (StageWords: on two
-    lines, whole words), not on it: Fusion centres a bar's text, and the chunk growing under it hid
+    """A progress bar whose format is "%p% <stage>", its words drawn beside it in `words` (StageWords: one line,
+    whole words), not on it: Fusion centres a bar's text, and the chunk growing under it hid
     the first digit ("30%" read "80%" beside Learn at 1366 px, issue 22)."""
 
     def __init__(self, parent=None) -> None:
@@ -176,9 +176,14 @@ class WhatIfView(QWidget):
         self.progress.setRange(0, 100)
         for widget in (QLabel("what if:"), self.variant_box, self.steps_box, self.run_button, self.cancel_button):
             row.addWidget(widget)
-        row.addWidget(self.progress, 1)
-        row.addWidget(self.progress.words, 2)
+        row.addStretch(1)
         layout.addLayout(row)
+        # A row of their own: beside the controls, in the tab's ~610 px beside Learn at 1366x768, the bar had
+        # ~45 px and its words two lines ("21%" over "replicating…", issue 22)
+        progress_row = QHBoxLayout()
+        progress_row.addWidget(self.progress, 1)
+        progress_row.addWidget(self.progress.words, 2)
+        layout.addLayout(progress_row)
         self.run_summary = QLabel(" ")
         self.run_summary.setWordWrap(True)
         layout.addWidget(self.run_summary)
