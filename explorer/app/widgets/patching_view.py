@@ -54,23 +54,33 @@ UNEXPECTED = "The job failed:"     # how ModelCall words a fault of the program 
 
 class DefaultTextField(QLineEdit):
     """A line edit that asks for the width its default text needs, where a QLineEdit asks for 17 x's whatever
-    its text: the controls' column is then as wide as its default texts. Only asked: its least width stays a
-    QLineEdit's, so no text sets the window's."""
+    its text: the controls' column is then as wide as its default texts. Its least width is room for
+    LEAST_CHARS average characters, never its text's, so no text sets the window's: the target and against
+    fields, 35 px at 1366x768 beside Learn, showed 4 letters (issue 22)."""
+
+    LEAST_CHARS = 12
 
     def __init__(self, text: str) -> None:
         super().__init__(text)
         self.default_width = self.fontMetrics().horizontalAdvance(text)
 
+    def _width_for(self, text_px: int) -> int:
+        """The field's width with `text_px` for its text: a QLineEdit's asked width less its 17 x's, plus that."""
+        return super().sizeHint().width() - 17 * self.fontMetrics().horizontalAdvance("x") + text_px
+
     def sizeHint(self) -> QSize:
-        hint = super().sizeHint()
-        metrics = self.fontMetrics()
-        return QSize(hint.width() + self.default_width - 17 * metrics.horizontalAdvance("x"), hint.height())
+        least = self.LEAST_CHARS * self.fontMetrics().averageCharWidth()
+        return QSize(self._width_for(max(self.default_width, least)), super().sizeHint().height())
+
+    def minimumSizeHint(self) -> QSize:
+        least = self.LEAST_CHARS * self.fontMetrics().averageCharWidth()
+        return QSize(self._width_for(least), super().minimumSizeHint().height())
 
 
 class PatchingView(QWidget):
     """Prompts, target and site; Run and Cancel; a progress bar; the map as a heatmap. Side by side in a wide
-    panel, the controls two fifths of it but never narrower than their default texts need (until moved by
-    hand), the map the rest."""
+    panel, the controls half of it but never narrower than their default texts need (until moved by hand), the
+    map the rest: with two fifths the form had ~300 px beside a map of 60 % of the dock (issue 22)."""
 
     MAP_PX = 300          # side by side only where the map keeps this much: 120 px of cells, row labels, colour bar
 
@@ -120,14 +130,18 @@ class PatchingView(QWidget):
         self.target, self.against = DefaultTextField(TARGET), DefaultTextField(AGAINST)
         self.site = QComboBox()
         self.site.addItems(["head", "resid"])
-        answers = QHBoxLayout()              # a row of their own: under the prompts' columns each had 28 px
-        for widget in (self.target, QLabel("against"), self.against, QLabel("site"), self.site):
-            answers.addWidget(widget)
-        for row, (name, widget) in enumerate((("clean", self.clean), ("corrupted", self.corrupt))):
+        site = QHBoxLayout()
+        site.addWidget(self.site)
+        site.addStretch(1)
+        # A row each, as wide as the prompts: on one row with "against" and the site they had ~35 px each
+        fields = (("clean", self.clean), ("corrupted", self.corrupt), ("target", self.target),
+                  ("against", self.against), ("site", site))
+        for row, (name, field) in enumerate(fields):
             grid.addWidget(QLabel(name), row, 0)
-            grid.addWidget(widget, row, 1)
-        grid.addWidget(QLabel("target"), 2, 0)
-        grid.addLayout(answers, 2, 1)
+            if isinstance(field, QHBoxLayout):
+                grid.addLayout(field, row, 1)
+            else:
+                grid.addWidget(field, row, 1)
         buttons = QHBoxLayout()
         self.run_button, self.cancel_button = QPushButton("Run map"), QPushButton("Cancel")
         self.run_button.clicked.connect(self.run)
@@ -170,7 +184,7 @@ class PatchingView(QWidget):
             self._moved_by_hand = False
         if wide and not self._moved_by_hand:
             room = self.splitter.width() - self.splitter.handleWidth()
-            share = max(wanted, min(2 * room // 5, room - self.MAP_PX))     # two fifths where the map keeps enough
+            share = max(wanted, min(room // 2, room - self.MAP_PX))         # half where the map keeps enough
             self.splitter.setSizes([share, room - share])
 
     def _on_splitter_moved(self, _position: int, _index: int) -> None:
