@@ -25,7 +25,7 @@ from explorer.core.errors import ExplorerError
 from explorer.core.trace import Trace
 from explorer.drawing.colours import figure_colours, printed
 from explorer.drawing.export_whole import whole_tables, whole_titles
-from explorer.drawing.figures import attention_figure, lay_out
+from explorer.drawing.figures import attention_figure, kind_words, lay_out
 from explorer.drawing.heatmap_axes import text_px
 from explorer.drawing.vector_cells import baked_strokes, page_coordinates, vector_cells
 from explorer.views.image_limits import check_image_size
@@ -190,8 +190,8 @@ def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str
     images in the figure `theme` (light, print-ready, or dark; see explorer.views.figure_text.FIGURE_COLOURS),
     their text `text_scale` times its size for the image (File ▸ Export Figure Text Size).
     One head's image draws `picture` (figures.head_picture) where it is computed already; `size` None is
-    default_size's; an image's `caption` (a frame's step, step_caption) is drawn under the map; its title names
-    the attention `kind` of a model with more than one (figures.kind_words)."""
+    default_size's; an image's `caption` (a frame's step, step_caption) is drawn under the map; its title (a CSV's
+    header) names the attention `kind` of a model with more than one (figures.kind_words)."""
     path = Path(path)
     if not trace or not trace.steps:
         raise ExportError(f"Cannot export {path}: there is no trace yet; run the model first.")
@@ -203,7 +203,7 @@ def export_attention(trace: Trace, path: Path, layer: int | str, head: int | str
             raise ExportError(f"Cannot export {path}: raw matrices need one layer, not 'all'.")
         matrix = raw_attention(trace, int(layer), head, step, values, cross)
         heads = "" if head == "all" else f", head {head}"
-        return save_matrix(matrix, path, header=f"{values}, layer {layer}{heads}",
+        return save_matrix(matrix, path, header=f"{kind_words(trace, cross, kind)}{values}, layer {layer}{heads}",
                            labels=token_labels(trace, matrix.shape[-2:], cross))
     size = size or default_size(trace.model, layer, head)
     check_image_size(*size)                         # before anything is drawn (views.image_limits)

@@ -25,6 +25,7 @@ from explorer.drawing.plot_title import TITLE_SIZE
 from explorer.views.grid import Mosaic, blank_mosaic, mosaic
 from explorer.views.long_maps import THREADS, ReducedMaps, block_maxima, display_factor, extent, grid_block, is_long
 from explorer.views.maps import attention_matrix, axis_labels, display_reduced, head_levels
+from explorer.views.trace_views import kinds_of
 
 BASE_SIZE = (1000, 800)     # the export size whose text is as large as on screen
 EDGE_PX = 6                 # the band of bare background every figure keeps on each side, beyond any text
@@ -173,15 +174,34 @@ def scale_fonts(figure: pg.GraphicsLayoutWidget, scale: float) -> None:
 KIND_WORDS = {"encoder": "encoder self-attention", "self": "decoder self-attention", "cross": "cross-attention"}
 
 
-def kind_words(trace: Trace, cross: bool, kind: str | None = None) -> str:
-    """The map's kind, followed by a space, for a model with more than one (an encoder-decoder's encoder
-    self-attention, decoder self-attention or cross-attention; trace_views.kinds_of), else "": the translator's
-    export read "layer 0, head 0, A (4×4)" whichever it was. `kind` as the caller's view names it; None: read
-    from the trace (cross-attention, or an encoder-decoder's decoder self-attention; the encoder's own view is a
-    Trace of an encoder alone, so its caller names it)."""
+def kind_option(model, kind: str) -> str | None:
+    """`kind` (a view's, trace_views) where `model` has more than one kind to tell apart, else None: what an
+    export is told to name (a decoder-only model's files and titles name none)."""
+    return kind if len(kinds_of(model)) > 1 else None
+
+
+def named_kind(trace: Trace, cross: bool = False, kind: str | None = None) -> str | None:
+    """The map's kind, a key of KIND_WORDS, for a model with more than one (an encoder-decoder's encoder
+    self-attention, decoder self-attention or cross-attention; trace_views.kinds_of), else None. `kind` as the
+    caller's view names it (kind_option); None: read from the trace (cross-attention, or an encoder-decoder's
+    decoder self-attention; the encoder's own view is a Trace of an encoder alone, so its caller names it)."""
     if kind is None:
         kind = "cross" if cross else ("self" if trace.model.is_encoder_decoder else None)
-    return f"{KIND_WORDS[kind]} " if kind in KIND_WORDS else ""
+    return kind if kind in KIND_WORDS else None
+
+
+def kind_words(trace: Trace, cross: bool, kind: str | None = None) -> str:
+    """The map's kind (named_kind) in words, followed by a space, else "": the translator's export read
+    "layer 0, head 0, A (4×4)" whichever it was; its titles, CSV headers and file names say which."""
+    named = named_kind(trace, cross, kind)
+    return f"{KIND_WORDS[named]} " if named else ""
+
+
+def attention_file_name(trace: Trace, layer, head, suffix: str, cross: bool = False, kind: str | None = None) -> str:
+    """The name offered for an attention export: attention_L0_H1.png, with the map's kind for a model with more
+    than one (attention_cross-attention_L0_H1.npy): a .npy holds no header to say it."""
+    words = kind_words(trace, cross, kind).strip().replace(" ", "-")
+    return f"attention{'_' + words if words else ''}_L{layer}_H{head}.{suffix.lstrip('.')}"
 
 
 def _title(figure, text: str, colspan: int = 1) -> None:

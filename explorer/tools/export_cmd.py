@@ -72,7 +72,7 @@ def run(args) -> int:
     files.check_writable(output)                       # fail before Qt's import and the slow model load
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from explorer.drawing import export  # Qt, imported once QT_QPA_PLATFORM is set and the output checked
+    from explorer.drawing import export, figures  # Qt, imported once QT_QPA_PLATFORM is set and the output checked
 
     export.check_writable(output)
     export._suffix(output, export.IMAGE_SUFFIXES + export.DATA_SUFFIXES)
@@ -83,8 +83,10 @@ def run(args) -> int:
 
     app = QApplication.instance() or QApplication(["transformer-explorer"])
     view = _view(trace, args.attention)
+    # the titles and a CSV's header name the kind of an encoder-decoder's map, as the app's exports do
     options = dict(values="scores" if args.scores else "weights", log=args.log, size=size, cross=view.cross,
-                   theme="dark" if args.dark else "light", text_scale=scale)
+                   theme="dark" if args.dark else "light", text_scale=scale,
+                   kind=figures.kind_option(trace.model, view.kind))
     if args.every_step:
         written = export.export_frames(view.trace, output, layer, head, **options)
     else:

@@ -29,6 +29,7 @@ from explorer.app.widgets.steady_progress import SteadyProgress
 from explorer.core.trace import Trace
 from explorer.drawing import export
 from explorer.drawing.colours import printed
+from explorer.drawing.figures import attention_file_name
 
 # The one list of what an animation can be written as: the file dialogs' filters, the menus' labels and the
 # check of a chosen name are all read from it, so a format added here is offered, named and accepted at once.
@@ -175,8 +176,8 @@ def ask_and_export_animation(parent, trace: Trace, layer, head, **options) -> No
     """Ask where and how large, then write the animation with a progress dialog that can cancel it."""
     if refused(parent, trace, ENCODER_STEPS):
         return
-    path = export_dialogs.ask_path(parent, "Export an animation of decoding", f"attention_L{layer}_H{head}.gif",
-                           ANIMATION_FILTERS)
+    name = attention_file_name(trace, layer, head, "gif", options.get("cross", False), options.get("kind"))
+    path = export_dialogs.ask_path(parent, "Export an animation of decoding", name, ANIMATION_FILTERS)
     size = export_dialogs.ask_size(parent) if path is not None else None
     if path is None or size is None:
         return

@@ -25,6 +25,7 @@ from explorer.drawing.export import (
     export_frames,
     save_widget,
 )
+from explorer.drawing.figures import attention_file_name
 
 
 def figure_settings(widget=None) -> FigureSettings:
@@ -164,14 +165,19 @@ def image_size(path: Path) -> tuple[int, int] | None:
     return (size.width(), size.height()) if size.isValid() else None
 
 
-def ask_attention_target(parent, layer, head, raw: bool = False, exact: bool = False, model=None):
-    """Ask where to write an attention export (and a PNG's size, default_size for `model`): (path, size,
-    theme), or None if the person cancels. `exact`: an image dialog also offers the exact matrix as .npy
-    (a long head, whose image is block maxima)."""
+def ask_attention_target(parent, layer, head, raw: bool = False, exact: bool = False, model=None, trace=None,
+                         cross: bool = False, kind: str | None = None):
+    """Ask where to write an attention export (and a PNG's size, default_size for `model`, else `trace`'s):
+    (path, size, theme), or None if the person cancels. `exact`: an image dialog also offers the exact matrix
+    as .npy (a long head, whose image is block maxima). The name offered names the map's kind where `trace`'s
+    model has more than one (figures.attention_file_name)."""
     filters = "CSV (*.csv);;NumPy (*.npy)" if raw else "PNG image (*.png);;SVG image (*.svg)"
     if exact and not raw:
         filters += ";;NumPy, exact values (*.npy)"
-    name = f"attention_L{layer}_H{head}." + ("csv" if raw else "png")
+    suffix = "csv" if raw else "png"
+    name = (attention_file_name(trace, layer, head, suffix, cross, kind) if trace is not None
+            else f"attention_L{layer}_H{head}.{suffix}")
+    model = model if model is not None or trace is None else trace.model
     path = ask_path(parent, "Export attention", name, filters)
     if path is None:
         return None
@@ -181,7 +187,8 @@ def ask_attention_target(parent, layer, head, raw: bool = False, exact: bool = F
 
 
 def ask_and_export_attention(parent, trace, layer, head, raw: bool = False, **options) -> None:
-    target = ask_attention_target(parent, layer, head, raw, model=trace.model)
+    target = ask_attention_target(parent, layer, head, raw, trace=trace, cross=options.get("cross", False),
+                                  kind=options.get("kind"))
     if target is not None:
         path, size, theme = target
         options.setdefault("text_scale", figure_text_scale(parent))
@@ -189,8 +196,8 @@ def ask_and_export_attention(parent, trace, layer, head, raw: bool = False, **op
 
 
 def ask_and_export_frames(parent, trace, layer, head, **options) -> None:
-    path = ask_path(parent, "Export every step", f"attention_L{layer}_H{head}.png",
-                    "PNG frames (*.png);;SVG frames (*.svg)")
+    name = attention_file_name(trace, layer, head, "png", options.get("cross", False), options.get("kind"))
+    path = ask_path(parent, "Export every step", name, "PNG frames (*.png);;SVG frames (*.svg)")
     size = ask_size(parent) if path is not None else None
     if path is not None and size is not None:
         theme = figure_theme(parent)

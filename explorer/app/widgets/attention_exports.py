@@ -11,8 +11,8 @@ from PySide6.QtGui import QAction
 
 from explorer.app.figures import animation as animated
 from explorer.app.figures import export_dialogs
+from explorer.drawing.figures import kind_option
 from explorer.views.long_maps import is_long
-from explorer.views.trace_views import kinds_of
 
 
 def export_actions(panel) -> list[QAction]:
@@ -20,12 +20,13 @@ def export_actions(panel) -> list[QAction]:
     def settings():
         s, view = panel.session.selection, panel.current_view()
         layer = min(s.layer, view.n_layers - 1)
-        return dict(step=view.step, values=panel.values, log=panel.log_scale, cross=view.cross), s, view, layer
+        model = panel.trace.model if panel.trace is not None else None
+        kind = kind_option(model, view.kind)     # titles, CSV headers and file names say which of its kinds
+        return (dict(step=view.step, values=panel.values, log=panel.log_scale, cross=view.cross, kind=kind),
+                s, view, layer)
 
     def image(scope):
         options, s, view, layer = settings()
-        if len(kinds_of(panel.trace.model)) > 1:      # the title names which of the model's kinds it is
-            options["kind"] = view.kind
         head = {"head": s.head, "layer": "all", "grid": "all"}[scope]
         if is_long(view.trace, view.step, view.cross):
             return export_long(panel, view, "all" if scope == "grid" else layer, head, False, options)

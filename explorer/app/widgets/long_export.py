@@ -47,7 +47,8 @@ class LongExport(QObject):
     def ask(self, parent, trace, layer: int, head: int | str, raw: bool = False, **options) -> None:
         """The export dialog (offering one head's exact .npy beside its images), then `start`, with the
         text size chosen for exported figures (File ▸ Export Figure Text Size)."""
-        target = export_dialogs.ask_attention_target(parent, layer, head, raw, exact=head != "all", model=trace.model)
+        target = export_dialogs.ask_attention_target(parent, layer, head, raw, exact=head != "all", trace=trace,
+                                                     cross=options.get("cross", False), kind=options.get("kind"))
         if target is not None:
             path, size, theme = target
             options.setdefault("text_scale", export_dialogs.figure_text_scale(parent))
@@ -55,10 +56,11 @@ class LongExport(QObject):
 
     def start(self, trace, path: Path, layer: int | str, head: int | str, step: int | None = None,
               values: str = "weights", log: bool = False, cross: bool = False, size=None,
-              theme: str = "light", text_scale: float = 1.0) -> None:
+              theme: str = "light", text_scale: float = 1.0, kind: str | None = None) -> None:
         """Write one head (`head` "all": the layer's heads) to `path` (.png, .svg, .npy or .csv), its
         costly part off the GUI thread; `layer` "all": the full grid (an image); an image's text
-        `text_scale` times its size (export.export_attention)."""
+        `text_scale` times its size, its title (a CSV's header) naming the attention `kind`
+        (export.export_attention)."""
         path = Path(path)
         try:
             suffix = export._suffix(path, export.IMAGE_SUFFIXES + export.DATA_SUFFIXES)
@@ -67,7 +69,7 @@ class LongExport(QObject):
             self.failed.emit(str(error))
             return
         options = dict(step=step, values=values, log=log, cross=cross, size=size, theme=theme,
-                       text_scale=text_scale)
+                       text_scale=text_scale, kind=kind)
         self._pending = (trace, path, layer, head, options)
         if layer == "all" and suffix in export.IMAGE_SUFFIXES:
             work = lambda cancelled: grid_picture(trace, step, values, cross, self.tiles,  # noqa: E731
