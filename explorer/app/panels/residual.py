@@ -1,13 +1,15 @@
 """Residual stream: at the selected position, what each layer adds (||a_l||, ||f_l||), the stream's
 norm ||h_l||, and the logit lens softmax(Norm(h_l) W_U) beside it, every layer in one view.
 
-The layers run left to right, one column each, so that even 30 layers fit a laptop's width; the
-tokens are shown as visible text (a no-break space is '⍽', never '\\xa0'). Computed on the model
+The norms' plot is shown wherever its view keeps MIN_VIEW_PX each way, the table below or beside it where room
+remains and alone where no plot fits (residual_room.arrange). The table's layers run left to right, one column
+each, where it spans a wide panel (even 30 layers fit a laptop's width), and down beside the plot or in a tall
+dock; the tokens are shown as visible text (a no-break space is '⍽', never '\\xa0'). Computed on the model
 thread by explorer.core.attribution.residual_stream, which feeds the position alone against the
 decoder's KV cache (one token through the blocks, as the logit lens does) when the decoder ran these ids.
 
-While a position's stream is read, none is shown: the plot is hidden (its place kept, so nothing moves) and the
-table has no layer's column or row, so "reading the residual stream…" never stands over another model's layers.
+While a position's stream is read the panel shows its working state (base.Panel: the note says what it reads,
+its views hidden), never an empty table nor another model's layers.
 
 Stop (Esc) cancels a stream being read: the panel says so, with Compute, and reads nothing again until the
 person presses it or picks another position, or another run or model comes (base.Panel.stop_work).
@@ -16,11 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QFont, QFontMetrics
-from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem
+from PySide6.QtWidgets import QBoxLayout, QHeaderView, QSizePolicy, QTableWidget, QTableWidgetItem
 
-from explorer.app.panels.base import Panel, decoder_view_unavailable
+from explorer.app.panels.base import Drawn, Panel, decoder_view_unavailable
+from explorer.app.panels.residual_room import CELL_MARGINS_PX, LABELS, NORMS, K, LensTable, Room, arrange
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import ResidualStreamJob
 from explorer.app.widgets.adaptive import is_wide
@@ -28,15 +31,12 @@ from explorer.app.widgets.asking import Asker
 from explorer.app.widgets.plot_text import LEGEND
 from explorer.app.widgets.text_helpers import readable, selected_position
 
-K = 2                        # lens candidates per layer in the table (its tooltip has them all)
 ASKED = 5
 TABLE_SCALE = 11 / 12        # the table a step smaller than the text around it, so that 30 layers fit a laptop
 ROW_PAD = 3                  # px a table row has above its font's height (16 px rows at 11 px)
-NORMS = (("attn_norms", "‖a_l‖"), ("ffn_norms", "‖f_l‖"), ("residual_norms", "‖h_l‖"))
-CELL_MARGINS_PX = 10         # a cell's margins beside its text
 
 QWIDGETSIZE_MAX = 16777215     # Qt's "no maximum"
-MIN_VIEW_PX = 120            # the least height of the plot's view: less is a strip of ticks
+MIN_VIEW_PX = 120            # the least size of the plot's view either way: less is a strip of ticks
 
 
 class ResidualPanel(Panel):
@@ -55,31 +55,32 @@ class ResidualPanel(Panel):
         self.plot_view.ci.addItem(self.legend, row=0, col=1)
         # 9 px margins a side by default, and 5 px between ticks and their text: 17 px of the view's height
         self.plot_view.ci.layout.setContentsMargins(2, 2, 2, 0)
-        # the plot's layout settles after the panel's resize: its view measured then corrects a guessed overhead
+        # the plot's layout settles after the body's resize: its view measured then corrects a guessed overhead
         self.plot.getViewBox().sigResized.connect(self._on_view_resized)
         self.plot.setLabel("bottom", "layer l")
         self.plot.getAxis("bottom").setStyle(tickTextOffset=2)
         self.plot.showGrid(x=True, y=True, alpha=0.2)
-        policy = self.plot.sizePolicy()          # hidden while a stream is read, its place kept (_clear_stream)
-        policy.setRetainSizeWhenHidden(True)
-        self.plot.setSizePolicy(policy)
-        self.plot.setVisible(False)              # shown with a stream (_draw_norms)
-        self.table = QTableWidget(0, 0)
+        # the plot takes what the table leaves: a graphics view's own hint is the size it last had
+        self.plot_view.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)
+        self.table = LensTable()
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.table.viewport().installEventFilter(self)      # down a tall dock: columns shared to its width
-        self.plot_view.setMinimumHeight(0)
         self.body.addWidget(self.plot_view, 1)
         self.body.addWidget(self.table)
-        self.layers_across = True           # layers as columns (a wide dock) or as rows (a tall one)
+        self.layers_across = True           # the table's layers as columns, or as rows (_arrange)
         self.stream = None
+        self.texts: list[list[str]] = []    # the stream's cells, as shown, layer by layer (_texts)
         self.row_px = 0
-        self.overhead_px = 0                # the plot's widget less its view, in px, as last measured
+        self.overhead = (0, 0)              # the plot's widget less its view, across and down, as last measured
+        self._arranging = False
         self._fit_table_font()
         self._lay_out_table()
-        self.asker = Asker(self, self._on_answer, self.error_line.show_error)
+        self.asker = Asker(self, self._on_answer, self._on_failure)
         self.shown_key = None               # (model, ids) of the stream shown
         self.position: int | None = None
         self.set_formula("h_l = h_{l-1} + a_l + f_l,  lens: softmax(Norm(h_l) W_U)")
+        self.table.viewport().installEventFilter(self)      # down: columns shared to its width
+        self.body_widget.installEventFilter(self)           # the body's room places the plot and table
+        self._arrange()
 
     def _fit_table_font(self) -> None:
         """The table's font TABLE_SCALE times the panel's, and its rows as tall as that font needs: a fixed
@@ -93,14 +94,16 @@ class ResidualPanel(Panel):
         self.row_px = QFontMetrics(font).height() + ROW_PAD
         self.table.verticalHeader().setMinimumSectionSize(min(12, self.row_px))
         self.table.verticalHeader().setDefaultSectionSize(self.row_px)
-        if self.layers_across:
-            self._fit_rows()
         if self.stream is not None:
             self._fit_columns()
+            self._arrange()
 
     def eventFilter(self, watched, event) -> bool:
-        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize and not self.layers_across:
-            self._share_columns()
+        if event.type() == QEvent.Type.Resize:
+            if watched is self.body_widget:
+                self._arrange()
+            elif watched is self.table.viewport() and not self.layers_across:
+                self._share_columns()
         return super().eventFilter(watched, event)
 
     def changeEvent(self, event) -> None:
@@ -108,39 +111,100 @@ class ResidualPanel(Panel):
         if event.type() == QEvent.Type.FontChange and getattr(self, "row_px", None) is not None:   # (once built)
             self._fit_table_font()
 
-    def resizeEvent(self, event) -> None:
-        """Layers across a wide dock, down a tall one; the norms' plot only where it has room."""
-        super().resizeEvent(event)
-        across = is_wide(event.size().width(), event.size().height())
-        if across != self.layers_across:
-            self.layers_across = across
-            self._lay_out_table()
-            if self.stream is not None:
-                self._fill_lens(self.stream)
-        self._show_plot_if_room()
+    # ----- the working state ---------------------------------------------------------------------------
+    def drawn(self) -> Drawn:
+        """The base contract's state, and "working" while a position's stream is read and none is shown: the views
+        are hidden then, where an empty table's row names stood alone."""
+        drawn = super().drawn()
+        if drawn.kind == "trace" and self.answer_due():
+            return Drawn("working", why=f"Reading the residual stream at position {self.position}…")
+        return drawn
 
-    def _show_plot_if_room(self) -> None:
-        """The norms' plot where its view keeps MIN_VIEW_PX of height, else the table fills the panel: a table of
-        fixed height alone left 217 px of a 366 px body blank, above and below it, at 1920x1080."""
-        n_layers = len(self.stream.lens_ids) if self.stream is not None else \
-            self.trace.model.n_layers if self.trace is not None else 12
-        rows = self._table_px() if self.layers_across else (n_layers + 1) * self.row_px + 2 * self.table.frameWidth()
-        spare = self.body_widget.height() - rows - self.body.spacing()
-        room = spare >= MIN_VIEW_PX + self._plot_overhead()
-        self.plot_view.setVisible(room)
-        if self.layers_across:
-            # with the plot, the rows keep their font's height; alone, they share the panel's whole height
-            mode = QHeaderView.ResizeMode.Fixed if room else QHeaderView.ResizeMode.Stretch
-            self.table.verticalHeader().setSectionResizeMode(mode)
-            if room:       # Fixed keeps a stretched row's height: 25 px rows in a table sized for 16 cut the last
-                self._rows_to_font()
-            self.table.setMinimumHeight(rows)
-            self.table.setMaximumHeight(rows if room else QWIDGETSIZE_MAX)
-        else:
-            # down a tall dock beside the plot, the rows take the height they need and the plot the rest: with
-            # stretched rows a 4-layer model's table took three quarters and left the plot 72 px tall
-            self.table.setMaximumHeight(rows if room else QWIDGETSIZE_MAX)
-        self.body.setStretchFactor(self.table, 0 if room else 1)
+    def answer_due(self) -> bool:
+        """While a position's stream is read the panel shows none: an export taken meanwhile saved that cleared
+        panel (issue 22), so it waits for this."""
+        return self.stream is None and self.asker.busy
+
+    def stop_work(self) -> None:
+        super().stop_work()
+        self.show_state()                   # no longer reading: it says it stopped (show_stopped)
+
+    def _on_failure(self, message: str) -> None:
+        self.error_line.show_error(message)
+        self.show_state()
+
+    # ----- where the plot and the table go -----------------------------------------------------------------
+    def _arrange(self) -> None:
+        """The plot and the table placed in the body's room (residual_room.arrange), the table's layers across or
+        down as it says; neither while no stream is shown."""
+        if self._arranging:
+            return
+        self._arranging = True
+        try:
+            if self.stream is None:
+                self.plot_view.hide()
+                self.table.hide()
+                return
+            body = self.body_widget.size()
+            needs = self.table.needs(self.texts, self.row_px, body.width(), self.layers_across, self._plot_least(),
+                                     self.body.spacing())
+            room = arrange(body.width(), body.height(), is_wide(self.width(), self.height()), needs)
+            if room.across != self.layers_across:
+                self.layers_across = room.across
+                self._lay_out_table()
+                self._fill_lens(self.stream)
+            self._place(room)
+        finally:
+            self._arranging = False
+
+    def _place(self, room: Room) -> None:
+        """The parts shown and sized as `room` says. Under the plot, or down beside it, the rows keep their font's
+        height (the table scrolls to the rest); alone, or across beside it, they share the table's height."""
+        table, below = self.table, room.plot and not room.beside
+        direction = QBoxLayout.Direction.LeftToRight if room.beside else QBoxLayout.Direction.TopToBottom
+        if self.body.direction() != direction:
+            self.body.setDirection(direction)
+        self.plot_view.setVisible(room.plot)
+        table.setVisible(room.table)
+        fixed = room.plot and not (room.beside and room.across)
+        table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed if fixed else
+                                                    QHeaderView.ResizeMode.Stretch)
+        if fixed:          # Fixed keeps a stretched row's height: 25 px rows in a table sized for 16 cut the last
+            self._rows_to_font()
+        # across, every row is in sight: a vertical scroll bar would narrow the columns' room until the sideways one
+        # came and stayed, the last row under it (seen at 1920x1080, 1380 px of columns in 1386 px)
+        policy = Qt.ScrollBarPolicy.ScrollBarAlwaysOff if room.across else Qt.ScrollBarPolicy.ScrollBarAsNeeded
+        table.setVerticalScrollBarPolicy(policy)
+        table.setMinimumHeight(room.height if room.across else 0)
+        table.setMaximumHeight(room.height if below else QWIDGETSIZE_MAX)
+        table.setMaximumWidth(room.width if room.beside else QWIDGETSIZE_MAX)
+        table.preferred = QSize(room.width if room.beside else 0, room.height if below else 0)
+        table.updateGeometry()
+        self.body.setStretchFactor(table, 0 if room.plot else 1)
+
+    def _plot_least(self) -> tuple[int, int]:
+        """The plot's widget whose view is MIN_VIEW_PX each way: the overhead as last measured (_on_view_resized),
+        else guessed from the font and the legend, under rather than over: a plot guessed out of room is never laid
+        out, so never measured."""
+        left, top, right, bottom = self.plot_view.ci.layout.getContentsMargins()
+        metrics = self.fontMetrics()
+        across = self.overhead[0] or int(left + right + self.legend.boundingRect().width()) + \
+            metrics.horizontalAdvance("000") + 12
+        down = self.overhead[1] or int(top + bottom) + 2 * metrics.height() + 8
+        return MIN_VIEW_PX + across, MIN_VIEW_PX + down
+
+    def _on_view_resized(self, view) -> None:
+        """The plot laid out: the px of its widget that are not its view (axes, legend, margins) measured, and the
+        parts placed again where its view came out under MIN_VIEW_PX either way (its overhead was guessed)."""
+        box = view.sceneBoundingRect()
+        if not self.plot_view.isVisible() or box.width() <= 0 or box.height() <= 0:
+            return
+        across, down = self.plot_view.width() - int(box.width()), self.plot_view.height() - int(box.height())
+        # (only a plausible measure is kept: a view not yet laid out at its widget's size measures nonsense)
+        self.overhead = (across if 40 <= across <= 400 else self.overhead[0],
+                         down if 40 <= down <= 200 else self.overhead[1])
+        if min(box.width(), box.height()) < MIN_VIEW_PX:
+            self._arrange()
 
     def _rows_to_font(self) -> None:
         """Every row back to the font's height (row_px), the height the table's fixed height counts on."""
@@ -148,51 +212,21 @@ class ResidualPanel(Panel):
             if self.table.rowHeight(row) != self.row_px:
                 self.table.setRowHeight(row, self.row_px)
 
-    def _on_view_resized(self, view) -> None:
-        """The plot laid out with a view under MIN_VIEW_PX (its overhead was guessed before it was first laid
-        out): decide again with the overhead now measured, which gives the rows the panel."""
-        if self.plot_view.isVisible() and 0 < view.sceneBoundingRect().height() < MIN_VIEW_PX:
-            self._show_plot_if_room()
-
-    def _plot_overhead(self) -> int:
-        """The px of the plot's widget that are not its view (axes, margins): measured where the plot
-        is laid out, else the last measure, else an estimate from the font (the axis's ticks and title)."""
-        box = self.plot.getViewBox().sceneBoundingRect()
-        measured = self.plot_view.height() - int(box.height())
-        # (laid out and not stale; a plot hidden while a stream is read lays out no axis: it would measure too little)
-        if self.plot_view.isVisible() and self.plot.isVisible() and box.height() > 0 and 40 <= measured <= 200:
-            self.overhead_px = measured
-        # under rather than over: a plot guessed out of room is never laid out, so never measured
-        margins = self.plot_view.ci.layout.getContentsMargins()
-        return self.overhead_px or int(margins[1] + margins[3]) + 2 * self.fontMetrics().height() + 8
-
     def _lay_out_table(self) -> None:
-        """Every row of the table stays in view: the table's height is fixed when the layers run across,
-        and the rows share what the panel has when they run down."""
-        labels = [f"{name} {rank + 1}" for rank in range(K) for name in ("lens", "p")] + [n for _, n in NORMS]
-        table, stretch = self.table, QHeaderView.ResizeMode.Stretch
+        """The table's named rows (layers across) or columns (down); the layers' are the stream's (_fill_lens)."""
+        table = self.table
         if self.layers_across:
-            table.setColumnCount(0)                # the layers' columns: the stream's (_fill_lens)
-            table.setRowCount(len(labels))
-            table.setVerticalHeaderLabels(labels)
-            table.horizontalHeader().setSectionResizeMode(stretch)
-            table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-            self._fit_rows()
+            table.setColumnCount(0)
+            table.setRowCount(len(LABELS))
+            table.setVerticalHeaderLabels(LABELS)
+            table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         else:
-            table.setRowCount(0)                   # the layers' rows: the stream's (_fill_lens)
-            table.setColumnCount(len(labels))
-            table.setHorizontalHeaderLabels(labels)
+            table.setRowCount(0)
+            table.setColumnCount(len(LABELS))
+            table.setHorizontalHeaderLabels(LABELS)
             table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)     # (_share_columns)
-            table.verticalHeader().setSectionResizeMode(stretch)
-            table.setMinimumHeight(0)
-            table.setMaximumHeight(QWIDGETSIZE_MAX)
-        self._show_plot_if_room()
 
-    def answer_due(self) -> bool:
-        """While a position's stream is read the panel shows none: an export taken meanwhile saved that cleared
-        panel (issue 22), so it waits for this."""
-        return self.stream is None and self.asker.busy
-
+    # ----- the stream ----------------------------------------------------------------------------------
     def unavailable(self, trace) -> str | None:
         return decoder_view_unavailable(trace, "The residual stream's logit lens")
 
@@ -203,17 +237,16 @@ class ResidualPanel(Panel):
 
     def _clear_stream(self) -> None:
         """No stream shown: no plot, whose axis spanned the last stream's layers, and no layer's column (across) or
-        row (down) in the table, whose L0…L{n-1} named them: after a switch, another model's (issue 22, M3). The
-        plot's widget keeps its size, so the panel's layout does not move under the words."""
+        row (down) in the table, whose L0…L{n-1} named them: after a switch, another model's (issue 22, M3)."""
         self.stream = self.shown_key = None
+        self.texts = []
         self._clear_plot()
-        self.plot.setVisible(False)
         self.table.clearContents()
         if self.layers_across:
             self.table.setColumnCount(0)
-            self._fit_rows()
         else:
             self.table.setRowCount(0)
+        self._arrange()
 
     def show_selection(self, selection: Selection) -> None:
         trace = self.trace
@@ -232,17 +265,21 @@ class ResidualPanel(Panel):
         if stopped:
             self.set_formula(f"h_l at position {position}: stopped")
         self.show_stopped(f"reading the residual stream at position {position}" if stopped else None)
+        self.show_state()                          # working while it is read
 
     def _on_answer(self, key, stream) -> None:
         ids = key[1]
         self.stream, self.shown_key = stream, key
-        self._show_plot_if_room()
+        self.texts = [self._texts(stream, layer) for layer in range(len(stream.lens_ids))]
         self._draw_norms(stream)
         self._fill_lens(stream)
         token = readable(self.session.display_token(ids[-1])) if ids else ""
         self.set_formula(f"h_l at position {stream.position} ('{token}'): what each layer adds, and the "
                          "logit lens softmax(Norm(h_l) W_U)")
         self.readout.setText(f"position {stream.position}: ||h_L|| = {float(stream.residual_norms[-1]):.2f}")
+        self.show_state()                          # the working state ends: the body is shown
+        self.layout().activate()                   # (the body's room now, not once the layout is posted)
+        self._arrange()
 
     def _clear_plot(self) -> None:
         """No lines, and no names in the legend for lines gone (the legend is not the plot's own)."""
@@ -259,25 +296,9 @@ class ResidualPanel(Panel):
                                    symbol="o", symbolSize=4, symbolBrush=colour)
             self.legend.addItem(curve, name)
         self.plot.setXRange(-0.5, len(layers) - 0.5, padding=0)
-        self.plot.setVisible(True)
         # layers are whole numbers: ticks every 1, 2, 5, 10… layers, never at "1.5" (pyqtgraph's own choice)
         step = next(step for step in (1, 2, 5, 10, 20, 50, 100) if len(layers) <= 10 * step)
         self.plot.getAxis("bottom").setTickSpacing(levels=[(step, 0)])
-
-    def _fit_rows(self) -> None:
-        """Across: the table at least as tall as its header and rows (no row is ever scrolled away)."""
-        self.table.setMinimumHeight(self._table_px())
-        self._show_plot_if_room()
-
-    def _table_px(self) -> int:
-        """Across: the height of the table's header and rows, and of its scroll bar where the columns need one."""
-        table = self.table
-        header = max(table.horizontalHeader().sizeHint().height(), table.fontMetrics().height() + 6)
-        rows = table.rowCount() * self.row_px
-        columns = table.columnCount() * table.horizontalHeader().minimumSectionSize()
-        room = self.body_widget.width() - table.verticalHeader().sizeHint().width() - 2 * table.frameWidth()
-        scroll = table.horizontalScrollBar().sizeHint().height() if columns > room else 0
-        return header + rows + scroll + 2 * table.frameWidth() + 2
 
     def _fill_lens(self, stream) -> None:
         n_layers = len(stream.lens_ids)
@@ -291,8 +312,6 @@ class ResidualPanel(Panel):
             for index, item in enumerate(self._cells(stream, layer)):
                 self.table.setItem(index, layer, item) if self.layers_across else self.table.setItem(layer, index, item)
         self._fit_columns()
-        if self.layers_across:
-            self._fit_rows()
 
     def _fit_columns(self) -> None:
         """Across, no layer's column narrower than the widest cell ("0…" for 0.12 at 1366 px): past the panel's
@@ -334,15 +353,19 @@ class ResidualPanel(Panel):
             if table.columnWidth(column) != width:
                 table.setColumnWidth(column, width)
 
+    def _texts(self, stream, layer: int) -> list[str]:
+        """One layer's cells as shown: the lens's top K tokens and their p, then the three norms."""
+        tokens = [readable(self.session.display_token(int(i))) for i in stream.lens_ids[layer][:K]]
+        probs = [f"{float(p):.2f}" for p in stream.lens_probs[layer][:K]]
+        norms = [f"{float(getattr(stream, name)[layer]):.0f}" for name, _ in NORMS]
+        return [text for pair in zip(tokens, probs) for text in pair] + norms
+
     def _cells(self, stream, layer: int) -> list[QTableWidgetItem]:
-        """One layer's cells: the lens's top K tokens and their p, then the three norms."""
-        texts = [readable(self.session.display_token(int(i))) for i in stream.lens_ids[layer]]
+        """One layer's cells (_texts), each with every lens candidate asked in its tooltip."""
+        tokens = [readable(self.session.display_token(int(i))) for i in stream.lens_ids[layer]]
         probs = [float(p) for p in stream.lens_probs[layer]]
-        tip = f"layer {layer}: " + ",  ".join(f"'{t}' {p:.3f}" for t, p in zip(texts, probs))
-        cells = []
-        for rank in range(min(K, len(texts))):
-            cells += [QTableWidgetItem(texts[rank]), QTableWidgetItem(f"{probs[rank]:.2f}")]
-        cells += [QTableWidgetItem(f"{float(getattr(stream, name)[layer]):.0f}") for name, _ in NORMS]
+        tip = f"layer {layer}: " + ",  ".join(f"'{t}' {p:.3f}" for t, p in zip(tokens, probs))
+        cells = [QTableWidgetItem(text) for text in self.texts[layer]]
         for cell in cells:
             cell.setToolTip(tip)
             cell.setTextAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)   # (rows may stretch)
