@@ -83,7 +83,7 @@ class ModelWorker(QObject):
         self._emitter.run_progress.connect(self.run_progress)
         self._emitter.devices_found.connect(self.devices_found)
         self._emitter.state_changed.connect(self._on_state_changed)
-        self._emitter.jobs_changed.connect(self.jobs_changed)
+        self._emitter.jobs_changed.connect(self._on_jobs_changed)
         self._core = core or CoreApi.real()
         self._loop = DecodeLoop(self._queue, self._emitter, self._core)   # read by tests when idle
         self._thread = preload.adopt(self._loop.run_forever)      # the thread started at launch, if any
@@ -217,6 +217,12 @@ class ModelWorker(QObject):
         trace, self._latest_trace = self._latest_trace, None
         if trace is not None:
             self.trace_ready.emit(trace)
+
+    @Slot(object)
+    def _on_jobs_changed(self, _jobs: dict) -> None:
+        # Read again as the news arrives: the model thread's own snapshot, queued behind the GUI's pushes, would
+        # undo a job pushed since (a comparison read as asked by nobody while it waited behind the head atlas).
+        self.jobs_changed.emit(self._queue.jobs())
 
     @Slot(int)
     def _on_state_changed(self, idle_at: int) -> None:
