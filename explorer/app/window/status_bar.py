@@ -259,8 +259,7 @@ class StatusLine(QStatusBar):
         """The width the fields may take: the box QStatusBar lays them out in, less the room a notice or the error
         line on its left takes. At 796 px the fields had left both 0 px wide, "Saved head.png" and "Cannot write
         head.png" unseen."""
-        box = self._box or self._estimated_box()
-        left, right, gap = box
+        left, right, gap = self._box or self._estimated_box()
         if self.error_line.message:
             return right - left - NOTICE_ROOM_PX - gap
         if self.currentMessage():        # drawn from MESSAGE_LEFT_PX, ended MESSAGE_END_PX left of the first field
@@ -333,8 +332,8 @@ class StatusLine(QStatusBar):
         shown (or of the size grip), as QStatusBar draws it (QStatusBarPrivate::messageRect)."""
         grip = self.findChild(QSizeGrip)
         right = grip.x() if grip is not None and grip.isVisible() else self.width() - MESSAGE_RIGHT_PX
-        permanent = [child.x() - MESSAGE_END_PX for child in self._widgets_shown() if child is not self.error_line]
-        right = min([right, *permanent])
+        right = min([right, *(child.x() - MESSAGE_END_PX for child in self._widgets_shown()
+                              if child is not self.error_line)])
         return QRect(MESSAGE_LEFT_PX, 0, right - MESSAGE_LEFT_PX, self.height())
 
     def _widgets_shown(self) -> list[QWidget]:
@@ -346,8 +345,7 @@ class StatusLine(QStatusBar):
         """The notice as drawn: whole where it fits its room, else elided with "…" (the whole in the tooltip).
         QStatusBar cut it at the first field, mid-word: "…text ends here. Back, or click another c" beside the
         translator's fields at 1366 px (issue 22)."""
-        whole, room = self.currentMessage(), self.message_rect().width()
-        metrics = self.fontMetrics()
+        whole, room, metrics = self.currentMessage(), self.message_rect().width(), self.fontMetrics()
         # elidedText measures fractional widths: a text as wide as its rounded room would lose its end
         if metrics.horizontalAdvance(whole) <= room:
             return whole
