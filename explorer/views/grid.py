@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -266,17 +266,19 @@ def _reduced_scores(trace: Trace, layer: int, index: int, record: AttentionRecor
 class Mosaic:
     """Tiles laid out with one-pixel NaN gutters: layers down, heads across, each layer's heads `per_row` a row
     (wrapped onto bands of rows where they do not fit the width; None: every head in one row). Where each tile
-    sits is its `layout`'s (views.tile_layout), the one mapping drawing, picking, outlines, marks and labels read."""
+    sits is its `layout`'s (views.tile_layout), the one mapping drawing, picking, outlines, marks and labels read:
+    one TileLayout, made with the grid and again at each wrap, which the methods below read."""
 
     image: np.ndarray        # (L*B*(r+1)-1, k*(c+1)-1) for k heads a row in B bands, NaN in the gutters
     tile_shape: tuple[int, int]
     n_layers: int
     n_heads: int
     per_row: int | None = None
+    layout: TileLayout = field(init=False, repr=False)
 
-    @property
-    def layout(self) -> TileLayout:
-        return TileLayout(self.n_layers, self.n_heads, self.tile_shape, self.per_row)
+    def __post_init__(self) -> None:
+        self.tile_shape = tuple(self.tile_shape)
+        self.layout = TileLayout(self.n_layers, self.n_heads, self.tile_shape, self.per_row)
 
     def tile_at(self, row: int, col: int) -> tuple[int, int] | None:
         """(layer, head) of the tile under an image pixel, or None in a gutter or an empty slot."""
@@ -307,7 +309,7 @@ class Mosaic:
 
     def tile(self, layer: int, head: int) -> np.ndarray:
         """The head's tile in the image (a view): all NaN until it is placed in a grid being filled."""
-        top, left = self.tile_origin(layer, head)
+        top, left = self.layout.tile_origin(layer, head)
         return self.image[top: top + self.tile_shape[0], left: left + self.tile_shape[1]]
 
     def wrap(self, per_row: int | None) -> None:
@@ -317,7 +319,8 @@ class Mosaic:
             return
         tiles = {(layer, head): self.tile(layer, head).copy()
                  for layer in range(self.n_layers) for head in range(self.n_heads)}
-        self.per_row, self.image = per_row, np.full(wrapped.image_shape(), np.nan, dtype=np.float32)
+        self.per_row, self.layout = per_row, wrapped
+        self.image = np.full(wrapped.image_shape(), np.nan, dtype=np.float32)
         for (layer, head), tile in tiles.items():
             self.place(layer, head, tile)
 
