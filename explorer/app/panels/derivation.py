@@ -46,8 +46,11 @@ READABLE_CHARS = 30          # the derivation's text keeps this many average cha
                              # size first: at 1920 x 1080 a 90 px least left it one word a line beside a 740 px map
 TEXT_LEAST_PX = 90           # the least the text keeps where the room has no map beside a readable text
 NO_BARS = "no room for the q·k bars here: enlarge the panel to see them"
+UNBOUNDED_PX = 16777215      # Qt's QWIDGETSIZE_MAX: a widget's size without a maximum
 MARGIN_PX = 6                # what a measured plot's axes may grow by, laid out again
 AXES_PX = {"map": (120, 130), "bars": (60, 95)}   # a plot's axes, title and margins (width, height), until measured
+BARS_KEEP = 0.5              # the q·k bars are shown where the map keeps this share of its side alone, judged with
+                             # AXES_PX: at 614 x 471 (1366 x 768, Learn beside) the bars left the map 161 of 333 px
 
 
 class DerivationPanel(Panel):
@@ -280,17 +283,16 @@ class DerivationPanel(Panel):
 
     def _arrange(self, width: int, height: int) -> None:
         """The map the largest square view the splitter's room gives it (adaptive.square_placement), the q·k bars
-        beside or under it wherever the room has their VIEW_PX too (keep_second: the map then smaller, where a ratio
-        of the map's sides, moved by a few px of a model's key labels, gave them up for one model and not the next;
-        where the room has none, the readout says so), the text the rest (READABLE_CHARS of its font where the room
-        also has the map's least, else TEXT_LEAST_PX); the map given up where it has no VIEW_PX. A function of the
-        room alone, but for the shares a person dragged a splitter to (_kept): shrunk to the window's least and grown
-        back, the map at 1366 x 768 kept 118 px of its 360 under the bars, and at 1920 x 1080 it was a 260 x 900 px
-        column of oblong cells."""
+        beside or under it where the map keeps BARS_KEEP of its side alone (judged with _judging_axes, so that a few
+        px of a model's key labels do not show the bars for one model and hide them for the next; where hidden, the
+        readout says so), the text the rest (READABLE_CHARS of its font where the room also has the map's least, else
+        TEXT_LEAST_PX); the map given up where it has no VIEW_PX. A function of the room alone, but for the shares a
+        person dragged a splitter to (_kept): shrunk to the window's least and grown back, the map at 1366 x 768 kept
+        118 px of its 360 under the bars, and at 1920 x 1080 it was a 260 x 900 px column of oblong cells."""
         room, handles = (width, height), (self.splitter.handleWidth(), self.plots.handleWidth())
         placed = square_placement(room, handles, (self.axes_px["map"], self.axes_px["bars"]), VIEW_PX + MARGIN_PX,
                                   TEXT_LEAST_PX, PARTS[0] / sum(PARTS), readable_px(self.text, READABLE_CHARS),
-                                  keep_second=True)
+                                  BARS_KEEP, self._judging_axes())
         self.plots.setVisible(placed is not None)
         self._give_up_bars(placed is None or placed.inner == "alone")
         if placed is None:
@@ -303,6 +305,7 @@ class DerivationPanel(Panel):
             handles[1] + self._least_px("bars", beside) if placed.inner == placed.outer else 0)
         part = self._kept("outer", orientation, along, placed.part, (plots_least, placed.text))
         self.splitter.setSizes([part, max(0, along - part)])
+        self._fit_map_across(placed.inner == "alone", beside, part, height if beside else width)
         if placed.inner != "alone":
             inner_beside = placed.inner == "beside"
             inner = Qt.Orientation.Horizontal if inner_beside else Qt.Orientation.Vertical
@@ -314,6 +317,23 @@ class DerivationPanel(Panel):
             self.plots.setSizes([first, max(0, length - first)])
         if not self._measured and self.map is not None and self.view.isVisible():
             QTimer.singleShot(0, self, self._measure_axes)       # drawn while given up: its axes as laid out now
+
+    def _judging_axes(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The axes the bars' presence is judged with: AXES_PX, or a plot's measured axes where they outgrow it. A
+        model's labels then move the plots' sizes but not whether the bars are shown: judged with the measured axes,
+        SmolLM2's map (a 102 px top axis) lost its bars where Gemma 3's (76 px) kept them at 1366 x 768."""
+        return tuple(tuple(max(nominal, measured) for nominal, measured in zip(AXES_PX[name], self.axes_px[name]))
+                     for name in ("map", "bars"))
+
+    def _fit_map_across(self, alone: bool, beside: bool, part: int, across: int) -> None:
+        """The map alone, held back along the outer way, as long across as its square and axes rather than the
+        whole part: a 333 px map sat mid-way in an axis 36 px taller (1366 x 768, Learn beside)."""
+        axes_along, axes_across = self.axes_px["map"] if beside else self.axes_px["map"][::-1]
+        fitted = min(across, part - axes_along + axes_across) if alone else UNBOUNDED_PX
+        if beside:
+            self.view.setMaximumSize(UNBOUNDED_PX, fitted)
+        else:
+            self.view.setMaximumSize(fitted, UNBOUNDED_PX)
 
     def _give_up_bars(self, given_up: bool) -> None:
         """Hide the q·k bars where the room has no VIEW_PX for them beside the map and a readable text, saying so."""

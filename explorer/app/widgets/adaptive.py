@@ -2,6 +2,7 @@
 splitter's room as a person dragged it (kept_shares)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
@@ -99,16 +100,29 @@ def readable_px(text: QTextEdit, chars: int) -> int:
 
 def square_placement(room: tuple[int, int], handles: tuple[int, int], axes: tuple[tuple[int, int], tuple[int, int]],
                      least: int, text_least: int, share: float, readable: int | None = None,
-                     keep_second: bool = False) -> Placement | None:
+                     keep_second: float = KEEP_SECOND, judged_by: tuple | None = None) -> Placement | None:
     """The placement that gives the square plot (axes[0], its axes' px across and down) the largest square view,
     the second plot (axes[1]) beside or under it where that costs the square little (KEEP_SECOND), every view at
     least `least` px each way and the text `text_least` px; the second plot's part grows to `share` of the panel.
     With `readable` (px, e.g. readable_px of the text), the text keeps that much wherever the room also has the
     square plot's least, the square giving up size first, and the second plot stays shown wherever a text of
     `text_least` left it room; where it does not, the text narrows to `text_least`. Placement.text says which.
-    With `keep_second`, the second plot is shown wherever some placement has room for it (the square then smaller):
-    a panel whose second plot is part of what it explains, not a garnish the square may take the room of.
+    `keep_second` is the share of the square alone's side the square keeps with the second (0: wherever it fits).
+    With `judged_by` (axes like `axes`), whether the second is shown, and beside which text, is judged with those
+    axes (with `axes` where those leave the square no room), and the sizes then laid out with `axes`: a ratio of
+    sides judged with measured axes flips on a few px of them (a model's key labels took Show the work's q·k bars
+    away for one model and not the next, in the same room).
     A function of the room alone, never of the sizes before: None where even the square plot alone has no room."""
+    if judged_by is not None:
+        # Where the judging axes leave even the square no room (a short dock), the axes themselves judge
+        judged = (_judged(room, handles, judged_by, least, text_least, share, readable, keep_second)
+                  or _judged(room, handles, axes, least, text_least, share, readable, keep_second))
+        if judged is not None:
+            shown, text = judged
+            placed = _chosen(_found(room, handles, axes, least, text, share), 0.0 if shown else math.inf)
+            if placed is not None:
+                return placed
+        keep_second = math.inf          # the judged text leaves the square no room: alone, where it has some
     narrow = _chosen(_found(room, handles, axes, least, text_least, share), keep_second)
     if readable is None:
         return narrow
@@ -122,21 +136,32 @@ def square_placement(room: tuple[int, int], handles: tuple[int, int], axes: tupl
     return placed
 
 
+def _judged(room, handles, axes, least: int, text_least: int, share: float, readable: int | None,
+            keep_second: float) -> tuple[bool, int] | None:
+    """Whether the second plot is shown, by the ratio alone (the square with it keeps `keep_second` of its side
+    alone), and the text's least: `readable` where that leaves the square room, else `text_least`; None where
+    neither does. Never the override that shows the second wherever a narrow text left it room: at 614 x 471 it
+    left Show the work's map 161 of 333 px."""
+    for text in (text_least,) if readable is None else (readable, text_least):
+        placed = _chosen(_found(room, handles, axes, least, text, share), keep_second)
+        if placed is not None:
+            return placed.inner != "alone", text
+    return None
+
+
 def _found(room, handles, axes, least: int, text_least: int, share: float) -> list[Placement]:
     """Every placement with room, the plots beside the text and stacked over it."""
     return [placement for outer in ("beside", "stacked")
             for placement in _placements(outer, room, handles, axes, least, text_least, share)]
 
 
-def _chosen(found: list[Placement], keep_second: bool = False) -> Placement | None:
-    """The square plot's largest view, with the second plot where that keeps KEEP_SECOND of the square alone's
-    (with `keep_second`, wherever it has room)."""
-    if keep_second and _paired(found) is not None:
-        return _paired(found)
+def _chosen(found: list[Placement], keep_second: float) -> Placement | None:
+    """The square plot's largest view, with the second plot where the square placed with it (_paired, which may
+    take a smaller square across) keeps `keep_second` of the square alone's."""
     alone = max((p for p in found if p.inner == "alone"), key=lambda p: p.side, default=None)
-    largest = max((p.side for p in found if p.inner != "alone"), default=None)
-    if largest is not None and (alone is None or largest >= KEEP_SECOND * alone.side):
-        return _paired(found)
+    paired = _paired(found)
+    if paired is not None and (alone is None or paired.side >= keep_second * alone.side):
+        return paired
     return alone
 
 
