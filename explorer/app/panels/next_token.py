@@ -82,7 +82,6 @@ class NextTokenPanel(Panel):
         session.comparison_changed.connect(lambda _c: self._show_before())
         session.experiments_changed.connect(lambda _e: self._show_before())
         self._jobs: dict = {"running": None, "queued": ()}     # the model thread's (RequestQueue.jobs)
-        self._kept_rows: int | None = None     # the candidates' rows in sight as a before → after began to wait
         session.requests.jobs_changed.connect(self._on_jobs)
         self._asked: dict[tuple[int, int], tuple] = {}     # (id(step), position) -> (step, ids, probs)
         self._pending: dict[tuple[int, int], object] = {}  # asked, not answered yet -> the step asked about
@@ -152,10 +151,6 @@ class NextTokenPanel(Panel):
         shown = self.table.isVisibleTo(self)
         result = self.comparison() if shown else None
         waiting = self._awaited_comparison() if shown and result is None else None
-        if waiting is None:
-            self._kept_rows = None
-        elif self._kept_rows is None:          # read before the waiting line takes its room
-            self._kept_rows = _rows_in_sight(self.table)
         self.before_table.setVisible(result is not None)
         self.compare_label.setVisible(result is not None or waiting is not None)
         self._fit_before_after_height(result is not None)       # again once the rows are in (below)
@@ -206,15 +201,12 @@ class NextTokenPanel(Panel):
     def _fit_before_after_height(self, compared: bool) -> None:
         """While compared, both tables keep LENS_ROWS rows in sight under their header (and sideways scroll bar,
         where one shows): with the comparison's caption above them they had 2 rows of 22 px each (50 px) in the
-        Next token dock at 1366x768 after the translator. While a before → after waits, the candidates keep the
-        rows they had in sight as it began (its line took them: 2 left in the dock at 1366x768). Otherwise the
-        candidates ask no more than before."""
+        Next token dock at 1366x768 after the translator. Otherwise the candidates ask no more than before."""
         for table in (self.before_table, self.table):
             bar = table.horizontalScrollBar()
-            rows = min(LENS_ROWS, table.rowCount()) if compared else 0
-            if table is self.table and not compared and self._kept_rows is not None:
-                rows = self._kept_rows
-            table.setMinimumHeight(rows_height(table, rows, bar.sizeHint().height() if bar.isVisible() else 0))
+            rows = min(LENS_ROWS, table.rowCount())
+            table.setMinimumHeight(rows_height(table, rows if compared else 0,
+                                               bar.sizeHint().height() if bar.isVisible() else 0))
 
     def _step_aside(self, encoder: bool, name: str) -> None:
         """An encoder-only model predicts no next token (and is loaded without a masked-token head): say so and
@@ -406,9 +398,3 @@ class NextTokenPanel(Panel):
         self._show_lens(True)
         self.readout.setText(f"{LENS_WORDS[0]} {self.position}")    # short: whole in the one-line readout
 
-
-def _rows_in_sight(table) -> int:
-    """The rows `table` shows whole in its viewport now."""
-    height = table.viewport().height()
-    tops = [table.rowViewportPosition(row) for row in range(table.rowCount())]
-    return sum(1 for row, top in enumerate(tops) if 0 <= top and top + table.rowHeight(row) <= height)
