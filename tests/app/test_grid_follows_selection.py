@@ -16,24 +16,17 @@ from PySide6.QtGui import QWheelEvent
 from PySide6.QtWidgets import QApplication
 
 from explorer.app.panels.attention import AttentionPanel
-from explorer.core import store
-from tests.app.screen_fit import SCREENS, emulated_screen, settle
+from tests.app.screen_fit import settle
+from tests.app.smollm2_window import smollm2_at_1366, tile_rect
 from tests.app.synthetic_trace import build_trace
-from tests.app.window_helpers import idle, new_window
 
-SMOLLM2 = store.pulled_path("smollm2-135m")          # looked up before a test's empty store
 PROMPT = "The capital of France is"
 FAR_HEADS = ((29, 8), (0, 0), (15, 8), (29, 0))      # last, first, the far right of a middle row, bottom left
 
 
 def tile_in_viewport(panel: AttentionPanel, layer: int, head: int) -> tuple[QRectF, QRectF]:
     """The head's tile (its cells' outer edges) and the scroll area's viewport, both in the viewport's px."""
-    rows, columns = panel.mosaic.tile_shape
-    top, left = panel.mosaic.tile_origin(layer, head)
-    box, view = panel.grid.plot.getViewBox(), panel.grid_view
-    corners = [view.viewport().mapTo(panel.grid_scroll.viewport(), view.mapFromScene(box.mapViewToScene(point)))
-               for point in (QPointF(left - 0.5, top - 0.5), QPointF(left - 0.5 + columns, top - 0.5 + rows))]
-    return QRectF(QPointF(corners[0]), QPointF(corners[1])), QRectF(panel.grid_scroll.viewport().rect())
+    return tile_rect(panel, layer, head), QRectF(panel.grid_scroll.viewport().rect())
 
 
 def check_in_sight(qtbot, panel: AttentionPanel, layer: int, head: int, where: str) -> None:
@@ -46,35 +39,19 @@ def check_in_sight(qtbot, panel: AttentionPanel, layer: int, head: int, where: s
 
 @pytest.mark.realmodel
 def test_a_head_selected_anywhere_is_scrolled_into_sight_in_the_main_window(qtbot, tmp_path, dialogs):
-    if SMOLLM2 is None:
-        pytest.skip("smollm2-135m is not pulled")
-    screen = SCREENS["1366x768"]
-    with emulated_screen(screen):
-        window = new_window(qtbot, tmp_path)
-        try:
-            window.resize(screen)
-            window.prompt.set_text(PROMPT)
-            window.open_model(str(SMOLLM2))
-            idle(qtbot, window, lambda: window.session.trace is not None)
-            panel = window.findChild(AttentionPanel)
-            window.docks["attention"].raise_()
-            qtbot.waitUntil(lambda: panel.mosaic is not None and panel.grid_view.isVisible())
-            settle(0.5)
-            scroll = panel.grid_scroll
-            assert (panel.mosaic.n_layers, panel.mosaic.n_heads) == (30, 9)
-            assert scroll.verticalScrollBar().maximum() > 0, "the grid fits: nothing to scroll to"
-            for layer, head in FAR_HEADS:
-                window.session.select(layer=layer, head=head)          # as Why this token's head list does
-                check_in_sight(qtbot, panel, layer, head, "1366x768")
-            why = window.docks["attribution"]                # Why this token, in front of the grid's tab group
-            why.show()
-            why.raise_()
-            settle(0.3)
-            window.session.select(layer=22, head=7)
-            window.docks["attention"].raise_()
-            check_in_sight(qtbot, panel, 22, 7, "1366x768, raised after a choice made behind Why this token")
-        finally:
-            window.close()
+    with smollm2_at_1366(qtbot, tmp_path, PROMPT) as (window, panel):
+        scroll = panel.grid_scroll
+        assert scroll.verticalScrollBar().maximum() > 0, "the grid fits: nothing to scroll to"
+        for layer, head in FAR_HEADS:
+            window.session.select(layer=layer, head=head)          # as Why this token's head list does
+            check_in_sight(qtbot, panel, layer, head, "1366x768")
+        why = window.docks["attribution"]                # Why this token, in front of the grid's tab group
+        why.show()
+        why.raise_()
+        settle(0.3)
+        window.session.select(layer=22, head=7)
+        window.docks["attention"].raise_()
+        check_in_sight(qtbot, panel, 22, 7, "1366x768, raised after a choice made behind Why this token")
 
 
 def test_a_selected_head_is_scrolled_into_sight_in_a_small_panel(qtbot, open_panel):

@@ -4,33 +4,23 @@ horizontal scroll bar; the translator's four 1 x 1 tiles beside Learn hid H3 ove
 
 Expectation: in the main window every head of the selected layer, its tile's corners (from the mosaic's own tile
 origin and shape) mapped through the grid's ViewBox to the scroll area's viewport, lies inside the viewport; a
-click on the last head's tile, on a row of its own, selects that head.
+click on the last head's tile, on a row of its own, selects that head. A shrink to the least size and a regrow leave the
+grid as it was fresh at 1366x768 (it stayed scrolled, "L0" cut to ".0", the heads' labels out of sight: drive 22).
 """
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
+from PySide6.QtCore import QPoint, QRectF, QSize, Qt
 from PySide6.QtTest import QTest
 
 from explorer.app.panels.attention import AttentionPanel
-from explorer.core import store
 from tests.app.journey import BUNDLED, journey_in_a_window
-from tests.app.screen_fit import SCREENS, emulated_screen, settle
+from tests.app.screen_fit import SCREENS, settle
+from tests.app.smollm2_window import SCREEN, smollm2_at_1366, tile_rect
 from tests.app.stress_window import learn
-from tests.app.window_helpers import idle, new_window
+from tests.app.window_helpers import idle
 
-SMOLLM2 = store.pulled_path("smollm2-135m")          # looked up before a test's empty store
 LONG_PROMPT = "The capital of France is Paris, and the capital of Germany is Berlin, and the capital of Italy is"
-
-
-def tile_rect(panel: AttentionPanel, layer: int, head: int) -> QRectF:
-    """The head's tile (its cells' outer edges) in the scroll area's viewport px."""
-    rows, columns = panel.mosaic.tile_shape
-    top, left = panel.mosaic.tile_origin(layer, head)
-    box, view = panel.grid.plot.getViewBox(), panel.grid_view
-    corners = [view.viewport().mapTo(panel.grid_scroll.viewport(), view.mapFromScene(box.mapViewToScene(point)))
-               for point in (QPointF(left - 0.5, top - 0.5), QPointF(left - 0.5 + columns, top - 0.5 + rows))]
-    return QRectF(QPointF(corners[0]), QPointF(corners[1]))
 
 
 def check_layer_in_sight(qtbot, panel: AttentionPanel, layer: int, where: str) -> None:
@@ -66,25 +56,9 @@ def check_wrapped_and_clickable(qtbot, panel: AttentionPanel, layer: int, where:
 
 @pytest.mark.realmodel
 def test_smollm2s_nine_heads_are_in_sight_at_1366(qtbot, tmp_path, dialogs):
-    if SMOLLM2 is None:
-        pytest.skip("smollm2-135m is not pulled")
-    screen = SCREENS["1366x768"]
-    with emulated_screen(screen):
-        window = new_window(qtbot, tmp_path)
-        try:
-            window.resize(screen)
-            window.prompt.set_text(LONG_PROMPT)                       # >= 12 tokens: tiles of 48 px at least
-            window.open_model(str(SMOLLM2))
-            idle(qtbot, window, lambda: window.session.trace is not None)
-            panel = window.findChild(AttentionPanel)
-            window.docks["attention"].raise_()
-            qtbot.waitUntil(lambda: panel.mosaic is not None and panel.grid_view.isVisible())
-            settle(0.5)
-            assert (panel.mosaic.n_layers, panel.mosaic.n_heads) == (30, 9)
-            window.session.select(layer=12, head=0)
-            check_wrapped_and_clickable(qtbot, panel, 12, "SmolLM2 at 1366x768")
-        finally:
-            window.close()
+    with smollm2_at_1366(qtbot, tmp_path, LONG_PROMPT) as (window, panel):    # >= 12 tokens: tiles of 48 px at least
+        window.session.select(layer=12, head=0)
+        check_wrapped_and_clickable(qtbot, panel, 12, "SmolLM2 at 1366x768")
 
 
 @pytest.mark.usefixtures("store_home")                 # the store in the test's folder
@@ -118,3 +92,35 @@ def test_translators_heads_beside_learn_are_in_sight_at_1366(qtbot, tmp_path, mo
                 assert seen.width() * seen.height() >= 0.8 * tile.width() * tile.height(), \
                     f"head {head} at {tile.getCoords()} is out of the viewport {viewport}"
         qtbot.waitUntil(mostly_in_sight, timeout=5000)
+
+
+def laid_out(panel: AttentionPanel) -> dict:
+    """What a person sees of the grid: its tiles' sides and wrap, where it is scrolled, the selected tile's place."""
+    scroll = panel.grid_scroll
+    selection = panel.session.selection
+    return {"view": panel.grid_view.size().toTuple(), "per_row": panel.mosaic.per_row,
+            "range": panel.grid.plot.getViewBox().viewRange(),
+            "scrolled": (scroll.horizontalScrollBar().value(), scroll.verticalScrollBar().value()),
+            "selected tile": tile_rect(panel, selection.layer, selection.head).getCoords()}
+
+
+@pytest.mark.realmodel
+@pytest.mark.parametrize("prompt", [LONG_PROMPT, "The quick brown fox jumps over the lazy"])
+def test_a_shrink_to_the_least_size_and_regrow_lays_the_grid_out_as_fresh(qtbot, tmp_path, dialogs, prompt):
+    """Shrunk to its least size (a head far off looked at there, then the first again) and regrown to 1366x768, the
+    window's grid is laid out as it was fresh at 1366x768: scrolled to the left and top, the labels in sight."""
+    with smollm2_at_1366(qtbot, tmp_path, prompt, with_learn=True) as (window, panel):
+        window.session.select(layer=0, head=0)
+        settle(0.5)
+        fresh = laid_out(panel)
+        assert fresh["scrolled"] == (0, 0), "fresh, the first head is in sight with the labels"
+        window.resize(QSize(100, 100))                                   # the window's least size
+        settle(1.0)
+        for layer, head in ((29, 8), (0, 0)):
+            window.session.select(layer=layer, head=head)
+            settle(0.5)
+        window.resize(SCREEN)
+        idle(qtbot, window)
+        settle(1.0)
+        assert laid_out(panel) == fresh
+

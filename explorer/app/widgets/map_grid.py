@@ -125,6 +125,7 @@ class TileScroll(QScrollArea):
         self.setWidget(view)
         self._tiles: tuple | None = None            # (plot, tiles, cells) last asked to fit
         self._fitted: tuple | None = None           # (tiles, font, room, cells) the view was last sized for
+        self._room: tuple[int, int] | None = None   # the scroll area's size the tiles were last laid out in
         self._squeezed: tuple | None = None         # the view's size against its least, last laid out for
         self._legend_fitted: tuple | None = None
         self._revealed = None                       # the item kept in sight (reveal)
@@ -194,8 +195,18 @@ class TileScroll(QScrollArea):
             return
         layer = self._layer_rect(item.rect().center())
         if layer is not None and layer.height() <= self.viewport().height():
-            self._ensure_visible(layer)             # every head of a wrapped layer, where its bands fit
-        self._ensure_visible(rect)
+            self._ensure_visible(self._with_labels(layer))      # every head of a wrapped layer, where its bands fit
+        self._ensure_visible(self._with_labels(rect))
+
+    def _with_labels(self, rect: QRect) -> QRect:
+        """`rect` out to the view's left (top) edge where it fits so: the layers' (heads') labels in sight, as fresh.
+        A scroll just far enough to show the tile cut "L0" to ".0" and hid the heads' labels (drive 22)."""
+        rect, room = QRect(rect), self.viewport().size()
+        if rect.right() + REVEAL_MARGIN_PX < room.width():
+            rect.setLeft(0)
+        if rect.bottom() + REVEAL_MARGIN_PX < room.height():
+            rect.setTop(0)
+        return rect
 
     def _content_rect(self, scene_rect: QRectF) -> QRect:
         """A rect of the view's scene in the view's px, which are the scroll area's content px."""
@@ -297,11 +308,27 @@ class TileScroll(QScrollArea):
         self.view.setMaximumSize(*size)          # room to spare stays blank: the tiles stay square
         self._bars_as_needed(size, bar)
         self._fitted = same
+        self._scroll_home_at_new_room()
         if per_row != self.per_row:
             self.per_row = per_row
             self.wrap_changed.emit(per_row)      # the grid drawn so (fitting its tiles again changes nothing)
             if self._revealed is not None and not self._by_hand:
                 self._reveal_later(self._revealed)          # the selected head moved with its tile
+
+    def _scroll_home_at_new_room(self) -> None:
+        """In a room of another size, scrolled as fresh at that size: to the top left, then to the head kept in sight,
+        unless a person scrolled (kept: _on_box_resized). A shrink to the least size and a regrow left the grid
+        scrolled, "L0" cut to ".0" and the heads' labels out of sight (drive 22)."""
+        room = self.size().toTuple()
+        if room == self._room:
+            return
+        first, self._room = self._room is None, room
+        if first or self._by_hand:
+            return
+        self.horizontalScrollBar().setValue(0)
+        self.verticalScrollBar().setValue(0)
+        if self._revealed is not None:
+            self._reveal_later(self._revealed)
 
     def _bars_as_needed(self, size: tuple[int, int], bar: int) -> None:
         """A scroll bar each way only where the view of `size` needs one. Qt keeps bars it showed once while a
