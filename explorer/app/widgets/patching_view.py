@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 from explorer.app.thread.requests import PatchMapJob
 from explorer.app.widgets.adaptive import is_wide, orient
 from explorer.app.widgets.model_call import ModelCall
-from explorer.app.widgets.text_widgets import Caption, LineLabel, note_style
+from explorer.app.widgets.text_widgets import Caption, LineLabel, frameless_scroll, note_style
 from explorer.drawing.heatmap import Heatmap
 
 # The default example: a pair whose prompts differ in one word, so that they have the same number of tokens
@@ -162,7 +162,10 @@ class PatchingView(QWidget):
         controls = QWidget()
         column = QVBoxLayout(controls)
         column.setContentsMargins(0, 0, 0, 0)
-        column.addLayout(grid)
+        form = QWidget()          # a row a field: scrolled where the dock is short, never a taller window
+        form.setLayout(grid)      # (in one 800x600 window it asked 636 px)
+        grid.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(frameless_scroll(form))
         column.addLayout(buttons)
         column.addWidget(self.progress_words)
         column.addWidget(scroll, 1)

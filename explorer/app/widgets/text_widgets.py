@@ -222,11 +222,17 @@ class Caption(WrappedText):
 
     def scrolled(self) -> QScrollArea:
         """The caption in a frameless scroll area on its panel's background: whole where there is room."""
-        scroll = QScrollArea()
-        scroll.setWidget(self)
-        scroll.setWidgetResizable(True)
-        scroll.viewport().setAutoFillBackground(False)        # the panel's own background, as beside it
-        self.setAutoFillBackground(False)                      # (setWidget turned it on)
-        scroll.setFrameShape(QFrame.Shape.NoFrame)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        return scroll
+        return frameless_scroll(self)
+
+
+def frameless_scroll(widget: QWidget) -> QScrollArea:
+    """`widget` in a frameless scroll area on its panel's background, scrolled up and down only: whole where
+    there is room, and asking the window for no more than a scroll bar's height where there is not."""
+    scroll = QScrollArea()
+    scroll.setWidget(widget)
+    scroll.setWidgetResizable(True)
+    scroll.viewport().setAutoFillBackground(False)        # the panel's own background, as beside it
+    widget.setAutoFillBackground(False)                    # (setWidget turned it on)
+    scroll.setFrameShape(QFrame.Shape.NoFrame)
+    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    return scroll
