@@ -17,9 +17,10 @@ from tests.app.shared_window import make_window
 
 ROOT = Path(__file__).resolve().parents[2]
 PANELS_DIR = Path(explorer.app.panels.__file__).parent
-# the package, the shared base (base, drawing_parts, panel_words), the list itself, and Show the work's rich text
+# the package, the shared base (base, drawing_parts, panel_words), the list itself, Show the work's rich text and
+# the residual stream's room (residual_room)
 NOT_PANELS = {"__init__", "base", "drawing_parts", "panel_words", "registry", "derivation_text", "tokens_text",
-              "derivable"}
+              "derivable", "residual_room"}
 
 
 class ToyPanel(Panel):

@@ -48,7 +48,7 @@ def test_the_residual_streams_numbers_are_shown_whole_at_thirty_layers(qtbot):
     session = Session()
     session.set_token_display(lambda token_id: WORDS[token_id])
     panel = make(qtbot, session, ResidualPanel)
-    panel.resize(683, 240)                       # half a 1366 px screen, layers across
+    panel.resize(683, 240)                       # half a 1366 px screen
     trace = build_trace(n_layers=30, prompt_len=5)
     session.set_trace(trace)
     session.select(token=4)
@@ -59,14 +59,19 @@ def test_the_residual_streams_numbers_are_shown_whole_at_thirty_layers(qtbot):
     panel._on_answer((trace.model.name, tuple(int(i) for i in trace.token_ids[:5])), stream)
     QApplication.processEvents()
     table, metrics = panel.table, panel.table.fontMetrics()
-    assert panel.layers_across and table.columnCount() == n
+    assert table.columnCount() == n if panel.layers_across else table.rowCount() == n
     cut = [(r, c, table.item(r, c).text()) for r in range(table.rowCount()) for c in range(table.columnCount())
            if table.item(r, c) is not None
            and metrics.horizontalAdvance(table.item(r, c).text()) + 6 > table.columnWidth(c)]
     assert not cut, f"cells cut at their column's width: {cut[:4]}"
-    assert table.horizontalScrollBar().maximum() > 0         # the layers scroll sideways instead
-    viewport = table.viewport().height()
-    assert sum(table.rowHeight(r) for r in range(table.rowCount())) <= viewport   # and every row stays in sight
+    if panel.layers_across:
+        assert table.horizontalScrollBar().maximum() > 0         # the layers scroll sideways instead
+        viewport = table.viewport().height()
+        assert sum(table.rowHeight(r) for r in range(table.rowCount())) <= viewport   # and every row stays in sight
+    else:
+        assert table.verticalScrollBar().maximum() > 0           # the layers scroll down instead
+        viewport = table.viewport().width()
+        assert sum(table.columnWidth(c) for c in range(table.columnCount())) <= viewport   # every column in sight
 
 
 def test_the_attention_panel_fits_a_narrow_dock_with_its_colour_bar_inside(qtbot):
