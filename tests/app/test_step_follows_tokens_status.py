@@ -71,9 +71,8 @@ def test_every_frame_of_a_recording_shows_its_step_and_the_selection_comes_back(
     window.session.select(step=1, layer=1)
     before = window.session.selection
     frames = []
-    grab = window_animation.save_grab
-    monkeypatch.setattr(window_animation, "save_grab",
-                        lambda w, frame, size: (frames.append(shown(w)), grab(w, frame, size))[1])
+    grab = window_animation.steady_grab            # each frame is the window as this grab gives it
+    monkeypatch.setattr(window_animation, "steady_grab", lambda w: (frames.append(shown(w)), grab(w))[1])
     window_animation.record_window(window, tmp_path / "window.gif")
     assert len(frames) == len(counts)
     for step, state in enumerate(frames):
