@@ -18,6 +18,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
+    QBoxLayout,
     QComboBox,
     QHBoxLayout,
     QLabel,
@@ -159,6 +160,8 @@ class WhatIfView(QWidget):
     """The target and step count, Convert and Cancel with a progress bar, a summary line, the one error line,
     the per-step table and the selected head's attention map in the original and the converted model."""
 
+    PROGRESS_CHARS = 40    # average characters the bar and its words keep beside the controls (12 the bar's)
+
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         layout = QVBoxLayout(self)
@@ -177,13 +180,18 @@ class WhatIfView(QWidget):
         for widget in (QLabel("what if:"), self.variant_box, self.steps_box, self.run_button, self.cancel_button):
             row.addWidget(widget)
         row.addStretch(1)
-        layout.addLayout(row)
-        # A row of their own: beside the controls, in the tab's ~610 px beside Learn at 1366x768, the bar had
-        # ~45 px and its words two lines ("21%" over "replicating…", issue 22)
+        # Beside the controls where the bar and its words keep PROGRESS_CHARS, else a row of their own
+        # (resizeEvent): beside them in the tab's ~610 px beside Learn at 1366x768 the bar had ~45 px and its words
+        # two lines ("21%" over "replicating…", issue 22); a row of their own at 1920x1080 took 24 px of the maps'
+        # height, 100 px left them
         progress_row = QHBoxLayout()
         progress_row.addWidget(self.progress, 1)
         progress_row.addWidget(self.progress.words, 2)
-        layout.addLayout(progress_row)
+        self.top = QBoxLayout(QBoxLayout.Direction.TopToBottom)
+        self.top.addLayout(row, 0)
+        self.top.addLayout(progress_row, 1)
+        self._controls = row
+        layout.addLayout(self.top)
         self.run_summary = QLabel(" ")
         self.run_summary.setWordWrap(True)
         layout.addWidget(self.run_summary)
@@ -203,6 +211,13 @@ class WhatIfView(QWidget):
         layout.addWidget(lower, 1)
         self._said_why = ""                       # the sentence shown for why no target is offered, while it holds
         self.clear()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        least = self._controls.sizeHint().width() + self.top.spacing() + round(
+            self.PROGRESS_CHARS * self.fontMetrics().averageCharWidth())
+        wide = self.width() >= least
+        self.top.setDirection(QBoxLayout.Direction.LeftToRight if wide else QBoxLayout.Direction.TopToBottom)
 
     def heatmaps(self) -> tuple[Heatmap, Heatmap]:
         """The original's and the converted model's map under a caption they share, built when first asked for:
