@@ -92,7 +92,26 @@ def test_each_frame_is_the_window_once_every_panel_drew_its_step(window, tmp_pat
             rows, columns = region_of(window, panel)
             differ = np.any(frames[step][rows, columns] != settled[rows, columns], axis=-1)
             assert not differ.any(), (f"frame {step}: {panel.title} differs from the window settled at step "
-                                      f"{step} in {int(differ.sum())} pixels")
+                                      f"{step} in {int(differ.sum())} pixels" + where_they_differ(
+                                          window, panel, differ, frames[step][rows, columns]))
+
+
+def where_they_differ(window, panel: Panel, differ: np.ndarray, frame: np.ndarray) -> str:
+    """Where in `panel` the differing pixels lie, the widget there and the focus: what a failure in another
+    machine's run (which keeps no image) needs to be told apart (a text cursor, an axis, a label)."""
+    ys, xs = np.nonzero(differ)
+    top, left, bottom, right = int(ys.min()), int(xs.min()), int(ys.max()), int(xs.max())
+    ratio = window.devicePixelRatioF()
+    centre = panel.childAt(int((left + right) / 2 / ratio), int((top + bottom) / 2 / ratio))
+    chain = []
+    while centre is not None and centre is not panel and len(chain) < 4:
+        chain.append(type(centre).__name__)
+        centre = centre.parentWidget()
+    colours = sorted({tuple(int(c) for c in frame[y, x]) for y, x in zip(ys[:50], xs[:50])})[:6]
+    focus = QApplication.focusWidget()
+    return (f" at x {left}-{right}, y {top}-{bottom} of the panel ({panel.width()}x{panel.height()}), over "
+            f"{' in '.join(chain)}; the frame's colours there {colours}; the focus in "
+            f"{type(focus).__name__ if focus else None}")
 
 
 def capture_dialog(monkeypatch) -> list[tuple[str, str, str]]:
