@@ -281,12 +281,14 @@ def _head_parts(block, layer, u: torch.Tensor) -> tuple[list[float], float]:
 
 
 def residual_stream(loaded, ids, position: int | None = None, k: int = 5, decoder=None,
-                    cancel=None) -> ResidualStream:
-    """What each layer adds at `position`, the norms, and the logit lens softmax(Norm(h_l) W_U) top k;
-    read through `decoder`'s KV cache where it ran these ids (row_at)."""
+                    cancel=None, intervention=None) -> ResidualStream:
+    """What each layer adds at `position`, the norms, and the logit lens softmax(Norm(h_l) W_U) top k, under
+    `intervention` (None: the model as it is); the model as it is is read through `decoder`'s KV cache where
+    it ran these ids (row_at)."""
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
     position = check_request(loaded, ids, position, None)
-    capture = row_at(loaded, ids, position, decoder, cancel)
+    capture = (row_at(loaded, ids, position, decoder, cancel) if as_run(intervention) is None
+               else capture_at(loaded, ids, position, intervention, cancel))
     model = loaded.model
     with torch.inference_mode():
         def norms(name: str) -> np.ndarray:

@@ -22,7 +22,7 @@ import shiboken6
 from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
-from explorer.app.panels.base import Panel, decoder_view_unavailable
+from explorer.app.panels.base import Panel, decoder_view_unavailable, under_words
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import AttributionJob
 from explorer.app.widgets.adaptive import around_view, is_wide, orient
@@ -281,8 +281,9 @@ class AttributionPanel(Panel):
         token = self._tokens[index] if index < len(self._tokens) else None
         ids = tuple(int(i) for i in trace.token_ids[: position + 1])
 
-        key = (trace.model.name, ids, position, token)
-        if self.asker.ask(key, AttributionJob(ids, position, token)):
+        under = self.experiments_on()
+        key = (trace.model.name, ids, position, token, under)
+        if self.asker.ask(key, AttributionJob(ids, position, token, under)):
             self.readout.setText(f"attributing the logit after position {position}…")
         stopped = key == self.asker.stopped
         if stopped and key != self.answered:        # no bars or map of another key beside the words
@@ -315,7 +316,8 @@ class AttributionPanel(Panel):
             f"; the model's softcap makes it {result.capped_logit:.3f} (the pre-cap logit is split)"
         self.caption.set_plain(
             f"z = {result.logit:.3f} for '{token}' (#{result.token_id}) after position {result.position} "
-            f"'{readable(self.session.display_token(key[1][-1]))}'{capped}. "
+            f"'{readable(self.session.display_token(key[1][-1]))}'{under_words(key[4] if len(key) > 4 else None)}"
+            f"{capped}. "
             f"embed {result.embed:+.3f}, heads {result.heads.sum():+.3f}, FFN {result.mlp.sum():+.3f}, "
             f"rest {result.rest:+.3f}: sum {result.total():.3f}. Decomposition: "
             f"{result.decomposition.split(':')[0]}, the norm scales frozen here.")

@@ -42,6 +42,7 @@ from explorer.app.state.session import CANCEL, NO_MODEL, Change, Selection, Sess
 from explorer.app.widgets.plot_text import fit_to_font
 from explorer.app.widgets.text_widgets import QUIET_GROUND, WARNING_GROUND, LineLabel, WrappedText, note_style
 from explorer.app.window.error_bar import ErrorLine
+from explorer.core.intervention import Intervention, active, describe
 from explorer.core.trace import Trace
 
 
@@ -60,6 +61,11 @@ class Drawn:
 # them from here
 __all__ = ["LABELS_A_TURN", "LONG_ROWS", "Drawn", "LineLabel", "Panel", "WrappedText", "decoder_model_unavailable",
            "decoder_view_unavailable", "dims", "formula_html", "measuring", "stopped_text", "visible_text"]
+
+
+def under_words(intervention: Intervention | None) -> str:
+    """", with experiments (ablate L1.H2)" for a result computed under `intervention`; "" for the plain model."""
+    return "" if intervention is None else f", with experiments ({describe(intervention)})"
 
 
 class Panel(QWidget, DrawsInParts):
@@ -280,6 +286,13 @@ class Panel(QWidget, DrawsInParts):
         self.readout.setText(" ")              # the pointer's readout described the drawing now replaced
         self.error_line.clear()
         self._on_trace_changed(self.session.trace)
+
+    def experiments_on(self) -> Intervention | None:
+        """The Experiments dock's experiments that are on, as one Intervention (None where none is): a job that
+        runs the model again for this panel runs it under them, as the run it explains was (drive23 S1: Why this
+        token and the residual stream read the plain model beside an ablated run, saying nothing)."""
+        intervention = active(self.session.experiments)
+        return None if intervention.is_empty else intervention
 
     def drop_work(self) -> None:
         """Stop waiting for every job this panel started: its askers' questions, and each child object's

@@ -22,7 +22,7 @@ from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QBoxLayout, QHeaderView, QSizePolicy, QTableWidget, QTableWidgetItem
 
-from explorer.app.panels.base import Drawn, Panel, decoder_view_unavailable
+from explorer.app.panels.base import Drawn, Panel, decoder_view_unavailable, under_words
 from explorer.app.panels.residual_room import CELL_MARGINS_PX, LABELS, NORMS, K, LensTable, Room, arrange
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import ResidualStreamJob
@@ -255,11 +255,12 @@ class ResidualPanel(Panel):
             return
         self.position = position
         ids = tuple(int(i) for i in trace.token_ids[: position + 1])
-        key = (trace.model.name, ids)
+        under = self.experiments_on()
+        key = (trace.model.name, ids, under)
         if key != self.shown_key:                  # no other position's stream beside this one while it is read
             self._clear_stream()
             self.set_formula(f"h_l at position {position}: reading the residual stream…")
-        if self.asker.ask(key, ResidualStreamJob(ids, position, ASKED)):
+        if self.asker.ask(key, ResidualStreamJob(ids, position, ASKED, under)):
             self.readout.setText(f"reading the residual stream at position {position}…")
         stopped = key == self.asker.stopped
         if stopped:
@@ -274,8 +275,9 @@ class ResidualPanel(Panel):
         self._draw_norms(stream)
         self._fill_lens(stream)
         token = readable(self.session.display_token(ids[-1])) if ids else ""
-        self.set_formula(f"h_l at position {stream.position} ('{token}'): what each layer adds, and the "
-                         "logit lens softmax(Norm(h_l) W_U)")
+        under = key[2] if len(key) > 2 else None
+        self.set_formula(f"h_l at position {stream.position} ('{token}'){under_words(under)}: what each layer "
+                         "adds, and the logit lens softmax(Norm(h_l) W_U)")
         self.readout.setText(f"position {stream.position}: ||h_L|| = {float(stream.residual_norms[-1]):.2f}")
         self.show_state()                          # the working state ends: the body is shown
         self.layout().activate()                   # (the body's room now, not once the layout is posted)

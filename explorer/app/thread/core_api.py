@@ -160,13 +160,14 @@ def _head_weights(job, loaded, progress, cancel):
 def _attribution(job, loaded, progress, cancel):
     from explorer.core.attribution import attribute  # torch: on the model thread
 
-    return attribute(loaded, job.ids, job.position, job.token, cancel=cancel)
+    return attribute(loaded, job.ids, job.position, job.token, intervention=job.intervention, cancel=cancel)
 
 
 def _residual_stream(job, loaded, progress, cancel):
     from explorer.core.attribution import residual_stream  # torch: on the model thread
 
-    return residual_stream(loaded, job.ids, job.position, job.k, decoder=_DECODER.get(), cancel=cancel)
+    return residual_stream(loaded, job.ids, job.position, job.k, decoder=_DECODER.get(), cancel=cancel,
+                           intervention=job.intervention)
 
 
 def _head_scores(job, loaded, progress, cancel):

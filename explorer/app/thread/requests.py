@@ -173,6 +173,7 @@ class AttributionJob(_NamedJob):
     ids: tuple[int, ...]
     position: int
     token: int | None = None
+    intervention: object = None       # the experiments on (core.intervention.Intervention), None: none
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,7 @@ class ResidualStreamJob(_NamedJob):
     ids: tuple[int, ...]
     position: int
     k: int = 5
+    intervention: object = None       # the experiments on (core.intervention.Intervention), None: none
 
 
 @dataclass(frozen=True)
