@@ -12,7 +12,7 @@ from tests.app.deep_residual import deep_llama, residual_stream_shown  # noqa: F
 
 def test_growing_the_panel_until_its_plot_shows_cuts_no_row(qtbot, deep_llama):  # noqa: F811
     n_layers = deep_llama[2]
-    panel = residual_stream_shown(qtbot, deep_llama, (1000, 150))        # under the plot's least height: the table alone
+    panel = residual_stream_shown(qtbot, deep_llama, (1000, 150))     # under the plot's least height: the table alone
     qtbot.wait(200)
     assert len(panel.stream.lens_ids) == n_layers
     assert not panel.plot_view.isVisible(), "the test's small panel already shows the plot"
