@@ -53,7 +53,7 @@ def test_a_comparison_behind_the_atlas_says_it_waits(qtbot, tmp_path, monkeypatc
             qtbot.waitUntil(lambda: progress.dialog is None, timeout=5000)      # its trace came: its dialog went
             qtbot.waitUntil(lambda: window.session.trace_intervention == ABLATE, timeout=10000)
             qtbot.wait(200)
-            said = panel.compare_label.text()     # the held atlas runs: whatever the comparison does, it waits
+            said = panel.waiting_line.text()      # the held atlas runs: whatever the comparison does, it waits
             claims = "comparing to the plain run…" in said.replace("then comparing", "")
             assert not claims and said, f"the label says it compares while {ATLAS} holds the thread: {said}"
             if "waiting for" in said:

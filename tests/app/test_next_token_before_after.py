@@ -78,13 +78,14 @@ def test_a_trace_run_under_experiments_says_so_before_its_comparison_comes(qtbot
     session, plain = panel.session, traced_llama[1]
     ablate = Intervention(ablations=(HeadAblation(1, 2),))
     session.set_experiments((Experiment(ablate),))
-    assert not panel.compare_label.isVisible(), "the plain trace is still the one drawn"
+    assert not panel.compare_label.isVisible() and not panel.waiting_line.isVisible(), \
+        "the plain trace is still the one drawn"
     decoder = Decoder(traced_llama[0])
     decoder.set_intervention(ablate)
     decoder.prefill(plain.token_ids)
     session.set_trace(decoder.trace)                               # the trace redone under the ablation arrives
-    said = panel.compare_label.text()
-    assert panel.compare_label.isVisible() and "with experiments" in said and "ablate L1.H2" in said, said
+    said = panel.waiting_line.text()
+    assert panel.waiting_line.isVisible() and "with experiments" in said and "ablate L1.H2" in said, said
     assert not panel.before_table.isVisible()                      # no comparison yet: nothing to put beside
     # the candidates drawn are the ablated run's: the comparison's "after", computed apart
     result = _compare(traced_llama, ablate)
@@ -92,3 +93,32 @@ def test_a_trace_run_under_experiments_says_so_before_its_comparison_comes(qtbot
     assert float(panel.table.item(0, 3).text()) != pytest.approx(float(result.before_probs[0]), abs=1e-4)
     session.set_comparison(ablate, decoder.trace.token_ids, result)
     assert panel.before_table.isVisible() and "KL(before ‖ after)" in panel.compare_label.text()
+
+
+def rows_in_sight(table) -> int:
+    view = table.viewport().rect()
+    return sum(1 for row in range(table.rowCount()) if view.contains(table.visualItemRect(table.item(row, 1))))
+
+
+def test_the_waiting_words_take_one_line_not_the_candidates_rows(qtbot, panel, traced_llama):
+    """In a dock as narrow as Next token's beside Learn at 1366x768 the wrapped waiting words took two or three
+    of the candidates' rows for the whole wait (issue 22). Expectation from the widgets' own geometry: while the
+    before → after waits, the words are one line of the font, and the candidates lose at most that line's
+    row."""
+    from explorer.core.decode import Decoder
+
+    session, plain = panel.session, traced_llama[1]
+    panel.resize(300, 330)
+    qtbot.wait(50)
+    before = rows_in_sight(panel.table)
+    ablate = Intervention(ablations=(HeadAblation(1, 2),))
+    session.set_experiments((Experiment(ablate),))
+    decoder = Decoder(traced_llama[0])
+    decoder.set_intervention(ablate)
+    decoder.prefill(plain.token_ids)
+    session.set_trace(decoder.trace)
+    qtbot.wait(50)
+    line = panel.waiting_line
+    assert line.isVisible() and len(line.text()) > 60, line.text()     # words that wrapped at this width
+    assert line.height() <= line.fontMetrics().lineSpacing() + 2 * line.margin() + 4, line.height()
+    assert rows_in_sight(panel.table) >= before - 1 >= 2, (before, rows_in_sight(panel.table))

@@ -14,7 +14,7 @@ from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QBrush, QFont
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTableWidget, QTableWidgetItem, QWidget
 
-from explorer.app.panels.base import Panel, WrappedText, visible_text
+from explorer.app.panels.base import LineLabel, Panel, WrappedText, visible_text
 from explorer.app.state.session import Selection
 from explorer.app.thread.requests import CompareNextTokenJob
 from explorer.app.widgets.bars import SHARE_ROLE, ShareBarDelegate
@@ -62,6 +62,12 @@ class NextTokenPanel(Panel):
         self.compare_label = WrappedText()
         self.compare_label.setVisible(False)
         self.body.addWidget(self.compare_label)
+        # What the candidates are while no before → after of their run is known: one line, whole in its tooltip.
+        # Wrapped as the comparison's caption is, it took two or three lines of the candidates' rows in a narrow
+        # dock (2 rows left at 1366x768 beside Learn, issue 22), for the whole wait.
+        self.waiting_line = LineLabel()
+        self.waiting_line.setVisible(False)
+        self.body.addWidget(self.waiting_line)
         # In a widget of their own, hidden with them while the logit lens is shown: a layout with its
         # widgets hidden kept its share of the height, a blank band above the lens.
         self.tables_box = QWidget()
@@ -152,11 +158,12 @@ class NextTokenPanel(Panel):
         result = self.comparison() if shown else None
         waiting = self._awaited_comparison() if shown and result is None else None
         self.before_table.setVisible(result is not None)
-        self.compare_label.setVisible(result is not None or waiting is not None)
+        self.compare_label.setVisible(result is not None)
+        self.waiting_line.setVisible(waiting is not None)
         self._fit_before_after_height(result is not None)       # again once the rows are in (below)
         self.table.horizontalHeaderItem(1).setText("token" if result is None else "after")
         if waiting is not None:
-            self.compare_label.set_plain(waiting)
+            self.waiting_line.setText(waiting)
         if result is None:
             return
         name = lambda token_id: visible_text(self.session.display_token(int(token_id)))   # noqa: E731
@@ -195,7 +202,7 @@ class NextTokenPanel(Panel):
 
     def _on_jobs(self, jobs: dict) -> None:
         self._jobs = jobs
-        if self.compare_label.isVisibleTo(self) and self.comparison() is None:     # a waiting line to say anew
+        if self.waiting_line.isVisibleTo(self) and self.comparison() is None:      # a waiting line to say anew
             self._show_before()
 
     def _fit_before_after_height(self, compared: bool) -> None:
@@ -216,6 +223,7 @@ class NextTokenPanel(Panel):
         if encoder:
             self.before_table.setVisible(False)
             self.compare_label.setVisible(False)
+            self.waiting_line.setVisible(False)
         if encoder:
             self.candidates = np.zeros(0, dtype=np.int64)
             self.lens_table.setVisible(False)
