@@ -70,3 +70,32 @@ def test_a_long_session_comes_back_waiting_for_run(launched, tmp_path, dialogs):
     assert seen.trace is None, "a long session was replayed unasked at the relaunch"
     assert seen.prompt == state.prompt
     assert dialogs["questions"] == [] and dialogs["warnings"] == []
+
+
+def test_a_relaunch_brings_back_the_experiments_of_a_session_with_no_step(launched, tmp_path, dialogs):
+    """Quit with an ablation on and nothing decoded: the relaunch opened the last model and prompt, the ablation
+    gone without a word (drive23). Expectation: the relaunched session has the experiment, its run under it."""
+    from explorer.core.intervention import Intervention
+
+    model = make_tiny_llama(tmp_path / "tiny-llama")
+    launch.AppSettings().last_prompt = CORPUS[0]
+    ablate = Intervention().ablate(1, 2)
+    added = []
+
+    def ablated(window) -> bool:
+        if not settled(window):
+            return False
+        if not added:
+            added.append(True)
+            window.session.add_experiment(ablate)
+            return False
+        return window.session.trace_intervention == ablate
+    launched(["--model", str(model)], ablated)
+    seen = {}
+
+    def back(window) -> bool:
+        seen["experiments"] = window.session.experiments
+        return settled(window) and window.session.trace_intervention == ablate and window.session.trace.n_steps == 1
+    launched([], back)
+    assert [e.intervention for e in seen["experiments"] if e.on] == [ablate], seen["experiments"]
+    assert dialogs["questions"] == [] and dialogs["warnings"] == []

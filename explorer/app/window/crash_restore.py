@@ -55,12 +55,13 @@ def offer_crash_restore(parent: QWidget, autosave_path: str | Path | None,
 
 
 def restore_quit_session(window) -> bool:
-    """At a launch after a clean quit, the session `window`'s folder quit in, when it had decoded steps and its
-    model still opens: replayed with its decoded ids, or, when the replay is long (is_long), put back waiting
-    for Run. True when restored; False leaves the launch to open the last model and prompt (a session with no
-    step decoded is no more than they are)."""
+    """At a launch after a clean quit, the session `window`'s folder quit in, when it had decoded steps or
+    experiments and its model still opens: replayed with its decoded ids, or, when the replay is long (is_long),
+    put back waiting for Run. True when restored; False leaves the launch to open the last model and prompt (a
+    session with no step decoded and no experiment is no more than they are; one with experiments and no step
+    came back without them, unsaid: drive23)."""
     state = quit_session(window.autosaver.path)
-    if state is None or state.steps < 2 or reopened_model(state.model) is None:
+    if state is None or (state.steps < 2 and not state.experiments) or reopened_model(state.model) is None:
         return False
     window.restore_session(state, run=not is_long(state))
     return True
