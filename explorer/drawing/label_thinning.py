@@ -20,7 +20,9 @@ def nice_step(at_least: float) -> float:
 def thinned_ticks(positions: np.ndarray, min_value: float, max_value: float, size: float,
                   needed_px: float) -> list[tuple[int, list[float]]]:
     """pyqtgraph's tick levels for labels at `positions` on an axis `size` px long showing min..max_value: the
-    visible labels whose index is a multiple of a stride that leaves each label `needed_px` along the axis."""
+    visible labels whose index is a multiple of a stride that leaves each label `needed_px` along the axis, and
+    the last visible one: beside the multiple before it where they keep `needed_px` apart, else in its place
+    (12 keys at a stride of 2 labelled 0…10, the last key unnamed; drive23)."""
     lo, hi = sorted((min_value, max_value))
     visible = np.flatnonzero((positions >= lo - 0.5) & (positions <= hi + 0.5))
     if visible.size == 0:
@@ -28,7 +30,15 @@ def thinned_ticks(positions: np.ndarray, min_value: float, max_value: float, siz
     spacing = (positions[-1] - positions[0]) / max(1, len(positions) - 1) or 1.0
     px_per_label = size / max(hi - lo, 1e-9) * spacing
     stride = int(nice_step(needed_px / max(px_per_label, 1e-9)))
-    chosen = visible[visible % stride == 0]
+    chosen = list(visible[visible % stride == 0])
+    last = visible[-1]
+    if not chosen:                               # zoomed in between two multiples
+        chosen = [last]
+    elif chosen[-1] != last:
+        if (last - chosen[-1]) * px_per_label >= needed_px:
+            chosen.append(last)
+        elif len(chosen) > 1:
+            chosen[-1] = last
     return [(stride, [float(positions[i]) for i in chosen])]
 
 
