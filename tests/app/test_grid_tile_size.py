@@ -14,9 +14,8 @@ from PySide6.QtWidgets import QApplication
 
 from explorer.app.panels.attention import AttentionPanel
 from explorer.core import store
-from tests.app.screen_fit import emulated_screen
+from tests.app.smollm2_window import grid_at
 from tests.app.synthetic_trace import build_trace
-from tests.app.window_helpers import idle, new_window
 
 LEAST_TILE_PX = 48
 PROMPT = "To be, or not to be, that is the question: whether tis nobler"
@@ -36,29 +35,19 @@ def test_minilm_grid_tiles_keep_48_px_and_the_grid_scrolls(qtbot, tmp_path, dial
     folder = store.pulled_path("minilm-l6")
     if folder is None:
         pytest.skip("minilm-l6 is not pulled")
-    with emulated_screen(screen):
-        window = new_window(qtbot, tmp_path)
-        try:
-            window.resize(screen)
-            window.prompt.set_text(PROMPT)
-            window.open_model(str(folder))
-            trace = idle(qtbot, window, lambda: window.session.trace is not None)
-            panel = window.findChild(AttentionPanel)
-            window.docks["attention"].raise_()
-            qtbot.waitUntil(lambda: panel.mosaic is not None and panel.grid_view.isVisible())
-            assert (panel.mosaic.n_layers, panel.mosaic.n_heads) == (6, 12)
-            assert panel.mosaic.tile_shape == (trace.n_tokens, trace.n_tokens)
+    with grid_at(qtbot, tmp_path, folder, PROMPT, screen) as (window, panel):
+        trace = window.session.trace
+        assert (panel.mosaic.n_layers, panel.mosaic.n_heads) == (6, 12)
+        assert panel.mosaic.tile_shape == (trace.n_tokens, trace.n_tokens)
 
-            def legible() -> None:
-                assert min(tile_px(panel)) >= LEAST_TILE_PX, tile_px(panel)
-            qtbot.waitUntil(legible, timeout=3000)
-            width, height = tile_px(panel)
-            scroll = panel.grid_scroll
-            needed = panel.mosaic.layout.across * width             # the heads a row (they wrap)
-            if needed > scroll.viewport().width():               # what does not fit is reached by scrolling
-                assert scroll.horizontalScrollBar().maximum() > 0
-        finally:
-            window.close()
+        def legible() -> None:
+            assert min(tile_px(panel)) >= LEAST_TILE_PX, tile_px(panel)
+        qtbot.waitUntil(legible, timeout=3000)
+        width, height = tile_px(panel)
+        scroll = panel.grid_scroll
+        needed = panel.mosaic.layout.across * width             # the heads a row (they wrap)
+        if needed > scroll.viewport().width():               # what does not fit is reached by scrolling
+            assert scroll.horizontalScrollBar().maximum() > 0
 
 
 def test_the_wheel_scrolls_a_grid_that_does_not_fit_and_ctrl_wheel_zooms(open_panel):
