@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSpinBox, QSplitter, QVBoxLayout, QWidget
 
@@ -37,8 +37,6 @@ from explorer.views.long_maps import extent, is_long
 from explorer.views.maps import attention_matrix, axis_labels, head_levels, mean_attention_matrix
 
 STALE_OPACITY = 0.35      # the grid of the step before, drawn while the new step's tiles are computed
-GRID_SHARE = 0.4         # of the splitter beside the large map, the head grid's share
-GRID_MOST = 0.45         # ... and the most it takes for its heads to wrap (_share_split)
 
 
 class AttentionPanel(Panel):
@@ -103,9 +101,6 @@ class AttentionPanel(Panel):
         splitter.addWidget(grid_box)
         splitter.setSizes([600, 400])
         self.body.addWidget(splitter, 1)
-        self.splitter, self._split_by_hand = splitter, False
-        splitter.splitterMoved.connect(lambda *_: setattr(self, "_split_by_hand", True))   # kept as a person set it
-        splitter.installEventFilter(self)
         self.large.on_hover = self._hover_large
         self.large.on_click = self._click_large
         self.grid.on_hover = self._hover_grid
@@ -126,23 +121,6 @@ class AttentionPanel(Panel):
         self._drawn_large = None
         self._drawn_grid = None
         self._revealed_tile = None                         # (kind, layer, head or None: the mean) scrolled to
-
-    def eventFilter(self, watched, event) -> bool:
-        if watched is self.splitter and event.type() == QEvent.Type.Resize:
-            self._share_split()
-        return super().eventFilter(watched, event)
-
-    def _share_split(self) -> None:
-        """The grid GRID_SHARE of the splitter's width, or, up to GRID_MOST, the width at which its heads wrap
-        (TileScroll.wrap_px) beside its colour bars: at 1366x768 beside Learn SmolLM2's grid had 167 px, 10 too few
-        to wrap, and its nine heads a layer scrolled sideways in one row (issue 22). A split a person moved stays."""
-        need = self.grid_scroll.wrap_px()
-        total = sum(self.splitter.sizes())
-        if self._split_by_hand or need is None or total <= 0:
-            return
-        grid = max(round(GRID_SHARE * total), min(need + self.legend_view.width(), round(GRID_MOST * total)))
-        if abs(self.splitter.sizes()[1] - grid) > 1:
-            self.splitter.setSizes([total - grid, grid])
 
     # ----- settings the exports reuse ------------------------------------------------
     @property
@@ -294,7 +272,6 @@ class AttentionPanel(Panel):
         mosaic = self.mosaic
         self.grid_scroll.fit_tiles(self.grid.plot, (mosaic.n_layers, mosaic.n_heads), mosaic.tile_shape)
         self.grid_scroll.fit_beside(self.legend_view, tuple(scale.label for scale in scales))
-        self._share_split()                              # its axes measured: the width at which the heads wrap
         self._mark_ablations()
 
     def _mark_ablations(self) -> None:
