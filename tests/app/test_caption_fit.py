@@ -123,7 +123,8 @@ def tile_rect(panel, layer: int, head: int) -> tuple[int, int, int, int]:
     """Tile (layer, head) of the grid, its cells and not its gutters, in the scroll area's viewport pixels."""
     rows, columns = panel.mosaic.tile_shape
     view_box, viewport = panel.grid.plot.getViewBox(), panel.grid_scroll.viewport()
-    left, top = head * (columns + 1) - 0.5, layer * (rows + 1) - 0.5           # cells are centred on their index
+    top, left = panel.mosaic.tile_origin(layer, head)       # where the heads wrap, on the layer's next band
+    left, top = left - 0.5, top - 0.5                       # cells are centred on their index
     corners = [panel.grid_view.mapTo(viewport, view_box.mapViewToDevice(QPointF(x, y)).toPoint())
                for x, y in ((left, top), (left + columns, top + rows))]
     return corners[0].x(), corners[0].y(), corners[1].x(), corners[1].y()

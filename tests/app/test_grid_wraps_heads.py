@@ -124,3 +124,19 @@ def test_a_shrink_to_the_least_size_and_regrow_lays_the_grid_out_as_fresh(qtbot,
         settle(1.0)
         assert laid_out(panel) == fresh
 
+
+
+@pytest.mark.realmodel
+def test_smollm2s_heads_wrap_beside_learn(qtbot, tmp_path, dialogs):
+    """Beside Learn at 1366x768 the grid had 167 px, 10 too few for a plot of MIN_PLOT_PX beside its axes, and
+    SmolLM2's nine heads a layer ran in one row behind a sideways scroll bar. Expectation: the heads wrap and
+    nothing scrolls sideways; the large map keeps more than half the splitter and a legible view."""
+    from explorer.app.widgets.kv_occupancy import MIN_PLOT_PX
+
+    with smollm2_at_1366(qtbot, tmp_path, LONG_PROMPT, with_learn=True) as (window, panel):
+        window.session.select(layer=12, head=0)
+        check_wrapped_and_clickable(qtbot, panel, 12, "SmolLM2 beside Learn at 1366x768")
+        assert panel.grid_scroll.horizontalScrollBar().maximum() == 0, "the grid scrolls sideways"
+        large, grid = panel.splitter.sizes()
+        assert large > grid and panel.large.plot.getViewBox().width() >= MIN_PLOT_PX, (large, grid)
+

@@ -11,9 +11,11 @@ with its progress and Cancel (grid_filler).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSpinBox, QSplitter, QVBoxLayout, QWidget
 
@@ -25,6 +27,7 @@ from explorer.app.widgets.attention_kind import AttentionKindBox
 from explorer.app.widgets.flow_layout import FlowLayout
 from explorer.app.widgets.grid_filler import GridFiller, GridProgress
 from explorer.app.widgets.kernel_control import KernelControl
+from explorer.app.widgets.kv_occupancy import MIN_PLOT_PX
 from explorer.app.widgets.long_export import LongExport
 from explorer.app.widgets.long_head import LongHead, Request
 from explorer.app.widgets.map_grid import TileScroll
@@ -37,6 +40,8 @@ from explorer.views.long_maps import extent, is_long
 from explorer.views.maps import attention_matrix, axis_labels, head_levels, mean_attention_matrix
 
 STALE_OPACITY = 0.35      # the grid of the step before, drawn while the new step's tiles are computed
+GRID_SHARE = 0.4         # of the splitter beside the large map, the head grid's share
+GRID_MOST = 0.45         # ... and the most it takes for its heads to wrap (_share_split)
 
 
 class AttentionPanel(Panel):
@@ -101,6 +106,9 @@ class AttentionPanel(Panel):
         splitter.addWidget(grid_box)
         splitter.setSizes([600, 400])
         self.body.addWidget(splitter, 1)
+        self.splitter, self._split_by_hand, self._shared_for = splitter, False, None
+        splitter.splitterMoved.connect(lambda *_: setattr(self, "_split_by_hand", True))   # kept as a person set it
+        splitter.installEventFilter(self)
         self.large.on_hover = self._hover_large
         self.large.on_click = self._click_large
         self.grid.on_hover = self._hover_grid
@@ -121,6 +129,34 @@ class AttentionPanel(Panel):
         self._drawn_large = None
         self._drawn_grid = None
         self._revealed_tile = None                         # (kind, layer, head or None: the mean) scrolled to
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.splitter and event.type() == QEvent.Type.Resize:
+            self._share_split()
+        return super().eventFilter(watched, event)
+
+    def _share_split(self) -> None:
+        """The grid GRID_SHARE of the splitter's width, or, up to GRID_MOST, the width at which its heads wrap
+        (TileScroll.wrap_px) beside its colour bars: at 1366x768 beside Learn SmolLM2's grid had 167 px, 10 too few
+        to wrap, and its nine heads a layer scrolled sideways in one row (issue 22). A split a person moved stays; the
+        share is decided once for each width of the splitter and each grid's shape."""
+        need = self.grid_scroll.wrap_px()
+        total = sum(self.splitter.sizes())
+        room = (total, self.mosaic.n_layers, self.mosaic.n_heads) if self.mosaic is not None else None
+        if self._split_by_hand or need is None or total <= 0 or room == self._shared_for:
+            return
+        # Once for each width and grid, not at every lay-out: the share changes the grid's axes (their labels
+        # wrap with the heads), which changed the share again, and test_caption_fit's MLA grid never settled.
+        self._shared_for = room
+        # Two characters to spare: wrapped, the axes' labels take a few px more, and at the very width at which
+        # the heads wrap the grid would wrap and unwrap in turn.
+        need += 2 * self.grid_scroll.fontMetrics().averageCharWidth()
+        # ... and never at the large map's cost: it keeps a view of MIN_PLOT_PX beside its axes as laid out.
+        large_axes = self.large_view.width() - self.large.plot.getViewBox().width()
+        most = min(round(GRID_MOST * total), total - math.ceil(large_axes + MIN_PLOT_PX))
+        grid = max(round(GRID_SHARE * total), min(need + self.legend_view.width(), most))
+        if abs(self.splitter.sizes()[1] - grid) > 1:
+            self.splitter.setSizes([total - grid, grid])
 
     # ----- settings the exports reuse ------------------------------------------------
     @property
@@ -272,6 +308,7 @@ class AttentionPanel(Panel):
         mosaic = self.mosaic
         self.grid_scroll.fit_tiles(self.grid.plot, (mosaic.n_layers, mosaic.n_heads), mosaic.tile_shape)
         self.grid_scroll.fit_beside(self.legend_view, tuple(scale.label for scale in scales))
+        self._share_split()                              # its axes measured: the width at which the heads wrap
         self._mark_ablations()
 
     def _mark_ablations(self) -> None:

@@ -124,6 +124,7 @@ class TileScroll(QScrollArea):
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setWidget(view)
         self._tiles: tuple | None = None            # (plot, tiles, cells) last asked to fit
+        self.axes_px: int | None = None             # the view's width beside its tiles (axes, frame), as last laid out
         self._fitted: tuple | None = None           # (tiles, font, room, cells) the view was last sized for
         self._room: tuple[int, int] | None = None   # the scroll area's size the tiles were last laid out in
         self._squeezed: tuple | None = None         # the view's size against its least, last laid out for
@@ -160,6 +161,13 @@ class TileScroll(QScrollArea):
             plot.getViewBox().sigResized.connect(self._on_box_resized)
         self._tiles = (plot, tiles, cells)
         self._lay_out()
+
+    def wrap_px(self) -> int | None:
+        """The least width at which a layer's heads wrap into a plot of MIN_PLOT_PX (heads_per_row: narrower,
+        one row of them scrolls sideways), the vertical scroll bar counted; None until laid out."""
+        if self.axes_px is None:
+            return None
+        return math.ceil(self.axes_px + self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent) + MIN_PLOT_PX)
 
     def wrap_heads(self, on_wrap) -> None:
         """From now on let a layer's heads wrap onto rows of `per_row` (heads_per_row); `on_wrap(per_row)` is called
@@ -292,6 +300,7 @@ class TileScroll(QScrollArea):
             least = self.view.ci.effectiveSizeHint(Qt.SizeHint.MinimumSize)      # the view's and its axes'
             frame = 2 * self.view.frameWidth()        # the view's own frame around its scene
             axes = (least.width() - box.minimumWidth() + frame, least.height() - box.minimumHeight() + frame)
+            self.axes_px = axes[0]
             room = (self.width() - axes[0], self.height() - axes[1])
             per_row = heads_per_row(n_layers, n_heads, cells, room, bar, least_tile_px(r, c)) if self._wraps else None
             if per_row is not None:             # a plot narrower than MIN_PLOT_PX is a strip of ticks
