@@ -56,3 +56,29 @@ def test_three_launches_keep_the_height_on_a_bare_x_screen(qtbot, tmp_path, scre
         seen.append(window.frameGeometry().getRect())
         window.close()
     assert seen == [available.getRect()] * 3, f"three launches on a {screen.width()}x{screen.height()} screen: {seen}"
+
+
+def test_a_window_that_filled_its_screen_fills_the_next_one(qtbot, tmp_path, monkeypatch):
+    """First launched on a 1366x768 screen, the window filled it; relaunched on a 1920x1080 one it came back
+    1366x768 in the corner (drive23). Expectation: a window that filled its screen fills the next one, larger
+    or smaller; one a person made smaller keeps its size."""
+    from tests.app.screen_fit import SCREENS, emulated_screen
+
+    monkeypatch.setattr(QGuiApplication, "platformName", staticmethod(lambda: "xcb"))
+    seen = []
+    for name in ("1366x768", "1920x1080", "1366x768"):
+        with emulated_screen(SCREENS[name]) as available:
+            window = launched(qtbot, tmp_path)
+            seen.append((name, window.frameGeometry().getRect() == available.getRect()))
+            window.close()
+    assert seen == [("1366x768", True), ("1920x1080", True), ("1366x768", True)], seen
+
+    with emulated_screen(SCREENS["1920x1080"]):
+        window = launched(qtbot, tmp_path)
+        window.resize(1000, 700)                            # made smaller by hand
+        queue_drained(qtbot, window)
+        made = window.size().toTuple()
+        window.close()
+        window = launched(qtbot, tmp_path)
+        assert window.size().toTuple() == made, "a window made smaller by hand came back filling the screen"
+        window.close()

@@ -339,6 +339,8 @@ class MainWindow(QMainWindow):
         if fit is None or self.isFullScreen():
             return
         if not fit:
+            if self.settings.window_filled and self.frameGeometry() != dock_layout.available_geometry(self):
+                dock_layout.fit_to_screen(self)    # it filled the screen it was closed on: it fills this one too
             # A saved layout made for a larger screen, or one that had grown past its own: its dock
             # sizes no longer fit this screen, so it is laid out afresh rather than squeezed (the
             # panels the person had closed stay closed).
@@ -370,7 +372,8 @@ class MainWindow(QMainWindow):
         self.closed = True
         self.controller.set_playing(False)
         self.settings.save_window(self.saveGeometry(), self.dock_shares.state_to_save(), self.size(),
-                                  self.normalGeometry())
+                                  self.normalGeometry(),
+                                  filled=self.frameGeometry() == dock_layout.available_geometry(self))
         self.settings.learn_open_at = learn_placement.open_at_quit(self)
         self.settings.sampling = self.sampling_bar.settings()
         self.settings.last_prompt = self.prompt.text

@@ -30,16 +30,23 @@ class AppSettings(FigureSettings):
         return self._bytes("window/state")
 
     def save_window(self, geometry: QByteArray, state: QByteArray, size: QSize | None = None,
-                    place: QRect | None = None) -> None:
+                    place: QRect | None = None, filled: bool = False) -> None:
         """The window's geometry and dock state, the size the docks were laid out for (Qt's
-        restoreGeometry cuts a saved geometry to the screen, so it cannot tell that size again), and where
-        the window itself was (`place`, its own rectangle, frame not included)."""
+        restoreGeometry cuts a saved geometry to the screen, so it cannot tell that size again), where
+        the window itself was (`place`, its own rectangle, frame not included), and whether it `filled` its
+        screen's available area (it then fills the next screen too, larger or smaller)."""
         self.q.setValue("window/geometry", geometry)
         self.q.setValue("window/state", state)
+        self.q.setValue("window/filled", "yes" if filled else "")
         if size is not None:
             self.q.setValue("window/size", f"{size.width()}x{size.height()}")
         if place is not None:
             self.q.setValue("window/place", ",".join(str(n) for n in place.getRect()))
+
+    @property
+    def window_filled(self) -> bool:
+        """Whether the window filled its screen's available area at the last quit (save_window)."""
+        return str(self.q.value("window/filled", "")) == "yes"
 
     def window_place(self) -> QRect | None:
         """Where the window itself was at the last quit (x, y, width, height, its frame not included); None if
