@@ -24,7 +24,8 @@ pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's fo
 
 def queue_drained(qtbot, window, hops: int = 8) -> None:
     """Wait until a chain of `hops` zero timers has run: the window's own zero timers posted before (the
-    fit once placed, the size given back) have run by then."""
+    fit once placed, the size given back) have run by then. Up to 30 s: late in a full run on a loaded CI
+    machine the chain once took more than pytest-qt's 5 s, which says nothing of the window's size."""
     done = []
 
     def hop(left: int) -> None:
@@ -33,7 +34,7 @@ def queue_drained(qtbot, window, hops: int = 8) -> None:
         else:
             done.append(True)
     hop(hops)
-    qtbot.waitUntil(lambda: bool(done))
+    qtbot.waitUntil(lambda: bool(done), timeout=30_000)
 
 
 def launched(qtbot, tmp_path) -> MainWindow:
