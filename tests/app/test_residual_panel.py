@@ -40,3 +40,22 @@ def test_the_legend_names_the_lines_outside_them_and_goes_with_them(qtbot, sessi
     assert not view.intersects(legend), (view, legend)
     panel.forget()
     assert legends[0].items == []
+
+
+def test_each_name_in_the_legend_sits_beside_its_lines_sample(qtbot, session, traced_llama):
+    """Stretched to the plot's height, the legend's rows spread: each name at the top of its row and each sample in
+    the middle, up to 100 px apart in a tall panel (drive23). Expectation: a name's middle within a few px of its
+    sample's, in a short panel and a tall one."""
+    from explorer.app.panels.residual import ResidualPanel
+
+    loaded, trace = traced_llama
+    panel = answered(qtbot, ResidualPanel, session, traced_llama)
+    session.select(token=trace.n_tokens - 1)
+    qtbot.waitUntil(lambda: panel.stream is not None, timeout=30000)
+    for size in ((700, 400), (700, 1000), (600, 300), (1200, 500), (1000, 350)):
+        panel.resize(*size)
+        qtbot.wait(100)
+        qtbot.waitUntil(lambda: panel.plot.getViewBox().sceneBoundingRect().height() > 0)
+        apart = [abs(sample.sceneBoundingRect().center().y() - label.item.sceneBoundingRect().center().y())
+                 for sample, label in panel.legend.items]
+        assert len(apart) == 3 and max(apart) <= 4, (size, apart)

@@ -53,6 +53,10 @@ class ResidualPanel(Panel):
         self.legend = pg.LegendItem(colCount=1, labelTextSize=LEGEND)
         self.plot = self.plot_view.ci.addPlot(row=0, col=0)
         self.plot_view.ci.addItem(self.legend, row=0, col=1)
+        # at its own height, at the top: stretched to the plot's, its rows spread and each name sat up to 100 px
+        # above its line's sample (the name at the top of its row, the sample in the middle; drive23)
+        self.legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
+        self.plot_view.ci.layout.setAlignment(self.legend, Qt.AlignmentFlag.AlignTop)
         # 9 px margins a side by default, and 5 px between ticks and their text: 17 px of the view's height
         self.plot_view.ci.layout.setContentsMargins(2, 2, 2, 0)
         # the plot's layout settles after the body's resize: its view measured then corrects a guessed overhead
