@@ -106,7 +106,8 @@ class AttentionPanel(Panel):
         splitter.addWidget(grid_box)
         splitter.setSizes([600, 400])
         self.body.addWidget(splitter, 1)
-        self.splitter, self._split_by_hand, self._shared_for = splitter, False, None
+        self.splitter, self._split_by_hand = splitter, False
+        self._shares: dict[tuple, int] = {}                # (splitter width, layers, heads) -> the grid's width
         splitter.splitterMoved.connect(lambda *_: setattr(self, "_split_by_hand", True))   # kept as a person set it
         splitter.installEventFilter(self)
         self.large.on_hover = self._hover_large
@@ -142,19 +143,24 @@ class AttentionPanel(Panel):
         share is decided once for each width of the splitter and each grid's shape."""
         need = self.grid_scroll.wrap_px()
         total = sum(self.splitter.sizes())
-        room = (total, self.mosaic.n_layers, self.mosaic.n_heads) if self.mosaic is not None else None
-        if self._split_by_hand or need is None or total <= 0 or room == self._shared_for:
+        if self._split_by_hand or need is None or total <= 0 or self.mosaic is None:
             return
-        # Once for each width and grid, not at every lay-out: the share changes the grid's axes (their labels
-        # wrap with the heads), which changed the share again, and test_caption_fit's MLA grid never settled.
-        self._shared_for = room
-        # Two characters to spare: wrapped, the axes' labels take a few px more, and at the very width at which
-        # the heads wrap the grid would wrap and unwrap in turn.
-        need += 2 * self.grid_scroll.fontMetrics().averageCharWidth()
-        # ... and never at the large map's cost: it keeps a view of MIN_PLOT_PX beside its axes as laid out.
-        large_axes = self.large_view.width() - self.large.plot.getViewBox().width()
-        most = min(round(GRID_MOST * total), total - math.ceil(large_axes + MIN_PLOT_PX))
-        grid = max(round(GRID_SHARE * total), min(need + self.legend_view.width(), most))
+        # Decided once for each width and grid, and the same width given again on a return to it: at every
+        # lay-out the share changed the grid's axes (their labels wrap with the heads), which changed the share
+        # again (test_caption_fit's MLA grid never settled), and a shrink and regrow came back to another split.
+        room = (total, self.mosaic.n_layers, self.mosaic.n_heads)
+        grid = self._shares.get(room)
+        if grid is None:
+            # Two characters to spare: wrapped, the axes' labels take a few px more, and at the very width at
+            # which the heads wrap the grid would wrap and unwrap in turn ...
+            need += 2 * self.grid_scroll.fontMetrics().averageCharWidth()
+            # ... and never at the large map's cost: it keeps a view of MIN_PLOT_PX beside its axes as laid out.
+            large_axes = self.large_view.width() - self.large.plot.getViewBox().width()
+            most = min(round(GRID_MOST * total), total - math.ceil(large_axes + MIN_PLOT_PX))
+            grid = max(round(GRID_SHARE * total), min(need + self.legend_view.width(), most))
+            if len(self._shares) > 512:                # a window dragged through every width
+                self._shares.clear()
+            self._shares[room] = grid
         if abs(self.splitter.sizes()[1] - grid) > 1:
             self.splitter.setSizes([total - grid, grid])
 

@@ -339,7 +339,8 @@ class MainWindow(QMainWindow):
         if fit is None or self.isFullScreen():
             return
         if not fit:
-            if self.settings.window_filled and self.frameGeometry() != dock_layout.available_geometry(self):
+            if (self.settings.window_filled and not self.isMaximized()      # maximised: the window manager's
+                    and self.frameGeometry() != dock_layout.available_geometry(self)):
                 dock_layout.fit_to_screen(self)    # it filled the screen it was closed on: it fills this one too
             # A saved layout made for a larger screen, or one that had grown past its own: its dock
             # sizes no longer fit this screen, so it is laid out afresh rather than squeezed (the
