@@ -1,7 +1,8 @@
 """A window saved on a 1366x768 screen, relaunched on a 1920x1080 one and grown to fill it gives the growth to
 attention, not to the left column.
 
-Seen on a bare X screen: the window came back at its saved 1366 x 768, and grown to 1920 x 1080 the left column
+Seen on a bare X screen: the window came back at its saved 1366 x 768 (it now fills the larger screen where it
+filled the smaller one), and grown to 1920 x 1080 the left column
 (Tokens over Next token) took the extra width, about 885 px, and left the attention map a strip about 200 px wide.
 A grow that the layout's give-back does not cover (it gives back only near the size the layout was taken at)
 has the left column keep the default rule's width: a quarter of the window's, within 330 to 520 px.
@@ -31,15 +32,22 @@ def widths(window) -> dict[str, int]:
     return {name: dock.width() for name, dock in window.docks.items() if in_sight(dock)}
 
 
-def test_a_grow_on_a_larger_screen_goes_to_attention(qtbot, tmp_path):
+@pytest.mark.parametrize("filled", [True, False], ids=["filled-the-small-screen", "made-smaller-by-hand"])
+def test_a_grow_on_a_larger_screen_goes_to_attention(qtbot, tmp_path, filled):
+    """A window that filled the small screen fills the large one at the relaunch (test_relaunch_keeps_height); one a
+    person made smaller comes back at its size and is grown by hand. Either way attention takes the growth."""
     with emulated_screen(SMALL):
         first = launched(qtbot, tmp_path)
+        if not filled:
+            first.resize(SMALL - QSize(66, 28))
+            settle(0.2)
+        saved = first.frameGeometry().size()
         first.close()
         settle(0.2)
     with emulated_screen(LARGE):
         again = launched(qtbot, tmp_path)
         try:
-            assert again.frameGeometry().size() == SMALL        # back at its saved size, as on X
+            assert again.frameGeometry().size() == (LARGE if filled else saved)
             again.resize(LARGE)
             settle(0.5)
             seen = widths(again)
