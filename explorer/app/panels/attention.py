@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSpinBox, QSplitter, QVBoxLayout, QWidget
 
@@ -110,6 +110,9 @@ class AttentionPanel(Panel):
         self._shares: dict[tuple, int] = {}                # (splitter width, layers, heads) -> the grid's width
         splitter.splitterMoved.connect(lambda *_: setattr(self, "_split_by_hand", True))   # kept as a person set it
         splitter.installEventFilter(self)
+        # after the splitter's own resize, which shares its new width out in the old proportions over a share
+        # set in its Resize event (a shrink and regrow on a real X screen came back a px off, a taller grid)
+        self._share_later = QTimer(self, singleShot=True, interval=0, timeout=self._share_split)
         self.large.on_hover = self._hover_large
         self.large.on_click = self._click_large
         self.grid.on_hover = self._hover_grid
@@ -133,7 +136,7 @@ class AttentionPanel(Panel):
 
     def eventFilter(self, watched, event) -> bool:
         if watched is self.splitter and event.type() == QEvent.Type.Resize:
-            self._share_split()
+            self._share_later.start()
         return super().eventFilter(watched, event)
 
     def _share_split(self) -> None:
@@ -161,7 +164,7 @@ class AttentionPanel(Panel):
             if len(self._shares) > 512:                # a window dragged through every width
                 self._shares.clear()
             self._shares[room] = grid
-        if abs(self.splitter.sizes()[1] - grid) > 1:
+        if self.splitter.sizes()[1] != grid:            # to the px: a px more gives a taller grid of wrapped heads
             self.splitter.setSizes([total - grid, grid])
 
     # ----- settings the exports reuse ------------------------------------------------
