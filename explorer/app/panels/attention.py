@@ -107,7 +107,7 @@ class AttentionPanel(Panel):
         splitter.setSizes([600, 400])
         self.body.addWidget(splitter, 1)
         self.splitter, self._split_by_hand = splitter, False
-        self._shares: dict[tuple, int] = {}                # (splitter width, layers, heads) -> the grid's width
+        self._shares: dict[tuple, int] = {}                # (splitter width, layers, heads, font) -> the grid's width
         splitter.splitterMoved.connect(lambda *_: setattr(self, "_split_by_hand", True))   # kept as a person set it
         splitter.installEventFilter(self)
         # after the splitter's own resize, which shares its new width out in the old proportions over a share
@@ -151,7 +151,7 @@ class AttentionPanel(Panel):
         # Decided once for each width and grid, and the same width given again on a return to it: at every
         # lay-out the share changed the grid's axes (their labels wrap with the heads), which changed the share
         # again (test_caption_fit's MLA grid never settled), and a shrink and regrow came back to another split.
-        room = (total, self.mosaic.n_layers, self.mosaic.n_heads)
+        room = (total, self.mosaic.n_layers, self.mosaic.n_heads, self.grid_view.font().toString())   # Presentation
         grid = self._shares.get(room)
         if grid is None:
             # Two characters to spare: wrapped, the axes' labels take a few px more, and at the very width at
