@@ -32,22 +32,25 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_engine import SMOLLM2_135M, built_reference, random_tensors  # noqa: E402
+from bench_engine import SMOLLM2_135M, Reference, alternating_blocks, built_reference, random_tensors, timed  # noqa: E402
 
 import explorer  # noqa: E402
 
 BUNDLED = ROOT / "resources" / "models"
-PROMPTS = {"shakespeare-gqa": "To be, or not to be, that is the question:",
-           "shakespeare-mqa": "To be, or not to be, that is the question:",
-           "shakespeare-mla": "To be, or not to be, that is the question:",
+HAMLET = "To be, or not to be, that is the question:"
+PROMPTS = {"shakespeare-gqa": HAMLET, "shakespeare-mqa": HAMLET, "shakespeare-mla": HAMLET,
            "translate-en-zh": "The cat sat on the mat."}
 
 
-def synced(device: str):
-    def sync() -> None:
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
-    return sync
+def synced(call, device: str):
+    """`call` that returns once the device has done its work (a CUDA call returns when its kernels are queued)."""
+    if not device.startswith("cuda"):
+        return call
+
+    def call_and_wait():
+        call()
+        torch.cuda.synchronize()
+    return call_and_wait
 
 
 def picker() -> dict:
@@ -136,20 +139,11 @@ def parity_transformers(device: str, tensors: dict) -> dict:
     return out
 
 
-def timed_blocks(sides: dict, blocks: int, per_block: int) -> dict[str, float]:
-    """Median ms of each side's calls, each side alone in its block, the order turning every round."""
-    times = {name: [] for name in sides}
-    order = list(sides)
-    for round_index in range(blocks):
-        for name in (order if round_index % 2 == 0 else order[::-1]):
-            call, sync = sides[name]
-            for _ in range(per_block):
-                sync()
-                start = time.perf_counter()
-                call()
-                sync()
-                times[name].append((time.perf_counter() - start) * 1000.0)
-    return {name: round(statistics.median(values), 3) for name, values in times.items()}
+def median_ms(sides: dict, blocks: int, per_block: int) -> dict[str, float]:
+    """Median ms of each side's calls, each side alone in its block, the order turning every round
+    (bench_engine.alternating_blocks)."""
+    return {name: round(statistics.median(values), 3)
+            for name, values in alternating_blocks(sides, blocks, per_block).items()}
 
 
 def speed(device: str, tensors: dict, prompt_tokens: int, steps: int, long_tokens: int) -> dict:
@@ -163,38 +157,25 @@ def speed(device: str, tensors: dict, prompt_tokens: int, steps: int, long_token
         ids = prompt_ids(loaded, prompt_tokens)
         decoder = Decoder(loaded, capacity=prompt_tokens + 4 * steps + 8)
         decoder.prefill(ids[:16]), decoder.step()                     # warm up
-        sync = synced(where)
-        prefill = timed_blocks({"engine": (functools.partial(decoder.prefill, ids), sync)}, 2, 2)["engine"]
+        synced(lambda: None, where)()
+        prefill = median_ms({"engine": synced(functools.partial(decoder.prefill, ids), where)}, 2, 2)["engine"]
         decoder.prefill(ids)
-        sides = {"engine": (decoder.step, sync)}
+        sides = {"engine": synced(decoder.step, where)}
         if where != "cpu":
             reference = built_reference(SMOLLM2_135M, {k: v.clone() for k, v in tensors.items()}, "sdpa")
-            reference = reference.to(device=where, dtype=getattr(torch, dtype))
-            state = {}
-
-            def start() -> None:
-                with torch.inference_mode():
-                    result = reference(torch.as_tensor(ids, device=where)[None], use_cache=True)
-                state["cache"], state["token"] = result.past_key_values, result.logits[:, -1:].argmax(-1)
-
-            def step() -> None:
-                with torch.inference_mode():
-                    result = reference(state["token"], past_key_values=state["cache"], use_cache=True)
-                state["cache"], state["token"] = result.past_key_values, result.logits[:, -1:].argmax(-1)
-            start()
-            sides["transformers_sdpa"] = (step, sync)
-        decode = timed_blocks(sides, 4, steps // 4)
+            reference = Reference(reference.to(device=where, dtype=getattr(torch, dtype)),
+                                  torch.as_tensor(ids, device=where)[None])
+            reference.start_decoding()
+            sides["transformers_sdpa"] = synced(reference.step, where)
+        decode = median_ms(sides, 4, steps // 4)
         row = {"prefill_ms": prefill, "decode_ms_per_token": decode}
         if where != "cpu" and long_tokens:
             long_ids = prompt_ids(loaded, long_tokens)
             long_decoder = Decoder(loaded, capacity=long_tokens + 40)
-            sync()
-            start_time = time.perf_counter()
-            long_decoder.prefill(long_ids)
-            sync()
-            row[f"prefill_{long_tokens}_ms"] = round((time.perf_counter() - start_time) * 1000.0, 1)
-            row[f"decode_ms_per_token_at_{long_tokens}"] = timed_blocks({"engine": (long_decoder.step, sync)}, 2, 8)[
-                "engine"]
+            row[f"prefill_{long_tokens}_ms"] = round(timed(synced(functools.partial(long_decoder.prefill, long_ids),
+                                                                  where)), 1)
+            row[f"decode_ms_per_token_at_{long_tokens}"] = median_ms({"engine": synced(long_decoder.step, where)},
+                                                                     2, 8)["engine"]
             row["peak_gpu_mib"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
             del long_decoder
         out[f"{where}-{dtype}"] = row
