@@ -104,7 +104,7 @@ class AttentionPanel(Panel):
         grid_layout.addLayout(grid_row, 1)
         splitter.addWidget(self.large_view)
         splitter.addWidget(grid_box)
-        splitter.setSizes([600, 400])
+        splitter.setSizes([round(1000 * (1 - GRID_SHARE)), round(1000 * GRID_SHARE)])   # before _share_split
         self.body.addWidget(splitter, 1)
         self.splitter, self._split_by_hand = splitter, False
         self._shares: dict[tuple, int] = {}                # (splitter width, layers, heads, font) -> the grid's width
