@@ -30,6 +30,7 @@ from explorer.drawing.heatmap_axes import text_px
 from explorer.drawing.vector_cells import baked_strokes, page_coordinates, vector_cells
 from explorer.views.image_limits import check_image_size
 from explorer.views.maps import short_label
+from explorer.views.words import plural
 
 IMAGE_SUFFIXES = (".png", ".svg")
 DATA_SUFFIXES = (".csv", ".npy")
@@ -223,7 +224,7 @@ def step_caption(trace: Trace, step: int) -> str:
     tokenizer shows it), "step 0 of 8 · the prompt, 6 tokens" for the prefill."""
     record = trace.steps[step]
     fed = (f"'{short_label(record.token_text[0], 24)}'" if record.n_new == 1 and record.token_text
-           else f"the prompt, {record.n_new} tokens")
+           else f"the prompt, {plural(record.n_new, 'token')}")
     return f"step {step} of {trace.n_steps - 1} · {fed}"
 
 

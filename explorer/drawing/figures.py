@@ -26,6 +26,7 @@ from explorer.views.grid import Mosaic, blank_mosaic, mosaic
 from explorer.views.long_maps import THREADS, ReducedMaps, block_maxima, display_factor, extent, grid_block, is_long
 from explorer.views.maps import attention_matrix, axis_labels, display_reduced, head_levels
 from explorer.views.trace_views import kinds_of
+from explorer.views.words import plural
 
 BASE_SIZE = (1000, 800)     # the export size whose text is as large as on screen
 EDGE_PX = 6                 # the band of bare background every figure keeps on each side, beyond any text
@@ -313,7 +314,7 @@ def _grid(figure, trace, grid: Mosaic, values, log, size: tuple[int, int], named
     symbol = "scores S" if values == "scores" else ("log10 A" if log else "weights A")
     reduced = grid.tile_shape[0] < size[0] or grid.tile_shape[1] < size[1]
     _title(figure, f"{trace.model.name}: all {grid.n_layers} layers × {grid.n_heads} heads, {named}{symbol}, "
-                   f"{trace.n_tokens} tokens" + (" (block maxima)" if reduced else ""))
+                   f"{plural(trace.n_tokens, 'token')}" + (" (block maxima)" if reduced else ""))
     heatmap = Heatmap(figure.ci, row=1, col=0)
     GridLegend(heatmap).show(grid, values, log and values == "weights", keep_view=False)   # a scale per kind of layer
     heatmap.plot.setLabels(left="layer", top="head")

@@ -127,6 +127,14 @@ def test_the_grid_says_block_maxima_only_when_its_tiles_are(qtbot):
     long.close()
 
 
+def test_a_one_token_grid_says_one_token(qtbot):
+    """The translator's cross-attention grid at the prefill (one target token) was titled "… weights A, 1 tokens"."""
+    figure = attention_figure(build_trace(n_layers=2, n_heads=2, prompt_len=1), "all", "all", 800, 600)
+    said = [title for title in titles(figure) if "token" in title]
+    assert said and any("1 token" in title for title in said) and not any("1 tokens" in title for title in said), said
+    figure.close()
+
+
 def cell_rects(svg_path) -> list[dict]:
     """The filled rectangles of the heat map's cells as an SVG parser reads them, with their ancestors."""
     import xml.etree.ElementTree as ET

@@ -39,7 +39,6 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.app.panels.base import Panel, WrappedText, decoder_model_unavailable
-from explorer.app.state.words import plural
 from explorer.app.thread.requests import CompareNextTokenJob
 from explorer.app.widgets.adaptive import orient
 from explorer.app.widgets.asking import Asker
@@ -55,6 +54,7 @@ from explorer.core.intervention import (
     active,
     describe,
 )
+from explorer.views.words import plural
 
 TOP_K = 8
 AUTO_COMPARE_TOKENS = 1024     # above: a step alone does not run the comparison again

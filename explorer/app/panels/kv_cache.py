@@ -31,7 +31,6 @@ from PySide6.QtWidgets import (
 from explorer.app.figures import animation, export_dialogs, kv_animation
 from explorer.app.panels.base import Panel, WrappedText
 from explorer.app.state.session import Selection
-from explorer.app.state.words import plural, step_name
 from explorer.app.widgets.kv_occupancy import CROSS as CROSS_COLOUR
 from explorer.app.widgets.kv_occupancy import MIN_PLOT_PX, MIN_VIEW_PX, OccupancyPlots
 from explorer.app.widgets.occupancy_room import OccupancyRoom
@@ -41,6 +40,7 @@ from explorer.drawing import export
 from explorer.drawing.heatmap import Heatmap
 from explorer.views import trace_views
 from explorer.views.caches import PerItem
+from explorer.views.words import plural, step_name
 
 
 def step_in_use(step) -> tuple[int, int]:

@@ -20,13 +20,13 @@ from PySide6.QtWidgets import QGraphicsRectItem, QHBoxLayout, QLabel, QSlider, Q
 
 from explorer.app.panels.base import LABELS_A_TURN, LONG_ROWS, LineLabel, Panel, measuring
 from explorer.app.state.session import Selection
-from explorer.app.state.words import step_name
 from explorer.app.widgets.attention_kind import AttentionKindBox
 from explorer.app.widgets.token_labels import GrowingLabels, tick_labels
 from explorer.drawing.heatmap import Heatmap
 from explorer.drawing.heatmap_axes import unmeasured
 from explorer.views import trace_views
 from explorer.views.mask_blocks import ALLOWED, MASKED, NEW_ROW, mask_allowed, mask_blocks
+from explorer.views.words import step_name
 
 __all__ = ["ALLOWED", "MASKED", "NEW_ROW", "MaskPanel"]
 MIN_VIEW_PX = 250           # a 120 px view of the rows under upright key labels

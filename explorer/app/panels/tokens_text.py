@@ -11,9 +11,9 @@ import html
 import numpy as np
 
 from explorer.app.panels.base import visible_text
-from explorer.app.state.words import step_name
 from explorer.app.widgets.token_pieces import SELECTED
 from explorer.app.widgets.token_table import TokenRows, n_tokens_at
+from explorer.views.words import step_name
 
 
 def source_offset(trace, rows) -> int | None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from explorer.app.state.words import plural
 from explorer.app.thread.core_api import LoadedSummary
+from explorer.views.words import plural
 
 # A prompt longer than this is not run on its own after a model opens (a relaunch, a switch): its text
 # stays in the editor and Run runs it. A few hundred tokens run in well under a second on a CPU.

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QMessageBox
 from explorer.app.run import budget_dialog
 from explorer.app.run.trace_budget import TraceCost, human_bytes
 from explorer.app.run.trace_room import BUDGET_MENU
-from explorer.app.state.words import plural
+from explorer.views.words import plural
 
 
 class PromptFit:

@@ -12,7 +12,7 @@ import numpy as np
 
 from explorer.app.run.model_loading import AUTO_RUN_TOKENS
 from explorer.app.state.session_file import SessionState
-from explorer.app.state.words import plural
+from explorer.views.words import plural
 
 
 def replay_tokens(state: SessionState) -> int:

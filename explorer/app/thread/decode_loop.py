@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 import shiboken6
 from PySide6.QtCore import QObject, Signal
 
-from explorer.app.state.words import plural
 from explorer.app.thread.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory, lending
 from explorer.app.thread.pass_progress import layer_progress, prefill_share, replay_words, step_progress
 from explorer.app.thread.replay import holds, redo_arguments, replay_arguments, replay_steps
@@ -35,6 +34,7 @@ from explorer.app.thread.requests import (
     Unload,
 )
 from explorer.core.errors import ExplorerError
+from explorer.views.words import plural
 
 
 class Emitter(QObject):

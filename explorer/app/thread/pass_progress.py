@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from explorer.app.state.words import plural
+from explorer.views.words import plural
 
 Emit = Callable[[float, str], None]      # (fraction of the bar, what runs)
 

@@ -33,7 +33,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.app.state.words import plural
 from explorer.app.widgets.adaptive import orient
 from explorer.app.widgets.plot_text import TITLE
 from explorer.app.widgets.steady_progress import word_lines
@@ -42,6 +41,7 @@ from explorer.core import kv_variants as kv
 from explorer.core.units import human_bytes
 from explorer.drawing.heatmap import Heatmap
 from explorer.drawing.plot_title import FittingTitle
+from explorer.views.words import plural
 
 STEP_COLUMNS = ("step", "next token", "KL (nats)", "top-1", "cache change")
 STEPS_CSV_HEADER = "step,position,token_id,kl,top1_agrees,original_bytes,converted_bytes,bytes_saved"

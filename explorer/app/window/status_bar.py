@@ -8,11 +8,11 @@ from PySide6.QtCore import QEvent, QRect, QSize, Qt
 from PySide6.QtGui import QFont, QFontMetrics, QPainter
 from PySide6.QtWidgets import QLabel, QSizeGrip, QStatusBar, QStyle, QStyleOption, QToolTip, QWidget
 
-from explorer.app.state.words import plural, step_name
 from explorer.app.widgets.token_table import n_tokens_at
 from explorer.app.window.error_bar import ErrorLine
 from explorer.core.trace import ModelInfo, Trace
 from explorer.core.units import human_bytes, human_count
+from explorer.views.words import plural, step_name
 
 
 def attention_label(info: ModelInfo) -> str:
