@@ -269,8 +269,8 @@ class Mosaic:
     sits is its `layout`'s (views.tile_layout), the one mapping drawing, picking, outlines, marks and labels read:
     one TileLayout, made with the grid and again at each wrap, which the methods below read."""
 
-    image: np.ndarray        # (L*B*(r+1)-1, k*(c+1)-1) for k heads a row in B bands, NaN in the gutters
-    tile_shape: tuple[int, int]
+    image: np.ndarray        # (L*B*(R+1)-1, k*(C+1)-1) for k heads a row in B bands, NaN in the gutters
+    tile_shape: tuple[int, int]     # a tile's tokens (r, c); its pixels (R, C) are tile_px
     n_layers: int
     n_heads: int
     per_row: int | None = None
@@ -279,6 +279,11 @@ class Mosaic:
     def __post_init__(self) -> None:
         self.tile_shape = tuple(self.tile_shape)
         self.layout = TileLayout(self.n_layers, self.n_heads, self.tile_shape, self.per_row)
+
+    @property
+    def tile_px(self) -> tuple[int, int]:
+        """A tile's pixels in the image, down and across (TileLayout.tile_px: more than its tokens in a small map)."""
+        return self.layout.tile_px
 
     def tile_at(self, row: int, col: int) -> tuple[int, int] | None:
         """(layer, head) of the tile under an image pixel, or None in a gutter or an empty slot."""
@@ -304,13 +309,17 @@ class Mosaic:
         return self.layout.row_labels()
 
     def place(self, layer: int, head: int, tile: np.ndarray) -> None:
-        """Draw one head's tile into the image (a grid filled in as its tiles are computed)."""
-        self.tile(layer, head)[: tile.shape[0], : tile.shape[1]] = tile
+        """Draw one head's tile (its tokens' values) into the image (a grid filled in as its tiles are computed)."""
+        (top, left), (down, across) = self.layout.tile_origin(layer, head), self.layout.cell_px
+        blocks = np.repeat(np.repeat(tile, down, axis=0), across, axis=1)
+        self.image[top: top + blocks.shape[0], left: left + blocks.shape[1]] = blocks
 
     def tile(self, layer: int, head: int) -> np.ndarray:
-        """The head's tile in the image (a view): all NaN until it is placed in a grid being filled."""
-        top, left = self.layout.tile_origin(layer, head)
-        return self.image[top: top + self.tile_shape[0], left: left + self.tile_shape[1]]
+        """The head's tile, a value a token's cell (a view of the image): all NaN until it is placed in a grid
+        being filled."""
+        (top, left), (rows, columns), (down, across) = (self.layout.tile_origin(layer, head), self.tile_px,
+                                                        self.layout.cell_px)
+        return self.image[top: top + rows: down, left: left + columns: across]
 
     def wrap(self, per_row: int | None) -> None:
         """Lay the heads out `per_row` a row (None: all in one), each tile moved with its head."""
@@ -336,10 +345,13 @@ def mosaic(trace: Trace, layers: list[int] | None = None, tile: int = TILE, upto
         state.merge_pending()
     tiles = np.stack([state.finish() for state in states])            # (L, H, r, c)
     n_layers, n_heads, r, c = tiles.shape
+    down, across = TileLayout(n_layers, n_heads, (r, c)).cell_px
+    tiles = np.repeat(np.repeat(tiles, down, axis=2), across, axis=3)        # a token's cell, its block of pixels
+    rows, columns = tiles.shape[2:]
     # Layers down, heads across, a NaN gutter after each tile: pad, then read as one image.
-    padded = np.full((n_layers, r + 1, n_heads, c + 1), np.nan, dtype=np.float32)
-    padded[:, :r, :, :c] = tiles.transpose(0, 2, 1, 3)
-    image = padded.reshape(n_layers * (r + 1), n_heads * (c + 1))[:-1, :-1]
+    padded = np.full((n_layers, rows + 1, n_heads, columns + 1), np.nan, dtype=np.float32)
+    padded[:, :rows, :, :columns] = tiles.transpose(0, 2, 1, 3)
+    image = padded.reshape(n_layers * (rows + 1), n_heads * (columns + 1))[:-1, :-1]
     return Mosaic(np.ascontiguousarray(image), (r, c), n_layers, n_heads)
 
 

@@ -59,7 +59,7 @@ def grid_at(qtbot, tmp_path, folder, prompt: str, screen: QSize, with_learn: boo
 def tile_rect(panel: AttentionPanel, layer: int, head: int) -> QRectF:
     """The head's tile (its cells' outer edges) in the scroll area's viewport px, from the mosaic's own tile origin
     and shape mapped through the grid's ViewBox."""
-    rows, columns = panel.mosaic.tile_shape
+    rows, columns = panel.mosaic.tile_px
     top, left = panel.mosaic.tile_origin(layer, head)
     box, view = panel.grid.plot.getViewBox(), panel.grid_view
     corners = [view.viewport().mapTo(panel.grid_scroll.viewport(), view.mapFromScene(box.mapViewToScene(point)))

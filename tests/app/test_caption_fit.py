@@ -121,7 +121,7 @@ def test_next_token_s_hint_is_never_cut_when_the_left_column_narrows(qtbot, laun
 
 def tile_rect(panel, layer: int, head: int) -> tuple[int, int, int, int]:
     """Tile (layer, head) of the grid, its cells and not its gutters, in the scroll area's viewport pixels."""
-    rows, columns = panel.mosaic.tile_shape
+    rows, columns = panel.mosaic.tile_px
     view_box, viewport = panel.grid.plot.getViewBox(), panel.grid_scroll.viewport()
     top, left = panel.mosaic.tile_origin(layer, head)       # where the heads wrap, on the layer's next band
     left, top = left - 0.5, top - 0.5                       # cells are centred on their index

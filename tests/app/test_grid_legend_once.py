@@ -58,7 +58,7 @@ def test_a_redraw_passes_over_the_whole_grid_once(qapp, monkeypatch, values, log
         np.testing.assert_array_equal(drawn[finite], expected[finite])
     else:                                   # the signed layer 1 first, on the heat map's own image; then the rest
         top = grid.tile_origin(1, 0)[0]
-        rows = slice(top, top + TILE[0])
+        rows = slice(top, top + grid.tile_px[0])
         np.testing.assert_array_equal(drawn[rows][finite[rows]], grid.image[rows][finite[rows]])
         others = legend.images[0].image
         probabilities = finite.copy()
@@ -74,6 +74,6 @@ def test_the_legend_names_the_grids_layers_and_heads_at_their_tiles_centres(qapp
     legend.show(grid, "weights", False)
     left, top = legend.heatmap.axes["left"], legend.heatmap.axes["top"]
     assert left._labels == ["L0", "L1", "L2"] and top._labels == ["H0", "H1"]
-    rows, cols = TILE                           # a tile, then a one-cell gutter: its centre is (side - 1) / 2 in
+    rows, cols = grid.tile_px                   # a tile, then a one-pixel gutter: its centre is (side - 1) / 2 in
     np.testing.assert_allclose(left._positions, [i * (rows + 1) + (rows - 1) / 2 for i in range(N_LAYERS)])
     np.testing.assert_allclose(top._positions, [i * (cols + 1) + (cols - 1) / 2 for i in range(N_HEADS)])

@@ -119,11 +119,11 @@ def test_a_grid_grown_step_by_step_equals_each_layer_reduced_alone(values, slidi
         assert got.tile_shape == (r, c)
         for layer, heads in enumerate(tiles):
             for head in range(trace.model.n_heads):
-                top, left = got.tile_origin(layer, head)
-                np.testing.assert_array_equal(got.image[top:top + r, left:left + c], heads[head])
+                np.testing.assert_array_equal(got.tile(layer, head), heads[head])
         gutters = np.ones(got.image.shape, bool)
+        rows, columns = got.tile_px                                  # a tile's pixels: its cells, or blocks of them
         for layer in range(trace.model.n_layers):
             for head in range(trace.model.n_heads):
                 top, left = got.tile_origin(layer, head)
-                gutters[top:top + r, left:left + c] = False
+                gutters[top:top + rows, left:left + columns] = False
         assert np.isnan(got.image[gutters]).all()

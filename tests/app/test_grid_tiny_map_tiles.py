@@ -2,7 +2,7 @@
 (its decoder's 1×1 self-attention map) drew each tile ~128 px wide at 1366×768, so only H0 was in sight and the
 other heads needed scrolling. Expectation: the grid's scroll viewport and the layer's head count. A one-cell
 tile is readable once it is as wide as its head's label ("H3", QFontMetrics of the grid's font); a grid of
-`heads` such tiles with one-cell gutters between them (as wide as a tile here) fits the viewport's width, so
+`heads` such tiles with one-pixel gutters of its image between them fits the viewport's width, so
 no horizontal scroll is needed, every head's tile lies within the viewport, and each is as wide as its label.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's fo
 
 def head_edges(panel) -> list[tuple[float, float]]:
     """Each head's tile of layer 0, its left and right in the scroll viewport's px."""
-    rows, columns = panel.mosaic.tile_shape
+    rows, columns = panel.mosaic.tile_px
     box, view = panel.grid.plot.getViewBox(), panel.grid_view
     viewport = panel.grid_scroll.viewport()
     edges = []
@@ -41,11 +41,11 @@ def test_the_translators_step_0_grid_shows_every_head_that_fits(qtbot, tmp_path,
         journey.idle("drawing attention")
         journey.act("attention drawn", lambda: None)
         assert panel.mosaic.tile_shape[1] <= 2, f"not a tiny map: {panel.mosaic.tile_shape}"
-        heads, cells = panel.mosaic.n_heads, panel.mosaic.tile_shape[1]
+        heads, pixels = panel.mosaic.n_heads, panel.mosaic.tile_px[1]
         scroll = panel.grid_scroll
         label_px = QFontMetrics(panel.grid_view.font()).horizontalAdvance(f"H{heads - 1}")
         axis_px = 2 * QFontMetrics(panel.grid_view.font()).horizontalAdvance("L10")   # the layers' axis, generously
-        least_grid = heads * label_px + (heads - 1) * label_px / cells      # gutters: a cell of a tile each
+        least_grid = heads * label_px + (heads - 1) * label_px / pixels     # gutters: a pixel of a tile each
         edges = head_edges(panel)
         sight = scroll.viewport().width()
         assert least_grid + axis_px <= sight, f"{heads} heads of {label_px} px do not fit {sight} px"

@@ -16,7 +16,7 @@ from tests.app.synthetic_trace import build_trace
 
 
 def test_wrapped_tiles_sit_where_the_layout_puts_them_and_are_picked_back():
-    n_layers, n_heads, (r, c), k = 2, 5, (2, 3), 2
+    n_layers, n_heads, (r, c), k = 2, 5, (8, 9), 2         # a tile's cells a pixel each
     grid = blank_mosaic(n_layers, n_heads, (r, c))
     tiles = {(l, h): 100.0 * l + 10.0 * h + np.arange(r * c, dtype=np.float32).reshape(r, c)
              for l in range(n_layers) for h in range(n_heads)}
@@ -64,7 +64,9 @@ def test_heads_wrap_into_rows_that_fit():
     # the translator's step 0: 1 layer, 4 heads of 1 x 1 cells, a one-cell gutter, 150 x 250 px, tiles >= 24 px.
     # Side for k heads a row: min(150 / (2k - 1), 250 / (2 ceil(4 / k) - 1)): k=1 36, k=2 50, k=3 30, k=4 21.
     assert heads_per_row(1, 4, (1, 1), (150, 250), 15, 24) == 2
-    assert heads_per_row(1, 4, (1, 1), (250, 400), 15, 24) is None       # a row of 4 at 36 px: no wrap
+    assert heads_per_row(1, 4, (1, 1), (250, 400), 15, 24) == 2          # a row of 4 at 36 px is a 36 px plot
+    # ... which keeps its row once it is 120 px tall: 3 layers, 900 x 400 px: min(900 / 7, 400 / 5) = 80 px a tile
+    assert heads_per_row(3, 4, (1, 1), (900, 400), 15, 24) is None
     # 30 layers x 9 heads of 6 x 6 cells never fit 300 x 400: as many a row as fill 300 - 15 px at 48 px or more.
     # A row of k: (300 - 15) * 6 / (7k - 1) >= 48 -> 7k - 1 <= 35.6 -> k <= 5.
     assert heads_per_row(30, 9, (6, 6), (300, 400), 15, 48) == 5

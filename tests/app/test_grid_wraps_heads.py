@@ -34,7 +34,7 @@ def check_layer_in_sight(qtbot, panel: AttentionPanel, layer: int, where: str) -
 
 def click_tile(qtbot, panel: AttentionPanel, layer: int, head: int) -> None:
     """A left click on the middle of the head's tile, as a person clicks."""
-    rows, columns = panel.mosaic.tile_shape
+    rows, columns = panel.mosaic.tile_px
     top, left = panel.mosaic.tile_origin(layer, head)
     view = panel.grid_view
     point = view.mapFromScene(panel.grid.scene_pos_of(top + (rows - 1) / 2, left + (columns - 1) / 2))

@@ -12,7 +12,7 @@ from explorer.views.grid import blank_mosaic
 
 
 def test_the_mosaic_keeps_one_layout_until_it_wraps():
-    n_layers, n_heads, (r, c) = 3, 9, (4, 5)
+    n_layers, n_heads, (r, c) = 3, 9, (8, 10)                # a tile's cells a pixel each
     grid = blank_mosaic(n_layers, n_heads, (r, c))
     layout = grid.layout
     grid.tile_at(0, 0), grid.row_labels(), grid.head_centres()

@@ -247,7 +247,7 @@ class AttentionPanel(Panel):
         if self.mean_heads:
             self.grid.outline(*self.mosaic.layer_block(layer))
         else:
-            self.grid.outline(*self.mosaic.tile_origin(layer, selection.head), *self.mosaic.tile_shape)
+            self.grid.outline(*self.mosaic.tile_origin(layer, selection.head), *self.mosaic.tile_px)
 
     def _on_wrap_changed(self, _per_row) -> None:
         """The heads wrap anew (the room changed): the grid drawn so, the selected head outlined where it went."""
@@ -328,7 +328,7 @@ class AttentionPanel(Panel):
             return
         heads = [(l, h) for l, h in ablated_heads(self.session.experiments, view.kind)
                  if l < mosaic.n_layers and h < mosaic.n_heads]
-        self.ablation_marks.show([mosaic.tile_origin(l, h) + tuple(mosaic.tile_shape) for l, h in heads])
+        self.ablation_marks.show([mosaic.tile_origin(l, h) + tuple(mosaic.tile_px) for l, h in heads])
 
     def forget(self) -> None:
         """Nothing drawn from another model or run: its maps, the grid, the cell under the pointer."""

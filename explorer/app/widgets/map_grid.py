@@ -291,7 +291,8 @@ class TileScroll(QScrollArea):
             return
         self._fitted = same
         box = plot.getViewBox()
-        r, c = cells
+        least_side = least_tile_px(*cells)
+        r, c = TileLayout(n_layers, n_heads, tuple(cells)).tile_px       # its pixels, each gutter one
         bar = self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
         right = self.view.ci.layout.getContentsMargins()[2] + plot.layout.getContentsMargins()[2]
         for _ in range(2):                       # the axes measured again once the view has its own least size
@@ -302,12 +303,12 @@ class TileScroll(QScrollArea):
             axes = (least.width() - box.minimumWidth() + frame, least.height() - box.minimumHeight() + frame)
             self.axes_px = axes[0]
             room = (self.width() - axes[0], self.height() - axes[1])
-            per_row = heads_per_row(n_layers, n_heads, cells, room, bar, least_tile_px(r, c)) if self._wraps else None
+            per_row = heads_per_row(n_layers, n_heads, (r, c), room, bar, least_side) if self._wraps else None
             if per_row is not None:             # a plot narrower than MIN_PLOT_PX is a strip of ticks
                 room = (max(room[0], MIN_PLOT_PX), room[1])
             rows, columns = TileLayout(n_layers, n_heads, tuple(cells), per_row).tiles
             span = ((columns * (c + 1) - 1) / c, (rows * (r + 1) - 1) / r)      # the grid in tile sides, gutters too
-            side = _tile_side(span, columns, c, room, bar, right, least_tile_px(r, c))
+            side = _tile_side(span, columns, c, room, bar, right, least_side)
             box.setMinimumSize(math.ceil(span[0] * side), math.ceil(span[1] * side))
         plot.layout.invalidate()
         self.view.ci.layout.invalidate()
@@ -371,16 +372,18 @@ def least_tile_px(rows: int, columns: int) -> float:
     return min(MIN_TILE_PX, max(MIN_SMALL_TILE_PX, MIN_CELL_PX * max(rows, columns)))
 
 
-def heads_per_row(n_layers: int, n_heads: int, cells: tuple[int, int], room: tuple[float, float], bar: int,
+def heads_per_row(n_layers: int, n_heads: int, tile_px: tuple[int, int], room: tuple[float, float], bar: int,
                   least: float, least_box: float = MIN_PLOT_PX) -> int | None:
     """How many heads a row of tiles holds (None: every head in one row, as long as that keeps tiles `least` px a
-    side, or where not even one head fits the width: a room not laid out yet). Where the whole grid fits in `room`
+    side and its plot `least_box` px tall, or where not even one head fits the width: a room not laid out yet; the
+    translator's 3 x 4 grid of thin gutters beside Learn was a 111 px strip in a room 398 px tall, its tiles 33 px
+    where two a row are 60 px). Where the whole grid fits in `room`
     with its heads wrapped, the wrap with the largest tiles, its plot at least `least_box` px wide (narrower is a
     strip of ticks: the tiles then reach a few px past a narrower room) (the translator's four 1 x 1 tiles beside
     Learn: two rows, not one row behind a scroll bar over 300 px of grey, drive21 m5); where it scrolls down anyway,
     the most heads a row that fill the width, less the vertical scroll bar, at `least` px (no sideways scroll
     hides a layer's last heads: SmolLM2's H3-H8 at 1366x768, drive21 m13)."""
-    (r, c), (width, height) = cells, room
+    (r, c), (width, height) = tile_px, room         # a tile's pixels, a one-pixel gutter after each
     if width < least:
         return None
 
@@ -388,11 +391,12 @@ def heads_per_row(n_layers: int, n_heads: int, cells: tuple[int, int], room: tup
         bands = -(-n_heads // per_row)
         return width * c / (per_row * (c + 1) - 1), height * r / (n_layers * bands * (r + 1) - 1)
 
-    if min(sides(n_heads, width)) >= least:
+    one_row = min(sides(n_heads, width))
+    if one_row >= least and (one_row * (n_layers * (r + 1) - 1) / r >= least_box or height < least_box):
         return None
     box = max(width, least_box)
-    fitting = [k for k in range(1, n_heads + 1)
-               if min(sides(k, box)) >= least and min(sides(k, box)) * (k * (c + 1) - 1) / c >= least_box]
+    fitting = [k for k in range(1, n_heads + 1)        # a plot as wide as `box` is so within rounding
+               if min(sides(k, box)) >= least and min(sides(k, box)) * (k * (c + 1) - 1) / c >= least_box - 1e-6]
     if fitting:
         whole = max(fitting, key=lambda k: (min(sides(k, box)), k))
         return None if whole == n_heads else whole
@@ -402,11 +406,11 @@ def heads_per_row(n_layers: int, n_heads: int, cells: tuple[int, int], room: tup
     return None if max(wide) == n_heads else max(wide)
 
 
-def _tile_side(span: tuple[float, float], columns: int, cells: int, room: tuple[float, float], bar: int,
+def _tile_side(span: tuple[float, float], columns: int, pixels: int, room: tuple[float, float], bar: int,
                right: float, least: float = MIN_TILE_PX) -> float:
     """A square tile's side in px for a grid `span` tile sides wide and tall (gutters included) in `room`: the
     largest that shows every tile, else (scroll bars taking `bar` px) the largest that fills the width with
-    whole columns of at least `least` px, `columns` of `cells` cells and a one-cell gutter each (scrolled to
+    whole columns of at least `least` px, `columns` of `pixels` image pixels and a one-pixel gutter each (scrolled to
     the left, the view's `right` margin is out of sight and the columns have its room too)."""
     width, height = room
     side = min(width / span[0], height / span[1]) * (1 - 1e-9)     # its px rounded up stay within the room
@@ -417,5 +421,5 @@ def _tile_side(span: tuple[float, float], columns: int, cells: int, room: tuple[
     if width / span[0] >= least:
         return width / span[0]                      # every column, scrolled down
     width += right - 1                              # a px to spare for the view's rounding up
-    whole = max(1, min(columns, int((width * cells / least + 1) // (cells + 1))))
-    return max(least, width * cells / (whole * (cells + 1) - 1))
+    whole = max(1, min(columns, int((width * pixels / least + 1) // (pixels + 1))))
+    return max(least, width * pixels / (whole * (pixels + 1) - 1))
