@@ -341,7 +341,14 @@ class MainWindow(QMainWindow):
         if not fit:
             if (self.settings.window_filled and not self.isMaximized()      # maximised: the window manager's
                     and self.frameGeometry() != dock_layout.available_geometry(self)):
-                dock_layout.fit_to_screen(self)    # it filled the screen it was closed on: it fills this one too
+                # It filled the screen it was closed on: it fills this one too, the change handed out as any
+                # resize of a layout is (DockShares.give_back: the prompt keeps its height). Qt gave a growth from
+                # 1366x768 to 1920x1080 to the prompt: 398 px for its 86 (drive26).
+                self.layout().activate()
+                self.dock_shares.take()
+                dock_layout.fit_to_screen(self)
+                self.layout().activate()
+                self.dock_shares.give_back()
             # A saved layout made for a larger screen, or one that had grown past its own: its dock
             # sizes no longer fit this screen, so it is laid out afresh rather than squeezed (the
             # panels the person had closed stay closed).
