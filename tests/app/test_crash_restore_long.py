@@ -92,3 +92,15 @@ def test_a_long_prompt_that_crashed_before_its_run_ended_is_not_run_again_unaske
     assert window.session.trace is None and window.prompt.text == LONG_TEXT
     kind, why = window.docks["attention"].widget().view_state()
     assert kind == "empty" and "press Run" in why, why
+
+
+def test_a_run_that_died_before_it_had_a_model_or_prompt_is_not_offered(qtbot, window, tmp_path, dialogs):
+    """A launch killed while its own first question was open left an autosave of nothing, and the next start
+    asked "Restore its session (no model, a 0-character prompt)?" (drive26). Expectation: no question, the file
+    gone, nothing opened."""
+    empty = session_file.SessionState()
+    path = tmp_path / "autosave.json"
+    path.write_text(json.dumps({**json.loads(empty.to_json()), "pid": 2 ** 22 + 4321}))
+    assert not window.offer_crash_restore()
+    assert not dialogs["questions"] and not path.exists()
+    assert window.controller.loading is None and window.controller.reference is None

@@ -1,8 +1,9 @@
 """After a crash: the question whether to restore the autosaved session (see session_file.Autosaver).
 
 Only an autosave whose window has died is offered; another window's, still running, is left
-alone. An autosave that cannot be read was moved aside by session_file.find_crashed: the
-status bar (and stderr) says so, and the start goes on.
+alone; one with no model, prompt or experiment (a run killed before it had any) is removed unasked: "Restore its
+session (no model, a 0-character prompt)?" restored nothing (drive26). An autosave that cannot be read was moved
+aside by session_file.find_crashed: the status bar (and stderr) says so, and the start goes on.
 
 A session whose replay is long (session_restore.is_long: minutes of work on a CPU) is offered three ways:
 restored and run, restored without running (its prompt waits for Run), or not restored. Whatever the answer,
@@ -39,6 +40,14 @@ def offer_crash_restore(parent: QWidget, autosave_path: str | Path | None,
     Answered either way, the dead run's file is removed; declined, its prompt goes to `keep_prompt`."""
     notices: list[str] = []
     found = find_crashed(autosave_path, notices)
+    removed: set[Path] = set()
+    while found is not None and not (found.state.model or found.state.prompt or found.state.experiments):
+        if Path(found.path) in removed:  # could not be removed (a read-only folder): not asked about either
+            found = None
+            break
+        removed.add(Path(found.path))
+        forget(found.path)               # a run that died before it had a model or a prompt: nothing to restore
+        found = find_crashed(autosave_path, notices)
     _tell(parent, notices)
     if found is None:
         return False
