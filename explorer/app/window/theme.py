@@ -28,7 +28,10 @@ def resolve(app: QApplication, choice: str) -> str:
 def apply_theme(app: QApplication, choice: str, root: QWidget | None = None) -> str:
     """Set the palette for `choice` ('system', 'light' or 'dark'); return the theme applied."""
     theme = resolve(app, choice)
-    app.setStyle("Fusion")
+    if app.style().name().lower() != "fusion":
+        # Set once: setStyle deletes the style before, which pyqtgraph's layouts keep and read in their next
+        # layout pass (a SIGSEGV raising Q / K / V after Theme ▸ Dark and back, drive26).
+        app.setStyle("Fusion")
     app.setPalette(palette_of(app, theme))
     background, foreground = PLOT_COLOURS[theme]
     pg.setConfigOptions(background=background, foreground=foreground)
