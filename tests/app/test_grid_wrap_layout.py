@@ -71,4 +71,6 @@ def test_heads_wrap_into_rows_that_fit():
     # A row of k: (300 - 15) * 6 / (7k - 1) >= 48 -> 7k - 1 <= 35.6 -> k <= 5.
     assert heads_per_row(30, 9, (6, 6), (300, 400), 15, 48) == 5
     assert heads_per_row(30, 9, (6, 6), (700, 400), 15, 48) is None      # 9 a row fill 685 px at 64 px
+    # At 460 px, 8 a row fit ((460 - 15) * 6 / 55 = 48.5 px), 9 do not: two bands of 5 and 4, not of 8 and 1.
+    assert heads_per_row(30, 9, (6, 6), (460, 400), 15, 48) == 5
     assert heads_per_row(3, 4, (1, 1), (18, 400), 15, 24) is None         # not laid out yet: no head fits

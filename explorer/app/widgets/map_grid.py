@@ -381,8 +381,8 @@ def heads_per_row(n_layers: int, n_heads: int, tile_px: tuple[int, int], room: t
     with its heads wrapped, the wrap with the largest tiles, its plot at least `least_box` px wide (narrower is a
     strip of ticks: the tiles then reach a few px past a narrower room) (the translator's four 1 x 1 tiles beside
     Learn: two rows, not one row behind a scroll bar over 300 px of grey, drive21 m5); where it scrolls down anyway,
-    the most heads a row that fill the width, less the vertical scroll bar, at `least` px (no sideways scroll
-    hides a layer's last heads: SmolLM2's H3-H8 at 1366x768, drive21 m13)."""
+    as few bands as the heads fill at `least` px in the width, less the vertical scroll bar, the heads shared
+    evenly among them (no sideways scroll hides a layer's last heads: SmolLM2's H3-H8 at 1366x768, drive21 m13)."""
     (r, c), (width, height) = tile_px, room         # a tile's pixels, a one-pixel gutter after each
     if width < least:
         return None
@@ -403,7 +403,9 @@ def heads_per_row(n_layers: int, n_heads: int, tile_px: tuple[int, int], room: t
     wide = [k for k in range(1, n_heads + 1) if sides(k, width - bar)[0] >= least]
     if not wide or width - bar < least_box:
         return None                                 # too narrow a room to wrap into: whole columns scroll
-    return None if max(wide) == n_heads else max(wide)
+    bands = -(-n_heads // max(wide))                # as few bands as fit, their heads shared out evenly:
+    per_row = -(-n_heads // bands)                  # SmolLM2's 9 heads were 8 and 1 (drive26), now 5 and 4
+    return None if per_row == n_heads else per_row
 
 
 def _tile_side(span: tuple[float, float], columns: int, pixels: int, room: tuple[float, float], bar: int,
