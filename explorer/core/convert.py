@@ -174,9 +174,9 @@ def to_mla(loaded: LoadedModel, rank: int, rope_pairs: int | None = None,
     """Factorise each layer's K/V projections into a rank-`rank` latent plus a decoupled RoPE key
     that keeps `rope_pairs` frequency pairs of every K/V head (d_R = 2 * rope_pairs * N_KV)."""
     config = _dense_config(loaded, "MLA")
-    if config.qk_norm or any(kind == "sliding" for kind in config.layer_kinds):
-        raise ExplorerError(f"{loaded.name} normalises each key or slides a window, which a shared latent "
-                            "cannot reproduce; MLA conversion supports GPT-2, Llama and Qwen2 style layers.")
+    refused = kv.mla_refusal(loaded.name, config.qk_norm, config.layer_kinds)
+    if refused:
+        raise ExplorerError(refused)
     m = default_rope_pairs(config) if rope_pairs is None else int(rope_pairs)
     if not 0 <= m <= config.d_head // 2 or (config.positional != "rope" and m):
         raise ExplorerError(f"{m} RoPE pairs per head is not possible for {loaded.name} "

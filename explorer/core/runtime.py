@@ -142,7 +142,7 @@ def model_info(model: Transformer, config: ModelConfig, name: str) -> ModelInfo:
         n_params=int(n_params), dtype=str(weight.dtype).removeprefix("torch."), device=str(weight.device),
         layer_kinds=config.layer_kinds, sliding_window=config.sliding_window, positional=config.positional,
         mla_rank=config.kv_lora_rank if config.mla else None,
-        mla_rope_dim=config.qk_rope_dim if config.mla else None,
+        mla_rope_dim=config.qk_rope_dim if config.mla else None, qk_norm=config.qk_norm,
     )
 
 

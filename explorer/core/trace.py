@@ -47,6 +47,7 @@ class ModelInfo:
     mla_rope_dim: int | None = None  # d_R, the decoupled RoPE key width of MLA
     is_encoder_only: bool = False
     is_encoder_decoder: bool = False
+    qk_norm: bool = False            # each head's queries and keys normalised before the scores (Qwen3, Gemma 3)
 
 
 @dataclass(frozen=True)

@@ -285,6 +285,10 @@ class Journey:
             assert self.window.session.model.name in panel.run_summary.text(), \
                 f"no what-if target offered, and no word why: {panel.run_summary.text()!r}"
             return []
+        listed = [row.variant.name for row in panel.rows() if row.variant.kind == "mla"]
+        if listed and not set(listed) & set(offered):    # the table's MLA rows, none offered: the panel says why
+            assert "No MLA target" in panel.run_summary.text(), \
+                f"MLA rows listed, none offered, and no word why: {panel.run_summary.text()!r}"
         panel.steps_box.setValue(2)              # the second step's token lies beyond the prompt's text
         offered = offered[:most]
         for index, variant in enumerate(offered):

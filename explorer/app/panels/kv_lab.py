@@ -205,7 +205,9 @@ class KVLabPanel(Panel):
         if encoder:
             self.variant_box.clear()
         model = self.session.model
-        why = "" if running or self.variant_box.count() or model is None or self.from_config else why_no_targets(model)
+        why = ""
+        if not running and model is not None and not self.from_config:
+            why = kv.why_no_mla(model, self.rows()) if self.variant_box.count() else why_no_targets(model)
         self.what_if.say_why_no_targets(why)
 
     def _limit_steps(self) -> None:
