@@ -268,3 +268,34 @@ def test_a_load_starts_reading_the_weights_ahead_before_the_model_thread_takes_i
         assert order == [("prefetch", "models/b"), ("load", "models/b")]
     finally:
         assert worker.shutdown(5.0)
+
+
+def test_a_persons_request_holds_the_views_threads_and_a_panels_job_does_not(qtbot, core):
+    """The model thread says, while it runs Run or Step, that the views' background threads must wait
+    (thread.person_request: the all-heads grid's tiles); a panel's own model job (an atlas) says nothing, so the
+    grid fills beside it. Read inside the core's own calls."""
+    from explorer.app.thread import person_request
+
+    seen = {}
+    make_decoder = core.make_decoder
+
+    def spying_decoder(*args, **kwargs):
+        decoder = make_decoder(*args, **kwargs)
+        for name in ("prefill", "step"):
+            method = getattr(decoder, name)
+            setattr(decoder, name, lambda *a, name=name, method=method: (
+                seen.setdefault(name, person_request.running()), method(*a))[1])
+        return decoder
+
+    core.make_decoder = spying_decoder
+    worker = ModelWorker(core.api())
+    try:
+        loaded(qtbot, worker)
+        run(qtbot, worker, lambda: worker.prefill([1, 5, 6]))
+        run(qtbot, worker, worker.step)
+        run(qtbot, worker, lambda: worker.run_job(lambda _loaded, _cancelled: seen.setdefault(
+            "job", person_request.running())))
+    finally:
+        assert worker.shutdown(5.0)
+    assert seen == {"prefill": True, "step": True, "job": False}, seen
+    assert not person_request.running()

@@ -13,10 +13,11 @@ from dataclasses import dataclass, replace
 import shiboken6
 from PySide6.QtCore import QObject, Signal
 
+from explorer.app.thread import person_request
 from explorer.app.thread.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory, lending
 from explorer.app.thread.pass_progress import layer_progress, prefill_share, replay_words, step_progress
 from explorer.app.thread.replay import holds, redo_arguments, replay_arguments, replay_steps
-from explorer.app.thread.request_queue import Cancelled, JobYields, RequestQueue
+from explorer.app.thread.request_queue import Cancelled, JobYields, RequestQueue, asked_by_person
 from explorer.app.thread.requests import (
     Back,
     Candidates,
@@ -110,7 +111,8 @@ class DecodeLoop:
         self._seq = request.seq
         self._emit.jobs_changed.emit(self._queue.jobs())
         try:
-            self._attempt(request, self._handlers[type(request)])
+            with person_request.running_one(asked_by_person(request)):   # the views' threads wait meanwhile
+                self._attempt(request, self._handlers[type(request)])
         finally:
             self._keep_shown(request)
             self._emit.state_changed.emit(self._queue.finish(request))

@@ -57,6 +57,11 @@ def _priority(request) -> int:
     return BACKGROUND if isinstance(request, ModelJob) else PERSON
 
 
+def asked_by_person(request) -> bool:
+    """Whether `request` is a person's direct action, not a panel's background job (_priority)."""
+    return _priority(request) == PERSON
+
+
 def _start_length(request, otherwise: int | None) -> int | None:
     """The trace length a prefill or replay starts over at; `otherwise` for any other request."""
     if isinstance(request, Prefill):

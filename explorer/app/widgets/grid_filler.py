@@ -21,7 +21,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QWidget
 
-from explorer.app.thread import threads
+from explorer.app.thread import person_request, threads
 from explorer.app.thread.late_emit import emit_unless_deleted
 from explorer.app.widgets import turns
 from explorer.app.widgets.text_widgets import LineLabel
@@ -205,8 +205,9 @@ class GridFiller(QObject):
         threads.start(lambda: self._fill(*args), "attention-grid", stop=cancel.set)
 
     def held(self) -> bool:
-        """Whether the grid waits: someone holds `pause`, or a drawing has parts due (turns.pending)."""
-        return self.pause.is_set() or turns.pending()
+        """Whether the grid waits: someone holds `pause`, a drawing has parts due (turns.pending), or the model
+        thread runs a person's request (thread.person_request)."""
+        return self.pause.is_set() or turns.pending() or person_request.running()
 
     def _fill(self, trace, upto_step, cross, values, block, missing, cancel, generation) -> None:
         def cancelled() -> bool:
