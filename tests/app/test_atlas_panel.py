@@ -39,3 +39,22 @@ def test_the_atlas_frames_no_head_over_an_empty_map_while_a_new_model_is_scored(
         journey.open(BUNDLED / "shakespeare-mla", "To be, or not to be")
         assert panel.is_shown() and panel.values is None
         assert not panel.map.tile_box.isVisible(), "a head is framed over the map before any score is drawn"
+
+
+def test_an_edited_prompt_leaves_the_random_token_scores_current_and_the_texts_out_of_date(qtbot, tmp_path,
+                                                                                         monkeypatch):
+    """The induction, previous-token and sink scores are measured on the model's own random tokens repeated twice:
+    typing in the prompt marked them "Out of date" (drive26). Expectation: the metric's own source (METRICS), a
+    score of this text out of date once the text changed, a score of the random tokens current."""
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, QSize(1920, 1080)) as journey:
+        journey.open(BUNDLED / "shakespeare-gqa", "To be, or not to be")
+        panel = journey.raise_panel("atlas")
+        journey.idle("scoring the heads")
+        journey.act("a word typed", lambda: journey.window.prompt.set_text("To be, or not to be, that"))
+        assert journey.window.session.out_of_date
+        for metric in ("induction", "entropy", "sink", "first token"):
+            journey.act(f"score {metric}", lambda metric=metric: panel.metric_box.setCurrentText(metric))
+            kind, _why = panel.view_state()
+            on_random_tokens = "random" in atlas.METRICS[metric][2]
+            assert kind == ("trace" if on_random_tokens else "out of date"), (metric, kind)
+            assert panel.note.isVisible() == (not on_random_tokens), (metric, panel.note.text())

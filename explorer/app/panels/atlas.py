@@ -173,6 +173,11 @@ class AtlasPanel(Panel):
     def metric(self) -> str:
         return self.metric_box.currentText()
 
+    def follows_prompt(self) -> bool:
+        """A score on random tokens repeated twice is the model's own: an edited prompt leaves it current (drive26:
+        "Out of date" over the induction scores once a word was typed)."""
+        return METRICS[self.metric][0] != "repeated"
+
     def unavailable(self, trace) -> str | None:
         return decoder_view_unavailable(trace, "The head atlas")
 

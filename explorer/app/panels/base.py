@@ -244,9 +244,14 @@ class Panel(QWidget, DrawsInParts):
         reason = self.unavailable(trace) if trace is not None else None
         if reason:
             return Drawn("empty", why=reason)
-        if self.session.out_of_date:
+        if self.session.out_of_date and self.follows_prompt():
             return Drawn("out of date", self.drawn_model_id, self.drawn_trace_id, self.session.out_of_date)
         return Drawn("trace", self.drawn_model_id, self.drawn_trace_id)
+
+    def follows_prompt(self) -> bool:
+        """Whether what the panel shows comes from the prompt's run, so that an edited prompt puts it out of date;
+        a panel showing only what the model itself gives (the head atlas's scores on random tokens) says no."""
+        return True
 
     def view_state(self) -> tuple[str, object]:
         """("trace", trace_id) of the trace drawn, or (state, why): the short form of `drawn()`."""
