@@ -48,6 +48,12 @@ def launched(qtbot, tmp_path) -> MainWindow:
     return window
 
 
+def apart(window: MainWindow) -> bool:
+    """Whether attention and the embeddings are each in sight, not tabs of one group."""
+    attention, embeddings = window.docks["attention"], window.docks["embeddings"]
+    return embeddings not in window.tabifiedDockWidgets(attention)
+
+
 def test_three_launches_keep_the_height_on_a_bare_x_screen(qtbot, tmp_path, screen, monkeypatch):
     monkeypatch.setattr(QGuiApplication, "platformName", staticmethod(lambda: "xcb"))
     available = QRect(0, 0, screen.width(), screen.height())
@@ -66,14 +72,25 @@ def test_a_window_that_filled_its_screen_fills_the_next_one(qtbot, tmp_path, mon
     from tests.app.screen_fit import SCREENS, emulated_screen
 
     monkeypatch.setattr(QGuiApplication, "platformName", staticmethod(lambda: "xcb"))
-    seen, prompts = [], []
+    seen, prompts, stacked = [], [], []
     for name in ("1366x768", "1920x1080", "1366x768"):
         with emulated_screen(SCREENS[name]) as available:
             window = launched(qtbot, tmp_path)
             seen.append((name, window.frameGeometry().getRect() == available.getRect()))
             prompts.append(window.docks["prompt"].height())
+            stacked.append(apart(window))
             window.close()
     assert seen == [("1366x768", True), ("1920x1080", True), ("1366x768", True)], seen
+    # Laid out for each screen as a first launch there is: on 1920x1080 attention over the bottom tabs, on
+    # 1366x768 in one tab group with them. The 1366 layout came back on 1920 with one panel in sight (drive26).
+    first = []
+    for name in ("1366x768", "1920x1080"):
+        with emulated_screen(SCREENS[name]):
+            (tmp_path / name).mkdir()
+            window = launched(qtbot, tmp_path / name)            # a settings file of its own: a first launch
+            first.append(apart(window))
+            window.close()
+    assert stacked == [first[0], first[1], first[0]], f"apart over the launches {stacked}, at a first launch {first}"
     # The growth goes to the panels, not to the one-line prompt: relaunched on 1920x1080 the prompt was 398 px
     # tall, where the first launch laid it out at 86 (drive26). Expectation: the first launch's own height.
     assert all(abs(px - prompts[0]) <= 2 for px in prompts), f"the prompt's heights over the launches: {prompts}"

@@ -34,7 +34,7 @@ from explorer.app.window import (
     panel_tips,
     pull_dialog,
 )
-from explorer.app.window.dock_shares import DockShares
+from explorer.app.window.dock_shares import DockShares, near
 from explorer.app.window.given_size import GivenSize
 from explorer.app.window.loading_dialog import LoadingDialog
 from explorer.app.window.model_picker import ModelToolbar
@@ -339,11 +339,15 @@ class MainWindow(QMainWindow):
         if fit is None or self.isFullScreen():
             return
         if not fit:
-            if (self.settings.window_filled and not self.isMaximized()      # maximised: the window manager's
-                    and self.frameGeometry() != dock_layout.available_geometry(self)):
-                # It filled the screen it was closed on: it fills this one too, the change handed out as any
-                # resize of a layout is (DockShares.give_back: the prompt keeps its height). Qt gave a growth from
-                # 1366x768 to 1920x1080 to the prompt: 398 px for its 86 (drive26).
+            available = dock_layout.available_geometry(self)
+            filled = self.settings.window_filled and not self.isMaximized()      # maximised: the window manager's
+            # It filled a screen of another size: laid out afresh for this one, as a first launch here is. The
+            # 1366x768 layout (every panel in one tab group) came back on 1920x1080 with one panel in sight, and
+            # Qt gave the growth to the prompt: 398 px for its 86 (drive26).
+            elsewhere = filled and not near(self.frameGeometry().size(), available.size())
+            if filled and not elsewhere and self.frameGeometry() != available:
+                # Nearly its size (a panel's strip came or went): it fills it, the change handed out as any
+                # resize of a layout is (DockShares.give_back: the prompt keeps its height).
                 self.layout().activate()
                 self.dock_shares.take()
                 dock_layout.fit_to_screen(self)
@@ -352,7 +356,8 @@ class MainWindow(QMainWindow):
             # A saved layout made for a larger screen, or one that had grown past its own: its dock
             # sizes no longer fit this screen, so it is laid out afresh rather than squeezed (the
             # panels the person had closed stay closed).
-            if not dock_layout.keep_on_screen(self) or not dock_layout.fits(self.settings.window_size(), self):
+            if elsewhere or not dock_layout.keep_on_screen(self) or \
+                    not dock_layout.fits(self.settings.window_size(), self):
                 closed = [dock for dock in self.docks.values() if dock.isHidden()]
                 self.default_layout()
                 for dock in closed:
