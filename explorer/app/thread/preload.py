@@ -8,6 +8,7 @@ threads importing torch at once break its import).
 """
 from __future__ import annotations
 
+import gc
 import queue
 import threading
 
@@ -29,6 +30,10 @@ def start() -> None:
                 import explorer.core.runtime  # noqa: F401  (imports torch)
             except Exception:       # noqa: BLE001 - the loop reports it when it first needs the core
                 pass
+            # What the imports made (torch's, Qt's, numpy's: ~220,000 objects, never garbage) is kept out of
+            # every later full collection: gc_guard's, on the GUI thread every 30 s, took 130-190 ms with them,
+            # a freeze of the window. Done before any model is made, whose objects must stay collectable.
+            gc.freeze()
             box.get()()             # the worker's loop, handed over by `adopt`
 
         _started, _loop_box = threading.Thread(target=run, name="model-worker", daemon=True), box
