@@ -37,11 +37,15 @@ def open_window(model: str, scratch: Path, screen: str = SCREEN):
     from PySide6.QtCore import QSettings
 
     from explorer.app.start.launch import make_app, new_window, start_model_thread
+    from explorer.app.thread import preload
+    from explorer.app.thread.gc_guard import collect_on_gui_thread
     from explorer.app.window.settings import AppSettings
 
     use_screen(screen, scratch)
-    worker = start_model_thread()                # as launch() builds the window: the model thread first
+    preload.start()                              # as the command line does: the core imported, then frozen out of
+    worker = start_model_thread()                # the collector; as launch() builds the window: the model thread first
     app = make_app()
+    collect_on_gui_thread(app)                   # and collects on the GUI thread as the app does (gc_guard)
     settings = AppSettings(QSettings(str(scratch / "settings.ini"), QSettings.Format.IniFormat))
     settings.theme = "light"
     window = new_window(app, settings, autosave_path=scratch / "autosave.json", worker=worker)
