@@ -310,8 +310,7 @@ class Mosaic:
 
     def place(self, layer: int, head: int, tile: np.ndarray) -> None:
         """Draw one head's tile (its tokens' values) into the image (a grid filled in as its tiles are computed)."""
-        (top, left), (down, across) = self.layout.tile_origin(layer, head), self.layout.cell_px
-        blocks = np.repeat(np.repeat(tile, down, axis=0), across, axis=1)
+        (top, left), blocks = self.layout.tile_origin(layer, head), self.layout.in_pixels(tile)
         self.image[top: top + blocks.shape[0], left: left + blocks.shape[1]] = blocks
 
     def tile(self, layer: int, head: int) -> np.ndarray:
@@ -345,8 +344,7 @@ def mosaic(trace: Trace, layers: list[int] | None = None, tile: int = TILE, upto
         state.merge_pending()
     tiles = np.stack([state.finish() for state in states])            # (L, H, r, c)
     n_layers, n_heads, r, c = tiles.shape
-    down, across = TileLayout(n_layers, n_heads, (r, c)).cell_px
-    tiles = np.repeat(np.repeat(tiles, down, axis=2), across, axis=3)        # a token's cell, its block of pixels
+    tiles = TileLayout(n_layers, n_heads, (r, c)).in_pixels(tiles)        # a token's cell, its block of pixels
     rows, columns = tiles.shape[2:]
     # Layers down, heads across, a NaN gutter after each tile: pad, then read as one image.
     padded = np.full((n_layers, rows + 1, n_heads, columns + 1), np.nan, dtype=np.float32)

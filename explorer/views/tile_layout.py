@@ -36,6 +36,12 @@ class TileLayout:
         """A tile's rows and columns of pixels."""
         return tuple(n * k for n, k in zip(self.cells, self.cell_px))
 
+    def in_pixels(self, values):
+        """Tiles of tokens' values (an array, tiles in its last two axes) as the image draws them: each token's cell
+        a block of cell_px pixels."""
+        down, across = self.cell_px
+        return values.repeat(down, axis=-2).repeat(across, axis=-1)
+
     @property
     def across(self) -> int:
         """Heads in one row of tiles."""
