@@ -42,6 +42,7 @@ from torch import nn
 
 from explorer.core import kv_variants as kv
 from explorer.core.config import ModelConfig, RopeSpec
+from explorer.core.conversion_targets import mla_refusal
 from explorer.core.errors import ExplorerError
 from explorer.core.model import Transformer
 from explorer.core.rope import Rotary
@@ -174,7 +175,7 @@ def to_mla(loaded: LoadedModel, rank: int, rope_pairs: int | None = None,
     """Factorise each layer's K/V projections into a rank-`rank` latent plus a decoupled RoPE key
     that keeps `rope_pairs` frequency pairs of every K/V head (d_R = 2 * rope_pairs * N_KV)."""
     config = _dense_config(loaded, "MLA")
-    refused = kv.mla_refusal(loaded.name, config.qk_norm, config.layer_kinds)
+    refused = mla_refusal(loaded.name, config.qk_norm, config.layer_kinds)
     if refused:
         raise ExplorerError(refused)
     m = default_rope_pairs(config) if rope_pairs is None else int(rope_pairs)

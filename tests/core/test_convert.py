@@ -173,11 +173,12 @@ def test_an_mla_target_is_offered_exactly_where_the_conversion_makes_it(family):
     """The KV lab offers the MLA ranks of its table that the conversion accepts, and says why it offers none: a
     Qwen3 (its keys normalised per head) was offered MLA targets the conversion then refused, and a sliding-window
     Gemma listed MLA rows and offered none without a word (drive26). Expectation: convert.convert itself."""
+    from explorer.core import conversion_targets as targets
     from explorer.core import kv_variants as kv
 
     loaded = load(family)
     rows = kv.info_comparison(loaded.info, 64)
-    offered = set(kv.what_if_targets(loaded.info, rows))
+    offered = set(targets.what_if_targets(loaded.info, rows))
     mla = [row.variant.name for row in rows if row.variant.kind == "mla"]
     assert mla, f"{family}: the table lists no MLA variant"
     converts = []
@@ -188,5 +189,5 @@ def test_an_mla_target_is_offered_exactly_where_the_conversion_makes_it(family):
         except ExplorerError as error:
             assert name not in offered, f"{name} is offered for {family} and refused: {error}"
     assert set(converts) <= offered, f"{family}: {set(converts) - offered} convert but are not offered"
-    said = kv.why_no_mla(loaded.info, rows)
+    said = targets.why_no_mla(loaded.info, rows)
     assert bool(said) == (not converts), f"{family}: converts {converts}, the panel says {said!r}"

@@ -24,8 +24,9 @@ from explorer.app.widgets.kv_lab_rows import VariantsTab
 from explorer.app.widgets.kv_plot import save_bytes_plot
 from explorer.app.widgets.model_call import Executor, thread_executor
 from explorer.app.widgets.variants_compare import VariantsWindow
-from explorer.app.widgets.what_if_runner import WhatIfRunner, steps_room, what_if_job, why_no_targets
+from explorer.app.widgets.what_if_runner import WhatIfRunner, steps_room, what_if_job
 from explorer.app.widgets.what_if_view import WhatIfView, steps_csv
+from explorer.core import conversion_targets as targets
 from explorer.core import kv_variants as kv
 from explorer.core.errors import ExplorerError
 from explorer.core.loaders.config_file import read_config
@@ -149,7 +150,7 @@ class KVLabPanel(Panel):
             self.variant_box.clear()
             model = self.session.model
             if model is not None and not self.from_config:       # only what the conversion can do
-                self.variant_box.addItems(kv.what_if_targets(model, rows))
+                self.variant_box.addItems(targets.what_if_targets(model, rows))
             if current:
                 self.variant_box.setCurrentText(current)
         self._update_run_buttons()
@@ -207,7 +208,7 @@ class KVLabPanel(Panel):
         model = self.session.model
         why = ""
         if not running and model is not None and not self.from_config:
-            why = kv.why_no_mla(model, self.rows()) if self.variant_box.count() else why_no_targets(model)
+            why = targets.why_no_mla(model, self.rows()) if self.variant_box.count() else targets.why_no_targets(model)
         self.what_if.say_why_no_targets(why)
 
     def _limit_steps(self) -> None:

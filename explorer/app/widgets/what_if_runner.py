@@ -30,20 +30,6 @@ def steps_room(trace) -> int:
     return trace.model.max_positions - len(trace.steps[0].token_ids) + 1
 
 
-def why_no_targets(model) -> str:
-    """Why the loaded model (a ModelInfo) offers no what-if target, from what the model is; "" where nothing in
-    the model forbids one."""
-    if model.is_encoder_only:
-        return (f"What-if conversions compare the next-token predictions of the converted model with the "
-                f"original's; {model.name} is an encoder and predicts none, and keeps no KV cache between steps.")
-    if model.mla_rank is not None:
-        return (f"{model.name} was trained with MLA: a what-if conversion starts from per-head keys and values, "
-                "which it does not have.")
-    if model.is_encoder_decoder:
-        return f"{model.name} is an encoder–decoder: the what-if conversion builds decoder-only models."
-    return ""
-
-
 class WhatIfRunner(ModelCall):
     """One conversion at a time, shown in `view`; `to_worker` hands a job to the app's model worker."""
 
