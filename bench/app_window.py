@@ -42,10 +42,12 @@ def open_window(model: str, scratch: Path, screen: str = SCREEN):
     from explorer.app.window.settings import AppSettings
 
     use_screen(screen, scratch)
-    preload.start()                              # as the command line does: the core imported, then frozen out of
-    worker = start_model_thread()                # the collector; as launch() builds the window: the model thread first
+    # As the command line and launch() start the app: the core imported on the model thread (then frozen out of the
+    # collector), the model thread first, garbage collected on the GUI thread (gc_guard).
+    preload.start()
+    worker = start_model_thread()
     app = make_app()
-    collect_on_gui_thread(app)                   # and collects on the GUI thread as the app does (gc_guard)
+    collect_on_gui_thread(app)
     settings = AppSettings(QSettings(str(scratch / "settings.ini"), QSettings.Format.IniFormat))
     settings.theme = "light"
     window = new_window(app, settings, autosave_path=scratch / "autosave.json", worker=worker)
