@@ -1,8 +1,9 @@
 """The app's own costs on a real model (issue 3), as one JSON object. Not a test: numbers, not verdicts.
 
     .venv/bin/python bench/bench_app.py [--model smollm2-135m] [--steps 8] [--grid-tokens 512] [--cold-runs 2]
-                                        [--paste-chars 100000] [--only step|grid|cold|paste|long-step|long-views ...]
-                                        [--long-tokens 8000] [--heads 6] [--profile PATH]
+                                        [--paste-chars 100000]
+                                        [--only step|grid|cold|paste|long-step|long-views|short-after-long ...]
+                                        [--long-tokens 8000] [--heads 6] [--repeats 3] [--profile PATH]
 
 - step_to_repaint: press Step -> every visible panel repainted, minus the model's own step time
   (StepRecord.ms). Target <= 50 ms. The window is the default layout at 1600x1000. `beyond_model_ms`
@@ -33,6 +34,10 @@
   trace's bytes, then step_to_repaint and each panel's own redraw, with the attention and head-atlas docks closed (their
   all-heads views have their own figures, `--only grid`): tokens, Q/K/V, mask, KV cache, next token,
   embeddings. Target <= 100 ms beyond the model.
+- short_after_long: a short prompt (5 tokens) Run from the prompt box alone, and right after a prompt of
+  --long-tokens tokens whose views (the attention map's block maxima, the all-heads grid) still compute on their
+  threads, --repeats times in alternating blocks: the model's own prefill ms (StepRecord.ms) and Run -> the new
+  trace in the window. The views' threads wait while a person's request runs (thread.person_request).
 Wall times are medians; `gui_cpu_ms` is the GUI thread's own CPU time, which a busy shared machine
 inflates less than wall time. Runs offscreen unless --xcb (then $DISPLAY must be an X server). --profile PATH
 writes the GUI thread's cProfile of the long steps (pstats). The window's driving is in app_window.py,
@@ -237,6 +242,46 @@ def long_views(app, window, errors, tokens: int, heads: int) -> dict:
     return result
 
 
+# ----- a short Run right after a long one ------------------------------------------------------------
+SHORT_PROMPTS = ("The capital of France is", "Once upon a time")
+
+
+def _run_short(app, window, errors, text: str) -> tuple[float, float]:
+    """Run `text` from the prompt box: (the model's own prefill ms, Run -> the new trace in the window ms)."""
+    before = window.session.trace
+    window.prompt.set_text(text)
+    t0 = time.perf_counter()
+    window.controller.run()
+    wait(app, lambda: window.session.trace is not before and window.session.trace is not None
+         and not window.worker.busy, errors, "the short run")
+    return window.session.trace.steps[0].ms, 1e3 * (time.perf_counter() - t0)
+
+
+def short_after_long(app, window, errors, tokens: int, repeats: int) -> dict:
+    """A short prompt Run alone (after another short one), then right after a prompt of `tokens` tokens, while that
+    trace's views (the attention map's block maxima, the all-heads grid) still compute on their threads: the model's
+    own prefill ms and Run -> trace ms of each, in blocks that alternate."""
+    window.docks["attention"].show()
+    window.docks["attention"].raise_()
+    alone, after = {"model_ms": [], "run_ms": []}, {"model_ms": [], "run_ms": [], "grid_filling": []}
+    filler = window.docks["attention"].widget().filler
+    for _ in range(repeats):
+        for text in SHORT_PROMPTS:
+            model_ms, run_ms = _run_short(app, window, errors, text)
+            alone["model_ms"].append(round(model_ms, 1))
+            alone["run_ms"].append(round(run_ms, 1))
+        run_long_prompt(app, window, errors, tokens)
+        calm = time.perf_counter() + 0.3                     # the long trace's views under way
+        wait(app, lambda: time.perf_counter() > calm, errors, "the long trace's views to start")
+        after["grid_filling"].append(filler.running)
+        model_ms, run_ms = _run_short(app, window, errors, SHORT_PROMPTS[0])
+        after["model_ms"].append(round(model_ms, 1))
+        after["run_ms"].append(round(run_ms, 1))
+    summary = {name: {key: statistics.median(values) for key, values in side.items() if key != "grid_filling"}
+               for name, side in (("alone", alone), ("after_long", after))}
+    return {"tokens": tokens, "alone": alone, "after_long": after, "median": summary}
+
+
 # ----- cold start -----------------------------------------------------------------------------------
 def cold_start_child(model: str) -> int:
     """Run in a fresh process: print wall-clock times (time.time) of the milestones as JSON, and the CPU time
@@ -294,8 +339,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--paste-chars", type=int, default=100_000)
     parser.add_argument("--long-tokens", type=int, default=8000)
     parser.add_argument("--heads", type=int, default=6, help="heads selected by --only long-views")
-    parser.add_argument("--only", choices=["step", "grid", "cold", "paste", "long-step", "long-views"],
+    parser.add_argument("--only", choices=["step", "grid", "cold", "paste", "long-step", "long-views",
+                                           "short-after-long"],
                         action="append")
+    parser.add_argument("--repeats", type=int, default=3, help="long prompts run by --only short-after-long")
     parser.add_argument("--profile", metavar="PATH", help="write the GUI thread's cProfile of the long steps here")
     parser.add_argument("--xcb", action="store_true", help="use the X server in $DISPLAY instead of offscreen")
     parser.add_argument("--cold-start-child", action="store_true", help=argparse.SUPPRESS)
@@ -307,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {"model": args.model, "cpus": os.cpu_count(), "load_average": os.getloadavg()}
     if "cold" in only:
         report["cold_start_s"] = cold_start(args.model, args.cold_runs, args.xcb)
-    if only & {"step", "grid", "paste", "long-step", "long-views"}:
+    if only & {"step", "grid", "paste", "long-step", "long-views", "short-after-long"}:
         with tempfile.TemporaryDirectory() as scratch:
             app, window, errors = open_window(args.model, Path(scratch))
             load(app, window, errors, args.model, None)
@@ -322,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
                                                  args.profile)
             if "long-views" in only:
                 report["long_views"] = long_views(app, window, errors, args.long_tokens, args.heads)
+            if "short-after-long" in only:
+                report["short_after_long"] = short_after_long(app, window, errors, args.long_tokens, args.repeats)
             close_window(app, window)
     print(json.dumps(report, indent=1))
     return 0

@@ -1,5 +1,6 @@
 """Whether the model thread is running a request a person made (Run, Step, Back, a replay, a model): the views'
-background threads (the all-heads grid's, widgets.grid_filler) start no block of rows meanwhile.
+background threads (the all-heads grid's, and widgets.grid_filler's Background jobs: the large map's block maxima,
+a derivation's cell, an export) start no block of rows meanwhile.
 
 They compete with the model for Python's lock: a 2-token Run right after a 3,871-token one took 2.06 s in the model
 (62 ms alone), while the long trace's grid still filled on its two threads and each of the step's ~120 torch calls

@@ -34,7 +34,8 @@ REPAINT_MS = 120          # tiles that arrive closer together than this are draw
 class Background(QObject):
     """One computation at a time on a daemon thread; `done(generation, result)` arrives on the GUI thread
     for the newest one only (an older one is cancelled and its result dropped). A result is the
-    function's return value, or the exception it raised."""
+    function's return value, or the exception it raised. The work's `cancelled()` waits while the model thread
+    runs a person's request (thread.person_request), as the grid's blocks of rows do."""
 
     done = Signal(int, object)
 
@@ -53,9 +54,14 @@ class Background(QObject):
         self.running = True
         generation = self.generation
 
+        def cancelled() -> bool:                 # a person's request goes first (thread.person_request)
+            while person_request.running() and not cancel.is_set():
+                cancel.wait(0.02)
+            return cancel.is_set()
+
         def body() -> None:
             try:
-                result = work(cancel.is_set)
+                result = work(cancelled)
             except Exception as error:          # handed to the GUI thread, which says it or drops it
                 result = error
             emit_unless_deleted(self, "done", generation, result)      # nobody to answer if the panel is gone
