@@ -63,6 +63,23 @@ def paint_figure(view: pg.GraphicsView, theme: str = "light") -> None:
             item.setTextPen(pg.mkPen(foreground))
 
 
+def follow_foreground(view: pg.GraphicsView, before) -> None:
+    """The view's axes and titles drawn in pyqtgraph's foreground now where they were drawn in `before`, the
+    foreground they were made in; a colour of their own stays. Axes and titles fix their colour when made, so
+    View ▸ Theme ▸ Dark left their text black on the dark plots (drive27)."""
+    was, now = pg.mkColor(before), pg.getConfigOption("foreground")
+    for item in view.scene().items():
+        if isinstance(item, pg.AxisItem):
+            if item.pen().color() == was:
+                item.setPen(pg.mkPen(now))
+            if item.textPen().color() == was:
+                item.setTextPen(pg.mkPen(now))
+        elif isinstance(item, pg.LabelItem) and item.text:
+            asked = item.opts.get("color")
+            if asked is None or pg.mkColor(asked) == was:
+                item.setText(item.text, color=None)          # drawn in the foreground as it is now
+
+
 @contextmanager
 def printed(widget: QWidget, theme: str = "light") -> Iterator[None]:
     """The widget in a figure theme's colours while it is drawn into a file, then as it was: a panel

@@ -282,13 +282,13 @@ class Journey:
         offered = [panel.variant_box.itemText(i) for i in range(panel.variant_box.count())]
         if not offered:            # a model trained with MLA: nothing to convert it to, and the panel says so
             assert not panel.run_button.isEnabled(), "Convert and compare is offered with no target to convert to"
-            assert self.window.session.model.name in panel.run_summary.text(), \
-                f"no what-if target offered, and no word why: {panel.run_summary.text()!r}"
+            assert self.window.session.model.name in panel.targets_note.text(), \
+                f"no what-if target offered, and no word why: {panel.targets_note.text()!r}"
             return []
         listed = [row.variant.name for row in panel.rows() if row.variant.kind == "mla"]
         if listed and not set(listed) & set(offered):    # the table's MLA rows, none offered: the panel says why
-            assert "No MLA target" in panel.run_summary.text(), \
-                f"MLA rows listed, none offered, and no word why: {panel.run_summary.text()!r}"
+            assert "No MLA target" in panel.targets_note.text(), \
+                f"MLA rows listed, none offered, and no word why: {panel.targets_note.text()!r}"
         panel.steps_box.setValue(2)              # the second step's token lies beyond the prompt's text
         offered = offered[:most]
         for index, variant in enumerate(offered):

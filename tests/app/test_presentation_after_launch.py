@@ -4,7 +4,7 @@ something: attention's map, or the panel the person last looked at; off again, t
 from __future__ import annotations
 
 import pytest
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication, QComboBox, QMessageBox
 
 from explorer.app.start import launch
 from explorer.app.window.dock_shares import in_sight
@@ -76,6 +76,46 @@ def test_presentation_from_the_prompt_shows_the_panel_last_looked_at(qapp, tmp_p
             settle(0.2)
             toggle_presentation(window)
             assert window.dock_shares.maximised[0] is window.docks["attention"]
+            toggle_presentation(window)
+        finally:
+            QApplication.setFont(font)
+            wait_idle(window)
+            window.close()
+            window.deleteLater()
+            settle(0.2)
+
+
+def test_presentation_and_ctrl_e_skip_the_panel_last_looked_at_once_it_is_a_tab_behind_another(qapp, tmp_path,
+                                                                                              monkeypatch):
+    """Experiments looked at, then Embeddings raised over it in their tab group and the focus in the Model box:
+    Presentation showed the Experiments tab the person no longer saw (drive27). Attention's map now, and Ctrl+E
+    exports attention too; raised again, Experiments is the panel last looked at once more."""
+    monkeypatch.setattr(QMessageBox, "warning", lambda *a: None)
+    font = QApplication.font()
+    with emulated_screen(SCREENS["1366x768"]):
+        window = open_window(str(tmp_path / "settings.ini"))
+        try:
+            settle(0.5)
+            experiments, embeddings = window.docks["experiments"], window.docks["embeddings"]
+            assert experiments in window.tabifiedDockWidgets(embeddings), "the layout tabs them together"
+            experiments.raise_()
+            settle(0.2)
+            experiments.widget().setFocus()
+            settle(0.1)
+            embeddings.raise_()
+            model_box = window.findChild(QComboBox, "model_picker")
+            model_box.setFocus()
+            settle(0.2)
+            assert QApplication.focusWidget() is model_box
+            assert not in_sight(experiments) and in_sight(embeddings)
+            assert window.menus.current_panel.dock() is window.docks["attention"]
+            toggle_presentation(window)
+            assert window.dock_shares.maximised[0] is window.docks["attention"], shown(window)
+            toggle_presentation(window)
+            experiments.raise_()
+            settle(0.2)
+            toggle_presentation(window)
+            assert window.dock_shares.maximised[0] is experiments, shown(window)
             toggle_presentation(window)
         finally:
             QApplication.setFont(font)

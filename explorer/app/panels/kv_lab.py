@@ -90,9 +90,9 @@ class KVLabPanel(Panel):
         view.run_button.clicked.connect(lambda: self.run_conversion())
         # the tab's widgets stay reachable as the panel's own: scripts and tests read them there
         (self.variant_box, self.steps_box, self.run_button, self.cancel_button, self.progress, self.run_summary,
-         self.error_line, self.steps_table) = (
+         self.targets_note, self.error_line, self.steps_table) = (
             view.variant_box, view.steps_box, view.run_button, view.cancel_button, view.progress, view.run_summary,
-            view.error_line, view.steps_table)
+            view.targets_note, view.error_line, view.steps_table)
         return view
 
     @property

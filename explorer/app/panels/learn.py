@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 import re
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTextBrowser
 
 from explorer.app.panels.base import Drawn, Panel, formula_html
@@ -159,11 +159,22 @@ class LearnPanel(Panel):
             docks[found.panel].show()
             docks[found.panel].raise_()
         self.answers[index] = found.text
+        self._draw_page()
+        self.text.scrollToAnchor(f"answer{index}")
+        self.say(f"The answer is under question {index + 1}.")
+
+    def _draw_page(self) -> None:
+        """The stop's page drawn again where it was scrolled to, its answers shown in it."""
         scrolled = self.text.verticalScrollBar().value()
         self.text.setHtml(page_html(self.stop, self.index, len(self.stops), self.answers))
         self.text.verticalScrollBar().setValue(scrolled)
-        self.text.scrollToAnchor(f"answer{index}")
-        self.say(f"The answer is under question {index + 1}.")
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            # Rich text fixes its links' colour as it is parsed: a page drawn in the light theme kept pure blue
+            # links on the dark one (View ▸ Theme, drive27)
+            QTimer.singleShot(0, self, self._draw_page)
 
     @property
     def answer(self) -> str:

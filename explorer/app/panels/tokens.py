@@ -174,6 +174,8 @@ class TokensPanel(Panel):
             # Presentation's), once the text view has it too.
             QTimer.singleShot(0, self, self._draw_text_again)
             QTimer.singleShot(0, self, self._keep_rows_under_lines)        # the rows' height in the new font
+        elif event.type() == QEvent.Type.PaletteChange:
+            QTimer.singleShot(0, self, self._draw_text_again)      # and its links' colour (View ▸ Theme)
 
     def _keep_rows_under_lines(self) -> None:
         """The table's least, set only where it changes (a step would lay the column out again)."""

@@ -192,6 +192,13 @@ class WhatIfView(QWidget):
         self.top.addLayout(progress_row, 1)
         self._controls = row
         layout.addLayout(self.top)
+        # Why no target (or no MLA target) is offered: a line of its own, so that a run's result or cancellation,
+        # on the summary line below, never replaces it nor is replaced by it (Gemma's "No MLA target" note wrote
+        # over each result, drive27)
+        self.targets_note = QLabel()
+        self.targets_note.setWordWrap(True)
+        self.targets_note.hide()
+        layout.addWidget(self.targets_note)
         self.run_summary = QLabel(" ")
         self.run_summary.setWordWrap(True)
         layout.addWidget(self.run_summary)
@@ -209,7 +216,6 @@ class WhatIfView(QWidget):
         lower.setChildrenCollapsible(False)
         lower.installEventFilter(self)            # its resizes: the maps below the table or beside it (arrange)
         layout.addWidget(lower, 1)
-        self._said_why = ""                       # the sentence shown for why no target is offered, while it holds
         self.clear()
 
     def resizeEvent(self, event) -> None:
@@ -264,14 +270,9 @@ class WhatIfView(QWidget):
         return self.heatmaps()[1]
 
     def say_why_no_targets(self, why: str) -> None:
-        """Say `why` no target is offered ("": nothing says so). The summary line also carries a run's progress
-        and result: only a sentence this method wrote is replaced, so that it never outlives the state it
-        explained (the targets arriving after it was set)."""
-        if why:
-            self.run_summary.setText(why)
-        elif self._said_why and self.run_summary.text() == self._said_why:
-            self.run_summary.setText(" ")
-        self._said_why = why
+        """Say `why` no target (or no MLA target) is offered, on its own line; "": the line goes."""
+        self.targets_note.setText(why)
+        self.targets_note.setVisible(bool(why))
 
     def show_progress(self, fraction: float, what: str) -> None:
         self.progress.setValue(int(round(100 * fraction)))

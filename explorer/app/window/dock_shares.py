@@ -40,6 +40,11 @@ def in_sight(dock: QDockWidget) -> bool:
     return dock.isVisible() and not dock.isFloating() and not dock.visibleRegion().isEmpty()
 
 
+def seen(dock: QDockWidget) -> bool:
+    """In sight, or floating and shown: a panel the person can see now (not a tab behind another)."""
+    return in_sight(dock) or (dock.isFloating() and dock.isVisible())
+
+
 def left_column(window: QMainWindow) -> list[QDockWidget]:
     """The docks in sight in the window's left area (Tokens over Next token, as laid out)."""
     return [dock for dock in window.findChildren(QDockWidget)

@@ -25,7 +25,7 @@ from explorer.app.run.trace_budget import MAX_BUDGET_MB, MIN_BUDGET_MB
 from explorer.app.state import session_file
 from explorer.app.widgets.dialog_focus import take_focus_if_none
 from explorer.app.window import model_refs, panel_tips
-from explorer.app.window.dock_shares import focused_dock
+from explorer.app.window.dock_shares import focused_dock, seen
 from explorer.app.window.learn_placement import open_learn
 from explorer.app.window.store_dialog import show_store
 from explorer.app.window.theme import apply_theme
@@ -330,7 +330,7 @@ class CurrentPanel(QObject):
         focused = self._exporting_dock(QApplication.focusWidget())
         if focused is not None:
             return focused
-        if self.last is not None and self.last.isVisible() and self.last.widget() is not None:
+        if self.last is not None and seen(self.last) and self.last.widget() is not None:
             return self.last
         return self.window.docks.get("attention")
 

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QApplication, QDockWidget, QWidget
 from shiboken6 import isValid
 
 from explorer.app.window import dock_layout
-from explorer.app.window.dock_shares import in_sight
+from explorer.app.window.dock_shares import in_sight, seen
 
 FONT_SCALE = 1.4
 Role = QPalette.ColorRole
@@ -65,12 +65,13 @@ def dock_of(window, widget: QWidget | None) -> QDockWidget | None:
 
 def presented_dock(window, last_seen: QDockWidget | None = None) -> QDockWidget:
     """The dock Presentation shows: the one holding the focus, unless that is the prompt editor's or there is
-    none; then `last_seen` (the last panel that held the focus) where it is still open, else attention's."""
+    none; then `last_seen` (the last panel that held the focus) while it is still in sight (not closed, nor a tab
+    behind another since: Presentation showed an Experiments tab the person no longer saw), else attention's."""
     prompt = window.docks.get("prompt")
     in_focus = dock_of(window, QApplication.focusWidget())
     if in_focus is not None and in_focus is not prompt:
         return in_focus
-    if last_seen is not None and not last_seen.isHidden() and last_seen is not prompt:
+    if last_seen is not None and seen(last_seen) and last_seen is not prompt:
         return last_seen
     return window.docks.get("attention") or next(d for d in window.docks.values() if d is not prompt)
 

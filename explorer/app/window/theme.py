@@ -10,7 +10,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QWidget
 
-from explorer.drawing.colours import palette_of
+from explorer.drawing.colours import follow_foreground, palette_of
 
 PLOT_COLOURS = {"light": ("w", "k"), "dark": ("#1f1f22", "#d8d8d8")}   # (background, foreground)
 
@@ -34,11 +34,13 @@ def apply_theme(app: QApplication, choice: str, root: QWidget | None = None) -> 
         app.setStyle("Fusion")
     app.setPalette(palette_of(app, theme))
     background, foreground = PLOT_COLOURS[theme]
+    before = pg.getConfigOption("foreground")
     pg.setConfigOptions(background=background, foreground=foreground)
     if root is not None:
         for view in root.findChildren(pg.GraphicsView):
             view.setBackground(background)
-            for item in view.items():            # the heatmaps' frames (axes read the option as they paint)
+            follow_foreground(view, before)      # axes and titles made in the theme before
+            for item in view.items():            # the heatmaps' frames
                 if isinstance(item, pg.ViewBox) and item.border is not None:
                     item.setBorder(pg.mkPen(foreground, width=1))
     return theme
