@@ -317,7 +317,11 @@ class AttentionPanel(Panel):
         mosaic = self.mosaic
         self.grid_scroll.fit_tiles(self.grid.plot, (mosaic.n_layers, mosaic.n_heads), mosaic.tile_shape)
         self.grid_scroll.fit_beside(self.legend_view, tuple(scale.label for scale in scales))
-        self._share_split()                              # its axes measured: the width at which the heads wrap
+        # Its axes measured: the width at which the heads wrap, shared out once control is back in the event loop.
+        # Here it may run inside the grid row's layout pass (the scroll area resized, its heads wrapped anew): a
+        # split changed then laid the row out anew inside that pass, whose own placing of the colour bars came
+        # after, stale, over the grid's scroll bar (a shrink and regrow at 1366x768, drive27).
+        self._share_later.start()
         self._mark_ablations()
 
     def _mark_ablations(self) -> None:
