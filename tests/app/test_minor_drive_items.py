@@ -89,3 +89,27 @@ def test_after_close_model_space_types_into_the_prompt_and_ctrl_enter_runs_nothi
     qtbot.keyClick(focus, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
     idle(qtbot, window)
     assert window.session.trace is None and window.controller.reference is None
+
+
+def test_view_brings_forward_a_panel_behind_a_tab_and_closes_one_in_sight(qtbot, window):
+    """View ▸ <panel> on a panel open behind another tab closed it (Qt's own toggle), and chosen again brought it
+    back still behind (drive27). It brings the panel forward now, and closes it once it is in sight."""
+    from explorer.app.window.dock_shares import in_sight
+
+    window.show()
+    embeddings, mask = window.docks["embeddings"], window.docks["mask"]
+    assert mask in window.tabifiedDockWidgets(embeddings), "the default layout tabs them together"
+    embeddings.raise_()
+    qtbot.waitUntil(lambda: in_sight(embeddings) and not in_sight(mask))
+    entry = view_entry(window, mask.windowTitle())
+    assert entry.isChecked()
+    entry.trigger()
+    qtbot.waitUntil(lambda: in_sight(mask))
+    assert entry.isChecked() and not mask.isHidden()
+    entry.trigger()                                                     # in sight now: closed
+    assert mask.isHidden() and not entry.isChecked()
+    entry.trigger()                                                     # and opened again, in sight
+    qtbot.waitUntil(lambda: in_sight(mask))
+    assert entry.isChecked()
+    mask.close()                                                        # its own close button: the entry follows
+    assert not entry.isChecked()

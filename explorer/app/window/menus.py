@@ -126,7 +126,7 @@ class Menus:
 
     def _build_view(self) -> None:
         for dock in self.window.docks.values():
-            self.view.addAction(dock.toggleViewAction())
+            self.view.addAction(self._panel_entry(dock))
         # Learn's dock is made when first opened (learn_placement), so it is not among the docks: its entry opens
         # it as Help ▸ Learn does, placed beside the panels, and closes it; checked while it is open
         self.learn_action = self._action("&Learn", self.show_learn)
@@ -151,12 +151,32 @@ class Menus:
             group.addAction(action)
             theme_menu.addAction(action)
 
+    def _panel_entry(self, dock) -> QAction:
+        """View ▸ <panel>: checked while the panel is open. Chosen, it brings forward an open panel that is a tab
+        behind another, and otherwise opens or closes it; Qt's own toggle closed a panel behind a tab, and chosen
+        again brought it back still behind (drive27)."""
+        toggle = dock.toggleViewAction()
+        entry = QAction(toggle.text(), self.window)
+        entry.setCheckable(True)
+        entry.setChecked(toggle.isChecked())
+        toggle.toggled.connect(entry.setChecked)
+
+        def chosen(_checked: bool) -> None:
+            if not bring_forward(dock, entry):
+                toggle.trigger()
+        entry.triggered.connect(chosen)
+        return entry
+
     def show_learn(self, on: bool) -> None:
-        """View ▸ Learn: open the Learn dock where Help ▸ Learn puts it, or close it."""
+        """View ▸ Learn: open the Learn dock where Help ▸ Learn puts it, bring it forward where it is open behind a
+        tab, or close it."""
+        dock = getattr(self.window, "learn_dock", None)
+        if dock is not None and bring_forward(dock, self.learn_action):
+            return
         if on:
             open_learn(self.window)
-        elif getattr(self.window, "learn_dock", None) is not None:
-            self.window.learn_dock.close()
+        elif dock is not None:
+            dock.close()
         self.follow_learn()
 
     def follow_learn(self) -> None:
@@ -333,6 +353,15 @@ class CurrentPanel(QObject):
         if self.last is not None and seen(self.last) and self.last.widget() is not None:
             return self.last
         return self.window.docks.get("attention")
+
+
+def bring_forward(dock, entry: QAction) -> bool:
+    """Raise `dock` where it is open but a tab behind another, its View entry kept checked; whether it was."""
+    if not dock.toggleViewAction().isChecked() or seen(dock):
+        return False
+    entry.setChecked(True)
+    dock.raise_()
+    return True
 
 
 def _export_actions(widget) -> list[QAction]:
