@@ -334,13 +334,6 @@ def paged_layout(shape: CacheShape, variant: Variant, tokens: int, dtype: str,
     return PagedLayout(block_size, held, blocks, slot * block_size, slot)
 
 
-def mla_expanded_elements(shape: CacheShape) -> int | None:
-    """Per token per layer, what DeepSeek's naive reference path caches: K (nope + rope) and V per head."""
-    if shape.mla_rank is None:
-        return None
-    return shape.n_heads * (shape.d_k + shape.mla_rope_dim + shape.d_v)
-
-
 # ----- presentation --------------------------------------------------------------
 
 HEADER = ("variant", "kv_heads", "elements_per_token_per_layer", "bytes_per_token",

@@ -51,7 +51,6 @@ def test_deepseek_v2_matches_the_papers_kv_cache_comparison():
     # "equal to GQA with only 2.25 groups"
     assert mla.variant.elements_per_layer / (2 * d_h) == 2.25
     assert mla.ratio_to_mha == pytest.approx(576 / 32768)
-    assert kv.mla_expanded_elements(shape) == n_h * (128 + 64 + 128)
 
 
 def test_gemma3_27b_has_52_local_and_10_global_layers_and_local_caches_stop_at_the_window():

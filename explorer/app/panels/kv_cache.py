@@ -336,13 +336,15 @@ class KVCachePanel(Panel):
         info = trace.model
         if info.attention == "mla" and info.mla_rank:
             shape = kv_variants.shape_from_info(info)
-            expanded = kv_variants.mla_expanded_elements(shape) or 0
-            cached = info.mla_rank + (info.mla_rope_dim or 0)
+            cached = kv_variants.native_variant(shape).elements_per_layer
+            mha = kv_variants.variants(shape)[0].elements_per_layer          # the table's MHA row
+            # MHA counted as the table counts it, 2·N_Q·d_h (DeepSeek-V2's): the sentence counted each head's RoPE key
+            # too and said 6.0× over the table's 4.8× (drive27)
             self.grouping.setText(
                 f"MLA caches the latent c_KV ∈ ℝ<sup>T×{info.mla_rank}</sup> and the RoPE key "
                 f"k<sub>R</sub> ∈ ℝ<sup>T×{info.mla_rope_dim}</sup>: {cached} numbers per token per layer, "
-                f"where caching the expanded K/V of all {info.n_heads} heads would take {expanded} "
-                f"({expanded / max(cached, 1):.1f}× more).")
+                f"where MHA over the same {info.n_heads} heads caches 2·N<sub>Q</sub>·d<sub>h</sub> = {mha} "
+                f"({mha / max(cached, 1):.1f}× more, the table's MHA row).")
             return
         boxes = []
         for kv in range(info.n_kv_heads):
