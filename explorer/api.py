@@ -162,9 +162,7 @@ class Model:
         from explorer.core.sampling import Sampling  # torch: imported by load(), not by `import explorer`
 
         ids = self._ids(prompt, prepend_bos)
-        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
-            raise ExplorerError(f"steps={steps!r} must be a whole number, 0 or more")
-        steps = int(steps)
+        steps = checks.whole(steps, "steps")
         if steps and not _can_generate(self.loaded):
             from explorer.core.encoder import NO_DECODING  # torch: imported by load(), not by `import explorer`
 
@@ -247,6 +245,7 @@ def kv_table(path: str | Path, tokens: int | None = None, dtype: str = "float32"
     """The KV lab's table for a catalog name, model folder, config.json or .gguf (dimensions only, no weights):
     one dict per variant (MHA, GQA, MQA, MLA ranks) with its kv_heads, bytes_per_token and bytes_total."""
 
+    tokens = None if tokens is None else checks.whole(tokens, "tokens")
     config, _ = read_config(resolve(path))
     shape = kv.cache_shape(config, source=str(path))
     rows = kv.compare(shape, tokens=tokens, dtype=dtype, ranks=None if ranks is None else list(ranks))

@@ -177,9 +177,8 @@ def _encoder_runs(model, prompts: list, options: dict, progress: Callable | None
 
 def _steps(steps, longest: int, context: int) -> int:
     """`steps` checked as Model.run checks it, for the longest prompt of a batch."""
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
-        raise ExplorerError(f"steps={steps!r} must be a whole number, 0 or more")
-    if longest + int(steps) > context:
+    steps = checks.whole(steps, "steps")
+    if longest + steps > context:
         raise ContextOverflowError(
             f"the prompt has {longest} tokens; with {int(steps)} steps it exceeds the model's context of {context}")
     return int(steps)

@@ -12,6 +12,7 @@ import numpy as np
 from explorer.core.errors import ExplorerError
 from explorer.core.intervention import Intervention, combined
 from explorer.core.sampling_settings import Sampling
+from explorer.core.units import MAX_COUNT
 
 
 def is_batch(prompts) -> bool:
@@ -78,11 +79,19 @@ def bos_choice(prepend_bos) -> None:
         raise ExplorerError(f"prepend_bos={_shown(prepend_bos)} must be True, False or None")
 
 
+def whole(value, what: str, least: int = 0, most: int = MAX_COUNT) -> int:
+    """`what`=`value` where it is a whole number (an int, not a bool nor a float: nothing is rounded) from `least`
+    to `most`, else ExplorerError naming it."""
+    if not _is_whole(value) or value < least:
+        raise ExplorerError(f"{what}={_shown(value)} must be a whole number, {least} or more")
+    if value > most:
+        raise ExplorerError(f"{what}={_shown(value)} is more than {most:,}")
+    return int(value)
+
+
 def seed_of(seed) -> int:
     """A random seed: a whole number, 0 or more, else ExplorerError."""
-    if not _is_whole(seed) or seed < 0:
-        raise ExplorerError(f"seed={_shown(seed)} must be a whole number, 0 or more")
-    return int(seed)
+    return whole(seed, "seed")
 
 
 def activation_names(names) -> None:

@@ -119,5 +119,4 @@ def heads(model, ids, repeat: int, seed: int, intervention=None, memory=None):
 
 
 def _check_repeat(repeat) -> None:
-    if isinstance(repeat, bool) or not isinstance(repeat, (int, np.integer)) or repeat < 1:
-        raise ExplorerError(f"repeat={repeat!r} must be a whole number, 1 or more")
+    checks.whole(repeat, "repeat", least=1)

@@ -194,7 +194,7 @@ class Run:
     # ----- moving on ---------------------------------------------------------------------
     def step(self, n: int = 1) -> Run:
         """Feed the chosen next token and record `n` more decoding steps."""
-        for _ in range(n):
+        for _ in range(checks.whole(n, "n")):
             self.decoder.step()
         return self
 
@@ -205,7 +205,7 @@ class Run:
 
     def force(self, token_id: int) -> Run:
         """Take `token_id` as the next token instead of the chosen one; the next step() feeds it."""
-        self.decoder.force(int(token_id))
+        self.decoder.force(checks.whole(token_id, "token_id"))          # never rounded: force(2.7) forced 2
         return self
 
     def attribute(self, position: int | None = None, token_id: int | None = None, target=None, against=None):

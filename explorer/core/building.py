@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from explorer.core import device_names
 from explorer.core.errors import ModelLoadError
 from explorer.core.trace import ModelInfo
 
@@ -40,6 +41,7 @@ def torch_dtype(name: str) -> torch.dtype:
 
 def resolve_device(name: str) -> torch.device:
     """'cpu', 'cuda', 'cuda:1', 'mps' or 'auto'; an absent device is a user error."""
+    device_names.check(name)
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "mps" if _mps_available() else "cpu"
     if name.startswith("cuda") and not torch.cuda.is_available():

@@ -146,7 +146,8 @@ def writable_target(path: Path, what: str, error_type: type[ExplorerError]) -> P
         raise error_type(f"Cannot write {path}: it is a folder.")
     if not stat.S_ISREG(status.st_mode):
         raise error_type(f"Cannot write {path}: it is not a regular file (a pipe or a device).")
-    if not os.access(path, os.W_OK):
+    # Its mode too, not only access(): root may write any file, and replaced a read-only one (boundary27)
+    if not status.st_mode & 0o222 or not os.access(path, os.W_OK):
         raise error_type(f"Cannot write {path}: it is read-only.")
     return path
 

@@ -52,13 +52,17 @@ def pattern_scores(weights: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray,
     return previous, induction, sink
 
 
-def repeated(ids, repeat: int) -> np.ndarray:
-    """s = ids repeated `repeat` times, as an int64 array (T,)."""
+def repeated(ids, repeat: int, context: int) -> np.ndarray:
+    """s = ids repeated `repeat` times, as an int64 array (T,), refused where T exceeds the model's `context`: before
+    the array is made (a --repeat of 10^8 allocated 24 GB before the context was checked)."""
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
     if ids.size < 2:
-        raise ExplorerError(f"{ids.size} token id(s) cannot show a pattern: give at least 2")
+        raise ExplorerError(f"{ids.size} token id(s) cannot show a pattern: give at least 2.")
     if repeat < 2:
-        raise ExplorerError(f"--repeat {repeat} must be at least 2 for an induction score")
+        raise ExplorerError(f"--repeat {repeat} must be at least 2 for an induction score.")
+    if ids.size * repeat > context:
+        raise ExplorerError(f"{ids.size} ids repeated {repeat:,} times are {ids.size * repeat:,} tokens, more than the "
+                            f"model's context of {context:,}.")
     return np.tile(ids, repeat)
 
 
@@ -107,10 +111,7 @@ def score_heads(loaded, ids=None, repeat: int = 2, seed: int = DEFAULT_SEED, int
         raise ExplorerError(f"{loaded.name} is not a decoder-only model: head scores read causal attention")
     if ids is None:
         ids = random_ids(loaded.config.vocab_size, seed=seed, special=special_ids(loaded))
-    sequence = repeated(ids, repeat)
-    if sequence.size > loaded.config.max_positions:
-        raise ExplorerError(f"{sequence.size} tokens are more than the model's context"
-                            f" of {loaded.config.max_positions}")
+    sequence = repeated(ids, repeat, loaded.config.max_positions)
     decoder = make_decoder(loaded, RecordOptions(dtype="float32", top_k=1), capacity=int(sequence.size))
     decoder.set_intervention(intervention)
     _stop_if_cancelled(cancel)
@@ -128,11 +129,7 @@ def score_heads_each(loaded, sequences: list, repeat: int = 2, intervention=None
 
     if not packed.can_record_packed(loaded, intervention):
         return [score_heads(loaded, ids, repeat, intervention=intervention) for ids in sequences]
-    repeats = [repeated(ids, repeat) for ids in sequences]
-    for sequence in repeats:
-        if sequence.size > loaded.config.max_positions:
-            raise ExplorerError(f"{sequence.size} tokens are more than the model's context of "
-                                f"{loaded.config.max_positions}")
+    repeats = [repeated(ids, repeat, loaded.config.max_positions) for ids in sequences]
     decoders = [packed.PackedDecoder(loaded, RecordOptions(dtype="float32", top_k=1), capacity=int(s.size))
                 for s in repeats]
     for decoder in decoders:

@@ -325,9 +325,18 @@ class Recorder:
         return None if run is None else run.intervention
 
     def _check_ids(self, ids: np.ndarray) -> None:
-        bad = ids[(ids < 0) | (ids >= self.config.vocab_size)]
+        size = self.config.vocab_size
+        bad = ids[(ids < 0) | (ids >= size)]
         if bad.size:
-            raise ExplorerError(f"token id {int(bad[0])} is outside the vocabulary of {self.config.vocab_size}")
+            tokenizer = self.loaded.tokenizer
+            ids_known = int(getattr(tokenizer, "vocab_size", 0) or 0)
+            # an id the model's own tokenizer can give: the files disagree, not the person's prompt (boundary27)
+            source = getattr(tokenizer, "source", "the tokenizer")
+            named = source if source == "the tokenizer" else f"the tokenizer of {source}"
+            why = (f"; {named} has {ids_known:,} ids, more than the model's embedding has rows"
+                   if ids_known > size and 0 <= int(bad[0]) < ids_known else "")
+            raise ExplorerError(f"token id {int(bad[0])} is outside the vocabulary of {size} (ids 0 to {size - 1})"
+                                f"{why}.")
 
     def _np(self, tensor: torch.Tensor) -> np.ndarray:
         return tensor.detach().to("cpu", RECORD_DTYPES[self.record.dtype]).numpy()

@@ -4,6 +4,8 @@ Standard library only, so the app, the command line and the numpy-only modules s
 """
 from __future__ import annotations
 
+MAX_COUNT = 2**31 - 1          # steps, tokens, positions a flag or a call may ask for: far beyond any context
+
 
 def human_bytes(n: float) -> str:
     """1536 -> '1.50 KiB'; binary units, because memory and files are counted in powers of two."""

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 
+from explorer.core import device_names
 from explorer.core.sampling_settings import MAX_SEED
-
-MAX_COUNT = 2**31 - 1          # steps, tokens, positions: far beyond any context
-DEVICE = re.compile(r"(cpu|auto|mps|cuda(:\d{1,3})?)")
+from explorer.core.units import MAX_COUNT
 
 
 def count(low: int = 0, high: int = MAX_COUNT):
@@ -71,7 +69,7 @@ sampling_number.__name__ = "number"
 
 
 def device(text: str) -> str:
-    """cpu, cuda, cuda:N, mps or auto: the devices a model can compute on (not meta, which holds no numbers)."""
-    if not DEVICE.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a device: use cpu, cuda, cuda:N, mps or auto")
+    """cpu, cuda, cuda:N, mps or auto: the devices a model can compute on (core.device_names)."""
+    if not device_names.is_device(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a device: use {device_names.NAMES}")
     return text

@@ -63,6 +63,17 @@ I = explorer.Intervention()
     (lambda m: I.hide_band(0, last_layer=-1), "last_layer must be 0 or more, not -1"),
     (lambda m: I.hide_band(0, high="b"), "high must be an integer, not 'b'"),
     (lambda m: I.kernel("exp", temperature="hot"), "kernel temperature must be a number, not 'hot'"),
+    # boundary27: a repeat far past the context allocated 24 GB before it was refused; a run's step and force took
+    # any number (force(2.7) forced id 2), a kv table's tokens overflowed in numpy, and meta loaded a model that failed
+    (lambda m: m.heads(IDS, repeat=2 * 10**9), "are 8,000,000,000 tokens, more than the model's context"),
+    (lambda m: m.run(IDS).step(2.5), "n=2.5 must be a whole number"),
+    (lambda m: m.run(IDS).step("3"), "n='3' must be a whole number"),
+    (lambda m: m.run(IDS).step(-1), "n=-1 must be a whole number, 0 or more"),
+    (lambda m: m.run(IDS).force(2.7), "token_id=2.7 must be a whole number"),
+    (lambda m: m.run(IDS).force(None), "token_id=None must be a whole number"),
+    (lambda m: explorer.kv_table("shakespeare-gqa", tokens=2**70), "tokens=1180591620717411303424 is more than"),
+    (lambda m: explorer.kv_table("shakespeare-gqa", tokens=-1), "tokens=-1 must be a whole number, 0 or more"),
+    (lambda m: explorer.load("shakespeare-gqa", device="meta"), "'meta' is not a device: use cpu, cuda"),
 ])
 def test_a_wrong_type_or_range_is_one_sentence_naming_the_value(bundled, call, words):
     with pytest.raises(explorer.ExplorerError) as caught:
@@ -76,3 +87,24 @@ def test_a_list_of_ids_is_still_one_prompt_and_a_list_of_lists_a_batch(bundled):
     assert one.ids.tolist() == IDS
     both = bundled.run([IDS, OTHER])
     assert [run.ids.tolist() for run in both] == [IDS, OTHER]
+
+
+def test_an_id_the_models_own_tokenizer_gives_past_its_embedding_names_the_tokenizer(tmp_path):
+    """A tokenizer with more ids than the model's embedding has rows: the error read as if the person's prompt were
+    wrong ("token id 320 is outside the vocabulary of 320"); it names the tokenizer now (boundary27)."""
+    from tokenizers import Tokenizer
+
+    from tests.app.tiny_model import make_tiny_llama
+
+    folder = make_tiny_llama(tmp_path / "tiny")
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.add_tokens(["ZZZ"])
+    tokenizer.save(str(folder / "tokenizer.json"))
+    model = explorer.load(folder)
+    size = model.loaded.config.vocab_size
+    assert tokenizer.get_vocab_size() > size
+    with pytest.raises(explorer.ExplorerError) as caught:
+        model.run("ZZZ")
+    message = str(caught.value)
+    assert f"outside the vocabulary of {size}" in message and "tokenizer" in message and "more than the model's " \
+        "embedding has rows" in message and "\n" not in message, message

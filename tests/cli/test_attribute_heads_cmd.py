@@ -106,6 +106,8 @@ def test_the_plain_table_names_the_token_and_the_sum(main, capsys, folder):
     (["heads", "--ids", "1,\u00b2"], "'\u00b2', which is not a token id"),     # a digit to str.isdigit, not to int
     (["heads", "--ids", "1,2", "--repeat", "1"], "--repeat: 1 is not between 2"),
     (["heads", "--ids", "1,99999"], "token id 99999 is outside"),
+    # tiled before the context was checked: 10^8 repeats allocated 24 GB and ended in a traceback (boundary27)
+    (["heads", "--ids", "1,2,3", "--repeat", "2000000000"], "are 6,000,000,000 tokens, more than the model's context"),
 ])
 def test_bad_input_exits_2_with_one_sentence(main, capsys, folder, args, message):
     assert main([args[0], "--model", str(folder), *args[1:], "--json"]) == 2

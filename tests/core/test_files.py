@@ -102,3 +102,15 @@ def test_a_symlinked_target_is_written_through_and_the_link_stays(tmp_path):
     (tmp_path / "link.json").symlink_to(tmp_path / "real.json")
     files.write_text_atomic(tmp_path / "link.json", "new")
     assert (tmp_path / "link.json").is_symlink() and (tmp_path / "real.json").read_text() == "new"
+
+
+def test_a_read_only_file_is_never_replaced_even_by_root(tmp_path):
+    """Root may write any file: a read-only one was replaced, its mode changed 0444 -> 0644, as the suite's own user
+    and CI's are root (boundary27). Its mode is read as well as access()."""
+    target = tmp_path / "kept.npz"
+    target.write_bytes(b"the person's own")
+    target.chmod(0o444)
+    with pytest.raises(ExplorerError, match="read-only"):
+        files.write_atomic(target, lambda temporary: open(temporary, "wb").close())
+    assert target.read_bytes() == b"the person's own" and stat.S_IMODE(target.stat().st_mode) == 0o444
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.npz"]           # no temporary left
