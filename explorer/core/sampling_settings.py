@@ -10,6 +10,7 @@ import numbers
 from dataclasses import dataclass
 
 from explorer.core.errors import ExplorerError
+from explorer.core.units import MAX_COUNT
 
 
 class SamplingError(ExplorerError, ValueError):
@@ -22,7 +23,9 @@ MAX_SEED = 2**63 - 1            # torch.Generator.manual_seed takes a signed 64-
 # zero or negative temperature; here 0 means greedy, and a NaN or infinite one is refused like theirs.
 RULES = {
     "temperature": (False, 0.0, math.inf, True, "a finite number, 0 or more (0 is greedy)"),
-    "top_k": (True, 0, math.inf, True, "a whole number, 0 or more (0 keeps every token)"),
+    # at most MAX_COUNT, past any vocabulary: a session's top_k of 10^30 stopped the toolbar's spin box with an
+    # OverflowError when it was opened (boundary27)
+    "top_k": (True, 0, MAX_COUNT, True, f"a whole number from 0 to {MAX_COUNT} (0 keeps every token)"),
     "top_p": (False, 0.0, 1.0, False, "a number above 0 and at most 1 (1 keeps every token)"),
     "seed": (True, 0, MAX_SEED, True, f"a whole number from 0 to {MAX_SEED}"),
 }

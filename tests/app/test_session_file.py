@@ -52,6 +52,9 @@ def test_round_trip_keeps_every_field(tmp_path):
     ('{"format": "transformer-explorer-session", "sampling": {"temperature": "0.7"}}', "sampling temperature='0.7'"),
     ('{"format": "transformer-explorer-session", "sampling": [0.7]}', "field sampling is a list"),
     ('{"format": "transformer-explorer-session", "sampling": {"seed": -1}}', "sampling seed=-1 is not legal"),
+    # past the toolbar's spin box: opening the session raised OverflowError there (boundary27)
+    ('{"format": "transformer-explorer-session", "sampling": {"top_k": 1000000000000000000000000000000}}',
+     "sampling top_k=1000000000000000000000000000000 is not legal"),
     ('{"format": "transformer-explorer-session", "steps": 2.5}', "field steps is 2.5"),
     ('{"format": "transformer-explorer-session", "steps": true}', "field steps is True"),
     ('{"format": "transformer-explorer-session", "prompt_ids": ["1", 2]}', "field prompt_ids[0]"),

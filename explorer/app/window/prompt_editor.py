@@ -1,11 +1,19 @@
 """The prompt editor: plain text, re-tokenized live once the person pauses typing."""
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import QTimer, Signal
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QFont, QTextOption
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
 DEBOUNCE_MS = 150
+# Qt lays out a run of text with nowhere to wrap in time that grows with its square: a session whose prompt was one
+# line of 1,000,000 characters with no space froze the window 55 s (3,000,000: over 9 minutes; boundary27). A text
+# holding a run this long is wrapped anywhere instead, in linear time (0.4 s for 1,000,000 characters).
+UNBROKEN_CHARS = 10_000
+_UNBROKEN = re.compile(r"\S{%d}" % UNBROKEN_CHARS)
+DEFAULT_WRAP = QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere          # QPlainTextEdit's own
 PLACEHOLDERS = {
     "prompt": "Type a prompt, then press Run (Ctrl+Enter) or Step (Space, outside the editor)…",
     "source": "Type the source text to translate (e.g. twelve thousand three hundred, or March 5, 2024), "
@@ -50,10 +58,27 @@ class PromptEditor(QPlainTextEdit):
     def set_text(self, text: str) -> None:
         """Replace the text (e.g. from a session) and tokenize it at once."""
         if text != self.toPlainText():
+            self._wrap_for(text)
             self.setPlainText(text)
         self.settle()
+
+    def insertFromMimeData(self, source) -> None:
+        """A paste: wrapped anywhere first where it holds a run of UNBROKEN_CHARS with no space."""
+        if source.hasText() and _UNBROKEN.search(source.text()):
+            self._wrap_for(source.text())
+        super().insertFromMimeData(source)
+
+    def _wrap_for(self, text: str) -> None:
+        """Wrap as Qt does (at word boundaries, where a word is wider than the line anywhere), or only anywhere where
+        `text` holds a run of UNBROKEN_CHARS with no space."""
+        mode = QTextOption.WrapMode.WrapAnywhere if _UNBROKEN.search(text) else DEFAULT_WRAP
+        if self.wordWrapMode() != mode:
+            self.setWordWrapMode(mode)
 
     def settle(self) -> None:
         """Emit the current text now, without waiting for the debounce."""
         self._debounce.stop()
-        self.prompt_settled.emit(self.toPlainText())
+        text = self.toPlainText()
+        if self.wordWrapMode() == QTextOption.WrapMode.WrapAnywhere:
+            self._wrap_for(text)                 # the long run edited away: words wrap whole again
+        self.prompt_settled.emit(text)
