@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import stat
 import tempfile
 from collections.abc import Callable
@@ -122,6 +123,64 @@ def write_atomic(path: str | os.PathLike, writer: Callable[[str], object], what:
     finally:
         _remove_quietly(temporary)          # after a replace it is gone; after any failure it must go
     return path
+
+
+def check_new_folder(folder: str | os.PathLike, what: str = "",
+                     error_type: type[ExplorerError] = FileWriteError) -> Path:
+    """Refuse, before any slow work (a training), a folder `write_folder` would refuse: a file or a link, a folder
+    that already holds files, or one whose nearest existing folder above cannot take a new one."""
+    folder = Path(folder).expanduser()
+    try:
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            raise error_type(f"Cannot write {folder}: it is not a folder.")
+        if folder.is_dir() and any(folder.iterdir()):
+            raise error_type(f"Cannot write {folder}: it already holds files; choose a new or an empty folder.")
+        above = folder.parent
+        while not above.exists() and above != above.parent:
+            above = above.parent
+        if not above.is_dir() or not os.access(above, os.W_OK | os.X_OK) or not above.stat().st_mode & 0o222:
+            raise error_type(f"Cannot write {folder}: {above} cannot take a new folder (it is read-only or not a "
+                             "folder).")
+    except OSError as error:
+        raise write_failure(folder, error, what, error_type) from None
+    return folder
+
+
+def write_folder(folder: str | os.PathLike, writer: Callable[[Path], object], what: str = "",
+                 error_type: type[ExplorerError] = FileWriteError) -> Path:
+    """Call `writer(temporary_folder)` to write a folder's files (a model: config.json, its weights, its tokenizer),
+    then move the folder onto `folder` in one step: it is the whole new folder or nothing, and a folder that already
+    holds files is refused before any work (a training's --out silently replaced the model there, and a full disk
+    left a config.json that looked like a model; boundary27). Its files get the mode the umask gives."""
+    folder = check_new_folder(folder, what, error_type)
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        temporary = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.", suffix=TEMPORARY_SUFFIX))
+    except OSError as error:
+        raise write_failure(folder, error, what, error_type) from None
+    try:
+        writer(temporary)
+        file_mode = umask_mode()
+        folder_mode = file_mode | (file_mode & 0o444) >> 2             # a folder searchable where it is readable
+        for written in temporary.rglob("*"):
+            if written.is_file():
+                _flush_to_disk(str(written))
+            os.chmod(written, folder_mode if written.is_dir() else file_mode)
+        os.chmod(temporary, folder_mode)
+        if folder.is_dir():
+            folder.rmdir()                          # empty, as checked: the rename takes its place
+        os.replace(temporary, folder)
+    except OSError as error:
+        raise write_failure(folder, error, what, error_type) from None
+    except Exception:                               # a writer's own error (safetensors' on a full disk)
+        if _free_bytes(folder.parent) < FULL_DISK_BYTES:
+            raise error_type(f"Cannot write {what + ' to ' if what else ''}{folder}: {_REASONS[errno.ENOSPC]}.") \
+                from None
+        raise
+    finally:
+        if temporary.exists():
+            shutil.rmtree(temporary, ignore_errors=True)
+    return folder
 
 
 def writable_target(path: Path, what: str, error_type: type[ExplorerError]) -> Path:

@@ -24,6 +24,7 @@ from tokenizers.processors import TemplateProcessing
 from explorer.core.config import ModelConfig
 from explorer.core.errors import ExplorerError
 from explorer.core.families import FAMILIES, row_named
+from explorer.core.files import write_folder
 from explorer.core.hf_keys import HFWriting
 from explorer.core.weight_names import Layout
 from explorer.core.weights import join, rule_of, split
@@ -107,20 +108,18 @@ def _joined(layout: Layout, parts: tuple[torch.Tensor, ...], hf_name: str) -> to
 
 
 def save_hf(loaded, folder: str | Path) -> Path:
-    """Write `loaded` to `folder` (created if needed) as config.json, model.safetensors and tokenizer.json."""
+    """Write `loaded` to `folder` (created if needed, refused if it holds files) as config.json, model.safetensors
+    and tokenizer.json, whole or not at all (files.write_folder)."""
     folder = Path(folder)
     tensors = hf_tensors(loaded)
     config_json = hf_config(loaded.config)
     check_round_trip(loaded, config_json)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "config.json").write_text(json.dumps(config_json, indent=2))
-        save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    def write(into: Path) -> None:
+        (into / "config.json").write_text(json.dumps(config_json, indent=2))
+        save_file(tensors, str(into / "model.safetensors"), metadata={"format": "pt"})
         if loaded.tokenizer is not None:
-            write_tokenizer(loaded.tokenizer, folder)
-    except OSError as error:
-        raise ExplorerError(f"cannot write {folder}: {error.strerror or error}") from None
-    return folder
+            write_tokenizer(loaded.tokenizer, into)
+    return write_folder(folder, write, "the model")
 
 
 def write_tokenizer(tokenizer, folder: Path) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from explorer.core import files
 from explorer.core.attention_kinds import ATTENTION_KINDS
 from explorer.core.errors import ExplorerError
 from explorer.tools import arguments
@@ -42,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    files.check_new_folder(args.out, "the trained model")      # before the minutes of training, not after
     if args.task == "translate":
         from explorer.train.translate import run_from_args  # torch and transformers, the optional `train` extra
 

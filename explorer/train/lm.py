@@ -25,6 +25,7 @@ import transformers
 from tokenizers import Tokenizer
 from transformers import AutoModelForCausalLM
 
+from explorer.core import files
 from explorer.train import corpus as plays_corpus
 from explorer.train import variants
 from explorer.train.tokenizer import END_OF_TEXT, end_of_text_id, load_tokenizer, train_tokenizer
@@ -284,16 +285,24 @@ def finish(model: torch.nn.Module, data: Data, settings: TrainSettings, steps: i
         "corpus": plays_corpus.ATTRIBUTION,
         "versions": versions(),
     }
-    (out / "training.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    write_record(out, record)
     return record
 
 
+def write_record(out: Path, record: dict) -> None:
+    """training.json beside the weights, written as every file is (files.write_atomic)."""
+    text = json.dumps(record, indent=1, ensure_ascii=False) + "\n"
+    files.write_atomic(out / "training.json", lambda path: Path(path).write_text(text, encoding="utf-8"), "the record")
+
+
 def save_folder(model: torch.nn.Module, tokenizer: Tokenizer, out: Path, context: int) -> None:
-    """A Hugging Face folder: config.json, float16 model.safetensors (tied weights stored once), tokenizer."""
-    out.mkdir(parents=True, exist_ok=True)
-    model.to(SHIPPED_DTYPE).save_pretrained(out)
-    tokenizer.save(str(out / "tokenizer.json"))
-    write_tokenizer_config(out, context)
+    """A Hugging Face folder: config.json, float16 model.safetensors (tied weights stored once), tokenizer: the
+    whole folder or nothing (files.write_folder)."""
+    def write(into: Path) -> None:
+        model.to(SHIPPED_DTYPE).save_pretrained(into)
+        tokenizer.save(str(into / "tokenizer.json"))
+        write_tokenizer_config(into, context)
+    files.write_folder(out, write, "the trained model")
 
 
 def measure(shipped: torch.nn.Module, data: Data, settings: TrainSettings) -> dict:

@@ -28,11 +28,12 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 from tokenizers import Tokenizer
 
+from explorer.core import files
 from explorer.core.encdec import EncDecConfig, EncoderDecoder, TargetStep, load
 from explorer.core.errors import ExplorerError
 from explorer.core.loaders import open_checkpoint
 from explorer.train import translate_data as data
-from explorer.train.lm import optimizer_update, warmup_cosine
+from explorer.train.lm import optimizer_update, warmup_cosine, write_record
 from explorer.train.threads import torch_threads
 
 SHIPPED_DTYPE = torch.float16
@@ -182,15 +183,18 @@ def train_steps(model, tokenizer, config, settings: TranslateSettings, steps: in
 
 
 def save(model: EncoderDecoder, tokenizer: Tokenizer, out: Path) -> None:
-    """config.json, float16 model.safetensors (E once: the softmax weights are tied to it), tokenizer.json."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(model.config.to_json(), indent=1) + "\n")
+    """config.json, float16 model.safetensors (E once: the softmax weights are tied to it), tokenizer.json: the
+    whole folder or nothing (files.write_folder)."""
     state = {name: tensor.detach().to(SHIPPED_DTYPE).contiguous() for name, tensor in model.state_dict().items()}
-    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
-    tokenizer.save(str(out / "tokenizer.json"))
     settings = {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": data.BOS, "eos_token": data.EOS,
                 "pad_token": data.PAD, "add_bos_token": False, "clean_up_tokenization_spaces": False}
-    (out / "tokenizer_config.json").write_text(json.dumps(settings, indent=1) + "\n")
+
+    def write(into: Path) -> None:
+        (into / "config.json").write_text(json.dumps(model.config.to_json(), indent=1) + "\n")
+        save_file(state, str(into / "model.safetensors"), metadata={"format": "pt"})
+        tokenizer.save(str(into / "tokenizer.json"))
+        (into / "tokenizer_config.json").write_text(json.dumps(settings, indent=1) + "\n")
+    files.write_folder(out, write, "the trained model")
 
 
 def reload(out: Path) -> EncoderDecoder:
@@ -231,7 +235,7 @@ def run_training(settings: TranslateSettings, progress: Progress = print) -> dic
             EXAMPLES, translate(shipped, tokenizer, EXAMPLES))],
         "settings": asdict(settings), "versions": versions(),
     }
-    (out / "training.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    write_record(out, record)
     progress(f"translate: held-out exact match {accuracy:.4f} on {len(held_out)} pairs "
              + (f"({small_accuracy:.4f} on all numbers below 1000) " if small_accuracy is not None else "")
              + f"after {done} steps, "

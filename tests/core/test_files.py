@@ -114,3 +114,32 @@ def test_a_read_only_file_is_never_replaced_even_by_root(tmp_path):
         files.write_atomic(target, lambda temporary: open(temporary, "wb").close())
     assert target.read_bytes() == b"the person's own" and stat.S_IMODE(target.stat().st_mode) == 0o444
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.npz"]           # no temporary left
+
+
+def test_a_folder_is_written_whole_or_not_at_all(tmp_path):
+    """files.write_folder: a writer that fails half-way (a full disk under safetensors) leaves no folder and no
+    temporary, where a config.json without weights was left that looked like a model (boundary27); a folder written
+    whole has the files' and folders' modes the umask gives."""
+    target = tmp_path / "model"
+
+    def half(folder):
+        (folder / "config.json").write_text("{}")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(ExplorerError, match="model"):
+        files.write_folder(target, half, "the model")
+    assert list(tmp_path.iterdir()) == []
+
+    def whole(folder):
+        (folder / "config.json").write_text("{}")
+        (folder / "sub").mkdir()
+        (folder / "sub" / "w.bin").write_bytes(b"1")
+
+    files.write_folder(target, whole)
+    file_mode = files.umask_mode()
+    assert stat.S_IMODE((target / "config.json").stat().st_mode) == file_mode
+    assert stat.S_IMODE((target / "sub" / "w.bin").stat().st_mode) == file_mode
+    assert stat.S_IMODE(target.stat().st_mode) == file_mode | (file_mode & 0o444) >> 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+    with pytest.raises(ExplorerError, match="already holds files"):
+        files.write_folder(target, whole)

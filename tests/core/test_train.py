@@ -148,3 +148,14 @@ def test_training_in_process_gives_torch_back_its_thread_count(plays_dir, tmp_pa
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_an_out_folder_that_holds_files_is_refused_before_any_training(plays_dir, tmp_path, capsys):
+    """--out a model's folder replaced its config.json, weights and tokenizer without a word (boundary27)."""
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "config.json").write_text("the person's own")
+    status = train_cmd.main(["--attention", "mha", "--corpus", str(plays_dir), "--out", str(out), "--steps", "3"])
+    error = capsys.readouterr().err
+    assert status == 2 and "already holds files" in error and str(out) in error and error.count("\n") == 1, error
+    assert [p.name for p in out.iterdir()] == ["config.json"] and (out / "config.json").read_text() == "the person's own"
