@@ -20,7 +20,8 @@ def stored(store_home):
     folder.mkdir(parents=True)
     for index, file in enumerate(entry.files):
         (folder / file.name).write_bytes(b"m" * (3000 + index))
-    copy = folder / "weights.f32.safetensors"
+    gguf = next(file.name for file in entry.files if file.name.endswith(".gguf"))
+    copy = folder / (gguf + store.COPY_SUFFIX)                  # named as a first load names it
     copy.write_bytes(b"c" * 50_000)
     return folder, copy
 

@@ -149,8 +149,14 @@ def test_models_says_which_variant_and_shows_and_clears_what_the_store_holds(cat
     assert held["tiny"]["copies"] == [str(copy)]
     assert cli.main(["models", "--store"]) == 0
     assert copy.name in capsys.readouterr().out
+    notes = store.home() / "tiny" / "my notes.txt"              # a person's own file: never a copy (boundary27)
+    notes.write_text("kept")
+    outside = store.home().parent / "outside.gguf.f32.safetensors"
+    outside.write_bytes(b"not the store's")
+    (store.home() / "tiny" / "elsewhere.gguf.f32.safetensors").symlink_to(outside)
     assert cli.main(["models", "--clear-copies"]) == 0
     assert not copy.exists() and store.pulled_path("tiny").is_file()
+    assert notes.read_text() == "kept" and outside.read_bytes() == b"not the store's"
     capsys.readouterr()
     assert cli.main(["models", "--remove", "tiny"]) == 0
     assert not (store.home() / "tiny").exists()

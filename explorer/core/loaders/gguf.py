@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from gguf.constants import GGMLQuantizationType
 
+from explorer.core import store
 from explorer.core.errors import UnsupportedModelError
 from explorer.core.families import gguf_row
 from explorer.core.loaders import gguf_cache, gguf_copy, gguf_tokenizer
@@ -153,7 +154,7 @@ def cached_or_read_tensors(path: Path, header: GGUFHeader, config: dict, progres
 def tokenizer_cache_path(path: Path) -> Path | None:
     """`<file>.gguf.tokenizer.json` beside the dequantized copy: only where that copy may be (gguf_cache)."""
     copy = gguf_cache.cache_path(path)
-    return None if copy is None else copy.with_name(Path(path).resolve().name + ".tokenizer.json")
+    return None if copy is None else copy.with_name(Path(path).resolve().name + store.TOKENIZER_COPY_SUFFIX)
 
 
 def _tokenizer_fingerprint(path: Path) -> dict[str, str]:

@@ -313,7 +313,7 @@ def stored_models() -> list[StoredModel]:
             if not folder.is_dir():
                 continue
             own = {file.name for file in entry.files} | {PULLED_FILE}
-            copies = tuple(sorted(p for p in folder.iterdir() if p.name not in own and p.is_file()))
+            copies = tuple(sorted(p for p in folder.iterdir() if _is_own_copy(p, entry)))
         except OSError as error:
             raise ModelLoadError(f"The model store's {folder} cannot be read: {files.reason(error)}.") from None
         found.append(StoredModel(name, folder, sum(_size(folder / n) for n in own),
@@ -359,7 +359,22 @@ def first_load_note(entry: Pullable) -> str | None:
 
 
 COPY_SUFFIX = ".f32.safetensors"
+TOKENIZER_COPY_SUFFIX = ".tokenizer.json"      # the tokenizer built from the GGUF, beside its float32 copy
 COPY_DISABLE_ENV = "TRANSFORMER_EXPLORER_GGUF_CACHE"
+
+
+def _is_own_copy(path: Path, entry: Pullable) -> bool:
+    """Whether `path` is a copy a first load of `entry` writes into the store (float32_copy_path and its tokenizer
+    beside it): named after one of its .gguf files, a regular file, not a link, inside the store. Only those are
+    listed and cleared: --clear-copies deleted any other file of a model's folder, a person's notes too, and through a
+    linked folder files outside the store (boundary27)."""
+    names = {file.name + suffix for file in entry.files if file.name.endswith(".gguf")
+             for suffix in (COPY_SUFFIX, TOKENIZER_COPY_SUFFIX)}
+    try:
+        return (path.name in names and not path.is_symlink() and path.is_file()
+                and home().resolve() in path.resolve().parents)
+    except OSError:
+        return False
 
 
 def float32_copy_path(gguf_path: Path) -> Path | None:
