@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from explorer.core.attention_kinds import attention_kind  # the rule, read here and by kv_variants
-from explorer.core.config_readers import RopeSpec, read_bert
+from explorer.core.config_readers import RopeSpec
 from explorer.core.config_schema import check_bounds, check_config
 from explorer.core.errors import UnsupportedModelError
 from explorer.core.families import FAMILIES, ModelFamily, text_config
@@ -101,17 +101,7 @@ class ModelConfig:
             names = ", ".join(sorted(name for name, row in FAMILIES.items() if row.reader))
             raise UnsupportedModelError(
                 f"model_type {model_type!r} is not supported (supported: {names})")
-        check_config({**d, "model_type": model_type})          # every value legal before any is used
-        try:
-            config = row.reader({**row.defaults, **d})
-            if isinstance(config, dict):                   # a config_readers reader's fields
-                config = of_row(row, config)
-        except (KeyError, TypeError, ValueError, OverflowError) as error:
-            raise UnsupportedModelError(
-                f"config of model_type {model_type!r} is incomplete or invalid: {error!r}") from None
-        if isinstance(config, ModelConfig):
-            check_bounds(config)
-        return config
+        return read_checked(row, d, model_type)
 
 
 def of_row(row: ModelFamily, fields: dict) -> ModelConfig:
@@ -119,6 +109,23 @@ def of_row(row: ModelFamily, fields: dict) -> ModelConfig:
     return ModelConfig(**fields, sandwich_norm=row.sandwich_norm, positional=row.positional)
 
 
+def read_checked(row: ModelFamily, d: dict, model_type: str):
+    """The config of `d` read by the row's reader, every value legal before any is used
+    (config_schema.check_config) and every size within bounds (check_bounds); else one sentence."""
+    check_config({**d, "model_type": model_type})
+    try:
+        config = row.reader({**row.defaults, **d})
+        if isinstance(config, dict):                   # a config_readers reader's fields
+            config = of_row(row, config)
+    except (KeyError, TypeError, ValueError, OverflowError) as error:
+        raise UnsupportedModelError(
+            f"config of model_type {model_type!r} is incomplete or invalid: {error!r}") from None
+    if isinstance(config, ModelConfig):
+        check_bounds(config)
+    return config
+
+
 def bert_config(d: dict) -> ModelConfig:
-    """ModelConfig of a transformers BertConfig dict (absolute positions only), as the encoder builds it."""
-    return of_row(FAMILIES["bert"], read_bert(d))
+    """ModelConfig of a transformers BertConfig dict (absolute positions only), as the encoder builds it, checked
+    as every other family's (a config whose heads did not divide its width ended in a traceback; boundary27)."""
+    return read_checked(FAMILIES["bert"], d, "bert")

@@ -11,36 +11,24 @@ Torch-free.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
 from explorer.core.activation_names import ACTIVATION_NAMES
+from explorer.core.config_rules import (
+    CONTEXT,
+    HEADS,
+    LAYERS,
+    TOKEN_ID,
+    VOCABULARY,
+    WIDTH,
+    Rule,
+    check_table,
+    count,
+    legal,
+    positive,
+    refuse,
+)
 from explorer.core.errors import InvalidConfigError, UnsupportedModelError
 from explorer.core.families import FAMILIES
 
-
-@dataclass(frozen=True)
-class Rule:
-    kind: str                       # "int" | "real" | "choice" | "bool"
-    low: float = -math.inf
-    high: float = math.inf
-    open_low: bool = False          # low itself is refused (a value must be > low)
-    nullable: bool = False          # null means "not used" (no window, no softcap)
-    choices: frozenset = frozenset()
-
-
-def count(low: int = 1, nullable: bool = False, high: int = 1 << 20) -> Rule:
-    return Rule("int", low=low, high=high, nullable=nullable)
-
-
-def positive(nullable: bool = False, high: float = math.inf) -> Rule:
-    return Rule("real", low=0.0, high=high, open_low=True, nullable=nullable)
-
-
-# The highs are far past every published model (BOUNDS says which): a config beyond them is broken
-# or hostile, and is refused before a per-layer table or a module is built from it.
-LAYERS, WIDTH, HEADS, CONTEXT, VOCABULARY = 1024, 1 << 17, 1 << 12, 1 << 27, 1 << 23
-TOKEN_ID = Rule("int", low=0, high=VOCABULARY, nullable=True)
 FIELDS = {
     "hidden_size": count(high=WIDTH), "intermediate_size": count(0), "num_hidden_layers": count(high=LAYERS),
     "num_attention_heads": count(high=HEADS), "num_key_value_heads": count(nullable=True, high=HEADS),
@@ -75,67 +63,12 @@ ROPE_FIELDS = {
 }
 
 
-def _kind_ok(rule: Rule, value) -> bool:
-    if rule.kind == "bool":
-        return isinstance(value, bool)
-    if rule.kind == "choice":
-        return isinstance(value, str) and value in rule.choices
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    if rule.kind == "int":
-        return isinstance(value, int) or (math.isfinite(value) and value == int(value))
-    return math.isfinite(value)
-
-
-def _in_range(rule: Rule, value) -> bool:
-    if rule.kind in ("bool", "choice"):
-        return True
-    above = value > rule.low if rule.open_low else value >= rule.low
-    return above and value <= rule.high
-
-
-def _legal(rule: Rule, value) -> str | None:
-    """None if the value is legal, else what it must be."""
-    if value is None and rule.nullable:
-        return None
-    if isinstance(value, list) and rule is TOKEN_ID:            # eos_token_id may list several ids
-        return next((_legal(rule, v) for v in value if _legal(rule, v)), None)
-    if _kind_ok(rule, value) and _in_range(rule, value):
-        return None
-    return _wanted(rule)
-
-
-def _wanted(rule: Rule) -> str:
-    if rule.kind == "choice":
-        return f"one of {', '.join(sorted(rule.choices))}"
-    if rule.kind == "bool":
-        return "true or false"
-    kind = "an integer" if rule.kind == "int" else "a finite number"
-    shown = (lambda v: f"{int(v):,}") if rule.kind == "int" else (lambda v: f"{v:g}")
-    low = f" > {shown(rule.low)}" if rule.open_low else f" >= {shown(rule.low)}" if rule.low > -math.inf else ""
-    high = f" and <= {shown(rule.high)}" if rule.high < math.inf else ""
-    return f"{kind}{low}{high}"
-
-
-def _refuse(key: str, value, wanted: str, names: dict) -> InvalidConfigError:
-    shown = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
-    return InvalidConfigError(f"{names.get(key, key)} = {shown[:60]} is not legal: it must be {wanted}.")
-
-
 def check_field(key: str, value, names: dict | None = None) -> None:
     """InvalidConfigError if one config.json key's value is outside its FIELDS rule (a GGUF reader's typed getter)."""
     rule = FIELDS.get(key)
-    wanted = None if rule is None else _legal(rule, value)
+    wanted = None if rule is None else legal(rule, value)
     if wanted is not None:
-        raise _refuse(key, value, wanted, names or {})
-
-
-def _check_table(config: dict, table: dict, names: dict, prefix: str = "") -> None:
-    for key, rule in table.items():
-        if key in config:
-            wanted = _legal(rule, config[key])
-            if wanted is not None:
-                raise _refuse(prefix + key, config[key], wanted, names)
+        raise refuse(key, value, wanted, names or {})
 
 
 def _rope_dicts(config: dict) -> list[tuple[str, dict]]:
@@ -146,7 +79,7 @@ def _rope_dicts(config: dict) -> list[tuple[str, dict]]:
         if params is None:
             continue
         if not isinstance(params, dict):
-            raise _refuse(key, params, "an object of RoPE parameters or null", {})
+            raise refuse(key, params, "an object of RoPE parameters or null", {})
         nested = {k: v for k, v in params.items() if k.endswith("_attention")}
         found += [(f"{key}.{k}.", v) for k, v in nested.items() if isinstance(v, dict)] or [(f"{key}.", params)]
     return found
@@ -200,9 +133,9 @@ def _check_llama3(prefix: str, params: dict, names: dict) -> None:
 def check_config(config: dict, names: dict | None = None) -> None:
     """InvalidConfigError naming the first field of a config.json dict outside FIELDS, ROPE_FIELDS or AGREEMENTS."""
     names = names or {}
-    _check_table(config, FIELDS, names)
+    check_table(config, FIELDS, names)
     for prefix, params in _rope_dicts(config):
-        _check_table(params, ROPE_FIELDS, names, prefix)
+        check_table(params, ROPE_FIELDS, names, prefix)
         _check_llama3(prefix, params, names)
     for keys, agree, says in AGREEMENTS:
         if not agree(config):

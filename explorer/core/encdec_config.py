@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from explorer.core.activation_names import ACTIVATION_NAMES
-from explorer.core.errors import UnsupportedModelError
+from explorer.core.config_rules import CONTEXT, HEADS, LAYERS, VOCABULARY, WIDTH, Rule, check_table, count, positive
+from explorer.core.errors import InvalidConfigError, UnsupportedModelError
 
 MODEL_TYPE = "explorer-encdec"
 
@@ -68,13 +69,31 @@ class EncDecConfig:
         if d.get("model_type") != MODEL_TYPE:
             raise UnsupportedModelError(f"model_type {d.get('model_type')!r} is not {MODEL_TYPE!r}")
         fields = {k: d[k] for k in EncDecConfig.__dataclass_fields__ if k in d and k != "family"}
+        check_encdec(fields)                    # each value legal, the special ids within the vocabulary
         try:
-            config = EncDecConfig(**fields)
+            return EncDecConfig(**fields)
         except TypeError as error:
             raise UnsupportedModelError(f"config of model_type {MODEL_TYPE!r} is incomplete ({error})") from None
-        if config.d_model % config.n_heads or config.activation not in ACTIVATION_NAMES:
-            raise UnsupportedModelError(
-                f"config of model_type {MODEL_TYPE!r} is invalid: d_model {config.d_model} must divide into "
-                f"{config.n_heads} heads and activation {config.activation!r} must be one of "
-                f"{', '.join(sorted(ACTIVATION_NAMES))}")
-        return config
+
+
+# Its config.json's rules, by its own keys (config_rules); its special ids must be ids of its vocabulary (a bos_id
+# past it ended in an IndexError at the first step; boundary27).
+ENCDEC_FIELDS = {
+    "vocab_size": count(high=VOCABULARY), "d_model": count(high=WIDTH), "n_heads": count(high=HEADS),
+    "d_ff": count(), "n_encoder_layers": count(high=LAYERS), "n_decoder_layers": count(high=LAYERS),
+    "max_positions": count(high=CONTEXT), "norm_eps": positive(),
+    "activation": Rule("choice", choices=ACTIVATION_NAMES),
+    **{key: Rule("int", low=0, high=VOCABULARY) for key in ("pad_id", "bos_id", "eos_id")},
+}
+
+
+def check_encdec(config: dict) -> None:
+    """InvalidConfigError naming the first field of an encoder-decoder's config.json that is not legal."""
+    check_table(config, ENCDEC_FIELDS, {})
+    vocabulary = config.get("vocab_size")
+    for key in ("pad_id", "bos_id", "eos_id"):
+        if key in config and vocabulary is not None and config[key] >= vocabulary:
+            raise InvalidConfigError(f"{key} = {config[key]} is not a token id: the vocabulary holds ids 0 to "
+                                     f"{vocabulary - 1}.")
+    if "d_model" in config and "n_heads" in config and config["d_model"] % config["n_heads"]:
+        raise InvalidConfigError(f"n_heads: the {config['n_heads']} heads must divide d_model {config['d_model']}.")

@@ -133,8 +133,16 @@ def test_config_round_trips_and_bad_ones_raise():
     assert EncDecConfig.from_json(json.loads(json.dumps(TINY.to_json()))) == TINY
     with pytest.raises(UnsupportedModelError, match="incomplete"):
         EncDecConfig.from_json({"model_type": "explorer-encdec", "d_model": 32})
-    with pytest.raises(UnsupportedModelError, match="divide into 5 heads"):
-        EncDecConfig.from_json({**TINY.to_json(), "n_heads": 5})
+    # each wrong field named alone (boundary27: a bos_id past the vocabulary ended in an IndexError; -1 positions
+    # said "exceeds the model's context of -1"; a bad activation's sentence stated the heads' rule too)
+    for change, words in (({"n_heads": 5}, "the 5 heads must divide d_model"),
+                          ({"bos_id": TINY.vocab_size}, f"bos_id = {TINY.vocab_size} is not a token id"),
+                          ({"max_positions": -1}, "max_positions = -1 is not legal"),
+                          ({"activation": "swishy"}, "activation = 'swishy' is not legal")):
+        with pytest.raises(ExplorerError) as caught:
+            EncDecConfig.from_json({**TINY.to_json(), **change})
+        said = str(caught.value)
+        assert words in said and "\n" not in said and ("heads" in said) == ("n_heads" in change), said
     with pytest.raises(ExplorerError, match="empty"):
         EncDecDecoder(tiny_loaded()).prefill([])
 

@@ -112,3 +112,30 @@ def test_minilm_matches_transformers_bert(minilm_folder):
     assert loaded.info.n_layers == 6 and loaded.info.n_heads == 12 and loaded.info.is_encoder_only
     reference = transformers.BertModel.from_pretrained(minilm_folder, attn_implementation="eager").eval()
     assert_matches_bert(reference, encoder.EncoderRunner(loaded), tokens.ids)
+
+
+@pytest.mark.realmodel
+@pytest.mark.parametrize("change, words", [
+    ({"num_attention_heads": 5}, "the 5 heads must divide hidden_size 384"),
+    ({"max_position_embeddings": -1}, "max_position_embeddings = -1 is not legal"),
+    ({"hidden_act": "swishy"}, "hidden_act = 'swishy' is not legal"),
+    ({"layer_norm_eps": 0}, "layer_norm_eps = 0 is not legal"),
+])
+def test_a_bert_config_is_checked_as_every_family_s_is(minilm_folder, tmp_path, change, words):
+    """BERT's config skipped the checks every other family's goes through: heads that do not divide the width, a
+    negative context or an unknown activation ended in a traceback through the API and an internal error in the app
+    (boundary27). MiniLM's own folder, its config.json changed in one field."""
+    import json
+
+    import explorer
+
+    folder = tmp_path / "minilm"
+    folder.mkdir()
+    for part in minilm_folder.iterdir():
+        if part.name != "config.json":
+            (folder / part.name).symlink_to(part)
+    config = json.loads((minilm_folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **change}))
+    with pytest.raises(ExplorerError) as caught:
+        explorer.load(folder)
+    assert words in str(caught.value) and "\n" not in str(caught.value), str(caught.value)

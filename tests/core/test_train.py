@@ -158,4 +158,5 @@ def test_an_out_folder_that_holds_files_is_refused_before_any_training(plays_dir
     status = train_cmd.main(["--attention", "mha", "--corpus", str(plays_dir), "--out", str(out), "--steps", "3"])
     error = capsys.readouterr().err
     assert status == 2 and "already holds files" in error and str(out) in error and error.count("\n") == 1, error
-    assert [p.name for p in out.iterdir()] == ["config.json"] and (out / "config.json").read_text() == "the person's own"
+    assert [p.name for p in out.iterdir()] == ["config.json"]
+    assert (out / "config.json").read_text() == "the person's own"
