@@ -3,6 +3,8 @@ the Prompt panel over the whole window (an empty text box on a projector). It sh
 something: attention's map, or the panel the person last looked at; off again, the layout as it was."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import pytest
 from PySide6.QtWidgets import QApplication, QComboBox, QMessageBox
 
@@ -56,33 +58,40 @@ def test_presentation_after_launch_shows_attention_not_the_prompt(launched, tiny
         assert all(abs(a - b) <= 2 for a, b in zip(rect, seen["layout_after"][name])), (name, seen)
 
 
-def test_presentation_from_the_prompt_shows_the_panel_last_looked_at(qapp, tmp_path, monkeypatch):
+@contextmanager
+def window_at_1366(tmp_path, monkeypatch):
+    """The layout probe's window on an emulated 1366x768 screen, settled; closed (and the font given back) after."""
     monkeypatch.setattr(QMessageBox, "warning", lambda *a: None)
     font = QApplication.font()
     with emulated_screen(SCREENS["1366x768"]):
         window = open_window(str(tmp_path / "settings.ini"))
         try:
             settle(0.5)
-            window.docks["next_token"].widget().setFocus()          # looked at Next token, then typed
-            settle(0.1)
-            window.prompt.setFocus()
-            settle(0.1)
-            toggle_presentation(window)
-            assert window.dock_shares.maximised[0] is window.docks["next_token"]
-            assert shown(window) == ["next_token"]
-            toggle_presentation(window)
-            window.menus.view.setFocus()                            # the focus in no panel: the last one still
-            window.docks["next_token"].close()                      # closed since: attention's map instead
-            settle(0.2)
-            toggle_presentation(window)
-            assert window.dock_shares.maximised[0] is window.docks["attention"]
-            toggle_presentation(window)
+            yield window
         finally:
             QApplication.setFont(font)
             wait_idle(window)
             window.close()
             window.deleteLater()
             settle(0.2)
+
+
+def test_presentation_from_the_prompt_shows_the_panel_last_looked_at(qapp, tmp_path, monkeypatch):
+    with window_at_1366(tmp_path, monkeypatch) as window:
+        window.docks["next_token"].widget().setFocus()          # looked at Next token, then typed
+        settle(0.1)
+        window.prompt.setFocus()
+        settle(0.1)
+        toggle_presentation(window)
+        assert window.dock_shares.maximised[0] is window.docks["next_token"]
+        assert shown(window) == ["next_token"]
+        toggle_presentation(window)
+        window.menus.view.setFocus()                            # the focus in no panel: the last one still
+        window.docks["next_token"].close()                      # closed since: attention's map instead
+        settle(0.2)
+        toggle_presentation(window)
+        assert window.dock_shares.maximised[0] is window.docks["attention"]
+        toggle_presentation(window)
 
 
 def test_presentation_and_ctrl_e_skip_the_panel_last_looked_at_once_it_is_a_tab_behind_another(qapp, tmp_path,
@@ -90,36 +99,25 @@ def test_presentation_and_ctrl_e_skip_the_panel_last_looked_at_once_it_is_a_tab_
     """Experiments looked at, then Embeddings raised over it in their tab group and the focus in the Model box:
     Presentation showed the Experiments tab the person no longer saw (drive27). Attention's map now, and Ctrl+E
     exports attention too; raised again, Experiments is the panel last looked at once more."""
-    monkeypatch.setattr(QMessageBox, "warning", lambda *a: None)
-    font = QApplication.font()
-    with emulated_screen(SCREENS["1366x768"]):
-        window = open_window(str(tmp_path / "settings.ini"))
-        try:
-            settle(0.5)
-            experiments, embeddings = window.docks["experiments"], window.docks["embeddings"]
-            assert experiments in window.tabifiedDockWidgets(embeddings), "the layout tabs them together"
-            experiments.raise_()
-            settle(0.2)
-            experiments.widget().setFocus()
-            settle(0.1)
-            embeddings.raise_()
-            model_box = window.findChild(QComboBox, "model_picker")
-            model_box.setFocus()
-            settle(0.2)
-            assert QApplication.focusWidget() is model_box
-            assert not in_sight(experiments) and in_sight(embeddings)
-            assert window.menus.current_panel.dock() is window.docks["attention"]
-            toggle_presentation(window)
-            assert window.dock_shares.maximised[0] is window.docks["attention"], shown(window)
-            toggle_presentation(window)
-            experiments.raise_()
-            settle(0.2)
-            toggle_presentation(window)
-            assert window.dock_shares.maximised[0] is experiments, shown(window)
-            toggle_presentation(window)
-        finally:
-            QApplication.setFont(font)
-            wait_idle(window)
-            window.close()
-            window.deleteLater()
-            settle(0.2)
+    with window_at_1366(tmp_path, monkeypatch) as window:
+        experiments, embeddings = window.docks["experiments"], window.docks["embeddings"]
+        assert experiments in window.tabifiedDockWidgets(embeddings), "the layout tabs them together"
+        experiments.raise_()
+        settle(0.2)
+        experiments.widget().setFocus()
+        settle(0.1)
+        embeddings.raise_()
+        model_box = window.findChild(QComboBox, "model_picker")
+        model_box.setFocus()
+        settle(0.2)
+        assert QApplication.focusWidget() is model_box
+        assert not in_sight(experiments) and in_sight(embeddings)
+        assert window.menus.current_panel.dock() is window.docks["attention"]
+        toggle_presentation(window)
+        assert window.dock_shares.maximised[0] is window.docks["attention"], shown(window)
+        toggle_presentation(window)
+        experiments.raise_()
+        settle(0.2)
+        toggle_presentation(window)
+        assert window.dock_shares.maximised[0] is experiments, shown(window)
+        toggle_presentation(window)
