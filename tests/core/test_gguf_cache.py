@@ -254,3 +254,23 @@ def test_a_read_ahead_of_a_cancelled_load_is_let_go(store, tmp_path):
     _real_prefetch(None)                                    # what ModelWorker.cancel asks
     gc.collect()
     assert gguf_copy.take(gguf_cache.cache_path(path)) is None and buffer() is None
+
+
+def test_a_copy_holding_a_nan_is_made_again_from_the_gguf(store, tmp_path):
+    """The copy is the store's own file: a NaN in it (a damaged disk) refused the good model at every load, and the
+    sentence blamed the .gguf (boundary27). The model loads from the .gguf, equal to a fresh dequantization, and the
+    copy written again is finite."""
+    from safetensors.torch import load_file
+
+    from explorer.core.loaders.hf import read_safetensors_header
+
+    path = write_gguf(store / "tiny" / "tiny.gguf", tmp_path)
+    open_checkpoint(path)
+    copy = gguf_cache.cache_path(path)
+    tensors = load_file(str(copy))
+    tensors["model.norm.weight"][0] = float("nan")
+    metadata = read_safetensors_header(copy)["__metadata__"]
+    gguf_cache.write_safetensors(tensors, str(copy), metadata)     # the same fingerprint: fresh, but damaged
+    assert torch.isnan(load_file(str(copy))["model.norm.weight"]).any()
+    assert_same(open_checkpoint(path).tensors, fresh(path))
+    assert all(torch.isfinite(t).all() for t in load_file(str(copy)).values())

@@ -26,7 +26,7 @@ import torch
 from gguf.constants import GGMLQuantizationType
 
 from explorer.core import store
-from explorer.core.errors import UnsupportedModelError
+from explorer.core.errors import NonFiniteError, UnsupportedModelError
 from explorer.core.families import gguf_row
 from explorer.core.loaders import gguf_cache, gguf_copy, gguf_tokenizer
 from explorer.core.loaders.gguf_config import config_of
@@ -36,6 +36,7 @@ from explorer.core.loaders.hf import MAX_TOKENIZER_BYTES, bounded_tokenizer, che
 from explorer.core.loaders.load_progress import READY_AT, TOKENIZER_SHARE, phase
 from explorer.core.loaders.model_file import read_bytes
 from explorer.core.tokens import TextTokenizer
+from explorer.core.weights import check_finite
 
 _BLOCK = re.compile(r"^blk\.(\d+)\.")
 
@@ -136,6 +137,8 @@ def cached_or_read_tensors(path: Path, header: GGUFHeader, config: dict, progres
     for 20 s (drive20 m2)."""
     expected = {hf_name(header.architecture, info.name): tuple(int(d) for d in info.shape) for info in header.tensors}
     tensors = gguf_cache.load(path, expected)
+    if tensors is not None and not _finite(tensors):
+        tensors = None                   # a damaged copy (the .gguf's own weights are checked as ever): made again
     if tensors is not None:
         if progress is not None:
             progress(READY_AT, "mapped the dequantized copy")
@@ -149,6 +152,16 @@ def cached_or_read_tensors(path: Path, header: GGUFHeader, config: dict, progres
             progress(read_end, f"writing a {gigabytes:.1f} GB float32 copy for next time")
         gguf_cache.save(path, tensors, phase(progress, read_end, READY_AT))
     return tensors
+
+
+def _finite(tensors: dict[str, torch.Tensor]) -> bool:
+    """Whether the float32 copy's tensors are all finite (weights.check_finite's sums: ~18 ms for SmolLM2). A NaN in
+    the copy refused the good model at every load, and the sentence blamed the .gguf (boundary27)."""
+    try:
+        check_finite(tensors, "the float32 copy")
+    except NonFiniteError:
+        return False
+    return True
 
 
 def tokenizer_cache_path(path: Path) -> Path | None:
