@@ -93,7 +93,7 @@ def intervention_of(args) -> tuple[dict, float]:
         experiment.update(kernel=args.kernel, kernel_layers=_layers(args.kernel_layers), kernel_temperature=tau)
         sampling = args.sampling_temperature or 0.0
     else:
-        if args.kernel_layers:
+        if args.kernel_layers is not None:            # '' too: it was taken as not given (boundary27)
             raise ExplorerError("--kernel-layers needs --kernel")
         sampling = args.sampling_temperature if args.sampling_temperature is not None else (args.temperature or 0.0)
     return experiment, sampling

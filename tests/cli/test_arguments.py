@@ -38,6 +38,9 @@ EXPORT = ["export", *MODEL, "--prompt", "To be", "-o", "never-written.png"]
     (["bench", *MODEL, "--steps", "nan"], "--steps"),
     (["train", "--lr", "nan"], "--lr: nan is not a finite number"),
     (["train", "--batch-size", "0"], "--batch-size"),
+    # boundary27: an empty --kernel-layers passed without --kernel, and an empty --model named the bundled folder
+    (TRACE + ["--kernel-layers", ""], "--kernel-layers needs --kernel"),
+    (["trace", "--model", "", "--prompt", "To be", "--out", "never-written.npz"], "No model was named"),
 ])
 def test_a_bad_value_is_one_line_and_exit_2(argv, words, capsys):
     code = main(argv)

@@ -253,6 +253,8 @@ def opens_from(path: str | Path) -> Path:
 def resolve(name_or_path: str | Path) -> Path:
     """The file or folder to open for a catalog name, a bundled name, an HF cache repo id, or a path."""
     name = str(name_or_path)
+    if not name.strip():             # else the bundled models' folder itself was named (boundary27)
+        raise ModelLoadError("No model was named: give a model's name or the path of its folder or file.")
     if name in PULLABLE:
         path = pulled_path(name)
         if path is None:
