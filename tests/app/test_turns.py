@@ -26,7 +26,10 @@ def test_one_part_a_turn_then_finished(qtbot):
     turns.finished.connect(lambda: done.append(True))
     turns.start(parts(log), now=True)
     assert log == [0] and turns.running
-    QApplication.processEvents()
+    for _ in range(200):                # a loaded machine may deliver the turn's timer a pass or two later
+        QApplication.processEvents()
+        if len(log) > 1:
+            break
     assert log == [0, 1], "more or less than one part in a turn"
     qtbot.waitUntil(lambda: not turns.running, timeout=2000)
     assert log == [0, 1, 2, "closed"] and done == [True]
