@@ -171,7 +171,7 @@ class LearnPanel(Panel):
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange:
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
             # Rich text fixes its links' colour as it is parsed: a page drawn in the light theme kept pure blue
             # links on the dark one (View ▸ Theme, drive27)
             QTimer.singleShot(0, self, self._draw_page)

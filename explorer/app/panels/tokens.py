@@ -174,7 +174,7 @@ class TokensPanel(Panel):
             # Presentation's), once the text view has it too.
             QTimer.singleShot(0, self, self._draw_text_again)
             QTimer.singleShot(0, self, self._keep_rows_under_lines)        # the rows' height in the new font
-        elif event.type() == QEvent.Type.PaletteChange:
+        elif event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
             QTimer.singleShot(0, self, self._draw_text_again)      # and its links' colour (View ▸ Theme)
 
     def _keep_rows_under_lines(self) -> None:

@@ -367,11 +367,10 @@ COPY_DISABLE_ENV = "TRANSFORMER_EXPLORER_GGUF_CACHE"
 
 def _is_own_copy(path: Path, entry: Pullable) -> bool:
     """Whether `path` is a copy a first load of `entry` writes into the store (float32_copy_path and its tokenizer
-    beside it): named after one of its .gguf files, a regular file, not a link, inside the store. Only those are
+    beside it): named after one of its files, a regular file, not a link, inside the store. Only those are
     listed and cleared: --clear-copies deleted any other file of a model's folder, a person's notes too, and through a
     linked folder files outside the store (boundary27)."""
-    names = {file.name + suffix for file in entry.files if file.name.endswith(".gguf")
-             for suffix in (COPY_SUFFIX, TOKENIZER_COPY_SUFFIX)}
+    names = {file.name + suffix for file in entry.files for suffix in (COPY_SUFFIX, TOKENIZER_COPY_SUFFIX)}
     try:
         return (path.name in names and not path.is_symlink() and path.is_file()
                 and home().resolve() in path.resolve().parents)
