@@ -172,10 +172,9 @@ def write_folder(folder: str | os.PathLike, writer: Callable[[Path], object], wh
         os.replace(temporary, folder)
     except OSError as error:
         raise write_failure(folder, error, what, error_type) from None
-    except Exception:                               # a writer's own error (safetensors' on a full disk)
+    except Exception as error:                      # a writer's own error (safetensors' on a full disk)
         if _free_bytes(folder.parent) < FULL_DISK_BYTES:
-            raise error_type(f"Cannot write {what + ' to ' if what else ''}{folder}: {_REASONS[errno.ENOSPC]}.") \
-                from None
+            raise write_failure(folder, error, what, error_type) from None     # which names the full disk
         raise
     finally:
         if temporary.exists():
