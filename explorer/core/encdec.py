@@ -37,7 +37,7 @@ from explorer.core.errors import ModelLoadError
 from explorer.core.families import FAMILIES
 from explorer.core.intervention import SOFTMAX
 from explorer.core.intervention_run import as_run
-from explorer.core.model import ACTIVATIONS, MLP
+from explorer.core.model import ACTIVATIONS, MLP, LayerNorm
 from explorer.core.trace import ModelInfo
 from explorer.core.visibility import Visibility
 from explorer.core.weights import validate
@@ -111,9 +111,9 @@ class EncoderLayer(nn.Module):
         super().__init__()
         self.layer = layer
         self.attn = MultiHeadAttention(config.d_model, config.n_heads, layer, where)
-        self.attn_norm = nn.LayerNorm(config.d_model, eps=config.norm_eps)
+        self.attn_norm = LayerNorm(config.d_model, eps=config.norm_eps)
         self.ffn = MLP(config.d_model, config.d_ff, ACTIVATIONS[config.activation])
-        self.ffn_norm = nn.LayerNorm(config.d_model, eps=config.norm_eps)
+        self.ffn_norm = LayerNorm(config.d_model, eps=config.norm_eps)
 
     def forward(self, h: torch.Tensor, visible: torch.Tensor | None, capture=None, run=None) -> torch.Tensor:
         s = h.shape[1]
@@ -136,11 +136,11 @@ class DecoderLayer(nn.Module):
         super().__init__()
         self.layer = layer
         self.self_attn = MultiHeadAttention(config.d_model, config.n_heads, layer, "self")
-        self.self_norm = nn.LayerNorm(config.d_model, eps=config.norm_eps)
+        self.self_norm = LayerNorm(config.d_model, eps=config.norm_eps)
         self.cross_attn = MultiHeadAttention(config.d_model, config.n_heads, layer, "cross")
-        self.cross_norm = nn.LayerNorm(config.d_model, eps=config.norm_eps)
+        self.cross_norm = LayerNorm(config.d_model, eps=config.norm_eps)
         self.ffn = MLP(config.d_model, config.d_ff, ACTIVATIONS[config.activation])
-        self.ffn_norm = nn.LayerNorm(config.d_model, eps=config.norm_eps)
+        self.ffn_norm = LayerNorm(config.d_model, eps=config.norm_eps)
 
     def forward(self, h: torch.Tensor, step: "TargetStep", cross_kv, cache=None, capture=None) -> torch.Tensor:
         """h: (B, T, d) new target tokens; cross_kv: this layer's (K, V) of C; cache: its self K/V so far."""

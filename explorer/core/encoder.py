@@ -25,6 +25,7 @@ from explorer.core.decode import refuse_non_finite
 from explorer.core.encdec import EncoderLayer, padded
 from explorer.core.errors import ContextOverflowError, ExplorerError, ModelLoadError
 from explorer.core.intervention_run import as_run
+from explorer.core.model import LayerNorm
 from explorer.core.recording import Recorder, RecordOptions
 from explorer.core.trace import ModelInfo, StepRecord, Trace
 from explorer.core.weights import validate
@@ -59,7 +60,7 @@ class BertEncoder(nn.Module):
         self.embed = nn.Embedding(config.vocab_size, config.d_model)             # W_word
         self.pos = nn.Embedding(config.max_positions, config.d_model)            # W_pos
         self.token_type = nn.Embedding(type_vocab_size, config.d_model)          # W_type
-        self.embed_norm = nn.LayerNorm(config.d_model, eps=config.norm_eps)
+        self.embed_norm = LayerNorm(config.d_model, eps=config.norm_eps)
         self.layers = nn.ModuleList(EncoderLayer(config, i) for i in range(config.n_layers))
 
     def forward(self, ids: torch.Tensor, token_types: torch.Tensor | None = None, capture=None,

@@ -28,6 +28,14 @@ from explorer.core.rope import Rotary
 from explorer.core.stacked import store_by_columns
 
 
+def overflow_to_nan(inv_rms: torch.Tensor, mean_square: torch.Tensor) -> torch.Tensor:
+    """A norm's 1/sqrt(mean square + eps), NaN exactly where the mean square overflowed float32 (a row whose
+    numbers reach about 1.8e19/sqrt(d)); there 1/sqrt(inf) = 0 would map the row to zeros, finite and
+    meaningless (transformers' norm does), and NaN reaches the forward pass's check (decode.refuse_non_finite)
+    instead. inv_rms + 0 * mean_square in one fused op, 0 * inf = NaN: a masked fill costs three ops a norm."""
+    return inv_rms.add(mean_square, alpha=0.0)
+
+
 class RMSNorm(nn.Module):
     """RMSNorm(x) = w * x / sqrt(mean(x^2) + eps)  (Zhang & Sennrich 2019), computed in float32."""
 
@@ -37,14 +45,13 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def normalized(self, x: torch.Tensor) -> torch.Tensor:
-        return F.rms_norm(x.float(), (x.shape[-1],), eps=self.eps)             # x / sqrt(mean(x^2) + eps)
+        """x / sqrt(mean(x^2) + eps) in float32, in the five ops transformers writes (F.rms_norm runs
+        about twelve on the CPU: a decoding step's one row pays for each of them)."""
+        x = x.float()
+        mean_square = x.pow(2).mean(-1, keepdim=True)                                        # (T, 1)
+        return x * overflow_to_nan(mean_square.add(self.eps).rsqrt_(), mean_square)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dtype == torch.float32:
-            # w * (x / sqrt(mean(x^2) + eps)) in five ops, as transformers writes it (F.rms_norm
-            # runs about twelve on the CPU: a decoding step's one row pays for each of them)
-            inv_rms = x.pow(2).mean(-1, keepdim=True).add_(self.eps).rsqrt_()          # (T, 1)
-            return self.weight * (x * inv_rms)
         return self.weight * self.normalized(x).to(x.dtype)
 
 
@@ -56,10 +63,15 @@ class OffsetRMSNorm(RMSNorm):
 
 
 class LayerNorm(nn.LayerNorm):
-    """LayerNorm(x) = w * (x - mean) / sqrt(var + eps) + b  (Ba et al. 2016), as GPT-2 uses."""
+    """LayerNorm(x) = w * (x - mean) / sqrt(var + eps) + b  (Ba et al. 2016), as GPT-2, BERT and the
+    encoder-decoder use; a row whose variance overflows float32 gives NaN, as RMSNorm's does (overflow_to_nan)."""
 
     def __init__(self, dim: int, eps: float = 1e-5):
         super().__init__(dim, eps=eps)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, _, inv_std = torch.native_layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+        return out.masked_fill(inv_std == 0, math.nan)       # inv_std (..., 1) is 0 only where var overflowed
 
 
 def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
