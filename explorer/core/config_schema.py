@@ -166,3 +166,13 @@ def check_bounds(config) -> None:
     if config.experts_per_token > max(config.n_routed_experts, 0) and config.n_routed_experts:
         raise UnsupportedModelError(f"the config routes each token to {config.experts_per_token} experts "
                                     f"but has only {config.n_routed_experts}.")
+
+
+def check_runnable(config) -> None:
+    """InvalidConfigError for a ModelConfig that is to be built and run but has no vocabulary, or a dense layer
+    with no FFN width: FIELDS allows 0 for both, as the KV table reads a config alone (kv_variants.CACHE_FREE);
+    unrefused, the weights' shapes disagreed in a sentence of internal names."""
+    if config.vocab_size < 1:
+        raise refuse("vocab_size", config.vocab_size, "at least 1 for a model to run", {})
+    if config.d_ff < 1 and not all(config.is_moe_layer(layer) for layer in range(config.n_layers)):
+        raise refuse("intermediate_size", config.d_ff, "at least 1 for a model with a dense FFN layer to run", {})

@@ -21,6 +21,7 @@ from torch import nn
 from explorer.core.building import load_built, resolve_device, torch_dtype
 from explorer.core.capture import PaddedCapture, StepCapture
 from explorer.core.config import ModelConfig, bert_config  # noqa: F401 (bert_config: read in config.py)
+from explorer.core.config_schema import check_runnable
 from explorer.core.decode import refuse_non_finite
 from explorer.core.encdec import EncoderLayer, padded
 from explorer.core.errors import ContextOverflowError, ExplorerError, ModelLoadError
@@ -85,20 +86,24 @@ def _rules() -> list[tuple[re.Pattern, str]]:
     return rules
 
 
-def map_bert_weights(tensors: dict[str, torch.Tensor], source: str) -> dict[str, torch.Tensor]:
-    """HF BertModel names (with or without the "bert." prefix of task models) -> ours; unknown names refused."""
+def map_bert_weights(tensors: dict[str, torch.Tensor], source: str,
+                     origins: dict[str, str] | None = None) -> dict[str, torch.Tensor]:
+    """HF BertModel names (with or without the "bert." prefix of task models) -> ours; unknown names refused.
+    `origins`, if given, gets each of our names' tensor name in the file (as weights.map_weights)."""
     rules, mapped = _rules(), {}
-    for name, tensor in tensors.items():
-        name = name.removeprefix("bert.")
+    for full_name, tensor in tensors.items():
+        name = full_name.removeprefix("bert.")
         if BERT_IGNORED.match(name):
             continue
         for regex, ours in rules:
             match = regex.match(name)
             if match:
                 mapped[ours.format(**match.groupdict())] = tensor
+                if origins is not None:
+                    origins[ours.format(**match.groupdict())] = full_name
                 break
         else:
-            raise ModelLoadError(f"{source}: weight {name!r} is not part of a BERT encoder")
+            raise ModelLoadError(f"{source}: weight {name!r} is not part of a BERT encoder.")
     return mapped
 
 
@@ -106,9 +111,11 @@ def build(hf_config: dict, tensors: dict[str, torch.Tensor], source: str = "chec
           device: str = "cpu", dtype: str = "float32") -> tuple[BertEncoder, ModelConfig]:
     """A BertEncoder from a BertConfig dict and BertModel tensors; names and shapes are checked."""
     config = bert_config(hf_config)
+    check_runnable(config)
     model = BertEncoder(config, int(hf_config.get("type_vocab_size", 2)))
-    mapped = map_bert_weights(tensors, source)
-    validate(mapped, model.state_dict(), source)
+    origins: dict[str, str] = {}
+    mapped = map_bert_weights(tensors, source, origins)
+    validate(mapped, model.state_dict(), source, origins)
     model.load_state_dict({name: tensor.float() for name, tensor in mapped.items()}, strict=True)
     model.to(device=resolve_device(device), dtype=torch_dtype(dtype)).requires_grad_(False)
     return model.eval(), config

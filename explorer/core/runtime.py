@@ -16,6 +16,7 @@ from torch.overrides import TorchFunctionMode
 from explorer.core import encdec, encoder
 from explorer.core.building import DTYPES, LoadedModel, load_built, resolve_device, torch_dtype  # noqa: F401 (re-exported)
 from explorer.core.config import ModelConfig
+from explorer.core.config_schema import check_runnable
 from explorer.core.errors import ModelLoadError
 from explorer.core.families import FAMILIES, refuse_decoder_build
 from explorer.core.loaders import READY_AT, open_checkpoint
@@ -48,6 +49,7 @@ def build_model(hf_config: dict, tensors: dict[str, torch.Tensor], source: str =
     refuse_decoder_build(hf_config, source)                 # BERT and encoder-decoders: see load_model
     try:
         config = ModelConfig.from_hf(hf_config)
+        check_runnable(config)
     except ModelLoadError as error:              # name the file: the config reader only sees a dict
         raise type(error)(f"{config_file(source)}: {error}") from None
     agree_with_weights(config, tensors, source)              # before a module is built from the config
@@ -55,11 +57,12 @@ def build_model(hf_config: dict, tensors: dict[str, torch.Tensor], source: str =
     with torch.device("meta"), SkipParameterInit():
         model = Transformer(config)
     expected = model.state_dict()
-    mapped = map_weights(config.family, tensors, config.n_layers, source)
+    origins: dict[str, str] = {}
+    mapped = map_weights(config.family, tensors, config.n_layers, source, origins)
     tied = config.tie_embeddings and "lm_head.weight" not in mapped
     if tied and "embed.weight" in mapped:
         mapped["lm_head.weight"] = mapped["embed.weight"]
-    validate(mapped, expected, source)
+    validate(mapped, expected, source, origins)
     target_device, target_dtype = resolve_device(device), torch_dtype(dtype)
     # Loaders hand over tensors in owned memory (see loaders/gguf_cache.py): no copy when nothing changes.
     converted = {name: tensor.to(device=target_device, dtype=target_dtype) for name, tensor in mapped.items()}

@@ -112,8 +112,10 @@ def _layer_of(name: str) -> int:
     return int(match[1]) if match else -1
 
 
-def map_weights(family: str, tensors: dict[str, torch.Tensor], n_layers: int, source: str) -> dict[str, torch.Tensor]:
-    """Rename (and transform) HF tensors into our names; unknown names raise ModelLoadError."""
+def map_weights(family: str, tensors: dict[str, torch.Tensor], n_layers: int, source: str,
+                origins: dict[str, str] | None = None) -> dict[str, torch.Tensor]:
+    """Rename (and transform) HF tensors into our names; unknown names raise ModelLoadError. `origins`, if
+    given, gets each of our names' tensor name in the file (validate's sentences name that one)."""
     row = FAMILIES[family]
     rules = _compile(row.weights)
     mapped: dict[str, torch.Tensor] = {}
@@ -126,26 +128,36 @@ def map_weights(family: str, tensors: dict[str, torch.Tensor], n_layers: int, so
                 fields = {k: v for k, v in match.groupdict().items() if v is not None}
                 for target, part in zip(targets, split(layout, tensor)):
                     mapped[target.format(**fields)] = part
+                    if origins is not None:
+                        origins[target.format(**fields)] = name
                 break
         else:
-            raise ModelLoadError(f"{source}: weight {name!r} is not part of a {family} model")
+            raise ModelLoadError(f"{source}: weight {name!r} is not part of a {family} model.")
     return mapped
 
 
-def validate(mapped: dict[str, torch.Tensor], expected: dict[str, torch.Tensor], source: str) -> None:
-    """Every expected weight present, with the expected shape and a floating dtype; nothing extra."""
+def validate(mapped: dict[str, torch.Tensor], expected: dict[str, torch.Tensor], source: str,
+             origins: dict[str, str] | None = None) -> None:
+    """Every expected weight present, with the expected shape and a floating dtype; nothing extra. A weight is
+    named as the file names it where `origins` (map_weights') knows, with our name for a part of a fused one."""
+    def named(name: str) -> str:
+        origin = (origins or {}).get(name, name)
+        return origin if list((origins or {}).values()).count(origin) <= 1 else f"{origin} (its part {name})"
+
     for name, like in expected.items():
         if name not in mapped:
             raise ModelLoadError(f"{source} lacks the weight {name} of shape {tuple(like.shape)}")
         tensor = mapped[name]
         if tuple(tensor.shape) != tuple(like.shape):
-            raise ModelLoadError(
-                f"{source}: weight {name} has shape {tuple(tensor.shape)}, the config expects {tuple(like.shape)}")
+            raise ModelLoadError(f"{source}: weight {named(name)} has shape {tuple(tensor.shape)}, the config "
+                                 f"expects {tuple(like.shape)}")
         if not tensor.is_floating_point():
-            raise ModelLoadError(f"{source}: weight {name} has dtype {tensor.dtype}, expected a floating point type")
+            raise ModelLoadError(f"{source}: weight {named(name)} has dtype {tensor.dtype}, expected a floating "
+                                 "point type")
     extra = sorted(set(mapped) - set(expected))
     if extra:
-        raise ModelLoadError(f"{source}: weight {extra[0]} does not fit the config (layer count or options differ)")
+        raise ModelLoadError(f"{source}: weight {named(extra[0])} does not fit the config (layer count or options "
+                             "differ)")
 
 
 FINITE_CHUNK = 1 << 24          # elements tested at once when one is not finite: the mask stays 16 MB

@@ -110,6 +110,13 @@ def test_a_non_finite_weight_is_named_at_load(folder, value):
     assert "weight lm_head.weight holds" in message and str(folder) in message
 
 
+def test_a_weight_whose_shape_disagrees_is_named_as_the_file_names_it(folder):
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "vocab_size": config["vocab_size"] - 1}))
+    message = refused(folder)
+    assert f"weight model.embed_tokens.weight has shape ({config['vocab_size']}, " in message
+
+
 # ----- config.json values (found by the fuzz suite, and the list) --------------------------
 @pytest.mark.parametrize("changes, says", [
     ({"partial_rotary_factor": 2}, "partial_rotary_factor = 2 is not legal: it must be a finite number > 0 and <= 1"),
@@ -125,6 +132,8 @@ def test_a_non_finite_weight_is_named_at_load(folder, value):
     ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": 1.0,
                        "original_max_position_embeddings": 32}}, "must be below high_freq_factor"),
     ({"model_type": "mistral", "sliding_window": -5}, "sliding_window = -5 is not legal"),
+    ({"vocab_size": 0}, "vocab_size = 0 is not legal: it must be at least 1 for a model to run."),
+    ({"intermediate_size": 0}, "intermediate_size = 0 is not legal: it must be at least 1 for a model with a dense"),
 ])
 def test_a_degenerate_config_value_is_refused_naming_the_config_file_and_field(folder, changes, says):
     config = json.loads((folder / "config.json").read_text())
