@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="transformer-explorer", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--model", help="model folder, .gguf file or catalog name to open in the app")
-    parser.add_argument("--prompt", help="the prompt to open the app with (default: one the model completes well)")
+    parser.add_argument("--prompt", type=arguments.text,
+                        help="the prompt to open the app with (default: one the model completes well)")
     parser.add_argument("--no-restore", action="store_true",
                         help="do not offer to restore a session after a crash (also TRANSFORMER_EXPLORER_NO_RESTORE=1)")
     parser.add_argument("--self-test", action="store_true",

@@ -48,6 +48,21 @@ def number(low: float = -math.inf, high: float = math.inf, above: bool = False):
     return parse
 
 
+def text(given: str) -> str:
+    """Text the model is to read, refused if the command line gave bytes that are not UTF-8: Python keeps each
+    as a lone surrogate (PEP 383), which the tokenizer would silently read as U+FFFD."""
+    try:
+        given.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raw = given.encode("utf-8", "surrogateescape")
+        byte = given[error.start].encode("utf-8", "surrogateescape")
+        shown = raw.decode("utf-8", "backslashreplace")
+        raise argparse.ArgumentTypeError(f"'{shown}' is not UTF-8 text (byte 0x{byte[0]:02x} at character "
+                                         f"{error.start + 1}); give the text in UTF-8") from None
+    return given
+
+
+text.__name__ = "text"
 seed = count(0, MAX_SEED)      # a seed of random ids or initial weights (heads, train); trace's is sampling_number
 steps = count(0)
 

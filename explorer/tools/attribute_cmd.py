@@ -16,7 +16,7 @@ from explorer.tools import arguments
 
 def add_arguments(parser) -> None:
     parser.add_argument("--model", required=True, help="model folder, .gguf file or catalog name")
-    parser.add_argument("--prompt", required=True, help="the text the model reads")
+    parser.add_argument("--prompt", type=arguments.text, required=True, help="the text the model reads")
     parser.add_argument("--position", type=arguments.count(), default=None,
                         help="the prompt position whose next-token logit is split (default: the last)")
     parser.add_argument("--token-id", type=arguments.count(), default=None,

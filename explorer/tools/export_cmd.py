@@ -21,7 +21,7 @@ from explorer.views.image_limits import MIN_SIDE, check_image_size
 
 def add_arguments(parser) -> None:
     parser.add_argument("--model", required=True, help="model folder, .gguf file or catalog name")
-    parser.add_argument("--prompt", required=True, help="the text to run")
+    parser.add_argument("--prompt", type=arguments.text, required=True, help="the text to run")
     parser.add_argument("--steps", type=arguments.steps, default=0,
                         help="greedy decoding steps after the prefill (default 0)")
     parser.add_argument("--layer", default="0", help="layer index, or 'all' for the grid of every layer and head")

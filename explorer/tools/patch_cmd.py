@@ -23,10 +23,14 @@ from explorer.tools import arguments
 
 def add_arguments(parser) -> None:
     parser.add_argument("--model", required=True, help="model folder, .gguf file or catalog name")
-    parser.add_argument("--clean", required=True, help="the prompt whose activations are patched in")
-    parser.add_argument("--corrupt", required=True, help="the prompt they are patched into (same token count)")
-    parser.add_argument("--target", required=True, help="the token the clean prompt predicts (one token)")
-    parser.add_argument("--against", required=True, help="the token to compare it with (one token)")
+    parser.add_argument("--clean", type=arguments.text, required=True,
+                        help="the prompt whose activations are patched in")
+    parser.add_argument("--corrupt", type=arguments.text, required=True,
+                        help="the prompt they are patched into (same token count)")
+    parser.add_argument("--target", type=arguments.text, required=True,
+                        help="the token the clean prompt predicts (one token)")
+    parser.add_argument("--against", type=arguments.text, required=True,
+                        help="the token to compare it with (one token)")
     parser.add_argument("--site", choices=("head", "resid"), default="head", help="head (default) or resid")
     parser.add_argument("--metric", choices=("logit_diff", "prob"), default="logit_diff",
                         help="logit(target) - logit(against) (default) or the probability of the target")

@@ -36,7 +36,7 @@ from explorer.tools import arguments
 
 def add_arguments(parser) -> None:
     parser.add_argument("--model", required=True, help="model folder, .gguf file or catalog name")
-    parser.add_argument("--prompt", required=True, help="the text to continue")
+    parser.add_argument("--prompt", type=arguments.text, required=True, help="the text to continue")
     parser.add_argument("--steps", type=arguments.steps, default=8, help="tokens to generate (default 8)")
     parser.add_argument("--device", type=arguments.device, default="cpu", help="cpu, cuda, mps or auto (default cpu)")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))

@@ -41,6 +41,13 @@ EXPORT = ["export", *MODEL, "--prompt", "To be", "-o", "never-written.png"]
     # boundary27: an empty --kernel-layers passed without --kernel, and an empty --model named the bundled folder
     (TRACE + ["--kernel-layers", ""], "--kernel-layers needs --kernel"),
     (["trace", "--model", "", "--prompt", "To be", "--out", "never-written.npz"], "No model was named"),
+    # boundary27: bytes that are not UTF-8 (Python's argv keeps them as lone surrogates) became U+FFFD silently
+    (["trace", *MODEL, "--prompt", b"caf\xe9 \xff".decode("utf-8", "surrogateescape"), "--out", "never-written.npz"],
+     "--prompt: 'caf\\xe9 \\xff' is not UTF-8 text (byte 0xe9 at character 4)"),
+    (["attribute", *MODEL, "--prompt", b"\xe9".decode("utf-8", "surrogateescape")], "--prompt: '\\xe9' is not UTF-8"),
+    (["patch", *MODEL, "--clean", "a b", "--corrupt", "a c", "--target", b"\xff".decode("utf-8", "surrogateescape"),
+      "--against", "x"], "--target: '\\xff' is not UTF-8 text"),
+    (["--prompt", b"\xe9".decode("utf-8", "surrogateescape")], "--prompt: '\\xe9' is not UTF-8 text"),
 ])
 def test_a_bad_value_is_one_line_and_exit_2(argv, words, capsys):
     code = main(argv)
