@@ -145,7 +145,9 @@ def record_dtype_of(trace) -> str:
 
 
 def write_atomically(path: str | os.PathLike, text: str) -> None:
-    """Write `text` to `path` so that a reader sees either the old file or the new one, whole (core.files)."""
+    """Write `text` to `path` so that a reader sees either the old file or the new one, whole (core.files),
+    making its folder first: the app's own files (the autosave, the session quit in) live in a folder of its
+    own that may not exist yet. A file the person names goes through `save`, which makes no folder."""
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -155,7 +157,9 @@ def write_atomically(path: str | os.PathLike, text: str) -> None:
 
 
 def save(path: str | os.PathLike, state: SessionState) -> None:
-    write_atomically(path, state.to_json())
+    """Write a session file the person named: a missing folder is refused in one sentence, as every other
+    file the explorer writes for a person (Run.save, a figure's save, trace --out), not made (boundary27)."""
+    files.write_text_atomic(Path(path), state.to_json(), "the session", SessionFileError)
 
 
 MAX_SESSION_BYTES = 256 << 20     # an 8,000-token session is ~100 KB; more is not a session file

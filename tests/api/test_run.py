@@ -77,6 +77,18 @@ def test_the_session_file_replays_to_the_same_trace(bundled, tmp_path):
     np.testing.assert_array_equal(replay.ids, run.ids)
 
 
+@pytest.mark.parametrize("save, name", [(lambda run, path: run.save_session(path), "out.json"),
+                                        (lambda run, path: run.save(path), "out.npz"),
+                                        (lambda run, path: run.show(0, 0).save(path), "out.png")],
+                         ids=["session", "trace", "figure"])
+def test_every_save_into_a_missing_folder_is_refused_and_makes_none(bundled, tmp_path, save, name):
+    """As `trace --out` does; save_session made the folder (boundary27)."""
+    run = bundled.run(PROMPT, steps=1)
+    with pytest.raises(explorer.ExplorerError, match=rf"{name.replace('.', '[.]')}: its folder does not exist[.]$"):
+        save(run, tmp_path / "missing" / name)
+    assert not (tmp_path / "missing").exists()
+
+
 @pytest.mark.parametrize("call, words", [
     (lambda m: m.run(PROMPT, steps=-1), "steps=-1"),
     (lambda m: m.run(PROMPT, steps=10_000), "context of 256"),
