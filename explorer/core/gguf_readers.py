@@ -39,6 +39,7 @@ OPTIONAL_KEYS = {
     "v_head_dim": "attention.value_length",
 }
 LOCAL_KEYS = {"rope_local_base_freq": "rope.freq_base_swa"}       # Gemma 3's sliding layers
+ROTARY_KEYS = {"partial_rotary_factor": "rope.dimension_count"}     # read as a count of rotated numbers a head
 GEMMA3_LOCAL_ROPE_BASE = 10000.0  # llama.cpp: rope_freq_base_train_swa
 
 
@@ -55,6 +56,9 @@ def _common_config(header: GGUFHeader, source: str) -> dict:
     config["num_key_value_heads"] = header.scalar(OPTIONAL_KEYS["num_key_value_heads"], heads, source,
                                                   "num_key_value_heads")
     config["head_dim"] = header.scalar(OPTIONAL_KEYS["head_dim"], config["hidden_size"] // heads, source, "head_dim")
+    rotated = header.scalar(ROTARY_KEYS["partial_rotary_factor"], config["head_dim"], source, "head_dim")
+    if rotated != config["head_dim"]:      # llama.cpp's n_rot, the first n_rot of each head rotated: the schema's
+        config["partial_rotary_factor"] = rotated / config["head_dim"]     # one rule on partial rotation refuses it
     embed = next((t for t in header.tensors if t.name == "token_embd.weight"), None)
     if embed is None:
         raise ModelLoadError(f"{source} has no token_embd.weight tensor.")

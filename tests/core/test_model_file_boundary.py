@@ -21,6 +21,7 @@ from explorer.core.errors import (
     ModelLoadError,
     NonFiniteError,
     TokenizerError,
+    UnsupportedModelError,
 )
 from explorer.core.loaders import open_checkpoint
 from tests.core import fuzz_files as ff
@@ -232,6 +233,17 @@ def test_a_merges_list_longer_than_any_model_is_refused_from_its_count(gguf_part
     mutate_gguf(gguf_parts, "value", 0, ("tokenizer.ggml.merges", ff.Value(ff.ARRAY, ["a b"] * (limit + 1), ff.STRING)))
     ff.write_gguf(tmp_path / "merges.gguf", gguf_parts)
     assert f"tokenizer.ggml.merges holds {limit + 1:,} values" in refused(tmp_path / "merges.gguf")
+
+
+def test_a_gguf_that_rotates_part_of_each_head_is_refused_naming_the_key(gguf_parts, tmp_path):
+    """llama.cpp rotates only the first rope.dimension_count numbers of each head; it was ignored (boundary27)."""
+    head = dict(gguf_parts.fields)["llama.embedding_length"].value // dict(gguf_parts.fields)[
+        "llama.attention.head_count"].value
+    mutate_gguf(gguf_parts, "value", 0, ("llama.rope.dimension_count", ff.Value(ff.U32, head // 2)))
+    ff.write_gguf(tmp_path / "partial.gguf", gguf_parts)
+    message = refused(tmp_path / "partial.gguf", UnsupportedModelError)
+    assert "partial.gguf: llama.rope.dimension_count: partial_rotary_factor 0.5 rotates only part of each head" \
+        in message
 
 
 def test_a_non_finite_gguf_weight_is_named(gguf_parts, tmp_path):

@@ -11,13 +11,13 @@ from __future__ import annotations
 from explorer.core.config_schema import check_config, check_field
 from explorer.core.errors import ExplorerError, ModelLoadError, UnsupportedModelError
 from explorer.core.families import gguf_named, gguf_row, model_type_of_gguf, supported_gguf
-from explorer.core.gguf_readers import HF_KEYS, LOCAL_KEYS, OPTIONAL_KEYS
+from explorer.core.gguf_readers import HF_KEYS, LOCAL_KEYS, OPTIONAL_KEYS, ROTARY_KEYS
 from explorer.core.loaders.gguf_header import GGUFHeader
 
 
 def gguf_names(header: GGUFHeader, source: str) -> dict[str, str]:
     """config.json key -> how the sentence names it in this file: '<file>: <arch>.<GGUF key>'."""
-    keys = {**{hf: key for hf, (key, _) in HF_KEYS.items()}, **OPTIONAL_KEYS, **LOCAL_KEYS}
+    keys = {**{hf: key for hf, (key, _) in HF_KEYS.items()}, **OPTIONAL_KEYS, **LOCAL_KEYS, **ROTARY_KEYS}
     return {hf: f"{source}: {header.architecture}.{key}" for hf, key in keys.items()}
 
 
