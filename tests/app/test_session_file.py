@@ -270,3 +270,16 @@ def test_invalid_json_names_line_and_column_once(tmp_path, content, line, column
     words = str(error.value).replace(str(path), "PATH").split()
     assert all(a != b for a, b in zip(words, words[1:])), words
     assert f"line {line}, column {column}" in str(error.value)
+
+
+def test_the_window_warns_of_an_autosave_it_set_aside(window, dialogs, tmp_path):
+    """A status bar notice went under the start's own messages before anyone read it (boundary27): the window's
+    one door for errors says it, in one sentence that ends once."""
+    bad = Path(window.autosaver.path)            # a test's own name: looked at alone (find_crashed)
+    bad.write_text("not json at all")
+    assert not window.offer_crash_restore()
+    assert len(dialogs["warnings"]) == 1 and dialogs["questions"] == []
+    warned = dialogs["warnings"][0]
+    assert f"could not be read, so it was moved to {bad}.unreadable" in warned and not warned.endswith(".).")
+    assert "moved to" in window.status.error_line.message
+    assert bad.with_name(bad.name + ".unreadable").is_file()

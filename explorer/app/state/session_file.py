@@ -277,7 +277,7 @@ def _crashed_state(path: Path, notices: list[str], in_use: set[Path]) -> Session
 def _set_aside(path: Path, error: BaseException) -> str:
     """Rename an unreadable autosave so that no start reads it again; the sentence that says so."""
     aside = path.with_name(path.name + SET_ASIDE_SUFFIX)
-    why = " ".join(str(error).split())[:200]
+    why = " ".join(str(error).split())[:200].rstrip(".")
     try:
         os.replace(path, aside)
     except OSError:

@@ -3,7 +3,7 @@
 Only an autosave whose window has died is offered; another window's, still running, is left
 alone; one with no model, prompt or experiment (a run killed before it had any) is removed unasked: "Restore its
 session (no model, a 0-character prompt)?" restored nothing (drive26). An autosave that cannot be read was moved
-aside by session_file.find_crashed: the status bar (and stderr) says so, and the start goes on.
+aside by session_file.find_crashed: a warning and the error line (and stderr) say so, and the start goes on.
 
 A session whose replay is long (session_restore.is_long: minutes of work on a CPU) is offered three ways:
 restored and run, restored without running (its prompt waits for Run), or not restored. Whatever the answer,
@@ -103,8 +103,16 @@ def ask(parent: QWidget, state: SessionState, without_running: bool = True) -> s
 
 
 def _tell(parent: QWidget, notices: list[str]) -> None:
+    """Say that an autosave was set aside: on stderr, and through the window's one door for errors (its error
+    line and a warning), since a session the person may miss is gone from the restore; a status bar notice went
+    under the start's own messages before anyone read it (boundary27). A bare window gets the notice."""
     for notice in notices:
         print(notice, file=sys.stderr)
+    if not notices:
+        return
+    show_error = getattr(parent, "show_error", None)
     status = getattr(parent, "statusBar", None)
-    if notices and callable(status):
+    if callable(show_error):
+        show_error(" ".join(notices))
+    elif callable(status):
         status().showMessage(" ".join(notices), NOTICE_MS)
