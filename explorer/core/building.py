@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from explorer.core import device_names
-from explorer.core.errors import ModelLoadError
+from explorer.core.errors import ModelLoadError, UnsupportedModelError
+from explorer.core.loaders.model_file import find_model
 from explorer.core.trace import ModelInfo
 
 if TYPE_CHECKING:
@@ -58,10 +59,23 @@ def _mps_available() -> bool:
     return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
 
 
+def in_config_file(error: ModelLoadError, source: str) -> ModelLoadError:
+    """`error`, a config reader's sentence naming a field, said of the file that holds it (a folder's
+    config.json, a .gguf file): the readers see only a dict. A sentence that names the source already is kept."""
+    if str(source) in str(error):
+        return error
+    model = find_model(source)
+    return type(error)(f"{model.config if model else source}: {error}")
+
+
 def load_built(checkpoint, build, model_info, device: str = "cpu", dtype: str = "float32") -> LoadedModel:
     """A LoadedModel of `checkpoint` built by a family's build(hf_config, tensors, source, device, dtype)
-    and described by its model_info(model, config, name) (encoder.py, encdec.py)."""
-    model, config = build(checkpoint.hf_config, checkpoint.tensors, str(checkpoint.path), device, dtype)
+    and described by its model_info(model, config, name) (encoder.py, encdec.py); a config's refusal names
+    its file, as a decoder's does (runtime.build_model)."""
+    try:
+        model, config = build(checkpoint.hf_config, checkpoint.tensors, str(checkpoint.path), device, dtype)
+    except UnsupportedModelError as error:
+        raise in_config_file(error, str(checkpoint.path)) from None
     return LoadedModel(model=model, config=config, tokenizer=checkpoint.tokenizer,
                        info=model_info(model, config, checkpoint.name), name=checkpoint.name,
                        path=Path(checkpoint.path) if checkpoint.path else None)

@@ -329,12 +329,13 @@ class Recorder:
         bad = ids[(ids < 0) | (ids >= size)]
         if bad.size:
             tokenizer = self.loaded.tokenizer
-            ids_known = int(getattr(tokenizer, "vocab_size", 0) or 0)
             # an id the model's own tokenizer can give: the files disagree, not the person's prompt (boundary27)
             source = getattr(tokenizer, "source", "the tokenizer")
             named = source if source == "the tokenizer" else f"the tokenizer of {source}"
-            why = (f"; {named} has {ids_known:,} ids, more than the model's embedding has rows"
-                   if ids_known > size and 0 <= int(bad[0]) < ids_known else "")
+            knows = getattr(tokenizer, "knows", None)
+            why = (f"; {named} holds a token of that id, past the model's embedding of {size:,} rows, so the "
+                   "tokenizer and the weights do not belong together" if callable(knows) and knows(int(bad[0]))
+                   else "")
             raise ExplorerError(f"token id {int(bad[0])} is outside the vocabulary of {size} (ids 0 to {size - 1})"
                                 f"{why}.")
 

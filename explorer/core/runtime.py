@@ -14,13 +14,19 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from explorer.core import encdec, encoder
-from explorer.core.building import DTYPES, LoadedModel, load_built, resolve_device, torch_dtype  # noqa: F401 (re-exported)
+from explorer.core.building import (  # noqa: F401 (re-exported)
+    DTYPES,
+    LoadedModel,
+    in_config_file,
+    load_built,
+    resolve_device,
+    torch_dtype,
+)
 from explorer.core.config import ModelConfig
 from explorer.core.config_schema import check_runnable
 from explorer.core.errors import ModelLoadError
 from explorer.core.families import FAMILIES, refuse_decoder_build
 from explorer.core.loaders import READY_AT, open_checkpoint
-from explorer.core.loaders.model_file import find_model
 from explorer.core.model import Transformer
 from explorer.core.trace import ModelInfo
 from explorer.core.weights import check_finite, map_weights, validate
@@ -51,7 +57,7 @@ def build_model(hf_config: dict, tensors: dict[str, torch.Tensor], source: str =
         config = ModelConfig.from_hf(hf_config)
         check_runnable(config)
     except ModelLoadError as error:              # name the file: the config reader only sees a dict
-        raise type(error)(f"{config_file(source)}: {error}") from None
+        raise in_config_file(error, source) from None
     agree_with_weights(config, tensors, source)              # before a module is built from the config
     check_finite(tensors, source)
     with torch.device("meta"), SkipParameterInit():
@@ -69,13 +75,6 @@ def build_model(hf_config: dict, tensors: dict[str, torch.Tensor], source: str =
     if tied:
         converted["lm_head.weight"] = converted["embed.weight"]
     return adopt(model, converted, tied, fuse), config
-
-
-def config_file(source: str) -> str:
-    """The file a config came from (loaders.open_model's answer: a folder's config.json, a .gguf file), else
-    the source itself (a name)."""
-    model = find_model(source)
-    return str(model.config) if model else source
 
 
 _LAYER = re.compile(r"(?:^|\.)(?:layers|h|layer)\.(\d+)\.")

@@ -172,6 +172,10 @@ class TextTokenizer:
     def vocab_size(self) -> int:
         return self.tokenizer.get_vocab_size(with_added_tokens=True)
 
+    def knows(self, token_id: int) -> bool:
+        """Whether the vocabulary holds a token of this id (ids need not be 0 to vocab_size - 1)."""
+        return 0 <= token_id < 1 << 32 and self.tokenizer.id_to_token(int(token_id)) is not None
+
     def is_special(self, token_id: int) -> bool:
         return token_id in self._special_ids
 

@@ -106,5 +106,23 @@ def test_an_id_the_models_own_tokenizer_gives_past_its_embedding_names_the_token
     with pytest.raises(explorer.ExplorerError) as caught:
         model.run("ZZZ")
     message = str(caught.value)
-    assert f"outside the vocabulary of {size}" in message and "tokenizer" in message and "more than the model's " \
-        "embedding has rows" in message and "\n" not in message, message
+    assert f"outside the vocabulary of {size}" in message and "tokenizer" in message and "holds a token of that " \
+        f"id, past the model's embedding of {size} rows" in message and "\n" not in message, message
+
+
+def test_a_tokenizer_whose_ids_run_past_the_embedding_is_named_though_it_has_fewer_ids(tmp_path):
+    """Its pieces renumbered past the rows, with no more pieces than rows: only a count of ids was compared."""
+    import json
+
+    from tests.app.tiny_model import make_tiny_llama
+
+    folder = make_tiny_llama(tmp_path / "tiny")
+    spec = json.loads((folder / "tokenizer.json").read_text())
+    vocab = spec["model"]["vocab"]
+    vocab = {piece: (token_id + 5000 if token_id >= 100 else token_id) for piece, token_id in vocab.items()}
+    spec["model"]["vocab"] = vocab
+    (folder / "tokenizer.json").write_text(json.dumps(spec))
+    model = explorer.load(folder)
+    assert len(vocab) <= model.loaded.config.vocab_size
+    with pytest.raises(explorer.ExplorerError, match=r"the tokenizer of .*tiny.* holds a token of that id, past"):
+        model.run("The quick brown fox jumps over the lazy dog")

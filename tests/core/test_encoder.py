@@ -120,6 +120,7 @@ def test_minilm_matches_transformers_bert(minilm_folder):
     ({"max_position_embeddings": -1}, "max_position_embeddings = -1 is not legal"),
     ({"hidden_act": "swishy"}, "hidden_act = 'swishy' is not legal"),
     ({"layer_norm_eps": 0}, "layer_norm_eps = 0 is not legal"),
+    ({"vocab_size": 0}, "vocab_size = 0 is not legal: it must be at least 1 for a model to run"),
 ])
 def test_a_bert_config_is_checked_as_every_family_s_is(minilm_folder, tmp_path, change, words):
     """BERT's config skipped the checks every other family's goes through: heads that do not divide the width, a
@@ -139,3 +140,4 @@ def test_a_bert_config_is_checked_as_every_family_s_is(minilm_folder, tmp_path, 
     with pytest.raises(ExplorerError) as caught:
         explorer.load(folder)
     assert words in str(caught.value) and "\n" not in str(caught.value), str(caught.value)
+    assert str(caught.value).startswith(f"{folder / 'config.json'}: "), "the file is named, as a decoder's is"
