@@ -427,3 +427,15 @@ def test_a_tokenizer_json_with_millions_of_merges_is_refused_from_its_bytes(fold
                                              f"{MAX_TOKENIZER_STRINGS:,} of any tokenizer"):
         open_checkpoint(folder)
     assert time.perf_counter() - started < 1.0
+
+
+@pytest.mark.parametrize("spoil, part", [(lambda spec: spec["model"].update(type="Florp"), "its model is"),
+                                         (lambda spec: spec["model"].update(merges=[[1, 2]]), "its model.merges is")])
+def test_a_tokenizer_part_of_no_known_kind_is_named_without_serde_words(folder, spoil, part):
+    """tokenizers says "data did not match any variant of untagged enum ModelUntagged" (boundary27: jargon)."""
+    spec = json.loads((folder / "tokenizer.json").read_text())
+    spoil(spec)
+    (folder / "tokenizer.json").write_text(json.dumps(spec))
+    message = refused(folder)
+    assert f"tokenizer.json is not a valid tokenizer file ({part} of no kind the tokenizers library reads at line 1" \
+        in message and "untagged" not in message, message

@@ -8,6 +8,7 @@ checkpoints are refused, never unpickled.
 from __future__ import annotations
 
 import mmap
+import re
 import struct
 from pathlib import Path
 
@@ -128,7 +129,22 @@ def bounded_tokenizer(raw: bytes, path: Path) -> tokenizers.Tokenizer:
     except BaseException as error:  # noqa: B036 -- tokenizers raises bare Exceptions, and Rust panics as BaseException
         if isinstance(error, (KeyboardInterrupt, SystemExit)):
             raise
-        raise ModelLoadError(f"{path} is not a valid tokenizer file ({first_line(error)}).") from None
+        raise ModelLoadError(f"{path} is not a valid tokenizer file ({_plain(first_line(error))}).") from None
+
+
+# serde's words for a JSON object that fits none of a tokenizer part's kinds, and the JSON key of each part
+_UNTAGGED = re.compile(r"data did not match any variant of untagged enum (\w+)")
+_PARTS = {"Model": "model", "Merge": "model.merges", "PreTokenizer": "pre_tokenizer", "Normalizer": "normalizer",
+          "Decoder": "decoder", "PostProcessor": "post_processor", "Processor": "post_processor"}
+
+
+def _plain(message: str) -> str:
+    """The tokenizers library's message with serde's "untagged enum ModelUntagged" said as the part of the
+    file it is about (boundary27: library jargon in a sentence for the person)."""
+    def said(match: re.Match) -> str:
+        part = next((key for name, key in _PARTS.items() if match[1].startswith(name)), None)
+        return f"its {part} is of no kind the tokenizers library reads" if part else match[0]
+    return _UNTAGGED.sub(said, message)
 
 
 def _check_counts(raw: bytes, path: Path) -> None:
