@@ -75,9 +75,12 @@ def sampling_number(text: str) -> int | float:
     except ValueError:
         pass
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if math.isinf(value) and "inf" not in text.lower():        # 1e400: Sampling would say "inf", not what was typed
+        raise argparse.ArgumentTypeError(f"{text} is past the largest number a float holds")
+    return value
 
 
 sampling_number.__name__ = "number"

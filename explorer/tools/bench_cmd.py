@@ -71,7 +71,7 @@ def _sync(loaded) -> None:
 def add_arguments(parser) -> None:
     parser.add_argument("--model", required=True, help="model folder, .gguf file or catalog name")
     parser.add_argument("--prompt-tokens", type=arguments.count(1), default=256)
-    parser.add_argument("--steps", type=arguments.steps, default=64)
+    parser.add_argument("--steps", type=arguments.count(1), default=64)      # a median of no step is none
     parser.add_argument("--device", type=arguments.device, default="cpu")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
     parser.add_argument("--json", action="store_true", help="print one JSON object (the only output format)")

@@ -22,7 +22,11 @@ def check_image_size(width: int, height: int) -> tuple[int, int]:
     if min(width, height) < MIN_SIDE:
         raise ImageSizeError(f"An image of {width}x{height} pixels is too small: each side must be at least "
                              f"{MIN_SIDE} pixels.")
-    if max(width, height) > MAX_SIDE or width * height > MAX_PIXELS:
+    # the one limit the size is past (boundary27: 16385x100 read as if it had too many pixels)
+    if max(width, height) > MAX_SIDE:
+        raise ImageSizeError(f"An image of {width}x{height} pixels is too large: each side may be at most "
+                             f"{MAX_SIDE:,} pixels (e.g. 8000x5000).")
+    if width * height > MAX_PIXELS:
         raise ImageSizeError(f"An image of {width}x{height} is {width * height:,} pixels; an export may have at "
-                             f"most {MAX_PIXELS:,} pixels and {MAX_SIDE:,} on a side (e.g. 8000x5000).")
+                             f"most {MAX_PIXELS:,} pixels (e.g. 8000x5000).")
     return width, height
