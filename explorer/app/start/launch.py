@@ -107,6 +107,8 @@ def launch(args) -> int:
     reference = getattr(args, "model", None) or reopened or model_refs.default_model()
     window.prompt.set_text(getattr(args, "prompt", None) or first_prompt(settings.last_prompt, reference))
     if reference:
+        if reference == reopened and not getattr(args, "model", None):
+            fall_back_if_refused(window, reference, model_refs.default_model())
         window.open_model(reference)          # once loaded, the controller prefills the prompt
         notice = model_refs.fallback_notice(reference, getattr(args, "model", None))
         if notice:
@@ -117,6 +119,25 @@ def launch(args) -> int:
     code = app.exec()
     tear_down(window)
     return code
+
+
+def fall_back_if_refused(window, reference: str, fallback: str | None) -> None:
+    """If the model open at the last quit is refused now (a file since damaged or changed), open `fallback` (the
+    default model) once its error was said: a relaunch left the window with no model at all (boundary27). A
+    model the person named on the command line is not replaced: its error is the answer."""
+    def on_failed(failed: str) -> None:
+        stop()
+        if failed == reference and fallback and fallback != reference and window.controller.summary is None:
+            window.statusBar().showMessage(f"The model open last time could not be opened; opened "
+                                           f"{model_refs.short_name(fallback)} instead.", 30000)
+            window.open_model(fallback)
+
+    def stop(*_) -> None:
+        window.controller.load_failed.disconnect(on_failed)
+        window.controller.model_ready.disconnect(stop)
+
+    window.controller.load_failed.connect(on_failed)
+    window.controller.model_ready.connect(stop)
 
 
 def step_after_prefill(window, n_steps: int) -> None:
