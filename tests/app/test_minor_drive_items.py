@@ -108,6 +108,8 @@ def test_view_brings_forward_a_panel_behind_a_tab_and_closes_one_in_sight(qtbot,
     assert entry.isChecked() and not mask.isHidden()
     entry.trigger()                                                     # in sight now: closed
     assert mask.isHidden() and not entry.isChecked()
+    embeddings.raise_()                                                 # another tab of its group in front
+    qtbot.waitUntil(lambda: in_sight(embeddings))
     entry.trigger()                                                     # and opened again, in sight
     qtbot.waitUntil(lambda: in_sight(mask))
     assert entry.isChecked()

@@ -153,8 +153,8 @@ class Menus:
 
     def _panel_entry(self, dock) -> QAction:
         """View ▸ <panel>: checked while the panel is open. Chosen, it brings forward an open panel that is a tab
-        behind another, and otherwise opens or closes it; Qt's own toggle closed a panel behind a tab, and chosen
-        again brought it back still behind (drive27)."""
+        behind another, and otherwise opens it in front of its tab group or closes it; Qt's own toggle closed a panel
+        behind a tab, and chosen again brought it back still behind (drive27, drive28)."""
         toggle = dock.toggleViewAction()
         entry = QAction(toggle.text(), self.window)
         entry.setCheckable(True)
@@ -162,8 +162,11 @@ class Menus:
         toggle.toggled.connect(entry.setChecked)
 
         def chosen(_checked: bool) -> None:
-            if not bring_forward(dock, entry):
-                toggle.trigger()
+            if bring_forward(dock, entry):
+                return
+            toggle.trigger()
+            if toggle.isChecked():          # opened: in front of its tab group, as asked (drive28: back behind)
+                dock.raise_()
         entry.triggered.connect(chosen)
         return entry
 
