@@ -53,7 +53,8 @@ def test_the_patching_map_says_it_is_empty_until_a_map_is_run(qtbot):
     assert said, f"no sentence in the map's place says to press Run map: {sentences_in_sight(map_place)}"
 
     values = np.array([[1.0, 2.0, 3.0, 4.0], [0.5, 1.5, 2.5, 3.5], [4.0, 3.0, 2.0, 1.0]])
-    view._on_finished(SimpleNamespace(values=values, clean=4.0, corrupt=1.0, site="head", complete=True))
+    view._on_finished(SimpleNamespace(values=values, clean=4.0, corrupt=1.0, site="head", metric="logit_diff",
+                                      complete=True))
     settle(0.3)
     assert in_sight(view.view), "the drawn map is out of sight"
     assert not [text for text in sentences_in_sight(map_place) if "Run map" in text], "the empty note stayed"
@@ -62,3 +63,29 @@ def test_the_patching_map_says_it_is_empty_until_a_map_is_run(qtbot):
     settle(0.3)
     assert not in_sight(view.view) and black_share(map_place) < 0.1
     assert [text for text in sentences_in_sight(map_place) if "Run map" in text]
+
+
+def test_a_gap_of_nothing_is_not_shared_out(qtbot):
+    """drive28: clean 1.724, corrupted 1.726 on the MLA model's default prompts drew "-266% of the gap" in
+    saturated colours. With no gap to recover (the clean prompt not above the corrupted one, or a gap the
+    patches move past twenty times over) the map is each patch's change, and the caption says why."""
+    trace = build_trace(n_layers=2, n_heads=2)
+    session = Session()
+    session.set_model(trace.model)
+    session.set_trace(trace)
+    panel = ExperimentsPanel(session)
+    qtbot.addWidget(panel)
+    view = panel.patching
+    values = np.array([[1.732, 1.70], [1.726, 1.74]])
+    for clean, words in ((1.724, "the clean prompt does not raise it above the corrupted one"),
+                         (1.7265, "that gap is too small beside the patches' changes (up to 0.026)")):
+        view._on_finished(SimpleNamespace(values=values, clean=clean, corrupt=1.726, site="head",
+                                          metric="logit_diff", complete=True))
+        said = view.caption.document.toPlainText()
+        assert words in said and "% of the gap" not in said and "The largest: L1.H1 at 1.740." in said, said
+        np.testing.assert_allclose(view.heatmap.image.image, values - 1.726, atol=1e-6)
+    view._on_finished(SimpleNamespace(values=values, clean=2.726, corrupt=1.726, site="head", metric="logit_diff",
+                                      complete=True))
+    said = view.caption.document.toPlainText()
+    assert "The largest: L1.H1 at 1.740 (1% of the gap)." in said, said
+    np.testing.assert_allclose(view.heatmap.image.image, (values - 1.726) / 1.0, atol=1e-6)

@@ -263,20 +263,32 @@ class PatchingView(QWidget):
         self.result = result
         self._done()
         values = result.values                                                   # (L, H) or (L, T)
-        gap = result.clean - result.corrupt
-        recovered = (values - result.corrupt) / gap if gap else np.zeros_like(values)   # 0: corrupted, 1: clean
         columns = [f"H{h}" for h in range(values.shape[1])] if result.site == "head" else \
             [str(p) for p in range(values.shape[1])]
-        self.heatmap.set_matrix(recovered, (-1.0, 1.0), row_labels=[f"L{l}" for l in range(len(values))],
-                                col_labels=columns)
+        rows = [f"L{l}" for l in range(len(values))]
+        metric = "logit diff" if result.metric == "logit_diff" else "probability"
+        gap = result.clean - result.corrupt
+        changes = values - result.corrupt                                        # what each patch moved
+        largest = float(np.nanmax(np.abs(changes))) if np.isfinite(changes).any() else 0.0
         best = np.unravel_index(np.nanargmax(values), values.shape) if np.isfinite(values).any() else None
-        where = "" if best is None else (
-            f" The largest: L{best[0]}.{'H' if result.site == 'head' else '@'}{best[1]} at {values[best]:.3f}"
-            + (f" ({(values[best] - result.corrupt) / gap:.0%} of the gap)." if gap else "."))
-        self.caption.set_plain(
-            f"logit diff: clean {result.clean:.3f}, corrupted {result.corrupt:.3f}; colour: the share of that gap "
-            "each patch recovers (0 corrupted, 1 clean)." + where
-            + ("" if result.complete else " Cancelled: the blank cells were not run."))
+        site = "" if best is None else f"L{best[0]}.{'H' if result.site == 'head' else '@'}{best[1]}"
+        said = f"{metric}: clean {result.clean:.3f}, corrupted {result.corrupt:.3f}; "
+        if gap > 0 and largest <= MAX_SHARE * gap:
+            shares = changes / gap                                               # 0: corrupted, 1: clean
+            self.heatmap.set_matrix(shares, (-1.0, 1.0), row_labels=rows, col_labels=columns)
+            said += "colour: the share of that gap each patch recovers (0 corrupted, 1 clean)." + (
+                "" if best is None else f" The largest: {site} at {values[best]:.3f} ({shares[best]:.0%} of the gap).")
+        else:
+            # No gap to share out (drive28: -266% "of" a gap of -0.002 on saturated colours): each patch's change
+            why = ("the clean prompt does not raise it above the corrupted one" if gap <= 0 else
+                   f"that gap is too small beside the patches' changes (up to {largest:.3f})")
+            self.heatmap.set_matrix(changes, (-(largest or 1.0), largest or 1.0), row_labels=rows, col_labels=columns)
+            said += (f"{why}, so there is no share of it to show; colour: each patch's change of the {metric}." + (
+                "" if best is None else f" The largest: {site} at {values[best]:.3f}."))
+        self.caption.set_plain(said + ("" if result.complete else " Cancelled: the blank cells were not run."))
+
+
+MAX_SHARE = 20      # a patch moving the metric by more than 20 gaps: the shares are noise over a gap near 0
 
 
 def reason(message: str) -> str:
