@@ -104,7 +104,7 @@ class DockShares(QObject):
             self.under_px = dock_layout.group_px(self.window, under[0]) if under else 0
 
     def squeezed(self) -> bool:
-        """Whether the window is smaller than the size its layout was taken at (beyond `near`), with the same
+        """Whether the window is smaller than the size its layout was taken at, with the same
         layout. The docks this class and Learn's placement move while it is (the bottom tabs folded and unfolded,
         Learn folded) asked for the layout to be taken again, and a shrink to 796 x 900 and back to 1920 x 1080
         gave back the squeezed shares (attention's map 45 px tall): such an arrangement is not taken (see
@@ -112,7 +112,10 @@ class DockShares(QObject):
         if self.taken is None or getattr(self.window, "dock_groups", None) is not self.groups:
             return False
         size, taken = self.window.size(), self.taken[0]
-        return not near(size, taken) and (size.width() < taken.width() or size.height() < taken.height())
+        # Any size smaller, not only one beyond `near` (which is for giving a layout back): dragged from 1366 to
+        # 1242 px, Learn folded and that arrangement was taken there, then Learn's column unfolding at 1302 px was
+        # taken too, and back at 1366 px the left column had the regrow, 384 px for 334 (drive28 F2)
+        return size.width() < taken.width() or size.height() < taken.height()
 
     def give_back(self) -> None:
         """Back at (near) the size the layout was taken at, the docks get the sizes they had then (Qt's own
@@ -123,7 +126,9 @@ class DockShares(QObject):
             self.resized_since = True
             self._keep_left_column()
         elif self.resized_since:
-            self.resized_since = False
+            # given back again at each size on the way, until the very size: given back once at 1242 px of 1362,
+            # the window grown on by hand to 1362 gave the left column the growth (384 px for 334, drive28 F2)
+            self.resized_since = self.window.size() != self.taken[0]
             self.folded = None
             self._restore(self.taken[1])
         self.keep_plots_legible()
