@@ -16,7 +16,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--store", action="store_true",
                         help="what the model store holds: each pulled model's files and the copies its first load made")
     parser.add_argument("--clear-copies", action="store_true",
-                        help="delete the float32 copies first loads wrote into the store (made again when needed)")
+                        help="delete the copies first loads wrote into the store, a GGUF model's float32 weights "
+                             "and its tokenizer (made again when needed)")
     parser.add_argument("--remove", metavar="NAME", help="delete a pulled model from the store")
 
 
