@@ -16,6 +16,7 @@ from explorer.app.thread.core_api import SamplingSettings
 
 MAX_RECENT = 8
 THEMES = ("system", "light", "dark")
+KEPT_PROMPT_CHARS = 1 << 24    # 16 Mi characters, far past the text any supported context reads
 PLACE_LIMIT = 16384         # px: no screen is larger; a saved place past it is not the window's
 
 
@@ -184,7 +185,10 @@ class AppSettings(FigureSettings):
 
     @last_prompt.setter
     def last_prompt(self, text: str) -> None:
-        self.q.setValue("prompt/last", text[:100_000])
+        # Whole: cut at 100,000 characters, a 144,000-character prompt that fits Gemma's context came back cut
+        # mid-word at the relaunch and was lost at the next quit (drive28). Only a text past any prompt a model
+        # could read is cut, so that the settings file stays a settings file.
+        self.q.setValue("prompt/last", text[:KEPT_PROMPT_CHARS])
 
     def sync(self) -> None:
         """Write the settings out; a file it cannot write (a folder without permission, a full disk) is said on
