@@ -23,7 +23,7 @@ def test_the_first_raise_builds_no_patching_map_and_a_result_draws_it(qtbot):
     panel.show()
     assert getattr(panel.patching, "_heatmap", "built") is None, "the hidden patching map was built at the raise"
     values = np.array([[1.0, 2.0, 3.0, 4.0], [0.5, 1.5, 2.5, 3.5], [4.0, 3.0, 2.0, 1.0]])
-    result = SimpleNamespace(values=values, clean=4.0, corrupt=1.0, site="head", complete=True)
+    result = SimpleNamespace(values=values, clean=4.0, corrupt=1.0, site="head", metric="logit_diff", complete=True)
     panel.patching._on_finished(result)
     np.testing.assert_allclose(panel.patching.heatmap.image.image, (values - 1.0) / (4.0 - 1.0))
     assert panel.patching.heatmap.shape == (3, 4)
