@@ -49,3 +49,16 @@ def test_a_deleted_last_model_is_not_asked_for_and_a_script_keeps_its_choice(lau
     shutil.rmtree(model)
     assert opened_reference(launched, []) == model_refs.default_model(), "the default did not open instead"
     assert dialogs["warnings"] == [], "a deleted last model was asked for at launch"
+
+
+def test_a_last_model_refused_now_says_why_and_the_default_opens(launched, tmp_path, dialogs):
+    """A last model whose files were damaged since is refused in one warning, and the default opens after it: the
+    window was left with no model (boundary27)."""
+    import json
+
+    model = make_tiny_llama(tmp_path / "tiny-llama")
+    launch.AppSettings().remember_model(str(model))
+    config = json.loads((model / "config.json").read_text())
+    (model / "config.json").write_text(json.dumps({**config, "num_attention_heads": 0}))
+    assert opened_reference(launched, []) == model_refs.default_model()
+    assert len(dialogs["warnings"]) == 1 and "num_attention_heads = 0 is not legal" in dialogs["warnings"][0]
