@@ -7,18 +7,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from explorer.app.panels.experiments import ExperimentsPanel
-from explorer.app.state.session import Session
-from tests.app.synthetic_trace import build_trace
+from tests.app.test_patching_empty_state import experiments_panel
 
 
 def test_the_first_raise_builds_no_patching_map_and_a_result_draws_it(qtbot):
-    trace = build_trace(n_layers=3, n_heads=4)
-    session = Session()
-    session.set_model(trace.model)
-    session.set_trace(trace)
-    panel = ExperimentsPanel(session)
-    qtbot.addWidget(panel)
+    panel = experiments_panel(qtbot, 3, 4)
     panel.resize(1200, 400)
     panel.show()
     assert getattr(panel.patching, "_heatmap", "built") is None, "the hidden patching map was built at the raise"

@@ -34,13 +34,19 @@ def sentences_in_sight(widget) -> list[str]:
     return [label.text() for label in widget.findChildren(QLabel) if in_sight(label) and label.text()]
 
 
-def test_the_patching_map_says_it_is_empty_until_a_map_is_run(qtbot):
-    trace = build_trace(n_layers=3, n_heads=4)
+def experiments_panel(qtbot, n_layers: int, n_heads: int) -> ExperimentsPanel:
+    """The Experiments panel on its own, over a synthetic trace of that many layers and heads."""
+    trace = build_trace(n_layers=n_layers, n_heads=n_heads)
     session = Session()
     session.set_model(trace.model)
     session.set_trace(trace)
     panel = ExperimentsPanel(session)
     qtbot.addWidget(panel)
+    return panel
+
+
+def test_the_patching_map_says_it_is_empty_until_a_map_is_run(qtbot):
+    panel = experiments_panel(qtbot, 3, 4)
     panel.resize(1200, 420)
     panel.show()
     panel.tabs.setCurrentWidget(panel.patching)
@@ -69,12 +75,7 @@ def test_a_gap_of_nothing_is_not_shared_out(qtbot):
     """drive28: clean 1.724, corrupted 1.726 on the MLA model's default prompts drew "-266% of the gap" in
     saturated colours. With no gap to recover (the clean prompt not above the corrupted one, or a gap the
     patches move past twenty times over) the map is each patch's change, and the caption says why."""
-    trace = build_trace(n_layers=2, n_heads=2)
-    session = Session()
-    session.set_model(trace.model)
-    session.set_trace(trace)
-    panel = ExperimentsPanel(session)
-    qtbot.addWidget(panel)
+    panel = experiments_panel(qtbot, 2, 2)
     view = panel.patching
     values = np.array([[1.732, 1.70], [1.726, 1.74]])
     for clean, words in ((1.724, "the clean prompt does not raise it above the corrupted one"),
