@@ -45,8 +45,8 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def normalized(self, x: torch.Tensor) -> torch.Tensor:
-        """x / sqrt(mean(x^2) + eps) in float32, in the five ops transformers writes (F.rms_norm runs
-        about twelve on the CPU: a decoding step's one row pays for each of them)."""
+        """x / sqrt(mean(x^2) + eps) in float32, in the ops transformers writes and one more (overflow_to_nan);
+        F.rms_norm runs about twelve on the CPU, and a decoding step's one row pays for each of them."""
         x = x.float()
         mean_square = x.pow(2).mean(-1, keepdim=True)                                        # (T, 1)
         return x * overflow_to_nan(mean_square.add(self.eps).rsqrt_(), mean_square)
