@@ -49,3 +49,13 @@ def test_desktop_files_exist():
     assert (ROOT / "packaging" / "transformer-explorer.desktop").read_text().startswith("[Desktop Entry]")
     assert "<component" in (ROOT / "packaging" / "io.github.transformer_explorer.metainfo.xml").read_text()
     assert (ROOT / "resources" / "icons" / "transformer-explorer.svg").exists()
+
+
+def test_the_top_level_holds_only_the_projects_own_files():
+    """A scratch file a script or test wrote into the working folder was committed twice (one_err.txt, then
+    never-written.npz and one_out.txt): the top level is the front door, and each new entry there is a decision."""
+    import subprocess
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    top = {line.split("/")[0] for line in tracked.splitlines()}
+    assert top <= {".ci", ".gitignore", "Makefile", "README.md", "bench", "constraints.txt", "docs", "explorer",
+                   "packaging", "pyproject.toml", "resources", "tests"}, top

@@ -52,12 +52,14 @@ EXPORT = ["export", *MODEL, "--prompt", "To be", "-o", "never-written.png"]
       "--against", "x"], "--target: '\\xff' is not UTF-8 text"),
     (["--prompt", b"\xe9".decode("utf-8", "surrogateescape")], "--prompt: '\\xe9' is not UTF-8 text"),
 ])
-def test_a_bad_value_is_one_line_and_exit_2(argv, words, capsys):
+def test_a_bad_value_is_one_line_and_exit_2(argv, words, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a refusal writes nothing: the outputs named above are looked for here
     code = main(argv)
     err = capsys.readouterr().err
     assert code == 2, err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and words in lines[0] and "Traceback" not in err, err
+    assert list(tmp_path.iterdir()) == [], "a refused command wrote a file"
 
 
 def test_export_of_a_huge_size_fails_fast_without_growing(tmp_path):
