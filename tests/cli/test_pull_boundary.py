@@ -164,6 +164,18 @@ def test_models_says_which_variant_and_shows_and_clears_what_the_store_holds(cat
     assert "not in the store" in capsys.readouterr().err
 
 
+def test_removing_a_linked_model_folder_removes_only_the_link(catalog, tmp_path, capsys):
+    """A person who linked their own copy into the store keeps it: the link goes, its files stay (it said
+    "Cannot call rmtree on a symbolic link" and removed nothing)."""
+    own = tmp_path / "my smollm2"
+    own.mkdir()
+    (own / "weights.gguf").write_bytes(b"mine")
+    store.home().mkdir(parents=True, exist_ok=True)
+    (store.home() / "tiny").symlink_to(own, target_is_directory=True)
+    assert cli.main(["models", "--remove", "tiny"]) == 0, capsys.readouterr().err
+    assert not (store.home() / "tiny").exists() and (own / "weights.gguf").read_bytes() == b"mine"
+
+
 def test_no_temporary_folder_outlives_a_pull(catalog, capsys):
     links, _ = catalog
     assert cli.main(["pull", "tiny", "--find-links", str(links), "--quiet"]) == 0

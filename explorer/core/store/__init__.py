@@ -324,14 +324,15 @@ def stored_models() -> list[StoredModel]:
 
 
 def remove_model(name: str) -> Path:
-    """Delete a pulled model's folder from the store (pulled again on demand)."""
+    """Delete a pulled model's folder from the store (pulled again on demand). A folder that is a link into
+    someone's own files loses only the link: what it points to was never the store's to delete."""
     if name not in PULLABLE:
         raise ModelLoadError(f"{name} is not a catalog model (python -m explorer models --store lists the store).")
     folder = home() / name
     if not folder.is_dir():
         raise ModelLoadError(f"{name} is not in the store {home()}.")
     try:
-        shutil.rmtree(folder)
+        folder.unlink() if folder.is_symlink() else shutil.rmtree(folder)
     except OSError as error:
         raise ModelLoadError(f"Cannot remove {folder}: {error.strerror or error}.") from None
     return folder
