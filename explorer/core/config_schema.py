@@ -53,6 +53,7 @@ FIELDS = {
     "moe_intermediate_size": count(0, nullable=True), "first_k_dense_replace": count(0, nullable=True, high=LAYERS),
     "routed_scaling_factor": positive(nullable=True), "n_group": count(nullable=True, high=1 << 13),
     "topk_group": count(nullable=True, high=1 << 13),
+    "type_vocab_size": count(high=1 << 16),    # BERT's segment embeddings (2 in every published BERT)
 }
 ROPE_FIELDS = {
     "rope_theta": positive(), "factor": positive(nullable=True), "low_freq_factor": positive(),

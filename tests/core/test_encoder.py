@@ -121,6 +121,9 @@ def test_minilm_matches_transformers_bert(minilm_folder):
     ({"hidden_act": "swishy"}, "hidden_act = 'swishy' is not legal"),
     ({"layer_norm_eps": 0}, "layer_norm_eps = 0 is not legal"),
     ({"vocab_size": 0}, "vocab_size = 0 is not legal: it must be at least 1 for a model to run"),
+    # type_vocab_size was read past the schema: 0 failed as a weight's shape, 10**12 asked for a 1.5 TB table
+    ({"type_vocab_size": 0}, "type_vocab_size = 0 is not legal"),
+    ({"type_vocab_size": 10**12}, "type_vocab_size = 1000000000000 is not legal"),
 ])
 def test_a_bert_config_is_checked_as_every_family_s_is(minilm_folder, tmp_path, change, words):
     """BERT's config skipped the checks every other family's goes through: heads that do not divide the width, a
