@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 import warnings
 
@@ -34,6 +35,10 @@ class OneLineParser(argparse.ArgumentParser):
     """A bad argument is one line on stderr and exit status 2, as every other user error is."""
 
     def error(self, message: str):
+        # argparse reads a value that starts with "-" (a prompt "- item", a size "-5x10") as the next option
+        missing = re.match(r"argument (--[\w-]+)\S*: expected one argument$", message)
+        if missing:
+            message += f"; a value that starts with '-' is written {missing[1]}=VALUE"
         self.exit(2, f"error: {message} (see {self.prog} --help).\n")
 
 

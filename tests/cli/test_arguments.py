@@ -51,6 +51,9 @@ EXPORT = ["export", *MODEL, "--prompt", "To be", "-o", "never-written.png"]
     (["patch", *MODEL, "--clean", "a b", "--corrupt", "a c", "--target", b"\xff".decode("utf-8", "surrogateescape"),
       "--against", "x"], "--target: '\\xff' is not UTF-8 text"),
     (["--prompt", b"\xe9".decode("utf-8", "surrogateescape")], "--prompt: '\\xe9' is not UTF-8 text"),
+    # a value that starts with "-" is read by argparse as an option: the sentence says how to give it
+    (EXPORT + ["--size", "-5x10"], "--size: expected one argument; a value that starts with '-' is written --size="),
+    (["trace", *MODEL, "--prompt", "-dash", "--out", "never-written.npz"], "is written --prompt=VALUE"),
 ])
 def test_a_bad_value_is_one_line_and_exit_2(argv, words, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # a refusal writes nothing: the outputs named above are looked for here
