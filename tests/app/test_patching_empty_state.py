@@ -83,7 +83,9 @@ def test_a_gap_of_nothing_is_not_shared_out(qtbot):
         view._on_finished(SimpleNamespace(values=values, clean=clean, corrupt=1.726, site="head",
                                           metric="logit_diff", complete=True))
         said = view.caption.document.toPlainText()
-        assert words in said and "% of the gap" not in said and "The largest: L1.H1 at 1.740." in said, said
+        # the change the map shows strongest is named (L0.H1's -0.026), not the highest value (L1.H1's +0.014)
+        assert words in said and "% of the gap" not in said, said
+        assert "The largest change: L0.H1, -0.026 (to 1.700)." in said, said
         np.testing.assert_allclose(view.heatmap.image.image, values - 1.726, atol=1e-6)
     view._on_finished(SimpleNamespace(values=values, clean=2.726, corrupt=1.726, site="head", metric="logit_diff",
                                       complete=True))

@@ -270,21 +270,29 @@ class PatchingView(QWidget):
         gap = result.clean - result.corrupt
         changes = values - result.corrupt                                        # what each patch moved
         largest = float(np.nanmax(np.abs(changes))) if np.isfinite(changes).any() else 0.0
-        best = np.unravel_index(np.nanargmax(values), values.shape) if np.isfinite(values).any() else None
-        site = "" if best is None else f"L{best[0]}.{'H' if result.site == 'head' else '@'}{best[1]}"
+        finite = np.isfinite(changes).any()
+
+        def site(at) -> str:
+            return f"L{at[0]}.{'H' if result.site == 'head' else '@'}{at[1]}"
         said = f"{metric}: clean {result.clean:.3f}, corrupted {result.corrupt:.3f}; "
         if gap > 0 and largest <= MAX_SHARE * gap:
             shares = changes / gap                                               # 0: corrupted, 1: clean
+            best = np.unravel_index(np.nanargmax(values), values.shape) if finite else None
             self.heatmap.set_matrix(shares, (-1.0, 1.0), row_labels=rows, col_labels=columns)
             said += "colour: the share of that gap each patch recovers (0 corrupted, 1 clean)." + (
-                "" if best is None else f" The largest: {site} at {values[best]:.3f} ({shares[best]:.0%} of the gap).")
+                "" if best is None else
+                f" The largest: {site(best)} at {values[best]:.3f} ({shares[best]:.0%} of the gap).")
         else:
-            # No gap to share out (drive28: -266% "of" a gap of -0.002 on saturated colours): each patch's change
+            # No gap to share out (drive28: -266% "of" a gap of -0.002 on saturated colours): each patch's change,
+            # and the one named is the change the map shows strongest, whichever way (drive29: it named the
+            # highest value, a pale cell, beside a deep blue one)
             why = ("the clean prompt does not raise it above the corrupted one" if gap <= 0 else
                    f"that gap is too small beside the patches' changes (up to {largest:.3f})")
+            moved = np.unravel_index(np.nanargmax(np.abs(changes)), changes.shape) if finite else None
             self.heatmap.set_matrix(changes, (-(largest or 1.0), largest or 1.0), row_labels=rows, col_labels=columns)
             said += (f"{why}, so there is no share of it to show; colour: each patch's change of the {metric}." + (
-                "" if best is None else f" The largest: {site} at {values[best]:.3f}."))
+                "" if moved is None else
+                f" The largest change: {site(moved)}, {changes[moved]:+.3f} (to {values[moved]:.3f})."))
         self.caption.set_plain(said + ("" if result.complete else " Cancelled: the blank cells were not run."))
 
 
