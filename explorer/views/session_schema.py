@@ -102,6 +102,12 @@ def decoded(value, steps: int, forced: tuple[tuple[int, int], ...], name: str = 
     return ids
 
 
+def flag(value, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise SchemaError(f"field {name} is {_shown(value)}, not true or false")
+    return value
+
+
 def choice(value, name: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed or not isinstance(value, str):
         raise SchemaError(f"field {name} is {_shown(value)}, not one of {', '.join(allowed)}")

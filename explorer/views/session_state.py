@@ -54,6 +54,7 @@ class SessionState:
     dtype: str = "float32"
     experiments: tuple[Experiment, ...] = ()   # the Experiments list, each on or off (the run is under those on)
     record_dtype: str = "float32"        # what the trace's arrays were recorded in (the replay records in it too)
+    edited: bool = False                 # the editor's text was edited after the trace ran: not the trace's prompt
 
     def __post_init__(self):
         if self.record_dtype not in RECORD_DTYPES:
@@ -63,9 +64,11 @@ class SessionState:
 
     @classmethod
     def of(cls, model: str | None, prompt: str, sampling: SamplingSettings, trace=None,
-           device: str = "cpu", dtype: str = "float32", experiments: tuple = ()) -> "SessionState":
+           device: str = "cpu", dtype: str = "float32", experiments: tuple = (), edited: bool = False
+           ) -> "SessionState":
         """The state of a window: its model, prompt and sampling, and the trace it shows (if any), with the
-        precision that trace was recorded in (read from its arrays, so the app and the API agree)."""
+        precision that trace was recorded in (read from its arrays, so the app and the API agree); `edited`: the
+        prompt was edited after the trace ran (the trace shown is out of date)."""
         if trace is None or not trace.steps:
             return cls(model=model, prompt=prompt, sampling=sampling, device=device, dtype=dtype,
                        experiments=tuple(experiments))
@@ -74,7 +77,7 @@ class SessionState:
         decoded = tuple(int(i) for i in chosen) if None not in chosen else ()    # an encoder chooses none
         return cls(model=model, prompt=prompt, prompt_ids=tuple(int(i) for i in trace_views.started_ids(trace)),
                    sampling=sampling, forced=forced, decoded=decoded, steps=trace.n_steps, device=device, dtype=dtype,
-                   experiments=tuple(experiments), record_dtype=record_dtype_of(trace))
+                   experiments=tuple(experiments), record_dtype=record_dtype_of(trace), edited=edited)
 
     def to_json(self, **extra) -> str:
         """The session file's text; `extra` fields (the autosave's pid) follow the state's own."""
@@ -128,7 +131,8 @@ class SessionState:
                    device=schema.text(body.get("device", "cpu"), "device"),
                    dtype=schema.choice(body.get("dtype", "float32"), "dtype", schema.DTYPES),
                    experiments=tuple(Experiment.from_json(e) for e in schema.experiments(body.get("experiments", []))),
-                   record_dtype=schema.choice(body.get("record_dtype", "float32"), "record_dtype", RECORD_DTYPES))
+                   record_dtype=schema.choice(body.get("record_dtype", "float32"), "record_dtype", RECORD_DTYPES),
+                   edited=schema.flag(body.get("edited", False), "edited"))
 
 
 def _one_line(error: BaseException) -> str:

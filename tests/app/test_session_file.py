@@ -63,6 +63,7 @@ def test_round_trip_keeps_every_field(tmp_path):
     ('{"format": "transformer-explorer-session", "prompt": 5}', "field prompt is 5, not a string"),
     ('{"format": "transformer-explorer-session", "prompt": "a\\udc80b"}', "field prompt holds a character"),
     ('{"format": "transformer-explorer-session", "dtype": "int4"}', "field dtype is 'int4'"),
+    ('{"format": "transformer-explorer-session", "edited": 1}', "field edited is 1, not true or false"),
     ('{"format": "transformer-explorer-session", "experiments": [{"on": true, "intervention": '
      '{"ablations": [{"layer": "x", "head": 1}]}}]}', "field experiments[0].intervention.ablations[0].layer"),
     ('{"format": "transformer-explorer-session", "experiments": [{"on": true, "intervention": '

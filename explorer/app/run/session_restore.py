@@ -50,8 +50,12 @@ class SessionRestore:
         self.set_prompt(state.prompt)
         self._run_prompt = None
         if state.steps and state.prompt_ids:
-            self._run_prompt = self._awaited = self.prompt_ids()    # the saved trace is this prompt's, even if cut
-            self._replayed_start = np.asarray(state.prompt_ids, dtype=np.int64)   # or slid (prompt_state._claim)
+            saved = np.asarray(state.prompt_ids, dtype=np.int64)
+            # the saved trace is this prompt's, even if cut or slid (prompt_state._claim); unless the prompt was
+            # edited after it ran: then it is the ids it ran, and the trace comes back out of date, as it was saved
+            # (drive29: an edited 26,667-token prompt was taken for the trace's, every token called generated)
+            self._run_prompt = self._awaited = saved if state.edited else self.prompt_ids()
+            self._replayed_start = saved
             self.notice.emit(f"Opening the session: running its {plural(len(state.prompt_ids), 'prompt token')}"
                              + (f" and {plural(state.steps - 1, 'step')}…" if state.steps > 1 else "…"))
             self.worker.replay(state.prompt_ids, state.forced, state.steps, state.decoded)

@@ -291,7 +291,7 @@ class MainWindow(QMainWindow):
                                self.sampling_bar.settings(), self.session.trace,
                                summary.device if summary else self.model_bar.choice()[0],
                                summary.dtype if summary else self.model_bar.choice()[1],
-                               experiments=self.session.experiments)
+                               experiments=self.session.experiments, edited=self.session.out_of_date is not None)
 
     def restore_session(self, state: SessionState, run: bool = True) -> None:
         """A saved session back in the window, replayed (`run`) or waiting for Run."""
