@@ -30,6 +30,10 @@ def model_paths(root: Path) -> dict[str, Path]:
     folder = good_folder(root / "tiny")
     (root / "empty").mkdir()
     (root / "notes.txt").write_text("not a model")
+    lone = root / "lone"                                         # weights and a tokenizer, no config.json
+    lone.mkdir()
+    shutil.copyfile(folder / "model.safetensors", lone / "model.safetensors")
+    (lone / "tokenizer.json").write_text("{}")
     os.mkfifo(root / "weights.gguf")
     gguf = llama_gguf(folder, root, "tiny.gguf")
     pulled, two = root / "pulled", root / "two"                 # a pulled GGUF model's store folder; two files
@@ -40,6 +44,7 @@ def model_paths(root: Path) -> dict[str, Path]:
             shutil.copyfile(gguf, where / name)
     return {"folder": folder, "config.json": folder / "config.json", "gguf": gguf, "gguf folder": pulled,
             "fifo": root / "weights.gguf", "missing": root / "missing", "empty folder": root / "empty",
+            "lone safetensors": lone / "model.safetensors", "lone tokenizer": lone / "tokenizer.json",
             "unknown suffix": root / "notes.txt", "two gguf folder": two}
 
 
@@ -59,12 +64,15 @@ def sentence(paths: dict[str, Path], case: str) -> str:
     return {"fifo": f"{path} is a named pipe (FIFO), not a regular file; it was not opened.",
             "missing": f"{path} does not exist, and is no known model name (python -m explorer models lists them).",
             "empty folder": f"{path} has no config.json, so it is not a Hugging Face model folder.",
+            # the file chosen is named, not only its folder (drive29)
+            "lone safetensors": f"{path} needs a config.json beside it: a .safetensors file holds only weights.",
+            "lone tokenizer": f"{path} needs a config.json beside it: tokenizer.json is no model.",
             "unknown suffix": f"{path} is neither a model folder, a config.json nor a .gguf file.",
             "two gguf folder": f"{path} holds 2 .gguf files and no config.json; open one of the files."}[case]
 
 
 GOOD = ("folder", "config.json", "gguf", "gguf folder")
-BAD = ("fifo", "missing", "empty folder", "unknown suffix", "two gguf folder")
+BAD = ("fifo", "missing", "empty folder", "unknown suffix", "two gguf folder", "lone safetensors", "lone tokenizer")
 
 
 def cli_run(capsys, *args) -> tuple[int, str, str]:

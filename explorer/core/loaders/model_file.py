@@ -138,6 +138,9 @@ def open_model(path: str | Path) -> ModelFiles:
     if suffix in PICKLE_SUFFIXES:
         raise UnsupportedModelError(f"{path} is a pickle checkpoint, which is never unpickled here; {CONVERT_HINT}.")
     if suffix == ".safetensors" or path.name in FOLDER_FILES:
+        if not _present(path.parent / CONFIG_NAME):     # the file chosen is named first (drive29: only its folder)
+            alone = "a .safetensors file holds only weights" if suffix == ".safetensors" else f"{path.name} is no model"
+            raise ModelLoadError(f"{path} needs a {CONFIG_NAME} beside it: {alone}.")
         return _folder(path.parent, path.parent / CONFIG_NAME)
     if suffix == ".json":                       # config.json, or a config saved under a name of its own
         return _folder(path.parent, path)
