@@ -9,6 +9,8 @@ scrolls (Qt Creator's info bar, Netron's error dialog).
 """
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QGuiApplication, QPainter
 from PySide6.QtWidgets import (
@@ -24,6 +26,7 @@ from PySide6.QtWidgets import (
 
 SUMMARY_CHARS = 400          # the most of a first line a summary (a dialog's sentence) carries
 DETAILS_SHARE = 0.6          # the Details dialog takes at most this share of the screen each way
+LEADING_PATH = re.compile(r"^(\S*/\S*?)(?=:?\s)")    # a sentence that names its file first: "/a/b.json is not …"
 
 
 def summary(message: str) -> str:
@@ -53,11 +56,21 @@ class ElidedLine(QWidget):
     def minimumSizeHint(self) -> QSize:
         return QSize(0, self.fontMetrics().height())
 
+    def shown(self) -> str:
+        """The text as drawn at the widget's width. A file named first gives way in its middle before the reason
+        after it is cut (drive29: "/tmp/…/brokencfg/config.json is not v…" at 1366 px hid what was wrong)."""
+        metrics, width, text = self.fontMetrics(), self.width(), self._text
+        lead = LEADING_PATH.match(text)
+        if lead and metrics.horizontalAdvance(text) > width:
+            rest = text[lead.end(1):]
+            room = max(width - metrics.horizontalAdvance(rest), width // 3)
+            text = metrics.elidedText(lead[1], Qt.TextElideMode.ElideMiddle, room) + rest
+        return metrics.elidedText(text, Qt.TextElideMode.ElideRight, width)
+
     def paintEvent(self, event) -> None:
         painter = QPainter(self)
         painter.setPen(self.palette().color(self.foregroundRole()))
-        shown = self.fontMetrics().elidedText(self._text, Qt.TextElideMode.ElideRight, self.width())
-        painter.drawText(self.rect(), int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft), shown)
+        painter.drawText(self.rect(), int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft), self.shown())
 
 
 class ErrorLine(QWidget):
