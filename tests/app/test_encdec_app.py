@@ -342,3 +342,31 @@ def test_kv_panel_ticks_whole_layers_for_a_three_layer_decoder(qtbot, session, t
     axis = kv.plots.layer_plot.getAxis("bottom")
     ticks = [value for _, values in axis.tickValues(*axis.range, axis.width()) for value in values]
     assert ticks and all(float(value).is_integer() for value in ticks), ticks
+
+
+def test_an_encoder_reads_its_whole_context_and_is_never_said_to_keep_a_next_token(qtbot, window, tmp_path,
+                                                                                    dialogs):
+    """An encoder predicts no next token: a prompt of exactly its positions runs unasked, and a longer one's
+    question says how many it holds without "one of them for the next token" (drive29, MiniLM)."""
+    import json
+
+    from PySide6.QtWidgets import QApplication, QMessageBox
+    from tokenizers import Tokenizer
+
+    bert = make_tiny_bert(tmp_path / "tiny-bert")
+    context = json.loads((bert / "config.json").read_text())["max_position_embeddings"]
+    tokenizer = Tokenizer.from_file(str(bert / "tokenizer.json"))
+    words = "To be, or not to be, that is the question "
+    text = next(words * k for k in range(1, 64) if len(tokenizer.encode(words * k).ids) > context)
+    exact = tokenizer.decode(tokenizer.encode(text).ids[:context])
+    assert len(tokenizer.encode(exact).ids) == context
+    window.prompt.set_text(exact)
+    window.open_model(str(bert))
+    settle(QApplication.instance(), lambda: window.session.trace is not None and not window.worker.busy)
+    assert window.session.trace.n_tokens == context and not dialogs["questions"]
+    dialogs["answer"] = QMessageBox.StandardButton.No
+    window.prompt.set_text(text)
+    window.actions.run.trigger()
+    settle(QApplication.instance(), lambda: bool(dialogs["questions"]) and not window.worker.busy)
+    [question] = dialogs["questions"]
+    assert f"holds {context:,} positions." in question and "next token" not in question, question

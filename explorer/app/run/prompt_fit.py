@@ -27,23 +27,25 @@ class PromptFit:
         info, n = self.summary.info, len(ids)
         cost = self.room.cost(self.session.trace, info)
         by_budget = cost.max_prompt_tokens(self.trace_budget)
-        if n <= min(info.max_positions - 1, by_budget):
+        # a decoder keeps a position for the next token; an encoder predicts none and reads all of them (drive29)
+        room = info.max_positions - (0 if info.is_encoder_only else 1)
+        if n <= min(room, by_budget):
             return ids
         # Cut for the budget to half of it, so that there is room to decode after the prompt.
-        keep = min(info.max_positions - 1, cost.max_prompt_tokens(self.trace_budget / 2) if n > by_budget else n)
+        keep = min(room, cost.max_prompt_tokens(self.trace_budget / 2) if n > by_budget else n)
         if keep < 1:
             self.session.report_error(f"The trace memory budget of {human_bytes(self.trace_budget)} is too small "
                                       f"for even one token of {self.summary.name}; raise it in {BUDGET_MENU}.")
             return None
         reasons = []
-        if n > info.max_positions - 1:
+        if n > room:
             reasons.append(f"The prompt has {n:,} tokens but {self.summary.name} holds {info.max_positions:,} "
-                           "positions, one of them for the next token.")
+                           "positions" + ("." if info.is_encoder_only else ", one of them for the next token."))
         if n > by_budget:
             reasons.append(f"Recording {n:,} prompt tokens would take about {human_bytes(cost.prefill_bytes(n))}, "
                            f"more than the trace memory budget of {human_bytes(self.trace_budget)} ({BUDGET_MENU}).")
         question = " ".join(reasons) + f" Keep only the last {keep:,} tokens?"
-        if n <= info.max_positions - 1:             # over the budget only: float16 or a larger one run it whole
+        if n <= room:                               # over the budget only: float16 or a larger one run it whole
             return self._over_budget(ids, cost, keep, question)
         if not self._agreed("Prompt longer than the context", question):
             self._not_run(f"The prompt ({plural(n, 'token')}) is longer than {self.summary.name}'s context of "
