@@ -14,6 +14,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -52,8 +53,17 @@ def sanitize(text: str) -> str:
     return _LONE_SURROGATE.sub("\ufffd", text)
 
 
+def draws_nothing(ch: str) -> bool:
+    """A character no font draws a mark for: a format character (U+200D, U+200B, U+2060), a variation selector
+    (U+FE0F after an emoji), a space other than ' ', a line or paragraph separator."""
+    code, category = ord(ch), unicodedata.category(ch)
+    return (category in ("Cf", "Zl", "Zp") or (category == "Zs" and ch != " ")
+            or 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF)
+
+
 def visible(text: str) -> str:
-    """Make whitespace and control characters visible: ' '->'␣', '\\n'->'↵', '\\t'->'⇥', C0 -> control pictures."""
+    """Make whitespace and control characters visible: ' '->'␣', '\\n'->'↵', '\\t'->'⇥', C0 -> control pictures, a
+    character that draws nothing -> <U+FE0F> (drive29: the variation selector's row had an empty token cell)."""
     out = []
     for ch in text:
         code = ord(ch)
@@ -69,6 +79,8 @@ def visible(text: str) -> str:
             out.append(chr(0x2400 + code))
         elif code == 0x7F:
             out.append("␡")
+        elif code > 0x7F and draws_nothing(ch):
+            out.append(f"<U+{code:04X}>")
         else:
             out.append(ch)
     return "".join(out)

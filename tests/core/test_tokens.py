@@ -51,6 +51,19 @@ def test_visible_whitespace_and_controls():
     assert bytes_to_display(b" \xf0\x9f") == "␣<0xF0><0x9F>"
 
 
+@pytest.mark.parametrize("text, shown", [
+    ("\ufe0f", "<U+FE0F>"),                 # the variation selector after ❤ (drive29: an empty token cell)
+    ("\u200d👩", "<U+200D>👩"),              # a zero-width joiner inside a family emoji
+    ("日本\u3000", "日本<U+3000>"),           # an ideographic space
+    ("x\u00a0y", "x<U+00A0>y"),
+    ("e\u0301", "e\u0301"),                 # a combining mark draws on its letter: kept
+    ("東京", "東京"), ("🍕", "🍕"),
+])
+def test_a_character_that_draws_nothing_is_named_by_its_code_point(text, shown):
+    assert visible(text) == shown
+    assert bytes_to_display(text.encode("utf-8")) == shown
+
+
 def test_byte_level_alphabet_is_gpt2s():
     table = byte_level_alphabet()
     assert len(table) == 256 and sorted(table.values()) == list(range(256))
