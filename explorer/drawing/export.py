@@ -27,7 +27,7 @@ from explorer.drawing.colours import figure_colours, printed
 from explorer.drawing.export_whole import whole_tables, whole_titles
 from explorer.drawing.figures import attention_figure, kind_words, lay_out
 from explorer.drawing.heatmap_axes import text_px
-from explorer.drawing.vector_cells import baked_strokes, page_coordinates, vector_cells
+from explorer.drawing.vector_cells import baked_strokes, page_coordinates, sharp_images, vector_cells
 from explorer.views.image_limits import check_image_size
 from explorer.views.maps import short_label
 from explorer.views.words import plural
@@ -275,7 +275,8 @@ def save_widget(widget, path: Path, theme: str = "light") -> Path:
                 generator.setSize(widget.size())            # grown to hold every table whole
                 generator.setViewBox(widget.rect())
                 widget.render(generator)
-            Path(temporary).write_text(baked_strokes(Path(temporary).read_text(encoding="utf-8")), encoding="utf-8")
+            svg = Path(temporary).read_text(encoding="utf-8")
+            Path(temporary).write_text(baked_strokes(sharp_images(svg)), encoding="utf-8")
     return atomic_write(path, write)
 
 

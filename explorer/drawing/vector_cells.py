@@ -373,3 +373,25 @@ def baked_strokes(svg: str) -> str:
             return match.group(0)
         return _baked(match)
     return _STROKED_GROUP.sub(bake, svg)
+
+
+_SCALED_IMAGE = re.compile(r'(<g [^>]*?\stransform="matrix\([^)]*\)"[^>]*>\s*<image [^>]*?'
+                           r'xlink:href="data:image/png;base64,)([^"]+)"')
+MAX_BLOCK_PX = 32               # a map's cell drawn as a block of at most this many px a side in the PNG
+
+
+def sharp_images(svg: str) -> str:
+    """`svg` (Qt's QSvgGenerator's, a panel as shown on screen) with each raster drawn scaled up (a heat map of
+    9 x 30 cells, one pixel a cell, drawn under a 22 x 10 matrix) made of blocks of whole pixels, one a cell:
+    librsvg smooths a scaled image whatever its image-rendering says, and the head atlas's 270 cells came out as
+    blobs (drive29). A raster drawn at its own size is left as it is."""
+    def sharpen(match: re.Match) -> str:
+        a, b, c, d, _e, _f = _matrix(match.group(1)) or (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
+        image = QImage.fromData(base64.b64decode(match.group(2)), "PNG")
+        side = max(image.width(), image.height(), 1)
+        block = min(int(max(math.hypot(a, b), math.hypot(c, d))), MAX_BLOCK_PX, MAX_RASTER_SIDE // side)
+        if image.isNull() or block < 2:
+            return match.group(0)
+        pixels = np.repeat(np.repeat(_pixels(image), block, axis=0), block, axis=1)
+        return match.group(1) + base64.b64encode(_png(pixels)).decode("ascii") + '"'
+    return _SCALED_IMAGE.sub(sharpen, svg)
