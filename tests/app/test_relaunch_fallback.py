@@ -26,6 +26,11 @@ def test_a_refused_last_model_falls_back_to_the_default_after_its_error(qtbot, w
     idle(qtbot, window, lambda: window.session.trace is not None)
     assert len(dialogs["warnings"]) == 1 and "num_attention_heads = 0 is not legal" in dialogs["warnings"][0]
     assert window.controller.summary.name == tiny.name and window.session.trace.n_steps == 1
+    # once the warning is closed, the error line still says why another model is open (drive29: nothing did)
+    line = window.status.error_line
+    window.statusBar().clearMessage()                      # a notice hides it while it lasts (QStatusBar)
+    assert line.isVisibleTo(window) and line.line.text().startswith("The model open last time could not be opened,")
+    assert f"so {tiny.name} opened instead." in line.line.text() and "num_attention_heads = 0" in line.message
     window.open_model(str(damaged))                       # later failures are the person's own: no fallback
     idle(qtbot, window)
     assert len(dialogs["warnings"]) == 2 and window.controller.summary.name == tiny.name

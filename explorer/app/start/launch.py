@@ -128,8 +128,18 @@ def fall_back_if_refused(window, reference: str, fallback: str | None) -> None:
     def on_failed(failed: str) -> None:
         stop()
         if failed == reference and fallback and fallback != reference and window.controller.summary is None:
-            window.statusBar().showMessage(f"The model open last time could not be opened; opened "
-                                           f"{model_refs.short_name(fallback)} instead.", 30000)
+            line, why = window.status.error_line, [window.status.error_line.message]
+
+            def heard(message: str) -> None:           # the refusal, said before or after load_failed
+                why[0] = message or why[0]
+
+            def said(*_) -> None:      # in the error line, which the fallback's load cleared: it stays till closed
+                window.controller.model_ready.disconnect(said)
+                line.changed.disconnect(heard)
+                line.show_error(f"The model open last time could not be opened, so {model_refs.short_name(fallback)} "
+                                "opened instead." + (f"\n{why[0]}" if why[0] else ""))
+            line.changed.connect(heard)
+            window.controller.model_ready.connect(said)
             window.open_model(fallback)
 
     def stop(*_) -> None:
