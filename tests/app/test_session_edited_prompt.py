@@ -38,3 +38,15 @@ def test_a_session_saved_with_an_edited_prompt_reopens_out_of_date(qtbot, window
         assert not dialogs["warnings"]
     finally:
         other.close()
+
+
+def test_the_crash_offer_does_not_pair_an_edited_prompt_with_the_tokens_decoded_before(qtbot, dialogs):
+    """drive29b: "a 120,003-character prompt, 3 decoded tokens", when the 3 tokens followed another prompt."""
+    from explorer.app.window import crash_restore
+    from explorer.views.session_state import SessionState
+
+    crash_restore.ask(None, SessionState(model="m", prompt="x" * 20, prompt_ids=(1, 2), steps=4, edited=True))
+    crash_restore.ask(None, SessionState(model="m", prompt="x" * 20, prompt_ids=(1, 2), steps=4))
+    edited, plain = dialogs["questions"]
+    assert "a 20-character prompt, edited after a run of 3 decoded tokens)?" in edited, edited
+    assert "a 20-character prompt, 3 decoded tokens)?" in plain, plain

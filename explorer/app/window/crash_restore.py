@@ -81,6 +81,9 @@ def ask(parent: QWidget, state: SessionState, without_running: bool = True) -> s
     (`without_running`), where Enter (the default) restores without running and Escape declines, so nothing
     long starts unasked."""
     steps = f", {state.steps - 1} decoded tokens" if state.steps > 1 else ""
+    if state.edited and state.steps:    # the tokens were decoded after the prompt that ran, not this one (drive29b)
+        steps = f", edited after a run of {state.steps - 1} decoded tokens" if state.steps > 1 else \
+            ", edited after its run"
     question = (f"Transformer Explorer did not close cleanly last time. Restore its session "
                 f"({short_name(state.model or 'no model')}, a {len(state.prompt):,}-character prompt{steps})?")
     if not (without_running and is_long(state)):
