@@ -87,11 +87,14 @@ class DockShares(QObject):
         self.prompt_px = 0                                  # the prompt's height as laid out
         self.under_px = 0                                   # the bottom tabs' height under attention then (0: none)
         self._asked_more = QTimer(self, singleShot=True, interval=0, timeout=self.layout_asked)
+        self.restoring = False                              # a layout given back: its own signals take nothing
         window.installEventFilter(self)
 
     def take(self, dragged: bool = False) -> None:
         """Remember the layout as it is now, at the window's present size: a layout made (a default one, a
         restore) or a person's drag (`dragged`), never a squeezed window's (see squeezed)."""
+        if self.restoring and not dragged:
+            return
         if self.maximised is None and (dragged or not self.squeezed() or arrangement(self.window) not in self.arranged):
             self.taken = (self.window.size(), self.window.saveState())
             self.left_px = max((dock.width() for dock in left_column(self.window)), default=0)
@@ -155,9 +158,17 @@ class DockShares(QObject):
         in_front = [dock for dock in self.folded_fronts if dock not in in_sight_now] + in_sight_now   # latest last
         self.folded_fronts = []
         self.window.restoreState(state)
+        # The docks it moves say so (dockLocationChanged), and the window then asks for the layout to be taken, a
+        # turn later, before the sizes restored are laid out: back at 1366 px beside Learn that took the left
+        # column at 364 px for its 334 (the fresh-clone run's drag-back test). A layout given back is not a new one.
+        self.restoring = True
+        QTimer.singleShot(0, self, self._restored)
         put_away_stale_bars(self.window)
         for dock in in_front:               # the tabs raised since stay in front
             dock.raise_()
+
+    def _restored(self) -> None:
+        self.restoring = False
 
     def keep_plots_legible(self) -> None:
         """After a resize: the Tokens table its rows, and every plot of attention and the bottom tabs its height."""
