@@ -45,3 +45,16 @@ def test_no_fallback_once_the_last_model_opened(qtbot, window, dialogs, tiny, tm
     window.open_model(str(damaged))
     idle(qtbot, window)
     assert len(dialogs["warnings"]) == 1 and window.controller.summary.name == tiny.name
+
+
+def test_a_refused_fallback_leaves_no_word_for_the_next_model(qtbot, window, dialogs, tiny, tmp_path):
+    """The default refused too: the model the person opens next is theirs, not "opened instead" (session 29's read)."""
+    damaged, fallback = _damaged(tiny, tmp_path), tmp_path / "fallback"
+    shutil.copytree(damaged, fallback)
+    fall_back_if_refused(window, str(damaged), str(fallback))
+    window.open_model(str(damaged))
+    idle(qtbot, window, lambda: len(dialogs["warnings"]) == 2)
+    window.open_model(str(tiny))
+    idle(qtbot, window, lambda: window.controller.summary is not None)
+    assert window.controller.summary.name == tiny.name
+    assert "opened instead" not in window.status.error_line.line.text()

@@ -133,13 +133,18 @@ def fall_back_if_refused(window, reference: str, fallback: str | None) -> None:
             def heard(message: str) -> None:           # the refusal, said before or after load_failed
                 why[0] = message or why[0]
 
-            def said(*_) -> None:      # in the error line, which the fallback's load cleared: it stays till closed
+            def done(*_) -> None:     # the fallback opened or was refused too: a later model is the person's own
                 window.controller.model_ready.disconnect(said)
+                window.controller.load_failed.disconnect(done)
                 line.changed.disconnect(heard)
+
+            def said(*_) -> None:      # in the error line, which the fallback's load cleared: it stays till closed
+                done()
                 line.show_error(f"The model open last time could not be opened, so {model_refs.short_name(fallback)} "
                                 "opened instead." + (f"\n{why[0]}" if why[0] else ""))
             line.changed.connect(heard)
             window.controller.model_ready.connect(said)
+            window.controller.load_failed.connect(done)
             window.open_model(fallback)
 
     def stop(*_) -> None:
