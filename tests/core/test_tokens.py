@@ -154,5 +154,19 @@ def test_any_unicode_tokenizes_without_crashing(byte_level, sentencepiece, wordp
         assert all(isinstance(t, str) for t in tokens.text)
         starts = [start for (start, _), special in zip(tokens.spans, tokens.special) if not special]
         assert starts == sorted(starts)
-    assert b"".join(byte_level.encode(text).raw) == clean.encode()
-    assert b"".join(sentencepiece.encode(text).raw) == clean.encode()
+    for tokenizer in (byte_level, sentencepiece):
+        assert as_bytes(tokenizer.encode(text), clean) == clean.encode()
+
+
+def as_bytes(tokens, clean: str) -> bytes:
+    """The text again from its tokens: each ordinary token's bytes, and the text a special one matched (a typed
+    "<|endoftext|>" is that token, as in transformers; its own bytes are b"")."""
+    return b"".join(clean[start:end].encode() if special else raw
+                    for raw, (start, end), special in zip(tokens.raw, tokens.spans, tokens.special))
+
+
+def test_a_typed_special_token_is_that_token_and_keeps_its_text(byte_level):
+    """Hypothesis found it (its examples include the test modules' strings): "<|endoftext|>" in a prompt."""
+    text = "a<|endoftext|>b"
+    tokens = byte_level.encode(text)
+    assert list(tokens.special).count(True) == 1 and as_bytes(tokens, text) == text.encode()
