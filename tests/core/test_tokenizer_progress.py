@@ -3,12 +3,16 @@ stretch reports progress and honours a Cancel like the rest of the load (issue 2
 with no movement, and a Cancel pressed then was seen only once the tokenizer was built and saved."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import tokenizers
 
 from explorer.core import runtime, store
 from explorer.core.loaders import READY_AT, gguf_tokenizer, open_checkpoint
 from explorer.core.loaders import gguf as gguf_loader
+from explorer.core.loaders import hf as hf_loader
+from explorer.core.loaders.load_progress import Pause
 from tests.core.test_gguf_cache import store as model_store  # noqa: F401 (fixture)
 from tests.core.tiny_checkpoints import write_gemma3_gguf
 
@@ -113,3 +117,45 @@ def test_gemma3_270m_tokenizer_build_moves_the_bar(monkeypatch):
     shares = [share for share, _ in building]
     assert calls[:len(building)] == building and shares == sorted(shares) and max(shares) < READY_AT
     assert len(set(shares)) >= 10, f"the bar moved {len(set(shares))} times in the tokenizer's build"
+
+
+def library_calls_recorded(monkeypatch, calls: list) -> None:
+    """The tokenizers library's build calls (which hold Python's lock) go into `calls` as they start."""
+    for owner, name in ((tokenizers.models, "BPE"), (tokenizers.Tokenizer, "from_str")):
+        real = getattr(owner, name)
+
+        def recording(*args, _real=real, _name=name, **kwargs):
+            calls.append((None, f"library {_name}"))
+            return _real(*args, **kwargs)
+        monkeypatch.setattr(owner, name, staticmethod(recording) if isinstance(owner, type) else recording)
+
+
+def said_before(calls: list, library_call: str) -> tuple[float, str]:
+    """The report said last before `library_call` started."""
+    index = calls.index((None, f"library {library_call}"))
+    return calls[index - 1]
+
+
+@pytest.mark.realmodel
+def test_gemma3_270m_says_the_pause_before_each_build_and_smollm2_says_none(monkeypatch):
+    """The library holds Python's lock while it builds Gemma 3's 513,511 merges (2.2 s, every thread waits, the
+    window's too): the load says so, as a Pause the window shows first, just before the call; both when the
+    tokenizer is built from the GGUF and when a saved one is read. SmolLM2's build is short: no Pause."""
+    paths = {name: store.pulled_path(name) for name in ("gemma3-270m", "smollm2-135m")}
+    if None in paths.values():
+        pytest.skip(f"not pulled: {[name for name, path in paths.items() if path is None]}")
+    monkeypatch.setattr(gguf_loader, "tokenizer_cache_path", lambda path: None)
+    calls = []
+    library_calls_recorded(monkeypatch, calls)
+    built = gguf_loader.cached_or_built_tokenizer(paths["gemma3-270m"], lambda: gguf_loader._tokenizer_metadata(
+        paths["gemma3-270m"]), "gemma", lambda share, text: calls.append((share, text)))
+    share, text = said_before(calls, "BPE")
+    assert isinstance(text, Pause) and "513,511 merges" in text and "window waits" in text, text
+    calls.clear()
+    hf_loader.bounded_tokenizer(built.tokenizer.to_str().encode(), Path("saved.json"),
+                                lambda share, text: calls.append((share, text)))
+    assert isinstance(said_before(calls, "from_str")[1], Pause)
+    calls.clear()
+    gguf_loader.cached_or_built_tokenizer(paths["smollm2-135m"], lambda: gguf_loader._tokenizer_metadata(
+        paths["smollm2-135m"]), "smollm2", lambda share, text: calls.append((share, text)))
+    assert not [text for _, text in calls if isinstance(text, Pause)]

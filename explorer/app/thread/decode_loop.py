@@ -6,6 +6,7 @@ Only this thread touches the Decoder, so a trace a panel holds can never change 
 from __future__ import annotations
 
 import sys
+import threading
 import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -35,7 +36,10 @@ from explorer.app.thread.requests import (
     Unload,
 )
 from explorer.core.errors import ExplorerError
+from explorer.core.loaders.load_progress import Pause
 from explorer.views.words import plural
+
+PAUSE_SHOWN_WAIT_S = 1.0    # the most a load waits for the window to show its Pause, whatever happens there
 
 
 class Emitter(QObject):
@@ -49,6 +53,7 @@ class Emitter(QObject):
     load_failed = Signal(str)
     notice = Signal(str)
     progress = Signal(float, str)
+    pausing = Signal(float, str, object)    # a load's Pause (load_progress), and the Event set once it is shown
     run_progress = Signal(float, str)   # a prefill's (or a replay's) layers done, and what runs
     devices_found = Signal(object)
     state_changed = Signal(int)     # RequestQueue.finish's answer: the push count once idle, else -1
@@ -174,7 +179,12 @@ class DecodeLoop:
             if self._queue.is_cancelled(request):
                 raise Cancelled()
             fraction, message = _progress_of(args, kwargs)
-            self._emit.progress.emit(fraction, message)
+            if isinstance(message, Pause):      # shown before the call that holds every thread starts
+                shown = threading.Event()
+                self._emit.pausing.emit(fraction, str(message), shown)
+                shown.wait(PAUSE_SHOWN_WAIT_S)
+            else:
+                self._emit.progress.emit(fraction, message)
 
         loaded = self._core.load_model(self._core.resolve(request.path), device=request.device, dtype=request.dtype,
                                        progress=progress)

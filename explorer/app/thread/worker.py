@@ -39,6 +39,7 @@ from explorer.app.thread.requests import (
 )
 
 __all__ = ["ModelWorker", "SamplingSettings", "LoadedSummary"]
+PAUSE_PAINTED_MS = 60       # of the event loop after a load's Pause is said, to show and paint it before the pause
 
 
 class ModelWorker(QObject):
@@ -54,6 +55,7 @@ class ModelWorker(QObject):
     load_failed = Signal(str)           # the model reference that could not be loaded (failed follows)
     notice = Signal(str)                # something the person should know, e.g. a CPU fallback
     progress = Signal(float, str)       # loading progress in [0, 1] (negative: unknown) and a message
+    pausing = Signal()                  # a load's next call holds every thread a while: show its progress now
     run_progress = Signal(float, str)   # a prefill's progress, layer by layer, and what runs
     run_waiting = Signal(str)           # a run of the prompt just asked waits behind a panel's job: what it waits for
     jobs_changed = Signal(object)       # RequestQueue.jobs: what the model thread runs, and the jobs that wait
@@ -80,6 +82,7 @@ class ModelWorker(QObject):
         self._emitter.load_failed.connect(self.load_failed)
         self._emitter.notice.connect(self.notice)
         self._emitter.progress.connect(self.progress)
+        self._emitter.pausing.connect(self._on_pausing)
         self._emitter.run_progress.connect(self.run_progress)
         self._emitter.devices_found.connect(self.devices_found)
         self._emitter.state_changed.connect(self._on_state_changed)
@@ -91,6 +94,14 @@ class ModelWorker(QObject):
             self._thread = threads.start(self._loop.run_forever, "model-worker", stop=self._queue.close)
         else:
             threads.adopt(self._thread, stop=self._queue.close)
+
+    @Slot(float, str, object)
+    def _on_pausing(self, fraction: float, message: str, shown) -> None:
+        """A load says a Pause (core/loaders/load_progress): its words, then `pausing`, and the model thread goes
+        on once the event loop had PAUSE_PAINTED_MS to paint them."""
+        self.progress.emit(fraction, message)
+        self.pausing.emit()
+        QTimer.singleShot(PAUSE_PAINTED_MS, shown.set)
 
     # ----- requests (GUI thread) -----------------------------------------------------
     def load(self, path: str, device: str = "cpu", dtype: str = "float32") -> None:

@@ -43,6 +43,11 @@ class LoadingDialog:
         self.dialog = None
         return True
 
+    def show_now(self) -> None:
+        """Show the dialog at once, not after its minimum duration: the load's next call holds the window."""
+        if self.dialog is not None and not self.dialog.isVisible():
+            self.dialog.show()
+
     def show_progress(self, fraction: float, message: str) -> None:
         """The load's share done (negative: unknown, the bar keeps its place) and what it does now."""
         if self.dialog is None:

@@ -174,6 +174,7 @@ class MainWindow(QMainWindow):
         self.worker.devices_found.connect(self._on_devices_found)
         self.catalog_loader.ready.connect(self._on_catalog_ready)
         self.worker.progress.connect(self.loading_dialog.show_progress)
+        self.worker.pausing.connect(self.loading_dialog.show_now)
         c.model_ready.connect(self._on_model_ready)
         c.load_failed.connect(self._on_load_failed)
         c.loading_changed.connect(self._on_loading_changed)

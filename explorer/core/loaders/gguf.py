@@ -31,7 +31,7 @@ from explorer.core.families import gguf_row
 from explorer.core.loaders import gguf_cache, gguf_copy, gguf_tokenizer
 from explorer.core.loaders.gguf_config import config_of
 from explorer.core.loaders.gguf_header import GGUFHeader, TensorInfo, read_gguf_header, tensor_bytes
-from explorer.core.loaders.gguf_tokenizer import tokenizer_from_gguf
+from explorer.core.loaders.gguf_tokenizer import BUILDING, tokenizer_from_gguf
 from explorer.core.loaders.hf import MAX_TOKENIZER_BYTES, bounded_tokenizer, check_pieces
 from explorer.core.loaders.load_progress import READY_AT, TOKENIZER_SHARE, phase
 from explorer.core.loaders.model_file import read_bytes
@@ -185,8 +185,6 @@ def _tokenizer_metadata(path: Path) -> dict:
     return {key: value for key, value in header.metadata.items() if key.startswith("tokenizer.ggml.")}
 
 
-BUILDING = "building the tokenizer from the file's vocabulary"
-
 
 def cached_or_built_tokenizer(path: Path, metadata, source: str, progress=None) -> TextTokenizer:
     """The tokenizer saved by an earlier load when it is fresh, else built from the metadata (Gemma 3's 262k
@@ -197,14 +195,14 @@ def cached_or_built_tokenizer(path: Path, metadata, source: str, progress=None) 
     cache = tokenizer_cache_path(path)
     if cache is not None and cache.is_file():
         report(0.0, "reading the tokenizer saved by an earlier load")
-        saved = _saved_tokenizer(cache, path)
+        saved = _saved_tokenizer(cache, path, report)
         if saved is not None:
             report(1.0, "read the saved tokenizer")
             return saved
     report(0.0, BUILDING)
     meta = metadata()
     report(0.05, BUILDING)
-    tokenizer = tokenizer_from_gguf(meta, source, lambda share: report(0.05 + 0.8 * share, BUILDING))
+    tokenizer = tokenizer_from_gguf(meta, source, phase(report, 0.05, 0.85))
     if cache is not None:
         report(0.85, "saving the tokenizer for next time")
         _save_tokenizer(cache, path, tokenizer, meta)
@@ -212,7 +210,7 @@ def cached_or_built_tokenizer(path: Path, metadata, source: str, progress=None) 
     return tokenizer
 
 
-def _saved_tokenizer(cache: Path, path: Path) -> TextTokenizer | None:
+def _saved_tokenizer(cache: Path, path: Path, progress=None) -> TextTokenizer | None:
     """The tokenizer an earlier load saved, held to the caps of a tokenizer.json (its size, entries and
     merges counted before it is built, its pieces after); None when it is stale, damaged or past a cap, so
     that a tampered file in the store costs one build from the GGUF, never a bomb."""
@@ -221,7 +219,7 @@ def _saved_tokenizer(cache: Path, path: Path) -> TextTokenizer | None:
         saved = json.loads(read_bytes(cache, 2 * MAX_TOKENIZER_BYTES, "saved tokenizer"))
         if saved.get("fingerprint") != _tokenizer_fingerprint(path):
             return None
-        tokenizer = TextTokenizer(bounded_tokenizer(saved["tokenizer"].encode("utf-8"), cache),
+        tokenizer = TextTokenizer(bounded_tokenizer(saved["tokenizer"].encode("utf-8"), cache, progress),
                                   add_bos=saved["add_bos"], bos_id=saved["bos_id"], eos_id=saved["eos_id"])
         check_pieces(tokenizer, cache)
         return tokenizer

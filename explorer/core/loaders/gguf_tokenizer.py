@@ -15,6 +15,7 @@ import math
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
 from explorer.core.errors import ExplorerError, ModelLoadError, UnsupportedModelError
+from explorer.core.loaders.load_progress import Progress, before_a_build
 from explorer.core.tokens import TextTokenizer, first_line
 
 # llama.cpp token types (llama_token_type): 3 = control, 4 = user defined, 6 = byte.
@@ -23,6 +24,7 @@ PIECES_BETWEEN = 16_384     # pieces split (or merges read) between two calls of
 # Where a build's pieces end, as shares of its time (Gemma 3 270M, 262k pieces): the merge list, in Python, ~60 %;
 # the library's model, built from it in one call, ~25 %; the listed tokens after it.
 MERGES_DONE, MODEL_DONE = 0.6, 0.9
+BUILDING = "building the tokenizer from the file's vocabulary"
 
 _GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 _LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
@@ -184,22 +186,24 @@ def check_tokenizer_metadata(meta: dict, source: str) -> None:
             raise ModelLoadError(f"{source}: {key} = {shown} is not legal: it must be {wanted}.")
 
 
-def tokenizer_from_gguf(meta: dict, source: str, between=None) -> TextTokenizer:
+def tokenizer_from_gguf(meta: dict, source: str, progress: Progress | None = None) -> TextTokenizer:
     """A TextTokenizer from GGUF metadata (values already read into Python lists and scalars).
 
-    `between(share of the build done)` is called between its pieces, and within the merge list (a load's
-    progress: Gemma 3's build takes seconds). What it raises (a Cancel) passes as it is, never as a bad file."""
-    between = between or (lambda share: None)
+    `progress(share of the build done, what)` is called between its pieces, and within the merge list (a load's
+    progress: Gemma 3's build takes seconds), and says a Pause before the library's build when that holds the
+    window (load_progress.before_a_build). What it raises (a Cancel) passes as it is, never as a bad file."""
+    report = progress or (lambda share, text: None)
     check_tokenizer_metadata(meta, source)
     kind = meta.get("tokenizer.ggml.model")
     if kind not in BUILDERS:
         raise UnsupportedModelError(
             f"{source} uses the tokenizer type {kind!r}; only 'gpt2' and 'llama' are supported.")
     merges_of, build, default_bos = BUILDERS[kind]
-    merges = merges_of(meta, source, lambda share: between(MERGES_DONE * share))
-    between(MERGES_DONE)
+    merges = merges_of(meta, source, lambda share: report(MERGES_DONE * share, BUILDING))
+    report(MERGES_DONE, BUILDING)
+    before_a_build(progress, MERGES_DONE, len(merges))
     tokenizer = _by_the_library(source, lambda: build(meta, merges))
-    between(MODEL_DONE)
+    report(MODEL_DONE, BUILDING)
     types = meta.get("tokenizer.ggml.token_type") or [1] * len(meta["tokenizer.ggml.tokens"])
     _by_the_library(source, lambda: _add_listed_tokens(tokenizer, meta["tokenizer.ggml.tokens"], types))
     return TextTokenizer(

@@ -26,7 +26,7 @@ from explorer.core.loaders.hf_folder import (  # noqa: F401
     weight_files,
 )
 from explorer.core.loaders.json_file import read_json
-from explorer.core.loaders.load_progress import TOKENIZER_SHARE, phase
+from explorer.core.loaders.load_progress import TOKENIZER_SHARE, Progress, before_a_build, phase
 from explorer.core.loaders.model_file import open_regular, read_bytes
 from explorer.core.loaders.safetensors_header import read_safetensors_header
 from explorer.core.tokens import TextTokenizer, first_line
@@ -102,7 +102,7 @@ def read_tokenizer(folder: Path, config: dict, progress=None) -> TextTokenizer:
     # folder name that is not UTF-8.
     raw = read_bytes(path, MAX_TOKENIZER_BYTES, "tokenizer file")
     report(0.05, READING)
-    tokenizer = bounded_tokenizer(raw, path)
+    tokenizer = bounded_tokenizer(raw, path, lambda share, text: report(0.05, text))
     report(0.9, "checking the tokenizer's settings and pieces")
     settings = read_json(folder / "tokenizer_config.json") if (folder / "tokenizer_config.json").exists() else {}
     refuse_custom_code(settings, folder / "tokenizer_config.json")
@@ -117,11 +117,12 @@ def read_tokenizer(folder: Path, config: dict, progress=None) -> TextTokenizer:
     return text_tokenizer
 
 
-def bounded_tokenizer(raw: bytes, path: Path) -> tokenizers.Tokenizer:
+def bounded_tokenizer(raw: bytes, path: Path, progress: Progress | None = None) -> tokenizers.Tokenizer:
     """The tokenizer a tokenizer.json's bytes describe (a file's, or one saved beside a GGUF copy), its
     merges and entries counted on the bytes before anything is built; any failure one sentence naming `path`.
-    The caller checks its pieces (check_pieces) once it is wrapped."""
-    _check_counts(raw, path)
+    A build that holds the window is said first, on `progress` (load_progress.before_a_build). The caller
+    checks its pieces (check_pieces) once it is wrapped."""
+    before_a_build(progress, 0.0, _check_counts(raw, path))
     try:
         return tokenizers.Tokenizer.from_str(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -147,16 +148,18 @@ def _plain(message: str) -> str:
     return _UNTAGGED.sub(said, message)
 
 
-def _check_counts(raw: bytes, path: Path) -> None:
+def _check_counts(raw: bytes, path: Path) -> int:
     """Merges and vocabulary entries are bounded as a GGUF vocabulary's are, counted on the bytes before
     anything is built (milliseconds): the library took 13 s and 2.5 GB to build 5 million merges from 57 MB.
     Each merge ("a b", or ["a", "b"]) holds one quote-comma and each entry of a vocabulary object
-    ("piece": id) one quote-colon; the few keys of the file's structure add a handful."""
+    ("piece": id) one quote-colon; the few keys of the file's structure add a handful. The merges counted."""
+    counts = []
     for marker, what in ((b'",', "merges"), (b'":', "vocabulary entries")):
-        count = raw.count(marker)
-        if count > MAX_TOKENIZER_STRINGS:
-            raise ModelLoadError(f"{path} holds about {count:,} {what}, more than the {MAX_TOKENIZER_STRINGS:,} of "
-                                 "any tokenizer; it was not built.")
+        counts.append(raw.count(marker))
+        if counts[-1] > MAX_TOKENIZER_STRINGS:
+            raise ModelLoadError(f"{path} holds about {counts[-1]:,} {what}, more than the "
+                                 f"{MAX_TOKENIZER_STRINGS:,} of any tokenizer; it was not built.")
+    return counts[0]
 
 
 def check_pieces(tokenizer: TextTokenizer, path: Path) -> None:
