@@ -14,7 +14,9 @@ from tests.core.test_encdec_reference import random_model, reference
 SOURCES = [[3, 17, 8, 22, 5, 9, 30], [12, 4], [7, 7, 21, 33, 2, 19, 25, 11, 36, 14, 6], [31, 1, 28]]
 
 
-def close(got: np.ndarray, expected: np.ndarray, rtol: float = 1e-5) -> bool:
+def close(got: np.ndarray, expected: np.ndarray, rtol: float = 1e-4) -> bool:
+    """Equal to float32's rounding through a few layers: a padded batch sums in another order than one source alone
+    (2e-5 apart with one torch thread); a padding that leaks into attention is 1e-1 apart."""
     assert got.shape == expected.shape, (got.shape, expected.shape)
     return float(np.abs(got - expected).max()) <= rtol * max(float(np.abs(expected).max()), 1.0)
 

@@ -370,3 +370,23 @@ def test_an_encoder_reads_its_whole_context_and_is_never_said_to_keep_a_next_tok
     settle(QApplication.instance(), lambda: bool(dialogs["questions"]) and not window.worker.busy)
     [question] = dialogs["questions"]
     assert f"holds {context:,} positions." in question and "next token" not in question, question
+
+
+def test_a_translators_long_source_is_said_to_keep_a_position_for_its_task_token(qtbot, window, dialogs):
+    """A source past the translator's positions: the question keeps one for the task token its encoder reads
+    first (encdec_decode.source_ids adds it), never "for the next token", which a decoder keeps (session 29)."""
+    import json
+
+    from PySide6.QtWidgets import QApplication, QMessageBox
+
+    positions = json.loads((TRANSLATOR / "config.json").read_text())["max_position_embeddings"]
+    window.prompt.set_text(SOURCE)
+    window.open_model(str(TRANSLATOR))
+    settle(QApplication.instance(), lambda: window.session.trace is not None and not window.worker.busy)
+    dialogs["answer"] = QMessageBox.StandardButton.No
+    window.prompt.set_text(" ".join([SOURCE] * positions))
+    window.actions.run.trigger()
+    settle(QApplication.instance(), lambda: bool(dialogs["questions"]) and not window.worker.busy)
+    [question] = dialogs["questions"]
+    assert f"holds {positions:,} positions, one of them for the task token" in question, question
+    assert "next token" not in question, question

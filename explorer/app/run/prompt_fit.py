@@ -27,7 +27,8 @@ class PromptFit:
         info, n = self.summary.info, len(ids)
         cost = self.room.cost(self.session.trace, info)
         by_budget = cost.max_prompt_tokens(self.trace_budget)
-        # a decoder keeps a position for the next token; an encoder predicts none and reads all of them (drive29)
+        # a decoder keeps a position for the next token, a translator's encoder one for its task token (added when
+        # the source has none, encdec_decode.source_ids); an encoder predicts none and reads all of them (drive29)
         room = info.max_positions - (0 if info.is_encoder_only else 1)
         if n <= min(room, by_budget):
             return ids
@@ -40,7 +41,7 @@ class PromptFit:
         reasons = []
         if n > room:
             reasons.append(f"The prompt has {n:,} tokens but {self.summary.name} holds {info.max_positions:,} "
-                           "positions" + ("." if info.is_encoder_only else ", one of them for the next token."))
+                           f"positions{_kept_position(info)}")
         if n > by_budget:
             reasons.append(f"Recording {n:,} prompt tokens would take about {human_bytes(cost.prefill_bytes(n))}, "
                            f"more than the trace memory budget of {human_bytes(self.trace_budget)} ({BUDGET_MENU}).")
@@ -107,3 +108,11 @@ class PromptFit:
     def _agreed(self, title: str, question: str) -> bool:
         answer = QMessageBox.question(self._dialog_parent, title, question)
         return answer == QMessageBox.StandardButton.Yes
+
+
+def _kept_position(info) -> str:
+    """The end of the sentence that says how many positions a model holds: what the one kept back is for."""
+    if info.is_encoder_only:
+        return "."
+    return ", one of them for the task token its encoder reads first." if info.is_encoder_decoder else \
+        ", one of them for the next token."
