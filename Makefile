@@ -41,14 +41,19 @@ TEST_MODELS := $(CURDIR)/.cache/test-models
 PULL_TEST := TRANSFORMER_EXPLORER_HOME=$(TEST_MODELS) $(BIN)/python -m explorer pull --quiet
 PULL_FAILED := { [ -z "$$CI" ] && echo "not pulled: its realmodel tests will be skipped (in CI they fail)"; }
 
+# The suite runs in TEST_WORKERS processes (pytest-xdist), a test file whole in one of them (its module's fixtures
+# made once), each on one torch thread: two processes of two threads on CI's two cores stall each other.
+TEST_WORKERS ?= 2
+
 test: check-system $(TEST_STAMP)
 	$(PULL_TEST) smollm2-135m || $(PULL_FAILED)
 	$(PULL_TEST) gemma3-270m --accept-license || $(PULL_FAILED)
 	$(PULL_TEST) minilm-l6 || $(PULL_FAILED)
 	$(BIN)/lint-imports
 	$(BIN)/ruff check .
-	QT_QPA_PLATFORM=offscreen TRANSFORMER_EXPLORER_TEST_MODELS=$(TEST_MODELS) \
-	  TRANSFORMER_EXPLORER_REQUIRED_MODELS="$${CI:+smollm2-135m gemma3-270m minilm-l6}" $(BIN)/python -m pytest -q
+	QT_QPA_PLATFORM=offscreen TRANSFORMER_EXPLORER_TEST_MODELS=$(TEST_MODELS) OMP_NUM_THREADS=1 \
+	  TRANSFORMER_EXPLORER_REQUIRED_MODELS="$${CI:+smollm2-135m gemma3-270m minilm-l6}" \
+	  $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 bench: $(TEST_STAMP) compile
 	$(BIN)/python bench/bench_engine.py --model smollm2-135m

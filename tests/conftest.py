@@ -5,7 +5,7 @@ Isolation: before any test module is imported, HOME, XDG_CONFIG_HOME, XDG_CACHE_
 TRANSFORMER_EXPLORER_HOME point into one temporary folder, so the model store, its recent.json,
 the autosave and every QSettings file (which Qt places under XDG_CONFIG_HOME) of the whole run
 land there, as they do in the subprocesses tests start (they inherit the environment). The
-pulled real models the `realmodel` tests need are linked file by file into that store, read-only,
+pulled real models the `realmodel` tests need are copied file by file into that store
 from `$TRANSFORMER_EXPLORER_TEST_MODELS` (where `make test` pulls them: .cache/test-models) or,
 for a developer who pulled them for the app, from the user's store. At the end of the run the
 user's store files and settings are hashed again and the run fails if a byte changed.

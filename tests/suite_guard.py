@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-MIN_TESTS = 1250        # about 93% of the 1,345 tests the suite collected when this floor was last set
+MIN_TESTS = 3550        # about 92% of the 3,842 tests the suite collected when this floor was last set
 _REPORTS: dict[str, list] = {"skipped": [], "ran": []}
 
 
@@ -43,6 +43,8 @@ def problems(skipped: list[str], ran: int, whole: bool, minimum: int = MIN_TESTS
 
 
 def pytest_sessionfinish(session, exitstatus):
+    if hasattr(session.config, "workerinput"):     # a pytest-xdist worker: the controller hears every report
+        return
     if not in_ci() or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         return
     found = problems(_REPORTS["skipped"], len(_REPORTS["ran"]), whole_suite(session.config))

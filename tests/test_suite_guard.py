@@ -20,13 +20,14 @@ def test_skips_for_a_missing_library():
 '''
 
 
-def run_pytest(folder: Path, ci: str | None) -> subprocess.CompletedProcess:
+def run_pytest(folder: Path, ci: str | None, *options: str) -> subprocess.CompletedProcess:
     (folder / "pytest.ini").write_text("[pytest]\ntestpaths = .\n")
     (folder / "test_small.py").write_text(SUITE)
     env = {k: v for k, v in os.environ.items() if k != "CI"} | {"PYTHONPATH": str(ROOT)}
     if ci is not None:
         env["CI"] = ci
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "tests.suite_guard", "-p", "no:cacheprovider"],
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "tests.suite_guard", "-p", "no:cacheprovider",
+                           *options],
                           cwd=folder, env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -35,6 +36,14 @@ def test_a_ci_run_with_a_skip_and_too_few_tests_fails(tmp_path):
     assert done.returncode == 1, done.stdout
     assert "skipped in CI: test_small.py::test_skips_for_a_missing_library" in done.stdout
     assert "no_such_reference_library" in done.stdout
+    assert f"the suite executed 1 tests, fewer than the {suite_guard.MIN_TESTS}" in done.stdout
+
+
+def test_the_guard_holds_when_the_suite_runs_in_several_processes(tmp_path):
+    """make test runs pytest-xdist workers: the controller hears every worker's reports and fails the run."""
+    done = run_pytest(tmp_path, "true", "-n", "2")
+    assert done.returncode == 1, done.stdout
+    assert "skipped in CI: test_small.py::test_skips_for_a_missing_library" in done.stdout
     assert f"the suite executed 1 tests, fewer than the {suite_guard.MIN_TESTS}" in done.stdout
 
 
