@@ -23,7 +23,7 @@ def test_skips_for_a_missing_library():
 def run_pytest(folder: Path, ci: str | None, *options: str) -> subprocess.CompletedProcess:
     (folder / "pytest.ini").write_text("[pytest]\ntestpaths = .\n")
     (folder / "test_small.py").write_text(SUITE)
-    env = {k: v for k, v in os.environ.items() if k != "CI"} | {"PYTHONPATH": str(ROOT)}
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_ADDOPTS")} | {"PYTHONPATH": str(ROOT)}
     if ci is not None:
         env["CI"] = ci
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "tests.suite_guard", "-p", "no:cacheprovider",

@@ -20,10 +20,9 @@ def test_the_loading_dialog_shows_a_pause_before_it_starts(qtbot, tmp_path):
     real_load = core.load_model
 
     def load_model(path, device="cpu", dtype="float32", progress=None):
-        started = time.monotonic()
         progress(0.05, Pause(WORDS))                       # returns once the window has shown it
         dialog = window.progress                           # read on the model thread, the window idle meanwhile
-        seen.update(after_s=time.monotonic() - started, shown=dialog is not None and dialog.isVisible(),
+        seen.update(shown=dialog is not None and dialog.isVisible(),
                     words=dialog.labelText() if dialog is not None else None)
         time.sleep(0.3)                                    # the call that holds the window
         return real_load(path, device, dtype, progress)
@@ -32,4 +31,3 @@ def test_the_loading_dialog_shows_a_pause_before_it_starts(qtbot, tmp_path):
     window.open_model("model-a")
     idle(qtbot, window, lambda: window.controller.summary is not None)
     assert seen["shown"] and " ".join(seen["words"].split()) == WORDS, seen     # wrapped to the dialog's width
-    assert seen["after_s"] < 0.4, f"the load waited {seen['after_s']:.2f} s for the dialog"
