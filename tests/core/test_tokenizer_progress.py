@@ -150,7 +150,7 @@ def test_gemma3_270m_says_the_pause_before_each_build_and_smollm2_says_none(monk
     built = gguf_loader.cached_or_built_tokenizer(paths["gemma3-270m"], lambda: gguf_loader._tokenizer_metadata(
         paths["gemma3-270m"]), "gemma", lambda share, text: calls.append((share, text)))
     share, text = said_before(calls, "BPE")
-    assert isinstance(text, Pause) and "513,511 merges" in text and "window waits" in text, text
+    assert isinstance(text, Pause) and "tokenizer" in text and "window waits" in text, text
     calls.clear()
     hf_loader.bounded_tokenizer(built.tokenizer.to_str().encode(), Path("saved.json"),
                                 lambda share, text: calls.append((share, text)))

@@ -19,6 +19,8 @@ def phase(progress: Progress | None, start: float, end: float) -> Progress | Non
 # The tokenizers library builds a tokenizer holding Python's lock: every thread waits, the window's too. Gemma 3's
 # 513,511 merges took it 2.2 s, SmolLM2's 48,900 about a tenth of that. From this many merges, a load says so first.
 PAUSES_FROM_MERGES = 150_000
+# No count in the words: the saved tokenizer's merges are counted on its bytes, about (drive30: 513,511, then 520,805)
+PAUSE_WORDS = "building the tokenizer (the window waits a few seconds)"
 
 
 class Pause(str):
@@ -29,4 +31,4 @@ class Pause(str):
 def before_a_build(progress: Progress | None, share: float, merges: int) -> None:
     """Say, as a Pause, that the tokenizer of `merges` merges is built now, when that holds the window a while."""
     if progress is not None and merges >= PAUSES_FROM_MERGES:
-        progress(share, Pause(f"building the tokenizer's {merges:,} merges (the window waits a few seconds)"))
+        progress(share, Pause(PAUSE_WORDS))
