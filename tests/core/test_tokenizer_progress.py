@@ -100,10 +100,12 @@ def test_a_cancel_while_the_saved_tokenizer_is_read_stops_the_load_right_after(t
 @pytest.mark.realmodel
 def test_gemma3_270m_tokenizer_build_moves_the_bar(monkeypatch):
     """The real 262k-piece vocabulary: the bar moves many times while it is built, never reaching READY_AT. Built
-    without a saved tokenizer, and stopped once the tensors start (their progress is tested elsewhere)."""
+    without a saved tokenizer or float32 copy (an earlier test in the run may have written both into the run's
+    store), and stopped once the tensors start (their progress is tested elsewhere)."""
     path = store.pulled_path("gemma3-270m")
     if path is None:
         pytest.skip("gemma3-270m is not pulled (python -m explorer pull gemma3-270m --accept-license)")
+    monkeypatch.setenv(store.COPY_DISABLE_ENV, "0")
     monkeypatch.setattr(gguf_loader, "tokenizer_cache_path", lambda path: None)
     calls = []
 
