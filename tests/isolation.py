@@ -61,20 +61,20 @@ def model_sources(environ, roots) -> list[Path]:
     return [Path(named)] if named else [repository / ".cache" / "test-models", roots[0] / "models", *roots[2:]]
 
 
-def link_models(sources: list[Path], store: Path) -> list[str]:
+def copy_models(sources: list[Path], store: Path) -> list[str]:
     """Copy every completely pulled model (a folder with pulled.json) of the first source holding it into store."""
-    linked = []
+    copied = []
     for source in sources:
         for folder in sorted(source.glob(f"*/{PULLED_FILE}")) if source.is_dir() else []:
             name = folder.parent.name
-            if name in linked:
+            if name in copied:
                 continue
             (store / name).mkdir(parents=True)
             for file in folder.parent.iterdir():
                 if file.is_file():
                     shutil.copyfile(file, store / name / file.name)
-            linked.append(name)
-    return linked
+            copied.append(name)
+    return copied
 
 
 def isolate(environ=os.environ) -> Isolation:
@@ -84,7 +84,7 @@ def isolate(environ=os.environ) -> Isolation:
     root = Path(tempfile.mkdtemp(prefix="explorer-tests-"))
     store = root / "store"
     store.mkdir()
-    link_models(model_sources(environ, roots), store)
+    copy_models(model_sources(environ, roots), store)
     environ.update({"HOME": str(root / "home"), "XDG_CONFIG_HOME": str(root / "home" / ".config"),
                     "XDG_CACHE_HOME": str(root / "home" / ".cache"), "TRANSFORMER_EXPLORER_HOME": str(store)})
     (root / "home" / ".config").mkdir(parents=True)

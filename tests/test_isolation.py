@@ -53,7 +53,7 @@ def test_pulled_models_are_copied_into_the_runs_store(tmp_path):
     (source / "model-a" / "pulled.json").write_text("{}")
     (source / "model-a" / "weights.gguf").write_bytes(b"gguf")
     (source / "half-pulled").mkdir()                     # an interrupted pull: no pulled.json
-    assert isolation.link_models([source], tmp_path / "store") == ["model-a"]
-    linked = tmp_path / "store" / "model-a" / "weights.gguf"
-    assert not linked.is_symlink() and linked.read_bytes() == b"gguf"     # a float32 copy may be written beside it
+    assert isolation.copy_models([source], tmp_path / "store") == ["model-a"]
+    copied = tmp_path / "store" / "model-a" / "weights.gguf"
+    assert not copied.is_symlink() and copied.read_bytes() == b"gguf"     # a float32 copy may be written beside it
     assert not (tmp_path / "store" / "half-pulled").exists()
