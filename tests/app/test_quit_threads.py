@@ -39,6 +39,7 @@ PULL_STEPS = """
     settle(written.is_set)
     asked = time.monotonic()
     quit_app()
+    print("live after the tear-down:", [thread.name for thread in threads.live()], flush=True)
     print(f"joined: {threads.stop_all(10.0)} in {time.monotonic() - asked:.3f} s", threads.live(), flush=True)
     print("left in the store:", sorted(path.name for path in store.home().iterdir()), flush=True)
 """
@@ -94,6 +95,9 @@ def test_a_quit_mid_pull_stops_it_and_leaves_nothing_in_the_store(tmp_path):
     assert_clean_exit(done)
     assert joined(done) < 10.0
     assert "left in the store: []" in done.stdout.splitlines(), done.stdout
+    # stopped and joined before the window was deleted: its progress emitted while the window was deleted on
+    # the GUI thread crashed a fresh-clone run with SIGSEGV and no word
+    assert "live after the tear-down: []" in done.stdout.splitlines(), done.stdout
 
 
 def test_a_quit_during_a_read_ahead_stops_and_joins_it(tmp_path):

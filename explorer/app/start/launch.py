@@ -23,6 +23,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QSettings
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from explorer.app.start.boot import SELF_TEST_TIMEOUT_S, SelfTestFailure, _wait, make_app  # noqa: F401 (re-exported)
+from explorer.app.thread import threads
 from explorer.app.thread.gc_guard import collect_on_gui_thread
 from explorer.app.window import model_refs
 from explorer.app.window.settings import AppSettings
@@ -74,7 +75,12 @@ def follow_system_theme(app: QApplication, settings: AppSettings, window) -> Non
 def tear_down(window) -> None:
     """After the event loop: delete the window while the QApplication still exists, so that no widget is
     left for the interpreter's teardown to destroy in an arbitrary order (it crashed the process with
-    SIGSEGV about one exit in ten after a clean close). The app's threads are joined at exit (threads.py)."""
+    SIGSEGV about one exit in ten after a clean close).
+
+    The app's threads are stopped and joined first (atexit would do it only later): a thread
+    that emits a signal of a window's object while the window is deleted on this thread reads freed memory,
+    and a quit mid-pull, its thread emitting progress, ended with SIGSEGV and no word (a fresh-clone run)."""
+    threads.stop_all_at_quit()
     window.deleteLater()
     QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
     gc.collect()

@@ -3,8 +3,8 @@
 The app's threads are daemons (a window closed mid-job must not hang the process), but a daemon still
 inside torch or numpy when the interpreter finalises aborts the process ("terminate called without an
 active exception", exit 134): the C++ thread pools it uses are torn down under it. So each thread is
-started here with a way to stop it, and `stop_all` (run at quit, and by atexit before the interpreter
-finalises, while daemons still run normally) asks every one to stop and joins it.
+started here with a way to stop it, and `stop_all_at_quit` (run at quit before the window is deleted, and by
+atexit before the interpreter finalises, while daemons still run normally) asks every one to stop and joins it.
 """
 from __future__ import annotations
 
@@ -67,10 +67,10 @@ def _forgetting(target: Callable[[], None]) -> Callable[[], None]:
     return run
 
 
-def _stop_all_at_exit() -> None:
-    """At exit, a thread still running after JOIN_S is inside one call that cannot be interrupted (a whole
-    forward pass at thousands of tokens): waiting for it is slow, but leaving it to the interpreter's
-    finalisation aborts the process, so it is said and waited for."""
+def stop_all_at_quit() -> None:
+    """At quit (launch.tear_down, and atexit for any other way out), a thread still running after JOIN_S is
+    inside one call that cannot be interrupted (a whole forward pass at thousands of tokens): waiting for it is
+    slow, but leaving it to the interpreter's finalisation aborts the process, so it is said and waited for."""
     if stop_all():
         return
     names = ", ".join(sorted({thread.name for thread in live()}))
@@ -79,4 +79,4 @@ def _stop_all_at_exit() -> None:
         thread.join()
 
 
-atexit.register(_stop_all_at_exit)
+atexit.register(stop_all_at_quit)
