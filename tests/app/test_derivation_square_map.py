@@ -9,6 +9,8 @@ emulated screens.
 """
 from __future__ import annotations
 
+import time
+
 import pytest
 from PySide6.QtCore import QRectF
 
@@ -19,6 +21,7 @@ pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's fo
 
 PROMPT = "To be, or not to be, that is the question"
 SQUARE_ISH = 1.5             # a cell at most this much wider than tall, or taller than wide
+SPLIT_SLACK = 0.01           # a split that comes back within 1% of its whole has come back
 
 
 def drawn_map(panel) -> QRectF:
@@ -33,6 +36,29 @@ def layout_of(panel) -> tuple:
     """What a person sees of the panel's arrangement."""
     return (panel.splitter.orientation(), tuple(panel.splitter.sizes()), panel.plots.isVisible(),
             panel.products_view.isVisible(), panel.plots.orientation(), tuple(panel.plots.sizes()))
+
+
+def same_layout(before: tuple, after: tuple) -> bool:
+    """The same arrangement, each split within SPLIT_SLACK of its whole: a person sees no 4 px shift of a 1,430 px
+    panel (one was seen at 1920 in a fresh-clone run, the window's thread lagging under another test process),
+    and the fault this checks gave the regrow to another part, hundreds of px."""
+    def sizes_near(one: tuple, other: tuple) -> bool:
+        slack = SPLIT_SLACK * max(sum(one), 1)
+        return len(one) == len(other) and all(abs(a - b) <= slack for a, b in zip(one, other))
+    return (before[0], before[2:5]) == (after[0], after[2:5]) and sizes_near(before[1], after[1]) \
+        and sizes_near(before[5], after[5])
+
+
+def stable_layout(panel, quiet_s: float = 0.5, timeout_s: float = 10.0) -> tuple:
+    """The panel's layout once it has not changed for `quiet_s`: a job's late result may lay it out again."""
+    deadline, seen = time.monotonic() + timeout_s, layout_of(panel)
+    while time.monotonic() < deadline:
+        settle(quiet_s)
+        now = layout_of(panel)
+        if now == seen:
+            return now
+        seen = now
+    return seen
 
 
 def check_map(panel, where: str) -> None:
@@ -55,9 +81,8 @@ def test_the_map_stays_square_and_its_layout_comes_back_after_a_shrink_and_a_reg
         journey.open(BUNDLED / "shakespeare-gqa", PROMPT)
         journey.derive_a_cell()
         window, panel = journey.window, journey.window.docks["derivation"].widget()
-        settle(0.5)
+        before = stable_layout(panel)
         check_map(panel, f"{screen}, opened")
-        before = layout_of(panel)
         window.resize(window.minimumSizeHint())
         settle(1.0)
         if panel.view.isVisible():
@@ -65,10 +90,12 @@ def test_the_map_stays_square_and_its_layout_comes_back_after_a_shrink_and_a_reg
         window.resize(size)
         settle(1.0)
         check_map(panel, f"{screen}, grown back")
-        assert layout_of(panel) == before, f"{screen}: laid out {before} before the shrink, {layout_of(panel)} after"
+        assert same_layout(before, stable_layout(panel)), \
+            f"{screen}: laid out {before} before the shrink, {layout_of(panel)} after"
         window.dock_shares.toggle_maximised(window.docks["derivation"])      # the whole window: a tall, wide room
         settle(1.0)
         check_map(panel, f"{screen}, maximised")
         window.dock_shares.toggle_maximised(window.docks["derivation"])
         settle(1.0)
-        assert layout_of(panel) == before, f"{screen}: laid out {before} before maximising, {layout_of(panel)} after"
+        assert same_layout(before, stable_layout(panel)), \
+            f"{screen}: laid out {before} before maximising, {layout_of(panel)} after"
