@@ -1,5 +1,5 @@
 """Where each head's tile sits in the all-heads grid: layers down, each layer's heads across, wrapped onto bands of
-`per_row` heads where a row of them all does not fit the width (app.widgets.map_grid.heads_per_row), with a
+`per_row` heads where a row of them all does not fit the width (app.widgets.tile_fit.heads_per_row), with a
 one-pixel gutter between tiles. A tile of fewer than LEAST_TILE_PX tokens a side has each token's cell drawn as
 a block of pixels, so that a gutter is never more than 1/LEAST_TILE_PX of a tile: the translator's cross grid
 at the prefill (1-row tiles, drawn square) had gutters between its bands as tall as its tiles, half the grid.

@@ -6,7 +6,8 @@ import threading
 
 import pytest
 
-from explorer.app.thread.decode_loop import DecodeLoop, Emitter
+from explorer.app.thread.decode_loop import DecodeLoop
+from explorer.app.thread.emitter import Emitter
 from explorer.app.thread.request_queue import RequestQueue
 from explorer.app.thread.requests import Load, ModelJob
 from tests.app.fake_core import FakeCore

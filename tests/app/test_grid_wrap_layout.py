@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from explorer.app.widgets.map_grid import heads_per_row
+from explorer.app.widgets.tile_fit import heads_per_row
 from explorer.views.grid import blank_mosaic, mosaic
 from explorer.views.maps import attention_matrix
 from tests.app.synthetic_trace import build_trace

@@ -8,7 +8,8 @@ import numpy as np
 
 from explorer.app.panels.residual import NORMS, ResidualPanel
 from explorer.app.thread.core_api import CoreApi, lending
-from explorer.app.thread.decode_loop import DecodeLoop, Emitter
+from explorer.app.thread.decode_loop import DecodeLoop
+from explorer.app.thread.emitter import Emitter
 from explorer.app.thread.request_queue import RequestQueue
 from explorer.app.thread.requests import ModelJob
 from tests.app.shared_window import make

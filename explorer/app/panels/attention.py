@@ -19,7 +19,8 @@ from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSpinBox, QSplitter, QVBoxLayout, QWidget
 
-from explorer.app.panels.base import Panel, dims, visible_text
+from explorer.app.panels.attention_header import WEIGHTS, header
+from explorer.app.panels.base import Panel, visible_text
 from explorer.app.state.session import Selection
 from explorer.app.widgets.ablation_marks import AblationMarks, ablated_heads
 from explorer.app.widgets.attention_exports import export_actions, offer_steps
@@ -53,8 +54,20 @@ class AttentionPanel(Panel):
 
     def __init__(self, session, parent=None) -> None:
         super().__init__(session, parent)
-        controls_row = QWidget()
-        controls = FlowLayout(controls_row)        # wraps in a narrow dock instead of widening the window
+        self.body.addWidget(self._controls(session))
+        self.body.addWidget(self._maps(), 1)
+        self._connect(session)
+        self.matrix: np.ndarray | None = None
+        self.view: trace_views.View | None = None          # the attention drawn: its trace, step, kind
+        self.mosaic: Mosaic | None = None
+        self._drawn_large = None
+        self._drawn_grid = None
+        self._revealed_tile = None                         # (kind, layer, head or None: the mean) scrolled to
+
+    def _controls(self, session) -> QWidget:
+        """Layer, head, weights or scores, colour scale, the mean, which attention, and the kernel f_κ."""
+        row = QWidget()
+        controls = FlowLayout(row)        # wraps in a narrow dock instead of widening the window
         self.layer_box, self.head_box = QSpinBox(), QSpinBox()
         self.values_box, self.scale_box = QComboBox(), QComboBox()
         self.values_box.addItems(["weights A", "scores S"])
@@ -70,7 +83,10 @@ class AttentionPanel(Panel):
         controls.addWidget(self.kind_box)
         self.kernel_control = KernelControl(session, self)      # f_κ of the selected layer: an experiment
         controls.addWidget(self.kernel_control)
-        self.body.addWidget(controls_row)
+        return row
+
+    def _maps(self) -> QSplitter:
+        """The large map beside the grid of every head (its progress above it, its colour bars beside it)."""
         self.large_view = pg.GraphicsLayoutWidget()
         self.grid_view = pg.GraphicsLayoutWidget()
         self.large = Heatmap(self.large_view.ci)
@@ -80,17 +96,14 @@ class AttentionPanel(Panel):
         self.grid_legend = GridLegend(self.grid, self.legend_view.ci)   # a scale per kind of layer, bars labelled
         self._axis_names = ("query", "key")
         self.large.plot.setLabels(**dict(zip(("left", "top"), self._axis_names)))
-        splitter = QSplitter(Qt.Orientation.Horizontal)
         # A long trace's grid fills in the background (its progress and Cancel above it), and its large
         # map is drawn as block maxima computed off the GUI thread, exact on hover and zoomed in.
         self.filler = GridFiller(self)
         self.grid_progress = GridProgress(self.filler)
-        self.filler.repaint.connect(self._paint_grid)
         self.long_head = LongHead(self.large, self.filler.pause, self)
         self.long_export = LongExport(self.long_head.maps, self.filler.pause, self,   # off the GUI thread
                                       tiles=self.filler.tiles)
         self.grid_progress.follow(self.long_export)
-        self.long_export.failed.connect(self.session.report_error)
         grid_box = QWidget()
         grid_layout = QVBoxLayout(grid_box)
         grid_layout.setContentsMargins(0, 0, 0, 0)
@@ -102,14 +115,19 @@ class AttentionPanel(Panel):
         grid_row.addWidget(self.grid_scroll, 1)
         grid_row.addWidget(self.legend_view)
         grid_layout.addLayout(grid_row, 1)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.large_view)
         splitter.addWidget(grid_box)
         splitter.setSizes([round(1000 * (1 - GRID_SHARE)), round(1000 * GRID_SHARE)])   # before _share_split
-        self.body.addWidget(splitter, 1)
         self.splitter, self._split_by_hand = splitter, False
         self._shares: dict[tuple, int] = {}                # (splitter width, layers, heads, font) -> the grid's width
-        splitter.splitterMoved.connect(lambda *_: setattr(self, "_split_by_hand", True))   # kept as a person set it
-        splitter.installEventFilter(self)
+        return splitter
+
+    def _connect(self, session) -> None:
+        self.filler.repaint.connect(self._paint_grid)
+        self.long_export.failed.connect(self.session.report_error)
+        self.splitter.splitterMoved.connect(lambda *_: setattr(self, "_split_by_hand", True))   # kept as set
+        self.splitter.installEventFilter(self)
         # after the splitter's own resize, which shares its new width out in the old proportions over a share
         # set in its Resize event (a shrink and regrow on a real X screen came back a px off, a taller grid)
         self._share_later = QTimer(self, singleShot=True, interval=0, timeout=self._share_split)
@@ -127,12 +145,6 @@ class AttentionPanel(Panel):
         self.add_to_plot_menu(self.grid.plot)
         self.ablation_marks = AblationMarks(self.grid.plot)      # the heads the experiments on ablate
         session.experiments_changed.connect(lambda _experiments: self._mark_ablations())
-        self.matrix: np.ndarray | None = None
-        self.view: trace_views.View | None = None          # the attention drawn: its trace, step, kind
-        self.mosaic: Mosaic | None = None
-        self._drawn_large = None
-        self._drawn_grid = None
-        self._revealed_tile = None                         # (kind, layer, head or None: the mean) scrolled to
 
     def eventFilter(self, watched, event) -> bool:
         if watched is self.splitter and event.type() == QEvent.Type.Resize:
@@ -207,7 +219,7 @@ class AttentionPanel(Panel):
             self.filler.forget()
             self.grid_progress.begin()
             self.large.set_matrix(np.zeros((0, 0)))
-            self.set_formula("A = softmax(Q_h K_hᵀ / √d_{QK})")
+            self.set_formula(WEIGHTS)
             return
         self.head_box.setRange(0, trace.model.n_heads - 1)
 
@@ -271,8 +283,7 @@ class AttentionPanel(Panel):
         shown, levels = head_levels(matrix, self.values, self.log_scale)
         rows, cols = axis_labels(trace, matrix.shape, view.cross)
         self.large.set_matrix(shown, levels, rows, cols, keep_view=True, signed=self.signed)
-        formula = attention_formula(trace, view.kind, self.values, layer, head, matrix.shape)
-        self.set_formula(mean_formula(trace, self.values, layer, matrix.shape) if self.mean_heads else formula)
+        self.set_formula(header(trace, view.kind, self.values, layer, head, matrix.shape, self.mean_heads))
 
     def _name_axes(self, kind: str) -> None:
         """query/key, or which side each comes from in an encoder-decoder's encoder and cross-attention."""
@@ -288,8 +299,7 @@ class AttentionPanel(Panel):
         heads = tuple(range(view.trace.model.n_heads)) if self.mean_heads else (head,)
         self.long_head.show(Request(view, layer, heads, self.values, self.log_scale))
         shape = extent(view.trace, view.step, view.cross, layer)
-        formula = attention_formula(view.trace, view.kind, self.values, layer, head, shape)
-        self.set_formula(mean_formula(view.trace, self.values, layer, shape) if self.mean_heads else formula)
+        self.set_formula(header(view.trace, view.kind, self.values, layer, head, shape, self.mean_heads))
 
     def _draw_grid(self, view: trace_views.View) -> None:
         if is_long(view.trace, view.step, view.cross):      # tile by tile in the background
@@ -401,38 +411,3 @@ class AttentionPanel(Panel):
         bar = getattr(self.window(), "statusBar", None)
         if callable(bar):
             bar().showMessage(text, 8000)
-
-
-def mean_formula(trace, values: str, layer: int, shape: tuple[int, int]) -> str:
-    """The header of the mean of a layer's heads."""
-    symbol = "S̄ = (1/N_Q) Σ_h S_h" if values == "scores" else "Ā = (1/N_Q) Σ_h A_h"
-    return f"{symbol} ∈ {dims(*shape)}   layer {layer}, the mean of its N_Q = {trace.model.n_heads} heads"
-
-
-def kernel_of(trace, kind: str, layer: int):
-    """The kernel f_κ the shown map was computed with (intervention.Kernel), or None if unknown."""
-    step = trace.encoder if kind == "encoder" else (trace.steps[-1] if trace.steps else None)
-    if step is None or layer >= len(step.layers):
-        return None
-    record = step.layers[layer].cross if kind == "cross" else step.layers[layer].attn
-    return getattr(record, "kernel", None)
-
-
-def attention_formula(trace, kind: str, values: str, layer: int, head: int, shape: tuple[int, int]) -> str:
-    """The header: the formula of the map shown with its live sizes; cross-attention names X^Q and C."""
-    info, (n_q, n_kv) = trace.model, shape
-    what = "S = Q_h K_hᵀ · scale" if values == "scores" else "A = softmax(Q_h K_hᵀ / √d_{QK})"
-    kernel = kernel_of(trace, kind, layer)
-    if values != "scores" and kernel is not None and not kernel.is_model_softmax:     # an Experiments kernel
-        what = kernel.formula().replace("S", "Q_h K_hᵀ · scale") + " (intervened)"
-    if kind == "cross":
-        return (f"cross-attention {what} ∈ {dims(n_q, n_kv)},  Q_h = X^Q W_h^Q with X^Q the decoder (target),"
-                f"  K_h = C W_h^K, V_h = C W_h^V with X^K = X^V = C the encoder output (source):"
-                f"  N_Q = {n_q} target tokens {'≠' if n_q != n_kv else 'and'} N_{{KV}} = {n_kv} source tokens;"
-                f"   layer {layer}, head {head} of {info.n_heads}, d_{{QK}} = {info.d_qk}")
-    kv = trace.kv_head_of(head)
-    prefix = {"encoder": "encoder self-attention (full mask) ", "self": ""}.get(kind, "")
-    if kind == "self" and info.is_encoder_decoder:
-        prefix = "decoder self-attention (causal mask) "
-    return (f"{prefix}{what} ∈ {dims(n_q, n_kv)}   layer {layer}, head {head} (K/V head {kv}),"
-            f" N_Q = {info.n_heads}, N_{{KV}} = {info.n_kv_heads}, d_{{QK}} = {info.d_qk}")

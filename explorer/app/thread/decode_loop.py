@@ -12,10 +12,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import shiboken6
-from PySide6.QtCore import QObject, Signal
 
 from explorer.app.thread import person_request
 from explorer.app.thread.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory, lending
+from explorer.app.thread.emitter import Emitter
 from explorer.app.thread.pass_progress import layer_progress, prefill_share, replay_words, step_progress
 from explorer.app.thread.replay import holds, redo_arguments, replay_arguments, replay_steps
 from explorer.app.thread.request_queue import Cancelled, JobYields, RequestQueue, asked_by_person
@@ -40,24 +40,6 @@ from explorer.core.loaders.load_progress import Pause
 from explorer.views.words import plural
 
 PAUSE_SHOWN_WAIT_S = 1.0    # the most a load waits for the window to show its Pause, whatever happens there
-
-
-class Emitter(QObject):
-    """Signals emitted from the worker thread; Qt queues them to the GUI thread."""
-
-    trace_ready = Signal(object, int)   # the trace, and the seq of the request that made it
-    model_loaded = Signal(object)
-    lens_ready = Signal(object)
-    candidates_ready = Signal(object)
-    failed = Signal(str)
-    load_failed = Signal(str)
-    notice = Signal(str)
-    progress = Signal(float, str)
-    pausing = Signal(float, str, object)    # a load's Pause (load_progress), and the Event set once it is shown
-    run_progress = Signal(float, str)   # a prefill's (or a replay's) layers done, and what runs
-    devices_found = Signal(object)
-    state_changed = Signal(int)     # RequestQueue.finish's answer: the push count once idle, else -1
-    jobs_changed = Signal(object)   # RequestQueue.jobs as a request starts: what runs, and the jobs that wait
 
 
 @dataclass

@@ -20,7 +20,8 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 
 from explorer.app.thread import preload, threads
 from explorer.app.thread.core_api import CoreApi, LoadedSummary, SamplingSettings
-from explorer.app.thread.decode_loop import DecodeLoop, Emitter
+from explorer.app.thread.decode_loop import DecodeLoop
+from explorer.app.thread.emitter import Emitter
 from explorer.app.thread.request_queue import RequestQueue
 from explorer.app.thread.requests import (
     Back,

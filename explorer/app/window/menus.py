@@ -8,33 +8,25 @@ with the versions of the stack and the licences of the models.
 """
 from __future__ import annotations
 
-import importlib.metadata
-import platform
-from html import escape
-from pathlib import Path
-
-from PySide6 import __version__ as pyside_version
-from PySide6.QtCore import QObject, Qt, qVersion
+from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QApplication, QFileDialog, QInputDialog, QMenu, QMessageBox, QWidget
 
-from explorer import __version__
 from explorer.app.figures import animation, export_dialogs, live_recording
 from explorer.app.figures.window_animation import ask_and_record_window
 from explorer.app.run.trace_budget import MAX_BUDGET_MB, MIN_BUDGET_MB
 from explorer.app.state import session_file
 from explorer.app.widgets.dialog_focus import take_focus_if_none
 from explorer.app.window import model_refs, panel_tips
+from explorer.app.window.about import about_html
 from explorer.app.window.dock_shares import focused_dock, seen
 from explorer.app.window.learn_placement import open_learn
 from explorer.app.window.store_dialog import show_store
 from explorer.app.window.theme import apply_theme
-from explorer.core import store
 from explorer.core.errors import ExplorerError
 from explorer.views.figure_text import TEXT_SIZES
 
 SESSION_FILTER = "Transformer Explorer session (*.json)"
-STACK = ("torch", "numpy", "tokenizers", "safetensors", "gguf", "pyqtgraph")
 
 
 class Menus:
@@ -370,54 +362,6 @@ def bring_forward(dock, entry: QAction) -> bool:
 def _export_actions(widget) -> list[QAction]:
     export_actions = getattr(widget, "export_actions", None)
     return list(export_actions()) if callable(export_actions) else []
-
-
-def _version(package: str) -> str:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def as_stored(reference: str) -> str:
-    """A model's path as the person's store holds it: one that lies under a symbolic link of the store (the
-    recent list keeps paths resolved) is named by the link, then "→" and where the link leads; a catalog
-    name, or a path under no link of the store, as it is."""
-    if "/" not in reference and "\\" not in reference:
-        return reference
-    path = Path(reference)
-    try:
-        for link in sorted(store.home().iterdir()):
-            target = link.resolve() if link.is_symlink() else None
-            if target is not None and (path == target or target in path.parents):
-                return f"{link / path.relative_to(target)} → {path}"
-    except (OSError, RuntimeError):           # no store, or one that cannot be read; a link that loops
-        pass
-    return reference
-
-
-def about_html(window) -> str:
-    """Versions of the app and its stack, and the licence of every model it can open."""
-    stack = [("Transformer Explorer", __version__), ("Python", platform.python_version()),
-             ("Qt", qVersion()), ("PySide6", pyside_version)]
-    stack += [(name, _version(name)) for name in STACK]
-    versions = "".join(f"<tr><td>{escape(n)}</td><td>{escape(v)}</td></tr>" for n, v in stack)
-    models = []
-    summary = window.controller.summary
-    if summary is not None:
-        models.append((summary.name + " (open)", summary.license))
-    models += [(as_stored(c.reference), c.license) for c in window.catalog_loader.latest]  # listed in the background
-    seen, licence_rows = set(), []
-    for name, licence in models:
-        if name not in seen:
-            seen.add(name)
-            licence_rows.append(f"<tr><td>{escape(name)}</td><td>{escape(licence or 'see its model card')}</td></tr>")
-    return (f"<h3>Transformer Explorer {escape(__version__)}</h3>"
-            "<p>Opens up a language model and shows the exact algebra of every decoding step.<br>"
-            "Licensed under the Apache License 2.0.</p>"
-            f"<h4>Versions</h4><table>{versions}</table>"
-            f"<h4>Models</h4><table>{''.join(licence_rows) or '<tr><td>none yet</td></tr>'}</table>"
-            f"<p>Autosaved session: {escape(str(window.autosaver.path))}</p>")
 
 
 def build(window) -> Menus:
