@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import QSettings
 
-from explorer.app.window.main_window import MainWindow
 from explorer.app.window.about import about_html
+from explorer.app.window.main_window import MainWindow
 from explorer.app.window.settings import AppSettings
 from tests.app.shared_window import settle
 from tests.app.tiny_model import make_tiny_llama

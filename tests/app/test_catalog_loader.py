@@ -8,8 +8,8 @@ import transformers  # noqa: E402,F401  (the tiny model is written with it; miss
 from PySide6.QtCore import QSettings
 
 from explorer.app.thread.catalog_loader import CatalogLoader
-from explorer.app.window.main_window import MainWindow
 from explorer.app.window.about import about_html
+from explorer.app.window.main_window import MainWindow
 from explorer.app.window.model_refs import ModelChoice
 from explorer.app.window.settings import AppSettings
 from explorer.core.errors import ExplorerError
