@@ -188,7 +188,7 @@ def test_cancel_stops_the_map_and_the_caption_says_so(qtbot, panel, with_tokens)
 
 
 def test_the_attention_header_names_the_kernel_in_use(traced_llama):
-    from explorer.app.panels.attention import attention_formula
+    from explorer.app.panels.attention_header import attention_formula
     from explorer.core.decode import Decoder
 
     loaded = traced_llama[0]

@@ -20,7 +20,7 @@ PANELS_DIR = Path(explorer.app.panels.__file__).parent
 # the package, the shared base (base, drawing_parts, panel_words), the list itself, Show the work's rich text and
 # the residual stream's room (residual_room)
 NOT_PANELS = {"__init__", "base", "drawing_parts", "panel_words", "registry", "derivation_text", "tokens_text",
-              "derivable", "residual_room"}
+              "derivable", "residual_room", "attention_header"}
 
 
 class ToyPanel(Panel):
