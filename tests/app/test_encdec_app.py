@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from explorer.app.panels import AttentionPanel, KVCachePanel, MaskPanel, QKVPanel
+from explorer.app.panels.attention_header import attention_formula
 from explorer.app.panels.mask import MASKED, NEW_ROW
 from explorer.app.state.session import Session
 from explorer.views import trace_views
@@ -57,7 +58,11 @@ def test_cross_attention_map_is_target_rows_by_source_columns_and_rows_sum_to_on
     assert attention.large.axes["top"]._labels == ["<2zh>", "twelve", "␣thousand", "␣three", "␣hundred"]
     header = attention.header.text()
     assert "X<sup>Q</sup>" in header and "X<sup>K</sup> = X<sup>V</sup> = C" in header
-    assert f"N<sub>Q</sub> = {len(TARGET)} target tokens ≠ N<sub>KV</sub> = {len(source)} source tokens" in header
+    # token counts are T_Q and T_KV: N_Q and N_KV count heads everywhere else (drive31 read both in one window)
+    assert f"T<sub>Q</sub> = {len(TARGET)} target tokens ≠ T<sub>KV</sub> = {len(source)} source tokens" in header
+    assert f"N<sub>Q</sub> = {trace.model.n_heads}," in header
+    first_step = attention_formula(trace, "cross", "weights", 2, 1, (1, len(source)))      # the decoder's start
+    assert f"T_Q = 1 target token ≠ T_{{KV}} = {len(source)} source tokens" in first_step, first_step
     # The decoder's self-attention is causal over the target, the encoder's full over the source.
     session.select(attention="self")
     assert attention.matrix.shape == (len(TARGET), len(TARGET))

@@ -3,6 +3,7 @@ kernel f_κ an experiment put in softmax's place, and which side each of an enco
 from __future__ import annotations
 
 from explorer.app.panels.base import dims
+from explorer.views.words import plural
 
 WEIGHTS = "A = softmax(Q_h K_hᵀ / √d_{QK})"
 SCORES = "S = Q_h K_hᵀ · scale"
@@ -31,7 +32,9 @@ def kernel_of(trace, kind: str, layer: int):
 
 
 def attention_formula(trace, kind: str, values: str, layer: int, head: int, shape: tuple[int, int]) -> str:
-    """The header: the formula of the map shown with its live sizes; cross-attention names X^Q and C."""
+    """The header: the formula of the map shown with its live sizes; cross-attention names X^Q and C. N_Q and
+    N_KV count heads, as everywhere in the app (the model map, the KV cache's bytes); T_Q and T_KV count the
+    query and key tokens, which differ only across the two sides of an encoder-decoder."""
     info, (n_q, n_kv) = trace.model, shape
     what = SCORES if values == "scores" else WEIGHTS
     kernel = kernel_of(trace, kind, layer)
@@ -40,8 +43,9 @@ def attention_formula(trace, kind: str, values: str, layer: int, head: int, shap
     if kind == "cross":
         return (f"cross-attention {what} ∈ {dims(n_q, n_kv)},  Q_h = X^Q W_h^Q with X^Q the decoder (target),"
                 f"  K_h = C W_h^K, V_h = C W_h^V with X^K = X^V = C the encoder output (source):"
-                f"  N_Q = {n_q} target tokens {'≠' if n_q != n_kv else 'and'} N_{{KV}} = {n_kv} source tokens;"
-                f"   layer {layer}, head {head} of {info.n_heads}, d_{{QK}} = {info.d_qk}")
+                f"  T_Q = {plural(n_q, 'target token')} {'≠' if n_q != n_kv else 'and'} T_{{KV}} = "
+                f"{plural(n_kv, 'source token')};   layer {layer}, head {head} of N_Q = {info.n_heads},"
+                f" d_{{QK}} = {info.d_qk}")
     kv = trace.kv_head_of(head)
     prefix = {"encoder": "encoder self-attention (full mask) ", "self": ""}.get(kind, "")
     if kind == "self" and info.is_encoder_decoder:
