@@ -33,7 +33,7 @@ from explorer.core.loaders.gguf_config import config_of
 from explorer.core.loaders.gguf_header import GGUFHeader, TensorInfo, read_gguf_header, tensor_bytes
 from explorer.core.loaders.gguf_tokenizer import BUILDING, tokenizer_from_gguf
 from explorer.core.loaders.hf import MAX_TOKENIZER_BYTES, bounded_tokenizer, check_pieces
-from explorer.core.loaders.load_progress import READY_AT, TOKENIZER_SHARE, phase
+from explorer.core.loaders.load_progress import READY_AT, TOKENIZER_SHARE, before_a_copy, phase
 from explorer.core.loaders.model_file import read_bytes
 from explorer.core.tokens import TextTokenizer
 from explorer.core.weights import check_finite
@@ -147,9 +147,8 @@ def cached_or_read_tensors(path: Path, header: GGUFHeader, config: dict, progres
     read_end = READ_SHARE if copy is not None else READY_AT
     tensors = read_tensors(path, header, config, phase(progress, start, read_end))
     if copy is not None:
-        if progress is not None:
-            gigabytes = sum(t.numel() for t in tensors.values()) * 4 / 1e9
-            progress(read_end, f"writing a {gigabytes:.1f} GB float32 copy for next time")
+        n_bytes = sum(t.numel() for t in tensors.values()) * 4
+        before_a_copy(progress, read_end, n_bytes, f"writing a {n_bytes / 1e9:.1f} GB float32 copy for next time")
         gguf_cache.save(path, tensors, phase(progress, read_end, READY_AT))
     return tensors
 

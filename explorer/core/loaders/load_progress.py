@@ -23,6 +23,12 @@ PAUSES_FROM_MERGES = 150_000
 PAUSE_WORDS = "building the tokenizer (the window waits a few seconds)"
 
 
+# safetensors serializes a float32 copy in one call that holds Python's lock too: Gemma 3's 1.1 GB held the window
+# 0.69 s on a quiet machine and 1.2-1.9 s on a loaded one (drive31: the longest wait of its first open, unsaid).
+PAUSES_FROM_BYTES = 256 << 20
+COPY_PAUSE_WORDS = " (the window waits a moment)"
+
+
 class Pause(str):
     """A progress message said just before a call that holds Python's lock for seconds: a window shows it before
     the call starts (the model thread waits until it is shown), instead of freezing with nothing said."""
@@ -32,3 +38,10 @@ def before_a_build(progress: Progress | None, share: float, merges: int) -> None
     """Say, as a Pause, that the tokenizer of `merges` merges is built now, when that holds the window a while."""
     if progress is not None and merges >= PAUSES_FROM_MERGES:
         progress(share, Pause(PAUSE_WORDS))
+
+
+def before_a_copy(progress: Progress | None, share: float, n_bytes: int, words: str) -> None:
+    """Say `words` (what is written), as a Pause where a copy of `n_bytes` holds the window a while, else plainly."""
+    if progress is None:
+        return
+    progress(share, Pause(words + COPY_PAUSE_WORDS) if n_bytes >= PAUSES_FROM_BYTES else words)
