@@ -95,3 +95,21 @@ def test_a_refresh_asked_while_listing_runs_once_more_and_errors_are_reported(qt
     qtbot.waitUntil(lambda: len(answers) == 2 and not loader.busy, timeout=10000)
     assert len(calls) == 2
     assert answers[0][1] is None and answers[1] == ([], "the store folder cannot be read.")
+
+
+def test_about_before_the_first_listing_says_it_is_under_way_not_that_there_are_none(qtbot, tmp_path, tiny, dialogs):
+    """Help ▸ About opened before the catalog had been listed said "Models: none yet" with 8 models to open
+    (drive31). Expectation: it says they are being listed, asks for the listing, and lists them once it is in."""
+    catalog = SlowCatalog([ModelChoice("tiny  (bundled)", str(tiny), license="MIT")])
+    window = make_window(qtbot, tmp_path, catalog)
+    try:
+        assert not window.catalog_loader.listed
+        text = about_html(window)
+        assert "none yet" not in text and "being listed" in text, text
+        qtbot.waitUntil(lambda: bool(catalog.threads), timeout=30000)        # About asked, if nothing had yet
+        catalog.release.set()
+        qtbot.waitUntil(lambda: window.catalog_loader.listed, timeout=10000)
+        assert "MIT" in about_html(window) and "being listed" not in about_html(window)
+    finally:
+        catalog.release.set()
+        window.close()

@@ -32,6 +32,7 @@ class CatalogLoader(QObject):
         self._running = False
         self._again = False
         self.latest: list = []              # the last listing, for readers that must not wait (Help ▸ About)
+        self.listed = False                 # a listing has come back (latest is the catalog, not "not read yet")
         self.ready.connect(self._remember)
         self._watcher = QFileSystemWatcher(self)
         self._watcher.directoryChanged.connect(self._on_store_changed)
@@ -97,4 +98,4 @@ class CatalogLoader(QObject):
                 self._again = False
 
     def _remember(self, choices, _error) -> None:
-        self.latest = choices
+        self.latest, self.listed = choices, True

@@ -50,7 +50,13 @@ def about_html(window) -> str:
     summary = window.controller.summary
     if summary is not None:
         models.append((summary.name + " (open)", summary.license))
-    models += [(as_stored(c.reference), c.license) for c in window.catalog_loader.latest]  # listed in the background
+    catalog = window.catalog_loader
+    models += [(as_stored(c.reference), c.license) for c in catalog.latest]  # listed in the background
+    if not catalog.listed:      # asked before the first listing (it waits for the first model): not "none yet"
+        catalog.refresh()
+        unlisted = "<tr><td>the models are being listed; open About again in a moment</td></tr>"
+    else:
+        unlisted = "<tr><td>none yet</td></tr>"
     seen, licence_rows = set(), []
     for name, licence in models:
         if name not in seen:
@@ -60,5 +66,5 @@ def about_html(window) -> str:
             "<p>Opens up a language model and shows the exact algebra of every decoding step.<br>"
             "Licensed under the Apache License 2.0.</p>"
             f"<h4>Versions</h4><table>{versions}</table>"
-            f"<h4>Models</h4><table>{''.join(licence_rows) or '<tr><td>none yet</td></tr>'}</table>"
+            f"<h4>Models</h4><table>{''.join(licence_rows) or unlisted}</table>"
             f"<p>Autosaved session: {escape(str(window.autosaver.path))}</p>")
