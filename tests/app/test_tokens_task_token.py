@@ -1,5 +1,5 @@
 """The Tokens panel of a translation counts what the encoder reads: the typed source (T tokens) and the task
-token the translator puts in front (<2zh>), so its header matches cross-attention's N_KV source tokens.
+token the translator puts in front (<2zh>), so its header matches cross-attention's T_KV source tokens.
 
 The expectation is the translator's own tokenizer (the `tokenizers` library on its tokenizer.json), fed the
 source as the training data writes it ("<2zh>" then the text), not the app's count.
@@ -52,5 +52,5 @@ def test_the_tokens_header_counts_the_task_token_the_encoder_reads(qtbot, transl
     session.select(attention="cross", layer=0, head=0)
     assert len(tokens.rows) == t
     assert f"T = {t}" in tokens.formula
-    assert f"N_{{KV}} = {n_kv} source tokens" in tokens.formula and task in tokens.formula, tokens.formula
-    assert f"N_{{KV}} = {n_kv} source tokens" in attention.formula, "the header it must match"
+    assert f"T_{{KV}} = {n_kv} source tokens" in tokens.formula and task in tokens.formula, tokens.formula
+    assert f"T_{{KV}} = {n_kv} source tokens" in attention.formula, "the header it must match"

@@ -28,7 +28,7 @@ def source_offset(trace, rows) -> int | None:
 
 def count_formula(rows, trace, step: int | None) -> str:
     """x = tokenize(text), T tokens, as of `step` (None: the latest); for a translation whose encoder reads a task
-    token before the typed source (<2zh>), also the encoder's count N_KV, as the cross-attention header writes it,
+    token before the typed source (<2zh>), also the encoder's count T_KV, as the cross-attention header writes it,
     so the two match."""
     n = len(rows)
     formula = f"x = tokenize(text) = (x_1, …, x_{{{n}}}),  x_i ∈ {{0, …, V−1}}, T = {n}"
@@ -41,7 +41,7 @@ def count_formula(rows, trace, step: int | None) -> str:
         formula += f";  {note}"
     if offset:
         added = " ".join(visible_text(text) for text in trace.encoder.token_text[:offset])
-        formula += (f";  the encoder reads N_{{KV}} = {n + offset} source tokens: "
+        formula += (f";  the encoder reads T_{{KV}} = {n + offset} source tokens: "
                     f"the task token{'s' if offset > 1 else ''} {added}, then these {n}")
     return formula
 
