@@ -21,9 +21,9 @@ def test_source_rows_behind_a_task_token_count_the_encoders_tokens():
     rows = TokenRows(None, [5, 6, 7], ["a", "b", "c"])
     assert source_offset(trace, rows) == 1
     formula = count_formula(rows, trace, None)
-    assert "T = 3" in formula and "N_{KV} = 4" in formula and "task token <2zh>" in formula
+    assert "T = 3" in formula and "T_{KV} = 4" in formula and "task token <2zh>" in formula
     other = TokenRows(None, [5, 8, 7], ["a", "x", "c"])       # an edited source: not the encoder's
-    assert source_offset(trace, other) is None and "N_{KV}" not in count_formula(other, trace, None)
+    assert source_offset(trace, other) is None and "T_{KV}" not in count_formula(other, trace, None)
 
 
 def test_the_source_line_lights_the_selected_token():

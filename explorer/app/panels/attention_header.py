@@ -46,9 +46,12 @@ def attention_formula(trace, kind: str, values: str, layer: int, head: int, shap
                 f"  T_Q = {plural(n_q, 'target token')} {'≠' if n_q != n_kv else 'and'} T_{{KV}} = "
                 f"{plural(n_kv, 'source token')};   layer {layer}, head {head} of N_Q = {info.n_heads},"
                 f" d_{{QK}} = {info.d_qk}")
-    kv = trace.kv_head_of(head)
     prefix = {"encoder": "encoder self-attention (full mask) ", "self": ""}.get(kind, "")
     if kind == "self" and info.is_encoder_decoder:
         prefix = "decoder self-attention (causal mask) "
-    return (f"{prefix}{what} ∈ {dims(n_q, n_kv)}   layer {layer}, head {head} (K/V head {kv}),"
+    if info.attention == "mla":     # every head's K and V come up from one latent: no K/V head is shared
+        return (f"{prefix}{what} ∈ {dims(n_q, n_kv)}   layer {layer}, head {head}, N_Q = {info.n_heads},"
+                f" K_h = [c_{{KV}} W_h^{{UK}} ; k_R] and V_h = c_{{KV}} W_h^{{UV}} from the latent c_{{KV}}"
+                f" (d_c = {info.mla_rank}), d_{{QK}} = {info.d_qk}")
+    return (f"{prefix}{what} ∈ {dims(n_q, n_kv)}   layer {layer}, head {head} (K/V head {trace.kv_head_of(head)}),"
             f" N_Q = {info.n_heads}, N_{{KV}} = {info.n_kv_heads}, d_{{QK}} = {info.d_qk}")

@@ -25,8 +25,9 @@ def derivation_html(cell: derivation.CellDerivation, token_text) -> str:
     """The walk from q_i and k_j to A_ij and y_i, as rich text for the panel (and tests)."""
     i, j = cell.row, cell.column
     lines = [f"<b>A[{i}, {j}]</b>: query {i} '{html.escape(readable(token_text[i]))}' → key {j} "
-             f"'{html.escape(readable(token_text[j]))}', layer {cell.layer}, head {cell.head} "
-             f"(K/V head {cell.kv_head}), as of step {cell.upto_step}"]
+             f"'{html.escape(readable(token_text[j]))}', layer {cell.layer}, head {cell.head}"
+             + ("" if cell.latent is not None else f" (K/V head {cell.kv_head})")     # MLA: its own K, V (below)
+             + f", as of step {cell.upto_step}"]
     if cell.q_rotation is not None:
         rotation = cell.q_rotation
         lines.append(f"q<sub>i</sub> before RoPE {_vector(rotation.pre)}<br>k<sub>j</sub> before RoPE "
