@@ -101,8 +101,8 @@ def scores_of_trace(trace: Trace, n: int, repeat: int, cancel=None) -> HeadScore
 def score_heads(loaded, ids=None, repeat: int = 2, seed: int = DEFAULT_SEED, intervention=None,
                 cancel=None) -> HeadScores:
     """Run the model on s = ids * repeat (random ids of its vocabulary when None), under `intervention`
-    (None: the model as it is), and score every head; ScoringCancelled before the run and before each
-    layer's scores once `cancel` (None, a callable or an Event-like flag) is set."""
+    (None: the model as it is), and score every head; ScoringCancelled before the run, after each of its layers
+    and before each layer's scores once `cancel` (None, a callable or an Event-like flag) is set."""
     # torch's modules, imported when a model runs: the app's torch-free atlas and head descriptions import this one
     from explorer.core.drivers import make_decoder
     from explorer.core.recording import RecordOptions
@@ -115,6 +115,8 @@ def score_heads(loaded, ids=None, repeat: int = 2, seed: int = DEFAULT_SEED, int
     decoder = make_decoder(loaded, RecordOptions(dtype="float32", top_k=1), capacity=int(sequence.size))
     decoder.set_intervention(intervention)
     _stop_if_cancelled(cancel)
+    if cancel is not None:          # and after each layer of the run: a quit mid-run waited the whole run (drive31)
+        decoder.progress = lambda _done, _layers: _stop_if_cancelled(cancel)
     trace = decoder.prefill(sequence)
     return replace(scores_of_trace(trace, len(sequence) // repeat, repeat, cancel), trace=trace)
 

@@ -82,3 +82,26 @@ def test_description_follows_its_formulas(loaded):
 def test_bad_requests_are_one_sentence(loaded, ids, repeat, message):
     with pytest.raises(ExplorerError, match=message):
         head_scores.score_heads(loaded, ids, repeat)
+
+
+def test_a_cancel_stops_the_scoring_run_after_the_layer_it_was_asked_in(monkeypatch):
+    """The atlas's scoring runs the model on the repeated ids; a cancel (a quit, a new model) waited for the
+    whole run (drive31: quits of 6-8 s mid-atlas). Expectation: the run stops after the layer in which the
+    cancel was set, so the layers after it never run."""
+    from explorer.core import model as model_module
+    from explorer.core.runtime import from_tensors
+    from tests.core.conftest import make_hf_model
+
+    hf = make_hf_model("llama")
+    loaded = from_tensors(hf.config.to_dict(), hf.state_dict(), name="tiny-llama")
+    assert loaded.config.n_layers >= 2
+    ran = []
+    forward = model_module.Block.forward
+
+    def counted(self, *args, **kwargs):
+        ran.append(self.layer)
+        return forward(self, *args, **kwargs)
+    monkeypatch.setattr(model_module.Block, "forward", counted)
+    with pytest.raises(head_scores.ScoringCancelled):
+        head_scores.score_heads(loaded, IDS, 2, cancel=lambda: bool(ran))     # asked while the first layer runs
+    assert ran == [0], f"layers run after the cancel: {ran[1:]}"
