@@ -52,11 +52,9 @@ def about_html(window) -> str:
         models.append((summary.name + " (open)", summary.license))
     catalog = window.catalog_loader
     models += [(as_stored(c.reference), c.license) for c in catalog.latest]  # listed in the background
-    if not catalog.listed:      # asked before the first listing (it waits for the first model): not "none yet"
-        catalog.refresh()
-        unlisted = "<tr><td>the models are being listed; open About again in a moment</td></tr>"
-    else:
-        unlisted = "<tr><td>none yet</td></tr>"
+    # Before the first listing (CatalogSchedule: once the model thread is ready, after a load under way): not "none yet"
+    unlisted = ("<tr><td>none yet</td></tr>" if catalog.listed
+                else "<tr><td>the models are being listed; open About again in a moment</td></tr>")
     seen, licence_rows = set(), []
     for name, licence in models:
         if name not in seen:
