@@ -54,9 +54,9 @@ class AttentionPanel(Panel):
 
     def __init__(self, session, parent=None) -> None:
         super().__init__(session, parent)
-        self.body.addWidget(self._controls(session))
+        self.body.addWidget(self._controls())
         self.body.addWidget(self._maps(), 1)
-        self._connect(session)
+        self._connect()
         self.matrix: np.ndarray | None = None
         self.view: trace_views.View | None = None          # the attention drawn: its trace, step, kind
         self.mosaic: Mosaic | None = None
@@ -64,7 +64,7 @@ class AttentionPanel(Panel):
         self._drawn_grid = None
         self._revealed_tile = None                         # (kind, layer, head or None: the mean) scrolled to
 
-    def _controls(self, session) -> QWidget:
+    def _controls(self) -> QWidget:
         """Layer, head, weights or scores, colour scale, the mean, which attention, and the kernel f_κ."""
         row = QWidget()
         controls = FlowLayout(row)        # wraps in a narrow dock instead of widening the window
@@ -81,7 +81,7 @@ class AttentionPanel(Panel):
         controls.addWidget(self.mean_box)
         self.kind_box = AttentionKindBox(self)
         controls.addWidget(self.kind_box)
-        self.kernel_control = KernelControl(session, self)      # f_κ of the selected layer: an experiment
+        self.kernel_control = KernelControl(self.session, self)      # f_κ of the selected layer: an experiment
         controls.addWidget(self.kernel_control)
         return row
 
@@ -123,7 +123,7 @@ class AttentionPanel(Panel):
         self._shares: dict[tuple, int] = {}                # (splitter width, layers, heads, font) -> the grid's width
         return splitter
 
-    def _connect(self, session) -> None:
+    def _connect(self) -> None:
         self.filler.repaint.connect(self._paint_grid)
         self.long_export.failed.connect(self.session.report_error)
         self.splitter.splitterMoved.connect(lambda *_: setattr(self, "_split_by_hand", True))   # kept as set
@@ -144,7 +144,7 @@ class AttentionPanel(Panel):
         self.add_to_plot_menu(self.large.plot)
         self.add_to_plot_menu(self.grid.plot)
         self.ablation_marks = AblationMarks(self.grid.plot)      # the heads the experiments on ablate
-        session.experiments_changed.connect(lambda _experiments: self._mark_ablations())
+        self.session.experiments_changed.connect(lambda _experiments: self._mark_ablations())
 
     def eventFilter(self, watched, event) -> bool:
         if watched is self.splitter and event.type() == QEvent.Type.Resize:
