@@ -26,14 +26,24 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def pulled(name: str) -> Path:
     """The pulled model's folder: the test models' store of this checkout, else the person's store."""
-    for store in (ROOT / ".cache" / "test-models", None):
-        if store is None:
-            from explorer.core import store as model_store
+    from explorer.core import store
 
-            store = model_store.home()
-        if (store / name / "pulled.json").is_file():
-            return store / name
+    for home in (ROOT / ".cache" / "test-models", store.home()):
+        if (home / name / store.PULLED_FILE).is_file():
+            return home / name
     raise SystemExit(f"{name} is not pulled: run `python -m explorer pull {name}` first.")
+
+
+def pulled_into(name: str, source: Path, home: Path) -> Path:
+    """The pulled files of `name` (the catalog's list and pulled.json, none of the copies a load made) copied from
+    `source` into the store `home`, made the store; the path the model opens from there."""
+    from explorer.core import store
+
+    (home / name).mkdir(parents=True)
+    for file_name in (store.PULLED_FILE, *(file.name for file in store.PULLABLE[name].files)):
+        shutil.copyfile(source / file_name, home / name / file_name)
+    os.environ["TRANSFORMER_EXPLORER_HOME"] = str(home)
+    return store.pulled_path(name)
 
 
 class Heartbeat:
@@ -85,14 +95,10 @@ def main() -> int:
     args = parser.parse_args()
     source = pulled(args.model)
     with tempfile.TemporaryDirectory(prefix="bench-freeze-") as scratch:
-        store = Path(scratch) / "store"
-        shutil.copytree(source, store / args.model, ignore=shutil.ignore_patterns("*.f32.safetensors",
-                                                                                  "*.tokenizer.json"))
-        os.environ["TRANSFORMER_EXPLORER_HOME"] = str(store)
+        model_file = pulled_into(args.model, source, Path(scratch) / "store")
         import torch
 
         torch.set_num_threads(1)
-        model_file = next((store / args.model).glob("*.gguf"), store / args.model)   # a GGUF, else its folder
         print(f"{args.model}, load average before: {os.getloadavg()[0]:.2f}")
         for number in range(1, args.opens + 1):
             took, waits = one_open(model_file, args.gap_ms / 1000)
