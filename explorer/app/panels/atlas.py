@@ -127,11 +127,13 @@ class AtlasPanel(Panel):
             self._map.on_click = self._clicked
             self._map.on_hover = self._hover
             self._ablation_marks = AblationMarks(self._map.plot)
+            self.shares.watch(self._map.plot)
             yield
         if self._example is None:
             example = Heatmap(self.example_view.ci, row=0, col=0, colorbar=False, axes=("left", "top"))
             self._long_example = LongHead(example, parent=self)
             title_never_widens(example.plot)
+            self.shares.watch(example.plot)
             self._example = example
             yield
 

@@ -7,8 +7,11 @@ axis and colour bar take ~110 px of its share, had a 97 px view at the window's 
 width with the screen's height both views were 98 px tall where side by side they had 125 x 350.
 
 The splitter is shared out again only when it turns, when its size changed by MATERIAL_PX or more since it was last
-shared, or when the list's own room changed: shared out at every resize (a zero timer each), a dock's first raise and
-each layer of a long text's reading relaid both plots again and again at the same size.
+shared, when the list's own room changed, or when what surrounds a plot's view (its axes, colour bar and title) did:
+shared out at every resize (a zero timer each), a dock's first raise and each layer of a long text's reading relaid
+both plots again and again at the same size. Each plot's view box wakes the share when it is resized (`watch`): a share
+measured while the map's colour bar and axis were not laid out yet (27 px of them, not 113) gave the map an 82 px
+view, and nothing resized the panel after.
 """
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ class AtlasShares(QObject):
         super().__init__(panel)
         self.panel, self.splitter, self.table, self.plots = panel, splitter, table, plots
         self.hand_shares: tuple[float, ...] | None = None     # the shares the person dragged, kept at resizes
-        self.shared: tuple | None = None                      # what the splitter was last shared for (_key)
+        self.shared: tuple | None = None                      # what the splitter was last shared for (_key, around)
         self._timer = QTimer(self, singleShot=True, interval=0)   # once the splitter has its new size
         self._timer.timeout.connect(self.share)
         splitter.splitterMoved.connect(self._on_moved)
@@ -45,20 +48,25 @@ class AtlasShares(QObject):
         turn or its size changed materially."""
         self._timer.start()
 
+    def watch(self, plot: pg.PlotItem) -> None:
+        """`plot` was built: its view box's resizes (its axes or colour bar laid out, or grown) wake the share."""
+        plot.getViewBox().sigResized.connect(self.resized)
+
     def list_changed(self) -> None:
         """The list's columns were fitted to their contents: shared again in the next turn if its room changed."""
         self._timer.start()
 
     def _wanted(self, around: list[tuple[int, int]] | None) -> bool:
-        """Whether the splitter is to be shared again: never shared for its plots as laid out, turned, its size
-        changed by MATERIAL_PX or more, or the list's room changed."""
+        """Whether the splitter is to be shared again: never shared for its plots as laid out, turned, its size or
+        what surrounds a plot's view changed by MATERIAL_PX or more, or the list's room changed."""
         shared = self.shared
         if shared is None or around is None:
             return True
         orientation, size, listed = self._key()
         turns = self._wide(around) != (orientation == Qt.Orientation.Horizontal)
-        return (turns or orientation != shared[0] or listed != shared[2]
-                or max(abs(size[0] - shared[1][0]), abs(size[1] - shared[1][1])) >= MATERIAL_PX)
+        moved = [abs(now - then) for now, then in zip(size, shared[1])]
+        moved += [abs(now - then) for plot, before in zip(around, shared[3]) for now, then in zip(plot, before)]
+        return turns or orientation != shared[0] or listed != shared[2] or max(moved) >= MATERIAL_PX
 
     def _key(self) -> tuple:
         orientation = self.splitter.orientation()
@@ -83,7 +91,7 @@ class AtlasShares(QObject):
         vertical = self.splitter.orientation() == Qt.Orientation.Vertical
         extra = [height if vertical else width for width, height in around]
         room = (size.height() if vertical else size.width()) - 2 * self.splitter.handleWidth()
-        self.shared = self._key()
+        self.shared = (*self._key(), around)
         if self.hand_shares is not None:
             hint = self.table.minimumSizeHint()          # the splitter holds the list at its least anyway
             least = (extra[0] + LEAST_VIEW_PX, hint.height() if vertical else hint.width(), extra[1] + LEAST_VIEW_PX)
