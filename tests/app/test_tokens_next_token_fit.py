@@ -2,10 +2,11 @@
 1366x768 launch layout, both panels' formulas can be read whole at the window's least size, and the Tokens table
 starts at its first row after another model or run.
 
-Seen: after the translator, the logit lens in the Next token dock showed under 3 rows (its table 98 px: header,
-sideways scroll bar, 64 px of 22 px rows) and its caption, one 393 px line in a 333 px readout, was cut; Next
-token's formula lost its second line at the window's least size (20 px of the 36 it needs at 216 px), cut at
-"ℝ⁴⁰⁹⁶," with nothing to say more followed; the Tokens
+Seen: beside the Tokens panel's warning of characters the translator's tokenizer left out, the candidates showed
+2 whole rows at 1366x768; after the translator, the logit lens in the Next token dock showed under 3 rows (its
+table 98 px: header, sideways scroll bar, 64 px of 22 px rows) and its caption, one 393 px line in a 333 px
+readout, was cut; Next token's formula lost its second line at the window's least size (20 px of the 36 it needs
+at 216 px), cut at "ℝ⁴⁰⁹⁶," with nothing to say more followed; the Tokens
 table of a model opened after another kept the other's scroll offset (108 of 108).
 
 Expectation: the window's own geometry. A row is in sight when its visual rectangle lies inside the table's
@@ -28,7 +29,7 @@ from tests.app.test_minimum_plots import whole_height
 pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 PROMPT = "When Mary and John went to the store, John gave a drink to"
 LONG_PROMPT = (PROMPT + " Mary. ") * 6          # a table that scrolls
-LENS_ROWS_SEEN = 3
+ROWS_SEEN = 3
 
 
 def rows_in_sight(table) -> int:
@@ -61,6 +62,17 @@ def unreadable(text) -> str:
     return "" if text.toolTip() == whole else f"is cut, its tooltip {text.toolTip()!r}"
 
 
+def test_the_candidates_keep_three_rows_beside_the_tokens_warning(qtbot, tmp_path, monkeypatch):
+    with journey_in_a_window(qtbot, tmp_path, monkeypatch, SCREENS["1366x768"]) as journey:
+        journey.open(BUNDLED / "translate-en-zh", "The quick brown fox")      # T, q and k have no token
+        tokens, panel = (journey.window.docks[name].widget() for name in ("tokens", "next_token"))
+        assert tokens.dropped.isVisible() and "Left out" in tokens.dropped.text(), "no word of the left out"
+        table = panel.table
+        assert table.isVisible() and table.rowCount() >= ROWS_SEEN, table.rowCount()
+        seen = rows_in_sight(table)
+        assert seen >= ROWS_SEEN, f"the candidates show {seen} whole rows in {table.viewport().height()} px"
+
+
 def test_the_logit_lens_keeps_three_rows_and_its_caption_at_1366x768(qtbot, tmp_path, monkeypatch):
     with journey_in_a_window(qtbot, tmp_path, monkeypatch, SCREENS["1366x768"]) as journey:
         journey.open(BUNDLED / "translate-en-zh", PROMPT)      # its Tokens grew, and kept, a larger share
@@ -70,7 +82,7 @@ def test_the_logit_lens_keeps_three_rows_and_its_caption_at_1366x768(qtbot, tmp_
         table = panel.lens_table
         assert table.isVisible() and table.rowCount() == 4, table.rowCount()     # the model's 4 layers
         seen = rows_in_sight(table)
-        assert seen >= LENS_ROWS_SEEN, f"the lens shows {seen} whole rows in {table.viewport().height()} px"
+        assert seen >= ROWS_SEEN, f"the lens shows {seen} whole rows in {table.viewport().height()} px"
         assert "softmax(norm(h_l) W_U)" in panel.position_label.document.toPlainText()
         assert not cut_texts(panel.position_label, panel.header)
         assert "lens" in panel.readout.text() and one_line_whole(panel.readout), panel.readout.text()
@@ -95,7 +107,7 @@ def test_the_formulas_are_readable_at_the_windows_least_size(qtbot, tmp_path, mo
         panel = window.docks["next_token"].widget()
         journey.act("logit lens", panel.lens_button.click)            # the window still fits (Journey.act)
         assert not cut_texts(panel.position_label) and not unreadable(panel.header)
-        assert rows_in_sight(panel.lens_table) >= LENS_ROWS_SEEN
+        assert rows_in_sight(panel.lens_table) >= ROWS_SEEN
 
 
 def top_row_in_sight(table) -> bool:

@@ -149,6 +149,11 @@ class Panel(QWidget, DrawsInParts):
     def show_selection(self, selection: Selection) -> None:
         """Highlight `selection` without redrawing the data."""
 
+    def height_to_read(self) -> int | None:
+        """The panel's height at which it reads as meant, given where a column has it (dock_layout.column_heights);
+        None where its minimum does (a minimum alone keeps the window's least size on a small screen)."""
+        return None
+
     def make_export_actions(self) -> list[QAction]:
         """The panel's export actions; the default saves what the panel shows."""
         return [export_dialogs.panel_picture_action(self)]

@@ -25,8 +25,9 @@ from explorer.core.intervention import active, describe
 BAR_PX = 32   # the least width of the probability bars' column (drawn to scale in any width); the rest is theirs
 LENS_BUTTON = "Logit lens for this position"
 LENS_WORDS = ("logit lens at position", "computing the logit lens")     # the readout's words about the lens
-LENS_ROWS = 3       # the lens's layers kept in sight, whatever the dock's share of the column: fewer, and it read
-                    # as a strip (2 whole rows in 64 px, in the Next token dock at 1366x768 after the translator)
+ROWS_SEEN = 3       # the lens's layers kept in sight, whatever the dock's share of the column, and the candidates'
+                    # where the column has room: fewer, and a table read as a strip (2 whole rows in 64 px, in the
+                    # Next token dock at 1366x768 after the translator, or beside Tokens' warning of the left out)
 
 
 class WholeText(WrappedText):
@@ -206,14 +207,27 @@ class NextTokenPanel(Panel):
             self._show_before()
 
     def _fit_before_after_height(self, compared: bool) -> None:
-        """While compared, both tables keep LENS_ROWS rows in sight under their header (and sideways scroll bar,
+        """While compared, both tables keep ROWS_SEEN rows in sight under their header (and sideways scroll bar,
         where one shows): with the comparison's caption above them they had 2 rows of 22 px each (50 px) in the
         Next token dock at 1366x768 after the translator. Otherwise the candidates ask no more than before."""
         for table in (self.before_table, self.table):
             bar = table.horizontalScrollBar()
-            rows = min(LENS_ROWS, table.rowCount())
+            rows = min(ROWS_SEEN, table.rowCount())
             table.setMinimumHeight(rows_height(table, rows if compared else 0,
                                                bar.sizeHint().height() if bar.isVisible() else 0))
+
+    def height_to_read(self) -> int | None:
+        """The panel's height with ROWS_SEEN candidates in sight, their table now as tall as that: its minimum is its
+        header alone, so that the window's least size fits a 1366x768 screen, and the Tokens panel above gives the
+        rows before its own where the column has them. Beside its warning of the characters the translator's
+        tokenizer left out they were 2 at 1366x768. Measured on the table as laid out, since the panel's minimum
+        lags a caption wrapped anew by up to a line."""
+        table = self.table
+        if not table.isVisibleTo(self):
+            return None
+        bar = table.horizontalScrollBar()
+        return self.height() + rows_height(table, ROWS_SEEN, bar.sizeHint().height() if bar.isVisible() else 0) \
+            - table.height()
 
     def _step_aside(self, encoder: bool, name: str) -> None:
         """An encoder-only model predicts no next token (and is loaded without a masked-token head): say so and
@@ -364,9 +378,9 @@ class NextTokenPanel(Panel):
             self.position_label.set_plain(text)
 
     def _fit_lens_height(self) -> None:
-        """The lens keeps LENS_ROWS layers (or all, if fewer) in sight under its header and sideways scroll bar."""
+        """The lens keeps ROWS_SEEN layers (or all, if fewer) in sight under its header and sideways scroll bar."""
         table = self.lens_table
-        table.setMinimumHeight(rows_height(table, min(LENS_ROWS, table.rowCount()),
+        table.setMinimumHeight(rows_height(table, min(ROWS_SEEN, table.rowCount()),
                                            table.horizontalScrollBar().sizeHint().height()))
 
     @staticmethod

@@ -32,8 +32,10 @@ def chosen_colour(palette: QPalette) -> QColor:
 
 def rows_height(table: QTableWidget, rows: int, scroll_bar_px: int) -> int:
     """The least height that shows `rows` whole rows under the header and a sideways scroll bar `scroll_bar_px`
-    high (0 where none shows); 0 for no rows, asking nothing."""
-    return (table.horizontalHeader().sizeHint().height() + rows * table.rowHeight(0) + scroll_bar_px
+    high (0 where none shows), rows as tall as its first (the default height of a row before it has any); 0 for no
+    rows, asking nothing."""
+    row_px = table.rowHeight(0) if table.rowCount() else table.verticalHeader().defaultSectionSize()
+    return (table.horizontalHeader().sizeHint().height() + rows * row_px + scroll_bar_px
             + 2 * table.frameWidth() if rows else 0)
 
 

@@ -24,6 +24,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QToolBar
 
 from explorer.app.panels import registry
+from explorer.app.panels.base import Panel
 from explorer.app.window.dock_tab_bars import dock_tab_bars, relaid, runs_along
 
 TABBED_AREAS = ("bottom",)
@@ -358,19 +359,31 @@ def column_pair(window: QMainWindow, docks: dict[str, QDockWidget]) -> list[QDoc
 
 def column_heights(column: list[QDockWidget], heights: list[int]) -> list[int]:
     """Tokens over Next token of the same sum, Tokens at least the height it asks (its table's rows) where Next
-    token's minimum leaves it: Qt takes a shrink, and a fit on a screen that turned out shorter, off both."""
+    token keeps what it needs to be read (least_to_read), and at most what leaves Next token that: Qt takes a
+    shrink, and a fit on a screen that turned out shorter, off both. Tokens given its rows first, and asking more
+    once its warning of characters left out came, left the translator's candidates 2 rows at 1366x768."""
     upper, lower = column
     total = sum(heights)
-    asked = min(upper.sizeHint().height(), total - lower.minimumSizeHint().height())
-    return heights if heights[0] >= asked else [asked, total - asked]
+    lower_px = min(least_to_read(lower), total - upper.minimumSizeHint().height())
+    upper_px = min(max(heights[0], min(upper.sizeHint().height(), total - lower_px)), total - lower_px)
+    return heights if upper_px == heights[0] else [upper_px, total - upper_px]
+
+
+def least_to_read(dock: QDockWidget) -> int:
+    """The height `dock` keeps in a column where it can: its minimum, or more where its panel needs more to be read
+    (Panel.height_to_read: Next token's candidate rows)."""
+    panel = dock.widget()
+    wanted = panel.height_to_read() if isinstance(panel, Panel) else None
+    least = dock.minimumSizeHint().height()
+    return least if wanted is None else max(least, dock.height() - panel.height() + wanted)
 
 
 def column_split(column: list[QDockWidget], height: int) -> list[int]:
     """Tokens over Next token in the left column's `height`: tokens its share, or what it asks for (its table's
-    rows) where the share is less, as long as Next token keeps its own minimum. At 1366x768 two fifths of the
-    column left the token table two rows."""
+    rows) where the share is less, as long as Next token keeps what it needs to be read (least_to_read). At
+    1366x768 two fifths of the column left the token table two rows."""
     upper, lower = column
     share = height * TOKENS_TO_CANDIDATES[0] // sum(TOKENS_TO_CANDIDATES)
-    upper_px = min(max(share, upper.sizeHint().height()), height - lower.minimumSizeHint().height())
+    upper_px = min(max(share, upper.sizeHint().height()), height - least_to_read(lower))
     upper_px = max(upper_px, min(share, upper.minimumSizeHint().height()))
     return [upper_px, height - upper_px]
