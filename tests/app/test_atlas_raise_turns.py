@@ -65,18 +65,24 @@ def test_a_raise_builds_no_map_in_its_own_turn_and_one_a_turn_after(qtbot, monke
     assert panel.map.tile_box.isVisible()                     # the selected head is framed
 
 
-def test_the_splitter_is_shared_again_only_when_it_turns_or_its_size_changed_materially(qtbot):
+def drawn_and_scored(qtbot, width: int, height: int):
+    """An atlas panel of `width` x `height` on a small trace, shown, its maps built and its scores in."""
     trace = build_trace(n_layers=4, n_heads=4, prompt_len=12)
     session = Session()
     session.set_model(trace.model)
     session.set_trace(trace)
     panel = atlas.AtlasPanel(session)
     qtbot.addWidget(panel)
-    panel.resize(1200, 420)
+    panel.resize(width, height)
     panel.show()
     qtbot.waitUntil(lambda: not panel.drawing and panel.plots_built(), timeout=10000)
     scored(panel, trace)
     settle(0.3)
+    return panel
+
+
+def test_the_splitter_is_shared_again_only_when_it_turns_or_its_size_changed_materially(qtbot):
+    panel = drawn_and_scored(qtbot, 1200, 420)
     splitter = panel.splitter
     assert splitter.orientation() == Qt.Orientation.Horizontal
     shared: list[list[int]] = []
@@ -112,17 +118,7 @@ def test_a_share_measured_before_the_maps_were_laid_out_is_redone(qtbot, monkeyp
             return [(width // 4, height) for width, height in around]      # the axes not laid out yet
         return around
     monkeypatch.setattr(AtlasShares, "_around_views", around_views)
-    trace = build_trace(n_layers=4, n_heads=4, prompt_len=12)
-    session = Session()
-    session.set_model(trace.model)
-    session.set_trace(trace)
-    panel = atlas.AtlasPanel(session)
-    qtbot.addWidget(panel)
-    panel.resize(1000, 360)
-    panel.show()
-    qtbot.waitUntil(lambda: not panel.drawing and panel.plots_built(), timeout=10000)
-    scored(panel, trace)
-    settle(0.3)
+    panel = drawn_and_scored(qtbot, 1000, 360)
     assert not early[0], "the early measurement was never taken"
     views = [plot.getViewBox().sceneBoundingRect().width() for plot in (panel.map.plot, panel.example.plot)]
     assert abs(views[0] - views[1]) <= 3, f"the two views are not equally wide once laid out: {views}"
