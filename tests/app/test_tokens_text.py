@@ -1,5 +1,5 @@
 """The Tokens panel's words (explorer.app.panels.tokens_text), read from the rows alone: T is the number of rows,
-an encoder-decoder's source rows behind a task token name the encoder's N_KV = task tokens + rows, and the source
+an encoder-decoder's source rows behind a task token name the encoder's T_KV = task tokens + rows, and the source
 line lights the token selected (its name where it writes no text)."""
 from __future__ import annotations
 
@@ -24,6 +24,15 @@ def test_source_rows_behind_a_task_token_count_the_encoders_tokens():
     assert "T = 3" in formula and "T_{KV} = 4" in formula and "task token <2zh>" in formula
     other = TokenRows(None, [5, 8, 7], ["a", "x", "c"])       # an edited source: not the encoder's
     assert source_offset(trace, other) is None and "T_{KV}" not in count_formula(other, trace, None)
+
+
+def test_the_sequence_is_written_for_its_own_length():
+    """No model open or an empty text: no tokens, not "(x_1, …, x_0)" (drive32)."""
+    words = [TokenRows(None, list(range(n)), [str(i) for i in range(n)]) for n in (0, 1, 2, 12)]
+    formulas = [count_formula(rows, None, None) for rows in words]
+    assert formulas[0].startswith("x = tokenize(text) = (),") and "T = 0" in formulas[0]
+    assert "= (x_1)," in formulas[1] and "= (x_1, x_2)," in formulas[2]
+    assert "= (x_1, …, x_{12})," in formulas[3] and "T = 12" in formulas[3]
 
 
 def test_the_source_line_lights_the_selected_token():

@@ -31,7 +31,7 @@ def count_formula(rows, trace, step: int | None) -> str:
     token before the typed source (<2zh>), also the encoder's count T_KV, as the cross-attention header writes it,
     so the two match."""
     n = len(rows)
-    formula = f"x = tokenize(text) = (x_1, …, x_{{{n}}}),  x_i ∈ {{0, …, V−1}}, T = {n}"
+    formula = f"x = tokenize(text) = {_sequence(n)},  x_i ∈ {{0, …, V−1}}, T = {n}"
     offset = source_offset(trace, rows)
     earlier = step is not None and trace is not None and step < trace.n_steps - 1
     if earlier and n == n_tokens_at(trace, step) and offset is None:     # not an edited prompt
@@ -44,6 +44,13 @@ def count_formula(rows, trace, step: int | None) -> str:
         formula += (f";  the encoder reads T_{{KV}} = {n + offset} source tokens: "
                     f"the task token{'s' if offset > 1 else ''} {added}, then these {n}")
     return formula
+
+
+def _sequence(n: int) -> str:
+    """(x_1, …, x_n) for n tokens, written out where it is shorter than that: "(x_1, …, x_0)" stood for none."""
+    if n <= 3:
+        return "(" + ", ".join(f"x_{i}" for i in range(1, n + 1)) + ")"
+    return f"(x_1, …, x_{{{n}}})"
 
 
 def source_html(encoder, selected: int | None, decode_text) -> str:
