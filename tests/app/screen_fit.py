@@ -42,6 +42,19 @@ def settle(seconds: float = 0.3) -> None:
         time.sleep(0.01)
 
 
+def steady(read, quiet_s: float = 0.5, timeout_s: float = 10.0):
+    """What `read()` gives once it has not changed for `quiet_s` (at most `timeout_s`): a layout read after a fixed
+    wait on a loaded machine caught one still being laid out, a dock's late placement or a job's result to come."""
+    deadline, seen = time.monotonic() + timeout_s, read()
+    while time.monotonic() < deadline:
+        settle(quiet_s)
+        now = read()
+        if now == seen:
+            return now
+        seen = now
+    return seen
+
+
 def _over(what: str, asked: QSize, size: QSize) -> list[str]:
     if asked.width() > size.width() or asked.height() > size.height():
         return [f"{what} {asked.width()}x{asked.height()} exceeds the {size.width()}x{size.height()} screen"]

@@ -9,13 +9,11 @@ emulated screens.
 """
 from __future__ import annotations
 
-import time
-
 import pytest
 from PySide6.QtCore import QRectF
 
 from tests.app.journey import BUNDLED, journey_in_a_window
-from tests.app.screen_fit import MIN_PLOT_PX, SCREENS, settle
+from tests.app.screen_fit import MIN_PLOT_PX, SCREENS, settle, steady
 
 pytestmark = pytest.mark.usefixtures("store_home")  # the store in the test's folder
 
@@ -49,16 +47,9 @@ def same_layout(before: tuple, after: tuple) -> bool:
         and sizes_near(before[5], after[5])
 
 
-def stable_layout(panel, quiet_s: float = 0.5, timeout_s: float = 10.0) -> tuple:
-    """The panel's layout once it has not changed for `quiet_s`: a job's late result may lay it out again."""
-    deadline, seen = time.monotonic() + timeout_s, layout_of(panel)
-    while time.monotonic() < deadline:
-        settle(quiet_s)
-        now = layout_of(panel)
-        if now == seen:
-            return now
-        seen = now
-    return seen
+def stable_layout(panel) -> tuple:
+    """The panel's layout once it has not changed for a while: a job's late result may lay it out again."""
+    return steady(lambda: layout_of(panel))
 
 
 def check_map(panel, where: str) -> None:

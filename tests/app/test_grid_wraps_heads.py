@@ -15,7 +15,7 @@ from PySide6.QtTest import QTest
 
 from explorer.app.panels.attention import AttentionPanel
 from tests.app.journey import BUNDLED, journey_in_a_window
-from tests.app.screen_fit import SCREENS, settle
+from tests.app.screen_fit import SCREENS, settle, steady
 from tests.app.smollm2_window import SCREEN, smollm2_at_1366, tile_rect
 from tests.app.stress_window import learn
 from tests.app.window_helpers import idle
@@ -111,8 +111,7 @@ def test_a_shrink_to_the_least_size_and_regrow_lays_the_grid_out_as_fresh(qtbot,
     window's grid is laid out as it was fresh at 1366x768: scrolled to the left and top, the labels in sight."""
     with smollm2_at_1366(qtbot, tmp_path, prompt, with_learn=True) as (window, panel):
         window.session.select(layer=0, head=0)
-        settle(0.5)
-        fresh = laid_out(panel)
+        fresh = steady(lambda: laid_out(panel))                 # Learn's column placed, the grid laid out for it
         assert fresh["scrolled"] == (0, 0), "fresh, the first head is in sight with the labels"
         window.resize(QSize(100, 100))                                   # the window's least size
         settle(1.0)
@@ -121,8 +120,7 @@ def test_a_shrink_to_the_least_size_and_regrow_lays_the_grid_out_as_fresh(qtbot,
             settle(0.5)
         window.resize(SCREEN)
         idle(qtbot, window)
-        settle(1.0)
-        assert laid_out(panel) == fresh
+        assert steady(lambda: laid_out(panel)) == fresh
 
 
 
