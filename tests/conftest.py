@@ -57,7 +57,10 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(autouse=True)
 def collect_garbage_on_the_main_thread():
+    from explorer.app.thread import threads  # not at import: isolate() runs before the package loads
+
     gc.disable()
     yield
     _finished[0] += 1
+    threads.release_finished()                      # as the app's collector does (explorer/app/thread/gc_guard.py)
     gc.collect(2 if _finished[0] % FULL_EVERY == 0 else 1)

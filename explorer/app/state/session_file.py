@@ -22,6 +22,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from explorer.app.thread import threads
 from explorer.core import files
 from explorer.core.errors import ExplorerError
 from explorer.views.session_state import FORMAT, VERSION, SessionFileError, SessionState, load, save, write_atomically  # noqa: F401 (re-exported)
@@ -123,8 +124,8 @@ class Autosaver(QObject):
         if state is None:
             return
         if self._writer is None:            # one daemon thread, waiting on the queue: a thread's start waits too
-            self._writer = threading.Thread(target=self._write_queued, name="autosave", daemon=True)
-            self._writer.start()
+            # the app's registry: joined at quit, and what it ran let go on the GUI thread (threads.py)
+            self._writer = threads.start(self._write_queued, "autosave", stop=lambda: self._queue.put(None))
         self._queue.put(state)
 
     def _write_queued(self) -> None:

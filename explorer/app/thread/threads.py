@@ -5,6 +5,11 @@ inside torch or numpy when the interpreter finalises aborts the process ("termin
 active exception", exit 134): the C++ thread pools it uses are torn down under it. So each thread is
 started here with a way to stop it, and `stop_all_at_quit` (run at quit before the window is deleted, and by
 atexit before the interpreter finalises, while daemons still run normally) asks every one to stop and joins it.
+
+What a thread ran (its target, and through it the Qt objects the work answers to) is let go on the GUI thread
+(`release_finished`), never on the thread: a thread that dropped the last reference to a Qt object's Python side
+freed it there, and PySide's disconnection of its slots raced the GUI thread (a segfault in
+QMetaObject::Connection::~Connection as a grid's filling thread ended after its window closed, loaded machine).
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ JOIN_S = 120.0          # how long quitting waits for work that cannot be interr
 
 _lock = threading.Lock()
 _live: dict[threading.Thread, Callable[[], None]] = {}
+_finished: list = []             # the targets and stops of threads that ended, for release_finished
 
 
 def start(target: Callable[[], None], name: str, stop: Callable[[], None] = lambda: None) -> threading.Thread:
@@ -58,13 +64,23 @@ def stop_all(timeout_s: float | None = None) -> bool:
 
 
 def _forgetting(target: Callable[[], None]) -> Callable[[], None]:
+    held = [target]                 # the thread's only reference, handed to _finished as it ends, with its stop
+
     def run() -> None:
         try:
-            target()
+            held[0]()
         finally:
             with _lock:
-                _live.pop(threading.current_thread(), None)
+                _finished.extend((held.pop(), _live.pop(threading.current_thread(), None)))
     return run
+
+
+def release_finished() -> None:
+    """Let go, on this thread (the GUI's), of what the threads that ended ran."""
+    with _lock:
+        finished = _finished[:]
+        _finished.clear()
+    finished.clear()
 
 
 def stop_all_at_quit() -> None:

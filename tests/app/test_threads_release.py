@@ -1,0 +1,67 @@
+"""What an app thread ran is let go on the GUI thread, never on the thread itself (explorer/app/thread/threads.py).
+
+Seen (a loaded machine, a window closed as its grid filled): the filling thread ended holding the last reference to
+the grid filler's Python side, freed it there, and PySide's disconnection of its slots raced the GUI thread:
+SIGSEGV in QMetaObject::Connection::~Connection on that thread. Expectation: the object a thread's work holds is
+freed only when the GUI thread calls release_finished, and on that thread.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+
+import numpy as np
+
+from explorer.app.thread import threads
+from explorer.app.widgets.grid_filler import GridFiller
+from tests.app.synthetic_trace import build_trace
+
+
+class Held:
+    """An object whose finaliser says the thread it was freed on."""
+
+
+def freed_on(thing) -> list:
+    threads_seen: list = []
+    weakref.finalize(thing, lambda: threads_seen.append(threading.current_thread()))
+    return threads_seen
+
+
+def test_an_object_only_a_finished_thread_held_is_freed_when_the_gui_thread_lets_go():
+    held = Held()
+    seen = freed_on(held)
+    thread = threads.start(lambda held=held: None, "test-holder")
+    del held
+    thread.join(10)
+    assert not thread.is_alive()
+    assert seen == [], f"freed on {seen[0].name} as it ended" if seen else ""
+    threads.release_finished()
+    assert seen == [threading.main_thread()], seen
+
+
+def test_a_grid_filler_let_go_by_the_gui_is_freed_on_the_gui_thread_after_its_thread_ends(qapp, monkeypatch):
+    trace = build_trace(n_layers=2, n_heads=2, prompt_len=6)
+    filler = GridFiller()
+    release, started = threading.Event(), []
+    start_thread = threads.start
+
+    def tile(trace, layer, heads, *args):
+        release.wait(10)                          # the window lets go of the filler meanwhile
+        return np.zeros((1, 1), np.float32)
+
+    def start(target, name, stop=lambda: None):
+        started.append(start_thread(target, name, stop))
+        return started[-1]
+
+    monkeypatch.setattr(filler.tiles, "get", tile)
+    monkeypatch.setattr(threads, "start", start)
+    filler.start(trace, None, False, "weights")
+    seen = freed_on(filler)
+    del filler
+    release.set()
+    started[0].join(10)
+    assert not started[0].is_alive()
+    assert seen == [], f"the filler was freed on {seen[0].name}" if seen else ""
+    threads.release_finished()
+    qapp.processEvents()
+    assert seen == [threading.main_thread()], seen
