@@ -65,3 +65,30 @@ def test_a_grid_filler_let_go_by_the_gui_is_freed_on_the_gui_thread_after_its_th
     threads.release_finished()
     qapp.processEvents()
     assert seen == [threading.main_thread()], seen
+
+
+def test_a_panels_job_the_model_thread_ran_is_let_go_on_the_gui_thread(qapp):
+    """The model thread kept the request it last ran until the next came, and dropped it there: a job's
+    references (a panel's call, a Qt object) were freed on the model thread."""
+    from explorer.app.thread.decode_loop import DecodeLoop
+    from explorer.app.thread.emitter import Emitter
+    from explorer.app.thread.request_queue import RequestQueue
+    from explorer.app.thread.requests import Load, ModelJob
+    from tests.app.fake_core import FakeCore
+
+    queue, emitter = RequestQueue(), Emitter()
+    loop = DecodeLoop(queue, emitter, FakeCore().api())
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    queue.push(Load("models/a"))
+    held, done = Held(), threading.Event()
+    seen = freed_on(held)
+    queue.push(ModelJob(lambda loaded, cancelled, held=held: done.set()))
+    del held
+    assert done.wait(10), "the job never ran"
+    queue.push(ModelJob(lambda loaded, cancelled: None))             # the next request takes the last one's place
+    queue.close()
+    thread.join(10)
+    assert seen == [], f"the job was freed on {seen[0].name}" if seen else ""
+    threads.release_finished()
+    assert seen == [threading.main_thread()], seen

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 import shiboken6
 
-from explorer.app.thread import person_request
+from explorer.app.thread import person_request, threads
 from explorer.app.thread.core_api import CoreApi, LoadedSummary, SamplingSettings, is_out_of_memory, lending
 from explorer.app.thread.emitter import Emitter
 from explorer.app.thread.pass_progress import layer_progress, prefill_share, replay_words, step_progress
@@ -93,6 +93,9 @@ class DecodeLoop:
                 if shiboken6.isValid(self._emit):
                     raise
                 return          # the window was closed and deleted under the request: nobody left to answer
+            finally:            # a panel's job it holds is let go on the GUI thread (threads.py)
+                threads.let_go(request)
+                del request
 
     def _run_one(self, request) -> None:
         self._seq = request.seq

@@ -75,6 +75,13 @@ def _forgetting(target: Callable[[], None]) -> Callable[[], None]:
     return run
 
 
+def let_go(thing) -> None:
+    """Hand `thing` (a request a thread ran, with the panel's job it holds) to release_finished, for its last
+    reference to drop on the GUI thread rather than on the thread that ran it."""
+    with _lock:
+        _finished.append(thing)
+
+
 def release_finished() -> None:
     """Let go, on this thread (the GUI's), of what the threads that ended ran."""
     with _lock:
