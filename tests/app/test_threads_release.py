@@ -92,3 +92,20 @@ def test_a_panels_job_the_model_thread_ran_is_let_go_on_the_gui_thread(qapp):
     assert seen == [], f"the job was freed on {seen[0].name}" if seen else ""
     threads.release_finished()
     assert seen == [threading.main_thread()], seen
+
+
+def test_a_pauses_event_carries_no_weak_reference_of_pysides(qapp, qtbot):
+    """A load's Pause hands the GUI an Event to set once the window had time to paint; the model thread drops it
+    when it has waited. A Qt timer given the Event's bound method made PySide hang a weak reference on it, whose
+    callback (a disconnection) then ran on the model thread: SIGSEGV in Connection's destructor under gdb."""
+    from explorer.app.thread.worker import ModelWorker
+    from tests.app.fake_core import FakeCore
+
+    worker = ModelWorker(core=FakeCore().api())
+    try:
+        shown = threading.Event()
+        worker._on_pausing(0.5, "writing a copy", shown)
+        assert weakref.getweakrefcount(shown) == 0, "PySide holds the Event by a weak reference"
+        qtbot.waitUntil(shown.is_set, timeout=5000)              # and sets it once the window had its time
+    finally:
+        assert worker.shutdown(5.0)

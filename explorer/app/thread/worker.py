@@ -99,10 +99,13 @@ class ModelWorker(QObject):
     @Slot(float, str, object)
     def _on_pausing(self, fraction: float, message: str, shown) -> None:
         """A load says a Pause (core/loaders/load_progress): its words, then `pausing`, and the model thread goes
-        on once the event loop had PAUSE_PAINTED_MS to paint them."""
+        on once the event loop had PAUSE_PAINTED_MS to paint them. The timer holds a function of its own, not the
+        Event's bound method: for that, PySide hung a weak reference on the Event, which the model thread drops
+        when it has waited, and PySide's disconnection then ran there (SIGSEGV in Connection's destructor, loaded
+        machine, a load's copy Pause)."""
         self.progress.emit(fraction, message)
         self.pausing.emit()
-        QTimer.singleShot(PAUSE_PAINTED_MS, shown.set)
+        QTimer.singleShot(PAUSE_PAINTED_MS, lambda: shown.set())
 
     # ----- requests (GUI thread) -----------------------------------------------------
     def load(self, path: str, device: str = "cpu", dtype: str = "float32") -> None:
