@@ -242,6 +242,7 @@ def test_a_read_ahead_of_a_cancelled_load_is_let_go(store, tmp_path):
     import gc
     import weakref
 
+    from explorer.app.thread import threads
     from explorer.app.thread.core_api import _real_prefetch
     from explorer.core.loaders import gguf_copy
 
@@ -252,6 +253,10 @@ def test_a_read_ahead_of_a_cancelled_load_is_let_go(store, tmp_path):
     buffer = weakref.ref(ahead.buffers[0].base if ahead.buffers[0].base is not None else ahead.buffers[0])
     del ahead
     _real_prefetch(None)                                    # what ModelWorker.cancel asks
+    for thread in threads.live():
+        if thread.name == "model-prefetch":
+            thread.join(10)
+    threads.release_finished()                  # what the read's thread ran let go, as gc_guard's tick does
     gc.collect()
     assert gguf_copy.take(gguf_cache.cache_path(path)) is None and buffer() is None
 
