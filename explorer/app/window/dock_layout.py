@@ -365,7 +365,7 @@ def column_heights(column: list[QDockWidget], heights: list[int]) -> list[int]:
     upper, lower = column
     total = sum(heights)
     lower_px = min(least_to_read(lower), total - upper.minimumSizeHint().height())
-    upper_px = min(max(heights[0], min(upper.sizeHint().height(), total - lower_px)), total - lower_px)
+    upper_px = min(max(heights[0], upper.sizeHint().height()), total - lower_px)
     return heights if upper_px == heights[0] else [upper_px, total - upper_px]
 
 
