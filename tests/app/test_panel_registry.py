@@ -17,10 +17,10 @@ from tests.app.shared_window import make_window
 
 ROOT = Path(__file__).resolve().parents[2]
 PANELS_DIR = Path(explorer.app.panels.__file__).parent
-# the package, the shared base (base, drawing_parts, panel_words), the list itself, Show the work's rich text and
-# the residual stream's room (residual_room)
+# the package, the shared base (base, drawing_parts, panel_words), the list itself, Show the work's rich text,
+# the residual stream's room (residual_room) and Next token's logit lens (next_token_lens)
 NOT_PANELS = {"__init__", "base", "drawing_parts", "panel_words", "registry", "derivation_text", "tokens_text",
-              "derivable", "residual_room", "attention_header"}
+              "derivable", "residual_room", "attention_header", "next_token_lens"}
 
 
 class ToyPanel(Panel):
