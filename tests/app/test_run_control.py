@@ -72,6 +72,24 @@ def test_cancelling_a_rerun_of_the_same_prompt_keeps_the_trace_and_steps_on_from
     assert after.steps[-1].token_ids.tolist() == [before.steps[-1].chosen_id]
 
 
+def test_a_run_after_a_cancelled_one_ends_the_cancel_s_notice(qtbot, window, tiny):
+    """Run, Stop, Run: the status bar said "Run cancelled: the previous run is kept." for 5.6 s beside the new
+    run's trace (drive33). A press's run says it runs, and what the bar says then is of that run."""
+    opened(qtbot, window, tiny)
+    before = step(qtbot, window, 2)
+    seen = cancel_at_the_first_layer(window)
+    window.actions.run.trigger()
+    idle(qtbot, window, lambda: bool(seen) and "cancelled" in window.status.currentMessage())
+    notices = []
+    window.controller.notice.connect(notices.append)
+    window.actions.run.trigger()                              # pressed again: this run goes through (seen)
+    after = idle(qtbot, window, lambda: window.session.trace is not before and window.session.trace.n_steps == 1)
+    assert after.n_tokens == len(window.controller.summary.tokenizer.encode(PROMPT).ids)
+    message = window.status.currentMessage()
+    assert "cancelled" not in message and "kept" not in message, message
+    assert any(notice.startswith("Running") for notice in notices), notices
+
+
 def test_cancelling_another_prompt_s_run_keeps_the_trace_before_marked_out_of_date(qtbot, window, tiny):
     before = opened(qtbot, window, tiny)
     window.prompt.set_text("Whether 'tis nobler")

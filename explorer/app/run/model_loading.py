@@ -106,7 +106,7 @@ class ModelLoading:
                       "opens: press Run (Ctrl+Enter) to run it.")
             self._not_run(reason)
             return
-        self.run()
+        self.run(announce=False)
 
     def _on_load_failed(self, reference: str) -> None:
         self._give_back_dropped()               # the load pushed dropped it from the queue

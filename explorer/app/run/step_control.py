@@ -9,15 +9,19 @@ import numpy as np
 
 from explorer.app.state.session import CANCEL
 from explorer.views import trace_views
+from explorer.views.words import plural
 
 
 class StepControl:
     """The decoding presses, for DecodingController (a mixin: it reads the controller's session, worker,
     room, summary, prompt and play timer)."""
 
-    def run(self) -> bool:
-        """Prefill the prompt (from scratch); False when nothing was asked of the model."""
-        if self._deferred(self.run):
+    def run(self, *, announce: bool = True) -> bool:
+        """Prefill the prompt (from scratch); False when nothing was asked of the model. A press's run (`announce`)
+        says so in the status bar until the model is next idle, which ends what it said of the run before: "Run
+        cancelled: the previous run is kept." stayed 5.6 s beside the new run's trace (drive33). A run that
+        follows a model's opening is not announced: the opening's notice (experiments cleared) stays."""
+        if self._deferred(lambda: self.run(announce=False)):
             return self.loading is not None
         ids = self._checked_prompt_ids()
         if ids is None:
@@ -25,17 +29,20 @@ class StepControl:
         self._run_prompt = self._awaited = self.prompt_ids()
         self.session.set_not_run(None)
         self.worker.prefill(ids)
+        if announce:
+            self.notice.emit(f"Running {plural(len(ids), 'prompt token')}…")
         return True
 
-    def step(self) -> bool:
-        """One more token; a prompt that has not been run (or was edited) is prefilled instead.
+    def step(self, *, announce: bool = True) -> bool:
+        """One more token; a prompt that has not been run (or was edited) is prefilled instead (announced as
+        Run's is).
 
         False when nothing was asked of the model (no model, an empty prompt, no room left).
         """
-        if self._deferred(self.step):
+        if self._deferred(lambda: self.step(announce=False)):
             return self.loading is not None
         if self._needs_prefill():
-            return self.run()
+            return self.run(announce=announce)
         reason = getattr(self.summary, "no_step_reason", None) or self.end_of_text(self.session.trace)
         if reason is not None:                     # an encoder, or the text ended: Step says why it does nothing
             self.notice.emit(reason)
