@@ -88,6 +88,7 @@ def test_a_run_after_a_cancelled_one_ends_the_cancel_s_notice(qtbot, window, tin
     message = window.status.currentMessage()
     assert "cancelled" not in message and "kept" not in message, message
     assert any(notice.startswith("Running") for notice in notices), notices
+    qtbot.waitUntil(lambda: not window.status.currentMessage(), timeout=5000)     # said while it ran, not after
 
 
 def test_cancelling_another_prompt_s_run_keeps_the_trace_before_marked_out_of_date(qtbot, window, tiny):
