@@ -46,7 +46,7 @@ from explorer.core.conversion_targets import mla_refusal
 from explorer.core.errors import ExplorerError
 from explorer.core.model import Transformer
 from explorer.core.rope import Rotary
-from explorer.core.runtime import LoadedModel, adopt, model_info
+from explorer.core.runtime import LoadedModel, adopt, empty_modules, model_info
 
 Progress = Callable[[float, str], None]
 
@@ -277,7 +277,7 @@ def _dense_config(loaded: LoadedModel, target: str) -> ModelConfig:
 
 def _build(config: ModelConfig, state: dict[str, torch.Tensor], prepare=None) -> Transformer:
     """A Transformer for `config` holding `state` (the original's tensors are shared, not copied)."""
-    with torch.device("meta"):
+    with empty_modules():
         model = Transformer(config)
         if prepare is not None:
             prepare(model)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import re
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -48,6 +49,16 @@ class SkipParameterInit(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
+@contextmanager
+def empty_modules():
+    """Modules built inside hold no numbers (the meta device) and run no torch.nn.init (SkipParameterInit): what
+    is built here is given its tensors after (adopt). The one way a model is built empty: a what-if conversion
+    built on the meta device alone, and its first random init imported torch._dynamo on the model thread, a 0.5-1 s
+    hold of Python's lock that stopped the window under load (drive33)."""
+    with torch.device("meta"), SkipParameterInit():
+        yield
+
+
 def build_model(hf_config: dict, tensors: dict[str, torch.Tensor], source: str = "checkpoint",
                 device: str = "cpu", dtype: str = "float32", fuse: bool = True) -> tuple[Transformer, ModelConfig]:
     """Assemble a Transformer from a transformers config dict and HF-named tensors (validated);
@@ -60,7 +71,7 @@ def build_model(hf_config: dict, tensors: dict[str, torch.Tensor], source: str =
         raise in_config_file(error, source) from None
     agree_with_weights(config, tensors, source)              # before a module is built from the config
     check_finite(tensors, source)
-    with torch.device("meta"), SkipParameterInit():
+    with empty_modules():
         model = Transformer(config)
     expected = model.state_dict()
     origins: dict[str, str] = {}

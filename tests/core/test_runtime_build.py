@@ -66,3 +66,23 @@ def test_building_a_model_does_not_import_torch_dynamo():
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "False"
+
+
+def test_a_what_if_conversion_does_not_import_torch_dynamo():
+    """Every conversion builds its model empty as the load does (runtime.empty_modules): on the meta device alone,
+    the MLA conversion's first random init imported torch._dynamo on the app's model thread, a hold of Python's
+    lock that stopped the window 0.5-1 s under load (drive33, seen with faulthandler's dump of the threads)."""
+    script = ("import sys, torch\n"
+              "from explorer.core import convert\n"
+              "from explorer.core.runtime import from_tensors\n"
+              "from tests.core.tiny_checkpoints import LLAMA_CONFIG, llama_tensors\n"
+              "config = dict(LLAMA_CONFIG, vocab_size=40)\n"
+              "loaded = from_tensors(config, llama_tensors(config), name='tiny')\n"
+              "assert 'torch._dynamo' not in sys.modules, 'imported before the conversions'\n"
+              "for variant in ('mla-8', 'mqa', 'mha'):\n"
+              "    converted = convert.convert(loaded, variant)\n"
+              "    assert not any(p.is_meta for p in converted.loaded.model.parameters()), variant\n"
+              "print('torch._dynamo' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "False"
