@@ -55,34 +55,34 @@ def test_the_built_model_holds_exactly_the_checkpoint_tensors():
     assert torch.equal(model.norm.weight, tensors["model.norm.weight"])
 
 
-def test_building_a_model_does_not_import_torch_dynamo():
+def imports_torch_dynamo(before: str, action: str) -> bool:
+    """Whether `action` (Python lines), run in a fresh process after `before` on a tiny Llama `config`, imports
+    torch._dynamo."""
     script = ("import sys, torch\n"
-              "from explorer.core.runtime import build_model\n"
               "from tests.core.tiny_checkpoints import LLAMA_CONFIG, llama_tensors\n"
               "config = dict(LLAMA_CONFIG, vocab_size=40)\n"
-              "assert 'torch._dynamo' not in sys.modules, 'imported before the build'\n"
-              "build_model(config, llama_tensors(config))\n"
+              f"{before}\n"
+              "assert 'torch._dynamo' not in sys.modules, 'imported before'\n"
+              f"{action}\n"
               "print('torch._dynamo' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "False"
+    return done.stdout.strip() == "True"
+
+
+def test_building_a_model_does_not_import_torch_dynamo():
+    assert not imports_torch_dynamo("from explorer.core.runtime import build_model",
+                                    "build_model(config, llama_tensors(config))")
 
 
 def test_a_what_if_conversion_does_not_import_torch_dynamo():
     """Every conversion builds its model empty as the load does (runtime.empty_modules): on the meta device alone,
     the MLA conversion's first random init imported torch._dynamo on the app's model thread, a hold of Python's
     lock that stopped the window 0.5-1 s under load (drive33, seen with faulthandler's dump of the threads)."""
-    script = ("import sys, torch\n"
-              "from explorer.core import convert\n"
-              "from explorer.core.runtime import from_tensors\n"
-              "from tests.core.tiny_checkpoints import LLAMA_CONFIG, llama_tensors\n"
-              "config = dict(LLAMA_CONFIG, vocab_size=40)\n"
-              "loaded = from_tensors(config, llama_tensors(config), name='tiny')\n"
-              "assert 'torch._dynamo' not in sys.modules, 'imported before the conversions'\n"
-              "for variant in ('mla-8', 'mqa', 'mha'):\n"
-              "    converted = convert.convert(loaded, variant)\n"
-              "    assert not any(p.is_meta for p in converted.loaded.model.parameters()), variant\n"
-              "print('torch._dynamo' in sys.modules)\n")
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "False"
+    assert not imports_torch_dynamo(
+        "from explorer.core import convert\n"
+        "from explorer.core.runtime import from_tensors\n"
+        "loaded = from_tensors(config, llama_tensors(config), name='tiny')",
+        "for variant in ('mla-8', 'mqa', 'mha'):\n"
+        "    converted = convert.convert(loaded, variant)\n"
+        "    assert not any(p.is_meta for p in converted.loaded.model.parameters()), variant")
