@@ -1,14 +1,17 @@
-"""What every builder shares, below the builders themselves: the dtype and device a model is placed on, and
-LoadedModel, the ready model that runtime (decoder-only), encoder (BERT) and encdec build. It imports none
-of them, so that runtime may import encoder and encdec, which use it, at the top.
+"""What every builder shares, below the builders themselves: modules built to be given a checkpoint's tensors
+(SkipParameterInit, empty_modules), the dtype and device a model is placed on, and LoadedModel, the ready model
+that runtime (decoder-only), encoder (BERT) and encdec build. It imports none of them, so that runtime may import
+encoder and encdec, which use it, at the top.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from explorer.core import device_names
 from explorer.core.errors import ModelLoadError, UnsupportedModelError
@@ -20,6 +23,32 @@ if TYPE_CHECKING:
     from explorer.core.model import Transformer
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+class SkipParameterInit(TorchFunctionMode):
+    """Modules built inside run no torch.nn.init: a checkpoint's tensors replace their values anyway. On the meta
+    device (empty_modules) the first random init imports torch._dynamo (seconds of a cold start, for nothing); on
+    the CPU (the BERT and encoder-decoder builds, which load a state dict) MiniLM's init took 130-190 ms of each
+    open. A torch function mode is thread-local, so a model being trained on another thread still gets its init."""
+
+    SKIPPED = frozenset({getattr(torch.nn.init, name) for name in dir(torch.nn.init)
+                         if name.endswith("_") and not name.startswith("_")}
+                        | {torch.Tensor.normal_, torch.Tensor.uniform_})
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in self.SKIPPED:
+            return args[0] if args else kwargs.get("tensor")
+        return func(*args, **(kwargs or {}))
+
+
+@contextmanager
+def empty_modules():
+    """Modules built inside hold no numbers (the meta device) and run no torch.nn.init (SkipParameterInit): what
+    is built here is given its tensors after (adopt). The one way a model is built empty: a what-if conversion
+    built on the meta device alone, and its first random init imported torch._dynamo on the model thread, a 0.5-1 s
+    hold of Python's lock that stopped the window under load (drive33)."""
+    with torch.device("meta"), SkipParameterInit():
+        yield
 
 
 @dataclass

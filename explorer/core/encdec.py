@@ -30,7 +30,7 @@ from torch import nn
 
 from explorer.core.attention import attend
 from explorer.core.attention_maps import MaskRule
-from explorer.core.building import load_built, resolve_device, torch_dtype
+from explorer.core.building import SkipParameterInit, load_built, resolve_device, torch_dtype
 from explorer.core.capture import AttentionCapture
 from explorer.core.encdec_config import MODEL_TYPE, EncDecConfig
 from explorer.core.errors import ModelLoadError
@@ -245,7 +245,8 @@ def build(hf_config: dict, tensors: dict[str, torch.Tensor], source: str = "chec
           device: str = "cpu", dtype: str = "float32") -> tuple[EncoderDecoder, EncDecConfig]:
     """An EncoderDecoder from our config.json dict and its state_dict; names and shapes are checked."""
     config = EncDecConfig.from_json(hf_config)
-    model = EncoderDecoder(config)
+    with SkipParameterInit():                                # its values are the checkpoint's
+        model = EncoderDecoder(config)
     tensors = {name: tensor for name, tensor in tensors.items() if name != "lm_head.weight"}  # tied to embed
     validate(tensors, model.state_dict(), source)
     try:

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from explorer.core.building import load_built, resolve_device, torch_dtype
+from explorer.core.building import SkipParameterInit, load_built, resolve_device, torch_dtype
 from explorer.core.capture import PaddedCapture, StepCapture
 from explorer.core.config import ModelConfig, bert_config  # noqa: F401 (bert_config: read in config.py)
 from explorer.core.config_schema import check_runnable
@@ -112,7 +112,8 @@ def build(hf_config: dict, tensors: dict[str, torch.Tensor], source: str = "chec
     """A BertEncoder from a BertConfig dict and BertModel tensors; names and shapes are checked."""
     config = bert_config(hf_config)
     check_runnable(config)
-    model = BertEncoder(config, int(hf_config.get("type_vocab_size", 2)))
+    with SkipParameterInit():                                # its values are the checkpoint's
+        model = BertEncoder(config, int(hf_config.get("type_vocab_size", 2)))
     origins: dict[str, str] = {}
     mapped = map_bert_weights(tensors, source, origins)
     validate(mapped, model.state_dict(), source, origins)

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import ctypes
 import re
-from contextlib import contextmanager
 from pathlib import Path
 
 import torch
-from torch.overrides import TorchFunctionMode
 
 from explorer.core import encdec, encoder
 from explorer.core.building import (  # noqa: F401 (re-exported)
     DTYPES,
     LoadedModel,
+    SkipParameterInit,
+    empty_modules,
     in_config_file,
     load_built,
     resolve_device,
@@ -31,32 +31,6 @@ from explorer.core.loaders import READY_AT, open_checkpoint
 from explorer.core.model import Transformer
 from explorer.core.trace import ModelInfo
 from explorer.core.weights import check_finite, map_weights, validate
-
-
-class SkipParameterInit(TorchFunctionMode):
-    """Inside `with torch.device("meta"):` modules are built without running
-    torch.nn.init. Their values are replaced by the checkpoint's anyway, and the first random init of a
-    meta tensor imports torch._dynamo (seconds of a cold start, for nothing). A torch function mode is
-    thread-local, so a model being trained on another thread still gets its init."""
-
-    SKIPPED = frozenset({getattr(torch.nn.init, name) for name in dir(torch.nn.init)
-                         if name.endswith("_") and not name.startswith("_")}
-                        | {torch.Tensor.normal_, torch.Tensor.uniform_})
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        if func in self.SKIPPED:
-            return args[0] if args else kwargs.get("tensor")
-        return func(*args, **(kwargs or {}))
-
-
-@contextmanager
-def empty_modules():
-    """Modules built inside hold no numbers (the meta device) and run no torch.nn.init (SkipParameterInit): what
-    is built here is given its tensors after (adopt). The one way a model is built empty: a what-if conversion
-    built on the meta device alone, and its first random init imported torch._dynamo on the model thread, a 0.5-1 s
-    hold of Python's lock that stopped the window under load (drive33)."""
-    with torch.device("meta"), SkipParameterInit():
-        yield
 
 
 def build_model(hf_config: dict, tensors: dict[str, torch.Tensor], source: str = "checkpoint",

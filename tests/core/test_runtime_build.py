@@ -86,3 +86,24 @@ def test_a_what_if_conversion_does_not_import_torch_dynamo():
         "for variant in ('mla-8', 'mqa', 'mha'):\n"
         "    converted = convert.convert(loaded, variant)\n"
         "    assert not any(p.is_meta for p in converted.loaded.model.parameters()), variant")
+
+
+def test_the_bert_and_encoder_decoder_builds_draw_no_random_init():
+    """Their modules are built under SkipParameterInit and then load the checkpoint: a random init drew from
+    torch's generator for values thrown away (130-190 ms of each MiniLM open). Expectation: the generator's state,
+    which any random init advances, is unchanged by the build."""
+    import json
+
+    from safetensors.torch import load_file
+
+    from explorer.core import encdec, encoder
+    from tests.core.test_encoder import tiny_bert
+
+    bert = tiny_bert()
+    folder = ROOT / "resources" / "models" / "translate-en-zh"
+    translator = (json.loads((folder / "config.json").read_text()), load_file(folder / "model.safetensors"))
+    for build, (config, tensors) in ((encoder.build, (bert.config.to_dict(), bert.state_dict())),
+                                     (encdec.build, translator)):
+        state = torch.get_rng_state()
+        build(config, tensors, source="tiny")            # what it holds: test_encoder's and test_encdec's checks
+        assert torch.equal(torch.get_rng_state(), state), f"{build.__module__} drew random numbers"
