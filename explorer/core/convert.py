@@ -41,12 +41,13 @@ import torch
 from torch import nn
 
 from explorer.core import kv_variants as kv
+from explorer.core.building import empty_modules
 from explorer.core.config import ModelConfig, RopeSpec
 from explorer.core.conversion_targets import mla_refusal
 from explorer.core.errors import ExplorerError
 from explorer.core.model import Transformer
 from explorer.core.rope import Rotary
-from explorer.core.runtime import LoadedModel, adopt, empty_modules, model_info
+from explorer.core.runtime import LoadedModel, adopt, model_info
 
 Progress = Callable[[float, str], None]
 

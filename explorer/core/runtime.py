@@ -16,7 +16,6 @@ from explorer.core import encdec, encoder
 from explorer.core.building import (  # noqa: F401 (re-exported)
     DTYPES,
     LoadedModel,
-    SkipParameterInit,
     empty_modules,
     in_config_file,
     load_built,

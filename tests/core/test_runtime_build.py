@@ -10,7 +10,8 @@ from pathlib import Path
 
 import torch
 
-from explorer.core.runtime import SkipParameterInit, build_model
+from explorer.core.building import SkipParameterInit
+from explorer.core.runtime import build_model
 from tests.core.tiny_checkpoints import LLAMA_CONFIG, llama_tensors
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +77,7 @@ def test_building_a_model_does_not_import_torch_dynamo():
 
 
 def test_a_what_if_conversion_does_not_import_torch_dynamo():
-    """Every conversion builds its model empty as the load does (runtime.empty_modules): on the meta device alone,
+    """Every conversion builds its model empty as the load does (building.empty_modules): on the meta device alone,
     the MLA conversion's first random init imported torch._dynamo on the app's model thread, a hold of Python's
     lock that stopped the window 0.5-1 s under load (drive33, seen with faulthandler's dump of the threads)."""
     assert not imports_torch_dynamo(
